@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"sink/config"
+	"sink/internal/consumer"
+	"sink/internal/pipeline"
+	"sink/internal/writer"
+)
+
+// check validates what `run` would need, in the order run needs it, and
+// prints what it found. The config is already valid when we get here.
+func check(cfg *config.Config, stdout, stderr io.Writer) int {
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.Kafka.RequestTimeout+cfg.ClickHouse.DialTimeout+10e9)
+	defer cancel()
+	fail := func(err error) int {
+		fmt.Fprintf(stderr, "sink check: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "config: ok (connector %q, group %q)\n", cfg.Name, cfg.Kafka.Group)
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Kafka.Brokers...), kgo.ClientID(cfg.Kafka.ClientID))
+	if err != nil {
+		return fail(fmt.Errorf("kafka: %w", err))
+	}
+	topics, err := consumer.Describe(ctx, cl, cfg.Kafka)
+	cl.Close()
+	if err != nil {
+		return fail(err)
+	}
+	names := make([]string, 0, len(topics))
+	for t := range topics {
+		names = append(names, t)
+	}
+	sort.Strings(names)
+	for _, t := range names {
+		fmt.Fprintf(stdout, "kafka: topic %s: %d partitions\n", t, topics[t])
+	}
+	if cfg.Kafka.TopicRegex != "" && len(names) == 0 {
+		fmt.Fprintf(stdout, "kafka: no topic matches %q yet\n", cfg.Kafka.TopicRegex)
+	}
+
+	w, err := writer.Open(ctx, cfg.Name, cfg.ClickHouse)
+	if err != nil {
+		return fail(err)
+	}
+	defer w.Close()
+	v, _ := w.ServerVersion(ctx)
+	fmt.Fprintf(stdout, "clickhouse: %s, server %s\n", strings.Join(cfg.ClickHouse.Addrs, ","), v)
+
+	p, err := pipeline.New(ctx, cfg, zerolog.Nop(), w)
+	if err != nil {
+		return fail(err)
+	}
+	for _, t := range p.Tables() {
+		cols := make([]string, len(t.Insert))
+		for i, c := range t.Insert {
+			cols[i] = c.Name + " " + c.Type
+		}
+		fmt.Fprintf(stdout, "route: table %s: INSERT names %d of %d columns: %s\n",
+			t.FullName(), len(t.Insert), len(t.Schema), strings.Join(cols, ", "))
+	}
+	fmt.Fprintln(stdout, "check: ok")
+	return 0
+}

@@ -1,0 +1,153 @@
+// Command sink moves Kafka topics into ClickHouse in large, few inserts.
+//
+// main only parses the command line, wires the components and stops them
+// in reverse order; everything else lives in internal/.
+package main
+
+import (
+	"context"
+
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"sink/config"
+	"sink/internal/consumer"
+	"sink/internal/pipeline"
+	"sink/internal/writer"
+)
+
+// version is stamped at build time: -ldflags "-X main.version=v1.2.3".
+var version = "dev"
+
+const usage = `sink moves Kafka topics into ClickHouse in large, few inserts.
+
+Usage:
+  sink run     --config FILE   consume and insert until SIGTERM/SIGINT
+  sink check   --config FILE   validate the config, reach Kafka and ClickHouse,
+                               check every route's table and columns, then exit
+  sink version                 print the version
+
+Every config key can be overridden from the environment: SINK_ + the key path
+in upper case with __ between levels, e.g. SINK_CLICKHOUSE__PASSWORD,
+SINK_KAFKA__BROKERS=a:9092,b:9092, SINK_BATCH__MAX_WAIT=2s.
+
+Exit status: 0 after a clean shutdown (all batches flushed and committed) or a
+passed check; 1 on a config, connection or fatal pipeline error; 2 on usage
+errors; 130 when a second signal interrupts the shutdown.
+`
+
+func main() {
+	os.Exit(realMain(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func realMain(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "run", "check":
+		fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+		fs.SetOutput(stderr)
+		path := fs.String("config", "", "path to the connector's YAML config (required)")
+		if err := fs.Parse(rest); err != nil {
+			return 2
+		}
+		if *path == "" || fs.NArg() > 0 {
+			fmt.Fprintf(stderr, "sink %s: --config FILE is required and takes no other arguments\n", cmd)
+			return 2
+		}
+		cfg, err := config.Load(*path, os.Environ())
+		if err != nil {
+			fmt.Fprintf(stderr, "sink: %v\n", err)
+			return 1
+		}
+		if cmd == "check" {
+			return check(cfg, stdout, stderr)
+		}
+		return run(cfg, stderr)
+	case "version", "--version", "-v":
+		fmt.Fprintln(stdout, "sink", version)
+		return 0
+	case "help", "--help", "-h":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "sink: unknown command %q\n\n%s", cmd, usage)
+	return 2
+}
+
+func newLogger(cfg config.Log, out io.Writer) zerolog.Logger {
+	level, err := zerolog.ParseLevel(cfg.Level)
+	if err != nil {
+		level = zerolog.InfoLevel // config.Validate already rejected bad levels
+	}
+	if cfg.Format == "console" {
+		out = zerolog.ConsoleWriter{Out: out, TimeFormat: time.RFC3339}
+	}
+	return zerolog.New(out).Level(level).With().Timestamp().Logger()
+}
+
+func run(cfg *config.Config, stderr io.Writer) int {
+	log := newLogger(cfg.Log, stderr).With().Str("connector", cfg.Name).Logger()
+	ctx, stop := signals(log)
+	defer stop()
+
+	w, err := writer.Open(ctx, cfg.Name, cfg.ClickHouse)
+	if err != nil {
+		fmt.Fprintf(stderr, "sink: %v\n", err)
+		return 1
+	}
+	defer w.Close()
+	p, err := pipeline.New(ctx, cfg, log, w)
+	if err != nil {
+		fmt.Fprintf(stderr, "sink: %v\n", err)
+		return 1
+	}
+	cons, err := consumer.New(ctx, cfg, log, p.Hooks())
+	if err != nil {
+		fmt.Fprintf(stderr, "sink: %v\n", err)
+		return 1
+	}
+	p.Attach(cons)
+	log.Info().Str("version", version).Strs("topics", cfg.Kafka.Topics).Str("group", cfg.Kafka.Group).
+		Int("max_rows", cfg.Batch.MaxRows).Str("max_bytes", cfg.Batch.MaxBytes.String()).
+		Dur("max_wait", cfg.Batch.MaxWait).Bool("ignore_partitions", cfg.Batch.IgnorePartitions).
+		Msg("started")
+	err = p.Run(ctx)
+	cons.Close() // leaves the group: after the final commit, before the ClickHouse pool closes
+	if err != nil {
+		return 1
+	}
+	log.Info().Msg("stopped")
+	return 0
+}
+
+// signals cancels the returned context on the first SIGTERM/SIGINT; a second
+// one exits at once, abandoning the flush.
+func signals(log zerolog.Logger) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, syscall.SIGTERM, syscall.SIGINT)
+	go func() {
+		s, ok := <-ch
+		if !ok {
+			return
+		}
+		log.Info().Str("signal", s.String()).Msg("stopping: flushing open batches (send again to exit at once)")
+		cancel()
+		if _, ok := <-ch; ok {
+			log.Warn().Msg("second signal: exiting without flushing; uncommitted records will be consumed again")
+			os.Exit(130)
+		}
+	}()
+	return ctx, func() { signal.Stop(ch); cancel() }
+}

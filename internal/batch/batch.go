@@ -1,0 +1,192 @@
+// Package batch accumulates decoded rows into large batches and seals them
+// by the policy's triggers (max_rows, max_bytes, max_wait). A sealed Batch
+// is immutable and remembers, per topic-partition, the offset range it
+// holds, which is what the offsets tracker acknowledges once ClickHouse has
+// the rows.
+//
+// The package does no I/O, reads no clock and takes no locks: callers pass
+// the time in, and Add/UntilNext tell them when to seal (the benthos batch
+// policy shape). Concurrency: an Accumulator is owned by one goroutine; a
+// sealed Batch may be read by any number of goroutines.
+package batch
+
+import (
+	"time"
+
+	"sink/internal/offsets"
+)
+
+// Data is the row container a batch carries (a decode.Block in production).
+type Data interface {
+	Rows() int
+	Bytes() int
+}
+
+// Policy says when an accumulator is full. Zero fields disable a trigger.
+type Policy struct {
+	MaxRows  int
+	MaxBytes int
+	MaxWait  time.Duration
+}
+
+// Reason says why a batch was sealed; it is reported in logs and metrics.
+type Reason uint8
+
+const (
+	ReasonRows Reason = iota + 1
+	ReasonBytes
+	ReasonWait
+	ReasonRevoke
+	ReasonShutdown
+)
+
+func (r Reason) String() string {
+	switch r {
+	case ReasonRows:
+		return "rows"
+	case ReasonBytes:
+		return "bytes"
+	case ReasonWait:
+		return "wait"
+	case ReasonRevoke:
+		return "revoke"
+	case ReasonShutdown:
+		return "shutdown"
+	}
+	return "unknown"
+}
+
+// Range is the span of offsets of one partition inside a batch. Records of
+// the partition between First and Last that are not in the batch went
+// elsewhere (another table, the DLQ) and are tracked there.
+type Range struct {
+	TP          offsets.TP
+	First, Last int64
+	LastEpoch   int32
+	Rows        int
+}
+
+// Batch is a sealed, immutable set of rows for one table.
+type Batch struct {
+	ID     uint64
+	Data   Data
+	Ranges []Range
+	Reason Reason
+	Opened time.Time // when the first row arrived
+	Sealed time.Time
+}
+
+// Rows is the number of rows in the batch.
+func (b *Batch) Rows() int { return b.Data.Rows() }
+
+// TPs lists the partitions the batch holds records of.
+func (b *Batch) TPs() []offsets.TP {
+	out := make([]offsets.TP, len(b.Ranges))
+	for i, r := range b.Ranges {
+		out[i] = r.TP
+	}
+	return out
+}
+
+// Holds reports whether the batch holds records of tp.
+func (b *Batch) Holds(tp offsets.TP) bool {
+	for _, r := range b.Ranges {
+		if r.TP == tp {
+			return true
+		}
+	}
+	return false
+}
+
+// Accumulator collects rows for one table (or, with ignore_partitions
+// false, one table-partition) until the policy says it is full.
+type Accumulator struct {
+	policy Policy
+	data   Data
+	opened time.Time
+	ranges []Range
+	// last is the index in ranges of the previous Add: records arrive in runs
+	// from one partition, so this avoids most map lookups.
+	last  int
+	index map[offsets.TP]int
+}
+
+// NewAccumulator starts an empty accumulator appending into data.
+func NewAccumulator(p Policy, data Data) *Accumulator {
+	return &Accumulator{policy: p, data: data, index: make(map[offsets.TP]int)}
+}
+
+// Data is the container the caller appends the next row to before Add.
+func (a *Accumulator) Data() Data { return a.data }
+
+// Empty reports whether no row was added since the last seal.
+func (a *Accumulator) Empty() bool { return len(a.ranges) == 0 }
+
+// Add records that the row just appended to Data came from offset of tp,
+// and reports whether the accumulator is now full by rows or bytes.
+func (a *Accumulator) Add(now time.Time, tp offsets.TP, offset int64, epoch int32) (full bool, why Reason) {
+	if len(a.ranges) == 0 {
+		a.opened = now
+	}
+	i := a.last
+	if i >= len(a.ranges) || a.ranges[i].TP != tp {
+		var ok bool
+		if i, ok = a.index[tp]; !ok {
+			i = len(a.ranges)
+			a.ranges = append(a.ranges, Range{TP: tp, First: offset})
+			a.index[tp] = i
+		}
+		a.last = i
+	}
+	r := &a.ranges[i]
+	r.Last, r.LastEpoch = offset, epoch
+	r.Rows++
+	if a.policy.MaxRows > 0 && a.data.Rows() >= a.policy.MaxRows {
+		return true, ReasonRows
+	}
+	if a.policy.MaxBytes > 0 && a.data.Bytes() >= a.policy.MaxBytes {
+		return true, ReasonBytes
+	}
+	return false, 0
+}
+
+// UntilNext returns how long until max_wait seals the open batch; ok is
+// false when there is nothing to wait for (empty, or no max_wait).
+func (a *Accumulator) UntilNext(now time.Time) (d time.Duration, ok bool) {
+	if len(a.ranges) == 0 || a.policy.MaxWait <= 0 {
+		return 0, false
+	}
+	d = a.opened.Add(a.policy.MaxWait).Sub(now)
+	if d < 0 {
+		d = 0
+	}
+	return d, true
+}
+
+// Seal hands out the rows added so far as an immutable batch and continues
+// with next (an empty container, typically a reused one). Seal on an empty
+// accumulator returns nil and keeps its data.
+func (a *Accumulator) Seal(now time.Time, id uint64, reason Reason, next Data) *Batch {
+	if len(a.ranges) == 0 {
+		return nil
+	}
+	b := &Batch{
+		ID:     id,
+		Data:   a.data,
+		Ranges: a.ranges,
+		Reason: reason,
+		Opened: a.opened,
+		Sealed: now,
+	}
+	a.data = next
+	a.ranges = make([]Range, 0, len(b.Ranges))
+	clear(a.index)
+	a.last = 0
+	return b
+}
+
+// Holds reports whether the open batch has records of tp.
+func (a *Accumulator) Holds(tp offsets.TP) bool {
+	_, ok := a.index[tp]
+	return ok
+}

@@ -1,0 +1,232 @@
+// Package consumer is the Kafka side of the sink: one franz-go client that
+// joins the connector's consumer group with cooperative-sticky balancing,
+// fetches with the seed-004 tuning (fetch_min_bytes, fetch_max_wait), never
+// commits on its own, and produces dead-letter records.
+//
+// Rebalances are blocked while polled records are being processed
+// (BlockRebalanceOnPoll): the pipeline calls AllowRebalance after each poll,
+// so a revoke callback never races with records it has not yet tracked.
+//
+// Concurrency: Poll is called by one goroutine; Commit and ProduceDLQ are
+// safe from any goroutine. The partition callbacks in Hooks run
+// on franz-go's group goroutine and may block until the pipeline has
+// flushed and committed.
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"sink/config"
+	"sink/internal/offsets"
+)
+
+// Hooks receive group membership changes. Each map is topic → partitions.
+type Hooks struct {
+	Assigned func(ctx context.Context, parts map[string][]int32)
+	Revoked  func(ctx context.Context, parts map[string][]int32)
+	Lost     func(ctx context.Context, parts map[string][]int32)
+}
+
+// Consumer wraps the franz-go client.
+type Consumer struct {
+	cl     *kgo.Client
+	cfg    config.Kafka
+	topics []string
+	regex  bool
+}
+
+// Options translates the config into franz-go options; exported so tests
+// and `sink check` use exactly what `run` uses.
+func Options(cfg *config.Config, log zerolog.Logger, h Hooks) []kgo.Opt {
+	k := cfg.Kafka
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(k.Brokers...),
+		kgo.ClientID(k.ClientID),
+		kgo.ConsumerGroup(k.Group),
+		kgo.Balancers(kgo.CooperativeStickyBalancer()),
+		kgo.DisableAutoCommit(),
+		kgo.BlockRebalanceOnPoll(),
+		kgo.FetchMinBytes(int32(k.FetchMinBytes)),
+		kgo.FetchMaxWait(k.FetchMaxWait),
+		kgo.FetchMaxBytes(int32(k.FetchMaxBytes)),
+		kgo.FetchMaxPartitionBytes(int32(k.MaxPartitionFetchBytes)),
+		kgo.SessionTimeout(k.SessionTimeout),
+		kgo.RebalanceTimeout(k.RebalanceTimeout),
+		// A fetch may legitimately wait fetch_max_wait on the broker; the
+		// request timeout is on top of that (seed 004).
+		kgo.RequestTimeoutOverhead(k.RequestTimeout),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.WithLogger(kzerolog{log}),
+		// DLQ records must keep their order per source partition only
+		// loosely; what matters is that each is acknowledged.
+		kgo.ProducerLinger(5 * time.Millisecond),
+		kgo.RecordRetries(10),
+	}
+	if k.StartOffset == "latest" {
+		opts = append(opts, kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()))
+	} else {
+		opts = append(opts, kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	}
+	if k.TopicRegex != "" {
+		opts = append(opts, kgo.ConsumeRegex(), kgo.ConsumeTopics(k.TopicRegex))
+	} else {
+		opts = append(opts, kgo.ConsumeTopics(k.Topics...))
+	}
+	if h.Assigned != nil {
+		opts = append(opts, kgo.OnPartitionsAssigned(func(ctx context.Context, _ *kgo.Client, m map[string][]int32) { h.Assigned(ctx, m) }))
+	}
+	if h.Revoked != nil {
+		opts = append(opts, kgo.OnPartitionsRevoked(func(ctx context.Context, _ *kgo.Client, m map[string][]int32) { h.Revoked(ctx, m) }))
+	}
+	if h.Lost != nil {
+		opts = append(opts, kgo.OnPartitionsLost(func(ctx context.Context, _ *kgo.Client, m map[string][]int32) { h.Lost(ctx, m) }))
+	}
+	return opts
+}
+
+// New creates the client and checks that the brokers answer and the
+// configured topics exist, so that a wrong address or topic fails at start
+// with one line instead of a silent wait.
+func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, h Hooks) (*Consumer, error) {
+	cl, err := kgo.NewClient(Options(cfg, log, h)...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: %w", err)
+	}
+	c := &Consumer{cl: cl, cfg: cfg.Kafka, topics: cfg.Kafka.Topics, regex: cfg.Kafka.TopicRegex != ""}
+	if err := c.Check(ctx); err != nil {
+		cl.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// Check reaches the brokers and verifies every configured topic exists.
+// It returns the partition count per topic it found.
+func (c *Consumer) Check(ctx context.Context) error {
+	_, err := c.Topics(ctx)
+	return err
+}
+
+// Topics returns partition counts of the consumed topics (all matching
+// topics for topic_regex).
+func (c *Consumer) Topics(ctx context.Context) (map[string]int, error) {
+	return Describe(ctx, c.cl, c.cfg)
+}
+
+// Describe is Topics for any client (used by `sink check` before a group
+// is joined).
+func Describe(ctx context.Context, cl *kgo.Client, k config.Kafka) (map[string]int, error) {
+	ctx, cancel := context.WithTimeout(ctx, k.RequestTimeout)
+	defer cancel()
+	req := kmsgMetadata(k)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, kgo.ErrClientClosed) {
+			return nil, fmt.Errorf("kafka: brokers %s not reachable within %s", strings.Join(k.Brokers, ","), k.RequestTimeout)
+		}
+		return nil, fmt.Errorf("kafka: brokers %s: %w", strings.Join(k.Brokers, ","), err)
+	}
+	out := map[string]int{}
+	var re *regexp.Regexp
+	if k.TopicRegex != "" {
+		re = regexp.MustCompile(k.TopicRegex) // validated by config
+	}
+	for _, t := range resp.Topics {
+		name := ""
+		if t.Topic != nil {
+			name = *t.Topic
+		}
+		if re != nil {
+			if t.ErrorCode == 0 && re.MatchString(name) && !t.IsInternal {
+				out[name] = len(t.Partitions)
+			}
+			continue
+		}
+		if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
+			if errors.Is(err, kerr.UnknownTopicOrPartition) {
+				return nil, fmt.Errorf("kafka: topic %q does not exist", name)
+			}
+			return nil, fmt.Errorf("kafka: topic %q: %w", name, err)
+		}
+		out[name] = len(t.Partitions)
+	}
+	return out, nil
+}
+
+// Client exposes the franz-go client (tests, DLQ checks).
+func (c *Consumer) Client() *kgo.Client { return c.cl }
+
+// Poll returns up to max buffered records. Rebalances stay blocked until
+// AllowRebalance.
+func (c *Consumer) Poll(ctx context.Context, max int) kgo.Fetches {
+	return c.cl.PollRecords(ctx, max)
+}
+
+// AllowRebalance lets a rebalance that waited for the last poll proceed.
+func (c *Consumer) AllowRebalance() { c.cl.AllowRebalance() }
+
+// Commit commits the given positions synchronously.
+func (c *Consumer) Commit(ctx context.Context, pos map[offsets.TP]offsets.Commit) error {
+	if len(pos) == 0 {
+		return nil
+	}
+	m := make(map[string]map[int32]kgo.EpochOffset)
+	for tp, p := range pos {
+		if m[tp.Topic] == nil {
+			m[tp.Topic] = make(map[int32]kgo.EpochOffset)
+		}
+		m[tp.Topic][tp.Partition] = kgo.EpochOffset{Epoch: p.Epoch, Offset: p.Offset}
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
+	defer cancel()
+	var cerr error
+	c.cl.CommitOffsetsSync(ctx, m, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+		if err != nil {
+			cerr = err
+			return
+		}
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				if err := kerr.ErrorForCode(p.ErrorCode); err != nil && cerr == nil {
+					cerr = fmt.Errorf("%s[%d]: %w", t.Topic, p.Partition, err)
+				}
+			}
+		}
+	})
+	if cerr != nil {
+		return fmt.Errorf("kafka: commit: %w", cerr)
+	}
+	return nil
+}
+
+// ProduceDLQ sends a copy of rec to topic with headers describing why it
+// could not be written; done is called once Kafka acknowledged it (or
+// failed for good).
+func (c *Consumer) ProduceDLQ(ctx context.Context, topic string, rec *kgo.Record, cause error, done func(error)) {
+	hs := make([]kgo.RecordHeader, 0, len(rec.Headers)+5)
+	hs = append(hs, rec.Headers...)
+	hs = append(hs,
+		kgo.RecordHeader{Key: "sink.error", Value: []byte(cause.Error())},
+		kgo.RecordHeader{Key: "sink.source.topic", Value: []byte(rec.Topic)},
+		kgo.RecordHeader{Key: "sink.source.partition", Value: []byte(strconv.Itoa(int(rec.Partition)))},
+		kgo.RecordHeader{Key: "sink.source.offset", Value: []byte(strconv.FormatInt(rec.Offset, 10))},
+		kgo.RecordHeader{Key: "sink.source.timestamp", Value: []byte(strconv.FormatInt(rec.Timestamp.UnixMilli(), 10))},
+	)
+	out := &kgo.Record{Topic: topic, Key: rec.Key, Value: rec.Value, Headers: hs, Timestamp: rec.Timestamp}
+	c.cl.Produce(ctx, out, func(_ *kgo.Record, err error) { done(err) })
+}
+
+// Close leaves the group and closes the client. Rebalances blocked by an
+// unprocessed poll are released first.
+func (c *Consumer) Close() { c.cl.CloseAllowingRebalance() }

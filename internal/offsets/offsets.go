@@ -1,0 +1,173 @@
+// Package offsets tracks, per topic-partition, which consumed records are
+// durably handled (inserted into ClickHouse, or produced to the dead-letter
+// topic) and computes the offsets that are safe to commit: for each partition,
+// the offset just past the longest contiguous prefix of handled records.
+//
+// Records are grouped into units (a batch, a DLQ produce, or unit 0 for
+// records that need no work). Consecutive records of one partition in the
+// same unit collapse into one segment, so the cost is per batch, not per
+// record.
+//
+// Concurrency: a Tracker is not safe for concurrent use; one goroutine (the
+// pipeline's owner) owns it.
+package offsets
+
+// Done is the unit for records that need no further work (skipped records):
+// they count as handled as soon as they are added.
+const Done uint64 = 0
+
+// TP names a topic-partition.
+type TP struct {
+	Topic     string
+	Partition int32
+}
+
+// Commit is a committable position: Offset is the next offset to consume,
+// Epoch the leader epoch of the last handled record (-1 when unknown).
+type Commit struct {
+	Offset int64
+	Epoch  int32
+}
+
+type segment struct {
+	unit  uint64
+	last  int64 // offset of the last record in the segment
+	epoch int32 // leader epoch of that record
+	done  bool
+}
+
+type partition struct {
+	segs      []segment // oldest first; segs[head:] are live
+	head      int
+	pending  Commit // the furthest handled position
+	handled  bool   // pending is meaningful: some record was handled
+	reported int64  // the Offset last returned by Committable (or -1)
+}
+
+// Tracker is the per-partition ledger. The zero value is not usable; use New.
+type Tracker struct {
+	parts map[TP]*partition
+}
+
+// New returns an empty tracker.
+func New() *Tracker { return &Tracker{parts: make(map[TP]*partition)} }
+
+// Add records that the record at offset of tp belongs to unit. Offsets of a
+// partition must be added in increasing order; an offset at or below the last
+// added one (a replay after a seek) is ignored, because the earlier copy is
+// already accounted for.
+func (t *Tracker) Add(tp TP, offset int64, epoch int32, unit uint64) {
+	p := t.parts[tp]
+	if p == nil {
+		p = &partition{reported: -1}
+		t.parts[tp] = p
+	}
+	if n := len(p.segs); n > p.head {
+		s := &p.segs[n-1]
+		if offset <= s.last {
+			return
+		}
+		if s.unit == unit && !s.done {
+			s.last, s.epoch = offset, epoch
+			return
+		}
+	} else if p.handled && offset < p.pending.Offset {
+		return
+	}
+	p.segs = append(p.segs, segment{unit: unit, last: offset, epoch: epoch, done: unit == Done})
+	if unit == Done {
+		p.advance()
+	}
+}
+
+// Ack marks every record of unit in the given partitions as handled.
+func (t *Tracker) Ack(unit uint64, tps []TP) {
+	for _, tp := range tps {
+		p := t.parts[tp]
+		if p == nil {
+			continue // forgotten (revoked or lost) since the unit was sealed
+		}
+		for i := p.head; i < len(p.segs); i++ {
+			if p.segs[i].unit == unit {
+				p.segs[i].done = true
+			}
+		}
+		p.advance()
+	}
+}
+
+// advance pops the handled prefix and moves the pending commit past it.
+func (p *partition) advance() {
+	for p.head < len(p.segs) && p.segs[p.head].done {
+		s := p.segs[p.head]
+		p.pending = Commit{Offset: s.last + 1, Epoch: s.epoch}
+		p.handled = true
+		p.head++
+	}
+	// Compact once the dead prefix dominates, so the slice does not grow forever.
+	if p.head > 32 && p.head*2 > len(p.segs) {
+		n := copy(p.segs, p.segs[p.head:])
+		p.segs = p.segs[:n]
+		p.head = 0
+	}
+	if p.head == len(p.segs) {
+		p.segs, p.head = p.segs[:0], 0
+	}
+}
+
+// Committable returns, for every partition whose safe position moved since
+// the previous call, that position. The caller commits it; positions are
+// never reported twice, so a failed commit is simply superseded by the next
+// one (or replayed, which is at-least-once).
+func (t *Tracker) Committable() map[TP]Commit {
+	var out map[TP]Commit
+	for tp, p := range t.parts {
+		if !p.handled || p.pending.Offset == p.reported {
+			continue
+		}
+		if out == nil {
+			out = make(map[TP]Commit)
+		}
+		out[tp] = p.pending
+		p.reported = p.pending.Offset
+	}
+	return out
+}
+
+// Position returns the safe position of tp and whether any record of tp was
+// handled; used by tests and status reporting.
+func (t *Tracker) Position(tp TP) (Commit, bool) {
+	p := t.parts[tp]
+	if p == nil || !p.handled {
+		return Commit{}, false
+	}
+	return p.pending, true
+}
+
+// Pending reports how many units are still unacknowledged in tp.
+func (t *Tracker) Pending(tp TP) int {
+	p := t.parts[tp]
+	if p == nil {
+		return 0
+	}
+	n := 0
+	for i := p.head; i < len(p.segs); i++ {
+		if !p.segs[i].done {
+			n++
+		}
+	}
+	return n
+}
+
+// Forget drops all state of tp: after a revoke (once committed) or a loss
+// (never committed). Later acks for it are ignored.
+func (t *Tracker) Forget(tp TP) { delete(t.parts, tp) }
+
+// Partitions returns the tracked partitions.
+func (t *Tracker) Partitions() []TP {
+	out := make([]TP, 0, len(t.parts))
+	for tp := range t.parts {
+		out = append(out, tp)
+	}
+	return out
+}

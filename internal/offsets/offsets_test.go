@@ -1,0 +1,146 @@
+package offsets
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+var tp0 = TP{Topic: "t", Partition: 0}
+
+func TestTrackerTable(t *testing.T) {
+	// f adds (offset, unit) pairs to one partition, acks the given units in
+	// order, and checks the committable position after all of it.
+	type add struct {
+		off  int64
+		unit uint64
+	}
+	f := func(adds []add, acks []uint64, want int64, wantOK bool) {
+		t.Helper()
+		tr := New()
+		for _, a := range adds {
+			tr.Add(tp0, a.off, 7, a.unit)
+		}
+		for _, u := range acks {
+			tr.Ack(u, []TP{tp0})
+		}
+		got, ok := tr.Position(tp0)
+		if ok != wantOK || (ok && got.Offset != want) {
+			t.Fatalf("adds %v acks %v: position %v,%v; want %d,%v", adds, acks, got, ok, want, wantOK)
+		}
+	}
+	// nothing acked: nothing to commit
+	f([]add{{0, 1}, {1, 1}}, nil, 0, false)
+	// whole unit acked: past its last record
+	f([]add{{0, 1}, {1, 1}, {2, 1}}, []uint64{1}, 3, true)
+	// later unit acked first: the gap holds the position back
+	f([]add{{0, 1}, {1, 2}}, []uint64{2}, 0, false)
+	f([]add{{0, 1}, {1, 2}, {2, 3}}, []uint64{1, 3}, 1, true)
+	// then the gap closes: jumps over everything handled
+	f([]add{{0, 1}, {1, 2}, {2, 3}}, []uint64{3, 1, 2}, 3, true)
+	// interleaved units in one partition (two tables) make separate segments
+	f([]add{{0, 1}, {1, 2}, {2, 1}, {3, 2}}, []uint64{1}, 1, true)
+	f([]add{{0, 1}, {1, 2}, {2, 1}, {3, 2}}, []uint64{2}, 0, false)
+	// skipped records are handled at once, but only after what precedes them
+	f([]add{{0, Done}, {1, Done}}, nil, 2, true)
+	f([]add{{0, 1}, {1, Done}}, nil, 0, false)
+	f([]add{{0, 1}, {1, Done}, {2, Done}}, []uint64{1}, 3, true)
+	// offset gaps (compaction, transaction markers) commit past the last record
+	f([]add{{10, 1}, {15, 1}}, []uint64{1}, 16, true)
+	// a replayed offset is ignored
+	f([]add{{0, 1}, {1, 1}, {1, 2}}, []uint64{1}, 2, true)
+	// acking an unknown unit changes nothing
+	f([]add{{0, 1}}, []uint64{9}, 0, false)
+}
+
+func TestCommittableReportsOnce(t *testing.T) {
+	tr := New()
+	tr.Add(tp0, 0, 3, 1)
+	tr.Add(TP{"t", 1}, 0, 3, 2)
+	if c := tr.Committable(); len(c) != 0 {
+		t.Fatalf("nothing acked, got %v", c)
+	}
+	tr.Ack(1, []TP{tp0})
+	c := tr.Committable()
+	if len(c) != 1 || c[tp0] != (Commit{Offset: 1, Epoch: 3}) {
+		t.Fatalf("got %v", c)
+	}
+	if c := tr.Committable(); len(c) != 0 {
+		t.Fatalf("reported twice: %v", c)
+	}
+}
+
+func TestForgetIgnoresLateAcks(t *testing.T) {
+	tr := New()
+	tr.Add(tp0, 5, 0, 1)
+	tr.Forget(tp0)
+	tr.Ack(1, []TP{tp0})
+	if _, ok := tr.Position(tp0); ok {
+		t.Fatal("forgotten partition reappeared")
+	}
+	if c := tr.Committable(); len(c) != 0 {
+		t.Fatalf("forgotten partition committable: %v", c)
+	}
+}
+
+// TestRandomAcks is the invariant behind "a committed offset never passes a
+// record that is not durably handled": records of many partitions go into
+// units at random, units are acked in random order, and after every ack the
+// committable position of each partition must be exactly one past the
+// longest fully acked prefix.
+func TestRandomAcks(t *testing.T) {
+	for seed := uint64(0); seed < 200; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 1))
+		tr := New()
+		const parts = 4
+		type rec struct {
+			tp   TP
+			off  int64
+			unit uint64
+		}
+		var recs []rec
+		next := make([]int64, parts)
+		unit := uint64(1)
+		units := []uint64{}
+		n := 50 + rng.IntN(300)
+		for i := 0; i < n; i++ {
+			if rng.IntN(10) == 0 {
+				unit++
+				units = append(units, unit)
+			}
+			p := int32(rng.IntN(parts))
+			u := unit
+			if rng.IntN(20) == 0 {
+				u = Done
+			}
+			next[p] += 1 + int64(rng.IntN(2)) // sometimes a gap
+			r := rec{TP{"t", p}, next[p], u}
+			recs = append(recs, r)
+			tr.Add(r.tp, r.off, 0, r.unit)
+		}
+		units = append(units, 1)
+		rng.Shuffle(len(units), func(i, j int) { units[i], units[j] = units[j], units[i] })
+		acked := map[uint64]bool{Done: true}
+		all := []TP{{"t", 0}, {"t", 1}, {"t", 2}, {"t", 3}}
+		for _, u := range units {
+			tr.Ack(u, all)
+			acked[u] = true
+			for p := int32(0); p < parts; p++ {
+				// expected: one past the last record of the acked prefix
+				want, wantOK := int64(0), false
+				for _, r := range recs {
+					if r.tp.Partition != p {
+						continue
+					}
+					if !acked[r.unit] {
+						break
+					}
+					want, wantOK = r.off+1, true
+				}
+				got, ok := tr.Position(TP{"t", p})
+				if ok != wantOK || got.Offset != want {
+					t.Fatalf("seed %d partition %d after acking %d: got %v,%v want %d,%v", seed, p, u, got, ok, want, wantOK)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,496 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"sink/internal/batch"
+	"sink/internal/decode"
+	"sink/internal/offsets"
+	"sink/internal/writer"
+)
+
+// Run consumes until ctx is canceled, then shuts down cleanly: it stops
+// fetching, seals and inserts every open batch, commits, and returns nil
+// (or an error if shutdown_timeout passed first). It returns early with the
+// error when something is fatal: a permanent insert error, a bad record
+// with errors.tolerance none, a failed dead-letter produce. Offsets are
+// never committed past a record that is not in ClickHouse or the DLQ.
+func (p *Pipeline) Run(ctx context.Context) error {
+	if p.cons == nil {
+		return errors.New("pipeline: Attach a consumer before Run")
+	}
+	defer close(p.stopped)
+	// Inserts outlive ctx: on SIGTERM the open batches must still be written.
+	writeCtx, cancelWrites := context.WithCancel(context.Background())
+	defer cancelWrites()
+	pollCtx, cancelPoll := context.WithCancel(context.Background())
+	defer cancelPoll()
+	go p.poller(pollCtx)
+
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	commitTick := time.NewTicker(p.cfg.Kafka.CommitInterval)
+	defer commitTick.Stop()
+	statsTick := time.NewTicker(statsInterval)
+	defer statsTick.Stop()
+	last := p.now()
+	var lastStats Stats
+
+	p.requestPoll()
+	for p.fatal == nil && ctx.Err() == nil {
+		p.armTimer(timer)
+		select {
+		case <-ctx.Done():
+		case f := <-p.fetches:
+			p.polling = false
+			p.handleFetches(writeCtx, f)
+			p.cons.AllowRebalance()
+		case a := <-p.acks:
+			p.handleAck(writeCtx, a)
+		case ev := <-p.events:
+			p.handleEvent(writeCtx, ev)
+		case <-timer.C:
+			p.sealExpired(writeCtx)
+			p.checkRevokeDeadline()
+		case <-commitTick.C:
+			p.commit()
+		case <-statsTick.C:
+			now := p.now()
+			p.logStats(now.Sub(last), lastStats)
+			last, lastStats = now, p.stats
+		}
+		if p.fatal == nil {
+			p.requestPoll()
+		}
+	}
+	cancelPoll()
+	if p.fatal != nil {
+		// Whatever is already durable may still be committed; nothing past
+		// the failure is, because the tracker never saw it acknowledged.
+		p.commit()
+		p.log.Error().Err(p.fatal).Msg("connector stopped")
+		return p.fatal
+	}
+	return p.shutdown(writeCtx, cancelWrites)
+}
+
+// shutdown seals every open batch, waits for all inserts up to
+// shutdown_timeout, and commits.
+func (p *Pipeline) shutdown(writeCtx context.Context, cancelWrites context.CancelFunc) error {
+	start := p.now()
+	p.log.Info().Int("open_batches", p.openBatches()).Int("in_flight", len(p.flights)).
+		Msg("shutting down: flushing open batches")
+	for _, a := range p.accs {
+		p.seal(writeCtx, a, batch.ReasonShutdown)
+	}
+	deadline := time.NewTimer(p.cfg.ShutdownTimeout)
+	defer deadline.Stop()
+	for p.unacked() > 0 && p.fatal == nil {
+		select {
+		case a := <-p.acks:
+			p.handleAck(writeCtx, a)
+		case ev := <-p.events:
+			p.handleEvent(writeCtx, ev)
+		case <-deadline.C:
+			cancelWrites()
+			p.commit()
+			return fmt.Errorf("shutdown_timeout (%s) passed with %d batches not inserted; their records will be consumed again on restart",
+				p.cfg.ShutdownTimeout, len(p.flights))
+		}
+	}
+	p.commit()
+	if p.fatal != nil {
+		return p.fatal
+	}
+	p.log.Info().Dur("took", p.now().Sub(start)).Int64("rows", p.stats.Rows).Int64("inserts", p.stats.Inserts).
+		Msg("flushed and committed")
+	return nil
+}
+
+func (p *Pipeline) unacked() int { return len(p.flights) + len(p.dlqs) }
+
+func (p *Pipeline) openBatches() int {
+	n := 0
+	for _, a := range p.accs {
+		if !a.acc.Empty() {
+			n++
+		}
+	}
+	return n
+}
+
+// poller polls only when asked, so the owner decides how much is buffered.
+func (p *Pipeline) poller(ctx context.Context) {
+	for {
+		select {
+		case <-p.want:
+		case <-ctx.Done():
+			return
+		}
+		f := p.cons.Poll(ctx, maxPoll)
+		select {
+		case p.fetches <- f:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// requestPoll asks for more records unless the buffer budget is used up or
+// a revoke is being handled. Not polling is the backpressure: franz-go keeps
+// at most one unpolled fetch per broker, so fetching stops too.
+func (p *Pipeline) requestPoll() {
+	if p.polling || p.revoke != nil {
+		return
+	}
+	used, budget := p.memUsed(), int(p.cfg.Batch.BufferMemory)
+	if used >= budget {
+		if !p.paused {
+			p.paused = true
+			p.log.Info().Int("buffered_bytes", used).Int("buffer_memory", budget).
+				Msg("buffer full: fetching paused until inserts free space")
+		}
+		return
+	}
+	if p.paused {
+		p.paused = false
+		p.log.Info().Int("buffered_bytes", used).Msg("fetching resumed")
+	}
+	p.polling = true
+	p.want <- struct{}{}
+}
+
+func (p *Pipeline) handleFetches(writeCtx context.Context, f kgo.Fetches) {
+	f.EachError(func(t string, part int32, err error) {
+		if errors.Is(err, context.Canceled) || errors.Is(err, kgo.ErrClientClosed) {
+			return
+		}
+		p.log.Warn().Str("topic", t).Int32("partition", part).Err(err).Msg("fetch error")
+	})
+	now := p.now()
+	f.EachPartition(func(fp kgo.FetchTopicPartition) {
+		if p.fatal != nil || len(fp.Records) == 0 {
+			return
+		}
+		tp := offsets.TP{Topic: fp.Topic, Partition: fp.Partition}
+		p.lag[tp] = fp.HighWatermark - fp.Records[len(fp.Records)-1].Offset - 1
+		for _, r := range fp.Records {
+			p.handleRecord(writeCtx, now, tp, r)
+			if p.fatal != nil {
+				return
+			}
+		}
+	})
+}
+
+func (p *Pipeline) handleRecord(writeCtx context.Context, now time.Time, tp offsets.TP, r *kgo.Record) {
+	p.stats.Records++
+	p.stats.Bytes += int64(len(r.Key) + len(r.Value))
+	rs := p.routeFor(r.Topic)
+	if rs == nil {
+		// A topic matched by kafka.topic_regex but by no route: nothing to
+		// write, so it is handled as soon as it is seen.
+		p.stats.Skipped++
+		p.tracker.Add(tp, r.Offset, r.LeaderEpoch, offsets.Done)
+		return
+	}
+	a := p.accFor(rs.table, tp)
+	if err := rs.plan.Append(a.acc.Data().(*decode.Block), r); err != nil {
+		p.badRecord(writeCtx, tp, r, err)
+		return
+	}
+	p.tracker.Add(tp, r.Offset, r.LeaderEpoch, a.id)
+	if full, why := a.acc.Add(now, tp, r.Offset, r.LeaderEpoch); full {
+		p.seal(writeCtx, a, why)
+	}
+}
+
+// badRecord diverts a record that cannot be decoded: to the dead-letter
+// topic, counted as handled once Kafka has it, or, with errors.tolerance
+// none, it stops the connector before anything past it is committed.
+func (p *Pipeline) badRecord(writeCtx context.Context, tp offsets.TP, r *kgo.Record, err error) {
+	if p.cfg.Errors.Tolerance != "all" {
+		p.fatal = fmt.Errorf("%w (errors.tolerance is none: stopping; set errors.tolerance: all and errors.dlq_topic to divert bad records)", err)
+		return
+	}
+	id := p.newID()
+	p.dlqs[id] = tp
+	p.tracker.Add(tp, r.Offset, r.LeaderEpoch, id)
+	p.stats.DLQ++
+	p.log.Warn().Err(err).Str("dlq_topic", p.cfg.Errors.DLQTopic).Msg("bad record sent to the dead-letter topic")
+	p.cons.ProduceDLQ(writeCtx, p.cfg.Errors.DLQTopic, r, err, func(perr error) {
+		p.acks <- ack{id: id, err: perr, dlq: true}
+	})
+}
+
+// seal closes a's open batch and queues it for insert.
+func (p *Pipeline) seal(writeCtx context.Context, a *accState, why batch.Reason) {
+	ts := a.key.table
+	b := a.acc.Seal(p.now(), a.id, why, p.block(ts))
+	if b == nil {
+		return
+	}
+	a.id = p.newID()
+	p.flights[b.ID] = &flight{b: b, table: ts, bytes: b.Data.Bytes()}
+	ts.queue = append(ts.queue, b)
+	p.pump(writeCtx, ts)
+}
+
+// pump starts inserts while the table has free slots.
+func (p *Pipeline) pump(writeCtx context.Context, ts *tableState) {
+	for ts.inflight < p.cfg.ClickHouse.MaxInFlight && len(ts.queue) > 0 {
+		b := ts.queue[0]
+		ts.queue[0] = nil
+		ts.queue = ts.queue[1:]
+		ts.inflight++
+		go p.insert(writeCtx, ts, b)
+	}
+}
+
+// insert runs on its own goroutine and touches nothing of the owner's but
+// the acks channel and atomic counters.
+func (p *Pipeline) insert(ctx context.Context, ts *tableState, b *batch.Batch) {
+	start := time.Now()
+	onRetry := func(at writer.Attempt) {
+		ts.retries.Add(1)
+		p.log.Warn().Str("table", ts.t.FullName()).Uint64("batch", b.ID).Int("rows", b.Rows()).
+			Int("attempt", at.N).Int32("code", at.Code).Str("class", at.Class.String()).
+			Dur("retry_in", at.Wait).Err(at.Err).Msg("insert failed, retrying the same block")
+	}
+	refresh := func(ctx context.Context) error {
+		cols, err := p.w.Describe(ctx, ts.t.Database, ts.t.Name)
+		if err == nil && len(cols) != len(ts.t.Schema) {
+			p.log.Warn().Str("table", ts.t.FullName()).Int("columns_now", len(cols)).
+				Int("columns_at_start", len(ts.t.Schema)).Msg("table schema changed; restart the sink to pick it up")
+		}
+		return err
+	}
+	err := p.w.Insert(ctx, ts.t, b.Data.(*decode.Block), b.ID, onRetry, refresh)
+	p.acks <- ack{id: b.ID, err: err, took: time.Since(start)}
+}
+
+func (p *Pipeline) handleAck(writeCtx context.Context, a ack) {
+	if a.dlq {
+		tp := p.dlqs[a.id]
+		delete(p.dlqs, a.id)
+		if a.err != nil {
+			p.fatal = fmt.Errorf("dead-letter produce to %q failed: %w", p.cfg.Errors.DLQTopic, a.err)
+			return
+		}
+		p.tracker.Ack(a.id, []offsets.TP{tp})
+		p.revokeDone(a.id)
+		return
+	}
+	f := p.flights[a.id]
+	if f == nil {
+		return
+	}
+	ts := f.table
+	ts.inflight--
+	if a.err != nil {
+		if errors.Is(a.err, context.Canceled) {
+			return // shutdown gave up on it; the records will be consumed again
+		}
+		p.fatal = a.err
+		return
+	}
+	delete(p.flights, a.id)
+	rows := f.b.Rows()
+	p.tracker.Ack(a.id, f.b.TPs())
+	ts.rows += int64(rows)
+	ts.inserts++
+	p.stats.Rows += int64(rows)
+	p.stats.Inserts++
+	p.log.Debug().Str("table", ts.t.FullName()).Uint64("batch", a.id).Int("rows", rows).Int("bytes", f.bytes).
+		Str("reason", f.b.Reason.String()).Int("partitions", len(f.b.Ranges)).Dur("took", a.took).
+		Dur("age", p.now().Sub(f.b.Opened)).Msg("inserted")
+	blk := f.b.Data.(*decode.Block)
+	if len(ts.free) <= p.cfg.ClickHouse.MaxInFlight {
+		blk.Reset()
+		ts.free = append(ts.free, blk)
+	}
+	p.pump(writeCtx, ts)
+	p.revokeDone(a.id)
+}
+
+// sealExpired seals every batch whose max_wait has passed.
+func (p *Pipeline) sealExpired(writeCtx context.Context) {
+	now := p.now()
+	for _, a := range p.accs {
+		if d, ok := a.acc.UntilNext(now); ok && d <= 0 {
+			p.seal(writeCtx, a, batch.ReasonWait)
+		}
+	}
+}
+
+// armTimer sets timer to the earliest max_wait expiry or revoke deadline.
+func (p *Pipeline) armTimer(timer *time.Timer) {
+	now := p.now()
+	next := time.Hour
+	for _, a := range p.accs {
+		if d, ok := a.acc.UntilNext(now); ok && d < next {
+			next = d
+		}
+	}
+	if p.revoke != nil {
+		if d := p.revoke.deadline.Sub(now); d < next {
+			next = max(d, 0)
+		}
+	}
+	timer.Reset(next)
+}
+
+// commit sends every position that became safe since the last commit.
+// A failed commit is retried with the next one; positions only move forward.
+func (p *Pipeline) commit() {
+	c := p.tracker.Committable()
+	for tp, pos := range p.uncommitted {
+		if _, newer := c[tp]; !newer {
+			if c == nil {
+				c = map[offsets.TP]offsets.Commit{}
+			}
+			c[tp] = pos
+		}
+	}
+	if len(c) == 0 {
+		return
+	}
+	if err := p.cons.Commit(context.Background(), c); err != nil {
+		p.log.Warn().Err(err).Int("partitions", len(c)).Msg("offset commit failed; will retry")
+		p.uncommitted = c
+		return
+	}
+	p.uncommitted = nil
+	p.log.Debug().Int("partitions", len(c)).Msg("committed")
+}
+
+func (p *Pipeline) handleEvent(writeCtx context.Context, ev groupEvent) {
+	var tps []offsets.TP
+	for t, parts := range ev.parts {
+		for _, part := range parts {
+			tps = append(tps, offsets.TP{Topic: t, Partition: part})
+		}
+	}
+	switch ev.kind {
+	case "assigned":
+		p.log.Info().Int("partitions", len(tps)).Msg("partitions assigned")
+		close(ev.done)
+	case "lost":
+		// Another member may already own them: never commit for them.
+		p.log.Warn().Int("partitions", len(tps)).Msg("partitions lost; dropping their uncommitted state")
+		p.forget(tps)
+		close(ev.done)
+	case "revoked":
+		p.log.Info().Int("partitions", len(tps)).Msg("partitions revoked: flushing before giving them up")
+		for _, a := range p.accs {
+			for _, tp := range tps {
+				if a.acc.Holds(tp) {
+					p.seal(writeCtx, a, batch.ReasonRevoke)
+					break
+				}
+			}
+		}
+		w := &revokeWait{tps: tps, waiting: map[uint64]bool{}, done: ev.done,
+			deadline: p.now().Add(p.cfg.Kafka.RebalanceTimeout / 2)}
+		for id, f := range p.flights {
+			for _, tp := range tps {
+				if f.b.Holds(tp) {
+					w.waiting[id] = true
+					break
+				}
+			}
+		}
+		for id, tp := range p.dlqs {
+			for _, t := range tps {
+				if t == tp {
+					w.waiting[id] = true
+				}
+			}
+		}
+		p.revoke = w
+		p.revokeDone(0)
+	}
+}
+
+// revokeDone notes that unit id is acknowledged and finishes a pending
+// revoke once nothing of the revoked partitions is in flight.
+func (p *Pipeline) revokeDone(id uint64) {
+	w := p.revoke
+	if w == nil {
+		return
+	}
+	delete(w.waiting, id)
+	if len(w.waiting) > 0 {
+		return
+	}
+	p.commit()
+	p.forget(w.tps)
+	p.revoke = nil
+	close(w.done)
+}
+
+// checkRevokeDeadline gives up waiting for a revoke's inserts before the
+// group's rebalance timeout expels us: the partitions are released without
+// a commit for what is still in flight, so the new owner replays it
+// (duplicates, never loss).
+func (p *Pipeline) checkRevokeDeadline() {
+	w := p.revoke
+	if w == nil || p.now().Before(w.deadline) {
+		return
+	}
+	p.log.Warn().Int("batches", len(w.waiting)).Msg("revoke: inserts still running at half the rebalance timeout; releasing partitions without committing them")
+	p.commit()
+	p.forget(w.tps)
+	p.revoke = nil
+	close(w.done)
+}
+
+// forget drops every trace of partitions this member no longer owns.
+func (p *Pipeline) forget(tps []offsets.TP) {
+	for _, tp := range tps {
+		p.tracker.Forget(tp)
+		delete(p.lag, tp)
+		delete(p.uncommitted, tp)
+		if !p.cfg.Batch.IgnorePartitions {
+			for k, a := range p.accs {
+				if k.tp == tp && a.acc.Empty() {
+					delete(p.accs, k)
+				}
+			}
+		}
+	}
+}
+
+func (p *Pipeline) logStats(elapsed time.Duration, prev Stats) {
+	var lag int64
+	for _, l := range p.lag {
+		lag += l
+	}
+	rows, inserts := p.stats.Rows-prev.Rows, p.stats.Inserts-prev.Inserts
+	perInsert := 0.0
+	if inserts > 0 {
+		perInsert = float64(rows) / float64(inserts)
+	}
+	var retries int64
+	for _, ts := range p.tables {
+		retries += ts.retries.Load()
+	}
+	p.log.Info().
+		Float64("rows_per_sec", float64(rows)/elapsed.Seconds()).
+		Int64("rows", rows).
+		Int64("inserts", inserts).
+		Float64("rows_per_insert", perInsert).
+		Int64("records", p.stats.Records-prev.Records).
+		Int64("dlq", p.stats.DLQ-prev.DLQ).
+		Int64("lag", lag).
+		Int("buffered_bytes", p.memUsed()).
+		Int("in_flight", len(p.flights)).
+		Bool("paused", p.paused).
+		Int64("retries_total", retries).
+		Msg("stats")
+}

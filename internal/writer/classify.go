@@ -1,0 +1,124 @@
+package writer
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"io"
+	"net"
+	"syscall"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+)
+
+// Class says what to do about a failed insert.
+type Class uint8
+
+const (
+	// Permanent: retrying the same block cannot succeed (bad data, bad
+	// mapping, no permission). The connector stops without committing past it.
+	Permanent Class = iota
+	// Retriable: the server or the network is temporarily unable; retry the
+	// identical block after a backoff.
+	Retriable
+	// RefreshSchema: the table or a column is missing or changed; re-read the
+	// table schema, then retry.
+	RefreshSchema
+	// Canceled: the process is stopping; the batch stays unacknowledged and
+	// its records are consumed again after restart.
+	Canceled
+)
+
+func (c Class) String() string {
+	switch c {
+	case Permanent:
+		return "permanent"
+	case Retriable:
+		return "retriable"
+	case RefreshSchema:
+		return "refresh-schema"
+	case Canceled:
+		return "canceled"
+	}
+	return "unknown"
+}
+
+// retriableCodes are ClickHouse exception codes that describe a passing
+// condition of the server, not of the data.
+var retriableCodes = map[int32]string{
+	3:   "UNEXPECTED_END_OF_FILE",
+	107: "FILE_DOESNT_EXIST",
+	159: "TIMEOUT_EXCEEDED",
+	164: "READONLY",
+	202: "TOO_MANY_SIMULTANEOUS_QUERIES",
+	203: "NO_FREE_CONNECTION",
+	209: "SOCKET_TIMEOUT",
+	210: "NETWORK_ERROR",
+	241: "MEMORY_LIMIT_EXCEEDED",
+	242: "TABLE_IS_READ_ONLY",
+	252: "TOO_MANY_PARTS",
+	285: "TOO_FEW_LIVE_REPLICAS",
+	319: "UNKNOWN_STATUS_OF_INSERT",
+	425: "SYSTEM_ERROR",
+	999: "KEEPER_EXCEPTION",
+}
+
+// refreshCodes mean the schema the block was built for may be stale.
+var refreshCodes = map[int32]string{
+	16: "NO_SUCH_COLUMN_IN_TABLE",
+	47: "UNKNOWN_IDENTIFIER",
+	60: "UNKNOWN_TABLE",
+}
+
+// Classify is the one place that decides whether an insert error is worth
+// retrying. parent is the caller's context: its cancellation means the
+// process is stopping, while a deadline of the per-attempt context alone is
+// a timeout worth retrying.
+func Classify(parent context.Context, err error) Class {
+	if err == nil {
+		return Retriable // not reached by callers; a nil error is success
+	}
+	if parent != nil && parent.Err() != nil {
+		return Canceled
+	}
+	var ex *clickhouse.Exception
+	if errors.As(err, &ex) {
+		if _, ok := retriableCodes[ex.Code]; ok {
+			return Retriable
+		}
+		if _, ok := refreshCodes[ex.Code]; ok {
+			return RefreshSchema
+		}
+		return Permanent
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded),
+		errors.Is(err, io.EOF),
+		errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, driver.ErrBadConn),
+		errors.Is(err, clickhouse.ErrAcquireConnTimeout),
+		errors.Is(err, syscall.ECONNREFUSED),
+		errors.Is(err, syscall.ECONNRESET),
+		errors.Is(err, syscall.EPIPE),
+		errors.Is(err, net.ErrClosed):
+		return Retriable
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return Retriable
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) {
+		return Retriable
+	}
+	return Permanent
+}
+
+// Code returns the ClickHouse exception code in err, or 0.
+func Code(err error) int32 {
+	var ex *clickhouse.Exception
+	if errors.As(err, &ex) {
+		return ex.Code
+	}
+	return 0
+}

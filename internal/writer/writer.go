@@ -1,0 +1,250 @@
+// Package writer is the ClickHouse side of the sink: it reads table schemas,
+// and inserts sealed batches with the native protocol, one INSERT per batch
+// with an explicit column list, retrying the identical block on retriable
+// errors with exponential backoff and jitter until it succeeds, the error is
+// permanent, or the process stops. A batch is never dropped here.
+//
+// Concurrency: a Writer is safe for concurrent use; the pipeline runs up to
+// clickhouse.max_in_flight inserts per table at once. A Table is immutable.
+package writer
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"sink/config"
+	"sink/internal/decode"
+)
+
+// Writer owns the connection pool to ClickHouse.
+type Writer struct {
+	conn     driver.Conn
+	cfg      config.ClickHouse
+	settings clickhouse.Settings
+	name     string // connector name, part of every query_id
+}
+
+// Open connects to ClickHouse (lazily: the pool dials on first use) and
+// checks the server answers.
+func Open(ctx context.Context, name string, cfg config.ClickHouse) (*Writer, error) {
+	opts := &clickhouse.Options{
+		Addr: cfg.Addrs,
+		Auth: clickhouse.Auth{
+			Database: cfg.Database,
+			Username: cfg.Username,
+			Password: cfg.Password,
+		},
+		DialTimeout:  cfg.DialTimeout,
+		ReadTimeout:  cfg.QueryTimeout,
+		MaxOpenConns: cfg.MaxInFlight*4 + 2,
+		MaxIdleConns: cfg.MaxInFlight*2 + 1,
+	}
+	switch cfg.Compression {
+	case "lz4":
+		opts.Compression = &clickhouse.Compression{Method: clickhouse.CompressionLZ4}
+	case "zstd":
+		opts.Compression = &clickhouse.Compression{Method: clickhouse.CompressionZSTD}
+	}
+	conn, err := clickhouse.Open(opts)
+	if err != nil {
+		return nil, fmt.Errorf("clickhouse %s: %w", strings.Join(cfg.Addrs, ","), err)
+	}
+	w := &Writer{conn: conn, cfg: cfg, name: name}
+	if len(cfg.Settings) > 0 {
+		w.settings = make(clickhouse.Settings, len(cfg.Settings))
+		for k, v := range cfg.Settings {
+			w.settings[k] = v
+		}
+	}
+	pctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout)
+	defer cancel()
+	if err := conn.Ping(pctx); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("clickhouse %s: not reachable: %w", strings.Join(cfg.Addrs, ","), err)
+	}
+	return w, nil
+}
+
+// Close closes the pool.
+func (w *Writer) Close() error { return w.conn.Close() }
+
+// Conn exposes the pool for read-only queries (check, report).
+func (w *Writer) Conn() driver.Conn { return w.conn }
+
+// ServerVersion returns the server's version string.
+func (w *Writer) ServerVersion(ctx context.Context) (string, error) {
+	v, err := w.conn.ServerVersion()
+	if err != nil {
+		return "", err
+	}
+	return v.String(), nil
+}
+
+// Table is a resolved insert target: its schema and the INSERT statement
+// naming exactly the columns the sink fills.
+type Table struct {
+	Database, Name string
+	Schema         []decode.ColumnSchema // all columns, table order
+	Insert         []decode.ColumnSchema // the columns every INSERT names
+	query          string
+}
+
+// FullName is db.table as users write it.
+func (t *Table) FullName() string { return t.Database + "." + t.Name }
+
+// Describe reads a table's columns from system.columns.
+func (w *Writer) Describe(ctx context.Context, db, table string) ([]decode.ColumnSchema, error) {
+	rows, err := w.conn.Query(ctx,
+		"SELECT name, type, default_kind FROM system.columns WHERE database = ? AND table = ?", db, table)
+	if err != nil {
+		return nil, fmt.Errorf("clickhouse: reading columns of %s.%s: %w", db, table, err)
+	}
+	defer rows.Close()
+	var cols []decode.ColumnSchema
+	for rows.Next() {
+		var c decode.ColumnSchema
+		if err := rows.Scan(&c.Name, &c.Type, &c.DefaultKind); err != nil {
+			return nil, fmt.Errorf("clickhouse: reading columns of %s.%s: %w", db, table, err)
+		}
+		cols = append(cols, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("clickhouse: reading columns of %s.%s: %w", db, table, err)
+	}
+	if len(cols) == 0 {
+		return nil, fmt.Errorf("clickhouse: table %s.%s does not exist", db, table)
+	}
+	return cols, nil
+}
+
+// NewTable builds the insert target for schema and the column set decided
+// by the routes (decode.InsertColumns).
+func NewTable(db, name string, schema, insert []decode.ColumnSchema) *Table {
+	var b strings.Builder
+	b.WriteString("INSERT INTO ")
+	b.WriteString(QuoteIdent(db))
+	b.WriteByte('.')
+	b.WriteString(QuoteIdent(name))
+	b.WriteString(" (")
+	for i, c := range insert {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(QuoteIdent(c.Name))
+	}
+	b.WriteByte(')')
+	return &Table{Database: db, Name: name, Schema: schema, Insert: insert, query: b.String()}
+}
+
+// QuoteIdent quotes a ClickHouse identifier with backticks so that no name,
+// whatever it contains, can end the identifier early.
+func QuoteIdent(s string) string {
+	var b strings.Builder
+	b.Grow(len(s) + 2)
+	b.WriteByte('`')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '`', '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('`')
+	return b.String()
+}
+
+// Block is what an insert sends: decode.Block satisfies it.
+type Block interface {
+	Rows() int
+	Columns() []decode.ColumnSchema
+	ColumnData(i int) any
+}
+
+// InsertOnce sends block as one INSERT. queryID names the attempt in
+// system.query_log.
+func (w *Writer) InsertOnce(ctx context.Context, t *Table, block Block, queryID string) error {
+	ctx, cancel := context.WithTimeout(ctx, w.cfg.QueryTimeout)
+	defer cancel()
+	opts := []clickhouse.QueryOption{clickhouse.WithQueryID(queryID)}
+	if w.settings != nil {
+		opts = append(opts, clickhouse.WithSettings(w.settings))
+	}
+	ctx = clickhouse.Context(ctx, opts...)
+	b, err := w.conn.PrepareBatch(ctx, t.query)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	cols := block.Columns()
+	if len(cols) != len(t.Insert) {
+		return fmt.Errorf("block has %d columns, INSERT names %d", len(cols), len(t.Insert))
+	}
+	for i := range cols {
+		if err := b.Column(i).Append(block.ColumnData(i)); err != nil {
+			return fmt.Errorf("column %q (%s): %w", cols[i].Name, cols[i].Type, err)
+		}
+	}
+	return b.Send()
+}
+
+// Attempt describes a failed attempt, for logs and metrics.
+type Attempt struct {
+	N     int
+	Err   error
+	Class Class
+	Code  int32
+	Wait  time.Duration
+}
+
+// Insert sends block as one INSERT and retries the identical block until it
+// succeeds. It returns nil on success, the error on a permanent failure, or
+// the context's error when ctx is canceled (the batch then stays
+// unacknowledged). onRetry, if set, is called before each wait; refresh, if
+// set, is called on schema errors before the retry.
+func (w *Writer) Insert(ctx context.Context, t *Table, block Block, batchID uint64,
+	onRetry func(Attempt), refresh func(context.Context) error) error {
+	wait := w.cfg.RetryInitial
+	for n := 1; ; n++ {
+		qid := fmt.Sprintf("sink-%s-%d-%d-%d", w.name, time.Now().UnixNano(), batchID, n)
+		err := w.InsertOnce(ctx, t, block, qid)
+		if err == nil {
+			return nil
+		}
+		class := Classify(ctx, err)
+		switch class {
+		case Canceled:
+			return ctx.Err()
+		case Permanent:
+			return fmt.Errorf("insert into %s (%d rows): %w", t.FullName(), block.Rows(), err)
+		case RefreshSchema:
+			if refresh != nil {
+				if rerr := refresh(ctx); rerr != nil {
+					err = fmt.Errorf("%w (schema refresh: %v)", err, rerr)
+				}
+			}
+		}
+		// full jitter keeps several instances from retrying in lockstep
+		sleep := time.Duration(rand.Int64N(int64(wait))) + wait/2
+		if onRetry != nil {
+			onRetry(Attempt{N: n, Err: err, Class: class, Code: Code(err), Wait: sleep})
+		}
+		timer := time.NewTimer(sleep)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return ctx.Err()
+		case <-timer.C:
+		}
+		if wait *= 2; wait > w.cfg.RetryMax {
+			wait = w.cfg.RetryMax
+		}
+	}
+}
