@@ -31,7 +31,7 @@ func check(cfg *config.Config, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(fmt.Errorf("kafka: %w", err))
 	}
-	topics, err := consumer.Describe(ctx, cl, cfg.Kafka)
+	topics, err := consumer.Describe(ctx, cl, cfg)
 	cl.Close()
 	if err != nil {
 		return fail(err)

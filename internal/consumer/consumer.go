@@ -17,7 +17,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -40,10 +39,8 @@ type Hooks struct {
 
 // Consumer wraps the franz-go client.
 type Consumer struct {
-	cl     *kgo.Client
-	cfg    config.Kafka
-	topics []string
-	regex  bool
+	cl  *kgo.Client
+	cfg *config.Config
 }
 
 // Options translates the config into franz-go options; exported so tests
@@ -79,7 +76,7 @@ func Options(cfg *config.Config, log zerolog.Logger, h Hooks) []kgo.Opt {
 		opts = append(opts, kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	}
 	if k.TopicRegex != "" {
-		opts = append(opts, kgo.ConsumeRegex(), kgo.ConsumeTopics(k.TopicRegex))
+		opts = append(opts, kgo.ConsumeRegex(), kgo.ConsumeTopics(k.ConsumePatterns()...))
 	} else {
 		opts = append(opts, kgo.ConsumeTopics(k.Topics...))
 	}
@@ -103,7 +100,7 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, h Hooks) (
 	if err != nil {
 		return nil, fmt.Errorf("kafka: %w", err)
 	}
-	c := &Consumer{cl: cl, cfg: cfg.Kafka, topics: cfg.Kafka.Topics, regex: cfg.Kafka.TopicRegex != ""}
+	c := &Consumer{cl: cl, cfg: cfg}
 	if err := c.Check(ctx); err != nil {
 		cl.Close()
 		return nil, err
@@ -126,7 +123,9 @@ func (c *Consumer) Topics(ctx context.Context) (map[string]int, error) {
 
 // Describe is Topics for any client (used by `sink check` before a group
 // is joined).
-func Describe(ctx context.Context, cl *kgo.Client, k config.Kafka) (map[string]int, error) {
+func Describe(ctx context.Context, cl *kgo.Client, cfg *config.Config) (map[string]int, error) {
+	k := cfg.Kafka
+
 	ctx, cancel := context.WithTimeout(ctx, k.RequestTimeout)
 	defer cancel()
 	req := kmsgMetadata(k)
@@ -138,17 +137,13 @@ func Describe(ctx context.Context, cl *kgo.Client, k config.Kafka) (map[string]i
 		return nil, fmt.Errorf("kafka: brokers %s: %w", strings.Join(k.Brokers, ","), err)
 	}
 	out := map[string]int{}
-	var re *regexp.Regexp
-	if k.TopicRegex != "" {
-		re = regexp.MustCompile(k.TopicRegex) // validated by config
-	}
 	for _, t := range resp.Topics {
 		name := ""
 		if t.Topic != nil {
 			name = *t.Topic
 		}
-		if re != nil {
-			if t.ErrorCode == 0 && re.MatchString(name) && !t.IsInternal {
+		if k.TopicRegex != "" {
+			if t.ErrorCode == 0 && cfg.Consumes(name) && !t.IsInternal {
 				out[name] = len(t.Partitions)
 			}
 			continue
@@ -188,7 +183,7 @@ func (c *Consumer) Commit(ctx context.Context, pos map[offsets.TP]offsets.Commit
 		}
 		m[tp.Topic][tp.Partition] = kgo.EpochOffset{Epoch: p.Epoch, Offset: p.Offset}
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.Kafka.RequestTimeout)
 	defer cancel()
 	var cerr error
 	c.cl.CommitOffsetsSync(ctx, m, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {

@@ -1,0 +1,410 @@
+// Package config is the sink's configuration: the typed Config, its defaults,
+// loading from one YAML file plus SINK_* environment overrides, and Validate,
+// which checks every option once, in one place, and reports every problem at
+// the same time with the full key path of each.
+//
+// One YAML file describes one connector: one Kafka consumer group reading some
+// topics, and the routes that send each topic to a ClickHouse table. See
+// example.yaml beside this file for every key with its default.
+//
+// A *Config returned by Load or Parse is valid and read-only: nothing in the
+// daemon may modify it, which is what makes it safe to share between
+// goroutines without locking. (Validate caches compiled regular expressions
+// inside the Config; Load and Parse call it before returning, so the cache is
+// written before the Config is shared.)
+package config
+
+import (
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Config is the whole configuration of one sink process.
+type Config struct {
+	// Name identifies the connector. It is also the default consumer group,
+	// so two processes with the same Name share partitions, which is how
+	// the sink scales out.
+	Name            string        `koanf:"name"`
+	Kafka           Kafka         `koanf:"kafka"`
+	ClickHouse      ClickHouse    `koanf:"clickhouse"`
+	Batch           Batch         `koanf:"batch"`
+	Routes          []Route       `koanf:"routes"`
+	Errors          Errors        `koanf:"errors"`
+	HTTP            HTTP          `koanf:"http"`
+	Log             Log           `koanf:"log"`
+	ShutdownTimeout time.Duration `koanf:"shutdown_timeout"`
+}
+
+// Kafka configures the consumer.
+type Kafka struct {
+	Brokers []string `koanf:"brokers"`
+	// Group defaults to Config.Name.
+	Group string `koanf:"group"`
+	// ClientID defaults to "sink-" + Config.Name; brokers log and quota by it.
+	ClientID string   `koanf:"client_id"`
+	Topics   []string `koanf:"topics"`
+	// TopicRegex is matched against the whole topic name (it is anchored,
+	// like Kafka Connect's topics.regex). Use ConsumePatterns to hand it
+	// to franz-go, whose regex matching is unanchored.
+	TopicRegex  string `koanf:"topic_regex"`
+	StartOffset string `koanf:"start_offset"`
+	// FetchMinBytes and FetchMaxWait decide how much a broker accumulates
+	// before answering a fetch, and therefore how big batches get at low
+	// input rates.
+	FetchMinBytes          ByteSize      `koanf:"fetch_min_bytes"`
+	FetchMaxWait           time.Duration `koanf:"fetch_max_wait"`
+	FetchMaxBytes          ByteSize      `koanf:"fetch_max_bytes"`
+	MaxPartitionFetchBytes ByteSize      `koanf:"max_partition_fetch_bytes"`
+	CommitInterval         time.Duration `koanf:"commit_interval"`
+	SessionTimeout         time.Duration `koanf:"session_timeout"`
+	RebalanceTimeout       time.Duration `koanf:"rebalance_timeout"`
+	RequestTimeout         time.Duration `koanf:"request_timeout"`
+
+	topicRE *regexp.Regexp `koanf:"-"` // compiled TopicRegex, set by Validate
+}
+
+// ClickHouse configures the writer.
+type ClickHouse struct {
+	Addrs       []string `koanf:"addrs"`
+	Database    string   `koanf:"database"`
+	Username    string   `koanf:"username"`
+	Password    string   `koanf:"password"`
+	Compression string   `koanf:"compression"`
+	// Settings are sent with every INSERT (e.g. insert_quorum,
+	// max_insert_block_size); values go to the server as given.
+	Settings    map[string]any `koanf:"settings"`
+	DialTimeout time.Duration  `koanf:"dial_timeout"`
+	// QueryTimeout bounds one INSERT attempt, not the batch: a batch is
+	// retried until it succeeds or the process stops.
+	QueryTimeout time.Duration `koanf:"query_timeout"`
+	// MaxInFlight is the number of INSERTs per table at once.
+	MaxInFlight  int           `koanf:"max_in_flight"`
+	RetryInitial time.Duration `koanf:"retry_initial"`
+	RetryMax     time.Duration `koanf:"retry_max"`
+}
+
+// Batch configures the per-table accumulators. A batch is sealed when any of
+// MaxRows, MaxBytes or MaxWait is reached, whichever comes first.
+type Batch struct {
+	MaxRows  int           `koanf:"max_rows"`
+	MaxBytes ByteSize      `koanf:"max_bytes"`
+	MaxWait  time.Duration `koanf:"max_wait"`
+	// IgnorePartitions lets one batch hold records from every partition
+	// (and every topic routed to the same table). Without it a table gets
+	// one insert per partition, and insert rate grows with partition count.
+	IgnorePartitions bool `koanf:"ignore_partitions"`
+	// BufferMemory bounds all buffered and in-flight batch bytes; when it
+	// is full the consumer stops fetching.
+	BufferMemory ByteSize `koanf:"buffer_memory"`
+}
+
+// Route sends the records of matching topics to one table. Routes can only be
+// set in the YAML file, not from the environment.
+type Route struct {
+	// Exactly one of Topic and TopicRegex is set. TopicRegex is anchored.
+	Topic      string `koanf:"topic"`
+	TopicRegex string `koanf:"topic_regex"`
+	// Table is "db.table", or "table" in clickhouse.database.
+	Table  string `koanf:"table"`
+	Format string `koanf:"format"`
+	// Columns maps a table column to its source: a JSON path "a.b.c" into
+	// the record value, or one of $topic, $partition, $offset, $timestamp,
+	// $key, $header.NAME. When empty, each column is read from the
+	// top-level JSON field of the same name.
+	Columns map[string]string `koanf:"columns"`
+
+	re *regexp.Regexp `koanf:"-"` // compiled TopicRegex, set by Validate
+}
+
+// Errors configures what happens to records that cannot be decoded or
+// converted.
+type Errors struct {
+	// Tolerance "none" stops the connector on the first bad record; "all"
+	// sends bad records to DLQTopic and carries on.
+	Tolerance string `koanf:"tolerance"`
+	DLQTopic  string `koanf:"dlq_topic"`
+}
+
+// HTTP configures the metrics and health endpoint.
+type HTTP struct {
+	// Listen is host:port; "" disables the server.
+	Listen string `koanf:"listen"`
+}
+
+// Log configures logging.
+type Log struct {
+	Level  string `koanf:"level"`
+	Format string `koanf:"format"`
+}
+
+// Supported values of the enumerated options. The first of each is the default.
+var (
+	startOffsets = []string{"earliest", "latest"}
+	compressions = []string{"lz4", "zstd", "none"}
+	formats      = []string{"json"} // "debezium-json" will follow
+	tolerances   = []string{"none", "all"}
+	logLevels    = []string{"info", "debug", "warn", "error"}
+	logFormats   = []string{"json", "console"}
+)
+
+// defaults returns the configuration that an empty YAML file amounts to,
+// before the derived defaults (kafka.group, kafka.client_id) are filled in.
+func defaults() *Config {
+	return &Config{
+		Kafka: Kafka{
+			// The local stack's broker, so that a laptop run needs no
+			// kafka section at all.
+			Brokers: []string{"127.0.0.1:9092"},
+			// A new group reads the topic from the start: a sink that
+			// silently skips existing data is worse than a slow first run.
+			StartOffset: "earliest",
+			// Seed 004: the main lever. The broker holds a fetch until
+			// 1MiB is ready (or FetchMaxWait passes), so each fetch brings
+			// thousands of rows instead of a handful; the Java default of
+			// 1 byte is what produced one insert per message.
+			FetchMinBytes: 1 * MiB,
+			// Seed 004: the longest delay a fetch may add when input is
+			// slow; small next to batch.max_wait so it does not dominate
+			// end-to-end latency.
+			FetchMaxWait: 500 * time.Millisecond,
+			// Same as Kafka's fetch.max.bytes default; enough for several
+			// max_partition_fetch_bytes chunks per response.
+			FetchMaxBytes: 50 * MiB,
+			// 8× Kafka's 1MiB default, so one busy partition can fill a
+			// good part of a batch in one fetch.
+			MaxPartitionFetchBytes: 8 * MiB,
+			// Commits only ever cover rows already in ClickHouse, so a
+			// short interval costs little and bounds replay after a crash.
+			CommitInterval: 5 * time.Second,
+			// Kafka's default since 3.0: long enough to ride out a GC
+			// pause or a slow INSERT, short enough to reassign a dead pod.
+			SessionTimeout: 45 * time.Second,
+			// Time members get to flush and commit during a rebalance;
+			// covers one slow INSERT plus a commit.
+			RebalanceTimeout: 60 * time.Second,
+			// Seed 004: must exceed fetch_max_wait, else every idle fetch
+			// times out; 30s is Kafka's request.timeout.ms default.
+			RequestTimeout: 30 * time.Second,
+		},
+		ClickHouse: ClickHouse{
+			// The local stack's server, native protocol port.
+			Addrs: []string{"127.0.0.1:9000"},
+			// ClickHouse's own default database, which every server has.
+			Database: "default",
+			// ClickHouse's built-in user, what a fresh install accepts.
+			Username: "default",
+			// The native protocol compresses every block; LZ4 cuts bytes
+			// on the wire for little CPU, zstd more for more.
+			Compression: "lz4",
+			// A reachable server answers in milliseconds; 10s tolerates a
+			// slow network without hanging start-up for long.
+			DialTimeout: 10 * time.Second,
+			// Generous: a full batch normally inserts in seconds, but a
+			// server throttling inserts while merges catch up
+			// (parts_to_delay_insert) needs longer, and abandoning an
+			// attempt that would have succeeded only repeats the work.
+			QueryTimeout: 60 * time.Second,
+			// Two per table: one insert runs while the next batch is
+			// sealed and sent, without multiplying parts per second.
+			MaxInFlight: 2,
+			// First backoff after a retriable error: a network blip is
+			// usually over by then.
+			RetryInitial: 500 * time.Millisecond,
+			// Backoff ceiling: TOO_MANY_PARTS needs merges to catch up,
+			// which takes tens of seconds; retrying faster only adds load.
+			RetryMax: 30 * time.Second,
+		},
+		Batch: Batch{
+			// Seeds 002 and 004: tens of thousands of rows per INSERT is
+			// where per-insert overhead becomes noise.
+			MaxRows: 100_000,
+			// Keeps a single INSERT (and its retry) a manageable block.
+			MaxBytes: 32 * MiB,
+			// At most 12 inserts per minute per table at low input rates.
+			MaxWait: 5 * time.Second,
+			// Batch across partitions (invariant 3: inserts/min does not
+			// grow with partition count).
+			IgnorePartitions: true,
+			// Eight full batches: room for MaxInFlight inserts per table
+			// on a few tables while the next batches fill.
+			BufferMemory: 256 * MiB,
+		},
+		Errors: Errors{
+			// Stop rather than lose data silently; opting into a DLQ is an
+			// explicit decision.
+			Tolerance: "none",
+		},
+		HTTP: HTTP{
+			// Loopback: metrics are not exposed beyond the host unless
+			// asked for (containers set 0.0.0.0:8080).
+			Listen: "127.0.0.1:8080",
+		},
+		Log: Log{
+			// The production level; debug is for following single batches.
+			Level: "info",
+			// Machine-readable by default: the daemon runs under a log
+			// collector far more often than in a terminal.
+			Format: "json",
+		},
+		// Room to flush every batch through a slow INSERT and commit.
+		// Kubernetes also kills after 30s by default, so deployments set
+		// terminationGracePeriodSeconds above this; a flush cut short
+		// means replay after restart, not loss.
+		ShutdownTimeout: 30 * time.Second,
+	}
+}
+
+// normalize makes empty lists and maps nil, whether they were written as []
+// or {} or left out, so that code and tests need to handle only one form.
+func (c *Config) normalize() {
+	nilIfEmpty(&c.Kafka.Brokers)
+	nilIfEmpty(&c.Kafka.Topics)
+	nilIfEmpty(&c.ClickHouse.Addrs)
+	nilIfEmpty(&c.Routes)
+	if len(c.ClickHouse.Settings) == 0 {
+		c.ClickHouse.Settings = nil
+	}
+	for i := range c.Routes {
+		if len(c.Routes[i].Columns) == 0 {
+			c.Routes[i].Columns = nil
+		}
+	}
+}
+
+func nilIfEmpty[T any](s *[]T) {
+	if len(*s) == 0 {
+		*s = nil
+	}
+}
+
+// fillDerived sets the defaults that depend on other options.
+func (c *Config) fillDerived() {
+	if c.Kafka.Group == "" {
+		c.Kafka.Group = c.Name
+	}
+	if c.Kafka.ClientID == "" && c.Name != "" {
+		c.Kafka.ClientID = "sink-" + c.Name
+	}
+	for i := range c.Routes {
+		if c.Routes[i].Format == "" {
+			c.Routes[i].Format = formats[0]
+		}
+	}
+}
+
+// anchor makes re match whole topic names only.
+func anchor(re string) string { return `^(?:` + re + `)$` }
+
+// Matches reports whether the route applies to topic.
+func (r Route) Matches(topic string) bool {
+	if r.Topic != "" {
+		return r.Topic == topic
+	}
+	if r.TopicRegex == "" {
+		return false
+	}
+	if r.re != nil {
+		return r.re.MatchString(topic)
+	}
+	// Not validated (a Config built by hand): correct but slow.
+	ok, err := regexp.MatchString(anchor(r.TopicRegex), topic)
+	return err == nil && ok
+}
+
+// Consumes reports whether the consumer subscribes to topic: it is listed in
+// kafka.topics or matches kafka.topic_regex.
+func (c *Config) Consumes(topic string) bool {
+	for _, t := range c.Kafka.Topics {
+		if t == topic {
+			return true
+		}
+	}
+	switch {
+	case c.Kafka.topicRE != nil:
+		return c.Kafka.topicRE.MatchString(topic)
+	case c.Kafka.TopicRegex != "":
+		ok, err := regexp.MatchString(anchor(c.Kafka.TopicRegex), topic)
+		return err == nil && ok
+	}
+	return false
+}
+
+// ConsumePatterns returns the subscription for kgo.ConsumeTopics when
+// kafka.topic_regex is set, to be used together with kgo.ConsumeRegex: the
+// anchored topic_regex followed by each literal topic, quoted. It returns nil
+// when topic_regex is empty; then consume Topics as they are.
+func (k Kafka) ConsumePatterns() []string {
+	if k.TopicRegex == "" {
+		return nil
+	}
+	out := []string{anchor(k.TopicRegex)}
+	for _, t := range k.Topics {
+		out = append(out, "^"+regexp.QuoteMeta(t)+"$")
+	}
+	return out
+}
+
+// RoutesFor returns the routes that apply to topic, in configuration order.
+// A topic can feed several tables. It allocates; callers on the hot path
+// should cache the result per topic.
+func (c *Config) RoutesFor(topic string) []Route {
+	var out []Route
+	for _, r := range c.Routes {
+		if r.Matches(topic) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// TableFor splits the route's table into database and table name, using
+// clickhouse.database when the route names no database.
+func (c *Config) TableFor(r Route) (db, table string) {
+	if db, table, ok := strings.Cut(r.Table, "."); ok {
+		return db, table
+	}
+	return c.ClickHouse.Database, r.Table
+}
+
+// redactedPassword replaces a non-empty password in printed configuration.
+const redactedPassword = "******"
+
+// Redacted returns a deep copy of c with the ClickHouse password masked, for
+// printing. An empty password stays empty so that "no password" is visible.
+func (c *Config) Redacted() *Config {
+	cp := *c
+	cp.Kafka.Brokers = clone(c.Kafka.Brokers)
+	cp.Kafka.Topics = clone(c.Kafka.Topics)
+	cp.ClickHouse.Addrs = clone(c.ClickHouse.Addrs)
+	if c.ClickHouse.Settings != nil {
+		cp.ClickHouse.Settings = make(map[string]any, len(c.ClickHouse.Settings))
+		for k, v := range c.ClickHouse.Settings {
+			cp.ClickHouse.Settings[k] = v
+		}
+	}
+	if c.ClickHouse.Password != "" {
+		cp.ClickHouse.Password = redactedPassword
+	}
+	if c.Routes != nil {
+		cp.Routes = make([]Route, len(c.Routes))
+		for i, r := range c.Routes {
+			if r.Columns != nil {
+				cols := make(map[string]string, len(r.Columns))
+				for k, v := range r.Columns {
+					cols[k] = v
+				}
+				r.Columns = cols
+			}
+			cp.Routes[i] = r
+		}
+	}
+	return &cp
+}
+
+func clone(s []string) []string {
+	if s == nil {
+		return nil
+	}
+	return append([]string(nil), s...)
+}

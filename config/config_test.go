@@ -1,0 +1,653 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// base is the smallest valid configuration; validation cases change one
+// thing in it, mostly through environment overrides.
+const base = `
+name: t
+kafka:
+  topics: [orders]
+routes:
+  - topic: orders
+    table: orders
+`
+
+// noCache drops the compiled regexps so Configs compare with DeepEqual.
+func noCache(c *Config) *Config {
+	c.Kafka.topicRE = nil
+	for i := range c.Routes {
+		c.Routes[i].re = nil
+	}
+	return c
+}
+
+func TestDefaults(t *testing.T) {
+	got, err := Parse([]byte(base), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Written out in full, independently of defaults(), so that a changed
+	// default is a deliberate edit in two places.
+	want := &Config{
+		Name: "t",
+		Kafka: Kafka{
+			Brokers:                []string{"127.0.0.1:9092"},
+			Group:                  "t",
+			ClientID:               "sink-t",
+			Topics:                 []string{"orders"},
+			StartOffset:            "earliest",
+			FetchMinBytes:          1 << 20,
+			FetchMaxWait:           500 * time.Millisecond,
+			FetchMaxBytes:          50 << 20,
+			MaxPartitionFetchBytes: 8 << 20,
+			CommitInterval:         5 * time.Second,
+			SessionTimeout:         45 * time.Second,
+			RebalanceTimeout:       60 * time.Second,
+			RequestTimeout:         30 * time.Second,
+		},
+		ClickHouse: ClickHouse{
+			Addrs:        []string{"127.0.0.1:9000"},
+			Database:     "default",
+			Username:     "default",
+			Compression:  "lz4",
+			DialTimeout:  10 * time.Second,
+			QueryTimeout: 60 * time.Second,
+			MaxInFlight:  2,
+			RetryInitial: 500 * time.Millisecond,
+			RetryMax:     30 * time.Second,
+		},
+		Batch: Batch{
+			MaxRows:          100000,
+			MaxBytes:         32 << 20,
+			MaxWait:          5 * time.Second,
+			IgnorePartitions: true,
+			BufferMemory:     256 << 20,
+		},
+		Routes:          []Route{{Topic: "orders", Table: "orders", Format: "json"}},
+		Errors:          Errors{Tolerance: "none"},
+		HTTP:            HTTP{Listen: "127.0.0.1:8080"},
+		Log:             Log{Level: "info", Format: "json"},
+		ShutdownTimeout: 30 * time.Second,
+	}
+	if !reflect.DeepEqual(noCache(got), want) {
+		t.Fatalf("defaults:\ngot:\n%s\nwant:\n%s", got, want)
+	}
+
+	// Null sections (everything below commented out) keep the defaults.
+	got2, err := Parse([]byte(base+"batch:\nclickhouse:\n  addrs:\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(noCache(got2), want) {
+		t.Fatalf("null sections:\ngot:\n%s\nwant:\n%s", got2, want)
+	}
+
+	// Explicit group and client_id are not overwritten by the derived ones.
+	got3, err := Parse([]byte(base+"log: {level: debug}\n"), []string{"SINK_KAFKA__GROUP=g", "SINK_KAFKA__CLIENT_ID=c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got3.Kafka.Group != "g" || got3.Kafka.ClientID != "c" || got3.Log.Level != "debug" || got3.Log.Format != "json" {
+		t.Fatalf("got group %q client_id %q log %+v", got3.Kafka.Group, got3.Kafka.ClientID, got3.Log)
+	}
+}
+
+func TestParseByteSize(t *testing.T) {
+	f := func(in string, want ByteSize, wantErr string) {
+		t.Helper()
+		got, err := ParseByteSize(in)
+		if wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), wantErr) {
+				t.Fatalf("ParseByteSize(%q) = %v, %v; want error containing %q", in, got, err, wantErr)
+			}
+			return
+		}
+		if err != nil || got != want {
+			t.Fatalf("ParseByteSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	f("0", 0, "")
+	f("1048576", 1<<20, "")
+	f("100B", 100, "")
+	f("512KiB", 512<<10, "")
+	f("32MiB", 32<<20, "")
+	f("1.5GiB", 3<<29, "")
+	f("2TiB", 2<<40, "")
+	f("1KB", 1000, "")
+	f("1MB", 1000000, "")
+	f("2GB", 2000000000, "")
+	f("1TB", 1000000000000, "")
+	f("32mib", 32<<20, "")
+	f("32 MiB", 32<<20, "")
+	f(" 64Mi ", 64<<20, "")
+	f("0.5KB", 500, "")
+	f("1.25KiB", 1280, "")
+
+	f("", 0, "empty")
+	f("MiB", 0, "want a number")
+	f("-1MiB", 0, "negative")
+	f("1.5B", 0, "whole number")
+	f("1.0001KB", 0, "whole number")
+	f("64M", 0, "ambiguous")
+	f("1k", 0, "ambiguous")
+	f("3furlongs", 0, `unknown unit "furlongs"`)
+	f("1..5MiB", 0, "not a number")
+	f("1.2.3", 0, "not a number")
+	f("9223372036854775808", 0, "too large")
+	f("9000000TiB", 0, "too large")
+}
+
+func TestByteSizeString(t *testing.T) {
+	f := func(b ByteSize, want string) {
+		t.Helper()
+		if got := b.String(); got != want {
+			t.Fatalf("ByteSize(%d).String() = %q; want %q", int64(b), got, want)
+		}
+		back, err := ParseByteSize(want)
+		if err != nil || back != b {
+			t.Fatalf("ParseByteSize(%q) = %d, %v; want %d (round trip)", want, back, err, int64(b))
+		}
+	}
+	f(0, "0B")
+	f(1, "1B")
+	f(1023, "1023B")
+	f(KiB, "1KiB")
+	f(1536, "1.5KiB")
+	f(1280, "1.25KiB")
+	f(32*MiB, "32MiB")
+	f(3*GiB/2, "1.5GiB")
+	f(2*TiB, "2TiB")
+	f(1000000, "1000000B") // 1MB has no short exact IEC form
+	f(1000001, "1000001B")
+
+	var b ByteSize
+	if err := b.UnmarshalText([]byte("2MiB")); err != nil || b != 2*MiB {
+		t.Fatalf("UnmarshalText: %v, %v", b, err)
+	}
+	if err := b.UnmarshalText([]byte("2M")); err == nil {
+		t.Fatal("UnmarshalText accepted an ambiguous unit")
+	}
+	if text, _ := b.MarshalText(); string(text) != "2MiB" {
+		t.Fatalf("MarshalText = %s", text)
+	}
+}
+
+func TestByteSizeAndDurationDecoding(t *testing.T) {
+	f := func(yaml string, env []string, want ByteSize, wantErr string) {
+		t.Helper()
+		c, err := Parse([]byte(base+yaml), env)
+		if wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), wantErr) {
+				t.Fatalf("error = %v; want one containing %q", err, wantErr)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Batch.MaxBytes != want {
+			t.Fatalf("batch.max_bytes = %v; want %v", c.Batch.MaxBytes, want)
+		}
+	}
+	f("batch: {max_bytes: 1048576}", nil, MiB, "")
+	f("batch: {max_bytes: 1e6}", nil, 1000000, "")
+	f("batch: {max_bytes: 16MiB}", nil, 16*MiB, "")
+	f(`batch: {max_bytes: "1048576"}`, nil, MiB, "")
+	f("", []string{"SINK_BATCH__MAX_BYTES=64MiB"}, 64*MiB, "")
+	f("", []string{"SINK_BATCH__MAX_BYTES=1000"}, 1000, "")
+	f("batch: {max_bytes: 1.5}", nil, 0, "batch.max_bytes: invalid byte size 1.5")
+	f("batch: {max_bytes: -1}", nil, 0, "batch.max_bytes: invalid byte size -1: must not be negative")
+	f("batch: {max_bytes: 12 parsecs}", nil, 0, `batch.max_bytes: invalid byte size "12 parsecs"`)
+	f("batch: {max_bytes: [1]}", nil, 0, "batch.max_bytes: invalid byte size")
+	f("", []string{"SINK_BATCH__MAX_BYTES=lots"}, 0, `batch.max_bytes: invalid byte size "lots": want a number with an optional unit, e.g. "32MiB" (from SINK_BATCH__MAX_BYTES)`)
+
+	// Durations take Go duration strings only: a bare number has no unit.
+	f("batch: {max_wait: 5}", nil, 0, "batch.max_wait: invalid duration 5")
+	f("batch: {max_wait: 5x}", nil, 0, `batch.max_wait: invalid duration "5x"`)
+	f("", []string{"SINK_KAFKA__FETCH_MAX_WAIT=10"}, 0, `kafka.fetch_max_wait: invalid duration "10"`)
+	f("batch: {max_wait: 1m30s}", nil, 32*MiB, "")
+	f("batch: {max_wait: 250ms}", nil, 32*MiB, "")
+}
+
+func TestEnvOverrides(t *testing.T) {
+	f := func(env []string, check func(c *Config) bool) {
+		t.Helper()
+		c, err := Parse([]byte(base+"clickhouse: {password: fromfile, addrs: [x:9000]}\n"), env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !check(c) {
+			t.Fatalf("env %q not applied:\n%s", env, c)
+		}
+	}
+	f([]string{"SINK_CLICKHOUSE__PASSWORD=s3cret"}, func(c *Config) bool { return c.ClickHouse.Password == "s3cret" })
+	f(nil, func(c *Config) bool { return c.ClickHouse.Password == "fromfile" })
+	f([]string{"SINK_CLICKHOUSE__PASSWORD="}, func(c *Config) bool { return c.ClickHouse.Password == "" })
+	f([]string{"SINK_KAFKA__FETCH_MIN_BYTES=4MiB"}, func(c *Config) bool { return c.Kafka.FetchMinBytes == 4*MiB })
+	f([]string{"SINK_BATCH__MAX_WAIT=2s"}, func(c *Config) bool { return c.Batch.MaxWait == 2*time.Second })
+	f([]string{"SINK_BATCH__MAX_ROWS=5000"}, func(c *Config) bool { return c.Batch.MaxRows == 5000 })
+	f([]string{"SINK_BATCH__IGNORE_PARTITIONS=false"}, func(c *Config) bool { return !c.Batch.IgnorePartitions })
+	f([]string{"SINK_KAFKA__BROKERS=a:9092,b:9092"}, func(c *Config) bool {
+		return reflect.DeepEqual(c.Kafka.Brokers, []string{"a:9092", "b:9092"})
+	})
+	f([]string{"SINK_KAFKA__BROKERS= a:9092 , b:9092,"}, func(c *Config) bool {
+		return reflect.DeepEqual(c.Kafka.Brokers, []string{"a:9092", "b:9092"})
+	})
+	// A list from the environment replaces the file's list.
+	f([]string{"SINK_CLICKHOUSE__ADDRS=y:9000"}, func(c *Config) bool {
+		return reflect.DeepEqual(c.ClickHouse.Addrs, []string{"y:9000"})
+	})
+	f([]string{"SINK_NAME=other"}, func(c *Config) bool {
+		return c.Name == "other" && c.Kafka.Group == "other" && c.Kafka.ClientID == "sink-other"
+	})
+	f([]string{"SINK_SHUTDOWN_TIMEOUT=1m"}, func(c *Config) bool { return c.ShutdownTimeout == time.Minute })
+	f([]string{"SINK_HTTP__LISTEN="}, func(c *Config) bool { return c.HTTP.Listen == "" })
+	f([]string{"SINK_CLICKHOUSE__SETTINGS__INSERT_QUORUM=2"}, func(c *Config) bool { return c.ClickHouse.Settings["insert_quorum"] == "2" })
+	// Not ours: other prefixes, the config path, test harness variables.
+	f([]string{"PATH=/bin", "SINKER=1", "SINK_CONFIG=/etc/sink.yaml", "SINK_TEST_KAFKA=127.0.0.1:9092", "SINK_REQUIRE_STACK=1", "NOEQUALS"}, func(c *Config) bool { return true })
+}
+
+func TestEnvListWithFileTopics(t *testing.T) {
+	// SINK_KAFKA__TOPICS adds a topic with no route: the env value is
+	// really used, and validation sees it.
+	_, err := Parse([]byte(base), []string{"SINK_KAFKA__TOPICS=orders,payments"})
+	if err == nil || !strings.Contains(err.Error(), `kafka.topics: topic "payments" has no route`) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	// f-style: yaml (appended to base when it does not set name), env, and a
+	// substring of the error that names the key.
+	f := func(yaml string, env []string, wantErr string) {
+		t.Helper()
+		doc := yaml
+		if !strings.Contains(yaml, "name:") {
+			doc = base + yaml
+		}
+		_, err := Parse([]byte(doc), env)
+		if err == nil {
+			t.Fatalf("no error; want %q", wantErr)
+		}
+		if !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("error:\n%v\nwant it to contain:\n%s", err, wantErr)
+		}
+		for _, line := range strings.Split(err.Error(), "\n") {
+			if !strings.HasPrefix(line, "config: ") {
+				t.Fatalf("error line %q does not start with \"config: \"", line)
+			}
+		}
+	}
+	// Unknown keys, in the file and in the environment.
+	f("batch: {max_row: 5}", nil, `config: unknown key "batch.max_row"`)
+	f("kafka_brokers: [a]", nil, `config: unknown key "kafka_brokers"`)
+	f("clickhouse: {pasword: x}", nil, `config: unknown key "clickhouse.pasword"`)
+	f("name: t\nkafka: {topics: [a]}\nroutes: [{topic: a, table: a, colums: {}}]", nil, `config: unknown key "routes[0].colums"`)
+	f("http: {listen: x, port: 1}", nil, `config: unknown key "http.port"`)
+	f("", []string{"SINK_BATCH__MAX_ROW=5"}, `config: unknown key "batch.max_row" (from SINK_BATCH__MAX_ROW)`)
+	f("", []string{"SINK_KAFKA_BROKERS=a:9092"}, `config: unknown key "kafka_brokers" (from SINK_KAFKA_BROKERS; nesting levels are separated by a double underscore`)
+	f("", []string{"SINK_LOG__LEVEL__X=1"}, `config: log.level: expected a string, got a mapping (from SINK_LOG__LEVEL__X)`)
+	f("", []string{"SINK_ROUTES__0__TABLE=x"}, "config: environment variable SINK_ROUTES__0__TABLE: routes cannot be set from the environment")
+	f("", []string{"SINK_KAFKA____BROKERS=x"}, "config: environment variable SINK_KAFKA____BROKERS: empty key level")
+	f("", []string{"SINK_=x"}, "config: environment variable SINK_: empty key level")
+
+	// Type errors name the key.
+	f("clickhouse: {password: 123456}", nil, "config: clickhouse.password: expected a string, got int 123456")
+	f("clickhouse: {max_in_flight: many}", nil, `config: clickhouse.max_in_flight: invalid integer "many"`)
+	f("batch: {max_rows: 1.5}", nil, "config: batch.max_rows: invalid integer 1.5")
+	f("batch: {ignore_partitions: yes}", nil, `config: batch.ignore_partitions: invalid boolean "yes"`)
+	f("name: t\nkafka: {brokers: {a: b}}", nil, "config: kafka.brokers: expected a list")
+	f("http: listen", nil, "config: http: expected a mapping")
+	f("name: t\nroutes: orders", nil, "config: routes: expected a list")
+	f("name: t\nroutes: [{topic: a, table: a, columns: {x: [1]}}]", nil, "config: routes[0].columns.x: expected a string")
+	f("", []string{"SINK_BATCH__MAX_ROWS=1e5"}, `config: batch.max_rows: invalid integer "1e5" (from SINK_BATCH__MAX_ROWS)`)
+
+	// Not YAML, or not a mapping.
+	f("name: t\n\tkafka: x", nil, "config: parse YAML")
+	f("name: t\n- a", nil, "config: parse YAML")
+	f("name: t\nname: u", nil, "config: parse YAML")
+}
+
+func TestValidate(t *testing.T) {
+	f := func(yaml string, env []string, wantErr string) {
+		t.Helper()
+		doc := yaml
+		if !strings.Contains(yaml, "name:") {
+			doc = base + yaml
+		}
+		_, err := Parse([]byte(doc), env)
+		if wantErr == "" {
+			if err != nil {
+				t.Fatalf("unexpected error: %v", err)
+			}
+			return
+		}
+		if err == nil {
+			t.Fatalf("no error; want %q", wantErr)
+		}
+		if !strings.Contains(err.Error(), "config: "+wantErr) {
+			t.Fatalf("error:\n%v\nwant it to contain:\nconfig: %s", err, wantErr)
+		}
+	}
+	env := func(kv ...string) []string { return kv }
+
+	f("", nil, "")
+
+	// name
+	f("name: \"\"\nkafka: {topics: [a]}\nroutes: [{topic: a, table: a}]", nil, "name: required")
+	f("name: \"my app\"\nkafka: {topics: [a]}\nroutes: [{topic: a, table: a}]", nil, `name: "my app" must be 1-200 letters`)
+	f("", env("SINK_NAME=-x"), `name: "-x" must be`)
+	f("", env("SINK_NAME="+strings.Repeat("a", 201)), "name: ")
+	f("", env("SINK_NAME=a.b_c-9"), "")
+
+	// kafka
+	f("", env("SINK_KAFKA__BROKERS="), "kafka.brokers: required")
+	f("", env("SINK_KAFKA__BROKERS=a:9092,nohost"), `kafka.brokers[1]: "nohost" is not host:port`)
+	f("", env("SINK_KAFKA__BROKERS=:9092"), `kafka.brokers[0]: ":9092" has no host`)
+	f("", env("SINK_KAFKA__BROKERS=a:http"), `kafka.brokers[0]: "a:http" has an invalid port "http"`)
+	f("", env("SINK_KAFKA__BROKERS=a:0"), `kafka.brokers[0]: "a:0" has an invalid port "0"`)
+	f("", env("SINK_KAFKA__BROKERS=[::1]:9092,kafka:9092"), "")
+	f("", env("SINK_KAFKA__CLIENT_ID="+strings.Repeat("c", 257)), "kafka.client_id: 257 bytes is longer than the maximum 256")
+	f("name: t\nkafka: {topics: []}\nroutes: [{topic: a, table: a}]", nil, "kafka.topics: set topics or topic_regex")
+	f("name: t\nkafka: {topics: [a, b, a]}\nroutes: [{topic: a, table: a}, {topic: b, table: b}]", nil, `kafka.topics[2]: "a" is already kafka.topics[0]`)
+	f("name: t\nkafka: {topics: [a b]}\nroutes: [{topic: a b, table: a}]", nil, `kafka.topics[0]: "a b" is not a valid topic name`)
+	f("name: t\nkafka: {topic_regex: \"orders_(\"}\nroutes: [{topic_regex: a, table: a}]", nil, "kafka.topic_regex: invalid regular expression: error parsing regexp: missing closing )")
+	f("", env("SINK_KAFKA__START_OFFSET=beginning"), `kafka.start_offset: "beginning" is not one of earliest, latest`)
+	f("", env("SINK_KAFKA__START_OFFSET=latest"), "")
+	f("", env("SINK_KAFKA__FETCH_MIN_BYTES=0"), "kafka.fetch_min_bytes (0B) must be positive")
+	f("", env("SINK_KAFKA__FETCH_MAX_BYTES=0"), "kafka.fetch_max_bytes (0B) must be positive")
+	f("", env("SINK_KAFKA__MAX_PARTITION_FETCH_BYTES=0"), "kafka.max_partition_fetch_bytes (0B) must be positive")
+	f("", env("SINK_KAFKA__FETCH_MAX_BYTES=2GiB"), "kafka.fetch_max_bytes (2GiB) must be at most 1GiB")
+	f("", env("SINK_KAFKA__FETCH_MIN_BYTES=64MiB"), "kafka.fetch_min_bytes (64MiB) must be at most kafka.fetch_max_bytes (50MiB)")
+	f("", env("SINK_KAFKA__MAX_PARTITION_FETCH_BYTES=64MiB"), "kafka.max_partition_fetch_bytes (64MiB) must be at most kafka.fetch_max_bytes (50MiB)")
+	f("", env("SINK_KAFKA__FETCH_MAX_WAIT=1ms"), "kafka.fetch_max_wait (1ms) must be at least 10ms")
+	f("", env("SINK_KAFKA__FETCH_MAX_WAIT=2s", "SINK_KAFKA__REQUEST_TIMEOUT=1s"), "kafka.request_timeout (1s) must exceed kafka.fetch_max_wait (2s)")
+	f("", env("SINK_KAFKA__FETCH_MAX_WAIT=2s", "SINK_KAFKA__REQUEST_TIMEOUT=2s"), "kafka.request_timeout (2s) must exceed kafka.fetch_max_wait (2s)")
+	f("", env("SINK_KAFKA__REQUEST_TIMEOUT=0s"), "kafka.request_timeout (0s) must be at least 100ms")
+	f("", env("SINK_KAFKA__SESSION_TIMEOUT=-1s"), "kafka.session_timeout (-1s) must be at least 100ms")
+	f("", env("SINK_KAFKA__SESSION_TIMEOUT=1000h"), "kafka.session_timeout (1000h0m0s) must be at most")
+	f("", env("SINK_KAFKA__REBALANCE_TIMEOUT=0s"), "kafka.rebalance_timeout (0s) must be at least 100ms")
+	f("", env("SINK_KAFKA__COMMIT_INTERVAL=1ms"), "kafka.commit_interval (1ms) must be at least 100ms")
+
+	// clickhouse
+	f("", env("SINK_CLICKHOUSE__ADDRS="), "clickhouse.addrs: required")
+	f("", env("SINK_CLICKHOUSE__ADDRS=clickhouse"), `clickhouse.addrs[0]: "clickhouse" is not host:port`)
+	f("", env("SINK_CLICKHOUSE__ADDRS=clickhouse:9000"), "")
+	f("", env("SINK_CLICKHOUSE__DATABASE="), `clickhouse.database: "" is not a valid database name`)
+	f("", env("SINK_CLICKHOUSE__DATABASE=a.b"), `clickhouse.database: "a.b" is not a valid database name`)
+	f("", env("SINK_CLICKHOUSE__USERNAME="), "clickhouse.username: required")
+	f("", env("SINK_CLICKHOUSE__COMPRESSION=gzip"), `clickhouse.compression: "gzip" is not one of lz4, zstd, none`)
+	f("", env("SINK_CLICKHOUSE__COMPRESSION=zstd"), "")
+	f("", env("SINK_CLICKHOUSE__COMPRESSION=none"), "")
+	f("clickhouse: {settings: {insert_quorum: 2, x: [1]}}", nil, "clickhouse.settings.x: must be a string, number or boolean, got []interface {}")
+	f("clickhouse: {settings: {insert_quorum: 2, async_insert: false, s: a, f: 1.5}}", nil, "")
+	f("", env("SINK_CLICKHOUSE__DIAL_TIMEOUT=0s"), "clickhouse.dial_timeout (0s) must be positive")
+	f("", env("SINK_CLICKHOUSE__QUERY_TIMEOUT=-1s"), "clickhouse.query_timeout (-1s) must be positive")
+	f("", env("SINK_CLICKHOUSE__MAX_IN_FLIGHT=0"), "clickhouse.max_in_flight (0) must be at least 1")
+	f("", env("SINK_CLICKHOUSE__RETRY_INITIAL=0s"), "clickhouse.retry_initial (0s) must be positive")
+	f("", env("SINK_CLICKHOUSE__RETRY_MAX=0s"), "clickhouse.retry_max (0s) must be positive")
+	f("", env("SINK_CLICKHOUSE__RETRY_INITIAL=1m"), "clickhouse.retry_initial (1m0s) must be at most clickhouse.retry_max (30s)")
+
+	// batch
+	f("", env("SINK_BATCH__MAX_ROWS=0"), "batch.max_rows (0) must be at least 1")
+	f("", env("SINK_BATCH__MAX_BYTES=0"), "batch.max_bytes (0B) must be positive")
+	f("", env("SINK_BATCH__MAX_WAIT=0s"), "batch.max_wait (0s) must be positive")
+	f("", env("SINK_BATCH__BUFFER_MEMORY=16MiB"), "batch.buffer_memory (16MiB) must be at least batch.max_bytes (32MiB)")
+	f("", env("SINK_BATCH__BUFFER_MEMORY=32MiB"), "")
+
+	// routes
+	const kafkaAB = "name: t\nkafka: {topics: [a, b]}\n"
+	f("name: t\nkafka: {topic_regex: x}\n", nil, "routes: at least one route is required")
+	f("name: t\nkafka: {topics: [orders]}\n", nil, `kafka.topics: topic "orders" has no route`)
+	f(kafkaAB+"routes: [{topic: a, table: a}]", nil, `kafka.topics: topic "b" has no route`)
+	f(kafkaAB+"routes: [{topic_regex: \"[ab]\", table: a}]", nil, "")
+	f(kafkaAB+"routes: [{topic: a, table: a}, {topic: b}]", nil, "routes[1].table: required")
+	f(kafkaAB+"routes: [{topic: a, table: a}, {topic: b, table: a.b.c}]", nil, `routes[1].table: "a.b.c" must be "table" or "database.table"`)
+	f(kafkaAB+"routes: [{topic: a, table: a}, {topic: b, table: .b}]", nil, `routes[1].table: "" is not a valid database name`)
+	f(kafkaAB+"routes: [{topic: a, table: a}, {topic: b, table: \"my table\"}]", nil, `routes[1].table: "my table" is not a valid table name`)
+	f(kafkaAB+"routes: [{topic: a, table: db.a}, {topic: b, table: b}]", nil, "")
+	f(kafkaAB+"routes: [{topic: a, topic_regex: b, table: a}]", nil, "routes[0]: set topic or topic_regex, not both")
+	f(kafkaAB+"routes: [{table: a}]", nil, "routes[0].topic: set topic or topic_regex")
+	f(kafkaAB+"routes: [{topic: x, table: x}]", nil, `routes[0]: topic "x" is not consumed (not in kafka.topics)`)
+	f("name: t\nkafka: {topic_regex: \"a.*\"}\nroutes: [{topic: x, table: x}]", nil, `routes[0]: topic "x" is not consumed (not in kafka.topics and does not match kafka.topic_regex)`)
+	f("name: t\nkafka: {topic_regex: \"a.*\"}\nroutes: [{topic: a1, table: x}]", nil, "")
+	// The regex is anchored: "a" does not consume "ba".
+	f("name: t\nkafka: {topic_regex: a}\nroutes: [{topic: ba, table: x}]", nil, `routes[0]: topic "ba" is not consumed`)
+	f(kafkaAB+"routes: [{topic: \"a/b\", table: x}]", nil, `routes[0].topic: "a/b" is not a valid topic name`)
+	f(kafkaAB+"routes: [{topic_regex: \"(\", table: x}]", nil, "routes[0].topic_regex: invalid regular expression")
+	f(kafkaAB+"routes: [{topic: a, table: a}, {topic_regex: c.*, table: c}]", nil, `routes[1]: topic_regex "c.*" matches none of kafka.topics`)
+	f(kafkaAB+"routes: [{topic: a, table: a, format: avro}, {topic: b, table: b}]", nil, `routes[0].format: unsupported format "avro" (supported: json)`)
+	f(kafkaAB+"routes: [{topic: a, table: a, format: debezium-json}, {topic: b, table: b}]", nil, `routes[0].format: unsupported format "debezium-json" (supported: json)`)
+	f(kafkaAB+"routes: [{topic: a, table: a}, {topic: b, table: b}, {topic: a, table: default.a}]", nil, "routes[2]: same topic and table as routes[0]")
+	f(kafkaAB+"routes: [{topic: a, table: a}, {topic: b, table: b}, {topic: a, table: other}]", nil, "")
+	const cols = kafkaAB + "routes: [{topic: b, table: b}, {topic: a, table: a, columns: {%s}}]"
+	col := func(s string) string { return strings.Replace(cols, "%s", s, 1) }
+	f(col("id: id, t: $topic, p: $partition, o: $offset, ts: $timestamp, k: $key, h: $header.trace-id, n: a.b.c"), nil, "")
+	f(col("id: $ofset"), nil, `routes[1].columns.id: unknown source "$ofset" (want a JSON path such as a.b.c, or one of $topic, $partition, $offset, $timestamp, $key, $header.NAME)`)
+	f(col("h: $header."), nil, `routes[1].columns.h: "$header." needs a header name`)
+	f(col("x: a..b"), nil, `routes[1].columns.x: JSON path "a..b" has an empty element`)
+	f(col(`x: ""`), nil, "routes[1].columns.x: empty source")
+	f(col(`"": a`), nil, "routes[1].columns: empty column name")
+
+	// errors
+	f("", env("SINK_ERRORS__TOLERANCE=some"), `errors.tolerance: "some" is not one of none, all`)
+	f("", env("SINK_ERRORS__TOLERANCE=all"), "errors.dlq_topic: required when errors.tolerance is all")
+	f("", env("SINK_ERRORS__TOLERANCE=all", "SINK_ERRORS__DLQ_TOPIC=orders_dlq"), "")
+	f("", env("SINK_ERRORS__DLQ_TOPIC=orders_dlq"), "errors.dlq_topic: set, but errors.tolerance is none")
+	f("", env("SINK_ERRORS__TOLERANCE=all", "SINK_ERRORS__DLQ_TOPIC=orders"), `errors.dlq_topic: "orders" is consumed by this sink`)
+	f("", env("SINK_ERRORS__TOLERANCE=all", "SINK_ERRORS__DLQ_TOPIC=dl q"), `errors.dlq_topic: "dl q" is not a valid topic name`)
+
+	// http, log, shutdown
+	f("", env("SINK_HTTP__LISTEN=8080"), `http.listen: "8080" is not host:port (or "" to disable)`)
+	f("", env("SINK_HTTP__LISTEN=:8080"), "")
+	f("", env("SINK_HTTP__LISTEN=0.0.0.0:0"), "")
+	f("", env("SINK_HTTP__LISTEN=:99999"), `http.listen: ":99999" has an invalid port "99999"`)
+	f("", env("SINK_LOG__LEVEL=trace"), `log.level: "trace" is not one of info, debug, warn, error`)
+	f("", env("SINK_LOG__FORMAT=text"), `log.format: "text" is not one of json, console`)
+	f("", env("SINK_LOG__LEVEL=warn", "SINK_LOG__FORMAT=console"), "")
+	f("", env("SINK_SHUTDOWN_TIMEOUT=0s"), "shutdown_timeout (0s) must be positive")
+}
+
+func TestValidateReportsEverything(t *testing.T) {
+	_, err := Parse([]byte(base), []string{
+		"SINK_BATCH__MAX_ROWS=0",
+		"SINK_LOG__LEVEL=loud",
+		"SINK_KAFKA__FETCH_MAX_WAIT=2s",
+		"SINK_KAFKA__REQUEST_TIMEOUT=1s",
+	})
+	if err == nil {
+		t.Fatal("no error")
+	}
+	var joined interface{ Unwrap() []error }
+	if !errors.As(err, &joined) || len(joined.Unwrap()) != 3 {
+		t.Fatalf("want 3 joined errors, got %v", err)
+	}
+	for _, want := range []string{"batch.max_rows", "log.level", "kafka.request_timeout"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Fatalf("%v\ndoes not mention %s", err, want)
+		}
+	}
+
+	// Validate on its own: plain "key: message" lines, no prefix.
+	c := &Config{}
+	err = c.Validate()
+	if err == nil {
+		t.Fatal("empty Config validated")
+	}
+	lines := strings.Split(err.Error(), "\n")
+	if len(lines) < 20 {
+		t.Fatalf("want every zero option reported, got %d:\n%v", len(lines), err)
+	}
+	if lines[0] != "name: required (it is also the default consumer group)" {
+		t.Fatalf("first line %q", lines[0])
+	}
+}
+
+func TestExampleFiles(t *testing.T) {
+	files, err := filepath.Glob("*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 2 {
+		t.Fatalf("found %v; want at least example.yaml and local.yaml", files)
+	}
+	for _, file := range files {
+		t.Run(file, func(t *testing.T) {
+			c, err := Load(file, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// What sink check prints must load back to the same Config.
+			back, err := Parse([]byte(c.String()), nil)
+			if err != nil {
+				t.Fatalf("String() does not parse back: %v\n%s", err, c)
+			}
+			back.ClickHouse.Password = c.ClickHouse.Password
+			if !reflect.DeepEqual(noCache(back), noCache(c)) {
+				t.Fatalf("String() round trip differs:\n%s\nvs\n%s", back, c)
+			}
+		})
+	}
+}
+
+// example.yaml documents the defaults, so it must set exactly them.
+func TestExampleMatchesDefaults(t *testing.T) {
+	c, err := Load("example.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := defaults()
+	want.Name = c.Name
+	want.Kafka.Topics = c.Kafka.Topics
+	want.Routes = c.Routes
+	want.fillDerived()
+	if !reflect.DeepEqual(noCache(c), noCache(want)) {
+		t.Fatalf("example.yaml differs from the defaults:\n%s\nwant:\n%s", c, want)
+	}
+}
+
+func TestLocalYAML(t *testing.T) {
+	c, err := Load("local.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(c.Kafka.Brokers, []string{"127.0.0.1:9092"}) || !reflect.DeepEqual(c.ClickHouse.Addrs, []string{"127.0.0.1:9000"}) {
+		t.Fatalf("local.yaml: brokers %v, addrs %v", c.Kafka.Brokers, c.ClickHouse.Addrs)
+	}
+	rs := c.RoutesFor("demo_events")
+	if len(rs) != 1 || rs[0].Format != "json" {
+		t.Fatalf("routes for demo_events: %+v", rs)
+	}
+	if db, table := c.TableFor(rs[0]); db != "default" || table != "demo_events" {
+		t.Fatalf("TableFor = %s.%s", db, table)
+	}
+}
+
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "sink.yaml")
+	if err := os.WriteFile(path, []byte(base+"batch: {max_row: 1}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(path, nil)
+	if err == nil || err.Error() != `config: `+path+`: unknown key "batch.max_row"` {
+		t.Fatalf("got %v", err)
+	}
+	_, err = Load(filepath.Join(dir, "missing.yaml"), nil)
+	if !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), "missing.yaml") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestHelpers(t *testing.T) {
+	c, err := Parse([]byte(`
+name: t
+kafka:
+  topics: [orders, payments]
+  topic_regex: "audit_.*"
+clickhouse:
+  database: analytics
+  password: hunter2
+routes:
+  - topic: orders
+    table: orders
+  - topic: orders
+    table: archive.orders_raw
+  - topic: payments
+    table: payments
+  - topic_regex: "audit_.*"
+    table: audit
+    columns: {id: id}
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	f := func(topic string, wantTables ...string) {
+		t.Helper()
+		var got []string
+		for _, r := range c.RoutesFor(topic) {
+			db, table := c.TableFor(r)
+			got = append(got, db+"."+table)
+		}
+		if !reflect.DeepEqual(got, wantTables) {
+			t.Fatalf("RoutesFor(%q) -> %v; want %v", topic, got, wantTables)
+		}
+		if c.Consumes(topic) != (len(wantTables) > 0) {
+			t.Fatalf("Consumes(%q) = %v", topic, c.Consumes(topic))
+		}
+	}
+	f("orders", "analytics.orders", "archive.orders_raw")
+	f("payments", "analytics.payments")
+	f("audit_x", "analytics.audit")
+	f("xaudit_x") // anchored
+	f("ordersx")
+	f("")
+
+	// A hand-built Route (no Validate) still matches correctly.
+	r := Route{TopicRegex: "a+"}
+	if !r.Matches("aaa") || r.Matches("aab") || (Route{TopicRegex: "("}).Matches("(") {
+		t.Fatal("uncompiled Route.Matches")
+	}
+	if (Route{}).Matches("") {
+		t.Fatal("empty route matches")
+	}
+
+	want := []string{`^(?:audit_.*)$`, `^orders$`, `^payments$`}
+	if got := c.Kafka.ConsumePatterns(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("ConsumePatterns = %q; want %q", got, want)
+	}
+	if got := (Kafka{Topics: []string{"a.b"}}).ConsumePatterns(); got != nil {
+		t.Fatalf("ConsumePatterns without regex = %q", got)
+	}
+
+	// Redacted masks the password and shares nothing with the original.
+	red := c.Redacted()
+	if red.ClickHouse.Password != "******" || c.ClickHouse.Password != "hunter2" {
+		t.Fatalf("password: redacted %q, original %q", red.ClickHouse.Password, c.ClickHouse.Password)
+	}
+	red.Kafka.Brokers[0] = "changed"
+	red.Routes[3].Columns["id"] = "changed"
+	if c.Kafka.Brokers[0] == "changed" || c.Routes[3].Columns["id"] == "changed" {
+		t.Fatal("Redacted shares memory with the original")
+	}
+	if !red.Routes[3].Matches("audit_1") {
+		t.Fatal("Redacted lost the compiled route regex")
+	}
+	s := c.String()
+	if strings.Contains(s, "hunter2") || !strings.Contains(s, "password: '******'") {
+		t.Fatalf("String() leaks or lacks the masked password:\n%s", s)
+	}
+	if (&Config{}).Redacted().ClickHouse.Password != "" {
+		t.Fatal("empty password must stay empty")
+	}
+}

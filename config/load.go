@@ -1,0 +1,410 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"reflect"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-viper/mapstructure/v2"
+	"github.com/knadh/koanf/parsers/yaml"
+	"github.com/knadh/koanf/providers/confmap"
+	"github.com/knadh/koanf/providers/env/v2"
+	"github.com/knadh/koanf/v2"
+	goyaml "go.yaml.in/yaml/v3"
+)
+
+// EnvPrefix starts every environment variable that overrides the file.
+//
+// After the prefix, a double underscore separates nesting levels and the rest
+// is lower-cased: SINK_CLICKHOUSE__PASSWORD sets clickhouse.password,
+// SINK_KAFKA__FETCH_MIN_BYTES sets kafka.fetch_min_bytes. List options take
+// comma-separated values (SINK_KAFKA__BROKERS=a:9092,b:9092). Routes cannot be
+// set from the environment.
+//
+// A few names under the prefix are not config overrides and are ignored:
+// SINK_CONFIG (the config file path, for cmd/sink), SINK_REQUIRE_STACK and
+// anything starting with SINK_TEST_ (test harness switches, which end up in
+// the environment of everything a test run starts). Every other SINK_*
+// variable must name a known key, so that a typo fails loudly instead of
+// being ignored.
+const EnvPrefix = "SINK_"
+
+func isReservedEnv(name string) bool {
+	switch name {
+	case EnvPrefix + "CONFIG", EnvPrefix + "REQUIRE_STACK":
+		return true
+	}
+	return strings.HasPrefix(name, EnvPrefix+"TEST_")
+}
+
+// Load reads the YAML file at path and applies Parse to it. Production passes
+// os.Environ() as environ.
+//
+// Every error line starts with "config: <path>: ".
+func Load(path string, environ []string) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	c, err := parse(b, environ)
+	if err != nil {
+		return nil, prefixEach("config: "+path+": ", err)
+	}
+	return c, nil
+}
+
+// Parse builds a Config from defaults, then the YAML document, then the
+// overrides in environ (see EnvPrefix), fills the defaults that derive from
+// other options, and validates the result.
+//
+// Unknown keys, in the document or the environment, are errors, as are values
+// of the wrong type; each is reported with its full key path, and with the
+// variable's name when it came from the environment. Problems are reported
+// all at once, joined with errors.Join, one per line, each starting with
+// "config: ": first every decoding problem, or, when there is none, every
+// problem Validate finds.
+func Parse(yamlBytes []byte, environ []string) (*Config, error) {
+	c, err := parse(yamlBytes, environ)
+	if err != nil {
+		return nil, prefixEach("config: ", err)
+	}
+	return c, nil
+}
+
+func parse(yamlBytes []byte, environ []string) (*Config, error) {
+	ko := koanf.New(".")
+
+	doc, err := yaml.Parser().Unmarshal(yamlBytes)
+	if err != nil {
+		// One problem per line, like every other error here.
+		var te *goyaml.TypeError
+		if errors.As(err, &te) {
+			var errs []error
+			for _, e := range te.Errors {
+				errs = append(errs, fmt.Errorf("parse YAML: %s", e))
+			}
+			return nil, errors.Join(errs...)
+		}
+		return nil, fmt.Errorf("parse YAML: %w", err)
+	}
+	// "kafka:" with everything below it commented out parses as null; it
+	// means "use the defaults", not "zero every Kafka option".
+	dropNulls(doc)
+	if err := ko.Load(confmap.Provider(doc, ""), nil); err != nil {
+		return nil, err
+	}
+
+	var envErrs []error
+	envKeys := make(map[string]string) // key path -> variable that set it
+	envProvider := env.Provider(".", env.Opt{
+		Prefix:      EnvPrefix,
+		EnvironFunc: func() []string { return environ },
+		TransformFunc: func(name, value string) (string, any) {
+			key, err := envKey(name)
+			if err != nil {
+				envErrs = append(envErrs, err)
+				return "", nil
+			}
+			if key != "" {
+				envKeys[key] = name
+			}
+			return key, value
+		},
+	})
+	if err := ko.Load(envProvider, nil); err != nil {
+		return nil, err
+	}
+	if len(envErrs) > 0 {
+		return nil, errors.Join(envErrs...)
+	}
+
+	c := defaults()
+	err = ko.UnmarshalWithConf("", c, koanf.UnmarshalConf{
+		DecoderConfig: &mapstructure.DecoderConfig{
+			DecodeHook:  decodeHook,
+			ErrorUnused: true,
+			// Lists and maps from the file replace the defaults instead of
+			// being merged into them; absent keys keep their defaults.
+			ZeroFields: true,
+		},
+	})
+	if err != nil {
+		return nil, decodeErrors(err, envKeys)
+	}
+
+	c.normalize()
+	c.fillDerived()
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// envKey turns SINK_KAFKA__FETCH_MIN_BYTES into kafka.fetch_min_bytes. It
+// returns "" for variables that are not config overrides.
+func envKey(name string) (string, error) {
+	if isReservedEnv(name) {
+		return "", nil
+	}
+	rest := strings.TrimPrefix(name, EnvPrefix)
+	key := strings.ToLower(strings.ReplaceAll(rest, "__", "."))
+	for _, part := range strings.Split(key, ".") {
+		if part == "" {
+			return "", fmt.Errorf("environment variable %s: empty key level (want e.g. %sKAFKA__BROKERS)", name, EnvPrefix)
+		}
+	}
+	if top, _, _ := strings.Cut(key, "."); top == "routes" {
+		return "", fmt.Errorf("environment variable %s: routes cannot be set from the environment, define them in the config file", name)
+	}
+	return key, nil
+}
+
+// dropNulls removes null values from a parsed YAML document, recursively.
+func dropNulls(m map[string]any) {
+	for k, v := range m {
+		switch v := v.(type) {
+		case nil:
+			delete(m, k)
+		case map[string]any:
+			dropNulls(v)
+		case []any:
+			for _, e := range v {
+				if em, ok := e.(map[string]any); ok {
+					dropNulls(em)
+				}
+			}
+		}
+	}
+}
+
+var (
+	durationType = reflect.TypeFor[time.Duration]()
+	byteSizeType = reflect.TypeFor[ByteSize]()
+)
+
+// decodeHook converts the loosely typed values from YAML and the environment
+// (where everything is a string) into the field types. mapstructure's weak
+// typing is not used because it accepts too much: a bare 5 would become a
+// 5ns duration.
+func decodeHook(from, to reflect.Type, data any) (any, error) {
+	switch {
+	case to == durationType:
+		switch v := data.(type) {
+		case time.Duration:
+			return v, nil
+		case string:
+			d, err := time.ParseDuration(strings.TrimSpace(v))
+			if err != nil {
+				return nil, fmt.Errorf("invalid duration %q: want a number with a unit, e.g. \"500ms\", \"5s\", \"1m30s\"", v)
+			}
+			return d, nil
+		}
+		return nil, fmt.Errorf("invalid duration %v: want a number with a unit, e.g. \"500ms\", \"5s\", \"1m30s\"", data)
+
+	case to == byteSizeType:
+		switch v := data.(type) {
+		case ByteSize:
+			return v, nil
+		case string:
+			return ParseByteSize(v)
+		case int:
+			return byteSizeFromInt(int64(v))
+		case int64:
+			return byteSizeFromInt(v)
+		case uint64:
+			if v > math.MaxInt64 {
+				return nil, fmt.Errorf("invalid byte size %d: too large", v)
+			}
+			return ByteSize(v), nil
+		case float64:
+			if v != math.Trunc(v) || v < 0 || v >= math.MaxInt64 {
+				return nil, fmt.Errorf("invalid byte size %v: want a whole, non-negative number of bytes or a size such as \"32MiB\"", v)
+			}
+			return ByteSize(v), nil
+		}
+		return nil, fmt.Errorf("invalid byte size %v: want a number of bytes or a size such as \"32MiB\"", data)
+
+	case from.Kind() == reflect.String && to.Kind() == reflect.Slice && to.Elem().Kind() == reflect.String:
+		// Environment lists are comma-separated; a YAML string gets the
+		// same treatment rather than a confusing type error.
+		out := []string{} // not nil: mapstructure skips nil, keeping the default
+		for _, s := range strings.Split(reflect.ValueOf(data).String(), ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				out = append(out, s)
+			}
+		}
+		return out, nil
+
+	case from.Kind() == reflect.String && to.Kind() == reflect.Int:
+		s := strings.TrimSpace(reflect.ValueOf(data).String())
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return nil, fmt.Errorf("invalid integer %q", s)
+		}
+		return n, nil
+
+	case from.Kind() == reflect.Float64 && to.Kind() == reflect.Int:
+		// mapstructure would truncate 1.5 to 1.
+		f := reflect.ValueOf(data).Float()
+		if f != math.Trunc(f) || math.Abs(f) > math.MaxInt32 {
+			return nil, fmt.Errorf("invalid integer %v", f)
+		}
+		return int(f), nil
+
+	case from.Kind() == reflect.String && to.Kind() == reflect.Bool:
+		s := strings.TrimSpace(reflect.ValueOf(data).String())
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return nil, fmt.Errorf("invalid boolean %q: want true or false", s)
+		}
+		return b, nil
+	}
+	return data, nil
+}
+
+func byteSizeFromInt(n int64) (ByteSize, error) {
+	if n < 0 {
+		return 0, fmt.Errorf("invalid byte size %d: must not be negative", n)
+	}
+	return ByteSize(n), nil
+}
+
+// decodeErrors rewrites mapstructure's errors so that each names the full key
+// path once, in this package's style, and says which environment variable
+// set the key when one did.
+func decodeErrors(err error, envKeys map[string]string) error {
+	var out []error
+	for _, leaf := range decodeLeaves(err) {
+		de, ok := leaf.(*mapstructure.DecodeError)
+		if !ok {
+			out = append(out, leaf)
+			continue
+		}
+		name := mapKeyRE.ReplaceAllString(de.Name(), ".$1")
+		inner := de.Unwrap()
+		if keys, ok := strings.CutPrefix(inner.Error(), "has invalid keys: "); ok {
+			for _, k := range strings.Split(keys, ", ") {
+				if name != "" {
+					k = name + "." + k
+				}
+				out = append(out, fmt.Errorf("unknown key %q%s", k, envSource(k, envKeys, true)))
+			}
+			continue
+		}
+		var ute *mapstructure.UnconvertibleTypeError
+		if errors.As(inner, &ute) {
+			inner = fmt.Errorf("expected %s, got %s", typeName(ute.Expected.Type()), describe(ute.Value))
+		} else if got, ok := strings.CutPrefix(inner.Error(), "source data must be an array or slice, got "); ok {
+			inner = fmt.Errorf("expected a list, got %s", got)
+		} else if got, ok := strings.CutPrefix(inner.Error(), "expected a map or struct, got "); ok {
+			inner = fmt.Errorf("expected a mapping, got %s", strings.Trim(got, `"`))
+		}
+		out = append(out, fmt.Errorf("%s: %w%s", name, inner, envSource(name, envKeys, false)))
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Error() < out[j].Error() })
+	return errors.Join(out...)
+}
+
+// mapKeyRE finds map keys in mapstructure's names ("settings[x]", unlike list
+// indexes "routes[0]") so they can be written as key paths ("settings.x"),
+// the form used everywhere else.
+var mapKeyRE = regexp.MustCompile(`\[([^\]]*[^\]0-9][^\]]*)\]`)
+
+// decodeLeaves finds the DecodeErrors in what mapstructure returns: a
+// "decoding failed" wrapper around errors joined per struct and per slice.
+// A DecodeError never wraps another one.
+func decodeLeaves(err error) []error {
+	if _, ok := err.(*mapstructure.DecodeError); ok {
+		return []error{err}
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, decodeLeaves(e)...)
+		}
+		return out
+	}
+	if inner := errors.Unwrap(err); inner != nil {
+		return decodeLeaves(inner)
+	}
+	return []error{err}
+}
+
+// leaves flattens a tree of joined errors.
+func leaves(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, leaves(e)...)
+		}
+		return out
+	}
+	return []error{err}
+}
+
+func envSource(key string, envKeys map[string]string, unknown bool) string {
+	name, ok := envKeys[key]
+	if !ok {
+		// SINK_LOG__LEVEL__X turns log.level into a mapping; the error
+		// is about log.level, the culprit is the longer variable.
+		for _, k := range sortedKeys(envKeys) {
+			if strings.HasPrefix(k, key+".") {
+				name, ok = envKeys[k], true
+				break
+			}
+		}
+	}
+	if !ok {
+		return ""
+	}
+	// SINK_KAFKA_BROKERS is the likely mistake: one underscore too few.
+	if rest := strings.TrimPrefix(name, EnvPrefix); unknown && !strings.Contains(rest, "__") && strings.Contains(rest, "_") {
+		return fmt.Sprintf(" (from %s; nesting levels are separated by a double underscore, e.g. %sKAFKA__BROKERS)", name, EnvPrefix)
+	}
+	return " (from " + name + ")"
+}
+
+func typeName(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Slice:
+		return "a list"
+	case reflect.Map, reflect.Struct:
+		return "a mapping"
+	case reflect.String:
+		return "a string"
+	case reflect.Int:
+		return "an integer"
+	case reflect.Bool:
+		return "true or false"
+	}
+	return t.String()
+}
+
+func describe(v any) string {
+	switch v.(type) {
+	case map[string]any:
+		return "a mapping"
+	case []any:
+		return "a list"
+	case string:
+		return fmt.Sprintf("string %q", v)
+	}
+	return fmt.Sprintf("%T %v", v, v)
+}
+
+// prefixEach prefixes every joined error with p, so that each line of a
+// multi-problem report reads on its own.
+func prefixEach(p string, err error) error {
+	var out []error
+	for _, e := range leaves(err) {
+		out = append(out, fmt.Errorf("%s%w", p, e))
+	}
+	return errors.Join(out...)
+}

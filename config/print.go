@@ -1,0 +1,90 @@
+package config
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// String returns the configuration as YAML in the layout of example.yaml,
+// with the password masked (see Redacted), for `sink check` and logs. The
+// output parses back to the same Config, except for the password.
+func (c *Config) String() string {
+	var buf strings.Builder
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(toNode(reflect.ValueOf(*c.Redacted()))); err != nil {
+		return fmt.Sprintf("config: cannot print: %v", err)
+	}
+	_ = enc.Close()
+	return buf.String()
+}
+
+// toNode renders v with koanf key names, in struct field order (a plain map
+// would come out sorted, scattering related keys).
+func toNode(v reflect.Value) *yaml.Node {
+	switch x := v.Interface().(type) {
+	case time.Duration:
+		return scalar(x.String())
+	case ByteSize:
+		return scalar(x.String())
+	}
+	switch v.Kind() {
+	case reflect.Struct:
+		n := &yaml.Node{Kind: yaml.MappingNode}
+		t := v.Type()
+		for i := range t.NumField() {
+			f := t.Field(i)
+			key := f.Tag.Get("koanf")
+			if !f.IsExported() || key == "-" {
+				continue
+			}
+			if key == "" {
+				key = strings.ToLower(f.Name)
+			}
+			n.Content = append(n.Content, scalar(key), toNode(v.Field(i)))
+		}
+		return n
+	case reflect.Slice:
+		n := &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
+		if v.Type().Elem().Kind() == reflect.Struct {
+			n.Style = 0
+		}
+		for i := range v.Len() {
+			n.Content = append(n.Content, toNode(v.Index(i)))
+		}
+		return n
+	case reflect.Map:
+		n := &yaml.Node{Kind: yaml.MappingNode}
+		keys := make([]string, 0, v.Len())
+		for _, k := range v.MapKeys() {
+			keys = append(keys, k.String())
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			n.Content = append(n.Content, scalar(k), toNode(v.MapIndex(reflect.ValueOf(k))))
+		}
+		return n
+	case reflect.Interface:
+		if v.IsNil() {
+			return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: "null"}
+		}
+		return toNode(v.Elem())
+	}
+	// Scalars: let the encoder pick tags and quoting.
+	n := &yaml.Node{}
+	if err := n.Encode(v.Interface()); err != nil {
+		return scalar(fmt.Sprint(v.Interface()))
+	}
+	return n
+}
+
+func scalar(s string) *yaml.Node {
+	n := &yaml.Node{}
+	_ = n.Encode(s) // a string always encodes
+	return n
+}

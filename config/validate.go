@@ -1,0 +1,403 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Limits that are not a matter of taste.
+const (
+	// Kafka serializes these timeouts as int32 milliseconds; anything
+	// longer silently wraps on the wire (franz-go applies the same bound).
+	maxWireTimeout = time.Duration(math.MaxInt32) * time.Millisecond
+	// franz-go refuses to read broker responses over 1GiB, and a fetch
+	// response is at least fetch_max_bytes when data is plentiful.
+	maxFetchBytes = 1 * GiB
+	// franz-go's lower bounds: less makes the client spin.
+	minFetchMaxWait   = 10 * time.Millisecond
+	minGroupTimeout   = 100 * time.Millisecond
+	minCommitInterval = 100 * time.Millisecond
+	// franz-go's limit for a client id.
+	maxClientIDLen = 256
+)
+
+var (
+	// Names end up as consumer group and client id, in metrics labels and
+	// log fields; the Kafka topic alphabet is safe in all of them.
+	nameRE  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$`)
+	topicRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,249}$`)
+	// Identifiers are quoted by the writer; these characters would break
+	// the quoting or the db.table split.
+	identRE = regexp.MustCompile("^[^\\s.`\"']+$")
+)
+
+// Column sources that are not JSON paths.
+var metaSources = []string{"$topic", "$partition", "$offset", "$timestamp", "$key"}
+
+const headerSource = "$header."
+
+// Validate checks every option and returns all problems at once, joined with
+// errors.Join, each starting with the full key path of the option at fault.
+// It does not fill defaults; Load and Parse do that before calling it.
+//
+// Validate also caches the compiled topic regular expressions used by
+// Route.Matches and Config.Consumes, so call it before sharing a Config that
+// was built by hand.
+func (c *Config) Validate() error {
+	var p problems
+
+	switch {
+	case c.Name == "":
+		p.add("name: required (it is also the default consumer group)")
+	case !nameRE.MatchString(c.Name):
+		p.add("name: %q must be 1-200 letters, digits, '.', '_' or '-', starting with a letter or digit (it is the default consumer group and client id)", c.Name)
+	}
+
+	c.validateKafka(&p)
+	c.validateClickHouse(&p)
+	c.validateBatch(&p)
+	c.validateRoutes(&p)
+	c.validateErrors(&p)
+
+	if c.HTTP.Listen != "" {
+		if err := checkHostPort(c.HTTP.Listen, true); err != nil {
+			p.add("http.listen: %q %v (or \"\" to disable)", c.HTTP.Listen, err)
+		}
+	}
+	p.oneOf("log.level", c.Log.Level, logLevels)
+	p.oneOf("log.format", c.Log.Format, logFormats)
+	p.positive("shutdown_timeout", c.ShutdownTimeout)
+
+	return errors.Join(p...)
+}
+
+func (c *Config) validateKafka(p *problems) {
+	k := &c.Kafka
+	p.addrs("kafka.brokers", k.Brokers)
+	if k.Group == "" && c.Name != "" {
+		p.add("kafka.group: required")
+	}
+	if len(k.ClientID) > maxClientIDLen {
+		p.add("kafka.client_id: %d bytes is longer than the maximum %d", len(k.ClientID), maxClientIDLen)
+	}
+
+	if len(k.Topics) == 0 && k.TopicRegex == "" {
+		p.add("kafka.topics: set topics or topic_regex")
+	}
+	seen := make(map[string]int, len(k.Topics))
+	for i, t := range k.Topics {
+		key := fmt.Sprintf("kafka.topics[%d]", i)
+		p.topic(key, t)
+		if j, dup := seen[t]; dup {
+			p.add("%s: %q is already kafka.topics[%d]", key, t, j)
+		}
+		seen[t] = i
+	}
+	k.topicRE = p.regex("kafka.topic_regex", k.TopicRegex)
+
+	p.oneOf("kafka.start_offset", k.StartOffset, startOffsets)
+
+	p.positiveSize("kafka.fetch_min_bytes", k.FetchMinBytes)
+	p.positiveSize("kafka.fetch_max_bytes", k.FetchMaxBytes)
+	p.positiveSize("kafka.max_partition_fetch_bytes", k.MaxPartitionFetchBytes)
+	if k.FetchMaxBytes > maxFetchBytes {
+		p.add("kafka.fetch_max_bytes (%v) must be at most %v", k.FetchMaxBytes, maxFetchBytes)
+	}
+	if k.FetchMaxBytes > 0 && k.FetchMinBytes > k.FetchMaxBytes {
+		// The broker would answer every fetch only at fetch_max_wait.
+		p.add("kafka.fetch_min_bytes (%v) must be at most kafka.fetch_max_bytes (%v)", k.FetchMinBytes, k.FetchMaxBytes)
+	}
+	if k.FetchMaxBytes > 0 && k.MaxPartitionFetchBytes > k.FetchMaxBytes {
+		// franz-go would silently clamp it; say so instead.
+		p.add("kafka.max_partition_fetch_bytes (%v) must be at most kafka.fetch_max_bytes (%v)", k.MaxPartitionFetchBytes, k.FetchMaxBytes)
+	}
+
+	p.between("kafka.fetch_max_wait", k.FetchMaxWait, minFetchMaxWait, maxWireTimeout)
+	p.between("kafka.session_timeout", k.SessionTimeout, minGroupTimeout, maxWireTimeout)
+	p.between("kafka.rebalance_timeout", k.RebalanceTimeout, minGroupTimeout, maxWireTimeout)
+	p.between("kafka.commit_interval", k.CommitInterval, minCommitInterval, maxWireTimeout)
+	p.between("kafka.request_timeout", k.RequestTimeout, minGroupTimeout, maxWireTimeout)
+	if k.RequestTimeout > 0 && k.RequestTimeout <= k.FetchMaxWait {
+		// Seed 004: a broker legitimately holds a fetch for
+		// fetch_max_wait; a shorter request timeout fails every quiet fetch.
+		p.add("kafka.request_timeout (%v) must exceed kafka.fetch_max_wait (%v)", k.RequestTimeout, k.FetchMaxWait)
+	}
+}
+
+func (c *Config) validateClickHouse(p *problems) {
+	ch := &c.ClickHouse
+	p.addrs("clickhouse.addrs", ch.Addrs)
+	p.ident("clickhouse.database", ch.Database, "database")
+	if ch.Username == "" {
+		p.add("clickhouse.username: required")
+	}
+	p.oneOf("clickhouse.compression", ch.Compression, compressions)
+	for _, name := range sortedKeys(ch.Settings) {
+		key := "clickhouse.settings." + name
+		if name == "" {
+			p.add("clickhouse.settings: empty setting name")
+			continue
+		}
+		switch ch.Settings[name].(type) {
+		case string, bool, int, int64, uint64, float64:
+		default:
+			p.add("%s: must be a string, number or boolean, got %T", key, ch.Settings[name])
+		}
+	}
+	p.positive("clickhouse.dial_timeout", ch.DialTimeout)
+	p.positive("clickhouse.query_timeout", ch.QueryTimeout)
+	if ch.MaxInFlight < 1 {
+		p.add("clickhouse.max_in_flight (%d) must be at least 1", ch.MaxInFlight)
+	}
+	p.positive("clickhouse.retry_initial", ch.RetryInitial)
+	p.positive("clickhouse.retry_max", ch.RetryMax)
+	if ch.RetryMax > 0 && ch.RetryInitial > ch.RetryMax {
+		p.add("clickhouse.retry_initial (%v) must be at most clickhouse.retry_max (%v)", ch.RetryInitial, ch.RetryMax)
+	}
+}
+
+func (c *Config) validateBatch(p *problems) {
+	b := &c.Batch
+	if b.MaxRows < 1 {
+		p.add("batch.max_rows (%d) must be at least 1", b.MaxRows)
+	}
+	p.positiveSize("batch.max_bytes", b.MaxBytes)
+	p.positive("batch.max_wait", b.MaxWait)
+	if b.BufferMemory < b.MaxBytes {
+		// One full batch must fit, or the consumer would stop fetching
+		// before any batch can seal by size.
+		p.add("batch.buffer_memory (%v) must be at least batch.max_bytes (%v)", b.BufferMemory, b.MaxBytes)
+	}
+}
+
+func (c *Config) validateRoutes(p *problems) {
+	k := &c.Kafka
+	if len(c.Routes) == 0 && len(k.Topics) == 0 {
+		// With listed topics, the per-topic "has no route" below says it.
+		p.add("routes: at least one route is required")
+	}
+	type target struct{ topic, regex, db, table string }
+	seen := make(map[target]int, len(c.Routes))
+	for i := range c.Routes {
+		r := &c.Routes[i]
+		key := fmt.Sprintf("routes[%d]", i)
+		r.re = nil
+
+		switch {
+		case r.Topic != "" && r.TopicRegex != "":
+			p.add("%s: set topic or topic_regex, not both", key)
+		case r.Topic == "" && r.TopicRegex == "":
+			p.add("%s.topic: set topic or topic_regex", key)
+		case r.Topic != "":
+			if p.topic(key+".topic", r.Topic) && !c.Consumes(r.Topic) {
+				if k.TopicRegex == "" {
+					p.add("%s: topic %q is not consumed (not in kafka.topics)", key, r.Topic)
+				} else {
+					p.add("%s: topic %q is not consumed (not in kafka.topics and does not match kafka.topic_regex)", key, r.Topic)
+				}
+			}
+		default:
+			r.re = p.regex(key+".topic_regex", r.TopicRegex)
+			// Only a literal subscription can be checked before the
+			// broker's topic list is known.
+			if r.re != nil && k.TopicRegex == "" && !slices.ContainsFunc(k.Topics, r.re.MatchString) {
+				p.add("%s: topic_regex %q matches none of kafka.topics", key, r.TopicRegex)
+			}
+		}
+
+		if r.Table == "" {
+			p.add("%s.table: required", key)
+		} else if db, table, ok := strings.Cut(r.Table, "."); ok {
+			if strings.Contains(table, ".") {
+				p.add("%s.table: %q must be \"table\" or \"database.table\"", key, r.Table)
+			} else {
+				p.ident(key+".table", db, "database")
+				p.ident(key+".table", table, "table")
+			}
+		} else {
+			p.ident(key+".table", r.Table, "table")
+		}
+
+		switch {
+		case r.Format == "":
+			p.add("%s.format: required (supported: %s)", key, strings.Join(formats, ", "))
+		case !slices.Contains(formats, r.Format):
+			p.add("%s.format: unsupported format %q (supported: %s)", key, r.Format, strings.Join(formats, ", "))
+		}
+
+		for _, col := range sortedKeys(r.Columns) {
+			if col == "" {
+				p.add("%s.columns: empty column name", key)
+				continue
+			}
+			if err := checkSource(r.Columns[col]); err != nil {
+				p.add("%s.columns.%s: %v", key, col, err)
+			}
+		}
+
+		db, table := c.TableFor(*r)
+		t := target{r.Topic, r.TopicRegex, db, table}
+		if j, dup := seen[t]; dup && r.Table != "" {
+			p.add("%s: same topic and table as routes[%d]; every record would be inserted twice", key, j)
+		} else {
+			seen[t] = i
+		}
+	}
+
+	for _, t := range k.Topics {
+		if !slices.ContainsFunc(c.Routes, func(r Route) bool { return r.Matches(t) }) {
+			p.add("kafka.topics: topic %q has no route", t)
+		}
+	}
+}
+
+func (c *Config) validateErrors(p *problems) {
+	e := &c.Errors
+	p.oneOf("errors.tolerance", e.Tolerance, tolerances)
+	switch {
+	case e.Tolerance == "all" && e.DLQTopic == "":
+		p.add("errors.dlq_topic: required when errors.tolerance is all")
+	case e.Tolerance == "none" && e.DLQTopic != "":
+		p.add("errors.dlq_topic: set, but errors.tolerance is none, so nothing is sent to it (set errors.tolerance: all)")
+	case e.DLQTopic != "":
+		if p.topic("errors.dlq_topic", e.DLQTopic) && c.Consumes(e.DLQTopic) {
+			p.add("errors.dlq_topic: %q is consumed by this sink (kafka.topics or kafka.topic_regex); dead letters would be read back", e.DLQTopic)
+		}
+	}
+}
+
+// checkSource validates a column source: $topic, $partition, $offset,
+// $timestamp, $key, $header.NAME or a dotted JSON path.
+func checkSource(src string) error {
+	switch {
+	case src == "":
+		return errors.New("empty source")
+	case strings.HasPrefix(src, headerSource):
+		if src == headerSource {
+			return fmt.Errorf("%q needs a header name, e.g. %strace_id", src, headerSource)
+		}
+	case strings.HasPrefix(src, "$"):
+		if !slices.Contains(metaSources, src) {
+			return fmt.Errorf("unknown source %q (want a JSON path such as a.b.c, or one of %s, %sNAME)", src, strings.Join(metaSources, ", "), headerSource)
+		}
+	default:
+		for _, part := range strings.Split(src, ".") {
+			if part == "" {
+				return fmt.Errorf("JSON path %q has an empty element", src)
+			}
+		}
+	}
+	return nil
+}
+
+// checkHostPort accepts "host:port"; listen admits ":8080" (all interfaces)
+// and port 0 (any free port), which only make sense for a listener.
+func checkHostPort(s string, listen bool) error {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return errors.New("is not host:port")
+	}
+	if host == "" && !listen {
+		return errors.New("has no host")
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 0 || n > 65535 || (n == 0 && !listen) {
+		return fmt.Errorf("has an invalid port %q", port)
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// problems collects validation errors.
+type problems []error
+
+func (p *problems) add(format string, args ...any) {
+	*p = append(*p, fmt.Errorf(format, args...))
+}
+
+func (p *problems) oneOf(key, v string, allowed []string) {
+	if !slices.Contains(allowed, v) {
+		p.add("%s: %q is not one of %s", key, v, strings.Join(allowed, ", "))
+	}
+}
+
+func (p *problems) positive(key string, d time.Duration) {
+	if d <= 0 {
+		p.add("%s (%v) must be positive", key, d)
+	}
+}
+
+func (p *problems) positiveSize(key string, b ByteSize) {
+	if b <= 0 {
+		p.add("%s (%v) must be positive", key, b)
+	}
+}
+
+func (p *problems) between(key string, d, lo, hi time.Duration) {
+	switch {
+	case d < lo:
+		p.add("%s (%v) must be at least %v", key, d, lo)
+	case d > hi:
+		p.add("%s (%v) must be at most %v", key, d, hi)
+	}
+}
+
+func (p *problems) addrs(key string, addrs []string) {
+	if len(addrs) == 0 {
+		p.add("%s: required (host:port, ...)", key)
+	}
+	for i, a := range addrs {
+		if err := checkHostPort(a, false); err != nil {
+			p.add("%s[%d]: %q %v", key, i, a, err)
+		}
+	}
+}
+
+// topic reports whether t is a legal Kafka topic name, adding a problem if not.
+func (p *problems) topic(key, t string) bool {
+	if !topicRE.MatchString(t) || t == "." || t == ".." {
+		p.add("%s: %q is not a valid topic name (1-249 letters, digits, '.', '_' or '-')", key, t)
+		return false
+	}
+	return true
+}
+
+func (p *problems) ident(key, v, what string) {
+	if !identRE.MatchString(v) {
+		p.add("%s: %q is not a valid %s name (no spaces, dots, quotes or backticks)", key, v, what)
+	}
+}
+
+// regex compiles re anchored, returning nil (and adding a problem) when it
+// does not compile, and nil without a problem when re is empty.
+func (p *problems) regex(key, re string) *regexp.Regexp {
+	if re == "" {
+		return nil
+	}
+	compiled, err := regexp.Compile(anchor(re))
+	if err != nil {
+		// Report against the user's pattern, not the anchored one.
+		if _, err2 := regexp.Compile(re); err2 != nil {
+			err = err2
+		}
+		p.add("%s: invalid regular expression: %v", key, err)
+		return nil
+	}
+	return compiled
+}

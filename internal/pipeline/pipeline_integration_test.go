@@ -1,0 +1,232 @@
+package pipeline_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"sink/config"
+	"sink/internal/consumer"
+	"sink/internal/pipeline"
+	"sink/internal/testenv"
+	"sink/internal/writer"
+)
+
+// produceEvents writes n JSON events round-robin over the topic's partitions
+// and returns when Kafka acknowledged all of them.
+func produceEvents(t *testing.T, topic string, n int) {
+	t.Helper()
+	cl := testenv.KafkaClient(t, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
+		kgo.ProducerLinger(5*time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	errs := make(chan error, 1)
+	for i := 0; i < n; i++ {
+		v := fmt.Sprintf(`{"id":%d,"user_id":%d,"ts":"2024-05-01 10:%02d:%02d","event_type":"e%d","cost":%d.25,"payload":"p-%d"}`,
+			i, i%1000, (i/60)%60, i%60, i%7, i%100, i)
+		cl.Produce(ctx, &kgo.Record{Value: []byte(v)}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				select {
+				case errs <- err:
+				default:
+				}
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-errs:
+		t.Fatalf("produce: %v", err)
+	default:
+	}
+}
+
+func newConfig(t *testing.T, yaml string) *config.Config {
+	t.Helper()
+	cfg, err := config.Parse([]byte(yaml), nil)
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	return cfg
+}
+
+// runUntil runs a connector until the table holds want rows, then stops it
+// the way SIGTERM does and returns its stats.
+func runUntil(t *testing.T, cfg *config.Config, ch driver.Conn, table string, want uint64) pipeline.Stats {
+	t.Helper()
+	ctx := context.Background()
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)
+	w, err := writer.Open(ctx, cfg.Name, cfg.ClickHouse)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	p, err := pipeline.New(ctx, cfg, log, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons, err := consumer.New(ctx, cfg, log, p.Hooks())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Attach(cons)
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- p.Run(runCtx) }()
+
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		var n uint64
+		if err := ch.QueryRow(ctx, "SELECT count() FROM "+table).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n >= want {
+			break
+		}
+		if time.Now().After(deadline) {
+			stop()
+			t.Fatalf("%s has %d rows after 2m, want %d", table, n, want)
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("pipeline stopped early: %v", err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+	cons.Close()
+	return p.Stats()
+}
+
+// insertsInto returns the number of finished INSERTs into table and their
+// written rows, from system.query_log.
+func insertsInto(t *testing.T, ch driver.Conn, db, table string) (inserts, rows uint64) {
+	t.Helper()
+	ctx := context.Background()
+	if err := ch.Exec(ctx, "SYSTEM FLUSH LOGS"); err != nil {
+		t.Fatal(err)
+	}
+	q := "SELECT count(), sum(written_rows) FROM system.query_log WHERE type = 2 AND query LIKE ?"
+	prefix := "INSERT INTO " + writer.QuoteIdent(db) + "." + writer.QuoteIdent(table) + " %"
+	if err := ch.QueryRow(ctx, q, prefix).Scan(&inserts, &rows); err != nil {
+		t.Fatal(err)
+	}
+	return inserts, rows
+}
+
+func TestPipelineEndToEnd(t *testing.T) {
+	brokers := testenv.Kafka(t)
+	chAddr := testenv.ClickHouse(t)
+	ch := testenv.CHConn(t)
+	db := testenv.NewDatabase(t)
+	topic := testenv.NewTopic(t, 12)
+	const n = 200_000
+	produceEvents(t, topic, n)
+
+	ctx := context.Background()
+	for _, tbl := range []string{"batched", "per_partition"} {
+		ddl := fmt.Sprintf(`CREATE TABLE %s.%s (id UInt64, user_id UInt32, ts DateTime, event_type String,
+			cost Decimal(18, 4), payload String, _topic String, _partition UInt16, _offset UInt64,
+			inserted DateTime DEFAULT now()) ENGINE = MergeTree ORDER BY id`, db, tbl)
+		if err := ch.Exec(ctx, ddl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfgFor := func(table string, ignore bool) *config.Config {
+		return newConfig(t, fmt.Sprintf(`
+name: %s
+kafka: {brokers: [%q], topics: [%q], fetch_max_wait: 200ms}
+clickhouse: {addrs: [%q], database: %s}
+batch: {max_rows: 50000, max_wait: 3s, ignore_partitions: %v}
+routes: [{topic: %q, table: %s}]
+http: {listen: ""}
+`, testenv.UniqueName(t, table), brokers[0], topic, chAddr, db, ignore, topic, table))
+	}
+
+	// Cross-partition batches: the insert count is set by max_rows.
+	cfg := cfgFor("batched", true)
+	st := runUntil(t, cfg, ch, db+".batched", n)
+	var rows, distinct uint64
+	if err := ch.QueryRow(ctx, "SELECT count(), uniqExact(id) FROM "+db+".batched").Scan(&rows, &distinct); err != nil {
+		t.Fatal(err)
+	}
+	if rows != n || distinct != n {
+		t.Fatalf("batched: %d rows, %d distinct ids; want exactly %d", rows, distinct, n)
+	}
+	inserts, written := insertsInto(t, ch, db, "batched")
+	t.Logf("ignore_partitions=true: %d INSERTs, %d rows written, %.0f rows/insert (pipeline: %d inserts)",
+		inserts, written, float64(written)/float64(inserts), st.Inserts)
+	if inserts == 0 || inserts > 6 {
+		t.Fatalf("ignore_partitions=true: %d INSERTs in query_log, want 1..6", inserts)
+	}
+	assertCommittedAtEnd(t, cfg.Kafka.Group, topic)
+
+	// One batch per partition (the behaviour seed 004 started from): more,
+	// smaller inserts for the same rows.
+	cfg2 := cfgFor("per_partition", false)
+	runUntil(t, cfg2, ch, db+".per_partition", n)
+	if err := ch.QueryRow(ctx, "SELECT count(), uniqExact(id) FROM "+db+".per_partition").Scan(&rows, &distinct); err != nil {
+		t.Fatal(err)
+	}
+	if rows != n || distinct != n {
+		t.Fatalf("per_partition: %d rows, %d distinct; want %d", rows, distinct, n)
+	}
+	inserts2, written2 := insertsInto(t, ch, db, "per_partition")
+	t.Logf("ignore_partitions=false: %d INSERTs, %.0f rows/insert", inserts2, float64(written2)/float64(inserts2))
+	if inserts2 <= inserts || float64(written2)/float64(inserts2) >= float64(written)/float64(inserts) {
+		t.Fatalf("per-partition batching made %d inserts (%d rows), cross-partition %d (%d rows): want more and smaller",
+			inserts2, written2, inserts, written)
+	}
+	if inserts2 < 12 {
+		t.Fatalf("per-partition batching over 12 partitions made only %d inserts", inserts2)
+	}
+	assertCommittedAtEnd(t, cfg2.Kafka.Group, topic)
+
+	// Metadata columns came from the records.
+	var parts, badTopic uint64
+	if err := ch.QueryRow(ctx, "SELECT uniqExact(_partition), countIf(_topic != ?) FROM "+db+".batched", topic).Scan(&parts, &badTopic); err != nil {
+		t.Fatal(err)
+	}
+	if parts != 12 || badTopic != 0 {
+		t.Fatalf("_partition has %d distinct values (want 12), %d rows with a wrong _topic", parts, badTopic)
+	}
+}
+
+// assertCommittedAtEnd checks the group committed every partition's end
+// offset: nothing left to replay after a clean stop.
+func assertCommittedAtEnd(t *testing.T, group, topic string) {
+	t.Helper()
+	adm := kadm.NewClient(testenv.KafkaClient(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	committed, err := adm.FetchOffsets(ctx, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bad []string
+	ends.Each(func(o kadm.ListedOffset) {
+		c, ok := committed.Lookup(o.Topic, o.Partition)
+		if !ok || c.At != o.Offset {
+			bad = append(bad, fmt.Sprintf("p%d committed %d end %d", o.Partition, c.At, o.Offset))
+		}
+	})
+	if len(bad) > 0 {
+		t.Fatalf("group %s: committed offsets differ from end offsets: %s", group, strings.Join(bad, "; "))
+	}
+}
