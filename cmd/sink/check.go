@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/rs/zerolog"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/config"
 	"sink/internal/consumer"
@@ -27,12 +26,7 @@ func check(cfg *config.Config, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "config: ok (connector %q, group %q)\n", cfg.Name, cfg.Kafka.Group)
 
-	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Kafka.Brokers...), kgo.ClientID(cfg.Kafka.ClientID))
-	if err != nil {
-		return fail(fmt.Errorf("kafka: %w", err))
-	}
-	topics, err := consumer.Describe(ctx, cl, cfg)
-	cl.Close()
+	topics, err := consumer.Probe(ctx, cfg)
 	if err != nil {
 		return fail(err)
 	}

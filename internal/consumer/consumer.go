@@ -92,40 +92,37 @@ func Options(cfg *config.Config, log zerolog.Logger, h Hooks) []kgo.Opt {
 	return opts
 }
 
-// New creates the client and checks that the brokers answer and the
-// configured topics exist, so that a wrong address or topic fails at start
-// with one line instead of a silent wait.
+// New checks that the brokers answer and the configured topics exist, so
+// that a wrong address or topic fails at start with one line instead of a
+// silent wait, then creates the group client.
 func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, h Hooks) (*Consumer, error) {
+	if _, err := Probe(ctx, cfg); err != nil {
+		return nil, err
+	}
 	cl, err := kgo.NewClient(Options(cfg, log, h)...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka: %w", err)
 	}
-	c := &Consumer{cl: cl, cfg: cfg}
-	if err := c.Check(ctx); err != nil {
-		cl.Close()
-		return nil, err
+	return &Consumer{cl: cl, cfg: cfg}, nil
+}
+
+// Probe reaches the brokers with a short-lived client that joins no group
+// and logs nothing (its dial retries would only repeat the error it
+// returns), and returns the partition count of every consumed topic (all
+// matching topics for topic_regex).
+func Probe(ctx context.Context, cfg *config.Config) (map[string]int, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Kafka.Brokers...), kgo.ClientID(cfg.Kafka.ClientID))
+	if err != nil {
+		return nil, fmt.Errorf("kafka: %w", err)
 	}
-	return c, nil
+	defer cl.Close()
+	return Describe(ctx, cl, cfg)
 }
 
-// Check reaches the brokers and verifies every configured topic exists.
-// It returns the partition count per topic it found.
-func (c *Consumer) Check(ctx context.Context) error {
-	_, err := c.Topics(ctx)
-	return err
-}
-
-// Topics returns partition counts of the consumed topics (all matching
-// topics for topic_regex).
-func (c *Consumer) Topics(ctx context.Context) (map[string]int, error) {
-	return Describe(ctx, c.cl, c.cfg)
-}
-
-// Describe is Topics for any client (used by `sink check` before a group
-// is joined).
+// Describe asks cl's brokers for the consumed topics and returns their
+// partition counts; a missing topic is an error naming it.
 func Describe(ctx context.Context, cl *kgo.Client, cfg *config.Config) (map[string]int, error) {
 	k := cfg.Kafka
-
 	ctx, cancel := context.WithTimeout(ctx, k.RequestTimeout)
 	defer cancel()
 	req := kmsgMetadata(k)

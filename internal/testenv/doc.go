@@ -1,0 +1,31 @@
+// Package testenv finds the local stack (real Kafka and ClickHouse) for
+// integration tests and skips, with a clear message, when it is not up.
+//
+// The stack is started by `make stack-up` (scripts/stack.sh): Apache Kafka 4.x in
+// KRaft mode on 127.0.0.1:9092 and ClickHouse 18.16 (native protocol) on
+// 127.0.0.1:9000, with system.query_log and system.part_log flushed every second.
+//
+// An integration test starts with one of the accessors, which probe the server once
+// per test binary and skip the test when it does not answer:
+//
+//	brokers := testenv.Kafka(t)      // []string{"127.0.0.1:9092"}
+//	addr := testenv.ClickHouse(t)    // "127.0.0.1:9000"
+//
+// or directly with a helper that calls them and cleans up after the test:
+//
+//	topic := testenv.NewTopic(t, 3)  // fresh topic, deleted at cleanup
+//	db := testenv.NewDatabase(t)     // fresh database, dropped at cleanup
+//	conn := testenv.CHConn(t)        // clickhouse-go v2 native conn, closed at cleanup
+//	cl := testenv.KafkaClient(t)     // franz-go client, closed at cleanup
+//
+// Environment:
+//
+//	SINK_TEST_KAFKA       comma-separated brokers instead of 127.0.0.1:9092
+//	SINK_TEST_CLICKHOUSE  native host:port instead of 127.0.0.1:9000
+//	SINK_REQUIRE_STACK=1  fail instead of skip when a server is not reachable;
+//	                      `make test` and CI set it, so they cannot pass by
+//	                      silently skipping every integration test.
+//
+// Names made by the helpers embed the test name, the time and random bits, so
+// tests may run in parallel, and against a stack shared with other checkouts.
+package testenv

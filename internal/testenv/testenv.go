@@ -1,0 +1,206 @@
+package testenv
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Defaults and the environment variables that override them.
+const (
+	DefaultKafka      = "127.0.0.1:9092"
+	DefaultClickHouse = "127.0.0.1:9000"
+
+	EnvKafka        = "SINK_TEST_KAFKA"
+	EnvClickHouse   = "SINK_TEST_CLICKHOUSE"
+	EnvRequireStack = "SINK_REQUIRE_STACK"
+)
+
+// probeTimeout bounds one reachability probe; a stack that is up answers in
+// milliseconds, and a probe that hangs must not eat the test binary's timeout.
+const probeTimeout = 10 * time.Second
+
+// KafkaBrokers is the broker list the tests use: SINK_TEST_KAFKA split on commas,
+// or DefaultKafka. It does not check that the brokers answer; Kafka does.
+func KafkaBrokers() []string {
+	v := strings.TrimSpace(os.Getenv(EnvKafka))
+	if v == "" {
+		return []string{DefaultKafka}
+	}
+	var brokers []string
+	for _, b := range strings.Split(v, ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			brokers = append(brokers, b)
+		}
+	}
+	return brokers
+}
+
+// ClickHouseAddr is the native host:port the tests use: SINK_TEST_CLICKHOUSE or
+// DefaultClickHouse. It does not check that the server answers; ClickHouse does.
+func ClickHouseAddr() string {
+	if v := strings.TrimSpace(os.Getenv(EnvClickHouse)); v != "" {
+		return v
+	}
+	return DefaultClickHouse
+}
+
+// Kafka returns the brokers of the test Kafka cluster, or skips the test (fails it
+// under SINK_REQUIRE_STACK=1) when they do not answer a metadata request.
+func Kafka(t testing.TB) []string {
+	t.Helper()
+	brokers := KafkaBrokers()
+	addr := strings.Join(brokers, ",")
+	if err := probe("kafka "+addr, func() error { return probeKafka(brokers) }); err != nil {
+		unavailable(t, "Kafka", addr, err)
+	}
+	return brokers
+}
+
+// ClickHouse returns the native address of the test ClickHouse server, or skips
+// the test (fails it under SINK_REQUIRE_STACK=1) when it does not answer SELECT 1.
+func ClickHouse(t testing.TB) string {
+	t.Helper()
+	addr := ClickHouseAddr()
+	if err := probe("clickhouse "+addr, func() error { return probeClickHouse(addr) }); err != nil {
+		unavailable(t, "ClickHouse", addr, err)
+	}
+	return addr
+}
+
+// unavailable skips or, when the stack is required, fails the test.
+func unavailable(t testing.TB, what, addr string, err error) {
+	t.Helper()
+	msg := fmt.Sprintf("integration: %s not reachable at %s; run `make stack-up` (%v)", what, addr, err)
+	if os.Getenv(EnvRequireStack) == "1" {
+		t.Fatal(msg)
+	} else {
+		t.Skip(msg)
+	}
+}
+
+// Probe results, once per target and process: a test binary with hundreds of
+// integration tests dials each server once, and a down server costs one timeout,
+// not one per test.
+var (
+	probeMu     sync.Mutex
+	probeResult = map[string]*probeOnce{}
+)
+
+type probeOnce struct {
+	once sync.Once
+	err  error
+}
+
+func probe(key string, fn func() error) error {
+	probeMu.Lock()
+	p, ok := probeResult[key]
+	if !ok {
+		p = &probeOnce{}
+		probeResult[key] = p
+	}
+	probeMu.Unlock()
+	p.once.Do(func() { p.err = fn() })
+	return p.err
+}
+
+// dial fails fast (connection refused) before a client library starts retrying.
+func dial(addr string) error {
+	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		return err
+	}
+	return c.Close()
+}
+
+func probeKafka(brokers []string) error {
+	var lastErr error
+	reachable := false
+	for _, b := range brokers {
+		if err := dial(b); err != nil {
+			lastErr = err
+			continue
+		}
+		reachable = true
+	}
+	if !reachable {
+		return lastErr
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
+	defer cancel()
+	m, err := kadm.NewClient(cl).BrokerMetadata(ctx)
+	if err != nil {
+		return fmt.Errorf("metadata request: %w", err)
+	}
+	if len(m.Brokers) == 0 {
+		return fmt.Errorf("metadata lists no brokers")
+	}
+	return nil
+}
+
+func probeClickHouse(addr string) error {
+	if err := dial(addr); err != nil {
+		return err
+	}
+	conn, err := clickhouse.Open(chOptions(addr))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
+	defer cancel()
+	var one uint8
+	if err := conn.QueryRow(ctx, "SELECT 1").Scan(&one); err != nil {
+		return fmt.Errorf("SELECT 1: %w", err)
+	}
+	if one != 1 {
+		return fmt.Errorf("SELECT 1 returned %d", one)
+	}
+	return nil
+}
+
+// UniqueName returns prefix_<test name>_<UTC time>_<random hex>, made only of
+// [a-z0-9_] so it is valid both as a Kafka topic and as a ClickHouse identifier,
+// and at most 100 characters long.
+func UniqueName(t testing.TB, prefix string) string {
+	t.Helper()
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatalf("testenv: random name: %v", err)
+	}
+	name := sanitize(t.Name())
+	if len(name) > 48 {
+		name = name[:48]
+	}
+	return fmt.Sprintf("%s_%s_%s_%s", sanitize(prefix), name,
+		time.Now().UTC().Format("20060102t150405"), hex.EncodeToString(b[:]))
+}
+
+func sanitize(s string) string {
+	var sb strings.Builder
+	for _, r := range strings.ToLower(s) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			sb.WriteRune(r)
+		default:
+			sb.WriteByte('_')
+		}
+	}
+	return strings.Trim(sb.String(), "_")
+}

@@ -1,0 +1,449 @@
+#!/usr/bin/env bash
+# The local stack for integration tests, demos and benchmarks, without Docker:
+#
+#   ClickHouse  Debian's clickhouse-server 18.16, config from testdata/clickhouse/,
+#               native 127.0.0.1:9000, HTTP 127.0.0.1:8123
+#   Kafka       Apache Kafka 4.x (KRaft, one broker+controller node) assembled from
+#               Maven Central by scripts/kafka/pom.xml, 127.0.0.1:9092 (controller 9093)
+#
+# Usage: scripts/stack.sh up|down|status|logs
+#
+#   up      install what is missing (apt packages, Kafka jars), start both, wait until
+#           they answer. Idempotent. If a healthy ClickHouse/Kafka (e.g. from another
+#           checkout) already answers on the ports, it is reused. A port held by
+#           something else is an error (one line on stderr, exit 1).
+#   down    stop only what this checkout started (pid files in .stack/).
+#   status  versions, ports, and who started each; exit 1 if either is not answering.
+#   logs    tail both logs.
+#
+# State lives in .stack/ (data, logs, pid files, generated configs) and the Kafka jars
+# in .cache/kafka-libs/; both are git-ignored. Environment knobs:
+#   STACK_TIMEOUT   seconds to wait for each server to answer (default 120)
+#   STACK_HEAP      Kafka JVM heap (default 512m)
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+STACK_DIR=$ROOT/.stack
+KAFKA_LIBS=$ROOT/.cache/kafka-libs
+POM=$ROOT/scripts/kafka/pom.xml
+TIMEOUT=${STACK_TIMEOUT:-120}
+HEAP=${STACK_HEAP:-512m}
+
+HOST=127.0.0.1
+CH_TCP=9000
+CH_HTTP=8123
+KAFKA_PORT=9092
+KAFKA_CTRL=9093
+
+CH_DIR=$STACK_DIR/clickhouse
+KAFKA_DIR=$STACK_DIR/kafka
+
+say() { echo "stack: $*"; }
+die() { echo "stack: $*" >&2; exit 1; }
+
+# ---------------------------------------------------------------- helpers
+
+# is_ours NAME MARKER: prints the pid from .stack/NAME/NAME.pid if that process is
+# alive and its command line contains MARKER (so a recycled pid is not mistaken
+# for our server).
+is_ours() {
+	local pidfile=$STACK_DIR/$1/$1.pid pid
+	[[ -f $pidfile ]] || return 1
+	pid=$(<"$pidfile")
+	[[ $pid =~ ^[0-9]+$ && -r /proc/$pid/cmdline ]] || return 1
+	tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "$2" || return 1
+	echo "$pid"
+}
+ch_ours() { is_ours clickhouse "$CH_DIR/config.xml"; }
+kafka_ours() { is_ours kafka "$KAFKA_DIR/server.properties"; }
+
+# port_busy PORT: something accepts TCP connections on 127.0.0.1:PORT.
+port_busy() { timeout 2 bash -c "exec 3<>/dev/tcp/$HOST/$1" 2>/dev/null; }
+
+# port_owner PORT: "pid N NAME" of the process listening on PORT, found via
+# /proc (no dependency on ss/lsof being installed); "unknown owner" if not visible.
+port_owner() {
+	local hex inode fd pid
+	hex=$(printf '%04X' "$1")
+	while read -r inode; do
+		for fd in /proc/[0-9]*/fd/*; do
+			if [[ $(readlink "$fd" 2>/dev/null) == "socket:[$inode]" ]]; then
+				pid=${fd#/proc/}
+				pid=${pid%%/*}
+				echo "pid $pid $(cat "/proc/$pid/comm" 2>/dev/null)"
+				return 0
+			fi
+		done
+	done < <(awk -v p=":$hex" '$4 == "0A" && substr($2, length($2) - 4) == p { print $10 }' \
+		/proc/net/tcp /proc/net/tcp6 2>/dev/null)
+	echo "unknown owner"
+}
+
+ch_healthy() {
+	command -v clickhouse-client >/dev/null &&
+		[[ $(timeout 5 clickhouse-client --host "$HOST" --port "$CH_TCP" -q 'SELECT 1' 2>/dev/null) == 1 ]]
+}
+
+# A Kafka broker is healthy when it answers a metadata request and lists itself.
+kafka_healthy() {
+	command -v kcat >/dev/null &&
+		timeout 10 kcat -L -b "$HOST:$KAFKA_PORT" -m 3 2>/dev/null | grep -q "broker .* at $HOST:$KAFKA_PORT"
+}
+
+ch_version() { timeout 5 clickhouse-client --host "$HOST" --port "$CH_TCP" -q 'SELECT version()' 2>/dev/null || echo unknown; }
+
+# kafka_version [PID]: from the kafka_2.13-X.jar on the classpath of our cache, or of
+# the given (possibly foreign) broker process.
+kafka_version() {
+	local jars=() cp entry
+	if [[ -n ${1:-} && -r /proc/$1/cmdline ]]; then
+		cp=$(tr '\0' '\n' <"/proc/$1/cmdline" | grep -A1 -xE -- '-cp|-classpath' | tail -n1 || true)
+		IFS=: read -ra entries <<<"$cp"
+		for entry in "${entries[@]}"; do
+			# shellcheck disable=SC2125 # the glob is expanded on the next line
+			[[ $entry == *'*' ]] && entry=${entry%\*}kafka_2.13-*.jar
+			# shellcheck disable=SC2206 # globbing wanted
+			jars+=($entry)
+		done
+	else
+		jars=("$KAFKA_LIBS"/kafka_2.13-*.jar)
+	fi
+	for entry in "${jars[@]}"; do
+		if [[ -f $entry && $(basename "$entry") =~ ^kafka_2\.13-(.+)\.jar$ ]]; then
+			echo "${BASH_REMATCH[1]}"
+			return
+		fi
+	done
+	echo unknown
+}
+
+# last_error LOG...: the newest error line of the given logs (the last log with one
+# wins), else the last line of the last log; for one-line failure messages.
+last_error() {
+	local f line='' found
+	for f in "$@"; do
+		[[ -f $f ]] || continue
+		found=$(grep -hE '<Error>|ERROR|Exception|Error:' "$f" | tail -n1 || true)
+		[[ -n $found ]] && line=$found
+	done
+	if [[ -z $line ]]; then
+		for f in "$@"; do [[ -f $f ]] && line=$(tail -n1 "$f"); done
+	fi
+	echo "${line:0:300}"
+}
+
+# wait_until WHAT ALIVE HEALTHY LOG...: poll until HEALTHY; fail early if the process
+# we started died (ALIVE fails), or after TIMEOUT seconds.
+wait_until() {
+	local what=$1 alive=$2 healthy=$3 deadline=$((SECONDS + TIMEOUT))
+	shift 3
+	until $healthy; do
+		if ! $alive >/dev/null; then
+			die "$what exited during startup: $(last_error "$@") (see ${*: -1})"
+		fi
+		((SECONDS < deadline)) || die "$what did not answer within ${TIMEOUT}s (see ${*: -1})"
+		sleep 0.5
+	done
+}
+
+# render TEMPLATE OUT: copy a config template, pointing @STACK_DIR@ at .stack/.
+render() { sed "s|@STACK_DIR@|$STACK_DIR|g" "$1" >"$2"; }
+
+# stale_config TEMPLATE RENDERED WHAT: note when a running server was started with
+# an older version of its config template.
+stale_config() {
+	if ! sed "s|@STACK_DIR@|$STACK_DIR|g" "$1" | cmp -s - "$2"; then
+		say "note: ${1#"$ROOT"/} changed since $3 started; run \`make stack-down stack-up\` to apply it"
+	fi
+}
+
+# launch NAME LOG CMD...: start CMD detached (own session, no stdin, output to LOG)
+# so it outlives make and a closed terminal; the inner shell writes its own pid and
+# then execs CMD, so the pid file holds the server's pid even if setsid forks.
+launch() {
+	local name=$1 log=$2
+	shift 2
+	rm -f "$STACK_DIR/$name/$name.pid"
+	# 9>&-: do not hand the stack lock (fd 9) to the server, or it would hold it forever.
+	# shellcheck disable=SC2016 # $$ and $@ belong to the inner shell
+	setsid bash -c 'echo $$ >"$0"; exec "$@"' "$STACK_DIR/$name/$name.pid" "$@" </dev/null >>"$log" 2>&1 9>&- &
+	# Wait for the pid file (written within milliseconds).
+	for _ in $(seq 50); do [[ -s $STACK_DIR/$name/$name.pid ]] && return; sleep 0.1; done
+	die "could not start $name (see $log)"
+}
+
+# ---------------------------------------------------------------- install
+
+pkg_installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
+
+# Installs missing Debian packages. apt-get update only runs when something is missing.
+install_packages() {
+	local missing=() sudo=() pkg log=$STACK_DIR/install.log policy=/usr/sbin/policy-rc.d
+	for pkg in clickhouse-server clickhouse-client kcat; do
+		pkg_installed "$pkg" || missing+=("$pkg")
+	done
+	command -v java >/dev/null || missing+=(default-jre-headless)
+	command -v mvn >/dev/null || missing+=(maven)
+	((${#missing[@]})) || return 0
+
+	[[ $EUID -eq 0 ]] || sudo=(sudo)
+	say "installing ${missing[*]} (log: $log)"
+	# The package's postinst would start the Debian clickhouse-server service, which
+	# would take port 9000 with the system config. policy-rc.d exit 101 = "do not start
+	# services"; only put ours in place if the machine has none, and remove it after.
+	local own_policy=
+	if [[ ! -e $policy ]]; then
+		printf '#!/bin/sh\nexit 101\n' | "${sudo[@]}" tee "$policy" >/dev/null
+		"${sudo[@]}" chmod +x "$policy"
+		own_policy=1
+	fi
+	local rc=0
+	{
+		"${sudo[@]}" apt-get update -q &&
+			"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+	} >>"$log" 2>&1 || rc=$?
+	[[ -z $own_policy ]] || "${sudo[@]}" rm -f "$policy"
+	((rc == 0)) || die "installing ${missing[*]} failed (apt-get exit $rc; see $log)"
+
+	# On a systemd host the unit is still enabled for the next boot, where it would
+	# hold port 9000 with Debian's config; this stack starts its own server instead.
+	if [[ " ${missing[*]} " == *" clickhouse-server "* && -d /run/systemd/system ]]; then
+		"${sudo[@]}" systemctl disable --now clickhouse-server >>"$log" 2>&1 || true
+	fi
+}
+
+# Copies Kafka and its dependencies from Maven Central into .cache/kafka-libs once.
+# A checksum of the pom marks a complete copy, so a version bump refetches.
+fetch_kafka_libs() {
+	local sum stamp=$KAFKA_LIBS/.pom.sha256 log=$STACK_DIR/maven.log tmp
+	sum=$(sha256sum "$POM" | cut -d' ' -f1)
+	[[ -f $stamp && $(<"$stamp") == "$sum" ]] && return 0
+	say "downloading Kafka jars with Maven (log: $log)"
+	tmp=$KAFKA_LIBS.tmp.$$
+	rm -rf "$tmp"
+	mvn -B -f "$POM" dependency:copy-dependencies -DoutputDirectory="$tmp" >"$log" 2>&1 ||
+		{ rm -rf "$tmp"; die "downloading the Kafka jars failed (see $log)"; }
+	ls "$tmp"/kafka_2.13-*.jar >/dev/null 2>&1 || { rm -rf "$tmp"; die "Maven produced no kafka_2.13 jar (see $log)"; }
+	echo "$sum" >"$tmp/.pom.sha256"
+	rm -rf "$KAFKA_LIBS"
+	mkdir -p "$(dirname "$KAFKA_LIBS")"
+	mv "$tmp" "$KAFKA_LIBS"
+}
+
+# ---------------------------------------------------------------- clickhouse
+
+CH_STATE= # running (ours) | reused (foreign, healthy) | absent -> started
+
+# ch_check decides what `up` does with ClickHouse; it fails on a foreign port holder
+# before anything is started, so a failed `up` leaves nothing half-running.
+ch_check() {
+	local pid
+	if pid=$(ch_ours); then
+		CH_STATE=running
+		# users.xml is re-read by a running server: apply edits now. config.xml
+		# needs a restart, so only say that it changed.
+		render "$ROOT/testdata/clickhouse/users.xml" "$CH_DIR/users.xml"
+		stale_config "$ROOT/testdata/clickhouse/config.xml" "$CH_DIR/config.xml" ClickHouse
+		return
+	fi
+	if ch_healthy; then
+		CH_STATE=reused
+		say "reusing the ClickHouse that already answers on $HOST:$CH_TCP (not started by this checkout)"
+		return
+	fi
+	for port in $CH_TCP $CH_HTTP; do
+		if port_busy "$port"; then
+			die "port $port is in use by something that is not a ClickHouse server ($(port_owner "$port"))"
+		fi
+	done
+	CH_STATE=absent
+}
+
+ch_start() {
+	[[ $CH_STATE == absent ]] || return 0
+	mkdir -p "$CH_DIR"/{data,tmp,log,user_files,format_schemas}
+	render "$ROOT/testdata/clickhouse/config.xml" "$CH_DIR/config.xml"
+	render "$ROOT/testdata/clickhouse/users.xml" "$CH_DIR/users.xml"
+	# cwd = .stack/clickhouse: 18.16 writes its preprocessed configs beside the config
+	# file and may resolve stray relative paths against the cwd; keep both in .stack/.
+	(cd "$CH_DIR" && launch clickhouse "$CH_DIR/log/stdout.log" \
+		clickhouse-server --config-file="$CH_DIR/config.xml")
+	CH_STATE=started
+}
+
+ch_wait() {
+	[[ $CH_STATE == reused ]] && return
+	wait_until ClickHouse ch_ours ch_healthy "$CH_DIR/log/stdout.log" "$CH_DIR/log/clickhouse-server.err.log"
+	if [[ $CH_STATE == running ]]; then
+		say "ClickHouse already running (pid $(ch_ours)), $HOST:$CH_TCP"
+	else
+		say "ClickHouse $(ch_version) started (pid $(ch_ours)), native $HOST:$CH_TCP, http $HOST:$CH_HTTP"
+	fi
+}
+
+# ---------------------------------------------------------------- kafka
+
+KAFKA_STATE= # as CH_STATE
+
+# The JVM command line for Kafka's main classes: a small heap (the machine has 2 cores
+# and runs ClickHouse, the tests and the sink too), our log4j2 config, the cached jars.
+kafka_java() {
+	KAFKA_JAVA=(java -Xmx"$HEAP" -XX:+UseG1GC -XX:+ExitOnOutOfMemoryError -Djava.awt.headless=true
+		-Dlog4j2.configurationFile="$ROOT/testdata/kafka/log4j2.properties"
+		-cp "$KAFKA_LIBS/*")
+}
+
+# A KRaft cluster id is 16 random bytes in URL-safe base64 without padding (what
+# `kafka-storage random-uuid` prints); one that starts with '-' would read as an option.
+cluster_id() {
+	local id=-
+	while [[ $id == -* ]]; do
+		id=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
+	done
+	echo "$id"
+}
+
+kafka_check() {
+	local pid
+	if pid=$(kafka_ours); then
+		KAFKA_STATE=running
+		stale_config "$ROOT/testdata/kafka/server.properties" "$KAFKA_DIR/server.properties" Kafka
+		return
+	fi
+	if kafka_healthy; then
+		KAFKA_STATE=reused
+		say "reusing the Kafka broker that already answers on $HOST:$KAFKA_PORT (not started by this checkout)"
+		return
+	fi
+	for port in $KAFKA_PORT $KAFKA_CTRL; do
+		if port_busy "$port"; then
+			die "port $port is in use by something that is not a Kafka broker ($(port_owner "$port"))"
+		fi
+	done
+	KAFKA_STATE=absent
+}
+
+kafka_start() {
+	[[ $KAFKA_STATE == absent ]] || return 0
+	fetch_kafka_libs
+	kafka_java
+	mkdir -p "$KAFKA_DIR/data"
+	render "$ROOT/testdata/kafka/server.properties" "$KAFKA_DIR/server.properties"
+	# KRaft needs its log dir formatted with a cluster id once; later starts reuse it.
+	if [[ ! -f $KAFKA_DIR/data/meta.properties ]]; then
+		"${KAFKA_JAVA[@]}" kafka.tools.StorageTool format -t "$(cluster_id)" -c "$KAFKA_DIR/server.properties" \
+			>>"$KAFKA_DIR/kafka.log" 2>&1 || die "formatting Kafka storage failed (see $KAFKA_DIR/kafka.log)"
+	fi
+	(cd "$KAFKA_DIR" && launch kafka "$KAFKA_DIR/kafka.log" \
+		"${KAFKA_JAVA[@]}" kafka.Kafka "$KAFKA_DIR/server.properties")
+	KAFKA_STATE=started
+}
+
+kafka_wait() {
+	[[ $KAFKA_STATE == reused ]] && return
+	wait_until Kafka kafka_ours kafka_healthy "$KAFKA_DIR/kafka.log"
+	if [[ $KAFKA_STATE == running ]]; then
+		say "Kafka already running (pid $(kafka_ours)), $HOST:$KAFKA_PORT"
+	else
+		say "Kafka $(kafka_version) started (pid $(kafka_ours)), broker $HOST:$KAFKA_PORT, controller $HOST:$KAFKA_CTRL"
+	fi
+}
+
+# ---------------------------------------------------------------- commands
+
+# One stack per machine (the ports are global), so one lock per machine too: two
+# checkouts running `up` at once must not both try to start servers.
+lock() {
+	exec 9>"${TMPDIR:-/tmp}/sink-stack.lock"
+	flock -w 600 9 || die "another stack.sh has held ${TMPDIR:-/tmp}/sink-stack.lock for 10 minutes"
+}
+
+cmd_up() {
+	mkdir -p "$STACK_DIR"
+	lock
+	install_packages
+	ch_check
+	kafka_check
+	# Start both before waiting for either: the two startups overlap.
+	ch_start
+	kafka_start
+	ch_wait
+	kafka_wait
+}
+
+# stop NAME PID: SIGTERM, wait up to 30 s for a clean shutdown, then SIGKILL.
+stop() {
+	local name=$1 pid=$2
+	kill -TERM "$pid" 2>/dev/null || true
+	for _ in $(seq 300); do
+		[[ -e /proc/$pid ]] || break
+		sleep 0.1
+	done
+	if [[ -e /proc/$pid ]]; then
+		say "$name (pid $pid) did not exit within 30s; killing it"
+		kill -KILL "$pid" 2>/dev/null || true
+		while [[ -e /proc/$pid ]]; do sleep 0.1; done
+	fi
+	rm -f "$STACK_DIR/$name/$name.pid"
+	say "$name stopped (pid $pid)"
+}
+
+cmd_down() {
+	lock
+	local pid
+	if pid=$(kafka_ours); then stop kafka "$pid"; else
+		rm -f "$KAFKA_DIR/kafka.pid"
+		say "kafka: not started by this checkout, nothing to stop"
+	fi
+	if pid=$(ch_ours); then stop clickhouse "$pid"; else
+		rm -f "$CH_DIR/clickhouse.pid"
+		say "clickhouse: not started by this checkout, nothing to stop"
+	fi
+}
+
+cmd_status() {
+	local pid rc=0 who owner
+	if ch_healthy; then
+		if pid=$(ch_ours); then who="started by this checkout (pid $pid)"; else
+			owner=$(port_owner "$CH_TCP")
+			who="not started by this checkout ($owner)"
+		fi
+		say "clickhouse: up, version $(ch_version), native $HOST:$CH_TCP, http $HOST:$CH_HTTP, $who"
+	else
+		say "clickhouse: down (nothing answers SELECT 1 on $HOST:$CH_TCP)"
+		rc=1
+	fi
+	if kafka_healthy; then
+		if pid=$(kafka_ours); then
+			say "kafka: up, version $(kafka_version), broker $HOST:$KAFKA_PORT, controller $HOST:$KAFKA_CTRL, started by this checkout (pid $pid)"
+		else
+			owner=$(port_owner "$KAFKA_PORT")
+			pid=$(awk '{ print $2 }' <<<"$owner")
+			say "kafka: up, version $(kafka_version "$pid"), broker $HOST:$KAFKA_PORT, not started by this checkout ($owner)"
+		fi
+	else
+		say "kafka: down (no metadata answer from $HOST:$KAFKA_PORT)"
+		rc=1
+	fi
+	return $rc
+}
+
+cmd_logs() {
+	local logs=()
+	for f in "$CH_DIR/log/clickhouse-server.log" "$CH_DIR/log/clickhouse-server.err.log" "$KAFKA_DIR/kafka.log"; do
+		[[ -f $f ]] && logs+=("$f")
+	done
+	((${#logs[@]})) || die "no logs in $STACK_DIR (has this checkout started the stack?)"
+	exec tail -n 40 -F "${logs[@]}"
+}
+
+case ${1:-} in
+up) cmd_up ;;
+down) cmd_down ;;
+status) cmd_status ;;
+logs) cmd_logs ;;
+*)
+	echo "usage: $0 up|down|status|logs" >&2
+	exit 2
+	;;
+esac
