@@ -37,8 +37,8 @@ type segment struct {
 }
 
 type partition struct {
-	segs      []segment // oldest first; segs[head:] are live
-	head      int
+	segs     []segment // oldest first; segs[head:] are live
+	head     int
 	pending  Commit // the furthest handled position
 	handled  bool   // pending is meaningful: some record was handled
 	reported int64  // the Offset last returned by Committable (or -1)
