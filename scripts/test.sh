@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# test.sh: every Go test, against the running local stack. Prints which servers
+# the integration tests talk to, one line per test (PASS/FAIL/SKIP, so a reader
+# sees the integration tests ran), and a closing "N passed, N failed" line.
+# SINK_REQUIRE_STACK=1 turns a missing stack into failures, not skips.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mkdir -p .stack
+
+echo "test: Kafka $(ls .cache/kafka-libs 2>/dev/null | sed -n 's/^kafka_2.13-\(.*\)\.jar$/\1/p' | head -1) at 127.0.0.1:9092," \
+	"ClickHouse $(clickhouse-client --port 9000 -q 'SELECT version()' 2>/dev/null || echo '?') at 127.0.0.1:9000"
+
+log=.stack/go-test.log
+status=0
+SINK_REQUIRE_STACK=1 go test -count=1 -timeout 20m -v "$@" ./... >"$log" 2>&1 || status=$?
+
+# Per-test results and package lines; full output is in $log.
+grep -E '^(\s*--- (PASS|FAIL|SKIP)|ok |FAIL|panic:|\s+\S+_test\.go:[0-9]+: )' "$log" | grep -vE '^\s+\S+_test\.go:[0-9]+: .*(level|"message")' || true
+passed=$(grep -cE '^\s*--- PASS' "$log" || true)
+failed=$(grep -cE '^\s*--- FAIL' "$log" || true)
+skipped=$(grep -cE '^\s*--- SKIP' "$log" || true)
+if [[ $status -ne 0 && $failed -eq 0 ]]; then
+	# a build error or panic fails no named test: show the tail of the log
+	tail -40 "$log"
+	failed=1
+fi
+echo "$passed passed, $failed failed, $skipped skipped"
+exit $status
