@@ -1,0 +1,231 @@
+// Package gen makes the reproducible JSON click-stream events that the demo,
+// the tests and the benchmarks feed through Kafka (user_id, ts, event_type,
+// channel, cost, payload, about Size bytes each), and produces them to a
+// topic, optionally paced and with skewed keys.
+//
+// The same Config gives the same events byte for byte, so runs compare.
+//
+// Concurrency: a Generator is owned by one goroutine. Produce may be called
+// from several goroutines, each with its own Config.
+package gen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Config describes a stream of events.
+type Config struct {
+	// Size is the approximate event size in bytes; the payload is padded to
+	// reach it.
+	Size int
+	// Seed makes the stream reproducible.
+	Seed uint64
+	// StartID is the id of the first event; ids are consecutive.
+	StartID int
+	// Skew is the Zipf exponent of user_id (must be > 1), or 0 for uniform
+	// user ids. With skew, events are keyed by user_id, so Kafka's key hash
+	// makes the partitions uneven the way hot users do.
+	Skew float64
+}
+
+// Users is how many distinct user ids the events draw from.
+const Users = 1_000_000
+
+var (
+	eventTypes = []string{"view", "click", "add_to_cart", "purchase", "search", "login", "logout"}
+	channels   = []string{"web", "ios", "android", "email", "partner"}
+)
+
+// Generator yields the events of one Config in order.
+type Generator struct {
+	rng  *rand.Rand
+	zipf *rand.Zipf
+	size int
+	next int
+}
+
+// New checks cfg and returns a generator positioned at cfg.StartID.
+func New(cfg Config) (*Generator, error) {
+	if cfg.Size < 0 {
+		return nil, fmt.Errorf("gen: size %d is negative", cfg.Size)
+	}
+	if cfg.Skew != 0 && cfg.Skew <= 1 {
+		return nil, fmt.Errorf("gen: skew %g must be 0 (uniform) or a Zipf exponent > 1", cfg.Skew)
+	}
+	// The stream (7) is fixed so that seed N gives the same events as ever.
+	g := &Generator{rng: rand.New(rand.NewPCG(cfg.Seed, 7)), size: cfg.Size, next: cfg.StartID}
+	if cfg.Skew > 0 {
+		g.zipf = rand.NewZipf(g.rng, cfg.Skew, 1, Users-1)
+	}
+	return g, nil
+}
+
+// Keyed reports whether events carry a key (the user id).
+func (g *Generator) Keyed() bool { return g.zipf != nil }
+
+// Append appends the next event to buf and returns it with its user id.
+func (g *Generator) Append(buf []byte) (event []byte, userID uint64) {
+	if g.zipf != nil {
+		userID = g.zipf.Uint64()
+	} else {
+		userID = uint64(g.rng.IntN(Users))
+	}
+	id := g.next
+	g.next++
+	return event1(buf, g.rng, id, userID, g.size), userID
+}
+
+// Event appends one JSON event with the given id and a uniform user id to
+// buf, padded to about size bytes.
+func Event(buf []byte, rng *rand.Rand, id, size int) []byte {
+	return event1(buf, rng, id, uint64(rng.IntN(Users)), size)
+}
+
+func event1(buf []byte, rng *rand.Rand, id int, userID uint64, size int) []byte {
+	start := len(buf)
+	buf = append(buf, `{"id":`...)
+	buf = strconv.AppendInt(buf, int64(id), 10)
+	buf = append(buf, `,"user_id":`...)
+	buf = strconv.AppendUint(buf, userID, 10)
+	buf = append(buf, `,"ts":"`...)
+	buf = time.Unix(1_714_557_600+int64(id/100), 0).UTC().AppendFormat(buf, "2006-01-02 15:04:05")
+	buf = append(buf, `","event_type":"`...)
+	buf = append(buf, eventTypes[rng.IntN(len(eventTypes))]...)
+	buf = append(buf, `","channel":"`...)
+	buf = append(buf, channels[rng.IntN(len(channels))]...)
+	buf = append(buf, `","cost":`...)
+	buf = strconv.AppendFloat(buf, float64(rng.IntN(100_000))/100, 'f', 2, 64)
+	buf = append(buf, `,"payload":"`...)
+	for pad := size - (len(buf) - start) - 2; pad > 0; pad-- {
+		buf = append(buf, byte('a'+rng.IntN(26)))
+	}
+	return append(buf, `"}`...)
+}
+
+// Produce describes one production run.
+type Produce struct {
+	Brokers    []string
+	Topic      string
+	Count      int
+	Partitions int // when the topic is created
+	// Recreate deletes and creates the topic first, for fresh offsets.
+	Recreate bool
+	// Rate is events per second; 0 is as fast as possible.
+	Rate   float64
+	Events Config
+	// Progress, if set, is called every 100,000 events.
+	Progress func(done int)
+}
+
+// Result is what a production run did.
+type Result struct {
+	Events int
+	Bytes  int64
+	Took   time.Duration
+}
+
+// Run creates the topic if needed and produces p.Count events, returning
+// once the broker acknowledged all of them (or the first error).
+func (p Produce) Run(ctx context.Context) (Result, error) {
+	g, err := New(p.Events)
+	if err != nil {
+		return Result{}, err
+	}
+	part := kgo.RecordPartitioner(kgo.RoundRobinPartitioner())
+	if g.Keyed() {
+		part = kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)) // Kafka's murmur2 key hash
+	}
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(p.Brokers...),
+		kgo.DefaultProduceTopic(p.Topic),
+		part,
+		kgo.ProducerLinger(10*time.Millisecond),
+		kgo.ProducerBatchMaxBytes(1<<20),
+	)
+	if err != nil {
+		return Result{}, err
+	}
+	defer cl.Close()
+	if err := EnsureTopic(ctx, kadm.NewClient(cl), p.Topic, p.Partitions, p.Recreate); err != nil {
+		return Result{}, err
+	}
+	var failed atomic.Pointer[error]
+	var res Result
+	start := time.Now()
+	buf := make([]byte, 0, 512)
+	for i := 0; i < p.Count; i++ {
+		if p.Rate > 0 {
+			if d := time.Until(start.Add(time.Duration(float64(i) / p.Rate * float64(time.Second)))); d > 0 {
+				select {
+				case <-time.After(d):
+				case <-ctx.Done():
+					return res, ctx.Err()
+				}
+			}
+		}
+		var user uint64
+		buf, user = g.Append(buf[:0])
+		r := &kgo.Record{Value: append([]byte(nil), buf...)}
+		if g.Keyed() {
+			r.Key = strconv.AppendUint(nil, user, 10)
+		}
+		res.Bytes += int64(len(r.Key) + len(r.Value))
+		cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
+			if err != nil {
+				failed.CompareAndSwap(nil, &err)
+			}
+		})
+		if e := failed.Load(); e != nil {
+			return res, fmt.Errorf("produce to %s: %w", p.Topic, *e)
+		}
+		res.Events = i + 1
+		if p.Progress != nil && (i+1)%100_000 == 0 {
+			p.Progress(i + 1)
+		}
+	}
+	if err := cl.Flush(ctx); err != nil {
+		return res, fmt.Errorf("produce to %s: %w", p.Topic, err)
+	}
+	if e := failed.Load(); e != nil {
+		return res, fmt.Errorf("produce to %s: %w", p.Topic, *e)
+	}
+	res.Took = time.Since(start)
+	return res, nil
+}
+
+// EnsureTopic creates topic with the given partitions (replication 1) unless
+// it exists; with recreate it deletes it first, so offsets start at 0.
+func EnsureTopic(ctx context.Context, adm *kadm.Client, topic string, partitions int, recreate bool) error {
+	if recreate {
+		if _, err := adm.DeleteTopic(ctx, topic); err != nil && !errors.Is(err, kerr.UnknownTopicOrPartition) {
+			return fmt.Errorf("delete topic %s: %w", topic, err)
+		}
+		// Deletion is asynchronous on the broker; creating too early fails.
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			_, err := adm.CreateTopic(ctx, int32(partitions), 1, nil, topic)
+			if err == nil {
+				return nil
+			}
+			if !errors.Is(err, kerr.TopicAlreadyExists) || time.Now().After(deadline) {
+				return fmt.Errorf("create topic %s: %w", topic, err)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	_, err := adm.CreateTopic(ctx, int32(partitions), 1, nil, topic)
+	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		return fmt.Errorf("create topic %s: %w", topic, err)
+	}
+	return nil
+}

@@ -1,0 +1,109 @@
+package gen
+
+import (
+	"bytes"
+	"encoding/json"
+	"math/rand/v2"
+	"testing"
+)
+
+type event struct {
+	ID        int64   `json:"id"`
+	UserID    uint64  `json:"user_id"`
+	TS        string  `json:"ts"`
+	EventType string  `json:"event_type"`
+	Channel   string  `json:"channel"`
+	Cost      float64 `json:"cost"`
+	Payload   string  `json:"payload"`
+}
+
+func TestEventShape(t *testing.T) {
+	// f generates n events and checks every one is valid JSON with
+	// consecutive ids, within a byte of the requested size.
+	f := func(cfg Config, n int) {
+		t.Helper()
+		g, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf []byte
+		for i := 0; i < n; i++ {
+			buf, _ = g.Append(buf[:0])
+			var e event
+			if err := json.Unmarshal(buf, &e); err != nil {
+				t.Fatalf("%+v: event %d is not JSON: %v: %s", cfg, i, err, buf)
+			}
+			if e.ID != int64(cfg.StartID+i) {
+				t.Fatalf("%+v: event %d has id %d", cfg, i, e.ID)
+			}
+			// the unpadded fields alone may exceed small sizes
+			if cfg.Size >= 150 && (len(buf) < cfg.Size-1 || len(buf) > cfg.Size+1) {
+				t.Fatalf("%+v: event %d is %d bytes", cfg, i, len(buf))
+			}
+			if e.UserID >= Users {
+				t.Fatalf("%+v: user_id %d out of range", cfg, e.UserID)
+			}
+		}
+	}
+	f(Config{Size: 180, Seed: 1}, 1000)
+	f(Config{Size: 180, Seed: 2, StartID: 5_000_000}, 1000)
+	f(Config{Size: 1000, Seed: 1}, 100)
+	f(Config{Size: 0, Seed: 1}, 100)
+	f(Config{Size: 180, Seed: 1, Skew: 1.2}, 1000)
+}
+
+func TestReproducible(t *testing.T) {
+	// The uniform stream must stay what cmd/loadgen always produced:
+	// Event with a PCG(seed, 7) generator.
+	g, err := New(Config{Size: 180, Seed: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(9, 7))
+	var a, b []byte
+	for i := 0; i < 500; i++ {
+		a, _ = g.Append(a[:0])
+		b = Event(b[:0], rng, i, 180)
+		if !bytes.Equal(a, b) {
+			t.Fatalf("event %d differs:\n%s\n%s", i, a, b)
+		}
+	}
+}
+
+func TestSkew(t *testing.T) {
+	// f counts how many of n events go to the most frequent user.
+	f := func(skew float64, n int, minTop, maxTop int) {
+		t.Helper()
+		g, err := New(Config{Size: 100, Seed: 3, Skew: skew})
+		if err != nil {
+			t.Fatal(err)
+		}
+		counts := map[uint64]int{}
+		top := 0
+		var buf []byte
+		for i := 0; i < n; i++ {
+			var u uint64
+			buf, u = g.Append(buf[:0])
+			counts[u]++
+			top = max(top, counts[u])
+		}
+		if top < minTop || top > maxTop {
+			t.Fatalf("skew %g: hottest user has %d of %d events, want %d..%d", skew, top, n, minTop, maxTop)
+		}
+	}
+	f(0, 10_000, 1, 5)           // uniform over a million users
+	f(1.5, 10_000, 2_000, 9_000) // Zipf: user 0 takes a large share
+}
+
+func TestConfigErrors(t *testing.T) {
+	f := func(cfg Config, want string) {
+		t.Helper()
+		_, err := New(cfg)
+		if err == nil || err.Error() != want {
+			t.Fatalf("New(%+v) = %v, want %q", cfg, err, want)
+		}
+	}
+	f(Config{Size: -1}, "gen: size -1 is negative")
+	f(Config{Skew: 0.5}, "gen: skew 0.5 must be 0 (uniform) or a Zipf exponent > 1")
+	f(Config{Skew: 1}, "gen: skew 1 must be 0 (uniform) or a Zipf exponent > 1")
+}
