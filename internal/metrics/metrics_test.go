@@ -1,0 +1,214 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"sink/internal/batch"
+)
+
+func TestNilIsNoOp(t *testing.T) {
+	var m *Metrics
+	// Every call a pipeline without metrics makes must be harmless.
+	tb, tp, pt := m.Table("db.t"), m.Topic("t"), m.Partition("t", 0)
+	tb.Inserted(10, time.Second)
+	tb.Sealed(batch.ReasonRows)
+	tb.Retry(252)
+	tp.Consumed(1, 2)
+	tp.DLQ()
+	pt.SetLag(5)
+	m.ForgetPartition("t", 0)
+	m.SetBuffer(1, 2, true)
+	m.Committed(time.Now())
+	m.Assigned(3)
+	m.Revoked(1)
+	m.Left()
+	m.SetPinger(nil)
+	if tb != nil || tp != nil || pt != nil || m.Registry() != nil {
+		t.Fatal("a nil Metrics handed out non-nil handles")
+	}
+	if ok, _ := m.Ready(context.Background()); ok {
+		t.Fatal("a nil Metrics is ready")
+	}
+}
+
+func TestCounters(t *testing.T) {
+	m := New("g")
+	tb := m.Table("db.t")
+	tb.Inserted(100, 20*time.Millisecond)
+	tb.Inserted(50, 40*time.Millisecond)
+	tb.Sealed(batch.ReasonRows)
+	tb.Sealed(batch.ReasonWait)
+	tb.Sealed(batch.ReasonWait)
+	tb.Sealed(batch.Reason(0)) // not a reason: ignored, not a panic
+	tb.Retry(252)
+	tb.Retry(252)
+	tb.Retry(0)
+	tp := m.Topic("events")
+	tp.Consumed(3, 300)
+	tp.Consumed(2, 50)
+	tp.DLQ()
+	m.Partition("events", 7).SetLag(42)
+	m.SetBuffer(1000, 4096, true)
+
+	f := func(name string, want float64, labels ...string) {
+		t.Helper()
+		var got float64
+		switch name {
+		case RowsInserted:
+			got = testutil.ToFloat64(m.rows.WithLabelValues(labels...))
+		case Inserts:
+			got = testutil.ToFloat64(m.inserts.WithLabelValues(labels...))
+		case BatchesSealed:
+			got = testutil.ToFloat64(m.sealed.WithLabelValues(labels...))
+		case InsertRetries:
+			got = testutil.ToFloat64(m.retries.WithLabelValues(labels...))
+		case RecordsConsumed:
+			got = testutil.ToFloat64(m.records.WithLabelValues(labels...))
+		case BytesConsumed:
+			got = testutil.ToFloat64(m.bytes.WithLabelValues(labels...))
+		case DLQRecords:
+			got = testutil.ToFloat64(m.dlq.WithLabelValues(labels...))
+		case ConsumerLag:
+			got = testutil.ToFloat64(m.lag.WithLabelValues(labels...))
+		case BufferBytes:
+			got = testutil.ToFloat64(m.buffer)
+		case BufferLimit:
+			got = testutil.ToFloat64(m.limit)
+		case FetchPaused:
+			got = testutil.ToFloat64(m.paused)
+		}
+		if got != want {
+			t.Fatalf("%s%v = %v, want %v", name, labels, got, want)
+		}
+	}
+	f(RowsInserted, 150, "db.t")
+	f(Inserts, 2, "db.t")
+	f(BatchesSealed, 1, "db.t", "rows")
+	f(BatchesSealed, 2, "db.t", "wait")
+	f(BatchesSealed, 0, "db.t", "shutdown")
+	f(InsertRetries, 2, "db.t", "252")
+	f(InsertRetries, 1, "db.t", "0")
+	f(RecordsConsumed, 5, "events")
+	f(BytesConsumed, 350, "events")
+	f(DLQRecords, 1, "events")
+	f(ConsumerLag, 42, "events", "7")
+	f(BufferBytes, 1000)
+	f(BufferLimit, 4096)
+	f(FetchPaused, 1)
+	m.SetBuffer(0, 4096, false)
+	f(FetchPaused, 0)
+
+	m.ForgetPartition("events", 7)
+	if n := testutil.CollectAndCount(m.lag); n != 0 {
+		t.Fatalf("%d lag series after ForgetPartition, want 0", n)
+	}
+	if n := testutil.CollectAndCount(m.perInsert); n != 1 {
+		t.Fatalf("%d rows-per-insert histograms, want 1", n)
+	}
+}
+
+func TestLastCommitAge(t *testing.T) {
+	m := New("g")
+	now := time.Unix(1000, 0)
+	m.now = func() time.Time { return now }
+	m.Committed(time.Unix(990, 0))
+	fams, err := m.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() == LastCommitAge {
+			if got := f.GetMetric()[0].GetGauge().GetValue(); got != 10 {
+				t.Fatalf("%s = %v, want 10", LastCommitAge, got)
+			}
+			return
+		}
+	}
+	t.Fatalf("%s not gathered", LastCommitAge)
+}
+
+func TestReadiness(t *testing.T) {
+	m := New("grp")
+	ctx := context.Background()
+	f := func(wantOK bool, wantWhy string) {
+		t.Helper()
+		ok, why := m.Ready(ctx)
+		if ok != wantOK || !strings.Contains(why, wantWhy) {
+			t.Fatalf("Ready() = %v %q, want %v containing %q", ok, why, wantOK, wantWhy)
+		}
+	}
+	f(false, `has not joined group "grp"`)
+	m.Assigned(3)
+	f(false, "clickhouse: not connected yet")
+	pingErr := errors.New("dial tcp 127.0.0.1:9000: connection refused\nsecond line")
+	m.SetPinger(func(context.Context) error { return pingErr })
+	f(false, "clickhouse: dial tcp 127.0.0.1:9000: connection refused")
+	if _, why := m.Ready(ctx); strings.Contains(why, "second line") {
+		t.Fatalf("reason is not one line: %q", why)
+	}
+	pingErr = nil
+	f(true, "ok")
+	m.Revoked(3)
+	f(true, "ok") // a cooperative revoke keeps the member in the group
+	m.Left()
+	f(false, "has not joined")
+	m.Assigned(1)
+	m.SetPinger(func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() })
+	f(false, "deadline exceeded") // a hanging ClickHouse is not ready, and the probe returns
+}
+
+func TestServer(t *testing.T) {
+	m := New("grp")
+	s, err := Serve("127.0.0.1:0", m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(path string) (int, string) {
+		t.Helper()
+		resp, err := http.Get("http://" + s.Addr() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	f := func(path string, wantCode int, wantIn string) {
+		t.Helper()
+		code, body := get(path)
+		if code != wantCode || !strings.Contains(body, wantIn) {
+			t.Fatalf("GET %s: %d %q, want %d containing %q", path, code, body, wantCode, wantIn)
+		}
+	}
+	m.Table("db.t").Inserted(7, time.Millisecond)
+	f("/healthz", 200, "ok")
+	f("/readyz", 503, "has not joined")
+	m.Assigned(1)
+	m.SetPinger(func(context.Context) error { return nil })
+	f("/readyz", 200, "ok")
+	f("/metrics", 200, `sink_rows_inserted_total{table="db.t"} 7`)
+	f("/metrics", 200, "go_goroutines")
+	f("/nope", 404, "")
+
+	// A second server on the same port fails at once, naming the address.
+	_, err = Serve(s.Addr(), m)
+	if err == nil || !strings.Contains(err.Error(), "http.listen "+s.Addr()) || !strings.Contains(err.Error(), "address already in use") {
+		t.Fatalf("second Serve on %s: %v", s.Addr(), err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.Close(ctx); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if _, err := http.Get("http://" + s.Addr() + "/healthz"); err == nil {
+		t.Fatal("server still answers after Close")
+	}
+}

@@ -1,0 +1,126 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Pinger checks that ClickHouse answers; /readyz calls it.
+type Pinger func(ctx context.Context) error
+
+// pingTimeout bounds the ClickHouse check of one /readyz request: a probe
+// that hangs is itself a failure, and kubelet's default timeout is 1s.
+const pingTimeout = 900 * time.Millisecond
+
+// SetPinger sets the ClickHouse check used by /readyz. Until it is set,
+// /readyz answers 503.
+func (m *Metrics) SetPinger(p Pinger) {
+	if m == nil {
+		return
+	}
+	m.ping.Store(&p)
+}
+
+// Ready says whether the connector can do its job: it has joined its
+// consumer group and owns partitions, and ClickHouse answers a ping. The
+// reason is one line for the 503 body.
+func (m *Metrics) Ready(ctx context.Context) (bool, string) {
+	if m == nil {
+		return false, "no metrics"
+	}
+	if !m.joined.Load() {
+		return false, fmt.Sprintf("consumer has not joined group %q or has no partitions assigned", m.group)
+	}
+	p := m.ping.Load()
+	if p == nil {
+		return false, "clickhouse: not connected yet"
+	}
+	ctx, cancel := context.WithTimeout(ctx, pingTimeout)
+	defer cancel()
+	if err := (*p)(ctx); err != nil {
+		return false, "clickhouse: " + oneLine(err.Error())
+	}
+	return true, "ok"
+}
+
+// Handler serves /metrics, /healthz and /readyz.
+func (m *Metrics) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		// The process answers: that is all liveness means here. A stuck
+		// pipeline shows up in /readyz and sink_last_commit_age_seconds,
+		// where restarting would not help anyway.
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		ok, why := m.Ready(r.Context())
+		if !ok {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		fmt.Fprintln(w, why)
+	})
+	return mux
+}
+
+// Server is the HTTP endpoint of one connector.
+type Server struct {
+	srv  *http.Server
+	ln   net.Listener
+	done chan error
+}
+
+// Serve listens on addr and serves m in the background. The listen happens
+// here, so a taken port fails at start with an error naming the address.
+func Serve(addr string, m *Metrics) (*Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		var op *net.OpError
+		if errors.As(err, &op) && op.Err != nil {
+			err = op.Err
+		}
+		return nil, fmt.Errorf("http.listen %s: %w", addr, err)
+	}
+	s := &Server{
+		srv: &http.Server{
+			Handler:           m.Handler(),
+			ReadHeaderTimeout: 5 * time.Second,
+		},
+		ln:   ln,
+		done: make(chan error, 1),
+	}
+	go func() { s.done <- s.srv.Serve(ln) }()
+	return s, nil
+}
+
+// Addr is the address the server listens on (the real port when the
+// configured one was 0).
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// Close stops accepting, waits for requests in progress until ctx ends,
+// then closes what is left.
+func (s *Server) Close(ctx context.Context) error {
+	err := s.srv.Shutdown(ctx)
+	if err != nil {
+		s.srv.Close()
+	}
+	if serr := <-s.done; !errors.Is(serr, http.ErrServerClosed) && err == nil {
+		err = serr
+	}
+	return err
+}
+
+func oneLine(s string) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\n' || s[i] == '\r' {
+			return s[:i]
+		}
+	}
+	return s
+}
