@@ -24,6 +24,7 @@ import (
 	"sink/internal/batch"
 	"sink/internal/consumer"
 	"sink/internal/decode"
+	"sink/internal/metrics"
 	"sink/internal/offsets"
 	"sink/internal/writer"
 )
@@ -45,6 +46,7 @@ type tableState struct {
 	// counters for the summary; retries is written by insert goroutines
 	rows, inserts int64
 	retries       atomic.Int64
+	m             *metrics.Table // nil without metrics; safe from insert goroutines
 }
 
 // routeState is one route, compiled against its table.
@@ -130,12 +132,25 @@ type Pipeline struct {
 	stats   Stats
 	fatal   error
 	now     func() time.Time
+
+	// Metric handles, resolved once per topic and partition so the hot
+	// path never builds label strings. All nil-safe when m is nil.
+	m      *metrics.Metrics
+	topicM map[string]*metrics.Topic
+	partM  map[offsets.TP]*metrics.Partition
 }
+
+// Option configures a Pipeline beyond its config.
+type Option func(*Pipeline)
+
+// WithMetrics makes the pipeline report to m (see internal/metrics).
+// Without it the pipeline reports nothing.
+func WithMetrics(m *metrics.Metrics) Option { return func(p *Pipeline) { p.m = m } }
 
 // New resolves every route's table and compiles its decode plan. It fails
 // with one line naming the problem: a missing table, a column the mapping
 // cannot fill, an unknown source.
-func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w *writer.Writer) (*Pipeline, error) {
+func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w *writer.Writer, opts ...Option) (*Pipeline, error) {
 	p := &Pipeline{
 		cfg:     cfg,
 		log:     log,
@@ -153,6 +168,11 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w *writer.
 		stopped: make(chan struct{}),
 		lag:     map[offsets.TP]int64{},
 		now:     time.Now,
+		topicM:  map[string]*metrics.Topic{},
+		partM:   map[offsets.TP]*metrics.Partition{},
+	}
+	for _, o := range opts {
+		o(p)
 	}
 	if err := p.resolve(ctx); err != nil {
 		return nil, err
@@ -207,7 +227,7 @@ func (p *Pipeline) resolve(ctx context.Context) error {
 			mappings = append(mappings, r.Columns)
 		}
 		insert := decode.InsertColumns(schema, mappings...)
-		ts := &tableState{t: writer.NewTable(g.db, g.name, schema, insert)}
+		ts := &tableState{t: writer.NewTable(g.db, g.name, schema, insert), m: p.m.Table(key)}
 		for j, r := range g.routes {
 			plan, err := decode.Compile(r.Format, insert, r.Columns)
 			if err != nil {
@@ -271,6 +291,32 @@ func (p *Pipeline) routeFor(topic string) *routeState {
 	}
 	p.byTopic[topic] = found // nil is cached too: such records are skipped
 	return found
+}
+
+// topicMetrics returns topic's metric handle (nil without metrics).
+func (p *Pipeline) topicMetrics(topic string) *metrics.Topic {
+	if p.m == nil {
+		return nil
+	}
+	t, ok := p.topicM[topic]
+	if !ok {
+		t = p.m.Topic(topic)
+		p.topicM[topic] = t
+	}
+	return t
+}
+
+// partMetrics returns tp's metric handle (nil without metrics).
+func (p *Pipeline) partMetrics(tp offsets.TP) *metrics.Partition {
+	if p.m == nil {
+		return nil
+	}
+	h, ok := p.partM[tp]
+	if !ok {
+		h = p.m.Partition(tp.Topic, tp.Partition)
+		p.partM[tp] = h
+	}
+	return h
 }
 
 func (p *Pipeline) newID() uint64 { p.nextID++; return p.nextID }

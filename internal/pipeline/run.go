@@ -25,6 +25,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		return errors.New("pipeline: Attach a consumer before Run")
 	}
 	defer close(p.stopped)
+	defer p.m.Left()
 	// Inserts outlive ctx: on SIGTERM the open batches must still be written.
 	writeCtx, cancelWrites := context.WithCancel(context.Background())
 	defer cancelWrites()
@@ -155,8 +156,10 @@ func (p *Pipeline) requestPoll() {
 			p.log.Info().Int("buffered_bytes", used).Int("buffer_memory", budget).
 				Msg("buffer full: fetching paused until inserts free space")
 		}
+		p.m.SetBuffer(used, budget, true)
 		return
 	}
+	p.m.SetBuffer(used, budget, false)
 	if p.paused {
 		p.paused = false
 		p.log.Info().Int("buffered_bytes", used).Msg("fetching resumed")
@@ -178,13 +181,18 @@ func (p *Pipeline) handleFetches(writeCtx context.Context, f kgo.Fetches) {
 			return
 		}
 		tp := offsets.TP{Topic: fp.Topic, Partition: fp.Partition}
-		p.lag[tp] = fp.HighWatermark - fp.Records[len(fp.Records)-1].Offset - 1
+		lag := fp.HighWatermark - fp.Records[len(fp.Records)-1].Offset - 1
+		p.lag[tp] = lag
+		p.partMetrics(tp).SetLag(lag)
+		// Counted per partition fetch, not per record: one add each.
+		records, bytes := p.stats.Records, p.stats.Bytes
 		for _, r := range fp.Records {
 			p.handleRecord(writeCtx, now, tp, r)
 			if p.fatal != nil {
-				return
+				break
 			}
 		}
+		p.topicMetrics(fp.Topic).Consumed(int(p.stats.Records-records), int(p.stats.Bytes-bytes))
 	})
 }
 
@@ -222,6 +230,7 @@ func (p *Pipeline) badRecord(writeCtx context.Context, tp offsets.TP, r *kgo.Rec
 	p.dlqs[id] = tp
 	p.tracker.Add(tp, r.Offset, r.LeaderEpoch, id)
 	p.stats.DLQ++
+	p.topicMetrics(tp.Topic).DLQ()
 	p.log.Warn().Err(err).Str("dlq_topic", p.cfg.Errors.DLQTopic).Msg("bad record sent to the dead-letter topic")
 	p.cons.ProduceDLQ(writeCtx, p.cfg.Errors.DLQTopic, r, err, func(perr error) {
 		p.acks <- ack{id: id, err: perr, dlq: true}
@@ -236,6 +245,7 @@ func (p *Pipeline) seal(writeCtx context.Context, a *accState, why batch.Reason)
 		return
 	}
 	a.id = p.newID()
+	ts.m.Sealed(why)
 	p.flights[b.ID] = &flight{b: b, table: ts, bytes: b.Data.Bytes()}
 	ts.queue = append(ts.queue, b)
 	p.pump(writeCtx, ts)
@@ -258,6 +268,7 @@ func (p *Pipeline) insert(ctx context.Context, ts *tableState, b *batch.Batch) {
 	start := time.Now()
 	onRetry := func(at writer.Attempt) {
 		ts.retries.Add(1)
+		ts.m.Retry(at.Code)
 		p.log.Warn().Str("table", ts.t.FullName()).Uint64("batch", b.ID).Int("rows", b.Rows()).
 			Int("attempt", at.N).Int32("code", at.Code).Str("class", at.Class.String()).
 			Dur("retry_in", at.Wait).Err(at.Err).Msg("insert failed, retrying the same block")
@@ -306,6 +317,7 @@ func (p *Pipeline) handleAck(writeCtx context.Context, a ack) {
 	ts.inserts++
 	p.stats.Rows += int64(rows)
 	p.stats.Inserts++
+	ts.m.Inserted(rows, a.took)
 	p.log.Debug().Str("table", ts.t.FullName()).Uint64("batch", a.id).Int("rows", rows).Int("bytes", f.bytes).
 		Str("reason", f.b.Reason.String()).Int("partitions", len(f.b.Ranges)).Dur("took", a.took).
 		Dur("age", p.now().Sub(f.b.Opened)).Msg("inserted")
@@ -358,6 +370,11 @@ func (p *Pipeline) commit() {
 		}
 	}
 	if len(c) == 0 {
+		if p.unacked() == 0 && p.openBatches() == 0 {
+			// Nothing handled is uncommitted: as good as a fresh commit,
+			// so an idle topic does not look like a stuck commit.
+			p.m.Committed(p.now())
+		}
 		return
 	}
 	if err := p.cons.Commit(context.Background(), c); err != nil {
@@ -366,6 +383,7 @@ func (p *Pipeline) commit() {
 		return
 	}
 	p.uncommitted = nil
+	p.m.Committed(p.now())
 	p.log.Debug().Int("partitions", len(c)).Msg("committed")
 }
 
@@ -379,14 +397,17 @@ func (p *Pipeline) handleEvent(writeCtx context.Context, ev groupEvent) {
 	switch ev.kind {
 	case "assigned":
 		p.log.Info().Int("partitions", len(tps)).Msg("partitions assigned")
+		p.m.Assigned(len(tps))
 		close(ev.done)
 	case "lost":
 		// Another member may already own them: never commit for them.
 		p.log.Warn().Int("partitions", len(tps)).Msg("partitions lost; dropping their uncommitted state")
 		p.forget(tps)
+		p.m.Left()
 		close(ev.done)
 	case "revoked":
 		p.log.Info().Int("partitions", len(tps)).Msg("partitions revoked: flushing before giving them up")
+		p.m.Revoked(len(tps))
 		for _, a := range p.accs {
 			for _, tp := range tps {
 				if a.acc.Holds(tp) {
@@ -455,6 +476,10 @@ func (p *Pipeline) forget(tps []offsets.TP) {
 	for _, tp := range tps {
 		p.tracker.Forget(tp)
 		delete(p.lag, tp)
+		if _, ok := p.partM[tp]; ok {
+			delete(p.partM, tp)
+			p.m.ForgetPartition(tp.Topic, tp.Partition)
+		}
 		delete(p.uncommitted, tp)
 		if !p.cfg.Batch.IgnorePartitions {
 			for k, a := range p.accs {

@@ -1,0 +1,149 @@
+package report
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+)
+
+// ErrNoQueryLog says the server keeps no query log, so there is nothing
+// to report on.
+var ErrNoQueryLog = errors.New("system.query_log does not exist on this server: it logs no queries " +
+	"(enable the <query_log> section in the server config and the log_queries setting for the writing users)")
+
+// queryPrefix bounds how much statement text is read per INSERT: the target
+// table comes right after INSERT INTO, and the column list after it can be
+// long.
+const queryPrefix = 1024
+
+// Both queries use only columns present in ClickHouse 18.16 and current
+// releases. type and event_type are compared as numbers through toInt8,
+// which works for 18.16's UInt8 type column and for the Enum8 columns of
+// both versions (2 = QueryFinish, 1 = NewPart). event_date narrows the scan
+// to the partitions of the range. position(query, table) is a cheap
+// server-side prefilter; InsertTarget decides.
+const (
+	insertsSQL = `SELECT toUInt32(event_time) AS t, written_rows, written_bytes, query_duration_ms, substring(query, 1, %d) AS q
+FROM system.query_log
+WHERE event_date >= toDate(toDateTime(?)) AND event_time >= toDateTime(?) AND event_time < toDateTime(?)
+  AND toInt8(type) = 2 AND positionCaseInsensitive(query, 'insert') > 0 AND position(query, ?) > 0`
+	partsSQL = `SELECT toUInt32(event_time) AS t, rows
+FROM system.part_log
+WHERE event_date >= toDate(toDateTime(?)) AND event_time >= toDateTime(?) AND event_time < toDateTime(?)
+  AND toInt8(event_type) = 1 AND database = ? AND table = ?`
+)
+
+// Options select what to read.
+type Options struct {
+	Target       Target
+	Since, Until time.Time
+	Split        *time.Time
+	// Flush runs SYSTEM FLUSH LOGS first so the last seconds are in the
+	// logs; without the privilege it is skipped silently.
+	Flush bool
+}
+
+// Query reads the logs and aggregates them. A server without query_log is
+// an error (ErrNoQueryLog); one without part_log gives a report without new
+// parts and a note saying why.
+func Query(ctx context.Context, conn driver.Conn, o Options) (Report, error) {
+	has, err := systemTables(ctx, conn)
+	if err != nil {
+		return Report{}, err
+	}
+	if !has["query_log"] {
+		return Report{}, ErrNoQueryLog
+	}
+	if o.Flush {
+		_ = conn.Exec(ctx, "SYSTEM FLUSH LOGS")
+	}
+	since, until := o.Since.Unix(), o.Until.Unix()
+	var ins []Insert
+	rows, err := conn.Query(ctx, fmt.Sprintf(insertsSQL, queryPrefix), since, since, until, o.Target.Table)
+	if err != nil {
+		return Report{}, fmt.Errorf("reading system.query_log: %w", err)
+	}
+	for rows.Next() {
+		var (
+			t                    uint32
+			wrows, wbytes, durMS uint64
+			q                    string
+		)
+		if err := rows.Scan(&t, &wrows, &wbytes, &durMS, &q); err != nil {
+			rows.Close()
+			return Report{}, fmt.Errorf("reading system.query_log: %w", err)
+		}
+		if o.Target.Matches(q) {
+			ins = append(ins, Insert{At: time.Unix(int64(t), 0).UTC(), Rows: wrows, Bytes: wbytes, DurationMS: durMS})
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return Report{}, fmt.Errorf("reading system.query_log: %w", err)
+	}
+
+	var parts []Part
+	if has["part_log"] {
+		rows, err := conn.Query(ctx, partsSQL, since, since, until, o.Target.Database, o.Target.Table)
+		if err != nil {
+			return Report{}, fmt.Errorf("reading system.part_log: %w", err)
+		}
+		for rows.Next() {
+			var t uint32
+			var n uint64
+			if err := rows.Scan(&t, &n); err != nil {
+				rows.Close()
+				return Report{}, fmt.Errorf("reading system.part_log: %w", err)
+			}
+			parts = append(parts, Part{At: time.Unix(int64(t), 0).UTC(), Rows: n})
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return Report{}, fmt.Errorf("reading system.part_log: %w", err)
+		}
+	}
+
+	r := Aggregate(o.Target.FullName(), o.Since, o.Until, ins, parts, has["part_log"], o.Split)
+	if !has["part_log"] {
+		r.Notes = append(r.Notes, "system.part_log does not exist on this server: new parts are not known (enable the <part_log> section in the server config)")
+	}
+	if len(ins) == 0 {
+		note := "no finished INSERT into " + o.Target.FullName() + " in system.query_log in this range"
+		if on, err := settingOn(ctx, conn, "log_queries"); err == nil && !on {
+			note += "; log_queries is 0 for this user, so queries of users like it are not logged"
+		}
+		r.Notes = append(r.Notes, note)
+	}
+	return r, nil
+}
+
+// systemTables says which of the two logs exist. ClickHouse creates them on
+// the first flush after a query or part was logged, so a missing table
+// means the log is disabled (or nothing was ever logged).
+func systemTables(ctx context.Context, conn driver.Conn) (map[string]bool, error) {
+	rows, err := conn.Query(ctx, "SELECT name FROM system.tables WHERE database = 'system' AND name IN ('query_log', 'part_log')")
+	if err != nil {
+		return nil, fmt.Errorf("listing system tables: %w", err)
+	}
+	defer rows.Close()
+	has := map[string]bool{}
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return nil, fmt.Errorf("listing system tables: %w", err)
+		}
+		has[n] = true
+	}
+	return has, rows.Err()
+}
+
+func settingOn(ctx context.Context, conn driver.Conn, name string) (bool, error) {
+	var v string
+	if err := conn.QueryRow(ctx, "SELECT value FROM system.settings WHERE name = ?", name).Scan(&v); err != nil {
+		return false, err
+	}
+	return v != "0", nil
+}

@@ -1,0 +1,203 @@
+package report
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Text writes the per-minute table and, with a split, the before/after
+// summary. Times are shown in loc.
+func (r Report) Text(w io.Writer, loc *time.Location) error {
+	var b strings.Builder
+	zone := r.Since.In(loc).Format("MST")
+	fmt.Fprintf(&b, "INSERTs into %s from %s to %s %s\n", r.Table,
+		r.Since.In(loc).Format("2006-01-02 15:04:05"), r.Until.In(loc).Format("2006-01-02 15:04:05"), zone)
+	b.WriteString("(system.query_log: finished INSERTs by the minute they finished; system.part_log: new parts)\n\n")
+	if len(r.Minutes) == 0 {
+		b.WriteString("no INSERTs and no new parts in this range\n")
+	} else {
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+		head := "minute (" + zone + ")\tinserts\trows\trows/insert\tMiB\tp50 ms\tp99 ms\tnew parts\t"
+		if r.Split != nil {
+			head += "side\t"
+		}
+		fmt.Fprintln(tw, head)
+		for _, m := range r.Minutes {
+			parts := "-"
+			if r.PartLog {
+				parts = strconv.Itoa(m.NewParts)
+			}
+			rpi, p50, p99 := "-", "-", "-"
+			if m.Inserts > 0 {
+				rpi, p50, p99 = num(m.RowsPerInsert), group(m.P50MS), group(m.P99MS)
+			}
+			line := fmt.Sprintf("%s\t%s\t%s\t%s\t%.1f\t%s\t%s\t%s\t", m.Start.In(loc).Format("2006-01-02 15:04"),
+				group(uint64(m.Inserts)), group(m.Rows), rpi, float64(m.Bytes)/(1<<20), p50, p99, parts)
+			if r.Split != nil {
+				line += m.Side + "\t"
+			}
+			fmt.Fprintln(tw, line)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		t := r.Total
+		fmt.Fprintf(&b, "\ntotal: %s inserts, %s rows, %s rows/insert, %s inserts/min over %d minutes with inserts",
+			group(uint64(t.Inserts)), group(t.Rows), num(t.RowsPerInsert.Mean), num(t.InsertsPerMin.Mean), t.Minutes)
+		if r.PartLog {
+			fmt.Fprintf(&b, ", %s new parts", group(uint64(t.NewParts)))
+		}
+		b.WriteString("\n")
+	}
+	if r.Split != nil {
+		b.WriteString("\n")
+		r.splitText(&b, loc)
+	}
+	for _, n := range r.Notes {
+		b.WriteString("note: " + n + "\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func (r Report) splitText(b *strings.Builder, loc *time.Location) {
+	fmt.Fprintf(b, "before/after the split at %s", r.Split.In(loc).Format("2006-01-02 15:04:05 MST"))
+	for _, m := range r.Minutes {
+		if m.Side == "mixed" {
+			fmt.Fprintf(b, " (the minute %s holds it and is left out of both sides)", m.Start.In(loc).Format("15:04"))
+		}
+	}
+	b.WriteString("\n")
+	bf, af, ch := r.Before, r.After, r.Change
+	span := func(name string, s *Side) string {
+		if s.Minutes == 0 {
+			return name + ": no inserts"
+		}
+		return fmt.Sprintf("%s %s-%s, %d min", name, s.From.In(loc).Format("15:04"), s.To.In(loc).Format("15:04"), s.Minutes)
+	}
+	tw := tabwriter.NewWriter(b, 0, 0, 3, ' ', 0)
+	fmt.Fprintf(tw, "\t%s\t%s\tchange\n", span("before", bf), span("after", af))
+	fmt.Fprintf(tw, "inserts/min\t%s\t%s\t%s\n", spread(bf.InsertsPerMin, bf.Minutes), spread(af.InsertsPerMin, af.Minutes), change(ch.InsertsPerMin, bf, af))
+	fmt.Fprintf(tw, "rows/insert\t%s\t%s\t%s\n", spread(bf.RowsPerInsert, bf.Minutes), spread(af.RowsPerInsert, af.Minutes), change(ch.RowsPerInsert, bf, af))
+	fmt.Fprintf(tw, "rows/min\t%s\t%s\t%s\n", spread(bf.RowsPerMin, bf.Minutes), spread(af.RowsPerMin, af.Minutes), change(ch.RowsPerMin, bf, af))
+	if r.PartLog {
+		fmt.Fprintf(tw, "new parts/min\t%s\t%s\t%s\n", side(bf, bf.PartsPerMin), side(af, af.PartsPerMin), change(ch.PartsPerMin, bf, af))
+	}
+	fmt.Fprintf(tw, "p50 / p99 insert ms\t%s\t%s\n", ms(bf), ms(af))
+	fmt.Fprintf(tw, "inserts, rows\t%s, %s\t%s, %s\n", group(uint64(bf.Inserts)), group(bf.Rows), group(uint64(af.Inserts)), group(af.Rows))
+	tw.Flush()
+}
+
+func side(s *Side, v float64) string {
+	if s.Minutes == 0 {
+		return "-"
+	}
+	return num(v)
+}
+
+func ms(s *Side) string {
+	if s.Minutes == 0 {
+		return "-"
+	}
+	return group(s.P50MS) + " / " + group(s.P99MS)
+}
+
+// spread prints "mean (min-max)" like seed 004's "360-488 inserts/min".
+func spread(s Spread, minutes int) string {
+	if minutes == 0 {
+		return "-"
+	}
+	if num(s.Min) == num(s.Max) {
+		return num(s.Mean)
+	}
+	return fmt.Sprintf("%s (%s-%s)", num(s.Mean), num(s.Min), num(s.Max))
+}
+
+// change prints after/before as "424x fewer" or "1,700x more".
+func change(r float64, before, after *Side) string {
+	switch {
+	case before.Minutes == 0 || after.Minutes == 0:
+		return "-"
+	case r == 0:
+		return "none after"
+	case r >= 1:
+		return factor(r) + "x more"
+	default:
+		return factor(1/r) + "x fewer"
+	}
+}
+
+func factor(f float64) string {
+	if f >= 10 {
+		return group(uint64(math.Round(f)))
+	}
+	return strconv.FormatFloat(f, 'f', 1, 64)
+}
+
+// num prints a count-like float: whole numbers with thousands separators
+// from 100 on (and below when whole), one decimal otherwise.
+func num(v float64) string {
+	if v >= 100 || v == math.Trunc(v) {
+		return group(uint64(math.Round(v)))
+	}
+	return strconv.FormatFloat(v, 'f', 1, 64)
+}
+
+// group prints n with comma thousands separators.
+func group(n uint64) string {
+	s := strconv.FormatUint(n, 10)
+	if len(s) <= 3 {
+		return s
+	}
+	var b strings.Builder
+	pre := len(s) % 3
+	if pre > 0 {
+		b.WriteString(s[:pre])
+	}
+	for i := pre; i < len(s); i += 3 {
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(s[i : i+3])
+	}
+	return b.String()
+}
+
+// CSV writes one line per minute with a header; times are RFC 3339 in loc.
+func (r Report) CSV(w io.Writer, loc *time.Location) error {
+	cw := csv.NewWriter(w)
+	head := []string{"minute", "inserts", "rows", "bytes", "rows_per_insert", "p50_ms", "p99_ms", "new_parts"}
+	if r.Split != nil {
+		head = append(head, "side")
+	}
+	cw.Write(head)
+	for _, m := range r.Minutes {
+		parts := ""
+		if r.PartLog {
+			parts = strconv.Itoa(m.NewParts)
+		}
+		rec := []string{m.Start.In(loc).Format(time.RFC3339), strconv.Itoa(m.Inserts), strconv.FormatUint(m.Rows, 10),
+			strconv.FormatUint(m.Bytes, 10), strconv.FormatFloat(m.RowsPerInsert, 'f', 2, 64),
+			strconv.FormatUint(m.P50MS, 10), strconv.FormatUint(m.P99MS, 10), parts}
+		if r.Split != nil {
+			rec = append(rec, m.Side)
+		}
+		cw.Write(rec)
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// JSON writes the whole report as one indented object.
+func (r Report) JSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
