@@ -19,6 +19,7 @@ import (
 
 	"sink/config"
 	"sink/internal/consumer"
+	"sink/internal/metrics"
 	"sink/internal/pipeline"
 	"sink/internal/writer"
 )
@@ -29,9 +30,13 @@ var version = "dev"
 const usage = `sink moves Kafka topics into ClickHouse in large, few inserts.
 
 Usage:
-  sink run     --config FILE   consume and insert until SIGTERM/SIGINT
+  sink run     --config FILE   consume and insert until SIGTERM/SIGINT; serves
+                               /metrics, /healthz, /readyz on http.listen
   sink check   --config FILE   validate the config, reach Kafka and ClickHouse,
                                check every route's table and columns, then exit
+  sink report  --table DB.TABLE [--since 2h] [--split T] ...
+                               inserts per minute into a table, from ClickHouse's
+                               query_log and part_log; before/after a split
   sink version                 print the version
 
 Every config key can be overridden from the environment: SINK_ + the key path
@@ -74,6 +79,8 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 			return check(cfg, stdout, stderr)
 		}
 		return run(cfg, stderr)
+	case "report":
+		return reportCmd(rest, stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "sink", version)
 		return 0
@@ -101,13 +108,32 @@ func run(cfg *config.Config, stderr io.Writer) int {
 	ctx, stop := signals(log)
 	defer stop()
 
+	// The HTTP server starts first and stops last, so /healthz answers and
+	// /readyz explains "not ready" for the whole life of the process.
+	var m *metrics.Metrics
+	if cfg.HTTP.Listen != "" {
+		m = metrics.New(cfg.Kafka.Group)
+		srv, err := metrics.Serve(cfg.HTTP.Listen, m)
+		if err != nil {
+			fmt.Fprintf(stderr, "sink: %v\n", err)
+			return 1
+		}
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = srv.Close(sctx)
+		}()
+		log.Info().Str("addr", srv.Addr()).Msg("serving /metrics, /healthz, /readyz")
+	}
+
 	w, err := writer.Open(ctx, cfg.Name, cfg.ClickHouse)
 	if err != nil {
 		fmt.Fprintf(stderr, "sink: %v\n", err)
 		return 1
 	}
 	defer w.Close()
-	p, err := pipeline.New(ctx, cfg, log, w)
+	m.SetPinger(func(ctx context.Context) error { return w.Conn().Ping(ctx) })
+	p, err := pipeline.New(ctx, cfg, log, w, pipeline.WithMetrics(m))
 	if err != nil {
 		fmt.Fprintf(stderr, "sink: %v\n", err)
 		return 1

@@ -49,8 +49,8 @@ func (r Report) Text(w io.Writer, loc *time.Location) error {
 			return err
 		}
 		t := r.Total
-		fmt.Fprintf(&b, "\ntotal: %s inserts, %s rows, %s rows/insert, %s inserts/min over %d minutes with inserts",
-			group(uint64(t.Inserts)), group(t.Rows), num(t.RowsPerInsert.Mean), num(t.InsertsPerMin.Mean), t.Minutes)
+		fmt.Fprintf(&b, "\ntotal: %s inserts, %s rows, %s rows/insert, %s inserts/min over %s with inserts",
+			group(uint64(t.Inserts)), group(t.Rows), num(t.RowsPerInsert.Mean), num(t.InsertsPerMin.Mean), minutes(t.Minutes))
 		if r.PartLog {
 			fmt.Fprintf(&b, ", %s new parts", group(uint64(t.NewParts)))
 		}
@@ -93,6 +93,13 @@ func (r Report) splitText(b *strings.Builder, loc *time.Location) {
 	fmt.Fprintf(tw, "p50 / p99 insert ms\t%s\t%s\n", ms(bf), ms(af))
 	fmt.Fprintf(tw, "inserts, rows\t%s, %s\t%s, %s\n", group(uint64(bf.Inserts)), group(bf.Rows), group(uint64(af.Inserts)), group(af.Rows))
 	tw.Flush()
+}
+
+func minutes(n int) string {
+	if n == 1 {
+		return "1 minute"
+	}
+	return strconv.Itoa(n) + " minutes"
 }
 
 func side(s *Side, v float64) string {
