@@ -4,14 +4,19 @@
 #   ClickHouse  Debian's clickhouse-server 18.16, config from testdata/clickhouse/,
 #               native 127.0.0.1:9000, HTTP 127.0.0.1:8123
 #   Kafka       Apache Kafka 4.x (KRaft, one broker+controller node) assembled from
-#               Maven Central by scripts/kafka/pom.xml, 127.0.0.1:9092 (controller 9093)
+#               Maven Central by scripts/kafka/pom.xml, 127.0.0.1:9092 (controller 9093),
+#               and SASL_SSL on 127.0.0.1:9094 (TLS from a throwaway CA generated into
+#               .stack/kafka/tls/, client certificate required, SASL PLAIN/SCRAM) for
+#               the security tests
 #
 # Usage: scripts/stack.sh up|down|status|logs
 #
 #   up      install what is missing (apt packages, Kafka jars), start both, wait until
 #           they answer. Idempotent. If a healthy ClickHouse/Kafka (e.g. from another
 #           checkout) already answers on the ports, it is reused. A port held by
-#           something else is an error (one line on stderr, exit 1).
+#           something else is an error (one line on stderr, exit 1). A Kafka this
+#           checkout started with an older testdata/kafka/server.properties is
+#           restarted to apply it (a few seconds without a broker; its data stays).
 #   down    stop only what this checkout started (pid files in .stack/).
 #   status  versions, ports, and who started each; exit 1 if either is not answering.
 #   logs    tail both logs.
@@ -34,9 +39,11 @@ CH_TCP=9000
 CH_HTTP=8123
 KAFKA_PORT=9092
 KAFKA_CTRL=9093
+KAFKA_SASL=9094
 
 CH_DIR=$STACK_DIR/clickhouse
 KAFKA_DIR=$STACK_DIR/kafka
+KAFKA_TLS=$KAFKA_DIR/tls
 
 say() { echo "stack: $*"; }
 die() { echo "stack: $*" >&2; exit 1; }
@@ -149,10 +156,14 @@ wait_until() {
 # render TEMPLATE OUT: copy a config template, pointing @STACK_DIR@ at .stack/.
 render() { sed "s|@STACK_DIR@|$STACK_DIR|g" "$1" >"$2"; }
 
+# config_changed TEMPLATE RENDERED: the template no longer renders to what the
+# running server was started with.
+config_changed() { ! sed "s|@STACK_DIR@|$STACK_DIR|g" "$1" | cmp -s - "$2"; }
+
 # stale_config TEMPLATE RENDERED WHAT: note when a running server was started with
 # an older version of its config template.
 stale_config() {
-	if ! sed "s|@STACK_DIR@|$STACK_DIR|g" "$1" | cmp -s - "$2"; then
+	if config_changed "$1" "$2"; then
 		say "note: ${1#"$ROOT"/} changed since $3 started; run \`make stack-down stack-up\` to apply it"
 	fi
 }
@@ -307,7 +318,12 @@ kafka_check() {
 	local pid
 	if pid=$(kafka_ours); then
 		KAFKA_STATE=running
-		stale_config "$ROOT/testdata/kafka/server.properties" "$KAFKA_DIR/server.properties" Kafka
+		# A new listener (or any other broker setting) needs a restart. Ours, so
+		# restarting is ours to do; other users of the stack see the broker gone
+		# for a few seconds, which their clients ride out as a reconnect.
+		if config_changed "$ROOT/testdata/kafka/server.properties" "$KAFKA_DIR/server.properties"; then
+			KAFKA_STATE=restart
+		fi
 		return
 	fi
 	if kafka_healthy; then
@@ -315,7 +331,7 @@ kafka_check() {
 		say "reusing the Kafka broker that already answers on $HOST:$KAFKA_PORT (not started by this checkout)"
 		return
 	fi
-	for port in $KAFKA_PORT $KAFKA_CTRL; do
+	for port in $KAFKA_PORT $KAFKA_CTRL $KAFKA_SASL; do
 		if port_busy "$port"; then
 			die "port $port is in use by something that is not a Kafka broker ($(port_owner "$port"))"
 		fi
@@ -323,8 +339,66 @@ kafka_check() {
 	KAFKA_STATE=absent
 }
 
+# kafka_tls writes the SASL_SSL listener's TLS material into .stack/kafka/tls/ unless
+# a valid set is there: a throwaway CA (ca.pem, ca.key), the broker's certificate
+# for 127.0.0.1/localhost/kafka.sink.test (broker.pem, broker.key, and both in
+# broker-keystore.pem, the PEM key store Kafka reads) and a client certificate
+# for CN=sink (client.pem, client.key). Unencrypted keys: this is test material
+# for a loopback broker, readable only by this user. Regenerated when any file is
+# missing or a certificate expires within a day.
+kafka_tls() {
+	local d=$KAFKA_TLS f ok=1 log=$KAFKA_DIR/tls.log
+	for f in ca.pem ca.key broker.pem broker.key broker-keystore.pem client.pem client.key; do
+		[[ -s $d/$f ]] || ok=
+	done
+	for f in ca.pem broker.pem client.pem; do
+		[[ -n $ok ]] && { openssl x509 -checkend 86400 -noout -in "$d/$f" >/dev/null 2>&1 || ok=; }
+	done
+	[[ -n $ok ]] && return 0
+	command -v openssl >/dev/null || die "openssl is needed to make the Kafka SASL_SSL listener's certificates (apt-get install openssl)"
+	say "generating a test CA and certificates for Kafka's SASL_SSL listener in ${d#"$ROOT"/}"
+	local tmp=$d.tmp.$$
+	rm -rf "$tmp"
+	mkdir -p "$tmp"
+	chmod 700 "$tmp"
+	{
+		openssl req -x509 -new -newkey rsa:2048 -nodes -sha256 -days 825 \
+			-subj "/CN=sink local stack test CA" \
+			-addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign \
+			-keyout "$tmp/ca.key" -out "$tmp/ca.pem" &&
+			tls_leaf "$tmp" broker 127.0.0.1 serverAuth \
+				'subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kafka.sink.test' &&
+			tls_leaf "$tmp" client sink clientAuth ''
+	} >"$log" 2>&1 || { rm -rf "$tmp"; die "generating TLS material failed (see $log)"; }
+	cat "$tmp/broker.key" "$tmp/broker.pem" >"$tmp/broker-keystore.pem"
+	rm -rf "$d"
+	mv "$tmp" "$d"
+}
+
+# tls_leaf DIR NAME CN USAGE EXTRA: a key and a certificate signed by DIR/ca.pem.
+tls_leaf() {
+	local dir=$1 name=$2 cn=$3 usage=$4 extra=$5
+	openssl req -new -newkey rsa:2048 -nodes -subj "/CN=$cn" \
+		-keyout "$dir/$name.key" -out "$dir/$name.csr" &&
+		openssl x509 -req -sha256 -days 825 -in "$dir/$name.csr" \
+			-CA "$dir/ca.pem" -CAkey "$dir/ca.key" -set_serial "0x$(openssl rand -hex 8)" \
+			-extfile <(printf 'basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=%s\n%s\n' "$usage" "$extra") \
+			-out "$dir/$name.pem" &&
+		rm -f "$dir/$name.csr"
+}
+
 kafka_start() {
-	[[ $KAFKA_STATE == absent ]] || return 0
+	local pid
+	case $KAFKA_STATE in
+	absent) ;;
+	restart)
+		pid=$(kafka_ours) || true
+		say "restarting Kafka (pid $pid) to apply testdata/kafka/server.properties; clients reconnect in a few seconds"
+		[[ -z $pid ]] || stop kafka "$pid"
+		;;
+	*) return 0 ;;
+	esac
+	kafka_tls
 	fetch_kafka_libs
 	kafka_java
 	mkdir -p "$KAFKA_DIR/data"
@@ -339,13 +413,18 @@ kafka_start() {
 	KAFKA_STATE=started
 }
 
+# The SASL_SSL listener opens together with the PLAINTEXT one; a broker started
+# before it existed has none (see kafka_check).
+kafka_sasl_up() { port_busy "$KAFKA_SASL"; }
+kafka_ready() { kafka_healthy && kafka_sasl_up; }
+
 kafka_wait() {
 	[[ $KAFKA_STATE == reused ]] && return
-	wait_until Kafka kafka_ours kafka_healthy "$KAFKA_DIR/kafka.log"
+	wait_until Kafka kafka_ours kafka_ready "$KAFKA_DIR/kafka.log"
 	if [[ $KAFKA_STATE == running ]]; then
-		say "Kafka already running (pid $(kafka_ours)), $HOST:$KAFKA_PORT"
+		say "Kafka already running (pid $(kafka_ours)), $HOST:$KAFKA_PORT, SASL_SSL $HOST:$KAFKA_SASL"
 	else
-		say "Kafka $(kafka_version) started (pid $(kafka_ours)), broker $HOST:$KAFKA_PORT, controller $HOST:$KAFKA_CTRL"
+		say "Kafka $(kafka_version) started (pid $(kafka_ours)), broker $HOST:$KAFKA_PORT, SASL_SSL $HOST:$KAFKA_SASL (CA ${KAFKA_TLS#"$ROOT"/}/ca.pem), controller $HOST:$KAFKA_CTRL"
 	fi
 }
 
@@ -414,12 +493,14 @@ cmd_status() {
 		rc=1
 	fi
 	if kafka_healthy; then
+		local sasl="SASL_SSL $HOST:$KAFKA_SASL"
+		kafka_sasl_up || sasl="no SASL_SSL listener on $HOST:$KAFKA_SASL"
 		if pid=$(kafka_ours); then
-			say "kafka: up, version $(kafka_version), broker $HOST:$KAFKA_PORT, controller $HOST:$KAFKA_CTRL, started by this checkout (pid $pid)"
+			say "kafka: up, version $(kafka_version), broker $HOST:$KAFKA_PORT, $sasl, controller $HOST:$KAFKA_CTRL, started by this checkout (pid $pid)"
 		else
 			owner=$(port_owner "$KAFKA_PORT")
 			pid=$(awk '{ print $2 }' <<<"$owner")
-			say "kafka: up, version $(kafka_version "$pid"), broker $HOST:$KAFKA_PORT, not started by this checkout ($owner)"
+			say "kafka: up, version $(kafka_version "$pid"), broker $HOST:$KAFKA_PORT, $sasl, not started by this checkout ($owner)"
 		fi
 	else
 		say "kafka: down (no metadata answer from $HOST:$KAFKA_PORT)"
