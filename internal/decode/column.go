@@ -1,0 +1,522 @@
+package decode
+
+import (
+	"math"
+	"reflect"
+	"strconv"
+	"time"
+	"unsafe"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/column"
+	"github.com/google/uuid"
+	"github.com/shopspring/decimal"
+	"github.com/valyala/fastjson"
+)
+
+// col is one column buffer of a Block.
+type col interface {
+	// add appends one value, or returns the reason it cannot. On error the
+	// buffer may hold a partial row; the caller truncates.
+	add(c *ctx, in *input) error
+	rows() int
+	truncate(n int)
+	reset()
+	// data returns one value per row in the slice type clickhouse-go's
+	// column Append takes.
+	data() any
+	// split returns the rows grouped into sub-slices ending at ends (for an
+	// enclosing Array).
+	split(ends []int) any
+}
+
+// ---- scalar columns ----
+
+// leaf buffers a scalar type: values in vals, NULL flags in nulls when the
+// column is Nullable. T is the storage type; exp turns it into the slice
+// clickhouse-go takes.
+type leaf[T any] struct {
+	vals     []T
+	nulls    []bool
+	nullable bool
+	zero     T
+	width    int // approximate bytes per row
+	conv     func(c *ctx, in *input) (T, error)
+	exp      exporter[T]
+}
+
+func (l *leaf[T]) add(c *ctx, in *input) error {
+	v, null := l.zero, true
+	if in.kind > inNull {
+		var err error
+		if v, err = l.conv(c, in); err != nil {
+			return err
+		}
+		null = false
+	}
+	l.vals = append(l.vals, v)
+	if l.nullable {
+		l.nulls = append(l.nulls, null)
+	}
+	c.b.bytes += l.width
+	return nil
+}
+
+func (l *leaf[T]) rows() int { return len(l.vals) }
+
+func (l *leaf[T]) truncate(n int) {
+	if n < len(l.vals) {
+		clear(l.vals[n:])
+		l.vals = l.vals[:n]
+		if l.nullable {
+			l.nulls = l.nulls[:n]
+		}
+	}
+}
+
+func (l *leaf[T]) reset() { l.truncate(0) }
+
+func (l *leaf[T]) data() any {
+	if l.nullable {
+		return l.exp.ptrs(l.vals, l.nulls)
+	}
+	return l.exp.plain(l.vals)
+}
+
+func (l *leaf[T]) split(ends []int) any {
+	return l.exp.split(l.vals, l.nulls, l.nullable, ends)
+}
+
+type exporter[T any] interface {
+	plain(vals []T) any
+	ptrs(vals []T, nulls []bool) any
+	split(vals []T, nulls []bool, nullable bool, ends []int) any // [][]E, or [][]*E if nullable
+}
+
+// same exports the storage slice itself.
+type same[T any] struct{}
+
+func (same[T]) plain(v []T) any              { return v }
+func (same[T]) ptrs(v []T, nulls []bool) any { return ptrSlice(v, nulls) }
+func (same[T]) split(v []T, nulls []bool, nullable bool, ends []int) any {
+	if !nullable {
+		return splitSlice(v, ends)
+	}
+	return splitSlice(ptrSlice(v, nulls), ends)
+}
+
+// mapped converts each stored value to the exported type first.
+type mapped[T, E any] struct{ f func(T) E }
+
+func (m mapped[T, E]) conv(v []T) []E {
+	out := make([]E, len(v))
+	for i := range v {
+		out[i] = m.f(v[i])
+	}
+	return out
+}
+func (m mapped[T, E]) plain(v []T) any              { return m.conv(v) }
+func (m mapped[T, E]) ptrs(v []T, nulls []bool) any { return ptrSlice(m.conv(v), nulls) }
+func (m mapped[T, E]) split(v []T, nulls []bool, nullable bool, ends []int) any {
+	if !nullable {
+		return splitSlice(m.conv(v), ends)
+	}
+	return splitSlice(ptrSlice(m.conv(v), nulls), ends)
+}
+
+// ptrSlice points at each non-NULL value; one allocation for the whole slice.
+func ptrSlice[E any](vals []E, nulls []bool) []*E {
+	out := make([]*E, len(vals))
+	for i := range vals {
+		if !nulls[i] {
+			out[i] = &vals[i]
+		}
+	}
+	return out
+}
+
+func splitSlice[E any](vals []E, ends []int) [][]E {
+	out := make([][]E, len(ends))
+	start := 0
+	for i, e := range ends {
+		out[i] = vals[start:e:e]
+		start = e
+	}
+	return out
+}
+
+func newLeaf[T any](nullable bool, width int, zero T, exp exporter[T], conv func(*ctx, *input) (T, error)) *leaf[T] {
+	if nullable {
+		width++
+	}
+	return &leaf[T]{nullable: nullable, width: width, zero: zero, exp: exp, conv: conv}
+}
+
+var epoch = time.Unix(0, 0).UTC()
+
+// newCol builds the buffer for a type that passed unsupported().
+func newCol(t *chType) col {
+	nullable := false
+	for t.kind == kNullable || t.kind == kLowCardinality {
+		nullable = nullable || t.kind == kNullable
+		t = t.elem
+	}
+	switch t.kind {
+	case kArray:
+		return &arrayCol{t: t, elem: newCol(t.elem)}
+	case kMap:
+		m := &mapCol{t: t, keys: newCol(t.key), vals: newCol(t.elem)}
+		m.visitFn = m.visit
+		return m
+	case kInt8:
+		return newLeaf(nullable, 1, int8(0), same[int8]{}, func(c *ctx, in *input) (int8, error) {
+			v, err := c.signed(in, t, math.MinInt8, math.MaxInt8)
+			return int8(v), err
+		})
+	case kInt16:
+		return newLeaf(nullable, 2, int16(0), same[int16]{}, func(c *ctx, in *input) (int16, error) {
+			v, err := c.signed(in, t, math.MinInt16, math.MaxInt16)
+			return int16(v), err
+		})
+	case kInt32:
+		return newLeaf(nullable, 4, int32(0), same[int32]{}, func(c *ctx, in *input) (int32, error) {
+			v, err := c.signed(in, t, math.MinInt32, math.MaxInt32)
+			return int32(v), err
+		})
+	case kInt64:
+		return newLeaf(nullable, 8, int64(0), same[int64]{}, func(c *ctx, in *input) (int64, error) {
+			return c.signed(in, t, math.MinInt64, math.MaxInt64)
+		})
+	case kUInt8:
+		return newLeaf(nullable, 1, uint8(0), same[uint8]{}, func(c *ctx, in *input) (uint8, error) {
+			v, err := c.unsigned(in, t, math.MaxUint8)
+			return uint8(v), err
+		})
+	case kUInt16:
+		return newLeaf(nullable, 2, uint16(0), same[uint16]{}, func(c *ctx, in *input) (uint16, error) {
+			v, err := c.unsigned(in, t, math.MaxUint16)
+			return uint16(v), err
+		})
+	case kUInt32:
+		return newLeaf(nullable, 4, uint32(0), same[uint32]{}, func(c *ctx, in *input) (uint32, error) {
+			v, err := c.unsigned(in, t, math.MaxUint32)
+			return uint32(v), err
+		})
+	case kUInt64:
+		return newLeaf(nullable, 8, uint64(0), same[uint64]{}, func(c *ctx, in *input) (uint64, error) {
+			return c.unsigned(in, t, math.MaxUint64)
+		})
+	case kFloat32:
+		return newLeaf(nullable, 4, float32(0), same[float32]{}, func(c *ctx, in *input) (float32, error) {
+			v, err := c.float(in, t, 32)
+			return float32(v), err
+		})
+	case kFloat64:
+		return newLeaf(nullable, 8, float64(0), same[float64]{}, func(c *ctx, in *input) (float64, error) {
+			return c.float(in, t, 64)
+		})
+	case kDecimal:
+		if t.n <= 18 {
+			exp := int32(-t.scale)
+			return newLeaf(nullable, 8, int64(0), mapped[int64, decimal.Decimal]{func(v int64) decimal.Decimal {
+				return decimal.New(v, exp)
+			}}, func(c *ctx, in *input) (int64, error) { return c.decimal64(in, t) })
+		}
+		return newLeaf(nullable, 48, decimal.New(0, int32(-t.scale)), same[decimal.Decimal]{},
+			func(c *ctx, in *input) (decimal.Decimal, error) { return c.decimalBig(in, t) })
+	case kString:
+		return newLeaf(nullable, 16, "", same[string]{}, stringConv(t, 0))
+	case kFixedString:
+		return newLeaf(nullable, 16, string(make([]byte, t.n)), same[string]{}, stringConv(t, t.n))
+	case kDate, kDate32:
+		return newLeaf(nullable, 24, epoch, same[time.Time]{}, func(c *ctx, in *input) (time.Time, error) {
+			return c.date(in, t)
+		})
+	case kDateTime:
+		return newLeaf(nullable, 8, int64(0), same[int64]{}, func(c *ctx, in *input) (int64, error) {
+			return c.dateTime(in, t)
+		})
+	case kDateTime64:
+		return newLeaf(nullable, 24, epoch, same[time.Time]{}, func(c *ctx, in *input) (time.Time, error) {
+			return c.dateTime64(in, t)
+		})
+	case kUUID:
+		return newLeaf(nullable, 16, uuid.Nil, same[uuid.UUID]{}, func(c *ctx, in *input) (uuid.UUID, error) {
+			return c.uuidValue(in, t)
+		})
+	case kEnum8:
+		return newLeaf(nullable, 1, int8(t.enumMin), same[int8]{}, func(c *ctx, in *input) (int8, error) {
+			v, err := c.enum(in, t)
+			return int8(v), err
+		})
+	case kEnum16:
+		return newLeaf(nullable, 2, t.enumMin, same[int16]{}, func(c *ctx, in *input) (int16, error) {
+			return c.enum(in, t)
+		})
+	case kBool:
+		return newLeaf(nullable, 1, false, same[bool]{}, func(c *ctx, in *input) (bool, error) {
+			return c.boolean(in, t)
+		})
+	case kIPv4:
+		return newLeaf(nullable, 4, uint32(0), same[uint32]{}, func(c *ctx, in *input) (uint32, error) {
+			return c.ipv4(in, t)
+		})
+	case kIPv6:
+		return newLeaf(nullable, 16, [16]byte{}, same[[16]byte]{}, func(c *ctx, in *input) ([16]byte, error) {
+			return c.ipv6(in, t)
+		})
+	}
+	panic("decode: no buffer for type " + t.str) // Compile rejects these
+}
+
+var (
+	trueText  = []byte("true")
+	falseText = []byte("false")
+)
+
+// stringConv fills String (fixed == 0) and FixedString(fixed): strings as
+// is, numbers as their JSON text, booleans as true/false, objects and arrays
+// as compact JSON, $partition/$offset in decimal, $timestamp in RFC 3339 UTC.
+// FixedString values longer than N are rejected, shorter ones zero-padded.
+// A value equal to the previous one in this column shares its memory.
+func stringConv(t *chType, fixed int) func(c *ctx, in *input) (string, error) {
+	var last string
+	return func(c *ctx, in *input) (string, error) {
+		var b []byte
+		switch in.kind {
+		case inStr, inNum:
+			b = in.b
+		case inTrue:
+			b = trueText
+		case inFalse:
+			b = falseText
+		case inObject, inArray:
+			c.tmp = in.v.MarshalTo(c.tmp[:0])
+			b = c.tmp
+		case inInt:
+			c.tmp = strconv.AppendInt(c.tmp[:0], in.n, 10)
+			b = c.tmp
+		case inTime:
+			c.tmp = in.t.UTC().AppendFormat(c.tmp[:0], time.RFC3339Nano)
+			b = c.tmp
+		}
+		if fixed > 0 && len(b) != fixed {
+			if len(b) > fixed {
+				return "", reasonf("string of %d bytes is too long for %s", len(b), t.str)
+			}
+			c.pad = append(c.pad[:0], b...)
+			for len(c.pad) < fixed {
+				c.pad = append(c.pad, 0)
+			}
+			b = c.pad
+		}
+		if string(b) == last {
+			return last, nil
+		}
+		last = c.b.str(b)
+		return last, nil
+	}
+}
+
+// ---- Array ----
+
+type arrayCol struct {
+	t    *chType
+	ends []int // end offset in elem of each row
+	elem col
+	in   input // element scratch
+}
+
+func (a *arrayCol) add(c *ctx, in *input) error {
+	switch in.kind {
+	case inMissing, inNull:
+	case inArray:
+		items, _ := in.v.Array()
+		ein := &a.in
+		for i, it := range items {
+			c.fromJSON(it, ein)
+			if err := a.elem.add(c, ein); err != nil {
+				return &reason{msg: "element " + strconv.Itoa(i) + ": " + err.Error()}
+			}
+		}
+	default:
+		return cannotConvert(in, a.t, "want a JSON array")
+	}
+	a.ends = append(a.ends, a.elem.rows())
+	c.b.bytes += 8
+	return nil
+}
+
+func (a *arrayCol) rows() int { return len(a.ends) }
+
+func (a *arrayCol) truncate(n int) {
+	if n > len(a.ends) {
+		return
+	}
+	a.ends = a.ends[:n]
+	e := 0
+	if n > 0 {
+		e = a.ends[n-1]
+	}
+	a.elem.truncate(e)
+}
+
+func (a *arrayCol) reset()               { a.truncate(0) }
+func (a *arrayCol) data() any            { return a.elem.split(a.ends) }
+func (a *arrayCol) split(ends []int) any { return reflectSplit(a.data(), ends) }
+
+// reflectSplit groups the rows of a slice (for Array(Array(...)) and
+// Array(Map(...)), built once per block, not per record).
+func reflectSplit(data any, ends []int) any {
+	d := reflect.ValueOf(data)
+	out := reflect.MakeSlice(reflect.SliceOf(d.Type()), len(ends), len(ends))
+	start := 0
+	for i, e := range ends {
+		out.Index(i).Set(d.Slice3(start, e, e))
+		start = e
+	}
+	return out.Interface()
+}
+
+// ---- Map ----
+
+type mapCol struct {
+	t          *chType
+	ends       []int
+	keys, vals col
+
+	visitFn func(k []byte, v *fastjson.Value) // m.visit, bound once
+	c       *ctx
+	err     error
+	kin     input
+	vin     input
+}
+
+func (m *mapCol) add(c *ctx, in *input) error {
+	switch in.kind {
+	case inMissing, inNull:
+	case inObject:
+		o, _ := in.v.Object()
+		m.c, m.err = c, nil
+		o.Visit(m.visitFn)
+		m.c = nil
+		if m.err != nil {
+			return m.err
+		}
+	default:
+		return cannotConvert(in, m.t, "want a JSON object")
+	}
+	m.ends = append(m.ends, m.keys.rows())
+	c.b.bytes += 8
+	return nil
+}
+
+func (m *mapCol) visit(k []byte, v *fastjson.Value) {
+	if m.err != nil {
+		return
+	}
+	kin := &m.kin
+	kin.kind, kin.b = inStr, k
+	if err := m.keys.add(m.c, kin); err != nil {
+		m.err = &reason{msg: "key " + strconv.Quote(cut(k)) + ": " + err.Error()}
+		return
+	}
+	vin := &m.vin
+	m.c.fromJSON(v, vin)
+	if err := m.vals.add(m.c, vin); err != nil {
+		m.err = &reason{msg: "key " + strconv.Quote(cut(k)) + ": " + err.Error()}
+	}
+}
+
+func (m *mapCol) rows() int { return len(m.ends) }
+
+func (m *mapCol) truncate(n int) {
+	if n > len(m.ends) {
+		return
+	}
+	m.ends = m.ends[:n]
+	e := 0
+	if n > 0 {
+		e = m.ends[n-1]
+	}
+	m.keys.truncate(e)
+	m.vals.truncate(e)
+}
+
+func (m *mapCol) reset() { m.truncate(0) }
+
+// data returns []*MapRow: clickhouse-go's Map column takes any slice whose
+// elements implement column.IterableOrderedMap, which keeps the JSON key
+// order (and duplicate keys) without building a Go map per row.
+func (m *mapCol) data() any {
+	kd, vd := reflect.ValueOf(m.keys.data()), reflect.ValueOf(m.vals.data())
+	rows := make([]MapRow, len(m.ends))
+	out := make([]*MapRow, len(m.ends))
+	start := 0
+	for i, e := range m.ends {
+		rows[i] = MapRow{keys: kd, vals: vd, start: start, end: e, pos: start - 1}
+		out[i] = &rows[i]
+		start = e
+	}
+	return out
+}
+
+func (m *mapCol) split(ends []int) any { return reflectSplit(m.data(), ends) }
+
+// MapRow is one row of a Map column as ColumnData returns it. It implements
+// clickhouse-go's column.IterableOrderedMap.
+type MapRow struct {
+	keys, vals reflect.Value
+	start, end int
+	pos        int
+}
+
+// Len returns the number of entries.
+func (r *MapRow) Len() int { return r.end - r.start }
+
+// Entry returns the i-th key and value.
+func (r *MapRow) Entry(i int) (key, value any) {
+	return r.keys.Index(r.start + i).Interface(), r.vals.Index(r.start + i).Interface()
+}
+
+// Put is part of column.IterableOrderedMap; a MapRow is read-only, so it does nothing.
+func (r *MapRow) Put(key, value any) {}
+
+// Iterator restarts iteration and returns r.
+func (r *MapRow) Iterator() column.MapIterator { r.pos = r.start - 1; return r }
+
+// Next advances to the next entry.
+func (r *MapRow) Next() bool { r.pos++; return r.pos < r.end }
+
+// Key returns the current key.
+func (r *MapRow) Key() any { return r.keys.Index(r.pos).Interface() }
+
+// Value returns the current value.
+func (r *MapRow) Value() any { return r.vals.Index(r.pos).Interface() }
+
+var _ column.IterableOrderedMap = (*MapRow)(nil)
+
+// ---- string arena ----
+
+const (
+	arenaChunk = 64 << 10
+	arenaMax   = arenaChunk / 4 // longer strings get their own allocation
+)
+
+// str copies p into the block's string arena. Chunks are never written
+// again once a string points into them (not after a failed Append, not after
+// Reset, which drops them), so the strings stay immutable.
+func (b *Block) str(p []byte) string {
+	if len(p) == 0 {
+		return ""
+	}
+	b.bytes += len(p)
+	if len(p) > arenaMax {
+		return string(p)
+	}
+	if cap(b.arena)-len(b.arena) < len(p) {
+		b.arena = make([]byte, 0, arenaChunk)
+	}
+	n := len(b.arena)
+	b.arena = append(b.arena, p...)
+	return unsafe.String(&b.arena[n], len(p))
+}

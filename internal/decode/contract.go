@@ -1,0 +1,82 @@
+// Package decode turns Kafka records into rows of typed ClickHouse column
+// buffers. A route's Plan is compiled once from the table schema and the
+// route's column mapping; appending a record walks that plan and writes
+// straight into per-column buffers, with no map[string]any or reflection per
+// record.
+//
+// Concurrency: a Plan owns a reusable JSON parser, so one Plan is used by one
+// goroutine at a time. A Block is owned by whoever appends to it; once handed
+// to the writer it is read-only.
+//
+// # Conversions (JSON value -> column type)
+//
+// A missing field, and JSON null in a non-Nullable column, give the type's
+// zero value: 0, "", N zero bytes for FixedString(N), the epoch for dates and
+// times, the nil UUID, false, 0.0.0.0 / ::, empty Array and Map, and for an
+// Enum its smallest element (ClickHouse's own default). In Nullable(T) both
+// give NULL. Anything else that does not convert makes the record bad
+// (*RecordError naming topic, partition, offset, column and reason).
+//
+//   - Int8..Int64, UInt8..UInt64: JSON numbers and numeric strings ("42",
+//     "+42"); 1.0 and 1e3 are fine when integral; true/false are 1/0.
+//     Rejected: fractions ("not an integer"), out of range, other text
+//     (hex, spaces, "NaN").
+//   - Float32/Float64: numbers and numeric strings, plus the strings NaN, Inf,
+//     +Inf, -Inf, Infinity (any case), stored as is. Finite values beyond
+//     Float32's range are rejected; underflow becomes 0. No hex, no "1_000".
+//   - Decimal(P, S), Decimal32/64/128/256(S): numbers and numeric strings,
+//     parsed exactly (never via float). More than S digits after the point
+//     (trailing zeros don't count) or more than P-S before it is rejected —
+//     nothing is rounded.
+//   - String: JSON strings as is (unescaped); numbers as their JSON text
+//     ("1.50" stays 1.50); true/false as "true"/"false"; objects and arrays
+//     as compact JSON text (whitespace dropped). FixedString(N): the same,
+//     rejected if longer than N bytes, zero-padded if shorter.
+//   - Date, Date32: "YYYY-MM-DD"; a longer date-time string counts by its
+//     date as written (its time and zone are validated, not applied); a day
+//     number 0..65535; a larger number is a unix timestamp (rules below) and
+//     gives its UTC date. Out of the type's range is rejected.
+//   - DateTime, DateTime('tz'), DateTime64(p[, 'tz']): RFC 3339
+//     ("2024-05-17T12:34:56.789+02:00", Z, ±hh:mm, ±hhmm, ±hh) and ClickHouse
+//     text ("2024-05-17 12:34:56[.fff]", optionally with a zone); a string
+//     without zone is wall time in the column's zone, or UTC when the column
+//     names none (the server's default zone is not consulted); "YYYY-MM-DD"
+//     alone is midnight. Numbers and numeric strings are unix timestamps
+//     whose unit follows the magnitude: below 1e11 seconds, below 1e14
+//     milliseconds, below 1e17 microseconds, else nanoseconds; fractions are
+//     kept to the nanosecond (DateTime truncates to the second). Range:
+//     DateTime 1970..2106-02-07 06:28:15, DateTime64 1900..2299 (DateTime64(9)
+//     up to 2262-04-11).
+//   - UUID: the string forms uuid.Parse accepts (canonical, upper case,
+//     braces, urn:uuid:, 32 hex digits).
+//   - Enum8/Enum16: an element name, or an element value (number, or a
+//     numeric string that is not a name); anything else is rejected.
+//   - Bool: true/false, 0/1, "true"/"false" (any case), "1"/"0".
+//   - IPv4: dotted quad or the address as a number 0..2^32-1. IPv6: any IPv6
+//     text, and IPv4 text stored as ::ffff:a.b.c.d. Zones (%eth0) are rejected.
+//   - Nullable(T): null or missing is NULL, otherwise as T. An empty string is
+//     not NULL (Nullable(Int64) rejects "").
+//   - LowCardinality(T) and SimpleAggregateFunction(f, T): as T.
+//   - Array(T): a JSON array, elements converted as T (recursively, so
+//     Array(Nullable(T)) and Array(Array(T)) work); null or missing is [].
+//   - Map(K, V): a JSON object in its key order (duplicate keys kept); keys
+//     are converted from their text as K, values as V.
+//
+// Meta sources: $topic, $key and $header.NAME (the first header of that name)
+// are text and convert like a JSON string (so a numeric key fills an Int64
+// column); a missing key or header is a missing value, a header with a null
+// value is JSON null. $partition and $offset are integers. $timestamp fills
+// Date/DateTime/DateTime64 with the record time, numeric columns with unix
+// milliseconds, String with RFC 3339 UTC; a record without timestamp (zero or
+// -1) counts as missing. Meta sources cannot fill Array or Map columns.
+//
+// Malformed JSON, an empty value and a top-level value that is not an object
+// are bad records with an empty Column.
+package decode
+
+// ColumnSchema describes one table column as read from system.columns.
+type ColumnSchema struct {
+	Name        string
+	Type        string // ClickHouse type as the server prints it, e.g. "Nullable(String)"
+	DefaultKind string // "", "DEFAULT", "MATERIALIZED" or "ALIAS"
+}

@@ -1,0 +1,90 @@
+package decode
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// benchCols is a typical event table: an id, a time, a low-cardinality
+// type, free text, money and the Kafka coordinates.
+var benchCols = []ColumnSchema{
+	{Name: "user_id", Type: "UInt64"},
+	{Name: "ts", Type: "DateTime"},
+	{Name: "event_type", Type: "LowCardinality(String)"},
+	{Name: "channel", Type: "String"},
+	{Name: "cost", Type: "Decimal(18, 4)"},
+	{Name: "payload", Type: "String"},
+	{Name: "_topic", Type: "LowCardinality(String)"},
+	{Name: "_partition", Type: "Int32"},
+	{Name: "_offset", Type: "UInt64"},
+	{Name: "inserted_at", Type: "DateTime", DefaultKind: "DEFAULT"},
+}
+
+// benchEvents vary the values the way a real stream does.
+func benchEvents(n int) [][]byte {
+	types := []string{"page_view", "click", "add_to_cart", "purchase"}
+	channels := []string{"web", "ios", "android"}
+	out := make([][]byte, n)
+	for i := range out {
+		out[i] = fmt.Appendf(nil,
+			`{"user_id":%d,"ts":"2024-05-17T12:%02d:%02dZ","event_type":%q,"channel":%q,"cost":%d.%04d,"payload":"{\"path\":\"/products/%d\",\"ref\":\"search\"}","session":"s-%08x"}`,
+			1_000_000_000+i*7919, i/60%60, i%60, types[i%len(types)], channels[i%len(channels)], i%1000, i%10000, i%5000, i*2654435761)
+	}
+	return out
+}
+
+// BenchmarkAppend decodes realistic ~180-byte events into a block, one record
+// per op, resetting the block every 10,000 rows like a batch flush.
+//
+//	go test ./internal/decode/ -run '^$' -bench Append -benchmem
+func BenchmarkAppend(b *testing.B) {
+	p, err := Compile("json", InsertColumns(benchCols), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	events := benchEvents(1024)
+	recs := make([]*kgo.Record, len(events))
+	total := 0
+	for i, e := range events {
+		recs[i] = &kgo.Record{Topic: "events", Partition: 3, Offset: int64(i), Value: e, Timestamp: time.Unix(1715949296, 0)}
+		total += len(e)
+	}
+	blk := p.NewBlock()
+	b.SetBytes(int64(total / len(events)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if blk.Rows() == 10_000 {
+			blk.Reset()
+		}
+		if err := p.Append(blk, recs[i%len(recs)]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
+}
+
+// BenchmarkColumnData measures building the clickhouse-go slices of a
+// 10,000-row block (done once per insert, not per record).
+func BenchmarkColumnData(b *testing.B) {
+	p, err := Compile("json", InsertColumns(benchCols), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	blk := p.NewBlock()
+	for i, e := range benchEvents(10_000) {
+		if err := p.Append(blk, &kgo.Record{Topic: "events", Offset: int64(i), Value: e}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for c := range blk.Columns() {
+			_ = blk.ColumnData(c)
+		}
+	}
+}

@@ -1,0 +1,386 @@
+package decode
+
+import (
+	"strconv"
+	"strings"
+	"time"
+	_ "time/tzdata" // DateTime('tz') columns must resolve their zone even in images without /usr/share/zoneinfo
+)
+
+// kind is the ClickHouse type family a column buffer is built for.
+type kind uint8
+
+const (
+	kUnsupported kind = iota
+	kInt8
+	kInt16
+	kInt32
+	kInt64
+	kUInt8
+	kUInt16
+	kUInt32
+	kUInt64
+	kFloat32
+	kFloat64
+	kDecimal
+	kString
+	kFixedString
+	kDate
+	kDate32
+	kDateTime
+	kDateTime64
+	kUUID
+	kEnum8
+	kEnum16
+	kBool
+	kIPv4
+	kIPv6
+	kArray
+	kMap
+	kNullable
+	kLowCardinality
+)
+
+// chType is a parsed ClickHouse type string. Wrappers (Nullable,
+// LowCardinality, Array, Map) keep their inner type in elem (and key for Map).
+type chType struct {
+	kind  kind
+	str   string         // the type as the server printed it, for messages
+	elem  *chType        // Array element, Map value, Nullable/LowCardinality inner type
+	key   *chType        // Map key
+	n     int            // FixedString length, DateTime64 precision, Decimal precision
+	scale int            // Decimal scale
+	loc   *time.Location // DateTime/DateTime64 zone for zone-less text; nil means UTC
+
+	enumByName  map[string]int16
+	enumByValue map[int16]bool
+	enumMin     int16
+}
+
+// parseType parses a type string as system.columns prints it. Types this
+// package cannot fill parse to kUnsupported (the caller reports the whole
+// column type); malformed strings also end up there.
+func parseType(s string) *chType {
+	s = strings.TrimSpace(s)
+	t := &chType{str: s}
+	name, args, ok := splitTypeName(s)
+	if !ok {
+		return t
+	}
+	simple := func(k kind) *chType {
+		if args != nil {
+			return t
+		}
+		t.kind = k
+		return t
+	}
+	switch name {
+	case "Int8":
+		return simple(kInt8)
+	case "Int16":
+		return simple(kInt16)
+	case "Int32":
+		return simple(kInt32)
+	case "Int64":
+		return simple(kInt64)
+	case "UInt8":
+		return simple(kUInt8)
+	case "UInt16":
+		return simple(kUInt16)
+	case "UInt32":
+		return simple(kUInt32)
+	case "UInt64":
+		return simple(kUInt64)
+	case "Float32":
+		return simple(kFloat32)
+	case "Float64":
+		return simple(kFloat64)
+	case "String":
+		return simple(kString)
+	case "Date":
+		return simple(kDate)
+	case "Date32":
+		return simple(kDate32)
+	case "UUID":
+		return simple(kUUID)
+	case "Bool", "Boolean":
+		return simple(kBool)
+	case "IPv4":
+		return simple(kIPv4)
+	case "IPv6":
+		return simple(kIPv6)
+	case "FixedString":
+		if len(args) != 1 {
+			return t
+		}
+		n, err := strconv.Atoi(args[0])
+		if err != nil || n <= 0 {
+			return t
+		}
+		t.kind, t.n = kFixedString, n
+		return t
+	case "DateTime":
+		switch len(args) {
+		case 0:
+		case 1:
+			loc, ok := parseZone(args[0])
+			if !ok {
+				return t
+			}
+			t.loc = loc
+		default:
+			return t
+		}
+		t.kind = kDateTime
+		return t
+	case "DateTime64":
+		if len(args) < 1 || len(args) > 2 {
+			return t
+		}
+		p, err := strconv.Atoi(args[0])
+		if err != nil || p < 0 || p > 9 {
+			return t
+		}
+		if len(args) == 2 {
+			loc, ok := parseZone(args[1])
+			if !ok {
+				return t
+			}
+			t.loc = loc
+		}
+		t.kind, t.n = kDateTime64, p
+		return t
+	case "Decimal":
+		if len(args) < 1 || len(args) > 2 {
+			return t
+		}
+		p, err := strconv.Atoi(args[0])
+		if err != nil || p < 1 || p > 76 {
+			return t
+		}
+		s := 0
+		if len(args) == 2 {
+			if s, err = strconv.Atoi(args[1]); err != nil || s < 0 || s > p {
+				return t
+			}
+		}
+		t.kind, t.n, t.scale = kDecimal, p, s
+		return t
+	case "Decimal32", "Decimal64", "Decimal128", "Decimal256":
+		if len(args) != 1 {
+			return t
+		}
+		p := map[string]int{"Decimal32": 9, "Decimal64": 18, "Decimal128": 38, "Decimal256": 76}[name]
+		s, err := strconv.Atoi(args[0])
+		if err != nil || s < 0 || s > p {
+			return t
+		}
+		t.kind, t.n, t.scale = kDecimal, p, s
+		return t
+	case "Enum8", "Enum16":
+		if len(args) == 0 {
+			return t
+		}
+		t.enumByName = make(map[string]int16, len(args))
+		t.enumByValue = make(map[int16]bool, len(args))
+		lo, hi := -128, 127
+		t.kind = kEnum8
+		if name == "Enum16" {
+			lo, hi = -32768, 32767
+			t.kind = kEnum16
+		}
+		for i, a := range args {
+			eq := strings.LastIndexByte(a, '=')
+			if eq < 0 {
+				t.kind = kUnsupported
+				return t
+			}
+			label, ok := unquote(strings.TrimSpace(a[:eq]))
+			v, err := strconv.Atoi(strings.TrimSpace(a[eq+1:]))
+			if !ok || err != nil || v < lo || v > hi {
+				t.kind = kUnsupported
+				return t
+			}
+			t.enumByName[label] = int16(v)
+			t.enumByValue[int16(v)] = true
+			if i == 0 || int16(v) < t.enumMin {
+				t.enumMin = int16(v) // ClickHouse's default for an Enum is its smallest value
+			}
+		}
+		return t
+	case "Nullable", "LowCardinality":
+		if len(args) != 1 {
+			return t
+		}
+		t.elem = parseType(args[0])
+		t.kind = kNullable
+		if name == "LowCardinality" {
+			t.kind = kLowCardinality
+		}
+		return t
+	case "Array":
+		if len(args) != 1 {
+			return t
+		}
+		t.kind, t.elem = kArray, parseType(args[0])
+		return t
+	case "Map":
+		if len(args) != 2 {
+			return t
+		}
+		t.kind, t.key, t.elem = kMap, parseType(args[0]), parseType(args[1])
+		return t
+	case "SimpleAggregateFunction":
+		// Stored and inserted as its argument type; clickhouse-go delegates.
+		if len(args) != 2 {
+			return t
+		}
+		inner := parseType(args[1])
+		return inner
+	}
+	return t
+}
+
+// splitTypeName splits "Name(a, b)" into "Name" and its top-level
+// arguments; args is nil when there are no parentheses.
+func splitTypeName(s string) (name string, args []string, ok bool) {
+	i := strings.IndexByte(s, '(')
+	if i < 0 {
+		return s, nil, s != ""
+	}
+	if !strings.HasSuffix(s, ")") {
+		return "", nil, false
+	}
+	name = strings.TrimSpace(s[:i])
+	inner := s[i+1 : len(s)-1]
+	depth, quoted, start := 0, false, 0
+	args = []string{}
+	for j := 0; j < len(inner); j++ {
+		ch := inner[j]
+		switch {
+		case quoted:
+			if ch == '\\' {
+				j++
+			} else if ch == '\'' {
+				quoted = false
+			}
+		case ch == '\'':
+			quoted = true
+		case ch == '(':
+			depth++
+		case ch == ')':
+			depth--
+			if depth < 0 {
+				return "", nil, false
+			}
+		case ch == ',' && depth == 0:
+			args = append(args, strings.TrimSpace(inner[start:j]))
+			start = j + 1
+		}
+	}
+	if depth != 0 || quoted {
+		return "", nil, false
+	}
+	if last := strings.TrimSpace(inner[start:]); last != "" || len(args) > 0 {
+		args = append(args, last)
+	}
+	return name, args, true
+}
+
+// unquote decodes a single-quoted ClickHouse string literal.
+func unquote(s string) (string, bool) {
+	if len(s) < 2 || s[0] != '\'' || s[len(s)-1] != '\'' {
+		return "", false
+	}
+	s = s[1 : len(s)-1]
+	if !strings.ContainsRune(s, '\\') && !strings.Contains(s, "''") {
+		return s, true
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		ch := s[i]
+		if ch == '\\' && i+1 < len(s) {
+			i++
+			switch s[i] {
+			case 'n':
+				b.WriteByte('\n')
+			case 't':
+				b.WriteByte('\t')
+			case 'r':
+				b.WriteByte('\r')
+			case '0':
+				b.WriteByte(0)
+			default:
+				b.WriteByte(s[i])
+			}
+			continue
+		}
+		if ch == '\'' && i+1 < len(s) && s[i+1] == '\'' {
+			i++
+		}
+		b.WriteByte(ch)
+	}
+	return b.String(), true
+}
+
+func parseZone(arg string) (*time.Location, bool) {
+	name, ok := unquote(strings.TrimSpace(arg))
+	if !ok {
+		return nil, false
+	}
+	if name == "UTC" || name == "" {
+		return nil, true
+	}
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		return nil, false
+	}
+	return loc, true
+}
+
+// unsupported reports whether t, or a type inside it, is one this package
+// cannot fill. Nesting rules follow ClickHouse's (no Nullable(Array), etc.).
+func (t *chType) unsupported() bool {
+	switch t.kind {
+	case kUnsupported:
+		return true
+	case kNullable:
+		if t.elem.kind == kArray || t.elem.kind == kMap || t.elem.kind == kNullable || t.elem.kind == kLowCardinality {
+			return true
+		}
+		return t.elem.unsupported()
+	case kLowCardinality:
+		e := t.elem
+		if e.kind == kNullable {
+			e = e.elem
+		}
+		if e.kind == kArray || e.kind == kMap || e.kind == kLowCardinality || e.kind == kNullable {
+			return true
+		}
+		return e.unsupported()
+	case kArray:
+		return t.elem.unsupported()
+	case kMap:
+		k := t.key
+		if k.kind == kLowCardinality {
+			k = k.elem
+		}
+		if k.kind == kArray || k.kind == kMap || k.kind == kNullable || k.kind == kLowCardinality {
+			return true
+		}
+		return k.unsupported() || t.elem.unsupported()
+	}
+	return false
+}
+
+// scalar reports whether t (after LowCardinality/Nullable) is a single value,
+// i.e. something a string or integer meta source can fill.
+func (t *chType) scalar() bool {
+	switch t.kind {
+	case kArray, kMap:
+		return false
+	case kNullable, kLowCardinality:
+		return t.elem.scalar()
+	}
+	return true
+}
