@@ -41,6 +41,7 @@ type Hooks struct {
 type Consumer struct {
 	cl  *kgo.Client
 	cfg *config.Config
+	log zerolog.Logger
 }
 
 // Options translates the config into franz-go options; exported so tests
@@ -103,7 +104,7 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, h Hooks) (
 	if err != nil {
 		return nil, fmt.Errorf("kafka: %w", err)
 	}
-	return &Consumer{cl: cl, cfg: cfg}, nil
+	return &Consumer{cl: cl, cfg: cfg, log: log}, nil
 }
 
 // Probe reaches the brokers with a short-lived client that joins no group
@@ -220,5 +221,15 @@ func (c *Consumer) ProduceDLQ(ctx context.Context, topic string, rec *kgo.Record
 }
 
 // Close leaves the group and closes the client. Rebalances blocked by an
-// unprocessed poll are released first.
-func (c *Consumer) Close() { c.cl.CloseAllowingRebalance() }
+// unprocessed poll are released first. Leaving is bounded: by now every
+// offset is committed, so if the coordinator does not answer in time the
+// session timeout will remove the member anyway.
+func (c *Consumer) Close() {
+	c.cl.AllowRebalance()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.cl.LeaveGroupContext(ctx); err != nil {
+		c.log.Warn().Err(err).Msg("leaving the consumer group did not finish; the session timeout will end the membership")
+	}
+	c.cl.Close()
+}

@@ -30,8 +30,12 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	writeCtx, cancelWrites := context.WithCancel(context.Background())
 	defer cancelWrites()
 	pollCtx, cancelPoll := context.WithCancel(context.Background())
-	defer cancelPoll()
-	go p.poller(pollCtx)
+	pollerDone := make(chan struct{})
+	go func() { defer close(pollerDone); p.poller(pollCtx) }()
+	// The poller must be gone before the client closes: a poll still in
+	// flight would hold the group's rebalance (and so the leave) forever.
+	stopPoller := func() { cancelPoll(); <-pollerDone }
+	defer stopPoller()
 
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -69,7 +73,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 			p.requestPoll()
 		}
 	}
-	cancelPoll()
+	stopPoller()
 	if p.fatal != nil {
 		// Whatever is already durable may still be committed; nothing past
 		// the failure is, because the tracker never saw it acknowledged.
