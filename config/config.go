@@ -60,17 +60,27 @@ type Kafka struct {
 	SessionTimeout         time.Duration `koanf:"session_timeout"`
 	RebalanceTimeout       time.Duration `koanf:"rebalance_timeout"`
 	RequestTimeout         time.Duration `koanf:"request_timeout"`
+	// TLS and SASL secure the connection to the brokers; both are off by
+	// default (the local stack's PLAINTEXT listener).
+	TLS  TLS  `koanf:"tls"`
+	SASL SASL `koanf:"sasl"`
 
 	topicRE *regexp.Regexp `koanf:"-"` // compiled TopicRegex, set by Validate
 }
 
 // ClickHouse configures the writer.
 type ClickHouse struct {
-	Addrs       []string `koanf:"addrs"`
-	Database    string   `koanf:"database"`
-	Username    string   `koanf:"username"`
-	Password    string   `koanf:"password"`
-	Compression string   `koanf:"compression"`
+	Addrs    []string `koanf:"addrs"`
+	Database string   `koanf:"database"`
+	Username string   `koanf:"username"`
+	// Password comes from the environment (SINK_CLICKHOUSE__PASSWORD); a
+	// password written in the config file is refused. PasswordFile is the
+	// alternative: its content, without a trailing newline.
+	Password     Secret `koanf:"password"`
+	PasswordFile string `koanf:"password_file"`
+	// TLS is for the secure native port (tcp_port_secure, usually 9440).
+	TLS         TLS    `koanf:"tls"`
+	Compression string `koanf:"compression"`
 	// Settings are sent with every INSERT (e.g. insert_quorum,
 	// max_insert_block_size); values go to the server as given.
 	Settings    map[string]any `koanf:"settings"`
@@ -258,6 +268,9 @@ func defaults() *Config {
 // normalize makes empty lists and maps nil, whether they were written as []
 // or {} or left out, so that code and tests need to handle only one form.
 func (c *Config) normalize() {
+	// Kafka spells mechanisms in upper case; "scram-sha-256" is not a
+	// different choice, just a different spelling.
+	c.Kafka.SASL.Mechanism = strings.ToUpper(strings.TrimSpace(c.Kafka.SASL.Mechanism))
 	nilIfEmpty(&c.Kafka.Brokers)
 	nilIfEmpty(&c.Kafka.Topics)
 	nilIfEmpty(&c.ClickHouse.Addrs)
@@ -370,8 +383,10 @@ func (c *Config) TableFor(r Route) (db, table string) {
 // redactedPassword replaces a non-empty password in printed configuration.
 const redactedPassword = "******"
 
-// Redacted returns a deep copy of c with the ClickHouse password masked, for
+// Redacted returns a deep copy of c with every password masked, for
 // printing. An empty password stays empty so that "no password" is visible.
+// (A Secret masks itself when printed; Redacted also masks the value, so
+// that a copy handed to code that calls Reveal leaks nothing either.)
 func (c *Config) Redacted() *Config {
 	cp := *c
 	cp.Kafka.Brokers = clone(c.Kafka.Brokers)
@@ -385,6 +400,9 @@ func (c *Config) Redacted() *Config {
 	}
 	if c.ClickHouse.Password != "" {
 		cp.ClickHouse.Password = redactedPassword
+	}
+	if c.Kafka.SASL.Password != "" {
+		cp.Kafka.SASL.Password = redactedPassword
 	}
 	if c.Routes != nil {
 		cp.Routes = make([]Route, len(c.Routes))

@@ -221,7 +221,7 @@ func TestByteSizeAndDurationDecoding(t *testing.T) {
 func TestEnvOverrides(t *testing.T) {
 	f := func(env []string, check func(c *Config) bool) {
 		t.Helper()
-		c, err := Parse([]byte(base+"clickhouse: {password: fromfile, addrs: [x:9000]}\n"), env)
+		c, err := Parse([]byte(base+"clickhouse: {addrs: [x:9000]}\n"), env)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -230,7 +230,13 @@ func TestEnvOverrides(t *testing.T) {
 		}
 	}
 	f([]string{"SINK_CLICKHOUSE__PASSWORD=s3cret"}, func(c *Config) bool { return c.ClickHouse.Password == "s3cret" })
-	f(nil, func(c *Config) bool { return c.ClickHouse.Password == "fromfile" })
+	f(nil, func(c *Config) bool { return c.ClickHouse.Password == "" })
+	f([]string{"SINK_KAFKA__SASL__MECHANISM=scram-sha-512", "SINK_KAFKA__SASL__USERNAME=u", "SINK_KAFKA__SASL__PASSWORD=p"}, func(c *Config) bool {
+		return c.Kafka.SASL == SASL{Mechanism: SASLScramSHA512, Username: "u", Password: "p"}
+	})
+	f([]string{"SINK_KAFKA__TLS__ENABLED=true", "SINK_KAFKA__TLS__SERVER_NAME=kafka.example", "SINK_CLICKHOUSE__TLS__ENABLED=true", "SINK_CLICKHOUSE__TLS__INSECURE_SKIP_VERIFY=true"}, func(c *Config) bool {
+		return c.Kafka.TLS == TLS{Enabled: true, ServerName: "kafka.example"} && c.ClickHouse.TLS == TLS{Enabled: true, InsecureSkipVerify: true}
+	})
 	f([]string{"SINK_CLICKHOUSE__PASSWORD="}, func(c *Config) bool { return c.ClickHouse.Password == "" })
 	f([]string{"SINK_KAFKA__FETCH_MIN_BYTES=4MiB"}, func(c *Config) bool { return c.Kafka.FetchMinBytes == 4*MiB })
 	f([]string{"SINK_BATCH__MAX_WAIT=2s"}, func(c *Config) bool { return c.Batch.MaxWait == 2*time.Second })
@@ -413,7 +419,11 @@ func TestValidate(t *testing.T) {
 	f(kafkaAB+"routes: [{topic: a, table: a}, {topic: b}]", nil, "routes[1].table: required")
 	f(kafkaAB+"routes: [{topic: a, table: a}, {topic: b, table: a.b.c}]", nil, `routes[1].table: "a.b.c" must be "table" or "database.table"`)
 	f(kafkaAB+"routes: [{topic: a, table: a}, {topic: b, table: .b}]", nil, `routes[1].table: "" is not a valid database name`)
-	f(kafkaAB+"routes: [{topic: a, table: a}, {topic: b, table: \"my table\"}]", nil, `routes[1].table: "my table" is not a valid table name`)
+	// Identifiers are always quoted in SQL, so quotes, backticks and
+	// spaces are fine; a dot would make db.table ambiguous.
+	f(kafkaAB+"routes: [{topic: a, table: a}, {topic: b, table: \"my table\"}]", nil, "")
+	f(kafkaAB+"routes: [{topic: a, table: a}, {topic: b, table: \"we`ird\\\"na'me\"}]", nil, "")
+	f(kafkaAB+"routes: [{topic: a, table: a}, {topic: b, table: \"x\\ny\"}]", nil, `routes[1].table: "x\ny" is not a valid table name (not empty, no dots, no control characters)`)
 	f(kafkaAB+"routes: [{topic: a, table: db.a}, {topic: b, table: b}]", nil, "")
 	f(kafkaAB+"routes: [{topic: a, topic_regex: b, table: a}]", nil, "routes[0]: set topic or topic_regex, not both")
 	f(kafkaAB+"routes: [{table: a}]", nil, "routes[0].topic: set topic or topic_regex")
@@ -576,7 +586,6 @@ kafka:
   topic_regex: "audit_.*"
 clickhouse:
   database: analytics
-  password: hunter2
 routes:
   - topic: orders
     table: orders
@@ -587,7 +596,7 @@ routes:
   - topic_regex: "audit_.*"
     table: audit
     columns: {id: id}
-`), nil)
+`), []string{"SINK_CLICKHOUSE__PASSWORD=hunter2", "SINK_KAFKA__SASL__MECHANISM=PLAIN", "SINK_KAFKA__SASL__USERNAME=u", "SINK_KAFKA__SASL__PASSWORD=swordfish"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -630,10 +639,13 @@ routes:
 		t.Fatalf("ConsumePatterns without regex = %q", got)
 	}
 
-	// Redacted masks the password and shares nothing with the original.
+	// Redacted masks the passwords and shares nothing with the original.
 	red := c.Redacted()
-	if red.ClickHouse.Password != "******" || c.ClickHouse.Password != "hunter2" {
-		t.Fatalf("password: redacted %q, original %q", red.ClickHouse.Password, c.ClickHouse.Password)
+	if red.ClickHouse.Password.Reveal() != "******" || c.ClickHouse.Password.Reveal() != "hunter2" {
+		t.Fatalf("password: redacted %q, original %q", red.ClickHouse.Password.Reveal(), c.ClickHouse.Password.Reveal())
+	}
+	if red.Kafka.SASL.Password.Reveal() != "******" || c.Kafka.SASL.Password.Reveal() != "swordfish" {
+		t.Fatalf("sasl password: redacted %q, original %q", red.Kafka.SASL.Password.Reveal(), c.Kafka.SASL.Password.Reveal())
 	}
 	red.Kafka.Brokers[0] = "changed"
 	red.Routes[3].Columns["id"] = "changed"
@@ -644,7 +656,7 @@ routes:
 		t.Fatal("Redacted lost the compiled route regex")
 	}
 	s := c.String()
-	if strings.Contains(s, "hunter2") || !strings.Contains(s, "password: '******'") {
+	if strings.Contains(s, "hunter2") || strings.Contains(s, "swordfish") || strings.Count(s, "password: '******'") != 2 {
 		t.Fatalf("String() leaks or lacks the masked password:\n%s", s)
 	}
 	if (&Config{}).Redacted().ClickHouse.Password != "" {

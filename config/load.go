@@ -141,8 +141,12 @@ func parse(yamlBytes []byte, environ []string) (*Config, error) {
 
 	c.normalize()
 	c.fillDerived()
+	errs := filePasswords(doc)
 	if err := c.Validate(); err != nil {
-		return nil, err
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
 	}
 	return c, nil
 }

@@ -34,9 +34,10 @@ var (
 	// log fields; the Kafka topic alphabet is safe in all of them.
 	nameRE  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$`)
 	topicRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,249}$`)
-	// Identifiers are quoted by the writer; these characters would break
-	// the quoting or the db.table split.
-	identRE = regexp.MustCompile("^[^\\s.`\"']+$")
+	// Identifiers are always quoted in generated SQL (writer.QuoteIdent),
+	// so quotes, backticks and spaces are harmless and allowed. A dot would
+	// make "db.table" ambiguous; control characters are never intended.
+	identRE = regexp.MustCompile(`^[^.\x00-\x1f\x7f]+$`)
 )
 
 // Column sources that are not JSON paths.
@@ -66,6 +67,7 @@ func (c *Config) Validate() error {
 	c.validateBatch(&p)
 	c.validateRoutes(&p)
 	c.validateErrors(&p)
+	c.validateSecurity(&p)
 
 	if c.HTTP.Listen != "" {
 		if err := checkHostPort(c.HTTP.Listen, true); err != nil {
@@ -380,7 +382,7 @@ func (p *problems) topic(key, t string) bool {
 
 func (p *problems) ident(key, v, what string) {
 	if !identRE.MatchString(v) {
-		p.add("%s: %q is not a valid %s name (no spaces, dots, quotes or backticks)", key, v, what)
+		p.add("%s: %q is not a valid %s name (not empty, no dots, no control characters)", key, v, what)
 	}
 }
 

@@ -10,6 +10,8 @@ package writer
 
 import (
 	"context"
+	"crypto/tls"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -31,15 +33,27 @@ type Writer struct {
 }
 
 // Open connects to ClickHouse (lazily: the pool dials on first use) and
-// checks the server answers.
+// checks the server answers and accepts the credentials. A wrong password,
+// an unknown user or a failed TLS handshake is one line saying so.
 func Open(ctx context.Context, name string, cfg config.ClickHouse) (*Writer, error) {
+	password, err := cfg.PasswordValue()
+	if err != nil {
+		return nil, fmt.Errorf("clickhouse.%w", err)
+	}
+	tlsCfg, err := cfg.TLS.ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("clickhouse.tls.%w", err)
+	}
 	opts := &clickhouse.Options{
 		Addr: cfg.Addrs,
 		Auth: clickhouse.Auth{
 			Database: cfg.Database,
 			Username: cfg.Username,
-			Password: cfg.Password,
+			Password: password,
 		},
+		// nil: plaintext. Otherwise the secure native port; crypto/tls
+		// takes the server name from each address when server_name is "".
+		TLS:          tlsCfg,
 		DialTimeout:  cfg.DialTimeout,
 		ReadTimeout:  cfg.QueryTimeout,
 		MaxOpenConns: cfg.MaxInFlight*4 + 2,
@@ -66,9 +80,40 @@ func Open(ctx context.Context, name string, cfg config.ClickHouse) (*Writer, err
 	defer cancel()
 	if err := conn.Ping(pctx); err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("clickhouse %s: not reachable: %w", strings.Join(cfg.Addrs, ","), err)
+		return nil, openError(cfg, err)
 	}
 	return w, nil
+}
+
+// authCodes are the ClickHouse exceptions that mean the credentials were
+// refused: UNKNOWN_USER, WRONG_PASSWORD, REQUIRED_PASSWORD,
+// IP_ADDRESS_NOT_ALLOWED (18.16 and older) and AUTHENTICATION_FAILED (which
+// newer servers send for all of them, so as not to tell which one it was).
+var authCodes = map[int32]bool{192: true, 193: true, 194: true, 195: true, 516: true}
+
+// openError says why the first ping failed, in one line: refused credentials,
+// a TLS problem, or an unreachable server. The password is never part of it
+// (neither the server nor the driver repeat it).
+func openError(cfg config.ClickHouse, err error) error {
+	addrs := strings.Join(cfg.Addrs, ",")
+	var ex *clickhouse.Exception
+	if errors.As(err, &ex) && authCodes[ex.Code] {
+		return fmt.Errorf("clickhouse: authentication failed for user %q at %s: %s (code %d)", cfg.Username, addrs, strings.TrimSpace(ex.Message), ex.Code)
+	}
+	var (
+		rec    tls.RecordHeaderError
+		verify *tls.CertificateVerificationError
+		alert  tls.AlertError
+	)
+	switch {
+	case errors.As(err, &rec):
+		return fmt.Errorf("clickhouse %s: TLS handshake failed: the server does not speak TLS on this port (the secure native port is tcp_port_secure, usually 9440)", addrs)
+	case errors.As(err, &verify):
+		return fmt.Errorf("clickhouse %s: TLS handshake failed: %v (check clickhouse.tls.ca_file and server_name)", addrs, verify.Err)
+	case errors.As(err, &alert):
+		return fmt.Errorf("clickhouse %s: TLS handshake failed: the server refused it: %w (a client certificate may be required: clickhouse.tls.cert_file, key_file)", addrs, err)
+	}
+	return fmt.Errorf("clickhouse %s: not reachable: %w", addrs, err)
 }
 
 // Close closes the pool.

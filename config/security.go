@@ -1,0 +1,263 @@
+package config
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Secret is a password. It prints as "******" (or "" when empty) through
+// every fmt verb, JSON, YAML and text marshaling, so that a Config, or a
+// struct holding one, can be logged or printed without leaking it. Code
+// that needs the value calls Reveal, which is easy to find in review.
+type Secret string
+
+// Reveal returns the password itself, for handing to a client library.
+func (s Secret) Reveal() string { return string(s) }
+
+// String returns the masked form.
+func (s Secret) String() string {
+	if s == "" {
+		return ""
+	}
+	return redactedPassword
+}
+
+// GoString masks %#v too.
+func (s Secret) GoString() string { return `"` + s.String() + `"` }
+
+// Format masks every verb, including the ones fmt does not route through
+// String (%d, %x on a string type, ...).
+func (s Secret) Format(f fmt.State, verb rune) {
+	switch {
+	case verb == 'v' && f.Flag('#'):
+		_, _ = f.Write([]byte(s.GoString()))
+	case verb == 'q':
+		_, _ = f.Write([]byte(strconv.Quote(s.String())))
+	default:
+		_, _ = f.Write([]byte(s.String()))
+	}
+}
+
+// MarshalText masks JSON, YAML and log encoders (zerolog's Interface).
+func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// TLS configures a TLS client: to the Kafka brokers (kafka.tls) or to
+// ClickHouse's secure native port (clickhouse.tls, usually 9440).
+type TLS struct {
+	Enabled bool `koanf:"enabled"`
+	// CAFile is a PEM bundle of the CAs that sign the servers'
+	// certificates; empty means the system's roots.
+	CAFile string `koanf:"ca_file"`
+	// CertFile and KeyFile are a PEM client certificate and its key, for
+	// servers that require one (mutual TLS). Both or neither.
+	CertFile string `koanf:"cert_file"`
+	KeyFile  string `koanf:"key_file"`
+	// ServerName is the name the servers' certificates must carry, when
+	// it is not the host in the address (e.g. brokers reached by IP).
+	ServerName string `koanf:"server_name"`
+	// InsecureSkipVerify accepts any certificate. Only ever true when
+	// written so; it is for tests, and exclusive with ca_file.
+	InsecureSkipVerify bool `koanf:"insecure_skip_verify"`
+}
+
+// SASL configures Kafka authentication. Mechanism "" turns it off.
+type SASL struct {
+	Mechanism string `koanf:"mechanism"`
+	Username  string `koanf:"username"`
+	// Password comes from the environment (SINK_KAFKA__SASL__PASSWORD);
+	// a password written in the config file is refused. PasswordFile is
+	// the alternative (a mounted Kubernetes Secret): its content, without
+	// a trailing newline, is the password.
+	Password     Secret `koanf:"password"`
+	PasswordFile string `koanf:"password_file"`
+}
+
+// SASL mechanisms, as Kafka names them.
+const (
+	SASLPlain       = "PLAIN"
+	SASLScramSHA256 = "SCRAM-SHA-256"
+	SASLScramSHA512 = "SCRAM-SHA-512"
+)
+
+var saslMechanisms = []string{SASLPlain, SASLScramSHA256, SASLScramSHA512}
+
+// ClientConfig builds the crypto/tls client configuration, reading the
+// files. It returns nil when TLS is off. Errors name the key relative to
+// the TLS section ("ca_file: ..."), one per line; Validate reports the same
+// problems with the full key.
+func (t TLS) ClientConfig() (*tls.Config, error) {
+	c, errs := t.load()
+	return c, errors.Join(errs...)
+}
+
+func (t TLS) load() (*tls.Config, []error) {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if !t.Enabled {
+		// Settings without enabled would silently mean plaintext.
+		for _, kv := range [][2]string{{"ca_file", t.CAFile}, {"cert_file", t.CertFile}, {"key_file", t.KeyFile}, {"server_name", t.ServerName}} {
+			if kv[1] != "" {
+				add("%s: set, but TLS is off (set enabled: true)", kv[0])
+			}
+		}
+		if t.InsecureSkipVerify {
+			add("insecure_skip_verify: set, but TLS is off (set enabled: true)")
+		}
+		return nil, errs
+	}
+	c := &tls.Config{
+		// TLS 1.0 and 1.1 are deprecated by RFC 8996; every Kafka and
+		// ClickHouse release that speaks TLS speaks 1.2.
+		MinVersion: tls.VersionTLS12,
+		ServerName: t.ServerName,
+		// #nosec G402 -- only when the user wrote insecure_skip_verify: true.
+		InsecureSkipVerify: t.InsecureSkipVerify,
+	}
+	if t.CAFile != "" {
+		if t.InsecureSkipVerify {
+			add("insecure_skip_verify: true ignores ca_file %s; set one of them", t.CAFile)
+		}
+		pem, err := os.ReadFile(t.CAFile)
+		switch {
+		case err != nil:
+			add("ca_file: %v", err)
+		default:
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				add("ca_file: %s holds no PEM certificate", t.CAFile)
+			}
+			c.RootCAs = pool
+		}
+	}
+	switch {
+	case t.CertFile != "" && t.KeyFile == "":
+		add("key_file: required with cert_file")
+	case t.CertFile == "" && t.KeyFile != "":
+		add("cert_file: required with key_file")
+	case t.CertFile != "":
+		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+		if err != nil {
+			// crypto/tls names neither file; the key it means is the
+			// certificate unless the key is the unreadable one.
+			add("cert_file, key_file: %s, %s: %v", t.CertFile, t.KeyFile, err)
+		} else {
+			c.Certificates = []tls.Certificate{cert}
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return c, nil
+}
+
+// PasswordValue returns the SASL password: kafka.sasl.password, or the
+// content of kafka.sasl.password_file, read now.
+func (s SASL) PasswordValue() (string, error) {
+	return passwordValue(s.Password, s.PasswordFile)
+}
+
+// PasswordValue returns the ClickHouse password: clickhouse.password, or
+// the content of clickhouse.password_file, read now.
+func (c ClickHouse) PasswordValue() (string, error) {
+	return passwordValue(c.Password, c.PasswordFile)
+}
+
+func passwordValue(pw Secret, file string) (string, error) {
+	if file == "" {
+		return pw.Reveal(), nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("password_file: %w", err)
+	}
+	// `echo secret > file` and editors add a newline; Kubernetes Secrets
+	// do not. A password never ends in a newline on purpose.
+	s := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+	if s == "" {
+		return "", fmt.Errorf("password_file: %s is empty", file)
+	}
+	return s, nil
+}
+
+// tlsSection reports the problems of a TLS section under key.
+func (p *problems) tlsSection(key string, t TLS) {
+	_, errs := t.load()
+	for _, err := range errs {
+		p.add("%s.%v", key, err)
+	}
+}
+
+// password checks a password/password_file pair under key (clickhouse or
+// kafka.sasl).
+func (p *problems) password(key string, pw Secret, file string) {
+	if pw != "" && file != "" {
+		p.add("%s.password_file: set together with %s.password; set only one", key, key)
+		return
+	}
+	if file != "" {
+		if _, err := passwordValue("", file); err != nil {
+			p.add("%s.%v", key, err)
+		}
+	}
+}
+
+func (c *Config) validateSecurity(p *problems) {
+	k := &c.Kafka
+	p.tlsSection("kafka.tls", k.TLS)
+	s := k.SASL
+	switch {
+	case s.Mechanism == "":
+		for _, kv := range [][2]string{{"username", s.Username}, {"password", string(s.Password)}, {"password_file", s.PasswordFile}} {
+			if kv[1] != "" {
+				p.add("kafka.sasl.%s: set, but kafka.sasl.mechanism is empty, so SASL is off (set it to %s)", kv[0], strings.Join(saslMechanisms, ", "))
+			}
+		}
+	case !slices.Contains(saslMechanisms, s.Mechanism):
+		p.add("kafka.sasl.mechanism: %q is not one of %s (or empty for no SASL)", s.Mechanism, strings.Join(saslMechanisms, ", "))
+	default:
+		if s.Username == "" {
+			p.add("kafka.sasl.username: required with kafka.sasl.mechanism %s", s.Mechanism)
+		}
+		if s.Password == "" && s.PasswordFile == "" {
+			p.add("kafka.sasl.password: required with kafka.sasl.mechanism %s: set %sKAFKA__SASL__PASSWORD or kafka.sasl.password_file", s.Mechanism, EnvPrefix)
+		}
+		p.password("kafka.sasl", s.Password, s.PasswordFile)
+	}
+
+	ch := &c.ClickHouse
+	p.password("clickhouse", ch.Password, ch.PasswordFile)
+	p.tlsSection("clickhouse.tls", ch.TLS)
+}
+
+// passwordKeys are the keys that hold passwords, which the config file may
+// not set: a file is copied into images, ConfigMaps and repositories, and
+// read by everyone who may read the deployment.
+var passwordKeys = []string{"clickhouse.password", "kafka.sasl.password"}
+
+// filePasswords reports the passwords written in the YAML document. The
+// message names the key and never the value.
+func filePasswords(doc map[string]any) []error {
+	var errs []error
+	for _, key := range passwordKeys {
+		var v any = doc
+		for _, part := range strings.Split(key, ".") {
+			m, ok := v.(map[string]any)
+			if !ok {
+				v = nil
+				break
+			}
+			v = m[part]
+		}
+		if s, ok := v.(string); ok && s != "" {
+			env := EnvPrefix + strings.ToUpper(strings.ReplaceAll(key, ".", "__"))
+			errs = append(errs, fmt.Errorf("%s: a password may not be written in the config file; set %s or %s_file", key, env, key))
+		}
+	}
+	return errs
+}

@@ -1,0 +1,329 @@
+package config
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// testPKI is a CA and a client certificate signed by it, as PEM files.
+type testPKI struct {
+	dir, ca, cert, key, junk string
+}
+
+// newTestPKI writes a throwaway CA, a client certificate and key, and a file
+// that is not PEM into a temporary directory. ECDSA keeps it fast.
+func newTestPKI(t *testing.T) testPKI {
+	t.Helper()
+	dir := t.TempDir()
+	pki := testPKI{
+		dir:  dir,
+		ca:   filepath.Join(dir, "ca.pem"),
+		cert: filepath.Join(dir, "client.pem"),
+		key:  filepath.Join(dir, "client.key"),
+		junk: filepath.Join(dir, "junk.pem"),
+	}
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf := &x509.Certificate{
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "sink"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	leafDER, err := x509.CreateCertificate(rand.Reader, leaf, caTmpl, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(path, typ string, der []byte) {
+		if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(pki.ca, "CERTIFICATE", caDER)
+	write(pki.cert, "CERTIFICATE", leafDER)
+	write(pki.key, "PRIVATE KEY", keyDER)
+	if err := os.WriteFile(pki.junk, []byte("not a certificate\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return pki
+}
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestValidateSecurity(t *testing.T) {
+	pki := newTestPKI(t)
+	pwFile := writeFile(t, "pw", "s3cret\n")
+	emptyFile := writeFile(t, "empty", "\n")
+	missing := filepath.Join(t.TempDir(), "missing")
+
+	f := func(env []string, wantErr string) {
+		t.Helper()
+		_, err := Parse([]byte(base), env)
+		if wantErr == "" {
+			if err != nil {
+				t.Fatalf("env %q: unexpected error: %v", env, err)
+			}
+			return
+		}
+		if err == nil || !strings.Contains(err.Error(), "config: "+wantErr) {
+			t.Fatalf("env %q: error:\n%v\nwant it to contain:\nconfig: %s", env, err, wantErr)
+		}
+	}
+	env := func(kv ...string) []string { return kv }
+	sasl := func(mech string, kv ...string) []string {
+		return append([]string{"SINK_KAFKA__SASL__MECHANISM=" + mech}, kv...)
+	}
+
+	// kafka.tls
+	f(env("SINK_KAFKA__TLS__ENABLED=true"), "")
+	f(env("SINK_KAFKA__TLS__ENABLED=true", "SINK_KAFKA__TLS__CA_FILE="+pki.ca, "SINK_KAFKA__TLS__CERT_FILE="+pki.cert,
+		"SINK_KAFKA__TLS__KEY_FILE="+pki.key, "SINK_KAFKA__TLS__SERVER_NAME=kafka.example"), "")
+	f(env("SINK_KAFKA__TLS__CA_FILE="+pki.ca), "kafka.tls.ca_file: set, but TLS is off (set enabled: true)")
+	f(env("SINK_KAFKA__TLS__SERVER_NAME=x"), "kafka.tls.server_name: set, but TLS is off")
+	f(env("SINK_KAFKA__TLS__INSECURE_SKIP_VERIFY=true"), "kafka.tls.insecure_skip_verify: set, but TLS is off")
+	f(env("SINK_KAFKA__TLS__ENABLED=true", "SINK_KAFKA__TLS__CA_FILE="+missing), "kafka.tls.ca_file: open "+missing+": no such file or directory")
+	f(env("SINK_KAFKA__TLS__ENABLED=true", "SINK_KAFKA__TLS__CA_FILE="+pki.junk), "kafka.tls.ca_file: "+pki.junk+" holds no PEM certificate")
+	f(env("SINK_KAFKA__TLS__ENABLED=true", "SINK_KAFKA__TLS__CERT_FILE="+pki.cert), "kafka.tls.key_file: required with cert_file")
+	f(env("SINK_KAFKA__TLS__ENABLED=true", "SINK_KAFKA__TLS__KEY_FILE="+pki.key), "kafka.tls.cert_file: required with key_file")
+	f(env("SINK_KAFKA__TLS__ENABLED=true", "SINK_KAFKA__TLS__CERT_FILE="+pki.ca, "SINK_KAFKA__TLS__KEY_FILE="+pki.key),
+		"kafka.tls.cert_file, key_file: "+pki.ca+", "+pki.key+": tls: private key does not match public key")
+	f(env("SINK_KAFKA__TLS__ENABLED=true", "SINK_KAFKA__TLS__CERT_FILE="+pki.cert, "SINK_KAFKA__TLS__KEY_FILE="+pki.junk),
+		"kafka.tls.cert_file, key_file: "+pki.cert+", "+pki.junk+": tls: failed to find any PEM data in key input")
+	f(env("SINK_KAFKA__TLS__ENABLED=true", "SINK_KAFKA__TLS__INSECURE_SKIP_VERIFY=true"), "")
+	f(env("SINK_KAFKA__TLS__ENABLED=true", "SINK_KAFKA__TLS__INSECURE_SKIP_VERIFY=true", "SINK_KAFKA__TLS__CA_FILE="+pki.ca),
+		"kafka.tls.insecure_skip_verify: true ignores ca_file "+pki.ca+"; set one of them")
+
+	// kafka.sasl
+	f(sasl("PLAIN", "SINK_KAFKA__SASL__USERNAME=u", "SINK_KAFKA__SASL__PASSWORD=p"), "")
+	f(sasl("scram-sha-256", "SINK_KAFKA__SASL__USERNAME=u", "SINK_KAFKA__SASL__PASSWORD=p"), "")
+	f(sasl("SCRAM-SHA-512", "SINK_KAFKA__SASL__USERNAME=u", "SINK_KAFKA__SASL__PASSWORD_FILE="+pwFile), "")
+	f(sasl("SCRAM", "SINK_KAFKA__SASL__USERNAME=u", "SINK_KAFKA__SASL__PASSWORD=p"),
+		`kafka.sasl.mechanism: "SCRAM" is not one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (or empty for no SASL)`)
+	f(sasl("GSSAPI"), `kafka.sasl.mechanism: "GSSAPI" is not one of`)
+	f(sasl("PLAIN", "SINK_KAFKA__SASL__PASSWORD=p"), "kafka.sasl.username: required with kafka.sasl.mechanism PLAIN")
+	f(sasl("SCRAM-SHA-256", "SINK_KAFKA__SASL__USERNAME=u"),
+		"kafka.sasl.password: required with kafka.sasl.mechanism SCRAM-SHA-256: set SINK_KAFKA__SASL__PASSWORD or kafka.sasl.password_file")
+	f(sasl("PLAIN", "SINK_KAFKA__SASL__USERNAME=u", "SINK_KAFKA__SASL__PASSWORD=p", "SINK_KAFKA__SASL__PASSWORD_FILE="+pwFile),
+		"kafka.sasl.password_file: set together with kafka.sasl.password; set only one")
+	f(sasl("PLAIN", "SINK_KAFKA__SASL__USERNAME=u", "SINK_KAFKA__SASL__PASSWORD_FILE="+missing),
+		"kafka.sasl.password_file: open "+missing+": no such file or directory")
+	f(sasl("PLAIN", "SINK_KAFKA__SASL__USERNAME=u", "SINK_KAFKA__SASL__PASSWORD_FILE="+emptyFile),
+		"kafka.sasl.password_file: "+emptyFile+" is empty")
+	f(env("SINK_KAFKA__SASL__USERNAME=u"), "kafka.sasl.username: set, but kafka.sasl.mechanism is empty, so SASL is off (set it to PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)")
+	f(env("SINK_KAFKA__SASL__PASSWORD=p"), "kafka.sasl.password: set, but kafka.sasl.mechanism is empty")
+	f(env("SINK_KAFKA__SASL__PASSWORD_FILE="+pwFile), "kafka.sasl.password_file: set, but kafka.sasl.mechanism is empty")
+
+	// clickhouse
+	f(env("SINK_CLICKHOUSE__PASSWORD=p"), "")
+	f(env("SINK_CLICKHOUSE__PASSWORD_FILE="+pwFile), "")
+	f(env("SINK_CLICKHOUSE__PASSWORD=p", "SINK_CLICKHOUSE__PASSWORD_FILE="+pwFile),
+		"clickhouse.password_file: set together with clickhouse.password; set only one")
+	f(env("SINK_CLICKHOUSE__PASSWORD_FILE="+missing), "clickhouse.password_file: open "+missing+": no such file or directory")
+	f(env("SINK_CLICKHOUSE__PASSWORD_FILE="+emptyFile), "clickhouse.password_file: "+emptyFile+" is empty")
+	f(env("SINK_CLICKHOUSE__TLS__ENABLED=true", "SINK_CLICKHOUSE__TLS__CA_FILE="+pki.ca), "")
+	f(env("SINK_CLICKHOUSE__TLS__CA_FILE="+pki.ca), "clickhouse.tls.ca_file: set, but TLS is off (set enabled: true)")
+	f(env("SINK_CLICKHOUSE__TLS__ENABLED=true", "SINK_CLICKHOUSE__TLS__CA_FILE="+pki.junk), "clickhouse.tls.ca_file: "+pki.junk+" holds no PEM certificate")
+	f(env("SINK_CLICKHOUSE__TLS__ENABLED=true", "SINK_CLICKHOUSE__TLS__INSECURE_SKIP_VERIFY=true", "SINK_CLICKHOUSE__TLS__CA_FILE="+pki.ca),
+		"clickhouse.tls.insecure_skip_verify: true ignores ca_file")
+}
+
+// Passwords come from the environment or a file; one written in the config
+// file is refused, and the refusal does not repeat it.
+func TestPasswordInFileRefused(t *testing.T) {
+	f := func(yaml string, env []string, wantErr string) {
+		t.Helper()
+		doc := base + yaml
+		if strings.HasPrefix(yaml, "name:") {
+			doc = yaml
+		}
+		_, err := Parse([]byte(doc), env)
+		if wantErr == "" {
+			if err != nil {
+				t.Fatalf("%s: unexpected error: %v", yaml, err)
+			}
+			return
+		}
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("%s: error %v; want %q", yaml, err, wantErr)
+		}
+		if strings.Contains(err.Error(), "hunter2") {
+			t.Fatalf("the error repeats the password: %v", err)
+		}
+	}
+	f("clickhouse: {password: hunter2}", nil,
+		"config: clickhouse.password: a password may not be written in the config file; set SINK_CLICKHOUSE__PASSWORD or clickhouse.password_file")
+	f("name: t\nkafka: {topics: [orders], sasl: {mechanism: PLAIN, username: u, password: hunter2}}\nroutes: [{topic: orders, table: o}]", nil,
+		"config: kafka.sasl.password: a password may not be written in the config file; set SINK_KAFKA__SASL__PASSWORD or kafka.sasl.password_file")
+	f("clickhouse: {password: hunter2}\nkafka_sasl: x", nil, `unknown key "kafka_sasl"`) // decoding problems come first
+	f("clickhouse: {password_file: /dev/null, password: hunter2}", nil, "clickhouse.password: a password may not be written")
+	// Empty is "no password", as example.yaml writes it.
+	f(`clickhouse: {password: ""}`, nil, "")
+	f(`clickhouse: {password: ""}`, []string{"SINK_CLICKHOUSE__PASSWORD=hunter2"}, "")
+	// Reported with the other problems, each on its own line.
+	_, err := Parse([]byte(base+"clickhouse: {password: hunter2, max_in_flight: 0}"), nil)
+	if err == nil || len(strings.Split(err.Error(), "\n")) != 2 {
+		t.Fatalf("want two problems, got %v", err)
+	}
+}
+
+func TestPasswordValue(t *testing.T) {
+	f := func(content, want string) {
+		t.Helper()
+		path := writeFile(t, "pw", content)
+		got, err := ClickHouse{PasswordFile: path}.PasswordValue()
+		if err != nil || got != want {
+			t.Fatalf("file %q: got %q, %v; want %q", content, got, err, want)
+		}
+		got, err = SASL{PasswordFile: path}.PasswordValue()
+		if err != nil || got != want {
+			t.Fatalf("sasl file %q: got %q, %v; want %q", content, got, err, want)
+		}
+	}
+	f("s3cret", "s3cret")
+	f("s3cret\n", "s3cret")
+	f("s3cret\r\n", "s3cret")
+	f("s3cret\n\n", "s3cret\n") // only one newline is the editor's
+	f(" spaced ", " spaced ")
+	if got, err := (ClickHouse{Password: "direct"}).PasswordValue(); err != nil || got != "direct" {
+		t.Fatalf("direct password: %q, %v", got, err)
+	}
+	if got, err := (SASL{}).PasswordValue(); err != nil || got != "" {
+		t.Fatalf("no password: %q, %v", got, err)
+	}
+	if _, err := (SASL{PasswordFile: writeFile(t, "pw", "")}).PasswordValue(); err == nil || !strings.Contains(err.Error(), "is empty") {
+		t.Fatalf("empty file: %v", err)
+	}
+}
+
+func TestTLSClientConfig(t *testing.T) {
+	pki := newTestPKI(t)
+
+	c, err := TLS{}.ClientConfig()
+	if c != nil || err != nil {
+		t.Fatalf("TLS off: %v, %v; want nil, nil", c, err)
+	}
+
+	c, err = TLS{Enabled: true}.ClientConfig()
+	if err != nil || c == nil {
+		t.Fatal(err)
+	}
+	// System roots, verification on, no client certificate.
+	if c.RootCAs != nil || c.InsecureSkipVerify || len(c.Certificates) != 0 || c.MinVersion != tls.VersionTLS12 {
+		t.Fatalf("defaults: %+v", c)
+	}
+
+	c, err = TLS{Enabled: true, CAFile: pki.ca, CertFile: pki.cert, KeyFile: pki.key, ServerName: "kafka.example"}.ClientConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ServerName != "kafka.example" || c.RootCAs == nil || len(c.Certificates) != 1 || c.InsecureSkipVerify {
+		t.Fatalf("full: %+v", c)
+	}
+	// The client certificate chains to the CA that was loaded.
+	leaf, err := x509.ParseCertificate(c.Certificates[0].Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: c.RootCAs, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+		t.Fatalf("client certificate does not verify against ca_file: %v", err)
+	}
+
+	c, err = TLS{Enabled: true, InsecureSkipVerify: true}.ClientConfig()
+	if err != nil || !c.InsecureSkipVerify {
+		t.Fatalf("skip verify: %+v, %v", c, err)
+	}
+
+	// Several problems at once, one per line, relative keys.
+	_, err = TLS{Enabled: true, CAFile: pki.junk, CertFile: pki.cert}.ClientConfig()
+	if err == nil || err.Error() != "ca_file: "+pki.junk+" holds no PEM certificate\nkey_file: required with cert_file" {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// TestSecretNeverPrints: whatever prints a Config (or a part of it) shows
+// the mask, never the password.
+func TestSecretNeverPrints(t *testing.T) {
+	const pw = "hunter2-very-secret"
+	c, err := Parse([]byte(base), []string{
+		"SINK_CLICKHOUSE__PASSWORD=" + pw,
+		"SINK_KAFKA__SASL__MECHANISM=SCRAM-SHA-256", "SINK_KAFKA__SASL__USERNAME=sink", "SINK_KAFKA__SASL__PASSWORD=" + pw,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ys, err := yaml.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outputs := map[string]string{
+		"String":  c.String(),
+		"%v":      fmt.Sprintf("%v", c),
+		"%+v":     fmt.Sprintf("%+v", *c),
+		"%#v":     fmt.Sprintf("%#v", *c),
+		"%s":      fmt.Sprintf("%s", c.ClickHouse.Password),
+		"%q":      fmt.Sprintf("%q", c.Kafka.SASL.Password),
+		"%x":      fmt.Sprintf("%x", c.Kafka.SASL.Password),
+		"%d":      fmt.Sprintf("%d", c.Kafka.SASL.Password),
+		"json":    string(js),
+		"yaml":    string(ys),
+		"Println": fmt.Sprintln(c.ClickHouse, c.Kafka),
+	}
+	for name, out := range outputs {
+		if strings.Contains(out, pw) || strings.Contains(out, fmt.Sprintf("%x", pw)) {
+			t.Errorf("%s shows the password:\n%s", name, out)
+		}
+		if !strings.Contains(out, "******") && name != "%x" {
+			t.Errorf("%s shows no mask:\n%s", name, out)
+		}
+	}
+	if c.ClickHouse.Password.Reveal() != pw || c.Kafka.SASL.Password.Reveal() != pw {
+		t.Fatal("Reveal must return the password")
+	}
+	if Secret("").String() != "" {
+		t.Fatal("an empty password must print empty, so that 'no password' is visible")
+	}
+}
