@@ -25,6 +25,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"sink/config"
 	"sink/internal/offsets"
@@ -45,9 +48,14 @@ type Consumer struct {
 }
 
 // Options translates the config into franz-go options; exported so tests
-// and `sink check` use exactly what `run` uses.
-func Options(cfg *config.Config, log zerolog.Logger, h Hooks) []kgo.Opt {
+// and `sink check` use exactly what `run` uses. It fails only when a TLS or
+// password file cannot be read (config.Validate read them once already).
+func Options(cfg *config.Config, log zerolog.Logger, h Hooks) ([]kgo.Opt, error) {
 	k := cfg.Kafka
+	sec, err := Security(k)
+	if err != nil {
+		return nil, err
+	}
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(k.Brokers...),
 		kgo.ClientID(k.ClientID),
@@ -90,7 +98,41 @@ func Options(cfg *config.Config, log zerolog.Logger, h Hooks) []kgo.Opt {
 	if h.Lost != nil {
 		opts = append(opts, kgo.OnPartitionsLost(func(ctx context.Context, _ *kgo.Client, m map[string][]int32) { h.Lost(ctx, m) }))
 	}
-	return opts
+	return append(opts, sec...), nil
+}
+
+// Security returns the TLS and SASL options of k (none for a PLAINTEXT
+// listener). Every client the sink makes for these brokers uses them.
+func Security(k config.Kafka) ([]kgo.Opt, error) {
+	var opts []kgo.Opt
+	tlsCfg, err := k.TLS.ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kafka.tls.%w", err)
+	}
+	if tlsCfg != nil {
+		// franz-go clones it per broker and fills in ServerName from the
+		// broker's host when server_name is "".
+		opts = append(opts, kgo.DialTLSConfig(tlsCfg))
+	}
+	if k.SASL.Mechanism == "" {
+		return opts, nil
+	}
+	pw, err := k.SASL.PasswordValue()
+	if err != nil {
+		return nil, fmt.Errorf("kafka.sasl.%w", err)
+	}
+	var m sasl.Mechanism
+	switch k.SASL.Mechanism {
+	case config.SASLPlain:
+		m = plain.Auth{User: k.SASL.Username, Pass: pw}.AsMechanism()
+	case config.SASLScramSHA256:
+		m = scram.Auth{User: k.SASL.Username, Pass: pw}.AsSha256Mechanism()
+	case config.SASLScramSHA512:
+		m = scram.Auth{User: k.SASL.Username, Pass: pw}.AsSha512Mechanism()
+	default:
+		return nil, fmt.Errorf("kafka.sasl.mechanism: %q is not supported", k.SASL.Mechanism)
+	}
+	return append(opts, kgo.SASL(m)), nil
 }
 
 // New checks that the brokers answer and the configured topics exist, so
@@ -100,7 +142,11 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, h Hooks) (
 	if _, err := Probe(ctx, cfg); err != nil {
 		return nil, err
 	}
-	cl, err := kgo.NewClient(Options(cfg, log, h)...)
+	opts, err := Options(cfg, log, h)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka: %w", err)
 	}
@@ -112,7 +158,11 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, h Hooks) (
 // returns), and returns the partition count of every consumed topic (all
 // matching topics for topic_regex).
 func Probe(ctx context.Context, cfg *config.Config) (map[string]int, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Kafka.Brokers...), kgo.ClientID(cfg.Kafka.ClientID))
+	sec, err := Security(cfg.Kafka)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(cfg.Kafka.Brokers...), kgo.ClientID(cfg.Kafka.ClientID)}, sec...)...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka: %w", err)
 	}
