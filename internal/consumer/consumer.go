@@ -15,6 +15,7 @@ package consumer
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"strconv"
@@ -182,7 +183,7 @@ func Describe(ctx context.Context, cl *kgo.Client, cfg *config.Config) (map[stri
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, kgo.ErrClientClosed) {
 			return nil, fmt.Errorf("kafka: brokers %s not reachable within %s", strings.Join(k.Brokers, ","), k.RequestTimeout)
 		}
-		return nil, fmt.Errorf("kafka: brokers %s: %w", strings.Join(k.Brokers, ","), err)
+		return nil, ConnError(k, err)
 	}
 	out := map[string]int{}
 	for _, t := range resp.Topics {
@@ -282,4 +283,43 @@ func (c *Consumer) Close() {
 		c.log.Warn().Err(err).Msg("leaving the consumer group did not finish; the session timeout will end the membership")
 	}
 	c.cl.Close()
+}
+
+// ConnError turns an error from a request to the brokers into one line that
+// says what was refused and where: SASL credentials, an unsupported
+// mechanism, the TLS handshake. Other errors keep franz-go's text. Neither
+// franz-go nor the broker puts the password into an error.
+func ConnError(k config.Kafka, err error) error {
+	addrs := strings.Join(k.Brokers, ",")
+	var (
+		verify *tls.CertificateVerificationError
+		rec    tls.RecordHeaderError
+	)
+	switch {
+	case errors.Is(err, kerr.SaslAuthenticationFailed):
+		return fmt.Errorf("kafka: SASL authentication failed for user %q at %s: %s", k.SASL.Username, addrs, brokerMessage(err))
+	case errors.Is(err, kerr.UnsupportedSaslMechanism), errors.Is(err, kerr.IllegalSaslState):
+		return fmt.Errorf("kafka: brokers %s do not accept SASL mechanism %s: %v (is this a SASL_SSL or SASL_PLAINTEXT listener?)", addrs, k.SASL.Mechanism, err)
+	case errors.As(err, &verify):
+		return fmt.Errorf("kafka: TLS handshake with %s failed: %v (check kafka.tls.ca_file and server_name)", addrs, verify.Err)
+	case errors.As(err, &rec):
+		return fmt.Errorf("kafka: TLS handshake with %s failed: the broker does not speak TLS on this port (kafka.tls.enabled is true; is this an SSL or SASL_SSL listener?)", addrs)
+	case k.TLS.Enabled && strings.Contains(err.Error(), "remote error: tls:"):
+		// crypto/tls reports alerts from the server as an unexported type.
+		return fmt.Errorf("kafka: TLS handshake with %s failed: the broker refused it: %v (does the listener require a client certificate? kafka.tls.cert_file, key_file)", addrs, err)
+	}
+	return fmt.Errorf("kafka: brokers %s: %w", addrs, err)
+}
+
+// brokerMessage is the broker's own explanation from a franz-go error
+// ("CODE: description: broker message"), or the whole error.
+func brokerMessage(err error) string {
+	msg := err.Error()
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		if _, rest, ok := strings.Cut(msg, ke.Description+": "); ok && rest != "" {
+			return rest
+		}
+	}
+	return msg
 }
