@@ -1,0 +1,64 @@
+package chaos
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sink/internal/testenv"
+)
+
+// TestChaosShort runs the scenarios that leave the shared servers alone, at
+// a small scale; `make chaos` runs the whole suite at full scale.
+func TestChaosShort(t *testing.T) {
+	brokers := testenv.Kafka(t)
+	chAddr := testenv.ClickHouse(t)
+	if testing.Short() {
+		t.Skip("chaos: skipped with -short")
+	}
+	work := t.TempDir()
+	bin := filepath.Join(work, "sink")
+	root, _ := filepath.Abs("../..")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/sink")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build sink: %v\n%s", err, out)
+	}
+	env := Env{Brokers: brokers, CHAddr: chAddr, SinkBin: bin, RepoRoot: root, WorkDir: work, Log: testWriter{t}}
+	var results []*Result
+	for _, s := range ShortScenarios() {
+		r := Run(context.Background(), env, s)
+		results = append(results, r)
+		if !r.OK() {
+			for _, p := range r.Problems {
+				t.Errorf("%s: %s", s.Name, p)
+			}
+			dumpLogs(t, work)
+		}
+	}
+	var b strings.Builder
+	PrintTable(&b, results)
+	t.Logf("\n%s", b.String())
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+func dumpLogs(t *testing.T, dir string) {
+	logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	for _, l := range logs {
+		b, _ := os.ReadFile(l)
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		if len(lines) > 15 {
+			lines = lines[len(lines)-15:]
+		}
+		t.Logf("--- %s (last lines)\n%s", filepath.Base(l), strings.Join(lines, "\n"))
+	}
+}

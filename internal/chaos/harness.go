@@ -1,0 +1,615 @@
+// Package chaos proves the sink's delivery guarantees on the real stack: each
+// scenario produces a known set of keys into a topic, runs real `sink`
+// processes against a ReplacingMergeTree table (ordered by the key, the Kafka
+// offset as version), breaks something on purpose (kill -9, server restarts,
+// TOO_MANY_PARTS, poison records, bursts), and then checks ClickHouse: every
+// key exactly once after FINAL, the DLQ holding exactly the bad records, the
+// sink's memory within its budget, and the group's offsets at the end.
+//
+// Concurrency: a Harness runs one scenario at a time; within a scenario the
+// producer, the RSS samplers and the fault timeline run on their own
+// goroutines and share only what is guarded by a mutex or atomic.
+package chaos
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Env says where the stack and the sink binary are.
+type Env struct {
+	Brokers  []string
+	CHAddr   string
+	SinkBin  string // a built cmd/sink
+	RepoRoot string // for scripts/stack.sh and .stack/ pid files
+	WorkDir  string // configs and sink logs
+	Log      io.Writer
+}
+
+// Result is one row of the report.
+type Result struct {
+	Scenario   string
+	Produced   int // good records (distinct keys)
+	Bad        int // records that must go to the DLQ
+	Landed     int // SELECT count() FROM t FINAL
+	Duplicates int // count() - uniqExact(key) before any OPTIMIZE
+	DLQ        int
+	MaxRSS     int64 // bytes, highest of all sink processes
+	RSSLimit   int64
+	Took       time.Duration
+	Problems   []string
+	Notes      []string
+}
+
+// OK reports whether every check passed.
+func (r *Result) OK() bool { return len(r.Problems) == 0 }
+
+func (r *Result) fail(format string, args ...any) {
+	r.Problems = append(r.Problems, fmt.Sprintf(format, args...))
+}
+
+// run is the state of one scenario execution.
+type run struct {
+	env      Env
+	name     string
+	db       string
+	table    string
+	topic    string
+	dlqTopic string
+	group    string
+	cfgPath  string
+	kcl      *kgo.Client
+	adm      *kadm.Client
+	ch       driver.Conn
+	buffer   int64
+
+	// bg is canceled when the scenario stops loading, for fault helpers
+	// that must keep running until then.
+	bg context.Context
+
+	mu     sync.Mutex
+	procs  []*sinkProc
+	maxRSS atomic.Int64
+	logf   func(format string, args ...any)
+}
+
+type sinkProc struct {
+	cmd     *exec.Cmd
+	logPath string
+	done    chan error
+	exited  atomic.Bool
+}
+
+// Spec describes a scenario's load and configuration.
+type Spec struct {
+	Name       string
+	Records    int
+	Partitions int
+	Duration   time.Duration // the producer spreads the records over this long
+	BadPercent float64       // percent of records malformed and percent type-invalid
+	Buffer     string        // batch.buffer_memory
+	MaxRows    int
+	Settings   string // table SETTINGS clause, may be ""
+	// Faults runs alongside the producer; it returns when its faults are
+	// done (the harness then waits for the rows).
+	Faults func(ctx context.Context, r *run) error
+	// Instances at start.
+	Instances int
+}
+
+func (e Env) logf(format string, args ...any) {
+	if e.Log != nil {
+		fmt.Fprintf(e.Log, "chaos: "+format+"\n", args...)
+	}
+}
+
+// Run executes one scenario and returns its verdict.
+func Run(ctx context.Context, env Env, s Spec) (res *Result) {
+	start := time.Now()
+	res = &Result{Scenario: s.Name}
+	defer func() { res.Took = time.Since(start) }()
+	r, err := setup(ctx, env, s)
+	if err != nil {
+		res.fail("setup: %v", err)
+		return res
+	}
+	defer r.close()
+	buf, _ := parseSize(s.Buffer)
+	res.RSSLimit = 2*buf + 100<<20
+
+	for i := 0; i < max(1, s.Instances); i++ {
+		if err := r.startSink(); err != nil {
+			res.fail("start sink: %v", err)
+			return res
+		}
+	}
+	samplerCtx, stopSampler := context.WithCancel(ctx)
+	go r.sampleRSS(samplerCtx)
+	defer stopSampler()
+
+	bg, stopBG := context.WithCancel(ctx)
+	defer stopBG()
+	r.bg = bg
+	faultsDone := make(chan error, 1)
+	if s.Faults != nil {
+		go func() { faultsDone <- s.Faults(ctx, r) }()
+	} else {
+		faultsDone <- nil
+	}
+	good, bad, err := r.produce(ctx, s)
+	res.Produced, res.Bad = good, bad
+	if err != nil {
+		res.fail("produce: %v", err)
+	}
+	if err := <-faultsDone; err != nil {
+		res.fail("faults: %v", err)
+	}
+	// Whatever the faults did, at least one sink must be running to finish.
+	if r.running() == 0 {
+		if err := r.startSink(); err != nil {
+			res.fail("restart sink: %v", err)
+			return res
+		}
+	}
+	if err := r.waitRows(ctx, good, 3*time.Minute); err != nil {
+		res.fail("%v", err)
+	}
+	stopBG()
+	// SIGTERM: each must flush, commit and exit 0.
+	for _, p := range r.procs {
+		if p.exited.Load() {
+			continue
+		}
+		if err := p.stop(60 * time.Second); err != nil {
+			res.fail("sink shutdown: %v (log %s)", err, p.logPath)
+		}
+	}
+	stopSampler()
+	res.MaxRSS = r.maxRSS.Load()
+	if res.MaxRSS > res.RSSLimit {
+		res.fail("max RSS %d MiB above 2 × buffer_memory + 100 MiB = %d MiB", res.MaxRSS>>20, res.RSSLimit>>20)
+	}
+	r.verify(ctx, res, good, bad)
+	for _, p := range r.procs {
+		if n := countInFile(p.logPath, `"code":252`); n > 0 {
+			res.Notes = append(res.Notes, fmt.Sprintf("%d TOO_MANY_PARTS retries", n))
+			break
+		}
+	}
+	if n := r.countLogs(`fetching paused`); n > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("fetching paused %d times", n))
+	}
+	return res
+}
+
+func setup(ctx context.Context, env Env, s Spec) (*run, error) {
+	suffix := strconv.FormatInt(time.Now().UnixNano()%1e10, 36)
+	r := &run{
+		env:   env,
+		name:  s.Name,
+		db:    "chaos",
+		table: strings.ReplaceAll(s.Name, "-", "_") + "_" + suffix,
+		topic: "chaos-" + s.Name + "-" + suffix,
+		group: "chaos-" + s.Name + "-" + suffix,
+		logf:  env.logf,
+	}
+	if s.BadPercent > 0 {
+		r.dlqTopic = r.topic + "-dlq"
+	}
+	var err error
+	r.kcl, err = kgo.NewClient(kgo.SeedBrokers(env.Brokers...), kgo.DefaultProduceTopic(r.topic),
+		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.ProducerLinger(5*time.Millisecond),
+		// Kafka may be restarted under us: keep retrying rather than fail records.
+		kgo.RecordDeliveryTimeout(2*time.Minute))
+	if err != nil {
+		return nil, err
+	}
+	r.adm = kadm.NewClient(r.kcl)
+	r.ch, err = clickhouse.Open(&clickhouse.Options{Addr: []string{env.CHAddr}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, err := r.adm.CreateTopic(cctx, int32(s.Partitions), 1, nil, r.topic); err != nil {
+		return nil, fmt.Errorf("create topic: %w", err)
+	}
+	if r.dlqTopic != "" {
+		if _, err := r.adm.CreateTopic(cctx, 1, 1, nil, r.dlqTopic); err != nil {
+			return nil, fmt.Errorf("create dlq topic: %w", err)
+		}
+	}
+	if err := r.ch.Exec(cctx, "CREATE DATABASE IF NOT EXISTS chaos"); err != nil {
+		return nil, err
+	}
+	ddl := fmt.Sprintf("CREATE TABLE chaos.%s (key UInt64, v String, n UInt32, _partition UInt16, _offset UInt64) "+
+		"ENGINE = ReplacingMergeTree(_offset) ORDER BY key", r.table)
+	if s.Settings != "" {
+		ddl += " SETTINGS " + s.Settings
+	}
+	if err := r.ch.Exec(cctx, ddl); err != nil {
+		return nil, fmt.Errorf("create table: %w", err)
+	}
+	errorsYAML := "{tolerance: none}"
+	if r.dlqTopic != "" {
+		errorsYAML = fmt.Sprintf("{tolerance: all, dlq_topic: %q}", r.dlqTopic)
+	}
+	maxRows := s.MaxRows
+	if maxRows == 0 {
+		maxRows = 20000
+	}
+	cfg := fmt.Sprintf(`name: %s
+kafka:
+  brokers: [%s]
+  topics: [%q]
+  fetch_max_wait: 200ms
+  session_timeout: 6s
+  rebalance_timeout: 20s
+  commit_interval: 1s
+  request_timeout: 10s
+clickhouse:
+  addrs: [%q]
+  database: chaos
+  query_timeout: 20s
+  retry_initial: 200ms
+  retry_max: 3s
+batch: {max_rows: %d, max_wait: 1s, buffer_memory: %s}
+routes: [{topic: %q, table: %s}]
+errors: %s
+http: {listen: ""}
+log: {level: info, format: json}
+shutdown_timeout: 50s
+`, r.group, strings.Join(env.Brokers, ", "), r.topic, env.CHAddr, maxRows, s.Buffer, r.topic, r.table, errorsYAML)
+	r.cfgPath = filepath.Join(env.WorkDir, r.group+".yaml")
+	if err := os.WriteFile(r.cfgPath, []byte(cfg), 0o644); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *run) close() {
+	r.mu.Lock()
+	for _, p := range r.procs {
+		if !p.exited.Load() {
+			p.cmd.Process.Kill()
+			<-p.done
+		}
+	}
+	r.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	r.adm.DeleteTopics(ctx, r.topic)
+	if r.dlqTopic != "" {
+		r.adm.DeleteTopics(ctx, r.dlqTopic)
+	}
+	r.adm.DeleteGroup(ctx, r.group)
+	r.ch.Exec(ctx, "DROP TABLE IF EXISTS chaos."+r.table)
+	r.kcl.Close()
+	r.ch.Close()
+}
+
+// startSink starts one more sink process on the scenario's config.
+func (r *run) startSink() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	logPath := filepath.Join(r.env.WorkDir, fmt.Sprintf("%s-%d.log", r.group, len(r.procs)))
+	f, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(r.env.SinkBin, "run", "--config", r.cfgPath)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.Env = os.Environ()
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return err
+	}
+	p := &sinkProc{cmd: cmd, logPath: logPath, done: make(chan error, 1)}
+	go func() {
+		err := cmd.Wait()
+		f.Close()
+		p.exited.Store(true)
+		p.done <- err
+	}()
+	r.procs = append(r.procs, p)
+	r.logf("%s: started sink #%d (pid %d)", r.name, len(r.procs)-1, cmd.Process.Pid)
+	return nil
+}
+
+// kill9 kills the i-th running sink without any chance to flush or commit.
+func (r *run) kill9(i int) error {
+	r.mu.Lock()
+	var alive []*sinkProc
+	for _, p := range r.procs {
+		if !p.exited.Load() {
+			alive = append(alive, p)
+		}
+	}
+	r.mu.Unlock()
+	if len(alive) == 0 {
+		return errors.New("no sink running to kill")
+	}
+	p := alive[i%len(alive)]
+	r.logf("%s: kill -9 pid %d", r.name, p.cmd.Process.Pid)
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+	p.done <- nil // keep the channel readable for close()
+	return nil
+}
+
+func (r *run) running() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, p := range r.procs {
+		if !p.exited.Load() {
+			n++
+		}
+	}
+	return n
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (p *sinkProc) stop(timeout time.Duration) error {
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-p.done:
+		if err != nil {
+			return fmt.Errorf("exit after SIGTERM: %v", err)
+		}
+		return nil
+	case <-time.After(timeout):
+		// SIGQUIT makes the Go runtime dump every goroutine into the log.
+		p.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-p.done:
+		case <-time.After(5 * time.Second):
+			p.cmd.Process.Kill()
+			<-p.done
+		}
+		return fmt.Errorf("no exit %s after SIGTERM (goroutine dump in the log)", timeout)
+	}
+}
+
+// sampleRSS records the highest resident set of any sink process.
+func (r *run) sampleRSS(ctx context.Context) {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		r.mu.Lock()
+		procs := append([]*sinkProc(nil), r.procs...)
+		r.mu.Unlock()
+		for _, p := range procs {
+			if p.exited.Load() {
+				continue
+			}
+			if rss := readRSS(p.cmd.Process.Pid); rss > r.maxRSS.Load() {
+				r.maxRSS.Store(rss)
+			}
+		}
+	}
+}
+
+func readRSS(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "VmRSS:") {
+			f := strings.Fields(line)
+			if len(f) >= 2 {
+				kb, _ := strconv.ParseInt(f[1], 10, 64)
+				return kb << 10
+			}
+		}
+	}
+	return 0
+}
+
+// produce writes the scenario's records paced over its duration: good
+// records have keys 0..n-1; bad ones (malformed JSON, then a key that is not
+// a number) have no key in the table at all.
+func (r *run) produce(ctx context.Context, s Spec) (good, bad int, err error) {
+	rng := rand.New(rand.NewPCG(uint64(len(s.Name)), 99))
+	start := time.Now()
+	var failed atomic.Pointer[error]
+	for i := 0; i < s.Records; i++ {
+		if s.Duration > 0 {
+			if d := time.Until(start.Add(time.Duration(int64(s.Duration) * int64(i) / int64(s.Records)))); d > 0 {
+				time.Sleep(d)
+			}
+		}
+		var v []byte
+		switch x := rng.Float64() * 100; {
+		case x < s.BadPercent:
+			v = []byte(fmt.Sprintf(`{"key": %d, "v": "broken`, i))
+			bad++
+		case x < 2*s.BadPercent:
+			v = []byte(fmt.Sprintf(`{"key": "k%d", "v": "wrong type", "n": 1}`, i))
+			bad++
+		default:
+			v = fmt.Appendf(nil, `{"key": %d, "v": "value-%d", "n": %d}`, good, good, rng.IntN(1000))
+			good++
+		}
+		r.kcl.Produce(ctx, &kgo.Record{Value: v}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				failed.CompareAndSwap(nil, &err)
+			}
+		})
+	}
+	if err := r.kcl.Flush(ctx); err != nil {
+		return good, bad, err
+	}
+	if p := failed.Load(); p != nil {
+		return good, bad, *p
+	}
+	r.logf("%s: produced %d good and %d bad records in %s", r.name, good, bad, time.Since(start).Round(time.Millisecond))
+	return good, bad, nil
+}
+
+// waitRows waits until every good key is in the table (duplicates aside).
+func (r *run) waitRows(ctx context.Context, want int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	var have uint64
+	for time.Now().Before(deadline) {
+		qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := r.ch.QueryRow(qctx, "SELECT uniqExact(key) FROM chaos."+r.table).Scan(&have)
+		cancel()
+		if err == nil && have >= uint64(want) {
+			return nil
+		}
+		if r.running() == 0 {
+			return fmt.Errorf("every sink exited with %d of %d keys in ClickHouse (logs in %s)", have, want, r.env.WorkDir)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	return fmt.Errorf("only %d of %d keys in ClickHouse after %s", have, want, timeout)
+}
+
+func (r *run) verify(ctx context.Context, res *Result, good, bad int) {
+	var final, total, distinct, minKey, maxKey uint64
+	if err := r.ch.QueryRow(ctx, "SELECT count(), uniqExact(key), min(key), max(key) FROM chaos."+r.table).
+		Scan(&total, &distinct, &minKey, &maxKey); err != nil {
+		res.fail("query: %v", err)
+		return
+	}
+	if err := r.ch.QueryRow(ctx, "SELECT count() FROM chaos."+r.table+" FINAL").Scan(&final); err != nil {
+		res.fail("query FINAL: %v", err)
+		return
+	}
+	res.Landed = int(final)
+	res.Duplicates = int(total - distinct)
+	if final != uint64(good) {
+		res.fail("FINAL count %d, want %d distinct produced keys", final, good)
+	}
+	if good > 0 && (distinct != uint64(good) || minKey != 0 || maxKey != uint64(good-1)) {
+		res.fail("keys: %d distinct in [%d, %d], want %d in [0, %d]: some key is missing or foreign", distinct, minKey, maxKey, good, good-1)
+	}
+	if r.dlqTopic != "" {
+		n, err := r.countTopic(ctx, r.dlqTopic)
+		if err != nil {
+			res.fail("dlq: %v", err)
+		}
+		res.DLQ = n
+		if n != bad {
+			res.fail("DLQ holds %d records, want exactly %d bad ones", n, bad)
+		}
+	} else if bad != 0 {
+		res.fail("%d bad records without a DLQ", bad)
+	}
+	// After the clean stop nothing is left to replay.
+	ends, err := r.adm.ListEndOffsets(ctx, r.topic)
+	if err != nil {
+		res.fail("end offsets: %v", err)
+		return
+	}
+	committed, err := r.adm.FetchOffsets(ctx, r.group)
+	if err != nil {
+		res.fail("committed offsets: %v", err)
+		return
+	}
+	ends.Each(func(o kadm.ListedOffset) {
+		if c, ok := committed.Lookup(o.Topic, o.Partition); !ok || c.At != o.Offset {
+			res.fail("partition %d: committed %d, end %d", o.Partition, c.At, o.Offset)
+		}
+	})
+}
+
+// countTopic counts the records of a topic from the start to its end offsets.
+func (r *run) countTopic(ctx context.Context, topic string) (int, error) {
+	ends, err := r.adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return 0, err
+	}
+	want := int64(0)
+	ends.Each(func(o kadm.ListedOffset) { want += o.Offset })
+	if want == 0 {
+		return 0, nil
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(r.env.Brokers...), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	n := 0
+	for int64(n) < want {
+		f := cl.PollFetches(cctx)
+		if cctx.Err() != nil {
+			return n, fmt.Errorf("read %d of %d records of %s", n, want, topic)
+		}
+		f.EachRecord(func(rec *kgo.Record) {
+			for _, h := range rec.Headers {
+				if h.Key == "sink.error" {
+					n++
+					return
+				}
+			}
+		})
+	}
+	return n, nil
+}
+
+func (r *run) countLogs(needle string) int {
+	n := 0
+	for _, p := range r.procs {
+		n += countInFile(p.logPath, needle)
+	}
+	return n
+}
+
+func countInFile(path, needle string) int {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	n := 0
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if bytes.Contains(sc.Bytes(), []byte(needle)) {
+			n++
+		}
+	}
+	return n
+}
+
+func parseSize(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	mult := int64(1)
+	for suffix, m := range map[string]int64{"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30} {
+		if strings.HasSuffix(s, suffix) {
+			s, mult = strings.TrimSuffix(s, suffix), m
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n * mult, err
+}

@@ -1,0 +1,184 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Scale shrinks a suite: Full is what `make chaos` runs, Short what
+// `make test` runs (the scenarios that do not restart shared servers).
+type Scale struct {
+	Records  float64 // multiplier on record counts
+	Duration float64 // multiplier on producer durations and fault timings
+}
+
+var (
+	Full  = Scale{Records: 1, Duration: 1}
+	Short = Scale{Records: 0.12, Duration: 0.4}
+)
+
+// Scenarios returns the suite at the given scale. Names are stable: they
+// select scenarios on the command line.
+func Scenarios(sc Scale) []Spec {
+	n := func(x int) int { return max(1000, int(float64(x)*sc.Records)) }
+	d := func(x time.Duration) time.Duration { return time.Duration(float64(x) * sc.Duration) }
+	return []Spec{
+		{
+			Name: "kill9", Records: n(500_000), Partitions: 8, Duration: d(25 * time.Second), Buffer: "64MiB", Instances: 1,
+			Faults: func(ctx context.Context, r *run) error {
+				rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
+				for i := 0; i < 5; i++ {
+					if !sleep(ctx, d(time.Duration(2000+rng.IntN(3000))*time.Millisecond)) {
+						return ctx.Err()
+					}
+					if err := r.kill9(0); err != nil {
+						return err
+					}
+					if err := r.startSink(); err != nil {
+						return err
+					}
+				}
+				return nil
+			},
+		},
+		{
+			Name: "clickhouse-restart", Records: n(300_000), Partitions: 8, Duration: d(20 * time.Second), Buffer: "64MiB", Instances: 1,
+			Faults: func(ctx context.Context, r *run) error {
+				sleep(ctx, d(8*time.Second))
+				return r.restartServer(ctx, "clickhouse", 5*time.Second)
+			},
+		},
+		{
+			Name: "kafka-restart", Records: n(300_000), Partitions: 8, Duration: d(20 * time.Second), Buffer: "64MiB", Instances: 1,
+			Faults: func(ctx context.Context, r *run) error {
+				sleep(ctx, d(8*time.Second))
+				return r.restartServer(ctx, "kafka", 3*time.Second)
+			},
+		},
+		{
+			Name: "rebalance", Records: n(300_000), Partitions: 12, Duration: d(24 * time.Second), Buffer: "64MiB", Instances: 2,
+			Faults: func(ctx context.Context, r *run) error {
+				sleep(ctx, d(6*time.Second))
+				if err := r.startSink(); err != nil { // a third member joins
+					return err
+				}
+				sleep(ctx, d(8*time.Second))
+				return r.kill9(0) // one of the first two dies without leaving
+			},
+		},
+		{
+			// Merges stopped and a low parts limit: inserts fail with 252
+			// until merges run again.
+			Name: "too-many-parts", Records: n(200_000), Partitions: 8, Duration: d(20 * time.Second), Buffer: "64MiB", Instances: 1,
+			MaxRows:  2000,
+			Settings: "parts_to_delay_insert = 3, parts_to_throw_insert = 4, max_delay_to_insert = 1",
+			Faults: func(ctx context.Context, r *run) error {
+				if err := r.ch.Exec(ctx, "SYSTEM STOP MERGES chaos."+r.table); err != nil {
+					return err
+				}
+				sleep(ctx, d(15*time.Second))
+				if err := r.ch.Exec(ctx, "SYSTEM START MERGES chaos."+r.table); err != nil {
+					return err
+				}
+				// 18.16 resumes background merges only after a backoff, and
+				// the limit is far below what real tables use: merge on
+				// demand until the scenario ends, as caught-up merges would.
+				go func() {
+					for sleep(r.bg, time.Second) {
+						r.ch.Exec(r.bg, "OPTIMIZE TABLE chaos."+r.table)
+					}
+				}()
+				return nil
+			},
+		},
+		{
+			Name: "poison", Records: n(200_000), Partitions: 8, Duration: d(10 * time.Second), Buffer: "64MiB", Instances: 1,
+			BadPercent: 1,
+		},
+		{
+			// Normal rate, then ten times that while ClickHouse is down for
+			// 30 s: memory must stay within the budget (fetching pauses).
+			Name: "burst", Records: n(600_000), Partitions: 8, Duration: d(20 * time.Second), Buffer: "32MiB", Instances: 1,
+			Faults: func(ctx context.Context, r *run) error {
+				sleep(ctx, d(3*time.Second))
+				return r.restartServer(ctx, "clickhouse", d(30*time.Second))
+			},
+		},
+	}
+}
+
+// Short scenarios avoid restarting the shared servers, so `make test` can
+// run them beside other tests.
+func ShortScenarios() []Spec {
+	var out []Spec
+	for _, s := range Scenarios(Short) {
+		switch s.Name {
+		case "kill9", "too-many-parts", "poison", "rebalance":
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(d):
+		return true
+	}
+}
+
+// restartServer stops a server of the local stack (only one this checkout
+// started: its pid file is in .stack/), keeps it down for downFor, and starts
+// it again with scripts/stack.sh up.
+func (r *run) restartServer(ctx context.Context, name string, downFor time.Duration) error {
+	pidPath := filepath.Join(r.env.RepoRoot, ".stack", name, name+".pid")
+	b, err := os.ReadFile(pidPath)
+	if err != nil {
+		return fmt.Errorf("cannot restart %s: %s has no pid file (was the stack started by this checkout?)", name, pidPath)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return fmt.Errorf("pid file %s: %v", pidPath, err)
+	}
+	r.logf("%s: stopping %s (pid %d) for %s", r.name, name, pid, downFor)
+	syscall.Kill(pid, syscall.SIGTERM)
+	deadline := time.Now().Add(60 * time.Second)
+	for alive(pid) {
+		if time.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !sleep(ctx, downFor) {
+		return ctx.Err()
+	}
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join(r.env.RepoRoot, "scripts", "stack.sh"), "up")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("stack.sh up: %v: %s", err, out)
+	}
+	r.logf("%s: %s is back", r.name, name)
+	return nil
+}
+
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// a zombie (state Z) has exited already
+	if i := strings.LastIndexByte(string(b), ')'); i >= 0 && i+2 < len(b) {
+		return b[i+2] != 'Z'
+	}
+	return true
+}
