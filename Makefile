@@ -4,7 +4,7 @@
 GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: build test demo stack-up stack-down stack-status stack-logs
+.PHONY: build test demo bench chaos stack-up stack-down stack-status stack-logs
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/sink ./cmd/sink
@@ -16,6 +16,18 @@ test: stack-up
 
 demo: stack-up
 	bash scripts/demo.sh
+
+# The sink against the alternatives on one workload; writes bench/results/<date>.md
+# and .json. Flags: make bench BENCH_ARGS='--count 200000 --runs 1'.
+bench: stack-up
+	bash scripts/bench.sh $(BENCH_ARGS)
+
+# The delivery-guarantee scenarios at full scale (kill -9, server restarts,
+# rebalances, TOO_MANY_PARTS, poison records, a burst while ClickHouse is down);
+# prints a table and writes it to .stack/chaos.md. `make test` runs a short
+# version of the scenarios that do not restart the shared servers.
+chaos: stack-up
+	$(GO) run ./cmd/chaos --out .stack/chaos.md $(CHAOS_ARGS)
 
 stack-up:
 	bash scripts/stack.sh up
