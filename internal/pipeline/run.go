@@ -74,18 +74,23 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		}
 	}
 	stopPoller()
-	if p.fatal != nil {
-		// Whatever is already durable may still be committed; nothing past
-		// the failure is, because the tracker never saw it acknowledged.
-		p.commit()
-		p.log.Error().Err(p.fatal).Msg("connector stopped")
-		return p.fatal
+	if cause := p.fatal; cause != nil {
+		// Insert what came before the failure, so a restart after the fix
+		// replays as little as possible; nothing past it is committed,
+		// because the tracker never saw it acknowledged.
+		p.fatal = nil
+		p.log.Error().Err(cause).Msg("connector stopping: flushing what came before the failure")
+		if err := p.shutdown(writeCtx, cancelWrites); err != nil {
+			p.log.Error().Err(err).Msg("flush after the failure was incomplete")
+		}
+		return cause
 	}
 	return p.shutdown(writeCtx, cancelWrites)
 }
 
 // shutdown seals every open batch, waits for all inserts up to
-// shutdown_timeout, and commits.
+// shutdown_timeout, and commits. A batch that fails for good while it waits
+// is left unacknowledged and reported.
 func (p *Pipeline) shutdown(writeCtx context.Context, cancelWrites context.CancelFunc) error {
 	start := p.now()
 	p.log.Info().Int("open_batches", p.openBatches()).Int("in_flight", len(p.flights)).
@@ -95,7 +100,7 @@ func (p *Pipeline) shutdown(writeCtx context.Context, cancelWrites context.Cance
 	}
 	deadline := time.NewTimer(p.cfg.ShutdownTimeout)
 	defer deadline.Stop()
-	for p.unacked() > 0 && p.fatal == nil {
+	for p.unacked() > 0 {
 		select {
 		case a := <-p.acks:
 			p.handleAck(writeCtx, a)
@@ -307,14 +312,17 @@ func (p *Pipeline) handleAck(writeCtx context.Context, a ack) {
 	}
 	ts := f.table
 	ts.inflight--
+	delete(p.flights, a.id)
 	if a.err != nil {
-		if errors.Is(a.err, context.Canceled) {
-			return // shutdown gave up on it; the records will be consumed again
+		// The batch stays unacknowledged in the tracker, so its offsets (and
+		// everything after them) are never committed: it is consumed again
+		// on restart.
+		if !errors.Is(a.err, context.Canceled) && p.fatal == nil {
+			p.fatal = a.err
 		}
-		p.fatal = a.err
+		p.revokeDone(a.id)
 		return
 	}
-	delete(p.flights, a.id)
 	rows := f.b.Rows()
 	p.tracker.Ack(a.id, f.b.TPs())
 	ts.rows += int64(rows)

@@ -1,0 +1,189 @@
+package pipeline_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"sink/config"
+	"sink/internal/consumer"
+	"sink/internal/pipeline"
+	"sink/internal/testenv"
+	"sink/internal/writer"
+)
+
+func produceValues(t *testing.T, topic string, values ...string) {
+	t.Helper()
+	cl := testenv.KafkaClient(t, kgo.DefaultProduceTopic(topic))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var recs []*kgo.Record
+	for _, v := range values {
+		recs = append(recs, &kgo.Record{Value: []byte(v), Partition: 0})
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func jsonRows(from, to int) []string {
+	var out []string
+	for i := from; i < to; i++ {
+		out = append(out, fmt.Sprintf(`{"id": %d, "n": "%d"}`, i, i))
+	}
+	return out
+}
+
+// startPipeline runs a connector in the background; the returned channel
+// yields Run's result.
+func startPipeline(t *testing.T, cfg *config.Config) (<-chan error, context.CancelFunc) {
+	t.Helper()
+	ctx := context.Background()
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)
+	w, err := writer.Open(ctx, cfg.Name, cfg.ClickHouse)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	p, err := pipeline.New(ctx, cfg, log, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons, err := consumer.New(ctx, cfg, log, p.Hooks())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Attach(cons)
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		err := p.Run(runCtx)
+		cons.Close()
+		done <- err
+	}()
+	t.Cleanup(stop)
+	return done, stop
+}
+
+func committed(t *testing.T, group, topic string, partition int32) int64 {
+	t.Helper()
+	adm := kadm.NewClient(testenv.KafkaClient(t))
+	offs, err := adm.FetchOffsets(context.Background(), group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, ok := offs.Lookup(topic, partition)
+	if !ok {
+		return 0
+	}
+	return o.At
+}
+
+func countRows(t *testing.T, ch driver.Conn, table string) uint64 {
+	t.Helper()
+	var n uint64
+	if err := ch.QueryRow(context.Background(), "SELECT count() FROM "+table).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func fatalConfig(t *testing.T, topic, db, table string) *config.Config {
+	return newConfig(t, fmt.Sprintf(`
+name: %s
+kafka: {brokers: [%q], topics: [%q], fetch_max_wait: 100ms, commit_interval: 200ms}
+clickhouse: {addrs: [%q], database: %s, retry_initial: 50ms, retry_max: 200ms}
+batch: {max_rows: 100, max_wait: 200ms}
+routes: [{topic: %q, table: %s}]
+http: {listen: ""}
+`, testenv.UniqueName(t, "fatal"), testenv.Kafka(t)[0], topic, testenv.ClickHouse(t), db, topic, table))
+}
+
+// A bad record with errors.tolerance none stops the connector with an error
+// naming the record; what came before it is inserted and committed, the
+// record itself and everything after it are not.
+func TestBadRecordStopsWithoutCommittingPastIt(t *testing.T) {
+	ch := testenv.CHConn(t)
+	db := testenv.NewDatabase(t)
+	topic := testenv.NewTopic(t, 1)
+	if err := ch.Exec(context.Background(), "CREATE TABLE "+db+".t (id UInt64, n String) ENGINE = MergeTree ORDER BY id"); err != nil {
+		t.Fatal(err)
+	}
+	values := append(jsonRows(0, 150), `{"id": 150, "n": `) // malformed at offset 150
+	values = append(values, jsonRows(151, 300)...)
+	produceValues(t, topic, values...)
+
+	cfg := fatalConfig(t, topic, db, "t")
+	done, _ := startPipeline(t, cfg)
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("the connector did not stop on a bad record")
+	}
+	if err == nil || !strings.Contains(err.Error(), "partition 0 offset 150") || !strings.Contains(err.Error(), "errors.tolerance is none") {
+		t.Fatalf("Run error = %v; want one naming partition 0 offset 150 and the tolerance", err)
+	}
+	if n := countRows(t, ch, db+".t"); n != 150 {
+		t.Fatalf("%d rows in ClickHouse; want the 150 before the bad record", n)
+	}
+	if c := committed(t, cfg.Kafka.Group, topic, 0); c != 150 {
+		t.Fatalf("committed offset %d; want 150 (the bad record is consumed again after a restart)", c)
+	}
+}
+
+// A permanent insert error stops the connector; the failed batch's offsets
+// are never committed.
+func TestPermanentInsertErrorStopsWithoutCommittingPastIt(t *testing.T) {
+	ch := testenv.CHConn(t)
+	db := testenv.NewDatabase(t)
+	topic := testenv.NewTopic(t, 1)
+	ctx := context.Background()
+	if err := ch.Exec(ctx, "CREATE TABLE "+db+".t (id UInt64, n String) ENGINE = MergeTree ORDER BY id"); err != nil {
+		t.Fatal(err)
+	}
+	produceValues(t, topic, jsonRows(0, 200)...)
+	cfg := fatalConfig(t, topic, db, "t")
+	done, _ := startPipeline(t, cfg)
+	deadline := time.Now().Add(time.Minute)
+	for countRows(t, ch, db+".t") < 200 {
+		if time.Now().After(deadline) {
+			t.Fatal("first 200 rows did not land")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// Wait for their commit, then change the column under the running sink:
+	// its blocks still carry String for n, which the server now refuses.
+	for committed(t, cfg.Kafka.Group, topic, 0) < 200 {
+		if time.Now().After(deadline) {
+			t.Fatal("first 200 offsets were not committed")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := ch.Exec(ctx, "ALTER TABLE "+db+".t MODIFY COLUMN n UInt64"); err != nil {
+		t.Fatal(err)
+	}
+	produceValues(t, topic, jsonRows(200, 300)...)
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("the connector did not stop on a permanent insert error")
+	}
+	if err == nil || !strings.Contains(err.Error(), "insert into "+db+".t") {
+		t.Fatalf("Run error = %v; want the insert failure", err)
+	}
+	if n := countRows(t, ch, db+".t"); n != 200 {
+		t.Fatalf("%d rows; want 200", n)
+	}
+	if c := committed(t, cfg.Kafka.Group, topic, 0); c != 200 {
+		t.Fatalf("committed offset %d; want 200: nothing of the failed batches", c)
+	}
+}
