@@ -235,15 +235,21 @@ func (c *Consumer) Commit(ctx context.Context, pos map[offsets.TP]offsets.Commit
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Kafka.RequestTimeout)
 	defer cancel()
 	var cerr error
-	c.cl.CommitOffsetsSync(ctx, m, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+	c.cl.CommitOffsetsSync(ctx, m, func(_ *kgo.Client, req *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
 		if err != nil {
 			cerr = err
 			return
 		}
-		for _, t := range resp.Topics {
+		for i, t := range resp.Topics {
+			// Newer protocol versions answer with topic IDs only; the
+			// request lists the same topics in the same order.
+			name := t.Topic
+			if name == "" && i < len(req.Topics) {
+				name = req.Topics[i].Topic
+			}
 			for _, p := range t.Partitions {
 				if err := kerr.ErrorForCode(p.ErrorCode); err != nil && cerr == nil {
-					cerr = fmt.Errorf("%s[%d]: %w", t.Topic, p.Partition, err)
+					cerr = fmt.Errorf("%s[%d]: %w", name, p.Partition, err)
 				}
 			}
 		}
