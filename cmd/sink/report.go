@@ -27,8 +27,9 @@ With --split, a before/after summary with ratios, like seed 004's
 An INSERT counts for the table when its statement, as logged, is
 INSERT INTO [TABLE] db.table or INSERT INTO table (bare, quoted with backquotes
 or double quotes, any case of the keywords, comments allowed before it); an
-INSERT that names no database counts for --database. ClickHouse 18.16 logs no
-table list and no current database, so the statement text is all there is.
+INSERT that names no database counts for --database, whichever database its
+client was in: ClickHouse 18.16 logs neither a table list nor the current
+database, so the statement text is all there is.
 
 Times (--since, --until, --split): a duration ago (2h), "now", unix seconds,
 RFC 3339, "2006-01-02 15:04[:05]" or "15:04[:05]" (today), in the local zone

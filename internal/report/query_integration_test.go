@@ -1,0 +1,156 @@
+package report_test
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"sink/internal/report"
+	"sink/internal/testenv"
+)
+
+// TestQueryCountsRealInserts feeds a table a known sequence of INSERTs in
+// two known minutes (query_log's event_time cannot be faked, so the test
+// waits for a minute boundary between the phases) and checks the report
+// finds exactly those INSERTs, rows and parts per minute, in the three
+// statement shapes it must recognise, and none of the decoys.
+func TestQueryCountsRealInserts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ch := testenv.CHConn(t)
+	db := testenv.NewDatabase(t)
+	other := testenv.NewDatabase(t)
+	for _, ddl := range []string{
+		"CREATE TABLE " + db + ".t (id UInt64) ENGINE = MergeTree ORDER BY id",
+		"CREATE TABLE " + db + ".t_other (id UInt64) ENGINE = MergeTree ORDER BY id",
+		"CREATE TABLE " + other + ".t (id UInt64) ENGINE = MergeTree ORDER BY id",
+	} {
+		if err := ch.Exec(ctx, ddl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Other tools' shapes go over ClickHouse's HTTP interface (port 8123 on
+	// the stack's host), as curl or a JDBC driver would send them; the
+	// database parameter sets the current database for unqualified names.
+	host, _, err := net.SplitHostPort(testenv.ClickHouse(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	httpExec := func(database, q string) {
+		t.Helper()
+		u := "http://" + net.JoinHostPort(host, "8123") + "/?database=" + url.QueryEscape(database)
+		resp, err := http.Post(u, "text/plain", strings.NewReader(q))
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: HTTP %d: %s", q, resp.StatusCode, body)
+		}
+	}
+
+	native := func(rows int) { // the sink's shape: INSERT INTO `db`.`t` (`id`) VALUES
+		t.Helper()
+		b, err := ch.PrepareBatch(ctx, "INSERT INTO `"+db+"`.`t` (`id`)")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < rows; i++ {
+			if err := b.Append(uint64(i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := b.Send(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Phase A, all within one minute: 3 INSERTs, 6 rows, plus decoys.
+	if s := time.Now().Second(); s > 50 {
+		time.Sleep(time.Duration(61-s) * time.Second)
+	}
+	since := time.Now().Add(-time.Second)
+	minuteA := time.Now().Truncate(time.Minute)
+	native(1)
+	httpExec("default", "INSERT INTO "+db+".t VALUES (1), (2)")
+	httpExec(db, "/* loader */ insert into t SELECT number FROM system.numbers LIMIT 3")
+	httpExec("default", "INSERT INTO "+db+".t_other VALUES (9)")     // another table
+	httpExec("default", "INSERT INTO "+other+".t VALUES (9)")        // same name, other database
+	httpExec("default", "SELECT count() FROM "+db+".t WHERE id = 1") // not an INSERT
+	if time.Now().Truncate(time.Minute) != minuteA {
+		t.Fatal("phase A crossed a minute boundary; the test's timing assumption broke")
+	}
+
+	// Phase B, in the next minute: 2 INSERTs of 1,000 rows.
+	split := minuteA.Add(time.Minute)
+	time.Sleep(time.Until(split) + 300*time.Millisecond)
+	native(1000)
+	native(1000)
+	until := time.Now().Add(2 * time.Second)
+
+	r, err := report.Query(ctx, ch, report.Options{
+		Target: report.Target{Database: db, Table: "t", DefaultDatabase: db},
+		Since:  since, Until: until, Split: &split, Flush: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.PartLog || len(r.Notes) != 0 {
+		t.Fatalf("part_log %v, notes %q", r.PartLog, r.Notes)
+	}
+	type want struct {
+		start          time.Time
+		inserts, parts int
+		rows           uint64
+	}
+	f := func(i int, w want) {
+		t.Helper()
+		m := r.Minutes[i]
+		if !m.Start.Equal(w.start) || m.Inserts != w.inserts || m.Rows != w.rows || m.NewParts != w.parts ||
+			m.Bytes == 0 || m.P99MS < m.P50MS {
+			t.Fatalf("minute %d = %+v, want %+v", i, m, w)
+		}
+	}
+	if len(r.Minutes) != 2 {
+		t.Fatalf("%d minutes, want 2: %+v", len(r.Minutes), r.Minutes)
+	}
+	f(0, want{minuteA, 3, 3, 6})
+	f(1, want{split, 2, 2, 2000})
+	if r.Before.Inserts != 3 || r.After.Inserts != 2 || r.Before.RowsPerInsert.Mean != 2 || r.After.RowsPerInsert.Mean != 1000 ||
+		r.Change.RowsPerInsert != 500 || r.Change.InsertsPerMin != float64(2)/3 {
+		t.Fatalf("before %+v\nafter %+v\nchange %+v", *r.Before, *r.After, *r.Change)
+	}
+
+	// With the default database elsewhere, the unqualified INSERT is not
+	// attributed to db.t.
+	r, err = report.Query(ctx, ch, report.Options{
+		Target: report.Target{Database: db, Table: "t", DefaultDatabase: "default"},
+		Since:  since, Until: until,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Total.Inserts != 4 || r.Total.Rows != 2003 {
+		t.Fatalf("without the unqualified INSERT: %d inserts, %d rows; want 4, 2003", r.Total.Inserts, r.Total.Rows)
+	}
+
+	// A range with nothing in it says so. (Not the hour before the test:
+	// an unqualified INSERT INTO t from anyone, into any database, counts
+	// for DefaultDatabase.t, which is the documented limit of the rule.)
+	r, err = report.Query(ctx, ch, report.Options{
+		Target: report.Target{Database: db, Table: "t", DefaultDatabase: db},
+		Since:  time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC), Until: time.Date(2001, 1, 2, 0, 0, 0, 0, time.UTC),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Minutes) != 0 || len(r.Notes) != 1 {
+		t.Fatalf("empty range: %d minutes %+v, notes %q", len(r.Minutes), r.Minutes, r.Notes)
+	}
+}
