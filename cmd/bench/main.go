@@ -1,0 +1,225 @@
+// Command bench measures the sink against the alternatives on the local
+// stack, on one fixed workload produced once: the sink (default config and
+// per-partition batches), ClickHouse's Kafka engine with a materialized
+// view, kcat piped into clickhouse-client or into ClickHouse's HTTP
+// interface, and naive per-record INSERTs; then replays seed 004's three
+// configurations with a paced producer, runs the hot path's Go benchmarks,
+// checks issue 6's targets and writes bench/results/<date>.md and .json.
+//
+// Usage (scripts/bench.sh builds bin/sink and bin/bench first):
+//
+//	bench run [flags]     the whole benchmark (make bench)
+//	bench naive [flags]   one INSERT per record; the naive variant runs it
+//
+// Concurrency: one variant runs at a time; each runs its clients as child
+// processes and only polls ClickHouse meanwhile.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: bench run [flags] | bench naive [flags]")
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "run":
+		err = runMain(os.Args[2:])
+	case "naive":
+		err = naiveMain(os.Args[2:])
+	default:
+		err = fmt.Errorf("unknown command %q (run, naive)", os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func runMain(args []string) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	var o options
+	brokers := fs.String("brokers", "127.0.0.1:9092", "Kafka brokers, comma-separated")
+	fs.StringVar(&o.chHTTP, "clickhouse-http", "http://127.0.0.1:8123/", "ClickHouse HTTP address (control queries, the HTTP pipe, naive inserts)")
+	fs.StringVar(&o.chNative, "clickhouse", "127.0.0.1:9000", "ClickHouse native address (the sink, clickhouse-client)")
+	fs.StringVar(&o.sinkBin, "sink", "bin/sink", "the sink binary to measure")
+	fs.StringVar(&o.out, "out", "bench/results", "where the results files go")
+	fs.StringVar(&o.work, "work", ".stack/bench", "generated configs and logs of the clients")
+	fs.IntVar(&o.count, "count", 1_000_000, "records in the workload")
+	fs.IntVar(&o.size, "size", 180, "bytes per record")
+	fs.IntVar(&o.partitions, "partitions", 8, "partitions of the workload topic")
+	fs.Float64Var(&o.skew, "skew", 0, "key skew: Zipf exponent (> 1) of user_id, records keyed by it; 0 = uniform, round-robin")
+	fs.Uint64Var(&o.seed, "seed", 1, "random seed of the workload")
+	fs.IntVar(&o.runs, "runs", 3, "runs per variant (the median by rows/s is reported); the naive variant runs once")
+	fs.IntVar(&o.sample, "naive-sample", 2000, "records the naive variant inserts one by one (then extrapolated)")
+	variants := fs.String("variants", "sink,sink_per_partition,kafka_engine,kcat_pipe,kcat_http,naive", "variants to run, comma-separated")
+	fs.DurationVar(&o.timeout, "timeout", 3*time.Minute, "longest a variant may take to land the workload")
+	fs.DurationVar(&o.quiet, "settle", 15*time.Second, "longest wait for ClickHouse's merges to settle before each run")
+	fs.BoolVar(&o.seed004.enabled, "seed004", true, "replay seed 004")
+	fs.IntVar(&o.seed004.rate, "seed004-rate", 20_000, "seed 004 replay: records per replayed minute")
+	fs.IntVar(&o.seed004.partitions, "seed004-partitions", 12, "seed 004 replay: partitions")
+	fs.Float64Var(&o.seed004.minutes, "seed004-minutes", 6, "seed 004 replay: replayed minutes per stage")
+	fs.Float64Var(&o.seed004.scale, "seed004-scale", 12, "seed 004 replay: time compression")
+	stages := fs.String("seed004-stages", "before,fetch_tuned,cross_partition,sink_defaults", "seed 004 replay: stages to run")
+	fs.BoolVar(&o.goBench, "gobench", true, "run the hot path's Go benchmarks")
+	fs.BoolVar(&o.perf, "profile", true, "profile one extra run of the sink with perf (not timed) and report its top functions")
+	fs.BoolVar(&o.keep, "keep", false, "keep the bench database and topics afterwards")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	o.brokers = strings.Split(*brokers, ",")
+	o.variants = splitList(*variants)
+	o.seed004.stages = splitList(*stages)
+	for _, v := range o.variants {
+		if variantName(v) == v {
+			return fmt.Errorf("unknown variant %q", v)
+		}
+	}
+	if o.count < 1 || o.runs < 1 || o.partitions < 1 || o.seed004.scale <= 0 {
+		return errors.New("--count, --runs, --partitions and --seed004-scale must be positive")
+	}
+	o.command = "make bench"
+	if len(args) > 0 {
+		o.command = "make bench BENCH_ARGS='" + strings.Join(args, " ") + "'"
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	o.benchBin = exe
+
+	ctx, cancel := signalContext()
+	defer cancel()
+	began := time.Now()
+	b, err := newBench(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer b.close()
+	b.res.Started = began.UTC()
+	b.res.Date = began.Format("2006-01-02")
+	b.res.Command = o.command
+	b.res.Machine = machine(ctx, b)
+	if err := b.prepare(ctx); err != nil {
+		return err
+	}
+	for _, key := range o.variants {
+		runs := o.runs
+		if key == "naive" {
+			runs = 1
+		}
+		for run := 1; run <= runs && ctx.Err() == nil; run++ {
+			b.res.Runs = append(b.res.Runs, b.runVariant(ctx, key, run))
+		}
+	}
+	b.res.Variants = pickMedians(b.res.Runs)
+	if o.seed004.enabled && ctx.Err() == nil {
+		b.res.Seed004 = b.runSeed004(ctx)
+	}
+	if o.goBench && ctx.Err() == nil {
+		b.quiesce()
+		logf("Go benchmarks: %s", strings.Join(goBenchPackages, " "))
+		var err error
+		b.res.GoBench, b.res.GoBenchCommand, err = runGoBench(ctx)
+		if err != nil {
+			b.res.GoBenchError = oneLine(err.Error())
+		}
+	}
+	if o.perf && ctx.Err() == nil && slices.Contains(o.variants, "sink") {
+		b.res.Profile = b.profileSink(ctx)
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	b.res.Targets = evaluate(&b.res)
+	if !o.keep {
+		b.cleanup()
+	}
+	b.res.TookSec = time.Since(began).Seconds()
+	path, err := b.res.write(o.out)
+	if err != nil {
+		return err
+	}
+	fmt.Print(b.res.markdown())
+	logf("results: %s (and .json), took %.0f s", path, b.res.TookSec)
+	return nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, x := range strings.Split(s, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// signalContext is canceled by SIGINT/SIGTERM; running clients are
+// stopped with SIGTERM first, so none outlives the benchmark.
+func signalContext() (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		if _, ok := <-ch; ok {
+			logf("interrupted: stopping clients")
+			stopAll()
+			cancel()
+		}
+	}()
+	return ctx, func() { signal.Stop(ch); cancel() }
+}
+
+func (b *bench) cleanup() {
+	ctx := context.Background()
+	if err := b.ch.exec(ctx, "DROP DATABASE IF EXISTS "+benchDB); err != nil {
+		logf("cleanup: %v", err)
+	}
+	topics := []string{b.topic}
+	for _, s := range b.opt.seed004.stages {
+		topics = append(topics, "bench_seed004_"+s)
+	}
+	if _, err := b.adm.DeleteTopics(ctx, topics...); err != nil {
+		logf("cleanup: %v", err)
+	}
+}
+
+func machine(ctx context.Context, b *bench) Machine {
+	m := Machine{CPUs: runtime.NumCPU(), Go: runtime.Version()}
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(data), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPUModel = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if data, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(data))
+	}
+	m.ClickHouse, _ = b.ch.query(ctx, "SELECT version()")
+	// The stack's jars are named after the Kafka release.
+	if jars, _ := filepath.Glob(".cache/kafka-libs/kafka_2.13-*.jar"); len(jars) > 0 {
+		m.Kafka = strings.TrimSuffix(strings.TrimPrefix(filepath.Base(jars[0]), "kafka_2.13-"), ".jar")
+	}
+	if out, err := exec.Command(b.opt.sinkBin, "version").Output(); err == nil {
+		m.Sink = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(out)), "sink "))
+	}
+	return m
+}

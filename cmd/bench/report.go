@@ -1,0 +1,503 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Results is everything one `make bench` measured; it is written as JSON
+// and rendered as markdown.
+type Results struct {
+	Date           string        `json:"date"`
+	Started        time.Time     `json:"started"`
+	TookSec        float64       `json:"took_sec"`
+	Command        string        `json:"command"`
+	Machine        Machine       `json:"machine"`
+	Workload       Workload      `json:"workload"`
+	Variants       []Result      `json:"variants"` // the median run of each
+	Runs           []Result      `json:"runs"`     // every run
+	Seed004        []StageResult `json:"seed004,omitempty"`
+	GoBench        []GoBench     `json:"go_bench,omitempty"`
+	GoBenchCommand string        `json:"go_bench_command,omitempty"`
+	GoBenchError   string        `json:"go_bench_error,omitempty"`
+	Targets        []Target      `json:"targets"`
+	Profile        *Profile      `json:"profile,omitempty"`
+}
+
+type Machine struct {
+	CPUs       int    `json:"cpus"`
+	CPUModel   string `json:"cpu_model"`
+	Kernel     string `json:"kernel"`
+	Go         string `json:"go"`
+	ClickHouse string `json:"clickhouse"`
+	Kafka      string `json:"kafka"`
+	Sink       string `json:"sink"`
+}
+
+type Workload struct {
+	Topic        string  `json:"topic"`
+	Records      int     `json:"records"`
+	Bytes        int64   `json:"bytes"`
+	RecordBytes  float64 `json:"record_bytes"`
+	Partitions   int     `json:"partitions"`
+	PerPartition []int64 `json:"per_partition"`
+	Skew         float64 `json:"skew"`
+	Seed         uint64  `json:"seed"`
+	ProduceSec   float64 `json:"produce_sec"`
+}
+
+// Result is one run of one variant.
+type Result struct {
+	Key      string `json:"key"`
+	Name     string `json:"name"`
+	Run      int    `json:"run"`
+	Status   string `json:"status"` // "ok", "failed: …", "could not run: …"
+	Table    string `json:"table"`
+	Config   string `json:"config,omitempty"`
+	Note     string `json:"note,omitempty"`
+	Expected int64  `json:"expected_rows"` // rows the run waited for
+	Rows     int64  `json:"rows"`          // rows in the table afterwards
+	// Sample: measured on Expected rows only; ExtrapolatedWallSec is the
+	// time the whole workload would take at the measured rate.
+	Sample              bool    `json:"sample"`
+	ExtrapolatedWallSec float64 `json:"extrapolated_wall_sec,omitempty"`
+	WallSec             float64 `json:"wall_sec"`
+	RowsPerSec          float64 `json:"rows_per_sec"`
+	Inserts             int64   `json:"inserts"` // -1: writes without INSERT queries
+	InsertRows          int64   `json:"insert_rows"`
+	RowsPerInsert       float64 `json:"rows_per_insert"`
+	Parts               int64   `json:"parts"`
+	ClientCPUSec        float64 `json:"client_cpu_sec"`
+	ClientCPUUsPerRow   float64 `json:"client_cpu_us_per_row"`
+	ClientMaxRSSMB      float64 `json:"client_max_rss_mib"`
+	BufferMemory        int64   `json:"buffer_memory,omitempty"`
+	CHCPUSec            float64 `json:"clickhouse_cpu_sec"`
+	CHCPUUsPerRow       float64 `json:"clickhouse_cpu_us_per_row"`
+	// CHCPUToIdleSec adds what ClickHouse spent after the rows landed
+	// until it was idle again (SettleSec later): the merges of the parts.
+	CHCPUToIdleSec float64 `json:"clickhouse_cpu_to_idle_sec"`
+	SettleSec      float64 `json:"settle_sec"`
+	KafkaCPUSec    float64 `json:"kafka_cpu_sec"`
+	OtherCPUSec    float64 `json:"other_cpu_sec"` // busy CPU of everything else on the machine
+}
+
+func (r Result) ok() bool { return r.Status == "ok" }
+
+// StageResult is one stage of the seed 004 replay.
+type StageResult struct {
+	Key                 string  `json:"key"`
+	Name                string  `json:"name"`
+	Status              string  `json:"status"`
+	Table               string  `json:"table"`
+	Config              string  `json:"config"`
+	Published           string  `json:"published"`
+	Scale               float64 `json:"scale"`
+	RatePerMin          int     `json:"rate_per_min"`
+	Partitions          int     `json:"partitions"`
+	Produced            int     `json:"produced"`
+	Rows                int64   `json:"rows"`
+	WindowSec           float64 `json:"window_sec"`
+	ReplayedMinutes     float64 `json:"replayed_minutes"`
+	Inserts             int     `json:"inserts"`
+	InsertedRows        int64   `json:"inserted_rows"`
+	InsertsPerMin       float64 `json:"inserts_per_min"`
+	RowsPerMin          float64 `json:"rows_per_min"`
+	RowsPerInsertMin    int64   `json:"rows_per_insert_min"`
+	RowsPerInsertMedian float64 `json:"rows_per_insert_median"`
+	RowsPerInsertMean   float64 `json:"rows_per_insert_mean"`
+	RowsPerInsertMax    int64   `json:"rows_per_insert_max"`
+	CHCPUSec            float64 `json:"clickhouse_cpu_sec"`
+	CHCPUUsPerRow       float64 `json:"clickhouse_cpu_us_per_row"`
+}
+
+// Target is one of issue 6's goals. Met is nil when it could not be measured.
+type Target struct {
+	Name     string `json:"name"`
+	Measured string `json:"measured"`
+	Met      *bool  `json:"met"`
+}
+
+// Profile is where the sink's CPU went in the profiled run.
+type Profile struct {
+	Command string   `json:"command"`
+	Top     []string `json:"top"`
+	Error   string   `json:"error,omitempty"`
+}
+
+// pickMedians keeps, per variant, the run with the median rows/s among the
+// successful ones (or the first run when none succeeded).
+func pickMedians(runs []Result) []Result {
+	var out []Result
+	var keys []string
+	for _, r := range runs {
+		if !slices.Contains(keys, r.Key) {
+			keys = append(keys, r.Key)
+		}
+	}
+	for _, k := range keys {
+		var ok, all []Result
+		for _, r := range runs {
+			if r.Key == k {
+				all = append(all, r)
+				if r.ok() {
+					ok = append(ok, r)
+				}
+			}
+		}
+		if len(ok) == 0 {
+			out = append(out, all[0])
+			continue
+		}
+		slices.SortFunc(ok, func(a, b Result) int { return cmpFloat(a.RowsPerSec, b.RowsPerSec) })
+		out = append(out, ok[(len(ok)-1)/2])
+	}
+	return out
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func find(rs []Result, key string) (Result, bool) {
+	for _, r := range rs {
+		if r.Key == key {
+			return r, r.ok()
+		}
+	}
+	return Result{}, false
+}
+
+func boolp(b bool) *bool { return &b }
+
+// evaluate checks issue 6's targets against the median runs and the Go
+// benchmarks.
+func evaluate(res *Results) []Target {
+	var ts []Target
+	sink, sinkOK := find(res.Variants, "sink")
+	notMeasured := func(name, why string) Target { return Target{Name: name, Measured: "not measured: " + why} }
+	ratio := func(name, key string, want float64) {
+		o, ok := find(res.Variants, key)
+		switch {
+		case !sinkOK:
+			ts = append(ts, notMeasured(name, "the sink run did not succeed"))
+		case !ok:
+			why := "not run"
+			if o.Status != "" {
+				why = o.Status
+			}
+			ts = append(ts, notMeasured(name, why))
+		default:
+			x := sink.RowsPerSec / o.RowsPerSec
+			ts = append(ts, Target{Name: name, Met: boolp(x >= want),
+				Measured: fmt.Sprintf("%.2f× (%s vs %s rows/s)", x, num(sink.RowsPerSec), num(o.RowsPerSec))})
+		}
+	}
+	ratio("sink rows/s ≥ 1.0× the kcat | clickhouse-client pipe", "kcat_pipe", 1.0)
+	ratio("sink rows/s ≥ 3.8× the Kafka engine", "kafka_engine", 3.8)
+	if sinkOK {
+		ts = append(ts, Target{Name: "sink CPU ≤ 2 µs per record", Met: boolp(sink.ClientCPUUsPerRow <= 2),
+			Measured: fmt.Sprintf("%.2f µs/record (%.2f CPU-s for %s records)", sink.ClientCPUUsPerRow, sink.ClientCPUSec, num(float64(sink.Expected)))})
+	} else {
+		ts = append(ts, notMeasured("sink CPU ≤ 2 µs per record", "the sink run did not succeed"))
+	}
+	name := "≤ 1 allocation per record on the decode path (BenchmarkAppend)"
+	found := false
+	for _, g := range res.GoBench {
+		if g.Package == "sink/internal/decode" && g.Name == "BenchmarkAppend" {
+			ts = append(ts, Target{Name: name, Met: boolp(g.AllocsPerOp <= 1),
+				Measured: fmt.Sprintf("%g allocs/record, %g B/record, %.0f ns/record", g.AllocsPerOp, g.BytesPerOp, g.NsPerOp)})
+			found = true
+		}
+	}
+	if !found {
+		ts = append(ts, notMeasured(name, "benchmark not run or not found"))
+	}
+	name = "sink peak RSS ≤ 2 × buffer_memory + 100 MiB"
+	if sinkOK && sink.BufferMemory > 0 {
+		limit := 2*float64(sink.BufferMemory)/(1<<20) + 100
+		ts = append(ts, Target{Name: name, Met: boolp(sink.ClientMaxRSSMB <= limit),
+			Measured: fmt.Sprintf("%.0f MiB (limit %.0f MiB with buffer_memory %s)", sink.ClientMaxRSSMB, limit, mib(sink.BufferMemory))})
+	} else {
+		ts = append(ts, notMeasured(name, "the sink run did not succeed"))
+	}
+	name = "ClickHouse CPU per row: sink < kcat | clickhouse-client pipe"
+	if p, ok := find(res.Variants, "kcat_pipe"); ok && sinkOK {
+		ts = append(ts, Target{Name: name, Met: boolp(sink.CHCPUUsPerRow < p.CHCPUUsPerRow),
+			Measured: fmt.Sprintf("%.2f vs %.2f µs/row during the run; %.2f vs %.2f µs/row until idle (merges included)", sink.CHCPUUsPerRow, p.CHCPUUsPerRow,
+				perRowF(sink.CHCPUToIdleSec, sink.Expected)*1e6, perRowF(p.CHCPUToIdleSec, p.Expected)*1e6)})
+	} else {
+		ts = append(ts, notMeasured(name, "a run did not succeed"))
+	}
+	return ts
+}
+
+func mib(b int64) string { return fmt.Sprintf("%d MiB", b>>20) }
+
+// num formats with thousands separators and no decimals (or 2 significant
+// decimals below 10).
+func num(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "—"
+	}
+	if math.Abs(v) < 10 && v != math.Trunc(v) {
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	}
+	s := strconv.FormatInt(int64(math.Round(v)), 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+func f2(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
+
+// markdown renders the results file.
+func (res *Results) markdown() string {
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	w("# Benchmark %s\n\n", res.Date)
+	w("Reproduce: `%s` (took %.0f s). Machine: %d cores (%s), Linux %s, %s; ClickHouse %s, Kafka %s (local stack); sink %s.\n\n",
+		res.Command, res.TookSec, res.Machine.CPUs, res.Machine.CPUModel, res.Machine.Kernel, res.Machine.Go,
+		res.Machine.ClickHouse, res.Machine.Kafka, res.Machine.Sink)
+	wl := res.Workload
+	w("Workload: %s JSON records of %.0f bytes (%s MB) in topic `%s`, %d partitions (records per partition %s), skew %g, seed %d; produced once in %.1f s before any timing. ",
+		num(float64(wl.Records)), wl.RecordBytes, num(float64(wl.Bytes)/1e6), wl.Topic, wl.Partitions, joinInts(wl.PerPartition), wl.Skew, wl.Seed, wl.ProduceSec)
+	w("Every variant reads the same topic from the beginning into a fresh table (`%s`) with its own consumer group; one variant at a time, each after ClickHouse's merges of the previous one settled. All processes share the machine's cores: Kafka, ClickHouse, the client and the stopwatch.\n\n", eventColumns)
+
+	w("## End to end\n\n")
+	w("Wall time runs from starting the client until `count()` of the table reaches the workload (polled every 50 ms). CPU is user+system: the client processes' from their rusage (whole life, shutdown included), ClickHouse's and Kafka's from `/proc/PID/stat` over the wall time; \"until idle\" keeps counting ClickHouse after the rows landed until its CPU use drops to idle (the merges the run's parts caused), the time that took in parentheses. INSERTs come from `system.query_log`, parts from `system.part_log` (new parts only). Runs per variant: the table shows the median by rows/s.\n\n")
+	w("| variant | rows | wall s | rows/s | INSERTs | rows/INSERT | parts | client CPU s | client µs/row | client peak RSS MiB | ClickHouse CPU s | ClickHouse µs/row | ClickHouse CPU s until idle (merges) | Kafka CPU s |\n")
+	w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, r := range res.Variants {
+		if !r.ok() {
+			w("| %s | %s: %s ||||||||||||\n", mdEscape(r.Name), statusWord(r.Status), mdEscape(strings.TrimPrefix(strings.TrimPrefix(r.Status, "could not run: "), "failed: ")))
+			continue
+		}
+		name, wall := mdEscape(r.Name), f2(r.WallSec)
+		if r.Sample {
+			name += fmt.Sprintf(" (sample of %s, extrapolated)", num(float64(r.Expected)))
+			wall = fmt.Sprintf("%s (%s for %s: %s s)", f2(r.WallSec), "extrapolated", num(float64(res.Workload.Records)), num(r.ExtrapolatedWallSec))
+		}
+		inserts, perInsert := num(float64(r.Inserts)), num(r.RowsPerInsert)
+		if r.Inserts < 0 {
+			inserts = "— (MV blocks)"
+			if r.Parts > 0 {
+				perInsert = num(float64(r.Rows)/float64(r.Parts)) + " per part"
+			}
+		}
+		client := [3]string{f2(r.ClientCPUSec), f2(r.ClientCPUUsPerRow), num(r.ClientMaxRSSMB)}
+		if r.Key == "kafka_engine" {
+			client = [3]string{"— (in server)", "—", "—"}
+		}
+		w("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", name, num(float64(r.Rows)), wall, num(r.RowsPerSec),
+			inserts, perInsert, num(float64(r.Parts)), client[0], client[1], client[2], f2(r.CHCPUSec), f2(r.CHCPUUsPerRow),
+			fmt.Sprintf("%s (+%.1f s)", f2(r.CHCPUToIdleSec), r.SettleSec), f2(r.KafkaCPUSec))
+	}
+	w("\n")
+	if sink, ok := find(res.Variants, "sink"); ok {
+		w("### Ratios against the sink (default config)\n\n")
+		w("| variant | sink is × faster (rows/s) | × the sink's ClickHouse CPU per row | same, until idle | × the sink's client CPU per row | × the sink's INSERTs per row |\n|---|---:|---:|---:|---:|---:|\n")
+		for _, r := range res.Variants {
+			if r.Key == "sink" || !r.ok() {
+				continue
+			}
+			client := "—"
+			if r.Key != "kafka_engine" && sink.ClientCPUUsPerRow > 0 {
+				client = f2(r.ClientCPUUsPerRow/sink.ClientCPUUsPerRow) + "×"
+			}
+			ins := "—"
+			if r.Inserts >= 0 && sink.Inserts > 0 {
+				ins = num(perRow(r.Inserts, r.Expected)/perRow(sink.Inserts, sink.Expected)) + "×"
+			}
+			w("| %s | %s× | %s× | %s× | %s | %s |\n", mdEscape(r.Name), f2(sink.RowsPerSec/r.RowsPerSec), f2(r.CHCPUUsPerRow/sink.CHCPUUsPerRow),
+				f2(perRowF(r.CHCPUToIdleSec, r.Expected)/perRowF(sink.CHCPUToIdleSec, sink.Expected)), client, ins)
+		}
+		w("\n")
+	}
+	var notes []string
+	for _, r := range res.Variants {
+		if r.Note != "" {
+			notes = append(notes, fmt.Sprintf("- %s: %s", r.Name, r.Note))
+		}
+		if r.OtherCPUSec > 0.1*r.WallSec && r.ok() {
+			notes = append(notes, fmt.Sprintf("- %s: other processes used %.2f CPU-s during the run (the machine was not otherwise idle)", r.Name, r.OtherCPUSec))
+		}
+	}
+	if len(notes) > 0 {
+		w("Notes:\n\n%s\n\n", strings.Join(notes, "\n"))
+	}
+	if len(res.Runs) > len(res.Variants) {
+		w("All runs (rows/s): ")
+		var parts []string
+		for _, v := range res.Variants {
+			var xs []string
+			for _, r := range res.Runs {
+				if r.Key == v.Key {
+					if r.ok() {
+						xs = append(xs, num(r.RowsPerSec))
+					} else {
+						xs = append(xs, "failed")
+					}
+				}
+			}
+			parts = append(parts, fmt.Sprintf("%s %s", v.Key, strings.Join(xs, " / ")))
+		}
+		w("%s.\n\n", strings.Join(parts, "; "))
+	}
+
+	w("## Targets (issue 6)\n\n| target | measured | met |\n|---|---|---|\n")
+	for _, t := range res.Targets {
+		met := "not measured"
+		if t.Met != nil {
+			met = map[bool]string{true: "**met**", false: "**missed**"}[*t.Met]
+		}
+		w("| %s | %s | %s |\n", mdEscape(t.Name), mdEscape(t.Measured), met)
+	}
+	w("\n")
+
+	if len(res.Seed004) > 0 {
+		s0 := res.Seed004[0]
+		w("## Seed 004 replay\n\n")
+		w("Magnit OMNI's Kafka → ClickHouse sink, replayed: %s records/min over %d partitions, %.1f replayed minutes per stage, time compressed ×%g (the producer runs ×%g faster and every time setting is divided by %g). Inserts and rows are counted from `system.query_log` over the producing window (the SIGTERM flush afterwards is left out) and given per replayed minute.\n\n",
+			num(float64(s0.RatePerMin)), s0.Partitions, s0.ReplayedMinutes, s0.Scale, s0.Scale, s0.Scale)
+		w("| stage | inserts/min | rows/insert (min / median / max) | rows/min | ClickHouse µs/row | seed 004 published | settings (real time; divided by the scale when run) |\n|---|---:|---:|---:|---:|---|---|\n")
+		for _, s := range res.Seed004 {
+			if s.Status != "ok" && !strings.HasPrefix(s.Status, "incomplete") {
+				w("| %s | %s |||||\n", mdEscape(s.Name), mdEscape(s.Status))
+				continue
+			}
+			name := s.Name
+			if s.Status != "ok" {
+				name += " (" + s.Status + ")"
+			}
+			w("| %s | %s | %s / %s / %s | %s | %s | %s | %s |\n", mdEscape(name), f1(s.InsertsPerMin),
+				num(float64(s.RowsPerInsertMin)), num(s.RowsPerInsertMedian), num(float64(s.RowsPerInsertMax)), num(s.RowsPerMin),
+				f2(s.CHCPUUsPerRow), s.Published, mdEscape(stageSettings(s.Config)))
+		}
+		w("\n")
+	}
+
+	if len(res.GoBench) > 0 || res.GoBenchError != "" {
+		w("## Go benchmarks (hot path)\n\n`%s`\n\n", res.GoBenchCommand)
+		if res.GoBenchError != "" {
+			w("Error: %s\n\n", mdEscape(res.GoBenchError))
+		}
+		w("| package | benchmark | ns/op | MB/s | B/op | allocs/op | other |\n|---|---|---:|---:|---:|---:|---|\n")
+		for _, g := range res.GoBench {
+			var extra []string
+			for _, k := range sortedKeys(g.Extra) {
+				extra = append(extra, num(g.Extra[k])+" "+k)
+			}
+			w("| %s | %s | %s | %s | %s | %s | %s |\n", strings.TrimPrefix(g.Package, "sink/"), g.Name, f2(g.NsPerOp), num(g.MBPerSec),
+				num(g.BytesPerOp), num(g.AllocsPerOp), strings.Join(extra, ", "))
+		}
+		w("\n")
+	}
+	if res.Profile != nil {
+		w("## Where the sink's CPU goes\n\n`%s`\n\n", res.Profile.Command)
+		if res.Profile.Error != "" {
+			w("Error: %s\n\n", mdEscape(res.Profile.Error))
+		}
+		w("```\n%s\n```\n\n", strings.Join(res.Profile.Top, "\n"))
+	}
+	w("Raw numbers, every run and the generated configs: `%s.json` beside this file.\n", res.Date)
+	return b.String()
+}
+
+func perRowF(v float64, rows int64) float64 {
+	if rows == 0 {
+		return 0
+	}
+	return v / float64(rows)
+}
+
+func perRow(n, rows int64) float64 {
+	if rows == 0 {
+		return 0
+	}
+	return float64(n) / float64(rows)
+}
+
+func f1(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
+
+func statusWord(s string) string {
+	if strings.HasPrefix(s, "could not run") {
+		return "could not run"
+	}
+	return "failed"
+}
+
+// stageSettings picks the overridden kafka and batch keys out of a
+// generated config, for the replay table.
+func stageSettings(yaml string) string {
+	var out []string
+	for _, l := range strings.Split(yaml, "\n") {
+		l = strings.TrimSpace(l)
+		for _, k := range []string{"fetch_min_bytes", "fetch_max_wait", "ignore_partitions", "max_wait"} {
+			if strings.HasPrefix(l, k+":") {
+				out = append(out, l)
+			}
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+func joinInts(xs []int64) string {
+	var s []string
+	for _, x := range xs {
+		s = append(s, num(float64(x)))
+	}
+	return strings.Join(s, " / ")
+}
+
+func sortedKeys(m map[string]float64) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+func mdEscape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+
+// write saves dir/<date>.md and dir/<date>.json.
+func (res *Results) write(dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	js, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	base := filepath.Join(dir, res.Date)
+	if err := os.WriteFile(base+".json", append(js, '\n'), 0o644); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(base+".md", []byte(res.markdown()), 0o644); err != nil {
+		return "", err
+	}
+	return base + ".md", nil
+}

@@ -1,0 +1,278 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// The variants, in the order they run and appear in the results.
+var allVariants = []struct{ key, name string }{
+	{"sink", "sink (default config)"},
+	{"sink_per_partition", "sink (ignore_partitions: false)"},
+	{"kafka_engine", "ClickHouse Kafka engine + MV"},
+	{"kcat_pipe", "kcat | clickhouse-client (JSONEachRow)"},
+	{"kcat_http", "kcat | curl HTTP (JSONEachRow, server parses)"},
+	{"naive", "naive: one INSERT per record"},
+}
+
+func variantName(key string) string {
+	for _, v := range allVariants {
+		if v.key == key {
+			return v.name
+		}
+	}
+	return key
+}
+
+func (b *bench) runVariant(ctx context.Context, key string, run int) Result {
+	r := Result{Key: key, Name: variantName(key), Run: run, Expected: int64(b.opt.count), Inserts: -1, Status: "ok"}
+	table := fmt.Sprintf("%s_%d", key, run)
+	r.Table = benchDB + "." + table
+	if err := b.createTable(ctx, table); err != nil {
+		return failed(r, err)
+	}
+	b.quiesce()
+	logf("%s run %d: into %s", key, run, r.Table)
+	switch key {
+	case "sink":
+		return b.runSink(ctx, r, table, nil, nil)
+	case "sink_per_partition":
+		return b.runSink(ctx, r, table, map[string]string{"ignore_partitions": "false"}, nil)
+	case "kafka_engine":
+		return b.runKafkaEngine(ctx, r, table)
+	case "kcat_pipe":
+		return b.runPipe(ctx, r, table, "clickhouse-client", "--host", chHost(b.opt.chNative), "--port", fmt.Sprint(portOf(b.opt.chNative, 9000)),
+			"--query", "INSERT INTO "+r.Table+" FORMAT JSONEachRow")
+	case "kcat_http":
+		// -T - streams stdin as a chunked PUT; --data-binary @- would read it all into memory first.
+		return b.runPipe(ctx, r, table, "curl", "-sS", "--fail-with-body", "-T", "-", b.ch.insertURL(r.Table, "JSONEachRow"))
+	case "naive":
+		r.Expected = int64(min(b.opt.sample, b.opt.count))
+		r.Sample = true
+		return b.runNaive(ctx, r, table)
+	}
+	return failed(r, fmt.Errorf("unknown variant %q", key))
+}
+
+func chHost(addr string) string {
+	if i := strings.LastIndexByte(addr, ':'); i > 0 {
+		return addr[:i]
+	}
+	return addr
+}
+
+func (b *bench) group(key string, run int) string {
+	return fmt.Sprintf("bench-%s-%s-%d", b.id, key, run)
+}
+
+// runSink runs the real bin/sink on a generated config until every record
+// is a row, then stops it with SIGTERM (flush, commit, leave the group).
+// attach, if set, is called with the sink's pid once it runs and returns
+// the function that detaches it when the rows are in.
+func (b *bench) runSink(ctx context.Context, r Result, table string, batch map[string]string, attach func(pid int) func()) Result {
+	sc := sinkConf{
+		name: "bench-" + r.Key, group: b.group(r.Key, r.Run), topic: b.topic, table: table,
+		brokers: b.opt.brokers, chAddrs: []string{b.opt.chNative}, batch: batch,
+	}
+	cfg, err := sc.parse()
+	if err != nil {
+		return failed(r, err)
+	}
+	r.Config = strings.TrimSpace(sc.yaml())
+	r.BufferMemory = int64(cfg.Batch.BufferMemory)
+	path := filepath.Join(b.opt.work, fmt.Sprintf("%s_%d.yaml", r.Key, r.Run))
+	if err := os.WriteFile(path, []byte(sc.yaml()), 0o644); err != nil {
+		return failed(r, err)
+	}
+	before := b.meter.snap()
+	c, err := start(b.opt.sinkBin, []string{"run", "--config", path}, strings.TrimSuffix(path, ".yaml")+".log", nil)
+	if err != nil {
+		return failed(r, err)
+	}
+	defer b.deleteGroups(context.Background(), []string{sc.group})
+	detach := func() {}
+	if attach != nil {
+		detach = attach(c.cmd.Process.Pid)
+	}
+	rows, reached, werr := b.waitRows(ctx, table, r.Expected, b.opt.timeout, c.exited)
+	after := b.meter.snap()
+	detach()
+	serr := c.stop(60 * time.Second)
+	r.Rows = rows
+	if werr != nil {
+		return failed(r, fmt.Errorf("%w; sink log: %s", werr, c.tail(3)))
+	}
+	if serr != nil {
+		r.Note = "sink did not exit cleanly: " + oneLine(serr.Error())
+	}
+	return b.finishRun(ctx, r, table, before, after, reached, c.usage())
+}
+
+func (b *bench) finishRun(ctx context.Context, r Result, table string, before, after cpuSnap, reached time.Time, u usage) Result {
+	idle := b.settle()
+	r.CHCPUToIdleSec = idle.ch - before.ch
+	r.SettleSec = idle.at.Sub(reached).Seconds()
+	var err error
+	r.Inserts, r.InsertRows, r.Parts, err = b.insertStats(ctx, table, before.at)
+	if err != nil {
+		return failed(r, err)
+	}
+	if r.Key == "kafka_engine" {
+		r.Inserts = -1 // the MV writes blocks, not INSERT queries
+	}
+	r.Rows, _ = b.ch.int64(ctx, "SELECT count() FROM "+benchDB+"."+table)
+	finish(&r, before, after, reached, u)
+	if r.Sample && r.RowsPerSec > 0 {
+		r.ExtrapolatedWallSec = float64(b.opt.count) / r.RowsPerSec
+	}
+	logf("%s run %d: %d rows in %.2fs (%.0f rows/s), %d inserts, %d parts, client CPU %.2fs, CH CPU %.2fs",
+		r.Key, r.Run, r.Expected, r.WallSec, r.RowsPerSec, r.Inserts, r.Parts, r.ClientCPUSec, r.CHCPUSec)
+	return r
+}
+
+// runKafkaEngine measures ClickHouse's own Kafka consumer: a Kafka engine
+// table and a materialized view into the target. The group's offsets are
+// committed at the start of every partition first, because librdkafka's
+// default for a group without offsets is the end of the topic.
+func (b *bench) runKafkaEngine(ctx context.Context, r Result, table string) Result {
+	group := b.group(r.Key, r.Run)
+	queue, mv := table+"_queue", table+"_mv"
+	starts, err := b.adm.ListStartOffsets(ctx, b.topic)
+	if err == nil {
+		err = starts.Error()
+	}
+	if err != nil {
+		return failed(r, fmt.Errorf("start offsets of %s: %w", b.topic, err))
+	}
+	if err := b.adm.CommitAllOffsets(ctx, group, starts.Offsets()); err != nil {
+		return failed(r, fmt.Errorf("committing start offsets for group %s: %w", group, err))
+	}
+	defer b.deleteGroups(context.Background(), []string{group})
+	r.Config = fmt.Sprintf("ENGINE = Kafka('%s', '%s', '%s', 'JSONEachRow'); CREATE MATERIALIZED VIEW … TO %s AS SELECT * FROM …",
+		strings.Join(b.opt.brokers, ","), b.topic, group, r.Table)
+	if s, err := b.ch.query(ctx, "SELECT name, value FROM system.settings WHERE name IN ('max_block_size', 'stream_flush_interval_ms', 'max_insert_block_size') ORDER BY name"); err == nil {
+		r.Note = "server settings: " + strings.ReplaceAll(strings.ReplaceAll(s, "\t", "="), "\n", ", ")
+	}
+	before := b.meter.snap()
+	drop := func() {
+		// Dropping stops the engine's consumer; it must not keep polling during later runs.
+		_ = b.ch.exec(context.Background(), "DROP TABLE IF EXISTS "+benchDB+"."+mv)
+		_ = b.ch.exec(context.Background(), "DROP TABLE IF EXISTS "+benchDB+"."+queue)
+	}
+	defer drop()
+	err = b.ch.exec(ctx, fmt.Sprintf("CREATE TABLE %s.%s (%s) ENGINE = Kafka('%s', '%s', '%s', 'JSONEachRow')",
+		benchDB, queue, eventColumns, strings.Join(b.opt.brokers, ","), b.topic, group))
+	if err == nil {
+		err = b.ch.exec(ctx, fmt.Sprintf("CREATE MATERIALIZED VIEW %s.%s TO %s.%s AS SELECT * FROM %s.%s",
+			benchDB, mv, benchDB, table, benchDB, queue))
+	}
+	if err != nil {
+		r.Status = "could not run: " + oneLine(err.Error())
+		return r
+	}
+	rows, reached, werr := b.waitRows(ctx, table, r.Expected, b.opt.timeout, nil)
+	after := b.meter.snap()
+	drop()
+	r.Rows = rows
+	if werr != nil {
+		r.Status = "could not run: " + oneLine(werr.Error())
+		if l := b.chKafkaError(); l != "" {
+			r.Status += "; server log: " + l
+		}
+		logf("%s run %d: %s", r.Key, r.Run, r.Status)
+		return r
+	}
+	return b.finishRun(ctx, r, table, before, after, reached, usage{})
+}
+
+// chKafkaError is the last Kafka-related line of the server's error log,
+// when the log is where the local stack puts it.
+func (b *bench) chKafkaError() string {
+	data, err := os.ReadFile(filepath.Join(".stack", "clickhouse", "log", "clickhouse-server.err.log"))
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(string(data), "\n")
+	for i := len(lines) - 1; i >= 0 && i >= len(lines)-2000; i-- {
+		if strings.Contains(lines[i], "Kafka") || strings.Contains(lines[i], "rdkafka") {
+			return oneLine(lines[i])
+		}
+	}
+	return ""
+}
+
+// runPipe measures `kcat … | cmd args…`: no group, no offsets, no retries;
+// the ceiling of what moving bytes costs. Client CPU and memory are the
+// two processes' together.
+func (b *bench) runPipe(ctx context.Context, r Result, table string, cmd string, args ...string) Result {
+	if _, err := exec.LookPath(cmd); err != nil {
+		r.Status = "could not run: " + cmd + " is not installed"
+		return r
+	}
+	kcatArgs := []string{"-C", "-b", strings.Join(b.opt.brokers, ","), "-t", b.topic, "-e", "-o", "beginning", "-q", "-f", `%s\n`}
+	r.Config = "kcat " + strings.Join(kcatArgs, " ") + " | " + cmd + " " + strings.Join(args, " ")
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return failed(r, err)
+	}
+	base := filepath.Join(b.opt.work, fmt.Sprintf("%s_%d", r.Key, r.Run))
+	before := b.meter.snap()
+	sinkSide, err := start(cmd, args, base+".client.log", func(c *exec.Cmd) { c.Stdin = pr })
+	if err != nil {
+		pr.Close()
+		pw.Close()
+		return failed(r, err)
+	}
+	kcat, err := start("kcat", kcatArgs, base+".kcat.log", func(c *exec.Cmd) { c.Stdout = pw })
+	pr.Close()
+	pw.Close()
+	if err != nil {
+		_ = sinkSide.stop(5 * time.Second)
+		return failed(r, err)
+	}
+	rows, reached, werr := b.waitRows(ctx, table, r.Expected, b.opt.timeout, sinkSide.exited)
+	after := b.meter.snap()
+	kerr := kcat.wait(30 * time.Second)
+	cerr := sinkSide.wait(30 * time.Second)
+	r.Rows = rows
+	if werr != nil {
+		return failed(r, fmt.Errorf("%w; kcat: %v %s; %s: %v %s", werr, kerr, kcat.tail(2), cmd, cerr, sinkSide.tail(2)))
+	}
+	if kerr != nil || cerr != nil {
+		r.Note = fmt.Sprintf("exit: kcat %v, %s %v", kerr, cmd, cerr)
+	}
+	u1, u2 := kcat.usage(), sinkSide.usage()
+	return b.finishRun(ctx, r, table, before, after, reached, usage{CPU: u1.CPU + u2.CPU, MaxRSS: u1.MaxRSS + u2.MaxRSS})
+}
+
+// runNaive runs `bench naive` (one INSERT per record over HTTP, the way a
+// connector without batching writes) on a sample of the workload; the
+// results are per row and extrapolated to the whole workload.
+func (b *bench) runNaive(ctx context.Context, r Result, table string) Result {
+	group := b.group(r.Key, r.Run)
+	args := []string{"naive", "--brokers", strings.Join(b.opt.brokers, ","), "--topic", b.topic, "--group", group,
+		"--count", fmt.Sprint(r.Expected), "--url", b.opt.chHTTP, "--table", r.Table}
+	r.Config = "bench " + strings.Join(args, " ")
+	before := b.meter.snap()
+	c, err := start(b.opt.benchBin, args, filepath.Join(b.opt.work, fmt.Sprintf("%s_%d.log", r.Key, r.Run)), nil)
+	if err != nil {
+		return failed(r, err)
+	}
+	defer b.deleteGroups(context.Background(), []string{group})
+	rows, reached, werr := b.waitRows(ctx, table, r.Expected, b.opt.timeout, c.exited)
+	after := b.meter.snap()
+	serr := c.stop(30 * time.Second)
+	r.Rows = rows
+	if werr != nil {
+		return failed(r, fmt.Errorf("%w; log: %s", werr, c.tail(3)))
+	}
+	if serr != nil {
+		r.Note = oneLine(serr.Error())
+	}
+	return b.finishRun(ctx, r, table, before, after, reached, c.usage())
+}

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# bench.sh: `make bench`. Builds bin/sink and bin/bench, checks the clients the
+# alternatives need, and runs cmd/bench on the local stack (make bench starts it):
+# one workload produced once, the sink against ClickHouse's Kafka engine, kcat
+# pipes and naive per-record INSERTs, the seed 004 replay, the hot path's Go
+# benchmarks, issue 6's targets. Writes bench/results/<date>.md and .json.
+# Extra flags: make bench BENCH_ARGS='--count 200000 --runs 1' (bin/bench run -h).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+for c in kcat clickhouse-client curl; do
+	command -v "$c" >/dev/null || need+=("$c")
+done
+command -v perf >/dev/null || need+=(linux-perf)
+if ((${#need[@]})); then
+	pkgs=()
+	for c in "${need[@]}"; do
+		case $c in
+		clickhouse-client) pkgs+=(clickhouse-client) ;;
+		*) pkgs+=("$c") ;;
+		esac
+	done
+	echo "bench: installing ${pkgs[*]}"
+	if [[ $(id -u) -eq 0 ]]; then
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${pkgs[@]}" >/dev/null ||
+			echo "bench: could not install ${pkgs[*]}; the variants that need them report 'could not run'"
+	else
+		echo "bench: missing ${pkgs[*]} (not root, not installing); the variants that need them report 'could not run'"
+	fi
+fi
+
+mkdir -p bin .stack/bench
+VERSION=$(git describe --tags --always --dirty 2>/dev/null || echo dev)
+go build -ldflags "-X main.version=$VERSION" -o bin/sink ./cmd/sink
+go build -o bin/bench ./cmd/bench
+exec bin/bench run "$@"
