@@ -15,7 +15,7 @@ func TestQuoteIdent(t *testing.T) {
 	}
 	f("events", "`events`")
 	f("a`b", "`a\\`b`")
-	f("x` ; DROP TABLE t; --", "`x\\` ; DROP TABLE t; --`")
+	f("x` ; DROP TABLE t; --", "`x\\`\\x20;\\x20DROP\\x20TABLE\\x20t;\\x20--`")
 	f(`back\slash`, "`back\\\\slash`")
 	f("", "``")
 	f("имя", "`имя`")

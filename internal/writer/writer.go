@@ -14,8 +14,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"regexp"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
@@ -138,6 +140,7 @@ type Table struct {
 	Schema         []decode.ColumnSchema // all columns, table order
 	Insert         []decode.ColumnSchema // the columns every INSERT names
 	query          string
+	unsendable     error // a column name the driver cannot carry; see checkColumnName
 }
 
 // FullName is db.table as users write it.
@@ -165,7 +168,38 @@ func (w *Writer) Describe(ctx context.Context, db, table string) ([]decode.Colum
 	if len(cols) == 0 {
 		return nil, fmt.Errorf("clickhouse: table %s.%s does not exist", db, table)
 	}
+	// Ordinary columns are in every INSERT: refuse the table now rather
+	// than at the first batch (DEFAULT columns are checked by InsertOnce
+	// if a route fills them).
+	for _, c := range cols {
+		if c.DefaultKind == "" {
+			if err := checkColumnName(c.Name); err != nil {
+				return nil, fmt.Errorf("clickhouse: table %s.%s: %w", db, table, err)
+			}
+		}
+	}
 	return cols, nil
+}
+
+// settingsRE is what clickhouse-go takes for a trailing SETTINGS clause of an
+// INSERT, wherever it appears in the text (its scan is a regular expression,
+// not quote-aware).
+var settingsRE = regexp.MustCompile(`(?i)\bSETTINGS\s+\w+\s*=`)
+
+// checkColumnName reports a column name that clickhouse-go's batch INSERT
+// cannot carry. The driver parses the column list out of the statement text
+// with regular expressions, strips every backtick from the names and
+// compares the rest, unescaped, with the server's names. So a name with a
+// backtick, a backslash (escaped in the text, not in the comparison),
+// parentheses (which end its column-list pattern), control characters or
+// "SETTINGS x =" text would either never match or cut the statement short.
+// Refusing such a name is the clean error; no name gets into the SQL as
+// anything but a quoted identifier either way.
+func checkColumnName(name string) error {
+	if strings.ContainsAny(name, "`\\()") || strings.ContainsFunc(name, unicode.IsControl) || settingsRE.MatchString(name) {
+		return fmt.Errorf("column %q cannot be inserted into by clickhouse-go's batch INSERT (backticks, backslashes, parentheses, control characters and \"SETTINGS name =\" are not supported in column names); rename the column", name)
+	}
+	return nil
 }
 
 // NewTable builds the insert target for schema and the column set decided
@@ -177,27 +211,44 @@ func NewTable(db, name string, schema, insert []decode.ColumnSchema) *Table {
 	b.WriteByte('.')
 	b.WriteString(QuoteIdent(name))
 	b.WriteString(" (")
+	var unsendable error
 	for i, c := range insert {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(QuoteIdent(c.Name))
+		// Column names appear literally: clickhouse-go compares them, as
+		// written, with the server's (see checkColumnName, which keeps
+		// the names that would need escaping out).
+		if err := checkColumnName(c.Name); err != nil && unsendable == nil {
+			unsendable = fmt.Errorf("table %s.%s: %w", db, name, err)
+		}
+		b.WriteString("`" + c.Name + "`")
 	}
 	b.WriteByte(')')
-	return &Table{Database: db, Name: name, Schema: schema, Insert: insert, query: b.String()}
+	return &Table{Database: db, Name: name, Schema: schema, Insert: insert, query: b.String(), unsendable: unsendable}
 }
 
 // QuoteIdent quotes a ClickHouse identifier with backticks so that no name,
-// whatever it contains, can end the identifier early.
+// whatever it contains, can end the identifier early or be misread by
+// clickhouse-go, which parses INSERT statements with regular expressions
+// that do not know about quoting: backticks and backslashes are escaped
+// with a backslash, and parentheses, spaces and control characters are
+// written as \xHH escapes, which ClickHouse (18.16 too) decodes inside
+// backticks. Use it for database and table names.
 func QuoteIdent(s string) string {
+	const hex = "0123456789ABCDEF"
 	var b strings.Builder
 	b.Grow(len(s) + 2)
 	b.WriteByte('`')
 	for i := 0; i < len(s); i++ {
-		switch c := s[i]; c {
-		case '`', '\\':
+		switch c := s[i]; {
+		case c == '`', c == '\\':
 			b.WriteByte('\\')
 			b.WriteByte(c)
+		case c == '(', c == ')', c <= ' ', c == 0x7f:
+			b.WriteString(`\x`)
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&0xf])
 		default:
 			b.WriteByte(c)
 		}
@@ -216,6 +267,9 @@ type Block interface {
 // InsertOnce sends block as one INSERT. queryID names the attempt in
 // system.query_log.
 func (w *Writer) InsertOnce(ctx context.Context, t *Table, block Block, queryID string) error {
+	if t.unsendable != nil {
+		return t.unsendable
+	}
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.QueryTimeout)
 	defer cancel()
 	opts := []clickhouse.QueryOption{clickhouse.WithQueryID(queryID)}

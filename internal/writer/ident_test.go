@@ -1,0 +1,67 @@
+package writer
+
+import (
+	"strings"
+	"testing"
+
+	"sink/internal/decode"
+)
+
+// QuoteIdent's output must survive clickhouse-go's regular-expression parse
+// of the INSERT: no parenthesis, whitespace or control character may appear
+// outside an escape, and every backtick inside is escaped.
+func TestQuoteIdentEscapes(t *testing.T) {
+	f := func(in, want string) {
+		t.Helper()
+		if got := QuoteIdent(in); got != want {
+			t.Fatalf("QuoteIdent(%q) = %s, want %s", in, got, want)
+		}
+	}
+	f("plain_name1", "`plain_name1`")
+	f("we`ird\"na'me", "`we\\`ird\"na'me`")
+	f("t (id) VALUES (1)", "`t\\x20\\x28id\\x29\\x20VALUES\\x20\\x281\\x29`")
+	f("t SETTINGS a = 1", "`t\\x20SETTINGS\\x20a\\x20=\\x201`")
+	f("tab\there\nnl", "`tab\\x09here\\x0Anl`")
+	f("del\x7f", "`del\\x7F`")
+	f("кириллица", "`кириллица`")
+}
+
+func TestCheckColumnName(t *testing.T) {
+	f := func(name string, ok bool) {
+		t.Helper()
+		err := checkColumnName(name)
+		if (err == nil) != ok {
+			t.Fatalf("checkColumnName(%q) = %v; want ok=%v", name, err, ok)
+		}
+		if err != nil && (!strings.Contains(err.Error(), "column "+`"`) || strings.Contains(err.Error(), "\n")) {
+			t.Fatalf("checkColumnName(%q): %q is not one line naming the column", name, err)
+		}
+	}
+	f("id", true)
+	f("with space", true)
+	f(`quo"te's`, true)
+	f("a, b", true)
+	f("VALUES", true)
+	f("FORMAT JSON", true)
+	f("-- comment", true)
+	f("имя", true)
+	f("back`tick", false)
+	f(`back\slash`, false)
+	f("f(x)", false)
+	f("line\nbreak", false)
+	f("x SETTINGS max_threads=1", false)
+	f("x settings a =", false)
+}
+
+// Every INSERT names its columns as written, in backticks, after a quoted
+// table; a column the driver cannot carry makes the table unsendable.
+func TestNewTableUnsendable(t *testing.T) {
+	tb := NewTable("db", "t (x)", nil, []decode.ColumnSchema{{Name: "a"}, {Name: "b c"}})
+	if want := "INSERT INTO `db`.`t\\x20\\x28x\\x29` (`a`, `b c`)"; tb.query != want || tb.unsendable != nil {
+		t.Fatalf("query %s (%v); want %s", tb.query, tb.unsendable, want)
+	}
+	tb = NewTable("db", "t", nil, []decode.ColumnSchema{{Name: "a"}, {Name: "b`c"}})
+	if tb.unsendable == nil || !strings.Contains(tb.unsendable.Error(), "table db.t: column \"b`c\" cannot be inserted into") {
+		t.Fatalf("unsendable = %v", tb.unsendable)
+	}
+}
