@@ -1,0 +1,342 @@
+// Package advise turns measured topic rates into fetch and batch settings,
+// with the arithmetic written out the way seed 004 did it by hand: message
+// size × messages per minute → bytes per minute → fetch_min_bytes slightly
+// above what arrives in one fetch_max_wait; fetch_max_wait bounded by the
+// tolerable delay; the request timeout above fetch_max_wait.
+//
+// In this sink the batch, not the fetch, sets the insert rate: a table's
+// accumulator seals at batch.max_wait whatever the input rate, so
+// max_wait = 60s / (inserts per minute) is the main lever; max_rows and
+// max_bytes are caps sized with headroom so they only fire when the rate
+// grows or a backlog is replayed (when large inserts are what you want).
+//
+// The package is pure arithmetic: no I/O, no clock. Measuring is the
+// caller's job (cmd/sink advise). Concurrency: no shared state.
+package advise
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"sink/config"
+)
+
+// Tuning constants, each a rule the printed arithmetic names.
+const (
+	// Headroom multiplies the steady batch size for max_rows/max_bytes, so
+	// the wait trigger seals at today's rate and the caps fire only if
+	// the rate more than doubles.
+	Headroom = 2.0
+	// FetchSlack puts fetch_min_bytes "slightly above" what arrives in one
+	// fetch_max_wait (seed 004: 2.08 MB/min → 2.5 MB), so at today's rate
+	// the broker answers at fetch_max_wait with everything that came.
+	FetchSlack = 1.2
+	// FetchShare: fetch_max_wait is this share of the insert interval, so
+	// waiting for fetches adds at most a tenth to the latency.
+	FetchShare = 10
+	// MinFetchMaxWait and MaxFetchMaxWait bound fetch_max_wait: shorter
+	// only multiplies empty fetches, longer only delays rows that the
+	// batch would hold anyway.
+	MinFetchMaxWait = 100 * time.Millisecond
+	MaxFetchMaxWait = 10 * time.Second
+	// MinInterval: ClickHouse's guidance is at most about one INSERT per
+	// second per table; no target makes batches seal faster.
+	MinInterval = time.Second
+	// FloorRows and FloorBytes are the caps' floors (the config defaults):
+	// a replayed backlog fills batches to the caps, and then an insert of
+	// 100,000 rows is better than one of a few hundred.
+	FloorRows  = 100_000
+	FloorBytes = 32 * config.MiB
+	// RequestTimeoutMargin is added to fetch_max_wait when the configured
+	// request_timeout does not exceed it (seed 004: 72s wait, 100s timeout).
+	RequestTimeoutMargin = 30 * time.Second
+)
+
+// Topic is one measured topic.
+type Topic struct {
+	Name       string
+	Table      string // db.table its route writes to
+	Partitions int
+	Window     time.Duration // how long the end offsets were watched
+	Records    int64         // end offsets' growth over Window
+	// Sampled records and their key+value bytes, from the newest records.
+	Sampled      int
+	SampledBytes int64
+}
+
+// RecordsPerSec is the measured rate.
+func (t Topic) RecordsPerSec() float64 {
+	if t.Window <= 0 {
+		return 0
+	}
+	return float64(t.Records) / t.Window.Seconds()
+}
+
+// AvgBytes is the sample's average record size (key + value), 0 without a
+// sample.
+func (t Topic) AvgBytes() float64 {
+	if t.Sampled == 0 {
+		return 0
+	}
+	return float64(t.SampledBytes) / float64(t.Sampled)
+}
+
+// Target is what the user asks for.
+type Target struct {
+	InsertsPerMinute float64       // per table; > 0
+	MaxLatency       time.Duration // 0: no bound beyond the insert interval
+}
+
+// Table is the expectation for one table.
+type Table struct {
+	Name             string
+	RecordsPerSec    float64
+	BytesPerSec      float64
+	Partitions       int
+	RowsPerInsert    float64
+	InsertsPerMinute float64
+}
+
+// Advice is the recommendation and how it was reached.
+type Advice struct {
+	FetchMinBytes  config.ByteSize
+	FetchMaxWait   time.Duration
+	RequestTimeout time.Duration
+	MaxRows        int
+	MaxBytes       config.ByteSize
+	MaxWait        time.Duration
+	Tables         []Table
+	// Latency is the worst case from produce to INSERT start:
+	// fetch_max_wait + max_wait (the INSERT's own time comes on top).
+	Latency time.Duration
+	// Steps is the arithmetic, one line each, in the order it was done.
+	Steps []string
+	// Warnings are things the numbers cannot fix.
+	Warnings []string
+}
+
+// Recommend computes settings for topics under cur (the running config)
+// to reach tgt.
+func Recommend(topics []Topic, cur *config.Config, tgt Target) Advice {
+	var a Advice
+	step := func(format string, args ...any) { a.Steps = append(a.Steps, fmt.Sprintf(format, args...)) }
+	warn := func(format string, args ...any) { a.Warnings = append(a.Warnings, fmt.Sprintf(format, args...)) }
+
+	// 1. What comes in, per topic and per table.
+	byTable := map[string]*Table{}
+	var totalBytes float64
+	for _, t := range topics {
+		rps, avg := t.RecordsPerSec(), t.AvgBytes()
+		bps := rps * avg
+		totalBytes += bps
+		step("topic %s: end offsets +%s in %s → %s records/s (%s/min); sample of %s records: avg %s bytes → %s/s (%s/min)",
+			t.Name, count(float64(t.Records)), t.Window, num(rps), count(rps*60), count(float64(t.Sampled)), num(avg),
+			bytes(bps), bytes(bps*60))
+		if t.Sampled == 0 && t.Records > 0 {
+			warn("topic %s: no record could be sampled, so its size is unknown and bytes/s count as 0", t.Name)
+		}
+		tb := byTable[t.Table]
+		if tb == nil {
+			tb = &Table{Name: t.Table}
+			byTable[t.Table] = tb
+		}
+		tb.RecordsPerSec += rps
+		tb.BytesPerSec += bps
+		tb.Partitions += t.Partitions
+	}
+	names := make([]string, 0, len(byTable))
+	for n := range byTable {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+
+	// 2. The insert interval.
+	n := tgt.InsertsPerMinute
+	if n <= 0 {
+		n = 1
+	}
+	interval := time.Duration(float64(time.Minute) / n)
+	step("target %s inserts/min per table → insert interval T = 60s / %s = %s", num(n), num(n), interval)
+
+	// 3. fetch_max_wait: a tenth of the interval, within bounds.
+	w := clampDur((interval / FetchShare).Round(100*time.Millisecond), MinFetchMaxWait, MaxFetchMaxWait)
+	step("fetch_max_wait = T / %d = %s, kept within %s..%s → %s (the longest a fetch may hold records back)",
+		FetchShare, interval/FetchShare, MinFetchMaxWait, MaxFetchMaxWait, w)
+
+	// 4. max_wait: the interval, unless the latency bound needs less.
+	m := interval
+	if tgt.MaxLatency > 0 {
+		if lw := clampDur((tgt.MaxLatency / FetchShare).Round(10*time.Millisecond), 10*time.Millisecond, MaxFetchMaxWait); lw < w {
+			w = lw
+			step("--max-latency %s: fetch_max_wait = %s / %d = %s", tgt.MaxLatency, tgt.MaxLatency, FetchShare, w)
+		}
+		if m+w > tgt.MaxLatency {
+			m = tgt.MaxLatency - w
+			step("--max-latency %s: max_wait = %s - fetch_max_wait %s = %s, below T, so inserts/min rise to 60s / %s = %s",
+				tgt.MaxLatency, tgt.MaxLatency, w, m, m, num(60/m.Seconds()))
+		}
+	}
+	if m < MinInterval {
+		warn("max_wait %s would mean more than one INSERT per second per table; held at %s (ClickHouse advises at most about one per second)", m, MinInterval)
+		m = MinInterval
+	}
+	m = m.Round(100 * time.Millisecond)
+	a.MaxWait, a.FetchMaxWait = m, w
+	step("batch.max_wait = %s: every table's open batch is inserted at least this often, whatever the input rate", m)
+
+	// 5. fetch_min_bytes: what arrives in one fetch_max_wait, slightly above.
+	perFetch := totalBytes * w.Seconds()
+	minBytes := roundSize(FetchSlack * perFetch)
+	if minBytes < 1 {
+		minBytes = 1
+	}
+	if fmb := cur.Kafka.FetchMaxBytes; fmb > 0 && minBytes > fmb {
+		warn("fetch_min_bytes %s would exceed kafka.fetch_max_bytes %s; capped there (raise fetch_max_bytes to fetch more per request)", minBytes, fmb)
+		minBytes = fmb
+	}
+	a.FetchMinBytes = minBytes
+	step("fetch_min_bytes = %.1f × %s/s (all topics) × %s = %s → %s: at today's rate the broker answers at fetch_max_wait with everything that came",
+		FetchSlack, bytes(totalBytes), w, bytes(FetchSlack*perFetch), minBytes)
+
+	// 6. The request timeout must exceed fetch_max_wait.
+	a.RequestTimeout = cur.Kafka.RequestTimeout
+	if a.RequestTimeout <= w {
+		a.RequestTimeout = w + RequestTimeoutMargin
+		step("kafka.request_timeout %s does not exceed fetch_max_wait %s → %s (seed 004: a 72s wait needed a 100s timeout)",
+			cur.Kafka.RequestTimeout, w, a.RequestTimeout)
+	} else {
+		step("kafka.request_timeout %s exceeds fetch_max_wait %s: keep it (the client also adds it on top of fetch_max_wait for fetches)",
+			cur.Kafka.RequestTimeout, w)
+	}
+
+	// 7. Caps from the busiest table.
+	var maxRows, maxBPS float64
+	busiest := ""
+	for _, name := range names {
+		tb := byTable[name]
+		if rows := tb.RecordsPerSec * m.Seconds(); rows >= maxRows {
+			maxRows, busiest = rows, name
+		}
+		maxBPS = math.Max(maxBPS, tb.BytesPerSec)
+	}
+	maxBytes := maxBPS * m.Seconds()
+	a.MaxRows = int(roundUp2(Headroom * maxRows))
+	if busiest != "" {
+		step("batch.max_rows = %.0f × %s records/s × %s (busiest table %s) = %s → %s",
+			Headroom, num(byTable[busiest].RecordsPerSec), m, busiest, count(Headroom*maxRows), count(float64(a.MaxRows)))
+	}
+	if a.MaxRows < FloorRows {
+		step("batch.max_rows raised to the floor %s: a replayed backlog fills batches to this cap, and then big inserts are what you want", count(FloorRows))
+		a.MaxRows = FloorRows
+	}
+	a.MaxBytes = roundMiB(Headroom * maxBytes)
+	step("batch.max_bytes = %.0f × %s/s × %s = %s → %s (raw record bytes; decoded columns are usually smaller, so this errs large)",
+		Headroom, bytes(maxBPS), m, bytes(Headroom*maxBytes), a.MaxBytes)
+	if a.MaxBytes < FloorBytes {
+		step("batch.max_bytes raised to the floor %s", FloorBytes)
+		a.MaxBytes = FloorBytes
+	}
+	if need := config.ByteSize(len(names)*(1+cur.ClickHouse.MaxInFlight)) * a.MaxBytes; cur.Batch.BufferMemory < need {
+		warn("batch.buffer_memory %s is below %d table(s) × (1 open + %d in flight) × max_bytes %s = %s: fetching will pause before batches fill",
+			cur.Batch.BufferMemory, len(names), cur.ClickHouse.MaxInFlight, a.MaxBytes, need)
+	}
+
+	// 8. What to expect.
+	for _, name := range names {
+		tb := byTable[name]
+		rows := tb.RecordsPerSec * m.Seconds()
+		perMin := 60 / m.Seconds()
+		if recPerMin := tb.RecordsPerSec * 60; recPerMin < perMin {
+			perMin = recPerMin // fewer records than seals: a batch holds one record at most
+		}
+		if !cur.Batch.IgnorePartitions && tb.Partitions > 1 {
+			perMin *= float64(tb.Partitions)
+			rows /= float64(tb.Partitions)
+			warn("batch.ignore_partitions is false: table %s gets one insert per partition (%d), %s inserts/min instead of %s; set it to true",
+				name, tb.Partitions, num(perMin), num(perMin/float64(tb.Partitions)))
+		}
+		tb.RowsPerInsert, tb.InsertsPerMinute = rows, perMin
+		a.Tables = append(a.Tables, *tb)
+		step("table %s: %s records/s × %s = %s rows/insert, %s inserts/min", name, num(tb.RecordsPerSec), m, count(rows), num(perMin))
+	}
+	a.Latency = a.FetchMaxWait + a.MaxWait
+	step("latency ≤ fetch_max_wait %s + max_wait %s = %s, plus the INSERT itself", a.FetchMaxWait, a.MaxWait, a.Latency)
+	return a
+}
+
+// YAML is the recommendation as a config fragment.
+func (a Advice) YAML() string {
+	return fmt.Sprintf("kafka:\n  fetch_min_bytes: %s\n  fetch_max_wait: %s\n  request_timeout: %s\nbatch:\n  max_rows: %d\n  max_bytes: %s\n  max_wait: %s\n",
+		a.FetchMinBytes, a.FetchMaxWait, a.RequestTimeout, a.MaxRows, a.MaxBytes, a.MaxWait)
+}
+
+func clampDur(d, lo, hi time.Duration) time.Duration { return max(lo, min(d, hi)) }
+
+// roundSize rounds a byte count up to whole KiB below 1MiB and to quarter
+// MiB above, so the value prints exactly and short ("2.5MiB").
+func roundSize(v float64) config.ByteSize {
+	if v <= 0 {
+		return 0
+	}
+	unit := float64(config.KiB)
+	if v >= float64(config.MiB) {
+		unit = float64(config.MiB / 4)
+	}
+	return config.ByteSize(math.Ceil(v/unit) * unit)
+}
+
+// roundMiB rounds up to whole MiB (at least 1MiB).
+func roundMiB(v float64) config.ByteSize {
+	return config.ByteSize(math.Max(1, math.Ceil(v/float64(config.MiB)))) * config.MiB
+}
+
+// roundUp2 rounds up to two significant digits: 243,000 → 250,000.
+func roundUp2(v float64) float64 {
+	if v <= 0 {
+		return 0
+	}
+	p := math.Pow(10, math.Floor(math.Log10(v))-1)
+	return math.Ceil(v/p-1e-9) * p
+}
+
+func num(v float64) string {
+	if v >= 100 || v == math.Trunc(v) {
+		return count(v)
+	}
+	return fmt.Sprintf("%.1f", v)
+}
+
+// count prints a whole number with thousands separators.
+func count(v float64) string {
+	s := fmt.Sprintf("%.0f", v)
+	neg := s[0] == '-'
+	if neg {
+		s = s[1:]
+	}
+	var out []byte
+	for i := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			out = append(out, ',')
+		}
+		out = append(out, s[i])
+	}
+	if neg {
+		return "-" + string(out)
+	}
+	return string(out)
+}
+
+// bytes prints a byte amount in SI units as seed 004 did (MB).
+func bytes(v float64) string {
+	switch {
+	case v >= 1e9:
+		return fmt.Sprintf("%.2f GB", v/1e9)
+	case v >= 1e6:
+		return fmt.Sprintf("%.2f MB", v/1e6)
+	case v >= 1e3:
+		return fmt.Sprintf("%.1f kB", v/1e3)
+	}
+	return fmt.Sprintf("%.0f B", v)
+}
