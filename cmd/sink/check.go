@@ -25,6 +25,13 @@ func check(cfg *config.Config, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintf(stdout, "config: ok (connector %q, group %q)\n", cfg.Name, cfg.Kafka.Group)
+	k, ch := cfg.Kafka, cfg.ClickHouse
+	sasl := "SASL off"
+	if k.SASL.Mechanism != "" {
+		sasl = fmt.Sprintf("SASL %s as %q, %s", k.SASL.Mechanism, k.SASL.Username, password(k.SASL.Password, k.SASL.PasswordFile))
+	}
+	fmt.Fprintf(stdout, "security: kafka %s, %s\n", tlsSummary(k.TLS), sasl)
+	fmt.Fprintf(stdout, "security: clickhouse %s, user %q, %s\n", tlsSummary(ch.TLS), ch.Username, password(ch.Password, ch.PasswordFile))
 
 	topics, err := consumer.Probe(ctx, cfg)
 	if err != nil {
@@ -64,4 +71,37 @@ func check(cfg *config.Config, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stdout, "check: ok")
 	return 0
+}
+
+// password says where a password comes from, never what it is.
+func password(pw config.Secret, file string) string {
+	switch {
+	case file != "":
+		return "password from " + file
+	case pw != "":
+		return "password " + pw.String() // masked
+	}
+	return "no password"
+}
+
+func tlsSummary(t config.TLS) string {
+	if !t.Enabled {
+		return "TLS off"
+	}
+	var parts []string
+	if t.CAFile != "" {
+		parts = append(parts, "CA "+t.CAFile)
+	} else {
+		parts = append(parts, "system CAs")
+	}
+	if t.CertFile != "" {
+		parts = append(parts, "client certificate "+t.CertFile)
+	}
+	if t.ServerName != "" {
+		parts = append(parts, "server name "+t.ServerName)
+	}
+	if t.InsecureSkipVerify {
+		parts = append(parts, "CERTIFICATES NOT VERIFIED (insecure_skip_verify)")
+	}
+	return "TLS (" + strings.Join(parts, ", ") + ")"
 }
