@@ -37,15 +37,21 @@ Usage:
   sink report  --table DB.TABLE [--since 2h] [--split T] ...
                                inserts per minute into a table, from ClickHouse's
                                query_log and part_log; before/after a split
+  sink advise  --config FILE [--window 60s] [--inserts-per-minute N]
+                               measure each routed topic's rate and recommend
+                               fetch and batch settings, showing the arithmetic
   sink version                 print the version
 
 Every config key can be overridden from the environment: SINK_ + the key path
 in upper case with __ between levels, e.g. SINK_CLICKHOUSE__PASSWORD,
 SINK_KAFKA__BROKERS=a:9092,b:9092, SINK_BATCH__MAX_WAIT=2s.
 
-Exit status: 0 after a clean shutdown (all batches flushed and committed) or a
-passed check; 1 on a config, connection or fatal pipeline error; 2 on usage
-errors; 130 when a second signal interrupts the shutdown.
+Each command prints its own flags with --help (e.g. sink report --help).
+
+Exit status: 0 after a clean shutdown (all batches flushed and committed), a
+passed check, or a printed report or advice; 1 on a config, connection or
+fatal pipeline error; 2 on usage errors; 130 when a second signal interrupts
+the shutdown.
 `
 
 func main() {
@@ -81,6 +87,8 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		return run(cfg, stderr)
 	case "report":
 		return reportCmd(rest, stdout, stderr)
+	case "advise":
+		return adviseCmd(rest, stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "sink", version)
 		return 0

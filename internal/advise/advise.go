@@ -132,7 +132,7 @@ func Recommend(topics []Topic, cur *config.Config, tgt Target) Advice {
 		bps := rps * avg
 		totalBytes += bps
 		step("topic %s: end offsets +%s in %s → %s records/s (%s/min); sample of %s records: avg %s bytes → %s/s (%s/min)",
-			t.Name, count(float64(t.Records)), t.Window, num(rps), count(rps*60), count(float64(t.Sampled)), num(avg),
+			t.Name, count(float64(t.Records)), t.Window.Round(time.Millisecond), num(rps), count(rps*60), count(float64(t.Sampled)), num(avg),
 			bytes(bps), bytes(bps*60))
 		if t.Sampled == 0 && t.Records > 0 {
 			warn("topic %s: no record could be sampled, so its size is unknown and bytes/s count as 0", t.Name)
@@ -145,6 +145,9 @@ func Recommend(topics []Topic, cur *config.Config, tgt Target) Advice {
 		tb.RecordsPerSec += rps
 		tb.BytesPerSec += bps
 		tb.Partitions += t.Partitions
+	}
+	if totalBytes == 0 {
+		warn("no bytes arrived during the window: measure while the topics carry their usual traffic")
 	}
 	names := make([]string, 0, len(byTable))
 	for n := range byTable {

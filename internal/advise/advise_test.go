@@ -117,7 +117,7 @@ func TestRecommend(t *testing.T) {
 	// An idle topic: nothing to wait for, fetch_min_bytes 1.
 	f("idle", []Topic{topic("a", "db.t", 1, 0, 0)}, def, Target{},
 		want{1, 6 * time.Second, 30 * time.Second, FloorRows, FloorBytes, time.Minute, 66 * time.Second,
-			[]float64{0}, []float64{0}, nil})
+			[]float64{0}, []float64{0}, []string{"no bytes arrived"}})
 }
 
 func near(a, b float64) bool { return a-b < 1e-6*max(1, b) && b-a < 1e-6*max(1, b) }
