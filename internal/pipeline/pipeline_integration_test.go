@@ -20,8 +20,8 @@ import (
 )
 
 // produceEvents writes n JSON events round-robin over the topic's partitions
-// and returns when Kafka acknowledged all of them.
-func produceEvents(t *testing.T, topic string, n int) {
+// and returns when Kafka acknowledged all of them, with their total bytes.
+func produceEvents(t *testing.T, topic string, n int) (bytes int64) {
 	t.Helper()
 	cl := testenv.KafkaClient(t, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
 		kgo.ProducerLinger(5*time.Millisecond))
@@ -31,6 +31,7 @@ func produceEvents(t *testing.T, topic string, n int) {
 	for i := 0; i < n; i++ {
 		v := fmt.Sprintf(`{"id":%d,"user_id":%d,"ts":"2024-05-01 10:%02d:%02d","event_type":"e%d","cost":%d.25,"payload":"p-%d"}`,
 			i, i%1000, (i/60)%60, i%60, i%7, i%100, i)
+		bytes += int64(len(v))
 		cl.Produce(ctx, &kgo.Record{Value: []byte(v)}, func(_ *kgo.Record, err error) {
 			if err != nil {
 				select {
@@ -48,6 +49,7 @@ func produceEvents(t *testing.T, topic string, n int) {
 		t.Fatalf("produce: %v", err)
 	default:
 	}
+	return bytes
 }
 
 func newConfig(t *testing.T, yaml string) *config.Config {
@@ -63,6 +65,14 @@ func newConfig(t *testing.T, yaml string) *config.Config {
 // the way SIGTERM does and returns its stats.
 func runUntil(t *testing.T, cfg *config.Config, ch driver.Conn, table string, want uint64) pipeline.Stats {
 	t.Helper()
+	return runUntilWith(t, cfg, ch, table, want, nil)
+}
+
+// runUntilWith is runUntil with pipeline options and a check that runs once
+// while the connector is running, after the table got its first rows.
+func runUntilWith(t *testing.T, cfg *config.Config, ch driver.Conn, table string, want uint64,
+	during func(*writer.Writer), opts ...pipeline.Option) pipeline.Stats {
+	t.Helper()
 	ctx := context.Background()
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)
 	w, err := writer.Open(ctx, cfg.Name, cfg.ClickHouse)
@@ -70,7 +80,7 @@ func runUntil(t *testing.T, cfg *config.Config, ch driver.Conn, table string, wa
 		t.Fatal(err)
 	}
 	defer w.Close()
-	p, err := pipeline.New(ctx, cfg, log, w)
+	p, err := pipeline.New(ctx, cfg, log, w, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,6 +98,10 @@ func runUntil(t *testing.T, cfg *config.Config, ch driver.Conn, table string, wa
 		var n uint64
 		if err := ch.QueryRow(ctx, "SELECT count() FROM "+table).Scan(&n); err != nil {
 			t.Fatal(err)
+		}
+		if n > 0 && during != nil {
+			during(w)
+			during = nil
 		}
 		if n >= want {
 			break

@@ -1,0 +1,191 @@
+package pipeline_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"sink/internal/metrics"
+	"sink/internal/pipeline"
+	"sink/internal/report"
+	"sink/internal/testenv"
+	"sink/internal/writer"
+)
+
+// scrape GETs url and returns the body and status.
+func scrape(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+// samples parses the Prometheus text format into "name{labels}" → value.
+func samples(t *testing.T, body string) map[string]float64 {
+	t.Helper()
+	out := map[string]float64{}
+	for _, line := range strings.Split(body, "\n") {
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			t.Fatalf("metrics line %q: %v", line, err)
+		}
+		out[line[:i]] = v
+	}
+	return out
+}
+
+// sum adds every series of name whose labels contain all of with.
+func sum(s map[string]float64, name string, with ...string) (total float64, series int) {
+	for k, v := range s {
+		if !strings.HasPrefix(k, name+"{") && k != name {
+			continue
+		}
+		ok := true
+		for _, w := range with {
+			ok = ok && strings.Contains(k, w)
+		}
+		if ok {
+			total += v
+			series++
+		}
+	}
+	return total, series
+}
+
+// TestMetricsMatchClickHouse runs the connector with metrics on, scrapes
+// /metrics over HTTP after the run, and checks the counters against what
+// ClickHouse saw (rows in the table, INSERTs and written rows in
+// query_log) and what was produced; /readyz answers 200 while the
+// connector runs and 503 after it left the group.
+func TestMetricsMatchClickHouse(t *testing.T) {
+	brokers := testenv.Kafka(t)
+	chAddr := testenv.ClickHouse(t)
+	ch := testenv.CHConn(t)
+	db := testenv.NewDatabase(t)
+	topic := testenv.NewTopic(t, 4)
+	dlq := testenv.NewTopic(t, 1)
+	const n, bad = 40_000, 3
+	goodBytes := produceEvents(t, topic, n)
+	badCl := testenv.KafkaClient(t, kgo.DefaultProduceTopic(topic))
+	for i := 0; i < bad; i++ {
+		if err := badCl.ProduceSync(context.Background(), &kgo.Record{Value: []byte(`{"id": "not a number`)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	if err := ch.Exec(ctx, "CREATE TABLE "+db+`.events (id UInt64, user_id UInt32, ts DateTime, event_type String,
+		cost Decimal(18, 4), payload String) ENGINE = MergeTree ORDER BY id`); err != nil {
+		t.Fatal(err)
+	}
+	cfg := newConfig(t, fmt.Sprintf(`
+name: %s
+kafka: {brokers: [%q], topics: [%q], fetch_max_wait: 200ms}
+clickhouse: {addrs: [%q], database: %s}
+batch: {max_rows: 10000, max_wait: 2s}
+routes: [{topic: %q, table: events}]
+errors: {tolerance: all, dlq_topic: %q}
+http: {listen: ""}
+`, testenv.UniqueName(t, "metrics"), brokers[0], topic, chAddr, db, topic, dlq))
+
+	m := metrics.New(cfg.Kafka.Group)
+	srv, err := metrics.Serve("127.0.0.1:0", m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close(context.Background())
+	base := "http://" + srv.Addr()
+	if code, body := scrape(t, base+"/readyz"); code != http.StatusServiceUnavailable {
+		t.Fatalf("/readyz before the run: %d %q, want 503", code, body)
+	}
+	st := runUntilWith(t, cfg, ch, db+".events", n, func(w *writer.Writer) {
+		m.SetPinger(func(ctx context.Context) error { return w.Conn().Ping(ctx) })
+		if code, body := scrape(t, base+"/readyz"); code != http.StatusOK {
+			t.Errorf("/readyz while running: %d %q, want 200", code, body)
+		}
+	}, pipeline.WithMetrics(m))
+
+	code, body := scrape(t, base+"/metrics")
+	if code != http.StatusOK {
+		t.Fatalf("/metrics: %d", code)
+	}
+	s := samples(t, body)
+	table := fmt.Sprintf(`table="%s.events"`, db)
+	topicL := fmt.Sprintf(`topic="%s"`, topic)
+
+	var rows uint64
+	if err := ch.QueryRow(ctx, "SELECT count() FROM "+db+".events").Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	qlInserts, qlRows := insertsInto(t, ch, db, "events")
+	r, err := report.Query(ctx, ch, report.Options{
+		Target: report.Target{Database: db, Table: "events", DefaultDatabase: db},
+		Since:  time.Now().Add(-10 * time.Minute), Until: time.Now().Add(time.Minute),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("ClickHouse: %d rows; query_log: %d INSERTs, %d written rows; report: %d inserts; pipeline: %+v",
+		rows, qlInserts, qlRows, r.Total.Inserts, st)
+
+	f := func(what string, got float64, want uint64) {
+		t.Helper()
+		if got != float64(want) {
+			t.Errorf("%s = %v, want %d", what, got, want)
+		}
+	}
+	get := func(name string, with ...string) float64 {
+		t.Helper()
+		v, series := sum(s, name, with...)
+		if series == 0 {
+			t.Fatalf("no %s%v series in /metrics", name, with)
+		}
+		return v
+	}
+	f(metrics.RowsInserted+" vs count()", get(metrics.RowsInserted, table), rows)
+	f(metrics.RowsInserted+" vs query_log written_rows", get(metrics.RowsInserted, table), qlRows)
+	f(metrics.Inserts+" vs query_log", get(metrics.Inserts, table), qlInserts)
+	f(metrics.Inserts+" vs sink report", get(metrics.Inserts, table), uint64(r.Total.Inserts))
+	f(metrics.RowsPerInsert+"_count", get(metrics.RowsPerInsert+"_count", table), qlInserts)
+	f(metrics.RowsPerInsert+"_sum", get(metrics.RowsPerInsert+"_sum", table), qlRows)
+	f(metrics.InsertDuration+"_count", get(metrics.InsertDuration+"_count", table), qlInserts)
+	f(metrics.BatchesSealed+" (all reasons)", get(metrics.BatchesSealed, table), qlInserts)
+	f(metrics.RecordsConsumed, get(metrics.RecordsConsumed, topicL), n+bad)
+	f(metrics.BytesConsumed, get(metrics.BytesConsumed, topicL), uint64(goodBytes)+bad*uint64(len(`{"id": "not a number`)))
+	f(metrics.DLQRecords, get(metrics.DLQRecords, topicL), bad)
+	f(metrics.ConsumerLag+" (all partitions)", get(metrics.ConsumerLag, topicL), 0)
+	f(metrics.FetchPaused, get(metrics.FetchPaused), 0)
+	f(metrics.InsertRetries, func() float64 { v, _ := sum(s, metrics.InsertRetries); return v }(), 0)
+	if _, series := sum(s, metrics.ConsumerLag, topicL); series != 4 {
+		t.Errorf("%d lag series, want one per partition (4)", series)
+	}
+	if rows != n || qlRows != n || r.Total.Rows != n {
+		t.Errorf("ClickHouse has %d rows, query_log %d, report %d; want %d", rows, qlRows, r.Total.Rows, n)
+	}
+	if age := get(metrics.LastCommitAge); age < 0 || age > 10 {
+		t.Errorf("%s = %v right after a clean stop, want 0..10", metrics.LastCommitAge, age)
+	}
+	if reasons := get(metrics.BatchesSealed, table, `reason="rows"`); reasons < 3 {
+		t.Errorf("%v batches sealed by max_rows for %d rows at max_rows 10000, want at least 3", reasons, n)
+	}
+	if code, body := scrape(t, base+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "not joined") {
+		t.Errorf("/readyz after the run: %d %q, want 503 saying the consumer is not in the group", code, body)
+	}
+}
