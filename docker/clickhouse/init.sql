@@ -1,5 +1,5 @@
--- Run once by the clickhouse/clickhouse-server image on an empty data volume
--- (docker-compose.yml). The target of the `events` route in config/compose.yaml.
+-- Run by the one-shot init-table service of docker-compose.yml on every `up`
+-- (idempotent). The target of the `events` route in config/compose.yaml.
 -- ReplacingMergeTree: duplicates from a replay after a crash or rebalance collapse
 -- on merge and under SELECT ... FINAL.
 CREATE TABLE IF NOT EXISTS default.events
