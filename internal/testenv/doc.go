@@ -18,10 +18,21 @@
 //	conn := testenv.CHConn(t)        // clickhouse-go v2 native conn, closed at cleanup
 //	cl := testenv.KafkaClient(t)     // franz-go client, closed at cleanup
 //
+// and for the security tests:
+//
+//	s := testenv.KafkaSASL(t)        // SASL_SSL listener 127.0.0.1:9094, its test CA, a client
+//	                                 // certificate, user SASLUser/SASLPassword for PLAIN and SCRAM
+//	pki := testenv.NewPKI(t)         // a throwaway CA and a certificate for 127.0.0.1
+//	addr := testenv.CHTLSProxy(t, pki) // TLS in front of ClickHouse's native port
+//	// CHUser/CHPassword: the test ClickHouse's user with a password
+//
 // Environment:
 //
 //	SINK_TEST_KAFKA       comma-separated brokers instead of 127.0.0.1:9092
 //	SINK_TEST_CLICKHOUSE  native host:port instead of 127.0.0.1:9000
+//	SINK_TEST_KAFKA_SASL  SASL_SSL host:port instead of 127.0.0.1:9094
+//	SINK_TEST_KAFKA_TLS   directory with ca.pem, client.pem, client.key instead of
+//	                      the checkout's .stack/kafka/tls (scripts/stack.sh writes it)
 //	SINK_REQUIRE_STACK=1  fail instead of skip when a server is not reachable;
 //	                      `make test` and CI set it, so they cannot pass by
 //	                      silently skipping every integration test.
