@@ -210,15 +210,15 @@ func (b *bench) waitRows(ctx context.Context, table string, want int64, timeout 
 	}
 }
 
-// insertStats reads what ClickHouse logged for table since t0: INSERT
+// insertStats reads what ClickHouse logged for db.table since t0: INSERT
 // queries and the rows they wrote (query_log), and new parts (part_log).
-func (b *bench) insertStats(ctx context.Context, table string, t0 time.Time) (inserts, insertRows, parts int64, err error) {
-	if err = b.ch.exec(ctx, "SYSTEM FLUSH LOGS"); err != nil {
+func (c *chHTTP) insertStats(ctx context.Context, db, table string, t0 time.Time) (inserts, insertRows, parts int64, err error) {
+	if err = c.exec(ctx, "SYSTEM FLUSH LOGS"); err != nil {
 		return
 	}
-	s, err := b.ch.query(ctx, fmt.Sprintf(
+	s, err := c.query(ctx, fmt.Sprintf(
 		"SELECT count(), sum(written_rows) FROM system.query_log WHERE type = 2 AND event_date >= yesterday() AND event_time >= %d AND %s",
-		t0.Unix()-1, insertMatch(table)))
+		t0.Unix()-1, insertMatch(db, table)))
 	if err != nil {
 		return
 	}
@@ -226,10 +226,17 @@ func (b *bench) insertStats(ctx context.Context, table string, t0 time.Time) (in
 		err = fmt.Errorf("query_log answer %q: %w", s, err)
 		return
 	}
-	parts, err = b.ch.int64(ctx, fmt.Sprintf(
+	parts, err = c.int64(ctx, fmt.Sprintf(
 		"SELECT count() FROM system.part_log WHERE event_type = 1 AND event_date >= yesterday() AND event_time >= %d AND database = '%s' AND table = '%s'",
-		t0.Unix()-1, benchDB, table))
+		t0.Unix()-1, db, table))
 	return
+}
+
+// insertMatch is a query_log condition for INSERTs into db.table, quoted
+// or not (the sink quotes with backticks, clickhouse-client does not), and
+// not into a table whose name merely starts the same.
+func insertMatch(db, table string) string {
+	return `match(query, '^INSERT INTO ` + "`?" + db + "`?" + `\\.` + "`?" + table + "`?" + `[ (]')`
 }
 
 // settle waits, up to opt.quiet, until ClickHouse is idle again (the
@@ -245,13 +252,6 @@ func (b *bench) settle() cpuSnap {
 		}
 		prev = s
 	}
-}
-
-// insertMatch is a query_log condition for INSERTs into bench.table, quoted
-// or not (the sink quotes with backticks, clickhouse-client does not), and
-// not into a table whose name merely starts the same.
-func insertMatch(table string) string {
-	return `match(query, '^INSERT INTO ` + "`?" + benchDB + "`?" + `\\.` + "`?" + table + "`?" + `[ (]')`
 }
 
 // child is a started process whose exit is observed.
@@ -335,9 +335,15 @@ func (c *child) stop(grace time.Duration) error {
 	case <-c.exited:
 		return c.err
 	case <-time.After(grace):
-		_ = c.cmd.Process.Kill()
-		<-c.exited
-		return fmt.Errorf("%s did not stop within %s of SIGTERM; killed", filepath.Base(c.cmd.Path), grace)
+		// A Go program dumps its goroutines on SIGQUIT: the log shows where it hung.
+		_ = c.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-c.exited:
+		case <-time.After(2 * time.Second):
+			_ = c.cmd.Process.Kill()
+			<-c.exited
+		}
+		return fmt.Errorf("%s did not stop within %s of SIGTERM; sent SIGQUIT (goroutine dump in %s)", filepath.Base(c.cmd.Path), grace, c.log)
 	}
 }
 

@@ -75,6 +75,7 @@ func runMain(args []string) error {
 	fs.IntVar(&o.seed004.partitions, "seed004-partitions", 12, "seed 004 replay: partitions")
 	fs.Float64Var(&o.seed004.minutes, "seed004-minutes", 6, "seed 004 replay: replayed minutes per stage")
 	fs.Float64Var(&o.seed004.scale, "seed004-scale", 12, "seed 004 replay: time compression")
+	fs.DurationVar(&o.seed004.drain, "seed004-drain", time.Minute, "seed 004 replay: how long the last rows may take to land beyond the stage's fetch waits")
 	stages := fs.String("seed004-stages", "before,fetch_tuned,cross_partition,sink_defaults", "seed 004 replay: stages to run")
 	fs.BoolVar(&o.goBench, "gobench", true, "run the hot path's Go benchmarks")
 	fs.BoolVar(&o.perf, "profile", true, "profile one extra run of the sink with perf (not timed) and report its top functions")

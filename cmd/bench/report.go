@@ -98,12 +98,14 @@ type StageResult struct {
 	Table               string  `json:"table"`
 	Config              string  `json:"config"`
 	Published           string  `json:"published"`
+	Note                string  `json:"note,omitempty"`
 	Scale               float64 `json:"scale"`
 	RatePerMin          int     `json:"rate_per_min"`
 	Partitions          int     `json:"partitions"`
 	Produced            int     `json:"produced"`
 	Rows                int64   `json:"rows"`
 	WindowSec           float64 `json:"window_sec"`
+	DrainSec            float64 `json:"drain_sec"` // from the producer's end until every row landed
 	ReplayedMinutes     float64 `json:"replayed_minutes"`
 	Inserts             int     `json:"inserts"`
 	InsertedRows        int64   `json:"inserted_rows"`
@@ -380,21 +382,21 @@ func (res *Results) markdown() string {
 	if len(res.Seed004) > 0 {
 		s0 := res.Seed004[0]
 		w("## Seed 004 replay\n\n")
-		w("Magnit OMNI's Kafka → ClickHouse sink, replayed: %s records/min over %d partitions, %.1f replayed minutes per stage, time compressed ×%g (the producer runs ×%g faster and every time setting is divided by %g). Inserts and rows are counted from `system.query_log` over the producing window (the SIGTERM flush afterwards is left out) and given per replayed minute.\n\n",
+		w("Magnit OMNI's Kafka → ClickHouse sink, replayed: %s records/min over %d partitions, %.1f replayed minutes per stage, time compressed ×%g (the producer runs ×%g faster and every time setting is divided by %g). The sink is stopped only once every record is a row, so every INSERT counted (from `system.query_log`) is one the traffic caused; counts are divided by the replayed minutes of traffic. \"Landed after\" is how long the last rows took after the producer stopped: beyond the configured waits (fetch_max_wait + max_wait), it is ClickHouse falling behind the compressed time.\n\n",
 			num(float64(s0.RatePerMin)), s0.Partitions, s0.ReplayedMinutes, s0.Scale, s0.Scale, s0.Scale)
-		w("| stage | inserts/min | rows/insert (min / median / max) | rows/min | ClickHouse µs/row | seed 004 published | settings (real time; divided by the scale when run) |\n|---|---:|---:|---:|---:|---|---|\n")
+		w("| stage | inserts/min | rows/insert (min / median / max) | rows/min | landed after (s) | ClickHouse µs/row | seed 004 published | settings (as run, i.e. divided by the scale) |\n|---|---:|---:|---:|---:|---:|---|---|\n")
 		for _, s := range res.Seed004 {
 			if s.Status != "ok" && !strings.HasPrefix(s.Status, "incomplete") {
-				w("| %s | %s |||||\n", mdEscape(s.Name), mdEscape(s.Status))
+				w("| %s | %s |||||||\n", mdEscape(s.Name), mdEscape(s.Status))
 				continue
 			}
 			name := s.Name
 			if s.Status != "ok" {
 				name += " (" + s.Status + ")"
 			}
-			w("| %s | %s | %s / %s / %s | %s | %s | %s | %s |\n", mdEscape(name), f1(s.InsertsPerMin),
+			w("| %s | %s | %s / %s / %s | %s | %s | %s | %s | %s |\n", mdEscape(name), f1(s.InsertsPerMin),
 				num(float64(s.RowsPerInsertMin)), num(s.RowsPerInsertMedian), num(float64(s.RowsPerInsertMax)), num(s.RowsPerMin),
-				f2(s.CHCPUUsPerRow), s.Published, mdEscape(stageSettings(s.Config)))
+				f1(s.DrainSec), f2(s.CHCPUUsPerRow), s.Published, mdEscape(stageSettings(s.Config)))
 		}
 		w("\n")
 	}

@@ -24,10 +24,11 @@ import (
 // machine keeps up.
 type seed004Options struct {
 	enabled    bool
-	rate       int     // records per replayed minute
-	partitions int     // of the replay topic
-	minutes    float64 // replayed minutes per stage
-	scale      float64 // replay speed-up
+	rate       int           // records per replayed minute
+	partitions int           // of the replay topic
+	minutes    float64       // replayed minutes per stage
+	scale      float64       // replay speed-up
+	drain      time.Duration // extra time the last records may take to land
 	stages     []string
 }
 
@@ -142,21 +143,30 @@ func (b *bench) runStage(ctx context.Context, st seedStage) StageResult {
 	}
 	prod, perr := p.Run(ctx)
 	end := time.Now()
-	after := b.meter.snap()
-	// What SIGTERM flushes is outside the window: it is shutdown, not steady state.
-	serr := c.stop(60 * time.Second)
 	if perr != nil {
+		_ = c.stop(60 * time.Second)
 		return fail(perr)
+	}
+	// Every record of the replayed minutes must land before the sink is
+	// stopped, so SIGTERM flushes nothing and every INSERT counted is one
+	// the traffic caused. How long that takes after the producer stopped
+	// shows whether the machine kept up with the compressed time.
+	_, landed, derr := b.waitRows(ctx, table, int64(prod.Events), 2*o.scaled(72*time.Second)+o.drain, c.exited)
+	after := b.meter.snap()
+	serr := c.stop(60 * time.Second)
+	if derr != nil {
+		r.Note = oneLine(derr.Error())
 	}
 	if serr != nil {
 		return fail(fmt.Errorf("%w; sink log: %s", serr, c.tail(3)))
 	}
 	r.Produced = prod.Events
 	r.WindowSec = end.Sub(before.at).Seconds()
+	r.DrainSec = landed.Sub(end).Seconds()
 	r.ReplayedMinutes = r.WindowSec * o.scale / 60
 	r.CHCPUSec = after.ch - before.ch
 	r.Rows, _ = b.ch.int64(ctx, "SELECT count() FROM "+r.Table)
-	ins, err := b.insertsOf(ctx, table, before.at, end)
+	ins, err := b.ch.insertsOf(ctx, benchDB, table, before.at, landed.Add(time.Second))
 	if err != nil {
 		return fail(err)
 	}
@@ -164,19 +174,20 @@ func (b *bench) runStage(ctx context.Context, st seedStage) StageResult {
 	if r.Rows < int64(r.Produced) {
 		r.Status = fmt.Sprintf("incomplete: %d of %d rows landed", r.Rows, r.Produced)
 	}
-	logf("seed 004 %s: %.1f inserts/min, %.0f rows/insert (median), %d rows", st.key, r.InsertsPerMin, r.RowsPerInsertMedian, r.Rows)
+	logf("seed 004 %s: %.1f inserts/min, %.0f rows/insert (median), %d rows, landed %.1fs after the producer stopped",
+		st.key, r.InsertsPerMin, r.RowsPerInsertMedian, r.Rows, r.DrainSec)
 	return r
 }
 
-// insertsOf lists the rows written by each INSERT into table that finished
-// in [from, to].
-func (b *bench) insertsOf(ctx context.Context, table string, from, to time.Time) ([]int64, error) {
-	if err := b.ch.exec(ctx, "SYSTEM FLUSH LOGS"); err != nil {
+// insertsOf lists the rows written by each INSERT into db.table that
+// finished in [from, to].
+func (c *chHTTP) insertsOf(ctx context.Context, db, table string, from, to time.Time) ([]int64, error) {
+	if err := c.exec(ctx, "SYSTEM FLUSH LOGS"); err != nil {
 		return nil, err
 	}
-	s, err := b.ch.query(ctx, fmt.Sprintf(
+	s, err := c.query(ctx, fmt.Sprintf(
 		"SELECT written_rows FROM system.query_log WHERE type = 2 AND event_date >= yesterday() AND event_time >= %d AND event_time <= %d AND %s ORDER BY event_time",
-		from.Unix(), to.Unix(), insertMatch(table)))
+		from.Unix(), to.Unix(), insertMatch(db, table)))
 	if err != nil {
 		return nil, err
 	}

@@ -118,7 +118,7 @@ func (b *bench) finishRun(ctx context.Context, r Result, table string, before, a
 	r.CHCPUToIdleSec = idle.ch - before.ch
 	r.SettleSec = idle.at.Sub(reached).Seconds()
 	var err error
-	r.Inserts, r.InsertRows, r.Parts, err = b.insertStats(ctx, table, before.at)
+	r.Inserts, r.InsertRows, r.Parts, err = b.ch.insertStats(ctx, benchDB, table, before.at)
 	if err != nil {
 		return failed(r, err)
 	}

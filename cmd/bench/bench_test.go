@@ -1,0 +1,205 @@
+package main
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"sink/config"
+)
+
+func TestParseStatCPU(t *testing.T) {
+	f := func(stat string, want float64, wantErr bool) {
+		t.Helper()
+		got, err := parseStatCPU(stat)
+		if (err != nil) != wantErr || (!wantErr && math.Abs(got-want) > 1e-9) {
+			t.Fatalf("parseStatCPU(%q) = %v, %v; want %v (error %v)", stat, got, err, want, wantErr)
+		}
+	}
+	// utime 250 ticks, stime 50 ticks: 3 s
+	f("1234 (clickhouse-serv) S 1 1234 1234 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 40 0 123 456 789", 3.0, false)
+	// a command name with spaces and parentheses does not shift the fields
+	f("77 (a) b (c)) R 1 77 77 0 -1 0 0 0 0 0 7 3 0 0 20 0 1 0 1 2 3", 0.1, false)
+	f("no parenthesis here", 0, true)
+	f("1 (x) S 1 2 3", 0, true)
+	f("1 (x) S 1 1 1 0 -1 0 0 0 0 0 abc 1 0", 0, true)
+}
+
+func TestParseSystemCPU(t *testing.T) {
+	f := func(stat string, busy, total float64, wantErr bool) {
+		t.Helper()
+		b, tot, err := parseSystemCPU(stat)
+		if (err != nil) != wantErr || (!wantErr && (math.Abs(b-busy) > 1e-9 || math.Abs(tot-total) > 1e-9)) {
+			t.Fatalf("parseSystemCPU(%q) = %v, %v, %v; want %v, %v (error %v)", stat, b, tot, err, busy, total, wantErr)
+		}
+	}
+	// user nice system idle iowait irq softirq steal guest guest_nice
+	f("cpu  100 0 50 800 50 0 0 0 30 0\ncpu0 1 2 3 4", 1.5, 10, false)
+	f("cpu  100 0 50 800", 1.5, 9.5, false)
+	f("cpu0 1 2 3 4 5", 0, 0, true)
+	f("cpu 1 x 3 4 5", 0, 0, true)
+}
+
+func TestListeningInodes(t *testing.T) {
+	table := `  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 0100007F:2328 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 4242 1 0000000000000000 100 0 0 10 0
+   1: 0100007F:2328 0100007F:9C40 01 00000000:00000000 00:00000000 00000000     0        0 4343 1 0000000000000000 20 4 30 10 -1
+   2: 0100007F:2384 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 5555 1 0000000000000000 100 0 0 10 0
+`
+	f := func(port int, want string) {
+		t.Helper()
+		if got := strings.Join(listeningInodes(table, port), ","); got != want {
+			t.Fatalf("port %d: inodes %q, want %q", port, got, want)
+		}
+	}
+	f(9000, "4242") // the established connection on 9000 (st 01) is not a listener
+	f(9092, "5555")
+	f(8123, "")
+}
+
+func TestParseGoBench(t *testing.T) {
+	out := `goos: linux
+pkg: sink/internal/decode
+BenchmarkAppend-2       	 1337800	      1033 ns/op	 185.83 MB/s	    967891 records/s	      55 B/op	       0 allocs/op
+BenchmarkColumnData-2   	    1309	    844387 ns/op	  564049 B/op	   20009 allocs/op
+PASS
+pkg: sink/internal/batch
+BenchmarkAdd/partitions=8/run=500-2       	185267078	         6.021 ns/op	29896.64 MB/s	 166093022 records/s	       0 B/op	       0 allocs/op
+--- FAIL: BenchmarkBroken
+ok  	sink/internal/batch	5.834s
+`
+	got := parseGoBench(out)
+	f := func(i int, pkg, name string, ns, mbs, bytes, allocs, recs float64) {
+		t.Helper()
+		if i >= len(got) {
+			t.Fatalf("only %d benchmarks parsed", len(got))
+		}
+		g := got[i]
+		if g.Package != pkg || g.Name != name || g.NsPerOp != ns || g.MBPerSec != mbs || g.BytesPerOp != bytes || g.AllocsPerOp != allocs || g.Extra["records/s"] != recs {
+			t.Fatalf("benchmark %d = %+v", i, g)
+		}
+	}
+	f(0, "sink/internal/decode", "BenchmarkAppend", 1033, 185.83, 55, 0, 967891)
+	f(1, "sink/internal/decode", "BenchmarkColumnData", 844387, 0, 564049, 20009, 0)
+	f(2, "sink/internal/batch", "BenchmarkAdd/partitions=8/run=500", 6.021, 29896.64, 0, 0, 166093022)
+	if len(got) != 3 {
+		t.Fatalf("parsed %d benchmarks, want 3", len(got))
+	}
+}
+
+func TestNum(t *testing.T) {
+	f := func(v float64, want string) {
+		t.Helper()
+		if got := num(v); got != want {
+			t.Fatalf("num(%v) = %q, want %q", v, got, want)
+		}
+	}
+	f(0, "0")
+	f(999, "999")
+	f(1000, "1,000")
+	f(1234567.4, "1,234,567")
+	f(-20000, "-20,000")
+	f(2.345, "2.35")
+	f(math.NaN(), "—")
+}
+
+func TestPickMedians(t *testing.T) {
+	r := func(key string, rps float64, status string) Result {
+		return Result{Key: key, RowsPerSec: rps, Status: status}
+	}
+	got := pickMedians([]Result{
+		r("sink", 300, "ok"), r("sink", 100, "ok"), r("sink", 200, "ok"),
+		r("pipe", 50, "ok"), r("pipe", 70, "ok"),
+		r("engine", 0, "could not run: x"), r("engine", 0, "could not run: y"),
+		r("naive", 5, "failed: z"), r("naive", 9, "ok"),
+	})
+	f := func(i int, key string, rps float64, status string) {
+		t.Helper()
+		if got[i].Key != key || got[i].RowsPerSec != rps || got[i].Status != status {
+			t.Fatalf("median %d = %+v, want %s %v %s", i, got[i], key, rps, status)
+		}
+	}
+	f(0, "sink", 200, "ok")
+	f(1, "pipe", 50, "ok") // even count: the lower middle
+	f(2, "engine", 0, "could not run: x")
+	f(3, "naive", 9, "ok") // failed runs are not candidates
+}
+
+func TestEvaluate(t *testing.T) {
+	res := &Results{
+		Variants: []Result{
+			{Key: "sink", Status: "ok", Expected: 1_000_000, RowsPerSec: 500_000, ClientCPUSec: 1.5, ClientCPUUsPerRow: 1.5,
+				ClientMaxRSSMB: 150, BufferMemory: 256 << 20, CHCPUUsPerRow: 1.0},
+			{Key: "kcat_pipe", Status: "ok", Expected: 1_000_000, RowsPerSec: 400_000, CHCPUUsPerRow: 0.9},
+			{Key: "kafka_engine", Status: "could not run: broker refused"},
+		},
+		GoBench: []GoBench{{Package: "sink/internal/decode", Name: "BenchmarkAppend", AllocsPerOp: 0}},
+	}
+	ts := evaluate(res)
+	f := func(prefix string, met *bool, measured string) {
+		t.Helper()
+		for _, tg := range ts {
+			if strings.HasPrefix(tg.Name, prefix) {
+				if (met == nil) != (tg.Met == nil) || (met != nil && *met != *tg.Met) || !strings.Contains(tg.Measured, measured) {
+					t.Fatalf("%s: met %v measured %q; want %v, %q", tg.Name, tg.Met, tg.Measured, met, measured)
+				}
+				return
+			}
+		}
+		t.Fatalf("no target %q", prefix)
+	}
+	f("sink rows/s ≥ 1.0×", boolp(true), "1.25×")
+	f("sink rows/s ≥ 3.8×", nil, "could not run: broker refused")
+	f("sink CPU ≤ 2 µs", boolp(true), "1.50 µs/record")
+	f("≤ 1 allocation", boolp(true), "0 allocs/record")
+	f("sink peak RSS", boolp(true), "limit 612 MiB")
+	f("ClickHouse CPU per row", boolp(false), "1.00 vs 0.90 µs/row")
+}
+
+func TestSummarize(t *testing.T) {
+	r := StageResult{ReplayedMinutes: 2, CHCPUSec: 0.5}
+	r.summarize([]int64{30, 10, 20, 40})
+	if r.Inserts != 4 || r.InsertsPerMin != 2 || r.RowsPerMin != 50 || r.RowsPerInsertMin != 10 ||
+		r.RowsPerInsertMax != 40 || r.RowsPerInsertMedian != 25 || r.RowsPerInsertMean != 25 || r.CHCPUUsPerRow != 5000 {
+		t.Fatalf("summarize = %+v", r)
+	}
+	empty := StageResult{ReplayedMinutes: 2}
+	empty.summarize(nil)
+	if empty.Inserts != 0 || empty.InsertsPerMin != 0 {
+		t.Fatalf("summarize(nil) = %+v", empty)
+	}
+}
+
+// The stage configs must be valid sink configs with the seed's arithmetic
+// and time scaling applied.
+func TestStageDefs(t *testing.T) {
+	o := seed004Options{rate: 20_000, partitions: 12, minutes: 6, scale: 12}
+	defs := o.stageDefs(200)
+	f := func(key, fetchMin string, fetchWait, maxWait time.Duration, ignore bool) {
+		t.Helper()
+		for _, d := range defs {
+			if d.key != key {
+				continue
+			}
+			sc := sinkConf{name: "x", group: "g", topic: "t", table: "tbl", brokers: []string{"127.0.0.1:9092"},
+				chAddrs: []string{"127.0.0.1:9000"}, kafka: d.kafka, batch: d.batch}
+			cfg, err := sc.parse()
+			if err != nil {
+				t.Fatalf("%s: %v", key, err)
+			}
+			want, _ := config.ParseByteSize(fetchMin)
+			if cfg.Kafka.FetchMinBytes != want || cfg.Kafka.FetchMaxWait != fetchWait || cfg.Batch.MaxWait != maxWait || cfg.Batch.IgnorePartitions != ignore {
+				t.Fatalf("%s: fetch_min_bytes %v fetch_max_wait %v max_wait %v ignore_partitions %v", key,
+					cfg.Kafka.FetchMinBytes, cfg.Kafka.FetchMaxWait, cfg.Batch.MaxWait, cfg.Batch.IgnorePartitions)
+			}
+			return
+		}
+		t.Fatalf("no stage %s", key)
+	}
+	// 1.2 × 200 B × 20,000/min = 4.8 MB; 72 s / 12 = 6 s; 500 ms / 12 ≈ 42 ms
+	f("before", "1", 42*time.Millisecond, 42*time.Millisecond, false)
+	f("fetch_tuned", "4800000", 6*time.Second, 42*time.Millisecond, false)
+	f("cross_partition", "4800000", 6*time.Second, 42*time.Millisecond, true)
+	f("sink_defaults", "1MiB", 42*time.Millisecond, 417*time.Millisecond, true)
+}

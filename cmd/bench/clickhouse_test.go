@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"sink/internal/testenv"
+)
+
+// insertStats must count exactly the INSERTs into one table, whether the
+// client quotes the name (the sink, clickhouse-go) or not (clickhouse-client,
+// HTTP), and not those into a table whose name it is a prefix of.
+func TestInsertStatsAgainstClickHouse(t *testing.T) {
+	addr := testenv.ClickHouse(t)
+	conn := testenv.CHConn(t)
+	db := testenv.NewDatabase(t)
+	ch := newCH("http://" + chHost(addr) + ":8123/")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	t0 := time.Now()
+	for _, tbl := range []string{"t_1", "t_10"} {
+		if err := ch.exec(ctx, fmt.Sprintf("CREATE TABLE %s.%s (a UInt64) ENGINE = MergeTree ORDER BY a", db, tbl)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	native := func(tbl string, rows int) {
+		t.Helper()
+		b, err := conn.PrepareBatch(ctx, fmt.Sprintf("INSERT INTO `%s`.`%s` (`a`)", db, tbl))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < rows; i++ {
+			if err := b.Append(uint64(i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := b.Send(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	viaHTTP := func(tbl string, rows int) {
+		t.Helper()
+		body := strings.Repeat(`{"a":7}`+"\n", rows)
+		resp, err := http.Post(ch.insertURL(db+"."+tbl, "JSONEachRow"), "text/plain", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("HTTP insert: %s", resp.Status)
+		}
+	}
+	native("t_1", 5)
+	native("t_1", 7)
+	viaHTTP("t_1", 3)
+	native("t_10", 100)
+	viaHTTP("t_10", 1)
+
+	f := func(tbl string, inserts, rows, parts int64) {
+		t.Helper()
+		gi, gr, gp, err := ch.insertStats(ctx, db, tbl, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if gi != inserts || gr != rows || gp != parts {
+			t.Fatalf("%s: %d inserts, %d rows, %d parts; want %d, %d, %d", tbl, gi, gr, gp, inserts, rows, parts)
+		}
+	}
+	f("t_1", 3, 15, 3)
+	f("t_10", 2, 101, 2)
+	f("t_2", 0, 0, 0)
+
+	got, err := ch.insertsOf(ctx, db, "t_1", t0, time.Now().Add(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// event_time has one-second resolution: the order within a second is the server's
+	slices.Sort(got)
+	if fmt.Sprint(got) != "[3 5 7]" {
+		t.Fatalf("insertsOf t_1 = %v, want 3, 5 and 7 rows", got)
+	}
+}
