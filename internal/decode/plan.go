@@ -81,10 +81,12 @@ type Plan struct {
 
 	parser fastjson.Parser
 	ctx    ctx
+
+	dbz *dbzPlan // set for the debezium-json format (debezium.go)
 }
 
-// Compile builds the plan for one route into one table. format must be
-// "json".
+// Compile builds the plan for one route into one table. format is "json"
+// or "debezium-json" (see compileDebezium for what differs).
 //
 // cols are the columns to fill, in INSERT order — normally
 // InsertColumns(table, mappings of all routes into the table...). Every
@@ -103,8 +105,11 @@ type Plan struct {
 // (AggregateFunction, Tuple, Nested, Object/JSON, Variant, Dynamic,
 // Int128/256, UInt128/256, geo types, ...).
 func Compile(format string, cols []ColumnSchema, mapping map[string]string) (*Plan, error) {
+	if format == FormatDebezium {
+		return compileDebezium(cols, mapping)
+	}
 	if format != "json" {
-		return nil, fmt.Errorf("unsupported format %q (supported: json)", format)
+		return nil, fmt.Errorf("unsupported format %q (supported: json, %s)", format, FormatDebezium)
 	}
 	byName := make(map[string]ColumnSchema, len(cols))
 	for _, c := range cols {
@@ -215,6 +220,9 @@ func (p *Plan) NewBlock() *Block {
 func (p *Plan) Append(b *Block, r *kgo.Record) error {
 	if b.sig != p.sig {
 		panic("decode: Append to a Block whose columns differ from the Plan's")
+	}
+	if p.dbz != nil {
+		return p.appendDebezium(b, r)
 	}
 	v, err := p.parser.ParseBytes(r.Value)
 	if err != nil {
