@@ -115,14 +115,26 @@ type Route struct {
 	// Exactly one of Topic and TopicRegex is set. TopicRegex is anchored.
 	Topic      string `koanf:"topic"`
 	TopicRegex string `koanf:"topic_regex"`
-	// Table is "db.table", or "table" in clickhouse.database.
+	// Table is "db.table", or "table" in clickhouse.database. It may be
+	// taken from the topic name with placeholders: ${topic} (the whole
+	// name), ${topic.last} (what follows the last dot: Debezium's
+	// server.schema.table gives table) and, with TopicRegex, ${1}..${9}
+	// (its capture groups). Such a table is looked up when the first
+	// record of a topic arrives (see TableForTopic).
 	Table  string `koanf:"table"`
 	Format string `koanf:"format"`
 	// Columns maps a table column to its source: a JSON path "a.b.c" into
 	// the record value, or one of $topic, $partition, $offset, $timestamp,
 	// $key, $header.NAME. When empty, each column is read from the
-	// top-level JSON field of the same name.
+	// top-level JSON field of the same name. With debezium-json, paths
+	// point into the row image, and $op, $ts_ms, $source.PATH, $version
+	// and $deleted are added.
 	Columns map[string]string `koanf:"columns"`
+	// VersionColumn and DeletedColumn (debezium-json only) receive the row
+	// version and the delete marker, for ReplacingMergeTree(version[,
+	// deleted]); they default to _version and _deleted.
+	VersionColumn string `koanf:"version_column"`
+	DeletedColumn string `koanf:"deleted_column"`
 
 	re *regexp.Regexp `koanf:"-"` // compiled TopicRegex, set by Validate
 }
@@ -152,7 +164,7 @@ type Log struct {
 var (
 	startOffsets = []string{"earliest", "latest"}
 	compressions = []string{"lz4", "zstd", "none"}
-	formats      = []string{"json"} // "debezium-json" will follow
+	formats      = []string{"json", FormatDebezium}
 	tolerances   = []string{"none", "all"}
 	logLevels    = []string{"info", "debug", "warn", "error"}
 	logFormats   = []string{"json", "console"}
@@ -300,8 +312,17 @@ func (c *Config) fillDerived() {
 		c.Kafka.ClientID = "sink-" + c.Name
 	}
 	for i := range c.Routes {
-		if c.Routes[i].Format == "" {
-			c.Routes[i].Format = formats[0]
+		r := &c.Routes[i]
+		if r.Format == "" {
+			r.Format = formats[0]
+		}
+		if r.Format == FormatDebezium {
+			if r.VersionColumn == "" {
+				r.VersionColumn = "_version"
+			}
+			if r.DeletedColumn == "" {
+				r.DeletedColumn = "_deleted"
+			}
 		}
 	}
 }
@@ -372,7 +393,8 @@ func (c *Config) RoutesFor(topic string) []Route {
 }
 
 // TableFor splits the route's table into database and table name, using
-// clickhouse.database when the route names no database.
+// clickhouse.database when the route names no database. For a table with
+// placeholders use TableForTopic.
 func (c *Config) TableFor(r Route) (db, table string) {
 	if db, table, ok := strings.Cut(r.Table, "."); ok {
 		return db, table

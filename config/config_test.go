@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -435,8 +436,35 @@ func TestValidate(t *testing.T) {
 	f(kafkaAB+"routes: [{topic: \"a/b\", table: x}]", nil, `routes[0].topic: "a/b" is not a valid topic name`)
 	f(kafkaAB+"routes: [{topic_regex: \"(\", table: x}]", nil, "routes[0].topic_regex: invalid regular expression")
 	f(kafkaAB+"routes: [{topic: a, table: a}, {topic_regex: c.*, table: c}]", nil, `routes[1]: topic_regex "c.*" matches none of kafka.topics`)
-	f(kafkaAB+"routes: [{topic: a, table: a, format: avro}, {topic: b, table: b}]", nil, `routes[0].format: unsupported format "avro" (supported: json)`)
-	f(kafkaAB+"routes: [{topic: a, table: a, format: debezium-json}, {topic: b, table: b}]", nil, `routes[0].format: unsupported format "debezium-json" (supported: json)`)
+	f(kafkaAB+"routes: [{topic: a, table: a, format: avro}, {topic: b, table: b}]", nil, `routes[0].format: unsupported format "avro" (supported: json, debezium-json)`)
+	f(kafkaAB+"routes: [{topic: a, table: a, format: debezium-json}, {topic: b, table: b}]", nil, "")
+	// debezium-json: its sources, and the version and delete-marker columns.
+	const dbz = kafkaAB + "routes: [{topic: b, table: b}, {topic: a, table: a, format: debezium-json, %s}]"
+	dz := func(s string) string { return strings.Replace(dbz, "%s", s, 1) }
+	f(dz("columns: {op: $op, t: $source.table, l: $source.a.b, ts: $ts_ms, v: $version, d: $deleted, k: $key, h: $header.x, id: id}"), nil, "")
+	f(dz("version_column: ver, deleted_column: gone"), nil, "")
+	f(dz("columns: {_version: $version, _deleted: $deleted}"), nil, "")
+	f(dz("columns: {t: $source.}"), nil, `routes[1].columns.t: "$source." needs a field of the source block, e.g. $source.table`)
+	f(dz("columns: {t: $source.a..b}"), nil, `routes[1].columns.t: "$source.a..b" needs a field of the source block`)
+	f(dz("columns: {t: $sourc}"), nil, `routes[1].columns.t: unknown source "$sourc" (want a path into the row image such as a.b, or one of $topic, $partition, $offset, $timestamp, $key, $version, $deleted, $op, $ts_ms, $header.NAME, $source.PATH)`)
+	f(dz("columns: {_version: id}"), nil, `routes[1].columns._version: is the version_column (it receives $version); remove it from columns or choose another version_column`)
+	f(dz("deleted_column: x, columns: {x: $op}"), nil, `routes[1].columns.x: is the deleted_column (it receives $deleted)`)
+	f(dz("version_column: x, deleted_column: x"), nil, `routes[1]: version_column and deleted_column are both "x"`)
+	f(kafkaAB+"routes: [{topic: b, table: b}, {topic: a, table: a, version_column: v, deleted_column: d}]", nil,
+		"routes[1].version_column: only for format debezium-json\nconfig: routes[1].deleted_column: only for format debezium-json")
+	// Tables named after the topic.
+	const srv = "name: t\nkafka: {topic_regex: 'srv\\..*'}\nroutes: [{topic_regex: '%s', table: '%s', format: debezium-json}]"
+	tt := func(re, table string) string { return fmt.Sprintf(srv, re, table) }
+	f(tt(`srv\.public\..*`, "${topic.last}"), nil, "")
+	f(tt(`srv\.public\..*`, "cdc.${topic.last}"), nil, "")
+	f(tt(`srv\.(\w+)\.(\w+)`, "${1}.${2}_v2"), nil, "")
+	f(tt(`srv\..*`, "${topic}"), nil, "")
+	f(tt(`srv\..*`, "${table}"), nil, `routes[0].table: unknown placeholder "${table}" (want ${topic}, ${topic.last}, or ${1}..${9} for topic_regex groups)`)
+	f(tt(`srv\..*`, "${0}"), nil, `routes[0].table: unknown placeholder "${0}"`)
+	f(tt(`srv\.(\w+)\..*`, "${2}"), nil, `routes[0].table: ${2}, but topic_regex "srv\\.(\\w+)\\..*" has 1 capture groups`)
+	f(tt(`srv\..*`, "${topic.last"), nil, `routes[0].table: "${topic.last" has an unterminated ${`)
+	f(tt(`srv\..*`, "a.${topic.last}.b"), nil, `routes[0].table: "a.${topic.last}.b" must be "table" or "database.table"`)
+	f("name: t\nkafka: {topics: [srv.a]}\nroutes: [{topic: srv.a, table: '${1}'}]", nil, `routes[0].table: ${1} needs topic_regex with capture groups`)
 	f(kafkaAB+"routes: [{topic: a, table: a}, {topic: b, table: b}, {topic: a, table: default.a}]", nil, "routes[2]: same topic and table as routes[0]")
 	f(kafkaAB+"routes: [{topic: a, table: a}, {topic: b, table: b}, {topic: a, table: other}]", nil, "")
 	const cols = kafkaAB + "routes: [{topic: b, table: b}, {topic: a, table: a, columns: {%s}}]"
@@ -447,6 +475,7 @@ func TestValidate(t *testing.T) {
 	f(col("x: a..b"), nil, `routes[1].columns.x: JSON path "a..b" has an empty element`)
 	f(col(`x: ""`), nil, "routes[1].columns.x: empty source")
 	f(col(`"": a`), nil, "routes[1].columns: empty column name")
+	f(col("op: $op"), nil, `routes[1].columns.op: unknown source "$op" (want a JSON path such as a.b.c, or one of $topic, $partition, $offset, $timestamp, $key, $header.NAME)`)
 
 	// errors
 	f("", env("SINK_ERRORS__TOLERANCE=some"), `errors.tolerance: "some" is not one of none, all`)

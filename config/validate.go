@@ -215,9 +215,10 @@ func (c *Config) validateRoutes(p *problems) {
 			}
 		}
 
+		tbl := p.checkTableTemplate(key, r)
 		if r.Table == "" {
 			p.add("%s.table: required", key)
-		} else if db, table, ok := strings.Cut(r.Table, "."); ok {
+		} else if db, table, ok := strings.Cut(tbl, "."); ok {
 			if strings.Contains(table, ".") {
 				p.add("%s.table: %q must be \"table\" or \"database.table\"", key, r.Table)
 			} else {
@@ -225,7 +226,7 @@ func (c *Config) validateRoutes(p *problems) {
 				p.ident(key+".table", table, "table")
 			}
 		} else {
-			p.ident(key+".table", r.Table, "table")
+			p.ident(key+".table", tbl, "table")
 		}
 
 		switch {
@@ -234,13 +235,14 @@ func (c *Config) validateRoutes(p *problems) {
 		case !slices.Contains(formats, r.Format):
 			p.add("%s.format: unsupported format %q (supported: %s)", key, r.Format, strings.Join(formats, ", "))
 		}
+		p.validateDebezium(key, r)
 
 		for _, col := range sortedKeys(r.Columns) {
 			if col == "" {
 				p.add("%s.columns: empty column name", key)
 				continue
 			}
-			if err := checkSource(r.Columns[col]); err != nil {
+			if err := checkSource(r.Columns[col], r.Format); err != nil {
 				p.add("%s.columns.%s: %v", key, col, err)
 			}
 		}
@@ -277,8 +279,9 @@ func (c *Config) validateErrors(p *problems) {
 }
 
 // checkSource validates a column source: $topic, $partition, $offset,
-// $timestamp, $key, $header.NAME or a dotted JSON path.
-func checkSource(src string) error {
+// $timestamp, $key, $header.NAME or a dotted JSON path, and for
+// debezium-json the sources checkDebeziumSource knows.
+func checkSource(src, format string) error {
 	switch {
 	case src == "":
 		return errors.New("empty source")
@@ -286,6 +289,8 @@ func checkSource(src string) error {
 		if src == headerSource {
 			return fmt.Errorf("%q needs a header name, e.g. %strace_id", src, headerSource)
 		}
+	case strings.HasPrefix(src, "$") && format == FormatDebezium:
+		return checkDebeziumSource(src)
 	case strings.HasPrefix(src, "$"):
 		if !slices.Contains(metaSources, src) {
 			return fmt.Errorf("unknown source %q (want a JSON path such as a.b.c, or one of %s, %sNAME)", src, strings.Join(metaSources, ", "), headerSource)

@@ -1,0 +1,78 @@
+package config
+
+import (
+	"reflect"
+	"testing"
+)
+
+func TestDebeziumRouteDefaultsAndMapping(t *testing.T) {
+	c, err := Parse([]byte(`
+name: t
+kafka: {topics: [a, b, c]}
+routes:
+  - {topic: a, table: a}
+  - {topic: b, table: b, format: debezium-json, columns: {op: $op}}
+  - {topic: c, table: c, format: debezium-json, version_column: ver, deleted_column: is_deleted}
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := func(i int, version, deleted string, mapping map[string]string) {
+		t.Helper()
+		r := c.Routes[i]
+		if r.VersionColumn != version || r.DeletedColumn != deleted {
+			t.Errorf("routes[%d]: version_column %q deleted_column %q, want %q %q", i, r.VersionColumn, r.DeletedColumn, version, deleted)
+		}
+		if got := r.Mapping(); !reflect.DeepEqual(got, mapping) {
+			t.Errorf("routes[%d].Mapping() = %v, want %v", i, got, mapping)
+		}
+	}
+	f(0, "", "", nil)
+	f(1, "_version", "_deleted", map[string]string{"op": "$op", "_version": "$version", "_deleted": "$deleted"})
+	f(2, "ver", "is_deleted", map[string]string{"ver": "$version", "is_deleted": "$deleted"})
+	if c.Routes[1].Columns["_version"] != "" {
+		t.Fatal("Mapping modified the route's Columns")
+	}
+	// The defaults print and parse back.
+	back, err := Parse([]byte(c.String()), nil)
+	if err != nil {
+		t.Fatalf("String() does not parse back: %v\n%s", err, c)
+	}
+	if !reflect.DeepEqual(noCache(back).Routes, noCache(c).Routes) {
+		t.Fatalf("routes differ after a round trip:\n%+v\n%+v", back.Routes, c.Routes)
+	}
+}
+
+func TestTableForTopic(t *testing.T) {
+	f := func(topic, topicRegex, table, wantDB, wantTable, wantErr string) {
+		t.Helper()
+		c := &Config{ClickHouse: ClickHouse{Database: "cdc"}}
+		r := Route{Topic: topic, TopicRegex: topicRegex, Table: table}
+		if topicRegex != "" {
+			r.Topic = ""
+		}
+		db, tbl, err := c.TableForTopic(r, topic)
+		if wantErr != "" {
+			if err == nil || err.Error() != wantErr {
+				t.Errorf("%s %q: error %v, want %q", topic, table, err, wantErr)
+			}
+			return
+		}
+		if err != nil || db != wantDB || tbl != wantTable {
+			t.Errorf("%s %q = %q, %q, %v; want %q, %q", topic, table, db, tbl, err, wantDB, wantTable)
+		}
+	}
+	f("srv.public.orders", `srv\..*`, "${topic.last}", "cdc", "orders", "")
+	f("srv.public.orders", `srv\..*`, "raw.${topic.last}", "raw", "orders", "")
+	f("srv.public.orders", `srv\..*`, "${topic.last}_cdc", "cdc", "orders_cdc", "")
+	f("orders", `.*`, "${topic.last}", "cdc", "orders", "")
+	f("orders", `.*`, "${topic}", "cdc", "orders", "")
+	f("srv.public.orders", `srv\.(\w+)\.(\w+)`, "${1}.${2}", "public", "orders", "")
+	f("srv.public.orders", `srv\.(\w+)\.(\w+)`, "pg_${1}.${2}", "pg_public", "orders", "")
+	f("srv.public.orders", "", "plain", "cdc", "plain", "")
+	f("srv.public.orders", "", "db.plain", "db", "plain", "")
+	f("srv.public.orders", `srv\..*`, "${topic}", "", "", `table "srv.public.orders" (from "${topic}" for topic "srv.public.orders") is not "table" or "database.table"`)
+	f("srv.public.", `srv\..*`, "${topic.last}", "", "", `table "" (from "${topic.last}" for topic "srv.public.") is not "table" or "database.table"`)
+	f("other.x", `srv\.(\w+)`, "${1}", "", "", `${1} does not match topic "other.x" (topic_regex "srv\\.(\\w+)")`)
+	f("srv.x", `srv\.(\w+)`, "${2}", "", "", `${2} does not match topic "srv.x" (topic_regex "srv\\.(\\w+)")`)
+}
