@@ -184,6 +184,9 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w *writer.
 func (p *Pipeline) Tables() []*writer.Table {
 	out := make([]*writer.Table, 0, len(p.tables))
 	for _, r := range p.routes {
+		if r.table == nil {
+			continue // a table named after its topic: resolved when the topic's first record arrives
+		}
 		seen := false
 		for _, t := range out {
 			seen = seen || t == r.table.t
@@ -204,6 +207,9 @@ func (p *Pipeline) resolve(ctx context.Context) error {
 	var order []string
 	groups := map[string]*group{}
 	for i, r := range p.cfg.Routes {
+		if r.TableFromTopic() {
+			continue // resolved per topic by resolveTopic
+		}
 		db, name := p.cfg.TableFor(r)
 		key := db + "." + name
 		g := groups[key]
@@ -216,6 +222,11 @@ func (p *Pipeline) resolve(ctx context.Context) error {
 		g.idx = append(g.idx, i)
 	}
 	p.routes = make([]*routeState, len(p.cfg.Routes))
+	for i, r := range p.cfg.Routes {
+		if r.TableFromTopic() {
+			p.routes[i] = &routeState{route: r} // no table or plan until routeFor resolves a topic
+		}
+	}
 	for _, key := range order {
 		g := groups[key]
 		schema, err := p.w.Describe(ctx, g.db, g.name)
@@ -224,12 +235,12 @@ func (p *Pipeline) resolve(ctx context.Context) error {
 		}
 		var mappings []map[string]string
 		for _, r := range g.routes {
-			mappings = append(mappings, r.Columns)
+			mappings = append(mappings, r.Mapping())
 		}
 		insert := decode.InsertColumns(schema, mappings...)
 		ts := &tableState{t: writer.NewTable(g.db, g.name, schema, insert), m: p.m.Table(key)}
 		for j, r := range g.routes {
-			plan, err := decode.Compile(r.Format, insert, r.Columns)
+			plan, err := decode.Compile(r.Format, insert, r.Mapping())
 			if err != nil {
 				return fmt.Errorf("routes[%d] (table %s): %w", g.idx[j], key, err)
 			}
@@ -278,9 +289,12 @@ func (p *Pipeline) groupEvent(ctx context.Context, kind string, m map[string][]i
 // Stats returns the run's totals; valid after Run returned.
 func (p *Pipeline) Stats() Stats { return p.stats }
 
-func (p *Pipeline) routeFor(topic string) *routeState {
+// routeFor returns the route of topic's records (nil: skip them). A route
+// whose table is named after the topic is resolved for the topic here, the
+// first time (resolveTopic); its error is fatal.
+func (p *Pipeline) routeFor(ctx context.Context, topic string) (*routeState, error) {
 	if rs, ok := p.byTopic[topic]; ok {
-		return rs
+		return rs, nil
 	}
 	var found *routeState
 	for _, rs := range p.routes {
@@ -289,8 +303,14 @@ func (p *Pipeline) routeFor(topic string) *routeState {
 			break
 		}
 	}
+	if found != nil && found.table == nil {
+		var err error
+		if found, err = p.resolveTopic(ctx, found, topic); err != nil {
+			return nil, err
+		}
+	}
 	p.byTopic[topic] = found // nil is cached too: such records are skipped
-	return found
+	return found, nil
 }
 
 // topicMetrics returns topic's metric handle (nil without metrics).

@@ -208,7 +208,11 @@ func (p *Pipeline) handleFetches(writeCtx context.Context, f kgo.Fetches) {
 func (p *Pipeline) handleRecord(writeCtx context.Context, now time.Time, tp offsets.TP, r *kgo.Record) {
 	p.stats.Records++
 	p.stats.Bytes += int64(len(r.Key) + len(r.Value))
-	rs := p.routeFor(r.Topic)
+	rs, err := p.routeFor(writeCtx, r.Topic)
+	if err != nil {
+		p.fatal = err // the topic's table cannot be resolved: stop before this record
+		return
+	}
 	if rs == nil {
 		// A topic matched by kafka.topic_regex but by no route: nothing to
 		// write, so it is handled as soon as it is seen.
@@ -218,6 +222,12 @@ func (p *Pipeline) handleRecord(writeCtx context.Context, now time.Time, tp offs
 	}
 	a := p.accFor(rs.table, tp)
 	if err := rs.plan.Append(a.acc.Data().(*decode.Block), r); err != nil {
+		if errors.Is(err, decode.ErrSkip) {
+			// A Debezium tombstone or the like: no row, handled as soon as seen.
+			p.stats.Skipped++
+			p.tracker.Add(tp, r.Offset, r.LeaderEpoch, offsets.Done)
+			return
+		}
 		p.badRecord(writeCtx, tp, r, err)
 		return
 	}
