@@ -1,13 +1,25 @@
 #!/usr/bin/env bash
-# demo.sh: the sink end to end on the local stack. Creates a demo table and a
-# 12-partition topic, produces events, runs the sink until every event is a
-# row, stops it with SIGTERM (flush + commit), and prints what ClickHouse saw:
-# rows, INSERTs, rows per INSERT and parts, from system.query_log/part_log.
+# demo.sh: the sink end to end on the local stack, as a before/after story.
+#
+#   1. "before": from a minute boundary, events arrive live at $BEFORE_RATE/s
+#      for $BEFORE_SECS s into a 12-partition topic, and the connector runs
+#      with batch.max_rows: 1, the way a default Kafka Connect sink behaved
+#      in seed 004: one INSERT per record.
+#   2. It waits for the next minute, so the two runs land in different
+#      minutes of ClickHouse's logs (the report counts per minute).
+#   3. "after": the same connector, same group, default batching: it
+#      continues from the committed offsets over $EVENTS more events, then
+#      stops with SIGTERM (flush, commit, leave the group).
+#   4. `sink report --split` prints per-minute INSERTs, rows per INSERT and
+#      new parts from system.query_log/part_log, and the before/after ratios.
 # Expects the stack up (make demo does that first).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 EVENTS=${DEMO_EVENTS:-200000}
+BEFORE_RATE=${DEMO_BEFORE_RATE:-50}
+BEFORE_SECS=50
+BEFORE=$(( BEFORE_RATE * BEFORE_SECS ))
 TOPIC=demo_events
 TABLE=demo_events
 CONFIG=config/local.yaml
@@ -25,46 +37,71 @@ $CH -q "CREATE TABLE default.$TABLE (
   inserted_at DateTime DEFAULT now()
 ) ENGINE = MergeTree PARTITION BY toYYYYMM(ts) ORDER BY (user_id, ts)"
 
-echo "demo: producing $EVENTS events to a fresh topic $TOPIC (12 partitions)"
-bin/loadgen --topic "$TOPIC" --partitions 12 --recreate --count "$EVENTS"
-
+bin/loadgen --topic "$TOPIC" --partitions 12 --recreate --count 0
 bin/sink check --config "$CONFIG"
 
-# A fresh group each run, so the demo always starts from the beginning.
+# A fresh group each run, so the demo always starts from the beginning; both
+# runs share it, like a connector that is retuned and restarted.
 export SINK_KAFKA__GROUP="demo-$(date +%s)"
 export SINK_LOG__FORMAT=console
+# The HTTP endpoint is not needed here, and a free port is not guaranteed.
+export SINK_HTTP__LISTEN=
+
+# run_until LOG ROWS: runs the sink in the background until the table holds
+# ROWS rows, then stops it with SIGTERM and waits for a clean exit.
+run_until() {
+  local log=$1 want=$2 rows=0 pid
+  bin/sink run --config "$CONFIG" 2> "$log" &
+  pid=$!
+  trap "kill $pid 2>/dev/null || true" EXIT
+  for _ in $(seq 1 600); do
+    rows=$($CH -q "SELECT count() FROM default.$TABLE")
+    [ "$rows" -ge "$want" ] && break
+    kill -0 $pid 2>/dev/null || { echo "demo: the sink exited early; its log:"; tail -20 "$log"; exit 1; }
+    sleep 0.5
+  done
+  kill -TERM $pid
+  wait $pid || { echo "demo: the sink did not stop cleanly; its log:"; tail -20 "$log"; exit 1; }
+  trap - EXIT
+  [ "$rows" -ge "$want" ] || { echo "demo: only $rows of $want rows landed"; exit 1; }
+}
+
+# wait_minute: sleeps until the next minute boundary, saying why.
+wait_minute() {
+  local now next
+  now=$(date +%s)
+  next=$(( (now / 60 + 1) * 60 ))
+  echo "demo: waiting $(( next - now ))s for $(date -d @$next +%H:%M:%S): $1"
+  sleep $(( next - now ))
+}
+
+echo
+wait_minute "the per-record run then fills one minute of the logs"
+echo "demo: BEFORE: $BEFORE_RATE events/s for ${BEFORE_SECS}s, the sink with batch.max_rows: 1 (one INSERT per record)"
 start=$(date +%s)
-bin/sink run --config "$CONFIG" 2> .stack/demo-sink.log &
-pid=$!
-trap 'kill $pid 2>/dev/null || true' EXIT
+bin/loadgen --topic "$TOPIC" --count "$BEFORE" --rate "$BEFORE_RATE" 2>/dev/null &
+SINK_BATCH__MAX_ROWS=1 run_until .stack/demo-before.log "$BEFORE"
+wait
+echo "demo: before run done in $(( $(date +%s) - start ))s"
 
-rows=0
-for _ in $(seq 1 600); do
-  rows=$($CH -q "SELECT count() FROM default.$TABLE")
-  [ "$rows" -ge "$EVENTS" ] && break
-  kill -0 $pid 2>/dev/null || { echo "demo: the sink exited early; its log:"; tail -20 .stack/demo-sink.log; exit 1; }
-  sleep 0.5
-done
-kill -TERM $pid
-wait $pid || { echo "demo: the sink did not stop cleanly; its log:"; tail -20 .stack/demo-sink.log; exit 1; }
-trap - EXIT
-took=$(( $(date +%s) - start ))
-[ "$rows" -ge "$EVENTS" ] || { echo "demo: only $rows of $EVENTS rows landed"; exit 1; }
+# The split is the next minute boundary: the report's per-minute buckets then
+# hold one regime each.
+split=$(( ($(date +%s) / 60 + 1) * 60 ))
+wait_minute "the batched run then starts in a new minute"
 
-$CH -q "SYSTEM FLUSH LOGS"
 echo
-echo "demo: sink log (last lines, .stack/demo-sink.log has all):"
-tail -5 .stack/demo-sink.log
+echo "demo: AFTER: $EVENTS more events, the same connector and group with default batching"
+bin/loadgen --topic "$TOPIC" --count "$EVENTS" --start-id "$BEFORE"
+t0=$(date +%s)
+run_until .stack/demo-sink.log "$(( BEFORE + EVENTS ))"
+took=$(( $(date +%s) - t0 ))
+total=$($CH -q "SELECT count() FROM default.$TABLE")
+
 echo
-echo "demo: $EVENTS events -> $($CH -q "SELECT count() FROM default.$TABLE") rows in default.$TABLE in ${took}s"
-$CH -q "
-SELECT count() AS inserts, sum(written_rows) AS rows, round(sum(written_rows) / count()) AS rows_per_insert,
-       max(query_duration_ms) AS max_insert_ms
-FROM system.query_log
-WHERE type = 2 AND query LIKE 'INSERT INTO \`default\`.\`$TABLE\`%' AND event_time >= toDateTime($start)
-FORMAT PrettyCompact"
-$CH -q "
-SELECT count() AS new_parts, sum(rows) AS rows_in_new_parts
-FROM system.part_log
-WHERE event_type = 1 AND database = 'default' AND table = '$TABLE' AND event_time >= toDateTime($start)
-FORMAT PrettyCompact"
+echo "demo: sink log of the batched run (last lines, .stack/demo-sink.log has all):"
+tail -3 .stack/demo-sink.log
+echo
+echo "demo: $(( BEFORE + EVENTS )) events -> $total rows in default.$TABLE; the batched run took ${took}s"
+echo "demo: bin/sink report --table default.$TABLE --since $start --split $split --chart .stack/demo-report.svg"
+echo
+bin/sink report --table "default.$TABLE" --since "$start" --split "$split" --chart .stack/demo-report.svg

@@ -60,7 +60,13 @@ func Query(ctx context.Context, conn driver.Conn, o Options) (Report, error) {
 	if o.Flush {
 		_ = conn.Exec(ctx, "SYSTEM FLUSH LOGS")
 	}
+	// event_time has whole seconds: an INSERT that finished at 12:00:03.5
+	// is logged at 12:00:03, so an end of 12:00:03.9 must include that
+	// second (round up), while an end given as 12:00:03 excludes it.
 	since, until := o.Since.Unix(), o.Until.Unix()
+	if o.Until.Nanosecond() != 0 {
+		until++
+	}
 	var ins []Insert
 	rows, err := conn.Query(ctx, fmt.Sprintf(insertsSQL, queryPrefix), since, since, until, o.Target.Table)
 	if err != nil {

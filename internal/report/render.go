@@ -32,7 +32,7 @@ func (r Report) Text(w io.Writer, loc *time.Location) error {
 		for _, m := range r.Minutes {
 			parts := "-"
 			if r.PartLog {
-				parts = strconv.Itoa(m.NewParts)
+				parts = group(uint64(m.NewParts))
 			}
 			rpi, p50, p99 := "-", "-", "-"
 			if m.Inserts > 0 {
