@@ -203,3 +203,57 @@ func TestStageDefs(t *testing.T) {
 	f("cross_partition", "4800000", 6*time.Second, 42*time.Millisecond, true)
 	f("sink_defaults", "1MiB", 42*time.Millisecond, 417*time.Millisecond, true)
 }
+
+func TestPerfCategories(t *testing.T) {
+	report := `# Samples: 1K of event 'cpu-clock:ppp'
+#
+# Overhead  Shared Object      Symbol
+    10.00%  sink               [.] runtime.memmove
+     8.00%  [kernel.kallsyms]  [k] exc_page_fault
+     7.00%  sink               [.] runtime.scanObject
+     6.00%  sink               [.] sink/internal/decode.(*Plan).Append
+     5.00%  sink               [.] github.com/valyala/fastjson.(*cache).parseObject
+     4.00%  sink               [.] github.com/pierrec/lz4/v4/internal/lz4block.(*Compressor).CompressBlock
+     3.00%  sink               [.] github.com/twmb/franz-go/pkg/kgo.readRawRecordsDirect
+     2.00%  sink               [.] sink/internal/pipeline.(*Pipeline).handleRecord
+     1.50%  sink               [.] runtime.findRunnable
+     1.00%  sink               [.] gcWriteBarrier
+     0.50%  libc.so.6          [.] memcpy
+`
+	got := strings.Join(perfCategories(report), "\n")
+	want := strings.Join([]string{
+		" 11.0%  decode: JSON → column buffers (internal/decode, fastjson)",
+		" 10.0%  copying bytes (runtime.memmove, memequal; callers not attributed)",
+		"  8.0%  kernel (page faults of a growing heap, syscalls, scheduling)",
+		"  8.0%  Go GC and allocation",
+		"  4.0%  insert: clickhouse-go/ch-go column encoding, LZ4, CityHash",
+		"  3.0%  fetch: franz-go, snappy (s2), CRC",
+		"  2.0%  pipeline, batch, offsets, map lookups and hashing",
+		"  1.5%  Go runtime: scheduler, channels, timers, syscalls",
+		"  0.5%  other",
+	}, "\n")
+	if got != want {
+		t.Fatalf("categories:\n%s\nwant:\n%s", got, want)
+	}
+	top := perfTop(report, 2)
+	if len(top) != 2 || top[0] != "10.00% sink [.] runtime.memmove" || top[1] != "8.00% [kernel.kallsyms] [k] exc_page_fault" {
+		t.Fatalf("perfTop = %q", top)
+	}
+}
+
+func TestPprofTop(t *testing.T) {
+	out := `File: bench
+Type: inuse_space
+Showing nodes accounting for 217.20MB, 98.66% of 220.15MB total
+Dropped 35 nodes (cum <= 1.10MB)
+      flat  flat%   sum%        cum   cum%
+   86.75MB 39.40% 39.40%    86.75MB 39.40%  github.com/klauspost/compress/s2.Decode
+   73.32MB 33.30% 72.71%    73.32MB 33.30%  github.com/twmb/franz-go/pkg/kgo.ensureLen
+   50.01MB 22.71% 95.42%    50.01MB 22.71%  github.com/twmb/franz-go/pkg/kgo.(*brokerCxn).readSizeAndBody
+`
+	got := pprofTop(out, 2)
+	if len(got) != 3 || !strings.HasPrefix(got[0], "Showing nodes accounting for 217.20MB") ||
+		!strings.HasSuffix(got[1], "s2.Decode") || !strings.HasSuffix(got[2], "kgo.ensureLen") {
+		t.Fatalf("pprofTop = %q", got)
+	}
+}

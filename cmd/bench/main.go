@@ -10,6 +10,8 @@
 //
 //	bench run [flags]     the whole benchmark (make bench)
 //	bench naive [flags]   one INSERT per record; the naive variant runs it
+//	bench inprocess [flags]  the sink's pipeline in this process, under
+//	                      runtime/pprof (CPU and heap-at-peak profiles)
 //
 // Concurrency: one variant runs at a time; each runs its clients as child
 // processes and only polls ClickHouse meanwhile.
@@ -33,7 +35,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: bench run [flags] | bench naive [flags]")
+		fmt.Fprintln(os.Stderr, "usage: bench run [flags] | bench naive [flags] | bench inprocess [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -42,8 +44,10 @@ func main() {
 		err = runMain(os.Args[2:])
 	case "naive":
 		err = naiveMain(os.Args[2:])
+	case "inprocess":
+		err = inprocessMain(os.Args[2:])
 	default:
-		err = fmt.Errorf("unknown command %q (run, naive)", os.Args[1])
+		err = fmt.Errorf("unknown command %q (run, naive, inprocess)", os.Args[1])
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
@@ -143,6 +147,7 @@ func runMain(args []string) error {
 	}
 	if o.perf && ctx.Err() == nil && slices.Contains(o.variants, "sink") {
 		b.res.Profile = b.profileSink(ctx)
+		b.profileMemory(ctx, b.res.Profile)
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()

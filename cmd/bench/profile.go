@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -51,7 +54,7 @@ func (b *bench) profileSink(ctx context.Context) *Profile {
 		p.Error = r.Status
 		return p
 	}
-	args := []string{"report", "-i", data, "--stdio", "--no-children", "--sort", "dso,symbol", "--percent-limit", "1"}
+	args := []string{"report", "-i", data, "--stdio", "--no-children", "--sort", "dso,symbol"}
 	p.Command = fmt.Sprintf("perf record -F 999 -p <sink pid> during a %s-record run of the default config (%.2f s, %.2f CPU-s); perf %s",
 		num(float64(r.Expected)), r.WallSec, r.ClientCPUSec, strings.Join(args, " "))
 	out, err := exec.CommandContext(ctx, "perf", args...).Output()
@@ -59,8 +62,145 @@ func (b *bench) profileSink(ctx context.Context) *Profile {
 		p.Error = "perf report: " + err.Error()
 		return p
 	}
-	p.Top = perfTop(string(out), 30)
+	p.Categories = perfCategories(string(out))
+	p.Top = perfTop(string(out), 25)
 	return p
+}
+
+// perfCategory groups symbols by the part of the sink they belong to; the
+// first matching rule wins.
+var perfCategories = func() func(string) []string {
+	type rule struct {
+		name  string
+		match func(dso, sym string) bool
+	}
+	has := func(sym string, parts ...string) bool {
+		for _, p := range parts {
+			if strings.Contains(sym, p) {
+				return true
+			}
+		}
+		return false
+	}
+	rules := []rule{
+		{"kernel (page faults of a growing heap, syscalls, scheduling)", func(dso, _ string) bool { return strings.HasPrefix(dso, "[kernel") }},
+		{"Go GC and allocation", func(_, s string) bool {
+			return s == "gcWriteBarrier" || strings.HasPrefix(s, "runtime.") && has(s, "scanObject", "findObject", "greyobject", "tryDeferToSpanScan",
+				"typePointers", "gcDrain", "gcmark", "markBits", "mallocgc", "memclrNoHeapPointers", "heapBits", "spanOf", "wbBuf", "bulkBarrier",
+				"gcBgMarkWorker", "sweep", "spanSet", "mspan", "mheap", "mcentral", "mcache", "nextFreeFast", "scavenge", "markroot", "gcFlush", "gcWork")
+		}},
+		{"copying bytes (runtime.memmove, memequal; callers not attributed)", func(_, s string) bool {
+			return has(s, "runtime.memmove", "memeqbody", "runtime.memequal", "indexbytebody", "bytealg.")
+		}},
+		{"decode: JSON → column buffers (internal/decode, fastjson)", func(_, s string) bool {
+			return has(s, "sink/internal/decode", "valyala/fastjson", "strconv.")
+		}},
+		{"insert: clickhouse-go/ch-go column encoding, LZ4, CityHash", func(_, s string) bool {
+			return has(s, "ClickHouse/clickhouse-go", "ClickHouse/ch-go", "pierrec/lz4", "go-faster/city")
+		}},
+		{"fetch: franz-go, snappy (s2), CRC", func(_, s string) bool {
+			return has(s, "twmb/franz-go", "klauspost/compress", "hash/crc32")
+		}},
+		{"pipeline, batch, offsets, map lookups and hashing", func(_, s string) bool {
+			return has(s, "sink/internal/pipeline", "sink/internal/batch", "sink/internal/offsets", "internal/runtime/maps", "aeshash", "type:.eq", "type:.hash", "memhash", "strhash")
+		}},
+		{"Go runtime: scheduler, channels, timers, syscalls", func(_, s string) bool {
+			return strings.HasPrefix(s, "runtime.") || strings.HasPrefix(s, "internal/runtime")
+		}},
+	}
+	return func(report string) []string {
+		sums := make([]float64, len(rules)+1)
+		for _, l := range strings.Split(report, "\n") {
+			f := strings.Fields(l)
+			// "12.34%  dso  [.]  symbol"
+			if len(f) < 4 || !strings.HasSuffix(f[0], "%") || strings.HasPrefix(f[0], "#") {
+				continue
+			}
+			pct, err := strconv.ParseFloat(strings.TrimSuffix(f[0], "%"), 64)
+			if err != nil {
+				continue
+			}
+			dso, sym := f[1], f[3]
+			i := len(rules) // other
+			for j, r := range rules {
+				if r.match(dso, sym) {
+					i = j
+					break
+				}
+			}
+			sums[i] += pct
+		}
+		var out []string
+		for i, v := range sums {
+			name := "other"
+			if i < len(rules) {
+				name = rules[i].name
+			}
+			if v > 0 {
+				out = append(out, fmt.Sprintf("%5.1f%%  %s", v, name))
+			}
+		}
+		slices.SortStableFunc(out, func(a, b string) int { return strings.Compare(b[:6], a[:6]) })
+		return out
+	}
+}()
+
+// profileMemory runs the default sink config once more in this binary's
+// inprocess mode and returns the Go heap's peak and what held it.
+func (b *bench) profileMemory(ctx context.Context, p *Profile) {
+	table := "sink_heap"
+	if err := b.createTable(ctx, table); err != nil {
+		p.HeapError = err.Error()
+		return
+	}
+	sc := sinkConf{name: "bench-sink", group: b.group("heap", 0), topic: b.topic, table: table,
+		brokers: b.opt.brokers, chAddrs: []string{b.opt.chNative}}
+	path := filepath.Join(b.opt.work, "sink_heap.yaml")
+	if err := os.WriteFile(path, []byte(sc.yaml()), 0o644); err != nil {
+		p.HeapError = err.Error()
+		return
+	}
+	defer b.deleteGroups(context.Background(), []string{sc.group})
+	b.quiesce()
+	heap := filepath.Join(b.opt.work, "sink.heap.pprof")
+	args := []string{"inprocess", "--config", path, "--rows", fmt.Sprint(b.opt.count), "--clickhouse-http", b.opt.chHTTP, "--memprofile", heap}
+	logf("heap profile of the pipeline in process")
+	out, err := exec.CommandContext(ctx, b.opt.benchBin, args...).CombinedOutput()
+	if err != nil {
+		p.HeapError = oneLine(err.Error() + ": " + string(out))
+		return
+	}
+	p.HeapCommand = "bench " + strings.Join(args, " ") + "; go tool pprof -top -sample_index=inuse_space bin/bench " + heap
+	p.HeapPeak = strings.TrimSpace(string(out))
+	top, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-sample_index=inuse_space", b.opt.benchBin, heap).Output()
+	if err != nil {
+		p.HeapError = "go tool pprof: " + err.Error()
+		return
+	}
+	p.HeapTop = pprofTop(string(top), 10)
+}
+
+// pprofTop keeps the header total and the first n rows of `pprof -top`.
+func pprofTop(out string, n int) []string {
+	var res []string
+	rows := 0
+	for _, l := range strings.Split(out, "\n") {
+		t := strings.TrimSpace(l)
+		switch {
+		case strings.HasPrefix(t, "Showing nodes"):
+			res = append(res, t)
+		case len(t) > 0 && (t[0] >= '0' && t[0] <= '9') && strings.Contains(t, "%"):
+			if rows < n {
+				// Generic shapes make some names very long.
+				if len(t) > 160 {
+					t = t[:160] + "…"
+				}
+				res = append(res, t)
+			}
+			rows++
+		}
+	}
+	return res
 }
 
 // perfTop keeps the sample lines of a perf report (percentages first).

@@ -128,9 +128,15 @@ type Target struct {
 
 // Profile is where the sink's CPU went in the profiled run.
 type Profile struct {
-	Command string   `json:"command"`
-	Top     []string `json:"top"`
-	Error   string   `json:"error,omitempty"`
+	Command    string   `json:"command"`
+	Categories []string `json:"categories"`
+	Top        []string `json:"top"`
+	// The heap of the same pipeline run in process (bench inprocess).
+	HeapCommand string   `json:"heap_command,omitempty"`
+	HeapPeak    string   `json:"heap_peak,omitempty"`
+	HeapTop     []string `json:"heap_top,omitempty"`
+	HeapError   string   `json:"heap_error,omitempty"`
+	Error       string   `json:"error,omitempty"`
 }
 
 // pickMedians keeps, per variant, the run with the median rows/s among the
@@ -422,7 +428,16 @@ func (res *Results) markdown() string {
 		if res.Profile.Error != "" {
 			w("Error: %s\n\n", mdEscape(res.Profile.Error))
 		}
-		w("```\n%s\n```\n\n", strings.Join(res.Profile.Top, "\n"))
+		w("By part of the sink (flat samples, each symbol to the first matching group):\n\n```\n%s\n```\n\nHottest symbols:\n\n```\n%s\n```\n\n",
+			strings.Join(res.Profile.Categories, "\n"), strings.Join(res.Profile.Top, "\n"))
+		if res.Profile.HeapPeak != "" || res.Profile.HeapError != "" {
+			w("## Where the sink's memory goes\n\n`%s`\n\n", res.Profile.HeapCommand)
+			if res.Profile.HeapError != "" {
+				w("Error: %s\n\n", mdEscape(res.Profile.HeapError))
+			}
+			w("%s\n\nLive heap at the peak (the profile is of the last GC; the heap grows to about twice that before the next one with GOGC=100):\n\n```\n%s\n```\n\n",
+				res.Profile.HeapPeak, strings.Join(res.Profile.HeapTop, "\n"))
+		}
 	}
 	w("Raw numbers, every run and the generated configs: `%s.json` beside this file.\n", res.Date)
 	return b.String()
