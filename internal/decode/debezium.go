@@ -1,8 +1,23 @@
 package decode
 
-// # The debezium-json format
-//
-// A record value is a Debezium change event as Kafka Connect's JsonConverter
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"math"
+	"math/big"
+	"math/bits"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/valyala/fastjson"
+)
+
+// FormatDebezium is the route format of Debezium change events in Kafka
+// Connect's JSON converter encoding. A record value is a Debezium change event as Kafka Connect's JsonConverter
 // writes it: the envelope {"before", "after", "source", "op", "ts_ms", ...},
 // either bare (schemas.enable=false) or wrapped as {"schema": ..., "payload":
 // envelope} (schemas.enable=true). One event is one row:
@@ -99,25 +114,6 @@ package decode
 // that happens to look like a number is read as a number: keep the schema
 // (or use decimal.handling.mode=string) when that matters. Elements of
 // arrays get no semantic conversion.
-
-import (
-	"encoding/base64"
-	"errors"
-	"fmt"
-	"math"
-	"math/big"
-	"math/bits"
-	"sort"
-	"strconv"
-	"strings"
-	"time"
-
-	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/valyala/fastjson"
-)
-
-// FormatDebezium is the route format name of Debezium change events in
-// Kafka Connect's JSON converter encoding.
 const FormatDebezium = "debezium-json"
 
 // ErrSkip matches (errors.Is) the error Append returns for a record that

@@ -86,7 +86,7 @@ type Plan struct {
 }
 
 // Compile builds the plan for one route into one table. format is "json"
-// or "debezium-json" (see compileDebezium for what differs).
+// or "debezium-json" (see FormatDebezium for what differs).
 //
 // cols are the columns to fill, in INSERT order — normally
 // InsertColumns(table, mappings of all routes into the table...). Every
