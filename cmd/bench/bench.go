@@ -210,23 +210,38 @@ func (b *bench) waitRows(ctx context.Context, table string, want int64, timeout 
 	}
 }
 
+// insertStats is what ClickHouse logged about the INSERTs into a table.
+type insertStats struct {
+	inserts, rows, parts int64
+	queryCPU             float64 // seconds, in the INSERT queries' threads
+}
+
 // insertStats reads what ClickHouse logged for db.table since t0: INSERT
-// queries and the rows they wrote (query_log), and new parts (part_log).
-func (c *chHTTP) insertStats(ctx context.Context, db, table string, t0 time.Time) (inserts, insertRows, parts int64, err error) {
+// queries, the rows they wrote and the CPU they used (query_log), and new
+// parts (part_log).
+func (c *chHTTP) insertStats(ctx context.Context, db, table string, t0 time.Time) (st insertStats, err error) {
 	if err = c.exec(ctx, "SYSTEM FLUSH LOGS"); err != nil {
 		return
 	}
+	// The server's CPU inside the INSERT queries themselves, as the query
+	// threads' getrusage counted it: neither merges nor other users'
+	// queries on the shared server.
+	cpu := func(ev string) string {
+		return "arrayElement(ProfileEvents.Values, indexOf(ProfileEvents.Names, '" + ev + "'))"
+	}
 	s, err := c.query(ctx, fmt.Sprintf(
-		"SELECT count(), sum(written_rows) FROM system.query_log WHERE type = 2 AND event_date >= yesterday() AND event_time >= %d AND %s",
-		t0.Unix()-1, insertMatch(db, table)))
+		"SELECT count(), sum(written_rows), sum(%s + %s) FROM system.query_log WHERE type = 2 AND event_date >= yesterday() AND event_time >= %d AND %s",
+		cpu("UserTimeMicroseconds"), cpu("SystemTimeMicroseconds"), t0.Unix()-1, insertMatch(db, table)))
 	if err != nil {
 		return
 	}
-	if _, err = fmt.Sscanf(s, "%d\t%d", &inserts, &insertRows); err != nil {
+	var us int64
+	if _, err = fmt.Sscanf(s, "%d\t%d\t%d", &st.inserts, &st.rows, &us); err != nil {
 		err = fmt.Errorf("query_log answer %q: %w", s, err)
 		return
 	}
-	parts, err = c.int64(ctx, fmt.Sprintf(
+	st.queryCPU = float64(us) / 1e6
+	st.parts, err = c.int64(ctx, fmt.Sprintf(
 		"SELECT count() FROM system.part_log WHERE event_type = 1 AND event_date >= yesterday() AND event_time >= %d AND database = '%s' AND table = '%s'",
 		t0.Unix()-1, db, table))
 	return

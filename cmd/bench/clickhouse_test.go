@@ -63,12 +63,16 @@ func TestInsertStatsAgainstClickHouse(t *testing.T) {
 
 	f := func(tbl string, inserts, rows, parts int64) {
 		t.Helper()
-		gi, gr, gp, err := ch.insertStats(ctx, db, tbl, t0)
+		st, err := ch.insertStats(ctx, db, tbl, t0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if gi != inserts || gr != rows || gp != parts {
-			t.Fatalf("%s: %d inserts, %d rows, %d parts; want %d, %d, %d", tbl, gi, gr, gp, inserts, rows, parts)
+		if st.inserts != inserts || st.rows != rows || st.parts != parts {
+			t.Fatalf("%s: %d inserts, %d rows, %d parts; want %d, %d, %d", tbl, st.inserts, st.rows, st.parts, inserts, rows, parts)
+		}
+		// tiny INSERTs: well under a CPU-second each (the kernel may count 0 for one)
+		if st.queryCPU < 0 || st.queryCPU > float64(inserts) {
+			t.Fatalf("%s: %d inserts used %.6f CPU-s in the server", tbl, inserts, st.queryCPU)
 		}
 	}
 	f("t_1", 3, 15, 3)

@@ -117,11 +117,11 @@ func (b *bench) finishRun(ctx context.Context, r Result, table string, before, a
 	idle := b.settle()
 	r.CHCPUToIdleSec = idle.ch - before.ch
 	r.SettleSec = idle.at.Sub(reached).Seconds()
-	var err error
-	r.Inserts, r.InsertRows, r.Parts, err = b.ch.insertStats(ctx, benchDB, table, before.at)
+	st, err := b.ch.insertStats(ctx, benchDB, table, before.at)
 	if err != nil {
 		return failed(r, err)
 	}
+	r.Inserts, r.InsertRows, r.Parts, r.CHQueryCPUSec = st.inserts, st.rows, st.parts, st.queryCPU
 	if r.Key == "kafka_engine" {
 		r.Inserts = -1 // the MV writes blocks, not INSERT queries
 	}
@@ -266,7 +266,12 @@ func (b *bench) runNaive(ctx context.Context, r Result, table string) Result {
 	defer b.deleteGroups(context.Background(), []string{group})
 	rows, reached, werr := b.waitRows(ctx, table, r.Expected, b.opt.timeout, c.exited)
 	after := b.meter.snap()
-	serr := c.stop(30 * time.Second)
+	var serr error
+	if werr == nil {
+		serr = c.wait(30 * time.Second) // it exits by itself after --count records
+	} else {
+		serr = c.stop(10 * time.Second)
+	}
 	r.Rows = rows
 	if werr != nil {
 		return failed(r, fmt.Errorf("%w; log: %s", werr, c.tail(3)))
