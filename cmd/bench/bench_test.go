@@ -208,7 +208,7 @@ func TestPerfCategories(t *testing.T) {
 	report := `# Samples: 1K of event 'cpu-clock:ppp'
 #
 # Overhead  Shared Object      Symbol
-    10.00%  sink               [.] runtime.memmove
+    10.00%  sink               [.] runtime.memmove                 -      -
      8.00%  [kernel.kallsyms]  [k] exc_page_fault
      7.00%  sink               [.] runtime.scanObject
      6.00%  sink               [.] sink/internal/decode.(*Plan).Append

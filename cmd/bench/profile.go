@@ -211,7 +211,8 @@ func perfTop(report string, n int) []string {
 		if t == "" || strings.HasPrefix(t, "#") || !strings.Contains(strings.Fields(t)[0], "%") {
 			continue
 		}
-		out = append(out, strings.Join(strings.Fields(t), " "))
+		// perf pads the line with "-" for the sort keys it has no value for
+		out = append(out, strings.TrimRight(strings.Join(strings.Fields(t), " "), " -"))
 		if len(out) == n {
 			break
 		}
