@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -115,6 +116,10 @@ func run(cfg *config.Config, stderr io.Writer) int {
 	log := newLogger(cfg.Log, stderr).With().Str("connector", cfg.Name).Logger()
 	ctx, stop := signals(log)
 	defer stop()
+	if limit, set := memoryLimit(cfg, os.Getenv("GOMEMLIMIT")); set {
+		debug.SetMemoryLimit(limit)
+		log.Debug().Int64("bytes", limit).Msg("Go memory limit derived from batch.buffer_memory")
+	}
 
 	// The HTTP server starts first and stops last, so /healthz answers and
 	// /readyz explains "not ready" for the whole life of the process.
@@ -163,6 +168,20 @@ func run(cfg *config.Config, stderr io.Writer) int {
 	}
 	log.Info().Msg("stopped")
 	return 0
+}
+
+// memoryLimit derives a soft limit for the Go heap from the buffer budget,
+// unless GOMEMLIMIT is set. buffer_memory bounds the batches, but franz-go's
+// fetch buffers (raw, decompressed, and as records) come on top, and with
+// the default GOGC the heap grows to twice the live data before a
+// collection: measured at 742 MiB peak RSS for a 256 MiB budget (make bench).
+// A limit at 80% of 2 × buffer_memory + 100 MiB makes the collector run
+// before the process passes that bound.
+func memoryLimit(cfg *config.Config, env string) (int64, bool) {
+	if env != "" {
+		return 0, false
+	}
+	return (2*int64(cfg.Batch.BufferMemory) + 100<<20) * 8 / 10, true
 }
 
 // signals cancels the returned context on the first SIGTERM/SIGINT; a second

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"sink/config"
 	"sink/internal/testenv"
 )
 
@@ -98,4 +99,21 @@ http: {listen: ""}
 	if code != 0 || !strings.Contains(out, "check: ok") || !strings.Contains(out, db+".ok") || !strings.Contains(out, "1 partitions") {
 		t.Fatalf("check of a good config: exit %d\nstdout %s\nstderr %s", code, out, errOut)
 	}
+}
+
+func TestMemoryLimit(t *testing.T) {
+	f := func(buffer string, env string, want int64, wantSet bool) {
+		t.Helper()
+		cfg, err := config.Parse([]byte("name: x\nkafka: {topics: [a]}\nbatch: {buffer_memory: "+buffer+"}\nroutes: [{topic: a, table: t}]\n"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, set := memoryLimit(cfg, env)
+		if got != want || set != wantSet {
+			t.Fatalf("buffer %s, GOMEMLIMIT %q: got %d,%v want %d,%v", buffer, env, got, set, want, wantSet)
+		}
+	}
+	f("256MiB", "", (512+100)<<20*8/10, true)
+	f("64MiB", "", (128+100)<<20*8/10, true)
+	f("256MiB", "1GiB", 0, false) // the operator's own limit wins
 }

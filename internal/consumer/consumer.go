@@ -288,7 +288,15 @@ func (c *Consumer) Close() {
 	if err := c.cl.LeaveGroupContext(ctx); err != nil {
 		c.log.Warn().Err(err).Msg("leaving the consumer group did not finish; the session timeout will end the membership")
 	}
-	c.cl.Close()
+	// Close leaves again if the leave above did not finish; never let that
+	// hold the exit of a process that has already committed.
+	closed := make(chan struct{})
+	go func() { c.cl.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		c.log.Warn().Msg("kafka client did not close within 5s; exiting anyway")
+	}
 }
 
 // ConnError turns an error from a request to the brokers into one line that
