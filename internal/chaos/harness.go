@@ -114,6 +114,35 @@ type Spec struct {
 	Faults func(ctx context.Context, r *run) error
 	// Instances at start.
 	Instances int
+	// Burst, when set, replaces the even pacing: records go out at Rate per
+	// second, except Factor times that between Start and Start+Length.
+	Burst *Burst
+	// ExpectPause requires the sink to have paused fetching (the buffer
+	// budget was reached), proving the scenario exercised backpressure.
+	ExpectPause bool
+}
+
+// Burst describes a producer rate profile.
+type Burst struct {
+	Rate          float64 // records per second outside the burst
+	Factor        float64
+	Start, Length time.Duration
+}
+
+// at returns when record i is due under the profile.
+func (b *Burst) at(i int) time.Duration {
+	x := float64(i)
+	before := b.Rate * b.Start.Seconds()
+	if x < before {
+		return time.Duration(x / b.Rate * float64(time.Second))
+	}
+	x -= before
+	during := b.Rate * b.Factor * b.Length.Seconds()
+	if x < during {
+		return b.Start + time.Duration(x/(b.Rate*b.Factor)*float64(time.Second))
+	}
+	x -= during
+	return b.Start + b.Length + time.Duration(x/b.Rate*float64(time.Second))
 }
 
 func (e Env) logf(format string, args ...any) {
@@ -197,6 +226,8 @@ func Run(ctx context.Context, env Env, s Spec) (res *Result) {
 	}
 	if n := r.countLogs(`fetching paused`); n > 0 {
 		res.Notes = append(res.Notes, fmt.Sprintf("fetching paused %d times", n))
+	} else if s.ExpectPause {
+		res.fail("the sink never paused fetching: the scenario did not reach buffer_memory")
 	}
 	return res
 }
@@ -439,10 +470,17 @@ func (r *run) produce(ctx context.Context, s Spec) (good, bad int, err error) {
 	start := time.Now()
 	var failed atomic.Pointer[error]
 	for i := 0; i < s.Records; i++ {
-		if s.Duration > 0 {
-			if d := time.Until(start.Add(time.Duration(int64(s.Duration) * int64(i) / int64(s.Records)))); d > 0 {
-				time.Sleep(d)
-			}
+		var due time.Duration
+		switch {
+		case s.Burst != nil:
+			due = s.Burst.at(i)
+		case s.Duration > 0:
+			due = time.Duration(int64(s.Duration) * int64(i) / int64(s.Records))
+		}
+		// Sleeping per record would cap the rate far below a burst's; catch
+		// up in steps of at least a millisecond.
+		if d := time.Until(start.Add(due)); d > time.Millisecond {
+			time.Sleep(d)
 		}
 		var v []byte
 		switch x := rng.Float64() * 100; {

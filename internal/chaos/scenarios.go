@@ -106,9 +106,11 @@ func Scenarios(sc Scale) []Spec {
 		{
 			// Normal rate, then ten times that while ClickHouse is down for
 			// 30 s: memory must stay within the budget (fetching pauses).
-			Name: "burst", Records: n(600_000), Partitions: 8, Duration: d(20 * time.Second), Buffer: "32MiB", Instances: 1,
+			Name: "burst", Records: n(880_000), Partitions: 8, Buffer: "32MiB", Instances: 1,
+			Burst:       &Burst{Rate: 8000 * sc.Records / sc.Duration, Factor: 10, Start: d(3 * time.Second), Length: d(10 * time.Second)},
+			ExpectPause: true,
 			Faults: func(ctx context.Context, r *run) error {
-				sleep(ctx, d(3*time.Second))
+				sleep(ctx, d(2*time.Second))
 				return r.restartServer(ctx, "clickhouse", d(30*time.Second))
 			},
 		},
