@@ -82,8 +82,42 @@ func KafkaSASL(t testing.TB) SecureKafka {
 }
 
 // tlsDir finds the stack's TLS material: EnvKafkaTLS, or .stack/kafka/tls in
-// the module root above the working directory (a test's package directory).
+// the module root above the working directory (a test's package directory),
+// or, when this checkout reuses a stack another checkout started, the tls
+// directory beside the running broker's server.properties.
 func tlsDir() (string, error) {
+	dir, err := checkoutTLSDir()
+	if err == nil {
+		return dir, nil
+	}
+	if running, ok := runningBrokerTLSDir(); ok {
+		return running, nil
+	}
+	return "", err
+}
+
+// runningBrokerTLSDir looks for a local kafka.Kafka process started by
+// scripts/stack.sh (its last argument is .stack/kafka/server.properties).
+func runningBrokerTLSDir() (string, bool) {
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil || !strings.Contains(string(b), "kafka.Kafka") {
+			continue
+		}
+		for _, arg := range strings.Split(string(b), "\x00") {
+			if strings.HasSuffix(arg, filepath.Join(".stack", "kafka", "server.properties")) {
+				tls := filepath.Join(filepath.Dir(arg), "tls")
+				if _, err := os.Stat(filepath.Join(tls, "ca.pem")); err == nil {
+					return tls, true
+				}
+			}
+		}
+	}
+	return "", false
+}
+
+func checkoutTLSDir() (string, error) {
 	if v := strings.TrimSpace(os.Getenv(EnvKafkaTLS)); v != "" {
 		return v, nil
 	}
