@@ -7,7 +7,6 @@ import (
 	"math"
 	"math/big"
 	"math/bits"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -264,33 +263,17 @@ type dbzPlan struct {
 // compileDebezium is Compile for the debezium-json format: the image takes
 // the place of the JSON record, and the sources and rules above are added.
 func compileDebezium(cols []ColumnSchema, mapping map[string]string) (*Plan, error) {
-	byName := make(map[string]ColumnSchema, len(cols))
-	for _, c := range cols {
-		if _, dup := byName[c.Name]; dup {
-			return nil, fmt.Errorf("column %q is listed twice", c.Name)
-		}
-		byName[c.Name] = c
-	}
-	mapped := make([]string, 0, len(mapping))
-	for k := range mapping {
-		mapped = append(mapped, k)
-	}
-	sort.Strings(mapped)
-	for _, k := range mapped {
-		c, ok := byName[k]
-		role := ""
-		switch mapping[k] {
+	err := checkMapping(cols, mapping, func(source string) string {
+		switch source {
 		case "$version":
-			role = " (the version column; add it as UInt64)"
+			return " (the version column; add it as UInt64)"
 		case "$deleted":
-			role = " (the delete marker column; add it as UInt8)"
+			return " (the delete marker column; add it as UInt8)"
 		}
-		if !ok {
-			return nil, fmt.Errorf("mapping names column %q%s, which is not in the table", k, role)
-		}
-		if !insertable(c) {
-			return nil, fmt.Errorf("mapping names column %q%s, which is %s and cannot be inserted", k, role, c.DefaultKind)
-		}
+		return ""
+	})
+	if err != nil {
+		return nil, err
 	}
 
 	d := &dbzPlan{keyIdx: map[string]int{}}

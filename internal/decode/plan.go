@@ -111,26 +111,8 @@ func Compile(format string, cols []ColumnSchema, mapping map[string]string) (*Pl
 	if format != "json" {
 		return nil, fmt.Errorf("unsupported format %q (supported: json, %s)", format, FormatDebezium)
 	}
-	byName := make(map[string]ColumnSchema, len(cols))
-	for _, c := range cols {
-		if _, dup := byName[c.Name]; dup {
-			return nil, fmt.Errorf("column %q is listed twice", c.Name)
-		}
-		byName[c.Name] = c
-	}
-	mapped := make([]string, 0, len(mapping))
-	for k := range mapping {
-		mapped = append(mapped, k)
-	}
-	sort.Strings(mapped)
-	for _, k := range mapped {
-		c, ok := byName[k]
-		if !ok {
-			return nil, fmt.Errorf("mapping names column %q, which is not in the table", k)
-		}
-		if !insertable(c) {
-			return nil, fmt.Errorf("mapping names column %q, which is %s and cannot be inserted", k, c.DefaultKind)
-		}
+	if err := checkMapping(cols, mapping, nil); err != nil {
+		return nil, err
 	}
 
 	p := &Plan{keyIdx: map[string]int{}}
@@ -373,4 +355,36 @@ func (b *Block) Reset() {
 		c.reset()
 	}
 	b.rows, b.bytes, b.arena = 0, 0, nil
+}
+
+// checkMapping verifies that cols has no duplicate and that every mapping key
+// names an insertable column. role, when set, describes a source's special
+// meaning for the error message (e.g. the Debezium version column).
+func checkMapping(cols []ColumnSchema, mapping map[string]string, role func(source string) string) error {
+	byName := make(map[string]ColumnSchema, len(cols))
+	for _, c := range cols {
+		if _, dup := byName[c.Name]; dup {
+			return fmt.Errorf("column %q is listed twice", c.Name)
+		}
+		byName[c.Name] = c
+	}
+	mapped := make([]string, 0, len(mapping))
+	for k := range mapping {
+		mapped = append(mapped, k)
+	}
+	sort.Strings(mapped)
+	for _, k := range mapped {
+		what := ""
+		if role != nil {
+			what = role(mapping[k])
+		}
+		c, ok := byName[k]
+		if !ok {
+			return fmt.Errorf("mapping names column %q%s, which is not in the table", k, what)
+		}
+		if !insertable(c) {
+			return fmt.Errorf("mapping names column %q%s, which is %s and cannot be inserted", k, what, c.DefaultKind)
+		}
+	}
+	return nil
 }
