@@ -117,3 +117,16 @@ func TestMemoryLimit(t *testing.T) {
 	f("64MiB", "", (128+100)<<20*8/10, true)
 	f("256MiB", "1GiB", 0, false) // the operator's own limit wins
 }
+
+// The report never takes a password on the command line (ps would show
+// it); a missing password file is one clear line.
+func TestReportPasswordFile(t *testing.T) {
+	code, _, errOut := sinkCmd(t, "report", "--table", "t", "--password", "secret")
+	if code != 2 || !strings.Contains(errOut, "-password") {
+		t.Fatalf("--password accepted: exit %d, %q", code, errOut)
+	}
+	code, _, errOut = sinkCmd(t, "report", "--table", "t", "--password-file", "/nonexistent/pw")
+	if code != 1 || !strings.Contains(errOut, "--password-file") || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+		t.Fatalf("missing password file: exit %d, %q", code, errOut)
+	}
+}

@@ -15,7 +15,7 @@ import (
 )
 
 const reportUsage = `Usage: sink report --table DB.TABLE [--since 2h] [--until now] [--split T]
-                   [--clickhouse HOST:PORT] [--user U] [--password P] [--database DB]
+                   [--clickhouse HOST:PORT] [--user U] [--password-file F] [--database DB]
                    [--format text|csv|json] [--chart FILE.svg] [--utc]
 
 Per minute, the finished INSERTs into one table (from system.query_log: count,
@@ -45,7 +45,9 @@ func reportCmd(args []string, stdout, stderr io.Writer) int {
 	fs.Usage = func() { fmt.Fprint(stderr, reportUsage); fs.PrintDefaults() }
 	addr := fs.String("clickhouse", "127.0.0.1:9000", "ClickHouse native `host:port`")
 	user := fs.String("user", "default", "ClickHouse user")
-	password := fs.String("password", os.Getenv("SINK_CLICKHOUSE__PASSWORD"), "ClickHouse password (default $SINK_CLICKHOUSE__PASSWORD)")
+	// No --password: a password on the command line is visible to every
+	// user of the machine in ps.
+	passwordFile := fs.String("password-file", "", "read the ClickHouse password from this `file` (default: $SINK_CLICKHOUSE__PASSWORD)")
 	database := fs.String("database", "default", "database of a --table without one, and of INSERTs that name none")
 	table := fs.String("table", "", "the table, `DB.TABLE` or TABLE (required)")
 	since := fs.String("since", "2h", "start of the range")
@@ -57,6 +59,16 @@ func reportCmd(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	pw := os.Getenv("SINK_CLICKHOUSE__PASSWORD")
+	if *passwordFile != "" {
+		b, err := os.ReadFile(*passwordFile)
+		if err != nil {
+			fmt.Fprintf(stderr, "sink report: --password-file: %v\n", err)
+			return 1
+		}
+		pw = strings.TrimRight(string(b), "\r\n")
+	}
+	password := &pw
 	usageErr := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "sink report: "+format+"\n", a...)
 		return 2
