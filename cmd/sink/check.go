@@ -61,6 +61,13 @@ func check(cfg *config.Config, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
+	unrouted, err := p.ResolveTopics(ctx, names)
+	if err != nil {
+		return fail(err)
+	}
+	for _, t := range unrouted {
+		fmt.Fprintf(stdout, "kafka: topic %s matches no route: its records will be skipped\n", t)
+	}
 	for _, t := range p.Tables() {
 		cols := make([]string, len(t.Insert))
 		for i, c := range t.Insert {

@@ -130,3 +130,36 @@ func TestReportPasswordFile(t *testing.T) {
 		t.Fatalf("missing password file: exit %d, %q", code, errOut)
 	}
 }
+
+// A route whose table is named after its topic is checked against every
+// topic that exists now: a missing table fails check like a static one.
+func TestCheckTableFromTopic(t *testing.T) {
+	brokers := testenv.Kafka(t)
+	chAddr := testenv.ClickHouse(t)
+	ch := testenv.CHConn(t)
+	db := testenv.NewDatabase(t)
+	a := testenv.NewTopic(t, 1)
+	b := testenv.NewTopic(t, 1)
+	ctx := context.Background()
+	if err := ch.Exec(ctx, "CREATE TABLE "+db+".`"+a+"` (id UInt64) ENGINE = MergeTree ORDER BY id"); err != nil {
+		t.Fatal(err)
+	}
+	path := writeConfig(t, fmt.Sprintf(`
+name: fromtopic
+kafka: {brokers: [%q], topics: [%q, %q]}
+clickhouse: {addrs: [%q], database: %s}
+routes: [{topic_regex: "test_.*", table: "${topic}"}]
+http: {listen: ""}
+`, brokers[0], a, b, chAddr, db))
+	code, _, errOut := sinkCmd(t, "check", "--config", path)
+	if code != 1 || !strings.Contains(errOut, "table "+db+"."+b+" does not exist") {
+		t.Fatalf("check with a missing per-topic table: exit %d, stderr %q", code, errOut)
+	}
+	if err := ch.Exec(ctx, "CREATE TABLE "+db+".`"+b+"` (id UInt64) ENGINE = MergeTree ORDER BY id"); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := sinkCmd(t, "check", "--config", path)
+	if code != 0 || !strings.Contains(out, db+"."+a+":") || !strings.Contains(out, db+"."+b+":") {
+		t.Fatalf("check with both tables: exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+}

@@ -14,6 +14,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"sort"
 	"sync/atomic"
 	"time"
 
@@ -183,19 +184,46 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w *writer.
 // Tables describes the resolved routes for `sink check`.
 func (p *Pipeline) Tables() []*writer.Table {
 	out := make([]*writer.Table, 0, len(p.tables))
-	for _, r := range p.routes {
-		if r.table == nil {
-			continue // a table named after its topic: resolved when the topic's first record arrives
+	add := func(rs *routeState) {
+		if rs == nil || rs.table == nil {
+			return // a table named after its topic, not resolved yet
 		}
-		seen := false
 		for _, t := range out {
-			seen = seen || t == r.table.t
+			if t == rs.table.t {
+				return
+			}
 		}
-		if !seen {
-			out = append(out, r.table.t)
-		}
+		out = append(out, rs.table.t)
+	}
+	for _, r := range p.routes {
+		add(r)
+	}
+	topics := make([]string, 0, len(p.byTopic))
+	for t := range p.byTopic {
+		topics = append(topics, t)
+	}
+	sort.Strings(topics)
+	for _, t := range topics {
+		add(p.byTopic[t])
 	}
 	return out
+}
+
+// ResolveTopics resolves the route and table of each topic now, as the
+// first record of each would at run time, so that `sink check` reports a
+// table named after a topic that does not exist. It returns the topics no
+// route matches. Call it before Run, never during.
+func (p *Pipeline) ResolveTopics(ctx context.Context, topics []string) (unrouted []string, err error) {
+	for _, t := range topics {
+		rs, err := p.routeFor(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+		if rs == nil {
+			unrouted = append(unrouted, t)
+		}
+	}
+	return unrouted, nil
 }
 
 func (p *Pipeline) resolve(ctx context.Context) error {
