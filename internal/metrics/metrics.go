@@ -31,6 +31,7 @@ const (
 	RecordsConsumed = "sink_records_consumed_total"
 	BytesConsumed   = "sink_bytes_consumed_total"
 	DLQRecords      = "sink_dlq_records_total"
+	SkippedRecords  = "sink_skipped_records_total"
 	RowsInserted    = "sink_rows_inserted_total"
 	Inserts         = "sink_inserts_total"
 	InsertDuration  = "sink_insert_duration_seconds"
@@ -52,13 +53,13 @@ var reasons = []batch.Reason{batch.ReasonRows, batch.ReasonBytes, batch.ReasonWa
 type Metrics struct {
 	reg *prometheus.Registry
 
-	records, bytes, dlq *prometheus.CounterVec
-	rows, inserts       *prometheus.CounterVec
-	duration, perInsert *prometheus.HistogramVec
-	sealed, retries     *prometheus.CounterVec
-	lag                 *prometheus.GaugeVec
-	buffer, paused      prometheus.Gauge
-	limit, partitions   prometheus.Gauge
+	records, bytes, dlq, skipped *prometheus.CounterVec
+	rows, inserts                *prometheus.CounterVec
+	duration, perInsert          *prometheus.HistogramVec
+	sealed, retries              *prometheus.CounterVec
+	lag                          *prometheus.GaugeVec
+	buffer, paused               prometheus.Gauge
+	limit, partitions            prometheus.Gauge
 
 	now        func() time.Time
 	lastCommit atomic.Int64 // unix nanoseconds
@@ -80,6 +81,7 @@ func New(group string) *Metrics {
 	m.records = counter(RecordsConsumed, "Records fetched from Kafka and handed to the pipeline.", "topic")
 	m.bytes = counter(BytesConsumed, "Key plus value bytes of the consumed records.", "topic")
 	m.dlq = counter(DLQRecords, "Records that could not be decoded and were sent to the dead-letter topic.", "topic")
+	m.skipped = counter(SkippedRecords, "Records that need no row (Debezium tombstones, truncates, topics no route matches), handled as soon as seen.", "topic")
 	m.rows = counter(RowsInserted, "Rows ClickHouse acknowledged.", "table")
 	m.inserts = counter(Inserts, "Successful INSERT statements (one per batch).", "table")
 	m.sealed = counter(BatchesSealed, "Batches sealed, by what sealed them: rows, bytes, wait, revoke, shutdown.", "table", "reason")
@@ -104,7 +106,7 @@ func New(group string) *Metrics {
 		Help: "Seconds since the last successful offset commit, or since the sink last had nothing left to commit; counts from start before the first.",
 	}, func() float64 { return m.now().Sub(time.Unix(0, m.lastCommit.Load())).Seconds() })
 
-	m.reg.MustRegister(m.records, m.bytes, m.dlq, m.rows, m.inserts, m.sealed, m.retries, m.duration,
+	m.reg.MustRegister(m.records, m.bytes, m.dlq, m.skipped, m.rows, m.inserts, m.sealed, m.retries, m.duration,
 		m.perInsert, m.lag, m.buffer, m.limit, m.paused, m.partitions, age,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -174,7 +176,7 @@ func (t *Table) Retry(code int32) {
 
 // Topic is the handle of one Kafka topic.
 type Topic struct {
-	records, bytes, dlq prometheus.Counter
+	records, bytes, dlq, skipped prometheus.Counter
 }
 
 // Topic resolves the handle for a topic; call it once per topic.
@@ -186,6 +188,7 @@ func (m *Metrics) Topic(name string) *Topic {
 		records: m.records.WithLabelValues(name),
 		bytes:   m.bytes.WithLabelValues(name),
 		dlq:     m.dlq.WithLabelValues(name),
+		skipped: m.skipped.WithLabelValues(name),
 	}
 }
 
@@ -196,6 +199,14 @@ func (t *Topic) Consumed(records, bytes int) {
 	}
 	t.records.Add(float64(records))
 	t.bytes.Add(float64(bytes))
+}
+
+// Skipped counts one record that needs no row.
+func (t *Topic) Skipped() {
+	if t == nil {
+		return
+	}
+	t.skipped.Inc()
 }
 
 // DLQ counts one record sent to the dead-letter topic.

@@ -23,6 +23,7 @@ func TestNilIsNoOp(t *testing.T) {
 	tb.Retry(252)
 	tp.Consumed(1, 2)
 	tp.DLQ()
+	tp.Skipped()
 	pt.SetLag(5)
 	m.ForgetPartition("t", 0)
 	m.SetBuffer(1, 2, true)
@@ -55,6 +56,8 @@ func TestCounters(t *testing.T) {
 	tp.Consumed(3, 300)
 	tp.Consumed(2, 50)
 	tp.DLQ()
+	tp.Skipped()
+	tp.Skipped()
 	m.Partition("events", 7).SetLag(42)
 	m.SetBuffer(1000, 4096, true)
 
@@ -76,6 +79,8 @@ func TestCounters(t *testing.T) {
 			got = testutil.ToFloat64(m.bytes.WithLabelValues(labels...))
 		case DLQRecords:
 			got = testutil.ToFloat64(m.dlq.WithLabelValues(labels...))
+		case SkippedRecords:
+			got = testutil.ToFloat64(m.skipped.WithLabelValues(labels...))
 		case ConsumerLag:
 			got = testutil.ToFloat64(m.lag.WithLabelValues(labels...))
 		case BufferBytes:
@@ -99,6 +104,7 @@ func TestCounters(t *testing.T) {
 	f(RecordsConsumed, 5, "events")
 	f(BytesConsumed, 350, "events")
 	f(DLQRecords, 1, "events")
+	f(SkippedRecords, 2, "events")
 	f(ConsumerLag, 42, "events", "7")
 	f(BufferBytes, 1000)
 	f(BufferLimit, 4096)

@@ -217,6 +217,7 @@ func (p *Pipeline) handleRecord(writeCtx context.Context, now time.Time, tp offs
 		// A topic matched by kafka.topic_regex but by no route: nothing to
 		// write, so it is handled as soon as it is seen.
 		p.stats.Skipped++
+		p.topicMetrics(tp.Topic).Skipped()
 		p.tracker.Add(tp, r.Offset, r.LeaderEpoch, offsets.Done)
 		return
 	}
@@ -225,6 +226,7 @@ func (p *Pipeline) handleRecord(writeCtx context.Context, now time.Time, tp offs
 		if errors.Is(err, decode.ErrSkip) {
 			// A Debezium tombstone or the like: no row, handled as soon as seen.
 			p.stats.Skipped++
+			p.topicMetrics(tp.Topic).Skipped()
 			p.tracker.Add(tp, r.Offset, r.LeaderEpoch, offsets.Done)
 			return
 		}
