@@ -117,6 +117,9 @@ type Spec struct {
 	// Burst, when set, replaces the even pacing: records go out at Rate per
 	// second, except Factor times that between Start and Start+Length.
 	Burst *Burst
+	// NoDuplicates requires count() = uniqExact(key) before any merge: no
+	// replay at all, as after clean rebalances and stops.
+	NoDuplicates bool
 	// ExpectPause requires the sink to have paused fetching (the buffer
 	// budget was reached), proving the scenario exercised backpressure.
 	ExpectPause bool
@@ -218,6 +221,9 @@ func Run(ctx context.Context, env Env, s Spec) (res *Result) {
 		res.fail("max RSS %d MiB above 2 × buffer_memory + 100 MiB = %d MiB", res.MaxRSS>>20, res.RSSLimit>>20)
 	}
 	r.verify(ctx, res, good, bad)
+	if s.NoDuplicates && res.Duplicates != 0 {
+		res.fail("%d duplicates: a clean rebalance must flush and commit before giving partitions up", res.Duplicates)
+	}
 	for _, p := range r.procs {
 		if n := countInFile(p.logPath, `"code":252`); n > 0 {
 			res.Notes = append(res.Notes, fmt.Sprintf("%d TOO_MANY_PARTS retries", n))

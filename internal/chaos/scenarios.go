@@ -75,6 +75,22 @@ func Scenarios(sc Scale) []Spec {
 			},
 		},
 		{
+			// Members join one by one and every revoke is clean: each
+			// flushes and commits before its partitions move, so nothing
+			// is inserted twice.
+			Name: "scale-out", Records: n(300_000), Partitions: 12, Duration: d(24 * time.Second), Buffer: "64MiB", Instances: 1,
+			NoDuplicates: true,
+			Faults: func(ctx context.Context, r *run) error {
+				for i := 0; i < 2; i++ {
+					sleep(ctx, d(7*time.Second))
+					if err := r.startSink(); err != nil {
+						return err
+					}
+				}
+				return nil
+			},
+		},
+		{
 			// Merges stopped and a low parts limit: inserts fail with 252
 			// until merges run again.
 			Name: "too-many-parts", Records: n(200_000), Partitions: 8, Duration: d(20 * time.Second), Buffer: "64MiB", Instances: 1,
@@ -123,7 +139,7 @@ func ShortScenarios() []Spec {
 	var out []Spec
 	for _, s := range Scenarios(Short) {
 		switch s.Name {
-		case "kill9", "too-many-parts", "poison", "rebalance":
+		case "kill9", "too-many-parts", "poison", "rebalance", "scale-out":
 			out = append(out, s)
 		}
 	}

@@ -93,6 +93,7 @@ type revokeWait struct {
 	tps      []offsets.TP
 	waiting  map[uint64]bool
 	done     chan struct{}
+	start    time.Time
 	deadline time.Time
 }
 

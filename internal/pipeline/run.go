@@ -420,7 +420,11 @@ func (p *Pipeline) handleEvent(writeCtx context.Context, ev groupEvent) {
 	}
 	switch ev.kind {
 	case "assigned":
-		p.log.Info().Int("partitions", len(tps)).Msg("partitions assigned")
+		// Cooperative rebalances call back with empty sets too; those are
+		// worth no info line.
+		if len(tps) > 0 {
+			p.log.Info().Int("partitions", len(tps)).Msg("partitions assigned")
+		}
 		p.m.Assigned(len(tps))
 		close(ev.done)
 	case "lost":
@@ -430,8 +434,12 @@ func (p *Pipeline) handleEvent(writeCtx context.Context, ev groupEvent) {
 		p.m.Left()
 		close(ev.done)
 	case "revoked":
-		p.log.Info().Int("partitions", len(tps)).Msg("partitions revoked: flushing before giving them up")
 		p.m.Revoked(len(tps))
+		if len(tps) == 0 {
+			close(ev.done)
+			return
+		}
+		p.log.Info().Int("partitions", len(tps)).Msg("partitions revoked: flushing before giving them up")
 		for _, a := range p.accs {
 			for _, tp := range tps {
 				if a.acc.Holds(tp) {
@@ -441,7 +449,7 @@ func (p *Pipeline) handleEvent(writeCtx context.Context, ev groupEvent) {
 			}
 		}
 		w := &revokeWait{tps: tps, waiting: map[uint64]bool{}, done: ev.done,
-			deadline: p.now().Add(p.cfg.Kafka.RebalanceTimeout / 2)}
+			start: p.now(), deadline: p.now().Add(p.cfg.Kafka.RebalanceTimeout / 2)}
 		for id, f := range p.flights {
 			for _, tp := range tps {
 				if f.b.Holds(tp) {
@@ -476,6 +484,8 @@ func (p *Pipeline) revokeDone(id uint64) {
 	p.commit()
 	p.forget(w.tps)
 	p.revoke = nil
+	p.log.Info().Int("partitions", len(w.tps)).Dur("took", p.now().Sub(w.start)).
+		Msg("revoked partitions flushed and committed")
 	close(w.done)
 }
 
