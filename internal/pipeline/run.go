@@ -351,6 +351,12 @@ func (p *Pipeline) handleAck(writeCtx context.Context, a ack) {
 		ts.free = append(ts.free, blk)
 	}
 	p.pump(writeCtx, ts)
+	// Commit at once: inserts are few by design, so one commit round trip
+	// per insert is cheap, and it shrinks what a crash replays to the
+	// batches still in flight (commit_interval still covers DLQ and skips).
+	if p.revoke == nil {
+		p.commit()
+	}
 	p.revokeDone(a.id)
 }
 
