@@ -297,11 +297,9 @@ func compileDebezium(cols []ColumnSchema, mapping map[string]string) (*Plan, err
 		case spec == "" && !explicit:
 			src = p.jsonSource([]string{c.Name})
 		case strings.HasPrefix(spec, "$source."):
-			path := strings.Split(strings.TrimPrefix(spec, "$source."), ".")
-			for _, s := range path {
-				if s == "" {
-					return nil, fmt.Errorf("column %q: invalid source %q", c.Name, spec)
-				}
+			path, err := splitPath(c.Name, "source", spec, strings.TrimPrefix(spec, "$source."))
+			if err != nil {
+				return nil, err
 			}
 			src = source{kind: srcSource, rest: path}
 		case strings.HasPrefix(spec, "$"):
@@ -324,11 +322,9 @@ func compileDebezium(cols []ColumnSchema, mapping map[string]string) (*Plan, err
 				hasDeleted = true
 			}
 		default:
-			path := strings.Split(spec, ".")
-			for _, s := range path {
-				if s == "" {
-					return nil, fmt.Errorf("column %q: invalid JSON path %q", c.Name, spec)
-				}
+			path, err := splitPath(c.Name, "JSON path", spec, spec)
+			if err != nil {
+				return nil, err
 			}
 			src = p.jsonSource(path)
 		}

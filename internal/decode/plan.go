@@ -145,11 +145,9 @@ func Compile(format string, cols []ColumnSchema, mapping map[string]string) (*Pl
 				return nil, fmt.Errorf("column %q: source %s cannot fill type %s", c.Name, spec, c.Type)
 			}
 		default:
-			path := strings.Split(spec, ".")
-			for _, s := range path {
-				if s == "" {
-					return nil, fmt.Errorf("column %q: invalid JSON path %q", c.Name, spec)
-				}
+			path, err := splitPath(c.Name, "JSON path", spec, spec)
+			if err != nil {
+				return nil, err
 			}
 			src = p.jsonSource(path)
 		}
@@ -164,6 +162,18 @@ func Compile(format string, cols []ColumnSchema, mapping map[string]string) (*Pl
 	p.sig = sig.String()
 	p.slots = make([]*fastjson.Value, len(p.keys))
 	return p, nil
+}
+
+// splitPath splits a dotted path; an empty segment is an error naming the
+// column and the source as the user wrote it (what says what kind it is).
+func splitPath(column, what, spec, path string) ([]string, error) {
+	parts := strings.Split(path, ".")
+	for _, s := range parts {
+		if s == "" {
+			return nil, fmt.Errorf("column %q: invalid %s %q", column, what, spec)
+		}
+	}
+	return parts, nil
 }
 
 func insertable(c ColumnSchema) bool {
