@@ -12,13 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
 	"github.com/shopspring/decimal"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/config"
-	"sink/internal/consumer"
 	"sink/internal/pipeline"
 	"sink/internal/testenv"
 	"sink/internal/writer"
@@ -227,57 +225,20 @@ func createTopic(t *testing.T, topic string, partitions int32) {
 func runToEnd(t *testing.T, cfg *config.Config, topics ...string) pipeline.Stats {
 	t.Helper()
 	ctx := context.Background()
-	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)
-	w, err := writer.Open(ctx, cfg.Name, cfg.ClickHouse)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	p, err := pipeline.New(ctx, cfg, log, w)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cons, err := consumer.New(ctx, cfg, log, p.Hooks())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Attach(cons)
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- p.Run(runCtx) }()
-
 	adm := kadm.NewClient(testenv.KafkaClient(t))
 	ends, err := adm.ListEndOffsets(ctx, topics...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
+	return runWhile(t, cfg, 3*time.Minute, func(*writer.Writer) (bool, string) {
 		got, err := adm.FetchOffsets(ctx, cfg.Kafka.Group)
 		caughtUp := err == nil
 		ends.Each(func(o kadm.ListedOffset) {
 			c, ok := got.Lookup(o.Topic, o.Partition)
 			caughtUp = caughtUp && ok && c.At == o.Offset
 		})
-		if caughtUp {
-			break
-		}
-		if time.Now().After(deadline) {
-			stop()
-			t.Fatalf("group %s has not committed the end offsets after 3m", cfg.Kafka.Group)
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("pipeline stopped early: %v", err)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-	stop()
-	if err := <-done; err != nil {
-		t.Fatalf("shutdown: %v", err)
-	}
-	cons.Close()
-	return p.Stats()
+		return caughtUp, fmt.Sprintf("group %s has not committed the end offsets", cfg.Kafka.Group)
+	})
 }
 
 // TestDebeziumReplayCollapses replays the change history of 10,000 keys (two

@@ -73,6 +73,25 @@ func runUntil(t *testing.T, cfg *config.Config, ch driver.Conn, table string, wa
 func runUntilWith(t *testing.T, cfg *config.Config, ch driver.Conn, table string, want uint64,
 	during func(*writer.Writer), opts ...pipeline.Option) pipeline.Stats {
 	t.Helper()
+	return runWhile(t, cfg, 2*time.Minute, func(w *writer.Writer) (bool, string) {
+		var n uint64
+		if err := ch.QueryRow(context.Background(), "SELECT count() FROM "+table).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 && during != nil {
+			during(w)
+			during = nil
+		}
+		return n >= want, fmt.Sprintf("%s has %d rows, want %d", table, n, want)
+	}, opts...)
+}
+
+// runWhile runs a connector until done reports true (polled every 200 ms;
+// its message says what is missing when the timeout passes), then stops it
+// the way SIGTERM does and returns its stats.
+func runWhile(t *testing.T, cfg *config.Config, timeout time.Duration, done func(*writer.Writer) (bool, string),
+	opts ...pipeline.Option) pipeline.Stats {
+	t.Helper()
 	ctx := context.Background()
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)
 	w, err := writer.Open(ctx, cfg.Name, cfg.ClickHouse)
@@ -90,34 +109,27 @@ func runUntilWith(t *testing.T, cfg *config.Config, ch driver.Conn, table string
 	}
 	p.Attach(cons)
 	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- p.Run(runCtx) }()
+	ran := make(chan error, 1)
+	go func() { ran <- p.Run(runCtx) }()
 
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := time.Now().Add(timeout)
 	for {
-		var n uint64
-		if err := ch.QueryRow(ctx, "SELECT count() FROM "+table).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		if n > 0 && during != nil {
-			during(w)
-			during = nil
-		}
-		if n >= want {
+		ok, missing := done(w)
+		if ok {
 			break
 		}
 		if time.Now().After(deadline) {
 			stop()
-			t.Fatalf("%s has %d rows after 2m, want %d", table, n, want)
+			t.Fatalf("after %s: %s", timeout, missing)
 		}
 		select {
-		case err := <-done:
+		case err := <-ran:
 			t.Fatalf("pipeline stopped early: %v", err)
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
 	stop()
-	if err := <-done; err != nil {
+	if err := <-ran; err != nil {
 		t.Fatalf("shutdown: %v", err)
 	}
 	cons.Close()
