@@ -692,3 +692,26 @@ routes:
 		t.Fatal("empty password must stay empty")
 	}
 }
+
+func TestWarnings(t *testing.T) {
+	f := func(batch, kafka string, want ...string) {
+		t.Helper()
+		cfg, err := Parse([]byte("name: x\nkafka: {topics: [a]"+kafka+"}\nbatch: {"+batch+"}\nroutes: [{topic: a, table: t}]\n"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := cfg.Warnings()
+		if len(got) != len(want) {
+			t.Fatalf("batch {%s} kafka {%s}: warnings %q, want %d", batch, kafka, got, len(want))
+		}
+		for i := range want {
+			if !strings.Contains(got[i], want[i]) {
+				t.Fatalf("warning %q does not name %q", got[i], want[i])
+			}
+		}
+	}
+	f("", "") // the defaults: 50MiB fetches, 256MiB budget, 32MiB batches
+	f("buffer_memory: 64MiB", "", "kafka.fetch_max_bytes (50MiB)")
+	f("buffer_memory: 64MiB", ", fetch_max_bytes: 16MiB")
+	f("buffer_memory: 48MiB, max_bytes: 32MiB", ", fetch_max_bytes: 16MiB", "batch.buffer_memory (48MiB)")
+}

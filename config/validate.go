@@ -408,3 +408,21 @@ func (p *problems) regex(key, re string) *regexp.Regexp {
 	}
 	return compiled
 }
+
+// Warnings lists settings that are valid but likely to surprise: they are
+// printed by `sink check` and logged at start, never refused.
+func (c *Config) Warnings() []string {
+	var w []string
+	// franz-go keeps up to one unpolled fetch per broker, decompressed,
+	// outside the batch budget: at small budgets it dominates memory.
+	if c.Kafka.FetchMaxBytes > c.Batch.BufferMemory/2 {
+		w = append(w, fmt.Sprintf("kafka.fetch_max_bytes (%s) is more than half of batch.buffer_memory (%s): "+
+			"fetched data waiting to be decoded is held outside the budget, so memory can exceed 2 × buffer_memory; "+
+			"lower fetch_max_bytes or raise buffer_memory", c.Kafka.FetchMaxBytes, c.Batch.BufferMemory))
+	}
+	if c.Batch.MaxBytes > 0 && c.Batch.BufferMemory < 2*c.Batch.MaxBytes {
+		w = append(w, fmt.Sprintf("batch.buffer_memory (%s) holds fewer than two batches of batch.max_bytes (%s): "+
+			"fetching pauses while a full batch is inserted", c.Batch.BufferMemory, c.Batch.MaxBytes))
+	}
+	return w
+}

@@ -25,6 +25,9 @@ func check(cfg *config.Config, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintf(stdout, "config: ok (connector %q, group %q)\n", cfg.Name, cfg.Kafka.Group)
+	for _, w := range cfg.Warnings() {
+		fmt.Fprintf(stdout, "config: warning: %s\n", w)
+	}
 	k, ch := cfg.Kafka, cfg.ClickHouse
 	sasl := "SASL off"
 	if k.SASL.Mechanism != "" {

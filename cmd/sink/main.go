@@ -116,6 +116,9 @@ func run(cfg *config.Config, stderr io.Writer) int {
 	log := newLogger(cfg.Log, stderr).With().Str("connector", cfg.Name).Logger()
 	ctx, stop := signals(log)
 	defer stop()
+	for _, w := range cfg.Warnings() {
+		log.Warn().Msg(w)
+	}
 	if limit, set := memoryLimit(cfg, os.Getenv("GOMEMLIMIT")); set {
 		debug.SetMemoryLimit(limit)
 		log.Debug().Int64("bytes", limit).Msg("Go memory limit derived from batch.buffer_memory")

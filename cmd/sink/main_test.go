@@ -163,3 +163,12 @@ http: {listen: ""}
 		t.Fatalf("check with both tables: exit %d\nstdout %s\nstderr %s", code, out, errOut)
 	}
 }
+
+// check prints the config's warnings before it reaches any server.
+func TestCheckPrintsWarnings(t *testing.T) {
+	path := writeConfig(t, "name: w\nkafka: {brokers: [\"127.0.0.1:1\"], topics: [a]}\nbatch: {buffer_memory: 64MiB}\nroutes: [{topic: a, table: t}]\nhttp: {listen: \"\"}\n")
+	code, out, _ := sinkCmd(t, "check", "--config", path)
+	if code != 1 || !strings.Contains(out, "config: warning: kafka.fetch_max_bytes (50MiB)") {
+		t.Fatalf("exit %d, stdout %q", code, out)
+	}
+}
