@@ -256,3 +256,41 @@ func assertCommittedAtEnd(t *testing.T, group, topic string) {
 		t.Fatalf("group %s: committed offsets differ from end offsets: %s", group, strings.Join(bad, "; "))
 	}
 }
+
+// Several topics routed to one table share its batches: one INSERT (one
+// part, with merges stopped) holds rows of both topics.
+func TestTopicsShareTableBatches(t *testing.T) {
+	brokers := testenv.Kafka(t)
+	chAddr := testenv.ClickHouse(t)
+	ch := testenv.CHConn(t)
+	db := testenv.NewDatabase(t)
+	a, b := testenv.NewTopic(t, 3), testenv.NewTopic(t, 3)
+	ctx := context.Background()
+	if err := ch.Exec(ctx, "CREATE TABLE "+db+".t (id UInt64, _topic String) ENGINE = MergeTree ORDER BY id"); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.Exec(ctx, "SYSTEM STOP MERGES "+db+".t"); err != nil {
+		t.Fatal(err)
+	}
+	produceEvents(t, a, 5000)
+	produceEvents(t, b, 5000)
+	cfg := newConfig(t, fmt.Sprintf(`
+name: %s
+kafka: {brokers: [%q], topics: [%q, %q], fetch_max_wait: 100ms}
+clickhouse: {addrs: [%q], database: %s}
+batch: {max_rows: 100000, max_wait: 2s}
+routes: [{topic: %q, table: t}, {topic: %q, table: t}]
+http: {listen: ""}
+`, testenv.UniqueName(t, "shared"), brokers[0], a, b, chAddr, db, a, b))
+	runUntil(t, cfg, ch, db+".t", 10000)
+	var parts, mixed uint64
+	q := "SELECT count(), countIf(topics = 2) FROM (SELECT _part, uniqExact(_topic) AS topics FROM " + db + ".t GROUP BY _part)"
+	if err := ch.QueryRow(ctx, q).Scan(&parts, &mixed); err != nil {
+		t.Fatal(err)
+	}
+	inserts, rows := insertsInto(t, ch, db, "t")
+	t.Logf("%d INSERTs, %d rows, %d parts, %d with both topics", inserts, rows, parts, mixed)
+	if rows != 10000 || mixed == 0 {
+		t.Fatalf("%d rows in %d parts, %d holding both topics: want 10000 rows and a part (an INSERT) with both", rows, parts, mixed)
+	}
+}
