@@ -25,7 +25,6 @@ func (m *member) count() int {
 	return len(m.owned)
 }
 
-
 // TestRevokeCompletesBeforePartitionsMove: with cooperative-sticky
 // balancing and rebalances blocked on poll, a second member gets partitions
 // only after the first member's revoke callback (where the pipeline flushes
