@@ -51,6 +51,10 @@ func main() {
 		fmt.Fprintf(os.Stderr, "loadgen: %v\n", err)
 		os.Exit(1)
 	}
+	if res.Events == 0 {
+		fmt.Fprintf(os.Stderr, "loadgen: topic %s ready, no events produced (--count 0)\n", *topic)
+		return
+	}
 	fmt.Fprintf(os.Stderr, "loadgen: produced %d events to %s in %s (%.0f/s)\n",
 		res.Events, *topic, res.Took.Round(1e6), float64(res.Events)/res.Took.Seconds())
 }
