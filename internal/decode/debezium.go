@@ -448,28 +448,7 @@ func (p *Plan) appendDebezium(b *Block, r *kgo.Record) error {
 	for i, k := range p.keys {
 		p.slots[i] = o.Get(k)
 	}
-	c := &p.ctx
-	c.b = b
-	bytes0 := b.bytes
-	in := &c.in
-	for i := range p.srcs {
-		s := &p.srcs[i]
-		err := p.readDebezium(i, s, r, in)
-		if err == nil {
-			err = b.bufs[i].add(c, in)
-		}
-		if err != nil {
-			for j := 0; j <= i; j++ {
-				b.bufs[j].truncate(b.rows)
-			}
-			b.bytes = bytes0
-			c.b = nil
-			return p.recordError(r, p.cols[i].Name, err.Error())
-		}
-	}
-	b.rows++
-	c.b = nil
-	return nil
+	return p.appendRow(b, r)
 }
 
 // unwrap returns the envelope and, when the JSON converter wrote one, the

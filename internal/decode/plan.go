@@ -231,13 +231,28 @@ func (p *Plan) Append(b *Block, r *kgo.Record) error {
 		p.slots[i] = o.Get(k)
 	}
 
+	return p.appendRow(b, r)
+}
+
+// appendRow reads every column's source (from the JSON record, or the
+// Debezium row image) and appends one row to b; on the first failure it
+// rolls every column back, so b is unchanged.
+func (p *Plan) appendRow(b *Block, r *kgo.Record) error {
 	c := &p.ctx
 	c.b = b
 	bytes0 := b.bytes
 	in := &c.in
 	for i := range p.srcs {
-		p.read(&p.srcs[i], r, in)
-		if err := b.bufs[i].add(c, in); err != nil {
+		var err error
+		if p.dbz != nil {
+			err = p.readDebezium(i, &p.srcs[i], r, in)
+		} else {
+			p.read(&p.srcs[i], r, in)
+		}
+		if err == nil {
+			err = b.bufs[i].add(c, in)
+		}
+		if err != nil {
 			for j := 0; j <= i; j++ {
 				b.bufs[j].truncate(b.rows)
 			}
