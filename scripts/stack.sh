@@ -3,6 +3,9 @@
 #
 #   ClickHouse  Debian's clickhouse-server 18.16, config from testdata/clickhouse/,
 #               native 127.0.0.1:9000, HTTP 127.0.0.1:8123
+#   ClickHouse  26.9, the engine of PyPI's chdb-core wheel (installed into a venv in
+#               .cache/ch26/) serving clickhouse-local's listeners (scripts/ch26.py),
+#               config from testdata/clickhouse26/, native 127.0.0.1:19000, HTTP 18123
 #   Kafka       Apache Kafka 4.x (KRaft, one broker+controller node) assembled from
 #               Maven Central by scripts/kafka/pom.xml, 127.0.0.1:9092 (controller 9093),
 #               and SASL_SSL on 127.0.0.1:9094 (TLS from a throwaway CA generated into
@@ -11,7 +14,8 @@
 #
 # Usage: scripts/stack.sh up|down|status|logs
 #
-#   up      install what is missing (apt packages, Kafka jars), start both, wait until
+#   up      install what is missing (apt packages, Kafka jars, the chdb-core wheel),
+#           start all three, wait until
 #           they answer. Idempotent. If a healthy ClickHouse/Kafka (e.g. from another
 #           checkout) already answers on the ports, it is reused. A port held by
 #           something else is an error (one line on stderr, exit 1). A Kafka this
@@ -21,8 +25,8 @@
 #   status  versions, ports, and who started each; exit 1 if either is not answering.
 #   logs    tail both logs.
 #
-# State lives in .stack/ (data, logs, pid files, generated configs) and the Kafka jars
-# in .cache/kafka-libs/; both are git-ignored. Environment knobs:
+# State lives in .stack/ (data, logs, pid files, generated configs), the Kafka jars
+# in .cache/kafka-libs/ and the 26.9 engine in .cache/ch26/; all git-ignored. Environment knobs:
 #   STACK_TIMEOUT   seconds to wait for each server to answer (default 120)
 #   STACK_HEAP      Kafka JVM heap (default 512m)
 set -euo pipefail
@@ -37,11 +41,16 @@ HEAP=${STACK_HEAP:-512m}
 HOST=127.0.0.1
 CH_TCP=9000
 CH_HTTP=8123
+CH26_TCP=19000
+CH26_HTTP=18123
+CH26_WHEEL=chdb-core==26.9.0
+CH26_VENV=$ROOT/.cache/ch26
 KAFKA_PORT=9092
 KAFKA_CTRL=9093
 KAFKA_SASL=9094
 
 CH_DIR=$STACK_DIR/clickhouse
+CH26_DIR=$STACK_DIR/clickhouse26
 KAFKA_DIR=$STACK_DIR/kafka
 KAFKA_TLS=$KAFKA_DIR/tls
 
@@ -62,6 +71,7 @@ is_ours() {
 	echo "$pid"
 }
 ch_ours() { is_ours clickhouse "$CH_DIR/config.xml"; }
+ch26_ours() { is_ours clickhouse26 "$CH26_DIR/data"; }
 kafka_ours() { is_ours kafka "$KAFKA_DIR/server.properties"; }
 
 # port_busy PORT: something accepts TCP connections on 127.0.0.1:PORT.
@@ -86,10 +96,13 @@ port_owner() {
 	echo "unknown owner"
 }
 
-ch_healthy() {
+# ch_answers PORT: a ClickHouse server answers SELECT 1 on the native PORT.
+ch_answers() {
 	command -v clickhouse-client >/dev/null &&
-		[[ $(timeout 5 clickhouse-client --host "$HOST" --port "$CH_TCP" -q 'SELECT 1' 2>/dev/null) == 1 ]]
+		[[ $(timeout 5 clickhouse-client --host "$HOST" --port "$1" -q 'SELECT 1' 2>/dev/null) == 1 ]]
 }
+ch_healthy() { ch_answers "$CH_TCP"; }
+ch26_healthy() { ch_answers "$CH26_TCP"; }
 
 # A Kafka broker is healthy when it answers a metadata request and lists itself.
 kafka_healthy() {
@@ -97,7 +110,7 @@ kafka_healthy() {
 		timeout 10 kcat -L -b "$HOST:$KAFKA_PORT" -m 3 2>/dev/null | grep -q "broker .* at $HOST:$KAFKA_PORT"
 }
 
-ch_version() { timeout 5 clickhouse-client --host "$HOST" --port "$CH_TCP" -q 'SELECT version()' 2>/dev/null || echo unknown; }
+ch_version() { timeout 5 clickhouse-client --host "$HOST" --port "${1:-$CH_TCP}" -q 'SELECT version()' 2>/dev/null || echo unknown; }
 
 # kafka_version [PID]: from the kafka_2.13-X.jar on the classpath of our cache, or of
 # the given (possibly foreign) broker process.
@@ -223,6 +236,32 @@ install_packages() {
 	fi
 }
 
+# Installs the chdb-core wheel (ClickHouse 26.9's engine, about 560 MB) into a venv
+# in .cache/ch26 once; pandas/pyarrow are only needed for chdb's Python API, not
+# for serving, hence --no-deps. A stamp with the wheel's pin marks a complete install.
+install_ch26() {
+	local stamp=$CH26_VENV/.installed log=$STACK_DIR/ch26-install.log
+	[[ -f $stamp && $(<"$stamp") == "$CH26_WHEEL" ]] && return 0
+	command -v python3 >/dev/null || die "python3 is needed for ClickHouse 26.9 (chdb-core)"
+	say "installing $CH26_WHEEL into ${CH26_VENV#"$ROOT"/} (log: $log)"
+	rm -rf "$CH26_VENV"
+	mkdir -p "$(dirname "$CH26_VENV")"
+	if ! python3 -m venv "$CH26_VENV" >"$log" 2>&1; then
+		# Debian splits ensurepip into python3-venv (python3.N-venv).
+		local sudo=()
+		[[ $EUID -eq 0 ]] || sudo=(sudo)
+		{
+			"${sudo[@]}" apt-get update -q &&
+				"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends python3-venv
+		} >>"$log" 2>&1 || die "python3 -m venv failed and installing python3-venv failed (see $log)"
+		rm -rf "$CH26_VENV"
+		python3 -m venv "$CH26_VENV" >>"$log" 2>&1 || die "python3 -m venv failed (see $log)"
+	fi
+	"$CH26_VENV/bin/pip" install -q --disable-pip-version-check --no-deps "$CH26_WHEEL" >>"$log" 2>&1 ||
+		{ rm -rf "$CH26_VENV"; die "pip install $CH26_WHEEL failed (see $log)"; }
+	echo "$CH26_WHEEL" >"$stamp"
+}
+
 # Copies Kafka and its dependencies from Maven Central into .cache/kafka-libs once.
 # A checksum of the pom marks a complete copy, so a version bump refetches.
 fetch_kafka_libs() {
@@ -289,6 +328,51 @@ ch_wait() {
 		say "ClickHouse already running (pid $(ch_ours)), $HOST:$CH_TCP"
 	else
 		say "ClickHouse $(ch_version) started (pid $(ch_ours)), native $HOST:$CH_TCP, http $HOST:$CH_HTTP"
+	fi
+}
+
+# ---------------------------------------------------------------- clickhouse 26.9
+
+CH26_STATE= # as CH_STATE
+
+ch26_check() {
+	if ch26_ours >/dev/null; then
+		CH26_STATE=running
+		stale_config "$ROOT/testdata/clickhouse26/config.xml" "$CH26_DIR/config.xml" "ClickHouse 26.9"
+		stale_config "$ROOT/testdata/clickhouse26/users.xml" "$CH26_DIR/users.xml" "ClickHouse 26.9"
+		return
+	fi
+	if ch26_healthy; then
+		CH26_STATE=reused
+		say "reusing the ClickHouse that already answers on $HOST:$CH26_TCP (not started by this checkout)"
+		return
+	fi
+	for port in $CH26_TCP $CH26_HTTP; do
+		if port_busy "$port"; then
+			die "port $port is in use by something that is not a ClickHouse server ($(port_owner "$port"))"
+		fi
+	done
+	CH26_STATE=absent
+}
+
+ch26_start() {
+	[[ $CH26_STATE == absent ]] || return 0
+	install_ch26
+	mkdir -p "$CH26_DIR"/{data,log}
+	render "$ROOT/testdata/clickhouse26/config.xml" "$CH26_DIR/config.xml"
+	render "$ROOT/testdata/clickhouse26/users.xml" "$CH26_DIR/users.xml"
+	launch clickhouse26 "$CH26_DIR/log/stdout.log" \
+		"$CH26_VENV/bin/python" "$ROOT/scripts/ch26.py" "$CH26_DIR" "$CH26_DIR/data"
+	CH26_STATE=started
+}
+
+ch26_wait() {
+	[[ $CH26_STATE == reused ]] && return
+	wait_until "ClickHouse 26.9" ch26_ours ch26_healthy "$CH26_DIR/log/clickhouse-server.err.log" "$CH26_DIR/log/stdout.log"
+	if [[ $CH26_STATE == running ]]; then
+		say "ClickHouse 26.9 already running (pid $(ch26_ours)), $HOST:$CH26_TCP"
+	else
+		say "ClickHouse $(ch_version "$CH26_TCP") started (pid $(ch26_ours)), native $HOST:$CH26_TCP, http $HOST:$CH26_HTTP"
 	fi
 }
 
@@ -442,11 +526,14 @@ cmd_up() {
 	lock
 	install_packages
 	ch_check
+	ch26_check
 	kafka_check
-	# Start both before waiting for either: the two startups overlap.
+	# Start all before waiting for any: the startups overlap.
 	ch_start
 	kafka_start
+	ch26_start
 	ch_wait
+	ch26_wait
 	kafka_wait
 }
 
@@ -478,6 +565,10 @@ cmd_down() {
 		rm -f "$CH_DIR/clickhouse.pid"
 		say "clickhouse: not started by this checkout, nothing to stop"
 	fi
+	if pid=$(ch26_ours); then stop clickhouse26 "$pid"; else
+		rm -f "$CH26_DIR/clickhouse26.pid"
+		say "clickhouse26: not started by this checkout, nothing to stop"
+	fi
 }
 
 cmd_status() {
@@ -490,6 +581,16 @@ cmd_status() {
 		say "clickhouse: up, version $(ch_version), native $HOST:$CH_TCP, http $HOST:$CH_HTTP, $who"
 	else
 		say "clickhouse: down (nothing answers SELECT 1 on $HOST:$CH_TCP)"
+		rc=1
+	fi
+	if ch26_healthy; then
+		if pid=$(ch26_ours); then who="started by this checkout (pid $pid)"; else
+			owner=$(port_owner "$CH26_TCP")
+			who="not started by this checkout ($owner)"
+		fi
+		say "clickhouse26: up, version $(ch_version "$CH26_TCP"), native $HOST:$CH26_TCP, http $HOST:$CH26_HTTP, $who"
+	else
+		say "clickhouse26: down (nothing answers SELECT 1 on $HOST:$CH26_TCP)"
 		rc=1
 	fi
 	if kafka_healthy; then
@@ -511,7 +612,8 @@ cmd_status() {
 
 cmd_logs() {
 	local logs=()
-	for f in "$CH_DIR/log/clickhouse-server.log" "$CH_DIR/log/clickhouse-server.err.log" "$KAFKA_DIR/kafka.log"; do
+	for f in "$CH_DIR/log/clickhouse-server.log" "$CH_DIR/log/clickhouse-server.err.log" \
+		"$CH26_DIR/log/clickhouse-server.err.log" "$CH26_DIR/log/stdout.log" "$KAFKA_DIR/kafka.log"; do
 		[[ -f $f ]] && logs+=("$f")
 	done
 	((${#logs[@]})) || die "no logs in $STACK_DIR (has this checkout started the stack?)"

@@ -7,8 +7,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .stack
 
+chv() { clickhouse-client --port "$1" -q 'SELECT version()' 2>/dev/null || echo '?'; }
 echo "test: Kafka $(ls .cache/kafka-libs 2>/dev/null | sed -n 's/^kafka_2.13-\(.*\)\.jar$/\1/p' | head -1) at 127.0.0.1:9092," \
-	"ClickHouse $(clickhouse-client --port 9000 -q 'SELECT version()' 2>/dev/null || echo '?') at 127.0.0.1:9000"
+	"ClickHouse $(chv 9000) at 127.0.0.1:9000 (ch18), ClickHouse $(chv 19000) at 127.0.0.1:19000 (ch26)"
 
 log=.stack/go-test.log
 status=0
@@ -24,5 +25,12 @@ if [[ $status -ne 0 && $failed -eq 0 ]]; then
 	tail -40 "$log"
 	failed=1
 fi
+# Integration tests that talk to ClickHouse run once per server, as subtests
+# named ch18_<version> and ch26_<version> (internal/testenv.EachServer).
+for label in ch18 ch26; do
+	p=$(grep -cE "^\s*--- PASS: \S*/${label}_[0-9.]+ \(" "$log" || true)
+	f=$(grep -cE "^\s*--- FAIL: \S*/${label}_[0-9.]+ \(" "$log" || true)
+	echo "test: on ClickHouse $label: $p passed, $f failed"
+done
 echo "$passed passed, $failed failed, $skipped skipped"
 exit $status

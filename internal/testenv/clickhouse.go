@@ -1,7 +1,6 @@
 package testenv
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -40,24 +39,9 @@ func CHConn(t testing.TB) driver.Conn {
 	return conn
 }
 
-// NewDatabase creates a database with a unique name and drops it, with everything
-// in it, when the test ends.
+// NewDatabase creates a database with a unique name on the 18.16 server and
+// drops it, with everything in it, when the test ends.
 func NewDatabase(t testing.TB) string {
 	t.Helper()
-	conn := CHConn(t)
-	name := UniqueName(t, "test")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatalf("testenv: create database %s: %v", name, err)
-	}
-	// Registered after the connection's Close, so it runs before it (LIFO).
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name); err != nil {
-			t.Logf("testenv: drop database %s: %v", name, err)
-		}
-	})
-	return name
+	return newDatabase(t, CHConn(t))
 }

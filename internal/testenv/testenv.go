@@ -96,6 +96,7 @@ func unavailable(t testing.TB, what, addr string, err error) {
 var (
 	probeMu     sync.Mutex
 	probeResult = map[string]*probeOnce{}
+	versions    sync.Map // native addr -> SELECT version()
 )
 
 type probeOnce struct {

@@ -193,3 +193,26 @@ func TestUniqueName(t *testing.T) {
 		}
 	}
 }
+
+func TestServersAnswerWithTheirVersions(t *testing.T) {
+	servers := testenv.Servers(t)
+	if len(servers) != 2 {
+		t.Fatalf("got %d servers, want 2", len(servers))
+	}
+	if !servers[1].AtLeast(26, 0) || servers[0].AtLeast(19, 0) {
+		t.Errorf("versions %q and %q: want 18.x first and 26.x second", servers[0].Version, servers[1].Version)
+	}
+	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
+		var v string
+		if err := s.Conn(t).QueryRow(context.Background(), "SELECT version()").Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		if v != s.Version {
+			t.Errorf("version %q, Server says %q", v, s.Version)
+		}
+		db := s.NewDatabase(t)
+		if db == "" {
+			t.Error("empty database name")
+		}
+	})
+}
