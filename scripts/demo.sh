@@ -12,6 +12,8 @@
 #      stops with SIGTERM (flush, commit, leave the group).
 #   4. `sink report --split` prints per-minute INSERTs, rows per INSERT and
 #      new parts from system.query_log/part_log, and the before/after ratios.
+# The demo targets the stack's ClickHouse 26.9 (native 127.0.0.1:19000), the
+# version users run; DEMO_CLICKHOUSE=18 runs it against 18.16 on 9000 instead.
 # Expects the stack up (make demo does that first).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,13 +25,19 @@ BEFORE=$(( BEFORE_RATE * BEFORE_SECS ))
 TOPIC=demo_events
 TABLE=demo_events
 CONFIG=config/local.yaml
-CH="clickhouse-client --port 9000"
+case ${DEMO_CLICKHOUSE:-26} in
+26) CH_PORT=19000 ;;
+18) CH_PORT=9000 ;;
+*) echo "demo: DEMO_CLICKHOUSE must be 26 or 18, not ${DEMO_CLICKHOUSE}" >&2; exit 2 ;;
+esac
+CH="clickhouse-client --port $CH_PORT"
+export SINK_CLICKHOUSE__ADDRS=127.0.0.1:$CH_PORT
 
 mkdir -p bin .stack
 go build -o bin/sink ./cmd/sink
 go build -o bin/loadgen ./cmd/loadgen
 
-echo "demo: creating table default.$TABLE"
+echo "demo: ClickHouse $($CH -q 'SELECT version()') at $SINK_CLICKHOUSE__ADDRS; creating table default.$TABLE"
 $CH -q "DROP TABLE IF EXISTS default.$TABLE"
 $CH -q "CREATE TABLE default.$TABLE (
   id UInt64, user_id UInt64, ts DateTime, event_type String, channel String,
@@ -102,6 +110,6 @@ echo "demo: sink log of the batched run (last lines, .stack/demo-sink.log has al
 tail -3 .stack/demo-sink.log
 echo
 echo "demo: $(( BEFORE + EVENTS )) events -> $total rows in default.$TABLE; the batched run took ${took}s"
-echo "demo: bin/sink report --table default.$TABLE --since $start --split $split --chart .stack/demo-report.svg"
+echo "demo: bin/sink report --clickhouse $SINK_CLICKHOUSE__ADDRS --table default.$TABLE --since $start --split $split --chart .stack/demo-report.svg"
 echo
-bin/sink report --table "default.$TABLE" --since "$start" --split "$split" --chart .stack/demo-report.svg
+bin/sink report --clickhouse "$SINK_CLICKHOUSE__ADDRS" --table "default.$TABLE" --since "$start" --split "$split" --chart .stack/demo-report.svg
