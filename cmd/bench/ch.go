@@ -23,9 +23,12 @@ func newCH(base string) *chHTTP {
 	return &chHTTP{base: strings.TrimSuffix(base, "/") + "/", hc: &http.Client{Timeout: 60 * time.Second}}
 }
 
-// query sends q and returns the body with the trailing newline removed.
+// query sends q and returns the body, TabSeparated, with the trailing
+// newline removed. The format is asked for: a server's (or a user
+// profile's) default_format need not be TabSeparated (the stack's 26.9
+// answers CSV).
 func (c *chHTTP) query(ctx context.Context, q string) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base, strings.NewReader(q))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"?default_format=TabSeparated", strings.NewReader(q))
 	if err != nil {
 		return "", err
 	}

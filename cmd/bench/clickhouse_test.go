@@ -14,12 +14,16 @@ import (
 
 // insertStats must count exactly the INSERTs into one table, whether the
 // client quotes the name (the sink, clickhouse-go) or not (clickhouse-client,
-// HTTP), and not those into a table whose name it is a prefix of.
+// HTTP), and not those into a table whose name it is a prefix of, on each
+// server.
 func TestInsertStatsAgainstClickHouse(t *testing.T) {
-	addr := testenv.ClickHouse(t)
-	conn := testenv.CHConn(t)
-	db := testenv.NewDatabase(t)
-	ch := newCH("http://" + chHost(addr) + ":8123/")
+	testenv.EachServer(t, testInsertStatsAgainstClickHouse)
+}
+
+func testInsertStatsAgainstClickHouse(t *testing.T, s testenv.Server) {
+	conn := s.Conn(t)
+	db := s.NewDatabase(t)
+	ch := newCH("http://" + s.HTTPAddr + "/")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	t0 := time.Now()

@@ -57,10 +57,14 @@ func TestBadConfigOneLinePerProblem(t *testing.T) {
 // TestFailFast: problems `run` would hit are reported by both `check` and
 // `run` at start, with one line naming the problem, and a non-zero exit.
 func TestFailFast(t *testing.T) {
+	testenv.EachServer(t, testFailFast)
+}
+
+func testFailFast(t *testing.T, s testenv.Server) {
 	brokers := testenv.Kafka(t)
-	chAddr := testenv.ClickHouse(t)
-	ch := testenv.CHConn(t)
-	db := testenv.NewDatabase(t)
+	chAddr := s.Addr
+	ch := s.Conn(t)
+	db := s.NewDatabase(t)
 	topic := testenv.NewTopic(t, 1)
 	ctx := context.Background()
 	if err := ch.Exec(ctx, "CREATE TABLE "+db+".agg (id UInt64, u AggregateFunction(uniq, UInt64)) ENGINE = AggregatingMergeTree ORDER BY id"); err != nil {
@@ -134,10 +138,14 @@ func TestReportPasswordFile(t *testing.T) {
 // A route whose table is named after its topic is checked against every
 // topic that exists now: a missing table fails check like a static one.
 func TestCheckTableFromTopic(t *testing.T) {
+	testenv.EachServer(t, testCheckTableFromTopic)
+}
+
+func testCheckTableFromTopic(t *testing.T, s testenv.Server) {
 	brokers := testenv.Kafka(t)
-	chAddr := testenv.ClickHouse(t)
-	ch := testenv.CHConn(t)
-	db := testenv.NewDatabase(t)
+	chAddr := s.Addr
+	ch := s.Conn(t)
+	db := s.NewDatabase(t)
 	a := testenv.NewTopic(t, 1)
 	b := testenv.NewTopic(t, 1)
 	ctx := context.Background()

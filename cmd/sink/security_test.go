@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/internal/testenv"
@@ -87,9 +88,8 @@ func (r *runningSink) stop(t *testing.T) int {
 }
 
 // waitRows polls until table has want rows, failing early if the sink exits.
-func waitRows(t *testing.T, r *runningSink, table string, want uint64) {
+func waitRows(t *testing.T, r *runningSink, ch driver.Conn, table string, want uint64) {
 	t.Helper()
-	ch := testenv.CHConn(t)
 	deadline := time.Now().Add(90 * time.Second)
 	for {
 		var n uint64
@@ -130,10 +130,10 @@ func produceJSON(t *testing.T, topic string, n int, rec func(i int) string) {
 }
 
 // secureYAML is a config for topic → db.table over the SASL_SSL listener
-// (SCRAM-SHA-512, client certificate) and ClickHouse as the user with a
-// password, read from pwFile. The Kafka password comes from the
+// (SCRAM-SHA-512, client certificate) and ClickHouse at chAddr as the user
+// with a password, read from pwFile. The Kafka password comes from the
 // environment.
-func secureYAML(s testenv.SecureKafka, topic, db, table, pwFile, extra string) string {
+func secureYAML(s testenv.SecureKafka, chAddr, topic, db, table, pwFile, extra string) string {
 	return fmt.Sprintf(`
 name: %s
 kafka:
@@ -151,7 +151,7 @@ batch: {max_wait: 300ms}
 routes: [{topic: %q, table: %q}]
 shutdown_timeout: 20s
 %s`, "sec-"+topic, s.Brokers[0], topic, s.CAFile, s.CertFile, s.KeyFile, s.User,
-		testenv.ClickHouseAddr(), db, testenv.CHUser, pwFile, topic, table, extra)
+		chAddr, db, testenv.CHUser, pwFile, topic, table, extra)
 }
 
 func writePasswordFile(t *testing.T, pw string) string {
@@ -171,10 +171,14 @@ var servingRE = regexp.MustCompile(`"addr":"([^"]+)"[^\n]*"message":"serving /me
 // `sink check` output and /metrics, /healthz, /readyz never contain either
 // password.
 func TestSecureEndToEnd(t *testing.T) {
+	testenv.EachServer(t, testSecureEndToEnd)
+}
+
+func testSecureEndToEnd(t *testing.T, server testenv.Server) {
 	s := testenv.KafkaSASL(t)
-	db := testenv.NewDatabase(t)
+	db := server.NewDatabase(t)
 	topic := testenv.NewTopic(t, 3)
-	ch := testenv.CHConn(t)
+	ch := server.Conn(t)
 	if err := ch.Exec(context.Background(), "CREATE TABLE "+db+".events (id UInt64, name String) ENGINE = MergeTree ORDER BY id"); err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +186,7 @@ func TestSecureEndToEnd(t *testing.T) {
 	produceJSON(t, topic, n, func(i int) string { return fmt.Sprintf(`{"id":%d,"name":"n%d"}`, i, i) })
 
 	t.Setenv("SINK_KAFKA__SASL__PASSWORD", s.Password)
-	path := writeConfig(t, secureYAML(s, topic, db, "events", writePasswordFile(t, testenv.CHPassword),
+	path := writeConfig(t, secureYAML(s, server.Addr, topic, db, "events", writePasswordFile(t, testenv.CHPassword),
 		"http: {listen: \"127.0.0.1:0\"}\nlog: {level: debug, format: json}\n"))
 
 	code, checkOut, checkErr := sinkCmd(t, "check", "--config", path)
@@ -199,7 +203,7 @@ func TestSecureEndToEnd(t *testing.T) {
 	}
 
 	r := startSink(t, path)
-	waitRows(t, r, db+".events", n)
+	waitRows(t, r, ch, db+".events", n)
 
 	// The HTTP endpoints, while running.
 	m := servingRE.FindStringSubmatch(r.stderr.String())
@@ -245,10 +249,14 @@ func TestSecureEndToEnd(t *testing.T) {
 // line on stderr naming the user and the address, and exit status 1, from
 // both check and run; the line does not repeat the password.
 func TestWrongPassword(t *testing.T) {
+	testenv.EachServer(t, testWrongPassword)
+}
+
+func testWrongPassword(t *testing.T, server testenv.Server) {
 	s := testenv.KafkaSASL(t)
-	db := testenv.NewDatabase(t)
+	db := server.NewDatabase(t)
 	topic := testenv.NewTopic(t, 1)
-	ch := testenv.CHConn(t)
+	ch := server.Conn(t)
 	if err := ch.Exec(context.Background(), "CREATE TABLE "+db+".events (id UInt64) ENGINE = MergeTree ORDER BY id"); err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +264,7 @@ func TestWrongPassword(t *testing.T) {
 	f := func(kafkaPW, chPW, want string) {
 		t.Helper()
 		t.Setenv("SINK_KAFKA__SASL__PASSWORD", kafkaPW)
-		path := writeConfig(t, secureYAML(s, topic, db, "events", writePasswordFile(t, chPW), "http: {listen: \"\"}\n"))
+		path := writeConfig(t, secureYAML(s, server.Addr, topic, db, "events", writePasswordFile(t, chPW), "http: {listen: \"\"}\n"))
 		for _, cmd := range []string{"check", "run"} {
 			code, _, errOut := sinkCmd(t, cmd, "--config", path)
 			lines := strings.Split(strings.TrimSpace(errOut), "\n")
@@ -270,17 +278,21 @@ func TestWrongPassword(t *testing.T) {
 		}
 	}
 	f(wrong, testenv.CHPassword, `kafka: SASL authentication failed for user "sink" at `+s.Brokers[0]+": ")
-	f(s.Password, wrong, `clickhouse: authentication failed for user "sink_secure" at `+testenv.ClickHouseAddr()+": ")
+	f(s.Password, wrong, `clickhouse: authentication failed for user "sink_secure" at `+server.Addr+": ")
 }
 
 // TestBacktickTable: a route to a table whose name holds a backtick, quotes
 // and SQL gets its rows, in that table; a table with a column the driver
 // cannot name is refused at start with one clean line, and no INSERT.
 func TestBacktickTable(t *testing.T) {
+	testenv.EachServer(t, testBacktickTable)
+}
+
+func testBacktickTable(t *testing.T, s testenv.Server) {
 	brokers := testenv.Kafka(t)
-	db := testenv.NewDatabase(t)
+	db := s.NewDatabase(t)
 	topic := testenv.NewTopic(t, 2)
-	ch := testenv.CHConn(t)
+	ch := s.Conn(t)
 	const table = "ev`ents\"; DROP TABLE victim; --'"
 	for _, q := range []string{
 		"CREATE TABLE " + db + ".victim (id UInt64) ENGINE = MergeTree ORDER BY id",
@@ -301,12 +313,12 @@ clickhouse: {addrs: [%q], database: %s}
 batch: {max_wait: 300ms}
 routes: [{topic: %q, table: %q}]
 http: {listen: ""}
-`, "bt-"+topic, brokers[0], topic, testenv.ClickHouseAddr(), db, topic, table))
+`, "bt-"+topic, brokers[0], topic, s.Addr, db, topic, table))
 	}
 
 	r := startSink(t, cfg(table))
 	quoted := writer.QuoteIdent(db) + "." + writer.QuoteIdent(table)
-	waitRows(t, r, quoted, n)
+	waitRows(t, r, ch, quoted, n)
 	if code := r.stop(t); code != 0 {
 		t.Fatalf("exit %d; log:\n%s", code, r.stderr.String())
 	}

@@ -12,22 +12,26 @@ import (
 )
 
 // TestChaosShort runs the scenarios that leave the shared servers alone, at
-// a small scale; `make chaos` runs the whole suite at full scale.
+// a small scale, against each server; `make chaos` runs the whole suite at
+// full scale.
 func TestChaosShort(t *testing.T) {
 	brokers := testenv.Kafka(t)
-	chAddr := testenv.ClickHouse(t)
 	if testing.Short() {
 		t.Skip("chaos: skipped with -short")
 	}
-	work := t.TempDir()
-	bin := filepath.Join(work, "sink")
+	bin := filepath.Join(t.TempDir(), "sink")
 	root, _ := filepath.Abs("../..")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/sink")
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build sink: %v\n%s", err, out)
 	}
-	env := Env{Brokers: brokers, CHAddr: chAddr, SinkBin: bin, RepoRoot: root, WorkDir: work, Log: testWriter{t}}
+	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
+		runShort(t, Env{Brokers: brokers, CHAddr: s.Addr, SinkBin: bin, RepoRoot: root, WorkDir: t.TempDir(), Log: testWriter{t}})
+	})
+}
+
+func runShort(t *testing.T, env Env) {
 	var results []*Result
 	for _, s := range ShortScenarios() {
 		r := Run(context.Background(), env, s)
@@ -36,7 +40,7 @@ func TestChaosShort(t *testing.T) {
 			for _, p := range r.Problems {
 				t.Errorf("%s: %s", s.Name, p)
 			}
-			dumpLogs(t, work)
+			dumpLogs(t, env.WorkDir)
 		}
 	}
 	var b strings.Builder

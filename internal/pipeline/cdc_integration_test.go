@@ -244,15 +244,13 @@ func runToEnd(t *testing.T, cfg *config.Config, topics ...string) pipeline.Stats
 // TestDebeziumReplayCollapses replays the change history of 10,000 keys (two
 // tables of 5,000, one topic each, one wrapped with schemas and one bare)
 // through one route that names each table after its topic, then replays it
-// all again from the start as a crash would, and requires
-// `SELECT ... FROM t FINAL WHERE _deleted = 0` to equal the source's final
-// state exactly. ClickHouse 18.16 has ReplacingMergeTree(_version) only, so
-// deleted rows are filtered, not removed.
+// all again from the start as a crash would, and requires FINAL to equal the
+// source's final state exactly, on each server. ClickHouse 18.16 has
+// ReplacingMergeTree(_version) only, so deleted rows are filtered there
+// (`FINAL WHERE _deleted = 0`); 26.9 takes ReplacingMergeTree(_version,
+// _deleted), whose FINAL leaves deleted rows out by itself.
 func TestDebeziumReplayCollapses(t *testing.T) {
 	brokers := testenv.Kafka(t)
-	chAddr := testenv.ClickHouse(t)
-	ch := testenv.CHConn(t)
-	db := testenv.NewDatabase(t)
 	ctx := context.Background()
 
 	prefix := testenv.UniqueName(t, "pg")
@@ -267,17 +265,6 @@ func TestDebeziumReplayCollapses(t *testing.T) {
 		topics = append(topics, topic)
 		createTopic(t, topic, 4)
 	}
-	ddl := map[string]string{
-		"customers": `(id Int32, name String, email Nullable(String), balance Decimal(12, 2), updated_at DateTime, signup Date,
-			op String, tbl String, _version UInt64, _deleted UInt8)`,
-		"orders": `(id Int32, status LowCardinality(String), note Nullable(String), amount Float64, updated_at DateTime,
-			op String, tbl String, _version UInt64, _deleted UInt8)`,
-	}
-	for name, cols := range ddl {
-		if err := ch.Exec(ctx, fmt.Sprintf("CREATE TABLE %s.%s %s ENGINE = ReplacingMergeTree(_version) ORDER BY id", db, name, cols)); err != nil {
-			t.Fatal(err)
-		}
-	}
 
 	// Debezium keys by primary key, so the default (key-hash) partitioner
 	// keeps each row's history in one partition, in order.
@@ -289,6 +276,31 @@ func TestDebeziumReplayCollapses(t *testing.T) {
 	}
 	t.Logf("produced %d change events and %d tombstones for %d+%d live keys", src.rows, src.tombst,
 		len(src.tables[0].state), len(src.tables[1].state))
+	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
+		testDebeziumReplay(t, s, brokers[0], src, topics)
+	})
+}
+
+func testDebeziumReplay(t *testing.T, s testenv.Server, broker string, src *cdcSource, topics []string) {
+	ch := s.Conn(t)
+	db := s.NewDatabase(t)
+	ctx := context.Background()
+	prefix := src.prefix
+	engine, live := "ReplacingMergeTree(_version)", " FINAL WHERE _deleted = 0"
+	if s.AtLeast(23, 2) { // the is_deleted parameter exists since 23.2
+		engine, live = "ReplacingMergeTree(_version, _deleted)", " FINAL"
+	}
+	ddl := map[string]string{
+		"customers": `(id Int32, name String, email Nullable(String), balance Decimal(12, 2), updated_at DateTime, signup Date,
+			op String, tbl String, _version UInt64, _deleted UInt8)`,
+		"orders": `(id Int32, status LowCardinality(String), note Nullable(String), amount Float64, updated_at DateTime,
+			op String, tbl String, _version UInt64, _deleted UInt8)`,
+	}
+	for name, cols := range ddl {
+		if err := ch.Exec(ctx, fmt.Sprintf("CREATE TABLE %s.%s %s ENGINE = %s ORDER BY id", db, name, cols, engine)); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	for run, group := range []string{testenv.UniqueName(t, "first"), testenv.UniqueName(t, "replay")} {
 		cfg := newConfig(t, fmt.Sprintf(`
@@ -306,7 +318,7 @@ routes:
     format: debezium-json
     columns: {op: $op, tbl: $source.table}
 http: {listen: ""}
-`, group, brokers[0], prefix, chAddr, db, prefix, prefix))
+`, group, broker, prefix, s.Addr, db, prefix, prefix))
 		st := runToEnd(t, cfg, topics...)
 		t.Logf("run %d (group %s): %d records, %d rows inserted in %d inserts, %d skipped", run+1, group, st.Records, st.Rows, st.Inserts, st.Skipped)
 		if st.Records != int64(len(src.records)) || st.Rows != int64(src.rows) || st.Skipped != int64(src.tombst) || st.DLQ != 0 {
@@ -316,10 +328,18 @@ http: {listen: ""}
 	}
 
 	// Both runs wrote every change: the duplicates are in the table, and
-	// only FINAL collapses them.
+	// only FINAL collapses them. The deletes are in it too, as rows with
+	// _deleted = 1 that FINAL must leave out.
 	for _, tb := range src.tables {
 		if _, written := insertsInto(t, ch, db, tb.name); written < uint64(2*src.rowsOf(tb)) {
 			t.Fatalf("%s: %d rows written in query_log, want at least twice the %d change events", tb.name, written, src.rowsOf(tb))
+		}
+		var deletes uint64
+		if err := ch.QueryRow(ctx, "SELECT count() FROM "+db+"."+tb.name+" WHERE _deleted = 1").Scan(&deletes); err != nil {
+			t.Fatal(err)
+		}
+		if deletes == 0 {
+			t.Fatalf("%s: no row with _deleted = 1, so FINAL is not shown to leave deletes out", tb.name)
 		}
 	}
 
@@ -334,7 +354,7 @@ http: {listen: ""}
 			time.Unix(r.signupDy*86400, 0).UTC().Format("2006-01-02"), true)
 	}
 	got := map[int32]string{}
-	rows, err := ch.Query(ctx, "SELECT id, name, email, balance, updated_at, signup, tbl FROM "+db+".customers FINAL WHERE _deleted = 0")
+	rows, err := ch.Query(ctx, "SELECT id, name, email, balance, updated_at, signup, tbl FROM "+db+".customers"+live)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,7 +381,7 @@ http: {listen: ""}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	compareStates(t, "customers", got, want)
+	compareStates(t, "customers"+live, got, want)
 
 	// orders: bare, decimal.handling.mode=double, connect timestamps (ms).
 	want = map[int32]string{}
@@ -374,7 +394,7 @@ http: {listen: ""}
 		want[id] = fmt.Sprintf("%s|%s|%v|%d", r.name, note, amount, r.updated/1_000_000)
 	}
 	got = map[int32]string{}
-	rows, err = ch.Query(ctx, "SELECT id, status, note, amount, updated_at FROM "+db+".orders FINAL WHERE _deleted = 0")
+	rows, err = ch.Query(ctx, "SELECT id, status, note, amount, updated_at FROM "+db+".orders"+live)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -398,7 +418,7 @@ http: {listen: ""}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	compareStates(t, "orders", got, want)
+	compareStates(t, "orders"+live, got, want)
 }
 
 func (s *cdcSource) rowsOf(tb *cdcTable) int {
@@ -411,10 +431,12 @@ func (s *cdcSource) rowsOf(tb *cdcTable) int {
 	return n
 }
 
-func compareStates(t *testing.T, table string, got, want map[int32]string) {
+// compareStates compares the rows a query read (named by what, e.g.
+// "orders FINAL") with the source's live rows.
+func compareStates(t *testing.T, what string, got, want map[int32]string) {
 	t.Helper()
 	if reflect.DeepEqual(got, want) {
-		t.Logf("%s: FINAL WHERE _deleted = 0 has exactly the source's %d live rows", table, len(want))
+		t.Logf("%s has exactly the source's %d live rows", what, len(want))
 		return
 	}
 	var diffs []string
@@ -440,16 +462,19 @@ func compareStates(t *testing.T, table string, got, want map[int32]string) {
 	if len(diffs) > 10 {
 		diffs = append(diffs[:10], fmt.Sprintf("... %d more", len(diffs)-10))
 	}
-	t.Fatalf("%s: %d live rows after FINAL, source has %d:\n%s", table, len(got), len(want), strings.Join(diffs, "\n"))
+	t.Fatalf("%s: %d rows, source has %d live:\n%s", what, len(got), len(want), strings.Join(diffs, "\n"))
 }
 
 // A route that names its table after the topic stops the connector, naming
 // the table and the topic, when that table does not exist — before the
 // topic's first record, so nothing of it is committed.
 func TestDebeziumMissingTableStops(t *testing.T) {
+	testenv.EachServer(t, testDebeziumMissingTableStops)
+}
+
+func testDebeziumMissingTableStops(t *testing.T, s testenv.Server) {
 	brokers := testenv.Kafka(t)
-	chAddr := testenv.ClickHouse(t)
-	db := testenv.NewDatabase(t)
+	db := s.NewDatabase(t)
 	prefix := testenv.UniqueName(t, "pg")
 	topic := prefix + ".public.nothere"
 	createTopic(t, topic, 1)
@@ -466,7 +491,7 @@ kafka: {brokers: [%q], topic_regex: '%s\..*', fetch_max_wait: 200ms, commit_inte
 clickhouse: {addrs: [%q], database: %s}
 routes: [{topic_regex: '%s\..*', table: '${topic.last}', format: debezium-json}]
 http: {listen: ""}
-`, group, brokers[0], prefix, chAddr, db, prefix))
+`, group, brokers[0], prefix, s.Addr, db, prefix))
 	done, _ := startPipeline(t, cfg)
 	select {
 	case err := <-done:

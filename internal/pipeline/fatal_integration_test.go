@@ -95,7 +95,7 @@ func countRows(t *testing.T, ch driver.Conn, table string) uint64 {
 	return n
 }
 
-func fatalConfig(t *testing.T, topic, db, table string) *config.Config {
+func fatalConfig(t *testing.T, s testenv.Server, topic, db, table string) *config.Config {
 	return newConfig(t, fmt.Sprintf(`
 name: %s
 kafka: {brokers: [%q], topics: [%q], fetch_max_wait: 100ms, commit_interval: 200ms}
@@ -103,15 +103,19 @@ clickhouse: {addrs: [%q], database: %s, retry_initial: 50ms, retry_max: 200ms}
 batch: {max_rows: 100, max_wait: 200ms}
 routes: [{topic: %q, table: %s}]
 http: {listen: ""}
-`, testenv.UniqueName(t, "fatal"), testenv.Kafka(t)[0], topic, testenv.ClickHouse(t), db, topic, table))
+`, testenv.UniqueName(t, "fatal"), testenv.Kafka(t)[0], topic, s.Addr, db, topic, table))
 }
 
 // A bad record with errors.tolerance none stops the connector with an error
 // naming the record; what came before it is inserted and committed, the
 // record itself and everything after it are not.
 func TestBadRecordStopsWithoutCommittingPastIt(t *testing.T) {
-	ch := testenv.CHConn(t)
-	db := testenv.NewDatabase(t)
+	testenv.EachServer(t, testBadRecordStopsWithoutCommittingPastIt)
+}
+
+func testBadRecordStopsWithoutCommittingPastIt(t *testing.T, s testenv.Server) {
+	ch := s.Conn(t)
+	db := s.NewDatabase(t)
 	topic := testenv.NewTopic(t, 1)
 	if err := ch.Exec(context.Background(), "CREATE TABLE "+db+".t (id UInt64, n String) ENGINE = MergeTree ORDER BY id"); err != nil {
 		t.Fatal(err)
@@ -120,7 +124,7 @@ func TestBadRecordStopsWithoutCommittingPastIt(t *testing.T) {
 	values = append(values, jsonRows(151, 300)...)
 	produceValues(t, topic, values...)
 
-	cfg := fatalConfig(t, topic, db, "t")
+	cfg := fatalConfig(t, s, topic, db, "t")
 	done, _ := startPipeline(t, cfg)
 	var err error
 	select {
@@ -142,15 +146,19 @@ func TestBadRecordStopsWithoutCommittingPastIt(t *testing.T) {
 // A permanent insert error stops the connector; the failed batch's offsets
 // are never committed.
 func TestPermanentInsertErrorStopsWithoutCommittingPastIt(t *testing.T) {
-	ch := testenv.CHConn(t)
-	db := testenv.NewDatabase(t)
+	testenv.EachServer(t, testPermanentInsertErrorStopsWithoutCommittingPastIt)
+}
+
+func testPermanentInsertErrorStopsWithoutCommittingPastIt(t *testing.T, s testenv.Server) {
+	ch := s.Conn(t)
+	db := s.NewDatabase(t)
 	topic := testenv.NewTopic(t, 1)
 	ctx := context.Background()
 	if err := ch.Exec(ctx, "CREATE TABLE "+db+".t (id UInt64, n String) ENGINE = MergeTree ORDER BY id"); err != nil {
 		t.Fatal(err)
 	}
 	produceValues(t, topic, jsonRows(0, 200)...)
-	cfg := fatalConfig(t, topic, db, "t")
+	cfg := fatalConfig(t, s, topic, db, "t")
 	done, _ := startPipeline(t, cfg)
 	deadline := time.Now().Add(time.Minute)
 	for countRows(t, ch, db+".t") < 200 {

@@ -75,13 +75,12 @@ func sum(s map[string]float64, name string, with ...string) (total float64, seri
 // ClickHouse saw (rows in the table, INSERTs and written rows in
 // query_log) and what was produced; /readyz answers 200 while the
 // connector runs and 503 after it left the group.
+//
+// The topic is produced once; each server's run consumes it with a group of
+// its own.
 func TestMetricsMatchClickHouse(t *testing.T) {
 	brokers := testenv.Kafka(t)
-	chAddr := testenv.ClickHouse(t)
-	ch := testenv.CHConn(t)
-	db := testenv.NewDatabase(t)
 	topic := testenv.NewTopic(t, 4)
-	dlq := testenv.NewTopic(t, 1)
 	const n, bad = 40_000, 3
 	goodBytes := produceEvents(t, topic, n)
 	badCl := testenv.KafkaClient(t, kgo.DefaultProduceTopic(topic))
@@ -90,6 +89,15 @@ func TestMetricsMatchClickHouse(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
+		testMetricsMatchClickHouse(t, s, brokers[0], topic, n, bad, goodBytes)
+	})
+}
+
+func testMetricsMatchClickHouse(t *testing.T, server testenv.Server, broker, topic string, n, bad uint64, goodBytes int64) {
+	ch := server.Conn(t)
+	db := server.NewDatabase(t)
+	dlq := testenv.NewTopic(t, 1)
 	ctx := context.Background()
 	if err := ch.Exec(ctx, "CREATE TABLE "+db+`.events (id UInt64, user_id UInt32, ts DateTime, event_type String,
 		cost Decimal(18, 4), payload String) ENGINE = MergeTree ORDER BY id`); err != nil {
@@ -103,7 +111,7 @@ batch: {max_rows: 10000, max_wait: 2s}
 routes: [{topic: %q, table: events}]
 errors: {tolerance: all, dlq_topic: %q}
 http: {listen: ""}
-`, testenv.UniqueName(t, "metrics"), brokers[0], topic, chAddr, db, topic, dlq))
+`, testenv.UniqueName(t, "metrics"), broker, topic, server.Addr, db, topic, dlq))
 
 	m := metrics.New(cfg.Kafka.Group)
 	srv, err := metrics.Serve("127.0.0.1:0", m)

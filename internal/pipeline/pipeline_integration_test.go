@@ -152,15 +152,23 @@ func insertsInto(t *testing.T, ch driver.Conn, db, table string) (inserts, rows 
 	return inserts, rows
 }
 
+// TestPipelineEndToEnd moves 200,000 records from one topic into a table on
+// each server, once with batches across partitions and once with a batch per
+// partition. The topic is produced once; each server's runs consume it with
+// groups of their own.
 func TestPipelineEndToEnd(t *testing.T) {
 	brokers := testenv.Kafka(t)
-	chAddr := testenv.ClickHouse(t)
-	ch := testenv.CHConn(t)
-	db := testenv.NewDatabase(t)
 	topic := testenv.NewTopic(t, 12)
 	const n = 200_000
 	produceEvents(t, topic, n)
+	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
+		testPipelineEndToEnd(t, s, brokers, topic, n)
+	})
+}
 
+func testPipelineEndToEnd(t *testing.T, s testenv.Server, brokers []string, topic string, n uint64) {
+	ch := s.Conn(t)
+	db := s.NewDatabase(t)
 	ctx := context.Background()
 	for _, tbl := range []string{"batched", "per_partition"} {
 		ddl := fmt.Sprintf(`CREATE TABLE %s.%s (id UInt64, user_id UInt32, ts DateTime, event_type String,
@@ -178,7 +186,7 @@ clickhouse: {addrs: [%q], database: %s}
 batch: {max_rows: 50000, max_wait: 3s, ignore_partitions: %v}
 routes: [{topic: %q, table: %s}]
 http: {listen: ""}
-`, testenv.UniqueName(t, table), brokers[0], topic, chAddr, db, ignore, topic, table))
+`, testenv.UniqueName(t, table), brokers[0], topic, s.Addr, db, ignore, topic, table))
 	}
 
 	// Cross-partition batches: the insert count is set by max_rows.
@@ -261,36 +269,37 @@ func assertCommittedAtEnd(t *testing.T, group, topic string) {
 // part, with merges stopped) holds rows of both topics.
 func TestTopicsShareTableBatches(t *testing.T) {
 	brokers := testenv.Kafka(t)
-	chAddr := testenv.ClickHouse(t)
-	ch := testenv.CHConn(t)
-	db := testenv.NewDatabase(t)
 	a, b := testenv.NewTopic(t, 3), testenv.NewTopic(t, 3)
-	ctx := context.Background()
-	if err := ch.Exec(ctx, "CREATE TABLE "+db+".t (id UInt64, _topic String) ENGINE = MergeTree ORDER BY id"); err != nil {
-		t.Fatal(err)
-	}
-	if err := ch.Exec(ctx, "SYSTEM STOP MERGES "+db+".t"); err != nil {
-		t.Fatal(err)
-	}
 	produceEvents(t, a, 5000)
 	produceEvents(t, b, 5000)
-	cfg := newConfig(t, fmt.Sprintf(`
+	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
+		ch := s.Conn(t)
+		db := s.NewDatabase(t)
+		ctx := context.Background()
+		if err := ch.Exec(ctx, "CREATE TABLE "+db+".t (id UInt64, _topic String) ENGINE = MergeTree ORDER BY id"); err != nil {
+			t.Fatal(err)
+		}
+		if err := ch.Exec(ctx, "SYSTEM STOP MERGES "+db+".t"); err != nil {
+			t.Fatal(err)
+		}
+		cfg := newConfig(t, fmt.Sprintf(`
 name: %s
 kafka: {brokers: [%q], topics: [%q, %q], fetch_max_wait: 100ms}
 clickhouse: {addrs: [%q], database: %s}
 batch: {max_rows: 100000, max_wait: 2s}
 routes: [{topic: %q, table: t}, {topic: %q, table: t}]
 http: {listen: ""}
-`, testenv.UniqueName(t, "shared"), brokers[0], a, b, chAddr, db, a, b))
-	runUntil(t, cfg, ch, db+".t", 10000)
-	var parts, mixed uint64
-	q := "SELECT count(), countIf(topics = 2) FROM (SELECT _part, uniqExact(_topic) AS topics FROM " + db + ".t GROUP BY _part)"
-	if err := ch.QueryRow(ctx, q).Scan(&parts, &mixed); err != nil {
-		t.Fatal(err)
-	}
-	inserts, rows := insertsInto(t, ch, db, "t")
-	t.Logf("%d INSERTs, %d rows, %d parts, %d with both topics", inserts, rows, parts, mixed)
-	if rows != 10000 || mixed == 0 {
-		t.Fatalf("%d rows in %d parts, %d holding both topics: want 10000 rows and a part (an INSERT) with both", rows, parts, mixed)
-	}
+`, testenv.UniqueName(t, "shared"), brokers[0], a, b, s.Addr, db, a, b))
+		runUntil(t, cfg, ch, db+".t", 10000)
+		var parts, mixed uint64
+		q := "SELECT count(), countIf(topics = 2) FROM (SELECT _part, uniqExact(_topic) AS topics FROM " + db + ".t GROUP BY _part)"
+		if err := ch.QueryRow(ctx, q).Scan(&parts, &mixed); err != nil {
+			t.Fatal(err)
+		}
+		inserts, rows := insertsInto(t, ch, db, "t")
+		t.Logf("%d INSERTs, %d rows, %d parts, %d with both topics", inserts, rows, parts, mixed)
+		if rows != 10000 || mixed == 0 {
+			t.Fatalf("%d rows in %d parts, %d holding both topics: want 10000 rows and a part (an INSERT) with both", rows, parts, mixed)
+		}
+	})
 }

@@ -3,7 +3,6 @@ package report_test
 import (
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -18,13 +17,21 @@ import (
 // two known minutes (query_log's event_time cannot be faked, so the test
 // waits for a minute boundary between the phases) and checks the report
 // finds exactly those INSERTs, rows and parts per minute, in the three
-// statement shapes it must recognise, and none of the decoys.
+// statement shapes it must recognise, and none of the decoys. The servers
+// run at the same time, so they wait for the same minute boundary.
 func TestQueryCountsRealInserts(t *testing.T) {
 	t.Parallel()
+	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
+		t.Parallel()
+		testQueryCountsRealInserts(t, s)
+	})
+}
+
+func testQueryCountsRealInserts(t *testing.T, s testenv.Server) {
 	ctx := context.Background()
-	ch := testenv.CHConn(t)
-	db := testenv.NewDatabase(t)
-	other := testenv.NewDatabase(t)
+	ch := s.Conn(t)
+	db := s.NewDatabase(t)
+	other := s.NewDatabase(t)
 	for _, ddl := range []string{
 		"CREATE TABLE " + db + ".t (id UInt64) ENGINE = MergeTree ORDER BY id",
 		"CREATE TABLE " + db + ".t_other (id UInt64) ENGINE = MergeTree ORDER BY id",
@@ -34,16 +41,12 @@ func TestQueryCountsRealInserts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Other tools' shapes go over ClickHouse's HTTP interface (port 8123 on
-	// the stack's host), as curl or a JDBC driver would send them; the
-	// database parameter sets the current database for unqualified names.
-	host, _, err := net.SplitHostPort(testenv.ClickHouse(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	// Other tools' shapes go over ClickHouse's HTTP interface, as curl or a
+	// JDBC driver would send them; the database parameter sets the current
+	// database for unqualified names.
 	httpExec := func(database, q string) {
 		t.Helper()
-		u := "http://" + net.JoinHostPort(host, "8123") + "/?database=" + url.QueryEscape(database)
+		u := "http://" + s.HTTPAddr + "/?database=" + url.QueryEscape(database)
 		resp, err := http.Post(u, "text/plain", strings.NewReader(q))
 		if err != nil {
 			t.Fatalf("%s: %v", q, err)

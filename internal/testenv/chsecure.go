@@ -18,7 +18,8 @@ import (
 	"time"
 )
 
-// The test ClickHouse's user with a password (testdata/clickhouse/users.xml).
+// The test ClickHouse servers' user with a password: the same on both
+// (testdata/clickhouse/users.xml, testdata/clickhouse26/users.xml).
 const (
 	CHUser     = "sink_secure"
 	CHPassword = "sink-ch-secret"
@@ -83,15 +84,15 @@ func NewPKI(t testing.TB, dnsNames ...string) PKI {
 	return p
 }
 
-// CHTLSProxy stands in for ClickHouse's secure native port: it accepts TLS
-// with a certificate from pki (so clients must trust pki.CAFile) and relays
-// the decrypted bytes to the test ClickHouse's plain native port. The local
-// server (18.16 from Debian) has no certificate configured, and the client
-// side of TLS, which is the sink's, is what the tests exercise. It returns
-// the proxy's address; it closes when the test ends.
-func CHTLSProxy(t testing.TB, pki PKI) string {
+// CHTLSProxy stands in for a ClickHouse server's secure native port: it
+// accepts TLS with a certificate from pki (so clients must trust pki.CAFile)
+// and relays the decrypted bytes to server s's plain native port. The local
+// servers have no certificate configured, and the client side of TLS, which
+// is the sink's, is what the tests exercise. It returns the proxy's address;
+// it closes when the test ends.
+func CHTLSProxy(t testing.TB, s Server, pki PKI) string {
 	t.Helper()
-	upstream := ClickHouse(t)
+	upstream := s.Addr
 	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{pki.cert}, MinVersion: tls.VersionTLS12})
 	if err != nil {
 		t.Fatalf("testenv: TLS proxy: %v", err)

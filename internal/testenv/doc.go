@@ -2,34 +2,44 @@
 // integration tests and skips, with a clear message, when it is not up.
 //
 // The stack is started by `make stack-up` (scripts/stack.sh): Apache Kafka 4.x in
-// KRaft mode on 127.0.0.1:9092 and ClickHouse 18.16 (native protocol) on
-// 127.0.0.1:9000, with system.query_log and system.part_log flushed every second.
+// KRaft mode on 127.0.0.1:9092 and two ClickHouse servers, 18.16 on 127.0.0.1:9000
+// and 26.9 on 127.0.0.1:19000 (native protocol), with system.query_log and
+// system.part_log flushed every second.
 //
 // An integration test starts with one of the accessors, which probe the server once
 // per test binary and skip the test when it does not answer:
 //
 //	brokers := testenv.Kafka(t)      // []string{"127.0.0.1:9092"}
-//	addr := testenv.ClickHouse(t)    // "127.0.0.1:9000"
-//
-// or directly with a helper that calls them and cleans up after the test:
-//
 //	topic := testenv.NewTopic(t, 3)  // fresh topic, deleted at cleanup
-//	db := testenv.NewDatabase(t)     // fresh database, dropped at cleanup
-//	conn := testenv.CHConn(t)        // clickhouse-go v2 native conn, closed at cleanup
 //	cl := testenv.KafkaClient(t)     // franz-go client, closed at cleanup
+//
+// A test that talks to ClickHouse runs once per server, as subtests named after
+// the server ("ch18_18.16.1", "ch26_26.9.2.1"):
+//
+//	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
+//		conn := s.Conn(t)        // clickhouse-go v2 native conn, closed at cleanup
+//		db := s.NewDatabase(t)   // fresh database, dropped at cleanup
+//		_ = s.Addr               // native host:port, for a config under test
+//	})
+//
+// A feature that exists on one server only is tested with testenv.Server26(t)
+// or testenv.Server18(t), in a test whose name says which.
 //
 // and for the security tests:
 //
 //	s := testenv.KafkaSASL(t)        // SASL_SSL listener 127.0.0.1:9094, its test CA, a client
 //	                                 // certificate, user SASLUser/SASLPassword for PLAIN and SCRAM
 //	pki := testenv.NewPKI(t)         // a throwaway CA and a certificate for 127.0.0.1
-//	addr := testenv.CHTLSProxy(t, pki) // TLS in front of ClickHouse's native port
-//	// CHUser/CHPassword: the test ClickHouse's user with a password
+//	addr := testenv.CHTLSProxy(t, s, pki) // TLS in front of server s's native port
+//	// CHUser/CHPassword: the test servers' user with a password
 //
 // Environment:
 //
 //	SINK_TEST_KAFKA       comma-separated brokers instead of 127.0.0.1:9092
-//	SINK_TEST_CLICKHOUSE  native host:port instead of 127.0.0.1:9000
+//	SINK_TEST_CLICKHOUSE  18.16's native host:port instead of 127.0.0.1:9000
+//	SINK_TEST_CLICKHOUSE26  26.9's native host:port instead of 127.0.0.1:19000
+//	SINK_TEST_CLICKHOUSE_HTTP, SINK_TEST_CLICKHOUSE26_HTTP  their HTTP host:port
+//	                      instead of 127.0.0.1:8123 and 127.0.0.1:18123
 //	SINK_TEST_KAFKA_SASL  SASL_SSL host:port instead of 127.0.0.1:9094
 //	SINK_TEST_KAFKA_TLS   directory with ca.pem, client.pem, client.key instead of
 //	                      the checkout's .stack/kafka/tls (scripts/stack.sh writes it)

@@ -47,15 +47,6 @@ func KafkaBrokers() []string {
 	return brokers
 }
 
-// ClickHouseAddr is the native host:port the tests use: SINK_TEST_CLICKHOUSE or
-// DefaultClickHouse. It does not check that the server answers; ClickHouse does.
-func ClickHouseAddr() string {
-	if v := strings.TrimSpace(os.Getenv(EnvClickHouse)); v != "" {
-		return v
-	}
-	return DefaultClickHouse
-}
-
 // Kafka returns the brokers of the test Kafka cluster, or skips the test (fails it
 // under SINK_REQUIRE_STACK=1) when they do not answer a metadata request.
 func Kafka(t testing.TB) []string {
@@ -66,17 +57,6 @@ func Kafka(t testing.TB) []string {
 		unavailable(t, "Kafka", addr, err)
 	}
 	return brokers
-}
-
-// ClickHouse returns the native address of the test ClickHouse server, or skips
-// the test (fails it under SINK_REQUIRE_STACK=1) when it does not answer SELECT 1.
-func ClickHouse(t testing.TB) string {
-	t.Helper()
-	addr := ClickHouseAddr()
-	if err := probe("clickhouse "+addr, func() error { return probeClickHouse(addr) }); err != nil {
-		unavailable(t, "ClickHouse", addr, err)
-	}
-	return addr
 }
 
 // unavailable skips or, when the stack is required, fails the test.

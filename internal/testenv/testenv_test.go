@@ -64,62 +64,64 @@ func TestNewTopic(t *testing.T) {
 	}
 }
 
-// TestNewDatabase runs against the real server: the database exists, takes an
-// explicit-column batch insert into a MergeTree table (the way the sink writes),
-// the insert shows up in query_log and part_log (the stack's config flushes them
-// every second), and the database is gone after the test that made it ends.
+// TestNewDatabase runs against each real server: the database exists, takes
+// an explicit-column batch insert into a MergeTree table (the way the sink
+// writes), the insert shows up in query_log and part_log (the stack's configs
+// flush them every second), and the database is gone after the test that made
+// it ends.
 func TestNewDatabase(t *testing.T) {
-	var db string
-	t.Run("create", func(t *testing.T) {
-		db = testenv.NewDatabase(t)
-		conn := testenv.CHConn(t)
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
+	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
+		var db string
+		t.Run("create", func(t *testing.T) {
+			db = s.NewDatabase(t)
+			conn := s.Conn(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
 
-		var n uint64
-		if err := conn.QueryRow(ctx, "SELECT count() FROM system.databases WHERE name = ?", db).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		if n != 1 {
-			t.Fatalf("database %s not in system.databases", db)
-		}
-
-		if err := conn.Exec(ctx, fmt.Sprintf(
-			"CREATE TABLE %s.events (day Date, id UInt64, msg String) ENGINE = MergeTree ORDER BY id", db)); err != nil {
-			t.Fatal(err)
-		}
-		batch, err := conn.PrepareBatch(ctx, fmt.Sprintf("INSERT INTO %s.events (day, id, msg)", db))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range 100 {
-			if err := batch.Append(time.Now().UTC(), uint64(i), "m"); err != nil {
+			var n uint64
+			if err := conn.QueryRow(ctx, "SELECT count() FROM system.databases WHERE name = ?", db).Scan(&n); err != nil {
 				t.Fatal(err)
 			}
-		}
-		if err := batch.Send(); err != nil {
-			t.Fatalf("insert: %v", err)
-		}
-		if err := conn.QueryRow(ctx, fmt.Sprintf("SELECT count() FROM %s.events", db)).Scan(&n); err != nil || n != 100 {
-			t.Fatalf("count: %d, %v; want 100", n, err)
-		}
+			if n != 1 {
+				t.Fatalf("database %s not in system.databases", db)
+			}
 
-		waitRows(t, conn.QueryRow, "part_log", fmt.Sprintf(
-			"SELECT count() FROM system.part_log WHERE database = '%s' AND table = 'events' AND event_type = 1", db))
-		waitRows(t, conn.QueryRow, "query_log", fmt.Sprintf(
-			"SELECT count() FROM system.query_log WHERE type = 2 AND query LIKE 'INSERT INTO %s.events%%'", db))
+			if err := conn.Exec(ctx, fmt.Sprintf(
+				"CREATE TABLE %s.events (day Date, id UInt64, msg String) ENGINE = MergeTree ORDER BY id", db)); err != nil {
+				t.Fatal(err)
+			}
+			batch, err := conn.PrepareBatch(ctx, fmt.Sprintf("INSERT INTO %s.events (day, id, msg)", db))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 100 {
+				if err := batch.Append(time.Now().UTC(), uint64(i), "m"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := batch.Send(); err != nil {
+				t.Fatalf("insert: %v", err)
+			}
+			if err := conn.QueryRow(ctx, fmt.Sprintf("SELECT count() FROM %s.events", db)).Scan(&n); err != nil || n != 100 {
+				t.Fatalf("count: %d, %v; want 100", n, err)
+			}
+
+			waitRows(t, conn.QueryRow, "part_log", fmt.Sprintf(
+				"SELECT count() FROM system.part_log WHERE database = '%s' AND table = 'events' AND event_type = 1", db))
+			waitRows(t, conn.QueryRow, "query_log", fmt.Sprintf(
+				"SELECT count() FROM system.query_log WHERE type = 2 AND query LIKE 'INSERT INTO %s.events%%'", db))
+		})
+		if db == "" {
+			return
+		}
+		var n uint64
+		if err := s.Conn(t).QueryRow(context.Background(), "SELECT count() FROM system.databases WHERE name = ?", db).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != 0 {
+			t.Fatalf("database %s still exists after cleanup", db)
+		}
 	})
-	if db == "" {
-		return
-	}
-	conn := testenv.CHConn(t)
-	var n uint64
-	if err := conn.QueryRow(context.Background(), "SELECT count() FROM system.databases WHERE name = ?", db).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	if n != 0 {
-		t.Fatalf("database %s still exists after cleanup", db)
-	}
 }
 
 type rowScanner interface{ Scan(...any) error }
@@ -157,12 +159,14 @@ func TestUnreachable(t *testing.T) {
 	const closed = "127.0.0.1:1"
 	t.Setenv(testenv.EnvKafka, closed)
 	t.Setenv(testenv.EnvClickHouse, closed)
+	t.Setenv(testenv.EnvClickHouse26, closed)
 
 	for _, require := range []string{"", "1"} {
 		t.Setenv(testenv.EnvRequireStack, require)
 		for name, call := range map[string]func(testing.TB){
-			"Kafka":      func(tb testing.TB) { testenv.Kafka(tb) },
-			"ClickHouse": func(tb testing.TB) { testenv.ClickHouse(tb) },
+			"Kafka":             func(tb testing.TB) { testenv.Kafka(tb) },
+			"ClickHouse (ch18)": func(tb testing.TB) { testenv.Server18(tb) },
+			"ClickHouse (ch26)": func(tb testing.TB) { testenv.Server26(tb) },
 		} {
 			r := &recorder{TB: t}
 			call(r)

@@ -30,10 +30,14 @@ func chConfig(t *testing.T, addr string, env ...string) config.ClickHouse {
 }
 
 func TestOpenCredentialsAndTLS(t *testing.T) {
-	plain := testenv.ClickHouse(t)
+	testenv.EachServer(t, testOpenCredentialsAndTLS)
+}
+
+func testOpenCredentialsAndTLS(t *testing.T, s testenv.Server) {
+	plain := s.Addr
 	pki := testenv.NewPKI(t, "ch.sink.test")
 	other := testenv.NewPKI(t)
-	proxy := testenv.CHTLSProxy(t, pki)
+	proxy := testenv.CHTLSProxy(t, s, pki)
 	pwFile := filepath.Join(t.TempDir(), "ch-password")
 	if err := os.WriteFile(pwFile, []byte(testenv.CHPassword+"\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -83,8 +87,14 @@ func TestOpenCredentialsAndTLS(t *testing.T) {
 			t.Fatalf("%s %v: took %v to fail", addr, env, took)
 		}
 	}
+	// The server's own words, and code: 18.16 says which part was wrong,
+	// newer servers do not.
+	wrongPassword := "Wrong password for user sink_secure (code 193)"
+	if s.AtLeast(19, 0) {
+		wrongPassword = "sink_secure: Authentication failed: password is incorrect, or there is no user with such name (code 516)"
+	}
 	fails(plain, []string{user, "SINK_CLICKHOUSE__PASSWORD=wrong-password"},
-		`clickhouse: authentication failed for user "sink_secure" at `+plain+": Wrong password for user sink_secure (code 193)")
+		`clickhouse: authentication failed for user "sink_secure" at `+plain+": "+wrongPassword)
 	fails(plain, []string{user},
 		`clickhouse: authentication failed for user "sink_secure" at `+plain+": ")
 	fails(plain, []string{"SINK_CLICKHOUSE__USERNAME=nobody", "SINK_CLICKHOUSE__PASSWORD=wrong-password"},
@@ -128,10 +138,14 @@ func (b block) ColumnData(i int) any {
 // names with bound parameters. Nothing else ever happens: the table
 // "victim" that the names try to drop survives.
 func TestHostileIdentifiers(t *testing.T) {
-	ch := testenv.CHConn(t)
-	db := testenv.NewDatabase(t)
+	testenv.EachServer(t, testHostileIdentifiers)
+}
+
+func testHostileIdentifiers(t *testing.T, s testenv.Server) {
+	ch := s.Conn(t)
+	db := s.NewDatabase(t)
 	ctx := context.Background()
-	w, err := writer.Open(ctx, "sec", chConfig(t, testenv.ClickHouse(t), "SINK_CLICKHOUSE__DATABASE="+db))
+	w, err := writer.Open(ctx, "sec", chConfig(t, s.Addr, "SINK_CLICKHOUSE__DATABASE="+db))
 	if err != nil {
 		t.Fatal(err)
 	}
