@@ -1,0 +1,156 @@
+package writer_test
+
+// clickhouse.protocol: http against both servers, and Probe's findings on
+// both.
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+
+	"sink/internal/testenv"
+	"sink/internal/writer"
+)
+
+// TestHTTPRefusedOn18: clickhouse-go's HTTP transport cannot talk to 18.16
+// at all, and Open says so in one line naming the version it needs and the
+// one it found, instead of the driver's "Unknown setting
+// client_protocol_version".
+func TestHTTPRefusedOn18(t *testing.T) {
+	s := testenv.Server18(t)
+	cfg := chConfig(t, s.HTTPAddr, "SINK_CLICKHOUSE__PROTOCOL=http")
+	w, err := writer.Open(context.Background(), "w", cfg)
+	if err == nil {
+		w.Close()
+		t.Fatal("Open over HTTP on 18.16 succeeded")
+	}
+	want := "clickhouse: protocol http needs ClickHouse 23.2 or newer; " + s.HTTPAddr + " runs " + s.Version + "; use protocol: native"
+	if err.Error() != want {
+		t.Fatalf("Open over HTTP on 18.16:\n got %q\nwant %q", err, want)
+	}
+}
+
+// TestHTTPInsertErrorsOn26: over HTTP the server's exceptions reach Classify
+// with their codes (inside clickhouse.HTTPError), so a constraint violation
+// stops the batch and a dropped table asks for a schema refresh, as on the
+// native protocol; an unreachable server is a retriable network error.
+func TestHTTPInsertErrorsOn26(t *testing.T) {
+	s := testenv.Server26(t)
+	ctx := context.Background()
+	ch := s.Conn(t)
+	db := s.NewDatabase(t)
+	if err := ch.Exec(ctx, "CREATE TABLE "+db+".t (id UInt64, s String, CONSTRAINT small CHECK id < 100) ENGINE = MergeTree ORDER BY id"); err != nil {
+		t.Fatal(err)
+	}
+	w, err := writer.Open(ctx, "w", chConfig(t, s.HTTPAddr, "SINK_CLICKHOUSE__PROTOCOL=http"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	schema, err := w.Describe(ctx, db, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb := writer.NewTable(db, "t", schema, schema)
+	insert := func(ids ...uint64) error {
+		return w.InsertOnce(ctx, tb, block{cols: schema, ids: ids, strs: make([]string, len(ids))}, testenv.UniqueName(t, "q"))
+	}
+	if err := insert(1, 2, 3); err != nil {
+		t.Fatalf("insert over HTTP: %v", err)
+	}
+	var n uint64
+	if err := ch.QueryRow(ctx, "SELECT count() FROM "+db+".t").Scan(&n); err != nil || n != 3 {
+		t.Fatalf("count = %d, %v; want 3", n, err)
+	}
+
+	f := func(err error, class writer.Class, code int32) {
+		t.Helper()
+		var he *clickhouse.HTTPError
+		if err == nil || !errors.As(err, &he) {
+			t.Fatalf("error %v is not an HTTPError", err)
+		}
+		if got := writer.Classify(ctx, err); got != class || writer.Code(err) != code {
+			t.Fatalf("%v: class %v code %d; want %v, %d", err, got, writer.Code(err), class, code)
+		}
+	}
+	f(insert(500), writer.Permanent, 469) // VIOLATED_CONSTRAINT
+	if err := ch.Exec(ctx, "DROP TABLE "+db+".t"); err != nil {
+		t.Fatal(err)
+	}
+	f(insert(4), writer.RefreshSchema, 60) // UNKNOWN_TABLE
+
+	// A port where nothing listens: Open's ping fails with the address,
+	// and the same error, as an insert would get it, is retriable.
+	cfg := chConfig(t, "127.0.0.1:1", "SINK_CLICKHOUSE__PROTOCOL=http")
+	_, err = writer.Open(ctx, "w", cfg)
+	if err == nil || !strings.HasPrefix(err.Error(), "clickhouse 127.0.0.1:1: not reachable: ") || writer.Classify(ctx, err) != writer.Retriable {
+		t.Fatalf("Open on a closed port: %v (class %v)", err, writer.Classify(ctx, err))
+	}
+}
+
+// TestProbe: what Probe finds on each server, and the deduplication window
+// of tables with and without their own setting.
+func TestProbe(t *testing.T) {
+	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
+		ctx := context.Background()
+		ch := s.Conn(t)
+		db := s.NewDatabase(t)
+		ddl := []string{
+			"CREATE TABLE " + db + ".plain (id UInt64) ENGINE = MergeTree ORDER BY id",
+			"CREATE TABLE " + db + ".log (id UInt64) ENGINE = Log",
+		}
+		if s.AtLeast(23, 2) {
+			ddl = append(ddl, "CREATE TABLE "+db+".own (id UInt64, v UInt64, d UInt8) ENGINE = ReplacingMergeTree(v, d) ORDER BY id "+
+				"SETTINGS non_replicated_deduplication_window = 100, storage_policy = 'default'")
+		} else {
+			ddl = append(ddl, "CREATE TABLE "+db+".own (id UInt64, v UInt64) ENGINE = ReplacingMergeTree(v) ORDER BY id SETTINGS index_granularity = 1024")
+		}
+		for _, q := range ddl {
+			if err := ch.Exec(ctx, q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tables := []*writer.Table{writer.NewTable(db, "plain", nil, nil), writer.NewTable(db, "own", nil, nil), writer.NewTable(db, "log", nil, nil)}
+		info, err := writer.Probe(ctx, ch, tables)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%+v", info)
+		if info.Version.Text != s.Version || info.Version.Major != s.Major || info.Version.Minor != s.Minor {
+			t.Fatalf("version %+v, want %s", info.Version, s.Version)
+		}
+		// The stack's servers: 18.16 has none of these, 26.9 all.
+		modern := s.AtLeast(23, 2)
+		if info.DedupToken != modern || info.AsyncInsert != modern || info.JSONType != modern || info.IsDeleted != modern {
+			t.Fatalf("features %+v; want all %v on %s", info, modern, s.Version)
+		}
+		if len(info.Tables) != 3 {
+			t.Fatalf("tables %+v", info.Tables)
+		}
+		plain, own, log := info.Tables[0], info.Tables[1], info.Tables[2]
+		if log != (writer.TableDedup{Table: db + ".log", Engine: "Log"}) {
+			t.Fatalf("Log table: %+v", log)
+		}
+		if modern {
+			// 26.9's default is 0: no deduplication of plain MergeTree inserts.
+			want := writer.TableDedup{Table: db + ".plain", Engine: "MergeTree", Setting: "non_replicated_deduplication_window", Value: "0"}
+			if plain != want {
+				t.Fatalf("plain: %+v, want %+v", plain, want)
+			}
+			want = writer.TableDedup{Table: db + ".own", Engine: "ReplacingMergeTree", Setting: "non_replicated_deduplication_window", Value: "100", FromTable: true}
+			if own != want {
+				t.Fatalf("own: %+v, want %+v", own, want)
+			}
+		} else {
+			// 18.16 has no such setting: Value stays empty.
+			for _, d := range []writer.TableDedup{plain, own} {
+				if d.Setting != "non_replicated_deduplication_window" || d.Value != "" || d.FromTable {
+					t.Fatalf("18.16 table: %+v", d)
+				}
+			}
+		}
+	})
+}
