@@ -117,8 +117,6 @@ type ServerInfo struct {
 	// is_deleted column (23.2+). Told by the version: there is no system
 	// table that lists engine parameters.
 	IsDeleted bool
-	// Tables holds one entry per table asked about, in the same order.
-	Tables []TableDedup
 }
 
 // TableDedup says whether ClickHouse deduplicates repeated INSERT blocks into
@@ -138,9 +136,9 @@ type TableDedup struct {
 	FromTable bool
 }
 
-// Probe asks the server for its version and features, and, for each table,
-// how it deduplicates INSERT blocks. It only reads system tables.
-func Probe(ctx context.Context, conn driver.Conn, tables []*Table) (ServerInfo, error) {
+// Probe asks the server for its version and features. It only reads system
+// tables.
+func Probe(ctx context.Context, conn driver.Conn) (ServerInfo, error) {
 	var info ServerInfo
 	var text string
 	if err := conn.QueryRow(ctx, "SELECT version()").Scan(&text); err != nil {
@@ -162,21 +160,64 @@ func Probe(ctx context.Context, conn driver.Conn, tables []*Table) (ServerInfo, 
 	}
 	alias, ok := types["JSON"]
 	info.JSONType = ok && !strings.EqualFold(alias, "Object")
+	return info, nil
+}
 
+// Lines describes the server for `sink check`, one feature a line.
+func (i ServerInfo) Lines() []string {
+	yes := func(b bool) string {
+		if b {
+			return "yes"
+		}
+		return "no"
+	}
+	return []string{
+		"server version " + i.Version.Text,
+		"insert deduplication tokens (setting insert_deduplication_token): " + yes(i.DedupToken),
+		"async inserts (setting async_insert): " + yes(i.AsyncInsert),
+		"JSON type: " + yes(i.JSONType),
+		"ReplacingMergeTree is_deleted column (ClickHouse 23.2+): " + yes(i.IsDeleted),
+	}
+}
+
+// DedupWindows says, for each table in order, how ClickHouse deduplicates
+// repeated INSERT blocks into it. It only reads system tables.
+func DedupWindows(ctx context.Context, conn driver.Conn, tables []*Table) ([]TableDedup, error) {
 	defaults, err := nameValues(ctx, conn, "SELECT name, value FROM system.merge_tree_settings WHERE name IN ('non_replicated_deduplication_window', 'replicated_deduplication_window')")
 	if err != nil {
-		return info, err
+		return nil, err
 	}
+	out := make([]TableDedup, 0, len(tables))
 	for _, t := range tables {
 		var engine, engineFull string
 		err := conn.QueryRow(ctx, "SELECT engine, engine_full FROM system.tables WHERE database = ? AND name = ?", t.Database, t.Name).
 			Scan(&engine, &engineFull)
 		if err != nil {
-			return info, fmt.Errorf("clickhouse: reading the engine of %s: %w", t.FullName(), err)
+			return nil, fmt.Errorf("clickhouse: reading the engine of %s: %w", t.FullName(), err)
 		}
-		info.Tables = append(info.Tables, tableDedup(t.FullName(), engine, engineFull, defaults))
+		out = append(out, tableDedup(t.FullName(), engine, engineFull, defaults))
 	}
-	return info, nil
+	return out, nil
+}
+
+// String describes the table's deduplication for `sink check`.
+func (d TableDedup) String() string {
+	head := "table " + d.Table + " (" + d.Engine + "): "
+	switch {
+	case d.Setting == "":
+		return head + "INSERT blocks are not deduplicated (not a MergeTree-family table)"
+	case d.Value == "":
+		return head + "INSERT blocks are not deduplicated (this server has no " + d.Setting + ")"
+	}
+	from := "server default"
+	if d.FromTable {
+		from = "table setting"
+	}
+	head += d.Setting + " = " + d.Value + " (" + from + "): "
+	if d.Value == "0" {
+		return head + "INSERT blocks are not deduplicated"
+	}
+	return head + "a repeat of one of the last " + d.Value + " INSERT blocks is dropped"
 }
 
 // tableDedup decides which deduplication window applies to a table and its

@@ -114,11 +114,15 @@ func TestProbe(t *testing.T) {
 			}
 		}
 		tables := []*writer.Table{writer.NewTable(db, "plain", nil, nil), writer.NewTable(db, "own", nil, nil), writer.NewTable(db, "log", nil, nil)}
-		info, err := writer.Probe(ctx, ch, tables)
+		info, err := writer.Probe(ctx, ch)
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("%+v", info)
+		windows, err := writer.DedupWindows(ctx, ch, tables)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%+v %+v", info, windows)
 		if info.Version.Text != s.Version || info.Version.Major != s.Major || info.Version.Minor != s.Minor {
 			t.Fatalf("version %+v, want %s", info.Version, s.Version)
 		}
@@ -127,10 +131,10 @@ func TestProbe(t *testing.T) {
 		if info.DedupToken != modern || info.AsyncInsert != modern || info.JSONType != modern || info.IsDeleted != modern {
 			t.Fatalf("features %+v; want all %v on %s", info, modern, s.Version)
 		}
-		if len(info.Tables) != 3 {
-			t.Fatalf("tables %+v", info.Tables)
+		if len(windows) != 3 {
+			t.Fatalf("tables %+v", windows)
 		}
-		plain, own, log := info.Tables[0], info.Tables[1], info.Tables[2]
+		plain, own, log := windows[0], windows[1], windows[2]
 		if log != (writer.TableDedup{Table: db + ".log", Engine: "Log"}) {
 			t.Fatalf("Log table: %+v", log)
 		}

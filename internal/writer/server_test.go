@@ -99,3 +99,18 @@ func FuzzEngineSetting(f *testing.F) {
 		}
 	})
 }
+
+func TestDedupString(t *testing.T) {
+	f := func(d TableDedup, want string) {
+		t.Helper()
+		d.Table, d.Engine = "db.t", "MergeTree"
+		if got := d.String(); got != "table db.t (MergeTree): "+want {
+			t.Fatalf("%+v: %q, want %q", d, got, want)
+		}
+	}
+	const nr = "non_replicated_deduplication_window"
+	f(TableDedup{}, "INSERT blocks are not deduplicated (not a MergeTree-family table)")
+	f(TableDedup{Setting: nr}, "INSERT blocks are not deduplicated (this server has no non_replicated_deduplication_window)")
+	f(TableDedup{Setting: nr, Value: "0"}, "non_replicated_deduplication_window = 0 (server default): INSERT blocks are not deduplicated")
+	f(TableDedup{Setting: nr, Value: "100", FromTable: true}, "non_replicated_deduplication_window = 100 (table setting): a repeat of one of the last 100 INSERT blocks is dropped")
+}
