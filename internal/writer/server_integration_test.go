@@ -5,7 +5,11 @@ package writer_test
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -157,4 +161,78 @@ func TestProbe(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestHTTPSOn26: protocol http with clickhouse.tls is HTTPS, verified
+// against the configured CA. 26.9 here has no certificate configured, so a
+// TLS-terminating reverse proxy with a test CA's certificate stands in
+// front of its HTTP port, as a load balancer would.
+func TestHTTPSOn26(t *testing.T) {
+	s := testenv.Server26(t)
+	ctx := context.Background()
+	pki, other := testenv.NewPKI(t), testenv.NewPKI(t)
+	cert, err := tls.LoadX509KeyPair(pki.CertFile, pki.KeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	upstream, err := url.Parse("http://" + s.HTTPAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(httputil.NewSingleHostReverseProxy(upstream))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	srv.StartTLS()
+	defer srv.Close()
+	addr := srv.Listener.Addr().String()
+
+	ch := s.Conn(t)
+	db := s.NewDatabase(t)
+	if err := ch.Exec(ctx, "CREATE TABLE "+db+".t (id UInt64, s String) ENGINE = MergeTree ORDER BY id"); err != nil {
+		t.Fatal(err)
+	}
+	https := []string{"SINK_CLICKHOUSE__PROTOCOL=http", "SINK_CLICKHOUSE__TLS__ENABLED=true"}
+	w, err := writer.Open(ctx, "w", chConfig(t, addr, append(https, "SINK_CLICKHOUSE__TLS__CA_FILE="+pki.CAFile)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	schema, err := w.Describe(ctx, db, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := block{cols: schema, ids: []uint64{1, 2}, strs: []string{"a", "b"}}
+	if err := w.InsertOnce(ctx, writer.NewTable(db, "t", schema, schema), b, testenv.UniqueName(t, "q")); err != nil {
+		t.Fatalf("insert over HTTPS: %v", err)
+	}
+	var n uint64
+	if err := ch.QueryRow(ctx, "SELECT count() FROM "+db+".t").Scan(&n); err != nil || n != 2 {
+		t.Fatalf("count = %d, %v; want 2", n, err)
+	}
+
+	// With a password: sent as X-ClickHouse-Key, and a wrong one is the
+	// one-line authentication failure.
+	user := []string{"SINK_CLICKHOUSE__USERNAME=" + testenv.CHUser, "SINK_CLICKHOUSE__TLS__CA_FILE=" + pki.CAFile}
+	w2, err := writer.Open(ctx, "w", chConfig(t, addr, append(append(https, user...), "SINK_CLICKHOUSE__PASSWORD="+testenv.CHPassword)...))
+	if err != nil {
+		t.Fatalf("HTTPS with a password: %v", err)
+	}
+	w2.Close()
+
+	fails := func(addr string, env []string, want string) {
+		t.Helper()
+		w, err := writer.Open(ctx, "w", chConfig(t, addr, env...))
+		if err == nil {
+			w.Close()
+			t.Fatalf("%s %v: Open succeeded", addr, env)
+		}
+		if !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+			t.Fatalf("%s %v: %q; want one line containing %q", addr, env, err, want)
+		}
+	}
+	fails(addr, append(append(https, user...), "SINK_CLICKHOUSE__PASSWORD=wrong-password"),
+		`clickhouse: authentication failed for user "sink_secure" at `+addr+": ")
+	fails(addr, append(https, "SINK_CLICKHOUSE__TLS__CA_FILE="+other.CAFile),
+		"clickhouse "+addr+": TLS handshake failed: x509: certificate signed by unknown authority")
+	fails(s.HTTPAddr, append(https, "SINK_CLICKHOUSE__TLS__CA_FILE="+pki.CAFile),
+		"clickhouse "+s.HTTPAddr+": TLS handshake failed: the server does not speak TLS on this port (HTTPS is https_port, usually 8443)")
 }

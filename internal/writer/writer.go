@@ -66,6 +66,12 @@ func Open(ctx context.Context, name string, cfg config.ClickHouse) (*Writer, err
 	}
 	if cfg.Protocol == config.ProtocolHTTP {
 		opts.Protocol = clickhouse.HTTP
+		if tlsCfg != nil && password == "" && cfg.TLS.CertFile == "" {
+			// Over HTTPS without a password, clickhouse-go asks the
+			// server for certificate authentication, which fails without
+			// a client certificate; this user simply has no password.
+			opts.HttpHeaders = map[string]string{"X-ClickHouse-SSL-Certificate-Auth": "off"}
+		}
 	}
 	// Over HTTP too, lz4 and zstd are ClickHouse's block compression of
 	// the Native format the driver sends (compress=1, decompress=1), not
@@ -121,9 +127,15 @@ func openError(cfg config.ClickHouse, err error) error {
 		verify *tls.CertificateVerificationError
 		alert  tls.AlertError
 	)
+	securePort := "the secure native port is tcp_port_secure, usually 9440"
+	if cfg.Protocol == config.ProtocolHTTP {
+		securePort = "HTTPS is https_port, usually 8443"
+	}
 	switch {
-	case errors.As(err, &rec):
-		return fmt.Errorf("clickhouse %s: TLS handshake failed: the server does not speak TLS on this port (the secure native port is tcp_port_secure, usually 9440)", addrs)
+	// net/http turns the RecordHeaderError of a plaintext answer into an
+	// error of its own that only its text identifies.
+	case errors.As(err, &rec), strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
+		return fmt.Errorf("clickhouse %s: TLS handshake failed: the server does not speak TLS on this port (%s)", addrs, securePort)
 	case errors.As(err, &verify):
 		return fmt.Errorf("clickhouse %s: TLS handshake failed: %v (check clickhouse.tls.ca_file and server_name)", addrs, verify.Err)
 	case errors.As(err, &alert):
