@@ -3,6 +3,7 @@ package writer
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"sink/config"
@@ -53,18 +55,28 @@ func (v Version) String() string { return v.Text }
 // "Code: 115 ... Unknown setting client_protocol_version".
 var minHTTP = Version{Text: "23.2", Major: 23, Minor: 2}
 
-// tooOldForHTTP is called when the first ping over HTTP failed: it asks each
-// address for its version with a plain HTTP request (which every server
-// version answers) and returns the one-line refusal when a server is older
-// than minHTTP, or nil when none answers or all are new enough (the ping's
-// own error then says what went wrong).
-func tooOldForHTTP(ctx context.Context, cfg config.ClickHouse, tlsCfg *tls.Config, password string) error {
+// wrongProtocol is called when the first ping failed with pingErr. It asks
+// each address for its version with a plain HTTP request, which every
+// server version answers on its HTTP port, and returns a one-line error
+// when that explains the failure: over HTTP, a server older than minHTTP;
+// over the native protocol, an address that is an HTTP port. It returns nil
+// otherwise (the ping's own error then says what went wrong).
+func wrongProtocol(ctx context.Context, cfg config.ClickHouse, tlsCfg *tls.Config, password string, pingErr error) error {
+	var ex *clickhouse.Exception
+	if cfg.Protocol == config.ProtocolNative && errors.As(pingErr, &ex) {
+		return nil // the server answered the native protocol
+	}
 	for _, addr := range cfg.Addrs {
 		text, err := httpVersion(ctx, addr, cfg.Username, password, tlsCfg)
 		if err != nil {
 			continue
 		}
-		if v, ok := ParseVersion(text); ok && !v.AtLeast(minHTTP.Major, minHTTP.Minor) {
+		v, ok := ParseVersion(text)
+		switch {
+		case !ok:
+		case cfg.Protocol == config.ProtocolNative:
+			return fmt.Errorf("clickhouse %s: this is the HTTP port of ClickHouse %s; set clickhouse.protocol: http, or use its native port (tcp_port, usually 9000)", addr, v)
+		case !v.AtLeast(minHTTP.Major, minHTTP.Minor):
 			return fmt.Errorf("clickhouse: protocol http needs ClickHouse %s or newer; %s runs %s; use protocol: native", minHTTP, addr, v)
 		}
 	}
@@ -72,13 +84,14 @@ func tooOldForHTTP(ctx context.Context, cfg config.ClickHouse, tlsCfg *tls.Confi
 }
 
 // httpVersion runs SELECT version() over ClickHouse's HTTP interface
-// without clickhouse-go, with HTTP basic authentication.
+// without clickhouse-go, with HTTP basic authentication. The format is
+// explicit: a server may default to another one (clickhouse-local: CSV).
 func httpVersion(ctx context.Context, addr, user, password string, tlsCfg *tls.Config) (string, error) {
 	scheme := "http"
 	if tlsCfg != nil {
 		scheme = "https"
 	}
-	u := url.URL{Scheme: scheme, Host: addr, Path: "/", RawQuery: url.Values{"query": {"SELECT version()"}}.Encode()}
+	u := url.URL{Scheme: scheme, Host: addr, Path: "/", RawQuery: url.Values{"query": {"SELECT version() FORMAT TabSeparated"}}.Encode()}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return "", err

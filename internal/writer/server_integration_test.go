@@ -37,6 +37,20 @@ func TestHTTPRefusedOn18(t *testing.T) {
 	}
 }
 
+// TestProtocolPortMismatch: the native protocol at an HTTP port is one line
+// saying so, on both servers (the HTTP port answers a plain request on both).
+func TestProtocolPortMismatch(t *testing.T) {
+	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
+		// 18.16 holds the native hello until the dial timeout: keep it short.
+		_, err := writer.Open(context.Background(), "w", chConfig(t, s.HTTPAddr, "SINK_CLICKHOUSE__DIAL_TIMEOUT=1s"))
+		want := "clickhouse " + s.HTTPAddr + ": this is the HTTP port of ClickHouse " + s.Version +
+			"; set clickhouse.protocol: http, or use its native port (tcp_port, usually 9000)"
+		if err == nil || err.Error() != want {
+			t.Fatalf("native protocol at the HTTP port: %v; want %q", err, want)
+		}
+	})
+}
+
 // TestHTTPInsertErrorsOn26: over HTTP the server's exceptions reach Classify
 // with their codes (inside clickhouse.HTTPError), so a constraint violation
 // stops the batch and a dropped table asks for a schema refresh, as on the

@@ -97,10 +97,11 @@ func Open(ctx context.Context, name string, cfg config.ClickHouse) (*Writer, err
 	defer cancel()
 	if err := conn.Ping(pctx); err != nil {
 		conn.Close()
-		if cfg.Protocol == config.ProtocolHTTP {
-			if old := tooOldForHTTP(pctx, cfg, tlsCfg, password); old != nil {
-				return nil, old
-			}
+		// A ping that timed out has used pctx up: the probe gets its own.
+		wctx, wcancel := context.WithTimeout(ctx, cfg.DialTimeout)
+		defer wcancel()
+		if wrong := wrongProtocol(wctx, cfg, tlsCfg, password, err); wrong != nil {
+			return nil, wrong
 		}
 		return nil, openError(cfg, err)
 	}
