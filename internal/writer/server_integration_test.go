@@ -7,10 +7,13 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
@@ -249,4 +252,99 @@ func TestHTTPSOn26(t *testing.T) {
 		"clickhouse "+addr+": TLS handshake failed: x509: certificate signed by unknown authority")
 	fails(s.HTTPAddr, append(https, "SINK_CLICKHOUSE__TLS__CA_FILE="+pki.CAFile),
 		"clickhouse "+s.HTTPAddr+": TLS handshake failed: the server does not speak TLS on this port (HTTPS is https_port, usually 8443)")
+}
+
+// TestHTTPLostResponseDeduplicatedOn26: an INSERT that reached the server
+// but whose answer was lost (the connection dropped after the server
+// committed it) is retried as the identical block, and a table with
+// non_replicated_deduplication_window drops the repeat: the rows are there
+// once. Over HTTP as over the native protocol, the block is rebuilt from the
+// same data, byte for byte. Without the window (26.9's default is 0) the
+// same retry doubles the rows, which is what ReplacingMergeTree's FINAL is
+// for.
+func TestHTTPLostResponseDeduplicatedOn26(t *testing.T) {
+	s := testenv.Server26(t)
+	if rows, parts := insertLosingAnswer(t, s, "SETTINGS non_replicated_deduplication_window = 100"); rows != 3 || parts != 1 {
+		t.Fatalf("with a deduplication window: %d rows in %d parts; want 3 in 1", rows, parts)
+	}
+	if rows, parts := insertLosingAnswer(t, s, ""); rows != 6 || parts != 2 {
+		t.Fatalf("without a deduplication window: %d rows in %d parts; want 6 in 2", rows, parts)
+	}
+}
+
+// insertLosingAnswer inserts 3 rows over HTTP into a new table (with the
+// given SETTINGS clause) through a proxy that drops the connection after
+// the server answered the first INSERT, and returns the table's rows and
+// active parts once the writer's retry succeeded. Both attempts must have
+// finished on the server.
+func insertLosingAnswer(t *testing.T, s testenv.Server, settings string) (rows, parts uint64) {
+	t.Helper()
+	ctx := context.Background()
+	ch := s.Conn(t)
+	db := s.NewDatabase(t)
+	if err := ch.Exec(ctx, "CREATE TABLE "+db+".t (id UInt64, s String) ENGINE = MergeTree ORDER BY id "+settings); err != nil {
+		t.Fatal(err)
+	}
+	var dropped atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		out := r.Clone(r.Context())
+		out.RequestURI = ""
+		out.URL.Scheme, out.URL.Host = "http", s.HTTPAddr
+		resp, err := http.DefaultTransport.RoundTrip(out)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if strings.HasPrefix(r.URL.Query().Get("query"), "INSERT") && dropped.CompareAndSwap(false, true) {
+			if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+				conn.Close() // the server committed the INSERT; its answer is lost
+			}
+			return
+		}
+		for k, v := range resp.Header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(resp.StatusCode)
+		_, _ = w.Write(body)
+	}))
+	defer srv.Close()
+
+	w, err := writer.Open(ctx, "w", chConfig(t, srv.Listener.Addr().String(),
+		"SINK_CLICKHOUSE__PROTOCOL=http", "SINK_CLICKHOUSE__RETRY_INITIAL=20ms", "SINK_CLICKHOUSE__RETRY_MAX=50ms"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	schema, err := w.Describe(ctx, db, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var attempts []writer.Attempt
+	b := block{cols: schema, ids: []uint64{1, 2, 3}, strs: []string{"a", "b", "c"}}
+	if err := w.Insert(ctx, writer.NewTable(db, "t", schema, schema), b, 1, func(a writer.Attempt) { attempts = append(attempts, a) }, nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(attempts) != 1 || attempts[0].Class != writer.Retriable {
+		t.Fatalf("attempts %+v; want one retriable failure", attempts)
+	}
+	t.Logf("lost answer: %v", attempts[0].Err)
+	if err := ch.QueryRow(ctx, "SELECT count() FROM "+db+".t").Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.Exec(ctx, "SYSTEM FLUSH LOGS"); err != nil {
+		t.Fatal(err)
+	}
+	var finished uint64
+	if err := ch.QueryRow(ctx, "SELECT count() FROM system.query_log WHERE type = 'QueryFinish' AND query_kind = 'Insert' AND has(tables, ?)", db+".t").Scan(&finished); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.QueryRow(ctx, "SELECT count() FROM system.parts WHERE database = ? AND table = 't' AND active", db).Scan(&parts); err != nil {
+		t.Fatal(err)
+	}
+	if finished != 2 {
+		t.Fatalf("%d INSERTs finished on the server; want 2 (the lost one and the retry)", finished)
+	}
+	return rows, parts
 }
