@@ -40,6 +40,23 @@ func TestHTTPRefusedOn18(t *testing.T) {
 	}
 }
 
+// openTable opens a writer on addr (closed when the test ends) and resolves
+// db.table as every INSERT of the writer will name it.
+func openTable(t *testing.T, addr, db, table string, env ...string) (*writer.Writer, *writer.Table) {
+	t.Helper()
+	ctx := context.Background()
+	w, err := writer.Open(ctx, "w", chConfig(t, addr, env...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	schema, err := w.Describe(ctx, db, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w, writer.NewTable(db, table, schema, schema)
+}
+
 // TestProtocolPortMismatch: the native protocol at an HTTP port is one line
 // saying so, on both servers (the HTTP port answers a plain request on both).
 func TestProtocolPortMismatch(t *testing.T) {
@@ -66,18 +83,9 @@ func TestHTTPInsertErrorsOn26(t *testing.T) {
 	if err := ch.Exec(ctx, "CREATE TABLE "+db+".t (id UInt64, s String, CONSTRAINT small CHECK id < 100) ENGINE = MergeTree ORDER BY id"); err != nil {
 		t.Fatal(err)
 	}
-	w, err := writer.Open(ctx, "w", chConfig(t, s.HTTPAddr, "SINK_CLICKHOUSE__PROTOCOL=http"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	schema, err := w.Describe(ctx, db, "t")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tb := writer.NewTable(db, "t", schema, schema)
+	w, tb := openTable(t, s.HTTPAddr, db, "t", "SINK_CLICKHOUSE__PROTOCOL=http")
 	insert := func(ids ...uint64) error {
-		return w.InsertOnce(ctx, tb, block{cols: schema, ids: ids, strs: make([]string, len(ids))}, testenv.UniqueName(t, "q"))
+		return w.InsertOnce(ctx, tb, block{cols: tb.Insert, ids: ids, strs: make([]string, len(ids))}, testenv.UniqueName(t, "q"))
 	}
 	if err := insert(1, 2, 3); err != nil {
 		t.Fatalf("insert over HTTP: %v", err)
@@ -106,7 +114,7 @@ func TestHTTPInsertErrorsOn26(t *testing.T) {
 	// A port where nothing listens: Open's ping fails with the address,
 	// and the same error, as an insert would get it, is retriable.
 	cfg := chConfig(t, "127.0.0.1:1", "SINK_CLICKHOUSE__PROTOCOL=http")
-	_, err = writer.Open(ctx, "w", cfg)
+	_, err := writer.Open(ctx, "w", cfg)
 	if err == nil || !strings.HasPrefix(err.Error(), "clickhouse 127.0.0.1:1: not reachable: ") || writer.Classify(ctx, err) != writer.Retriable {
 		t.Fatalf("Open on a closed port: %v (class %v)", err, writer.Classify(ctx, err))
 	}
@@ -208,17 +216,9 @@ func TestHTTPSOn26(t *testing.T) {
 		t.Fatal(err)
 	}
 	https := []string{"SINK_CLICKHOUSE__PROTOCOL=http", "SINK_CLICKHOUSE__TLS__ENABLED=true"}
-	w, err := writer.Open(ctx, "w", chConfig(t, addr, append(https, "SINK_CLICKHOUSE__TLS__CA_FILE="+pki.CAFile)...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	schema, err := w.Describe(ctx, db, "t")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := block{cols: schema, ids: []uint64{1, 2}, strs: []string{"a", "b"}}
-	if err := w.InsertOnce(ctx, writer.NewTable(db, "t", schema, schema), b, testenv.UniqueName(t, "q")); err != nil {
+	w, tb := openTable(t, addr, db, "t", append(https, "SINK_CLICKHOUSE__TLS__CA_FILE="+pki.CAFile)...)
+	b := block{cols: tb.Insert, ids: []uint64{1, 2}, strs: []string{"a", "b"}}
+	if err := w.InsertOnce(ctx, tb, b, testenv.UniqueName(t, "q")); err != nil {
 		t.Fatalf("insert over HTTPS: %v", err)
 	}
 	var n uint64
@@ -311,19 +311,11 @@ func insertLosingAnswer(t *testing.T, s testenv.Server, settings string) (rows, 
 	}))
 	defer srv.Close()
 
-	w, err := writer.Open(ctx, "w", chConfig(t, srv.Listener.Addr().String(),
-		"SINK_CLICKHOUSE__PROTOCOL=http", "SINK_CLICKHOUSE__RETRY_INITIAL=20ms", "SINK_CLICKHOUSE__RETRY_MAX=50ms"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	schema, err := w.Describe(ctx, db, "t")
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, tb := openTable(t, srv.Listener.Addr().String(), db, "t",
+		"SINK_CLICKHOUSE__PROTOCOL=http", "SINK_CLICKHOUSE__RETRY_INITIAL=20ms", "SINK_CLICKHOUSE__RETRY_MAX=50ms")
 	var attempts []writer.Attempt
-	b := block{cols: schema, ids: []uint64{1, 2, 3}, strs: []string{"a", "b", "c"}}
-	if err := w.Insert(ctx, writer.NewTable(db, "t", schema, schema), b, 1, func(a writer.Attempt) { attempts = append(attempts, a) }, nil); err != nil {
+	b := block{cols: tb.Insert, ids: []uint64{1, 2, 3}, strs: []string{"a", "b", "c"}}
+	if err := w.Insert(ctx, tb, b, 1, func(a writer.Attempt) { attempts = append(attempts, a) }, nil); err != nil {
 		t.Fatal(err)
 	}
 	if len(attempts) != 1 || attempts[0].Class != writer.Retriable {
