@@ -70,6 +70,9 @@ type Kafka struct {
 
 // ClickHouse configures the writer.
 type ClickHouse struct {
+	// Protocol is "native" (ports 9000/9440) or "http" (ports 8123/8443,
+	// HTTPS when TLS is enabled); addrs must name ports of that protocol.
+	Protocol string   `koanf:"protocol"`
 	Addrs    []string `koanf:"addrs"`
 	Database string   `koanf:"database"`
 	Username string   `koanf:"username"`
@@ -78,7 +81,8 @@ type ClickHouse struct {
 	// alternative: its content, without a trailing newline.
 	Password     Secret `koanf:"password"`
 	PasswordFile string `koanf:"password_file"`
-	// TLS is for the secure native port (tcp_port_secure, usually 9440).
+	// TLS is for the secure native port (tcp_port_secure, usually 9440),
+	// or HTTPS (https_port, usually 8443) with protocol http.
 	TLS         TLS    `koanf:"tls"`
 	Compression string `koanf:"compression"`
 	// Settings are sent with every INSERT (e.g. insert_quorum,
@@ -160,10 +164,17 @@ type Log struct {
 	Format string `koanf:"format"`
 }
 
+// The values of clickhouse.protocol.
+const (
+	ProtocolNative = "native"
+	ProtocolHTTP   = "http"
+)
+
 // Supported values of the enumerated options. The first of each is the default.
 var (
 	startOffsets = []string{"earliest", "latest"}
 	compressions = []string{"lz4", "zstd", "none"}
+	protocols    = []string{ProtocolNative, ProtocolHTTP}
 	formats      = []string{"json", FormatDebezium}
 	tolerances   = []string{"none", "all"}
 	logLevels    = []string{"info", "debug", "warn", "error"}
@@ -210,13 +221,17 @@ func defaults() *Config {
 			RequestTimeout: 30 * time.Second,
 		},
 		ClickHouse: ClickHouse{
+			// The native protocol is ClickHouse's own and what every
+			// server version speaks; HTTP is for services that expose
+			// only HTTP(S).
+			Protocol: ProtocolNative,
 			// The local stack's server, native protocol port.
 			Addrs: []string{"127.0.0.1:9000"},
 			// ClickHouse's own default database, which every server has.
 			Database: "default",
 			// ClickHouse's built-in user, what a fresh install accepts.
 			Username: "default",
-			// The native protocol compresses every block; LZ4 cuts bytes
+			// Both protocols compress every block; LZ4 cuts bytes
 			// on the wire for little CPU, zstd more for more.
 			Compression: "lz4",
 			// A reachable server answers in milliseconds; 10s tolerates a

@@ -56,6 +56,7 @@ func TestDefaults(t *testing.T) {
 			RequestTimeout:         30 * time.Second,
 		},
 		ClickHouse: ClickHouse{
+			Protocol:     "native",
 			Addrs:        []string{"127.0.0.1:9000"},
 			Database:     "default",
 			Username:     "default",
@@ -239,6 +240,10 @@ func TestEnvOverrides(t *testing.T) {
 		return c.Kafka.TLS == TLS{Enabled: true, ServerName: "kafka.example"} && c.ClickHouse.TLS == TLS{Enabled: true, InsecureSkipVerify: true}
 	})
 	f([]string{"SINK_CLICKHOUSE__PASSWORD="}, func(c *Config) bool { return c.ClickHouse.Password == "" })
+	f(nil, func(c *Config) bool { return c.ClickHouse.Protocol == ProtocolNative })
+	f([]string{"SINK_CLICKHOUSE__PROTOCOL=http", "SINK_CLICKHOUSE__ADDRS=127.0.0.1:18123"}, func(c *Config) bool {
+		return c.ClickHouse.Protocol == ProtocolHTTP && reflect.DeepEqual(c.ClickHouse.Addrs, []string{"127.0.0.1:18123"})
+	})
 	f([]string{"SINK_KAFKA__FETCH_MIN_BYTES=4MiB"}, func(c *Config) bool { return c.Kafka.FetchMinBytes == 4*MiB })
 	f([]string{"SINK_BATCH__MAX_WAIT=2s"}, func(c *Config) bool { return c.Batch.MaxWait == 2*time.Second })
 	f([]string{"SINK_BATCH__MAX_ROWS=5000"}, func(c *Config) bool { return c.Batch.MaxRows == 5000 })
@@ -386,6 +391,12 @@ func TestValidate(t *testing.T) {
 	f("", env("SINK_KAFKA__COMMIT_INTERVAL=1ms"), "kafka.commit_interval (1ms) must be at least 100ms")
 
 	// clickhouse
+	f("", env("SINK_CLICKHOUSE__PROTOCOL=tcp"), `clickhouse.protocol: "tcp" is not one of native, http`)
+	f("", env("SINK_CLICKHOUSE__PROTOCOL=HTTP"), `clickhouse.protocol: "HTTP" is not one of native, http`)
+	f("", env("SINK_CLICKHOUSE__PROTOCOL="), `clickhouse.protocol: "" is not one of native, http`)
+	f("clickhouse: {protocol: grpc}", nil, `clickhouse.protocol: "grpc" is not one of native, http`)
+	f("clickhouse: {protocol: http, addrs: [\"127.0.0.1:18123\"]}", nil, "")
+	f("", env("SINK_CLICKHOUSE__PROTOCOL=native"), "")
 	f("", env("SINK_CLICKHOUSE__ADDRS="), "clickhouse.addrs: required")
 	f("", env("SINK_CLICKHOUSE__ADDRS=clickhouse"), `clickhouse.addrs[0]: "clickhouse" is not host:port`)
 	f("", env("SINK_CLICKHOUSE__ADDRS=clickhouse:9000"), "")

@@ -136,6 +136,7 @@ func (c *Config) validateKafka(p *problems) {
 
 func (c *Config) validateClickHouse(p *problems) {
 	ch := &c.ClickHouse
+	p.oneOf("clickhouse.protocol", ch.Protocol, protocols)
 	p.addrs("clickhouse.addrs", ch.Addrs)
 	p.ident("clickhouse.database", ch.Database, "database")
 	if ch.Username == "" {

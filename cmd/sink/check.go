@@ -57,8 +57,14 @@ func check(cfg *config.Config, stdout, stderr io.Writer) int {
 		return fail(err)
 	}
 	defer w.Close()
-	v, _ := w.ServerVersion(ctx)
-	fmt.Fprintf(stdout, "clickhouse: %s, server %s\n", strings.Join(cfg.ClickHouse.Addrs, ","), v)
+	info, err := writer.Probe(ctx, w.Conn())
+	if err != nil {
+		return fail(err)
+	}
+	fmt.Fprintf(stdout, "clickhouse: %s (protocol %s)\n", strings.Join(cfg.ClickHouse.Addrs, ","), cfg.ClickHouse.Protocol)
+	for _, l := range info.Lines() {
+		fmt.Fprintf(stdout, "clickhouse: %s\n", l)
+	}
 
 	p, err := pipeline.New(ctx, cfg, zerolog.Nop(), w)
 	if err != nil {
@@ -78,6 +84,13 @@ func check(cfg *config.Config, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stdout, "route: table %s: INSERT names %d of %d columns: %s\n",
 			t.FullName(), len(t.Insert), len(t.Schema), strings.Join(cols, ", "))
+	}
+	windows, err := writer.DedupWindows(ctx, w.Conn(), p.Tables())
+	if err != nil {
+		return fail(err)
+	}
+	for _, d := range windows {
+		fmt.Fprintf(stdout, "route: %s\n", d)
 	}
 	fmt.Fprintln(stdout, "check: ok")
 	return 0

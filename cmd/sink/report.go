@@ -24,12 +24,15 @@ system.part_log): inserts, rows, rows/insert, p50/p99 insert ms, new parts.
 With --split, a before/after summary with ratios, like seed 004's
 "360-488 inserts/min with 4-21 rows -> 1/min with 20,000+ rows".
 
-An INSERT counts for the table when its statement, as logged, is
-INSERT INTO [TABLE] db.table or INSERT INTO table (bare, quoted with backquotes
-or double quotes, any case of the keywords, comments allowed before it); an
-INSERT that names no database counts for --database, whichever database its
-client was in: ClickHouse 18.16 logs neither a table list nor the current
-database, so the statement text is all there is.
+Which INSERTs count: where query_log lists each query's tables (current
+ClickHouse), an INSERT whose only table is db.table; one that also read other
+tables (INSERT ... SELECT) when its statement writes into db.table, names
+resolved in the client's database as logged. On ClickHouse 18.16, which logs
+neither a table list nor the current database, an INSERT counts when its
+statement is INSERT INTO [TABLE] db.table or INSERT INTO table (bare, quoted
+with backquotes or double quotes, any case of the keywords, comments allowed
+before it), and one that names no database counts for --database, whichever
+database its client was in.
 
 Times (--since, --until, --split): a duration ago (2h), "now", unix seconds,
 RFC 3339, "2006-01-02 15:04[:05]" or "15:04[:05]" (today), in the local zone

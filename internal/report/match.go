@@ -59,8 +59,9 @@ type Target struct {
 	Database, Table string
 	// DefaultDatabase is the database an INSERT that names no database is
 	// assumed to write to. query_log on ClickHouse 18.16 does not record
-	// the session's current database, so this is the only portable rule:
-	// `INSERT INTO t` counts for DefaultDatabase.t.
+	// the session's current database, so there `INSERT INTO t` counts for
+	// DefaultDatabase.t. Servers whose query_log has tables and
+	// current_database resolve names themselves, and this is not used.
 	DefaultDatabase string
 }
 
@@ -74,6 +75,20 @@ func (t Target) Matches(query string) bool {
 		db = t.DefaultDatabase
 	}
 	return db == t.Database
+}
+
+// MatchesLogged decides for an INSERT that query_log already lists as using
+// t (its tables column holds db.table): with nTables = 1, t is the only table
+// it touched, so it wrote into t; with more, it also read other tables
+// (INSERT … SELECT), and the statement text decides which one it wrote to,
+// with currentDB (query_log's current_database, the client's database at
+// the time) for a statement that names no database.
+func (t Target) MatchesLogged(nTables int, currentDB, query string) bool {
+	if nTables == 1 {
+		return true
+	}
+	t.DefaultDatabase = currentDB
+	return t.Matches(query)
 }
 
 // FullName is db.table.

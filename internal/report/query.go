@@ -19,13 +19,25 @@ var ErrNoQueryLog = errors.New("system.query_log does not exist on this server: 
 // long.
 const queryPrefix = 1024
 
-// Both queries use only columns present in ClickHouse 18.16 and current
-// releases. type and event_type are compared as numbers through toInt8,
-// which works for 18.16's UInt8 type column and for the Enum8 columns of
-// both versions (2 = QueryFinish, 1 = NewPart). event_date narrows the scan
-// to the partitions of the range. position(query, table) is a cheap
-// server-side prefilter; InsertTarget decides.
+// insertsSQL and partsSQL use only columns present in ClickHouse 18.16 and
+// current releases. type and event_type are compared as numbers through
+// toInt8, which works for 18.16's UInt8 type column and for the Enum8
+// columns of both versions (2 = QueryFinish, 1 = NewPart). event_date
+// narrows the scan to the partitions of the range. position(query, table)
+// is a cheap server-side prefilter; InsertTarget decides.
+//
+// insertsByTablesSQL is for servers whose query_log lists the tables a query
+// used (tables, as 'db.table' after resolving the current database) and its
+// kind: an INSERT with only the target table in tables needs no statement
+// text; one that also read other tables (INSERT … SELECT) brings its text and
+// current database so that Target.MatchesLogged can tell the target from the
+// sources.
 const (
+	insertsByTablesSQL = `SELECT toUInt32(event_time) AS t, written_rows, written_bytes, query_duration_ms,
+  length(tables) AS n, if(n > 1, current_database, '') AS db, if(n > 1, substring(query, 1, %d), '') AS q
+FROM system.query_log
+WHERE event_date >= toDate(toDateTime(?)) AND event_time >= toDateTime(?) AND event_time < toDateTime(?)
+  AND toInt8(type) = 2 AND query_kind = 'Insert' AND has(tables, ?)`
 	insertsSQL = `SELECT toUInt32(event_time) AS t, written_rows, written_bytes, query_duration_ms, substring(query, 1, %d) AS q
 FROM system.query_log
 WHERE event_date >= toDate(toDateTime(?)) AND event_time >= toDateTime(?) AND event_time < toDateTime(?)
@@ -67,8 +79,17 @@ func Query(ctx context.Context, conn driver.Conn, o Options) (Report, error) {
 	if o.Until.Nanosecond() != 0 {
 		until++
 	}
+	byTables, err := hasColumns(ctx, conn, "query_log", "tables", "query_kind", "current_database")
+	if err != nil {
+		return Report{}, err
+	}
 	var ins []Insert
-	rows, err := conn.Query(ctx, fmt.Sprintf(insertsSQL, queryPrefix), since, since, until, o.Target.Table)
+	var rows driver.Rows
+	if byTables {
+		rows, err = conn.Query(ctx, fmt.Sprintf(insertsByTablesSQL, queryPrefix), since, since, until, o.Target.FullName())
+	} else {
+		rows, err = conn.Query(ctx, fmt.Sprintf(insertsSQL, queryPrefix), since, since, until, o.Target.Table)
+	}
 	if err != nil {
 		return Report{}, fmt.Errorf("reading system.query_log: %w", err)
 	}
@@ -76,13 +97,22 @@ func Query(ctx context.Context, conn driver.Conn, o Options) (Report, error) {
 		var (
 			t                    uint32
 			wrows, wbytes, durMS uint64
-			q                    string
+			n                    uint64
+			db, q                string
+			match                bool
 		)
-		if err := rows.Scan(&t, &wrows, &wbytes, &durMS, &q); err != nil {
+		if byTables {
+			err = rows.Scan(&t, &wrows, &wbytes, &durMS, &n, &db, &q)
+			match = err == nil && o.Target.MatchesLogged(int(n), db, q)
+		} else {
+			err = rows.Scan(&t, &wrows, &wbytes, &durMS, &q)
+			match = err == nil && o.Target.Matches(q)
+		}
+		if err != nil {
 			rows.Close()
 			return Report{}, fmt.Errorf("reading system.query_log: %w", err)
 		}
-		if o.Target.Matches(q) {
+		if match {
 			ins = append(ins, Insert{At: time.Unix(int64(t), 0).UTC(), Rows: wrows, Bytes: wbytes, DurationMS: durMS})
 		}
 	}
@@ -113,6 +143,10 @@ func Query(ctx context.Context, conn driver.Conn, o Options) (Report, error) {
 	}
 
 	r := Aggregate(o.Target.FullName(), o.Since, o.Until, ins, parts, has["part_log"], o.Split)
+	r.MatchedBy = MatchedByText
+	if byTables {
+		r.MatchedBy = MatchedByTables
+	}
 	if !has["part_log"] {
 		r.Notes = append(r.Notes, "system.part_log does not exist on this server: new parts are not known (enable the <part_log> section in the server config)")
 	}
@@ -144,6 +178,16 @@ func systemTables(ctx context.Context, conn driver.Conn) (map[string]bool, error
 		has[n] = true
 	}
 	return has, rows.Err()
+}
+
+// hasColumns says whether system.table has every one of the columns.
+func hasColumns(ctx context.Context, conn driver.Conn, table string, columns ...string) (bool, error) {
+	var n uint64
+	err := conn.QueryRow(ctx, "SELECT count() FROM system.columns WHERE database = 'system' AND table = ? AND has(?, name)", table, columns).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("listing the columns of system.%s: %w", table, err)
+	}
+	return n == uint64(len(columns)), nil
 }
 
 func settingOn(ctx context.Context, conn driver.Conn, name string) (bool, error) {

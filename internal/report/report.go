@@ -4,10 +4,10 @@
 // (when the sink was switched on or retuned), a before/after summary with
 // ratios.
 //
-// Reading (query.go) uses only columns that system.query_log and
-// system.part_log have on ClickHouse 18.16 and on current releases, and
-// attributes INSERTs to the table by parsing the logged statement text
-// (InsertTarget), since 18.16's query_log has no tables column.
+// Reading (query.go) attributes INSERTs to the table by query_log's tables
+// column where the server has it (current releases), and by parsing the
+// logged statement text (InsertTarget) where it does not (18.16); part_log
+// is read by database and table on both.
 // Aggregate is pure: per-minute buckets, nearest-rank percentiles and the
 // split summary are computed in Go from the raw log rows, which is what the
 // unit tests pin. Rendering (text, CSV, JSON, SVG) is deterministic for
@@ -104,7 +104,20 @@ type Report struct {
 	// Notes are one-line remarks for the reader (logs disabled, mixed
 	// minute left out, nothing found).
 	Notes []string `json:"notes,omitempty"`
+	// MatchedBy says how INSERTs were attributed to the table:
+	// MatchedByTables or MatchedByText.
+	MatchedBy string `json:"matched_by,omitempty"`
 }
+
+// The ways Query attributes a logged INSERT to a table.
+const (
+	// MatchedByTables: query_log's tables, query_kind and current_database
+	// columns (current releases; 18.16 has none of them).
+	MatchedByTables = "query_log.tables"
+	// MatchedByText: the statement text (InsertTarget), with
+	// Target.DefaultDatabase for statements that name no database.
+	MatchedByText = "statement text"
+)
 
 // Aggregate buckets inserts and parts by the minute they finished in
 // (minute boundaries are the same in every time zone in use: all offsets

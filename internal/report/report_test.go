@@ -62,6 +62,27 @@ func TestTargetMatches(t *testing.T) {
 	f("INSERT INTO events VALUES", true)
 }
 
+// MatchesLogged gets only INSERTs whose query_log tables hold shop.events.
+func TestTargetMatchesLogged(t *testing.T) {
+	tg := Target{Database: "shop", Table: "events", DefaultDatabase: "default"}
+	f := func(n int, currentDB, q string, want bool) {
+		t.Helper()
+		if got := tg.MatchesLogged(n, currentDB, q); got != want {
+			t.Fatalf("MatchesLogged(%d, %q, %q) = %v, want %v", n, currentDB, q, got, want)
+		}
+	}
+	// Only table touched: the target, whatever the text says or hides.
+	f(1, "", "", true)
+	f(1, "", "INSERT INTO events FORMAT JSONEachRow", true)
+	// INSERT … SELECT: the text's target, with the logged current database.
+	f(2, "shop", "INSERT INTO events SELECT * FROM staging.events", true)
+	f(2, "default", "INSERT INTO shop.events SELECT * FROM default.src", true)
+	f(2, "default", "INSERT INTO events SELECT * FROM shop.events", false) // reads shop.events, writes default.events
+	f(2, "shop", "INSERT INTO archive SELECT * FROM events", false)        // reads shop.events
+	f(3, "x", "/* etl */ insert into `shop`.`events` SELECT a.* FROM a JOIN b USING id", true)
+	f(2, "shop", "", false) // no text: cannot tell, not counted
+}
+
 func TestPercentile(t *testing.T) {
 	f := func(vs []uint64, p float64, want uint64) {
 		t.Helper()

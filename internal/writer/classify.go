@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/http"
 	"syscall"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
@@ -71,7 +72,10 @@ var refreshCodes = map[int32]string{
 }
 
 // Classify is the one place that decides whether an insert error is worth
-// retrying. parent is the caller's context: its cancellation means the
+// retrying, over either protocol: clickhouse-go returns a server exception as
+// *clickhouse.Exception on the native protocol and as one wrapped in a
+// *clickhouse.HTTPError over HTTP, and a network failure as a net.Error
+// (over HTTP inside a *url.Error). parent is the caller's context: its cancellation means the
 // process is stopping, while a deadline of the per-attempt context alone is
 // a timeout worth retrying.
 func Classify(parent context.Context, err error) Class {
@@ -88,6 +92,17 @@ func Classify(parent context.Context, err error) Class {
 		}
 		if _, ok := refreshCodes[ex.Code]; ok {
 			return RefreshSchema
+		}
+		return Permanent
+	}
+	// Over HTTP, ClickHouse's own errors carry their exception code and
+	// are classified above. An HTTP error without one comes from something
+	// in between (a proxy or load balancer): a gateway, overload or timeout
+	// status passes, anything else (401, 404, 413 …) will repeat.
+	var he *clickhouse.HTTPError
+	if errors.As(err, &he) {
+		if he.StatusCode >= 500 || he.StatusCode == http.StatusRequestTimeout || he.StatusCode == http.StatusTooManyRequests {
+			return Retriable
 		}
 		return Permanent
 	}

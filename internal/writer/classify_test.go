@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"syscall"
 	"testing"
 
@@ -40,6 +41,34 @@ func TestClassify(t *testing.T) {
 	f(context.DeadlineExceeded, Retriable) // per-attempt timeout
 	f(clickhouse.ErrAcquireConnTimeout, Retriable)
 	f(errors.New("clickhouse [Append]: converting string to Int64 is unsupported"), Permanent)
+
+	// Over HTTP: the server's exception inside an HTTPError decides by its
+	// code, whatever the status; an HTTP error without one (a proxy's)
+	// by its status.
+	httpEx := func(status int, code int32) error {
+		return fmt.Errorf("batch sendStreamQuery: %w", &clickhouse.HTTPError{StatusCode: status, Err: &clickhouse.Exception{Code: code}})
+	}
+	f(httpEx(500, 252), Retriable)
+	f(httpEx(500, 241), Retriable)
+	f(httpEx(404, 60), RefreshSchema)
+	f(httpEx(400, 16), RefreshSchema)
+	f(httpEx(500, 27), Permanent)
+	f(httpEx(403, 497), Permanent)
+	proxy := func(status int) error {
+		return &clickhouse.HTTPError{StatusCode: status, Err: errors.New(`response body: "Bad Gateway"`)}
+	}
+	for _, status := range []int{500, 502, 503, 504, 408, 429} {
+		f(proxy(status), Retriable)
+	}
+	for _, status := range []int{400, 401, 403, 404, 413} {
+		f(proxy(status), Permanent)
+	}
+	// net/http wraps network failures in *url.Error
+	f(&url.Error{Op: "Post", URL: "http://127.0.0.1:18123/", Err: &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}}, Retriable)
+	f(&url.Error{Op: "Post", URL: "http://127.0.0.1:18123/", Err: io.EOF}, Retriable)
+	if Code(httpEx(500, 252)) != 252 {
+		t.Fatal("Code over HTTP")
+	}
 
 	// a stopping process is not a failure of the insert
 	ctx, cancel := context.WithCancel(context.Background())

@@ -1,5 +1,6 @@
 // Package writer is the ClickHouse side of the sink: it reads table schemas,
-// and inserts sealed batches with the native protocol, one INSERT per batch
+// finds out what the server supports (Probe), and inserts sealed batches over
+// the native protocol or HTTP (clickhouse.protocol), one INSERT per batch
 // with an explicit column list, retrying the identical block on retriable
 // errors with exponential backoff and jitter until it succeeds, the error is
 // permanent, or the process stops. A batch is never dropped here.
@@ -47,20 +48,34 @@ func Open(ctx context.Context, name string, cfg config.ClickHouse) (*Writer, err
 		return nil, fmt.Errorf("clickhouse.tls.%w", err)
 	}
 	opts := &clickhouse.Options{
-		Addr: cfg.Addrs,
+		Protocol: clickhouse.Native,
+		Addr:     cfg.Addrs,
 		Auth: clickhouse.Auth{
 			Database: cfg.Database,
 			Username: cfg.Username,
 			Password: password,
 		},
-		// nil: plaintext. Otherwise the secure native port; crypto/tls
-		// takes the server name from each address when server_name is "".
+		// nil: plaintext. Otherwise the secure native port, or HTTPS;
+		// crypto/tls takes the server name from each address when
+		// server_name is "".
 		TLS:          tlsCfg,
 		DialTimeout:  cfg.DialTimeout,
 		ReadTimeout:  cfg.QueryTimeout,
 		MaxOpenConns: cfg.MaxInFlight*4 + 2,
 		MaxIdleConns: cfg.MaxInFlight*2 + 1,
 	}
+	if cfg.Protocol == config.ProtocolHTTP {
+		opts.Protocol = clickhouse.HTTP
+		if tlsCfg != nil && password == "" && cfg.TLS.CertFile == "" {
+			// Over HTTPS without a password, clickhouse-go asks the
+			// server for certificate authentication, which fails without
+			// a client certificate; this user simply has no password.
+			opts.HttpHeaders = map[string]string{"X-ClickHouse-SSL-Certificate-Auth": "off"}
+		}
+	}
+	// Over HTTP too, lz4 and zstd are ClickHouse's block compression of
+	// the Native format the driver sends (compress=1, decompress=1), not
+	// an HTTP Content-Encoding.
 	switch cfg.Compression {
 	case "lz4":
 		opts.Compression = &clickhouse.Compression{Method: clickhouse.CompressionLZ4}
@@ -82,6 +97,12 @@ func Open(ctx context.Context, name string, cfg config.ClickHouse) (*Writer, err
 	defer cancel()
 	if err := conn.Ping(pctx); err != nil {
 		conn.Close()
+		// A ping that timed out has used pctx up: the probe gets its own.
+		wctx, wcancel := context.WithTimeout(ctx, cfg.DialTimeout)
+		defer wcancel()
+		if wrong := wrongProtocol(wctx, cfg, tlsCfg, password, err); wrong != nil {
+			return nil, wrong
+		}
 		return nil, openError(cfg, err)
 	}
 	return w, nil
@@ -107,9 +128,15 @@ func openError(cfg config.ClickHouse, err error) error {
 		verify *tls.CertificateVerificationError
 		alert  tls.AlertError
 	)
+	securePort := "the secure native port is tcp_port_secure, usually 9440"
+	if cfg.Protocol == config.ProtocolHTTP {
+		securePort = "HTTPS is https_port, usually 8443"
+	}
 	switch {
-	case errors.As(err, &rec):
-		return fmt.Errorf("clickhouse %s: TLS handshake failed: the server does not speak TLS on this port (the secure native port is tcp_port_secure, usually 9440)", addrs)
+	// net/http turns the RecordHeaderError of a plaintext answer into an
+	// error of its own that only its text identifies.
+	case errors.As(err, &rec), strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
+		return fmt.Errorf("clickhouse %s: TLS handshake failed: the server does not speak TLS on this port (%s)", addrs, securePort)
 	case errors.As(err, &verify):
 		return fmt.Errorf("clickhouse %s: TLS handshake failed: %v (check clickhouse.tls.ca_file and server_name)", addrs, verify.Err)
 	case errors.As(err, &alert):
@@ -141,6 +168,9 @@ type Table struct {
 	Insert         []decode.ColumnSchema // the columns every INSERT names
 	query          string
 	unsendable     error // a column name the driver cannot carry; see checkColumnName
+	// columns names the INSERT's columns and types for clickhouse-go's
+	// HTTP batch, which otherwise runs DESCRIBE TABLE before every INSERT.
+	columns []clickhouse.ColumnNameAndType
 }
 
 // FullName is db.table as users write it.
@@ -212,7 +242,9 @@ func NewTable(db, name string, schema, insert []decode.ColumnSchema) *Table {
 	b.WriteString(QuoteIdent(name))
 	b.WriteString(" (")
 	var unsendable error
+	columns := make([]clickhouse.ColumnNameAndType, len(insert))
 	for i, c := range insert {
+		columns[i] = clickhouse.ColumnNameAndType{Name: c.Name, Type: c.Type}
 		if i > 0 {
 			b.WriteString(", ")
 		}
@@ -225,7 +257,7 @@ func NewTable(db, name string, schema, insert []decode.ColumnSchema) *Table {
 		b.WriteString("`" + c.Name + "`")
 	}
 	b.WriteByte(')')
-	return &Table{Database: db, Name: name, Schema: schema, Insert: insert, query: b.String(), unsendable: unsendable}
+	return &Table{Database: db, Name: name, Schema: schema, Insert: insert, query: b.String(), unsendable: unsendable, columns: columns}
 }
 
 // QuoteIdent quotes a ClickHouse identifier with backticks so that no name,
@@ -273,6 +305,12 @@ func (w *Writer) InsertOnce(ctx context.Context, t *Table, block Block, queryID 
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.QueryTimeout)
 	defer cancel()
 	opts := []clickhouse.QueryOption{clickhouse.WithQueryID(queryID)}
+	if w.cfg.Protocol == config.ProtocolHTTP {
+		// The schema the block was built for: a column the table lost
+		// since is then the server's NO_SUCH_COLUMN_IN_TABLE (a schema
+		// refresh), not a driver error before the INSERT is sent.
+		opts = append(opts, clickhouse.WithColumnNamesAndTypes(t.columns))
+	}
 	if w.settings != nil {
 		opts = append(opts, clickhouse.WithSettings(w.settings))
 	}
