@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/internal/decode"
@@ -36,7 +37,7 @@ type typeCase struct {
 
 // runTypes creates a table with an id and every case's column on s, sends
 // one record per row through decode and the writer, and compares.
-func runTypes(t *testing.T, s testenv.Server, cases []typeCase, settings string) {
+func runTypes(t *testing.T, s testenv.Server, cases []typeCase, settings clickhouse.Settings) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -55,8 +56,8 @@ func runTypes(t *testing.T, s testenv.Server, cases []typeCase, settings string)
 		}
 		rows = max(rows, len(c.in))
 	}
-	ddl := fmt.Sprintf("CREATE TABLE %s.t (%s) ENGINE = MergeTree ORDER BY id%s", db, strings.Join(defs, ", "), settings)
-	if err := conn.Exec(ctx, ddl); err != nil {
+	ddl := fmt.Sprintf("CREATE TABLE %s.t (%s) ENGINE = MergeTree ORDER BY id", db, strings.Join(defs, ", "))
+	if err := conn.Exec(clickhouse.Context(ctx, clickhouse.WithSettings(settings)), ddl); err != nil {
 		t.Fatalf("create table: %v\n%s", err, ddl)
 	}
 
@@ -160,7 +161,7 @@ var nestedSources = []typeCase{
 // TestTypesEndToEnd runs the types both servers have, on each.
 func TestTypesEndToEnd(t *testing.T) {
 	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
-		runTypes(t, s, withNested(commonTypes), "")
+		runTypes(t, s, withNested(commonTypes), nil)
 	})
 }
 
@@ -168,4 +169,74 @@ func TestTypesEndToEnd(t *testing.T) {
 // (as a field named "n", which is not a column).
 func withNested(cases []typeCase) []typeCase {
 	return append(append([]typeCase(nil), cases...), nestedSources...)
+}
+
+// modernTypes exist on current servers only.
+var modernTypes = []typeCase{
+	{col: "dt64_0", typ: "DateTime64(0)", in: []string{`"2024-05-17T12:34:56Z"`, `1715949296`, ""},
+		want: []string{"2024-05-17 12:34:56", "2024-05-17 12:34:56", "1970-01-01 00:00:00"}},
+	{col: "dt64_3", typ: "DateTime64(3)", in: []string{`"2024-05-17 12:34:56.789"`, `1715949296789`, `"2024-05-17T14:34:56.7+02:00"`},
+		want: []string{"2024-05-17 12:34:56.789", "2024-05-17 12:34:56.789", "2024-05-17 12:34:56.700"}},
+	{col: "dt64_6", typ: "DateTime64(6)", in: []string{`"2024-05-17T12:34:56.123456Z"`, `1715949296123456`, `"1900-01-01 00:00:00"`},
+		want: []string{"2024-05-17 12:34:56.123456", "2024-05-17 12:34:56.123456", "1900-01-01 00:00:00.000000"}},
+	{col: "dt64_9", typ: "DateTime64(9)", in: []string{`"2024-05-17T12:34:56.123456789Z"`, `1715949296123456789`, `"2262-04-11 23:47:15"`},
+		want: []string{"2024-05-17 12:34:56.123456789", "2024-05-17 12:34:56.123456789", "2262-04-11 23:47:15.000000000"}},
+	{col: "dt64_3tz", typ: "DateTime64(3, 'Asia/Tokyo')", in: []string{`"2024-05-17 21:34:56.789"`, `1715949296789`, `"2024-05-17T12:34:56.789Z"`},
+		want: []string{"2024-05-17 12:34:56.789", "2024-05-17 12:34:56.789", "2024-05-17 12:34:56.789"}, expr: "toTimeZone(dt64_3tz, 'UTC')"},
+	{col: "dt64_9tz", typ: "DateTime64(9, 'America/New_York')", in: []string{`"2024-05-17 08:34:56.000000001"`, "", ""},
+		want: []string{"2024-05-17 12:34:56.000000001", "1970-01-01 00:00:00.000000000", "1970-01-01 00:00:00.000000000"}, expr: "toTimeZone(dt64_9tz, 'UTC')"},
+	{col: "d32", typ: "Date32", in: []string{`"1900-01-01"`, `"2299-12-31"`, `"2024-05-17T23:59:59Z"`}, want: []string{"1900-01-01", "2299-12-31", "2024-05-17"}},
+	{col: "b", typ: "Bool", in: []string{`true`, `"0"`, ""}, want: []string{"true", "false", "false"}},
+	{col: "ip4", typ: "IPv4", in: []string{`"10.1.2.3"`, `4294967295`, ""}, want: []string{"10.1.2.3", "255.255.255.255", "0.0.0.0"}},
+	{col: "ip6", typ: "IPv6", in: []string{`"2001:db8::1"`, `"10.1.2.3"`, ""}, want: []string{"2001:db8::1", "::ffff:10.1.2.3", "::"}},
+	{col: "m", typ: "Map(String, UInt64)", in: []string{`{"a": 1, "b": "2"}`, `{}`, ""}, want: []string{"{'a':1,'b':2}", "{}", "{}"}},
+	{col: "mlc", typ: "Map(LowCardinality(String), Array(Nullable(Int32)))", in: []string{`{"x": [1, null]}`, `{"y": []}`, ""},
+		want: []string{"{'x':[1,NULL]}", "{'y':[]}", "{}"}},
+	{col: "i128", typ: "Int128", in: []string{`"-170141183460469231731687303715884105728"`, `170141183460469231731687303715884105727`, `1e20`},
+		want: []string{"-170141183460469231731687303715884105728", "170141183460469231731687303715884105727", "100000000000000000000"}},
+	{col: "u128", typ: "UInt128", in: []string{`"340282366920938463463374607431768211455"`, `0`, ""}, want: []string{"340282366920938463463374607431768211455", "0", "0"}},
+	{col: "i256", typ: "Int256", in: []string{`"-57896044618658097711785492504343953926634992332820282019728792003956564819968"`, `-1`, ""},
+		want: []string{"-57896044618658097711785492504343953926634992332820282019728792003956564819968", "-1", "0"}},
+	{col: "u256", typ: "UInt256", in: []string{`"115792089237316195423570985008687907853269984665640564039457584007913129639935"`, `"42"`, ""},
+		want: []string{"115792089237316195423570985008687907853269984665640564039457584007913129639935", "42", "0"}},
+	{col: "d128s", typ: "Decimal128(10)", in: []string{`"-1234567890123456789012345678.0123456789"`, `0.5`, ""},
+		want: []string{"-1234567890123456789012345678.0123456789", "0.5", "0"}},
+	{col: "d256", typ: "Decimal256(20)", in: []string{`"12345678901234567890123456789012345678901234567890.12345678901234567890"`, `"-0.00000000000000000001"`, ""},
+		want: []string{"12345678901234567890123456789012345678901234567890.1234567890123456789", "-0.00000000000000000001", "0"}},
+	{col: "j", typ: "JSON", in: []string{`{"a": 1, "b": {"c": "x", "d": [1, 2]}}`, `"{\"s\": true}"`, ""},
+		want: []string{`{"a":1,"b":{"c":"x","d":[1,2]}}`, `{"s":true}`, `{}`}},
+	{col: "jt", typ: "JSON(a UInt32, b.t DateTime64(3), b.u UUID, SKIP z)", in: []string{
+		`{"a": "42", "b": {"t": 1715949296789, "u": "6BA7B810-9DAD-11D1-80B4-00C04FD430C8"}, "c": 1.5, "z": 1}`, `{"a": 7, "b.t": "2024-05-17T14:34:56+02:00"}`, ""},
+		want: []string{
+			`{"a":42,"b":{"t":"2024-05-17 12:34:56.789","u":"6ba7b810-9dad-11d1-80b4-00c04fd430c8"},"c":1.5}`,
+			`{"a":7,"b":{"t":"2024-05-17 12:34:56.000","u":"00000000-0000-0000-0000-000000000000"}}`,
+			`{"a":0,"b":{"t":"1970-01-01 00:00:00.000","u":"00000000-0000-0000-0000-000000000000"}}`}},
+	{col: "jtypes", typ: "JSON(a UInt32)", in: []string{`{"a": 1, "n": -5, "f": 1.5, "s": "x", "arr": [1, 2]}`, "", ""},
+		want: []string{"UInt32\tInt64\tFloat64\tString\tArray(Nullable(Int64))", "UInt32\tNone\tNone\tNone\tNone", "UInt32\tNone\tNone\tNone\tNone"},
+		expr: "toTypeName(jtypes.a), dynamicType(jtypes.n), dynamicType(jtypes.f), dynamicType(jtypes.s), dynamicType(jtypes.arr)"},
+	{col: "dyn", typ: "Dynamic", in: []string{`-5`, `18446744073709551615`, `1.5`},
+		want: []string{"-5\tInt64", "18446744073709551615\tUInt64", "1.5\tFloat64"}, expr: "dyn, dynamicType(dyn)"},
+	{col: "dyn2", typ: "Dynamic", in: []string{`"x"`, `true`, `{"a": [1]}`},
+		want: []string{"x\tString", "true\tBool", `{"a":[1]}` + "\tString"}, expr: "dyn2, dynamicType(dyn2)"},
+	{col: "dyn3", typ: "Dynamic", in: []string{`null`, `123456789012345678901234567890`, ""},
+		want: []string{"\\N\tNone", "123456789012345678901234567890\tString", "\\N\tNone"}, expr: "dyn3, dynamicType(dyn3)"},
+	{col: "var", typ: "Variant(String, UInt64, Array(UInt8), DateTime64(3))", in: []string{`"x"`, `42`, `[1, 2]`},
+		want: []string{"x\tString", "42\tUInt64", "[1,2]\tArray(UInt8)"}, expr: "var, variantType(var)"},
+	{col: "var2", typ: "Variant(Bool, Int64, UUID)", in: []string{`"6ba7b810-9dad-11d1-80b4-00c04fd430c8"`, `false`, ""},
+		want: []string{"6ba7b810-9dad-11d1-80b4-00c04fd430c8\tUUID", "false\tBool", "\\N\tNone"}, expr: "var2, variantType(var2)"},
+}
+
+// nestedUnflattened is a Nested column kept whole (flatten_nested = 0):
+// one column of type Nested(a UInt32, b String).
+var nestedUnflattened = typeCase{col: "nu", typ: "Nested(a UInt32, b String)",
+	in:   []string{`[{"a": 1, "b": "x"}, {"a": 2}]`, `[]`, ""},
+	want: []string{"[(1,'x'),(2,'')]", "[]", "[]"}}
+
+// TestModernTypesOn26 runs the types only current servers have on 26.9.
+func TestModernTypesOn26(t *testing.T) {
+	s := testenv.Server26(t)
+	runTypes(t, s, append(withNested(commonTypes), modernTypes...), nil)
+	t.Run("NestedUnflattened", func(t *testing.T) {
+		runTypes(t, s, []typeCase{nestedUnflattened}, clickhouse.Settings{"flatten_nested": 0})
+	})
 }
