@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/big"
 	"net/netip"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2/lib/chcol"
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -94,6 +96,22 @@ func norm(t *chType, v any) any {
 		return netip.AddrFrom4(b).String()
 	case kIPv6:
 		return netip.AddrFrom16(v.([16]byte)).String()
+	case kInt128, kInt256, kUInt128, kUInt256:
+		b := v.(big.Int)
+		return b.String()
+	case kTuple:
+		row := v.([]any)
+		out := []any{}
+		for i, e := range t.elems {
+			out = append(out, norm(e, row[i]))
+		}
+		return out
+	case kDynamic, kVariant:
+		d := v.(chcol.Variant)
+		if d.Nil() {
+			return nil
+		}
+		return [2]any{d.Type(), d.Any()}
 	}
 	return v
 }
