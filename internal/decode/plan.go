@@ -106,9 +106,8 @@ type Plan struct {
 //
 // Errors name the column or mapping key: a mapping key that is not a column
 // (or is MATERIALIZED/ALIAS), a malformed or unknown source, a $ source into
-// an Array or Map column, or a column type this package cannot fill
-// (AggregateFunction, Tuple, Nested, Object/JSON, Variant, Dynamic,
-// Int128/256, UInt128/256, geo types, ...).
+// an Array, Map, Tuple, Variant or JSON column, or a column type this
+// package cannot fill (see the package documentation).
 func Compile(format string, cols []ColumnSchema, mapping map[string]string) (*Plan, error) {
 	if format == FormatDebezium {
 		return compileDebezium(cols, mapping)
@@ -387,6 +386,10 @@ func (b *Block) Columns() []ColumnSchema { return b.cols }
 //	LowCardinality(T)                        as T
 //	Array(T)                                 [][]T (Array(Nullable(T)): [][]*T)
 //	Map(K, V)                                []*MapRow
+//	Int128, Int256, UInt128, UInt256         []big.Int
+//	Tuple(...)                               [][]any (one element per tuple element)
+//	Dynamic, Variant(...)                    []chcol.Dynamic / []chcol.Variant (typed)
+//	JSON                                     []string (one JSON object text per row)
 //
 // Scalar slices alias the block's buffers: they are valid until the next
 // Append or Reset. Nullable, Array, Map and Decimal build a new slice per call.
