@@ -2,8 +2,10 @@ package decode
 
 import (
 	"math"
+	"math/big"
 	"reflect"
 	"strconv"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -264,6 +266,18 @@ func newCol(t *chType) col {
 		return newLeaf(nullable, 16, [16]byte{}, same[[16]byte]{}, func(c *ctx, in *input) ([16]byte, error) {
 			return c.ipv6(in, t)
 		})
+	case kInt128, kInt256, kUInt128, kUInt256:
+		_, signed := wideBits(t.kind)
+		return newLeaf(nullable, 32, u256{}, mapped[u256, big.Int]{func(v u256) big.Int { return v.bigInt(signed) }},
+			func(c *ctx, in *input) (u256, error) { return c.wide(in, t) })
+	case kTuple:
+		return newTupleCol(t)
+	case kDynamic:
+		return &dynamicCol{}
+	case kVariant:
+		return newVariantCol(t)
+	case kJSON:
+		return newJSONCol(t)
 	}
 	panic("decode: no buffer for type " + t.str) // Compile rejects these
 }
@@ -281,24 +295,7 @@ var (
 func stringConv(t *chType, fixed int) func(c *ctx, in *input) (string, error) {
 	var last string
 	return func(c *ctx, in *input) (string, error) {
-		var b []byte
-		switch in.kind {
-		case inStr, inNum:
-			b = in.b
-		case inTrue:
-			b = trueText
-		case inFalse:
-			b = falseText
-		case inObject, inArray:
-			c.tmp = in.v.MarshalTo(c.tmp[:0])
-			b = c.tmp
-		case inInt:
-			c.tmp = strconv.AppendInt(c.tmp[:0], in.n, 10)
-			b = c.tmp
-		case inTime:
-			c.tmp = in.t.UTC().AppendFormat(c.tmp[:0], time.RFC3339Nano)
-			b = c.tmp
-		}
+		b := c.stringText(in)
 		if fixed > 0 && len(b) != fixed {
 			if len(b) > fixed {
 				return "", reasonf("string of %d bytes is too long for %s", len(b), t.str)
@@ -317,6 +314,29 @@ func stringConv(t *chType, fixed int) func(c *ctx, in *input) (string, error) {
 	}
 }
 
+// stringText is the text a String column stores for in (see stringConv);
+// it may borrow the context's scratch.
+func (c *ctx) stringText(in *input) []byte {
+	switch in.kind {
+	case inStr, inNum:
+		return in.b
+	case inTrue:
+		return trueText
+	case inFalse:
+		return falseText
+	case inObject, inArray:
+		c.tmp = in.v.MarshalTo(c.tmp[:0])
+		return c.tmp
+	case inInt:
+		c.tmp = strconv.AppendInt(c.tmp[:0], in.n, 10)
+		return c.tmp
+	case inTime:
+		c.tmp = in.t.UTC().AppendFormat(c.tmp[:0], time.RFC3339Nano)
+		return c.tmp
+	}
+	return nil
+}
+
 // ---- Array ----
 
 type arrayCol struct {
@@ -333,6 +353,12 @@ func (a *arrayCol) add(c *ctx, in *input) error {
 		items, _ := in.v.Array()
 		ein := &a.in
 		for i, it := range items {
+			if in.proj != nil {
+				if it.Type() != fastjson.TypeObject {
+					return &reason{msg: "element " + strconv.Itoa(i) + ": want a JSON object with field " + strconv.Quote(strings.Join(in.proj, "."))}
+				}
+				it = it.Get(in.proj...)
+			}
 			c.fromJSON(it, ein)
 			if err := a.elem.add(c, ein); err != nil {
 				return &reason{msg: "element " + strconv.Itoa(i) + ": " + err.Error()}

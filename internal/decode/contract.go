@@ -61,6 +61,42 @@
 //     Array(Nullable(T)) and Array(Array(T)) work); null or missing is [].
 //   - Map(K, V): a JSON object in its key order (duplicate keys kept); keys
 //     are converted from their text as K, values as V.
+//   - Int128, Int256, UInt128, UInt256: like the smaller integers, exactly,
+//     over the type's whole range (numbers beyond 64 bits may be JSON
+//     numbers or numeric strings).
+//   - Tuple(a T, b U): a JSON object by element name (missing names get
+//     their default) or a JSON array by position; an unnamed Tuple(T, U)
+//     takes an array of exactly its length. Null or missing: every element
+//     its default.
+//   - Nested(a T, b U): as the server lists it with flatten_nested=1 (the
+//     default), columns n.a Array(T), n.b Array(U): each reads the field
+//     "n.a" if present, else "n" as an array of objects (n[i].a) or as an
+//     object of parallel arrays (n.a). With flatten_nested=0 one column
+//     Nested(...) = Array(Tuple(...)) reads an array of objects.
+//   - Dynamic: null or missing is NULL; true/false Bool; integral numbers
+//     written without fraction or exponent Int64 (UInt64 above Int64,
+//     beyond UInt64 their text as String, as ClickHouse infers them); other
+//     numbers Float64; strings String (no date inference); objects and
+//     arrays their compact JSON text as String; $partition/$offset Int64,
+//     $timestamp DateTime64(3).
+//   - Variant(T1, ...): null or missing is NULL; any other value goes to the
+//     first alternative, in the server's order, that converts it, trying
+//     first those of the value's own kind (String/FixedString for a JSON
+//     string, numeric types for a number, Bool for true/false, Array/Tuple
+//     for an array, Map/Tuple for an object).
+//   - JSON, JSON(path Type, ...): a JSON object, or a string holding one;
+//     null or missing is {}. The object is sent as text and parsed by the
+//     server; typed-path values are first converted here by the rules above
+//     (a value that does not convert makes the record bad) and written as a
+//     canonical literal (times as UTC RFC 3339, Enums by value, ...), so the
+//     server's own, different, text rules never apply to them. Typed paths
+//     may be scalar types, Nullable/LowCardinality of them and Arrays.
+//
+// Not supported (Compile refuses the column, naming it and its type):
+// AggregateFunction, geo types, Object('json'), Nullable(Tuple/JSON),
+// JSON/Dynamic/Variant inside another type, JSON typed paths of Map/Tuple
+// type, and Enums whose element names clickhouse-go v2.51 cannot parse
+// (some names with a quote or backslash; it would panic on the INSERT).
 //
 // Meta sources: $topic, $key and $header.NAME (the first header of that name)
 // are text and convert like a JSON string (so a numeric key fills an Int64

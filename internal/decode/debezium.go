@@ -288,6 +288,9 @@ func compileDebezium(cols []ColumnSchema, mapping map[string]string) (*Plan, err
 		if t.unsupported() {
 			return nil, fmt.Errorf("column %q has type %s which the %s format cannot fill", c.Name, c.Type, FormatDebezium)
 		}
+		if err := driverCanCarry(c.Type, t); err != nil {
+			return nil, fmt.Errorf("column %q has type %s: %v", c.Name, c.Type, err)
+		}
 		spec, explicit := mapping[c.Name]
 		if !explicit {
 			spec = dbzMetaColumns[c.Name]

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/big"
 	"net/netip"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2/lib/chcol"
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -94,6 +96,22 @@ func norm(t *chType, v any) any {
 		return netip.AddrFrom4(b).String()
 	case kIPv6:
 		return netip.AddrFrom16(v.([16]byte)).String()
+	case kInt128, kInt256, kUInt128, kUInt256:
+		b := v.(big.Int)
+		return b.String()
+	case kTuple:
+		row := v.([]any)
+		out := []any{}
+		for i, e := range t.elems {
+			out = append(out, norm(e, row[i]))
+		}
+		return out
+	case kDynamic, kVariant:
+		d := v.(chcol.Variant)
+		if d.Nil() {
+			return nil
+		}
+		return [2]any{d.Type(), d.Any()}
 	}
 	return v
 }
@@ -615,9 +633,12 @@ func TestCompileErrors(t *testing.T) {
 	f([]ColumnSchema{{Name: "a", Type: "String"}, {Name: "a", Type: "Int8"}}, nil, `column "a" is listed twice`)
 	f([]ColumnSchema{{Name: "m", Type: "String", DefaultKind: "MATERIALIZED"}}, nil, `no insertable columns`)
 	for _, typ := range []string{
-		"AggregateFunction(uniq, UInt64)", "Tuple(a UInt8, b String)", "Nested(a UInt8)", "Object('json')", "JSON",
-		"Int128", "UInt256", "Variant(String, UInt64)", "Dynamic", "Point", "Nothing", "Nullable(Nothing)",
-		"Array(Tuple(UInt8, String))", "Map(String, Tuple(UInt8))", "Nullable(Array(UInt8))", "LowCardinality(Array(String))",
+		"AggregateFunction(uniq, UInt64)", "Object('json')", "Point", "Nothing", "Nullable(Nothing)",
+		"Nullable(Array(UInt8))", "LowCardinality(Array(String))",
+		"Tuple()", "Tuple(a UInt8, String)", "Nullable(Tuple(UInt8))", "Tuple(a Point)", "Nested(UInt8)",
+		"Array(JSON)", "Array(Dynamic)", "Array(Variant(String, UInt8))", "Map(String, Dynamic)", "Tuple(a JSON)",
+		"JSON(a Map(String, UInt8))", "JSON(a Tuple(UInt8))", "JSON(a JSON)", "JSON(a Point)", "Nullable(JSON)",
+		"Variant(Nullable(String), UInt8)", "Variant(String, Dynamic)", "Variant()", "Dynamic(foo)", "Int128(1)",
 		"Map(Nullable(String), UInt8)", "Map(Array(String), UInt8)", "Foo(", "Decimal(18, 40)", "Decimal(0, 0)", "FixedString(0)",
 		"DateTime('Mars/Olympus')", "DateTime64(10)", "Enum8('a' = 1000)", "Enum8()", "Int32(5)", "",
 	} {

@@ -88,3 +88,47 @@ func BenchmarkColumnData(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAppendModern measures the cost per record of the newer column
+// types: the benchCols event table plus one column of the type, so the
+// difference to BenchmarkAppend is that column's share.
+//
+//	go test ./internal/decode/ -run '^$' -bench AppendModern -benchmem
+func BenchmarkAppendModern(b *testing.B) {
+	for _, bc := range []struct{ name, typ, value string }{
+		{"JSON", "JSON", `{"path":"/products/1","ref":"search","n":42,"tags":["a","b"]}`},
+		{"JSONTyped", "JSON(n UInt32, t DateTime64(3))", `{"path":"/products/1","ref":"search","n":42,"t":1715949296789}`},
+		{"JSONString", "JSON", `"{\"path\":\"/products/1\",\"ref\":\"search\",\"n\":42}"`},
+		{"Dynamic", "Dynamic", `"search"`},
+		{"DynamicNumber", "Dynamic", `42`},
+		{"Variant", "Variant(String, UInt64)", `42`},
+		{"Tuple", "Tuple(a UInt32, b String)", `{"a":1,"b":"x"}`},
+		{"Int128", "Int128", `"170141183460469231731687303715884105727"`},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			cols := append(append([]ColumnSchema(nil), benchCols...), ColumnSchema{Name: "extra", Type: bc.typ})
+			p, err := Compile("json", InsertColumns(cols), nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			events := benchEvents(1024)
+			recs := make([]*kgo.Record, len(events))
+			for i, e := range events {
+				v := append(e[:len(e)-1:len(e)-1], `,"extra":`...)
+				v = append(append(v, bc.value...), '}')
+				recs[i] = &kgo.Record{Topic: "events", Partition: 3, Offset: int64(i), Value: v, Timestamp: time.Unix(1715949296, 0)}
+			}
+			blk := p.NewBlock()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if blk.Rows() == 10_000 {
+					blk.Reset()
+				}
+				if err := p.Append(blk, recs[i%len(recs)]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

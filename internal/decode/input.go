@@ -34,6 +34,9 @@ type input struct {
 	v    *fastjson.Value
 	n    int64
 	t    time.Time
+	// proj, set only on an inArray for an Array column, says each element
+	// is an object and the column's value is proj's path in each.
+	proj []string
 }
 
 // ctx carries per-Append state: the block being filled and scratch space.

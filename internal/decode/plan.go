@@ -53,6 +53,11 @@ type source struct {
 	slot   int      // srcJSON: index of the top-level key in Plan.keys
 	rest   []string // srcJSON: path below the top-level key
 	header string   // srcHeader: header name
+	// nested: for an unmapped Array column named "n.a" (a Nested column's
+	// part), where the record has no "n.a" key: read "n" instead, and take
+	// "a" from each element of an array of objects, or from an object
+	// holding the parallel arrays.
+	nested *source
 }
 
 var metaSources = map[string]srcKind{
@@ -101,9 +106,8 @@ type Plan struct {
 //
 // Errors name the column or mapping key: a mapping key that is not a column
 // (or is MATERIALIZED/ALIAS), a malformed or unknown source, a $ source into
-// an Array or Map column, or a column type this package cannot fill
-// (AggregateFunction, Tuple, Nested, Object/JSON, Variant, Dynamic,
-// Int128/256, UInt128/256, geo types, ...).
+// an Array, Map, Tuple, Variant or JSON column, or a column type this
+// package cannot fill (see the package documentation).
 func Compile(format string, cols []ColumnSchema, mapping map[string]string) (*Plan, error) {
 	if format == FormatDebezium {
 		return compileDebezium(cols, mapping)
@@ -125,6 +129,9 @@ func Compile(format string, cols []ColumnSchema, mapping map[string]string) (*Pl
 		if t.unsupported() {
 			return nil, fmt.Errorf("column %q has type %s which the json format cannot fill", c.Name, c.Type)
 		}
+		if err := driverCanCarry(c.Type, t); err != nil {
+			return nil, fmt.Errorf("column %q has type %s: %v", c.Name, c.Type, err)
+		}
 		spec, explicit := mapping[c.Name]
 		if !explicit {
 			spec = metaColumns[c.Name]
@@ -133,6 +140,10 @@ func Compile(format string, cols []ColumnSchema, mapping map[string]string) (*Pl
 		switch {
 		case spec == "" && !explicit:
 			src = p.jsonSource([]string{c.Name})
+			if head, rest, ok := strings.Cut(c.Name, "."); ok && t.kind == kArray && head != "" && rest != "" {
+				alt := p.jsonSource([]string{head, rest})
+				src.nested = &alt
+			}
 		case strings.HasPrefix(spec, "$"):
 			if name, ok := strings.CutPrefix(spec, "$header."); ok && name != "" {
 				src = source{kind: srcHeader, header: name}
@@ -270,6 +281,14 @@ func (p *Plan) read(s *source, r *kgo.Record, in *input) {
 	switch s.kind {
 	case srcJSON:
 		v := p.slots[s.slot]
+		in.proj = nil
+		if v == nil && s.nested != nil {
+			if v = p.slots[s.nested.slot]; v != nil && v.Type() == fastjson.TypeArray {
+				in.kind, in.v, in.proj = inArray, v, s.nested.rest
+				return
+			}
+			s = s.nested
+		}
 		if v != nil && len(s.rest) > 0 {
 			v = v.Get(s.rest...)
 		}
@@ -367,6 +386,10 @@ func (b *Block) Columns() []ColumnSchema { return b.cols }
 //	LowCardinality(T)                        as T
 //	Array(T)                                 [][]T (Array(Nullable(T)): [][]*T)
 //	Map(K, V)                                []*MapRow
+//	Int128, Int256, UInt128, UInt256         []big.Int
+//	Tuple(...)                               [][]any (one element per tuple element)
+//	Dynamic, Variant(...)                    []chcol.Dynamic / []chcol.Variant (typed)
+//	JSON                                     []string (one JSON object text per row)
 //
 // Scalar slices alias the block's buffers: they are valid until the next
 // Append or Reset. Nullable, Array, Map and Decimal build a new slice per call.

@@ -39,6 +39,14 @@ const (
 	kMap
 	kNullable
 	kLowCardinality
+	kInt128
+	kInt256
+	kUInt128
+	kUInt256
+	kTuple   // elems, names (all set for a named tuple, all "" otherwise)
+	kJSON    // elems are the typed paths, names their dotted paths
+	kDynamic // no parameters kept
+	kVariant // elems are the alternatives as the server lists them
 )
 
 // chType is a parsed ClickHouse type string. Wrappers (Nullable,
@@ -51,6 +59,9 @@ type chType struct {
 	n     int            // FixedString length, DateTime64 precision, Decimal precision
 	scale int            // Decimal scale
 	loc   *time.Location // DateTime/DateTime64 zone for zone-less text; nil means UTC
+
+	elems []*chType // Tuple elements, Variant alternatives, JSON typed paths
+	names []string  // Tuple element names (named tuples), JSON typed paths ("a.b")
 
 	enumByName  map[string]int16
 	enumByValue map[int16]bool
@@ -230,6 +241,75 @@ func parseType(s string) *chType {
 		}
 		t.kind, t.key, t.elem = kMap, parseType(args[0]), parseType(args[1])
 		return t
+	case "Int128":
+		return simple(kInt128)
+	case "Int256":
+		return simple(kInt256)
+	case "UInt128":
+		return simple(kUInt128)
+	case "UInt256":
+		return simple(kUInt256)
+	case "Dynamic":
+		// Dynamic(max_types=N) only limits how the server stores it.
+		if args == nil || (len(args) == 1 && strings.HasPrefix(args[0], "max_types=")) {
+			t.kind = kDynamic
+		}
+		return t
+	case "Tuple", "Nested":
+		if len(args) == 0 {
+			return t
+		}
+		named := 0
+		for _, a := range args {
+			name, typ := splitElement(a)
+			if name != "" {
+				named++
+			}
+			t.names = append(t.names, name)
+			t.elems = append(t.elems, parseType(typ))
+		}
+		if named != 0 && named != len(args) {
+			return t // mixed named and unnamed elements: not something the server prints
+		}
+		if name == "Nested" {
+			// Nested(a T, b U) (a table made with flatten_nested = 0) is
+			// Array(Tuple(a T, b U)) on the wire.
+			if named == 0 {
+				return t
+			}
+			tup := &chType{kind: kTuple, str: "Tuple(" + strings.Join(args, ", ") + ")", elems: t.elems, names: t.names}
+			t.elems, t.names = nil, nil
+			t.kind, t.elem = kArray, tup
+			return t
+		}
+		t.kind = kTuple
+		return t
+	case "Variant":
+		if len(args) == 0 {
+			return t
+		}
+		for _, a := range args {
+			t.elems = append(t.elems, parseType(a))
+		}
+		t.kind = kVariant
+		return t
+	case "JSON":
+		for _, a := range args {
+			switch {
+			case strings.HasPrefix(a, "max_dynamic_paths=") || strings.HasPrefix(a, "max_dynamic_types="):
+			case strings.HasPrefix(a, "SKIP "):
+				// Skipped paths are dropped by the server.
+			default:
+				path, typ := splitElement(a)
+				if path == "" {
+					return t
+				}
+				t.names = append(t.names, path)
+				t.elems = append(t.elems, parseType(typ))
+			}
+		}
+		t.kind = kJSON
+		return t
 	case "SimpleAggregateFunction":
 		// Stored and inserted as its argument type; clickhouse-go delegates.
 		if len(args) != 2 {
@@ -287,6 +367,40 @@ func splitTypeName(s string) (name string, args []string, ok bool) {
 	return name, args, true
 }
 
+// splitElement splits a Tuple element or JSON typed path "name Type" into
+// its name (unquoted from backticks) and type; an element without a name
+// ("UInt8", "DateTime64(3, 'UTC')") returns "" and the whole text.
+func splitElement(s string) (name, typ string) {
+	s = strings.TrimSpace(s)
+	if strings.HasPrefix(s, "`") {
+		var b strings.Builder
+		for i := 1; i < len(s); i++ {
+			switch s[i] {
+			case '\\':
+				if i+1 < len(s) {
+					i++
+					b.WriteByte(s[i])
+				}
+			case '`':
+				if i+1 < len(s) && s[i+1] == '`' {
+					i++
+					b.WriteByte('`')
+					continue
+				}
+				return b.String(), strings.TrimSpace(s[i+1:])
+			default:
+				b.WriteByte(s[i])
+			}
+		}
+		return "", s
+	}
+	sp := strings.IndexByte(s, ' ')
+	if sp <= 0 || strings.ContainsAny(s[:sp], "(,'") {
+		return "", s
+	}
+	return s[:sp], strings.TrimSpace(s[sp+1:])
+}
+
 // unquote decodes a single-quoted ClickHouse string literal.
 func unquote(s string) (string, bool) {
 	if len(s) < 2 || s[0] != '\'' || s[len(s)-1] != '\'' {
@@ -340,44 +454,93 @@ func parseZone(arg string) (*time.Location, bool) {
 
 // unsupported reports whether t, or a type inside it, is one this package
 // cannot fill. Nesting rules follow ClickHouse's (no Nullable(Array), etc.).
-func (t *chType) unsupported() bool {
+// JSON, Dynamic and Variant are supported as a column's own type only.
+func (t *chType) unsupported() bool { return t.unsupportedIn(true) }
+
+func (t *chType) unsupportedIn(top bool) bool {
 	switch t.kind {
 	case kUnsupported:
 		return true
-	case kNullable:
-		if t.elem.kind == kArray || t.elem.kind == kMap || t.elem.kind == kNullable || t.elem.kind == kLowCardinality {
+	case kJSON:
+		if !top {
 			return true
 		}
-		return t.elem.unsupported()
+		for _, e := range t.elems {
+			if !e.literal() {
+				return true
+			}
+		}
+		return false
+	case kDynamic:
+		return !top
+	case kVariant:
+		if !top {
+			return true
+		}
+		for _, e := range t.elems {
+			if e.kind == kNullable || e.kind == kLowCardinality && e.elem.kind == kNullable || e.unsupportedIn(false) {
+				return true
+			}
+		}
+		return false
+	case kTuple:
+		for _, e := range t.elems {
+			if e.unsupportedIn(false) {
+				return true
+			}
+		}
+		return false
+	case kNullable:
+		switch t.elem.kind {
+		case kArray, kMap, kNullable, kLowCardinality, kTuple, kJSON, kDynamic, kVariant:
+			return true
+		}
+		return t.elem.unsupportedIn(false)
 	case kLowCardinality:
 		e := t.elem
 		if e.kind == kNullable {
 			e = e.elem
 		}
-		if e.kind == kArray || e.kind == kMap || e.kind == kLowCardinality || e.kind == kNullable {
+		switch e.kind {
+		case kArray, kMap, kLowCardinality, kNullable, kTuple, kJSON, kDynamic, kVariant:
 			return true
 		}
-		return e.unsupported()
+		return e.unsupportedIn(false)
 	case kArray:
-		return t.elem.unsupported()
+		return t.elem.unsupportedIn(false)
 	case kMap:
 		k := t.key
 		if k.kind == kLowCardinality {
 			k = k.elem
 		}
-		if k.kind == kArray || k.kind == kMap || k.kind == kNullable || k.kind == kLowCardinality {
+		switch k.kind {
+		case kArray, kMap, kNullable, kLowCardinality, kTuple, kJSON, kDynamic, kVariant:
 			return true
 		}
-		return k.unsupported() || t.elem.unsupported()
+		return k.unsupportedIn(false) || t.elem.unsupportedIn(false)
 	}
 	return false
+}
+
+// literal reports whether values of t can be written as a canonical JSON
+// literal (see appendLiteral): the scalar types, Nullable and
+// LowCardinality of them, and Arrays of those. These are the types a JSON
+// column's typed paths may have.
+func (t *chType) literal() bool {
+	switch t.kind {
+	case kNullable, kLowCardinality, kArray:
+		return !t.unsupportedIn(false) && t.elem.literal()
+	case kUnsupported, kMap, kTuple, kJSON, kDynamic, kVariant:
+		return false
+	}
+	return true
 }
 
 // scalar reports whether t (after LowCardinality/Nullable) is a single value,
 // i.e. something a string or integer meta source can fill.
 func (t *chType) scalar() bool {
 	switch t.kind {
-	case kArray, kMap:
+	case kArray, kMap, kTuple, kJSON, kVariant:
 		return false
 	case kNullable, kLowCardinality:
 		return t.elem.scalar()

@@ -298,7 +298,15 @@ type Block interface {
 
 // InsertOnce sends block as one INSERT. queryID names the attempt in
 // system.query_log.
-func (w *Writer) InsertOnce(ctx context.Context, t *Table, block Block, queryID string) error {
+func (w *Writer) InsertOnce(ctx context.Context, t *Table, block Block, queryID string) (err error) {
+	// clickhouse-go parses the server's column types itself and has panicked
+	// on some (decode.Compile refuses the ones known); a panic here is a
+	// permanent error of this insert, never a crash of the process.
+	defer func() {
+		if r := recover(); r != nil {
+			err = &driverPanic{msg: fmt.Sprint(r)}
+		}
+	}()
 	if t.unsendable != nil {
 		return t.unsendable
 	}
@@ -331,6 +339,11 @@ func (w *Writer) InsertOnce(ctx context.Context, t *Table, block Block, queryID 
 	}
 	return b.Send()
 }
+
+// driverPanic is a panic inside clickhouse-go during an insert.
+type driverPanic struct{ msg string }
+
+func (e *driverPanic) Error() string { return "clickhouse-go panicked: " + e.msg }
 
 // Attempt describes a failed attempt, for logs and metrics.
 type Attempt struct {

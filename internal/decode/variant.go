@@ -1,0 +1,137 @@
+package decode
+
+import (
+	"reflect"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/chcol"
+)
+
+const variantNull = 0xff
+
+// variantCol buffers Variant(T1, ..., Tn): a buffer per alternative and,
+// per row, which alternative holds it.
+type variantCol struct {
+	t     *chType
+	alts  []col
+	order [inTime + 1][]int // per input kind: the alternatives to try, in order
+	tags  []uint8
+	pos   []int32
+}
+
+// family says which JSON value kinds an alternative naturally takes: a
+// value tries those alternatives first, then every other one, each group
+// in the order the server lists the alternatives.
+func family(t *chType, k inKind) bool {
+	for t.kind == kLowCardinality || t.kind == kNullable {
+		t = t.elem
+	}
+	switch k {
+	case inStr:
+		return t.kind == kString || t.kind == kFixedString
+	case inNum, inInt:
+		switch t.kind {
+		case kInt8, kInt16, kInt32, kInt64, kUInt8, kUInt16, kUInt32, kUInt64,
+			kInt128, kInt256, kUInt128, kUInt256, kFloat32, kFloat64, kDecimal:
+			return true
+		}
+	case inTrue, inFalse:
+		return t.kind == kBool
+	case inArray:
+		return t.kind == kArray || t.kind == kTuple
+	case inObject:
+		return t.kind == kMap || t.kind == kTuple
+	case inTime:
+		return t.kind == kDateTime || t.kind == kDateTime64
+	}
+	return false
+}
+
+func newVariantCol(t *chType) *variantCol {
+	v := &variantCol{t: t}
+	for _, e := range t.elems {
+		v.alts = append(v.alts, newCol(e))
+	}
+	for k := inStr; k <= inTime; k++ {
+		for i, e := range t.elems {
+			if family(e, k) {
+				v.order[k] = append(v.order[k], i)
+			}
+		}
+		for i, e := range t.elems {
+			if !family(e, k) {
+				v.order[k] = append(v.order[k], i)
+			}
+		}
+	}
+	return v
+}
+
+// add stores null or missing as NULL; any other value goes to the first
+// alternative that converts it (see family for the order).
+func (v *variantCol) add(c *ctx, in *input) error {
+	tag, pos := uint8(variantNull), 0
+	if in.kind > inNull {
+		var err error
+		for _, i := range v.order[in.kind] {
+			a := v.alts[i]
+			n := a.rows()
+			if err = a.add(c, in); err == nil {
+				tag, pos = uint8(i), n
+				break
+			}
+			a.truncate(n)
+		}
+		if tag == variantNull {
+			return cannotConvert(in, v.t, "no alternative accepts it")
+		}
+	}
+	v.tags = append(v.tags, tag)
+	v.pos = append(v.pos, int32(pos))
+	c.b.bytes += 5
+	return nil
+}
+
+func (v *variantCol) rows() int { return len(v.tags) }
+
+func (v *variantCol) truncate(n int) {
+	if n >= len(v.tags) {
+		return
+	}
+	// Each alternative keeps the rows that point into it below n.
+	for i, a := range v.alts {
+		keep := a.rows()
+		for r := len(v.tags) - 1; r >= n; r-- {
+			if int(v.tags[r]) == i {
+				keep = int(v.pos[r])
+			}
+		}
+		a.truncate(keep)
+	}
+	v.tags, v.pos = v.tags[:n], v.pos[:n]
+}
+
+func (v *variantCol) reset() {
+	for _, a := range v.alts {
+		a.reset()
+	}
+	v.tags, v.pos = v.tags[:0], v.pos[:0]
+}
+
+// data returns []chcol.Variant, each value with its alternative's type.
+func (v *variantCol) data() any {
+	vals := make([]reflect.Value, len(v.alts))
+	for i, a := range v.alts {
+		vals[i] = reflect.ValueOf(a.data())
+	}
+	out := make([]chcol.Variant, len(v.tags))
+	for r, tag := range v.tags {
+		if tag == variantNull {
+			out[r] = chcol.NewVariant(nil)
+			continue
+		}
+		out[r] = chcol.NewVariantWithType(vals[tag].Index(int(v.pos[r])).Interface(), v.t.elems[tag].str)
+	}
+	return out
+}
+
+func (v *variantCol) split(ends []int) any { return reflectSplit(v.data(), ends) }
