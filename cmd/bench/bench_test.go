@@ -127,16 +127,13 @@ func TestPickMedians(t *testing.T) {
 }
 
 func TestEvaluate(t *testing.T) {
-	res := &Results{
-		Variants: []Result{
-			{Key: "sink", Status: "ok", Expected: 1_000_000, RowsPerSec: 500_000, ClientCPUSec: 1.5, ClientCPUUsPerRow: 1.5,
-				ClientMaxRSSMB: 150, BufferMemory: 256 << 20, CHCPUUsPerRow: 1.0},
-			{Key: "kcat_pipe", Status: "ok", Expected: 1_000_000, RowsPerSec: 400_000, CHCPUUsPerRow: 0.9},
-			{Key: "kafka_engine", Status: "could not run: broker refused"},
-		},
-		GoBench: []GoBench{{Package: "sink/internal/decode", Name: "BenchmarkAppend", AllocsPerOp: 0}},
+	variants := []Result{
+		{Key: "sink", Status: "ok", Expected: 1_000_000, RowsPerSec: 500_000, ClientCPUSec: 1.5, ClientCPUUsPerRow: 1.5,
+			ClientMaxRSSMB: 150, BufferMemory: 256 << 20, CHCPUUsPerRow: 1.0},
+		{Key: "kcat_pipe", Status: "ok", Expected: 1_000_000, RowsPerSec: 400_000, CHCPUUsPerRow: 0.9},
+		{Key: "kafka_engine", Status: "could not run: broker refused"},
 	}
-	ts := evaluate(res)
+	ts := evaluate(variants, []GoBench{{Package: "sink/internal/decode", Name: "BenchmarkAppend", AllocsPerOp: 0}})
 	f := func(prefix string, met *bool, measured string) {
 		t.Helper()
 		for _, tg := range ts {

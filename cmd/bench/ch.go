@@ -25,7 +25,9 @@ func newCH(base string) *chHTTP {
 
 // query sends q and returns the body with the trailing newline removed.
 func (c *chHTTP) query(ctx context.Context, q string) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base, strings.NewReader(q))
+	// TabSeparated explicitly: clickhouse-local's HTTP listener (26.9 in
+	// the stack) answers in CSV by default, clickhouse-server in TSV.
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"?default_format=TabSeparated", strings.NewReader(q))
 	if err != nil {
 		return "", err
 	}
@@ -65,6 +67,16 @@ func (c *chHTTP) int64(ctx context.Context, q string) (int64, error) {
 // insertURL is the URL that inserts a request body in format into table.
 func (c *chHTTP) insertURL(table, format string) string {
 	return c.base + "?query=" + url.QueryEscape("INSERT INTO "+table+" FORMAT "+format)
+}
+
+// exceptionOf is the server's own message in a query error ("Code: N.
+// DB::Exception: …"), without the statement that chHTTP.query puts first.
+func exceptionOf(err error) string {
+	s := err.Error()
+	if i := strings.Index(s, "Code: "); i >= 0 {
+		s = s[i:]
+	}
+	return oneLine(s)
 }
 
 func oneLine(s string) string {
