@@ -15,11 +15,11 @@ import (
 // Results is everything one `make bench` measured; it is written as JSON
 // and rendered as markdown.
 type Results struct {
-	Date           string        `json:"date"`
-	Started        time.Time     `json:"started"`
-	TookSec        float64       `json:"took_sec"`
-	Command        string        `json:"command"`
-	Machine        Machine       `json:"machine"`
+	Date           string          `json:"date"`
+	Started        time.Time       `json:"started"`
+	TookSec        float64         `json:"took_sec"`
+	Command        string          `json:"command"`
+	Machine        Machine         `json:"machine"`
 	Workload       Workload        `json:"workload"`
 	Servers        []ServerResults `json:"servers"` // in the order they ran
 	GoBench        []GoBench       `json:"go_bench,omitempty"`
@@ -43,12 +43,12 @@ type ServerResults struct {
 }
 
 type Machine struct {
-	CPUs       int    `json:"cpus"`
-	CPUModel   string `json:"cpu_model"`
-	Kernel     string `json:"kernel"`
-	Go         string `json:"go"`
-	Kafka      string `json:"kafka"`
-	Sink       string `json:"sink"`
+	CPUs     int    `json:"cpus"`
+	CPUModel string `json:"cpu_model"`
+	Kernel   string `json:"kernel"`
+	Go       string `json:"go"`
+	Kafka    string `json:"kafka"`
+	Sink     string `json:"sink"`
 }
 
 type Workload struct {
