@@ -17,15 +17,18 @@ test: stack-up
 demo: stack-up
 	bash scripts/demo.sh
 
-# The sink against the alternatives on one workload; writes bench/results/<date>.md
-# and .json. Flags: make bench BENCH_ARGS='--count 200000 --runs 1'.
+# The sink against the alternatives on one workload, on ClickHouse 18.16 and 26.9;
+# writes bench/results/<date>.md and .json with a table per server.
+# Flags: make bench BENCH_ARGS='--count 200000 --runs 1 --clickhouse 26'.
 bench: stack-up
 	bash scripts/bench.sh $(BENCH_ARGS)
 
 # The delivery-guarantee scenarios at full scale (kill -9, server restarts,
 # rebalances, TOO_MANY_PARTS, poison records, a burst while ClickHouse is down);
-# prints a table and writes it to .stack/chaos.md. `make test` runs a short
-# version of the scenarios that do not restart the shared servers.
+# on ClickHouse 18.16 then 26.9; prints a table per server and writes them to
+# .stack/chaos.md. Flags: make chaos CHAOS_ARGS='--clickhouse 26 --only burst'
+# (go run ./cmd/chaos -h). `make test` runs a short version of the scenarios
+# that do not restart the shared servers.
 chaos: stack-up
 	$(GO) run ./cmd/chaos --out .stack/chaos.md $(CHAOS_ARGS)
 

@@ -2,9 +2,11 @@
 # bench.sh: `make bench`. Builds bin/sink and bin/bench, checks the clients the
 # alternatives need, and runs cmd/bench on the local stack (make bench starts it):
 # one workload produced once, the sink against ClickHouse's Kafka engine, kcat
-# pipes and naive per-record INSERTs, the seed 004 replay, the hot path's Go
-# benchmarks, issue 6's targets. Writes bench/results/<date>.md and .json.
-# Extra flags: make bench BENCH_ARGS='--count 200000 --runs 1' (bin/bench run -h).
+# pipes and naive per-record INSERTs and the seed 004 replay, on ClickHouse 18.16
+# and then 26.9; the hot path's Go benchmarks; issue 6's targets per server.
+# Writes bench/results/<date>.md and .json (a table per server).
+# Extra flags: make bench BENCH_ARGS='--count 200000 --runs 1 --clickhouse 26'
+# (bin/bench run -h).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -24,8 +24,8 @@ const benchDB = "bench"
 
 type options struct {
 	brokers    []string
-	chHTTP     string
-	chNative   string
+	servers    []chServer // one after the other, each with every variant
+	stackRoot  string     // the checkout that started the stack: server logs, Kafka jars
 	sinkBin    string
 	benchBin   string
 	out, work  string
@@ -46,10 +46,25 @@ type options struct {
 	command    string // how the run was started, for the results file
 }
 
+// chServer is one ClickHouse server of the local stack.
+type chServer struct {
+	key    string // "18" or "26", as --clickhouse names it
+	native string // host:port of the native protocol (the sink, clickhouse-client)
+	http   string // http://host:port/ (control queries, the HTTP pipe, naive inserts)
+	stack  string // its directory under <stack root>/.stack, for its error log
+}
+
+// httpAddr is the host:port of the server's HTTP interface.
+func (s chServer) httpAddr() string {
+	a := strings.TrimPrefix(strings.TrimPrefix(s.http, "http://"), "https://")
+	return strings.TrimSuffix(a, "/")
+}
+
 type bench struct {
 	opt   options
-	ch    *chHTTP
-	meter cpuMeter
+	srv   chServer // the server being measured
+	ch    *chHTTP  // control queries to srv
+	meter cpuMeter // srv's and Kafka's CPU
 	kcl   *kgo.Client
 	adm   *kadm.Client
 	id    string // names groups and files of this run
@@ -62,19 +77,12 @@ func logf(format string, args ...any) {
 }
 
 func newBench(ctx context.Context, opt options) (*bench, error) {
-	b := &bench{opt: opt, ch: newCH(opt.chHTTP), id: time.Now().UTC().Format("20060102t150405"), topic: "bench_workload"}
+	b := &bench{opt: opt, id: time.Now().UTC().Format("20060102t150405"), topic: "bench_workload"}
 	if err := os.MkdirAll(opt.work, 0o755); err != nil {
 		return nil, err
 	}
-	if _, err := b.ch.query(ctx, "SELECT 1"); err != nil {
-		return nil, fmt.Errorf("ClickHouse is not reachable (make stack-up): %w", err)
-	}
-	chPort, kafkaPort := portOf(opt.chNative, 9000), portOf(opt.brokers[0], 9092)
 	var err error
-	if b.meter.chPID, err = listenerPID(chPort); err != nil {
-		return nil, fmt.Errorf("clickhouse-server process (for its CPU): %w", err)
-	}
-	if b.meter.kafkaPID, err = listenerPID(kafkaPort); err != nil {
+	if b.meter.kafkaPID, err = listenerPID(portOf(opt.brokers[0], 9092)); err != nil {
 		logf("Kafka broker process not found (%v); its CPU is not reported", err)
 	}
 	b.kcl, err = kgo.NewClient(kgo.SeedBrokers(opt.brokers...))
@@ -83,6 +91,21 @@ func newBench(ctx context.Context, opt options) (*bench, error) {
 	}
 	b.adm = kadm.NewClient(b.kcl)
 	return b, nil
+}
+
+// useServer points the benchmark at srv: control queries, the CPU meter
+// and the clients of every variant run from now on. It returns the
+// server's version.
+func (b *bench) useServer(ctx context.Context, srv chServer) (string, error) {
+	b.srv, b.ch = srv, newCH(srv.http)
+	version, err := b.ch.query(ctx, "SELECT version()")
+	if err != nil {
+		return "", fmt.Errorf("ClickHouse %s is not reachable (make stack-up): %w", srv.http, err)
+	}
+	if b.meter.chPID, err = listenerPID(portOf(srv.native, 9000)); err != nil {
+		return version, fmt.Errorf("the process of ClickHouse %s (for its CPU): %w", srv.native, err)
+	}
+	return version, nil
 }
 
 func portOf(addr string, def int) int {
@@ -97,14 +120,16 @@ func portOf(addr string, def int) int {
 
 func (b *bench) close() { b.kcl.Close() }
 
-// prepare makes the bench database fresh and produces the workload once.
+// prepare makes the bench database fresh on the current server.
 func (b *bench) prepare(ctx context.Context) error {
 	if err := b.ch.exec(ctx, "DROP DATABASE IF EXISTS "+benchDB); err != nil {
 		return err
 	}
-	if err := b.ch.exec(ctx, "CREATE DATABASE "+benchDB); err != nil {
-		return err
-	}
+	return b.ch.exec(ctx, "CREATE DATABASE "+benchDB)
+}
+
+// produceWorkload produces the workload once, for every server.
+func (b *bench) produceWorkload(ctx context.Context) error {
 	logf("producing the workload: %d events of ~%d bytes into %s (%d partitions, skew %g)",
 		b.opt.count, b.opt.size, b.topic, b.opt.partitions, b.opt.skew)
 	p := gen.Produce{

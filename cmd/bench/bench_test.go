@@ -127,16 +127,13 @@ func TestPickMedians(t *testing.T) {
 }
 
 func TestEvaluate(t *testing.T) {
-	res := &Results{
-		Variants: []Result{
-			{Key: "sink", Status: "ok", Expected: 1_000_000, RowsPerSec: 500_000, ClientCPUSec: 1.5, ClientCPUUsPerRow: 1.5,
-				ClientMaxRSSMB: 150, BufferMemory: 256 << 20, CHCPUUsPerRow: 1.0},
-			{Key: "kcat_pipe", Status: "ok", Expected: 1_000_000, RowsPerSec: 400_000, CHCPUUsPerRow: 0.9},
-			{Key: "kafka_engine", Status: "could not run: broker refused"},
-		},
-		GoBench: []GoBench{{Package: "sink/internal/decode", Name: "BenchmarkAppend", AllocsPerOp: 0}},
+	variants := []Result{
+		{Key: "sink", Status: "ok", Expected: 1_000_000, RowsPerSec: 500_000, ClientCPUSec: 1.5, ClientCPUUsPerRow: 1.5,
+			ClientMaxRSSMB: 150, BufferMemory: 256 << 20, CHCPUUsPerRow: 1.0},
+		{Key: "kcat_pipe", Status: "ok", Expected: 1_000_000, RowsPerSec: 400_000, CHCPUUsPerRow: 0.9},
+		{Key: "kafka_engine", Status: "could not run: broker refused"},
 	}
-	ts := evaluate(res)
+	ts := evaluate(variants, []GoBench{{Package: "sink/internal/decode", Name: "BenchmarkAppend", AllocsPerOp: 0}})
 	f := func(prefix string, met *bool, measured string) {
 		t.Helper()
 		for _, tg := range ts {
@@ -255,5 +252,50 @@ Dropped 35 nodes (cum <= 1.10MB)
 	if len(got) != 3 || !strings.HasPrefix(got[0], "Showing nodes accounting for 217.20MB") ||
 		!strings.HasSuffix(got[1], "s2.Decode") || !strings.HasSuffix(got[2], "kgo.ensureLen") {
 		t.Fatalf("pprofTop = %q", got)
+	}
+}
+
+// The HTTP variant runs on 26.9 only; elsewhere its row says why.
+func TestNotRunOn(t *testing.T) {
+	f := func(key, server string, skipped bool) {
+		t.Helper()
+		if got := notRunOn(key, chServer{key: server}); (got != "") != skipped {
+			t.Fatalf("notRunOn(%s, %s) = %q, want skipped %v", key, server, got, skipped)
+		}
+	}
+	f("sink_http", "26", false)
+	f("sink_http", "18", true)
+	f("sink", "18", false)
+	f("kafka_engine", "26", false)
+}
+
+// The results file has a section per server, and rows that did not run
+// say so with their reason, on the right server.
+func TestMarkdownPerServer(t *testing.T) {
+	ok := Result{Key: "sink", Name: "sink (default config)", Status: "ok", Expected: 10, Rows: 10, WallSec: 1, RowsPerSec: 10, Inserts: 1}
+	res := &Results{Date: "2026-01-01", Servers: []ServerResults{
+		{Key: "18", Name: "ClickHouse 18.16.1", Native: "127.0.0.1:9000", HTTP: "http://127.0.0.1:8123/",
+			Variants: []Result{ok, {Key: "sink_http", Name: "sink over HTTP", Status: "not run: no HTTP on 18.16"}}},
+		{Key: "26", Name: "ClickHouse 26.9.2.1", Native: "127.0.0.1:19000", HTTP: "http://127.0.0.1:18123/",
+			Variants: []Result{ok, {Key: "kafka_engine", Name: "Kafka engine", Status: "could not run: Code: 49. Shutdown was called"}}},
+		{Key: "27", Name: "ClickHouse 27", Error: "not reachable"},
+	}}
+	md := res.markdown()
+	i18, i26 := strings.Index(md, "### ClickHouse 18.16.1"), strings.Index(md, "### ClickHouse 26.9.2.1")
+	if i18 < 0 || i26 < i18 {
+		t.Fatalf("want a section for 18.16.1, then 26.9.2.1:\n%s", md)
+	}
+	for _, want := range []string{
+		"| sink over HTTP | not run: no HTTP on 18.16 |",
+		"| Kafka engine | could not run: Code: 49. Shutdown was called |",
+		"Not measured: not reachable",
+		"native 127.0.0.1:19000, HTTP http://127.0.0.1:18123",
+	} {
+		if !strings.Contains(md, want) {
+			t.Fatalf("missing %q in:\n%s", want, md)
+		}
+	}
+	if strings.Index(md, "not run: no HTTP") > i26 || strings.Index(md, "Shutdown was called") < i26 {
+		t.Fatalf("a row is under the wrong server:\n%s", md)
 	}
 }

@@ -70,6 +70,16 @@ func (c *chHTTP) insertURL(table, format string) string {
 	return c.base + "?query=" + url.QueryEscape("INSERT INTO "+table+" FORMAT "+format)
 }
 
+// exceptionOf is the server's own message in a query error ("Code: N.
+// DB::Exception: …"), without the statement that chHTTP.query puts first.
+func exceptionOf(err error) string {
+	s := err.Error()
+	if i := strings.Index(s, "Code: "); i >= 0 {
+		s = s[i:]
+	}
+	return oneLine(s)
+}
+
 func oneLine(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) > 300 {

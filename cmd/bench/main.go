@@ -1,10 +1,13 @@
 // Command bench measures the sink against the alternatives on the local
-// stack, on one fixed workload produced once: the sink (default config and
-// per-partition batches), ClickHouse's Kafka engine with a materialized
-// view, kcat piped into clickhouse-client or into ClickHouse's HTTP
-// interface, and naive per-record INSERTs; then replays seed 004's three
-// configurations with a paced producer, runs the hot path's Go benchmarks,
-// checks issue 6's targets and writes bench/results/<date>.md and .json.
+// stack, on one fixed workload produced once: the sink (default config,
+// per-partition batches, and over HTTP where the server supports it),
+// ClickHouse's Kafka engine with a materialized view, kcat piped into
+// clickhouse-client or into ClickHouse's HTTP interface, and naive
+// per-record INSERTs; then replays seed 004's three configurations with a
+// paced producer. All of that runs on each ClickHouse server of the stack
+// in turn (18.16, then 26.9), each with its own table of results. Then it
+// runs the hot path's Go benchmarks and a profile of the sink once, checks
+// issue 6's targets per server and writes bench/results/<date>.md and .json.
 //
 // Usage (scripts/bench.sh builds bin/sink and bin/bench first):
 //
@@ -59,8 +62,14 @@ func runMain(args []string) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	var o options
 	brokers := fs.String("brokers", "127.0.0.1:9092", "Kafka brokers, comma-separated")
-	fs.StringVar(&o.chHTTP, "clickhouse-http", "http://127.0.0.1:8123/", "ClickHouse HTTP address (control queries, the HTTP pipe, naive inserts)")
-	fs.StringVar(&o.chNative, "clickhouse", "127.0.0.1:9000", "ClickHouse native address (the sink, clickhouse-client)")
+	which := fs.String("clickhouse", "both", "which ClickHouse server(s) to measure, one after the other: 18 (18.16), 26 (26.9) or both")
+	s18 := chServer{key: "18", stack: "clickhouse"}
+	s26 := chServer{key: "26", stack: "clickhouse26"}
+	fs.StringVar(&s18.native, "ch18-addr", "127.0.0.1:9000", "ClickHouse 18.16 native address (the sink, clickhouse-client)")
+	fs.StringVar(&s18.http, "ch18-http", "http://127.0.0.1:8123/", "ClickHouse 18.16 HTTP address (control queries, the HTTP pipe, naive inserts)")
+	fs.StringVar(&s26.native, "ch26-addr", "127.0.0.1:19000", "ClickHouse 26.9 native address")
+	fs.StringVar(&s26.http, "ch26-http", "http://127.0.0.1:18123/", "ClickHouse 26.9 HTTP address (also the sink's, over HTTP)")
+	fs.StringVar(&o.stackRoot, "stack-root", envOr("SINK_STACK_ROOT", "."), "the checkout that started the local stack (server logs, Kafka jars); env SINK_STACK_ROOT")
 	fs.StringVar(&o.sinkBin, "sink", "bin/sink", "the sink binary to measure")
 	fs.StringVar(&o.out, "out", "bench/results", "where the results files go")
 	fs.StringVar(&o.work, "work", ".stack/bench", "generated configs and logs of the clients")
@@ -71,7 +80,7 @@ func runMain(args []string) error {
 	fs.Uint64Var(&o.seed, "seed", 1, "random seed of the workload")
 	fs.IntVar(&o.runs, "runs", 3, "runs per variant (the median by rows/s is reported); the naive variant runs once")
 	fs.IntVar(&o.sample, "naive-sample", 2000, "records the naive variant inserts one by one (then extrapolated)")
-	variants := fs.String("variants", "sink,sink_per_partition,kafka_engine,kcat_pipe,kcat_http,naive", "variants to run, comma-separated")
+	variants := fs.String("variants", "sink,sink_per_partition,sink_http,kafka_engine,kcat_pipe,kcat_http,naive", "variants to run, comma-separated")
 	fs.DurationVar(&o.timeout, "timeout", 3*time.Minute, "longest a variant may take to land the workload")
 	fs.DurationVar(&o.quiet, "settle", 15*time.Second, "longest wait for ClickHouse's merges to settle before each run")
 	fs.BoolVar(&o.seed004.enabled, "seed004", true, "replay seed 004")
@@ -88,6 +97,16 @@ func runMain(args []string) error {
 		return err
 	}
 	o.brokers = strings.Split(*brokers, ",")
+	switch *which {
+	case "18", "18.16":
+		o.servers = []chServer{s18}
+	case "26", "26.9":
+		o.servers = []chServer{s26}
+	case "both":
+		o.servers = []chServer{s18, s26}
+	default:
+		return fmt.Errorf("--clickhouse %q: want 18, 26 or both", *which)
+	}
 	o.variants = splitList(*variants)
 	o.seed004.stages = splitList(*stages)
 	for _, v := range o.variants {
@@ -119,22 +138,12 @@ func runMain(args []string) error {
 	b.res.Started = began.UTC()
 	b.res.Date = began.Format("2006-01-02")
 	b.res.Command = o.command
-	b.res.Machine = machine(ctx, b)
-	if err := b.prepare(ctx); err != nil {
+	b.res.Machine = machine(b)
+	if err := b.produceWorkload(ctx); err != nil {
 		return err
 	}
-	for _, key := range o.variants {
-		runs := o.runs
-		if key == "naive" {
-			runs = 1
-		}
-		for run := 1; run <= runs && ctx.Err() == nil; run++ {
-			b.res.Runs = append(b.res.Runs, b.runVariant(ctx, key, run))
-		}
-	}
-	b.res.Variants = pickMedians(b.res.Runs)
-	if o.seed004.enabled && ctx.Err() == nil {
-		b.res.Seed004 = b.runSeed004(ctx)
+	for _, srv := range o.servers {
+		b.res.Servers = append(b.res.Servers, b.runServer(ctx, srv))
 	}
 	if o.goBench && ctx.Err() == nil {
 		b.quiesce()
@@ -145,16 +154,29 @@ func runMain(args []string) error {
 			b.res.GoBenchError = oneLine(err.Error())
 		}
 	}
+	// The profile is of the sink, not the server: once, on the first
+	// server that answered.
 	if o.perf && ctx.Err() == nil && slices.Contains(o.variants, "sink") {
-		b.res.Profile = b.profileSink(ctx)
-		b.profileMemory(ctx, b.res.Profile)
+		for i, sr := range b.res.Servers {
+			if sr.Error != "" {
+				continue
+			}
+			if _, err := b.useServer(ctx, o.servers[i]); err == nil {
+				b.res.Profile = b.profileSink(ctx)
+				b.res.Profile.Server = sr.Name
+				b.profileMemory(ctx, b.res.Profile)
+			}
+			break
+		}
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	b.res.Targets = evaluate(&b.res)
+	for i := range b.res.Servers {
+		b.res.Servers[i].Targets = evaluate(b.res.Servers[i].Variants, b.res.GoBench)
+	}
 	if !o.keep {
-		b.cleanup()
+		b.cleanup(ctx)
 	}
 	b.res.TookSec = time.Since(began).Seconds()
 	path, err := b.res.write(o.out)
@@ -192,10 +214,45 @@ func signalContext() (context.Context, func()) {
 	return ctx, func() { signal.Stop(ch); cancel() }
 }
 
-func (b *bench) cleanup() {
-	ctx := context.Background()
-	if err := b.ch.exec(ctx, "DROP DATABASE IF EXISTS "+benchDB); err != nil {
-		logf("cleanup: %v", err)
+// runServer measures every variant (and the seed 004 replay) against one
+// server; a server that does not answer gets a row saying so.
+func (b *bench) runServer(ctx context.Context, srv chServer) ServerResults {
+	sr := ServerResults{Key: srv.key, Native: srv.native, HTTP: srv.http, Name: "ClickHouse " + srv.key}
+	version, err := b.useServer(ctx, srv)
+	if version != "" {
+		sr.Version, sr.Name = version, "ClickHouse "+version
+	}
+	if err == nil {
+		err = b.prepare(ctx)
+	}
+	if err != nil {
+		sr.Error = oneLine(err.Error())
+		logf("%s: %s", sr.Name, sr.Error)
+		return sr
+	}
+	logf("=== %s (native %s, HTTP %s)", sr.Name, srv.native, srv.http)
+	for _, key := range b.opt.variants {
+		runs := b.opt.runs
+		if key == "naive" || notRunOn(key, srv) != "" {
+			runs = 1
+		}
+		for run := 1; run <= runs && ctx.Err() == nil; run++ {
+			sr.Runs = append(sr.Runs, b.runVariant(ctx, key, run))
+		}
+	}
+	sr.Variants = pickMedians(sr.Runs)
+	if b.opt.seed004.enabled && ctx.Err() == nil {
+		sr.Seed004 = b.runSeed004(ctx)
+	}
+	return sr
+}
+
+// cleanup drops the bench database on every server and deletes the topics.
+func (b *bench) cleanup(ctx context.Context) {
+	for _, srv := range b.opt.servers {
+		if err := newCH(srv.http).exec(ctx, "DROP DATABASE IF EXISTS "+benchDB); err != nil {
+			logf("cleanup: %v", err)
+		}
 	}
 	topics := []string{b.topic}
 	for _, s := range b.opt.seed004.stages {
@@ -206,7 +263,7 @@ func (b *bench) cleanup() {
 	}
 }
 
-func machine(ctx context.Context, b *bench) Machine {
+func machine(b *bench) Machine {
 	m := Machine{CPUs: runtime.NumCPU(), Go: runtime.Version()}
 	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		for _, l := range strings.Split(string(data), "\n") {
@@ -219,9 +276,8 @@ func machine(ctx context.Context, b *bench) Machine {
 	if data, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		m.Kernel = strings.TrimSpace(string(data))
 	}
-	m.ClickHouse, _ = b.ch.query(ctx, "SELECT version()")
 	// The stack's jars are named after the Kafka release.
-	if jars, _ := filepath.Glob(".cache/kafka-libs/kafka_2.13-*.jar"); len(jars) > 0 {
+	if jars, _ := filepath.Glob(filepath.Join(b.opt.stackRoot, ".cache/kafka-libs/kafka_2.13-*.jar")); len(jars) > 0 {
 		m.Kafka = strings.TrimSuffix(strings.TrimPrefix(filepath.Base(jars[0]), "kafka_2.13-"), ".jar")
 	}
 	if out, err := exec.Command(b.opt.sinkBin, "version").Output(); err == nil {

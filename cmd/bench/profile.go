@@ -154,7 +154,7 @@ func (b *bench) profileMemory(ctx context.Context, p *Profile) {
 		return
 	}
 	sc := sinkConf{name: "bench-sink", group: b.group("heap", 0), topic: b.topic, table: table,
-		brokers: b.opt.brokers, chAddrs: []string{b.opt.chNative}}
+		brokers: b.opt.brokers, chAddrs: []string{b.srv.native}}
 	path := filepath.Join(b.opt.work, "sink_heap.yaml")
 	if err := os.WriteFile(path, []byte(sc.yaml()), 0o644); err != nil {
 		p.HeapError = err.Error()
@@ -163,7 +163,7 @@ func (b *bench) profileMemory(ctx context.Context, p *Profile) {
 	defer b.deleteGroups(context.Background(), []string{sc.group})
 	b.quiesce()
 	heap := filepath.Join(b.opt.work, "sink.heap.pprof")
-	args := []string{"inprocess", "--config", path, "--rows", fmt.Sprint(b.opt.count), "--clickhouse-http", b.opt.chHTTP, "--memprofile", heap}
+	args := []string{"inprocess", "--config", path, "--rows", fmt.Sprint(b.opt.count), "--clickhouse-http", b.srv.http, "--memprofile", heap}
 	logf("heap profile of the pipeline in process")
 	out, err := exec.CommandContext(ctx, b.opt.benchBin, args...).CombinedOutput()
 	if err != nil {

@@ -15,30 +15,40 @@ import (
 // Results is everything one `make bench` measured; it is written as JSON
 // and rendered as markdown.
 type Results struct {
-	Date           string        `json:"date"`
-	Started        time.Time     `json:"started"`
-	TookSec        float64       `json:"took_sec"`
-	Command        string        `json:"command"`
-	Machine        Machine       `json:"machine"`
-	Workload       Workload      `json:"workload"`
-	Variants       []Result      `json:"variants"` // the median run of each
-	Runs           []Result      `json:"runs"`     // every run
-	Seed004        []StageResult `json:"seed004,omitempty"`
-	GoBench        []GoBench     `json:"go_bench,omitempty"`
-	GoBenchCommand string        `json:"go_bench_command,omitempty"`
-	GoBenchError   string        `json:"go_bench_error,omitempty"`
-	Targets        []Target      `json:"targets"`
-	Profile        *Profile      `json:"profile,omitempty"`
+	Date           string          `json:"date"`
+	Started        time.Time       `json:"started"`
+	TookSec        float64         `json:"took_sec"`
+	Command        string          `json:"command"`
+	Machine        Machine         `json:"machine"`
+	Workload       Workload        `json:"workload"`
+	Servers        []ServerResults `json:"servers"` // in the order they ran
+	GoBench        []GoBench       `json:"go_bench,omitempty"`
+	GoBenchCommand string          `json:"go_bench_command,omitempty"`
+	GoBenchError   string          `json:"go_bench_error,omitempty"`
+	Profile        *Profile        `json:"profile,omitempty"`
+}
+
+// ServerResults is what one ClickHouse server measured.
+type ServerResults struct {
+	Key      string        `json:"key"`  // 18 or 26, as --clickhouse names it
+	Name     string        `json:"name"` // "ClickHouse <version>"
+	Version  string        `json:"version"`
+	Native   string        `json:"native"`
+	HTTP     string        `json:"http"`
+	Error    string        `json:"error,omitempty"` // set when the server could not be measured
+	Variants []Result      `json:"variants"`        // the median run of each
+	Runs     []Result      `json:"runs"`            // every run
+	Seed004  []StageResult `json:"seed004,omitempty"`
+	Targets  []Target      `json:"targets"`
 }
 
 type Machine struct {
-	CPUs       int    `json:"cpus"`
-	CPUModel   string `json:"cpu_model"`
-	Kernel     string `json:"kernel"`
-	Go         string `json:"go"`
-	ClickHouse string `json:"clickhouse"`
-	Kafka      string `json:"kafka"`
-	Sink       string `json:"sink"`
+	CPUs     int    `json:"cpus"`
+	CPUModel string `json:"cpu_model"`
+	Kernel   string `json:"kernel"`
+	Go       string `json:"go"`
+	Kafka    string `json:"kafka"`
+	Sink     string `json:"sink"`
 }
 
 type Workload struct {
@@ -132,6 +142,7 @@ type Target struct {
 
 // Profile is where the sink's CPU went in the profiled run.
 type Profile struct {
+	Server     string   `json:"server"` // the ClickHouse the profiled sink wrote to
 	Command    string   `json:"command"`
 	Categories []string `json:"categories"`
 	Top        []string `json:"top"`
@@ -194,14 +205,14 @@ func find(rs []Result, key string) (Result, bool) {
 
 func boolp(b bool) *bool { return &b }
 
-// evaluate checks issue 6's targets against the median runs and the Go
-// benchmarks.
-func evaluate(res *Results) []Target {
+// evaluate checks issue 6's targets against one server's median runs and
+// the Go benchmarks.
+func evaluate(variants []Result, goBench []GoBench) []Target {
 	var ts []Target
-	sink, sinkOK := find(res.Variants, "sink")
+	sink, sinkOK := find(variants, "sink")
 	notMeasured := func(name, why string) Target { return Target{Name: name, Measured: "not measured: " + why} }
 	ratio := func(name, key string, want float64) {
-		o, ok := find(res.Variants, key)
+		o, ok := find(variants, key)
 		switch {
 		case !sinkOK:
 			ts = append(ts, notMeasured(name, "the sink run did not succeed"))
@@ -227,7 +238,7 @@ func evaluate(res *Results) []Target {
 	}
 	name := "≤ 1 allocation per record on the decode path (BenchmarkAppend)"
 	found := false
-	for _, g := range res.GoBench {
+	for _, g := range goBench {
 		if g.Package == "sink/internal/decode" && g.Name == "BenchmarkAppend" {
 			ts = append(ts, Target{Name: name, Met: boolp(g.AllocsPerOp <= 1),
 				Measured: fmt.Sprintf("%g allocs/record, %g B/record, %.0f ns/record", g.AllocsPerOp, g.BytesPerOp, g.NsPerOp)})
@@ -246,18 +257,18 @@ func evaluate(res *Results) []Target {
 		ts = append(ts, notMeasured(name, "the sink run did not succeed"))
 	}
 	name = "ClickHouse CPU per row: sink < kcat | clickhouse-client pipe"
-	if p, ok := find(res.Variants, "kcat_pipe"); ok && sinkOK {
+	if p, ok := find(variants, "kcat_pipe"); ok && sinkOK {
 		m := fmt.Sprintf("%.2f vs %.2f µs/row during the run; %.2f vs %.2f µs/row until idle (merges included)", sink.CHCPUUsPerRow, p.CHCPUUsPerRow,
 			perRowF(sink.CHCPUToIdleSec, sink.Expected)*1e6, perRowF(p.CHCPUToIdleSec, p.Expected)*1e6)
 		// clickhouse-client parses the JSON itself and sends native blocks;
 		// over HTTP the server parses it, which is the text the target means.
-		if h, ok := find(res.Variants, "kcat_http"); ok {
+		if h, ok := find(variants, "kcat_http"); ok {
 			m += fmt.Sprintf(". Against the HTTP pipe, where the server parses the JSON: %.2f vs %.2f µs/row", sink.CHCPUUsPerRow, h.CHCPUUsPerRow)
 		}
 		ts = append(ts, Target{Name: name, Met: boolp(sink.CHCPUUsPerRow < p.CHCPUUsPerRow), Measured: m})
 		sq, pq := perRowF(sink.CHQueryCPUSec, sink.Expected)*1e6, perRowF(p.CHQueryCPUSec, p.Expected)*1e6
 		m = fmt.Sprintf("%.2f vs %.2f µs/row", sq, pq)
-		if h, ok := find(res.Variants, "kcat_http"); ok {
+		if h, ok := find(variants, "kcat_http"); ok {
 			m += fmt.Sprintf("; the HTTP pipe, where the server parses the JSON: %.2f µs/row", perRowF(h.CHQueryCPUSec, h.Expected)*1e6)
 		}
 		ts = append(ts, Target{Name: name + ", counting only the INSERT queries' own CPU (query_log)", Met: boolp(sq < pq), Measured: m})
@@ -296,32 +307,116 @@ func num(v float64) string {
 
 func f2(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
 
-// markdown renders the results file.
+// markdown renders the results file: the workload, then per server the
+// end-to-end table, the targets and the seed 004 replay, then the Go
+// benchmarks and the profile.
 func (res *Results) markdown() string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	w("# Benchmark %s\n\n", res.Date)
-	w("Reproduce: `%s` (took %.0f s). Machine: %d cores (%s), Linux %s, %s; ClickHouse %s, Kafka %s (local stack); sink %s.\n\n",
+	var servers []string
+	for _, sr := range res.Servers {
+		servers = append(servers, fmt.Sprintf("%s (native %s, HTTP %s)", sr.Name, sr.Native, strings.TrimSuffix(sr.HTTP, "/")))
+	}
+	w("Reproduce: `%s` (took %.0f s). Machine: %d cores (%s), Linux %s, %s; Kafka %s (local stack); sink %s. ClickHouse servers, measured one after the other: %s.\n\n",
 		res.Command, res.TookSec, res.Machine.CPUs, res.Machine.CPUModel, res.Machine.Kernel, res.Machine.Go,
-		res.Machine.ClickHouse, res.Machine.Kafka, res.Machine.Sink)
+		res.Machine.Kafka, res.Machine.Sink, strings.Join(servers, "; "))
 	wl := res.Workload
-	w("Workload: %s JSON records of %.0f bytes (%s MB) in topic `%s`, %d partitions (records per partition %s), skew %g, seed %d; produced once in %.1f s before any timing. ",
+	w("Workload: %s JSON records of %.0f bytes (%s MB) in topic `%s`, %d partitions (records per partition %s), skew %g, seed %d; produced once in %.1f s before any timing, and read by every variant on every server. ",
 		num(float64(wl.Records)), wl.RecordBytes, num(float64(wl.Bytes)/1e6), wl.Topic, wl.Partitions, joinInts(wl.PerPartition), wl.Skew, wl.Seed, wl.ProduceSec)
 	w("Every variant reads the same topic from the beginning into a fresh table (`%s`) with its own consumer group; one variant at a time, each after ClickHouse's merges of the previous one settled. All processes share the machine's cores: Kafka, ClickHouse, the client and the stopwatch.\n\n", eventColumns)
 
 	w("## End to end\n\n")
-	w("Wall time runs from starting the client until `count()` of the table reaches the workload (polled every 50 ms). CPU is user+system: the client processes' from their rusage (whole life, shutdown included), ClickHouse's and Kafka's from `/proc/PID/stat` over the wall time; \"until idle\" keeps counting ClickHouse after the rows landed until its CPU use drops to idle (the merges the run's parts caused), the time that took in parentheses. The server is shared with whatever else runs on the machine, so \"in the INSERT queries\" adds the CPU that `system.query_log` attributes to the run's own INSERTs (ProfileEvents UserTimeMicroseconds + SystemTimeMicroseconds of the query threads): parsing, building and writing the parts, but no merges and nobody else's queries. INSERTs come from `system.query_log`, parts from `system.part_log` (new parts only). Runs per variant: the table shows the median by rows/s.\n\n")
+	w("Wall time runs from starting the client until `count()` of the table reaches the workload (polled every 50 ms). CPU is user+system: the client processes' from their rusage (whole life, shutdown included), ClickHouse's and Kafka's from `/proc/PID/stat` over the wall time; \"until idle\" keeps counting ClickHouse after the rows landed until its CPU use drops to idle (the merges the run's parts caused), the time that took in parentheses. The server is shared with whatever else runs on the machine, so \"in the INSERT queries\" adds the CPU that `system.query_log` attributes to the run's own INSERTs (ProfileEvents UserTimeMicroseconds + SystemTimeMicroseconds of the query threads): parsing, building and writing the parts, but no merges and nobody else's queries. INSERTs come from `system.query_log`, parts from `system.part_log` (new parts only). Runs per variant: the table shows the median by rows/s. ClickHouse 26.9 here is ClickHouse's engine from the chdb-core wheel serving clickhouse-local's listeners: its CPU is that Python process's.\n\n")
+	for _, sr := range res.Servers {
+		w("### %s\n\n", sr.Name)
+		if sr.Error != "" {
+			w("Not measured: %s\n\n", mdEscape(sr.Error))
+			continue
+		}
+		sr.endToEnd(w, res.Workload.Records)
+	}
+
+	w("## Targets (issue 6)\n\n")
+	for _, sr := range res.Servers {
+		if sr.Error != "" {
+			continue
+		}
+		w("### %s\n\n| target | measured | met |\n|---|---|---|\n", sr.Name)
+		for _, t := range sr.Targets {
+			met := "not measured"
+			if t.Met != nil {
+				met = map[bool]string{true: "**met**", false: "**missed**"}[*t.Met]
+			}
+			w("| %s | %s | %s |\n", mdEscape(t.Name), mdEscape(t.Measured), met)
+		}
+		w("\n")
+	}
+
+	for i, sr := range res.Servers {
+		if len(sr.Seed004) == 0 {
+			continue
+		}
+		if i == 0 || len(res.Servers[i-1].Seed004) == 0 {
+			s0 := sr.Seed004[0]
+			w("## Seed 004 replay\n\n")
+			w("Magnit OMNI's Kafka → ClickHouse sink, replayed: %s records/min over %d partitions, %.1f replayed minutes per stage, time compressed ×%g (the producer runs ×%g faster and every time setting is divided by %g). The sink is stopped only once every record is a row, so every INSERT counted (from `system.query_log`) is one the traffic caused; counts are divided by the replayed minutes of traffic. \"Landed after\" is how long the last rows took after the producer stopped: beyond the configured waits (fetch_max_wait + max_wait), it is ClickHouse falling behind the compressed time.\n\n",
+				num(float64(s0.RatePerMin)), s0.Partitions, s0.ReplayedMinutes, s0.Scale, s0.Scale, s0.Scale)
+		}
+		w("### %s\n\n", sr.Name)
+		seed004Table(w, sr.Seed004)
+	}
+
+	if len(res.GoBench) > 0 || res.GoBenchError != "" {
+		w("## Go benchmarks (hot path)\n\n`%s`\n\n", res.GoBenchCommand)
+		if res.GoBenchError != "" {
+			w("Error: %s\n\n", mdEscape(res.GoBenchError))
+		}
+		w("| package | benchmark | ns/op | MB/s | B/op | allocs/op | other |\n|---|---|---:|---:|---:|---:|---|\n")
+		for _, g := range res.GoBench {
+			var extra []string
+			for _, k := range sortedKeys(g.Extra) {
+				extra = append(extra, num(g.Extra[k])+" "+k)
+			}
+			w("| %s | %s | %s | %s | %s | %s | %s |\n", strings.TrimPrefix(g.Package, "sink/"), g.Name, f2(g.NsPerOp), num(g.MBPerSec),
+				num(g.BytesPerOp), num(g.AllocsPerOp), strings.Join(extra, ", "))
+		}
+		w("\n")
+	}
+	if res.Profile != nil {
+		w("## Where the sink's CPU goes\n\nWriting to %s. `%s`\n\n", res.Profile.Server, res.Profile.Command)
+		if res.Profile.Error != "" {
+			w("Error: %s\n\n", mdEscape(res.Profile.Error))
+		}
+		w("By part of the sink (flat samples, each symbol to the first matching group):\n\n```\n%s\n```\n\nHottest symbols:\n\n```\n%s\n```\n\n",
+			strings.Join(res.Profile.Categories, "\n"), strings.Join(res.Profile.Top, "\n"))
+		if res.Profile.HeapPeak != "" || res.Profile.HeapError != "" {
+			w("## Where the sink's memory goes\n\n`%s`\n\n", res.Profile.HeapCommand)
+			if res.Profile.HeapError != "" {
+				w("Error: %s\n\n", mdEscape(res.Profile.HeapError))
+			}
+			w("%s\n\nLive heap at the peak (the profile is of the last GC; the heap grows to about twice that before the next one with GOGC=100):\n\n```\n%s\n```\n\n",
+				res.Profile.HeapPeak, strings.Join(res.Profile.HeapTop, "\n"))
+		}
+	}
+	w("Raw numbers, every run and the generated configs: `%s.json` beside this file.\n", res.Date)
+	return b.String()
+}
+
+// endToEnd writes one server's variant table, the ratios against the
+// sink, the notes and every run's rows/s.
+func (sr *ServerResults) endToEnd(w func(string, ...any), records int) {
 	w("| variant | rows | wall s | rows/s | INSERTs | rows/INSERT | parts | client CPU s | client µs/row | client peak RSS MiB | ClickHouse CPU s | ClickHouse µs/row | ClickHouse CPU s until idle (merges) | ClickHouse µs/row in the INSERT queries | Kafka CPU s |\n")
 	w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	for _, r := range res.Variants {
+	for _, r := range sr.Variants {
 		if !r.ok() {
-			w("| %s | %s: %s |||||||||||||\n", mdEscape(r.Name), statusWord(r.Status), mdEscape(strings.TrimPrefix(strings.TrimPrefix(r.Status, "could not run: "), "failed: ")))
+			w("| %s | %s: %s |||||||||||||\n", mdEscape(r.Name), statusWord(r.Status), mdEscape(statusDetail(r.Status)))
 			continue
 		}
 		name, wall := mdEscape(r.Name), f2(r.WallSec)
 		if r.Sample {
 			name += fmt.Sprintf(" (sample of %s, extrapolated)", num(float64(r.Expected)))
-			wall = fmt.Sprintf("%s (%s for %s: %s s)", f2(r.WallSec), "extrapolated", num(float64(res.Workload.Records)), num(r.ExtrapolatedWallSec))
+			wall = fmt.Sprintf("%s (%s for %s: %s s)", f2(r.WallSec), "extrapolated", num(float64(records)), num(r.ExtrapolatedWallSec))
 		}
 		inserts, perInsert := num(float64(r.Inserts)), num(r.RowsPerInsert)
 		if r.Inserts < 0 {
@@ -343,10 +438,10 @@ func (res *Results) markdown() string {
 			fmt.Sprintf("%s (+%.1f s)", f2(r.CHCPUToIdleSec), r.SettleSec), inQuery, f2(r.KafkaCPUSec))
 	}
 	w("\n")
-	if sink, ok := find(res.Variants, "sink"); ok {
-		w("### Ratios against the sink (default config)\n\n")
+	if sink, ok := find(sr.Variants, "sink"); ok {
+		w("Ratios against the sink (default config) on %s:\n\n", sr.Name)
 		w("| variant | sink is × faster (rows/s) | × the sink's ClickHouse CPU per row | same, until idle | × the sink's client CPU per row | × the sink's INSERTs per row |\n|---|---:|---:|---:|---:|---:|\n")
-		for _, r := range res.Variants {
+		for _, r := range sr.Variants {
 			if r.Key == "sink" || !r.ok() {
 				continue
 			}
@@ -364,7 +459,7 @@ func (res *Results) markdown() string {
 		w("\n")
 	}
 	var notes []string
-	for _, r := range res.Variants {
+	for _, r := range sr.Variants {
 		if r.Note != "" {
 			notes = append(notes, fmt.Sprintf("- %s: %s", r.Name, r.Note))
 		}
@@ -375,12 +470,12 @@ func (res *Results) markdown() string {
 	if len(notes) > 0 {
 		w("Notes:\n\n%s\n\n", strings.Join(notes, "\n"))
 	}
-	if len(res.Runs) > len(res.Variants) {
+	if len(sr.Runs) > len(sr.Variants) {
 		w("All runs (rows/s): ")
 		var parts []string
-		for _, v := range res.Variants {
+		for _, v := range sr.Variants {
 			var xs []string
-			for _, r := range res.Runs {
+			for _, r := range sr.Runs {
 				if r.Key == v.Key {
 					if r.ok() {
 						xs = append(xs, num(r.RowsPerSec))
@@ -393,73 +488,25 @@ func (res *Results) markdown() string {
 		}
 		w("%s.\n\n", strings.Join(parts, "; "))
 	}
+}
 
-	w("## Targets (issue 6)\n\n| target | measured | met |\n|---|---|---|\n")
-	for _, t := range res.Targets {
-		met := "not measured"
-		if t.Met != nil {
-			met = map[bool]string{true: "**met**", false: "**missed**"}[*t.Met]
+// seed004Table writes one server's replay stages.
+func seed004Table(w func(string, ...any), stages []StageResult) {
+	w("| stage | inserts/min | rows/insert (min / median / max) | rows/min | landed after (s) | ClickHouse µs/row | seed 004 published | settings (as run, i.e. divided by the scale) |\n|---|---:|---:|---:|---:|---:|---|---|\n")
+	for _, s := range stages {
+		if s.Status != "ok" && !strings.HasPrefix(s.Status, "incomplete") {
+			w("| %s | %s |||||||\n", mdEscape(s.Name), mdEscape(s.Status))
+			continue
 		}
-		w("| %s | %s | %s |\n", mdEscape(t.Name), mdEscape(t.Measured), met)
+		name := s.Name
+		if s.Status != "ok" {
+			name += " (" + s.Status + ")"
+		}
+		w("| %s | %s | %s / %s / %s | %s | %s | %s | %s | %s |\n", mdEscape(name), f1(s.InsertsPerMin),
+			num(float64(s.RowsPerInsertMin)), num(s.RowsPerInsertMedian), num(float64(s.RowsPerInsertMax)), num(s.RowsPerMin),
+			f1(s.DrainSec), f2(s.CHCPUUsPerRow), s.Published, mdEscape(stageSettings(s.Config)))
 	}
 	w("\n")
-
-	if len(res.Seed004) > 0 {
-		s0 := res.Seed004[0]
-		w("## Seed 004 replay\n\n")
-		w("Magnit OMNI's Kafka → ClickHouse sink, replayed: %s records/min over %d partitions, %.1f replayed minutes per stage, time compressed ×%g (the producer runs ×%g faster and every time setting is divided by %g). The sink is stopped only once every record is a row, so every INSERT counted (from `system.query_log`) is one the traffic caused; counts are divided by the replayed minutes of traffic. \"Landed after\" is how long the last rows took after the producer stopped: beyond the configured waits (fetch_max_wait + max_wait), it is ClickHouse falling behind the compressed time.\n\n",
-			num(float64(s0.RatePerMin)), s0.Partitions, s0.ReplayedMinutes, s0.Scale, s0.Scale, s0.Scale)
-		w("| stage | inserts/min | rows/insert (min / median / max) | rows/min | landed after (s) | ClickHouse µs/row | seed 004 published | settings (as run, i.e. divided by the scale) |\n|---|---:|---:|---:|---:|---:|---|---|\n")
-		for _, s := range res.Seed004 {
-			if s.Status != "ok" && !strings.HasPrefix(s.Status, "incomplete") {
-				w("| %s | %s |||||||\n", mdEscape(s.Name), mdEscape(s.Status))
-				continue
-			}
-			name := s.Name
-			if s.Status != "ok" {
-				name += " (" + s.Status + ")"
-			}
-			w("| %s | %s | %s / %s / %s | %s | %s | %s | %s | %s |\n", mdEscape(name), f1(s.InsertsPerMin),
-				num(float64(s.RowsPerInsertMin)), num(s.RowsPerInsertMedian), num(float64(s.RowsPerInsertMax)), num(s.RowsPerMin),
-				f1(s.DrainSec), f2(s.CHCPUUsPerRow), s.Published, mdEscape(stageSettings(s.Config)))
-		}
-		w("\n")
-	}
-
-	if len(res.GoBench) > 0 || res.GoBenchError != "" {
-		w("## Go benchmarks (hot path)\n\n`%s`\n\n", res.GoBenchCommand)
-		if res.GoBenchError != "" {
-			w("Error: %s\n\n", mdEscape(res.GoBenchError))
-		}
-		w("| package | benchmark | ns/op | MB/s | B/op | allocs/op | other |\n|---|---|---:|---:|---:|---:|---|\n")
-		for _, g := range res.GoBench {
-			var extra []string
-			for _, k := range sortedKeys(g.Extra) {
-				extra = append(extra, num(g.Extra[k])+" "+k)
-			}
-			w("| %s | %s | %s | %s | %s | %s | %s |\n", strings.TrimPrefix(g.Package, "sink/"), g.Name, f2(g.NsPerOp), num(g.MBPerSec),
-				num(g.BytesPerOp), num(g.AllocsPerOp), strings.Join(extra, ", "))
-		}
-		w("\n")
-	}
-	if res.Profile != nil {
-		w("## Where the sink's CPU goes\n\n`%s`\n\n", res.Profile.Command)
-		if res.Profile.Error != "" {
-			w("Error: %s\n\n", mdEscape(res.Profile.Error))
-		}
-		w("By part of the sink (flat samples, each symbol to the first matching group):\n\n```\n%s\n```\n\nHottest symbols:\n\n```\n%s\n```\n\n",
-			strings.Join(res.Profile.Categories, "\n"), strings.Join(res.Profile.Top, "\n"))
-		if res.Profile.HeapPeak != "" || res.Profile.HeapError != "" {
-			w("## Where the sink's memory goes\n\n`%s`\n\n", res.Profile.HeapCommand)
-			if res.Profile.HeapError != "" {
-				w("Error: %s\n\n", mdEscape(res.Profile.HeapError))
-			}
-			w("%s\n\nLive heap at the peak (the profile is of the last GC; the heap grows to about twice that before the next one with GOGC=100):\n\n```\n%s\n```\n\n",
-				res.Profile.HeapPeak, strings.Join(res.Profile.HeapTop, "\n"))
-		}
-	}
-	w("Raw numbers, every run and the generated configs: `%s.json` beside this file.\n", res.Date)
-	return b.String()
 }
 
 func perRowF(v float64, rows int64) float64 {
@@ -478,11 +525,16 @@ func perRow(n, rows int64) float64 {
 
 func f1(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
 
+// statusWord and statusDetail split a run's status ("could not run: …",
+// "not run: …", "failed: …") for the table.
 func statusWord(s string) string {
-	if strings.HasPrefix(s, "could not run") {
-		return "could not run"
-	}
-	return "failed"
+	word, _, _ := strings.Cut(s, ": ")
+	return word
+}
+
+func statusDetail(s string) string {
+	_, detail, _ := strings.Cut(s, ": ")
+	return detail
 }
 
 // stageSettings picks the overridden kafka and batch keys out of a

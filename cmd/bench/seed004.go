@@ -113,13 +113,13 @@ func (b *bench) runStage(ctx context.Context, st seedStage) StageResult {
 	}
 	sc := sinkConf{
 		name: "bench-seed004-" + st.key, group: b.group("seed004-"+st.key, 0), topic: topic, table: table,
-		brokers: b.opt.brokers, chAddrs: []string{b.opt.chNative}, kafka: st.kafka, batch: st.batch,
+		brokers: b.opt.brokers, chAddrs: []string{b.srv.native}, kafka: st.kafka, batch: st.batch,
 	}
 	if _, err := sc.parse(); err != nil {
 		return fail(err)
 	}
 	r.Config = strings.TrimSpace(sc.yaml())
-	path := filepath.Join(b.opt.work, "seed004_"+st.key+".yaml")
+	path := filepath.Join(b.opt.work, "ch"+b.srv.key+"_seed004_"+st.key+".yaml")
 	if err := os.WriteFile(path, []byte(sc.yaml()), 0o644); err != nil {
 		return fail(err)
 	}

@@ -14,6 +14,7 @@ import (
 type sinkConf struct {
 	name, group, topic, table string
 	brokers, chAddrs          []string
+	protocol                  string            // clickhouse.protocol; "" leaves the default (native)
 	kafka, batch              map[string]string // key → YAML scalar
 }
 
@@ -28,6 +29,9 @@ func (c sinkConf) yaml() string {
 	fmt.Fprintf(&b, "kafka:\n  brokers: [%s]\n  topics: [%s]\n  group: %s\n", strings.Join(c.brokers, ", "), c.topic, c.group)
 	section(c.kafka)
 	fmt.Fprintf(&b, "clickhouse:\n  addrs: [%s]\n  database: %s\n", strings.Join(c.chAddrs, ", "), benchDB)
+	if c.protocol != "" {
+		fmt.Fprintf(&b, "  protocol: %s\n", c.protocol)
+	}
 	if len(c.batch) > 0 {
 		b.WriteString("batch:\n")
 		section(c.batch)

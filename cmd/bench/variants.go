@@ -10,14 +10,28 @@ import (
 	"time"
 )
 
-// The variants, in the order they run and appear in the results.
-var allVariants = []struct{ key, name string }{
-	{"sink", "sink (default config)"},
-	{"sink_per_partition", "sink (ignore_partitions: false)"},
-	{"kafka_engine", "ClickHouse Kafka engine + MV"},
-	{"kcat_pipe", "kcat | clickhouse-client (JSONEachRow)"},
-	{"kcat_http", "kcat | curl HTTP (JSONEachRow, server parses)"},
-	{"naive", "naive: one INSERT per record"},
+// The variants, in the order they run and appear in the results. A
+// variant with only set runs on that server alone; on the others its row
+// says why not (notOn).
+var allVariants = []struct{ key, name, only, notOn string }{
+	{key: "sink", name: "sink (default config)"},
+	{key: "sink_per_partition", name: "sink (ignore_partitions: false)"},
+	{key: "sink_http", name: "sink over HTTP (clickhouse.protocol: http)", only: "26",
+		notOn: "clickhouse-go's HTTP protocol does not work with ClickHouse 18.16"},
+	{key: "kafka_engine", name: "ClickHouse Kafka engine + MV"},
+	{key: "kcat_pipe", name: "kcat | clickhouse-client (JSONEachRow)"},
+	{key: "kcat_http", name: "kcat | curl HTTP (JSONEachRow, server parses)"},
+	{key: "naive", name: "naive: one INSERT per record"},
+}
+
+// notRunOn says why variant key does not run on server srv, or "".
+func notRunOn(key string, srv chServer) string {
+	for _, v := range allVariants {
+		if v.key == key && v.only != "" && v.only != srv.key {
+			return v.notOn
+		}
+	}
+	return ""
 }
 
 func variantName(key string) string {
@@ -33,6 +47,10 @@ func (b *bench) runVariant(ctx context.Context, key string, run int) Result {
 	r := Result{Key: key, Name: variantName(key), Run: run, Expected: int64(b.opt.count), Inserts: -1, Status: "ok"}
 	table := fmt.Sprintf("%s_%d", key, run)
 	r.Table = benchDB + "." + table
+	if why := notRunOn(key, b.srv); why != "" {
+		r.Status = "not run: " + why
+		return r
+	}
 	if err := b.createTable(ctx, table); err != nil {
 		return failed(r, err)
 	}
@@ -43,14 +61,19 @@ func (b *bench) runVariant(ctx context.Context, key string, run int) Result {
 		return b.runSink(ctx, r, table, nil, nil)
 	case "sink_per_partition":
 		return b.runSink(ctx, r, table, map[string]string{"ignore_partitions": "false"}, nil)
+	case "sink_http":
+		// Needs the config's clickhouse.protocol; a build without it
+		// rejects the generated config and the row says so.
+		return b.runSinkConf(ctx, r, sinkConf{batch: nil, protocol: "http", chAddrs: []string{b.srv.httpAddr()}}, table, nil)
 	case "kafka_engine":
 		return b.runKafkaEngine(ctx, r, table)
 	case "kcat_pipe":
-		return b.runPipe(ctx, r, table, "clickhouse-client", "--host", chHost(b.opt.chNative), "--port", fmt.Sprint(portOf(b.opt.chNative, 9000)),
+		return b.runPipe(ctx, r, table, "clickhouse-client", "--host", chHost(b.srv.native), "--port", fmt.Sprint(portOf(b.srv.native, 9000)),
 			"--query", "INSERT INTO "+r.Table+" FORMAT JSONEachRow")
 	case "kcat_http":
-		// -T - streams stdin as a chunked PUT; --data-binary @- would read it all into memory first.
-		return b.runPipe(ctx, r, table, "curl", "-sS", "--fail-with-body", "-T", "-", b.ch.insertURL(r.Table, "JSONEachRow"))
+		// -T - streams stdin chunked (--data-binary @- would read it all into
+		// memory first); -X POST because current servers answer PUT with 501.
+		return b.runPipe(ctx, r, table, "curl", "-sS", "--fail-with-body", "-X", "POST", "-T", "-", b.ch.insertURL(r.Table, "JSONEachRow"))
 	case "naive":
 		r.Expected = int64(min(b.opt.sample, b.opt.count))
 		r.Sample = true
@@ -66,8 +89,9 @@ func chHost(addr string) string {
 	return addr
 }
 
+// group names a consumer group of this benchmark, unique per server.
 func (b *bench) group(key string, run int) string {
-	return fmt.Sprintf("bench-%s-%s-%d", b.id, key, run)
+	return fmt.Sprintf("bench-%s-ch%s-%s-%d", b.id, b.srv.key, key, run)
 }
 
 // runSink runs the real bin/sink on a generated config until every record
@@ -75,17 +99,29 @@ func (b *bench) group(key string, run int) string {
 // attach, if set, is called with the sink's pid once it runs and returns
 // the function that detaches it when the rows are in.
 func (b *bench) runSink(ctx context.Context, r Result, table string, batch map[string]string, attach func(pid int) func()) Result {
-	sc := sinkConf{
-		name: "bench-" + r.Key, group: b.group(r.Key, r.Run), topic: b.topic, table: table,
-		brokers: b.opt.brokers, chAddrs: []string{b.opt.chNative}, batch: batch,
+	return b.runSinkConf(ctx, r, sinkConf{batch: batch}, table, attach)
+}
+
+// runSinkConf is runSink with more of the config set: sc's name, group,
+// topic, table and brokers are filled in, its addresses default to the
+// server's native one.
+func (b *bench) runSinkConf(ctx context.Context, r Result, sc sinkConf, table string, attach func(pid int) func()) Result {
+	sc.name, sc.group, sc.topic, sc.table, sc.brokers = "bench-"+r.Key, b.group(r.Key, r.Run), b.topic, table, b.opt.brokers
+	if len(sc.chAddrs) == 0 {
+		sc.chAddrs = []string{b.srv.native}
 	}
 	cfg, err := sc.parse()
+	if err != nil && sc.protocol != "" {
+		r.Status = "could not run: this build's config does not take clickhouse.protocol: " + oneLine(err.Error())
+		logf("%s run %d: %s", r.Key, r.Run, r.Status)
+		return r
+	}
 	if err != nil {
 		return failed(r, err)
 	}
 	r.Config = strings.TrimSpace(sc.yaml())
 	r.BufferMemory = int64(cfg.Batch.BufferMemory)
-	path := filepath.Join(b.opt.work, fmt.Sprintf("%s_%d.yaml", r.Key, r.Run))
+	path := filepath.Join(b.opt.work, fmt.Sprintf("ch%s_%s_%d.yaml", b.srv.key, r.Key, r.Run))
 	if err := os.WriteFile(path, []byte(sc.yaml()), 0o644); err != nil {
 		return failed(r, err)
 	}
@@ -172,7 +208,11 @@ func (b *bench) runKafkaEngine(ctx context.Context, r Result, table string) Resu
 			benchDB, mv, benchDB, table, benchDB, queue))
 	}
 	if err != nil {
-		r.Status = "could not run: " + oneLine(err.Error())
+		r.Status = "could not run: CREATE TABLE … ENGINE = Kafka / the MV failed: " + exceptionOf(err)
+		if v, berr := b.ch.query(ctx, "SELECT value FROM system.build_options WHERE name = 'USE_RDKAFKA'"); berr == nil && v != "" {
+			r.Status += " (system.build_options USE_RDKAFKA = " + v + ")"
+		}
+		logf("%s run %d: %s", r.Key, r.Run, r.Status)
 		return r
 	}
 	rows, reached, werr := b.waitRows(ctx, table, r.Expected, b.opt.timeout, nil)
@@ -193,7 +233,7 @@ func (b *bench) runKafkaEngine(ctx context.Context, r Result, table string) Resu
 // chKafkaError is the last Kafka-related line of the server's error log,
 // when the log is where the local stack puts it.
 func (b *bench) chKafkaError() string {
-	data, err := os.ReadFile(filepath.Join(".stack", "clickhouse", "log", "clickhouse-server.err.log"))
+	data, err := os.ReadFile(filepath.Join(b.opt.stackRoot, ".stack", b.srv.stack, "log", "clickhouse-server.err.log"))
 	if err != nil {
 		return ""
 	}
@@ -220,7 +260,7 @@ func (b *bench) runPipe(ctx context.Context, r Result, table string, cmd string,
 	if err != nil {
 		return failed(r, err)
 	}
-	base := filepath.Join(b.opt.work, fmt.Sprintf("%s_%d", r.Key, r.Run))
+	base := filepath.Join(b.opt.work, fmt.Sprintf("ch%s_%s_%d", b.srv.key, r.Key, r.Run))
 	before := b.meter.snap()
 	sinkSide, err := start(cmd, args, base+".client.log", func(c *exec.Cmd) { c.Stdin = pr })
 	if err != nil {
@@ -256,10 +296,10 @@ func (b *bench) runPipe(ctx context.Context, r Result, table string, cmd string,
 func (b *bench) runNaive(ctx context.Context, r Result, table string) Result {
 	group := b.group(r.Key, r.Run)
 	args := []string{"naive", "--brokers", strings.Join(b.opt.brokers, ","), "--topic", b.topic, "--group", group,
-		"--count", fmt.Sprint(r.Expected), "--url", b.opt.chHTTP, "--table", r.Table}
+		"--count", fmt.Sprint(r.Expected), "--url", b.srv.http, "--table", r.Table}
 	r.Config = "bench " + strings.Join(args, " ")
 	before := b.meter.snap()
-	c, err := start(b.opt.benchBin, args, filepath.Join(b.opt.work, fmt.Sprintf("%s_%d.log", r.Key, r.Run)), nil)
+	c, err := start(b.opt.benchBin, args, filepath.Join(b.opt.work, fmt.Sprintf("ch%s_%s_%d.log", b.srv.key, r.Key, r.Run)), nil)
 	if err != nil {
 		return failed(r, err)
 	}

@@ -1,8 +1,9 @@
 // Command chaos runs the delivery-guarantee scenarios of internal/chaos on
-// the local stack and prints a table: scenario, produced, landed (FINAL),
-// duplicates before merge, DLQ, max RSS, verdict. It exits 1 if any
-// scenario failed. Scenarios that restart ClickHouse or Kafka need a stack
-// started by this checkout (make stack-up).
+// the local stack, against ClickHouse 18.16, 26.9 or both (one after the
+// other), and prints a table per server: scenario, produced, landed
+// (FINAL), duplicates before merge, DLQ, max RSS, verdict. It exits 1 if
+// any scenario failed. Scenarios that restart ClickHouse or Kafka need the
+// pid files of the checkout that started the stack (--stack-root).
 package main
 
 import (
@@ -13,19 +14,65 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"sink/internal/chaos"
 )
 
+// server is one ClickHouse server of the local stack.
+type server struct {
+	name  string // as --clickhouse names it
+	addr  string // native protocol
+	stack string // its directory and pid file under .stack/
+}
+
 func main() {
-	only := flag.String("only", "", "comma-separated scenario names to run (default: all)")
-	short := flag.Bool("short", false, "the short scale `make test` uses")
-	brokers := flag.String("brokers", "127.0.0.1:9092", "Kafka brokers")
-	chAddr := flag.String("clickhouse", "127.0.0.1:9000", "ClickHouse native address")
-	out := flag.String("out", "", "also write the table to this file")
-	flag.Parse()
+	fs := flag.NewFlagSet("chaos", flag.ExitOnError)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), `Usage: go run ./cmd/chaos [flags]   (make chaos CHAOS_ARGS='...')
+
+Runs the delivery-guarantee scenarios against the local stack and prints a
+table per ClickHouse server. Scenarios: %s.
+Examples:
+  make chaos CHAOS_ARGS='--clickhouse 26 --only too-many-parts'
+  go run ./cmd/chaos --clickhouse 18 --only kill9,poison --short
+
+Flags:
+`, strings.Join(names(chaos.Scenarios(chaos.Full)), ", "))
+		fs.PrintDefaults()
+	}
+	only := fs.String("only", "", "comma-separated scenario names to run (default: all)")
+	short := fs.Bool("short", false, "the short scale (what make test runs)")
+	brokers := fs.String("brokers", "127.0.0.1:9092", "Kafka brokers")
+	which := fs.String("clickhouse", "both", "which ClickHouse server(s) to run the scenarios on: 18 (18.16), 26 (26.9) or both (18 first)")
+	ch18 := fs.String("ch18-addr", "127.0.0.1:9000", "native address of ClickHouse 18.16")
+	ch26 := fs.String("ch26-addr", "127.0.0.1:19000", "native address of ClickHouse 26.9")
+	stackRoot := fs.String("stack-root", envOr("SINK_STACK_ROOT", "."),
+		"the checkout whose scripts/stack.sh started the stack (its .stack/ holds the pid files the restart scenarios need; env SINK_STACK_ROOT)")
+	out := fs.String("out", "", "also write the tables to this file")
+	fs.Parse(os.Args[1:])
+
+	servers, err := pickServers(*which, *ch18, *ch26)
+	check(err)
+	specs := chaos.Scenarios(chaos.Full)
+	if *short {
+		specs = chaos.Scenarios(chaos.Short)
+	}
+	if *only != "" {
+		var picked []chaos.Spec
+		for _, n := range strings.Split(*only, ",") {
+			s, ok := find(specs, strings.TrimSpace(n))
+			if !ok {
+				check(fmt.Errorf("unknown scenario %q (have %s)", n, strings.Join(names(specs), ", ")))
+			}
+			picked = append(picked, s)
+		}
+		specs = picked
+	}
 
 	root, err := os.Getwd()
+	check(err)
+	stack, err := filepath.Abs(*stackRoot)
 	check(err)
 	work, err := os.MkdirTemp("", "sink-chaos-")
 	check(err)
@@ -34,30 +81,28 @@ func main() {
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	check(build.Run())
 
-	env := chaos.Env{Brokers: strings.Split(*brokers, ","), CHAddr: *chAddr, SinkBin: bin, RepoRoot: root, WorkDir: work, Log: os.Stderr}
-	specs := chaos.Scenarios(chaos.Full)
-	if *short {
-		specs = chaos.Scenarios(chaos.Short)
-	}
-	var results []*chaos.Result
+	var report strings.Builder
 	failed := false
-	for _, s := range specs {
-		if *only != "" && !contains(strings.Split(*only, ","), s.Name) {
-			continue
+	for _, srv := range servers {
+		env := chaos.Env{Brokers: strings.Split(*brokers, ","), CHAddr: srv.addr, CHStack: srv.stack,
+			SinkBin: bin, RepoRoot: root, StackRoot: stack, WorkDir: work, Log: os.Stderr}
+		version := chaos.ServerVersion(context.Background(), srv.addr)
+		began := time.Now()
+		var results []*chaos.Result
+		for _, s := range specs {
+			fmt.Fprintf(os.Stderr, "chaos: === ClickHouse %s: %s: %d records over %s\n", version, s.Name, s.Records, s.Duration)
+			r := chaos.Run(context.Background(), env, s)
+			fmt.Fprintf(os.Stderr, "chaos: %s: ok=%v %v\n", s.Name, r.OK(), r.Problems)
+			results = append(results, r)
+			failed = failed || !r.OK()
 		}
-		fmt.Fprintf(os.Stderr, "chaos: === %s: %d records over %s\n", s.Name, s.Records, s.Duration)
-		r := chaos.Run(context.Background(), env, s)
-		fmt.Fprintf(os.Stderr, "chaos: %s: ok=%v %v\n", s.Name, r.OK(), r.Problems)
-		results = append(results, r)
-		failed = failed || !r.OK()
+		fmt.Fprintf(&report, "\nClickHouse %s (%s, %s): %d scenarios in %s\n\n", version, srv.name, srv.addr,
+			len(results), time.Since(began).Round(time.Second))
+		chaos.PrintTable(&report, results)
 	}
-	fmt.Println()
-	chaos.PrintTable(os.Stdout, results)
+	fmt.Print(report.String())
 	if *out != "" {
-		f, err := os.Create(*out)
-		check(err)
-		chaos.PrintTable(f, results)
-		check(f.Close())
+		check(os.WriteFile(*out, []byte(strings.TrimPrefix(report.String(), "\n")), 0o644))
 	}
 	fmt.Printf("\nsink logs and configs: %s\n", work)
 	if failed {
@@ -65,13 +110,43 @@ func main() {
 	}
 }
 
-func contains(xs []string, x string) bool {
-	for _, v := range xs {
-		if v == x {
-			return true
+// pickServers turns --clickhouse into the servers to run on, in order.
+func pickServers(which, addr18, addr26 string) ([]server, error) {
+	s18 := server{name: "18", addr: addr18, stack: "clickhouse"}
+	s26 := server{name: "26", addr: addr26, stack: "clickhouse26"}
+	switch which {
+	case "18", "18.16":
+		return []server{s18}, nil
+	case "26", "26.9":
+		return []server{s26}, nil
+	case "both":
+		return []server{s18, s26}, nil
+	}
+	return nil, fmt.Errorf("--clickhouse %q: want 18, 26 or both", which)
+}
+
+func find(specs []chaos.Spec, name string) (chaos.Spec, bool) {
+	for _, s := range specs {
+		if s.Name == name {
+			return s, true
 		}
 	}
-	return false
+	return chaos.Spec{}, false
+}
+
+func names(specs []chaos.Spec) []string {
+	var out []string
+	for _, s := range specs {
+		out = append(out, s.Name)
+	}
+	return out
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
 }
 
 func check(err error) {

@@ -53,7 +53,7 @@ func Scenarios(sc Scale) []Spec {
 			Name: "clickhouse-restart", Records: n(300_000), Partitions: 8, Duration: d(20 * time.Second), Buffer: "64MiB", Instances: 1,
 			Faults: func(ctx context.Context, r *run) error {
 				sleep(ctx, d(8*time.Second))
-				return r.restartServer(ctx, "clickhouse", 5*time.Second)
+				return r.restartServer(ctx, r.env.chStack(), 5*time.Second)
 			},
 		},
 		{
@@ -127,7 +127,7 @@ func Scenarios(sc Scale) []Spec {
 			ExpectPause: true,
 			Faults: func(ctx context.Context, r *run) error {
 				sleep(ctx, d(2*time.Second))
-				return r.restartServer(ctx, "clickhouse", d(30*time.Second))
+				return r.restartServer(ctx, r.env.chStack(), d(30*time.Second))
 			},
 		},
 	}
@@ -155,14 +155,16 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// restartServer stops a server of the local stack (only one this checkout
-// started: its pid file is in .stack/), keeps it down for downFor, and starts
-// it again with scripts/stack.sh up.
+// restartServer stops a server of the local stack (name is its directory
+// and pid file under StackRoot/.stack: clickhouse, clickhouse26 or kafka),
+// keeps it down for downFor, and starts it again with StackRoot's
+// scripts/stack.sh up, which starts whatever of the stack is not running.
 func (r *run) restartServer(ctx context.Context, name string, downFor time.Duration) error {
-	pidPath := filepath.Join(r.env.RepoRoot, ".stack", name, name+".pid")
+	root := r.env.stackRoot()
+	pidPath := filepath.Join(root, ".stack", name, name+".pid")
 	b, err := os.ReadFile(pidPath)
 	if err != nil {
-		return fmt.Errorf("cannot restart %s: %s has no pid file (was the stack started by this checkout?)", name, pidPath)
+		return fmt.Errorf("cannot restart %s: no pid file %s (was the stack started by %s? see --stack-root)", name, pidPath, root)
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	if err != nil {
@@ -180,7 +182,7 @@ func (r *run) restartServer(ctx context.Context, name string, downFor time.Durat
 	if !sleep(ctx, downFor) {
 		return ctx.Err()
 	}
-	cmd := exec.CommandContext(ctx, "bash", filepath.Join(r.env.RepoRoot, "scripts", "stack.sh"), "up")
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, "scripts", "stack.sh"), "up")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("stack.sh up: %v: %s", err, out)
