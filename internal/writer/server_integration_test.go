@@ -157,7 +157,7 @@ func TestProbe(t *testing.T) {
 		}
 		// The stack's servers: 18.16 has none of these, 26.9 all.
 		modern := s.AtLeast(23, 2)
-		if info.DedupToken != modern || info.AsyncInsert != modern || info.JSONType != modern || info.IsDeleted != modern {
+		if info.DedupToken != modern || info.AsyncInsert != modern || info.AsyncInsertOn != modern || info.JSONType != modern || info.IsDeleted != modern {
 			t.Fatalf("features %+v; want all %v on %s", info, modern, s.Version)
 		}
 		if len(windows) != 3 {
