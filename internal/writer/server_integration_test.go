@@ -106,6 +106,10 @@ func TestHTTPInsertErrorsOn26(t *testing.T) {
 		}
 	}
 	f(insert(500), writer.Permanent, 469) // VIOLATED_CONSTRAINT
+	if err := ch.Exec(ctx, "ALTER TABLE "+db+".t DROP COLUMN s"); err != nil {
+		t.Fatal(err)
+	}
+	f(insert(5), writer.RefreshSchema, 16) // NO_SUCH_COLUMN_IN_TABLE: the block still has s
 	if err := ch.Exec(ctx, "DROP TABLE "+db+".t"); err != nil {
 		t.Fatal(err)
 	}
