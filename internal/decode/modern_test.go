@@ -143,6 +143,10 @@ func TestModernConversions(t *testing.T) {
 		`{"d":15,"e":5,"f":"-inf","i":"10.0.0.1","u":"6ba7b810-9dad-11d1-80b4-00c04fd430c8","s":"12","b":true,"dt":"2024-05-17"}`)
 	f("JSON(a Array(Nullable(UInt8)), n Nullable(Int64), w Int128)", `{"a": [1, null, "2"], "n": null, "w": "-1"}`, `{"a":[1,null,2],"n":null,"w":-1}`)
 	f("JSON(k String)", `{"k": "q\"\\\n\u0001é"}`, `{"k":"q\"\\\n\u0001é"}`)
+	// Paths may repeat across spellings that do not write the same path, and inside arrays of objects.
+	f("JSON", `{"u": 1e-400, "big": 123456789012345678901234567890, "e": "\u00e9\u0000"}`, `{"u":1e-400,"big":123456789012345678901234567890,"e":"é\u0000"}`)
+	f("JSON", `{"a": {"b": 1}, "a.c": 2, "x": [{"a": 1}, {"a": 2}], "y": [[{"k": 1}], {"k": {"k": 2}}]}`,
+		`{"a":{"b":1},"a.c":2,"x":[{"a":1},{"a":2}],"y":[[{"k":1}],{"k":{"k":2}}]}`)
 }
 
 func TestModernBadValues(t *testing.T) {
@@ -173,6 +177,16 @@ func TestModernBadValues(t *testing.T) {
 	f("JSON(a UInt8)", `{"a": 300}`, `path "a": cannot convert 300 to UInt8: out of range`)
 	f("JSON(a.b DateTime64(3))", `{"a": {"b": "yesterday"}}`, `path "a.b": cannot parse "yesterday" as DateTime64(3)`)
 	f("JSON(a Array(UInt8))", `{"a": [1, -1]}`, `path "a": element 1: cannot convert -1 to UInt8: out of range`)
+	f("JSON", `{"a": 1, "a": 2}`, `path "a" is written twice (ClickHouse refuses such JSON)`)
+	f("JSON", `{"a.b": 1, "a": {"b": 2}}`, `path "a.b" is written twice (ClickHouse refuses such JSON)`)
+	f("JSON", `{"a": {"b": 1}, "a": {"c": 2}}`, `path "a" is written twice (ClickHouse refuses such JSON)`)
+	f("JSON", `{"x": [{"k": 1, "k": null}]}`, `path "k" is written twice (ClickHouse refuses such JSON)`)
+	f("JSON(a.b UInt8)", `{"a": {"b": 1}, "a.b": 2}`, `path "a.b" is written twice (ClickHouse refuses such JSON)`)
+	f("JSON", `{"a": {"b": 1e400}}`, `path "a.b": number 1e400 is beyond Float64's range (ClickHouse refuses such JSON)`)
+	f("JSON", `{"a": [1, -2e308]}`, `path "a": number -2e308 is beyond Float64's range (ClickHouse refuses such JSON)`)
+	f("JSON", "{\"a\": \"x\xffy\"}", `path "a": string is not valid UTF-8 (ClickHouse refuses such JSON)`)
+	f("JSON", "{\"k\xfe\": 1}", `key "k\xfe" is not valid UTF-8 (ClickHouse refuses such JSON)`)
+	f("JSON(s String)", "{\"s\": \"\xff\"}", `path "s": cannot convert "\xff" to String: not valid UTF-8 (ClickHouse's JSON type refuses it)`)
 	f("Nested(a UInt8)", `[{"a": 1}, {"a": "x"}]`, `element 1: element a: cannot parse "x" as UInt8`)
 }
 
