@@ -230,6 +230,17 @@ var modernTypes = []typeCase{
 	{col: "jtypes", typ: "JSON(a UInt32)", in: []string{`{"a": 1, "n": -5, "f": 1.5, "s": "x", "arr": [1, 2]}`, "", ""},
 		want: []string{"UInt32\tInt64\tFloat64\tString\tArray(Nullable(Int64))", "UInt32\tNone\tNone\tNone\tNone", "UInt32\tNone\tNone\tNone\tNone"},
 		expr: "toTypeName(jtypes.a), dynamicType(jtypes.n), dynamicType(jtypes.f), dynamicType(jtypes.s), dynamicType(jtypes.arr)"},
+	// JSON the server is picky about: paths spelled two ways, arrays of
+	// objects (each its own JSON), numbers beyond 64 bits or below Float64's
+	// precision, escapes, keys with stray dots.
+	{col: "jedge", typ: "JSON", in: []string{
+		`{"a": {"b": 1}, "a.c": 2, "y": [[{"k": 1}], {"k": {"k": 2}}]}`,
+		`{"u": 1e-400, "big": 123456789012345678901234567890, "e": "\u00e9\u0000\t\"q\"\\"}`,
+		`{"a.": 1, ".b": 2, "": 3}`},
+		want: []string{
+			`{"a":{"b":1,"c":2},"y":[[{"k":1}],{"k":{"k":2}}]}`,
+			`{"big":"123456789012345678901234567890","e":"é\\u0000\\t\\"q\\"\\\\","u":0}`, // TSV escapes the backslashes
+			`{"":3,"":{"b":2},"a":{"":1}}`}},
 	{col: "dyn", typ: "Dynamic", in: []string{`-5`, `18446744073709551615`, `1.5`},
 		want: []string{"-5\tInt64", "18446744073709551615\tUInt64", "1.5\tFloat64"}, expr: "dyn, dynamicType(dyn)"},
 	{col: "dyn2", typ: "Dynamic", in: []string{`"x"`, `true`, `{"a": [1]}`},
