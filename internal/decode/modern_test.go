@@ -317,3 +317,22 @@ func mustUUID(s string) any {
 	}
 	return data
 }
+
+// TestArrayOfTupleParts fills Array(Tuple(T, U)) as ClickHouse 18.16 lists
+// it (columns a.1 and a.2) from the tuples written as JSON arrays.
+func TestArrayOfTupleParts(t *testing.T) {
+	p, err := Compile("json", []ColumnSchema{{Name: "a.1", Type: "Array(UInt8)"}, {Name: "a.2", Type: "Array(String)"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blk := p.NewBlock()
+	if err := p.Append(blk, &kgo.Record{Value: []byte(`{"a": [[1, "x"], [2, "y"]]}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := blk.ColumnData(0); !reflect.DeepEqual(got, [][]uint8{{1, 2}}) {
+		t.Errorf("a.1 = %v", got)
+	}
+	if got := blk.ColumnData(1); !reflect.DeepEqual(got, [][]string{{"x", "y"}}) {
+		t.Errorf("a.2 = %v", got)
+	}
+}
