@@ -336,3 +336,40 @@ func TestArrayOfTupleParts(t *testing.T) {
 		t.Errorf("a.2 = %v", got)
 	}
 }
+
+// The newer types append without allocating too (their clickhouse-go
+// values are made once per insert, in ColumnData).
+func TestZeroAllocsPerRecordModern(t *testing.T) {
+	for _, c := range []struct{ typ, value string }{
+		{"JSON", `{"a": {"b": [1, {"c": "x"}]}, "d": "e"}`},
+		{"JSON(a.b UInt32, t DateTime64(3), s String)", `{"a": {"b": "7"}, "t": 1715949296789, "s": "x", "z": [1]}`},
+		{"JSON", `"{\"a\": 1}"`},
+		{"Dynamic", `"x"`},
+		{"Dynamic", `1.5`},
+		{"Variant(String, UInt64, Array(UInt8))", `[1, 2]`},
+		{"Tuple(a UInt32, b String, c Nullable(Int8))", `{"a": 1, "b": "x"}`},
+		{"Nested(a UInt32, b String)", `[{"a": 1, "b": "x"}]`},
+		{"Int256", `"-57896044618658097711785492504343953926634992332820282019728792003956564819968"`},
+	} {
+		p, err := Compile("json", []ColumnSchema{{Name: "c", Type: c.typ}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		blk := p.NewBlock()
+		rec := &kgo.Record{Value: []byte(`{"c":` + c.value + `}`)}
+		next := func() {
+			if blk.Rows() == 5000 {
+				blk.Reset()
+			}
+			if err := p.Append(blk, rec); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for j := 0; j < 6000; j++ {
+			next()
+		}
+		if allocs := testing.AllocsPerRun(2000, next); allocs > 0.1 {
+			t.Errorf("%s: %.2f allocations per record", c.typ, allocs)
+		}
+	}
+}
