@@ -100,8 +100,9 @@
 // Not supported (Compile refuses the column, naming it and its type):
 // AggregateFunction, geo types, Object('json'), Nullable(Tuple/JSON),
 // JSON/Dynamic/Variant inside another type, JSON typed paths of Map/Tuple
-// type, and Enums whose element names clickhouse-go v2.51 cannot parse
-// (some names with a quote or backslash; it would panic on the INSERT).
+// type, and Enums whose element names clickhouse-go v2.51 cannot parse (a
+// name with a quote, backslash or control character on any element but the
+// highest-valued one; it would panic on the INSERT).
 //
 // Meta sources: $topic, $key and $header.NAME (the first header of that name)
 // are text and convert like a JSON string (so a numeric key fills an Int64
