@@ -238,6 +238,16 @@ var modernTypes = []typeCase{
 			`{"a":42,"b":{"t":"2024-05-17 12:34:56.789","u":"6ba7b810-9dad-11d1-80b4-00c04fd430c8"},"c":1.5}`,
 			`{"a":7,"b":{"t":"2024-05-17 12:34:56.000","u":"00000000-0000-0000-0000-000000000000"}}`,
 			`{"a":0,"b":{"t":"1970-01-01 00:00:00.000","u":"00000000-0000-0000-0000-000000000000"}}`}},
+	// Every kind of typed path, from input the server's own JSON parsing would read differently or refuse.
+	{col: "jall", typ: "JSON(d Decimal(10, 2), e Enum8('x' = 5, 'y' = 6), f Float64, i IPv4, i6 IPv6, u UUID, s String, fs FixedString(2), b Bool, dt Date, d32 Date32, t DateTime, tz DateTime('Asia/Tokyo'), w Int128, a Array(Nullable(UInt8)), lc LowCardinality(String), n Nullable(Int64))",
+		in: []string{
+			`{"d": "1.5e1", "e": "y", "f": "-Inf", "i": 167772161, "i6": "10.0.0.1", "u": "{6BA7B810-9DAD-11D1-80B4-00C04FD430C8}", "s": 12.50, "fs": "z", "b": "1", "dt": 19860, "d32": "1900-01-01", "t": 1715949296789, "tz": "2024-05-17 21:34:56", "w": "-170141183460469231731687303715884105728", "a": [1, null, "2"], "lc": true, "n": "-7"}`,
+			`{"e": 5, "f": "NaN", "t": "2024-05-17T14:34:56+02:00", "n": null}`, ""},
+		want: []string{
+			"15\ty\t-inf\t10.0.0.1\t::ffff:10.0.0.1\t6ba7b810-9dad-11d1-80b4-00c04fd430c8\t12.50\tz\\0\ttrue\t2024-05-17\t1900-01-01\t1715949296\t1715949296\t-170141183460469231731687303715884105728\t[1,NULL,2]\ttrue\t-7",
+			"0\tx\tnan\t0.0.0.0\t::\t00000000-0000-0000-0000-000000000000\t\t\\0\\0\tfalse\t1970-01-01\t1970-01-01\t1715949296\t0\t0\t[]\t\t\\N",
+			"0\tx\t0\t0.0.0.0\t::\t00000000-0000-0000-0000-000000000000\t\t\\0\\0\tfalse\t1970-01-01\t1970-01-01\t0\t0\t0\t[]\t\t\\N"},
+		expr: "jall.d, jall.e, jall.f, jall.i, jall.i6, jall.u, jall.s, jall.fs, jall.b, jall.dt, jall.d32, toUnixTimestamp(jall.t), toUnixTimestamp(jall.tz), jall.w, jall.a, jall.lc, jall.n"},
 	{col: "jtypes", typ: "JSON(a UInt32)", in: []string{`{"a": 1, "n": -5, "f": 1.5, "s": "x", "arr": [1, 2]}`, "", ""},
 		want: []string{"UInt32\tInt64\tFloat64\tString\tArray(Nullable(Int64))", "UInt32\tNone\tNone\tNone\tNone", "UInt32\tNone\tNone\tNone\tNone"},
 		expr: "toTypeName(jtypes.a), dynamicType(jtypes.n), dynamicType(jtypes.f), dynamicType(jtypes.s), dynamicType(jtypes.arr)"},
