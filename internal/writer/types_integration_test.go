@@ -295,3 +295,36 @@ func TestModernTypesOn26(t *testing.T) {
 		runTypes(t, s, []typeCase{nestedUnflattened}, clickhouse.Settings{"flatten_nested": 0})
 	})
 }
+
+// panicBlock is a block whose column data makes the insert panic, as
+// clickhouse-go has on some column types.
+type panicBlock struct{ cols []decode.ColumnSchema }
+
+func (b panicBlock) Rows() int                      { return 1 }
+func (b panicBlock) Columns() []decode.ColumnSchema { return b.cols }
+func (b panicBlock) ColumnData(i int) any           { panic("index out of range [3:1]") }
+
+// A panic inside an insert is a permanent error of that insert, never a
+// crash of the process.
+func TestInsertPanicIsAnError(t *testing.T) {
+	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
+		ctx := context.Background()
+		db := s.NewDatabase(t)
+		if err := s.Conn(t).Exec(ctx, "CREATE TABLE "+db+".p (c UInt8) ENGINE = MergeTree ORDER BY c"); err != nil {
+			t.Fatal(err)
+		}
+		w, err := writer.Open(ctx, "types", chConfig(t, s.Addr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		cols := []decode.ColumnSchema{{Name: "c", Type: "UInt8"}}
+		err = w.InsertOnce(ctx, writer.NewTable(db, "p", cols, cols), panicBlock{cols}, "panic-test")
+		if err == nil || err.Error() != "clickhouse-go panicked: index out of range [3:1]" {
+			t.Fatalf("got %v", err)
+		}
+		if c := writer.Classify(ctx, err); c != writer.Permanent {
+			t.Fatalf("classified %s, want permanent", c)
+		}
+	})
+}
