@@ -28,6 +28,9 @@ func TestParseModernTypes(t *testing.T) {
 	f("Dynamic(max_types=8)", "Dynamic")
 	f("JSON", "JSON()")
 	f("JSON(max_dynamic_paths=10, a.b UInt32, SKIP x, SKIP REGEXP 'y.*', `c d` DateTime64(3))", "JSON(a.b UInt32, c d DateTime64(3))")
+	// As 26.9 prints them in system.columns:
+	f("JSON(max_dynamic_types=3, max_dynamic_paths=10, `a.b` UInt32, `c d` String, SKIP `x.y`, SKIP REGEXP '^z')", "JSON(a.b UInt32, c d String)")
+	f("Tuple(`a b` UInt8, `from` String)", "Tuple(a b UInt8, from String)")
 	f("Tuple(a UInt8, String)", "unsupported")
 	f("Nested(UInt8)", "unsupported")
 	f("Tuple()", "unsupported")
