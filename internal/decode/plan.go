@@ -3,6 +3,7 @@ package decode
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -58,6 +59,7 @@ type source struct {
 	// "a" from each element of an array of objects, or from an object
 	// holding the parallel arrays.
 	nested *source
+	pos    string // nested, for a part named by a number k: "k-1", to index tuples written as arrays
 }
 
 var metaSources = map[string]srcKind{
@@ -142,6 +144,11 @@ func Compile(format string, cols []ColumnSchema, mapping map[string]string) (*Pl
 			src = p.jsonSource([]string{c.Name})
 			if head, rest, ok := strings.Cut(c.Name, "."); ok && t.kind == kArray && head != "" && rest != "" {
 				alt := p.jsonSource([]string{head, rest})
+				// ClickHouse 18.16 splits Array(Tuple(T, U)) a into a.1, a.2:
+				// element k of each tuple, written as a JSON array.
+				if k, err := strconv.Atoi(rest); err == nil && k >= 1 && strconv.Itoa(k) == rest {
+					alt.pos = strconv.Itoa(k - 1)
+				}
 				src.nested = &alt
 			}
 		case strings.HasPrefix(spec, "$"):
@@ -284,7 +291,7 @@ func (p *Plan) read(s *source, r *kgo.Record, in *input) {
 		in.proj = nil
 		if v == nil && s.nested != nil {
 			if v = p.slots[s.nested.slot]; v != nil && v.Type() == fastjson.TypeArray {
-				in.kind, in.v, in.proj = inArray, v, s.nested.rest
+				in.kind, in.v, in.proj, in.projPos = inArray, v, s.nested.rest, s.nested.pos
 				return
 			}
 			s = s.nested
