@@ -21,6 +21,7 @@ import (
 	"unicode"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/column"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"sink/config"
@@ -328,16 +329,29 @@ func (w *Writer) InsertOnce(ctx context.Context, t *Table, block Block, queryID 
 		return err
 	}
 	defer b.Close()
+	if n := len(block.Columns()); n != len(t.Insert) {
+		return fmt.Errorf("block has %d columns, INSERT names %d", n, len(t.Insert))
+	}
+	if err := fill(b.Columns(), block); err != nil {
+		return err
+	}
+	return b.Send()
+}
+
+// fill puts block's rows into the driver's columns of one INSERT (the
+// columns of a fresh batch, empty). Each column is a driver column.Interface
+// whose Encode writes the Native format the driver sends.
+func fill(dst []column.Interface, block Block) error {
 	cols := block.Columns()
-	if len(cols) != len(t.Insert) {
-		return fmt.Errorf("block has %d columns, INSERT names %d", len(cols), len(t.Insert))
+	if len(dst) != len(cols) {
+		return fmt.Errorf("block has %d columns, the server's INSERT header %d", len(cols), len(dst))
 	}
 	for i := range cols {
-		if err := b.Column(i).Append(block.ColumnData(i)); err != nil {
+		if _, err := dst[i].Append(block.ColumnData(i)); err != nil {
 			return fmt.Errorf("column %q (%s): %w", cols[i].Name, cols[i].Type, err)
 		}
 	}
-	return b.Send()
+	return nil
 }
 
 // driverPanic is a panic inside clickhouse-go during an insert.
