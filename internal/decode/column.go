@@ -9,6 +9,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/ClickHouse/ch-go/proto"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/column"
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
@@ -44,6 +45,10 @@ type leaf[T any] struct {
 	width    int // approximate bytes per row
 	conv     func(c *ctx, in *input) (T, error)
 	exp      exporter[T]
+	// nat, when set, views the values as the ch-go column clickhouse-go
+	// keeps for this type (see native.go); only for a column that is
+	// neither Nullable nor LowCardinality.
+	nat func(vals []T) proto.ColInput
 }
 
 func (l *leaf[T]) add(c *ctx, in *input) error {
@@ -295,16 +300,9 @@ var (
 func stringConv(t *chType, fixed int) func(c *ctx, in *input) (string, error) {
 	var last string
 	return func(c *ctx, in *input) (string, error) {
-		b := c.stringText(in)
-		if fixed > 0 && len(b) != fixed {
-			if len(b) > fixed {
-				return "", reasonf("string of %d bytes is too long for %s", len(b), t.str)
-			}
-			c.pad = append(c.pad[:0], b...)
-			for len(c.pad) < fixed {
-				c.pad = append(c.pad, 0)
-			}
-			b = c.pad
+		b, err := c.stringValue(in, t, fixed)
+		if err != nil {
+			return "", err
 		}
 		if string(b) == last {
 			return last, nil
@@ -312,6 +310,24 @@ func stringConv(t *chType, fixed int) func(c *ctx, in *input) (string, error) {
 		last = c.b.str(b)
 		return last, nil
 	}
+}
+
+// stringValue is the bytes a String (fixed == 0) or FixedString(fixed)
+// column stores for in (see stringConv); it may borrow the context's
+// scratch, so it is valid until the next value.
+func (c *ctx) stringValue(in *input, t *chType, fixed int) ([]byte, error) {
+	b := c.stringText(in)
+	if fixed > 0 && len(b) != fixed {
+		if len(b) > fixed {
+			return nil, reasonf("string of %d bytes is too long for %s", len(b), t.str)
+		}
+		c.pad = append(c.pad[:0], b...)
+		for len(c.pad) < fixed {
+			c.pad = append(c.pad, 0)
+		}
+		b = c.pad
+	}
+	return b, nil
 }
 
 // stringText is the text a String column stores for in (see stringConv);

@@ -219,7 +219,7 @@ func (p *Plan) Columns() []ColumnSchema { return append([]ColumnSchema(nil), p.c
 func (p *Plan) NewBlock() *Block {
 	b := &Block{cols: p.cols, sig: p.sig, bufs: make([]col, len(p.types))}
 	for i, t := range p.types {
-		b.bufs[i] = newCol(t)
+		b.bufs[i] = newTopCol(t)
 	}
 	return b
 }
@@ -399,7 +399,9 @@ func (b *Block) Columns() []ColumnSchema { return b.cols }
 //	JSON                                     []string (one JSON object text per row)
 //
 // Scalar slices alias the block's buffers: they are valid until the next
-// Append or Reset. Nullable, Array, Map and Decimal build a new slice per call.
+// Append or Reset. Nullable, Array, Map, Decimal and top-level String build
+// a new slice per call. Block.Native is the copy-free form of the columns
+// that have one.
 func (b *Block) ColumnData(i int) any { return b.bufs[i].data() }
 
 // Reset empties the block, keeping buffer capacity. String memory is

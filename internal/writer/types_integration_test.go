@@ -19,6 +19,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"sink/config"
 	"sink/internal/decode"
 	"sink/internal/testenv"
 	"sink/internal/writer"
@@ -38,6 +39,12 @@ type typeCase struct {
 // runTypes creates a table with an id and every case's column on s, sends
 // one record per row through decode and the writer, and compares.
 func runTypes(t *testing.T, s testenv.Server, cases []typeCase, settings clickhouse.Settings) {
+	t.Helper()
+	runTypesWith(t, s, chConfig(t, s.Addr), cases, settings)
+}
+
+// runTypesWith is runTypes with the writer's ClickHouse config given.
+func runTypesWith(t *testing.T, s testenv.Server, chCfg config.ClickHouse, cases []typeCase, settings clickhouse.Settings) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -61,7 +68,7 @@ func runTypes(t *testing.T, s testenv.Server, cases []typeCase, settings clickho
 		t.Fatalf("create table: %v\n%s", err, ddl)
 	}
 
-	w, err := writer.Open(ctx, "types", chConfig(t, s.Addr))
+	w, err := writer.Open(ctx, "types", chCfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,6 +197,16 @@ func TestTypesEndToEnd(t *testing.T) {
 	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
 		runTypes(t, s, withNested(commonTypes), nil)
 	})
+}
+
+// TestTypesEndToEndHTTPOn26 is the same over clickhouse.protocol: http
+// (which needs 23.2 or newer), whose batch encodes the same driver columns,
+// the zero-copy hand-off included.
+func TestTypesEndToEndHTTPOn26(t *testing.T) {
+	s := testenv.Server26(t)
+	cfg := chConfig(t, s.HTTPAddr)
+	cfg.Protocol = config.ProtocolHTTP
+	runTypesWith(t, s, cfg, withNested(commonTypes), nil)
 }
 
 // withNested adds the other spellings of the Nested column n to the records

@@ -340,13 +340,20 @@ func (w *Writer) InsertOnce(ctx context.Context, t *Table, block Block, queryID 
 
 // fill puts block's rows into the driver's columns of one INSERT (the
 // columns of a fresh batch, empty). Each column is a driver column.Interface
-// whose Encode writes the Native format the driver sends.
+// whose Encode writes the Native format the driver sends. Columns the block
+// keeps in the driver's own layout are installed without a copy (see
+// install); the driver's columns then alias the block until the batch is
+// done, which is before the block is reset or refilled.
 func fill(dst []column.Interface, block Block) error {
 	cols := block.Columns()
 	if len(dst) != len(cols) {
 		return fmt.Errorf("block has %d columns, the server's INSERT header %d", len(cols), len(dst))
 	}
+	nb, _ := block.(nativeBlock)
 	for i := range cols {
+		if nb != nil && install(dst[i], nb.Native(i)) {
+			continue
+		}
 		if _, err := dst[i].Append(block.ColumnData(i)); err != nil {
 			return fmt.Errorf("column %q (%s): %w", cols[i].Name, cols[i].Type, err)
 		}

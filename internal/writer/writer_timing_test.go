@@ -201,3 +201,46 @@ func TestEncodeMatchesAppend(t *testing.T) {
 		}
 	}
 }
+
+// TestInstall checks which columns take the zero-copy hand-off and that a
+// mismatched or non-empty column is left alone.
+func TestInstall(t *testing.T) {
+	_, blk, _ := benchBlock(t, benchWideTable, 10)
+	cols := driverColumns(t, benchWideTable)
+	var got []string
+	for i, c := range cols {
+		if install(c, blk.Native(i)) {
+			got = append(got, benchWideTable[i].Name)
+			if c.Rows() != 10 {
+				t.Fatalf("%s: %d rows after install, want 10", benchWideTable[i].Name, c.Rows())
+			}
+		}
+	}
+	want := "[id user_id event_type channel cost payload _partition _offset]"
+	if fmt.Sprint(got) != want {
+		t.Fatalf("installed %v, want %s", got, want)
+	}
+	refuse := []struct {
+		typ string
+		n   chproto.ColInput
+	}{
+		{"UInt64", chproto.ColUInt32{1}},
+		{"Nullable(String)", chproto.ColStr{}},
+		{"LowCardinality(String)", chproto.ColStr{}},
+		{"Decimal(38, 2)", &chproto.ColDecimal64{1}},
+		{"DateTime", chproto.ColUInt32{1}},
+	}
+	for _, r := range refuse {
+		c := driverColumns(t, []decode.ColumnSchema{{Name: "c", Type: r.typ}})[0]
+		if install(c, r.n) {
+			t.Errorf("install put a %T into a %s column", r.n, r.typ)
+		}
+	}
+	full := driverColumns(t, []decode.ColumnSchema{{Name: "c", Type: "UInt64"}})[0]
+	if _, err := full.Append([]uint64{7}); err != nil {
+		t.Fatal(err)
+	}
+	if install(full, chproto.ColUInt64{1, 2}) || full.Rows() != 1 {
+		t.Error("install replaced a column that already had rows")
+	}
+}
