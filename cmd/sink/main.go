@@ -174,17 +174,20 @@ func run(cfg *config.Config, stderr io.Writer) int {
 }
 
 // memoryLimit derives a soft limit for the Go heap from the buffer budget,
-// unless GOMEMLIMIT is set. buffer_memory bounds the batches, but franz-go's
-// fetch buffers (raw, decompressed, and as records) come on top, and with
-// the default GOGC the heap grows to twice the live data before a
-// collection: measured at 742 MiB peak RSS for a 256 MiB budget (make bench).
-// A limit at 80% of 2 × buffer_memory + 100 MiB makes the collector run
-// before the process passes that bound.
+// unless GOMEMLIMIT is set: buffer_memory for the batches, the fetch
+// buffers' share (buffer_memory / consumer.FetchShare, see
+// consumer.FetchLimitsFor), as much again for block capacity beyond the
+// bytes the budget counts, and 64 MiB for the runtime, clients and
+// metrics: 1.5 × buffer_memory + 64 MiB (448 MiB for the default 256 MiB).
+// That is above the most the live heap holds when the budget is full, so
+// the limit makes the collector run earlier than GOGC alone would, never
+// without end.
 func memoryLimit(cfg *config.Config, env string) (int64, bool) {
 	if env != "" {
 		return 0, false
 	}
-	return (2*int64(cfg.Batch.BufferMemory) + 100<<20) * 8 / 10, true
+	b := int64(cfg.Batch.BufferMemory)
+	return b + 2*b/consumer.FetchShare + 64<<20, true
 }
 
 // signals cancels the returned context on the first SIGTERM/SIGINT; a second

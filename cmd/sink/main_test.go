@@ -117,8 +117,8 @@ func TestMemoryLimit(t *testing.T) {
 			t.Fatalf("buffer %s, GOMEMLIMIT %q: got %d,%v want %d,%v", buffer, env, got, set, want, wantSet)
 		}
 	}
-	f("256MiB", "", (512+100)<<20*8/10, true)
-	f("64MiB", "", (128+100)<<20*8/10, true)
+	f("256MiB", "", (256+128+64)<<20, true)
+	f("64MiB", "", (64+32+64)<<20, true)
 	f("256MiB", "1GiB", 0, false) // the operator's own limit wins
 }
 

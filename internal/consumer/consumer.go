@@ -64,10 +64,19 @@ func Options(cfg *config.Config, log zerolog.Logger, h Hooks) ([]kgo.Opt, error)
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
-		kgo.FetchMinBytes(int32(k.FetchMinBytes)),
 		kgo.FetchMaxWait(k.FetchMaxWait),
-		kgo.FetchMaxBytes(int32(k.FetchMaxBytes)),
-		kgo.FetchMaxPartitionBytes(int32(k.MaxPartitionFetchBytes)),
+	}
+	fl := FetchLimitsFor(cfg)
+	if fl.MaxBytes < int64(k.FetchMaxBytes) {
+		log.Info().Int64("fetch_max_bytes", fl.MaxBytes).Int64("max_partition_fetch_bytes", fl.PartitionBytes).
+			Int("max_concurrent_fetches", fl.Concurrent).Str("buffer_memory", cfg.Batch.BufferMemory.String()).
+			Msg("kafka fetch sizes lowered to fit batch.buffer_memory")
+	}
+	opts = append(opts,
+		kgo.FetchMinBytes(int32(min(int64(k.FetchMinBytes), fl.MaxBytes))),
+		kgo.FetchMaxBytes(int32(fl.MaxBytes)),
+		kgo.FetchMaxPartitionBytes(int32(fl.PartitionBytes)),
+		kgo.MaxConcurrentFetches(fl.Concurrent),
 		kgo.SessionTimeout(k.SessionTimeout),
 		kgo.RebalanceTimeout(k.RebalanceTimeout),
 		// A fetch may legitimately wait fetch_max_wait on the broker; the
@@ -77,9 +86,9 @@ func Options(cfg *config.Config, log zerolog.Logger, h Hooks) ([]kgo.Opt, error)
 		kgo.WithLogger(kzerolog{log}),
 		// DLQ records must keep their order per source partition only
 		// loosely; what matters is that each is acknowledged.
-		kgo.ProducerLinger(5 * time.Millisecond),
+		kgo.ProducerLinger(5*time.Millisecond),
 		kgo.RecordRetries(10),
-	}
+	)
 	if k.StartOffset == "latest" {
 		opts = append(opts, kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()))
 	} else {

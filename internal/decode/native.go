@@ -99,15 +99,19 @@ func (l *leaf[T]) native() proto.ColInput {
 }
 
 // strCol is a top-level String column stored as clickhouse-go stores it:
-// all values back to back in one buffer, with each value's bounds. The
-// buffer is reused after Reset, so ColumnData copies it once (strings it
-// returned before stay valid) while Native aliases it.
+// all values back to back in one buffer, with each value's bounds. Native
+// aliases the buffer; ColumnData copies it once, so that the strings it
+// returns never share memory with the buffer being filled.
 type strCol struct {
-	t   *chType
-	col proto.ColStr
+	t    *chType
+	col  proto.ColStr
+	hint int // the buffer's capacity before the last Reset
 }
 
 func (s *strCol) add(c *ctx, in *input) error {
+	if s.col.Buf == nil && s.hint > 0 {
+		s.col.Buf = make([]byte, 0, s.hint)
+	}
 	var b []byte
 	if in.kind > inNull {
 		var err error
@@ -134,7 +138,13 @@ func (s *strCol) truncate(n int) {
 	s.col.Pos = s.col.Pos[:n]
 }
 
-func (s *strCol) reset() { s.truncate(0) }
+// reset drops the byte buffer rather than keeping it: a block waiting on
+// the free list then holds no string memory outside batch.buffer_memory,
+// and the next fill allocates it once at the size the last one reached.
+func (s *strCol) reset() {
+	s.truncate(0)
+	s.hint, s.col.Buf = cap(s.col.Buf), nil
+}
 
 // data copies the values once into an immutable string and returns
 // substrings of it.

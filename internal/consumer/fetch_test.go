@@ -1,0 +1,33 @@
+package consumer
+
+import (
+	"testing"
+
+	"sink/config"
+)
+
+func TestFetchLimitsFor(t *testing.T) {
+	f := func(buffer, fetch, part string, want FetchLimits) {
+		t.Helper()
+		yaml := "name: x\nkafka: {topics: [t], fetch_min_bytes: 1KiB, fetch_max_bytes: " + fetch + ", max_partition_fetch_bytes: " + part + "}\n" +
+			"batch: {buffer_memory: " + buffer + ", max_bytes: 1MiB}\nroutes: [{topic: t, table: t}]\n"
+		cfg, err := config.Parse([]byte(yaml), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := FetchLimitsFor(cfg); got != want {
+			t.Fatalf("buffer_memory %s, fetch_max_bytes %s, max_partition_fetch_bytes %s: got %+v, want %+v", buffer, fetch, part, got, want)
+		}
+	}
+	const mib = 1 << 20
+	// the defaults (50 MiB, 8 MiB) under the default budget: 256 MiB / 20
+	f("256MiB", "50MiB", "8MiB", FetchLimits{MaxBytes: 256 * mib / 20, PartitionBytes: 8 * mib, Concurrent: 2})
+	// a small budget lowers both
+	f("32MiB", "50MiB", "8MiB", FetchLimits{MaxBytes: 32 * mib / 20, PartitionBytes: 32 * mib / 20, Concurrent: 2})
+	// never below 1 MiB from the derivation...
+	f("8MiB", "50MiB", "8MiB", FetchLimits{MaxBytes: mib, PartitionBytes: mib, Concurrent: 2})
+	// ...but a smaller configured value stays
+	f("256MiB", "512KiB", "256KiB", FetchLimits{MaxBytes: 512 << 10, PartitionBytes: 256 << 10, Concurrent: 2})
+	// a big budget keeps the configured sizes
+	f("4GiB", "50MiB", "8MiB", FetchLimits{MaxBytes: 50 * mib, PartitionBytes: 8 * mib, Concurrent: 2})
+}
