@@ -60,7 +60,7 @@ func TestDefaults(t *testing.T) {
 			Addrs:        []string{"127.0.0.1:9000"},
 			Database:     "default",
 			Username:     "default",
-			Compression:  "lz4",
+			Compression:  "auto",
 			DialTimeout:  10 * time.Second,
 			QueryTimeout: 60 * time.Second,
 			MaxInFlight:  2,
@@ -403,7 +403,7 @@ func TestValidate(t *testing.T) {
 	f("", env("SINK_CLICKHOUSE__DATABASE="), `clickhouse.database: "" is not a valid database name`)
 	f("", env("SINK_CLICKHOUSE__DATABASE=a.b"), `clickhouse.database: "a.b" is not a valid database name`)
 	f("", env("SINK_CLICKHOUSE__USERNAME="), "clickhouse.username: required")
-	f("", env("SINK_CLICKHOUSE__COMPRESSION=gzip"), `clickhouse.compression: "gzip" is not one of lz4, zstd, none`)
+	f("", env("SINK_CLICKHOUSE__COMPRESSION=gzip"), `clickhouse.compression: "gzip" is not one of auto, lz4, zstd, none`)
 	f("", env("SINK_CLICKHOUSE__COMPRESSION=zstd"), "")
 	f("", env("SINK_CLICKHOUSE__COMPRESSION=none"), "")
 	f("clickhouse: {settings: {insert_quorum: 2, x: [1]}}", nil, "clickhouse.settings.x: must be a string, number or boolean, got []interface {}")
