@@ -1,0 +1,78 @@
+package decode
+
+import (
+	"testing"
+
+	"github.com/ClickHouse/ch-go/proto"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// The native columns: what Native hands over, that a failed record leaves
+// them as they were, and that Reset does not change strings handed out.
+func TestNativeColumns(t *testing.T) {
+	cols := []ColumnSchema{
+		{Name: "s", Type: "String"},
+		{Name: "n", Type: "UInt64"},
+		{Name: "d", Type: "Decimal(18, 2)"},
+		{Name: "d9", Type: "Decimal(9, 3)"},
+		{Name: "ns", Type: "Nullable(String)"},
+		{Name: "lc", Type: "LowCardinality(String)"},
+	}
+	p, err := Compile("json", cols, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blk := p.NewBlock()
+	add := func(v string) error { return p.Append(blk, &kgo.Record{Value: []byte(v)}) }
+	for _, v := range []string{
+		`{"s":"ab","n":1,"d":1.25,"d9":-0.5,"ns":"x","lc":"y"}`,
+		`{"s":"","n":2,"d":"-3","d9":1,"ns":null,"lc":"y"}`,
+		`{"s":{"k":[1,2]},"n":3,"d":0,"d9":0}`,
+	} {
+		if err := add(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// a later column fails: every column rolls back, the String's bytes too
+	if err := add(`{"s":"zzzz","n":4,"d":1,"d9":"abc","ns":"q","lc":"z"}`); err == nil {
+		t.Fatal("a word into Decimal(9, 3) was accepted")
+	}
+	s := blk.Native(0).(proto.ColStr)
+	if s.Rows() != 3 || string(s.Buf) != `ab{"k":[1,2]}` {
+		t.Fatalf("String: %d rows, buffer %q", s.Rows(), s.Buf)
+	}
+	var got []string
+	s.ForEach(func(_ int, v string) error { got = append(got, v); return nil })
+	if len(got) != 3 || got[0] != "ab" || got[1] != "" || got[2] != `{"k":[1,2]}` {
+		t.Fatalf("String values %q", got)
+	}
+	if n := blk.Native(1).(proto.ColUInt64); len(n) != 3 || n[2] != 3 {
+		t.Fatalf("UInt64 %v", n)
+	}
+	if d := *blk.Native(2).(*proto.ColDecimal64); len(d) != 3 || d[0] != 125 || d[1] != -300 {
+		t.Fatalf("Decimal(18, 2) %v", d)
+	}
+	if d := *blk.Native(3).(*proto.ColDecimal32); len(d) != 3 || d[0] != -500 || d[1] != 1000 {
+		t.Fatalf("Decimal(9, 3) %v", d)
+	}
+	if blk.Native(4) != nil || blk.Native(5) != nil {
+		t.Fatal("Nullable or LowCardinality columns have a native form")
+	}
+	if got := blk.ColumnData(0).([]string); len(got) != 3 || got[2] != `{"k":[1,2]}` {
+		t.Fatalf("ColumnData(String) %q", got)
+	}
+
+	// Reset drops the String bytes; refilling does not touch what
+	// ColumnData returned before.
+	before := blk.ColumnData(0).([]string)
+	blk.Reset()
+	if blk.Native(0).Rows() != 0 {
+		t.Fatal("rows after Reset")
+	}
+	if err := add(`{"s":"XY","n":1,"d":1,"d9":1}`); err != nil {
+		t.Fatal(err)
+	}
+	if before[0] != "ab" {
+		t.Fatalf("a string from before Reset changed to %q", before[0])
+	}
+}
