@@ -26,8 +26,8 @@ type nativeCol interface {
 // for its type, aliasing the block's buffers (valid until the next Append
 // or Reset; do not modify), or nil when the column has no such form and
 // ColumnData is the way to send it. Columns that have one: String, the
-// integer and float types, Bool, Decimal with precision up to 18; none of
-// them Nullable or LowCardinality.
+// integer and float types, Bool, Decimal with precision up to 18, and
+// Nullable of those (a NullableNative); not LowCardinality.
 func (b *Block) Native(i int) proto.ColInput {
 	if n, ok := b.bufs[i].(nativeCol); ok {
 		return n.native()
@@ -36,11 +36,15 @@ func (b *Block) Native(i int) proto.ColInput {
 }
 
 // newTopCol builds the buffer of a top-level column: the native form when
-// the type has one, newCol's otherwise.
+// the type (or, for Nullable(T), T) has one, newCol's otherwise.
 func newTopCol(t *chType) col {
-	switch t.kind {
+	base, nullable := t, false
+	if t.kind == kNullable {
+		base, nullable = t.elem, true
+	}
+	switch base.kind {
 	case kString:
-		return &strCol{t: t}
+		return &strCol{t: base, nullable: nullable}
 	case kInt8:
 		return withNative(newCol(t), func(v []int8) proto.ColInput { return proto.ColInt8(v) })
 	case kInt16:
@@ -65,7 +69,7 @@ func newTopCol(t *chType) col {
 		return withNative(newCol(t), func(v []bool) proto.ColInput { return proto.ColBool(v) })
 	case kDecimal:
 		switch {
-		case t.n <= 9:
+		case base.n <= 9:
 			// clickhouse-go keeps Decimal(P ≤ 9) as Decimal32: one
 			// conversion pass, no per-value decimal.Decimal.
 			return withNative(newCol(t), func(v []int64) proto.ColInput {
@@ -75,7 +79,7 @@ func newTopCol(t *chType) col {
 				}
 				return &out
 			})
-		case t.n <= 18:
+		case base.n <= 18:
 			return withNative(newCol(t), func(v []int64) proto.ColInput {
 				out := proto.ColDecimal64(unsafe.Slice((*proto.Decimal64)(unsafe.SliceData(v)), len(v)))
 				return &out
@@ -85,6 +89,41 @@ func newTopCol(t *chType) col {
 	return newCol(t)
 }
 
+// NullableNative is the native form of a Nullable(T) column: one NULL flag
+// per row (1 = NULL) and T's native column, which holds T's zero value on
+// NULL rows. It encodes as ClickHouse's Native format encodes Nullable(T):
+// the flags, then the values.
+type NullableNative struct {
+	Nulls  proto.ColUInt8
+	Values proto.ColInput
+}
+
+// Type is Nullable(T).
+func (n NullableNative) Type() proto.ColumnType {
+	return proto.ColumnTypeNullable.Sub(n.Values.Type())
+}
+
+// Rows is the number of rows.
+func (n NullableNative) Rows() int { return len(n.Nulls) }
+
+// EncodeColumn appends the flags and the values to b.
+func (n NullableNative) EncodeColumn(b *proto.Buffer) {
+	n.Nulls.EncodeColumn(b)
+	n.Values.EncodeColumn(b)
+}
+
+// WriteColumn writes the flags and the values to w.
+func (n NullableNative) WriteColumn(w *proto.Writer) {
+	n.Nulls.WriteColumn(w)
+	n.Values.WriteColumn(w)
+}
+
+// nullFlags views NULL flags as the bytes ClickHouse expects: a Go bool is
+// one byte, 0 or 1.
+func nullFlags(nulls []bool) proto.ColUInt8 {
+	return unsafe.Slice((*uint8)(unsafe.Pointer(unsafe.SliceData(nulls))), len(nulls))
+}
+
 // withNative sets the native view of a leaf built by newCol.
 func withNative[T any](c col, nat func([]T) proto.ColInput) col {
 	c.(*leaf[T]).nat = nat
@@ -92,8 +131,11 @@ func withNative[T any](c col, nat func([]T) proto.ColInput) col {
 }
 
 func (l *leaf[T]) native() proto.ColInput {
-	if l.nat == nil || l.nullable {
+	switch {
+	case l.nat == nil:
 		return nil
+	case l.nullable:
+		return NullableNative{Nulls: nullFlags(l.nulls), Values: l.nat(l.vals)}
 	}
 	return l.nat(l.vals)
 }
@@ -103,9 +145,11 @@ func (l *leaf[T]) native() proto.ColInput {
 // aliases the buffer; ColumnData copies it once, so that the strings it
 // returns never share memory with the buffer being filled.
 type strCol struct {
-	t    *chType
-	col  proto.ColStr
-	hint int // the buffer's capacity before the last Reset
+	t        *chType
+	col      proto.ColStr
+	hint     int // the buffer's capacity before the last Reset
+	nullable bool
+	nulls    []bool // Nullable(String): NULL flags; a NULL row holds ""
 }
 
 func (s *strCol) add(c *ctx, in *input) error {
@@ -121,6 +165,10 @@ func (s *strCol) add(c *ctx, in *input) error {
 	}
 	s.col.AppendBytes(b)
 	c.b.bytes += 16 + len(b)
+	if s.nullable {
+		s.nulls = append(s.nulls, in.kind <= inNull)
+		c.b.bytes++
+	}
 	return nil
 }
 
@@ -136,6 +184,9 @@ func (s *strCol) truncate(n int) {
 	}
 	s.col.Buf = s.col.Buf[:end]
 	s.col.Pos = s.col.Pos[:n]
+	if s.nullable {
+		s.nulls = s.nulls[:n]
+	}
 }
 
 // reset drops the byte buffer rather than keeping it: a block waiting on
@@ -147,16 +198,24 @@ func (s *strCol) reset() {
 }
 
 // data copies the values once into an immutable string and returns
-// substrings of it.
+// substrings of it ([]*string, nil for NULL, when Nullable).
 func (s *strCol) data() any {
 	all := string(s.col.Buf)
 	out := make([]string, len(s.col.Pos))
 	for i, p := range s.col.Pos {
 		out[i] = all[p.Start:p.End]
 	}
+	if s.nullable {
+		return ptrSlice(out, s.nulls)
+	}
 	return out
 }
 
-func (s *strCol) split(ends []int) any { return splitSlice(s.data().([]string), ends) }
+func (s *strCol) split(ends []int) any { return reflectSplit(s.data(), ends) }
 
-func (s *strCol) native() proto.ColInput { return s.col }
+func (s *strCol) native() proto.ColInput {
+	if s.nullable {
+		return NullableNative{Nulls: nullFlags(s.nulls), Values: s.col}
+	}
+	return s.col
+}

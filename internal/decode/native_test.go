@@ -1,6 +1,7 @@
 package decode
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/ClickHouse/ch-go/proto"
@@ -55,8 +56,15 @@ func TestNativeColumns(t *testing.T) {
 	if d := *blk.Native(3).(*proto.ColDecimal32); len(d) != 3 || d[0] != -500 || d[1] != 1000 {
 		t.Fatalf("Decimal(9, 3) %v", d)
 	}
-	if blk.Native(4) != nil || blk.Native(5) != nil {
-		t.Fatal("Nullable or LowCardinality columns have a native form")
+	ns := blk.Native(4).(NullableNative)
+	if fmt.Sprint(ns.Nulls) != "[0 1 1]" || string(ns.Values.(proto.ColStr).Buf) != "x" || ns.Type() != "Nullable(String)" {
+		t.Fatalf("Nullable(String): nulls %v, values %q, type %s", ns.Nulls, ns.Values.(proto.ColStr).Buf, ns.Type())
+	}
+	if got := blk.ColumnData(4).([]*string); len(got) != 3 || *got[0] != "x" || got[1] != nil || got[2] != nil {
+		t.Fatalf("ColumnData(Nullable(String)) %v", got)
+	}
+	if blk.Native(5) != nil {
+		t.Fatal("a LowCardinality column has a native form")
 	}
 	if got := blk.ColumnData(0).([]string); len(got) != 3 || got[2] != `{"k":[1,2]}` {
 		t.Fatalf("ColumnData(String) %q", got)

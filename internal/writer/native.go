@@ -6,6 +6,8 @@ import (
 
 	"github.com/ClickHouse/ch-go/proto"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/column"
+
+	"sink/internal/decode"
 )
 
 // nativeBlock is a Block that can hand over some columns as ch-go proto
@@ -28,6 +30,9 @@ func install(c column.Interface, n proto.ColInput) bool {
 	if n == nil || c.Rows() != 0 {
 		return false
 	}
+	if nn, ok := n.(decode.NullableNative); ok {
+		return installNullable(c, nn)
+	}
 	v := reflect.ValueOf(c)
 	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
 		return false
@@ -45,5 +50,32 @@ func install(c column.Interface, n proto.ColInput) bool {
 	}
 	// The field is unexported: write it through its address.
 	reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().Set(nv)
+	return c.Rows() == n.Rows()
+}
+
+// installNullable does install's work for a Nullable(T) column: the values
+// go into its T column (Base) through install, the NULL flags into the
+// proto.ColUInt8 clickhouse-go keeps in a field named nulls (encoded only
+// when enable is set, as it is for a top-level Nullable). Nothing changes
+// unless both fit.
+func installNullable(c column.Interface, n decode.NullableNative) bool {
+	v := reflect.ValueOf(c)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return false
+	}
+	nc, ok := c.(*column.Nullable)
+	if !ok {
+		return false
+	}
+	s := v.Elem()
+	nulls, enable := s.FieldByName("nulls"), s.FieldByName("enable")
+	if !nulls.IsValid() || !enable.IsValid() ||
+		nulls.Type() != reflect.TypeOf(n.Nulls) || enable.Kind() != reflect.Bool || !enable.Bool() {
+		return false
+	}
+	if base := nc.Base(); base == nil || !install(base, n.Values) {
+		return false
+	}
+	reflect.NewAt(nulls.Type(), unsafe.Pointer(nulls.UnsafeAddr())).Elem().Set(reflect.ValueOf(n.Nulls))
 	return c.Rows() == n.Rows()
 }

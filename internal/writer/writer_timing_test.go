@@ -216,7 +216,7 @@ func TestInstall(t *testing.T) {
 			}
 		}
 	}
-	want := "[id user_id event_type channel cost payload _partition _offset]"
+	want := "[id user_id event_type channel cost payload channel_n user_n _partition _offset]"
 	if fmt.Sprint(got) != want {
 		t.Fatalf("installed %v, want %s", got, want)
 	}
@@ -226,6 +226,10 @@ func TestInstall(t *testing.T) {
 	}{
 		{"UInt64", chproto.ColUInt32{1}},
 		{"Nullable(String)", chproto.ColStr{}},
+		{"String", decode.NullableNative{Nulls: chproto.ColUInt8{0}, Values: chproto.ColStr{}}},
+		{"Nullable(UInt64)", decode.NullableNative{Nulls: chproto.ColUInt8{0}, Values: chproto.ColUInt32{1}}},
+		{"Array(Nullable(String))", decode.NullableNative{Nulls: chproto.ColUInt8{0}, Values: chproto.ColStr{}}},
+		{"LowCardinality(Nullable(String))", decode.NullableNative{Nulls: chproto.ColUInt8{0}, Values: chproto.ColStr{}}},
 		{"LowCardinality(String)", chproto.ColStr{}},
 		{"Decimal(38, 2)", &chproto.ColDecimal64{1}},
 		{"DateTime", chproto.ColUInt32{1}},
