@@ -47,6 +47,10 @@ type partition struct {
 // Tracker is the per-partition ledger. The zero value is not usable; use New.
 type Tracker struct {
 	parts map[TP]*partition
+	// last is the partition Add saw last: records come in runs of one
+	// partition, and this saves hashing the topic name per record.
+	lastTP TP
+	last   *partition
 }
 
 // New returns an empty tracker.
@@ -57,10 +61,13 @@ func New() *Tracker { return &Tracker{parts: make(map[TP]*partition)} }
 // added one (a replay after a seek) is ignored, because the earlier copy is
 // already accounted for.
 func (t *Tracker) Add(tp TP, offset int64, epoch int32, unit uint64) {
-	p := t.parts[tp]
-	if p == nil {
-		p = &partition{reported: -1}
-		t.parts[tp] = p
+	p := t.last
+	if p == nil || tp != t.lastTP {
+		if p = t.parts[tp]; p == nil {
+			p = &partition{reported: -1}
+			t.parts[tp] = p
+		}
+		t.lastTP, t.last = tp, p
 	}
 	if n := len(p.segs); n > p.head {
 		s := &p.segs[n-1]
@@ -161,7 +168,12 @@ func (t *Tracker) Pending(tp TP) int {
 
 // Forget drops all state of tp: after a revoke (once committed) or a loss
 // (never committed). Later acks for it are ignored.
-func (t *Tracker) Forget(tp TP) { delete(t.parts, tp) }
+func (t *Tracker) Forget(tp TP) {
+	delete(t.parts, tp)
+	if tp == t.lastTP {
+		t.last = nil
+	}
+}
 
 // Partitions returns the tracked partitions.
 func (t *Tracker) Partitions() []TP {

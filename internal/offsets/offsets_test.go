@@ -144,3 +144,31 @@ func TestRandomAcks(t *testing.T) {
 		}
 	}
 }
+
+// Add remembers the last partition it saw; Forget must not leave that
+// shortcut pointing at the dropped state.
+func TestForgetThenAddStartsFresh(t *testing.T) {
+	tr := New()
+	tp1 := TP{Topic: "t", Partition: 1}
+	tr.Add(tp0, 5, 0, 1)
+	tr.Forget(tp0)
+	tr.Add(tp0, 3, 0, 2) // below the forgotten 5: a fresh partition takes it
+	if n := tr.Pending(tp0); n != 1 {
+		t.Fatalf("after Forget and Add: %d pending units, want 1", n)
+	}
+	tr.Add(tp1, 7, 0, 2)
+	tr.Add(tp0, 4, 0, 3) // back to tp0 after another partition
+	if n := tr.Pending(tp0); n != 2 {
+		t.Fatalf("%d pending units on tp0, want 2", n)
+	}
+}
+
+// BenchmarkAdd is the per-record cost: runs of records of one partition.
+func BenchmarkAdd(b *testing.B) {
+	tr := New()
+	tps := []TP{{Topic: "events", Partition: 0}, {Topic: "events", Partition: 1}}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		tr.Add(tps[(i>>10)&1], int64(i), 0, uint64(i>>16))
+	}
+}
