@@ -84,3 +84,55 @@ func TestNativeColumns(t *testing.T) {
 		t.Fatalf("a string from before Reset changed to %q", before[0])
 	}
 }
+
+// A block never points into a record: franz-go's Record.Value aliases the
+// whole fetch buffer, which must be free to go once the record is decoded.
+// Overwriting the record's bytes after Append must not change the block.
+func TestBlockDoesNotAliasRecords(t *testing.T) {
+	cols := []ColumnSchema{
+		{Name: "s", Type: "String"},
+		{Name: "lc", Type: "LowCardinality(String)"},
+		{Name: "ns", Type: "Nullable(String)"},
+		{Name: "fs", Type: "FixedString(3)"},
+		{Name: "a", Type: "Array(String)"},
+		{Name: "m", Type: "Map(String, String)"},
+		{Name: "tu", Type: "Tuple(a String, b UInt8)"},
+		{Name: "_key", Type: "String"},
+		{Name: "h", Type: "String"},
+	}
+	p, err := Compile("json", cols, map[string]string{"h": "$header.h"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	blk := p.NewBlock()
+	var recs []*kgo.Record
+	for i := 0; i < 3; i++ {
+		r := &kgo.Record{
+			Key:     []byte(fmt.Sprintf("key-%d", i)),
+			Value:   []byte(fmt.Sprintf(`{"s":"str-%d","lc":"lc-%d","ns":"ns-%d","fs":"f%d","a":["a-%d","b"],"m":{"mk-%d":"mv-%d"},"tu":{"a":"ta-%d","b":%d}}`, i, i, i, i, i, i, i, i, i)),
+			Headers: []kgo.RecordHeader{{Key: "h", Value: []byte(fmt.Sprintf("hv-%d", i))}},
+		}
+		if err := p.Append(blk, r); err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, r)
+	}
+	render := func() string {
+		var b []byte
+		for i := range cols {
+			b = fmt.Appendf(b, "%s=%v\n", cols[i].Name, firstRowsAll(cols[i].Type, blk.ColumnData(i)))
+		}
+		return string(b)
+	}
+	before := render()
+	for _, r := range recs {
+		for _, bs := range [][]byte{r.Key, r.Value, r.Headers[0].Value} {
+			for j := range bs {
+				bs[j] = 'X'
+			}
+		}
+	}
+	if after := render(); after != before {
+		t.Fatalf("the block changed when the records' bytes were overwritten:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}
