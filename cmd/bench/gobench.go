@@ -20,8 +20,9 @@ type GoBench struct {
 	Extra       map[string]float64 `json:"extra,omitempty"` // b.ReportMetric units
 }
 
-// goBenchPackages are the hot path: decode, batch, offsets.
-var goBenchPackages = []string{"./internal/decode/", "./internal/batch/", "./internal/offsets/"}
+// goBenchPackages are the hot path: decode, batch, offsets, and the insert
+// path's block encoding and compression (writer).
+var goBenchPackages = []string{"./internal/decode/", "./internal/batch/", "./internal/offsets/", "./internal/writer/"}
 
 // runGoBench runs the hot-path benchmarks once, with -benchmem.
 func runGoBench(ctx context.Context) ([]GoBench, string, error) {
