@@ -146,6 +146,10 @@ type Errors struct {
 	// sends bad records to DLQTopic and carries on.
 	Tolerance string `koanf:"tolerance"`
 	DLQTopic  string `koanf:"dlq_topic"`
+	// DLQCreate creates DLQTopic at start when it does not exist, with the
+	// largest partition count of the consumed topics and the broker's
+	// default replication factor.
+	DLQCreate bool `koanf:"dlq_create"`
 }
 
 // HTTP configures the metrics and health endpoint.

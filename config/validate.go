@@ -269,6 +269,8 @@ func (c *Config) validateErrors(p *problems) {
 	switch {
 	case e.Tolerance == "all" && e.DLQTopic == "":
 		p.add("errors.dlq_topic: required when errors.tolerance is all")
+	case e.DLQCreate && e.DLQTopic == "":
+		p.add("errors.dlq_create: set, but there is no errors.dlq_topic to create")
 	case e.Tolerance == "none" && e.DLQTopic != "":
 		p.add("errors.dlq_topic: set, but errors.tolerance is none, so nothing is sent to it (set errors.tolerance: all)")
 	case e.DLQTopic != "":

@@ -47,7 +47,8 @@ type tableState struct {
 	// counters for the summary; retries is written by insert goroutines
 	rows, inserts int64
 	retries       atomic.Int64
-	m             *metrics.Table // nil without metrics; safe from insert goroutines
+	lastErr       atomic.Pointer[string] // the last retried INSERT error
+	m             *metrics.Table         // nil without metrics; safe from insert goroutines
 }
 
 // routeState is one route, compiled against its table.
@@ -115,9 +116,12 @@ type Pipeline struct {
 
 	accs    map[accKey]*accState
 	tracker *offsets.Tracker
-	flights map[uint64]*flight // sealed batches not yet acknowledged
-	dlqs    map[uint64]offsets.TP
+	flights map[uint64]*flight   // sealed batches not yet acknowledged
+	dlqs    map[uint64]*dlqState // bad records whose dead-letter produce has not succeeded
 	nextID  uint64
+	// dlqBytes is the key and value bytes of the records in dlqs (part of
+	// the buffer budget); dlqFailed counts those that failed for good.
+	dlqBytes, dlqFailed int
 
 	acks    chan ack
 	events  chan groupEvent
@@ -162,7 +166,7 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w *writer.
 		accs:    map[accKey]*accState{},
 		tracker: offsets.New(),
 		flights: map[uint64]*flight{},
-		dlqs:    map[uint64]offsets.TP{},
+		dlqs:    map[uint64]*dlqState{},
 		acks:    make(chan ack, 64),
 		events:  make(chan groupEvent),
 		fetches: make(chan kgo.Fetches),
@@ -398,9 +402,10 @@ func (p *Pipeline) block(ts *tableState) *decode.Block {
 	return ts.plan.NewBlock()
 }
 
-// memUsed is the bytes held by open and unacknowledged batches.
+// memUsed is the bytes held by open and unacknowledged batches and by bad
+// records waiting for the dead-letter topic.
 func (p *Pipeline) memUsed() int {
-	n := 0
+	n := p.dlqBytes
 	for _, a := range p.accs {
 		n += a.acc.Data().Bytes()
 	}
