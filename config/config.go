@@ -92,6 +92,11 @@ type ClickHouse struct {
 	MaxInFlight  int           `koanf:"max_in_flight"`
 	RetryInitial time.Duration `koanf:"retry_initial"`
 	RetryMax     time.Duration `koanf:"retry_max"`
+	// SchemaRefresh is how often every target table's columns are read
+	// again, so that columns added or dropped while the sink runs are used
+	// without a restart; 0 re-reads only after an INSERT fails with an
+	// unknown column or table (codes 16, 47, 60), which it always does.
+	SchemaRefresh time.Duration `koanf:"schema_refresh"`
 }
 
 // Batch configures the per-table accumulators. A batch is sealed when any of
@@ -240,6 +245,10 @@ func defaults() *Config {
 			// Backoff ceiling: TOO_MANY_PARTS needs merges to catch up,
 			// which takes tens of seconds; retrying faster only adds load.
 			RetryMax: 30 * time.Second,
+			// One cheap system.columns query per table: a column added
+			// to the table is filled from the records that carry it at
+			// most this long (plus batch.max_wait) after the ALTER.
+			SchemaRefresh: 30 * time.Second,
 		},
 		Batch: Batch{
 			// Seeds 002 and 004: tens of thousands of rows per INSERT is

@@ -164,6 +164,9 @@ func (c *Config) validateClickHouse(p *problems) {
 	if ch.RetryMax > 0 && ch.RetryInitial > ch.RetryMax {
 		p.add("clickhouse.retry_initial (%v) must be at most clickhouse.retry_max (%v)", ch.RetryInitial, ch.RetryMax)
 	}
+	if ch.SchemaRefresh < 0 {
+		p.add("clickhouse.schema_refresh (%v) must be 0 (off) or positive", ch.SchemaRefresh)
+	}
 }
 
 func (c *Config) validateBatch(p *problems) {

@@ -47,7 +47,7 @@ const (
 )
 
 // reasons are the seal reasons with a pre-resolved counter each.
-var reasons = []batch.Reason{batch.ReasonRows, batch.ReasonBytes, batch.ReasonWait, batch.ReasonRevoke, batch.ReasonShutdown}
+var reasons = []batch.Reason{batch.ReasonRows, batch.ReasonBytes, batch.ReasonWait, batch.ReasonRevoke, batch.ReasonShutdown, batch.ReasonSchema}
 
 // Metrics holds the collectors of one connector.
 type Metrics struct {
@@ -124,8 +124,8 @@ func (m *Metrics) Registry() *prometheus.Registry {
 type Table struct {
 	rows, inserts       prometheus.Counter
 	duration, perInsert prometheus.Observer
-	sealed              [batch.ReasonShutdown + 1]prometheus.Counter // indexed by batch.Reason
-	retries             *prometheus.CounterVec                       // curried with the table
+	sealed              [batch.ReasonSchema + 1]prometheus.Counter // indexed by batch.Reason
+	retries             *prometheus.CounterVec                     // curried with the table
 }
 
 // Table resolves the handle for table (db.table); call it once per table.

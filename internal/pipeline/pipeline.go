@@ -44,6 +44,8 @@ type tableState struct {
 	free     []*decode.Block // reset blocks for reuse
 	queue    []*batch.Batch  // sealed, waiting for an insert slot
 	inflight int
+	// describing: a re-read of the columns is running (describeTables)
+	describing bool
 	// counters for the summary; retries is written by insert goroutines
 	rows, inserts int64
 	retries       atomic.Int64
@@ -74,6 +76,7 @@ type accState struct {
 type flight struct {
 	b     *batch.Batch
 	table *tableState
+	tab   *writer.Table // the table's columns the batch was decoded for
 	bytes int
 }
 
@@ -126,6 +129,7 @@ type Pipeline struct {
 	acks    chan ack
 	events  chan groupEvent
 	fetches chan kgo.Fetches
+	schemas chan schemaResult
 	want    chan struct{}
 	stopped chan struct{} // closed when Run's loop has ended
 
@@ -170,6 +174,7 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w *writer.
 		acks:    make(chan ack, 64),
 		events:  make(chan groupEvent),
 		fetches: make(chan kgo.Fetches),
+		schemas: make(chan schemaResult),
 		want:    make(chan struct{}, 1),
 		stopped: make(chan struct{}),
 		lag:     map[offsets.TP]int64{},

@@ -45,6 +45,12 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	defer commitTick.Stop()
 	statsTick := time.NewTicker(statsInterval)
 	defer statsTick.Stop()
+	var schemaTick <-chan time.Time // nil: never
+	if d := p.cfg.ClickHouse.SchemaRefresh; d > 0 {
+		t := time.NewTicker(d)
+		defer t.Stop()
+		schemaTick = t.C
+	}
 	last := p.now()
 	var lastStats Stats
 
@@ -66,6 +72,10 @@ func (p *Pipeline) Run(ctx context.Context) error {
 			p.checkRevokeDeadline()
 		case <-commitTick.C:
 			p.commit()
+		case <-schemaTick:
+			p.describeTables(writeCtx)
+		case r := <-p.schemas:
+			p.handleSchema(writeCtx, r)
 		case <-statsTick.C:
 			now := p.now()
 			p.logStats(now.Sub(last), lastStats)
@@ -108,6 +118,8 @@ func (p *Pipeline) shutdown(writeCtx context.Context, cancelWrites context.Cance
 		case a := <-p.acks:
 			p.handleAck(writeCtx, a)
 			p.abandonBlocked()
+		case r := <-p.schemas:
+			p.handleSchema(writeCtx, r)
 		case ev := <-p.events:
 			p.handleEvent(writeCtx, ev)
 		case <-deadline.C:
@@ -331,7 +343,7 @@ func (p *Pipeline) seal(writeCtx context.Context, a *accState, why batch.Reason)
 	}
 	a.id = p.newID()
 	ts.m.Sealed(why)
-	p.flights[b.ID] = &flight{b: b, table: ts, bytes: b.Data.Bytes()}
+	p.flights[b.ID] = &flight{b: b, table: ts, tab: ts.t, bytes: b.Data.Bytes()}
 	ts.queue = append(ts.queue, b)
 	p.pump(writeCtx, ts)
 }
@@ -349,32 +361,25 @@ func (p *Pipeline) pump(writeCtx context.Context, ts *tableState) {
 		ts.queue[0] = nil
 		ts.queue = ts.queue[1:]
 		ts.inflight++
-		go p.insert(writeCtx, ts, b)
+		go p.insert(writeCtx, ts, p.flights[b.ID].tab, b)
 	}
 }
 
 // insert runs on its own goroutine and touches nothing of the owner's but
-// the acks channel and atomic counters.
-func (p *Pipeline) insert(ctx context.Context, ts *tableState, b *batch.Batch) {
+// the acks and schemas channels and atomic counters. tab is the table's
+// layout the batch was decoded for.
+func (p *Pipeline) insert(ctx context.Context, ts *tableState, tab *writer.Table, b *batch.Batch) {
 	start := time.Now()
 	onRetry := func(at writer.Attempt) {
 		ts.retries.Add(1)
 		msg := at.Err.Error()
 		ts.lastErr.Store(&msg)
 		ts.m.Retry(at.Code)
-		p.log.Warn().Str("table", ts.t.FullName()).Uint64("batch", b.ID).Int("rows", b.Rows()).
+		p.log.Warn().Str("table", tab.FullName()).Uint64("batch", b.ID).Int("rows", b.Rows()).
 			Int("attempt", at.N).Int32("code", at.Code).Str("class", at.Class.String()).
 			Dur("retry_in", at.Wait).Err(at.Err).Msg("insert failed, retrying the same block")
 	}
-	refresh := func(ctx context.Context) error {
-		cols, err := p.w.Describe(ctx, ts.t.Database, ts.t.Name)
-		if err == nil && len(cols) != len(ts.t.Schema) {
-			p.log.Warn().Str("table", ts.t.FullName()).Int("columns_now", len(cols)).
-				Int("columns_at_start", len(ts.t.Schema)).Msg("table schema changed; restart the sink to pick it up")
-		}
-		return err
-	}
-	err := p.w.Insert(ctx, ts.t, b.Data.(*decode.Block), b.ID, onRetry, refresh)
+	err := p.w.Insert(ctx, tab, b.Data.(*decode.Block), b.ID, onRetry, p.refreshFor(ts))
 	p.acks <- ack{id: b.ID, err: err, took: time.Since(start)}
 }
 
@@ -411,7 +416,7 @@ func (p *Pipeline) handleAck(writeCtx context.Context, a ack) {
 		Str("reason", f.b.Reason.String()).Int("partitions", len(f.b.Ranges)).Dur("took", a.took).
 		Dur("age", p.now().Sub(f.b.Opened)).Msg("inserted")
 	blk := f.b.Data.(*decode.Block)
-	if len(ts.free) <= p.cfg.ClickHouse.MaxInFlight {
+	if f.tab == ts.t && len(ts.free) <= p.cfg.ClickHouse.MaxInFlight { // a block of the current layout
 		blk.Reset()
 		ts.free = append(ts.free, blk)
 	}
