@@ -155,6 +155,15 @@ type Errors struct {
 	// largest partition count of the consumed topics and the broker's
 	// default replication factor.
 	DLQCreate bool `koanf:"dlq_create"`
+	// OnMissing: "default" gives a non-Nullable column whose value is
+	// absent from the record its type's default (0, "", the epoch, []);
+	// "bad_record" makes such a record bad (tolerance decides: stop or DLQ).
+	OnMissing string `koanf:"on_missing"`
+	// OnNull: the same for JSON null in a non-Nullable column.
+	OnNull string `koanf:"on_null"`
+	// OnTombstone (json format): "skip" counts a record with a null value
+	// as skipped and commits past it; "bad_record" makes it a bad record.
+	OnTombstone string `koanf:"on_tombstone"`
 }
 
 // HTTP configures the metrics and health endpoint.
@@ -175,6 +184,8 @@ var (
 	compressions = []string{"lz4", "zstd", "none"}
 	formats      = []string{"json", FormatDebezium}
 	tolerances   = []string{"none", "all"}
+	onValues     = []string{"default", "bad_record"}
+	onTombstones = []string{"skip", "bad_record"}
 	logLevels    = []string{"info", "debug", "warn", "error"}
 	logFormats   = []string{"json", "console"}
 )
@@ -269,6 +280,12 @@ func defaults() *Config {
 			// Stop rather than lose data silently; opting into a DLQ is an
 			// explicit decision.
 			Tolerance: "none",
+			// Today's conversion rules: a missing or null value becomes
+			// the column's default, counted in sink_defaults_applied_total.
+			OnMissing: "default",
+			OnNull:    "default",
+			// Compacted topics carry tombstones; they hold no row.
+			OnTombstone: "skip",
 		},
 		HTTP: HTTP{
 			// Loopback: metrics are not exposed beyond the host unless

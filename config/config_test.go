@@ -75,7 +75,7 @@ func TestDefaults(t *testing.T) {
 			BufferMemory:     256 << 20,
 		},
 		Routes:          []Route{{Topic: "orders", Table: "orders", Format: "json"}},
-		Errors:          Errors{Tolerance: "none"},
+		Errors:          Errors{Tolerance: "none", OnMissing: "default", OnNull: "default", OnTombstone: "skip"},
 		HTTP:            HTTP{Listen: "127.0.0.1:8080"},
 		Log:             Log{Level: "info", Format: "json"},
 		ShutdownTimeout: 30 * time.Second,

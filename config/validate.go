@@ -269,6 +269,9 @@ func (c *Config) validateRoutes(p *problems) {
 func (c *Config) validateErrors(p *problems) {
 	e := &c.Errors
 	p.oneOf("errors.tolerance", e.Tolerance, tolerances)
+	p.oneOf("errors.on_missing", e.OnMissing, onValues)
+	p.oneOf("errors.on_null", e.OnNull, onValues)
+	p.oneOf("errors.on_tombstone", e.OnTombstone, onTombstones)
 	switch {
 	case e.Tolerance == "all" && e.DLQTopic == "":
 		p.add("errors.dlq_topic: required when errors.tolerance is all")

@@ -278,7 +278,7 @@ func (p *Pipeline) resolve(ctx context.Context) error {
 		insert := decode.InsertColumns(schema, mappings...)
 		ts := &tableState{t: writer.NewTable(g.db, g.name, schema, insert), m: p.m.Table(key)}
 		for j, r := range g.routes {
-			plan, err := decode.Compile(r.Format, insert, r.Mapping())
+			plan, err := p.compile(r, insert)
 			if err != nil {
 				return fmt.Errorf("routes[%d] (table %s): %w", g.idx[j], key, err)
 			}
@@ -290,6 +290,35 @@ func (p *Pipeline) resolve(ctx context.Context) error {
 		p.tables[key] = ts
 	}
 	return nil
+}
+
+// compile builds route r's plan for the table's insert columns, with the
+// errors.on_missing / on_null / on_tombstone policy.
+func (p *Pipeline) compile(r config.Route, insert []decode.ColumnSchema) (*decode.Plan, error) {
+	plan, err := decode.Compile(r.Format, insert, r.Mapping())
+	if err != nil {
+		return nil, err
+	}
+	e := p.cfg.Errors
+	plan.SetPolicy(decode.Policy{
+		MissingBad:   e.OnMissing == "bad_record",
+		NullBad:      e.OnNull == "bad_record",
+		TombstoneBad: e.OnTombstone == "bad_record",
+	})
+	return plan, nil
+}
+
+// flushDefaults moves the counts of defaults given by ts's plans into the
+// metrics; called when a batch of ts is sealed.
+func (p *Pipeline) flushDefaults(ts *tableState) {
+	if ts.m == nil {
+		return
+	}
+	for _, rs := range p.allRoutes() {
+		if rs.table == ts {
+			rs.plan.TakeDefaults(ts.m.Defaulted)
+		}
+	}
 }
 
 // Attach gives the pipeline its consumer. It is separate from New because

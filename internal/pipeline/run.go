@@ -343,6 +343,7 @@ func (p *Pipeline) seal(writeCtx context.Context, a *accState, why batch.Reason)
 	}
 	a.id = p.newID()
 	ts.m.Sealed(why)
+	p.flushDefaults(ts)
 	p.flights[b.ID] = &flight{b: b, table: ts, tab: ts.t, bytes: b.Data.Bytes()}
 	ts.queue = append(ts.queue, b)
 	p.pump(writeCtx, ts)

@@ -104,7 +104,7 @@ func (p *Pipeline) applySchema(writeCtx context.Context, ts *tableState, schema 
 	insert := decode.InsertColumns(schema, mappings...)
 	plans := make([]*decode.Plan, len(routes))
 	for i, rs := range routes {
-		plan, err := decode.Compile(rs.route.Format, insert, rs.route.Mapping())
+		plan, err := p.compile(rs.route, insert)
 		if err != nil {
 			p.fatal = fmt.Errorf("table %s changed while running and a route into it no longer fits: %w (stopping; fix the table or the route)", ts.t.FullName(), err)
 			return
@@ -172,4 +172,3 @@ func diff(before, after []string) (added, dropped []string) {
 	}
 	return added, dropped
 }
-
