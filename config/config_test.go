@@ -716,3 +716,20 @@ func TestWarnings(t *testing.T) {
 	f("buffer_memory: 64MiB", ", fetch_max_bytes: 16MiB")
 	f("buffer_memory: 48MiB, max_bytes: 32MiB", ", fetch_max_bytes: 16MiB", "batch.buffer_memory (48MiB)")
 }
+
+// A YAML syntax error names the line where the problem is.
+func TestYAMLErrorNamesTheLine(t *testing.T) {
+	f := func(doc string, line int) {
+		t.Helper()
+		_, err := Parse([]byte(doc), nil)
+		if want := fmt.Sprintf("yaml: line %d:", line); err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("%q: %v; want %q", doc, err, want)
+		}
+	}
+	f("name: x\nkafka:\n  topics: [a\nrouters: 1\n", 3)   // unclosed flow sequence
+	f("name: x\nkafka: {a: 1\nb: 2\n", 2)                 // unclosed flow mapping
+	f("name: x\nkafka:\n  brokers: a\n topics: b\n", 4)   // bad indentation
+	f("name: x\n- a\n", 2)                                // a sequence item in a mapping
+	f("name: x\nkafka:\n  brokers: a\n   topics: b\n", 4) // scanner error: already right
+	f("name: x\n\tkafka: 1\n", 2)                         // tab
+}

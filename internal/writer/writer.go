@@ -13,9 +13,12 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net"
 	"regexp"
 	"strings"
+	"syscall"
 	"time"
 	"unicode"
 
@@ -115,7 +118,34 @@ func openError(cfg config.ClickHouse, err error) error {
 	case errors.As(err, &alert):
 		return fmt.Errorf("clickhouse %s: TLS handshake failed: the server refused it: %w (a client certificate may be required: clickhouse.tls.cert_file, key_file)", addrs, err)
 	}
+	if noNativeAnswer(err) {
+		return fmt.Errorf("clickhouse %s: no answer in the native protocol within %s: %w (is this ClickHouse's native port? usually 9000, or 9440 with TLS; 8123 is its HTTP port)", addrs, cfg.DialTimeout, err)
+	}
 	return fmt.Errorf("clickhouse %s: not reachable: %w", addrs, err)
+}
+
+// noNativeAnswer reports a ping that reached something that did not answer
+// the native handshake: it timed out after connecting, or the other side
+// closed or reset the connection. A refused connection or an unknown host
+// is not that: nothing listens there.
+func noNativeAnswer(err error) bool {
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return false
+	}
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		return false
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" && !op.Timeout() {
+		return false
+	}
+	if strings.Contains(err.Error(), "unexpected packet") {
+		return true // the server answered, in another protocol (HTTP: 'H' is 72)
+	}
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || (errors.As(err, &ne) && ne.Timeout())
 }
 
 // Close closes the pool.
