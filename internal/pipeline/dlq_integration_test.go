@@ -16,6 +16,8 @@ import (
 
 	"sink/config"
 	"sink/internal/consumer"
+	"sink/internal/metrics"
+	"sink/internal/pipeline"
 	"sink/internal/testenv"
 )
 
@@ -350,4 +352,77 @@ func TestDLQCopyOfLargeRecordIsTruncated(t *testing.T) {
 			t.Fatalf("sink.source.offset = %q; want 3", off)
 		}
 	})
+}
+
+// While a dead-letter produce is being retried, the batches after the bad
+// record wait in memory; once they fill batch.buffer_memory, fetching
+// pauses (sink_fetch_paused 1) as in a ClickHouse outage, and nothing after
+// the bad record is inserted.
+func TestDLQOutagePausesFetchingAtTheBudget(t *testing.T) {
+	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
+		ch, db, topic := reproSetup(t, s)
+		ctx := context.Background()
+		if err := ch.Exec(ctx, "ALTER TABLE "+db+".repro ADD COLUMN p String"); err != nil {
+			t.Fatal(err)
+		}
+		dlq := testenv.UniqueName(t, "gone_dlq")
+		createTopic(t, dlq, 1)
+		cfg := dlqConfig(t, s, topic, db, dlq, "")
+		cfg.Batch.MaxRows = 200
+		cfg.Batch.MaxBytes = 256 << 10
+		cfg.Batch.BufferMemory = 1 << 20
+		cfg.Kafka.FetchMaxBytes = 256 << 10
+		cfg.Kafka.MaxPartitionFetchBytes = 256 << 10
+		m := metrics.New(cfg.Kafka.Group)
+		done, stop := startPipelineWith(t, cfg, pipeline.WithMetrics(m))
+		adm := kadm.NewClient(testenv.KafkaClient(t))
+		if _, err := adm.DeleteTopic(ctx, dlq); err != nil {
+			t.Fatal(err)
+		}
+		pad := strings.Repeat("p", 1000)
+		values := []string{`not json`}
+		for i := 1; i <= 5000; i++ {
+			values = append(values, fmt.Sprintf(`{"id": %d, "p": "%d%s"}`, i, i, pad)) // distinct: equal strings share memory
+		}
+		produceValues(t, topic, values...)
+		deadline := time.Now().Add(time.Minute)
+		for gauge(t, m, metrics.FetchPaused) != 1 {
+			if time.Now().After(deadline) {
+				t.Fatalf("fetching did not pause; buffer %v of %v bytes", gauge(t, m, metrics.BufferBytes), gauge(t, m, metrics.BufferLimit))
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if n := countRows(t, ch, db+".repro"); n != 0 {
+			t.Fatalf("%d rows inserted after the bad record while the DLQ is gone", n)
+		}
+		createTopic(t, dlq, 1)
+		for committed(t, cfg.Kafka.Group, topic, 0) < 5001 {
+			if time.Now().After(deadline.Add(time.Minute)) {
+				t.Fatalf("not caught up after the DLQ came back (committed %d)", committed(t, cfg.Kafka.Group, topic, 0))
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		stop()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if n := uint64Of(t, ch, "SELECT uniqExact(id) FROM "+db+".repro"); n != 5000 || countRows(t, ch, db+".repro") != 5000 {
+			t.Fatalf("%d distinct ids; want each of the 5000 once", n)
+		}
+	})
+}
+
+// gauge reads an unlabelled gauge from m.
+func gauge(t *testing.T, m *metrics.Metrics, name string) float64 {
+	t.Helper()
+	fams, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() == name && len(f.GetMetric()) > 0 {
+			return f.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	return -1
 }

@@ -45,6 +45,12 @@ func jsonRows(from, to int) []string {
 // yields Run's result.
 func startPipeline(t *testing.T, cfg *config.Config) (<-chan error, context.CancelFunc) {
 	t.Helper()
+	return startPipelineWith(t, cfg)
+}
+
+// startPipelineWith is startPipeline with pipeline options.
+func startPipelineWith(t *testing.T, cfg *config.Config, opts ...pipeline.Option) (<-chan error, context.CancelFunc) {
+	t.Helper()
 	ctx := context.Background()
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)
 	w, err := writer.Open(ctx, cfg.Name, cfg.ClickHouse)
@@ -52,7 +58,7 @@ func startPipeline(t *testing.T, cfg *config.Config) (<-chan error, context.Canc
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { w.Close() })
-	p, err := pipeline.New(ctx, cfg, log, w)
+	p, err := pipeline.New(ctx, cfg, log, w, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
