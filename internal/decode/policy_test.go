@@ -122,3 +122,33 @@ func TestBareNaNInfRejected(t *testing.T) {
 		t.Errorf("Float64 from 1.5e3: %v", err)
 	}
 }
+
+// A Debezium delete carries the key only (REPLICA IDENTITY DEFAULT, or no
+// before image): its other columns are filler, so errors.on_missing
+// bad_record does not refuse it and nothing is counted; an insert missing a
+// column is refused.
+func TestPolicyDebeziumDeletes(t *testing.T) {
+	p, err := Compile(FormatDebezium, customerCols, map[string]string{"op": "$op", "tbl": "$source.table"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.SetPolicy(Policy{MissingBad: true, NullBad: true})
+	blk := p.NewBlock()
+	for _, fx := range []string{"pg_customers_delete_default_identity.json", "pg_customers_insert.json"} {
+		r := &kgo.Record{Topic: "PostgreSQL_server.inventory.customers", Offset: 1, Value: fixture(t, fx)}
+		if err := p.Append(blk, r); err != nil {
+			t.Fatalf("%s: %v", fx, err)
+		}
+	}
+	p.TakeDefaults(func(col, reason string, n uint64) { t.Fatalf("delete counted a default: %s %s %d", col, reason, n) })
+	narrow := append(append([]ColumnSchema(nil), customerCols...), ColumnSchema{Name: "phone", Type: "String"})
+	p, err = Compile(FormatDebezium, narrow, map[string]string{"op": "$op", "tbl": "$source.table"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.SetPolicy(Policy{MissingBad: true})
+	err = p.Append(p.NewBlock(), &kgo.Record{Topic: "PostgreSQL_server.inventory.customers", Value: fixture(t, "pg_customers_insert.json")})
+	if err == nil || !strings.Contains(err.Error(), `column "phone": missing value`) {
+		t.Fatalf("insert without phone: %v; want a bad record naming phone", err)
+	}
+}
