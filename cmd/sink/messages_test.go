@@ -111,3 +111,36 @@ func TestAdviseNamesTheBadFlag(t *testing.T) {
 	f("--max-latency -1s: must not be negative", "--max-latency", "-1s")
 	f("--sample 0: must be at least 1", "--sample", "0")
 }
+
+// sink check verifies the dead-letter topic: a missing one fails with one
+// line, an existing one is described with its max.message.bytes.
+func TestCheckVerifiesTheDLQ(t *testing.T) {
+	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
+		db := s.NewDatabase(t)
+		ch := s.Conn(t)
+		if err := ch.Exec(context.Background(), "CREATE TABLE "+db+".t (id UInt64) ENGINE = MergeTree ORDER BY id"); err != nil {
+			t.Fatal(err)
+		}
+		topic := testenv.NewTopic(t, 2)
+		dlq := testenv.UniqueName(t, "check_dlq")
+		conf := func(dlqTopic string) string {
+			return writeConfig(t, fmt.Sprintf(`
+name: checkdlq
+kafka: {brokers: [%q], topics: [%q]}
+clickhouse: {addrs: [%q], database: %s}
+routes: [{topic: %q, table: t}]
+errors: {tolerance: all, dlq_topic: %q}
+http: {listen: ""}
+`, testenv.Kafka(t)[0], topic, s.Addr, db, topic, dlqTopic))
+		}
+		code, _, errOut := sinkCmd(t, "check", "--config", conf(dlq))
+		if want := fmt.Sprintf("sink check: kafka: dead-letter topic %q (errors.dlq_topic) does not exist; create it, or set errors.dlq_create: true\n", dlq); code != 1 || errOut != want {
+			t.Fatalf("missing DLQ: exit %d, stderr %q; want 1 and %q", code, errOut, want)
+		}
+		existing := testenv.NewTopic(t, 1)
+		code, out, errOut := sinkCmd(t, "check", "--config", conf(existing))
+		if code != 0 || !strings.Contains(out, "kafka: dead-letter topic "+existing+": 1 partitions, max.message.bytes ") {
+			t.Fatalf("existing DLQ: exit %d\nstdout %s\nstderr %s", code, out, errOut)
+		}
+	})
+}
