@@ -193,3 +193,36 @@ func TestPermanentInsertErrorStopsWithoutCommittingPastIt(t *testing.T) {
 		t.Fatalf("committed offset %d; want 200: nothing of the failed batches", c)
 	}
 }
+
+// SIGTERM while an INSERT is being retried ends, after shutdown_timeout,
+// with an error that says what it was stuck on (the table, the last error)
+// and what was committed. readonly=1 makes every INSERT fail with READONLY
+// (164), which is retriable.
+func TestShutdownStuckOnInsertSaysWhat(t *testing.T) {
+	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
+		ch := s.Conn(t)
+		db := s.NewDatabase(t)
+		if err := ch.Exec(context.Background(), "CREATE TABLE "+db+".t (id UInt64, n String) ENGINE = MergeTree ORDER BY id"); err != nil {
+			t.Fatal(err)
+		}
+		topic := testenv.NewTopic(t, 1)
+		produceValues(t, topic, jsonRows(0, 10)...)
+		cfg := fatalConfig(t, topic, db, "t")
+		cfg.ClickHouse.Addrs = []string{s.Addr}
+		cfg.ClickHouse.Settings = map[string]any{"readonly": 1}
+		cfg.ShutdownTimeout = time.Second
+		done, stop := startPipeline(t, cfg)
+		time.Sleep(2 * time.Second) // a few retries of the first batch
+		stop()
+		var err error
+		select {
+		case err = <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatal("SIGTERM did not end the run")
+		}
+		if err == nil || !strings.Contains(err.Error(), "stuck on the INSERT of 10 rows into "+db+".t") ||
+			!strings.Contains(err.Error(), "code: 164") || !strings.Contains(err.Error(), "committed nothing new") {
+			t.Fatalf("Run error %v; want it stuck on the INSERT into %s.t with READONLY, nothing committed", err, db)
+		}
+	})
+}

@@ -178,7 +178,7 @@ func (p *Pipeline) stuckOn() string {
 }
 
 // committedSummary lists the committed position of every partition this
-// member tracks ("topic[0]=150, topic[1]=7", or "nothing").
+// member tracks ("t[0] up to offset 150, t[1] up to offset 7", or "nothing new").
 func (p *Pipeline) committedSummary() string {
 	tps := p.tracker.Partitions()
 	slices.SortFunc(tps, func(a, b offsets.TP) int {
