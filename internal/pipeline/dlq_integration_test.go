@@ -292,6 +292,7 @@ func TestDLQRetriedWhileTopicIsGone(t *testing.T) {
 		case <-time.After(time.Minute):
 			t.Fatal("SIGTERM did not end the run")
 		}
+		t.Logf("Run ended with: %v", err)
 		if err == nil || !strings.Contains(err.Error(), "stuck on the dead-letter produce of "+topic+"[0] offset 3") ||
 			!strings.Contains(err.Error(), "committed "+topic+"[0] up to offset 3") {
 			t.Fatalf("Run error %v; want it stuck on offset 3 with 3 committed", err)

@@ -220,6 +220,7 @@ func TestShutdownStuckOnInsertSaysWhat(t *testing.T) {
 		case <-time.After(30 * time.Second):
 			t.Fatal("SIGTERM did not end the run")
 		}
+		t.Logf("Run ended with: %v", err)
 		if err == nil || !strings.Contains(err.Error(), "stuck on the INSERT of 10 rows into "+db+".t") ||
 			!strings.Contains(err.Error(), "code: 164") || !strings.Contains(err.Error(), "committed nothing new") {
 			t.Fatalf("Run error %v; want it stuck on the INSERT into %s.t with READONLY, nothing committed", err, db)
