@@ -480,6 +480,12 @@ func TestValidate(t *testing.T) {
 
 	// errors
 	f("", env("SINK_ERRORS__TOLERANCE=some"), `errors.tolerance: "some" is not one of none, all`)
+	f("", env("SINK_ERRORS__DLQ_CREATE=true"), "errors.dlq_create: set, but there is no errors.dlq_topic to create")
+	f("", env("SINK_ERRORS__ON_MISSING=zero"), `errors.on_missing: "zero" is not one of default, bad_record`)
+	f("", env("SINK_ERRORS__ON_NULL=bad_record"), "")
+	f("", env("SINK_ERRORS__ON_TOMBSTONE=default"), `errors.on_tombstone: "default" is not one of skip, bad_record`)
+	f("", env("SINK_CLICKHOUSE__SCHEMA_REFRESH=-1s"), "clickhouse.schema_refresh (-1s) must be 0 (off) or positive")
+	f("", env("SINK_CLICKHOUSE__SCHEMA_REFRESH=0s"), "")
 	f("", env("SINK_ERRORS__TOLERANCE=all"), "errors.dlq_topic: required when errors.tolerance is all")
 	f("", env("SINK_ERRORS__TOLERANCE=all", "SINK_ERRORS__DLQ_TOPIC=orders_dlq"), "")
 	f("", env("SINK_ERRORS__DLQ_TOPIC=orders_dlq"), "errors.dlq_topic: set, but errors.tolerance is none")
