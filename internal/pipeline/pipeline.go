@@ -65,15 +65,17 @@ type accKey struct {
 }
 
 type accState struct {
-	acc *batch.Accumulator
-	id  uint64 // the unit id the open batch's records are tracked under
-	key accKey
+	acc    *batch.Accumulator
+	id     uint64 // the unit id the open batch's records are tracked under
+	key    accKey
+	oldest int64 // unix nanoseconds of the open batch's oldest record timestamp; 0: none known
 }
 
 type flight struct {
-	b     *batch.Batch
-	table *tableState
-	bytes int
+	b      *batch.Batch
+	table  *tableState
+	bytes  int
+	oldest int64 // accState.oldest at seal time: the start of the batch's end-to-end latency
 }
 
 type ack struct {
