@@ -48,6 +48,8 @@ const (
 	ConsumerLagSeconds = "sink_consumer_lag_seconds"
 	EndToEndLatency    = "sink_end_to_end_latency_seconds"
 	LastInsertAge      = "sink_last_insert_age_seconds"
+	// The configured batch.max_wait, so alerts can scale with it.
+	BatchMaxWait = "sink_batch_max_wait_seconds"
 )
 
 // reasons are the seal reasons with a pre-resolved counter each.
@@ -63,7 +65,7 @@ type Metrics struct {
 	sealed, retries              *prometheus.CounterVec
 	lag                          *prometheus.GaugeVec
 	buffer, paused               prometheus.Gauge
-	limit, partitions            prometheus.Gauge
+	limit, partitions, maxWait   prometheus.Gauge
 
 	now        func() time.Time
 	lastCommit atomic.Int64 // unix nanoseconds
@@ -111,6 +113,7 @@ func New(group string) *Metrics {
 	m.buffer = prometheus.NewGauge(prometheus.GaugeOpts{Name: BufferBytes, Help: "Bytes held by open and in-flight batches."})
 	m.limit = prometheus.NewGauge(prometheus.GaugeOpts{Name: BufferLimit, Help: "batch.buffer_memory: fetching pauses when sink_buffer_bytes reaches it."})
 	m.paused = prometheus.NewGauge(prometheus.GaugeOpts{Name: FetchPaused, Help: "1 while fetching is paused because the buffer is full."})
+	m.maxWait = prometheus.NewGauge(prometheus.GaugeOpts{Name: BatchMaxWait, Help: "batch.max_wait: the longest a batch stays open, so a sink with rows inserts at least this often."})
 	m.partitions = prometheus.NewGauge(prometheus.GaugeOpts{Name: Partitions, Help: "Partitions this member owns."})
 	age := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: LastCommitAge,
@@ -118,7 +121,7 @@ func New(group string) *Metrics {
 	}, func() float64 { return m.now().Sub(time.Unix(0, m.lastCommit.Load())).Seconds() })
 
 	m.reg.MustRegister(m.records, m.bytes, m.dlq, m.skipped, m.rows, m.inserts, m.sealed, m.retries, m.duration,
-		m.perInsert, m.e2e, m.ages, m.lag, m.buffer, m.limit, m.paused, m.partitions, age,
+		m.perInsert, m.e2e, m.ages, m.lag, m.buffer, m.limit, m.paused, m.partitions, m.maxWait, age,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -299,6 +302,14 @@ func (m *Metrics) SetBuffer(used, limit int, paused bool) {
 	} else {
 		m.paused.Set(0)
 	}
+}
+
+// SetMaxWait reports the configured batch.max_wait.
+func (m *Metrics) SetMaxWait(d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.maxWait.Set(d.Seconds())
 }
 
 // Committed notes that, at t, every handled record was committed.

@@ -29,6 +29,7 @@ func TestNilIsNoOp(t *testing.T) {
 	pt.SetLag(5, time.Now())
 	m.ForgetPartition("t", 0)
 	m.SetBuffer(1, 2, true)
+	m.SetMaxWait(time.Second)
 	m.Committed(time.Now())
 	m.Assigned(3)
 	m.Revoked(1)
@@ -62,6 +63,7 @@ func TestCounters(t *testing.T) {
 	tp.Skipped()
 	m.Partition("events", 7).SetLag(42, time.Time{})
 	m.SetBuffer(1000, 4096, true)
+	m.SetMaxWait(2500 * time.Millisecond)
 
 	f := func(name string, want float64, labels ...string) {
 		t.Helper()
@@ -91,6 +93,8 @@ func TestCounters(t *testing.T) {
 			got = testutil.ToFloat64(m.limit)
 		case FetchPaused:
 			got = testutil.ToFloat64(m.paused)
+		case BatchMaxWait:
+			got = testutil.ToFloat64(m.maxWait)
 		}
 		if got != want {
 			t.Fatalf("%s%v = %v, want %v", name, labels, got, want)
@@ -111,6 +115,7 @@ func TestCounters(t *testing.T) {
 	f(BufferBytes, 1000)
 	f(BufferLimit, 4096)
 	f(FetchPaused, 1)
+	f(BatchMaxWait, 2.5)
 	m.SetBuffer(0, 4096, false)
 	f(FetchPaused, 0)
 

@@ -178,6 +178,7 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w *writer.
 	for _, o := range opts {
 		o(p)
 	}
+	p.m.SetMaxWait(cfg.Batch.MaxWait)
 	if err := p.resolve(ctx); err != nil {
 		return nil, err
 	}
