@@ -329,6 +329,12 @@ func setup(ctx context.Context, env Env, s Spec) (*run, error) {
 	if err := r.waitTopic(cctx, r.topic, s.Partitions); err != nil {
 		return nil, err
 	}
+	// The sink checks its dead-letter topic at start, so it must be visible too.
+	if r.dlqTopic != "" {
+		if err := r.waitTopic(cctx, r.dlqTopic, 1); err != nil {
+			return nil, err
+		}
+	}
 	if err := r.ch.Exec(cctx, "CREATE DATABASE IF NOT EXISTS chaos"); err != nil {
 		return nil, err
 	}

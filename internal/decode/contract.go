@@ -13,9 +13,14 @@
 // A missing field, and JSON null in a non-Nullable column, give the type's
 // zero value: 0, "", N zero bytes for FixedString(N), the epoch for dates and
 // times, the nil UUID, false, 0.0.0.0 / ::, empty Array and Map, and for an
-// Enum its smallest element (ClickHouse's own default). In Nullable(T) both
-// give NULL. Anything else that does not convert makes the record bad
-// (*RecordError naming topic, partition, offset, column and reason).
+// Enum its smallest element (ClickHouse's own default), counted per column
+// (Plan.TakeDefaults); with Policy.MissingBad / NullBad they make the record
+// bad instead. In Nullable(T) both give NULL. Anything else that does not
+// convert makes the record bad (*RecordError naming topic, partition,
+// offset, column and reason). A bare NaN or Inf number (not JSON, though the
+// parser takes it; Infinity it does not) is refused like any other value
+// that does not convert. A null record value (tombstone) in the json format
+// is skipped (ErrSkip) unless Policy.TombstoneBad.
 //
 //   - Int8..Int64, UInt8..UInt64: JSON numbers and numeric strings ("42",
 //     "+42"); 1.0 and 1e3 are fine when integral; true/false are 1/0.

@@ -90,6 +90,10 @@ type Plan struct {
 	ctx    ctx
 
 	dbz *dbzPlan // set for the debezium-json format (debezium.go)
+
+	policy   Policy      // policy.go
+	defaults [][2]uint64 // per column: defaults given for missing, null values
+	marks    []mark      // defaults given in the row being appended
 }
 
 // Compile builds the plan for one route into one table. format is "json"
@@ -234,6 +238,9 @@ func (p *Plan) Append(b *Block, r *kgo.Record) error {
 	if p.dbz != nil {
 		return p.appendDebezium(b, r)
 	}
+	if r.Value == nil {
+		return p.tombstone(r)
+	}
 	v, err := p.parser.ParseBytes(r.Value)
 	if err != nil {
 		return p.recordError(r, "", "invalid JSON: "+err.Error())
@@ -260,12 +267,16 @@ func (p *Plan) appendRow(b *Block, r *kgo.Record) error {
 	c.b = b
 	bytes0 := b.bytes
 	in := &c.in
+	p.marks = p.marks[:0]
 	for i := range p.srcs {
 		var err error
 		if p.dbz != nil {
 			err = p.readDebezium(i, &p.srcs[i], r, in)
 		} else {
 			p.read(&p.srcs[i], r, in)
+		}
+		if err == nil {
+			err = p.checkDefault(i, in)
 		}
 		if err == nil {
 			err = b.bufs[i].add(c, in)
@@ -281,6 +292,7 @@ func (p *Plan) appendRow(b *Block, r *kgo.Record) error {
 	}
 	b.rows++
 	c.b = nil
+	p.countDefaults()
 	return nil
 }
 
