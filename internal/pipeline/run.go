@@ -10,6 +10,7 @@ import (
 
 	"sink/internal/batch"
 	"sink/internal/decode"
+	"sink/internal/eos"
 	"sink/internal/offsets"
 	"sink/internal/writer"
 )
@@ -208,6 +209,12 @@ func (p *Pipeline) handleFetches(writeCtx context.Context, f kgo.Fetches) {
 func (p *Pipeline) handleRecord(writeCtx context.Context, now time.Time, tp offsets.TP, r *kgo.Record) {
 	p.stats.Records++
 	p.stats.Bytes += int64(len(r.Key) + len(r.Value))
+	if p.eo != nil && p.eoSkip(tp, r.Offset) {
+		// Already a row in the table (exactly-once recovery).
+		p.stats.Skipped++
+		p.tracker.Add(tp, r.Offset, r.LeaderEpoch, offsets.Done)
+		return
+	}
 	rs, err := p.routeFor(writeCtx, r.Topic)
 	if err != nil {
 		p.fatal = err // the topic's table cannot be resolved: stop before this record
@@ -234,6 +241,9 @@ func (p *Pipeline) handleRecord(writeCtx context.Context, now time.Time, tp offs
 		return
 	}
 	p.tracker.Add(tp, r.Offset, r.LeaderEpoch, a.id)
+	if p.eo != nil {
+		p.eoRow(a, tp)
+	}
 	if full, why := a.acc.Add(now, tp, r.Offset, r.LeaderEpoch); full {
 		p.seal(writeCtx, a, why)
 	}
@@ -266,6 +276,9 @@ func (p *Pipeline) seal(writeCtx context.Context, a *accState, why batch.Reason)
 		return
 	}
 	a.id = p.newID()
+	if p.eo != nil {
+		p.eoSealed(a, b)
+	}
 	ts.m.Sealed(why)
 	p.flights[b.ID] = &flight{b: b, table: ts, bytes: b.Data.Bytes()}
 	ts.queue = append(ts.queue, b)
@@ -279,13 +292,22 @@ func (p *Pipeline) pump(writeCtx context.Context, ts *tableState) {
 		ts.queue[0] = nil
 		ts.queue = ts.queue[1:]
 		ts.inflight++
-		go p.insert(writeCtx, ts, b)
+		ctx, blk := writeCtx, writer.Block(b.Data.(*decode.Block))
+		if p.eo != nil {
+			var err error
+			if ctx, blk, err = p.eoIntent(writeCtx, ts, b); err != nil {
+				// Never inserted without its intent: the batch fails.
+				go func(id uint64) { p.acks <- ack{id: id, err: err} }(b.ID)
+				continue
+			}
+		}
+		go p.insert(ctx, ts, b, blk)
 	}
 }
 
 // insert runs on its own goroutine and touches nothing of the owner's but
 // the acks channel and atomic counters.
-func (p *Pipeline) insert(ctx context.Context, ts *tableState, b *batch.Batch) {
+func (p *Pipeline) insert(ctx context.Context, ts *tableState, b *batch.Batch, blk writer.Block) {
 	start := time.Now()
 	onRetry := func(at writer.Attempt) {
 		ts.retries.Add(1)
@@ -302,7 +324,7 @@ func (p *Pipeline) insert(ctx context.Context, ts *tableState, b *batch.Batch) {
 		}
 		return err
 	}
-	err := p.w.Insert(ctx, ts.t, b.Data.(*decode.Block), b.ID, onRetry, refresh)
+	err := p.w.Insert(ctx, ts.t, blk, b.ID, onRetry, refresh)
 	p.acks <- ack{id: b.ID, err: err, took: time.Since(start)}
 }
 
@@ -337,6 +359,9 @@ func (p *Pipeline) handleAck(writeCtx context.Context, a ack) {
 	}
 	rows := f.b.Rows()
 	p.tracker.Ack(a.id, f.b.TPs())
+	if p.eo != nil {
+		p.eoAcked(ts, a.id)
+	}
 	ts.rows += int64(rows)
 	ts.inserts++
 	p.stats.Rows += int64(rows)
@@ -407,12 +432,22 @@ func (p *Pipeline) commit() {
 		}
 		return
 	}
-	if err := p.cons.Commit(context.Background(), c); err != nil {
+	ctx := context.Background()
+	var ledgers map[offsets.TP]eos.Ledger
+	if p.eo != nil {
+		if c, ctx, ledgers = p.eoCommit(c); len(c) == 0 {
+			return
+		}
+	}
+	if err := p.cons.Commit(ctx, c); err != nil {
 		p.log.Warn().Err(err).Int("partitions", len(c)).Msg("offset commit failed; will retry")
 		p.uncommitted = c
 		return
 	}
 	p.uncommitted = nil
+	if p.eo != nil {
+		p.eoCommitted(ledgers)
+	}
 	p.m.Committed(p.now())
 	p.log.Debug().Int("partitions", len(c)).Msg("committed")
 }
@@ -432,6 +467,11 @@ func (p *Pipeline) handleEvent(writeCtx context.Context, ev groupEvent) {
 			p.log.Info().Int("partitions", len(tps)).Msg("partitions assigned")
 		}
 		p.m.Assigned(len(tps))
+		if p.eo != nil {
+			if err := p.eoRecover(writeCtx, tps); err != nil && p.fatal == nil {
+				p.fatal = err
+			}
+		}
 		close(ev.done)
 	case "lost":
 		// Another member may already own them: never commit for them.
@@ -513,6 +553,9 @@ func (p *Pipeline) checkRevokeDeadline() {
 
 // forget drops every trace of partitions this member no longer owns.
 func (p *Pipeline) forget(tps []offsets.TP) {
+	if p.eo != nil {
+		p.eoRelease(tps)
+	}
 	for _, tp := range tps {
 		p.tracker.Forget(tp)
 		delete(p.lag, tp)
