@@ -202,3 +202,42 @@ func alive(pid int) bool {
 	}
 	return true
 }
+
+// KillMidInsert is kill9 with slow INSERTs: a materialized view on the
+// table sleeps 0.1 ms per row (2 s per 20,000-row batch), so most kills
+// land while an INSERT is running or just finished and not yet committed,
+// the moments a replay must not duplicate. Kills come 7-9 s apart, past
+// the session timeout, so every new process gets partitions and inserts.
+func KillMidInsert(sc Scale) Spec {
+	d := func(x time.Duration) time.Duration { return time.Duration(float64(x) * sc.Duration) }
+	return Spec{
+		Name: "kill9-mid-insert", Records: max(1000, int(300_000*sc.Records)), Partitions: 8, Duration: d(10 * time.Second),
+		Buffer: "64MiB", Instances: 1,
+		Prepare: func(ctx context.Context, r *run) error {
+			for _, q := range []string{
+				"CREATE TABLE chaos." + r.table + "_null (k UInt64) ENGINE = Null",
+				"CREATE MATERIALIZED VIEW chaos." + r.table + "_slow TO chaos." + r.table + "_null AS SELECT key AS k FROM chaos." + r.table + " WHERE sleepEachRow(0.0001) = 0",
+			} {
+				if err := r.ch.Exec(ctx, q); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		Faults: func(ctx context.Context, r *run) error {
+			rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 2))
+			for i := 0; i < 5; i++ {
+				if !sleep(ctx, time.Duration(7000+rng.IntN(2000))*time.Millisecond) {
+					return ctx.Err()
+				}
+				if err := r.kill9(0); err != nil {
+					return err
+				}
+				if err := r.startSink(); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}
+}
