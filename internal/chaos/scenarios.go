@@ -34,19 +34,9 @@ func Scenarios(sc Scale) []Spec {
 		{
 			Name: "kill9", Records: n(500_000), Partitions: 8, Duration: d(25 * time.Second), Buffer: "64MiB", Instances: 1,
 			Faults: func(ctx context.Context, r *run) error {
-				rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
-				for i := 0; i < 5; i++ {
-					if !sleep(ctx, d(time.Duration(2000+rng.IntN(3000))*time.Millisecond)) {
-						return ctx.Err()
-					}
-					if err := r.kill9(0); err != nil {
-						return err
-					}
-					if err := r.startSink(); err != nil {
-						return err
-					}
-				}
-				return nil
+				return r.killRestart(ctx, 5, func(rng *rand.Rand) time.Duration {
+					return d(time.Duration(2000+rng.IntN(3000)) * time.Millisecond)
+				})
 			},
 		},
 		{
@@ -225,19 +215,27 @@ func KillMidInsert(sc Scale) Spec {
 			return nil
 		},
 		Faults: func(ctx context.Context, r *run) error {
-			rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 2))
-			for i := 0; i < 5; i++ {
-				if !sleep(ctx, time.Duration(7000+rng.IntN(2000))*time.Millisecond) {
-					return ctx.Err()
-				}
-				if err := r.kill9(0); err != nil {
-					return err
-				}
-				if err := r.startSink(); err != nil {
-					return err
-				}
-			}
-			return nil
+			return r.killRestart(ctx, 5, func(rng *rand.Rand) time.Duration {
+				return time.Duration(7000+rng.IntN(2000)) * time.Millisecond
+			})
 		},
 	}
+}
+
+// killRestart kills the first running sink with SIGKILL and starts a new one,
+// n times, waiting gap(rng) before each kill.
+func (r *run) killRestart(ctx context.Context, n int, gap func(*rand.Rand) time.Duration) error {
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
+	for i := 0; i < n; i++ {
+		if !sleep(ctx, gap(rng)) {
+			return ctx.Err()
+		}
+		if err := r.kill9(0); err != nil {
+			return err
+		}
+		if err := r.startSink(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
