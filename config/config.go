@@ -108,6 +108,11 @@ type ClickHouse struct {
 	MaxInFlight  int           `koanf:"max_in_flight"`
 	RetryInitial time.Duration `koanf:"retry_initial"`
 	RetryMax     time.Duration `koanf:"retry_max"`
+	// SchemaRefresh is how often every target table's columns are read
+	// again, so that columns added or dropped while the sink runs are used
+	// without a restart; 0 re-reads only after an INSERT fails with an
+	// unknown column or table (codes 16, 47, 60), which it always does.
+	SchemaRefresh time.Duration `koanf:"schema_refresh"`
 }
 
 // Batch configures the per-table accumulators. A batch is sealed when any of
@@ -162,6 +167,19 @@ type Errors struct {
 	// sends bad records to DLQTopic and carries on.
 	Tolerance string `koanf:"tolerance"`
 	DLQTopic  string `koanf:"dlq_topic"`
+	// DLQCreate creates DLQTopic at start when it does not exist, with the
+	// largest partition count of the consumed topics and the broker's
+	// default replication factor.
+	DLQCreate bool `koanf:"dlq_create"`
+	// OnMissing: "default" gives a non-Nullable column whose value is
+	// absent from the record its type's default (0, "", the epoch, []);
+	// "bad_record" makes such a record bad (tolerance decides: stop or DLQ).
+	OnMissing string `koanf:"on_missing"`
+	// OnNull: the same for JSON null in a non-Nullable column.
+	OnNull string `koanf:"on_null"`
+	// OnTombstone (json format): "skip" counts a record with a null value
+	// as skipped and commits past it; "bad_record" makes it a bad record.
+	OnTombstone string `koanf:"on_tombstone"`
 }
 
 // HTTP configures the metrics and health endpoint.
@@ -189,6 +207,8 @@ var (
 	protocols    = []string{ProtocolNative, ProtocolHTTP}
 	formats      = []string{"json", FormatDebezium}
 	tolerances   = []string{"none", "all"}
+	onValues     = []string{"default", "bad_record"}
+	onTombstones = []string{"skip", "bad_record"}
 	logLevels    = []string{"info", "debug", "warn", "error"}
 	logFormats   = []string{"json", "console"}
 	deliveries   = []string{DeliveryAtLeastOnce, DeliveryExactlyOnce}
@@ -264,6 +284,10 @@ func defaults() *Config {
 			// Backoff ceiling: TOO_MANY_PARTS needs merges to catch up,
 			// which takes tens of seconds; retrying faster only adds load.
 			RetryMax: 30 * time.Second,
+			// One cheap system.columns query per table: a column added
+			// to the table is filled from the records that carry it at
+			// most this long (plus batch.max_wait) after the ALTER.
+			SchemaRefresh: 30 * time.Second,
 		},
 		Batch: Batch{
 			// Seeds 002 and 004: tens of thousands of rows per INSERT is
@@ -284,6 +308,12 @@ func defaults() *Config {
 			// Stop rather than lose data silently; opting into a DLQ is an
 			// explicit decision.
 			Tolerance: "none",
+			// Today's conversion rules: a missing or null value becomes
+			// the column's default, counted in sink_defaults_applied_total.
+			OnMissing: "default",
+			OnNull:    "default",
+			// Compacted topics carry tombstones; they hold no row.
+			OnTombstone: "skip",
 		},
 		HTTP: HTTP{
 			// Loopback: metrics are not exposed beyond the host unless

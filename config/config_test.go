@@ -56,16 +56,17 @@ func TestDefaults(t *testing.T) {
 			RequestTimeout:         30 * time.Second,
 		},
 		ClickHouse: ClickHouse{
-			Protocol:     "native",
-			Addrs:        []string{"127.0.0.1:9000"},
-			Database:     "default",
-			Username:     "default",
-			Compression:  "lz4",
-			DialTimeout:  10 * time.Second,
-			QueryTimeout: 60 * time.Second,
-			MaxInFlight:  2,
-			RetryInitial: 500 * time.Millisecond,
-			RetryMax:     30 * time.Second,
+			Protocol:      "native",
+			Addrs:         []string{"127.0.0.1:9000"},
+			Database:      "default",
+			Username:      "default",
+			Compression:   "lz4",
+			DialTimeout:   10 * time.Second,
+			QueryTimeout:  60 * time.Second,
+			MaxInFlight:   2,
+			RetryInitial:  500 * time.Millisecond,
+			RetryMax:      30 * time.Second,
+			SchemaRefresh: 30 * time.Second,
 		},
 		Batch: Batch{
 			MaxRows:          100000,
@@ -75,7 +76,7 @@ func TestDefaults(t *testing.T) {
 			BufferMemory:     256 << 20,
 		},
 		Routes:          []Route{{Topic: "orders", Table: "orders", Format: "json"}},
-		Errors:          Errors{Tolerance: "none"},
+		Errors:          Errors{Tolerance: "none", OnMissing: "default", OnNull: "default", OnTombstone: "skip"},
 		HTTP:            HTTP{Listen: "127.0.0.1:8080"},
 		Log:             Log{Level: "info", Format: "json"},
 		ShutdownTimeout: 30 * time.Second,
@@ -491,6 +492,12 @@ func TestValidate(t *testing.T) {
 
 	// errors
 	f("", env("SINK_ERRORS__TOLERANCE=some"), `errors.tolerance: "some" is not one of none, all`)
+	f("", env("SINK_ERRORS__DLQ_CREATE=true"), "errors.dlq_create: set, but there is no errors.dlq_topic to create")
+	f("", env("SINK_ERRORS__ON_MISSING=zero"), `errors.on_missing: "zero" is not one of default, bad_record`)
+	f("", env("SINK_ERRORS__ON_NULL=bad_record"), "")
+	f("", env("SINK_ERRORS__ON_TOMBSTONE=default"), `errors.on_tombstone: "default" is not one of skip, bad_record`)
+	f("", env("SINK_CLICKHOUSE__SCHEMA_REFRESH=-1s"), "clickhouse.schema_refresh (-1s) must be 0 (off) or positive")
+	f("", env("SINK_CLICKHOUSE__SCHEMA_REFRESH=0s"), "")
 	f("", env("SINK_ERRORS__TOLERANCE=all"), "errors.dlq_topic: required when errors.tolerance is all")
 	f("", env("SINK_ERRORS__TOLERANCE=all", "SINK_ERRORS__DLQ_TOPIC=orders_dlq"), "")
 	f("", env("SINK_ERRORS__DLQ_TOPIC=orders_dlq"), "errors.dlq_topic: set, but errors.tolerance is none")
@@ -727,4 +734,21 @@ func TestWarnings(t *testing.T) {
 	f("buffer_memory: 64MiB", "", "kafka.fetch_max_bytes (50MiB)")
 	f("buffer_memory: 64MiB", ", fetch_max_bytes: 16MiB")
 	f("buffer_memory: 48MiB, max_bytes: 32MiB", ", fetch_max_bytes: 16MiB", "batch.buffer_memory (48MiB)")
+}
+
+// A YAML syntax error names the line where the problem is.
+func TestYAMLErrorNamesTheLine(t *testing.T) {
+	f := func(doc string, line int) {
+		t.Helper()
+		_, err := Parse([]byte(doc), nil)
+		if want := fmt.Sprintf("yaml: line %d:", line); err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("%q: %v; want %q", doc, err, want)
+		}
+	}
+	f("name: x\nkafka:\n  topics: [a\nrouters: 1\n", 3)   // unclosed flow sequence
+	f("name: x\nkafka: {a: 1\nb: 2\n", 2)                 // unclosed flow mapping
+	f("name: x\nkafka:\n  brokers: a\n topics: b\n", 4)   // bad indentation
+	f("name: x\n- a\n", 2)                                // a sequence item in a mapping
+	f("name: x\nkafka:\n  brokers: a\n   topics: b\n", 4) // scanner error: already right
+	f("name: x\n\tkafka: 1\n", 2)                         // tab
 }

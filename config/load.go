@@ -92,7 +92,7 @@ func parse(yamlBytes []byte, environ []string) (*Config, error) {
 			}
 			return nil, errors.Join(errs...)
 		}
-		return nil, fmt.Errorf("parse YAML: %w", err)
+		return nil, fmt.Errorf("parse YAML: %s", fixYAMLLine(err.Error()))
 	}
 	// "kafka:" with everything below it commented out parses as null; it
 	// means "use the defaults", not "zero every Kafka option".
@@ -411,4 +411,23 @@ func prefixEach(p string, err error) error {
 		out = append(out, fmt.Errorf("%s%w", p, e))
 	}
 	return errors.Join(out...)
+}
+
+// parserLineRE matches the YAML library's parser (not scanner) errors. The
+// library reports their line zero-based, one above the line where the
+// problem is (scanner errors it corrects itself).
+var parserLineRE = regexp.MustCompile(`^yaml: line (\d+): (did not find expected (key|node content|<document start>|'-' indicator|',' or '\]'|',' or '\}')|found duplicate %|found incompatible YAML document|found undefined tag handle)`)
+
+// fixYAMLLine rewrites a YAML error message so that its line number names
+// the line where the problem is.
+func fixYAMLLine(msg string) string {
+	m := parserLineRE.FindStringSubmatchIndex(msg)
+	if m == nil {
+		return msg
+	}
+	n, err := strconv.Atoi(msg[m[2]:m[3]])
+	if err != nil {
+		return msg
+	}
+	return msg[:m[2]] + strconv.Itoa(n+1) + msg[m[3]:]
 }

@@ -166,6 +166,9 @@ func (c *Config) validateClickHouse(p *problems) {
 	if ch.RetryMax > 0 && ch.RetryInitial > ch.RetryMax {
 		p.add("clickhouse.retry_initial (%v) must be at most clickhouse.retry_max (%v)", ch.RetryInitial, ch.RetryMax)
 	}
+	if ch.SchemaRefresh < 0 {
+		p.add("clickhouse.schema_refresh (%v) must be 0 (off) or positive", ch.SchemaRefresh)
+	}
 }
 
 func (c *Config) validateBatch(p *problems) {
@@ -268,9 +271,14 @@ func (c *Config) validateRoutes(p *problems) {
 func (c *Config) validateErrors(p *problems) {
 	e := &c.Errors
 	p.oneOf("errors.tolerance", e.Tolerance, tolerances)
+	p.oneOf("errors.on_missing", e.OnMissing, onValues)
+	p.oneOf("errors.on_null", e.OnNull, onValues)
+	p.oneOf("errors.on_tombstone", e.OnTombstone, onTombstones)
 	switch {
 	case e.Tolerance == "all" && e.DLQTopic == "":
 		p.add("errors.dlq_topic: required when errors.tolerance is all")
+	case e.DLQCreate && e.DLQTopic == "":
+		p.add("errors.dlq_create: set, but there is no errors.dlq_topic to create")
 	case e.Tolerance == "none" && e.DLQTopic != "":
 		p.add("errors.dlq_topic: set, but errors.tolerance is none, so nothing is sent to it (set errors.tolerance: all)")
 	case e.DLQTopic != "":

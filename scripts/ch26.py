@@ -36,7 +36,10 @@ def main() -> int:
 
     def serve() -> None:
         try:
-            _chdb.query(KEEPALIVE, "CSV", path=data_dir)
+            # The keep-alive query's format becomes every session's
+            # default_format: TabSeparated, as clickhouse-server's HTTP
+            # interface answers a query without FORMAT.
+            _chdb.query(KEEPALIVE, "TabSeparated", path=data_dir)
         except Exception as e:  # the listeners or the data path failed
             failure.append(e)
         done.set()

@@ -24,9 +24,8 @@ func newCH(base string) *chHTTP {
 }
 
 // query sends q and returns the body, TabSeparated, with the trailing
-// newline removed. The format is asked for: a server's (or a user
-// profile's) default_format need not be TabSeparated (the stack's 26.9
-// answers CSV).
+// newline removed. The format is asked for: a user profile's
+// default_format need not be TabSeparated.
 func (c *chHTTP) query(ctx context.Context, q string) (string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"?default_format=TabSeparated", strings.NewReader(q))
 	if err != nil {

@@ -48,9 +48,19 @@ func adviseCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "sink advise: --config FILE is required and takes no other arguments")
 		return 2
 	}
-	if *window < time.Second || *perMin <= 0 || *maxLatency < 0 || *sample < 1 {
-		fmt.Fprintln(stderr, "sink advise: want --window >= 1s, --inserts-per-minute > 0, --max-latency >= 0, --sample >= 1")
-		return 2
+	for _, bad := range []struct {
+		wrong bool
+		msg   string
+	}{
+		{*window < time.Second, fmt.Sprintf("--window %s: must be at least 1s", *window)},
+		{*perMin <= 0, fmt.Sprintf("--inserts-per-minute %g: must be more than 0", *perMin)},
+		{*maxLatency < 0, fmt.Sprintf("--max-latency %s: must not be negative", *maxLatency)},
+		{*sample < 1, fmt.Sprintf("--sample %d: must be at least 1", *sample)},
+	} {
+		if bad.wrong {
+			fmt.Fprintf(stderr, "sink advise: %s\n", bad.msg)
+			return 2
+		}
 	}
 	cfg, err := config.Load(*path, os.Environ())
 	if err != nil {

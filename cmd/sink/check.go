@@ -36,7 +36,7 @@ func check(cfg *config.Config, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "security: kafka %s, %s\n", tlsSummary(k.TLS), sasl)
 	fmt.Fprintf(stdout, "security: clickhouse %s, user %q, %s\n", tlsSummary(ch.TLS), ch.Username, password(ch.Password, ch.PasswordFile))
 
-	topics, err := consumer.Probe(ctx, cfg)
+	topics, dlq, err := consumer.ProbeDLQ(ctx, cfg)
 	if err != nil {
 		return fail(err)
 	}
@@ -50,6 +50,14 @@ func check(cfg *config.Config, stdout, stderr io.Writer) int {
 	}
 	if cfg.Kafka.TopicRegex != "" && len(names) == 0 {
 		fmt.Fprintf(stdout, "kafka: no topic matches %q yet\n", cfg.Kafka.TopicRegex)
+	}
+	if dlq != nil {
+		created := ""
+		if dlq.Created {
+			created = " (created now: errors.dlq_create)"
+		}
+		fmt.Fprintf(stdout, "kafka: dead-letter topic %s: %d partitions, max.message.bytes %d, writable: %s%s\n",
+			dlq.Topic, dlq.Partitions, dlq.MaxMessageBytes, dlq.Writable, created)
 	}
 
 	w, err := writer.Open(ctx, cfg.Name, cfg.ClickHouse)

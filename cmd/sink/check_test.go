@@ -35,6 +35,8 @@ http: {listen: ""}
 		}
 		modern := s.AtLeast(23, 2)
 		yes := map[bool]string{true: "yes", false: "no"}[modern]
+		// The stack's 26.9 turns async_insert on by default.
+		async := map[bool]string{true: "yes, on for this user", false: "no"}[modern]
 		window := "non_replicated_deduplication_window = 0 (server default): INSERT blocks are not deduplicated"
 		if !modern {
 			window = "INSERT blocks are not deduplicated (this server has no non_replicated_deduplication_window)"
@@ -44,7 +46,7 @@ http: {listen: ""}
 				"clickhouse: " + addr + " (protocol " + protocol + ")",
 				"clickhouse: server version " + s.Version,
 				"clickhouse: insert deduplication tokens (setting insert_deduplication_token): " + yes,
-				"clickhouse: async inserts (setting async_insert): " + yes,
+				"clickhouse: async inserts (setting async_insert): " + async,
 				"clickhouse: JSON type: " + yes,
 				"clickhouse: ReplacingMergeTree is_deleted column (ClickHouse 23.2+): " + yes,
 				"route: table " + db + ".events (MergeTree): " + window,

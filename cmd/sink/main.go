@@ -173,6 +173,9 @@ func run(cfg *config.Config, stderr io.Writer) int {
 	err = p.Run(ctx)
 	cons.Close() // leaves the group: after the final commit, before the ClickHouse pool closes
 	if err != nil {
+		// The reason the run ended is the last line, after every log line
+		// of the flush and the leave.
+		fmt.Fprintf(stderr, "sink: %v\n", err)
 		return 1
 	}
 	log.Info().Msg("stopped")

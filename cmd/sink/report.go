@@ -106,6 +106,9 @@ func reportCmd(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return usageErr("--split %v", err)
 		}
+		if t.Before(o.Since) || t.After(o.Until) {
+			return usageErr("--split %s is outside the range %s .. %s", t.Format(time.RFC3339), o.Since.Format(time.RFC3339), o.Until.Format(time.RFC3339))
+		}
 		o.Split = &t
 	}
 	db, name, ok := strings.Cut(*table, ".")
@@ -135,6 +138,13 @@ func reportCmd(args []string, stdout, stderr io.Writer) int {
 	defer conn.Close()
 	if err := conn.Ping(ctx); err != nil {
 		return fail(fmt.Errorf("clickhouse %s: not reachable: %w", *addr, err))
+	}
+	var exists uint64
+	if err := conn.QueryRow(ctx, "SELECT count() FROM system.tables WHERE database = ? AND name = ?", db, name).Scan(&exists); err != nil {
+		return fail(fmt.Errorf("clickhouse %s: looking up %s.%s: %w", *addr, db, name, err))
+	}
+	if exists == 0 {
+		return fail(fmt.Errorf("table %s.%s does not exist on %s", db, name, *addr))
 	}
 	r, err := report.Query(ctx, conn, o)
 	if err != nil {

@@ -38,6 +38,9 @@ const (
 	ReasonWait
 	ReasonRevoke
 	ReasonShutdown
+	// ReasonSchema: the table's columns changed, so the open batch (built
+	// for the old columns) is closed and the next one uses the new ones.
+	ReasonSchema
 )
 
 func (r Reason) String() string {
@@ -52,6 +55,8 @@ func (r Reason) String() string {
 		return "revoke"
 	case ReasonShutdown:
 		return "shutdown"
+	case ReasonSchema:
+		return "schema"
 	}
 	return "unknown"
 }

@@ -114,6 +114,9 @@ type run struct {
 	// queryLogTables: system.query_log has the tables column (newer
 	// servers), so INSERTs are found by table rather than by their text.
 	queryLogTables bool
+	// loggedLost counts the rows of INSERTs a server's query_log had
+	// logged before a restart emptied it.
+	loggedLost atomic.Uint64
 
 	// bg is canceled when the scenario stops loading, for fault helpers
 	// that must keep running until then.
@@ -130,6 +133,7 @@ type sinkProc struct {
 	logPath string
 	done    chan error
 	exited  atomic.Bool
+	killed  atomic.Bool // by kill9, on purpose
 }
 
 // Spec describes a scenario's load and configuration.
@@ -263,8 +267,13 @@ func Run(ctx context.Context, env Env, s Spec) (res *Result) {
 	}
 	stopBG()
 	// SIGTERM: each must flush, commit and exit 0.
-	for _, p := range r.procs {
+	for i, p := range r.procs {
 		if p.exited.Load() {
+			// Only kill9 ends a sink before this stop; one that exited by
+			// itself missed the faults it was meant to ride out.
+			if !p.killed.Load() {
+				res.fail("sink #%d exited by itself: %s (log %s)", i, lastLine(p.logPath), p.logPath)
+			}
 			continue
 		}
 		if err := p.stop(60 * time.Second); err != nil {
@@ -331,6 +340,17 @@ func setup(ctx context.Context, env Env, s Spec) (*run, error) {
 			return nil, fmt.Errorf("create dlq topic: %w", err)
 		}
 	}
+	// The broker answers CreateTopics before its metadata shows the topic;
+	// a sink started in between exits with "topic does not exist".
+	if err := r.waitTopic(cctx, r.topic, s.Partitions); err != nil {
+		return nil, err
+	}
+	// The sink checks its dead-letter topic at start, so it must be visible too.
+	if r.dlqTopic != "" {
+		if err := r.waitTopic(cctx, r.dlqTopic, 1); err != nil {
+			return nil, err
+		}
+	}
 	if err := r.ch.Exec(cctx, "CREATE DATABASE IF NOT EXISTS chaos"); err != nil {
 		return nil, err
 	}
@@ -389,6 +409,22 @@ delivery: %s
 		return nil, err
 	}
 	return r, nil
+}
+
+// waitTopic waits until the brokers' metadata lists topic with all its
+// partitions.
+func (r *run) waitTopic(ctx context.Context, topic string, partitions int) error {
+	for {
+		td, err := r.adm.ListTopics(ctx, topic)
+		if err == nil {
+			if d, ok := td[topic]; ok && d.Err == nil && len(d.Partitions) == partitions {
+				return nil
+			}
+		}
+		if !sleep(ctx, 100*time.Millisecond) {
+			return fmt.Errorf("topic %s not in the metadata after creating it: %v", topic, ctx.Err())
+		}
+	}
 }
 
 func (r *run) close() {
@@ -457,6 +493,7 @@ func (r *run) kill9(i int) error {
 	}
 	p := alive[i%len(alive)]
 	r.logf("%s: kill -9 pid %d", r.name, p.cmd.Process.Pid)
+	p.killed.Store(true)
 	p.cmd.Process.Signal(syscall.SIGKILL)
 	<-p.done
 	p.done <- nil // keep the channel readable for close()
@@ -627,8 +664,7 @@ func (r *run) verify(ctx context.Context, res *Result, good, bad int) {
 	case err != nil:
 		res.Notes = append(res.Notes, "duplicates counted from the table (query_log: "+err.Error()+")")
 	case written < uint64(good):
-		// A server killed or restarted before flushing its logs loses
-		// entries (26.9 under chdb does not flush them on SIGTERM).
+		// A server restarted before flushing its logs loses entries.
 		res.Notes = append(res.Notes, fmt.Sprintf("duplicates counted from the table: query_log lists only %d rows written", written))
 	default:
 		res.Duplicates = int(written) - good
@@ -687,8 +723,16 @@ func (r *run) verifyExactlyOnce(ctx context.Context, res *Result, total uint64) 
 }
 
 // writtenRows is the number of rows the sinks' successful INSERTs into the
-// scenario's table wrote.
+// scenario's table wrote: what query_log lists now, plus what it listed
+// before a restart emptied it.
 func (r *run) writtenRows(ctx context.Context) (uint64, error) {
+	n, err := r.loggedRows(ctx)
+	return n + r.loggedLost.Load(), err
+}
+
+// loggedRows is what the server's query_log lists as written by INSERTs
+// into the scenario's table.
+func (r *run) loggedRows(ctx context.Context) (uint64, error) {
 	if err := r.ch.Exec(ctx, "SYSTEM FLUSH LOGS"); err != nil {
 		return 0, err
 	}
@@ -747,6 +791,17 @@ func (r *run) countLogs(needle string) int {
 		n += countInFile(p.logPath, needle)
 	}
 	return n
+}
+
+// lastLine is the last line of a sink's log, shortened, for a verdict.
+func lastLine(path string) string {
+	b, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	l := lines[len(lines)-1]
+	if len(l) > 200 {
+		l = l[:200] + "…"
+	}
+	return l
 }
 
 func countInFile(path, needle string) int {

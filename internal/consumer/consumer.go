@@ -18,7 +18,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -46,6 +45,7 @@ type Consumer struct {
 	cl  *kgo.Client
 	cfg *config.Config
 	log zerolog.Logger
+	dlq *DLQInfo // nil without a dead-letter topic
 }
 
 // Options translates the config into franz-go options; exported so tests
@@ -136,22 +136,32 @@ func Security(k config.Kafka) ([]kgo.Opt, error) {
 	return append(opts, kgo.SASL(m)), nil
 }
 
-// New checks that the brokers answer and the configured topics exist, so
-// that a wrong address or topic fails at start with one line instead of a
-// silent wait, then creates the group client.
+// New checks that the brokers answer, the configured topics exist and the
+// dead-letter topic is usable (ProbeDLQ), so that a wrong address or topic
+// fails at start with one line instead of a silent wait or a stop at the
+// first bad record, then creates the group client.
 func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, h Hooks) (*Consumer, error) {
-	if _, err := Probe(ctx, cfg); err != nil {
+	_, dlq, err := ProbeDLQ(ctx, cfg)
+	if err != nil {
 		return nil, err
 	}
 	opts, err := Options(cfg, log, h)
 	if err != nil {
 		return nil, err
 	}
+	if dlq != nil {
+		if dlq.Created {
+			log.Info().Str("dlq_topic", dlq.Topic).Int("partitions", dlq.Partitions).Msg("dead-letter topic created (errors.dlq_create)")
+		}
+		// Let the client send what the topic accepts; DLQRecord cuts
+		// copies to that size.
+		opts = append(opts, kgo.ProducerBatchMaxBytes(int32(dlq.MaxMessageBytes)))
+	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka: %w", err)
 	}
-	return &Consumer{cl: cl, cfg: cfg, log: log}, nil
+	return &Consumer{cl: cl, cfg: cfg, log: log, dlq: dlq}, nil
 }
 
 // Probe reaches the brokers with a short-lived client that joins no group
@@ -159,16 +169,42 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, h Hooks) (
 // returns), and returns the partition count of every consumed topic (all
 // matching topics for topic_regex).
 func Probe(ctx context.Context, cfg *config.Config) (map[string]int, error) {
+	var out map[string]int
+	err := withProbeClient(cfg, func(cl *kgo.Client) (err error) {
+		out, err = Describe(ctx, cl, cfg)
+		return err
+	})
+	return out, err
+}
+
+// ProbeDLQ is Probe plus CheckDLQ when errors.dlq_topic is set (the
+// DLQInfo is nil otherwise).
+func ProbeDLQ(ctx context.Context, cfg *config.Config) (map[string]int, *DLQInfo, error) {
+	var (
+		topics map[string]int
+		dlq    *DLQInfo
+	)
+	err := withProbeClient(cfg, func(cl *kgo.Client) (err error) {
+		if topics, err = Describe(ctx, cl, cfg); err != nil || cfg.Errors.DLQTopic == "" {
+			return err
+		}
+		dlq, err = CheckDLQ(ctx, cl, cfg, topics)
+		return err
+	})
+	return topics, dlq, err
+}
+
+func withProbeClient(cfg *config.Config, fn func(*kgo.Client) error) error {
 	sec, err := Security(cfg.Kafka)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(cfg.Kafka.Brokers...), kgo.ClientID(cfg.Kafka.ClientID)}, sec...)...)
 	if err != nil {
-		return nil, fmt.Errorf("kafka: %w", err)
+		return fmt.Errorf("kafka: %w", err)
 	}
 	defer cl.Close()
-	return Describe(ctx, cl, cfg)
+	return fn(cl)
 }
 
 // Describe asks cl's brokers for the consumed topics and returns their
@@ -261,19 +297,15 @@ func (c *Consumer) Commit(ctx context.Context, pos map[offsets.TP]offsets.Commit
 }
 
 // ProduceDLQ sends a copy of rec to topic with headers describing why it
-// could not be written; done is called once Kafka acknowledged it (or
-// failed for good).
-func (c *Consumer) ProduceDLQ(ctx context.Context, topic string, rec *kgo.Record, cause error, done func(error)) {
-	hs := make([]kgo.RecordHeader, 0, len(rec.Headers)+5)
-	hs = append(hs, rec.Headers...)
-	hs = append(hs,
-		kgo.RecordHeader{Key: "sink.error", Value: []byte(cause.Error())},
-		kgo.RecordHeader{Key: "sink.source.topic", Value: []byte(rec.Topic)},
-		kgo.RecordHeader{Key: "sink.source.partition", Value: []byte(strconv.Itoa(int(rec.Partition)))},
-		kgo.RecordHeader{Key: "sink.source.offset", Value: []byte(strconv.FormatInt(rec.Offset, 10))},
-		kgo.RecordHeader{Key: "sink.source.timestamp", Value: []byte(strconv.FormatInt(rec.Timestamp.UnixMilli(), 10))},
-	)
-	out := &kgo.Record{Topic: topic, Key: rec.Key, Value: rec.Value, Headers: hs, Timestamp: rec.Timestamp}
+// could not be written (DLQRecord: cut to the topic's max.message.bytes,
+// or without its value when refOnly); done is called once Kafka
+// acknowledged it or franz-go gave up on it (see ClassifyDLQ).
+func (c *Consumer) ProduceDLQ(ctx context.Context, topic string, rec *kgo.Record, cause error, refOnly bool, done func(error)) {
+	limit := 0
+	if c.dlq != nil && c.dlq.Topic == topic {
+		limit = c.dlq.MaxMessageBytes
+	}
+	out := DLQRecord(topic, rec, cause, limit, refOnly)
 	c.cl.Produce(ctx, out, func(_ *kgo.Record, err error) { done(err) })
 }
 

@@ -66,7 +66,7 @@ func TestProduceDLQ(t *testing.T) {
 		Timestamp: time.UnixMilli(1_700_000_000_123),
 	}
 	done := make(chan error, 1)
-	c.ProduceDLQ(context.Background(), "dlq", src, fmt.Errorf("decode: invalid JSON"), func(err error) { done <- err })
+	c.ProduceDLQ(context.Background(), "dlq", src, fmt.Errorf("decode: invalid JSON"), false, func(err error) { done <- err })
 	select {
 	case err := <-done:
 		if err != nil {

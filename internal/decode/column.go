@@ -354,10 +354,14 @@ func (a *arrayCol) add(c *ctx, in *input) error {
 		ein := &a.in
 		for i, it := range items {
 			if in.proj != nil {
-				if it.Type() != fastjson.TypeObject {
+				switch {
+				case it.Type() == fastjson.TypeObject:
+					it = it.Get(in.proj...)
+				case it.Type() == fastjson.TypeArray && in.projPos != "":
+					it = it.Get(in.projPos)
+				default:
 					return &reason{msg: "element " + strconv.Itoa(i) + ": want a JSON object with field " + strconv.Quote(strings.Join(in.proj, "."))}
 				}
-				it = it.Get(in.proj...)
 			}
 			c.fromJSON(it, ein)
 			if err := a.elem.add(c, ein); err != nil {

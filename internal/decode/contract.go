@@ -13,9 +13,14 @@
 // A missing field, and JSON null in a non-Nullable column, give the type's
 // zero value: 0, "", N zero bytes for FixedString(N), the epoch for dates and
 // times, the nil UUID, false, 0.0.0.0 / ::, empty Array and Map, and for an
-// Enum its smallest element (ClickHouse's own default). In Nullable(T) both
-// give NULL. Anything else that does not convert makes the record bad
-// (*RecordError naming topic, partition, offset, column and reason).
+// Enum its smallest element (ClickHouse's own default), counted per column
+// (Plan.TakeDefaults); with Policy.MissingBad / NullBad they make the record
+// bad instead. In Nullable(T) both give NULL. Anything else that does not
+// convert makes the record bad (*RecordError naming topic, partition,
+// offset, column and reason). A bare NaN or Inf number (not JSON, though the
+// parser takes it; Infinity it does not) is refused like any other value
+// that does not convert. A null record value (tombstone) in the json format
+// is skipped (ErrSkip) unless Policy.TombstoneBad.
 //
 //   - Int8..Int64, UInt8..UInt64: JSON numbers and numeric strings ("42",
 //     "+42"); 1.0 and 1e3 are fine when integral; true/false are 1/0.
@@ -72,7 +77,9 @@
 //     default), columns n.a Array(T), n.b Array(U): each reads the field
 //     "n.a" if present, else "n" as an array of objects (n[i].a) or as an
 //     object of parallel arrays (n.a). With flatten_nested=0 one column
-//     Nested(...) = Array(Tuple(...)) reads an array of objects.
+//     Nested(...) = Array(Tuple(...)) reads an array of objects. ClickHouse
+//     18.16 lists Array(Tuple(T, U)) a as parts a.1, a.2: these read the
+//     tuples of "a" written as arrays (or objects with fields "1", "2").
 //   - Dynamic: null or missing is NULL; true/false Bool; integral numbers
 //     written without fraction or exponent Int64 (UInt64 above Int64,
 //     beyond UInt64 their text as String, as ClickHouse infers them); other
@@ -90,13 +97,17 @@
 //     (a value that does not convert makes the record bad) and written as a
 //     canonical literal (times as UTC RFC 3339, Enums by value, ...), so the
 //     server's own, different, text rules never apply to them. Typed paths
-//     may be scalar types, Nullable/LowCardinality of them and Arrays.
+//     may be scalar types, Nullable/LowCardinality of them and Arrays. What
+//     the server would refuse for the whole INSERT makes the record bad
+//     instead: a path written twice ({"a":1,"a":2}, {"a.b":1,"a":{"b":2}}),
+//     strings or keys that are not valid UTF-8, numbers beyond Float64.
 //
 // Not supported (Compile refuses the column, naming it and its type):
 // AggregateFunction, geo types, Object('json'), Nullable(Tuple/JSON),
 // JSON/Dynamic/Variant inside another type, JSON typed paths of Map/Tuple
-// type, and Enums whose element names clickhouse-go v2.51 cannot parse
-// (some names with a quote or backslash; it would panic on the INSERT).
+// type, and Enums whose element names clickhouse-go v2.51 cannot parse (a
+// name with a quote, backslash or control character on any element but the
+// highest-valued one; it would panic on the INSERT).
 //
 // Meta sources: $topic, $key and $header.NAME (the first header of that name)
 // are text and convert like a JSON string (so a numeric key fills an Int64

@@ -208,6 +208,9 @@ func (c *ctx) float(in *input, t *chType, bitSize int) (float64, error) {
 	case inInt, inTime:
 		return float64(in.n), nil
 	case inStr, inNum:
+		if in.kind == inNum && bareNaNInf(in.b) {
+			return 0, cannotConvert(in, t, "a bare NaN or Inf is not JSON; send it as a string")
+		}
 		if _, ok := c.parseNumber(in.b); !ok && !isNaNInf(in.b) {
 			return 0, cannotParse(in, t) // no hex floats, underscores or spaces
 		}

@@ -98,16 +98,16 @@ import (
 // "15:04:05.999999999") and stay raw numbers for numeric columns. Decimals
 // become exact decimal text, which then converts like a JSON number (so
 // Decimal(P, S), Float, integer and String columns all work, and nothing is
-// rounded). Json text fills Array and Map columns by parsing it (String
-// columns keep the text); bytes fill String and FixedString columns with the
+// rounded). Json text fills Array, Map and Tuple columns by parsing it
+// (String columns keep the text, JSON columns parse it); bytes fill String and FixedString columns with the
 // decoded bytes. ZonedTimestamp (RFC 3339 text), Uuid, Enum, booleans and
 // decimal.handling.mode=string|double need nothing special.
 //
 // Without the schema block the column type decides, as in the json format,
 // plus three rules: Decimal columns read text that is not a number as base64
 // Decimal bytes with the column's scale; Decimal, integer and Float columns
-// read an object {"scale", "value"} as a VariableScaleDecimal; Array and Map
-// columns parse text as JSON. Schema-less dates are day numbers only for
+// read an object {"scale", "value"} as a VariableScaleDecimal; Array, Map and
+// Tuple columns parse text as JSON. Schema-less dates are day numbers only for
 // Date columns (a DateTime column reads them as seconds, and a negative day
 // number as seconds before 1970), bytes stay base64 text, and base64 text
 // that happens to look like a number is read as a number: keep the schema
@@ -200,7 +200,7 @@ const (
 	clsString             // String, FixedString
 	clsNumber             // integers and floats
 	clsDecimal            // Decimal
-	clsComposite          // Array, Map
+	clsComposite          // Array, Map, Tuple
 )
 
 func classOf(t *chType) colClass {
@@ -212,11 +212,12 @@ func classOf(t *chType) colClass {
 		return clsTime
 	case kString, kFixedString:
 		return clsString
-	case kInt8, kInt16, kInt32, kInt64, kUInt8, kUInt16, kUInt32, kUInt64, kFloat32, kFloat64:
+	case kInt8, kInt16, kInt32, kInt64, kUInt8, kUInt16, kUInt32, kUInt64, kFloat32, kFloat64,
+		kInt128, kInt256, kUInt128, kUInt256:
 		return clsNumber
 	case kDecimal:
 		return clsDecimal
-	case kArray, kMap:
+	case kArray, kMap, kTuple:
 		return clsComposite
 	}
 	return clsOther
@@ -828,7 +829,7 @@ func (p *Plan) convertSem(i int, fs fieldSem, in *input) error {
 // convertBare applies the schema-less rules: Decimal columns read
 // non-numeric text as base64 Decimal bytes with the column's scale, Decimal
 // and numeric columns read {"scale", "value"} objects as VariableScaleDecimal,
-// and Array and Map columns parse text as JSON (io.debezium.data.Json).
+// and Array, Map and Tuple columns parse text as JSON (io.debezium.data.Json).
 func (p *Plan) convertBare(i int, in *input) error {
 	d := p.dbz
 	cls := d.cls[i]

@@ -9,15 +9,15 @@ import (
 
 // driverCanCarry checks that clickhouse-go builds its column for a type the
 // way this package reads it. clickhouse-go parses the column types of every
-// INSERT's header itself; v2.51 panics, or silently pairs the wrong names
-// and values, on Enum element names with escapes in the type text (a quote
-// or backslash: 'it\'s'). A type it would mishandle is refused here, when
-// the plan is compiled (so sink check and sink run fail at start with the
-// column named), never at the first insert.
+// INSERT's header itself; v2.51 panics on an Enum whose element name is
+// written with an escape ('it\'s', 'a\\b', 'x\ny') unless that element
+// comes last (the server lists elements by value). A type it would
+// mishandle is refused here, when the plan is compiled (so sink check and
+// sink run fail at start with the column named), never at the first insert.
 func driverCanCarry(colType string, t *chType) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("clickhouse-go cannot parse this type (it fails with %q; v2.51 does so on some Enum element names with a quote or backslash: rename those elements)", fmt.Sprint(r))
+			err = fmt.Errorf("clickhouse-go cannot parse this type (it fails with %q; v2.51 does so when an Enum element name written with an escape (a quote, backslash or control character) is not the element with the highest value: rename it, or give it the highest value)", fmt.Sprint(r))
 		}
 	}()
 	sc := &column.ServerContext{Timezone: time.UTC, VersionMajor: 26, VersionMinor: 9, Revision: 54460}

@@ -36,7 +36,8 @@ type input struct {
 	t    time.Time
 	// proj, set only on an inArray for an Array column, says each element
 	// is an object and the column's value is proj's path in each.
-	proj []string
+	proj    []string
+	projPos string // with proj: an element that is an array is indexed by this instead
 }
 
 // ctx carries per-Append state: the block being filled and scratch space.

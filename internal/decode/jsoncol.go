@@ -1,8 +1,10 @@
 package decode
 
 import (
+	"bytes"
 	"math"
 	"net/netip"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -16,19 +18,28 @@ import (
 // the server never applies its own (different) text rules to a typed path,
 // every typed path value is converted here by this package's rules first
 // (a value that does not convert makes the record bad) and written back as
-// a canonical literal the server reads exactly (see appendLiteral).
+// a canonical literal the server reads exactly (see appendLiteral). A path
+// written twice ({"a":1,"a":2}, or {"a.b":1,"a":{"b":2}}) makes the server
+// refuse the whole INSERT, so such a record is bad here.
 type jsonCol struct {
 	t        *chType
 	vals     []string
 	typed    map[string]int  // dotted path -> index in t.elems
 	prefixes map[string]bool // proper prefixes of typed paths ("a" for "a.b")
 	parser   fastjson.Parser // for objects that arrive as JSON text in a string
-	path     []byte
-	out      []byte
-	err      error
-	c        *ctx
-	in       input
+
+	// walk state, reused per record
+	path  []byte // dotted path of the current key; the current object's root starts at root
+	root  int
+	seen  []byte     // every key's path in this record, back to back
+	spans []pathSpan // where each path is in seen
+	out   []byte
+	err   error
+	c     *ctx
+	in    input
 }
+
+type pathSpan struct{ start, end int }
 
 func newJSONCol(t *chType) *jsonCol {
 	j := &jsonCol{t: t, typed: map[string]int{}, prefixes: map[string]bool{}}
@@ -60,16 +71,12 @@ func (j *jsonCol) add(c *ctx, in *input) error {
 	default:
 		return cannotConvert(in, j.t, "want a JSON object")
 	}
-	if o == nil || len(j.typed) == 0 && in.kind == inObject {
-		// Nothing to rewrite: the object's own compact text.
-		if o == nil {
-			j.out = append(j.out[:0], "{}"...)
-		} else {
-			j.out = in.v.MarshalTo(j.out[:0])
-		}
+	if o == nil {
+		j.out = append(j.out[:0], "{}"...)
 	} else {
-		j.c, j.err, j.path = c, nil, j.path[:0]
-		j.out = j.object(j.out[:0], o)
+		j.c, j.err = c, nil
+		j.path, j.root, j.seen, j.spans = j.path[:0], 0, j.seen[:0], j.spans[:0]
+		j.out = j.object(j.out[:0], o, true)
 		j.c = nil
 		if j.err != nil {
 			return j.err
@@ -80,44 +87,153 @@ func (j *jsonCol) add(c *ctx, in *input) error {
 	return nil
 }
 
-// object writes o, replacing every typed path's value by its literal.
-func (j *jsonCol) object(dst []byte, o *fastjson.Object) []byte {
-	dst = append(dst, '{')
-	first := true
+// object writes o, replacing every typed path's value by its literal when
+// typed (o is part of the row's own object, not inside an array), and
+// refuses a path written twice. An object that starts a new root (the row,
+// or an object in an array, which ClickHouse stores as its own JSON) checks
+// its paths when done.
+func (j *jsonCol) object(dst []byte, o *fastjson.Object, typed bool) []byte {
+	first := len(j.spans)
+	dst = j.members(append(dst, '{'), o, typed)
+	if j.err == nil {
+		j.checkDuplicates(first)
+	}
+	j.spans, j.seen = j.spans[:first], j.seen[:j.spansEnd(first)]
+	return append(dst, '}')
+}
+
+func (j *jsonCol) spansEnd(first int) int {
+	if first == 0 {
+		return 0
+	}
+	return j.spans[first-1].end
+}
+
+// members writes the members of o (the braces are the caller's), and
+// records each key's path.
+func (j *jsonCol) members(dst []byte, o *fastjson.Object, typed bool) []byte {
 	base := len(j.path)
+	n := 0
 	o.Visit(func(k []byte, v *fastjson.Value) {
 		if j.err != nil {
 			return
 		}
-		if !first {
+		if n > 0 {
 			dst = append(dst, ',')
 		}
-		first = false
+		n++
+		if !utf8.Valid(k) {
+			j.err = &reason{msg: "key " + strconv.Quote(cut(k)) + " is not valid UTF-8 (ClickHouse refuses such JSON)"}
+			return
+		}
 		dst = appendJSONString(dst, k)
 		dst = append(dst, ':')
 		j.path = j.path[:base]
-		if base > 0 {
+		if base > j.root {
 			j.path = append(j.path, '.')
 		}
 		j.path = append(j.path, k...)
-		if i, ok := j.typed[string(j.path)]; ok {
-			t := j.t.elems[i]
-			j.c.fromJSON(v, &j.in)
-			var err error
-			if dst, err = j.c.appendLiteral(dst, t, &j.in); err != nil {
-				j.err = &reason{msg: "path " + strconv.Quote(string(j.path)) + ": " + err.Error()}
+		start := len(j.seen)
+		j.seen = append(j.seen, j.path[j.root:]...)
+		j.spans = append(j.spans, pathSpan{start, len(j.seen)})
+		if typed {
+			if i, ok := j.typed[string(j.path)]; ok {
+				j.c.fromJSON(v, &j.in)
+				var err error
+				if dst, err = j.c.appendLiteral(dst, j.t.elems[i], &j.in); err != nil {
+					j.err = &reason{msg: "path " + strconv.Quote(string(j.path)) + ": " + err.Error()}
+				}
+				return
 			}
-			return
 		}
-		if v.Type() == fastjson.TypeObject && j.prefixes[string(j.path)] {
-			vo, _ := v.Object()
-			dst = j.object(dst, vo)
-			return
-		}
-		dst = v.MarshalTo(dst)
+		dst = j.value(dst, v, typed)
 	})
 	j.path = j.path[:base]
-	return append(dst, '}')
+	return dst
+}
+
+// value writes v: objects continue the current path, objects inside arrays
+// start a new root, anything else is copied as compact JSON.
+func (j *jsonCol) value(dst []byte, v *fastjson.Value, typed bool) []byte {
+	switch v.Type() {
+	case fastjson.TypeObject:
+		vo, _ := v.Object()
+		// Paths continue below this key: members, not a new root.
+		return append(j.members(append(dst, '{'), vo, typed), '}')
+	case fastjson.TypeArray:
+		items, _ := v.Array()
+		dst = append(dst, '[')
+		for i, it := range items {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			if it.Type() == fastjson.TypeObject || it.Type() == fastjson.TypeArray {
+				root := j.root
+				j.root = len(j.path)
+				if it.Type() == fastjson.TypeObject {
+					io, _ := it.Object()
+					dst = j.object(dst, io, false)
+				} else {
+					dst = j.value(dst, it, false)
+				}
+				j.root = root
+			} else {
+				dst = j.scalar(dst, it)
+			}
+			if j.err != nil {
+				return dst
+			}
+		}
+		return append(dst, ']')
+	}
+	return j.scalar(dst, v)
+}
+
+// scalar writes a string, number, true, false or null, refusing what the
+// server's JSON parser refuses (and would fail the whole INSERT for):
+// strings that are not valid UTF-8 and numbers beyond Float64's range.
+func (j *jsonCol) scalar(dst []byte, v *fastjson.Value) []byte {
+	switch v.Type() {
+	case fastjson.TypeString:
+		b, _ := v.StringBytes()
+		if !utf8.Valid(b) {
+			j.err = &reason{msg: "path " + strconv.Quote(string(j.path[j.root:])) + ": string is not valid UTF-8 (ClickHouse refuses such JSON)"}
+			return dst
+		}
+		return appendJSONString(dst, b)
+	case fastjson.TypeNumber:
+		dst0 := len(dst)
+		dst = v.MarshalTo(dst)
+		if num := dst[dst0:]; bytes.IndexAny(num, ".eE") >= 0 {
+			if f, err := strconv.ParseFloat(b2s(num), 64); err != nil && math.IsInf(f, 0) {
+				j.err = &reason{msg: "path " + strconv.Quote(string(j.path[j.root:])) + ": number " + cut(num) + " is beyond Float64's range (ClickHouse refuses such JSON)"}
+			}
+		}
+		return dst
+	}
+	return v.MarshalTo(dst)
+}
+
+// checkDuplicates refuses the record when two of the paths recorded since
+// span first are equal. ClickHouse refuses an INSERT whose JSON writes a
+// path twice ({"a":1,"a":2}, {"a.b":1,"a":{"b":2}}, and a key repeated in
+// one object even with object values), and one record must not fail its
+// batch. (It is stricter than the server in one corner: {"a":{},"a":1}.)
+func (j *jsonCol) checkDuplicates(first int) {
+	spans := j.spans[first:]
+	if len(spans) < 2 {
+		return
+	}
+	seen := j.seen
+	slices.SortFunc(spans, func(a, b pathSpan) int {
+		return bytes.Compare(seen[a.start:a.end], seen[b.start:b.end])
+	})
+	for i := 1; i < len(spans); i++ {
+		if p := seen[spans[i].start:spans[i].end]; bytes.Equal(p, seen[spans[i-1].start:spans[i-1].end]) {
+			j.err = &reason{msg: "path " + strconv.Quote(string(p)) + " is written twice (ClickHouse refuses such JSON)"}
+			return
+		}
+	}
 }
 
 func (j *jsonCol) rows() int { return len(j.vals) }
@@ -213,6 +329,9 @@ func (c *ctx) appendLiteral(dst []byte, t *chType, in *input) ([]byte, error) {
 		b := c.stringText(in)
 		if t.kind == kFixedString && len(b) > t.n {
 			return dst, reasonf("string of %d bytes is too long for %s", len(b), t.str)
+		}
+		if !utf8.Valid(b) {
+			return dst, cannotConvert(in, t, "not valid UTF-8 (ClickHouse's JSON type refuses it)")
 		}
 		return appendJSONString(dst, b), nil
 	case kDate, kDate32:
@@ -323,38 +442,26 @@ func (n number) appendPlain(dst []byte) []byte {
 	return dst
 }
 
-// appendJSONString writes s as a JSON string literal (invalid UTF-8 is
-// replaced by U+FFFD, as encoding/json does).
+// appendJSONString writes s, which must be valid UTF-8, as a JSON string
+// literal.
 func appendJSONString(dst, s []byte) []byte {
 	const hex = "0123456789abcdef"
 	dst = append(dst, '"')
-	for i := 0; i < len(s); {
-		b := s[i]
-		if b < utf8.RuneSelf {
-			switch {
-			case b == '"' || b == '\\':
-				dst = append(dst, '\\', b)
-			case b == '\n':
-				dst = append(dst, '\\', 'n')
-			case b == '\r':
-				dst = append(dst, '\\', 'r')
-			case b == '\t':
-				dst = append(dst, '\\', 't')
-			case b < 0x20:
-				dst = append(dst, '\\', 'u', '0', '0', hex[b>>4], hex[b&0xf])
-			default:
-				dst = append(dst, b)
-			}
-			i++
-			continue
+	for _, b := range s {
+		switch {
+		case b == '"' || b == '\\':
+			dst = append(dst, '\\', b)
+		case b == '\n':
+			dst = append(dst, '\\', 'n')
+		case b == '\r':
+			dst = append(dst, '\\', 'r')
+		case b == '\t':
+			dst = append(dst, '\\', 't')
+		case b < 0x20:
+			dst = append(dst, '\\', 'u', '0', '0', hex[b>>4], hex[b&0xf])
+		default:
+			dst = append(dst, b)
 		}
-		r, size := utf8.DecodeRune(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, "\ufffd"...)
-		} else {
-			dst = append(dst, s[i:i+size]...)
-		}
-		i += size
 	}
 	return append(dst, '"')
 }

@@ -28,6 +28,9 @@ func TestParseModernTypes(t *testing.T) {
 	f("Dynamic(max_types=8)", "Dynamic")
 	f("JSON", "JSON()")
 	f("JSON(max_dynamic_paths=10, a.b UInt32, SKIP x, SKIP REGEXP 'y.*', `c d` DateTime64(3))", "JSON(a.b UInt32, c d DateTime64(3))")
+	// As 26.9 prints them in system.columns:
+	f("JSON(max_dynamic_types=3, max_dynamic_paths=10, `a.b` UInt32, `c d` String, SKIP `x.y`, SKIP REGEXP '^z')", "JSON(a.b UInt32, c d String)")
+	f("Tuple(`a b` UInt8, `from` String)", "Tuple(a b UInt8, from String)")
 	f("Tuple(a UInt8, String)", "unsupported")
 	f("Nested(UInt8)", "unsupported")
 	f("Tuple()", "unsupported")
@@ -143,6 +146,10 @@ func TestModernConversions(t *testing.T) {
 		`{"d":15,"e":5,"f":"-inf","i":"10.0.0.1","u":"6ba7b810-9dad-11d1-80b4-00c04fd430c8","s":"12","b":true,"dt":"2024-05-17"}`)
 	f("JSON(a Array(Nullable(UInt8)), n Nullable(Int64), w Int128)", `{"a": [1, null, "2"], "n": null, "w": "-1"}`, `{"a":[1,null,2],"n":null,"w":-1}`)
 	f("JSON(k String)", `{"k": "q\"\\\n\u0001é"}`, `{"k":"q\"\\\n\u0001é"}`)
+	// Paths may repeat across spellings that do not write the same path, and inside arrays of objects.
+	f("JSON", `{"u": 1e-400, "big": 123456789012345678901234567890, "e": "\u00e9\u0000"}`, `{"u":1e-400,"big":123456789012345678901234567890,"e":"é\u0000"}`)
+	f("JSON", `{"a": {"b": 1}, "a.c": 2, "x": [{"a": 1}, {"a": 2}], "y": [[{"k": 1}], {"k": {"k": 2}}]}`,
+		`{"a":{"b":1},"a.c":2,"x":[{"a":1},{"a":2}],"y":[[{"k":1}],{"k":{"k":2}}]}`)
 }
 
 func TestModernBadValues(t *testing.T) {
@@ -173,6 +180,16 @@ func TestModernBadValues(t *testing.T) {
 	f("JSON(a UInt8)", `{"a": 300}`, `path "a": cannot convert 300 to UInt8: out of range`)
 	f("JSON(a.b DateTime64(3))", `{"a": {"b": "yesterday"}}`, `path "a.b": cannot parse "yesterday" as DateTime64(3)`)
 	f("JSON(a Array(UInt8))", `{"a": [1, -1]}`, `path "a": element 1: cannot convert -1 to UInt8: out of range`)
+	f("JSON", `{"a": 1, "a": 2}`, `path "a" is written twice (ClickHouse refuses such JSON)`)
+	f("JSON", `{"a.b": 1, "a": {"b": 2}}`, `path "a.b" is written twice (ClickHouse refuses such JSON)`)
+	f("JSON", `{"a": {"b": 1}, "a": {"c": 2}}`, `path "a" is written twice (ClickHouse refuses such JSON)`)
+	f("JSON", `{"x": [{"k": 1, "k": null}]}`, `path "k" is written twice (ClickHouse refuses such JSON)`)
+	f("JSON(a.b UInt8)", `{"a": {"b": 1}, "a.b": 2}`, `path "a.b" is written twice (ClickHouse refuses such JSON)`)
+	f("JSON", `{"a": {"b": 1e400}}`, `path "a.b": number 1e400 is beyond Float64's range (ClickHouse refuses such JSON)`)
+	f("JSON", `{"a": [1, -2e308]}`, `path "a": number -2e308 is beyond Float64's range (ClickHouse refuses such JSON)`)
+	f("JSON", "{\"a\": \"x\xffy\"}", `path "a": string is not valid UTF-8 (ClickHouse refuses such JSON)`)
+	f("JSON", "{\"k\xfe\": 1}", `key "k\xfe" is not valid UTF-8 (ClickHouse refuses such JSON)`)
+	f("JSON(s String)", "{\"s\": \"\xff\"}", `path "s": cannot convert "\xff" to String: not valid UTF-8 (ClickHouse's JSON type refuses it)`)
 	f("Nested(a UInt8)", `[{"a": 1}, {"a": "x"}]`, `element 1: element a: cannot parse "x" as UInt8`)
 }
 
@@ -302,4 +319,60 @@ func mustUUID(s string) any {
 		panic(err)
 	}
 	return data
+}
+
+// TestArrayOfTupleParts fills Array(Tuple(T, U)) as ClickHouse 18.16 lists
+// it (columns a.1 and a.2) from the tuples written as JSON arrays.
+func TestArrayOfTupleParts(t *testing.T) {
+	p, err := Compile("json", []ColumnSchema{{Name: "a.1", Type: "Array(UInt8)"}, {Name: "a.2", Type: "Array(String)"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blk := p.NewBlock()
+	if err := p.Append(blk, &kgo.Record{Value: []byte(`{"a": [[1, "x"], [2, "y"]]}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := blk.ColumnData(0); !reflect.DeepEqual(got, [][]uint8{{1, 2}}) {
+		t.Errorf("a.1 = %v", got)
+	}
+	if got := blk.ColumnData(1); !reflect.DeepEqual(got, [][]string{{"x", "y"}}) {
+		t.Errorf("a.2 = %v", got)
+	}
+}
+
+// The newer types append without allocating too (their clickhouse-go
+// values are made once per insert, in ColumnData).
+func TestZeroAllocsPerRecordModern(t *testing.T) {
+	for _, c := range []struct{ typ, value string }{
+		{"JSON", `{"a": {"b": [1, {"c": "x"}]}, "d": "e"}`},
+		{"JSON(a.b UInt32, t DateTime64(3), s String)", `{"a": {"b": "7"}, "t": 1715949296789, "s": "x", "z": [1]}`},
+		{"JSON", `"{\"a\": 1}"`},
+		{"Dynamic", `"x"`},
+		{"Dynamic", `1.5`},
+		{"Variant(String, UInt64, Array(UInt8))", `[1, 2]`},
+		{"Tuple(a UInt32, b String, c Nullable(Int8))", `{"a": 1, "b": "x"}`},
+		{"Nested(a UInt32, b String)", `[{"a": 1, "b": "x"}]`},
+		{"Int256", `"-57896044618658097711785492504343953926634992332820282019728792003956564819968"`},
+	} {
+		p, err := Compile("json", []ColumnSchema{{Name: "c", Type: c.typ}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		blk := p.NewBlock()
+		rec := &kgo.Record{Value: []byte(`{"c":` + c.value + `}`)}
+		next := func() {
+			if blk.Rows() == 5000 {
+				blk.Reset()
+			}
+			if err := p.Append(blk, rec); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for j := 0; j < 6000; j++ {
+			next()
+		}
+		if allocs := testing.AllocsPerRun(2000, next); allocs > 0.1 {
+			t.Errorf("%s: %.2f allocations per record", c.typ, allocs)
+		}
+	}
 }

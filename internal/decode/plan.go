@@ -3,6 +3,7 @@ package decode
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -58,6 +59,7 @@ type source struct {
 	// "a" from each element of an array of objects, or from an object
 	// holding the parallel arrays.
 	nested *source
+	pos    string // nested, for a part named by a number k: "k-1", to index tuples written as arrays
 }
 
 var metaSources = map[string]srcKind{
@@ -88,6 +90,10 @@ type Plan struct {
 	ctx    ctx
 
 	dbz *dbzPlan // set for the debezium-json format (debezium.go)
+
+	policy   Policy      // policy.go
+	defaults [][2]uint64 // per column: defaults given for missing, null values
+	marks    []mark      // defaults given in the row being appended
 }
 
 // Compile builds the plan for one route into one table. format is "json"
@@ -142,6 +148,11 @@ func Compile(format string, cols []ColumnSchema, mapping map[string]string) (*Pl
 			src = p.jsonSource([]string{c.Name})
 			if head, rest, ok := strings.Cut(c.Name, "."); ok && t.kind == kArray && head != "" && rest != "" {
 				alt := p.jsonSource([]string{head, rest})
+				// ClickHouse 18.16 splits Array(Tuple(T, U)) a into a.1, a.2:
+				// element k of each tuple, written as a JSON array.
+				if k, err := strconv.Atoi(rest); err == nil && k >= 1 && strconv.Itoa(k) == rest {
+					alt.pos = strconv.Itoa(k - 1)
+				}
 				src.nested = &alt
 			}
 		case strings.HasPrefix(spec, "$"):
@@ -227,6 +238,9 @@ func (p *Plan) Append(b *Block, r *kgo.Record) error {
 	if p.dbz != nil {
 		return p.appendDebezium(b, r)
 	}
+	if r.Value == nil {
+		return p.tombstone(r)
+	}
 	v, err := p.parser.ParseBytes(r.Value)
 	if err != nil {
 		return p.recordError(r, "", "invalid JSON: "+err.Error())
@@ -253,12 +267,16 @@ func (p *Plan) appendRow(b *Block, r *kgo.Record) error {
 	c.b = b
 	bytes0 := b.bytes
 	in := &c.in
+	p.marks = p.marks[:0]
 	for i := range p.srcs {
 		var err error
 		if p.dbz != nil {
 			err = p.readDebezium(i, &p.srcs[i], r, in)
 		} else {
 			p.read(&p.srcs[i], r, in)
+		}
+		if err == nil {
+			err = p.checkDefault(i, in)
 		}
 		if err == nil {
 			err = b.bufs[i].add(c, in)
@@ -274,6 +292,7 @@ func (p *Plan) appendRow(b *Block, r *kgo.Record) error {
 	}
 	b.rows++
 	c.b = nil
+	p.countDefaults()
 	return nil
 }
 
@@ -284,7 +303,7 @@ func (p *Plan) read(s *source, r *kgo.Record, in *input) {
 		in.proj = nil
 		if v == nil && s.nested != nil {
 			if v = p.slots[s.nested.slot]; v != nil && v.Type() == fastjson.TypeArray {
-				in.kind, in.v, in.proj = inArray, v, s.nested.rest
+				in.kind, in.v, in.proj, in.projPos = inArray, v, s.nested.rest, s.nested.pos
 				return
 			}
 			s = s.nested

@@ -44,10 +44,11 @@ const (
 	ConsumerLag     = "sink_consumer_lag"
 	LastCommitAge   = "sink_last_commit_age_seconds"
 	Partitions      = "sink_assigned_partitions"
+	DefaultsApplied = "sink_defaults_applied_total"
 )
 
 // reasons are the seal reasons with a pre-resolved counter each.
-var reasons = []batch.Reason{batch.ReasonRows, batch.ReasonBytes, batch.ReasonWait, batch.ReasonRevoke, batch.ReasonShutdown}
+var reasons = []batch.Reason{batch.ReasonRows, batch.ReasonBytes, batch.ReasonWait, batch.ReasonRevoke, batch.ReasonShutdown, batch.ReasonSchema}
 
 // Metrics holds the collectors of one connector.
 type Metrics struct {
@@ -57,6 +58,7 @@ type Metrics struct {
 	rows, inserts                *prometheus.CounterVec
 	duration, perInsert          *prometheus.HistogramVec
 	sealed, retries              *prometheus.CounterVec
+	defaults                     *prometheus.CounterVec
 	lag                          *prometheus.GaugeVec
 	buffer, paused               prometheus.Gauge
 	limit, partitions            prometheus.Gauge
@@ -86,6 +88,7 @@ func New(group string) *Metrics {
 	m.inserts = counter(Inserts, "Successful INSERT statements (one per batch).", "table")
 	m.sealed = counter(BatchesSealed, "Batches sealed, by what sealed them: rows, bytes, wait, revoke, shutdown.", "table", "reason")
 	m.retries = counter(InsertRetries, "Failed insert attempts that were retried, by ClickHouse exception code (0: no server code, e.g. a network error or timeout).", "table", "code")
+	m.defaults = counter(DefaultsApplied, "Values written as the column type's default because the record's value was missing or null (errors.on_missing / on_null: default).", "table", "column", "reason")
 	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: InsertDuration, Help: "Time from starting a batch's INSERT to its success, retries included.",
 		Buckets: prometheus.ExponentialBuckets(0.005, 2, 15), // 5ms .. ~82s
@@ -106,7 +109,7 @@ func New(group string) *Metrics {
 		Help: "Seconds since the last successful offset commit, or since the sink last had nothing left to commit; counts from start before the first.",
 	}, func() float64 { return m.now().Sub(time.Unix(0, m.lastCommit.Load())).Seconds() })
 
-	m.reg.MustRegister(m.records, m.bytes, m.dlq, m.skipped, m.rows, m.inserts, m.sealed, m.retries, m.duration,
+	m.reg.MustRegister(m.records, m.bytes, m.dlq, m.skipped, m.rows, m.inserts, m.sealed, m.retries, m.defaults, m.duration,
 		m.perInsert, m.lag, m.buffer, m.limit, m.paused, m.partitions, age,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -124,8 +127,9 @@ func (m *Metrics) Registry() *prometheus.Registry {
 type Table struct {
 	rows, inserts       prometheus.Counter
 	duration, perInsert prometheus.Observer
-	sealed              [batch.ReasonShutdown + 1]prometheus.Counter // indexed by batch.Reason
-	retries             *prometheus.CounterVec                       // curried with the table
+	sealed              [batch.ReasonSchema + 1]prometheus.Counter // indexed by batch.Reason
+	retries             *prometheus.CounterVec                     // curried with the table
+	defaults            *prometheus.CounterVec                     // curried with the table
 }
 
 // Table resolves the handle for table (db.table); call it once per table.
@@ -139,11 +143,21 @@ func (m *Metrics) Table(name string) *Table {
 		duration:  m.duration.WithLabelValues(name),
 		perInsert: m.perInsert.WithLabelValues(name),
 		retries:   m.retries.MustCurryWith(prometheus.Labels{"table": name}),
+		defaults:  m.defaults.MustCurryWith(prometheus.Labels{"table": name}),
 	}
 	for _, r := range reasons {
 		t.sealed[r] = m.sealed.WithLabelValues(name, r.String())
 	}
 	return t
+}
+
+// Defaulted counts n values of column written as the type's default for
+// reason ("missing" or "null").
+func (t *Table) Defaulted(column, reason string, n uint64) {
+	if t == nil {
+		return
+	}
+	t.defaults.WithLabelValues(column, reason).Add(float64(n))
 }
 
 // Inserted records one successful INSERT of rows rows that took took.

@@ -45,6 +45,12 @@ func jsonRows(from, to int) []string {
 // yields Run's result.
 func startPipeline(t *testing.T, cfg *config.Config) (<-chan error, context.CancelFunc) {
 	t.Helper()
+	return startPipelineWith(t, cfg)
+}
+
+// startPipelineWith is startPipeline with pipeline options.
+func startPipelineWith(t *testing.T, cfg *config.Config, opts ...pipeline.Option) (<-chan error, context.CancelFunc) {
+	t.Helper()
 	ctx := context.Background()
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)
 	w, err := writer.Open(ctx, cfg.Name, cfg.ClickHouse)
@@ -52,7 +58,7 @@ func startPipeline(t *testing.T, cfg *config.Config) (<-chan error, context.Canc
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { w.Close() })
-	p, err := pipeline.New(ctx, cfg, log, w)
+	p, err := pipeline.New(ctx, cfg, log, w, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,4 +200,37 @@ func testPermanentInsertErrorStopsWithoutCommittingPastIt(t *testing.T, s testen
 	if c := committed(t, cfg.Kafka.Group, topic, 0); c != 200 {
 		t.Fatalf("committed offset %d; want 200: nothing of the failed batches", c)
 	}
+}
+
+// SIGTERM while an INSERT is being retried ends, after shutdown_timeout,
+// with an error that says what it was stuck on (the table, the last error)
+// and what was committed. readonly=1 makes every INSERT fail with READONLY
+// (164), which is retriable.
+func TestShutdownStuckOnInsertSaysWhat(t *testing.T) {
+	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
+		ch := s.Conn(t)
+		db := s.NewDatabase(t)
+		if err := ch.Exec(context.Background(), "CREATE TABLE "+db+".t (id UInt64, n String) ENGINE = MergeTree ORDER BY id"); err != nil {
+			t.Fatal(err)
+		}
+		topic := testenv.NewTopic(t, 1)
+		produceValues(t, topic, jsonRows(0, 10)...)
+		cfg := fatalConfig(t, s, topic, db, "t")
+		cfg.ClickHouse.Settings = map[string]any{"readonly": 1}
+		cfg.ShutdownTimeout = time.Second
+		done, stop := startPipeline(t, cfg)
+		time.Sleep(2 * time.Second) // a few retries of the first batch
+		stop()
+		var err error
+		select {
+		case err = <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatal("SIGTERM did not end the run")
+		}
+		t.Logf("Run ended with: %v", err)
+		if err == nil || !strings.Contains(err.Error(), "stuck on the INSERT of 10 rows into "+db+".t") ||
+			!strings.Contains(err.Error(), "code: 164") || !strings.Contains(err.Error(), "committed nothing new") {
+			t.Fatalf("Run error %v; want it stuck on the INSERT into %s.t with READONLY, nothing committed", err, db)
+		}
+	})
 }

@@ -44,10 +44,13 @@ type tableState struct {
 	free     []*decode.Block // reset blocks for reuse
 	queue    []*batch.Batch  // sealed, waiting for an insert slot
 	inflight int
+	// describing: a re-read of the columns is running (describeTables)
+	describing bool
 	// counters for the summary; retries is written by insert goroutines
 	rows, inserts int64
 	retries       atomic.Int64
-	m             *metrics.Table // nil without metrics; safe from insert goroutines
+	lastErr       atomic.Pointer[string] // the last retried INSERT error
+	m             *metrics.Table         // nil without metrics; safe from insert goroutines
 }
 
 // routeState is one route, compiled against its table.
@@ -73,6 +76,7 @@ type accState struct {
 type flight struct {
 	b     *batch.Batch
 	table *tableState
+	tab   *writer.Table // the table's columns the batch was decoded for
 	bytes int
 }
 
@@ -115,13 +119,17 @@ type Pipeline struct {
 
 	accs    map[accKey]*accState
 	tracker *offsets.Tracker
-	flights map[uint64]*flight // sealed batches not yet acknowledged
-	dlqs    map[uint64]offsets.TP
+	flights map[uint64]*flight   // sealed batches not yet acknowledged
+	dlqs    map[uint64]*dlqState // bad records whose dead-letter produce has not succeeded
 	nextID  uint64
+	// dlqBytes is the key and value bytes of the records in dlqs (part of
+	// the buffer budget); dlqFailed counts those that failed for good.
+	dlqBytes, dlqFailed int
 
 	acks    chan ack
 	events  chan groupEvent
 	fetches chan kgo.Fetches
+	schemas chan schemaResult
 	want    chan struct{}
 	stopped chan struct{} // closed when Run's loop has ended
 
@@ -164,10 +172,11 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w *writer.
 		accs:    map[accKey]*accState{},
 		tracker: offsets.New(),
 		flights: map[uint64]*flight{},
-		dlqs:    map[uint64]offsets.TP{},
+		dlqs:    map[uint64]*dlqState{},
 		acks:    make(chan ack, 64),
 		events:  make(chan groupEvent),
 		fetches: make(chan kgo.Fetches),
+		schemas: make(chan schemaResult),
 		want:    make(chan struct{}, 1),
 		stopped: make(chan struct{}),
 		lag:     map[offsets.TP]int64{},
@@ -272,7 +281,7 @@ func (p *Pipeline) resolve(ctx context.Context) error {
 		insert := decode.InsertColumns(schema, mappings...)
 		ts := &tableState{t: writer.NewTable(g.db, g.name, schema, insert), m: p.m.Table(key)}
 		for j, r := range g.routes {
-			plan, err := decode.Compile(r.Format, insert, r.Mapping())
+			plan, err := p.compile(r, insert)
 			if err != nil {
 				return fmt.Errorf("routes[%d] (table %s): %w", g.idx[j], key, err)
 			}
@@ -284,6 +293,35 @@ func (p *Pipeline) resolve(ctx context.Context) error {
 		p.tables[key] = ts
 	}
 	return nil
+}
+
+// compile builds route r's plan for the table's insert columns, with the
+// errors.on_missing / on_null / on_tombstone policy.
+func (p *Pipeline) compile(r config.Route, insert []decode.ColumnSchema) (*decode.Plan, error) {
+	plan, err := decode.Compile(r.Format, insert, r.Mapping())
+	if err != nil {
+		return nil, err
+	}
+	e := p.cfg.Errors
+	plan.SetPolicy(decode.Policy{
+		MissingBad:   e.OnMissing == "bad_record",
+		NullBad:      e.OnNull == "bad_record",
+		TombstoneBad: e.OnTombstone == "bad_record",
+	})
+	return plan, nil
+}
+
+// flushDefaults moves the counts of defaults given by ts's plans into the
+// metrics; called when a batch of ts is sealed.
+func (p *Pipeline) flushDefaults(ts *tableState) {
+	if ts.m == nil {
+		return
+	}
+	for _, rs := range p.allRoutes() {
+		if rs.table == ts {
+			rs.plan.TakeDefaults(ts.m.Defaulted)
+		}
+	}
 }
 
 // Attach gives the pipeline its consumer. It is separate from New because
@@ -401,9 +439,10 @@ func (p *Pipeline) block(ts *tableState) *decode.Block {
 	return ts.plan.NewBlock()
 }
 
-// memUsed is the bytes held by open and unacknowledged batches.
+// memUsed is the bytes held by open and unacknowledged batches and by bad
+// records waiting for the dead-letter topic.
 func (p *Pipeline) memUsed() int {
-	n := 0
+	n := p.dlqBytes
 	for _, a := range p.accs {
 		n += a.acc.Data().Bytes()
 	}

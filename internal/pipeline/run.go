@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -44,6 +46,12 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	defer commitTick.Stop()
 	statsTick := time.NewTicker(statsInterval)
 	defer statsTick.Stop()
+	var schemaTick <-chan time.Time // nil: never
+	if d := p.cfg.ClickHouse.SchemaRefresh; d > 0 {
+		t := time.NewTicker(d)
+		defer t.Stop()
+		schemaTick = t.C
+	}
 	last := p.now()
 	var lastStats Stats
 
@@ -65,6 +73,10 @@ func (p *Pipeline) Run(ctx context.Context) error {
 			p.checkRevokeDeadline()
 		case <-commitTick.C:
 			p.commit()
+		case <-schemaTick:
+			p.describeTables(writeCtx)
+		case r := <-p.schemas:
+			p.handleSchema(writeCtx, r)
 		case <-statsTick.C:
 			now := p.now()
 			p.logStats(now.Sub(last), lastStats)
@@ -99,19 +111,24 @@ func (p *Pipeline) shutdown(writeCtx context.Context, cancelWrites context.Cance
 	for _, a := range p.accs {
 		p.seal(writeCtx, a, batch.ReasonShutdown)
 	}
+	p.abandonBlocked()
 	deadline := time.NewTimer(p.cfg.ShutdownTimeout)
 	defer deadline.Stop()
 	for p.unacked() > 0 {
 		select {
 		case a := <-p.acks:
 			p.handleAck(writeCtx, a)
+			p.abandonBlocked()
+		case r := <-p.schemas:
+			p.handleSchema(writeCtx, r)
 		case ev := <-p.events:
 			p.handleEvent(writeCtx, ev)
 		case <-deadline.C:
+			stuck := p.stuckOn()
 			cancelWrites()
 			p.commit()
-			return fmt.Errorf("shutdown_timeout (%s) passed with %d batches not inserted; their records will be consumed again on restart",
-				p.cfg.ShutdownTimeout, len(p.flights))
+			return fmt.Errorf("shutdown_timeout (%s) passed with %d batches not inserted and %d records not in the dead-letter topic, stuck on %s; committed %s; the rest is consumed again on restart",
+				p.cfg.ShutdownTimeout, len(p.flights), len(p.dlqs)-p.dlqFailed, stuck, p.committedSummary())
 		}
 	}
 	p.commit()
@@ -123,7 +140,65 @@ func (p *Pipeline) shutdown(writeCtx context.Context, cancelWrites context.Cance
 	return nil
 }
 
-func (p *Pipeline) unacked() int { return len(p.flights) + len(p.dlqs) }
+// unacked counts the batches and dead-letter produces that may still
+// succeed (those that failed for good never will).
+func (p *Pipeline) unacked() int { return len(p.flights) + len(p.dlqs) - p.dlqFailed }
+
+// stuckOn says what the oldest unfinished work is waiting for: a dead-letter
+// produce being retried, or a table's INSERT being retried, with the last
+// error seen.
+func (p *Pipeline) stuckOn() string {
+	var oldest *dlqState
+	var oldestID uint64
+	for id, d := range p.dlqs {
+		if !d.failed && (oldest == nil || id < oldestID) {
+			oldest, oldestID = d, id
+		}
+	}
+	if oldest != nil {
+		msg := fmt.Sprintf("the dead-letter produce of %s to %q", oldest.where(), p.cfg.Errors.DLQTopic)
+		if oldest.lastErr != nil {
+			msg += fmt.Sprintf(" (%d attempts, last error: %v)", oldest.attempt, oldest.lastErr)
+		}
+		return msg
+	}
+	var first *flight
+	for _, f := range p.flights {
+		if first == nil || f.b.ID < first.b.ID {
+			first = f
+		}
+	}
+	if first == nil {
+		return "nothing"
+	}
+	msg := fmt.Sprintf("the INSERT of %d rows into %s", first.b.Rows(), first.table.t.FullName())
+	if e := first.table.lastErr.Load(); e != nil {
+		msg += fmt.Sprintf(" (%d retries, last error: %s)", first.table.retries.Load(), *e)
+	}
+	return msg
+}
+
+// committedSummary lists the committed position of every partition this
+// member tracks ("t[0] up to offset 150, t[1] up to offset 7", or "nothing new").
+func (p *Pipeline) committedSummary() string {
+	tps := p.tracker.Partitions()
+	slices.SortFunc(tps, func(a, b offsets.TP) int {
+		if a.Topic != b.Topic {
+			return strings.Compare(a.Topic, b.Topic)
+		}
+		return int(a.Partition - b.Partition)
+	})
+	var parts []string
+	for _, tp := range tps {
+		if c, ok := p.tracker.Position(tp); ok {
+			parts = append(parts, fmt.Sprintf("%s[%d] up to offset %d", tp.Topic, tp.Partition, c.Offset))
+		}
+	}
+	if len(parts) == 0 {
+		return "nothing new"
+	}
+	return strings.Join(parts, ", ")
+}
 
 func (p *Pipeline) openBatches() int {
 	n := 0
@@ -250,22 +325,23 @@ func (p *Pipeline) handleRecord(writeCtx context.Context, now time.Time, tp offs
 }
 
 // badRecord diverts a record that cannot be decoded: to the dead-letter
-// topic, counted as handled once Kafka has it, or, with errors.tolerance
-// none, it stops the connector before anything past it is committed.
+// topic, counted as handled once Kafka has it (see dlqState for what waits
+// for that), or, with errors.tolerance none, it stops the connector before
+// anything past it is committed.
 func (p *Pipeline) badRecord(writeCtx context.Context, tp offsets.TP, r *kgo.Record, err error) {
 	if p.cfg.Errors.Tolerance != "all" {
 		p.fatal = fmt.Errorf("%w (errors.tolerance is none: stopping; set errors.tolerance: all and errors.dlq_topic to divert bad records)", err)
 		return
 	}
 	id := p.newID()
-	p.dlqs[id] = tp
+	d := &dlqState{tp: tp, rec: r, cause: err}
+	p.dlqs[id] = d
+	p.dlqBytes += d.bytes()
 	p.tracker.Add(tp, r.Offset, r.LeaderEpoch, id)
 	p.stats.DLQ++
 	p.topicMetrics(tp.Topic).DLQ()
 	p.log.Warn().Err(err).Str("dlq_topic", p.cfg.Errors.DLQTopic).Msg("bad record sent to the dead-letter topic")
-	p.cons.ProduceDLQ(writeCtx, p.cfg.Errors.DLQTopic, r, err, func(perr error) {
-		p.acks <- ack{id: id, err: perr, dlq: true}
-	})
+	p.sendDLQ(writeCtx, id, d)
 }
 
 // seal closes a's open batch and queues it for insert.
@@ -280,18 +356,26 @@ func (p *Pipeline) seal(writeCtx context.Context, a *accState, why batch.Reason)
 		p.eoSealed(a, b)
 	}
 	ts.m.Sealed(why)
-	p.flights[b.ID] = &flight{b: b, table: ts, bytes: b.Data.Bytes()}
+	p.flushDefaults(ts)
+	p.flights[b.ID] = &flight{b: b, table: ts, tab: ts.t, bytes: b.Data.Bytes()}
 	ts.queue = append(ts.queue, b)
 	p.pump(writeCtx, ts)
 }
 
-// pump starts inserts while the table has free slots.
+// pump starts inserts while the table has free slots, in seal order. A
+// batch that holds records after a bad record still on its way to the
+// dead-letter topic waits for it (blockedBy), and so do the batches queued
+// behind it.
 func (p *Pipeline) pump(writeCtx context.Context, ts *tableState) {
 	for ts.inflight < p.cfg.ClickHouse.MaxInFlight && len(ts.queue) > 0 {
 		b := ts.queue[0]
+		if p.blockedBy(b, false) != nil {
+			return
+		}
 		ts.queue[0] = nil
 		ts.queue = ts.queue[1:]
 		ts.inflight++
+		tab := p.flights[b.ID].tab
 		ctx, blk := writeCtx, writer.Block(b.Data.(*decode.Block))
 		if p.eo != nil {
 			var err error
@@ -301,43 +385,31 @@ func (p *Pipeline) pump(writeCtx context.Context, ts *tableState) {
 				continue
 			}
 		}
-		go p.insert(ctx, ts, b, blk)
+		go p.insert(ctx, ts, tab, b, blk)
 	}
 }
 
 // insert runs on its own goroutine and touches nothing of the owner's but
-// the acks channel and atomic counters.
-func (p *Pipeline) insert(ctx context.Context, ts *tableState, b *batch.Batch, blk writer.Block) {
+// the acks and schemas channels and atomic counters. tab is the table's
+// layout the batch was decoded for.
+func (p *Pipeline) insert(ctx context.Context, ts *tableState, tab *writer.Table, b *batch.Batch, blk writer.Block) {
 	start := time.Now()
 	onRetry := func(at writer.Attempt) {
 		ts.retries.Add(1)
+		msg := at.Err.Error()
+		ts.lastErr.Store(&msg)
 		ts.m.Retry(at.Code)
-		p.log.Warn().Str("table", ts.t.FullName()).Uint64("batch", b.ID).Int("rows", b.Rows()).
+		p.log.Warn().Str("table", tab.FullName()).Uint64("batch", b.ID).Int("rows", b.Rows()).
 			Int("attempt", at.N).Int32("code", at.Code).Str("class", at.Class.String()).
 			Dur("retry_in", at.Wait).Err(at.Err).Msg("insert failed, retrying the same block")
 	}
-	refresh := func(ctx context.Context) error {
-		cols, err := p.w.Describe(ctx, ts.t.Database, ts.t.Name)
-		if err == nil && len(cols) != len(ts.t.Schema) {
-			p.log.Warn().Str("table", ts.t.FullName()).Int("columns_now", len(cols)).
-				Int("columns_at_start", len(ts.t.Schema)).Msg("table schema changed; restart the sink to pick it up")
-		}
-		return err
-	}
-	err := p.w.Insert(ctx, ts.t, blk, b.ID, onRetry, refresh)
+	err := p.w.Insert(ctx, tab, blk, b.ID, onRetry, p.refreshFor(ts))
 	p.acks <- ack{id: b.ID, err: err, took: time.Since(start)}
 }
 
 func (p *Pipeline) handleAck(writeCtx context.Context, a ack) {
 	if a.dlq {
-		tp := p.dlqs[a.id]
-		delete(p.dlqs, a.id)
-		if a.err != nil {
-			p.fatal = fmt.Errorf("dead-letter produce to %q failed: %w", p.cfg.Errors.DLQTopic, a.err)
-			return
-		}
-		p.tracker.Ack(a.id, []offsets.TP{tp})
-		p.revokeDone(a.id)
+		p.handleDLQAck(writeCtx, a)
 		return
 	}
 	f := p.flights[a.id]
@@ -371,7 +443,7 @@ func (p *Pipeline) handleAck(writeCtx context.Context, a ack) {
 		Str("reason", f.b.Reason.String()).Int("partitions", len(f.b.Ranges)).Dur("took", a.took).
 		Dur("age", p.now().Sub(f.b.Opened)).Msg("inserted")
 	blk := f.b.Data.(*decode.Block)
-	if len(ts.free) <= p.cfg.ClickHouse.MaxInFlight {
+	if f.tab == ts.t && len(ts.free) <= p.cfg.ClickHouse.MaxInFlight { // a block of the current layout
 		blk.Reset()
 		ts.free = append(ts.free, blk)
 	}
@@ -504,11 +576,9 @@ func (p *Pipeline) handleEvent(writeCtx context.Context, ev groupEvent) {
 				}
 			}
 		}
-		for id, tp := range p.dlqs {
-			for _, t := range tps {
-				if t == tp {
-					w.waiting[id] = true
-				}
+		for id, d := range p.dlqs {
+			if slices.Contains(tps, d.tp) {
+				w.waiting[id] = true
 			}
 		}
 		p.revoke = w

@@ -39,7 +39,7 @@ func (p *Pipeline) resolveTopic(ctx context.Context, rs *routeState, topic strin
 	}
 	// A table another route already resolved keeps its INSERT columns, so
 	// that all its plans share one block layout.
-	plan, err := decode.Compile(rs.route.Format, ts.t.Insert, mapping)
+	plan, err := p.compile(rs.route, ts.t.Insert)
 	if err != nil {
 		return nil, fmt.Errorf("routes[%d] (table %s for topic %q): %w", idx, key, topic, err)
 	}

@@ -16,6 +16,11 @@ func ParseTime(s string, now time.Time, loc *time.Location) (time.Time, error) {
 	if s == "now" {
 		return now, nil
 	}
+	if s == "0" {
+		// Go reads a bare 0 as a duration (now) and it looks like unix
+		// seconds (the epoch): neither reading is safe to guess.
+		return time.Time{}, fmt.Errorf("%q is ambiguous: write 0s for now, or a date for a fixed time", s)
+	}
 	if d, err := time.ParseDuration(s); err == nil {
 		if d < 0 {
 			return time.Time{}, fmt.Errorf("%q: a duration means that long ago and must not be negative", s)

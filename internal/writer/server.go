@@ -121,8 +121,9 @@ type ServerInfo struct {
 	// DedupToken: the insert_deduplication_token setting exists, so an
 	// INSERT can carry its own deduplication key.
 	DedupToken bool
-	// AsyncInsert: the async_insert setting exists.
-	AsyncInsert bool
+	// AsyncInsert: the async_insert setting exists; AsyncInsertOn: it is
+	// on for this user (then the server may buffer the sink's INSERTs).
+	AsyncInsert, AsyncInsertOn bool
 	// JSONType: the JSON data type exists as its own type, not as an
 	// alias of the old experimental Object('json').
 	JSONType bool
@@ -165,14 +166,15 @@ func Probe(ctx context.Context, conn driver.Conn) (ServerInfo, error) {
 		return info, err
 	}
 	_, info.DedupToken = settings["insert_deduplication_token"]
-	_, info.AsyncInsert = settings["async_insert"]
+	async, ok := settings["async_insert"]
+	info.AsyncInsert, info.AsyncInsertOn = ok, ok && async != "0"
 
 	types, err := nameValues(ctx, conn, "SELECT name, alias_to FROM system.data_type_families WHERE name = 'JSON'")
 	if err != nil {
 		return info, err
 	}
-	alias, ok := types["JSON"]
-	info.JSONType = ok && !strings.EqualFold(alias, "Object")
+	alias, json := types["JSON"]
+	info.JSONType = json && !strings.EqualFold(alias, "Object")
 	return info, nil
 }
 
@@ -184,10 +186,14 @@ func (i ServerInfo) Lines() []string {
 		}
 		return "no"
 	}
+	async := yes(i.AsyncInsert)
+	if i.AsyncInsert {
+		async += map[bool]string{true: ", on for this user", false: ", off for this user"}[i.AsyncInsertOn]
+	}
 	return []string{
 		"server version " + i.Version.Text,
 		"insert deduplication tokens (setting insert_deduplication_token): " + yes(i.DedupToken),
-		"async inserts (setting async_insert): " + yes(i.AsyncInsert),
+		"async inserts (setting async_insert): " + async,
 		"JSON type: " + yes(i.JSONType),
 		"ReplacingMergeTree is_deleted column (ClickHouse 23.2+): " + yes(i.IsDeleted),
 	}

@@ -106,6 +106,10 @@ func TestHTTPInsertErrorsOn26(t *testing.T) {
 		}
 	}
 	f(insert(500), writer.Permanent, 469) // VIOLATED_CONSTRAINT
+	if err := ch.Exec(ctx, "ALTER TABLE "+db+".t DROP COLUMN s"); err != nil {
+		t.Fatal(err)
+	}
+	f(insert(5), writer.RefreshSchema, 16) // NO_SUCH_COLUMN_IN_TABLE: the block still has s
 	if err := ch.Exec(ctx, "DROP TABLE "+db+".t"); err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +161,7 @@ func TestProbe(t *testing.T) {
 		}
 		// The stack's servers: 18.16 has none of these, 26.9 all.
 		modern := s.AtLeast(23, 2)
-		if info.DedupToken != modern || info.AsyncInsert != modern || info.JSONType != modern || info.IsDeleted != modern {
+		if info.DedupToken != modern || info.AsyncInsert != modern || info.AsyncInsertOn != modern || info.JSONType != modern || info.IsDeleted != modern {
 			t.Fatalf("features %+v; want all %v on %s", info, modern, s.Version)
 		}
 		if len(windows) != 3 {

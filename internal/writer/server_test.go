@@ -114,3 +114,18 @@ func TestDedupString(t *testing.T) {
 	f(TableDedup{Setting: nr, Value: "0"}, "non_replicated_deduplication_window = 0 (server default): INSERT blocks are not deduplicated")
 	f(TableDedup{Setting: nr, Value: "100", FromTable: true}, "non_replicated_deduplication_window = 100 (table setting): a repeat of one of the last 100 INSERT blocks is dropped")
 }
+
+func TestServerInfoLines(t *testing.T) {
+	v, _ := ParseVersion("24.3.1.1")
+	got := ServerInfo{Version: v, DedupToken: true, AsyncInsert: true, IsDeleted: true}.Lines()
+	want := []string{
+		"server version 24.3.1.1",
+		"insert deduplication tokens (setting insert_deduplication_token): yes",
+		"async inserts (setting async_insert): yes, off for this user",
+		"JSON type: no",
+		"ReplacingMergeTree is_deleted column (ClickHouse 23.2+): yes",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("Lines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

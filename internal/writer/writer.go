@@ -14,9 +14,12 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net"
 	"regexp"
 	"strings"
+	"syscall"
 	"time"
 	"unicode"
 
@@ -142,7 +145,34 @@ func openError(cfg config.ClickHouse, err error) error {
 	case errors.As(err, &alert):
 		return fmt.Errorf("clickhouse %s: TLS handshake failed: the server refused it: %w (a client certificate may be required: clickhouse.tls.cert_file, key_file)", addrs, err)
 	}
+	if noNativeAnswer(err) {
+		return fmt.Errorf("clickhouse %s: no answer in the native protocol within %s: %w (is this ClickHouse's native port? usually 9000, or 9440 with TLS; 8123 is its HTTP port)", addrs, cfg.DialTimeout, err)
+	}
 	return fmt.Errorf("clickhouse %s: not reachable: %w", addrs, err)
+}
+
+// noNativeAnswer reports a ping that reached something that did not answer
+// the native handshake: it timed out after connecting, or the other side
+// closed or reset the connection. A refused connection or an unknown host
+// is not that: nothing listens there.
+func noNativeAnswer(err error) bool {
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return false
+	}
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		return false
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" && !op.Timeout() {
+		return false
+	}
+	if strings.Contains(err.Error(), "unexpected packet") {
+		return true // the server answered, in another protocol (HTTP: 'H' is 72)
+	}
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || (errors.As(err, &ne) && ne.Timeout())
 }
 
 // Close closes the pool.
@@ -176,6 +206,9 @@ type Table struct {
 // FullName is db.table as users write it.
 func (t *Table) FullName() string { return t.Database + "." + t.Name }
 
+// ErrNoTable is in Describe's error when the table does not exist.
+var ErrNoTable = errors.New("does not exist")
+
 // Describe reads a table's columns from system.columns.
 func (w *Writer) Describe(ctx context.Context, db, table string) ([]decode.ColumnSchema, error) {
 	rows, err := w.conn.Query(ctx,
@@ -196,7 +229,7 @@ func (w *Writer) Describe(ctx context.Context, db, table string) ([]decode.Colum
 		return nil, fmt.Errorf("clickhouse: reading columns of %s.%s: %w", db, table, err)
 	}
 	if len(cols) == 0 {
-		return nil, fmt.Errorf("clickhouse: table %s.%s does not exist", db, table)
+		return nil, fmt.Errorf("clickhouse: table %s.%s %w", db, table, ErrNoTable)
 	}
 	// Ordinary columns are in every INSERT: refuse the table now rather
 	// than at the first batch (DEFAULT columns are checked by InsertOnce
@@ -372,13 +405,20 @@ type Attempt struct {
 	Wait  time.Duration
 }
 
+// Refresh is called by Insert after a schema error (RefreshSchema: a column
+// or the table is unknown to the server). It re-reads the table and returns
+// the target and block to retry with (see Project), or an error.
+type Refresh func(ctx context.Context, t *Table, block Block) (*Table, Block, error)
+
 // Insert sends block as one INSERT and retries the identical block until it
 // succeeds. It returns nil on success, the error on a permanent failure, or
 // the context's error when ctx is canceled (the batch then stays
 // unacknowledged). onRetry, if set, is called before each wait; refresh, if
-// set, is called on schema errors before the retry.
+// set, is called on schema errors: the retry sends what it returns. A schema
+// error that the refresh does not explain (the table has every column the
+// INSERT names) or a table that no longer exists is permanent.
 func (w *Writer) Insert(ctx context.Context, t *Table, block Block, batchID uint64,
-	onRetry func(Attempt), refresh func(context.Context) error) error {
+	onRetry func(Attempt), refresh Refresh) error {
 	wait := w.cfg.RetryInitial
 	for n := 1; ; n++ {
 		qid := fmt.Sprintf("sink-%s-%d-%d-%d", w.name, time.Now().UnixNano(), batchID, n)
@@ -393,10 +433,19 @@ func (w *Writer) Insert(ctx context.Context, t *Table, block Block, batchID uint
 		case Permanent:
 			return fmt.Errorf("insert into %s (%d rows): %w", t.FullName(), block.Rows(), err)
 		case RefreshSchema:
-			if refresh != nil {
-				if rerr := refresh(ctx); rerr != nil {
-					err = fmt.Errorf("%w (schema refresh: %v)", err, rerr)
-				}
+			if refresh == nil {
+				break
+			}
+			nt, nb, rerr := refresh(ctx, t, block)
+			switch {
+			case errors.Is(rerr, ErrNoTable):
+				return fmt.Errorf("insert into %s (%d rows): %w; the table no longer exists", t.FullName(), block.Rows(), err)
+			case rerr != nil:
+				err = fmt.Errorf("%w (schema refresh: %v)", err, rerr)
+			case nt.query == t.query:
+				return fmt.Errorf("insert into %s (%d rows): %w; the table has every column the INSERT names, so re-reading its schema cannot help", t.FullName(), block.Rows(), err)
+			default:
+				t, block = nt, nb
 			}
 		}
 		// full jitter keeps several instances from retrying in lockstep
@@ -416,3 +465,37 @@ func (w *Writer) Insert(ctx context.Context, t *Table, block Block, batchID uint
 		}
 	}
 }
+
+// Project adapts block, built for an earlier layout of table db.name, to the
+// table's columns now (schema, from Describe): columns dropped since are
+// left out of the INSERT, with their values (the column is gone, so are
+// they); columns added since are not named, so ClickHouse fills their
+// defaults. A column still there keeps its values even if its type changed,
+// so that the INSERT fails loudly instead of losing them. Nothing else of
+// the block changes: the retry inserts the same rows.
+func Project(db, name string, schema []decode.ColumnSchema, block Block) (*Table, Block) {
+	exists := make(map[string]bool, len(schema))
+	for _, c := range schema {
+		if c.DefaultKind == "" || c.DefaultKind == "DEFAULT" || c.DefaultKind == "EPHEMERAL" {
+			exists[c.Name] = true
+		}
+	}
+	pb := &projected{Block: block}
+	for i, c := range block.Columns() {
+		if exists[c.Name] {
+			pb.idx = append(pb.idx, i)
+			pb.cols = append(pb.cols, c)
+		}
+	}
+	return NewTable(db, name, schema, pb.cols), pb
+}
+
+// projected is a Block seen through a subset of its columns.
+type projected struct {
+	Block
+	idx  []int
+	cols []decode.ColumnSchema
+}
+
+func (p *projected) Columns() []decode.ColumnSchema { return p.cols }
+func (p *projected) ColumnData(i int) any           { return p.Block.ColumnData(p.idx[i]) }

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"sink/internal/testenv"
+)
+
+// lastLine is the last non-empty line of s.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return lines[len(lines)-1]
+}
+
+// A run that ends on an error (here a bad record with errors.tolerance
+// none) prints that error as its last line, after the flush's log lines,
+// and exits 1.
+func TestRunEndsWithItsErrorAsTheLastLine(t *testing.T) {
+	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
+		ch := s.Conn(t)
+		db := s.NewDatabase(t)
+		if err := ch.Exec(context.Background(), "CREATE TABLE "+db+".t (id UInt64) ENGINE = MergeTree ORDER BY id"); err != nil {
+			t.Fatal(err)
+		}
+		topic := testenv.NewTopic(t, 1)
+		cl := testenv.KafkaClient(t, kgo.DefaultProduceTopic(topic))
+		if err := cl.ProduceSync(context.Background(), &kgo.Record{Value: []byte(`{"id": 1}`)}, &kgo.Record{Value: []byte(`oops`)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		path := writeConfig(t, fmt.Sprintf(`
+name: %s
+kafka: {brokers: [%q], topics: [%q], fetch_max_wait: 100ms}
+clickhouse: {addrs: [%q], database: %s}
+routes: [{topic: %q, table: t}]
+http: {listen: ""}
+`, testenv.UniqueName(t, "lastline"), testenv.Kafka(t)[0], topic, s.Addr, db, topic))
+		code, _, errOut := sinkCmd(t, "run", "--config", path)
+		last := lastLine(errOut)
+		if code != 1 || !strings.HasPrefix(last, "sink: decode topic") || !strings.Contains(last, "offset 1") {
+			t.Fatalf("exit %d, last line %q; want 1 and the bad record's error\n%s", code, last, errOut)
+		}
+		if !strings.Contains(errOut, "flushed and committed") {
+			t.Fatalf("the flush before the stop is not logged:\n%s", errOut)
+		}
+	})
+}
+
+// A ClickHouse address at a port that does not speak the native protocol
+// (ClickHouse's HTTP port, Kafka's port) fails soon after dial_timeout with a
+// hint, not a bare i/o timeout.
+func TestNonNativePortHint(t *testing.T) {
+	kafka := testenv.Kafka(t)[0]
+	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
+		// ClickHouse's own HTTP port is recognised and named; anything else
+		// that does not answer in the native protocol gets the question.
+		for addr, hint := range map[string]string{
+			s.HTTPAddr: "this is the HTTP port of ClickHouse " + s.Version + "; set clickhouse.protocol: http",
+			kafka:      "is this ClickHouse's native port?",
+		} {
+			path := writeConfig(t, fmt.Sprintf(`
+name: port
+kafka: {brokers: [%q], topics: [x]}
+clickhouse: {addrs: [%q], dial_timeout: 2s}
+routes: [{topic: x, table: t}]
+http: {listen: ""}
+`, kafka, addr))
+			start := time.Now()
+			code, _, errOut := sinkCmd(t, "run", "--config", path)
+			took := time.Since(start)
+			if code != 1 || !strings.Contains(errOut, hint) || took > 5*time.Second {
+				t.Fatalf("clickhouse at %s: exit %d after %s, stderr %q; want %q within the 2s dial_timeout", addr, code, took, errOut, hint)
+			}
+		}
+	})
+}
+
+func TestReportFlagErrors(t *testing.T) {
+	f := func(wantCode int, want string, args ...string) {
+		t.Helper()
+		code, _, errOut := sinkCmd(t, append([]string{"report", "--table", "db.t"}, args...)...)
+		if code != wantCode || !strings.Contains(errOut, want) {
+			t.Fatalf("report %v: exit %d, stderr %q; want %d with %q", args, code, errOut, wantCode, want)
+		}
+	}
+	f(2, `--since "0" is ambiguous`, "--since", "0")
+	f(2, "--split", "--since", "2h", "--split", "3h")
+	f(2, "is outside the range", "--since", "2h", "--until", "1h", "--split", "30m")
+}
+
+func TestReportMissingTable(t *testing.T) {
+	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
+		db := s.NewDatabase(t)
+		code, _, errOut := sinkCmd(t, "report", "--clickhouse", s.Addr, "--table", db+".nope")
+		if code != 1 || !strings.Contains(errOut, "table "+db+".nope does not exist") {
+			t.Fatalf("exit %d, stderr %q; want 1 saying the table does not exist", code, errOut)
+		}
+	})
+}
+
+func TestAdviseNamesTheBadFlag(t *testing.T) {
+	f := func(want string, args ...string) {
+		t.Helper()
+		code, _, errOut := sinkCmd(t, append([]string{"advise", "--config", "x.yaml"}, args...)...)
+		if code != 2 || strings.TrimSpace(errOut) != "sink advise: "+want {
+			t.Fatalf("advise %v: exit %d, stderr %q; want 2 and %q", args, code, errOut, want)
+		}
+	}
+	f("--window 10ms: must be at least 1s", "--window", "10ms")
+	f("--inserts-per-minute 0: must be more than 0", "--inserts-per-minute", "0")
+	f("--max-latency -1s: must not be negative", "--max-latency", "-1s")
+	f("--sample 0: must be at least 1", "--sample", "0")
+}
+
+// sink check verifies the dead-letter topic: a missing one fails with one
+// line, an existing one is described with its max.message.bytes.
+func TestCheckVerifiesTheDLQ(t *testing.T) {
+	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
+		db := s.NewDatabase(t)
+		ch := s.Conn(t)
+		if err := ch.Exec(context.Background(), "CREATE TABLE "+db+".t (id UInt64) ENGINE = MergeTree ORDER BY id"); err != nil {
+			t.Fatal(err)
+		}
+		topic := testenv.NewTopic(t, 2)
+		dlq := testenv.UniqueName(t, "check_dlq")
+		conf := func(dlqTopic string) string {
+			return writeConfig(t, fmt.Sprintf(`
+name: checkdlq
+kafka: {brokers: [%q], topics: [%q]}
+clickhouse: {addrs: [%q], database: %s}
+routes: [{topic: %q, table: t}]
+errors: {tolerance: all, dlq_topic: %q}
+http: {listen: ""}
+`, testenv.Kafka(t)[0], topic, s.Addr, db, topic, dlqTopic))
+		}
+		code, _, errOut := sinkCmd(t, "check", "--config", conf(dlq))
+		if want := fmt.Sprintf("sink check: kafka: dead-letter topic %q (errors.dlq_topic) does not exist; create it, or set errors.dlq_create: true\n", dlq); code != 1 || errOut != want {
+			t.Fatalf("missing DLQ: exit %d, stderr %q; want 1 and %q", code, errOut, want)
+		}
+		existing := testenv.NewTopic(t, 1)
+		code, out, errOut := sinkCmd(t, "check", "--config", conf(existing))
+		if code != 0 || !strings.Contains(out, "kafka: dead-letter topic "+existing+": 1 partitions, max.message.bytes ") {
+			t.Fatalf("existing DLQ: exit %d\nstdout %s\nstderr %s", code, out, errOut)
+		}
+	})
+}

@@ -1,0 +1,130 @@
+package decode
+
+import "github.com/twmb/franz-go/pkg/kgo"
+
+// Policy says what a Plan does where the data leaves a choice. The zero
+// value is the permissive behaviour the package documents (defaults for
+// missing and null values, tombstones skipped).
+type Policy struct {
+	// MissingBad: a source value that is absent (a JSON path not in the
+	// record, no key, no such header, no timestamp) for a column that is
+	// not Nullable makes the record bad instead of giving the type's
+	// default (zero, "", the epoch, [] ...).
+	MissingBad bool
+	// NullBad: JSON null (or a header with a null value) for a column that
+	// is not Nullable makes the record bad instead of giving the default.
+	NullBad bool
+	// TombstoneBad: in the json format, a record with a null value (a
+	// tombstone of a compacted topic) is a bad record instead of being
+	// skipped (Append returns an error matching ErrSkip). The debezium-json
+	// format always skips tombstones: they are part of its protocol.
+	TombstoneBad bool
+}
+
+// Default reasons, as DefaultsApplied reports them.
+const (
+	ReasonMissing = "missing"
+	ReasonNull    = "null"
+)
+
+// SetPolicy sets the plan's policy; call it before the first Append.
+func (p *Plan) SetPolicy(pol Policy) {
+	p.policy = pol
+	p.defaults = make([][2]uint64, len(p.cols))
+}
+
+// TakeDefaults calls fn for every column that got its type's default
+// because its value was missing or null in the rows appended since the last
+// call (rows of failed Appends are not counted), then resets the counts.
+func (p *Plan) TakeDefaults(fn func(column, reason string, n uint64)) {
+	for i, d := range p.defaults {
+		if d[0] > 0 {
+			fn(p.cols[i].Name, ReasonMissing, d[0])
+		}
+		if d[1] > 0 {
+			fn(p.cols[i].Name, ReasonNull, d[1])
+		}
+		p.defaults[i] = [2]uint64{}
+	}
+}
+
+// takesNull reports whether t stores NULL (Nullable(T), LowCardinality(Nullable(T))).
+func takesNull(t *chType) bool {
+	return t.kind == kNullable || (t.kind == kLowCardinality && t.elem != nil && t.elem.kind == kNullable)
+}
+
+// checkDefault applies the policy to column i's value before conversion:
+// it returns the reason a missing or null value makes the record bad, or
+// notes the default in the row's marks.
+func (p *Plan) checkDefault(i int, in *input) error {
+	if in.kind != inMissing && in.kind != inNull {
+		if in.kind == inNum && bareNaNInf(in.b) {
+			return reasonf("bare %s is not JSON (quote it, \"NaN\" or \"Infinity\", for a Float column)", in.b)
+		}
+		return nil
+	}
+	if takesNull(p.types[i]) {
+		return nil
+	}
+	if p.dbz != nil && string(p.dbz.op) == "d" {
+		// A Debezium delete's row only marks the key deleted; a delete
+		// without a before image has nothing but the key, and the other
+		// columns' defaults are not data anyone loses.
+		return nil
+	}
+	null := in.kind == inNull
+	switch {
+	case null && p.policy.NullBad:
+		return reasonf("null into non-Nullable %s (errors.on_null is bad_record)", p.types[i].str)
+	case !null && p.policy.MissingBad:
+		return reasonf("missing value for non-Nullable %s (errors.on_missing is bad_record)", p.types[i].str)
+	}
+	if p.defaults != nil {
+		p.marks = append(p.marks, mark{col: i, null: null})
+	}
+	return nil
+}
+
+// mark is a default given in the row being appended.
+type mark struct {
+	col  int
+	null bool
+}
+
+// countDefaults adds the finished row's marks to the counts.
+func (p *Plan) countDefaults() {
+	for _, m := range p.marks {
+		if m.null {
+			p.defaults[m.col][1]++
+		} else {
+			p.defaults[m.col][0]++
+		}
+	}
+	p.marks = p.marks[:0]
+}
+
+// bareNaNInf reports an unquoted NaN or Inf number token, which JSON does
+// not have but the parser takes (it does not take Infinity, which makes the
+// whole record invalid JSON): both are rejected, so that no bare literal
+// is accepted in one spelling and refused in another.
+func bareNaNInf(b []byte) bool {
+	if len(b) > 0 && (b[0] == '+' || b[0] == '-') {
+		b = b[1:]
+	}
+	if len(b) == 0 || (b[0]|0x20 != 'n' && b[0]|0x20 != 'i') {
+		return false // the common case: a digit
+	}
+	return isNaNInf(b)
+}
+
+// tombstone returns the json format's answer to a record with a null value.
+func (p *Plan) tombstone(r *kgo.Record) error {
+	if p.policy.TombstoneBad {
+		return p.recordError(r, "", "tombstone (null value) and errors.on_tombstone is bad_record")
+	}
+	return errJSONTombstone
+}
+
+// errJSONTombstone is what Append returns for a json-format tombstone that
+// the policy skips; it matches ErrSkip like the Debezium one.
+var errJSONTombstone = errTombstone

@@ -1,0 +1,165 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"sink/internal/batch"
+	"sink/internal/consumer"
+	"sink/internal/offsets"
+)
+
+// dlqState is one bad record on its way to the dead-letter topic. It is
+// owned by the Run goroutine like everything else; produce callbacks and
+// retry timers only send acks.
+//
+// The rule that keeps "never past it" and "no duplicates on restart": a
+// sealed batch that holds a record of a partition after a record whose
+// dead-letter produce has not succeeded is not inserted (blockedBy). A
+// produce normally succeeds within milliseconds, so this costs nothing; while
+// the DLQ is unavailable the batches wait like batches whose INSERTs are
+// retried (they fill batch.buffer_memory, then fetching pauses); and if the
+// produce fails for good the connector stops without having inserted
+// anything past the record, so the restart replays it without duplicates.
+type dlqState struct {
+	tp      offsets.TP
+	rec     *kgo.Record
+	cause   error
+	refOnly bool          // send a reference without the value (the broker refused the size)
+	attempt int           // failed attempts so far
+	wait    time.Duration // the next backoff
+	lastErr error         // the last failed attempt's error, for the stop line
+	failed  bool          // failed for good: the connector is stopping
+}
+
+func (d *dlqState) bytes() int { return len(d.rec.Key) + len(d.rec.Value) }
+
+// where names the record as the error lines do.
+func (d *dlqState) where() string {
+	return fmt.Sprintf("%s[%d] offset %d", d.tp.Topic, d.tp.Partition, d.rec.Offset)
+}
+
+// sendDLQ starts (or restarts) the produce of d's copy.
+func (p *Pipeline) sendDLQ(writeCtx context.Context, id uint64, d *dlqState) {
+	p.cons.ProduceDLQ(writeCtx, p.cfg.Errors.DLQTopic, d.rec, d.cause, d.refOnly, func(err error) {
+		p.sendAck(ack{id: id, err: err, dlq: true})
+	})
+}
+
+// sendAck hands an ack to the owner, or drops it once Run has returned (a
+// late produce callback or retry timer must not block forever).
+func (p *Pipeline) sendAck(a ack) {
+	select {
+	case p.acks <- a:
+	case <-p.stopped:
+	}
+}
+
+// handleDLQAck settles a dead-letter produce: success acknowledges the
+// record and frees the batches waiting for it; a retriable error produces
+// the copy again after a backoff; a size refusal sends a reference without
+// the value; anything else stops the connector.
+func (p *Pipeline) handleDLQAck(writeCtx context.Context, a ack) {
+	d := p.dlqs[a.id]
+	if d == nil {
+		return
+	}
+	if a.err == nil {
+		p.dropDLQ(a.id, d)
+		p.tracker.Ack(a.id, []offsets.TP{d.tp})
+		p.revokeDone(a.id)
+		for _, ts := range p.tables {
+			p.pump(writeCtx, ts)
+		}
+		return
+	}
+	d.lastErr = a.err
+	switch consumer.ClassifyDLQ(a.err) {
+	case consumer.DLQCanceled:
+		// Stopping: the record stays unacknowledged and is consumed again.
+		p.dropDLQ(a.id, d)
+		p.revokeDone(a.id)
+		return
+	case consumer.DLQTooLarge:
+		if !d.refOnly {
+			d.refOnly = true
+			p.log.Warn().Err(a.err).Str("record", d.where()).Str("dlq_topic", p.cfg.Errors.DLQTopic).
+				Msg("dead-letter copy refused as too large: sending a reference without the value")
+			p.sendDLQ(writeCtx, a.id, d)
+			return
+		}
+	case consumer.DLQRetriable:
+		d.attempt++
+		if d.wait == 0 {
+			d.wait = p.cfg.ClickHouse.RetryInitial
+		}
+		sleep := time.Duration(rand.Int64N(int64(d.wait))) + d.wait/2
+		d.wait = min(d.wait*2, p.cfg.ClickHouse.RetryMax)
+		p.log.Warn().Err(a.err).Str("record", d.where()).Str("dlq_topic", p.cfg.Errors.DLQTopic).
+			Int("attempt", d.attempt).Dur("retry_in", sleep).
+			Msg("dead-letter produce failed, retrying; later records of the partition wait")
+		time.AfterFunc(sleep, func() { p.sendDLQ(writeCtx, a.id, d) })
+		return
+	}
+	d.failed = true
+	p.dlqFailed++
+	if p.fatal == nil {
+		p.fatal = fmt.Errorf("dead-letter produce of %s to %q failed: %w; nothing after it in that partition was inserted or committed",
+			d.where(), p.cfg.Errors.DLQTopic, a.err)
+	}
+}
+
+// dropDLQ forgets a settled dead-letter produce.
+func (p *Pipeline) dropDLQ(id uint64, d *dlqState) {
+	delete(p.dlqs, id)
+	p.dlqBytes -= d.bytes()
+	if d.failed {
+		p.dlqFailed--
+	}
+}
+
+// blockedBy returns the unsettled dead-letter produce that b must wait for:
+// one of a partition b holds, for a record before the last one b holds of
+// it (only among those that failed for good when failedOnly). Few records
+// are ever waiting for the DLQ, so the scan is short.
+func (p *Pipeline) blockedBy(b *batch.Batch, failedOnly bool) *dlqState {
+	if len(p.dlqs) == 0 {
+		return nil
+	}
+	for _, r := range b.Ranges {
+		for _, d := range p.dlqs {
+			if d.tp == r.TP && d.rec.Offset < r.Last && (d.failed || !failedOnly) {
+				return d
+			}
+		}
+	}
+	return nil
+}
+
+// abandonBlocked drops the queued batches that wait for a dead-letter
+// produce that failed for good: inserting them would put rows past the
+// unhandled record into ClickHouse, to be inserted again after the restart.
+// They stay unacknowledged, so nothing of them is committed.
+func (p *Pipeline) abandonBlocked() {
+	if p.dlqFailed == 0 {
+		return
+	}
+	for _, ts := range p.tables {
+		kept := ts.queue[:0]
+		for _, b := range ts.queue {
+			if d := p.blockedBy(b, true); d != nil {
+				delete(p.flights, b.ID)
+				p.log.Warn().Str("table", ts.t.FullName()).Uint64("batch", b.ID).Int("rows", b.Rows()).
+					Str("after", d.where()).Msg("batch not inserted: it holds records after a record the dead-letter topic did not take")
+				continue
+			}
+			kept = append(kept, b)
+		}
+		clear(ts.queue[len(kept):])
+		ts.queue = kept
+	}
+}

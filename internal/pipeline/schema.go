@@ -1,0 +1,174 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"sink/internal/batch"
+	"sink/internal/decode"
+	"sink/internal/writer"
+)
+
+// Tables change while the sink runs. Each table is described again every
+// clickhouse.schema_refresh (describeTables) and whenever an INSERT fails
+// with an unknown column or table (the insert goroutine's refresh, which
+// also adapts its own batch with writer.Project). The owner applies a new
+// description with applySchema: it recompiles every route into the table,
+// seals the open batches built for the old columns, and decodes the records
+// that follow against the new columns. So a column added to the table is
+// filled from the records that carry it from then on, and a dropped column
+// stops being sent; sealed batches keep their layout and are adapted only if
+// the server refuses them, so no row is lost and none is inserted twice (a
+// refused INSERT writes nothing).
+
+// schemaResult is a table's description, read off the owner goroutine.
+type schemaResult struct {
+	ts   *tableState
+	cols []decode.ColumnSchema
+	err  error
+}
+
+// describeTables starts a description of every table that is not already
+// being described; the results come back on p.schemas.
+func (p *Pipeline) describeTables(ctx context.Context) {
+	for _, ts := range p.tables {
+		if ts.describing {
+			continue
+		}
+		ts.describing = true
+		db, name := ts.t.Database, ts.t.Name
+		go func() {
+			dctx, cancel := context.WithTimeout(ctx, p.cfg.ClickHouse.QueryTimeout)
+			defer cancel()
+			cols, err := p.w.Describe(dctx, db, name)
+			p.sendSchema(schemaResult{ts: ts, cols: cols, err: err})
+		}()
+	}
+}
+
+func (p *Pipeline) sendSchema(r schemaResult) {
+	select {
+	case p.schemas <- r:
+	case <-p.stopped:
+	}
+}
+
+// refreshFor is the writer.Refresh of an INSERT into ts: it re-reads the
+// table, hands the description to the owner for the batches to come, and
+// returns the failed batch adapted to the table's columns now.
+func (p *Pipeline) refreshFor(ts *tableState) writer.Refresh {
+	return func(ctx context.Context, t *writer.Table, blk writer.Block) (*writer.Table, writer.Block, error) {
+		cols, err := p.w.Describe(ctx, t.Database, t.Name)
+		if err != nil {
+			return nil, nil, err
+		}
+		p.sendSchema(schemaResult{ts: ts, cols: cols})
+		nt, nb := writer.Project(t.Database, t.Name, cols, blk)
+		p.log.Warn().Str("table", t.FullName()).Strs("columns_before", names(t.Insert)).Strs("columns_now", names(nt.Insert)).
+			Msg("table changed under a sealed batch: retrying it with the columns the table has now")
+		return nt, nb, nil
+	}
+}
+
+// handleSchema applies a description that came back from describeTables or
+// an insert's refresh.
+func (p *Pipeline) handleSchema(writeCtx context.Context, r schemaResult) {
+	if r.err == nil {
+		p.applySchema(writeCtx, r.ts, r.cols)
+		r.ts.describing = false
+		return
+	}
+	r.ts.describing = false
+	// A failed periodic read changes nothing: the INSERTs themselves say
+	// when the table is gone.
+	p.log.Warn().Err(r.err).Str("table", r.ts.t.FullName()).Msg("re-reading the table's columns failed; keeping the ones known")
+}
+
+// applySchema switches ts to schema if its columns changed: every route
+// into ts is compiled again (a mapping the table can no longer satisfy
+// stops the connector with one line), the open batches are sealed with the
+// old layout, and the next records are decoded with the new one.
+func (p *Pipeline) applySchema(writeCtx context.Context, ts *tableState, schema []decode.ColumnSchema) {
+	if slices.Equal(schema, ts.t.Schema) || p.fatal != nil {
+		return
+	}
+	var routes []*routeState
+	var mappings []map[string]string
+	for _, rs := range p.allRoutes() {
+		if rs.table == ts {
+			routes = append(routes, rs)
+			mappings = append(mappings, rs.route.Mapping())
+		}
+	}
+	insert := decode.InsertColumns(schema, mappings...)
+	plans := make([]*decode.Plan, len(routes))
+	for i, rs := range routes {
+		plan, err := p.compile(rs.route, insert)
+		if err != nil {
+			p.fatal = fmt.Errorf("table %s changed while running and a route into it no longer fits: %w (stopping; fix the table or the route)", ts.t.FullName(), err)
+			return
+		}
+		plans[i] = plan
+	}
+	old := ts.t
+	// The open batches were decoded for the old columns: insert them as
+	// they are (with the old table, see flight.tab) and start new ones.
+	for k, a := range p.accs {
+		if k.table == ts {
+			p.seal(writeCtx, a, batch.ReasonSchema)
+			delete(p.accs, k)
+		}
+	}
+	ts.t = writer.NewTable(old.Database, old.Name, schema, insert)
+	ts.free = nil
+	for i, rs := range routes {
+		rs.plan = plans[i]
+	}
+	if len(plans) > 0 {
+		ts.plan = plans[0]
+	}
+	added, dropped := diff(names(old.Insert), names(insert))
+	p.log.Info().Str("table", ts.t.FullName()).Strs("added", added).Strs("dropped", dropped).Int("columns", len(insert)).
+		Msg("table columns changed: records from now on are decoded for the new columns")
+}
+
+// allRoutes is every compiled route: the configured ones and those resolved
+// per topic (a table named after its topic).
+func (p *Pipeline) allRoutes() []*routeState {
+	out := make([]*routeState, 0, len(p.routes)+len(p.byTopic))
+	for _, rs := range p.routes {
+		if rs != nil && rs.table != nil {
+			out = append(out, rs)
+		}
+	}
+	for _, rs := range p.byTopic {
+		if rs != nil && rs.table != nil && !slices.Contains(out, rs) {
+			out = append(out, rs)
+		}
+	}
+	return out
+}
+
+func names(cols []decode.ColumnSchema) []string {
+	out := make([]string, len(cols))
+	for i, c := range cols {
+		out[i] = c.Name + " " + c.Type
+	}
+	return out
+}
+
+// diff returns what is in after but not in before, and the reverse.
+func diff(before, after []string) (added, dropped []string) {
+	for _, a := range after {
+		if !slices.Contains(before, a) {
+			added = append(added, a)
+		}
+	}
+	for _, b := range before {
+		if !slices.Contains(after, b) {
+			dropped = append(dropped, b)
+		}
+	}
+	return added, dropped
+}
