@@ -146,8 +146,10 @@ type Spec struct {
 	Buffer     string        // batch.buffer_memory
 	MaxRows    int
 	Settings   string // table SETTINGS clause, may be ""
-	// Prepare, when set, runs after the table is created, before any sink.
+	// Prepare, when set, runs after the table is created, before any sink;
+	// Check, when set, after the common checks.
 	Prepare func(ctx context.Context, r *run) error
+	Check   func(ctx context.Context, r *run, res *Result, good int)
 	// Faults runs alongside the producer; it returns when its faults are
 	// done (the harness then waits for the rows).
 	Faults func(ctx context.Context, r *run) error
@@ -286,6 +288,9 @@ func Run(ctx context.Context, env Env, s Spec) (res *Result) {
 		res.fail("max RSS %d MiB above 2 × buffer_memory + 100 MiB = %d MiB", res.MaxRSS>>20, res.RSSLimit>>20)
 	}
 	r.verify(ctx, res, good, bad)
+	if s.Check != nil {
+		s.Check(ctx, r, res, good)
+	}
 	if s.NoDuplicates && res.Duplicates != 0 {
 		res.fail("%d duplicates: a clean rebalance must flush and commit before giving partitions up", res.Duplicates)
 	}
@@ -444,7 +449,7 @@ func (r *run) close() {
 	}
 	r.adm.DeleteGroup(ctx, r.group)
 	r.ch.Exec(ctx, "DROP TABLE IF EXISTS chaos."+r.table+"_slow") // a scenario's view, if any
-	r.ch.Exec(ctx, "DROP TABLE IF EXISTS chaos."+r.table+"_null")
+	r.ch.Exec(ctx, "DROP TABLE IF EXISTS chaos."+r.table+"_count")
 	r.ch.Exec(ctx, "DROP TABLE IF EXISTS chaos."+r.table)
 	r.kcl.Close()
 	r.ch.Close()

@@ -212,11 +212,14 @@ func alive(pid int) bool {
 	return true
 }
 
-// KillMidInsert is kill9 with slow INSERTs: a materialized view on the
-// table sleeps 0.1 ms per row (2 s per 20,000-row batch), so most kills
-// land while an INSERT is running or just finished and not yet committed,
-// the moments a replay must not duplicate. Kills come 7-9 s apart, past
-// the session timeout, so every new process gets partitions and inserts.
+// KillMidInsert is kill9 with slow INSERTs: a materialized view counting
+// the table's rows into a SummingMergeTree table sleeps 0.1 ms per row (2 s
+// per 20,000-row batch), so most kills land while an INSERT is running or
+// just finished and not yet committed, the moments a replay must not
+// duplicate. Kills come 7-9 s apart, past the session timeout, so every new
+// process gets partitions and inserts. With exactly_once the view's target
+// (which has a deduplication window of its own) must count every record
+// once too.
 func KillMidInsert(sc Scale) Spec {
 	d := func(x time.Duration) time.Duration { return time.Duration(float64(x) * sc.Duration) }
 	return Spec{
@@ -224,8 +227,8 @@ func KillMidInsert(sc Scale) Spec {
 		Buffer: "64MiB", Instances: 1,
 		Prepare: func(ctx context.Context, r *run) error {
 			for _, q := range []string{
-				"CREATE TABLE chaos." + r.table + "_null (k UInt64) ENGINE = Null",
-				"CREATE MATERIALIZED VIEW chaos." + r.table + "_slow TO chaos." + r.table + "_null AS SELECT key AS k FROM chaos." + r.table + " WHERE sleepEachRow(0.0001) = 0",
+				"CREATE TABLE chaos." + r.table + "_count (n UInt64) ENGINE = SummingMergeTree ORDER BY tuple() SETTINGS non_replicated_deduplication_window = 1000",
+				"CREATE MATERIALIZED VIEW chaos." + r.table + "_slow TO chaos." + r.table + "_count AS SELECT count() AS n FROM chaos." + r.table + " WHERE sleepEachRow(0.0001) = 0",
 			} {
 				if err := r.ch.Exec(ctx, q); err != nil {
 					return err
@@ -237,6 +240,17 @@ func KillMidInsert(sc Scale) Spec {
 			return r.killRestart(ctx, 5, func(rng *rand.Rand) time.Duration {
 				return time.Duration(7000+rng.IntN(2000)) * time.Millisecond
 			})
+		},
+		Check: func(ctx context.Context, r *run, res *Result, good int) {
+			var n uint64
+			if err := r.ch.QueryRow(ctx, "SELECT sum(n) FROM chaos."+r.table+"_count").Scan(&n); err != nil {
+				res.fail("view target: %v", err)
+				return
+			}
+			res.Notes = append(res.Notes, fmt.Sprintf("view counted %d rows", n))
+			if r.env.exactlyOnce() && n != uint64(good) {
+				res.fail("exactly-once: the materialized view counted %d rows, want %d", n, good)
+			}
 		},
 	}
 }
