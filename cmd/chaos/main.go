@@ -32,8 +32,8 @@ func main() {
 		fmt.Fprintf(fs.Output(), `Usage: go run ./cmd/chaos [flags]   (make chaos CHAOS_ARGS='...')
 
 Runs the delivery-guarantee scenarios against the local stack and prints a
-table per ClickHouse server. Scenarios: %s; kill9-mid-insert runs only
-when named in --only.
+table per ClickHouse server. Scenarios: %s; kill9-mid-insert and zombie
+run only when named in --only.
 Examples:
   make chaos CHAOS_ARGS='--clickhouse 26 --only too-many-parts'
   go run ./cmd/chaos --clickhouse 18 --only kill9,poison --short
@@ -70,7 +70,7 @@ Flags:
 		if *short {
 			scale = chaos.Short
 		}
-		all := append(specs, chaos.KillMidInsert(scale))
+		all := append(specs, chaos.KillMidInsert(scale), chaos.Zombie(scale))
 		for _, n := range strings.Split(*only, ",") {
 			s, ok := find(all, strings.TrimSpace(n))
 			if !ok {

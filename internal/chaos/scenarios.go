@@ -272,3 +272,32 @@ func (r *run) killRestart(ctx context.Context, n int, gap func(*rand.Rand) time.
 	}
 	return nil
 }
+
+// Zombie pauses one of two members with SIGSTOP for 15 s, past the 6-s
+// session timeout, while INSERTs are slow (KillMidInsert's view), and then
+// resumes it: the other member takes its partitions over and replays what
+// it had recorded, while the paused one comes back with INSERTs in flight
+// and a stale generation. It may stop by itself once it resumes (with
+// exactly_once a member whose partitions were taken stops rather than
+// insert a batch it can no longer record); that is not a failure.
+func Zombie(sc Scale) Spec {
+	s := KillMidInsert(sc)
+	s.Name, s.Instances = "zombie", 2
+	s.Faults = func(ctx context.Context, r *run) error {
+		if !sleep(ctx, 8*time.Second) {
+			return ctx.Err()
+		}
+		r.mu.Lock()
+		p := r.procs[0]
+		r.mu.Unlock()
+		p.killed.Store(true) // may exit on its own after it resumes
+		r.logf("%s: SIGSTOP pid %d for 15s", r.name, p.cmd.Process.Pid)
+		if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+			return err
+		}
+		sleep(ctx, 15*time.Second)
+		r.logf("%s: SIGCONT pid %d", r.name, p.cmd.Process.Pid)
+		return p.cmd.Process.Signal(syscall.SIGCONT)
+	}
+	return s
+}

@@ -10,6 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	"sink/config"
+	"sink/internal/metrics"
+	"sink/internal/pipeline"
 	"sink/internal/testenv"
 	"sink/internal/writer"
 )
@@ -93,9 +95,14 @@ func TestExactlyOnceRewindOn26(t *testing.T) {
 	group := testenv.UniqueName(t, "eo")
 	cfg := eoConfig(t, s, group, topic, db, "events")
 
-	st := runUntil(t, cfg, ch, table, n)
+	m := metrics.New(group)
+	st := runUntilWith(t, cfg, ch, table, n, nil, pipeline.WithMetrics(m))
 	exact(t, ch, table, n)
 	t.Logf("first load: %d rows in %d inserts", st.Rows, st.Inserts)
+	// Nothing is pending after the clean stop: the whole window is left.
+	if got := gauge(t, m, "sink_eos_dedup_window_margin"); got != 1000 {
+		t.Fatalf("sink_eos_dedup_window_margin = %v after a clean stop, want the window, 1000", got)
+	}
 
 	const back = 2000
 	rewind(t, group, topic, back)

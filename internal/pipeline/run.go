@@ -27,6 +27,12 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	if p.cons == nil {
 		return errors.New("pipeline: Attach a consumer before Run")
 	}
+	if p.eo != nil && len(p.eo.windows) == 0 {
+		// Refuses what exactly-once cannot work with; remembers the windows.
+		if err := p.CheckExactlyOnce(ctx); err != nil {
+			return err
+		}
+	}
 	defer close(p.stopped)
 	defer p.m.Left()
 	// Inserts outlive ctx: on SIGTERM the open batches must still be written.
