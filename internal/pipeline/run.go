@@ -43,7 +43,21 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	go func() { defer close(pollerDone); p.poller(pollCtx) }()
 	// The poller must be gone before the client closes: a poll still in
 	// flight would hold the group's rebalance (and so the leave) forever.
-	stopPoller := func() { cancelPoll(); <-pollerDone }
+	// Meanwhile a group callback may be waiting for the owner (a loss
+	// noticed as the process stops, e.g. after a pause past the session
+	// timeout), and franz-go does not end the poll until the callback
+	// returns: handle such events while waiting.
+	stopPoller := func() {
+		cancelPoll()
+		for {
+			select {
+			case <-pollerDone:
+				return
+			case ev := <-p.events:
+				p.handleEvent(writeCtx, ev)
+			}
+		}
+	}
 	defer stopPoller()
 
 	timer := time.NewTimer(time.Hour)
