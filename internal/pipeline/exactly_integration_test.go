@@ -88,7 +88,7 @@ func TestExactlyOnceRewindOn26(t *testing.T) {
 	ch := s.Conn(t)
 	db := s.NewDatabase(t)
 	topic := testenv.NewTopic(t, 4)
-	const n = 20_000
+	const n = 60_000
 	produceEvents(t, topic, n)
 	table := db + ".events"
 	eoTable(t, ch, table)
@@ -104,7 +104,7 @@ func TestExactlyOnceRewindOn26(t *testing.T) {
 		t.Fatalf("sink_eos_dedup_window_margin = %v after a clean stop, want the window, 1000", got)
 	}
 
-	const back = 2000
+	const back = 10_000
 	rewind(t, group, topic, back)
 	// Give the rewound records time to be consumed: the run stops once the
 	// partition's committed offset is back at its end.
@@ -113,6 +113,7 @@ func TestExactlyOnceRewindOn26(t *testing.T) {
 	if st.Skipped < back || st.Rows != 0 {
 		t.Fatalf("after the rewind: %d rows inserted, %d records skipped; want 0 and at least %d", st.Rows, st.Skipped, back)
 	}
+	t.Logf("rewind of %d offsets on partition 0 with the rows present: %d rows inserted, %d records skipped", back, st.Rows, st.Skipped)
 
 	if err := ch.Exec(context.Background(), "TRUNCATE TABLE "+table); err != nil {
 		t.Fatal(err)
