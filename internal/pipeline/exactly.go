@@ -39,6 +39,9 @@ type exactly struct {
 	rows map[*accState]*rowParts
 	// batches are sealed batches' tokens and row orders, by batch id.
 	batches map[uint64]*eoBatch
+	// staleAccs are open batches holding records of a partition given up:
+	// sealed, they are stale (see eoBatch).
+	staleAccs map[*accState]bool
 	// windows and marks feed the deduplication-window margin: per table,
 	// the window, the inserts so far, and the insert count when each live
 	// token was recorded.
@@ -58,6 +61,10 @@ type eoBatch struct {
 	token  string
 	ranges []eos.Range
 	perm   []int
+	// recorded: its intent commit succeeded. stale: a partition it holds
+	// was given up before that, so it must never be inserted (the
+	// partition's next owner consumes those records again).
+	recorded, stale bool
 }
 
 type eoMark struct {
@@ -108,14 +115,15 @@ func (p *Pipeline) initExactly() {
 		return
 	}
 	p.eo = &exactly{
-		ledgers: map[offsets.TP]*eos.Ledger{},
-		start:   map[offsets.TP]int64{},
-		covers:  map[offsets.TP]eos.Covers{},
-		rows:    map[*accState]*rowParts{},
-		batches: map[uint64]*eoBatch{},
-		windows: map[*tableState]int64{},
-		inserts: map[*tableState]int64{},
-		marks:   map[string]eoMark{},
+		ledgers:   map[offsets.TP]*eos.Ledger{},
+		start:     map[offsets.TP]int64{},
+		covers:    map[offsets.TP]eos.Covers{},
+		rows:      map[*accState]*rowParts{},
+		batches:   map[uint64]*eoBatch{},
+		staleAccs: map[*accState]bool{},
+		windows:   map[*tableState]int64{},
+		inserts:   map[*tableState]int64{},
+		marks:     map[string]eoMark{},
 	}
 	if reg := p.m.Registry(); reg != nil {
 		p.eo.margin = prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -191,6 +199,10 @@ func (p *Pipeline) eoSealed(a *accState, b *batch.Batch) {
 		eb.perm = eos.Canonical(parts, len(rp.tps))
 		delete(e.rows, a)
 	}
+	if e.staleAccs[a] {
+		eb.stale = true
+		delete(e.staleAccs, a)
+	}
 	e.batches[b.ID] = eb
 }
 
@@ -202,6 +214,9 @@ func (p *Pipeline) eoIntent(ctx context.Context, ts *tableState, b *batch.Batch)
 	eb := e.batches[b.ID]
 	if eb == nil {
 		return nil, nil, fmt.Errorf("exactly-once: batch %d has no token", b.ID)
+	}
+	if eb.stale {
+		return nil, nil, fmt.Errorf("exactly-once: batch %d holds records of partitions given up before it was recorded; not inserting it", b.ID)
 	}
 	pos := map[offsets.TP]offsets.Commit{}
 	meta := map[offsets.TP]string{}
@@ -226,6 +241,7 @@ func (p *Pipeline) eoIntent(ctx context.Context, ts *tableState, b *batch.Batch)
 	for tp, nl := range next {
 		*e.ledgers[tp] = nl
 	}
+	eb.recorded = true
 	e.marks[eb.token] = eoMark{table: ts, at: e.inserts[ts]}
 	p.eoMargin(ts)
 	return tokenContext(ctx, eb.token), eos.Ordered(b.Data.(*decode.Block), eb.perm), nil
@@ -314,12 +330,43 @@ func (p *Pipeline) eoMargin(ts *tableState) {
 	}
 }
 
-// eoRelease forgets partitions revoked or lost.
+// eoRelease forgets partitions revoked or lost. A sealed batch not yet
+// recorded that holds one of them can never be inserted (its records of
+// that partition belong to the next owner now), and its other partitions'
+// offsets would then never move: it is marked stale and the process stops,
+// so that every partition is consumed again from what the ledgers say.
 func (p *Pipeline) eoRelease(tps []offsets.TP) {
 	for _, tp := range tps {
 		delete(p.eo.ledgers, tp)
 		delete(p.eo.start, tp)
 		delete(p.eo.covers, tp)
+	}
+	stale := func(tp offsets.TP) {
+		if p.fatal == nil {
+			p.fatal = fmt.Errorf("exactly-once: %s[%d] was given up while a batch holding its records waited to be recorded; stopping so that the group consumes them again from the recorded offsets", tp.Topic, tp.Partition)
+		}
+	}
+	for id, f := range p.flights {
+		eb := p.eo.batches[id]
+		if eb == nil || eb.recorded || eb.stale {
+			continue
+		}
+		for _, tp := range tps {
+			if f.b.Holds(tp) {
+				eb.stale = true
+				stale(tp)
+				break
+			}
+		}
+	}
+	for _, a := range p.accs {
+		for _, tp := range tps {
+			if a.acc.Holds(tp) {
+				p.eo.staleAccs[a] = true
+				stale(tp)
+				break
+			}
+		}
 	}
 }
 
