@@ -208,6 +208,8 @@ install_packages() {
 	done
 	command -v java >/dev/null || missing+=(default-jre-headless)
 	command -v mvn >/dev/null || missing+=(maven)
+	# promtool checks and unit-tests deploy/prometheus's alert rules.
+	command -v promtool >/dev/null || missing+=(prometheus)
 	((${#missing[@]})) || return 0
 
 	[[ $EUID -eq 0 ]] || sudo=(sudo)
@@ -521,10 +523,25 @@ lock() {
 	flock -w 600 9 || die "another stack.sh has held ${TMPDIR:-/tmp}/sink-stack.lock for 10 minutes"
 }
 
+# Installs helm (not packaged by Debian) into .cache/tools/bin from its Go
+# module, pinned: deploy/k8s/chart_test.go renders deploy/helm/sink with it.
+# The first build takes a few minutes; later runs find the binary.
+HELM_VERSION=v3.19.0
+install_tools() {
+	local bin=$ROOT/.cache/tools/bin log=$STACK_DIR/tools-install.log
+	[[ -x $bin/helm ]] && return 0
+	command -v helm >/dev/null && return 0
+	say "building helm $HELM_VERSION into ${bin#"$ROOT"/} (log: $log)"
+	mkdir -p "$bin"
+	GOBIN=$bin go install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" >>"$log" 2>&1 ||
+		die "building helm failed (see $log)"
+}
+
 cmd_up() {
 	mkdir -p "$STACK_DIR"
 	lock
 	install_packages
+	install_tools
 	ch_check
 	ch26_check
 	kafka_check

@@ -18,6 +18,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -41,6 +42,7 @@ type (
 		Data       map[string]string `yaml:"data"`
 		StringData map[string]string `yaml:"stringData"`
 		Spec       deploymentSpec    `yaml:"spec"`
+		Raw        map[string]any    `yaml:"-"` // the whole document, for the kinds read by path
 	}
 	deploymentSpec struct {
 		Replicas *int `yaml:"replicas"`
@@ -143,24 +145,38 @@ func manifests(t *testing.T) map[string][]object {
 		if err != nil {
 			t.Fatal(err)
 		}
-		dec := yaml.NewDecoder(bytes.NewReader(data))
-		for i := 0; ; i++ {
-			var o object
-			if err := dec.Decode(&o); errors.Is(err, io.EOF) {
-				break
-			} else if err != nil {
-				t.Fatalf("%s: document %d: %v", f, i, err)
-			}
-			if o.Kind == "" {
-				continue // an empty document
-			}
-			if o.APIVersion == "" || o.Metadata.Name == "" {
-				t.Fatalf("%s: document %d (%s) has no apiVersion or metadata.name", f, i, o.Kind)
-			}
-			out[o.Kind] = append(out[o.Kind], o)
-		}
+		parseManifests(t, f, data, out)
 	}
 	return out
+}
+
+// parseManifests adds every YAML document of data (named name in errors)
+// to out, by kind.
+func parseManifests(t *testing.T, name string, data []byte, out map[string][]object) {
+	t.Helper()
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for i := 0; ; i++ {
+		var node yaml.Node
+		if err := dec.Decode(&node); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("%s: document %d: %v", name, i, err)
+		}
+		var o object
+		if err := node.Decode(&o); err != nil {
+			t.Fatalf("%s: document %d: %v", name, i, err)
+		}
+		if o.Kind == "" {
+			continue // an empty document
+		}
+		if err := node.Decode(&o.Raw); err != nil {
+			t.Fatalf("%s: document %d: %v", name, i, err)
+		}
+		if o.APIVersion == "" || o.Metadata.Name == "" {
+			t.Fatalf("%s: document %d (%s) has no apiVersion or metadata.name", name, i, o.Kind)
+		}
+		out[o.Kind] = append(out[o.Kind], o)
+	}
 }
 
 func find(objs []object, name string) *object {
@@ -373,8 +389,11 @@ func dockerfile(t *testing.T) (cmd []string, uid int) {
 	return cmd, uid
 }
 
-func TestDeployments(t *testing.T) {
-	objs := manifests(t)
+func TestDeployments(t *testing.T) { checkDeployments(t, manifests(t)) }
+
+// checkDeployments checks every Deployment of objs against the code it
+// deploys (see the package comment).
+func checkDeployments(t *testing.T, objs map[string][]object) {
 	if len(objs["Deployment"]) == 0 {
 		t.Fatal("no Deployment")
 	}
@@ -388,7 +407,9 @@ func TestDeployments(t *testing.T) {
 					t.Errorf("selector %s=%s does not match the pod labels %v", k, v, d.Spec.Template.Metadata.Labels)
 				}
 			}
-			if d.Spec.Replicas == nil || *d.Spec.Replicas < 1 {
+			if d.Spec.Replicas == nil && scaledBy(objs, d.Metadata.Name) == nil {
+				t.Errorf("replicas: want at least 1 (or a ScaledObject that sets them)")
+			} else if d.Spec.Replicas != nil && *d.Spec.Replicas < 1 {
 				t.Errorf("replicas: want at least 1")
 			}
 			if len(spec.Containers) != 1 {
@@ -402,6 +423,8 @@ func TestDeployments(t *testing.T) {
 				t.Errorf("command %q args %q; want the image's CMD %q", c.Command, c.Args, imageCmd)
 			}
 			cfg := p.loadConfig(imageCmd[len(imageCmd)-1])
+			checkScaledObject(t, scaledBy(objs, d.Metadata.Name), cfg)
+			checkScrapeObjects(t, objs, d, c)
 
 			// The probes and the scrape reach the config's http.listen.
 			host, port, err := net.SplitHostPort(cfg.HTTP.Listen)
@@ -536,11 +559,12 @@ func TestDeployments(t *testing.T) {
 	}
 }
 
-// The Secret only holds what the pods use, and the ConfigMaps hold no
+// The Secret only holds what the pods (or KEDA) use, and the ConfigMaps hold no
 // password (config.Parse would refuse it in config.yaml; other keys are
 // checked by name).
-func TestSecretsAreUsed(t *testing.T) {
-	objs := manifests(t)
+func TestSecretsAreUsed(t *testing.T) { checkSecrets(t, manifests(t)) }
+
+func checkSecrets(t *testing.T, objs map[string][]object) {
 	used := map[string]bool{}
 	for _, d := range objs["Deployment"] {
 		spec := d.Spec.Template.Spec
@@ -557,6 +581,13 @@ func TestSecretsAreUsed(t *testing.T) {
 					used[v.Secret.SecretName+"/"+it.Key] = true
 				}
 			}
+		}
+	}
+	// KEDA reads the Kafka credentials too.
+	for _, ta := range objs["TriggerAuthentication"] {
+		refs, _ := at(ta.Raw, "spec", "secretTargetRef").([]any)
+		for _, r := range refs {
+			used[fmt.Sprint(at(r, "name"))+"/"+fmt.Sprint(at(r, "key"))] = true
 		}
 	}
 	for _, s := range objs["Secret"] {
@@ -587,4 +618,135 @@ func quantity(t *testing.T, what, s string) int64 {
 	mult := map[string]int64{"": 1, "Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40,
 		"k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}[m[2]]
 	return n * mult
+}
+
+// at walks v by map keys and list indexes; nil when the path is not there.
+func at(v any, path ...any) any {
+	for _, k := range path {
+		switch k := k.(type) {
+		case string:
+			m, ok := v.(map[string]any)
+			if !ok {
+				return nil
+			}
+			v = m[k]
+		case int:
+			l, ok := v.([]any)
+			if !ok || k >= len(l) {
+				return nil
+			}
+			v = l[k]
+		}
+	}
+	return v
+}
+
+// scaledBy returns the KEDA ScaledObject whose target is the Deployment
+// named name, or nil.
+func scaledBy(objs map[string][]object, name string) *object {
+	for i, o := range objs["ScaledObject"] {
+		if at(o.Raw, "spec", "scaleTargetRef", "name") == name {
+			return &objs["ScaledObject"][i]
+		}
+	}
+	return nil
+}
+
+// checkScaledObject checks that a ScaledObject scales on the lag of the
+// consumer group and topic the sink's config consumes, up to a bounded
+// replica count, without idle consumers.
+func checkScaledObject(t *testing.T, so *object, cfg *config.Config) {
+	t.Helper()
+	if so == nil {
+		return
+	}
+	spec := so.Raw["spec"]
+	minR, _ := at(spec, "minReplicaCount").(int)
+	maxR, _ := at(spec, "maxReplicaCount").(int)
+	if minR < 1 || maxR < minR {
+		t.Errorf("ScaledObject %s: minReplicaCount %v maxReplicaCount %v: want 1 <= min <= max (max: the partition count)",
+			so.Metadata.Name, at(spec, "minReplicaCount"), at(spec, "maxReplicaCount"))
+	}
+	triggers, _ := at(spec, "triggers").([]any)
+	if len(triggers) != 1 || at(triggers[0], "type") != "kafka" {
+		t.Fatalf("ScaledObject %s: triggers %v, want one of type kafka", so.Metadata.Name, triggers)
+	}
+	md := at(triggers[0], "metadata")
+	f := func(key, want string) {
+		t.Helper()
+		if got := fmt.Sprint(at(md, key)); got != want {
+			t.Errorf("ScaledObject %s: kafka trigger %s = %q, want %q", so.Metadata.Name, key, got, want)
+		}
+	}
+	f("consumerGroup", cfg.Kafka.Group)
+	f("bootstrapServers", strings.Join(cfg.Kafka.Brokers, ","))
+	f("allowIdleConsumers", "false")
+	f("offsetResetPolicy", cfg.Kafka.StartOffset)
+	if topic := fmt.Sprint(at(md, "topic")); !slices.Contains(cfg.Kafka.Topics, topic) {
+		t.Errorf("ScaledObject %s: topic %q is not one the sink consumes (%v)", so.Metadata.Name, topic, cfg.Kafka.Topics)
+	}
+	if n, err := strconv.Atoi(fmt.Sprint(at(md, "lagThreshold"))); err != nil || n < 1 {
+		t.Errorf("ScaledObject %s: lagThreshold %v: want a positive number of records (a string)", so.Metadata.Name, at(md, "lagThreshold"))
+	}
+}
+
+// checkScrapeObjects checks that each Service selecting the Deployment's
+// pods forwards to the container's http port, and each ServiceMonitor
+// selects such a Service by label and scrapes a port it has, at /metrics.
+func checkScrapeObjects(t *testing.T, objs map[string][]object, d object, c *container) {
+	t.Helper()
+	podLabels := d.Spec.Template.Metadata.Labels
+	subset := func(sel any, labels map[string]string) bool {
+		m, ok := sel.(map[string]any)
+		if !ok || len(m) == 0 {
+			return false
+		}
+		for k, v := range m {
+			if labels[k] != fmt.Sprint(v) {
+				return false
+			}
+		}
+		return true
+	}
+	for _, svc := range objs["Service"] {
+		if !subset(at(svc.Raw, "spec", "selector"), podLabels) {
+			continue
+		}
+		ports, _ := at(svc.Raw, "spec", "ports").([]any)
+		var names []string
+		for _, sp := range ports {
+			target := fmt.Sprint(at(sp, "targetPort"))
+			ok := false
+			for _, cp := range c.Ports {
+				ok = ok || target == cp.Name || target == strconv.Itoa(cp.ContainerPort)
+			}
+			if !ok {
+				t.Errorf("Service %s: targetPort %s is no container port of %s", svc.Metadata.Name, target, d.Metadata.Name)
+			}
+			names = append(names, fmt.Sprint(at(sp, "name")))
+		}
+		for _, sm := range objs["ServiceMonitor"] {
+			if !subset(at(sm.Raw, "spec", "selector", "matchLabels"), svc.Metadata.Labels) {
+				continue
+			}
+			eps, _ := at(sm.Raw, "spec", "endpoints").([]any)
+			for _, ep := range eps {
+				if port := fmt.Sprint(at(ep, "port")); !slices.Contains(names, port) {
+					t.Errorf("ServiceMonitor %s: port %q is not a port of Service %s (%v)", sm.Metadata.Name, port, svc.Metadata.Name, names)
+				}
+				if path := at(ep, "path"); path != nil && path != "/metrics" {
+					t.Errorf("ServiceMonitor %s: path %v, the sink serves /metrics", sm.Metadata.Name, path)
+				}
+			}
+		}
+	}
+	for _, sm := range objs["ServiceMonitor"] {
+		found := false
+		for _, svc := range objs["Service"] {
+			found = found || subset(at(sm.Raw, "spec", "selector", "matchLabels"), svc.Metadata.Labels)
+		}
+		if !found {
+			t.Errorf("ServiceMonitor %s selects no Service", sm.Metadata.Name)
+		}
+	}
 }

@@ -45,6 +45,12 @@ const (
 	LastCommitAge   = "sink_last_commit_age_seconds"
 	Partitions      = "sink_assigned_partitions"
 	DefaultsApplied = "sink_defaults_applied_total"
+	// Time-based views of the same flow (see lag.go).
+	ConsumerLagSeconds = "sink_consumer_lag_seconds"
+	EndToEndLatency    = "sink_end_to_end_latency_seconds"
+	LastInsertAge      = "sink_last_insert_age_seconds"
+	// The configured batch.max_wait, so alerts can scale with it.
+	BatchMaxWait = "sink_batch_max_wait_seconds"
 )
 
 // reasons are the seal reasons with a pre-resolved counter each.
@@ -56,12 +62,12 @@ type Metrics struct {
 
 	records, bytes, dlq, skipped *prometheus.CounterVec
 	rows, inserts                *prometheus.CounterVec
-	duration, perInsert          *prometheus.HistogramVec
+	duration, perInsert, e2e     *prometheus.HistogramVec
 	sealed, retries              *prometheus.CounterVec
 	defaults                     *prometheus.CounterVec
 	lag                          *prometheus.GaugeVec
 	buffer, paused               prometheus.Gauge
-	limit, partitions            prometheus.Gauge
+	limit, partitions, maxWait   prometheus.Gauge
 
 	now        func() time.Time
 	lastCommit atomic.Int64 // unix nanoseconds
@@ -69,6 +75,7 @@ type Metrics struct {
 	assigned   atomic.Int64
 	ping       atomic.Pointer[Pinger]
 	group      string
+	ages       *ages // the per-partition and per-table values computed at scrape time
 }
 
 // New creates the collectors on a fresh registry, together with the Go
@@ -76,6 +83,7 @@ type Metrics struct {
 // readiness messages.
 func New(group string) *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry(), now: time.Now, group: group}
+	m.ages = newAges(m.clock)
 	m.lastCommit.Store(m.now().UnixNano())
 	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
@@ -97,12 +105,18 @@ func New(group string) *Metrics {
 		Name: RowsPerInsert, Help: "Rows in each successful INSERT: the number seed 004 tuned from ~10 to ~20,000.",
 		Buckets: []float64{1, 10, 100, 1000, 5000, 10_000, 50_000, 100_000, 500_000, 1_000_000},
 	}, []string{"table"})
+	m.e2e = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    EndToEndLatency,
+		Help:    "Per successful INSERT: from the Kafka timestamp of the batch's oldest record to the INSERT's acknowledgement, i.e. the longest any row of that insert waited.",
+		Buckets: prometheus.ExponentialBuckets(0.1, 2, 16), // 100ms .. ~55min
+	}, []string{"table"})
 	m.lag = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: ConsumerLag, Help: "Records in the partition after the last one fetched (high watermark - 1 - last fetched offset).",
 	}, []string{"topic", "partition"})
 	m.buffer = prometheus.NewGauge(prometheus.GaugeOpts{Name: BufferBytes, Help: "Bytes held by open and in-flight batches."})
 	m.limit = prometheus.NewGauge(prometheus.GaugeOpts{Name: BufferLimit, Help: "batch.buffer_memory: fetching pauses when sink_buffer_bytes reaches it."})
 	m.paused = prometheus.NewGauge(prometheus.GaugeOpts{Name: FetchPaused, Help: "1 while fetching is paused because the buffer is full."})
+	m.maxWait = prometheus.NewGauge(prometheus.GaugeOpts{Name: BatchMaxWait, Help: "batch.max_wait: the longest a batch stays open, so a sink with rows inserts at least this often."})
 	m.partitions = prometheus.NewGauge(prometheus.GaugeOpts{Name: Partitions, Help: "Partitions this member owns."})
 	age := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: LastCommitAge,
@@ -110,10 +124,14 @@ func New(group string) *Metrics {
 	}, func() float64 { return m.now().Sub(time.Unix(0, m.lastCommit.Load())).Seconds() })
 
 	m.reg.MustRegister(m.records, m.bytes, m.dlq, m.skipped, m.rows, m.inserts, m.sealed, m.retries, m.defaults, m.duration,
-		m.perInsert, m.lag, m.buffer, m.limit, m.paused, m.partitions, age,
+		m.perInsert, m.e2e, m.ages, m.lag, m.buffer, m.limit, m.paused, m.partitions, m.maxWait, age,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
+
+// clock is m.now as a method value, so handles and scrape-time collectors
+// read the clock tests may swap.
+func (m *Metrics) clock() time.Time { return m.now() }
 
 // Registry is the registry /metrics serves.
 func (m *Metrics) Registry() *prometheus.Registry {
@@ -125,11 +143,13 @@ func (m *Metrics) Registry() *prometheus.Registry {
 
 // Table is the handle of one ClickHouse table.
 type Table struct {
-	rows, inserts       prometheus.Counter
-	duration, perInsert prometheus.Observer
-	sealed              [batch.ReasonSchema + 1]prometheus.Counter // indexed by batch.Reason
-	retries             *prometheus.CounterVec                     // curried with the table
-	defaults            *prometheus.CounterVec                     // curried with the table
+	rows, inserts            prometheus.Counter
+	duration, perInsert, e2e prometheus.Observer
+	lastInsert               *atomic.Int64 // unix nanoseconds; read at scrape time
+	now                      func() time.Time
+	sealed                   [batch.ReasonSchema + 1]prometheus.Counter // indexed by batch.Reason
+	retries                  *prometheus.CounterVec                     // curried with the table
+	defaults                 *prometheus.CounterVec                     // curried with the table
 }
 
 // Table resolves the handle for table (db.table); call it once per table.
@@ -138,12 +158,15 @@ func (m *Metrics) Table(name string) *Table {
 		return nil
 	}
 	t := &Table{
-		rows:      m.rows.WithLabelValues(name),
-		inserts:   m.inserts.WithLabelValues(name),
-		duration:  m.duration.WithLabelValues(name),
-		perInsert: m.perInsert.WithLabelValues(name),
-		retries:   m.retries.MustCurryWith(prometheus.Labels{"table": name}),
-		defaults:  m.defaults.MustCurryWith(prometheus.Labels{"table": name}),
+		rows:       m.rows.WithLabelValues(name),
+		inserts:    m.inserts.WithLabelValues(name),
+		duration:   m.duration.WithLabelValues(name),
+		perInsert:  m.perInsert.WithLabelValues(name),
+		e2e:        m.e2e.WithLabelValues(name),
+		retries:    m.retries.MustCurryWith(prometheus.Labels{"table": name}),
+		defaults:   m.defaults.MustCurryWith(prometheus.Labels{"table": name}),
+		lastInsert: m.ages.table(name),
+		now:        m.clock,
 	}
 	for _, r := range reasons {
 		t.sealed[r] = m.sealed.WithLabelValues(name, r.String())
@@ -161,14 +184,23 @@ func (t *Table) Defaulted(column, reason string, n uint64) {
 }
 
 // Inserted records one successful INSERT of rows rows that took took.
-func (t *Table) Inserted(rows int, took time.Duration) {
+// oldest is the Kafka timestamp of the batch's oldest record: the
+// end-to-end latency observed is from it to now, the acknowledgement. The
+// zero time (or one at or before the Unix epoch) means no record carried a
+// timestamp, and then no latency is observed for this insert.
+func (t *Table) Inserted(rows int, took time.Duration, oldest time.Time) {
 	if t == nil {
 		return
 	}
+	now := t.now()
 	t.rows.Add(float64(rows))
 	t.inserts.Inc()
 	t.duration.Observe(took.Seconds())
 	t.perInsert.Observe(float64(rows))
+	t.lastInsert.Store(now.UnixNano())
+	if known(oldest) {
+		t.e2e.Observe(max(now.Sub(oldest), 0).Seconds())
+	}
 }
 
 // Sealed counts a sealed batch by its reason.
@@ -232,24 +264,34 @@ func (t *Topic) DLQ() {
 }
 
 // Partition is the handle of one owned topic-partition.
-type Partition struct{ lag prometheus.Gauge }
+type Partition struct {
+	lag      prometheus.Gauge
+	position *position // read at scrape time for sink_consumer_lag_seconds
+}
 
-// Partition resolves the lag gauge of topic/partition; call it once per
+// Partition resolves the lag gauges of topic/partition; call it once per
 // assignment and ForgetPartition when the partition goes away, so a
 // partition this member no longer owns does not report a stale lag.
 func (m *Metrics) Partition(topic string, partition int32) *Partition {
 	if m == nil {
 		return nil
 	}
-	return &Partition{lag: m.lag.WithLabelValues(topic, strconv.Itoa(int(partition)))}
+	return &Partition{
+		lag:      m.lag.WithLabelValues(topic, strconv.Itoa(int(partition))),
+		position: m.ages.partition(topic, partition),
+	}
 }
 
-// SetLag sets the partition's lag in records.
-func (p *Partition) SetLag(records int64) {
+// SetLag reports the partition's position after a fetch: records is the
+// number of records after the last one fetched (high watermark - 1 - its
+// offset), last is that record's Kafka timestamp. See LagSeconds for what
+// the time-based lag makes of them.
+func (p *Partition) SetLag(records int64, last time.Time) {
 	if p == nil {
 		return
 	}
 	p.lag.Set(float64(records))
+	p.position.set(records, last)
 }
 
 // ForgetPartition removes the partition's lag series.
@@ -258,6 +300,7 @@ func (m *Metrics) ForgetPartition(topic string, partition int32) {
 		return
 	}
 	m.lag.DeleteLabelValues(topic, strconv.Itoa(int(partition)))
+	m.ages.forget(topic, partition)
 }
 
 // SetBuffer reports the bytes buffered, the budget and whether fetching is
@@ -273,6 +316,14 @@ func (m *Metrics) SetBuffer(used, limit int, paused bool) {
 	} else {
 		m.paused.Set(0)
 	}
+}
+
+// SetMaxWait reports the configured batch.max_wait.
+func (m *Metrics) SetMaxWait(d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.maxWait.Set(d.Seconds())
 }
 
 // Committed notes that, at t, every handled record was committed.

@@ -73,8 +73,11 @@ func sum(s map[string]float64, name string, with ...string) (total float64, seri
 // TestMetricsMatchClickHouse runs the connector with metrics on, scrapes
 // /metrics over HTTP after the run, and checks the counters against what
 // ClickHouse saw (rows in the table, INSERTs and written rows in
-// query_log) and what was produced; /readyz answers 200 while the
-// connector runs and 503 after it left the group.
+// query_log) and what was produced, and the time-based series against the
+// clock (lag seconds 0 once caught up, one end-to-end latency per insert
+// within the bounds the produce and run times allow, a recent last
+// insert); /readyz answers 200 while the connector runs and 503 after it
+// left the group.
 //
 // The topic is produced once; each server's run consumes it with a group of
 // its own.
@@ -82,6 +85,10 @@ func TestMetricsMatchClickHouse(t *testing.T) {
 	brokers := testenv.Kafka(t)
 	topic := testenv.NewTopic(t, 4)
 	const n, bad = 40_000, 3
+	// Kafka stamps each record at produce time (CreateTime, milliseconds):
+	// every record's timestamp lies in [produced, producedEnd], which bounds
+	// the end-to-end latency each insert can report.
+	produced := time.Now().Add(-time.Millisecond)
 	goodBytes := produceEvents(t, topic, n)
 	badCl := testenv.KafkaClient(t, kgo.DefaultProduceTopic(topic))
 	for i := 0; i < bad; i++ {
@@ -89,12 +96,14 @@ func TestMetricsMatchClickHouse(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	producedEnd := time.Now()
 	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
-		testMetricsMatchClickHouse(t, s, brokers[0], topic, n, bad, goodBytes)
+		testMetricsMatchClickHouse(t, s, brokers[0], topic, n, bad, goodBytes, produced, producedEnd)
 	})
 }
 
-func testMetricsMatchClickHouse(t *testing.T, server testenv.Server, broker, topic string, n, bad uint64, goodBytes int64) {
+func testMetricsMatchClickHouse(t *testing.T, server testenv.Server, broker, topic string, n, bad uint64, goodBytes int64,
+	produced, producedEnd time.Time) {
 	ch := server.Conn(t)
 	db := server.NewDatabase(t)
 	dlq := testenv.NewTopic(t, 1)
@@ -123,6 +132,7 @@ http: {listen: ""}
 	if code, body := scrape(t, base+"/readyz"); code != http.StatusServiceUnavailable {
 		t.Fatalf("/readyz before the run: %d %q, want 503", code, body)
 	}
+	runStart := time.Now()
 	st := runUntilWith(t, cfg, ch, db+".events", n, func(w *writer.Writer) {
 		m.SetPinger(func(ctx context.Context) error { return w.Conn().Ping(ctx) })
 		if code, body := scrape(t, base+"/readyz"); code != http.StatusOK {
@@ -130,7 +140,9 @@ http: {listen: ""}
 		}
 	}, pipeline.WithMetrics(m))
 
+	runEnd := time.Now()
 	code, body := scrape(t, base+"/metrics")
+	scraped := time.Now()
 	if code != http.StatusOK {
 		t.Fatalf("/metrics: %d", code)
 	}
@@ -193,6 +205,32 @@ http: {listen: ""}
 	if reasons := get(metrics.BatchesSealed, table, `reason="rows"`); reasons < 3 {
 		t.Errorf("%v batches sealed by max_rows for %d rows at max_rows 10000, want at least 3", reasons, n)
 	}
+
+	// The time-based series. Caught up at the end: every partition's lag in
+	// seconds is 0, like its lag in records.
+	f(metrics.ConsumerLagSeconds+" (all partitions)", get(metrics.ConsumerLagSeconds, topicL), 0)
+	if _, series := sum(s, metrics.ConsumerLagSeconds, topicL); series != 4 {
+		t.Errorf("%d lag-seconds series, want one per partition (4)", series)
+	}
+	// One end-to-end observation per INSERT (every record has a timestamp),
+	// each between the earliest possible (the run started after the last
+	// record was produced) and the latest (acknowledged before the scrape,
+	// the record produced no earlier than produced).
+	f(metrics.EndToEndLatency+"_count", get(metrics.EndToEndLatency+"_count", table), qlInserts)
+	lo, hi := runStart.Sub(producedEnd).Seconds(), scraped.Sub(produced).Seconds()
+	if e2e := get(metrics.EndToEndLatency+"_sum", table); e2e < lo*float64(qlInserts) || e2e > hi*float64(qlInserts) {
+		t.Errorf("%s_sum = %.3fs over %d inserts, want each in [%.3fs, %.3fs]", metrics.EndToEndLatency, e2e, qlInserts, lo, hi)
+	}
+	if inf := get(metrics.EndToEndLatency+"_bucket", table, `le="+Inf"`); inf != float64(qlInserts) {
+		t.Errorf("%s +Inf bucket = %v, want %d", metrics.EndToEndLatency, inf, qlInserts)
+	}
+	// The last insert was acknowledged during the run: its age at the scrape
+	// is at most the time since the run's stop began.
+	if age := get(metrics.LastInsertAge, table); age < 0 || age > scraped.Sub(runEnd).Seconds()+runEnd.Sub(runStart).Seconds() || age > 10 {
+		t.Errorf("%s = %v right after the run (run took %v), want 0..10s", metrics.LastInsertAge, age, runEnd.Sub(runStart))
+	}
+	t.Logf("end-to-end latency: %d inserts, mean %.2fs (bounds %.2fs..%.2fs); last insert %.2fs before the scrape",
+		qlInserts, get(metrics.EndToEndLatency+"_sum", table)/float64(qlInserts), lo, hi, get(metrics.LastInsertAge, table))
 	if code, body := scrape(t, base+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "not joined") {
 		t.Errorf("/readyz after the run: %d %q, want 503 saying the consumer is not in the group", code, body)
 	}

@@ -68,16 +68,18 @@ type accKey struct {
 }
 
 type accState struct {
-	acc *batch.Accumulator
-	id  uint64 // the unit id the open batch's records are tracked under
-	key accKey
+	acc    *batch.Accumulator
+	id     uint64 // the unit id the open batch's records are tracked under
+	key    accKey
+	oldest int64 // unix nanoseconds of the open batch's oldest record timestamp; 0: none known
 }
 
 type flight struct {
-	b     *batch.Batch
-	table *tableState
-	tab   *writer.Table // the table's columns the batch was decoded for
-	bytes int
+	b      *batch.Batch
+	table  *tableState
+	tab    *writer.Table // the table's columns the batch was decoded for
+	bytes  int
+	oldest int64 // accState.oldest at seal time: the start of the batch's end-to-end latency
 }
 
 type ack struct {
@@ -188,6 +190,7 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w *writer.
 		o(p)
 	}
 	p.initExactly()
+	p.m.SetMaxWait(cfg.Batch.MaxWait)
 	if err := p.resolve(ctx); err != nil {
 		return nil, err
 	}

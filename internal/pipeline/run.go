@@ -288,7 +288,7 @@ func (p *Pipeline) handleFetches(writeCtx context.Context, f kgo.Fetches) {
 		tp := offsets.TP{Topic: fp.Topic, Partition: fp.Partition}
 		lag := fp.HighWatermark - fp.Records[len(fp.Records)-1].Offset - 1
 		p.lag[tp] = lag
-		p.partMetrics(tp).SetLag(lag)
+		p.partMetrics(tp).SetLag(lag, fp.Records[len(fp.Records)-1].Timestamp)
 		// Counted per partition fetch, not per record: one add each.
 		records, bytes := p.stats.Records, p.stats.Bytes
 		for _, r := range fp.Records {
@@ -339,6 +339,9 @@ func (p *Pipeline) handleRecord(writeCtx context.Context, now time.Time, tp offs
 	if p.eo != nil {
 		p.eoRow(a, tp)
 	}
+	if ts := r.Timestamp.UnixNano(); ts > 0 && (a.oldest == 0 || ts < a.oldest) {
+		a.oldest = ts // a record without timestamp (at or before the epoch) does not count
+	}
 	if full, why := a.acc.Add(now, tp, r.Offset, r.LeaderEpoch); full {
 		p.seal(writeCtx, a, why)
 	}
@@ -377,7 +380,8 @@ func (p *Pipeline) seal(writeCtx context.Context, a *accState, why batch.Reason)
 	}
 	ts.m.Sealed(why)
 	p.flushDefaults(ts)
-	p.flights[b.ID] = &flight{b: b, table: ts, tab: ts.t, bytes: b.Data.Bytes()}
+	p.flights[b.ID] = &flight{b: b, table: ts, tab: ts.t, bytes: b.Data.Bytes(), oldest: a.oldest}
+	a.oldest = 0
 	ts.queue = append(ts.queue, b)
 	p.pump(writeCtx, ts)
 }
@@ -458,7 +462,11 @@ func (p *Pipeline) handleAck(writeCtx context.Context, a ack) {
 	ts.inserts++
 	p.stats.Rows += int64(rows)
 	p.stats.Inserts++
-	ts.m.Inserted(rows, a.took)
+	var oldest time.Time // zero: no record of the batch had a timestamp
+	if f.oldest > 0 {
+		oldest = time.Unix(0, f.oldest)
+	}
+	ts.m.Inserted(rows, a.took, oldest)
 	p.log.Debug().Str("table", ts.t.FullName()).Uint64("batch", a.id).Int("rows", rows).Int("bytes", f.bytes).
 		Str("reason", f.b.Reason.String()).Int("partitions", len(f.b.Ranges)).Dur("took", a.took).
 		Dur("age", p.now().Sub(f.b.Opened)).Msg("inserted")
