@@ -34,7 +34,19 @@ type Config struct {
 	HTTP            HTTP          `koanf:"http"`
 	Log             Log           `koanf:"log"`
 	ShutdownTimeout time.Duration `koanf:"shutdown_timeout"`
+	// Delivery is DeliveryAtLeastOnce or DeliveryExactlyOnce (see
+	// docs/exactly-once.md).
+	Delivery string `koanf:"delivery"`
 }
+
+// Delivery guarantees.
+const (
+	DeliveryAtLeastOnce = "at_least_once"
+	DeliveryExactlyOnce = "exactly_once"
+)
+
+// ExactlyOnce reports whether delivery is exactly_once.
+func (c *Config) ExactlyOnce() bool { return c.Delivery == DeliveryExactlyOnce }
 
 // Kafka configures the consumer.
 type Kafka struct {
@@ -199,6 +211,7 @@ var (
 	onTombstones = []string{"skip", "bad_record"}
 	logLevels    = []string{"info", "debug", "warn", "error"}
 	logFormats   = []string{"json", "console"}
+	deliveries   = []string{DeliveryAtLeastOnce, DeliveryExactlyOnce}
 )
 
 // defaults returns the configuration that an empty YAML file amounts to,
@@ -322,6 +335,9 @@ func defaults() *Config {
 		// terminationGracePeriodSeconds above this; a flush cut short
 		// means replay after restart, not loss.
 		ShutdownTimeout: 30 * time.Second,
+		// Replays after a crash insert again (ReplacingMergeTree collapses
+		// them); exactly_once needs deduplication tokens and a window.
+		Delivery: DeliveryAtLeastOnce,
 	}
 }
 

@@ -80,6 +80,7 @@ func TestDefaults(t *testing.T) {
 		HTTP:            HTTP{Listen: "127.0.0.1:8080"},
 		Log:             Log{Level: "info", Format: "json"},
 		ShutdownTimeout: 30 * time.Second,
+		Delivery:        DeliveryAtLeastOnce,
 	}
 	if !reflect.DeepEqual(noCache(got), want) {
 		t.Fatalf("defaults:\ngot:\n%s\nwant:\n%s", got, want)
@@ -512,6 +513,7 @@ func TestValidate(t *testing.T) {
 	f("", env("SINK_LOG__FORMAT=text"), `log.format: "text" is not one of json, console`)
 	f("", env("SINK_LOG__LEVEL=warn", "SINK_LOG__FORMAT=console"), "")
 	f("", env("SINK_SHUTDOWN_TIMEOUT=0s"), "shutdown_timeout (0s) must be positive")
+	f("delivery: exactly-once", nil, `delivery: "exactly-once" is not one of at_least_once, exactly_once`)
 }
 
 func TestValidateReportsEverything(t *testing.T) {

@@ -77,6 +77,7 @@ func (c *Config) Validate() error {
 	p.oneOf("log.level", c.Log.Level, logLevels)
 	p.oneOf("log.format", c.Log.Format, logFormats)
 	p.positive("shutdown_timeout", c.ShutdownTimeout)
+	p.oneOf("delivery", c.Delivery, deliveries)
 
 	return errors.Join(p...)
 }

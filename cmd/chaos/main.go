@@ -32,7 +32,8 @@ func main() {
 		fmt.Fprintf(fs.Output(), `Usage: go run ./cmd/chaos [flags]   (make chaos CHAOS_ARGS='...')
 
 Runs the delivery-guarantee scenarios against the local stack and prints a
-table per ClickHouse server. Scenarios: %s.
+table per ClickHouse server. Scenarios: %s; kill9-mid-insert and zombie
+run only when named in --only.
 Examples:
   make chaos CHAOS_ARGS='--clickhouse 26 --only too-many-parts'
   go run ./cmd/chaos --clickhouse 18 --only kill9,poison --short
@@ -50,18 +51,28 @@ Flags:
 	stackRoot := fs.String("stack-root", envOr("SINK_STACK_ROOT", "."),
 		"the checkout whose scripts/stack.sh started the stack (its .stack/ holds the pid files the restart scenarios need; env SINK_STACK_ROOT)")
 	out := fs.String("out", "", "also write the tables to this file")
+	delivery := fs.String("delivery", "at_least_once", "the sinks' delivery: at_least_once (ReplacingMergeTree, checked with FINAL) or exactly_once (plain MergeTree, checked without FINAL: count() = produced, no (_topic, _partition, _offset) twice; ClickHouse 22.2+, so --clickhouse 26)")
 	fs.Parse(os.Args[1:])
 
 	servers, err := pickServers(*which, *ch18, *ch26)
 	check(err)
+	if *delivery != "at_least_once" && *delivery != "exactly_once" {
+		check(fmt.Errorf("--delivery %q: want at_least_once or exactly_once", *delivery))
+	}
 	specs := chaos.Scenarios(chaos.Full)
 	if *short {
 		specs = chaos.Scenarios(chaos.Short)
 	}
 	if *only != "" {
 		var picked []chaos.Spec
+		// kill9-mid-insert runs only when named (it takes a minute).
+		scale := chaos.Full
+		if *short {
+			scale = chaos.Short
+		}
+		all := append(specs, chaos.KillMidInsert(scale), chaos.Zombie(scale))
 		for _, n := range strings.Split(*only, ",") {
-			s, ok := find(specs, strings.TrimSpace(n))
+			s, ok := find(all, strings.TrimSpace(n))
 			if !ok {
 				check(fmt.Errorf("unknown scenario %q (have %s)", n, strings.Join(names(specs), ", ")))
 			}
@@ -85,7 +96,7 @@ Flags:
 	failed := false
 	for _, srv := range servers {
 		env := chaos.Env{Brokers: strings.Split(*brokers, ","), CHAddr: srv.addr, CHStack: srv.stack,
-			SinkBin: bin, RepoRoot: root, StackRoot: stack, WorkDir: work, Log: os.Stderr}
+			SinkBin: bin, RepoRoot: root, StackRoot: stack, WorkDir: work, Log: os.Stderr, Delivery: *delivery}
 		version := chaos.ServerVersion(context.Background(), srv.addr)
 		began := time.Now()
 		var results []*chaos.Result
@@ -96,8 +107,8 @@ Flags:
 			results = append(results, r)
 			failed = failed || !r.OK()
 		}
-		fmt.Fprintf(&report, "\nClickHouse %s (%s, %s): %d scenarios in %s\n\n", version, srv.name, srv.addr,
-			len(results), time.Since(began).Round(time.Second))
+		fmt.Fprintf(&report, "\nClickHouse %s (%s, %s), delivery %s: %d scenarios in %s\n\n", version, srv.name, srv.addr,
+			*delivery, len(results), time.Since(began).Round(time.Second))
 		chaos.PrintTable(&report, results)
 	}
 	fmt.Print(report.String())

@@ -100,6 +100,12 @@ func check(cfg *config.Config, stdout, stderr io.Writer) int {
 	for _, d := range windows {
 		fmt.Fprintf(stdout, "route: %s\n", d)
 	}
+	if cfg.ExactlyOnce() {
+		if err := p.CheckExactlyOnce(ctx); err != nil {
+			return fail(err)
+		}
+		fmt.Fprintln(stdout, "delivery: exactly_once: server and tables support it")
+	}
 	fmt.Fprintln(stdout, "check: ok")
 	return 0
 }

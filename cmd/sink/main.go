@@ -154,6 +154,12 @@ func run(cfg *config.Config, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sink: %v\n", err)
 		return 1
 	}
+	if cfg.ExactlyOnce() {
+		if err := p.CheckExactlyOnce(ctx); err != nil {
+			fmt.Fprintf(stderr, "sink: %v\n", err)
+			return 1
+		}
+	}
 	cons, err := consumer.New(ctx, cfg, log, p.Hooks())
 	if err != nil {
 		fmt.Fprintf(stderr, "sink: %v\n", err)

@@ -14,6 +14,7 @@ package chaos
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -51,7 +52,14 @@ type Env struct {
 	StackRoot string
 	WorkDir   string // configs and sink logs
 	Log       io.Writer
+	// Delivery is the sinks' delivery setting ("" is at_least_once). With
+	// exactly_once the target is a plain MergeTree table with a
+	// deduplication window, and the verdict needs count() = produced and
+	// no (_topic, _partition, _offset) twice, without FINAL.
+	Delivery string
 }
+
+func (e Env) exactlyOnce() bool { return e.Delivery == "exactly_once" }
 
 func (e Env) chStack() string {
 	if e.CHStack == "" {
@@ -138,6 +146,10 @@ type Spec struct {
 	Buffer     string        // batch.buffer_memory
 	MaxRows    int
 	Settings   string // table SETTINGS clause, may be ""
+	// Prepare, when set, runs after the table is created, before any sink;
+	// Check, when set, after the common checks.
+	Prepare func(ctx context.Context, r *run) error
+	Check   func(ctx context.Context, r *run, res *Result, good int)
 	// Faults runs alongside the producer; it returns when its faults are
 	// done (the harness then waits for the rows).
 	Faults func(ctx context.Context, r *run) error
@@ -212,6 +224,12 @@ func Run(ctx context.Context, env Env, s Spec) (res *Result) {
 	buf, _ := parseSize(s.Buffer)
 	res.RSSLimit = 2*buf + 100<<20
 
+	if s.Prepare != nil {
+		if err := s.Prepare(ctx, r); err != nil {
+			res.fail("prepare: %v", err)
+			return res
+		}
+	}
 	for i := 0; i < max(1, s.Instances); i++ {
 		if err := r.startSink(); err != nil {
 			res.fail("start sink: %v", err)
@@ -270,6 +288,9 @@ func Run(ctx context.Context, env Env, s Spec) (res *Result) {
 		res.fail("max RSS %d MiB above 2 × buffer_memory + 100 MiB = %d MiB", res.MaxRSS>>20, res.RSSLimit>>20)
 	}
 	r.verify(ctx, res, good, bad)
+	if s.Check != nil {
+		s.Check(ctx, r, res, good)
+	}
 	if s.NoDuplicates && res.Duplicates != 0 {
 		res.fail("%d duplicates: a clean rebalance must flush and commit before giving partitions up", res.Duplicates)
 	}
@@ -345,8 +366,14 @@ func setup(ctx context.Context, env Env, s Spec) (*run, error) {
 	r.queryLogTables = n > 0
 	ddl := fmt.Sprintf("CREATE TABLE chaos.%s (key UInt64, v String, n UInt32, _partition UInt16, _offset UInt64) "+
 		"ENGINE = ReplacingMergeTree(_offset) ORDER BY key", r.table)
-	if s.Settings != "" {
-		ddl += " SETTINGS " + s.Settings
+	settings := s.Settings
+	if env.exactlyOnce() {
+		ddl = fmt.Sprintf("CREATE TABLE chaos.%s (key UInt64, v String, n UInt32, _topic LowCardinality(String), _partition Int32, _offset Int64) "+
+			"ENGINE = MergeTree ORDER BY key", r.table)
+		settings = strings.Trim(settings+", non_replicated_deduplication_window = 1000", ", ")
+	}
+	if settings != "" {
+		ddl += " SETTINGS " + settings
 	}
 	if err := r.ch.Exec(cctx, ddl); err != nil {
 		return nil, fmt.Errorf("create table: %w", err)
@@ -380,7 +407,8 @@ errors: %s
 http: {listen: ""}
 log: {level: info, format: json}
 shutdown_timeout: 50s
-`, r.group, strings.Join(env.Brokers, ", "), r.topic, env.CHAddr, maxRows, s.Buffer, r.topic, r.table, errorsYAML)
+delivery: %s
+`, r.group, strings.Join(env.Brokers, ", "), r.topic, env.CHAddr, maxRows, s.Buffer, r.topic, r.table, errorsYAML, cmp.Or(env.Delivery, "at_least_once"))
 	r.cfgPath = filepath.Join(env.WorkDir, r.group+".yaml")
 	if err := os.WriteFile(r.cfgPath, []byte(cfg), 0o644); err != nil {
 		return nil, err
@@ -420,6 +448,8 @@ func (r *run) close() {
 		r.adm.DeleteTopics(ctx, r.dlqTopic)
 	}
 	r.adm.DeleteGroup(ctx, r.group)
+	r.ch.Exec(ctx, "DROP TABLE IF EXISTS chaos."+r.table+"_slow") // a scenario's view, if any
+	r.ch.Exec(ctx, "DROP TABLE IF EXISTS chaos."+r.table+"_count")
 	r.ch.Exec(ctx, "DROP TABLE IF EXISTS chaos."+r.table)
 	r.kcl.Close()
 	r.ch.Close()
@@ -624,7 +654,10 @@ func (r *run) verify(ctx context.Context, res *Result, good, bad int) {
 		res.fail("query: %v", err)
 		return
 	}
-	if err := r.ch.QueryRow(ctx, "SELECT count() FROM chaos."+r.table+" FINAL").Scan(&final); err != nil {
+	if r.env.exactlyOnce() {
+		r.verifyExactlyOnce(ctx, res, total)
+		final = total // no FINAL: every row must be there once as inserted
+	} else if err := r.ch.QueryRow(ctx, "SELECT count() FROM chaos."+r.table+" FINAL").Scan(&final); err != nil {
 		res.fail("query FINAL: %v", err)
 		return
 	}
@@ -640,6 +673,10 @@ func (r *run) verify(ctx context.Context, res *Result, good, bad int) {
 		res.Notes = append(res.Notes, fmt.Sprintf("duplicates counted from the table: query_log lists only %d rows written", written))
 	default:
 		res.Duplicates = int(written) - good
+	}
+	if r.env.exactlyOnce() {
+		// Deduplicated INSERTs may count in query_log; the table is exact.
+		res.Duplicates = int(total) - int(distinct)
 	}
 	if final != uint64(good) {
 		res.fail("FINAL count %d, want %d distinct produced keys", final, good)
@@ -675,6 +712,19 @@ func (r *run) verify(ctx context.Context, res *Result, good, bad int) {
 			res.fail("partition %d: committed %d, end %d", o.Partition, c.At, o.Offset)
 		}
 	})
+}
+
+// verifyExactlyOnce requires each source record once in the table, by its
+// (_topic, _partition, _offset), without FINAL or merges.
+func (r *run) verifyExactlyOnce(ctx context.Context, res *Result, total uint64) {
+	var distinct uint64
+	if err := r.ch.QueryRow(ctx, "SELECT uniqExact(_topic, _partition, _offset) FROM chaos."+r.table).Scan(&distinct); err != nil {
+		res.fail("query: %v", err)
+		return
+	}
+	if distinct != total {
+		res.fail("exactly-once: count() %d but uniqExact(_topic, _partition, _offset) %d: %d rows inserted twice", total, distinct, total-distinct)
+	}
 }
 
 // writtenRows is the number of rows the sinks' successful INSERTs into the

@@ -34,19 +34,9 @@ func Scenarios(sc Scale) []Spec {
 		{
 			Name: "kill9", Records: n(500_000), Partitions: 8, Duration: d(25 * time.Second), Buffer: "64MiB", Instances: 1,
 			Faults: func(ctx context.Context, r *run) error {
-				rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
-				for i := 0; i < 5; i++ {
-					if !sleep(ctx, d(time.Duration(2000+rng.IntN(3000))*time.Millisecond)) {
-						return ctx.Err()
-					}
-					if err := r.kill9(0); err != nil {
-						return err
-					}
-					if err := r.startSink(); err != nil {
-						return err
-					}
-				}
-				return nil
+				return r.killRestart(ctx, 5, func(rng *rand.Rand) time.Duration {
+					return d(time.Duration(2000+rng.IntN(3000)) * time.Millisecond)
+				})
 			},
 		},
 		{
@@ -220,4 +210,94 @@ func alive(pid int) bool {
 		return b[i+2] != 'Z'
 	}
 	return true
+}
+
+// KillMidInsert is kill9 with slow INSERTs: a materialized view counting
+// the table's rows into a SummingMergeTree table sleeps 0.1 ms per row (2 s
+// per 20,000-row batch), so most kills land while an INSERT is running or
+// just finished and not yet committed, the moments a replay must not
+// duplicate. Kills come 7-9 s apart, past the session timeout, so every new
+// process gets partitions and inserts. With exactly_once the view's target
+// (which has a deduplication window of its own) must count every record
+// once too.
+func KillMidInsert(sc Scale) Spec {
+	d := func(x time.Duration) time.Duration { return time.Duration(float64(x) * sc.Duration) }
+	return Spec{
+		Name: "kill9-mid-insert", Records: max(1000, int(300_000*sc.Records)), Partitions: 8, Duration: d(10 * time.Second),
+		Buffer: "64MiB", Instances: 1,
+		Prepare: func(ctx context.Context, r *run) error {
+			for _, q := range []string{
+				"CREATE TABLE chaos." + r.table + "_count (n UInt64) ENGINE = SummingMergeTree ORDER BY tuple() SETTINGS non_replicated_deduplication_window = 1000",
+				"CREATE MATERIALIZED VIEW chaos." + r.table + "_slow TO chaos." + r.table + "_count AS SELECT count() AS n FROM chaos." + r.table + " WHERE sleepEachRow(0.0001) = 0",
+			} {
+				if err := r.ch.Exec(ctx, q); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		Faults: func(ctx context.Context, r *run) error {
+			return r.killRestart(ctx, 5, func(rng *rand.Rand) time.Duration {
+				return time.Duration(7000+rng.IntN(2000)) * time.Millisecond
+			})
+		},
+		Check: func(ctx context.Context, r *run, res *Result, good int) {
+			var n uint64
+			if err := r.ch.QueryRow(ctx, "SELECT sum(n) FROM chaos."+r.table+"_count").Scan(&n); err != nil {
+				res.fail("view target: %v", err)
+				return
+			}
+			res.Notes = append(res.Notes, fmt.Sprintf("view counted %d rows", n))
+			if r.env.exactlyOnce() && n != uint64(good) {
+				res.fail("exactly-once: the materialized view counted %d rows, want %d", n, good)
+			}
+		},
+	}
+}
+
+// killRestart kills the first running sink with SIGKILL and starts a new one,
+// n times, waiting gap(rng) before each kill.
+func (r *run) killRestart(ctx context.Context, n int, gap func(*rand.Rand) time.Duration) error {
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
+	for i := 0; i < n; i++ {
+		if !sleep(ctx, gap(rng)) {
+			return ctx.Err()
+		}
+		if err := r.kill9(0); err != nil {
+			return err
+		}
+		if err := r.startSink(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Zombie pauses one of two members with SIGSTOP for 15 s, past the 6-s
+// session timeout, while INSERTs are slow (KillMidInsert's view), and then
+// resumes it: the other member takes its partitions over and replays what
+// it had recorded, while the paused one comes back with INSERTs in flight
+// and a stale generation. It may stop by itself once it resumes (with
+// exactly_once a member whose partitions were taken stops rather than
+// insert a batch it can no longer record); that is not a failure.
+func Zombie(sc Scale) Spec {
+	s := KillMidInsert(sc)
+	s.Name, s.Instances = "zombie", 2
+	s.Faults = func(ctx context.Context, r *run) error {
+		if !sleep(ctx, 8*time.Second) {
+			return ctx.Err()
+		}
+		r.mu.Lock()
+		p := r.procs[0]
+		r.mu.Unlock()
+		p.killed.Store(true) // may exit on its own after it resumes
+		r.logf("%s: SIGSTOP pid %d for 15s", r.name, p.cmd.Process.Pid)
+		if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+			return err
+		}
+		sleep(ctx, 15*time.Second)
+		r.logf("%s: SIGCONT pid %d", r.name, p.cmd.Process.Pid)
+		return p.cmd.Process.Signal(syscall.SIGCONT)
+	}
+	return s
 }

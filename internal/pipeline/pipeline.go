@@ -150,6 +150,8 @@ type Pipeline struct {
 	m      *metrics.Metrics
 	topicM map[string]*metrics.Topic
 	partM  map[offsets.TP]*metrics.Partition
+
+	eo *exactly // nil unless delivery is exactly_once (exactly.go)
 }
 
 // Option configures a Pipeline beyond its config.
@@ -187,6 +189,7 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w *writer.
 	for _, o := range opts {
 		o(p)
 	}
+	p.initExactly()
 	p.m.SetMaxWait(cfg.Batch.MaxWait)
 	if err := p.resolve(ctx); err != nil {
 		return nil, err

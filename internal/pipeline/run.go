@@ -12,6 +12,7 @@ import (
 
 	"sink/internal/batch"
 	"sink/internal/decode"
+	"sink/internal/eos"
 	"sink/internal/offsets"
 	"sink/internal/writer"
 )
@@ -26,6 +27,12 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	if p.cons == nil {
 		return errors.New("pipeline: Attach a consumer before Run")
 	}
+	if p.eo != nil && len(p.eo.windows) == 0 {
+		// Refuses what exactly-once cannot work with; remembers the windows.
+		if err := p.CheckExactlyOnce(ctx); err != nil {
+			return err
+		}
+	}
 	defer close(p.stopped)
 	defer p.m.Left()
 	// Inserts outlive ctx: on SIGTERM the open batches must still be written.
@@ -36,7 +43,21 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	go func() { defer close(pollerDone); p.poller(pollCtx) }()
 	// The poller must be gone before the client closes: a poll still in
 	// flight would hold the group's rebalance (and so the leave) forever.
-	stopPoller := func() { cancelPoll(); <-pollerDone }
+	// Meanwhile a group callback may be waiting for the owner (a loss
+	// noticed as the process stops, e.g. after a pause past the session
+	// timeout), and franz-go does not end the poll until the callback
+	// returns: handle such events while waiting.
+	stopPoller := func() {
+		cancelPoll()
+		for {
+			select {
+			case <-pollerDone:
+				return
+			case ev := <-p.events:
+				p.handleEvent(writeCtx, ev)
+			}
+		}
+	}
 	defer stopPoller()
 
 	timer := time.NewTimer(time.Hour)
@@ -283,6 +304,12 @@ func (p *Pipeline) handleFetches(writeCtx context.Context, f kgo.Fetches) {
 func (p *Pipeline) handleRecord(writeCtx context.Context, now time.Time, tp offsets.TP, r *kgo.Record) {
 	p.stats.Records++
 	p.stats.Bytes += int64(len(r.Key) + len(r.Value))
+	if p.eo != nil && p.eoSkip(tp, r.Offset) {
+		// Already a row in the table (exactly-once recovery).
+		p.stats.Skipped++
+		p.tracker.Add(tp, r.Offset, r.LeaderEpoch, offsets.Done)
+		return
+	}
 	rs, err := p.routeFor(writeCtx, r.Topic)
 	if err != nil {
 		p.fatal = err // the topic's table cannot be resolved: stop before this record
@@ -309,6 +336,9 @@ func (p *Pipeline) handleRecord(writeCtx context.Context, now time.Time, tp offs
 		return
 	}
 	p.tracker.Add(tp, r.Offset, r.LeaderEpoch, a.id)
+	if p.eo != nil {
+		p.eoRow(a, tp)
+	}
 	if ts := r.Timestamp.UnixNano(); ts > 0 && (a.oldest == 0 || ts < a.oldest) {
 		a.oldest = ts // a record without timestamp (at or before the epoch) does not count
 	}
@@ -345,6 +375,9 @@ func (p *Pipeline) seal(writeCtx context.Context, a *accState, why batch.Reason)
 		return
 	}
 	a.id = p.newID()
+	if p.eo != nil {
+		p.eoSealed(a, b)
+	}
 	ts.m.Sealed(why)
 	p.flushDefaults(ts)
 	p.flights[b.ID] = &flight{b: b, table: ts, tab: ts.t, bytes: b.Data.Bytes(), oldest: a.oldest}
@@ -366,14 +399,24 @@ func (p *Pipeline) pump(writeCtx context.Context, ts *tableState) {
 		ts.queue[0] = nil
 		ts.queue = ts.queue[1:]
 		ts.inflight++
-		go p.insert(writeCtx, ts, p.flights[b.ID].tab, b)
+		tab := p.flights[b.ID].tab
+		ctx, blk := writeCtx, writer.Block(b.Data.(*decode.Block))
+		if p.eo != nil {
+			var err error
+			if ctx, blk, err = p.eoIntent(writeCtx, ts, b); err != nil {
+				// Never inserted without its intent: the batch fails.
+				go func(id uint64) { p.acks <- ack{id: id, err: err} }(b.ID)
+				continue
+			}
+		}
+		go p.insert(ctx, ts, tab, b, blk)
 	}
 }
 
 // insert runs on its own goroutine and touches nothing of the owner's but
 // the acks and schemas channels and atomic counters. tab is the table's
 // layout the batch was decoded for.
-func (p *Pipeline) insert(ctx context.Context, ts *tableState, tab *writer.Table, b *batch.Batch) {
+func (p *Pipeline) insert(ctx context.Context, ts *tableState, tab *writer.Table, b *batch.Batch, blk writer.Block) {
 	start := time.Now()
 	onRetry := func(at writer.Attempt) {
 		ts.retries.Add(1)
@@ -384,7 +427,7 @@ func (p *Pipeline) insert(ctx context.Context, ts *tableState, tab *writer.Table
 			Int("attempt", at.N).Int32("code", at.Code).Str("class", at.Class.String()).
 			Dur("retry_in", at.Wait).Err(at.Err).Msg("insert failed, retrying the same block")
 	}
-	err := p.w.Insert(ctx, tab, b.Data.(*decode.Block), b.ID, onRetry, p.refreshFor(ts))
+	err := p.w.Insert(ctx, tab, blk, b.ID, onRetry, p.refreshFor(ts))
 	p.acks <- ack{id: b.ID, err: err, took: time.Since(start)}
 }
 
@@ -412,6 +455,9 @@ func (p *Pipeline) handleAck(writeCtx context.Context, a ack) {
 	}
 	rows := f.b.Rows()
 	p.tracker.Ack(a.id, f.b.TPs())
+	if p.eo != nil {
+		p.eoAcked(ts, a.id)
+	}
 	ts.rows += int64(rows)
 	ts.inserts++
 	p.stats.Rows += int64(rows)
@@ -486,12 +532,22 @@ func (p *Pipeline) commit() {
 		}
 		return
 	}
-	if err := p.cons.Commit(context.Background(), c); err != nil {
+	ctx := context.Background()
+	var ledgers map[offsets.TP]eos.Ledger
+	if p.eo != nil {
+		if c, ctx, ledgers = p.eoCommit(c); len(c) == 0 {
+			return
+		}
+	}
+	if err := p.cons.Commit(ctx, c); err != nil {
 		p.log.Warn().Err(err).Int("partitions", len(c)).Msg("offset commit failed; will retry")
 		p.uncommitted = c
 		return
 	}
 	p.uncommitted = nil
+	if p.eo != nil {
+		p.eoCommitted(ledgers)
+	}
 	p.m.Committed(p.now())
 	p.log.Debug().Int("partitions", len(c)).Msg("committed")
 }
@@ -511,6 +567,11 @@ func (p *Pipeline) handleEvent(writeCtx context.Context, ev groupEvent) {
 			p.log.Info().Int("partitions", len(tps)).Msg("partitions assigned")
 		}
 		p.m.Assigned(len(tps))
+		if p.eo != nil {
+			if err := p.eoRecover(writeCtx, tps); err != nil && p.fatal == nil {
+				p.fatal = err
+			}
+		}
 		close(ev.done)
 	case "lost":
 		// Another member may already own them: never commit for them.
@@ -590,6 +651,9 @@ func (p *Pipeline) checkRevokeDeadline() {
 
 // forget drops every trace of partitions this member no longer owns.
 func (p *Pipeline) forget(tps []offsets.TP) {
+	if p.eo != nil {
+		p.eoRelease(tps)
+	}
 	for _, tp := range tps {
 		p.tracker.Forget(tp)
 		delete(p.lag, tp)

@@ -374,7 +374,16 @@ func (w *Writer) InsertOnce(ctx context.Context, t *Table, block Block, queryID 
 		// refresh), not a driver error before the INSERT is sent.
 		opts = append(opts, clickhouse.WithColumnNamesAndTypes(t.columns))
 	}
-	if w.settings != nil {
+	if extra, _ := ctx.Value(insertSettingsKey{}).(clickhouse.Settings); extra != nil {
+		merged := make(clickhouse.Settings, len(w.settings)+len(extra))
+		for k, v := range w.settings {
+			merged[k] = v
+		}
+		for k, v := range extra {
+			merged[k] = v
+		}
+		opts = append(opts, clickhouse.WithSettings(merged))
+	} else if w.settings != nil {
 		opts = append(opts, clickhouse.WithSettings(w.settings))
 	}
 	ctx = clickhouse.Context(ctx, opts...)
@@ -413,6 +422,15 @@ func fill(dst []column.Interface, block Block) error {
 		}
 	}
 	return nil
+}
+
+type insertSettingsKey struct{}
+
+// WithInsertSettings returns ctx carrying settings for the INSERTs made with
+// it, on top of clickhouse.settings (they win on a clash): the
+// deduplication token of one batch, for instance.
+func WithInsertSettings(ctx context.Context, s clickhouse.Settings) context.Context {
+	return context.WithValue(ctx, insertSettingsKey{}, s)
 }
 
 // driverPanic is a panic inside clickhouse-go during an insert.

@@ -1,0 +1,168 @@
+package eos
+
+import (
+	"fmt"
+	"sort"
+
+	"sink/internal/offsets"
+)
+
+// Committed is one partition's committed offset and metadata as the group
+// coordinator returns them; Offset is -1 when nothing was committed.
+type Committed struct {
+	Offset   int64
+	Metadata string
+}
+
+// Snapshot is every committed partition of the group (owned or not).
+type Snapshot map[offsets.TP]Committed
+
+// Intent is a complete pending batch: its token, table and every range.
+type Intent struct {
+	Token  string
+	Table  string
+	Ranges []Range // canonical order
+}
+
+// Recovery is what an assigned partition needs before its records are
+// handled.
+type Recovery struct {
+	TP offsets.TP
+	// Offset is the committed offset (-1: none, consumption starts at the
+	// reset offset).
+	Offset int64
+	// Ledger is what the partition's next commits carry: the entries of
+	// complete intents that are replayed, and the check region.
+	Ledger Ledger
+	// CheckFrom..CheckTo (CheckTo -1: no end) is the region of offsets to
+	// look up in the table; Check is false when there is none.
+	Check              bool
+	CheckFrom, CheckTo int64
+	// Why says, for the log, why the partition is checked ("unmarked", …).
+	Why string
+}
+
+// Plan is the recovery of a set of assigned partitions.
+type Plan struct {
+	Parts []Recovery
+	// Replays are the complete intents touching an assigned partition, each
+	// once, ordered by token; they are rebuilt and inserted with their token.
+	Replays []Intent
+	// Notes are things worth a log line (malformed metadata).
+	Notes []string
+}
+
+// Covered returns the ranges of tp that the replays insert.
+func (p *Plan) Covered(tp offsets.TP) []Range {
+	var out []Range
+	for _, in := range p.Replays {
+		for _, r := range in.Ranges {
+			if r.TP == tp {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
+
+// PlanRecovery decides, from the group's committed offsets, what each
+// assigned partition needs (docs/exactly-once.md, "Recovery on assignment").
+// tableOf names the table (db.table) a topic's records go to; ok false for
+// a topic the sink does not write.
+func PlanRecovery(snap Snapshot, assigned []offsets.TP, tableOf func(topic string) (string, bool)) *Plan {
+	plan := &Plan{}
+	// Every valid ledger of the group, for gathering the entries of a token.
+	ledgers := map[offsets.TP]Ledger{}
+	for tp, c := range snap {
+		l, ok, err := Decode(c.Metadata)
+		if err != nil {
+			plan.Notes = append(plan.Notes, fmt.Sprintf("%s[%d]: %v (treated as unmarked)", tp.Topic, tp.Partition, err))
+			continue
+		}
+		if ok && l.Offset == c.Offset {
+			ledgers[tp] = l.Live(c.Offset)
+		}
+	}
+	type found struct {
+		tp offsets.TP
+		e  Entry
+	}
+	byToken := map[string][]found{}
+	for tp, l := range ledgers {
+		for _, e := range l.Entries {
+			byToken[e.Token] = append(byToken[e.Token], found{tp, e})
+		}
+	}
+	complete := map[string]*Intent{}
+	isComplete := func(token string) *Intent {
+		if in, ok := complete[token]; ok {
+			return in
+		}
+		fs := byToken[token]
+		var in *Intent
+		if len(fs) > 0 && len(fs) == fs[0].e.N {
+			rs := make([]Range, len(fs))
+			table, same := "", true
+			for i, f := range fs {
+				rs[i] = Range{TP: f.tp, First: f.e.First, Last: f.e.Last}
+				t, ok := tableOf(f.tp.Topic)
+				if !ok || (i > 0 && t != table) || f.e.N != fs[0].e.N {
+					same = false
+				}
+				table = t
+			}
+			if same && Token(table, rs) == token {
+				SortRanges(rs)
+				in = &Intent{Token: token, Table: table, Ranges: rs}
+			}
+		}
+		complete[token] = in
+		return in
+	}
+
+	sorted := append([]offsets.TP(nil), assigned...)
+	sort.Slice(sorted, func(i, j int) bool { return LessTP(sorted[i], sorted[j]) })
+	replay := map[string]bool{}
+	for _, tp := range sorted {
+		c, has := snap[tp]
+		if !has {
+			c = Committed{Offset: -1}
+		}
+		r := Recovery{TP: tp, Offset: c.Offset}
+		l, marked := ledgers[tp]
+		if !marked {
+			r.Check, r.CheckFrom, r.CheckTo = true, max(c.Offset, 0), -1
+			switch {
+			case c.Offset < 0:
+				r.Why = "no committed offset"
+			case c.Metadata == "":
+				r.Why = "committed without metadata (a reset, or another client)"
+			default:
+				r.Why = "metadata not written by this mode at this offset"
+			}
+			plan.Parts = append(plan.Parts, r)
+			continue
+		}
+		end := l.Check
+		r.Ledger = Ledger{Offset: c.Offset}
+		for _, e := range l.Entries {
+			if in := isComplete(e.Token); in != nil {
+				r.Ledger.Entries = append(r.Ledger.Entries, e)
+				if !replay[e.Token] {
+					replay[e.Token] = true
+					plan.Replays = append(plan.Replays, *in)
+				}
+				continue
+			}
+			end = max(end, e.Last+1)
+		}
+		if end > c.Offset {
+			r.Check, r.CheckFrom, r.CheckTo = true, c.Offset, end
+			r.Ledger.Check = end
+			r.Why = "incomplete intents or an unfinished check"
+		}
+		plan.Parts = append(plan.Parts, r)
+	}
+	sort.Slice(plan.Replays, func(i, j int) bool { return plan.Replays[i].Token < plan.Replays[j].Token })
+	return plan
+}

@@ -1,0 +1,62 @@
+package eos
+
+import (
+	"fmt"
+	"strings"
+
+	"sink/internal/writer"
+)
+
+// SourceColumns are the columns that say which record a row came from; the
+// table check and the rows-present count need all three.
+var SourceColumns = []string{"_topic", "_partition", "_offset"}
+
+// DefaultWindow is the window the refusal suggests: room for the batches of
+// many members inserting while a replay waits.
+const DefaultWindow = 1000
+
+// Require says, in one line, why exactly-once delivery cannot work with
+// this server and these tables, or returns nil. windows are the tables'
+// deduplication settings (writer.DedupWindows), in the order of tables.
+func Require(info writer.ServerInfo, tables []*writer.Table, windows []writer.TableDedup) error {
+	if !info.DedupToken {
+		return fmt.Errorf("delivery exactly_once needs insert_deduplication_token (ClickHouse 22.2 or newer); this server runs %s", info.Version)
+	}
+	for i, t := range tables {
+		var missing []string
+		for _, c := range SourceColumns {
+			if !inserts(t, c) {
+				missing = append(missing, c)
+			}
+		}
+		if len(missing) > 0 {
+			return fmt.Errorf("delivery exactly_once: table %s has no %s column (the sink fills _topic, _partition and _offset from each record and checks them after a rewind); add them, e.g. ALTER TABLE %s ADD COLUMN _topic LowCardinality(String), ADD COLUMN _partition Int32, ADD COLUMN _offset Int64",
+				t.FullName(), strings.Join(missing, ", "), quoted(t))
+		}
+		if i >= len(windows) {
+			continue
+		}
+		d := windows[i]
+		switch {
+		case d.Setting == "":
+			return fmt.Errorf("delivery exactly_once: table %s (%s) does not deduplicate INSERT blocks; use a MergeTree-family table", t.FullName(), d.Engine)
+		case d.Value == "" || d.Value == "0":
+			return fmt.Errorf("delivery exactly_once: table %s has %s = 0, so a replayed batch would be inserted again; run: ALTER TABLE %s MODIFY SETTING %s = %d",
+				t.FullName(), d.Setting, quoted(t), d.Setting, DefaultWindow)
+		}
+	}
+	return nil
+}
+
+func inserts(t *writer.Table, col string) bool {
+	for _, c := range t.Insert {
+		if c.Name == col {
+			return true
+		}
+	}
+	return false
+}
+
+func quoted(t *writer.Table) string {
+	return writer.QuoteIdent(t.Database) + "." + writer.QuoteIdent(t.Name)
+}

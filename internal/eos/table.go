@@ -1,0 +1,81 @@
+package eos
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"sink/internal/offsets"
+)
+
+// Span is a run of consecutive offsets First..Last.
+type Span struct{ First, Last int64 }
+
+// Present returns the offsets of tp at or after from (and before to, unless
+// to is -1) that table (already quoted as `db`.`t`) holds in its _offset
+// column, folded into runs of consecutive offsets, in order.
+func Present(ctx context.Context, conn driver.Conn, table string, tp offsets.TP, from, to int64) ([]Span, error) {
+	q := "SELECT DISTINCT toInt64(_offset) AS o FROM " + table +
+		" WHERE _topic = ? AND _partition = ? AND _offset >= ?"
+	args := []any{tp.Topic, tp.Partition, from}
+	if to >= 0 {
+		q += " AND _offset < ?"
+		args = append(args, to)
+	}
+	q += " ORDER BY o"
+	rows, err := conn.Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("clickhouse: checking which offsets of %s[%d] %s holds: %w", tp.Topic, tp.Partition, table, err)
+	}
+	defer rows.Close()
+	var out []Span
+	for rows.Next() {
+		var o int64
+		if err := rows.Scan(&o); err != nil {
+			return nil, fmt.Errorf("clickhouse: checking offsets in %s: %w", table, err)
+		}
+		if n := len(out); n > 0 && out[n-1].Last+1 == o {
+			out[n-1].Last = o
+			continue
+		}
+		out = append(out, Span{o, o})
+	}
+	return out, rows.Err()
+}
+
+// Covers is a set of offset spans of one partition that are already handled
+// (present in the table or inserted by a replay); records there are not
+// inserted again. Spans are kept sorted and are dropped once passed.
+type Covers []Span
+
+// Add inserts s, keeping the set sorted (spans may overlap).
+func (c Covers) Add(s Span) Covers {
+	i := 0
+	for i < len(c) && c[i].First < s.First {
+		i++
+	}
+	c = append(c, Span{})
+	copy(c[i+1:], c[i:])
+	c[i] = s
+	return c
+}
+
+// Has reports whether offset is covered, and drops the spans entirely
+// before it (offsets of a partition arrive in increasing order).
+func (c *Covers) Has(offset int64) bool {
+	s := *c
+	for len(s) > 0 && s[0].Last < offset {
+		s = s[1:]
+	}
+	*c = s
+	for _, sp := range s {
+		if sp.First > offset {
+			return false
+		}
+		if offset <= sp.Last {
+			return true
+		}
+	}
+	return false
+}
