@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sort"
 	"strconv"
+	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/internal/batch"
@@ -49,6 +52,111 @@ type exactly struct {
 	inserts map[*tableState]int64
 	marks   map[string]eoMark
 	margin  *prometheus.GaugeVec
+	// retries are tables whose next intent commit failed with an error that
+	// may pass (a broker restarting, a timeout): the batch waits at the head
+	// of the table's queue until the retry time, then pump tries again.
+	retries map[*tableState]*intentRetry
+}
+
+// intentRetry is the backoff of one table's failing intent commit.
+type intentRetry struct {
+	attempt int
+	at      time.Time
+	lastErr error
+}
+
+// intentError is a commit of a batch's intent that the broker or the
+// network refused; other errors of eoIntent are about the batch itself.
+type intentError struct{ err error }
+
+func (e *intentError) Error() string { return e.err.Error() }
+func (e *intentError) Unwrap() error { return e.err }
+
+// retriableIntent reports whether a failed intent may be recorded later: the
+// commit failed on the way (connection refused, timeouts, the coordinator
+// moving or loading, a rebalance in progress), not because this member lost
+// its membership. A fenced member must never insert the batch: that is what
+// keeps a paused member's late INSERT out of the table.
+func retriableIntent(err error) bool {
+	var ie *intentError
+	if !errors.As(err, &ie) {
+		return false
+	}
+	for _, fenced := range []error{kerr.IllegalGeneration, kerr.UnknownMemberID, kerr.FencedInstanceID,
+		kerr.FencedMemberEpoch, kerr.StaleMemberEpoch, kerr.UnknownTopicOrPartition, kerr.UnknownTopicID,
+		kerr.GroupAuthorizationFailed, kerr.TopicAuthorizationFailed, kerr.OffsetMetadataTooLarge} {
+		if errors.Is(err, fenced) {
+			return false
+		}
+	}
+	var netErr net.Error
+	return errors.Is(err, kerr.RebalanceInProgress) || kerr.IsRetriable(err) || kgo.IsRetryableBrokerErr(err) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.As(err, &netErr)
+}
+
+// eoRetryLater handles a failed intent of b: a retriable one puts b back at
+// the head of its table's queue with a backoff (retry_initial doubling up
+// to retry_max, as for inserts) and reports true; anything else is left to
+// the caller, which fails the batch.
+func (p *Pipeline) eoRetryLater(ts *tableState, b *batch.Batch, err error) bool {
+	if !retriableIntent(err) {
+		return false
+	}
+	r := p.eo.retries[ts]
+	if r == nil {
+		r = &intentRetry{}
+		p.eo.retries[ts] = r
+	}
+	r.attempt++
+	wait := p.cfg.ClickHouse.RetryInitial << min(r.attempt-1, 20)
+	if wait <= 0 || wait > p.cfg.ClickHouse.RetryMax {
+		wait = p.cfg.ClickHouse.RetryMax
+	}
+	r.at, r.lastErr = p.now().Add(wait), err
+	ts.queue = append([]*batch.Batch{b}, ts.queue...)
+	p.log.Warn().Str("table", ts.t.FullName()).Uint64("batch", b.ID).Int("attempt", r.attempt).
+		Dur("retry_in", wait).Err(err).Msg("exactly-once: recording the batch before its INSERT failed; trying again")
+	return true
+}
+
+// eoWaiting reports whether ts's next intent must wait for its retry time.
+func (p *Pipeline) eoWaiting(ts *tableState) bool {
+	if p.eo == nil {
+		return false
+	}
+	r := p.eo.retries[ts]
+	return r != nil && p.now().Before(r.at)
+}
+
+// eoRecorded ends ts's backoff after an intent went through.
+func (p *Pipeline) eoRecorded(ts *tableState) { delete(p.eo.retries, ts) }
+
+// eoNextRetry is how long until the earliest intent retry is due.
+func (p *Pipeline) eoNextRetry(now time.Time) (time.Duration, bool) {
+	if p.eo == nil || len(p.eo.retries) == 0 {
+		return 0, false
+	}
+	var next time.Duration
+	found := false
+	for _, r := range p.eo.retries {
+		if d := max(r.at.Sub(now), 0); !found || d < next {
+			next, found = d, true
+		}
+	}
+	return next, found
+}
+
+// eoRetryDue pumps the tables whose intent retry is due.
+func (p *Pipeline) eoRetryDue(writeCtx context.Context) {
+	if p.eo == nil {
+		return
+	}
+	now := p.now()
+	for ts, r := range p.eo.retries {
+		if !now.Before(r.at) {
+			p.pump(writeCtx, ts)
+		}
+	}
 }
 
 type rowParts struct {
@@ -124,6 +232,7 @@ func (p *Pipeline) initExactly() {
 		windows:   map[*tableState]int64{},
 		inserts:   map[*tableState]int64{},
 		marks:     map[string]eoMark{},
+		retries:   map[*tableState]*intentRetry{},
 	}
 	if reg := p.m.Registry(); reg != nil {
 		p.eo.margin = prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -236,8 +345,9 @@ func (p *Pipeline) eoIntent(ctx context.Context, ts *tableState, b *batch.Batch)
 		pos[r.TP], meta[r.TP], next[r.TP] = at, s, nl
 	}
 	if err := p.cons.Commit(eos.WithMetadata(context.Background(), meta), pos); err != nil {
-		return nil, nil, fmt.Errorf("exactly-once: recording batch %d before its INSERT was refused (%w); stopping: the group's other members or a restart replay what was recorded", b.ID, err)
+		return nil, nil, &intentError{fmt.Errorf("exactly-once: recording batch %d before its INSERT was refused (%w); stopping: the group's other members or a restart replay what was recorded", b.ID, err)}
 	}
+	p.eoRecorded(ts)
 	for tp, nl := range next {
 		*e.ledgers[tp] = nl
 	}

@@ -1,8 +1,16 @@
 package pipeline
 
 import (
+	"context"
+	"fmt"
+	"net"
 	"reflect"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"sink/config"
 	"sink/internal/batch"
@@ -73,5 +81,78 @@ func TestGivenUpBeforeRecorded(t *testing.T) {
 	p.eo.ledgers[a0], p.eo.ledgers[a1] = &eos.Ledger{Offset: 0}, &eos.Ledger{Offset: 0}
 	if _, _, err := p.eoIntent(nil, ts, p.flights[1].b); err == nil {
 		t.Fatal("a stale batch was recorded")
+	}
+}
+
+// TestRetriableIntent: an intent commit that failed on the way (the broker
+// down, a timeout, the coordinator moving, a rebalance running) is tried
+// again; one refused because the member lost its membership is not, and
+// neither is an error about the batch itself.
+func TestRetriableIntent(t *testing.T) {
+	f := func(err error, want bool) {
+		t.Helper()
+		if got := retriableIntent(err); got != want {
+			t.Errorf("retriableIntent(%v) = %v, want %v", err, got, want)
+		}
+	}
+	wrap := func(err error) error { return &intentError{fmt.Errorf("commit: %w", err)} }
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	f(wrap(refused), true)
+	f(wrap(context.DeadlineExceeded), true)
+	f(wrap(kerr.CoordinatorNotAvailable), true)
+	f(wrap(kerr.NotCoordinator), true)
+	f(wrap(kerr.RequestTimedOut), true)
+	f(wrap(kerr.RebalanceInProgress), true)
+	f(wrap(kerr.IllegalGeneration), false)
+	f(wrap(kerr.UnknownMemberID), false)
+	f(wrap(kerr.FencedInstanceID), false)
+	f(wrap(kerr.OffsetMetadataTooLarge), false)
+	f(fmt.Errorf("exactly-once: batch 3 holds records of partitions given up"), false)
+	f(refused, false) // not an intent commit
+}
+
+// TestIntentRetryBackoff: a retriable intent failure puts the batch back at
+// the head of its table's queue and makes the table wait retry_initial,
+// doubling per attempt up to retry_max; a recorded intent ends the wait.
+func TestIntentRetryBackoff(t *testing.T) {
+	now := time.Unix(1000, 0)
+	p := &Pipeline{cfg: &config.Config{Delivery: config.DeliveryExactlyOnce}, now: func() time.Time { return now }}
+	p.cfg.ClickHouse.RetryInitial, p.cfg.ClickHouse.RetryMax = 100*time.Millisecond, 350*time.Millisecond
+	p.initExactly()
+	ts := &tableState{t: writer.NewTable("db", "t", nil, nil)}
+	b1, b2 := &batch.Batch{ID: 1}, &batch.Batch{ID: 2}
+	ts.queue = []*batch.Batch{b2}
+	err := &intentError{fmt.Errorf("commit: %w", kerr.CoordinatorNotAvailable)}
+	if !p.eoRetryLater(ts, b1, err) {
+		t.Fatal("a retriable intent failure was not retried")
+	}
+	if len(ts.queue) != 2 || ts.queue[0] != b1 || ts.queue[1] != b2 {
+		t.Fatalf("queue %v; want batch 1 back at the head", ts.queue)
+	}
+	for i, want := range []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 350 * time.Millisecond, 350 * time.Millisecond} {
+		if i > 0 {
+			ts.queue = ts.queue[1:]
+			p.eoRetryLater(ts, b1, err)
+		}
+		if d, ok := p.eoNextRetry(now); !ok || d != want {
+			t.Fatalf("attempt %d: next retry in %v (%v), want %v", i+1, d, ok, want)
+		}
+		if !p.eoWaiting(ts) {
+			t.Fatalf("attempt %d: the table does not wait", i+1)
+		}
+	}
+	if s := p.stuckOn(); !strings.Contains(s, "recording a batch for db.t in Kafka") || !strings.Contains(s, "4 attempts") {
+		t.Fatalf("stuckOn = %q", s)
+	}
+	now = now.Add(350 * time.Millisecond)
+	if p.eoWaiting(ts) {
+		t.Fatal("still waiting after the backoff")
+	}
+	p.eoRecorded(ts)
+	if _, ok := p.eoNextRetry(now); ok {
+		t.Fatal("a recorded intent left a retry behind")
+	}
+	if p.eoRetryLater(ts, b1, &intentError{kerr.IllegalGeneration}) {
+		t.Fatal("a fenced member's intent was retried")
 	}
 }

@@ -91,6 +91,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		case <-timer.C:
 			p.sealExpired(writeCtx)
 			p.checkRevokeDeadline()
+			p.eoRetryDue(writeCtx)
 		case <-commitTick.C:
 			p.commit()
 		case <-schemaTick:
@@ -134,8 +135,14 @@ func (p *Pipeline) shutdown(writeCtx context.Context, cancelWrites context.Cance
 	p.abandonBlocked()
 	deadline := time.NewTimer(p.cfg.ShutdownTimeout)
 	defer deadline.Stop()
+	// Intents that wait for a retry (exactly_once, Kafka unreachable) are
+	// tried again while the shutdown waits.
+	retry := time.NewTicker(100 * time.Millisecond)
+	defer retry.Stop()
 	for p.unacked() > 0 {
 		select {
+		case <-retry.C:
+			p.eoRetryDue(writeCtx)
 		case a := <-p.acks:
 			p.handleAck(writeCtx, a)
 			p.abandonBlocked()
@@ -181,6 +188,11 @@ func (p *Pipeline) stuckOn() string {
 			msg += fmt.Sprintf(" (%d attempts, last error: %v)", oldest.attempt, oldest.lastErr)
 		}
 		return msg
+	}
+	if p.eo != nil {
+		for ts, r := range p.eo.retries {
+			return fmt.Sprintf("recording a batch for %s in Kafka before its INSERT (exactly_once; %d attempts, last error: %v)", ts.t.FullName(), r.attempt, r.lastErr)
+		}
 	}
 	var first *flight
 	for _, f := range p.flights {
@@ -391,7 +403,7 @@ func (p *Pipeline) seal(writeCtx context.Context, a *accState, why batch.Reason)
 // dead-letter topic waits for it (blockedBy), and so do the batches queued
 // behind it.
 func (p *Pipeline) pump(writeCtx context.Context, ts *tableState) {
-	for ts.inflight < p.cfg.ClickHouse.MaxInFlight && len(ts.queue) > 0 {
+	for ts.inflight < p.cfg.ClickHouse.MaxInFlight && len(ts.queue) > 0 && !p.eoWaiting(ts) {
 		b := ts.queue[0]
 		if p.blockedBy(b, false) != nil {
 			return
@@ -404,6 +416,10 @@ func (p *Pipeline) pump(writeCtx context.Context, ts *tableState) {
 		if p.eo != nil {
 			var err error
 			if ctx, blk, err = p.eoIntent(writeCtx, ts, b); err != nil {
+				if p.eoRetryLater(ts, b, err) {
+					ts.inflight--
+					return
+				}
 				// Never inserted without its intent: the batch fails.
 				go func(id uint64) { p.acks <- ack{id: id, err: err} }(b.ID)
 				continue
@@ -508,6 +524,9 @@ func (p *Pipeline) armTimer(timer *time.Timer) {
 		if d := p.revoke.deadline.Sub(now); d < next {
 			next = max(d, 0)
 		}
+	}
+	if d, ok := p.eoNextRetry(now); ok && d < next {
+		next = d
 	}
 	timer.Reset(next)
 }
