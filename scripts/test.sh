@@ -8,7 +8,10 @@ cd "$(dirname "$0")/.."
 mkdir -p .stack
 
 chv() { clickhouse-client --port "$1" -q 'SELECT version()' 2>/dev/null || echo '?'; }
-echo "test: Kafka $(ls .cache/kafka-libs 2>/dev/null | sed -n 's/^kafka_2.13-\(.*\)\.jar$/\1/p' | head -1) at 127.0.0.1:9092," \
+# The Kafka version comes from this checkout's jars; a stack reused from another
+# checkout has none here.
+kv=$(ls .cache/kafka-libs 2>/dev/null | sed -n 's/^kafka_2.13-\(.*\)\.jar$/\1/p' | head -1)
+echo "test: Kafka ${kv:-(version unknown: a stack started by another checkout)} at 127.0.0.1:9092," \
 	"ClickHouse $(chv 9000) at 127.0.0.1:9000 (ch18), ClickHouse $(chv 19000) at 127.0.0.1:19000 (ch26)"
 
 log=.stack/go-test.log
