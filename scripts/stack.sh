@@ -286,11 +286,28 @@ fetch_kafka_libs() {
 
 CH_STATE= # running (ours) | reused (foreign, healthy) | absent -> started
 
+# not_ours_state HEALTHY WHAT TCP HTTP: for a server this checkout did not start,
+# prints "reused" when one already answers on TCP, "absent" when both ports are
+# free, and fails when something else holds a port.
+not_ours_state() {
+	local healthy=$1 what=$2 tcp=$3 http=$4 port
+	if $healthy; then
+		say "reusing the $what that already answers on $HOST:$tcp (not started by this checkout)" >&2
+		echo reused
+		return
+	fi
+	for port in $tcp $http; do
+		if port_busy "$port"; then
+			die "port $port is in use by something that is not a ClickHouse server ($(port_owner "$port"))"
+		fi
+	done
+	echo absent
+}
+
 # ch_check decides what `up` does with ClickHouse; it fails on a foreign port holder
 # before anything is started, so a failed `up` leaves nothing half-running.
 ch_check() {
-	local pid
-	if pid=$(ch_ours); then
+	if ch_ours >/dev/null; then
 		CH_STATE=running
 		# users.xml is re-read by a running server: apply edits now. config.xml
 		# needs a restart, so only say that it changed.
@@ -298,17 +315,7 @@ ch_check() {
 		stale_config "$ROOT/testdata/clickhouse/config.xml" "$CH_DIR/config.xml" ClickHouse
 		return
 	fi
-	if ch_healthy; then
-		CH_STATE=reused
-		say "reusing the ClickHouse that already answers on $HOST:$CH_TCP (not started by this checkout)"
-		return
-	fi
-	for port in $CH_TCP $CH_HTTP; do
-		if port_busy "$port"; then
-			die "port $port is in use by something that is not a ClickHouse server ($(port_owner "$port"))"
-		fi
-	done
-	CH_STATE=absent
+	CH_STATE=$(not_ours_state ch_healthy ClickHouse "$CH_TCP" "$CH_HTTP") || exit 1
 }
 
 ch_start() {
@@ -344,17 +351,7 @@ ch26_check() {
 		stale_config "$ROOT/testdata/clickhouse26/users.xml" "$CH26_DIR/users.xml" "ClickHouse 26.9"
 		return
 	fi
-	if ch26_healthy; then
-		CH26_STATE=reused
-		say "reusing the ClickHouse that already answers on $HOST:$CH26_TCP (not started by this checkout)"
-		return
-	fi
-	for port in $CH26_TCP $CH26_HTTP; do
-		if port_busy "$port"; then
-			die "port $port is in use by something that is not a ClickHouse server ($(port_owner "$port"))"
-		fi
-	done
-	CH26_STATE=absent
+	CH26_STATE=$(not_ours_state ch26_healthy "ClickHouse 26.9" "$CH26_TCP" "$CH26_HTTP") || exit 1
 }
 
 ch26_start() {
