@@ -13,12 +13,15 @@ import (
 	"sink/internal/writer"
 )
 
+// sealedBatch is a sealed batch of decoded rows, waiting for or in its INSERT.
+type sealedBatch = batch.Batch[*decode.Block]
+
 // tableState is one ClickHouse target table.
 type tableState struct {
 	t        *writer.Table
 	plan     *decode.Plan    // any route's plan: all share the column layout
 	free     []*decode.Block // reset blocks for reuse
-	queue    []*batch.Batch  // sealed, waiting for an insert slot
+	queue    []*sealedBatch  // sealed, waiting for an insert slot
 	inflight int
 	// describing: a re-read of the columns is running (describeTables)
 	describing bool
@@ -37,14 +40,14 @@ type accKey struct {
 }
 
 type accState struct {
-	acc    *batch.Accumulator
+	acc    *batch.Accumulator[*decode.Block]
 	id     uint64 // the unit id the open batch's records are tracked under
 	key    accKey
 	oldest int64 // unix nanoseconds of the open batch's oldest record timestamp; 0: none known
 }
 
 type flight struct {
-	b      *batch.Batch
+	b      *sealedBatch
 	table  *tableState
 	tab    *writer.Table // the table's columns the batch was decoded for
 	bytes  int
@@ -119,7 +122,7 @@ func (p *Pipeline) pump(writeCtx context.Context, ts *tableState) {
 		ts.queue = ts.queue[1:]
 		ts.inflight++
 		tab := p.flights[b.ID].tab
-		ctx, blk := writeCtx, writer.Block(b.Data.(*decode.Block))
+		ctx, blk := writeCtx, writer.Block(b.Data)
 		if p.eo != nil {
 			var err error
 			if ctx, blk, err = p.eoIntent(writeCtx, ts, b); err != nil {
@@ -135,7 +138,7 @@ func (p *Pipeline) pump(writeCtx context.Context, ts *tableState) {
 // insert runs on its own goroutine and touches nothing of the owner's but
 // the acks and schemas channels and atomic counters. tab is the table's
 // layout the batch was decoded for.
-func (p *Pipeline) insert(ctx context.Context, ts *tableState, tab *writer.Table, b *batch.Batch, blk writer.Block) {
+func (p *Pipeline) insert(ctx context.Context, ts *tableState, tab *writer.Table, b *sealedBatch, blk writer.Block) {
 	start := time.Now()
 	onRetry := func(at writer.Attempt) {
 		ts.retries.Add(1)
@@ -189,7 +192,7 @@ func (p *Pipeline) handleAck(writeCtx context.Context, a ack) {
 	p.log.Debug().Str("table", ts.t.FullName()).Uint64("batch", a.id).Int("rows", rows).Int("bytes", f.bytes).
 		Str("reason", f.b.Reason.String()).Int("partitions", len(f.b.Ranges)).Dur("took", a.took).
 		Dur("age", p.now().Sub(f.b.Opened)).Msg("inserted")
-	blk := f.b.Data.(*decode.Block)
+	blk := f.b.Data
 	if f.tab == ts.t && len(ts.free) <= p.cfg.ClickHouse.MaxInFlight { // a block of the current layout
 		blk.Reset()
 		ts.free = append(ts.free, blk)

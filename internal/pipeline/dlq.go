@@ -8,7 +8,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"sink/internal/batch"
 	"sink/internal/consumer"
 	"sink/internal/offsets"
 )
@@ -126,7 +125,7 @@ func (p *Pipeline) dropDLQ(id uint64, d *dlqState) {
 // one of a partition b holds, for a record before the last one b holds of
 // it (only among those that failed for good when failedOnly). Few records
 // are ever waiting for the DLQ, so the scan is short.
-func (p *Pipeline) blockedBy(b *batch.Batch, failedOnly bool) *dlqState {
+func (p *Pipeline) blockedBy(b *sealedBatch, failedOnly bool) *dlqState {
 	if len(p.dlqs) == 0 {
 		return nil
 	}

@@ -12,9 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"sink/internal/batch"
 	"sink/internal/consumer"
-	"sink/internal/decode"
 	"sink/internal/eos"
 	"sink/internal/offsets"
 	"sink/internal/writer"
@@ -174,7 +172,7 @@ func (p *Pipeline) eoRow(a *accState, tp offsets.TP) {
 }
 
 // eoSealed computes the sealed batch's token and canonical row order.
-func (p *Pipeline) eoSealed(a *accState, b *batch.Batch) {
+func (p *Pipeline) eoSealed(a *accState, b *sealedBatch) {
 	e := p.eo
 	eb := &eoBatch{ranges: make([]eos.Range, len(b.Ranges))}
 	for i, r := range b.Ranges {
@@ -209,7 +207,7 @@ func (p *Pipeline) eoSealed(a *accState, b *batch.Batch) {
 // eoIntent records b in the commit metadata of each of its partitions, in one
 // commit, before its INSERT; it returns the context and block the INSERT
 // uses. An error means b must not be inserted.
-func (p *Pipeline) eoIntent(ctx context.Context, ts *tableState, b *batch.Batch) (context.Context, writer.Block, error) {
+func (p *Pipeline) eoIntent(ctx context.Context, ts *tableState, b *sealedBatch) (context.Context, writer.Block, error) {
 	e := p.eo
 	eb := e.batches[b.ID]
 	if eb == nil {
@@ -244,7 +242,7 @@ func (p *Pipeline) eoIntent(ctx context.Context, ts *tableState, b *batch.Batch)
 	eb.recorded = true
 	e.marks[eb.token] = eoMark{table: ts, at: e.inserts[ts]}
 	p.eoMargin(ts)
-	return tokenContext(ctx, eb.token), eos.Ordered(b.Data.(*decode.Block), eb.perm), nil
+	return tokenContext(ctx, eb.token), eos.Ordered(b.Data, eb.perm), nil
 }
 
 // eoPosition is what a commit of tp may say now: the handled prefix, or the

@@ -10,12 +10,39 @@ import (
 	"sink/internal/offsets"
 )
 
+// eventKind is a change of this member's partitions, as the group's
+// callbacks report it.
+type eventKind uint8
+
+const (
+	eventAssigned eventKind = iota + 1
+	eventRevoked
+	eventLost
+)
+
+func (k eventKind) String() string {
+	switch k {
+	case eventAssigned:
+		return "assigned"
+	case eventRevoked:
+		return "revoked"
+	case eventLost:
+		return "lost"
+	}
+	return "unknown"
+}
+
+// groupEvent is one group callback handed to the owner; the callback
+// waits until done is closed.
 type groupEvent struct {
-	kind  string // "assigned", "revoked", "lost"
+	kind  eventKind
 	parts map[string][]int32
 	done  chan struct{}
 }
 
+// revokeWait is a revoke being handled: the units (batches, dead-letter
+// produces) of the revoked partitions still unacknowledged, and when to
+// give up waiting for them.
 type revokeWait struct {
 	tps      []offsets.TP
 	waiting  map[uint64]bool
@@ -27,9 +54,9 @@ type revokeWait struct {
 // Hooks are the group callbacks to pass to consumer.New.
 func (p *Pipeline) Hooks() consumer.Hooks {
 	return consumer.Hooks{
-		Assigned: func(ctx context.Context, m map[string][]int32) { p.groupEvent(ctx, "assigned", m) },
-		Revoked:  func(ctx context.Context, m map[string][]int32) { p.groupEvent(ctx, "revoked", m) },
-		Lost:     func(ctx context.Context, m map[string][]int32) { p.groupEvent(ctx, "lost", m) },
+		Assigned: func(ctx context.Context, m map[string][]int32) { p.groupEvent(ctx, eventAssigned, m) },
+		Revoked:  func(ctx context.Context, m map[string][]int32) { p.groupEvent(ctx, eventRevoked, m) },
+		Lost:     func(ctx context.Context, m map[string][]int32) { p.groupEvent(ctx, eventLost, m) },
 	}
 }
 
@@ -37,7 +64,7 @@ func (p *Pipeline) Hooks() consumer.Hooks {
 // handled: for a revoke, until the revoked partitions' rows are in
 // ClickHouse and their offsets committed. Once the loop has stopped (it
 // already flushed and committed everything it could), it returns at once.
-func (p *Pipeline) groupEvent(ctx context.Context, kind string, m map[string][]int32) {
+func (p *Pipeline) groupEvent(ctx context.Context, kind eventKind, m map[string][]int32) {
 	ev := groupEvent{kind: kind, parts: m, done: make(chan struct{})}
 	select {
 	case p.events <- ev:
@@ -60,7 +87,7 @@ func (p *Pipeline) handleEvent(writeCtx context.Context, ev groupEvent) {
 		}
 	}
 	switch ev.kind {
-	case "assigned":
+	case eventAssigned:
 		// Cooperative rebalances call back with empty sets too; those are
 		// worth no info line.
 		if len(tps) > 0 {
@@ -73,13 +100,13 @@ func (p *Pipeline) handleEvent(writeCtx context.Context, ev groupEvent) {
 			}
 		}
 		close(ev.done)
-	case "lost":
+	case eventLost:
 		// Another member may already own them: never commit for them.
 		p.log.Warn().Int("partitions", len(tps)).Msg("partitions lost; dropping their uncommitted state")
 		p.forget(tps)
 		p.m.Left()
 		close(ev.done)
-	case "revoked":
+	case eventRevoked:
 		p.m.Revoked(len(tps))
 		if len(tps) == 0 {
 			close(ev.done)

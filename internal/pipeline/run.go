@@ -292,7 +292,7 @@ func (p *Pipeline) handleRecord(writeCtx context.Context, now time.Time, tp offs
 		return
 	}
 	a := p.accFor(rs.table, tp)
-	if err := rs.plan.Append(a.acc.Data().(*decode.Block), r); err != nil {
+	if err := rs.plan.Append(a.acc.Data(), r); err != nil {
 		if errors.Is(err, decode.ErrSkip) {
 			// A Debezium tombstone or the like: no row, handled as soon as seen.
 			p.stats.Skipped++
