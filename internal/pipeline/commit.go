@@ -30,14 +30,14 @@ func (p *Pipeline) commit() {
 		}
 		return
 	}
-	ctx := context.Background()
+	var meta map[offsets.TP]string
 	var ledgers map[offsets.TP]eos.Ledger
 	if p.eo != nil {
-		if c, ctx, ledgers = p.eoCommit(c); len(c) == 0 {
+		if c, meta, ledgers = p.eoCommit(c); len(c) == 0 {
 			return
 		}
 	}
-	if err := p.cons.Commit(ctx, c); err != nil {
+	if err := p.cons.Commit(context.Background(), c, meta); err != nil {
 		p.log.Warn().Err(err).Int("partitions", len(c)).Msg("offset commit failed; will retry")
 		p.uncommitted = c
 		return

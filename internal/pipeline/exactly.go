@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -85,12 +86,12 @@ func tokenContext(ctx context.Context, token string) context.Context {
 // delivery cannot work with (eos.Require). It also remembers each table's
 // window for the margin metric. Run calls it too, for tables resolved later.
 func (p *Pipeline) CheckExactlyOnce(ctx context.Context) error {
-	info, err := writer.Probe(ctx, p.w.Conn())
+	info, err := writer.Probe(ctx, p.conn())
 	if err != nil {
 		return err
 	}
 	tables := p.Tables()
-	windows, err := writer.DedupWindows(ctx, p.w.Conn(), tables)
+	windows, err := writer.DedupWindows(ctx, p.conn(), tables)
 	if err != nil {
 		return err
 	}
@@ -107,6 +108,10 @@ func (p *Pipeline) CheckExactlyOnce(ctx context.Context) error {
 	}
 	return nil
 }
+
+// conn is the sink's ClickHouse connection, which exactly-once delivery
+// queries directly (New refuses a sink without one in that mode).
+func (p *Pipeline) conn() driver.Conn { return p.w.(connSink).Conn() }
 
 func (p *Pipeline) initExactly() {
 	if !p.cfg.ExactlyOnce() {
@@ -233,7 +238,7 @@ func (p *Pipeline) eoIntent(ctx context.Context, ts *tableState, b *sealedBatch)
 		}
 		pos[r.TP], meta[r.TP], next[r.TP] = at, s, nl
 	}
-	if err := p.cons.Commit(eos.WithMetadata(context.Background(), meta), pos); err != nil {
+	if err := p.cons.Commit(context.Background(), pos, meta); err != nil {
 		return nil, nil, fmt.Errorf("exactly-once: recording batch %d before its INSERT was refused (%w); stopping: the group's other members or a restart replay what was recorded", b.ID, err)
 	}
 	for tp, nl := range next {
@@ -266,7 +271,7 @@ func (p *Pipeline) eoAcked(ts *tableState, id uint64) {
 
 // eoCommit turns a commit of positions into one that carries each
 // partition's ledger, dropping partitions this member does not own.
-func (p *Pipeline) eoCommit(c map[offsets.TP]offsets.Commit) (map[offsets.TP]offsets.Commit, context.Context, map[offsets.TP]eos.Ledger) {
+func (p *Pipeline) eoCommit(c map[offsets.TP]offsets.Commit) (map[offsets.TP]offsets.Commit, map[offsets.TP]string, map[offsets.TP]eos.Ledger) {
 	meta := map[offsets.TP]string{}
 	next := map[offsets.TP]eos.Ledger{}
 	for tp, pos := range c {
@@ -283,7 +288,7 @@ func (p *Pipeline) eoCommit(c map[offsets.TP]offsets.Commit) (map[offsets.TP]off
 		}
 		meta[tp], next[tp] = s, nl
 	}
-	return c, eos.WithMetadata(context.Background(), meta), next
+	return c, meta, next
 }
 
 // eoCommitted stores what a successful commit recorded.
@@ -376,7 +381,11 @@ func (p *Pipeline) eoRecover(ctx context.Context, tps []offsets.TP) error {
 	if len(tps) == 0 {
 		return nil
 	}
-	adm := kadm.NewClient(p.cons.Client())
+	cs, ok := p.cons.(clientSource)
+	if !ok {
+		return errors.New("exactly-once: the source has no Kafka client to read the group's ledgers with")
+	}
+	adm := kadm.NewClient(cs.Client())
 	snap, err := eos.FetchSnapshot(ctx, adm, p.cfg.Kafka.Group)
 	if err != nil {
 		return err
@@ -435,7 +444,7 @@ func (p *Pipeline) eoRecover(ctx context.Context, tps []offsets.TP) error {
 			table, ok := tableOf(r.TP.Topic)
 			if ok {
 				ts := p.tables[table]
-				spans, err := eos.Present(ctx, p.w.Conn(), writer.QuoteIdent(ts.t.Database)+"."+writer.QuoteIdent(ts.t.Name), r.TP, r.CheckFrom, r.CheckTo)
+				spans, err := eos.Present(ctx, p.conn(), writer.QuoteIdent(ts.t.Database)+"."+writer.QuoteIdent(ts.t.Name), r.TP, r.CheckFrom, r.CheckTo)
 				if err != nil {
 					return err
 				}

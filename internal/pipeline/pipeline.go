@@ -1,36 +1,48 @@
-// Package pipeline is the connector: it ties the Kafka consumer, the
-// decoders, the per-table batch accumulators, the ClickHouse writer and the
-// offsets tracker into one flow.
+// Package pipeline is the connector: it takes records from a Source (the
+// Kafka consumer group), decodes them per route, accumulates them per table
+// into large batches, inserts sealed batches through a Sink (ClickHouse),
+// and commits each partition's offsets only up to the records that are in
+// ClickHouse or in the dead-letter topic.
 //
-// One goroutine (Run's) owns every piece of mutable state: accumulators,
-// the tracker, the in-flight table and the counters. Everything else talks
-// to it over channels: the poller hands it fetches only when it asked for
-// them (so memory stays within batch.buffer_memory: when the budget is used
-// up it simply stops asking, and fetching pauses), insert goroutines report
-// acks, and the group callbacks hand it revokes and losses and wait for the
-// answer.
+// Concurrency: one goroutine (Run's, "the owner") owns every piece of
+// mutable state: routes and tables, accumulators, the offsets tracker, the
+// batches in flight, dead-letter produces, the exactly-once ledgers and the
+// counters. Everything else talks to it over channels: the poller hands it
+// fetches only when it asked for them (so memory stays within
+// batch.buffer_memory: when the budget is used up it stops asking, and
+// fetching pauses), insert and describe goroutines report results, and the
+// group callbacks (Hooks, on franz-go's goroutine) hand it assignments,
+// revokes and losses and wait for the answer. New, Tables, ResolveTopics and
+// CheckExactlyOnce are called before Run; Stats after it returned.
+//
+// The files follow the jobs: ports.go (Source and Sink), routing.go (routes
+// to tables, tables named after their topic), dispatch.go (accumulators,
+// each table's queue and in-flight slots, inserts and their acks),
+// commit.go, rebalance.go (assign, revoke with its deadline, loss), dlq.go
+// (bad records), schema.go (tables that change while running), exactly.go
+// (exactly-once delivery), stats.go (summary line, metric handles) and
+// run.go (the loop, the poller, shutdown).
 package pipeline
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/config"
-	"sink/internal/consumer"
 	"sink/internal/metrics"
 	"sink/internal/offsets"
-	"sink/internal/writer"
 )
 
 // Pipeline is one connector.
 type Pipeline struct {
 	cfg  *config.Config
 	log  zerolog.Logger
-	w    *writer.Writer
-	cons *consumer.Consumer
+	w    Sink
+	cons Source
 
 	tables  map[string]*tableState // "db.table"
 	routes  []*routeState
@@ -86,7 +98,7 @@ func WithMetrics(m *metrics.Metrics) Option { return func(p *Pipeline) { p.m = m
 // New resolves every route's table and compiles its decode plan. It fails
 // with one line naming the problem: a missing table, a column the mapping
 // cannot fill, an unknown source.
-func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w *writer.Writer, opts ...Option) (*Pipeline, error) {
+func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w Sink, opts ...Option) (*Pipeline, error) {
 	p := &Pipeline{
 		cfg:     cfg,
 		log:     log,
@@ -112,6 +124,9 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w *writer.
 		o(p)
 	}
 	p.initExactly()
+	if _, ok := w.(connSink); p.eo != nil && !ok {
+		return nil, errors.New("delivery exactly_once needs a sink with a ClickHouse connection")
+	}
 	p.m.SetMaxWait(cfg.Batch.MaxWait)
 	if err := p.resolve(ctx); err != nil {
 		return nil, err
@@ -121,7 +136,7 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w *writer.
 
 // Attach gives the pipeline its consumer. It is separate from New because
 // the consumer's group callbacks call into the pipeline.
-func (p *Pipeline) Attach(c *consumer.Consumer) { p.cons = c }
+func (p *Pipeline) Attach(c Source) { p.cons = c }
 
 // Stats returns the run's totals; valid after Run returned.
 func (p *Pipeline) Stats() Stats { return p.stats }
