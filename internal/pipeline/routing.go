@@ -135,9 +135,11 @@ func (p *Pipeline) compile(r config.Route, insert []decode.ColumnSchema) (*decod
 	return plan, nil
 }
 
-// routeFor returns the route of topic's records (nil: skip them). A route
-// whose table is named after the topic is resolved for the topic here, the
-// first time (resolveTopic); its error is fatal.
+// routeFor returns the route of topic's records (nil: skip them): the first
+// route that matches the topic, as config.RouteFor says; later matching
+// routes are never used. A route whose table is named after the topic is
+// resolved for the topic here, the first time (resolveTopic); its error is
+// fatal.
 func (p *Pipeline) routeFor(ctx context.Context, topic string) (*routeState, error) {
 	if rs, ok := p.byTopic[topic]; ok {
 		return rs, nil
