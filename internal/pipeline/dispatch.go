@@ -172,6 +172,10 @@ func (p *Pipeline) handleAck(writeCtx context.Context, a ack) {
 		if !errors.Is(a.err, context.Canceled) && p.fatal == nil {
 			p.fatal = a.err
 		}
+		// The slot is free: start the batches queued behind this one, as
+		// the flush after a failure does with every open batch. Left in
+		// the queue they would hold the flush until shutdown_timeout.
+		p.pump(writeCtx, ts)
 		p.revokeDone(a.id)
 		return
 	}
