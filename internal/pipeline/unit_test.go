@@ -21,6 +21,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -45,6 +46,7 @@ type fakeSource struct {
 	failCommits   int                             // the next this many commits fail
 	failedCommits int
 	dlqErr        error // what every dead-letter produce answers
+	dlqFailFirst  int   // or: the first this many answer a retriable error
 	dlqSent       []int64
 }
 
@@ -81,6 +83,10 @@ func (s *fakeSource) Commit(_ context.Context, pos map[offsets.TP]offsets.Commit
 func (s *fakeSource) ProduceDLQ(_ context.Context, _ string, rec *kgo.Record, _ error, _ bool, done func(error)) {
 	s.mu.Lock()
 	err := s.dlqErr
+	if s.dlqFailFirst > 0 {
+		s.dlqFailFirst--
+		err = kerr.LeaderNotAvailable
+	}
 	s.dlqSent = append(s.dlqSent, rec.Offset)
 	s.mu.Unlock()
 	go done(err)
@@ -371,6 +377,33 @@ func TestUnitFailedDLQProduceStops(t *testing.T) {
 	}
 	if got := r.src.committed(unitTP); got > 1 {
 		t.Fatalf("committed offset %d, past the record the DLQ did not take", got)
+	}
+}
+
+// TestUnitDLQProduceRetried: a dead-letter produce that fails retriably is
+// sent again after a backoff; the batch holding a later record of the
+// partition waits for it, then everything is inserted and committed.
+func TestUnitDLQProduceRetried(t *testing.T) {
+	cfg := unitConfig(t, "errors: {tolerance: all, dlq_topic: dead}\n")
+	cfg.Batch.MaxRows = 1
+	cfg.ClickHouse.RetryInitial = 20 * time.Millisecond
+	r := start(t, cfg, newFakeSink(nil))
+	r.src.mu.Lock()
+	r.src.dlqFailFirst = 2
+	r.src.mu.Unlock()
+	r.src.send(unitTP, 0, rows(0, 1)[0], `not json`, rows(2, 1)[0])
+	eventually(t, 2*time.Second, "offset 3 committed", func() bool { return r.src.committed(unitTP) == 3 })
+	if err := r.stop(t); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	r.src.mu.Lock()
+	sent := append([]int64(nil), r.src.dlqSent...)
+	r.src.mu.Unlock()
+	if len(sent) != 3 || sent[0] != 1 || sent[2] != 1 {
+		t.Fatalf("dead-letter produces of offsets %v, want offset 1 three times (two retriable failures)", sent)
+	}
+	if st := r.p.Stats(); st.Rows != 2 || st.DLQ != 1 || r.sink.inserted("db.t") != 2 {
+		t.Fatalf("stats %+v, sink %d rows; want 2 rows and 1 dead-lettered", st, r.sink.inserted("db.t"))
 	}
 }
 
