@@ -443,17 +443,17 @@ func (k Kafka) ConsumePatterns() []string {
 	return out
 }
 
-// RoutesFor returns the routes that apply to topic, in configuration order.
-// A topic can feed several tables. It allocates; callers on the hot path
-// should cache the result per topic.
-func (c *Config) RoutesFor(topic string) []Route {
-	var out []Route
+// RouteFor returns the route of topic: the first route, in configuration
+// order, that matches it (ok false: none does). A topic feeds one table;
+// a later route that also matches the topic is never used (one topic into
+// several tables is not supported). The pipeline applies the same rule.
+func (c *Config) RouteFor(topic string) (r Route, ok bool) {
 	for _, r := range c.Routes {
 		if r.Matches(topic) {
-			out = append(out, r)
+			return r, true
 		}
 	}
-	return out
+	return Route{}, false
 }
 
 // TableFor splits the route's table into database and table name, using

@@ -602,11 +602,11 @@ func TestLocalYAML(t *testing.T) {
 	if !reflect.DeepEqual(c.Kafka.Brokers, []string{"127.0.0.1:9092"}) || !reflect.DeepEqual(c.ClickHouse.Addrs, []string{"127.0.0.1:9000"}) {
 		t.Fatalf("local.yaml: brokers %v, addrs %v", c.Kafka.Brokers, c.ClickHouse.Addrs)
 	}
-	rs := c.RoutesFor("demo_events")
-	if len(rs) != 1 || rs[0].Format != "json" {
-		t.Fatalf("routes for demo_events: %+v", rs)
+	r, ok := c.RouteFor("demo_events")
+	if !ok || r.Format != "json" {
+		t.Fatalf("route for demo_events: %+v, %v", r, ok)
 	}
-	if db, table := c.TableFor(rs[0]); db != "default" || table != "demo_events" {
+	if db, table := c.TableFor(r); db != "default" || table != "demo_events" {
 		t.Fatalf("TableFor = %s.%s", db, table)
 	}
 }
@@ -650,26 +650,28 @@ routes:
 		t.Fatal(err)
 	}
 
-	f := func(topic string, wantTables ...string) {
+	// wantTable "": no route.
+	f := func(topic string, wantTable string) {
 		t.Helper()
-		var got []string
-		for _, r := range c.RoutesFor(topic) {
+		got := ""
+		if r, ok := c.RouteFor(topic); ok {
 			db, table := c.TableFor(r)
-			got = append(got, db+"."+table)
+			got = db + "." + table
 		}
-		if !reflect.DeepEqual(got, wantTables) {
-			t.Fatalf("RoutesFor(%q) -> %v; want %v", topic, got, wantTables)
+		if got != wantTable {
+			t.Fatalf("RouteFor(%q) -> %q; want %q", topic, got, wantTable)
 		}
-		if c.Consumes(topic) != (len(wantTables) > 0) {
+		if c.Consumes(topic) != (wantTable != "") {
 			t.Fatalf("Consumes(%q) = %v", topic, c.Consumes(topic))
 		}
 	}
-	f("orders", "analytics.orders", "archive.orders_raw")
+	// The first matching route wins: archive.orders_raw is never used.
+	f("orders", "analytics.orders")
 	f("payments", "analytics.payments")
 	f("audit_x", "analytics.audit")
-	f("xaudit_x") // anchored
-	f("ordersx")
-	f("")
+	f("xaudit_x", "") // anchored
+	f("ordersx", "")
+	f("", "")
 
 	// A hand-built Route (no Validate) still matches correctly.
 	r := Route{TopicRegex: "a+"}

@@ -16,7 +16,9 @@ import (
 	"sink/internal/offsets"
 )
 
-// Data is the row container a batch carries (a decode.Block in production).
+// Data is the row container a batch carries (a *decode.Block in
+// production). Accumulator and Batch are generic in it, so the caller gets
+// its own type back without assertions.
 type Data interface {
 	Rows() int
 	Bytes() int
@@ -72,9 +74,9 @@ type Range struct {
 }
 
 // Batch is a sealed, immutable set of rows for one table.
-type Batch struct {
+type Batch[D Data] struct {
 	ID     uint64
-	Data   Data
+	Data   D
 	Ranges []Range
 	Reason Reason
 	Opened time.Time // when the first row arrived
@@ -82,10 +84,10 @@ type Batch struct {
 }
 
 // Rows is the number of rows in the batch.
-func (b *Batch) Rows() int { return b.Data.Rows() }
+func (b *Batch[D]) Rows() int { return b.Data.Rows() }
 
 // TPs lists the partitions the batch holds records of.
-func (b *Batch) TPs() []offsets.TP {
+func (b *Batch[D]) TPs() []offsets.TP {
 	out := make([]offsets.TP, len(b.Ranges))
 	for i, r := range b.Ranges {
 		out[i] = r.TP
@@ -94,7 +96,7 @@ func (b *Batch) TPs() []offsets.TP {
 }
 
 // Holds reports whether the batch holds records of tp.
-func (b *Batch) Holds(tp offsets.TP) bool {
+func (b *Batch[D]) Holds(tp offsets.TP) bool {
 	for _, r := range b.Ranges {
 		if r.TP == tp {
 			return true
@@ -105,9 +107,9 @@ func (b *Batch) Holds(tp offsets.TP) bool {
 
 // Accumulator collects rows for one table (or, with ignore_partitions
 // false, one table-partition) until the policy says it is full.
-type Accumulator struct {
+type Accumulator[D Data] struct {
 	policy Policy
-	data   Data
+	data   D
 	opened time.Time
 	ranges []Range
 	// last is the index in ranges of the previous Add: records arrive in runs
@@ -117,19 +119,19 @@ type Accumulator struct {
 }
 
 // NewAccumulator starts an empty accumulator appending into data.
-func NewAccumulator(p Policy, data Data) *Accumulator {
-	return &Accumulator{policy: p, data: data, index: make(map[offsets.TP]int)}
+func NewAccumulator[D Data](p Policy, data D) *Accumulator[D] {
+	return &Accumulator[D]{policy: p, data: data, index: make(map[offsets.TP]int)}
 }
 
 // Data is the container the caller appends the next row to before Add.
-func (a *Accumulator) Data() Data { return a.data }
+func (a *Accumulator[D]) Data() D { return a.data }
 
 // Empty reports whether no row was added since the last seal.
-func (a *Accumulator) Empty() bool { return len(a.ranges) == 0 }
+func (a *Accumulator[D]) Empty() bool { return len(a.ranges) == 0 }
 
 // Add records that the row just appended to Data came from offset of tp,
 // and reports whether the accumulator is now full by rows or bytes.
-func (a *Accumulator) Add(now time.Time, tp offsets.TP, offset int64, epoch int32) (full bool, why Reason) {
+func (a *Accumulator[D]) Add(now time.Time, tp offsets.TP, offset int64, epoch int32) (full bool, why Reason) {
 	if len(a.ranges) == 0 {
 		a.opened = now
 	}
@@ -157,7 +159,7 @@ func (a *Accumulator) Add(now time.Time, tp offsets.TP, offset int64, epoch int3
 
 // UntilNext returns how long until max_wait seals the open batch; ok is
 // false when there is nothing to wait for (empty, or no max_wait).
-func (a *Accumulator) UntilNext(now time.Time) (d time.Duration, ok bool) {
+func (a *Accumulator[D]) UntilNext(now time.Time) (d time.Duration, ok bool) {
 	if len(a.ranges) == 0 || a.policy.MaxWait <= 0 {
 		return 0, false
 	}
@@ -171,11 +173,11 @@ func (a *Accumulator) UntilNext(now time.Time) (d time.Duration, ok bool) {
 // Seal hands out the rows added so far as an immutable batch and continues
 // with next (an empty container, typically a reused one). Seal on an empty
 // accumulator returns nil and keeps its data.
-func (a *Accumulator) Seal(now time.Time, id uint64, reason Reason, next Data) *Batch {
+func (a *Accumulator[D]) Seal(now time.Time, id uint64, reason Reason, next D) *Batch[D] {
 	if len(a.ranges) == 0 {
 		return nil
 	}
-	b := &Batch{
+	b := &Batch[D]{
 		ID:     id,
 		Data:   a.data,
 		Ranges: a.ranges,
@@ -191,7 +193,7 @@ func (a *Accumulator) Seal(now time.Time, id uint64, reason Reason, next Data) *
 }
 
 // Holds reports whether the open batch has records of tp.
-func (a *Accumulator) Holds(tp offsets.TP) bool {
+func (a *Accumulator[D]) Holds(tp offsets.TP) bool {
 	_, ok := a.index[tp]
 	return ok
 }

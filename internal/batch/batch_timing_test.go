@@ -39,7 +39,7 @@ func BenchmarkAdd(b *testing.B) {
 					id++
 					sealed := a.Seal(t0, id, why, spare)
 					// the insert is done: the container comes back empty
-					spare, d = sealed.Data.(*rows), spare
+					spare, d = sealed.Data, spare
 					*spare = rows{}
 				}
 			}

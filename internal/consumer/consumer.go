@@ -1,7 +1,8 @@
 // Package consumer is the Kafka side of the sink: one franz-go client that
 // joins the connector's consumer group with cooperative-sticky balancing,
-// fetches with the seed-004 tuning (fetch_min_bytes, fetch_max_wait), never
-// commits on its own, and produces dead-letter records.
+// fetches in large responses (kafka.fetch_min_bytes, fetch_max_wait), never
+// commits on its own, and produces dead-letter records. A Consumer is the
+// pipeline's Source (internal/pipeline's ports).
 //
 // Rebalances are blocked while polled records are being processed
 // (BlockRebalanceOnPoll): the pipeline calls AllowRebalance after each poll,
@@ -265,10 +266,14 @@ func (c *Consumer) Poll(ctx context.Context, max int) kgo.Fetches {
 // AllowRebalance lets a rebalance that waited for the last poll proceed.
 func (c *Consumer) AllowRebalance() { c.cl.AllowRebalance() }
 
-// Commit commits the given positions synchronously.
-func (c *Consumer) Commit(ctx context.Context, pos map[offsets.TP]offsets.Commit) error {
+// Commit commits the given positions synchronously. meta, if not nil, is
+// stored as the commit metadata of its partitions (withMetadata).
+func (c *Consumer) Commit(ctx context.Context, pos map[offsets.TP]offsets.Commit, meta map[offsets.TP]string) error {
 	if len(pos) == 0 {
 		return nil
+	}
+	if meta != nil {
+		ctx = withMetadata(ctx, meta)
 	}
 	m := make(map[string]map[int32]kgo.EpochOffset)
 	for tp, p := range pos {
@@ -303,6 +308,28 @@ func (c *Consumer) Commit(ctx context.Context, pos map[offsets.TP]offsets.Commit
 		return fmt.Errorf("kafka: commit: %w", cerr)
 	}
 	return nil
+}
+
+// withMetadata returns ctx carrying meta for the next CommitOffsetsSync made
+// with it: franz-go calls the function just before sending the request, after
+// it filled in the group, member id and generation (which is what fences a
+// member that lost its membership), and the function sets each partition's
+// metadata. A partition of the request missing from meta keeps franz-go's
+// default metadata (the member id), which exactly-once recovery (internal/eos) reads as unmarked.
+func withMetadata(ctx context.Context, meta map[offsets.TP]string) context.Context {
+	return kgo.PreCommitFnContext(ctx, func(req *kmsg.OffsetCommitRequest) error {
+		for i := range req.Topics {
+			t := &req.Topics[i]
+			for j := range t.Partitions {
+				p := &t.Partitions[j]
+				if m, ok := meta[offsets.TP{Topic: t.Topic, Partition: p.Partition}]; ok {
+					m := m
+					p.Metadata = &m
+				}
+			}
+		}
+		return nil
+	})
 }
 
 // ProduceDLQ sends a copy of rec to topic with headers describing why it

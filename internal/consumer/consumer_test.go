@@ -147,7 +147,7 @@ func TestCommitErrorIsReported(t *testing.T) {
 		t.Fatal("group never assigned partitions")
 	}
 	pos := map[offsets.TP]offsets.Commit{{Topic: "src", Partition: 0}: {Offset: 5, Epoch: -1}}
-	if err := c.Commit(context.Background(), pos); err != nil {
+	if err := c.Commit(context.Background(), pos, nil); err != nil {
 		t.Fatalf("commit on a healthy cluster: %v", err)
 	}
 	cluster.ControlKey(kmsg.OffsetCommit.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
@@ -166,7 +166,7 @@ func TestCommitErrorIsReported(t *testing.T) {
 		}
 		return resp, nil, true
 	})
-	err = c.Commit(context.Background(), pos)
+	err = c.Commit(context.Background(), pos, nil)
 	if err == nil || !strings.Contains(err.Error(), "src[0]") || !strings.Contains(err.Error(), "OFFSET_METADATA_TOO_LARGE") {
 		t.Fatalf("refused commit: got %v", err)
 	}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"sink/internal/offsets"
 )
@@ -30,28 +29,6 @@ func FetchSnapshot(ctx context.Context, adm *kadm.Client, group string) (Snapsho
 		snap[offsets.TP{Topic: o.Topic, Partition: o.Partition}] = Committed{Offset: o.At, Metadata: o.Metadata}
 	})
 	return snap, ferr
-}
-
-// WithMetadata returns ctx carrying meta for the next CommitOffsetsSync made
-// with it: franz-go calls the function just before sending the request, after
-// it filled in the group, member id and generation (which is what fences a
-// member that lost its membership), and the function sets each partition's
-// metadata. A partition of the request missing from meta keeps franz-go's
-// default metadata (the member id), which the recovery reads as unmarked.
-func WithMetadata(ctx context.Context, meta map[offsets.TP]string) context.Context {
-	return kgo.PreCommitFnContext(ctx, func(req *kmsg.OffsetCommitRequest) error {
-		for i := range req.Topics {
-			t := &req.Topics[i]
-			for j := range t.Partitions {
-				p := &t.Partitions[j]
-				if m, ok := meta[offsets.TP{Topic: t.Topic, Partition: p.Partition}]; ok {
-					m := m
-					p.Metadata = &m
-				}
-			}
-		}
-		return nil
-	})
 }
 
 // ReadRanges reads exactly the records of ranges with a client of its own

@@ -8,7 +8,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"sink/internal/batch"
 	"sink/internal/consumer"
 	"sink/internal/offsets"
 )
@@ -126,7 +125,7 @@ func (p *Pipeline) dropDLQ(id uint64, d *dlqState) {
 // one of a partition b holds, for a record before the last one b holds of
 // it (only among those that failed for good when failedOnly). Few records
 // are ever waiting for the DLQ, so the scan is short.
-func (p *Pipeline) blockedBy(b *batch.Batch, failedOnly bool) *dlqState {
+func (p *Pipeline) blockedBy(b *sealedBatch, failedOnly bool) *dlqState {
 	if len(p.dlqs) == 0 {
 		return nil
 	}
@@ -162,4 +161,24 @@ func (p *Pipeline) abandonBlocked() {
 		clear(ts.queue[len(kept):])
 		ts.queue = kept
 	}
+}
+
+// badRecord diverts a record that cannot be decoded: to the dead-letter
+// topic, counted as handled once Kafka has it (see dlqState for what waits
+// for that), or, with errors.tolerance none, it stops the connector before
+// anything past it is committed.
+func (p *Pipeline) badRecord(writeCtx context.Context, tp offsets.TP, r *kgo.Record, err error) {
+	if p.cfg.Errors.Tolerance != "all" {
+		p.fatal = fmt.Errorf("%w (errors.tolerance is none: stopping; set errors.tolerance: all and errors.dlq_topic to divert bad records)", err)
+		return
+	}
+	id := p.newID()
+	d := &dlqState{tp: tp, rec: r, cause: err}
+	p.dlqs[id] = d
+	p.dlqBytes += d.bytes()
+	p.tracker.Add(tp, r.Offset, r.LeaderEpoch, id)
+	p.stats.DLQ++
+	p.topicMetrics(tp.Topic).DLQ()
+	p.log.Warn().Err(err).Str("dlq_topic", p.cfg.Errors.DLQTopic).Msg("bad record sent to the dead-letter topic")
+	p.sendDLQ(writeCtx, id, d)
 }

@@ -10,14 +10,13 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"sink/internal/batch"
 	"sink/internal/consumer"
-	"sink/internal/decode"
 	"sink/internal/eos"
 	"sink/internal/offsets"
 	"sink/internal/writer"
@@ -98,7 +97,7 @@ func retriableIntent(err error) bool {
 // the head of its table's queue with a backoff (retry_initial doubling up
 // to retry_max, as for inserts) and reports true; anything else is left to
 // the caller, which fails the batch.
-func (p *Pipeline) eoRetryLater(ts *tableState, b *batch.Batch, err error) bool {
+func (p *Pipeline) eoRetryLater(ts *tableState, b *sealedBatch, err error) bool {
 	if !retriableIntent(err) {
 		return false
 	}
@@ -113,7 +112,7 @@ func (p *Pipeline) eoRetryLater(ts *tableState, b *batch.Batch, err error) bool 
 		wait = p.cfg.ClickHouse.RetryMax
 	}
 	r.at, r.lastErr = p.now().Add(wait), err
-	ts.queue = append([]*batch.Batch{b}, ts.queue...)
+	ts.queue = append([]*sealedBatch{b}, ts.queue...)
 	p.log.Warn().Str("table", ts.t.FullName()).Uint64("batch", b.ID).Int("attempt", r.attempt).
 		Dur("retry_in", wait).Err(err).Msg("exactly-once: recording the batch before its INSERT failed; trying again")
 	return true
@@ -195,12 +194,12 @@ func tokenContext(ctx context.Context, token string) context.Context {
 // delivery cannot work with (eos.Require). It also remembers each table's
 // window for the margin metric. Run calls it too, for tables resolved later.
 func (p *Pipeline) CheckExactlyOnce(ctx context.Context) error {
-	info, err := writer.Probe(ctx, p.w.Conn())
+	info, err := writer.Probe(ctx, p.conn())
 	if err != nil {
 		return err
 	}
 	tables := p.Tables()
-	windows, err := writer.DedupWindows(ctx, p.w.Conn(), tables)
+	windows, err := writer.DedupWindows(ctx, p.conn(), tables)
 	if err != nil {
 		return err
 	}
@@ -217,6 +216,10 @@ func (p *Pipeline) CheckExactlyOnce(ctx context.Context) error {
 	}
 	return nil
 }
+
+// conn is the sink's ClickHouse connection, which exactly-once delivery
+// queries directly (New refuses a sink without one in that mode).
+func (p *Pipeline) conn() driver.Conn { return p.w.(connSink).Conn() }
 
 func (p *Pipeline) initExactly() {
 	if !p.cfg.ExactlyOnce() {
@@ -283,7 +286,7 @@ func (p *Pipeline) eoRow(a *accState, tp offsets.TP) {
 }
 
 // eoSealed computes the sealed batch's token and canonical row order.
-func (p *Pipeline) eoSealed(a *accState, b *batch.Batch) {
+func (p *Pipeline) eoSealed(a *accState, b *sealedBatch) {
 	e := p.eo
 	eb := &eoBatch{ranges: make([]eos.Range, len(b.Ranges))}
 	for i, r := range b.Ranges {
@@ -318,7 +321,7 @@ func (p *Pipeline) eoSealed(a *accState, b *batch.Batch) {
 // eoIntent records b in the commit metadata of each of its partitions, in one
 // commit, before its INSERT; it returns the context and block the INSERT
 // uses. An error means b must not be inserted.
-func (p *Pipeline) eoIntent(ctx context.Context, ts *tableState, b *batch.Batch) (context.Context, writer.Block, error) {
+func (p *Pipeline) eoIntent(ctx context.Context, ts *tableState, b *sealedBatch) (context.Context, writer.Block, error) {
 	e := p.eo
 	eb := e.batches[b.ID]
 	if eb == nil {
@@ -344,7 +347,7 @@ func (p *Pipeline) eoIntent(ctx context.Context, ts *tableState, b *batch.Batch)
 		}
 		pos[r.TP], meta[r.TP], next[r.TP] = at, s, nl
 	}
-	if err := p.cons.Commit(eos.WithMetadata(context.Background(), meta), pos); err != nil {
+	if err := p.cons.Commit(context.Background(), pos, meta); err != nil {
 		return nil, nil, &intentError{fmt.Errorf("exactly-once: recording batch %d before its INSERT was refused (%w); stopping: the group's other members or a restart replay what was recorded", b.ID, err)}
 	}
 	p.eoRecorded(ts)
@@ -354,7 +357,7 @@ func (p *Pipeline) eoIntent(ctx context.Context, ts *tableState, b *batch.Batch)
 	eb.recorded = true
 	e.marks[eb.token] = eoMark{table: ts, at: e.inserts[ts]}
 	p.eoMargin(ts)
-	return tokenContext(ctx, eb.token), eos.Ordered(b.Data.(*decode.Block), eb.perm), nil
+	return tokenContext(ctx, eb.token), eos.Ordered(b.Data, eb.perm), nil
 }
 
 // eoPosition is what a commit of tp may say now: the handled prefix, or the
@@ -378,7 +381,7 @@ func (p *Pipeline) eoAcked(ts *tableState, id uint64) {
 
 // eoCommit turns a commit of positions into one that carries each
 // partition's ledger, dropping partitions this member does not own.
-func (p *Pipeline) eoCommit(c map[offsets.TP]offsets.Commit) (map[offsets.TP]offsets.Commit, context.Context, map[offsets.TP]eos.Ledger) {
+func (p *Pipeline) eoCommit(c map[offsets.TP]offsets.Commit) (map[offsets.TP]offsets.Commit, map[offsets.TP]string, map[offsets.TP]eos.Ledger) {
 	meta := map[offsets.TP]string{}
 	next := map[offsets.TP]eos.Ledger{}
 	for tp, pos := range c {
@@ -395,7 +398,7 @@ func (p *Pipeline) eoCommit(c map[offsets.TP]offsets.Commit) (map[offsets.TP]off
 		}
 		meta[tp], next[tp] = s, nl
 	}
-	return c, eos.WithMetadata(context.Background(), meta), next
+	return c, meta, next
 }
 
 // eoCommitted stores what a successful commit recorded.
@@ -488,7 +491,11 @@ func (p *Pipeline) eoRecover(ctx context.Context, tps []offsets.TP) error {
 	if len(tps) == 0 {
 		return nil
 	}
-	adm := kadm.NewClient(p.cons.Client())
+	cs, ok := p.cons.(clientSource)
+	if !ok {
+		return errors.New("exactly-once: the source has no Kafka client to read the group's ledgers with")
+	}
+	adm := kadm.NewClient(cs.Client())
 	snap, err := eos.FetchSnapshot(ctx, adm, p.cfg.Kafka.Group)
 	if err != nil {
 		return err
@@ -547,7 +554,7 @@ func (p *Pipeline) eoRecover(ctx context.Context, tps []offsets.TP) error {
 			table, ok := tableOf(r.TP.Topic)
 			if ok {
 				ts := p.tables[table]
-				spans, err := eos.Present(ctx, p.w.Conn(), writer.QuoteIdent(ts.t.Database)+"."+writer.QuoteIdent(ts.t.Name), r.TP, r.CheckFrom, r.CheckTo)
+				spans, err := eos.Present(ctx, p.conn(), writer.QuoteIdent(ts.t.Database)+"."+writer.QuoteIdent(ts.t.Name), r.TP, r.CheckFrom, r.CheckTo)
 				if err != nil {
 					return err
 				}

@@ -32,7 +32,7 @@ func TestCanonicalBatchOrder(t *testing.T) {
 	for _, tp := range []offsets.TP{b1, a0, b1, a0, a1} {
 		p.eoRow(a, tp)
 	}
-	b := &batch.Batch{ID: 7, Ranges: []batch.Range{{TP: b1, First: 10, Last: 11}, {TP: a0, First: 3, Last: 4}, {TP: a1, First: 0, Last: 0}}}
+	b := &sealedBatch{ID: 7, Ranges: []batch.Range{{TP: b1, First: 10, Last: 11}, {TP: a0, First: 3, Last: 4}, {TP: a1, First: 0, Last: 0}}}
 	p.eoSealed(a, b)
 	eb := p.eo.batches[7]
 	// rows 0..4 are b1, a0, b1, a0, a1: a0's rows (1, 3), a1's (4), b1's (0, 2)
@@ -50,7 +50,7 @@ func TestCanonicalBatchOrder(t *testing.T) {
 	for _, tp := range []offsets.TP{a0, a0, a1} {
 		p.eoRow(a, tp)
 	}
-	p.eoSealed(a, &batch.Batch{ID: 8, Ranges: []batch.Range{{TP: a0, First: 5, Last: 6}, {TP: a1, First: 1, Last: 1}}})
+	p.eoSealed(a, &sealedBatch{ID: 8, Ranges: []batch.Range{{TP: a0, First: 5, Last: 6}, {TP: a1, First: 1, Last: 1}}})
 	if perm := p.eo.batches[8].perm; perm != nil {
 		t.Fatalf("rows in order: perm %v, want none", perm)
 	}
@@ -65,7 +65,7 @@ func TestGivenUpBeforeRecorded(t *testing.T) {
 	ts := &tableState{t: writer.NewTable("db", "t", nil, nil)}
 	a0, a1 := offsets.TP{Topic: "a", Partition: 0}, offsets.TP{Topic: "a", Partition: 1}
 	for id, tps := range map[uint64][]offsets.TP{1: {a0, a1}, 2: {a0}} {
-		b := &batch.Batch{ID: id}
+		b := &sealedBatch{ID: id}
 		for _, tp := range tps {
 			b.Ranges = append(b.Ranges, batch.Range{TP: tp, First: 0, Last: 0})
 		}
@@ -120,8 +120,8 @@ func TestIntentRetryBackoff(t *testing.T) {
 	p.cfg.ClickHouse.RetryInitial, p.cfg.ClickHouse.RetryMax = 100*time.Millisecond, 350*time.Millisecond
 	p.initExactly()
 	ts := &tableState{t: writer.NewTable("db", "t", nil, nil)}
-	b1, b2 := &batch.Batch{ID: 1}, &batch.Batch{ID: 2}
-	ts.queue = []*batch.Batch{b2}
+	b1, b2 := &sealedBatch{ID: 1}, &sealedBatch{ID: 2}
+	ts.queue = []*sealedBatch{b2}
 	err := &intentError{fmt.Errorf("commit: %w", kerr.CoordinatorNotAvailable)}
 	if !p.eoRetryLater(ts, b1, err) {
 		t.Fatal("a retriable intent failure was not retried")

@@ -4,18 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/internal/batch"
 	"sink/internal/decode"
-	"sink/internal/eos"
 	"sink/internal/offsets"
-	"sink/internal/writer"
 )
+
+// maxPoll bounds the records handled between two AllowRebalance calls, so
+// a rebalance never waits long on us.
+const maxPoll = 10_000
 
 // Run consumes until ctx is canceled, then shuts down cleanly: it stops
 // fetching, seals and inserts every open batch, commits, and returns nil
@@ -210,38 +210,6 @@ func (p *Pipeline) stuckOn() string {
 	return msg
 }
 
-// committedSummary lists the committed position of every partition this
-// member tracks ("t[0] up to offset 150, t[1] up to offset 7", or "nothing new").
-func (p *Pipeline) committedSummary() string {
-	tps := p.tracker.Partitions()
-	slices.SortFunc(tps, func(a, b offsets.TP) int {
-		if a.Topic != b.Topic {
-			return strings.Compare(a.Topic, b.Topic)
-		}
-		return int(a.Partition - b.Partition)
-	})
-	var parts []string
-	for _, tp := range tps {
-		if c, ok := p.tracker.Position(tp); ok {
-			parts = append(parts, fmt.Sprintf("%s[%d] up to offset %d", tp.Topic, tp.Partition, c.Offset))
-		}
-	}
-	if len(parts) == 0 {
-		return "nothing new"
-	}
-	return strings.Join(parts, ", ")
-}
-
-func (p *Pipeline) openBatches() int {
-	n := 0
-	for _, a := range p.accs {
-		if !a.acc.Empty() {
-			n++
-		}
-	}
-	return n
-}
-
 // poller polls only when asked, so the owner decides how much is buffered.
 func (p *Pipeline) poller(ctx context.Context) {
 	for {
@@ -336,7 +304,7 @@ func (p *Pipeline) handleRecord(writeCtx context.Context, now time.Time, tp offs
 		return
 	}
 	a := p.accFor(rs.table, tp)
-	if err := rs.plan.Append(a.acc.Data().(*decode.Block), r); err != nil {
+	if err := rs.plan.Append(a.acc.Data(), r); err != nil {
 		if errors.Is(err, decode.ErrSkip) {
 			// A Debezium tombstone or the like: no row, handled as soon as seen.
 			p.stats.Skipped++
@@ -359,158 +327,6 @@ func (p *Pipeline) handleRecord(writeCtx context.Context, now time.Time, tp offs
 	}
 }
 
-// badRecord diverts a record that cannot be decoded: to the dead-letter
-// topic, counted as handled once Kafka has it (see dlqState for what waits
-// for that), or, with errors.tolerance none, it stops the connector before
-// anything past it is committed.
-func (p *Pipeline) badRecord(writeCtx context.Context, tp offsets.TP, r *kgo.Record, err error) {
-	if p.cfg.Errors.Tolerance != "all" {
-		p.fatal = fmt.Errorf("%w (errors.tolerance is none: stopping; set errors.tolerance: all and errors.dlq_topic to divert bad records)", err)
-		return
-	}
-	id := p.newID()
-	d := &dlqState{tp: tp, rec: r, cause: err}
-	p.dlqs[id] = d
-	p.dlqBytes += d.bytes()
-	p.tracker.Add(tp, r.Offset, r.LeaderEpoch, id)
-	p.stats.DLQ++
-	p.topicMetrics(tp.Topic).DLQ()
-	p.log.Warn().Err(err).Str("dlq_topic", p.cfg.Errors.DLQTopic).Msg("bad record sent to the dead-letter topic")
-	p.sendDLQ(writeCtx, id, d)
-}
-
-// seal closes a's open batch and queues it for insert.
-func (p *Pipeline) seal(writeCtx context.Context, a *accState, why batch.Reason) {
-	ts := a.key.table
-	b := a.acc.Seal(p.now(), a.id, why, p.block(ts))
-	if b == nil {
-		return
-	}
-	a.id = p.newID()
-	if p.eo != nil {
-		p.eoSealed(a, b)
-	}
-	ts.m.Sealed(why)
-	p.flushDefaults(ts)
-	p.flights[b.ID] = &flight{b: b, table: ts, tab: ts.t, bytes: b.Data.Bytes(), oldest: a.oldest}
-	a.oldest = 0
-	ts.queue = append(ts.queue, b)
-	p.pump(writeCtx, ts)
-}
-
-// pump starts inserts while the table has free slots, in seal order. A
-// batch that holds records after a bad record still on its way to the
-// dead-letter topic waits for it (blockedBy), and so do the batches queued
-// behind it.
-func (p *Pipeline) pump(writeCtx context.Context, ts *tableState) {
-	for ts.inflight < p.cfg.ClickHouse.MaxInFlight && len(ts.queue) > 0 && !p.eoWaiting(ts) {
-		b := ts.queue[0]
-		if p.blockedBy(b, false) != nil {
-			return
-		}
-		ts.queue[0] = nil
-		ts.queue = ts.queue[1:]
-		ts.inflight++
-		tab := p.flights[b.ID].tab
-		ctx, blk := writeCtx, writer.Block(b.Data.(*decode.Block))
-		if p.eo != nil {
-			var err error
-			if ctx, blk, err = p.eoIntent(writeCtx, ts, b); err != nil {
-				if p.eoRetryLater(ts, b, err) {
-					ts.inflight--
-					return
-				}
-				// Never inserted without its intent: the batch fails.
-				go func(id uint64) { p.acks <- ack{id: id, err: err} }(b.ID)
-				continue
-			}
-		}
-		go p.insert(ctx, ts, tab, b, blk)
-	}
-}
-
-// insert runs on its own goroutine and touches nothing of the owner's but
-// the acks and schemas channels and atomic counters. tab is the table's
-// layout the batch was decoded for.
-func (p *Pipeline) insert(ctx context.Context, ts *tableState, tab *writer.Table, b *batch.Batch, blk writer.Block) {
-	start := time.Now()
-	onRetry := func(at writer.Attempt) {
-		ts.retries.Add(1)
-		msg := at.Err.Error()
-		ts.lastErr.Store(&msg)
-		ts.m.Retry(at.Code)
-		p.log.Warn().Str("table", tab.FullName()).Uint64("batch", b.ID).Int("rows", b.Rows()).
-			Int("attempt", at.N).Int32("code", at.Code).Str("class", at.Class.String()).
-			Dur("retry_in", at.Wait).Err(at.Err).Msg("insert failed, retrying the same block")
-	}
-	err := p.w.Insert(ctx, tab, blk, b.ID, onRetry, p.refreshFor(ts))
-	p.acks <- ack{id: b.ID, err: err, took: time.Since(start)}
-}
-
-func (p *Pipeline) handleAck(writeCtx context.Context, a ack) {
-	if a.dlq {
-		p.handleDLQAck(writeCtx, a)
-		return
-	}
-	f := p.flights[a.id]
-	if f == nil {
-		return
-	}
-	ts := f.table
-	ts.inflight--
-	delete(p.flights, a.id)
-	if a.err != nil {
-		// The batch stays unacknowledged in the tracker, so its offsets (and
-		// everything after them) are never committed: it is consumed again
-		// on restart.
-		if !errors.Is(a.err, context.Canceled) && p.fatal == nil {
-			p.fatal = a.err
-		}
-		p.revokeDone(a.id)
-		return
-	}
-	rows := f.b.Rows()
-	p.tracker.Ack(a.id, f.b.TPs())
-	if p.eo != nil {
-		p.eoAcked(ts, a.id)
-	}
-	ts.rows += int64(rows)
-	ts.inserts++
-	p.stats.Rows += int64(rows)
-	p.stats.Inserts++
-	var oldest time.Time // zero: no record of the batch had a timestamp
-	if f.oldest > 0 {
-		oldest = time.Unix(0, f.oldest)
-	}
-	ts.m.Inserted(rows, a.took, oldest)
-	p.log.Debug().Str("table", ts.t.FullName()).Uint64("batch", a.id).Int("rows", rows).Int("bytes", f.bytes).
-		Str("reason", f.b.Reason.String()).Int("partitions", len(f.b.Ranges)).Dur("took", a.took).
-		Dur("age", p.now().Sub(f.b.Opened)).Msg("inserted")
-	blk := f.b.Data.(*decode.Block)
-	if f.tab == ts.t && len(ts.free) <= p.cfg.ClickHouse.MaxInFlight { // a block of the current layout
-		blk.Reset()
-		ts.free = append(ts.free, blk)
-	}
-	p.pump(writeCtx, ts)
-	// Commit at once: inserts are few by design, so one commit round trip
-	// per insert is cheap, and it shrinks what a crash replays to the
-	// batches still in flight (commit_interval still covers DLQ and skips).
-	if p.revoke == nil {
-		p.commit()
-	}
-	p.revokeDone(a.id)
-}
-
-// sealExpired seals every batch whose max_wait has passed.
-func (p *Pipeline) sealExpired(writeCtx context.Context) {
-	now := p.now()
-	for _, a := range p.accs {
-		if d, ok := a.acc.UntilNext(now); ok && d <= 0 {
-			p.seal(writeCtx, a, batch.ReasonWait)
-		}
-	}
-}
-
 // armTimer sets timer to the earliest max_wait expiry or revoke deadline.
 func (p *Pipeline) armTimer(timer *time.Timer) {
 	now := p.now()
@@ -529,193 +345,4 @@ func (p *Pipeline) armTimer(timer *time.Timer) {
 		next = d
 	}
 	timer.Reset(next)
-}
-
-// commit sends every position that became safe since the last commit.
-// A failed commit is retried with the next one; positions only move forward.
-func (p *Pipeline) commit() {
-	c := p.tracker.Committable()
-	for tp, pos := range p.uncommitted {
-		if _, newer := c[tp]; !newer {
-			if c == nil {
-				c = map[offsets.TP]offsets.Commit{}
-			}
-			c[tp] = pos
-		}
-	}
-	if len(c) == 0 {
-		if p.unacked() == 0 && p.openBatches() == 0 {
-			// Nothing handled is uncommitted: as good as a fresh commit,
-			// so an idle topic does not look like a stuck commit.
-			p.m.Committed(p.now())
-		}
-		return
-	}
-	ctx := context.Background()
-	var ledgers map[offsets.TP]eos.Ledger
-	if p.eo != nil {
-		if c, ctx, ledgers = p.eoCommit(c); len(c) == 0 {
-			return
-		}
-	}
-	if err := p.cons.Commit(ctx, c); err != nil {
-		p.log.Warn().Err(err).Int("partitions", len(c)).Msg("offset commit failed; will retry")
-		p.uncommitted = c
-		return
-	}
-	p.uncommitted = nil
-	if p.eo != nil {
-		p.eoCommitted(ledgers)
-	}
-	p.m.Committed(p.now())
-	p.log.Debug().Int("partitions", len(c)).Msg("committed")
-}
-
-func (p *Pipeline) handleEvent(writeCtx context.Context, ev groupEvent) {
-	var tps []offsets.TP
-	for t, parts := range ev.parts {
-		for _, part := range parts {
-			tps = append(tps, offsets.TP{Topic: t, Partition: part})
-		}
-	}
-	switch ev.kind {
-	case "assigned":
-		// Cooperative rebalances call back with empty sets too; those are
-		// worth no info line.
-		if len(tps) > 0 {
-			p.log.Info().Int("partitions", len(tps)).Msg("partitions assigned")
-		}
-		p.m.Assigned(len(tps))
-		if p.eo != nil {
-			if err := p.eoRecover(writeCtx, tps); err != nil && p.fatal == nil {
-				p.fatal = err
-			}
-		}
-		close(ev.done)
-	case "lost":
-		// Another member may already own them: never commit for them.
-		p.log.Warn().Int("partitions", len(tps)).Msg("partitions lost; dropping their uncommitted state")
-		p.forget(tps)
-		p.m.Left()
-		close(ev.done)
-	case "revoked":
-		p.m.Revoked(len(tps))
-		if len(tps) == 0 {
-			close(ev.done)
-			return
-		}
-		p.log.Info().Int("partitions", len(tps)).Msg("partitions revoked: flushing before giving them up")
-		for _, a := range p.accs {
-			for _, tp := range tps {
-				if a.acc.Holds(tp) {
-					p.seal(writeCtx, a, batch.ReasonRevoke)
-					break
-				}
-			}
-		}
-		w := &revokeWait{tps: tps, waiting: map[uint64]bool{}, done: ev.done,
-			start: p.now(), deadline: p.now().Add(p.cfg.Kafka.RebalanceTimeout / 2)}
-		for id, f := range p.flights {
-			for _, tp := range tps {
-				if f.b.Holds(tp) {
-					w.waiting[id] = true
-					break
-				}
-			}
-		}
-		for id, d := range p.dlqs {
-			if slices.Contains(tps, d.tp) {
-				w.waiting[id] = true
-			}
-		}
-		p.revoke = w
-		p.revokeDone(0)
-	}
-}
-
-// revokeDone notes that unit id is acknowledged and finishes a pending
-// revoke once nothing of the revoked partitions is in flight.
-func (p *Pipeline) revokeDone(id uint64) {
-	w := p.revoke
-	if w == nil {
-		return
-	}
-	delete(w.waiting, id)
-	if len(w.waiting) > 0 {
-		return
-	}
-	p.commit()
-	p.forget(w.tps)
-	p.revoke = nil
-	p.log.Info().Int("partitions", len(w.tps)).Dur("took", p.now().Sub(w.start)).
-		Msg("revoked partitions flushed and committed")
-	close(w.done)
-}
-
-// checkRevokeDeadline gives up waiting for a revoke's inserts before the
-// group's rebalance timeout expels us: the partitions are released without
-// a commit for what is still in flight, so the new owner replays it
-// (duplicates, never loss).
-func (p *Pipeline) checkRevokeDeadline() {
-	w := p.revoke
-	if w == nil || p.now().Before(w.deadline) {
-		return
-	}
-	p.log.Warn().Int("batches", len(w.waiting)).Msg("revoke: inserts still running at half the rebalance timeout; releasing partitions without committing them")
-	p.commit()
-	p.forget(w.tps)
-	p.revoke = nil
-	close(w.done)
-}
-
-// forget drops every trace of partitions this member no longer owns.
-func (p *Pipeline) forget(tps []offsets.TP) {
-	if p.eo != nil {
-		p.eoRelease(tps)
-	}
-	for _, tp := range tps {
-		p.tracker.Forget(tp)
-		delete(p.lag, tp)
-		if _, ok := p.partM[tp]; ok {
-			delete(p.partM, tp)
-			p.m.ForgetPartition(tp.Topic, tp.Partition)
-		}
-		delete(p.uncommitted, tp)
-		if !p.cfg.Batch.IgnorePartitions {
-			for k, a := range p.accs {
-				if k.tp == tp && a.acc.Empty() {
-					delete(p.accs, k)
-				}
-			}
-		}
-	}
-}
-
-func (p *Pipeline) logStats(elapsed time.Duration, prev Stats) {
-	var lag int64
-	for _, l := range p.lag {
-		lag += l
-	}
-	rows, inserts := p.stats.Rows-prev.Rows, p.stats.Inserts-prev.Inserts
-	perInsert := 0.0
-	if inserts > 0 {
-		perInsert = float64(rows) / float64(inserts)
-	}
-	var retries int64
-	for _, ts := range p.tables {
-		retries += ts.retries.Load()
-	}
-	p.log.Info().
-		Float64("rows_per_sec", float64(rows)/elapsed.Seconds()).
-		Int64("rows", rows).
-		Int64("inserts", inserts).
-		Float64("rows_per_insert", perInsert).
-		Int64("records", p.stats.Records-prev.Records).
-		Int64("dlq", p.stats.DLQ-prev.DLQ).
-		Int64("lag", lag).
-		Int("buffered_bytes", p.memUsed()).
-		Int("in_flight", len(p.flights)).
-		Bool("paused", p.paused).
-		Int64("retries_total", retries).
-		Msg("stats")
 }

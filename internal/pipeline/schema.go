@@ -133,23 +133,6 @@ func (p *Pipeline) applySchema(writeCtx context.Context, ts *tableState, schema 
 		Msg("table columns changed: records from now on are decoded for the new columns")
 }
 
-// allRoutes is every compiled route: the configured ones and those resolved
-// per topic (a table named after its topic).
-func (p *Pipeline) allRoutes() []*routeState {
-	out := make([]*routeState, 0, len(p.routes)+len(p.byTopic))
-	for _, rs := range p.routes {
-		if rs != nil && rs.table != nil {
-			out = append(out, rs)
-		}
-	}
-	for _, rs := range p.byTopic {
-		if rs != nil && rs.table != nil && !slices.Contains(out, rs) {
-			out = append(out, rs)
-		}
-	}
-	return out
-}
-
 func names(cols []decode.ColumnSchema) []string {
 	out := make([]string, len(cols))
 	for i, c := range cols {

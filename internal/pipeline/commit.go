@@ -1,0 +1,73 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"sink/internal/eos"
+	"sink/internal/offsets"
+)
+
+// commit sends every position that became safe since the last commit.
+// A failed commit is retried with the next one; positions only move forward.
+func (p *Pipeline) commit() {
+	c := p.tracker.Committable()
+	for tp, pos := range p.uncommitted {
+		if _, newer := c[tp]; !newer {
+			if c == nil {
+				c = map[offsets.TP]offsets.Commit{}
+			}
+			c[tp] = pos
+		}
+	}
+	if len(c) == 0 {
+		if p.unacked() == 0 && p.openBatches() == 0 {
+			// Nothing handled is uncommitted: as good as a fresh commit,
+			// so an idle topic does not look like a stuck commit.
+			p.m.Committed(p.now())
+		}
+		return
+	}
+	var meta map[offsets.TP]string
+	var ledgers map[offsets.TP]eos.Ledger
+	if p.eo != nil {
+		if c, meta, ledgers = p.eoCommit(c); len(c) == 0 {
+			return
+		}
+	}
+	if err := p.cons.Commit(context.Background(), c, meta); err != nil {
+		p.log.Warn().Err(err).Int("partitions", len(c)).Msg("offset commit failed; will retry")
+		p.uncommitted = c
+		return
+	}
+	p.uncommitted = nil
+	if p.eo != nil {
+		p.eoCommitted(ledgers)
+	}
+	p.m.Committed(p.now())
+	p.log.Debug().Int("partitions", len(c)).Msg("committed")
+}
+
+// committedSummary lists the committed position of every partition this
+// member tracks ("t[0] up to offset 150, t[1] up to offset 7", or "nothing new").
+func (p *Pipeline) committedSummary() string {
+	tps := p.tracker.Partitions()
+	slices.SortFunc(tps, func(a, b offsets.TP) int {
+		if a.Topic != b.Topic {
+			return strings.Compare(a.Topic, b.Topic)
+		}
+		return int(a.Partition - b.Partition)
+	})
+	var parts []string
+	for _, tp := range tps {
+		if c, ok := p.tracker.Position(tp); ok {
+			parts = append(parts, fmt.Sprintf("%s[%d] up to offset %d", tp.Topic, tp.Partition, c.Offset))
+		}
+	}
+	if len(parts) == 0 {
+		return "nothing new"
+	}
+	return strings.Join(parts, ", ")
+}

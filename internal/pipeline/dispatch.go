@@ -1,0 +1,262 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"sink/internal/batch"
+	"sink/internal/decode"
+	"sink/internal/metrics"
+	"sink/internal/offsets"
+	"sink/internal/writer"
+)
+
+// sealedBatch is a sealed batch of decoded rows, waiting for or in its INSERT.
+type sealedBatch = batch.Batch[*decode.Block]
+
+// tableState is one ClickHouse target table.
+type tableState struct {
+	t        *writer.Table
+	plan     *decode.Plan    // any route's plan: all share the column layout
+	free     []*decode.Block // reset blocks for reuse
+	queue    []*sealedBatch  // sealed, waiting for an insert slot
+	inflight int
+	// describing: a re-read of the columns is running (describeTables)
+	describing bool
+	// counters for the summary; retries is written by insert goroutines
+	rows, inserts int64
+	retries       atomic.Int64
+	lastErr       atomic.Pointer[string] // the last retried INSERT error
+	m             *metrics.Table         // nil without metrics; safe from insert goroutines
+}
+
+// accKey names an accumulator: per table, or per table-partition when
+// batch.ignore_partitions is false.
+type accKey struct {
+	table *tableState
+	tp    offsets.TP
+}
+
+type accState struct {
+	acc    *batch.Accumulator[*decode.Block]
+	id     uint64 // the unit id the open batch's records are tracked under
+	key    accKey
+	oldest int64 // unix nanoseconds of the open batch's oldest record timestamp; 0: none known
+}
+
+type flight struct {
+	b      *sealedBatch
+	table  *tableState
+	tab    *writer.Table // the table's columns the batch was decoded for
+	bytes  int
+	oldest int64 // accState.oldest at seal time: the start of the batch's end-to-end latency
+}
+
+type ack struct {
+	id   uint64
+	err  error
+	dlq  bool
+	took time.Duration
+}
+
+func (p *Pipeline) accFor(ts *tableState, tp offsets.TP) *accState {
+	key := accKey{table: ts}
+	if !p.cfg.Batch.IgnorePartitions {
+		key.tp = tp
+	}
+	if a, ok := p.accs[key]; ok {
+		return a
+	}
+	pol := batch.Policy{
+		MaxRows:  p.cfg.Batch.MaxRows,
+		MaxBytes: int(p.cfg.Batch.MaxBytes),
+		MaxWait:  p.cfg.Batch.MaxWait,
+	}
+	a := &accState{acc: batch.NewAccumulator(pol, p.block(ts)), id: p.newID(), key: key}
+	p.accs[key] = a
+	return a
+}
+
+// block returns an empty block for ts, reusing a freed one when there is.
+func (p *Pipeline) block(ts *tableState) *decode.Block {
+	if n := len(ts.free); n > 0 {
+		b := ts.free[n-1]
+		ts.free = ts.free[:n-1]
+		return b
+	}
+	return ts.plan.NewBlock()
+}
+
+// seal closes a's open batch and queues it for insert.
+func (p *Pipeline) seal(writeCtx context.Context, a *accState, why batch.Reason) {
+	ts := a.key.table
+	b := a.acc.Seal(p.now(), a.id, why, p.block(ts))
+	if b == nil {
+		return
+	}
+	a.id = p.newID()
+	if p.eo != nil {
+		p.eoSealed(a, b)
+	}
+	ts.m.Sealed(why)
+	p.flushDefaults(ts)
+	p.flights[b.ID] = &flight{b: b, table: ts, tab: ts.t, bytes: b.Data.Bytes(), oldest: a.oldest}
+	a.oldest = 0
+	ts.queue = append(ts.queue, b)
+	p.pump(writeCtx, ts)
+}
+
+// pump starts inserts while the table has free slots, in seal order. A
+// batch that holds records after a bad record still on its way to the
+// dead-letter topic waits for it (blockedBy), and so do the batches queued
+// behind it.
+func (p *Pipeline) pump(writeCtx context.Context, ts *tableState) {
+	for ts.inflight < p.cfg.ClickHouse.MaxInFlight && len(ts.queue) > 0 && !p.eoWaiting(ts) {
+		b := ts.queue[0]
+		if p.blockedBy(b, false) != nil {
+			return
+		}
+		ts.queue[0] = nil
+		ts.queue = ts.queue[1:]
+		ts.inflight++
+		tab := p.flights[b.ID].tab
+		ctx, blk := writeCtx, writer.Block(b.Data)
+		if p.eo != nil {
+			var err error
+			if ctx, blk, err = p.eoIntent(writeCtx, ts, b); err != nil {
+				if p.eoRetryLater(ts, b, err) {
+					ts.inflight--
+					return
+				}
+				// Never inserted without its intent: the batch fails.
+				go func(id uint64) { p.acks <- ack{id: id, err: err} }(b.ID)
+				continue
+			}
+		}
+		go p.insert(ctx, ts, tab, b, blk)
+	}
+}
+
+// insert runs on its own goroutine and touches nothing of the owner's but
+// the acks and schemas channels and atomic counters. tab is the table's
+// layout the batch was decoded for.
+func (p *Pipeline) insert(ctx context.Context, ts *tableState, tab *writer.Table, b *sealedBatch, blk writer.Block) {
+	start := time.Now()
+	onRetry := func(at writer.Attempt) {
+		ts.retries.Add(1)
+		msg := at.Err.Error()
+		ts.lastErr.Store(&msg)
+		ts.m.Retry(at.Code)
+		p.log.Warn().Str("table", tab.FullName()).Uint64("batch", b.ID).Int("rows", b.Rows()).
+			Int("attempt", at.N).Int32("code", at.Code).Str("class", at.Class.String()).
+			Dur("retry_in", at.Wait).Err(at.Err).Msg("insert failed, retrying the same block")
+	}
+	err := p.w.Insert(ctx, tab, blk, b.ID, onRetry, p.refreshFor(ts))
+	p.acks <- ack{id: b.ID, err: err, took: time.Since(start)}
+}
+
+func (p *Pipeline) handleAck(writeCtx context.Context, a ack) {
+	if a.dlq {
+		p.handleDLQAck(writeCtx, a)
+		return
+	}
+	f := p.flights[a.id]
+	if f == nil {
+		return
+	}
+	ts := f.table
+	ts.inflight--
+	delete(p.flights, a.id)
+	if a.err != nil {
+		// The batch stays unacknowledged in the tracker, so its offsets (and
+		// everything after them) are never committed: it is consumed again
+		// on restart.
+		if !errors.Is(a.err, context.Canceled) && p.fatal == nil {
+			p.fatal = a.err
+		}
+		// The slot is free: start the batches queued behind this one, as
+		// the flush after a failure does with every open batch. Left in
+		// the queue they would hold the flush until shutdown_timeout.
+		p.pump(writeCtx, ts)
+		p.revokeDone(a.id)
+		return
+	}
+	rows := f.b.Rows()
+	p.tracker.Ack(a.id, f.b.TPs())
+	if p.eo != nil {
+		p.eoAcked(ts, a.id)
+	}
+	ts.rows += int64(rows)
+	ts.inserts++
+	p.stats.Rows += int64(rows)
+	p.stats.Inserts++
+	var oldest time.Time // zero: no record of the batch had a timestamp
+	if f.oldest > 0 {
+		oldest = time.Unix(0, f.oldest)
+	}
+	ts.m.Inserted(rows, a.took, oldest)
+	p.log.Debug().Str("table", ts.t.FullName()).Uint64("batch", a.id).Int("rows", rows).Int("bytes", f.bytes).
+		Str("reason", f.b.Reason.String()).Int("partitions", len(f.b.Ranges)).Dur("took", a.took).
+		Dur("age", p.now().Sub(f.b.Opened)).Msg("inserted")
+	blk := f.b.Data
+	if f.tab == ts.t && len(ts.free) <= p.cfg.ClickHouse.MaxInFlight { // a block of the current layout
+		blk.Reset()
+		ts.free = append(ts.free, blk)
+	}
+	p.pump(writeCtx, ts)
+	// Commit at once: inserts are few by design, so one commit round trip
+	// per insert is cheap, and it shrinks what a crash replays to the
+	// batches still in flight (commit_interval still covers DLQ and skips).
+	if p.revoke == nil {
+		p.commit()
+	}
+	p.revokeDone(a.id)
+}
+
+// sealExpired seals every batch whose max_wait has passed.
+func (p *Pipeline) sealExpired(writeCtx context.Context) {
+	now := p.now()
+	for _, a := range p.accs {
+		if d, ok := a.acc.UntilNext(now); ok && d <= 0 {
+			p.seal(writeCtx, a, batch.ReasonWait)
+		}
+	}
+}
+
+// flushDefaults moves the counts of defaults given by ts's plans into the
+// metrics; called when a batch of ts is sealed.
+func (p *Pipeline) flushDefaults(ts *tableState) {
+	if ts.m == nil {
+		return
+	}
+	for _, rs := range p.allRoutes() {
+		if rs.table == ts {
+			rs.plan.TakeDefaults(ts.m.Defaulted)
+		}
+	}
+}
+
+// memUsed is the bytes held by open and unacknowledged batches and by bad
+// records waiting for the dead-letter topic.
+func (p *Pipeline) memUsed() int {
+	n := p.dlqBytes
+	for _, a := range p.accs {
+		n += a.acc.Data().Bytes()
+	}
+	for _, f := range p.flights {
+		n += f.bytes
+	}
+	return n
+}
+
+func (p *Pipeline) openBatches() int {
+	n := 0
+	for _, a := range p.accs {
+		if !a.acc.Empty() {
+			n++
+		}
+	}
+	return n
+}

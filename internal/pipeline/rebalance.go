@@ -1,0 +1,200 @@
+package pipeline
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"sink/internal/batch"
+	"sink/internal/consumer"
+	"sink/internal/offsets"
+)
+
+// eventKind is a change of this member's partitions, as the group's
+// callbacks report it.
+type eventKind uint8
+
+const (
+	eventAssigned eventKind = iota + 1
+	eventRevoked
+	eventLost
+)
+
+func (k eventKind) String() string {
+	switch k {
+	case eventAssigned:
+		return "assigned"
+	case eventRevoked:
+		return "revoked"
+	case eventLost:
+		return "lost"
+	}
+	return "unknown"
+}
+
+// groupEvent is one group callback handed to the owner; the callback
+// waits until done is closed.
+type groupEvent struct {
+	kind  eventKind
+	parts map[string][]int32
+	done  chan struct{}
+}
+
+// revokeWait is a revoke being handled: the units (batches, dead-letter
+// produces) of the revoked partitions still unacknowledged, and when to
+// give up waiting for them.
+type revokeWait struct {
+	tps      []offsets.TP
+	waiting  map[uint64]bool
+	done     chan struct{}
+	start    time.Time
+	deadline time.Time
+}
+
+// Hooks are the group callbacks to pass to consumer.New.
+func (p *Pipeline) Hooks() consumer.Hooks {
+	return consumer.Hooks{
+		Assigned: func(ctx context.Context, m map[string][]int32) { p.groupEvent(ctx, eventAssigned, m) },
+		Revoked:  func(ctx context.Context, m map[string][]int32) { p.groupEvent(ctx, eventRevoked, m) },
+		Lost:     func(ctx context.Context, m map[string][]int32) { p.groupEvent(ctx, eventLost, m) },
+	}
+}
+
+// groupEvent hands a membership change to the owner and waits until it is
+// handled: for a revoke, until the revoked partitions' rows are in
+// ClickHouse and their offsets committed. Once the loop has stopped (it
+// already flushed and committed everything it could), it returns at once.
+func (p *Pipeline) groupEvent(ctx context.Context, kind eventKind, m map[string][]int32) {
+	ev := groupEvent{kind: kind, parts: m, done: make(chan struct{})}
+	select {
+	case p.events <- ev:
+	case <-p.stopped:
+		return
+	case <-ctx.Done():
+		return
+	}
+	select {
+	case <-ev.done:
+	case <-p.stopped:
+	}
+}
+
+func (p *Pipeline) handleEvent(writeCtx context.Context, ev groupEvent) {
+	var tps []offsets.TP
+	for t, parts := range ev.parts {
+		for _, part := range parts {
+			tps = append(tps, offsets.TP{Topic: t, Partition: part})
+		}
+	}
+	switch ev.kind {
+	case eventAssigned:
+		// Cooperative rebalances call back with empty sets too; those are
+		// worth no info line.
+		if len(tps) > 0 {
+			p.log.Info().Int("partitions", len(tps)).Msg("partitions assigned")
+		}
+		p.m.Assigned(len(tps))
+		if p.eo != nil {
+			if err := p.eoRecover(writeCtx, tps); err != nil && p.fatal == nil {
+				p.fatal = err
+			}
+		}
+		close(ev.done)
+	case eventLost:
+		// Another member may already own them: never commit for them.
+		p.log.Warn().Int("partitions", len(tps)).Msg("partitions lost; dropping their uncommitted state")
+		p.forget(tps)
+		p.m.Left()
+		close(ev.done)
+	case eventRevoked:
+		p.m.Revoked(len(tps))
+		if len(tps) == 0 {
+			close(ev.done)
+			return
+		}
+		p.log.Info().Int("partitions", len(tps)).Msg("partitions revoked: flushing before giving them up")
+		for _, a := range p.accs {
+			for _, tp := range tps {
+				if a.acc.Holds(tp) {
+					p.seal(writeCtx, a, batch.ReasonRevoke)
+					break
+				}
+			}
+		}
+		w := &revokeWait{tps: tps, waiting: map[uint64]bool{}, done: ev.done,
+			start: p.now(), deadline: p.now().Add(p.cfg.Kafka.RebalanceTimeout / 2)}
+		for id, f := range p.flights {
+			for _, tp := range tps {
+				if f.b.Holds(tp) {
+					w.waiting[id] = true
+					break
+				}
+			}
+		}
+		for id, d := range p.dlqs {
+			if slices.Contains(tps, d.tp) {
+				w.waiting[id] = true
+			}
+		}
+		p.revoke = w
+		p.revokeDone(0)
+	}
+}
+
+// revokeDone notes that unit id is acknowledged and finishes a pending
+// revoke once nothing of the revoked partitions is in flight.
+func (p *Pipeline) revokeDone(id uint64) {
+	w := p.revoke
+	if w == nil {
+		return
+	}
+	delete(w.waiting, id)
+	if len(w.waiting) > 0 {
+		return
+	}
+	p.commit()
+	p.forget(w.tps)
+	p.revoke = nil
+	p.log.Info().Int("partitions", len(w.tps)).Dur("took", p.now().Sub(w.start)).
+		Msg("revoked partitions flushed and committed")
+	close(w.done)
+}
+
+// checkRevokeDeadline gives up waiting for a revoke's inserts before the
+// group's rebalance timeout expels us: the partitions are released without
+// a commit for what is still in flight, so the new owner replays it
+// (duplicates, never loss).
+func (p *Pipeline) checkRevokeDeadline() {
+	w := p.revoke
+	if w == nil || p.now().Before(w.deadline) {
+		return
+	}
+	p.log.Warn().Int("batches", len(w.waiting)).Msg("revoke: inserts still running at half the rebalance timeout; releasing partitions without committing them")
+	p.commit()
+	p.forget(w.tps)
+	p.revoke = nil
+	close(w.done)
+}
+
+// forget drops every trace of partitions this member no longer owns.
+func (p *Pipeline) forget(tps []offsets.TP) {
+	if p.eo != nil {
+		p.eoRelease(tps)
+	}
+	for _, tp := range tps {
+		p.tracker.Forget(tp)
+		delete(p.lag, tp)
+		if _, ok := p.partM[tp]; ok {
+			delete(p.partM, tp)
+			p.m.ForgetPartition(tp.Topic, tp.Partition)
+		}
+		delete(p.uncommitted, tp)
+		if !p.cfg.Batch.IgnorePartitions {
+			for k, a := range p.accs {
+				if k.tp == tp && a.acc.Empty() {
+					delete(p.accs, k)
+				}
+			}
+		}
+	}
+}

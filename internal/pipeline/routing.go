@@ -1,0 +1,221 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+
+	"sink/config"
+	"sink/internal/decode"
+	"sink/internal/writer"
+)
+
+// routeState is one route, compiled against its table.
+type routeState struct {
+	route config.Route
+	plan  *decode.Plan
+	table *tableState
+}
+
+// Tables describes the resolved routes for `sink check`.
+func (p *Pipeline) Tables() []*writer.Table {
+	out := make([]*writer.Table, 0, len(p.tables))
+	add := func(rs *routeState) {
+		if rs == nil || rs.table == nil {
+			return // a table named after its topic, not resolved yet
+		}
+		for _, t := range out {
+			if t == rs.table.t {
+				return
+			}
+		}
+		out = append(out, rs.table.t)
+	}
+	for _, r := range p.routes {
+		add(r)
+	}
+	topics := make([]string, 0, len(p.byTopic))
+	for t := range p.byTopic {
+		topics = append(topics, t)
+	}
+	sort.Strings(topics)
+	for _, t := range topics {
+		add(p.byTopic[t])
+	}
+	return out
+}
+
+// ResolveTopics resolves the route and table of each topic now, as the
+// first record of each would at run time, so that `sink check` reports a
+// table named after a topic that does not exist. It returns the topics no
+// route matches. Call it before Run, never during.
+func (p *Pipeline) ResolveTopics(ctx context.Context, topics []string) (unrouted []string, err error) {
+	for _, t := range topics {
+		rs, err := p.routeFor(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+		if rs == nil {
+			unrouted = append(unrouted, t)
+		}
+	}
+	return unrouted, nil
+}
+
+func (p *Pipeline) resolve(ctx context.Context) error {
+	type group struct {
+		db, name string
+		routes   []config.Route
+		idx      []int
+	}
+	var order []string
+	groups := map[string]*group{}
+	for i, r := range p.cfg.Routes {
+		if r.TableFromTopic() {
+			continue // resolved per topic by resolveTopic
+		}
+		db, name := p.cfg.TableFor(r)
+		key := db + "." + name
+		g := groups[key]
+		if g == nil {
+			g = &group{db: db, name: name}
+			groups[key] = g
+			order = append(order, key)
+		}
+		g.routes = append(g.routes, r)
+		g.idx = append(g.idx, i)
+	}
+	p.routes = make([]*routeState, len(p.cfg.Routes))
+	for i, r := range p.cfg.Routes {
+		if r.TableFromTopic() {
+			p.routes[i] = &routeState{route: r} // no table or plan until routeFor resolves a topic
+		}
+	}
+	for _, key := range order {
+		g := groups[key]
+		schema, err := p.w.Describe(ctx, g.db, g.name)
+		if err != nil {
+			return fmt.Errorf("routes[%d]: %w", g.idx[0], err)
+		}
+		var mappings []map[string]string
+		for _, r := range g.routes {
+			mappings = append(mappings, r.Mapping())
+		}
+		insert := decode.InsertColumns(schema, mappings...)
+		ts := &tableState{t: writer.NewTable(g.db, g.name, schema, insert), m: p.m.Table(key)}
+		for j, r := range g.routes {
+			plan, err := p.compile(r, insert)
+			if err != nil {
+				return fmt.Errorf("routes[%d] (table %s): %w", g.idx[j], key, err)
+			}
+			if ts.plan == nil {
+				ts.plan = plan
+			}
+			p.routes[g.idx[j]] = &routeState{route: r, plan: plan, table: ts}
+		}
+		p.tables[key] = ts
+	}
+	return nil
+}
+
+// compile builds route r's plan for the table's insert columns, with the
+// errors.on_missing / on_null / on_tombstone policy.
+func (p *Pipeline) compile(r config.Route, insert []decode.ColumnSchema) (*decode.Plan, error) {
+	plan, err := decode.Compile(r.Format, insert, r.Mapping())
+	if err != nil {
+		return nil, err
+	}
+	e := p.cfg.Errors
+	plan.SetPolicy(decode.Policy{
+		MissingBad:   e.OnMissing == "bad_record",
+		NullBad:      e.OnNull == "bad_record",
+		TombstoneBad: e.OnTombstone == "bad_record",
+	})
+	return plan, nil
+}
+
+// routeFor returns the route of topic's records (nil: skip them): the first
+// route that matches the topic, as config.RouteFor says; later matching
+// routes are never used. A route whose table is named after the topic is
+// resolved for the topic here, the first time (resolveTopic); its error is
+// fatal.
+func (p *Pipeline) routeFor(ctx context.Context, topic string) (*routeState, error) {
+	if rs, ok := p.byTopic[topic]; ok {
+		return rs, nil
+	}
+	var found *routeState
+	for _, rs := range p.routes {
+		if rs.route.Matches(topic) {
+			found = rs
+			break
+		}
+	}
+	if found != nil && found.table == nil {
+		var err error
+		if found, err = p.resolveTopic(ctx, found, topic); err != nil {
+			return nil, err
+		}
+	}
+	p.byTopic[topic] = found // nil is cached too: such records are skipped
+	return found, nil
+}
+
+// resolveTopic resolves, for one topic, a route whose table is named after
+// the topic (config.Route.TableFromTopic: one route for every table of a
+// Debezium server): it describes the table the first time any topic needs
+// it, compiles the route's plan against it, and returns the topic's own
+// routeState. It runs on the owner goroutine, once per new topic, so a slow
+// system.columns query holds the loop at most clickhouse.query_timeout. A
+// missing table, or one the mapping cannot fill, is an error naming the
+// route, the topic and the table; the caller stops the connector before the
+// topic's first record, so nothing of it is committed.
+func (p *Pipeline) resolveTopic(ctx context.Context, rs *routeState, topic string) (*routeState, error) {
+	idx := slices.Index(p.routes, rs)
+	db, name, err := p.cfg.TableForTopic(rs.route, topic)
+	if err != nil {
+		return nil, fmt.Errorf("routes[%d]: %w", idx, err)
+	}
+	key := db + "." + name
+	mapping := rs.route.Mapping()
+	ts := p.tables[key]
+	if ts == nil {
+		dctx, cancel := context.WithTimeout(ctx, p.cfg.ClickHouse.QueryTimeout)
+		defer cancel()
+		schema, err := p.w.Describe(dctx, db, name)
+		if err != nil {
+			return nil, fmt.Errorf("routes[%d] (table %q for topic %q): %w", idx, rs.route.Table, topic, err)
+		}
+		insert := decode.InsertColumns(schema, mapping)
+		ts = &tableState{t: writer.NewTable(db, name, schema, insert), m: p.m.Table(key)}
+	}
+	// A table another route already resolved keeps its INSERT columns, so
+	// that all its plans share one block layout.
+	plan, err := p.compile(rs.route, ts.t.Insert)
+	if err != nil {
+		return nil, fmt.Errorf("routes[%d] (table %s for topic %q): %w", idx, key, topic, err)
+	}
+	if ts.plan == nil {
+		ts.plan = plan
+		p.tables[key] = ts
+	}
+	p.log.Info().Str("topic", topic).Str("table", key).Int("route", idx).Msg("table resolved for topic")
+	return &routeState{route: rs.route, plan: plan, table: ts}, nil
+}
+
+// allRoutes is every compiled route: the configured ones and those resolved
+// per topic (a table named after its topic).
+func (p *Pipeline) allRoutes() []*routeState {
+	out := make([]*routeState, 0, len(p.routes)+len(p.byTopic))
+	for _, rs := range p.routes {
+		if rs != nil && rs.table != nil {
+			out = append(out, rs)
+		}
+	}
+	for _, rs := range p.byTopic {
+		if rs != nil && rs.table != nil && !slices.Contains(out, rs) {
+			out = append(out, rs)
+		}
+	}
+	return out
+}

@@ -1,0 +1,642 @@
+package pipeline
+
+// Unit tests of the pipeline's state machine: a scriptable fake Source
+// (fetches handed in by the test, commits and dead-letter produces recorded
+// or failed on demand) and a scriptable fake Sink (inserts that succeed,
+// are retried N times, fail for good, are slow, or hang until canceled).
+// The group's callbacks are called the way franz-go calls them, through
+// Hooks. Nothing here opens a connection: `go test -run Unit
+// ./internal/pipeline` needs no stack. TestUnitKfakeGroup runs the real
+// consumer against kfake, franz-go's in-memory Kafka.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"sink/config"
+	"sink/internal/consumer"
+	"sink/internal/decode"
+	"sink/internal/offsets"
+	"sink/internal/writer"
+)
+
+const unitTopic = "events"
+
+var unitTP = offsets.TP{Topic: unitTopic, Partition: 0}
+
+// fakeSource is a Source whose records the test hands in.
+type fakeSource struct {
+	fetches chan kgo.Fetches
+	polls   atomic.Int32
+
+	mu            sync.Mutex
+	commits       []map[offsets.TP]offsets.Commit // the successful ones, in order
+	failCommits   int                             // the next this many commits fail
+	failedCommits int
+	dlqErr        error // what every dead-letter produce answers
+	dlqFailFirst  int   // or: the first this many answer a retriable error
+	dlqSent       []int64
+}
+
+func newFakeSource() *fakeSource { return &fakeSource{fetches: make(chan kgo.Fetches, 16)} }
+
+func (s *fakeSource) Poll(ctx context.Context, _ int) kgo.Fetches {
+	s.polls.Add(1)
+	select {
+	case f := <-s.fetches:
+		return f
+	case <-ctx.Done():
+		return nil
+	}
+}
+
+func (s *fakeSource) AllowRebalance() {}
+
+func (s *fakeSource) Commit(_ context.Context, pos map[offsets.TP]offsets.Commit, _ map[offsets.TP]string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failCommits > 0 {
+		s.failCommits--
+		s.failedCommits++
+		return errors.New("kafka: commit: NOT_COORDINATOR")
+	}
+	c := make(map[offsets.TP]offsets.Commit, len(pos))
+	for tp, p := range pos {
+		c[tp] = p
+	}
+	s.commits = append(s.commits, c)
+	return nil
+}
+
+func (s *fakeSource) ProduceDLQ(_ context.Context, _ string, rec *kgo.Record, _ error, _ bool, done func(error)) {
+	s.mu.Lock()
+	err := s.dlqErr
+	if s.dlqFailFirst > 0 {
+		s.dlqFailFirst--
+		err = kerr.LeaderNotAvailable
+	}
+	s.dlqSent = append(s.dlqSent, rec.Offset)
+	s.mu.Unlock()
+	go done(err)
+}
+
+// committed is the highest offset committed for tp (-1: none).
+func (s *fakeSource) committed(tp offsets.TP) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	at := int64(-1)
+	for _, c := range s.commits {
+		if p, ok := c[tp]; ok && p.Offset > at {
+			at = p.Offset
+		}
+	}
+	return at
+}
+
+// send hands the pipeline one fetch of tp's records: values in offset
+// order from first.
+func (s *fakeSource) send(tp offsets.TP, first int64, values ...string) {
+	recs := make([]*kgo.Record, len(values))
+	for i, v := range values {
+		recs[i] = &kgo.Record{Topic: tp.Topic, Partition: tp.Partition, Offset: first + int64(i),
+			Value: []byte(v), Timestamp: time.Now()}
+	}
+	s.fetches <- kgo.Fetches{{Topics: []kgo.FetchTopic{{Topic: tp.Topic, Partitions: []kgo.FetchPartition{{
+		Partition: tp.Partition, HighWatermark: first + int64(len(values)), Records: recs}}}}}}
+}
+
+// rows returns n good records' values starting at id from.
+func rows(from, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf(`{"id":%d,"s":"row %d"}`, from+i, from+i)
+	}
+	return out
+}
+
+// insertScript says what one INSERT call does.
+type insertScript struct {
+	retries int           // fail retriably this many times first (onRetry each)
+	err     error         // then fail for good with this
+	delay   time.Duration // or answer after this long
+	gate    chan struct{} // or wait until it is closed
+	hang    bool          // or never answer until ctx ends
+}
+
+// fakeSink is a Sink with one table layout for every table; script picks
+// each INSERT's behaviour by its call number (1-based).
+type fakeSink struct {
+	script func(n int) insertScript
+
+	mu       sync.Mutex
+	calls    int
+	rows     map[string]int // rows inserted per table
+	canceled int            // inserts that ended because ctx ended
+}
+
+var errRetriable = errors.New("code: 252, TOO_MANY_PARTS")
+
+func newFakeSink(script func(n int) insertScript) *fakeSink {
+	if script == nil {
+		script = func(int) insertScript { return insertScript{} }
+	}
+	return &fakeSink{script: script, rows: map[string]int{}}
+}
+
+func (k *fakeSink) Describe(_ context.Context, _, _ string) ([]decode.ColumnSchema, error) {
+	return []decode.ColumnSchema{{Name: "id", Type: "UInt64"}, {Name: "s", Type: "String"}}, nil
+}
+
+func (k *fakeSink) Insert(ctx context.Context, t *writer.Table, block writer.Block, _ uint64,
+	onRetry func(writer.Attempt), _ writer.Refresh) error {
+	k.mu.Lock()
+	k.calls++
+	sc := k.script(k.calls)
+	k.mu.Unlock()
+	canceled := func() error {
+		k.mu.Lock()
+		k.canceled++
+		k.mu.Unlock()
+		return ctx.Err()
+	}
+	for i := 1; i <= sc.retries; i++ {
+		if onRetry != nil {
+			onRetry(writer.Attempt{N: i, Err: errRetriable, Class: writer.Retriable, Code: 252, Wait: time.Millisecond})
+		}
+		time.Sleep(time.Millisecond)
+	}
+	switch {
+	case sc.err != nil:
+		return sc.err
+	case sc.hang:
+		<-ctx.Done()
+		return canceled()
+	case sc.gate != nil:
+		select {
+		case <-sc.gate:
+		case <-ctx.Done():
+			return canceled()
+		}
+	case sc.delay > 0:
+		select {
+		case <-time.After(sc.delay):
+		case <-ctx.Done():
+			return canceled()
+		}
+	}
+	k.mu.Lock()
+	k.rows[t.FullName()] += block.Rows()
+	k.mu.Unlock()
+	return nil
+}
+
+func (k *fakeSink) inserted(table string) int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.rows[table]
+}
+
+// unitConfig is a one-topic, one-table connector with small timings; edit
+// the result for a test's needs.
+func unitConfig(t *testing.T, extra string) *config.Config {
+	t.Helper()
+	cfg, err := config.Parse([]byte(`
+name: unit
+kafka:
+  topics: [`+unitTopic+`]
+clickhouse:
+  database: db
+routes:
+  - topic: `+unitTopic+`
+    table: t
+`+extra), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Kafka.CommitInterval = 50 * time.Millisecond
+	cfg.Kafka.RebalanceTimeout = 400 * time.Millisecond // revoke deadline: 200ms
+	cfg.ClickHouse.SchemaRefresh = 0
+	cfg.ClickHouse.MaxInFlight = 1
+	cfg.Batch.MaxRows = 2
+	cfg.Batch.MaxWait = time.Hour
+	cfg.ShutdownTimeout = 300 * time.Millisecond
+	return cfg
+}
+
+// running is a pipeline whose Run goroutine is going.
+type running struct {
+	p      *Pipeline
+	src    *fakeSource
+	sink   *fakeSink
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func start(t *testing.T, cfg *config.Config, sink *fakeSink) *running {
+	t.Helper()
+	p, err := New(context.Background(), cfg, zerolog.Nop(), sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := newFakeSource()
+	p.Attach(src)
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{p: p, src: src, sink: sink, cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- p.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-r.done:
+		case <-time.After(5 * time.Second):
+			t.Error("Run did not return within 5s of the cleanup's cancel")
+		}
+	})
+	return r
+}
+
+// stop cancels Run the way SIGTERM does and returns its error.
+func (r *running) stop(t *testing.T) error {
+	t.Helper()
+	r.cancel()
+	return r.wait(t)
+}
+
+// wait returns Run's error once it returned by itself.
+func (r *running) wait(t *testing.T) error {
+	t.Helper()
+	select {
+	case err := <-r.done:
+		r.done <- err // for the cleanup
+		return err
+	case <-time.After(3 * time.Second):
+		t.Fatal("Run did not return within 3s")
+		return nil
+	}
+}
+
+// insertStarted waits for the first INSERT call.
+func (r *running) insertStarted(t *testing.T) {
+	t.Helper()
+	eventually(t, time.Second, "the insert started", func() bool {
+		r.sink.mu.Lock()
+		defer r.sink.mu.Unlock()
+		return r.sink.calls >= 1
+	})
+}
+
+// eventually fails the test unless cond holds within d.
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s: %s", d, what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// TestUnitInsertRetriedThenCommitted: an INSERT retried three times before
+// it succeeds is one insert of its rows, its retries are counted, and the
+// offsets are committed once the rows are in.
+func TestUnitInsertRetriedThenCommitted(t *testing.T) {
+	r := start(t, unitConfig(t, ""), newFakeSink(func(int) insertScript { return insertScript{retries: 3} }))
+	r.src.send(unitTP, 0, rows(0, 4)...)
+	eventually(t, 2*time.Second, "offset 4 committed", func() bool { return r.src.committed(unitTP) == 4 })
+	if err := r.stop(t); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	st := r.p.Stats()
+	if st.Rows != 4 || st.Inserts != 2 || r.sink.inserted("db.t") != 4 {
+		t.Fatalf("stats %+v, sink has %d rows; want 4 rows in 2 inserts", st, r.sink.inserted("db.t"))
+	}
+	if got := r.p.tables["db.t"].retries.Load(); got != 6 {
+		t.Fatalf("retries counted %d, want 6 (3 per insert)", got)
+	}
+}
+
+// TestUnitCommitsOnlyPrefixBeforeFatal: the second of three batches fails
+// for good; Run returns that error, the first batch's offsets are
+// committed, and nothing at or after the failed batch ever is.
+func TestUnitCommitsOnlyPrefixBeforeFatal(t *testing.T) {
+	permanent := errors.New("code: 53, TYPE_MISMATCH")
+	sink := newFakeSink(func(n int) insertScript {
+		if n == 2 {
+			return insertScript{err: permanent}
+		}
+		return insertScript{}
+	})
+	cfg := unitConfig(t, "")
+	cfg.ShutdownTimeout = 2 * time.Second
+	r := start(t, cfg, sink)
+	began := time.Now()
+	r.src.send(unitTP, 0, rows(0, 6)...) // batches [0,1] [2,3] [4,5]
+	err := r.wait(t)
+	if !errors.Is(err, permanent) {
+		t.Fatalf("Run returned %v, want the permanent insert error", err)
+	}
+	if got := r.src.committed(unitTP); got != 2 {
+		t.Fatalf("committed offset %d, want 2 (the batch before the failure, nothing past it)", got)
+	}
+	// The batch queued behind the failed one must not strand the flush
+	// until shutdown_timeout.
+	if took := time.Since(began); took >= r.p.cfg.ShutdownTimeout {
+		t.Fatalf("Run took %s to stop: the flush after the failure waited for shutdown_timeout", took)
+	}
+}
+
+// TestUnitFailedDLQProduceStops: a bad record whose dead-letter produce
+// fails for good stops the connector; the batches holding later records
+// of its partition are never inserted and nothing from it on is committed.
+func TestUnitFailedDLQProduceStops(t *testing.T) {
+	cfg := unitConfig(t, "errors: {tolerance: all, dlq_topic: dead}\n")
+	cfg.Batch.MaxRows = 1
+	r := start(t, cfg, newFakeSink(nil))
+	r.src.mu.Lock()
+	r.src.dlqErr = errors.New("TOPIC_AUTHORIZATION_FAILED")
+	r.src.mu.Unlock()
+	r.src.send(unitTP, 0, rows(0, 1)[0], `not json`, rows(2, 1)[0], rows(3, 1)[0])
+	err := r.wait(t)
+	if err == nil || !strings.Contains(err.Error(), "dead-letter produce of events[0] offset 1") {
+		t.Fatalf("Run returned %v, want the failed dead-letter produce of offset 1", err)
+	}
+	if got := r.sink.inserted("db.t"); got != 1 {
+		t.Fatalf("%d rows inserted, want 1 (only the record before the bad one)", got)
+	}
+	if got := r.src.committed(unitTP); got > 1 {
+		t.Fatalf("committed offset %d, past the record the DLQ did not take", got)
+	}
+}
+
+// TestUnitDLQProduceRetried: a dead-letter produce that fails retriably is
+// sent again after a backoff; the batch holding a later record of the
+// partition waits for it, then everything is inserted and committed.
+func TestUnitDLQProduceRetried(t *testing.T) {
+	cfg := unitConfig(t, "errors: {tolerance: all, dlq_topic: dead}\n")
+	cfg.Batch.MaxRows = 1
+	cfg.ClickHouse.RetryInitial = 20 * time.Millisecond
+	r := start(t, cfg, newFakeSink(nil))
+	r.src.mu.Lock()
+	r.src.dlqFailFirst = 2
+	r.src.mu.Unlock()
+	r.src.send(unitTP, 0, rows(0, 1)[0], `not json`, rows(2, 1)[0])
+	eventually(t, 2*time.Second, "offset 3 committed", func() bool { return r.src.committed(unitTP) == 3 })
+	if err := r.stop(t); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	r.src.mu.Lock()
+	sent := append([]int64(nil), r.src.dlqSent...)
+	r.src.mu.Unlock()
+	if len(sent) != 3 || sent[0] != 1 || sent[2] != 1 {
+		t.Fatalf("dead-letter produces of offsets %v, want offset 1 three times (two retriable failures)", sent)
+	}
+	if st := r.p.Stats(); st.Rows != 2 || st.DLQ != 1 || r.sink.inserted("db.t") != 2 {
+		t.Fatalf("stats %+v, sink %d rows; want 2 rows and 1 dead-lettered", st, r.sink.inserted("db.t"))
+	}
+}
+
+// TestUnitPauseAtBudget: with the buffer budget used up by a batch whose
+// INSERT has not finished, the pipeline stops polling; once the INSERT is
+// done and the memory is free, it polls again and handles what was waiting.
+func TestUnitPauseAtBudget(t *testing.T) {
+	cfg := unitConfig(t, "")
+	cfg.Batch.MaxRows = 1
+	cfg.Batch.BufferMemory = 1 // one row is over budget
+	gate := make(chan struct{})
+	r := start(t, cfg, newFakeSink(func(int) insertScript { return insertScript{gate: gate} }))
+	r.src.send(unitTP, 0, rows(0, 1)...)
+	r.src.send(unitTP, 1, rows(1, 1)...)
+	eventually(t, time.Second, "the first poll", func() bool { return r.src.polls.Load() >= 1 })
+	time.Sleep(100 * time.Millisecond)
+	if n := r.src.polls.Load(); n != 1 {
+		t.Fatalf("%d polls while the budget was used up, want 1", n)
+	}
+	close(gate)
+	eventually(t, 2*time.Second, "the waiting fetch handled and committed", func() bool { return r.src.committed(unitTP) == 2 })
+	if n := r.src.polls.Load(); n < 2 {
+		t.Fatalf("%d polls after the memory was freed, want more than 1", n)
+	}
+	if err := r.stop(t); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+}
+
+// TestUnitShutdownTimeout: an INSERT that never answers holds the shutdown
+// only until shutdown_timeout; Run then cancels it, commits nothing of it,
+// and says so.
+func TestUnitShutdownTimeout(t *testing.T) {
+	cfg := unitConfig(t, "")
+	r := start(t, cfg, newFakeSink(func(int) insertScript { return insertScript{hang: true} }))
+	r.src.send(unitTP, 0, rows(0, 2)...)
+	r.insertStarted(t)
+	began := time.Now()
+	err := r.stop(t)
+	took := time.Since(began)
+	if err == nil || !strings.Contains(err.Error(), "shutdown_timeout") || !strings.Contains(err.Error(), "1 batches not inserted") {
+		t.Fatalf("Run returned %v, want the shutdown_timeout error naming the batch", err)
+	}
+	if took < cfg.ShutdownTimeout || took > cfg.ShutdownTimeout+2*time.Second {
+		t.Fatalf("shutdown took %s, want about shutdown_timeout (%s)", took, cfg.ShutdownTimeout)
+	}
+	if got := r.src.committed(unitTP); got != -1 {
+		t.Fatalf("committed offset %d of a batch never inserted", got)
+	}
+	eventually(t, time.Second, "the hanging insert canceled", func() bool {
+		r.sink.mu.Lock()
+		defer r.sink.mu.Unlock()
+		return r.sink.canceled == 1
+	})
+}
+
+// TestUnitFailedCommitRetried: a commit refused by Kafka is sent again
+// with the next commit (here commit_interval's tick) with the same
+// positions.
+func TestUnitFailedCommitRetried(t *testing.T) {
+	r := start(t, unitConfig(t, ""), newFakeSink(nil))
+	r.src.mu.Lock()
+	r.src.failCommits = 1
+	r.src.mu.Unlock()
+	r.src.send(unitTP, 0, rows(0, 2)...)
+	eventually(t, 2*time.Second, "offset 2 committed after a failed commit", func() bool { return r.src.committed(unitTP) == 2 })
+	r.src.mu.Lock()
+	failed := r.src.failedCommits
+	r.src.mu.Unlock()
+	if failed != 1 {
+		t.Fatalf("%d commits failed, want 1", failed)
+	}
+	if err := r.stop(t); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+}
+
+// revoke calls the Revoked callback as franz-go does and returns how long
+// it held the rebalance.
+func revoke(r *running, tp offsets.TP) time.Duration {
+	began := time.Now()
+	r.p.Hooks().Revoked(context.Background(), map[string][]int32{tp.Topic: {tp.Partition}})
+	return time.Since(began)
+}
+
+// TestUnitRevokeWaitsForInserts: a revoke seals the partition's open batch,
+// waits for its INSERT and commits before it returns.
+func TestUnitRevokeWaitsForInserts(t *testing.T) {
+	cfg := unitConfig(t, "")
+	cfg.Batch.MaxRows = 100
+	cfg.Kafka.RebalanceTimeout = 20 * time.Second // the deadline is not what this test is about
+	r := start(t, cfg, newFakeSink(func(int) insertScript { return insertScript{delay: 50 * time.Millisecond} }))
+	r.src.send(unitTP, 0, rows(0, 3)...)
+	eventually(t, time.Second, "the fetch handled", func() bool { return r.src.polls.Load() >= 2 })
+	took := revoke(r, unitTP)
+	if got := r.src.committed(unitTP); got != 3 {
+		t.Fatalf("revoke returned after %s with offset %d committed, want 3", took, got)
+	}
+	if took < 50*time.Millisecond {
+		t.Fatalf("revoke returned after %s, before the INSERT could finish", took)
+	}
+	if err := r.stop(t); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+}
+
+// TestUnitRevokeDeadline: an INSERT that does not finish holds a revoke
+// only until half the rebalance timeout; the partition is then given up
+// without committing the batch, for the next owner to consume again.
+func TestUnitRevokeDeadline(t *testing.T) {
+	cfg := unitConfig(t, "")
+	r := start(t, cfg, newFakeSink(func(int) insertScript { return insertScript{hang: true} }))
+	r.src.send(unitTP, 0, rows(0, 2)...)
+	r.insertStarted(t)
+	took := revoke(r, unitTP)
+	half := cfg.Kafka.RebalanceTimeout / 2
+	if took < half || took > half+2*time.Second {
+		t.Fatalf("revoke held the rebalance %s, want about half the rebalance timeout (%s)", took, half)
+	}
+	if got := r.src.committed(unitTP); got != -1 {
+		t.Fatalf("committed offset %d of a batch never inserted", got)
+	}
+	// The hanging INSERT is still in flight: the shutdown times out on it.
+	if err := r.stop(t); err == nil || !strings.Contains(err.Error(), "shutdown_timeout") {
+		t.Fatalf("Run returned %v, want the shutdown_timeout error", err)
+	}
+}
+
+// TestUnitLostWithBatchInFlight: a lost partition is dropped at once, even
+// with a batch of it in flight; when that INSERT later succeeds, nothing
+// of the partition is committed (another member may own it now).
+func TestUnitLostWithBatchInFlight(t *testing.T) {
+	gate := make(chan struct{})
+	r := start(t, unitConfig(t, ""), newFakeSink(func(int) insertScript { return insertScript{gate: gate} }))
+	r.src.send(unitTP, 0, rows(0, 2)...)
+	r.insertStarted(t)
+	began := time.Now()
+	r.p.Hooks().Lost(context.Background(), map[string][]int32{unitTopic: {0}})
+	// Waiting for the insert would never end: the gate opens only after.
+	if took := time.Since(began); took > 2*time.Second {
+		t.Fatalf("the lost callback waited %s; it must not wait for inserts", took)
+	}
+	close(gate)
+	eventually(t, time.Second, "the insert acknowledged", func() bool { return r.sink.inserted("db.t") == 2 })
+	time.Sleep(3 * r.p.cfg.Kafka.CommitInterval)
+	if err := r.stop(t); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if got := r.src.committed(unitTP); got != -1 {
+		t.Fatalf("committed offset %d of a lost partition", got)
+	}
+}
+
+// TestUnitFirstRouteWins: with two routes for one topic, its records go to
+// the first route's table only (several tables per topic is not a feature).
+func TestUnitFirstRouteWins(t *testing.T) {
+	cfg := unitConfig(t, `  - topic: `+unitTopic+`
+    table: second
+`)
+	r := start(t, cfg, newFakeSink(nil))
+	r.src.send(unitTP, 0, rows(0, 2)...)
+	eventually(t, 2*time.Second, "offset 2 committed", func() bool { return r.src.committed(unitTP) == 2 })
+	if err := r.stop(t); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if a, b := r.sink.inserted("db.t"), r.sink.inserted("db.second"); a != 2 || b != 0 {
+		t.Fatalf("rows: db.t %d, db.second %d; want 2 and 0", a, b)
+	}
+}
+
+// TestUnitKfakeGroup runs the pipeline with the real consumer (the
+// production Source) in a real consumer group on an in-memory Kafka
+// (kfake), into the fake sink: every record is inserted once, the group's
+// committed offsets reach the end of both partitions, and the member
+// leaves cleanly.
+func TestUnitKfakeGroup(t *testing.T) {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, unitTopic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	cfg := unitConfig(t, "")
+	cfg.Kafka.Brokers = cluster.ListenAddrs()
+	cfg.Kafka.FetchMaxWait = 50 * time.Millisecond
+	cfg.Kafka.RebalanceTimeout = 5 * time.Second
+	cfg.Batch.MaxWait = 100 * time.Millisecond
+	cfg.ShutdownTimeout = 2 * time.Second
+
+	prod, err := kgo.NewClient(kgo.SeedBrokers(cfg.Kafka.Brokers...), kgo.DefaultProduceTopic(unitTopic),
+		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, v := range rows(0, 10) {
+		if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	sink := newFakeSink(nil)
+	p, err := New(ctx, cfg, zerolog.Nop(), sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons, err := consumer.New(ctx, cfg, zerolog.Nop(), p.Hooks())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Attach(cons)
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- p.Run(runCtx) }()
+
+	adm := kadm.NewClient(prod)
+	committed := func() int64 {
+		os, err := adm.FetchOffsets(ctx, cfg.Kafka.Group)
+		if err != nil {
+			return -1
+		}
+		var n int64
+		os.Each(func(o kadm.OffsetResponse) { n += o.At })
+		return n
+	}
+	eventually(t, 8*time.Second, "the group committed all 10 records", func() bool { return committed() == 10 })
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	cons.Close()
+	if got := sink.inserted("db.t"); got != 10 {
+		t.Fatalf("%d rows inserted, want 10", got)
+	}
+}
