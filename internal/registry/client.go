@@ -295,7 +295,7 @@ func classify(ctx context.Context, what string, err error) error {
 func (c *Client) Register(ctx context.Context, subject string, typ sr.SchemaType, text string, refs ...sr.SchemaReference) (int, error) {
 	id, err := c.sr.RegisterSchema(ctx, subject, sr.Schema{Schema: text, Type: typ, References: refs}, -1, -1)
 	if err != nil {
-		return 0, fmt.Errorf("register a %s schema under subject %q: %w", typ, subject, err)
+		return 0, fmt.Errorf("register the %s schema under subject %q: %w", typ, subject, err)
 	}
 	return id, nil
 }
