@@ -18,16 +18,16 @@
 #
 # Usage: scripts/stack.sh up|down|status|logs
 #
-#   up      install what is missing (apt packages, Kafka jars, the chdb-core wheel),
-#           start all three, wait until
-#           they answer. Idempotent. If a healthy ClickHouse/Kafka (e.g. from another
+#   up      install what is missing (apt packages, Kafka jars, the chdb-core wheel,
+#           the registry distribution), start all four servers, wait until
+#           they answer. Idempotent. If a healthy server (e.g. from another
 #           checkout) already answers on the ports, it is reused. A port held by
 #           something else is an error (one line on stderr, exit 1). A Kafka this
 #           checkout started with an older testdata/kafka/server.properties is
 #           restarted to apply it (a few seconds without a broker; its data stays).
 #   down    stop only what this checkout started (pid files in .stack/).
-#   status  versions, ports, and who started each; exit 1 if either is not answering.
-#   logs    tail both logs.
+#   status  versions, ports, and who started each; exit 1 if any is not answering.
+#   logs    tail the servers' logs.
 #
 # State lives in .stack/ (data, logs, pid files, generated configs), the Kafka jars
 # in .cache/kafka-libs/, the registry in .cache/apicurio/ and the 26.9 engine in .cache/ch26/;
