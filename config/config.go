@@ -37,6 +37,9 @@ type Config struct {
 	// Delivery is DeliveryAtLeastOnce or DeliveryExactlyOnce (see
 	// docs/exactly-once.md).
 	Delivery string `koanf:"delivery"`
+	// SchemaRegistry is where Avro, Protobuf and JSON Schema records
+	// framed in the Confluent wire format find their schemas.
+	SchemaRegistry SchemaRegistry `koanf:"schema_registry"`
 }
 
 // Delivery guarantees.
@@ -350,6 +353,7 @@ func (c *Config) normalize() {
 	nilIfEmpty(&c.Kafka.Brokers)
 	nilIfEmpty(&c.Kafka.Topics)
 	nilIfEmpty(&c.ClickHouse.Addrs)
+	nilIfEmpty(&c.SchemaRegistry.URLs)
 	nilIfEmpty(&c.Routes)
 	if len(c.ClickHouse.Settings) == 0 {
 		c.ClickHouse.Settings = nil
@@ -489,6 +493,10 @@ func (c *Config) Redacted() *Config {
 	}
 	if c.Kafka.SASL.Password != "" {
 		cp.Kafka.SASL.Password = redactedPassword
+	}
+	cp.SchemaRegistry.URLs = clone(c.SchemaRegistry.URLs)
+	if c.SchemaRegistry.Password != "" {
+		cp.SchemaRegistry.Password = redactedPassword
 	}
 	if c.Routes != nil {
 		cp.Routes = make([]Route, len(c.Routes))

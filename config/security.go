@@ -238,7 +238,7 @@ func (c *Config) validateSecurity(p *problems) {
 // passwordKeys are the keys that hold passwords, which the config file may
 // not set: a file is copied into images, ConfigMaps and repositories, and
 // read by everyone who may read the deployment.
-var passwordKeys = []string{"clickhouse.password", "kafka.sasl.password"}
+var passwordKeys = []string{"clickhouse.password", "kafka.sasl.password", "schema_registry.password"}
 
 // filePasswords reports the passwords written in the YAML document. The
 // message names the key and never the value.

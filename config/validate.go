@@ -68,6 +68,7 @@ func (c *Config) Validate() error {
 	c.validateRoutes(&p)
 	c.validateErrors(&p)
 	c.validateSecurity(&p)
+	c.validateSchemaRegistry(&p)
 
 	if c.HTTP.Listen != "" {
 		if err := checkHostPort(c.HTTP.Listen, true); err != nil {
