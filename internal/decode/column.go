@@ -313,7 +313,7 @@ func stringConv(t *chType, fixed int) func(c *appendState, in *input) (string, e
 }
 
 // stringValue is the bytes a String (fixed == 0) or FixedString(fixed)
-// column stores for in (see stringConv); it may borrow the context's
+// column stores for in (see stringConv); it may borrow the appendState's
 // scratch, so it is valid until the next value.
 func (c *appendState) stringValue(in *input, t *chType, fixed int) ([]byte, error) {
 	b := c.stringText(in)
@@ -331,7 +331,7 @@ func (c *appendState) stringValue(in *input, t *chType, fixed int) ([]byte, erro
 }
 
 // stringText is the text a String column stores for in (see stringConv);
-// it may borrow the context's scratch.
+// it may borrow the appendState's scratch.
 func (c *appendState) stringText(in *input) []byte {
 	switch in.kind {
 	case inStr, inNum:

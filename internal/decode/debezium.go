@@ -471,7 +471,8 @@ func (d *debeziumFormat) read(i int, in *input) error {
 	return nil
 }
 
-// convertSem applies a field's semantic type (from the schema) for column i.
+// convertSem applies a field's semantic type (from the schema) to the value
+// of column c.
 func (d *debeziumFormat) convertSem(c *dbzCol, fs fieldSem, in *input) error {
 	cls := c.cls
 	switch fs.kind {

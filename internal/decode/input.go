@@ -27,7 +27,7 @@ const (
 )
 
 // input is one source value. It borrows: b and v are valid only until the
-// next parse or the next number read into the context's scratch.
+// next parse or the next number read into the appendState's scratch.
 type input struct {
 	kind inKind
 	b    []byte
