@@ -4,7 +4,7 @@
 GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: build test demo bench chaos stack-up stack-down stack-status stack-logs
+.PHONY: build test fuzz demo bench chaos stack-up stack-down stack-status stack-logs
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/sink ./cmd/sink
@@ -13,6 +13,11 @@ build:
 # cannot pass while silently skipping every integration test.
 test: stack-up
 	bash scripts/test.sh
+
+# Every native Go fuzz target for FUZZTIME each (default 30s):
+# make fuzz FUZZTIME=5m; `make test` runs each for a few seconds.
+fuzz:
+	bash scripts/fuzz.sh
 
 demo: stack-up
 	bash scripts/demo.sh

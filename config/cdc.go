@@ -7,19 +7,15 @@ package config
 import (
 	"fmt"
 	"regexp"
-	"slices"
-	"strconv"
 	"strings"
-)
 
-// FormatDebezium is the route format of Debezium change events (Kafka
-// Connect's JSON converter, with or without schemas).
-const FormatDebezium = "debezium-json"
+	"sink/internal/route"
+)
 
 // Mapping is the column mapping the route's decoder compiles: Columns, plus,
 // for debezium-json, VersionColumn -> $version and DeletedColumn -> $deleted.
 func (r Route) Mapping() map[string]string {
-	if r.Format != FormatDebezium {
+	if r.Format != route.Debezium {
 		return r.Columns
 	}
 	m := make(map[string]string, len(r.Columns)+2)
@@ -27,20 +23,17 @@ func (r Route) Mapping() map[string]string {
 		m[k] = v
 	}
 	if r.VersionColumn != "" {
-		m[r.VersionColumn] = "$version"
+		m[r.VersionColumn] = route.VersionSource
 	}
 	if r.DeletedColumn != "" {
-		m[r.DeletedColumn] = "$deleted"
+		m[r.DeletedColumn] = route.DeletedSource
 	}
 	return m
 }
 
 // TableFromTopic reports whether the route's table has placeholders, i.e.
 // depends on the topic (see Route.Table).
-func (r Route) TableFromTopic() bool { return strings.Contains(r.Table, "${") }
-
-// placeholderRE finds the placeholders of Route.Table.
-var placeholderRE = regexp.MustCompile(`\$\{([^}]*)\}`)
+func (r Route) TableFromTopic() bool { return route.IsTemplate(r.Table) }
 
 // TableForTopic returns the table that the route sends topic's records to:
 // TableFor, with the placeholders filled in from topic. It fails, naming the
@@ -52,34 +45,13 @@ func (c *Config) TableForTopic(r Route, topic string) (db, table string, err err
 		db, table = c.TableFor(r)
 		return db, table, nil
 	}
-	var groups []string
-	var failed error
-	name := placeholderRE.ReplaceAllStringFunc(r.Table, func(ph string) string {
-		switch key := ph[2 : len(ph)-1]; key {
-		case "topic":
-			return topic
-		case "topic.last":
-			return topic[strings.LastIndexByte(topic, '.')+1:]
-		default:
-			n, _ := strconv.Atoi(key)
-			if groups == nil {
-				re := r.re
-				if re == nil {
-					re, _ = regexp.Compile(anchor(r.TopicRegex))
-				}
-				if re != nil {
-					groups = re.FindStringSubmatch(topic)
-				}
-			}
-			if n < 1 || n >= len(groups) {
-				failed = fmt.Errorf("%s does not match topic %q (topic_regex %q)", ph, topic, r.TopicRegex)
-				return ""
-			}
-			return groups[n]
-		}
-	})
-	if failed != nil {
-		return "", "", failed
+	re := r.re
+	if re == nil && r.TopicRegex != "" {
+		re, _ = regexp.Compile(anchor(r.TopicRegex))
+	}
+	name, err := route.ExpandTemplate(r.Table, topic, r.TopicRegex, re)
+	if err != nil {
+		return "", "", err
 	}
 	tmp := r
 	tmp.Table = name
@@ -91,82 +63,34 @@ func (c *Config) TableForTopic(r Route, topic string) (db, table string, err err
 }
 
 // checkTableTemplate reports the placeholders of r.Table that can never be
-// filled (unknown names, a ${N} beyond topic_regex's groups or without
-// topic_regex, an unterminated "${") and returns r.Table with each
-// placeholder replaced by "x", for the usual table-name checks.
+// filled and returns r.Table with each placeholder replaced by "x", for the
+// usual table-name checks.
 func (p *problems) checkTableTemplate(key string, r *Route) string {
-	if !r.TableFromTopic() {
-		return r.Table
+	problems, probe := route.CheckTemplate(r.Table, r.TopicRegex, r.re)
+	for _, msg := range problems {
+		p.add("%s.table: %s", key, msg)
 	}
-	groups := -1 // no topic_regex: no ${N}
-	if r.re != nil {
-		groups = r.re.NumSubexp()
-	} else if r.TopicRegex != "" {
-		groups = 0 // invalid regex, reported already
-	}
-	for _, m := range placeholderRE.FindAllStringSubmatch(r.Table, -1) {
-		switch name := m[1]; {
-		case name == "topic" || name == "topic.last":
-		default:
-			n, err := strconv.Atoi(name)
-			switch {
-			case err != nil || n < 1:
-				p.add("%s.table: unknown placeholder %q (want ${topic}, ${topic.last}, or ${1}..${9} for topic_regex groups)", key, m[0])
-			case groups < 0:
-				p.add("%s.table: %s needs topic_regex with capture groups", key, m[0])
-			case n > groups && r.re != nil:
-				p.add("%s.table: %s, but topic_regex %q has %d capture groups", key, m[0], r.TopicRegex, groups)
-			}
-		}
-	}
-	out := placeholderRE.ReplaceAllString(r.Table, "x")
-	if strings.Contains(out, "${") {
-		p.add("%s.table: %q has an unterminated ${", key, r.Table)
-	}
-	return out
-}
-
-// debeziumSources are the column sources debezium-json adds.
-var debeziumSources = []string{"$version", "$deleted", "$op", "$ts_ms"}
-
-const sourceBlock = "$source."
-
-// checkDebeziumSource validates a $ source of a debezium-json route (other
-// than $header.NAME).
-func checkDebeziumSource(src string) error {
-	if slices.Contains(metaSources, src) || slices.Contains(debeziumSources, src) {
-		return nil
-	}
-	if path, ok := strings.CutPrefix(src, sourceBlock); ok {
-		for _, part := range strings.Split(path, ".") {
-			if part == "" {
-				return fmt.Errorf("%q needs a field of the source block, e.g. %stable", src, sourceBlock)
-			}
-		}
-		return nil
-	}
-	return fmt.Errorf("unknown source %q (want a path into the row image such as a.b, or one of %s, %s, %sNAME, %sPATH)",
-		src, strings.Join(metaSources, ", "), strings.Join(debeziumSources, ", "), headerSource, sourceBlock)
+	return probe
 }
 
 // validateDebezium checks version_column and deleted_column: set only for
 // debezium-json, distinct, and not also mapped in columns.
 func (p *problems) validateDebezium(key string, r *Route) {
-	if r.Format != FormatDebezium {
+	if r.Format != route.Debezium {
 		if r.VersionColumn != "" {
-			p.add("%s.version_column: only for format %s", key, FormatDebezium)
+			p.add("%s.version_column: only for format %s", key, route.Debezium)
 		}
 		if r.DeletedColumn != "" {
-			p.add("%s.deleted_column: only for format %s", key, FormatDebezium)
+			p.add("%s.deleted_column: only for format %s", key, route.Debezium)
 		}
 		return
 	}
 	for _, c := range []struct{ key, col, src string }{
-		{"version_column", r.VersionColumn, "$version"},
-		{"deleted_column", r.DeletedColumn, "$deleted"},
+		{"version_column", r.VersionColumn, route.VersionSource},
+		{"deleted_column", r.DeletedColumn, route.DeletedSource},
 	} {
 		if c.col == "" {
-			p.add("%s.%s: required for format %s", key, c.key, FormatDebezium)
+			p.add("%s.%s: required for format %s", key, c.key, route.Debezium)
 			continue
 		}
 		if src, ok := r.Columns[c.col]; ok && src != c.src {

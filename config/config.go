@@ -18,6 +18,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"sink/internal/route"
 )
 
 // Config is the whole configuration of one sink process.
@@ -145,8 +147,8 @@ type Route struct {
 	// server.schema.table gives table) and, with TopicRegex, ${1}..${9}
 	// (its capture groups). Such a table is looked up when the first
 	// record of a topic arrives (see TableForTopic).
-	Table  string `koanf:"table"`
-	Format string `koanf:"format"`
+	Table  string       `koanf:"table"`
+	Format route.Format `koanf:"format"`
 	// Columns maps a table column to its source: a JSON path "a.b.c" into
 	// the record value, or one of $topic, $partition, $offset, $timestamp,
 	// $key, $header.NAME. When empty, each column is read from the
@@ -208,7 +210,6 @@ var (
 	startOffsets = []string{"earliest", "latest"}
 	compressions = []string{"auto", "lz4", "zstd", "none"}
 	protocols    = []string{ProtocolNative, ProtocolHTTP}
-	formats      = []string{"json", FormatDebezium}
 	tolerances   = []string{"none", "all"}
 	onValues     = []string{"default", "bad_record"}
 	onTombstones = []string{"skip", "bad_record"}
@@ -228,12 +229,12 @@ func defaults() *Config {
 			// A new group reads the topic from the start: a sink that
 			// silently skips existing data is worse than a slow first run.
 			StartOffset: "earliest",
-			// Seed 004: the main lever. The broker holds a fetch until
+			// The main lever of insert size. The broker holds a fetch until
 			// 1MiB is ready (or FetchMaxWait passes), so each fetch brings
 			// thousands of rows instead of a handful; the Java default of
 			// 1 byte is what produced one insert per message.
 			FetchMinBytes: 1 * MiB,
-			// Seed 004: the longest delay a fetch may add when input is
+			// The longest delay a fetch may add when input is
 			// slow; small next to batch.max_wait so it does not dominate
 			// end-to-end latency.
 			FetchMaxWait: 500 * time.Millisecond,
@@ -252,7 +253,7 @@ func defaults() *Config {
 			// Time members get to flush and commit during a rebalance;
 			// covers one slow INSERT plus a commit.
 			RebalanceTimeout: 60 * time.Second,
-			// Seed 004: must exceed fetch_max_wait, else every idle fetch
+			// Must exceed fetch_max_wait, else every idle fetch
 			// times out; 30s is Kafka's request.timeout.ms default.
 			RequestTimeout: 30 * time.Second,
 		},
@@ -296,8 +297,8 @@ func defaults() *Config {
 			SchemaRefresh: 30 * time.Second,
 		},
 		Batch: Batch{
-			// Seeds 002 and 004: tens of thousands of rows per INSERT is
-			// where per-insert overhead becomes noise.
+			// Tens of thousands of rows per INSERT is where the fixed
+			// cost of an insert (a part, a merge) becomes noise.
 			MaxRows: 100_000,
 			// Keeps a single INSERT (and its retry) a manageable block.
 			MaxBytes: 32 * MiB,
@@ -382,9 +383,9 @@ func (c *Config) fillDerived() {
 	for i := range c.Routes {
 		r := &c.Routes[i]
 		if r.Format == "" {
-			r.Format = formats[0]
+			r.Format = route.DefaultFormat
 		}
-		if r.Format == FormatDebezium {
+		if r.Format == route.Debezium {
 			if r.VersionColumn == "" {
 				r.VersionColumn = "_version"
 			}

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"sink/internal/route"
 )
 
 // Limits that are not a matter of taste.
@@ -39,11 +41,6 @@ var (
 	// make "db.table" ambiguous; control characters are never intended.
 	identRE = regexp.MustCompile(`^[^.\x00-\x1f\x7f]+$`)
 )
-
-// Column sources that are not JSON paths.
-var metaSources = []string{"$topic", "$partition", "$offset", "$timestamp", "$key"}
-
-const headerSource = "$header."
 
 // Validate checks every option and returns all problems at once, joined with
 // errors.Join, each starting with the full key path of the option at fault.
@@ -130,8 +127,8 @@ func (c *Config) validateKafka(p *problems) {
 	p.between("kafka.commit_interval", k.CommitInterval, minCommitInterval, maxWireTimeout)
 	p.between("kafka.request_timeout", k.RequestTimeout, minGroupTimeout, maxWireTimeout)
 	if k.RequestTimeout > 0 && k.RequestTimeout <= k.FetchMaxWait {
-		// Seed 004: a broker legitimately holds a fetch for
-		// fetch_max_wait; a shorter request timeout fails every quiet fetch.
+		// A broker legitimately holds a fetch for fetch_max_wait; a
+		// shorter request timeout fails every quiet fetch.
 		p.add("kafka.request_timeout (%v) must exceed kafka.fetch_max_wait (%v)", k.RequestTimeout, k.FetchMaxWait)
 	}
 }
@@ -237,9 +234,9 @@ func (c *Config) validateRoutes(p *problems) {
 
 		switch {
 		case r.Format == "":
-			p.add("%s.format: required (supported: %s)", key, strings.Join(formats, ", "))
-		case !slices.Contains(formats, r.Format):
-			p.add("%s.format: unsupported format %q (supported: %s)", key, r.Format, strings.Join(formats, ", "))
+			p.add("%s.format: required (supported: %s)", key, route.FormatNames())
+		case !r.Format.Valid():
+			p.add("%s.format: unsupported format %q (supported: %s)", key, r.Format, route.FormatNames())
 		}
 		p.validateDebezium(key, r)
 
@@ -248,7 +245,7 @@ func (c *Config) validateRoutes(p *problems) {
 				p.add("%s.columns: empty column name", key)
 				continue
 			}
-			if err := checkSource(r.Columns[col], r.Format); err != nil {
+			if _, err := route.ParseSource(r.Format, r.Columns[col]); err != nil {
 				p.add("%s.columns.%s: %v", key, col, err)
 			}
 		}
@@ -287,33 +284,6 @@ func (c *Config) validateErrors(p *problems) {
 			p.add("errors.dlq_topic: %q is consumed by this sink (kafka.topics or kafka.topic_regex); dead letters would be read back", e.DLQTopic)
 		}
 	}
-}
-
-// checkSource validates a column source: $topic, $partition, $offset,
-// $timestamp, $key, $header.NAME or a dotted JSON path, and for
-// debezium-json the sources checkDebeziumSource knows.
-func checkSource(src, format string) error {
-	switch {
-	case src == "":
-		return errors.New("empty source")
-	case strings.HasPrefix(src, headerSource):
-		if src == headerSource {
-			return fmt.Errorf("%q needs a header name, e.g. %strace_id", src, headerSource)
-		}
-	case strings.HasPrefix(src, "$") && format == FormatDebezium:
-		return checkDebeziumSource(src)
-	case strings.HasPrefix(src, "$"):
-		if !slices.Contains(metaSources, src) {
-			return fmt.Errorf("unknown source %q (want a JSON path such as a.b.c, or one of %s, %sNAME)", src, strings.Join(metaSources, ", "), headerSource)
-		}
-	default:
-		for _, part := range strings.Split(src, ".") {
-			if part == "" {
-				return fmt.Errorf("JSON path %q has an empty element", src)
-			}
-		}
-	}
-	return nil
 }
 
 // checkHostPort accepts "host:port"; listen admits ":8080" (all interfaces)

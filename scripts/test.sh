@@ -35,5 +35,7 @@ for label in ch18 ch26; do
 	f=$(grep -cE "^\s*--- FAIL: \S*/${label}_[0-9.]+ \(" "$log" || true)
 	echo "test: on ClickHouse $label: $p passed, $f failed"
 done
+# Every fuzz target briefly, beyond its seed corpus (make fuzz runs longer).
+FUZZTIME=${FUZZTIME:-3s} bash scripts/fuzz.sh || status=1
 echo "$passed passed, $failed failed, $skipped skipped"
 exit $status

@@ -20,7 +20,7 @@ import (
 type col interface {
 	// add appends one value, or returns the reason it cannot. On error the
 	// buffer may hold a partial row; the caller truncates.
-	add(c *ctx, in *input) error
+	add(c *appendState, in *input) error
 	rows() int
 	truncate(n int)
 	reset()
@@ -43,7 +43,7 @@ type leaf[T any] struct {
 	nullable bool
 	zero     T
 	width    int // approximate bytes per row
-	conv     func(c *ctx, in *input) (T, error)
+	conv     func(c *appendState, in *input) (T, error)
 	exp      exporter[T]
 	// nat, when set, views the values as the ch-go column clickhouse-go
 	// keeps for this type (see native.go); only for a column that is
@@ -51,7 +51,7 @@ type leaf[T any] struct {
 	nat func(vals []T) proto.ColInput
 }
 
-func (l *leaf[T]) add(c *ctx, in *input) error {
+func (l *leaf[T]) add(c *appendState, in *input) error {
 	v, null := l.zero, true
 	if in.kind > inNull {
 		var err error
@@ -151,7 +151,7 @@ func splitSlice[E any](vals []E, ends []int) [][]E {
 	return out
 }
 
-func newLeaf[T any](nullable bool, width int, zero T, exp exporter[T], conv func(*ctx, *input) (T, error)) *leaf[T] {
+func newLeaf[T any](nullable bool, width int, zero T, exp exporter[T], conv func(*appendState, *input) (T, error)) *leaf[T] {
 	if nullable {
 		width++
 	}
@@ -175,50 +175,50 @@ func newCol(t *chType) col {
 		m.visitFn = m.visit
 		return m
 	case kInt8:
-		return newLeaf(nullable, 1, int8(0), same[int8]{}, func(c *ctx, in *input) (int8, error) {
+		return newLeaf(nullable, 1, int8(0), same[int8]{}, func(c *appendState, in *input) (int8, error) {
 			v, err := c.signed(in, t, math.MinInt8, math.MaxInt8)
 			return int8(v), err
 		})
 	case kInt16:
-		return newLeaf(nullable, 2, int16(0), same[int16]{}, func(c *ctx, in *input) (int16, error) {
+		return newLeaf(nullable, 2, int16(0), same[int16]{}, func(c *appendState, in *input) (int16, error) {
 			v, err := c.signed(in, t, math.MinInt16, math.MaxInt16)
 			return int16(v), err
 		})
 	case kInt32:
-		return newLeaf(nullable, 4, int32(0), same[int32]{}, func(c *ctx, in *input) (int32, error) {
+		return newLeaf(nullable, 4, int32(0), same[int32]{}, func(c *appendState, in *input) (int32, error) {
 			v, err := c.signed(in, t, math.MinInt32, math.MaxInt32)
 			return int32(v), err
 		})
 	case kInt64:
-		return newLeaf(nullable, 8, int64(0), same[int64]{}, func(c *ctx, in *input) (int64, error) {
+		return newLeaf(nullable, 8, int64(0), same[int64]{}, func(c *appendState, in *input) (int64, error) {
 			return c.signed(in, t, math.MinInt64, math.MaxInt64)
 		})
 	case kUInt8:
-		return newLeaf(nullable, 1, uint8(0), same[uint8]{}, func(c *ctx, in *input) (uint8, error) {
+		return newLeaf(nullable, 1, uint8(0), same[uint8]{}, func(c *appendState, in *input) (uint8, error) {
 			v, err := c.unsigned(in, t, math.MaxUint8)
 			return uint8(v), err
 		})
 	case kUInt16:
-		return newLeaf(nullable, 2, uint16(0), same[uint16]{}, func(c *ctx, in *input) (uint16, error) {
+		return newLeaf(nullable, 2, uint16(0), same[uint16]{}, func(c *appendState, in *input) (uint16, error) {
 			v, err := c.unsigned(in, t, math.MaxUint16)
 			return uint16(v), err
 		})
 	case kUInt32:
-		return newLeaf(nullable, 4, uint32(0), same[uint32]{}, func(c *ctx, in *input) (uint32, error) {
+		return newLeaf(nullable, 4, uint32(0), same[uint32]{}, func(c *appendState, in *input) (uint32, error) {
 			v, err := c.unsigned(in, t, math.MaxUint32)
 			return uint32(v), err
 		})
 	case kUInt64:
-		return newLeaf(nullable, 8, uint64(0), same[uint64]{}, func(c *ctx, in *input) (uint64, error) {
+		return newLeaf(nullable, 8, uint64(0), same[uint64]{}, func(c *appendState, in *input) (uint64, error) {
 			return c.unsigned(in, t, math.MaxUint64)
 		})
 	case kFloat32:
-		return newLeaf(nullable, 4, float32(0), same[float32]{}, func(c *ctx, in *input) (float32, error) {
+		return newLeaf(nullable, 4, float32(0), same[float32]{}, func(c *appendState, in *input) (float32, error) {
 			v, err := c.float(in, t, 32)
 			return float32(v), err
 		})
 	case kFloat64:
-		return newLeaf(nullable, 8, float64(0), same[float64]{}, func(c *ctx, in *input) (float64, error) {
+		return newLeaf(nullable, 8, float64(0), same[float64]{}, func(c *appendState, in *input) (float64, error) {
 			return c.float(in, t, 64)
 		})
 	case kDecimal:
@@ -226,55 +226,55 @@ func newCol(t *chType) col {
 			exp := int32(-t.scale)
 			return newLeaf(nullable, 8, int64(0), mapped[int64, decimal.Decimal]{func(v int64) decimal.Decimal {
 				return decimal.New(v, exp)
-			}}, func(c *ctx, in *input) (int64, error) { return c.decimal64(in, t) })
+			}}, func(c *appendState, in *input) (int64, error) { return c.decimal64(in, t) })
 		}
 		return newLeaf(nullable, 48, decimal.New(0, int32(-t.scale)), same[decimal.Decimal]{},
-			func(c *ctx, in *input) (decimal.Decimal, error) { return c.decimalBig(in, t) })
+			func(c *appendState, in *input) (decimal.Decimal, error) { return c.decimalBig(in, t) })
 	case kString:
 		return newLeaf(nullable, 16, "", same[string]{}, stringConv(t, 0))
 	case kFixedString:
 		return newLeaf(nullable, 16, string(make([]byte, t.n)), same[string]{}, stringConv(t, t.n))
 	case kDate, kDate32:
-		return newLeaf(nullable, 24, epoch, same[time.Time]{}, func(c *ctx, in *input) (time.Time, error) {
+		return newLeaf(nullable, 24, epoch, same[time.Time]{}, func(c *appendState, in *input) (time.Time, error) {
 			return c.date(in, t)
 		})
 	case kDateTime:
-		return newLeaf(nullable, 8, int64(0), same[int64]{}, func(c *ctx, in *input) (int64, error) {
+		return newLeaf(nullable, 8, int64(0), same[int64]{}, func(c *appendState, in *input) (int64, error) {
 			return c.dateTime(in, t)
 		})
 	case kDateTime64:
-		return newLeaf(nullable, 24, epoch, same[time.Time]{}, func(c *ctx, in *input) (time.Time, error) {
+		return newLeaf(nullable, 24, epoch, same[time.Time]{}, func(c *appendState, in *input) (time.Time, error) {
 			return c.dateTime64(in, t)
 		})
 	case kUUID:
-		return newLeaf(nullable, 16, uuid.Nil, same[uuid.UUID]{}, func(c *ctx, in *input) (uuid.UUID, error) {
+		return newLeaf(nullable, 16, uuid.Nil, same[uuid.UUID]{}, func(c *appendState, in *input) (uuid.UUID, error) {
 			return c.uuidValue(in, t)
 		})
 	case kEnum8:
-		return newLeaf(nullable, 1, int8(t.enumMin), same[int8]{}, func(c *ctx, in *input) (int8, error) {
+		return newLeaf(nullable, 1, int8(t.enumMin), same[int8]{}, func(c *appendState, in *input) (int8, error) {
 			v, err := c.enum(in, t)
 			return int8(v), err
 		})
 	case kEnum16:
-		return newLeaf(nullable, 2, t.enumMin, same[int16]{}, func(c *ctx, in *input) (int16, error) {
+		return newLeaf(nullable, 2, t.enumMin, same[int16]{}, func(c *appendState, in *input) (int16, error) {
 			return c.enum(in, t)
 		})
 	case kBool:
-		return newLeaf(nullable, 1, false, same[bool]{}, func(c *ctx, in *input) (bool, error) {
+		return newLeaf(nullable, 1, false, same[bool]{}, func(c *appendState, in *input) (bool, error) {
 			return c.boolean(in, t)
 		})
 	case kIPv4:
-		return newLeaf(nullable, 4, uint32(0), same[uint32]{}, func(c *ctx, in *input) (uint32, error) {
+		return newLeaf(nullable, 4, uint32(0), same[uint32]{}, func(c *appendState, in *input) (uint32, error) {
 			return c.ipv4(in, t)
 		})
 	case kIPv6:
-		return newLeaf(nullable, 16, [16]byte{}, same[[16]byte]{}, func(c *ctx, in *input) ([16]byte, error) {
+		return newLeaf(nullable, 16, [16]byte{}, same[[16]byte]{}, func(c *appendState, in *input) ([16]byte, error) {
 			return c.ipv6(in, t)
 		})
 	case kInt128, kInt256, kUInt128, kUInt256:
 		_, signed := wideBits(t.kind)
 		return newLeaf(nullable, 32, u256{}, mapped[u256, big.Int]{func(v u256) big.Int { return v.bigInt(signed) }},
-			func(c *ctx, in *input) (u256, error) { return c.wide(in, t) })
+			func(c *appendState, in *input) (u256, error) { return c.wide(in, t) })
 	case kTuple:
 		return newTupleCol(t)
 	case kDynamic:
@@ -297,9 +297,9 @@ var (
 // as compact JSON, $partition/$offset in decimal, $timestamp in RFC 3339 UTC.
 // FixedString values longer than N are rejected, shorter ones zero-padded.
 // A value equal to the previous one in this column shares its memory.
-func stringConv(t *chType, fixed int) func(c *ctx, in *input) (string, error) {
+func stringConv(t *chType, fixed int) func(c *appendState, in *input) (string, error) {
 	var last string
-	return func(c *ctx, in *input) (string, error) {
+	return func(c *appendState, in *input) (string, error) {
 		b, err := c.stringValue(in, t, fixed)
 		if err != nil {
 			return "", err
@@ -313,9 +313,9 @@ func stringConv(t *chType, fixed int) func(c *ctx, in *input) (string, error) {
 }
 
 // stringValue is the bytes a String (fixed == 0) or FixedString(fixed)
-// column stores for in (see stringConv); it may borrow the context's
+// column stores for in (see stringConv); it may borrow the appendState's
 // scratch, so it is valid until the next value.
-func (c *ctx) stringValue(in *input, t *chType, fixed int) ([]byte, error) {
+func (c *appendState) stringValue(in *input, t *chType, fixed int) ([]byte, error) {
 	b := c.stringText(in)
 	if fixed > 0 && len(b) != fixed {
 		if len(b) > fixed {
@@ -331,8 +331,8 @@ func (c *ctx) stringValue(in *input, t *chType, fixed int) ([]byte, error) {
 }
 
 // stringText is the text a String column stores for in (see stringConv);
-// it may borrow the context's scratch.
-func (c *ctx) stringText(in *input) []byte {
+// it may borrow the appendState's scratch.
+func (c *appendState) stringText(in *input) []byte {
 	switch in.kind {
 	case inStr, inNum:
 		return in.b
@@ -362,7 +362,7 @@ type arrayCol struct {
 	in   input // element scratch
 }
 
-func (a *arrayCol) add(c *ctx, in *input) error {
+func (a *arrayCol) add(c *appendState, in *input) error {
 	switch in.kind {
 	case inMissing, inNull:
 	case inArray:
@@ -431,13 +431,13 @@ type mapCol struct {
 	keys, vals col
 
 	visitFn func(k []byte, v *fastjson.Value) // m.visit, bound once
-	c       *ctx
+	c       *appendState
 	err     error
 	kin     input
 	vin     input
 }
 
-func (m *mapCol) add(c *ctx, in *input) error {
+func (m *mapCol) add(c *appendState, in *input) error {
 	switch in.kind {
 	case inMissing, inNull:
 	case inObject:

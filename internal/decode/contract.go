@@ -4,6 +4,14 @@
 // straight into per-column buffers, with no map[string]any or reflection per
 // record.
 //
+// Formats: the route's format (route.JSON, route.Debezium) is the only
+// format-specific part of a Plan, behind one interface (rowFormat in
+// format.go); the column conversions below are shared. The json format reads
+// one JSON object per record; debezium-json reads Debezium change events
+// (the envelope, its sources and encodings are documented on debeziumFormat
+// in debezium.go). The grammar of sources and format names is package
+// route's.
+//
 // Concurrency: a Plan owns a reusable JSON parser, so one Plan is used by one
 // goroutine at a time. A Block is owned by whoever appends to it; once handed
 // to the writer it is read-only.

@@ -18,7 +18,7 @@ import (
 // digits has no leading or trailing zeros (zero is empty digits, exp 0).
 type number struct {
 	neg    bool
-	digits []byte // ASCII digits; borrows ctx.digits
+	digits []byte // ASCII digits; borrows appendState.digits
 	exp    int
 }
 
@@ -27,7 +27,7 @@ func isDigit(ch byte) bool { return ch >= '0' && ch <= '9' }
 // parseNumber parses [+-]digits[.digits][(e|E)[+-]digits] exactly (no
 // rounding). It accepts what JSON numbers and ordinary numeric strings look
 // like; NaN, Inf, hex and spaces are not numbers here.
-func (c *ctx) parseNumber(b []byte) (number, bool) {
+func (c *appendState) parseNumber(b []byte) (number, bool) {
 	var n number
 	i := 0
 	if i < len(b) && (b[i] == '-' || b[i] == '+') {
@@ -125,7 +125,7 @@ var errRange = errors.New("out of range")
 // integer reads an integral input as sign and magnitude. Booleans are 1 and
 // 0; numbers may be written with a fraction or exponent if the value is
 // integral (1.0, 1e3).
-func (c *ctx) integer(in *input, t *chType) (neg bool, mag uint64, err error) {
+func (c *appendState) integer(in *input, t *chType) (neg bool, mag uint64, err error) {
 	switch in.kind {
 	case inInt, inTime:
 		if in.n < 0 {
@@ -172,7 +172,7 @@ func (c *ctx) integer(in *input, t *chType) (neg bool, mag uint64, err error) {
 	return false, 0, cannotConvert(in, t, "")
 }
 
-func (c *ctx) signed(in *input, t *chType, lo, hi int64) (int64, error) {
+func (c *appendState) signed(in *input, t *chType, lo, hi int64) (int64, error) {
 	neg, mag, err := c.integer(in, t)
 	if err != nil {
 		return 0, err
@@ -189,7 +189,7 @@ func (c *ctx) signed(in *input, t *chType, lo, hi int64) (int64, error) {
 	return int64(mag), nil
 }
 
-func (c *ctx) unsigned(in *input, t *chType, hi uint64) (uint64, error) {
+func (c *appendState) unsigned(in *input, t *chType, hi uint64) (uint64, error) {
 	neg, mag, err := c.integer(in, t)
 	if err != nil {
 		return 0, err
@@ -203,7 +203,7 @@ func (c *ctx) unsigned(in *input, t *chType, hi uint64) (uint64, error) {
 // float accepts numbers and numeric strings, including the strings NaN, Inf,
 // +Inf, -Inf and Infinity (any case), which ClickHouse stores as is. A finite
 // value beyond the type's range is rejected.
-func (c *ctx) float(in *input, t *chType, bitSize int) (float64, error) {
+func (c *appendState) float(in *input, t *chType, bitSize int) (float64, error) {
 	switch in.kind {
 	case inInt, inTime:
 		return float64(in.n), nil
@@ -240,7 +240,7 @@ func isNaNInf(b []byte) bool {
 // decimalNumber reads an input as an exact decimal and checks it against
 // Decimal(P, S): at most S digits after the point (trailing zeros don't
 // count; nothing is rounded) and at most P-S before it.
-func (c *ctx) decimalNumber(in *input, t *chType) (number, error) {
+func (c *appendState) decimalNumber(in *input, t *chType) (number, error) {
 	var n number
 	b, ok := c.text(in)
 	if !ok {
@@ -259,7 +259,7 @@ func (c *ctx) decimalNumber(in *input, t *chType) (number, error) {
 }
 
 // decimal64 returns the value scaled by 10^S, for precision up to 18.
-func (c *ctx) decimal64(in *input, t *chType) (int64, error) {
+func (c *appendState) decimal64(in *input, t *chType) (int64, error) {
 	n, err := c.decimalNumber(in, t)
 	if err != nil {
 		return 0, err
@@ -278,7 +278,7 @@ func (c *ctx) decimal64(in *input, t *chType) (int64, error) {
 }
 
 // decimalBig handles precision above 18 (allocates per value).
-func (c *ctx) decimalBig(in *input, t *chType) (decimal.Decimal, error) {
+func (c *appendState) decimalBig(in *input, t *chType) (decimal.Decimal, error) {
 	n, err := c.decimalNumber(in, t)
 	if err != nil {
 		return decimal.Decimal{}, err
@@ -301,7 +301,7 @@ func (c *ctx) decimalBig(in *input, t *chType) (decimal.Decimal, error) {
 
 // boolean accepts true/false, 0/1 and the strings "true", "false" (any
 // case), "1", "0".
-func (c *ctx) boolean(in *input, t *chType) (bool, error) {
+func (c *appendState) boolean(in *input, t *chType) (bool, error) {
 	switch in.kind {
 	case inTrue:
 		return true, nil
@@ -328,7 +328,7 @@ func (c *ctx) boolean(in *input, t *chType) (bool, error) {
 	return false, cannotConvert(in, t, "")
 }
 
-func (c *ctx) uuidValue(in *input, t *chType) (uuid.UUID, error) {
+func (c *appendState) uuidValue(in *input, t *chType) (uuid.UUID, error) {
 	if in.kind != inStr {
 		return uuid.Nil, cannotConvert(in, t, "")
 	}
@@ -341,7 +341,7 @@ func (c *ctx) uuidValue(in *input, t *chType) (uuid.UUID, error) {
 
 // enum accepts an element name (string) or an element value (number, or a
 // numeric string that is not a name).
-func (c *ctx) enum(in *input, t *chType) (int16, error) {
+func (c *appendState) enum(in *input, t *chType) (int16, error) {
 	switch in.kind {
 	case inStr:
 		if v, ok := t.enumByName[string(in.b)]; ok {
@@ -364,7 +364,7 @@ func (c *ctx) enum(in *input, t *chType) (int16, error) {
 	return int16(v), nil
 }
 
-func (c *ctx) ip(in *input, t *chType) (netip.Addr, error) {
+func (c *appendState) ip(in *input, t *chType) (netip.Addr, error) {
 	if in.kind != inStr {
 		return netip.Addr{}, cannotConvert(in, t, "")
 	}
@@ -380,7 +380,7 @@ func (c *ctx) ip(in *input, t *chType) (netip.Addr, error) {
 
 // ipv4 accepts dotted-quad strings and integers 0..2^32-1, returned as the
 // big-endian number clickhouse-go's IPv4 column takes from a []uint32.
-func (c *ctx) ipv4(in *input, t *chType) (uint32, error) {
+func (c *appendState) ipv4(in *input, t *chType) (uint32, error) {
 	if in.kind == inNum || in.kind == inInt {
 		v, err := c.unsigned(in, t, math.MaxUint32)
 		return uint32(v), err
@@ -397,7 +397,7 @@ func (c *ctx) ipv4(in *input, t *chType) (uint32, error) {
 }
 
 // ipv6 accepts IPv6 strings and IPv4 strings (stored as ::ffff:a.b.c.d).
-func (c *ctx) ipv6(in *input, t *chType) ([16]byte, error) {
+func (c *appendState) ipv6(in *input, t *chType) ([16]byte, error) {
 	a, err := c.ip(in, t)
 	if err != nil {
 		return [16]byte{}, err
@@ -627,7 +627,7 @@ func unixInt(v int64) (sec, nsec int64) {
 
 // timestamp reads an input as an instant: text (see parseDateTimeText),
 // unix numbers or numeric strings (see unixNumber), or the record time.
-func (c *ctx) timestamp(in *input, t *chType) (sec, nsec int64, err error) {
+func (c *appendState) timestamp(in *input, t *chType) (sec, nsec int64, err error) {
 	switch in.kind {
 	case inTime:
 		return in.t.Unix(), int64(in.t.Nanosecond()), nil
@@ -666,7 +666,7 @@ var (
 	maxDate32Days = daysFromCivil(2299, 12, 31)
 )
 
-func (c *ctx) dateTime(in *input, t *chType) (int64, error) {
+func (c *appendState) dateTime(in *input, t *chType) (int64, error) {
 	sec, _, err := c.timestamp(in, t)
 	if err != nil {
 		return 0, err
@@ -677,7 +677,7 @@ func (c *ctx) dateTime(in *input, t *chType) (int64, error) {
 	return sec, nil
 }
 
-func (c *ctx) dateTime64(in *input, t *chType) (time.Time, error) {
+func (c *appendState) dateTime64(in *input, t *chType) (time.Time, error) {
 	sec, nsec, err := c.timestamp(in, t)
 	if err != nil {
 		return time.Time{}, err
@@ -696,7 +696,7 @@ func (c *ctx) dateTime64(in *input, t *chType) (time.Time, error) {
 // written, its time and zone are checked but not applied), a day number
 // 0..65535, a larger unix timestamp (by the timestamp rules, UTC date) or the
 // record time (UTC date).
-func (c *ctx) date(in *input, t *chType) (time.Time, error) {
+func (c *appendState) date(in *input, t *chType) (time.Time, error) {
 	var days int64
 	switch in.kind {
 	case inTime:

@@ -1,22 +1,32 @@
 package decode
 
 import (
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"math"
-	"math/big"
-	"math/bits"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/valyala/fastjson"
+
+	"sink/internal/route"
 )
 
-// FormatDebezium is the route format of Debezium change events in Kafka
-// Connect's JSON converter encoding. A record value is a Debezium change event as Kafka Connect's JsonConverter
+// ErrSkip matches (errors.Is) the error Append returns for a record that
+// carries no row by design: a Debezium tombstone, truncate or message event.
+// Such a record is handled, not bad: count it and mark its offset done.
+var ErrSkip = errors.New("record carries no row")
+
+var (
+	errTombstone = fmt.Errorf("%w: tombstone", ErrSkip)
+	errTruncate  = fmt.Errorf("%w: truncate event (op t)", ErrSkip)
+	errMessage   = fmt.Errorf("%w: logical decoding message (op m)", ErrSkip)
+)
+
+// debeziumFormat is the debezium-json route format (route.Debezium):
+// Debezium change events in Kafka Connect's JSON converter encoding. A
+// record value is a Debezium change event as Kafka Connect's JsonConverter
 // writes it: the envelope {"before", "after", "source", "op", "ts_ms", ...},
 // either bare (schemas.enable=false) or wrapped as {"schema": ..., "payload":
 // envelope} (schemas.enable=true). One event is one row:
@@ -113,82 +123,278 @@ import (
 // that happens to look like a number is read as a number: keep the schema
 // (or use decimal.handling.mode=string) when that matters. Elements of
 // arrays get no semantic conversion.
-const FormatDebezium = "debezium-json"
+type debeziumFormat struct {
+	st     *appendState
+	fields jsonFields // the row image's fields the columns read
+	cols   []dbzCol   // per Plan column; zero for record attributes
 
-// ErrSkip matches (errors.Is) the error Append returns for a record that
-// carries no row by design: a Debezium tombstone, truncate or message event.
-// Such a record is handled, not bad: count it and mark its offset done.
-var ErrSkip = errors.New("record carries no row")
+	versionCol string // a column filled from $version, for error messages
+	hasDeleted bool   // some column is filled from $deleted
 
-var (
-	errTombstone = fmt.Errorf("%w: tombstone", ErrSkip)
-	errTruncate  = fmt.Errorf("%w: truncate event (op t)", ErrSkip)
-	errMessage   = fmt.Errorf("%w: logical decoding message (op m)", ErrSkip)
-)
+	parser     fastjson.Parser // the record value
+	keyParser  fastjson.Parser // the record key, for deletes without a before image
+	jsonParser fastjson.Parser // io.debezium.data.Json text into Array/Map columns
+	schema     schemaCache     // debezium_schema.go
+	dec        decimals        // debezium_decimal.go
+	text       []byte          // formatting scratch
 
-// Sources only the debezium-json format has.
+	// per record
+	cur       []fieldSem // the image's semantic types, per slot (jsonFields.keys)
+	sem       []fieldSem // cur when described from this record's schema
+	hasSchema bool
+	env, src  *fastjson.Value
+	op        []byte
+	version   int64
+}
+
+// dbzCol is what the format knows of one column it reads.
+type dbzCol struct {
+	kind  route.Kind
+	path  []string // route.SourceBlock: the path below the source block
+	cls   colClass // route.Field: how Debezium's encodings reach the column type
+	scale int      // route.Field: the column's Decimal scale (schema-less decimals)
+}
+
+func newDebeziumFormat(st *appendState) *debeziumFormat {
+	d := &debeziumFormat{st: st}
+	d.fields.keyIdx = map[string]int{}
+	d.schema.keyIdx = d.fields.keyIdx
+	return d
+}
+
+func (*debeziumFormat) role(source string) string {
+	switch source {
+	case route.VersionSource:
+		return " (the version column; add it as UInt64)"
+	case route.DeletedSource:
+		return " (the delete marker column; add it as UInt8)"
+	}
+	return ""
+}
+
+func (*debeziumFormat) want() string {
+	return "a path into the row image or " + strings.Join(route.RecordSources(), ", ") + ", " + route.HeaderPrefix + "NAME, " +
+		strings.Join(route.FormatSources(route.Debezium), ", ") + ", " + route.SourcePrefix + "PATH"
+}
+
+func (d *debeziumFormat) bind(col int, c ColumnSchema, t *chType, src route.Source, byName bool) error {
+	for len(d.cols) <= col {
+		d.cols = append(d.cols, dbzCol{})
+	}
+	dc := dbzCol{kind: src.Kind}
+	switch src.Kind {
+	case route.Field:
+		d.fields.add(col, src.Path)
+		dc.cls, dc.scale = classOf(t), columnScale(t)
+	case route.SourceBlock:
+		dc.path = src.Path
+	case route.Version:
+		if d.versionCol == "" {
+			d.versionCol = c.Name
+		}
+	case route.Deleted:
+		d.hasDeleted = true
+	}
+	d.cols[col] = dc
+	return nil
+}
+
+func (d *debeziumFormat) done() error {
+	if d.versionCol == "" {
+		return fmt.Errorf("no column receives the row version: add a column \"_version UInt64\" (or map one to $version) so that ReplacingMergeTree keeps the latest change")
+	}
+	if !d.hasDeleted {
+		return fmt.Errorf("no column receives the delete marker: add a column \"_deleted UInt8\" (or map one to $deleted) so that deletes are not read as live rows")
+	}
+	n := len(d.fields.keys)
+	d.fields.sized()
+	d.sem = make([]fieldSem, n)
+	d.schema.after = make([]fieldSem, n)
+	d.schema.before = make([]fieldSem, n)
+	return nil
+}
+
+// lenient: a delete's row only marks the key deleted; a delete without a
+// before image has nothing but the key, and the other columns' defaults are
+// not data anyone loses.
+func (d *debeziumFormat) lenient() bool { return string(d.op) == "d" }
+
+// begin reads the envelope, picks the row image by op, describes its
+// fields from the schema (cached or inline) and computes the version.
+func (d *debeziumFormat) begin(r recordData) error {
+	if len(r.value) == 0 {
+		return errTombstone
+	}
+	// The JSON converter's schema block is most of a wrapped message and
+	// the same in every message of a table: when the value has the
+	// converter's layout, only the payload is parsed and the schema's
+	// meaning comes from the cache (see splitWrapped).
+	var (
+		env, schema *fastjson.Value
+		cached      bool
+		err         error
+	)
+	if pl, known, ok := d.schema.splitWrapped(r.value); ok {
+		// A payload that does not parse falls through to the whole
+		// value's parse, which says what is wrong.
+		if env, err = d.parser.ParseBytes(pl); err == nil {
+			cached = known
+		} else {
+			env = nil
+		}
+	}
+	if env == nil {
+		v, err := d.parser.ParseBytes(r.value)
+		if err != nil {
+			return bad("", "invalid JSON: "+err.Error())
+		}
+		if v.Type() == fastjson.TypeNull {
+			return errTombstone
+		}
+		if v.Type() != fastjson.TypeObject {
+			return bad("", "invalid Debezium event: want a JSON object, got "+v.Type().String())
+		}
+		env, schema = unwrap(v)
+	}
+	if env.Type() == fastjson.TypeNull {
+		return errTombstone
+	}
+	if env.Type() != fastjson.TypeObject {
+		return bad("", "invalid Debezium event: payload is a JSON "+env.Type().String()+", want an object")
+	}
+	d.env, d.op = env, env.GetStringBytes("op")
+	d.src = env.Get("source")
+	if d.src != nil && d.src.Type() != fastjson.TypeObject {
+		d.src = nil
+	}
+
+	var img *fastjson.Value
+	field := "after"
+	switch string(d.op) {
+	case "c", "r", "u":
+		img = env.Get("after")
+		if img == nil || img.Type() != fastjson.TypeObject {
+			return bad("", "invalid Debezium event: op "+string(d.op)+" without an after image")
+		}
+	case "d":
+		field = "before"
+		img = env.Get("before")
+		if img == nil || img.Type() != fastjson.TypeObject {
+			if img, schema, err = d.keyImage(r); err != nil {
+				return err
+			}
+			field, cached = "", false
+		}
+	case "t":
+		return errTruncate
+	case "m":
+		return errMessage
+	default:
+		if env.Get("op") == nil {
+			return bad("", "invalid Debezium event: no op field (is this topic a Debezium change topic?)")
+		}
+		return bad("", "invalid Debezium event: unknown op "+strconv.Quote(cut(d.op)))
+	}
+
+	switch {
+	case cached && field == "after":
+		d.hasSchema, d.cur = true, d.schema.after
+	case cached:
+		d.hasSchema, d.cur = true, d.schema.before
+	case schema != nil:
+		d.hasSchema, d.cur = true, d.sem
+		d.schema.describe(d.sem, schema, field)
+	default:
+		d.hasSchema = false
+	}
+	if reason := d.computeVersion(r); reason != "" {
+		return bad(d.versionCol, reason)
+	}
+
+	o, _ := img.Object()
+	d.fields.load(o)
+	return nil
+}
+
+// unwrap returns the envelope and, when the JSON converter wrote one, the
+// schema of the envelope (nil when absent or null). A bare envelope has an op
+// field; a wrapped one has only schema and payload.
+func unwrap(v *fastjson.Value) (env, schema *fastjson.Value) {
+	o, _ := v.Object()
+	if o.Get("op") != nil {
+		return v, nil
+	}
+	pl := o.Get("payload")
+	if pl == nil {
+		return v, nil
+	}
+	if s := o.Get("schema"); s != nil && s.Type() == fastjson.TypeObject {
+		schema = s
+	}
+	return pl, schema
+}
+
+// keyImage returns the row of a delete without a before image: the record
+// key's fields, and the key schema's fields when the key is wrapped.
+func (d *debeziumFormat) keyImage(r recordData) (img, schema *fastjson.Value, err error) {
+	if len(r.key) == 0 {
+		return nil, nil, bad("", "invalid Debezium event: delete without a before image and without a record key")
+	}
+	k, perr := d.keyParser.ParseBytes(r.key)
+	if perr != nil {
+		return nil, nil, bad("", "delete without a before image: record key is not JSON: "+perr.Error())
+	}
+	if k.Type() == fastjson.TypeObject {
+		o, _ := k.Object()
+		if pl := o.Get("payload"); pl != nil && o.Len() == 2 {
+			if s := o.Get("schema"); s != nil {
+				k = pl
+				if s.Type() == fastjson.TypeObject {
+					schema = s
+				}
+			}
+		}
+	}
+	if k.Type() != fastjson.TypeObject {
+		return nil, nil, bad("", "delete without a before image: record key is a JSON "+k.Type().String()+", want an object of key fields")
+	}
+	return k, schema, nil
+}
+
+// Bounds of the ts_ms-based version: ts_ms × 1e6 + offset mod 1e6 must fit
+// in int64 (the year 2262).
 const (
-	srcVersion srcKind = 64 + iota
-	srcDeleted
-	srcOp
-	srcTsMs
-	srcSource // rest is the path below the source block
+	versionOffsets = 1_000_000
+	maxVersionTs   = (math.MaxInt64 - versionOffsets + 1) / versionOffsets
 )
 
-var dbzMetaSources = map[string]srcKind{
-	"$topic": srcTopic, "$partition": srcPartition, "$offset": srcOffset,
-	"$timestamp": srcTimestamp, "$key": srcKey,
-	"$version": srcVersion, "$deleted": srcDeleted, "$op": srcOp, "$ts_ms": srcTsMs,
-}
-
-// dbzMetaColumns are the column names that, unmapped, read a $ source.
-var dbzMetaColumns = map[string]string{
-	"_topic": "$topic", "_partition": "$partition", "_offset": "$offset",
-	"_timestamp": "$timestamp", "_key": "$key",
-	"_version": "$version", "_deleted": "$deleted",
-}
-
-// semKind is a field's Debezium semantic type, from the schema block.
-type semKind uint8
-
-const (
-	semPlain semKind = iota // nothing special (or not described)
-	semDate
-	semTsMillis
-	semTsMicros
-	semTsNanos
-	semTimeMillis
-	semTimeMicros
-	semTimeNanos
-	semDecimal
-	semVarDecimal
-	semJSON
-	semBytes
-)
-
-// semNames are the semantic types that need a conversion; every other name
-// (ZonedTimestamp, Uuid, Enum, EnumSet, Year, MicroDuration, Bits, Xml,
-// geometry structs, ...) arrives in a form the column converters read as is.
-var semNames = map[string]semKind{
-	"io.debezium.time.Date":                   semDate,
-	"org.apache.kafka.connect.data.Date":      semDate,
-	"io.debezium.time.Timestamp":              semTsMillis,
-	"org.apache.kafka.connect.data.Timestamp": semTsMillis,
-	"io.debezium.time.MicroTimestamp":         semTsMicros,
-	"io.debezium.time.NanoTimestamp":          semTsNanos,
-	"io.debezium.time.Time":                   semTimeMillis,
-	"org.apache.kafka.connect.data.Time":      semTimeMillis,
-	"io.debezium.time.MicroTime":              semTimeMicros,
-	"io.debezium.time.NanoTime":               semTimeNanos,
-	"org.apache.kafka.connect.data.Decimal":   semDecimal,
-	"io.debezium.data.VariableScaleDecimal":   semVarDecimal,
-	"io.debezium.data.Json":                   semJSON,
-}
-
-// fieldSem is one image field's semantic type, valid for the current record.
-type fieldSem struct {
-	kind  semKind
-	scale int32 // semDecimal
+// computeVersion sets d.version, or returns why it cannot.
+func (d *debeziumFormat) computeVersion(r recordData) string {
+	if d.src != nil && string(d.src.GetStringBytes("connector")) == "postgresql" {
+		lsn := d.src.Get("lsn")
+		if lsn == nil || lsn.Type() == fastjson.TypeNull {
+			return "PostgreSQL event without source.lsn, which is its version"
+		}
+		n, err := lsn.Uint64()
+		if err != nil || n > math.MaxInt64 {
+			return "source.lsn " + cut(lsn.MarshalTo(d.text[:0])) + " is not an LSN"
+		}
+		d.version = int64(n)
+		return ""
+	}
+	ts := d.env.Get("ts_ms")
+	if (ts == nil || ts.Type() == fastjson.TypeNull) && d.src != nil {
+		ts = d.src.Get("ts_ms")
+	}
+	if ts == nil || ts.Type() == fastjson.TypeNull {
+		return "event has neither ts_ms nor source.ts_ms to version it by"
+	}
+	ms, err := ts.Int64()
+	if err != nil || ms < 0 || ms > maxVersionTs {
+		return "ts_ms " + cut(ts.MarshalTo(d.text[:0])) + " is not a usable time in milliseconds"
+	}
+	d.version = ms*versionOffsets + r.offset%versionOffsets
+	return ""
 }
 
 // colClass groups column types by how Debezium encodings reach them.
@@ -231,538 +437,44 @@ func columnScale(t *chType) int {
 	return t.scale
 }
 
-// dbzPlan is what a debezium-json Plan adds to the json machinery: the
-// per-column classes and the per-record state and scratch space.
-type dbzPlan struct {
-	cls        []colClass     // per column
-	scale      []int          // per column: Decimal scale (schema-less decimals)
-	versionCol string         // a column filled from $version, for error messages
-	keyIdx     map[string]int // the Plan's: image field -> slot
-
-	// per record
-	cur       []fieldSem // the image's semantic types, per slot (Plan.keys)
-	sem       []fieldSem // cur when described from this record's schema
-	hasSchema bool
-	env, src  *fastjson.Value
-	op        []byte
-	version   int64
-
-	// The schema block of the last wrapped message, and what it says
-	// about the after and before images.
-	cacheKey                []byte
-	cacheAfter, cacheBefore []fieldSem
-	cachedOK                bool
-	schemaParser            fastjson.Parser
-
-	keyParser  fastjson.Parser // the record key, for deletes without a before image
-	jsonParser fastjson.Parser // io.debezium.data.Json text into Array/Map columns
-
-	raw, mag, digits, dec, text []byte
-	bi                          big.Int
-}
-
-// compileDebezium is Compile for the debezium-json format: the image takes
-// the place of the JSON record, and the sources and rules above are added.
-func compileDebezium(cols []ColumnSchema, mapping map[string]string) (*Plan, error) {
-	err := checkMapping(cols, mapping, func(source string) string {
-		switch source {
-		case "$version":
-			return " (the version column; add it as UInt64)"
-		case "$deleted":
-			return " (the delete marker column; add it as UInt8)"
-		}
-		return ""
-	})
-	if err != nil {
-		return nil, err
-	}
-
-	d := &dbzPlan{keyIdx: map[string]int{}}
-	p := &Plan{keyIdx: d.keyIdx, dbz: d}
-	var sig strings.Builder
-	hasDeleted := false
-	for _, c := range cols {
-		if !insertable(c) {
-			continue
-		}
-		t := parseType(c.Type)
-		if t.unsupported() {
-			return nil, fmt.Errorf("column %q has type %s which the %s format cannot fill", c.Name, c.Type, FormatDebezium)
-		}
-		if err := driverCanCarry(c.Type, t); err != nil {
-			return nil, fmt.Errorf("column %q has type %s: %v", c.Name, c.Type, err)
-		}
-		spec, explicit := mapping[c.Name]
-		if !explicit {
-			spec = dbzMetaColumns[c.Name]
-		}
-		var src source
-		switch {
-		case spec == "" && !explicit:
-			src = p.jsonSource([]string{c.Name})
-		case strings.HasPrefix(spec, "$source."):
-			path, err := splitPath(c.Name, "source", spec, strings.TrimPrefix(spec, "$source."))
-			if err != nil {
-				return nil, err
-			}
-			src = source{kind: srcSource, rest: path}
-		case strings.HasPrefix(spec, "$"):
-			if name, ok := strings.CutPrefix(spec, "$header."); ok && name != "" {
-				src = source{kind: srcHeader, header: name}
-			} else if k, ok := dbzMetaSources[spec]; ok {
-				src = source{kind: k}
-			} else {
-				return nil, fmt.Errorf("column %q: unknown source %q (want a path into the row image or $topic, $partition, $offset, $timestamp, $key, $header.NAME, $version, $deleted, $op, $ts_ms, $source.PATH)", c.Name, spec)
-			}
-			if !t.scalar() {
-				return nil, fmt.Errorf("column %q: source %s cannot fill type %s", c.Name, spec, c.Type)
-			}
-			switch src.kind {
-			case srcVersion:
-				if d.versionCol == "" {
-					d.versionCol = c.Name
-				}
-			case srcDeleted:
-				hasDeleted = true
-			}
-		default:
-			path, err := splitPath(c.Name, "JSON path", spec, spec)
-			if err != nil {
-				return nil, err
-			}
-			src = p.jsonSource(path)
-		}
-		p.cols = append(p.cols, c)
-		p.types = append(p.types, t)
-		p.srcs = append(p.srcs, src)
-		d.cls = append(d.cls, classOf(t))
-		d.scale = append(d.scale, columnScale(t))
-		fmt.Fprintf(&sig, "%s\x00%s\x00", c.Name, c.Type)
-	}
-	if len(p.cols) == 0 {
-		return nil, fmt.Errorf("no insertable columns")
-	}
-	if d.versionCol == "" {
-		return nil, fmt.Errorf("no column receives the row version: add a column \"_version UInt64\" (or map one to $version) so that ReplacingMergeTree keeps the latest change")
-	}
-	if !hasDeleted {
-		return nil, fmt.Errorf("no column receives the delete marker: add a column \"_deleted UInt8\" (or map one to $deleted) so that deletes are not read as live rows")
-	}
-	p.sig = sig.String()
-	p.slots = make([]*fastjson.Value, len(p.keys))
-	d.sem = make([]fieldSem, len(p.keys))
-	d.cacheAfter = make([]fieldSem, len(p.keys))
-	d.cacheBefore = make([]fieldSem, len(p.keys))
-	return p, nil
-}
-
-// appendDebezium is Append for the debezium-json format.
-func (p *Plan) appendDebezium(b *Block, r *kgo.Record) error {
-	d := p.dbz
-	if len(r.Value) == 0 {
-		return errTombstone
-	}
-	// The JSON converter's schema block is most of a wrapped message and
-	// the same in every message of a table: when the value has the
-	// converter's layout, only the payload is parsed and the schema's
-	// meaning comes from the cache (see splitWrapped).
-	var (
-		env, schema *fastjson.Value
-		cached      bool
-		err         error
-	)
-	if pl, known, ok := d.splitWrapped(r.Value); ok {
-		// A payload that does not parse falls through to the whole
-		// value's parse, which says what is wrong.
-		if env, err = p.parser.ParseBytes(pl); err == nil {
-			cached = known
-		} else {
-			env = nil
-		}
-	}
-	if env == nil {
-		v, err := p.parser.ParseBytes(r.Value)
-		if err != nil {
-			return p.recordError(r, "", "invalid JSON: "+err.Error())
-		}
-		if v.Type() == fastjson.TypeNull {
-			return errTombstone
-		}
-		if v.Type() != fastjson.TypeObject {
-			return p.recordError(r, "", "invalid Debezium event: want a JSON object, got "+v.Type().String())
-		}
-		env, schema = unwrap(v)
-	}
-	if env.Type() == fastjson.TypeNull {
-		return errTombstone
-	}
-	if env.Type() != fastjson.TypeObject {
-		return p.recordError(r, "", "invalid Debezium event: payload is a JSON "+env.Type().String()+", want an object")
-	}
-	d.env, d.op = env, env.GetStringBytes("op")
-	d.src = env.Get("source")
-	if d.src != nil && d.src.Type() != fastjson.TypeObject {
-		d.src = nil
-	}
-
-	var img *fastjson.Value
-	field := "after"
-	switch string(d.op) {
-	case "c", "r", "u":
-		img = env.Get("after")
-		if img == nil || img.Type() != fastjson.TypeObject {
-			return p.recordError(r, "", "invalid Debezium event: op "+string(d.op)+" without an after image")
-		}
-	case "d":
-		field = "before"
-		img = env.Get("before")
-		if img == nil || img.Type() != fastjson.TypeObject {
-			if img, schema, err = p.keyImage(r); err != nil {
-				return err
-			}
-			field, cached = "", false
-		}
-	case "t":
-		return errTruncate
-	case "m":
-		return errMessage
-	default:
-		if env.Get("op") == nil {
-			return p.recordError(r, "", "invalid Debezium event: no op field (is this topic a Debezium change topic?)")
-		}
-		return p.recordError(r, "", "invalid Debezium event: unknown op "+strconv.Quote(cut(d.op)))
-	}
-
-	switch {
-	case cached && field == "after":
-		d.hasSchema, d.cur = true, d.cacheAfter
-	case cached:
-		d.hasSchema, d.cur = true, d.cacheBefore
-	case schema != nil:
-		d.hasSchema, d.cur = true, d.sem
-		d.describe(d.sem, schema, field)
-	default:
-		d.hasSchema = false
-	}
-	if reason := d.computeVersion(r); reason != "" {
-		return p.recordError(r, d.versionCol, reason)
-	}
-
-	o, _ := img.Object()
-	for i, k := range p.keys {
-		p.slots[i] = o.Get(k)
-	}
-	return p.appendRow(b, r)
-}
-
-// unwrap returns the envelope and, when the JSON converter wrote one, the
-// schema of the envelope (nil when absent or null). A bare envelope has an op
-// field; a wrapped one has only schema and payload.
-func unwrap(v *fastjson.Value) (env, schema *fastjson.Value) {
-	o, _ := v.Object()
-	if o.Get("op") != nil {
-		return v, nil
-	}
-	pl := o.Get("payload")
-	if pl == nil {
-		return v, nil
-	}
-	if s := o.Get("schema"); s != nil && s.Type() == fastjson.TypeObject {
-		schema = s
-	}
-	return pl, schema
-}
-
-// keyImage returns the row of a delete without a before image: the record
-// key's fields, and the key schema's fields when the key is wrapped.
-func (p *Plan) keyImage(r *kgo.Record) (img, schema *fastjson.Value, err error) {
-	if len(r.Key) == 0 {
-		return nil, nil, p.recordError(r, "", "invalid Debezium event: delete without a before image and without a record key")
-	}
-	k, perr := p.dbz.keyParser.ParseBytes(r.Key)
-	if perr != nil {
-		return nil, nil, p.recordError(r, "", "delete without a before image: record key is not JSON: "+perr.Error())
-	}
-	if k.Type() == fastjson.TypeObject {
-		o, _ := k.Object()
-		if pl := o.Get("payload"); pl != nil && o.Len() == 2 {
-			if s := o.Get("schema"); s != nil {
-				k = pl
-				if s.Type() == fastjson.TypeObject {
-					schema = s
-				}
-			}
-		}
-	}
-	if k.Type() != fastjson.TypeObject {
-		return nil, nil, p.recordError(r, "", "delete without a before image: record key is a JSON "+k.Type().String()+", want an object of key fields")
-	}
-	return k, schema, nil
-}
-
-// describe fills dst (one entry per image slot) with the semantic type of
-// each image field the plan reads: from the envelope schema's field named
-// field ("after" or "before"), or, when field is "", from the schema itself
-// (a key schema).
-func (d *dbzPlan) describe(dst []fieldSem, schema *fastjson.Value, field string) {
-	clear(dst)
-	fields := schema.GetArray("fields")
-	if field != "" {
-		st := fields
-		fields = nil
-		for _, f := range st {
-			if string(f.GetStringBytes("field")) == field {
-				fields = f.GetArray("fields")
-				break
-			}
-		}
-	}
-	for _, f := range fields {
-		name := f.GetStringBytes("name")
-		var k semKind
-		if len(name) > 0 {
-			k = semNames[string(name)]
-		} else if string(f.GetStringBytes("type")) == "bytes" {
-			k = semBytes
-		}
-		if k == semPlain {
-			continue
-		}
-		// Only now look the field up: most fields have no semantic type.
-		slot, ok := d.slotOf(f.GetStringBytes("field"))
-		if !ok {
-			continue
-		}
-		fs := fieldSem{kind: k}
-		if k == semDecimal {
-			s, ok := atoi32(f.GetStringBytes("parameters", "scale"))
-			if !ok {
-				continue // a Decimal without a scale is not one we can read; the column decides
-			}
-			fs.scale = s
-		}
-		dst[slot] = fs
-	}
-}
-
-// schemaSems makes the cache describe the schema block sch (its exact
-// bytes): it parses sch and describes the after and before images. It
-// returns false when sch is not a JSON object.
-func (d *dbzPlan) schemaSems(sch []byte) bool {
-	d.cachedOK = false
-	v, err := d.schemaParser.ParseBytes(sch)
-	if err != nil || v.Type() != fastjson.TypeObject {
-		return false
-	}
-	d.describe(d.cacheAfter, v, "after")
-	d.describe(d.cacheBefore, v, "before")
-	d.cacheKey = append(d.cacheKey[:0], sch...)
-	d.cachedOK = true
-	return true
-}
-
-// splitWrapped returns the payload of a value in the JSON converter's
-// layout, {"schema":S,"payload":P} (whitespace allowed), without parsing
-// it, and whether the cache describes S (false when S is null). When S is
-// the cached schema, a byte comparison is all it costs: a complete JSON
-// object that prefixes the value is the value. Any other layout, or a
-// schema that does not parse, gives ok false; the caller then parses the
-// whole value. P is not checked here: parsing it does that.
-func (d *dbzPlan) splitWrapped(b []byte) (payload []byte, known, ok bool) {
-	i := skipSpace(b, 0)
-	if i >= len(b) || b[i] != '{' {
-		return nil, false, false
-	}
-	i, ok = member(b, i+1, `"schema"`)
-	if !ok {
-		return nil, false, false
-	}
-	switch rest := b[i:]; {
-	case d.cachedOK && len(rest) >= len(d.cacheKey) && string(rest[:len(d.cacheKey)]) == string(d.cacheKey):
-		i, known = i+len(d.cacheKey), true
-	case len(rest) >= 4 && string(rest[:4]) == "null":
-		i += 4
-	default:
-		end, ok := valueEnd(b, i)
-		if !ok || !d.schemaSems(b[i:end]) {
-			return nil, false, false
-		}
-		i, known = end, true
-	}
-	if i = skipSpace(b, i); i >= len(b) || b[i] != ',' {
-		return nil, false, false
-	}
-	if i, ok = member(b, i+1, `"payload"`); !ok {
-		return nil, false, false
-	}
-	end := len(b)
-	for end > i && (b[end-1] == ' ' || b[end-1] == '\n' || b[end-1] == '\t' || b[end-1] == '\r') {
-		end--
-	}
-	if end <= i || b[end-1] != '}' {
-		return nil, false, false
-	}
-	return b[i : end-1], known, true
-}
-
-// member skips `ws name ws : ws` from b[i] and returns where the value starts.
-func member(b []byte, i int, name string) (int, bool) {
-	i = skipSpace(b, i)
-	if len(b)-i < len(name) || string(b[i:i+len(name)]) != name {
-		return 0, false
-	}
-	if i = skipSpace(b, i+len(name)); i >= len(b) || b[i] != ':' {
-		return 0, false
-	}
-	return skipSpace(b, i+1), true
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// valueEnd returns the end of the object, array or null starting at b[i]
-// (brackets matched outside strings; the content is not validated — the
-// payload is parsed afterwards and the schema on a cache miss).
-func valueEnd(b []byte, i int) (int, bool) {
-	if i >= len(b) {
-		return 0, false
-	}
-	if b[i] == 'n' {
-		if len(b)-i >= 4 && string(b[i:i+4]) == "null" {
-			return i + 4, true
-		}
-		return 0, false
-	}
-	if b[i] != '{' && b[i] != '[' {
-		return 0, false
-	}
-	depth := 0
-	for ; i < len(b); i++ {
-		switch b[i] {
-		case '{', '[':
-			depth++
-		case '}', ']':
-			if depth--; depth == 0 {
-				return i + 1, true
-			}
-		case '"':
-			for i++; i < len(b) && b[i] != '"'; i++ {
-				if b[i] == '\\' {
-					i++
-				}
-			}
-		}
-	}
-	return 0, false
-}
-
-// slotOf returns the image slot (index in Plan.keys) of a field name.
-func (d *dbzPlan) slotOf(name []byte) (int, bool) {
-	i, ok := d.keyIdx[string(name)]
-	return i, ok
-}
-
-func atoi32(b []byte) (int32, bool) {
-	if len(b) == 0 || len(b) > 6 {
-		return 0, false
-	}
-	neg := b[0] == '-'
-	if neg {
-		b = b[1:]
-	}
-	var n int32
-	for _, ch := range b {
-		if !isDigit(ch) {
-			return 0, false
-		}
-		n = n*10 + int32(ch-'0')
-	}
-	if neg {
-		n = -n
-	}
-	return n, len(b) > 0
-}
-
-// Bounds of the ts_ms-based version: ts_ms × 1e6 + offset mod 1e6 must fit
-// in int64 (the year 2262).
-const (
-	versionOffsets = 1_000_000
-	maxVersionTs   = (math.MaxInt64 - versionOffsets + 1) / versionOffsets
-)
-
-// computeVersion sets d.version, or returns why it cannot.
-func (d *dbzPlan) computeVersion(r *kgo.Record) string {
-	if d.src != nil && string(d.src.GetStringBytes("connector")) == "postgresql" {
-		lsn := d.src.Get("lsn")
-		if lsn == nil || lsn.Type() == fastjson.TypeNull {
-			return "PostgreSQL event without source.lsn, which is its version"
-		}
-		n, err := lsn.Uint64()
-		if err != nil || n > math.MaxInt64 {
-			return "source.lsn " + cut(lsn.MarshalTo(d.text[:0])) + " is not an LSN"
-		}
-		d.version = int64(n)
-		return ""
-	}
-	ts := d.env.Get("ts_ms")
-	if (ts == nil || ts.Type() == fastjson.TypeNull) && d.src != nil {
-		ts = d.src.Get("ts_ms")
-	}
-	if ts == nil || ts.Type() == fastjson.TypeNull {
-		return "event has neither ts_ms nor source.ts_ms to version it by"
-	}
-	ms, err := ts.Int64()
-	if err != nil || ms < 0 || ms > maxVersionTs {
-		return "ts_ms " + cut(ts.MarshalTo(d.text[:0])) + " is not a usable time in milliseconds"
-	}
-	d.version = ms*versionOffsets + r.Offset%versionOffsets
-	return ""
-}
-
-// readDebezium reads column i's source into in and applies Debezium's
-// encodings to image fields.
-func (p *Plan) readDebezium(i int, s *source, r *kgo.Record, in *input) error {
-	d := p.dbz
-	switch s.kind {
-	case srcVersion:
+// read reads column i's source into in and applies Debezium's encodings to
+// image fields.
+func (d *debeziumFormat) read(i int, in *input) error {
+	c := &d.cols[i]
+	switch c.kind {
+	case route.Version:
 		in.kind, in.n = inInt, d.version
-	case srcDeleted:
+	case route.Deleted:
 		in.kind, in.n = inInt, 0
 		if string(d.op) == "d" {
 			in.n = 1
 		}
-	case srcOp:
+	case route.Op:
 		in.kind, in.b = inStr, d.op
-	case srcTsMs:
-		p.ctx.fromJSON(d.env.Get("ts_ms"), in)
-	case srcSource:
+	case route.TsMs:
+		d.st.fromJSON(d.env.Get("ts_ms"), in)
+	case route.SourceBlock:
 		var v *fastjson.Value
 		if d.src != nil {
-			v = d.src.Get(s.rest...)
+			v = d.src.Get(c.path...)
 		}
-		p.ctx.fromJSON(v, in)
-	case srcJSON:
-		p.read(s, r, in)
-		if len(s.rest) == 0 && (in.kind == inStr || in.kind == inNum || in.kind == inObject) {
+		d.st.fromJSON(v, in)
+	case route.Field:
+		d.fields.read(d.st, i, in)
+		if s := &d.fields.paths[i]; len(s.rest) == 0 && (in.kind == inStr || in.kind == inNum || in.kind == inObject) {
 			if d.hasSchema {
-				return p.convertSem(i, d.cur[s.slot], in)
+				return d.convertSem(c, d.cur[s.slot], in)
 			}
-			return p.convertBare(i, in)
+			return d.convertBare(c, in)
 		}
-	default:
-		p.read(s, r, in)
 	}
 	return nil
 }
 
-// convertSem applies a field's semantic type (from the schema) for column i.
-func (p *Plan) convertSem(i int, fs fieldSem, in *input) error {
-	d := p.dbz
-	cls := d.cls[i]
+// convertSem applies a field's semantic type (from the schema) to the value
+// of column c.
+func (d *debeziumFormat) convertSem(c *dbzCol, fs fieldSem, in *input) error {
+	cls := c.cls
 	switch fs.kind {
 	case semPlain:
 		return nil
@@ -796,12 +508,12 @@ func (p *Plan) convertSem(i int, fs fieldSem, in *input) error {
 		if in.kind != inStr {
 			return nil
 		}
-		return d.decimalFromBase64(in, in.b, int(fs.scale))
+		return d.dec.decimalFromBase64(in, in.b, int(fs.scale))
 	case semVarDecimal:
 		if in.kind != inObject {
 			return nil
 		}
-		return d.varDecimal(in)
+		return d.dec.varDecimal(in)
 	case semJSON:
 		if in.kind != inStr || cls != clsComposite {
 			return nil
@@ -810,13 +522,13 @@ func (p *Plan) convertSem(i int, fs fieldSem, in *input) error {
 		if err != nil {
 			return reasonf("io.debezium.data.Json value is not JSON: %v", err)
 		}
-		p.ctx.fromJSON(v, in)
+		d.st.fromJSON(v, in)
 		return nil
 	case semBytes:
 		if in.kind != inStr || cls != clsString {
 			return nil
 		}
-		raw, err := d.base64(in.b)
+		raw, err := d.dec.base64(in.b)
 		if err != nil {
 			return reasonf("cannot decode %s as base64 bytes", show(in))
 		}
@@ -830,11 +542,10 @@ func (p *Plan) convertSem(i int, fs fieldSem, in *input) error {
 // non-numeric text as base64 Decimal bytes with the column's scale, Decimal
 // and numeric columns read {"scale", "value"} objects as VariableScaleDecimal,
 // and Array, Map and Tuple columns parse text as JSON (io.debezium.data.Json).
-func (p *Plan) convertBare(i int, in *input) error {
-	d := p.dbz
-	cls := d.cls[i]
+func (d *debeziumFormat) convertBare(c *dbzCol, in *input) error {
+	cls := c.cls
 	if cls == clsComposite && in.kind == inStr {
-		return p.convertSem(i, fieldSem{kind: semJSON}, in)
+		return d.convertSem(c, fieldSem{kind: semJSON}, in)
 	}
 	if cls != clsDecimal && cls != clsNumber {
 		return nil
@@ -844,14 +555,14 @@ func (p *Plan) convertBare(i int, in *input) error {
 		if cls != clsDecimal {
 			return nil
 		}
-		if _, ok := p.ctx.parseNumber(in.b); ok {
+		if _, ok := d.st.parseNumber(in.b); ok {
 			return nil
 		}
-		return d.decimalFromBase64(in, in.b, d.scale[i])
+		return d.dec.decimalFromBase64(in, in.b, c.scale)
 	case inObject:
 		o, _ := in.v.Object()
 		if o.Len() == 2 && o.Get("scale") != nil && o.Get("value") != nil {
-			return d.varDecimal(in)
+			return d.dec.varDecimal(in)
 		}
 	}
 	return nil
@@ -898,140 +609,4 @@ func semTime(k semKind, n int64) (time.Time, bool) {
 		return time.Unix(0, n).UTC(), true
 	}
 	return time.Time{}, false
-}
-
-func (d *dbzPlan) base64(s []byte) ([]byte, error) {
-	need := base64.StdEncoding.DecodedLen(len(s))
-	if cap(d.raw) < need {
-		d.raw = make([]byte, need)
-	}
-	n, err := base64.StdEncoding.Decode(d.raw[:need], s)
-	return d.raw[:n], err
-}
-
-// varDecimal reads a VariableScaleDecimal {"scale": s, "value": base64}.
-func (d *dbzPlan) varDecimal(in *input) error {
-	sv, vv := in.v.Get("scale"), in.v.Get("value")
-	if sv == nil || vv == nil {
-		return reasonf("cannot read %s as a Debezium VariableScaleDecimal (want scale and value)", show(in))
-	}
-	scale, err := sv.Int()
-	val, err2 := vv.StringBytes()
-	if err != nil || err2 != nil {
-		return reasonf("cannot read %s as a Debezium VariableScaleDecimal (want an integer scale and base64 value)", show(in))
-	}
-	return d.decimalFromBase64(in, val, scale)
-}
-
-// maxScale bounds a decimal scale read from a record (Debezium's come from
-// column definitions, PostgreSQL allows up to 1000 for numeric).
-const maxScale = 1000
-
-// decimalFromBase64 turns base64 unscaled two's-complement bytes and a scale
-// into decimal text, and makes in that number.
-func (d *dbzPlan) decimalFromBase64(in *input, b64 []byte, scale int) error {
-	if scale > maxScale || scale < -maxScale {
-		return reasonf("Debezium decimal scale %d is out of range", scale)
-	}
-	raw, err := d.base64(b64)
-	if err != nil {
-		return reasonf("cannot decode %s as Debezium Decimal bytes (base64 of the unscaled value)", show(in))
-	}
-	d.dec = d.decimalText(d.dec[:0], raw, scale)
-	in.kind, in.b = inNum, d.dec
-	return nil
-}
-
-// decimalText appends the decimal text of the big-endian two's-complement
-// integer raw scaled by 10^-scale. Up to 16 bytes (38 digits) it does not
-// allocate.
-func (d *dbzPlan) decimalText(dst, raw []byte, scale int) []byte {
-	neg := len(raw) > 0 && raw[0]&0x80 != 0
-	mag := raw
-	if neg {
-		d.mag = append(d.mag[:0], raw...)
-		for i := range d.mag {
-			d.mag[i] = ^d.mag[i]
-		}
-		for i := len(d.mag) - 1; i >= 0; i-- {
-			d.mag[i]++
-			if d.mag[i] != 0 {
-				break
-			}
-		}
-		mag = d.mag
-	}
-	for len(mag) > 0 && mag[0] == 0 {
-		mag = mag[1:]
-	}
-	digits := d.digits[:0]
-	switch {
-	case len(mag) <= 8:
-		var u uint64
-		for _, x := range mag {
-			u = u<<8 | uint64(x)
-		}
-		digits = strconv.AppendUint(digits, u, 10)
-	case len(mag) <= 16:
-		var hi, lo uint64
-		for _, x := range mag[:len(mag)-8] {
-			hi = hi<<8 | uint64(x)
-		}
-		for _, x := range mag[len(mag)-8:] {
-			lo = lo<<8 | uint64(x)
-		}
-		digits = append128(digits, hi, lo)
-	default:
-		d.bi.SetBytes(mag)
-		digits = d.bi.Append(digits, 10)
-	}
-	d.digits = digits
-	zero := len(digits) == 1 && digits[0] == '0'
-	if neg && !zero {
-		dst = append(dst, '-')
-	}
-	switch {
-	case scale <= 0:
-		dst = append(dst, digits...)
-		for i := 0; i < -scale && !zero; i++ {
-			dst = append(dst, '0')
-		}
-	case len(digits) > scale:
-		dst = append(dst, digits[:len(digits)-scale]...)
-		dst = append(dst, '.')
-		dst = append(dst, digits[len(digits)-scale:]...)
-	default:
-		dst = append(dst, '0', '.')
-		for i := len(digits); i < scale; i++ {
-			dst = append(dst, '0')
-		}
-		dst = append(dst, digits...)
-	}
-	return dst
-}
-
-// append128 appends the decimal digits of hi×2^64 + lo.
-func append128(dst []byte, hi, lo uint64) []byte {
-	const chunk = 1e19 // the largest power of ten below 2^64
-	var chunks [2]uint64
-	n := 0
-	for hi != 0 {
-		var r uint64
-		hi, r = hi/chunk, hi%chunk
-		lo, r = bits.Div64(r, lo, chunk)
-		chunks[n] = r
-		n++
-	}
-	dst = strconv.AppendUint(dst, lo, 10)
-	for n > 0 {
-		n--
-		var buf [19]byte
-		c := chunks[n]
-		for j := 18; j >= 0; j-- {
-			buf[j] = byte('0' + c%10)
-			c /= 10
-		}
-		dst = append(dst, buf[:]...)
-	}
-	return dst
 }

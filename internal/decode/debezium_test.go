@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"sink/internal/route"
 )
 
 // fixture reads a hand-written Debezium message from testdata/debezium.
@@ -39,7 +41,7 @@ func dbzRow(t *testing.T, cols []ColumnSchema, mapping map[string]string, r *kgo
 	if !has["_deleted"] {
 		cols = append(cols, ColumnSchema{Name: "_deleted", Type: "UInt8"})
 	}
-	p, err := Compile(FormatDebezium, cols, mapping)
+	p, err := Compile(route.Debezium, cols, mapping)
 	if err != nil {
 		t.Fatalf("Compile: %v", err)
 	}
@@ -181,7 +183,7 @@ func TestDebeziumVersion(t *testing.T) {
 }
 
 func TestDebeziumSkips(t *testing.T) {
-	p, err := Compile(FormatDebezium, customerCols, nil)
+	p, err := Compile(route.Debezium, customerCols, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -392,7 +394,7 @@ func TestDebeziumTypeErrors(t *testing.T) {
 }
 
 func TestDebeziumDecimalText(t *testing.T) {
-	var d dbzPlan
+	var d decimals
 	f := func(unscaled string, scale int, want string) {
 		t.Helper()
 		n, ok := new(big.Int).SetString(unscaled, 10)
@@ -461,7 +463,7 @@ func twosComplement(n *big.Int) []byte {
 func TestCompileDebezium(t *testing.T) {
 	f := func(cols []ColumnSchema, mapping map[string]string, want string) {
 		t.Helper()
-		_, err := Compile(FormatDebezium, cols, mapping)
+		_, err := Compile(route.Debezium, cols, mapping)
 		if err == nil || err.Error() != want {
 			t.Errorf("Compile(%v, %v) = %v, want %q", cols, mapping, err, want)
 		}
@@ -487,7 +489,7 @@ func TestCompileDebezium(t *testing.T) {
 	f([]ColumnSchema{{Name: "a", Type: "String"}, {Name: "a", Type: "String"}}, nil, `column "a" is listed twice`)
 
 	// Other names work once mapped; _version/_deleted then read the image.
-	p, err := Compile(FormatDebezium, []ColumnSchema{{Name: "id", Type: "Int32"}, {Name: "ver", Type: "UInt64"}, {Name: "is_deleted", Type: "UInt8"}},
+	p, err := Compile(route.Debezium, []ColumnSchema{{Name: "id", Type: "Int32"}, {Name: "ver", Type: "UInt64"}, {Name: "is_deleted", Type: "UInt8"}},
 		map[string]string{"ver": "$version", "is_deleted": "$deleted"})
 	if err != nil {
 		t.Fatal(err)
@@ -509,7 +511,7 @@ func TestDebeziumSharesBlockLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pd, err := Compile(FormatDebezium, cols, nil)
+	pd, err := Compile(route.Debezium, cols, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -528,7 +530,7 @@ func TestDebeziumSharesBlockLayout(t *testing.T) {
 // Decoding a realistic wrapped event allocates nothing per record once the
 // buffers are warm.
 func TestDebeziumAppendDoesNotAllocate(t *testing.T) {
-	p, err := Compile(FormatDebezium, InsertColumns(dbzBenchCols), nil)
+	p, err := Compile(route.Debezium, InsertColumns(dbzBenchCols), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -556,7 +558,7 @@ func TestDebeziumAppendDoesNotAllocate(t *testing.T) {
 // bytes; a changed schema (a migration changed a column's scale) takes
 // effect with the first message that carries it, whatever the layout.
 func TestDebeziumSchemaCache(t *testing.T) {
-	p, err := Compile(FormatDebezium, []ColumnSchema{{Name: "c", Type: "String"}, {Name: "_version", Type: "UInt64"}, {Name: "_deleted", Type: "UInt8"}}, nil)
+	p, err := Compile(route.Debezium, []ColumnSchema{{Name: "c", Type: "String"}, {Name: "_version", Type: "UInt64"}, {Name: "_deleted", Type: "UInt8"}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"sink/internal/route"
 )
 
 // dbzBenchCols is a replicated PostgreSQL orders table: keys, an enum, money,
@@ -99,7 +101,7 @@ func BenchmarkDebeziumAppend(b *testing.B) {
 			name = "wrapped"
 		}
 		b.Run(name, func(b *testing.B) {
-			p, err := Compile(FormatDebezium, InsertColumns(dbzBenchCols), nil)
+			p, err := Compile(route.Debezium, InsertColumns(dbzBenchCols), nil)
 			if err != nil {
 				b.Fatal(err)
 			}

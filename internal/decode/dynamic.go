@@ -43,7 +43,7 @@ type dynamicCol struct {
 // other numbers as Float64, strings as String, objects and arrays as their
 // compact JSON text in a String, $partition/$offset as Int64 and $timestamp
 // as DateTime64(3).
-func (d *dynamicCol) add(c *ctx, in *input) error {
+func (d *dynamicCol) add(c *appendState, in *input) error {
 	tag, pos := dynNull, 0
 	switch in.kind {
 	case inMissing, inNull:

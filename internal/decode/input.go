@@ -27,7 +27,7 @@ const (
 )
 
 // input is one source value. It borrows: b and v are valid only until the
-// next parse or the next number read into the context's scratch.
+// next parse or the next number read into the appendState's scratch.
 type input struct {
 	kind inKind
 	b    []byte
@@ -40,8 +40,8 @@ type input struct {
 	projPos string // with proj: an element that is an array is indexed by this instead
 }
 
-// ctx carries per-Append state: the block being filled and scratch space.
-type ctx struct {
+// appendState carries per-Append state: the block being filled and scratch space.
+type appendState struct {
 	b      *Block
 	in     input  // the current column's source value (a field so it need not escape per record)
 	num    []byte // number text of the current JSON value
@@ -50,7 +50,7 @@ type ctx struct {
 	digits []byte // parseNumber scratch
 }
 
-func (c *ctx) fromJSON(v *fastjson.Value, in *input) {
+func (c *appendState) fromJSON(v *fastjson.Value, in *input) {
 	if v == nil {
 		in.kind = inMissing
 		return
@@ -78,7 +78,7 @@ func (c *ctx) fromJSON(v *fastjson.Value, in *input) {
 
 // text returns the textual form of a scalar input (for string-typed parsing
 // of numbers, strings and integers); ok is false for other kinds.
-func (c *ctx) text(in *input) ([]byte, bool) {
+func (c *appendState) text(in *input) ([]byte, bool) {
 	switch in.kind {
 	case inStr, inNum:
 		return in.b, true

@@ -35,7 +35,7 @@ type jsonCol struct {
 	spans []pathSpan // where each path is in seen
 	out   []byte
 	err   error
-	c     *ctx
+	c     *appendState
 	in    input
 }
 
@@ -56,7 +56,7 @@ func newJSONCol(t *chType) *jsonCol {
 
 // add takes a JSON object, or a string holding one (as producers often
 // nest JSON); null or missing is the empty object.
-func (j *jsonCol) add(c *ctx, in *input) error {
+func (j *jsonCol) add(c *appendState, in *input) error {
 	var o *fastjson.Object
 	switch in.kind {
 	case inMissing, inNull:
@@ -255,7 +255,7 @@ func (j *jsonCol) split(ends []int) any { return splitSlice(j.vals, ends) }
 // and IPs in canonical text, Enums by value, NaN and infinities as the
 // strings "nan", "inf", "-inf". Null or missing is null (the server then
 // stores the type's default, or NULL in a Nullable type).
-func (c *ctx) appendLiteral(dst []byte, t *chType, in *input) ([]byte, error) {
+func (c *appendState) appendLiteral(dst []byte, t *chType, in *input) ([]byte, error) {
 	for t.kind == kLowCardinality {
 		t = t.elem
 	}

@@ -314,7 +314,7 @@ func FuzzModernConvert(f *testing.F) {
 }
 
 func mustUUID(s string) any {
-	data, err := (&ctx{}).uuidValue(&input{kind: inStr, b: []byte(s)}, parseType("UUID"))
+	data, err := (&appendState{}).uuidValue(&input{kind: inStr, b: []byte(s)}, parseType("UUID"))
 	if err != nil {
 		panic(err)
 	}

@@ -152,7 +152,7 @@ type strCol struct {
 	nulls    []bool // Nullable(String): NULL flags; a NULL row holds ""
 }
 
-func (s *strCol) add(c *ctx, in *input) error {
+func (s *strCol) add(c *appendState, in *input) error {
 	if s.col.Buf == nil && s.hint > 0 {
 		s.col.Buf = make([]byte, 0, s.hint)
 	}

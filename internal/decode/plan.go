@@ -3,11 +3,11 @@ package decode
 import (
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/valyala/fastjson"
+
+	"sink/internal/route"
 )
 
 // InsertColumns returns the columns an INSERT into this table names, in
@@ -36,68 +36,34 @@ func InsertColumns(table []ColumnSchema, mappings ...map[string]string) []Column
 	return out
 }
 
-type srcKind uint8
-
-const (
-	srcJSON srcKind = iota
-	srcTopic
-	srcPartition
-	srcOffset
-	srcTimestamp
-	srcKey
-	srcHeader
-)
-
-// source is where one column's value comes from.
+// source is where one column's value comes from: a record attribute the
+// Plan reads itself, or anything else, which the format reads.
 type source struct {
-	kind   srcKind
-	slot   int      // srcJSON: index of the top-level key in Plan.keys
-	rest   []string // srcJSON: path below the top-level key
-	header string   // srcHeader: header name
-	// nested: for an unmapped Array column named "n.a" (a Nested column's
-	// part), where the record has no "n.a" key: read "n" instead, and take
-	// "a" from each element of an array of objects, or from an object
-	// holding the parallel arrays.
-	nested *source
-	pos    string // nested, for a part named by a number k: "k-1", to index tuples written as arrays
+	kind   route.Kind
+	header string // route.Header: the header name
+	format bool   // the format reads it (rowFormat.read)
 }
 
-var metaSources = map[string]srcKind{
-	"$topic": srcTopic, "$partition": srcPartition, "$offset": srcOffset,
-	"$timestamp": srcTimestamp, "$key": srcKey,
-}
-
-// metaColumns are column names that, when not mapped, read a record
-// attribute instead of a JSON field.
-var metaColumns = map[string]string{
-	"_topic": "$topic", "_partition": "$partition", "_offset": "$offset",
-	"_timestamp": "$timestamp", "_key": "$key",
-}
-
-// Plan is the compiled decoder of one route into one table. It owns a
-// reusable JSON parser: use one Plan from one goroutine at a time.
+// Plan is the compiled decoder of one route into one table: the columns,
+// their types and sources, and the route's format. It owns the format's
+// parsers and scratch space: use one Plan from one goroutine at a time.
 type Plan struct {
 	cols  []ColumnSchema
 	types []*chType
 	srcs  []source
 	sig   string // column layout; Blocks of equal layout are interchangeable
 
-	keys   []string          // distinct top-level JSON keys the sources read
-	keyIdx map[string]int    // key -> slot
-	slots  []*fastjson.Value // per record: value of each key, nil if absent
-
-	parser fastjson.Parser
-	ctx    ctx
-
-	dbz *dbzPlan // set for the debezium-json format (debezium.go)
+	format rowFormat   // format.go
+	st     appendState // conversion scratch, shared with the format
 
 	policy   Policy      // policy.go
 	defaults [][2]uint64 // per column: defaults given for missing, null values
 	marks    []mark      // defaults given in the row being appended
 }
 
-// Compile builds the plan for one route into one table. format is "json"
-// or "debezium-json" (see FormatDebezium for what differs).
+// Compile builds the plan for one route into one table. format is one of
+// route's formats: route.JSON, or route.Debezium (see debezium.go for what
+// differs).
 //
 // cols are the columns to fill, in INSERT order — normally
 // InsertColumns(table, mappings of all routes into the table...). Every
@@ -105,27 +71,31 @@ type Plan struct {
 //
 // mapping: column -> source, where a source is a JSON path "a.b.c" (dots
 // descend objects; a numeric step indexes an array) or one of $topic
-// $partition $offset $timestamp $key $header.NAME. A column not in mapping
-// reads the top-level JSON field of the same name (the whole name, dots
-// included), except columns named _topic _partition _offset _timestamp _key,
-// which default to the matching $ source.
+// $partition $offset $timestamp $key $header.NAME (route.ParseSource has the
+// grammar). A column not in mapping reads the top-level JSON field of the
+// same name (the whole name, dots included), except columns named _topic
+// _partition _offset _timestamp _key, which default to the matching $ source
+// (route.DefaultSource).
 //
 // Errors name the column or mapping key: a mapping key that is not a column
 // (or is MATERIALIZED/ALIAS), a malformed or unknown source, a $ source into
 // an Array, Map, Tuple, Variant or JSON column, or a column type this
 // package cannot fill (see the package documentation).
-func Compile(format string, cols []ColumnSchema, mapping map[string]string) (*Plan, error) {
-	if format == FormatDebezium {
-		return compileDebezium(cols, mapping)
+//
+// Every format shares this loop: it checks each column's type, parses its
+// source, reads record attributes itself and binds every other source to
+// the format (rowFormat.bind).
+func Compile(format route.Format, cols []ColumnSchema, mapping map[string]string) (*Plan, error) {
+	p := &Plan{}
+	f, err := newFormat(format, &p.st, &p.policy)
+	if err != nil {
+		return nil, err
 	}
-	if format != "json" {
-		return nil, fmt.Errorf("unsupported format %q (supported: json, %s)", format, FormatDebezium)
-	}
-	if err := checkMapping(cols, mapping, nil); err != nil {
+	p.format = f
+	if err := checkMapping(cols, mapping, f.role); err != nil {
 		return nil, err
 	}
 
-	p := &Plan{keyIdx: map[string]int{}}
 	var sig strings.Builder
 	for _, c := range cols {
 		if !insertable(c) {
@@ -133,69 +103,57 @@ func Compile(format string, cols []ColumnSchema, mapping map[string]string) (*Pl
 		}
 		t := parseType(c.Type)
 		if t.unsupported() {
-			return nil, fmt.Errorf("column %q has type %s which the json format cannot fill", c.Name, c.Type)
+			return nil, fmt.Errorf("column %q has type %s which the %s format cannot fill", c.Name, c.Type, format)
 		}
 		if err := driverCanCarry(c.Type, t); err != nil {
 			return nil, fmt.Errorf("column %q has type %s: %v", c.Name, c.Type, err)
 		}
 		spec, explicit := mapping[c.Name]
 		if !explicit {
-			spec = metaColumns[c.Name]
+			spec, explicit = route.DefaultSource(format, c.Name)
 		}
-		var src source
-		switch {
-		case spec == "" && !explicit:
-			src = p.jsonSource([]string{c.Name})
-			if head, rest, ok := strings.Cut(c.Name, "."); ok && t.kind == kArray && head != "" && rest != "" {
-				alt := p.jsonSource([]string{head, rest})
-				// ClickHouse 18.16 splits Array(Tuple(T, U)) a into a.1, a.2:
-				// element k of each tuple, written as a JSON array.
-				if k, err := strconv.Atoi(rest); err == nil && k >= 1 && strconv.Itoa(k) == rest {
-					alt.pos = strconv.Itoa(k - 1)
-				}
-				src.nested = &alt
+		// A column without a source reads the field of its own name:
+		// the whole name, not a path.
+		src := route.Source{Kind: route.Field, Path: []string{c.Name}}
+		if explicit {
+			if src, err = route.ParseSource(format, spec); err != nil {
+				return nil, fmt.Errorf("column %q: %s", c.Name, sourceError(err.(*route.SourceError), f.want()))
 			}
-		case strings.HasPrefix(spec, "$"):
-			if name, ok := strings.CutPrefix(spec, "$header."); ok && name != "" {
-				src = source{kind: srcHeader, header: name}
-			} else if k, ok := metaSources[spec]; ok {
-				src = source{kind: k}
-			} else {
-				return nil, fmt.Errorf("column %q: unknown source %q (want a JSON path or $topic, $partition, $offset, $timestamp, $key, $header.NAME)", c.Name, spec)
-			}
-			if !t.scalar() {
+			if src.Kind != route.Field && src.Kind != route.SourceBlock && !t.scalar() {
 				return nil, fmt.Errorf("column %q: source %s cannot fill type %s", c.Name, spec, c.Type)
 			}
-		default:
-			path, err := splitPath(c.Name, "JSON path", spec, spec)
-			if err != nil {
+		}
+		col := source{kind: src.Kind, header: src.Header, format: !src.Kind.Record()}
+		if col.format {
+			if err := f.bind(len(p.cols), c, t, src, !explicit); err != nil {
 				return nil, err
 			}
-			src = p.jsonSource(path)
 		}
 		p.cols = append(p.cols, c)
 		p.types = append(p.types, t)
-		p.srcs = append(p.srcs, src)
+		p.srcs = append(p.srcs, col)
 		fmt.Fprintf(&sig, "%s\x00%s\x00", c.Name, c.Type)
 	}
 	if len(p.cols) == 0 {
 		return nil, fmt.Errorf("no insertable columns")
 	}
+	if err := f.done(); err != nil {
+		return nil, err
+	}
 	p.sig = sig.String()
-	p.slots = make([]*fastjson.Value, len(p.keys))
 	return p, nil
 }
 
-// splitPath splits a dotted path; an empty segment is an error naming the
-// column and the source as the user wrote it (what says what kind it is).
-func splitPath(column, what, spec, path string) ([]string, error) {
-	parts := strings.Split(path, ".")
-	for _, s := range parts {
-		if s == "" {
-			return nil, fmt.Errorf("column %q: invalid %s %q", column, what, spec)
-		}
+// sourceError words a source that does not parse as Compile reports it;
+// want lists what the format accepts.
+func sourceError(e *route.SourceError, want string) string {
+	switch e.Problem {
+	case route.Empty, route.EmptyPathElement:
+		return fmt.Sprintf("invalid JSON path %q", e.Spec)
+	case route.NoSourceField:
+		return fmt.Sprintf("invalid source %q", e.Spec)
 	}
-	return parts, nil
+	return fmt.Sprintf("unknown source %q (want %s)", e.Spec, want)
 }
 
 func insertable(c ColumnSchema) bool {
@@ -204,16 +162,6 @@ func insertable(c ColumnSchema) bool {
 		return true
 	}
 	return false
-}
-
-func (p *Plan) jsonSource(path []string) source {
-	slot, ok := p.keyIdx[path[0]]
-	if !ok {
-		slot = len(p.keys)
-		p.keys = append(p.keys, path[0])
-		p.keyIdx[path[0]] = slot
-	}
-	return source{kind: srcJSON, slot: slot, rest: path[1:]}
 }
 
 // Columns returns the columns the plan fills, in order.
@@ -228,52 +176,38 @@ func (p *Plan) NewBlock() *Block {
 	return b
 }
 
-// Append decodes r.Value and appends exactly one row to b, or returns a
-// *RecordError and leaves b unchanged. b may come from any Plan with the same
-// Columns(); a block of another layout is a programming error and panics.
+// Append decodes r and appends exactly one row to b, or returns a
+// *RecordError (or an error matching ErrSkip) and leaves b unchanged. b may
+// come from any Plan with the same Columns(); a block of another layout is a
+// programming error and panics.
 func (p *Plan) Append(b *Block, r *kgo.Record) error {
 	if b.sig != p.sig {
 		panic("decode: Append to a Block whose columns differ from the Plan's")
 	}
-	if p.dbz != nil {
-		return p.appendDebezium(b, r)
+	if err := p.format.begin(recordData{value: r.Value, key: r.Key, offset: r.Offset}); err != nil {
+		if b, ok := err.(*badRecord); ok {
+			return recordError(r, b.column, b.reason)
+		}
+		return err
 	}
-	if r.Value == nil {
-		return p.tombstone(r)
-	}
-	v, err := p.parser.ParseBytes(r.Value)
-	if err != nil {
-		return p.recordError(r, "", "invalid JSON: "+err.Error())
-	}
-	if v.Type() != fastjson.TypeObject {
-		return p.recordError(r, "", "invalid JSON: want an object, got "+v.Type().String())
-	}
-	o, _ := v.Object()
-	// One Object.Get per distinct top-level key: measured faster than one
-	// Object.Visit with a map lookup per field (no hashing, and the fast
-	// path skips unescaping keys).
-	for i, k := range p.keys {
-		p.slots[i] = o.Get(k)
-	}
-
 	return p.appendRow(b, r)
 }
 
-// appendRow reads every column's source (from the JSON record, or the
-// Debezium row image) and appends one row to b; on the first failure it
-// rolls every column back, so b is unchanged.
+// appendRow reads every column's source (from the record the format has
+// begun, or the record's attributes) and appends one row to b; on the first
+// failure it rolls every column back, so b is unchanged.
 func (p *Plan) appendRow(b *Block, r *kgo.Record) error {
-	c := &p.ctx
+	c := &p.st
 	c.b = b
 	bytes0 := b.bytes
 	in := &c.in
 	p.marks = p.marks[:0]
 	for i := range p.srcs {
 		var err error
-		if p.dbz != nil {
-			err = p.readDebezium(i, &p.srcs[i], r, in)
+		if s := &p.srcs[i]; s.format {
+			err = p.format.read(i, in)
 		} else {
-			p.read(&p.srcs[i], r, in)
+			readRecord(s, r, in)
 		}
 		if err == nil {
 			err = p.checkDefault(i, in)
@@ -287,7 +221,7 @@ func (p *Plan) appendRow(b *Block, r *kgo.Record) error {
 			}
 			b.bytes = bytes0
 			c.b = nil
-			return p.recordError(r, p.cols[i].Name, err.Error())
+			return recordError(r, p.cols[i].Name, err.Error())
 		}
 	}
 	b.rows++
@@ -296,42 +230,29 @@ func (p *Plan) appendRow(b *Block, r *kgo.Record) error {
 	return nil
 }
 
-func (p *Plan) read(s *source, r *kgo.Record, in *input) {
+// readRecord reads a source that is an attribute of the Kafka record.
+func readRecord(s *source, r *kgo.Record, in *input) {
 	switch s.kind {
-	case srcJSON:
-		v := p.slots[s.slot]
-		in.proj = nil
-		if v == nil && s.nested != nil {
-			if v = p.slots[s.nested.slot]; v != nil && v.Type() == fastjson.TypeArray {
-				in.kind, in.v, in.proj, in.projPos = inArray, v, s.nested.rest, s.nested.pos
-				return
-			}
-			s = s.nested
-		}
-		if v != nil && len(s.rest) > 0 {
-			v = v.Get(s.rest...)
-		}
-		p.ctx.fromJSON(v, in)
-	case srcTopic:
+	case route.Topic:
 		in.kind, in.b = inStr, s2b(r.Topic)
-	case srcPartition:
+	case route.Partition:
 		in.kind, in.n = inInt, int64(r.Partition)
-	case srcOffset:
+	case route.Offset:
 		in.kind, in.n = inInt, r.Offset
-	case srcTimestamp:
+	case route.Timestamp:
 		// A record without a timestamp (zero time, or Kafka's -1) counts as missing.
 		if ms := r.Timestamp.UnixMilli(); r.Timestamp.IsZero() || ms < 0 {
 			in.kind = inMissing
 		} else {
 			in.kind, in.t, in.n = inTime, r.Timestamp, ms
 		}
-	case srcKey:
+	case route.Key:
 		if r.Key == nil {
 			in.kind = inMissing
 		} else {
 			in.kind, in.b = inStr, r.Key
 		}
-	case srcHeader:
+	case route.Header:
 		in.kind = inMissing
 		for i := range r.Headers {
 			if r.Headers[i].Key == s.header {
@@ -346,7 +267,9 @@ func (p *Plan) read(s *source, r *kgo.Record, in *input) {
 	}
 }
 
-func (p *Plan) recordError(r *kgo.Record, column, reason string) *RecordError {
+// recordError is the error of a record r that cannot be decoded; column is
+// "" for whole-record errors.
+func recordError(r *kgo.Record, column, reason string) *RecordError {
 	return &RecordError{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Column: column, Reason: reason}
 }
 

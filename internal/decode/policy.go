@@ -1,7 +1,5 @@
 package decode
 
-import "github.com/twmb/franz-go/pkg/kgo"
-
 // Policy says what a Plan does where the data leaves a choice. The zero
 // value is the permissive behaviour the package documents (defaults for
 // missing and null values, tombstones skipped).
@@ -66,10 +64,9 @@ func (p *Plan) checkDefault(i int, in *input) error {
 	if takesNull(p.types[i]) {
 		return nil
 	}
-	if p.dbz != nil && string(p.dbz.op) == "d" {
-		// A Debezium delete's row only marks the key deleted; a delete
-		// without a before image has nothing but the key, and the other
-		// columns' defaults are not data anyone loses.
+	if p.format.lenient() {
+		// The format says the record's missing values are not data anyone
+		// loses (a Debezium delete, whose row only marks the key deleted).
 		return nil
 	}
 	null := in.kind == inNull
@@ -116,15 +113,3 @@ func bareNaNInf(b []byte) bool {
 	}
 	return isNaNInf(b)
 }
-
-// tombstone returns the json format's answer to a record with a null value.
-func (p *Plan) tombstone(r *kgo.Record) error {
-	if p.policy.TombstoneBad {
-		return p.recordError(r, "", "tombstone (null value) and errors.on_tombstone is bad_record")
-	}
-	return errJSONTombstone
-}
-
-// errJSONTombstone is what Append returns for a json-format tombstone that
-// the policy skips; it matches ErrSkip like the Debezium one.
-var errJSONTombstone = errTombstone

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"sink/internal/route"
 )
 
 // appendWith compiles cols (no mapping) with pol and appends value; it
@@ -128,7 +130,7 @@ func TestBareNaNInfRejected(t *testing.T) {
 // bad_record does not refuse it and nothing is counted; an insert missing a
 // column is refused.
 func TestPolicyDebeziumDeletes(t *testing.T) {
-	p, err := Compile(FormatDebezium, customerCols, map[string]string{"op": "$op", "tbl": "$source.table"})
+	p, err := Compile(route.Debezium, customerCols, map[string]string{"op": "$op", "tbl": "$source.table"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +144,7 @@ func TestPolicyDebeziumDeletes(t *testing.T) {
 	}
 	p.TakeDefaults(func(col, reason string, n uint64) { t.Fatalf("delete counted a default: %s %s %d", col, reason, n) })
 	narrow := append(append([]ColumnSchema(nil), customerCols...), ColumnSchema{Name: "phone", Type: "String"})
-	p, err = Compile(FormatDebezium, narrow, map[string]string{"op": "$op", "tbl": "$source.table"})
+	p, err = Compile(route.Debezium, narrow, map[string]string{"op": "$op", "tbl": "$source.table"})
 	if err != nil {
 		t.Fatal(err)
 	}

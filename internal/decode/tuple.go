@@ -28,7 +28,7 @@ func (tc *tupleCol) named() bool { return tc.t.names[0] != "" }
 // name; missing names get their default) or from an array (by position),
 // an unnamed tuple from an array of exactly its length; null or missing
 // gives every element its default.
-func (tc *tupleCol) add(c *ctx, in *input) error {
+func (tc *tupleCol) add(c *appendState, in *input) error {
 	ein := &tc.in
 	switch in.kind {
 	case inMissing, inNull:

@@ -68,7 +68,7 @@ func newVariantCol(t *chType) *variantCol {
 
 // add stores null or missing as NULL; any other value goes to the first
 // alternative that converts it (see family for the order).
-func (v *variantCol) add(c *ctx, in *input) error {
+func (v *variantCol) add(c *appendState, in *input) error {
 	tag, pos := uint8(variantNull), 0
 	if in.kind > inNull {
 		var err error

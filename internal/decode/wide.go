@@ -69,7 +69,7 @@ func (x *u256) isPow2(n int) bool { // x == 2^n
 // wide reads an integer (JSON number or numeric string written without a
 // fraction, or with a zero fraction or an exponent that makes it integral;
 // true/false are 1/0) into a wide integer column's range.
-func (c *ctx) wide(in *input, t *chType) (u256, error) {
+func (c *appendState) wide(in *input, t *chType) (u256, error) {
 	var x u256
 	var neg bool
 	switch in.kind {

@@ -1,0 +1,86 @@
+package decode
+
+import (
+	"fmt"
+
+	"sink/internal/route"
+)
+
+// rowFormat is the format-specific half of a Plan: how the records of one
+// route format become the values of a row. Everything else — the columns,
+// their types and conversions, the record attributes ($topic, $partition,
+// $offset, $timestamp, $key, $header.NAME), the policy for missing and null
+// values, the block — is shared, so a new format is one new file set that
+// implements this interface and registers in newFormat.
+//
+// Compile parses each column's source with route.ParseSource and binds the
+// ones that are not record attributes to the format, in column order
+// (bind), then calls done. Append calls begin once per record and then,
+// for each bound column, read.
+//
+// A format framed per schema (a schema registry's id in front of each
+// value, as Avro and Protobuf are) keeps the bound paths from bind and, in
+// begin, looks the record's schema id up in a cache of per-schema readers,
+// building one on the first record of a schema; read then serves the column
+// from the reader the record selected. The debezium-json format does the
+// same for the JSON converter's inline schema block (debezium_schema.go).
+//
+// A rowFormat is owned by one Plan and used from one goroutine.
+type rowFormat interface {
+	// role describes what a source means in this format, for Compile's
+	// errors about a mapping key that is not an insertable column (e.g.
+	// " (the version column; add it as UInt64)"); "" for nothing special.
+	role(source string) string
+	// want lists the sources the format accepts, for Compile's "unknown
+	// source" error.
+	want() string
+	// bind tells the format that column col (the Plan's index, increasing
+	// with each call) of type t reads src: a route.Field path or one of the
+	// format's own sources. byName says the path is the column's own name,
+	// not a mapping.
+	bind(col int, c ColumnSchema, t *chType, src route.Source, byName bool) error
+	// done is called after the last bind; it may refuse the plan (the
+	// debezium-json format needs a version and a delete-marker column).
+	done() error
+	// begin decodes a record. It returns nil when the record has a row to
+	// read, an error matching ErrSkip when it carries none by design, or a
+	// *badRecord (which Append turns into a *RecordError).
+	begin(r recordData) error
+	// read sets in to bound column col's value in the record begin
+	// accepted. An error is the reason the value is bad; the Plan names
+	// the column.
+	read(col int, in *input) error
+	// lenient reports that the record begin accepted is one whose missing
+	// and null values are not data (a Debezium delete): they get defaults
+	// without the policy refusing or counting them.
+	lenient() bool
+}
+
+// recordData is what a format reads of a Kafka record. It is passed by
+// value rather than as the *kgo.Record so that a record the caller built on
+// its stack stays there (a pointer handed to an interface method escapes).
+type recordData struct {
+	value, key []byte
+	offset     int64
+}
+
+// badRecord is a format's answer for a record it cannot decode: the column
+// at fault ("" for the whole record) and why.
+type badRecord struct{ column, reason string }
+
+func (e *badRecord) Error() string { return e.reason }
+
+func bad(column, reason string) error { return &badRecord{column: column, reason: reason} }
+
+// newFormat returns the rowFormat of format f. st is the Plan's conversion
+// scratch (for turning parsed values into inputs) and pol its policy, which
+// SetPolicy may change before the first Append.
+func newFormat(f route.Format, st *appendState, pol *Policy) (rowFormat, error) {
+	switch f {
+	case route.JSON:
+		return newJSONFormat(st, pol), nil
+	case route.Debezium:
+		return newDebeziumFormat(st), nil
+	}
+	return nil, fmt.Errorf("unsupported format %q (supported: %s)", f, route.FormatNames())
+}
