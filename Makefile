@@ -27,10 +27,10 @@ bench: stack-up
 # rebalances, TOO_MANY_PARTS, poison records, a burst while ClickHouse is down);
 # on ClickHouse 18.16 then 26.9; prints a table per server and writes them to
 # .stack/chaos.md. Flags: make chaos CHAOS_ARGS='--clickhouse 26 --only burst'
-# (go run ./cmd/chaos -h). `make test` runs a short version of the scenarios
+# (go run ./tools/chaos -h). `make test` runs a short version of the scenarios
 # that do not restart the shared servers.
 chaos: stack-up
-	$(GO) run ./cmd/chaos --out .stack/chaos.md $(CHAOS_ARGS)
+	$(GO) run ./tools/chaos --out .stack/chaos.md $(CHAOS_ARGS)
 
 stack-up:
 	bash scripts/stack.sh up

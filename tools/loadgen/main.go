@@ -1,7 +1,7 @@
 // Command loadgen produces a reproducible stream of JSON events into a Kafka
 // topic: for the demo, tests and benchmarks. Events look like a product's
 // click stream (user_id, ts, event_type, channel, cost, payload) and are about
-// --size bytes each; internal/gen makes them.
+// --size bytes each; tools/gen makes them.
 package main
 
 import (
@@ -11,7 +11,7 @@ import (
 	"os"
 	"strings"
 
-	"sink/internal/gen"
+	"sink/tools/gen"
 )
 
 func main() {
