@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -17,13 +16,9 @@ func TestReportWithConnectorConfigOverTLS(t *testing.T) {
 	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
 		db := s.NewDatabase(t)
 		ch := s.Conn(t)
-		ctx := context.Background()
-		if err := ch.Exec(ctx, "CREATE TABLE "+db+".t (id UInt64) ENGINE = MergeTree ORDER BY id"); err != nil {
-			t.Fatal(err)
-		}
-		if err := ch.Exec(ctx, "INSERT INTO "+db+".t VALUES (1)"); err != nil {
-			t.Fatal(err)
-		}
+		other := s.NewDatabase(t)
+		testenv.Exec(t, ch, "CREATE TABLE "+db+".t (id UInt64) ENGINE = MergeTree ORDER BY id")
+		testenv.InsertSeq(t, ch, db, "t", "id", 1)
 		pki := testenv.NewPKI(t)
 		proxy := testenv.CHTLSProxy(t, s, pki)
 		path := writeConfig(t, fmt.Sprintf(`
@@ -35,6 +30,7 @@ clickhouse:
   username: %s
   password_file: %q
   tls: {enabled: true, ca_file: %q}
+  dial_timeout: 3s
 routes: [{topic: x, table: t}]
 `, proxy, db, testenv.CHUser, writePasswordFile(t, testenv.CHPassword), pki.CAFile))
 
@@ -45,8 +41,8 @@ routes: [{topic: x, table: t}]
 		}
 		// --database and --clickhouse override the config: the plain port
 		// does not speak TLS, so the TLS client fails there.
-		code, _, errOut = sinkCmd(t, "report", "--config", path, "--table", "t", "--database", "nosuchdb")
-		if code != 1 || !strings.Contains(errOut, "table nosuchdb.t does not exist") {
+		code, _, errOut = sinkCmd(t, "report", "--config", path, "--table", "t", "--database", other)
+		if code != 1 || !strings.Contains(errOut, "table "+other+".t does not exist") {
 			t.Fatalf("report --config --database: exit %d, stderr %q; want the overridden database", code, errOut)
 		}
 		code, _, errOut = sinkCmd(t, "report", "--config", path, "--table", "t", "--clickhouse", s.Addr)
