@@ -3,7 +3,7 @@
 # alternatives need, and runs tools/bench on the local stack (make bench starts it):
 # one workload produced once, the sink against ClickHouse's Kafka engine, kcat
 # pipes and naive per-record INSERTs and the seed 004 replay, on ClickHouse 18.16
-# and then 26.9; the hot path's Go benchmarks; issue 6's targets per server.
+# and then 26.9; the hot path's Go benchmarks; the performance targets per server.
 # Writes bench/results/<date>.md and .json (a table per server).
 # Extra flags: make bench BENCH_ARGS='--count 200000 --runs 1 --clickhouse 26'
 # (bin/bench run -h).
