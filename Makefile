@@ -4,7 +4,7 @@
 GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: build test demo bench chaos stack-up stack-down stack-status stack-logs
+.PHONY: build test fuzz demo bench chaos stack-up stack-down stack-status stack-logs
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/sink ./cmd/sink
@@ -13,6 +13,13 @@ build:
 # cannot pass while silently skipping every integration test.
 test: stack-up
 	bash scripts/test.sh
+
+# Every native fuzz target in the module (found by go test -list), one after
+# another, FUZZTIME each; `make test` runs them for 3s each. A crash leaves
+# its input in the package's testdata/fuzz/, which go test then replays.
+FUZZTIME ?= 30s
+fuzz:
+	FUZZTIME=$(FUZZTIME) bash scripts/fuzz.sh
 
 demo: stack-up
 	bash scripts/demo.sh
