@@ -14,10 +14,12 @@ build:
 test: stack-up
 	bash scripts/test.sh
 
-# Every native Go fuzz target for FUZZTIME each (default 30s):
-# make fuzz FUZZTIME=5m; `make test` runs each for a few seconds.
+# Every native fuzz target in the module (found by go test -list), one after
+# another, FUZZTIME each; `make test` runs them for 3s each. A crash leaves
+# its input in the package's testdata/fuzz/, which go test then replays.
+FUZZTIME ?= 30s
 fuzz:
-	bash scripts/fuzz.sh
+	FUZZTIME=$(FUZZTIME) bash scripts/fuzz.sh
 
 demo: stack-up
 	bash scripts/demo.sh
@@ -32,10 +34,10 @@ bench: stack-up
 # rebalances, TOO_MANY_PARTS, poison records, a burst while ClickHouse is down);
 # on ClickHouse 18.16 then 26.9; prints a table per server and writes them to
 # .stack/chaos.md. Flags: make chaos CHAOS_ARGS='--clickhouse 26 --only burst'
-# (go run ./cmd/chaos -h). `make test` runs a short version of the scenarios
+# (go run ./tools/chaos -h). `make test` runs a short version of the scenarios
 # that do not restart the shared servers.
 chaos: stack-up
-	$(GO) run ./cmd/chaos --out .stack/chaos.md $(CHAOS_ARGS)
+	$(GO) run ./tools/chaos --out .stack/chaos.md $(CHAOS_ARGS)
 
 stack-up:
 	bash scripts/stack.sh up

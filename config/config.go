@@ -218,6 +218,10 @@ var (
 	deliveries   = []string{DeliveryAtLeastOnce, DeliveryExactlyOnce}
 )
 
+// DefaultClickHouse is the clickhouse section of an empty config file: what
+// a command that is given no config file connects with (`sink report`).
+func DefaultClickHouse() ClickHouse { return defaults().ClickHouse }
+
 // defaults returns the configuration that an empty YAML file amounts to,
 // before the derived defaults (kafka.group, kafka.client_id) are filled in.
 func defaults() *Config {

@@ -105,49 +105,57 @@ func TestDefaults(t *testing.T) {
 	}
 }
 
+// byteSizeCases are ParseByteSize's table: the input, its value, or a part
+// of its error. FuzzParseByteSize starts from their inputs.
+var byteSizeCases = []struct {
+	in   string
+	want ByteSize
+	err  string
+}{
+	{"0", 0, ""},
+	{"1048576", 1 << 20, ""},
+	{"100B", 100, ""},
+	{"512KiB", 512 << 10, ""},
+	{"32MiB", 32 << 20, ""},
+	{"1.5GiB", 3 << 29, ""},
+	{"2TiB", 2 << 40, ""},
+	{"1KB", 1000, ""},
+	{"1MB", 1000000, ""},
+	{"2GB", 2000000000, ""},
+	{"1TB", 1000000000000, ""},
+	{"32mib", 32 << 20, ""},
+	{"32 MiB", 32 << 20, ""},
+	{" 64Mi ", 64 << 20, ""},
+	{"0.5KB", 500, ""},
+	{"1.25KiB", 1280, ""},
+
+	{"", 0, "empty"},
+	{"MiB", 0, "want a number"},
+	{"-1MiB", 0, "negative"},
+	{"1.5B", 0, "whole number"},
+	{"1.0001KB", 0, "whole number"},
+	{"64M", 0, "ambiguous"},
+	{"1k", 0, "ambiguous"},
+	{"3furlongs", 0, `unknown unit "furlongs"`},
+	{"1..5MiB", 0, "not a number"},
+	{"1.2.3", 0, "not a number"},
+	{"9223372036854775808", 0, "too large"},
+	{"9000000TiB", 0, "too large"},
+}
+
 func TestParseByteSize(t *testing.T) {
-	f := func(in string, want ByteSize, wantErr string) {
-		t.Helper()
-		got, err := ParseByteSize(in)
-		if wantErr != "" {
-			if err == nil || !strings.Contains(err.Error(), wantErr) {
-				t.Fatalf("ParseByteSize(%q) = %v, %v; want error containing %q", in, got, err, wantErr)
+	for _, c := range byteSizeCases {
+		got, err := ParseByteSize(c.in)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Fatalf("ParseByteSize(%q) = %v, %v; want error containing %q", c.in, got, err, c.err)
 			}
-			return
+			continue
 		}
-		if err != nil || got != want {
-			t.Fatalf("ParseByteSize(%q) = %d, %v; want %d", in, got, err, want)
+		if err != nil || got != c.want {
+			t.Fatalf("ParseByteSize(%q) = %d, %v; want %d", c.in, got, err, c.want)
 		}
 	}
-	f("0", 0, "")
-	f("1048576", 1<<20, "")
-	f("100B", 100, "")
-	f("512KiB", 512<<10, "")
-	f("32MiB", 32<<20, "")
-	f("1.5GiB", 3<<29, "")
-	f("2TiB", 2<<40, "")
-	f("1KB", 1000, "")
-	f("1MB", 1000000, "")
-	f("2GB", 2000000000, "")
-	f("1TB", 1000000000000, "")
-	f("32mib", 32<<20, "")
-	f("32 MiB", 32<<20, "")
-	f(" 64Mi ", 64<<20, "")
-	f("0.5KB", 500, "")
-	f("1.25KiB", 1280, "")
-
-	f("", 0, "empty")
-	f("MiB", 0, "want a number")
-	f("-1MiB", 0, "negative")
-	f("1.5B", 0, "whole number")
-	f("1.0001KB", 0, "whole number")
-	f("64M", 0, "ambiguous")
-	f("1k", 0, "ambiguous")
-	f("3furlongs", 0, `unknown unit "furlongs"`)
-	f("1..5MiB", 0, "not a number")
-	f("1.2.3", 0, "not a number")
-	f("9223372036854775808", 0, "too large")
-	f("9000000TiB", 0, "too large")
 }
 
 func TestByteSizeString(t *testing.T) {

@@ -1,84 +1,30 @@
 package config
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"sink/internal/testenv"
 )
 
-// testPKI is a CA and a client certificate signed by it, as PEM files.
+// testPKI is a throwaway CA and a certificate it signed (testenv.NewPKI),
+// and a file that is not PEM.
 type testPKI struct {
-	dir, ca, cert, key, junk string
+	ca, cert, key, junk string
 }
 
-// newTestPKI writes a throwaway CA, a client certificate and key, and a file
-// that is not PEM into a temporary directory. ECDSA keeps it fast.
 func newTestPKI(t *testing.T) testPKI {
 	t.Helper()
-	dir := t.TempDir()
-	pki := testPKI{
-		dir:  dir,
-		ca:   filepath.Join(dir, "ca.pem"),
-		cert: filepath.Join(dir, "client.pem"),
-		key:  filepath.Join(dir, "client.key"),
-		junk: filepath.Join(dir, "junk.pem"),
-	}
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "sink"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	leafDER, err := x509.CreateCertificate(rand.Reader, leaf, caTmpl, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	write := func(path, typ string, der []byte) {
-		if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write(pki.ca, "CERTIFICATE", caDER)
-	write(pki.cert, "CERTIFICATE", leafDER)
-	write(pki.key, "PRIVATE KEY", keyDER)
-	if err := os.WriteFile(pki.junk, []byte("not a certificate\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return pki
+	p := testenv.NewPKI(t)
+	return testPKI{ca: p.CAFile, cert: p.CertFile, key: p.KeyFile, junk: writeFile(t, "junk.pem", "not a certificate\n")}
 }
 
 func writeFile(t *testing.T, name, content string) string {

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # bench.sh: `make bench`. Builds bin/sink and bin/bench, checks the clients the
-# alternatives need, and runs cmd/bench on the local stack (make bench starts it):
+# alternatives need, and runs tools/bench on the local stack (make bench starts it):
 # one workload produced once, the sink against ClickHouse's Kafka engine, kcat
 # pipes and naive per-record INSERTs and the seed 004 replay, on ClickHouse 18.16
-# and then 26.9; the hot path's Go benchmarks; issue 6's targets per server.
+# and then 26.9; the hot path's Go benchmarks; the performance targets per server.
 # Writes bench/results/<date>.md and .json (a table per server).
 # Extra flags: make bench BENCH_ARGS='--count 200000 --runs 1 --clickhouse 26'
 # (bin/bench run -h).
@@ -35,5 +35,5 @@ fi
 mkdir -p bin .stack/bench
 VERSION=$(git describe --tags --always --dirty 2>/dev/null || echo dev)
 go build -ldflags "-X main.version=$VERSION" -o bin/sink ./cmd/sink
-go build -o bin/bench ./cmd/bench
+go build -o bin/bench ./tools/bench
 exec bin/bench run "$@"

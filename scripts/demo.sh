@@ -35,7 +35,7 @@ export SINK_CLICKHOUSE__ADDRS=127.0.0.1:$CH_PORT
 
 mkdir -p bin .stack
 go build -o bin/sink ./cmd/sink
-go build -o bin/loadgen ./cmd/loadgen
+go build -o bin/loadgen ./tools/loadgen
 
 echo "demo: ClickHouse $($CH -q 'SELECT version()') at $SINK_CLICKHOUSE__ADDRS; creating table default.$TABLE"
 $CH -q "DROP TABLE IF EXISTS default.$TABLE"

@@ -1,31 +1,47 @@
 #!/usr/bin/env bash
 # fuzz.sh: runs every native Go fuzz target of the module (func FuzzXxx(f
-# *testing.F) in a _test.go file) for FUZZTIME each (default 30s; `make test`
-# uses a short time, `make fuzz` the default or FUZZTIME=5m). Prints one line
-# per target with how long it ran and how many inputs it tried. A crash
-# leaves its input under the package's testdata/fuzz/FuzzXxx/, where plain
-# `go test` replays it from then on: turn it into a regression test.
-# Usage: scripts/fuzz.sh [package-dir-pattern]   e.g. scripts/fuzz.sh internal/decode
+# *testing.F) in a _test.go file), one after another, each for $FUZZTIME
+# (default 30s; `make test` runs it with 3s), and prints per target the time
+# it fuzzed, the inputs it tried and the wall time with the build. Targets are
+# found by `go test -list`, so a new one runs without editing this file.
+#
+# A failing input fails the run; Go saves it under the package's
+# testdata/fuzz/FuzzXxx/, and from then on plain `go test` replays it: fix the
+# code and commit that file as the regression test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mkdir -p .stack
-fuzztime=${FUZZTIME:-30s}
-filter=${1:-}
-status=0
-while read -r file fn; do
-	dir=$(dirname "$file")
-	[[ -n $filter && $dir != *"$filter"* ]] && continue
-	log=.stack/fuzz-$fn.log
-	start=$(date +%s)
-	if go test -run '^$' -fuzz "^${fn}\$" -fuzztime "$fuzztime" "$dir" >"$log" 2>&1; then
-		res=ok
+FUZZTIME=${FUZZTIME:-30s}
+
+# Only packages with a Fuzz function are listed (go test -list builds each
+# test binary); -list then says exactly which targets they declare.
+mapfile -t dirs < <(grep -rlE --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*\(' . | xargs -r -n1 dirname | sort -u)
+if ((${#dirs[@]} == 0)); then
+	echo "fuzz: no fuzz targets"
+	exit 0
+fi
+# go test -list prints a package's matching names, then "ok <package> <time>".
+mapfile -t targets < <(go test -list '^Fuzz' "${dirs[@]}" |
+	awk '/^Fuzz/ { names[n++] = $1; next } /^ok / { for (i = 0; i < n; i++) print $2, names[i]; n = 0 }')
+
+status=0 failed=0
+for t in "${targets[@]}"; do
+	pkg=${t% *} name=${t#* }
+	start=$EPOCHREALTIME
+	if out=$(go test -v -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" "$pkg" 2>&1); then
+		result=PASS
 	else
-		res=FAIL
-		status=1
+		result=FAIL status=1 failed=$((failed + 1))
 	fi
-	execs=$(grep -oE 'execs: [0-9]+' "$log" | tail -1 || true)
-	echo "fuzz: $fn ($dir) $res after $(($(date +%s) - start))s (fuzztime $fuzztime, ${execs:-execs: ?})"
-	[[ $res == ok ]] || tail -20 "$log"
-done < <(grep -rHoE --include='*_test.go' --exclude-dir=.cache --exclude-dir=.stack '^func Fuzz[A-Za-z0-9_]+\(f \*testing\.F\)' . |
-	sed -E 's/^\.\/(.*):func (Fuzz[A-Za-z0-9_]+).*/.\/\1 \2/' | sort)
+	wall=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
+	# how long it fuzzed ("--- PASS: FuzzX (3.01s)") and the fuzzer's last
+	# count of inputs ("execs: 41234"; "?" when it ended before its first
+	# progress line, which it prints every 3 s)
+	ran=$(grep -oE -- "--- (PASS|FAIL): ${name} \([0-9.]+s\)" <<<"$out" | grep -oE '[0-9.]+s' | tail -1 || true)
+	execs=$(grep -oE 'execs: [0-9]+' <<<"$out" | tail -1 | grep -oE '[0-9]+' || true)
+	printf 'fuzz: %-4s %s %s: fuzzed %s, %s inputs; %ss with the build\n' "$result" "$pkg" "$name" "${ran:-?}" "${execs:-?}" "$wall"
+	if [[ $result == FAIL ]]; then
+		sed 's/^/    /' <<<"$out" | tail -30
+	fi
+done
+echo "fuzz: ${#targets[@]} targets, $FUZZTIME each, $failed failed"
 exit $status

@@ -1,112 +1,24 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"fmt"
-	"math"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"sink/config"
-	"sink/internal/advise"
 	"sink/internal/testenv"
 )
 
-// produceAt feeds topic rate records/s of size bytes each until the test
-// ends, paced by the clock (not by acknowledgements), so the topic's end
-// offsets grow at rate on average.
-func produceAt(t *testing.T, topic string, rate float64, size int) {
-	t.Helper()
-	cl := testenv.KafkaClient(t, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
-		kgo.ProducerLinger(5*time.Millisecond))
-	ctx, cancel := context.WithCancel(context.Background())
-	var failed atomic.Pointer[error]
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		val := bytes.Repeat([]byte("x"), size)
-		start := time.Now()
-		for n := int64(0); ctx.Err() == nil; time.Sleep(2 * time.Millisecond) {
-			for due := int64(time.Since(start).Seconds() * rate); n < due; n++ {
-				cl.Produce(ctx, &kgo.Record{Value: val}, func(_ *kgo.Record, err error) {
-					if err != nil && ctx.Err() == nil {
-						failed.CompareAndSwap(nil, &err)
-					}
-				})
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		if p := failed.Load(); p != nil {
-			t.Errorf("producing to %s: %v", topic, *p)
-		}
-	})
-}
-
-// TestAdviseMeasuresKnownRate feeds a topic at 2,000 records/s of 200
-// bytes, measures it the way `sink advise` does, and checks the measured
-// rate, the sampled size, and that the advice is the arithmetic applied to
-// what was measured.
-func TestAdviseMeasuresKnownRate(t *testing.T) {
+// sink advise measures a topic fed at 2,000 records/s (the measurement
+// itself is tested in internal/advise) and prints the arithmetic, what to
+// expect, and a YAML fragment that loads.
+func TestAdviseCommand(t *testing.T) {
 	brokers := testenv.Kafka(t)
 	topic := testenv.NewTopic(t, 4)
-	const rate, size = 2000.0, 200
-	produceAt(t, topic, rate, size)
+	testenv.ProduceAt(t, topic, 2000, 200)
 	time.Sleep(time.Second) // steady state, and records to sample
 
-	ctx := context.Background()
-	topics, err := measure(ctx, brokers, []string{topic}, 5*time.Second, 400)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(topics) != 1 {
-		t.Fatalf("measured %d topics, want 1", len(topics))
-	}
-	m := topics[0]
-	rps := m.RecordsPerSec()
-	t.Logf("measured %d records in %s: %.1f records/s (fed at %.0f); sampled %d, avg %.1f bytes",
-		m.Records, m.Window, rps, rate, m.Sampled, m.AvgBytes())
-	// 10%: the producer shares two cores with Kafka, ClickHouse and the
-	// other test packages; a busy moment delays records across the window's edge.
-	if math.Abs(rps-rate)/rate > 0.10 {
-		t.Fatalf("measured %.1f records/s, fed %.0f: more than 10%% off", rps, rate)
-	}
-	if m.Partitions != 4 || m.Sampled != 400 || m.AvgBytes() != size {
-		t.Fatalf("partitions %d, sampled %d records of avg %.2f bytes; want 4, 400, %d", m.Partitions, m.Sampled, m.AvgBytes(), size)
-	}
-
-	// The advice is the documented arithmetic on the measured rate: one
-	// insert a minute → max_wait 60s, fetch_max_wait 6s, fetch_min_bytes
-	// 1.2 × bytes/s × 6s rounded up to a quarter MiB, max_rows 2 × rate ×
-	// 60s rounded up to two digits.
-	m.Table = "db.t"
-	cfg, err := config.Parse([]byte("name: x\nroutes: [{topic: a, table: t}]\n"), []string{"SINK_KAFKA__TOPICS=a"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := advise.Recommend([]advise.Topic{m}, cfg, advise.Target{InsertsPerMinute: 1})
-	quarter := float64(config.MiB / 4)
-	wantFetch := config.ByteSize(math.Ceil(1.2*rps*size*6/quarter) * quarter)
-	p := math.Pow(10, math.Floor(math.Log10(2*rps*60))-1)
-	wantRows := int(math.Ceil(2*rps*60/p-1e-9) * p)
-	if a.MaxWait != time.Minute || a.FetchMaxWait != 6*time.Second || a.FetchMinBytes != wantFetch || a.MaxRows != wantRows ||
-		math.Abs(a.Tables[0].RowsPerInsert-rps*60) > 1e-6 || a.Tables[0].InsertsPerMinute != 1 {
-		t.Fatalf("advice %+v; want max_wait 1m, fetch_max_wait 6s, fetch_min_bytes %s, max_rows %d, %.0f rows/insert\n%s",
-			a, wantFetch, wantRows, rps*60, strings.Join(a.Steps, "\n"))
-	}
-	// At 2,000 × 200 B/s that is about 2.88 MB per fetch, 240,000 rows.
-	if a.FetchMinBytes < config.MiB*5/2 || a.FetchMinBytes > 3*config.MiB || a.MaxRows < 220_000 || a.MaxRows > 260_000 {
-		t.Fatalf("fetch_min_bytes %s, max_rows %d: far from the fed rate's 2.75MiB and 240,000", a.FetchMinBytes, a.MaxRows)
-	}
-
-	// The command prints the same, and a YAML fragment that loads.
 	path := writeConfig(t, fmt.Sprintf("name: advise\nkafka: {brokers: [%q], topics: [%q]}\nroutes: [{topic: %q, table: db.t}]\n",
 		brokers[0], topic, topic))
 	code, out, errOut := sinkCmd(t, "advise", "--config", path, "--window", "2s", "--inserts-per-minute", "2")
@@ -122,5 +34,48 @@ func TestAdviseMeasuresKnownRate(t *testing.T) {
 	y := out[strings.Index(out, "as YAML:\n")+len("as YAML:\n"):]
 	if _, err := config.Parse([]byte("name: x\nroutes: [{topic: a, table: t}]\n"+y), []string{"SINK_KAFKA__TOPICS=a"}); err != nil {
 		t.Fatalf("the printed YAML does not load: %v\n%s", err, y)
+	}
+}
+
+// sink advise reaches brokers that require TLS, a client certificate and
+// SASL with the connector's own settings: both the offsets it watches and
+// the records it samples come through the SASL_SSL listener.
+func TestAdviseOverSASLSSL(t *testing.T) {
+	s := testenv.KafkaSASL(t)
+	topic := testenv.NewTopic(t, 1)
+	produceJSON(t, topic, 40, func(i int) string { return fmt.Sprintf(`{"n":"%03d"}`, i) }) // 11 bytes each
+	t.Setenv("SINK_KAFKA__SASL__PASSWORD", s.Password)
+	path := writeConfig(t, fmt.Sprintf(`
+name: advise-secure
+kafka:
+  brokers: [%q]
+  topics: [%q]
+  tls: {enabled: true, ca_file: %q, cert_file: %q, key_file: %q}
+  sasl: {mechanism: SCRAM-SHA-512, username: %s}
+routes: [{topic: %q, table: db.t}]
+`, s.Brokers[0], topic, s.CAFile, s.CertFile, s.KeyFile, s.User, topic))
+	start := time.Now()
+	code, out, errOut := sinkCmd(t, "advise", "--config", path, "--window", "1s", "--sample", "10")
+	if code != 0 || !strings.Contains(out, "sample of 10 records: avg 11 bytes") {
+		t.Fatalf("sink advise over SASL_SSL: exit %d after %s\nstdout:\n%s\nstderr:\n%s", code, time.Since(start), out, errOut)
+	}
+}
+
+// sink advise sizes a topic against the table its route names for it
+// (${topic} filled in), as run and check do, not a table literally called
+// "${topic}".
+func TestAdviseResolvesTableFromTopic(t *testing.T) {
+	brokers := testenv.Kafka(t)
+	topic := testenv.NewTopic(t, 1)
+	produceJSON(t, topic, 10, func(i int) string { return fmt.Sprintf(`{"id":%d}`, i) })
+	path := writeConfig(t, fmt.Sprintf(`
+name: advise-template
+kafka: {brokers: [%q], topics: [%q]}
+clickhouse: {database: cdc}
+routes: [{topic_regex: "test_.*", table: "${topic}"}]
+`, brokers[0], topic))
+	code, out, errOut := sinkCmd(t, "advise", "--config", path, "--window", "1s", "--sample", "10")
+	if code != 0 || !strings.Contains(out, "\n  cdc."+topic+": ") || strings.Contains(out, "${topic}") {
+		t.Fatalf("sink advise: exit %d; want the table cdc.%s, not ${topic}\nstdout:\n%s\nstderr:\n%s", code, topic, out, errOut)
 	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -20,10 +19,7 @@ func TestCheckPrintsServerFeatures(t *testing.T) {
 	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
 		ch := s.Conn(t)
 		db := s.NewDatabase(t)
-		ctx := context.Background()
-		if err := ch.Exec(ctx, "CREATE TABLE "+db+".events (id UInt64) ENGINE = MergeTree ORDER BY id"); err != nil {
-			t.Fatal(err)
-		}
+		testenv.Exec(t, ch, "CREATE TABLE "+db+".events (id UInt64) ENGINE = MergeTree ORDER BY id")
 		config := func(protocol, addr string) string {
 			return writeConfig(t, fmt.Sprintf(`
 name: checkfeatures

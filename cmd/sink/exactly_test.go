@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -20,15 +19,9 @@ func TestCheckExactlyOnce(t *testing.T) {
 	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
 		ch := s.Conn(t)
 		db := s.NewDatabase(t)
-		ctx := context.Background()
-		exec := func(q string) {
-			t.Helper()
-			if err := ch.Exec(ctx, q); err != nil {
-				t.Fatal(err)
-			}
-		}
-		exec("CREATE TABLE " + db + ".bare (id UInt64) ENGINE = MergeTree ORDER BY id")
-		exec("CREATE TABLE " + db + ".events (id UInt64, _topic String, _partition Int32, _offset Int64) ENGINE = MergeTree ORDER BY id")
+		testenv.Exec(t, ch,
+			"CREATE TABLE "+db+".bare (id UInt64) ENGINE = MergeTree ORDER BY id",
+			"CREATE TABLE "+db+".events (id UInt64, _topic String, _partition Int32, _offset Int64) ENGINE = MergeTree ORDER BY id")
 		config := func(table string) string {
 			return writeConfig(t, fmt.Sprintf(`
 name: checkeo
@@ -58,7 +51,7 @@ http: {listen: ""}
 		alter := "ALTER TABLE `" + db + "`.`events` MODIFY SETTING non_replicated_deduplication_window = 1000"
 		f("check", "events", "run: "+alter)
 		f("run", "events", "run: "+alter)
-		exec(alter)
+		testenv.Exec(t, ch, alter)
 		code, out, errOut := sinkCmd(t, "check", "--config", config("events"))
 		if code != 0 || !strings.Contains(out, "delivery: exactly_once: server and tables support it\n") {
 			t.Fatalf("after the ALTER: exit %d\nstdout %s\nstderr %s", code, out, errOut)

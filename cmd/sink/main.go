@@ -6,7 +6,7 @@ package main
 
 import (
 	"context"
-
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -19,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"sink/config"
+	"sink/internal/check"
 	"sink/internal/consumer"
 	"sink/internal/metrics"
 	"sink/internal/pipeline"
@@ -35,7 +36,7 @@ Usage:
                                /metrics, /healthz, /readyz on http.listen
   sink check   --config FILE   validate the config, reach Kafka and ClickHouse,
                                check every route's table and columns, then exit
-  sink report  --table DB.TABLE [--since 2h] [--split T] ...
+  sink report  --table DB.TABLE [--since 2h] [--split T] [--config FILE] ...
                                inserts per minute into a table, from ClickHouse's
                                query_log and part_log; before/after a split
   sink advise  --config FILE [--window 60s] [--inserts-per-minute N]
@@ -71,7 +72,7 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		fs.SetOutput(stderr)
 		path := fs.String("config", "", "path to the connector's YAML config (required)")
 		if err := fs.Parse(rest); err != nil {
-			return 2
+			return parseExit(err)
 		}
 		if *path == "" || fs.NArg() > 0 {
 			fmt.Fprintf(stderr, "sink %s: --config FILE is required and takes no other arguments\n", cmd)
@@ -83,7 +84,13 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		if cmd == "check" {
-			return check(cfg, stdout, stderr)
+			ctx, cancel := context.WithTimeout(context.Background(), check.Timeout(cfg))
+			defer cancel()
+			if err := check.Run(ctx, cfg, stdout); err != nil {
+				fmt.Fprintf(stderr, "sink check: %v\n", err)
+				return 1
+			}
+			return 0
 		}
 		return run(cfg, stderr)
 	case "report":
@@ -98,6 +105,16 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	fmt.Fprintf(stderr, "sink: unknown command %q\n\n%s", cmd, usage)
+	return 2
+}
+
+// parseExit is the exit status after a command's flags failed to parse:
+// 0 for --help (the usage was asked for and printed), 2 otherwise (the
+// flag package has printed the problem and the usage).
+func parseExit(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
 	return 2
 }
 
@@ -119,7 +136,8 @@ func run(cfg *config.Config, stderr io.Writer) int {
 	for _, w := range cfg.Warnings() {
 		log.Warn().Msg(w)
 	}
-	if limit, set := memoryLimit(cfg, os.Getenv("GOMEMLIMIT")); set {
+	if os.Getenv("GOMEMLIMIT") == "" { // the operator's own limit wins
+		limit := consumer.MemoryLimit(cfg)
 		debug.SetMemoryLimit(limit)
 		log.Debug().Int64("bytes", limit).Msg("Go memory limit derived from batch.buffer_memory")
 	}
@@ -180,23 +198,6 @@ func run(cfg *config.Config, stderr io.Writer) int {
 	}
 	log.Info().Msg("stopped")
 	return 0
-}
-
-// memoryLimit derives a soft limit for the Go heap from the buffer budget,
-// unless GOMEMLIMIT is set: buffer_memory for the batches, the fetch
-// buffers' share (buffer_memory / consumer.FetchShare, see
-// consumer.FetchLimitsFor), as much again for block capacity beyond the
-// bytes the budget counts, and 64 MiB for the runtime, clients and
-// metrics: 1.5 × buffer_memory + 64 MiB (448 MiB for the default 256 MiB).
-// That is above the most the live heap holds when the budget is full, so
-// the limit makes the collector run earlier than GOGC alone would, never
-// without end.
-func memoryLimit(cfg *config.Config, env string) (int64, bool) {
-	if env != "" {
-		return 0, false
-	}
-	b := int64(cfg.Batch.BufferMemory)
-	return b + 2*b/consumer.FetchShare + 64<<20, true
 }
 
 // signals cancels the returned context on the first SIGTERM/SIGINT; a second

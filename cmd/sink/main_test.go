@@ -2,14 +2,12 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"sink/config"
 	"sink/internal/testenv"
 )
 
@@ -41,6 +39,11 @@ func TestUsage(t *testing.T) {
 	f(nil, 2, "Usage:")
 	f([]string{"--help"}, 0, "sink check   --config FILE")
 	f([]string{"version"}, 0, "sink dev")
+	f([]string{"report", "--help"}, 0, "-config file")
+	f([]string{"report", "-h"}, 0, "Usage: sink report --table DB.TABLE")
+	f([]string{"advise", "--help"}, 0, "Usage: sink advise --config FILE")
+	f([]string{"check", "--help"}, 0, "path to the connector's YAML config")
+	f([]string{"report", "--nosuch"}, 2, "flag provided but not defined: -nosuch")
 	f([]string{"run"}, 2, "--config FILE is required")
 	f([]string{"frobnicate"}, 2, `unknown command "frobnicate"`)
 	f([]string{"check", "--config", "/nonexistent/sink.yaml"}, 1, "/nonexistent/sink.yaml")
@@ -66,13 +69,8 @@ func testFailFast(t *testing.T, s testenv.Server) {
 	ch := s.Conn(t)
 	db := s.NewDatabase(t)
 	topic := testenv.NewTopic(t, 1)
-	ctx := context.Background()
-	if err := ch.Exec(ctx, "CREATE TABLE "+db+".agg (id UInt64, u AggregateFunction(uniq, UInt64)) ENGINE = AggregatingMergeTree ORDER BY id"); err != nil {
-		t.Fatal(err)
-	}
-	if err := ch.Exec(ctx, "CREATE TABLE "+db+".ok (id UInt64, name String) ENGINE = MergeTree ORDER BY id"); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Exec(t, ch, "CREATE TABLE "+db+".agg (id UInt64, u AggregateFunction(uniq, UInt64)) ENGINE = AggregatingMergeTree ORDER BY id")
+	testenv.Exec(t, ch, "CREATE TABLE "+db+".ok (id UInt64, name String) ENGINE = MergeTree ORDER BY id")
 	cfg := func(brokers, table, columns string) string {
 		return writeConfig(t, fmt.Sprintf(`
 name: failfast
@@ -105,23 +103,6 @@ http: {listen: ""}
 	}
 }
 
-func TestMemoryLimit(t *testing.T) {
-	f := func(buffer string, env string, want int64, wantSet bool) {
-		t.Helper()
-		cfg, err := config.Parse([]byte("name: x\nkafka: {topics: [a]}\nbatch: {buffer_memory: "+buffer+"}\nroutes: [{topic: a, table: t}]\n"), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, set := memoryLimit(cfg, env)
-		if got != want || set != wantSet {
-			t.Fatalf("buffer %s, GOMEMLIMIT %q: got %d,%v want %d,%v", buffer, env, got, set, want, wantSet)
-		}
-	}
-	f("256MiB", "", (256+128+64)<<20, true)
-	f("64MiB", "", (64+32+64)<<20, true)
-	f("256MiB", "1GiB", 0, false) // the operator's own limit wins
-}
-
 // The report never takes a password on the command line (ps would show
 // it); a missing password file is one clear line.
 func TestReportPasswordFile(t *testing.T) {
@@ -148,10 +129,7 @@ func testCheckTableFromTopic(t *testing.T, s testenv.Server) {
 	db := s.NewDatabase(t)
 	a := testenv.NewTopic(t, 1)
 	b := testenv.NewTopic(t, 1)
-	ctx := context.Background()
-	if err := ch.Exec(ctx, "CREATE TABLE "+db+".`"+a+"` (id UInt64) ENGINE = MergeTree ORDER BY id"); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Exec(t, ch, "CREATE TABLE "+db+".`"+a+"` (id UInt64) ENGINE = MergeTree ORDER BY id")
 	path := writeConfig(t, fmt.Sprintf(`
 name: fromtopic
 kafka: {brokers: [%q], topics: [%q, %q]}
@@ -163,9 +141,7 @@ http: {listen: ""}
 	if code != 1 || !strings.Contains(errOut, "table "+db+"."+b+" does not exist") {
 		t.Fatalf("check with a missing per-topic table: exit %d, stderr %q", code, errOut)
 	}
-	if err := ch.Exec(ctx, "CREATE TABLE "+db+".`"+b+"` (id UInt64) ENGINE = MergeTree ORDER BY id"); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Exec(t, ch, "CREATE TABLE "+db+".`"+b+"` (id UInt64) ENGINE = MergeTree ORDER BY id")
 	code, out, errOut := sinkCmd(t, "check", "--config", path)
 	if code != 0 || !strings.Contains(out, db+"."+a+":") || !strings.Contains(out, db+"."+b+":") {
 		t.Fatalf("check with both tables: exit %d\nstdout %s\nstderr %s", code, out, errOut)

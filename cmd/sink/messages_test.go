@@ -1,13 +1,10 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/internal/testenv"
 )
@@ -25,14 +22,9 @@ func TestRunEndsWithItsErrorAsTheLastLine(t *testing.T) {
 	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
 		ch := s.Conn(t)
 		db := s.NewDatabase(t)
-		if err := ch.Exec(context.Background(), "CREATE TABLE "+db+".t (id UInt64) ENGINE = MergeTree ORDER BY id"); err != nil {
-			t.Fatal(err)
-		}
+		testenv.Exec(t, ch, "CREATE TABLE "+db+".t (id UInt64) ENGINE = MergeTree ORDER BY id")
 		topic := testenv.NewTopic(t, 1)
-		cl := testenv.KafkaClient(t, kgo.DefaultProduceTopic(topic))
-		if err := cl.ProduceSync(context.Background(), &kgo.Record{Value: []byte(`{"id": 1}`)}, &kgo.Record{Value: []byte(`oops`)}).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
+		testenv.Produce(t, topic, `{"id": 1}`, `oops`)
 		path := writeConfig(t, fmt.Sprintf(`
 name: %s
 kafka: {brokers: [%q], topics: [%q], fetch_max_wait: 100ms}
@@ -123,9 +115,7 @@ func TestCheckVerifiesTheDLQ(t *testing.T) {
 	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
 		db := s.NewDatabase(t)
 		ch := s.Conn(t)
-		if err := ch.Exec(context.Background(), "CREATE TABLE "+db+".t (id UInt64) ENGINE = MergeTree ORDER BY id"); err != nil {
-			t.Fatal(err)
-		}
+		testenv.Exec(t, ch, "CREATE TABLE "+db+".t (id UInt64) ENGINE = MergeTree ORDER BY id")
 		topic := testenv.NewTopic(t, 2)
 		dlq := testenv.UniqueName(t, "check_dlq")
 		conf := func(dlqTopic string) string {
@@ -146,6 +136,38 @@ http: {listen: ""}
 		code, out, errOut := sinkCmd(t, "check", "--config", conf(existing))
 		if code != 0 || !strings.Contains(out, "kafka: dead-letter topic "+existing+": 1 partitions, max.message.bytes ") {
 			t.Fatalf("existing DLQ: exit %d\nstdout %s\nstderr %s", code, out, errOut)
+		}
+	})
+}
+
+// A run whose shutdown fails (here shutdown_timeout passes while an INSERT
+// is being retried: readonly=1 makes every INSERT fail with the retriable
+// READONLY) exits 1 with the pipeline's error as the last line, not 0.
+func TestRunShutdownTimeoutExitsOne(t *testing.T) {
+	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
+		ch := s.Conn(t)
+		db := s.NewDatabase(t)
+		testenv.Exec(t, ch, "CREATE TABLE "+db+".t (id UInt64) ENGINE = MergeTree ORDER BY id")
+		topic := testenv.NewTopic(t, 1)
+		produceJSON(t, topic, 10, func(i int) string { return fmt.Sprintf(`{"id": %d}`, i) })
+		path := writeConfig(t, fmt.Sprintf(`
+name: %s
+kafka: {brokers: [%q], topics: [%q], fetch_max_wait: 100ms}
+clickhouse: {addrs: [%q], database: %s, settings: {readonly: 1}, retry_initial: 100ms}
+batch: {max_wait: 200ms}
+routes: [{topic: %q, table: t}]
+shutdown_timeout: 1s
+http: {listen: ""}
+`, testenv.UniqueName(t, "stuck"), testenv.Kafka(t)[0], topic, s.Addr, db, topic))
+		r := startSink(t, path)
+		deadline := time.Now().Add(30 * time.Second)
+		for !strings.Contains(r.stderr.String(), "insert failed, retrying the same block") && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond) // until an INSERT has failed with READONLY
+		}
+		code := r.stop(t)
+		last := lastLine(r.stderr.String())
+		if code != 1 || !strings.HasPrefix(last, "sink: shutdown_timeout (1s) passed with 1 batches not inserted") {
+			t.Fatalf("exit %d, last line %q; want 1 and the shutdown timeout\n%s", code, last, r.stderr.String())
 		}
 	})
 }

@@ -9,14 +9,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ClickHouse/clickhouse-go/v2"
-
+	"sink/config"
 	"sink/internal/report"
+	"sink/internal/writer"
 )
 
 const reportUsage = `Usage: sink report --table DB.TABLE [--since 2h] [--until now] [--split T]
-                   [--clickhouse HOST:PORT] [--user U] [--password-file F] [--database DB]
-                   [--format text|csv|json] [--chart FILE.svg] [--utc]
+                   [--config FILE] [--clickhouse HOST:PORT] [--user U] [--password-file F]
+                   [--database DB] [--format text|csv|json] [--chart FILE.svg] [--utc]
 
 Per minute, the finished INSERTs into one table (from system.query_log: count,
 written_rows, written_bytes, query_duration_ms) and the new parts it got (from
@@ -34,6 +34,11 @@ with backquotes or double quotes, any case of the keywords, comments allowed
 before it), and one that names no database counts for --database, whichever
 database its client was in.
 
+The connection: with --config, the connector's clickhouse section (addresses,
+protocol, user, password or password_file, TLS, timeouts) and its environment
+overrides; --clickhouse, --user, --password-file and --database, when given,
+win over it. Without --config, those flags and $SINK_CLICKHOUSE__PASSWORD.
+
 Times (--since, --until, --split): a duration ago (2h), "now", unix seconds,
 RFC 3339, "2006-01-02 15:04[:05]" or "15:04[:05]" (today), in the local zone
 (UTC with --utc). The logs are flushed first (SYSTEM FLUSH LOGS) when the
@@ -46,136 +51,87 @@ func reportCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, reportUsage); fs.PrintDefaults() }
-	addr := fs.String("clickhouse", "127.0.0.1:9000", "ClickHouse native `host:port`")
-	user := fs.String("user", "default", "ClickHouse user")
+	def := config.DefaultClickHouse()
+	path := fs.String("config", "", "take the ClickHouse connection from this connector's YAML `file`")
+	addr := fs.String("clickhouse", def.Addrs[0], "ClickHouse native `host:port`")
+	user := fs.String("user", def.Username, "ClickHouse user")
 	// No --password: a password on the command line is visible to every
 	// user of the machine in ps.
 	passwordFile := fs.String("password-file", "", "read the ClickHouse password from this `file` (default: $SINK_CLICKHOUSE__PASSWORD)")
-	database := fs.String("database", "default", "database of a --table without one, and of INSERTs that name none")
-	table := fs.String("table", "", "the table, `DB.TABLE` or TABLE (required)")
-	since := fs.String("since", "2h", "start of the range")
-	until := fs.String("until", "now", "end of the range")
-	split := fs.String("split", "", "the moment the sink was switched on or retuned: print before/after")
-	format := fs.String("format", "text", "text, csv or json")
-	chart := fs.String("chart", "", "also draw inserts/min and rows/insert to this SVG `file`")
+	database := fs.String("database", def.Database, "database of a --table without one, and of INSERTs that name none")
+	var req report.Request
+	fs.StringVar(&req.Table, "table", "", "the table, `DB.TABLE` or TABLE (required)")
+	fs.StringVar(&req.Since, "since", "2h", "start of the range")
+	fs.StringVar(&req.Until, "until", "now", "end of the range")
+	fs.StringVar(&req.Split, "split", "", "the moment the sink was switched on or retuned: print before/after")
+	fs.StringVar(&req.Format, "format", "text", "text, csv or json")
+	fs.StringVar(&req.Chart, "chart", "", "also draw inserts/min and rows/insert to this SVG `file`")
 	utc := fs.Bool("utc", false, "show times in UTC instead of the local time zone")
 	if err := fs.Parse(args); err != nil {
+		return parseExit(err)
+	}
+	usageErr := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "sink report: "+format+"\n", a...)
 		return 2
 	}
-	pw := os.Getenv("SINK_CLICKHOUSE__PASSWORD")
+	fail := func(err error) int {
+		fmt.Fprintf(stderr, "sink report: %v\n", err)
+		return 1
+	}
+	if fs.NArg() > 0 {
+		return usageErr("unexpected argument %q", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	ch := def
+	ch.Password = config.Secret(os.Getenv("SINK_CLICKHOUSE__PASSWORD"))
+	if *path != "" {
+		cfg, err := config.Load(*path, os.Environ())
+		if err != nil {
+			return fail(err)
+		}
+		ch = cfg.ClickHouse
+	}
+	// Without --config every flag applies, with its default; with one,
+	// only the flags given.
+	if *path == "" || set["clickhouse"] {
+		ch.Addrs = []string{*addr}
+	}
+	if *path == "" || set["user"] {
+		ch.Username = *user
+	}
+	if *path == "" || set["database"] {
+		ch.Database = *database
+	}
 	if *passwordFile != "" {
 		b, err := os.ReadFile(*passwordFile)
 		if err != nil {
 			fmt.Fprintf(stderr, "sink report: --password-file: %v\n", err)
 			return 1
 		}
-		pw = strings.TrimRight(string(b), "\r\n")
+		ch.Password, ch.PasswordFile = config.Secret(strings.TrimRight(string(b), "\r\n")), ""
 	}
-	password := &pw
-	usageErr := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "sink report: "+format+"\n", a...)
-		return 2
-	}
-	if fs.NArg() > 0 {
-		return usageErr("unexpected argument %q", fs.Arg(0))
-	}
-	if *table == "" {
-		return usageErr("--table DB.TABLE is required")
-	}
-	if *format != "text" && *format != "csv" && *format != "json" {
-		return usageErr("--format %q: want text, csv or json", *format)
-	}
-	loc := time.Local
+	req.Database = ch.Database
+	req.Loc = time.Local
 	if *utc {
-		loc = time.UTC
+		req.Loc = time.UTC
 	}
-	now := time.Now()
-	var o report.Options
-	var err error
-	if o.Since, err = report.ParseTime(*since, now, loc); err != nil {
-		return usageErr("--since %v", err)
+	o, err := req.Options(time.Now())
+	if err != nil {
+		return usageErr("%v", err)
 	}
-	if o.Until, err = report.ParseTime(*until, now, loc); err != nil {
-		return usageErr("--until %v", err)
-	}
-	if !o.Since.Before(o.Until) {
-		return usageErr("--since %s is not before --until %s", o.Since.Format(time.RFC3339), o.Until.Format(time.RFC3339))
-	}
-	if *split != "" {
-		t, err := report.ParseTime(*split, now, loc)
-		if err != nil {
-			return usageErr("--split %v", err)
-		}
-		if t.Before(o.Since) || t.After(o.Until) {
-			return usageErr("--split %s is outside the range %s .. %s", t.Format(time.RFC3339), o.Since.Format(time.RFC3339), o.Until.Format(time.RFC3339))
-		}
-		o.Split = &t
-	}
-	db, name, ok := strings.Cut(*table, ".")
-	if !ok {
-		db, name = *database, *table
-	}
-	if db == "" || name == "" {
-		return usageErr("--table %q: want DB.TABLE or TABLE", *table)
-	}
-	o.Target = report.Target{Database: db, Table: name, DefaultDatabase: *database}
-	o.Flush = true
 
-	fail := func(err error) int {
-		fmt.Fprintf(stderr, "sink report: %v\n", err)
-		return 1
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	conn, err := clickhouse.Open(&clickhouse.Options{
-		Addr:        []string{*addr},
-		Auth:        clickhouse.Auth{Database: *database, Username: *user, Password: *password},
-		DialTimeout: 10 * time.Second,
-	})
-	if err != nil {
-		return fail(fmt.Errorf("clickhouse %s: %w", *addr, err))
-	}
-	defer conn.Close()
-	if err := conn.Ping(ctx); err != nil {
-		return fail(fmt.Errorf("clickhouse %s: not reachable: %w", *addr, err))
-	}
-	var exists uint64
-	if err := conn.QueryRow(ctx, "SELECT count() FROM system.tables WHERE database = ? AND name = ?", db, name).Scan(&exists); err != nil {
-		return fail(fmt.Errorf("clickhouse %s: looking up %s.%s: %w", *addr, db, name, err))
-	}
-	if exists == 0 {
-		return fail(fmt.Errorf("table %s.%s does not exist on %s", db, name, *addr))
-	}
-	r, err := report.Query(ctx, conn, o)
+	// The same constructor as `sink run`: TLS, the HTTP protocol and the
+	// password file work here as they do there.
+	w, err := writer.Open(ctx, "report", ch)
 	if err != nil {
 		return fail(err)
 	}
-	switch *format {
-	case "csv":
-		err = r.CSV(stdout, loc)
-	case "json":
-		err = r.JSON(stdout)
-	default:
-		err = r.Text(stdout, loc)
-	}
-	if err != nil {
+	defer w.Close()
+	if err := req.Run(ctx, w.Conn(), strings.Join(ch.Addrs, ","), o, stdout); err != nil {
 		return fail(err)
-	}
-	if *chart != "" {
-		f, err := os.Create(*chart)
-		if err != nil {
-			return fail(fmt.Errorf("--chart: %w", err))
-		}
-		if err := r.SVG(f, loc); err != nil {
-			f.Close()
-			return fail(fmt.Errorf("--chart %s: %w", *chart, err))
-		}
-		if err := f.Close(); err != nil {
-			return fail(fmt.Errorf("--chart %s: %w", *chart, err))
-		}
-		if *format == "text" {
-			fmt.Fprintf(stdout, "chart: %s\n", *chart)
-		}
 	}
 	return 0
 }

@@ -23,7 +23,6 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/internal/testenv"
 	"sink/internal/writer"
@@ -115,18 +114,14 @@ func waitRows(t *testing.T, r *runningSink, ch driver.Conn, table string, want u
 	}
 }
 
+// produceJSON produces rec(0) … rec(n-1) to topic.
 func produceJSON(t *testing.T, topic string, n int, rec func(i int) string) {
 	t.Helper()
-	cl := testenv.KafkaClient(t, kgo.DefaultProduceTopic(topic))
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	recs := make([]*kgo.Record, n)
-	for i := range recs {
-		recs[i] = kgo.StringRecord(rec(i))
+	values := make([]string, n)
+	for i := range values {
+		values[i] = rec(i)
 	}
-	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Produce(t, topic, values...)
 }
 
 // secureYAML is a config for topic → db.table over the SASL_SSL listener
@@ -179,9 +174,7 @@ func testSecureEndToEnd(t *testing.T, server testenv.Server) {
 	db := server.NewDatabase(t)
 	topic := testenv.NewTopic(t, 3)
 	ch := server.Conn(t)
-	if err := ch.Exec(context.Background(), "CREATE TABLE "+db+".events (id UInt64, name String) ENGINE = MergeTree ORDER BY id"); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Exec(t, ch, "CREATE TABLE "+db+".events (id UInt64, name String) ENGINE = MergeTree ORDER BY id")
 	const n = 3000
 	produceJSON(t, topic, n, func(i int) string { return fmt.Sprintf(`{"id":%d,"name":"n%d"}`, i, i) })
 
@@ -257,9 +250,7 @@ func testWrongPassword(t *testing.T, server testenv.Server) {
 	db := server.NewDatabase(t)
 	topic := testenv.NewTopic(t, 1)
 	ch := server.Conn(t)
-	if err := ch.Exec(context.Background(), "CREATE TABLE "+db+".events (id UInt64) ENGINE = MergeTree ORDER BY id"); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Exec(t, ch, "CREATE TABLE "+db+".events (id UInt64) ENGINE = MergeTree ORDER BY id")
 	const wrong = "not-the-password-1234"
 	f := func(kafkaPW, chPW, want string) {
 		t.Helper()
@@ -294,15 +285,10 @@ func testBacktickTable(t *testing.T, s testenv.Server) {
 	topic := testenv.NewTopic(t, 2)
 	ch := s.Conn(t)
 	const table = "ev`ents\"; DROP TABLE victim; --'"
-	for _, q := range []string{
-		"CREATE TABLE " + db + ".victim (id UInt64) ENGINE = MergeTree ORDER BY id",
-		"CREATE TABLE " + writer.QuoteIdent(db) + "." + writer.QuoteIdent(table) + " (id UInt64, `na\"me` String) ENGINE = MergeTree ORDER BY id",
-		"CREATE TABLE " + db + ".badcol (id UInt64, `co\\`l` String) ENGINE = MergeTree ORDER BY id",
-	} {
-		if err := ch.Exec(context.Background(), q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+	testenv.Exec(t, ch,
+		"CREATE TABLE "+db+".victim (id UInt64) ENGINE = MergeTree ORDER BY id",
+		"CREATE TABLE "+writer.QuoteIdent(db)+"."+writer.QuoteIdent(table)+" (id UInt64, `na\"me` String) ENGINE = MergeTree ORDER BY id",
+		"CREATE TABLE "+db+".badcol (id UInt64, `co\\`l` String) ENGINE = MergeTree ORDER BY id")
 	const n = 500
 	produceJSON(t, topic, n, func(i int) string { return fmt.Sprintf(`{"id":%d,"na\"me":"x%d"}`, i, i) })
 	cfg := func(table string) string {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -24,9 +23,7 @@ func TestUnsupportedTypesFailAtStartOn26(t *testing.T) {
 	} {
 		table := "t_" + c.col
 		ddl := fmt.Sprintf("CREATE TABLE %s.%s (id UInt64, %s %s) ENGINE = MergeTree ORDER BY id", db, table, c.col, c.typ)
-		if err := ch.Exec(context.Background(), ddl); err != nil {
-			t.Fatal(err)
-		}
+		testenv.Exec(t, ch, ddl)
 		path := writeConfig(t, fmt.Sprintf(`
 name: types
 kafka: {brokers: [%q], topics: [%q]}

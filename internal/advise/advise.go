@@ -10,8 +10,10 @@
 // max_bytes are caps sized with headroom so they only fire when the rate
 // grows or a backlog is replayed (when large inserts are what you want).
 //
-// The package is pure arithmetic: no I/O, no clock. Measuring is the
-// caller's job (cmd/sink advise). Concurrency: no shared state.
+// Recommend is pure arithmetic: no I/O, no clock. Measure reads the rates
+// from Kafka (through the same client options as `sink run`: TLS, SASL),
+// Routed names each topic's table, Print writes the advice for `sink
+// advise`. Concurrency: no shared state; each call is independent.
 package advise
 
 import (

@@ -54,19 +54,17 @@ type Consumer struct {
 // password file cannot be read (config.Validate read them once already).
 func Options(cfg *config.Config, log zerolog.Logger, h Hooks) ([]kgo.Opt, error) {
 	k := cfg.Kafka
-	sec, err := Security(k)
+	opts, err := ClientOptions(k)
 	if err != nil {
 		return nil, err
 	}
-	opts := []kgo.Opt{
-		kgo.SeedBrokers(k.Brokers...),
-		kgo.ClientID(k.ClientID),
+	opts = append(opts,
 		kgo.ConsumerGroup(k.Group),
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
 		kgo.FetchMaxWait(k.FetchMaxWait),
-	}
+	)
 	fl := FetchLimitsFor(cfg)
 	if fl.MaxBytes < int64(k.FetchMaxBytes) {
 		log.Info().Int64("fetch_max_bytes", fl.MaxBytes).Int64("max_partition_fetch_bytes", fl.PartitionBytes).
@@ -109,7 +107,7 @@ func Options(cfg *config.Config, log zerolog.Logger, h Hooks) ([]kgo.Opt, error)
 	if h.Lost != nil {
 		opts = append(opts, kgo.OnPartitionsLost(func(ctx context.Context, _ *kgo.Client, m map[string][]int32) { h.Lost(ctx, m) }))
 	}
-	return append(opts, sec...), nil
+	return opts, nil
 }
 
 // Security returns the TLS and SASL options of k (none for a PLAINTEXT
@@ -204,12 +202,23 @@ func ProbeDLQ(ctx context.Context, cfg *config.Config) (map[string]int, *DLQInfo
 	return topics, dlq, err
 }
 
+// ClientOptions are the options every client of k's brokers starts from:
+// the seed brokers, the client id, and Security's TLS and SASL. Clients
+// that join no group (the probes, `sink advise`) use them as they are.
+func ClientOptions(k config.Kafka) ([]kgo.Opt, error) {
+	sec, err := Security(k)
+	if err != nil {
+		return nil, err
+	}
+	return append([]kgo.Opt{kgo.SeedBrokers(k.Brokers...), kgo.ClientID(k.ClientID)}, sec...), nil
+}
+
 func withProbeClient(cfg *config.Config, fn func(*kgo.Client) error) error {
-	sec, err := Security(cfg.Kafka)
+	opts, err := ClientOptions(cfg.Kafka)
 	if err != nil {
 		return err
 	}
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(cfg.Kafka.Brokers...), kgo.ClientID(cfg.Kafka.ClientID)}, sec...)...)
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return fmt.Errorf("kafka: %w", err)
 	}

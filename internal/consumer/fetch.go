@@ -42,3 +42,17 @@ func FetchLimitsFor(cfg *config.Config) FetchLimits {
 	fetch = min(fetch, max(budget, 1<<20))
 	return FetchLimits{MaxBytes: fetch, PartitionBytes: min(int64(k.MaxPartitionFetchBytes), fetch), Concurrent: concurrentFetches}
 }
+
+// MemoryLimit is a soft limit for the Go heap derived from the buffer
+// budget, for runtime/debug.SetMemoryLimit when the operator set no
+// GOMEMLIMIT: buffer_memory for the batches, the fetch buffers' share
+// (buffer_memory / FetchShare, see FetchLimitsFor), as much again for block
+// capacity beyond the bytes the budget counts, and 64 MiB for the runtime,
+// clients and metrics: 1.5 × buffer_memory + 64 MiB (448 MiB for the
+// default 256 MiB). That is above the most the live heap holds when the
+// budget is full, so the limit makes the collector run earlier than GOGC
+// alone would, never without end.
+func MemoryLimit(cfg *config.Config) int64 {
+	b := int64(cfg.Batch.BufferMemory)
+	return b + 2*b/FetchShare + 64<<20
+}

@@ -31,3 +31,18 @@ func TestFetchLimitsFor(t *testing.T) {
 	// a big budget keeps the configured sizes
 	f("4GiB", "50MiB", "8MiB", FetchLimits{MaxBytes: 50 * mib, PartitionBytes: 8 * mib, Concurrent: 2})
 }
+
+func TestMemoryLimit(t *testing.T) {
+	f := func(buffer string, want int64) {
+		t.Helper()
+		cfg, err := config.Parse([]byte("name: x\nkafka: {topics: [a]}\nbatch: {buffer_memory: "+buffer+"}\nroutes: [{topic: a, table: t}]\n"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := MemoryLimit(cfg); got != want {
+			t.Fatalf("buffer_memory %s: got %d, want %d", buffer, got, want)
+		}
+	}
+	f("256MiB", (256+128+64)<<20)
+	f("64MiB", (64+32+64)<<20)
+}

@@ -7,14 +7,7 @@ package consumer_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
@@ -123,7 +116,7 @@ func TestConsumeThroughSASLSSL(t *testing.T) {
 func TestSecurityErrors(t *testing.T) {
 	s := testenv.KafkaSASL(t)
 	topic := testenv.NewTopic(t, 1)
-	otherCA := writeOtherCA(t)
+	otherCA := testenv.NewPKI(t).CAFile // a CA that did not sign the broker's certificate
 	plaintext := testenv.Kafka(t)[0]
 
 	f := func(mechanism string, env []string, want string) {
@@ -162,27 +155,4 @@ func TestSecurityErrors(t *testing.T) {
 	// own explanation is already the right one.
 	f(config.SASLScramSHA256, []string{"SINK_KAFKA__BROKERS=" + plaintext}, "kafka: brokers "+plaintext+": broker closed the connection immediately after a dial, which often happens if the client is using TLS when the broker is not expecting it")
 	f(config.SASLScramSHA256, []string{"SINK_KAFKA__TLS__ENABLED=false", "SINK_KAFKA__TLS__CA_FILE=", "SINK_KAFKA__TLS__CERT_FILE=", "SINK_KAFKA__TLS__KEY_FILE="}, "is this a plaintext connection speaking to a tls endpoint?")
-}
-
-// writeOtherCA writes a CA certificate that did not sign the broker's.
-func writeOtherCA(t *testing.T) string {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "some other CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "other-ca.pem")
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }

@@ -17,9 +17,9 @@ import (
 	"google.golang.org/protobuf/types/dynamicpb"
 
 	"sink/config"
-	"sink/internal/gen"
 	"sink/internal/registry"
 	"sink/internal/testenv"
+	"sink/tools/gen"
 )
 
 // decode reads a framed record back the way a consumer would: the schema

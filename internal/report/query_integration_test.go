@@ -32,15 +32,10 @@ func queryCountsRealInserts(t *testing.T, s testenv.Server) {
 	ch := s.Conn(t)
 	db := s.NewDatabase(t)
 	other := s.NewDatabase(t)
-	for _, ddl := range []string{
-		"CREATE TABLE " + db + ".t (id UInt64) ENGINE = MergeTree ORDER BY id",
-		"CREATE TABLE " + db + ".t_other (id UInt64) ENGINE = MergeTree ORDER BY id",
-		"CREATE TABLE " + other + ".t (id UInt64) ENGINE = MergeTree ORDER BY id",
-	} {
-		if err := ch.Exec(ctx, ddl); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testenv.Exec(t, ch,
+		"CREATE TABLE "+db+".t (id UInt64) ENGINE = MergeTree ORDER BY id",
+		"CREATE TABLE "+db+".t_other (id UInt64) ENGINE = MergeTree ORDER BY id",
+		"CREATE TABLE "+other+".t (id UInt64) ENGINE = MergeTree ORDER BY id")
 	// Other tools' shapes go over ClickHouse's HTTP interface, as curl or a
 	// JDBC driver would send them; the database parameter sets the current
 	// database for unqualified names.
@@ -58,20 +53,9 @@ func queryCountsRealInserts(t *testing.T, s testenv.Server) {
 		}
 	}
 
-	native := func(rows int) { // the sink's shape: INSERT INTO `db`.`t` (`id`) VALUES
+	native := func(rows int) { // the sink's shape: INSERT INTO `db`.`t` (`id`) and a block
 		t.Helper()
-		b, err := ch.PrepareBatch(ctx, "INSERT INTO `"+db+"`.`t` (`id`)")
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := 0; i < rows; i++ {
-			if err := b.Append(uint64(i)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := b.Send(); err != nil {
-			t.Fatal(err)
-		}
+		testenv.InsertSeq(t, ch, db, "t", "id", rows)
 	}
 
 	// Phase A, all within one minute: 3 INSERTs, 6 rows, plus decoys.

@@ -11,7 +11,8 @@
 // Aggregate is pure: per-minute buckets, nearest-rank percentiles and the
 // split summary are computed in Go from the raw log rows, which is what the
 // unit tests pin. Rendering (text, CSV, JSON, SVG) is deterministic for
-// golden tests.
+// golden tests. Request (request.go) is `sink report`'s command line:
+// Options checks it and reads its times, Run prints the report.
 //
 // Concurrency: no shared state; a Report is a value.
 package report

@@ -215,27 +215,37 @@ func TestAggregate(t *testing.T) {
 	}
 }
 
+// parseTimeCases are ParseTime's table, read at parseTimeNow in
+// parseTimeLoc; badTimes are refused. FuzzParseTime starts from both.
+var (
+	parseTimeLoc   = time.FixedZone("MSK", 3*3600)
+	parseTimeNow   = time.Date(2025, 4, 18, 16, 30, 0, 0, time.UTC) // 19:30 MSK
+	parseTimeCases = []struct {
+		in   string
+		want time.Time
+	}{
+		{"now", parseTimeNow},
+		{"2h", parseTimeNow.Add(-2 * time.Hour)},
+		{"90m", parseTimeNow.Add(-90 * time.Minute)},
+		{"1745000000", time.Unix(1745000000, 0)},
+		{"2025-04-18T19:11:00+03:00", time.Date(2025, 4, 18, 16, 11, 0, 0, time.UTC)},
+		{"2025-04-18 19:11", time.Date(2025, 4, 18, 16, 11, 0, 0, time.UTC)},
+		{"2025-04-18 19:11:30", time.Date(2025, 4, 18, 16, 11, 30, 0, time.UTC)},
+		{"19:11", time.Date(2025, 4, 18, 16, 11, 0, 0, time.UTC)},
+		{"19:11:05", time.Date(2025, 4, 18, 16, 11, 5, 0, time.UTC)},
+	}
+	badTimes = []string{"", "0", "yesterday", "-2h", "25:00", "2025-13-01"}
+)
+
 func TestParseTime(t *testing.T) {
-	loc := time.FixedZone("MSK", 3*3600)
-	now := time.Date(2025, 4, 18, 16, 30, 0, 0, time.UTC) // 19:30 MSK
-	f := func(in string, want time.Time) {
-		t.Helper()
-		got, err := ParseTime(in, now, loc)
-		if err != nil || !got.Equal(want) {
-			t.Fatalf("ParseTime(%q) = %v, %v; want %v", in, got, err, want)
+	for _, c := range parseTimeCases {
+		got, err := ParseTime(c.in, parseTimeNow, parseTimeLoc)
+		if err != nil || !got.Equal(c.want) {
+			t.Fatalf("ParseTime(%q) = %v, %v; want %v", c.in, got, err, c.want)
 		}
 	}
-	f("now", now)
-	f("2h", now.Add(-2*time.Hour))
-	f("90m", now.Add(-90*time.Minute))
-	f("1745000000", time.Unix(1745000000, 0))
-	f("2025-04-18T19:11:00+03:00", time.Date(2025, 4, 18, 16, 11, 0, 0, time.UTC))
-	f("2025-04-18 19:11", time.Date(2025, 4, 18, 16, 11, 0, 0, time.UTC))
-	f("2025-04-18 19:11:30", time.Date(2025, 4, 18, 16, 11, 30, 0, time.UTC))
-	f("19:11", time.Date(2025, 4, 18, 16, 11, 0, 0, time.UTC))
-	f("19:11:05", time.Date(2025, 4, 18, 16, 11, 5, 0, time.UTC))
-	for _, bad := range []string{"", "yesterday", "-2h", "25:00", "2025-13-01"} {
-		if _, err := ParseTime(bad, now, loc); err == nil {
+	for _, bad := range badTimes {
+		if _, err := ParseTime(bad, parseTimeNow, parseTimeLoc); err == nil {
 			t.Fatalf("ParseTime(%q) accepted", bad)
 		}
 	}

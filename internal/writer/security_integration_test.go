@@ -150,9 +150,7 @@ func testHostileIdentifiers(t *testing.T, s testenv.Server) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	if err := ch.Exec(ctx, "CREATE TABLE "+db+".victim (id UInt64) ENGINE = MergeTree ORDER BY id"); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Exec(t, ch, "CREATE TABLE "+db+".victim (id UInt64) ENGINE = MergeTree ORDER BY id")
 	create := func(table, columns string) {
 		t.Helper()
 		q := fmt.Sprintf("CREATE TABLE %s.%s (%s) ENGINE = MergeTree ORDER BY id", writer.QuoteIdent(db), writer.QuoteIdent(table), columns)

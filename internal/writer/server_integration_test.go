@@ -80,9 +80,7 @@ func TestHTTPInsertErrorsOn26(t *testing.T) {
 	ctx := context.Background()
 	ch := s.Conn(t)
 	db := s.NewDatabase(t)
-	if err := ch.Exec(ctx, "CREATE TABLE "+db+".t (id UInt64, s String, CONSTRAINT small CHECK id < 100) ENGINE = MergeTree ORDER BY id"); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Exec(t, ch, "CREATE TABLE "+db+".t (id UInt64, s String, CONSTRAINT small CHECK id < 100) ENGINE = MergeTree ORDER BY id")
 	w, tb := openTable(t, s.HTTPAddr, db, "t", "SINK_CLICKHOUSE__PROTOCOL=http")
 	insert := func(ids ...uint64) error {
 		return w.InsertOnce(ctx, tb, block{cols: tb.Insert, ids: ids, strs: make([]string, len(ids))}, testenv.UniqueName(t, "q"))
@@ -106,13 +104,9 @@ func TestHTTPInsertErrorsOn26(t *testing.T) {
 		}
 	}
 	f(insert(500), writer.Permanent, 469) // VIOLATED_CONSTRAINT
-	if err := ch.Exec(ctx, "ALTER TABLE "+db+".t DROP COLUMN s"); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Exec(t, ch, "ALTER TABLE "+db+".t DROP COLUMN s")
 	f(insert(5), writer.RefreshSchema, 16) // NO_SUCH_COLUMN_IN_TABLE: the block still has s
-	if err := ch.Exec(ctx, "DROP TABLE "+db+".t"); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Exec(t, ch, "DROP TABLE "+db+".t")
 	f(insert(4), writer.RefreshSchema, 60) // UNKNOWN_TABLE
 
 	// A port where nothing listens: Open's ping fails with the address,
@@ -141,11 +135,7 @@ func TestProbe(t *testing.T) {
 		} else {
 			ddl = append(ddl, "CREATE TABLE "+db+".own (id UInt64, v UInt64) ENGINE = ReplacingMergeTree(v) ORDER BY id SETTINGS index_granularity = 1024")
 		}
-		for _, q := range ddl {
-			if err := ch.Exec(ctx, q); err != nil {
-				t.Fatal(err)
-			}
-		}
+		testenv.Exec(t, ch, ddl...)
 		tables := []*writer.Table{writer.NewTable(db, "plain", nil, nil), writer.NewTable(db, "own", nil, nil), writer.NewTable(db, "log", nil, nil)}
 		info, err := writer.Probe(ctx, ch)
 		if err != nil {
@@ -216,9 +206,7 @@ func TestHTTPSOn26(t *testing.T) {
 
 	ch := s.Conn(t)
 	db := s.NewDatabase(t)
-	if err := ch.Exec(ctx, "CREATE TABLE "+db+".t (id UInt64, s String) ENGINE = MergeTree ORDER BY id"); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Exec(t, ch, "CREATE TABLE "+db+".t (id UInt64, s String) ENGINE = MergeTree ORDER BY id")
 	https := []string{"SINK_CLICKHOUSE__PROTOCOL=http", "SINK_CLICKHOUSE__TLS__ENABLED=true"}
 	w, tb := openTable(t, addr, db, "t", append(https, "SINK_CLICKHOUSE__TLS__CA_FILE="+pki.CAFile)...)
 	b := block{cols: tb.Insert, ids: []uint64{1, 2}, strs: []string{"a", "b"}}
@@ -286,9 +274,7 @@ func insertLosingAnswer(t *testing.T, s testenv.Server, settings string) (rows, 
 	ctx := context.Background()
 	ch := s.Conn(t)
 	db := s.NewDatabase(t)
-	if err := ch.Exec(ctx, "CREATE TABLE "+db+".t (id UInt64, s String) ENGINE = MergeTree ORDER BY id "+settings); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Exec(t, ch, "CREATE TABLE "+db+".t (id UInt64, s String) ENGINE = MergeTree ORDER BY id "+settings)
 	var dropped atomic.Bool
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		out := r.Clone(r.Context())
@@ -329,9 +315,7 @@ func insertLosingAnswer(t *testing.T, s testenv.Server, settings string) (rows, 
 	if err := ch.QueryRow(ctx, "SELECT count() FROM "+db+".t").Scan(&rows); err != nil {
 		t.Fatal(err)
 	}
-	if err := ch.Exec(ctx, "SYSTEM FLUSH LOGS"); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Exec(t, ch, "SYSTEM FLUSH LOGS")
 	var finished uint64
 	if err := ch.QueryRow(ctx, "SELECT count() FROM system.query_log WHERE type = 'QueryFinish' AND query_kind = 'Insert' AND has(tables, ?)", db+".t").Scan(&finished); err != nil {
 		t.Fatal(err)

@@ -491,8 +491,7 @@ func (w *Writer) Insert(ctx context.Context, t *Table, block Block, batchID uint
 				t, block = nt, nb
 			}
 		}
-		// full jitter keeps several instances from retrying in lockstep
-		sleep := time.Duration(rand.Int64N(int64(wait))) + wait/2
+		sleep := RetryWait(wait)
 		if onRetry != nil {
 			onRetry(Attempt{N: n, Err: err, Class: class, Code: Code(err), Wait: sleep})
 		}
@@ -507,6 +506,21 @@ func (w *Writer) Insert(ctx context.Context, t *Table, block Block, batchID uint
 			wait = w.cfg.RetryMax
 		}
 	}
+}
+
+// RetryWait is how long to wait before the next attempt when the backoff
+// has reached wait (doubling from clickhouse.retry_initial up to
+// retry_max): a random duration in [wait/2, wait] ("equal jitter"). The
+// fixed half keeps the backoff growing, so a server that is merging away
+// TOO_MANY_PARTS gets time; the random half keeps several sinks that failed
+// together from retrying in lockstep; and the wait never exceeds wait, so
+// retry_max is the longest pause between two attempts.
+func RetryWait(wait time.Duration) time.Duration {
+	if wait <= 0 {
+		return 0
+	}
+	half := wait / 2
+	return half + time.Duration(rand.Int64N(int64(wait-half)+1))
 }
 
 // Project adapts block, built for an earlier layout of table db.name, to the

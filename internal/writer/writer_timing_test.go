@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/internal/decode"
-	"sink/internal/gen"
+	"sink/tools/gen"
 )
 
 // The insert path without a server: a decoded block goes into the driver's
@@ -23,7 +23,7 @@ import (
 //
 //	go test ./internal/writer -run '^$' -bench 'Encode|Compress' -benchmem
 
-// benchTable is the bench's event table (cmd/bench's eventColumns).
+// benchTable is the bench's event table (tools/bench's eventColumns).
 var benchTable = []decode.ColumnSchema{
 	{Name: "id", Type: "UInt64"},
 	{Name: "user_id", Type: "UInt64"},

@@ -13,8 +13,8 @@ import (
 
 	"sink/config"
 	"sink/internal/eventfmt"
-	"sink/internal/gen"
 	"sink/internal/registry"
+	"sink/tools/gen"
 )
 
 // produceFramed is gen.Produce.Run for the registry formats: the same events

@@ -12,9 +12,9 @@ import (
 
 	"sink/config"
 	"sink/internal/eventfmt"
-	"sink/internal/gen"
 	"sink/internal/registry"
 	"sink/internal/testenv"
+	"sink/tools/gen"
 )
 
 // produceFramed against the stack: every event arrives once, framed with the

@@ -32,20 +32,9 @@ func testInsertStatsAgainstClickHouse(t *testing.T, s testenv.Server) {
 			t.Fatal(err)
 		}
 	}
-	native := func(tbl string, rows int) {
+	native := func(tbl string, rows int) { // the sink's shape
 		t.Helper()
-		b, err := conn.PrepareBatch(ctx, fmt.Sprintf("INSERT INTO `%s`.`%s` (`a`)", db, tbl))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := 0; i < rows; i++ {
-			if err := b.Append(uint64(i)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := b.Send(); err != nil {
-			t.Fatal(err)
-		}
+		testenv.InsertSeq(t, conn, db, tbl, "a", rows)
 	}
 	viaHTTP := func(tbl string, rows int) {
 		t.Helper()

@@ -65,7 +65,7 @@ func TestChaosExactlyOnceOn26(t *testing.T) {
 // binary and the repository root.
 func buildSink(t *testing.T) (bin, root string) {
 	bin = filepath.Join(t.TempDir(), "sink")
-	root, _ = filepath.Abs("../..")
+	root, _ = filepath.Abs("../../..")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/sink")
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {

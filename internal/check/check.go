@@ -1,4 +1,10 @@
-package main
+// Package check is `sink check`: it verifies what `sink run` would need, in
+// the order run needs it (the brokers and topics, the dead-letter topic,
+// the ClickHouse server, every route's table and columns, exactly-once
+// support), with the same constructors as run, and prints what it found.
+//
+// Concurrency: Run is one sequential call; it shares nothing.
+package check
 
 import (
 	"context"
@@ -6,6 +12,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -15,15 +22,15 @@ import (
 	"sink/internal/writer"
 )
 
-// check validates what `run` would need, in the order run needs it, and
-// prints what it found. The config is already valid when we get here.
-func check(cfg *config.Config, stdout, stderr io.Writer) int {
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.Kafka.RequestTimeout+cfg.ClickHouse.DialTimeout+10e9)
-	defer cancel()
-	fail := func(err error) int {
-		fmt.Fprintf(stderr, "sink check: %v\n", err)
-		return 1
-	}
+// Timeout is how long a check of cfg may take: a Kafka request, a
+// ClickHouse dial, and 10 s for the queries.
+func Timeout(cfg *config.Config) time.Duration {
+	return cfg.Kafka.RequestTimeout + cfg.ClickHouse.DialTimeout + 10*time.Second
+}
+
+// Run checks cfg (already valid) and prints each finding to stdout as it
+// goes. It returns the first problem, which `run` would also stop on.
+func Run(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "config: ok (connector %q, group %q)\n", cfg.Name, cfg.Kafka.Group)
 	for _, w := range cfg.Warnings() {
 		fmt.Fprintf(stdout, "config: warning: %s\n", w)
@@ -38,7 +45,7 @@ func check(cfg *config.Config, stdout, stderr io.Writer) int {
 
 	topics, dlq, err := consumer.ProbeDLQ(ctx, cfg)
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	names := make([]string, 0, len(topics))
 	for t := range topics {
@@ -62,12 +69,12 @@ func check(cfg *config.Config, stdout, stderr io.Writer) int {
 
 	w, err := writer.Open(ctx, cfg.Name, cfg.ClickHouse)
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	defer w.Close()
 	info, err := writer.Probe(ctx, w.Conn())
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	fmt.Fprintf(stdout, "clickhouse: %s (protocol %s)\n", strings.Join(cfg.ClickHouse.Addrs, ","), cfg.ClickHouse.Protocol)
 	for _, l := range info.Lines() {
@@ -76,11 +83,11 @@ func check(cfg *config.Config, stdout, stderr io.Writer) int {
 
 	p, err := pipeline.New(ctx, cfg, zerolog.Nop(), w)
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	unrouted, err := p.ResolveTopics(ctx, names)
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	for _, t := range unrouted {
 		fmt.Fprintf(stdout, "kafka: topic %s matches no route: its records will be skipped\n", t)
@@ -95,19 +102,19 @@ func check(cfg *config.Config, stdout, stderr io.Writer) int {
 	}
 	windows, err := writer.DedupWindows(ctx, w.Conn(), p.Tables())
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	for _, d := range windows {
 		fmt.Fprintf(stdout, "route: %s\n", d)
 	}
 	if cfg.ExactlyOnce() {
 		if err := p.CheckExactlyOnce(ctx); err != nil {
-			return fail(err)
+			return err
 		}
 		fmt.Fprintln(stdout, "delivery: exactly_once: server and tables support it")
 	}
 	fmt.Fprintln(stdout, "check: ok")
-	return 0
+	return nil
 }
 
 // password says where a password comes from, never what it is.

@@ -7,7 +7,7 @@
 // paced producer. All of that runs on each ClickHouse server of the stack
 // in turn (18.16, then 26.9), each with its own table of results. Then it
 // runs the hot path's Go benchmarks and a profile of the sink once, checks
-// issue 6's targets per server and writes bench/results/<date>.md and .json.
+// the performance targets per server and writes bench/results/<date>.md and .json.
 //
 // Usage (scripts/bench.sh builds bin/sink and bin/bench first):
 //

@@ -1,4 +1,4 @@
-// Command chaos runs the delivery-guarantee scenarios of internal/chaos on
+// Command chaos runs the delivery-guarantee scenarios of tools/internal/chaos on
 // the local stack, against ClickHouse 18.16, 26.9 or both (one after the
 // other), and prints a table per server: scenario, produced, landed
 // (FINAL), duplicates before merge, DLQ, max RSS, verdict. It exits 1 if
@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"sink/internal/chaos"
+	"sink/tools/internal/chaos"
 )
 
 // server is one ClickHouse server of the local stack.
@@ -29,14 +29,14 @@ type server struct {
 func main() {
 	fs := flag.NewFlagSet("chaos", flag.ExitOnError)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), `Usage: go run ./cmd/chaos [flags]   (make chaos CHAOS_ARGS='...')
+		fmt.Fprintf(fs.Output(), `Usage: go run ./tools/chaos [flags]   (make chaos CHAOS_ARGS='...')
 
 Runs the delivery-guarantee scenarios against the local stack and prints a
 table per ClickHouse server. Scenarios: %s; kill9-mid-insert and zombie
 run only when named in --only.
 Examples:
   make chaos CHAOS_ARGS='--clickhouse 26 --only too-many-parts'
-  go run ./cmd/chaos --clickhouse 18 --only kill9,poison --short
+  go run ./tools/chaos --clickhouse 18 --only kill9,poison --short
 
 Flags:
 `, strings.Join(names(chaos.Scenarios(chaos.Full)), ", "))

@@ -4,6 +4,8 @@
 // topic, optionally paced and with skewed keys.
 //
 // The same Config gives the same events byte for byte, so runs compare.
+// It is test tooling, not part of the daemon; it sits outside tools/internal
+// so that the product packages' benchmarks (internal/writer) can use it too.
 //
 // Concurrency: a Generator is owned by one goroutine. Produce may be called
 // from several goroutines, each with its own Config.

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"sink/internal/gen"
+	"sink/tools/gen"
 )
 
 // Seed 004 (Magnit OMNI's Kafka → ClickHouse sink): the same traffic,

@@ -1,7 +1,7 @@
 // Command loadgen produces a reproducible stream of events into a Kafka
 // topic: for the demo, tests and benchmarks. Events look like a product's
 // click stream (user_id, ts, event_type, channel, cost, payload) and are about
-// --size bytes each as JSON; internal/gen makes them. With --format avro,
+// --size bytes each as JSON; tools/gen makes them. With --format avro,
 // protobuf or json-schema the same events are re-encoded (internal/eventfmt)
 // and framed in the Confluent wire format with the schema id that loadgen
 // registers in the schema registry at --registry.
@@ -14,7 +14,7 @@ import (
 	"os"
 	"strings"
 
-	"sink/internal/gen"
+	"sink/tools/gen"
 )
 
 func main() {

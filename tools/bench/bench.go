@@ -15,7 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"sink/internal/gen"
+	"sink/tools/gen"
 )
 
 // benchDB is the ClickHouse database the benchmark owns: dropped and made
@@ -180,7 +180,7 @@ func (b *bench) createTable(ctx context.Context, table string) error {
 		") ENGINE = MergeTree PARTITION BY toYYYYMM(ts) ORDER BY (user_id, ts)")
 }
 
-// eventColumns are the fields of internal/gen's events, and nothing the
+// eventColumns are the fields of tools/gen's events, and nothing the
 // JSONEachRow pipes could not fill, so every variant writes the same thing.
 const eventColumns = "id UInt64, user_id UInt64, ts DateTime, event_type String, channel String, cost Decimal(18, 2), payload String"
 

@@ -53,7 +53,7 @@ func TestEventShape(t *testing.T) {
 }
 
 func TestReproducible(t *testing.T) {
-	// The uniform stream must stay what cmd/loadgen always produced:
+	// The uniform stream must stay what loadgen always produced:
 	// Event with a PCG(seed, 7) generator.
 	g, err := New(Config{Size: 180, Seed: 9})
 	if err != nil {

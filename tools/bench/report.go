@@ -133,7 +133,7 @@ type StageResult struct {
 	CHCPUUsPerRow       float64 `json:"clickhouse_cpu_us_per_row"`
 }
 
-// Target is one of issue 6's goals. Met is nil when it could not be measured.
+// Target is one of the performance goals the bench checks (README, Performance). Met is nil when it could not be measured.
 type Target struct {
 	Name     string `json:"name"`
 	Measured string `json:"measured"`
@@ -205,7 +205,7 @@ func find(rs []Result, key string) (Result, bool) {
 
 func boolp(b bool) *bool { return &b }
 
-// evaluate checks issue 6's targets against one server's median runs and
+// evaluate checks the performance targets against one server's median runs and
 // the Go benchmarks.
 func evaluate(variants []Result, goBench []GoBench) []Target {
 	var ts []Target
@@ -337,7 +337,7 @@ func (res *Results) markdown() string {
 		sr.endToEnd(w, res.Workload.Records)
 	}
 
-	w("## Targets (issue 6)\n\n")
+	w("## Targets\n\n")
 	for _, sr := range res.Servers {
 		if sr.Error != "" {
 			continue

@@ -1,0 +1,128 @@
+package report
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+)
+
+// Formats are the output formats of a report (Request.Format).
+var Formats = []string{"text", "csv", "json"}
+
+// Request is a report as asked for on the command line (`sink report`),
+// before it is checked: the table, the time range as typed, and where the
+// report goes.
+type Request struct {
+	Table    string // DB.TABLE, or TABLE in Database
+	Database string // of a bare Table, and of INSERTs that name no database
+	// Since, Until and Split are ParseTime arguments; Split may be "".
+	Since, Until, Split string
+	Format              string         // one of Formats
+	Chart               string         // an SVG file to draw, or ""
+	Loc                 *time.Location // the time zone of the output and of wall-clock times
+}
+
+// Options checks r and reads its times against now. An error is one line
+// that names the flag it is about (--table, --since, --until, --split,
+// --format): a usage error, found before any server is asked.
+func (r Request) Options(now time.Time) (Options, error) {
+	var o Options
+	if r.Table == "" {
+		return o, fmt.Errorf("--table DB.TABLE is required")
+	}
+	if !slices.Contains(Formats, r.Format) {
+		return o, fmt.Errorf("--format %q: want text, csv or json", r.Format)
+	}
+	loc := r.location()
+	var err error
+	if o.Since, err = ParseTime(r.Since, now, loc); err != nil {
+		return o, fmt.Errorf("--since %v", err)
+	}
+	if o.Until, err = ParseTime(r.Until, now, loc); err != nil {
+		return o, fmt.Errorf("--until %v", err)
+	}
+	if !o.Since.Before(o.Until) {
+		return o, fmt.Errorf("--since %s is not before --until %s", o.Since.Format(time.RFC3339), o.Until.Format(time.RFC3339))
+	}
+	if r.Split != "" {
+		t, err := ParseTime(r.Split, now, loc)
+		if err != nil {
+			return o, fmt.Errorf("--split %v", err)
+		}
+		if t.Before(o.Since) || t.After(o.Until) {
+			return o, fmt.Errorf("--split %s is outside the range %s .. %s", t.Format(time.RFC3339), o.Since.Format(time.RFC3339), o.Until.Format(time.RFC3339))
+		}
+		o.Split = &t
+	}
+	db, name, ok := strings.Cut(r.Table, ".")
+	if !ok {
+		db, name = r.Database, r.Table
+	}
+	if db == "" || name == "" {
+		return o, fmt.Errorf("--table %q: want DB.TABLE or TABLE", r.Table)
+	}
+	o.Target = Target{Database: db, Table: name, DefaultDatabase: r.Database}
+	o.Flush = true
+	return o, nil
+}
+
+func (r Request) location() *time.Location {
+	if r.Loc == nil {
+		return time.Local
+	}
+	return r.Loc
+}
+
+// Run makes the report of o (from r.Options) on conn, the server at where
+// (for messages): it checks that the table exists, queries the logs,
+// writes the report to w in r.Format and, with r.Chart, draws the chart.
+func (r Request) Run(ctx context.Context, conn driver.Conn, where string, o Options, w io.Writer) error {
+	var exists uint64
+	t := o.Target
+	if err := conn.QueryRow(ctx, "SELECT count() FROM system.tables WHERE database = ? AND name = ?", t.Database, t.Table).Scan(&exists); err != nil {
+		return fmt.Errorf("clickhouse %s: looking up %s: %w", where, t.FullName(), err)
+	}
+	if exists == 0 {
+		return fmt.Errorf("table %s does not exist on %s", t.FullName(), where)
+	}
+	rep, err := Query(ctx, conn, o)
+	if err != nil {
+		return err
+	}
+	loc := r.location()
+	switch r.Format {
+	case "csv":
+		err = rep.CSV(w, loc)
+	case "json":
+		err = rep.JSON(w)
+	default:
+		err = rep.Text(w, loc)
+	}
+	if err != nil {
+		return err
+	}
+	if r.Chart == "" {
+		return nil
+	}
+	f, err := os.Create(r.Chart)
+	if err != nil {
+		return fmt.Errorf("--chart: %w", err)
+	}
+	if err := rep.SVG(f, loc); err != nil {
+		f.Close()
+		return fmt.Errorf("--chart %s: %w", r.Chart, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("--chart %s: %w", r.Chart, err)
+	}
+	if r.Format == "text" {
+		fmt.Fprintf(w, "chart: %s\n", r.Chart)
+	}
+	return nil
+}
