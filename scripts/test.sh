@@ -40,7 +40,7 @@ done
 # runs them longer); TEST_FUZZTIME=0 skips them. Before the closing line, so
 # that line stays last.
 if [[ ${TEST_FUZZTIME:-3s} != 0 ]]; then
-	FUZZTIME=${TEST_FUZZTIME:-3s} bash scripts/fuzz.sh || status=1
+	FUZZTIME=${TEST_FUZZTIME:-3s} bash scripts/fuzz.sh || { status=1; failed=$((failed + 1)); }
 fi
 echo "$passed passed, $failed failed, $skipped skipped"
 exit $status
