@@ -21,7 +21,7 @@ const reportUsage = `Usage: sink report --table DB.TABLE [--since 2h] [--until n
 Per minute, the finished INSERTs into one table (from system.query_log: count,
 written_rows, written_bytes, query_duration_ms) and the new parts it got (from
 system.part_log): inserts, rows, rows/insert, p50/p99 insert ms, new parts.
-With --split, a before/after summary with ratios, like seed 004's
+With --split, a before/after summary with ratios, like a tuning write-up's
 "360-488 inserts/min with 4-21 rows -> 1/min with 20,000+ rows".
 
 Which INSERTs count: where query_log lists each query's tables (current

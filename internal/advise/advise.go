@@ -1,5 +1,5 @@
 // Package advise turns measured topic rates into fetch and batch settings,
-// with the arithmetic written out the way seed 004 did it by hand: message
+// with the arithmetic written out the way an engineer does it by hand: message
 // size × messages per minute → bytes per minute → fetch_min_bytes slightly
 // above what arrives in one fetch_max_wait; fetch_max_wait bounded by the
 // tolerable delay; the request timeout above fetch_max_wait.
@@ -32,7 +32,7 @@ const (
 	// the rate more than doubles.
 	Headroom = 2.0
 	// FetchSlack puts fetch_min_bytes "slightly above" what arrives in one
-	// fetch_max_wait (seed 004: 2.08 MB/min → 2.5 MB), so at today's rate
+	// fetch_max_wait (e.g. 2.08 MB/min → 2.5 MB), so at today's rate
 	// the broker answers at fetch_max_wait with everything that came.
 	FetchSlack = 1.2
 	// FetchShare: fetch_max_wait is this share of the insert interval, so
@@ -52,7 +52,7 @@ const (
 	FloorRows  = 100_000
 	FloorBytes = 32 * config.MiB
 	// RequestTimeoutMargin is added to fetch_max_wait when the configured
-	// request_timeout does not exceed it (seed 004: 72s wait, 100s timeout).
+	// request_timeout does not exceed it (e.g. a 72s wait with a 100s timeout).
 	RequestTimeoutMargin = 30 * time.Second
 )
 
@@ -209,7 +209,7 @@ func Recommend(topics []Topic, cur *config.Config, tgt Target) Advice {
 	a.RequestTimeout = cur.Kafka.RequestTimeout
 	if a.RequestTimeout <= w {
 		a.RequestTimeout = w + RequestTimeoutMargin
-		step("kafka.request_timeout %s does not exceed fetch_max_wait %s → %s (seed 004: a 72s wait needed a 100s timeout)",
+		step("kafka.request_timeout %s does not exceed fetch_max_wait %s → %s (e.g. a 72s wait needs about a 100s timeout)",
 			cur.Kafka.RequestTimeout, w, a.RequestTimeout)
 	} else {
 		step("kafka.request_timeout %s exceeds fetch_max_wait %s: keep it (the client also adds it on top of fetch_max_wait for fetches)",
@@ -333,7 +333,7 @@ func count(v float64) string {
 	return string(out)
 }
 
-// bytes prints a byte amount in SI units as seed 004 did (MB).
+// bytes prints a byte amount in SI units (MB), as sizing notes usually do.
 func bytes(v float64) string {
 	switch {
 	case v >= 1e9:

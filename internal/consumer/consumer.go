@@ -79,7 +79,7 @@ func Options(cfg *config.Config, log zerolog.Logger, h Hooks) ([]kgo.Opt, error)
 		kgo.SessionTimeout(k.SessionTimeout),
 		kgo.RebalanceTimeout(k.RebalanceTimeout),
 		// A fetch may legitimately wait fetch_max_wait on the broker; the
-		// request timeout is on top of that (seed 004).
+		// request timeout is on top of that.
 		kgo.RequestTimeoutOverhead(k.RequestTimeout),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.WithLogger(kzerolog{log}),

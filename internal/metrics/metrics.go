@@ -102,7 +102,7 @@ func New(group string) *Metrics {
 		Buckets: prometheus.ExponentialBuckets(0.005, 2, 15), // 5ms .. ~82s
 	}, []string{"table"})
 	m.perInsert = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name: RowsPerInsert, Help: "Rows in each successful INSERT: the number seed 004 tuned from ~10 to ~20,000.",
+		Name: RowsPerInsert, Help: "Rows in each successful INSERT: the number that batching across partitions raises from tens to tens of thousands.",
 		Buckets: []float64{1, 10, 100, 1000, 5000, 10_000, 50_000, 100_000, 500_000, 1_000_000},
 	}, []string{"table"})
 	m.e2e = prometheus.NewHistogramVec(prometheus.HistogramOpts{

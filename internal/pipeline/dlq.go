@@ -3,13 +3,13 @@ package pipeline
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/internal/consumer"
 	"sink/internal/offsets"
+	"sink/internal/writer"
 )
 
 // dlqState is one bad record on its way to the dead-letter topic. It is
@@ -96,7 +96,7 @@ func (p *Pipeline) handleDLQAck(writeCtx context.Context, a ack) {
 		if d.wait == 0 {
 			d.wait = p.cfg.ClickHouse.RetryInitial
 		}
-		sleep := time.Duration(rand.Int64N(int64(d.wait))) + d.wait/2
+		sleep := writer.RetryWait(d.wait) // the inserts' backoff: [wait/2, wait]
 		d.wait = min(d.wait*2, p.cfg.ClickHouse.RetryMax)
 		p.log.Warn().Err(a.err).Str("record", d.where()).Str("dlq_topic", p.cfg.Errors.DLQTopic).
 			Int("attempt", d.attempt).Dur("retry_in", sleep).

@@ -116,7 +116,7 @@ func ms(s *Side) string {
 	return group(s.P50MS) + " / " + group(s.P99MS)
 }
 
-// spread prints "mean (min-max)" like seed 004's "360-488 inserts/min".
+// spread prints "mean (min-max)" as in "360-488 inserts/min".
 func spread(s Spread, minutes int) string {
 	if minutes == 0 {
 		return "-"

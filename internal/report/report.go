@@ -1,5 +1,5 @@
 // Package report turns ClickHouse's own logs into the comparison data
-// engineers make by hand (seed 004): INSERTs per minute into one table,
+// engineers make by hand when they tune a Kafka sink: INSERTs per minute into one table,
 // rows per INSERT, insert latency and new parts, and, around a split moment
 // (when the sink was switched on or retuned), a before/after summary with
 // ratios.
