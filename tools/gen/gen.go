@@ -127,6 +127,10 @@ type Produce struct {
 	Events Config
 	// Progress, if set, is called every 100,000 events.
 	Progress func(done int)
+	// Encode, if set, turns each JSON event into the record value it
+	// appends to dst (another format, framed for a schema registry);
+	// nil sends the JSON as it is.
+	Encode func(dst, event []byte) ([]byte, error)
 }
 
 // Result is what a production run did.
@@ -177,7 +181,12 @@ func (p Produce) Run(ctx context.Context) (Result, error) {
 		}
 		var user uint64
 		buf, user = g.Append(buf[:0])
-		r := &kgo.Record{Value: append([]byte(nil), buf...)}
+		r := &kgo.Record{}
+		if p.Encode == nil {
+			r.Value = append([]byte(nil), buf...)
+		} else if r.Value, err = p.Encode(nil, buf); err != nil {
+			return res, err
+		}
 		if g.Keyed() {
 			r.Key = strconv.AppendUint(nil, user, 10)
 		}
