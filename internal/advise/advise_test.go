@@ -61,10 +61,10 @@ func TestRecommend(t *testing.T) {
 	}
 	def := cfg(t, "")
 
-	// Seed 004's topic: 10,000 messages/min of 208.82 bytes, one insert a
+	// A topic of 10,000 messages/min of 208.82 bytes, one insert a
 	// minute. 34,803 B/s × 6s × 1.2 = 250,584 B → 245KiB; the caps stay at
 	// their floors since 2 × 10,000 rows and 2 × 2.09 MB are below them.
-	f("seed 004", []Topic{{Name: "a", Table: "db.t", Partitions: 12, Window: time.Minute, Records: 10_000,
+	f("10k per minute", []Topic{{Name: "a", Table: "db.t", Partitions: 12, Window: time.Minute, Records: 10_000,
 		Sampled: 1000, SampledBytes: 208_820}}, def, Target{InsertsPerMinute: 1},
 		want{245 * config.KiB, 6 * time.Second, 30 * time.Second, FloorRows, FloorBytes, time.Minute, 66 * time.Second,
 			[]float64{10_000}, []float64{1}, nil})

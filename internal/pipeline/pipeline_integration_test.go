@@ -207,7 +207,7 @@ http: {listen: ""}
 	}
 	assertCommittedAtEnd(t, cfg.Kafka.Group, topic)
 
-	// One batch per partition (the behaviour seed 004 started from): more,
+	// One batch per partition (a Kafka sink's usual behaviour): more,
 	// smaller inserts for the same rows.
 	cfg2 := cfgFor("per_partition", false)
 	runUntil(t, cfg2, ch, db+".per_partition", n)

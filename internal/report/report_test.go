@@ -105,13 +105,13 @@ func TestPercentile(t *testing.T) {
 	f(hundred, 100, 100)
 }
 
-var t0 = time.Date(2025, 4, 18, 16, 7, 0, 0, time.UTC) // 19:07 in Moscow, like seed 004
+var t0 = time.Date(2025, 4, 18, 16, 7, 0, 0, time.UTC) // 19:07 in Moscow
 
 func at(min, sec int) time.Time {
 	return t0.Add(time.Duration(min)*time.Minute + time.Duration(sec)*time.Second)
 }
 
-// seed004 builds hand-made log rows shaped like seed 004's before/after: in
+// seed004 builds hand-made log rows shaped like a typical before/after: in
 // minutes 0..2, many tiny inserts; minute 3 holds the split; minutes 5 and 6
 // one big insert each (minute 4 is empty).
 func seed004() ([]Insert, []Part, time.Time) {
