@@ -276,13 +276,13 @@ func (c *Consumer) Poll(ctx context.Context, max int) kgo.Fetches {
 func (c *Consumer) AllowRebalance() { c.cl.AllowRebalance() }
 
 // Commit commits the given positions synchronously. meta, if not nil, is
-// stored as the commit metadata of its partitions (withMetadata).
+// stored as the commit metadata of its partitions (WithMetadata).
 func (c *Consumer) Commit(ctx context.Context, pos map[offsets.TP]offsets.Commit, meta map[offsets.TP]string) error {
 	if len(pos) == 0 {
 		return nil
 	}
 	if meta != nil {
-		ctx = withMetadata(ctx, meta)
+		ctx = WithMetadata(ctx, meta)
 	}
 	m := make(map[string]map[int32]kgo.EpochOffset)
 	for tp, p := range pos {
@@ -319,13 +319,13 @@ func (c *Consumer) Commit(ctx context.Context, pos map[offsets.TP]offsets.Commit
 	return nil
 }
 
-// withMetadata returns ctx carrying meta for the next CommitOffsetsSync made
+// WithMetadata returns ctx carrying meta for the next CommitOffsetsSync made
 // with it: franz-go calls the function just before sending the request, after
 // it filled in the group, member id and generation (which is what fences a
 // member that lost its membership), and the function sets each partition's
 // metadata. A partition of the request missing from meta keeps franz-go's
 // default metadata (the member id), which exactly-once recovery (internal/eos) reads as unmarked.
-func withMetadata(ctx context.Context, meta map[offsets.TP]string) context.Context {
+func WithMetadata(ctx context.Context, meta map[offsets.TP]string) context.Context {
 	return kgo.PreCommitFnContext(ctx, func(req *kmsg.OffsetCommitRequest) error {
 		for i := range req.Topics {
 			t := &req.Topics[i]

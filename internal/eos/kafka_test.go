@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"sink/internal/consumer"
 	"sink/internal/offsets"
 )
 
@@ -25,7 +26,7 @@ func commit(ctx context.Context, cl *kgo.Client, pos map[offsets.TP]int64, meta 
 		m[tp.Topic][tp.Partition] = kgo.EpochOffset{Epoch: -1, Offset: o}
 	}
 	var cerr error
-	cl.CommitOffsetsSync(withMetadata(ctx, meta), m, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+	cl.CommitOffsetsSync(consumer.WithMetadata(ctx, meta), m, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
 		if err != nil {
 			cerr = err
 			return
@@ -118,26 +119,4 @@ func TestIntentCommitFencedByGeneration(t *testing.T) {
 		// tokA is not the token of these ranges: incomplete, so checked
 		t.Fatalf("plan: %+v", plan)
 	}
-}
-
-// withMetadata (the consumer's commit does the same) returns ctx carrying meta for the next CommitOffsetsSync made
-// with it: franz-go calls the function just before sending the request, after
-// it filled in the group, member id and generation (which is what fences a
-// member that lost its membership), and the function sets each partition's
-// metadata. A partition of the request missing from meta keeps franz-go's
-// default metadata (the member id), which the recovery reads as unmarked.
-func withMetadata(ctx context.Context, meta map[offsets.TP]string) context.Context {
-	return kgo.PreCommitFnContext(ctx, func(req *kmsg.OffsetCommitRequest) error {
-		for i := range req.Topics {
-			t := &req.Topics[i]
-			for j := range t.Partitions {
-				p := &t.Partitions[j]
-				if m, ok := meta[offsets.TP{Topic: t.Topic, Partition: p.Partition}]; ok {
-					m := m
-					p.Metadata = &m
-				}
-			}
-		}
-		return nil
-	})
 }
