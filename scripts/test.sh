@@ -11,7 +11,7 @@ mkdir -p .stack
 chv() { clickhouse-client --port "$1" -q 'SELECT version()' 2>/dev/null || echo '?'; }
 # The Kafka version comes from this checkout's jars; a stack reused from another
 # checkout has none here.
-kv=$(ls .cache/kafka-libs 2>/dev/null | sed -n 's/^kafka_2.13-\(.*\)\.jar$/\1/p' | head -1)
+kv=$(ls .cache/kafka-libs 2>/dev/null | sed -n 's/^kafka_2.13-\(.*\)\.jar$/\1/p' | head -1 || true)
 echo "test: Kafka ${kv:-(version unknown: a stack started by another checkout)} at 127.0.0.1:9092," \
 	"ClickHouse $(chv 9000) at 127.0.0.1:9000 (ch18), ClickHouse $(chv 19000) at 127.0.0.1:19000 (ch26)"
 
