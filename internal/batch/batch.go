@@ -192,6 +192,10 @@ func (a *Accumulator[D]) Seal(now time.Time, id uint64, reason Reason, next D) *
 	return b
 }
 
+// Ranges is the open batch's span per partition so far (read only; valid
+// until the next Add or Seal).
+func (a *Accumulator[D]) Ranges() []Range { return a.ranges }
+
 // Holds reports whether the open batch has records of tp.
 func (a *Accumulator[D]) Holds(tp offsets.TP) bool {
 	_, ok := a.index[tp]

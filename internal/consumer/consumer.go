@@ -319,6 +319,24 @@ func (c *Consumer) Commit(ctx context.Context, pos map[offsets.TP]offsets.Commit
 	return nil
 }
 
+// Seek makes the group consumer fetch each partition again from the given
+// offset (exactly-once delivery reads again the records of a batch it
+// dropped). Call it from a group callback or between a poll and
+// AllowRebalance: with BlockRebalanceOnPoll no poll returns records then,
+// and SetOffsets discards the fetches already buffered, so the next poll
+// returns nothing of these partitions from before the seek. A partition not
+// assigned to this member is skipped.
+func (c *Consumer) Seek(pos map[offsets.TP]int64) {
+	m := make(map[string]map[int32]kgo.EpochOffset)
+	for tp, at := range pos {
+		if m[tp.Topic] == nil {
+			m[tp.Topic] = make(map[int32]kgo.EpochOffset)
+		}
+		m[tp.Topic][tp.Partition] = kgo.EpochOffset{Epoch: -1, Offset: at}
+	}
+	c.cl.SetOffsets(m)
+}
+
 // WithMetadata returns ctx carrying meta for the next CommitOffsetsSync made
 // with it: franz-go calls the function just before sending the request, after
 // it filled in the group, member id and generation (which is what fences a

@@ -151,12 +151,15 @@ func TestCovers(t *testing.T) {
 		off int64
 		in  bool
 	}{{0, true}, {3, true}, {4, false}, {10, true}, {19, true}, {20, false}, {30, true}, {31, false}} {
-		if got := c.Has(x.off); got != x.in {
-			t.Fatalf("Has(%d) = %v, want %v", x.off, got, x.in)
+		if got := c.Contains(x.off); got != x.in {
+			t.Fatalf("Contains(%d) = %v, want %v", x.off, got, x.in)
 		}
 	}
-	if len(c) != 0 {
-		t.Fatalf("spans passed are dropped: %v", c)
+	if got := c.From(4); len(got) != 2 || got[0].First != 10 {
+		t.Fatalf("From(4) = %v, want the spans from 10 on", got)
+	}
+	if got := c.From(31); len(got) != 0 {
+		t.Fatalf("From(31) = %v, want none", got)
 	}
 }
 

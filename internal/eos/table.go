@@ -61,15 +61,10 @@ func (c Covers) Add(s Span) Covers {
 	return c
 }
 
-// Has reports whether offset is covered, and drops the spans entirely
-// before it (offsets of a partition arrive in increasing order).
-func (c *Covers) Has(offset int64) bool {
-	s := *c
-	for len(s) > 0 && s[0].Last < offset {
-		s = s[1:]
-	}
-	*c = s
-	for _, sp := range s {
+// Contains reports whether offset is covered, keeping every span: a
+// partition sought back reads the same offsets again.
+func (c Covers) Contains(offset int64) bool {
+	for _, sp := range c {
 		if sp.First > offset {
 			return false
 		}
@@ -78,4 +73,13 @@ func (c *Covers) Has(offset int64) bool {
 		}
 	}
 	return false
+}
+
+// From drops the spans entirely before offset (the partition's committed
+// offset passed them: they are never read again).
+func (c Covers) From(offset int64) Covers {
+	for len(c) > 0 && c[0].Last < offset {
+		c = c[1:]
+	}
+	return c
 }

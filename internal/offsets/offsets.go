@@ -175,6 +175,31 @@ func (t *Tracker) Forget(tp TP) {
 	}
 }
 
+// Truncate forgets every record of tp added at or after offset from, as if
+// they had never been consumed, and returns the offset after the last record
+// added before (ok false when tp has no records at or after from). It is for
+// a partition whose consumer is sought back to from: the records arrive
+// again and are added anew. from must be the first offset of a unit's run in
+// tp (a record added right after a record of another unit), and no record
+// at or after it may be handled yet; the pipeline only truncates at the
+// first record of a batch that was never inserted, so both hold.
+func (t *Tracker) Truncate(tp TP, from int64) (next int64, ok bool) {
+	p := t.parts[tp]
+	if p == nil || len(p.segs) == p.head || p.segs[len(p.segs)-1].last < from {
+		return 0, false
+	}
+	next = p.segs[len(p.segs)-1].last + 1
+	i := len(p.segs)
+	for i > p.head && p.segs[i-1].last >= from {
+		i--
+	}
+	p.segs = p.segs[:i]
+	if p.head == len(p.segs) {
+		p.segs, p.head = p.segs[:0], 0
+	}
+	return next, true
+}
+
 // Partitions returns the tracked partitions.
 func (t *Tracker) Partitions() []TP {
 	out := make([]TP, 0, len(t.parts))

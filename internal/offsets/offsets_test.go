@@ -172,3 +172,33 @@ func BenchmarkAdd(b *testing.B) {
 		tr.Add(tps[(i>>10)&1], int64(i), 0, uint64(i>>16))
 	}
 }
+
+// TestTruncate: after a truncate at the first record of an unacknowledged
+// unit, those offsets are added again (the partition was sought back), the
+// units behind are gone, and the position moves only through what is acked.
+func TestTruncate(t *testing.T) {
+	tr := New()
+	for off, unit := range []uint64{1, 1, 2, 2, Done, 3, 3} { // offsets 0..6
+		tr.Add(tp0, int64(off), 7, unit)
+	}
+	tr.Ack(1, []TP{tp0})
+	if next, ok := tr.Truncate(tp0, 2); !ok || next != 7 {
+		t.Fatalf("Truncate = %d,%v; want 7,true", next, ok)
+	}
+	if _, ok := tr.Truncate(tp0, 2); ok {
+		t.Fatal("a second truncate found records at or after 2")
+	}
+	tr.Ack(3, []TP{tp0}) // a late ack of a dropped unit changes nothing
+	if c, _ := tr.Position(tp0); c.Offset != 2 {
+		t.Fatalf("position %d after truncate, want 2", c.Offset)
+	}
+	tr.Add(tp0, 2, 7, 4) // consumed again from 2
+	tr.Add(tp0, 3, 7, 4)
+	tr.Ack(4, []TP{tp0})
+	if c, _ := tr.Position(tp0); c.Offset != 4 {
+		t.Fatalf("position %d after the records came again, want 4", c.Offset)
+	}
+	if _, ok := New().Truncate(tp0, 0); ok {
+		t.Fatal("an empty tracker truncated something")
+	}
+}

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -130,7 +131,9 @@ func (p *Pipeline) pump(writeCtx context.Context, ts *tableState) {
 					ts.inflight--
 					return
 				}
-				// Never inserted without its intent: the batch fails.
+				// Never inserted without its intent: the batch fails (unless
+				// a loss of one of its partitions drops it first).
+				err = fmt.Errorf("%w; not inserting it, stopping: the group's other members or a restart replay what was recorded", err)
 				go func(id uint64) { p.acks <- ack{id: id, err: err} }(b.ID)
 				continue
 			}

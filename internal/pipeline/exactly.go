@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"sink/internal/batch"
 	"sink/internal/consumer"
 	"sink/internal/eos"
 	"sink/internal/offsets"
@@ -41,9 +43,6 @@ type exactly struct {
 	rows map[*accState]*rowParts
 	// batches are sealed batches' tokens and row orders, by batch id.
 	batches map[uint64]*eoBatch
-	// staleAccs are open batches holding records of a partition given up:
-	// sealed, they are stale (see eoBatch).
-	staleAccs map[*accState]bool
 	// windows and marks feed the deduplication-window margin: per table,
 	// the window, the inserts so far, and the insert count when each live
 	// token was recorded.
@@ -168,10 +167,9 @@ type eoBatch struct {
 	token  string
 	ranges []eos.Range
 	perm   []int
-	// recorded: its intent commit succeeded. stale: a partition it holds
-	// was given up before that, so it must never be inserted (the
-	// partition's next owner consumes those records again).
-	recorded, stale bool
+	// recorded: its intent commit succeeded. Until then the batch is
+	// dropped if one of its partitions is given up (eoRelease).
+	recorded bool
 }
 
 type eoMark struct {
@@ -231,7 +229,6 @@ func (p *Pipeline) initExactly() {
 		covers:    map[offsets.TP]eos.Covers{},
 		rows:      map[*accState]*rowParts{},
 		batches:   map[uint64]*eoBatch{},
-		staleAccs: map[*accState]bool{},
 		windows:   map[*tableState]int64{},
 		inserts:   map[*tableState]int64{},
 		marks:     map[string]eoMark{},
@@ -256,17 +253,9 @@ func (p *Pipeline) eoSkip(tp offsets.TP, offset int64) bool {
 			e.start[tp] = offset
 		}
 	}
-	c, ok := e.covers[tp]
-	if !ok {
-		return false
-	}
-	in := c.Has(offset)
-	if len(c) == 0 {
-		delete(e.covers, tp)
-	} else {
-		e.covers[tp] = c
-	}
-	return in
+	// The spans stay until the committed offset passes them (eoCommitted):
+	// a partition sought back (eoRelease) reads these offsets again.
+	return e.covers[tp].Contains(offset)
 }
 
 // eoRow notes the partition of the row just appended to a's batch.
@@ -311,10 +300,6 @@ func (p *Pipeline) eoSealed(a *accState, b *sealedBatch) {
 		eb.perm = eos.Canonical(parts, len(rp.tps))
 		delete(e.rows, a)
 	}
-	if e.staleAccs[a] {
-		eb.stale = true
-		delete(e.staleAccs, a)
-	}
 	e.batches[b.ID] = eb
 }
 
@@ -326,9 +311,6 @@ func (p *Pipeline) eoIntent(ctx context.Context, ts *tableState, b *sealedBatch)
 	eb := e.batches[b.ID]
 	if eb == nil {
 		return nil, nil, fmt.Errorf("exactly-once: batch %d has no token", b.ID)
-	}
-	if eb.stale {
-		return nil, nil, fmt.Errorf("exactly-once: batch %d holds records of partitions given up before it was recorded; not inserting it", b.ID)
 	}
 	pos := map[offsets.TP]offsets.Commit{}
 	meta := map[offsets.TP]string{}
@@ -348,7 +330,7 @@ func (p *Pipeline) eoIntent(ctx context.Context, ts *tableState, b *sealedBatch)
 		pos[r.TP], meta[r.TP], next[r.TP] = at, s, nl
 	}
 	if err := p.cons.Commit(context.Background(), pos, meta); err != nil {
-		return nil, nil, &intentError{fmt.Errorf("exactly-once: recording batch %d before its INSERT was refused (%w); stopping: the group's other members or a restart replay what was recorded", b.ID, err)}
+		return nil, nil, &intentError{fmt.Errorf("exactly-once: recording batch %d before its INSERT failed: %w", b.ID, err)}
 	}
 	p.eoRecorded(ts)
 	for tp, nl := range next {
@@ -407,6 +389,13 @@ func (p *Pipeline) eoCommitted(next map[offsets.TP]eos.Ledger) {
 		if l := p.eo.ledgers[tp]; l != nil {
 			*l = nl
 		}
+		if c, ok := p.eo.covers[tp]; ok {
+			if c = c.From(nl.Offset); len(c) == 0 {
+				delete(p.eo.covers, tp)
+			} else {
+				p.eo.covers[tp] = c
+			}
+		}
 	}
 	p.eoMargins()
 }
@@ -443,44 +432,125 @@ func (p *Pipeline) eoMargin(ts *tableState) {
 	}
 }
 
-// eoRelease forgets partitions revoked or lost. A sealed batch not yet
-// recorded that holds one of them can never be inserted (its records of
-// that partition belong to the next owner now), and its other partitions'
-// offsets would then never move: it is marked stale and the process stops,
-// so that every partition is consumed again from what the ledgers say.
+// eoRelease forgets partitions revoked or lost and drops the work that can
+// no longer be inserted as it is.
+//
+// A batch whose intent is recorded is left alone, also while its INSERT
+// runs: the INSERT carries the batch's token, and whoever owns the given-up
+// partitions next finds the intent and replays the batch with the same
+// token, so ClickHouse keeps one copy (this member too, if the partitions
+// come back while the INSERT still runs).
+//
+// A batch not yet recorded (sealed, waiting for its insert slot or for its
+// intent commit to be retried) and an open batch can never be recorded
+// once they hold records of a given-up partition: those records belong to
+// the partition's next owner, who consumes them from the recorded offset.
+// Such a batch is dropped, and with it the records it holds of partitions
+// this member keeps. Those partitions are sought back to the first offset
+// the dropped batches hold of them, the offsets tracker forgets everything
+// from there, and every other batch not yet recorded that holds records of
+// them from there is dropped as well (and so on, for the partitions those
+// hold). A table's batches are recorded in seal order, so no recorded
+// batch holds anything past a seek point: what was recorded (offsets,
+// intents, their ranges) stays exactly as it was, and the records from the
+// seek point on are consumed and batched again as if for the first time.
 func (p *Pipeline) eoRelease(tps []offsets.TP) {
+	e := p.eo
+	gone := make(map[offsets.TP]bool, len(tps))
 	for _, tp := range tps {
-		delete(p.eo.ledgers, tp)
-		delete(p.eo.start, tp)
-		delete(p.eo.covers, tp)
+		gone[tp] = true
+		delete(e.ledgers, tp)
+		delete(e.start, tp)
+		delete(e.covers, tp)
 	}
-	stale := func(tp offsets.TP) {
+	// seek is, per kept partition, the offset to consume again from.
+	seek := map[offsets.TP]int64{}
+	holds := func(rs []batch.Range) bool {
+		for _, r := range rs {
+			if at, ok := seek[r.TP]; gone[r.TP] || (ok && r.Last >= at) {
+				return true
+			}
+		}
+		return false
+	}
+	note := func(rs []batch.Range) {
+		for _, r := range rs {
+			if at, ok := seek[r.TP]; !gone[r.TP] && (!ok || r.First < at) {
+				seek[r.TP] = r.First
+			}
+		}
+	}
+	dropped := map[uint64]*flight{}
+	open := map[*accState]bool{}
+	for more := true; more; {
+		more = false
+		for id, f := range p.flights {
+			if eb := e.batches[id]; dropped[id] != nil || eb == nil || eb.recorded || !holds(f.b.Ranges) {
+				continue
+			}
+			dropped[id] = f
+			note(f.b.Ranges)
+			more = true
+		}
+		for _, a := range p.accs {
+			if open[a] || a.acc.Empty() || !holds(a.acc.Ranges()) {
+				continue
+			}
+			open[a] = true
+			note(a.acc.Ranges())
+			more = true
+		}
+	}
+	if len(dropped) == 0 && len(open) == 0 {
+		return
+	}
+	rows := 0
+	for id, f := range dropped {
+		ts := f.table
+		rows += f.b.Rows()
+		if i := slices.Index(ts.queue, f.b); i >= 0 {
+			ts.queue = slices.Delete(ts.queue, i, i+1)
+			if i == 0 {
+				delete(e.retries, ts) // the backoff was this batch's
+			}
+		} else {
+			// Out of the queue but not recorded: its intent commit failed
+			// for good (the member was fenced, which the loss explains)
+			// and the failure is on its way as an ack, which now finds
+			// no batch. Its slot is freed here.
+			ts.inflight--
+		}
+		delete(p.flights, id)
+		delete(e.batches, id)
+		if p.revoke != nil {
+			delete(p.revoke.waiting, id)
+		}
+	}
+	for a := range open {
+		ts := a.key.table
+		if b := a.acc.Seal(p.now(), a.id, batch.ReasonRevoke, p.block(ts)); b != nil {
+			rows += b.Rows()
+		}
+		a.id = p.newID()
+		a.oldest = 0
+		delete(e.rows, a)
+	}
+	for tp, at := range seek {
+		p.tracker.Truncate(tp, at)
+	}
+	p.log.Warn().Int("batches", len(dropped)).Int("open_batches", len(open)).Int("rows", rows).Int("partitions_sought_back", len(seek)).
+		Msg("exactly-once: dropped batches not yet recorded that held records of partitions given up; their records of the partitions kept are consumed again")
+	if len(seek) == 0 {
+		return
+	}
+	s, ok := p.cons.(seekSource)
+	if !ok {
 		if p.fatal == nil {
-			p.fatal = fmt.Errorf("exactly-once: %s[%d] was given up while a batch holding its records waited to be recorded; stopping so that the group consumes them again from the recorded offsets", tp.Topic, tp.Partition)
+			p.fatal = errors.New("exactly-once: batches holding partitions given up were dropped, and the source cannot consume the partitions kept again; stopping so that the group consumes them again from the recorded offsets")
 		}
+		return
 	}
-	for id, f := range p.flights {
-		eb := p.eo.batches[id]
-		if eb == nil || eb.recorded || eb.stale {
-			continue
-		}
-		for _, tp := range tps {
-			if f.b.Holds(tp) {
-				eb.stale = true
-				stale(tp)
-				break
-			}
-		}
-	}
-	for _, a := range p.accs {
-		for _, tp := range tps {
-			if a.acc.Holds(tp) {
-				p.eo.staleAccs[a] = true
-				stale(tp)
-				break
-			}
-		}
-	}
+	s.Seek(seek)
 }
 
 // eoRecover prepares newly assigned partitions before any of their records

@@ -56,34 +56,6 @@ func TestCanonicalBatchOrder(t *testing.T) {
 	}
 }
 
-// TestGivenUpBeforeRecorded: a sealed batch not yet recorded that holds a
-// partition the member gave up is never inserted, even if the partition
-// comes back, and the member stops; a recorded one is left alone.
-func TestGivenUpBeforeRecorded(t *testing.T) {
-	p := &Pipeline{cfg: &config.Config{Delivery: config.DeliveryExactlyOnce}, flights: map[uint64]*flight{}, accs: map[accKey]*accState{}}
-	p.initExactly()
-	ts := &tableState{t: writer.NewTable("db", "t", nil, nil)}
-	a0, a1 := offsets.TP{Topic: "a", Partition: 0}, offsets.TP{Topic: "a", Partition: 1}
-	for id, tps := range map[uint64][]offsets.TP{1: {a0, a1}, 2: {a0}} {
-		b := &sealedBatch{ID: id}
-		for _, tp := range tps {
-			b.Ranges = append(b.Ranges, batch.Range{TP: tp, First: 0, Last: 0})
-		}
-		p.flights[id] = &flight{b: b, table: ts}
-		p.eoSealed(&accState{key: accKey{table: ts}}, b)
-	}
-	p.eo.batches[2].recorded = true
-	p.eoRelease([]offsets.TP{a1})
-	if !p.eo.batches[1].stale || p.eo.batches[2].stale || p.fatal == nil {
-		t.Fatalf("stale %v/%v, fatal %v; want batch 1 stale, batch 2 not, and a stop", p.eo.batches[1].stale, p.eo.batches[2].stale, p.fatal)
-	}
-	// a1 assigned again: batch 1 is still refused.
-	p.eo.ledgers[a0], p.eo.ledgers[a1] = &eos.Ledger{Offset: 0}, &eos.Ledger{Offset: 0}
-	if _, _, err := p.eoIntent(nil, ts, p.flights[1].b); err == nil {
-		t.Fatal("a stale batch was recorded")
-	}
-}
-
 // TestRetriableIntent: an intent commit that failed on the way (the broker
 // down, a timeout, the coordinator moving, a rebalance running) is tried
 // again; one refused because the member lost its membership is not, and

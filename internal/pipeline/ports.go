@@ -66,3 +66,12 @@ type (
 	clientSource interface{ Client() *kgo.Client }
 	connSink     interface{ Conn() driver.Conn }
 )
+
+// seekSource is a Source that can fetch partitions again from an earlier
+// offset (consumer.Consumer.Seek): exactly-once delivery uses it to consume
+// again the records of a batch it dropped because one of its partitions was
+// given up before the batch was recorded. Seek is called from the owner
+// goroutine while a group callback waits for it.
+type seekSource interface {
+	Seek(pos map[offsets.TP]int64)
+}

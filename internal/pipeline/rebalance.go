@@ -105,6 +105,9 @@ func (p *Pipeline) handleEvent(writeCtx context.Context, ev groupEvent) {
 		p.log.Warn().Int("partitions", len(tps)).Msg("partitions lost; dropping their uncommitted state")
 		p.forget(tps)
 		p.m.Left()
+		// A revoke still waiting may have waited for batches the loss
+		// dropped (exactly-once): it may be complete now.
+		p.revokeDone(0)
 		close(ev.done)
 	case eventRevoked:
 		p.m.Revoked(len(tps))

@@ -251,7 +251,13 @@ func start(t *testing.T, cfg *config.Config, sink *fakeSink) *running {
 		t.Fatal(err)
 	}
 	src := newFakeSource()
-	p.Attach(src)
+	return launch(t, p, src, src, sink)
+}
+
+// launch attaches as (src itself, or a wrapper of it) and starts Run.
+func launch(t *testing.T, p *Pipeline, src *fakeSource, as Source, sink *fakeSink) *running {
+	t.Helper()
+	p.Attach(as)
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &running{p: p, src: src, sink: sink, cancel: cancel, done: make(chan error, 1)}
 	go func() { r.done <- p.Run(ctx) }()

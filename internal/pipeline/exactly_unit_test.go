@@ -1,0 +1,255 @@
+package pipeline
+
+// Unit tests of exactly-once delivery when partitions are given up, with
+// the fake Source and Sink of unit_test.go: what happens to batches not yet
+// recorded, to open batches and to INSERTs in flight that hold a lost
+// partition together with partitions the member keeps.
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"sink/config"
+	"sink/internal/eos"
+	"sink/internal/offsets"
+)
+
+var (
+	eoP0 = offsets.TP{Topic: unitTopic, Partition: 0}
+	eoP1 = offsets.TP{Topic: unitTopic, Partition: 1}
+)
+
+// eoSink is the fake sink with the connection exactly-once asks for; the
+// tests never reach a path that uses it.
+type eoSink struct{ *fakeSink }
+
+func (eoSink) Conn() driver.Conn { return nil }
+
+// eoSource is the fake source plus what exactly-once uses: the metadata of
+// each commit, intent commits refused on demand, and seeks.
+type eoSource struct {
+	*fakeSource
+	emu    sync.Mutex
+	refuse bool                    // commits fail with a retriable error
+	metas  []map[offsets.TP]string // metadata of the successful commits
+	seeks  []map[offsets.TP]int64  // every Seek call
+	tried  int                     // commits attempted
+}
+
+func (s *eoSource) Commit(ctx context.Context, pos map[offsets.TP]offsets.Commit, meta map[offsets.TP]string) error {
+	s.emu.Lock()
+	s.tried++
+	refuse := s.refuse
+	s.emu.Unlock()
+	if refuse {
+		return fmt.Errorf("kafka: commit: %w", kerr.CoordinatorNotAvailable)
+	}
+	if err := s.fakeSource.Commit(ctx, pos, meta); err != nil {
+		return err
+	}
+	s.emu.Lock()
+	m := map[offsets.TP]string{}
+	for tp, v := range meta {
+		m[tp] = v
+	}
+	s.metas = append(s.metas, m)
+	s.emu.Unlock()
+	return nil
+}
+
+func (s *eoSource) Seek(pos map[offsets.TP]int64) {
+	s.emu.Lock()
+	defer s.emu.Unlock()
+	m := map[offsets.TP]int64{}
+	for tp, at := range pos {
+		m[tp] = at
+	}
+	s.seeks = append(s.seeks, m)
+}
+
+func (s *eoSource) setRefuse(v bool) {
+	s.emu.Lock()
+	s.refuse = v
+	s.emu.Unlock()
+}
+
+func (s *eoSource) attempts() int {
+	s.emu.Lock()
+	defer s.emu.Unlock()
+	return s.tried
+}
+
+func (s *eoSource) seekCalls() []map[offsets.TP]int64 {
+	s.emu.Lock()
+	defer s.emu.Unlock()
+	return append([]map[offsets.TP]int64(nil), s.seeks...)
+}
+
+// commitsSince returns the successful commits from the n-th on.
+func (s *eoSource) commitsSince(n int) []map[offsets.TP]offsets.Commit {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]map[offsets.TP]offsets.Commit(nil), s.commits[n:]...)
+}
+
+func (s *eoSource) commitCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.commits)
+}
+
+// startEO runs an exactly-once pipeline over partitions 0 and 1 of the unit
+// topic, both assigned without a committed offset (what recovery on
+// assignment leaves for a new group).
+func startEO(t *testing.T, cfg *config.Config, sink *fakeSink) (*running, *eoSource) {
+	t.Helper()
+	cfg.Delivery = config.DeliveryExactlyOnce
+	p, err := New(context.Background(), cfg, zerolog.Nop(), eoSink{sink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.eo.windows[p.tables["db.t"]] = 1000
+	for _, tp := range []offsets.TP{eoP0, eoP1} {
+		p.eo.ledgers[tp] = &eos.Ledger{Offset: -1}
+	}
+	src := &eoSource{fakeSource: newFakeSource()}
+	r := launch(t, p, src.fakeSource, src, sink)
+	return r, src
+}
+
+func lose(r *running, tp offsets.TP) {
+	r.p.Hooks().Lost(context.Background(), map[string][]int32{tp.Topic: {tp.Partition}})
+}
+
+// TestUnitExactlyLostUnrecordedBatch: a sealed batch holding partitions 0
+// and 1 waits for its intent (Kafka refuses the commit) when partition 0 is
+// lost. The batch is dropped, never inserted; partition 1 is sought back to
+// the batch's first offset of it and its records, consumed again, go into
+// a new batch; the member keeps running and nothing is inserted twice.
+func TestUnitExactlyLostUnrecordedBatch(t *testing.T) {
+	cfg := unitConfig(t, "")
+	cfg.Batch.MaxRows = 4
+	cfg.ClickHouse.RetryInitial, cfg.ClickHouse.RetryMax = time.Hour, time.Hour // the intent is not retried by itself
+	sink := newFakeSink(nil)
+	r, src := startEO(t, cfg, sink)
+	src.setRefuse(true)
+	r.src.send(eoP0, 0, rows(0, 2)...)
+	r.src.send(eoP1, 10, rows(10, 2)...) // seals {p0 0-1, p1 10-11}
+	eventually(t, 2*time.Second, "the intent commit tried", func() bool { return src.attempts() >= 1 })
+	lose(r, eoP0)
+	if got := src.seekCalls(); len(got) != 1 || len(got[0]) != 1 || got[0][eoP1] != 10 {
+		t.Fatalf("seeks %v; want partition 1 sought back to 10 only", got)
+	}
+	src.setRefuse(false)
+	before := src.commitCount()
+	// Partition 1 from 10 again, then two more records: one batch of four.
+	r.src.send(eoP1, 10, rows(10, 4)...)
+	eventually(t, 2*time.Second, "partition 1 committed up to 14", func() bool { return r.src.committed(eoP1) == 14 })
+	if err := r.stop(t); err != nil {
+		t.Fatalf("Run: %v (the member must survive the loss)", err)
+	}
+	if got := sink.inserted("db.t"); got != 4 {
+		t.Fatalf("%d rows inserted, want 4 (partition 1's 10-13 once; partition 0's rows belong to its next owner)", got)
+	}
+	for _, c := range src.commitsSince(before) {
+		if _, ok := c[eoP0]; ok {
+			t.Fatalf("partition 0 committed after it was lost: %v", c)
+		}
+	}
+	src.emu.Lock()
+	defer src.emu.Unlock()
+	l, ok, err := eos.Decode(src.metas[len(src.metas)-1][eoP1])
+	if err != nil || !ok || l.Offset != 14 || len(l.Entries) != 0 {
+		t.Fatalf("partition 1's last ledger %+v (%v, %v); want offset 14 and no pending entry", l, ok, err)
+	}
+}
+
+// TestUnitExactlyLostWhileAccumulating: the open batch holds partitions 0
+// and 1 when partition 0 is lost: it is emptied, partition 1 is consumed
+// again from its first record in it, and the shutdown flush inserts
+// partition 1's records once.
+func TestUnitExactlyLostWhileAccumulating(t *testing.T) {
+	cfg := unitConfig(t, "")
+	cfg.Batch.MaxRows = 100
+	cfg.ShutdownTimeout = 2 * time.Second
+	sink := newFakeSink(nil)
+	r, src := startEO(t, cfg, sink)
+	r.src.send(eoP1, 5, rows(5, 1)...)
+	r.src.send(eoP0, 0, rows(0, 3)...)
+	r.src.send(eoP1, 6, rows(6, 2)...)
+	eventually(t, time.Second, "the fetches handled", func() bool { return r.src.polls.Load() >= 4 })
+	lose(r, eoP0)
+	if got := src.seekCalls(); len(got) != 1 || got[0][eoP1] != 5 || len(got[0]) != 1 {
+		t.Fatalf("seeks %v; want partition 1 sought back to 5 (the open batch's first record of it)", got)
+	}
+	r.src.send(eoP1, 5, rows(5, 4)...) // 5..8
+	eventually(t, time.Second, "the fetch after the seek handled", func() bool { return r.src.polls.Load() >= 5 })
+	if err := r.stop(t); err != nil {
+		t.Fatalf("Run: %v (the member must survive the loss)", err)
+	}
+	if got := sink.inserted("db.t"); got != 4 {
+		t.Fatalf("%d rows inserted, want 4 (partition 1's 5-8 once)", got)
+	}
+	if got := r.src.committed(eoP1); got != 9 {
+		t.Fatalf("partition 1 committed up to %d, want 9", got)
+	}
+	if got := r.src.committed(eoP0); got != -1 {
+		t.Fatalf("partition 0 committed up to %d; it was lost before anything of it was recorded", got)
+	}
+}
+
+// TestUnitExactlyLostWhileInserting: the batch's intent is recorded and its
+// INSERT is running when partition 0 is lost. Nothing is dropped or sought:
+// the INSERT carries the token partition 0's next owner replays with, so
+// ClickHouse keeps one copy. Once it succeeds partition 1 is committed past
+// it, partition 0 never again, and the member goes on.
+func TestUnitExactlyLostWhileInserting(t *testing.T) {
+	cfg := unitConfig(t, "")
+	cfg.Batch.MaxRows = 4
+	gate := make(chan struct{})
+	sink := newFakeSink(func(n int) insertScript {
+		if n == 1 {
+			return insertScript{gate: gate}
+		}
+		return insertScript{}
+	})
+	r, src := startEO(t, cfg, sink)
+	r.src.send(eoP0, 0, rows(0, 2)...)
+	r.src.send(eoP1, 10, rows(10, 2)...)
+	r.insertStarted(t)
+	src.emu.Lock()
+	intent := src.metas[0]
+	src.emu.Unlock()
+	l0, _, _ := eos.Decode(intent[eoP0])
+	l1, _, _ := eos.Decode(intent[eoP1])
+	if len(l0.Entries) != 1 || len(l1.Entries) != 1 || l0.Entries[0].Token != l1.Entries[0].Token || l0.Entries[0].N != 2 {
+		t.Fatalf("intent %v: want one entry of the same two-partition batch on both partitions", intent)
+	}
+	lost := src.commitCount()
+	lose(r, eoP0)
+	if got := src.seekCalls(); len(got) != 0 {
+		t.Fatalf("seeks %v for a recorded batch", got)
+	}
+	close(gate)
+	eventually(t, 2*time.Second, "partition 1 committed past the batch", func() bool { return r.src.committed(eoP1) == 12 })
+	r.src.send(eoP1, 12, rows(12, 4)...)
+	eventually(t, 2*time.Second, "partition 1's next batch committed", func() bool { return r.src.committed(eoP1) == 16 })
+	if err := r.stop(t); err != nil {
+		t.Fatalf("Run: %v (the member must survive the loss)", err)
+	}
+	if got := sink.inserted("db.t"); got != 8 {
+		t.Fatalf("%d rows inserted, want 8 (the recorded batch's 4 once, then 4)", got)
+	}
+	for _, c := range src.commitsSince(lost) {
+		if _, ok := c[eoP0]; ok {
+			t.Fatalf("partition 0 committed after it was lost: %v", c)
+		}
+	}
+}
