@@ -224,15 +224,15 @@ func (p *Pipeline) initExactly() {
 		return
 	}
 	p.eo = &exactly{
-		ledgers:   map[offsets.TP]*eos.Ledger{},
-		start:     map[offsets.TP]int64{},
-		covers:    map[offsets.TP]eos.Covers{},
-		rows:      map[*accState]*rowParts{},
-		batches:   map[uint64]*eoBatch{},
-		windows:   map[*tableState]int64{},
-		inserts:   map[*tableState]int64{},
-		marks:     map[string]eoMark{},
-		retries:   map[*tableState]*intentRetry{},
+		ledgers: map[offsets.TP]*eos.Ledger{},
+		start:   map[offsets.TP]int64{},
+		covers:  map[offsets.TP]eos.Covers{},
+		rows:    map[*accState]*rowParts{},
+		batches: map[uint64]*eoBatch{},
+		windows: map[*tableState]int64{},
+		inserts: map[*tableState]int64{},
+		marks:   map[string]eoMark{},
+		retries: map[*tableState]*intentRetry{},
 	}
 	if reg := p.m.Registry(); reg != nil {
 		p.eo.margin = prometheus.NewGaugeVec(prometheus.GaugeOpts{
