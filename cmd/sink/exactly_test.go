@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -55,6 +56,32 @@ http: {listen: ""}
 		code, out, errOut := sinkCmd(t, "check", "--config", config("events"))
 		if code != 0 || !strings.Contains(out, "delivery: exactly_once: server and tables support it\n") {
 			t.Fatalf("after the ALTER: exit %d\nstdout %s\nstderr %s", code, out, errOut)
+		}
+
+		// Materialized views downstream: one writing into a table without
+		// a window, then one fed by that table (a cascade) writing into its
+		// implicit inner table. Each is refused with the ALTER to run.
+		testenv.Exec(t, ch,
+			"CREATE TABLE "+db+".agg (id UInt64, n UInt64) ENGINE = SummingMergeTree ORDER BY id",
+			"CREATE MATERIALIZED VIEW "+db+".mv TO "+db+".agg AS SELECT id, count() AS n FROM "+db+".events GROUP BY id")
+		aggAlter := "ALTER TABLE `" + db + "`.`agg` MODIFY SETTING non_replicated_deduplication_window = 1000"
+		f("check", "events", "materialized view "+db+".mv (on "+db+".events) writes into "+db+".agg, which has non_replicated_deduplication_window = 0, so a replayed batch would reach it twice; run: "+aggAlter)
+		f("run", "events", "run: "+aggAlter)
+		testenv.Exec(t, ch, aggAlter,
+			"CREATE MATERIALIZED VIEW "+db+".mv2 ENGINE = MergeTree ORDER BY id AS SELECT id FROM "+db+".agg")
+		var uuid string
+		if err := ch.QueryRow(context.Background(), "SELECT toString(uuid) FROM system.tables WHERE database = ? AND name = 'mv2'", db).Scan(&uuid); err != nil {
+			t.Fatal(err)
+		}
+		inner := "`" + db + "`.`.inner_id." + uuid + "`"
+		f("check", "events", "materialized view "+db+".mv2 (on "+db+".agg) writes into "+db+"..inner_id."+uuid+", which has non_replicated_deduplication_window = 0")
+		innerAlter := "ALTER TABLE " + inner + " MODIFY SETTING non_replicated_deduplication_window = 1000"
+		f("check", "events", "run: "+innerAlter)
+		testenv.Exec(t, ch, innerAlter)
+		code, out, errOut = sinkCmd(t, "check", "--config", config("events"))
+		wantView := "route: view " + db + ".mv on " + db + ".events writes into table " + db + ".agg (SummingMergeTree): non_replicated_deduplication_window = 1000 (table setting)"
+		if code != 0 || !strings.Contains(out, wantView) || !strings.Contains(out, "delivery: exactly_once: server and tables support it\n") {
+			t.Fatalf("after the views' ALTERs: exit %d\nstdout %s\nstderr %s\nwant a line %q", code, out, errOut, wantView)
 		}
 	})
 }

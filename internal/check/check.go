@@ -108,6 +108,11 @@ func Run(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "route: %s\n", d)
 	}
 	if cfg.ExactlyOnce() {
+		if views, err := writer.ViewDedups(ctx, w.Conn(), p.Tables()); err == nil {
+			for _, v := range views {
+				fmt.Fprintf(stdout, "route: %s\n", v)
+			}
+		}
 		if err := p.CheckExactlyOnce(ctx); err != nil {
 			return err
 		}

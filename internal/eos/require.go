@@ -48,6 +48,29 @@ func Require(info writer.ServerInfo, tables []*writer.Table, windows []writer.Ta
 	return nil
 }
 
+// RequireViews says, in one line, why a materialized view downstream of a
+// routed table would count a replayed batch twice, or returns nil: its
+// target is a MergeTree-family table with a deduplication window of 0 (the
+// INSERT's deduplicate_blocks_in_dependent_materialized_views = 1 only
+// helps where the view's target remembers blocks), or dependentSetting,
+// the error of trying that setting as the sink's user, is not nil. A
+// target of another engine (Distributed, Null, …) is not refused: its
+// deduplication happens elsewhere, and `sink check` says so.
+func RequireViews(views []writer.ViewDedup, dependentSetting error) error {
+	for _, v := range views {
+		d := v.Target
+		if d.Setting != "" && (d.Value == "" || d.Value == "0") {
+			return fmt.Errorf("delivery exactly_once: materialized view %s (on %s) writes into %s, which has %s = 0, so a replayed batch would reach it twice; run: ALTER TABLE %s MODIFY SETTING %s = %d",
+				v.View, v.From, d.Table, d.Setting, v.Quoted, d.Setting, DefaultWindow)
+		}
+	}
+	if len(views) > 0 && dependentSetting != nil {
+		return fmt.Errorf("delivery exactly_once: the sink sends deduplicate_blocks_in_dependent_materialized_views = 1 with every INSERT so that materialized views (%s) skip replayed blocks, but this user may not set it: %v; allow it in the user's profile (readonly = 0 or a constraint that permits it)",
+			views[0].View, dependentSetting)
+	}
+	return nil
+}
+
 func inserts(t *writer.Table, col string) bool {
 	for _, c := range t.Insert {
 		if c.Name == col {

@@ -204,6 +204,13 @@ func (p *Pipeline) CheckExactlyOnce(ctx context.Context) error {
 	if err := eos.Require(info, tables, windows); err != nil {
 		return err
 	}
+	views, err := writer.ViewDedups(ctx, p.conn(), tables)
+	if err != nil {
+		return err
+	}
+	if err := eos.RequireViews(views, writer.CanSetDependentDedup(ctx, p.conn())); err != nil {
+		return err
+	}
 	if p.eo != nil {
 		for i, t := range tables {
 			if ts := p.tables[t.FullName()]; ts != nil {
