@@ -62,6 +62,24 @@ func TestTokenSemanticsOn26(t *testing.T) {
 	if n := countRows(t, conn, "SELECT count() FROM "+tbl); n != 5 {
 		t.Fatalf("another token: %d rows, want 5", n)
 	}
+	// Deleting the rows does not make the table forget the token; setting
+	// the window to 0 and back does (so does TRUNCATE).
+	exec(t, conn, "ALTER TABLE "+tbl+" DELETE WHERE 1 SETTINGS mutations_sync = 2")
+	insertTok(t, conn, tbl, "B", "(1,1,'a',0,1)")
+	if n := countRows(t, conn, "SELECT count() FROM "+tbl); n != 0 {
+		t.Fatalf("a token repeated after its rows were deleted: %d rows, want 0 (still remembered)", n)
+	}
+	exec(t, conn, "ALTER TABLE "+tbl+" MODIFY SETTING non_replicated_deduplication_window = 0")
+	exec(t, conn, "ALTER TABLE "+tbl+" MODIFY SETTING non_replicated_deduplication_window = 100")
+	insertTok(t, conn, tbl, "B", "(1,1,'a',0,1)")
+	if n := countRows(t, conn, "SELECT count() FROM "+tbl); n != 1 {
+		t.Fatalf("the token after the window went to 0 and back: %d rows, want 1 (forgotten)", n)
+	}
+	exec(t, conn, "TRUNCATE TABLE "+tbl)
+	insertTok(t, conn, tbl, "B", "(1,1,'a',0,1)")
+	if n := countRows(t, conn, "SELECT count() FROM "+tbl); n != 1 {
+		t.Fatalf("the token after TRUNCATE: %d rows, want 1 (forgotten)", n)
+	}
 	exec(t, conn, "CREATE TABLE "+db+".z (k UInt32) ENGINE = MergeTree ORDER BY k SETTINGS non_replicated_deduplication_window = 0")
 	insertTok(t, conn, db+".z", "A", "(1)")
 	insertTok(t, conn, db+".z", "A", "(1)")

@@ -643,6 +643,14 @@ func (p *Pipeline) eoRecover(ctx context.Context, tps []offsets.TP) error {
 				}
 				p.log.Info().Str("topic", r.TP.Topic).Int32("partition", r.TP.Partition).Int64("committed", r.Offset).
 					Str("why", r.Why).Int("present_spans", len(spans)).Msg("exactly-once: checked which offsets the table already holds")
+				if n := len(spans); n > 0 && r.Offset < 0 {
+					// Right for a new group name or expired offsets; the
+					// signature of a topic deleted and recreated too, whose
+					// new records at these offsets are then not inserted.
+					p.log.Warn().Str("topic", r.TP.Topic).Int32("partition", r.TP.Partition).
+						Int64("first_present", spans[0].First).Int64("last_present", spans[n-1].Last).
+						Msg("exactly-once: the table already holds rows of this partition although the group has no committed offset for it; records at those offsets are skipped as present. If the topic was deleted and recreated, those rows are the old topic's: stop, delete them, set the table's deduplication window to 0 and back, reset the group's offsets to the earliest and start again (docs/exactly-once.md)")
+				}
 			}
 		}
 		p.eo.ledgers[r.TP] = &l
