@@ -2,11 +2,15 @@ package consumer
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"sink/internal/offsets"
 )
 
 // member is one group member in a test: a Consumer polling in the
@@ -110,5 +114,114 @@ func TestRevokeCompletesBeforePartitionsMove(t *testing.T) {
 	if b.assigned.Before(a.released) {
 		t.Fatalf("second member got partition %d at %s, before the first member's revoke returned at %s",
 			moved, b.assigned.Format(time.StampMilli), a.released.Format(time.StampMilli))
+	}
+}
+
+// TestSeekInRevokeCallback: Seek called from the revoke callback (as the
+// exactly-once pipeline does when it drops a batch holding a revoked
+// partition) makes the member read the partition it keeps again from the
+// given offset, in order, and nothing of it from before the seek comes
+// after the seek.
+func TestSeekInRevokeCallback(t *testing.T) {
+	cluster, cfg := fake(t, "src", "dlq")
+	prod, err := kgo.NewClient(kgo.SeedBrokers(cluster.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	for part := int32(0); part < 2; part++ {
+		for i := 0; i < 10; i++ {
+			if err := prod.ProduceSync(context.Background(), &kgo.Record{Topic: "src", Partition: part, Value: []byte("x")}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var (
+		mu      sync.Mutex
+		seen    = map[int32][]int64{} // offsets polled per partition, in order
+		sought  = int32(-1)           // the kept partition, once sought back
+		atSeek  int                   // len(seen[sought]) when the seek was made
+		a       *Consumer
+		once    sync.Once
+		release = make(chan struct{})
+	)
+	count := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(seen[0]) + len(seen[1])
+	}
+	start := func(h Hooks) *Consumer {
+		c, err := New(context.Background(), cfg, zerolog.Nop(), h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		return c
+	}
+	a = start(Hooks{Revoked: func(_ context.Context, parts map[string][]int32) {
+		if len(parts["src"]) != 1 {
+			return
+		}
+		once.Do(func() { // the first revoke: the second member joined
+			keep := 1 - parts["src"][0]
+			mu.Lock()
+			sought, atSeek = keep, len(seen[keep])
+			mu.Unlock()
+			a.Seek(map[offsets.TP]int64{{Topic: "src", Partition: keep}: 3})
+			close(release)
+		})
+	}})
+	go func() {
+		for {
+			f := a.Poll(context.Background(), 100)
+			f.EachRecord(func(r *kgo.Record) {
+				mu.Lock()
+				seen[r.Partition] = append(seen[r.Partition], r.Offset)
+				mu.Unlock()
+			})
+			a.AllowRebalance()
+			if f.IsClientClosed() {
+				return
+			}
+		}
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for count() < 20 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the first member polled %d of 20 records", count())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	b := start(Hooks{})
+	go func() {
+		for {
+			f := b.Poll(context.Background(), 100)
+			b.AllowRebalance()
+			if f.IsClientClosed() {
+				return
+			}
+		}
+	}()
+	select {
+	case <-release:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the first member was never asked to give a partition up")
+	}
+	deadline = time.Now().Add(20 * time.Second)
+	for {
+		mu.Lock()
+		got := append([]int64(nil), seen[sought][atSeek:]...)
+		mu.Unlock()
+		if len(got) >= 7 {
+			want := []int64{3, 4, 5, 6, 7, 8, 9}
+			if !slices.Equal(got, want) {
+				t.Fatalf("partition %d after the seek to 3: polled %v, want %v", sought, got, want)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("partition %d after the seek to 3: polled only %v", sought, got)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
