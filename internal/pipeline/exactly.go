@@ -72,23 +72,36 @@ func (e *intentError) Unwrap() error { return e.err }
 
 // retriableIntent reports whether a failed intent may be recorded later: the
 // commit failed on the way (connection refused, timeouts, the coordinator
-// moving or loading, a rebalance in progress), not because this member lost
-// its membership. A fenced member must never insert the batch: that is what
-// keeps a paused member's late INSERT out of the table.
+// moving or loading, a rebalance in progress), or the broker refused this
+// member's generation (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID: a rebalance
+// moved on, or the session expired during a pause or a broker restart).
+//
+// Retrying a refused generation is safe because a later attempt can only
+// succeed under a generation the member holds again, and franz-go reaches
+// one only through the group's callbacks: after a session loss it calls
+// the lost callback before it rejoins (eoRelease then drops the batch,
+// whose partitions are no longer this member's), and a cooperative
+// rebalance hands a revoked partition to another member only after this
+// member's revoke callback returned. A batch is therefore recorded only
+// while this member owns its partitions (eoIntent checks the ledgers too),
+// and a paused member never inserts a batch it had not recorded.
+// Static-membership and KIP-848 fencing, authorization and metadata size
+// errors are not retried: they do not pass by themselves.
 func retriableIntent(err error) bool {
 	var ie *intentError
 	if !errors.As(err, &ie) {
 		return false
 	}
-	for _, fenced := range []error{kerr.IllegalGeneration, kerr.UnknownMemberID, kerr.FencedInstanceID,
+	for _, fatal := range []error{kerr.FencedInstanceID,
 		kerr.FencedMemberEpoch, kerr.StaleMemberEpoch, kerr.UnknownTopicOrPartition, kerr.UnknownTopicID,
 		kerr.GroupAuthorizationFailed, kerr.TopicAuthorizationFailed, kerr.OffsetMetadataTooLarge} {
-		if errors.Is(err, fenced) {
+		if errors.Is(err, fatal) {
 			return false
 		}
 	}
 	var netErr net.Error
-	return errors.Is(err, kerr.RebalanceInProgress) || kerr.IsRetriable(err) || kgo.IsRetryableBrokerErr(err) ||
+	return errors.Is(err, kerr.RebalanceInProgress) || errors.Is(err, kerr.IllegalGeneration) ||
+		errors.Is(err, kerr.UnknownMemberID) || kerr.IsRetriable(err) || kgo.IsRetryableBrokerErr(err) ||
 		errors.Is(err, context.DeadlineExceeded) || errors.As(err, &netErr)
 }
 

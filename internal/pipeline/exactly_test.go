@@ -57,9 +57,10 @@ func TestCanonicalBatchOrder(t *testing.T) {
 }
 
 // TestRetriableIntent: an intent commit that failed on the way (the broker
-// down, a timeout, the coordinator moving, a rebalance running) is tried
-// again; one refused because the member lost its membership is not, and
-// neither is an error about the batch itself.
+// down, a timeout, the coordinator moving, a rebalance running) or was
+// refused for a stale generation is tried again (a loss of its partitions
+// drops the batch first); static-membership fencing and errors about the
+// batch itself are not.
 func TestRetriableIntent(t *testing.T) {
 	f := func(err error, want bool) {
 		t.Helper()
@@ -75,8 +76,8 @@ func TestRetriableIntent(t *testing.T) {
 	f(wrap(kerr.NotCoordinator), true)
 	f(wrap(kerr.RequestTimedOut), true)
 	f(wrap(kerr.RebalanceInProgress), true)
-	f(wrap(kerr.IllegalGeneration), false)
-	f(wrap(kerr.UnknownMemberID), false)
+	f(wrap(kerr.IllegalGeneration), true) // recorded only once the member holds a generation again
+	f(wrap(kerr.UnknownMemberID), true)
 	f(wrap(kerr.FencedInstanceID), false)
 	f(wrap(kerr.OffsetMetadataTooLarge), false)
 	f(fmt.Errorf("exactly-once: batch 3 holds records of partitions given up"), false)
@@ -124,7 +125,7 @@ func TestIntentRetryBackoff(t *testing.T) {
 	if _, ok := p.eoNextRetry(now); ok {
 		t.Fatal("a recorded intent left a retry behind")
 	}
-	if p.eoRetryLater(ts, b1, &intentError{kerr.IllegalGeneration}) {
-		t.Fatal("a fenced member's intent was retried")
+	if p.eoRetryLater(ts, b1, &intentError{kerr.FencedInstanceID}) {
+		t.Fatal("a fenced static member's intent was retried")
 	}
 }

@@ -37,7 +37,7 @@ func (eoSink) Conn() driver.Conn { return nil }
 type eoSource struct {
 	*fakeSource
 	emu    sync.Mutex
-	refuse bool                    // commits fail with a retriable error
+	refuse error                   // what every commit fails with, when not nil
 	metas  []map[offsets.TP]string // metadata of the successful commits
 	seeks  []map[offsets.TP]int64  // every Seek call
 	tried  int                     // commits attempted
@@ -48,8 +48,8 @@ func (s *eoSource) Commit(ctx context.Context, pos map[offsets.TP]offsets.Commit
 	s.tried++
 	refuse := s.refuse
 	s.emu.Unlock()
-	if refuse {
-		return fmt.Errorf("kafka: commit: %w", kerr.CoordinatorNotAvailable)
+	if refuse != nil {
+		return fmt.Errorf("kafka: commit: %w", refuse)
 	}
 	if err := s.fakeSource.Commit(ctx, pos, meta); err != nil {
 		return err
@@ -74,7 +74,7 @@ func (s *eoSource) Seek(pos map[offsets.TP]int64) {
 	s.seeks = append(s.seeks, m)
 }
 
-func (s *eoSource) setRefuse(v bool) {
+func (s *eoSource) setRefuse(v error) {
 	s.emu.Lock()
 	s.refuse = v
 	s.emu.Unlock()
@@ -139,7 +139,7 @@ func TestUnitExactlyLostUnrecordedBatch(t *testing.T) {
 	cfg.ClickHouse.RetryInitial, cfg.ClickHouse.RetryMax = time.Hour, time.Hour // the intent is not retried by itself
 	sink := newFakeSink(nil)
 	r, src := startEO(t, cfg, sink)
-	src.setRefuse(true)
+	src.setRefuse(kerr.CoordinatorNotAvailable)
 	r.src.send(eoP0, 0, rows(0, 2)...)
 	r.src.send(eoP1, 10, rows(10, 2)...) // seals {p0 0-1, p1 10-11}
 	eventually(t, 2*time.Second, "the intent commit tried", func() bool { return src.attempts() >= 1 })
@@ -147,7 +147,7 @@ func TestUnitExactlyLostUnrecordedBatch(t *testing.T) {
 	if got := src.seekCalls(); len(got) != 1 || len(got[0]) != 1 || got[0][eoP1] != 10 {
 		t.Fatalf("seeks %v; want partition 1 sought back to 10 only", got)
 	}
-	src.setRefuse(false)
+	src.setRefuse(nil)
 	before := src.commitCount()
 	// Partition 1 from 10 again, then two more records: one batch of four.
 	r.src.send(eoP1, 10, rows(10, 4)...)
@@ -251,5 +251,34 @@ func TestUnitExactlyLostWhileInserting(t *testing.T) {
 		if _, ok := c[eoP0]; ok {
 			t.Fatalf("partition 0 committed after it was lost: %v", c)
 		}
+	}
+}
+
+// TestUnitExactlyFencedIntentThenLost: the intent commit is refused for a
+// stale membership (UNKNOWN_MEMBER_ID, a member paused past its session
+// timeout): the batch waits instead of stopping the member, and the loss
+// franz-go reports next drops it unrecorded. Nothing is inserted and the
+// member goes on.
+func TestUnitExactlyFencedIntentThenLost(t *testing.T) {
+	cfg := unitConfig(t, "")
+	cfg.Batch.MaxRows = 4
+	cfg.ClickHouse.RetryInitial, cfg.ClickHouse.RetryMax = 20*time.Millisecond, 20*time.Millisecond
+	sink := newFakeSink(nil)
+	r, src := startEO(t, cfg, sink)
+	src.setRefuse(kerr.UnknownMemberID)
+	r.src.send(eoP0, 0, rows(0, 2)...)
+	r.src.send(eoP1, 10, rows(10, 2)...)
+	eventually(t, 2*time.Second, "the intent tried again", func() bool { return src.attempts() >= 3 })
+	r.p.Hooks().Lost(context.Background(), map[string][]int32{unitTopic: {0, 1}})
+	n := src.attempts()
+	time.Sleep(100 * time.Millisecond)
+	if got := src.attempts(); got != n {
+		t.Fatalf("%d more intent commits after the loss dropped the batch", got-n)
+	}
+	if err := r.stop(t); err != nil {
+		t.Fatalf("Run: %v (the member must survive)", err)
+	}
+	if got := sink.inserted("db.t"); got != 0 {
+		t.Fatalf("%d rows inserted by a member whose intent was refused", got)
 	}
 }
