@@ -183,6 +183,12 @@ type eoBatch struct {
 	// recorded: its intent commit succeeded. Until then the batch is
 	// dropped if one of its partitions is given up (eoRelease).
 	recorded bool
+	// tried: an intent commit of it was sent and failed. Its outcome is
+	// unknown: the broker may have stored it before the answer was lost
+	// (franz-go also retries a request internally), so the intent may be
+	// recorded, complete, and replayed by the next owner of any of its
+	// partitions.
+	tried bool
 }
 
 type eoMark struct {
@@ -349,6 +355,7 @@ func (p *Pipeline) eoIntent(ctx context.Context, ts *tableState, b *sealedBatch)
 		}
 		pos[r.TP], meta[r.TP], next[r.TP] = at, s, nl
 	}
+	eb.tried = true
 	if err := p.cons.Commit(context.Background(), pos, meta); err != nil {
 		return nil, nil, &intentError{fmt.Errorf("exactly-once: recording batch %d before its INSERT failed: %w", b.ID, err)}
 	}
@@ -466,7 +473,12 @@ func (p *Pipeline) eoMargin(ts *tableState) {
 // once they hold records of a given-up partition: those records belong to
 // the partition's next owner, who consumes them from the recorded offset.
 // Such a batch is dropped, and with it the records it holds of partitions
-// this member keeps. Those partitions are sought back to the first offset
+// this member keeps. Except when an intent commit of the batch was sent
+// (and failed): it may be recorded after all, so if it holds a partition
+// this member keeps, the member stops rather than build those records
+// into other batches (recovery reads the ledgers on restart); if it holds
+// only partitions given up, it is dropped like the others, because the
+// next owners settle it from the ledgers. Those partitions are sought back to the first offset
 // the dropped batches hold of them, the offsets tracker forgets everything
 // from there, and every other batch not yet recorded that holds records of
 // them from there is dropped as well (and so on, for the partitions those
@@ -523,6 +535,24 @@ func (p *Pipeline) eoRelease(tps []offsets.TP) {
 	}
 	if len(dropped) == 0 && len(open) == 0 {
 		return
+	}
+	for id, f := range dropped {
+		// A batch whose intent commit was sent may be recorded; its next
+		// owners would then replay it, records of the kept partitions
+		// included, while this member batched those records again under
+		// other tokens. Only a batch that holds nothing this member keeps
+		// can be dropped then (its records are all the next owners').
+		if eb := e.batches[id]; eb.tried {
+			for _, r := range f.b.Ranges {
+				if !gone[r.TP] {
+					if p.fatal == nil {
+						p.fatal = fmt.Errorf("exactly-once: %s[%d] was given up while batch %d, which also holds %s[%d] of this member, waited for its intent commit to be retried; whether that intent was recorded is unknown, so the batch can neither be inserted nor built again; stopping so that recovery settles it from the group's ledgers",
+							tps[0].Topic, tps[0].Partition, id, r.TP.Topic, r.TP.Partition)
+					}
+					return
+				}
+			}
+		}
 	}
 	rows := 0
 	for id, f := range dropped {

@@ -8,6 +8,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -129,34 +130,41 @@ func lose(r *running, tp offsets.TP) {
 }
 
 // TestUnitExactlyLostUnrecordedBatch: a sealed batch holding partitions 0
-// and 1 waits for its intent (Kafka refuses the commit) when partition 0 is
-// lost. The batch is dropped, never inserted; partition 1 is sought back to
-// the batch's first offset of it and its records, consumed again, go into
-// a new batch; the member keeps running and nothing is inserted twice.
+// and 1 waits for an insert slot (its intent not yet sent) behind an
+// INSERT in flight, and an open batch holds more of partition 1, when
+// partition 0 is lost. Both are dropped, never inserted; partition 1 is
+// sought back to the dropped batch's first offset of it, and its records,
+// consumed again, go into new batches; the batch in flight is inserted;
+// the member keeps running and nothing is inserted twice.
 func TestUnitExactlyLostUnrecordedBatch(t *testing.T) {
 	cfg := unitConfig(t, "")
-	cfg.Batch.MaxRows = 4
-	cfg.ClickHouse.RetryInitial, cfg.ClickHouse.RetryMax = time.Hour, time.Hour // the intent is not retried by itself
-	sink := newFakeSink(nil)
+	gate := make(chan struct{})
+	sink := newFakeSink(func(n int) insertScript {
+		if n == 1 {
+			return insertScript{gate: gate}
+		}
+		return insertScript{}
+	})
 	r, src := startEO(t, cfg, sink)
-	src.setRefuse(kerr.CoordinatorNotAvailable)
-	r.src.send(eoP0, 0, rows(0, 2)...)
-	r.src.send(eoP1, 10, rows(10, 2)...) // seals {p0 0-1, p1 10-11}
-	eventually(t, 2*time.Second, "the intent commit tried", func() bool { return src.attempts() >= 1 })
+	r.src.send(eoP1, 8, rows(8, 2)...) // batch {p1 8-9}: recorded, INSERT held
+	r.insertStarted(t)
+	r.src.send(eoP0, 0, rows(0, 1)...)
+	r.src.send(eoP1, 10, rows(10, 2)...) // batch {p0 0, p1 10} waits for the slot; p1 11 stays open
+	eventually(t, time.Second, "the fetches handled", func() bool { return r.src.polls.Load() >= 4 })
 	lose(r, eoP0)
 	if got := src.seekCalls(); len(got) != 1 || len(got[0]) != 1 || got[0][eoP1] != 10 {
 		t.Fatalf("seeks %v; want partition 1 sought back to 10 only", got)
 	}
-	src.setRefuse(nil)
 	before := src.commitCount()
-	// Partition 1 from 10 again, then two more records: one batch of four.
-	r.src.send(eoP1, 10, rows(10, 4)...)
+	close(gate)
+	eventually(t, 2*time.Second, "partition 1 committed up to 10", func() bool { return r.src.committed(eoP1) == 10 })
+	r.src.send(eoP1, 10, rows(10, 4)...) // consumed again from 10, and two more
 	eventually(t, 2*time.Second, "partition 1 committed up to 14", func() bool { return r.src.committed(eoP1) == 14 })
 	if err := r.stop(t); err != nil {
 		t.Fatalf("Run: %v (the member must survive the loss)", err)
 	}
-	if got := sink.inserted("db.t"); got != 4 {
-		t.Fatalf("%d rows inserted, want 4 (partition 1's 10-13 once; partition 0's rows belong to its next owner)", got)
+	if got := sink.inserted("db.t"); got != 6 {
+		t.Fatalf("%d rows inserted, want 6 (partition 1's 8-13 once; partition 0's record belongs to its next owner)", got)
 	}
 	for _, c := range src.commitsSince(before) {
 		if _, ok := c[eoP0]; ok {
@@ -168,6 +176,35 @@ func TestUnitExactlyLostUnrecordedBatch(t *testing.T) {
 	l, ok, err := eos.Decode(src.metas[len(src.metas)-1][eoP1])
 	if err != nil || !ok || l.Offset != 14 || len(l.Entries) != 0 {
 		t.Fatalf("partition 1's last ledger %+v (%v, %v); want offset 14 and no pending entry", l, ok, err)
+	}
+}
+
+// TestUnitExactlyLostTriedBatchStops: a batch holding partitions 0 and 1
+// whose intent commit was sent and failed (the broker may have stored it)
+// waits for the retry when partition 0 is lost. Its intent may be recorded,
+// so partition 1's records in it can be neither inserted nor built into
+// other batches: the member stops, inserting nothing of it, and recovery
+// settles it from the ledgers on restart.
+func TestUnitExactlyLostTriedBatchStops(t *testing.T) {
+	cfg := unitConfig(t, "")
+	cfg.Batch.MaxRows = 4
+	cfg.ClickHouse.RetryInitial, cfg.ClickHouse.RetryMax = time.Hour, time.Hour
+	sink := newFakeSink(nil)
+	r, src := startEO(t, cfg, sink)
+	src.setRefuse(context.DeadlineExceeded)
+	r.src.send(eoP0, 0, rows(0, 2)...)
+	r.src.send(eoP1, 10, rows(10, 2)...)
+	eventually(t, 2*time.Second, "the intent commit tried", func() bool { return src.attempts() >= 1 })
+	lose(r, eoP0)
+	err := r.wait(t)
+	if err == nil || !strings.Contains(err.Error(), "whether that intent was recorded is unknown") {
+		t.Fatalf("Run returned %v, want the stop naming the unknown intent", err)
+	}
+	if got := src.seekCalls(); len(got) != 0 {
+		t.Fatalf("seeks %v; nothing may be consumed again", got)
+	}
+	if got := sink.inserted("db.t"); got != 0 {
+		t.Fatalf("%d rows inserted", got)
 	}
 }
 
