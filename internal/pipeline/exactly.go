@@ -543,14 +543,23 @@ func (p *Pipeline) eoRelease(tps []offsets.TP) {
 		// other tokens. Only a batch that holds nothing this member keeps
 		// can be dropped then (its records are all the next owners').
 		if eb := e.batches[id]; eb.tried {
+			var lost, kept *offsets.TP
 			for _, r := range f.b.Ranges {
-				if !gone[r.TP] {
-					if p.fatal == nil {
-						p.fatal = fmt.Errorf("exactly-once: %s[%d] was given up while batch %d, which also holds %s[%d] of this member, waited for its intent commit to be retried; whether that intent was recorded is unknown, so the batch can neither be inserted nor built again; stopping so that recovery settles it from the group's ledgers",
-							tps[0].Topic, tps[0].Partition, id, r.TP.Topic, r.TP.Partition)
-					}
-					return
+				if tp := r.TP; gone[tp] {
+					lost = &tp
+				} else {
+					kept = &tp
 				}
+			}
+			if lost == nil { // dropped for a kept partition sought back
+				lost = &tps[0]
+			}
+			if kept != nil {
+				if p.fatal == nil {
+					p.fatal = fmt.Errorf("exactly-once: %s[%d] was given up while batch %d, which also holds %s[%d] of this member, waited for its intent commit to be retried; whether that intent was recorded is unknown, so the batch can neither be inserted nor built again; stopping so that recovery settles it from the group's ledgers",
+						lost.Topic, lost.Partition, id, kept.Topic, kept.Partition)
+				}
+				return
 			}
 		}
 	}
