@@ -147,7 +147,9 @@ func Decode(s string) (l Ledger, ok bool, err error) {
 		return bad("bad @offset")
 	}
 	rest := fields[2:]
-	if len(rest) > 0 && strings.HasPrefix(rest[0], "c") {
+	// "c<end>" is the check region; an entry's token may start with c too,
+	// but an entry always has a colon.
+	if len(rest) > 0 && strings.HasPrefix(rest[0], "c") && !strings.Contains(rest[0], ":") {
 		if l.Check, err = strconv.ParseInt(rest[0][1:], 10, 64); err != nil || l.Check <= 0 {
 			return bad("bad check region")
 		}

@@ -34,6 +34,11 @@ func TestLedgerEncodeDecode(t *testing.T) {
 	f(Ledger{Offset: 5, Entries: []Entry{{Token: tokA, First: 5, Last: 9, N: 3}}}, "sink-eo1 @5 "+tokA+":5-9/3")
 	f(Ledger{Offset: 5, Check: 7, Entries: []Entry{{Token: tokA, First: 5, Last: 9, N: 1}, {Token: tokA, First: 10, Last: 10, N: 2}}},
 		"sink-eo1 @5 c7 "+tokA+":5-9/1 "+tokA+":10-10/2")
+	// A token that starts with c (one in sixteen) is an entry, not a check
+	// region, with or without a check region before it.
+	const tokC = "c411df0a7aad1621a5a52cd1c9b85390"
+	f(Ledger{Offset: 0, Entries: []Entry{{Token: tokC, First: 0, Last: 14452, N: 2}}}, "sink-eo1 @0 "+tokC+":0-14452/2")
+	f(Ledger{Offset: 3, Check: 9, Entries: []Entry{{Token: tokC, First: 3, Last: 4, N: 1}}}, "sink-eo1 @3 c9 "+tokC+":3-4/1")
 }
 
 func TestLedgerDecodeNotOursOrBad(t *testing.T) {
