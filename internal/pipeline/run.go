@@ -46,15 +46,23 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	// Meanwhile a group callback may be waiting for the owner (a loss
 	// noticed as the process stops, e.g. after a pause past the session
 	// timeout), and franz-go does not end the poll until the callback
-	// returns: handle such events while waiting.
+	// returns: handle such events while waiting, and the acks and the
+	// deadline a revoke begun before the stop waits for.
 	stopPoller := func() {
 		cancelPoll()
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
 		for {
 			select {
 			case <-pollerDone:
 				return
 			case ev := <-p.events:
 				p.handleEvent(writeCtx, ev)
+			case a := <-p.acks:
+				p.handleAck(writeCtx, a)
+			case <-tick.C:
+				p.checkRevokeDeadline()
+				p.eoRetryDue(writeCtx)
 			}
 		}
 	}
