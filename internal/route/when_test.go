@@ -78,7 +78,7 @@ func TestEvaluatorMatch(t *testing.T) {
 	f(rec, map[string]any{"key": "eu"}, false)
 	f(rec, map[string]any{"header.type": "order"}, true)
 	f(rec, map[string]any{"header.type": "second"}, false) // the first header of the name counts
-	f(rec, map[string]any{"header.nil": "x"}, false)        // null header value
+	f(rec, map[string]any{"header.nil": "x"}, false)       // null header value
 	f(rec, map[string]any{"header.missing": "x"}, false)
 	f(rec, map[string]any{"field.kind": []any{"view", "click"}}, true)
 	f(rec, map[string]any{"field": "kind", "in": []any{"view"}}, false)
