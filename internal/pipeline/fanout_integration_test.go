@@ -59,6 +59,13 @@ func TestFanoutKill9Replays(t *testing.T) {
 		for _, tbl := range []string{"a", "b", "c"} {
 			testenv.Exec(t, ch, fmt.Sprintf("CREATE TABLE %s.%s (id UInt64, kind String, _partition Int32, _offset UInt64) ENGINE = ReplacingMergeTree ORDER BY (_partition, _offset)", db, tbl))
 		}
+		// Table b's INSERTs are slow (a view sleeping 0.5 ms per row), so
+		// its batches are acknowledged well after a's and c's of the same
+		// records: a commit that waited for fewer than all targets would
+		// show below as rows missing from b.
+		testenv.Exec(t, ch,
+			fmt.Sprintf("CREATE TABLE %s.b_slow_sink (n UInt8) ENGINE = Null", db),
+			fmt.Sprintf("CREATE MATERIALIZED VIEW %s.b_slow TO %s.b_slow_sink AS SELECT sleepEachRow(0.0005) AS n FROM %s.b", db, db, db))
 		topic := testenv.NewTopic(t, 4)
 		const n = 40_000
 		recs := produceFan(t, topic, n)
