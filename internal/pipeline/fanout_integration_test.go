@@ -61,7 +61,8 @@ func TestFanoutKill9Replays(t *testing.T) {
 		}
 		// Table b's INSERTs are slow (a view sleeping 0.5 ms per row), so
 		// its batches are acknowledged well after a's and c's of the same
-		// records: a commit that waited for fewer than all targets would
+		// records: a commit that waited for fewer than all targets (say,
+		// only for c, the first route, which takes every record) would
 		// show below as rows missing from b.
 		testenv.Exec(t, ch,
 			fmt.Sprintf("CREATE TABLE %s.b_slow_sink (n UInt8) ENGINE = Null", db),
@@ -89,13 +90,13 @@ batch:
 fanout: all
 routes:
   - topic: %s
+    table: c
+  - topic: %s
     table: a
     when: {field.kind: [x, y]}
   - topic: %s
     table: b
     when: {header.type: t1}
-  - topic: %s
-    table: c
 http:
   listen: ""
 log:
