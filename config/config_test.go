@@ -494,6 +494,8 @@ func TestValidate(t *testing.T) {
 	f(kafkaAB+"routes: [{topic: a, table: a, when: {key: x}}, {topic: b, table: b}, {topic: a, table: other}]", nil, "")
 	f(kafkaAB+"routes: [{topic: a, table: a, when: {key: x}}, {topic: b, table: b}, {topic: a, table: a, when: {key: y}}]", nil, "")
 	f(kafkaAB+"routes: [{topic: a, table: a, when: {key: x}}, {topic: b, table: b}]", nil, "")
+	// Dotted subjects survive the YAML loader (koanf splits keys on dots, but not inside lists).
+	f(kafkaAB+"routes: [{topic: a, table: a, when: {header.type: order, field.kind: [a, 1]}}, {topic: b, table: b}]", nil, "")
 	f(kafkaAB+"routes: [{topic: a, table: a, when: {kind: x}}, {topic: b, table: b}]", nil, `routes[0].when: unknown condition "kind" (want key, header.NAME or field.PATH)`)
 	f(kafkaAB+"routes: [{topic: a, table: a, when: {field.kind: []}}, {topic: b, table: b}]", nil, `routes[0].when: field.kind: empty list: no record could match`)
 	f(kafkaAB+"routes: [{topic: a, table: a, format: debezium-json, when: {field.op: c}}, {topic: b, table: b}]", nil, `routes[0].when: field.op: field conditions need format json`)
@@ -770,4 +772,29 @@ func TestYAMLErrorNamesTheLine(t *testing.T) {
 	f("name: x\n- a\n", 2)                                // a sequence item in a mapping
 	f("name: x\nkafka:\n  brokers: a\n   topics: b\n", 4) // scanner error: already right
 	f("name: x\n\tkafka: 1\n", 2)                         // tab
+}
+
+// TestWhenParsed: a route's when: reaches Conditions() parsed, dotted
+// subjects included.
+func TestWhenParsed(t *testing.T) {
+	c, err := Parse([]byte("name: t\nkafka: {topics: [a]}\nfanout: all\nroutes:\n  - {topic: a, table: x, when: {header.type: order, field.kind: [a, 1]}}\n  - {topic: a, table: y, when: {field: kind, in: [b]}}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []string{c.Routes[0].Conditions().String(), c.Routes[1].Conditions().String()}
+	want := []string{"{field.kind: [a, 1], header.type: [order]}", "{field.kind: [b]}"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("conditions %q, want %q", got, want)
+	}
+	if c.Fanout != FanoutAll || len(c.RoutesFor("a")) != 2 {
+		t.Fatalf("fanout %q, routes for a %v", c.Fanout, c.RoutesFor("a"))
+	}
+	// What sink check prints loads back to the same routes.
+	back, err := Parse([]byte(c.String()), nil)
+	if err != nil {
+		t.Fatalf("String() does not parse back: %v\n%s", err, c)
+	}
+	if !reflect.DeepEqual(back.Routes, c.Routes) {
+		t.Fatalf("routes differ after a round trip:\n%+v\n%+v", back.Routes, c.Routes)
+	}
 }
