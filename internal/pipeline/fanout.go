@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -42,14 +43,14 @@ func (p *Pipeline) initFanout() {
 	}
 }
 
-// errUnrouted is the dead-letter cause of a record no route takes.
-var errUnrouted = errors.New("no route takes the record (errors.unrouted: dlq)")
+// unroutedReason is the dead-letter cause of a record no route takes.
+const unroutedReason = "no route takes the record (errors.unrouted: dlq)"
 
 // unrouted handles a record no route takes.
 func (p *Pipeline) unrouted(writeCtx context.Context, tp offsets.TP, r *kgo.Record) {
 	p.topicMetrics(tp.Topic).Unrouted()
 	if p.cfg.Errors.Unrouted == "dlq" {
-		p.badRecord(writeCtx, tp, r, &decode.RecordError{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Reason: errUnrouted.Error()})
+		p.badRecord(writeCtx, tp, r, fmt.Errorf("topic %q partition %d offset %d: %s", r.Topic, r.Partition, r.Offset, unroutedReason))
 		return
 	}
 	// Nothing to write, so it is handled as soon as it is seen.
