@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -305,4 +307,42 @@ func equalOffsets(a, b map[int32]int64) bool {
 		}
 	}
 	return true
+}
+
+// TestFanoutUnroutedToDLQ: with errors.unrouted: dlq, the records no
+// route's when: takes are in the dead-letter topic with the reason, the
+// others in the table, and the group commits past all of them.
+func TestFanoutUnroutedToDLQ(t *testing.T) {
+	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
+		ch, db, topic := reproSetup(t, s)
+		produceValues(t, topic, `{"id":0,"kind":"a"}`, `{"id":1,"kind":"b"}`, `{"id":2,"kind":"a"}`, `{"id":3}`)
+		dlq := testenv.UniqueName(t, "unrouted_dlq")
+		createTopic(t, dlq, 1)
+		cfg := newConfig(t, fmt.Sprintf(`
+name: %s
+kafka: {brokers: [%q], topics: [%q], fetch_max_wait: 100ms, commit_interval: 200ms}
+clickhouse: {addrs: [%q], database: %s}
+batch: {max_rows: 100, max_wait: 200ms}
+routes: [{topic: %q, table: repro, when: {field.kind: a}}]
+errors: {tolerance: all, dlq_topic: %q, unrouted: dlq}
+shutdown_timeout: 3s
+http: {listen: ""}
+`, testenv.UniqueName(t, "unrouted"), testenv.Kafka(t)[0], topic, s.Addr, db, topic, dlq))
+		runUntilCommitted(t, cfg, topic, 4)
+		if got := ids(t, ch, db+".repro"); !slices.Equal(got, []uint64{0, 2}) {
+			t.Fatalf("rows %v; want 0 and 2", got)
+		}
+		recs := dlqRecords(t, dlq)
+		var offs []string
+		for _, r := range recs {
+			off, _ := header(r, "sink.source.offset")
+			offs = append(offs, off)
+			if msg, _ := header(r, "sink.error"); !strings.Contains(msg, "no route takes the record") {
+				t.Errorf("dead letter of offset %s: sink.error %q", off, msg)
+			}
+		}
+		if !slices.Equal(offs, []string{"1", "3"}) {
+			t.Fatalf("dead letters of offsets %v; want 1 and 3", offs)
+		}
+	})
 }
