@@ -236,3 +236,28 @@ errors: {tolerance: all, dlq_topic: dead}
 		t.Fatalf("committed %d, want 2", got)
 	}
 }
+
+// TestUnitFanoutRevokeWaitsForEveryTarget: a revoke seals the open batches
+// of every table the partition's records went to, waits for all their
+// INSERTs, and commits the partition's end.
+func TestUnitFanoutRevokeWaitsForEveryTarget(t *testing.T) {
+	cfg := unitConfig(t, allTables)
+	cfg.Batch.MaxRows = 100
+	cfg.Kafka.RebalanceTimeout = 20 * time.Second
+	sink := newFakeSink(func(n int) insertScript { return insertScript{delay: time.Duration(n) * 30 * time.Millisecond} })
+	r := start(t, cfg, sink)
+	r.src.send(unitTP, 0, rows(0, 3)...)
+	r.drained(t)
+	took := revoke(r, unitTP)
+	if got := r.src.committed(unitTP); got != 3 {
+		t.Fatalf("revoke returned after %s with offset %d committed, want 3", took, got)
+	}
+	for _, table := range []string{"db.t", "db.b", "db.c"} {
+		if got := sink.inserted(table); got != 3 {
+			t.Errorf("%s: %d rows when the revoke returned, want 3", table, got)
+		}
+	}
+	if err := r.stop(t); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+}
