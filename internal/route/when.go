@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/valyala/fastjson"
@@ -83,7 +84,7 @@ func ParseWhen(f Format, spec map[string]any) (When, error) {
 			return nil, err
 		}
 		if c.Values, err = whenValues(spec[k]); err != nil {
-			return nil, fmt.Errorf("%s: %w", k, err)
+			return nil, fmt.Errorf("%s: %w", shown(k), err)
 		}
 		out = append(out, c)
 	}
@@ -102,7 +103,7 @@ func parseLongWhen(f Format, spec map[string]any, in any) (When, error) {
 		}
 		s, ok := name.(string)
 		if !ok {
-			return nil, fmt.Errorf("%s: want a name, got %v", kind, name)
+			return nil, fmt.Errorf("%s: want a name, got %s", kind, shown(fmt.Sprint(name)))
 		}
 		c, err := ParseCondition(f, kind+"."+s)
 		if err != nil {
@@ -126,21 +127,33 @@ func ParseCondition(f Format, subject string) (Condition, error) {
 	case strings.HasPrefix(subject, whenHeaderPrefix):
 		name := subject[len(whenHeaderPrefix):]
 		if name == "" {
-			return Condition{}, fmt.Errorf("%s: needs a header name, e.g. header.type", subject)
+			return Condition{}, fmt.Errorf("%s: needs a header name, e.g. header.type", shown(subject))
 		}
 		return Condition{Subject: OnHeader, Name: name}, nil
 	case strings.HasPrefix(subject, whenFieldPrefix):
 		name := subject[len(whenFieldPrefix):]
 		path, ok := splitPath(name)
 		if !ok {
-			return Condition{}, fmt.Errorf("%s: needs a field path without empty elements, e.g. field.kind", subject)
+			return Condition{}, fmt.Errorf("%s: needs a field path without empty elements, e.g. field.kind", shown(subject))
 		}
 		if f != JSON {
-			return Condition{}, fmt.Errorf("%s: field conditions need format %s (this route is %s; use key or header.NAME)", subject, JSON, f)
+			return Condition{}, fmt.Errorf("%s: field conditions need format %s (this route is %s; use key or header.NAME)", shown(subject), JSON, f)
 		}
 		return Condition{Subject: OnField, Name: name, Path: path}, nil
 	}
 	return Condition{}, fmt.Errorf("unknown condition %q (want key, header.NAME or field.PATH)", subject)
+}
+
+// shown is a subject as error messages print it: as written, or quoted
+// when it holds anything but printable characters (so that every message
+// stays one line).
+func shown(s string) string {
+	for _, r := range s {
+		if !unicode.IsGraphic(r) || unicode.IsSpace(r) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
 }
 
 // whenValues turns a YAML scalar or list of scalars into the texts they
@@ -186,7 +199,7 @@ func whenScalar(v any) (string, error) {
 	case nil:
 		return "", fmt.Errorf("null: a missing or null subject never matches; want a string, number or boolean")
 	}
-	return "", fmt.Errorf("want a string, number or boolean, or a list of them, got %v", v)
+	return "", fmt.Errorf("want a string, number or boolean, or a list of them, got %s", shown(fmt.Sprint(v)))
 }
 
 // ReadsField reports whether some condition reads the record value.

@@ -166,3 +166,20 @@ func BenchmarkEvaluator(b *testing.B) {
 		}
 	}
 }
+
+// TestWhenErrorsOneLine: subjects and values with line breaks are quoted.
+func TestWhenErrorsOneLine(t *testing.T) {
+	for _, spec := range []map[string]any{
+		{"field..\n": "0"},
+		{"header.\n": map[string]any{}},
+		{"x\ny": "0"},
+		{"key": map[string]any{"a\nb": 1}},
+		{"field": map[string]any{"a\nb": 1}, "in": "x"},
+		{"field.a\nb": []any{}},
+	} {
+		_, err := ParseWhen(JSON, spec)
+		if err == nil || strings.Contains(err.Error(), "\n") {
+			t.Errorf("ParseWhen(%q): %q; want a one-line error", spec, err)
+		}
+	}
+}
