@@ -15,6 +15,7 @@
 package config
 
 import (
+	"maps"
 	"regexp"
 	"strings"
 	"time"
@@ -39,6 +40,9 @@ type Config struct {
 	// Delivery is DeliveryAtLeastOnce or DeliveryExactlyOnce (see
 	// docs/exactly-once.md).
 	Delivery string `koanf:"delivery"`
+	// Fanout is "first" (a record goes to the first route whose topic and
+	// when: match it) or "all" (to every such route); see routing.go.
+	Fanout string `koanf:"fanout"`
 	// SchemaRegistry is where Avro, Protobuf and JSON Schema records
 	// framed in the Confluent wire format find their schemas.
 	SchemaRegistry SchemaRegistry `koanf:"schema_registry"`
@@ -161,8 +165,13 @@ type Route struct {
 	// deleted]); they default to _version and _deleted.
 	VersionColumn string `koanf:"version_column"`
 	DeletedColumn string `koanf:"deleted_column"`
+	// When selects which records of the route's topics it takes: a map of
+	// key, header.NAME or field.PATH to a value or list of values (the
+	// grammar is route.When's). Empty: every record.
+	When map[string]any `koanf:"when"`
 
-	re *regexp.Regexp `koanf:"-"` // compiled TopicRegex, set by Validate
+	re   *regexp.Regexp `koanf:"-"` // compiled TopicRegex, set by Validate
+	when route.When     `koanf:"-"` // parsed When, set by Validate
 }
 
 // Errors configures what happens to records that cannot be decoded or
@@ -185,6 +194,10 @@ type Errors struct {
 	// OnTombstone (json format): "skip" counts a record with a null value
 	// as skipped and commits past it; "bad_record" makes it a bad record.
 	OnTombstone string `koanf:"on_tombstone"`
+	// Unrouted: "skip" counts a record no route takes
+	// (sink_records_unrouted_total) and commits past it; "dlq" sends it to
+	// DLQTopic.
+	Unrouted string `koanf:"unrouted"`
 }
 
 // HTTP configures the metrics and health endpoint.
@@ -216,6 +229,8 @@ var (
 	logLevels    = []string{"info", "debug", "warn", "error"}
 	logFormats   = []string{"json", "console"}
 	deliveries   = []string{DeliveryAtLeastOnce, DeliveryExactlyOnce}
+	fanouts      = []string{FanoutFirst, FanoutAll}
+	unrouteds    = []string{"skip", "dlq"}
 )
 
 // DefaultClickHouse is the clickhouse section of an empty config file: what
@@ -325,7 +340,12 @@ func defaults() *Config {
 			OnNull:    "default",
 			// Compacted topics carry tombstones; they hold no row.
 			OnTombstone: "skip",
+			// Records no route's when: takes are as expected as those of a
+			// topic no route names: counted, not errors.
+			Unrouted: "skip",
 		},
+		// One table per record unless asked otherwise.
+		Fanout: FanoutFirst,
 		HTTP: HTTP{
 			// Loopback: metrics are not exposed beyond the host unless
 			// asked for (containers set 0.0.0.0:8080).
@@ -366,6 +386,9 @@ func (c *Config) normalize() {
 	for i := range c.Routes {
 		if len(c.Routes[i].Columns) == 0 {
 			c.Routes[i].Columns = nil
+		}
+		if len(c.Routes[i].When) == 0 {
+			c.Routes[i].When = nil
 		}
 	}
 }
@@ -452,10 +475,10 @@ func (k Kafka) ConsumePatterns() []string {
 	return out
 }
 
-// RouteFor returns the route of topic: the first route, in configuration
-// order, that matches it (ok false: none does). A topic feeds one table;
-// a later route that also matches the topic is never used (one topic into
-// several tables is not supported). The pipeline applies the same rule.
+// RouteFor returns the first route, in configuration order, whose topic
+// matches topic (ok false: none does), whatever its when: says. With when:
+// conditions or fanout: all several routes may take records of one topic;
+// RoutesFor lists them.
 func (c *Config) RouteFor(topic string) (r Route, ok bool) {
 	for _, r := range c.Routes {
 		if r.Matches(topic) {
@@ -513,6 +536,7 @@ func (c *Config) Redacted() *Config {
 				}
 				r.Columns = cols
 			}
+			r.When = maps.Clone(r.When)
 			cp.Routes[i] = r
 		}
 	}

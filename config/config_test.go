@@ -76,11 +76,12 @@ func TestDefaults(t *testing.T) {
 			BufferMemory:     256 << 20,
 		},
 		Routes:          []Route{{Topic: "orders", Table: "orders", Format: "json"}},
-		Errors:          Errors{Tolerance: "none", OnMissing: "default", OnNull: "default", OnTombstone: "skip"},
+		Errors:          Errors{Tolerance: "none", OnMissing: "default", OnNull: "default", OnTombstone: "skip", Unrouted: "skip"},
 		HTTP:            HTTP{Listen: "127.0.0.1:8080"},
 		Log:             Log{Level: "info", Format: "json"},
 		ShutdownTimeout: 30 * time.Second,
 		Delivery:        DeliveryAtLeastOnce,
+		Fanout:          FanoutFirst,
 	}
 	if !reflect.DeepEqual(noCache(got), want) {
 		t.Fatalf("defaults:\ngot:\n%s\nwant:\n%s", got, want)
@@ -487,7 +488,20 @@ func TestValidate(t *testing.T) {
 	f(tt(`srv\..*`, "a.${topic.last}.b"), nil, `routes[0].table: "a.${topic.last}.b" must be "table" or "database.table"`)
 	f("name: t\nkafka: {topics: [srv.a]}\nroutes: [{topic: srv.a, table: '${1}'}]", nil, `routes[0].table: ${1} needs topic_regex with capture groups`)
 	f(kafkaAB+"routes: [{topic: a, table: a}, {topic: b, table: b}, {topic: a, table: default.a}]", nil, "routes[2]: same topic and table as routes[0]")
-	f(kafkaAB+"routes: [{topic: a, table: a}, {topic: b, table: b}, {topic: a, table: other}]", nil, "")
+	f(kafkaAB+"routes: [{topic: a, table: a}, {topic: b, table: b}, {topic: a, table: other}]", nil,
+		`routes[2]: never used: routes[0] has no when: and takes every record of topic "a" first (give routes[0] a when:, or set fanout: all to feed both)`)
+	f(kafkaAB+"fanout: all\nroutes: [{topic: a, table: a}, {topic: b, table: b}, {topic: a, table: other}]", nil, "")
+	f(kafkaAB+"routes: [{topic: a, table: a, when: {key: x}}, {topic: b, table: b}, {topic: a, table: other}]", nil, "")
+	f(kafkaAB+"routes: [{topic: a, table: a, when: {key: x}}, {topic: b, table: b}, {topic: a, table: a, when: {key: y}}]", nil, "")
+	f(kafkaAB+"routes: [{topic: a, table: a, when: {key: x}}, {topic: b, table: b}]", nil, "")
+	// Dotted subjects survive the YAML loader (koanf splits keys on dots, but not inside lists).
+	f(kafkaAB+"routes: [{topic: a, table: a, when: {header.type: order, field.kind: [a, 1]}}, {topic: b, table: b}]", nil, "")
+	f(kafkaAB+"routes: [{topic: a, table: a, when: {kind: x}}, {topic: b, table: b}]", nil, `routes[0].when: unknown condition "kind" (want key, header.NAME or field.PATH)`)
+	f(kafkaAB+"routes: [{topic: a, table: a, when: {field.kind: []}}, {topic: b, table: b}]", nil, `routes[0].when: field.kind: empty list: no record could match`)
+	f(kafkaAB+"routes: [{topic: a, table: a, format: debezium-json, when: {field.op: c}}, {topic: b, table: b}]", nil, `routes[0].when: field.op: field conditions need format json`)
+	f(kafkaAB+"fanout: some\nroutes: [{topic: a, table: a}, {topic: b, table: b}]", nil, `fanout: "some" is not one of first, all`)
+	f(kafkaAB+"errors: {unrouted: dlq}\nroutes: [{topic: a, table: a}, {topic: b, table: b}]", nil, `errors.unrouted: dlq needs errors.dlq_topic`)
+	f(kafkaAB+"delivery: exactly_once\nroutes: [{topic: a, table: a, when: {key: x}}, {topic: b, table: b}]", nil, `delivery: exactly_once does not support fan-out routing`)
 	const cols = kafkaAB + "routes: [{topic: b, table: b}, {topic: a, table: a, columns: {%s}}]"
 	col := func(s string) string { return strings.Replace(cols, "%s", s, 1) }
 	f(col("id: id, t: $topic, p: $partition, o: $offset, ts: $timestamp, k: $key, h: $header.trace-id, n: a.b.c"), nil, "")
@@ -646,8 +660,6 @@ clickhouse:
 routes:
   - topic: orders
     table: orders
-  - topic: orders
-    table: archive.orders_raw
   - topic: payments
     table: payments
   - topic_regex: "audit_.*"
@@ -673,7 +685,6 @@ routes:
 			t.Fatalf("Consumes(%q) = %v", topic, c.Consumes(topic))
 		}
 	}
-	// The first matching route wins: archive.orders_raw is never used.
 	f("orders", "analytics.orders")
 	f("payments", "analytics.payments")
 	f("audit_x", "analytics.audit")
@@ -707,11 +718,11 @@ routes:
 		t.Fatalf("sasl password: redacted %q, original %q", red.Kafka.SASL.Password.Reveal(), c.Kafka.SASL.Password.Reveal())
 	}
 	red.Kafka.Brokers[0] = "changed"
-	red.Routes[3].Columns["id"] = "changed"
-	if c.Kafka.Brokers[0] == "changed" || c.Routes[3].Columns["id"] == "changed" {
+	red.Routes[2].Columns["id"] = "changed"
+	if c.Kafka.Brokers[0] == "changed" || c.Routes[2].Columns["id"] == "changed" {
 		t.Fatal("Redacted shares memory with the original")
 	}
-	if !red.Routes[3].Matches("audit_1") {
+	if !red.Routes[2].Matches("audit_1") {
 		t.Fatal("Redacted lost the compiled route regex")
 	}
 	s := c.String()
@@ -761,4 +772,29 @@ func TestYAMLErrorNamesTheLine(t *testing.T) {
 	f("name: x\n- a\n", 2)                                // a sequence item in a mapping
 	f("name: x\nkafka:\n  brokers: a\n   topics: b\n", 4) // scanner error: already right
 	f("name: x\n\tkafka: 1\n", 2)                         // tab
+}
+
+// TestWhenParsed: a route's when: reaches Conditions() parsed, dotted
+// subjects included.
+func TestWhenParsed(t *testing.T) {
+	c, err := Parse([]byte("name: t\nkafka: {topics: [a]}\nfanout: all\nroutes:\n  - {topic: a, table: x, when: {header.type: order, field.kind: [a, 1]}}\n  - {topic: a, table: y, when: {field: kind, in: [b]}}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []string{c.Routes[0].Conditions().String(), c.Routes[1].Conditions().String()}
+	want := []string{"{field.kind: [a, 1], header.type: [order]}", "{field.kind: [b]}"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("conditions %q, want %q", got, want)
+	}
+	if c.Fanout != FanoutAll || len(c.RoutesFor("a")) != 2 {
+		t.Fatalf("fanout %q, routes for a %v", c.Fanout, c.RoutesFor("a"))
+	}
+	// What sink check prints loads back to the same routes.
+	back, err := Parse([]byte(c.String()), nil)
+	if err != nil {
+		t.Fatalf("String() does not parse back: %v\n%s", err, c)
+	}
+	if !reflect.DeepEqual(back.Routes, c.Routes) {
+		t.Fatalf("routes differ after a round trip:\n%+v\n%+v", back.Routes, c.Routes)
+	}
 }

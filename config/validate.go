@@ -64,6 +64,7 @@ func (c *Config) Validate() error {
 	c.validateBatch(&p)
 	c.validateRoutes(&p)
 	c.validateErrors(&p)
+	c.validateFanout(&p)
 	c.validateSecurity(&p)
 	c.validateSchemaRegistry(&p)
 
@@ -252,7 +253,7 @@ func (c *Config) validateRoutes(p *problems) {
 
 		db, table := c.TableFor(*r)
 		t := target{r.Topic, r.TopicRegex, db, table}
-		if j, dup := seen[t]; dup && r.Table != "" {
+		if j, dup := seen[t]; dup && r.Table != "" && len(r.When) == 0 && len(c.Routes[j].When) == 0 {
 			p.add("%s: same topic and table as routes[%d]; every record would be inserted twice", key, j)
 		} else {
 			seen[t] = i

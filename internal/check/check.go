@@ -89,8 +89,18 @@ func Run(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	fate := "skipped"
+	if cfg.Errors.Unrouted == "dlq" {
+		fate = "sent to the dead-letter topic"
+	}
 	for _, t := range unrouted {
-		fmt.Fprintf(stdout, "kafka: topic %s matches no route: its records will be skipped\n", t)
+		fmt.Fprintf(stdout, "kafka: topic %s matches no route: its records will be %s\n", t, fate)
+	}
+	for i, r := range cfg.Routes {
+		if w := r.Conditions(); len(w) > 0 {
+			fmt.Fprintf(stdout, "route: routes[%d] (table %s) takes the records of its topic with %s (fanout: %s; records no route takes are %s)\n",
+				i, r.Table, w, cfg.Fanout, fate)
+		}
 	}
 	for _, t := range p.Tables() {
 		cols := make([]string, len(t.Insert))

@@ -32,6 +32,8 @@ const (
 	BytesConsumed   = "sink_bytes_consumed_total"
 	DLQRecords      = "sink_dlq_records_total"
 	SkippedRecords  = "sink_skipped_records_total"
+	// UnroutedRecords counts the records no route's topic and when: take.
+	UnroutedRecords = "sink_records_unrouted_total"
 	RowsInserted    = "sink_rows_inserted_total"
 	Inserts         = "sink_inserts_total"
 	InsertDuration  = "sink_insert_duration_seconds"
@@ -61,6 +63,7 @@ type Metrics struct {
 	reg *prometheus.Registry
 
 	records, bytes, dlq, skipped *prometheus.CounterVec
+	unrouted                     *prometheus.CounterVec
 	rows, inserts                *prometheus.CounterVec
 	duration, perInsert, e2e     *prometheus.HistogramVec
 	sealed, retries              *prometheus.CounterVec
@@ -92,6 +95,7 @@ func New(group string) *Metrics {
 	m.bytes = counter(BytesConsumed, "Key plus value bytes of the consumed records.", "topic")
 	m.dlq = counter(DLQRecords, "Records that could not be decoded and were sent to the dead-letter topic.", "topic")
 	m.skipped = counter(SkippedRecords, "Records that need no row (Debezium tombstones, truncates, topics no route matches), handled as soon as seen.", "topic")
+	m.unrouted = counter(UnroutedRecords, "Records no route takes (no route's topic and when: match them); skipped, or sent to the dead-letter topic with errors.unrouted: dlq.", "topic")
 	m.rows = counter(RowsInserted, "Rows ClickHouse acknowledged.", "table")
 	m.inserts = counter(Inserts, "Successful INSERT statements (one per batch).", "table")
 	m.sealed = counter(BatchesSealed, "Batches sealed, by what sealed them: rows, bytes, wait, revoke, shutdown.", "table", "reason")
@@ -123,7 +127,7 @@ func New(group string) *Metrics {
 		Help: "Seconds since the last successful offset commit, or since the sink last had nothing left to commit; counts from start before the first.",
 	}, func() float64 { return m.now().Sub(time.Unix(0, m.lastCommit.Load())).Seconds() })
 
-	m.reg.MustRegister(m.records, m.bytes, m.dlq, m.skipped, m.rows, m.inserts, m.sealed, m.retries, m.defaults, m.duration,
+	m.reg.MustRegister(m.records, m.bytes, m.dlq, m.skipped, m.unrouted, m.rows, m.inserts, m.sealed, m.retries, m.defaults, m.duration,
 		m.perInsert, m.e2e, m.ages, m.lag, m.buffer, m.limit, m.paused, m.partitions, m.maxWait, age,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -223,6 +227,7 @@ func (t *Table) Retry(code int32) {
 // Topic is the handle of one Kafka topic.
 type Topic struct {
 	records, bytes, dlq, skipped prometheus.Counter
+	unrouted                     prometheus.Counter
 }
 
 // Topic resolves the handle for a topic; call it once per topic.
@@ -231,10 +236,11 @@ func (m *Metrics) Topic(name string) *Topic {
 		return nil
 	}
 	return &Topic{
-		records: m.records.WithLabelValues(name),
-		bytes:   m.bytes.WithLabelValues(name),
-		dlq:     m.dlq.WithLabelValues(name),
-		skipped: m.skipped.WithLabelValues(name),
+		records:  m.records.WithLabelValues(name),
+		bytes:    m.bytes.WithLabelValues(name),
+		dlq:      m.dlq.WithLabelValues(name),
+		skipped:  m.skipped.WithLabelValues(name),
+		unrouted: m.unrouted.WithLabelValues(name),
 	}
 }
 
@@ -253,6 +259,14 @@ func (t *Topic) Skipped() {
 		return
 	}
 	t.skipped.Inc()
+}
+
+// Unrouted counts one record that no route takes.
+func (t *Topic) Unrouted() {
+	if t == nil {
+		return
+	}
+	t.unrouted.Inc()
 }
 
 // DLQ counts one record sent to the dead-letter topic.

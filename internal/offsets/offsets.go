@@ -8,9 +8,24 @@
 // same unit collapse into one segment, so the cost is per batch, not per
 // record.
 //
+// A record that several units hold (fan-out routing: one record inserted
+// into several tables, each through its own batch) is added with
+// AddShared: it belongs to a group of those units and is handled only once
+// every one of them is acknowledged. Consecutive records held by the same
+// units share one group and one segment.
+//
 // Concurrency: a Tracker is not safe for concurrent use; one goroutine (the
 // pipeline's owner) owns it.
 package offsets
+
+import (
+	"encoding/binary"
+	"slices"
+)
+
+// groupBit marks the ids of groups, so that they never collide with the
+// caller's unit ids (which count up from 1).
+const groupBit = uint64(1) << 63
 
 // Done is the unit for records that need no further work (skipped records):
 // they count as handled as soon as they are added.
@@ -51,10 +66,72 @@ type Tracker struct {
 	// partition, and this saves hashing the topic name per record.
 	lastTP TP
 	last   *partition
+
+	// Groups of units that share records (AddShared).
+	groups    map[uint64]*group   // group id -> group
+	groupOf   map[string]uint64   // the units' key -> open group id
+	unitGroup map[uint64][]uint64 // unit -> the open groups it is in
+	nextGroup uint64
+	keyBuf    []byte // scratch for the units' key
+	unitBuf   []uint64
+}
+
+// group is a set of units that hold the same records.
+type group struct {
+	key     string
+	pending int // units not yet acknowledged
 }
 
 // New returns an empty tracker.
-func New() *Tracker { return &Tracker{parts: make(map[TP]*partition)} }
+func New() *Tracker {
+	return &Tracker{
+		parts:     make(map[TP]*partition),
+		groups:    make(map[uint64]*group),
+		groupOf:   make(map[string]uint64),
+		unitGroup: make(map[uint64][]uint64),
+	}
+}
+
+// AddShared records that the record at offset of tp is held by every unit
+// of units: it is handled once all of them are acknowledged. A unit listed
+// twice counts once, Done not at all; a single unit is the same as Add.
+// units is not kept.
+func (t *Tracker) AddShared(tp TP, offset int64, epoch int32, units []uint64) {
+	u := append(t.unitBuf[:0], units...)
+	slices.Sort(u)
+	u = slices.Compact(u)
+	if len(u) > 0 && u[0] == Done {
+		u = u[1:] // a unit that needs no work holds nothing back
+	}
+	t.unitBuf = u
+	switch len(u) {
+	case 0:
+		if len(units) > 0 {
+			t.Add(tp, offset, epoch, Done)
+		}
+		return
+	case 1:
+		t.Add(tp, offset, epoch, u[0])
+		return
+	}
+	key := t.keyBuf[:0]
+	for _, id := range u {
+		key = binary.LittleEndian.AppendUint64(key, id)
+	}
+	t.keyBuf = key
+	id, ok := t.groupOf[string(key)] // no allocation for the lookup
+	if !ok {
+		t.nextGroup++
+		id = groupBit | t.nextGroup
+		g := &group{key: string(key), pending: len(u)}
+		t.groups[id] = g
+		t.groupOf[g.key] = id
+		for _, unit := range u {
+			t.unitGroup[unit] = append(t.unitGroup[unit], id)
+		}
+	}
+	t.Add(tp, offset, epoch, id)
+}
 
 // Add records that the record at offset of tp belongs to unit. Offsets of a
 // partition must be added in increasing order; an offset at or below the last
@@ -87,8 +164,27 @@ func (t *Tracker) Add(tp TP, offset int64, epoch int32, unit uint64) {
 	}
 }
 
-// Ack marks every record of unit in the given partitions as handled.
+// Ack marks every record of unit in the given partitions as handled, and
+// the records unit shares with other units (AddShared) once those are
+// acknowledged too. tps must include every partition of unit's records.
 func (t *Tracker) Ack(unit uint64, tps []TP) {
+	if gs, ok := t.unitGroup[unit]; ok {
+		delete(t.unitGroup, unit)
+		for _, id := range gs {
+			g := t.groups[id]
+			g.pending--
+			if g.pending > 0 {
+				continue
+			}
+			delete(t.groups, id)
+			delete(t.groupOf, g.key)
+			t.ack(id, tps)
+		}
+	}
+	t.ack(unit, tps)
+}
+
+func (t *Tracker) ack(unit uint64, tps []TP) {
 	for _, tp := range tps {
 		p := t.parts[tp]
 		if p == nil {

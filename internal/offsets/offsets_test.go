@@ -202,3 +202,66 @@ func TestTruncate(t *testing.T) {
 		t.Fatal("an empty tracker truncated something")
 	}
 }
+
+// TestTrackerShared: a record held by several units (fan-out to several
+// tables) is handled only when every one of them is acknowledged.
+func TestTrackerShared(t *testing.T) {
+	// Each add is one record; units lists who holds it.
+	f := func(adds [][]uint64, acks []uint64, want int64, wantOK bool) {
+		t.Helper()
+		tr := New()
+		for off, units := range adds {
+			tr.AddShared(tp0, int64(off), 7, units)
+		}
+		for _, u := range acks {
+			tr.Ack(u, []TP{tp0})
+		}
+		got, ok := tr.Position(tp0)
+		if ok != wantOK || (ok && got.Offset != want) {
+			t.Fatalf("adds %v acks %v: position %v,%v; want %d,%v", adds, acks, got, ok, want, wantOK)
+		}
+	}
+	// one of two targets acked: held
+	f([][]uint64{{1, 2}, {1, 2}}, []uint64{1}, 0, false)
+	f([][]uint64{{1, 2}, {1, 2}}, []uint64{2}, 0, false)
+	// both, in either order: past both records
+	f([][]uint64{{1, 2}, {1, 2}}, []uint64{1, 2}, 2, true)
+	f([][]uint64{{1, 2}, {1, 2}}, []uint64{2, 1}, 2, true)
+	// three targets, one failing (never acked) holds everything behind it
+	f([][]uint64{{1, 2, 3}, {1, 2, 3}}, []uint64{1, 3}, 0, false)
+	// a record of one target after a shared one: each at its own pace
+	f([][]uint64{{1, 2}, {1}, {1, 2}}, []uint64{1}, 0, false)
+	f([][]uint64{{1}, {1, 2}, {1}}, []uint64{1}, 1, true)
+	f([][]uint64{{1}, {1, 2}, {1}}, []uint64{1, 2}, 3, true)
+	// a sealed unit replaced by the next: groups {1,2} then {3,2}
+	f([][]uint64{{1, 2}, {3, 2}}, []uint64{1, 2}, 1, true)
+	f([][]uint64{{1, 2}, {3, 2}}, []uint64{1, 2, 3}, 2, true)
+	// duplicates and singletons
+	f([][]uint64{{1, 1}, {1}}, []uint64{1}, 2, true)
+	// shared with Done (a target that skipped it) behaves as the unit alone
+	f([][]uint64{{Done, 1}}, []uint64{1}, 1, true)
+}
+
+// TestTrackerSharedGroupsReused: consecutive records held by the same units
+// share one segment, and the groups are gone once acknowledged.
+func TestTrackerSharedGroupsReused(t *testing.T) {
+	tr := New()
+	units := []uint64{5, 4}
+	for off := range int64(1000) {
+		tr.AddShared(tp0, off, 0, units)
+	}
+	if n := tr.Pending(tp0); n != 1 {
+		t.Fatalf("1000 records of one pair of units: %d segments pending, want 1", n)
+	}
+	tr.Ack(4, []TP{tp0})
+	tr.Ack(5, []TP{tp0})
+	if c, _ := tr.Position(tp0); c.Offset != 1000 {
+		t.Fatalf("position %d, want 1000", c.Offset)
+	}
+	if len(tr.groups) != 0 || len(tr.groupOf) != 0 || len(tr.unitGroup) != 0 {
+		t.Fatalf("groups left behind: %d %d %d", len(tr.groups), len(tr.groupOf), len(tr.unitGroup))
+	}
+	if a := testing.AllocsPerRun(100, func() { tr.AddShared(tp0, 2000, 0, units) }); a > 0 {
+		t.Fatalf("AddShared of a known group allocates %v times", a)
+	}
+}

@@ -168,17 +168,26 @@ func (p *Pipeline) abandonBlocked() {
 // for that), or, with errors.tolerance none, it stops the connector before
 // anything past it is committed.
 func (p *Pipeline) badRecord(writeCtx context.Context, tp offsets.TP, r *kgo.Record, err error) {
+	if id, ok := p.divert(writeCtx, tp, r, err); ok {
+		p.tracker.Add(tp, r.Offset, r.LeaderEpoch, id)
+	}
+}
+
+// divert starts the dead-letter produce of r and returns the unit its
+// record is tracked under, which the caller adds to the tracker; ok is
+// false when errors.tolerance is none: the connector stops instead.
+func (p *Pipeline) divert(writeCtx context.Context, tp offsets.TP, r *kgo.Record, err error) (id uint64, ok bool) {
 	if p.cfg.Errors.Tolerance != "all" {
 		p.fatal = fmt.Errorf("%w (errors.tolerance is none: stopping; set errors.tolerance: all and errors.dlq_topic to divert bad records)", err)
-		return
+		return 0, false
 	}
-	id := p.newID()
+	id = p.newID()
 	d := &dlqState{tp: tp, rec: r, cause: err}
 	p.dlqs[id] = d
 	p.dlqBytes += d.bytes()
-	p.tracker.Add(tp, r.Offset, r.LeaderEpoch, id)
 	p.stats.DLQ++
 	p.topicMetrics(tp.Topic).DLQ()
 	p.log.Warn().Err(err).Str("dlq_topic", p.cfg.Errors.DLQTopic).Msg("bad record sent to the dead-letter topic")
 	p.sendDLQ(writeCtx, id, d)
+	return id, true
 }

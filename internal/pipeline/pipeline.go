@@ -20,7 +20,8 @@
 // each table's queue and in-flight slots, inserts and their acks),
 // commit.go, rebalance.go (assign, revoke with its deadline, loss), dlq.go
 // (bad records), schema.go (tables that change while running), exactly.go
-// (exactly-once delivery), stats.go (summary line, metric handles) and
+// (exactly-once delivery), fanout.go (routes chosen per record by their
+// when:, records in several tables), stats.go (summary line, metric handles) and
 // run.go (the loop, the poller, shutdown).
 package pipeline
 
@@ -46,7 +47,12 @@ type Pipeline struct {
 
 	tables  map[string]*tableState // "db.table"
 	routes  []*routeState
-	byTopic map[string]*routeState
+	byTopic map[string][]*routeState // a topic's candidate routes (routesFor)
+	// fanout: some route has when: or fanout is all, so a record's routes
+	// are chosen per record (fanout.go); false: a topic's first route
+	// takes all its records.
+	fanout bool
+	fan    fanState
 
 	accs    map[accKey]*accState
 	tracker *offsets.Tracker
@@ -104,7 +110,7 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w Sink, op
 		log:     log,
 		w:       w,
 		tables:  map[string]*tableState{},
-		byTopic: map[string]*routeState{},
+		byTopic: map[string][]*routeState{},
 		accs:    map[accKey]*accState{},
 		tracker: offsets.New(),
 		flights: map[uint64]*flight{},
@@ -123,6 +129,7 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w Sink, op
 	for _, o := range opts {
 		o(p)
 	}
+	p.initFanout()
 	p.initExactly()
 	if _, ok := w.(connSink); p.eo != nil && !ok {
 		return nil, errors.New("delivery exactly_once needs a sink with a ClickHouse connection")

@@ -41,7 +41,9 @@ func (p *Pipeline) Tables() []*writer.Table {
 	}
 	sort.Strings(topics)
 	for _, t := range topics {
-		add(p.byTopic[t])
+		for _, rs := range p.byTopic[t] {
+			add(rs)
+		}
 	}
 	return out
 }
@@ -52,11 +54,11 @@ func (p *Pipeline) Tables() []*writer.Table {
 // route matches. Call it before Run, never during.
 func (p *Pipeline) ResolveTopics(ctx context.Context, topics []string) (unrouted []string, err error) {
 	for _, t := range topics {
-		rs, err := p.routeFor(ctx, t)
+		rs, err := p.routesFor(ctx, t)
 		if err != nil {
 			return nil, err
 		}
-		if rs == nil {
+		if len(rs) == 0 {
 			unrouted = append(unrouted, t)
 		}
 	}
@@ -135,26 +137,41 @@ func (p *Pipeline) compile(r config.Route, insert []decode.ColumnSchema) (*decod
 	return plan, nil
 }
 
-// routeFor returns the route of topic's records (nil: skip them): the first
-// route that matches the topic, as config.RouteFor says; later matching
-// routes are never used. A route whose table is named after the topic is
-// resolved for the topic here, the first time (resolveTopic); its error is
-// fatal.
+// routeFor returns the first route of topic's records (nil: no route
+// names the topic), as config.RouteFor says, whatever its when: says:
+// exactly-once recovery, which refuses fan-out routing, and sink check use
+// it. The per-record choice is routesFor plus the routes' conditions.
 func (p *Pipeline) routeFor(ctx context.Context, topic string) (*routeState, error) {
+	rs, err := p.routesFor(ctx, topic)
+	if err != nil || len(rs) == 0 {
+		return nil, err
+	}
+	return rs[0], nil
+}
+
+// routesFor returns, in configuration order, the routes whose topic matches
+// topic: the candidates whose when: a record of the topic is tested
+// against (none: skip the topic's records). A route whose table is named
+// after the topic is resolved for the topic here, the first time
+// (resolveTopic); its error is fatal.
+func (p *Pipeline) routesFor(ctx context.Context, topic string) ([]*routeState, error) {
 	if rs, ok := p.byTopic[topic]; ok {
 		return rs, nil
 	}
-	var found *routeState
+	var found []*routeState
 	for _, rs := range p.routes {
-		if rs.route.Matches(topic) {
-			found = rs
-			break
+		if !rs.route.Matches(topic) {
+			continue
 		}
-	}
-	if found != nil && found.table == nil {
-		var err error
-		if found, err = p.resolveTopic(ctx, found, topic); err != nil {
-			return nil, err
+		if rs.table == nil {
+			var err error
+			if rs, err = p.resolveTopic(ctx, rs, topic); err != nil {
+				return nil, err
+			}
+		}
+		found = append(found, rs)
+		if !p.fanout {
+			break // without when: or fanout: all, the first route takes every record
 		}
 	}
 	p.byTopic[topic] = found // nil is cached too: such records are skipped
@@ -212,9 +229,11 @@ func (p *Pipeline) allRoutes() []*routeState {
 			out = append(out, rs)
 		}
 	}
-	for _, rs := range p.byTopic {
-		if rs != nil && rs.table != nil && !slices.Contains(out, rs) {
-			out = append(out, rs)
+	for _, list := range p.byTopic {
+		for _, rs := range list {
+			if rs.table != nil && !slices.Contains(out, rs) {
+				out = append(out, rs)
+			}
 		}
 	}
 	return out

@@ -298,17 +298,18 @@ func (p *Pipeline) handleRecord(writeCtx context.Context, now time.Time, tp offs
 		p.tracker.Add(tp, r.Offset, r.LeaderEpoch, offsets.Done)
 		return
 	}
+	if p.fanout {
+		p.handleFanout(writeCtx, now, tp, r)
+		return
+	}
 	rs, err := p.routeFor(writeCtx, r.Topic)
 	if err != nil {
 		p.fatal = err // the topic's table cannot be resolved: stop before this record
 		return
 	}
 	if rs == nil {
-		// A topic matched by kafka.topic_regex but by no route: nothing to
-		// write, so it is handled as soon as it is seen.
-		p.stats.Skipped++
-		p.topicMetrics(tp.Topic).Skipped()
-		p.tracker.Add(tp, r.Offset, r.LeaderEpoch, offsets.Done)
+		// A topic matched by kafka.topic_regex but by no route.
+		p.unrouted(writeCtx, tp, r)
 		return
 	}
 	a := p.accFor(rs.table, tp)
@@ -327,6 +328,13 @@ func (p *Pipeline) handleRecord(writeCtx context.Context, now time.Time, tp offs
 	if p.eo != nil {
 		p.eoRow(a, tp)
 	}
+	p.added(writeCtx, now, a, tp, r)
+}
+
+// added accounts a record whose row was appended to a's open batch (and
+// which the tracker knows): its timestamp for the batch's latency, and the
+// batch's triggers, sealing it when full.
+func (p *Pipeline) added(writeCtx context.Context, now time.Time, a *accState, tp offsets.TP, r *kgo.Record) {
 	if ts := r.Timestamp.UnixNano(); ts > 0 && (a.oldest == 0 || ts < a.oldest) {
 		a.oldest = ts // a record without timestamp (at or before the epoch) does not count
 	}

@@ -563,23 +563,6 @@ func TestUnitLostWithBatchInFlight(t *testing.T) {
 	}
 }
 
-// TestUnitFirstRouteWins: with two routes for one topic, its records go to
-// the first route's table only (several tables per topic is not a feature).
-func TestUnitFirstRouteWins(t *testing.T) {
-	cfg := unitConfig(t, `  - topic: `+unitTopic+`
-    table: second
-`)
-	r := start(t, cfg, newFakeSink(nil))
-	r.src.send(unitTP, 0, rows(0, 2)...)
-	eventually(t, 2*time.Second, "offset 2 committed", func() bool { return r.src.committed(unitTP) == 2 })
-	if err := r.stop(t); err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	if a, b := r.sink.inserted("db.t"), r.sink.inserted("db.second"); a != 2 || b != 0 {
-		t.Fatalf("rows: db.t %d, db.second %d; want 2 and 0", a, b)
-	}
-}
-
 // TestUnitKfakeGroup runs the pipeline with the real consumer (the
 // production Source) in a real consumer group on an in-memory Kafka
 // (kfake), into the fake sink: every record is inserted once, the group's

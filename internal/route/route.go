@@ -3,15 +3,16 @@
 // source such as $topic, $header.NAME or $source.table), the sources that
 // columns named _topic, _version, ... read by default, and the table
 // templates (${topic}, ${topic.last}, ${N}) with their resolution against a
-// topic name.
+// topic name, and the when: conditions that choose a route per record
+// (when.go), with the Evaluator that tests them.
 //
 // config validates a route with it and decode compiles a route with it, so
 // the two cannot disagree about what a route means. The words of the error
 // messages users see for a bad source or template are here too; decode
 // words its own compile errors from the same classification.
 //
-// Concurrency: the package is stateless; every function is safe for
-// concurrent use.
+// Concurrency: every function is safe for concurrent use; an Evaluator
+// (per-record scratch) belongs to one goroutine.
 package route
 
 import (

@@ -1,0 +1,133 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"sink/config"
+	"sink/internal/decode"
+	"sink/internal/offsets"
+	"sink/internal/route"
+)
+
+// Fan-out routing: when some route has when: conditions, or fanout is all,
+// a record's routes are chosen per record. Its topic's candidate routes
+// (routesFor) are tested in configuration order; the first that matches
+// takes it (fanout: first) or every one that matches does (fanout: all,
+// one row per table even when two matching routes share a table). Each
+// target appends its own row to its own table's open batch, and the
+// tracker holds the record until every one of those batches is
+// acknowledged (offsets.AddShared), so a target that fails holds the
+// commit. A record one target cannot decode still goes to the others, and
+// once to the dead-letter topic, whose produce is one more unit it waits
+// for. A record no route takes is unrouted: counted and skipped, or sent to
+// the dead-letter topic with errors.unrouted: dlq.
+
+// fanState is the per-record scratch of fan-out routing, reused so that
+// routing a record allocates nothing.
+type fanState struct {
+	eval    route.Evaluator
+	targets []*routeState
+	accs    []*accState
+	units   []uint64
+}
+
+func (p *Pipeline) initFanout() {
+	p.fanout = p.cfg.Fanout == config.FanoutAll
+	for _, r := range p.cfg.Routes {
+		p.fanout = p.fanout || len(r.Conditions()) > 0
+	}
+}
+
+// unroutedReason is the dead-letter cause of a record no route takes.
+const unroutedReason = "no route takes the record (errors.unrouted: dlq)"
+
+// unrouted handles a record no route takes.
+func (p *Pipeline) unrouted(writeCtx context.Context, tp offsets.TP, r *kgo.Record) {
+	p.topicMetrics(tp.Topic).Unrouted()
+	if p.cfg.Errors.Unrouted == "dlq" {
+		p.badRecord(writeCtx, tp, r, fmt.Errorf("topic %q partition %d offset %d: %s", r.Topic, r.Partition, r.Offset, unroutedReason))
+		return
+	}
+	// Nothing to write, so it is handled as soon as it is seen.
+	p.stats.Skipped++
+	p.topicMetrics(tp.Topic).Skipped()
+	p.tracker.Add(tp, r.Offset, r.LeaderEpoch, offsets.Done)
+}
+
+// handleFanout routes one record by its routes' conditions.
+func (p *Pipeline) handleFanout(writeCtx context.Context, now time.Time, tp offsets.TP, r *kgo.Record) {
+	cands, err := p.routesFor(writeCtx, r.Topic)
+	if err != nil {
+		p.fatal = err // a table cannot be resolved: stop before this record
+		return
+	}
+	f := &p.fan
+	f.eval.Reset(r)
+	f.targets = f.targets[:0]
+	for _, rs := range cands {
+		if !f.eval.Match(rs.route.Conditions()) || tableTaken(f.targets, rs.table) {
+			continue
+		}
+		f.targets = append(f.targets, rs)
+		if p.cfg.Fanout != config.FanoutAll {
+			break
+		}
+	}
+	if len(f.targets) == 0 {
+		p.unrouted(writeCtx, tp, r)
+		return
+	}
+	f.accs, f.units = f.accs[:0], f.units[:0]
+	var bad error
+	for _, rs := range f.targets {
+		a := p.accFor(rs.table, tp)
+		if err := rs.plan.Append(a.acc.Data(), r); err != nil {
+			if !errors.Is(err, decode.ErrSkip) && bad == nil {
+				bad = err
+			}
+			continue
+		}
+		f.accs = append(f.accs, a)
+		f.units = append(f.units, a.id)
+	}
+	if bad != nil {
+		id, ok := p.divert(writeCtx, tp, r, bad)
+		if !ok {
+			// errors.tolerance none: stopping. The rows appended above
+			// may still be inserted by the flush, but the record is not
+			// committed, so the restart meets it again.
+			return
+		}
+		f.units = append(f.units, id)
+	}
+	switch len(f.units) {
+	case 0:
+		// Every target skipped it (a tombstone): no row, handled at once.
+		p.stats.Skipped++
+		p.topicMetrics(tp.Topic).Skipped()
+		p.tracker.Add(tp, r.Offset, r.LeaderEpoch, offsets.Done)
+		return
+	case 1:
+		p.tracker.Add(tp, r.Offset, r.LeaderEpoch, f.units[0])
+	default:
+		p.tracker.AddShared(tp, r.Offset, r.LeaderEpoch, f.units)
+	}
+	// Only now may a batch seal: the tracker must know the record first.
+	for _, a := range f.accs {
+		p.added(writeCtx, now, a, tp, r)
+	}
+}
+
+func tableTaken(targets []*routeState, ts *tableState) bool {
+	for _, t := range targets {
+		if t.table == ts {
+			return true
+		}
+	}
+	return false
+}
