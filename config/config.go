@@ -118,6 +118,10 @@ type ClickHouse struct {
 	// without a restart; 0 re-reads only after an INSERT fails with an
 	// unknown column or table (codes 16, 47, 60), which it always does.
 	SchemaRefresh time.Duration `koanf:"schema_refresh"`
+	// Cluster, when set, is named in the sink's DDL (ALTER TABLE … ON
+	// CLUSTER, for routes with schema.evolve: add_columns) so that every
+	// replica's table gets the column.
+	Cluster string `koanf:"cluster"`
 }
 
 // Batch configures the per-table accumulators. A batch is sealed when any of
@@ -161,6 +165,9 @@ type Route struct {
 	// deleted]); they default to _version and _deleted.
 	VersionColumn string `koanf:"version_column"`
 	DeletedColumn string `koanf:"deleted_column"`
+	// Schema says what happens to record fields no column takes (see
+	// RouteSchema).
+	Schema RouteSchema `koanf:"schema"`
 
 	re *regexp.Regexp `koanf:"-"` // compiled TopicRegex, set by Validate
 }
@@ -367,6 +374,8 @@ func (c *Config) normalize() {
 		if len(c.Routes[i].Columns) == 0 {
 			c.Routes[i].Columns = nil
 		}
+		nilIfEmpty(&c.Routes[i].Schema.Allow)
+		nilIfEmpty(&c.Routes[i].Schema.Deny)
 	}
 }
 
@@ -389,6 +398,7 @@ func (c *Config) fillDerived() {
 		if r.Format == "" {
 			r.Format = route.DefaultFormat
 		}
+		r.fillSchemaDefaults()
 		if r.Format == route.Debezium {
 			if r.VersionColumn == "" {
 				r.VersionColumn = "_version"

@@ -80,7 +80,8 @@ type Pipeline struct {
 	topicM map[string]*metrics.Topic
 	partM  map[offsets.TP]*metrics.Partition
 
-	eo *exactly // nil unless delivery is exactly_once (exactly.go)
+	eo  *exactly // nil unless delivery is exactly_once (exactly.go)
+	evo *evolver // nil unless a route has schema.evolve: add_columns (evolve.go)
 }
 
 // Stats are the totals of a run, reported at the end.
@@ -129,6 +130,9 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w Sink, op
 	}
 	p.m.SetMaxWait(cfg.Batch.MaxWait)
 	if err := p.resolve(ctx); err != nil {
+		return nil, err
+	}
+	if err := p.initEvolve(ctx); err != nil {
 		return nil, err
 	}
 	return p, nil

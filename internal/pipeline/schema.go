@@ -27,6 +27,9 @@ type schemaResult struct {
 	ts   *tableState
 	cols []decode.ColumnSchema
 	err  error
+	// evolve, when set, says the description follows an ADD COLUMN
+	// (evolve.go), whose outcome it carries.
+	evolve *evolveResult
 }
 
 // describeTables starts a description of every table that is not already
@@ -74,6 +77,10 @@ func (p *Pipeline) refreshFor(ts *tableState) writer.Refresh {
 // handleSchema applies a description that came back from describeTables or
 // an insert's refresh.
 func (p *Pipeline) handleSchema(writeCtx context.Context, r schemaResult) {
+	if r.evolve != nil {
+		p.evolved(writeCtx, r)
+		return
+	}
 	if r.err == nil {
 		p.applySchema(writeCtx, r.ts, r.cols)
 		r.ts.describing = false
