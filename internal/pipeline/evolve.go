@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/config"
 	"sink/internal/decode"
@@ -230,4 +232,96 @@ func (p *Pipeline) evolved(writeCtx context.Context, r schemaResult) {
 		return
 	}
 	p.applySchema(writeCtx, r.ts, r.cols)
+}
+
+// DriftReport is what `sink check` prints for one topic: the fields of its
+// sampled records that no column of its table takes.
+type DriftReport struct {
+	Topic, Table string
+	Sampled      int // records decoded
+	Bad          int // records that did not decode (they would be bad records)
+	Fields       []FieldReport
+	// Evolve: the route has schema.evolve: add_columns.
+	Evolve bool
+}
+
+// FieldReport is one unmapped field of a DriftReport.
+type FieldReport struct {
+	Name    string
+	Records uint64 // sampled records that carried it
+	Example string
+	Type    string // the inferred column type, "" when not known (Why says)
+	// DDL is the statement add_columns would run for it ("" when it would
+	// not add it: Why says why).
+	DDL, Why string
+}
+
+// SampleDrift decodes recs (grouped by topic) the way the connector would,
+// into throwaway blocks with plans of their own, and reports per topic the
+// fields no column takes and the ALTER TABLE statements add_columns would
+// run for them, for a server with info. Records of topics no route takes
+// are ignored. Call it before Run, never during.
+func (p *Pipeline) SampleDrift(ctx context.Context, recs []*kgo.Record, info writer.ServerInfo) ([]DriftReport, error) {
+	type acc struct {
+		rep  *DriftReport
+		rs   *routeState
+		plan *decode.Plan
+		blk  *decode.Block
+	}
+	var order []string
+	byTopic := map[string]*acc{}
+	for _, r := range recs {
+		a := byTopic[r.Topic]
+		if a == nil {
+			rs, err := p.routeFor(ctx, r.Topic)
+			if err != nil {
+				return nil, err
+			}
+			if rs == nil {
+				continue
+			}
+			plan, err := p.compile(rs.route, rs.table.t.Insert)
+			if err != nil {
+				return nil, err
+			}
+			a = &acc{rep: &DriftReport{Topic: r.Topic, Table: rs.table.t.FullName(), Evolve: rs.route.Schema.AddsColumns()}, rs: rs, plan: plan, blk: plan.NewBlock()}
+			byTopic[r.Topic] = a
+			order = append(order, r.Topic)
+		}
+		if err := a.plan.Append(a.blk, r); err != nil {
+			if !errors.Is(err, decode.ErrSkip) {
+				a.rep.Bad++
+			}
+			continue
+		}
+		a.rep.Sampled++
+		if a.blk.Rows() >= 10_000 {
+			a.blk.Reset()
+		}
+	}
+	sort.Strings(order)
+	out := make([]DriftReport, 0, len(order))
+	for _, topic := range order {
+		a := byTopic[topic]
+		sch, t := a.rs.route.Schema, a.rs.table.t
+		a.plan.TakeUnmapped(func(u *decode.UnmappedField) {
+			f := FieldReport{Name: u.Name, Records: u.Count, Example: u.Example}
+			typ, err := u.Type.Column(info.EvolveTypes(), sch.Nullable)
+			switch {
+			case slices.ContainsFunc(t.Schema, func(c decode.ColumnSchema) bool { return c.Name == u.Name }):
+				f.Why = "the table has a column of that name, which the route fills from another source"
+			case err != nil:
+				f.Why = err.Error()
+			case a.rep.Evolve && !sch.Permits(u.Name):
+				f.Type, f.Why = typ, "schema.allow / schema.deny exclude it"
+			default:
+				f.Type = typ
+				f.DDL = writer.AddColumnDDL(t.Database, t.Name, p.cfg.ClickHouse.Cluster, u.Name, typ, info.AddIfNotExists())
+			}
+			a.rep.Fields = append(a.rep.Fields, f)
+		}, nil)
+		sort.Slice(a.rep.Fields, func(i, j int) bool { return a.rep.Fields[i].Name < a.rep.Fields[j].Name })
+		out = append(out, *a.rep)
+	}
+	return out, nil
 }
