@@ -103,7 +103,7 @@ func (p *Pipeline) seal(writeCtx context.Context, a *accState, why batch.Reason)
 	}
 	ts.m.Sealed(why)
 	p.flushDefaults(ts)
-	p.flushDrift(ts)
+	p.flushDrift(writeCtx, ts)
 	p.flights[b.ID] = &flight{b: b, table: ts, tab: ts.t, bytes: b.Data.Bytes(), oldest: a.oldest}
 	a.oldest = 0
 	ts.queue = append(ts.queue, b)

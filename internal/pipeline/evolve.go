@@ -104,13 +104,31 @@ func routeKey(r config.Route) string { return r.Topic + "\x00" + r.TopicRegex + 
 // flushDrift moves the unmapped-field counts of ts's plans into the
 // metrics and the log, and starts the ALTERs of routes that add columns;
 // called when a batch of ts is sealed.
-func (p *Pipeline) flushDrift(ts *tableState) {
+//
+// The first sighting of a field that is not a column of the table as last
+// read also re-reads the table at once (routes without add_columns): the
+// usual order of a change is "ALTER TABLE, then deploy the producer", and
+// then the column exists by the time its field arrives, but the sink would
+// otherwise learn of it only at the next schema_refresh.
+func (p *Pipeline) flushDrift(writeCtx context.Context, ts *tableState) {
+	reread := false
 	for _, rs := range p.allRoutes() {
 		if rs.table != ts {
 			continue
 		}
-		rs.plan.TakeUnmapped(func(u *decode.UnmappedField) { p.unmapped(ts, rs, u) }, func(n uint64) { p.unmappedOverflow(ts, n) })
+		rs.plan.TakeUnmapped(func(u *decode.UnmappedField) {
+			if p.unmapped(ts, rs, u) && !rs.route.Schema.AddsColumns() && !hasColumn(ts.t.Schema, u.Name) {
+				reread = true
+			}
+		}, func(n uint64) { p.unmappedOverflow(ts, n) })
 	}
+	if reread && p.fatal == nil {
+		p.describeTable(writeCtx, ts)
+	}
+}
+
+func hasColumn(cols []decode.ColumnSchema, name string) bool {
+	return slices.ContainsFunc(cols, func(c decode.ColumnSchema) bool { return c.Name == name })
 }
 
 func (p *Pipeline) driftOf(ts *tableState) *driftState {
@@ -120,15 +138,17 @@ func (p *Pipeline) driftOf(ts *tableState) *driftState {
 	return ts.drift
 }
 
-// unmapped handles one field's count from one plan.
-func (p *Pipeline) unmapped(ts *tableState, rs *routeState, u *decode.UnmappedField) {
+// unmapped handles one field's count from one plan; it reports the
+// field's first sighting in the table.
+func (p *Pipeline) unmapped(ts *tableState, rs *routeState, u *decode.UnmappedField) (first bool) {
 	d := p.driftOf(ts)
 	fd := d.fields[u.Name]
 	if fd == nil {
 		if len(d.fields) >= decode.MaxUnmappedFields {
 			p.unmappedOverflow(ts, u.Count)
-			return
+			return false
 		}
+		first = true
 		fd = &fieldDrift{}
 		d.fields[u.Name] = fd
 	}
@@ -141,6 +161,7 @@ func (p *Pipeline) unmapped(ts *tableState, rs *routeState, u *decode.UnmappedFi
 	if rs.route.Schema.AddsColumns() && p.evo != nil {
 		p.evolve(ts, rs, u, fd)
 	}
+	return first
 }
 
 func (p *Pipeline) unmappedOverflow(ts *tableState, n uint64) {
@@ -159,7 +180,7 @@ func (p *Pipeline) evolve(ts *tableState, rs *routeState, u *decode.UnmappedFiel
 	if fd.evolving || fd.failed || p.fatal != nil {
 		return
 	}
-	if slices.ContainsFunc(ts.t.Schema, func(c decode.ColumnSchema) bool { return c.Name == u.Name }) {
+	if hasColumn(ts.t.Schema, u.Name) {
 		return // a column of that name exists (its route maps something else into it, or it is not insertable)
 	}
 	say := func(why int, msg string) {
@@ -308,8 +329,8 @@ func (p *Pipeline) SampleDrift(ctx context.Context, recs []*kgo.Record, info wri
 			f := FieldReport{Name: u.Name, Records: u.Count, Example: u.Example}
 			typ, err := u.Type.Column(info.EvolveTypes(), sch.Nullable)
 			switch {
-			case slices.ContainsFunc(t.Schema, func(c decode.ColumnSchema) bool { return c.Name == u.Name }):
-				f.Why = "the table has a column of that name, which the route fills from another source"
+			case hasColumn(t.Schema, u.Name):
+				f.Why = "the table has a column of that name that the route does not fill from it (DEFAULT, MATERIALIZED or ALIAS, or mapped from another source)"
 			case err != nil:
 				f.Why = err.Error()
 			case a.rep.Evolve && !sch.Permits(u.Name):

@@ -276,3 +276,29 @@ func TestEvolveCapAndLists(t *testing.T) {
 		stopClean(t, done, stop)
 	})
 }
+
+// A column added by hand before its field first arrives is picked up at
+// that first sighting, not at the next schema_refresh (an hour here): the
+// batch that revealed the field re-reads the table, and the records after
+// it fill the column.
+func TestColumnAddedBeforeFieldArrivesIsFilledAtFirstSighting(t *testing.T) {
+	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
+		r := startOnTable(t, s, "id UInt64, n String", "1h", jsonRows(0, 100))
+		ch, db, topic, cfg, done, stop := r.ch, r.db, r.topic, r.cfg, r.done, r.stop
+		if err := ch.Exec(context.Background(), "ALTER TABLE "+db+".t ADD COLUMN extra String"); err != nil {
+			t.Fatal(err)
+		}
+		produceValues(t, topic, withExtra(100, 200)...)
+		waitCommitted(t, done, cfg.Kafka.Group, topic, 200)
+		time.Sleep(time.Second) // the re-read's answer reaches the connector
+		produceValues(t, topic, withExtra(200, 300)...)
+		waitCommitted(t, done, cfg.Kafka.Group, topic, 300)
+		if n := uint64Of(t, ch, "SELECT count() FROM "+db+".t WHERE id >= 200 AND extra = concat('e', toString(id))"); n != 100 {
+			t.Errorf("%d of the 100 records after the first sighting filled extra; want 100", n)
+		}
+		if n := countRows(t, ch, db+".t"); n != 300 {
+			t.Errorf("%d rows; want 300", n)
+		}
+		stopClean(t, done, stop)
+	})
+}

@@ -36,18 +36,23 @@ type schemaResult struct {
 // being described; the results come back on p.schemas.
 func (p *Pipeline) describeTables(ctx context.Context) {
 	for _, ts := range p.tables {
-		if ts.describing {
-			continue
-		}
-		ts.describing = true
-		db, name := ts.t.Database, ts.t.Name
-		go func() {
-			dctx, cancel := context.WithTimeout(ctx, p.cfg.ClickHouse.QueryTimeout)
-			defer cancel()
-			cols, err := p.w.Describe(dctx, db, name)
-			p.sendSchema(schemaResult{ts: ts, cols: cols, err: err})
-		}()
+		p.describeTable(ctx, ts)
 	}
+}
+
+// describeTable starts a description of ts unless one is running.
+func (p *Pipeline) describeTable(ctx context.Context, ts *tableState) {
+	if ts.describing {
+		return
+	}
+	ts.describing = true
+	db, name := ts.t.Database, ts.t.Name
+	go func() {
+		dctx, cancel := context.WithTimeout(ctx, p.cfg.ClickHouse.QueryTimeout)
+		defer cancel()
+		cols, err := p.w.Describe(dctx, db, name)
+		p.sendSchema(schemaResult{ts: ts, cols: cols, err: err})
+	}()
 }
 
 func (p *Pipeline) sendSchema(r schemaResult) {
