@@ -8,7 +8,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/config"
@@ -67,7 +66,7 @@ type evolver struct {
 // columnAdder is the part of writer.Writer that schema evolution needs.
 type columnAdder interface {
 	AddColumn(ctx context.Context, info writer.ServerInfo, db, table, cluster, name, typ string) (ddl string, added bool, err error)
-	Conn() driver.Conn
+	Features(ctx context.Context) (writer.ServerInfo, error)
 }
 
 // evolveResult is the end of one ADD COLUMN, reported to the owner.
@@ -89,7 +88,7 @@ func (p *Pipeline) initEvolve(ctx context.Context) error {
 	if !ok {
 		return errors.New("schema.evolve add_columns needs a sink that can run ALTER TABLE")
 	}
-	info, err := writer.Probe(ctx, adder.Conn())
+	info, err := adder.Features(ctx)
 	if err != nil {
 		return err
 	}

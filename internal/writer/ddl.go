@@ -23,6 +23,9 @@ func (i ServerInfo) EvolveTypes() decode.ServerTypes {
 	}
 }
 
+// Features probes the server (Probe) on the writer's connection.
+func (w *Writer) Features(ctx context.Context) (ServerInfo, error) { return Probe(ctx, w.conn) }
+
 // AddIfNotExists reports whether the server takes ADD COLUMN IF NOT EXISTS
 // (18.16 does not: a syntax error).
 func (i ServerInfo) AddIfNotExists() bool { return i.Version.AtLeast(20, 1) }
