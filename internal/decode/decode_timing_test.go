@@ -118,17 +118,7 @@ func BenchmarkAppendModern(b *testing.B) {
 				v = append(append(v, bc.value...), '}')
 				recs[i] = &kgo.Record{Topic: "events", Partition: 3, Offset: int64(i), Value: v, Timestamp: time.Unix(1715949296, 0)}
 			}
-			blk := p.NewBlock()
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if blk.Rows() == 10_000 {
-					blk.Reset()
-				}
-				if err := p.Append(blk, recs[i%len(recs)]); err != nil {
-					b.Fatal(err)
-				}
-			}
+			appendLoop(b, p, recs)
 		})
 	}
 }
@@ -195,17 +185,23 @@ func BenchmarkAppendUnmapped(b *testing.B) {
 				v := append(e[:len(e)-1:len(e)-1], bc.extra...)
 				recs[i] = &kgo.Record{Topic: "events", Partition: 3, Offset: int64(i), Value: append(v, '}'), Timestamp: time.Unix(1715949296, 0)}
 			}
-			blk := p.NewBlock()
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if blk.Rows() == 10_000 {
-					blk.Reset()
-				}
-				if err := p.Append(blk, recs[i%len(recs)]); err != nil {
-					b.Fatal(err)
-				}
-			}
+			appendLoop(b, p, recs)
 		})
+	}
+}
+
+// appendLoop appends recs round-robin, b.N records, into one block reset
+// every 10,000 rows (a batch flush), reporting allocations.
+func appendLoop(b *testing.B, p *Plan, recs []*kgo.Record) {
+	blk := p.NewBlock()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if blk.Rows() == 10_000 {
+			blk.Reset()
+		}
+		if err := p.Append(blk, recs[i%len(recs)]); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
