@@ -229,3 +229,28 @@ func FuzzInferType(f *testing.F) {
 		}
 	})
 }
+
+// FuzzUnmappedAppend: any record value, appended by a plan, never panics,
+// and the unmapped fields it reports are never a field a column reads
+// (escaped keys included: "\u0069d" is id).
+func FuzzUnmappedAppend(f *testing.F) {
+	for _, s := range []string{`{"id":1,"x":2}`, `{"\u0069d":1,"y":[1,{"z":null}]}`, `{"id":1,"id":2,"x":1}`, `{"s":"","":1}`, `[1]`, `{"a":`} {
+		f.Add([]byte(s))
+	}
+	p, err := Compile("json", []ColumnSchema{{Name: "id", Type: "Int64"}, {Name: "s", Type: "Nullable(String)"}}, nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	blk := p.NewBlock()
+	f.Fuzz(func(t *testing.T, value []byte) {
+		if blk.Rows() > 1000 {
+			blk.Reset()
+		}
+		_ = p.Append(blk, &kgo.Record{Value: value})
+		p.TakeUnmapped(func(u *UnmappedField) {
+			if u.Name == "id" || u.Name == "s" || u.Count == 0 {
+				t.Fatalf("%q: reported %+v", value, *u)
+			}
+		}, nil)
+	})
+}
