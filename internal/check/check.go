@@ -145,6 +145,15 @@ func drift(ctx context.Context, cfg *config.Config, p *pipeline.Pipeline, info w
 	if err != nil {
 		return err
 	}
+	seen := map[string]bool{}
+	for _, r := range reports {
+		seen[r.Topic] = true
+	}
+	for _, t := range topics {
+		if _, ok := cfg.RouteFor(t); ok && !seen[t] {
+			fmt.Fprintf(stdout, "drift: topic %s: no records to sample\n", t)
+		}
+	}
 	for _, r := range reports {
 		bad := ""
 		if r.Bad > 0 {

@@ -19,7 +19,8 @@
 // to tables, tables named after their topic), dispatch.go (accumulators,
 // each table's queue and in-flight slots, inserts and their acks),
 // commit.go, rebalance.go (assign, revoke with its deadline, loss), dlq.go
-// (bad records), schema.go (tables that change while running), exactly.go
+// (bad records), schema.go (tables that change while running), evolve.go
+// (fields no column takes: counted, logged, added as columns on request), exactly.go
 // (exactly-once delivery), stats.go (summary line, metric handles) and
 // run.go (the loop, the poller, shutdown).
 package pipeline
