@@ -302,3 +302,48 @@ func TestColumnAddedBeforeFieldArrivesIsFilledAtFirstSighting(t *testing.T) {
 		stopClean(t, done, stop)
 	})
 }
+
+// debezium-json: the row image's fields that no column takes are counted
+// too (creates by their after image, deletes by their before image).
+func TestUnmappedDebeziumFieldsCounted(t *testing.T) {
+	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
+		ch, db, topic := s.Conn(t), s.NewDatabase(t), testenv.NewTopic(t, 1)
+		createT(t, ch, db, "id Int64, _version UInt64, _deleted UInt8")
+		cfg := newConfig(t, fmt.Sprintf(`
+name: %s
+kafka: {brokers: [%q], topics: [%q], fetch_max_wait: 100ms}
+clickhouse: {addrs: [%q], database: %s}
+batch: {max_rows: 1000, max_wait: 300ms}
+routes: [{topic: %q, table: t, format: debezium-json}]
+http: {listen: ""}
+`, testenv.UniqueName(t, "dbzdrift"), testenv.Kafka(t)[0], topic, s.Addr, db, topic))
+		m := metrics.New(cfg.Kafka.Group)
+		srv, err := metrics.Serve("127.0.0.1:0", m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer srv.Close(context.Background())
+		done, stop := startPipelineWith(t, cfg, pipeline.WithMetrics(m))
+		var values []string
+		for i := 0; i < 50; i++ {
+			values = append(values, fmt.Sprintf(`{"op":"c","after":{"id":%d,"email":"u%d@x"},"source":{"lsn":%d},"ts_ms":1}`, i, i, 100+i))
+		}
+		for i := 0; i < 20; i++ {
+			values = append(values, fmt.Sprintf(`{"op":"d","before":{"id":%d,"email":"u%d@x","phone":"1"},"after":null,"source":{"lsn":%d},"ts_ms":2}`, i, i, 200+i))
+		}
+		produceValues(t, topic, values...)
+		waitCommitted(t, done, cfg.Kafka.Group, topic, 70)
+		stopClean(t, done, stop)
+		_, body := scrape(t, "http://"+srv.Addr()+"/metrics")
+		smp := samples(t, body)
+		table := fmt.Sprintf(`table="%s.t"`, db)
+		for field, want := range map[string]float64{"email": 70, "phone": 20} {
+			if got, _ := sum(smp, metrics.UnmappedFields, table, `field="`+field+`"`); got != want {
+				t.Errorf("%s{field=%q} = %v; want %v", metrics.UnmappedFields, field, got, want)
+			}
+		}
+		if n := countRows(t, ch, db+".t"); n != 70 {
+			t.Errorf("%d rows; want 70", n)
+		}
+	})
+}
