@@ -11,8 +11,11 @@ import (
 // with TakeUnmapped, the way TakeDefaults hands out the defaults.
 //
 // The check is cheap: loading a record looks up each key the columns read
-// and counts the hits; only when the object has more keys than that are
-// its keys walked to find the others. Fields already seen are counted
+// and counts the hits; only when the object has more keys than that is it
+// looked at again: when the extra keys are as many as the previous
+// record's unmapped fields and include them all, those are counted (the
+// steady state of a producer with a field the table lacks); otherwise its
+// keys are walked to find the others. Fields already seen are counted
 // through a map lookup by the key's bytes (no allocation); a new field
 // allocates once. At most MaxUnmappedFields distinct fields are kept per
 // Plan; the rest are counted together under OverflowField.
@@ -54,6 +57,10 @@ type drift struct {
 	overflow uint64
 	visit    func(k []byte, v *fastjson.Value) // bound once, so a walk allocates nothing
 	mapped   *jsonFields
+	// last holds the unmapped fields of the last record that had some:
+	// a stream whose records carry the same extra fields is counted by
+	// looking those up again, without walking every key.
+	last []*UnmappedField
 }
 
 // extraFields is implemented by formats whose records are JSON objects:
@@ -89,18 +96,43 @@ func (p *Plan) noteUnmapped() {
 				u = &UnmappedField{Name: string(k), new: true}
 				d.fields[u.Name] = u
 			}
-			u.Count++
-			if u.sampled < inferSamples {
-				u.sampled++
-				u.Type = mergeType(u.Type, inferValue(v, 0))
-				if u.Example == "" && v.Type() != fastjson.TypeNull {
-					u.Example = cut(v.MarshalTo(nil))
-				}
-			}
+			d.count(u, v)
+			d.last = append(d.last, u)
 		}
 	}
+	// The common case: the same extra fields as the record before.
+	if len(d.last) == f.extra && d.again(f.obj) {
+		return
+	}
 	d.mapped = f
+	d.last = d.last[:0]
 	f.obj.Visit(d.visit)
+}
+
+// again counts the fields of d.last in o when o has every one of them.
+func (d *drift) again(o *fastjson.Object) bool {
+	for _, u := range d.last {
+		if o.Get(u.Name) == nil {
+			return false
+		}
+	}
+	for _, u := range d.last {
+		d.count(u, o.Get(u.Name))
+	}
+	return true
+}
+
+// count counts one record carrying u with value v, and infers from v while
+// the field has had fewer than inferSamples values.
+func (d *drift) count(u *UnmappedField, v *fastjson.Value) {
+	u.Count++
+	if u.sampled < inferSamples {
+		u.sampled++
+		u.Type = mergeType(u.Type, inferValue(v, 0))
+		if u.Example == "" && v.Type() != fastjson.TypeNull {
+			u.Example = cut(v.MarshalTo(nil))
+		}
+	}
 }
 
 // TakeUnmapped calls fn for every unmapped field seen since the last call

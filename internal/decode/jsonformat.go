@@ -30,10 +30,10 @@ type jsonFields struct {
 	keyIdx map[string]int    // key -> slot
 	slots  []*fastjson.Value // per record: value of each key, nil if absent
 	paths  []jsonPath        // per Plan column; zero for columns not bound here
-	// per record: the loaded object, and whether it has keys that no
-	// path reads (more keys than the keys found: see drift.go)
+	// per record: the loaded object, and how many of its keys no path
+	// reads (its keys minus the keys found: see drift.go)
 	obj   *fastjson.Object
-	extra bool
+	extra int
 }
 
 // add binds column col to path (non-empty) and returns its jsonPath.
@@ -95,12 +95,12 @@ func (f *jsonFields) load(o *fastjson.Object) {
 			found++
 		}
 	}
-	f.obj, f.extra = o, o.Len() > found
+	f.obj, f.extra = o, o.Len()-found
 }
 
 // unmapped returns f when the loaded object has fields no path reads.
 func (f *jsonFields) unmapped() *jsonFields {
-	if !f.extra {
+	if f.extra <= 0 {
 		return nil
 	}
 	return f
