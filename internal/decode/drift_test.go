@@ -254,3 +254,37 @@ func FuzzUnmappedAppend(f *testing.F) {
 		}, nil)
 	})
 }
+
+// TestUnmappedRepeatedFieldSets: the shortcut for a record with the same
+// extra fields as the one before counts exactly what a walk would, as the
+// set of extra fields changes, grows, shrinks and meets duplicate keys.
+func TestUnmappedRepeatedFieldSets(t *testing.T) {
+	p, err := Compile("json", []ColumnSchema{{Name: "id", Type: "UInt64"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blk := p.NewBlock()
+	for _, v := range []string{
+		`{"id":1,"a":1}`, `{"id":1,"a":1}`, `{"a":1,"id":1}`, // a ×3
+		`{"id":1,"b":1}`,                               // b (same count, other field)
+		`{"id":1,"a":1,"b":1}`, `{"id":1,"b":1,"a":1}`, // a, b ×2
+		`{"id":1,"a":1}`,              // a
+		`{"id":1,"id":2,"a":1}`,       // a (the duplicate id is no field)
+		`{"id":1,"a":1,"a":2}`,        // a twice in one record: counted per key
+		`{"id":1}`, `{"id":1,"c":[]}`, // nothing, then c
+	} {
+		if err := p.Append(blk, &kgo.Record{Value: []byte(v)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := unmappedOf(p)
+	want := map[string]uint64{"a": 9, "b": 3, "c": 1}
+	if len(got) != len(want) {
+		t.Fatalf("fields %v; want %v", got, want)
+	}
+	for k, n := range want {
+		if got[k].Count != n {
+			t.Errorf("%s counted %d; want %d", k, got[k].Count, n)
+		}
+	}
+}
