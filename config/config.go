@@ -122,6 +122,10 @@ type ClickHouse struct {
 	// without a restart; 0 re-reads only after an INSERT fails with an
 	// unknown column or table (codes 16, 47, 60), which it always does.
 	SchemaRefresh time.Duration `koanf:"schema_refresh"`
+	// Cluster, when set, is named in the sink's DDL (ALTER TABLE … ON
+	// CLUSTER, for routes with schema.evolve: add_columns) so that every
+	// replica's table gets the column.
+	Cluster string `koanf:"cluster"`
 }
 
 // Batch configures the per-table accumulators. A batch is sealed when any of
@@ -169,6 +173,9 @@ type Route struct {
 	// key, header.NAME or field.PATH to a value or list of values (the
 	// grammar is route.When's). Empty: every record.
 	When map[string]any `koanf:"when"`
+	// Schema says what happens to record fields no column takes (see
+	// RouteSchema).
+	Schema RouteSchema `koanf:"schema"`
 
 	re   *regexp.Regexp `koanf:"-"` // compiled TopicRegex, set by Validate
 	when route.When     `koanf:"-"` // parsed When, set by Validate
@@ -390,6 +397,8 @@ func (c *Config) normalize() {
 		if len(c.Routes[i].When) == 0 {
 			c.Routes[i].When = nil
 		}
+		nilIfEmpty(&c.Routes[i].Schema.Allow)
+		nilIfEmpty(&c.Routes[i].Schema.Deny)
 	}
 }
 
@@ -412,6 +421,7 @@ func (c *Config) fillDerived() {
 		if r.Format == "" {
 			r.Format = route.DefaultFormat
 		}
+		r.fillSchemaDefaults()
 		if r.Format == route.Debezium {
 			if r.VersionColumn == "" {
 				r.VersionColumn = "_version"

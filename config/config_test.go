@@ -75,7 +75,7 @@ func TestDefaults(t *testing.T) {
 			IgnorePartitions: true,
 			BufferMemory:     256 << 20,
 		},
-		Routes:          []Route{{Topic: "orders", Table: "orders", Format: "json"}},
+		Routes:          []Route{{Topic: "orders", Table: "orders", Format: "json", Schema: RouteSchema{MaxNewColumnsPerHour: 10}}},
 		Errors:          Errors{Tolerance: "none", OnMissing: "default", OnNull: "default", OnTombstone: "skip", Unrouted: "skip"},
 		HTTP:            HTTP{Listen: "127.0.0.1:8080"},
 		Log:             Log{Level: "info", Format: "json"},

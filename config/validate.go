@@ -165,6 +165,9 @@ func (c *Config) validateClickHouse(p *problems) {
 	if ch.RetryMax > 0 && ch.RetryInitial > ch.RetryMax {
 		p.add("clickhouse.retry_initial (%v) must be at most clickhouse.retry_max (%v)", ch.RetryInitial, ch.RetryMax)
 	}
+	if ch.Cluster != "" {
+		p.ident("clickhouse.cluster", ch.Cluster, "cluster")
+	}
 	if ch.SchemaRefresh < 0 {
 		p.add("clickhouse.schema_refresh (%v) must be 0 (off) or positive", ch.SchemaRefresh)
 	}
@@ -240,6 +243,7 @@ func (c *Config) validateRoutes(p *problems) {
 			p.add("%s.format: unsupported format %q (supported: %s)", key, r.Format, route.FormatNames())
 		}
 		p.validateDebezium(key, r)
+		p.validateSchema(key, r)
 
 		for _, col := range sortedKeys(r.Columns) {
 			if col == "" {

@@ -35,7 +35,9 @@ Usage:
   sink run     --config FILE   consume and insert until SIGTERM/SIGINT; serves
                                /metrics, /healthz, /readyz on http.listen
   sink check   --config FILE   validate the config, reach Kafka and ClickHouse,
-                               check every route's table and columns, then exit
+                               check every route's table and columns, list the
+                               fields of recent records that no column takes
+                               (and the DDL schema.evolve would run), then exit
   sink report  --table DB.TABLE [--since 2h] [--split T] [--config FILE] ...
                                inserts per minute into a table, from ClickHouse's
                                query_log and part_log; before/after a split

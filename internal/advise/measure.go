@@ -53,22 +53,7 @@ func Measure(ctx context.Context, k config.Kafka, topics []string, window time.D
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	list := func(start bool) (kadm.ListedOffsets, error) {
-		var l kadm.ListedOffsets
-		var err error
-		if start {
-			l, err = adm.ListStartOffsets(ctx, topics...)
-		} else {
-			l, err = adm.ListEndOffsets(ctx, topics...)
-		}
-		if err == nil {
-			err = l.Error()
-		}
-		if err != nil {
-			return nil, fmt.Errorf("kafka: listing offsets of %s: %w", strings.Join(topics, ", "), err)
-		}
-		return l, nil
-	}
+	list := func(start bool) (kadm.ListedOffsets, error) { return listOffsets(ctx, adm, topics, start) }
 	first, err := list(false)
 	if err != nil {
 		return nil, err
@@ -109,11 +94,70 @@ func Measure(ctx context.Context, k config.Kafka, topics []string, window time.D
 	return out, nil
 }
 
+// listOffsets lists the topics' start (or end) offsets.
+func listOffsets(ctx context.Context, adm *kadm.Client, topics []string, start bool) (kadm.ListedOffsets, error) {
+	var l kadm.ListedOffsets
+	var err error
+	if start {
+		l, err = adm.ListStartOffsets(ctx, topics...)
+	} else {
+		l, err = adm.ListEndOffsets(ctx, topics...)
+	}
+	if err == nil {
+		err = l.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kafka: listing offsets of %s: %w", strings.Join(topics, ", "), err)
+	}
+	return l, nil
+}
+
+// SampleRecords calls fn with up to n of the newest records of each topic,
+// spread over its partitions (fewer when a topic holds fewer, or when the
+// read takes longer than 15 s). Its client joins no group, commits nothing,
+// and uses k's brokers with the same TLS and SASL settings as the sink's
+// consumer. fn runs on the calling goroutine.
+func SampleRecords(ctx context.Context, k config.Kafka, topics []string, n int, fn func(*kgo.Record)) error {
+	base, err := consumer.ClientOptions(k)
+	if err != nil {
+		return err
+	}
+	cl, err := kgo.NewClient(base...)
+	if err != nil {
+		return fmt.Errorf("kafka: %w", err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ends, err := listOffsets(ctx, adm, topics, false)
+	if err != nil {
+		return err
+	}
+	starts, err := listOffsets(ctx, adm, topics, true)
+	if err != nil {
+		return err
+	}
+	return sampleNewest(ctx, base, ends, starts, n, fn)
+}
+
 // sampleSizes reads up to sample records per topic, ending at the end
 // offsets in ends and spread over the partitions, and sums key+value bytes
 // (what the sink counts as bytes consumed). base are the client options of
 // the brokers (seeds, TLS, SASL).
 func sampleSizes(ctx context.Context, base []kgo.Opt, ends, starts kadm.ListedOffsets, sample int) (map[string]int, map[string]int64, error) {
+	n, b := map[string]int{}, map[string]int64{}
+	err := sampleNewest(ctx, base, ends, starts, sample, func(r *kgo.Record) {
+		n[r.Topic]++
+		b[r.Topic] += int64(len(r.Key) + len(r.Value))
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return n, b, nil
+}
+
+// sampleNewest calls fn with up to sample records per topic, ending at the
+// end offsets in ends (not before starts) and spread over the partitions.
+func sampleNewest(ctx context.Context, base []kgo.Opt, ends, starts kadm.ListedOffsets, sample int, fn func(*kgo.Record)) error {
 	perTopic := map[string]int{}
 	ends.Each(func(o kadm.ListedOffset) { perTopic[o.Topic]++ })
 	want := map[string]map[int32]kgo.Offset{}
@@ -135,13 +179,12 @@ func sampleSizes(ctx context.Context, base []kgo.Opt, ends, starts kadm.ListedOf
 		remaining[o.Topic][o.Partition] = o.Offset - from
 		total += int(o.Offset - from)
 	})
-	n, b := map[string]int{}, map[string]int64{}
 	if total == 0 {
-		return n, b, nil
+		return nil
 	}
 	cl, err := kgo.NewClient(append(base[:len(base):len(base)], kgo.ConsumePartitions(want))...)
 	if err != nil {
-		return nil, nil, fmt.Errorf("kafka: %w", err)
+		return fmt.Errorf("kafka: %w", err)
 	}
 	defer cl.Close()
 	// Transaction markers take offsets but are never returned, so the
@@ -157,10 +200,9 @@ func sampleSizes(ctx context.Context, base []kgo.Opt, ends, starts kadm.ListedOf
 				return
 			}
 			remaining[r.Topic][r.Partition] = left - 1
-			n[r.Topic]++
-			b[r.Topic] += int64(len(r.Key) + len(r.Value))
+			fn(r)
 			got++
 		})
 	}
-	return n, b, nil
+	return nil
 }

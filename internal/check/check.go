@@ -2,6 +2,9 @@
 // the order run needs it (the brokers and topics, the dead-letter topic,
 // the ClickHouse server, every route's table and columns, exactly-once
 // support), with the same constructors as run, and prints what it found.
+// It also decodes a sample of each topic's newest records and lists the
+// fields no column takes, with the DDL schema.evolve: add_columns would run
+// for them (without running it).
 //
 // Concurrency: Run is one sequential call; it shares nothing.
 package check
@@ -15,18 +18,24 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/config"
+	"sink/internal/advise"
 	"sink/internal/consumer"
 	"sink/internal/pipeline"
 	"sink/internal/writer"
 )
 
 // Timeout is how long a check of cfg may take: a Kafka request, a
-// ClickHouse dial, and 10 s for the queries.
+// ClickHouse dial, 10 s for the queries and 15 s for sampling records.
 func Timeout(cfg *config.Config) time.Duration {
-	return cfg.Kafka.RequestTimeout + cfg.ClickHouse.DialTimeout + 10*time.Second
+	return cfg.Kafka.RequestTimeout + cfg.ClickHouse.DialTimeout + 25*time.Second
 }
+
+// DriftSample is how many of the newest records of each topic check
+// decodes to find fields that no column takes.
+const DriftSample = 200
 
 // Run checks cfg (already valid) and prints each finding to stdout as it
 // goes. It returns the first problem, which `run` would also stop on.
@@ -110,6 +119,9 @@ func Run(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "route: table %s: INSERT names %d of %d columns: %s\n",
 			t.FullName(), len(t.Insert), len(t.Schema), strings.Join(cols, ", "))
 	}
+	if err := drift(ctx, cfg, p, info, names, stdout); err != nil {
+		return err
+	}
 	windows, err := writer.DedupWindows(ctx, w.Conn(), p.Tables())
 	if err != nil {
 		return err
@@ -129,6 +141,57 @@ func Run(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 		fmt.Fprintln(stdout, "delivery: exactly_once: server and tables support it")
 	}
 	fmt.Fprintln(stdout, "check: ok")
+	return nil
+}
+
+// drift samples the newest records of each topic and prints, per topic, the
+// fields no column takes and the ALTER TABLE statements that
+// schema.evolve: add_columns would run for them (a dry run: nothing is
+// changed).
+func drift(ctx context.Context, cfg *config.Config, p *pipeline.Pipeline, info writer.ServerInfo, topics []string, stdout io.Writer) error {
+	if len(topics) == 0 {
+		return nil
+	}
+	var recs []*kgo.Record
+	if err := advise.SampleRecords(ctx, cfg.Kafka, topics, DriftSample, func(r *kgo.Record) { recs = append(recs, r) }); err != nil {
+		return err
+	}
+	reports, err := p.SampleDrift(ctx, recs, info)
+	if err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for _, r := range reports {
+		seen[r.Topic] = true
+	}
+	for _, t := range topics {
+		if _, ok := cfg.RouteFor(t); ok && !seen[t] {
+			fmt.Fprintf(stdout, "drift: topic %s: no records to sample\n", t)
+		}
+	}
+	for _, r := range reports {
+		bad := ""
+		if r.Bad > 0 {
+			bad = fmt.Sprintf(" (%d more did not decode)", r.Bad)
+		}
+		if len(r.Fields) == 0 {
+			fmt.Fprintf(stdout, "drift: topic %s -> %s: every field of %d sampled records has a column%s\n", r.Topic, r.Table, r.Sampled, bad)
+			continue
+		}
+		mode := "schema.evolve is off; with add_columns it would run"
+		if r.Evolve {
+			mode = "schema.evolve: add_columns would run (dry run)"
+		}
+		fmt.Fprintf(stdout, "drift: topic %s -> %s: %d fields without a column in %d sampled records%s\n", r.Topic, r.Table, len(r.Fields), r.Sampled, bad)
+		for _, f := range r.Fields {
+			fmt.Fprintf(stdout, "drift:   %s: %d records, e.g. %s", f.Name, f.Records, f.Example)
+			if f.DDL != "" {
+				fmt.Fprintf(stdout, "; %s: %s\n", mode, f.DDL)
+			} else {
+				fmt.Fprintf(stdout, "; not added: %s\n", f.Why)
+			}
+		}
+	}
 	return nil
 }
 

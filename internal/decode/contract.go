@@ -12,6 +12,11 @@
 // in debezium.go). The grammar of sources and format names is package
 // route's.
 //
+// Drift: a Plan also counts the record fields no column reads (the json
+// record's top-level keys, the debezium-json row image's fields) and infers
+// their types, for the pipeline's drift metric and schema evolution
+// (drift.go, infer.go; Plan.TakeUnmapped).
+//
 // Concurrency: a Plan owns a reusable JSON parser, so one Plan is used by one
 // goroutine at a time. A Block is owned by whoever appends to it; once handed
 // to the writer it is read-only.

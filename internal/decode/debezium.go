@@ -219,6 +219,10 @@ func (d *debeziumFormat) done() error {
 // not data anyone loses.
 func (d *debeziumFormat) lenient() bool { return string(d.op) == "d" }
 
+// extra: the row image's fields no column reads. A delete without a before
+// image (read from the key) has none worth reporting.
+func (d *debeziumFormat) extra() *jsonFields { return d.fields.unmapped() }
+
 // begin reads the envelope, picks the row image by op, describes its
 // fields from the schema (cached or inline) and computes the version.
 func (d *debeziumFormat) begin(r recordData) error {

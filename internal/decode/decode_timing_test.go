@@ -118,17 +118,7 @@ func BenchmarkAppendModern(b *testing.B) {
 				v = append(append(v, bc.value...), '}')
 				recs[i] = &kgo.Record{Topic: "events", Partition: 3, Offset: int64(i), Value: v, Timestamp: time.Unix(1715949296, 0)}
 			}
-			blk := p.NewBlock()
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if blk.Rows() == 10_000 {
-					blk.Reset()
-				}
-				if err := p.Append(blk, recs[i%len(recs)]); err != nil {
-					b.Fatal(err)
-				}
-			}
+			appendLoop(b, p, recs)
 		})
 	}
 }
@@ -164,5 +154,54 @@ func BenchmarkColumnDataModern(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/10_000, "ns/row")
 		})
+	}
+}
+
+// BenchmarkAppendUnmapped measures what schema drift detection costs per
+// record: the benchCols events (each carries "session", which no column
+// takes) against the same events with a "session" column (every field
+// taken, so the keys are never walked) and with four more unknown fields.
+//
+//	go test ./internal/decode/ -run '^$' -bench AppendUnmapped -benchmem
+func BenchmarkAppendUnmapped(b *testing.B) {
+	withSession := append(append([]ColumnSchema(nil), benchCols...), ColumnSchema{Name: "session", Type: "String"})
+	for _, bc := range []struct {
+		name  string
+		cols  []ColumnSchema
+		extra string
+	}{
+		{"none", withSession, ""},
+		{"one", benchCols, ""},
+		{"five", benchCols, `,"a":1,"b":"x","c":[1],"d":{"e":1}`},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			p, err := Compile("json", InsertColumns(bc.cols), nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			events := benchEvents(1024)
+			recs := make([]*kgo.Record, len(events))
+			for i, e := range events {
+				v := append(e[:len(e)-1:len(e)-1], bc.extra...)
+				recs[i] = &kgo.Record{Topic: "events", Partition: 3, Offset: int64(i), Value: append(v, '}'), Timestamp: time.Unix(1715949296, 0)}
+			}
+			appendLoop(b, p, recs)
+		})
+	}
+}
+
+// appendLoop appends recs round-robin, b.N records, into one block reset
+// every 10,000 rows (a batch flush), reporting allocations.
+func appendLoop(b *testing.B, p *Plan, recs []*kgo.Record) {
+	blk := p.NewBlock()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if blk.Rows() == 10_000 {
+			blk.Reset()
+		}
+		if err := p.Append(blk, recs[i%len(recs)]); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

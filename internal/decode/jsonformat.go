@@ -30,6 +30,10 @@ type jsonFields struct {
 	keyIdx map[string]int    // key -> slot
 	slots  []*fastjson.Value // per record: value of each key, nil if absent
 	paths  []jsonPath        // per Plan column; zero for columns not bound here
+	// per record: the loaded object, and how many of its keys no path
+	// reads (its keys minus the keys found: see drift.go)
+	obj   *fastjson.Object
+	extra int
 }
 
 // add binds column col to path (non-empty) and returns its jsonPath.
@@ -77,10 +81,29 @@ func (f *jsonFields) sized() { f.slots = make([]*fastjson.Value, len(f.keys)) }
 // load looks up every top-level key in o. One Object.Get per distinct key
 // was measured faster than one Object.Visit with a map lookup per field (no
 // hashing, and the fast path skips unescaping keys).
+//
+// It also counts the keys found: when the object has more keys than that,
+// some field has no column (schema drift, drift.go), and only then are the
+// object's keys walked to name it. A duplicated key also makes the count
+// differ; the walk then finds nothing unmapped.
 func (f *jsonFields) load(o *fastjson.Object) {
+	found := 0
 	for i, k := range f.keys {
-		f.slots[i] = o.Get(k)
+		v := o.Get(k)
+		f.slots[i] = v
+		if v != nil {
+			found++
+		}
 	}
+	f.obj, f.extra = o, o.Len()-found
+}
+
+// unmapped returns f when the loaded object has fields no path reads.
+func (f *jsonFields) unmapped() *jsonFields {
+	if f.extra <= 0 {
+		return nil
+	}
+	return f
 }
 
 // read sets in to column col's value in the loaded object.
@@ -158,3 +181,5 @@ func (f *jsonFormat) read(col int, in *input) error {
 }
 
 func (*jsonFormat) lenient() bool { return false }
+
+func (f *jsonFormat) extra() *jsonFields { return f.fields.unmapped() }

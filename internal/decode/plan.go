@@ -59,6 +59,8 @@ type Plan struct {
 	policy   Policy      // policy.go
 	defaults [][2]uint64 // per column: defaults given for missing, null values
 	marks    []mark      // defaults given in the row being appended
+
+	drift drift // drift.go: fields no column reads
 }
 
 // Compile builds the plan for one route into one table. format is one of
@@ -227,6 +229,7 @@ func (p *Plan) appendRow(b *Block, r *kgo.Record) error {
 	b.rows++
 	c.b = nil
 	p.countDefaults()
+	p.noteUnmapped()
 	return nil
 }
 

@@ -47,6 +47,7 @@ const (
 	LastCommitAge   = "sink_last_commit_age_seconds"
 	Partitions      = "sink_assigned_partitions"
 	DefaultsApplied = "sink_defaults_applied_total"
+	UnmappedFields  = "sink_unmapped_fields_total"
 	// Time-based views of the same flow (see lag.go).
 	ConsumerLagSeconds = "sink_consumer_lag_seconds"
 	EndToEndLatency    = "sink_end_to_end_latency_seconds"
@@ -67,7 +68,7 @@ type Metrics struct {
 	rows, inserts                *prometheus.CounterVec
 	duration, perInsert, e2e     *prometheus.HistogramVec
 	sealed, retries              *prometheus.CounterVec
-	defaults                     *prometheus.CounterVec
+	defaults, unmapped           *prometheus.CounterVec
 	lag                          *prometheus.GaugeVec
 	buffer, paused               prometheus.Gauge
 	limit, partitions, maxWait   prometheus.Gauge
@@ -101,6 +102,7 @@ func New(group string) *Metrics {
 	m.sealed = counter(BatchesSealed, "Batches sealed, by what sealed them: rows, bytes, wait, revoke, shutdown.", "table", "reason")
 	m.retries = counter(InsertRetries, "Failed insert attempts that were retried, by ClickHouse exception code (0: no server code, e.g. a network error or timeout).", "table", "code")
 	m.defaults = counter(DefaultsApplied, "Values written as the column type's default because the record's value was missing or null (errors.on_missing / on_null: default).", "table", "column", "reason")
+	m.unmapped = counter(UnmappedFields, "Records that carried a top-level field (debezium-json: a row image field) that no column of the table takes, by field; fields beyond the 64 tracked per table are counted as field=\"(other)\".", "table", "field")
 	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: InsertDuration, Help: "Time from starting a batch's INSERT to its success, retries included.",
 		Buckets: prometheus.ExponentialBuckets(0.005, 2, 15), // 5ms .. ~82s
@@ -127,7 +129,7 @@ func New(group string) *Metrics {
 		Help: "Seconds since the last successful offset commit, or since the sink last had nothing left to commit; counts from start before the first.",
 	}, func() float64 { return m.now().Sub(time.Unix(0, m.lastCommit.Load())).Seconds() })
 
-	m.reg.MustRegister(m.records, m.bytes, m.dlq, m.skipped, m.unrouted, m.rows, m.inserts, m.sealed, m.retries, m.defaults, m.duration,
+	m.reg.MustRegister(m.records, m.bytes, m.dlq, m.skipped, m.unrouted, m.rows, m.inserts, m.sealed, m.retries, m.defaults, m.unmapped, m.duration,
 		m.perInsert, m.e2e, m.ages, m.lag, m.buffer, m.limit, m.paused, m.partitions, m.maxWait, age,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -154,6 +156,7 @@ type Table struct {
 	sealed                   [batch.ReasonSchema + 1]prometheus.Counter // indexed by batch.Reason
 	retries                  *prometheus.CounterVec                     // curried with the table
 	defaults                 *prometheus.CounterVec                     // curried with the table
+	unmapped                 *prometheus.CounterVec                     // curried with the table
 }
 
 // Table resolves the handle for table (db.table); call it once per table.
@@ -169,6 +172,7 @@ func (m *Metrics) Table(name string) *Table {
 		e2e:        m.e2e.WithLabelValues(name),
 		retries:    m.retries.MustCurryWith(prometheus.Labels{"table": name}),
 		defaults:   m.defaults.MustCurryWith(prometheus.Labels{"table": name}),
+		unmapped:   m.unmapped.MustCurryWith(prometheus.Labels{"table": name}),
 		lastInsert: m.ages.table(name),
 		now:        m.clock,
 	}
@@ -185,6 +189,16 @@ func (t *Table) Defaulted(column, reason string, n uint64) {
 		return
 	}
 	t.defaults.WithLabelValues(column, reason).Add(float64(n))
+}
+
+// Unmapped counts n records that carried field, which no column takes.
+// The pipeline bounds the distinct fields (and so the label values) per
+// table; it calls this once per field per sealed batch, not per record.
+func (t *Table) Unmapped(field string, n uint64) {
+	if t == nil {
+		return
+	}
+	t.unmapped.WithLabelValues(field).Add(float64(n))
 }
 
 // Inserted records one successful INSERT of rows rows that took took.

@@ -31,6 +31,7 @@ type tableState struct {
 	retries       atomic.Int64
 	lastErr       atomic.Pointer[string] // the last retried INSERT error
 	m             *metrics.Table         // nil without metrics; safe from insert goroutines
+	drift         *driftState            // fields no column takes (evolve.go); nil until one is seen
 }
 
 // accKey names an accumulator: per table, or per table-partition when
@@ -103,6 +104,7 @@ func (p *Pipeline) seal(writeCtx context.Context, a *accState, why batch.Reason)
 	}
 	ts.m.Sealed(why)
 	p.flushDefaults(ts)
+	p.flushDrift(writeCtx, ts)
 	p.flights[b.ID] = &flight{b: b, table: ts, tab: ts.t, bytes: b.Data.Bytes(), oldest: a.oldest}
 	a.oldest = 0
 	ts.queue = append(ts.queue, b)

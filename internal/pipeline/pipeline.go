@@ -19,9 +19,11 @@
 // to tables, tables named after their topic), dispatch.go (accumulators,
 // each table's queue and in-flight slots, inserts and their acks),
 // commit.go, rebalance.go (assign, revoke with its deadline, loss), dlq.go
-// (bad records), schema.go (tables that change while running), exactly.go
-// (exactly-once delivery), fanout.go (routes chosen per record by their
-// when:, records in several tables), stats.go (summary line, metric handles) and
+// (bad records), schema.go (tables that change while running), evolve.go
+// (fields no column takes: counted, logged, added as columns on request),
+// exactly.go (exactly-once delivery), fanout.go (routes chosen per record by
+// their when:, records in several tables), stats.go (summary line, metric
+// handles) and
 // run.go (the loop, the poller, shutdown).
 package pipeline
 
@@ -86,7 +88,8 @@ type Pipeline struct {
 	topicM map[string]*metrics.Topic
 	partM  map[offsets.TP]*metrics.Partition
 
-	eo *exactly // nil unless delivery is exactly_once (exactly.go)
+	eo  *exactly // nil unless delivery is exactly_once (exactly.go)
+	evo *evolver // nil unless a route has schema.evolve: add_columns (evolve.go)
 }
 
 // Stats are the totals of a run, reported at the end.
@@ -136,6 +139,9 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w Sink, op
 	}
 	p.m.SetMaxWait(cfg.Batch.MaxWait)
 	if err := p.resolve(ctx); err != nil {
+		return nil, err
+	}
+	if err := p.initEvolve(ctx); err != nil {
 		return nil, err
 	}
 	return p, nil

@@ -27,24 +27,32 @@ type schemaResult struct {
 	ts   *tableState
 	cols []decode.ColumnSchema
 	err  error
+	// evolve, when set, says the description follows an ADD COLUMN
+	// (evolve.go), whose outcome it carries.
+	evolve *evolveResult
 }
 
 // describeTables starts a description of every table that is not already
 // being described; the results come back on p.schemas.
 func (p *Pipeline) describeTables(ctx context.Context) {
 	for _, ts := range p.tables {
-		if ts.describing {
-			continue
-		}
-		ts.describing = true
-		db, name := ts.t.Database, ts.t.Name
-		go func() {
-			dctx, cancel := context.WithTimeout(ctx, p.cfg.ClickHouse.QueryTimeout)
-			defer cancel()
-			cols, err := p.w.Describe(dctx, db, name)
-			p.sendSchema(schemaResult{ts: ts, cols: cols, err: err})
-		}()
+		p.describeTable(ctx, ts)
 	}
+}
+
+// describeTable starts a description of ts unless one is running.
+func (p *Pipeline) describeTable(ctx context.Context, ts *tableState) {
+	if ts.describing {
+		return
+	}
+	ts.describing = true
+	db, name := ts.t.Database, ts.t.Name
+	go func() {
+		dctx, cancel := context.WithTimeout(ctx, p.cfg.ClickHouse.QueryTimeout)
+		defer cancel()
+		cols, err := p.w.Describe(dctx, db, name)
+		p.sendSchema(schemaResult{ts: ts, cols: cols, err: err})
+	}()
 }
 
 func (p *Pipeline) sendSchema(r schemaResult) {
@@ -74,6 +82,10 @@ func (p *Pipeline) refreshFor(ts *tableState) writer.Refresh {
 // handleSchema applies a description that came back from describeTables or
 // an insert's refresh.
 func (p *Pipeline) handleSchema(writeCtx context.Context, r schemaResult) {
+	if r.evolve != nil {
+		p.evolved(writeCtx, r)
+		return
+	}
 	if r.err == nil {
 		p.applySchema(writeCtx, r.ts, r.cols)
 		r.ts.describing = false

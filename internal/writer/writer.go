@@ -3,7 +3,8 @@
 // the native protocol or HTTP (clickhouse.protocol), one INSERT per batch
 // with an explicit column list, retrying the identical block on retriable
 // errors with exponential backoff and jitter until it succeeds, the error is
-// permanent, or the process stops. A batch is never dropped here. A Writer
+// permanent, or the process stops. A batch is never dropped here. Its only
+// DDL is ALTER TABLE … ADD COLUMN, for schema evolution (ddl.go). A Writer
 // is the pipeline's Sink (internal/pipeline's ports).
 //
 // Concurrency: a Writer is safe for concurrent use; the pipeline runs up to

@@ -1,0 +1,290 @@
+package decode
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+func TestInferColumnType(t *testing.T) {
+	old := ServerTypes{}                                         // 18.16
+	cur := ServerTypes{Bool: true, DateTime64: true, JSON: true} // 26.x
+	for _, tc := range []struct {
+		values         []string // merged in order
+		want18, want26 string   // "" : not known yet
+		nullable18     string   // with schema.nullable, on 18.16
+	}{
+		{[]string{`1`}, "Int64", "Int64", "Nullable(Int64)"},
+		{[]string{`-9223372036854775808`}, "Int64", "Int64", "Nullable(Int64)"},
+		{[]string{`9223372036854775808`}, "String", "String", "Nullable(String)"}, // beyond Int64: kept exact
+		{[]string{`1.5`}, "Float64", "Float64", "Nullable(Float64)"},
+		{[]string{`1e3`}, "Float64", "Float64", "Nullable(Float64)"},
+		{[]string{`1`, `2.5`}, "Float64", "Float64", "Nullable(Float64)"},
+		{[]string{`2.5`, `1`}, "Float64", "Float64", "Nullable(Float64)"},
+		{[]string{`true`}, "UInt8", "Bool", "Nullable(UInt8)"},
+		{[]string{`false`, `null`}, "UInt8", "Bool", "Nullable(UInt8)"},
+		{[]string{`"x"`}, "String", "String", "Nullable(String)"},
+		{[]string{`"2024-05-17T12:00:00Z"`}, "String", "DateTime64(3)", "Nullable(String)"},
+		{[]string{`"2024-05-17T12:00:00.123+02:00"`}, "String", "DateTime64(3)", "Nullable(String)"},
+		{[]string{`"2024-05-17 12:00:00"`}, "String", "String", "Nullable(String)"}, // no zone: not RFC 3339
+		{[]string{`"2024-05-17"`}, "String", "String", "Nullable(String)"},
+		{[]string{`"2024-05-17T12:00:00Z"`, `"soon"`}, "String", "String", "Nullable(String)"},
+		{[]string{`1`, `"x"`}, "String", "String", "Nullable(String)"},
+		{[]string{`true`, `1`}, "String", "String", "Nullable(String)"},
+		{[]string{`{"a":1}`}, "String", "JSON", "Nullable(String)"},
+		{[]string{`{"a":1}`, `[1]`}, "String", "String", "Nullable(String)"},
+		{[]string{`[1,2]`}, "Array(Int64)", "Array(Int64)", "Array(Int64)"},
+		{[]string{`[1,2.5]`}, "Array(Float64)", "Array(Float64)", "Array(Float64)"},
+		{[]string{`["a",null]`}, "Array(String)", "Array(String)", "Array(Nullable(String))"},
+		{[]string{`[[1],[2,3]]`}, "Array(Array(Int64))", "Array(Array(Int64))", "Array(Array(Int64))"},
+		{[]string{`[{"a":1}]`}, "Array(String)", "Array(String)", "Array(String)"},
+		{[]string{`[true]`}, "Array(UInt8)", "Array(Bool)", "Array(UInt8)"},
+		{[]string{`[]`, `[1]`}, "Array(Int64)", "Array(Int64)", "Array(Int64)"},
+		{[]string{`[1]`, `[]`}, "Array(Int64)", "Array(Int64)", "Array(Int64)"},
+		{[]string{`[1]`, `"x"`}, "String", "String", "Nullable(String)"},
+		{[]string{`[]`}, "", "", ""},
+		{[]string{`null`}, "", "", ""},
+		{[]string{`null`, `7`}, "Int64", "Int64", "Nullable(Int64)"},
+	} {
+		name := strings.Join(tc.values, ",")
+		var ft FieldType
+		for _, v := range tc.values {
+			one, err := InferJSON([]byte(v))
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			ft = MergeFieldTypes(ft, one)
+		}
+		for _, c := range []struct {
+			srv      ServerTypes
+			nullable bool
+			want     string
+		}{{old, false, tc.want18}, {cur, false, tc.want26}, {old, true, tc.nullable18}} {
+			got, err := ft.Column(c.srv, c.nullable)
+			if c.want == "" {
+				if err == nil {
+					t.Errorf("%s: Column(%+v) = %q, want not known yet", name, c.srv, got)
+				}
+				continue
+			}
+			if err != nil || got != c.want {
+				t.Errorf("%s: Column(%+v, nullable %v) = %q, %v; want %q", name, c.srv, c.nullable, got, err, c.want)
+			}
+			// Every inferred type is one the decoder can fill.
+			if pt := parseType(got); pt.unsupported() {
+				t.Errorf("%s: inferred %s, which the decoder cannot fill", name, got)
+			}
+		}
+	}
+	// JSON is never Nullable: ClickHouse has no Nullable(JSON).
+	obj, _ := InferJSON([]byte(`{"a":1}`))
+	if got, _ := obj.Column(cur, true); got != "JSON" {
+		t.Errorf("object, nullable, 26.x: %q, want JSON", got)
+	}
+}
+
+func unmappedOf(p *Plan) map[string]UnmappedField {
+	out := map[string]UnmappedField{}
+	p.TakeUnmapped(func(f *UnmappedField) { out[f.Name] = *f }, func(n uint64) {
+		out[OverflowField] = UnmappedField{Name: OverflowField, Count: n}
+	})
+	return out
+}
+
+func TestUnmappedFieldsCounted(t *testing.T) {
+	p, err := Compile("json", []ColumnSchema{{Name: "id", Type: "UInt64"}, {Name: "n", Type: "String"}}, map[string]string{"n": "a.b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	blk := p.NewBlock()
+	for i, v := range []string{
+		`{"id":1,"a":{"b":"x"}}`,            // every field taken
+		`{"id":2,"a":{"b":"x"},"extra":1}`,  // one new field
+		`{"id":3,"extra":2.5,"tags":["a"]}`, // a missing mapped field and two new ones
+		`{"id":4,"extra":"` + strings.Repeat("x", 100) + `"}`,
+		`{"id":"bad","zzz":1}`, // fails to decode: not counted
+	} {
+		_ = p.Append(blk, &kgo.Record{Value: []byte(v), Offset: int64(i)})
+	}
+	got := unmappedOf(p)
+	keys := make([]string, 0, len(got))
+	for k := range got {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	if fmt.Sprint(keys) != "[extra tags]" {
+		t.Fatalf("unmapped fields %v, want [extra tags]", keys)
+	}
+	e := got["extra"]
+	if e.Count != 3 || e.Example != "1" || e.Type.Kind != FieldString || !e.New() {
+		t.Errorf("extra: %+v (count 3, example 1, merged int+float+string = string, new)", e)
+	}
+	if tg := got["tags"]; tg.Count != 1 || tg.Example != `["a"]` || tg.Type.String() != "array(string)" {
+		t.Errorf("tags: %+v", tg)
+	}
+	// Counts reset; the field is no longer new.
+	_ = p.Append(blk, &kgo.Record{Value: []byte(`{"id":5,"tags":[]}`)})
+	again := unmappedOf(p)
+	if len(again) != 1 || again["tags"].Count != 1 || again["tags"].New() {
+		t.Errorf("after take: %+v", again)
+	}
+	if len(unmappedOf(p)) != 0 {
+		t.Error("nothing appended, yet fields reported")
+	}
+}
+
+func TestUnmappedFieldsBounded(t *testing.T) {
+	p, err := Compile("json", []ColumnSchema{{Name: "id", Type: "UInt64"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blk := p.NewBlock()
+	for i := 0; i < MaxUnmappedFields+10; i++ {
+		if err := p.Append(blk, &kgo.Record{Value: fmt.Appendf(nil, `{"id":1,"f%d":1}`, i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := unmappedOf(p)
+	if len(got) != MaxUnmappedFields+1 || got[OverflowField].Count != 10 {
+		t.Errorf("%d fields tracked, overflow %d; want %d and 10", len(got)-1, got[OverflowField].Count, MaxUnmappedFields)
+	}
+}
+
+func TestUnmappedDebeziumImage(t *testing.T) {
+	cols := []ColumnSchema{{Name: "id", Type: "Int64"}, {Name: "_version", Type: "UInt64"}, {Name: "_deleted", Type: "UInt8"}}
+	p, err := Compile("debezium-json", cols, map[string]string{"_version": "$version", "_deleted": "$deleted"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	blk := p.NewBlock()
+	v := `{"op":"c","after":{"id":1,"email":"a@b"},"source":{"lsn":5},"ts_ms":1}`
+	if err := p.Append(blk, &kgo.Record{Value: []byte(v)}); err != nil {
+		t.Fatal(err)
+	}
+	got := unmappedOf(p)
+	if len(got) != 1 || got["email"].Count != 1 || got["email"].Example != `"a@b"` {
+		t.Errorf("debezium unmapped: %+v, want email once", got)
+	}
+}
+
+// TestUnmappedNoAllocs pins the cost: a record with a field already seen
+// counts it without allocating, like a record whose fields are all taken.
+func TestUnmappedNoAllocs(t *testing.T) {
+	p, err := Compile("json", InsertColumns(benchCols), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blk := p.NewBlock()
+	events := benchEvents(64) // each has "session", which no column takes
+	for i := 0; i < inferSamples+1; i++ {
+		if err := p.Append(blk, &kgo.Record{Value: events[i%len(events)]}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec := &kgo.Record{Value: events[0]}
+	allocs := testing.AllocsPerRun(1000, func() {
+		if blk.Rows() > 5000 {
+			blk.Reset()
+		}
+		_ = p.Append(blk, rec)
+	})
+	if allocs > 0.05 {
+		t.Errorf("%.2f allocations per record with an unmapped field, want 0", allocs)
+	}
+	if got := unmappedOf(p)["session"].Count; got < 1000 {
+		t.Errorf("session counted %d times, want at least 1000", got)
+	}
+}
+
+// FuzzInferType checks that no JSON value makes inference panic and that
+// every type it settles on is one the decoder can fill, on both kinds of
+// server.
+func FuzzInferType(f *testing.F) {
+	for _, s := range []string{`1`, `1.5`, `"2024-05-17T12:00:00Z"`, `[1,[2]]`, `{"a":[]}`, `[null]`, `true`, `"x"`, `[[[]]]`, `1e400`} {
+		f.Add([]byte(s), []byte(`2`))
+	}
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		ta, err := InferJSON(a)
+		if err != nil {
+			return
+		}
+		tb, err := InferJSON(b)
+		if err != nil {
+			return
+		}
+		ft := MergeFieldTypes(ta, tb)
+		for _, srv := range []ServerTypes{{}, {Bool: true, DateTime64: true, JSON: true}} {
+			for _, nullable := range []bool{false, true} {
+				typ, err := ft.Column(srv, nullable)
+				if err != nil {
+					continue
+				}
+				if pt := parseType(typ); pt.unsupported() {
+					t.Fatalf("%s + %s: inferred %s, which the decoder cannot fill", a, b, typ)
+				}
+			}
+		}
+	})
+}
+
+// FuzzUnmappedAppend: any record value, appended by a plan, never panics,
+// and the unmapped fields it reports are never a field a column reads
+// (escaped keys included: "\u0069d" is id).
+func FuzzUnmappedAppend(f *testing.F) {
+	for _, s := range []string{`{"id":1,"x":2}`, `{"\u0069d":1,"y":[1,{"z":null}]}`, `{"id":1,"id":2,"x":1}`, `{"s":"","":1}`, `[1]`, `{"a":`} {
+		f.Add([]byte(s))
+	}
+	p, err := Compile("json", []ColumnSchema{{Name: "id", Type: "Int64"}, {Name: "s", Type: "Nullable(String)"}}, nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	blk := p.NewBlock()
+	f.Fuzz(func(t *testing.T, value []byte) {
+		if blk.Rows() > 1000 {
+			blk.Reset()
+		}
+		_ = p.Append(blk, &kgo.Record{Value: value})
+		p.TakeUnmapped(func(u *UnmappedField) {
+			if u.Name == "id" || u.Name == "s" || u.Count == 0 {
+				t.Fatalf("%q: reported %+v", value, *u)
+			}
+		}, nil)
+	})
+}
+
+// TestUnmappedRepeatedFieldSets: the shortcut for a record with the same
+// extra fields as the one before counts exactly what a walk would, as the
+// set of extra fields changes, grows, shrinks and meets duplicate keys.
+func TestUnmappedRepeatedFieldSets(t *testing.T) {
+	p, err := Compile("json", []ColumnSchema{{Name: "id", Type: "UInt64"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blk := p.NewBlock()
+	for _, v := range []string{
+		`{"id":1,"a":1}`, `{"id":1,"a":1}`, `{"a":1,"id":1}`, // a ×3
+		`{"id":1,"b":1}`,                               // b (same count, other field)
+		`{"id":1,"a":1,"b":1}`, `{"id":1,"b":1,"a":1}`, // a, b ×2
+		`{"id":1,"a":1}`,              // a
+		`{"id":1,"id":2,"a":1}`,       // a (the duplicate id is no field)
+		`{"id":1,"a":1,"a":2}`,        // a twice in one record: counted per key
+		`{"id":1}`, `{"id":1,"c":[]}`, // nothing, then c
+	} {
+		if err := p.Append(blk, &kgo.Record{Value: []byte(v)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := unmappedOf(p)
+	want := map[string]uint64{"a": 9, "b": 3, "c": 1}
+	if len(got) != len(want) {
+		t.Fatalf("fields %v; want %v", got, want)
+	}
+	for k, n := range want {
+		if got[k].Count != n {
+			t.Errorf("%s counted %d; want %d", k, got[k].Count, n)
+		}
+	}
+}

@@ -1,0 +1,349 @@
+package pipeline_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"sink/config"
+	"sink/internal/metrics"
+	"sink/internal/pipeline"
+	"sink/internal/testenv"
+)
+
+// evolveConfig is a one-topic connector into db.t with the route's schema
+// section set to schema (YAML flow mapping, "" for none).
+func evolveConfig(t *testing.T, s testenv.Server, topic, db, schema string) *config.Config {
+	route := fmt.Sprintf("{topic: %q, table: t}", topic)
+	if schema != "" {
+		route = fmt.Sprintf("{topic: %q, table: t, schema: %s}", topic, schema)
+	}
+	return newConfig(t, fmt.Sprintf(`
+name: %s
+kafka: {brokers: [%q], topics: [%q], fetch_max_wait: 100ms, commit_interval: 200ms}
+clickhouse: {addrs: [%q], database: %s, retry_initial: 50ms, retry_max: 300ms, schema_refresh: 0s}
+batch: {max_rows: 1000, max_wait: 300ms}
+routes: [%s]
+http: {listen: ""}
+`, testenv.UniqueName(t, "evolve"), testenv.Kafka(t)[0], topic, s.Addr, db, route))
+}
+
+func createT(t *testing.T, ch driver.Conn, db, columns string) {
+	t.Helper()
+	if err := ch.Exec(context.Background(), "CREATE TABLE "+db+".t ("+columns+") ENGINE = MergeTree ORDER BY id"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// columnsOf returns db.t's columns as "name type", in table order.
+func columnsOf(t *testing.T, ch driver.Conn, db string) []string {
+	t.Helper()
+	rows, err := ch.Query(context.Background(), "SELECT name, type FROM system.columns WHERE database = ? AND table = 't'", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var n, typ string
+		if err := rows.Scan(&n, &typ); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, n+" "+typ)
+	}
+	return out
+}
+
+// waitColumns waits until db.t has exactly want columns (or fails after 30 s).
+func waitColumns(t *testing.T, ch driver.Conn, db string, done <-chan error, want int) []string {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		cols := columnsOf(t, ch, db)
+		if len(cols) == want {
+			return cols
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("table has columns %v; want %d columns", cols, want)
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("connector stopped: %v", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func stopClean(t *testing.T, done <-chan error, stop context.CancelFunc) {
+	t.Helper()
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("clean stop: %v", err)
+	}
+}
+
+// Fields that no column takes are counted per table and field in
+// sink_unmapped_fields_total, scraped over HTTP; the table is not changed
+// (no schema.evolve) and every record still lands.
+func TestUnmappedFieldsCountedInMetrics(t *testing.T) {
+	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
+		ch, db, topic := s.Conn(t), s.NewDatabase(t), testenv.NewTopic(t, 1)
+		createT(t, ch, db, "id UInt64, n String")
+		cfg := evolveConfig(t, s, topic, db, "")
+		m := metrics.New(cfg.Kafka.Group)
+		srv, err := metrics.Serve("127.0.0.1:0", m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer srv.Close(context.Background())
+		done, stop := startPipelineWith(t, cfg, pipeline.WithMetrics(m))
+
+		var values []string
+		for i := 0; i < 300; i++ {
+			switch {
+			case i < 100:
+				values = append(values, fmt.Sprintf(`{"id":%d,"n":"x"}`, i))
+			case i < 250:
+				values = append(values, fmt.Sprintf(`{"id":%d,"n":"x","color":"red","size":%d}`, i, i))
+			default:
+				values = append(values, fmt.Sprintf(`{"id":%d,"size":1.5}`, i))
+			}
+		}
+		produceValues(t, topic, values...)
+		waitCommitted(t, done, cfg.Kafka.Group, topic, 300)
+		stopClean(t, done, stop) // the last batch is sealed and counted
+
+		code, body := scrape(t, "http://"+srv.Addr()+"/metrics")
+		if code != 200 {
+			t.Fatalf("/metrics: %d", code)
+		}
+		smp := samples(t, body)
+		table := fmt.Sprintf(`table="%s.t"`, db)
+		for field, want := range map[string]float64{"color": 150, "size": 200} {
+			if got, _ := sum(smp, metrics.UnmappedFields, table, `field="`+field+`"`); got != want {
+				t.Errorf("%s{field=%q} = %v; want %v", metrics.UnmappedFields, field, got, want)
+			}
+		}
+		if _, series := sum(smp, metrics.UnmappedFields, table); series != 2 {
+			t.Errorf("%d series of %s; want 2 (color, size)", series, metrics.UnmappedFields)
+		}
+		if n := countRows(t, ch, db+".t"); n != 300 {
+			t.Errorf("%d rows; want 300", n)
+		}
+		if cols := columnsOf(t, ch, db); len(cols) != 2 {
+			t.Errorf("columns %v: the table changed without schema.evolve", cols)
+		}
+	})
+}
+
+// typedRecord carries one field of each inferred kind.
+func typedRecord(id int) string {
+	return fmt.Sprintf(`{"id":%d,"i":%d,"f":%d.5,"b":%t,"s":"s%d","ts":"2024-05-17T12:00:%02d.250Z","o":{"k":%d},"arr":[%d,%d],"nul":null}`,
+		id, id*10, id, id%2 == 0, id, id%60, id, id, id+1)
+}
+
+// schema.evolve: add_columns turns new fields into typed columns (the types
+// the server has), and the records after the ALTER fill them. The records
+// of the batch that revealed the fields are inserted without them (the
+// columns' defaults). A field that was only ever null gets no column.
+func TestEvolveAddsTypedColumns(t *testing.T) {
+	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
+		ch, db, topic := s.Conn(t), s.NewDatabase(t), testenv.NewTopic(t, 1)
+		createT(t, ch, db, "id UInt64")
+		cfg := evolveConfig(t, s, topic, db, "{evolve: add_columns}")
+		done, stop := startPipeline(t, cfg)
+
+		var first []string
+		for i := 0; i < 100; i++ {
+			first = append(first, typedRecord(i))
+		}
+		produceValues(t, topic, first...)
+		waitCommitted(t, done, cfg.Kafka.Group, topic, 100)
+		cols := waitColumns(t, ch, db, done, 8)
+		want := []string{"id UInt64", "i Int64", "f Float64", "b UInt8", "s String", "ts String", "o String", "arr Array(Int64)"}
+		if s.AtLeast(24, 8) {
+			want = []string{"id UInt64", "i Int64", "f Float64", "b Bool", "s String", "ts DateTime64(3)", "o JSON", "arr Array(Int64)"}
+		}
+		sort.Strings(cols)
+		sort.Strings(want)
+		if strings.Join(cols, ", ") != strings.Join(want, ", ") {
+			t.Fatalf("columns %v; want %v", cols, want)
+		}
+		time.Sleep(time.Second) // the connector applies the description it read after its ALTER
+
+		var second []string
+		for i := 100; i < 300; i++ {
+			second = append(second, typedRecord(i))
+		}
+		produceValues(t, topic, second...)
+		waitCommitted(t, done, cfg.Kafka.Group, topic, 300)
+		if n := countRows(t, ch, db+".t"); n != 300 {
+			t.Fatalf("%d rows; want 300", n)
+		}
+		filled := "SELECT count() FROM " + db + ".t WHERE id >= 100 AND i = id*10 AND f = id + 0.5 AND b = (id % 2 = 0) AND s = concat('s', toString(id))" +
+			" AND toString(ts) LIKE '2024-05-17%' AND arr = [toInt64(id), toInt64(id+1)]"
+		if n := uint64Of(t, ch, filled); n != 200 {
+			t.Errorf("%d of the 200 records after the ALTER filled every new column; want 200", n)
+		}
+		objText := "toString(o)"
+		if n := uint64Of(t, ch, "SELECT count() FROM "+db+".t WHERE id >= 100 AND replaceAll("+objText+", ' ', '') = concat('{\"k\":', toString(id), '}')"); n != 200 {
+			t.Errorf("%d of 200 rows hold their object; want 200", n)
+		}
+		if n := uint64Of(t, ch, "SELECT count() FROM "+db+".t WHERE id < 100 AND i = 0"); n != 100 {
+			t.Errorf("%d of the 100 records before the ALTER have the default; want 100 (they were decoded before the column existed)", n)
+		}
+		stopClean(t, done, stop)
+	})
+}
+
+// Two connectors (two groups, so both read every record) evolve the same
+// table at the same time: both keep running, the table gets one column per
+// field, and both fill it.
+func TestEvolveTwoInstancesRace(t *testing.T) {
+	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
+		ch, db, topic := s.Conn(t), s.NewDatabase(t), testenv.NewTopic(t, 1)
+		createT(t, ch, db, "id UInt64")
+		cfgA := evolveConfig(t, s, topic, db, "{evolve: add_columns}")
+		cfgB := evolveConfig(t, s, topic, db, "{evolve: add_columns}")
+		doneA, stopA := startPipeline(t, cfgA)
+		doneB, stopB := startPipeline(t, cfgB)
+
+		var first, second []string
+		for i := 0; i < 100; i++ {
+			first = append(first, fmt.Sprintf(`{"id":%d,"x":%d,"y":"a"}`, i, i))
+			second = append(second, fmt.Sprintf(`{"id":%d,"x":%d,"y":"b"}`, i+100, i+100))
+		}
+		produceValues(t, topic, first...)
+		waitCommitted(t, doneA, cfgA.Kafka.Group, topic, 100)
+		waitCommitted(t, doneB, cfgB.Kafka.Group, topic, 100)
+		cols := waitColumns(t, ch, db, doneA, 3)
+		time.Sleep(time.Second)
+		produceValues(t, topic, second...)
+		waitCommitted(t, doneA, cfgA.Kafka.Group, topic, 200)
+		waitCommitted(t, doneB, cfgB.Kafka.Group, topic, 200)
+		if got := columnsOf(t, ch, db); len(got) != 3 {
+			t.Fatalf("columns %v (first seen %v); want id, x, y once each", got, cols)
+		}
+		if n := countRows(t, ch, db+".t"); n != 400 {
+			t.Fatalf("%d rows; want 400 (200 from each connector)", n)
+		}
+		if n := uint64Of(t, ch, "SELECT count() FROM "+db+".t WHERE id >= 100 AND x = id AND y = 'b'"); n != 200 {
+			t.Errorf("%d rows after the ALTER filled by both connectors; want 200", n)
+		}
+		stopClean(t, doneA, stopA)
+		stopClean(t, doneB, stopB)
+	})
+}
+
+// schema.max_new_columns_per_hour caps the columns added; schema.allow and
+// schema.deny pick the fields that may become columns (deny wins). The
+// fields left out are still counted and every record lands.
+func TestEvolveCapAndLists(t *testing.T) {
+	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
+		ch, db, topic := s.Conn(t), s.NewDatabase(t), testenv.NewTopic(t, 1)
+		createT(t, ch, db, "id UInt64")
+		cfg := evolveConfig(t, s, topic, db, `{evolve: add_columns, allow: ["k*"], deny: [kx], max_new_columns_per_hour: 2, nullable: true}`)
+		done, stop := startPipeline(t, cfg)
+		var values []string
+		for i := 0; i < 100; i++ {
+			values = append(values, fmt.Sprintf(`{"id":%d,"k1":1,"k2":2,"k3":3,"kx":4,"other":5}`, i))
+		}
+		produceValues(t, topic, values...)
+		waitCommitted(t, done, cfg.Kafka.Group, topic, 100)
+		cols := waitColumns(t, ch, db, done, 3)
+		// More batches: the cap holds for the hour.
+		produceValues(t, topic, values...)
+		waitCommitted(t, done, cfg.Kafka.Group, topic, 200)
+		time.Sleep(time.Second)
+		cols = columnsOf(t, ch, db)
+		if len(cols) != 3 {
+			t.Fatalf("columns %v; want id and two of k1, k2, k3 (the cap)", cols)
+		}
+		for _, c := range cols[1:] {
+			name, typ, _ := strings.Cut(c, " ")
+			if (name != "k1" && name != "k2" && name != "k3") || typ != "Nullable(Int64)" {
+				t.Errorf("column %q: want one of k1, k2, k3 as Nullable(Int64) (kx is denied, other not allowed)", c)
+			}
+		}
+		if n := countRows(t, ch, db+".t"); n != 200 {
+			t.Errorf("%d rows; want 200", n)
+		}
+		stopClean(t, done, stop)
+	})
+}
+
+// A column added by hand before its field first arrives is picked up at
+// that first sighting, not at the next schema_refresh (an hour here): the
+// batch that revealed the field re-reads the table, and the records after
+// it fill the column.
+func TestColumnAddedBeforeFieldArrivesIsFilledAtFirstSighting(t *testing.T) {
+	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
+		r := startOnTable(t, s, "id UInt64, n String", "1h", jsonRows(0, 100))
+		ch, db, topic, cfg, done, stop := r.ch, r.db, r.topic, r.cfg, r.done, r.stop
+		if err := ch.Exec(context.Background(), "ALTER TABLE "+db+".t ADD COLUMN extra String"); err != nil {
+			t.Fatal(err)
+		}
+		produceValues(t, topic, withExtra(100, 200)...)
+		waitCommitted(t, done, cfg.Kafka.Group, topic, 200)
+		time.Sleep(time.Second) // the re-read's answer reaches the connector
+		produceValues(t, topic, withExtra(200, 300)...)
+		waitCommitted(t, done, cfg.Kafka.Group, topic, 300)
+		if n := uint64Of(t, ch, "SELECT count() FROM "+db+".t WHERE id >= 200 AND extra = concat('e', toString(id))"); n != 100 {
+			t.Errorf("%d of the 100 records after the first sighting filled extra; want 100", n)
+		}
+		if n := countRows(t, ch, db+".t"); n != 300 {
+			t.Errorf("%d rows; want 300", n)
+		}
+		stopClean(t, done, stop)
+	})
+}
+
+// debezium-json: the row image's fields that no column takes are counted
+// too (creates by their after image, deletes by their before image).
+func TestUnmappedDebeziumFieldsCounted(t *testing.T) {
+	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
+		ch, db, topic := s.Conn(t), s.NewDatabase(t), testenv.NewTopic(t, 1)
+		createT(t, ch, db, "id Int64, _version UInt64, _deleted UInt8")
+		cfg := newConfig(t, fmt.Sprintf(`
+name: %s
+kafka: {brokers: [%q], topics: [%q], fetch_max_wait: 100ms}
+clickhouse: {addrs: [%q], database: %s}
+batch: {max_rows: 1000, max_wait: 300ms}
+routes: [{topic: %q, table: t, format: debezium-json}]
+http: {listen: ""}
+`, testenv.UniqueName(t, "dbzdrift"), testenv.Kafka(t)[0], topic, s.Addr, db, topic))
+		m := metrics.New(cfg.Kafka.Group)
+		srv, err := metrics.Serve("127.0.0.1:0", m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer srv.Close(context.Background())
+		done, stop := startPipelineWith(t, cfg, pipeline.WithMetrics(m))
+		var values []string
+		for i := 0; i < 50; i++ {
+			values = append(values, fmt.Sprintf(`{"op":"c","after":{"id":%d,"email":"u%d@x"},"source":{"lsn":%d},"ts_ms":1}`, i, i, 100+i))
+		}
+		for i := 0; i < 20; i++ {
+			values = append(values, fmt.Sprintf(`{"op":"d","before":{"id":%d,"email":"u%d@x","phone":"1"},"after":null,"source":{"lsn":%d},"ts_ms":2}`, i, i, 200+i))
+		}
+		produceValues(t, topic, values...)
+		waitCommitted(t, done, cfg.Kafka.Group, topic, 70)
+		stopClean(t, done, stop)
+		_, body := scrape(t, "http://"+srv.Addr()+"/metrics")
+		smp := samples(t, body)
+		table := fmt.Sprintf(`table="%s.t"`, db)
+		for field, want := range map[string]float64{"email": 70, "phone": 20} {
+			if got, _ := sum(smp, metrics.UnmappedFields, table, `field="`+field+`"`); got != want {
+				t.Errorf("%s{field=%q} = %v; want %v", metrics.UnmappedFields, field, got, want)
+			}
+		}
+		if n := countRows(t, ch, db+".t"); n != 70 {
+			t.Errorf("%d rows; want 70", n)
+		}
+	})
+}
