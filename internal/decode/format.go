@@ -81,6 +81,8 @@ func newFormat(f route.Format, st *appendState, pol *Policy) (rowFormat, error) 
 		return newJSONFormat(st, pol), nil
 	case route.Debezium:
 		return newDebeziumFormat(st), nil
+	case protobufFormat:
+		return newProtoFormat(st, pol), nil
 	}
 	return nil, fmt.Errorf("unsupported format %q (supported: %s)", f, route.FormatNames())
 }

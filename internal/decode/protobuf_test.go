@@ -1,0 +1,332 @@
+package decode
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/dynamicpb"
+
+	"sink/internal/registry"
+)
+
+// testCommonProto is imported by testProto through a registry reference.
+const testCommonProto = `syntax = "proto3";
+package t.common;
+message Money { int64 units = 1; int32 cents = 2; }
+`
+
+// testProto has every mapping the protobuf format documents, and a second
+// top-level message for message-index selection.
+const testProto = `syntax = "proto3";
+package t.v1;
+import "google/protobuf/timestamp.proto";
+import "google/protobuf/duration.proto";
+import "google/protobuf/wrappers.proto";
+import "google/protobuf/struct.proto";
+import "t/common.proto";
+
+enum Kind { KIND_UNSPECIFIED = 0; CLICK = 1; VIEW = 2; }
+
+message Event {
+  message Inner { string a = 1; int32 b = 2; Kind k = 3; }
+  uint64 id = 1;
+  int32 i32 = 2;
+  sint64 s64 = 3;
+  fixed64 f64 = 4;
+  bool flag = 5;
+  float fl = 6;
+  double db = 7;
+  string name = 8;
+  bytes raw = 9;
+  Kind kind = 10;
+  repeated int64 nums = 11;
+  repeated string tags = 12;
+  map<string, int64> counts = 13;
+  Inner inner = 14;
+  oneof choice { string text = 15; int64 number = 16; }
+  google.protobuf.Timestamp ts = 17;
+  google.protobuf.Duration dur = 18;
+  google.protobuf.Int64Value maybe = 19;
+  google.protobuf.Struct attrs = 20;
+  t.common.Money price = 21;
+  optional int32 opt = 22;
+  repeated Inner items = 23;
+  map<int32, Inner> by_id = 24;
+  uint64 big = 25;
+  google.protobuf.StringValue label = 26;
+}
+
+message Other { string note = 1; uint64 id = 2; }
+`
+
+// testSchemas is a fake registry: id 1 is testProto (referencing
+// t/common.proto), id 2 an Avro schema.
+var testSchemas = map[int]*registry.Schema{
+	1: {ID: 1, Type: sr.TypeProtobuf, Text: testProto, References: []registry.Reference{
+		{Name: "t/common.proto", Subject: "common", Version: 1, Type: sr.TypeProtobuf, Text: testCommonProto}}},
+	2: {ID: 2, Type: sr.TypeAvro, Text: `"string"`},
+	3: {ID: 3, Type: sr.TypeProtobuf, Text: `syntax = "proto3"; message Broken { int32 a = 1`},
+}
+
+func fakeLookup(id int) (*registry.Schema, error) {
+	if s, ok := testSchemas[id]; ok {
+		return s, nil
+	}
+	return nil, fmt.Errorf("%w: schema id %d: the registry says it does not exist", registry.ErrBadRecord, id)
+}
+
+// testDescriptor compiles schema 1 and returns the named message.
+func testDescriptor(t testing.TB, name string) protoreflect.MessageDescriptor {
+	t.Helper()
+	fd, err := compileProtoSchema(testSchemas[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := fd.Messages().ByName(protoreflect.Name(name))
+	if md == nil {
+		t.Fatalf("no message %s", name)
+	}
+	return md
+}
+
+// protoRecord encodes the protojson text js as message msg of schema 1
+// (with protobuf-go, the maintained library) and frames it.
+func protoRecord(t testing.TB, msg, js string, index int) []byte {
+	t.Helper()
+	m := dynamicpb.NewMessage(testDescriptor(t, msg))
+	if err := protojson.Unmarshal([]byte(js), m); err != nil {
+		t.Fatalf("protojson %s: %v", js, err)
+	}
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(registry.AppendFrame(nil, 1, true, index), b...)
+}
+
+func protoPlan(t testing.TB, cols []ColumnSchema, mapping map[string]string, msgType string) *Plan {
+	t.Helper()
+	p, err := Compile(protobufFormat, cols, mapping)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := p.format.(*protoFormat)
+	f.lookup, f.msgType = fakeLookup, msgType
+	return p
+}
+
+// protoOne decodes the Event js into one column c of colType reading src.
+func protoOne(t *testing.T, colType, src, js string) (any, error) {
+	t.Helper()
+	p := protoPlan(t, []ColumnSchema{{Name: "c", Type: colType}}, map[string]string{"c": src}, "")
+	blk := p.NewBlock()
+	if err := p.Append(blk, &kgo.Record{Topic: "t", Value: protoRecord(t, "Event", js, 0)}); err != nil {
+		return nil, err
+	}
+	return firstRow(colType, blk.ColumnData(0)), nil
+}
+
+func TestProtobufMappings(t *testing.T) {
+	full := `{"id":"18446744073709551615","i32":-7,"s64":"-9000000000","f64":"42","flag":true,"fl":1.5,"db":0.1,
+		"name":"héllo","raw":"AAEC","kind":"VIEW","nums":["1","-2","3"],"tags":["a","b"],"counts":{"x":"1"},
+		"inner":{"a":"in","b":5,"k":"CLICK"},"text":"chosen","ts":"2024-05-17T12:34:56.789Z","dur":"-1.500s",
+		"maybe":"0","attrs":{"k":[1,"two",null,true],"o":{"p":1.25}},"price":{"units":"12","cents":34},"opt":0,
+		"items":[{"a":"x"},{"b":2}],"byId":{"7":{"a":"seven"}},"big":"9223372036854775808","label":"L"}`
+	for _, c := range []struct {
+		typ, src, js, want string
+	}{
+		{"UInt64", "id", full, "18446744073709551615"},
+		{"String", "id", full, "18446744073709551615"},
+		{"Int32", "i32", full, "-7"},
+		{"Int64", "s64", full, "-9000000000"},
+		{"UInt64", "f64", full, "42"},
+		{"UInt8", "flag", full, "1"},
+		{"Bool", "flag", full, "true"},
+		{"Float32", "fl", full, "1.5"},
+		{"Float64", "db", full, "0.1"},
+		{"Decimal(9, 2)", "db", full, "0.1"},
+		{"String", "name", full, "héllo"},
+		{"String", "raw", full, "\x00\x01\x02"},
+		{"FixedString(3)", "raw", full, "\x00\x01\x02"},
+		{"String", "kind", full, "VIEW"},
+		{"Enum8('KIND_UNSPECIFIED' = 0, 'CLICK' = 1, 'VIEW' = 2)", "kind", full, "2"},
+		{"LowCardinality(String)", "kind", full, "VIEW"},
+		{"UInt8", "kind", full, "2"},
+		{"Array(Int64)", "nums", full, "[1 -2 3]"},
+		{"Array(String)", "tags", full, "[a b]"},
+		{"String", "tags", full, `["a","b"]`},
+		{"Array(Int64)", "nums", `{}`, "[]"},
+		{"Map(String, Int64)", "counts", full, "[[x 1]]"},
+		{"Map(String, Int64)", "counts", `{}`, "[]"},
+		{"Map(Int32, String)", "by_id", full, `[[7 {"a":"seven","b":0,"k":"KIND_UNSPECIFIED"}]]`},
+		{"Tuple(a String, b Int32, k String)", "inner", full, "[in 5 CLICK]"},
+		{"String", "inner", full, `{"a":"in","b":5,"k":"CLICK"}`},
+		{"String", "inner.a", full, "in"},
+		{"Int32", "inner.b", full, "5"},
+		{"Int32", "inner.b", `{"inner":{}}`, "0"},
+		{"Nullable(Int32)", "inner.b", `{}`, "<nil>"},
+		{"Array(Tuple(a String, b Int32))", "items", full, "[[x 0] [ 2]]"},
+		{"Nullable(String)", "choice", full, "chosen"},
+		{"Nullable(String)", "choice", `{"number":"12"}`, "12"},
+		{"Nullable(String)", "choice", `{}`, "<nil>"},
+		{"Nullable(String)", "text", `{"number":"12"}`, "<nil>"},
+		{"Nullable(Int64)", "number", `{"number":"12"}`, "12"},
+		{"DateTime", "ts", full, "2024-05-17 12:34:56"},
+		{"DateTime64(3)", "ts", full, "2024-05-17T12:34:56.789Z"},
+		{"Date", "ts", full, "2024-05-17"},
+		{"String", "ts", full, "2024-05-17T12:34:56.789Z"},
+		{"Int64", "ts", full, "1715949296789"},
+		{"Nullable(DateTime)", "ts", `{}`, "<nil>"},
+		{"Decimal(18, 3)", "dur", full, "-1.5"},
+		{"Float64", "dur", `{"dur":"3s"}`, "3"},
+		{"Nullable(Int64)", "maybe", full, "0"},
+		{"Nullable(Int64)", "maybe", `{}`, "<nil>"},
+		{"Nullable(String)", "label", full, "L"},
+		{"String", "attrs", full, `{"k":[1,"two",null,true],"o":{"p":1.25}}`},
+		{"Tuple(units Int64, cents Int32)", "price", full, "[12 34]"},
+		{"Int64", "price.units", full, "12"},
+		{"Nullable(Int32)", "opt", full, "0"},
+		{"Nullable(Int32)", "opt", `{}`, "<nil>"},
+		{"Int32", "opt", `{}`, "0"},
+		{"UInt64", "big", full, "9223372036854775808"},
+		{"Nullable(String)", "no_such_field", full, "<nil>"},
+		{"Nullable(String)", "name.deeper", full, "<nil>"},
+		{"Int32", "i32", `{}`, "0"},
+		{"String", "name", `{}`, ""},
+	} {
+		got, err := protoOne(t, c.typ, c.src, c.js)
+		if err != nil {
+			t.Errorf("%s from %s: %v", c.typ, c.src, err)
+			continue
+		}
+		if s := fmt.Sprint(got); s != c.want {
+			t.Errorf("%s from %s: got %q, want %q", c.typ, c.src, s, c.want)
+		}
+	}
+}
+
+func TestProtobufJSONColumnOn26Types(t *testing.T) {
+	// The JSON type is built from the same JSON text; the column checks it.
+	got, err := protoOne(t, "JSON", "attrs", `{"attrs":{"a":{"b":1}}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := fmt.Sprint(got); s != `{"a":{"b":1}}` {
+		t.Fatalf("got %s", s)
+	}
+}
+
+func TestProtobufBadRecords(t *testing.T) {
+	good := protoRecord(t, "Event", `{"i32":3}`, 0)
+	for _, c := range []struct {
+		name  string
+		value []byte
+		want  string
+	}{
+		{"not framed", []byte(`{"a":1}`), "magic byte"},
+		{"short frame", []byte{0, 0, 0}, "shorter than"},
+		{"unknown id", append(registry.AppendFrame(nil, 99, true), good[6:]...), "does not exist"},
+		{"avro id", append(registry.AppendFrame(nil, 2, true), good[6:]...), "not Protobuf"},
+		{"schema does not compile", append(registry.AppendFrame(nil, 3, true), good[6:]...), "does not compile"},
+		{"no such message index", append(registry.AppendFrame(nil, 1, true, 5), good[6:]...), "no index 5"},
+		{"truncated payload", good[:len(good)-1], "invalid Protobuf payload"},
+		{"garbage payload", append(registry.AppendFrame(nil, 1, true), 0xff, 0xff, 0xff), "invalid Protobuf payload"},
+		{"out of range", protoRecord(t, "Event", `{"i32":-3}`, 0), "out of range"},
+	} {
+		p := protoPlan(t, []ColumnSchema{{Name: "i32", Type: "UInt8"}}, nil, "")
+		err := p.Append(p.NewBlock(), &kgo.Record{Topic: "t", Value: c.value})
+		var re *RecordError
+		if !errors.As(err, &re) || !strings.Contains(re.Reason, c.want) {
+			t.Errorf("%s: got %v, want a RecordError containing %q", c.name, err, c.want)
+		}
+	}
+}
+
+func TestProtobufRegistryUnavailableIsNotABadRecord(t *testing.T) {
+	p := protoPlan(t, []ColumnSchema{{Name: "i32", Type: "Int32"}}, nil, "")
+	p.format.(*protoFormat).lookup = func(id int) (*registry.Schema, error) {
+		return nil, fmt.Errorf("%w: connection refused", registry.ErrUnavailable)
+	}
+	err := p.Append(p.NewBlock(), &kgo.Record{Topic: "t", Value: protoRecord(t, "Event", `{"i32":3}`, 0)})
+	var re *RecordError
+	if !errors.Is(err, registry.ErrUnavailable) || errors.As(err, &re) {
+		t.Fatalf("got %v, want ErrUnavailable and no RecordError", err)
+	}
+}
+
+func TestProtobufMessageTypes(t *testing.T) {
+	cols := []ColumnSchema{{Name: "id", Type: "UInt64"}, {Name: "note", Type: "String"}}
+	ev := protoRecord(t, "Event", `{"id":"7"}`, 0)
+	other := protoRecord(t, "Other", `{"id":"8","note":"n"}`, 1)
+
+	// Without a message setting every type fills the columns it has.
+	p := protoPlan(t, cols, nil, "")
+	blk := p.NewBlock()
+	for _, v := range [][]byte{ev, other} {
+		if err := p.Append(blk, &kgo.Record{Topic: "t", Value: v}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := fmt.Sprint(blk.ColumnData(0), blk.ColumnData(1)); got != "[7 8] [ n]" {
+		t.Fatalf("got %s", got)
+	}
+
+	// With one, other types are skipped (ErrSkip), not bad.
+	p = protoPlan(t, cols, nil, "t.v1.Other")
+	blk = p.NewBlock()
+	if err := p.Append(blk, &kgo.Record{Topic: "t", Value: ev}); !errors.Is(err, ErrSkip) {
+		t.Fatalf("Event under message t.v1.Other: got %v, want ErrSkip", err)
+	}
+	if err := p.Append(blk, &kgo.Record{Topic: "t", Value: other}); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(blk.ColumnData(0), blk.ColumnData(1)); got != "[8] [n]" {
+		t.Fatalf("got %s", got)
+	}
+}
+
+func TestProtobufTombstone(t *testing.T) {
+	p := protoPlan(t, []ColumnSchema{{Name: "id", Type: "UInt64"}}, nil, "")
+	if err := p.Append(p.NewBlock(), &kgo.Record{Topic: "t"}); !errors.Is(err, ErrSkip) {
+		t.Fatalf("got %v, want ErrSkip", err)
+	}
+}
+
+func TestProtobufDurationText(t *testing.T) {
+	for _, c := range []struct {
+		sec   int64
+		nanos int32
+		want  string
+	}{
+		{0, 0, "0"}, {1, 500_000_000, "1.5"}, {-1, -500_000_000, "-1.5"}, {0, -1, "-0.000000001"},
+		{315576000000, 999999999, "315576000000.999999999"}, {1, -1, "invalid"},
+	} {
+		var b []byte
+		b = appendVarintField(b, 1, uint64(c.sec))
+		b = appendVarintField(b, 2, uint64(int64(c.nanos)))
+		got, err := durationText(nil, b)
+		s := string(got)
+		if err != nil {
+			s = "invalid"
+		}
+		if s != c.want {
+			t.Errorf("%d s %d ns: got %s, want %s", c.sec, c.nanos, s, c.want)
+		}
+	}
+}
+
+func appendVarintField(b []byte, num int, v uint64) []byte {
+	b = append(b, byte(num<<3))
+	for v >= 0x80 {
+		b = append(b, byte(v)|0x80)
+		v >>= 7
+	}
+	return append(b, byte(v))
+}
