@@ -111,8 +111,53 @@ type protoReader struct {
 // protoSlot is one top-level field some column reads: where it occurs in
 // the current record.
 type protoSlot struct {
-	fd  protoreflect.FieldDescriptor
-	occ []protoOcc
+	info *pbInfo
+	occ  []protoOcc
+}
+
+// pbInfo is what reading a field needs of its descriptor, taken from it
+// once per reader (descriptor methods are too slow for every record).
+type pbInfo struct {
+	fd       protoreflect.FieldDescriptor
+	kind     protoreflect.Kind
+	wt       protowire.Type // the wire type of one element
+	list     bool
+	isMap    bool
+	presence bool
+	packable bool // a repeated scalar: may come packed
+	msg      protoreflect.MessageDescriptor
+	wkt      wkt
+	enum     protoreflect.EnumValueDescriptors
+	inner    *pbInfo // a wrapper's value field
+	defV     uint64  // the default value, as scalarAt decodes it
+	defP     []byte
+}
+
+func newInfo(fd protoreflect.FieldDescriptor) *pbInfo {
+	i := &pbInfo{fd: fd, kind: fd.Kind(), list: fd.IsList(), isMap: fd.IsMap(), presence: fd.HasPresence()}
+	i.wt = wireOf(i.kind)
+	i.packable = i.list && i.wt != protowire.BytesType
+	if !i.list && !i.isMap {
+		if i.msg = fd.Message(); i.msg != nil {
+			i.wkt = wellKnown(i.msg)
+			if i.wkt == wktWrapper {
+				i.inner = newInfo(i.msg.Fields().ByNumber(1))
+			}
+		} else {
+			i.defV, i.defP = defaultScalar(fd)
+		}
+	}
+	if e := fd.Enum(); e != nil {
+		i.enum = e.Values()
+	}
+	return i
+}
+
+// fits reports whether an occurrence with wire type wt is this field's
+// (a repeated scalar may also come packed). Protobuf parsers treat any
+// other occurrence as an unknown field, and so does this format.
+func (i *pbInfo) fits(wt protowire.Type) bool {
+	return wt == i.wt || (i.packable && wt == protowire.BytesType)
 }
 
 // protoOcc is one occurrence of a field: the offset of its value (after the
@@ -125,8 +170,8 @@ type protoOcc struct {
 // protoStep is one element of a column's path: a field, or a oneof (any of
 // its members).
 type protoStep struct {
-	nums []protowire.Number
-	fds  []protoreflect.FieldDescriptor
+	nums  []protowire.Number
+	infos []*pbInfo
 }
 
 // protoCol is one column's path through a message type.
@@ -278,19 +323,19 @@ func (f *protoFormat) compileReader(md protoreflect.MessageDescriptor) *protoRea
 			}
 			if depth == 0 {
 				c.first = st
-				for _, fd := range st.fds {
-					c.slots = append(c.slots, rd.slot(fd))
+				for _, fi := range st.infos {
+					c.slots = append(c.slots, rd.slot(fi))
 				}
 			} else {
 				c.rest = append(c.rest, st)
 			}
 			if depth < len(b.path)-1 {
 				// Descend: only through one singular message field.
-				if len(st.fds) != 1 || st.fds[0].Message() == nil || st.fds[0].IsList() || st.fds[0].IsMap() {
+				if len(st.infos) != 1 || st.infos[0].msg == nil {
 					c.never = true
 					break
 				}
-				cur = st.fds[0].Message()
+				cur = st.infos[0].msg
 			}
 		}
 	}
@@ -303,7 +348,7 @@ func resolveStep(md protoreflect.MessageDescriptor, name string) (protoStep, boo
 		if fd.Kind() == protoreflect.GroupKind {
 			return protoStep{}, false
 		}
-		return protoStep{nums: []protowire.Number{fd.Number()}, fds: []protoreflect.FieldDescriptor{fd}}, true
+		return protoStep{nums: []protowire.Number{fd.Number()}, infos: []*pbInfo{newInfo(fd)}}, true
 	}
 	od := md.Oneofs().ByName(protoreflect.Name(name))
 	if od == nil {
@@ -316,18 +361,18 @@ func resolveStep(md protoreflect.MessageDescriptor, name string) (protoStep, boo
 			continue
 		}
 		st.nums = append(st.nums, fd.Number())
-		st.fds = append(st.fds, fd)
+		st.infos = append(st.infos, newInfo(fd))
 	}
-	return st, len(st.fds) > 0
+	return st, len(st.infos) > 0
 }
 
 // maxDense bounds the field numbers looked up by slice; larger ones (rare)
 // go through a map.
 const maxDense = 1024
 
-// slot returns fd's slot, adding one.
-func (rd *protoReader) slot(fd protoreflect.FieldDescriptor) int32 {
-	n := fd.Number()
+// slot returns the field's slot, adding one.
+func (rd *protoReader) slot(fi *pbInfo) int32 {
+	n := fi.fd.Number()
 	if n < maxDense {
 		for int(n) >= len(rd.dense) {
 			rd.dense = append(rd.dense, 0)
@@ -339,7 +384,7 @@ func (rd *protoReader) slot(fd protoreflect.FieldDescriptor) int32 {
 		return s
 	}
 	s := int32(len(rd.slots))
-	rd.slots = append(rd.slots, protoSlot{fd: fd})
+	rd.slots = append(rd.slots, protoSlot{info: fi})
 	if n < maxDense {
 		rd.dense[n] = s + 1
 	} else {
@@ -383,7 +428,7 @@ func (rd *protoReader) scan(b []byte) error {
 		if m < 0 {
 			return bad("", "invalid Protobuf payload: field "+strconv.Itoa(int(num))+": "+protowire.ParseError(m).Error())
 		}
-		if s, ok := rd.lookup(num); ok && wireFits(rd.slots[s].fd, wt) {
+		if s, ok := rd.lookup(num); ok && rd.slots[s].info.fits(wt) {
 			rd.slots[s].occ = append(rd.slots[s].occ, protoOcc{off: int32(val), wt: wt})
 		}
 		off = val + m
@@ -446,44 +491,44 @@ func (f *protoFormat) read(col int, in *input) error {
 	rd := f.cur
 	// The first step: the slot with the latest occurrence (a oneof's set
 	// member is the one written last).
-	var fd protoreflect.FieldDescriptor
+	var fi *pbInfo
 	var occ []protoOcc
 	best := int32(-1)
 	for _, s := range c.slots {
 		sl := &rd.slots[s]
 		if n := len(sl.occ); n > 0 && sl.occ[n-1].off > best {
-			best, fd, occ = sl.occ[n-1].off, sl.fd, sl.occ
+			best, fi, occ = sl.occ[n-1].off, sl.info, sl.occ
 		}
 	}
 	buf := f.payload
-	if fd == nil {
+	if fi == nil {
 		return f.absent(c.first, col, in)
 	}
 	for _, st := range c.rest {
-		// fd is a singular message field (compileReader checked): descend
+		// fi is a singular message field (compileReader checked): descend
 		// into its last occurrence.
 		sub, n := protowire.ConsumeBytes(buf[occ[len(occ)-1].off:])
 		if n < 0 {
-			return reasonf("invalid Protobuf field %s: %v", fd.Name(), protowire.ParseError(n))
+			return badWire(fi.fd, n)
 		}
 		var err error
-		if fd, err = f.find(sub, st); err != nil {
+		if fi, err = f.find(sub, st); err != nil {
 			return err
 		}
-		if fd == nil {
+		if fi == nil {
 			return f.absent(st, col, in)
 		}
 		buf, occ = sub, f.occ
 	}
-	return f.value(fd, buf, occ, col, in)
+	return f.value(fi, buf, occ, col, in)
 }
 
 // find collects into f.occ the occurrences in message b of step st's field
 // (for a oneof, of the member written last) and returns that field, or nil
 // when none occurs.
-func (f *protoFormat) find(b []byte, st protoStep) (protoreflect.FieldDescriptor, error) {
+func (f *protoFormat) find(b []byte, st protoStep) (*pbInfo, error) {
 	f.occ = f.occ[:0]
-	var found protoreflect.FieldDescriptor
+	var found *pbInfo
 	for off := 0; off < len(b); {
 		num, wt, n := protowire.ConsumeTag(b[off:])
 		if n < 0 {
@@ -495,10 +540,10 @@ func (f *protoFormat) find(b []byte, st protoStep) (protoreflect.FieldDescriptor
 			return nil, reasonf("invalid Protobuf message: field %d: %v", num, protowire.ParseError(m))
 		}
 		for i, sn := range st.nums {
-			if sn == num && wireFits(st.fds[i], wt) {
-				if found != st.fds[i] {
+			if sn == num && st.infos[i].fits(wt) {
+				if found != st.infos[i] {
 					f.occ = f.occ[:0] // another oneof member replaces the one before
-					found = st.fds[i]
+					found = st.infos[i]
 				}
 				f.occ = append(f.occ, protoOcc{off: int32(val), wt: wt})
 			}
@@ -512,26 +557,25 @@ func (f *protoFormat) find(b []byte, st protoStep) (protoreflect.FieldDescriptor
 // field with presence or a oneof, empty for a repeated field or map, the
 // default value otherwise.
 func (f *protoFormat) absent(st protoStep, col int, in *input) error {
-	if len(st.fds) != 1 {
+	if len(st.infos) != 1 {
 		in.kind = inMissing
 		return nil
 	}
-	fd := st.fds[0]
+	fi := st.infos[0]
 	text := f.binds[col].text
 	switch {
-	case fd.IsList() && text:
+	case fi.list && text:
 		in.kind, in.b = inStr, emptyArrayText
-	case fd.IsList():
+	case fi.list:
 		in.kind, in.v = inArray, f.empty[0]
-	case fd.IsMap() && text:
+	case fi.isMap && text:
 		in.kind, in.b = inStr, emptyObjectText
-	case fd.IsMap():
+	case fi.isMap:
 		in.kind, in.v = inObject, f.empty[1]
-	case fd.HasPresence():
+	case fi.presence:
 		in.kind = inMissing
 	default:
-		v, p := defaultScalar(fd)
-		f.scalar(fd, v, p, &f.binds[col], in)
+		f.scalar(fi, fi.defV, fi.defP, &f.binds[col], in)
 	}
 	return nil
 }
@@ -570,10 +614,10 @@ func defaultScalar(fd protoreflect.FieldDescriptor) (uint64, []byte) {
 }
 
 // value sets in to field fd's value, given its occurrences in buf.
-func (f *protoFormat) value(fd protoreflect.FieldDescriptor, buf []byte, occ []protoOcc, col int, in *input) error {
+func (f *protoFormat) value(fi *pbInfo, buf []byte, occ []protoOcc, col int, in *input) error {
 	b := &f.binds[col]
-	if fd.IsList() || fd.IsMap() {
-		out, err := f.js.field(f.js.out[:0], fd, buf, occ)
+	if fi.list || fi.isMap {
+		out, err := f.js.field(f.js.out[:0], fi.fd, buf, occ)
 		if err != nil {
 			return err
 		}
@@ -581,24 +625,24 @@ func (f *protoFormat) value(fd protoreflect.FieldDescriptor, buf []byte, occ []p
 		return f.composite(out, b, in)
 	}
 	last := occ[len(occ)-1]
-	if md := fd.Message(); md != nil {
+	if fi.msg != nil {
 		sub, n := protowire.ConsumeBytes(buf[last.off:])
 		if n < 0 {
-			return reasonf("invalid Protobuf field %s: %v", fd.Name(), protowire.ParseError(n))
+			return badWire(fi.fd, n)
 		}
-		return f.message(md, sub, b, in)
+		return f.message(fi, sub, b, in)
 	}
 	v, p, n := scalarAt(last.wt, buf[last.off:])
 	if n < 0 {
-		return reasonf("invalid Protobuf field %s: %v", fd.Name(), protowire.ParseError(n))
+		return badWire(fi.fd, n)
 	}
-	f.scalar(fd, v, p, b, in)
+	f.scalar(fi, v, p, b, in)
 	return nil
 }
 
 // scalar sets in to a scalar field's value.
-func (f *protoFormat) scalar(fd protoreflect.FieldDescriptor, v uint64, p []byte, b *protoBind, in *input) {
-	switch fd.Kind() {
+func (f *protoFormat) scalar(fi *pbInfo, v uint64, p []byte, b *protoBind, in *input) {
+	switch fi.kind {
 	case protoreflect.BoolKind:
 		if v != 0 {
 			in.kind = inTrue
@@ -629,7 +673,7 @@ func (f *protoFormat) scalar(fd protoreflect.FieldDescriptor, v uint64, p []byte
 	case protoreflect.EnumKind:
 		n := int32(v)
 		if b.enum {
-			if ev := fd.Enum().Values().ByNumber(protoreflect.EnumNumber(n)); ev != nil {
+			if ev := fi.enum.ByNumber(protoreflect.EnumNumber(n)); ev != nil {
 				in.kind, in.b = inStr, s2b(string(ev.Name()))
 				return
 			}
@@ -663,8 +707,9 @@ var (
 // message sets in to a message field's value: the well-known types that
 // are one value (Timestamp, Duration, wrappers) as that value, any other
 // message as JSON.
-func (f *protoFormat) message(md protoreflect.MessageDescriptor, sub []byte, b *protoBind, in *input) error {
-	switch wellKnown(md) {
+func (f *protoFormat) message(fi *pbInfo, sub []byte, b *protoBind, in *input) error {
+	md := fi.msg
+	switch fi.wkt {
 	case wktTimestamp:
 		t, err := timestampOf(sub)
 		if err != nil {
@@ -681,7 +726,7 @@ func (f *protoFormat) message(md protoreflect.MessageDescriptor, sub []byte, b *
 		in.kind, in.b = inNum, out
 		return nil
 	case wktWrapper:
-		inner := md.Fields().ByNumber(1)
+		inner := fi.inner
 		var v uint64
 		var p []byte
 		found := false
@@ -694,14 +739,14 @@ func (f *protoFormat) message(md protoreflect.MessageDescriptor, sub []byte, b *
 			if m < 0 {
 				return reasonf("invalid Protobuf %s: %v", md.FullName(), protowire.ParseError(m))
 			}
-			if num == 1 && wt == wireOf(inner.Kind()) {
+			if num == 1 && wt == inner.wt {
 				v, p, _ = scalarAt(wt, sub[off+n:])
 				found = true
 			}
 			off += n + m
 		}
 		if !found {
-			v, p = defaultScalar(inner)
+			v, p = inner.defV, inner.defP
 		}
 		f.scalar(inner, v, p, b, in)
 		return nil
