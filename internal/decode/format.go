@@ -87,6 +87,8 @@ func newFormat(f route.Format, env formatEnv) (rowFormat, error) {
 		return newJSONFormat(env.st, env.pol), nil
 	case route.Debezium:
 		return newDebeziumFormat(env.st), nil
+	case route.Avro:
+		return newAvroFormat(env), nil
 	case route.Protobuf, route.JSONSchema:
 		return nil, fmt.Errorf("format %s is not implemented yet", f)
 	}
