@@ -3,7 +3,6 @@ package decode
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -64,11 +63,10 @@ import (
 type protoFormat struct {
 	st      *appendState
 	policy  *Policy
-	msgType string // the route's message type (full name); "" reads every type
-	lookup  func(id int) (*registry.Schema, error)
+	msgType string                     // the route's message type (full name); "" reads every type
+	schemas *schemaReaders[*protoFile] // compiled schemas by id (registry.go)
 
 	binds   []protoBind             // per Plan column; path nil for record attributes
-	files   map[int]*protoFile      // compiled schemas by id
 	readers map[string]*protoReader // by frame key (schema id and message indexes)
 	cur     *protoReader            // the reader of the current record
 	lastKey []byte                  // the key of cur
@@ -92,10 +90,22 @@ type protoBind struct {
 	enum bool // the column takes enum names (String, Enum8, Enum16)
 }
 
-// protoFile is a compiled schema, or why it does not compile.
+// protoFile is a compiled schema.
 type protoFile struct {
-	fd  protoreflect.FileDescriptor
-	err error
+	fd protoreflect.FileDescriptor
+}
+
+// buildProtoFile compiles a registry schema for schemaReaders; its error
+// makes every record of the schema bad.
+func buildProtoFile(s *registry.Schema) (*protoFile, error) {
+	if s.Type != sr.TypeProtobuf {
+		return nil, fmt.Errorf("schema id %d is a %s schema, not Protobuf", s.ID, s.Type)
+	}
+	fd, err := compileProtoSchema(s)
+	if err != nil {
+		return nil, err
+	}
+	return &protoFile{fd: fd}, nil
 }
 
 // protoReader reads one message type of one schema id.
@@ -183,10 +193,9 @@ type protoCol struct {
 	first protoStep // the first step (for absent-field defaults)
 }
 
-const protobufFormat route.Format = "protobuf"
-
-func newProtoFormat(st *appendState, pol *Policy) *protoFormat {
-	f := &protoFormat{st: st, policy: pol, files: map[int]*protoFile{}, readers: map[string]*protoReader{}}
+func newProtoFormat(env formatEnv) *protoFormat {
+	f := &protoFormat{st: env.st, policy: env.pol, msgType: env.message, readers: map[string]*protoReader{}}
+	f.schemas = newSchemaReaders(env.reg, buildProtoFile)
 	f.empty[0], _ = f.emptyP.Parse("[]")
 	f.empty[1], _ = f.emptyP.Parse("{}")
 	// emptyP's values stay valid: the parser is never used again.
@@ -218,12 +227,9 @@ func (f *protoFormat) done() error { return nil }
 
 func (*protoFormat) lenient() bool { return false }
 
-// Bounds of the per-plan caches; past them a cache starts over (a topic
-// carries a handful of schema ids, so this only bounds hostile input).
-const (
-	maxProtoFiles   = 64
-	maxProtoReaders = 256
-)
+// maxProtoReaders bounds the per-plan readers (one per schema id and
+// message type); past it the cache starts over.
+const maxProtoReaders = 256
 
 func (f *protoFormat) begin(r recordData) error {
 	if r.value == nil {
@@ -264,35 +270,13 @@ func (f *protoFormat) begin(r recordData) error {
 }
 
 // newReader builds the reader of schema id's message at indexes. A schema
-// the registry cannot serve now is an error matching
-// registry.ErrUnavailable (retry; the record is fine); anything the
-// record's frame is to blame for is a *badRecord.
+// the registry cannot serve now is an error matching ErrUnavailable (retry;
+// the record is fine); anything the record's frame is to blame for is a
+// *badRecord.
 func (f *protoFormat) newReader(id int, idx []int) (*protoReader, error) {
-	pf := f.files[id]
-	if pf == nil {
-		if f.lookup == nil {
-			return nil, fmt.Errorf("%w: the protobuf format has no schema registry client", registry.ErrUnavailable)
-		}
-		s, err := f.lookup(id)
-		switch {
-		case errors.Is(err, registry.ErrBadRecord):
-			return nil, bad("", err.Error())
-		case err != nil:
-			return nil, err
-		}
-		pf = &protoFile{}
-		if s.Type != sr.TypeProtobuf {
-			pf.err = fmt.Errorf("schema id %d is a %s schema, not Protobuf", id, s.Type)
-		} else {
-			pf.fd, pf.err = compileProtoSchema(s)
-		}
-		if len(f.files) >= maxProtoFiles {
-			clear(f.files)
-		}
-		f.files[id] = pf
-	}
-	if pf.err != nil {
-		return nil, bad("", pf.err.Error())
+	pf, err := f.schemas.get(id)
+	if err != nil {
+		return nil, err
 	}
 	md, err := messageAt(pf.fd, idx)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/types/dynamicpb"
 
 	"sink/internal/registry"
+	"sink/internal/route"
 )
 
 // testCommonProto is imported by testProto through a registry reference.
@@ -75,11 +76,13 @@ var testSchemas = map[int]*registry.Schema{
 	3: {ID: 3, Type: sr.TypeProtobuf, Text: `syntax = "proto3"; message Broken { int32 a = 1`},
 }
 
-func fakeLookup(id int) (*registry.Schema, error) {
-	if s, ok := testSchemas[id]; ok {
-		return s, nil
+// protoRegistry is a fake registry holding testSchemas.
+func protoRegistry() *fakeRegistry {
+	r := newFakeRegistry()
+	for id, sc := range testSchemas {
+		r.schemas[id] = sc
 	}
-	return nil, fmt.Errorf("%w: schema id %d: the registry says it does not exist", registry.ErrBadRecord, id)
+	return r
 }
 
 // testDescriptor compiles schema 1 and returns the named message.
@@ -113,12 +116,14 @@ func protoRecord(t testing.TB, msg, js string, index int) []byte {
 
 func protoPlan(t testing.TB, cols []ColumnSchema, mapping map[string]string, msgType string) *Plan {
 	t.Helper()
-	p, err := Compile(protobufFormat, cols, mapping)
+	opts := []CompileOption{WithRegistry(protoRegistry())}
+	if msgType != "" {
+		opts = append(opts, WithMessage(msgType))
+	}
+	p, err := Compile(route.Protobuf, cols, mapping, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := p.format.(*protoFormat)
-	f.lookup, f.msgType = fakeLookup, msgType
 	return p
 }
 
@@ -250,14 +255,22 @@ func TestProtobufBadRecords(t *testing.T) {
 }
 
 func TestProtobufRegistryUnavailableIsNotABadRecord(t *testing.T) {
-	p := protoPlan(t, []ColumnSchema{{Name: "i32", Type: "Int32"}}, nil, "")
-	p.format.(*protoFormat).lookup = func(id int) (*registry.Schema, error) {
-		return nil, fmt.Errorf("%w: connection refused", registry.ErrUnavailable)
+	reg := protoRegistry()
+	reg.down = true
+	p, err := Compile(route.Protobuf, []ColumnSchema{{Name: "i32", Type: "Int32"}}, nil, WithRegistry(reg))
+	if err != nil {
+		t.Fatal(err)
 	}
-	err := p.Append(p.NewBlock(), &kgo.Record{Topic: "t", Value: protoRecord(t, "Event", `{"i32":3}`, 0)})
+	blk := p.NewBlock()
+	err = p.Append(blk, &kgo.Record{Topic: "t", Value: protoRecord(t, "Event", `{"i32":3}`, 0)})
 	var re *RecordError
-	if !errors.Is(err, registry.ErrUnavailable) || errors.As(err, &re) {
-		t.Fatalf("got %v, want ErrUnavailable and no RecordError", err)
+	if !errors.Is(err, ErrUnavailable) || errors.As(err, &re) || blk.Rows() != 0 {
+		t.Fatalf("got %v (rows %d), want ErrUnavailable, no RecordError, no row", err, blk.Rows())
+	}
+	// The registry back: the same record decodes (nothing bad was cached).
+	reg.down = false
+	if err := p.Append(blk, &kgo.Record{Topic: "t", Value: protoRecord(t, "Event", `{"i32":3}`, 0)}); err != nil || blk.Rows() != 1 {
+		t.Fatalf("after the outage: %v, rows %d", err, blk.Rows())
 	}
 }
 

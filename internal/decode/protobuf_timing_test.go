@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/dynamicpb"
 
 	"sink/internal/registry"
+	"sink/internal/route"
 )
 
 // benchProto carries benchEvents' JSON event field for field: ts as a
@@ -57,11 +58,12 @@ func benchProtoEvents(t testing.TB, n int) [][]byte {
 }
 
 func benchProtoPlan(t testing.TB) *Plan {
-	p, err := Compile(protobufFormat, InsertColumns(benchCols), nil)
+	reg := newFakeRegistry()
+	reg.schemas[benchProtoSchema.ID] = benchProtoSchema
+	p, err := Compile(route.Protobuf, InsertColumns(benchCols), nil, WithRegistry(reg))
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.format.(*protoFormat).lookup = func(int) (*registry.Schema, error) { return benchProtoSchema, nil }
 	return p
 }
 
