@@ -92,7 +92,7 @@ func newFormat(f route.Format, env formatEnv) (rowFormat, error) {
 	case route.Protobuf:
 		return newProtoFormat(env), nil
 	case route.JSONSchema:
-		return nil, fmt.Errorf("format %s is not implemented yet", f)
+		return newJSONSchemaFormat(env), nil
 	}
 	return nil, fmt.Errorf("unsupported format %q (supported: %s)", f, route.FormatNames())
 }
