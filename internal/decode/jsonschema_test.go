@@ -88,26 +88,9 @@ func TestJSONSchemaBadRecords(t *testing.T) {
 }
 
 func TestJSONSchemaZeroAllocsPerRecord(t *testing.T) {
-	p := jsonSchemaPlan(t, jsonSchemaRegistry())
 	var recs [][]byte
 	for _, e := range benchEvents(64) {
 		recs = append(recs, append(registry.AppendFrame(nil, 5, false), e...))
 	}
-	blk := p.NewBlock()
-	i := 0
-	next := func() {
-		if blk.Rows() == 5000 {
-			blk.Reset()
-		}
-		if err := p.Append(blk, &kgo.Record{Topic: "events", Value: recs[i%len(recs)]}); err != nil {
-			t.Fatal(err)
-		}
-		i++
-	}
-	for j := 0; j < 6000; j++ {
-		next()
-	}
-	if allocs := testing.AllocsPerRun(2000, next); allocs > 0.1 {
-		t.Fatalf("%.2f allocations per record", allocs)
-	}
+	requireZeroAllocs(t, jsonSchemaPlan(t, jsonSchemaRegistry()), recs)
 }

@@ -98,15 +98,21 @@ func BenchmarkAppendProtobuf(b *testing.B) {
 // TestProtobufZeroAllocsPerRecord pins BenchmarkAppendProtobuf's steady
 // state: a record allocates nothing.
 func TestProtobufZeroAllocsPerRecord(t *testing.T) {
-	p := benchProtoPlan(t)
-	events := benchProtoEvents(t, 64)
+	requireZeroAllocs(t, benchProtoPlan(t), benchProtoEvents(t, 64))
+}
+
+// requireZeroAllocs appends values (in turn) to one block of p, resetting
+// it every 5,000 rows like a flush, and fails if a record allocates once
+// the buffers have grown.
+func requireZeroAllocs(t *testing.T, p *Plan, values [][]byte) {
+	t.Helper()
 	blk := p.NewBlock()
 	i := 0
 	next := func() {
 		if blk.Rows() == 5000 {
 			blk.Reset()
 		}
-		if err := p.Append(blk, &kgo.Record{Topic: "events", Value: events[i%len(events)]}); err != nil {
+		if err := p.Append(blk, &kgo.Record{Topic: "events", Value: values[i%len(values)]}); err != nil {
 			t.Fatal(err)
 		}
 		i++
