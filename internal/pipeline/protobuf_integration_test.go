@@ -285,3 +285,64 @@ http: {listen: ""}
 		}
 	})
 }
+
+// TestJSONSchemaEndToEnd: registry-framed JSON into both servers, read
+// like the json format; a record framed with an id the registry lacks,
+// one framed with a Protobuf schema's id and an unframed one go to the
+// dead-letter topic.
+func TestJSONSchemaEndToEnd(t *testing.T) {
+	url := testenv.Registry(t)
+	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
+		ch := s.Conn(t)
+		db := s.NewDatabase(t)
+		topic := testenv.NewTopic(t, 1)
+		rc, err := registry.New(config.SchemaRegistry{URLs: []string{url}}, registry.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, err := rc.Register(context.Background(), topic+"-value", sr.TypeJSON, eventfmt.JSONSchemaText)
+		if err != nil {
+			t.Fatal(err)
+		}
+		protoID, _ := shopSchemas(t, url, topic+"-proto")
+		testenv.Exec(t, ch, "CREATE TABLE "+db+".events (id UInt64, user_id UInt64, event_type String, cost Decimal(18, 2), ts DateTime) ENGINE = MergeTree ORDER BY id")
+		framed := func(id int, js string) []byte { return append(registry.AppendFrame(nil, id, false), js...) }
+		event := func(n int) string {
+			return fmt.Sprintf(`{"id":%d,"user_id":%d,"ts":"2024-05-17 12:00:%02d","event_type":"click","channel":"web","cost":%d.25,"payload":"p"}`, n, 100+n, n, n)
+		}
+		produceBytes(t, topic,
+			framed(id, event(1)),
+			framed(2_000_000_000, event(2)),
+			framed(protoID, event(3)),
+			[]byte(event(4)),
+			framed(id, event(5)),
+		)
+		dlq := testenv.UniqueName(t, "jsonschema_dlq")
+		cfg := newConfig(t, fmt.Sprintf(`
+name: %s
+kafka: {brokers: [%q], topics: [%q], fetch_max_wait: 100ms, commit_interval: 200ms}
+clickhouse: {addrs: [%q], database: %s, retry_initial: 50ms, retry_max: 300ms}
+schema_registry: {urls: [%q]}
+batch: {max_rows: 100, max_wait: 200ms}
+routes: [{topic: %q, table: events, format: json-schema}]
+errors: {tolerance: all, dlq_topic: %q, dlq_create: true}
+shutdown_timeout: 3s
+http: {listen: ""}
+`, testenv.UniqueName(t, "jsonschema"), testenv.Kafka(t)[0], topic, s.Addr, db, url, topic, dlq))
+		runUntilCommitted(t, cfg, topic, 5)
+		got := column(t, ch, db+".events", "(id, user_id, event_type, cost, toUnixTimestamp(ts))")
+		want := []string{"(1,101,'click',1.25,1715947201)", "(5,105,'click',5.25,1715947205)"}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("rows %q, want %q", got, want)
+		}
+		var reasons []string
+		for _, r := range dlqRecords(t, dlq) {
+			why, _ := header(r, "sink.error")
+			reasons = append(reasons, why)
+		}
+		if len(reasons) != 3 || !strings.Contains(reasons[0], "does not exist") ||
+			!strings.Contains(reasons[1], "not JSON Schema") || !strings.Contains(reasons[2], "magic byte") {
+			t.Errorf("dead letters: %q", reasons)
+		}
+	})
+}
