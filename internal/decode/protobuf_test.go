@@ -305,6 +305,28 @@ func TestProtobufMessageTypes(t *testing.T) {
 	}
 }
 
+// TestProtobufNestedMessageIndex: indexes [0, 0] select the first message
+// nested in the first top-level one (Event.Inner).
+func TestProtobufNestedMessageIndex(t *testing.T) {
+	md := testDescriptor(t, "Event").Messages().ByName("Inner")
+	m := dynamicpb.NewMessage(md)
+	if err := protojson.Unmarshal([]byte(`{"a":"deep","b":9}`), m); err != nil {
+		t.Fatal(err)
+	}
+	b, err := proto.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := protoPlan(t, []ColumnSchema{{Name: "a", Type: "String"}, {Name: "b", Type: "Int32"}}, nil, "t.v1.Event.Inner")
+	blk := p.NewBlock()
+	if err := p.Append(blk, &kgo.Record{Topic: "t", Value: append(registry.AppendFrame(nil, 1, true, 0, 0), b...)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(blk.ColumnData(0), blk.ColumnData(1)); got != "[deep] [9]" {
+		t.Fatalf("got %s", got)
+	}
+}
+
 func TestProtobufTombstone(t *testing.T) {
 	p := protoPlan(t, []ColumnSchema{{Name: "id", Type: "UInt64"}}, nil, "")
 	if err := p.Append(p.NewBlock(), &kgo.Record{Topic: "t"}); !errors.Is(err, ErrSkip) {
