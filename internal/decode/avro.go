@@ -87,6 +87,9 @@ type avroBind struct {
 	path []string
 	name string // the column, for errors
 	t    *chType
+	// present: the slot only says whether the record at path is there
+	// (inTrue) or null (inNull), e.g. a Debezium event's after image.
+	present bool
 }
 
 func newAvroFormat(env formatEnv) *avroFormat {
@@ -249,13 +252,18 @@ func avroErr(err error) string {
 
 func (f *avroFormat) read(col int, in *input) error {
 	if col < len(f.keyCols) && f.keyCols[col] {
-		return f.key.read(col, in)
+		return f.key.slot(col, in)
 	}
-	if v := f.jv[col]; v != nil {
+	return f.slot(col, in)
+}
+
+// slot sets in to slot i's value in the record decoded last.
+func (f *avroFormat) slot(i int, in *input) error {
+	if v := f.jv[i]; v != nil {
 		f.st.fromJSON(v, in)
 		return nil
 	}
-	*in = f.vals[col]
+	*in = f.vals[i]
 	return nil
 }
 
@@ -426,11 +434,15 @@ func (c *avroCompiler) record(rs *avro.RecordSchema, reqs []bindReq) ([]avroOp, 
 func (c *avroCompiler) value(s avro.Schema, reqs []bindReq) (avroOp, error) {
 	s = resolveRef(s)
 	var whole, deeper bool
+	var marks []int // presence slots of a record here
 	for _, r := range reqs {
-		if len(r.rest) == 0 {
-			whole = true
-		} else {
+		switch {
+		case len(r.rest) > 0:
 			deeper = true
+		case c.f.binds[r.col].present:
+			marks = append(marks, r.col)
+		default:
+			whole = true
 		}
 	}
 	switch t := s.(type) {
@@ -440,8 +452,14 @@ func (c *avroCompiler) value(s avro.Schema, reqs []bindReq) (avroOp, error) {
 		if whole {
 			return c.json(s, reqs), nil
 		}
-		fields, err := c.record(t, reqs)
-		return avroOp{kind: opRecord, fields: fields}, err
+		var below []bindReq
+		for _, r := range reqs {
+			if len(r.rest) > 0 {
+				below = append(below, r)
+			}
+		}
+		fields, err := c.record(t, below)
+		return avroOp{kind: opRecord, fields: fields, cols: marks}, err
 	case *avro.ArraySchema, *avro.MapSchema:
 		return c.json(s, reqs), nil
 	}
@@ -682,6 +700,9 @@ func (f *avroFormat) step(prog *avroProgram, op *avroOp, depth int) error {
 			f.vals[col].kind = inNull
 		}
 	case opRecord:
+		for _, col := range op.cols {
+			f.vals[col].kind = inTrue // the record is there
+		}
 		return f.run(prog, op.fields, depth+1)
 	case opUnion:
 		i := rd.ReadLong()

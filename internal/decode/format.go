@@ -96,6 +96,8 @@ func newFormat(f route.Format, env formatEnv) (rowFormat, error) {
 		return newDebeziumFormat(env.st), nil
 	case route.Avro:
 		return newAvroFormat(env), nil
+	case route.DebeziumAvro:
+		return newDbzAvroFormat(env), nil
 	case route.Protobuf, route.JSONSchema:
 		return nil, fmt.Errorf("format %s is not implemented yet", f)
 	}
