@@ -232,7 +232,9 @@ const avroRowV2 = `{"type":"record","name":"Row","namespace":"sink.test","fields
 func TestAvroBadRecordsToDLQ(t *testing.T) {
 	id := registerAvro(t, testenv.UniqueName(t, "avro-dlq")+"-value", avroRowV1)
 	topic := testenv.NewTopic(t, 1)
-	row := func(n int64) *kgo.Record { return &kgo.Record{Value: avroValue(t, id, avroRowV1, map[string]any{"id": n})} }
+	row := func(n int64) *kgo.Record {
+		return &kgo.Record{Value: avroValue(t, id, avroRowV1, map[string]any{"id": n})}
+	}
 	unknown := append(registry.AppendFrame(nil, 987_654_321, false), 2)
 	produceRecords(t, topic, row(0), &kgo.Record{Value: []byte(`{"id":1}`)}, &kgo.Record{Value: unknown}, row(3))
 	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
@@ -357,7 +359,9 @@ func TestAvroRegistryOutage(t *testing.T) {
 		if err := ch.Exec(context.Background(), "CREATE TABLE "+db+".r (id UInt64, note Nullable(String)) ENGINE = MergeTree ORDER BY id"); err != nil {
 			t.Fatal(err)
 		}
-		r1 := func(n int64) *kgo.Record { return &kgo.Record{Value: avroValue(t, v1, avroRowV1, map[string]any{"id": n})} }
+		r1 := func(n int64) *kgo.Record {
+			return &kgo.Record{Value: avroValue(t, v1, avroRowV1, map[string]any{"id": n})}
+		}
 		r2 := func(n int64) *kgo.Record {
 			return &kgo.Record{Value: avroValue(t, v2, avroRowV2, map[string]any{"id": n, "note": fmt.Sprintf("v2-%d", n)})}
 		}
