@@ -61,8 +61,14 @@ import (
 type avroFormat struct {
 	st      *appendState
 	policy  *Policy
-	binds   []avroBind // per Plan column; path nil for columns read elsewhere
+	binds   []avroBind // per slot (for the avro format: per Plan column); path nil for slots not read here
 	readers *schemaReaders[*avroProgram]
+	// whole: the schema's value as a whole fills the slots (a record key,
+	// which may be of any type), rather than fields of a record.
+	whole bool
+	// key reads the record key for $key columns (keyCols), nil if none.
+	key     *avroFormat
+	keyCols []bool
 
 	rd   *avro.Reader
 	prog *avroProgram // the current record's schema's program
@@ -76,17 +82,49 @@ type avroFormat struct {
 	dec   decimals
 }
 
-// avroBind is what a column reads.
+// avroBind is what a slot reads.
 type avroBind struct {
 	path []string
-	name string
+	name string // the column, for errors
 	t    *chType
+	// present: the slot only says whether the record at path is there
+	// (inTrue) or null (inNull), e.g. a Debezium event's after image.
+	present bool
 }
 
 func newAvroFormat(env formatEnv) *avroFormat {
 	f := &avroFormat{st: env.st, policy: env.pol, rd: avro.NewReader(nil, 0)}
 	f.readers = newSchemaReaders(env.reg, f.compileSchema)
 	return f
+}
+
+// newAvroKey returns the reader of registry-framed keys for env.
+func newAvroKey(env formatEnv) *avroFormat {
+	k := newAvroFormat(env)
+	k.whole = true
+	return k
+}
+
+// bindKey makes $key column col read the key: a registry-framed key is
+// decoded with its schema (a record key becomes a JSON object), any other
+// key is its bytes as text.
+func (f *avroFormat) bindKey(col int, c ColumnSchema, t *chType) {
+	if f.key == nil {
+		f.key = newAvroKey(formatEnv{st: f.st, pol: f.policy, reg: f.readers.reg})
+	}
+	f.key.setSlot(col, avroBind{path: []string{}, name: c.Name, t: t})
+	for len(f.keyCols) <= col {
+		f.keyCols = append(f.keyCols, false)
+	}
+	f.keyCols[col] = true
+}
+
+// setSlot sets what slot i reads.
+func (f *avroFormat) setSlot(i int, b avroBind) {
+	for len(f.binds) <= i {
+		f.binds = append(f.binds, avroBind{})
+	}
+	f.binds[i] = b
 }
 
 func (*avroFormat) role(string) string { return "" }
@@ -96,9 +134,6 @@ func (*avroFormat) want() string {
 }
 
 func (f *avroFormat) bind(col int, c ColumnSchema, t *chType, src route.Source, byName bool) error {
-	for len(f.binds) <= col {
-		f.binds = append(f.binds, avroBind{})
-	}
 	path := src.Path
 	if byName {
 		// Avro names have no dots, so a column named "a.b" can only mean
@@ -111,14 +146,22 @@ func (f *avroFormat) bind(col int, c ColumnSchema, t *chType, src route.Source, 
 			}
 		}
 	}
-	f.binds[col] = avroBind{path: path, name: c.Name, t: t}
+	f.setSlot(col, avroBind{path: path, name: c.Name, t: t})
 	return nil
 }
 
 func (f *avroFormat) done() error {
+	f.sized()
+	if f.key != nil {
+		f.key.sized()
+	}
+	return nil
+}
+
+// sized allocates the per-record values; call it after the last slot is set.
+func (f *avroFormat) sized() {
 	f.vals = make([]input, len(f.binds))
 	f.jv = make([]*fastjson.Value, len(f.binds))
-	return nil
 }
 
 func (*avroFormat) lenient() bool { return false }
@@ -130,7 +173,18 @@ func (f *avroFormat) begin(r recordData) error {
 		}
 		return errTombstone
 	}
-	id, payload, err := frameID(r.value)
+	if err := f.decodeFramed(r.value); err != nil {
+		return err
+	}
+	if f.key != nil {
+		return f.key.decodeKey(r.key)
+	}
+	return nil
+}
+
+// decodeFramed decodes a registry-framed value into the slots.
+func (f *avroFormat) decodeFramed(value []byte) error {
+	id, payload, err := frameID(value)
 	if err != nil {
 		return err
 	}
@@ -139,6 +193,30 @@ func (f *avroFormat) begin(r recordData) error {
 		return err
 	}
 	return f.decode(prog, payload)
+}
+
+// decodeKey decodes a record key into the slots: registry-framed (magic
+// byte 0 and a schema id) with its schema, otherwise its bytes as text, and
+// a missing key as missing.
+func (f *avroFormat) decodeKey(key []byte) error {
+	if len(key) < 5 || key[0] != 0 {
+		for i, b := range f.binds {
+			if b.path == nil {
+				continue
+			}
+			f.jv[i] = nil
+			f.vals[i] = input{kind: inMissing}
+			if key != nil {
+				f.vals[i] = input{kind: inStr, b: key}
+			}
+		}
+		return nil
+	}
+	err := f.decodeFramed(key)
+	if br, ok := err.(*badRecord); ok {
+		br.reason = "record key: " + br.reason
+	}
+	return err
 }
 
 // decode runs prog over payload into f.vals.
@@ -173,11 +251,19 @@ func avroErr(err error) string {
 }
 
 func (f *avroFormat) read(col int, in *input) error {
-	if v := f.jv[col]; v != nil {
+	if col < len(f.keyCols) && f.keyCols[col] {
+		return f.key.slot(col, in)
+	}
+	return f.slot(col, in)
+}
+
+// slot sets in to slot i's value in the record decoded last.
+func (f *avroFormat) slot(i int, in *input) error {
+	if v := f.jv[i]; v != nil {
 		f.st.fromJSON(v, in)
 		return nil
 	}
-	*in = f.vals[col]
+	*in = f.vals[i]
 	return nil
 }
 
@@ -261,10 +347,6 @@ func (f *avroFormat) compileSchema(s *registry.Schema) (*avroProgram, error) {
 	if err != nil {
 		return nil, err
 	}
-	rs, ok := resolveRef(sch).(*avro.RecordSchema)
-	if !ok {
-		return nil, fmt.Errorf("schema id %d is an Avro %s, not a record", s.ID, sch.Type())
-	}
 	prog := &avroProgram{id: s.ID}
 	var reqs []bindReq
 	for col, b := range f.binds {
@@ -273,6 +355,18 @@ func (f *avroFormat) compileSchema(s *registry.Schema) (*avroProgram, error) {
 		}
 	}
 	c := avroCompiler{f: f, prog: prog}
+	if f.whole {
+		op, err := c.value(sch, reqs)
+		if err != nil {
+			return nil, err
+		}
+		prog.root = []avroOp{op}
+		return prog, nil
+	}
+	rs, ok := resolveRef(sch).(*avro.RecordSchema)
+	if !ok {
+		return nil, fmt.Errorf("schema id %d is an Avro %s, not a record", s.ID, sch.Type())
+	}
 	if prog.root, err = c.record(rs, reqs); err != nil {
 		return nil, err
 	}
@@ -340,11 +434,15 @@ func (c *avroCompiler) record(rs *avro.RecordSchema, reqs []bindReq) ([]avroOp, 
 func (c *avroCompiler) value(s avro.Schema, reqs []bindReq) (avroOp, error) {
 	s = resolveRef(s)
 	var whole, deeper bool
+	var marks []int // presence slots of a record here
 	for _, r := range reqs {
-		if len(r.rest) == 0 {
-			whole = true
-		} else {
+		switch {
+		case len(r.rest) > 0:
 			deeper = true
+		case c.f.binds[r.col].present:
+			marks = append(marks, r.col)
+		default:
+			whole = true
 		}
 	}
 	switch t := s.(type) {
@@ -354,8 +452,14 @@ func (c *avroCompiler) value(s avro.Schema, reqs []bindReq) (avroOp, error) {
 		if whole {
 			return c.json(s, reqs), nil
 		}
-		fields, err := c.record(t, reqs)
-		return avroOp{kind: opRecord, fields: fields}, err
+		var below []bindReq
+		for _, r := range reqs {
+			if len(r.rest) > 0 {
+				below = append(below, r)
+			}
+		}
+		fields, err := c.record(t, below)
+		return avroOp{kind: opRecord, fields: fields, cols: marks}, err
 	case *avro.ArraySchema, *avro.MapSchema:
 		return c.json(s, reqs), nil
 	}
@@ -526,17 +630,34 @@ func columnLoc(t *chType) *time.Location {
 }
 
 // logicalType is s's logical type: what hamba/avro knows, or the raw
-// property (timestamp-nanos, local-timestamp-nanos are newer than it).
+// property (timestamp-nanos, local-timestamp-nanos are newer than it), or
+// the logical type a Kafka Connect semantic type (connect.name) that has
+// none stands for: Debezium's dates and timestamps.
 func logicalType(s avro.Schema) string {
 	if l, ok := s.(avro.LogicalTypeSchema); ok && l.Logical() != nil {
 		return string(l.Logical().Type())
 	}
-	if p, ok := s.(interface{ Prop(string) any }); ok {
-		if lt, ok := p.Prop("logicalType").(string); ok {
-			return lt
-		}
+	p, ok := s.(interface{ Prop(string) any })
+	if !ok {
+		return ""
+	}
+	if lt, ok := p.Prop("logicalType").(string); ok {
+		return lt
+	}
+	if name, ok := p.Prop("connect.name").(string); ok {
+		return connectLogical[name]
 	}
 	return ""
+}
+
+// connectLogical maps the Kafka Connect semantic types that Debezium's
+// Avro schemas carry without a logicalType to the Avro logical type of the
+// same meaning.
+var connectLogical = map[string]string{
+	"io.debezium.time.Date":           string(avro.Date),
+	"io.debezium.time.Timestamp":      string(avro.TimestampMillis),
+	"io.debezium.time.MicroTimestamp": string(avro.TimestampMicros),
+	"io.debezium.time.NanoTimestamp":  "timestamp-nanos",
 }
 
 func isDuration(s avro.Schema) bool {
@@ -579,6 +700,9 @@ func (f *avroFormat) step(prog *avroProgram, op *avroOp, depth int) error {
 			f.vals[col].kind = inNull
 		}
 	case opRecord:
+		for _, col := range op.cols {
+			f.vals[col].kind = inTrue // the record is there
+		}
 		return f.run(prog, op.fields, depth+1)
 	case opUnion:
 		i := rd.ReadLong()

@@ -348,3 +348,41 @@ func TestAvroNeedsRegistry(t *testing.T) {
 		t.Fatalf("Compile without a registry: %v", err)
 	}
 }
+
+// TestAvroKey: $key reads a registry-framed key with its schema (a record
+// key as JSON), and any other key as its bytes.
+func TestAvroKey(t *testing.T) {
+	value := `{"type":"record","name":"V","fields":[{"name":"id","type":"long"}]}`
+	keyRec := `{"type":"record","name":"K","fields":[{"name":"id","type":"long"},{"name":"region","type":"string"}]}`
+	reg := newFakeRegistry()
+	reg.add(1, sr.TypeAvro, value)
+	reg.add(2, sr.TypeAvro, keyRec)
+	reg.add(3, sr.TypeAvro, `"long"`)
+	p, err := Compile(route.Avro, []ColumnSchema{{Name: "id", Type: "UInt64"}, {Name: "_key", Type: "Nullable(String)"}, {Name: "k", Type: "String"}},
+		map[string]string{"k": "$key"}, WithRegistry(reg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := avroFrame(t, 1, value, map[string]any{"id": int64(1)})
+	f := func(key []byte, want string) {
+		t.Helper()
+		blk := p.NewBlock()
+		if err := p.Append(blk, &kgo.Record{Key: key, Value: v}); err != nil {
+			t.Errorf("key % x: %v", key, err)
+			return
+		}
+		got := fmt.Sprint(norm(parseType("Nullable(String)"), rowOf(blk.ColumnData(1), 0)), "|", rowOf(blk.ColumnData(2), 0))
+		if got != want {
+			t.Errorf("key % x: %s, want %s", key, got, want)
+		}
+	}
+	f(avroFrame(t, 2, keyRec, map[string]any{"id": int64(5), "region": "eu"}), `{"id":5,"region":"eu"}|{"id":5,"region":"eu"}`)
+	f(avroFrame(t, 3, `"long"`, int64(-3)), "-3|-3")
+	f([]byte("plain"), "plain|plain")
+	f(nil, "<nil>|")
+	blk := p.NewBlock()
+	err = p.Append(blk, &kgo.Record{Key: registry.AppendFrame(nil, 42, false), Value: v})
+	if err == nil || !strings.Contains(err.Error(), "record key: ") || !strings.Contains(err.Error(), "schema id 42: the registry says it does not exist") {
+		t.Fatalf("unknown key schema: %v", err)
+	}
+}

@@ -60,6 +60,13 @@ type rowFormat interface {
 	lenient() bool
 }
 
+// keyReader is a rowFormat that reads $key itself, because its keys may be
+// registry-framed: Compile binds each $key column to it (bindKey) instead
+// of reading the key's bytes as text, and read serves those columns too.
+type keyReader interface {
+	bindKey(col int, c ColumnSchema, t *chType)
+}
+
 // recordData is what a format reads of a Kafka record. It is passed by
 // value rather than as the *kgo.Record so that a record the caller built on
 // its stack stays there (a pointer handed to an interface method escapes).
@@ -89,6 +96,8 @@ func newFormat(f route.Format, env formatEnv) (rowFormat, error) {
 		return newDebeziumFormat(env.st), nil
 	case route.Avro:
 		return newAvroFormat(env), nil
+	case route.DebeziumAvro:
+		return newDbzAvroFormat(env), nil
 	case route.Protobuf:
 		return newProtoFormat(env), nil
 	case route.JSONSchema:

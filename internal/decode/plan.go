@@ -128,7 +128,11 @@ func Compile(format route.Format, cols []ColumnSchema, mapping map[string]string
 			}
 		}
 		col := source{kind: src.Kind, header: src.Header, format: !src.Kind.Record()}
-		if col.format {
+		if kr, ok := f.(keyReader); ok && src.Kind == route.Key {
+			// The format reads the key (a registry-framed key).
+			kr.bindKey(len(p.cols), c, t)
+			col.format = true
+		} else if col.format {
 			if err := f.bind(len(p.cols), c, t, src, !explicit); err != nil {
 				return nil, err
 			}

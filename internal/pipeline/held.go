@@ -80,7 +80,7 @@ func (p *Pipeline) holdFrom(tp offsets.TP, recs []*kgo.Record, err error) {
 			Err(err).Msg("schema registry unavailable for a schema id not cached: holding the partition's records and retrying; fetching paused")
 		h.next = p.now().Add(writer.RetryWait(h.wait))
 	}
-	p.m.SetRegistryWaiting(p.heldRecords())
+	p.noteHeld()
 }
 
 // heldRecords counts the records held.
@@ -91,6 +91,17 @@ func (p *Pipeline) heldRecords() int {
 	}
 	return n
 }
+
+// noteHeld publishes the count of held records: to the metrics, and for
+// readers outside the owner goroutine (heldRecordsNow).
+func (p *Pipeline) noteHeld() {
+	n := p.heldRecords()
+	p.heldNow.Store(int64(n))
+	p.m.SetRegistryWaiting(n)
+}
+
+// heldRecordsNow is the count of held records; safe from any goroutine.
+func (p *Pipeline) heldRecordsNow() int { return int(p.heldNow.Load()) }
 
 // heldNextRetry reports how long until the next attempt, when records are
 // held.
@@ -124,7 +135,7 @@ func (p *Pipeline) retryHeld(writeCtx context.Context) {
 				p.log.Warn().Str("topic", hp.tp.Topic).Int32("partition", hp.tp.Partition).Int64("offset", r.Offset).
 					Int("held", p.heldRecords()).Int("attempt", h.attempt).Dur("retry_in", h.next.Sub(p.now())).Err(err).
 					Msg("schema registry still unavailable; records stay held")
-				p.m.SetRegistryWaiting(p.heldRecords())
+				p.noteHeld()
 				return
 			}
 			hp.recs[0] = nil
@@ -139,7 +150,7 @@ func (p *Pipeline) retryHeld(writeCtx context.Context) {
 			Msg("schema registry answers again: held records decoded; fetching resumed")
 		p.held = heldState{}
 	}
-	p.m.SetRegistryWaiting(p.heldRecords())
+	p.noteHeld()
 }
 
 // dropHeld forgets the held records of partitions this member gives up;
@@ -170,5 +181,5 @@ func (p *Pipeline) dropHeld(tps []offsets.TP) {
 	if len(h.parts) == 0 {
 		p.held = heldState{}
 	}
-	p.m.SetRegistryWaiting(p.heldRecords())
+	p.noteHeld()
 }

@@ -27,6 +27,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -86,8 +87,9 @@ type Pipeline struct {
 
 	// reg is the schema registry of the registry-framed formats (nil when
 	// none is configured); held, the records waiting for it (held.go).
-	reg  decode.Registry
-	held heldState
+	reg     decode.Registry
+	held    heldState
+	heldNow atomic.Int64 // the records in held, for other goroutines
 }
 
 // Stats are the totals of a run, reported at the end.
