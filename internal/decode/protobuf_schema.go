@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 
 	"github.com/bufbuild/protocompile"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -20,10 +21,45 @@ import (
 // has to differ from every import path; a registry does not store one.
 func protoFileName(id int) string { return "sink/registry/schema-" + strconv.Itoa(id) + ".proto" }
 
-// compileProtoSchema compiles s (a Protobuf schema and its references).
+// compiledProto shares compiled schemas between the Plans of one process
+// (each route into each table has a Plan, and they often read the same
+// topic's schemas). It is keyed by the *registry.Schema the registry
+// client hands out, which stays the same while the client caches it, and
+// bounded like the per-Plan caches. Descriptors are immutable, so sharing
+// them between goroutines is safe.
+var compiledProto struct {
+	sync.Mutex
+	m map[*registry.Schema]protoreflect.FileDescriptor
+}
+
+// maxCompiledProto bounds compiledProto; past it the map starts over.
+const maxCompiledProto = 256
+
+// compileProtoSchema compiles s (a Protobuf schema and its references), or
+// returns the compilation another Plan made of the same *registry.Schema.
 // The error is the schema's fault (it does not compile), worded for a
 // record's dead-letter reason.
 func compileProtoSchema(s *registry.Schema) (protoreflect.FileDescriptor, error) {
+	compiledProto.Lock()
+	fd, ok := compiledProto.m[s]
+	compiledProto.Unlock()
+	if ok {
+		return fd, nil
+	}
+	fd, err := compileProto(s)
+	if err != nil {
+		return nil, err
+	}
+	compiledProto.Lock()
+	if compiledProto.m == nil || len(compiledProto.m) >= maxCompiledProto {
+		compiledProto.m = map[*registry.Schema]protoreflect.FileDescriptor{}
+	}
+	compiledProto.m[s] = fd
+	compiledProto.Unlock()
+	return fd, nil
+}
+
+func compileProto(s *registry.Schema) (protoreflect.FileDescriptor, error) {
 	name := protoFileName(s.ID)
 	srcs := make(map[string]string, len(s.References)+1)
 	for _, r := range s.References {

@@ -400,6 +400,7 @@ func FuzzProtobufAppend(f *testing.F) {
 	f.Add([]byte{0xa2, 0x01, 0x02, 0x08, 0x01}, uint8(0)) // attrs with a bad Struct entry
 	mapping := map[string]string{"inner_b": "inner.b"}
 	md := testDescriptor(f, "Event")
+	warmRec := &kgo.Record{Topic: "t", Value: protoRecord(f, "Event", full, 0)}
 	f.Fuzz(func(t *testing.T, payload []byte, index uint8) {
 		value := append(registry.AppendFrame(nil, 1, true, int(index%3)), payload...)
 		r := &kgo.Record{Topic: "t", Value: value}
@@ -429,7 +430,7 @@ func FuzzProtobufAppend(f *testing.F) {
 		}
 		warm := protoPlan(t, protoFuzzCols, mapping, "")
 		r0 := r
-		r = &kgo.Record{Topic: "t", Value: protoRecord(t, "Event", full, 0)}
+		r = warmRec
 		outcome(warm)
 		r = r0
 		if got := outcome(warm); got != first {
