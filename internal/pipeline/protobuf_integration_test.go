@@ -199,7 +199,10 @@ func TestProtobufEndToEnd(t *testing.T) {
 			shopRecord(t, v1, false, "shop.v1.Event", `{"id":"3","number":"42","inner":{}}`),
 		)
 
-		dlq := testenv.UniqueName(t, "proto_dlq")
+		// Dead-letter topics made here rather than by errors.dlq_create,
+		// whose describe right after the create can miss the new topic on
+		// a busy broker.
+		dlq, dlqOthers := testenv.NewTopic(t, 1), testenv.NewTopic(t, 1)
 		conf := func(table, message, dlqTopic string) *config.Config {
 			m := mapping
 			if table == "others" {
@@ -212,13 +215,13 @@ clickhouse: {addrs: [%q], database: %s, retry_initial: 50ms, retry_max: 300ms}
 schema_registry: {urls: [%q]}
 batch: {max_rows: 100, max_wait: 200ms}
 routes: [{topic: %q, table: %s, format: protobuf, message: %s, columns: {%s}}]
-errors: {tolerance: all, dlq_topic: %q, dlq_create: true}
+errors: {tolerance: all, dlq_topic: %q}
 shutdown_timeout: 3s
 http: {listen: ""}
 `, testenv.UniqueName(t, table), testenv.Kafka(t)[0], topic, s.Addr, db, url, topic, table, message, m, dlqTopic))
 		}
 		events, stopEvents := startPipeline(t, conf("events", "shop.v1.Event", dlq))
-		others, stopOthers := startPipeline(t, conf("others", "shop.v1.Other", dlq+"_others"))
+		others, stopOthers := startPipeline(t, conf("others", "shop.v1.Other", dlqOthers))
 		waitRows(t, ch, db+".events", 3, events, others)
 		waitRows(t, ch, db+".others", 1, events, others)
 
@@ -317,7 +320,7 @@ func TestJSONSchemaEndToEnd(t *testing.T) {
 			[]byte(event(4)),
 			framed(id, event(5)),
 		)
-		dlq := testenv.UniqueName(t, "jsonschema_dlq")
+		dlq := testenv.NewTopic(t, 1)
 		cfg := newConfig(t, fmt.Sprintf(`
 name: %s
 kafka: {brokers: [%q], topics: [%q], fetch_max_wait: 100ms, commit_interval: 200ms}
@@ -325,7 +328,7 @@ clickhouse: {addrs: [%q], database: %s, retry_initial: 50ms, retry_max: 300ms}
 schema_registry: {urls: [%q]}
 batch: {max_rows: 100, max_wait: 200ms}
 routes: [{topic: %q, table: events, format: json-schema}]
-errors: {tolerance: all, dlq_topic: %q, dlq_create: true}
+errors: {tolerance: all, dlq_topic: %q}
 shutdown_timeout: 3s
 http: {listen: ""}
 `, testenv.UniqueName(t, "jsonschema"), testenv.Kafka(t)[0], topic, s.Addr, db, url, topic, dlq))
