@@ -79,6 +79,12 @@ type protoFormat struct {
 	jp      fastjson.Parser         // parses js's output for composite columns
 	empty   [2]*fastjson.Value      // "[]" and "{}" for absent repeated fields and maps
 	emptyP  fastjson.Parser         // owns empty
+
+	// $key columns (bindKey): the record key, registry-framed or not.
+	keyCols []bool
+	keyIn   input  // the current record's key as the $key columns read it
+	keyText []byte // a framed key's message as JSON
+	keyIdx  []int  // message index scratch for keys
 }
 
 // protoBind is what the plan bound to one column.
@@ -225,6 +231,53 @@ func (f *protoFormat) bind(col int, c ColumnSchema, t *chType, src route.Source,
 
 func (f *protoFormat) done() error { return nil }
 
+// bindKey makes $key column col read the record key: a registry-framed
+// Protobuf key (as Confluent's Protobuf key serializer writes it) is
+// decoded with its schema and read as the JSON of its message (String
+// columns keep the text); any other key is its bytes as text.
+func (f *protoFormat) bindKey(col int, c ColumnSchema, t *chType) {
+	for len(f.keyCols) <= col {
+		f.keyCols = append(f.keyCols, false)
+	}
+	f.keyCols[col] = true
+	_ = f.bind(col, c, t, route.Source{Kind: route.Key}, false)
+}
+
+// decodeKey sets f.keyIn to the record key as the $key columns read it.
+func (f *protoFormat) decodeKey(key []byte) error {
+	if key == nil {
+		f.keyIn = input{kind: inMissing}
+		return nil
+	}
+	if len(key) < 6 || key[0] != 0 {
+		f.keyIn = input{kind: inStr, b: key}
+		return nil
+	}
+	id, idx, payload, err := registry.ParseProtobufFrame(key, f.keyIdx[:0])
+	if err != nil {
+		return bad("", "record key: "+err.Error())
+	}
+	f.keyIdx = idx
+	pf, err := f.schemas.get(id)
+	if err != nil {
+		if br, ok := err.(*badRecord); ok {
+			br.reason = "record key: " + br.reason
+		}
+		return err
+	}
+	md, err := messageAt(pf.fd, idx)
+	if err != nil {
+		return bad("", fmt.Sprintf("record key: schema id %d: %v", id, err))
+	}
+	out, err := f.js.message(f.keyText[:0], md, payload, 0)
+	if err != nil {
+		return bad("", "record key: "+err.Error())
+	}
+	f.keyText = out
+	f.keyIn = input{kind: inObject}
+	return nil
+}
+
 func (*protoFormat) lenient() bool { return false }
 
 // maxProtoReaders bounds the per-plan readers (one per schema id and
@@ -266,7 +319,13 @@ func (f *protoFormat) begin(r recordData) error {
 		return rd.skip
 	}
 	f.payload = payload
-	return rd.scan(payload)
+	if err := rd.scan(payload); err != nil {
+		return err
+	}
+	if f.keyCols != nil {
+		return f.decodeKey(r.key)
+	}
+	return nil
 }
 
 // newReader builds the reader of schema id's message at indexes. A schema
@@ -467,6 +526,13 @@ func scalarAt(wt protowire.Type, b []byte) (v uint64, p []byte, n int) {
 }
 
 func (f *protoFormat) read(col int, in *input) error {
+	if col < len(f.keyCols) && f.keyCols[col] {
+		if f.keyIn.kind == inObject { // a framed key: its message as JSON
+			return f.composite(f.keyText, &f.binds[col], in)
+		}
+		*in = f.keyIn
+		return nil
+	}
 	c := &f.cur.cols[col]
 	if c.never {
 		in.kind = inMissing

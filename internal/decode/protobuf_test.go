@@ -327,6 +327,36 @@ func TestProtobufNestedMessageIndex(t *testing.T) {
 	}
 }
 
+// TestProtobufKey: $key reads a registry-framed Protobuf key as its
+// message's JSON, any other key as its bytes.
+func TestProtobufKey(t *testing.T) {
+	value := protoRecord(t, "Event", `{"id":"1"}`, 0)
+	framedKey := protoRecord(t, "Other", `{"id":"8","note":"k"}`, 1)
+	for _, c := range []struct {
+		key  []byte
+		want string
+	}{
+		{framedKey, `{"note":"k","id":8}`},
+		{[]byte("plain-key"), "plain-key"},
+		{nil, "<nil>"},
+	} {
+		p := protoPlan(t, []ColumnSchema{{Name: "k", Type: "Nullable(String)"}, {Name: "id", Type: "UInt64"}}, map[string]string{"k": "$key"}, "")
+		blk := p.NewBlock()
+		if err := p.Append(blk, &kgo.Record{Topic: "t", Key: c.key, Value: value}); err != nil {
+			t.Fatalf("key %q: %v", c.key, err)
+		}
+		if got := fmt.Sprint(firstRow("Nullable(String)", blk.ColumnData(0))); got != c.want {
+			t.Errorf("key %q: got %s, want %s", c.key, got, c.want)
+		}
+	}
+	p := protoPlan(t, []ColumnSchema{{Name: "k", Type: "String"}}, map[string]string{"k": "$key"}, "")
+	err := p.Append(p.NewBlock(), &kgo.Record{Topic: "t", Key: append(registry.AppendFrame(nil, 99, true), 1), Value: value})
+	var re *RecordError
+	if !errors.As(err, &re) || !strings.Contains(re.Reason, "record key:") {
+		t.Fatalf("unknown key schema: got %v", err)
+	}
+}
+
 func TestProtobufTombstone(t *testing.T) {
 	p := protoPlan(t, []ColumnSchema{{Name: "id", Type: "UInt64"}}, nil, "")
 	if err := p.Append(p.NewBlock(), &kgo.Record{Topic: "t"}); !errors.Is(err, ErrSkip) {
