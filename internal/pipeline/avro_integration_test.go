@@ -557,43 +557,6 @@ http: {listen: ""}
 		if n := countRows(t, ch, db+".customers WHERE _deleted = 1"); n == 0 {
 			t.Fatal("no row with _deleted = 1, so FINAL is not shown to leave deletes out")
 		}
-		want := map[int32]string{}
-		for id, r := range state {
-			email := "NULL"
-			if r.email != "" {
-				email = r.email
-			}
-			want[id] = fmt.Sprintf("%s|%s|%s|%d|%s|customers", r.name, email, decimal.New(r.balance, -2).String(), r.updated/1_000_000,
-				time.Unix(r.signupDy*86400, 0).UTC().Format("2006-01-02"))
-		}
-		got := map[int32]string{}
-		rows, err := ch.Query(context.Background(), "SELECT id, name, email, balance, updated_at, signup, tbl FROM "+db+".customers"+live)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for rows.Next() {
-			var (
-				id          int32
-				name, tbl   string
-				email       *string
-				balance     decimal.Decimal
-				upd, signup time.Time
-			)
-			if err := rows.Scan(&id, &name, &email, &balance, &upd, &signup, &tbl); err != nil {
-				t.Fatal(err)
-			}
-			e := "NULL"
-			if email != nil {
-				e = *email
-			}
-			if _, dup := got[id]; dup {
-				t.Fatalf("id %d twice after FINAL", id)
-			}
-			got[id] = fmt.Sprintf("%s|%s|%s|%d|%s|%s", name, e, balance.String(), upd.Unix(), signup.UTC().Format("2006-01-02"), tbl)
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
-		compareStates(t, "customers"+live, got, want)
+		compareStates(t, "customers"+live, customersIn(t, ch, db+".customers"+live), customersWant(state))
 	})
 }
