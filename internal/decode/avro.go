@@ -766,6 +766,12 @@ func (f *avroFormat) readN(n int) []byte {
 
 // leaf reads a scalar into its columns.
 func (f *avroFormat) leaf(op *avroOp) error {
+	if len(op.cols) == 1 && op.locs[0] == nil {
+		// The common case: read straight into the slot.
+		in := &f.vals[op.cols[0]]
+		*in = input{}
+		return f.readLeaf(op, in)
+	}
 	var in input
 	if err := f.readLeaf(op, &in); err != nil || f.rd.Error != nil {
 		return err
