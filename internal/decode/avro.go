@@ -766,6 +766,12 @@ func (f *avroFormat) readN(n int) []byte {
 
 // leaf reads a scalar into its columns.
 func (f *avroFormat) leaf(op *avroOp) error {
+	if len(op.cols) == 1 && op.locs[0] == nil {
+		// The common case: read straight into the slot.
+		in := &f.vals[op.cols[0]]
+		*in = input{}
+		return f.readLeaf(op, in)
+	}
 	var in input
 	if err := f.readLeaf(op, &in); err != nil || f.rd.Error != nil {
 		return err
@@ -887,7 +893,7 @@ func (f *avroFormat) appendUUID(raw []byte) []byte {
 	return f.arena[start:len(f.arena):len(f.arena)]
 }
 
-// items counts n more array or map items against maxAvroItems.
+// moreItems counts n more array or map items against maxAvroItems.
 func (f *avroFormat) moreItems(n int64) error {
 	if n < 0 || n > maxAvroItems-int64(f.items) {
 		return fmt.Errorf("block of %d items (at most %d per record)", n, maxAvroItems)
@@ -896,9 +902,9 @@ func (f *avroFormat) moreItems(n int64) error {
 	return nil
 }
 
-// blocks walks an array's or map's blocks, calling item for each item
-// (after the key, for a map).
-func (f *avroFormat) blocks(isMap bool, item func(i int) error) error {
+// blocks walks an array's or map's blocks, calling item for each item (a
+// map's item reads its key first).
+func (f *avroFormat) blocks(item func(i int) error) error {
 	rd := f.rd
 	i := 0
 	for rd.Error == nil {
@@ -954,9 +960,9 @@ func (f *avroFormat) skip(s avro.Schema, depth int) error {
 		}
 		return f.skip(t.Types()[i], depth+1)
 	case *avro.ArraySchema:
-		return f.blocks(false, func(int) error { return f.skip(t.Items(), depth+1) })
+		return f.blocks(func(int) error { return f.skip(t.Items(), depth+1) })
 	case *avro.MapSchema:
-		return f.blocks(true, func(int) error {
+		return f.blocks(func(int) error {
 			n, err := f.bytesLen()
 			if err != nil {
 				return err
@@ -1029,7 +1035,7 @@ func (f *avroFormat) render(dst []byte, s avro.Schema, depth int) ([]byte, error
 		return f.render(dst, t.Types()[i], depth+1)
 	case *avro.ArraySchema:
 		dst = append(dst, '[')
-		err = f.blocks(false, func(i int) error {
+		err = f.blocks(func(i int) error {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
@@ -1040,7 +1046,7 @@ func (f *avroFormat) render(dst []byte, s avro.Schema, depth int) ([]byte, error
 		return append(dst, ']'), err
 	case *avro.MapSchema:
 		dst = append(dst, '{')
-		err = f.blocks(true, func(i int) error {
+		err = f.blocks(func(i int) error {
 			if i > 0 {
 				dst = append(dst, ',')
 			}

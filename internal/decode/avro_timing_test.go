@@ -86,6 +86,7 @@ func BenchmarkAppendAvro(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
+	b.ReportMetric(float64(total)/float64(len(events)), "bytes/record")
 }
 
 // TestAvroZeroAllocsPerRecord pins the steady state: decoding the benchmark

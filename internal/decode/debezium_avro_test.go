@@ -142,3 +142,52 @@ func TestDebeziumAvroNeedsVersionColumns(t *testing.T) {
 		t.Fatalf("Compile: %v", err)
 	}
 }
+
+// TestDebeziumAvroAppendDoesNotAllocate pins the steady state of
+// debezium-avro: an update event allocates nothing.
+func TestDebeziumAvroAppendDoesNotAllocate(t *testing.T) {
+	p := dbzAvroPlan(t)
+	v := dbzAvroEvent(t, "u", dbzAvroImage(5, "Ann", "ann@example.com", -12345), dbzAvroImage(5, "Bo", "bo@example.com", 100), "postgresql", int64(40))
+	blk := p.NewBlock()
+	rec := &kgo.Record{Topic: "pg.public.customers", Value: v}
+	next := func() {
+		if blk.Rows() == 5000 {
+			blk.Reset()
+		}
+		if err := p.Append(blk, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 6000 {
+		next()
+	}
+	if allocs := testing.AllocsPerRun(2000, next); allocs > 0.1 {
+		t.Fatalf("%.2f allocations per record", allocs)
+	}
+}
+
+// BenchmarkDebeziumAvroAppend: one update event of the customers table
+// per op.
+//
+//	go test ./internal/decode/ -run '^$' -bench DebeziumAvroAppend -benchmem
+func BenchmarkDebeziumAvroAppend(b *testing.B) {
+	reg := newFakeRegistry()
+	reg.add(11, sr.TypeAvro, dbzAvroEnvelope)
+	p, err := Compile(route.DebeziumAvro, customerAvroCols, map[string]string{"op": "$op", "tbl": "$source.table", "ts": "$ts_ms"}, WithRegistry(reg))
+	if err != nil {
+		b.Fatal(err)
+	}
+	v := dbzAvroEvent(b, "u", dbzAvroImage(5, "Ann", "ann@example.com", -12345), dbzAvroImage(5, "Bo", "bo@example.com", 100), "postgresql", int64(40))
+	rec := &kgo.Record{Topic: "pg.public.customers", Value: v}
+	blk := p.NewBlock()
+	b.SetBytes(int64(len(v)))
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if blk.Rows() == 10_000 {
+			blk.Reset()
+		}
+		if err := p.Append(blk, rec); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math/big"
+	"math/rand/v2"
 	"net"
 	"net/url"
 	"strings"
@@ -410,5 +411,152 @@ http: {listen: ""}
 		}
 		got := queryRows(t, s, "SELECT toString(id), ifNull(note, 'NULL') FROM "+db+".r ORDER BY id")
 		compareRows(t, got, []string{"0|NULL", "1|NULL", "2|NULL", "3|NULL", "4|NULL", "5|v2-5", "6|NULL", "7|v2-7"})
+	})
+}
+
+// The Avro converter's schemas of a Debezium PostgreSQL customers table
+// (the source block trimmed to the fields the sink reads and a few more).
+const (
+	dbzAvroValueSchema = `{"type":"record","name":"Value","namespace":"pg.public.customers","fields":[` +
+		`{"name":"id","type":"int"},{"name":"name","type":"string"},` +
+		`{"name":"email","type":["null","string"],"default":null},` +
+		`{"name":"balance","type":{"type":"bytes","scale":2,"precision":12,"connect.version":1,"connect.parameters":{"scale":"2","connect.decimal.precision":"12"},"connect.name":"org.apache.kafka.connect.data.Decimal","logicalType":"decimal"}},` +
+		`{"name":"updated_at","type":{"type":"long","connect.version":1,"connect.name":"io.debezium.time.MicroTimestamp"}},` +
+		`{"name":"signup","type":["null",{"type":"int","connect.version":1,"connect.name":"io.debezium.time.Date"}],"default":null}]}`
+	dbzAvroEnvelopeSchema = `{"type":"record","name":"Envelope","namespace":"pg.public.customers","fields":[` +
+		`{"name":"before","type":["null",` + dbzAvroValueSchema + `],"default":null},` +
+		`{"name":"after","type":["null","Value"],"default":null},` +
+		`{"name":"source","type":{"type":"record","name":"Source","namespace":"io.debezium.connector.postgresql","fields":[` +
+		`{"name":"version","type":"string"},{"name":"connector","type":"string"},{"name":"name","type":"string"},{"name":"ts_ms","type":"long"},` +
+		`{"name":"db","type":"string"},{"name":"schema","type":"string"},{"name":"table","type":"string"},` +
+		`{"name":"txId","type":["null","long"],"default":null},{"name":"lsn","type":["null","long"],"default":null}]}},` +
+		`{"name":"op","type":"string"},{"name":"ts_ms","type":["null","long"],"default":null}]}`
+	dbzAvroKeySchema = `{"type":"record","name":"Key","namespace":"pg.public.customers","fields":[{"name":"id","type":"int"}]}`
+)
+
+// TestDebeziumAvroReplayCollapses replays the change history of 4,000 keys
+// of one PostgreSQL table, as Debezium's Avro converter writes it (a
+// snapshot, inserts, updates, deletes with and without a before image, each
+// delete followed by a tombstone), into ReplacingMergeTree on each server,
+// then replays it all again from the start as a crash would, and requires
+// FINAL to equal the source's final state exactly.
+func TestDebeziumAvroReplayCollapses(t *testing.T) {
+	brokers := testenv.Kafka(t)
+	prefix := testenv.UniqueName(t, "pga")
+	topic := prefix + ".public.customers"
+	createTopic(t, topic, 4)
+	valueID := registerAvro(t, topic+"-value", dbzAvroEnvelopeSchema)
+	keyID := registerAvro(t, topic+"-key", dbzAvroKeySchema)
+
+	rnd := rand.New(rand.NewPCG(7, 3))
+	state := map[int32]cdcRow{}
+	var recs []*kgo.Record
+	rowsWritten, tombstones := 0, 0
+	lsn := int64(1_000_000)
+	image := func(r cdcRow) map[string]any {
+		var email any
+		if r.email != "" {
+			email = r.email
+		}
+		return map[string]any{"pg.public.customers.Value": map[string]any{"id": r.id, "name": r.name, "email": email,
+			"balance": big.NewRat(r.balance, 100), "updated_at": r.updated, "signup": int32(r.signupDy)}}
+	}
+	newRow := func(id int32) cdcRow {
+		r := cdcRow{id: id, name: fmt.Sprintf("n%d-%d", id, rnd.IntN(1000)), balance: rnd.Int64N(2_000_000) - 1_000_000,
+			updated: 1715949296_000000 + lsn*1000 + rnd.Int64N(1000), signupDy: 18000 + rnd.Int64N(2000)}
+		if rnd.IntN(5) > 0 {
+			r.email = fmt.Sprintf("u%d@example.com", id)
+		}
+		return r
+	}
+	emit := func(op string, before, after any, id int32, snapshot bool) {
+		if !snapshot {
+			lsn += 1 + rnd.Int64N(200)
+		}
+		key := avroValue(t, keyID, dbzAvroKeySchema, map[string]any{"id": id})
+		value := avroValue(t, valueID, dbzAvroEnvelopeSchema, map[string]any{
+			"before": before, "after": after, "op": op, "ts_ms": int64(1715949297000) + lsn/1000,
+			"source": map[string]any{"version": "2.7.0.Final", "connector": "postgresql", "name": "pg", "ts_ms": int64(1715949296000) + lsn/1000,
+				"db": "shop", "schema": "public", "table": "customers", "txId": lsn / 7, "lsn": lsn},
+		})
+		recs = append(recs, &kgo.Record{Topic: topic, Key: key, Value: value})
+		rowsWritten++
+		if op == "d" {
+			recs = append(recs, &kgo.Record{Topic: topic, Key: key}) // tombstone
+			tombstones++
+		}
+	}
+	const keys = 4000
+	for id := int32(1); id <= keys/2; id++ {
+		r := newRow(id)
+		state[id] = r
+		emit("r", nil, image(r), id, true)
+	}
+	lsn = 2_000_000
+	for range 16_000 {
+		id := int32(1 + rnd.IntN(keys))
+		old, alive := state[id]
+		switch {
+		case !alive:
+			r := newRow(id)
+			state[id] = r
+			emit("c", nil, image(r), id, false)
+		case rnd.IntN(10) < 7:
+			r := newRow(id)
+			state[id] = r
+			emit("u", image(old), image(r), id, false)
+		case id%2 == 0: // REPLICA IDENTITY FULL: the before image
+			delete(state, id)
+			emit("d", image(old), nil, id, false)
+		default: // REPLICA IDENTITY DEFAULT: only the key
+			delete(state, id)
+			emit("d", nil, nil, id, false)
+		}
+	}
+	cl := testenv.KafkaClient(t, kgo.ProducerLinger(5*time.Millisecond))
+	pctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := cl.ProduceSync(pctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("produced %d change events and %d tombstones; %d live keys", rowsWritten, tombstones, len(state))
+
+	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
+		ch := s.Conn(t)
+		db := s.NewDatabase(t)
+		engine, live := "ReplacingMergeTree(_version)", " FINAL WHERE _deleted = 0"
+		if s.AtLeast(23, 2) {
+			engine, live = "ReplacingMergeTree(_version, _deleted)", " FINAL"
+		}
+		if err := ch.Exec(context.Background(), "CREATE TABLE "+db+`.customers (id Int32, name String, email Nullable(String),
+			balance Decimal(12, 2), updated_at DateTime, signup Date, op String, tbl String, _version UInt64, _deleted UInt8)
+			ENGINE = `+engine+" ORDER BY id"); err != nil {
+			t.Fatal(err)
+		}
+		for run, group := range []string{testenv.UniqueName(t, "first"), testenv.UniqueName(t, "replay")} {
+			cfg := newConfig(t, fmt.Sprintf(`
+name: %s
+kafka: {brokers: [%q], topic_regex: '%s\.public\..*', fetch_max_wait: 200ms, commit_interval: 200ms}
+clickhouse: {addrs: [%q], database: %s}
+schema_registry: {urls: [%q]}
+batch: {max_rows: 20000, max_wait: 1s}
+routes:
+  - topic_regex: '%s\.public\..*'
+    table: '${topic.last}'
+    format: debezium-avro
+    columns: {op: $op, tbl: $source.table}
+http: {listen: ""}
+`, group, brokers[0], prefix, s.Addr, db, testenv.Registry(t), prefix))
+			st := runToEnd(t, cfg, topic)
+			t.Logf("run %d: %d records, %d rows in %d inserts, %d skipped", run+1, st.Records, st.Rows, st.Inserts, st.Skipped)
+			if st.Records != int64(len(recs)) || st.Rows != int64(rowsWritten) || st.Skipped != int64(tombstones) || st.DLQ != 0 {
+				t.Fatalf("run %d: records %d rows %d skipped %d dlq %d; want %d, %d, %d, 0",
+					run+1, st.Records, st.Rows, st.Skipped, st.DLQ, len(recs), rowsWritten, tombstones)
+			}
+		}
+		if n := countRows(t, ch, db+".customers WHERE _deleted = 1"); n == 0 {
+			t.Fatal("no row with _deleted = 1, so FINAL is not shown to leave deletes out")
+		}
+		compareStates(t, "customers"+live, customersIn(t, ch, db+".customers"+live), customersWant(state))
 	})
 }

@@ -83,6 +83,16 @@ func (p *Pipeline) holdFrom(tp offsets.TP, recs []*kgo.Record, err error) {
 	p.noteHeld()
 }
 
+// isHeld reports whether tp has records held.
+func (p *Pipeline) isHeld(tp offsets.TP) bool {
+	for _, hp := range p.held.parts {
+		if hp.tp == tp {
+			return true
+		}
+	}
+	return false
+}
+
 // heldRecords counts the records held.
 func (p *Pipeline) heldRecords() int {
 	n := 0
@@ -106,7 +116,8 @@ func (p *Pipeline) heldRecordsNow() int { return int(p.heldNow.Load()) }
 // heldNextRetry reports how long until the next attempt, when records are
 // held.
 func (p *Pipeline) heldNextRetry(now time.Time) (time.Duration, bool) {
-	if len(p.held.parts) == 0 {
+	if len(p.held.parts) == 0 || p.revoke != nil {
+		// During a revoke retryHeld waits; its deadline wakes the loop.
 		return 0, false
 	}
 	return max(p.held.next.Sub(now), 0), true

@@ -276,6 +276,17 @@ func (p *Pipeline) handleFetches(writeCtx context.Context, f kgo.Fetches) {
 		p.partMetrics(tp).SetLag(lag, fp.Records[len(fp.Records)-1].Timestamp)
 		// Counted per partition fetch, not per record: one add each.
 		records, bytes := p.stats.Records, p.stats.Bytes
+		if p.isHeld(tp) {
+			// Records of a partition already waiting for the registry
+			// (a fetch that was on its way) wait behind them, in order.
+			for _, r := range fp.Records {
+				p.stats.Records++
+				p.stats.Bytes += int64(len(r.Key) + len(r.Value))
+			}
+			p.holdFrom(tp, fp.Records, p.held.lastErr)
+			p.topicMetrics(fp.Topic).Consumed(int(p.stats.Records-records), int(p.stats.Bytes-bytes))
+			return
+		}
 		for i, r := range fp.Records {
 			if err, held := p.handleRecord(writeCtx, now, tp, r); held {
 				// This record and the rest of the partition's wait for
