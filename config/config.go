@@ -176,6 +176,12 @@ type Route struct {
 	// Schema says what happens to record fields no column takes (see
 	// RouteSchema).
 	Schema RouteSchema `koanf:"schema"`
+	// Message (protobuf only) is the full name of the Protobuf message
+	// type the route reads, for a topic that carries several (each record
+	// names its type by the message index in its frame); records of other
+	// types are skipped and counted. Empty: every type fills the columns
+	// whose names it has.
+	Message string `koanf:"message"`
 
 	re   *regexp.Regexp `koanf:"-"` // compiled TopicRegex, set by Validate
 	when route.When     `koanf:"-"` // parsed When, set by Validate
@@ -422,7 +428,7 @@ func (c *Config) fillDerived() {
 			r.Format = route.DefaultFormat
 		}
 		r.fillSchemaDefaults()
-		if r.Format == route.Debezium {
+		if r.Format.CDC() {
 			if r.VersionColumn == "" {
 				r.VersionColumn = "_version"
 			}

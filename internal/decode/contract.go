@@ -4,22 +4,31 @@
 // straight into per-column buffers, with no map[string]any or reflection per
 // record.
 //
-// Formats: the route's format (route.JSON, route.Debezium) is the only
-// format-specific part of a Plan, behind one interface (rowFormat in
-// format.go); the column conversions below are shared. The json format reads
-// one JSON object per record; debezium-json reads Debezium change events
-// (the envelope, its sources and encodings are documented on debeziumFormat
-// in debezium.go). The grammar of sources and format names is package
-// route's.
+// Formats: the route's format is the only format-specific part of a Plan,
+// behind one interface (rowFormat in format.go); the column conversions
+// below are shared. The json format reads one JSON object per record;
+// debezium-json reads Debezium change events (the envelope, its sources and
+// encodings are documented on debeziumFormat in debezium.go); avro and
+// debezium-avro read registry-framed Avro (avroFormat in avro.go,
+// dbzAvroFormat in debezium_avro.go), protobuf reads registry-framed
+// Protobuf (protoFormat in protobuf.go; schemas compiled in
+// protobuf_schema.go, composite values as JSON in protobuf_json.go) and
+// json-schema strips the frame and reads the JSON as json does
+// (jsonschema.go), all with schemas from the Registry given to Compile. The
+// grammar of sources and format names is package route's.
 //
 // Drift: a Plan also counts the record fields no column reads (the json
 // record's top-level keys, the debezium-json row image's fields) and infers
 // their types, for the pipeline's drift metric and schema evolution
 // (drift.go, infer.go; Plan.TakeUnmapped).
 //
-// Concurrency: a Plan owns a reusable JSON parser, so one Plan is used by one
-// goroutine at a time. A Block is owned by whoever appends to it; once handed
-// to the writer it is read-only.
+// Concurrency: a Plan owns reusable parsers and per-schema readers, so one
+// Plan is used by one goroutine at a time; a registry-framed format's Append
+// may ask the Registry for a schema it has not seen (bounded by a timeout).
+// Compiled Protobuf schemas are shared between Plans behind a mutex
+// (descriptors are immutable).
+// A Block is owned by whoever appends to it; once handed to the writer it is
+// read-only.
 //
 // # Conversions (JSON value -> column type)
 //

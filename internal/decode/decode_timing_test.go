@@ -55,6 +55,7 @@ func BenchmarkAppend(b *testing.B) {
 	blk := p.NewBlock()
 	b.SetBytes(int64(total / len(events)))
 	b.ReportAllocs()
+	cpu0 := cpuTime()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if blk.Rows() == 10_000 {
@@ -64,7 +65,9 @@ func BenchmarkAppend(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op") // see BenchmarkAppendProtobuf
 }
 
 // BenchmarkColumnData measures building the clickhouse-go slices of a

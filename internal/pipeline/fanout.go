@@ -59,12 +59,14 @@ func (p *Pipeline) unrouted(writeCtx context.Context, tp offsets.TP, r *kgo.Reco
 	p.tracker.Add(tp, r.Offset, r.LeaderEpoch, offsets.Done)
 }
 
-// handleFanout routes one record by its routes' conditions.
-func (p *Pipeline) handleFanout(writeCtx context.Context, now time.Time, tp offsets.TP, r *kgo.Record) {
+// handleFanout routes one record by its routes' conditions. Like
+// decodeRecord, held reports that the record waits for the schema registry
+// (nothing was done with it).
+func (p *Pipeline) handleFanout(writeCtx context.Context, now time.Time, tp offsets.TP, r *kgo.Record) (_ error, held bool) {
 	cands, err := p.routesFor(writeCtx, r.Topic)
 	if err != nil {
 		p.fatal = err // a table cannot be resolved: stop before this record
-		return
+		return nil, false
 	}
 	f := &p.fan
 	f.eval.Reset(r)
@@ -80,13 +82,28 @@ func (p *Pipeline) handleFanout(writeCtx context.Context, now time.Time, tp offs
 	}
 	if len(f.targets) == 0 {
 		p.unrouted(writeCtx, tp, r)
-		return
+		return nil, false
 	}
 	f.accs, f.units = f.accs[:0], f.units[:0]
 	var bad error
 	for _, rs := range f.targets {
 		a := p.accFor(rs.table, tp)
 		if err := rs.plan.Append(a.acc.Data(), r); err != nil {
+			if errors.Is(err, decode.ErrUnavailable) {
+				if len(f.accs) == 0 && bad == nil {
+					// The first target needs a schema the registry cannot
+					// give now: nothing was appended, so the record waits
+					// like any other (held.go).
+					return err, true
+				}
+				// A later target needs a schema the first ones did not
+				// (another key or value schema, or one evicted meanwhile):
+				// rows are already in other batches and cannot be taken
+				// back, so stop; the record is not committed and the
+				// restart reads it again.
+				p.fatal = fmt.Errorf("topic %q partition %d offset %d: the schema registry became unavailable while the record was routed to several tables: %w", r.Topic, r.Partition, r.Offset, err)
+				return nil, false
+			}
 			if !errors.Is(err, decode.ErrSkip) && bad == nil {
 				bad = err
 			}
@@ -101,7 +118,7 @@ func (p *Pipeline) handleFanout(writeCtx context.Context, now time.Time, tp offs
 			// errors.tolerance none: stopping. The rows appended above
 			// may still be inserted by the flush, but the record is not
 			// committed, so the restart meets it again.
-			return
+			return nil, false
 		}
 		f.units = append(f.units, id)
 	}
@@ -111,7 +128,7 @@ func (p *Pipeline) handleFanout(writeCtx context.Context, now time.Time, tp offs
 		p.stats.Skipped++
 		p.topicMetrics(tp.Topic).Skipped()
 		p.tracker.Add(tp, r.Offset, r.LeaderEpoch, offsets.Done)
-		return
+		return nil, false
 	case 1:
 		p.tracker.Add(tp, r.Offset, r.LeaderEpoch, f.units[0])
 	default:
@@ -121,6 +138,7 @@ func (p *Pipeline) handleFanout(writeCtx context.Context, now time.Time, tp offs
 	for _, a := range f.accs {
 		p.added(writeCtx, now, a, tp, r)
 	}
+	return nil, false
 }
 
 func tableTaken(targets []*routeState, ts *tableState) bool {

@@ -27,6 +27,8 @@ type options struct {
 	servers    []chServer // one after the other, each with every variant
 	stackRoot  string     // the checkout that started the stack: server logs, Kafka jars
 	sinkBin    string
+	loadgenBin string // produces the registry formats' topics
+	registry   string // the schema registry's Confluent API, for those formats
 	benchBin   string
 	out, work  string
 	count      int
@@ -70,6 +72,10 @@ type bench struct {
 	id    string // names groups and files of this run
 	topic string
 	res   Results
+	// The registry formats' topics (format -> topic) and their mean
+	// record sizes, produced by produceFramed.
+	framed      map[string]string
+	framedBytes map[string]float64
 }
 
 func logf(format string, args ...any) {
@@ -150,6 +156,41 @@ func (b *bench) produceWorkload(ctx context.Context) error {
 	}
 	logf("produced %d events (%.0f MB) in %.1fs", r.Events, float64(r.Bytes)/1e6, r.Took.Seconds())
 	return nil
+}
+
+// produceFramed produces, for each registry-format variant asked for, the
+// workload's events again (same seed, count, size, partitions and skew)
+// in that format with bin/loadgen, into bench_workload_<format>. A
+// format whose topic cannot be made is logged and its variant reports it.
+func (b *bench) produceFramed(ctx context.Context) {
+	b.framed, b.framedBytes = map[string]string{}, map[string]float64{}
+	for _, key := range b.opt.variants {
+		f, ok := registryFormats[key]
+		if !ok {
+			continue
+		}
+		topic := "bench_workload_" + strings.ReplaceAll(f, "-", "_")
+		logf("producing the workload as %s into %s", f, topic)
+		cmd := exec.CommandContext(ctx, b.opt.loadgenBin, "--brokers", strings.Join(b.opt.brokers, ","), "--topic", topic,
+			"--count", fmt.Sprint(b.opt.count), "--partitions", fmt.Sprint(b.opt.partitions), "--recreate",
+			"--size", fmt.Sprint(b.opt.size), "--seed", fmt.Sprint(b.opt.seed), "--skew", fmt.Sprint(b.opt.skew),
+			"--format", f, "--registry", b.opt.registry)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			logf("producing %s: %v: %s", f, err, oneLine(string(out)))
+			continue
+		}
+		// loadgen's last line: "produced N F events (B bytes) to T in ..."
+		var n, bytes int64
+		for _, line := range strings.Split(string(out), "\n") {
+			if i := strings.Index(line, "produced "); i >= 0 {
+				var ff string
+				fmt.Sscanf(line[i:], "produced %d %s events (%d bytes)", &n, &ff, &bytes)
+			}
+		}
+		b.framed[f] = topic
+		b.framedBytes[f] = float64(bytes) / float64(max(n, 1))
+	}
 }
 
 // partitionCounts is how many records each partition of topic holds.

@@ -71,6 +71,8 @@ func runMain(args []string) error {
 	fs.StringVar(&s26.http, "ch26-http", "http://127.0.0.1:18123/", "ClickHouse 26.9 HTTP address (also the sink's, over HTTP)")
 	fs.StringVar(&o.stackRoot, "stack-root", envOr("SINK_STACK_ROOT", "."), "the checkout that started the local stack (server logs, Kafka jars); env SINK_STACK_ROOT")
 	fs.StringVar(&o.sinkBin, "sink", "bin/sink", "the sink binary to measure")
+	fs.StringVar(&o.loadgenBin, "loadgen", "bin/loadgen", "the load generator, for the registry formats' topics")
+	fs.StringVar(&o.registry, "registry", "http://127.0.0.1:8081/apis/ccompat/v7", "the schema registry's Confluent API (the stack's Apicurio), for the registry formats")
 	fs.StringVar(&o.out, "out", "bench/results", "where the results files go")
 	fs.StringVar(&o.work, "work", ".stack/bench", "generated configs and logs of the clients")
 	fs.IntVar(&o.count, "count", 1_000_000, "records in the workload")
@@ -80,7 +82,7 @@ func runMain(args []string) error {
 	fs.Uint64Var(&o.seed, "seed", 1, "random seed of the workload")
 	fs.IntVar(&o.runs, "runs", 3, "runs per variant (the median by rows/s is reported); the naive variant runs once")
 	fs.IntVar(&o.sample, "naive-sample", 2000, "records the naive variant inserts one by one (then extrapolated)")
-	variants := fs.String("variants", "sink,sink_per_partition,sink_http,kafka_engine,kcat_pipe,kcat_http,naive", "variants to run, comma-separated")
+	variants := fs.String("variants", "sink,sink_per_partition,sink_http,kafka_engine,kcat_pipe,kcat_http,naive,sink_avro,sink_protobuf,sink_json_schema", "variants to run, comma-separated")
 	fs.DurationVar(&o.timeout, "timeout", 3*time.Minute, "longest a variant may take to land the workload")
 	fs.DurationVar(&o.quiet, "settle", 15*time.Second, "longest wait for ClickHouse's merges to settle before each run")
 	fs.BoolVar(&o.seed004.enabled, "seed004", true, "replay seed 004")
@@ -142,6 +144,7 @@ func runMain(args []string) error {
 	if err := b.produceWorkload(ctx); err != nil {
 		return err
 	}
+	b.produceFramed(ctx)
 	for _, srv := range o.servers {
 		b.res.Servers = append(b.res.Servers, b.runServer(ctx, srv))
 	}
@@ -257,6 +260,9 @@ func (b *bench) cleanup(ctx context.Context) {
 	topics := []string{b.topic}
 	for _, s := range b.opt.seed004.stages {
 		topics = append(topics, "bench_seed004_"+s)
+	}
+	for _, t := range b.framed {
+		topics = append(topics, t)
 	}
 	if _, err := b.adm.DeleteTopics(ctx, topics...); err != nil {
 		logf("cleanup: %v", err)

@@ -15,6 +15,8 @@ type sinkConf struct {
 	name, group, topic, table string
 	brokers, chAddrs          []string
 	protocol                  string            // clickhouse.protocol; "" leaves the default (native)
+	format                    string            // the route's format; "" is json
+	registry                  string            // schema_registry.urls[0], for the registry formats
 	kafka, batch              map[string]string // key → YAML scalar
 }
 
@@ -36,7 +38,14 @@ func (c sinkConf) yaml() string {
 		b.WriteString("batch:\n")
 		section(c.batch)
 	}
-	fmt.Fprintf(&b, "routes:\n  - topic: %s\n    table: %s\n    format: json\n", c.topic, c.table)
+	if c.registry != "" {
+		fmt.Fprintf(&b, "schema_registry:\n  urls: [%s]\n", c.registry)
+	}
+	format := c.format
+	if format == "" {
+		format = "json"
+	}
+	fmt.Fprintf(&b, "routes:\n  - topic: %s\n    table: %s\n    format: %s\n", c.topic, c.table, format)
 	// No metrics listener: other sinks on this machine may hold the port.
 	b.WriteString("http:\n  listen: \"\"\nlog:\n  level: info\n  format: json\n")
 	return b.String()

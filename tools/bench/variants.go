@@ -22,7 +22,17 @@ var allVariants = []struct{ key, name, only, notOn string }{
 	{key: "kcat_pipe", name: "kcat | clickhouse-client (JSONEachRow)"},
 	{key: "kcat_http", name: "kcat | curl HTTP (JSONEachRow, server parses)"},
 	{key: "naive", name: "naive: one INSERT per record"},
+	// The same events, re-encoded by bin/loadgen --format and framed with
+	// the schema id it registers (registryFormats), each in a topic of
+	// its own.
+	{key: "sink_avro", name: "sink, format avro (same events as Avro)"},
+	{key: "sink_protobuf", name: "sink, format protobuf (same events as Protobuf)"},
+	{key: "sink_json_schema", name: "sink, format json-schema (same JSON, registry-framed)"},
 }
+
+// registryFormats maps the variants that read registry-framed records to
+// their route format.
+var registryFormats = map[string]string{"sink_avro": "avro", "sink_protobuf": "protobuf", "sink_json_schema": "json-schema"}
 
 // notRunOn says why variant key does not run on server srv, or "".
 func notRunOn(key string, srv chServer) string {
@@ -78,6 +88,15 @@ func (b *bench) runVariant(ctx context.Context, key string, run int) Result {
 		r.Expected = int64(min(b.opt.sample, b.opt.count))
 		r.Sample = true
 		return b.runNaive(ctx, r, table)
+	case "sink_avro", "sink_protobuf", "sink_json_schema":
+		f := registryFormats[key]
+		topic, ok := b.framed[f]
+		if !ok {
+			r.Status = "could not run: its topic was not produced (see the log)"
+			return r
+		}
+		r.Note = fmt.Sprintf("%.0f bytes/record (JSON: %.0f)", b.framedBytes[f], b.res.Workload.RecordBytes)
+		return b.runSinkConf(ctx, r, sinkConf{format: f, registry: b.opt.registry, topic: topic}, table, nil)
 	}
 	return failed(r, fmt.Errorf("unknown variant %q", key))
 }
@@ -106,7 +125,10 @@ func (b *bench) runSink(ctx context.Context, r Result, table string, batch map[s
 // topic, table and brokers are filled in, its addresses default to the
 // server's native one.
 func (b *bench) runSinkConf(ctx context.Context, r Result, sc sinkConf, table string, attach func(pid int) func()) Result {
-	sc.name, sc.group, sc.topic, sc.table, sc.brokers = "bench-"+r.Key, b.group(r.Key, r.Run), b.topic, table, b.opt.brokers
+	if sc.topic == "" {
+		sc.topic = b.topic
+	}
+	sc.name, sc.group, sc.table, sc.brokers = "bench-"+r.Key, b.group(r.Key, r.Run), table, b.opt.brokers
 	if len(sc.chAddrs) == 0 {
 		sc.chAddrs = []string{b.srv.native}
 	}
