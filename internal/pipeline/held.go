@@ -138,7 +138,7 @@ func (p *Pipeline) retryHeld(writeCtx context.Context) {
 		hp := h.parts[0]
 		for len(hp.recs) > 0 && p.fatal == nil {
 			r := hp.recs[0]
-			if err, held := p.decodeRecord(writeCtx, now, hp.tp, r); held {
+			if err, held := p.routeRecord(writeCtx, now, hp.tp, r); held {
 				h.lastErr = err
 				h.wait = min(h.wait*2, heldRetryMax)
 				h.next = p.now().Add(writer.RetryWait(h.wait))

@@ -182,3 +182,48 @@ func TestUnitRegistryUnknownIDIsBad(t *testing.T) {
 		t.Fatalf("dead-lettered %v, inserted %d; want [1 2] and 2", r.src.dlqSent, r.sink.inserted("db.t"))
 	}
 }
+
+// TestUnitRegistryOutageFanout: a record routed to several tables whose
+// schema the registry cannot serve is held before any table takes a row,
+// and once the registry answers every table gets each row exactly once.
+func TestUnitRegistryOutageFanout(t *testing.T) {
+	reg := &unitRegistry{known: map[int]bool{1: true, 2: true}}
+	cfg := unitConfig(t, allTables+"errors: {tolerance: all, dlq_topic: dead}\n")
+	for i := range cfg.Routes {
+		cfg.Routes[i].Format = route.Avro
+	}
+	cfg.Batch.MaxRows = 100
+	r := start(t, cfg, newFakeSink(nil), WithRegistry(reg))
+
+	r.src.sendRaw(unitTP, 0, avroRow(t, 1, 0))
+	r.drained(t) // offset 0 decoded, its schema cached
+	reg.down.Store(true)
+	r.src.sendRaw(unitTP, 1, avroRow(t, 2, 1), avroRow(t, 1, 2))
+	eventually(t, 2*time.Second, "offsets 1 and 2 held", func() bool { return r.p.heldRecordsNow() == 2 })
+	lookups := reg.lookups.Load()
+	eventually(t, 2*time.Second, "the held record retried", func() bool { return reg.lookups.Load() > lookups })
+	if n := r.p.heldRecordsNow(); n != 2 {
+		t.Fatalf("%d records held after a retry, want 2 (offsets 1, 2)", n)
+	}
+	for _, table := range []string{"db.t", "db.b", "db.c"} {
+		if got := r.sink.inserted(table); got > 1 {
+			t.Fatalf("%s: %d rows while offset 1 waits, want at most 1", table, got)
+		}
+	}
+	reg.down.Store(false)
+	eventually(t, 3*time.Second, "the held records decoded", func() bool { return r.p.heldRecordsNow() == 0 })
+	if err := r.stop(t); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	for _, table := range []string{"db.t", "db.b", "db.c"} {
+		if got := r.sink.inserted(table); got != 3 {
+			t.Errorf("%s: %d rows, want 3", table, got)
+		}
+	}
+	if got := r.src.committed(unitTP); got != 3 {
+		t.Fatalf("committed %d, want 3", got)
+	}
+	if len(r.src.dlqSent) != 0 {
+		t.Fatalf("dead-lettered %v", r.src.dlqSent)
+	}
+}

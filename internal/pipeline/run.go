@@ -326,6 +326,13 @@ func (p *Pipeline) handleRecord(writeCtx context.Context, now time.Time, tp offs
 		p.tracker.Add(tp, r.Offset, r.LeaderEpoch, offsets.Done)
 		return nil, false
 	}
+	return p.routeRecord(writeCtx, now, tp, r)
+}
+
+// routeRecord hands r to its route's table (decodeRecord) or, when routes
+// are chosen per record, to every table its routes' conditions pick
+// (handleFanout); held as for handleRecord.
+func (p *Pipeline) routeRecord(writeCtx context.Context, now time.Time, tp offsets.TP, r *kgo.Record) (_ error, held bool) {
 	if p.fanout {
 		return p.handleFanout(writeCtx, now, tp, r)
 	}
