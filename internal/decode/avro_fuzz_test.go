@@ -1,6 +1,7 @@
 package decode
 
 import (
+	"errors"
 	"math/big"
 	"testing"
 	"time"
@@ -93,6 +94,44 @@ func FuzzAvroAppend(f *testing.F) {
 		}
 		for i := range blk.Columns() {
 			_ = blk.ColumnData(i)
+		}
+	})
+}
+
+// FuzzDebeziumAvroAppend: no envelope or key payload makes debezium-avro
+// panic; each is a row, a skip or a *RecordError, and a failed Append
+// leaves the block unchanged.
+func FuzzDebeziumAvroAppend(f *testing.F) {
+	reg := newFakeRegistry()
+	reg.add(11, sr.TypeAvro, dbzAvroEnvelope)
+	reg.add(12, sr.TypeAvro, dbzAvroKey)
+	p, err := Compile(route.DebeziumAvro, customerAvroCols, map[string]string{"op": "$op", "tbl": "$source.table", "ts": "$ts_ms"}, WithRegistry(reg))
+	if err != nil {
+		f.Fatal(err)
+	}
+	row := dbzAvroImage(5, "Ann", "ann@example.com", -12345)
+	for _, v := range [][]byte{
+		dbzAvroEvent(f, "u", row, row, "postgresql", int64(40)),
+		dbzAvroEvent(f, "d", nil, nil, "postgresql", int64(41)),
+		dbzAvroEvent(f, "c", nil, row, "mysql", nil),
+	} {
+		f.Add(v[5:], []byte{2, 10})
+	}
+	f.Fuzz(func(t *testing.T, value, key []byte) {
+		blk := p.NewBlock()
+		r := &kgo.Record{Value: append(registry.AppendFrame(nil, 11, false), value...), Key: append(registry.AppendFrame(nil, 12, false), key...)}
+		err := p.Append(blk, r)
+		if err != nil {
+			if _, ok := err.(*RecordError); !ok && !errors.Is(err, ErrSkip) {
+				t.Fatalf("error %T %v, want a *RecordError or ErrSkip", err, err)
+			}
+			if blk.Rows() != 0 || blk.Bytes() != 0 {
+				t.Fatalf("failed Append left rows=%d bytes=%d", blk.Rows(), blk.Bytes())
+			}
+			return
+		}
+		if blk.Rows() != 1 {
+			t.Fatalf("Rows() = %d", blk.Rows())
 		}
 	})
 }

@@ -159,7 +159,7 @@ func TestAvroMappings(t *testing.T) {
 		modern := s.AtLeast(23, 0)
 		if modern {
 			cols += `, ts_us DateTime64(6), ts_ns DateTime64(9), local_ms DateTime64(3, 'Asia/Tokyo'), attrs Map(String, Int64),
-				choice Variant(String, Int64), dur Tuple(months UInt32, days UInt32, milliseconds UInt32), customer String`
+				choice Variant(String, Int64), dur Tuple(months UInt32, days UInt32, milliseconds UInt32), customer String, cj JSON`
 		}
 		if err := ch.Exec(context.Background(), "CREATE TABLE "+db+".m ("+cols+") ENGINE = MergeTree ORDER BY id"); err != nil {
 			t.Fatal(err)
@@ -174,10 +174,10 @@ routes:
   - topic: %q
     table: m
     format: avro
-    columns: {customer_name: customer.name, city: customer.address.city, zip: customer.address.zip, k: $key, dur_text: dur}
+    columns: {customer_name: customer.name, city: customer.address.city, zip: customer.address.zip, k: $key, dur_text: dur%s}
 errors: {tolerance: none}
 http: {listen: ""}
-`, testenv.UniqueName(t, "avro"), brokers[0], topic, s.Addr, db, testenv.Registry(t), topic))
+`, testenv.UniqueName(t, "avro"), brokers[0], topic, s.Addr, db, testenv.Registry(t), topic, map[bool]string{true: ", cj: customer"}[modern]))
 		runUntil(t, cfg, ch, db+".m", 2)
 		// Dates as numbers and decimals through the driver: the servers
 		// print the epoch and decimals differently.
@@ -206,10 +206,10 @@ http: {listen: ""}
 		compareRows(t, decs, []string{"-12345.6789|1000000000000000000000000", "0|0.000001"})
 		if modern {
 			got := queryRows(t, s, `SELECT toString(ts_us, 'UTC'), toString(ts_ns, 'UTC'), toString(local_ms), toString(attrs),
-				toString(choice), variantType(choice), toString(dur), customer FROM `+db+`.m ORDER BY id`)
+				toString(choice), variantType(choice), toString(dur), customer, toString(cj.address.city), toString(cj) FROM `+db+`.m ORDER BY id`)
 			compareRows(t, got, []string{
-				`2024-05-17 12:34:56.123456|2024-05-17 12:34:56.123456789|2024-05-17 12:34:56.123|{'k':9}|42|Int64|(1,2,3)|{"name":"Ann","address":{"city":"Oslo","zip":150}}`,
-				`1970-01-01 00:00:00.000000|1970-01-01 00:00:00.000000000|1970-01-01 00:00:00.000|{}||None|(0,0,0)|`,
+				`2024-05-17 12:34:56.123456|2024-05-17 12:34:56.123456789|2024-05-17 12:34:56.123|{'k':9}|42|Int64|(1,2,3)|{"name":"Ann","address":{"city":"Oslo","zip":150}}|Oslo|{"address":{"city":"Oslo","zip":150},"name":"Ann"}`,
+				`1970-01-01 00:00:00.000000|1970-01-01 00:00:00.000000000|1970-01-01 00:00:00.000|{}||None|(0,0,0)|||{}`,
 			})
 		}
 	})
