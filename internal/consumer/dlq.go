@@ -7,6 +7,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -57,7 +58,21 @@ func CheckDLQ(ctx context.Context, cl *kgo.Client, cfg *config.Config, sources m
 			return nil, fmt.Errorf("kafka: creating dead-letter topic %q (errors.dlq_create): %w", topic, cerr)
 		}
 		info.Created = true
-		td, err = describeTopic(ctx, adm, topic)
+		// A broker answers metadata for a topic it has just created only
+		// once the controller's record reached it, which on a busy broker
+		// takes a moment: ask again until then, within the request timeout.
+		for {
+			td, err = describeTopic(ctx, adm, topic)
+			if !errors.Is(err, kerr.UnknownTopicOrPartition) && !errors.Is(err, kerr.LeaderNotAvailable) {
+				break
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+				continue
+			}
+			break
+		}
 	}
 	switch {
 	case errors.Is(err, kerr.UnknownTopicOrPartition):
