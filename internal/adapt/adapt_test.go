@@ -19,7 +19,7 @@ func TestPartsPressure(t *testing.T) {
 		{Parts{Active: 112, DelayAt: 150, ThrowAt: 300}, 1 + 8*(112.0/150-0.5)},
 		{Parts{Active: 150, DelayAt: 150, ThrowAt: 300}, 5},
 		{Parts{Active: 225, DelayAt: 150, ThrowAt: 300}, 20},
-		{Parts{Active: 300, DelayAt: 150, ThrowAt: 300}, 80 * 0 + MaxPressure},
+		{Parts{Active: 300, DelayAt: 150, ThrowAt: 300}, 80*0 + MaxPressure},
 		{Parts{Active: 900, DelayAt: 150, ThrowAt: 300}, MaxPressure},
 		{Parts{Active: 10, DelayAt: 0, ThrowAt: 0}, 1},    // thresholds unknown
 		{Parts{Active: 30, DelayAt: 20, ThrowAt: 20}, 5},  // throw not above delay
