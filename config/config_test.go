@@ -438,6 +438,8 @@ func TestValidate(t *testing.T) {
 	f("", env("SINK_BATCH__MODE=adaptive"), "")
 	f("", env("SINK_BATCH__TARGET_INSERTS_PER_MINUTE=0"), "batch.target_inserts_per_minute (0) must be above 0 and at most 600")
 	f("", env("SINK_BATCH__TARGET_INSERTS_PER_MINUTE=601"), "batch.target_inserts_per_minute (601) must be above 0 and at most 600")
+	f("", env("SINK_BATCH__TARGET_INSERTS_PER_MINUTE=x"), `batch.target_inserts_per_minute: invalid number "x" (from SINK_BATCH__TARGET_INSERTS_PER_MINUTE)`)
+	f("", env("SINK_BATCH__TARGET_INSERTS_PER_MINUTE=1.5"), "")
 	f("", env("SINK_BATCH__MAX_LATENCY=0s"), "batch.max_latency (0s) must be positive")
 	f("", env("SINK_BATCH__MODE=adaptive", "SINK_BATCH__MAX_LATENCY=400ms"), "batch.max_latency (400ms) must exceed kafka.fetch_max_wait (500ms): a record can wait that long in Kafka before it reaches a batch")
 
