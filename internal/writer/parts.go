@@ -11,6 +11,10 @@ import (
 	"sink/internal/adapt"
 )
 
+// CodeTooManyParts is ClickHouse's TOO_MANY_PARTS: the partition has
+// parts_to_throw_insert active parts and the INSERT was refused.
+const CodeTooManyParts = 252
+
 // partsSettingRE finds a parts threshold in a table's SETTINGS clause
 // (system.tables.engine_full), e.g. "parts_to_delay_insert = 20".
 var partsSettingRE = regexp.MustCompile(`\b(parts_to_delay_insert|parts_to_throw_insert)\s*=\s*'?(\d+)`)
