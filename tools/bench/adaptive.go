@@ -184,6 +184,11 @@ func (b *bench) runAdaptive(ctx context.Context, o adaptiveOptions, srv chServer
 	if err := gen.EnsureTopic(ctx, b.adm, topic, o.partitions, true); err != nil {
 		return fail(err)
 	}
+	// A recreated topic takes a moment to be in the metadata; a sink that
+	// starts before would stop with "topic does not exist".
+	if err := b.topicReady(ctx, topic, o.partitions); err != nil {
+		return fail(err)
+	}
 	vs := adaptiveVariants(o)
 	for _, v := range vs {
 		// landed: when the row became visible (the INSERT's server time).
@@ -231,8 +236,17 @@ func (b *bench) runAdaptive(ctx context.Context, o adaptiveOptions, srv chServer
 		}
 		wg.Wait()
 	}
-	// Give the sinks a moment to join their groups before records come.
+	// Give the sinks a moment to join their groups before records come;
+	// all five must be running.
 	time.Sleep(3 * time.Second)
+	for _, v := range vs {
+		select {
+		case <-v.child.exited:
+			stopAllSinks()
+			return fail(fmt.Errorf("sink %s exited at start: %s", v.Key, v.child.tail(2)))
+		default:
+		}
+	}
 
 	// Poll ClickHouse and the sinks while the producer runs and the rows drain.
 	pollCtx, stopPoll := context.WithCancel(ctx)
@@ -321,6 +335,27 @@ func (b *bench) runAdaptive(ctx context.Context, o adaptiveOptions, srv chServer
 		logf("deleting %s: %v", topic, err)
 	}
 	return res
+}
+
+// topicReady waits until topic's metadata lists its partitions with leaders.
+func (b *bench) topicReady(ctx context.Context, topic string, partitions int) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		td, err := b.adm.ListTopics(ctx, topic)
+		if d, ok := td[topic]; err == nil && ok && d.Err == nil && len(d.Partitions) == partitions {
+			ready := true
+			for _, p := range d.Partitions {
+				ready = ready && p.Err == nil && p.Leader >= 0
+			}
+			if ready {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("topic %s not ready with %d partitions after 30s (%v)", topic, partitions, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // collectAdaptive reads what ClickHouse saw of r's table: every INSERT
