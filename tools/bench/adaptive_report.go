@@ -124,7 +124,13 @@ func (r adaptiveReport) write(dir string) (md, svg string, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", "", err
 	}
-	base := filepath.Join(dir, "adaptive-"+r.Date)
+	// adaptive-<date> for both servers, adaptive-<date>-ch26 for one, so a
+	// run on one server does not replace a run on both.
+	name := "adaptive-" + r.Date
+	if len(r.Servers) == 1 {
+		name += "-ch" + r.Servers[0].Key
+	}
+	base := filepath.Join(dir, name)
 	svg = base + ".svg"
 	f, err := os.Create(svg)
 	if err != nil {
