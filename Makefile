@@ -4,7 +4,7 @@
 GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: build test fuzz demo bench chaos stack-up stack-down stack-status stack-logs
+.PHONY: build test fuzz demo bench bench-adaptive chaos stack-up stack-down stack-status stack-logs
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/sink ./cmd/sink
@@ -36,6 +36,17 @@ bench: stack-up
 # .stack/chaos.md. Flags: make chaos CHAOS_ARGS='--clickhouse 26 --only burst'
 # (go run ./tools/chaos -h). `make test` runs a short version of the scenarios
 # that do not restart the shared servers.
+# batch.mode adaptive against the fixed defaults and the hand-tuned fetch
+# setting, in the same run, on a paced workload whose rate changes 20× up and
+# down, plus two tables with merges stopped; ClickHouse 26.9 by default
+# (about 6 minutes). Writes bench/results/adaptive-<date>.md and .svg.
+# Flags: make bench-adaptive ADAPTIVE_ARGS='--clickhouse both' (bin/bench adaptive -h).
+bench-adaptive: stack-up
+	mkdir -p bin .stack/bench
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/sink ./cmd/sink
+	$(GO) build -o bin/bench ./tools/bench
+	bin/bench adaptive $(ADAPTIVE_ARGS)
+
 chaos: stack-up
 	$(GO) run ./tools/chaos --out .stack/chaos.md $(CHAOS_ARGS)
 

@@ -141,7 +141,24 @@ type Batch struct {
 	// BufferMemory bounds all buffered and in-flight batch bytes; when it
 	// is full the consumer stops fetching.
 	BufferMemory ByteSize `koanf:"buffer_memory"`
+	// Mode is fixed (max_rows/max_wait as configured) or adaptive: a
+	// controller per table (internal/adapt) chooses each batch's wait and
+	// rows from the measured input rate and ClickHouse's feedback, to hold
+	// TargetInsertsPerMinute within MaxLatency. max_bytes stays a ceiling.
+	Mode string `koanf:"mode"`
+	// TargetInsertsPerMinute is the adaptive mode's cadence per table.
+	TargetInsertsPerMinute float64 `koanf:"target_inserts_per_minute"`
+	// MaxLatency is the adaptive mode's bound on record timestamp → row
+	// visible; only ClickHouse's pushback (parts, TOO_MANY_PARTS) makes
+	// it wait longer, and then it logs and reports that.
+	MaxLatency time.Duration `koanf:"max_latency"`
 }
+
+// Batch modes.
+const (
+	BatchFixed    = "fixed"
+	BatchAdaptive = "adaptive"
+)
 
 // Route sends the records of matching topics to one table. Routes can only be
 // set in the YAML file, not from the environment.
@@ -342,6 +359,15 @@ func defaults() *Config {
 			// Eight full batches: room for MaxInFlight inserts per table
 			// on a few tables while the next batches fill.
 			BufferMemory: 256 * MiB,
+			// Batches sealed by max_rows/max_bytes/max_wait as set; adaptive
+			// is opt-in.
+			Mode: BatchFixed,
+			// Adaptive: one insert every 10 seconds per table, a load
+			// ClickHouse's merges absorb on any table.
+			TargetInsertsPerMinute: 6,
+			// Adaptive: rows visible within half a minute of their
+			// Kafka timestamp, unless ClickHouse pushes back.
+			MaxLatency: 30 * time.Second,
 		},
 		Errors: Errors{
 			// Stop rather than lose data silently; opting into a DLQ is an

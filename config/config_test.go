@@ -69,11 +69,14 @@ func TestDefaults(t *testing.T) {
 			SchemaRefresh: 30 * time.Second,
 		},
 		Batch: Batch{
-			MaxRows:          100000,
-			MaxBytes:         32 << 20,
-			MaxWait:          5 * time.Second,
-			IgnorePartitions: true,
-			BufferMemory:     256 << 20,
+			MaxRows:                100000,
+			MaxBytes:               32 << 20,
+			MaxWait:                5 * time.Second,
+			IgnorePartitions:       true,
+			BufferMemory:           256 << 20,
+			Mode:                   BatchFixed,
+			TargetInsertsPerMinute: 6,
+			MaxLatency:             30 * time.Second,
 		},
 		Routes:          []Route{{Topic: "orders", Table: "orders", Format: "json", Schema: RouteSchema{MaxNewColumnsPerHour: 10}}},
 		Errors:          Errors{Tolerance: "none", OnMissing: "default", OnNull: "default", OnTombstone: "skip", Unrouted: "skip"},
@@ -432,6 +435,14 @@ func TestValidate(t *testing.T) {
 	f("", env("SINK_BATCH__MAX_WAIT=0s"), "batch.max_wait (0s) must be positive")
 	f("", env("SINK_BATCH__BUFFER_MEMORY=16MiB"), "batch.buffer_memory (16MiB) must be at least batch.max_bytes (32MiB)")
 	f("", env("SINK_BATCH__BUFFER_MEMORY=32MiB"), "")
+	f("", env("SINK_BATCH__MODE=auto"), `batch.mode: "auto" is not one of fixed, adaptive`)
+	f("", env("SINK_BATCH__MODE=adaptive"), "")
+	f("", env("SINK_BATCH__TARGET_INSERTS_PER_MINUTE=0"), "batch.target_inserts_per_minute (0) must be above 0 and at most 600")
+	f("", env("SINK_BATCH__TARGET_INSERTS_PER_MINUTE=601"), "batch.target_inserts_per_minute (601) must be above 0 and at most 600")
+	f("", env("SINK_BATCH__TARGET_INSERTS_PER_MINUTE=x"), `batch.target_inserts_per_minute: invalid number "x" (from SINK_BATCH__TARGET_INSERTS_PER_MINUTE)`)
+	f("", env("SINK_BATCH__TARGET_INSERTS_PER_MINUTE=1.5"), "")
+	f("", env("SINK_BATCH__MAX_LATENCY=0s"), "batch.max_latency (0s) must be positive")
+	f("", env("SINK_BATCH__MODE=adaptive", "SINK_BATCH__MAX_LATENCY=400ms"), "batch.max_latency (400ms) must exceed kafka.fetch_max_wait (500ms): a record can wait that long in Kafka before it reaches a batch")
 
 	// routes
 	const kafkaAB = "name: t\nkafka: {topics: [a, b]}\n"

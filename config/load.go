@@ -262,6 +262,14 @@ func decodeHook(from, to reflect.Type, data any) (any, error) {
 		}
 		return int(f), nil
 
+	case from.Kind() == reflect.String && to.Kind() == reflect.Float64:
+		s := strings.TrimSpace(reflect.ValueOf(data).String())
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return nil, fmt.Errorf("invalid number %q", s)
+		}
+		return f, nil
+
 	case from.Kind() == reflect.String && to.Kind() == reflect.Bool:
 		s := strings.TrimSpace(reflect.ValueOf(data).String())
 		b, err := strconv.ParseBool(s)
@@ -387,6 +395,8 @@ func typeName(t reflect.Type) string {
 		return "an integer"
 	case reflect.Bool:
 		return "true or false"
+	case reflect.Float64:
+		return "a number"
 	}
 	return t.String()
 }

@@ -185,6 +185,15 @@ func (c *Config) validateBatch(p *problems) {
 		// before any batch can seal by size.
 		p.add("batch.buffer_memory (%v) must be at least batch.max_bytes (%v)", b.BufferMemory, b.MaxBytes)
 	}
+	p.oneOf("batch.mode", b.Mode, []string{BatchFixed, BatchAdaptive})
+	if b.TargetInsertsPerMinute <= 0 || b.TargetInsertsPerMinute > 600 {
+		p.add("batch.target_inserts_per_minute (%g) must be above 0 and at most 600", b.TargetInsertsPerMinute)
+	}
+	p.positive("batch.max_latency", b.MaxLatency)
+	if b.Mode == BatchAdaptive && b.MaxLatency <= c.Kafka.FetchMaxWait {
+		p.add("batch.max_latency (%v) must exceed kafka.fetch_max_wait (%v): a record can wait that long in Kafka before it reaches a batch",
+			b.MaxLatency, c.Kafka.FetchMaxWait)
+	}
 }
 
 func (c *Config) validateRoutes(p *problems) {

@@ -236,7 +236,9 @@ func TestMetricNames(t *testing.T) {
 // TestKitNamesExposed runs the real sink binary on the real stack, on each
 // ClickHouse server, makes inserts fail and be retried (the connection to
 // ClickHouse is cut for a moment: code 0) and one record go to the DLQ, scrapes /metrics when every row is in, and checks that every
-// metric the dashboard and the rules name is among the scraped series.
+// metric the dashboard and the rules name is among the scraped series. The
+// sink runs with batch.mode adaptive (a 500ms wait), which serves every
+// series fixed mode does plus the controller's inputs (parts, rate, reason).
 func TestKitNamesExposed(t *testing.T) {
 	exprs := kitExpressions(t)
 	brokers := testenv.Kafka(t)
@@ -303,7 +305,7 @@ func runAndScrape(t *testing.T, s testenv.Server, bin, broker, topic string, n i
 	cfg := fmt.Sprintf(`name: %s
 kafka: {brokers: [%q], topics: [%q], fetch_max_wait: 200ms}
 clickhouse: {addrs: [%q], database: %s, retry_initial: 100ms, retry_max: 200ms}
-batch: {max_rows: 1000, max_wait: 500ms}
+batch: {mode: adaptive, target_inserts_per_minute: 120, max_latency: 2s}
 routes: [{topic: %q, table: events}]
 errors: {tolerance: all, dlq_topic: %q}
 http: {listen: %q}

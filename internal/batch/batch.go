@@ -123,6 +123,14 @@ func NewAccumulator[D Data](p Policy, data D) *Accumulator[D] {
 	return &Accumulator[D]{policy: p, data: data, index: make(map[offsets.TP]int)}
 }
 
+// SetPolicy changes the triggers from now on, the open batch included
+// (batch.mode adaptive retunes them between batches and while one fills);
+// the next Add or UntilNext applies them.
+func (a *Accumulator[D]) SetPolicy(p Policy) { a.policy = p }
+
+// Policy is the accumulator's current triggers.
+func (a *Accumulator[D]) Policy() Policy { return a.policy }
+
 // Data is the container the caller appends the next row to before Add.
 func (a *Accumulator[D]) Data() D { return a.data }
 

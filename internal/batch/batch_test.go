@@ -65,6 +65,30 @@ func TestUntilNext(t *testing.T) {
 	}
 }
 
+// TestSetPolicy: new triggers apply to the open batch at once: a shorter
+// wait counts from its first row, and fewer rows seal it at the next Add.
+func TestSetPolicy(t *testing.T) {
+	d := &rows{}
+	a := NewAccumulator(Policy{MaxRows: 100, MaxWait: 10 * time.Second}, d)
+	for i := 1; i <= 5; i++ {
+		d.n++
+		if full, _ := a.Add(t0, offsets.TP{Topic: "t"}, int64(i), 0); full {
+			t.Fatalf("full at row %d of 100", i)
+		}
+	}
+	a.SetPolicy(Policy{MaxRows: 3, MaxWait: 2 * time.Second})
+	if got, ok := a.UntilNext(t0.Add(time.Second)); !ok || got != time.Second {
+		t.Fatalf("UntilNext after a shorter wait = %v,%v want 1s", got, ok)
+	}
+	d.n++
+	if full, why := a.Add(t0, offsets.TP{Topic: "t"}, 6, 0); !full || why != ReasonRows {
+		t.Fatalf("row 6 with max_rows 3: full %v (%v), want full by rows", full, why)
+	}
+	if a.Policy().MaxRows != 3 {
+		t.Fatalf("Policy() = %+v", a.Policy())
+	}
+}
+
 func TestSealRanges(t *testing.T) {
 	d := &rows{}
 	a := NewAccumulator(Policy{MaxRows: 100}, d)

@@ -58,6 +58,17 @@ const (
 	// their schema, and the failed attempts to decode them again.
 	RegistryWaiting = "sink_registry_waiting_records"
 	RegistryRetries = "sink_registry_retries_total"
+	// The batch controller's decision per table (batch.mode adaptive; in
+	// fixed mode the configured max_rows and max_wait, pressure 1) and
+	// what it decided from (adaptive only).
+	BatchTargetRows   = "sink_batch_target_rows"
+	BatchTargetWait   = "sink_batch_target_wait_seconds"
+	BatchPressure     = "sink_batch_pressure"
+	BatchOverLatency  = "sink_batch_over_latency"
+	BatchTargetReason = "sink_batch_target_reason"
+	BatchInputRate    = "sink_batch_input_rows_per_second"
+	TableActiveParts  = "sink_table_active_parts"
+	TablePartsToDelay = "sink_table_parts_to_delay_insert"
 )
 
 // reasons are the seal reasons with a pre-resolved counter each.
@@ -78,6 +89,8 @@ type Metrics struct {
 	limit, partitions, maxWait   prometheus.Gauge
 	regWaiting                   prometheus.Gauge
 	regRetries                   prometheus.Counter
+	targets                      map[string]*prometheus.GaugeVec // the Batch*/TableParts* gauges by name, labeled by table
+	reason                       *prometheus.GaugeVec
 
 	now        func() time.Time
 	lastCommit atomic.Int64 // unix nanoseconds
@@ -129,6 +142,20 @@ func New(group string) *Metrics {
 	m.limit = prometheus.NewGauge(prometheus.GaugeOpts{Name: BufferLimit, Help: "batch.buffer_memory: fetching pauses when sink_buffer_bytes reaches it."})
 	m.paused = prometheus.NewGauge(prometheus.GaugeOpts{Name: FetchPaused, Help: "1 while fetching is paused because the buffer is full."})
 	m.maxWait = prometheus.NewGauge(prometheus.GaugeOpts{Name: BatchMaxWait, Help: "batch.max_wait: the longest a batch stays open, so a sink with rows inserts at least this often."})
+	m.targets = map[string]*prometheus.GaugeVec{}
+	for _, g := range []struct{ name, help string }{
+		{BatchTargetRows, "Rows at which the table's batch is sealed now: max_rows in fixed mode; in adaptive mode the controller's ceiling (twice the measured rate over the wait, within the memory share)."},
+		{BatchTargetWait, "The longest the table's batch stays open now: max_wait in fixed mode; the controller's wait in adaptive mode."},
+		{BatchPressure, "The factor ClickHouse's feedback (active parts, TOO_MANY_PARTS, slow inserts) stretches the adaptive wait by; 1 when none."},
+		{BatchOverLatency, "1 while ClickHouse's pushback makes the adaptive wait longer than batch.max_latency allows."},
+		{BatchInputRate, "The input rate the adaptive controller measured, rows per second."},
+		{TableActiveParts, "Active parts in the table's fullest partition, as last read from system.parts (adaptive mode)."},
+		{TablePartsToDelay, "The table's parts_to_delay_insert (its own SETTINGS or the server's), as last read (adaptive mode)."},
+	} {
+		m.targets[g.name] = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: g.name, Help: g.help}, []string{"table"})
+	}
+	m.reason = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: BatchTargetReason,
+		Help: "1 for what decides the adaptive wait now (target, latency, parts, too_many_parts, slow_insert, memory, starting), 0 for the others."}, []string{"table", "reason"})
 	m.partitions = prometheus.NewGauge(prometheus.GaugeOpts{Name: Partitions, Help: "Partitions this member owns."})
 	m.regWaiting = prometheus.NewGauge(prometheus.GaugeOpts{Name: RegistryWaiting, Help: "Records held (with fetching paused) because their schema id is not cached and the schema registry cannot be asked; they are decoded when it answers."})
 	m.regRetries = prometheus.NewCounter(prometheus.CounterOpts{Name: RegistryRetries, Help: "Attempts to decode held records that found the schema registry still unavailable."})
@@ -137,6 +164,10 @@ func New(group string) *Metrics {
 		Help: "Seconds since the last successful offset commit, or since the sink last had nothing left to commit; counts from start before the first.",
 	}, func() float64 { return m.now().Sub(time.Unix(0, m.lastCommit.Load())).Seconds() })
 
+	for _, g := range m.targets {
+		m.reg.MustRegister(g)
+	}
+	m.reg.MustRegister(m.reason)
 	m.reg.MustRegister(m.records, m.bytes, m.dlq, m.skipped, m.unrouted, m.rows, m.inserts, m.sealed, m.retries, m.defaults, m.unmapped, m.duration,
 		m.perInsert, m.e2e, m.ages, m.lag, m.buffer, m.limit, m.paused, m.partitions, m.maxWait, m.regWaiting, m.regRetries, age,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -165,6 +196,13 @@ type Table struct {
 	retries                  *prometheus.CounterVec                     // curried with the table
 	defaults                 *prometheus.CounterVec                     // curried with the table
 	unmapped                 *prometheus.CounterVec                     // curried with the table
+	targetRows, targetWait   prometheus.Gauge
+	pressure, overLatency    prometheus.Gauge
+	inputRate                prometheus.Gauge
+	activeParts, partsDelay  prometheus.Gauge
+	reason                   *prometheus.GaugeVec // curried with the table; nil until adaptive() ran
+	lastReason               string
+	adaptive                 func() // resolves the adaptive-only gauges
 }
 
 // Table resolves the handle for table (db.table); call it once per table.
@@ -183,6 +221,14 @@ func (m *Metrics) Table(name string) *Table {
 		unmapped:   m.unmapped.MustCurryWith(prometheus.Labels{"table": name}),
 		lastInsert: m.ages.table(name),
 		now:        m.clock,
+	}
+	g := func(metric string) prometheus.Gauge { return m.targets[metric].WithLabelValues(name) }
+	t.targetRows, t.targetWait, t.pressure, t.overLatency = g(BatchTargetRows), g(BatchTargetWait), g(BatchPressure), g(BatchOverLatency)
+	// The adaptive controller's inputs appear on its first report, so a
+	// fixed-mode sink does not serve a rate or parts count of 0.
+	t.adaptive = func() {
+		t.inputRate, t.activeParts, t.partsDelay = g(BatchInputRate), g(TableActiveParts), g(TablePartsToDelay)
+		t.reason = m.reason.MustCurryWith(prometheus.Labels{"table": name})
 	}
 	for _, r := range reasons {
 		t.sealed[r] = m.sealed.WithLabelValues(name, r.String())
@@ -227,6 +273,55 @@ func (t *Table) Inserted(rows int, took time.Duration, oldest time.Time) {
 	if known(oldest) {
 		t.e2e.Observe(max(now.Sub(oldest), 0).Seconds())
 	}
+}
+
+// Target reports the batch controller's decision: the rows and wait that
+// seal the table's batches now, the pressure from ClickHouse's feedback,
+// whether it waits past max_latency, the measured input rate and, for
+// adaptive mode, what decided (reason; "" in fixed mode, which exposes
+// no reason series). Owner goroutine only.
+func (t *Table) Target(rows int, wait time.Duration, pressure float64, over bool, rate float64, reason string) {
+	if t == nil {
+		return
+	}
+	t.targetRows.Set(float64(rows))
+	t.targetWait.Set(wait.Seconds())
+	t.pressure.Set(pressure)
+	t.overLatency.Set(b2f(over))
+	if reason == "" {
+		return // fixed mode
+	}
+	if t.reason == nil {
+		t.adaptive()
+	}
+	t.inputRate.Set(rate)
+	if reason != t.lastReason {
+		if t.lastReason != "" {
+			t.reason.WithLabelValues(t.lastReason).Set(0)
+		}
+		t.reason.WithLabelValues(reason).Set(1)
+		t.lastReason = reason
+	}
+}
+
+// Parts reports the table's active parts in its fullest partition and its
+// parts_to_delay_insert, as last read from ClickHouse.
+func (t *Table) Parts(active, delayAt int) {
+	if t == nil {
+		return
+	}
+	if t.reason == nil {
+		t.adaptive()
+	}
+	t.activeParts.Set(float64(active))
+	t.partsDelay.Set(float64(delayAt))
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Sealed counts a sealed batch by its reason.

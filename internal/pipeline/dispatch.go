@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"sink/internal/adapt"
 	"sink/internal/batch"
 	"sink/internal/decode"
 	"sink/internal/metrics"
@@ -32,6 +33,13 @@ type tableState struct {
 	lastErr       atomic.Pointer[string] // the last retried INSERT error
 	m             *metrics.Table         // nil without metrics; safe from insert goroutines
 	drift         *driftState            // fields no column takes (evolve.go); nil until one is seen
+	// batch.mode adaptive (adaptive.go); ctl is nil in fixed mode.
+	ctl          *adapt.Controller
+	target       adapt.Target
+	parts        adapt.Parts  // the last read
+	probing      bool         // a parts read is running
+	tooManyParts atomic.Int64 // TOO_MANY_PARTS retries, counted by insert goroutines
+	tooManySeen  int64        // the count the controller was last told about
 }
 
 // accKey names an accumulator: per table, or per table-partition when
@@ -71,12 +79,7 @@ func (p *Pipeline) accFor(ts *tableState, tp offsets.TP) *accState {
 	if a, ok := p.accs[key]; ok {
 		return a
 	}
-	pol := batch.Policy{
-		MaxRows:  p.cfg.Batch.MaxRows,
-		MaxBytes: int(p.cfg.Batch.MaxBytes),
-		MaxWait:  p.cfg.Batch.MaxWait,
-	}
-	a := &accState{acc: batch.NewAccumulator(pol, p.block(ts)), id: p.newID(), key: key}
+	a := &accState{acc: batch.NewAccumulator(p.policy(ts), p.block(ts)), id: p.newID(), key: key}
 	p.accs[key] = a
 	return a
 }
@@ -103,6 +106,7 @@ func (p *Pipeline) seal(writeCtx context.Context, a *accState, why batch.Reason)
 		p.eoSealed(a, b)
 	}
 	ts.m.Sealed(why)
+	p.adaptSealed(ts, b)
 	p.flushDefaults(ts)
 	p.flushDrift(writeCtx, ts)
 	p.flights[b.ID] = &flight{b: b, table: ts, tab: ts.t, bytes: b.Data.Bytes(), oldest: a.oldest}
@@ -154,6 +158,9 @@ func (p *Pipeline) insert(ctx context.Context, ts *tableState, tab *writer.Table
 		msg := at.Err.Error()
 		ts.lastErr.Store(&msg)
 		ts.m.Retry(at.Code)
+		if at.Code == writer.CodeTooManyParts {
+			ts.tooManyParts.Add(1)
+		}
 		p.log.Warn().Str("table", tab.FullName()).Uint64("batch", b.ID).Int("rows", b.Rows()).
 			Int("attempt", at.N).Int32("code", at.Code).Str("class", at.Class.String()).
 			Dur("retry_in", at.Wait).Err(at.Err).Msg("insert failed, retrying the same block")
@@ -202,6 +209,7 @@ func (p *Pipeline) handleAck(writeCtx context.Context, a ack) {
 		oldest = time.Unix(0, f.oldest)
 	}
 	ts.m.Inserted(rows, a.took, oldest)
+	p.adaptInserted(ts, a.took)
 	p.log.Debug().Str("table", ts.t.FullName()).Uint64("batch", a.id).Int("rows", rows).Int("bytes", f.bytes).
 		Str("reason", f.b.Reason.String()).Int("partitions", len(f.b.Ranges)).Dur("took", a.took).
 		Dur("age", p.now().Sub(f.b.Opened)).Msg("inserted")

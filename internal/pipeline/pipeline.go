@@ -72,6 +72,7 @@ type Pipeline struct {
 	events  chan groupEvent
 	fetches chan kgo.Fetches
 	schemas chan schemaResult
+	parts   chan partsResult // adaptive batching's parts reads (adaptive.go)
 	want    chan struct{}
 	stopped chan struct{} // closed when Run's loop has ended
 
@@ -136,6 +137,7 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w Sink, op
 		events:  make(chan groupEvent),
 		fetches: make(chan kgo.Fetches),
 		schemas: make(chan schemaResult),
+		parts:   make(chan partsResult),
 		want:    make(chan struct{}, 1),
 		stopped: make(chan struct{}),
 		lag:     map[offsets.TP]int64{},

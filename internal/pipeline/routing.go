@@ -105,7 +105,7 @@ func (p *Pipeline) resolve(ctx context.Context) error {
 			mappings = append(mappings, r.Mapping())
 		}
 		insert := decode.InsertColumns(schema, mappings...)
-		ts := &tableState{t: writer.NewTable(g.db, g.name, schema, insert), m: p.m.Table(key)}
+		ts := p.newTable(writer.NewTable(g.db, g.name, schema, insert), key)
 		for j, r := range g.routes {
 			plan, err := p.compile(r, insert)
 			if err != nil {
@@ -204,7 +204,7 @@ func (p *Pipeline) resolveTopic(ctx context.Context, rs *routeState, topic strin
 			return nil, fmt.Errorf("routes[%d] (table %q for topic %q): %w", idx, rs.route.Table, topic, err)
 		}
 		insert := decode.InsertColumns(schema, mapping)
-		ts = &tableState{t: writer.NewTable(db, name, schema, insert), m: p.m.Table(key)}
+		ts = p.newTable(writer.NewTable(db, name, schema, insert), key)
 	}
 	// A table another route already resolved keeps its INSERT columns, so
 	// that all its plans share one block layout.

@@ -80,6 +80,13 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		defer t.Stop()
 		schemaTick = t.C
 	}
+	var partsTick <-chan time.Time // nil: fixed batches, never
+	if p.adaptive() {
+		t := time.NewTicker(partsInterval)
+		defer t.Stop()
+		partsTick = t.C
+		p.probeParts(writeCtx)
+	}
 	last := p.now()
 	var lastStats Stats
 
@@ -107,6 +114,10 @@ func (p *Pipeline) Run(ctx context.Context) error {
 			p.describeTables(writeCtx)
 		case r := <-p.schemas:
 			p.handleSchema(writeCtx, r)
+		case <-partsTick:
+			p.probeParts(writeCtx)
+		case r := <-p.parts:
+			p.handleParts(r)
 		case <-statsTick.C:
 			now := p.now()
 			p.logStats(now.Sub(last), lastStats)

@@ -245,11 +245,15 @@ func (b *bench) quiesce() {
 	}
 }
 
-// rowCount polls count() until the table holds want rows. exited, when it
+// waitRows polls count() until the table (in benchDB unless qualified
+// as db.table) holds want rows. exited, when it
 // closes, means the writer is gone: one more count decides.
 func (b *bench) waitRows(ctx context.Context, table string, want int64, timeout time.Duration, exited <-chan struct{}) (int64, time.Time, error) {
 	deadline := time.Now().Add(timeout)
-	q := "SELECT count() FROM " + benchDB + "." + table
+	if !strings.Contains(table, ".") {
+		table = benchDB + "." + table
+	}
+	q := "SELECT count() FROM " + table
 	var n int64
 	for {
 		var err error
@@ -265,13 +269,13 @@ func (b *bench) waitRows(ctx context.Context, table string, want int64, timeout 
 			if n, err = b.ch.int64(ctx, q); err == nil && n >= want {
 				return n, time.Now(), nil
 			}
-			return n, time.Now(), fmt.Errorf("the writer exited with %d of %d rows in %s.%s", n, want, benchDB, table)
+			return n, time.Now(), fmt.Errorf("the writer exited with %d of %d rows in %s", n, want, table)
 		case <-ctx.Done():
 			return n, time.Now(), ctx.Err()
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return n, time.Now(), fmt.Errorf("%d of %d rows in %s.%s after %s", n, want, benchDB, table, timeout)
+			return n, time.Now(), fmt.Errorf("%d of %d rows in %s after %s", n, want, table, timeout)
 		}
 	}
 }

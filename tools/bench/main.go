@@ -15,6 +15,10 @@
 //	bench naive [flags]   one INSERT per record; the naive variant runs it
 //	bench inprocess [flags]  the sink's pipeline in this process, under
 //	                      runtime/pprof (CPU and heap-at-peak profiles)
+//	bench adaptive [flags]  batch.mode adaptive against the fixed defaults
+//	                      and seed 004's hand-tuned setting on a workload
+//	                      whose rate changes 20× (make bench-adaptive;
+//	                      adaptive.go)
 //
 // Concurrency: one variant runs at a time; each runs its clients as child
 // processes and only polls ClickHouse meanwhile.
@@ -38,7 +42,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: bench run [flags] | bench naive [flags] | bench inprocess [flags]")
+		fmt.Fprintln(os.Stderr, "usage: bench run [flags] | bench naive [flags] | bench inprocess [flags] | bench adaptive [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -49,8 +53,10 @@ func main() {
 		err = naiveMain(os.Args[2:])
 	case "inprocess":
 		err = inprocessMain(os.Args[2:])
+	case "adaptive":
+		err = adaptiveMain(os.Args[2:])
 	default:
-		err = fmt.Errorf("unknown command %q (run, naive, inprocess)", os.Args[1])
+		err = fmt.Errorf("unknown command %q (run, naive, inprocess, adaptive)", os.Args[1])
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
@@ -62,13 +68,7 @@ func runMain(args []string) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	var o options
 	brokers := fs.String("brokers", "127.0.0.1:9092", "Kafka brokers, comma-separated")
-	which := fs.String("clickhouse", "both", "which ClickHouse server(s) to measure, one after the other: 18 (18.16), 26 (26.9) or both")
-	s18 := chServer{key: "18", stack: "clickhouse"}
-	s26 := chServer{key: "26", stack: "clickhouse26"}
-	fs.StringVar(&s18.native, "ch18-addr", "127.0.0.1:9000", "ClickHouse 18.16 native address (the sink, clickhouse-client)")
-	fs.StringVar(&s18.http, "ch18-http", "http://127.0.0.1:8123/", "ClickHouse 18.16 HTTP address (control queries, the HTTP pipe, naive inserts)")
-	fs.StringVar(&s26.native, "ch26-addr", "127.0.0.1:19000", "ClickHouse 26.9 native address")
-	fs.StringVar(&s26.http, "ch26-http", "http://127.0.0.1:18123/", "ClickHouse 26.9 HTTP address (also the sink's, over HTTP)")
+	servers := serverFlags(fs, "both")
 	fs.StringVar(&o.stackRoot, "stack-root", envOr("SINK_STACK_ROOT", "."), "the checkout that started the local stack (server logs, Kafka jars); env SINK_STACK_ROOT")
 	fs.StringVar(&o.sinkBin, "sink", "bin/sink", "the sink binary to measure")
 	fs.StringVar(&o.loadgenBin, "loadgen", "bin/loadgen", "the load generator, for the registry formats' topics")
@@ -99,15 +99,9 @@ func runMain(args []string) error {
 		return err
 	}
 	o.brokers = strings.Split(*brokers, ",")
-	switch *which {
-	case "18", "18.16":
-		o.servers = []chServer{s18}
-	case "26", "26.9":
-		o.servers = []chServer{s26}
-	case "both":
-		o.servers = []chServer{s18, s26}
-	default:
-		return fmt.Errorf("--clickhouse %q: want 18, 26 or both", *which)
+	var err error
+	if o.servers, err = servers(); err != nil {
+		return err
 	}
 	o.variants = splitList(*variants)
 	o.seed004.stages = splitList(*stages)
@@ -189,6 +183,29 @@ func runMain(args []string) error {
 	fmt.Print(b.res.markdown())
 	logf("results: %s (and .json), took %.0f s", path, b.res.TookSec)
 	return nil
+}
+
+// serverFlags declares the flags that pick the ClickHouse servers and their
+// addresses; the function it returns resolves them after fs.Parse.
+func serverFlags(fs *flag.FlagSet, def string) func() ([]chServer, error) {
+	which := fs.String("clickhouse", def, "which ClickHouse server(s) to measure, one after the other: 18 (18.16), 26 (26.9) or both")
+	s18 := chServer{key: "18", stack: "clickhouse"}
+	s26 := chServer{key: "26", stack: "clickhouse26"}
+	fs.StringVar(&s18.native, "ch18-addr", "127.0.0.1:9000", "ClickHouse 18.16 native address (the sink, clickhouse-client)")
+	fs.StringVar(&s18.http, "ch18-http", "http://127.0.0.1:8123/", "ClickHouse 18.16 HTTP address (control queries, the HTTP pipe, naive inserts)")
+	fs.StringVar(&s26.native, "ch26-addr", "127.0.0.1:19000", "ClickHouse 26.9 native address")
+	fs.StringVar(&s26.http, "ch26-http", "http://127.0.0.1:18123/", "ClickHouse 26.9 HTTP address (also the sink's, over HTTP)")
+	return func() ([]chServer, error) {
+		switch *which {
+		case "18", "18.16":
+			return []chServer{s18}, nil
+		case "26", "26.9":
+			return []chServer{s26}, nil
+		case "both":
+			return []chServer{s18, s26}, nil
+		}
+		return nil, fmt.Errorf("--clickhouse %q: want 18, 26 or both", *which)
+	}
 }
 
 func splitList(s string) []string {

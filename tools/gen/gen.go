@@ -123,8 +123,11 @@ type Produce struct {
 	// Recreate deletes and creates the topic first, for fresh offsets.
 	Recreate bool
 	// Rate is events per second; 0 is as fast as possible.
-	Rate   float64
-	Events Config
+	Rate float64
+	// Profile, when set, paces the events instead of Rate (and Count is
+	// at most the profile's Events).
+	Profile Profile
+	Events  Config
 	// Progress, if set, is called every 100,000 events.
 	Progress func(done int)
 	// Encode, if set, turns each JSON event into the record value it
@@ -170,8 +173,18 @@ func (p Produce) Run(ctx context.Context) (Result, error) {
 	start := time.Now()
 	buf := make([]byte, 0, 512)
 	for i := 0; i < p.Count; i++ {
-		if p.Rate > 0 {
-			if d := time.Until(start.Add(time.Duration(float64(i) / p.Rate * float64(time.Second)))); d > 0 {
+		due, paced := time.Duration(0), p.Rate > 0
+		if p.Profile != nil {
+			var ok bool
+			if due, ok = p.Profile.At(i); !ok {
+				break
+			}
+			paced = true
+		} else if paced {
+			due = time.Duration(float64(i) / p.Rate * float64(time.Second))
+		}
+		if paced {
+			if d := time.Until(start.Add(due)); d > 0 {
 				select {
 				case <-time.After(d):
 				case <-ctx.Done():

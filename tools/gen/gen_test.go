@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"testing"
+	"time"
 )
 
 type event struct {
@@ -106,4 +107,54 @@ func TestConfigErrors(t *testing.T) {
 	f(Config{Size: -1}, "gen: size -1 is negative")
 	f(Config{Skew: 0.5}, "gen: skew 0.5 must be 0 (uniform) or a Zipf exponent > 1")
 	f(Config{Skew: 1}, "gen: skew 1 must be 0 (uniform) or a Zipf exponent > 1")
+}
+
+func TestParseProfile(t *testing.T) {
+	f := func(in string, want Profile, wantErr string) {
+		t.Helper()
+		got, err := ParseProfile(in)
+		if wantErr != "" {
+			if err == nil || err.Error() != wantErr {
+				t.Errorf("ParseProfile(%q) error %v, want %q", in, err, wantErr)
+			}
+			return
+		}
+		if err != nil || len(got) != len(want) {
+			t.Fatalf("ParseProfile(%q) = %v, %v; want %v", in, got, err, want)
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Errorf("ParseProfile(%q)[%d] = %v, want %v", in, i, got[i], want[i])
+			}
+		}
+	}
+	f("500:60s,10000:1m, 500:30s", Profile{{500, time.Minute}, {10000, time.Minute}, {500, 30 * time.Second}}, "")
+	f("2.5:2s", Profile{{2.5, 2 * time.Second}}, "")
+	f("500", nil, `rate profile "500": step "500" is not RATE:DURATION`)
+	f("0:1s", nil, `rate profile "0:1s": rate "0" is not a positive number of events per second`)
+	f("x:1s", nil, `rate profile "x:1s": rate "x" is not a positive number of events per second`)
+	f("5:1", nil, `rate profile "5:1": duration "1" is not a positive duration like 60s`)
+	f("5:-1s", nil, `rate profile "5:-1s": duration "-1s" is not a positive duration like 60s`)
+}
+
+// TestProfileSchedule: events are spread evenly within each step, and the
+// steps follow each other.
+func TestProfileSchedule(t *testing.T) {
+	p := Profile{{10, time.Second}, {100, 2 * time.Second}}
+	if p.Events() != 210 || p.Duration() != 3*time.Second {
+		t.Fatalf("events %d duration %s, want 210 and 3s", p.Events(), p.Duration())
+	}
+	for _, c := range []struct {
+		i  int
+		at time.Duration
+		ok bool
+	}{{0, 0, true}, {9, 900 * time.Millisecond, true}, {10, time.Second, true}, {11, time.Second + 10*time.Millisecond, true}, {209, 2990 * time.Millisecond, true}, {210, 3 * time.Second, false}} {
+		at, ok := p.At(c.i)
+		if ok != c.ok || (ok && (at-c.at).Abs() > time.Microsecond) {
+			t.Errorf("At(%d) = %s,%v want %s,%v", c.i, at, ok, c.at, c.ok)
+		}
+	}
+	if p.RateAt(500*time.Millisecond) != 10 || p.RateAt(1500*time.Millisecond) != 100 || p.RateAt(4*time.Second) != 0 {
+		t.Error("RateAt")
+	}
 }

@@ -1,7 +1,8 @@
 // Command loadgen produces a reproducible stream of events into a Kafka
 // topic: for the demo, tests and benchmarks. Events look like a product's
 // click stream (user_id, ts, event_type, channel, cost, payload) and are about
-// --size bytes each as JSON; tools/gen makes them. With --format avro,
+// --size bytes each as JSON; tools/gen makes them. --rate paces them, and
+// --rate-profile paces them in steps (500:60s,10000:60s,500:60s). With --format avro,
 // protobuf or json-schema the same events are re-encoded (internal/eventfmt)
 // and framed in the Confluent wire format with the schema id that loadgen
 // registers in the schema registry at --registry.
@@ -25,6 +26,7 @@ func main() {
 	recreate := flag.Bool("recreate", false, "delete and create the topic first (fresh offsets)")
 	size := flag.Int("size", 180, "approximate event size in bytes (payload is padded to reach it)")
 	rate := flag.Float64("rate", 0, "events per second, 0 = as fast as possible")
+	profile := flag.String("rate-profile", "", "paced in steps instead of --rate: RATE:DURATION,… in events per second, e.g. 500:60s,10000:60s,500:60s (a 20× change up and down); --count defaults to the profile's events")
 	seed := flag.Uint64("seed", 1, "random seed: the same seed gives the same events")
 	startID := flag.Int("start-id", 0, "id of the first event (ids are consecutive)")
 	skew := flag.Float64("skew", 0, "Zipf exponent (> 1) of user_id, events then keyed by user_id; 0 = uniform, unkeyed, round-robin")
@@ -36,6 +38,17 @@ func main() {
 		flag.PrintDefaults()
 	}
 	flag.Parse()
+	var steps gen.Profile
+	if *profile != "" {
+		var err error
+		if steps, err = gen.ParseProfile(*profile); err != nil {
+			fmt.Fprintf(os.Stderr, "loadgen: --%v\n", err)
+			os.Exit(2)
+		}
+		if !isSet("count") {
+			*count = steps.Events()
+		}
+	}
 	if *topic == "" || *count < 0 || *partitions < 1 {
 		flag.Usage()
 		os.Exit(2)
@@ -56,6 +69,7 @@ func main() {
 		Partitions: *partitions,
 		Recreate:   *recreate,
 		Rate:       *rate,
+		Profile:    steps,
 		Events:     gen.Config{Size: *size, Seed: *seed, StartID: *startID, Skew: *skew},
 		Progress: func(done int) {
 			fmt.Fprintf(os.Stderr, "loadgen: %d/%d events\n", done, *count)
@@ -78,4 +92,11 @@ func main() {
 	}
 	fmt.Fprintf(os.Stderr, "loadgen: produced %d %s events (%d bytes) to %s in %s (%.0f/s)\n",
 		res.Events, *format, res.Bytes, *topic, res.Took.Round(1e6), float64(res.Events)/res.Took.Seconds())
+}
+
+// isSet reports whether the flag was given on the command line.
+func isSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }

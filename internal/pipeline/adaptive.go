@@ -1,0 +1,185 @@
+package pipeline
+
+import (
+	"context"
+	"time"
+
+	"sink/config"
+	"sink/internal/adapt"
+	"sink/internal/batch"
+	"sink/internal/writer"
+)
+
+// batch.mode adaptive: each table has an adapt.Controller that the owner
+// goroutine feeds with what it sees (each sealed batch's rows, bytes and
+// age; each insert's duration; TOO_MANY_PARTS retries counted by the insert
+// goroutines) and with the table's parts, which probe goroutines read from
+// ClickHouse every partsInterval and hand back over p.parts. After each
+// decision the table's accumulators get the new wait and rows ceiling.
+
+// partsInterval is how often an adaptive table's parts are read: one
+// small system.parts query per table, modest next to the inserts.
+var partsInterval = 5 * time.Second
+
+// partsReader is the Sink's optional ability to read a table's parts
+// (writer.Writer has it); without it the controller works from the rate,
+// insert durations and errors alone.
+type partsReader interface {
+	Parts(ctx context.Context, db, table string) (adapt.Parts, error)
+}
+
+// partsResult is a probe goroutine's answer.
+type partsResult struct {
+	ts    *tableState
+	parts adapt.Parts
+	err   error
+}
+
+func (p *Pipeline) adaptive() bool { return p.cfg.Batch.Mode == config.BatchAdaptive }
+
+// newTable makes the state of a resolved table, with its controller in
+// adaptive mode.
+func (p *Pipeline) newTable(t *writer.Table, key string) *tableState {
+	ts := &tableState{t: t, m: p.m.Table(key)}
+	b := p.cfg.Batch
+	if !p.adaptive() {
+		ts.m.Target(b.MaxRows, b.MaxWait, 1, false, 0, "")
+		return ts
+	}
+	// A batch may hold max_bytes, and never more than its share of the
+	// buffer: the one filling plus max_in_flight being inserted.
+	share := min(int(b.MaxBytes), int(b.BufferMemory)/(p.cfg.ClickHouse.MaxInFlight+1))
+	ts.ctl = adapt.New(adapt.Settings{
+		InsertsPerMinute: b.TargetInsertsPerMinute,
+		MaxLatency:       b.MaxLatency,
+		Overhead:         p.cfg.Kafka.FetchMaxWait,
+		MaxBatchBytes:    share,
+	})
+	ts.target = ts.ctl.Target()
+	ts.m.Target(ts.target.Rows, ts.target.Wait, ts.target.Pressure, ts.target.OverLatency, ts.target.Rate, string(ts.target.Reason))
+	return ts
+}
+
+// policy is the triggers of ts's accumulators now.
+func (p *Pipeline) policy(ts *tableState) batch.Policy {
+	b := p.cfg.Batch
+	if ts.ctl == nil {
+		return batch.Policy{MaxRows: b.MaxRows, MaxBytes: int(b.MaxBytes), MaxWait: b.MaxWait}
+	}
+	return batch.Policy{MaxRows: ts.target.Rows, MaxBytes: ts.ctl.Settings().MaxBatchBytes, MaxWait: ts.target.Wait}
+}
+
+// adaptSealed feeds a sealed batch to ts's controller.
+func (p *Pipeline) adaptSealed(ts *tableState, b *sealedBatch) {
+	if ts.ctl == nil {
+		return
+	}
+	// A batch sealed by a revoke, shutdown or schema change did not run
+	// its course: its age says nothing about the rate.
+	if b.Reason != batch.ReasonRows && b.Reason != batch.ReasonBytes && b.Reason != batch.ReasonWait {
+		return
+	}
+	p.apply(ts, ts.ctl.Sealed(b.Sealed, b.Rows(), b.Data.Bytes(), b.Sealed.Sub(b.Opened)))
+}
+
+// adaptInserted feeds an acknowledged insert to ts's controller, with the
+// TOO_MANY_PARTS retries seen since the last time.
+func (p *Pipeline) adaptInserted(ts *tableState, took time.Duration) {
+	if ts.ctl == nil {
+		return
+	}
+	p.adaptErrors(ts)
+	p.apply(ts, ts.ctl.Inserted(p.now(), took))
+}
+
+// adaptErrors tells the controller about TOO_MANY_PARTS retries that insert
+// goroutines counted since the last look.
+func (p *Pipeline) adaptErrors(ts *tableState) {
+	if n := ts.tooManyParts.Load(); n > ts.tooManySeen {
+		ts.tooManySeen = n
+		p.apply(ts, ts.ctl.TooManyParts(p.now()))
+	}
+}
+
+// probeParts starts a parts read for each adaptive table that has none
+// running, and lets every controller decide again (pressures decay with
+// time).
+func (p *Pipeline) probeParts(ctx context.Context) {
+	pr, _ := p.w.(partsReader)
+	for _, ts := range p.tables {
+		if ts.ctl == nil {
+			continue
+		}
+		p.adaptErrors(ts)
+		p.apply(ts, ts.ctl.Tick(p.now()))
+		if pr == nil || ts.probing {
+			continue
+		}
+		ts.probing = true
+		db, name := ts.t.Database, ts.t.Name
+		go func() {
+			qctx, cancel := context.WithTimeout(ctx, p.cfg.ClickHouse.QueryTimeout)
+			defer cancel()
+			parts, err := pr.Parts(qctx, db, name)
+			select {
+			case p.parts <- partsResult{ts: ts, parts: parts, err: err}:
+			case <-p.stopped:
+			}
+		}()
+	}
+}
+
+// handleParts applies a parts read.
+func (p *Pipeline) handleParts(r partsResult) {
+	ts := r.ts
+	ts.probing = false
+	if r.err != nil {
+		p.log.Warn().Str("table", ts.t.FullName()).Err(r.err).Msg("adaptive batching: reading the table's parts failed; deciding without them")
+		return
+	}
+	ts.m.Parts(r.parts.Active, r.parts.DelayAt)
+	ts.parts = r.parts
+	p.apply(ts, ts.ctl.ObserveParts(p.now(), r.parts))
+}
+
+// apply makes t ts's target: the accumulators' triggers, the metrics, and
+// a log line when what decides changes (always when ClickHouse's pushback
+// makes batches wait past max_latency, and when that ends).
+func (p *Pipeline) apply(ts *tableState, t adapt.Target) {
+	prev := ts.target
+	ts.target = t
+	if t.Rows != prev.Rows || t.Wait != prev.Wait {
+		pol := p.policy(ts)
+		for _, a := range p.accs {
+			if a.key.table == ts {
+				a.acc.SetPolicy(pol)
+			}
+		}
+	}
+	ts.m.Target(t.Rows, t.Wait, t.Pressure, t.OverLatency, t.Rate, string(t.Reason))
+	ev := p.log.Debug()
+	switch {
+	case t.OverLatency && !prev.OverLatency:
+		ev = p.log.Warn()
+	case !t.OverLatency && prev.OverLatency:
+		ev = p.log.Info()
+	case t.Reason != prev.Reason:
+		ev = p.log.Info()
+	case t.Wait == prev.Wait:
+		return
+	}
+	ev.Str("table", ts.t.FullName()).Str("reason", string(t.Reason)).Dur("wait", t.Wait).Int("rows", t.Rows).
+		Float64("pressure", t.Pressure).Bool("over_max_latency", t.OverLatency).Float64("rows_per_sec", t.Rate).
+		Int("active_parts", ts.parts.Active).Int("parts_to_delay_insert", ts.parts.DelayAt).Int("parts_to_throw_insert", ts.parts.ThrowAt).
+		Msg(targetMessage(t, prev))
+}
+
+func targetMessage(t, prev adapt.Target) string {
+	switch {
+	case t.OverLatency && !prev.OverLatency:
+		return "adaptive batching: ClickHouse pushes back, batches wait past max_latency"
+	case !t.OverLatency && prev.OverLatency:
+		return "adaptive batching: back within max_latency"
+	}
+	return "adaptive batching: new target"
+}
