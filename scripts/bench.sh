@@ -36,4 +36,5 @@ mkdir -p bin .stack/bench
 VERSION=$(git describe --tags --always --dirty 2>/dev/null || echo dev)
 go build -ldflags "-X main.version=$VERSION" -o bin/sink ./cmd/sink
 go build -o bin/bench ./tools/bench
+go build -o bin/loadgen ./tools/loadgen
 exec bin/bench run "$@"

@@ -28,6 +28,10 @@ type options struct {
 	stackRoot  string     // the checkout that started the stack: server logs, Kafka jars
 	sinkBin    string
 	benchBin   string
+	loadgenBin string // produces the registry-framed workloads
+	registry   string // the schema registry the avro/protobuf variants use
+	explain    string // file of explanations for missed targets
+	before     string // an earlier results .json whose CPU profile is shown as "before"
 	out, work  string
 	count      int
 	size       int
@@ -70,6 +74,11 @@ type bench struct {
 	id    string // names groups and files of this run
 	topic string
 	res   Results
+	// formatSkip says, per registry format, why its variant does not run
+	// (empty when it does); formatTopics are the topics produced for them.
+	formatSkip   map[string]string
+	formatTopics []string
+	progress     progress
 }
 
 func logf(format string, args ...any) {

@@ -15,6 +15,11 @@ type sinkConf struct {
 	name, group, topic, table string
 	brokers, chAddrs          []string
 	protocol                  string            // clickhouse.protocol; "" leaves the default (native)
+	format                    string            // the route's format; "" is json
+	registry                  string            // schema_registry URL, for the registry formats
+	topicOverride             string            // read this topic instead of the workload's
+	env                       []string          // extra environment of the sink process (GOMAXPROCS)
+	wrap                      []string          // a command the sink runs under (taskset -c 0)
 	kafka, batch              map[string]string // key → YAML scalar
 }
 
@@ -36,7 +41,14 @@ func (c sinkConf) yaml() string {
 		b.WriteString("batch:\n")
 		section(c.batch)
 	}
-	fmt.Fprintf(&b, "routes:\n  - topic: %s\n    table: %s\n    format: json\n", c.topic, c.table)
+	if c.registry != "" {
+		fmt.Fprintf(&b, "schema_registry:\n  urls: [%s]\n", c.registry)
+	}
+	format := c.format
+	if format == "" {
+		format = "json"
+	}
+	fmt.Fprintf(&b, "routes:\n  - topic: %s\n    table: %s\n    format: %s\n", c.topic, c.table, format)
 	// No metrics listener: other sinks on this machine may hold the port.
 	b.WriteString("http:\n  listen: \"\"\nlog:\n  level: info\n  format: json\n")
 	return b.String()

@@ -22,7 +22,20 @@ var allVariants = []struct{ key, name, only, notOn string }{
 	{key: "kcat_pipe", name: "kcat | clickhouse-client (JSONEachRow)"},
 	{key: "kcat_http", name: "kcat | curl HTTP (JSONEachRow, server parses)"},
 	{key: "naive", name: "naive: one INSERT per record"},
+	// The same sink against a "remote-like" server: ClickHouse pinned to
+	// the last core, the sink's Go scheduler limited to 1 or 2 threads.
+	{key: "sink_gomaxprocs1", name: "sink, GOMAXPROCS=1, ClickHouse pinned to the other core", only: "26",
+		notOn: "the remote-like runs pin ClickHouse 26.9 only (the 18.16 server is measured unpinned)"},
+	{key: "sink_gomaxprocs2", name: "sink, GOMAXPROCS=2, ClickHouse pinned to the other core", only: "26",
+		notOn: "the remote-like runs pin ClickHouse 26.9 only (the 18.16 server is measured unpinned)"},
+	// The same logical workload framed for the schema registry by loadgen
+	// --format avro|protobuf, into the same table.
+	{key: "sink_avro", name: "sink (avro)"},
+	{key: "sink_protobuf", name: "sink (protobuf)"},
 }
+
+// registryFormats maps the registry-framed variants to their route format.
+var registryFormats = map[string]string{"sink_avro": "avro", "sink_protobuf": "protobuf"}
 
 // notRunOn says why variant key does not run on server srv, or "".
 func notRunOn(key string, srv chServer) string {
@@ -51,6 +64,10 @@ func (b *bench) runVariant(ctx context.Context, key string, run int) Result {
 		r.Status = "not run: " + why
 		return r
 	}
+	if f := registryFormats[key]; f != "" && b.formatSkip[f] != "" {
+		r.Status = "not run: " + b.formatSkip[f]
+		return r
+	}
 	if err := b.createTable(ctx, table); err != nil {
 		return failed(r, err)
 	}
@@ -61,6 +78,15 @@ func (b *bench) runVariant(ctx context.Context, key string, run int) Result {
 		return b.runSink(ctx, r, table, nil, nil)
 	case "sink_per_partition":
 		return b.runSink(ctx, r, table, map[string]string{"ignore_partitions": "false"}, nil)
+	case "sink_gomaxprocs1", "sink_gomaxprocs2":
+		return b.runRemoteLike(ctx, r, table, strings.TrimPrefix(key, "sink_gomaxprocs"))
+	case "sink_avro", "sink_protobuf":
+		f := registryFormats[key]
+		if why := b.formatSkip[f]; why != "" {
+			r.Status = "not run: " + why
+			return r
+		}
+		return b.runSinkConf(ctx, r, sinkConf{format: f, registry: b.opt.registry, topicOverride: b.formatTopic(f)}, table, nil)
 	case "sink_http":
 		// Needs the config's clickhouse.protocol; a build without it
 		// rejects the generated config and the row says so.
@@ -107,6 +133,9 @@ func (b *bench) runSink(ctx context.Context, r Result, table string, batch map[s
 // server's native one.
 func (b *bench) runSinkConf(ctx context.Context, r Result, sc sinkConf, table string, attach func(pid int) func()) Result {
 	sc.name, sc.group, sc.topic, sc.table, sc.brokers = "bench-"+r.Key, b.group(r.Key, r.Run), b.topic, table, b.opt.brokers
+	if sc.topicOverride != "" {
+		sc.topic = sc.topicOverride
+	}
 	if len(sc.chAddrs) == 0 {
 		sc.chAddrs = []string{b.srv.native}
 	}
@@ -126,7 +155,11 @@ func (b *bench) runSinkConf(ctx context.Context, r Result, sc sinkConf, table st
 		return failed(r, err)
 	}
 	before := b.meter.snap()
-	c, err := start(b.opt.sinkBin, []string{"run", "--config", path}, strings.TrimSuffix(path, ".yaml")+".log", nil)
+	name, args := b.opt.sinkBin, []string{"run", "--config", path}
+	if len(sc.wrap) > 0 {
+		name, args = sc.wrap[0], append(append(sc.wrap[1:len(sc.wrap):len(sc.wrap)], b.opt.sinkBin), args...)
+	}
+	c, err := start(name, args, strings.TrimSuffix(path, ".yaml")+".log", func(cmd *exec.Cmd) { cmd.Env = append(cmd.Env, sc.env...) })
 	if err != nil {
 		return failed(r, err)
 	}
@@ -320,4 +353,63 @@ func (b *bench) runNaive(ctx context.Context, r Result, table string) Result {
 		r.Note = oneLine(serr.Error())
 	}
 	return b.finishRun(ctx, r, table, before, after, reached, c.usage())
+}
+
+// runsOf is how many runs variant key gets on srv: one for the naive
+// variant (a sample) and for a variant that does not run there (its row
+// says why), runs otherwise.
+func runsOf(key string, srv chServer, runs int) int {
+	if key == "naive" || notRunOn(key, srv) != "" {
+		return 1
+	}
+	return runs
+}
+
+// plannedRun is one run of a variant.
+type plannedRun struct {
+	key string
+	run int
+}
+
+// runOrder interleaves the runs: every variant's run 1, then every
+// variant's run 2, ..., each variant as often as runsOf allows.
+func runOrder(variants []string, srv chServer, runs int) []plannedRun {
+	var out []plannedRun
+	for run := 1; run <= runs; run++ {
+		for _, key := range variants {
+			if run <= runsOf(key, srv, runs) {
+				out = append(out, plannedRun{key, run})
+			}
+		}
+	}
+	return out
+}
+
+// plannedRuns is how many variant runs the whole benchmark makes, for the
+// progress line.
+func (b *bench) plannedRuns() int {
+	n := 0
+	for _, srv := range b.opt.servers {
+		n += len(runOrder(b.opt.variants, srv, b.opt.runs))
+	}
+	return n
+}
+
+// progress prints, before each run, how far the benchmark is and a rough
+// estimate of the time left (the mean time per run so far).
+type progress struct {
+	total, done int
+	began       time.Time
+}
+
+func newProgress(total int) progress { return progress{total: total, began: time.Now()} }
+
+func (p *progress) next(what string) {
+	el := time.Since(p.began)
+	eta := "?"
+	if p.done > 0 {
+		eta = (el / time.Duration(p.done) * time.Duration(p.total-p.done)).Round(time.Second).String()
+	}
+	p.done++
+	logf("[%d/%d, %s elapsed, ~%s left for the variant runs] %s", p.done, p.total, el.Round(time.Second), eta, what)
 }
