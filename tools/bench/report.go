@@ -34,17 +34,17 @@ type Results struct {
 
 // ServerResults is what one ClickHouse server measured.
 type ServerResults struct {
-	Key      string        `json:"key"`  // 18 or 26, as --clickhouse names it
-	Name     string        `json:"name"` // "ClickHouse <version>"
-	Version  string        `json:"version"`
-	Native   string        `json:"native"`
-	HTTP     string        `json:"http"`
-	Error    string        `json:"error,omitempty"` // set when the server could not be measured
-	Variants []Result      `json:"variants"`        // the median run of each (by rows/s)
-	Stats    []VariantStats `json:"stats"`          // median and spread of each over its runs
-	Runs     []Result      `json:"runs"`            // every run
-	Seed004  []StageResult `json:"seed004,omitempty"`
-	Targets  []Target      `json:"targets"`
+	Key      string         `json:"key"`  // 18 or 26, as --clickhouse names it
+	Name     string         `json:"name"` // "ClickHouse <version>"
+	Version  string         `json:"version"`
+	Native   string         `json:"native"`
+	HTTP     string         `json:"http"`
+	Error    string         `json:"error,omitempty"` // set when the server could not be measured
+	Variants []Result       `json:"variants"`        // the median run of each (by rows/s)
+	Stats    []VariantStats `json:"stats"`           // median and spread of each over its runs
+	Runs     []Result       `json:"runs"`            // every run
+	Seed004  []StageResult  `json:"seed004,omitempty"`
+	Targets  []Target       `json:"targets"`
 }
 
 type Machine struct {
