@@ -169,9 +169,9 @@ func newCol(t *chType) col {
 	}
 	switch t.kind {
 	case kArray:
-		return &arrayCol{t: t, elem: newCol(t.elem)}
+		return &arrayCol{t: t, elem: newTopCol(t.elem)}
 	case kMap:
-		m := &mapCol{t: t, keys: newCol(t.key), vals: newCol(t.elem)}
+		m := &mapCol{t: t, keys: newTopCol(t.key), vals: newTopCol(t.elem)}
 		m.visitFn = m.visit
 		return m
 	case kInt8:
@@ -243,9 +243,14 @@ func newCol(t *chType) col {
 			return c.dateTime(in, t)
 		})
 	case kDateTime64:
-		return newLeaf(nullable, 24, epoch, same[time.Time]{}, func(c *appendState, in *input) (time.Time, error) {
-			return c.dateTime64(in, t)
-		})
+		// Stored as ClickHouse stores it: ticks of 10^-precision seconds
+		// since the epoch; ColumnData turns them back into time.Time.
+		p := t.n
+		return newLeaf(nullable, 8, int64(0), mapped[int64, time.Time]{func(v int64) time.Time { return fromTicks(v, p) }},
+			func(c *appendState, in *input) (int64, error) {
+				tm, err := c.dateTime64(in, t)
+				return toTicks(tm, p), err
+			})
 	case kUUID:
 		return newLeaf(nullable, 16, uuid.Nil, same[uuid.UUID]{}, func(c *appendState, in *input) (uuid.UUID, error) {
 			return c.uuidValue(in, t)
