@@ -411,7 +411,13 @@ func (a *arrayCol) truncate(n int) {
 	a.elem.truncate(e)
 }
 
-func (a *arrayCol) reset()               { a.truncate(0) }
+// reset empties the elements with their own reset, which may release
+// memory truncate keeps (a String's bytes, a LowCardinality's dictionary).
+func (a *arrayCol) reset() {
+	a.ends = a.ends[:0]
+	a.elem.reset()
+}
+
 func (a *arrayCol) data() any            { return a.elem.split(a.ends) }
 func (a *arrayCol) split(ends []int) any { return reflectSplit(a.data(), ends) }
 
@@ -493,7 +499,12 @@ func (m *mapCol) truncate(n int) {
 	m.vals.truncate(e)
 }
 
-func (m *mapCol) reset() { m.truncate(0) }
+// reset empties keys and values with their own reset (see arrayCol.reset).
+func (m *mapCol) reset() {
+	m.ends = m.ends[:0]
+	m.keys.reset()
+	m.vals.reset()
+}
 
 // data returns []*MapRow: clickhouse-go's Map column takes any slice whose
 // elements implement column.IterableOrderedMap, which keeps the JSON key

@@ -447,10 +447,14 @@ func (l *lcStrCol) add(c *appendState, in *input) error {
 
 func (l *lcStrCol) rows() int { return len(l.keys) }
 
-// truncate keeps the dictionary: values no row uses any more are sent
-// along, which ClickHouse accepts.
+// truncate keeps the dictionary while rows remain: values no row uses any
+// more are sent along, which ClickHouse accepts. With no rows left it
+// starts a new one.
 func (l *lcStrCol) truncate(n int) {
-	if n < len(l.keys) {
+	switch {
+	case n == 0:
+		l.reset()
+	case n < len(l.keys):
 		l.keys = l.keys[:n]
 	}
 }

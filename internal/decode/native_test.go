@@ -171,3 +171,39 @@ func TestTicks(t *testing.T) {
 	f("2261-12-31T23:59:59.999999999Z", 9, 9214646399_999999999)
 	f("1970-01-01T00:00:00.000000001Z", 9, 1)
 }
+
+// A reset block starts every LowCardinality dictionary anew, inside
+// Arrays and Maps too, and keeps no element memory from the last fill.
+func TestResetStartsNewDictionaries(t *testing.T) {
+	p, err := Compile("json", []ColumnSchema{
+		{Name: "lc", Type: "LowCardinality(String)"},
+		{Name: "a", Type: "Array(LowCardinality(String))"},
+		{Name: "m", Type: "Map(LowCardinality(String), String)"},
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blk := p.NewBlock()
+	add := func(v string) {
+		t.Helper()
+		if err := p.Append(blk, &kgo.Record{Value: []byte(v)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add(`{"lc":"old","a":["old1","old2"],"m":{"oldk":"v"}}`)
+	blk.Reset()
+	add(`{"lc":"new","a":["new"],"m":{"newk":"v"}}`)
+	dicts := []proto.ColStr{
+		blk.Native(0).(LowCardinalityNative).Dict,
+		blk.Native(1).(ArrayNative).Values.(LowCardinalityNative).Dict,
+		blk.Native(2).(MapNative).Keys.(LowCardinalityNative).Dict,
+	}
+	for i, d := range dicts {
+		if d.Rows() != 2 || d.Row(1) == "" || d.Row(1)[:3] != "new" {
+			t.Errorf("column %d: dictionary of %d values after Reset (want the default and one new value)", i, d.Rows())
+		}
+	}
+	if s := blk.Native(2).(MapNative).Values.(proto.ColStr); s.Rows() != 1 || string(s.Buf) != "v" {
+		t.Errorf("map values after Reset: %d rows, %q", s.Rows(), s.Buf)
+	}
+}
