@@ -198,15 +198,22 @@ func TestReadExplanations(t *testing.T) {
 	if err := os.WriteFile(path, []byte("# comment\n\ncpu@18: the Debian client is 18.16's\nrss: fetch buffers\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	got, err := readExplanations(path)
+	got, err := readExplanations(path, false)
 	if err != nil || got["cpu@18"] != "the Debian client is 18.16's" || got["rss"] != "fetch buffers" || len(got) != 2 {
 		t.Fatalf("got %v, %v", got, err)
 	}
 	if err := os.WriteFile(path, []byte("cpu\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := readExplanations(path); err == nil || !strings.Contains(err.Error(), "line 1") {
+	if _, err := readExplanations(path, false); err == nil || !strings.Contains(err.Error(), "line 1") {
 		t.Fatalf("a line without a colon: err %v", err)
+	}
+	missing := filepath.Join(t.TempDir(), "none.txt")
+	if got, err := readExplanations(missing, true); err != nil || len(got) != 0 {
+		t.Fatalf("a missing optional file: %v, %v", got, err)
+	}
+	if _, err := readExplanations(missing, false); err == nil {
+		t.Fatal("a missing --explain file given by name was accepted")
 	}
 }
 

@@ -77,7 +77,8 @@ func runMain(args []string) error {
 	fs.StringVar(&o.sinkBin, "sink", "bin/sink", "the sink binary to measure")
 	fs.StringVar(&o.loadgenBin, "loadgen", "bin/loadgen", "the loadgen binary (produces the avro and protobuf workloads)")
 	fs.StringVar(&o.registry, "registry", "http://127.0.0.1:8081/apis/ccompat/v7", "schema registry (Confluent-compatible API) for the avro and protobuf variants")
-	fs.StringVar(&o.explain, "explain", "", "file of explanations for missed targets, one per line: TARGET[@SERVER]: text (TARGET: cpu, rows_pipe, rows_engine, rss; SERVER: 18 or 26)")
+	fs.StringVar(&o.explain, "explain", "bench/explain.txt", "file of explanations for missed targets, one per line: TARGET[@SERVER]: text (TARGET: cpu, rows_pipe, rows_engine, rss; SERVER: 18 or 26); a missing file explains nothing")
+	fs.StringVar(&o.machineName, "machine", envOr("SINK_BENCH_MACHINE", ""), "a name for the machine in the results (e.g. \"2-core dev VM\"); env SINK_BENCH_MACHINE")
 	fs.StringVar(&o.before, "profile-before", "", "an earlier results .json: its CPU profile is printed beside this run's as \"before\"")
 	fs.StringVar(&o.out, "out", "bench/results", "where the results files go")
 	fs.StringVar(&o.work, "work", ".stack/bench", "generated configs and logs of the clients")
@@ -182,7 +183,7 @@ func runMain(args []string) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	explanations, err := readExplanations(o.explain)
+	explanations, err := readExplanations(o.explain, o.explain == "bench/explain.txt")
 	if err != nil {
 		return err
 	}
@@ -285,7 +286,7 @@ func (b *bench) cleanup(ctx context.Context) {
 }
 
 func machine(b *bench) Machine {
-	m := Machine{CPUs: runtime.NumCPU(), Go: runtime.Version()}
+	m := Machine{Name: b.opt.machineName, CPUs: runtime.NumCPU(), Go: runtime.Version()}
 	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		for _, l := range strings.Split(string(data), "\n") {
 			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {

@@ -48,6 +48,7 @@ type ServerResults struct {
 }
 
 type Machine struct {
+	Name     string `json:"name,omitempty"` // --machine
 	CPUs     int    `json:"cpus"`
 	CPUModel string `json:"cpu_model"`
 	Kernel   string `json:"kernel"`
@@ -261,8 +262,12 @@ func (res *Results) markdown() string {
 	for _, sr := range res.Servers {
 		servers = append(servers, fmt.Sprintf("%s (native %s, HTTP %s)", sr.Name, sr.Native, strings.TrimSuffix(sr.HTTP, "/")))
 	}
-	w("Reproduce: `%s` (took %.0f s). Machine: %d cores (%s), Linux %s, %s; Kafka %s (local stack); sink %s. ClickHouse servers, measured one after the other: %s.\n\n",
-		res.Command, res.TookSec, res.Machine.CPUs, res.Machine.CPUModel, res.Machine.Kernel, res.Machine.Go,
+	name := ""
+	if res.Machine.Name != "" {
+		name = res.Machine.Name + ", "
+	}
+	w("Reproduce: `%s` (took %.0f s). Machine: %s%d cores (%s), Linux %s, %s; Kafka %s (local stack); sink %s. ClickHouse servers, measured one after the other: %s.\n\n",
+		res.Command, res.TookSec, name, res.Machine.CPUs, res.Machine.CPUModel, res.Machine.Kernel, res.Machine.Go,
 		res.Machine.Kafka, res.Machine.Sink, strings.Join(servers, "; "))
 	wl := res.Workload
 	w("Workload: %s JSON records of %.0f bytes (%s MB) in topic `%s`, %d partitions (records per partition %s), skew %g, seed %d; produced once in %.1f s before any timing, and read by every variant on every server. ",

@@ -3,7 +3,9 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"slices"
 	"strings"
@@ -168,13 +170,17 @@ func spreadText(s Spread, format func(float64) string) string {
 }
 
 // readExplanations reads --explain: lines "TARGET[@SERVER]: text"; blank
-// lines and lines starting with # are skipped. "" reads nothing.
-func readExplanations(path string) (map[string]string, error) {
+// lines and lines starting with # are skipped. "" reads nothing, and so
+// does a missing file when optional (the default path).
+func readExplanations(path string, optional bool) (map[string]string, error) {
 	out := map[string]string{}
 	if path == "" {
 		return out, nil
 	}
 	f, err := os.Open(path)
+	if optional && errors.Is(err, fs.ErrNotExist) {
+		return out, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("--explain: %w", err)
 	}
