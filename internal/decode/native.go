@@ -413,10 +413,11 @@ func (l LowCardinalityNative) WriteColumn(w *proto.Writer) { w.ChainBuffer(l.Enc
 // position. The driver would instead box every row's string into a
 // map[any]int when the block is sent.
 type lcStrCol struct {
-	t    *chType
-	dict proto.ColStr
-	pos  map[string]int // value → its position in dict
-	keys []int
+	t     *chType
+	dict  proto.ColStr
+	pos   map[string]int // value → its position in dict
+	first []int          // per dict entry, the row that added it (-1: the default)
+	keys  []int
 }
 
 func newLCStrCol(t *chType) *lcStrCol {
@@ -438,6 +439,7 @@ func (l *lcStrCol) add(c *appendState, in *input) error {
 		k = len(l.dict.Pos)
 		l.dict.AppendBytes(b)
 		l.pos[string(b)] = k
+		l.first = append(l.first, len(l.keys))
 		c.b.bytes += 16 + 2*len(b) // the value in dict and as the map's key
 	}
 	l.keys = append(l.keys, k)
@@ -447,16 +449,22 @@ func (l *lcStrCol) add(c *appendState, in *input) error {
 
 func (l *lcStrCol) rows() int { return len(l.keys) }
 
-// truncate keeps the dictionary while rows remain: values no row uses any
-// more are sent along, which ClickHouse accepts. With no rows left it
-// starts a new one.
+// truncate drops rows n.. and the dictionary values they added (the
+// last ones: values are added in row order), so the dictionary is what n
+// rows alone would have built.
 func (l *lcStrCol) truncate(n int) {
-	switch {
-	case n == 0:
-		l.reset()
-	case n < len(l.keys):
-		l.keys = l.keys[:n]
+	if n >= len(l.keys) {
+		return
 	}
+	l.keys = l.keys[:n]
+	k := len(l.first)
+	for k > 1 && l.first[k-1] >= n {
+		k--
+		delete(l.pos, l.dict.Row(k))
+	}
+	l.first = l.first[:k]
+	l.dict.Buf = l.dict.Buf[:l.dict.Pos[k-1].End]
+	l.dict.Pos = l.dict.Pos[:k]
 }
 
 // reset starts a new dictionary holding only the default value. As in
@@ -468,6 +476,7 @@ func (l *lcStrCol) reset() {
 	l.dict.Reset()
 	clear(l.pos)
 	l.dict.Append("")
+	l.first = append(l.first[:0], -1)
 }
 
 func (l *lcStrCol) data() any {

@@ -273,6 +273,14 @@ func TestEncodeMatchesAppendNested(t *testing.T) {
 			t.Fatalf("record %d: %v", i, err)
 		}
 	}
+	matchesAppend(t, schema, blk)
+}
+
+// matchesAppend encodes every column of blk twice, through fill's native
+// hand-off (or Append where there is none) and through the driver's Append
+// of ColumnData, and fails where the bytes differ.
+func matchesAppend(t *testing.T, schema []decode.ColumnSchema, blk *decode.Block) {
+	t.Helper()
 	for i, c := range schema {
 		want := driverColumns(t, schema[i:i+1])
 		if _, err := want[0].Append(blk.ColumnData(i)); err != nil {
@@ -292,6 +300,41 @@ func TestEncodeMatchesAppendNested(t *testing.T) {
 			t.Errorf("%s (native: %v): encodes %d bytes, Append %d bytes, and they differ", c.Type, installed, len(gb.Buf), len(wb.Buf))
 		}
 	}
+}
+
+// FuzzNativeMatchesAppend feeds arbitrary records (newline-separated, the
+// ones decode rejects skipped) into the native column kinds and checks
+// that the block encodes exactly as the driver's own Append would encode
+// it.
+func FuzzNativeMatchesAppend(f *testing.F) {
+	schema := []decode.ColumnSchema{
+		{Name: "s", Type: "String"},
+		{Name: "lc", Type: "LowCardinality(String)"},
+		{Name: "a", Type: "Array(String)"},
+		{Name: "an", Type: "Array(Nullable(Int32))"},
+		{Name: "alc", Type: "Array(LowCardinality(String))"},
+		{Name: "m", Type: "Map(String, String)"},
+		{Name: "mu", Type: "Map(LowCardinality(String), UInt64)"},
+		{Name: "t", Type: "DateTime"},
+		{Name: "t3", Type: "DateTime64(3)"},
+		{Name: "nt", Type: "Nullable(DateTime)"},
+	}
+	p, err := decode.Compile("json", decode.InsertColumns(schema), nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add([]byte(`{"s":"x","lc":"a","a":["p","q"],"an":[1,null],"alc":["u"],"m":{"k":"v"},"mu":{"c":3},"t":1715949296,"t3":"2024-05-17T12:34:56.789Z","nt":null}` + "\n{}\n" +
+		`{"lc":"","a":[],"m":{"":""},"t3":"1900-01-01 00:00:00","nt":"2024-05-17 12:00:00"}`))
+	f.Add([]byte(`{"lc":"a"}` + "\n" + `{"lc":"b"}` + "\n" + `{"lc":"a","alc":["a","a",""]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		blk := p.NewBlock()
+		for _, line := range bytes.Split(data, []byte("\n")) {
+			_ = p.Append(blk, &kgo.Record{Value: line}) // a rejected record leaves the block as it was
+		}
+		if blk.Rows() > 0 {
+			matchesAppend(t, schema, blk)
+		}
+	})
 }
 
 // TestInstall checks which columns take the zero-copy hand-off and that a
