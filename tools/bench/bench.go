@@ -79,6 +79,7 @@ type bench struct {
 	// (empty when it does); formatTopics are the topics produced for them.
 	formatSkip   map[string]string
 	formatTopics []string
+	jsonDigest   string // the rows of the first JSON sink run on the current server (digest)
 	progress     progress
 }
 
@@ -107,7 +108,7 @@ func newBench(ctx context.Context, opt options) (*bench, error) {
 // and the clients of every variant run from now on. It returns the
 // server's version.
 func (b *bench) useServer(ctx context.Context, srv chServer) (string, error) {
-	b.srv, b.ch = srv, newCH(srv.http)
+	b.srv, b.ch, b.jsonDigest = srv, newCH(srv.http), ""
 	version, err := b.ch.query(ctx, "SELECT version()")
 	if err != nil {
 		return "", fmt.Errorf("ClickHouse %s is not reachable (make stack-up): %w", srv.http, err)

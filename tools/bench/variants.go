@@ -75,7 +75,11 @@ func (b *bench) runVariant(ctx context.Context, key string, run int) Result {
 	logf("%s run %d: into %s", key, run, r.Table)
 	switch key {
 	case "sink":
-		return b.runSink(ctx, r, table, nil, nil)
+		r = b.runSink(ctx, r, table, nil, nil)
+		if r.ok() && b.jsonDigest == "" {
+			b.jsonDigest, _ = b.digest(ctx, table)
+		}
+		return r
 	case "sink_per_partition":
 		return b.runSink(ctx, r, table, map[string]string{"ignore_partitions": "false"}, nil)
 	case "sink_gomaxprocs1", "sink_gomaxprocs2":
@@ -86,7 +90,11 @@ func (b *bench) runVariant(ctx context.Context, key string, run int) Result {
 			r.Status = "not run: " + why
 			return r
 		}
-		return b.runSinkConf(ctx, r, sinkConf{format: f, registry: b.opt.registry, topicOverride: b.formatTopic(f)}, table, nil)
+		r = b.runSinkConf(ctx, r, sinkConf{format: f, registry: b.opt.registry, topicOverride: b.formatTopic(f)}, table, nil)
+		if r.ok() {
+			r.Note = strings.TrimPrefix(r.Note+"; "+b.sameRows(ctx, table), "; ")
+		}
+		return r
 	case "sink_http":
 		// Needs the config's clickhouse.protocol; a build without it
 		// rejects the generated config and the row says so.
@@ -412,4 +420,26 @@ func (p *progress) next(what string) {
 	}
 	p.done++
 	logf("[%d/%d, %s elapsed, ~%s left for the variant runs] %s", p.done, p.total, el.Round(time.Second), eta, what)
+}
+
+// digest sums a hash of every row of table: equal digests mean the same
+// rows, whatever order they landed in.
+func (b *bench) digest(ctx context.Context, table string) (string, error) {
+	return b.ch.query(ctx, "SELECT count(), sum(cityHash64(id, user_id, ts, event_type, channel, toString(cost), payload)) FROM "+benchDB+"."+table)
+}
+
+// sameRows compares table with the first JSON sink run on this server: the
+// registry formats carry the same logical events and must land the same
+// rows.
+func (b *bench) sameRows(ctx context.Context, table string) string {
+	d, err := b.digest(ctx, table)
+	switch {
+	case err != nil:
+		return "rows not compared: " + oneLine(err.Error())
+	case b.jsonDigest == "":
+		return "rows not compared: no JSON sink run succeeded before it"
+	case d == b.jsonDigest:
+		return "the same rows as the JSON sink run (count and row hash sum)"
+	}
+	return fmt.Sprintf("DIFFERENT rows from the JSON sink run: count, hash sum %q vs %q", d, b.jsonDigest)
 }
