@@ -468,8 +468,12 @@ func writeCPUProfile(w func(string, ...any), title string, p *Profile) {
 	if p.CPUError != "" {
 		w("Error: %s\n\n", mdEscape(p.CPUError))
 	}
-	if len(p.CPUFlat) > 0 {
+	switch {
+	case len(p.CPUFlat) > 0:
 		w("By flat time:\n\n```\n%s\n```\n\nBy cumulative time:\n\n```\n%s\n```\n\n", strings.Join(p.CPUFlat, "\n"), strings.Join(p.CPUCum, "\n"))
+	case len(p.Top) > 0:
+		// An older results file has only the perf profile.
+		w("perf (%s):\n\n```\n%s\n\n%s\n```\n\n", p.Command, strings.Join(p.Categories, "\n"), strings.Join(p.Top, "\n"))
 	}
 }
 
