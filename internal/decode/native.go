@@ -2,6 +2,7 @@ package decode
 
 import (
 	"math"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -180,14 +181,20 @@ func (l *leaf[T]) native() proto.ColInput {
 type strCol struct {
 	t        *chType
 	col      proto.ColStr
-	hint     int // the buffer's capacity before the last Reset
+	hint     int           // the buffer's capacity before the last Reset
+	size     *atomic.Int64 // the plan's largest buffer of this column, or nil
 	nullable bool
 	nulls    []bool // Nullable(String): NULL flags; a NULL row holds ""
 }
 
 func (s *strCol) add(c *appendState, in *input) error {
-	if s.col.Buf == nil && s.hint > 0 {
-		s.col.Buf = make([]byte, 0, s.hint)
+	if s.col.Buf == nil {
+		if s.hint == 0 && s.size != nil {
+			s.hint = int(s.size.Load())
+		}
+		if s.hint > 0 {
+			s.col.Buf = make([]byte, 0, s.hint)
+		}
 	}
 	var b []byte
 	if in.kind > inNull {
@@ -228,6 +235,9 @@ func (s *strCol) truncate(n int) {
 func (s *strCol) reset() {
 	s.truncate(0)
 	s.hint, s.col.Buf = cap(s.col.Buf), nil
+	if s.size != nil && int64(s.hint) > s.size.Load() {
+		s.size.Store(int64(s.hint))
+	}
 }
 
 // data copies the values once into an immutable string and returns

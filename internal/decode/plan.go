@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -59,6 +61,13 @@ type Plan struct {
 	policy   Policy      // policy.go
 	defaults [][2]uint64 // per column: defaults given for missing, null values
 	marks    []mark      // defaults given in the row being appended
+
+	// sizes, per column, is the largest String buffer a block of this plan
+	// has filled, so a new block's first fill starts at that size instead
+	// of growing from empty (see strCol). Blocks may be reset on another
+	// goroutine than the one filling them: atomic.
+	sizesOnce sync.Once
+	sizes     []atomic.Int64
 }
 
 // Compile builds the plan for one route into one table. format is one of
@@ -169,9 +178,13 @@ func (p *Plan) Columns() []ColumnSchema { return append([]ColumnSchema(nil), p.c
 
 // NewBlock returns an empty block with one buffer per column.
 func (p *Plan) NewBlock() *Block {
+	p.sizesOnce.Do(func() { p.sizes = make([]atomic.Int64, len(p.types)) })
 	b := &Block{cols: p.cols, sig: p.sig, bufs: make([]col, len(p.types))}
 	for i, t := range p.types {
 		b.bufs[i] = newTopCol(t)
+		if s, ok := b.bufs[i].(*strCol); ok {
+			s.size = &p.sizes[i]
+		}
 	}
 	return b
 }
