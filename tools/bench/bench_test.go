@@ -91,6 +91,18 @@ ok  	sink/internal/batch	5.834s
 	}
 }
 
+func TestMedianGoBench(t *testing.T) {
+	got := medianGoBench([]GoBench{
+		{Package: "p", Name: "BenchmarkA", NsPerOp: 30}, {Package: "p", Name: "BenchmarkB", NsPerOp: 5},
+		{Package: "p", Name: "BenchmarkA", NsPerOp: 10, Extra: map[string]float64{"ns/row": 1}},
+		{Package: "p", Name: "BenchmarkA", NsPerOp: 20, Extra: map[string]float64{"ns/row": 2}},
+	})
+	if len(got) != 2 || got[0].Name != "BenchmarkA" || got[0].NsPerOp != 20 || got[0].Extra["ns/row"] != 2 ||
+		got[0].Extra["ns/op min"] != 10 || got[0].Extra["ns/op max"] != 30 || got[1].NsPerOp != 5 {
+		t.Fatalf("got %+v", got)
+	}
+}
+
 func TestNum(t *testing.T) {
 	f := func(v float64, want string) {
 		t.Helper()
