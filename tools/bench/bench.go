@@ -148,6 +148,13 @@ func (b *bench) produceWorkload(ctx context.Context) error {
 		Events: gen.Config{Size: b.opt.size, Seed: b.opt.seed, Skew: b.opt.skew},
 	}
 	r, err := p.Run(ctx)
+	if err != nil && ctx.Err() == nil {
+		// A topic just deleted and created again may still be known to
+		// the broker under its old id (UNKNOWN_TOPIC_ID): once more.
+		logf("producing the workload failed (%v); once more in 2 s", err)
+		time.Sleep(2 * time.Second)
+		r, err = p.Run(ctx)
+	}
 	if err != nil {
 		return err
 	}
