@@ -464,7 +464,11 @@ func (sr *ServerResults) spreadTable(w func(string, ...any)) {
 
 // writeCPUProfile writes a pprof top by flat and by cumulative time.
 func writeCPUProfile(w func(string, ...any), title string, p *Profile) {
-	w("%s: `%s`\n\n", title, p.CPUCommand)
+	if p.CPUCommand != "" {
+		w("%s: `%s`\n\n", title, p.CPUCommand)
+	} else {
+		w("%s:\n\n", title)
+	}
 	if p.CPUError != "" {
 		w("Error: %s\n\n", mdEscape(p.CPUError))
 	}
