@@ -13,9 +13,9 @@ import (
 )
 
 // Mapping is the column mapping the route's decoder compiles: Columns, plus,
-// for debezium-json, VersionColumn -> $version and DeletedColumn -> $deleted.
+// for the CDC formats (debezium-json, debezium-avro), VersionColumn -> $version and DeletedColumn -> $deleted.
 func (r Route) Mapping() map[string]string {
-	if r.Format != route.Debezium {
+	if !r.Format.CDC() {
 		return r.Columns
 	}
 	m := make(map[string]string, len(r.Columns)+2)
@@ -74,14 +74,15 @@ func (p *problems) checkTableTemplate(key string, r *Route) string {
 }
 
 // validateDebezium checks version_column and deleted_column: set only for
-// debezium-json, distinct, and not also mapped in columns.
+// the CDC formats (debezium-json, debezium-avro), distinct, and not also
+// mapped in columns.
 func (p *problems) validateDebezium(key string, r *Route) {
-	if r.Format != route.Debezium {
+	if !r.Format.CDC() {
 		if r.VersionColumn != "" {
-			p.add("%s.version_column: only for format %s", key, route.Debezium)
+			p.add("%s.version_column: only for formats %s and %s", key, route.Debezium, route.DebeziumAvro)
 		}
 		if r.DeletedColumn != "" {
-			p.add("%s.deleted_column: only for format %s", key, route.Debezium)
+			p.add("%s.deleted_column: only for formats %s and %s", key, route.Debezium, route.DebeziumAvro)
 		}
 		return
 	}
@@ -90,7 +91,7 @@ func (p *problems) validateDebezium(key string, r *Route) {
 		{"deleted_column", r.DeletedColumn, route.DeletedSource},
 	} {
 		if c.col == "" {
-			p.add("%s.%s: required for format %s", key, c.key, route.Debezium)
+			p.add("%s.%s: required for format %s", key, c.key, r.Format)
 			continue
 		}
 		if src, ok := r.Columns[c.col]; ok && src != c.src {

@@ -389,7 +389,7 @@ func (c *Config) fillDerived() {
 		if r.Format == "" {
 			r.Format = route.DefaultFormat
 		}
-		if r.Format == route.Debezium {
+		if r.Format.CDC() {
 			if r.VersionColumn == "" {
 				r.VersionColumn = "_version"
 			}

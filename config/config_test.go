@@ -457,7 +457,7 @@ func TestValidate(t *testing.T) {
 	f(kafkaAB+"routes: [{topic: \"a/b\", table: x}]", nil, `routes[0].topic: "a/b" is not a valid topic name`)
 	f(kafkaAB+"routes: [{topic_regex: \"(\", table: x}]", nil, "routes[0].topic_regex: invalid regular expression")
 	f(kafkaAB+"routes: [{topic: a, table: a}, {topic_regex: c.*, table: c}]", nil, `routes[1]: topic_regex "c.*" matches none of kafka.topics`)
-	f(kafkaAB+"routes: [{topic: a, table: a, format: avro}, {topic: b, table: b}]", nil, `routes[0].format: unsupported format "avro" (supported: json, debezium-json)`)
+	f(kafkaAB+"routes: [{topic: a, table: a, format: thrift}, {topic: b, table: b}]", nil, `routes[0].format: unsupported format "thrift" (supported: json, debezium-json, avro, protobuf, json-schema, debezium-avro)`)
 	f(kafkaAB+"routes: [{topic: a, table: a, format: debezium-json}, {topic: b, table: b}]", nil, "")
 	// debezium-json: its sources, and the version and delete-marker columns.
 	const dbz = kafkaAB + "routes: [{topic: b, table: b}, {topic: a, table: a, format: debezium-json, %s}]"
@@ -472,7 +472,7 @@ func TestValidate(t *testing.T) {
 	f(dz("deleted_column: x, columns: {x: $op}"), nil, `routes[1].columns.x: is the deleted_column (it receives $deleted)`)
 	f(dz("version_column: x, deleted_column: x"), nil, `routes[1]: version_column and deleted_column are both "x"`)
 	f(kafkaAB+"routes: [{topic: b, table: b}, {topic: a, table: a, version_column: v, deleted_column: d}]", nil,
-		"routes[1].version_column: only for format debezium-json\nconfig: routes[1].deleted_column: only for format debezium-json")
+		"routes[1].version_column: only for formats debezium-json and debezium-avro\nconfig: routes[1].deleted_column: only for formats debezium-json and debezium-avro")
 	// Tables named after the topic.
 	const srv = "name: t\nkafka: {topic_regex: 'srv\\..*'}\nroutes: [{topic_regex: '%s', table: '%s', format: debezium-json}]"
 	tt := func(re, table string) string { return fmt.Sprintf(srv, re, table) }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -102,5 +103,28 @@ schema_registry:
 	if err == nil || !strings.Contains(err.Error(), "config: schema_registry.password: a password may not be written in the config file; set SINK_SCHEMA_REGISTRY__PASSWORD or schema_registry.password_file") ||
 		strings.Contains(err.Error(), "hunter2") {
 		t.Fatalf("password in file: %v", err)
+	}
+}
+
+// TestRegistryFormatsNeedARegistry: a route whose records are
+// registry-framed is refused without schema_registry.urls, in one line
+// naming the route; with a registry every such format is accepted, and
+// debezium-avro takes debezium-json's version and delete-marker defaults.
+func TestRegistryFormatsNeedARegistry(t *testing.T) {
+	const cfg = "name: t\nkafka: {brokers: [k:9092], topics: [a]}\nroutes: [{topic: a, table: a, format: %s}]\n"
+	for _, f := range []string{"avro", "protobuf", "json-schema", "debezium-avro"} {
+		_, err := Parse([]byte(fmt.Sprintf(cfg, f)), nil)
+		want := "config: routes[0].format: " + f + " records name their schema by registry id, so schema_registry.urls is required"
+		if err == nil || err.Error() != want {
+			t.Errorf("format %s without a registry: %v\nwant: %s", f, err, want)
+		}
+		c, err := Parse([]byte(fmt.Sprintf(cfg, f)), []string{"SINK_SCHEMA_REGISTRY__URLS=http://127.0.0.1:8081"})
+		if err != nil {
+			t.Errorf("format %s with a registry: %v", f, err)
+			continue
+		}
+		if r := c.Routes[0]; f == "debezium-avro" && (r.VersionColumn != "_version" || r.DeletedColumn != "_deleted" || r.Mapping()["_version"] != "$version") {
+			t.Errorf("debezium-avro route %+v: want the CDC defaults", r)
+		}
 	}
 }

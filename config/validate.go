@@ -237,6 +237,8 @@ func (c *Config) validateRoutes(p *problems) {
 			p.add("%s.format: required (supported: %s)", key, route.FormatNames())
 		case !r.Format.Valid():
 			p.add("%s.format: unsupported format %q (supported: %s)", key, r.Format, route.FormatNames())
+		case r.Format.Registry() && !c.SchemaRegistry.Enabled():
+			p.add("%s.format: %s records name their schema by registry id, so schema_registry.urls is required", key, r.Format)
 		}
 		p.validateDebezium(key, r)
 

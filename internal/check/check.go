@@ -1,7 +1,8 @@
 // Package check is `sink check`: it verifies what `sink run` would need, in
 // the order run needs it (the brokers and topics, the dead-letter topic,
-// the ClickHouse server, every route's table and columns, exactly-once
-// support), with the same constructors as run, and prints what it found.
+// the ClickHouse server, the schema registry when one is configured, every
+// route's table and columns, exactly-once support), with the same
+// constructors as run, and prints what it found.
 //
 // Concurrency: Run is one sequential call; it shares nothing.
 package check
@@ -19,6 +20,7 @@ import (
 	"sink/config"
 	"sink/internal/consumer"
 	"sink/internal/pipeline"
+	"sink/internal/registry"
 	"sink/internal/writer"
 )
 
@@ -81,7 +83,20 @@ func Run(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "clickhouse: %s\n", l)
 	}
 
-	p, err := pipeline.New(ctx, cfg, zerolog.Nop(), w)
+	var opts []pipeline.Option
+	if cfg.SchemaRegistry.Enabled() {
+		rc, err := registry.New(cfg.SchemaRegistry, registry.Options{})
+		if err != nil {
+			return err
+		}
+		if err := rc.Check(ctx); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "schema registry: %s answers\n", strings.Join(cfg.SchemaRegistry.URLs, ","))
+		opts = append(opts, pipeline.WithRegistry(rc))
+	}
+
+	p, err := pipeline.New(ctx, cfg, zerolog.Nop(), w, opts...)
 	if err != nil {
 		return err
 	}

@@ -4,17 +4,20 @@
 // straight into per-column buffers, with no map[string]any or reflection per
 // record.
 //
-// Formats: the route's format (route.JSON, route.Debezium) is the only
-// format-specific part of a Plan, behind one interface (rowFormat in
-// format.go); the column conversions below are shared. The json format reads
-// one JSON object per record; debezium-json reads Debezium change events
-// (the envelope, its sources and encodings are documented on debeziumFormat
-// in debezium.go). The grammar of sources and format names is package
-// route's.
+// Formats: the route's format is the only format-specific part of a Plan,
+// behind one interface (rowFormat in format.go); the column conversions
+// below are shared. The json format reads one JSON object per record;
+// debezium-json reads Debezium change events (the envelope, its sources and
+// encodings are documented on debeziumFormat in debezium.go); avro and
+// debezium-avro read registry-framed Avro (avroFormat in avro.go,
+// dbzAvroFormat in debezium_avro.go), with schemas from the Registry given
+// to Compile. The grammar of sources and format names is package route's.
 //
-// Concurrency: a Plan owns a reusable JSON parser, so one Plan is used by one
-// goroutine at a time. A Block is owned by whoever appends to it; once handed
-// to the writer it is read-only.
+// Concurrency: a Plan owns reusable parsers and per-schema readers, so one
+// Plan is used by one goroutine at a time; a registry-framed format's Append
+// may ask the Registry for a schema it has not seen (bounded by a timeout).
+// A Block is owned by whoever appends to it; once handed to the writer it is
+// read-only.
 //
 // # Conversions (JSON value -> column type)
 //

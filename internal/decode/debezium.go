@@ -3,9 +3,7 @@ package decode
 import (
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/valyala/fastjson"
@@ -128,8 +126,7 @@ type debeziumFormat struct {
 	fields jsonFields // the row image's fields the columns read
 	cols   []dbzCol   // per Plan column; zero for record attributes
 
-	versionCol string // a column filled from $version, for error messages
-	hasDeleted bool   // some column is filled from $deleted
+	cdcPlan // the version and delete-marker columns (cdc.go)
 
 	parser     fastjson.Parser // the record value
 	keyParser  fastjson.Parser // the record key, for deletes without a before image
@@ -162,20 +159,9 @@ func newDebeziumFormat(st *appendState) *debeziumFormat {
 	return d
 }
 
-func (*debeziumFormat) role(source string) string {
-	switch source {
-	case route.VersionSource:
-		return " (the version column; add it as UInt64)"
-	case route.DeletedSource:
-		return " (the delete marker column; add it as UInt8)"
-	}
-	return ""
-}
+func (*debeziumFormat) role(source string) string { return cdcRole(source) }
 
-func (*debeziumFormat) want() string {
-	return "a path into the row image or " + strings.Join(route.RecordSources(), ", ") + ", " + route.HeaderPrefix + "NAME, " +
-		strings.Join(route.FormatSources(route.Debezium), ", ") + ", " + route.SourcePrefix + "PATH"
-}
+func (*debeziumFormat) want() string { return cdcWant }
 
 func (d *debeziumFormat) bind(col int, c ColumnSchema, t *chType, src route.Source, byName bool) error {
 	for len(d.cols) <= col {
@@ -188,23 +174,15 @@ func (d *debeziumFormat) bind(col int, c ColumnSchema, t *chType, src route.Sour
 		dc.cls, dc.scale = classOf(t), columnScale(t)
 	case route.SourceBlock:
 		dc.path = src.Path
-	case route.Version:
-		if d.versionCol == "" {
-			d.versionCol = c.Name
-		}
-	case route.Deleted:
-		d.hasDeleted = true
 	}
+	d.note(c, src)
 	d.cols[col] = dc
 	return nil
 }
 
 func (d *debeziumFormat) done() error {
-	if d.versionCol == "" {
-		return fmt.Errorf("no column receives the row version: add a column \"_version UInt64\" (or map one to $version) so that ReplacingMergeTree keeps the latest change")
-	}
-	if !d.hasDeleted {
-		return fmt.Errorf("no column receives the delete marker: add a column \"_deleted UInt8\" (or map one to $deleted) so that deletes are not read as live rows")
+	if err := d.check(); err != nil {
+		return err
 	}
 	n := len(d.fields.keys)
 	d.fields.sized()
@@ -270,13 +248,16 @@ func (d *debeziumFormat) begin(r recordData) error {
 
 	var img *fastjson.Value
 	field := "after"
-	switch string(d.op) {
-	case "c", "r", "u":
+	del, err := cdcOp(d.op, env.Get("op") != nil)
+	switch {
+	case err != nil:
+		return err
+	case !del:
 		img = env.Get("after")
 		if img == nil || img.Type() != fastjson.TypeObject {
 			return bad("", "invalid Debezium event: op "+string(d.op)+" without an after image")
 		}
-	case "d":
+	default:
 		field = "before"
 		img = env.Get("before")
 		if img == nil || img.Type() != fastjson.TypeObject {
@@ -285,15 +266,6 @@ func (d *debeziumFormat) begin(r recordData) error {
 			}
 			field, cached = "", false
 		}
-	case "t":
-		return errTruncate
-	case "m":
-		return errMessage
-	default:
-		if env.Get("op") == nil {
-			return bad("", "invalid Debezium event: no op field (is this topic a Debezium change topic?)")
-		}
-		return bad("", "invalid Debezium event: unknown op "+strconv.Quote(cut(d.op)))
 	}
 
 	switch {
@@ -361,39 +333,36 @@ func (d *debeziumFormat) keyImage(r recordData) (img, schema *fastjson.Value, er
 	return k, schema, nil
 }
 
-// Bounds of the ts_ms-based version: ts_ms × 1e6 + offset mod 1e6 must fit
-// in int64 (the year 2262).
-const (
-	versionOffsets = 1_000_000
-	maxVersionTs   = (math.MaxInt64 - versionOffsets + 1) / versionOffsets
-)
-
-// computeVersion sets d.version, or returns why it cannot.
+// computeVersion sets d.version, or returns why it cannot (see cdcVersion).
 func (d *debeziumFormat) computeVersion(r recordData) string {
 	if d.src != nil && string(d.src.GetStringBytes("connector")) == "postgresql" {
 		lsn := d.src.Get("lsn")
 		if lsn == nil || lsn.Type() == fastjson.TypeNull {
-			return "PostgreSQL event without source.lsn, which is its version"
+			return msgNoLSN
 		}
-		n, err := lsn.Uint64()
-		if err != nil || n > math.MaxInt64 {
+		n, err := lsn.Int64()
+		if err != nil {
 			return "source.lsn " + cut(lsn.MarshalTo(d.text[:0])) + " is not an LSN"
 		}
-		d.version = int64(n)
-		return ""
+		var reason string
+		d.version, reason = cdcVersion(true, n, 0, 0)
+		return reason
 	}
 	ts := d.env.Get("ts_ms")
 	if (ts == nil || ts.Type() == fastjson.TypeNull) && d.src != nil {
 		ts = d.src.Get("ts_ms")
 	}
 	if ts == nil || ts.Type() == fastjson.TypeNull {
-		return "event has neither ts_ms nor source.ts_ms to version it by"
+		return msgNoTs
 	}
 	ms, err := ts.Int64()
-	if err != nil || ms < 0 || ms > maxVersionTs {
-		return "ts_ms " + cut(ts.MarshalTo(d.text[:0])) + " is not a usable time in milliseconds"
+	if err != nil {
+		ms = -1
 	}
-	d.version = ms*versionOffsets + r.offset%versionOffsets
+	var reason string
+	if d.version, reason = cdcVersion(false, 0, ms, r.offset); reason != "" {
+		return "ts_ms " + cut(ts.MarshalTo(d.text[:0])) + reason
+	}
 	return ""
 }
 

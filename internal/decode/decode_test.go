@@ -644,7 +644,7 @@ func TestCompileErrors(t *testing.T) {
 	} {
 		f(one(typ), nil, fmt.Sprintf("column %q has type %s which the json format cannot fill", "a", typ))
 	}
-	if _, err := Compile("avro", cols, nil); err == nil || err.Error() != `unsupported format "avro" (supported: json, debezium-json)` {
+	if _, err := Compile("thrift", cols, nil); err == nil || err.Error() != `unsupported format "thrift" (supported: json, debezium-json, avro, protobuf, json-schema, debezium-avro)` {
 		t.Errorf("format: %v", err)
 	}
 }

@@ -20,9 +20,12 @@ import (
 //
 // A format framed per schema (a schema registry's id in front of each
 // value, as Avro and Protobuf are) keeps the bound paths from bind and, in
-// begin, looks the record's schema id up in a cache of per-schema readers,
-// building one on the first record of a schema; read then serves the column
-// from the reader the record selected. The debezium-json format does the
+// begin, looks the record's schema id up in a cache of per-schema readers
+// (schemaReaders in registry.go), building one on the first record of a
+// schema; read then serves the column from the reader the record selected.
+// Its begin returns a *badRecord for a malformed frame or an id the
+// registry says does not exist, and an error wrapping ErrUnavailable when
+// the schema cannot be fetched now. The debezium-json format does the
 // same for the JSON converter's inline schema block (debezium_schema.go).
 //
 // A rowFormat is owned by one Plan and used from one goroutine.
@@ -43,8 +46,9 @@ type rowFormat interface {
 	// debezium-json format needs a version and a delete-marker column).
 	done() error
 	// begin decodes a record. It returns nil when the record has a row to
-	// read, an error matching ErrSkip when it carries none by design, or a
-	// *badRecord (which Append turns into a *RecordError).
+	// read, an error matching ErrSkip when it carries none by design, an
+	// error matching ErrUnavailable when it must be tried again later, or
+	// a *badRecord (which Append turns into a *RecordError).
 	begin(r recordData) error
 	// read sets in to bound column col's value in the record begin
 	// accepted. An error is the reason the value is bad; the Plan names
@@ -54,6 +58,13 @@ type rowFormat interface {
 	// and null values are not data (a Debezium delete): they get defaults
 	// without the policy refusing or counting them.
 	lenient() bool
+}
+
+// keyReader is a rowFormat that reads $key itself, because its keys may be
+// registry-framed: Compile binds each $key column to it (bindKey) instead
+// of reading the key's bytes as text, and read serves those columns too.
+type keyReader interface {
+	bindKey(col int, c ColumnSchema, t *chType)
 }
 
 // recordData is what a format reads of a Kafka record. It is passed by
@@ -72,15 +83,23 @@ func (e *badRecord) Error() string { return e.reason }
 
 func bad(column, reason string) error { return &badRecord{column: column, reason: reason} }
 
-// newFormat returns the rowFormat of format f. st is the Plan's conversion
-// scratch (for turning parsed values into inputs) and pol its policy, which
-// SetPolicy may change before the first Append.
-func newFormat(f route.Format, st *appendState, pol *Policy) (rowFormat, error) {
+// newFormat returns the rowFormat of format f, given env (the Plan's
+// conversion scratch and policy, and the schema registry).
+func newFormat(f route.Format, env formatEnv) (rowFormat, error) {
+	if f.Registry() && env.reg == nil {
+		return nil, fmt.Errorf("format %s needs a schema registry (schema_registry.urls)", f)
+	}
 	switch f {
 	case route.JSON:
-		return newJSONFormat(st, pol), nil
+		return newJSONFormat(env.st, env.pol), nil
 	case route.Debezium:
-		return newDebeziumFormat(st), nil
+		return newDebeziumFormat(env.st), nil
+	case route.Avro:
+		return newAvroFormat(env), nil
+	case route.DebeziumAvro:
+		return newDbzAvroFormat(env), nil
+	case route.Protobuf, route.JSONSchema:
+		return nil, fmt.Errorf("format %s is not implemented yet", f)
 	}
 	return nil, fmt.Errorf("unsupported format %q (supported: %s)", f, route.FormatNames())
 }

@@ -71,8 +71,8 @@ type Plan struct {
 }
 
 // Compile builds the plan for one route into one table. format is one of
-// route's formats: route.JSON, or route.Debezium (see debezium.go for what
-// differs).
+// route's formats: route.JSON, route.Debezium (see debezium.go for what
+// differs), or a registry-framed one, which needs WithRegistry.
 //
 // cols are the columns to fill, in INSERT order — normally
 // InsertColumns(table, mappings of all routes into the table...). Every
@@ -94,9 +94,13 @@ type Plan struct {
 // Every format shares this loop: it checks each column's type, parses its
 // source, reads record attributes itself and binds every other source to
 // the format (rowFormat.bind).
-func Compile(format route.Format, cols []ColumnSchema, mapping map[string]string) (*Plan, error) {
+func Compile(format route.Format, cols []ColumnSchema, mapping map[string]string, opts ...CompileOption) (*Plan, error) {
+	var o compileOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	p := &Plan{}
-	f, err := newFormat(format, &p.st, &p.policy)
+	f, err := newFormat(format, formatEnv{st: &p.st, pol: &p.policy, reg: o.reg})
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +137,11 @@ func Compile(format route.Format, cols []ColumnSchema, mapping map[string]string
 			}
 		}
 		col := source{kind: src.Kind, header: src.Header, format: !src.Kind.Record()}
-		if col.format {
+		if kr, ok := f.(keyReader); ok && src.Kind == route.Key {
+			// The format reads the key (a registry-framed key).
+			kr.bindKey(len(p.cols), c, t)
+			col.format = true
+		} else if col.format {
 			if err := f.bind(len(p.cols), c, t, src, !explicit); err != nil {
 				return nil, err
 			}
@@ -190,7 +198,9 @@ func (p *Plan) NewBlock() *Block {
 }
 
 // Append decodes r and appends exactly one row to b, or returns a
-// *RecordError (or an error matching ErrSkip) and leaves b unchanged. b may
+// *RecordError, an error matching ErrSkip (no row by design) or one
+// matching ErrUnavailable (the schema registry cannot be asked now: append
+// r again later), and leaves b unchanged. b may
 // come from any Plan with the same Columns(); a block of another layout is a
 // programming error and panics.
 func (p *Plan) Append(b *Block, r *kgo.Record) error {

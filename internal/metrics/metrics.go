@@ -51,6 +51,10 @@ const (
 	LastInsertAge      = "sink_last_insert_age_seconds"
 	// The configured batch.max_wait, so alerts can scale with it.
 	BatchMaxWait = "sink_batch_max_wait_seconds"
+	// Records held because the schema registry could not be asked for
+	// their schema, and the failed attempts to decode them again.
+	RegistryWaiting = "sink_registry_waiting_records"
+	RegistryRetries = "sink_registry_retries_total"
 )
 
 // reasons are the seal reasons with a pre-resolved counter each.
@@ -68,6 +72,8 @@ type Metrics struct {
 	lag                          *prometheus.GaugeVec
 	buffer, paused               prometheus.Gauge
 	limit, partitions, maxWait   prometheus.Gauge
+	regWaiting                   prometheus.Gauge
+	regRetries                   prometheus.Counter
 
 	now        func() time.Time
 	lastCommit atomic.Int64 // unix nanoseconds
@@ -118,13 +124,15 @@ func New(group string) *Metrics {
 	m.paused = prometheus.NewGauge(prometheus.GaugeOpts{Name: FetchPaused, Help: "1 while fetching is paused because the buffer is full."})
 	m.maxWait = prometheus.NewGauge(prometheus.GaugeOpts{Name: BatchMaxWait, Help: "batch.max_wait: the longest a batch stays open, so a sink with rows inserts at least this often."})
 	m.partitions = prometheus.NewGauge(prometheus.GaugeOpts{Name: Partitions, Help: "Partitions this member owns."})
+	m.regWaiting = prometheus.NewGauge(prometheus.GaugeOpts{Name: RegistryWaiting, Help: "Records held (with fetching paused) because their schema id is not cached and the schema registry cannot be asked; they are decoded when it answers."})
+	m.regRetries = prometheus.NewCounter(prometheus.CounterOpts{Name: RegistryRetries, Help: "Attempts to decode held records that found the schema registry still unavailable."})
 	age := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: LastCommitAge,
 		Help: "Seconds since the last successful offset commit, or since the sink last had nothing left to commit; counts from start before the first.",
 	}, func() float64 { return m.now().Sub(time.Unix(0, m.lastCommit.Load())).Seconds() })
 
 	m.reg.MustRegister(m.records, m.bytes, m.dlq, m.skipped, m.rows, m.inserts, m.sealed, m.retries, m.defaults, m.duration,
-		m.perInsert, m.e2e, m.ages, m.lag, m.buffer, m.limit, m.paused, m.partitions, m.maxWait, age,
+		m.perInsert, m.e2e, m.ages, m.lag, m.buffer, m.limit, m.paused, m.partitions, m.maxWait, m.regWaiting, m.regRetries, age,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -316,6 +324,23 @@ func (m *Metrics) SetBuffer(used, limit int, paused bool) {
 	} else {
 		m.paused.Set(0)
 	}
+}
+
+// SetRegistryWaiting reports the records held for the schema registry.
+func (m *Metrics) SetRegistryWaiting(n int) {
+	if m == nil {
+		return
+	}
+	m.regWaiting.Set(float64(n))
+}
+
+// RegistryRetry counts an attempt at the held records that found the
+// schema registry still unavailable.
+func (m *Metrics) RegistryRetry() {
+	if m == nil {
+		return
+	}
+	m.regRetries.Inc()
 }
 
 // SetMaxWait reports the configured batch.max_wait.

@@ -64,6 +64,9 @@ func TestCounters(t *testing.T) {
 	m.Partition("events", 7).SetLag(42, time.Time{})
 	m.SetBuffer(1000, 4096, true)
 	m.SetMaxWait(2500 * time.Millisecond)
+	m.SetRegistryWaiting(3)
+	m.RegistryRetry()
+	m.RegistryRetry()
 
 	f := func(name string, want float64, labels ...string) {
 		t.Helper()
@@ -95,6 +98,10 @@ func TestCounters(t *testing.T) {
 			got = testutil.ToFloat64(m.paused)
 		case BatchMaxWait:
 			got = testutil.ToFloat64(m.maxWait)
+		case RegistryWaiting:
+			got = testutil.ToFloat64(m.regWaiting)
+		case RegistryRetries:
+			got = testutil.ToFloat64(m.regRetries)
 		}
 		if got != want {
 			t.Fatalf("%s%v = %v, want %v", name, labels, got, want)
@@ -116,6 +123,8 @@ func TestCounters(t *testing.T) {
 	f(BufferLimit, 4096)
 	f(FetchPaused, 1)
 	f(BatchMaxWait, 2.5)
+	f(RegistryWaiting, 3)
+	f(RegistryRetries, 2)
 	m.SetBuffer(0, 4096, false)
 	f(FetchPaused, 0)
 

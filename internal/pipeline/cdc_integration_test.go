@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/shopspring/decimal"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -344,47 +345,10 @@ http: {listen: ""}
 	}
 
 	// customers: wrapped, Decimal bytes, MicroTimestamp and Date from the schema.
-	want := map[int32]string{}
-	for id, r := range src.tables[0].state {
-		email := "NULL"
-		if r.email != "" {
-			email = r.email
-		}
-		want[id] = fmt.Sprintf("%s|%s|%s|%d|%s|r=%v", r.name, email, decimal.New(r.balance, -2).String(), r.updated/1_000_000,
-			time.Unix(r.signupDy*86400, 0).UTC().Format("2006-01-02"), true)
-	}
-	got := map[int32]string{}
-	rows, err := ch.Query(ctx, "SELECT id, name, email, balance, updated_at, signup, tbl FROM "+db+".customers"+live)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var (
-			id          int32
-			name, tbl   string
-			email       *string
-			balance     decimal.Decimal
-			upd, signup time.Time
-		)
-		if err := rows.Scan(&id, &name, &email, &balance, &upd, &signup, &tbl); err != nil {
-			t.Fatal(err)
-		}
-		e := "NULL"
-		if email != nil {
-			e = *email
-		}
-		if _, dup := got[id]; dup {
-			t.Fatalf("customers: id %d twice after FINAL", id)
-		}
-		got[id] = fmt.Sprintf("%s|%s|%s|%d|%s|r=%v", name, e, balance.String(), upd.Unix(), signup.UTC().Format("2006-01-02"), tbl == "customers")
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	compareStates(t, "customers"+live, got, want)
+	compareStates(t, "customers"+live, customersIn(t, ch, db+".customers"+live), customersWant(src.tables[0].state))
 
 	// orders: bare, decimal.handling.mode=double, connect timestamps (ms).
-	want = map[int32]string{}
+	want := map[int32]string{}
 	for id, r := range src.tables[1].state {
 		note := "NULL"
 		if r.email != "" {
@@ -393,8 +357,8 @@ http: {listen: ""}
 		amount, _ := strconv.ParseFloat(cents(r.balance), 64)
 		want[id] = fmt.Sprintf("%s|%s|%v|%d", r.name, note, amount, r.updated/1_000_000)
 	}
-	got = map[int32]string{}
-	rows, err = ch.Query(ctx, "SELECT id, status, note, amount, updated_at FROM "+db+".orders"+live)
+	got := map[int32]string{}
+	rows, err := ch.Query(ctx, "SELECT id, status, note, amount, updated_at FROM "+db+".orders"+live)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -419,6 +383,57 @@ http: {listen: ""}
 		t.Fatal(err)
 	}
 	compareStates(t, "orders"+live, got, want)
+}
+
+// customersWant renders the source's live customers as customersIn reads
+// them.
+func customersWant(state map[int32]cdcRow) map[int32]string {
+	want := map[int32]string{}
+	for id, r := range state {
+		email := "NULL"
+		if r.email != "" {
+			email = r.email
+		}
+		want[id] = fmt.Sprintf("%s|%s|%s|%d|%s|customers", r.name, email, decimal.New(r.balance, -2).String(), r.updated/1_000_000,
+			time.Unix(r.signupDy*86400, 0).UTC().Format("2006-01-02"))
+	}
+	return want
+}
+
+// customersIn reads the customers rows of from (a table with FINAL and
+// any filter), by id; an id twice fails the test.
+func customersIn(t *testing.T, ch driver.Conn, from string) map[int32]string {
+	t.Helper()
+	got := map[int32]string{}
+	rows, err := ch.Query(context.Background(), "SELECT id, name, email, balance, updated_at, signup, tbl FROM "+from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			id          int32
+			name, tbl   string
+			email       *string
+			balance     decimal.Decimal
+			upd, signup time.Time
+		)
+		if err := rows.Scan(&id, &name, &email, &balance, &upd, &signup, &tbl); err != nil {
+			t.Fatal(err)
+		}
+		e := "NULL"
+		if email != nil {
+			e = *email
+		}
+		if _, dup := got[id]; dup {
+			t.Fatalf("%s: id %d twice", from, id)
+		}
+		got[id] = fmt.Sprintf("%s|%s|%s|%d|%s|%s", name, e, balance.String(), upd.Unix(), signup.UTC().Format("2006-01-02"), tbl)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return got
 }
 
 func (s *cdcSource) rowsOf(tb *cdcTable) int {

@@ -238,10 +238,11 @@ func (p *Pipeline) flushDefaults(ts *tableState) {
 	}
 }
 
-// memUsed is the bytes held by open and unacknowledged batches and by bad
-// records waiting for the dead-letter topic.
+// memUsed is the bytes held by open and unacknowledged batches, by bad
+// records waiting for the dead-letter topic and by records waiting for the
+// schema registry.
 func (p *Pipeline) memUsed() int {
-	n := p.dlqBytes
+	n := p.dlqBytes + p.held.bytes
 	for _, a := range p.accs {
 		n += a.acc.Data().Bytes()
 	}

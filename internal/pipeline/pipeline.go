@@ -27,14 +27,17 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/config"
+	"sink/internal/decode"
 	"sink/internal/metrics"
 	"sink/internal/offsets"
+	"sink/internal/registry"
 )
 
 // Pipeline is one connector.
@@ -81,6 +84,12 @@ type Pipeline struct {
 	partM  map[offsets.TP]*metrics.Partition
 
 	eo *exactly // nil unless delivery is exactly_once (exactly.go)
+
+	// reg is the schema registry of the registry-framed formats (nil when
+	// none is configured); held, the records waiting for it (held.go).
+	reg     decode.Registry
+	held    heldState
+	heldNow atomic.Int64 // the records in held, for other goroutines
 }
 
 // Stats are the totals of a run, reported at the end.
@@ -94,6 +103,11 @@ type Option func(*Pipeline)
 // WithMetrics makes the pipeline report to m (see internal/metrics).
 // Without it the pipeline reports nothing.
 func WithMetrics(m *metrics.Metrics) Option { return func(p *Pipeline) { p.m = m } }
+
+// WithRegistry gives the registry-framed formats (avro, protobuf,
+// json-schema, debezium-avro) r as their schema registry. Without it, New
+// makes a registry.Client from schema_registry when that is configured.
+func WithRegistry(r decode.Registry) Option { return func(p *Pipeline) { p.reg = r } }
 
 // New resolves every route's table and compiles its decode plan. It fails
 // with one line naming the problem: a missing table, a column the mapping
@@ -122,6 +136,13 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w Sink, op
 	}
 	for _, o := range opts {
 		o(p)
+	}
+	if p.reg == nil && cfg.SchemaRegistry.Enabled() {
+		c, err := registry.New(cfg.SchemaRegistry, registry.Options{})
+		if err != nil {
+			return nil, err
+		}
+		p.reg = c
 	}
 	p.initExactly()
 	if _, ok := w.(connSink); p.eo != nil && !ok {

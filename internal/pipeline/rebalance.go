@@ -113,6 +113,7 @@ func (p *Pipeline) handleEvent(writeCtx context.Context, ev groupEvent) {
 			return
 		}
 		p.log.Info().Int("partitions", len(tps)).Msg("partitions revoked: flushing before giving them up")
+		p.dropHeld(tps)
 		for _, a := range p.accs {
 			for _, tp := range tps {
 				if a.acc.Holds(tp) {
@@ -181,6 +182,7 @@ func (p *Pipeline) forget(tps []offsets.TP) {
 	if p.eo != nil {
 		p.eoRelease(tps)
 	}
+	p.dropHeld(tps)
 	for _, tp := range tps {
 		p.tracker.Forget(tp)
 		delete(p.lag, tp)

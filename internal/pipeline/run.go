@@ -90,6 +90,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 			p.handleEvent(writeCtx, ev)
 		case <-timer.C:
 			p.sealExpired(writeCtx)
+			p.retryHeld(writeCtx)
 			p.checkRevokeDeadline()
 			p.eoRetryDue(writeCtx)
 		case <-commitTick.C:
@@ -129,6 +130,9 @@ func (p *Pipeline) shutdown(writeCtx context.Context, cancelWrites context.Cance
 	start := p.now()
 	p.log.Info().Int("open_batches", p.openBatches()).Int("in_flight", len(p.flights)).
 		Msg("shutting down: flushing open batches")
+	if n := p.heldRecords(); n > 0 {
+		p.log.Warn().Int("records", n).Msg("shutting down with records waiting for the schema registry; they stay uncommitted and are read again on restart")
+	}
 	for _, a := range p.accs {
 		p.seal(writeCtx, a, batch.ReasonShutdown)
 	}
@@ -227,11 +231,12 @@ func (p *Pipeline) poller(ctx context.Context) {
 	}
 }
 
-// requestPoll asks for more records unless the buffer budget is used up or
-// a revoke is being handled. Not polling is the backpressure: franz-go keeps
-// at most one unpolled fetch per broker, so fetching stops too.
+// requestPoll asks for more records unless the buffer budget is used up,
+// a revoke is being handled, or records wait for the schema registry
+// (held.go). Not polling is the backpressure: franz-go keeps at most one
+// unpolled fetch per broker, so fetching stops too.
 func (p *Pipeline) requestPoll() {
-	if p.polling || p.revoke != nil {
+	if p.polling || p.revoke != nil || len(p.held.parts) > 0 {
 		return
 	}
 	used, budget := p.memUsed(), int(p.cfg.Batch.BufferMemory)
@@ -271,8 +276,28 @@ func (p *Pipeline) handleFetches(writeCtx context.Context, f kgo.Fetches) {
 		p.partMetrics(tp).SetLag(lag, fp.Records[len(fp.Records)-1].Timestamp)
 		// Counted per partition fetch, not per record: one add each.
 		records, bytes := p.stats.Records, p.stats.Bytes
-		for _, r := range fp.Records {
-			p.handleRecord(writeCtx, now, tp, r)
+		if p.isHeld(tp) {
+			// Records of a partition already waiting for the registry
+			// (a fetch that was on its way) wait behind them, in order.
+			for _, r := range fp.Records {
+				p.stats.Records++
+				p.stats.Bytes += int64(len(r.Key) + len(r.Value))
+			}
+			p.holdFrom(tp, fp.Records, p.held.lastErr)
+			p.topicMetrics(fp.Topic).Consumed(int(p.stats.Records-records), int(p.stats.Bytes-bytes))
+			return
+		}
+		for i, r := range fp.Records {
+			if err, held := p.handleRecord(writeCtx, now, tp, r); held {
+				// This record and the rest of the partition's wait for
+				// the schema registry (held.go).
+				p.stats.Records += int64(len(fp.Records) - i - 1)
+				for _, rest := range fp.Records[i+1:] {
+					p.stats.Bytes += int64(len(rest.Key) + len(rest.Value))
+				}
+				p.holdFrom(tp, fp.Records[i:], err)
+				break
+			}
 			if p.fatal != nil {
 				break
 			}
@@ -281,19 +306,29 @@ func (p *Pipeline) handleFetches(writeCtx context.Context, f kgo.Fetches) {
 	})
 }
 
-func (p *Pipeline) handleRecord(writeCtx context.Context, now time.Time, tp offsets.TP, r *kgo.Record) {
+// handleRecord counts a record as consumed and decodes it (decodeRecord).
+// held reports that the record could not be decoded now and must be held,
+// with the rest of its partition, for the schema registry; err says why.
+func (p *Pipeline) handleRecord(writeCtx context.Context, now time.Time, tp offsets.TP, r *kgo.Record) (err error, held bool) {
 	p.stats.Records++
 	p.stats.Bytes += int64(len(r.Key) + len(r.Value))
 	if p.eo != nil && p.eoSkip(tp, r.Offset) {
 		// Already a row in the table (exactly-once recovery).
 		p.stats.Skipped++
 		p.tracker.Add(tp, r.Offset, r.LeaderEpoch, offsets.Done)
-		return
+		return nil, false
 	}
+	return p.decodeRecord(writeCtx, now, tp, r)
+}
+
+// decodeRecord appends r to its table's open batch, or skips it, or sends
+// it to the dead-letter path; held is true (and nothing is done) when its
+// schema cannot be fetched now.
+func (p *Pipeline) decodeRecord(writeCtx context.Context, now time.Time, tp offsets.TP, r *kgo.Record) (_ error, held bool) {
 	rs, err := p.routeFor(writeCtx, r.Topic)
 	if err != nil {
 		p.fatal = err // the topic's table cannot be resolved: stop before this record
-		return
+		return nil, false
 	}
 	if rs == nil {
 		// A topic matched by kafka.topic_regex but by no route: nothing to
@@ -301,19 +336,22 @@ func (p *Pipeline) handleRecord(writeCtx context.Context, now time.Time, tp offs
 		p.stats.Skipped++
 		p.topicMetrics(tp.Topic).Skipped()
 		p.tracker.Add(tp, r.Offset, r.LeaderEpoch, offsets.Done)
-		return
+		return nil, false
 	}
 	a := p.accFor(rs.table, tp)
 	if err := rs.plan.Append(a.acc.Data(), r); err != nil {
-		if errors.Is(err, decode.ErrSkip) {
+		switch {
+		case errors.Is(err, decode.ErrSkip):
 			// A Debezium tombstone or the like: no row, handled as soon as seen.
 			p.stats.Skipped++
 			p.topicMetrics(tp.Topic).Skipped()
 			p.tracker.Add(tp, r.Offset, r.LeaderEpoch, offsets.Done)
-			return
+		case errors.Is(err, decode.ErrUnavailable):
+			return err, true
+		default:
+			p.badRecord(writeCtx, tp, r, err)
 		}
-		p.badRecord(writeCtx, tp, r, err)
-		return
+		return nil, false
 	}
 	p.tracker.Add(tp, r.Offset, r.LeaderEpoch, a.id)
 	if p.eo != nil {
@@ -325,6 +363,7 @@ func (p *Pipeline) handleRecord(writeCtx context.Context, now time.Time, tp offs
 	if full, why := a.acc.Add(now, tp, r.Offset, r.LeaderEpoch); full {
 		p.seal(writeCtx, a, why)
 	}
+	return nil, false
 }
 
 // armTimer sets timer to the earliest max_wait expiry or revoke deadline.
@@ -342,6 +381,9 @@ func (p *Pipeline) armTimer(timer *time.Timer) {
 		}
 	}
 	if d, ok := p.eoNextRetry(now); ok && d < next {
+		next = d
+	}
+	if d, ok := p.heldNextRetry(now); ok && d < next {
 		next = d
 	}
 	timer.Reset(next)

@@ -244,9 +244,9 @@ type running struct {
 	done   chan error
 }
 
-func start(t *testing.T, cfg *config.Config, sink *fakeSink) *running {
+func start(t *testing.T, cfg *config.Config, sink *fakeSink, opts ...Option) *running {
 	t.Helper()
-	p, err := New(context.Background(), cfg, zerolog.Nop(), sink)
+	p, err := New(context.Background(), cfg, zerolog.Nop(), sink, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

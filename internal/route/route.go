@@ -31,10 +31,40 @@ const (
 	// encoding, with or without the schema block (decode documents the
 	// envelope and the added sources).
 	Debezium Format = "debezium-json"
+	// The registry-framed formats: each record value is the Confluent
+	// wire format (magic byte 0, the 4-byte schema id, for Protobuf the
+	// message indexes) in front of the payload, whose schema the
+	// schema_registry serves.
+	//
+	// Avro: one Avro record per value.
+	Avro Format = "avro"
+	// Protobuf: one Protobuf message per value.
+	Protobuf Format = "protobuf"
+	// JSONSchema: one JSON object per value, described by a JSON Schema.
+	JSONSchema Format = "json-schema"
+	// DebeziumAvro: Debezium change events in Kafka Connect's Avro
+	// converter encoding; the same rows, sources and defaults as
+	// debezium-json.
+	DebeziumAvro Format = "debezium-avro"
 )
 
 // formats lists the supported formats; the first is the default.
-var formats = []Format{JSON, Debezium}
+var formats = []Format{JSON, Debezium, Avro, Protobuf, JSONSchema, DebeziumAvro}
+
+// Registry reports whether f's records are registry-framed, so that a
+// route of format f needs schema_registry configured.
+func (f Format) Registry() bool {
+	switch f {
+	case Avro, Protobuf, JSONSchema, DebeziumAvro:
+		return true
+	}
+	return false
+}
+
+// CDC reports whether f carries Debezium change events (debezium-json,
+// debezium-avro): such a route has the version and delete-marker columns
+// and the sources $version, $deleted, $op, $ts_ms and $source.PATH.
+func (f Format) CDC() bool { return f == Debezium || f == DebeziumAvro }
 
 // DefaultFormat is the format of a route that names none.
 const DefaultFormat = JSON
@@ -51,6 +81,15 @@ func FormatNames() string {
 	return strings.Join(names, ", ")
 }
 
+// family is the format a table of sources below names: Debezium stands for
+// every CDC format.
+func (f Format) family() Format {
+	if f.CDC() {
+		return Debezium
+	}
+	return f
+}
+
 // Kind is what a column source reads.
 type Kind uint8
 
@@ -64,7 +103,7 @@ const (
 	Timestamp             // $timestamp, the record time
 	Key                   // $key, the record key as text
 	Header                // $header.NAME; Source.Header holds NAME
-	// Debezium only.
+	// CDC formats only (Format.CDC).
 	Version     // $version, the row version
 	Deleted     // $deleted, 1 for a delete, else 0
 	Op          // $op, the op letter
@@ -90,7 +129,8 @@ const (
 )
 
 // named are the sources that are a fixed name, with the format that has
-// them ("" for every format), in the order messages list them.
+// them ("" for every format; Debezium for every CDC format), in the order
+// messages list them.
 var named = []struct {
 	name   string
 	kind   Kind
@@ -112,12 +152,12 @@ var named = []struct {
 func RecordSources() []string { return namesOf("") }
 
 // FormatSources lists the fixed-name sources only format f has
-// (debezium-json: $version, $deleted, $op, $ts_ms).
+// (debezium-json and debezium-avro: $version, $deleted, $op, $ts_ms).
 func FormatSources(f Format) []string {
 	if f == "" {
 		return nil
 	}
-	return namesOf(f)
+	return namesOf(f.family())
 }
 
 func namesOf(f Format) []string {
@@ -147,12 +187,12 @@ var defaultColumns = []struct {
 
 // DefaultSource returns the source an unmapped column named column reads in
 // format f: $topic for _topic, $partition, $offset, $timestamp and $key
-// likewise, and for debezium-json $version for _version and $deleted for
+// likewise, and for the CDC formats $version for _version and $deleted for
 // _deleted. ok is false for every other name: the column reads the record
 // field of its own name (the whole name, dots included).
 func DefaultSource(f Format, column string) (source string, ok bool) {
 	for _, d := range defaultColumns {
-		if d.column == column && (d.format == "" || d.format == f) {
+		if d.column == column && (d.format == "" || d.format == f.family()) {
 			return d.source, true
 		}
 	}
@@ -197,7 +237,7 @@ func (e *SourceError) Error() string {
 	case NoSourceField:
 		return fmt.Sprintf("%q needs a field of the source block, e.g. %stable", e.Spec, SourcePrefix)
 	}
-	if e.Format == Debezium {
+	if e.Format.CDC() {
 		return fmt.Sprintf("unknown source %q (want a path into the row image such as a.b, or one of %s, %s, %sNAME, %sPATH)",
 			e.Spec, strings.Join(RecordSources(), ", "), strings.Join(FormatSources(Debezium), ", "), HeaderPrefix, SourcePrefix)
 	}
@@ -207,8 +247,8 @@ func (e *SourceError) Error() string {
 
 // ParseSource parses a column source of format f: a dotted path (dots
 // descend objects; a numeric element indexes an array; no element may be
-// empty), $header.NAME, a fixed-name source the format has, or, for
-// debezium-json, $source.PATH. Names are case-sensitive. The error is a
+// empty), $header.NAME, a fixed-name source the format has, or, for the
+// CDC formats, $source.PATH. Names are case-sensitive. The error is a
 // *SourceError.
 func ParseSource(f Format, spec string) (Source, error) {
 	fail := func(p Problem) (Source, error) { return Source{}, &SourceError{Format: f, Spec: spec, Problem: p} }
@@ -222,11 +262,11 @@ func ParseSource(f Format, spec string) (Source, error) {
 		return Source{Kind: Header, Header: spec[len(HeaderPrefix):]}, nil
 	case strings.HasPrefix(spec, "$"):
 		for _, n := range named {
-			if n.name == spec && (n.format == "" || n.format == f) {
+			if n.name == spec && (n.format == "" || n.format == f.family()) {
 				return Source{Kind: n.kind}, nil
 			}
 		}
-		if path, ok := strings.CutPrefix(spec, SourcePrefix); ok && f == Debezium {
+		if path, ok := strings.CutPrefix(spec, SourcePrefix); ok && f.CDC() {
 			parts, ok := splitPath(path)
 			if !ok {
 				return fail(NoSourceField)

@@ -65,13 +65,30 @@ func TestDefaultSource(t *testing.T) {
 	f(Debezium, "_offset", "$offset")
 	f(Debezium, "_version", "$version")
 	f(Debezium, "_deleted", "$deleted")
+	f(DebeziumAvro, "_version", "$version")
+	f(Avro, "_version", "")
+	f(Avro, "_key", "$key")
 }
 
 func TestFormats(t *testing.T) {
-	if !JSON.Valid() || !Debezium.Valid() || Format("avro").Valid() || Format("").Valid() {
+	if !JSON.Valid() || !Debezium.Valid() || !Avro.Valid() || Format("thrift").Valid() || Format("").Valid() {
 		t.Error("Valid disagrees with the supported formats")
 	}
-	if got := FormatNames(); got != "json, debezium-json" {
+	for _, f := range []struct {
+		f             Format
+		registry, cdc bool
+	}{{JSON, false, false}, {Debezium, false, true}, {Avro, true, false}, {Protobuf, true, false}, {JSONSchema, true, false}, {DebeziumAvro, true, true}} {
+		if f.f.Registry() != f.registry || f.f.CDC() != f.cdc {
+			t.Errorf("%s: Registry() %v CDC() %v, want %v %v", f.f, f.f.Registry(), f.f.CDC(), f.registry, f.cdc)
+		}
+	}
+	if _, err := ParseSource(DebeziumAvro, "$source.table"); err != nil {
+		t.Errorf("debezium-avro $source.table: %v", err)
+	}
+	if _, err := ParseSource(Avro, "$version"); err == nil {
+		t.Error("avro accepts $version")
+	}
+	if got := FormatNames(); got != "json, debezium-json, avro, protobuf, json-schema, debezium-avro" {
 		t.Errorf("FormatNames() = %q", got)
 	}
 	if !DefaultFormat.Valid() {

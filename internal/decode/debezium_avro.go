@@ -1,0 +1,210 @@
+package decode
+
+import (
+	"strings"
+
+	"sink/internal/route"
+)
+
+// dbzAvroFormat is the debezium-avro route format (route.DebeziumAvro):
+// Debezium change events written by Kafka Connect's Avro converter, i.e.
+// registry-framed Avro records of the envelope {before, after, source, op,
+// ts_ms, ...}, keyed by a registry-framed Avro record of the primary key.
+// The rows are the debezium-json format's (see debeziumFormat: which image
+// an op writes, deletes from the before image or else the key, $version,
+// $deleted, $op, $ts_ms, $source.PATH, tombstones, truncates and messages
+// skipped), with the image's fields read as the avro format reads fields
+// (see avroFormat), including Debezium's semantic types for dates and
+// timestamps (io.debezium.time.*) and Kafka Connect's Decimal.
+//
+// It runs two avro readers: one over the envelope, whose slots are each
+// column's field in the after image, the same field in the before image,
+// the source block's fields and the op and ts_ms, and one over the key
+// record, for deletes without a before image.
+type dbzAvroFormat struct {
+	st   *appendState
+	env  *avroFormat // the envelope
+	key  *avroFormat // the key record
+	cols []dbzAvroCol
+	cdcPlan
+
+	// the envelope's own slots
+	opSlot, tsSlot, connSlot, lsnSlot, srcTsSlot, afterSlot, beforeSlot int
+
+	// per record
+	op      []byte
+	del     bool
+	fromKey bool // the row image is the key (a delete without before image)
+	version int64
+}
+
+// dbzAvroCol is where one Plan column's value comes from.
+type dbzAvroCol struct {
+	kind          route.Kind
+	after, before int // route.Field: the envelope slots; route.SourceBlock: after
+	key           int // route.Field: the key reader's slot
+}
+
+func newDbzAvroFormat(env formatEnv) *dbzAvroFormat {
+	d := &dbzAvroFormat{st: env.st, env: newAvroFormat(env), key: newAvroFormat(env)}
+	str, long := parseType("Nullable(String)"), parseType("Nullable(Int64)")
+	slot := func(t *chType, present bool, path ...string) int {
+		i := len(d.env.binds)
+		d.env.setSlot(i, avroBind{path: path, name: strings.Join(path, "."), t: t, present: present})
+		return i
+	}
+	d.opSlot = slot(str, false, "op")
+	d.tsSlot = slot(long, false, "ts_ms")
+	d.connSlot = slot(str, false, "source", "connector")
+	d.lsnSlot = slot(long, false, "source", "lsn")
+	d.srcTsSlot = slot(long, false, "source", "ts_ms")
+	d.afterSlot = slot(str, true, "after")
+	d.beforeSlot = slot(str, true, "before")
+	return d
+}
+
+func (*dbzAvroFormat) role(source string) string { return cdcRole(source) }
+
+func (*dbzAvroFormat) want() string { return cdcWant }
+
+func (d *dbzAvroFormat) bind(col int, c ColumnSchema, t *chType, src route.Source, byName bool) error {
+	for len(d.cols) <= col {
+		d.cols = append(d.cols, dbzAvroCol{})
+	}
+	dc := dbzAvroCol{kind: src.Kind}
+	add := func(f *avroFormat, path ...string) int {
+		i := len(f.binds)
+		f.setSlot(i, avroBind{path: path, name: c.Name, t: t})
+		return i
+	}
+	switch src.Kind {
+	case route.Field:
+		path := src.Path
+		if byName {
+			path = strings.Split(c.Name, ".") // Avro names have no dots
+		}
+		dc.after = add(d.env, append([]string{"after"}, path...)...)
+		dc.before = add(d.env, append([]string{"before"}, path...)...)
+		dc.key = add(d.key, path...)
+	case route.SourceBlock:
+		dc.after = add(d.env, append([]string{"source"}, src.Path...)...)
+	}
+	d.note(c, src)
+	d.cols[col] = dc
+	return nil
+}
+
+// bindKey: $key columns read the key as the avro format's $key does.
+func (d *dbzAvroFormat) bindKey(col int, c ColumnSchema, t *chType) { d.env.bindKey(col, c, t) }
+
+func (d *dbzAvroFormat) done() error {
+	if err := d.check(); err != nil {
+		return err
+	}
+	d.env.sized()
+	d.key.sized()
+	if d.env.key != nil {
+		d.env.key.sized()
+	}
+	return nil
+}
+
+func (d *dbzAvroFormat) lenient() bool { return d.del }
+
+func (d *dbzAvroFormat) begin(r recordData) error {
+	if len(r.value) == 0 {
+		return errTombstone
+	}
+	if err := d.env.decodeFramed(r.value); err != nil {
+		return err
+	}
+	if d.env.key != nil {
+		if err := d.env.key.decodeKey(r.key); err != nil {
+			return err
+		}
+	}
+	vals := d.env.vals
+	op := &vals[d.opSlot]
+	d.op = nil
+	if op.kind == inStr {
+		d.op = op.b
+	}
+	var err error
+	if d.del, err = cdcOp(d.op, op.kind != inMissing); err != nil {
+		return err
+	}
+	d.fromKey = false
+	switch {
+	case !d.del && vals[d.afterSlot].kind != inTrue:
+		return bad("", "invalid Debezium event: op "+string(d.op)+" without an after image")
+	case d.del && vals[d.beforeSlot].kind != inTrue:
+		if len(r.key) < 5 || r.key[0] != 0 {
+			return bad("", "invalid Debezium event: delete without a before image and without a registry-framed record key")
+		}
+		if err := d.key.decodeKey(r.key); err != nil {
+			return err
+		}
+		d.fromKey = true
+	}
+	if reason := d.computeVersion(r.offset); reason != "" {
+		return bad(d.versionCol, reason)
+	}
+	return nil
+}
+
+// computeVersion sets d.version, or returns why it cannot (see cdcVersion).
+func (d *dbzAvroFormat) computeVersion(offset int64) string {
+	vals := d.env.vals
+	if c := &vals[d.connSlot]; c.kind == inStr && string(c.b) == "postgresql" {
+		lsn := &vals[d.lsnSlot]
+		if lsn.kind != inInt {
+			return msgNoLSN
+		}
+		var reason string
+		d.version, reason = cdcVersion(true, lsn.n, 0, 0)
+		return reason
+	}
+	ts := &vals[d.tsSlot]
+	if ts.kind != inInt {
+		ts = &vals[d.srcTsSlot]
+	}
+	if ts.kind != inInt {
+		return msgNoTs
+	}
+	var reason string
+	if d.version, reason = cdcVersion(false, 0, ts.n, offset); reason != "" {
+		return "ts_ms " + show(ts) + reason
+	}
+	return ""
+}
+
+func (d *dbzAvroFormat) read(i int, in *input) error {
+	if i < len(d.env.keyCols) && d.env.keyCols[i] {
+		return d.env.key.slot(i, in)
+	}
+	c := &d.cols[i]
+	switch c.kind {
+	case route.Version:
+		in.kind, in.n = inInt, d.version
+	case route.Deleted:
+		in.kind, in.n = inInt, 0
+		if d.del {
+			in.n = 1
+		}
+	case route.Op:
+		in.kind, in.b = inStr, d.op
+	case route.TsMs:
+		return d.env.slot(d.tsSlot, in)
+	case route.SourceBlock:
+		return d.env.slot(c.after, in)
+	case route.Field:
+		switch {
+		case d.fromKey:
+			return d.key.slot(c.key, in)
+		case d.del:
+			return d.env.slot(c.before, in)
+		}
+		return d.env.slot(c.after, in)
+	}
+	return nil
+}

@@ -1,0 +1,144 @@
+package decode
+
+// The plumbing every registry-framed format shares (avro, protobuf,
+// json-schema, debezium-avro): where a Plan gets its schemas, how a
+// record's schema id becomes a compiled per-schema reader, and how the
+// registry's answers become Append's errors.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"sink/internal/registry"
+)
+
+// Registry is where the registry-framed formats find the schema a record's
+// id names. *registry.Client satisfies it; tests pass fakes. Schema's
+// errors must wrap registry.ErrBadRecord (the id does not exist: the
+// record is bad) or registry.ErrUnavailable (ask again later); any other
+// error is treated as ErrUnavailable.
+type Registry interface {
+	Schema(ctx context.Context, id int) (*registry.Schema, error)
+}
+
+// ErrUnavailable matches (errors.Is) the error Append returns for a
+// record whose schema could not be fetched now (the registry is down, or
+// failing, and the id is not cached). The record is not bad: the caller
+// keeps it, and everything after it in its partition, and appends it again
+// later. The block is unchanged.
+var ErrUnavailable = registry.ErrUnavailable
+
+// CompileOption adds to what Compile gets beyond the table and the route.
+type CompileOption func(*compileOptions)
+
+type compileOptions struct {
+	reg Registry
+}
+
+// WithRegistry gives the registry-framed formats their schema registry;
+// Compile refuses those formats without one.
+func WithRegistry(r Registry) CompileOption {
+	return func(o *compileOptions) { o.reg = r }
+}
+
+// formatEnv is what newFormat hands a format: the Plan's conversion
+// scratch, its policy (SetPolicy may change it before the first Append) and
+// the schema registry (nil when none is configured).
+type formatEnv struct {
+	st  *appendState
+	pol *Policy
+	reg Registry
+}
+
+// lookupTimeout bounds one schema lookup. It runs on the goroutine that
+// appends (the pipeline's owner), so a registry that hangs instead of
+// refusing must not hold it for long; a fetch that answers at all answers
+// in milliseconds. The record is retried later (ErrUnavailable).
+const lookupTimeout = 5 * time.Second
+
+// maxReaders bounds the compiled per-schema readers one Plan keeps. A topic
+// carries a handful of schema ids (one per producer schema version); past
+// the bound, the cache starts over, and each id is compiled again (from
+// the registry client's own cache) when next seen.
+const maxReaders = 256
+
+// schemaReaders is a format's cache of per-schema readers: R compiled once
+// per schema id for this Plan's columns (so, per (schema id, table)), on the
+// first record that names the id. A schema whose reader does not compile
+// (a field that cannot fill its column) is remembered as such, and every
+// record of it is bad with that reason.
+type schemaReaders[R any] struct {
+	reg   Registry
+	build func(*registry.Schema) (R, error)
+	m     map[int]readerEntry[R]
+	// The last id's entry, so a stream of one schema costs no map lookup.
+	lastID int
+	last   readerEntry[R]
+	ok     bool
+}
+
+type readerEntry[R any] struct {
+	r   R
+	err error // a *badRecord: the schema cannot fill the columns
+}
+
+func newSchemaReaders[R any](reg Registry, build func(*registry.Schema) (R, error)) *schemaReaders[R] {
+	return &schemaReaders[R]{reg: reg, build: build, m: map[int]readerEntry[R]{}}
+}
+
+// get returns the reader of schema id. The error is a *badRecord (the
+// registry says the id does not exist, or the schema cannot fill the
+// columns) or wraps ErrUnavailable (nothing is cached for id: retried on
+// the next record that names it).
+func (c *schemaReaders[R]) get(id int) (R, error) {
+	if c.ok && id == c.lastID {
+		return c.last.r, c.last.err
+	}
+	e, found := c.m[id]
+	if !found {
+		ctx, cancel := context.WithTimeout(context.Background(), lookupTimeout)
+		s, err := c.reg.Schema(ctx, id)
+		cancel()
+		switch {
+		case err != nil && errors.Is(err, registry.ErrBadRecord):
+			// Not cached here: the registry client remembers "not
+			// found" for a while and asks again after, in case the id
+			// is registered late.
+			var zero R
+			return zero, bad("", err.Error())
+		case err != nil && !errors.Is(err, ErrUnavailable):
+			var zero R
+			return zero, fmt.Errorf("%w: schema id %d: %w", ErrUnavailable, id, err)
+		case err != nil:
+			var zero R
+			return zero, err
+		}
+		e.r, err = c.build(s)
+		if err != nil {
+			var br *badRecord
+			if !errors.As(err, &br) {
+				err = bad("", fmt.Sprintf("schema id %d: %v", id, err))
+			}
+			e.err = err
+		}
+		if len(c.m) >= maxReaders {
+			clear(c.m)
+		}
+		c.m[id] = e
+	}
+	c.lastID, c.last, c.ok = id, e, true
+	return e.r, e.err
+}
+
+// frameID splits a registry-framed Avro or JSON Schema value into its
+// schema id and payload; the error is a *badRecord naming what is wrong
+// with the frame.
+func frameID(value []byte) (int, []byte, error) {
+	id, payload, err := registry.ParseFrame(value)
+	if err != nil {
+		return 0, nil, bad("", err.Error())
+	}
+	return id, payload, nil
+}
