@@ -161,6 +161,12 @@ type Route struct {
 	// deleted]); they default to _version and _deleted.
 	VersionColumn string `koanf:"version_column"`
 	DeletedColumn string `koanf:"deleted_column"`
+	// Message (protobuf only) is the full name of the Protobuf message
+	// type the route reads, for a topic that carries several (each record
+	// names its type by the message index in its frame); records of other
+	// types are skipped and counted. Empty: every type fills the columns
+	// whose names it has.
+	Message string `koanf:"message"`
 
 	re *regexp.Regexp `koanf:"-"` // compiled TopicRegex, set by Validate
 }

@@ -241,6 +241,9 @@ func (c *Config) validateRoutes(p *problems) {
 			p.add("%s.format: %s records name their schema by registry id, so schema_registry.urls is required", key, r.Format)
 		}
 		p.validateDebezium(key, r)
+		if err := route.CheckMessage(r.Format, r.Message); err != nil {
+			p.add("%s.message: %v", key, err)
+		}
 
 		for _, col := range sortedKeys(r.Columns) {
 			if col == "" {

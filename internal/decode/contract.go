@@ -10,12 +10,18 @@
 // debezium-json reads Debezium change events (the envelope, its sources and
 // encodings are documented on debeziumFormat in debezium.go); avro and
 // debezium-avro read registry-framed Avro (avroFormat in avro.go,
-// dbzAvroFormat in debezium_avro.go), with schemas from the Registry given
-// to Compile. The grammar of sources and format names is package route's.
+// dbzAvroFormat in debezium_avro.go), protobuf reads registry-framed
+// Protobuf (protoFormat in protobuf.go; schemas compiled in
+// protobuf_schema.go, composite values as JSON in protobuf_json.go) and
+// json-schema strips the frame and reads the JSON as json does
+// (jsonschema.go), all with schemas from the Registry given to Compile. The
+// grammar of sources and format names is package route's.
 //
 // Concurrency: a Plan owns reusable parsers and per-schema readers, so one
 // Plan is used by one goroutine at a time; a registry-framed format's Append
 // may ask the Registry for a schema it has not seen (bounded by a timeout).
+// Compiled Protobuf schemas are shared between Plans behind a mutex
+// (descriptors are immutable).
 // A Block is owned by whoever appends to it; once handed to the writer it is
 // read-only.
 //

@@ -62,6 +62,7 @@ func benchmarkAppend(b *testing.B, newBlocks bool) {
 	blk := p.NewBlock()
 	b.SetBytes(int64(total / len(events)))
 	b.ReportAllocs()
+	cpu0 := cpuTime()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if blk.Rows() == 10_000 {
@@ -74,7 +75,9 @@ func benchmarkAppend(b *testing.B, newBlocks bool) {
 			b.Fatal(err)
 		}
 	}
+	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op") // see BenchmarkAppendProtobuf
 }
 
 // BenchmarkColumnData measures building the clickhouse-go slices of a

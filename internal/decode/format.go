@@ -98,8 +98,10 @@ func newFormat(f route.Format, env formatEnv) (rowFormat, error) {
 		return newAvroFormat(env), nil
 	case route.DebeziumAvro:
 		return newDbzAvroFormat(env), nil
-	case route.Protobuf, route.JSONSchema:
-		return nil, fmt.Errorf("format %s is not implemented yet", f)
+	case route.Protobuf:
+		return newProtoFormat(env), nil
+	case route.JSONSchema:
+		return newJSONSchemaFormat(env), nil
 	}
 	return nil, fmt.Errorf("unsupported format %q (supported: %s)", f, route.FormatNames())
 }

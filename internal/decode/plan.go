@@ -100,7 +100,7 @@ func Compile(format route.Format, cols []ColumnSchema, mapping map[string]string
 		opt(&o)
 	}
 	p := &Plan{}
-	f, err := newFormat(format, formatEnv{st: &p.st, pol: &p.policy, reg: o.reg})
+	f, err := newFormat(format, formatEnv{st: &p.st, pol: &p.policy, reg: o.reg, message: o.message})
 	if err != nil {
 		return nil, err
 	}

@@ -34,7 +34,8 @@ var ErrUnavailable = registry.ErrUnavailable
 type CompileOption func(*compileOptions)
 
 type compileOptions struct {
-	reg Registry
+	reg     Registry
+	message string
 }
 
 // WithRegistry gives the registry-framed formats their schema registry;
@@ -43,13 +44,21 @@ func WithRegistry(r Registry) CompileOption {
 	return func(o *compileOptions) { o.reg = r }
 }
 
+// WithMessage makes a protobuf plan read only records of the named message
+// type (its full name, package.Message); records of other types in the
+// topic carry no row for it (Append returns an error matching ErrSkip).
+func WithMessage(fullName string) CompileOption {
+	return func(o *compileOptions) { o.message = fullName }
+}
+
 // formatEnv is what newFormat hands a format: the Plan's conversion
 // scratch, its policy (SetPolicy may change it before the first Append) and
 // the schema registry (nil when none is configured).
 type formatEnv struct {
-	st  *appendState
-	pol *Policy
-	reg Registry
+	st      *appendState
+	pol     *Policy
+	reg     Registry
+	message string // WithMessage
 }
 
 // lookupTimeout bounds one schema lookup. It runs on the goroutine that

@@ -21,12 +21,22 @@ import (
 
 func produceValues(t *testing.T, topic string, values ...string) {
 	t.Helper()
+	var bs [][]byte
+	for _, v := range values {
+		bs = append(bs, []byte(v))
+	}
+	produceBytes(t, topic, bs...)
+}
+
+// produceBytes produces values to partition 0 of topic, in order.
+func produceBytes(t *testing.T, topic string, values ...[]byte) {
+	t.Helper()
 	cl := testenv.KafkaClient(t, kgo.DefaultProduceTopic(topic))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var recs []*kgo.Record
 	for _, v := range values {
-		recs = append(recs, &kgo.Record{Value: []byte(v), Partition: 0})
+		recs = append(recs, &kgo.Record{Value: v, Partition: 0})
 	}
 	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		t.Fatal(err)

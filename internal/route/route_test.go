@@ -241,3 +241,26 @@ func FuzzTemplate(f *testing.F) {
 		}
 	})
 }
+
+func TestCheckMessage(t *testing.T) {
+	for _, c := range []struct {
+		f    Format
+		name string
+		ok   bool
+	}{
+		{Protobuf, "", true},
+		{Protobuf, "Event", true},
+		{Protobuf, "shop.v1.Order_2", true},
+		{Protobuf, "shop.v1.Outer.Inner", true},
+		{Protobuf, ".shop.Event", false},
+		{Protobuf, "shop..Event", false},
+		{Protobuf, "shop.1Event", false},
+		{Protobuf, "shop.Ev-ent", false},
+		{JSON, "shop.Event", false},
+		{Avro, "shop.Event", false},
+	} {
+		if err := CheckMessage(c.f, c.name); (err == nil) != c.ok {
+			t.Errorf("CheckMessage(%s, %q) = %v, want ok %v", c.f, c.name, err, c.ok)
+		}
+	}
+}

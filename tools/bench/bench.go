@@ -79,7 +79,8 @@ type bench struct {
 	// (empty when it does); formatTopics are the topics produced for them.
 	formatSkip   map[string]string
 	formatTopics []string
-	jsonDigest   string // the rows of the first JSON sink run on the current server (digest)
+	formatBytes  map[string]float64 // mean record size of each format's topic
+	jsonDigest   string             // the rows of the first JSON sink run on the current server (digest)
 	progress     progress
 }
 

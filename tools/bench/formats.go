@@ -9,7 +9,7 @@ import (
 
 // formatTopic is the topic holding the workload framed for the schema
 // registry in format f (loadgen --format f).
-func (b *bench) formatTopic(f string) string { return b.topic + "_" + f }
+func (b *bench) formatTopic(f string) string { return b.topic + "_" + strings.ReplaceAll(f, "-", "_") }
 
 // produceFormats produces the workload once more for each registry format
 // a selected variant needs: the same events (same count, size, seed,
@@ -17,7 +17,7 @@ func (b *bench) formatTopic(f string) string { return b.topic + "_" + f }
 // build's config does not know as a route format, or that loadgen cannot
 // produce, is recorded in b.formatSkip and its variant is not run.
 func (b *bench) produceFormats(ctx context.Context) {
-	b.formatSkip = map[string]string{}
+	b.formatSkip, b.formatBytes = map[string]string{}, map[string]float64{}
 	for _, key := range b.opt.variants {
 		f := registryFormats[key]
 		if f == "" {
@@ -42,6 +42,13 @@ func (b *bench) produceFormats(ctx context.Context) {
 		}
 		logf("%s", oneLine(lastLine(string(out))))
 		b.formatTopics = append(b.formatTopics, b.formatTopic(f))
+		// loadgen's last line: "loadgen: produced N F events (B bytes) to T in ..."
+		var n, size int64
+		var ff string
+		if i := strings.Index(lastLine(string(out)), "produced "); i >= 0 {
+			fmt.Sscanf(lastLine(string(out))[i:], "produced %d %s events (%d bytes)", &n, &ff, &size)
+		}
+		b.formatBytes[f] = float64(size) / float64(max(n, 1))
 	}
 }
 

@@ -89,7 +89,7 @@ func runMain(args []string) error {
 	fs.Uint64Var(&o.seed, "seed", 1, "random seed of the workload")
 	fs.IntVar(&o.runs, "runs", 3, "runs per variant, interleaved (every variant's run 1, then every variant's run 2, ...); the median and the spread are reported; the naive variant runs once")
 	fs.IntVar(&o.sample, "naive-sample", 2000, "records the naive variant inserts one by one (then extrapolated)")
-	variants := fs.String("variants", "sink,sink_per_partition,sink_http,kafka_engine,kcat_pipe,kcat_http,naive,sink_gomaxprocs1,sink_gomaxprocs2,sink_avro,sink_protobuf", "variants to run, comma-separated")
+	variants := fs.String("variants", "sink,sink_per_partition,sink_http,kafka_engine,kcat_pipe,kcat_http,naive,sink_gomaxprocs1,sink_gomaxprocs2,sink_avro,sink_protobuf,sink_json_schema", "variants to run, comma-separated")
 	fs.DurationVar(&o.timeout, "timeout", 3*time.Minute, "longest a variant may take to land the workload")
 	fs.DurationVar(&o.quiet, "settle", 15*time.Second, "longest wait for ClickHouse's merges to settle before each run")
 	fs.BoolVar(&o.seed004.enabled, "seed004", true, "replay seed 004")

@@ -28,14 +28,16 @@ var allVariants = []struct{ key, name, only, notOn string }{
 		notOn: "the remote-like runs pin ClickHouse 26.9 only (the 18.16 server is measured unpinned)"},
 	{key: "sink_gomaxprocs2", name: "sink, GOMAXPROCS=2, ClickHouse pinned to the other core", only: "26",
 		notOn: "the remote-like runs pin ClickHouse 26.9 only (the 18.16 server is measured unpinned)"},
-	// The same logical workload framed for the schema registry by loadgen
-	// --format avro|protobuf, into the same table.
-	{key: "sink_avro", name: "sink (avro)"},
-	{key: "sink_protobuf", name: "sink (protobuf)"},
+	// The same events, re-encoded by bin/loadgen --format and framed with
+	// the schema id it registers (registryFormats), each in a topic of
+	// its own, into the same table.
+	{key: "sink_avro", name: "sink, format avro (same events as Avro)"},
+	{key: "sink_protobuf", name: "sink, format protobuf (same events as Protobuf)"},
+	{key: "sink_json_schema", name: "sink, format json-schema (same JSON, registry-framed)"},
 }
 
 // registryFormats maps the registry-framed variants to their route format.
-var registryFormats = map[string]string{"sink_avro": "avro", "sink_protobuf": "protobuf"}
+var registryFormats = map[string]string{"sink_avro": "avro", "sink_protobuf": "protobuf", "sink_json_schema": "json-schema"}
 
 // notRunOn says why variant key does not run on server srv, or "".
 func notRunOn(key string, srv chServer) string {
@@ -84,7 +86,7 @@ func (b *bench) runVariant(ctx context.Context, key string, run int) Result {
 		return b.runSink(ctx, r, table, map[string]string{"ignore_partitions": "false"}, nil)
 	case "sink_gomaxprocs1", "sink_gomaxprocs2":
 		return b.runRemoteLike(ctx, r, table, strings.TrimPrefix(key, "sink_gomaxprocs"))
-	case "sink_avro", "sink_protobuf":
+	case "sink_avro", "sink_protobuf", "sink_json_schema":
 		f := registryFormats[key]
 		if why := b.formatSkip[f]; why != "" {
 			r.Status = "not run: " + why
@@ -92,7 +94,8 @@ func (b *bench) runVariant(ctx context.Context, key string, run int) Result {
 		}
 		r = b.runSinkConf(ctx, r, sinkConf{format: f, registry: b.opt.registry, topicOverride: b.formatTopic(f)}, table, nil)
 		if r.ok() {
-			r.Note = strings.TrimPrefix(r.Note+"; "+b.sameRows(ctx, table), "; ")
+			size := fmt.Sprintf("%.0f bytes/record (JSON: %.0f)", b.formatBytes[f], b.res.Workload.RecordBytes)
+			r.Note = strings.TrimPrefix(r.Note+"; "+size+"; "+b.sameRows(ctx, table), "; ")
 		}
 		return r
 	case "sink_http":

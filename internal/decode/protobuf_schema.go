@@ -1,0 +1,100 @@
+package decode
+
+// Compiling a registry's Protobuf schema: the .proto text of a schema id,
+// with the files it imports (the registry's references, by import path) and
+// Google's well-known types, compiled by protocompile into descriptors; the
+// message a record's message indexes select.
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/bufbuild/protocompile"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"sink/internal/registry"
+)
+
+// protoFileName is the name the schema's own text compiles under. It only
+// has to differ from every import path; a registry does not store one.
+func protoFileName(id int) string { return "sink/registry/schema-" + strconv.Itoa(id) + ".proto" }
+
+// compiledProto shares compiled schemas between the Plans of one process
+// (each route into each table has a Plan, and they often read the same
+// topic's schemas). It is keyed by the *registry.Schema the registry
+// client hands out, which stays the same while the client caches it, and
+// bounded like the per-Plan caches. Descriptors are immutable, so sharing
+// them between goroutines is safe.
+var compiledProto struct {
+	sync.Mutex
+	m map[*registry.Schema]protoreflect.FileDescriptor
+}
+
+// maxCompiledProto bounds compiledProto; past it the map starts over.
+const maxCompiledProto = 256
+
+// compileProtoSchema compiles s (a Protobuf schema and its references), or
+// returns the compilation another Plan made of the same *registry.Schema.
+// The error is the schema's fault (it does not compile), worded for a
+// record's dead-letter reason.
+func compileProtoSchema(s *registry.Schema) (protoreflect.FileDescriptor, error) {
+	compiledProto.Lock()
+	fd, ok := compiledProto.m[s]
+	compiledProto.Unlock()
+	if ok {
+		return fd, nil
+	}
+	fd, err := compileProto(s)
+	if err != nil {
+		return nil, err
+	}
+	compiledProto.Lock()
+	if compiledProto.m == nil || len(compiledProto.m) >= maxCompiledProto {
+		compiledProto.m = map[*registry.Schema]protoreflect.FileDescriptor{}
+	}
+	compiledProto.m[s] = fd
+	compiledProto.Unlock()
+	return fd, nil
+}
+
+func compileProto(s *registry.Schema) (protoreflect.FileDescriptor, error) {
+	name := protoFileName(s.ID)
+	srcs := make(map[string]string, len(s.References)+1)
+	for _, r := range s.References {
+		srcs[r.Name] = r.Text
+	}
+	srcs[name] = s.Text
+	c := protocompile.Compiler{
+		Resolver: protocompile.WithStandardImports(&protocompile.SourceResolver{
+			Accessor: protocompile.SourceAccessorFromMap(srcs),
+		}),
+		// No source positions: they are only for error messages, and
+		// cost memory per schema.
+		SourceInfoMode: protocompile.SourceInfoNone,
+	}
+	files, err := c.Compile(context.Background(), name)
+	if err != nil {
+		return nil, fmt.Errorf("schema id %d does not compile as Protobuf: %v", s.ID, err)
+	}
+	return files[0], nil
+}
+
+// messageAt returns the message the frame's indexes select in fd: [i] is
+// the file's i-th top-level message, [i, j] the j-th message nested in it.
+func messageAt(fd protoreflect.FileDescriptor, indexes []int) (protoreflect.MessageDescriptor, error) {
+	msgs := fd.Messages()
+	var md protoreflect.MessageDescriptor
+	for depth, i := range indexes {
+		if i < 0 || i >= msgs.Len() {
+			return nil, fmt.Errorf("message index %v: level %d has %d messages, no index %d", indexes, depth, msgs.Len(), i)
+		}
+		md = msgs.Get(i)
+		msgs = md.Messages()
+	}
+	if md == nil {
+		return nil, fmt.Errorf("empty message index")
+	}
+	return md, nil
+}
