@@ -169,9 +169,9 @@ func newCol(t *chType) col {
 	}
 	switch t.kind {
 	case kArray:
-		return &arrayCol{t: t, elem: newCol(t.elem)}
+		return &arrayCol{t: t, elem: newTopCol(t.elem)}
 	case kMap:
-		m := &mapCol{t: t, keys: newCol(t.key), vals: newCol(t.elem)}
+		m := &mapCol{t: t, keys: newTopCol(t.key), vals: newTopCol(t.elem)}
 		m.visitFn = m.visit
 		return m
 	case kInt8:
@@ -243,9 +243,14 @@ func newCol(t *chType) col {
 			return c.dateTime(in, t)
 		})
 	case kDateTime64:
-		return newLeaf(nullable, 24, epoch, same[time.Time]{}, func(c *appendState, in *input) (time.Time, error) {
-			return c.dateTime64(in, t)
-		})
+		// Stored as ClickHouse stores it: ticks of 10^-precision seconds
+		// since the epoch; ColumnData turns them back into time.Time.
+		p := t.n
+		return newLeaf(nullable, 8, int64(0), mapped[int64, time.Time]{func(v int64) time.Time { return fromTicks(v, p) }},
+			func(c *appendState, in *input) (int64, error) {
+				tm, err := c.dateTime64(in, t)
+				return toTicks(tm, p), err
+			})
 	case kUUID:
 		return newLeaf(nullable, 16, uuid.Nil, same[uuid.UUID]{}, func(c *appendState, in *input) (uuid.UUID, error) {
 			return c.uuidValue(in, t)
@@ -406,7 +411,13 @@ func (a *arrayCol) truncate(n int) {
 	a.elem.truncate(e)
 }
 
-func (a *arrayCol) reset()               { a.truncate(0) }
+// reset empties the elements with their own reset, which may release
+// memory truncate keeps (a String's bytes, a LowCardinality's dictionary).
+func (a *arrayCol) reset() {
+	a.ends = a.ends[:0]
+	a.elem.reset()
+}
+
 func (a *arrayCol) data() any            { return a.elem.split(a.ends) }
 func (a *arrayCol) split(ends []int) any { return reflectSplit(a.data(), ends) }
 
@@ -488,7 +499,12 @@ func (m *mapCol) truncate(n int) {
 	m.vals.truncate(e)
 }
 
-func (m *mapCol) reset() { m.truncate(0) }
+// reset empties keys and values with their own reset (see arrayCol.reset).
+func (m *mapCol) reset() {
+	m.ends = m.ends[:0]
+	m.keys.reset()
+	m.vals.reset()
+}
 
 // data returns []*MapRow: clickhouse-go's Map column takes any slice whose
 // elements implement column.IterableOrderedMap, which keeps the JSON key

@@ -1,6 +1,9 @@
 package decode
 
 import (
+	"math"
+	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/ClickHouse/ch-go/proto"
@@ -15,6 +18,13 @@ import (
 // proto column over as is (internal/writer installs it in the driver's
 // column). Everything else (Nullable, LowCardinality, Array, Map, dates,
 // the modern types) goes through ColumnData.
+//
+// Native forms: String, the integer and float types, Bool, Decimal(P ≤ 18),
+// DateTime and DateTime64 (ch-go's column types); Nullable of those
+// (NullableNative); LowCardinality(String), interned as the block fills
+// (LowCardinalityNative); Array(T) and Map(K, V) whose elements have a
+// native form (ArrayNative, MapNative), built from the same constructor,
+// so an Array(String)'s strings sit back to back in one buffer too.
 
 // nativeCol is a column buffer that can present itself as a ch-go column.
 type nativeCol interface {
@@ -25,9 +35,7 @@ type nativeCol interface {
 // Native returns column i as the ch-go proto column clickhouse-go v2 keeps
 // for its type, aliasing the block's buffers (valid until the next Append
 // or Reset; do not modify), or nil when the column has no such form and
-// ColumnData is the way to send it. Columns that have one: String, the
-// integer and float types, Bool, Decimal with precision up to 18, and
-// Nullable of those (a NullableNative); not LowCardinality.
+// ColumnData is the way to send it (see the list above).
 func (b *Block) Native(i int) proto.ColInput {
 	if n, ok := b.bufs[i].(nativeCol); ok {
 		return n.native()
@@ -42,7 +50,25 @@ func newTopCol(t *chType) col {
 	if t.kind == kNullable {
 		base, nullable = t.elem, true
 	}
+	if t.kind == kLowCardinality && t.elem.kind == kString {
+		return newLCStrCol(t.elem)
+	}
 	switch base.kind {
+	case kDateTime:
+		return withNative(newCol(t), func(v []int64) proto.ColInput {
+			// DateTime is a uint32: one conversion pass (the values are
+			// range-checked by dateTime).
+			out := proto.ColDateTime{Data: make([]proto.DateTime, len(v))}
+			for i, x := range v {
+				out.Data[i] = proto.DateTime(x)
+			}
+			return &out
+		})
+	case kDateTime64:
+		return withNative(newCol(t), func(v []int64) proto.ColInput {
+			return &proto.ColDateTime64{Data: unsafe.Slice((*proto.DateTime64)(unsafe.SliceData(v)), len(v)),
+				Precision: proto.Precision(base.n), PrecisionSet: true}
+		})
 	case kString:
 		return &strCol{t: base, nullable: nullable}
 	case kInt8:
@@ -107,15 +133,23 @@ func (n NullableNative) Type() proto.ColumnType {
 func (n NullableNative) Rows() int { return len(n.Nulls) }
 
 // EncodeColumn appends the flags and the values to b.
-func (n NullableNative) EncodeColumn(b *proto.Buffer) {
-	n.Nulls.EncodeColumn(b)
-	n.Values.EncodeColumn(b)
-}
+func (n NullableNative) EncodeColumn(b *proto.Buffer) { encodeAll(b, n.Nulls, n.Values) }
 
 // WriteColumn writes the flags and the values to w.
-func (n NullableNative) WriteColumn(w *proto.Writer) {
-	n.Nulls.WriteColumn(w)
-	n.Values.WriteColumn(w)
+func (n NullableNative) WriteColumn(w *proto.Writer) { writeAll(w, n.Nulls, n.Values) }
+
+// encodeAll and writeAll put the parts of a composite column one after
+// the other, as the Native format lays them out.
+func encodeAll(b *proto.Buffer, parts ...proto.ColInput) {
+	for _, p := range parts {
+		p.EncodeColumn(b)
+	}
+}
+
+func writeAll(w *proto.Writer, parts ...proto.ColInput) {
+	for _, p := range parts {
+		p.WriteColumn(w)
+	}
 }
 
 // nullFlags views NULL flags as the bytes ClickHouse expects: a Go bool is
@@ -147,14 +181,20 @@ func (l *leaf[T]) native() proto.ColInput {
 type strCol struct {
 	t        *chType
 	col      proto.ColStr
-	hint     int // the buffer's capacity before the last Reset
+	hint     int           // the buffer's capacity before the last Reset
+	size     *atomic.Int64 // the plan's largest buffer of this column, or nil
 	nullable bool
 	nulls    []bool // Nullable(String): NULL flags; a NULL row holds ""
 }
 
 func (s *strCol) add(c *appendState, in *input) error {
-	if s.col.Buf == nil && s.hint > 0 {
-		s.col.Buf = make([]byte, 0, s.hint)
+	if s.col.Buf == nil {
+		if s.hint == 0 && s.size != nil {
+			s.hint = int(s.size.Load())
+		}
+		if s.hint > 0 {
+			s.col.Buf = make([]byte, 0, s.hint)
+		}
 	}
 	var b []byte
 	if in.kind > inNull {
@@ -195,6 +235,9 @@ func (s *strCol) truncate(n int) {
 func (s *strCol) reset() {
 	s.truncate(0)
 	s.hint, s.col.Buf = cap(s.col.Buf), nil
+	if s.size != nil && int64(s.hint) > s.size.Load() {
+		s.size.Store(int64(s.hint))
+	}
 }
 
 // data copies the values once into an immutable string and returns
@@ -218,4 +261,244 @@ func (s *strCol) native() proto.ColInput {
 		return NullableNative{Nulls: nullFlags(s.nulls), Values: s.col}
 	}
 	return s.col
+}
+
+// toTicks is t in units of 10^-p seconds since the epoch, as a
+// DateTime64(p) stores it (exact over DateTime64's whole range, which
+// t.UnixNano is not).
+func toTicks(t time.Time, p int) int64 {
+	scale := pow10[p]
+	return t.Unix()*scale + int64(t.Nanosecond())/pow10[9-p]
+}
+
+// fromTicks is toTicks backwards, in UTC.
+func fromTicks(v int64, p int) time.Time {
+	scale := pow10[p]
+	sec := floorDiv(v, scale)
+	return time.Unix(sec, (v-sec*scale)*pow10[9-p]).UTC()
+}
+
+// ---- Array and Map ----
+
+// ArrayNative is the native form of an Array(T) column: the end offset of
+// each row in Values (cumulative, as ClickHouse's Native format sends
+// them) and T's native column holding every row's elements back to back.
+type ArrayNative struct {
+	Offsets proto.ColUInt64
+	Values  proto.ColInput
+}
+
+// Type is Array(T).
+func (a ArrayNative) Type() proto.ColumnType { return proto.ColumnTypeArray.Sub(a.Values.Type()) }
+
+// Rows is the number of rows (arrays).
+func (a ArrayNative) Rows() int { return len(a.Offsets) }
+
+// EncodeColumn appends the offsets and the elements to b.
+func (a ArrayNative) EncodeColumn(b *proto.Buffer) { encodeAll(b, a.Offsets, a.Values) }
+
+// WriteColumn writes the offsets and the elements to w.
+func (a ArrayNative) WriteColumn(w *proto.Writer) { writeAll(w, a.Offsets, a.Values) }
+
+// MapNative is the native form of a Map(K, V) column: each row's end
+// offset in Keys and Values, then every row's keys and values back to
+// back. clickhouse-go keeps the offsets as Int64.
+type MapNative struct {
+	Offsets      proto.ColInt64
+	Keys, Values proto.ColInput
+}
+
+// Type is Map(K, V).
+func (m MapNative) Type() proto.ColumnType {
+	return proto.ColumnType("Map(" + string(m.Keys.Type()) + ", " + string(m.Values.Type()) + ")")
+}
+
+// Rows is the number of rows (maps).
+func (m MapNative) Rows() int { return len(m.Offsets) }
+
+// EncodeColumn appends the offsets, keys and values to b.
+func (m MapNative) EncodeColumn(b *proto.Buffer) { encodeAll(b, m.Offsets, m.Keys, m.Values) }
+
+// WriteColumn writes the offsets, keys and values to w.
+func (m MapNative) WriteColumn(w *proto.Writer) { writeAll(w, m.Offsets, m.Keys, m.Values) }
+
+// ends views row end offsets (ints, 64 bits wide where Go runs this) as
+// the uint64 / int64 column clickhouse-go keeps them in.
+func endsU64(ends []int) proto.ColUInt64 {
+	return unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(ends))), len(ends))
+}
+
+func endsI64(ends []int) proto.ColInt64 {
+	return unsafe.Slice((*int64)(unsafe.Pointer(unsafe.SliceData(ends))), len(ends))
+}
+
+func (a *arrayCol) native() proto.ColInput {
+	n, ok := a.elem.(nativeCol)
+	if !ok || unsafe.Sizeof(int(0)) != 8 {
+		return nil
+	}
+	v := n.native()
+	if v == nil {
+		return nil
+	}
+	return ArrayNative{Offsets: endsU64(a.ends), Values: v}
+}
+
+func (m *mapCol) native() proto.ColInput {
+	kn, ok1 := m.keys.(nativeCol)
+	vn, ok2 := m.vals.(nativeCol)
+	if !ok1 || !ok2 || unsafe.Sizeof(int(0)) != 8 {
+		return nil
+	}
+	k, v := kn.native(), vn.native()
+	if k == nil || v == nil {
+		return nil
+	}
+	return MapNative{Offsets: endsI64(m.ends), Keys: k, Values: v}
+}
+
+// ---- LowCardinality(String) ----
+
+// LowCardinalityNative is the native form of a LowCardinality(String)
+// column: the distinct values in order of first appearance (Dict) and,
+// per row, the position of its value in Dict. Dict[0] is "", ClickHouse's
+// default value, which the driver's own dictionary starts with and no row
+// points to.
+type LowCardinalityNative struct {
+	Dict proto.ColStr
+	Keys []int
+}
+
+// Rows is the number of rows.
+func (l LowCardinalityNative) Rows() int { return len(l.Keys) }
+
+// Type is LowCardinality(String).
+func (l LowCardinalityNative) Type() proto.ColumnType {
+	return proto.ColumnTypeLowCardinality.Sub(proto.ColumnTypeString)
+}
+
+// EncodeColumn appends the column as ClickHouse's Native format sends
+// LowCardinality (the state prefix, version 1, goes before it, separately):
+// the flags with the key width (the narrowest of UInt8..UInt64 that holds
+// every position), the dictionary, then one key per row.
+func (l LowCardinalityNative) EncodeColumn(b *proto.Buffer) {
+	if len(l.Keys) == 0 {
+		return
+	}
+	const hasAdditionalKeys, needUpdateDictionary = 1 << 9, 1 << 10
+	n := len(l.Dict.Pos)
+	width := 0 // 0..3: UInt8, UInt16, UInt32, UInt64
+	switch {
+	case n <= math.MaxUint8+1:
+	case n <= math.MaxUint16+1:
+		width = 1
+	case n <= math.MaxUint32+1:
+		width = 2
+	default:
+		width = 3
+	}
+	b.PutUInt64(uint64(hasAdditionalKeys | needUpdateDictionary | width))
+	b.PutInt64(int64(n))
+	l.Dict.EncodeColumn(b)
+	b.PutInt64(int64(len(l.Keys)))
+	for _, k := range l.Keys {
+		switch width {
+		case 0:
+			b.PutUInt8(uint8(k))
+		case 1:
+			b.PutUInt16(uint16(k))
+		case 2:
+			b.PutUInt32(uint32(k))
+		default:
+			b.PutUInt64(uint64(k))
+		}
+	}
+}
+
+// WriteColumn writes what EncodeColumn appends.
+func (l LowCardinalityNative) WriteColumn(w *proto.Writer) { w.ChainBuffer(l.EncodeColumn) }
+
+// lcStrCol interns a LowCardinality(String) column while the block fills:
+// each distinct value is stored once, in dict, and every row keeps its
+// position. The driver would instead box every row's string into a
+// map[any]int when the block is sent.
+type lcStrCol struct {
+	t     *chType
+	dict  proto.ColStr
+	pos   map[string]int // value → its position in dict
+	first []int          // per dict entry, the row that added it (-1: the default)
+	keys  []int
+}
+
+func newLCStrCol(t *chType) *lcStrCol {
+	c := &lcStrCol{t: t, pos: map[string]int{}}
+	c.reset()
+	return c
+}
+
+func (l *lcStrCol) add(c *appendState, in *input) error {
+	var b []byte
+	if in.kind > inNull {
+		var err error
+		if b, err = c.stringValue(in, l.t, 0); err != nil {
+			return err
+		}
+	}
+	k, ok := l.pos[string(b)] // no allocation for the lookup
+	if !ok {
+		k = len(l.dict.Pos)
+		l.dict.AppendBytes(b)
+		l.pos[string(b)] = k
+		l.first = append(l.first, len(l.keys))
+		c.b.bytes += 16 + 2*len(b) // the value in dict and as the map's key
+	}
+	l.keys = append(l.keys, k)
+	c.b.bytes += 8
+	return nil
+}
+
+func (l *lcStrCol) rows() int { return len(l.keys) }
+
+// truncate drops rows n.. and the dictionary values they added (the
+// last ones: values are added in row order), so the dictionary is what n
+// rows alone would have built.
+func (l *lcStrCol) truncate(n int) {
+	if n >= len(l.keys) {
+		return
+	}
+	l.keys = l.keys[:n]
+	k := len(l.first)
+	for k > 1 && l.first[k-1] >= n {
+		k--
+		delete(l.pos, l.dict.Row(k))
+	}
+	l.first = l.first[:k]
+	l.dict.Buf = l.dict.Buf[:l.dict.Pos[k-1].End]
+	l.dict.Pos = l.dict.Pos[:k]
+}
+
+// reset starts a new dictionary holding only the default value. As in
+// the driver's own dictionary, the default is not a value rows point to:
+// an empty string gets an entry of its own when it first appears, so the
+// block encodes byte for byte as the driver would encode it.
+func (l *lcStrCol) reset() {
+	l.keys = l.keys[:0]
+	l.dict.Reset()
+	clear(l.pos)
+	l.dict.Append("")
+	l.first = append(l.first[:0], -1)
+}
+
+func (l *lcStrCol) data() any {
+	out := make([]string, len(l.keys))
+	for i, k := range l.keys {
+		out[i] = l.dict.Row(k)
+	}
+	return out
+}
+
+func (l *lcStrCol) split(ends []int) any { return reflectSplit(l.data(), ends) }
+
+func (l *lcStrCol) native() proto.ColInput {
+	return LowCardinalityNative{Dict: l.dict, Keys: l.keys}
 }

@@ -3,6 +3,7 @@ package decode
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/ClickHouse/ch-go/proto"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -63,8 +64,15 @@ func TestNativeColumns(t *testing.T) {
 	if got := blk.ColumnData(4).([]*string); len(got) != 3 || *got[0] != "x" || got[1] != nil || got[2] != nil {
 		t.Fatalf("ColumnData(Nullable(String)) %v", got)
 	}
-	if blk.Native(5) != nil {
-		t.Fatal("a LowCardinality column has a native form")
+	// LowCardinality(String) is interned: the default "" first, then "y"
+	// once for two rows and "" (the third record's missing value); the
+	// failed record's "z" never reached it.
+	lc := blk.Native(5).(LowCardinalityNative)
+	if fmt.Sprint(lc.Keys) != "[1 1 2]" || lc.Dict.Rows() != 3 || lc.Dict.Row(0) != "" || lc.Dict.Row(1) != "y" || lc.Dict.Row(2) != "" {
+		t.Fatalf("LowCardinality(String): keys %v, dictionary %d values", lc.Keys, lc.Dict.Rows())
+	}
+	if got := blk.ColumnData(5).([]string); fmt.Sprint(got) != "[y y ]" {
+		t.Fatalf("ColumnData(LowCardinality(String)) %q", got)
 	}
 	if got := blk.ColumnData(0).([]string); len(got) != 3 || got[2] != `{"k":[1,2]}` {
 		t.Fatalf("ColumnData(String) %q", got)
@@ -134,5 +142,68 @@ func TestBlockDoesNotAliasRecords(t *testing.T) {
 	}
 	if after := render(); after != before {
 		t.Fatalf("the block changed when the records' bytes were overwritten:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}
+
+// DateTime64 ticks over the type's whole range: 1900 and 2299 (where
+// UnixNano, which the driver's own conversion uses, overflows) and a
+// fraction before the epoch.
+func TestTicks(t *testing.T) {
+	f := func(s string, p int, want int64) {
+		t.Helper()
+		tm, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := toTicks(tm, p); got != want {
+			t.Fatalf("toTicks(%s, %d) = %d, want %d", s, p, got, want)
+		}
+		back := fromTicks(want, p)
+		if !back.Equal(tm.Truncate(time.Duration(pow10[9-p]))) || back.Location() != time.UTC {
+			t.Fatalf("fromTicks(%d, %d) = %s, want %s", want, p, back, tm)
+		}
+	}
+	f("1900-01-01T00:00:00Z", 3, -2208988800_000)
+	f("2299-12-31T23:59:59.999Z", 3, 10413791999_999)
+	f("2299-12-31T23:59:59.123456Z", 6, 10413791999_123456)
+	f("1969-12-31T23:59:59.5Z", 6, -500_000)
+	f("1969-12-31T23:59:59.5Z", 0, -1)
+	f("2261-12-31T23:59:59.999999999Z", 9, 9214646399_999999999)
+	f("1970-01-01T00:00:00.000000001Z", 9, 1)
+}
+
+// A reset block starts every LowCardinality dictionary anew, inside
+// Arrays and Maps too, and keeps no element memory from the last fill.
+func TestResetStartsNewDictionaries(t *testing.T) {
+	p, err := Compile("json", []ColumnSchema{
+		{Name: "lc", Type: "LowCardinality(String)"},
+		{Name: "a", Type: "Array(LowCardinality(String))"},
+		{Name: "m", Type: "Map(LowCardinality(String), String)"},
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blk := p.NewBlock()
+	add := func(v string) {
+		t.Helper()
+		if err := p.Append(blk, &kgo.Record{Value: []byte(v)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add(`{"lc":"old","a":["old1","old2"],"m":{"oldk":"v"}}`)
+	blk.Reset()
+	add(`{"lc":"new","a":["new"],"m":{"newk":"v"}}`)
+	dicts := []proto.ColStr{
+		blk.Native(0).(LowCardinalityNative).Dict,
+		blk.Native(1).(ArrayNative).Values.(LowCardinalityNative).Dict,
+		blk.Native(2).(MapNative).Keys.(LowCardinalityNative).Dict,
+	}
+	for i, d := range dicts {
+		if d.Rows() != 2 || d.Row(1) == "" || d.Row(1)[:3] != "new" {
+			t.Errorf("column %d: dictionary of %d values after Reset (want the default and one new value)", i, d.Rows())
+		}
+	}
+	if s := blk.Native(2).(MapNative).Values.(proto.ColStr); s.Rows() != 1 || string(s.Buf) != "v" {
+		t.Errorf("map values after Reset: %d rows, %q", s.Rows(), s.Buf)
 	}
 }

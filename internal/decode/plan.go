@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -61,6 +63,13 @@ type Plan struct {
 	marks    []mark      // defaults given in the row being appended
 
 	drift drift // drift.go: fields no column reads
+
+	// sizes, per column, is the largest String buffer a block of this plan
+	// has filled, so a new block's first fill starts at that size instead
+	// of growing from empty (see strCol). Blocks may be reset on another
+	// goroutine than the one filling them: atomic.
+	sizesOnce sync.Once
+	sizes     []atomic.Int64
 }
 
 // Compile builds the plan for one route into one table. format is one of
@@ -179,9 +188,13 @@ func (p *Plan) Columns() []ColumnSchema { return append([]ColumnSchema(nil), p.c
 
 // NewBlock returns an empty block with one buffer per column.
 func (p *Plan) NewBlock() *Block {
+	p.sizesOnce.Do(func() { p.sizes = make([]atomic.Int64, len(p.types)) })
 	b := &Block{cols: p.cols, sig: p.sig, bufs: make([]col, len(p.types))}
 	for i, t := range p.types {
 		b.bufs[i] = newTopCol(t)
+		if s, ok := b.bufs[i].(*strCol); ok {
+			s.size = &p.sizes[i]
+		}
 	}
 	return b
 }

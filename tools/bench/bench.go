@@ -23,29 +23,32 @@ import (
 const benchDB = "bench"
 
 type options struct {
-	brokers    []string
-	servers    []chServer // one after the other, each with every variant
-	stackRoot  string     // the checkout that started the stack: server logs, Kafka jars
-	sinkBin    string
-	loadgenBin string // produces the registry formats' topics
-	registry   string // the schema registry's Confluent API, for those formats
-	benchBin   string
-	out, work  string
-	count      int
-	size       int
-	partitions int
-	skew       float64
-	seed       uint64
-	runs       int
-	sample     int
-	variants   []string
-	timeout    time.Duration
-	quiet      time.Duration // longest wait for an idle machine before a run
-	seed004    seed004Options
-	goBench    bool
-	perf       bool
-	keep       bool
-	command    string // how the run was started, for the results file
+	brokers     []string
+	servers     []chServer // one after the other, each with every variant
+	stackRoot   string     // the checkout that started the stack: server logs, Kafka jars
+	sinkBin     string
+	benchBin    string
+	loadgenBin  string // produces the registry-framed workloads
+	registry    string // the schema registry the avro/protobuf variants use
+	explain     string // file of explanations for missed targets
+	machineName string // what the results call the machine
+	before      string // an earlier results .json whose CPU profile is shown as "before"
+	out, work   string
+	count       int
+	size        int
+	partitions  int
+	skew        float64
+	seed        uint64
+	runs        int
+	sample      int
+	variants    []string
+	timeout     time.Duration
+	quiet       time.Duration // longest wait for an idle machine before a run
+	seed004     seed004Options
+	goBench     bool
+	perf        bool
+	keep        bool
+	command     string // how the run was started, for the results file
 }
 
 // chServer is one ClickHouse server of the local stack.
@@ -72,10 +75,13 @@ type bench struct {
 	id    string // names groups and files of this run
 	topic string
 	res   Results
-	// The registry formats' topics (format -> topic) and their mean
-	// record sizes, produced by produceFramed.
-	framed      map[string]string
-	framedBytes map[string]float64
+	// formatSkip says, per registry format, why its variant does not run
+	// (empty when it does); formatTopics are the topics produced for them.
+	formatSkip   map[string]string
+	formatTopics []string
+	formatBytes  map[string]float64 // mean record size of each format's topic
+	jsonDigest   string             // the rows of the first JSON sink run on the current server (digest)
+	progress     progress
 }
 
 func logf(format string, args ...any) {
@@ -103,7 +109,7 @@ func newBench(ctx context.Context, opt options) (*bench, error) {
 // and the clients of every variant run from now on. It returns the
 // server's version.
 func (b *bench) useServer(ctx context.Context, srv chServer) (string, error) {
-	b.srv, b.ch = srv, newCH(srv.http)
+	b.srv, b.ch, b.jsonDigest = srv, newCH(srv.http), ""
 	version, err := b.ch.query(ctx, "SELECT version()")
 	if err != nil {
 		return "", fmt.Errorf("ClickHouse %s is not reachable (make stack-up): %w", srv.http, err)
@@ -143,6 +149,13 @@ func (b *bench) produceWorkload(ctx context.Context) error {
 		Events: gen.Config{Size: b.opt.size, Seed: b.opt.seed, Skew: b.opt.skew},
 	}
 	r, err := p.Run(ctx)
+	if err != nil && ctx.Err() == nil {
+		// A topic just deleted and created again may still be known to
+		// the broker under its old id (UNKNOWN_TOPIC_ID): once more.
+		logf("producing the workload failed (%v); once more in 2 s", err)
+		time.Sleep(2 * time.Second)
+		r, err = p.Run(ctx)
+	}
 	if err != nil {
 		return err
 	}
@@ -156,41 +169,6 @@ func (b *bench) produceWorkload(ctx context.Context) error {
 	}
 	logf("produced %d events (%.0f MB) in %.1fs", r.Events, float64(r.Bytes)/1e6, r.Took.Seconds())
 	return nil
-}
-
-// produceFramed produces, for each registry-format variant asked for, the
-// workload's events again (same seed, count, size, partitions and skew)
-// in that format with bin/loadgen, into bench_workload_<format>. A
-// format whose topic cannot be made is logged and its variant reports it.
-func (b *bench) produceFramed(ctx context.Context) {
-	b.framed, b.framedBytes = map[string]string{}, map[string]float64{}
-	for _, key := range b.opt.variants {
-		f, ok := registryFormats[key]
-		if !ok {
-			continue
-		}
-		topic := "bench_workload_" + strings.ReplaceAll(f, "-", "_")
-		logf("producing the workload as %s into %s", f, topic)
-		cmd := exec.CommandContext(ctx, b.opt.loadgenBin, "--brokers", strings.Join(b.opt.brokers, ","), "--topic", topic,
-			"--count", fmt.Sprint(b.opt.count), "--partitions", fmt.Sprint(b.opt.partitions), "--recreate",
-			"--size", fmt.Sprint(b.opt.size), "--seed", fmt.Sprint(b.opt.seed), "--skew", fmt.Sprint(b.opt.skew),
-			"--format", f, "--registry", b.opt.registry)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			logf("producing %s: %v: %s", f, err, oneLine(string(out)))
-			continue
-		}
-		// loadgen's last line: "produced N F events (B bytes) to T in ..."
-		var n, bytes int64
-		for _, line := range strings.Split(string(out), "\n") {
-			if i := strings.Index(line, "produced "); i >= 0 {
-				var ff string
-				fmt.Sscanf(line[i:], "produced %d %s events (%d bytes)", &n, &ff, &bytes)
-			}
-		}
-		b.framed[f] = topic
-		b.framedBytes[f] = float64(bytes) / float64(max(n, 1))
-	}
 }
 
 // partitionCounts is how many records each partition of topic holds.

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -88,6 +91,18 @@ ok  	sink/internal/batch	5.834s
 	}
 }
 
+func TestMedianGoBench(t *testing.T) {
+	got := medianGoBench([]GoBench{
+		{Package: "p", Name: "BenchmarkA", NsPerOp: 30}, {Package: "p", Name: "BenchmarkB", NsPerOp: 5},
+		{Package: "p", Name: "BenchmarkA", NsPerOp: 10, Extra: map[string]float64{"ns/row": 1}},
+		{Package: "p", Name: "BenchmarkA", NsPerOp: 20, Extra: map[string]float64{"ns/row": 2}},
+	})
+	if len(got) != 2 || got[0].Name != "BenchmarkA" || got[0].NsPerOp != 20 || got[0].Extra["ns/row"] != 2 ||
+		got[0].Extra["ns/op min"] != 10 || got[0].Extra["ns/op max"] != 30 || got[1].NsPerOp != 5 {
+		t.Fatalf("got %+v", got)
+	}
+}
+
 func TestNum(t *testing.T) {
 	f := func(v float64, want string) {
 		t.Helper()
@@ -127,31 +142,91 @@ func TestPickMedians(t *testing.T) {
 }
 
 func TestEvaluate(t *testing.T) {
-	variants := []Result{
-		{Key: "sink", Status: "ok", Expected: 1_000_000, RowsPerSec: 500_000, ClientCPUSec: 1.5, ClientCPUUsPerRow: 1.5,
-			ClientMaxRSSMB: 150, BufferMemory: 256 << 20, CHCPUUsPerRow: 1.0},
-		{Key: "kcat_pipe", Status: "ok", Expected: 1_000_000, RowsPerSec: 400_000, CHCPUUsPerRow: 0.9},
-		{Key: "kafka_engine", Status: "could not run: broker refused"},
+	run := func(key string, rps, cpu, rss float64) Result {
+		return Result{Key: key, Status: "ok", RowsPerSec: rps, ClientCPUUsPerRow: cpu, ClientMaxRSSMB: rss, BufferMemory: 256 << 20}
 	}
-	ts := evaluate(variants, []GoBench{{Package: "sink/internal/decode", Name: "BenchmarkAppend", AllocsPerOp: 0}})
-	f := func(prefix string, met *bool, measured string) {
+	stats := summarizeRuns([]Result{
+		run("sink", 500_000, 1.5, 300), run("kcat_pipe", 200_000, 2.0, 300), {Key: "kafka_engine", Status: "could not run: broker refused"},
+		run("sink", 380_000, 1.9, 390), run("kcat_pipe", 210_000, 1.6, 300),
+		run("sink", 450_000, 1.7, 350), run("kcat_pipe", 190_000, 1.8, 300),
+	})
+	ts := evaluate(stats)
+	f := func(id string, met *bool, measured, why string) {
 		t.Helper()
 		for _, tg := range ts {
-			if strings.HasPrefix(tg.Name, prefix) {
-				if (met == nil) != (tg.Met == nil) || (met != nil && *met != *tg.Met) || !strings.Contains(tg.Measured, measured) {
-					t.Fatalf("%s: met %v measured %q; want %v, %q", tg.Name, tg.Met, tg.Measured, met, measured)
+			if tg.ID == id {
+				if (met == nil) != (tg.Met == nil) || (met != nil && *met != *tg.Met) || !strings.Contains(tg.Measured, measured) || !strings.Contains(tg.Explanation, why) {
+					t.Fatalf("%s: met %v measured %q explanation %q; want %v, %q, %q", tg.Name, tg.Met, tg.Measured, tg.Explanation, met, measured, why)
 				}
 				return
 			}
 		}
-		t.Fatalf("no target %q", prefix)
+		t.Fatalf("no target %q", id)
 	}
-	f("sink rows/s ≥ 1.0×", boolp(true), "1.25×")
-	f("sink rows/s ≥ 3.8×", nil, "could not run: broker refused")
-	f("sink CPU ≤ 2 µs", boolp(true), "1.50 µs/record")
-	f("≤ 1 allocation", boolp(true), "0 allocs/record")
-	f("sink peak RSS", boolp(true), "limit 612 MiB")
-	f("ClickHouse CPU per row", boolp(false), "1.00 vs 0.90 µs/row")
+	// CPU: medians 1.7 vs 1.8; the runs range 1.5/2.0 = 0.75 to 1.9/1.6 = 1.19.
+	f("cpu", boolp(true), "0.94× (µs/row: sink 1.70 [1.50–1.90] vs kcat_pipe 1.80 [1.60–2.00]; ratio over the runs 0.75–1.19×)", "")
+	// rows/s: medians 450,000 vs 200,000 = 2.25×.
+	f("rows_pipe", boolp(true), "2.25×", "")
+	f("rows_engine", nil, "—", "could not run: broker refused")
+	// RSS: the highest run, 390 MiB, against 256 + 128.
+	f("rss", boolp(false), "390 MiB, the highest of 3 runs (median 350; limit 384 MiB", "")
+
+	// A miss whose runs straddle the threshold says so; --explain adds to it.
+	stats = summarizeRuns([]Result{run("sink", 390_000, 1, 1), run("kcat_pipe", 200_000, 1, 1), run("sink", 410_000, 1, 1), run("kcat_pipe", 210_000, 1, 1)})
+	ts = evaluate(stats)
+	explain(ts, "26", map[string]string{"rows_pipe@26": "the server shares the core", "rows_pipe": "generic", "cpu": "not used: met"})
+	f("rows_pipe", boolp(false), "1.95×", "within the noise: the runs' ratios span 1.86–2.05×, across the 2.0× threshold; the server shares the core")
+	f("cpu", boolp(true), "1.00×", "")
+}
+
+func TestSpreadOf(t *testing.T) {
+	f := func(xs []float64, want Spread) {
+		t.Helper()
+		if got := spreadOf(xs); got != want {
+			t.Fatalf("spreadOf(%v) = %+v, want %+v", xs, got, want)
+		}
+	}
+	f(nil, Spread{})
+	f([]float64{3}, Spread{N: 1, Median: 3, Min: 3, Max: 3})
+	f([]float64{5, 1, 3}, Spread{N: 3, Median: 3, Min: 1, Max: 5})
+	f([]float64{4, 1, 2, 8}, Spread{N: 4, Median: 3, Min: 1, Max: 8})
+}
+
+// Runs interleave: every variant's run 1, then run 2, ...; the naive
+// variant and a variant that does not run on the server once.
+func TestRunOrder(t *testing.T) {
+	var got []string
+	for _, r := range runOrder([]string{"sink", "naive", "sink_http", "kcat_pipe"}, chServer{key: "18"}, 3) {
+		got = append(got, fmt.Sprintf("%s%d", r.key, r.run))
+	}
+	want := "sink1 naive1 sink_http1 kcat_pipe1 sink2 kcat_pipe2 sink3 kcat_pipe3"
+	if strings.Join(got, " ") != want {
+		t.Fatalf("order %v, want %s", got, want)
+	}
+}
+
+func TestReadExplanations(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "explain.txt")
+	if err := os.WriteFile(path, []byte("# comment\n\ncpu@18: the Debian client is 18.16's\nrss: fetch buffers\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := readExplanations(path, false)
+	if err != nil || got["cpu@18"] != "the Debian client is 18.16's" || got["rss"] != "fetch buffers" || len(got) != 2 {
+		t.Fatalf("got %v, %v", got, err)
+	}
+	if err := os.WriteFile(path, []byte("cpu\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readExplanations(path, false); err == nil || !strings.Contains(err.Error(), "line 1") {
+		t.Fatalf("a line without a colon: err %v", err)
+	}
+	missing := filepath.Join(t.TempDir(), "none.txt")
+	if got, err := readExplanations(missing, true); err != nil || len(got) != 0 {
+		t.Fatalf("a missing optional file: %v, %v", got, err)
+	}
+	if _, err := readExplanations(missing, false); err == nil {
+		t.Fatal("a missing --explain file given by name was accepted")
+	}
 }
 
 func TestSummarize(t *testing.T) {
@@ -275,7 +350,9 @@ func TestMarkdownPerServer(t *testing.T) {
 	ok := Result{Key: "sink", Name: "sink (default config)", Status: "ok", Expected: 10, Rows: 10, WallSec: 1, RowsPerSec: 10, Inserts: 1}
 	res := &Results{Date: "2026-01-01", Servers: []ServerResults{
 		{Key: "18", Name: "ClickHouse 18.16.1", Native: "127.0.0.1:9000", HTTP: "http://127.0.0.1:8123/",
-			Variants: []Result{ok, {Key: "sink_http", Name: "sink over HTTP", Status: "not run: no HTTP on 18.16"}}},
+			Variants: []Result{ok, {Key: "sink_http", Name: "sink over HTTP", Status: "not run: no HTTP on 18.16"}},
+			Stats:    summarizeRuns([]Result{ok, ok}),
+			Targets:  []Target{{ID: "rss", Name: "sink peak RSS", Measured: "400 MiB", Met: boolp(false), Explanation: "fetch buffers"}}},
 		{Key: "26", Name: "ClickHouse 26.9.2.1", Native: "127.0.0.1:19000", HTTP: "http://127.0.0.1:18123/",
 			Variants: []Result{ok, {Key: "kafka_engine", Name: "Kafka engine", Status: "could not run: Code: 49. Shutdown was called"}}},
 		{Key: "27", Name: "ClickHouse 27", Error: "not reachable"},
@@ -290,6 +367,9 @@ func TestMarkdownPerServer(t *testing.T) {
 		"| Kafka engine | could not run: Code: 49. Shutdown was called |",
 		"Not measured: not reachable",
 		"native 127.0.0.1:19000, HTTP http://127.0.0.1:18123",
+		"| sink (default config) | 2 of 2 | 10 [10–10] | 0.00 [0.00–0.00] |",
+		"| target | measured | PASS/MISS | explanation of a miss |",
+		"| sink peak RSS | 400 MiB | **MISS** | fetch buffers |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Fatalf("missing %q in:\n%s", want, md)

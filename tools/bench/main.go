@@ -1,13 +1,17 @@
 // Command bench measures the sink against the alternatives on the local
 // stack, on one fixed workload produced once: the sink (default config,
-// per-partition batches, and over HTTP where the server supports it),
+// per-partition batches, over HTTP where the server supports it, with
+// GOMAXPROCS 1 and 2 against a ClickHouse pinned to the other core, and on
+// the same events framed as Avro and Protobuf for the schema registry),
 // ClickHouse's Kafka engine with a materialized view, kcat piped into
 // clickhouse-client or into ClickHouse's HTTP interface, and naive
 // per-record INSERTs; then replays seed 004's three configurations with a
 // paced producer. All of that runs on each ClickHouse server of the stack
-// in turn (18.16, then 26.9), each with its own table of results. Then it
-// runs the hot path's Go benchmarks and a profile of the sink once, checks
-// the performance targets per server and writes bench/results/<date>.md and .json.
+// in turn (18.16, then 26.9), each with its own tables of results; the
+// runs of the variants are interleaved and each metric is reported as the
+// median with its range. Then it runs the hot path's Go benchmarks and
+// profiles the sink once (perf, and runtime/pprof in process), checks the
+// performance targets per server and writes bench/results/<date>.md and .json.
 //
 // Usage (scripts/bench.sh builds bin/sink and bin/bench first):
 //
@@ -71,8 +75,11 @@ func runMain(args []string) error {
 	servers := serverFlags(fs, "both")
 	fs.StringVar(&o.stackRoot, "stack-root", envOr("SINK_STACK_ROOT", "."), "the checkout that started the local stack (server logs, Kafka jars); env SINK_STACK_ROOT")
 	fs.StringVar(&o.sinkBin, "sink", "bin/sink", "the sink binary to measure")
-	fs.StringVar(&o.loadgenBin, "loadgen", "bin/loadgen", "the load generator, for the registry formats' topics")
-	fs.StringVar(&o.registry, "registry", "http://127.0.0.1:8081/apis/ccompat/v7", "the schema registry's Confluent API (the stack's Apicurio), for the registry formats")
+	fs.StringVar(&o.loadgenBin, "loadgen", "bin/loadgen", "the loadgen binary (produces the avro and protobuf workloads)")
+	fs.StringVar(&o.registry, "registry", "http://127.0.0.1:8081/apis/ccompat/v7", "schema registry (Confluent-compatible API) for the avro and protobuf variants")
+	fs.StringVar(&o.explain, "explain", "bench/explain.txt", "file of explanations for missed targets, one per line: TARGET[@SERVER]: text (TARGET: cpu, rows_pipe, rows_engine, rss; SERVER: 18 or 26); a missing file explains nothing")
+	fs.StringVar(&o.machineName, "machine", envOr("SINK_BENCH_MACHINE", ""), "a name for the machine in the results (e.g. \"2-core dev VM\"); env SINK_BENCH_MACHINE")
+	fs.StringVar(&o.before, "profile-before", "", "an earlier results .json: its CPU profile is printed beside this run's as \"before\"")
 	fs.StringVar(&o.out, "out", "bench/results", "where the results files go")
 	fs.StringVar(&o.work, "work", ".stack/bench", "generated configs and logs of the clients")
 	fs.IntVar(&o.count, "count", 1_000_000, "records in the workload")
@@ -80,9 +87,9 @@ func runMain(args []string) error {
 	fs.IntVar(&o.partitions, "partitions", 8, "partitions of the workload topic")
 	fs.Float64Var(&o.skew, "skew", 0, "key skew: Zipf exponent (> 1) of user_id, records keyed by it; 0 = uniform, round-robin")
 	fs.Uint64Var(&o.seed, "seed", 1, "random seed of the workload")
-	fs.IntVar(&o.runs, "runs", 3, "runs per variant (the median by rows/s is reported); the naive variant runs once")
+	fs.IntVar(&o.runs, "runs", 3, "runs per variant, interleaved (every variant's run 1, then every variant's run 2, ...); the median and the spread are reported; the naive variant runs once")
 	fs.IntVar(&o.sample, "naive-sample", 2000, "records the naive variant inserts one by one (then extrapolated)")
-	variants := fs.String("variants", "sink,sink_per_partition,sink_http,kafka_engine,kcat_pipe,kcat_http,naive,sink_avro,sink_protobuf,sink_json_schema", "variants to run, comma-separated")
+	variants := fs.String("variants", "sink,sink_per_partition,sink_http,kafka_engine,kcat_pipe,kcat_http,naive,sink_gomaxprocs1,sink_gomaxprocs2,sink_avro,sink_protobuf,sink_json_schema", "variants to run, comma-separated")
 	fs.DurationVar(&o.timeout, "timeout", 3*time.Minute, "longest a variant may take to land the workload")
 	fs.DurationVar(&o.quiet, "settle", 15*time.Second, "longest wait for ClickHouse's merges to settle before each run")
 	fs.BoolVar(&o.seed004.enabled, "seed004", true, "replay seed 004")
@@ -138,7 +145,8 @@ func runMain(args []string) error {
 	if err := b.produceWorkload(ctx); err != nil {
 		return err
 	}
-	b.produceFramed(ctx)
+	b.produceFormats(ctx)
+	b.progress = newProgress(b.plannedRuns())
 	for _, srv := range o.servers {
 		b.res.Servers = append(b.res.Servers, b.runServer(ctx, srv))
 	}
@@ -169,8 +177,17 @@ func runMain(args []string) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
+	explanations, err := readExplanations(o.explain, o.explain == "bench/explain.txt")
+	if err != nil {
+		return err
+	}
 	for i := range b.res.Servers {
-		b.res.Servers[i].Targets = evaluate(b.res.Servers[i].Variants, b.res.GoBench)
+		sr := &b.res.Servers[i]
+		sr.Targets = evaluate(sr.Stats)
+		explain(sr.Targets, sr.Key, explanations)
+	}
+	if o.before != "" {
+		b.res.ProfileBefore, b.res.ProfileBeforeFrom = readProfileBefore(o.before)
 	}
 	if !o.keep {
 		b.cleanup(ctx)
@@ -251,16 +268,18 @@ func (b *bench) runServer(ctx context.Context, srv chServer) ServerResults {
 		return sr
 	}
 	logf("=== %s (native %s, HTTP %s)", sr.Name, srv.native, srv.http)
-	for _, key := range b.opt.variants {
-		runs := b.opt.runs
-		if key == "naive" || notRunOn(key, srv) != "" {
-			runs = 1
+	// Interleaved: every variant's first run, then every variant's
+	// second, ..., so a slow minute of the shared machine lands on one run
+	// of each variant rather than on all runs of one.
+	for _, x := range runOrder(b.opt.variants, srv, b.opt.runs) {
+		if ctx.Err() != nil {
+			break
 		}
-		for run := 1; run <= runs && ctx.Err() == nil; run++ {
-			sr.Runs = append(sr.Runs, b.runVariant(ctx, key, run))
-		}
+		b.progress.next(fmt.Sprintf("%s: %s run %d of %d", sr.Name, x.key, x.run, runsOf(x.key, srv, b.opt.runs)))
+		sr.Runs = append(sr.Runs, b.runVariant(ctx, x.key, x.run))
 	}
 	sr.Variants = pickMedians(sr.Runs)
+	sr.Stats = summarizeRuns(sr.Runs)
 	if b.opt.seed004.enabled && ctx.Err() == nil {
 		sr.Seed004 = b.runSeed004(ctx)
 	}
@@ -274,12 +293,9 @@ func (b *bench) cleanup(ctx context.Context) {
 			logf("cleanup: %v", err)
 		}
 	}
-	topics := []string{b.topic}
+	topics := append([]string{b.topic}, b.formatTopics...)
 	for _, s := range b.opt.seed004.stages {
 		topics = append(topics, "bench_seed004_"+s)
-	}
-	for _, t := range b.framed {
-		topics = append(topics, t)
 	}
 	if _, err := b.adm.DeleteTopics(ctx, topics...); err != nil {
 		logf("cleanup: %v", err)
@@ -287,7 +303,7 @@ func (b *bench) cleanup(ctx context.Context) {
 }
 
 func machine(b *bench) Machine {
-	m := Machine{CPUs: runtime.NumCPU(), Go: runtime.Version()}
+	m := Machine{Name: b.opt.machineName, CPUs: runtime.NumCPU(), Go: runtime.Version()}
 	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		for _, l := range strings.Split(string(data), "\n") {
 			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {

@@ -146,7 +146,9 @@ var perfCategories = func() func(string) []string {
 }()
 
 // profileMemory runs the default sink config once more in this binary's
-// inprocess mode and returns the Go heap's peak and what held it.
+// inprocess mode and returns the Go heap's peak and what held it, and the
+// CPU profile of the same run (top functions by flat and cumulative time;
+// the heap snapshots taken at new peaks are in it, a few milliseconds).
 func (b *bench) profileMemory(ctx context.Context, p *Profile) {
 	table := "sink_heap"
 	if err := b.createTable(ctx, table); err != nil {
@@ -163,7 +165,8 @@ func (b *bench) profileMemory(ctx context.Context, p *Profile) {
 	defer b.deleteGroups(context.Background(), []string{sc.group})
 	b.quiesce()
 	heap := filepath.Join(b.opt.work, "sink.heap.pprof")
-	args := []string{"inprocess", "--config", path, "--rows", fmt.Sprint(b.opt.count), "--clickhouse-http", b.srv.http, "--memprofile", heap}
+	cpu := filepath.Join(b.opt.work, "sink.cpu.pprof")
+	args := []string{"inprocess", "--config", path, "--rows", fmt.Sprint(b.opt.count), "--clickhouse-http", b.srv.http, "--memprofile", heap, "--cpuprofile", cpu}
 	logf("heap profile of the pipeline in process")
 	out, err := exec.CommandContext(ctx, b.opt.benchBin, args...).CombinedOutput()
 	if err != nil {
@@ -178,6 +181,23 @@ func (b *bench) profileMemory(ctx context.Context, p *Profile) {
 		return
 	}
 	p.HeapTop = pprofTop(string(top), 10)
+	p.CPUCommand = "bench " + strings.Join(args, " ") + "; go tool pprof -top [-cum] bin/bench " + cpu
+	for _, cum := range []bool{false, true} {
+		pargs := []string{"tool", "pprof", "-top", "-nodecount=20"}
+		if cum {
+			pargs = append(pargs, "-cum")
+		}
+		out, err := exec.CommandContext(ctx, "go", append(pargs, b.opt.benchBin, cpu)...).Output()
+		if err != nil {
+			p.CPUError = "go tool pprof: " + err.Error()
+			return
+		}
+		if cum {
+			p.CPUCum = pprofTop(string(out), 20)
+		} else {
+			p.CPUFlat = pprofTop(string(out), 20)
+		}
+	}
 }
 
 // pprofTop keeps the header total and the first n rows of `pprof -top`.
@@ -187,7 +207,7 @@ func pprofTop(out string, n int) []string {
 	for _, l := range strings.Split(out, "\n") {
 		t := strings.TrimSpace(l)
 		switch {
-		case strings.HasPrefix(t, "Showing nodes"):
+		case strings.HasPrefix(t, "Showing nodes"), strings.HasPrefix(t, "Duration:"):
 			res = append(res, t)
 		case len(t) > 0 && (t[0] >= '0' && t[0] <= '9') && strings.Contains(t, "%"):
 			if rows < n {

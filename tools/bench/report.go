@@ -26,23 +26,29 @@ type Results struct {
 	GoBenchCommand string          `json:"go_bench_command,omitempty"`
 	GoBenchError   string          `json:"go_bench_error,omitempty"`
 	Profile        *Profile        `json:"profile,omitempty"`
+	// ProfileBefore is the CPU profile of an earlier results file
+	// (--profile-before), shown beside this run's.
+	ProfileBefore     *Profile `json:"profile_before,omitempty"`
+	ProfileBeforeFrom string   `json:"profile_before_from,omitempty"`
 }
 
 // ServerResults is what one ClickHouse server measured.
 type ServerResults struct {
-	Key      string        `json:"key"`  // 18 or 26, as --clickhouse names it
-	Name     string        `json:"name"` // "ClickHouse <version>"
-	Version  string        `json:"version"`
-	Native   string        `json:"native"`
-	HTTP     string        `json:"http"`
-	Error    string        `json:"error,omitempty"` // set when the server could not be measured
-	Variants []Result      `json:"variants"`        // the median run of each
-	Runs     []Result      `json:"runs"`            // every run
-	Seed004  []StageResult `json:"seed004,omitempty"`
-	Targets  []Target      `json:"targets"`
+	Key      string         `json:"key"`  // 18 or 26, as --clickhouse names it
+	Name     string         `json:"name"` // "ClickHouse <version>"
+	Version  string         `json:"version"`
+	Native   string         `json:"native"`
+	HTTP     string         `json:"http"`
+	Error    string         `json:"error,omitempty"` // set when the server could not be measured
+	Variants []Result       `json:"variants"`        // the median run of each (by rows/s)
+	Stats    []VariantStats `json:"stats"`           // median and spread of each over its runs
+	Runs     []Result       `json:"runs"`            // every run
+	Seed004  []StageResult  `json:"seed004,omitempty"`
+	Targets  []Target       `json:"targets"`
 }
 
 type Machine struct {
+	Name     string `json:"name,omitempty"` // --machine
 	CPUs     int    `json:"cpus"`
 	CPUModel string `json:"cpu_model"`
 	Kernel   string `json:"kernel"`
@@ -133,11 +139,16 @@ type StageResult struct {
 	CHCPUUsPerRow       float64 `json:"clickhouse_cpu_us_per_row"`
 }
 
-// Target is one of the performance goals the bench checks (README, Performance). Met is nil when it could not be measured.
+// Target is one of the performance goals the bench checks (README,
+// Performance). Met is nil when it could not be measured. Explanation
+// says why a target was missed: what the numbers show (a spread across the
+// threshold) and, from --explain, what the lead found.
 type Target struct {
-	Name     string `json:"name"`
-	Measured string `json:"measured"`
-	Met      *bool  `json:"met"`
+	ID          string `json:"id"` // cpu, rows_pipe, rows_engine, rss: the keys of --explain
+	Name        string `json:"name"`
+	Measured    string `json:"measured"`
+	Met         *bool  `json:"met"`
+	Explanation string `json:"explanation,omitempty"`
 }
 
 // Profile is where the sink's CPU went in the profiled run.
@@ -146,6 +157,12 @@ type Profile struct {
 	Command    string   `json:"command"`
 	Categories []string `json:"categories"`
 	Top        []string `json:"top"`
+	// The CPU profile of the pipeline run in process (bench inprocess,
+	// runtime/pprof): the top functions by flat and by cumulative time.
+	CPUCommand string   `json:"cpu_command,omitempty"`
+	CPUFlat    []string `json:"cpu_flat,omitempty"`
+	CPUCum     []string `json:"cpu_cum,omitempty"`
+	CPUError   string   `json:"cpu_error,omitempty"`
 	// The heap of the same pipeline run in process (bench inprocess).
 	HeapCommand string   `json:"heap_command,omitempty"`
 	HeapPeak    string   `json:"heap_peak,omitempty"`
@@ -205,79 +222,6 @@ func find(rs []Result, key string) (Result, bool) {
 
 func boolp(b bool) *bool { return &b }
 
-// evaluate checks the performance targets against one server's median runs and
-// the Go benchmarks.
-func evaluate(variants []Result, goBench []GoBench) []Target {
-	var ts []Target
-	sink, sinkOK := find(variants, "sink")
-	notMeasured := func(name, why string) Target { return Target{Name: name, Measured: "not measured: " + why} }
-	ratio := func(name, key string, want float64) {
-		o, ok := find(variants, key)
-		switch {
-		case !sinkOK:
-			ts = append(ts, notMeasured(name, "the sink run did not succeed"))
-		case !ok:
-			why := "not run"
-			if o.Status != "" {
-				why = o.Status
-			}
-			ts = append(ts, notMeasured(name, why))
-		default:
-			x := sink.RowsPerSec / o.RowsPerSec
-			ts = append(ts, Target{Name: name, Met: boolp(x >= want),
-				Measured: fmt.Sprintf("%.2f× (%s vs %s rows/s)", x, num(sink.RowsPerSec), num(o.RowsPerSec))})
-		}
-	}
-	ratio("sink rows/s ≥ 1.0× the kcat | clickhouse-client pipe", "kcat_pipe", 1.0)
-	ratio("sink rows/s ≥ 3.8× the Kafka engine", "kafka_engine", 3.8)
-	if sinkOK {
-		ts = append(ts, Target{Name: "sink CPU ≤ 2 µs per record", Met: boolp(sink.ClientCPUUsPerRow <= 2),
-			Measured: fmt.Sprintf("%.2f µs/record (%.2f CPU-s for %s records)", sink.ClientCPUUsPerRow, sink.ClientCPUSec, num(float64(sink.Expected)))})
-	} else {
-		ts = append(ts, notMeasured("sink CPU ≤ 2 µs per record", "the sink run did not succeed"))
-	}
-	name := "≤ 1 allocation per record on the decode path (BenchmarkAppend)"
-	found := false
-	for _, g := range goBench {
-		if g.Package == "sink/internal/decode" && g.Name == "BenchmarkAppend" {
-			ts = append(ts, Target{Name: name, Met: boolp(g.AllocsPerOp <= 1),
-				Measured: fmt.Sprintf("%g allocs/record, %g B/record, %.0f ns/record", g.AllocsPerOp, g.BytesPerOp, g.NsPerOp)})
-			found = true
-		}
-	}
-	if !found {
-		ts = append(ts, notMeasured(name, "benchmark not run or not found"))
-	}
-	name = "sink peak RSS ≤ 2 × buffer_memory + 100 MiB"
-	if sinkOK && sink.BufferMemory > 0 {
-		limit := 2*float64(sink.BufferMemory)/(1<<20) + 100
-		ts = append(ts, Target{Name: name, Met: boolp(sink.ClientMaxRSSMB <= limit),
-			Measured: fmt.Sprintf("%.0f MiB (limit %.0f MiB with buffer_memory %s)", sink.ClientMaxRSSMB, limit, mib(sink.BufferMemory))})
-	} else {
-		ts = append(ts, notMeasured(name, "the sink run did not succeed"))
-	}
-	name = "ClickHouse CPU per row: sink < kcat | clickhouse-client pipe"
-	if p, ok := find(variants, "kcat_pipe"); ok && sinkOK {
-		m := fmt.Sprintf("%.2f vs %.2f µs/row during the run; %.2f vs %.2f µs/row until idle (merges included)", sink.CHCPUUsPerRow, p.CHCPUUsPerRow,
-			perRowF(sink.CHCPUToIdleSec, sink.Expected)*1e6, perRowF(p.CHCPUToIdleSec, p.Expected)*1e6)
-		// clickhouse-client parses the JSON itself and sends native blocks;
-		// over HTTP the server parses it, which is the text the target means.
-		if h, ok := find(variants, "kcat_http"); ok {
-			m += fmt.Sprintf(". Against the HTTP pipe, where the server parses the JSON: %.2f vs %.2f µs/row", sink.CHCPUUsPerRow, h.CHCPUUsPerRow)
-		}
-		ts = append(ts, Target{Name: name, Met: boolp(sink.CHCPUUsPerRow < p.CHCPUUsPerRow), Measured: m})
-		sq, pq := perRowF(sink.CHQueryCPUSec, sink.Expected)*1e6, perRowF(p.CHQueryCPUSec, p.Expected)*1e6
-		m = fmt.Sprintf("%.2f vs %.2f µs/row", sq, pq)
-		if h, ok := find(variants, "kcat_http"); ok {
-			m += fmt.Sprintf("; the HTTP pipe, where the server parses the JSON: %.2f µs/row", perRowF(h.CHQueryCPUSec, h.Expected)*1e6)
-		}
-		ts = append(ts, Target{Name: name + ", counting only the INSERT queries' own CPU (query_log)", Met: boolp(sq < pq), Measured: m})
-	} else {
-		ts = append(ts, notMeasured(name, "a run did not succeed"))
-	}
-	return ts
-}
-
 func mib(b int64) string { return fmt.Sprintf("%d MiB", b>>20) }
 
 // num formats with thousands separators and no decimals (or 2 significant
@@ -318,8 +262,12 @@ func (res *Results) markdown() string {
 	for _, sr := range res.Servers {
 		servers = append(servers, fmt.Sprintf("%s (native %s, HTTP %s)", sr.Name, sr.Native, strings.TrimSuffix(sr.HTTP, "/")))
 	}
-	w("Reproduce: `%s` (took %.0f s). Machine: %d cores (%s), Linux %s, %s; Kafka %s (local stack); sink %s. ClickHouse servers, measured one after the other: %s.\n\n",
-		res.Command, res.TookSec, res.Machine.CPUs, res.Machine.CPUModel, res.Machine.Kernel, res.Machine.Go,
+	name := ""
+	if res.Machine.Name != "" {
+		name = res.Machine.Name + ", "
+	}
+	w("Reproduce: `%s` (took %.0f s). Machine: %s%d cores (%s), Linux %s, %s; Kafka %s (local stack); sink %s. ClickHouse servers, measured one after the other: %s.\n\n",
+		res.Command, res.TookSec, name, res.Machine.CPUs, res.Machine.CPUModel, res.Machine.Kernel, res.Machine.Go,
 		res.Machine.Kafka, res.Machine.Sink, strings.Join(servers, "; "))
 	wl := res.Workload
 	w("Workload: %s JSON records of %.0f bytes (%s MB) in topic `%s`, %d partitions (records per partition %s), skew %g, seed %d; produced once in %.1f s before any timing, and read by every variant on every server. ",
@@ -327,7 +275,7 @@ func (res *Results) markdown() string {
 	w("Every variant reads the same topic from the beginning into a fresh table (`%s`) with its own consumer group; one variant at a time, each after ClickHouse's merges of the previous one settled. All processes share the machine's cores: Kafka, ClickHouse, the client and the stopwatch.\n\n", eventColumns)
 
 	w("## End to end\n\n")
-	w("Wall time runs from starting the client until `count()` of the table reaches the workload (polled every 50 ms). CPU is user+system: the client processes' from their rusage (whole life, shutdown included), ClickHouse's and Kafka's from `/proc/PID/stat` over the wall time; \"until idle\" keeps counting ClickHouse after the rows landed until its CPU use drops to idle (the merges the run's parts caused), the time that took in parentheses. The server is shared with whatever else runs on the machine, so \"in the INSERT queries\" adds the CPU that `system.query_log` attributes to the run's own INSERTs (ProfileEvents UserTimeMicroseconds + SystemTimeMicroseconds of the query threads): parsing, building and writing the parts, but no merges and nobody else's queries. INSERTs come from `system.query_log`, parts from `system.part_log` (new parts only). Runs per variant: the table shows the median by rows/s. ClickHouse 26.9 here is ClickHouse's engine from the chdb-core wheel serving clickhouse-local's listeners: its CPU is that Python process's.\n\n")
+	w("Wall time runs from starting the client until `count()` of the table reaches the workload (polled every 50 ms). CPU is user+system: the client processes' from their rusage (whole life, shutdown included), ClickHouse's and Kafka's from `/proc/PID/stat` over the wall time; \"until idle\" keeps counting ClickHouse after the rows landed until its CPU use drops to idle (the merges the run's parts caused), the time that took in parentheses. The server is shared with whatever else runs on the machine, so \"in the INSERT queries\" adds the CPU that `system.query_log` attributes to the run's own INSERTs (ProfileEvents UserTimeMicroseconds + SystemTimeMicroseconds of the query threads): parsing, building and writing the parts, but no merges and nobody else's queries. INSERTs come from `system.query_log`, parts from `system.part_log` (new parts only). Runs are interleaved (every variant's first run, then every variant's second, ...), so a busy minute of the shared machine lands on one run of each variant rather than on every run of one. The first table per server gives each metric's median over the successful runs and its range [min–max]; the second shows the run with the median rows/s in full. ClickHouse 26.9 here is ClickHouse's engine from the chdb-core wheel serving clickhouse-local's listeners: its CPU is that Python process's.\n\n")
 	for _, sr := range res.Servers {
 		w("### %s\n\n", sr.Name)
 		if sr.Error != "" {
@@ -338,17 +286,14 @@ func (res *Results) markdown() string {
 	}
 
 	w("## Targets\n\n")
+	w("Ratios of the medians over the runs, per server; in brackets the range over the runs, and the ratio's range pairs the sink's worst run with the other's best and the other way round. A miss is explained in the last column: automatically when the runs' range crosses the threshold, otherwise from `--explain`.\n\n")
 	for _, sr := range res.Servers {
 		if sr.Error != "" {
 			continue
 		}
-		w("### %s\n\n| target | measured | met |\n|---|---|---|\n", sr.Name)
+		w("### %s\n\n| target | measured | PASS/MISS | explanation of a miss |\n|---|---|---|---|\n", sr.Name)
 		for _, t := range sr.Targets {
-			met := "not measured"
-			if t.Met != nil {
-				met = map[bool]string{true: "**met**", false: "**missed**"}[*t.Met]
-			}
-			w("| %s | %s | %s |\n", mdEscape(t.Name), mdEscape(t.Measured), met)
+			w("| %s | %s | %s | %s |\n", mdEscape(t.Name), mdEscape(t.Measured), t.verdict(), mdEscape(t.Explanation))
 		}
 		w("\n")
 	}
@@ -388,7 +333,13 @@ func (res *Results) markdown() string {
 		if res.Profile.Error != "" {
 			w("Error: %s\n\n", mdEscape(res.Profile.Error))
 		}
-		w("By part of the sink (flat samples, each symbol to the first matching group):\n\n```\n%s\n```\n\nHottest symbols:\n\n```\n%s\n```\n\n",
+		if len(res.Profile.CPUFlat) > 0 || res.Profile.CPUError != "" {
+			writeCPUProfile(w, "In process, runtime/pprof", res.Profile)
+		}
+		if res.ProfileBefore != nil {
+			writeCPUProfile(w, "Before: "+res.ProfileBeforeFrom, res.ProfileBefore)
+		}
+		w("The whole process under perf (kernel included). By part of the sink (flat samples, each symbol to the first matching group):\n\n```\n%s\n```\n\nHottest symbols:\n\n```\n%s\n```\n\n",
 			strings.Join(res.Profile.Categories, "\n"), strings.Join(res.Profile.Top, "\n"))
 		if res.Profile.HeapPeak != "" || res.Profile.HeapError != "" {
 			w("## Where the sink's memory goes\n\n`%s`\n\n", res.Profile.HeapCommand)
@@ -406,6 +357,7 @@ func (res *Results) markdown() string {
 // endToEnd writes one server's variant table, the ratios against the
 // sink, the notes and every run's rows/s.
 func (sr *ServerResults) endToEnd(w func(string, ...any), records int) {
+	sr.spreadTable(w)
 	w("| variant | rows | wall s | rows/s | INSERTs | rows/INSERT | parts | client CPU s | client µs/row | client peak RSS MiB | ClickHouse CPU s | ClickHouse µs/row | ClickHouse CPU s until idle (merges) | ClickHouse µs/row in the INSERT queries | Kafka CPU s |\n")
 	w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range sr.Variants {
@@ -438,23 +390,19 @@ func (sr *ServerResults) endToEnd(w func(string, ...any), records int) {
 			fmt.Sprintf("%s (+%.1f s)", f2(r.CHCPUToIdleSec), r.SettleSec), inQuery, f2(r.KafkaCPUSec))
 	}
 	w("\n")
-	if sink, ok := find(sr.Variants, "sink"); ok {
-		w("Ratios against the sink (default config) on %s:\n\n", sr.Name)
-		w("| variant | sink is × faster (rows/s) | × the sink's ClickHouse CPU per row | same, until idle | × the sink's client CPU per row | × the sink's INSERTs per row |\n|---|---:|---:|---:|---:|---:|\n")
-		for _, r := range sr.Variants {
-			if r.Key == "sink" || !r.ok() {
+	if sink, ok := findStats(sr.Stats, "sink"); ok {
+		w("Ratios of medians against the sink (default config) on %s:\n\n", sr.Name)
+		w("| variant | sink is × faster (rows/s) | × the sink's ClickHouse CPU per row | × the sink's client CPU per row |\n|---|---:|---:|---:|\n")
+		for _, v := range sr.Stats {
+			if v.Key == "sink" || v.OK == 0 {
 				continue
 			}
 			client := "—"
-			if r.Key != "kafka_engine" && sink.ClientCPUUsPerRow > 0 {
-				client = f2(r.ClientCPUUsPerRow/sink.ClientCPUUsPerRow) + "×"
+			if v.Key != "kafka_engine" && sink.ClientUsPerRow.Median > 0 {
+				client = f2(v.ClientUsPerRow.Median/sink.ClientUsPerRow.Median) + "×"
 			}
-			ins := "—"
-			if r.Inserts >= 0 && sink.Inserts > 0 {
-				ins = num(perRow(r.Inserts, r.Expected)/perRow(sink.Inserts, sink.Expected)) + "×"
-			}
-			w("| %s | %s× | %s× | %s× | %s | %s |\n", mdEscape(r.Name), f2(sink.RowsPerSec/r.RowsPerSec), f2(r.CHCPUUsPerRow/sink.CHCPUUsPerRow),
-				f2(perRowF(r.CHCPUToIdleSec, r.Expected)/perRowF(sink.CHCPUToIdleSec, sink.Expected)), client, ins)
+			w("| %s | %s× | %s× | %s |\n", mdEscape(v.Name), f2(sink.RowsPerSec.Median/v.RowsPerSec.Median),
+				f2(v.CHUsPerRow.Median/sink.CHUsPerRow.Median), client)
 		}
 		w("\n")
 	}
@@ -480,13 +428,56 @@ func (sr *ServerResults) endToEnd(w func(string, ...any), records int) {
 					if r.ok() {
 						xs = append(xs, num(r.RowsPerSec))
 					} else {
-						xs = append(xs, "failed")
+						xs = append(xs, statusWord(r.Status))
 					}
 				}
 			}
 			parts = append(parts, fmt.Sprintf("%s %s", v.Key, strings.Join(xs, " / ")))
 		}
 		w("%s.\n\n", strings.Join(parts, "; "))
+	}
+}
+
+// spreadTable writes each variant's medians with their ranges.
+func (sr *ServerResults) spreadTable(w func(string, ...any)) {
+	if len(sr.Stats) == 0 {
+		return
+	}
+	w("| variant | runs ok | rows/s median [min–max] | client CPU µs/row median [min–max] | client peak RSS MiB median [min–max] | ClickHouse CPU µs/row median [min–max] |\n|---|---:|---:|---:|---:|---:|\n")
+	for _, v := range sr.Stats {
+		if v.OK == 0 {
+			w("| %s | 0 of %d | %s: %s ||||\n", mdEscape(v.Name), v.Runs, statusWord(v.Status), mdEscape(statusDetail(v.Status)))
+			continue
+		}
+		name := mdEscape(v.Name)
+		if v.Sample {
+			name += " (sample)"
+		}
+		cpu, rss := spreadText(v.ClientUsPerRow, f2), spreadText(v.ClientRSSMB, num)
+		if v.Key == "kafka_engine" {
+			cpu, rss = "— (in server)", "—"
+		}
+		w("| %s | %d of %d | %s | %s | %s | %s |\n", name, v.OK, v.Runs, spreadText(v.RowsPerSec, num), cpu, rss, spreadText(v.CHUsPerRow, f2))
+	}
+	w("\nThe run with the median rows/s of each variant:\n\n")
+}
+
+// writeCPUProfile writes a pprof top by flat and by cumulative time.
+func writeCPUProfile(w func(string, ...any), title string, p *Profile) {
+	if p.CPUCommand != "" {
+		w("%s: `%s`\n\n", title, p.CPUCommand)
+	} else {
+		w("%s:\n\n", title)
+	}
+	if p.CPUError != "" {
+		w("Error: %s\n\n", mdEscape(p.CPUError))
+	}
+	switch {
+	case len(p.CPUFlat) > 0:
+		w("By flat time:\n\n```\n%s\n```\n\nBy cumulative time:\n\n```\n%s\n```\n\n", strings.Join(p.CPUFlat, "\n"), strings.Join(p.CPUCum, "\n"))
+	case len(p.Top) > 0:
+		// An older results file has only the perf profile.
+		w("perf (%s):\n\n```\n%s\n\n%s\n```\n\n", p.Command, strings.Join(p.Categories, "\n"), strings.Join(p.Top, "\n"))
 	}
 }
 

@@ -16,7 +16,10 @@ type sinkConf struct {
 	brokers, chAddrs          []string
 	protocol                  string            // clickhouse.protocol; "" leaves the default (native)
 	format                    string            // the route's format; "" is json
-	registry                  string            // schema_registry.urls[0], for the registry formats
+	registry                  string            // schema_registry URL, for the registry formats
+	topicOverride             string            // read this topic instead of the workload's
+	env                       []string          // extra environment of the sink process (GOMAXPROCS)
+	wrap                      []string          // a command the sink runs under (taskset -c 0)
 	kafka, batch              map[string]string // key → YAML scalar
 	listen                    string            // http.listen for /metrics; "" serves none
 	database                  string            // clickhouse.database; "" is benchDB

@@ -22,16 +22,21 @@ var allVariants = []struct{ key, name, only, notOn string }{
 	{key: "kcat_pipe", name: "kcat | clickhouse-client (JSONEachRow)"},
 	{key: "kcat_http", name: "kcat | curl HTTP (JSONEachRow, server parses)"},
 	{key: "naive", name: "naive: one INSERT per record"},
+	// The same sink against a "remote-like" server: ClickHouse pinned to
+	// the last core, the sink's Go scheduler limited to 1 or 2 threads.
+	{key: "sink_gomaxprocs1", name: "sink, GOMAXPROCS=1, ClickHouse pinned to the other core", only: "26",
+		notOn: "the remote-like runs pin ClickHouse 26.9 only (the 18.16 server is measured unpinned)"},
+	{key: "sink_gomaxprocs2", name: "sink, GOMAXPROCS=2, ClickHouse pinned to the other core", only: "26",
+		notOn: "the remote-like runs pin ClickHouse 26.9 only (the 18.16 server is measured unpinned)"},
 	// The same events, re-encoded by bin/loadgen --format and framed with
 	// the schema id it registers (registryFormats), each in a topic of
-	// its own.
+	// its own, into the same table.
 	{key: "sink_avro", name: "sink, format avro (same events as Avro)"},
 	{key: "sink_protobuf", name: "sink, format protobuf (same events as Protobuf)"},
 	{key: "sink_json_schema", name: "sink, format json-schema (same JSON, registry-framed)"},
 }
 
-// registryFormats maps the variants that read registry-framed records to
-// their route format.
+// registryFormats maps the registry-framed variants to their route format.
 var registryFormats = map[string]string{"sink_avro": "avro", "sink_protobuf": "protobuf", "sink_json_schema": "json-schema"}
 
 // notRunOn says why variant key does not run on server srv, or "".
@@ -61,6 +66,10 @@ func (b *bench) runVariant(ctx context.Context, key string, run int) Result {
 		r.Status = "not run: " + why
 		return r
 	}
+	if f := registryFormats[key]; f != "" && b.formatSkip[f] != "" {
+		r.Status = "not run: " + b.formatSkip[f]
+		return r
+	}
 	if err := b.createTable(ctx, table); err != nil {
 		return failed(r, err)
 	}
@@ -68,9 +77,27 @@ func (b *bench) runVariant(ctx context.Context, key string, run int) Result {
 	logf("%s run %d: into %s", key, run, r.Table)
 	switch key {
 	case "sink":
-		return b.runSink(ctx, r, table, nil, nil)
+		r = b.runSink(ctx, r, table, nil, nil)
+		if r.ok() && b.jsonDigest == "" {
+			b.jsonDigest, _ = b.digest(ctx, table)
+		}
+		return r
 	case "sink_per_partition":
 		return b.runSink(ctx, r, table, map[string]string{"ignore_partitions": "false"}, nil)
+	case "sink_gomaxprocs1", "sink_gomaxprocs2":
+		return b.runRemoteLike(ctx, r, table, strings.TrimPrefix(key, "sink_gomaxprocs"))
+	case "sink_avro", "sink_protobuf", "sink_json_schema":
+		f := registryFormats[key]
+		if why := b.formatSkip[f]; why != "" {
+			r.Status = "not run: " + why
+			return r
+		}
+		r = b.runSinkConf(ctx, r, sinkConf{format: f, registry: b.opt.registry, topicOverride: b.formatTopic(f)}, table, nil)
+		if r.ok() {
+			size := fmt.Sprintf("%.0f bytes/record (JSON: %.0f)", b.formatBytes[f], b.res.Workload.RecordBytes)
+			r.Note = strings.TrimPrefix(r.Note+"; "+size+"; "+b.sameRows(ctx, table), "; ")
+		}
+		return r
 	case "sink_http":
 		// Needs the config's clickhouse.protocol; a build without it
 		// rejects the generated config and the row says so.
@@ -88,15 +115,6 @@ func (b *bench) runVariant(ctx context.Context, key string, run int) Result {
 		r.Expected = int64(min(b.opt.sample, b.opt.count))
 		r.Sample = true
 		return b.runNaive(ctx, r, table)
-	case "sink_avro", "sink_protobuf", "sink_json_schema":
-		f := registryFormats[key]
-		topic, ok := b.framed[f]
-		if !ok {
-			r.Status = "could not run: its topic was not produced (see the log)"
-			return r
-		}
-		r.Note = fmt.Sprintf("%.0f bytes/record (JSON: %.0f)", b.framedBytes[f], b.res.Workload.RecordBytes)
-		return b.runSinkConf(ctx, r, sinkConf{format: f, registry: b.opt.registry, topic: topic}, table, nil)
 	}
 	return failed(r, fmt.Errorf("unknown variant %q", key))
 }
@@ -125,10 +143,10 @@ func (b *bench) runSink(ctx context.Context, r Result, table string, batch map[s
 // topic, table and brokers are filled in, its addresses default to the
 // server's native one.
 func (b *bench) runSinkConf(ctx context.Context, r Result, sc sinkConf, table string, attach func(pid int) func()) Result {
-	if sc.topic == "" {
-		sc.topic = b.topic
+	sc.name, sc.group, sc.topic, sc.table, sc.brokers = "bench-"+r.Key, b.group(r.Key, r.Run), b.topic, table, b.opt.brokers
+	if sc.topicOverride != "" {
+		sc.topic = sc.topicOverride
 	}
-	sc.name, sc.group, sc.table, sc.brokers = "bench-"+r.Key, b.group(r.Key, r.Run), table, b.opt.brokers
 	if len(sc.chAddrs) == 0 {
 		sc.chAddrs = []string{b.srv.native}
 	}
@@ -148,7 +166,11 @@ func (b *bench) runSinkConf(ctx context.Context, r Result, sc sinkConf, table st
 		return failed(r, err)
 	}
 	before := b.meter.snap()
-	c, err := start(b.opt.sinkBin, []string{"run", "--config", path}, strings.TrimSuffix(path, ".yaml")+".log", nil)
+	name, args := b.opt.sinkBin, []string{"run", "--config", path}
+	if len(sc.wrap) > 0 {
+		name, args = sc.wrap[0], append(append(sc.wrap[1:len(sc.wrap):len(sc.wrap)], b.opt.sinkBin), args...)
+	}
+	c, err := start(name, args, strings.TrimSuffix(path, ".yaml")+".log", func(cmd *exec.Cmd) { cmd.Env = append(cmd.Env, sc.env...) })
 	if err != nil {
 		return failed(r, err)
 	}
@@ -342,4 +364,85 @@ func (b *bench) runNaive(ctx context.Context, r Result, table string) Result {
 		r.Note = oneLine(serr.Error())
 	}
 	return b.finishRun(ctx, r, table, before, after, reached, c.usage())
+}
+
+// runsOf is how many runs variant key gets on srv: one for the naive
+// variant (a sample) and for a variant that does not run there (its row
+// says why), runs otherwise.
+func runsOf(key string, srv chServer, runs int) int {
+	if key == "naive" || notRunOn(key, srv) != "" {
+		return 1
+	}
+	return runs
+}
+
+// plannedRun is one run of a variant.
+type plannedRun struct {
+	key string
+	run int
+}
+
+// runOrder interleaves the runs: every variant's run 1, then every
+// variant's run 2, ..., each variant as often as runsOf allows.
+func runOrder(variants []string, srv chServer, runs int) []plannedRun {
+	var out []plannedRun
+	for run := 1; run <= runs; run++ {
+		for _, key := range variants {
+			if run <= runsOf(key, srv, runs) {
+				out = append(out, plannedRun{key, run})
+			}
+		}
+	}
+	return out
+}
+
+// plannedRuns is how many variant runs the whole benchmark makes, for the
+// progress line.
+func (b *bench) plannedRuns() int {
+	n := 0
+	for _, srv := range b.opt.servers {
+		n += len(runOrder(b.opt.variants, srv, b.opt.runs))
+	}
+	return n
+}
+
+// progress prints, before each run, how far the benchmark is and a rough
+// estimate of the time left (the mean time per run so far).
+type progress struct {
+	total, done int
+	began       time.Time
+}
+
+func newProgress(total int) progress { return progress{total: total, began: time.Now()} }
+
+func (p *progress) next(what string) {
+	el := time.Since(p.began)
+	eta := "?"
+	if p.done > 0 {
+		eta = (el / time.Duration(p.done) * time.Duration(p.total-p.done)).Round(time.Second).String()
+	}
+	p.done++
+	logf("[%d/%d, %s elapsed, ~%s left for the variant runs] %s", p.done, p.total, el.Round(time.Second), eta, what)
+}
+
+// digest sums a hash of every row of table: equal digests mean the same
+// rows, whatever order they landed in.
+func (b *bench) digest(ctx context.Context, table string) (string, error) {
+	return b.ch.query(ctx, "SELECT count(), sum(cityHash64(id, user_id, ts, event_type, channel, toString(cost), payload)) FROM "+benchDB+"."+table)
+}
+
+// sameRows compares table with the first JSON sink run on this server: the
+// registry formats carry the same logical events and must land the same
+// rows.
+func (b *bench) sameRows(ctx context.Context, table string) string {
+	d, err := b.digest(ctx, table)
+	switch {
+	case err != nil:
+		return "rows not compared: " + oneLine(err.Error())
+	case b.jsonDigest == "":
+		return "rows not compared: no JSON sink run succeeded before it"
+	case d == b.jsonDigest:
+		return "the same rows as the JSON sink run (count and row hash sum)"
+	}
+	return fmt.Sprintf("DIFFERENT rows from the JSON sink run: count, hash sum %q vs %q", d, b.jsonDigest)
 }
