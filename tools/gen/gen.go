@@ -228,7 +228,9 @@ func (p Produce) Run(ctx context.Context) (Result, error) {
 }
 
 // EnsureTopic creates topic with the given partitions (replication 1) unless
-// it exists; with recreate it deletes it first, so offsets start at 0.
+// it exists; with recreate it deletes it first, so offsets start at 0. It
+// returns once the broker's metadata lists the topic with a leader for every
+// partition: a created topic is not at once visible to the next client.
 func EnsureTopic(ctx context.Context, adm *kadm.Client, topic string, partitions int, recreate bool) error {
 	if recreate {
 		if _, err := adm.DeleteTopic(ctx, topic); err != nil && !errors.Is(err, kerr.UnknownTopicOrPartition) {
@@ -239,7 +241,7 @@ func EnsureTopic(ctx context.Context, adm *kadm.Client, topic string, partitions
 		for {
 			_, err := adm.CreateTopic(ctx, int32(partitions), 1, nil, topic)
 			if err == nil {
-				return nil
+				return waitTopic(ctx, adm, topic)
 			}
 			if !errors.Is(err, kerr.TopicAlreadyExists) || time.Now().After(deadline) {
 				return fmt.Errorf("create topic %s: %w", topic, err)
@@ -251,5 +253,36 @@ func EnsureTopic(ctx context.Context, adm *kadm.Client, topic string, partitions
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		return fmt.Errorf("create topic %s: %w", topic, err)
 	}
-	return nil
+	return waitTopic(ctx, adm, topic)
+}
+
+// waitTopic waits (up to 30 s) until the metadata lists topic with a leader
+// for each of its partitions.
+func waitTopic(ctx context.Context, adm *kadm.Client, topic string) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		tds, err := adm.ListTopics(ctx, topic)
+		if err == nil {
+			if td, ok := tds[topic]; ok && td.Err == nil && len(td.Partitions) > 0 {
+				ready := true
+				for _, p := range td.Partitions {
+					ready = ready && p.Err == nil && p.Leader >= 0
+				}
+				if ready {
+					return nil
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			if err == nil {
+				err = errors.New("not listed with a leader for every partition")
+			}
+			return fmt.Errorf("topic %s after creating it: %w", topic, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
