@@ -181,12 +181,9 @@ func (b *bench) runAdaptive(ctx context.Context, o adaptiveOptions, srv chServer
 		return fail(err)
 	}
 	topic := "bench_adaptive_ch" + srv.key
+	// EnsureTopic returns once the recreated topic is in the metadata: a
+	// sink that started before would stop with "topic does not exist".
 	if err := gen.EnsureTopic(ctx, b.adm, topic, o.partitions, true); err != nil {
-		return fail(err)
-	}
-	// A recreated topic takes a moment to be in the metadata; a sink that
-	// starts before would stop with "topic does not exist".
-	if err := b.topicReady(ctx, topic, o.partitions); err != nil {
 		return fail(err)
 	}
 	vs := adaptiveVariants(o)
@@ -335,27 +332,6 @@ func (b *bench) runAdaptive(ctx context.Context, o adaptiveOptions, srv chServer
 		logf("deleting %s: %v", topic, err)
 	}
 	return res
-}
-
-// topicReady waits until topic's metadata lists its partitions with leaders.
-func (b *bench) topicReady(ctx context.Context, topic string, partitions int) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		td, err := b.adm.ListTopics(ctx, topic)
-		if d, ok := td[topic]; err == nil && ok && d.Err == nil && len(d.Partitions) == partitions {
-			ready := true
-			for _, p := range d.Partitions {
-				ready = ready && p.Err == nil && p.Leader >= 0
-			}
-			if ready {
-				return nil
-			}
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("topic %s not ready with %d partitions after 30s (%v)", topic, partitions, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }
 
 // collectAdaptive reads what ClickHouse saw of r's table: every INSERT

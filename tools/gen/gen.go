@@ -241,7 +241,7 @@ func EnsureTopic(ctx context.Context, adm *kadm.Client, topic string, partitions
 		for {
 			_, err := adm.CreateTopic(ctx, int32(partitions), 1, nil, topic)
 			if err == nil {
-				return waitTopic(ctx, adm, topic)
+				return waitTopic(ctx, adm, topic, partitions)
 			}
 			if !errors.Is(err, kerr.TopicAlreadyExists) || time.Now().After(deadline) {
 				return fmt.Errorf("create topic %s: %w", topic, err)
@@ -250,20 +250,24 @@ func EnsureTopic(ctx context.Context, adm *kadm.Client, topic string, partitions
 		}
 	}
 	_, err := adm.CreateTopic(ctx, int32(partitions), 1, nil, topic)
-	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-		return fmt.Errorf("create topic %s: %w", topic, err)
+	switch {
+	case err == nil:
+		return waitTopic(ctx, adm, topic, partitions)
+	case errors.Is(err, kerr.TopicAlreadyExists):
+		return waitTopic(ctx, adm, topic, 0) // an existing topic keeps its partition count
 	}
-	return waitTopic(ctx, adm, topic)
+	return fmt.Errorf("create topic %s: %w", topic, err)
 }
 
 // waitTopic waits (up to 30 s) until the metadata lists topic with a leader
-// for each of its partitions.
-func waitTopic(ctx context.Context, adm *kadm.Client, topic string) error {
+// for each of its partitions, and with partitions of them unless that is 0
+// (a recreated topic can still be listed with the old one's for a moment).
+func waitTopic(ctx context.Context, adm *kadm.Client, topic string, partitions int) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		tds, err := adm.ListTopics(ctx, topic)
 		if err == nil {
-			if td, ok := tds[topic]; ok && td.Err == nil && len(td.Partitions) > 0 {
+			if td, ok := tds[topic]; ok && td.Err == nil && len(td.Partitions) > 0 && (partitions == 0 || len(td.Partitions) == partitions) {
 				ready := true
 				for _, p := range td.Partitions {
 					ready = ready && p.Err == nil && p.Leader >= 0
