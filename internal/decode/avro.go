@@ -592,10 +592,7 @@ func (c *avroCompiler) union(u *avro.UnionSchema, reqs []bindReq) (avroOp, error
 // takesAnyType reports whether a column of type t takes values of
 // different types: Variant, Dynamic, JSON and String.
 func takesAnyType(t *chType) bool {
-	for t.kind == kNullable || t.kind == kLowCardinality {
-		t = t.elem
-	}
-	switch t.kind {
+	switch t.base().kind {
 	case kVariant, kDynamic, kJSON, kString:
 		return true
 	}
@@ -623,10 +620,7 @@ func colsOf(reqs []bindReq) []int {
 
 // columnLoc is the time zone of a DateTime or DateTime64 column (nil: UTC).
 func columnLoc(t *chType) *time.Location {
-	for t.kind == kNullable || t.kind == kLowCardinality {
-		t = t.elem
-	}
-	return t.loc
+	return t.base().loc
 }
 
 // logicalType is s's logical type: what hamba/avro knows, or the raw

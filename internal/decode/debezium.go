@@ -383,10 +383,7 @@ const (
 )
 
 func classOf(t *chType) colClass {
-	for t.kind == kNullable || t.kind == kLowCardinality {
-		t = t.elem
-	}
-	switch t.kind {
+	switch t.base().kind {
 	case kDate, kDate32, kDateTime, kDateTime64:
 		return clsTime
 	case kString, kFixedString:
@@ -404,10 +401,7 @@ func classOf(t *chType) colClass {
 
 // columnScale is the Decimal scale of t (after Nullable/LowCardinality).
 func columnScale(t *chType) int {
-	for t.kind == kNullable || t.kind == kLowCardinality {
-		t = t.elem
-	}
-	return t.scale
+	return t.base().scale
 }
 
 // read reads column i's source into in and applies Debezium's encodings to

@@ -219,10 +219,7 @@ func (f *protoFormat) bind(col int, c ColumnSchema, t *chType, src route.Source,
 		f.binds = append(f.binds, protoBind{})
 	}
 	b := protoBind{path: src.Path, t: t, cls: classOf(t)}
-	base := t
-	for base.kind == kNullable || base.kind == kLowCardinality {
-		base = base.elem
-	}
+	base := t.base()
 	b.text = b.cls == clsString || base.kind == kJSON
 	b.enum = b.cls == clsString || base.kind == kEnum8 || base.kind == kEnum16
 	f.binds[col] = b

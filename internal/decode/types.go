@@ -455,6 +455,15 @@ func parseZone(arg string) (*time.Location, bool) {
 // unsupported reports whether t, or a type inside it, is one this package
 // cannot fill. Nesting rules follow ClickHouse's (no Nullable(Array), etc.).
 // JSON, Dynamic and Variant are supported as a column's own type only.
+// base is t without its Nullable and LowCardinality wrappers: the type
+// whose values a column holds.
+func (t *chType) base() *chType {
+	for t.kind == kNullable || t.kind == kLowCardinality {
+		t = t.elem
+	}
+	return t
+}
+
 func (t *chType) unsupported() bool { return t.unsupportedIn(true) }
 
 func (t *chType) unsupportedIn(top bool) bool {
