@@ -108,3 +108,23 @@ func cdcVersion(postgres bool, lsn, tsMs, offset int64) (version int64, reason s
 	}
 	return tsMs*versionOffsets + offset%versionOffsets, ""
 }
+
+// cdcMeta reads the change-event columns both Debezium formats serve alike
+// (the version, the delete marker, the op) into in; false for any other
+// source kind.
+func cdcMeta(kind route.Kind, version int64, del bool, op []byte, in *input) bool {
+	switch kind {
+	case route.Version:
+		in.kind, in.n = inInt, version
+	case route.Deleted:
+		in.kind, in.n = inInt, 0
+		if del {
+			in.n = 1
+		}
+	case route.Op:
+		in.kind, in.b = inStr, op
+	default:
+		return false
+	}
+	return true
+}

@@ -408,16 +408,10 @@ func columnScale(t *chType) int {
 // image fields.
 func (d *debeziumFormat) read(i int, in *input) error {
 	c := &d.cols[i]
+	if cdcMeta(c.kind, d.version, string(d.op) == "d", d.op, in) {
+		return nil
+	}
 	switch c.kind {
-	case route.Version:
-		in.kind, in.n = inInt, d.version
-	case route.Deleted:
-		in.kind, in.n = inInt, 0
-		if string(d.op) == "d" {
-			in.n = 1
-		}
-	case route.Op:
-		in.kind, in.b = inStr, d.op
 	case route.TsMs:
 		d.st.fromJSON(d.env.Get("ts_ms"), in)
 	case route.SourceBlock:

@@ -183,16 +183,10 @@ func (d *dbzAvroFormat) read(i int, in *input) error {
 		return d.env.key.slot(i, in)
 	}
 	c := &d.cols[i]
+	if cdcMeta(c.kind, d.version, d.del, d.op, in) {
+		return nil
+	}
 	switch c.kind {
-	case route.Version:
-		in.kind, in.n = inInt, d.version
-	case route.Deleted:
-		in.kind, in.n = inInt, 0
-		if d.del {
-			in.n = 1
-		}
-	case route.Op:
-		in.kind, in.b = inStr, d.op
 	case route.TsMs:
 		return d.env.slot(d.tsSlot, in)
 	case route.SourceBlock:
