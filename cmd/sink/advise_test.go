@@ -17,7 +17,7 @@ func TestAdviseCommand(t *testing.T) {
 	brokers := testenv.Kafka(t)
 	topic := testenv.NewTopic(t, 4)
 	testenv.ProduceAt(t, topic, 2000, 200)
-	time.Sleep(time.Second) // steady state, and records to sample
+	testenv.WaitRecords(t, topic, 100) // steady state, and records to sample
 
 	path := writeConfig(t, fmt.Sprintf("name: advise\nkafka: {brokers: [%q], topics: [%q]}\nroutes: [{topic: %q, table: db.t}]\n",
 		brokers[0], topic, topic))

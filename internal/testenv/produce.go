@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -42,6 +43,31 @@ func ProduceAt(t testing.TB, topic string, rate float64, size int) {
 			t.Errorf("producing to %s: %v", topic, *p)
 		}
 	})
+}
+
+// WaitRecords waits until every partition of topic holds at least n
+// records (its end offset), for 30 s at most, then fails the test: a
+// fresh topic's partitions may each take a moment to accept writes, so a
+// fixed sleep after ProduceAt can leave one of them empty.
+func WaitRecords(t testing.TB, topic string, n int64) {
+	t.Helper()
+	adm := kadm.NewClient(KafkaClient(t))
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		offs, err := adm.ListEndOffsets(context.Background(), topic)
+		if err == nil {
+			err = offs.Error()
+		}
+		ready := err == nil && len(offs[topic]) > 0
+		if ready {
+			offs.Each(func(o kadm.ListedOffset) { ready = ready && o.Offset >= n })
+		}
+		if ready {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("topic %s: not %d records in every partition after 30 s (end offsets %v, error %v)", topic, n, offs, err)
+		}
+	}
 }
 
 // Produce writes values to topic, one record each, and returns when the
