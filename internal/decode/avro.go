@@ -272,6 +272,8 @@ type avroProgram struct {
 	id   int
 	root []avroOp // the top-level record's fields, in encoding order
 	json []avroJSONSlot
+	// unmapped: the top-level fields no column reads (schema drift).
+	unmapped knownUnmapped
 }
 
 // avroJSONSlot is a value read as JSON: the columns that read it, each at
@@ -370,7 +372,21 @@ func (f *avroFormat) compileSchema(s *registry.Schema) (*avroProgram, error) {
 	if prog.root, err = c.record(rs, reqs); err != nil {
 		return nil, err
 	}
+	for i, fld := range rs.Fields() {
+		if prog.root[i].kind == opSkip {
+			prog.unmapped.fields = append(prog.unmapped.fields, schemaField{name: fld.Name(), typ: avroSchemaType(fld.Type(), 0)})
+		}
+	}
 	return prog, nil
+}
+
+// unmappedFields returns the unmapped fields of the schema of the record
+// decoded last (drift.go).
+func (f *avroFormat) unmappedFields() *knownUnmapped {
+	if f.prog == nil {
+		return nil
+	}
+	return &f.prog.unmapped
 }
 
 // parseAvroSchema parses a registry schema with the named types it

@@ -19,6 +19,18 @@ import (
 // through a map lookup by the key's bytes (no allocation); a new field
 // allocates once. At most MaxUnmappedFields distinct fields are kept per
 // Plan; the rest are counted together under OverflowField.
+//
+// The registry formats whose records are typed by a schema (avro,
+// protobuf) know their unmapped fields when a schema is compiled for the
+// Plan's columns: the top-level fields of the writer's schema that no
+// column reads (knownUnmapped). Their records are counted without looking
+// at the values (a record of such a schema carries the field, or its
+// default, by definition): the Plan binds the schema's list to its
+// counters once, and each record then adds one per field. Their Type is
+// the schema's (SchemaType); their Example is the schema's name of the
+// type ("schema type [\"null\",\"string\"]"), not a value: the decoder skips the
+// field's bytes without reading them, and rendering them would cost every
+// record.
 
 // MaxUnmappedFields bounds the distinct unmapped fields a Plan (and the
 // pipeline, per table) tracks by name.
@@ -41,10 +53,31 @@ type UnmappedField struct {
 	Count uint64
 	// Example is the first value seen (JSON text, cut to 64 bytes).
 	Example string
-	// Type is inferred from the first values seen (up to 100), merged.
+	// Type is inferred from the first values seen (up to 100), merged;
+	// for a field typed by the record's schema, Schema is set instead.
 	Type    FieldType
+	Schema  *SchemaType
 	sampled int
 	new     bool // first sighting since the Plan was compiled, not yet taken
+}
+
+// Column returns the ClickHouse type schema.evolve: add_columns gives the
+// field on a server with srv: from the schema when the field has one (see
+// SchemaType.Column), else inferred from its values (FieldType.Column).
+func (f UnmappedField) Column(srv ServerTypes, nullable bool) (string, error) {
+	if f.Schema != nil {
+		return f.Schema.Column(srv, nullable)
+	}
+	return f.Type.Column(srv, nullable)
+}
+
+// TypeName names the field's type for logs: the schema's type, or the
+// inferred shape (int, string, array(int), …).
+func (f UnmappedField) TypeName() string {
+	if f.Schema != nil {
+		return f.Schema.String()
+	}
+	return f.Type.String()
 }
 
 // New reports whether this is the first TakeUnmapped that hands the field
@@ -70,8 +103,34 @@ type extraFields interface {
 	extra() *jsonFields
 }
 
+// schemaFields is implemented by formats whose records are typed by a
+// registry schema: it returns the unmapped fields of the schema the
+// record just appended was written with (nil or empty: none).
+type schemaFields interface {
+	unmappedFields() *knownUnmapped
+}
+
+// knownUnmapped is the top-level fields of one compiled schema that no
+// column reads, and the Plan's counters for them (bound on first use).
+type knownUnmapped struct {
+	fields   []schemaField
+	counters []*UnmappedField // per field; nil: counted as overflow
+	bound    bool
+}
+
+type schemaField struct {
+	name string
+	typ  *SchemaType
+}
+
 // noteUnmapped counts the unmapped fields of the record just appended.
 func (p *Plan) noteUnmapped() {
+	if sf, ok := p.format.(schemaFields); ok {
+		if k := sf.unmappedFields(); k != nil && len(k.fields) > 0 {
+			p.drift.countKnown(k)
+		}
+		return
+	}
 	ef, ok := p.format.(extraFields)
 	if !ok {
 		return
@@ -107,6 +166,32 @@ func (p *Plan) noteUnmapped() {
 	d.mapped = f
 	d.last = d.last[:0]
 	f.obj.Visit(d.visit)
+}
+
+// countKnown counts one record of a schema whose unmapped fields are k.
+func (d *drift) countKnown(k *knownUnmapped) {
+	if !k.bound {
+		k.bound = true
+		if d.fields == nil {
+			d.fields = map[string]*UnmappedField{}
+		}
+		k.counters = make([]*UnmappedField, len(k.fields))
+		for i, f := range k.fields {
+			u := d.fields[f.name]
+			if u == nil && len(d.fields) < MaxUnmappedFields {
+				u = &UnmappedField{Name: f.name, new: true, Schema: f.typ, Example: "schema type " + f.typ.String()}
+				d.fields[u.Name] = u
+			}
+			k.counters[i] = u
+		}
+	}
+	for _, u := range k.counters {
+		if u == nil {
+			d.overflow++
+			continue
+		}
+		u.Count++
+	}
 }
 
 // again counts the fields of d.last in o when o has every one of them.

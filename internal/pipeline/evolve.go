@@ -154,7 +154,7 @@ func (p *Pipeline) unmapped(ts *tableState, rs *routeState, u *decode.UnmappedFi
 	ts.m.Unmapped(u.Name, u.Count)
 	if !fd.logged {
 		fd.logged = true
-		p.log.Warn().Str("table", ts.t.FullName()).Str("field", u.Name).Str("example", u.Example).Str("inferred", u.Type.String()).
+		p.log.Warn().Str("table", ts.t.FullName()).Str("field", u.Name).Str("example", u.Example).Str("inferred", u.TypeName()).
 			Uint64("records", u.Count).Msg("records carry a field that no column takes (counted in " + "sink_unmapped_fields_total; logged once)")
 	}
 	if rs.route.Schema.AddsColumns() && p.evo != nil {
@@ -193,7 +193,7 @@ func (p *Pipeline) evolve(ts *tableState, rs *routeState, u *decode.UnmappedFiel
 		say(whyDenied, "field not added as a column: schema.allow / schema.deny exclude it")
 		return
 	}
-	typ, err := u.Type.Column(p.evo.types, sch.Nullable)
+	typ, err := u.Column(p.evo.types, sch.Nullable)
 	if err != nil {
 		say(whyUnknown, "field not added as a column yet: "+err.Error())
 		return
@@ -326,7 +326,7 @@ func (p *Pipeline) SampleDrift(ctx context.Context, recs []*kgo.Record, info wri
 		sch, t := a.rs.route.Schema, a.rs.table.t
 		a.plan.TakeUnmapped(func(u *decode.UnmappedField) {
 			f := FieldReport{Name: u.Name, Records: u.Count, Example: u.Example}
-			typ, err := u.Type.Column(info.EvolveTypes(), sch.Nullable)
+			typ, err := u.Column(info.EvolveTypes(), sch.Nullable)
 			switch {
 			case hasColumn(t.Schema, u.Name):
 				f.Why = "the table has a column of that name that the route does not fill from it (DEFAULT, MATERIALIZED or ALIAS, or mapped from another source)"
