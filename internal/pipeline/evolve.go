@@ -269,8 +269,11 @@ type DriftReport struct {
 type FieldReport struct {
 	Name    string
 	Records uint64 // sampled records that carried it
-	Example string
-	Type    string // the inferred column type, "" when not known (Why says)
+	Example string // the first value seen ("" for a field typed by the schema)
+	// Schema is the field's type as the records' schema (avro, protobuf)
+	// names it; "" for a field whose type is inferred from its values.
+	Schema string
+	Type   string // the inferred column type, "" when not known (Why says)
 	// DDL is the statement add_columns would run for it ("" when it would
 	// not add it: Why says why).
 	DDL, Why string
@@ -326,6 +329,9 @@ func (p *Pipeline) SampleDrift(ctx context.Context, recs []*kgo.Record, info wri
 		sch, t := a.rs.route.Schema, a.rs.table.t
 		a.plan.TakeUnmapped(func(u *decode.UnmappedField) {
 			f := FieldReport{Name: u.Name, Records: u.Count, Example: u.Example}
+			if u.Schema != nil {
+				f.Example, f.Schema = "", u.Schema.String()
+			}
 			typ, err := u.Column(info.EvolveTypes(), sch.Nullable)
 			switch {
 			case hasColumn(t.Schema, u.Name):
