@@ -21,9 +21,10 @@ import (
 // Plan; the rest are counted together under OverflowField.
 //
 // The registry formats whose records are typed by a schema (avro,
-// protobuf) know their unmapped fields when a schema is compiled for the
-// Plan's columns: the top-level fields of the writer's schema that no
-// column reads (knownUnmapped). Their records are counted without looking
+// protobuf, debezium-avro) know their unmapped fields when a schema is
+// compiled for the Plan's columns: the top-level fields of the writer's
+// schema (for debezium-avro, of its row image's record) that no column
+// reads (knownUnmapped). Their records are counted without looking
 // at the values (a record of such a schema carries the field, or its
 // default, by definition): the Plan binds the schema's list to its
 // counters once, and each record then adds one per field. Their Type is

@@ -335,3 +335,43 @@ func TestUnmappedSchemaFieldsNoAllocs(t *testing.T) {
 		}
 	}
 }
+
+// TestUnmappedDebeziumAvroImage: debezium-avro counts the row image's
+// fields that no column reads (by the after record's schema, for creates
+// and deletes alike), not the envelope's; a delete read from the key is
+// not counted. Counting allocates nothing.
+func TestUnmappedDebeziumAvroImage(t *testing.T) {
+	var cols []ColumnSchema
+	for _, c := range customerAvroCols {
+		if c.Name != "email" && c.Name != "signup" {
+			cols = append(cols, c)
+		}
+	}
+	reg := newFakeRegistry()
+	reg.add(11, sr.TypeAvro, dbzAvroEnvelope)
+	reg.add(12, sr.TypeAvro, dbzAvroKey)
+	p, err := Compile(route.DebeziumAvro, cols, map[string]string{"op": "$op", "tbl": "$source.table", "ts": "$ts_ms"}, WithRegistry(reg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := dbzAvroImage(5, "Ann", "ann@example.com", -12345)
+	key := avroFrame(t, 12, dbzAvroKey, map[string]any{"id": int32(5)})
+	blk := p.NewBlock()
+	for i, v := range [][]byte{
+		dbzAvroEvent(t, "c", nil, row, "postgresql", int64(33)),
+		dbzAvroEvent(t, "d", row, nil, "postgresql", int64(34)),
+		dbzAvroEvent(t, "d", nil, nil, "postgresql", int64(35)), // from the key
+	} {
+		if err := p.Append(blk, &kgo.Record{Value: v, Key: key, Offset: int64(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := unmappedOf(p)
+	if len(got) != 2 || got["email"].Count != 2 || got["signup"].Count != 2 {
+		t.Fatalf("unmapped %+v; want email and signup, 2 each", got)
+	}
+	if typ, _ := got["signup"].Column(types26, false); typ != "Nullable(Date32)" {
+		t.Errorf("signup: %s (%s), want Nullable(Date32)", typ, got["signup"].TypeName())
+	}
+	requireZeroAllocs(t, p, [][]byte{dbzAvroEvent(t, "u", row, row, "postgresql", int64(40))})
+}
