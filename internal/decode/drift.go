@@ -24,12 +24,14 @@ import (
 // protobuf, debezium-avro) know their unmapped fields when a schema is
 // compiled for the Plan's columns: the top-level fields of the writer's
 // schema (for debezium-avro, of its row image's record) that no column
-// reads (knownUnmapped). Their records are counted without looking
-// at the values (a record of such a schema carries the field, or its
-// default, by definition): the Plan binds the schema's list to its
-// counters once, and each record then adds one per field. Their Type is
-// the schema's (SchemaType); their Example is the schema's name of the
-// type ("schema type [\"null\",\"string\"]"), not a value: the decoder skips the
+// reads (knownUnmapped). Their records are counted without looking at
+// the values: every record of such a schema counts, whether it sets the
+// field or not (a field without presence always has a value, its default;
+// a oneof member or an optional field may be absent, a union may be
+// null). The Plan binds the schema's list to its counters once, and each
+// record then adds one per field. Their Type is the schema's
+// (SchemaType); their Example is the schema's name of the type
+// (`schema type ["null","string"]`), not a value: the decoder skips the
 // field's bytes without reading them, and rendering them would cost every
 // record.
 

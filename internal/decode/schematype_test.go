@@ -375,3 +375,39 @@ func TestUnmappedDebeziumAvroImage(t *testing.T) {
 	}
 	requireZeroAllocs(t, p, [][]byte{dbzAvroEvent(t, "u", row, row, "postgresql", int64(40))})
 }
+
+// FuzzAvroSchemaType: any Avro schema that parses gives each field of a
+// record a column type the decoder can fill, or a reason there is none;
+// nothing panics or loops.
+func FuzzAvroSchemaType(f *testing.F) {
+	f.Add(driftAvro)
+	f.Add(avroMappingsSeed)
+	f.Add(`{"type":"record","name":"L","fields":[{"name":"next","type":["null","L"]},{"name":"m","type":{"type":"map","values":{"type":"array","items":["null","L"]}}}]}`)
+	f.Fuzz(func(t *testing.T, text string) {
+		s, err := avro.Parse(text)
+		if err != nil {
+			return
+		}
+		rs, ok := s.(*avro.RecordSchema)
+		if !ok {
+			return
+		}
+		for _, fld := range rs.Fields() {
+			st := avroSchemaType(fld.Type(), 0)
+			for _, srv := range []ServerTypes{types18, types26} {
+				for _, nullable := range []bool{false, true} {
+					typ, err := st.Column(srv, nullable)
+					if err != nil {
+						continue
+					}
+					if pt := parseType(typ); pt.unsupported() {
+						t.Fatalf("field %s (%s): %s, which the decoder cannot fill", fld.Name(), st, typ)
+					}
+				}
+			}
+		}
+	})
+}
+
+const avroMappingsSeed = `{"type":"record","name":"R","fields":[{"name":"d","type":{"type":"fixed","name":"D","size":12,"logicalType":"duration"}},` +
+	`{"name":"u","type":["null","string","long",{"type":"array","items":"int"}]},{"name":"e","type":{"type":"enum","name":"E","symbols":["A"]}}]}`
