@@ -1,6 +1,7 @@
 package pipeline_test
 
 import (
+	"context"
 	"fmt"
 	"math/big"
 	"sort"
@@ -8,6 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/sr"
+
+	"sink/config"
+	"sink/internal/eventfmt"
+	"sink/internal/registry"
 	"sink/internal/testenv"
 )
 
@@ -223,6 +229,42 @@ func TestEvolveProtobufAddsSchemaTypedColumns(t *testing.T) {
 		}
 		if n := uint64Of(t, ch, "SELECT count() FROM "+db+".t WHERE id >= 200 AND added = concat('v2-', toString(id))"); n != 100 {
 			t.Errorf("%d of the 100 records after version 2's ALTER filled added; want 100", n)
+		}
+		stopClean(t, done, stop)
+	})
+}
+
+// json-schema records are JSON objects: their new fields are typed from
+// their values, as json's are, and add_columns works the same.
+func TestEvolveJSONSchemaAddsColumns(t *testing.T) {
+	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
+		ch, db, topic := s.Conn(t), s.NewDatabase(t), testenv.NewTopic(t, 1)
+		createT(t, ch, db, "id UInt64")
+		rc, err := registry.New(config.SchemaRegistry{URLs: []string{testenv.Registry(t)}}, registry.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, err := rc.Register(context.Background(), testenv.UniqueName(t, "evolve-js")+"-value", sr.TypeJSON, eventfmt.JSONSchemaText)
+		if err != nil {
+			t.Fatal(err)
+		}
+		records := func(from, to int) [][]byte {
+			var out [][]byte
+			for i := from; i < to; i++ {
+				out = append(out, append(registry.AppendFrame(nil, id, false), fmt.Sprintf(`{"id":%d,"x":%d,"s":"s%d"}`, i, -i, i)...))
+			}
+			return out
+		}
+		cfg := evolveConfigFormat(t, s, topic, db, "json-schema", "{evolve: add_columns}")
+		done, stop := startPipeline(t, cfg)
+		produceBytes(t, topic, records(0, 100)...)
+		waitCommitted(t, done, cfg.Kafka.Group, topic, 100)
+		expectColumns(t, waitColumns(t, ch, db, done, 3), []string{"id UInt64", "x Int64", "s String"})
+		time.Sleep(time.Second)
+		produceBytes(t, topic, records(100, 200)...)
+		waitCommitted(t, done, cfg.Kafka.Group, topic, 200)
+		if n := uint64Of(t, ch, "SELECT count() FROM "+db+".t WHERE id >= 100 AND x = -id AND s = concat('s', toString(id))"); n != 100 {
+			t.Errorf("%d of the 100 records after the ALTER filled x and s; want 100", n)
 		}
 		stopClean(t, done, stop)
 	})
