@@ -269,3 +269,41 @@ func TestEvolveJSONSchemaAddsColumns(t *testing.T) {
 		stopClean(t, done, stop)
 	})
 }
+
+// The cap, the allow and deny lists and schema.nullable apply to fields
+// typed by a schema as to json's: of the permitted i32, db and ts (s64 is
+// denied, the rest not allowed), the cap lets two in, as Nullable.
+func TestEvolveProtobufCapAndLists(t *testing.T) {
+	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
+		ch, db, topic := s.Conn(t), s.NewDatabase(t), testenv.NewTopic(t, 1)
+		createT(t, ch, db, "id UInt64")
+		record := protoVersions(t, topic)
+		cfg := evolveConfigFormat(t, s, topic, db, "protobuf",
+			`{evolve: add_columns, allow: [i32, db, ts, s64], deny: [s64], max_new_columns_per_hour: 2, nullable: true}`)
+		done, stop := startPipeline(t, cfg)
+		produceBytes(t, topic, recordsOf(record, 0, 100, 1)...)
+		waitCommitted(t, done, cfg.Kafka.Group, topic, 100)
+		waitColumns(t, ch, db, done, 3)
+		produceBytes(t, topic, recordsOf(record, 100, 200, 2)...)
+		waitCommitted(t, done, cfg.Kafka.Group, topic, 200)
+		time.Sleep(time.Second)
+		cols := columnsOf(t, ch, db)
+		if len(cols) != 3 {
+			t.Fatalf("columns %v; want id and two of i32, db, ts (the cap)", cols)
+		}
+		ts := "Nullable(DateTime)"
+		if s.AtLeast(24, 8) {
+			ts = "Nullable(DateTime64(9))"
+		}
+		allowed := map[string]bool{"i32 Nullable(Int32)": true, "db Nullable(Float64)": true, "ts " + ts: true}
+		for _, c := range cols[1:] {
+			if !allowed[c] {
+				t.Errorf("column %q: want one of %v", c, allowed)
+			}
+		}
+		if n := countRows(t, ch, db+".t"); n != 200 {
+			t.Errorf("%d rows; want 200", n)
+		}
+		stopClean(t, done, stop)
+	})
+}
