@@ -54,7 +54,9 @@ type UnmappedField struct {
 	// Count is the records that carried the field since the last
 	// TakeUnmapped.
 	Count uint64
-	// Example is the first value seen (JSON text, cut to 64 bytes).
+	// Example is the first value seen (JSON text, cut to 64 bytes); for
+	// a field typed by the record's schema, "schema type " and the type
+	// as the schema names it.
 	Example string
 	// Type is inferred from the first values seen (up to 100), merged;
 	// for a field typed by the record's schema, Schema is set instead.
