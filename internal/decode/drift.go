@@ -91,6 +91,9 @@ func (f UnmappedField) New() bool { return f.new }
 
 // drift is a Plan's record of unmapped fields.
 type drift struct {
+	// The format's drift hooks, asserted once at Compile (nil: none).
+	known schemaFields
+	extra extraFields
 	fields   map[string]*UnmappedField
 	overflow uint64
 	visit    func(k []byte, v *fastjson.Value) // bound once, so a walk allocates nothing
@@ -128,23 +131,28 @@ type schemaField struct {
 	typ  *SchemaType
 }
 
+// bind notes which drift hook format f has.
+func (d *drift) bind(f rowFormat) {
+	d.known, _ = f.(schemaFields)
+	d.extra, _ = f.(extraFields)
+}
+
 // noteUnmapped counts the unmapped fields of the record just appended.
 func (p *Plan) noteUnmapped() {
-	if sf, ok := p.format.(schemaFields); ok {
-		if k := sf.unmappedFields(); k != nil && len(k.fields) > 0 {
-			p.drift.countKnown(k)
+	d := &p.drift
+	if d.known != nil {
+		if k := d.known.unmappedFields(); k != nil && len(k.fields) > 0 {
+			d.countKnown(k)
 		}
 		return
 	}
-	ef, ok := p.format.(extraFields)
-	if !ok {
+	if d.extra == nil {
 		return
 	}
-	f := ef.extra()
+	f := d.extra.extra()
 	if f == nil {
 		return
 	}
-	d := &p.drift
 	if d.visit == nil {
 		d.fields = map[string]*UnmappedField{}
 		d.visit = func(k []byte, v *fastjson.Value) {
