@@ -2,8 +2,6 @@ package config
 
 import (
 	"path"
-
-	"sink/internal/route"
 )
 
 // RouteSchema is a route's schema evolution: what happens to record fields
@@ -13,8 +11,9 @@ import (
 type RouteSchema struct {
 	// Evolve is "" (off: count and log only) or "add_columns": a new
 	// top-level field gets a column by ALTER TABLE … ADD COLUMN with a
-	// type inferred from its values. Existing columns are never changed
-	// or dropped. json format only.
+	// type inferred from its values (json, json-schema) or taken from the
+	// record's schema (avro, protobuf). Existing columns are never changed
+	// or dropped. Not for the CDC formats (debezium-json, debezium-avro).
 	Evolve string `koanf:"evolve"`
 	// Nullable wraps the added scalar columns in Nullable(T), so a field
 	// that is absent or null stays NULL instead of the type's default.
@@ -73,8 +72,8 @@ func (p *problems) validateSchema(key string, r *Route) {
 	switch s.Evolve {
 	case "", "none":
 	case EvolveAddColumns:
-		if r.Format != route.JSON {
-			p.add("%s.schema.evolve: add_columns needs format json (the %s format's fields are typed by its source; add the columns yourself)", key, r.Format)
+		if r.Format.CDC() {
+			p.add("%s.schema.evolve: add_columns does not work with format %s (its columns mirror the source database's table, whose changes need their own DDL; add the columns yourself)", key, r.Format)
 		}
 	default:
 		p.add("%s.schema.evolve: %q is not one of none, %s", key, s.Evolve, EvolveAddColumns)

@@ -6,7 +6,7 @@ import (
 )
 
 func TestRouteSchemaValidation(t *testing.T) {
-	const head = "name: t\nkafka: {topics: [orders]}\n"
+	const head = "name: t\nkafka: {topics: [orders]}\nschema_registry: {urls: [\"http://127.0.0.1:8081\"]}\n"
 	for _, tc := range []struct {
 		routes, cluster string
 		want            string // "" : valid
@@ -14,7 +14,11 @@ func TestRouteSchemaValidation(t *testing.T) {
 		{`[{topic: orders, table: o, schema: {evolve: add_columns, nullable: true, allow: ["a_*", b], deny: ["a_secret"]}}]`, "", ""},
 		{`[{topic: orders, table: o, schema: {evolve: none}}]`, "main", ""},
 		{`[{topic: orders, table: o, schema: {evolve: add}}]`, "", `routes[0].schema.evolve: "add" is not one of none, add_columns`},
-		{`[{topic: orders, table: o, format: debezium-json, schema: {evolve: add_columns}}]`, "", "routes[0].schema.evolve: add_columns needs format json"},
+		{`[{topic: orders, table: o, format: debezium-json, schema: {evolve: add_columns}}]`, "", "routes[0].schema.evolve: add_columns does not work with format debezium-json"},
+		{`[{topic: orders, table: o, format: debezium-avro, schema: {evolve: add_columns}}]`, "", "routes[0].schema.evolve: add_columns does not work with format debezium-avro"},
+		{`[{topic: orders, table: o, format: avro, schema: {evolve: add_columns}}]`, "", ""},
+		{`[{topic: orders, table: o, format: protobuf, schema: {evolve: add_columns}}]`, "", ""},
+		{`[{topic: orders, table: o, format: json-schema, schema: {evolve: add_columns}}]`, "", ""},
 		{`[{topic: orders, table: o, schema: {max_new_columns_per_hour: -1}}]`, "", "routes[0].schema.max_new_columns_per_hour (-1) must be at least 1"},
 		{`[{topic: orders, table: o, schema: {allow: ["[a-"]}}]`, "", `routes[0].schema.allow: "[a-" is not a valid pattern`},
 		{`[{topic: orders, table: o, schema: {deny: [""]}}]`, "", `routes[0].schema.deny: "" is not a valid pattern`},

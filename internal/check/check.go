@@ -199,7 +199,11 @@ func drift(ctx context.Context, cfg *config.Config, p *pipeline.Pipeline, info w
 		}
 		fmt.Fprintf(stdout, "drift: topic %s -> %s: %d fields without a column in %d sampled records%s\n", r.Topic, r.Table, len(r.Fields), r.Sampled, bad)
 		for _, f := range r.Fields {
-			fmt.Fprintf(stdout, "drift:   %s: %d records, e.g. %s", f.Name, f.Records, f.Example)
+			if f.Schema != "" {
+				fmt.Fprintf(stdout, "drift:   %s: %d records, schema type %s", f.Name, f.Records, f.Schema)
+			} else {
+				fmt.Fprintf(stdout, "drift:   %s: %d records, e.g. %s", f.Name, f.Records, f.Example)
+			}
 			if f.DDL != "" {
 				fmt.Fprintf(stdout, "; %s: %s\n", mode, f.DDL)
 			} else {

@@ -66,6 +66,10 @@ type avroFormat struct {
 	// whole: the schema's value as a whole fills the slots (a record key,
 	// which may be of any type), rather than fields of a record.
 	whole bool
+	// image names the top-level field whose record's fields are the row
+	// (a Debezium envelope's "after"), for schema drift; "" for the
+	// top-level record's own fields.
+	image string
 	// key reads the record key for $key columns (keyCols), nil if none.
 	key     *avroFormat
 	keyCols []bool
@@ -272,6 +276,8 @@ type avroProgram struct {
 	id   int
 	root []avroOp // the top-level record's fields, in encoding order
 	json []avroJSONSlot
+	// unmapped: the top-level fields no column reads (schema drift).
+	unmapped knownUnmapped
 }
 
 // avroJSONSlot is a value read as JSON: the columns that read it, each at
@@ -370,7 +376,50 @@ func (f *avroFormat) compileSchema(s *registry.Schema) (*avroProgram, error) {
 	if prog.root, err = c.record(rs, reqs); err != nil {
 		return nil, err
 	}
+	prog.unmapped.fields = skippedFields(rs, prog.root, f.image)
 	return prog, nil
+}
+
+// skippedFields lists the fields of record rs that ops (its compiled
+// fields) skip: the fields no column reads. With image set, it lists those
+// of the record in rs's field image instead (a record, or a union of null
+// and a record).
+func skippedFields(rs *avro.RecordSchema, ops []avroOp, image string) []schemaField {
+	var out []schemaField
+	for i, fld := range rs.Fields() {
+		if image == "" {
+			if ops[i].kind == opSkip {
+				out = append(out, schemaField{name: fld.Name(), typ: avroSchemaType(fld.Type(), 0)})
+			}
+			continue
+		}
+		if fld.Name() != image {
+			continue
+		}
+		sch, op := resolveRef(fld.Type()), ops[i]
+		if u, ok := sch.(*avro.UnionSchema); ok && op.kind == opUnion {
+			for j, b := range u.Types() {
+				if op.branches[j].kind == opRecord {
+					sch, op = resolveRef(b), op.branches[j]
+					break
+				}
+			}
+		}
+		if inner, ok := sch.(*avro.RecordSchema); ok && op.kind == opRecord {
+			return skippedFields(inner, op.fields, "")
+		}
+		return nil
+	}
+	return out
+}
+
+// unmappedFields returns the unmapped fields of the schema of the record
+// decoded last (drift.go).
+func (f *avroFormat) unmappedFields() *knownUnmapped {
+	if f.prog == nil {
+		return nil
+	}
+	return &f.prog.unmapped
 }
 
 // parseAvroSchema parses a registry schema with the named types it

@@ -18,9 +18,11 @@
 // grammar of sources and format names is package route's.
 //
 // Drift: a Plan also counts the record fields no column reads (the json
-// record's top-level keys, the debezium-json row image's fields) and infers
-// their types, for the pipeline's drift metric and schema evolution
-// (drift.go, infer.go; Plan.TakeUnmapped).
+// and json-schema record's top-level keys, the debezium-json row image's
+// fields, inferring their types from the values; the top-level fields of
+// an avro or protobuf record's schema and of a debezium-avro row image's,
+// typed by the schema) for the pipeline's drift metric and schema
+// evolution (drift.go, infer.go, schematype.go; Plan.TakeUnmapped).
 //
 // Concurrency: a Plan owns reusable parsers and per-schema readers, so one
 // Plan is used by one goroutine at a time; a registry-framed format's Append

@@ -47,6 +47,7 @@ type dbzAvroCol struct {
 
 func newDbzAvroFormat(env formatEnv) *dbzAvroFormat {
 	d := &dbzAvroFormat{st: env.st, env: newAvroFormat(env), key: newAvroFormat(env)}
+	d.env.image = "after" // schema drift: the row image's fields no column reads
 	str, long := parseType("Nullable(String)"), parseType("Nullable(Int64)")
 	slot := func(t *chType, present bool, path ...string) int {
 		i := len(d.env.binds)
@@ -110,6 +111,16 @@ func (d *dbzAvroFormat) done() error {
 }
 
 func (d *dbzAvroFormat) lenient() bool { return d.del }
+
+// unmappedFields returns the fields of the row image's schema that no
+// column reads (drift.go): the envelope's after record, which is the
+// before record's schema too. A delete read from its key is not counted.
+func (d *dbzAvroFormat) unmappedFields() *knownUnmapped {
+	if d.fromKey {
+		return nil
+	}
+	return d.env.unmappedFields()
+}
 
 func (d *dbzAvroFormat) begin(r recordData) error {
 	if len(r.value) == 0 {

@@ -19,6 +19,21 @@ import (
 // through a map lookup by the key's bytes (no allocation); a new field
 // allocates once. At most MaxUnmappedFields distinct fields are kept per
 // Plan; the rest are counted together under OverflowField.
+//
+// The registry formats whose records are typed by a schema (avro,
+// protobuf, debezium-avro) know their unmapped fields when a schema is
+// compiled for the Plan's columns: the top-level fields of the writer's
+// schema (for debezium-avro, of its row image's record) that no column
+// reads (knownUnmapped). Their records are counted without looking at
+// the values: every record of such a schema counts, whether it sets the
+// field or not (a field without presence always has a value, its default;
+// a oneof member or an optional field may be absent, a union may be
+// null). The Plan binds the schema's list to its counters once, and each
+// record then adds one per field. Their Type is the schema's
+// (SchemaType); their Example is the schema's name of the type
+// (`schema type ["null","string"]`), not a value: the decoder skips the
+// field's bytes without reading them, and rendering them would cost every
+// record.
 
 // MaxUnmappedFields bounds the distinct unmapped fields a Plan (and the
 // pipeline, per table) tracks by name.
@@ -39,12 +54,35 @@ type UnmappedField struct {
 	// Count is the records that carried the field since the last
 	// TakeUnmapped.
 	Count uint64
-	// Example is the first value seen (JSON text, cut to 64 bytes).
+	// Example is the first value seen (JSON text, cut to 64 bytes); for
+	// a field typed by the record's schema, "schema type " and the type
+	// as the schema names it.
 	Example string
-	// Type is inferred from the first values seen (up to 100), merged.
+	// Type is inferred from the first values seen (up to 100), merged;
+	// for a field typed by the record's schema, Schema is set instead.
 	Type    FieldType
+	Schema  *SchemaType
 	sampled int
 	new     bool // first sighting since the Plan was compiled, not yet taken
+}
+
+// Column returns the ClickHouse type schema.evolve: add_columns gives the
+// field on a server with srv: from the schema when the field has one (see
+// SchemaType.Column), else inferred from its values (FieldType.Column).
+func (f UnmappedField) Column(srv ServerTypes, nullable bool) (string, error) {
+	if f.Schema != nil {
+		return f.Schema.Column(srv, nullable)
+	}
+	return f.Type.Column(srv, nullable)
+}
+
+// TypeName names the field's type for logs: the schema's type, or the
+// inferred shape (int, string, array(int), …).
+func (f UnmappedField) TypeName() string {
+	if f.Schema != nil {
+		return f.Schema.String()
+	}
+	return f.Type.String()
 }
 
 // New reports whether this is the first TakeUnmapped that hands the field
@@ -53,6 +91,9 @@ func (f UnmappedField) New() bool { return f.new }
 
 // drift is a Plan's record of unmapped fields.
 type drift struct {
+	// The format's drift hooks, asserted once at Compile (nil: none).
+	known schemaFields
+	extra extraFields
 	fields   map[string]*UnmappedField
 	overflow uint64
 	visit    func(k []byte, v *fastjson.Value) // bound once, so a walk allocates nothing
@@ -70,17 +111,48 @@ type extraFields interface {
 	extra() *jsonFields
 }
 
+// schemaFields is implemented by formats whose records are typed by a
+// registry schema: it returns the unmapped fields of the schema the
+// record just appended was written with (nil or empty: none).
+type schemaFields interface {
+	unmappedFields() *knownUnmapped
+}
+
+// knownUnmapped is the top-level fields of one compiled schema that no
+// column reads, and the Plan's counters for them (bound on first use).
+type knownUnmapped struct {
+	fields   []schemaField
+	counters []*UnmappedField // per field; nil: counted as overflow
+	bound    bool
+}
+
+type schemaField struct {
+	name string
+	typ  *SchemaType
+}
+
+// bind notes which drift hook format f has.
+func (d *drift) bind(f rowFormat) {
+	d.known, _ = f.(schemaFields)
+	d.extra, _ = f.(extraFields)
+}
+
 // noteUnmapped counts the unmapped fields of the record just appended.
 func (p *Plan) noteUnmapped() {
-	ef, ok := p.format.(extraFields)
-	if !ok {
+	d := &p.drift
+	if d.known != nil {
+		if k := d.known.unmappedFields(); k != nil && len(k.fields) > 0 {
+			d.countKnown(k)
+		}
 		return
 	}
-	f := ef.extra()
+	if d.extra == nil {
+		return
+	}
+	f := d.extra.extra()
 	if f == nil {
 		return
 	}
-	d := &p.drift
 	if d.visit == nil {
 		d.fields = map[string]*UnmappedField{}
 		d.visit = func(k []byte, v *fastjson.Value) {
@@ -107,6 +179,32 @@ func (p *Plan) noteUnmapped() {
 	d.mapped = f
 	d.last = d.last[:0]
 	f.obj.Visit(d.visit)
+}
+
+// countKnown counts one record of a schema whose unmapped fields are k.
+func (d *drift) countKnown(k *knownUnmapped) {
+	if !k.bound {
+		k.bound = true
+		if d.fields == nil {
+			d.fields = map[string]*UnmappedField{}
+		}
+		k.counters = make([]*UnmappedField, len(k.fields))
+		for i, f := range k.fields {
+			u := d.fields[f.name]
+			if u == nil && len(d.fields) < MaxUnmappedFields {
+				u = &UnmappedField{Name: f.name, new: true, Schema: f.typ, Example: "schema type " + f.typ.String()}
+				d.fields[u.Name] = u
+			}
+			k.counters[i] = u
+		}
+	}
+	for _, u := range k.counters {
+		if u == nil {
+			d.overflow++
+			continue
+		}
+		u.Count++
+	}
 }
 
 // again counts the fields of d.last in o when o has every one of them.

@@ -188,6 +188,9 @@ type ServerTypes struct {
 	Bool       bool // Bool (21.12+); else UInt8
 	DateTime64 bool // DateTime64 (20.1+); else an RFC 3339 field is a String
 	JSON       bool // the JSON type (24.8+ as its own type); else an object is a String
+	// For the types of registry schemas (SchemaType.Column):
+	Date32 bool // Date32 (21.9+); else Date
+	Map    bool // Map(K, V) (21.8+); else a map is its JSON text (String)
 }
 
 // Column returns the ClickHouse type for t on a server with srv, wrapped in

@@ -107,6 +107,7 @@ func Compile(format route.Format, cols []ColumnSchema, mapping map[string]string
 		return nil, err
 	}
 	p.format = f
+	p.drift.bind(f)
 	if err := checkMapping(cols, mapping, f.role); err != nil {
 		return nil, err
 	}

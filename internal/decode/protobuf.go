@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -122,6 +123,8 @@ type protoReader struct {
 	sparse map[protowire.Number]int32 // the same for larger numbers
 	slots  []protoSlot
 	cols   []protoCol // per Plan column
+	// unmapped: the message's top-level fields no column reads (schema drift).
+	unmapped knownUnmapped
 }
 
 // protoSlot is one top-level field some column reads: where it occurs in
@@ -379,7 +382,40 @@ func (f *protoFormat) compileReader(md protoreflect.MessageDescriptor) *protoRea
 			}
 		}
 	}
+	rd.findUnmapped()
 	return rd
+}
+
+// findUnmapped lists the message's top-level fields that no column's path
+// starts at (groups, which are not read, excepted).
+func (rd *protoReader) findUnmapped() {
+	fields := rd.md.Fields()
+	for i := 0; i < fields.Len(); i++ {
+		fd := fields.Get(i)
+		if fd.Kind() == protoreflect.GroupKind || rd.reads(fd.Number()) {
+			continue
+		}
+		rd.unmapped.fields = append(rd.unmapped.fields, schemaField{name: string(fd.Name()), typ: protoSchemaType(fd)})
+	}
+}
+
+// reads reports whether some column's path starts at field n.
+func (rd *protoReader) reads(n protowire.Number) bool {
+	for i := range rd.cols {
+		if slices.Contains(rd.cols[i].first.nums, n) {
+			return true
+		}
+	}
+	return false
+}
+
+// unmappedFields returns the unmapped fields of the message type of the
+// record decoded last (drift.go).
+func (f *protoFormat) unmappedFields() *knownUnmapped {
+	if f.cur == nil || f.cur.skip != nil {
+		return nil
+	}
+	return &f.cur.unmapped
 }
 
 // resolveStep finds name in md: a field (groups excepted) or a oneof.

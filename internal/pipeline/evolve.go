@@ -154,7 +154,7 @@ func (p *Pipeline) unmapped(ts *tableState, rs *routeState, u *decode.UnmappedFi
 	ts.m.Unmapped(u.Name, u.Count)
 	if !fd.logged {
 		fd.logged = true
-		p.log.Warn().Str("table", ts.t.FullName()).Str("field", u.Name).Str("example", u.Example).Str("inferred", u.Type.String()).
+		p.log.Warn().Str("table", ts.t.FullName()).Str("field", u.Name).Str("example", u.Example).Str("inferred", u.TypeName()).
 			Uint64("records", u.Count).Msg("records carry a field that no column takes (counted in " + "sink_unmapped_fields_total; logged once)")
 	}
 	if rs.route.Schema.AddsColumns() && p.evo != nil {
@@ -193,7 +193,7 @@ func (p *Pipeline) evolve(ts *tableState, rs *routeState, u *decode.UnmappedFiel
 		say(whyDenied, "field not added as a column: schema.allow / schema.deny exclude it")
 		return
 	}
-	typ, err := u.Type.Column(p.evo.types, sch.Nullable)
+	typ, err := u.Column(p.evo.types, sch.Nullable)
 	if err != nil {
 		say(whyUnknown, "field not added as a column yet: "+err.Error())
 		return
@@ -269,8 +269,11 @@ type DriftReport struct {
 type FieldReport struct {
 	Name    string
 	Records uint64 // sampled records that carried it
-	Example string
-	Type    string // the inferred column type, "" when not known (Why says)
+	Example string // the first value seen ("" for a field typed by the schema)
+	// Schema is the field's type as the records' schema (avro, protobuf)
+	// names it; "" for a field whose type is inferred from its values.
+	Schema string
+	Type   string // the inferred column type, "" when not known (Why says)
 	// DDL is the statement add_columns would run for it ("" when it would
 	// not add it: Why says why).
 	DDL, Why string
@@ -326,7 +329,10 @@ func (p *Pipeline) SampleDrift(ctx context.Context, recs []*kgo.Record, info wri
 		sch, t := a.rs.route.Schema, a.rs.table.t
 		a.plan.TakeUnmapped(func(u *decode.UnmappedField) {
 			f := FieldReport{Name: u.Name, Records: u.Count, Example: u.Example}
-			typ, err := u.Type.Column(info.EvolveTypes(), sch.Nullable)
+			if u.Schema != nil {
+				f.Example, f.Schema = "", u.Schema.String()
+			}
+			typ, err := u.Column(info.EvolveTypes(), sch.Nullable)
 			switch {
 			case hasColumn(t.Schema, u.Name):
 				f.Why = "the table has a column of that name that the route does not fill from it (DEFAULT, MATERIALIZED or ALIAS, or mapped from another source)"

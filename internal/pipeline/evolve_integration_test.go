@@ -19,18 +19,30 @@ import (
 // evolveConfig is a one-topic connector into db.t with the route's schema
 // section set to schema (YAML flow mapping, "" for none).
 func evolveConfig(t *testing.T, s testenv.Server, topic, db, schema string) *config.Config {
-	route := fmt.Sprintf("{topic: %q, table: t}", topic)
+	return evolveConfigFormat(t, s, topic, db, "", schema)
+}
+
+// evolveConfigFormat is evolveConfig with the route's format (a registry
+// format gets the stack's schema registry; "" is json).
+func evolveConfigFormat(t *testing.T, s testenv.Server, topic, db, format, schema string) *config.Config {
+	route := fmt.Sprintf("topic: %q, table: t", topic)
 	if schema != "" {
-		route = fmt.Sprintf("{topic: %q, table: t, schema: %s}", topic, schema)
+		route += ", schema: " + schema
+	}
+	reg := ""
+	if format != "" {
+		route += ", format: " + format
+		reg = fmt.Sprintf("schema_registry: {urls: [%q]}", testenv.Registry(t))
 	}
 	return newConfig(t, fmt.Sprintf(`
 name: %s
 kafka: {brokers: [%q], topics: [%q], fetch_max_wait: 100ms, commit_interval: 200ms}
 clickhouse: {addrs: [%q], database: %s, retry_initial: 50ms, retry_max: 300ms, schema_refresh: 0s}
 batch: {max_rows: 1000, max_wait: 300ms}
-routes: [%s]
+routes: [{%s}]
 http: {listen: ""}
-`, testenv.UniqueName(t, "evolve"), testenv.Kafka(t)[0], topic, s.Addr, db, route))
+%s
+`, testenv.UniqueName(t, "evolve"), testenv.Kafka(t)[0], topic, s.Addr, db, route, reg))
 }
 
 func createT(t *testing.T, ch driver.Conn, db, columns string) {
@@ -95,13 +107,7 @@ func TestUnmappedFieldsCountedInMetrics(t *testing.T) {
 		ch, db, topic := s.Conn(t), s.NewDatabase(t), testenv.NewTopic(t, 1)
 		createT(t, ch, db, "id UInt64, n String")
 		cfg := evolveConfig(t, s, topic, db, "")
-		m := metrics.New(cfg.Kafka.Group)
-		srv, err := metrics.Serve("127.0.0.1:0", m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer srv.Close(context.Background())
-		done, stop := startPipelineWith(t, cfg, pipeline.WithMetrics(m))
+		done, stop, unmapped := startWithMetrics(t, cfg)
 
 		var values []string
 		for i := 0; i < 300; i++ {
@@ -118,20 +124,7 @@ func TestUnmappedFieldsCountedInMetrics(t *testing.T) {
 		waitCommitted(t, done, cfg.Kafka.Group, topic, 300)
 		stopClean(t, done, stop) // the last batch is sealed and counted
 
-		code, body := scrape(t, "http://"+srv.Addr()+"/metrics")
-		if code != 200 {
-			t.Fatalf("/metrics: %d", code)
-		}
-		smp := samples(t, body)
-		table := fmt.Sprintf(`table="%s.t"`, db)
-		for field, want := range map[string]float64{"color": 150, "size": 200} {
-			if got, _ := sum(smp, metrics.UnmappedFields, table, `field="`+field+`"`); got != want {
-				t.Errorf("%s{field=%q} = %v; want %v", metrics.UnmappedFields, field, got, want)
-			}
-		}
-		if _, series := sum(smp, metrics.UnmappedFields, table); series != 2 {
-			t.Errorf("%d series of %s; want 2 (color, size)", series, metrics.UnmappedFields)
-		}
+		checkUnmapped(t, unmapped, db, map[string]float64{"color": 150, "size": 200}, 2)
 		if n := countRows(t, ch, db+".t"); n != 300 {
 			t.Errorf("%d rows; want 300", n)
 		}
@@ -139,6 +132,42 @@ func TestUnmappedFieldsCountedInMetrics(t *testing.T) {
 			t.Errorf("columns %v: the table changed without schema.evolve", cols)
 		}
 	})
+}
+
+// startWithMetrics runs cfg's connector with a metrics endpoint; unmapped
+// scrapes it for sink_unmapped_fields_total of db.t.
+func startWithMetrics(t *testing.T, cfg *config.Config) (<-chan error, context.CancelFunc, func() map[string]float64) {
+	t.Helper()
+	m := metrics.New(cfg.Kafka.Group)
+	srv, err := metrics.Serve("127.0.0.1:0", m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close(context.Background()) })
+	done, stop := startPipelineWith(t, cfg, pipeline.WithMetrics(m))
+	return done, stop, func() map[string]float64 {
+		code, body := scrape(t, "http://"+srv.Addr()+"/metrics")
+		if code != 200 {
+			t.Fatalf("/metrics: %d", code)
+		}
+		return samples(t, body)
+	}
+}
+
+// checkUnmapped scrapes sink_unmapped_fields_total of db.t and expects the
+// counts of want, and series series in all.
+func checkUnmapped(t *testing.T, scrapeNow func() map[string]float64, db string, want map[string]float64, series int) {
+	t.Helper()
+	smp := scrapeNow()
+	table := fmt.Sprintf(`table="%s.t"`, db)
+	for field, n := range want {
+		if got, _ := sum(smp, metrics.UnmappedFields, table, `field="`+field+`"`); got != n {
+			t.Errorf("%s{field=%q} = %v; want %v", metrics.UnmappedFields, field, got, n)
+		}
+	}
+	if _, got := sum(smp, metrics.UnmappedFields, table); got != series {
+		t.Errorf("%d series of %s; want %d", got, metrics.UnmappedFields, series)
+	}
 }
 
 // typedRecord carries one field of each inferred kind.

@@ -13,13 +13,16 @@ import (
 // DDL the sink runs, and it only ever adds a column.
 
 // EvolveTypes is what a server offers for inferred column types
-// (decode.FieldType.Column): Bool since 21.12, DateTime64 since 20.1, the
-// JSON type when Probe found it.
+// (decode.FieldType.Column, decode.SchemaType.Column): Bool since 21.12,
+// DateTime64 since 20.1, the JSON type when Probe found it, Date32 since
+// 21.9, Map since 21.8 (no longer experimental).
 func (i ServerInfo) EvolveTypes() decode.ServerTypes {
 	return decode.ServerTypes{
 		Bool:       i.Version.AtLeast(21, 12),
 		DateTime64: i.Version.AtLeast(20, 1),
 		JSON:       i.JSONType,
+		Date32:     i.Version.AtLeast(21, 9),
+		Map:        i.Version.AtLeast(21, 8),
 	}
 }
 
