@@ -100,7 +100,14 @@ func (p *Pipeline) decodeSome(writeCtx context.Context) {
 		} else {
 			p.pending[0].recs = pp.recs[take:]
 		}
-		p.handlePartition(writeCtx, now, pp.tp, pp.hwm, pp.recs[:take:take])
+		chunk := pp.recs[:take:take]
+		p.handlePartition(writeCtx, now, pp.tp, pp.hwm, chunk)
+		// Whatever still needs a record (a dead-letter produce, the
+		// registry's hold) has its own reference: dropping the fetch's
+		// lets the collector free the decoded part of the fetch (records
+		// and, once none of their batch is left, the decompressed
+		// batches) before the rest of the partition is decoded.
+		clear(chunk)
 	}
 	if len(p.pending) == 0 {
 		p.pending = nil // lets the emptied backing array go
