@@ -23,34 +23,33 @@ import (
 const benchDB = "bench"
 
 type options struct {
-	brokers   []string
-	servers   []chServer // one after the other, each with every variant
-	stackRoot string     // the checkout that started the stack: server logs, Kafka jars
-	sinkBin   string
-	// sinkBeforeBin is the build variant sink_before runs ("": not run).
-	sinkBeforeBin string
-	benchBin      string
-	loadgenBin    string // produces the registry-framed workloads
-	registry      string // the schema registry the avro/protobuf variants use
-	explain       string // file of explanations for missed targets
-	machineName   string // what the results call the machine
-	before        string // an earlier results .json whose CPU profile is shown as "before"
-	out, work     string
-	count         int
-	size          int
-	partitions    int
-	skew          float64
-	seed          uint64
-	runs          int
-	sample        int
-	variants      []string
-	timeout       time.Duration
-	quiet         time.Duration // longest wait for an idle machine before a run
-	seed004       seed004Options
-	goBench       bool
-	perf          bool
-	keep          bool
-	command       string // how the run was started, for the results file
+	brokers     []string
+	servers     []chServer // one after the other, each with every variant
+	stackRoot   string     // the checkout that started the stack: server logs, Kafka jars
+	sinkBin     string
+	sinkBefore  string // the build variant sink_before runs ("": not run)
+	benchBin    string
+	loadgenBin  string // produces the registry-framed workloads
+	registry    string // the schema registry the avro/protobuf variants use
+	explain     string // file of explanations for missed targets
+	machineName string // what the results call the machine
+	before      string // an earlier results .json whose CPU profile is shown as "before"
+	out, work   string
+	count       int
+	size        int
+	partitions  int
+	skew        float64
+	seed        uint64
+	runs        int
+	sample      int
+	variants    []string
+	timeout     time.Duration
+	quiet       time.Duration // longest wait for an idle machine before a run
+	seed004     seed004Options
+	goBench     bool
+	perf        bool
+	keep        bool
+	command     string // how the run was started, for the results file
 }
 
 // chServer is one ClickHouse server of the local stack.

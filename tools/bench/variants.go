@@ -88,14 +88,14 @@ func (b *bench) runVariant(ctx context.Context, key string, run int) Result {
 		}
 		return r
 	case "sink_before", "sink_before_gomaxprocs2":
-		if b.opt.sinkBeforeBin == "" {
+		if b.opt.sinkBefore == "" {
 			r.Status = "not run: no --sink-before binary"
 			return r
 		}
 		if key == "sink_before_gomaxprocs2" {
-			return b.runRemoteLike(ctx, r, table, "2", b.opt.sinkBeforeBin)
+			return b.runRemoteLike(ctx, r, table, "2", b.opt.sinkBefore)
 		}
-		return b.runSinkConf(ctx, r, sinkConf{bin: b.opt.sinkBeforeBin}, table, nil)
+		return b.runSinkConf(ctx, r, sinkConf{bin: b.opt.sinkBefore}, table, nil)
 	case "sink_per_partition":
 		return b.runSink(ctx, r, table, map[string]string{"ignore_partitions": "false"}, nil)
 	case "sink_gomaxprocs1", "sink_gomaxprocs2":
