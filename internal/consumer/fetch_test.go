@@ -20,12 +20,12 @@ func TestFetchLimitsFor(t *testing.T) {
 		}
 	}
 	const mib = 1 << 20
-	// the defaults (50 MiB, 8 MiB) under the default budget: 256 MiB / 20
-	f("256MiB", "50MiB", "8MiB", FetchLimits{MaxBytes: 256 * mib / 20, PartitionBytes: 8 * mib, Concurrent: 2})
+	// the defaults (50 MiB, 8 MiB) under the default budget: 256 MiB / 32
+	f("256MiB", "50MiB", "8MiB", FetchLimits{MaxBytes: 8 * mib, PartitionBytes: 8 * mib, Concurrent: 2})
 	// a small budget lowers both
-	f("32MiB", "50MiB", "8MiB", FetchLimits{MaxBytes: 32 * mib / 20, PartitionBytes: 32 * mib / 20, Concurrent: 2})
+	f("64MiB", "50MiB", "8MiB", FetchLimits{MaxBytes: 2 * mib, PartitionBytes: 2 * mib, Concurrent: 2})
 	// never below 1 MiB from the derivation...
-	f("8MiB", "50MiB", "8MiB", FetchLimits{MaxBytes: mib, PartitionBytes: mib, Concurrent: 2})
+	f("16MiB", "50MiB", "8MiB", FetchLimits{MaxBytes: mib, PartitionBytes: mib, Concurrent: 2})
 	// ...but a smaller configured value stays
 	f("256MiB", "512KiB", "256KiB", FetchLimits{MaxBytes: 512 << 10, PartitionBytes: 256 << 10, Concurrent: 2})
 	// a big budget keeps the configured sizes

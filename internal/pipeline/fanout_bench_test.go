@@ -8,6 +8,8 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"sink/config"
 )
 
 // BenchmarkRouteRecord measures the owner's per-record work (route, decode
@@ -21,15 +23,7 @@ func BenchmarkRouteRecord(b *testing.B) {
 		{"fanout_all_3_tables", allTables},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			t := &testing.T{}
-			cfg := unitConfig(t, bc.extra)
-			cfg.Batch.MaxRows = 5000
-			cfg.ClickHouse.MaxInFlight = 4
-			p, err := New(context.Background(), cfg, zerolog.Nop(), newFakeSink(nil))
-			if err != nil {
-				b.Fatal(err)
-			}
-			p.Attach(newFakeSource())
+			p, cfg := benchPipeline(b, bc.extra)
 			recs := make([]*kgo.Record, 1024)
 			for i := range recs {
 				r := fanRecord(int64(i), fmt.Sprintf("eu-%d", i%3), []string{"order", "", "x"}[i%3], []string{"click", "view", "other"}[i%3])
@@ -58,4 +52,19 @@ func BenchmarkRouteRecord(b *testing.B) {
 			}
 		})
 	}
+}
+
+// benchPipeline is a pipeline on the fake source and sink for benchmarks
+// that drive the owner's methods directly: batches of 5,000 rows, four
+// INSERTs in flight.
+func benchPipeline(b *testing.B, extra string) (*Pipeline, *config.Config) {
+	cfg := unitConfig(&testing.T{}, extra)
+	cfg.Batch.MaxRows = 5000
+	cfg.ClickHouse.MaxInFlight = 4
+	p, err := New(context.Background(), cfg, zerolog.Nop(), newFakeSink(nil))
+	if err != nil {
+		b.Fatal(err)
+	}
+	p.Attach(newFakeSource())
+	return p, cfg
 }

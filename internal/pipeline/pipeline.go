@@ -15,7 +15,8 @@
 // revokes and losses and wait for the answer. New, Tables, ResolveTopics and
 // CheckExactlyOnce are called before Run; Stats after it returned.
 //
-// The files follow the jobs: ports.go (Source and Sink), routing.go (routes
+// The files follow the jobs: ports.go (Source and Sink), fetched.go (polled
+// records, decoded while the next fetch is read), routing.go (routes
 // to tables, tables named after their topic), dispatch.go (accumulators,
 // each table's queue and in-flight slots, inserts and their acks),
 // commit.go, rebalance.go (assign, revoke with its deadline, loss), dlq.go
@@ -78,7 +79,8 @@ type Pipeline struct {
 
 	uncommitted map[offsets.TP]offsets.Commit // positions of a failed commit, retried
 
-	polling bool // a poll was requested and not yet delivered
+	polling bool          // a poll was requested and not yet delivered
+	pending []pendingPart // polled records not decoded yet (fetched.go)
 	paused  bool
 	revoke  *revokeWait
 	lag     map[offsets.TP]int64

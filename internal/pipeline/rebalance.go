@@ -117,6 +117,7 @@ func (p *Pipeline) handleEvent(writeCtx context.Context, ev groupEvent) {
 		}
 		p.log.Info().Int("partitions", len(tps)).Msg("partitions revoked: flushing before giving them up")
 		p.dropHeld(tps)
+		p.dropPending(tps)
 		for _, a := range p.accs {
 			for _, tp := range tps {
 				if a.acc.Holds(tp) {
@@ -186,6 +187,7 @@ func (p *Pipeline) forget(tps []offsets.TP) {
 		p.eoRelease(tps)
 	}
 	p.dropHeld(tps)
+	p.dropPending(tps)
 	for _, tp := range tps {
 		p.tracker.Forget(tp)
 		delete(p.lag, tp)

@@ -13,10 +13,6 @@ import (
 	"sink/internal/offsets"
 )
 
-// maxPoll bounds the records handled between two AllowRebalance calls, so
-// a rebalance never waits long on us.
-const maxPoll = 10_000
-
 // Run consumes until ctx is canceled, then shuts down cleanly: it stops
 // fetching, seals and inserts every open batch, commits, and returns nil
 // (or an error if shutdown_timeout passed first). It returns early with the
@@ -97,8 +93,10 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		case <-ctx.Done():
 		case f := <-p.fetches:
 			p.polling = false
-			p.handleFetches(writeCtx, f)
+			p.takeFetches(f)
 			p.cons.AllowRebalance()
+		case <-p.decodable():
+			p.decodeSome(writeCtx)
 		case a := <-p.acks:
 			p.handleAck(writeCtx, a)
 		case ev := <-p.events:
@@ -149,6 +147,9 @@ func (p *Pipeline) shutdown(writeCtx context.Context, cancelWrites context.Cance
 	start := p.now()
 	p.log.Info().Int("open_batches", p.openBatches()).Int("in_flight", len(p.flights)).
 		Msg("shutting down: flushing open batches")
+	if n := p.pendingRecords(); n > 0 {
+		p.log.Info().Int("records", n).Msg("shutting down with fetched records not decoded yet; they stay uncommitted and are read again on restart")
+	}
 	if n := p.heldRecords(); n > 0 {
 		p.log.Warn().Int("records", n).Msg("shutting down with records waiting for the schema registry; they stay uncommitted and are read again on restart")
 	}
@@ -234,6 +235,7 @@ func (p *Pipeline) stuckOn() string {
 }
 
 // poller polls only when asked, so the owner decides how much is buffered.
+// Each poll takes everything franz-go has buffered (fetched.go says why).
 func (p *Pipeline) poller(ctx context.Context) {
 	for {
 		select {
@@ -241,88 +243,13 @@ func (p *Pipeline) poller(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		}
-		f := p.cons.Poll(ctx, maxPoll)
+		f := p.cons.Poll(ctx, 0)
 		select {
 		case p.fetches <- f:
 		case <-ctx.Done():
 			return
 		}
 	}
-}
-
-// requestPoll asks for more records unless the buffer budget is used up,
-// a revoke is being handled, or records wait for the schema registry
-// (held.go). Not polling is the backpressure: franz-go keeps at most one
-// unpolled fetch per broker, so fetching stops too.
-func (p *Pipeline) requestPoll() {
-	if p.polling || p.revoke != nil || len(p.held.parts) > 0 {
-		return
-	}
-	used, budget := p.memUsed(), int(p.cfg.Batch.BufferMemory)
-	if used >= budget {
-		if !p.paused {
-			p.paused = true
-			p.log.Info().Int("buffered_bytes", used).Int("buffer_memory", budget).
-				Msg("buffer full: fetching paused until inserts free space")
-		}
-		p.m.SetBuffer(used, budget, true)
-		return
-	}
-	p.m.SetBuffer(used, budget, false)
-	if p.paused {
-		p.paused = false
-		p.log.Info().Int("buffered_bytes", used).Msg("fetching resumed")
-	}
-	p.polling = true
-	p.want <- struct{}{}
-}
-
-func (p *Pipeline) handleFetches(writeCtx context.Context, f kgo.Fetches) {
-	f.EachError(func(t string, part int32, err error) {
-		if errors.Is(err, context.Canceled) || errors.Is(err, kgo.ErrClientClosed) {
-			return
-		}
-		p.log.Warn().Str("topic", t).Int32("partition", part).Err(err).Msg("fetch error")
-	})
-	now := p.now()
-	f.EachPartition(func(fp kgo.FetchTopicPartition) {
-		if p.fatal != nil || len(fp.Records) == 0 {
-			return
-		}
-		tp := offsets.TP{Topic: fp.Topic, Partition: fp.Partition}
-		lag := fp.HighWatermark - fp.Records[len(fp.Records)-1].Offset - 1
-		p.lag[tp] = lag
-		p.partMetrics(tp).SetLag(lag, fp.Records[len(fp.Records)-1].Timestamp)
-		// Counted per partition fetch, not per record: one add each.
-		records, bytes := p.stats.Records, p.stats.Bytes
-		if p.isHeld(tp) {
-			// Records of a partition already waiting for the registry
-			// (a fetch that was on its way) wait behind them, in order.
-			for _, r := range fp.Records {
-				p.stats.Records++
-				p.stats.Bytes += int64(len(r.Key) + len(r.Value))
-			}
-			p.holdFrom(tp, fp.Records, p.held.lastErr)
-			p.topicMetrics(fp.Topic).Consumed(int(p.stats.Records-records), int(p.stats.Bytes-bytes))
-			return
-		}
-		for i, r := range fp.Records {
-			if err, held := p.handleRecord(writeCtx, now, tp, r); held {
-				// This record and the rest of the partition's wait for
-				// the schema registry (held.go).
-				p.stats.Records += int64(len(fp.Records) - i - 1)
-				for _, rest := range fp.Records[i+1:] {
-					p.stats.Bytes += int64(len(rest.Key) + len(rest.Value))
-				}
-				p.holdFrom(tp, fp.Records[i:], err)
-				break
-			}
-			if p.fatal != nil {
-				break
-			}
-		}
-		p.topicMetrics(fp.Topic).Consumed(int(p.stats.Records-records), int(p.stats.Bytes-bytes))
-	})
 }
 
 // handleRecord counts a record as consumed and decodes it (decodeRecord).

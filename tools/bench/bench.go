@@ -27,6 +27,7 @@ type options struct {
 	servers     []chServer // one after the other, each with every variant
 	stackRoot   string     // the checkout that started the stack: server logs, Kafka jars
 	sinkBin     string
+	sinkBefore  string // the build variant sink_before runs ("": not run)
 	benchBin    string
 	loadgenBin  string // produces the registry-framed workloads
 	registry    string // the schema registry the avro/protobuf variants use

@@ -75,6 +75,7 @@ func runMain(args []string) error {
 	servers := serverFlags(fs, "both")
 	fs.StringVar(&o.stackRoot, "stack-root", envOr("SINK_STACK_ROOT", "."), "the checkout that started the local stack (server logs, Kafka jars); env SINK_STACK_ROOT")
 	fs.StringVar(&o.sinkBin, "sink", "bin/sink", "the sink binary to measure")
+	fs.StringVar(&o.sinkBefore, "sink-before", "", "another sink build for an A/B comparison: variants sink_before (default config) and sink_before_gomaxprocs2 (as sink_gomaxprocs2) run it, interleaved with the others (name them in --variants)")
 	fs.StringVar(&o.loadgenBin, "loadgen", "bin/loadgen", "the loadgen binary (produces the avro and protobuf workloads)")
 	fs.StringVar(&o.registry, "registry", "http://127.0.0.1:8081/apis/ccompat/v7", "schema registry (Confluent-compatible API) for the avro and protobuf variants")
 	fs.StringVar(&o.explain, "explain", "bench/explain.txt", "file of explanations for missed targets, one per line: TARGET[@SERVER]: text (TARGET: cpu, rows_pipe, rows_engine, rss; SERVER: 18 or 26); a missing file explains nothing")

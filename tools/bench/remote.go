@@ -17,8 +17,8 @@ import (
 // affinity is put back as it was when the run ends. Where the server
 // cannot be re-pinned (taskset missing, no permission), the sink itself is
 // pinned to the first core instead and the row's note says so.
-func (b *bench) runRemoteLike(ctx context.Context, r Result, table, procs string) Result {
-	sc := sinkConf{env: []string{"GOMAXPROCS=" + procs}}
+func (b *bench) runRemoteLike(ctx context.Context, r Result, table, procs, bin string) Result {
+	sc := sinkConf{env: []string{"GOMAXPROCS=" + procs}, bin: bin}
 	last := runtime.NumCPU() - 1
 	restore, err := pinProcess(b.meter.chPID, strconv.Itoa(last))
 	if err != nil {

@@ -23,6 +23,7 @@ type sinkConf struct {
 	kafka, batch              map[string]string // key → YAML scalar
 	listen                    string            // http.listen for /metrics; "" serves none
 	database                  string            // clickhouse.database; "" is benchDB
+	bin                       string            // the sink binary; "" is --sink
 }
 
 func (c sinkConf) yaml() string {

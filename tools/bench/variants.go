@@ -15,6 +15,9 @@ import (
 // says why not (notOn).
 var allVariants = []struct{ key, name, only, notOn string }{
 	{key: "sink", name: "sink (default config)"},
+	// A/B: the same default config run by another build (--sink-before),
+	// interleaved with the sink's runs; not in the default --variants.
+	{key: "sink_before", name: "sink (default config), the --sink-before build"},
 	{key: "sink_per_partition", name: "sink (ignore_partitions: false)"},
 	{key: "sink_http", name: "sink over HTTP (clickhouse.protocol: http)", only: "26",
 		notOn: "clickhouse-go's HTTP protocol does not work with ClickHouse 18.16"},
@@ -27,6 +30,8 @@ var allVariants = []struct{ key, name, only, notOn string }{
 	{key: "sink_gomaxprocs1", name: "sink, GOMAXPROCS=1, ClickHouse pinned to the other core", only: "26",
 		notOn: "the remote-like runs pin ClickHouse 26.9 only (the 18.16 server is measured unpinned)"},
 	{key: "sink_gomaxprocs2", name: "sink, GOMAXPROCS=2, ClickHouse pinned to the other core", only: "26",
+		notOn: "the remote-like runs pin ClickHouse 26.9 only (the 18.16 server is measured unpinned)"},
+	{key: "sink_before_gomaxprocs2", name: "the --sink-before build, GOMAXPROCS=2, ClickHouse pinned to the other core", only: "26",
 		notOn: "the remote-like runs pin ClickHouse 26.9 only (the 18.16 server is measured unpinned)"},
 	// The same events, re-encoded by bin/loadgen --format and framed with
 	// the schema id it registers (registryFormats), each in a topic of
@@ -82,10 +87,19 @@ func (b *bench) runVariant(ctx context.Context, key string, run int) Result {
 			b.jsonDigest, _ = b.digest(ctx, table)
 		}
 		return r
+	case "sink_before", "sink_before_gomaxprocs2":
+		if b.opt.sinkBefore == "" {
+			r.Status = "not run: no --sink-before binary"
+			return r
+		}
+		if key == "sink_before_gomaxprocs2" {
+			return b.runRemoteLike(ctx, r, table, "2", b.opt.sinkBefore)
+		}
+		return b.runSinkConf(ctx, r, sinkConf{bin: b.opt.sinkBefore}, table, nil)
 	case "sink_per_partition":
 		return b.runSink(ctx, r, table, map[string]string{"ignore_partitions": "false"}, nil)
 	case "sink_gomaxprocs1", "sink_gomaxprocs2":
-		return b.runRemoteLike(ctx, r, table, strings.TrimPrefix(key, "sink_gomaxprocs"))
+		return b.runRemoteLike(ctx, r, table, strings.TrimPrefix(key, "sink_gomaxprocs"), "")
 	case "sink_avro", "sink_protobuf", "sink_json_schema":
 		f := registryFormats[key]
 		if why := b.formatSkip[f]; why != "" {
@@ -166,9 +180,13 @@ func (b *bench) runSinkConf(ctx context.Context, r Result, sc sinkConf, table st
 		return failed(r, err)
 	}
 	before := b.meter.snap()
-	name, args := b.opt.sinkBin, []string{"run", "--config", path}
+	bin := b.opt.sinkBin
+	if sc.bin != "" {
+		bin = sc.bin
+	}
+	name, args := bin, []string{"run", "--config", path}
 	if len(sc.wrap) > 0 {
-		name, args = sc.wrap[0], append(append(sc.wrap[1:len(sc.wrap):len(sc.wrap)], b.opt.sinkBin), args...)
+		name, args = sc.wrap[0], append(append(sc.wrap[1:len(sc.wrap):len(sc.wrap)], bin), args...)
 	}
 	c, err := start(name, args, strings.TrimSuffix(path, ".yaml")+".log", func(cmd *exec.Cmd) { cmd.Env = append(cmd.Env, sc.env...) })
 	if err != nil {
