@@ -602,6 +602,15 @@ func (p *Pipeline) eoRelease(tps []offsets.TP) {
 	if len(seek) == 0 {
 		return
 	}
+	// Records of the sought partitions that were fetched but not decoded
+	// yet, or wait for the schema registry, lie past the seek point: they
+	// are consumed again from there, so these copies go.
+	sought := make([]offsets.TP, 0, len(seek))
+	for tp := range seek {
+		sought = append(sought, tp)
+	}
+	p.dropPending(sought)
+	p.dropHeld(sought)
 	s, ok := p.cons.(seekSource)
 	if !ok {
 		if p.fatal == nil {

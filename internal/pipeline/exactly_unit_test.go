@@ -16,6 +16,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/config"
 	"sink/internal/eos"
@@ -317,5 +318,50 @@ func TestUnitExactlyFencedIntentThenLost(t *testing.T) {
 	}
 	if got := sink.inserted("db.t"); got != 0 {
 		t.Fatalf("%d rows inserted by a member whose intent was refused", got)
+	}
+}
+
+// TestUnitExactlyLostDropsPendingOfSoughtPartition: a fetch of partitions 0
+// and 1 is decoded in part (one turn of maxDecode records) into the open
+// batch when partition 0 is lost. Partition 1 is sought back to its first
+// record in the dropped batch, so the records of it still waiting to be
+// decoded, which lie past that point, are dropped with the batch: they are
+// consumed again after the seek, and decoding them too would insert them
+// twice.
+func TestUnitExactlyLostDropsPendingOfSoughtPartition(t *testing.T) {
+	cfg := unitConfig(t, "")
+	cfg.Delivery = config.DeliveryExactlyOnce
+	cfg.Batch.MaxRows = 10 * maxDecode
+	p, err := New(context.Background(), cfg, zerolog.Nop(), eoSink{newFakeSink(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.eo.windows[p.tables["db.t"]] = 1000
+	for _, tp := range []offsets.TP{eoP0, eoP1} {
+		p.eo.ledgers[tp] = &eos.Ledger{Offset: -1}
+	}
+	src := &eoSource{fakeSource: newFakeSource()}
+	p.Attach(src)
+	recs := func(tp offsets.TP, n int) []*kgo.Record {
+		out := make([]*kgo.Record, n)
+		for i, v := range rows(0, n) {
+			out[i] = &kgo.Record{Topic: tp.Topic, Partition: tp.Partition, Offset: int64(i), Value: []byte(v), Timestamp: time.Now()}
+		}
+		return out
+	}
+	p.takeFetches(kgo.Fetches{{Topics: []kgo.FetchTopic{{Topic: unitTopic, Partitions: []kgo.FetchPartition{
+		{Partition: 0, HighWatermark: 3, Records: recs(eoP0, 3)},
+		{Partition: 1, HighWatermark: maxDecode + 5, Records: recs(eoP1, maxDecode+5)},
+	}}}}})
+	p.decodeSome(context.Background())
+	if n := p.pendingRecords(); n != 8 {
+		t.Fatalf("%d records pending after one turn, want 8 of partition 1", n)
+	}
+	p.forget([]offsets.TP{eoP0})
+	if got := src.seekCalls(); len(got) != 1 || len(got[0]) != 1 || got[0][eoP1] != 0 {
+		t.Fatalf("seeks %v; want partition 1 sought back to 0 only", got)
+	}
+	if n := p.pendingRecords(); n != 0 {
+		t.Fatalf("%d records of partition 1 still pending after it was sought back; they would be inserted twice", n)
 	}
 }

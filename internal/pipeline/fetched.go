@@ -116,13 +116,14 @@ func (p *Pipeline) decodeSome(writeCtx context.Context) {
 }
 
 // dropPending forgets the pending records of partitions this member gives
-// up; none of them is tracked yet, so nothing is committed past them.
+// up, or consumes again from an earlier offset; none of them is tracked
+// yet, so nothing is committed past them.
 func (p *Pipeline) dropPending(tps []offsets.TP) {
 	kept := p.pending[:0]
 	for _, pp := range p.pending {
 		if slices.Contains(tps, pp.tp) {
 			p.log.Debug().Str("topic", pp.tp.Topic).Int32("partition", pp.tp.Partition).Int("records", len(pp.recs)).
-				Msg("partition given up with fetched records not decoded yet; its next owner reads them again")
+				Msg("fetched records not decoded yet dropped (partition given up, or consumed again from an earlier offset); they stay uncommitted")
 			continue
 		}
 		kept = append(kept, pp)

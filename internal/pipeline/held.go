@@ -164,8 +164,9 @@ func (p *Pipeline) retryHeld(writeCtx context.Context) {
 	p.noteHeld()
 }
 
-// dropHeld forgets the held records of partitions this member gives up;
-// their next owner reads them again from the committed offset.
+// dropHeld forgets the held records of partitions this member gives up
+// (their next owner reads them again from the committed offset) or
+// consumes again from an earlier offset.
 func (p *Pipeline) dropHeld(tps []offsets.TP) {
 	h := &p.held
 	kept := h.parts[:0]
@@ -185,7 +186,7 @@ func (p *Pipeline) dropHeld(tps []offsets.TP) {
 			h.bytes -= len(r.Key) + len(r.Value)
 		}
 		p.log.Info().Str("topic", hp.tp.Topic).Int32("partition", hp.tp.Partition).Int("records", len(hp.recs)).
-			Msg("partition given up while its records waited for the schema registry; they stay uncommitted")
+			Msg("records that waited for the schema registry dropped (partition given up, or consumed again from an earlier offset); they stay uncommitted")
 	}
 	clear(h.parts[len(kept):])
 	h.parts = kept
