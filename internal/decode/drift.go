@@ -92,8 +92,8 @@ func (f UnmappedField) New() bool { return f.new }
 // drift is a Plan's record of unmapped fields.
 type drift struct {
 	// The format's drift hooks, asserted once at Compile (nil: none).
-	known schemaFields
-	extra extraFields
+	known    schemaFields
+	extra    extraFields
 	fields   map[string]*UnmappedField
 	overflow uint64
 	visit    func(k []byte, v *fastjson.Value) // bound once, so a walk allocates nothing

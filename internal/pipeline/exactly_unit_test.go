@@ -112,6 +112,16 @@ func (s *eoSource) commitCount() int {
 // assignment leaves for a new group).
 func startEO(t *testing.T, cfg *config.Config, sink *fakeSink) (*running, *eoSource) {
 	t.Helper()
+	p := newEO(t, cfg, sink)
+	src := &eoSource{fakeSource: newFakeSource()}
+	r := launch(t, p, src.fakeSource, src, sink)
+	return r, src
+}
+
+// newEO builds (without running) an exactly-once pipeline whose partitions
+// 0 and 1 of the unit topic are assigned without a committed offset.
+func newEO(t *testing.T, cfg *config.Config, sink *fakeSink) *Pipeline {
+	t.Helper()
 	cfg.Delivery = config.DeliveryExactlyOnce
 	p, err := New(context.Background(), cfg, zerolog.Nop(), eoSink{sink})
 	if err != nil {
@@ -121,9 +131,7 @@ func startEO(t *testing.T, cfg *config.Config, sink *fakeSink) (*running, *eoSou
 	for _, tp := range []offsets.TP{eoP0, eoP1} {
 		p.eo.ledgers[tp] = &eos.Ledger{Offset: -1}
 	}
-	src := &eoSource{fakeSource: newFakeSource()}
-	r := launch(t, p, src.fakeSource, src, sink)
-	return r, src
+	return p
 }
 
 func lose(r *running, tp offsets.TP) {
@@ -330,16 +338,8 @@ func TestUnitExactlyFencedIntentThenLost(t *testing.T) {
 // twice.
 func TestUnitExactlyLostDropsPendingOfSoughtPartition(t *testing.T) {
 	cfg := unitConfig(t, "")
-	cfg.Delivery = config.DeliveryExactlyOnce
 	cfg.Batch.MaxRows = 10 * maxDecode
-	p, err := New(context.Background(), cfg, zerolog.Nop(), eoSink{newFakeSink(nil)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.eo.windows[p.tables["db.t"]] = 1000
-	for _, tp := range []offsets.TP{eoP0, eoP1} {
-		p.eo.ledgers[tp] = &eos.Ledger{Offset: -1}
-	}
+	p := newEO(t, cfg, newFakeSink(nil))
 	src := &eoSource{fakeSource: newFakeSource()}
 	p.Attach(src)
 	recs := func(tp offsets.TP, n int) []*kgo.Record {
