@@ -49,7 +49,12 @@ type leaf[T any] struct {
 	// keeps for this type (see native.go); only for a column that is
 	// neither Nullable nor LowCardinality.
 	nat func(vals []T) proto.ColInput
+	// rowsHint, for a top-level column, sizes a new block's first fill
+	// (see capHint); nil otherwise.
+	rowsHint *capHint
 }
+
+func (l *leaf[T]) useHints(rows, _ *capHint) { l.rowsHint = rows }
 
 func (l *leaf[T]) add(c *appendState, in *input) error {
 	v, null := l.zero, true
@@ -60,7 +65,20 @@ func (l *leaf[T]) add(c *appendState, in *input) error {
 		}
 		null = false
 	}
+	if l.vals == nil && l.rowsHint != nil {
+		// A new block (reset keeps vals): as many rows as blocks before it.
+		if n := l.rowsHint.get(); n > 0 {
+			l.vals = make([]T, 0, n)
+			if l.nullable {
+				l.nulls = make([]bool, 0, n)
+			}
+		}
+	}
+	n := cap(l.vals)
 	l.vals = append(l.vals, v)
+	if cap(l.vals) != n {
+		l.rowsHint.note(cap(l.vals))
+	}
 	if l.nullable {
 		l.nulls = append(l.nulls, null)
 	}

@@ -930,3 +930,48 @@ func TestZeroAllocsPerRecord(t *testing.T) {
 		t.Fatalf("%.2f allocations per record", allocs)
 	}
 }
+
+// TestNewBlockPresized checks that a block opened while a full one is
+// still held (as the pipeline opens one while the sealed block is being
+// inserted) starts with the row and String capacity the full one grew
+// to, never grows while it fills to the same size, and holds the same
+// values as a block grown from empty.
+func TestNewBlockPresized(t *testing.T) {
+	p, err := Compile("json", InsertColumns(benchCols), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := benchEvents(64)
+	fill := func(blk *Block, n int) {
+		for range n {
+			i := blk.Rows()
+			if err := p.Append(blk, &kgo.Record{Topic: "events", Value: events[i%len(events)]}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	const rows = 3000
+	first := p.NewBlock()
+	fill(first, rows)
+
+	second := p.NewBlock()
+	fill(second, 1)
+	payload := second.bufs[5].(*strCol) // String column "payload"
+	user := second.bufs[0].(*leaf[uint64])
+	bufCap, posCap, valCap := cap(payload.col.Buf), cap(payload.col.Pos), cap(user.vals)
+	if want := len(first.bufs[5].(*strCol).col.Buf); bufCap < want {
+		t.Fatalf("payload buffer starts at %d bytes, want at least the %d the first block used", bufCap, want)
+	}
+	if posCap < rows || valCap < rows {
+		t.Fatalf("row capacity starts at %d (String) and %d (UInt64), want at least %d", posCap, valCap, rows)
+	}
+	fill(second, rows-1)
+	if cap(payload.col.Buf) != bufCap || cap(payload.col.Pos) != posCap || cap(user.vals) != valCap {
+		t.Fatal("a presized block grew while filling to the size of the one before it")
+	}
+	for i := range first.Columns() {
+		if a, b := fmt.Sprint(first.ColumnData(i)), fmt.Sprint(second.ColumnData(i)); a != b {
+			t.Fatalf("column %d differs between the grown and the presized block", i)
+		}
+	}
+}

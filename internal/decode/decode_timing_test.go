@@ -40,14 +40,27 @@ func benchEvents(n int) [][]byte {
 // per op, resetting the block every 10,000 rows like a batch flush.
 //
 //	go test ./internal/decode/ -run '^$' -bench Append -benchmem
-func BenchmarkAppend(b *testing.B) { benchmarkAppend(b, false) }
+func BenchmarkAppend(b *testing.B) { benchmarkAppend(b, reuseBlock) }
 
 // BenchmarkAppendNewBlock is BenchmarkAppend with a new block for every
 // 10,000 rows, as the first batches of a run get them (the pipeline keeps
 // reset blocks for reuse after that).
-func BenchmarkAppendNewBlock(b *testing.B) { benchmarkAppend(b, true) }
+func BenchmarkAppendNewBlock(b *testing.B) { benchmarkAppend(b, newAfterReset) }
 
-func benchmarkAppend(b *testing.B, newBlocks bool) {
+// BenchmarkAppendNewBlockInFlight is BenchmarkAppend with a new block for
+// every 10,000 rows while the full one is kept unreset, as the pipeline
+// opens a block while the sealed one is still being inserted (before any
+// block comes back for reuse).
+func BenchmarkAppendNewBlockInFlight(b *testing.B) { benchmarkAppend(b, newInFlight) }
+
+// How benchmarkAppend gets the block after each 10,000 rows.
+const (
+	reuseBlock    = iota // Reset it and fill it again
+	newAfterReset        // Reset it, then fill a new one
+	newInFlight          // leave it full, fill a new one
+)
+
+func benchmarkAppend(b *testing.B, mode int) {
 	p, err := Compile("json", InsertColumns(benchCols), nil)
 	if err != nil {
 		b.Fatal(err)
@@ -66,8 +79,10 @@ func benchmarkAppend(b *testing.B, newBlocks bool) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if blk.Rows() == 10_000 {
-			blk.Reset()
-			if newBlocks {
+			if mode != newInFlight {
+				blk.Reset()
+			}
+			if mode != reuseBlock {
 				blk = p.NewBlock()
 			}
 		}

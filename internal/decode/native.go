@@ -2,7 +2,6 @@ package decode
 
 import (
 	"math"
-	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -181,19 +180,31 @@ func (l *leaf[T]) native() proto.ColInput {
 type strCol struct {
 	t        *chType
 	col      proto.ColStr
-	hint     int           // the buffer's capacity before the last Reset
-	size     *atomic.Int64 // the plan's largest buffer of this column, or nil
+	hint     int      // the buffer's capacity before the last Reset
+	size     *capHint // the plan's largest buffer of this column, or nil
+	rowsHint *capHint // the plan's largest row capacity, or nil
 	nullable bool
 	nulls    []bool // Nullable(String): NULL flags; a NULL row holds ""
 }
 
+func (s *strCol) useHints(rows, bytes *capHint) { s.rowsHint, s.size = rows, bytes }
+
 func (s *strCol) add(c *appendState, in *input) error {
 	if s.col.Buf == nil {
-		if s.hint == 0 && s.size != nil {
-			s.hint = int(s.size.Load())
+		if s.hint == 0 {
+			s.hint = s.size.get()
 		}
 		if s.hint > 0 {
 			s.col.Buf = make([]byte, 0, s.hint)
+		}
+	}
+	if s.col.Pos == nil {
+		// A new block (reset keeps Pos): as many rows as blocks before it.
+		if n := s.rowsHint.get(); n > 0 {
+			s.col.Pos = make([]proto.Position, 0, n)
+			if s.nullable {
+				s.nulls = make([]bool, 0, n)
+			}
 		}
 	}
 	var b []byte
@@ -203,7 +214,14 @@ func (s *strCol) add(c *appendState, in *input) error {
 			return err
 		}
 	}
+	bufCap, posCap := cap(s.col.Buf), cap(s.col.Pos)
 	s.col.AppendBytes(b)
+	if cap(s.col.Buf) != bufCap {
+		s.size.note(cap(s.col.Buf))
+	}
+	if cap(s.col.Pos) != posCap {
+		s.rowsHint.note(cap(s.col.Pos))
+	}
 	c.b.bytes += 16 + len(b)
 	if s.nullable {
 		s.nulls = append(s.nulls, in.kind <= inNull)
@@ -235,9 +253,7 @@ func (s *strCol) truncate(n int) {
 func (s *strCol) reset() {
 	s.truncate(0)
 	s.hint, s.col.Buf = cap(s.col.Buf), nil
-	if s.size != nil && int64(s.hint) > s.size.Load() {
-		s.size.Store(int64(s.hint))
-	}
+	s.size.note(s.hint)
 }
 
 // data copies the values once into an immutable string and returns

@@ -64,12 +64,12 @@ type Plan struct {
 
 	drift drift // drift.go: fields no column reads
 
-	// sizes, per column, is the largest String buffer a block of this plan
-	// has filled, so a new block's first fill starts at that size instead
-	// of growing from empty (see strCol). Blocks may be reset on another
-	// goroutine than the one filling them: atomic.
-	sizesOnce sync.Once
-	sizes     []atomic.Int64
+	// hints size the buffers of a block's first fill (see capHint): rows,
+	// the largest row capacity a column of this plan's blocks has grown
+	// to, and per column the largest String byte buffer.
+	hintsOnce sync.Once
+	rowsHint  capHint
+	sizes     []capHint
 }
 
 // Compile builds the plan for one route into one table. format is one of
@@ -189,15 +189,59 @@ func (p *Plan) Columns() []ColumnSchema { return append([]ColumnSchema(nil), p.c
 
 // NewBlock returns an empty block with one buffer per column.
 func (p *Plan) NewBlock() *Block {
-	p.sizesOnce.Do(func() { p.sizes = make([]atomic.Int64, len(p.types)) })
+	p.hintsOnce.Do(func() { p.sizes = make([]capHint, len(p.types)) })
 	b := &Block{cols: p.cols, sig: p.sig, bufs: make([]col, len(p.types))}
 	for i, t := range p.types {
 		b.bufs[i] = newTopCol(t)
-		if s, ok := b.bufs[i].(*strCol); ok {
-			s.size = &p.sizes[i]
+		if h, ok := b.bufs[i].(hinted); ok {
+			h.useHints(&p.rowsHint, &p.sizes[i])
 		}
 	}
 	return b
+}
+
+// capHint is the largest capacity a buffer of some kind has grown to in a
+// plan's blocks, noted when the buffer grows (a rare event: append
+// doubles, then grows by a quarter) and read when a block's buffer is
+// first filled. A block created while another is sealed, or after a
+// restart of the batch, then allocates its buffers once at the size the
+// blocks before it reached, instead of growing them from empty through
+// dozens of copies. Blocks are filled and reset on different goroutines:
+// atomic; two racing notes may keep the smaller one, which only costs a
+// growth later.
+//
+// Memory: Block.Bytes (what batch.buffer_memory counts) counts the bytes
+// rows use, not capacity. A hinted buffer starts, at the block's first
+// Append, at the largest capacity seen, which exceeds what a block of the
+// same size counts by at most the last growth step (≈25% for large
+// buffers: the slack a buffer grown from empty ends with anyway). A block
+// sealed early (max_wait, or smaller batches after adaptive sizing
+// shrank them) holds that capacity for fewer counted rows. Blocks are
+// sealed at max_bytes at the latest, so a block's uncounted capacity stays
+// below ≈1.25 × max_bytes, as it already did for a block reused from the
+// pipeline's free list (reset keeps row capacity, strCol re-allocates its
+// buffer at its last size).
+type capHint struct{ n atomic.Int64 }
+
+// note records that a buffer reached capacity n.
+func (h *capHint) note(n int) {
+	if h != nil && int64(n) > h.n.Load() {
+		h.n.Store(int64(n))
+	}
+}
+
+// get is the capacity to start a buffer at (0: no hint).
+func (h *capHint) get() int {
+	if h == nil {
+		return 0
+	}
+	return int(h.n.Load())
+}
+
+// hinted is a top-level column buffer sized from its plan's hints: rows
+// (shared by all columns) and bytes (this column's String bytes).
+type hinted interface {
+	useHints(rows, bytes *capHint)
 }
 
 // Append decodes r and appends exactly one row to b, or returns a
