@@ -266,10 +266,10 @@ func Describe(ctx context.Context, cl *kgo.Client, cfg *config.Config) (map[stri
 // Client exposes the franz-go client (tests, DLQ checks).
 func (c *Consumer) Client() *kgo.Client { return c.cl }
 
-// Poll returns up to max buffered records. Rebalances stay blocked until
-// AllowRebalance.
-func (c *Consumer) Poll(ctx context.Context, max int) kgo.Fetches {
-	return c.cl.PollRecords(ctx, max)
+// Poll returns every buffered record, blocking until there are some or
+// ctx ends. Rebalances stay blocked until AllowRebalance.
+func (c *Consumer) Poll(ctx context.Context) kgo.Fetches {
+	return c.cl.PollFetches(ctx)
 }
 
 // AllowRebalance lets a rebalance that waited for the last poll proceed.

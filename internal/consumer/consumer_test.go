@@ -134,7 +134,7 @@ func TestCommitErrorIsReported(t *testing.T) {
 	// Polling drives the group join; commits need a member of a joined group.
 	go func() {
 		for {
-			f := c.Poll(context.Background(), 10)
+			f := c.Poll(context.Background())
 			c.AllowRebalance()
 			if f.IsClientClosed() {
 				return

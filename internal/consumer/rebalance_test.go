@@ -70,7 +70,7 @@ func TestRevokeCompletesBeforePartitionsMove(t *testing.T) {
 		}
 		go func() {
 			for {
-				f := c.Poll(context.Background(), 100)
+				f := c.Poll(context.Background())
 				c.AllowRebalance()
 				if f.IsClientClosed() {
 					return
@@ -173,7 +173,7 @@ func TestSeekInRevokeCallback(t *testing.T) {
 	}})
 	go func() {
 		for {
-			f := a.Poll(context.Background(), 100)
+			f := a.Poll(context.Background())
 			f.EachRecord(func(r *kgo.Record) {
 				mu.Lock()
 				seen[r.Partition] = append(seen[r.Partition], r.Offset)
@@ -195,7 +195,7 @@ func TestSeekInRevokeCallback(t *testing.T) {
 	b := start(Hooks{})
 	go func() {
 		for {
-			f := b.Poll(context.Background(), 100)
+			f := b.Poll(context.Background())
 			b.AllowRebalance()
 			if f.IsClientClosed() {
 				return

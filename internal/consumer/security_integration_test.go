@@ -97,7 +97,7 @@ func TestConsumeThroughSASLSSL(t *testing.T) {
 	defer c.Close()
 	seen := map[string]bool{}
 	for len(seen) < n {
-		fs := c.Poll(ctx, 1000)
+		fs := c.Poll(ctx)
 		if err := ctx.Err(); err != nil {
 			t.Fatalf("consumed %d of %d records: %v", len(seen), n, err)
 		}

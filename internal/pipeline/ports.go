@@ -24,10 +24,9 @@ import (
 // owner goroutine or a retry timer, and its done callback may run on any
 // goroutine.
 type Source interface {
-	// Poll returns up to max buffered records (all of them when max <= 0,
-	// as the pipeline asks), blocking until there are some or ctx ends.
-	// Rebalances wait until AllowRebalance.
-	Poll(ctx context.Context, max int) kgo.Fetches
+	// Poll returns every buffered record, blocking until there are some
+	// or ctx ends. Rebalances wait until AllowRebalance.
+	Poll(ctx context.Context) kgo.Fetches
 	// AllowRebalance lets a rebalance that waited for the last poll go on.
 	AllowRebalance()
 	// Commit commits the positions synchronously. meta, when not nil,

@@ -243,7 +243,7 @@ func (p *Pipeline) poller(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		}
-		f := p.cons.Poll(ctx, 0)
+		f := p.cons.Poll(ctx)
 		select {
 		case p.fetches <- f:
 		case <-ctx.Done():

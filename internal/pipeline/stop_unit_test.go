@@ -12,15 +12,15 @@ import (
 
 // rebalancingSource holds a poll that ends while a revoke callback runs
 // until the callback returned, as franz-go does with BlockRebalanceOnPoll
-// (PollRecords waits in waitAndAddPoller, whatever its context says).
+// (PollFetches waits in waitAndAddPoller, whatever its context says).
 type rebalancingSource struct {
 	*fakeSource
 	mu   sync.Mutex
 	busy chan struct{} // open while a revoke runs
 }
 
-func (s *rebalancingSource) Poll(ctx context.Context, n int) kgo.Fetches {
-	f := s.fakeSource.Poll(ctx, n)
+func (s *rebalancingSource) Poll(ctx context.Context) kgo.Fetches {
+	f := s.fakeSource.Poll(ctx)
 	s.mu.Lock()
 	busy := s.busy
 	s.mu.Unlock()

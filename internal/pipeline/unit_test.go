@@ -52,7 +52,7 @@ type fakeSource struct {
 
 func newFakeSource() *fakeSource { return &fakeSource{fetches: make(chan kgo.Fetches, 16)} }
 
-func (s *fakeSource) Poll(ctx context.Context, _ int) kgo.Fetches {
+func (s *fakeSource) Poll(ctx context.Context) kgo.Fetches {
 	s.polls.Add(1)
 	select {
 	case f := <-s.fetches:
