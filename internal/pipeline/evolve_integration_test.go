@@ -3,6 +3,7 @@ package pipeline_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"testing"
 	"time"
 
@@ -188,16 +189,25 @@ func TestUnmappedFieldsCountedInMetrics(t *testing.T) {
 // scrapes it for sink_unmapped_fields_total of db.t.
 func startWithMetrics(t *testing.T, cfg *config.Config) (<-chan error, context.CancelFunc, func() map[string]float64) {
 	t.Helper()
-	m := metrics.New(cfg.Kafka.Group)
+	m, scrapeNow := serveMetrics(t, cfg.Kafka.Group)
+	done, stop := startPipelineWith(t, cfg, pipeline.WithMetrics(m))
+	return done, stop, scrapeNow
+}
+
+// serveMetrics makes group's metrics and serves them over HTTP until the
+// test ends; scrapeNow fetches /metrics (failing the test unless it
+// answers 200) and returns its samples.
+func serveMetrics(t *testing.T, group string) (m *metrics.Metrics, scrapeNow func() map[string]float64) {
+	t.Helper()
+	m = metrics.New(group)
 	srv, err := metrics.Serve("127.0.0.1:0", m)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close(context.Background()) })
-	done, stop := startPipelineWith(t, cfg, pipeline.WithMetrics(m))
-	return done, stop, func() map[string]float64 {
+	return m, func() map[string]float64 {
 		code, body := scrape(t, "http://"+srv.Addr()+"/metrics")
-		if code != 200 {
+		if code != http.StatusOK {
 			t.Fatalf("/metrics: %d", code)
 		}
 		return samples(t, body)
