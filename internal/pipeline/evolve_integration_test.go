@@ -77,6 +77,15 @@ func expectEvolved(t *testing.T, ch driver.Conn, db string, done <-chan error, w
 	time.Sleep(time.Second)
 }
 
+// expectCount runs the count query q and expects want; msg is the error
+// message, formatted with the count found.
+func expectCount(t *testing.T, ch driver.Conn, q string, want uint64, msg string) {
+	t.Helper()
+	if n := uint64Of(t, ch, q); n != want {
+		t.Errorf(msg, n)
+	}
+}
+
 // checkCapped waits a second for any ALTER still under way, then expects
 // db.t to hold id and two more columns (the cap of two new columns), each
 // one of allowed ("name type"; note says why the others are not), and
@@ -267,16 +276,10 @@ func TestEvolveAddsTypedColumns(t *testing.T) {
 		}
 		filled := "SELECT count() FROM " + db + ".t WHERE id >= 100 AND i = id*10 AND f = id + 0.5 AND b = (id % 2 = 0) AND s = concat('s', toString(id))" +
 			" AND toString(ts) LIKE '2024-05-17%' AND arr = [toInt64(id), toInt64(id+1)]"
-		if n := uint64Of(t, ch, filled); n != 200 {
-			t.Errorf("%d of the 200 records after the ALTER filled every new column; want 200", n)
-		}
+		expectCount(t, ch, filled, 200, "%d of the 200 records after the ALTER filled every new column; want 200")
 		objText := "toString(o)"
-		if n := uint64Of(t, ch, "SELECT count() FROM "+db+".t WHERE id >= 100 AND replaceAll("+objText+", ' ', '') = concat('{\"k\":', toString(id), '}')"); n != 200 {
-			t.Errorf("%d of 200 rows hold their object; want 200", n)
-		}
-		if n := uint64Of(t, ch, "SELECT count() FROM "+db+".t WHERE id < 100 AND i = 0"); n != 100 {
-			t.Errorf("%d of the 100 records before the ALTER have the default; want 100 (they were decoded before the column existed)", n)
-		}
+		expectCount(t, ch, "SELECT count() FROM "+db+".t WHERE id >= 100 AND replaceAll("+objText+", ' ', '') = concat('{\"k\":', toString(id), '}')", 200, "%d of 200 rows hold their object; want 200")
+		expectCount(t, ch, "SELECT count() FROM "+db+".t WHERE id < 100 AND i = 0", 100, "%d of the 100 records before the ALTER have the default; want 100 (they were decoded before the column existed)")
 		stopClean(t, done, stop)
 	})
 }
@@ -311,9 +314,7 @@ func TestEvolveTwoInstancesRace(t *testing.T) {
 		if n := countRows(t, ch, db+".t"); n != 400 {
 			t.Fatalf("%d rows; want 400 (200 from each connector)", n)
 		}
-		if n := uint64Of(t, ch, "SELECT count() FROM "+db+".t WHERE id >= 100 AND x = id AND y = 'b'"); n != 200 {
-			t.Errorf("%d rows after the ALTER filled by both connectors; want 200", n)
-		}
+		expectCount(t, ch, "SELECT count() FROM "+db+".t WHERE id >= 100 AND x = id AND y = 'b'", 200, "%d rows after the ALTER filled by both connectors; want 200")
 		stopClean(t, doneA, stopA)
 		stopClean(t, doneB, stopB)
 	})
@@ -355,9 +356,7 @@ func TestColumnAddedBeforeFieldArrivesIsFilledAtFirstSighting(t *testing.T) {
 		sendValues(t, done, cfg, topic, 200, withExtra(100, 200)...)
 		time.Sleep(time.Second) // the re-read's answer reaches the connector
 		sendValues(t, done, cfg, topic, 300, withExtra(200, 300)...)
-		if n := uint64Of(t, ch, "SELECT count() FROM "+db+".t WHERE id >= 200 AND extra = concat('e', toString(id))"); n != 100 {
-			t.Errorf("%d of the 100 records after the first sighting filled extra; want 100", n)
-		}
+		expectCount(t, ch, "SELECT count() FROM "+db+".t WHERE id >= 200 AND extra = concat('e', toString(id))", 100, "%d of the 100 records after the first sighting filled extra; want 100")
 		if n := countRows(t, ch, db+".t"); n != 300 {
 			t.Errorf("%d rows; want 300", n)
 		}

@@ -120,12 +120,8 @@ func TestEvolveAvroAddsSchemaTypedColumns(t *testing.T) {
 		}
 		filled := "SELECT count() FROM " + db + ".t WHERE id >= 200 AND note = concat('n', toString(id)) AND " + at +
 			" AND flag = (id % 2 = 0) AND tags = ['x', toString(id)] AND toString(price) = concat(toString(id), '.05')"
-		if n := uint64Of(t, ch, filled); n != 200 {
-			t.Errorf("%d of the 200 records after the ALTERs filled every new column; want 200", n)
-		}
-		if n := uint64Of(t, ch, "SELECT count() FROM "+db+".t WHERE id < 100 AND note IS NULL"); n != 100 {
-			t.Errorf("%d of the 100 version-1 records have a NULL note; want 100", n)
-		}
+		expectCount(t, ch, filled, 200, "%d of the 200 records after the ALTERs filled every new column; want 200")
+		expectCount(t, ch, "SELECT count() FROM "+db+".t WHERE id < 100 AND note IS NULL", 100, "%d of the 100 version-1 records have a NULL note; want 100")
 		stopClean(t, done, stop)
 	})
 }
@@ -210,12 +206,8 @@ func TestEvolveProtobufAddsSchemaTypedColumns(t *testing.T) {
 		}
 		filled := "SELECT count() FROM " + db + ".t WHERE id >= 100 AND i32 = -id AND kind = 'VIEW' AND nums = [toInt64(id), -1]" +
 			" AND number = id AND maybe = id AND " + ts + " AND " + obj
-		if n := uint64Of(t, ch, filled); n != 200 {
-			t.Errorf("%d of the 200 records after the first ALTERs filled the new columns; want 200", n)
-		}
-		if n := uint64Of(t, ch, "SELECT count() FROM "+db+".t WHERE id >= 200 AND added = concat('v2-', toString(id))"); n != 100 {
-			t.Errorf("%d of the 100 records after version 2's ALTER filled added; want 100", n)
-		}
+		expectCount(t, ch, filled, 200, "%d of the 200 records after the first ALTERs filled the new columns; want 200")
+		expectCount(t, ch, "SELECT count() FROM "+db+".t WHERE id >= 200 AND added = concat('v2-', toString(id))", 100, "%d of the 100 records after version 2's ALTER filled added; want 100")
 		stopClean(t, done, stop)
 	})
 }
@@ -245,9 +237,7 @@ func TestEvolveJSONSchemaAddsColumns(t *testing.T) {
 		sendBytes(t, done, cfg, topic, 100, records(0, 100)...)
 		expectEvolved(t, ch, db, done, []string{"id UInt64", "x Int64", "s String"})
 		sendBytes(t, done, cfg, topic, 200, records(100, 200)...)
-		if n := uint64Of(t, ch, "SELECT count() FROM "+db+".t WHERE id >= 100 AND x = -id AND s = concat('s', toString(id))"); n != 100 {
-			t.Errorf("%d of the 100 records after the ALTER filled x and s; want 100", n)
-		}
+		expectCount(t, ch, "SELECT count() FROM "+db+".t WHERE id >= 100 AND x = -id AND s = concat('s', toString(id))", 100, "%d of the 100 records after the ALTER filled x and s; want 100")
 		stopClean(t, done, stop)
 	})
 }
