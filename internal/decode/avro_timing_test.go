@@ -67,24 +67,9 @@ func benchAvroPlan(tb testing.TB) *Plan {
 func BenchmarkAppendAvro(b *testing.B) {
 	p := benchAvroPlan(b)
 	events := benchAvroEvents(b, 1024)
-	recs := make([]*kgo.Record, len(events))
-	total := 0
-	for i, e := range events {
-		recs[i] = &kgo.Record{Topic: "events", Partition: 3, Offset: int64(i), Value: e, Timestamp: time.Unix(1715949296, 0)}
-		total += len(e)
-	}
-	blk := p.NewBlock()
+	recs, total := framedRecords(events)
 	b.SetBytes(int64(total / len(events)))
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if blk.Rows() == 10_000 {
-			blk.Reset()
-		}
-		if err := p.Append(blk, recs[i%len(recs)]); err != nil {
-			b.Fatal(err)
-		}
-	}
+	appendLoop(b, p, recs)
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
 	b.ReportMetric(float64(total)/float64(len(events)), "bytes/record")
 }

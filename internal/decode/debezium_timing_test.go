@@ -110,18 +110,8 @@ func BenchmarkDebeziumAppend(b *testing.B) {
 			for _, r := range recs {
 				total += len(r.Value)
 			}
-			blk := p.NewBlock()
 			b.SetBytes(int64(total / len(recs)))
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if blk.Rows() == 10_000 {
-					blk.Reset()
-				}
-				if err := p.Append(blk, recs[i%len(recs)]); err != nil {
-					b.Fatal(err)
-				}
-			}
+			appendLoop(b, p, recs)
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
 		})
 	}

@@ -219,10 +219,13 @@ func BenchmarkAppendUnmapped(b *testing.B) {
 }
 
 // appendLoop appends recs round-robin, b.N records, into one block reset
-// every 10,000 rows (a batch flush), reporting allocations.
-func appendLoop(b *testing.B, p *Plan, recs []*kgo.Record) {
+// every 10,000 rows (a batch flush), reporting allocations. It stops the
+// timer after the loop and returns the process's CPU time the loop used,
+// in ns (see cpuTime).
+func appendLoop(b *testing.B, p *Plan, recs []*kgo.Record) int64 {
 	blk := p.NewBlock()
 	b.ReportAllocs()
+	cpu0 := cpuTime()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if blk.Rows() == 10_000 {
@@ -232,4 +235,18 @@ func appendLoop(b *testing.B, p *Plan, recs []*kgo.Record) {
 			b.Fatal(err)
 		}
 	}
+	b.StopTimer()
+	return cpuTime() - cpu0
+}
+
+// framedRecords wraps the encoded values as records of one partition, and
+// returns them with the values' total size in bytes.
+func framedRecords(values [][]byte) ([]*kgo.Record, int) {
+	recs := make([]*kgo.Record, len(values))
+	total := 0
+	for i, v := range values {
+		recs[i] = &kgo.Record{Topic: "events", Partition: 3, Offset: int64(i), Value: v, Timestamp: time.Unix(1715949296, 0)}
+		total += len(v)
+	}
+	return recs, total
 }

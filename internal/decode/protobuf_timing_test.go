@@ -5,7 +5,6 @@ import (
 	"reflect"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
@@ -75,30 +74,13 @@ func benchProtoPlan(t testing.TB) *Plan {
 func BenchmarkAppendProtobuf(b *testing.B) {
 	p := benchProtoPlan(b)
 	events := benchProtoEvents(b, 1024)
-	recs := make([]*kgo.Record, len(events))
-	total := 0
-	for i, e := range events {
-		recs[i] = &kgo.Record{Topic: "events", Partition: 3, Offset: int64(i), Value: e, Timestamp: time.Unix(1715949296, 0)}
-		total += len(e)
-	}
-	blk := p.NewBlock()
+	recs, total := framedRecords(events)
 	b.SetBytes(int64(total / len(events)))
-	b.ReportAllocs()
-	cpu0 := cpuTime()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if blk.Rows() == 10_000 {
-			blk.Reset()
-		}
-		if err := p.Append(blk, recs[i%len(recs)]); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.StopTimer()
+	cpu := appendLoop(b, p, recs)
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
 	// CPU time the process used per record (GC included): on a machine
 	// shared with other work it says more than the wall time.
-	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
 }
 
 // cpuTime is the process's user and system CPU time so far, in ns.

@@ -3,11 +3,11 @@ package pipeline_test
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/internal/metrics"
@@ -25,16 +25,10 @@ import (
 // says so), and the run ends with fewer parts than the throw limit and not
 // one 252. Both servers.
 func TestAdaptiveBacksOffMergesStopped(t *testing.T) {
-	brokers := testenv.Kafka(t)
-	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
-		testAdaptiveBacksOff(t, s, brokers[0])
-	})
+	eachServerWithTopic(t, 2, testAdaptiveBacksOff)
 }
 
-func testAdaptiveBacksOff(t *testing.T, server testenv.Server, broker string) {
-	ch := server.Conn(t)
-	db := server.NewDatabase(t)
-	topic := testenv.NewTopic(t, 2)
+func testAdaptiveBacksOff(t *testing.T, server testenv.Server, ch driver.Conn, db, topic, broker string) {
 	ctx := context.Background()
 	testenv.Exec(t, ch,
 		"CREATE TABLE "+db+".events (id UInt64) ENGINE = MergeTree ORDER BY id SETTINGS parts_to_delay_insert = 4, parts_to_throw_insert = 8",
@@ -47,12 +41,7 @@ batch: {mode: adaptive, target_inserts_per_minute: 12, max_latency: 8s}
 routes: [{topic: %q, table: events}]
 http: {listen: ""}
 `, testenv.UniqueName(t, "adaptive"), broker, topic, server.Addr, db, topic))
-	m := metrics.New(cfg.Kafka.Group)
-	srv, err := metrics.Serve("127.0.0.1:0", m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close(context.Background())
+	m, read := serveMetrics(t, cfg.Kafka.Group)
 
 	// 50 JSON records/s until the test ends.
 	cl := testenv.KafkaClient(t, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
@@ -73,11 +62,7 @@ http: {listen: ""}
 	var began time.Time
 	var over, maxWait, maxParts float64
 	runWhile(t, cfg, 2*time.Minute, func(*writer.Writer) (bool, string) {
-		code, body := scrape(t, "http://"+srv.Addr()+"/metrics")
-		if code != http.StatusOK {
-			t.Fatalf("/metrics: %d", code)
-		}
-		s := samples(t, body)
+		s := read()
 		if began.IsZero() {
 			if v, _ := sum(s, metrics.Partitions); v < 1 {
 				return false, "no partition assigned"

@@ -3,8 +3,7 @@ package pipeline_test
 import (
 	"context"
 	"fmt"
-	"sort"
-	"strings"
+	"net/http"
 	"testing"
 	"time"
 
@@ -43,6 +42,69 @@ routes: [{%s}]
 http: {listen: ""}
 %s
 `, testenv.UniqueName(t, "evolve"), testenv.Kafka(t)[0], topic, s.Addr, db, route, reg))
+}
+
+// freshTable makes a database holding table t of columns and a
+// one-partition topic, and returns them with a connection to s.
+func freshTable(t *testing.T, s testenv.Server, columns string) (driver.Conn, string, string) {
+	t.Helper()
+	ch, db, topic := s.Conn(t), s.NewDatabase(t), testenv.NewTopic(t, 1)
+	createT(t, ch, db, columns)
+	return ch, db, topic
+}
+
+// sendValues produces values to topic and waits until cfg's connector has
+// committed total records of it.
+func sendValues(t *testing.T, done <-chan error, cfg *config.Config, topic string, total int64, values ...string) {
+	t.Helper()
+	produceValues(t, topic, values...)
+	waitCommitted(t, done, cfg.Kafka.Group, topic, total)
+}
+
+// sendBytes is sendValues for binary values.
+func sendBytes(t *testing.T, done <-chan error, cfg *config.Config, topic string, total int64, values ...[]byte) {
+	t.Helper()
+	produceBytes(t, topic, values...)
+	waitCommitted(t, done, cfg.Kafka.Group, topic, total)
+}
+
+// expectEvolved waits until db.t has as many columns as want, expects
+// them to be want (in any order), then waits a second: the connector
+// applies the table description it read after its ALTERs.
+func expectEvolved(t *testing.T, ch driver.Conn, db string, done <-chan error, want []string) {
+	t.Helper()
+	expectColumns(t, waitColumns(t, ch, db, done, len(want)), want)
+	time.Sleep(time.Second)
+}
+
+// expectCount runs the count query q and expects want; msg is the error
+// message, formatted with the count found.
+func expectCount(t *testing.T, ch driver.Conn, q string, want uint64, msg string) {
+	t.Helper()
+	if n := uint64Of(t, ch, q); n != want {
+		t.Errorf(msg, n)
+	}
+}
+
+// checkCapped waits a second for any ALTER still under way, then expects
+// db.t to hold id and two more columns (the cap of two new columns), each
+// one of allowed ("name type"; note says why the others are not), and
+// rows rows.
+func checkCapped(t *testing.T, ch driver.Conn, db string, allowed map[string]bool, note string, rows uint64) {
+	t.Helper()
+	time.Sleep(time.Second)
+	cols := columnsOf(t, ch, db)
+	if len(cols) != 3 {
+		t.Fatalf("columns %v; want id and two of %v (the cap)", cols, allowed)
+	}
+	for _, c := range cols[1:] {
+		if !allowed[c] {
+			t.Errorf("column %q: want one of %v (%s)", c, allowed, note)
+		}
+	}
+	if n := countRows(t, ch, db+".t"); n != rows {
+		t.Errorf("%d rows; want %d", n, rows)
+	}
 }
 
 func createT(t *testing.T, ch driver.Conn, db, columns string) {
@@ -104,8 +166,7 @@ func stopClean(t *testing.T, done <-chan error, stop context.CancelFunc) {
 // (no schema.evolve) and every record still lands.
 func TestUnmappedFieldsCountedInMetrics(t *testing.T) {
 	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
-		ch, db, topic := s.Conn(t), s.NewDatabase(t), testenv.NewTopic(t, 1)
-		createT(t, ch, db, "id UInt64, n String")
+		ch, db, topic := freshTable(t, s, "id UInt64, n String")
 		cfg := evolveConfig(t, s, topic, db, "")
 		done, stop, unmapped := startWithMetrics(t, cfg)
 
@@ -120,8 +181,7 @@ func TestUnmappedFieldsCountedInMetrics(t *testing.T) {
 				values = append(values, fmt.Sprintf(`{"id":%d,"size":1.5}`, i))
 			}
 		}
-		produceValues(t, topic, values...)
-		waitCommitted(t, done, cfg.Kafka.Group, topic, 300)
+		sendValues(t, done, cfg, topic, 300, values...)
 		stopClean(t, done, stop) // the last batch is sealed and counted
 
 		checkUnmapped(t, unmapped, db, map[string]float64{"color": 150, "size": 200}, 2)
@@ -138,16 +198,25 @@ func TestUnmappedFieldsCountedInMetrics(t *testing.T) {
 // scrapes it for sink_unmapped_fields_total of db.t.
 func startWithMetrics(t *testing.T, cfg *config.Config) (<-chan error, context.CancelFunc, func() map[string]float64) {
 	t.Helper()
-	m := metrics.New(cfg.Kafka.Group)
+	m, scrapeNow := serveMetrics(t, cfg.Kafka.Group)
+	done, stop := startPipelineWith(t, cfg, pipeline.WithMetrics(m))
+	return done, stop, scrapeNow
+}
+
+// serveMetrics makes group's metrics and serves them over HTTP until the
+// test ends; scrapeNow fetches /metrics (failing the test unless it
+// answers 200) and returns its samples.
+func serveMetrics(t *testing.T, group string) (m *metrics.Metrics, scrapeNow func() map[string]float64) {
+	t.Helper()
+	m = metrics.New(group)
 	srv, err := metrics.Serve("127.0.0.1:0", m)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close(context.Background()) })
-	done, stop := startPipelineWith(t, cfg, pipeline.WithMetrics(m))
-	return done, stop, func() map[string]float64 {
+	return m, func() map[string]float64 {
 		code, body := scrape(t, "http://"+srv.Addr()+"/metrics")
-		if code != 200 {
+		if code != http.StatusOK {
 			t.Fatalf("/metrics: %d", code)
 		}
 		return samples(t, body)
@@ -182,8 +251,7 @@ func typedRecord(id int) string {
 // columns' defaults). A field that was only ever null gets no column.
 func TestEvolveAddsTypedColumns(t *testing.T) {
 	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
-		ch, db, topic := s.Conn(t), s.NewDatabase(t), testenv.NewTopic(t, 1)
-		createT(t, ch, db, "id UInt64")
+		ch, db, topic := freshTable(t, s, "id UInt64")
 		cfg := evolveConfig(t, s, topic, db, "{evolve: add_columns}")
 		done, stop := startPipeline(t, cfg)
 
@@ -191,41 +259,27 @@ func TestEvolveAddsTypedColumns(t *testing.T) {
 		for i := 0; i < 100; i++ {
 			first = append(first, typedRecord(i))
 		}
-		produceValues(t, topic, first...)
-		waitCommitted(t, done, cfg.Kafka.Group, topic, 100)
-		cols := waitColumns(t, ch, db, done, 8)
+		sendValues(t, done, cfg, topic, 100, first...)
 		want := []string{"id UInt64", "i Int64", "f Float64", "b UInt8", "s String", "ts String", "o String", "arr Array(Int64)"}
 		if s.AtLeast(24, 8) {
 			want = []string{"id UInt64", "i Int64", "f Float64", "b Bool", "s String", "ts DateTime64(3)", "o JSON", "arr Array(Int64)"}
 		}
-		sort.Strings(cols)
-		sort.Strings(want)
-		if strings.Join(cols, ", ") != strings.Join(want, ", ") {
-			t.Fatalf("columns %v; want %v", cols, want)
-		}
-		time.Sleep(time.Second) // the connector applies the description it read after its ALTER
+		expectEvolved(t, ch, db, done, want)
 
 		var second []string
 		for i := 100; i < 300; i++ {
 			second = append(second, typedRecord(i))
 		}
-		produceValues(t, topic, second...)
-		waitCommitted(t, done, cfg.Kafka.Group, topic, 300)
+		sendValues(t, done, cfg, topic, 300, second...)
 		if n := countRows(t, ch, db+".t"); n != 300 {
 			t.Fatalf("%d rows; want 300", n)
 		}
 		filled := "SELECT count() FROM " + db + ".t WHERE id >= 100 AND i = id*10 AND f = id + 0.5 AND b = (id % 2 = 0) AND s = concat('s', toString(id))" +
 			" AND toString(ts) LIKE '2024-05-17%' AND arr = [toInt64(id), toInt64(id+1)]"
-		if n := uint64Of(t, ch, filled); n != 200 {
-			t.Errorf("%d of the 200 records after the ALTER filled every new column; want 200", n)
-		}
+		expectCount(t, ch, filled, 200, "%d of the 200 records after the ALTER filled every new column; want 200")
 		objText := "toString(o)"
-		if n := uint64Of(t, ch, "SELECT count() FROM "+db+".t WHERE id >= 100 AND replaceAll("+objText+", ' ', '') = concat('{\"k\":', toString(id), '}')"); n != 200 {
-			t.Errorf("%d of 200 rows hold their object; want 200", n)
-		}
-		if n := uint64Of(t, ch, "SELECT count() FROM "+db+".t WHERE id < 100 AND i = 0"); n != 100 {
-			t.Errorf("%d of the 100 records before the ALTER have the default; want 100 (they were decoded before the column existed)", n)
-		}
+		expectCount(t, ch, "SELECT count() FROM "+db+".t WHERE id >= 100 AND replaceAll("+objText+", ' ', '') = concat('{\"k\":', toString(id), '}')", 200, "%d of 200 rows hold their object; want 200")
+		expectCount(t, ch, "SELECT count() FROM "+db+".t WHERE id < 100 AND i = 0", 100, "%d of the 100 records before the ALTER have the default; want 100 (they were decoded before the column existed)")
 		stopClean(t, done, stop)
 	})
 }
@@ -235,8 +289,7 @@ func TestEvolveAddsTypedColumns(t *testing.T) {
 // field, and both fill it.
 func TestEvolveTwoInstancesRace(t *testing.T) {
 	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
-		ch, db, topic := s.Conn(t), s.NewDatabase(t), testenv.NewTopic(t, 1)
-		createT(t, ch, db, "id UInt64")
+		ch, db, topic := freshTable(t, s, "id UInt64")
 		cfgA := evolveConfig(t, s, topic, db, "{evolve: add_columns}")
 		cfgB := evolveConfig(t, s, topic, db, "{evolve: add_columns}")
 		doneA, stopA := startPipeline(t, cfgA)
@@ -261,9 +314,7 @@ func TestEvolveTwoInstancesRace(t *testing.T) {
 		if n := countRows(t, ch, db+".t"); n != 400 {
 			t.Fatalf("%d rows; want 400 (200 from each connector)", n)
 		}
-		if n := uint64Of(t, ch, "SELECT count() FROM "+db+".t WHERE id >= 100 AND x = id AND y = 'b'"); n != 200 {
-			t.Errorf("%d rows after the ALTER filled by both connectors; want 200", n)
-		}
+		expectCount(t, ch, "SELECT count() FROM "+db+".t WHERE id >= 100 AND x = id AND y = 'b'", 200, "%d rows after the ALTER filled by both connectors; want 200")
 		stopClean(t, doneA, stopA)
 		stopClean(t, doneB, stopB)
 	})
@@ -274,34 +325,19 @@ func TestEvolveTwoInstancesRace(t *testing.T) {
 // fields left out are still counted and every record lands.
 func TestEvolveCapAndLists(t *testing.T) {
 	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
-		ch, db, topic := s.Conn(t), s.NewDatabase(t), testenv.NewTopic(t, 1)
-		createT(t, ch, db, "id UInt64")
+		ch, db, topic := freshTable(t, s, "id UInt64")
 		cfg := evolveConfig(t, s, topic, db, `{evolve: add_columns, allow: ["k*"], deny: [kx], max_new_columns_per_hour: 2, nullable: true}`)
 		done, stop := startPipeline(t, cfg)
 		var values []string
 		for i := 0; i < 100; i++ {
 			values = append(values, fmt.Sprintf(`{"id":%d,"k1":1,"k2":2,"k3":3,"kx":4,"other":5}`, i))
 		}
-		produceValues(t, topic, values...)
-		waitCommitted(t, done, cfg.Kafka.Group, topic, 100)
-		cols := waitColumns(t, ch, db, done, 3)
+		sendValues(t, done, cfg, topic, 100, values...)
+		waitColumns(t, ch, db, done, 3)
 		// More batches: the cap holds for the hour.
-		produceValues(t, topic, values...)
-		waitCommitted(t, done, cfg.Kafka.Group, topic, 200)
-		time.Sleep(time.Second)
-		cols = columnsOf(t, ch, db)
-		if len(cols) != 3 {
-			t.Fatalf("columns %v; want id and two of k1, k2, k3 (the cap)", cols)
-		}
-		for _, c := range cols[1:] {
-			name, typ, _ := strings.Cut(c, " ")
-			if (name != "k1" && name != "k2" && name != "k3") || typ != "Nullable(Int64)" {
-				t.Errorf("column %q: want one of k1, k2, k3 as Nullable(Int64) (kx is denied, other not allowed)", c)
-			}
-		}
-		if n := countRows(t, ch, db+".t"); n != 200 {
-			t.Errorf("%d rows; want 200", n)
-		}
+		sendValues(t, done, cfg, topic, 200, values...)
+		allowed := map[string]bool{"k1 Nullable(Int64)": true, "k2 Nullable(Int64)": true, "k3 Nullable(Int64)": true}
+		checkCapped(t, ch, db, allowed, "kx is denied, other not allowed", 200)
 		stopClean(t, done, stop)
 	})
 }
@@ -317,14 +353,10 @@ func TestColumnAddedBeforeFieldArrivesIsFilledAtFirstSighting(t *testing.T) {
 		if err := ch.Exec(context.Background(), "ALTER TABLE "+db+".t ADD COLUMN extra String"); err != nil {
 			t.Fatal(err)
 		}
-		produceValues(t, topic, withExtra(100, 200)...)
-		waitCommitted(t, done, cfg.Kafka.Group, topic, 200)
+		sendValues(t, done, cfg, topic, 200, withExtra(100, 200)...)
 		time.Sleep(time.Second) // the re-read's answer reaches the connector
-		produceValues(t, topic, withExtra(200, 300)...)
-		waitCommitted(t, done, cfg.Kafka.Group, topic, 300)
-		if n := uint64Of(t, ch, "SELECT count() FROM "+db+".t WHERE id >= 200 AND extra = concat('e', toString(id))"); n != 100 {
-			t.Errorf("%d of the 100 records after the first sighting filled extra; want 100", n)
-		}
+		sendValues(t, done, cfg, topic, 300, withExtra(200, 300)...)
+		expectCount(t, ch, "SELECT count() FROM "+db+".t WHERE id >= 200 AND extra = concat('e', toString(id))", 100, "%d of the 100 records after the first sighting filled extra; want 100")
 		if n := countRows(t, ch, db+".t"); n != 300 {
 			t.Errorf("%d rows; want 300", n)
 		}
@@ -336,8 +368,7 @@ func TestColumnAddedBeforeFieldArrivesIsFilledAtFirstSighting(t *testing.T) {
 // too (creates by their after image, deletes by their before image).
 func TestUnmappedDebeziumFieldsCounted(t *testing.T) {
 	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
-		ch, db, topic := s.Conn(t), s.NewDatabase(t), testenv.NewTopic(t, 1)
-		createT(t, ch, db, "id Int64, _version UInt64, _deleted UInt8")
+		ch, db, topic := freshTable(t, s, "id Int64, _version UInt64, _deleted UInt8")
 		cfg := newConfig(t, fmt.Sprintf(`
 name: %s
 kafka: {brokers: [%q], topics: [%q], fetch_max_wait: 100ms}
@@ -346,13 +377,7 @@ batch: {max_rows: 1000, max_wait: 300ms}
 routes: [{topic: %q, table: t, format: debezium-json}]
 http: {listen: ""}
 `, testenv.UniqueName(t, "dbzdrift"), testenv.Kafka(t)[0], topic, s.Addr, db, topic))
-		m := metrics.New(cfg.Kafka.Group)
-		srv, err := metrics.Serve("127.0.0.1:0", m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer srv.Close(context.Background())
-		done, stop := startPipelineWith(t, cfg, pipeline.WithMetrics(m))
+		done, stop, unmapped := startWithMetrics(t, cfg)
 		var values []string
 		for i := 0; i < 50; i++ {
 			values = append(values, fmt.Sprintf(`{"op":"c","after":{"id":%d,"email":"u%d@x"},"source":{"lsn":%d},"ts_ms":1}`, i, i, 100+i))
@@ -360,17 +385,9 @@ http: {listen: ""}
 		for i := 0; i < 20; i++ {
 			values = append(values, fmt.Sprintf(`{"op":"d","before":{"id":%d,"email":"u%d@x","phone":"1"},"after":null,"source":{"lsn":%d},"ts_ms":2}`, i, i, 200+i))
 		}
-		produceValues(t, topic, values...)
-		waitCommitted(t, done, cfg.Kafka.Group, topic, 70)
+		sendValues(t, done, cfg, topic, 70, values...)
 		stopClean(t, done, stop)
-		_, body := scrape(t, "http://"+srv.Addr()+"/metrics")
-		smp := samples(t, body)
-		table := fmt.Sprintf(`table="%s.t"`, db)
-		for field, want := range map[string]float64{"email": 70, "phone": 20} {
-			if got, _ := sum(smp, metrics.UnmappedFields, table, `field="`+field+`"`); got != want {
-				t.Errorf("%s{field=%q} = %v; want %v", metrics.UnmappedFields, field, got, want)
-			}
-		}
+		checkUnmapped(t, unmapped, db, map[string]float64{"email": 70, "phone": 20}, 2)
 		if n := countRows(t, ch, db+".t"); n != 70 {
 			t.Errorf("%d rows; want 70", n)
 		}

@@ -138,6 +138,56 @@ func lose(r *running, tp offsets.TP) {
 	r.p.Hooks().Lost(context.Background(), map[string][]int32{tp.Topic: {tp.Partition}})
 }
 
+// firstInsertHeld returns a fake sink whose first INSERT waits until the
+// returned gate is closed; every later INSERT succeeds at once.
+func firstInsertHeld() (*fakeSink, chan struct{}) {
+	gate := make(chan struct{})
+	sink := newFakeSink(func(n int) insertScript {
+		if n == 1 {
+			return insertScript{gate: gate}
+		}
+		return insertScript{}
+	})
+	return sink, gate
+}
+
+// checkSurvivedLoss stops the pipeline after partition 0 was lost and
+// checks that the member survived it (Run returns no error), that want
+// rows were inserted (why says which ones) and that no successful commit
+// from the since-th on names partition 0.
+func checkSurvivedLoss(t *testing.T, r *running, src *eoSource, sink *fakeSink, since, want int, why string) {
+	t.Helper()
+	if err := r.stop(t); err != nil {
+		t.Fatalf("Run: %v (the member must survive the loss)", err)
+	}
+	if got := sink.inserted("db.t"); got != want {
+		t.Fatalf("%d rows inserted, want %d (%s)", got, want, why)
+	}
+	for _, c := range src.commitsSince(since) {
+		if _, ok := c[eoP0]; ok {
+			t.Fatalf("partition 0 committed after it was lost: %v", c)
+		}
+	}
+}
+
+// startRefused runs an exactly-once pipeline of 4-row batches whose every
+// commit fails with refuse and whose retries wait retry, sends one batch of
+// partitions 0 (offsets 0-1) and 1 (offsets 10-11) and waits until its
+// intent commit was tried at least tries times (what names the wait).
+func startRefused(t *testing.T, retry time.Duration, refuse error, tries int, what string) (*running, *eoSource, *fakeSink) {
+	t.Helper()
+	cfg := unitConfig(t, "")
+	cfg.Batch.MaxRows = 4
+	cfg.ClickHouse.RetryInitial, cfg.ClickHouse.RetryMax = retry, retry
+	sink := newFakeSink(nil)
+	r, src := startEO(t, cfg, sink)
+	src.setRefuse(refuse)
+	r.src.send(eoP0, 0, rows(0, 2)...)
+	r.src.send(eoP1, 10, rows(10, 2)...)
+	eventually(t, 2*time.Second, what, func() bool { return src.attempts() >= tries })
+	return r, src, sink
+}
+
 // TestUnitExactlyLostUnrecordedBatch: a sealed batch holding partitions 0
 // and 1 waits for an insert slot (its intent not yet sent) behind an
 // INSERT in flight, and an open batch holds more of partition 1, when
@@ -147,13 +197,7 @@ func lose(r *running, tp offsets.TP) {
 // the member keeps running and nothing is inserted twice.
 func TestUnitExactlyLostUnrecordedBatch(t *testing.T) {
 	cfg := unitConfig(t, "")
-	gate := make(chan struct{})
-	sink := newFakeSink(func(n int) insertScript {
-		if n == 1 {
-			return insertScript{gate: gate}
-		}
-		return insertScript{}
-	})
+	sink, gate := firstInsertHeld()
 	r, src := startEO(t, cfg, sink)
 	r.src.send(eoP1, 8, rows(8, 2)...) // batch {p1 8-9}: recorded, INSERT held
 	r.insertStarted(t)
@@ -169,17 +213,7 @@ func TestUnitExactlyLostUnrecordedBatch(t *testing.T) {
 	eventually(t, 2*time.Second, "partition 1 committed up to 10", func() bool { return r.src.committed(eoP1) == 10 })
 	r.src.send(eoP1, 10, rows(10, 4)...) // consumed again from 10, and two more
 	eventually(t, 2*time.Second, "partition 1 committed up to 14", func() bool { return r.src.committed(eoP1) == 14 })
-	if err := r.stop(t); err != nil {
-		t.Fatalf("Run: %v (the member must survive the loss)", err)
-	}
-	if got := sink.inserted("db.t"); got != 6 {
-		t.Fatalf("%d rows inserted, want 6 (partition 1's 8-13 once; partition 0's record belongs to its next owner)", got)
-	}
-	for _, c := range src.commitsSince(before) {
-		if _, ok := c[eoP0]; ok {
-			t.Fatalf("partition 0 committed after it was lost: %v", c)
-		}
-	}
+	checkSurvivedLoss(t, r, src, sink, before, 6, "partition 1's 8-13 once; partition 0's record belongs to its next owner")
 	src.emu.Lock()
 	defer src.emu.Unlock()
 	l, ok, err := eos.Decode(src.metas[len(src.metas)-1][eoP1])
@@ -195,15 +229,7 @@ func TestUnitExactlyLostUnrecordedBatch(t *testing.T) {
 // other batches: the member stops, inserting nothing of it, and recovery
 // settles it from the ledgers on restart.
 func TestUnitExactlyLostTriedBatchStops(t *testing.T) {
-	cfg := unitConfig(t, "")
-	cfg.Batch.MaxRows = 4
-	cfg.ClickHouse.RetryInitial, cfg.ClickHouse.RetryMax = time.Hour, time.Hour
-	sink := newFakeSink(nil)
-	r, src := startEO(t, cfg, sink)
-	src.setRefuse(context.DeadlineExceeded)
-	r.src.send(eoP0, 0, rows(0, 2)...)
-	r.src.send(eoP1, 10, rows(10, 2)...)
-	eventually(t, 2*time.Second, "the intent commit tried", func() bool { return src.attempts() >= 1 })
+	r, src, sink := startRefused(t, time.Hour, context.DeadlineExceeded, 1, "the intent commit tried")
 	lose(r, eoP0)
 	err := r.wait(t)
 	if err == nil || !strings.Contains(err.Error(), "whether that intent was recorded is unknown") {
@@ -259,13 +285,7 @@ func TestUnitExactlyLostWhileAccumulating(t *testing.T) {
 func TestUnitExactlyLostWhileInserting(t *testing.T) {
 	cfg := unitConfig(t, "")
 	cfg.Batch.MaxRows = 4
-	gate := make(chan struct{})
-	sink := newFakeSink(func(n int) insertScript {
-		if n == 1 {
-			return insertScript{gate: gate}
-		}
-		return insertScript{}
-	})
+	sink, gate := firstInsertHeld()
 	r, src := startEO(t, cfg, sink)
 	r.src.send(eoP0, 0, rows(0, 2)...)
 	r.src.send(eoP1, 10, rows(10, 2)...)
@@ -287,17 +307,7 @@ func TestUnitExactlyLostWhileInserting(t *testing.T) {
 	eventually(t, 2*time.Second, "partition 1 committed past the batch", func() bool { return r.src.committed(eoP1) == 12 })
 	r.src.send(eoP1, 12, rows(12, 4)...)
 	eventually(t, 2*time.Second, "partition 1's next batch committed", func() bool { return r.src.committed(eoP1) == 16 })
-	if err := r.stop(t); err != nil {
-		t.Fatalf("Run: %v (the member must survive the loss)", err)
-	}
-	if got := sink.inserted("db.t"); got != 8 {
-		t.Fatalf("%d rows inserted, want 8 (the recorded batch's 4 once, then 4)", got)
-	}
-	for _, c := range src.commitsSince(lost) {
-		if _, ok := c[eoP0]; ok {
-			t.Fatalf("partition 0 committed after it was lost: %v", c)
-		}
-	}
+	checkSurvivedLoss(t, r, src, sink, lost, 8, "the recorded batch's 4 once, then 4")
 }
 
 // TestUnitExactlyFencedIntentThenLost: the intent commit is refused for a
@@ -306,15 +316,7 @@ func TestUnitExactlyLostWhileInserting(t *testing.T) {
 // franz-go reports next drops it unrecorded. Nothing is inserted and the
 // member goes on.
 func TestUnitExactlyFencedIntentThenLost(t *testing.T) {
-	cfg := unitConfig(t, "")
-	cfg.Batch.MaxRows = 4
-	cfg.ClickHouse.RetryInitial, cfg.ClickHouse.RetryMax = 20*time.Millisecond, 20*time.Millisecond
-	sink := newFakeSink(nil)
-	r, src := startEO(t, cfg, sink)
-	src.setRefuse(kerr.UnknownMemberID)
-	r.src.send(eoP0, 0, rows(0, 2)...)
-	r.src.send(eoP1, 10, rows(10, 2)...)
-	eventually(t, 2*time.Second, "the intent tried again", func() bool { return src.attempts() >= 3 })
+	r, src, sink := startRefused(t, 20*time.Millisecond, kerr.UnknownMemberID, 3, "the intent tried again")
 	r.p.Hooks().Lost(context.Background(), map[string][]int32{unitTopic: {0, 1}})
 	n := src.attempts()
 	time.Sleep(100 * time.Millisecond)

@@ -3,10 +3,10 @@ package pipeline_test
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"testing"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/internal/metrics"
@@ -23,16 +23,10 @@ import (
 // the produced records and grows one second per second between two
 // scrapes; after ClickHouse is reachable again and every row is in, it is 0.
 func TestLagSecondsWhileBehind(t *testing.T) {
-	brokers := testenv.Kafka(t)
-	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
-		testLagSecondsWhileBehind(t, s, brokers[0])
-	})
+	eachServerWithTopic(t, 1, testLagSecondsWhileBehind)
 }
 
-func testLagSecondsWhileBehind(t *testing.T, server testenv.Server, broker string) {
-	ch := server.Conn(t)
-	db := server.NewDatabase(t)
-	topic := testenv.NewTopic(t, 1)
+func testLagSecondsWhileBehind(t *testing.T, server testenv.Server, ch driver.Conn, db, topic, broker string) {
 	ctx := context.Background()
 	if err := ch.Exec(ctx, "CREATE TABLE "+db+".events (id UInt64, v String) ENGINE = MergeTree ORDER BY id"); err != nil {
 		t.Fatal(err)
@@ -47,19 +41,7 @@ batch: {max_rows: 1000, max_wait: 100ms, max_bytes: 8KiB, buffer_memory: 8KiB}
 routes: [{topic: %q, table: events}]
 http: {listen: ""}
 `, testenv.UniqueName(t, "lagsec"), broker, topic, proxy.Addr, db, topic))
-	m := metrics.New(cfg.Kafka.Group)
-	srv, err := metrics.Serve("127.0.0.1:0", m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close(context.Background())
-	read := func() map[string]float64 {
-		code, body := scrape(t, "http://"+srv.Addr()+"/metrics")
-		if code != http.StatusOK {
-			t.Fatalf("/metrics: %d", code)
-		}
-		return samples(t, body)
-	}
+	m, read := serveMetrics(t, cfg.Kafka.Group)
 	topicL := fmt.Sprintf(`topic="%s"`, topic)
 	lagSeconds := func(s map[string]float64) float64 {
 		v, series := sum(s, metrics.ConsumerLagSeconds, topicL)

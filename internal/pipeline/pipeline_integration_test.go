@@ -86,6 +86,17 @@ func runUntilWith(t *testing.T, cfg *config.Config, ch driver.Conn, table string
 	}, opts...)
 }
 
+// eachServerWithTopic runs body once per ClickHouse server (a subtest
+// each) with a connection to it, a fresh database, a new topic of
+// partitions partitions and the first Kafka broker.
+func eachServerWithTopic(t *testing.T, partitions int,
+	body func(t *testing.T, server testenv.Server, ch driver.Conn, db, topic, broker string)) {
+	broker := testenv.Kafka(t)[0]
+	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
+		body(t, s, s.Conn(t), s.NewDatabase(t), testenv.NewTopic(t, partitions), broker)
+	})
+}
+
 // runWhile runs a connector until done reports true (polled every 200 ms;
 // its message says what is missing when the timeout passes), then stops it
 // the way SIGTERM does and returns its stats.
