@@ -1,0 +1,192 @@
+package pipeline_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/sr"
+
+	"sink/config"
+	"sink/internal/eventfmt"
+	"sink/internal/pipeline"
+	"sink/internal/registry"
+	"sink/internal/testenv"
+	"sink/internal/writer"
+)
+
+// schema.create: if_missing on the real stack, for every format on both
+// servers: the records are in the topic before the connector starts; New
+// creates the table from a sample of them, and every record lands with
+// its values.
+
+const createSchema = "{create: if_missing, order_by: id}"
+
+// kafkaColumns are the Kafka columns a created ReplacingMergeTree has on s.
+func kafkaColumns(s testenv.Server) []string {
+	ts := "_timestamp DateTime"
+	if s.AtLeast(20, 1) {
+		ts = "_timestamp DateTime64(3)"
+	}
+	return []string{"_topic String", "_partition Int32", "_offset Int64", ts}
+}
+
+// createAndLoad starts a connector on cfg (whose table does not exist yet:
+// the topic already holds n records), waits until it has committed them,
+// stops it, and checks the created table's columns (want and the Kafka
+// columns, in any order), its engine and that it holds n rows, each with
+// the topic and its offset (one partition: offsets 0..n-1) in the Kafka
+// columns.
+func createAndLoad(t *testing.T, s testenv.Server, ch driver.Conn, cfg *config.Config, db, topic string, n int64, want []string) {
+	t.Helper()
+	done, stop := startPipeline(t, cfg)
+	waitCommitted(t, done, cfg.Kafka.Group, topic, n)
+	stopClean(t, done, stop)
+	expectColumns(t, columnsOf(t, ch, db), append(want, kafkaColumns(s)...))
+	var engine, key string
+	if err := ch.QueryRow(context.Background(), "SELECT engine, sorting_key FROM system.tables WHERE database = ? AND name = 't'", db).Scan(&engine, &key); err != nil {
+		t.Fatal(err)
+	}
+	if engine != "ReplacingMergeTree" || key != "id" {
+		t.Errorf("created table: engine %s, sorting key %q; want ReplacingMergeTree, id", engine, key)
+	}
+	expectCount(t, ch, fmt.Sprintf("SELECT count() FROM %s.t WHERE _topic = '%s' AND _offset = id AND _partition = 0", db, topic), uint64(n),
+		"%d rows carry their topic, partition and offset; want "+fmt.Sprint(n))
+}
+
+func TestCreateJSONTable(t *testing.T) {
+	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
+		ch, db, topic := s.Conn(t), s.NewDatabase(t), testenv.NewTopic(t, 1)
+		var values []string
+		for i := range 100 {
+			// price is whole in the first record, fractional later: the
+			// sample's merged inference makes it Float64.
+			values = append(values, fmt.Sprintf(`{"id":%d,"name":"n%d","price":%d.5,"ok":%t,"at":"2024-05-17T12:00:%02dZ","tags":["a","%d"],"none":null}`,
+				i, i, i, i%2 == 0, i%60, i))
+		}
+		values[0] = `{"id":0,"name":"n0","price":0,"ok":true,"at":"2024-05-17T12:00:00Z","tags":["a","0"],"none":null}`
+		produceValues(t, topic, values...)
+		cfg := evolveConfigFormat(t, s, topic, db, "", createSchema)
+		// A time string is a time only where DateTime64 keeps its zone and
+		// fraction; on 18.16 it stays the text (as evolution types it).
+		want := []string{"id Int64", "name String", "price Float64", "ok UInt8", "at String", "tags Array(String)"}
+		at := "at = concat('2024-05-17T12:00:', if(id % 60 < 10, '0', ''), toString(id % 60), 'Z')"
+		if s.AtLeast(21, 12) {
+			want[3] = "ok Bool"
+		}
+		if s.AtLeast(20, 1) {
+			want[4] = "at DateTime64(3)"
+			at = "toUnixTimestamp64Milli(at) = (1715947200 + id % 60) * 1000"
+		}
+		createAndLoad(t, s, ch, cfg, db, topic, 100, want)
+		expectCount(t, ch, "SELECT count() FROM "+db+".t WHERE name = concat('n', toString(id)) AND (price = id + 0.5 OR id = 0) AND ok = (id % 2 = 0 OR id = 0)"+
+			" AND tags = ['a', toString(id)] AND "+at, 100, "%d of 100 rows hold their record's values; want 100")
+	})
+}
+
+func TestCreateAvroTable(t *testing.T) {
+	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
+		ch, db, topic := s.Conn(t), s.NewDatabase(t), testenv.NewTopic(t, 1)
+		record := avroVersions(t)
+		produceBytes(t, topic, recordsOf(record, 0, 100, 2)...)
+		cfg := evolveConfigFormat(t, s, topic, db, "avro", createSchema)
+		createAndLoad(t, s, ch, cfg, db, topic, 100, avroV2Columns(s))
+		expectCount(t, ch, avroV2Filled(s, db, "1"), 100, "%d of 100 rows hold their record's values; want 100")
+	})
+}
+
+func TestCreateProtobufTable(t *testing.T) {
+	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
+		ch, db, topic := s.Conn(t), s.NewDatabase(t), testenv.NewTopic(t, 1)
+		record := protoVersions(t, topic)
+		produceBytes(t, topic, recordsOf(record, 0, 100, 2)...)
+		cfg := evolveConfigFormat(t, s, topic, db, "protobuf", createSchema)
+		createAndLoad(t, s, ch, cfg, db, topic, 100, append(protoEventColumns(s), "added String"))
+		expectCount(t, ch, protoEventFilled(s, db, "added = concat('v2-', toString(id))"), 100, "%d of 100 rows hold their record's values; want 100")
+	})
+}
+
+func TestCreateJSONSchemaTable(t *testing.T) {
+	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
+		ch, db, topic := s.Conn(t), s.NewDatabase(t), testenv.NewTopic(t, 1)
+		rc, err := registry.New(config.SchemaRegistry{URLs: []string{testenv.Registry(t)}}, registry.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, err := rc.Register(context.Background(), topic+"-value", sr.TypeJSON, eventfmt.JSONSchemaText)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var values [][]byte
+		for i := range 100 {
+			values = append(values, append(registry.AppendFrame(nil, id, false), fmt.Sprintf(`{"id":%d,"x":%d,"s":"s%d"}`, i, -i, i)...))
+		}
+		produceBytes(t, topic, values...)
+		cfg := evolveConfigFormat(t, s, topic, db, "json-schema", createSchema)
+		createAndLoad(t, s, ch, cfg, db, topic, 100, []string{"id Int64", "x Int64", "s String"})
+		expectCount(t, ch, "SELECT count() FROM "+db+".t WHERE x = -id AND s = concat('s', toString(id))", 100, "%d of 100 rows hold their record's values; want 100")
+	})
+}
+
+// engine: MergeTree, partition_by and settings reach the created table,
+// which then has no Kafka columns.
+func TestCreateMergeTreeOptions(t *testing.T) {
+	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
+		ch, db, topic := s.Conn(t), s.NewDatabase(t), testenv.NewTopic(t, 1)
+		produceValues(t, topic, `{"id":1,"day":"d1"}`, `{"id":2,"day":"d2"}`)
+		cfg := evolveConfigFormat(t, s, topic, db, "", `{create: if_missing, engine: MergeTree, order_by: "(day, id)", partition_by: day, settings: {index_granularity: 1024}}`)
+		done, stop := startPipeline(t, cfg)
+		waitCommitted(t, done, cfg.Kafka.Group, topic, 2)
+		stopClean(t, done, stop)
+		expectColumns(t, columnsOf(t, ch, db), []string{"id Int64", "day String"})
+		var full string
+		if err := ch.QueryRow(context.Background(), "SELECT engine_full FROM system.tables WHERE database = ? AND name = 't'", db).Scan(&full); err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"MergeTree", "PARTITION BY day", "ORDER BY (day, id)", "index_granularity = 1024"} {
+			if !strings.Contains(full, want) || strings.Contains(full, "Replacing") {
+				t.Fatalf("engine %q lacks %q (or is a ReplacingMergeTree)", full, want)
+			}
+		}
+		expectCount(t, ch, "SELECT count() FROM "+db+".t WHERE day = concat('d', toString(id))", 2, "%d of 2 rows; want 2")
+	})
+}
+
+// Two connectors starting at once on a missing table both create it (one
+// of the CREATE TABLE IF NOT EXISTS wins, the other does nothing) and
+// both resolve their route into the one table.
+func TestCreateRace(t *testing.T) {
+	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
+		ch, db, topic := s.Conn(t), s.NewDatabase(t), testenv.NewTopic(t, 1)
+		produceValues(t, topic, `{"id":1,"a":"x"}`, `{"id":2,"a":"y"}`)
+		cfg := evolveConfigFormat(t, s, topic, db, "", createSchema)
+		var wg sync.WaitGroup
+		errs := make([]error, 4)
+		for i := range errs {
+			wg.Go(func() {
+				w, err := writer.Open(context.Background(), cfg.Name, cfg.ClickHouse)
+				if err != nil {
+					errs[i] = err
+					return
+				}
+				defer w.Close()
+				p, err := pipeline.New(context.Background(), cfg, zerolog.Nop(), w)
+				if err == nil && len(p.Tables()) != 1 {
+					err = fmt.Errorf("%d tables resolved", len(p.Tables()))
+				}
+				errs[i] = err
+			})
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("connector %d of %d starting on the missing table: %v", i+1, len(errs), err)
+			}
+		}
+		expectColumns(t, columnsOf(t, ch, db), append([]string{"id Int64", "a String"}, kafkaColumns(s)...))
+	})
+}
