@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/rs/zerolog"
@@ -188,5 +189,42 @@ func TestCreateRace(t *testing.T) {
 			}
 		}
 		expectColumns(t, columnsOf(t, ch, db), append([]string{"id Int64", "a String"}, kafkaColumns(s)...))
+	})
+}
+
+// A topic with no records yet has nothing to type the columns by: New
+// waits, creates nothing, and creates the table once records arrive.
+func TestCreateWaitsForRecords(t *testing.T) {
+	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
+		ch, db, topic := s.Conn(t), s.NewDatabase(t), testenv.NewTopic(t, 1)
+		cfg := evolveConfigFormat(t, s, topic, db, "", createSchema)
+		w, err := writer.Open(context.Background(), cfg.Name, cfg.ClickHouse)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		done := make(chan error, 1)
+		go func() {
+			_, err := pipeline.New(context.Background(), cfg, zerolog.Nop(), w)
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			t.Fatalf("New returned (%v) before the topic had a record", err)
+		case <-time.After(3 * time.Second):
+		}
+		if cols := columnsOf(t, ch, db); len(cols) != 0 {
+			t.Fatalf("table created with %v before any record", cols)
+		}
+		produceValues(t, topic, `{"id":1,"v":"x"}`)
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("New still waiting 30 s after the first record")
+		}
+		expectColumns(t, columnsOf(t, ch, db), append([]string{"id Int64", "v String"}, kafkaColumns(s)...))
 	})
 }

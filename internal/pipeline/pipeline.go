@@ -22,6 +22,8 @@
 // commit.go, rebalance.go (assign, revoke with its deadline, loss), dlq.go
 // (bad records), schema.go (tables that change while running), evolve.go
 // (fields no column takes: counted, logged, added as columns on request),
+// create.go (missing tables created by New, on request, from a sample of
+// their topic's records; PlanCreates is the dry run),
 // exactly.go (exactly-once delivery), fanout.go (routes chosen per record by
 // their when:, records in several tables), stats.go (summary line, metric
 // handles) and
