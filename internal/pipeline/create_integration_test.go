@@ -228,3 +228,63 @@ func TestCreateWaitsForRecords(t *testing.T) {
 		expectColumns(t, columnsOf(t, ch, db), append([]string{"id Int64", "v String"}, kafkaColumns(s)...))
 	})
 }
+
+// On a cluster (clickhouse.cluster), the created table is a
+// ReplicatedReplacingMergeTree t_local on every node, ON CLUSTER, with a
+// Distributed t over it that the connector inserts into: every record is
+// in the cluster once, and each shard's replicas hold the same rows.
+func TestCreateOnCluster(t *testing.T) {
+	c := testenv.Cluster(t)
+	db := c.NewDatabase(t)
+	topic := testenv.NewTopic(t, 1)
+	var values []string
+	for i := range 200 {
+		values = append(values, fmt.Sprintf(`{"id":%d,"v":"v%d"}`, i, i))
+	}
+	produceValues(t, topic, values...)
+	cfg := newConfig(t, fmt.Sprintf(`
+name: %s
+kafka: {brokers: [%q], topics: [%q], fetch_max_wait: 100ms, commit_interval: 200ms}
+clickhouse: {addrs: [%q], database: %s, cluster: %s, retry_initial: 50ms, retry_max: 300ms, settings: {insert_distributed_sync: 1}}
+batch: {max_rows: 1000, max_wait: 300ms}
+routes: [{topic: %q, table: t, schema: %s}]
+http: {listen: ""}
+`, testenv.UniqueName(t, "create-cluster"), testenv.Kafka(t)[0], topic, c.Shards[0][0].Addr, db, c.Name, topic, createSchema))
+	done, stop := startPipeline(t, cfg)
+	waitCommitted(t, done, cfg.Kafka.Group, topic, 200)
+	stopClean(t, done, stop)
+
+	ctx := context.Background()
+	var sum uint64
+	for _, shard := range c.Shards {
+		var counts []uint64
+		for _, n := range shard {
+			conn := n.Conn(t)
+			var engines []string
+			rows, err := conn.Query(ctx, "SELECT concat(name, ' ', engine) FROM system.tables WHERE database = ? ORDER BY name", db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for rows.Next() {
+				var e string
+				if err := rows.Scan(&e); err != nil {
+					t.Fatal(err)
+				}
+				engines = append(engines, e)
+			}
+			rows.Close()
+			if strings.Join(engines, ", ") != "t Distributed, t_local ReplicatedReplacingMergeTree" {
+				t.Fatalf("node %s has tables %v; want t Distributed, t_local ReplicatedReplacingMergeTree", n.Name, engines)
+			}
+			testenv.Exec(t, conn, "SYSTEM SYNC REPLICA "+db+".t_local")
+			counts = append(counts, uint64Of(t, conn, "SELECT count() FROM "+db+".t_local WHERE v = concat('v', toString(id))"))
+		}
+		if counts[0] == 0 || counts[0] != counts[1] {
+			t.Errorf("a shard's replicas hold %v rows; want the same, non-zero", counts)
+		}
+		sum += counts[0]
+	}
+	if sum != 200 {
+		t.Errorf("the shards hold %d rows in all; want 200", sum)
+	}
+}
