@@ -13,6 +13,8 @@ import (
 	"sink/config"
 	"sink/internal/advise"
 	"sink/internal/decode"
+	"sink/internal/registry"
+	"sink/internal/route"
 	"sink/internal/writer"
 )
 
@@ -112,7 +114,7 @@ func planCreate(ctx context.Context, cfg *config.Config, i int, w TableCreator, 
 	if err != nil {
 		return plan, fmt.Errorf("routes[%d] (schema.create for %s.%s): sampling topic %s: %w", i, db, name, r.Topic, err)
 	}
-	fields, err := inferFields(r, reg, info.EvolveTypes(), recs, &plan)
+	fields, err := inferFields(ctx, r, reg, info.EvolveTypes(), recs, &plan)
 	if err != nil {
 		return plan, fmt.Errorf("routes[%d] (schema.create for %s.%s): %w", i, db, name, err)
 	}
@@ -140,14 +142,18 @@ func planCreate(ctx context.Context, cfg *config.Config, i int, w TableCreator, 
 
 // inferFields decodes recs with a plan that reads only the Kafka columns
 // and returns a column per unmapped field, in the order the fields were
-// first seen, counting the records in plan.
-func inferFields(r config.Route, reg decode.Registry, srv decode.ServerTypes, recs []*kgo.Record, plan *CreatePlan) ([]decode.ColumnSchema, error) {
+// first seen, counting the records in plan. For json-schema, the
+// properties the newest sampled schema declares come first, in its order
+// and typed by it (decode.JSONSchemaFields); the fields it does not type
+// follow, typed by their values.
+func inferFields(ctx context.Context, r config.Route, reg decode.Registry, srv decode.ServerTypes, recs []*kgo.Record, plan *CreatePlan) ([]decode.ColumnSchema, error) {
 	dp, err := decode.Compile(r.Format, writer.KafkaColumns(srv), nil, decode.WithRegistry(reg), decode.WithMessage(r.Message))
 	if err != nil {
 		return nil, err
 	}
 	blk := dp.NewBlock()
 	var firstErr error
+	newest := -1 // the highest schema id of a decoded json-schema record
 	for _, rec := range recs {
 		if err := dp.Append(blk, rec); err != nil {
 			if !errors.Is(err, decode.ErrSkip) {
@@ -159,6 +165,11 @@ func inferFields(r config.Route, reg decode.Registry, srv decode.ServerTypes, re
 			continue
 		}
 		plan.Sampled++
+		if r.Format == route.JSONSchema {
+			if id, _, err := registry.ParseFrame(rec.Value); err == nil && id > newest {
+				newest = id
+			}
+		}
 	}
 	if plan.Sampled == 0 && plan.Bad > 0 {
 		return nil, fmt.Errorf("none of the %d records sampled from %s decoded: %w", plan.Bad, r.Topic, firstErr)
@@ -166,18 +177,39 @@ func inferFields(r config.Route, reg decode.Registry, srv decode.ServerTypes, re
 	var seen []decode.UnmappedField
 	dp.TakeUnmapped(func(u *decode.UnmappedField) { seen = append(seen, *u) }, nil)
 	sort.Slice(seen, func(a, b int) bool { return seen[a].Order < seen[b].Order })
+
 	var cols []decode.ColumnSchema
-	for _, u := range seen {
-		if !r.Schema.Permits(u.Name) {
-			plan.Skipped = append(plan.Skipped, u.Name+": schema.allow / schema.deny exclude it")
-			continue
+	add := func(name string, typ string, err error) {
+		switch {
+		case !r.Schema.Permits(name):
+			plan.Skipped = append(plan.Skipped, name+": schema.allow / schema.deny exclude it")
+		case err != nil:
+			plan.Skipped = append(plan.Skipped, name+": "+err.Error())
+		default:
+			cols = append(cols, decode.ColumnSchema{Name: name, Type: typ})
 		}
-		typ, err := u.Column(srv, r.Schema.Nullable)
+	}
+	declared := map[string]bool{}
+	if newest >= 0 {
+		sch, err := reg.Schema(ctx, newest)
 		if err != nil {
-			plan.Skipped = append(plan.Skipped, u.Name+": "+err.Error())
-			continue
+			return nil, fmt.Errorf("reading JSON Schema %d: %w", newest, err)
 		}
-		cols = append(cols, decode.ColumnSchema{Name: u.Name, Type: typ})
+		fields, err := decode.JSONSchemaFields(sch.Text)
+		if err != nil {
+			return nil, fmt.Errorf("schema id %d: %w", newest, err)
+		}
+		for _, f := range fields {
+			declared[f.Name] = true
+			typ, err := f.Type.Column(srv, r.Schema.Nullable || f.Null)
+			add(f.Name, typ, err)
+		}
+	}
+	for _, u := range seen {
+		if !declared[u.Name] {
+			typ, err := u.Column(srv, r.Schema.Nullable)
+			add(u.Name, typ, err)
+		}
 	}
 	return cols, nil
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/twmb/franz-go/pkg/sr"
 
 	"sink/config"
-	"sink/internal/eventfmt"
 	"sink/internal/pipeline"
 	"sink/internal/registry"
 	"sink/internal/testenv"
@@ -111,6 +110,14 @@ func TestCreateProtobufTable(t *testing.T) {
 	})
 }
 
+// createJSONSchema declares n a number although the records below give it
+// whole values (the schema's Float64 wins over the values' Int64), and note
+// nullable; extra is not declared and is typed by its values.
+const createJSONSchema = `{"type":"object","properties":{"id":{"type":"integer"},"n":{"type":"number"},` +
+	`"note":{"type":["null","string"]},"tags":{"type":"array","items":{"type":"string"}}}}`
+
+// json-schema: the columns the schema declares, in its order and typed by
+// it, then the fields it does not declare, typed by their values.
 func TestCreateJSONSchemaTable(t *testing.T) {
 	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
 		ch, db, topic := s.Conn(t), s.NewDatabase(t), testenv.NewTopic(t, 1)
@@ -118,18 +125,27 @@ func TestCreateJSONSchemaTable(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		id, err := rc.Register(context.Background(), topic+"-value", sr.TypeJSON, eventfmt.JSONSchemaText)
+		id, err := rc.Register(context.Background(), topic+"-value", sr.TypeJSON, createJSONSchema)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var values [][]byte
 		for i := range 100 {
-			values = append(values, append(registry.AppendFrame(nil, id, false), fmt.Sprintf(`{"id":%d,"x":%d,"s":"s%d"}`, i, -i, i)...))
+			note := "null"
+			if i%2 == 0 {
+				note = fmt.Sprintf(`"n%d"`, i)
+			}
+			values = append(values, append(registry.AppendFrame(nil, id, false),
+				fmt.Sprintf(`{"id":%d,"n":%d,"note":%s,"tags":["t%d"],"extra":%d}`, i, -i, note, i, i*2)...))
 		}
 		produceBytes(t, topic, values...)
 		cfg := evolveConfigFormat(t, s, topic, db, "json-schema", createSchema)
-		createAndLoad(t, s, ch, cfg, db, topic, 100, []string{"id Int64", "x Int64", "s String"})
-		expectCount(t, ch, "SELECT count() FROM "+db+".t WHERE x = -id AND s = concat('s', toString(id))", 100, "%d of 100 rows hold their record's values; want 100")
+		createAndLoad(t, s, ch, cfg, db, topic, 100, []string{"id Int64", "n Float64", "note Nullable(String)", "tags Array(String)", "extra Int64"})
+		expectCount(t, ch, "SELECT count() FROM "+db+".t WHERE n = -id AND tags = [concat('t', toString(id))] AND extra = id * 2"+
+			" AND ((id % 2 = 0 AND note = concat('n', toString(id))) OR (id % 2 = 1 AND note IS NULL))", 100, "%d of 100 rows hold their record's values; want 100")
+		if cols := columnsOf(t, ch, db); strings.Join(cols[:5], ", ") != "id Int64, n Float64, note Nullable(String), tags Array(String), extra Int64" {
+			t.Errorf("columns in the order %v; want the schema's order, then extra", cols)
+		}
 	})
 }
 
