@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"sink/internal/testenv"
 )
@@ -129,4 +130,35 @@ http: {listen: ""}
 			t.Fatalf("check created the table (%d, %v): it must only print the DDL", n, err)
 		}
 	})
+}
+
+// `sink run` with schema.create on an empty topic waits for a first
+// record (saying so once), and SIGTERM while it waits exits 0 with the
+// table still missing.
+func TestRunWaitingToCreateStopsClean(t *testing.T) {
+	s := testenv.Servers(t)[0]
+	db := s.NewDatabase(t)
+	topic := testenv.NewTopic(t, 1)
+	path := writeConfig(t, fmt.Sprintf(`
+name: %s
+kafka: {brokers: [%q], topics: [%q]}
+clickhouse: {addrs: [%q], database: %s}
+routes: [{topic: %q, table: fresh, schema: {create: if_missing, order_by: id}}]
+http: {listen: ""}
+`, testenv.UniqueName(t, "createwait"), testenv.Kafka(t)[0], topic, s.Addr, db, topic))
+	r := startSink(t, path)
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(r.stderr.String(), "waiting for the first records") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no word of waiting for records after 30 s; log:\n%s", r.stderr.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if code := r.stop(t); code != 0 {
+		t.Fatalf("SIGTERM while waiting to create the table: exit %d; log:\n%s", code, r.stderr.String())
+	}
+	var n uint64
+	if err := s.Conn(t).QueryRow(t.Context(), "SELECT count() FROM system.tables WHERE database = ? AND name = 'fresh'", db).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("the table exists (%d, %v) with no record to type it by", n, err)
+	}
 }
