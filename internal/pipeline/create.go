@@ -60,13 +60,13 @@ type CreatePlan struct {
 	Sampled, Bad int
 	Skipped      []string
 	Spec         writer.TableSpec
-	// DDL is the statements that create the table ("" when Exists or
+	// DDL is the statements that create the table (none when Exists or
 	// when no records were sampled).
 	DDL []string
 }
 
 // sampleTopic reads up to n of the newest records of topic.
-var sampleTopic = func(ctx context.Context, k config.Kafka, topic string, n int) ([]*kgo.Record, error) {
+func sampleTopic(ctx context.Context, k config.Kafka, topic string, n int) ([]*kgo.Record, error) {
 	var recs []*kgo.Record
 	err := advise.SampleRecords(ctx, k, []string{topic}, n, func(r *kgo.Record) { recs = append(recs, r) })
 	return recs, err
