@@ -16,6 +16,14 @@ kv=$(ls .cache/kafka-libs 2>/dev/null | sed -n 's/^kafka_2.13-\(.*\)\.jar$/\1/p'
 echo "test: Kafka ${kv:-(version unknown: a stack started by another checkout)} at 127.0.0.1:9092," \
 	"ClickHouse $(chv 9000) at 127.0.0.1:9000 (ch18), ClickHouse $(chv 19000) at 127.0.0.1:19000 (ch26)"
 
+# The ClickHouse cluster (ZooKeeper + four 18.16 nodes) only for the tests that
+# use internal/testenv.Cluster; `make stack-up` does not start it. About 1–10 s
+# (more on a busy machine) and 0.4 GB of RSS; TEST_CLUSTER=0 leaves it out, and
+# those tests then fail under SINK_REQUIRE_STACK=1.
+if [[ ${TEST_CLUSTER:-1} != 0 ]]; then
+	bash scripts/stack.sh cluster up
+fi
+
 log=.stack/go-test.log
 status=0
 SINK_REQUIRE_STACK=1 go test -tags integration -count=1 -timeout 20m -v "$@" ./... >"$log" 2>&1 || status=$?

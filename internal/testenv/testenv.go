@@ -77,7 +77,12 @@ func requireIntegrationBuild(t testing.TB) {
 // unavailable skips or, when the stack is required, fails the test.
 func unavailable(t testing.TB, what, addr string, err error) {
 	t.Helper()
-	msg := fmt.Sprintf("integration: %s not reachable at %s; run `make stack-up` (%v)", what, addr, err)
+	unavailableMsg(t, fmt.Sprintf("integration: %s not reachable at %s; run `make stack-up` (%v)", what, addr, err))
+}
+
+// unavailableMsg skips with msg or, when the stack is required, fails the test.
+func unavailableMsg(t testing.TB, msg string) {
+	t.Helper()
 	if os.Getenv(EnvRequireStack) == "1" {
 		t.Fatal(msg)
 	} else {
