@@ -337,6 +337,18 @@ func (c *Consumer) Seek(pos map[offsets.TP]int64) {
 	c.cl.SetOffsets(m)
 }
 
+// PauseFetch stops fetching topics without leaving the group (POST
+// /pause): franz-go drops what it buffered for them and fetches it again
+// after ResumeFetch, and a poll returns nothing of them meanwhile.
+func (c *Consumer) PauseFetch(topics []string) { c.cl.PauseFetchTopics(topics...) }
+
+// ResumeFetch resumes fetching every paused topic.
+func (c *Consumer) ResumeFetch() {
+	if paused := c.cl.PauseFetchTopics(); len(paused) > 0 {
+		c.cl.ResumeFetchTopics(paused...)
+	}
+}
+
 // WithMetadata returns ctx carrying meta for the next CommitOffsetsSync made
 // with it: franz-go calls the function just before sending the request, after
 // it filled in the group, member id and generation (which is what fences a

@@ -42,6 +42,7 @@ import (
 	"sink/internal/metrics"
 	"sink/internal/offsets"
 	"sink/internal/registry"
+	"sink/internal/status"
 )
 
 // Pipeline is one connector.
@@ -94,6 +95,17 @@ type Pipeline struct {
 	topicM map[string]*metrics.Topic
 	partM  map[offsets.TP]*metrics.Partition
 
+	// The operator's view and controls (admin.go): the state, pause and
+	// resume requests, what the fetches and commits said per assigned
+	// partition, and the last published snapshot (read by HTTP goroutines).
+	state      status.State
+	stateSince time.Time
+	failure    error // why Run ended, once it did
+	controls   chan controlReq
+	started    chan struct{} // closed when Run starts
+	seen       map[offsets.TP]*partSeen
+	snap       atomic.Pointer[status.Snapshot]
+
 	eo  *exactly // nil unless delivery is exactly_once (exactly.go)
 	evo *evolver // nil unless a route has schema.evolve: add_columns (evolve.go)
 
@@ -126,30 +138,35 @@ func WithRegistry(r decode.Registry) Option { return func(p *Pipeline) { p.reg =
 // cannot fill, an unknown source.
 func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w Sink, opts ...Option) (*Pipeline, error) {
 	p := &Pipeline{
-		cfg:     cfg,
-		log:     log,
-		w:       w,
-		tables:  map[string]*tableState{},
-		byTopic: map[string][]*routeState{},
-		accs:    map[accKey]*accState{},
-		tracker: offsets.New(),
-		flights: map[uint64]*flight{},
-		dlqs:    map[uint64]*dlqState{},
-		acks:    make(chan ack, 64),
-		events:  make(chan groupEvent),
-		fetches: make(chan kgo.Fetches),
-		schemas: make(chan schemaResult),
-		parts:   make(chan partsResult),
-		want:    make(chan struct{}, 1),
-		stopped: make(chan struct{}),
-		lag:     map[offsets.TP]int64{},
-		now:     time.Now,
-		topicM:  map[string]*metrics.Topic{},
-		partM:   map[offsets.TP]*metrics.Partition{},
+		cfg:      cfg,
+		log:      log,
+		w:        w,
+		tables:   map[string]*tableState{},
+		byTopic:  map[string][]*routeState{},
+		accs:     map[accKey]*accState{},
+		tracker:  offsets.New(),
+		flights:  map[uint64]*flight{},
+		dlqs:     map[uint64]*dlqState{},
+		acks:     make(chan ack, 64),
+		events:   make(chan groupEvent),
+		fetches:  make(chan kgo.Fetches),
+		schemas:  make(chan schemaResult),
+		parts:    make(chan partsResult),
+		want:     make(chan struct{}, 1),
+		stopped:  make(chan struct{}),
+		controls: make(chan controlReq),
+		started:  make(chan struct{}),
+		seen:     map[offsets.TP]*partSeen{},
+		state:    status.Starting,
+		lag:      map[offsets.TP]int64{},
+		now:      time.Now,
+		topicM:   map[string]*metrics.Topic{},
+		partM:    map[offsets.TP]*metrics.Partition{},
 	}
 	for _, o := range opts {
 		o(p)
 	}
+	p.stateSince = p.now()
 	p.initFanout()
 	if p.reg == nil && cfg.SchemaRegistry.Enabled() {
 		c, err := registry.New(cfg.SchemaRegistry, registry.Options{})
