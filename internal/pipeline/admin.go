@@ -31,8 +31,9 @@ import (
 // at each change of state, and published through an atomic pointer; the
 // HTTP goroutines read only published snapshots.
 
-// snapshotInterval is how often the owner publishes a snapshot.
-var snapshotInterval = time.Second
+// snapshotInterval is how often the owner publishes a snapshot (tests
+// shorten Pipeline.snapEvery).
+const snapshotInterval = time.Second
 
 // pauseSource is a Source whose fetching can be paused without leaving
 // the group (consumer.Consumer: franz-go's PauseFetchTopics). Both are

@@ -105,6 +105,7 @@ type Pipeline struct {
 	started    chan struct{} // closed when Run starts
 	seen       map[offsets.TP]*partSeen
 	snap       atomic.Pointer[status.Snapshot]
+	snapEvery  time.Duration // snapshotInterval
 
 	eo  *exactly // nil unless delivery is exactly_once (exactly.go)
 	evo *evolver // nil unless a route has schema.evolve: add_columns (evolve.go)
@@ -138,30 +139,31 @@ func WithRegistry(r decode.Registry) Option { return func(p *Pipeline) { p.reg =
 // cannot fill, an unknown source.
 func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w Sink, opts ...Option) (*Pipeline, error) {
 	p := &Pipeline{
-		cfg:      cfg,
-		log:      log,
-		w:        w,
-		tables:   map[string]*tableState{},
-		byTopic:  map[string][]*routeState{},
-		accs:     map[accKey]*accState{},
-		tracker:  offsets.New(),
-		flights:  map[uint64]*flight{},
-		dlqs:     map[uint64]*dlqState{},
-		acks:     make(chan ack, 64),
-		events:   make(chan groupEvent),
-		fetches:  make(chan kgo.Fetches),
-		schemas:  make(chan schemaResult),
-		parts:    make(chan partsResult),
-		want:     make(chan struct{}, 1),
-		stopped:  make(chan struct{}),
-		controls: make(chan controlReq),
-		started:  make(chan struct{}),
-		seen:     map[offsets.TP]*partSeen{},
-		state:    status.Starting,
-		lag:      map[offsets.TP]int64{},
-		now:      time.Now,
-		topicM:   map[string]*metrics.Topic{},
-		partM:    map[offsets.TP]*metrics.Partition{},
+		cfg:       cfg,
+		log:       log,
+		w:         w,
+		tables:    map[string]*tableState{},
+		byTopic:   map[string][]*routeState{},
+		accs:      map[accKey]*accState{},
+		tracker:   offsets.New(),
+		flights:   map[uint64]*flight{},
+		dlqs:      map[uint64]*dlqState{},
+		acks:      make(chan ack, 64),
+		events:    make(chan groupEvent),
+		fetches:   make(chan kgo.Fetches),
+		schemas:   make(chan schemaResult),
+		parts:     make(chan partsResult),
+		want:      make(chan struct{}, 1),
+		stopped:   make(chan struct{}),
+		controls:  make(chan controlReq),
+		started:   make(chan struct{}),
+		seen:      map[offsets.TP]*partSeen{},
+		state:     status.Starting,
+		snapEvery: snapshotInterval,
+		lag:       map[offsets.TP]int64{},
+		now:       time.Now,
+		topicM:    map[string]*metrics.Topic{},
+		partM:     map[offsets.TP]*metrics.Partition{},
 	}
 	for _, o := range opts {
 		o(p)

@@ -76,7 +76,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	defer commitTick.Stop()
 	statsTick := time.NewTicker(statsInterval)
 	defer statsTick.Stop()
-	snapTick := time.NewTicker(snapshotInterval)
+	snapTick := time.NewTicker(p.snapEvery)
 	defer snapTick.Stop()
 	var schemaTick <-chan time.Time // nil: never
 	if d := p.cfg.ClickHouse.SchemaRefresh; d > 0 {
@@ -109,6 +109,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 			p.handleAck(writeCtx, a)
 		case ev := <-p.events:
 			p.handleEvent(writeCtx, ev)
+			p.publish() // a change of partitions shows at once
 		case req := <-p.controls:
 			p.handleControl(writeCtx, req)
 		case <-snapTick.C:
@@ -194,7 +195,7 @@ func (p *Pipeline) shutdown(writeCtx context.Context, cancelWrites context.Cance
 	// tried again while the shutdown waits.
 	retry := time.NewTicker(100 * time.Millisecond)
 	defer retry.Stop()
-	retrySnap := time.NewTicker(snapshotInterval)
+	retrySnap := time.NewTicker(p.snapEvery)
 	defer retrySnap.Stop()
 	for p.unacked() > 0 {
 		select {
