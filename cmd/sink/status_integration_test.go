@@ -20,6 +20,7 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/internal/status"
 	"sink/internal/testenv"
@@ -52,7 +53,7 @@ func testStatusPauseResumeAndPage(t *testing.T, s testenv.Server, broker, chromi
 	table := db + ".events"
 	testenv.Exec(t, ch, "CREATE TABLE "+table+" (id UInt64, s String) ENGINE = MergeTree ORDER BY id")
 	const first, later = 500, 60
-	produceJSON(t, topic, first, func(i int) string { return fmt.Sprintf(`{"id":%d,"s":"row %d"}`, i, i) })
+	produceSpread(t, topic, first, func(i int) string { return fmt.Sprintf(`{"id":%d,"s":"row %d"}`, i, i) })
 
 	addr := freeAddr(t)
 	name := testenv.UniqueName(t, "status")
@@ -105,7 +106,7 @@ log: {level: info}
 		t.Fatalf("POST /pause: %d %s", code, body)
 	}
 	waitStatus(t, base, "PAUSED", func(rep status.Report) bool { return rep.Connector.State == status.Paused })
-	produceJSON(t, topic, later, func(i int) string { return fmt.Sprintf(`{"id":%d,"s":"later"}`, first+i) })
+	produceSpread(t, topic, later, func(i int) string { return fmt.Sprintf(`{"id":%d,"s":"later"}`, first+i) })
 	// Longer than the 6 s session timeout: a member that stopped
 	// heartbeating would be expelled and rejoin with a new member id.
 	time.Sleep(8 * time.Second)
@@ -310,6 +311,22 @@ func count(t *testing.T, ch driver.Conn, table string) uint64 {
 		t.Fatalf("count %s: %v", table, err)
 	}
 	return n
+}
+
+// produceSpread produces rec(0) … rec(n-1) to topic, round robin over its
+// partitions.
+func produceSpread(t *testing.T, topic string, n int, rec func(i int) string) {
+	t.Helper()
+	cl := testenv.KafkaClient(t, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	recs := make([]*kgo.Record, n)
+	for i := range recs {
+		recs[i] = kgo.StringRecord(rec(i))
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatalf("producing to %s: %v", topic, err)
+	}
 }
 
 // freeAddr is a loopback address with a port free a moment ago.

@@ -69,12 +69,80 @@ type controlReply struct {
 	err   error
 }
 
-// partSeen is what the fetches and commits said of an assigned partition.
+// partSeen is what the fetches, the commits and the positions probe said
+// of an assigned partition.
 type partSeen struct {
-	fetched   bool
-	hwm, lag  int64
-	last      time.Time // the last fetched record's timestamp
-	committed int64     // -1: nothing committed by this member yet
+	hasEnd, hasLag bool
+	hwm, lag       int64
+	next           int64     // the offset after the last one fetched; -1: none fetched
+	last           time.Time // the last fetched record's timestamp
+	committed      int64     // the group's committed offset; -1: none known
+}
+
+func newPartSeen() *partSeen { return &partSeen{next: -1, committed: -1} }
+
+// positionsSource is a Source that can ask the brokers for the group's
+// committed offsets and the partitions' log end offsets
+// (consumer.Consumer.Positions), called on its own goroutine. Without it,
+// /status knows a partition's numbers only from its fetches and commits.
+type positionsSource interface {
+	Positions(ctx context.Context, topics []string) (committed, ends map[offsets.TP]int64, err error)
+}
+
+// positionsInterval is how often the positions probe runs: a partition
+// that fetches nothing (idle, or the connector paused) still shows its
+// committed offset, its log end, and its lag growing.
+const positionsInterval = 5 * time.Second
+
+type positionsResult struct {
+	committed, ends map[offsets.TP]int64
+	err             error
+}
+
+// probePositions starts the positions probe unless one is running.
+func (p *Pipeline) probePositions() {
+	ps, ok := p.cons.(positionsSource)
+	if !ok || p.probingPos || len(p.seen) == 0 {
+		return
+	}
+	var topics []string
+	for tp := range p.seen {
+		if !slices.Contains(topics, tp.Topic) {
+			topics = append(topics, tp.Topic)
+		}
+	}
+	p.probingPos = true
+	go func() {
+		c, e, err := ps.Positions(context.Background(), topics)
+		p.positions <- positionsResult{committed: c, ends: e, err: err} // buffered: one probe at a time
+	}()
+}
+
+// handlePositions merges a probe's answer: committed offsets only move
+// forward, and the log end is taken when it is ahead of the last fetch's.
+func (p *Pipeline) handlePositions(r positionsResult) {
+	p.probingPos = false
+	if r.err != nil {
+		p.log.Debug().Err(r.err).Msg("status: positions probe failed; partitions show what the fetches said")
+		return
+	}
+	for tp, s := range p.seen {
+		if c, ok := r.committed[tp]; ok && c > s.committed {
+			s.committed = c
+		}
+		end, ok := r.ends[tp]
+		if !ok || (s.hasEnd && end < s.hwm) {
+			continue
+		}
+		s.hasEnd, s.hwm = true, end
+		next := s.next
+		if next < 0 {
+			next = s.committed // nothing fetched: the group goes on from its commit
+		}
+		if next >= 0 {
+			s.hasLag, s.lag = true, max(end-next, 0)
+		}
+	}
 }
 
 // Status returns the last published snapshot (nil before Run started).
@@ -198,9 +266,10 @@ func (p *Pipeline) advancePause(writeCtx context.Context) {
 func (p *Pipeline) assignedSeen(tps []offsets.TP) {
 	for _, tp := range tps {
 		if _, ok := p.seen[tp]; !ok {
-			p.seen[tp] = &partSeen{committed: -1}
+			p.seen[tp] = newPartSeen()
 		}
 	}
+	p.probePositions()
 	if p.pausing() && len(tps) > 0 {
 		p.pauseFetch()
 	}
@@ -210,16 +279,16 @@ func (p *Pipeline) assignedSeen(tps []offsets.TP) {
 func (p *Pipeline) fetchedSeen(tp offsets.TP, hwm, lag int64, last time.Time) {
 	s := p.seen[tp]
 	if s == nil {
-		s = &partSeen{committed: -1}
+		s = newPartSeen()
 		p.seen[tp] = s
 	}
-	s.fetched, s.hwm, s.lag, s.last = true, hwm, lag, last
+	s.hasEnd, s.hasLag, s.hwm, s.lag, s.next, s.last = true, true, hwm, lag, hwm-lag, last
 }
 
 // committedSeen notes a successful commit.
 func (p *Pipeline) committedSeen(c map[offsets.TP]offsets.Commit) {
 	for tp, pos := range c {
-		if s := p.seen[tp]; s != nil {
+		if s := p.seen[tp]; s != nil && pos.Offset > s.committed {
 			s.committed = pos.Offset
 		}
 	}
@@ -292,9 +361,13 @@ func (p *Pipeline) publish() {
 			c := seen.committed
 			pt.Committed = &c
 		}
-		if seen.fetched {
-			hwm, lag := seen.hwm, seen.lag
-			pt.LogEnd, pt.LagRecords, pt.LastFetched = &hwm, &lag, seen.last
+		if seen.hasEnd {
+			hwm := seen.hwm
+			pt.LogEnd = &hwm
+		}
+		if seen.hasLag {
+			lag := seen.lag
+			pt.LagRecords, pt.LastFetched = &lag, seen.last
 		}
 		s.Partitions = append(s.Partitions, pt)
 	}

@@ -106,6 +106,8 @@ type Pipeline struct {
 	seen       map[offsets.TP]*partSeen
 	snap       atomic.Pointer[status.Snapshot]
 	snapEvery  time.Duration // snapshotInterval
+	positions  chan positionsResult
+	probingPos bool // a positions probe is running
 
 	eo  *exactly // nil unless delivery is exactly_once (exactly.go)
 	evo *evolver // nil unless a route has schema.evolve: add_columns (evolve.go)
@@ -160,6 +162,7 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w Sink, op
 		seen:      map[offsets.TP]*partSeen{},
 		state:     status.Starting,
 		snapEvery: snapshotInterval,
+		positions: make(chan positionsResult, 1),
 		lag:       map[offsets.TP]int64{},
 		now:       time.Now,
 		topicM:    map[string]*metrics.Topic{},

@@ -78,6 +78,8 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	defer statsTick.Stop()
 	snapTick := time.NewTicker(p.snapEvery)
 	defer snapTick.Stop()
+	posTick := time.NewTicker(positionsInterval)
+	defer posTick.Stop()
 	var schemaTick <-chan time.Time // nil: never
 	if d := p.cfg.ClickHouse.SchemaRefresh; d > 0 {
 		t := time.NewTicker(d)
@@ -114,6 +116,10 @@ func (p *Pipeline) Run(ctx context.Context) error {
 			p.handleControl(writeCtx, req)
 		case <-snapTick.C:
 			p.publish()
+		case <-posTick.C:
+			p.probePositions()
+		case r := <-p.positions:
+			p.handlePositions(r)
 		case <-timer.C:
 			p.sealExpired(writeCtx)
 			p.retryHeld(writeCtx)
