@@ -265,25 +265,25 @@ func waitStatus(t *testing.T, base, what string, ok func(status.Report) bool) st
 	}
 }
 
-func get(t *testing.T, url string) (int, string) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}
+func get(t *testing.T, url string) (int, string)  { return httpDo(t, http.MethodGet, url) }
+func post(t *testing.T, url string) (int, string) { return httpDo(t, http.MethodPost, url) }
 
-func post(t *testing.T, url string) (int, string) {
+// httpDo sends a request without a body and returns the status and body.
+func httpDo(t *testing.T, method, url string) (int, string) {
 	t.Helper()
-	resp, err := http.Post(url, "", nil)
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return resp.StatusCode, string(b)
 }
 
