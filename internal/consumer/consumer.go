@@ -8,8 +8,8 @@
 // (BlockRebalanceOnPoll): the pipeline calls AllowRebalance after each poll,
 // so a revoke callback never races with records it has not yet tracked.
 //
-// Concurrency: Poll is called by one goroutine; Commit and ProduceDLQ are
-// safe from any goroutine. The partition callbacks in Hooks run
+// Concurrency: Poll is called by one goroutine; Commit, ProduceDLQ,
+// PauseFetch, ResumeFetch and Positions are safe from any goroutine. The partition callbacks in Hooks run
 // on franz-go's group goroutine and may block until the pipeline has
 // flushed and committed.
 package consumer

@@ -1,7 +1,8 @@
 // Package metrics is the sink's live numbers: Prometheus collectors on a
 // dedicated registry (never the global one, so tests and several pipelines
 // in one process do not collide), the small handles the pipeline updates,
-// and the HTTP server for /metrics, /healthz and /readyz.
+// and the HTTP server for /metrics, /healthz and /readyz (and whatever a
+// wrapping handler adds: internal/status's endpoints).
 //
 // Cheapness is the design constraint: the pipeline resolves a handle per
 // table, per topic and per partition once (Table, Topic, Partition) and

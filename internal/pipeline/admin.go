@@ -254,8 +254,8 @@ func (p *Pipeline) advancePause(writeCtx context.Context) {
 		return
 	}
 	p.commit()
-	if len(p.uncommitted) > 0 || len(p.tracker.Committable()) > 0 {
-		return // a failed commit: retried at the next commit tick
+	if len(p.uncommitted) > 0 {
+		return // the commit failed: retried at the next commit tick
 	}
 	p.setState(status.Paused)
 	p.log.Info().Dur("took", p.now().Sub(p.stateSince)).Str("committed", p.committedSummary()).

@@ -304,3 +304,32 @@ func TestUnitStatusPartitions(t *testing.T) {
 		t.Fatalf("partition 1 (nothing fetched): %+v; want no numbers", p1)
 	}
 }
+
+// TestUnitPauseWaitsForCommit: when the commit after the flush fails, the
+// pause stays PAUSING and turns PAUSED only once a commit succeeds.
+func TestUnitPauseWaitsForCommit(t *testing.T) {
+	sink := newFakeSink(nil)
+	r, _ := startPausable(t, 100, sink)
+	r.src.send(unitTP, 0, rows(0, 3)...)
+	eventually(t, time.Second, "the fetch decoded", func() bool { return r.p.Status().Tables[0].OpenRows == 3 })
+	r.src.mu.Lock()
+	r.src.failCommits = 1_000_000
+	r.src.mu.Unlock()
+	r.pause(t)
+	eventually(t, time.Second, "the rows inserted", func() bool { return sink.inserted("db.t") == 3 })
+	eventually(t, time.Second, "two failed commits", func() bool {
+		r.src.mu.Lock()
+		defer r.src.mu.Unlock()
+		return r.src.failedCommits >= 2
+	})
+	if st := r.state(); st != status.Pausing {
+		t.Fatalf("state %s while commits fail, want PAUSING", st)
+	}
+	r.src.mu.Lock()
+	r.src.failCommits = 0
+	r.src.mu.Unlock()
+	r.waitState(t, time.Second, status.Paused)
+	if c := r.src.committed(unitTP); c != 3 {
+		t.Fatalf("PAUSED with offset %d committed, want 3", c)
+	}
+}

@@ -12,7 +12,10 @@
 // batch.buffer_memory: when the budget is used up it stops asking, and
 // fetching pauses), insert and describe goroutines report results, and the
 // group callbacks (Hooks, on franz-go's goroutine) hand it assignments,
-// revokes and losses and wait for the answer. New, Tables, ResolveTopics and
+// revokes and losses and wait for the answer. Pause and Resume (POST
+// /pause, /resume) are requests over a channel too, answered by the owner;
+// Status hands any goroutine the last snapshot the owner published (an
+// immutable copy, never the owner's maps). New, Tables, ResolveTopics and
 // CheckExactlyOnce are called before Run; Stats after it returned.
 //
 // The files follow the jobs: ports.go (Source and Sink), fetched.go (polled
@@ -24,7 +27,7 @@
 // (fields no column takes: counted, logged, added as columns on request),
 // exactly.go (exactly-once delivery), fanout.go (routes chosen per record by
 // their when:, records in several tables), stats.go (summary line, metric
-// handles) and
+// handles), admin.go (the state, pause and resume, the status snapshot) and
 // run.go (the loop, the poller, shutdown).
 package pipeline
 
