@@ -115,7 +115,18 @@ log: {level: info}
 	if n := count(t, ch, table); n != first {
 		t.Fatalf("%d rows while paused, want still %d", n, first)
 	}
-	rep = waitStatus(t, base, "PAUSED", func(rep status.Report) bool { return rep.Connector.State == status.Paused })
+	// The positions probe (every 5 s) shows the log ends and the lag
+	// growing while nothing is fetched.
+	rep = waitStatus(t, base, "PAUSED with the new records as lag", func(rep status.Report) bool {
+		var lag, end int64
+		for _, p := range rep.Partitions {
+			if p.LagRecords != nil && p.LogEnd != nil {
+				lag, end = lag+*p.LagRecords, end+*p.LogEnd
+			}
+		}
+		return rep.Connector.State == status.Paused && lag == later && end == first+later
+	})
+	screenshot(t, chromium, base, s.Name()+"-paused")
 	if got := groupMember(t, name); got != group {
 		t.Fatalf("group member %q after the pause, was %q: the paused sink left or rejoined the group", got, group)
 	}
@@ -170,12 +181,19 @@ func checkPage(t *testing.T, chromium, base, label string, rep status.Report) {
 			}
 		}
 	}
+	screenshot(t, chromium, base, label)
+}
+
+// screenshot keeps a screenshot of the status page under artifactDir.
+func screenshot(t *testing.T, chromium, base, label string) string {
+	t.Helper()
 	shot := filepath.Join(artifactDir(t), "status-page-"+label+".png")
 	runChromium(t, chromium, base+"/", "--screenshot="+shot, "--window-size=1280,900")
 	if fi, err := os.Stat(shot); err != nil || fi.Size() < 10_000 {
 		t.Fatalf("screenshot %s: %v (size %v)", shot, err, fi)
 	}
 	t.Logf("status page screenshot: %s", shot)
+	return shot
 }
 
 // runChromium loads url in headless Chromium, letting the page's script
