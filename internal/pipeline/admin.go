@@ -89,7 +89,8 @@ type positionsSource interface {
 	Positions(ctx context.Context, topics []string) (committed, ends map[offsets.TP]int64, err error)
 }
 
-// positionsInterval is how often the positions probe runs: a partition
+// positionsInterval is how often the positions probe runs (tests shorten
+// Pipeline.posEvery): a partition
 // that fetches nothing (idle, or the connector paused) still shows its
 // committed offset, its log end, and its lag growing.
 const positionsInterval = 5 * time.Second

@@ -109,6 +109,7 @@ type Pipeline struct {
 	seen       map[offsets.TP]*partSeen
 	snap       atomic.Pointer[status.Snapshot]
 	snapEvery  time.Duration // snapshotInterval
+	posEvery   time.Duration // positionsInterval
 	positions  chan positionsResult
 	probingPos bool // a positions probe is running
 
@@ -165,6 +166,7 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w Sink, op
 		seen:      map[offsets.TP]*partSeen{},
 		state:     status.Starting,
 		snapEvery: snapshotInterval,
+		posEvery:  positionsInterval,
 		positions: make(chan positionsResult, 1),
 		lag:       map[offsets.TP]int64{},
 		now:       time.Now,

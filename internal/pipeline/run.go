@@ -78,7 +78,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	defer statsTick.Stop()
 	snapTick := time.NewTicker(p.snapEvery)
 	defer snapTick.Stop()
-	posTick := time.NewTicker(positionsInterval)
+	posTick := time.NewTicker(p.posEvery)
 	defer posTick.Stop()
 	var schemaTick <-chan time.Time // nil: never
 	if d := p.cfg.ClickHouse.SchemaRefresh; d > 0 {
