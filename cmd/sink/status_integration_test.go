@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -283,27 +282,8 @@ func waitStatus(t *testing.T, base, what string, ok func(status.Report) bool) st
 	}
 }
 
-func get(t *testing.T, url string) (int, string)  { return httpDo(t, http.MethodGet, url) }
-func post(t *testing.T, url string) (int, string) { return httpDo(t, http.MethodPost, url) }
-
-// httpDo sends a request without a body and returns the status and body.
-func httpDo(t *testing.T, method, url string) (int, string) {
-	t.Helper()
-	req, err := http.NewRequest(method, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, string(b)
-}
+func get(t *testing.T, url string) (int, string)  { return testenv.HTTP(t, http.MethodGet, url) }
+func post(t *testing.T, url string) (int, string) { return testenv.HTTP(t, http.MethodPost, url) }
 
 // groupMember is the member id of group's only member (fails unless the
 // group is Stable with exactly one).
