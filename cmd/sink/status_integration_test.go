@@ -67,6 +67,10 @@ routes: [{topic: %q, table: events}]
 http: {listen: %q, admin: true}
 log: {level: info}
 `, name, broker, topic, s.Addr, db, topic, addr))
+	if code, out, errOut := sinkCmd(t, "check", "--config", path); code != 0 ||
+		!strings.Contains(out, "security: http "+addr+", pause/resume endpoints on, loopback only, no token\n") {
+		t.Fatalf("sink check: exit %d, stdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
 	r := startSink(t, path)
 	waitRows(t, r, ch, table, first)
 	base := "http://" + addr
