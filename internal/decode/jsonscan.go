@@ -174,9 +174,20 @@ func (s *jsonScanner) number(i int) (int, error) {
 // offset after its closing quote, and whether it holds a backslash.
 func (s *jsonScanner) string(i int) (end int, esc bool, err error) {
 	d := s.doc
-	// The common string has no backslash: two vectorized searches.
-	if q := bytes.IndexByte(d[i:], '"'); q >= 0 && bytes.IndexByte(d[i:i+q], '\\') < 0 {
-		return i + q + 1, false, nil
+	// The common string has no backslash. Short ones (keys, most values)
+	// are fastest byte by byte; past 16 bytes two vectorized searches win.
+	j := i
+	for n := min(len(d), i+16); j < n; j++ {
+		if c := d[j]; c == '"' {
+			return j + 1, false, nil
+		} else if c == '\\' {
+			break
+		}
+	}
+	if j == i+16 {
+		if q := bytes.IndexByte(d[j:], '"'); q >= 0 && bytes.IndexByte(d[j:j+q], '\\') < 0 {
+			return j + q + 1, false, nil
+		}
 	}
 	for j := i; j < len(d); j++ {
 		switch d[j] {
@@ -268,36 +279,64 @@ func (s *jsonScanner) array(i, depth int) (int, error) {
 	}
 }
 
-// skip returns the end of the (already checked) value at i, which is
-// below the top-level object (so it is at depth 2 or more, and its members
-// are not noted).
+// skip returns the end of the value at i in a record the scanner accepted:
+// it only matches brackets (outside strings), without checking anything.
 func (s *jsonScanner) skip(i int) int {
-	end, _ := s.value(i, 1)
-	return end
+	d := s.doc
+	switch d[i] {
+	case '"':
+		end, _, _ := s.string(i + 1)
+		return end
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(d); j++ {
+			switch d[j] {
+			case '"':
+				end, _, _ := s.string(j + 1)
+				j = end - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return len(d)
+	}
+	// A number or a literal ends where the next space, ',', ']' or '}' is.
+	for j := i; j < len(d); j++ {
+		switch d[j] {
+		case ',', ']', '}', ' ', '\t', '\n', '\r':
+			return j
+		}
+	}
+	return len(d)
 }
 
 // walk follows path below the value v of a record that was scanned without
 // error and has no escaped key: an object step takes the first member of
 // that key, a numeric step indexes an array (as fastjson's Value.Get does).
-// ok is false when some step is not there.
+// ok is false when some step is not there. Only the values passed over
+// are skipped; the one a step enters is not.
 func (s *jsonScanner) walk(v scanSpan, path []string) (scanSpan, bool) {
 	d := s.doc
+	at := v.start
 	for _, step := range path {
-		switch d[v.start] {
+		switch d[at] {
 		case '{':
 			found := false
-			i := s.ws(v.start + 1)
+			i := s.ws(at + 1)
 			for !found && d[i] != '}' {
 				i = s.ws(i)
 				kend, _, _ := s.string(i + 1)
 				key := d[i+1 : kend-1]
 				i = s.ws(s.ws(kend) + 1)
-				end := s.skip(i)
 				if string(key) == step {
-					v, found = scanSpan{i, end}, true
+					at, found = i, true
 					break
 				}
-				if i = s.ws(end); d[i] == ',' {
+				if i = s.ws(s.skip(i)); d[i] == ',' {
 					i++
 				}
 			}
@@ -309,25 +348,24 @@ func (s *jsonScanner) walk(v scanSpan, path []string) (scanSpan, bool) {
 			if err != nil || n < 0 {
 				return v, false
 			}
-			i := s.ws(v.start + 1)
-			for k := 0; ; k++ {
+			i := s.ws(at + 1)
+			for k := 0; k < n; k++ {
 				if d[i] == ']' {
 					return v, false
 				}
-				end := s.skip(i)
-				if k == n {
-					v = scanSpan{i, end}
-					break
-				}
-				if i = s.ws(end); d[i] == ',' {
+				if i = s.ws(s.skip(i)); d[i] == ',' {
 					i = s.ws(i + 1)
 				}
 			}
+			if d[i] == ']' {
+				return v, false
+			}
+			at = i
 		default:
 			return v, false
 		}
 	}
-	return v, true
+	return scanSpan{at, s.skip(at)}, true
 }
 
 // find is the first top-level member whose key is name (as written), or -1.
