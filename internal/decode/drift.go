@@ -106,6 +106,11 @@ type drift struct {
 	// a stream whose records carry the same extra fields is counted by
 	// looking those up again, without walking every key.
 	last []*UnmappedField
+	// lastAt guesses, for a scanned record, the member each field of
+	// last is at: the one it was at in the record before (a producer
+	// writes its keys in the same order), checked by one comparison
+	// before the members are searched. Only a guess; may be stale.
+	lastAt []int
 }
 
 // extraFields is implemented by formats whose records are JSON objects:
@@ -208,7 +213,7 @@ func (d *drift) noteScanned(f *jsonFields) {
 	if len(d.last) == f.extra && d.againScanned(f) {
 		return
 	}
-	d.last = d.last[:0]
+	d.last, d.lastAt = d.last[:0], d.lastAt[:0]
 	for m := range sc.members {
 		k := sc.doc[sc.members[m].key.start:sc.members[m].key.end]
 		if _, ok := f.keyIdx[string(k)]; ok {
@@ -217,19 +222,35 @@ func (d *drift) noteScanned(f *jsonFields) {
 		if u := d.field(k); u != nil {
 			d.countScanned(u, sc, m)
 			d.last = append(d.last, u)
+			d.lastAt = append(d.lastAt, m)
 		}
 	}
 }
 
-// againScanned is again for a scanned record.
+// againScanned is again for a scanned record. Whether each field of last
+// is there is checked at its guessed member first; the member a field's
+// value is sampled from is the first of its key (find), as for a tree.
 func (d *drift) againScanned(f *jsonFields) bool {
-	for _, u := range d.last {
-		if f.sc.find(u.Name) < 0 {
+	sc := f.sc
+	for len(d.lastAt) < len(d.last) {
+		d.lastAt = append(d.lastAt, -1) // last was filled from a tree
+	}
+	for i, u := range d.last {
+		if m := d.lastAt[i]; m >= 0 && m < len(sc.members) && sc.key(m) == u.Name {
+			continue
+		}
+		m := sc.find(u.Name)
+		if m < 0 {
 			return false
 		}
+		d.lastAt[i] = m
 	}
 	for _, u := range d.last {
-		d.countScanned(u, f.sc, f.sc.find(u.Name))
+		if u.sampled >= inferSamples {
+			u.Count++
+			continue
+		}
+		d.countScanned(u, sc, sc.find(u.Name))
 	}
 	return true
 }

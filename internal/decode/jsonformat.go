@@ -178,7 +178,12 @@ func (f *jsonFields) readScanned(st *appendState, col int, in *input) {
 		in.kind = inMissing
 		return
 	}
-	v, ok := f.sc.members[m].val, true
+	mem := &f.sc.members[m]
+	if mem.plain && len(s.rest) == 0 {
+		in.kind, in.b = inStr, f.sc.doc[mem.val.start+1:mem.val.end-1]
+		return
+	}
+	v, ok := mem.val, true
 	if len(s.rest) > 0 {
 		if v, ok = f.sc.walk(v, s.rest); !ok {
 			in.kind = inMissing

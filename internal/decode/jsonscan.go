@@ -40,9 +40,12 @@ type jsonScanner struct {
 }
 
 // scanMember is one member of the top-level object: its key (without the
-// quotes, as written) and its value, as offsets into the record.
+// quotes, as written) and its value, as offsets into the record. plain
+// says the value is a string without a backslash, whose contents are then
+// read as they are, without searching them for escapes a second time.
 type scanMember struct {
 	key, val scanSpan
+	plain    bool
 }
 
 type scanSpan struct{ start, end int }
@@ -228,11 +231,20 @@ func (s *jsonScanner) object(i, depth int) (int, error) {
 			return i, &scanError{pos: i, msg: "want ':' after key " + strconv.Quote(cut(d[k:kend-1]))}
 		}
 		v := s.ws(i + 1)
-		if i, err = s.value(v, depth); err != nil {
+		plain := false
+		if depth == 1 && v < len(d) && d[v] == '"' {
+			// A top-level string value, read here to keep whether it
+			// holds a backslash (value would drop that).
+			var vesc bool
+			if i, vesc, err = s.string(v + 1); err != nil {
+				return i, err
+			}
+			plain = !vesc
+		} else if i, err = s.value(v, depth); err != nil {
 			return i, err
 		}
 		if depth == 1 {
-			s.members = append(s.members, scanMember{key: scanSpan{k, kend - 1}, val: scanSpan{v, i}})
+			s.members = append(s.members, scanMember{key: scanSpan{k, kend - 1}, val: scanSpan{v, i}, plain: plain})
 		}
 		i = s.ws(i)
 		if i >= len(d) {
@@ -371,11 +383,17 @@ func (s *jsonScanner) walk(v scanSpan, path []string) (scanSpan, bool) {
 // find is the first top-level member whose key is name (as written), or -1.
 func (s *jsonScanner) find(name string) int {
 	for m := range s.members {
-		if string(s.doc[s.members[m].key.start:s.members[m].key.end]) == name {
+		if s.key(m) == name {
 			return m
 		}
 	}
 	return -1
+}
+
+// key is member m's key as written, without copying it (valid while the
+// record's bytes are).
+func (s *jsonScanner) key(m int) string {
+	return b2s(s.doc[s.members[m].key.start:s.members[m].key.end])
 }
 
 // scalar sets in to the scalar value v; ok is false for an object or an
