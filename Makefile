@@ -4,7 +4,8 @@
 GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: build test fuzz demo bench bench-adaptive chaos stack-up stack-down stack-status stack-logs
+.PHONY: build test fuzz demo bench bench-adaptive chaos stack-up stack-down stack-status stack-logs \
+	cluster-up cluster-down cluster-status
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/sink ./cmd/sink
@@ -61,3 +62,15 @@ stack-status:
 
 stack-logs:
 	bash scripts/stack.sh logs
+
+# The ClickHouse cluster (ZooKeeper and four 18.16 nodes, sink_cluster = 2 shards x
+# 2 replicas; ports in scripts/stack.sh). Not part of stack-up: only the cluster
+# tests, scenarios and benchmarks need it.
+cluster-up:
+	bash scripts/stack.sh cluster up
+
+cluster-down:
+	bash scripts/stack.sh cluster down
+
+cluster-status:
+	bash scripts/stack.sh cluster status
