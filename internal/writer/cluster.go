@@ -60,8 +60,8 @@ type Cluster struct {
 type layout struct {
 	topo      *cluster.Topology
 	shards    [][]*Writer
-	nodes     []*Writer        // every replica, for target distributed
-	preferred []atomic.Int32   // per shard: the replica that last took a part
+	nodes     []*Writer      // every replica, for target distributed
+	preferred []atomic.Int32 // per shard: the replica that last took a part
 	byAddr    map[string]*Writer
 }
 
