@@ -15,7 +15,13 @@ import (
 // closed when the test ends. It skips the test when Kafka is not up.
 func KafkaClient(t testing.TB, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	brokers := Kafka(t)
+	return kafkaClient(t, Kafka(t), opts)
+}
+
+// kafkaClient returns a franz-go client seeded with brokers (plus opts), closed
+// when the test ends.
+func kafkaClient(t testing.TB, brokers []string, opts []kgo.Opt) *kgo.Client {
+	t.Helper()
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...)}, opts...)...)
 	if err != nil {
 		t.Fatalf("testenv: kafka client: %v", err)
@@ -103,12 +109,7 @@ func KafkaCluster(t testing.TB) []string {
 		}
 	}
 	addr := strings.Join(brokers, ",")
-	err := probe("kafka-cluster "+addr, func() error {
-		if err := probeKafka(brokers); err != nil {
-			return err
-		}
-		return probeBrokerCount(brokers, 3)
-	})
+	err := probe("kafka-cluster "+addr, func() error { return probeKafkaBrokers(brokers, 3) })
 	if err != nil {
 		unavailableMsg(t, fmt.Sprintf("integration: the 3-broker Kafka is not reachable at %s; run `make kafka-cluster-up` (%v)", addr, err))
 	}
@@ -119,12 +120,7 @@ func KafkaCluster(t testing.TB) []string {
 // brokers (plus opts), closed when the test ends.
 func KafkaClusterClient(t testing.TB, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(KafkaCluster(t)...)}, opts...)...)
-	if err != nil {
-		t.Fatalf("testenv: kafka cluster client: %v", err)
-	}
-	t.Cleanup(cl.Close)
-	return cl
+	return kafkaClient(t, KafkaCluster(t), opts)
 }
 
 // NewClusterTopic creates a topic on the 3-broker Kafka as NewTopic does, with
@@ -132,22 +128,4 @@ func KafkaClusterClient(t testing.TB, opts ...kgo.Opt) *kgo.Client {
 func NewClusterTopic(t testing.TB, partitions int) string {
 	t.Helper()
 	return newTopic(t, KafkaClusterClient(t), partitions, 3)
-}
-
-func probeBrokerCount(brokers []string, want int) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
-	defer cancel()
-	m, err := kadm.NewClient(cl).BrokerMetadata(ctx)
-	if err != nil {
-		return fmt.Errorf("metadata request: %w", err)
-	}
-	if len(m.Brokers) < want {
-		return fmt.Errorf("metadata lists %d brokers, want %d", len(m.Brokers), want)
-	}
-	return nil
 }
