@@ -568,3 +568,82 @@ func TestClusterShardDownHoldsItsPart(t *testing.T) {
 	}
 	t.Logf("shard 1: %d rows inserted once; shard 2: %d rows after %d failed attempts", n1, n2, obs.failed[p2.Addr])
 }
+
+// TestClusterDistributedSyncAndQuorum: target distributed inserts through
+// the Distributed table synchronously (the rows are on a replica of each
+// shard when Insert returns), and insert_quorum: 2 on target local returns
+// only once both replicas of each shard have the part.
+func TestClusterDistributedSyncAndQuorum(t *testing.T) {
+	c := testenv.Cluster(t)
+	db := c.NewDatabase(t)
+	replicatedTable(t, c, db, "ev")
+	onEachNode(t, c, fmt.Sprintf("CREATE TABLE %s.d_ev AS %s.ev ENGINE = Distributed(%s, %s, ev, cityHash64(k))", db, db, c.Name, db))
+	const rows = 3000
+	maxOnShards := func() uint64 {
+		var sum uint64
+		for _, s := range c.Shards {
+			var most uint64
+			for _, n := range s {
+				most = max(most, count(t, n.Conn(t), db+".ev", false))
+			}
+			sum += most
+		}
+		return sum
+	}
+	t.Run("distributed", func(t *testing.T) {
+		cfg := clusterConfig(t, fmt.Sprintf("addrs: [%q], cluster: %s", c.Shards[0][0].Addr, c.Name),
+			fmt.Sprintf("table: %s.d_ev, target: distributed", db))
+		cw, err := writer.OpenCluster(context.Background(), "w", cfg.ClickHouse, cfg.Routes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cw.Close()
+		if cw.SyncSetting() != "insert_distributed_sync" {
+			t.Errorf("sync setting %q on 18.16", cw.SyncSetting())
+		}
+		cols, err := cw.Describe(context.Background(), db, "d_ev")
+		if err != nil {
+			t.Fatal(err)
+		}
+		blk := seqBlock("UInt64", 0, rows, u64Keys(0, rows))
+		if err := cw.Insert(context.Background(), writer.NewTable(db, "d_ev", cols, blk.Columns()), blk, 1, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		if got := maxOnShards(); got != rows {
+			t.Fatalf("right after the INSERT returned the shards hold %d rows, want %d (a synchronous Distributed insert)", got, rows)
+		}
+	})
+	t.Run("quorum", func(t *testing.T) {
+		replicatedTable(t, c, db, "q")
+		onEachNode(t, c, fmt.Sprintf("CREATE TABLE %s.d_q AS %s.q ENGINE = Distributed(%s, %s, q, cityHash64(k))", db, db, c.Name, db))
+		cfg := clusterConfig(t, fmt.Sprintf("addrs: [%q], cluster: %s, insert_quorum: 2, insert_quorum_timeout: 20s", c.Shards[0][0].Addr, c.Name),
+			fmt.Sprintf("table: %s.d_q, target: local, sharding_key: k", db))
+		cw, err := writer.OpenCluster(context.Background(), "w", cfg.ClickHouse, cfg.Routes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cw.Close()
+		cols, err := cw.Describe(context.Background(), db, "d_q")
+		if err != nil {
+			t.Fatal(err)
+		}
+		blk := seqBlock("UInt64", 0, rows, u64Keys(0, rows))
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		if err := cw.Insert(ctx, writer.NewTable(db, "d_q", cols, blk.Columns()), blk, 1, func(a writer.Attempt) { t.Logf("attempt %d: %v", a.N, a.Err) }, nil); err != nil {
+			t.Fatal(err)
+		}
+		// No SYNC REPLICA: the quorum made both replicas have it already.
+		total := uint64(0)
+		for si, s := range c.Shards {
+			a, b := count(t, s[0].Conn(t), db+".q", false), count(t, s[1].Conn(t), db+".q", false)
+			if a != b {
+				t.Errorf("shard %d: replicas hold %d and %d rows right after a quorum-2 INSERT", si+1, a, b)
+			}
+			total += a
+		}
+		if total != rows {
+			t.Errorf("%d rows, want %d", total, rows)
+		}
+	})
+}
