@@ -2,6 +2,8 @@ package report
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -83,17 +85,39 @@ func (r Request) location() *time.Location {
 // (for messages): it checks that the table exists, queries the logs,
 // writes the report to w in r.Format and, with r.Chart, draws the chart.
 func (r Request) Run(ctx context.Context, conn driver.Conn, where string, o Options, w io.Writer) error {
-	var exists uint64
+	return r.run(ctx, conn, where, o, w, func(o Options) (Report, error) { return Query(ctx, conn, o) })
+}
+
+// RunCluster is Run over every node of cluster (QueryCluster); conn is the
+// node the table is looked up on, where names it.
+func (r Request) RunCluster(ctx context.Context, conn driver.Conn, where, cluster string, nodes []Node, o Options, w io.Writer) error {
+	return r.run(ctx, conn, where, o, w, func(o Options) (Report, error) { return QueryCluster(ctx, cluster, nodes, o) })
+}
+
+func (r Request) run(ctx context.Context, conn driver.Conn, where string, o Options, w io.Writer, query func(Options) (Report, error)) error {
+	var engineFull string
 	t := o.Target
-	if err := conn.QueryRow(ctx, "SELECT count() FROM system.tables WHERE database = ? AND name = ?", t.Database, t.Table).Scan(&exists); err != nil {
-		return fmt.Errorf("clickhouse %s: looking up %s: %w", where, t.FullName(), err)
-	}
-	if exists == 0 {
+	err := conn.QueryRow(ctx, "SELECT engine_full FROM system.tables WHERE database = ? AND name = ?", t.Database, t.Table).Scan(&engineFull)
+	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("table %s does not exist on %s", t.FullName(), where)
 	}
-	rep, err := Query(ctx, conn, o)
+	if err != nil {
+		return fmt.Errorf("clickhouse %s: looking up %s: %w", where, t.FullName(), err)
+	}
+	// A Distributed table has no parts: its local table gets them.
+	if db, table, ok := DistributedLocal(engineFull); ok {
+		if db == "" {
+			db = t.Database
+		}
+		o.PartsOf = &Target{Database: db, Table: table}
+	}
+	rep, err := query(o)
 	if err != nil {
 		return err
+	}
+	if o.PartsOf != nil {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("%s is a Distributed table: new parts are those of its local table %s",
+			t.FullName(), o.PartsOf.FullName()))
 	}
 	loc := r.location()
 	switch r.Format {
@@ -125,4 +149,59 @@ func (r Request) Run(ctx context.Context, conn driver.Conn, where string, o Opti
 		fmt.Fprintf(w, "chart: %s\n", r.Chart)
 	}
 	return nil
+}
+
+// DistributedLocal reads the local table a Distributed engine spreads rows
+// over from the table's engine_full, "Distributed(cluster, db, table[, key[,
+// policy]])" with the names bare, quoted or backquoted; db is "" when the
+// engine names currentDatabase() or an expression instead of a database.
+// ok is false for any other engine.
+func DistributedLocal(engineFull string) (db, table string, ok bool) {
+	rest, found := strings.CutPrefix(strings.TrimSpace(engineFull), "Distributed(")
+	if !found {
+		return "", "", false
+	}
+	var args []string
+	depth, start := 0, 0
+	var quote rune
+	for i, c := range rest {
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '\'' || c == '`' || c == '"':
+			quote = c
+		case c == '(':
+			depth++
+		case c == ')' && depth == 0:
+			args = append(args, strings.TrimSpace(rest[start:i]))
+			start = -1
+		case c == ')':
+			depth--
+		case c == ',' && depth == 0:
+			args = append(args, strings.TrimSpace(rest[start:i]))
+			start = i + 1
+		}
+		if start < 0 {
+			break
+		}
+	}
+	if start >= 0 || len(args) < 3 {
+		return "", "", false
+	}
+	unquote := func(s string) string {
+		if len(s) >= 2 && (s[0] == '\'' || s[0] == '`' || s[0] == '"') && s[len(s)-1] == s[0] {
+			return s[1 : len(s)-1]
+		}
+		return s
+	}
+	db, table = unquote(args[1]), unquote(args[2])
+	if strings.ContainsAny(db, "()") {
+		db = ""
+	}
+	if table == "" || strings.ContainsAny(table, "()") {
+		return "", "", false
+	}
+	return db, table, true
 }
