@@ -1,10 +1,15 @@
 package cluster
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/go-faster/city"
@@ -237,3 +242,111 @@ func (p *Placement) Shards(data any) ([]int, error) {
 
 // Hash is the key hash the placement uses.
 func (p *Placement) Hash() *KeyHash { return p.hash }
+
+// CheckHash compares h with the server's own function on a few values of
+// the key's type, so that a server without the function (18.16 has no
+// xxHash64) or one that computes it otherwise refuses the route at once
+// instead of placing rows where a Distributed table would not look.
+func CheckHash(ctx context.Context, conn driver.Conn, h *KeyHash, typ string) error {
+	var (
+		lits []string
+		data any
+	)
+	if h.typ.str {
+		vals := []string{"", "a", "sink", "0123456789abcdef0123456789", strings.Repeat("cluster-", 12)}
+		if n, ok := fixedLen(typ); ok {
+			for i, v := range vals {
+				if len(v) > n {
+					v = v[:n]
+				}
+				vals[i] = v + strings.Repeat("\x00", n-len(v))
+			}
+		}
+		for _, v := range vals {
+			lits = append(lits, "'"+strings.TrimRight(v, "\x00")+"'")
+		}
+		data = vals
+	} else {
+		nums := []int64{0, 1, 2, 100, 127}
+		for _, n := range nums {
+			lits = append(lits, strconv.FormatInt(n, 10))
+		}
+		data = typedInts(h.typ, typ, nums)
+	}
+	expr := "toUInt64(" + h.Expr("k") + ")"
+	if h.fn == HashIdentity {
+		expr = "toUInt64(toUInt" + strconv.Itoa(8*h.typ.width) + "(k))"
+	}
+	q := "SELECT " + expr + " FROM (SELECT CAST(v AS " + typ + ") AS k FROM (SELECT arrayJoin([" + strings.Join(lits, ", ") + "]) AS v))"
+	rows, err := conn.Query(ctx, q)
+	if err != nil {
+		if strings.Contains(err.Error(), "code: 46,") {
+			return fmt.Errorf("sharding_hash %s: the server has no such function (%v), so no Distributed table can shard by it; choose another", h.fn, err)
+		}
+		return fmt.Errorf("sharding_hash %s: checking it against the server: %w", h.fn, err)
+	}
+	defer rows.Close()
+	var got []uint64
+	for rows.Next() {
+		var v uint64
+		if err := rows.Scan(&v); err != nil {
+			return fmt.Errorf("sharding_hash %s: checking it against the server: %w", h.fn, err)
+		}
+		got = append(got, v)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("sharding_hash %s: checking it against the server: %w", h.fn, err)
+	}
+	want, err := h.Sum(data)
+	if err != nil {
+		return err
+	}
+	if !slices.Equal(got, want) {
+		return fmt.Errorf("sharding_hash %s of %s: the server computes %v for %v, the sink %v; not placing rows by it", h.fn, typ, got, lits, want)
+	}
+	return nil
+}
+
+func fixedLen(typ string) (int, bool) {
+	t := strings.TrimSuffix(strings.TrimPrefix(typ, "LowCardinality("), ")")
+	if !strings.HasPrefix(t, "FixedString(") {
+		return 0, false
+	}
+	n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(t, "FixedString("), ")"))
+	return n, err == nil && n > 0
+}
+
+// typedInts is nums in the column data form of an integer key type.
+func typedInts(k keyType, typ string, nums []int64) any {
+	switch {
+	case typ == "Date":
+		return conv2(nums, func(n int64) time.Time { return time.Unix(n*86400, 0).UTC() })
+	case strings.HasPrefix(typ, "DateTime"):
+		return nums
+	}
+	switch k.width<<1 | map[bool]int{true: 1}[k.signed] {
+	case 1<<1 | 1:
+		return conv2(nums, func(n int64) int8 { return int8(n) })
+	case 2<<1 | 1:
+		return conv2(nums, func(n int64) int16 { return int16(n) })
+	case 4<<1 | 1:
+		return conv2(nums, func(n int64) int32 { return int32(n) })
+	case 8<<1 | 1:
+		return nums
+	case 1 << 1:
+		return conv2(nums, func(n int64) uint8 { return uint8(n) })
+	case 2 << 1:
+		return conv2(nums, func(n int64) uint16 { return uint16(n) })
+	case 4 << 1:
+		return conv2(nums, func(n int64) uint32 { return uint32(n) })
+	}
+	return conv2(nums, func(n int64) uint64 { return uint64(n) })
+}
+
+func conv2[T any](v []int64, f func(int64) T) []T {
+	out := make([]T, len(v))
+	for i, x := range v {
+		out[i] = f(x)
+	}
+	return out
+}

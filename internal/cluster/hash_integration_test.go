@@ -196,3 +196,36 @@ func TestKeyHashEqualsServer(t *testing.T) {
 		}
 	})
 }
+
+// TestCheckHash runs the start-up check of every hash and key type on each
+// server: it passes where the server has the function and refuses, in one
+// line, where it does not (xxHash64 on 18.16).
+func TestCheckHash(t *testing.T) {
+	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
+		conn := s.Conn(t)
+		types := []string{"Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64", "String", "FixedString(3)", "FixedString(64)", "Date", "DateTime"}
+		for _, typ := range types {
+			for _, fn := range Hashes {
+				h, err := NewKeyHash(fn, typ)
+				if err != nil {
+					continue
+				}
+				err = CheckHash(context.Background(), conn, h, typ)
+				switch {
+				case fn == HashXX && !s.AtLeast(20, 1):
+					if err == nil || !strings.Contains(err.Error(), "the server has no such function") {
+						t.Errorf("%s(%s) on %s: %v; want the missing function refused", fn, typ, s.Version, err)
+					}
+				case err != nil:
+					t.Errorf("%s(%s): %v", fn, typ, err)
+				}
+			}
+		}
+		// A hash that differs from the server's is refused: murmurHash3_64
+		// of one byte is not that of eight.
+		h, _ := NewKeyHash(HashMurmur, "UInt8")
+		if err := CheckHash(context.Background(), conn, h, "UInt64"); err == nil || !strings.Contains(err.Error(), "the server computes") {
+			t.Errorf("a wrong hash passed the check: %v", err)
+		}
+	})
+}
