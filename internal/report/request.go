@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"sink/internal/writer"
 )
 
 // Formats are the output formats of a report (Request.Format).
@@ -95,9 +97,9 @@ func (r Request) RunCluster(ctx context.Context, conn driver.Conn, where, cluste
 }
 
 func (r Request) run(ctx context.Context, conn driver.Conn, where string, o Options, w io.Writer, query func(Options) (Report, error)) error {
-	var engineFull string
+	var engine, engineFull string
 	t := o.Target
-	err := conn.QueryRow(ctx, "SELECT engine_full FROM system.tables WHERE database = ? AND name = ?", t.Database, t.Table).Scan(&engineFull)
+	err := conn.QueryRow(ctx, "SELECT engine, engine_full FROM system.tables WHERE database = ? AND name = ?", t.Database, t.Table).Scan(&engine, &engineFull)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("table %s does not exist on %s", t.FullName(), where)
 	}
@@ -105,11 +107,16 @@ func (r Request) run(ctx context.Context, conn driver.Conn, where string, o Opti
 		return fmt.Errorf("clickhouse %s: looking up %s: %w", where, t.FullName(), err)
 	}
 	// A Distributed table has no parts: its local table gets them.
-	if db, table, ok := DistributedLocal(engineFull); ok {
-		if db == "" {
+	dist, err := writer.ParseDistributed(engine, engineFull)
+	if err != nil {
+		return fmt.Errorf("table %s on %s: %w", t.FullName(), where, err)
+	}
+	if dist != nil {
+		db := dist.Database
+		if db == "" || strings.ContainsAny(db, "()") { // currentDatabase()
 			db = t.Database
 		}
-		o.PartsOf = &Target{Database: db, Table: table}
+		o.PartsOf = &Target{Database: db, Table: dist.Table}
 	}
 	rep, err := query(o)
 	if err != nil {
@@ -149,59 +156,4 @@ func (r Request) run(ctx context.Context, conn driver.Conn, where string, o Opti
 		fmt.Fprintf(w, "chart: %s\n", r.Chart)
 	}
 	return nil
-}
-
-// DistributedLocal reads the local table a Distributed engine spreads rows
-// over from the table's engine_full, "Distributed(cluster, db, table[, key[,
-// policy]])" with the names bare, quoted or backquoted; db is "" when the
-// engine names currentDatabase() or an expression instead of a database.
-// ok is false for any other engine.
-func DistributedLocal(engineFull string) (db, table string, ok bool) {
-	rest, found := strings.CutPrefix(strings.TrimSpace(engineFull), "Distributed(")
-	if !found {
-		return "", "", false
-	}
-	var args []string
-	depth, start := 0, 0
-	var quote rune
-	for i, c := range rest {
-		switch {
-		case quote != 0:
-			if c == quote {
-				quote = 0
-			}
-		case c == '\'' || c == '`' || c == '"':
-			quote = c
-		case c == '(':
-			depth++
-		case c == ')' && depth == 0:
-			args = append(args, strings.TrimSpace(rest[start:i]))
-			start = -1
-		case c == ')':
-			depth--
-		case c == ',' && depth == 0:
-			args = append(args, strings.TrimSpace(rest[start:i]))
-			start = i + 1
-		}
-		if start < 0 {
-			break
-		}
-	}
-	if start >= 0 || len(args) < 3 {
-		return "", "", false
-	}
-	unquote := func(s string) string {
-		if len(s) >= 2 && (s[0] == '\'' || s[0] == '`' || s[0] == '"') && s[len(s)-1] == s[0] {
-			return s[1 : len(s)-1]
-		}
-		return s
-	}
-	db, table = unquote(args[1]), unquote(args[2])
-	if strings.ContainsAny(db, "()") {
-		db = ""
-	}
-	if table == "" || strings.ContainsAny(table, "()") {
-		return "", "", false
-	}
-	return db, table, true
 }

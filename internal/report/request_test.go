@@ -52,27 +52,3 @@ func TestRequestOptions(t *testing.T) {
 		}
 	}
 }
-
-func TestDistributedLocal(t *testing.T) {
-	for _, c := range []struct {
-		in        string
-		db, table string
-		ok        bool
-	}{
-		{"Distributed(sink_cluster, default, events, cityHash64(k))", "default", "events", true},
-		{"Distributed('sink_cluster', 'db1', 'events')", "db1", "events", true},
-		{"Distributed(`c`, `my db`, `t,1`, rand())", "my db", "t,1", true},
-		{"Distributed(c, currentDatabase(), t)", "", "t", true},
-		{"Distributed(c, db, t, intHash64(a, b), 'policy')", "db", "t", true},
-		{"Distributed(c, db)", "", "", false},
-		{"Distributed(c, db, t", "", "", false},
-		{"MergeTree ORDER BY k", "", "", false},
-		{"ReplicatedMergeTree('/clickhouse/tables/{shard}/db.t', '{replica}') ORDER BY k", "", "", false},
-		{"", "", "", false},
-	} {
-		db, table, ok := DistributedLocal(c.in)
-		if db != c.db || table != c.table || ok != c.ok {
-			t.Errorf("DistributedLocal(%q) = %q, %q, %v; want %q, %q, %v", c.in, db, table, ok, c.db, c.table, c.ok)
-		}
-	}
-}
