@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	"sink/internal/adapt"
 	"sink/config"
+	"sink/internal/adapt"
 )
 
 // Parts is Writer.Parts over the cluster, for batch.mode adaptive: a table
