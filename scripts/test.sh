@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# test.sh: every Go test, against the running local stack. Prints which servers
+# test.sh: every Go test, against the running local stack (-tags integration
+# adds the *_integration_test.go files; `make unit` runs the rest without it). Prints which servers
 # the integration tests talk to, one line per test (PASS/FAIL/SKIP, so a reader
 # sees the integration tests ran), and a closing "N passed, N failed" line;
 # then every fuzz target for 3 s (scripts/fuzz.sh), with the time each ran.
@@ -28,7 +29,7 @@ fi
 
 log=.stack/go-test.log
 status=0
-SINK_REQUIRE_STACK=1 go test -count=1 -timeout 20m -v "$@" ./... >"$log" 2>&1 || status=$?
+SINK_REQUIRE_STACK=1 go test -tags integration -count=1 -timeout 20m -v "$@" ./... >"$log" 2>&1 || status=$?
 
 # Per-test results and package lines; full output is in $log.
 grep -E '^(\s*--- (PASS|FAIL|SKIP)|ok |FAIL|panic:|\s+\S+_test\.go:[0-9]+: )' "$log" | grep -vE '^\s+\S+_test\.go:[0-9]+: .*(level|"message")' || true

@@ -6,6 +6,11 @@
 // and 26.9 on 127.0.0.1:19000 (native protocol), with system.query_log and
 // system.part_log flushed every second.
 //
+// An integration test lives in a *_integration_test.go file that starts with
+// //go:build integration: `make test` builds with -tags integration, `make unit`
+// (plain go test) leaves those files out and runs without the stack, and an
+// accessor called from an untagged file fails the test saying so.
+//
 // An integration test starts with one of the accessors, which probe the server once
 // per test binary and skip the test when it does not answer:
 //
