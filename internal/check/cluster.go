@@ -73,7 +73,7 @@ func clusterCheck(ctx context.Context, cfg *config.Config, seed *writer.Writer, 
 		if d, t, ok := strings.Cut(route.Table, "."); ok {
 			db, table = d, t
 		}
-		localDB, localName, err := localTable(ctx, seed, db, table)
+		localDB, localName, err := writer.LocalTable(ctx, seed.Conn(), db, table)
 		if err != nil {
 			return err
 		}
@@ -106,27 +106,6 @@ func orMissing(engine string) string {
 		return "missing"
 	}
 	return engine
-}
-
-// localTable is the table that holds a route's rows on each shard: the local
-// table of a Distributed table, else the table itself.
-func localTable(ctx context.Context, seed *writer.Writer, db, table string) (string, string, error) {
-	var engine, engineFull string
-	err := seed.Conn().QueryRow(ctx, "SELECT engine, engine_full FROM system.tables WHERE database = ? AND name = ?", db, table).Scan(&engine, &engineFull)
-	if err != nil {
-		return "", "", fmt.Errorf("clickhouse: table %s.%s: reading its engine: %w", db, table, err)
-	}
-	dist, err := writer.ParseDistributed(engine, engineFull)
-	if err != nil {
-		return "", "", fmt.Errorf("clickhouse: table %s.%s: %w", db, table, err)
-	}
-	if dist == nil {
-		return db, table, nil
-	}
-	if dist.Database != "" && !strings.ContainsAny(dist.Database, "()") {
-		db = dist.Database
-	}
-	return db, dist.Table, nil
 }
 
 func readReplicaTable(ctx context.Context, w *writer.Writer, db, table string) (replicaTable, error) {

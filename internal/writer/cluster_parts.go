@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"sink/config"
 	"sink/internal/adapt"
@@ -26,7 +29,7 @@ func (c *Cluster) Parts(ctx context.Context, db, table string) (adapt.Parts, err
 	}
 	localDB, localName := tt.localDB, tt.localName
 	if tt.target == config.TargetDistributed {
-		if localDB, localName, err = c.localOf(ctx, db, table); err != nil {
+		if localDB, localName, err = LocalTable(ctx, c.conn, db, table); err != nil {
 			return adapt.Parts{}, err
 		}
 	}
@@ -51,19 +54,24 @@ func (c *Cluster) Parts(ctx context.Context, db, table string) (adapt.Parts, err
 	return adapt.MostPressed(obs), nil
 }
 
-// localOf is the local table a Distributed table spreads its rows over.
-func (c *Cluster) localOf(ctx context.Context, db, table string) (string, string, error) {
+// LocalTable is the table that holds db.table's rows on each shard: the
+// local table a Distributed table spreads its rows over (in db when the
+// engine names no database or an expression), else db.table itself.
+func LocalTable(ctx context.Context, conn driver.Conn, db, table string) (string, string, error) {
 	var engine, engineFull string
-	err := c.conn.QueryRow(ctx, "SELECT engine, engine_full FROM system.tables WHERE database = ? AND name = ?", db, table).Scan(&engine, &engineFull)
+	err := conn.QueryRow(ctx, "SELECT engine, engine_full FROM system.tables WHERE database = ? AND name = ?", db, table).Scan(&engine, &engineFull)
 	if err != nil {
 		return "", "", fmt.Errorf("clickhouse: table %s.%s: reading its engine: %w", db, table, err)
 	}
 	dist, err := ParseDistributed(engine, engineFull)
-	if err != nil || dist == nil {
-		return "", "", fmt.Errorf("clickhouse: table %s.%s: not a readable Distributed table (%s): %v", db, table, engine, err)
+	if err != nil {
+		return "", "", fmt.Errorf("clickhouse: table %s.%s: %w", db, table, err)
 	}
-	if dist.Database == "" {
-		return db, dist.Table, nil
+	if dist == nil {
+		return db, table, nil
 	}
-	return dist.Database, dist.Table, nil
+	if dist.Database != "" && !strings.ContainsAny(dist.Database, "()") {
+		db = dist.Database
+	}
+	return db, dist.Table, nil
 }
