@@ -5,6 +5,7 @@ package report_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -46,6 +47,10 @@ func TestQueryClusterSumsEveryNode(t *testing.T) {
 		nodes = append(nodes, report.Node{Shard: n.Shard, Replica: n.Replica, Addr: n.Addr, Conn: conn})
 	}
 	until := time.Now().Add(2 * time.Second)
+	// A third replica of shard 2 that could not be opened: left out of the
+	// sums, with a note, and listed as not read.
+	down := report.Node{Shard: 2, Replica: 3, Addr: "127.0.0.1:1", Err: errors.New("connection refused")}
+	nodes = append(nodes, down)
 
 	o := report.Options{
 		Target: report.Target{Database: db, Table: "events", DefaultDatabase: db},
@@ -76,10 +81,17 @@ func TestQueryClusterSumsEveryNode(t *testing.T) {
 		if got != wantShard[s.Shard] {
 			t.Errorf("shard %d: inserts, rows, new parts = %v, want %v", s.Shard, got, wantShard[s.Shard])
 		}
-		if len(s.Replicas) != 2 {
-			t.Errorf("shard %d: %d replicas, want 2", s.Shard, len(s.Replicas))
+		wantReplicas := map[int]int{1: 2, 2: 3}[s.Shard]
+		if len(s.Replicas) != wantReplicas {
+			t.Errorf("shard %d: %d replicas, want %d", s.Shard, len(s.Replicas), wantReplicas)
 		}
 		for _, rt := range s.Replicas {
+			if rt.Addr == down.Addr {
+				if rt.Read || rt.Inserts != 0 {
+					t.Errorf("the node that could not be opened: %+v, want not read", rt)
+				}
+				continue
+			}
 			var wantRows uint64
 			for _, n := range plan[rt.Addr] {
 				wantRows += uint64(n)
@@ -103,11 +115,18 @@ func TestQueryClusterSumsEveryNode(t *testing.T) {
 	if minuteSum != 4 || minuteRows != 42 {
 		t.Errorf("the minutes sum %d inserts, %d rows; want 4, 42", minuteSum, minuteRows)
 	}
+	noted := false
+	for _, n := range r.Notes {
+		noted = noted || strings.Contains(n, "shard 2 replica 3 (127.0.0.1:1) not read, its INSERTs and parts are missing from the sums: connection refused")
+	}
+	if !noted {
+		t.Errorf("no note about the node not read: %q", r.Notes)
+	}
 	var text bytes.Buffer
 	if err := r.Text(&text, time.UTC); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"on cluster " + c.Name + ": the sums of 4 nodes' logs, 2 shards", "per shard", c.Shards[0][0].Addr + " 2/30/2"} {
+	for _, want := range []string{"on cluster " + c.Name + ": the sums of 4 of 5 nodes' logs, 2 shards", "127.0.0.1:1 not read", "per shard", c.Shards[0][0].Addr + " 2/30/2"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("the text report lacks %q:\n%s", want, text.String())
 		}

@@ -20,11 +20,20 @@ func (r Report) Text(w io.Writer, loc *time.Location) error {
 	fmt.Fprintf(&b, "INSERTs into %s from %s to %s %s\n", r.Table,
 		r.Since.In(loc).Format("2006-01-02 15:04:05"), r.Until.In(loc).Format("2006-01-02 15:04:05"), zone)
 	if r.Cluster != "" {
-		n := 0
+		n, read := 0, 0
 		for _, s := range r.Shards {
-			n += len(s.Replicas)
+			for _, rt := range s.Replicas {
+				n++
+				if rt.Read {
+					read++
+				}
+			}
 		}
-		fmt.Fprintf(&b, "on cluster %s: the sums of %d nodes' logs, %d shards\n", r.Cluster, n, len(r.Shards))
+		of := ""
+		if read < n {
+			of = fmt.Sprintf("%d of ", read)
+		}
+		fmt.Fprintf(&b, "on cluster %s: the sums of %s%d nodes' logs, %d shards\n", r.Cluster, of, n, len(r.Shards))
 	}
 	b.WriteString("(system.query_log: finished INSERTs by the minute they finished; system.part_log: new parts)\n\n")
 	if len(r.Minutes) == 0 {
