@@ -709,7 +709,9 @@ render_node() {
 zk_check() {
 	if zk_ours >/dev/null; then
 		ZK_STATE=running
-		stale_config "$ROOT/testdata/zookeeper/zoo.cfg" "$ZK_DIR/zoo.cfg" ZooKeeper
+		if config_changed "$ROOT/testdata/zookeeper/zoo.cfg" "$ZK_DIR/zoo.cfg"; then
+			say "note: testdata/zookeeper/zoo.cfg changed since ZooKeeper started; run \`scripts/stack.sh cluster down\` and \`cluster up\` to apply it"
+		fi
 		return
 	fi
 	if zk_healthy; then
@@ -779,6 +781,14 @@ node_start() {
 	mkdir -p "$d"/{data,tmp,log,user_files,format_schemas}
 	render_node "$n" "$ROOT/testdata/clickhouse-cluster/config.xml" "$d/config.xml"
 	render_node "$n" "$ROOT/testdata/clickhouse-cluster/users.xml" "$d/users.xml"
+	# A node killed in the middle of a replicated operation (the chaos drills
+	# do it on purpose) may hold parts ZooKeeper does not list, and 18.16 then
+	# refuses to start ("The local set of parts … doesn't look like the set of
+	# parts in ZooKeeper"). This flag, consumed at startup, makes it move such
+	# parts to detached/ and fetch the rest from the other replica, as an
+	# operator would; on a clean node it changes nothing.
+	mkdir -p "$d/data/flags"
+	touch "$d/data/flags/force_restore_data"
 	(cd "$d" && launch "cluster-$n" "$d/log/stdout.log" clickhouse-server --config-file="$d/config.xml")
 	NODE_STATE[$n]=started
 }
