@@ -708,3 +708,89 @@ func TestClusterChecksumDedupNeedsTheSameOrder(t *testing.T) {
 	}
 	t.Logf("rows after the same %d rows went to replica 1 and again to replica 2: %v", rows, results)
 }
+
+// TestClusterAddColumnOnCluster: schema evolution on a cluster adds the
+// column to the replicated local table ON CLUSTER and to the Distributed
+// table on every node, for clickhouse.cluster and for a listed shards
+// topology; rows inserted with the new column afterwards keep its values
+// (read back through the Distributed table), the rows before read NULL.
+func TestClusterAddColumnOnCluster(t *testing.T) {
+	c := testenv.Cluster(t)
+	db := c.NewDatabase(t)
+	var shards []string
+	for _, s := range c.Shards {
+		var addrs []string
+		for _, n := range s {
+			addrs = append(addrs, fmt.Sprintf("%q", n.Addr))
+		}
+		shards = append(shards, "["+strings.Join(addrs, ", ")+"]")
+	}
+	for ci, topo := range []string{"cluster: " + c.Name, "shards: [" + strings.Join(shards, ", ") + "]"} {
+		local := fmt.Sprintf("ev%d", ci)
+		replicatedTable(t, c, db, local)
+		onEachNode(t, c, fmt.Sprintf("CREATE TABLE %s.d_%s AS %s.%s ENGINE = Distributed(%s, %s, %s, cityHash64(k))", db, local, db, local, c.Name, db, local))
+		cfg := clusterConfig(t, fmt.Sprintf("addrs: [%q], %s", c.Shards[0][0].Addr, topo),
+			fmt.Sprintf("table: %s.d_%s, target: local, sharding_key: k", db, local))
+		cw, err := writer.OpenCluster(context.Background(), "w", cfg.ClickHouse, cfg.Routes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cw.Close()
+		ctx := context.Background()
+		cols, _ := cw.Describe(ctx, db, "d_"+local)
+		blk := seqBlock("UInt64", 0, 500, u64Keys(0, 500))
+		if err := cw.Insert(ctx, writer.NewTable(db, "d_"+local, cols, blk.Columns()), blk, 1, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		info, err := cw.Features(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ddl, added, err := cw.AddColumn(ctx, info, db, "d_"+local, cfg.ClickHouse.Cluster, "extra", "Nullable(String)")
+		if err != nil || !added {
+			t.Fatalf("%s: added %v, %v (%s)", topo, added, err, ddl)
+		}
+		t.Logf("%s: %s", topo, ddl)
+		for _, n := range c.Nodes() {
+			for _, tbl := range []string{local, "d_" + local} {
+				var has uint64
+				if err := n.Conn(t).QueryRow(ctx, "SELECT count() FROM system.columns WHERE database = ? AND table = ? AND name = 'extra'", db, tbl).Scan(&has); err != nil {
+					t.Fatal(err)
+				}
+				if has != 1 {
+					t.Errorf("%s: %s has no column extra on %s", topo, tbl, n.Name)
+				}
+			}
+		}
+		// A second call finds the column and changes nothing.
+		if _, again, err := cw.AddColumn(ctx, info, db, "d_"+local, cfg.ClickHouse.Cluster, "extra", "Nullable(String)"); err != nil || again {
+			t.Errorf("%s: adding it again: added %v, %v", topo, again, err)
+		}
+		cols, err = cw.Describe(ctx, db, "d_"+local)
+		if err != nil {
+			t.Fatal(err)
+		}
+		extra := make([]*string, 500)
+		for i := range extra {
+			v := fmt.Sprint("e-", 500+i)
+			extra[i] = &v
+		}
+		blk2 := seqBlock("UInt64", 500, 500, u64Keys(500, 500)).(*colBlock)
+		blk2.cols = append(blk2.cols, decode.ColumnSchema{Name: "extra", Type: "Nullable(String)"})
+		blk2.data = append(blk2.data, extra)
+		if err := cw.Insert(ctx, writer.NewTable(db, "d_"+local, cols, blk2.Columns()), blk2, 2, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		conn := c.Conn(t)
+		for _, s := range c.Shards {
+			testenv.Exec(t, s[0].Conn(t), "SYSTEM SYNC REPLICA "+db+"."+local)
+		}
+		var total, withExtra, right uint64
+		if err := conn.QueryRow(ctx, fmt.Sprintf("SELECT count(), countIf(extra IS NOT NULL), countIf(extra = concat('e-', toString(i))) FROM %s.d_%s", db, local)).Scan(&total, &withExtra, &right); err != nil {
+			t.Fatal(err)
+		}
+		if total != 1000 || withExtra != 500 || right != 500 {
+			t.Errorf("%s: %d rows, %d with extra, %d with the value they were sent with; want 1000, 500, 500", topo, total, withExtra, right)
+		}
+	}
+}
