@@ -12,8 +12,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"sink/internal/consumer"
-	"sink/internal/pipeline"
 	"sink/internal/testenv"
 	"sink/internal/writer"
 )
@@ -59,7 +57,6 @@ http: {listen: ""}
 `, testenv.UniqueName(t, "cl"), brokers[0], topic, c.Shards[0][0].Addr, db, c.Name, strings.Join(shards, ", "), topic))
 
 	ctx := context.Background()
-	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel)
 	cw, err := writer.OpenCluster(ctx, cfg.Name, cfg.ClickHouse, cfg.Routes)
 	if err != nil {
 		t.Fatal(err)
@@ -67,31 +64,13 @@ http: {listen: ""}
 	defer cw.Close()
 	var obs failovers
 	cw.Observe(&obs)
-	p, err := pipeline.New(ctx, cfg, log, cw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cons, err := consumer.New(ctx, cfg, log, p.Hooks())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Attach(cons)
-	runCtx, stop := context.WithCancel(ctx)
-	ran := make(chan error, 1)
-	go func() { ran <- p.Run(runCtx) }()
-
 	seed := c.Conn(t)
-	total := func() uint64 {
+	cut := 0
+	st := runSinkWhile(t, cfg, cw, zerolog.ErrorLevel, 3*time.Minute, func() (bool, string) {
 		var got uint64
 		if err := seed.QueryRow(ctx, "SELECT count() FROM "+db+".ev").Scan(&got); err != nil {
 			t.Fatal(err)
 		}
-		return got
-	}
-	cut := 0
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		got := total()
 		switch {
 		case cut == 0 && got > n/5:
 			proxies[0][0].Cut()
@@ -101,24 +80,8 @@ http: {listen: ""}
 			proxies[1][0].Cut()
 			cut++
 		}
-		if got >= n && cut == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			stop()
-			t.Fatalf("after 3 minutes %d of %d rows (cuts done: %d)", got, n, cut)
-		}
-		select {
-		case err := <-ran:
-			t.Fatalf("pipeline stopped early: %v", err)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	stop()
-	if err := <-ran; err != nil {
-		t.Fatalf("shutdown: %v", err)
-	}
-	cons.Close()
+		return got >= n && cut == 2, fmt.Sprintf("%d of %d rows (cuts done: %d)", got, n, cut)
+	})
 	var sum uint64
 	for si, s := range c.Shards {
 		var per []uint64
@@ -148,7 +111,7 @@ http: {listen: ""}
 		t.Errorf("no failover on shard 1: its first replica was cut while rows were still coming")
 	}
 	t.Logf("%d rows exactly once across 2 shards × 2 replicas with one replica of each shard cut in turn; %d batches; failovers: shard 1 %d, shard 2 %d",
-		n, p.Stats().Inserts, obs.shard[1].Load(), obs.shard[2].Load())
+		n, st.Inserts, obs.shard[1].Load(), obs.shard[2].Load())
 }
 
 // failovers counts the cluster writer's failovers per shard (1, 2).

@@ -64,6 +64,24 @@ func count(t *testing.T, conn driver.Conn, table string, sync bool) uint64 {
 	return n
 }
 
+// openCluster opens the cluster writer of cfg (closed when the test ends)
+// with an observer, and describes db.table.
+func openCluster(t *testing.T, cfg *config.Config, db, table string) (*writer.Cluster, *observer, []decode.ColumnSchema) {
+	t.Helper()
+	cw, err := writer.OpenCluster(context.Background(), "w", cfg.ClickHouse, cfg.Routes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cw.Close() })
+	obs := newObserver()
+	cw.Observe(obs)
+	cols, err := cw.Describe(context.Background(), db, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cw, obs, cols
+}
+
 // observer records the cluster writer's per-shard outcomes.
 type observer struct {
 	mu        sync.Mutex
@@ -310,17 +328,7 @@ func TestClusterReplicaFailoverUnderLoad(t *testing.T) {
 	}
 	cfg := clusterConfig(t, fmt.Sprintf("addrs: [%q], shards: [%s]", c.Shards[0][0].Addr, strings.Join(shards, ", ")),
 		fmt.Sprintf("table: %s.ev, target: local, sharding_key: k", db))
-	cw, err := writer.OpenCluster(context.Background(), "w", cfg.ClickHouse, cfg.Routes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cw.Close()
-	obs := newObserver()
-	cw.Observe(obs)
-	cols, err := cw.Describe(context.Background(), db, "ev")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cw, obs, cols := openCluster(t, cfg, db, "ev")
 	const batches, rows = 40, 1000
 	var done atomic.Int64
 	errs := make(chan error, batches)
@@ -479,17 +487,7 @@ func TestClusterLostAnswerRetryDeduplicated(t *testing.T) {
 	drop := newAnswerDropper(t, first.Addr, 64<<10, func() bool { return count(t, direct, db+".ev", false) >= rows })
 	cfg := clusterConfig(t, fmt.Sprintf("addrs: [%q], shards: [[%q, %q]]", first.Addr, drop.Addr, second.Addr),
 		fmt.Sprintf("table: %s.ev, target: local, sharding: random", db))
-	cw, err := writer.OpenCluster(context.Background(), "w", cfg.ClickHouse, cfg.Routes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cw.Close()
-	obs := newObserver()
-	cw.Observe(obs)
-	cols, err := cw.Describe(context.Background(), db, "ev")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cw, _, cols := openCluster(t, cfg, db, "ev")
 	blk := seqBlock("UInt64", 0, rows, u64Keys(0, rows))
 	var attempts []writer.Attempt
 	if err := cw.Insert(context.Background(), writer.NewTable(db, "ev", cols, blk.Columns()), blk, 1,
@@ -519,17 +517,7 @@ func TestClusterShardDownHoldsItsPart(t *testing.T) {
 	p1, p2 := testenv.NewProxy(t, one.Addr), testenv.NewProxy(t, two.Addr)
 	cfg := clusterConfig(t, fmt.Sprintf("addrs: [%q], shards: [[%q], [%q]]", one.Addr, p1.Addr, p2.Addr),
 		fmt.Sprintf("table: %s.ev, target: local, sharding_key: k", db))
-	cw, err := writer.OpenCluster(context.Background(), "w", cfg.ClickHouse, cfg.Routes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cw.Close()
-	obs := newObserver()
-	cw.Observe(obs)
-	cols, err := cw.Describe(context.Background(), db, "ev")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cw, obs, cols := openCluster(t, cfg, db, "ev")
 	p2.Cut()
 	const rows = 2000
 	blk := seqBlock("UInt64", 0, rows, u64Keys(0, rows))
@@ -620,15 +608,7 @@ func TestClusterDistributedSyncAndQuorum(t *testing.T) {
 		onEachNode(t, c, fmt.Sprintf("CREATE TABLE %s.d_q AS %s.q ENGINE = Distributed(%s, %s, q, cityHash64(k))", db, db, c.Name, db))
 		cfg := clusterConfig(t, fmt.Sprintf("addrs: [%q], cluster: %s, insert_quorum: 2, insert_quorum_timeout: 20s", c.Shards[0][0].Addr, c.Name),
 			fmt.Sprintf("table: %s.d_q, target: local, sharding_key: k", db))
-		cw, err := writer.OpenCluster(context.Background(), "w", cfg.ClickHouse, cfg.Routes)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cw.Close()
-		cols, err := cw.Describe(context.Background(), db, "d_q")
-		if err != nil {
-			t.Fatal(err)
-		}
+		cw, _, cols := openCluster(t, cfg, db, "d_q")
 		blk := seqBlock("UInt64", 0, rows, u64Keys(0, rows))
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
@@ -731,13 +711,8 @@ func TestClusterAddColumnOnCluster(t *testing.T) {
 		onEachNode(t, c, fmt.Sprintf("CREATE TABLE %s.d_%s AS %s.%s ENGINE = Distributed(%s, %s, %s, cityHash64(k))", db, local, db, local, c.Name, db, local))
 		cfg := clusterConfig(t, fmt.Sprintf("addrs: [%q], %s", c.Shards[0][0].Addr, topo),
 			fmt.Sprintf("table: %s.d_%s, target: local, sharding_key: k", db, local))
-		cw, err := writer.OpenCluster(context.Background(), "w", cfg.ClickHouse, cfg.Routes)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cw.Close()
+		cw, _, cols := openCluster(t, cfg, db, "d_"+local)
 		ctx := context.Background()
-		cols, _ := cw.Describe(ctx, db, "d_"+local)
 		blk := seqBlock("UInt64", 0, 500, u64Keys(0, 500))
 		if err := cw.Insert(ctx, writer.NewTable(db, "d_"+local, cols, blk.Columns()), blk, 1, nil, nil); err != nil {
 			t.Fatal(err)
