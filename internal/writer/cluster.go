@@ -424,6 +424,10 @@ func (c *Cluster) Insert(ctx context.Context, t *Table, block Block, batchID uin
 			return lt, nb, nil
 		}
 	}
+	// A part that fails for good stops the others' retries: the batch
+	// cannot be acknowledged any more, and the connector stops on it.
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	errs := make([]error, len(parts))
 	var wg sync.WaitGroup
 	for si, part := range parts {
@@ -433,14 +437,22 @@ func (c *Cluster) Insert(ctx context.Context, t *Table, block Block, batchID uin
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[si] = c.insertShard(ctx, lay, si, local, part, batchID, onRetry, lrefresh)
+			if errs[si] = c.insertShard(pctx, lay, si, local, part, batchID, onRetry, lrefresh); errs[si] != nil && pctx.Err() == nil {
+				cancel()
+			}
 		}()
 	}
 	wg.Wait()
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	return errors.Join(errs...)
+	var failed []error
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			failed = append(failed, err)
+		}
+	}
+	return errors.Join(failed...)
 }
 
 // insertShard writes one shard's part, failing over between its replicas.

@@ -769,3 +769,30 @@ func TestClusterAddColumnOnCluster(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterPermanentPartStopsTheBatch: a shard part that fails for good
+// (shard 1's table takes no UInt64 key) ends the batch with that error at
+// once, although shard 2 is unreachable and its part would be retried
+// forever.
+func TestClusterPermanentPartStopsTheBatch(t *testing.T) {
+	c := testenv.Cluster(t)
+	db := c.NewDatabase(t)
+	one, two := c.Shards[0][0], c.Shards[1][0]
+	testenv.Exec(t, one.Conn(t), fmt.Sprintf("CREATE TABLE %s.ev (i UInt32, k Array(UInt8), p String) ENGINE = MergeTree ORDER BY i", db))
+	testenv.Exec(t, two.Conn(t), fmt.Sprintf("CREATE TABLE %s.ev (i UInt32, k UInt64, p String) ENGINE = MergeTree ORDER BY i", db))
+	p2 := testenv.NewProxy(t, two.Addr)
+	cfg := clusterConfig(t, fmt.Sprintf("addrs: [%q], shards: [[%q], [%q]]", two.Addr, one.Addr, p2.Addr),
+		fmt.Sprintf("table: %s.ev, target: local, sharding_key: k", db))
+	cw, _, cols := openCluster(t, cfg, db, "ev")
+	p2.Cut()
+	blk := seqBlock("UInt64", 0, 200, u64Keys(0, 200))
+	start := time.Now()
+	err := cw.Insert(context.Background(), writer.NewTable(db, "ev", cols, blk.Columns()), blk, 1, nil, nil)
+	if err == nil || !strings.Contains(err.Error(), "shard 1:") || strings.Contains(err.Error(), "shard 2:") {
+		t.Fatalf("Insert: %v; want shard 1's permanent error alone", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("the batch failed after %s, waiting for the unreachable shard", took)
+	}
+	t.Logf("%v", err)
+}
