@@ -352,6 +352,17 @@ func (c *Config) validateTarget(p *problems, key string, r *Route) {
 		p.add("%s.target: %q is not one of distributed, local (or unset: the table through clickhouse.addrs)", key, r.Target)
 		return
 	}
+	if c.ExactlyOnce() {
+		switch {
+		case r.Target == TargetDistributed:
+			// The Distributed engine re-splits the block on each shard's
+			// side; whether each shard drops a replayed part by the
+			// batch's token is not something this sink has proven.
+			p.add("%s: delivery exactly_once with target distributed is not supported; use target: local with sharding_key (each shard's part is rebuilt identically and deduplicated there)", key)
+		case r.Target == TargetLocal && r.Sharding == ShardingRandom:
+			p.add("%s: delivery exactly_once with sharding random: a replayed batch could go to another shard and be inserted twice; use sharding_key", key)
+		}
+	}
 	db, table := c.TableFor(*r)
 	for j := range c.Routes {
 		o := &c.Routes[j]

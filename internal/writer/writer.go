@@ -125,7 +125,7 @@ func openPool(name string, cfg config.ClickHouse) (*Writer, *tls.Config, string,
 			w.settings["insert_quorum"] = cfg.InsertQuorum
 		}
 		if cfg.InsertQuorumTimeout > 0 {
-			w.settings["insert_quorum_timeout"] = cfg.InsertQuorumTimeout.Milliseconds()
+			w.settings["insert_quorum_timeout"] = int(cfg.InsertQuorumTimeout.Milliseconds()) // milliseconds; the driver takes int, not int64
 		}
 	}
 	return w, tlsCfg, password, nil
