@@ -477,6 +477,9 @@ func (c *Config) normalize() {
 		}
 		nilIfEmpty(&c.Routes[i].Schema.Allow)
 		nilIfEmpty(&c.Routes[i].Schema.Deny)
+		if len(c.Routes[i].Schema.Settings) == 0 {
+			c.Routes[i].Schema.Settings = nil
+		}
 	}
 }
 
@@ -625,6 +628,7 @@ func (c *Config) Redacted() *Config {
 				r.Columns = cols
 			}
 			r.When = maps.Clone(r.When)
+			r.Schema.Settings = maps.Clone(r.Schema.Settings)
 			cp.Routes[i] = r
 		}
 	}
