@@ -36,8 +36,9 @@ with backquotes or double quotes, any case of the keywords, comments allowed
 before it), and one that names no database counts for --database, whichever
 database its client was in.
 
-On a cluster (--cluster NAME, or clickhouse.cluster in --config): the nodes
-are read from system.clusters of the first address, and every node's logs
+On a cluster (--cluster NAME, or clickhouse.cluster or clickhouse.shards in
+--config): the nodes are read from system.clusters of the first address (or
+taken from clickhouse.shards), and every node's logs
 are read over a connection of its own (the same user, password and TLS),
 summed into the minutes and the before/after view, and split per shard with
 each replica's inserts, rows and new parts. A node that cannot be read is
@@ -151,14 +152,23 @@ func reportCmd(args []string, stdout, stderr io.Writer) int {
 	if set["cluster"] {
 		name = *clusterName
 	}
-	if name == "" {
+	// clickhouse.shards lists the nodes itself (and wins, as for run).
+	listed := !set["cluster"] && len(ch.Shards) > 0
+	if name == "" && !listed {
 		if err := req.Run(ctx, w.Conn(), where, o, stdout); err != nil {
 			return fail(err)
 		}
 		return 0
 	}
-	topo, err := cluster.Discover(ctx, w.Conn(), name)
-	if err != nil {
+	var topo *cluster.Topology
+	if listed {
+		if topo, err = cluster.FromShards(ch.Shards); err != nil {
+			return fail(fmt.Errorf("clickhouse.shards: %w", err))
+		}
+		if name == "" {
+			name = "clickhouse.shards"
+		}
+	} else if topo, err = cluster.Discover(ctx, w.Conn(), name); err != nil {
 		return fail(fmt.Errorf("clickhouse %s: %w", where, err))
 	}
 	var nodes []report.Node
