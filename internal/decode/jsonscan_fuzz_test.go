@@ -204,6 +204,31 @@ func TestJSONScanMatchesTree(t *testing.T) {
 		diffRecords(t, [][]byte{v})
 	}
 	diffRecords(t, benchNestedEvents(20))
+	diffRecords(t, driftOrderEvents(130))
+}
+
+// driftOrderEvents are records whose unmapped fields come back in other
+// orders and at other positions, sometimes repeated or missing, with now
+// and then a record whose key is escaped (read through the tree): the
+// drift counter's guess of where a field is must never change a count,
+// before or after a field's values stop being sampled (inferSamples).
+func driftOrderEvents(n int) [][]byte {
+	out := make([][]byte, n)
+	for i := range out {
+		switch i % 7 {
+		case 0, 1, 2:
+			out[i] = fmt.Appendf(nil, `{"a":%d,"u1":"x%d","u2":%d,"b":"s"}`, i, i, i)
+		case 3:
+			out[i] = fmt.Appendf(nil, `{"u2":%d.5,"a":%d,"b":"s","u1":"y"}`, i, i)
+		case 4:
+			out[i] = fmt.Appendf(nil, `{"a":%d,"u1":1,"u1":"dup","u2":[%d]}`, i, i)
+		case 5:
+			out[i] = fmt.Appendf(nil, `{"a":%d,"u1":"only"}`, i)
+		case 6:
+			out[i] = fmt.Appendf(nil, `{"\u0061":%d,"u2":{"k":%d},"u1":null}`, i, i)
+		}
+	}
+	return out
 }
 
 // FuzzJSONScanDifferential: the scanner and the tree agree on every input
