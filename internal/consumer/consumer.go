@@ -82,6 +82,12 @@ func Options(cfg *config.Config, log zerolog.Logger, h Hooks) ([]kgo.Opt, error)
 		// request timeout is on top of that.
 		kgo.RequestTimeoutOverhead(k.RequestTimeout),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		// Transaction markers come to the pipeline as records, so that it
+		// can commit past them (and past the aborted records before an
+		// abort marker, which read_committed never returns): without them
+		// the committed offset stops at the last data record and the
+		// group's lag never reaches 0 on a transactional topic.
+		kgo.KeepControlRecords(),
 		kgo.WithLogger(kzerolog{log}),
 		// DLQ records must keep their order per source partition only
 		// loosely; what matters is that each is acknowledged.

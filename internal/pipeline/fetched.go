@@ -179,8 +179,7 @@ func (p *Pipeline) handlePartition(writeCtx context.Context, now time.Time, tp o
 		// Records of a partition already waiting for the registry
 		// (a fetch that was on its way) wait behind them, in order.
 		for _, r := range recs {
-			p.stats.Records++
-			p.stats.Bytes += int64(len(r.Key) + len(r.Value))
+			p.consumed(r)
 		}
 		p.holdFrom(tp, recs, p.held.lastErr)
 		return
@@ -189,9 +188,8 @@ func (p *Pipeline) handlePartition(writeCtx context.Context, now time.Time, tp o
 		if err, held := p.handleRecord(writeCtx, now, tp, r); held {
 			// This record and the rest of the partition's wait for
 			// the schema registry (held.go).
-			p.stats.Records += int64(len(recs) - i - 1)
 			for _, rest := range recs[i+1:] {
-				p.stats.Bytes += int64(len(rest.Key) + len(rest.Value))
+				p.consumed(rest)
 			}
 			p.holdFrom(tp, recs[i:], err)
 			return

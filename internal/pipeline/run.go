@@ -256,8 +256,7 @@ func (p *Pipeline) poller(ctx context.Context) {
 // held reports that the record could not be decoded now and must be held,
 // with the rest of its partition, for the schema registry; err says why.
 func (p *Pipeline) handleRecord(writeCtx context.Context, now time.Time, tp offsets.TP, r *kgo.Record) (err error, held bool) {
-	p.stats.Records++
-	p.stats.Bytes += int64(len(r.Key) + len(r.Value))
+	p.consumed(r)
 	if p.eo != nil && p.eoSkip(tp, r.Offset) {
 		// Already a row in the table (exactly-once recovery).
 		p.stats.Skipped++
@@ -267,10 +266,28 @@ func (p *Pipeline) handleRecord(writeCtx context.Context, now time.Time, tp offs
 	return p.routeRecord(writeCtx, now, tp, r)
 }
 
+// consumed counts r in the run's records and bytes; a transaction marker
+// is not part of the topic's data and does not count.
+func (p *Pipeline) consumed(r *kgo.Record) {
+	if !r.Attrs.IsControl() {
+		p.stats.Records++
+		p.stats.Bytes += int64(len(r.Key) + len(r.Value))
+	}
+}
+
 // routeRecord hands r to its route's table (decodeRecord) or, when routes
 // are chosen per record, to every table its routes' conditions pick
 // (handleFanout); held as for handleRecord.
 func (p *Pipeline) routeRecord(writeCtx context.Context, now time.Time, tp offsets.TP, r *kgo.Record) (_ error, held bool) {
+	if r.Attrs.IsControl() {
+		// A transaction's commit or abort marker (the consumer keeps them):
+		// no row, handled at once, so the committed offset passes it, and
+		// with an abort marker the aborted records before it, which
+		// read_committed never hands out. It still waits in the tracker
+		// for every record before it.
+		p.tracker.Add(tp, r.Offset, r.LeaderEpoch, offsets.Done)
+		return nil, false
+	}
 	if p.fanout {
 		return p.handleFanout(writeCtx, now, tp, r)
 	}
