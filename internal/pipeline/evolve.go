@@ -211,7 +211,7 @@ func (p *Pipeline) evolve(ts *tableState, rs *routeState, u *decode.UnmappedFiel
 	db, name, cluster := ts.t.Database, ts.t.Name, p.cfg.ClickHouse.Cluster
 	timeout := p.cfg.ClickHouse.QueryTimeout
 	r := &evolveResult{rs: rs, field: u.Name, typ: typ}
-	go func() {
+	p.spawn(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		r.ddl, r.added, r.err = p.evo.adder.AddColumn(ctx, p.evo.info, db, name, cluster, r.field, r.typ)
@@ -221,7 +221,7 @@ func (p *Pipeline) evolve(ts *tableState, rs *routeState, u *decode.UnmappedFiel
 			cols, derr = p.w.Describe(ctx, db, name)
 		}
 		p.sendSchema(schemaResult{ts: ts, cols: cols, err: derr, evolve: r})
-	}()
+	})
 }
 
 // evolved applies the end of an ADD COLUMN on the owner goroutine.

@@ -61,6 +61,13 @@ func startPipeline(t *testing.T, cfg *config.Config) (<-chan error, context.Canc
 // startPipelineWith is startPipeline with pipeline options.
 func startPipelineWith(t *testing.T, cfg *config.Config, opts ...pipeline.Option) (<-chan error, context.CancelFunc) {
 	t.Helper()
+	return startPipelineThen(t, cfg, nil, opts...)
+}
+
+// startPipelineThen is startPipelineWith that calls afterRun (when not
+// nil) as soon as Run returned, before the consumer is closed.
+func startPipelineThen(t *testing.T, cfg *config.Config, afterRun func(), opts ...pipeline.Option) (<-chan error, context.CancelFunc) {
+	t.Helper()
 	ctx := context.Background()
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)
 	w, err := writer.Open(ctx, cfg.Name, cfg.ClickHouse)
@@ -81,6 +88,9 @@ func startPipelineWith(t *testing.T, cfg *config.Config, opts ...pipeline.Option
 	done := make(chan error, 1)
 	go func() {
 		err := p.Run(runCtx)
+		if afterRun != nil {
+			afterRun()
+		}
 		cons.Close()
 		done <- err
 	}()

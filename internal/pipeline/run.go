@@ -29,7 +29,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	defer close(p.stopped)
+	defer p.stop()
 	defer p.m.Left()
 	// Inserts outlive ctx: on SIGTERM the open batches must still be written.
 	writeCtx, cancelWrites := context.WithCancel(context.Background())
@@ -140,10 +140,28 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	return p.shutdown(writeCtx, cancelWrites)
 }
 
-// shutdown seals every open batch, waits for all inserts up to
+// shutdown flushes (flush), then cancels what still uses ClickHouse (the
+// INSERTs shutdown_timeout cut off, table and parts reads) and joins those
+// goroutines, so that when Run returns nothing uses the ClickHouse pool the
+// caller closes next. Their results come after the last commit and are
+// dropped.
+func (p *Pipeline) shutdown(writeCtx context.Context, cancelWrites context.CancelFunc) error {
+	err := p.flush(writeCtx, cancelWrites)
+	p.stop()
+	cancelWrites()
+	if jerr := p.join(); jerr != nil {
+		p.log.Error().Err(jerr).Msg("shutdown: ClickHouse calls did not end when canceled")
+		if err == nil {
+			err = jerr
+		}
+	}
+	return err
+}
+
+// flush seals every open batch, waits for all inserts up to
 // shutdown_timeout, and commits. A batch that fails for good while it waits
 // is left unacknowledged and reported.
-func (p *Pipeline) shutdown(writeCtx context.Context, cancelWrites context.CancelFunc) error {
+func (p *Pipeline) flush(writeCtx context.Context, cancelWrites context.CancelFunc) error {
 	start := p.now()
 	p.log.Info().Int("open_batches", p.openBatches()).Int("in_flight", len(p.flights)).
 		Msg("shutting down: flushing open batches")

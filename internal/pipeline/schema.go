@@ -47,12 +47,12 @@ func (p *Pipeline) describeTable(ctx context.Context, ts *tableState) {
 	}
 	ts.describing = true
 	db, name := ts.t.Database, ts.t.Name
-	go func() {
+	p.spawn(func() {
 		dctx, cancel := context.WithTimeout(ctx, p.cfg.ClickHouse.QueryTimeout)
 		defer cancel()
 		cols, err := p.w.Describe(dctx, db, name)
 		p.sendSchema(schemaResult{ts: ts, cols: cols, err: err})
-	}()
+	})
 }
 
 func (p *Pipeline) sendSchema(r schemaResult) {
