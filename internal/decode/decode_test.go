@@ -11,11 +11,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/chcol"
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"sink/internal/errtext"
 )
 
 // decodeOne decodes {"c": json} (or {} when json is "") into a one-column
@@ -973,5 +976,36 @@ func TestNewBlockPresized(t *testing.T) {
 		if a, b := fmt.Sprint(first.ColumnData(i)), fmt.Sprint(second.ColumnData(i)); a != b {
 			t.Fatalf("column %d differs between the grown and the presized block", i)
 		}
+	}
+}
+
+// A 2,000-deep nested JSON value is a bad record whose parser error repeats
+// itself at every level (14 KB of it): the error text is cut to
+// errtext.Max, the record's coordinates whole at its start, the parser's
+// innermost words at its end.
+func TestDeepJSONErrorIsCapped(t *testing.T) {
+	p, err := Compile("json", []ColumnSchema{{Name: "price", Type: "Decimal(18, 4)"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	value := `{"price":` + strings.Repeat("[", 2000) + strings.Repeat("]", 2000) + `}`
+	err = p.Append(p.NewBlock(), &kgo.Record{Topic: "orders", Partition: 7, Offset: 123456789, Value: []byte(value)})
+	var re *RecordError
+	if !errors.As(err, &re) {
+		t.Fatalf("got %v, want a RecordError", err)
+	}
+	msg := err.Error()
+	t.Logf("reason %d bytes, error text %d bytes", len(re.Reason), len(msg))
+	if len(re.Reason) < 4*errtext.Max {
+		t.Fatalf("the parser's reason is %d bytes: this test wants a long one to cut", len(re.Reason))
+	}
+	if len(msg) > errtext.Max || !utf8.ValidString(msg) {
+		t.Fatalf("error text %d bytes (valid UTF-8: %v), want at most %d", len(msg), utf8.ValidString(msg), errtext.Max)
+	}
+	if want := `decode topic "orders" partition 7 offset 123456789: invalid JSON: `; !strings.HasPrefix(msg, want) {
+		t.Fatalf("error text %q does not start with the record's coordinates %q", msg[:100], want)
+	}
+	if !strings.Contains(msg, " bytes cut] … ") || !strings.HasSuffix(msg, re.Reason[len(re.Reason)-40:]) {
+		t.Fatalf("error text does not say what was cut or lost the reason's end: %q", msg)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"sink/internal/errtext"
 	"sink/internal/route"
 )
 
@@ -354,11 +355,16 @@ type RecordError struct {
 	Reason    string
 }
 
+// Error names the record first, then the reason, cut (errtext.Cap) so that
+// the whole text fits errtext.Max with the record's coordinates whole.
 func (e *RecordError) Error() string {
+	var where string
 	if e.Column == "" {
-		return fmt.Sprintf("decode topic %q partition %d offset %d: %s", e.Topic, e.Partition, e.Offset, e.Reason)
+		where = fmt.Sprintf("decode topic %q partition %d offset %d: ", e.Topic, e.Partition, e.Offset)
+	} else {
+		where = fmt.Sprintf("decode topic %q partition %d offset %d: column %q: ", e.Topic, e.Partition, e.Offset, e.Column)
 	}
-	return fmt.Sprintf("decode topic %q partition %d offset %d: column %q: %s", e.Topic, e.Partition, e.Offset, e.Column, e.Reason)
+	return where + errtext.Cap(e.Reason, max(errtext.Max-len(where), 128))
 }
 
 // Block is a batch of rows in typed column buffers. It is filled by one

@@ -5,10 +5,9 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
-
-	"sync/atomic"
 
 	"sink/internal/testenv"
 	"sink/internal/writer"
