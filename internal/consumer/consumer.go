@@ -1,7 +1,9 @@
 // Package consumer is the Kafka side of the sink: one franz-go client that
 // joins the connector's consumer group with cooperative-sticky balancing,
-// fetches in large responses (kafka.fetch_min_bytes, fetch_max_wait), never
-// commits on its own, and produces dead-letter records. A Consumer is the
+// fetches in large responses (kafka.fetch_min_bytes, fetch_max_wait) with
+// read_committed, keeping the transaction markers (control records) in the
+// fetches so that the pipeline commits past them, never commits on its own,
+// and produces dead-letter records. A Consumer is the
 // pipeline's Source (internal/pipeline's ports).
 //
 // Rebalances are blocked while polled records are being processed

@@ -356,7 +356,8 @@ type RecordError struct {
 }
 
 // Error names the record first, then the reason, cut (errtext.Cap) so that
-// the whole text fits errtext.Max with the record's coordinates whole.
+// the whole text fits errtext.Max with the record's coordinates whole (the
+// reason keeps at least 128 bytes, should the names be that long).
 func (e *RecordError) Error() string {
 	var where string
 	if e.Column == "" {
