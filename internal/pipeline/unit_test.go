@@ -583,17 +583,7 @@ func TestUnitLostWithBatchInFlight(t *testing.T) {
 // committed offsets reach the end of both partitions, and the member
 // leaves cleanly.
 func TestUnitKfakeGroup(t *testing.T) {
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, unitTopic))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cluster.Close()
-	cfg := unitConfig(t, "")
-	cfg.Kafka.Brokers = cluster.ListenAddrs()
-	cfg.Kafka.FetchMaxWait = 50 * time.Millisecond
-	cfg.Kafka.RebalanceTimeout = 5 * time.Second
-	cfg.Batch.MaxWait = 100 * time.Millisecond
-	cfg.ShutdownTimeout = 2 * time.Second
+	cfg := kfakeConfig(t, 2)
 
 	prod, err := kgo.NewClient(kgo.SeedBrokers(cfg.Kafka.Brokers...), kgo.DefaultProduceTopic(unitTopic),
 		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
@@ -610,18 +600,7 @@ func TestUnitKfakeGroup(t *testing.T) {
 	}
 
 	sink := newFakeSink(nil)
-	p, err := New(ctx, cfg, zerolog.Nop(), sink)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cons, err := consumer.New(ctx, cfg, zerolog.Nop(), p.Hooks())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Attach(cons)
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- p.Run(runCtx) }()
+	_, stop := runKfake(t, ctx, cfg, sink)
 
 	adm := kadm.NewClient(prod)
 	committed := func() int64 {
@@ -634,12 +613,53 @@ func TestUnitKfakeGroup(t *testing.T) {
 		return n
 	}
 	eventually(t, 8*time.Second, "the group committed all 10 records", func() bool { return committed() == 10 })
-	stop()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	cons.Close()
 	if got := sink.inserted("db.t"); got != 10 {
 		t.Fatalf("%d rows inserted, want 10", got)
+	}
+}
+
+// kfakeConfig starts a one-broker kfake cluster (closed when the test ends)
+// with unitTopic in partitions partitions, and returns the unit config
+// pointed at it with timings for a real group.
+func kfakeConfig(t *testing.T, partitions int32) *config.Config {
+	t.Helper()
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, unitTopic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	cfg := unitConfig(t, "")
+	cfg.Kafka.Brokers = cluster.ListenAddrs()
+	cfg.Kafka.FetchMaxWait = 50 * time.Millisecond
+	cfg.Kafka.RebalanceTimeout = 5 * time.Second
+	cfg.Batch.MaxWait = 100 * time.Millisecond
+	cfg.ShutdownTimeout = 2 * time.Second
+	return cfg
+}
+
+// runKfake runs a pipeline into sink with the real consumer; stop cancels
+// Run the way SIGTERM does, closes the consumer and returns Run's error.
+func runKfake(t *testing.T, ctx context.Context, cfg *config.Config, sink *fakeSink) (*Pipeline, func() error) {
+	t.Helper()
+	p, err := New(ctx, cfg, zerolog.Nop(), sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons, err := consumer.New(ctx, cfg, zerolog.Nop(), p.Hooks())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Attach(cons)
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- p.Run(runCtx) }()
+	return p, func() error {
+		cancel()
+		err := <-done
+		cons.Close()
+		return err
 	}
 }
