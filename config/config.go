@@ -431,6 +431,9 @@ func (c *Config) normalize() {
 		}
 		nilIfEmpty(&c.Routes[i].Schema.Allow)
 		nilIfEmpty(&c.Routes[i].Schema.Deny)
+		if len(c.Routes[i].Schema.Settings) == 0 {
+			c.Routes[i].Schema.Settings = nil
+		}
 	}
 }
 
@@ -579,6 +582,7 @@ func (c *Config) Redacted() *Config {
 				r.Columns = cols
 			}
 			r.When = maps.Clone(r.When)
+			r.Schema.Settings = maps.Clone(r.Schema.Settings)
 			cp.Routes[i] = r
 		}
 	}

@@ -174,6 +174,12 @@ func run(cfg *config.Config, stderr io.Writer) int {
 	defer w.Close()
 	m.SetPinger(func(ctx context.Context) error { return w.Conn().Ping(ctx) })
 	p, err := pipeline.New(ctx, cfg, log, w, pipeline.WithMetrics(m))
+	if err != nil && ctx.Err() != nil {
+		// Stopped while New waited (schema.create on an empty topic):
+		// nothing was consumed, so there is nothing to flush.
+		log.Info().Msg("stopped before the pipeline started")
+		return 0
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "sink: %v\n", err)
 		return 1

@@ -60,8 +60,11 @@ type UnmappedField struct {
 	Example string
 	// Type is inferred from the first values seen (up to 100), merged;
 	// for a field typed by the record's schema, Schema is set instead.
-	Type    FieldType
-	Schema  *SchemaType
+	Type   FieldType
+	Schema *SchemaType
+	// Order is when the Plan first saw the field among its unmapped
+	// fields (0, 1, …): for a schema's fields, their order in the schema.
+	Order   int
 	sampled int
 	new     bool // first sighting since the Plan was compiled, not yet taken
 }
@@ -165,7 +168,7 @@ func (p *Plan) noteUnmapped() {
 					d.overflow++
 					return
 				}
-				u = &UnmappedField{Name: string(k), new: true}
+				u = &UnmappedField{Name: string(k), new: true, Order: len(d.fields)}
 				d.fields[u.Name] = u
 			}
 			d.count(u, v)
@@ -192,7 +195,7 @@ func (d *drift) countKnown(k *knownUnmapped) {
 		for i, f := range k.fields {
 			u := d.fields[f.name]
 			if u == nil && len(d.fields) < MaxUnmappedFields {
-				u = &UnmappedField{Name: f.name, new: true, Schema: f.typ, Example: "schema type " + f.typ.String()}
+				u = &UnmappedField{Name: f.name, new: true, Schema: f.typ, Example: "schema type " + f.typ.String(), Order: len(d.fields)}
 				d.fields[u.Name] = u
 			}
 			k.counters[i] = u

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -70,7 +71,9 @@ func (k *evolvingSink) added() []string {
 // however many batches carry them; an hour later the next one is added. The
 // INSERTs after an ALTER name the new column. The ALTERs carry ON CLUSTER
 // when clickhouse.cluster is set.
-func TestUnitEvolveCapPerHour(t *testing.T) {
+func TestUnitEvolveCapPerHour(t *testing.T) { synctest.Test(t, testUnitEvolveCapPerHour) }
+
+func testUnitEvolveCapPerHour(t *testing.T) {
 	cfg := unitConfig(t, "    schema: {evolve: add_columns, max_new_columns_per_hour: 1, deny: [c]}\n")
 	cfg.ClickHouse.Cluster = "main"
 	sink := &evolvingSink{fakeSink: newFakeSink(nil), cols: []decode.ColumnSchema{{Name: "id", Type: "UInt64"}}}

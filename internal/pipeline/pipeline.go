@@ -27,6 +27,8 @@
 // commit.go, rebalance.go (assign, revoke with its deadline, loss), dlq.go
 // (bad records), schema.go (tables that change while running), evolve.go
 // (fields no column takes: counted, logged, added as columns on request),
+// create.go (missing tables created by New, on request, from a sample of
+// their topic's records; PlanCreates is the dry run),
 // exactly.go (exactly-once delivery), fanout.go (routes chosen per record by
 // their when:, records in several tables), stats.go (summary line, metric
 // handles) and
@@ -116,9 +118,11 @@ type Pipeline struct {
 
 	// reg is the schema registry of the registry-framed formats (nil when
 	// none is configured); held, the records waiting for it (held.go).
-	reg     decode.Registry
-	held    heldState
-	heldNow atomic.Int64 // the records in held, for other goroutines
+	reg  decode.Registry
+	held heldState
+	// noCreate: New does not create missing tables (WithoutCreate).
+	noCreate bool
+	heldNow  atomic.Int64 // the records in held, for other goroutines
 }
 
 // Stats are the totals of a run, reported at the end.
@@ -181,6 +185,9 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w Sink, op
 		return nil, errors.New("delivery exactly_once needs a sink with a ClickHouse connection")
 	}
 	p.m.SetMaxWait(cfg.Batch.MaxWait)
+	if err := p.createTables(ctx); err != nil {
+		return nil, err
+	}
 	if err := p.resolve(ctx); err != nil {
 		return nil, err
 	}

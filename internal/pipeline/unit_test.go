@@ -8,6 +8,16 @@ package pipeline
 // Hooks. Nothing here opens a connection: `go test -run Unit
 // ./internal/pipeline` needs no stack. TestUnitKfakeGroup runs the real
 // consumer against kfake, franz-go's in-memory Kafka.
+//
+// Every other TestUnit test runs its body (testUnit…) in a testing/synctest
+// bubble: the pipeline's goroutines and timers (commit interval, revoke
+// deadline, shutdown timeout, batch waits, retry backoff) run on the
+// bubble's fake clock, which moves only when every goroutine of the test is
+// blocked. So a test takes the CPU time its work needs, not its timeouts,
+// and eventually's deadlines are fake time: a condition that never comes
+// true still fails the test, at the same fake instant on every run.
+// TestUnitKfakeGroup stays outside, since kfake talks over loopback TCP and
+// a bubble cannot wait on the network.
 
 import (
 	"context"
@@ -17,6 +27,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -316,7 +327,8 @@ func (r *running) insertStarted(t *testing.T) {
 	})
 }
 
-// eventually fails the test unless cond holds within d.
+// eventually fails the test unless cond holds within d (in a synctest
+// bubble, d and the polling sleeps are fake time).
 func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(d)
@@ -332,6 +344,10 @@ func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 // it succeeds is one insert of its rows, its retries are counted, and the
 // offsets are committed once the rows are in.
 func TestUnitInsertRetriedThenCommitted(t *testing.T) {
+	synctest.Test(t, testUnitInsertRetriedThenCommitted)
+}
+
+func testUnitInsertRetriedThenCommitted(t *testing.T) {
 	r := start(t, unitConfig(t, ""), newFakeSink(func(int) insertScript { return insertScript{retries: 3} }))
 	r.src.send(unitTP, 0, rows(0, 4)...)
 	eventually(t, 2*time.Second, "offset 4 committed", func() bool { return r.src.committed(unitTP) == 4 })
@@ -351,6 +367,10 @@ func TestUnitInsertRetriedThenCommitted(t *testing.T) {
 // for good; Run returns that error, the first batch's offsets are
 // committed, and nothing at or after the failed batch ever is.
 func TestUnitCommitsOnlyPrefixBeforeFatal(t *testing.T) {
+	synctest.Test(t, testUnitCommitsOnlyPrefixBeforeFatal)
+}
+
+func testUnitCommitsOnlyPrefixBeforeFatal(t *testing.T) {
 	permanent := errors.New("code: 53, TYPE_MISMATCH")
 	sink := newFakeSink(func(n int) insertScript {
 		if n == 2 {
@@ -380,7 +400,9 @@ func TestUnitCommitsOnlyPrefixBeforeFatal(t *testing.T) {
 // TestUnitFailedDLQProduceStops: a bad record whose dead-letter produce
 // fails for good stops the connector; the batches holding later records
 // of its partition are never inserted and nothing from it on is committed.
-func TestUnitFailedDLQProduceStops(t *testing.T) {
+func TestUnitFailedDLQProduceStops(t *testing.T) { synctest.Test(t, testUnitFailedDLQProduceStops) }
+
+func testUnitFailedDLQProduceStops(t *testing.T) {
 	cfg := unitConfig(t, "errors: {tolerance: all, dlq_topic: dead}\n")
 	cfg.Batch.MaxRows = 1
 	r := start(t, cfg, newFakeSink(nil))
@@ -403,7 +425,9 @@ func TestUnitFailedDLQProduceStops(t *testing.T) {
 // TestUnitDLQProduceRetried: a dead-letter produce that fails retriably is
 // sent again after a backoff; the batch holding a later record of the
 // partition waits for it, then everything is inserted and committed.
-func TestUnitDLQProduceRetried(t *testing.T) {
+func TestUnitDLQProduceRetried(t *testing.T) { synctest.Test(t, testUnitDLQProduceRetried) }
+
+func testUnitDLQProduceRetried(t *testing.T) {
 	cfg := unitConfig(t, "errors: {tolerance: all, dlq_topic: dead}\n")
 	cfg.Batch.MaxRows = 1
 	cfg.ClickHouse.RetryInitial = 20 * time.Millisecond
@@ -430,7 +454,9 @@ func TestUnitDLQProduceRetried(t *testing.T) {
 // TestUnitPauseAtBudget: with the buffer budget used up by a batch whose
 // INSERT has not finished, the pipeline stops polling; once the INSERT is
 // done and the memory is free, it polls again and handles what was waiting.
-func TestUnitPauseAtBudget(t *testing.T) {
+func TestUnitPauseAtBudget(t *testing.T) { synctest.Test(t, testUnitPauseAtBudget) }
+
+func testUnitPauseAtBudget(t *testing.T) {
 	cfg := unitConfig(t, "")
 	cfg.Batch.MaxRows = 1
 	cfg.Batch.BufferMemory = 1 // one row is over budget
@@ -456,7 +482,9 @@ func TestUnitPauseAtBudget(t *testing.T) {
 // TestUnitShutdownTimeout: an INSERT that never answers holds the shutdown
 // only until shutdown_timeout; Run then cancels it, commits nothing of it,
 // and says so.
-func TestUnitShutdownTimeout(t *testing.T) {
+func TestUnitShutdownTimeout(t *testing.T) { synctest.Test(t, testUnitShutdownTimeout) }
+
+func testUnitShutdownTimeout(t *testing.T) {
 	cfg := unitConfig(t, "")
 	r := start(t, cfg, newFakeSink(func(int) insertScript { return insertScript{hang: true} }))
 	r.src.send(unitTP, 0, rows(0, 2)...)
@@ -483,7 +511,9 @@ func TestUnitShutdownTimeout(t *testing.T) {
 // TestUnitFailedCommitRetried: a commit refused by Kafka is sent again
 // with the next commit (here commit_interval's tick) with the same
 // positions.
-func TestUnitFailedCommitRetried(t *testing.T) {
+func TestUnitFailedCommitRetried(t *testing.T) { synctest.Test(t, testUnitFailedCommitRetried) }
+
+func testUnitFailedCommitRetried(t *testing.T) {
 	r := start(t, unitConfig(t, ""), newFakeSink(nil))
 	r.src.mu.Lock()
 	r.src.failCommits = 1
@@ -511,7 +541,9 @@ func revoke(r *running, tp offsets.TP) time.Duration {
 
 // TestUnitRevokeWaitsForInserts: a revoke seals the partition's open batch,
 // waits for its INSERT and commits before it returns.
-func TestUnitRevokeWaitsForInserts(t *testing.T) {
+func TestUnitRevokeWaitsForInserts(t *testing.T) { synctest.Test(t, testUnitRevokeWaitsForInserts) }
+
+func testUnitRevokeWaitsForInserts(t *testing.T) {
 	cfg := unitConfig(t, "")
 	cfg.Batch.MaxRows = 100
 	cfg.Kafka.RebalanceTimeout = 20 * time.Second // the deadline is not what this test is about
@@ -533,7 +565,9 @@ func TestUnitRevokeWaitsForInserts(t *testing.T) {
 // TestUnitRevokeDeadline: an INSERT that does not finish holds a revoke
 // only until half the rebalance timeout; the partition is then given up
 // without committing the batch, for the next owner to consume again.
-func TestUnitRevokeDeadline(t *testing.T) {
+func TestUnitRevokeDeadline(t *testing.T) { synctest.Test(t, testUnitRevokeDeadline) }
+
+func testUnitRevokeDeadline(t *testing.T) {
 	cfg := unitConfig(t, "")
 	r := start(t, cfg, newFakeSink(func(int) insertScript { return insertScript{hang: true} }))
 	r.src.send(unitTP, 0, rows(0, 2)...)
@@ -555,7 +589,9 @@ func TestUnitRevokeDeadline(t *testing.T) {
 // TestUnitLostWithBatchInFlight: a lost partition is dropped at once, even
 // with a batch of it in flight; when that INSERT later succeeds, nothing
 // of the partition is committed (another member may own it now).
-func TestUnitLostWithBatchInFlight(t *testing.T) {
+func TestUnitLostWithBatchInFlight(t *testing.T) { synctest.Test(t, testUnitLostWithBatchInFlight) }
+
+func testUnitLostWithBatchInFlight(t *testing.T) {
 	gate := make(chan struct{})
 	r := start(t, unitConfig(t, ""), newFakeSink(func(int) insertScript { return insertScript{gate: gate} }))
 	r.src.send(unitTP, 0, rows(0, 2)...)
