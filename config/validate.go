@@ -68,11 +68,7 @@ func (c *Config) Validate() error {
 	c.validateSecurity(&p)
 	c.validateSchemaRegistry(&p)
 
-	if c.HTTP.Listen != "" {
-		if err := checkHostPort(c.HTTP.Listen, true); err != nil {
-			p.add("http.listen: %q %v (or \"\" to disable)", c.HTTP.Listen, err)
-		}
-	}
+	c.validateHTTP(&p)
 	p.oneOf("log.level", c.Log.Level, logLevels)
 	p.oneOf("log.format", c.Log.Format, logFormats)
 	p.positive("shutdown_timeout", c.ShutdownTimeout)
@@ -308,6 +304,44 @@ func (c *Config) validateErrors(p *problems) {
 
 // checkHostPort accepts "host:port"; listen admits ":8080" (all interfaces)
 // and port 0 (any free port), which only make sense for a listener.
+func (c *Config) validateHTTP(p *problems) {
+	h := c.HTTP
+	if h.Listen != "" {
+		if err := checkHostPort(h.Listen, true); err != nil {
+			p.add("http.listen: %q %v (or \"\" to disable)", h.Listen, err)
+			return
+		}
+	}
+	switch {
+	case !h.Admin:
+		if h.AdminToken != "" {
+			p.add("http.admin_token: set (%s), but http.admin is false, so the admin endpoints are off", AdminTokenEnv)
+		}
+	case h.Listen == "":
+		p.add("http.admin: true needs http.listen (the admin endpoints are served there)")
+	case h.AdminToken == "" && !LoopbackListen(h.Listen):
+		p.add("http.admin: true on %q, which is not a loopback address, needs a bearer token: set %s (at least %d characters)", h.Listen, AdminTokenEnv, MinAdminTokenLen)
+	case h.AdminToken != "" && len(h.AdminToken) < MinAdminTokenLen:
+		p.add("http.admin_token (%s): %d characters is too short to be a secret; use at least %d", AdminTokenEnv, len(h.AdminToken), MinAdminTokenLen)
+	}
+}
+
+// LoopbackListen reports whether the listen address addr (host:port) is
+// reachable only from this host: a loopback IP or "localhost". An empty
+// host listens on every interface, and any other name may resolve to a
+// public address, so neither is loopback.
+func LoopbackListen(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
 func checkHostPort(s string, listen bool) error {
 	host, port, err := net.SplitHostPort(s)
 	if err != nil {

@@ -56,6 +56,16 @@ func Run(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "security: kafka %s, %s\n", tlsSummary(k.TLS), sasl)
 	fmt.Fprintf(stdout, "security: clickhouse %s, user %q, %s\n", tlsSummary(ch.TLS), ch.Username, password(ch.Password, ch.PasswordFile))
+	if h := cfg.HTTP; h.Listen != "" {
+		admin := "off"
+		switch {
+		case h.Admin && h.AdminToken != "":
+			admin = "on, bearer token from " + config.AdminTokenEnv
+		case h.Admin:
+			admin = "on, loopback only, no token"
+		}
+		fmt.Fprintf(stdout, "security: http %s, pause/resume endpoints %s\n", h.Listen, admin)
+	}
 
 	topics, dlq, err := consumer.ProbeDLQ(ctx, cfg)
 	if err != nil {

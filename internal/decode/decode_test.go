@@ -482,9 +482,17 @@ func TestRecordErrors(t *testing.T) {
 		}
 	}
 	f(`{"price":"abc"}`, `decode topic "t" partition 3 offset 42: column "price": cannot parse "abc" as Decimal(18, 4)`)
-	f(`{"price":1`, `decode topic "t" partition 3 offset 42: invalid JSON: cannot parse JSON: cannot parse object: unexpected end of object; unparsed tail: ""`)
-	f(``, `decode topic "t" partition 3 offset 42: invalid JSON: cannot parse JSON: cannot parse empty string; unparsed tail: ""`)
-	f(`{"price":1} x`, `decode topic "t" partition 3 offset 42: invalid JSON: unexpected tail: "x"`)
+	f(`{"price":1`, `decode topic "t" partition 3 offset 42: invalid JSON: object without its closing '}' at byte 10`)
+	f(`{"price":1,"qty":}`, `decode topic "t" partition 3 offset 42: invalid JSON: unexpected character '}' at byte 17`)
+	f(`{"price":1 "qty":2}`, `decode topic "t" partition 3 offset 42: invalid JSON: want ',' or '}' after the value of "price" at byte 11`)
+	f(`{"price" 1}`, `decode topic "t" partition 3 offset 42: invalid JSON: want ':' after key "price" at byte 9`)
+	f(`{"price":"1}`, `decode topic "t" partition 3 offset 42: invalid JSON: string without its closing quote at byte 9`)
+	f(`{"price":[1 2]}`, `decode topic "t" partition 3 offset 42: invalid JSON: want ',' or ']' after an array element at byte 12`)
+	f(`{"price":nul}`, `decode topic "t" partition 3 offset 42: invalid JSON: unexpected value at byte 9`)
+	f(`{1:2}`, `decode topic "t" partition 3 offset 42: invalid JSON: want a quoted key at byte 1`)
+	f(strings.Repeat("[", 301)+strings.Repeat("]", 301), `decode topic "t" partition 3 offset 42: invalid JSON: nested deeper than 300 levels at byte 300`)
+	f(``, `decode topic "t" partition 3 offset 42: invalid JSON: missing value at byte 0`)
+	f(`{"price":1} x`, `decode topic "t" partition 3 offset 42: invalid JSON: unexpected text after the value at byte 12`)
 	f(`[1, 2]`, `decode topic "t" partition 3 offset 42: invalid JSON: want an object, got array`)
 	f(`"x"`, `decode topic "t" partition 3 offset 42: invalid JSON: want an object, got string`)
 	f(`null`, `decode topic "t" partition 3 offset 42: invalid JSON: want an object, got null`)
@@ -979,10 +987,11 @@ func TestNewBlockPresized(t *testing.T) {
 	}
 }
 
-// A 2,000-deep nested JSON value is a bad record whose parser error repeats
-// itself at every level (14 KB of it): the error text is cut to
-// errtext.Max, the record's coordinates whole at its start, the parser's
-// innermost words at its end.
+// A 2,000-deep nested JSON value is a bad record with a short error that
+// names the record; and a reason of any length (some parsers repeat
+// themselves at every nesting level: 14 KB for that value) is cut so that
+// the error text fits errtext.Max, with the record's coordinates whole at
+// its start and the reason's innermost words at its end.
 func TestDeepJSONErrorIsCapped(t *testing.T) {
 	p, err := Compile("json", []ColumnSchema{{Name: "price", Type: "Decimal(18, 4)"}}, nil)
 	if err != nil {
@@ -994,18 +1003,23 @@ func TestDeepJSONErrorIsCapped(t *testing.T) {
 	if !errors.As(err, &re) {
 		t.Fatalf("got %v, want a RecordError", err)
 	}
-	msg := err.Error()
-	t.Logf("reason %d bytes, error text %d bytes", len(re.Reason), len(msg))
-	if len(re.Reason) < 4*errtext.Max {
-		t.Fatalf("the parser's reason is %d bytes: this test wants a long one to cut", len(re.Reason))
+	const where = `decode topic "orders" partition 7 offset 123456789: `
+	if msg := err.Error(); len(msg) > errtext.Max || !strings.HasPrefix(msg, where) {
+		t.Fatalf("deep JSON: error text of %d bytes %.200q; want at most %d, starting with the coordinates", len(msg), msg, errtext.Max)
 	}
+	t.Logf("deep JSON: %d-byte error: %s", len(err.Error()), err)
+
+	long := &RecordError{Topic: "orders", Partition: 7, Offset: 123456789, Column: "price",
+		Reason: "invalid JSON: " + strings.Repeat("cannot parse array value: ", 540) + "unexpected end"}
+	msg := long.Error()
 	if len(msg) > errtext.Max || !utf8.ValidString(msg) {
 		t.Fatalf("error text %d bytes (valid UTF-8: %v), want at most %d", len(msg), utf8.ValidString(msg), errtext.Max)
 	}
-	if want := `decode topic "orders" partition 7 offset 123456789: invalid JSON: `; !strings.HasPrefix(msg, want) {
-		t.Fatalf("error text %q does not start with the record's coordinates %q", msg[:100], want)
+	if !strings.HasPrefix(msg, where+`column "price": invalid JSON: `) {
+		t.Fatalf("error text %.120q does not start with the record's coordinates", msg)
 	}
-	if !strings.Contains(msg, " bytes cut] … ") || !strings.HasSuffix(msg, re.Reason[len(re.Reason)-40:]) {
+	if !strings.Contains(msg, " bytes cut] … ") || !strings.HasSuffix(msg, "cannot parse array value: unexpected end") {
 		t.Fatalf("error text does not say what was cut or lost the reason's end: %q", msg)
 	}
+	t.Logf("a %d-byte reason: %d-byte error", len(long.Reason), len(msg))
 }

@@ -1,8 +1,8 @@
 // Package errtext bounds the length of error texts before they are logged
-// or put in a dead-letter record's header. A decode error can quote its
-// input at every level of nesting (a 2,000-deep JSON array gives 14 KB of
-// "cannot parse array value: …"), and such a text is useless in a log line
-// or a header; its start (what failed, and where: the record's topic,
+// or put in a dead-letter record's header. An error can quote its input,
+// or a parser repeat itself at every level of nesting (14 KB of "cannot
+// parse array value: …" for a 2,000-deep JSON array), and such a text is
+// useless in a log line or a header; its start (what failed, and where: the record's topic,
 // partition and offset come first in the sink's errors) and its end (the
 // innermost cause) are what a reader needs.
 //

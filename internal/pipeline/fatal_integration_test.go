@@ -63,12 +63,26 @@ func startPipeline(t *testing.T, cfg *config.Config) (<-chan error, context.Canc
 // startPipelineWith is startPipeline with pipeline options.
 func startPipelineWith(t *testing.T, cfg *config.Config, opts ...pipeline.Option) (<-chan error, context.CancelFunc) {
 	t.Helper()
-	return startPipelineThen(t, cfg, nil, opts...)
+	_, done, stop := startRunning(t, cfg, opts...)
+	return done, stop
+}
+
+// startRunning is startPipelineWith that also returns the pipeline.
+func startRunning(t *testing.T, cfg *config.Config, opts ...pipeline.Option) (*pipeline.Pipeline, <-chan error, context.CancelFunc) {
+	t.Helper()
+	return startRunningThen(t, cfg, nil, opts...)
 }
 
 // startPipelineThen is startPipelineWith that calls afterRun (when not
 // nil) as soon as Run returned, before the consumer is closed.
 func startPipelineThen(t *testing.T, cfg *config.Config, afterRun func(), opts ...pipeline.Option) (<-chan error, context.CancelFunc) {
+	t.Helper()
+	_, done, stop := startRunningThen(t, cfg, afterRun, opts...)
+	return done, stop
+}
+
+// startRunningThen is startRunning with afterRun, as for startPipelineThen.
+func startRunningThen(t *testing.T, cfg *config.Config, afterRun func(), opts ...pipeline.Option) (*pipeline.Pipeline, <-chan error, context.CancelFunc) {
 	t.Helper()
 	ctx := context.Background()
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)
@@ -97,7 +111,7 @@ func startPipelineThen(t *testing.T, cfg *config.Config, afterRun func(), opts .
 		done <- err
 	}()
 	t.Cleanup(stop)
-	return done, stop
+	return p, done, stop
 }
 
 func committed(t *testing.T, group, topic string, partition int32) int64 {

@@ -12,7 +12,10 @@
 // batch.buffer_memory: when the budget is used up it stops asking, and
 // fetching pauses), insert and describe goroutines report results, and the
 // group callbacks (Hooks, on franz-go's goroutine) hand it assignments,
-// revokes and losses and wait for the answer. Every goroutine that uses the
+// revokes and losses and wait for the answer. Pause and Resume (POST
+// /pause, /resume) are requests over a channel too, answered by the owner;
+// Status hands any goroutine the last snapshot the owner published (an
+// immutable copy, never the owner's maps). Every goroutine that uses the
 // Sink (inserts, table and parts reads, ADD COLUMNs) is started with spawn,
 // sends its result through a send that gives up once Run has made its last
 // commit, and is joined (canceled, then waited for, boundedly) before Run
@@ -31,7 +34,7 @@
 // their topic's records; PlanCreates is the dry run),
 // exactly.go (exactly-once delivery), fanout.go (routes chosen per record by
 // their when:, records in several tables), stats.go (summary line, metric
-// handles) and
+// handles), admin.go (the state, pause and resume, the status snapshot) and
 // run.go (the loop, the poller, shutdown).
 package pipeline
 
@@ -51,6 +54,7 @@ import (
 	"sink/internal/metrics"
 	"sink/internal/offsets"
 	"sink/internal/registry"
+	"sink/internal/status"
 )
 
 // Pipeline is one connector.
@@ -113,6 +117,21 @@ type Pipeline struct {
 	topicM map[string]*metrics.Topic
 	partM  map[offsets.TP]*metrics.Partition
 
+	// The operator's view and controls (admin.go): the state, pause and
+	// resume requests, what the fetches and commits said per assigned
+	// partition, and the last published snapshot (read by HTTP goroutines).
+	state      status.State
+	stateSince time.Time
+	failure    error // why Run ended, once it did
+	controls   chan controlReq
+	started    chan struct{} // closed when Run starts
+	seen       map[offsets.TP]*partSeen
+	snap       atomic.Pointer[status.Snapshot]
+	snapEvery  time.Duration // snapshotInterval
+	posEvery   time.Duration // positionsInterval
+	positions  chan positionsResult
+	probingPos bool // a positions probe is running
+
 	eo  *exactly // nil unless delivery is exactly_once (exactly.go)
 	evo *evolver // nil unless a route has schema.evolve: add_columns (evolve.go)
 
@@ -147,31 +166,39 @@ func WithRegistry(r decode.Registry) Option { return func(p *Pipeline) { p.reg =
 // cannot fill, an unknown source.
 func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w Sink, opts ...Option) (*Pipeline, error) {
 	p := &Pipeline{
-		cfg:     cfg,
-		log:     log,
-		w:       w,
-		tables:  map[string]*tableState{},
-		byTopic: map[string][]*routeState{},
-		accs:    map[accKey]*accState{},
-		tracker: offsets.New(),
-		flights: map[uint64]*flight{},
-		dlqs:    map[uint64]*dlqState{},
-		acks:    make(chan ack, 64),
-		events:  make(chan groupEvent),
-		fetches: make(chan kgo.Fetches),
-		schemas: make(chan schemaResult),
-		parts:   make(chan partsResult),
-		want:    make(chan struct{}, 1),
-		stopped: make(chan struct{}),
-		lag:     map[offsets.TP]int64{},
-		now:     time.Now,
-		topicM:  map[string]*metrics.Topic{},
-		partM:   map[offsets.TP]*metrics.Partition{},
+		cfg:       cfg,
+		log:       log,
+		w:         w,
+		tables:    map[string]*tableState{},
+		byTopic:   map[string][]*routeState{},
+		accs:      map[accKey]*accState{},
+		tracker:   offsets.New(),
+		flights:   map[uint64]*flight{},
+		dlqs:      map[uint64]*dlqState{},
+		acks:      make(chan ack, 64),
+		events:    make(chan groupEvent),
+		fetches:   make(chan kgo.Fetches),
+		schemas:   make(chan schemaResult),
+		parts:     make(chan partsResult),
+		want:      make(chan struct{}, 1),
+		stopped:   make(chan struct{}),
+		controls:  make(chan controlReq),
+		started:   make(chan struct{}),
+		seen:      map[offsets.TP]*partSeen{},
+		state:     status.Starting,
+		snapEvery: snapshotInterval,
+		posEvery:  positionsInterval,
+		positions: make(chan positionsResult, 1),
+		lag:       map[offsets.TP]int64{},
+		now:       time.Now,
+		topicM:    map[string]*metrics.Topic{},
+		partM:     map[offsets.TP]*metrics.Partition{},
 	}
 	p.cancelGrace = cancelGrace
 	for _, o := range opts {
 		o(p)
 	}
+	p.stateSince = p.now()
 	p.initFanout()
 	if p.reg == nil && cfg.SchemaRegistry.Enabled() {
 		c, err := registry.New(cfg.SchemaRegistry, registry.Options{})
