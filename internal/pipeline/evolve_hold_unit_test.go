@@ -97,7 +97,7 @@ func TestUnitEvolveHoldsUntilColumn(t *testing.T) {
 	if got := r.src.polls.Load(); got != polls {
 		t.Fatalf("%d polls started while records were held, want none", got-polls)
 	}
-	if got, _ := r.p.heldRecordsNow(), 0; got != 5 {
+	if got := r.p.heldRecordsNow(); got != 5 {
 		t.Fatalf("%d records held, want 5", got)
 	}
 	close(sink.gate)

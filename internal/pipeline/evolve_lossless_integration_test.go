@@ -3,8 +3,12 @@ package pipeline_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -190,11 +194,12 @@ func produceSpread(t *testing.T, topic string, partitions, from, to, firstV2 int
 
 // checkLossless checks every value of db.table: copies rows per id of
 // [0, total), version 2 (city = 'c<id>', n = id) from firstV2 on, version
-// 1 (city = '', n = 0) before, and city String, n Int64 as the new columns.
-func checkLossless(t *testing.T, ch driver.Conn, db, table string, total, firstV2, copies int) {
+// 1 (city = '', n = 0) before, and city String, n Int64 as the new columns
+// after id Int64 and base.
+func checkLossless(t *testing.T, ch driver.Conn, db, table string, total, firstV2, copies int, base ...string) {
 	t.Helper()
 	cols := columnsOfTable(t, ch, db, table)
-	expectColumns(t, cols, []string{"id Int64", "city String", "n Int64"})
+	expectColumns(t, cols, append([]string{"id Int64", "city String", "n Int64"}, base...))
 	q := func(where string) string { return "SELECT count() FROM " + db + "." + table + " WHERE " + where }
 	name := db + "." + table
 	expectCount(t, ch, "SELECT count() FROM "+name, uint64(total*copies), name+": %d rows; want "+fmt.Sprint(total*copies))
@@ -271,4 +276,76 @@ func TestEvolveFanoutLosesNoValue(t *testing.T) {
 		checkLossless(t, ch, db, "t", 3000, 1000, 1)
 		checkLossless(t, ch, db, "u", 3000, 1000, 1)
 	})
+}
+
+// Exactly-once delivery (26.9) with add_columns, killed with SIGKILL while
+// its INSERTs are slow and batches are recorded but not committed, then
+// restarted: the pending batches are rebuilt from Kafka and replayed with
+// their tokens (dropped where they had landed), the held records' batches
+// among them, and the table ends with each record exactly once and every
+// value. The backlog's first new field is the 1,001st record of 6,000.
+func TestEvolveExactlyOnceKill9LosesNoValue(t *testing.T) {
+	s := testenv.Server26(t)
+	bin := filepath.Join(t.TempDir(), "sink")
+	if out, err := exec.Command("go", "build", "-o", bin, "sink/cmd/sink").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	ch, db, topic := s.Conn(t), s.NewDatabase(t), testenv.NewTopic(t, 2)
+	testenv.Exec(t, ch,
+		"CREATE TABLE "+db+".t (id Int64, _topic LowCardinality(String), _partition Int32, _offset Int64) ENGINE = MergeTree ORDER BY (_topic, _partition, _offset) SETTINGS non_replicated_deduplication_window = 1000",
+		// Slow INSERTs (0.4 ms per row) leave batches recorded and not
+		// yet committed when the process is killed.
+		"CREATE TABLE "+db+".slow_sink (n UInt8) ENGINE = Null",
+		"CREATE MATERIALIZED VIEW "+db+".slow TO "+db+".slow_sink AS SELECT sleepEachRow(0.0004) AS n FROM "+db+".t")
+	produceSpread(t, topic, 2, 0, 6000, 1000, 0, lossJSON(nil))
+	group := testenv.UniqueName(t, "eo-evolve")
+	cfgPath := filepath.Join(t.TempDir(), "sink.yaml")
+	yaml := fmt.Sprintf(`name: %s
+delivery: exactly_once
+kafka: {brokers: [%s], topics: [%s], fetch_min_bytes: 1, fetch_max_wait: 100ms, fetch_max_bytes: 64KiB, max_partition_fetch_bytes: 32KiB, session_timeout: 6s}
+clickhouse: {addrs: [%s], database: %s, schema_refresh: 0s, max_in_flight: 2}
+batch: {max_rows: 400, max_wait: 200ms}
+routes: [{topic: %s, table: t, schema: {evolve: add_columns}}]
+http: {listen: ""}
+log: {level: warn}
+`, group, testenv.Kafka(t)[0], topic, s.Addr, db, topic)
+	if err := os.WriteFile(cfgPath, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	child := startSink(t, bin, cfgPath)
+	deadline := time.Now().Add(2 * time.Minute)
+	// Kill past the first new field, with something committed.
+	for countRows(t, ch, db+".t") < 2500 || len(fetchCommitted(t, group, topic)) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d rows, committed %v after 2 minutes", countRows(t, ch, db+".t"), fetchCommitted(t, group, topic))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := child.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = child.Wait()
+	killedAt := countRows(t, ch, db+".t")
+	t.Logf("killed with %d rows in the table, committed %v", killedAt, fetchCommitted(t, group, topic))
+	if killedAt >= 6000 {
+		t.Fatalf("the table had all %d rows before the kill: the replay is not exercised", killedAt)
+	}
+
+	child = startSink(t, bin, cfgPath)
+	end := endOffsets(t, topic)
+	deadline = time.Now().Add(2 * time.Minute)
+	for !equalOffsets(fetchCommitted(t, group, topic), end) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after the restart: committed %v, want %v", fetchCommitted(t, group, topic), end)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := child.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := child.Wait(); err != nil {
+		t.Fatalf("sink run after SIGTERM: %v", err)
+	}
+	expectCount(t, ch, "SELECT uniqExact(_topic, _partition, _offset) FROM "+db+".t", 6000, "%d distinct offsets; want 6000")
+	checkLossless(t, ch, db, "t", 6000, 1000, 1, "_topic LowCardinality(String)", "_partition Int32", "_offset Int64")
 }
