@@ -194,7 +194,7 @@ func produceSpread(t *testing.T, topic string, partitions, from, to, firstV2 int
 
 // checkLossless checks every value of db.table: copies rows per id of
 // [0, total), version 2 (city = 'c<id>', n = id) from firstV2 on, version
-// 1 (city = '', n = 0) before, and city String, n Int64 as the new columns
+// 1 (city = ”, n = 0) before, and city String, n Int64 as the new columns
 // after id Int64 and base.
 func checkLossless(t *testing.T, ch driver.Conn, db, table string, total, firstV2, copies int, base ...string) {
 	t.Helper()
