@@ -239,3 +239,29 @@ func TestUnitPersonAddedColumn(t *testing.T) {
 		t.Fatalf("%d table reads, want 3 (the start, one for city, one for zip)", sink.describes)
 	}
 }
+
+// TestUnitEvolveTypeFromHeldRecords: the type of a field typed by its
+// values comes from the held records too, not from the first one alone:
+// an integer first and fractions after make a Float64 column, and every
+// value fits it.
+func TestUnitEvolveTypeFromHeldRecords(t *testing.T) {
+	sink := &evolvingSink{fakeSink: newFakeSink(nil)}
+	r := startEvolving(t, "    schema: {evolve: add_columns}\n", sink)
+	r.src.send(unitTP, 0, `{"id":0,"x":1}`, `{"id":1,"x":1.5}`, `{"id":2,"x":2.25}`, `{"id":3,"x":3}`)
+	eventually(t, 2*time.Second, "offset 4 committed", func() bool { return r.src.committed(unitTP) == 4 })
+	if err := r.stop(t); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if got := sink.added(); len(got) != 1 || got[0] != "ALTER TABLE `db`.`t` ADD COLUMN IF NOT EXISTS `x` Float64" {
+		t.Fatalf("ALTERs %q, want x as Float64", got)
+	}
+	got, n := sink.rowsByID()
+	if n != 4 {
+		t.Fatalf("%d rows, want 4", n)
+	}
+	for id, want := range []string{"1", "1.5", "2.25", "3"} {
+		if x := got[fmt.Sprint(id)]["x"]; x != want {
+			t.Fatalf("id %d: x %q, want %s", id, x, want)
+		}
+	}
+}

@@ -212,70 +212,77 @@ func checkLossless(t *testing.T, ch driver.Conn, db, table string, total, firstV
 		name+": %d version-1 rows have the defaults; want "+fmt.Sprint(firstV2*copies))
 }
 
+// lossScenario is one way of meeting the new fields: total records on a
+// two-partition topic, version 2 from id firstV2 on, produced before the
+// connectors start (backlog) or while they run (paced, pace after every
+// 25 records), read by connectors connectors (each its own group) into
+// tables (fan-out when several).
+type lossScenario struct {
+	total, firstV2 int
+	backlog        bool
+	pace           time.Duration
+	connectors     int
+	tables         []string
+}
+
+// run runs the scenario for every format on both servers and checks every
+// value of every table.
+func (sc lossScenario) run(t *testing.T) {
+	eachLossFormat(t, func(t *testing.T, s testenv.Server, f lossFormat) {
+		ch, db, topic := s.Conn(t), s.NewDatabase(t), testenv.NewTopic(t, 2)
+		for _, table := range sc.tables {
+			createTable(t, ch, db, table, "id Int64")
+		}
+		record := f.versions(t, topic)
+		if sc.backlog {
+			produceSpread(t, topic, 2, 0, sc.total, sc.firstV2, 0, record)
+		}
+		var dones []<-chan error
+		var stops []context.CancelFunc
+		for range sc.connectors {
+			done, stop := startPipeline(t, lossConfig(t, s, topic, db, f, sc.tables...))
+			dones, stops = append(dones, done), append(stops, stop)
+		}
+		if !sc.backlog {
+			produceSpread(t, topic, 2, 0, sc.total, sc.firstV2, sc.pace, record)
+		}
+		for _, table := range sc.tables {
+			waitRows(t, ch, db+"."+table, uint64(sc.total*sc.connectors), dones...)
+		}
+		for i := range dones {
+			stopClean(t, dones[i], stops[i])
+		}
+		for _, table := range sc.tables {
+			checkLossless(t, ch, db, table, sc.total, sc.firstV2, sc.connectors)
+		}
+	})
+}
+
 // A backlog of 6,000 records on two partitions whose first record with
 // the new fields is the 1,001st: the connector starts on the whole backlog,
 // adds city and n, and every one of the 5,000 later records keeps its
 // values.
 func TestEvolveBacklogLosesNoValue(t *testing.T) {
-	eachLossFormat(t, func(t *testing.T, s testenv.Server, f lossFormat) {
-		ch, db, topic := s.Conn(t), s.NewDatabase(t), testenv.NewTopic(t, 2)
-		createTable(t, ch, db, "t", "id Int64")
-		produceSpread(t, topic, 2, 0, 6000, 1000, 0, f.versions(t, topic))
-		done, stop := startPipeline(t, lossConfig(t, s, topic, db, f, "t"))
-		waitRows(t, ch, db+".t", 6000, done)
-		stopClean(t, done, stop)
-		checkLossless(t, ch, db, "t", 6000, 1000, 1)
-	})
+	lossScenario{total: 6000, firstV2: 1000, backlog: true, connectors: 1, tables: []string{"t"}}.run(t)
 }
 
 // A live stream, paced, that gains the fields mid-run: the records that
 // arrive while the ALTER runs keep their values too.
 func TestEvolveLiveStreamLosesNoValue(t *testing.T) {
-	eachLossFormat(t, func(t *testing.T, s testenv.Server, f lossFormat) {
-		ch, db, topic := s.Conn(t), s.NewDatabase(t), testenv.NewTopic(t, 2)
-		createTable(t, ch, db, "t", "id Int64")
-		record := f.versions(t, topic)
-		done, stop := startPipeline(t, lossConfig(t, s, topic, db, f, "t"))
-		produceSpread(t, topic, 2, 0, 1500, 500, 20*time.Millisecond, record)
-		waitRows(t, ch, db+".t", 1500, done)
-		stopClean(t, done, stop)
-		checkLossless(t, ch, db, "t", 1500, 500, 1)
-	})
+	lossScenario{total: 1500, firstV2: 500, pace: 20 * time.Millisecond, connectors: 1, tables: []string{"t"}}.run(t)
 }
 
 // Two connectors (two groups: each reads every record) race to add the
 // same columns to one table: one ALTER wins, the other finds the column,
 // both keep every value.
 func TestEvolveRaceLosesNoValue(t *testing.T) {
-	eachLossFormat(t, func(t *testing.T, s testenv.Server, f lossFormat) {
-		ch, db, topic := s.Conn(t), s.NewDatabase(t), testenv.NewTopic(t, 2)
-		createTable(t, ch, db, "t", "id Int64")
-		record := f.versions(t, topic)
-		doneA, stopA := startPipeline(t, lossConfig(t, s, topic, db, f, "t"))
-		doneB, stopB := startPipeline(t, lossConfig(t, s, topic, db, f, "t"))
-		produceSpread(t, topic, 2, 0, 1000, 300, 10*time.Millisecond, record)
-		waitRows(t, ch, db+".t", 2000, doneA, doneB)
-		stopClean(t, doneA, stopA)
-		stopClean(t, doneB, stopB)
-		checkLossless(t, ch, db, "t", 1000, 300, 2)
-	})
+	lossScenario{total: 1000, firstV2: 300, pace: 10 * time.Millisecond, connectors: 2, tables: []string{"t"}}.run(t)
 }
 
 // Fan-out into two tables that both evolve: each gets its own columns
 // and every value, and a record waits until both tables have them.
 func TestEvolveFanoutLosesNoValue(t *testing.T) {
-	eachLossFormat(t, func(t *testing.T, s testenv.Server, f lossFormat) {
-		ch, db, topic := s.Conn(t), s.NewDatabase(t), testenv.NewTopic(t, 2)
-		createTable(t, ch, db, "t", "id Int64")
-		createTable(t, ch, db, "u", "id Int64")
-		produceSpread(t, topic, 2, 0, 3000, 1000, 0, f.versions(t, topic))
-		done, stop := startPipeline(t, lossConfig(t, s, topic, db, f, "t", "u"))
-		waitRows(t, ch, db+".t", 3000, done)
-		waitRows(t, ch, db+".u", 3000, done)
-		stopClean(t, done, stop)
-		checkLossless(t, ch, db, "t", 3000, 1000, 1)
-		checkLossless(t, ch, db, "u", 3000, 1000, 1)
-	})
+	lossScenario{total: 3000, firstV2: 1000, backlog: true, connectors: 1, tables: []string{"t", "u"}}.run(t)
 }
 
 // Exactly-once delivery (26.9) with add_columns, killed with SIGKILL while
