@@ -4,7 +4,8 @@
 GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: build test fuzz demo bench bench-adaptive chaos stack-up stack-down stack-status stack-logs
+.PHONY: build test unit vet fuzz demo bench bench-adaptive chaos stack-up stack-down stack-status stack-logs \
+	cluster-up cluster-down cluster-status
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/sink ./cmd/sink
@@ -13,6 +14,19 @@ build:
 # cannot pass while silently skipping every integration test.
 test: stack-up
 	bash scripts/test.sh
+
+# Every test that needs no stack, in well under a minute: plain go test leaves
+# out the *_integration_test.go files (they start with //go:build integration;
+# `make test` passes -tags integration), and a test elsewhere that reaches for
+# the stack fails saying where it belongs (internal/testenv). Fuzz targets
+# replay their seed corpus only.
+unit:
+	$(GO) test -count=1 ./...
+
+# go vet over both builds, so the integration files are checked too.
+vet:
+	$(GO) vet ./...
+	$(GO) vet -tags integration ./...
 
 # Every native fuzz target in the module (found by go test -list), one after
 # another, FUZZTIME each; `make test` runs them for 3s each. A crash leaves
@@ -61,3 +75,15 @@ stack-status:
 
 stack-logs:
 	bash scripts/stack.sh logs
+
+# The ClickHouse cluster (ZooKeeper and four 18.16 nodes, sink_cluster = 2 shards x
+# 2 replicas; ports in scripts/stack.sh). Not part of stack-up: only the cluster
+# tests, scenarios and benchmarks need it.
+cluster-up:
+	bash scripts/stack.sh cluster up
+
+cluster-down:
+	bash scripts/stack.sh cluster down
+
+cluster-status:
+	bash scripts/stack.sh cluster status

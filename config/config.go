@@ -38,7 +38,7 @@ type Config struct {
 	Log             Log           `koanf:"log"`
 	ShutdownTimeout time.Duration `koanf:"shutdown_timeout"`
 	// Delivery is DeliveryAtLeastOnce or DeliveryExactlyOnce (see
-	// docs/exactly-once.md).
+	// docs/guarantees.md).
 	Delivery string `koanf:"delivery"`
 	// Fanout is "first" (a record goes to the first route whose topic and
 	// when: match it) or "all" (to every such route); see routing.go.

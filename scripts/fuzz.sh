@@ -20,7 +20,8 @@ if ((${#dirs[@]} == 0)); then
 	exit 0
 fi
 # go test -list prints a package's matching names, then "ok <package> <time>".
-mapfile -t targets < <(go test -list '^Fuzz' "${dirs[@]}" |
+# -tags integration: a fuzz target in a *_integration_test.go file is listed too.
+mapfile -t targets < <(go test -tags integration -list '^Fuzz' "${dirs[@]}" |
 	awk '/^Fuzz/ { names[n++] = $1; next } /^ok / { for (i = 0; i < n; i++) print $2, names[i]; n = 0 }')
 
 status=0 failed=0
@@ -29,7 +30,7 @@ for t in "${targets[@]}"; do
 	start=$EPOCHREALTIME
 	again=
 	for try in 1 2; do
-		if out=$(go test -v -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" "$pkg" 2>&1); then
+		if out=$(go test -tags integration -v -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" "$pkg" 2>&1); then
 			result=PASS
 			break
 		fi

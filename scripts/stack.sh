@@ -16,7 +16,26 @@
 #               Confluent-compatible API at http://127.0.0.1:8081/apis/ccompat/v7
 #               (management interface 127.0.0.1:8082)
 #
+# The ClickHouse cluster (`scripts/stack.sh cluster up`, `make cluster-up`), for the
+# tests, chaos scenarios and benchmarks about clusters only; `up` does not start it:
+#
+#   ZooKeeper   Debian's zookeeper package (3.8), one standalone node, 127.0.0.1:2181,
+#               config from testdata/zookeeper/zoo.cfg
+#   ClickHouse  four Debian clickhouse-server 18.16 processes (the same package as the
+#               single 18.16 server), config from testdata/clickhouse-cluster/:
+#                 node  shard  native  http  interserver
+#                 ch1   1      9201    8201  9301
+#                 ch2   1      9202    8202  9302
+#                 ch3   2      9203    8203  9303
+#                 ch4   2      9204    8204  9304
+#               cluster sink_cluster = 2 shards x 2 replicas (internal_replication,
+#               macros {shard} = 1|2 and {replica} = ch1..ch4, ON CLUSTER DDL through
+#               ZooKeeper); cluster sink_cluster_nodes = the same four nodes, each its
+#               own shard (ON CLUSTER DDL for Distributed tables, which Code 371 refuses
+#               through sink_cluster, and remote() reads of every node)
+#
 # Usage: scripts/stack.sh up|down|status|logs
+#        scripts/stack.sh cluster up|down|status
 #
 #   up      install what is missing (apt packages, Kafka jars, the chdb-core wheel,
 #           the registry distribution), start all four servers, wait until
@@ -28,6 +47,10 @@
 #   down    stop only what this checkout started (pid files in .stack/).
 #   status  versions, ports, and who started each; exit 1 if any is not answering.
 #   logs    tail the servers' logs.
+#   cluster up|down|status
+#           the same for ZooKeeper and the four cluster nodes (state in
+#           .stack/cluster-zk/ and .stack/cluster-ch1..4/); a node counts as
+#           answering once it lists sink_cluster and reaches ZooKeeper.
 #
 # State lives in .stack/ (data, logs, pid files, generated configs), the Kafka jars
 # in .cache/kafka-libs/, the registry in .cache/apicurio/ and the 26.9 engine in .cache/ch26/;
@@ -36,6 +59,7 @@
 #   STACK_HEAP      Kafka JVM heap (default 512m)
 #   STACK_REG_HEAP  schema registry JVM heap (default 256m)
 #   STACK_REG_JAVA  java (21+) for the schema registry (default: newest in /usr/lib/jvm)
+#   STACK_ZK_HEAP   ZooKeeper JVM heap (default 128m)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -207,10 +231,12 @@ launch() {
 
 pkg_installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
 
-# Installs missing Debian packages. apt-get update only runs when something is missing.
+# install_packages [EXTRA...]: installs the missing Debian packages the stack needs,
+# and the EXTRA ones (`cluster up` adds zookeeper). apt-get update only runs when
+# something is missing.
 install_packages() {
 	local missing=() sudo=() pkg log=$STACK_DIR/install.log policy=/usr/sbin/policy-rc.d
-	for pkg in clickhouse-server clickhouse-client kcat; do
+	for pkg in clickhouse-server clickhouse-client kcat "$@"; do
 		pkg_installed "$pkg" || missing+=("$pkg")
 	done
 	command -v java >/dev/null || missing+=(default-jre-headless)
@@ -233,7 +259,7 @@ install_packages() {
 	local rc=0
 	{
 		"${sudo[@]}" apt-get update -q &&
-			"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+			"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o DPkg::Lock::Timeout=300 --no-install-recommends "${missing[@]}"
 	} >>"$log" 2>&1 || rc=$?
 	[[ -z $own_policy ]] || "${sudo[@]}" rm -f "$policy"
 	((rc == 0)) || die "installing ${missing[*]} failed (apt-get exit $rc; see $log)"
@@ -620,13 +646,223 @@ reg_wait() {
 	fi
 }
 
+# ---------------------------------------------------------------- clickhouse cluster
+
+# `stack.sh cluster up|down|status`: ZooKeeper and four ClickHouse 18.16 nodes
+# forming sink_cluster (see the header). Separate from `up`: only the tests,
+# chaos scenarios and benchmarks about clusters need it.
+ZK_PORT=2181
+ZK_DIR=$STACK_DIR/cluster-zk
+ZK_HEAP=${STACK_ZK_HEAP:-128m}
+CLUSTER_NODES=(ch1 ch2 ch3 ch4)
+declare -A NODE_SHARD=([ch1]=1 [ch2]=1 [ch3]=2 [ch4]=2)
+declare -A NODE_TCP=([ch1]=9201 [ch2]=9202 [ch3]=9203 [ch4]=9204)
+declare -A NODE_HTTP=([ch1]=8201 [ch2]=8202 [ch3]=8203 [ch4]=8204)
+declare -A NODE_INTER=([ch1]=9301 [ch2]=9302 [ch3]=9303 [ch4]=9304)
+declare -A NODE_STATE=() # per node, as CH_STATE
+ZK_STATE=
+
+zk_ours() { is_ours cluster-zk "$ZK_DIR/zoo.cfg"; }
+# zk_srvr: ZooKeeper's answer to the four-letter word srvr (version, mode).
+zk_srvr() {
+	# shellcheck disable=SC2016 # $0 and $1 belong to the inner shell
+	timeout 2 bash -c 'exec 3<>"/dev/tcp/$0/$1"; printf srvr >&3; cat <&3' "$HOST" "$ZK_PORT" 2>/dev/null
+}
+# ZooKeeper serves requests once srvr reports a mode (ruok answers imok earlier,
+# while it is still loading its database).
+zk_healthy() { zk_srvr | grep -qE '^Mode: (standalone|leader|follower)'; }
+zk_version() { zk_srvr | sed -n 's/^Zookeeper version: \([^-,]*\).*/\1/p' | grep . || echo unknown; }
+
+node_dir() { echo "$STACK_DIR/cluster-$1"; }
+node_ours() { is_ours "cluster-$1" "$(node_dir "$1")/config.xml"; }
+# node_healthy NODE: the node answers, defines sink_cluster with its 4 replicas
+# and reaches ZooKeeper (replicated tables and ON CLUSTER need all three).
+node_healthy() {
+	command -v clickhouse-client >/dev/null &&
+		[[ $(timeout 5 clickhouse-client --host "$HOST" --port "${NODE_TCP[$1]}" -q \
+			"SELECT (SELECT count() FROM system.clusters WHERE cluster = 'sink_cluster'), (SELECT count() > 0 FROM system.zookeeper WHERE path = '/')" \
+			2>/dev/null) == $'4\t1' ]]
+}
+
+# render_node NODE TEMPLATE OUT: a cluster config template with the node's
+# name, shard and ports filled in.
+render_node() {
+	sed -e "s|@STACK_DIR@|$STACK_DIR|g" -e "s|@NODE@|$1|g" -e "s|@SHARD@|${NODE_SHARD[$1]}|g" \
+		-e "s|@TCP@|${NODE_TCP[$1]}|g" -e "s|@HTTP@|${NODE_HTTP[$1]}|g" \
+		-e "s|@INTERSERVER@|${NODE_INTER[$1]}|g" "$2" >"$3"
+}
+
+zk_check() {
+	if zk_ours >/dev/null; then
+		ZK_STATE=running
+		stale_config "$ROOT/testdata/zookeeper/zoo.cfg" "$ZK_DIR/zoo.cfg" ZooKeeper
+		return
+	fi
+	if zk_healthy; then
+		ZK_STATE=reused
+		say "reusing the ZooKeeper that already answers on $HOST:$ZK_PORT (not started by this checkout)"
+		return
+	fi
+	port_busy "$ZK_PORT" && die "port $ZK_PORT is in use by something that is not ZooKeeper ($(port_owner "$ZK_PORT"))"
+	ZK_STATE=absent
+}
+
+# ZooKeeper's jars come from Debian's zookeeper package (its manifest names its
+# dependencies); slf4j-simple, when installed, makes it log to stderr, else it
+# logs nothing.
+zk_start() {
+	[[ $ZK_STATE == absent ]] || return 0
+	local cp=/usr/share/java/zookeeper.jar
+	[[ -f $cp ]] || die "$cp is missing (Debian package zookeeper)"
+	[[ -f /usr/share/java/slf4j-simple.jar ]] && cp+=:/usr/share/java/slf4j-simple.jar
+	mkdir -p "$ZK_DIR/data"
+	render "$ROOT/testdata/zookeeper/zoo.cfg" "$ZK_DIR/zoo.cfg"
+	(cd "$ZK_DIR" && launch cluster-zk "$ZK_DIR/zookeeper.log" \
+		java -Xmx"$ZK_HEAP" -XX:+UseSerialGC -XX:+ExitOnOutOfMemoryError -Djava.awt.headless=true \
+		-Dorg.slf4j.simpleLogger.showDateTime=true -cp "$cp" \
+		org.apache.zookeeper.server.ZooKeeperServerMain "$ZK_DIR/zoo.cfg")
+	ZK_STATE=started
+}
+
+zk_wait() {
+	[[ $ZK_STATE == reused ]] && return
+	wait_until ZooKeeper zk_ours zk_healthy "$ZK_DIR/zookeeper.log"
+	if [[ $ZK_STATE == running ]]; then
+		say "ZooKeeper already running (pid $(zk_ours)), $HOST:$ZK_PORT"
+	else
+		say "ZooKeeper $(zk_version) started (pid $(zk_ours)), $HOST:$ZK_PORT"
+	fi
+}
+
+node_check() {
+	local n=$1 d port
+	d=$(node_dir "$n")
+	if node_ours "$n" >/dev/null; then
+		NODE_STATE[$n]=running
+		render_node "$n" "$ROOT/testdata/clickhouse-cluster/users.xml" "$d/users.xml" # re-read live
+		if ! render_node "$n" "$ROOT/testdata/clickhouse-cluster/config.xml" /dev/stdout | cmp -s - "$d/config.xml"; then
+			say "note: testdata/clickhouse-cluster/config.xml changed since $n started; run \`scripts/stack.sh cluster down\` and \`cluster up\` to apply it"
+		fi
+		return
+	fi
+	if node_healthy "$n"; then
+		NODE_STATE[$n]=reused
+		say "reusing the cluster node $n that already answers on $HOST:${NODE_TCP[$n]} (not started by this checkout)"
+		return
+	fi
+	for port in ${NODE_TCP[$n]} ${NODE_HTTP[$n]} ${NODE_INTER[$n]}; do
+		if port_busy "$port"; then
+			die "port $port (cluster node $n) is in use by something that is not a node of sink_cluster ($(port_owner "$port"))"
+		fi
+	done
+	NODE_STATE[$n]=absent
+}
+
+node_start() {
+	local n=$1 d
+	[[ ${NODE_STATE[$n]} == absent ]] || return 0
+	d=$(node_dir "$n")
+	mkdir -p "$d"/{data,tmp,log,user_files,format_schemas}
+	render_node "$n" "$ROOT/testdata/clickhouse-cluster/config.xml" "$d/config.xml"
+	render_node "$n" "$ROOT/testdata/clickhouse-cluster/users.xml" "$d/users.xml"
+	(cd "$d" && launch "cluster-$n" "$d/log/stdout.log" clickhouse-server --config-file="$d/config.xml")
+	NODE_STATE[$n]=started
+}
+
+node_wait() {
+	local n=$1 d
+	[[ ${NODE_STATE[$n]} == reused ]] && return
+	d=$(node_dir "$n")
+	# shellcheck disable=SC2317 # called indirectly by wait_until
+	alive() { node_ours "$n"; }
+	# shellcheck disable=SC2317
+	healthy() { node_healthy "$n"; }
+	wait_until "cluster node $n" alive healthy "$d/log/stdout.log" "$d/log/clickhouse-server.err.log"
+	if [[ ${NODE_STATE[$n]} == running ]]; then
+		say "cluster node $n already running (pid $(node_ours "$n")), native $HOST:${NODE_TCP[$n]}"
+	else
+		say "cluster node $n (shard ${NODE_SHARD[$n]}) started (pid $(node_ours "$n")), native $HOST:${NODE_TCP[$n]}, http $HOST:${NODE_HTTP[$n]}, interserver $HOST:${NODE_INTER[$n]}"
+	fi
+}
+
+cluster_up() {
+	mkdir -p "$STACK_DIR"
+	lock cluster
+	install_packages zookeeper
+	local n
+	zk_check
+	for n in "${CLUSTER_NODES[@]}"; do node_check "$n"; done
+	# The nodes open their ZooKeeper session at startup: ZooKeeper first.
+	zk_start
+	zk_wait
+	for n in "${CLUSTER_NODES[@]}"; do node_start "$n"; done
+	for n in "${CLUSTER_NODES[@]}"; do node_wait "$n"; done
+}
+
+cluster_down() {
+	lock cluster
+	local n pid
+	# The nodes stop in parallel (18.16 takes a second or two each).
+	for n in "${CLUSTER_NODES[@]}"; do
+		if pid=$(node_ours "$n"); then stop "cluster-$n" "$pid" & else
+			rm -f "$(node_dir "$n")/cluster-$n.pid"
+			say "cluster node $n: not started by this checkout, nothing to stop"
+		fi
+	done
+	wait
+	if pid=$(zk_ours); then stop cluster-zk "$pid"; else
+		rm -f "$ZK_DIR/cluster-zk.pid"
+		say "zookeeper: not started by this checkout, nothing to stop"
+	fi
+}
+
+cluster_status() {
+	local n pid rc=0 who
+	if zk_healthy; then
+		if pid=$(zk_ours); then who="started by this checkout (pid $pid)"; else
+			who="not started by this checkout ($(port_owner "$ZK_PORT"))"
+		fi
+		say "zookeeper: up, version $(zk_version), $HOST:$ZK_PORT, $who"
+	else
+		say "zookeeper: down (srvr on $HOST:$ZK_PORT reports no serving mode)"
+		rc=1
+	fi
+	for n in "${CLUSTER_NODES[@]}"; do
+		if node_healthy "$n"; then
+			if pid=$(node_ours "$n"); then who="started by this checkout (pid $pid)"; else
+				who="not started by this checkout ($(port_owner "${NODE_TCP[$n]}"))"
+			fi
+			say "cluster node $n: up, shard ${NODE_SHARD[$n]}, version $(ch_version "${NODE_TCP[$n]}"), native $HOST:${NODE_TCP[$n]}, http $HOST:${NODE_HTTP[$n]}, $who"
+		else
+			say "cluster node $n: down or not in sink_cluster with ZooKeeper (native $HOST:${NODE_TCP[$n]})"
+			rc=1
+		fi
+	done
+	return $rc
+}
+
+cmd_cluster() {
+	case ${1:-} in
+	up) cluster_up ;;
+	down) cluster_down ;;
+	status) cluster_status ;;
+	*)
+		echo "usage: $0 cluster up|down|status" >&2
+		exit 2
+		;;
+	esac
+}
+
 # ---------------------------------------------------------------- commands
 
 # One stack per machine (the ports are global), so one lock per machine too: two
-# checkouts running `up` at once must not both try to start servers.
+# checkouts running `up` at once must not both try to start servers. lock NAME
+# takes another lock for servers on other ports (`lock cluster`), so starting the
+# cluster does not wait for a slow first `up` and the reverse.
 lock() {
-	exec 9>"${TMPDIR:-/tmp}/sink-stack.lock"
-	flock -w 600 9 || die "another stack.sh has held ${TMPDIR:-/tmp}/sink-stack.lock for 10 minutes"
+	local file=${TMPDIR:-/tmp}/sink-stack${1:+-$1}.lock
+	exec 9>"$file"
+	flock -w 600 9 || die "another stack.sh has held $file for 10 minutes"
 }
 
 # Installs helm (not packaged by Debian) into .cache/tools/bin from its Go
@@ -765,8 +1001,9 @@ up) cmd_up ;;
 down) cmd_down ;;
 status) cmd_status ;;
 logs) cmd_logs ;;
+cluster) cmd_cluster "${2:-}" ;;
 *)
-	echo "usage: $0 up|down|status|logs" >&2
+	echo "usage: $0 up|down|status|logs | cluster up|down|status" >&2
 	exit 2
 	;;
 esac

@@ -4,7 +4,7 @@
 // parts_to_throw_insert, TOO_MANY_PARTS errors) it decides how long a
 // table's batch stays open and how many rows it may hold.
 //
-// The law, in one place (README "Adaptive batching" shows it at work):
+// The law, in one place (docs/sizing.md, "Adaptive batching", shows it at work):
 //
 //	interval  = 60s / target_inserts_per_minute
 //	budget    = max_latency - overhead - insert time   (overhead: the fetch wait)
@@ -91,7 +91,7 @@ type Target struct {
 }
 
 // Law constants. They are the tuning of the law, named so tests and the
-// README can refer to them.
+// docs can refer to them.
 const (
 	// Headroom: the rows ceiling is this many intervals of the measured
 	// rate, so in steady state the wait seals and a burst seals early.

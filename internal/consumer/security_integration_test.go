@@ -1,3 +1,5 @@
+//go:build integration
+
 package consumer_test
 
 // The consumer against the local stack's SASL_SSL listener (127.0.0.1:9094:

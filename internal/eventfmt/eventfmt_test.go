@@ -162,12 +162,6 @@ func TestRoundTripFake(t *testing.T) {
 	roundTrip(t, reg.URL(), 200)
 }
 
-// Against the stack's registry, which validates and may normalize what is
-// registered (the Protobuf schema imports a well-known type).
-func TestRoundTripRegistry(t *testing.T) {
-	roundTrip(t, testenv.Registry(t), 50)
-}
-
 func TestParseJSON(t *testing.T) {
 	var p fastjson.Parser
 	e, err := ParseJSON(&p, []byte(`{"id":7,"user_id":42,"ts":"2024-05-01 10:00:07","event_type":"view","channel":"web","cost":123.45,"payload":"xy"}`))

@@ -6,6 +6,11 @@
 // and 26.9 on 127.0.0.1:19000 (native protocol), with system.query_log and
 // system.part_log flushed every second.
 //
+// An integration test lives in a *_integration_test.go file that starts with
+// //go:build integration: `make test` builds with -tags integration, `make unit`
+// (plain go test) leaves those files out and runs without the stack, and an
+// accessor called from an untagged file fails the test saying so.
+//
 // An integration test starts with one of the accessors, which probe the server once
 // per test binary and skip the test when it does not answer:
 //
@@ -25,6 +30,14 @@
 // A feature that exists on one server only is tested with testenv.Server26(t)
 // or testenv.Server18(t), in a test whose name says which.
 //
+// The ClickHouse cluster (`make cluster-up`; scripts/test.sh starts it before the
+// tests): ZooKeeper and four 18.16 nodes, cluster sink_cluster = 2 shards × 2
+// replicas, sink_cluster_nodes = one shard per node:
+//
+//	c := testenv.Cluster(t)      // c.Shards[0][1].Addr == "127.0.0.1:9202", .Name == "ch2"
+//	db := c.NewDatabase(t)       // CREATE DATABASE … ON CLUSTER, dropped on every node at cleanup
+//	_ = c.Remote()               // "127.0.0.1:9201,…" for remote('…', system.query_log)
+//
 // and for the security tests:
 //
 //	s := testenv.KafkaSASL(t)        // SASL_SSL listener 127.0.0.1:9094, its test CA, a client
@@ -40,6 +53,8 @@
 //	SINK_TEST_CLICKHOUSE26  26.9's native host:port instead of 127.0.0.1:19000
 //	SINK_TEST_CLICKHOUSE_HTTP, SINK_TEST_CLICKHOUSE26_HTTP  their HTTP host:port
 //	                      instead of 127.0.0.1:8123 and 127.0.0.1:18123
+//	SINK_TEST_CLUSTER     a cluster node's native host:port instead of 127.0.0.1:9201
+//	                      (the rest is read from its system.clusters)
 //	SINK_TEST_KAFKA_SASL  SASL_SSL host:port instead of 127.0.0.1:9094
 //	SINK_TEST_KAFKA_TLS   directory with ca.pem, client.pem, client.key instead of
 //	                      the checkout's .stack/kafka/tls (scripts/stack.sh writes it)

@@ -22,6 +22,7 @@ const (
 // SINK_REQUIRE_STACK=1).
 func Registry(t testing.TB) string {
 	t.Helper()
+	requireIntegrationBuild(t)
 	url := DefaultRegistry
 	if v := strings.TrimSpace(os.Getenv(EnvRegistry)); v != "" {
 		url = strings.TrimSuffix(v, "/")

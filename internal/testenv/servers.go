@@ -111,6 +111,7 @@ func Server18(t testing.TB) Server {
 
 func server(t testing.TB, s Server) Server {
 	t.Helper()
+	requireIntegrationBuild(t)
 	var version string
 	err := probe("clickhouse-version "+s.Addr, func() error {
 		v, err := probeVersion(s.Addr)

@@ -51,6 +51,7 @@ func KafkaBrokers() []string {
 // under SINK_REQUIRE_STACK=1) when they do not answer a metadata request.
 func Kafka(t testing.TB) []string {
 	t.Helper()
+	requireIntegrationBuild(t)
 	brokers := KafkaBrokers()
 	addr := strings.Join(brokers, ",")
 	if err := probe("kafka "+addr, func() error { return probeKafka(brokers) }); err != nil {
@@ -59,10 +60,29 @@ func Kafka(t testing.TB) []string {
 	return brokers
 }
 
+// requireIntegrationBuild fails a test that reaches for the stack in a build
+// without the integration tag. Tests that need the stack live in
+// *_integration_test.go files that start with //go:build integration, so that
+// `make unit` (plain go test) runs every other test without the stack, and
+// `make test` (-tags integration) runs them all; a stack test in an untagged
+// file would otherwise run, or be skipped, in the unit run unnoticed.
+func requireIntegrationBuild(t testing.TB) {
+	t.Helper()
+	if !integrationBuild {
+		t.Fatal("testenv: this test needs the stack but the test binary was built without -tags integration; " +
+			"move it into a *_integration_test.go file starting with //go:build integration")
+	}
+}
+
 // unavailable skips or, when the stack is required, fails the test.
 func unavailable(t testing.TB, what, addr string, err error) {
 	t.Helper()
-	msg := fmt.Sprintf("integration: %s not reachable at %s; run `make stack-up` (%v)", what, addr, err)
+	unavailableMsg(t, fmt.Sprintf("integration: %s not reachable at %s; run `make stack-up` (%v)", what, addr, err))
+}
+
+// unavailableMsg skips with msg or, when the stack is required, fails the test.
+func unavailableMsg(t testing.TB, msg string) {
+	t.Helper()
 	if os.Getenv(EnvRequireStack) == "1" {
 		t.Fatal(msg)
 	} else {

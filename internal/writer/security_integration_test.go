@@ -1,3 +1,5 @@
+//go:build integration
+
 package writer_test
 
 // Open against the test ClickHouse with credentials and TLS, and INSERTs into

@@ -1,3 +1,5 @@
+//go:build integration
+
 package writer_test
 
 // clickhouse.protocol: http against both servers, and Probe's findings on

@@ -1,3 +1,5 @@
+//go:build integration
+
 package writer_test
 
 // Column types end to end: JSON records through the sink's own path

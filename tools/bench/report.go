@@ -139,8 +139,8 @@ type StageResult struct {
 	CHCPUUsPerRow       float64 `json:"clickhouse_cpu_us_per_row"`
 }
 
-// Target is one of the performance goals the bench checks (README,
-// Performance). Met is nil when it could not be measured. Explanation
+// Target is one of the performance goals the bench checks
+// (docs/performance.md). Met is nil when it could not be measured. Explanation
 // says why a target was missed: what the numbers show (a spread across the
 // threshold) and, from --explain, what the lead found.
 type Target struct {

@@ -1,3 +1,5 @@
+//go:build integration
+
 package main
 
 // The whole sink (realMain, as the binary runs it) against the local stack's

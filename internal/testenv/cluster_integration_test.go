@@ -1,0 +1,112 @@
+package testenv_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+
+	"sink/internal/testenv"
+)
+
+// TestClusterReplicatesAndDistributes runs on the local ClickHouse cluster: the
+// topology is 2 shards × 2 named replicas; a ReplicatedMergeTree table created ON
+// CLUSTER and a Distributed table over it take a synchronous Distributed insert
+// that lands split over both shards and copied to both replicas of each; a row
+// inserted into one replica's local table reaches the other replica.
+func TestClusterReplicatesAndDistributes(t *testing.T) {
+	c := testenv.Cluster(t)
+	if len(c.Shards) != 2 {
+		t.Fatalf("cluster %s: %d shards, want 2: %+v", c.Name, len(c.Shards), c.Shards)
+	}
+	names := map[string]bool{}
+	for i, s := range c.Shards {
+		if len(s) != 2 {
+			t.Fatalf("shard %d: %d replicas, want 2: %+v", i+1, len(s), s)
+		}
+		for _, n := range s {
+			if n.Name == "" || names[n.Name] {
+				t.Fatalf("replica names must be set and distinct: %+v", c.Shards)
+			}
+			names[n.Name] = true
+		}
+	}
+
+	db := c.NewDatabase(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	seed := c.Conn(t)
+	testenv.Exec(t, seed,
+		fmt.Sprintf("CREATE TABLE %s.events ON CLUSTER %s (k UInt64, v String) "+
+			"ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/%s.events', '{replica}') ORDER BY k", db, c.Name, db),
+		// Distributed tables are not replicated: their DDL goes through the
+		// cluster whose shards are single nodes.
+		fmt.Sprintf("CREATE TABLE %s.events_all ON CLUSTER %s AS %s.events "+
+			"ENGINE = Distributed(%s, %s, events, cityHash64(k))", db, c.NodesName, db, c.Name, db))
+
+	// insert_distributed_sync: the INSERT returns once every shard has its rows.
+	opts := c.Shards[0][0].Options()
+	opts.Settings = clickhouse.Settings{"insert_distributed_sync": 1}
+	dconn, err := clickhouse.Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dconn.Close()
+	const rows = 1000
+	testenv.InsertSeq(t, dconn, db, "events_all", "k", rows)
+
+	count := func(n testenv.ClusterNode, table string) uint64 {
+		t.Helper()
+		conn := n.Conn(t)
+		if err := conn.Exec(ctx, "SYSTEM SYNC REPLICA "+db+".events"); err != nil {
+			t.Fatalf("%s: SYSTEM SYNC REPLICA: %v", n.Name, err)
+		}
+		var got uint64
+		if err := conn.QueryRow(ctx, "SELECT count() FROM "+db+"."+table).Scan(&got); err != nil {
+			t.Fatalf("%s: count: %v", n.Name, err)
+		}
+		return got
+	}
+	var sum uint64
+	for i, s := range c.Shards {
+		a, b := count(s[0], "events"), count(s[1], "events")
+		if a == 0 || a != b {
+			t.Errorf("shard %d: %s has %d rows, %s has %d; want the same, non-zero", i+1, s[0].Name, a, s[1].Name, b)
+		}
+		sum += a
+	}
+	if sum != rows {
+		t.Errorf("the shards hold %d rows together, want %d", sum, rows)
+	}
+	if got := count(c.Shards[1][1], "events_all"); got != rows {
+		t.Errorf("the Distributed table reads %d rows, want %d", got, rows)
+	}
+	// remote() over every node reads each row once per replica.
+	var everyNode uint64
+	q := fmt.Sprintf("SELECT count() FROM remote('%s', %s.events)", c.Remote(), db)
+	if err := seed.QueryRow(ctx, q).Scan(&everyNode); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	if everyNode != 2*rows {
+		t.Errorf("remote() over every node counts %d rows, want %d", everyNode, 2*rows)
+	}
+
+	// A row written into one replica's local table reaches the other replica.
+	r1, r2 := c.Shards[0][1], c.Shards[0][0]
+	before := count(r2, "events")
+	b, err := r1.Conn(t).PrepareBatch(ctx, "INSERT INTO "+db+".events (k, v)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Append(uint64(4242), "local"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Send(); err != nil {
+		t.Fatalf("%s: insert: %v", r1.Name, err)
+	}
+	if got := count(r2, "events"); got != before+1 {
+		t.Errorf("%s has %d rows after a local insert into %s, want %d", r2.Name, got, r1.Name, before+1)
+	}
+}
