@@ -77,6 +77,35 @@ const evolveAttempts = 5
 type driftState struct {
 	fields   map[string]*fieldDrift
 	overflow bool // the overflow has been logged
+	// epoch changes whenever a field may have started to make records
+	// wait (an ALTER or a re-read begun, a retry set, the table changed):
+	// a route's settledFields of another epoch is stale.
+	epoch uint64
+}
+
+// settledFields is what schemaWaitFor found last for a route's records:
+// with the same unmapped fields (the same *UnmappedField of the same
+// plan, as the steady state of a producer with fields no column takes
+// hands them out), before until and in the same epoch, a record has
+// nothing to wait for, without a look up per field.
+type settledFields struct {
+	fields []*decode.UnmappedField
+	until  time.Time
+	epoch  uint64
+}
+
+// holds reports whether a record with unmapped fields fields, seen at
+// now, is known to have nothing to wait for.
+func (s *settledFields) holds(now time.Time, epoch uint64, fields []*decode.UnmappedField) bool {
+	if s.epoch != epoch || len(s.fields) != len(fields) || !now.Before(s.until) {
+		return false
+	}
+	for i, u := range fields {
+		if s.fields[i] != u {
+			return false
+		}
+	}
+	return true
 }
 
 // fieldDrift is what the owner knows of one unmapped field of a table.
@@ -247,7 +276,12 @@ func (p *Pipeline) unmappedOverflow(ts *tableState, n uint64) {
 // column for one of them is on its way, or the table is being re-read for
 // one), else nil (append it as it is). It starts what the record waits for.
 func (p *Pipeline) schemaWaitFor(ctx context.Context, now time.Time, rs *routeState, fields []*decode.UnmappedField) error {
+	d := p.driftOf(rs.table)
+	if rs.settled.holds(now, d.epoch, fields) {
+		return nil
+	}
 	var wait error
+	until := forever // the earliest a field needs a look again
 	for _, u := range fields {
 		if u == nil {
 			continue // beyond MaxUnmappedFields: only counted
@@ -259,6 +293,12 @@ func (p *Pipeline) schemaWaitFor(ctx context.Context, now time.Time, rs *routeSt
 		if w := p.fieldWait(ctx, now, rs, u, fd); w != nil && wait == nil {
 			wait = w
 		}
+		if fd.quiet.Before(until) {
+			until = fd.quiet
+		}
+	}
+	if wait == nil && until.After(now) && p.fatal == nil {
+		rs.settled = settledFields{fields: append(rs.settled.fields[:0], fields...), until: until, epoch: d.epoch}
 	}
 	return wait
 }
@@ -283,6 +323,7 @@ func (p *Pipeline) fieldWait(ctx context.Context, now time.Time, rs *routeState,
 	if rs.route.Schema.AddsColumns() && p.evo != nil && !fd.failed {
 		retry, queued := p.evolve(rs, u, fd)
 		if queued {
+			ts.drift.epoch++
 			return &schemaWait{table: ts.t.FullName(), field: u.Name}
 		}
 		quiet = retry
@@ -292,6 +333,7 @@ func (p *Pipeline) fieldWait(ctx context.Context, now time.Time, rs *routeState,
 	refresh := p.cfg.ClickHouse.SchemaRefresh
 	if fd.rereadAt.IsZero() || (refresh > 0 && now.Sub(fd.rereadAt) >= refresh) {
 		fd.rereadAt, fd.rereading = now, true
+		ts.drift.epoch++
 		p.describeTable(ctx, ts)
 		return &schemaWait{table: ts.t.FullName(), field: u.Name, reread: true}
 	}
@@ -437,6 +479,7 @@ func (p *Pipeline) evolved(writeCtx context.Context, r schemaResult) {
 	if failed != nil && writer.Classify(nil, failed) == writer.Retriable && fd.attempts+1 < evolveAttempts {
 		fd.attempts++
 		fd.retryAt = p.now().Add(writer.RetryWait(heldRetryFirst << fd.attempts))
+		p.driftOf(r.ts).epoch++
 		p.log.Warn().Err(failed).Str("table", table).Str("field", e.field).Str("type", e.typ).Int("attempt", fd.attempts).
 			Msg("adding a column for a new field (or re-reading the table after it) failed on the way; its records stay held and it is tried again")
 		return

@@ -159,6 +159,7 @@ func (p *Pipeline) applySchema(writeCtx context.Context, ts *tableState, schema 
 		for _, fd := range ts.drift.fields {
 			fd.quiet = time.Time{} // look again: the table may have a column for it now
 		}
+		ts.drift.epoch++
 	}
 	added, dropped := diff(names(old.Insert), names(insert))
 	p.log.Info().Str("table", ts.t.FullName()).Strs("added", added).Strs("dropped", dropped).Int("columns", len(insert)).
