@@ -117,10 +117,10 @@ type fieldDrift struct {
 	attempts int  // ALTERs (or the re-read after one) that failed with a passing error
 	// retryAt: after a passing failure its records wait until then.
 	retryAt time.Time
-	// quiet: until then its records go on without a look (refused for
-	// now, or the table was re-read for it lately); reset when the table
-	// changes.
-	quiet time.Time
+	// column: the table has a column of that name (that the routes do
+	// not fill from it); known says column is up to date (reset when the
+	// table changes).
+	column, known bool
 	// rereading: a re-read of the table was started for it and its
 	// records wait for the result; rereadAt is when the last one started.
 	rereading bool
@@ -136,7 +136,7 @@ const (
 	whyCap
 )
 
-// forever is a quiet time no clock reaches.
+// forever is a time no clock reaches.
 var forever = time.Unix(1<<62, 0)
 
 // evolver is the state of schema evolution, nil when no route adds columns.
@@ -281,7 +281,7 @@ func (p *Pipeline) schemaWaitFor(ctx context.Context, now time.Time, rs *routeSt
 		return nil
 	}
 	var wait error
-	until := forever // the earliest a field needs a look again
+	until := forever // when the answer "nothing to wait for" may change
 	for _, u := range fields {
 		if u == nil {
 			continue // beyond MaxUnmappedFields: only counted
@@ -290,43 +290,49 @@ func (p *Pipeline) schemaWaitFor(ctx context.Context, now time.Time, rs *routeSt
 		if fd == nil {
 			continue
 		}
-		if w := p.fieldWait(ctx, now, rs, u, fd); w != nil && wait == nil {
+		w, again := p.fieldWait(ctx, now, rs, u, fd)
+		if w != nil && wait == nil {
 			wait = w
 		}
-		if fd.quiet.Before(until) {
-			until = fd.quiet
+		if again.Before(until) {
+			until = again
 		}
 	}
-	if wait == nil && until.After(now) && p.fatal == nil {
+	if wait == nil && until.After(now) {
 		rs.settled = settledFields{fields: append(rs.settled.fields[:0], fields...), until: until, epoch: d.epoch}
 	}
 	return wait
 }
 
-// fieldWait is schemaWaitFor for one field.
-func (p *Pipeline) fieldWait(ctx context.Context, now time.Time, rs *routeState, u *decode.UnmappedField, fd *fieldDrift) error {
+// fieldWait is schemaWaitFor for one field of a record of rs: the wait, or
+// nil and until when that answer holds for rs's records (zero: the next
+// record must look again).
+func (p *Pipeline) fieldWait(ctx context.Context, now time.Time, rs *routeState, u *decode.UnmappedField, fd *fieldDrift) (_ error, until time.Time) {
 	ts := rs.table
 	switch {
 	case fd.evolving || now.Before(fd.retryAt):
-		return &schemaWait{table: ts.t.FullName(), field: u.Name}
+		return &schemaWait{table: ts.t.FullName(), field: u.Name}, time.Time{}
 	case fd.rereading:
-		return &schemaWait{table: ts.t.FullName(), field: u.Name, reread: true}
-	case now.Before(fd.quiet) || p.fatal != nil:
-		return nil
-	case hasColumn(ts.t.Schema, u.Name):
+		return &schemaWait{table: ts.t.FullName(), field: u.Name, reread: true}, time.Time{}
+	case p.fatal != nil:
+		return nil, time.Time{}
+	}
+	if !fd.known {
+		fd.column, fd.known = hasColumn(ts.t.Schema, u.Name), true
+	}
+	if fd.column {
 		// A column of that name exists that the route does not fill from
 		// it (DEFAULT, MATERIALIZED, ALIAS, or mapped from elsewhere).
-		fd.quiet = forever
-		return nil
+		return nil, forever
 	}
-	quiet := forever
+	until = forever
 	if rs.route.Schema.AddsColumns() && p.evo != nil && !fd.failed {
 		retry, queued := p.evolve(rs, u, fd)
 		if queued {
 			ts.drift.epoch++
-			return &schemaWait{table: ts.t.FullName(), field: u.Name}
+			return &schemaWait{table: ts.t.FullName(), field: u.Name}, time.Time{}
 		}
-		quiet = retry
+		until = retry
 	}
 	// Not added by this route: a person may have added it since the table
 	// was read last. Re-read it, at most once per schema_refresh.
@@ -335,20 +341,21 @@ func (p *Pipeline) fieldWait(ctx context.Context, now time.Time, rs *routeState,
 		fd.rereadAt, fd.rereading = now, true
 		ts.drift.epoch++
 		p.describeTable(ctx, ts)
-		return &schemaWait{table: ts.t.FullName(), field: u.Name, reread: true}
+		return &schemaWait{table: ts.t.FullName(), field: u.Name, reread: true}, time.Time{}
 	}
-	if refresh > 0 && fd.rereadAt.Add(refresh).Before(quiet) {
-		quiet = fd.rereadAt.Add(refresh)
+	if next := fd.rereadAt.Add(refresh); refresh > 0 && next.Before(until) {
+		until = next
 	}
-	fd.quiet = quiet
-	return nil
+	return nil, until
 }
 
 // evolve decides an ALTER adding u as a column of rs's table when the
 // route allows it, its type is known and the hourly cap has room, and
 // queues it (launchEvolves starts it): queued. Otherwise retry is when
-// to look again: forever, never (zero) for a type not known yet, or when
-// the cap has room.
+// to look again: forever (excluded), at the next record (zero) for a type
+// not known yet, or when the cap has room. It is asked again on each
+// record whose route has not settled the field (settledFields), so that
+// routes with other lists or caps into one table decide for themselves.
 func (p *Pipeline) evolve(rs *routeState, u *decode.UnmappedField, fd *fieldDrift) (retry time.Time, queued bool) {
 	ts := rs.table
 	say := func(why int, msg string) {

@@ -16,8 +16,10 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/internal/decode"
+	"sink/internal/offsets"
 )
 
 // cityRows are records id from..from+n-1 that carry the field city.
@@ -265,3 +267,57 @@ func TestUnitEvolveTypeFromHeldRecords(t *testing.T) {
 		}
 	}
 }
+
+// TestUnitEvolveOtherRouteWaitsToo: two routes into one table, only the
+// second adding columns. The first route's records carried field x before
+// (went on without it: no column, no ALTER of theirs); once the second
+// route's record starts the ALTER for x, the first route's records with x
+// wait for it as well, and fill it.
+func TestUnitEvolveOtherRouteWaitsToo(t *testing.T) {
+	sink := &evolvingSink{fakeSink: newFakeSink(nil), gate: make(chan struct{}), cols: []decode.ColumnSchema{{Name: "id", Type: "UInt64"}}}
+	cfg := unitConfigTopics(t, unitTopic+", other", "  - topic: other\n    table: t\n    schema: {evolve: add_columns}\n")
+	p, err := New(context.Background(), cfg, zerolog.Nop(), sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := newFakeSource()
+	r := launch(t, p, src, src, sink.fakeSink)
+	other := offsetsTP("other")
+	r.src.send(unitTP, 0, `{"id":0,"x":"a0"}`, `{"id":1,"x":"a1"}`)
+	eventually(t, 2*time.Second, "the first route's records committed without x", func() bool { return r.src.committed(unitTP) == 2 })
+	// One fetch (no other is asked for while records are held): the
+	// second route's record first, then more of the first route's.
+	rec := func(tp offsets.TP, off int64, v string) *kgo.Record {
+		return &kgo.Record{Topic: tp.Topic, Partition: tp.Partition, Offset: off, Value: []byte(v), Timestamp: time.Now()}
+	}
+	r.src.fetches <- kgo.Fetches{{Topics: []kgo.FetchTopic{
+		{Topic: "other", Partitions: []kgo.FetchPartition{{HighWatermark: 1, Records: []*kgo.Record{rec(other, 0, `{"id":100,"x":"b100"}`)}}}},
+		{Topic: unitTopic, Partitions: []kgo.FetchPartition{{HighWatermark: 4, Records: []*kgo.Record{
+			rec(unitTP, 2, `{"id":2,"x":"a2"}`), rec(unitTP, 3, `{"id":3,"x":"a3"}`)}}}},
+	}}}
+	eventually(t, 2*time.Second, "both routes' records held for the ALTER", func() bool { return r.p.heldRecordsNow() == 3 })
+	time.Sleep(100 * time.Millisecond)
+	if got := r.src.committed(unitTP); got != 2 {
+		t.Fatalf("committed %d while offset 2 waits", got)
+	}
+	close(sink.gate)
+	eventually(t, 2*time.Second, "the held records decoded", func() bool { return r.p.heldRecordsNow() == 0 })
+	if err := r.stop(t); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if got := r.src.committed(unitTP); got != 4 {
+		t.Fatalf("committed %d after the stop, want 4", got)
+	}
+	got, n := sink.rowsByID()
+	if n != 5 {
+		t.Fatalf("%d rows, want 5", n)
+	}
+	for id, want := range map[string]string{"0": "", "1": "", "2": "a2", "3": "a3", "100": "b100"} {
+		if x := got[id]["x"]; x != want {
+			t.Fatalf("id %s: x %q, want %q", id, x, want)
+		}
+	}
+}
+
+// offsetsTP is partition 0 of topic.
+func offsetsTP(topic string) offsets.TP { return offsets.TP{Topic: topic, Partition: 0} }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"time"
 
 	"sink/internal/batch"
 	"sink/internal/decode"
@@ -157,7 +156,7 @@ func (p *Pipeline) applySchema(writeCtx context.Context, ts *tableState, schema 
 	}
 	if ts.drift != nil {
 		for _, fd := range ts.drift.fields {
-			fd.quiet = time.Time{} // look again: the table may have a column for it now
+			fd.known = false // look again: the table may have a column for it now
 		}
 		ts.drift.epoch++
 	}
