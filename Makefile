@@ -15,7 +15,7 @@ build:
 test: stack-up
 	bash scripts/test.sh
 
-# Every test that needs no stack, in well under a minute: plain go test leaves
+# Every test that needs no stack (no Kafka, ClickHouse or registry): plain go test leaves
 # out the *_integration_test.go files (they start with //go:build integration;
 # `make test` passes -tags integration), and a test elsewhere that reaches for
 # the stack fails saying where it belongs (internal/testenv). Fuzz targets

@@ -243,6 +243,8 @@ install_packages() {
 	command -v mvn >/dev/null || missing+=(maven)
 	# promtool checks and unit-tests deploy/prometheus's alert rules.
 	command -v promtool >/dev/null || missing+=(prometheus)
+	# The status page's browser test renders it in headless Chromium.
+	command -v chromium >/dev/null || missing+=(chromium)
 	((${#missing[@]})) || return 0
 
 	[[ $EUID -eq 0 ]] || sudo=(sudo)

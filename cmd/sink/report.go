@@ -16,7 +16,8 @@ import (
 
 const reportUsage = `Usage: sink report --table DB.TABLE [--since 2h] [--until now] [--split T]
                    [--config FILE] [--clickhouse HOST:PORT] [--user U] [--password-file F]
-                   [--database DB] [--format text|csv|json] [--chart FILE.svg] [--utc]
+                   [--database DB] [--format text|csv|json] [--chart FILE.svg] [--html FILE.html]
+                   [--utc]
 
 Per minute, the finished INSERTs into one table (from system.query_log: count,
 written_rows, written_bytes, query_duration_ms) and the new parts it got (from
@@ -38,6 +39,10 @@ The connection: with --config, the connector's clickhouse section (addresses,
 protocol, user, password or password_file, TLS, timeouts) and its environment
 overrides; --clickhouse, --user, --password-file and --database, when given,
 win over it. Without --config, those flags and $SINK_CLICKHOUSE__PASSWORD.
+
+With --html, the same report as one HTML file with no external resource
+and no script: the before/after summary, the chart and the per-minute table,
+for pasting into or attaching to a ticket.
 
 Times (--since, --until, --split): a duration ago (2h), "now", unix seconds,
 RFC 3339, "2006-01-02 15:04[:05]" or "15:04[:05]" (today), in the local zone
@@ -66,6 +71,7 @@ func reportCmd(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&req.Split, "split", "", "the moment the sink was switched on or retuned: print before/after")
 	fs.StringVar(&req.Format, "format", "text", "text, csv or json")
 	fs.StringVar(&req.Chart, "chart", "", "also draw inserts/min and rows/insert to this SVG `file`")
+	fs.StringVar(&req.HTML, "html", "", "also write the report (tables and chart) as one self-contained HTML `file`, for a ticket")
 	utc := fs.Bool("utc", false, "show times in UTC instead of the local time zone")
 	if err := fs.Parse(args); err != nil {
 		return parseExit(err)

@@ -78,247 +78,302 @@ func parseType(s string) *chType {
 	if !ok {
 		return t
 	}
-	simple := func(k kind) *chType {
-		if args != nil {
-			return t
+	if k, ok := simpleTypes[name]; ok {
+		if args == nil { // "Int8()" is not a type
+			t.kind = k
 		}
-		t.kind = k
 		return t
 	}
-	switch name {
-	case "Int8":
-		return simple(kInt8)
-	case "Int16":
-		return simple(kInt16)
-	case "Int32":
-		return simple(kInt32)
-	case "Int64":
-		return simple(kInt64)
-	case "UInt8":
-		return simple(kUInt8)
-	case "UInt16":
-		return simple(kUInt16)
-	case "UInt32":
-		return simple(kUInt32)
-	case "UInt64":
-		return simple(kUInt64)
-	case "Float32":
-		return simple(kFloat32)
-	case "Float64":
-		return simple(kFloat64)
-	case "String":
-		return simple(kString)
-	case "Date":
-		return simple(kDate)
-	case "Date32":
-		return simple(kDate32)
-	case "UUID":
-		return simple(kUUID)
-	case "Bool", "Boolean":
-		return simple(kBool)
-	case "IPv4":
-		return simple(kIPv4)
-	case "IPv6":
-		return simple(kIPv6)
-	case "FixedString":
-		if len(args) != 1 {
-			return t
-		}
-		n, err := strconv.Atoi(args[0])
-		if err != nil || n <= 0 {
-			return t
-		}
-		t.kind, t.n = kFixedString, n
-		return t
-	case "DateTime":
-		switch len(args) {
-		case 0:
-		case 1:
-			loc, ok := parseZone(args[0])
-			if !ok {
-				return t
-			}
-			t.loc = loc
-		default:
-			return t
-		}
-		t.kind = kDateTime
-		return t
-	case "DateTime64":
-		if len(args) < 1 || len(args) > 2 {
-			return t
-		}
-		p, err := strconv.Atoi(args[0])
-		if err != nil || p < 0 || p > 9 {
-			return t
-		}
-		if len(args) == 2 {
-			loc, ok := parseZone(args[1])
-			if !ok {
-				return t
-			}
-			t.loc = loc
-		}
-		t.kind, t.n = kDateTime64, p
-		return t
-	case "Decimal":
-		if len(args) < 1 || len(args) > 2 {
-			return t
-		}
-		p, err := strconv.Atoi(args[0])
-		if err != nil || p < 1 || p > 76 {
-			return t
-		}
-		s := 0
-		if len(args) == 2 {
-			if s, err = strconv.Atoi(args[1]); err != nil || s < 0 || s > p {
-				return t
-			}
-		}
-		t.kind, t.n, t.scale = kDecimal, p, s
-		return t
-	case "Decimal32", "Decimal64", "Decimal128", "Decimal256":
-		if len(args) != 1 {
-			return t
-		}
-		p := map[string]int{"Decimal32": 9, "Decimal64": 18, "Decimal128": 38, "Decimal256": 76}[name]
-		s, err := strconv.Atoi(args[0])
-		if err != nil || s < 0 || s > p {
-			return t
-		}
-		t.kind, t.n, t.scale = kDecimal, p, s
-		return t
-	case "Enum8", "Enum16":
-		if len(args) == 0 {
-			return t
-		}
-		t.enumByName = make(map[string]int16, len(args))
-		t.enumByValue = make(map[int16]bool, len(args))
-		lo, hi := -128, 127
-		t.kind = kEnum8
-		if name == "Enum16" {
-			lo, hi = -32768, 32767
-			t.kind = kEnum16
-		}
-		for i, a := range args {
-			eq := strings.LastIndexByte(a, '=')
-			if eq < 0 {
-				t.kind = kUnsupported
-				return t
-			}
-			label, ok := unquote(strings.TrimSpace(a[:eq]))
-			v, err := strconv.Atoi(strings.TrimSpace(a[eq+1:]))
-			if !ok || err != nil || v < lo || v > hi {
-				t.kind = kUnsupported
-				return t
-			}
-			t.enumByName[label] = int16(v)
-			t.enumByValue[int16(v)] = true
-			if i == 0 || int16(v) < t.enumMin {
-				t.enumMin = int16(v) // ClickHouse's default for an Enum is its smallest value
-			}
-		}
-		return t
-	case "Nullable", "LowCardinality":
-		if len(args) != 1 {
-			return t
-		}
-		t.elem = parseType(args[0])
-		t.kind = kNullable
-		if name == "LowCardinality" {
-			t.kind = kLowCardinality
-		}
-		return t
-	case "Array":
-		if len(args) != 1 {
-			return t
-		}
-		t.kind, t.elem = kArray, parseType(args[0])
-		return t
-	case "Map":
-		if len(args) != 2 {
-			return t
-		}
-		t.kind, t.key, t.elem = kMap, parseType(args[0]), parseType(args[1])
-		return t
-	case "Int128":
-		return simple(kInt128)
-	case "Int256":
-		return simple(kInt256)
-	case "UInt128":
-		return simple(kUInt128)
-	case "UInt256":
-		return simple(kUInt256)
-	case "Dynamic":
-		// Dynamic(max_types=N) only limits how the server stores it.
-		if args == nil || (len(args) == 1 && strings.HasPrefix(args[0], "max_types=")) {
-			t.kind = kDynamic
-		}
-		return t
-	case "Tuple", "Nested":
-		if len(args) == 0 {
-			return t
-		}
-		named := 0
-		for _, a := range args {
-			name, typ := splitElement(a)
-			if name != "" {
-				named++
-			}
-			t.names = append(t.names, name)
-			t.elems = append(t.elems, parseType(typ))
-		}
-		if named != 0 && named != len(args) {
-			return t // mixed named and unnamed elements: not something the server prints
-		}
-		if name == "Nested" {
-			// Nested(a T, b U) (a table made with flatten_nested = 0) is
-			// Array(Tuple(a T, b U)) on the wire.
-			if named == 0 {
-				return t
-			}
-			tup := &chType{kind: kTuple, str: "Tuple(" + strings.Join(args, ", ") + ")", elems: t.elems, names: t.names}
-			t.elems, t.names = nil, nil
-			t.kind, t.elem = kArray, tup
-			return t
-		}
-		t.kind = kTuple
-		return t
-	case "Variant":
-		if len(args) == 0 {
-			return t
-		}
-		for _, a := range args {
-			t.elems = append(t.elems, parseType(a))
-		}
-		t.kind = kVariant
-		return t
-	case "JSON":
-		for _, a := range args {
-			switch {
-			case strings.HasPrefix(a, "max_dynamic_paths=") || strings.HasPrefix(a, "max_dynamic_types="):
-			case strings.HasPrefix(a, "SKIP "):
-				// Skipped paths are dropped by the server.
-			default:
-				path, typ := splitElement(a)
-				if path == "" {
-					return t
-				}
-				t.names = append(t.names, path)
-				t.elems = append(t.elems, parseType(typ))
-			}
-		}
-		t.kind = kJSON
-		return t
-	case "SimpleAggregateFunction":
-		// Stored and inserted as its argument type; clickhouse-go delegates.
-		if len(args) != 2 {
-			return t
-		}
-		inner := parseType(args[1])
-		return inner
+	if parse := typeParsers[name]; parse != nil {
+		return parse(t, name, args)
 	}
 	return t
+}
+
+// simpleTypes are the types without parameters, by name.
+var simpleTypes = map[string]kind{
+	"Int8":    kInt8,
+	"Int16":   kInt16,
+	"Int32":   kInt32,
+	"Int64":   kInt64,
+	"Int128":  kInt128,
+	"Int256":  kInt256,
+	"UInt8":   kUInt8,
+	"UInt16":  kUInt16,
+	"UInt32":  kUInt32,
+	"UInt64":  kUInt64,
+	"UInt128": kUInt128,
+	"UInt256": kUInt256,
+	"Float32": kFloat32,
+	"Float64": kFloat64,
+	"String":  kString,
+	"Date":    kDate,
+	"Date32":  kDate32,
+	"UUID":    kUUID,
+	"Bool":    kBool,
+	"Boolean": kBool,
+	"IPv4":    kIPv4,
+	"IPv6":    kIPv6,
+}
+
+// typeParser fills t (named name, with these top-level arguments; args is
+// nil without parentheses) and returns it, or returns it still
+// kUnsupported when the arguments do not fit.
+type typeParser func(t *chType, name string, args []string) *chType
+
+// typeParsers are the types with parameters (or optional ones), by name.
+// Set in init: the parsers of nested types call parseType.
+var typeParsers map[string]typeParser
+
+func init() {
+	typeParsers = map[string]typeParser{
+		"FixedString":             parseFixedString,
+		"DateTime":                parseDateTime,
+		"DateTime64":              parseDateTime64,
+		"Decimal":                 parseDecimal,
+		"Decimal32":               parseDecimalN,
+		"Decimal64":               parseDecimalN,
+		"Decimal128":              parseDecimalN,
+		"Decimal256":              parseDecimalN,
+		"Enum8":                   parseEnum,
+		"Enum16":                  parseEnum,
+		"Nullable":                parseWrapper,
+		"LowCardinality":          parseWrapper,
+		"Array":                   parseArray,
+		"Map":                     parseMap,
+		"Dynamic":                 parseDynamic,
+		"Tuple":                   parseTuple,
+		"Nested":                  parseTuple,
+		"Variant":                 parseVariant,
+		"JSON":                    parseJSONType,
+		"SimpleAggregateFunction": parseSimpleAggregate,
+	}
+}
+
+func parseFixedString(t *chType, _ string, args []string) *chType {
+	if len(args) != 1 {
+		return t
+	}
+	n, err := strconv.Atoi(args[0])
+	if err != nil || n <= 0 {
+		return t
+	}
+	t.kind, t.n = kFixedString, n
+	return t
+}
+
+func parseDateTime(t *chType, _ string, args []string) *chType {
+	switch len(args) {
+	case 0:
+	case 1:
+		loc, ok := parseZone(args[0])
+		if !ok {
+			return t
+		}
+		t.loc = loc
+	default:
+		return t
+	}
+	t.kind = kDateTime
+	return t
+}
+
+func parseDateTime64(t *chType, _ string, args []string) *chType {
+	if len(args) < 1 || len(args) > 2 {
+		return t
+	}
+	p, err := strconv.Atoi(args[0])
+	if err != nil || p < 0 || p > 9 {
+		return t
+	}
+	if len(args) == 2 {
+		loc, ok := parseZone(args[1])
+		if !ok {
+			return t
+		}
+		t.loc = loc
+	}
+	t.kind, t.n = kDateTime64, p
+	return t
+}
+
+// parseDecimal is Decimal(P) and Decimal(P, S).
+func parseDecimal(t *chType, _ string, args []string) *chType {
+	if len(args) < 1 || len(args) > 2 {
+		return t
+	}
+	p, err := strconv.Atoi(args[0])
+	if err != nil || p < 1 || p > 76 {
+		return t
+	}
+	s := 0
+	if len(args) == 2 {
+		if s, err = strconv.Atoi(args[1]); err != nil || s < 0 || s > p {
+			return t
+		}
+	}
+	t.kind, t.n, t.scale = kDecimal, p, s
+	return t
+}
+
+// decimalNPrecision is the precision of DecimalN(S).
+var decimalNPrecision = map[string]int{"Decimal32": 9, "Decimal64": 18, "Decimal128": 38, "Decimal256": 76}
+
+// parseDecimalN is Decimal32(S) … Decimal256(S).
+func parseDecimalN(t *chType, name string, args []string) *chType {
+	if len(args) != 1 {
+		return t
+	}
+	p := decimalNPrecision[name]
+	s, err := strconv.Atoi(args[0])
+	if err != nil || s < 0 || s > p {
+		return t
+	}
+	t.kind, t.n, t.scale = kDecimal, p, s
+	return t
+}
+
+// parseEnum is Enum8('a' = 1, …) and Enum16(…).
+func parseEnum(t *chType, name string, args []string) *chType {
+	if len(args) == 0 {
+		return t
+	}
+	t.enumByName = make(map[string]int16, len(args))
+	t.enumByValue = make(map[int16]bool, len(args))
+	lo, hi := -128, 127
+	t.kind = kEnum8
+	if name == "Enum16" {
+		lo, hi = -32768, 32767
+		t.kind = kEnum16
+	}
+	for i, a := range args {
+		eq := strings.LastIndexByte(a, '=')
+		if eq < 0 {
+			t.kind = kUnsupported
+			return t
+		}
+		label, ok := unquote(strings.TrimSpace(a[:eq]))
+		v, err := strconv.Atoi(strings.TrimSpace(a[eq+1:]))
+		if !ok || err != nil || v < lo || v > hi {
+			t.kind = kUnsupported
+			return t
+		}
+		t.enumByName[label] = int16(v)
+		t.enumByValue[int16(v)] = true
+		if i == 0 || int16(v) < t.enumMin {
+			t.enumMin = int16(v) // ClickHouse's default for an Enum is its smallest value
+		}
+	}
+	return t
+}
+
+// parseWrapper is Nullable(T) and LowCardinality(T).
+func parseWrapper(t *chType, name string, args []string) *chType {
+	if len(args) != 1 {
+		return t
+	}
+	t.elem = parseType(args[0])
+	t.kind = kNullable
+	if name == "LowCardinality" {
+		t.kind = kLowCardinality
+	}
+	return t
+}
+
+func parseArray(t *chType, _ string, args []string) *chType {
+	if len(args) != 1 {
+		return t
+	}
+	t.kind, t.elem = kArray, parseType(args[0])
+	return t
+}
+
+func parseMap(t *chType, _ string, args []string) *chType {
+	if len(args) != 2 {
+		return t
+	}
+	t.kind, t.key, t.elem = kMap, parseType(args[0]), parseType(args[1])
+	return t
+}
+
+func parseDynamic(t *chType, _ string, args []string) *chType {
+	// Dynamic(max_types=N) only limits how the server stores it.
+	if args == nil || (len(args) == 1 && strings.HasPrefix(args[0], "max_types=")) {
+		t.kind = kDynamic
+	}
+	return t
+}
+
+// parseTuple is Tuple(T, U), Tuple(a T, b U) and Nested(a T, b U).
+func parseTuple(t *chType, name string, args []string) *chType {
+	if len(args) == 0 {
+		return t
+	}
+	named := 0
+	for _, a := range args {
+		name, typ := splitElement(a)
+		if name != "" {
+			named++
+		}
+		t.names = append(t.names, name)
+		t.elems = append(t.elems, parseType(typ))
+	}
+	if named != 0 && named != len(args) {
+		return t // mixed named and unnamed elements: not something the server prints
+	}
+	if name == "Nested" {
+		// Nested(a T, b U) (a table made with flatten_nested = 0) is
+		// Array(Tuple(a T, b U)) on the wire.
+		if named == 0 {
+			return t
+		}
+		tup := &chType{kind: kTuple, str: "Tuple(" + strings.Join(args, ", ") + ")", elems: t.elems, names: t.names}
+		t.elems, t.names = nil, nil
+		t.kind, t.elem = kArray, tup
+		return t
+	}
+	t.kind = kTuple
+	return t
+}
+
+func parseVariant(t *chType, _ string, args []string) *chType {
+	if len(args) == 0 {
+		return t
+	}
+	for _, a := range args {
+		t.elems = append(t.elems, parseType(a))
+	}
+	t.kind = kVariant
+	return t
+}
+
+// parseJSONType is JSON and JSON(a.b T, SKIP c, max_dynamic_paths=N, …).
+func parseJSONType(t *chType, _ string, args []string) *chType {
+	for _, a := range args {
+		switch {
+		case strings.HasPrefix(a, "max_dynamic_paths=") || strings.HasPrefix(a, "max_dynamic_types="):
+		case strings.HasPrefix(a, "SKIP "):
+			// Skipped paths are dropped by the server.
+		default:
+			path, typ := splitElement(a)
+			if path == "" {
+				return t
+			}
+			t.names = append(t.names, path)
+			t.elems = append(t.elems, parseType(typ))
+		}
+	}
+	t.kind = kJSON
+	return t
+}
+
+// parseSimpleAggregate is SimpleAggregateFunction(f, T): stored and
+// inserted as its argument type T; clickhouse-go delegates.
+func parseSimpleAggregate(t *chType, _ string, args []string) *chType {
+	if len(args) != 2 {
+		return t
+	}
+	return parseType(args[1])
 }
 
 // splitTypeName splits "Name(a, b)" into "Name" and its top-level

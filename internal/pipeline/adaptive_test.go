@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -49,7 +50,9 @@ func gauge(m *metrics.Metrics, name string) float64 {
 // parts_to_delay_insert stretch the wait smoothly, parts halfway to
 // parts_to_throw_insert push it past max_latency (reported), and once the parts are gone the
 // wait comes back.
-func TestUnitAdaptive(t *testing.T) {
+func TestUnitAdaptive(t *testing.T) { synctest.Test(t, testUnitAdaptive) }
+
+func testUnitAdaptive(t *testing.T) {
 	sink := &partsSink{fakeSink: newFakeSink(nil)}
 	m, _, src := startAdaptive(t, sink)
 	wait := func() float64 { return gauge(m, metrics.BatchTargetWait) }
@@ -129,7 +132,9 @@ func startAdaptive(t *testing.T, sink Sink) (*metrics.Metrics, *Pipeline, *fakeS
 // TestUnitAdaptiveTooManyParts: an INSERT retried after TOO_MANY_PARTS
 // (counted on the insert goroutine) raises the pressure at the owner, which
 // then says the wait is decided by it.
-func TestUnitAdaptiveTooManyParts(t *testing.T) {
+func TestUnitAdaptiveTooManyParts(t *testing.T) { synctest.Test(t, testUnitAdaptiveTooManyParts) }
+
+func testUnitAdaptiveTooManyParts(t *testing.T) {
 	sink := newFakeSink(func(n int) insertScript {
 		if n == 1 {
 			return insertScript{retries: 1}

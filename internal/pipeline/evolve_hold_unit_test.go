@@ -6,12 +6,15 @@ package pipeline
 // decoded with the column; let go without the field when the ALTER is
 // refused; dropped with their partition on a revoke; and a column a
 // person added found by a re-read before the first record carrying it.
+// Each runs in a testing/synctest bubble: the pipeline's timers and the
+// waits of eventually run on the bubble's fake clock.
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
@@ -52,6 +55,7 @@ func startEvolving(t *testing.T, extra string, sink *evolvingSink) *running {
 		t.Fatal(err)
 	}
 	src := newFakeSource()
+	t.Cleanup(sink.openGate)
 	return launch(t, p, src, src, sink.fakeSink)
 }
 
@@ -85,7 +89,9 @@ func checkCities(t *testing.T, sink *evolvingSink, from, to, withCity int) {
 // nothing past it is committed, while the records before it are inserted.
 // When the ALTER ends, the held records are decoded with the new column:
 // every value arrives.
-func TestUnitEvolveHoldsUntilColumn(t *testing.T) {
+func TestUnitEvolveHoldsUntilColumn(t *testing.T) { synctest.Test(t, testUnitEvolveHoldsUntilColumn) }
+
+func testUnitEvolveHoldsUntilColumn(t *testing.T) {
 	sink := &evolvingSink{fakeSink: newFakeSink(nil), gate: make(chan struct{})}
 	r := startEvolving(t, "    schema: {evolve: add_columns}\n", sink)
 	r.src.send(unitTP, 0, append(bareRows(0, 2), cityRows(2, 5)...)...)
@@ -102,7 +108,7 @@ func TestUnitEvolveHoldsUntilColumn(t *testing.T) {
 	if got := r.p.heldRecordsNow(); got != 5 {
 		t.Fatalf("%d records held, want 5", got)
 	}
-	close(sink.gate)
+	sink.openGate()
 	eventually(t, 2*time.Second, "the held records decoded", func() bool { return r.p.heldRecordsNow() == 0 })
 	eventually(t, 2*time.Second, "fetching resumed", func() bool { return r.src.polls.Load() > polls })
 	r.src.send(unitTP, 7, cityRows(7, 1)...)
@@ -132,30 +138,32 @@ func TestUnitEvolveRefusedNotHeld(t *testing.T) {
 		{"no evolution", "", nil, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			sink := &evolvingSink{fakeSink: newFakeSink(nil), refuse: tc.refuse}
-			r := startEvolving(t, tc.extra, sink)
-			r.src.send(unitTP, 0, append(bareRows(0, 2), cityRows(2, 4)...)...)
-			eventually(t, 2*time.Second, "offset 6 committed", func() bool { return r.src.committed(unitTP) == 6 })
-			r.src.send(unitTP, 6, cityRows(6, 2)...)
-			eventually(t, 2*time.Second, "offset 8 committed", func() bool { return r.src.committed(unitTP) == 8 })
-			if n := r.p.heldRecordsNow(); n != 0 {
-				t.Fatalf("%d records still held", n)
-			}
-			if err := r.stop(t); err != nil {
-				t.Fatalf("Run: %v", err)
-			}
-			checkCities(t, sink, 0, 8, 8) // no city column: every row without it
-			sink.mu.Lock()
-			tries, describes := sink.tries, sink.describes
-			sink.mu.Unlock()
-			if tries != tc.tries {
-				t.Fatalf("%d ALTERs tried, want %d", tries, tc.tries)
-			}
-			// The table is read at the start and re-read once for the
-			// field (schema_refresh is 0 here: once per field).
-			if describes != 2 {
-				t.Fatalf("%d table reads, want 2 (the start, one re-read for the field)", describes)
-			}
+			synctest.Test(t, func(t *testing.T) {
+				sink := &evolvingSink{fakeSink: newFakeSink(nil), refuse: tc.refuse}
+				r := startEvolving(t, tc.extra, sink)
+				r.src.send(unitTP, 0, append(bareRows(0, 2), cityRows(2, 4)...)...)
+				eventually(t, 2*time.Second, "offset 6 committed", func() bool { return r.src.committed(unitTP) == 6 })
+				r.src.send(unitTP, 6, cityRows(6, 2)...)
+				eventually(t, 2*time.Second, "offset 8 committed", func() bool { return r.src.committed(unitTP) == 8 })
+				if n := r.p.heldRecordsNow(); n != 0 {
+					t.Fatalf("%d records still held", n)
+				}
+				if err := r.stop(t); err != nil {
+					t.Fatalf("Run: %v", err)
+				}
+				checkCities(t, sink, 0, 8, 8) // no city column: every row without it
+				sink.mu.Lock()
+				tries, describes := sink.tries, sink.describes
+				sink.mu.Unlock()
+				if tries != tc.tries {
+					t.Fatalf("%d ALTERs tried, want %d", tries, tc.tries)
+				}
+				// The table is read at the start and re-read once for the
+				// field (schema_refresh is 0 here: once per field).
+				if describes != 2 {
+					t.Fatalf("%d table reads, want 2 (the start, one re-read for the field)", describes)
+				}
+			})
 		})
 	}
 }
@@ -163,7 +171,9 @@ func TestUnitEvolveRefusedNotHeld(t *testing.T) {
 // TestUnitEvolveTransientRetried: an ALTER that fails on the way (the
 // network) is tried again while its records stay held, and then fills
 // every value.
-func TestUnitEvolveTransientRetried(t *testing.T) {
+func TestUnitEvolveTransientRetried(t *testing.T) { synctest.Test(t, testUnitEvolveTransientRetried) }
+
+func testUnitEvolveTransientRetried(t *testing.T) {
 	sink := &evolvingSink{fakeSink: newFakeSink(nil), refuse: fmt.Errorf("dial: %w", errors.Join(context.DeadlineExceeded)), fail: 2}
 	r := startEvolving(t, "    schema: {evolve: add_columns}\n", sink)
 	r.src.send(unitTP, 0, cityRows(0, 4)...)
@@ -183,7 +193,9 @@ func TestUnitEvolveTransientRetried(t *testing.T) {
 // column are dropped uncommitted (its next owner reads them from the
 // committed offset), fetching goes on, and the ALTER's end, arriving
 // after, changes nothing but the table.
-func TestUnitEvolveRevokeDropsHeld(t *testing.T) {
+func TestUnitEvolveRevokeDropsHeld(t *testing.T) { synctest.Test(t, testUnitEvolveRevokeDropsHeld) }
+
+func testUnitEvolveRevokeDropsHeld(t *testing.T) {
 	sink := &evolvingSink{fakeSink: newFakeSink(nil), gate: make(chan struct{})}
 	r := startEvolving(t, "    schema: {evolve: add_columns}\n", sink)
 	polls := r.src.polls.Load()
@@ -193,7 +205,7 @@ func TestUnitEvolveRevokeDropsHeld(t *testing.T) {
 	revoke(r, unitTP)
 	eventually(t, 2*time.Second, "nothing held after the revoke", func() bool { return r.p.heldRecordsNow() == 0 })
 	eventually(t, 2*time.Second, "fetching resumed after the revoke", func() bool { return r.src.polls.Load() > polls })
-	close(sink.gate)
+	sink.openGate()
 	eventually(t, 2*time.Second, "the ALTER ran", func() bool { return len(sink.added()) == 1 })
 	if err := r.stop(t); err != nil {
 		t.Fatalf("Run: %v", err)
@@ -211,7 +223,9 @@ func TestUnitEvolveRevokeDropsHeld(t *testing.T) {
 // record carrying its field triggers, before that record is decoded: every
 // value arrives. The re-read is bounded: once per field (schema_refresh is
 // 0 here), not per record.
-func TestUnitPersonAddedColumn(t *testing.T) {
+func TestUnitPersonAddedColumn(t *testing.T) { synctest.Test(t, testUnitPersonAddedColumn) }
+
+func testUnitPersonAddedColumn(t *testing.T) {
 	sink := &evolvingSink{fakeSink: newFakeSink(nil)}
 	r := startEvolving(t, "", sink)
 	r.src.send(unitTP, 0, bareRows(0, 2)...)
@@ -247,6 +261,10 @@ func TestUnitPersonAddedColumn(t *testing.T) {
 // an integer first and fractions after make a Float64 column, and every
 // value fits it.
 func TestUnitEvolveTypeFromHeldRecords(t *testing.T) {
+	synctest.Test(t, testUnitEvolveTypeFromHeldRecords)
+}
+
+func testUnitEvolveTypeFromHeldRecords(t *testing.T) {
 	sink := &evolvingSink{fakeSink: newFakeSink(nil)}
 	r := startEvolving(t, "    schema: {evolve: add_columns}\n", sink)
 	r.src.send(unitTP, 0, `{"id":0,"x":1}`, `{"id":1,"x":1.5}`, `{"id":2,"x":2.25}`, `{"id":3,"x":3}`)
@@ -274,6 +292,10 @@ func TestUnitEvolveTypeFromHeldRecords(t *testing.T) {
 // route's record starts the ALTER for x, the first route's records with x
 // wait for it as well, and fill it.
 func TestUnitEvolveOtherRouteWaitsToo(t *testing.T) {
+	synctest.Test(t, testUnitEvolveOtherRouteWaitsToo)
+}
+
+func testUnitEvolveOtherRouteWaitsToo(t *testing.T) {
 	sink := &evolvingSink{fakeSink: newFakeSink(nil), gate: make(chan struct{}), cols: []decode.ColumnSchema{{Name: "id", Type: "UInt64"}}}
 	cfg := unitConfigTopics(t, unitTopic+", other", "  - topic: other\n    table: t\n    schema: {evolve: add_columns}\n")
 	p, err := New(context.Background(), cfg, zerolog.Nop(), sink)
@@ -281,6 +303,7 @@ func TestUnitEvolveOtherRouteWaitsToo(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := newFakeSource()
+	t.Cleanup(sink.openGate)
 	r := launch(t, p, src, src, sink.fakeSink)
 	other := offsetsTP("other")
 	r.src.send(unitTP, 0, `{"id":0,"x":"a0"}`, `{"id":1,"x":"a1"}`)
@@ -300,7 +323,7 @@ func TestUnitEvolveOtherRouteWaitsToo(t *testing.T) {
 	if got := r.src.committed(unitTP); got != 2 {
 		t.Fatalf("committed %d while offset 2 waits", got)
 	}
-	close(sink.gate)
+	sink.openGate()
 	eventually(t, 2*time.Second, "the held records decoded", func() bool { return r.p.heldRecordsNow() == 0 })
 	if err := r.stop(t); err != nil {
 		t.Fatalf("Run: %v", err)

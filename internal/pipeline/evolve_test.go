@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -28,6 +29,7 @@ type evolvingSink struct {
 	// refuse answers AddColumn with the error (fail: only that many
 	// times, then it succeeds; 0: every time).
 	gate      chan struct{}
+	gateOnce  sync.Once
 	refuse    error
 	fail      int
 	tries     int                 // AddColumn calls
@@ -40,6 +42,17 @@ func (k *evolvingSink) Describe(context.Context, string, string) ([]decode.Colum
 	defer k.mu.Unlock()
 	k.describes++
 	return slices.Clone(k.cols), nil
+}
+
+// openGate lets the AddColumn calls held at the gate (and every later one)
+// go on; safe to call more than once (a test's cleanup calls it too, so
+// no call is left waiting when a test fails before it opened the gate).
+func (k *evolvingSink) openGate() {
+	k.gateOnce.Do(func() {
+		if k.gate != nil {
+			close(k.gate)
+		}
+	})
 }
 
 // addColumn adds a column the way a person's ALTER does.
@@ -122,7 +135,9 @@ func (k *evolvingSink) added() []string {
 // however many batches carry them; an hour later the next one is added. The
 // INSERTs after an ALTER name the new column. The ALTERs carry ON CLUSTER
 // when clickhouse.cluster is set.
-func TestUnitEvolveCapPerHour(t *testing.T) {
+func TestUnitEvolveCapPerHour(t *testing.T) { synctest.Test(t, testUnitEvolveCapPerHour) }
+
+func testUnitEvolveCapPerHour(t *testing.T) {
 	cfg := unitConfig(t, "    schema: {evolve: add_columns, max_new_columns_per_hour: 1, deny: [c]}\n")
 	cfg.ClickHouse.Cluster = "main"
 	sink := &evolvingSink{fakeSink: newFakeSink(nil), cols: []decode.ColumnSchema{{Name: "id", Type: "UInt64"}}}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
@@ -196,6 +197,10 @@ func startRefused(t *testing.T, retry time.Duration, refuse error, tries int, wh
 // consumed again, go into new batches; the batch in flight is inserted;
 // the member keeps running and nothing is inserted twice.
 func TestUnitExactlyLostUnrecordedBatch(t *testing.T) {
+	synctest.Test(t, testUnitExactlyLostUnrecordedBatch)
+}
+
+func testUnitExactlyLostUnrecordedBatch(t *testing.T) {
 	cfg := unitConfig(t, "")
 	sink, gate := firstInsertHeld()
 	r, src := startEO(t, cfg, sink)
@@ -229,6 +234,10 @@ func TestUnitExactlyLostUnrecordedBatch(t *testing.T) {
 // other batches: the member stops, inserting nothing of it, and recovery
 // settles it from the ledgers on restart.
 func TestUnitExactlyLostTriedBatchStops(t *testing.T) {
+	synctest.Test(t, testUnitExactlyLostTriedBatchStops)
+}
+
+func testUnitExactlyLostTriedBatchStops(t *testing.T) {
 	r, src, sink := startRefused(t, time.Hour, context.DeadlineExceeded, 1, "the intent commit tried")
 	lose(r, eoP0)
 	err := r.wait(t)
@@ -248,6 +257,10 @@ func TestUnitExactlyLostTriedBatchStops(t *testing.T) {
 // again from its first record in it, and the shutdown flush inserts
 // partition 1's records once.
 func TestUnitExactlyLostWhileAccumulating(t *testing.T) {
+	synctest.Test(t, testUnitExactlyLostWhileAccumulating)
+}
+
+func testUnitExactlyLostWhileAccumulating(t *testing.T) {
 	cfg := unitConfig(t, "")
 	cfg.Batch.MaxRows = 100
 	cfg.ShutdownTimeout = 2 * time.Second
@@ -283,6 +296,10 @@ func TestUnitExactlyLostWhileAccumulating(t *testing.T) {
 // ClickHouse keeps one copy. Once it succeeds partition 1 is committed past
 // it, partition 0 never again, and the member goes on.
 func TestUnitExactlyLostWhileInserting(t *testing.T) {
+	synctest.Test(t, testUnitExactlyLostWhileInserting)
+}
+
+func testUnitExactlyLostWhileInserting(t *testing.T) {
 	cfg := unitConfig(t, "")
 	cfg.Batch.MaxRows = 4
 	sink, gate := firstInsertHeld()
@@ -316,6 +333,10 @@ func TestUnitExactlyLostWhileInserting(t *testing.T) {
 // franz-go reports next drops it unrecorded. Nothing is inserted and the
 // member goes on.
 func TestUnitExactlyFencedIntentThenLost(t *testing.T) {
+	synctest.Test(t, testUnitExactlyFencedIntentThenLost)
+}
+
+func testUnitExactlyFencedIntentThenLost(t *testing.T) {
 	r, src, sink := startRefused(t, 20*time.Millisecond, kerr.UnknownMemberID, 3, "the intent tried again")
 	r.p.Hooks().Lost(context.Background(), map[string][]int32{unitTopic: {0, 1}})
 	n := src.attempts()
@@ -339,6 +360,10 @@ func TestUnitExactlyFencedIntentThenLost(t *testing.T) {
 // consumed again after the seek, and decoding them too would insert them
 // twice.
 func TestUnitExactlyLostDropsPendingOfSoughtPartition(t *testing.T) {
+	synctest.Test(t, testUnitExactlyLostDropsPendingOfSoughtPartition)
+}
+
+func testUnitExactlyLostDropsPendingOfSoughtPartition(t *testing.T) {
 	cfg := unitConfig(t, "")
 	cfg.Batch.MaxRows = 10 * maxDecode
 	p := newEO(t, cfg, newFakeSink(nil))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -55,7 +56,9 @@ const threeTables = `    when: {header.type: order}
 // TestUnitFanoutFirstMatch: each record goes to the first route whose when:
 // holds, only there; a record no route takes is skipped and counted, and
 // committed past.
-func TestUnitFanoutFirstMatch(t *testing.T) {
+func TestUnitFanoutFirstMatch(t *testing.T) { synctest.Test(t, testUnitFanoutFirstMatch) }
+
+func testUnitFanoutFirstMatch(t *testing.T) {
 	cfg := unitConfig(t, threeTables)
 	cfg.Batch.MaxRows = 100
 	r := start(t, cfg, newFakeSink(nil))
@@ -86,7 +89,9 @@ func TestUnitFanoutFirstMatch(t *testing.T) {
 
 // TestUnitFanoutAll: with fanout: all a record goes to every route whose
 // when: holds, once per table.
-func TestUnitFanoutAll(t *testing.T) {
+func TestUnitFanoutAll(t *testing.T) { synctest.Test(t, testUnitFanoutAll) }
+
+func testUnitFanoutAll(t *testing.T) {
 	cfg := unitConfig(t, threeTables+`  - topic: events
     table: t
     when: {key: eu-1}
@@ -125,6 +130,10 @@ fanout: all
 // TestUnitFanoutCommitWaitsForEveryTarget: a record in three tables is
 // committed only when the last of its three INSERTs is acknowledged.
 func TestUnitFanoutCommitWaitsForEveryTarget(t *testing.T) {
+	synctest.Test(t, testUnitFanoutCommitWaitsForEveryTarget)
+}
+
+func testUnitFanoutCommitWaitsForEveryTarget(t *testing.T) {
 	gate := make(chan struct{})
 	sink := newFakeSink(func(n int) insertScript {
 		if n == 3 {
@@ -159,6 +168,10 @@ func TestUnitFanoutCommitWaitsForEveryTarget(t *testing.T) {
 // for good, the connector stops and nothing of the records it held is
 // committed, though the other targets have them.
 func TestUnitFanoutFailingTargetHoldsCommit(t *testing.T) {
+	synctest.Test(t, testUnitFanoutFailingTargetHoldsCommit)
+}
+
+func testUnitFanoutFailingTargetHoldsCommit(t *testing.T) {
 	sink := newFakeSink(func(n int) insertScript {
 		if n == 2 {
 			return insertScript{err: errors.New("code: 60, UNKNOWN_TABLE")}
@@ -181,7 +194,9 @@ func TestUnitFanoutFailingTargetHoldsCommit(t *testing.T) {
 
 // TestUnitFanoutUnroutedDLQ: with errors.unrouted: dlq a record no route
 // takes goes to the dead-letter topic and is committed once it is there.
-func TestUnitFanoutUnroutedDLQ(t *testing.T) {
+func TestUnitFanoutUnroutedDLQ(t *testing.T) { synctest.Test(t, testUnitFanoutUnroutedDLQ) }
+
+func testUnitFanoutUnroutedDLQ(t *testing.T) {
 	cfg := unitConfig(t, threeTables+`errors: {tolerance: all, dlq_topic: dead, unrouted: dlq}
 `)
 	r := start(t, cfg, newFakeSink(nil))
@@ -211,7 +226,9 @@ func TestUnitFanoutUnroutedDLQ(t *testing.T) {
 // TestUnitFanoutBadForOneTarget: a record one target cannot decode still
 // reaches the others, goes once to the dead-letter topic, and is committed
 // only when both the insert and the produce succeeded.
-func TestUnitFanoutBadForOneTarget(t *testing.T) {
+func TestUnitFanoutBadForOneTarget(t *testing.T) { synctest.Test(t, testUnitFanoutBadForOneTarget) }
+
+func testUnitFanoutBadForOneTarget(t *testing.T) {
 	cfg := unitConfig(t, `    columns: {id: id, s: s}
   - topic: events
     table: b
@@ -241,6 +258,10 @@ errors: {tolerance: all, dlq_topic: dead}
 // of every table the partition's records went to, waits for all their
 // INSERTs, and commits the partition's end.
 func TestUnitFanoutRevokeWaitsForEveryTarget(t *testing.T) {
+	synctest.Test(t, testUnitFanoutRevokeWaitsForEveryTarget)
+}
+
+func testUnitFanoutRevokeWaitsForEveryTarget(t *testing.T) {
 	cfg := unitConfig(t, allTables)
 	cfg.Batch.MaxRows = 100
 	cfg.Kafka.RebalanceTimeout = 20 * time.Second

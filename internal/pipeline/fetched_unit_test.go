@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -33,6 +34,10 @@ func (s *fakeSource) sendParts(counts map[int32]int) {
 // in order: every record is inserted once and both partitions are
 // committed to their end.
 func TestUnitWholeFetchDecodedInTurns(t *testing.T) {
+	synctest.Test(t, testUnitWholeFetchDecodedInTurns)
+}
+
+func testUnitWholeFetchDecodedInTurns(t *testing.T) {
 	cfg := unitConfig(t, "")
 	cfg.Batch.MaxRows = 7_000
 	cfg.ClickHouse.MaxInFlight = 2
@@ -60,6 +65,10 @@ func TestUnitWholeFetchDecodedInTurns(t *testing.T) {
 // committed, left for the partition's next owner. The other partition's
 // pending records are decoded once the budget has room again.
 func TestUnitRevokeDropsPendingRecords(t *testing.T) {
+	synctest.Test(t, testUnitRevokeDropsPendingRecords)
+}
+
+func testUnitRevokeDropsPendingRecords(t *testing.T) {
 	cfg := unitConfig(t, "")
 	cfg.Batch.MaxRows = maxDecode // the first turn seals exactly one batch
 	cfg.Batch.BufferMemory = 1    // which uses up the budget

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/hamba/avro/v2"
@@ -81,6 +82,10 @@ func avroUnitConfig(t *testing.T, extra string) *config.Config {
 // dead-lettered, and no fetch is requested; when the registry answers, the
 // held records are decoded in order and every row arrives exactly once.
 func TestUnitRegistryOutageHoldsAndResumes(t *testing.T) {
+	synctest.Test(t, testUnitRegistryOutageHoldsAndResumes)
+}
+
+func testUnitRegistryOutageHoldsAndResumes(t *testing.T) {
 	reg := &unitRegistry{known: map[int]bool{1: true, 2: true}}
 	cfg := avroUnitConfig(t, "errors: {tolerance: all, dlq_topic: dead}\n")
 	r := start(t, cfg, newFakeSink(nil), WithRegistry(reg))
@@ -130,6 +135,10 @@ func TestUnitRegistryOutageHoldsAndResumes(t *testing.T) {
 // stops are neither committed nor dead-lettered: a restart reads them
 // again.
 func TestUnitRegistryOutageAtShutdown(t *testing.T) {
+	synctest.Test(t, testUnitRegistryOutageAtShutdown)
+}
+
+func testUnitRegistryOutageAtShutdown(t *testing.T) {
 	reg := &unitRegistry{known: map[int]bool{1: true}}
 	reg.down.Store(true)
 	r := start(t, avroUnitConfig(t, "errors: {tolerance: all, dlq_topic: dead}\n"), newFakeSink(nil), WithRegistry(reg))
@@ -146,7 +155,9 @@ func TestUnitRegistryOutageAtShutdown(t *testing.T) {
 // TestUnitRegistryRevokeDropsHeld: a revoked partition's held records are
 // dropped (its next owner reads them from the committed offset) and the
 // connector fetches again.
-func TestUnitRegistryRevokeDropsHeld(t *testing.T) {
+func TestUnitRegistryRevokeDropsHeld(t *testing.T) { synctest.Test(t, testUnitRegistryRevokeDropsHeld) }
+
+func testUnitRegistryRevokeDropsHeld(t *testing.T) {
 	reg := &unitRegistry{known: map[int]bool{1: true}}
 	reg.down.Store(true)
 	cfg := avroUnitConfig(t, "")
@@ -168,7 +179,9 @@ func TestUnitRegistryRevokeDropsHeld(t *testing.T) {
 // TestUnitRegistryUnknownIDIsBad: an id the registry says does not exist,
 // and a malformed frame, are bad records: dead-lettered, and the offsets
 // move past them.
-func TestUnitRegistryUnknownIDIsBad(t *testing.T) {
+func TestUnitRegistryUnknownIDIsBad(t *testing.T) { synctest.Test(t, testUnitRegistryUnknownIDIsBad) }
+
+func testUnitRegistryUnknownIDIsBad(t *testing.T) {
 	reg := &unitRegistry{known: map[int]bool{1: true}}
 	r := start(t, avroUnitConfig(t, "errors: {tolerance: all, dlq_topic: dead}\n"), newFakeSink(nil), WithRegistry(reg))
 	r.src.sendRaw(unitTP, 0, avroRow(t, 1, 0), avroRow(t, 9, 1), []byte(`{"id":2}`), avroRow(t, 1, 3))
@@ -186,7 +199,9 @@ func TestUnitRegistryUnknownIDIsBad(t *testing.T) {
 // TestUnitRegistryOutageFanout: a record routed to several tables whose
 // schema the registry cannot serve is held before any table takes a row,
 // and once the registry answers every table gets each row exactly once.
-func TestUnitRegistryOutageFanout(t *testing.T) {
+func TestUnitRegistryOutageFanout(t *testing.T) { synctest.Test(t, testUnitRegistryOutageFanout) }
+
+func testUnitRegistryOutageFanout(t *testing.T) {
 	reg := &unitRegistry{known: map[int]bool{1: true, 2: true}}
 	cfg := unitConfig(t, allTables+"errors: {tolerance: all, dlq_topic: dead}\n")
 	for i := range cfg.Routes {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -34,7 +35,9 @@ func (s *rebalancingSource) Poll(ctx context.Context) kgo.Fetches {
 // INSERT. The stop must still handle that INSERT's ack, so the revoke
 // returns, the rebalance (and the poll it holds) ends, and Run flushes and
 // returns; before, it waited for the poll forever.
-func TestUnitStopDuringRevoke(t *testing.T) {
+func TestUnitStopDuringRevoke(t *testing.T) { synctest.Test(t, testUnitStopDuringRevoke) }
+
+func testUnitStopDuringRevoke(t *testing.T) {
 	cfg := unitConfig(t, "")
 	cfg.Kafka.RebalanceTimeout = 20 * time.Second // the deadline is not what ends the revoke here
 	cfg.ShutdownTimeout = 2 * time.Second

@@ -8,6 +8,16 @@ package pipeline
 // Hooks. Nothing here opens a connection: `go test -run Unit
 // ./internal/pipeline` needs no stack. TestUnitKfakeGroup runs the real
 // consumer against kfake, franz-go's in-memory Kafka.
+//
+// Every other TestUnit test runs its body (testUnit…) in a testing/synctest
+// bubble: the pipeline's goroutines and timers (commit interval, revoke
+// deadline, shutdown timeout, batch waits, retry backoff) run on the
+// bubble's fake clock, which moves only when every goroutine of the test is
+// blocked. So a test takes the CPU time its work needs, not its timeouts,
+// and eventually's deadlines are fake time: a condition that never comes
+// true still fails the test, at the same fake instant on every run.
+// TestUnitKfakeGroup stays outside, since kfake talks over loopback TCP and
+// a bubble cannot wait on the network.
 
 import (
 	"context"
@@ -17,6 +27,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -309,7 +320,8 @@ func (r *running) insertStarted(t *testing.T) {
 	})
 }
 
-// eventually fails the test unless cond holds within d.
+// eventually fails the test unless cond holds within d (in a synctest
+// bubble, d and the polling sleeps are fake time).
 func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(d)
@@ -325,6 +337,10 @@ func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 // it succeeds is one insert of its rows, its retries are counted, and the
 // offsets are committed once the rows are in.
 func TestUnitInsertRetriedThenCommitted(t *testing.T) {
+	synctest.Test(t, testUnitInsertRetriedThenCommitted)
+}
+
+func testUnitInsertRetriedThenCommitted(t *testing.T) {
 	r := start(t, unitConfig(t, ""), newFakeSink(func(int) insertScript { return insertScript{retries: 3} }))
 	r.src.send(unitTP, 0, rows(0, 4)...)
 	eventually(t, 2*time.Second, "offset 4 committed", func() bool { return r.src.committed(unitTP) == 4 })
@@ -344,6 +360,10 @@ func TestUnitInsertRetriedThenCommitted(t *testing.T) {
 // for good; Run returns that error, the first batch's offsets are
 // committed, and nothing at or after the failed batch ever is.
 func TestUnitCommitsOnlyPrefixBeforeFatal(t *testing.T) {
+	synctest.Test(t, testUnitCommitsOnlyPrefixBeforeFatal)
+}
+
+func testUnitCommitsOnlyPrefixBeforeFatal(t *testing.T) {
 	permanent := errors.New("code: 53, TYPE_MISMATCH")
 	sink := newFakeSink(func(n int) insertScript {
 		if n == 2 {
@@ -373,7 +393,9 @@ func TestUnitCommitsOnlyPrefixBeforeFatal(t *testing.T) {
 // TestUnitFailedDLQProduceStops: a bad record whose dead-letter produce
 // fails for good stops the connector; the batches holding later records
 // of its partition are never inserted and nothing from it on is committed.
-func TestUnitFailedDLQProduceStops(t *testing.T) {
+func TestUnitFailedDLQProduceStops(t *testing.T) { synctest.Test(t, testUnitFailedDLQProduceStops) }
+
+func testUnitFailedDLQProduceStops(t *testing.T) {
 	cfg := unitConfig(t, "errors: {tolerance: all, dlq_topic: dead}\n")
 	cfg.Batch.MaxRows = 1
 	r := start(t, cfg, newFakeSink(nil))
@@ -396,7 +418,9 @@ func TestUnitFailedDLQProduceStops(t *testing.T) {
 // TestUnitDLQProduceRetried: a dead-letter produce that fails retriably is
 // sent again after a backoff; the batch holding a later record of the
 // partition waits for it, then everything is inserted and committed.
-func TestUnitDLQProduceRetried(t *testing.T) {
+func TestUnitDLQProduceRetried(t *testing.T) { synctest.Test(t, testUnitDLQProduceRetried) }
+
+func testUnitDLQProduceRetried(t *testing.T) {
 	cfg := unitConfig(t, "errors: {tolerance: all, dlq_topic: dead}\n")
 	cfg.Batch.MaxRows = 1
 	cfg.ClickHouse.RetryInitial = 20 * time.Millisecond
@@ -423,7 +447,9 @@ func TestUnitDLQProduceRetried(t *testing.T) {
 // TestUnitPauseAtBudget: with the buffer budget used up by a batch whose
 // INSERT has not finished, the pipeline stops polling; once the INSERT is
 // done and the memory is free, it polls again and handles what was waiting.
-func TestUnitPauseAtBudget(t *testing.T) {
+func TestUnitPauseAtBudget(t *testing.T) { synctest.Test(t, testUnitPauseAtBudget) }
+
+func testUnitPauseAtBudget(t *testing.T) {
 	cfg := unitConfig(t, "")
 	cfg.Batch.MaxRows = 1
 	cfg.Batch.BufferMemory = 1 // one row is over budget
@@ -449,7 +475,9 @@ func TestUnitPauseAtBudget(t *testing.T) {
 // TestUnitShutdownTimeout: an INSERT that never answers holds the shutdown
 // only until shutdown_timeout; Run then cancels it, commits nothing of it,
 // and says so.
-func TestUnitShutdownTimeout(t *testing.T) {
+func TestUnitShutdownTimeout(t *testing.T) { synctest.Test(t, testUnitShutdownTimeout) }
+
+func testUnitShutdownTimeout(t *testing.T) {
 	cfg := unitConfig(t, "")
 	r := start(t, cfg, newFakeSink(func(int) insertScript { return insertScript{hang: true} }))
 	r.src.send(unitTP, 0, rows(0, 2)...)
@@ -476,7 +504,9 @@ func TestUnitShutdownTimeout(t *testing.T) {
 // TestUnitFailedCommitRetried: a commit refused by Kafka is sent again
 // with the next commit (here commit_interval's tick) with the same
 // positions.
-func TestUnitFailedCommitRetried(t *testing.T) {
+func TestUnitFailedCommitRetried(t *testing.T) { synctest.Test(t, testUnitFailedCommitRetried) }
+
+func testUnitFailedCommitRetried(t *testing.T) {
 	r := start(t, unitConfig(t, ""), newFakeSink(nil))
 	r.src.mu.Lock()
 	r.src.failCommits = 1
@@ -504,7 +534,9 @@ func revoke(r *running, tp offsets.TP) time.Duration {
 
 // TestUnitRevokeWaitsForInserts: a revoke seals the partition's open batch,
 // waits for its INSERT and commits before it returns.
-func TestUnitRevokeWaitsForInserts(t *testing.T) {
+func TestUnitRevokeWaitsForInserts(t *testing.T) { synctest.Test(t, testUnitRevokeWaitsForInserts) }
+
+func testUnitRevokeWaitsForInserts(t *testing.T) {
 	cfg := unitConfig(t, "")
 	cfg.Batch.MaxRows = 100
 	cfg.Kafka.RebalanceTimeout = 20 * time.Second // the deadline is not what this test is about
@@ -526,7 +558,9 @@ func TestUnitRevokeWaitsForInserts(t *testing.T) {
 // TestUnitRevokeDeadline: an INSERT that does not finish holds a revoke
 // only until half the rebalance timeout; the partition is then given up
 // without committing the batch, for the next owner to consume again.
-func TestUnitRevokeDeadline(t *testing.T) {
+func TestUnitRevokeDeadline(t *testing.T) { synctest.Test(t, testUnitRevokeDeadline) }
+
+func testUnitRevokeDeadline(t *testing.T) {
 	cfg := unitConfig(t, "")
 	r := start(t, cfg, newFakeSink(func(int) insertScript { return insertScript{hang: true} }))
 	r.src.send(unitTP, 0, rows(0, 2)...)
@@ -548,7 +582,9 @@ func TestUnitRevokeDeadline(t *testing.T) {
 // TestUnitLostWithBatchInFlight: a lost partition is dropped at once, even
 // with a batch of it in flight; when that INSERT later succeeds, nothing
 // of the partition is committed (another member may own it now).
-func TestUnitLostWithBatchInFlight(t *testing.T) {
+func TestUnitLostWithBatchInFlight(t *testing.T) { synctest.Test(t, testUnitLostWithBatchInFlight) }
+
+func testUnitLostWithBatchInFlight(t *testing.T) {
 	gate := make(chan struct{})
 	r := start(t, unitConfig(t, ""), newFakeSink(func(int) insertScript { return insertScript{gate: gate} }))
 	r.src.send(unitTP, 0, rows(0, 2)...)
@@ -576,11 +612,36 @@ func TestUnitLostWithBatchInFlight(t *testing.T) {
 // committed offsets reach the end of both partitions, and the member
 // leaves cleanly.
 func TestUnitKfakeGroup(t *testing.T) {
+	k := startKfake(t)
+	k.produce(t, 0, 10)
+	eventually(t, 8*time.Second, "the group committed all 10 records", func() bool { return k.committed() == 10 })
+	k.stop(t)
+	if got := k.sink.inserted("db.t"); got != 10 {
+		t.Fatalf("%d rows inserted, want 10", got)
+	}
+}
+
+// kfakeRun is a pipeline with the real consumer on kfake, franz-go's
+// in-memory Kafka, with a 2-partition topic and a fake sink.
+type kfakeRun struct {
+	cfg    *config.Config
+	prod   *kgo.Client
+	adm    *kadm.Client
+	p      *Pipeline
+	cons   *consumer.Consumer
+	sink   *fakeSink
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// startKfake starts it; setup, if any, adjusts the pipeline before Run.
+func startKfake(t *testing.T, setup ...func(*Pipeline)) *kfakeRun {
+	t.Helper()
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, unitTopic))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cluster.Close()
+	t.Cleanup(cluster.Close)
 	cfg := unitConfig(t, "")
 	cfg.Kafka.Brokers = cluster.ListenAddrs()
 	cfg.Kafka.FetchMaxWait = 50 * time.Millisecond
@@ -593,46 +654,59 @@ func TestUnitKfakeGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer prod.Close()
+	t.Cleanup(prod.Close)
+	k := &kfakeRun{cfg: cfg, prod: prod, adm: kadm.NewClient(prod), sink: newFakeSink(nil), done: make(chan error, 1)}
+	ctx := context.Background()
+	if k.p, err = New(ctx, cfg, zerolog.Nop(), k.sink); err != nil {
+		t.Fatal(err)
+	}
+	if k.cons, err = consumer.New(ctx, cfg, zerolog.Nop(), k.p.Hooks()); err != nil {
+		t.Fatal(err)
+	}
+	k.p.Attach(k.cons)
+	for _, f := range setup {
+		f(k.p)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	k.cancel = cancel
+	go func() { k.done <- k.p.Run(runCtx) }()
+	t.Cleanup(func() { k.stop(t) })
+	return k
+}
+
+// produce sends rows from, from+1, ... (n of them), round robin.
+func (k *kfakeRun) produce(t *testing.T, from, n int) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for _, v := range rows(0, 10) {
-		if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
+	for _, v := range rows(from, n) {
+		if err := k.prod.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
 			t.Fatal(err)
 		}
 	}
+}
 
-	sink := newFakeSink(nil)
-	p, err := New(ctx, cfg, zerolog.Nop(), sink)
+// committed is the sum of the group's committed offsets (-1: unknown).
+func (k *kfakeRun) committed() int64 {
+	os, err := k.adm.FetchOffsets(context.Background(), k.cfg.Kafka.Group)
 	if err != nil {
-		t.Fatal(err)
+		return -1
 	}
-	cons, err := consumer.New(ctx, cfg, zerolog.Nop(), p.Hooks())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Attach(cons)
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- p.Run(runCtx) }()
+	var n int64
+	os.Each(func(o kadm.OffsetResponse) { n += o.At })
+	return n
+}
 
-	adm := kadm.NewClient(prod)
-	committed := func() int64 {
-		os, err := adm.FetchOffsets(ctx, cfg.Kafka.Group)
-		if err != nil {
-			return -1
-		}
-		var n int64
-		os.Each(func(o kadm.OffsetResponse) { n += o.At })
-		return n
+// stop stops Run the way SIGTERM does and leaves the group (once).
+func (k *kfakeRun) stop(t *testing.T) {
+	t.Helper()
+	if k.cancel == nil {
+		return
 	}
-	eventually(t, 8*time.Second, "the group committed all 10 records", func() bool { return committed() == 10 })
-	stop()
-	if err := <-done; err != nil {
+	k.cancel()
+	k.cancel = nil
+	if err := <-k.done; err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	cons.Close()
-	if got := sink.inserted("db.t"); got != 10 {
-		t.Fatalf("%d rows inserted, want 10", got)
-	}
+	k.cons.Close()
 }

@@ -19,6 +19,7 @@ func TestStackAccessorsFailWithoutTheIntegrationTag(t *testing.T) {
 	t.Setenv(testenv.EnvClickHouse, closed)
 	t.Setenv(testenv.EnvClickHouse26, closed)
 	t.Setenv(testenv.EnvRegistry, "http://"+closed)
+	t.Setenv(testenv.EnvClusterSeed, closed)
 	for _, require := range []string{"", "1"} {
 		t.Setenv(testenv.EnvRequireStack, require)
 		for name, call := range map[string]func(testing.TB){

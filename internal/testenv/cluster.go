@@ -124,6 +124,7 @@ func (c LocalCluster) NewDatabase(t testing.TB) string {
 // cluster; by hand: `make cluster-up`.
 func Cluster(t testing.TB) LocalCluster {
 	t.Helper()
+	requireIntegrationBuild(t)
 	seed := envOr(EnvClusterSeed, DefaultClusterSeed)
 	var c LocalCluster
 	err := probe("clickhouse-cluster "+seed, func() error {

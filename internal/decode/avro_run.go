@@ -1,0 +1,351 @@
+package decode
+
+// The avro format's interpreter: it runs an avroProgram's ops over the
+// binary datum with hamba/avro's Reader, setting the columns' inputs and
+// skipping what no column reads.
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/hamba/avro/v2"
+)
+
+// maxAvroItems bounds the array and map items one record may hold, so a
+// hostile block count of zero-width items (nulls) cannot spin; maxAvroDepth
+// bounds nesting (recursive schemas).
+const (
+	maxAvroItems = 1 << 20
+	maxAvroDepth = 128
+)
+
+// run executes ops (a record's fields) against the reader.
+func (f *avroFormat) run(prog *avroProgram, ops []avroOp, depth int) error {
+	if depth > maxAvroDepth {
+		return errors.New("records nest deeper than " + strconv.Itoa(maxAvroDepth))
+	}
+	rd := f.rd
+	for i := range ops {
+		if rd.Error != nil {
+			return nil
+		}
+		if err := f.step(prog, &ops[i], depth); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (f *avroFormat) step(prog *avroProgram, op *avroOp, depth int) error {
+	rd := f.rd
+	switch op.kind {
+	case opSkip:
+		return f.skip(op.schema, depth)
+	case opNull:
+		for _, col := range op.cols {
+			f.vals[col].kind = inNull
+		}
+	case opRecord:
+		for _, col := range op.cols {
+			f.vals[col].kind = inTrue // the record is there
+		}
+		return f.run(prog, op.fields, depth+1)
+	case opUnion:
+		i := rd.ReadLong()
+		if rd.Error != nil {
+			return nil
+		}
+		if i < 0 || i >= int64(len(op.branches)) {
+			return fmt.Errorf("union branch %d of %d", i, len(op.branches))
+		}
+		return f.step(prog, &op.branches[i], depth+1)
+	case opLeaf:
+		return f.leaf(op)
+	case opJSON:
+		slot := &prog.json[op.slot]
+		var err error
+		if slot.buf, err = f.render(slot.buf[:0], op.schema, depth+1); err != nil || rd.Error != nil {
+			return err
+		}
+		v, perr := slot.parser.ParseBytes(slot.buf)
+		if perr != nil {
+			return fmt.Errorf("nested value: %v", perr)
+		}
+		for i, col := range slot.cols {
+			if p := slot.paths[i]; len(p) > 0 {
+				f.jv[col] = v.Get(p...)
+			} else {
+				f.jv[col] = v
+			}
+			f.vals[col].kind = inMissing
+		}
+	}
+	return nil
+}
+
+// bytesLen reads a string or bytes length and checks it against the
+// payload.
+func (f *avroFormat) bytesLen() (int, error) {
+	n := f.rd.ReadLong()
+	if f.rd.Error != nil {
+		return 0, nil
+	}
+	if n < 0 || n > int64(f.size) {
+		return 0, fmt.Errorf("string or bytes length %d in a %d-byte record", n, f.size)
+	}
+	return int(n), nil
+}
+
+// readN reads n bytes into the arena and returns them.
+func (f *avroFormat) readN(n int) []byte {
+	start := len(f.arena)
+	if cap(f.arena)-start < n {
+		grown := make([]byte, start, 2*cap(f.arena)+n)
+		copy(grown, f.arena)
+		f.arena = grown
+	}
+	f.arena = f.arena[:start+n]
+	b := f.arena[start : start+n : start+n]
+	f.rd.Read(b)
+	return b
+}
+
+// leaf reads a scalar into its columns.
+func (f *avroFormat) leaf(op *avroOp) error {
+	if len(op.cols) == 1 && op.locs[0] == nil {
+		// The common case: read straight into the slot.
+		in := &f.vals[op.cols[0]]
+		*in = input{}
+		return f.readLeaf(op, in)
+	}
+	var in input
+	if err := f.readLeaf(op, &in); err != nil || f.rd.Error != nil {
+		return err
+	}
+	for i, col := range op.cols {
+		f.vals[col] = in
+		if loc := op.locs[i]; loc != nil && op.leaf >= leafLocalMillis {
+			// A local timestamp is a wall time: read it in the column's zone.
+			t := in.t
+			f.vals[col].t = time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), loc)
+		}
+	}
+	return nil
+}
+
+// readLeaf reads a scalar into in; strings and number texts go to the
+// arena.
+func (f *avroFormat) readLeaf(op *avroOp, in *input) error {
+	rd := f.rd
+	switch op.leaf {
+	case leafBool:
+		in.kind = inFalse
+		if rd.ReadBool() {
+			in.kind = inTrue
+		}
+	case leafInt:
+		in.kind, in.n = inInt, int64(rd.ReadInt())
+	case leafLong:
+		in.kind, in.n = inInt, rd.ReadLong()
+	case leafFloat:
+		f.floatText(in, float64(rd.ReadFloat()), 32)
+	case leafDouble:
+		f.floatText(in, rd.ReadDouble(), 64)
+	case leafString, leafBytes:
+		n, err := f.bytesLen()
+		if err != nil {
+			return err
+		}
+		in.kind, in.b = inStr, f.readN(n)
+	case leafFixed:
+		in.kind, in.b = inStr, f.readN(op.size)
+	case leafUUIDFixed:
+		raw := f.readN(16)
+		in.kind, in.b = inStr, f.appendUUID(raw)
+	case leafEnum:
+		i := rd.ReadInt()
+		if rd.Error != nil {
+			return nil
+		}
+		if i < 0 || int(i) >= len(op.symbols) {
+			return fmt.Errorf("enum index %d of %d symbols", i, len(op.symbols))
+		}
+		in.kind, in.b = inStr, s2b(op.symbols[i])
+	case leafDecimalBytes, leafDecimalFixed:
+		n := op.size
+		if op.leaf == leafDecimalBytes {
+			var err error
+			if n, err = f.bytesLen(); err != nil {
+				return err
+			}
+		}
+		raw := f.readN(n)
+		start := len(f.arena)
+		f.arena = f.dec.decimalText(f.arena, raw, op.scale)
+		in.kind, in.b = inNum, f.arena[start:len(f.arena):len(f.arena)]
+	case leafDate:
+		days := int64(rd.ReadInt())
+		in.kind, in.n, in.t = inTime, days, time.Unix(days*secondsPerDay, 0).UTC()
+	default: // timestamps
+		v := rd.ReadLong()
+		in.kind, in.n, in.t = inTime, v, avroInstant(op.leaf, v)
+	}
+	return nil
+}
+
+// avroInstant is the instant of a timestamp leaf's value (local ones as
+// the UTC instant of the same wall time).
+func avroInstant(k leafKind, v int64) time.Time {
+	switch k {
+	case leafTsMillis, leafLocalMillis:
+		return time.UnixMilli(v).UTC()
+	case leafTsMicros, leafLocalMicros:
+		return time.UnixMicro(v).UTC()
+	}
+	return time.Unix(0, v).UTC()
+}
+
+// floatText makes in the number v (NaN and infinities as their strings,
+// which Float columns read).
+func (f *avroFormat) floatText(in *input, v float64, bits int) {
+	start := len(f.arena)
+	switch {
+	case math.IsNaN(v):
+		f.arena = append(f.arena, "NaN"...)
+		in.kind = inStr
+	case math.IsInf(v, 1):
+		f.arena = append(f.arena, "+Inf"...)
+		in.kind = inStr
+	case math.IsInf(v, -1):
+		f.arena = append(f.arena, "-Inf"...)
+		in.kind = inStr
+	default:
+		f.arena = strconv.AppendFloat(f.arena, v, 'g', -1, bits)
+		in.kind = inNum
+	}
+	in.b = f.arena[start:len(f.arena):len(f.arena)]
+}
+
+// appendUUID formats 16 bytes as UUID text in the arena.
+func (f *avroFormat) appendUUID(raw []byte) []byte {
+	const hex = "0123456789abcdef"
+	start := len(f.arena)
+	for i, x := range raw {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			f.arena = append(f.arena, '-')
+		}
+		f.arena = append(f.arena, hex[x>>4], hex[x&15])
+	}
+	return f.arena[start:len(f.arena):len(f.arena)]
+}
+
+// moreItems counts n more array or map items against maxAvroItems.
+func (f *avroFormat) moreItems(n int64) error {
+	if n < 0 || n > maxAvroItems-int64(f.items) {
+		return fmt.Errorf("block of %d items (at most %d per record)", n, maxAvroItems)
+	}
+	f.items += int(n)
+	return nil
+}
+
+// blocks walks an array's or map's blocks, calling item for each item (a
+// map's item reads its key first).
+func (f *avroFormat) blocks(item func(i int) error) error {
+	rd := f.rd
+	i := 0
+	for rd.Error == nil {
+		n := rd.ReadLong()
+		if n == 0 || rd.Error != nil {
+			return nil
+		}
+		if n < 0 {
+			if n == math.MinInt64 {
+				return fmt.Errorf("invalid block count")
+			}
+			n = -n
+			rd.ReadLong() // the block's byte size
+		}
+		if err := f.moreItems(n); err != nil {
+			return err
+		}
+		for range n {
+			if rd.Error != nil {
+				return nil
+			}
+			if err := item(i); err != nil {
+				return err
+			}
+			i++
+		}
+	}
+	return nil
+}
+
+// skip reads past a value of schema s.
+func (f *avroFormat) skip(s avro.Schema, depth int) error {
+	if depth > maxAvroDepth {
+		return errors.New("values nest deeper than " + strconv.Itoa(maxAvroDepth))
+	}
+	rd := f.rd
+	s = resolveRef(s)
+	switch t := s.(type) {
+	case *avro.RecordSchema:
+		for _, fld := range t.Fields() {
+			if err := f.skip(fld.Type(), depth+1); err != nil || rd.Error != nil {
+				return err
+			}
+		}
+		return nil
+	case *avro.UnionSchema:
+		i := rd.ReadLong()
+		if rd.Error != nil {
+			return nil
+		}
+		if i < 0 || i >= int64(len(t.Types())) {
+			return fmt.Errorf("union branch %d of %d", i, len(t.Types()))
+		}
+		return f.skip(t.Types()[i], depth+1)
+	case *avro.ArraySchema:
+		return f.blocks(func(int) error { return f.skip(t.Items(), depth+1) })
+	case *avro.MapSchema:
+		return f.blocks(func(int) error {
+			n, err := f.bytesLen()
+			if err != nil {
+				return err
+			}
+			rd.SkipNBytes(n)
+			return f.skip(t.Values(), depth+1)
+		})
+	case *avro.FixedSchema:
+		rd.SkipNBytes(t.Size())
+		return nil
+	case *avro.EnumSchema:
+		rd.SkipInt()
+		return nil
+	}
+	switch s.Type() {
+	case avro.Null:
+	case avro.Boolean:
+		rd.SkipBool()
+	case avro.Int:
+		rd.SkipInt()
+	case avro.Long:
+		rd.SkipLong()
+	case avro.Float:
+		rd.SkipFloat()
+	case avro.Double:
+		rd.SkipDouble()
+	case avro.String, avro.Bytes:
+		n, err := f.bytesLen()
+		if err != nil {
+			return err
+		}
+		rd.SkipNBytes(n)
+	default:
+		return fmt.Errorf("unsupported Avro type %s", s.Type())
+	}
+	return nil
+}
