@@ -7,7 +7,9 @@
 // Reading (query.go) attributes INSERTs to the table by query_log's tables
 // column where the server has it (current releases), and by parsing the
 // logged statement text (InsertTarget) where it does not (18.16); part_log
-// is read by database and table on both.
+// is read by database and table on both. QueryCluster (cluster.go) reads
+// every node of a cluster over a connection of its own and sums them, with a
+// per-shard split.
 // Aggregate is pure: per-minute buckets, nearest-rank percentiles and the
 // split summary are computed in Go from the raw log rows, which is what the
 // unit tests pin. Rendering (text, CSV, JSON, SVG) is deterministic for
@@ -106,8 +108,14 @@ type Report struct {
 	// minute left out, nothing found).
 	Notes []string `json:"notes,omitempty"`
 	// MatchedBy says how INSERTs were attributed to the table:
-	// MatchedByTables or MatchedByText.
+	// MatchedByTables or MatchedByText (both, comma-separated, when the
+	// nodes of a cluster differ).
 	MatchedBy string `json:"matched_by,omitempty"`
+
+	// Cluster names the cluster of a report over every node's logs
+	// (QueryCluster); Shards splits it per shard.
+	Cluster string        `json:"cluster,omitempty"`
+	Shards  []ShardReport `json:"shards,omitempty"`
 }
 
 // The ways Query attributes a logged INSERT to a table.
