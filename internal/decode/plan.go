@@ -61,7 +61,9 @@ type Plan struct {
 
 	policy   Policy      // policy.go
 	defaults [][2]uint64 // per column: defaults given for missing, null values
-	marks    []mark      // defaults given in the row being appended
+	marks    []mark      // defaults given in the row being appended (or last appended)
+	// lastBytes is b.bytes before the last appended row (Unappend).
+	lastBytes int
 
 	drift drift // drift.go: fields no column reads
 
@@ -297,9 +299,35 @@ func (p *Plan) appendRow(b *Block, r *kgo.Record) error {
 	}
 	b.rows++
 	c.b = nil
+	p.lastBytes = bytes0
 	p.countDefaults()
 	p.noteUnmapped()
 	return nil
+}
+
+// Unappend takes back the row that the last successful Append added to b,
+// with its counts of defaults and unmapped fields, as if the record had
+// never been appended. The pipeline uses it for a record that must wait
+// (LastUnmapped names a field a column is being added for). It is only
+// valid right after that Append, on the same block.
+func (p *Plan) Unappend(b *Block) {
+	if b.rows == 0 {
+		panic("decode: Unappend on an empty Block")
+	}
+	b.rows--
+	for _, c := range b.bufs {
+		c.truncate(b.rows)
+	}
+	b.bytes = p.lastBytes
+	for _, m := range p.marks {
+		if m.null {
+			p.defaults[m.col][1]--
+		} else {
+			p.defaults[m.col][0]--
+		}
+	}
+	p.marks = p.marks[:0]
+	p.drift.unnote()
 }
 
 // readRecord reads a source that is an attribute of the Kafka record.

@@ -29,7 +29,9 @@
 // each table's queue and in-flight slots, inserts and their acks),
 // commit.go, rebalance.go (assign, revoke with its deadline, loss), dlq.go
 // (bad records), schema.go (tables that change while running), evolve.go
-// (fields no column takes: counted, logged, added as columns on request),
+// (fields no column takes: counted, logged, added as columns on request,
+// their records held until the column exists), held.go (records held for
+// the schema registry or a new column, in partition order),
 // create.go (missing tables created by New, on request, from a sample of
 // their topic's records; PlanCreates is the dry run),
 // exactly.go (exactly-once delivery), fanout.go (routes chosen per record by
@@ -136,7 +138,8 @@ type Pipeline struct {
 	evo *evolver // nil unless a route has schema.evolve: add_columns (evolve.go)
 
 	// reg is the schema registry of the registry-framed formats (nil when
-	// none is configured); held, the records waiting for it (held.go).
+	// none is configured); held, the records waiting for it or for a
+	// table's new column (held.go).
 	reg  decode.Registry
 	held heldState
 	// noCreate: New does not create missing tables (WithoutCreate).

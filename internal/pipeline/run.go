@@ -207,7 +207,7 @@ func (p *Pipeline) flush(writeCtx context.Context, cancelWrites context.CancelFu
 		p.log.Info().Int("records", n).Msg("shutting down with fetched records not decoded yet; they stay uncommitted and are read again on restart")
 	}
 	if n := p.heldRecords(); n > 0 {
-		p.log.Warn().Int("records", n).Msg("shutting down with records waiting for the schema registry; they stay uncommitted and are read again on restart")
+		p.log.Warn().Int("records", n).Msg("shutting down with held records (waiting for the schema registry or for a table's new column); they stay uncommitted and are read again on restart")
 	}
 	for _, a := range p.accs {
 		p.seal(writeCtx, a, batch.ReasonShutdown)
@@ -316,7 +316,8 @@ func (p *Pipeline) poller(ctx context.Context) {
 
 // handleRecord counts a record as consumed and decodes it (decodeRecord).
 // held reports that the record could not be decoded now and must be held,
-// with the rest of its partition, for the schema registry; err says why.
+// with the rest of its partition, for the schema registry or its table's
+// new column (held.go); err says why.
 func (p *Pipeline) handleRecord(writeCtx context.Context, now time.Time, tp offsets.TP, r *kgo.Record) (err error, held bool) {
 	p.consumed(r)
 	if p.eo != nil && p.eoSkip(tp, r.Offset) {
@@ -358,7 +359,8 @@ func (p *Pipeline) routeRecord(writeCtx context.Context, now time.Time, tp offse
 
 // decodeRecord appends r to its table's open batch, or skips it, or sends
 // it to the dead-letter path; held is true (and nothing is done) when its
-// schema cannot be fetched now.
+// schema cannot be fetched now, or when it carries a field its table is
+// getting a column for (the row is taken back: evolve.go).
 func (p *Pipeline) decodeRecord(writeCtx context.Context, now time.Time, tp offsets.TP, r *kgo.Record) (_ error, held bool) {
 	rs, err := p.routeFor(writeCtx, r.Topic)
 	if err != nil {
@@ -384,6 +386,12 @@ func (p *Pipeline) decodeRecord(writeCtx context.Context, now time.Time, tp offs
 			p.badRecord(writeCtx, tp, r, err)
 		}
 		return nil, false
+	}
+	if u := rs.plan.LastUnmapped(); len(u) > 0 {
+		if err := p.schemaWaitFor(writeCtx, now, rs, u); err != nil {
+			rs.plan.Unappend(a.acc.Data())
+			return err, true
+		}
 	}
 	p.tracker.Add(tp, r.Offset, r.LeaderEpoch, a.id)
 	if p.eo != nil {

@@ -237,10 +237,17 @@ func (k *fakeSink) inserted(table string) int {
 // the result for a test's needs.
 func unitConfig(t *testing.T, extra string) *config.Config {
 	t.Helper()
+	return unitConfigTopics(t, unitTopic, extra)
+}
+
+// unitConfigTopics is unitConfig consuming topics (a YAML flow list's
+// items), for routes of more topics than the first.
+func unitConfigTopics(t *testing.T, topics, extra string) *config.Config {
+	t.Helper()
 	cfg, err := config.Parse([]byte(`
 name: unit
 kafka:
-  topics: [`+unitTopic+`]
+  topics: [`+topics+`]
 clickhouse:
   database: db
 routes:
