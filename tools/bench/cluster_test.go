@@ -9,25 +9,26 @@ import (
 // only, inserts/min summed over the nodes, and a verdict against the aim
 // from the medians.
 func TestSummarizeClusterRuns(t *testing.T) {
-	run := func(key string, rps, idleUs, queryUs float64, insMin ...float64) ClusterRun {
-		return ClusterRun{Key: key, Status: "ok", RowsPerSec: rps, ServerToIdleUsPerRow: idleUs, QueryUsPerRow: queryUs, InsertsMinNode: insMin}
+	run := func(key string, round int, rps, idleUs, queryUs float64, insMin ...float64) ClusterRun {
+		return ClusterRun{Key: key, Run: round, Status: "ok", RowsPerSec: rps, ServerToIdleUsPerRow: idleUs, QueryUsPerRow: queryUs, InsertsMinNode: insMin}
 	}
 	runs := []ClusterRun{
-		run("cluster_local_key", 300, 2, 0.5, 10, 0, 10, 0),
-		run("cluster_distributed", 100, 4, 1, 20, 0, 5, 5),
-		run("cluster_local_key", 200, 3, 0.6, 12, 0, 8, 0),
-		run("cluster_distributed", 120, 5, 1.2, 20, 0, 6, 4),
-		{Key: "cluster_local_key", Status: "failed: x", RowsPerSec: 1e9},
-		run("cluster_local_key", 400, 1, 0.4, 14, 0, 12, 0),
-		run("cluster_distributed", 110, 4.5, 1.1, 20, 0, 7, 3),
-		{Key: "cluster_local_random", Status: "failed: down"},
+		run("cluster_local_key", 1, 300, 2, 0.5, 10, 0, 10, 0),
+		run("cluster_distributed", 1, 100, 4, 1, 20, 0, 5, 5),
+		run("cluster_local_key", 2, 200, 3, 0.6, 12, 0, 8, 0),
+		run("cluster_distributed", 2, 120, 5, 1.2, 20, 0, 6, 4),
+		{Key: "cluster_local_key", Run: 3, Status: "failed: x", RowsPerSec: 1e9},
+		run("cluster_distributed", 3, 90, 5, 1.2, 20, 0, 6, 4),
+		run("cluster_local_key", 4, 400, 1, 0.4, 14, 0, 12, 0),
+		run("cluster_distributed", 4, 110, 4.5, 1.1, 20, 0, 7, 3),
+		{Key: "cluster_local_random", Run: 4, Status: "failed: down"},
 	}
 	st := summarizeClusterRuns(runs)
 	if len(st) != 3 {
 		t.Fatalf("%d variants, want 3: %+v", len(st), st)
 	}
 	k := st[0]
-	if k.Key != "cluster_local_key" || k.RunsN != 4 || k.OKN != 3 || k.Status != "ok" {
+	if k.Key != "cluster_local_key" || k.RunsN != 4 || k.OKN != 3 || k.Status != "ok" || st[2].OKN != 4 {
 		t.Errorf("local key: %+v", k)
 	}
 	if k.RowsPerSec != (Spread{N: 3, Median: 300, Min: 200, Max: 400}) {
@@ -39,17 +40,20 @@ func TestSummarizeClusterRuns(t *testing.T) {
 	if st[1].Key != "cluster_local_random" || st[1].OKN != 0 || st[1].Status != "failed: down" {
 		t.Errorf("local random: %+v", st[1])
 	}
-	v := clusterVerdicts(st)
-	if len(v) != 1 || !strings.HasPrefix(v[0], "cluster_local_key: 2.73×") || !strings.Contains(v[0], "slowest over fastest run 1.67×") ||
+	// Distributed median of 90, 100, 110, 120: 105; the rounds pair
+	// 300/100, 200/120 and 400/110 (round 3's local run failed).
+	v := clusterVerdicts(st, runs)
+	if len(v) != 1 || !strings.HasPrefix(v[0], "cluster_local_key: 2.86×") || !strings.Contains(v[0], "slowest over fastest run 1.67×") ||
+		!strings.Contains(v[0], "per round 3.00× [1.67×–3.64×] over 3 rounds") ||
 		!strings.Contains(v[0], ": meets the aim") {
 		t.Errorf("verdicts %q", v)
 	}
 	// Faster but not cheaper per row: the aim is not met.
 	st[0].QueryUsPerRow.Median = 2
-	if v := clusterVerdicts(st); !strings.Contains(v[0], "does not meet") {
+	if v := clusterVerdicts(st, runs); !strings.Contains(v[0], "does not meet") {
 		t.Errorf("verdict with more CPU per row: %q", v)
 	}
-	if v := clusterVerdicts(st[:2]); len(v) != 1 || !strings.HasPrefix(v[0], "no successful target: distributed") {
+	if v := clusterVerdicts(st[:2], runs); len(v) != 1 || !strings.HasPrefix(v[0], "no successful target: distributed") {
 		t.Errorf("verdicts without a distributed run: %q", v)
 	}
 }
