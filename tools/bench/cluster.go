@@ -211,8 +211,12 @@ func (cr *ClusterResults) snap() clusterSnap {
 func (b *bench) runCluster(ctx context.Context, co clusterOptions) *ClusterResults {
 	cr, err := openCluster(ctx, co)
 	if err == nil {
-		// A database on every node; its tables are created per run.
-		err = cr.Nodes[0].ch.exec(ctx, fmt.Sprintf("CREATE DATABASE IF NOT EXISTS %s ON CLUSTER %s", clusterDB, co.ddl))
+		// A fresh database on every node (an interrupted run may have left
+		// tables behind); its tables are created per run.
+		err = cr.Nodes[0].ch.exec(ctx, fmt.Sprintf("DROP DATABASE IF EXISTS %s ON CLUSTER %s", clusterDB, co.ddl))
+		if err == nil {
+			err = cr.Nodes[0].ch.exec(ctx, fmt.Sprintf("CREATE DATABASE %s ON CLUSTER %s", clusterDB, co.ddl))
+		}
 	}
 	if err != nil {
 		cr.Error = oneLine(err.Error())
@@ -567,7 +571,7 @@ func (cr *ClusterResults) markdown(w func(string, ...any), records int) {
 	w("\nEvery run:\n\n| variant | run | status | wall s | rows/s | rows per shard | inserts per node | new parts per node | client CPU s | nodes' CPU s (landed / idle) | in INSERTs s | ZooKeeper CPU s | other CPU s |\n")
 	w("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, r := range cr.Runs {
-		w("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s / %s | %s | %s | %s |\n", r.Key, r.Run, mdEscape(statusWord(r.Status)+statusDetail(r.Status)),
+		w("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s / %s | %s | %s | %s |\n", r.Key, r.Run, mdEscape(r.Status),
 			f2(r.WallSec), num(r.RowsPerSec), joinInts(r.RowsShard), joinInts(r.InsertsNode), joinInts(r.PartsNode),
 			f2(r.ClientCPUSec), f2(r.ServerCPUSec), f2(r.ServerCPUToIdleSec), f2(r.QueryCPUSec), f2(r.ZKCPUSec), f2(r.OtherCPUSec))
 	}
