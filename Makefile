@@ -35,12 +35,18 @@ FUZZTIME ?= 30s
 fuzz:
 	FUZZTIME=$(FUZZTIME) bash scripts/fuzz.sh
 
+# The before/after story on ClickHouse 26.9, then the same job into the local
+# cluster (scripts/demo.sh starts it: scripts/stack.sh cluster up) with
+# target: local by key and sink report --cluster. DEMO_CLUSTER=0 skips the
+# cluster run, DEMO_CLUSTER=only runs it alone.
 demo: stack-up
 	bash scripts/demo.sh
 
-# The sink against the alternatives on one workload, on ClickHouse 18.16 and 26.9;
+# The sink against the alternatives on one workload, on ClickHouse 18.16 and 26.9,
+# and the cluster table when the local cluster answers (make cluster-up);
 # writes bench/results/<date>.md and .json with a table per server.
-# Flags: make bench BENCH_ARGS='--count 200000 --runs 1 --clickhouse 26'.
+# Flags: make bench BENCH_ARGS='--count 200000 --runs 1 --clickhouse 26';
+# the cluster table alone: BENCH_ARGS='--cluster-only' (cluster-<date>.md).
 bench: stack-up
 	bash scripts/bench.sh $(BENCH_ARGS)
 

@@ -35,6 +35,7 @@ type options struct {
 	machineName string // what the results call the machine
 	before      string // an earlier results .json whose CPU profile is shown as "before"
 	out, work   string
+	topic       string // the workload topic, deleted and produced anew
 	count       int
 	size        int
 	partitions  int
@@ -90,7 +91,10 @@ func logf(format string, args ...any) {
 }
 
 func newBench(ctx context.Context, opt options) (*bench, error) {
-	b := &bench{opt: opt, id: time.Now().UTC().Format("20060102t150405"), topic: "bench_workload"}
+	if opt.topic == "" {
+		opt.topic = "bench_workload"
+	}
+	b := &bench{opt: opt, id: time.Now().UTC().Format("20060102t150405"), topic: opt.topic}
 	if err := os.MkdirAll(opt.work, 0o755); err != nil {
 		return nil, err
 	}

@@ -83,6 +83,7 @@ func runMain(args []string) error {
 	fs.StringVar(&o.before, "profile-before", "", "an earlier results .json: its CPU profile is printed beside this run's as \"before\"")
 	fs.StringVar(&o.out, "out", "bench/results", "where the results files go")
 	fs.StringVar(&o.work, "work", ".stack/bench", "generated configs and logs of the clients")
+	fs.StringVar(&o.topic, "topic", "bench_workload", "the workload topic: deleted, produced anew, and deleted afterwards unless --keep")
 	fs.IntVar(&o.count, "count", 1_000_000, "records in the workload")
 	fs.IntVar(&o.size, "size", 180, "bytes per record")
 	fs.IntVar(&o.partitions, "partitions", 8, "partitions of the workload topic")
@@ -103,8 +104,33 @@ func runMain(args []string) error {
 	fs.BoolVar(&o.goBench, "gobench", true, "run the hot path's Go benchmarks")
 	fs.BoolVar(&o.perf, "profile", true, "profile one extra run of the sink with perf (not timed) and report its top functions")
 	fs.BoolVar(&o.keep, "keep", false, "keep the bench database and topics afterwards")
+	var co clusterOptions
+	fs.StringVar(&co.mode, "cluster", "auto", "the cluster table (cluster.go): auto (when the cluster answers: scripts/stack.sh cluster up), on (a cluster that does not answer is an error row) or off")
+	fs.BoolVar(&co.only, "cluster-only", false, "run the cluster table alone: no single-server variants, seed 004 replay, Go benchmarks or profile")
+	fs.StringVar(&co.name, "cluster-name", "sink_cluster", "the cluster (remote_servers) the cluster table writes to")
+	fs.StringVar(&co.ddl, "cluster-ddl", "sink_cluster_nodes", "a cluster of the same nodes, each its own shard, for the CREATE/DROP … ON CLUSTER of the bench tables")
+	clusterHTTP := fs.String("cluster-http", "http://127.0.0.1:8201/,http://127.0.0.1:8202/,http://127.0.0.1:8203/,http://127.0.0.1:8204/", "every cluster node's HTTP address (control queries, query_log); the first one's system.clusters lists the nodes")
+	fs.IntVar(&co.runs, "cluster-runs", 0, "runs per cluster variant, interleaved; 0 is --runs")
+	clusterVars := fs.String("cluster-variants", "cluster_local_key,cluster_local_random,cluster_distributed", "cluster variants to run, comma-separated")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	co.http, co.variants = splitList(*clusterHTTP), splitList(*clusterVars)
+	if co.runs == 0 {
+		co.runs = o.runs
+	}
+	for _, v := range co.variants {
+		if clusterVariantName(v) == v {
+			return fmt.Errorf("unknown cluster variant %q", v)
+		}
+	}
+	switch co.mode {
+	case "auto", "on", "off":
+	default:
+		return fmt.Errorf("--cluster %q: want auto, on or off", co.mode)
+	}
+	if co.only && co.mode == "off" {
+		return errors.New("--cluster-only with --cluster off measures nothing")
 	}
 	o.brokers = strings.Split(*brokers, ",")
 	var err error
@@ -146,10 +172,31 @@ func runMain(args []string) error {
 	if err := b.produceWorkload(ctx); err != nil {
 		return err
 	}
-	b.produceFormats(ctx)
-	b.progress = newProgress(b.plannedRuns())
+	clusterOn := co.mode == "on" || co.only
+	if co.mode == "auto" && !co.only {
+		if _, err := openCluster(ctx, co); err != nil {
+			logf("no cluster table: %v", err)
+		} else {
+			clusterOn = true
+		}
+	}
+	planned := 0
+	if clusterOn {
+		planned = co.runs * len(co.variants)
+	}
+	if co.only {
+		o.servers, o.goBench, o.perf, o.seed004.enabled, o.seed004.stages = nil, false, false, false, nil
+		b.opt = o
+	} else {
+		b.produceFormats(ctx)
+		planned += b.plannedRuns()
+	}
+	b.progress = newProgress(planned)
 	for _, srv := range o.servers {
 		b.res.Servers = append(b.res.Servers, b.runServer(ctx, srv))
+	}
+	if clusterOn && ctx.Err() == nil {
+		b.res.Cluster = b.runCluster(ctx, co)
 	}
 	if o.goBench && ctx.Err() == nil {
 		b.quiesce()

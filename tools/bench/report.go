@@ -22,6 +22,7 @@ type Results struct {
 	Machine        Machine         `json:"machine"`
 	Workload       Workload        `json:"workload"`
 	Servers        []ServerResults `json:"servers"` // in the order they ran
+	Cluster        *ClusterResults `json:"cluster,omitempty"`
 	GoBench        []GoBench       `json:"go_bench,omitempty"`
 	GoBenchCommand string          `json:"go_bench_command,omitempty"`
 	GoBenchError   string          `json:"go_bench_error,omitempty"`
@@ -262,6 +263,9 @@ func (res *Results) markdown() string {
 	for _, sr := range res.Servers {
 		servers = append(servers, fmt.Sprintf("%s (native %s, HTTP %s)", sr.Name, sr.Native, strings.TrimSuffix(sr.HTTP, "/")))
 	}
+	if len(servers) == 0 {
+		servers = []string{"none (the cluster table alone)"}
+	}
 	name := ""
 	if res.Machine.Name != "" {
 		name = res.Machine.Name + ", "
@@ -274,28 +278,33 @@ func (res *Results) markdown() string {
 		num(float64(wl.Records)), wl.RecordBytes, num(float64(wl.Bytes)/1e6), wl.Topic, wl.Partitions, joinInts(wl.PerPartition), wl.Skew, wl.Seed, wl.ProduceSec)
 	w("Every variant reads the same topic from the beginning into a fresh table (`%s`) with its own consumer group; one variant at a time, each after ClickHouse's merges of the previous one settled. All processes share the machine's cores: Kafka, ClickHouse, the client and the stopwatch.\n\n", eventColumns)
 
-	w("## End to end\n\n")
-	w("Wall time runs from starting the client until `count()` of the table reaches the workload (polled every 50 ms). CPU is user+system: the client processes' from their rusage (whole life, shutdown included), ClickHouse's and Kafka's from `/proc/PID/stat` over the wall time; \"until idle\" keeps counting ClickHouse after the rows landed until its CPU use drops to idle (the merges the run's parts caused), the time that took in parentheses. The server is shared with whatever else runs on the machine, so \"in the INSERT queries\" adds the CPU that `system.query_log` attributes to the run's own INSERTs (ProfileEvents UserTimeMicroseconds + SystemTimeMicroseconds of the query threads): parsing, building and writing the parts, but no merges and nobody else's queries. INSERTs come from `system.query_log`, parts from `system.part_log` (new parts only). Runs are interleaved (every variant's first run, then every variant's second, ...), so a busy minute of the shared machine lands on one run of each variant rather than on every run of one. The first table per server gives each metric's median over the successful runs and its range [min–max]; the second shows the run with the median rows/s in full. ClickHouse 26.9 here is ClickHouse's engine from the chdb-core wheel serving clickhouse-local's listeners: its CPU is that Python process's.\n\n")
-	for _, sr := range res.Servers {
-		w("### %s\n\n", sr.Name)
-		if sr.Error != "" {
-			w("Not measured: %s\n\n", mdEscape(sr.Error))
-			continue
+	if len(res.Servers) > 0 {
+		w("## End to end\n\n")
+		w("Wall time runs from starting the client until `count()` of the table reaches the workload (polled every 50 ms). CPU is user+system: the client processes' from their rusage (whole life, shutdown included), ClickHouse's and Kafka's from `/proc/PID/stat` over the wall time; \"until idle\" keeps counting ClickHouse after the rows landed until its CPU use drops to idle (the merges the run's parts caused), the time that took in parentheses. The server is shared with whatever else runs on the machine, so \"in the INSERT queries\" adds the CPU that `system.query_log` attributes to the run's own INSERTs (ProfileEvents UserTimeMicroseconds + SystemTimeMicroseconds of the query threads): parsing, building and writing the parts, but no merges and nobody else's queries. INSERTs come from `system.query_log`, parts from `system.part_log` (new parts only). Runs are interleaved (every variant's first run, then every variant's second, ...), so a busy minute of the shared machine lands on one run of each variant rather than on every run of one. The first table per server gives each metric's median over the successful runs and its range [min–max]; the second shows the run with the median rows/s in full. ClickHouse 26.9 here is ClickHouse's engine from the chdb-core wheel serving clickhouse-local's listeners: its CPU is that Python process's.\n\n")
+		for _, sr := range res.Servers {
+			w("### %s\n\n", sr.Name)
+			if sr.Error != "" {
+				w("Not measured: %s\n\n", mdEscape(sr.Error))
+				continue
+			}
+			sr.endToEnd(w, res.Workload.Records)
 		}
-		sr.endToEnd(w, res.Workload.Records)
-	}
 
-	w("## Targets\n\n")
-	w("Ratios of the medians over the runs, per server; in brackets the range over the runs, and the ratio's range pairs the sink's worst run with the other's best and the other way round. A miss is explained in the last column: automatically when the runs' range crosses the threshold, otherwise from `--explain`.\n\n")
-	for _, sr := range res.Servers {
-		if sr.Error != "" {
-			continue
+		w("## Targets\n\n")
+		w("Ratios of the medians over the runs, per server; in brackets the range over the runs, and the ratio's range pairs the sink's worst run with the other's best and the other way round. A miss is explained in the last column: automatically when the runs' range crosses the threshold, otherwise from `--explain`.\n\n")
+		for _, sr := range res.Servers {
+			if sr.Error != "" {
+				continue
+			}
+			w("### %s\n\n| target | measured | PASS/MISS | explanation of a miss |\n|---|---|---|---|\n", sr.Name)
+			for _, t := range sr.Targets {
+				w("| %s | %s | %s | %s |\n", mdEscape(t.Name), mdEscape(t.Measured), t.verdict(), mdEscape(t.Explanation))
+			}
+			w("\n")
 		}
-		w("### %s\n\n| target | measured | PASS/MISS | explanation of a miss |\n|---|---|---|---|\n", sr.Name)
-		for _, t := range sr.Targets {
-			w("| %s | %s | %s | %s |\n", mdEscape(t.Name), mdEscape(t.Measured), t.verdict(), mdEscape(t.Explanation))
-		}
-		w("\n")
+	}
+	if res.Cluster != nil {
+		res.Cluster.markdown(w, res.Workload.Records)
 	}
 
 	for i, sr := range res.Servers {
@@ -350,7 +359,7 @@ func (res *Results) markdown() string {
 				res.Profile.HeapPeak, strings.Join(res.Profile.HeapTop, "\n"))
 		}
 	}
-	w("Raw numbers, every run and the generated configs: `%s.json` beside this file.\n", res.Date)
+	w("Raw numbers, every run and the generated configs: `%s.json` beside this file.\n", res.base())
 	return b.String()
 }
 
@@ -562,6 +571,16 @@ func sortedKeys(m map[string]float64) []string {
 
 func mdEscape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
 
+// base is the results files' name without extension: the date, or
+// cluster-<date> for the cluster table alone (--cluster-only), beside the
+// day's full results rather than over them.
+func (res *Results) base() string {
+	if len(res.Servers) == 0 && res.Cluster != nil {
+		return "cluster-" + res.Date
+	}
+	return res.Date
+}
+
 // write saves dir/<date>.md and dir/<date>.json.
 func (res *Results) write(dir string) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -571,7 +590,7 @@ func (res *Results) write(dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	base := filepath.Join(dir, res.Date)
+	base := filepath.Join(dir, res.base())
 	if err := os.WriteFile(base+".json", append(js, '\n'), 0o644); err != nil {
 		return "", err
 	}

@@ -24,6 +24,8 @@ type sinkConf struct {
 	listen                    string            // http.listen for /metrics; "" serves none
 	database                  string            // clickhouse.database; "" is benchDB
 	bin                       string            // the sink binary; "" is --sink
+	cluster                   string            // clickhouse.cluster; "" is none
+	route                     string            // more lines of the route (YAML, indented as its keys)
 }
 
 func (c sinkConf) yaml() string {
@@ -41,6 +43,9 @@ func (c sinkConf) yaml() string {
 		db = benchDB
 	}
 	fmt.Fprintf(&b, "clickhouse:\n  addrs: [%s]\n  database: %s\n", strings.Join(c.chAddrs, ", "), db)
+	if c.cluster != "" {
+		fmt.Fprintf(&b, "  cluster: %s\n", c.cluster)
+	}
 	if c.protocol != "" {
 		fmt.Fprintf(&b, "  protocol: %s\n", c.protocol)
 	}
@@ -56,6 +61,7 @@ func (c sinkConf) yaml() string {
 		format = "json"
 	}
 	fmt.Fprintf(&b, "routes:\n  - topic: %s\n    table: %s\n    format: %s\n", c.topic, c.table, format)
+	b.WriteString(c.route)
 	// No metrics listener unless asked for (on a port found free): other
 	// sinks on this machine may hold the default one.
 	fmt.Fprintf(&b, "http:\n  listen: %q\nlog:\n  level: info\n  format: json\n", c.listen)
