@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+
 	"sink/internal/testenv"
 )
 
@@ -138,5 +140,71 @@ http: {listen: ""}
 		if code != 1 || !strings.HasPrefix(last, "sink: shutdown_timeout (1s) passed with 1 batches not inserted") {
 			t.Fatalf("exit %d, last line %q; want 1 and the shutdown timeout\n%s", code, last, r.stderr.String())
 		}
+	})
+}
+
+// SIGTERM while an INSERT is on the server (a materialized view sleeps in
+// it) and shutdown_timeout shorter than that INSERT: the process cancels the
+// INSERT, waits for its goroutine before it closes the ClickHouse pool, and
+// exits 1 naming the timeout, within the timeout plus the bounded join; it
+// never reports calls left running under a closed pool, and commits nothing.
+func TestRunSIGTERMDuringSlowInsert(t *testing.T) {
+	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
+		ch := s.Conn(t)
+		db := s.NewDatabase(t)
+		testenv.Exec(t, ch, "CREATE TABLE "+db+".t (id UInt64) ENGINE = MergeTree ORDER BY id")
+		testenv.Exec(t, ch, "CREATE TABLE "+db+".slow (id UInt64) ENGINE = MergeTree ORDER BY id")
+		testenv.Exec(t, ch, "CREATE MATERIALIZED VIEW "+db+".mv TO "+db+".slow AS SELECT id FROM "+db+".t WHERE sleep(3) = 0")
+		topic := testenv.NewTopic(t, 1)
+		produceJSON(t, topic, 20, func(i int) string { return fmt.Sprintf(`{"id": %d}`, i) })
+		group := testenv.UniqueName(t, "term")
+		path := writeConfig(t, fmt.Sprintf(`
+name: %s
+kafka: {brokers: [%q], topics: [%q], fetch_max_wait: 100ms}
+clickhouse: {addrs: [%q], database: %s}
+batch: {max_wait: 200ms}
+routes: [{topic: %q, table: t}]
+shutdown_timeout: 500ms
+http: {listen: ""}
+`, group, testenv.Kafka(t)[0], topic, s.Addr, db, topic))
+		r := startSink(t, path)
+		inserting := func() bool {
+			var n uint64
+			q := "SELECT count() FROM system.processes WHERE query LIKE 'INSERT INTO%' AND query LIKE '%" + db + "%'"
+			if err := ch.QueryRow(t.Context(), q).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return n > 0
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for !inserting() {
+			if time.Now().After(deadline) {
+				t.Fatalf("no INSERT on the server within 30s; log:\n%s", r.stderr.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		began := time.Now()
+		code := r.stop(t)
+		took := time.Since(began)
+		log := r.stderr.String()
+		last := lastLine(log)
+		if code != 1 || !strings.HasPrefix(last, "sink: shutdown_timeout (500ms) passed") {
+			t.Fatalf("exit %d, last line %q; want 1 and the shutdown timeout\n%s", code, last, log)
+		}
+		if strings.Contains(log, "still running") || strings.Contains(log, "panic") {
+			t.Fatalf("a ClickHouse call outlived the run:\n%s", log)
+		}
+		// shutdown_timeout, then at most the bounded join of the canceled INSERT.
+		if took > 10*time.Second {
+			t.Fatalf("exit %s after SIGTERM; want within shutdown_timeout and the bounded join", took)
+		}
+		offs, err := kadm.NewClient(testenv.KafkaClient(t)).FetchOffsets(t.Context(), group)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o, ok := offs.Lookup(topic, 0); ok && o.At > 0 {
+			t.Fatalf("committed offset %d after the cut-off INSERT; want none", o.At)
+		}
+		t.Logf("exit %d %s after SIGTERM during the INSERT: %s", code, took.Round(time.Millisecond), last)
 	})
 }
