@@ -5,7 +5,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
 .PHONY: build test unit vet fuzz demo bench bench-adaptive chaos stack-up stack-down stack-status stack-logs \
-	cluster-up cluster-down cluster-status
+	cluster-up cluster-down cluster-status kafka-cluster-up kafka-cluster-down kafka-cluster-status
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/sink ./cmd/sink
@@ -87,3 +87,14 @@ cluster-down:
 
 cluster-status:
 	bash scripts/stack.sh cluster status
+
+# The 3-broker Kafka (KRaft, brokers 127.0.0.1:9192-9194, replication factor 3,
+# min.insync.replicas=2) for the fault drills on a replicated Kafka.
+kafka-cluster-up:
+	bash scripts/stack.sh kafka-cluster up
+
+kafka-cluster-down:
+	bash scripts/stack.sh kafka-cluster down
+
+kafka-cluster-status:
+	bash scripts/stack.sh kafka-cluster status

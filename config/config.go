@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"sink/internal/cluster"
 	"sink/internal/route"
 )
 
@@ -122,11 +123,27 @@ type ClickHouse struct {
 	// without a restart; 0 re-reads only after an INSERT fails with an
 	// unknown column or table (codes 16, 47, 60), which it always does.
 	SchemaRefresh time.Duration `koanf:"schema_refresh"`
-	// Cluster, when set, is named in the sink's DDL (ALTER TABLE … ON
-	// CLUSTER, for routes with schema.evolve: add_columns) so that every
-	// replica's table gets the column.
+	// Cluster, when set, names the servers' cluster (remote_servers): its
+	// shards, weights and replicas are read from system.clusters for the
+	// routes with a target (see Route.Target), and it is named in the
+	// sink's DDL (ALTER TABLE … ON CLUSTER, for routes with
+	// schema.evolve: add_columns) so that every replica's table gets the
+	// column.
 	Cluster string `koanf:"cluster"`
+	// Shards lists the cluster's shards, each as its replicas' native
+	// host:port, every shard of weight 1, instead of reading them from
+	// system.clusters; with Cluster too, Cluster is still the name in DDL.
+	Shards [][]string `koanf:"shards"`
+	// InsertQuorum (insert_quorum) makes an INSERT into a replicated
+	// table succeed only once that many replicas have the part; 0 leaves
+	// the server's setting. InsertQuorumTimeout (insert_quorum_timeout)
+	// bounds the wait; 0 leaves the server's.
+	InsertQuorum        int           `koanf:"insert_quorum"`
+	InsertQuorumTimeout time.Duration `koanf:"insert_quorum_timeout"`
 }
+
+// Clustered reports whether a cluster is configured, by name or by list.
+func (ch *ClickHouse) Clustered() bool { return ch.Cluster != "" || len(ch.Shards) > 0 }
 
 // Batch configures the per-table accumulators. A batch is sealed when any of
 // MaxRows, MaxBytes or MaxWait is reached, whichever comes first.
@@ -193,6 +210,19 @@ type Route struct {
 	// Schema says what happens to record fields no column takes (see
 	// RouteSchema).
 	Schema RouteSchema `koanf:"schema"`
+	// Target is where a cluster's rows go: "" (the table through
+	// clickhouse.addrs, as on a single server), TargetDistributed (the
+	// table is a Distributed table; each INSERT returns once every shard
+	// has its rows) or TargetLocal (the sink writes each shard's local
+	// table itself, placing rows by Sharding or ShardingKey).
+	Target string `koanf:"target"`
+	// Sharding "random" (target local) sends each whole batch to one
+	// shard, picked by weight. Otherwise ShardingKey names the column
+	// whose ShardingHash (default cityHash64) modulo the total weight
+	// picks each row's shard, as the Distributed engine does.
+	Sharding     string `koanf:"sharding"`
+	ShardingKey  string `koanf:"sharding_key"`
+	ShardingHash string `koanf:"sharding_hash"`
 	// Message (protobuf only) is the full name of the Protobuf message
 	// type the route reads, for a topic that carries several (each record
 	// names its type by the message index in its frame); records of other
@@ -202,6 +232,21 @@ type Route struct {
 
 	re   *regexp.Regexp `koanf:"-"` // compiled TopicRegex, set by Validate
 	when route.When     `koanf:"-"` // parsed When, set by Validate
+}
+
+// The values of Route.Target and Route.Sharding.
+const (
+	TargetDistributed = "distributed"
+	TargetLocal       = "local"
+	ShardingRandom    = "random"
+)
+
+// Hash is the route's sharding_hash, cityHash64 when not set.
+func (r *Route) Hash() string {
+	if r.ShardingHash == "" {
+		return cluster.HashCity
+	}
+	return r.ShardingHash
 }
 
 // Errors configures what happens to records that cannot be decoded or
@@ -417,6 +462,7 @@ func (c *Config) normalize() {
 	nilIfEmpty(&c.Kafka.Brokers)
 	nilIfEmpty(&c.Kafka.Topics)
 	nilIfEmpty(&c.ClickHouse.Addrs)
+	nilIfEmpty(&c.ClickHouse.Shards)
 	nilIfEmpty(&c.SchemaRegistry.URLs)
 	nilIfEmpty(&c.Routes)
 	if len(c.ClickHouse.Settings) == 0 {

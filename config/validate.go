@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"sink/internal/cluster"
 	"sink/internal/route"
 )
 
@@ -168,6 +169,40 @@ func (c *Config) validateClickHouse(p *problems) {
 	if ch.Cluster != "" {
 		p.ident("clickhouse.cluster", ch.Cluster, "cluster")
 	}
+	seenAddr := map[string]string{}
+	for i, shard := range ch.Shards {
+		key := fmt.Sprintf("clickhouse.shards[%d]", i)
+		if len(shard) == 0 {
+			p.add("%s: a shard needs at least one replica (host:port)", key)
+		}
+		for j, a := range shard {
+			rkey := fmt.Sprintf("%s[%d]", key, j)
+			if err := checkHostPort(a, false); err != nil {
+				p.add("%s: %q %v", rkey, a, err)
+			} else if prev, dup := seenAddr[a]; dup {
+				p.add("%s: %q is already %s", rkey, a, prev)
+			}
+			seenAddr[a] = rkey
+		}
+	}
+	if ch.InsertQuorum < 0 {
+		p.add("clickhouse.insert_quorum (%d) must be 0 (the server's setting) or a number of replicas", ch.InsertQuorum)
+	}
+	for _, r := range ch.Shards {
+		if ch.InsertQuorum > len(r) {
+			p.add("clickhouse.insert_quorum (%d) is more than the %d replicas of a shard in clickhouse.shards: no INSERT could succeed", ch.InsertQuorum, len(r))
+			break
+		}
+	}
+	if ch.InsertQuorumTimeout < 0 {
+		p.add("clickhouse.insert_quorum_timeout (%v) must be 0 (the server's setting) or positive", ch.InsertQuorumTimeout)
+	}
+	if _, ok := ch.Settings["insert_quorum"]; ok && ch.InsertQuorum != 0 {
+		p.add("clickhouse.settings.insert_quorum: also set as clickhouse.insert_quorum; set it in one place")
+	}
+	if _, ok := ch.Settings["insert_quorum_timeout"]; ok && ch.InsertQuorumTimeout != 0 {
+		p.add("clickhouse.settings.insert_quorum_timeout: also set as clickhouse.insert_quorum_timeout; set it in one place")
+	}
 	if ch.SchemaRefresh < 0 {
 		p.add("clickhouse.schema_refresh (%v) must be 0 (off) or positive", ch.SchemaRefresh)
 	}
@@ -269,6 +304,8 @@ func (c *Config) validateRoutes(p *problems) {
 			}
 		}
 
+		c.validateTarget(p, key, r)
+
 		db, table := c.TableFor(*r)
 		t := target{r.Topic, r.TopicRegex, db, table}
 		if j, dup := seen[t]; dup && r.Table != "" && len(r.When) == 0 && len(c.Routes[j].When) == 0 {
@@ -281,6 +318,60 @@ func (c *Config) validateRoutes(p *problems) {
 	for _, t := range k.Topics {
 		if !slices.ContainsFunc(c.Routes, func(r Route) bool { return r.Matches(t) }) {
 			p.add("kafka.topics: topic %q has no route", t)
+		}
+	}
+}
+
+// validateTarget checks a route's cluster target and its sharding, and that
+// every route into the same table places rows the same way.
+func (c *Config) validateTarget(p *problems, key string, r *Route) {
+	switch r.Target {
+	case "":
+		if r.Sharding != "" || r.ShardingKey != "" || r.ShardingHash != "" {
+			p.add("%s: sharding, sharding_key and sharding_hash need target: local", key)
+		}
+	case TargetDistributed:
+		if r.Sharding != "" || r.ShardingKey != "" || r.ShardingHash != "" {
+			p.add("%s: target distributed: the Distributed table's own sharding key places rows; sharding, sharding_key and sharding_hash are for target: local", key)
+		}
+	case TargetLocal:
+		if !c.ClickHouse.Clustered() {
+			p.add("%s.target: local writes each shard's table, so clickhouse.cluster or clickhouse.shards is required", key)
+		}
+		switch {
+		case r.Sharding != "" && r.Sharding != ShardingRandom:
+			p.add("%s.sharding: %q is not random (or set sharding_key)", key, r.Sharding)
+		case r.Sharding == ShardingRandom && (r.ShardingKey != "" || r.ShardingHash != ""):
+			p.add("%s: sharding random places whole batches; sharding_key and sharding_hash are for placing rows by key", key)
+		case r.Sharding == "" && r.ShardingKey == "":
+			p.add("%s: target local needs sharding: random or sharding_key: COLUMN", key)
+		case r.ShardingHash != "" && !slices.Contains(cluster.Hashes, r.ShardingHash):
+			p.add("%s.sharding_hash: %q is not one of %s", key, r.ShardingHash, strings.Join(cluster.Hashes, ", "))
+		}
+	default:
+		p.add("%s.target: %q is not one of distributed, local (or unset: the table through clickhouse.addrs)", key, r.Target)
+		return
+	}
+	if c.ExactlyOnce() {
+		switch {
+		case r.Target == TargetDistributed:
+			// The Distributed engine re-splits the block on each shard's
+			// side; whether each shard drops a replayed part by the
+			// batch's token is not something this sink has proven.
+			p.add("%s: delivery exactly_once with target distributed is not supported; use target: local with sharding_key (each shard's part is rebuilt identically and deduplicated there)", key)
+		case r.Target == TargetLocal && r.Sharding == ShardingRandom:
+			p.add("%s: delivery exactly_once with sharding random: a replayed batch could go to another shard and be inserted twice; use sharding_key", key)
+		}
+	}
+	db, table := c.TableFor(*r)
+	for j := range c.Routes {
+		o := &c.Routes[j]
+		if o == r {
+			break
+		}
+		if odb, ot := c.TableFor(*o); odb == db && ot == table && (o.Target != r.Target || o.Sharding != r.Sharding ||
+			o.ShardingKey != r.ShardingKey || o.Hash() != r.Hash()) {
+			p.add("%s: writes %s.%s like routes[%d] but with another target or sharding; one table is placed one way", key, db, table, j)
 		}
 	}
 }

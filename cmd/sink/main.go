@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/rs/zerolog"
 
 	"sink/config"
@@ -162,7 +163,7 @@ func run(cfg *config.Config, stderr io.Writer) int {
 		log.Info().Str("addr", srv.Addr()).Msg("serving /metrics, /healthz, /readyz")
 	}
 
-	w, err := writer.Open(ctx, cfg.Name, cfg.ClickHouse)
+	w, err := openSink(ctx, cfg, m)
 	if err != nil {
 		fmt.Fprintf(stderr, "sink: %v\n", err)
 		return 1
@@ -200,6 +201,32 @@ func run(cfg *config.Config, stderr io.Writer) int {
 	}
 	log.Info().Msg("stopped")
 	return 0
+}
+
+// clusterSink is what run needs of the ClickHouse side: a writer.Writer,
+// or a writer.Cluster when a route has a cluster target.
+type clusterSink interface {
+	pipeline.Sink
+	Conn() driver.Conn
+	Close() error
+}
+
+// openSink opens the writer, or the cluster writer when a route has a
+// target (target: local or distributed).
+func openSink(ctx context.Context, cfg *config.Config, m *metrics.Metrics) (clusterSink, error) {
+	for _, r := range cfg.Routes {
+		if r.Target != "" {
+			c, err := writer.OpenCluster(ctx, cfg.Name, cfg.ClickHouse, cfg.Routes)
+			if err != nil {
+				return nil, err
+			}
+			if m != nil {
+				c.Observe(m)
+			}
+			return c, nil
+		}
+	}
+	return writer.Open(ctx, cfg.Name, cfg.ClickHouse)
 }
 
 // signals cancels the returned context on the first SIGTERM/SIGINT; a second

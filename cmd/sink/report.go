@@ -10,13 +10,14 @@ import (
 	"time"
 
 	"sink/config"
+	"sink/internal/cluster"
 	"sink/internal/report"
 	"sink/internal/writer"
 )
 
 const reportUsage = `Usage: sink report --table DB.TABLE [--since 2h] [--until now] [--split T]
                    [--config FILE] [--clickhouse HOST:PORT] [--user U] [--password-file F]
-                   [--database DB] [--format text|csv|json] [--chart FILE.svg] [--utc]
+                   [--database DB] [--cluster NAME] [--format text|csv|json] [--chart FILE.svg] [--utc]
 
 Per minute, the finished INSERTs into one table (from system.query_log: count,
 written_rows, written_bytes, query_duration_ms) and the new parts it got (from
@@ -33,6 +34,14 @@ statement is INSERT INTO [TABLE] db.table or INSERT INTO table (bare, quoted
 with backquotes or double quotes, any case of the keywords, comments allowed
 before it), and one that names no database counts for --database, whichever
 database its client was in.
+
+On a cluster (--cluster NAME, or clickhouse.cluster in --config): the nodes
+are read from system.clusters of the first address, and every node's logs
+are read over a connection of its own (the same user, password and TLS),
+summed into the minutes and the before/after view, and split per shard with
+each replica's inserts, rows and new parts. A node that cannot be read is
+named in a note and left out of the sums. For a Distributed table, INSERTs are
+those into it and new parts those of its local table.
 
 The connection: with --config, the connector's clickhouse section (addresses,
 protocol, user, password or password_file, TLS, timeouts) and its environment
@@ -59,6 +68,7 @@ func reportCmd(args []string, stdout, stderr io.Writer) int {
 	// user of the machine in ps.
 	passwordFile := fs.String("password-file", "", "read the ClickHouse password from this `file` (default: $SINK_CLICKHOUSE__PASSWORD)")
 	database := fs.String("database", def.Database, "database of a --table without one, and of INSERTs that name none")
+	clusterName := fs.String("cluster", "", "sum the logs of every node of this `cluster` (default: clickhouse.cluster of --config)")
 	var req report.Request
 	fs.StringVar(&req.Table, "table", "", "the table, `DB.TABLE` or TABLE (required)")
 	fs.StringVar(&req.Since, "since", "2h", "start of the range")
@@ -130,7 +140,37 @@ func reportCmd(args []string, stdout, stderr io.Writer) int {
 		return fail(err)
 	}
 	defer w.Close()
-	if err := req.Run(ctx, w.Conn(), strings.Join(ch.Addrs, ","), o, stdout); err != nil {
+	where := strings.Join(ch.Addrs, ",")
+	name := ch.Cluster
+	if set["cluster"] {
+		name = *clusterName
+	}
+	if name == "" {
+		if err := req.Run(ctx, w.Conn(), where, o, stdout); err != nil {
+			return fail(err)
+		}
+		return 0
+	}
+	topo, err := cluster.Discover(ctx, w.Conn(), name)
+	if err != nil {
+		return fail(fmt.Errorf("clickhouse %s: %w", where, err))
+	}
+	var nodes []report.Node
+	for _, s := range topo.Shards {
+		for _, r := range s.Replicas {
+			n := report.Node{Shard: s.Num, Replica: r.Num, Addr: r.Addr}
+			node := ch
+			node.Addrs = []string{r.Addr}
+			if nw, err := writer.Open(ctx, "report", node); err != nil {
+				n.Err = err
+			} else {
+				defer nw.Close()
+				n.Conn = nw.Conn()
+			}
+			nodes = append(nodes, n)
+		}
+	}
+	if err := req.RunCluster(ctx, w.Conn(), where, name, nodes, o, stdout); err != nil {
 		return fail(err)
 	}
 	return 0

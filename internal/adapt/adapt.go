@@ -215,6 +215,26 @@ func PartsPressure(p Parts) float64 {
 	return min(5*math.Pow(16, min(y, 1)), MaxPressure)
 }
 
+// MostPressed is the observation, of several servers' parts of one table
+// (the shards and replicas of a cluster), that asks for the most pressure:
+// ClickHouse refuses an INSERT on the server it lands on, so the table is as
+// pressed as its most pressed server. Ties go to the one with more active
+// parts; no observations give Parts{}.
+func MostPressed(ps []Parts) Parts {
+	var worst Parts
+	for i, p := range ps {
+		if i == 0 {
+			worst = p
+			continue
+		}
+		pp, wp := PartsPressure(p), PartsPressure(worst)
+		if pp > wp || (pp == wp && p.Active > worst.Active) {
+			worst = p
+		}
+	}
+	return worst
+}
+
 // TooManyParts reports that ClickHouse refused (TOO_MANY_PARTS) or
 // delayed an insert: the error pressure doubles (at least 2) and then
 // halves every ErrorHalfLife.

@@ -366,3 +366,26 @@ func TestSlowInserts(t *testing.T) {
 		t.Errorf("inserts of 4s at a 2s cadence: %+v, want the wait stretched to about 8s", tg)
 	}
 }
+
+func TestMostPressed(t *testing.T) {
+	calm := Parts{Active: 10, DelayAt: 150, ThrowAt: 300}
+	near := Parts{Active: 120, DelayAt: 150, ThrowAt: 300}
+	over := Parts{Active: 200, DelayAt: 150, ThrowAt: 300}
+	// A server with lower thresholds is more pressed at fewer parts.
+	strict := Parts{Active: 60, DelayAt: 50, ThrowAt: 100}
+	for _, c := range []struct {
+		name string
+		in   []Parts
+		want Parts
+	}{
+		{"none", nil, Parts{}},
+		{"one", []Parts{near}, near},
+		{"the most pressed shard wins, wherever it is", []Parts{calm, over, near}, over},
+		{"pressure, not the count, decides", []Parts{near, strict}, strict},
+		{"ties below pressure go to more parts", []Parts{{Active: 3, DelayAt: 150, ThrowAt: 300}, calm}, calm},
+	} {
+		if got := MostPressed(c.in); got != c.want {
+			t.Errorf("%s: MostPressed = %+v, want %+v", c.name, got, c.want)
+		}
+	}
+}

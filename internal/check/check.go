@@ -1,6 +1,7 @@
 // Package check is `sink check`: it verifies what `sink run` would need, in
 // the order run needs it (the brokers and topics, the dead-letter topic,
-// the ClickHouse server, the schema registry when one is configured, every
+// the ClickHouse server, on a cluster every shard and replica with each
+// target route's local table there, the schema registry when one is configured, every
 // route's table and columns, exactly-once support), with the same
 // constructors as run, and prints what it found. It also decodes a sample
 // of each topic's newest records and lists the fields no column takes, with
@@ -90,6 +91,11 @@ func Run(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "clickhouse: %s (protocol %s)\n", strings.Join(cfg.ClickHouse.Addrs, ","), cfg.ClickHouse.Protocol)
 	for _, l := range info.Lines() {
 		fmt.Fprintf(stdout, "clickhouse: %s\n", l)
+	}
+	if cfg.ClickHouse.Clustered() {
+		if err := clusterCheck(ctx, cfg, w, stdout); err != nil {
+			return err
+		}
 	}
 
 	var opts []pipeline.Option

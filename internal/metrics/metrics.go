@@ -99,6 +99,7 @@ type Metrics struct {
 	ping       atomic.Pointer[Pinger]
 	group      string
 	ages       *ages // the per-partition and per-table values computed at scrape time
+	cluster    *clusterVecs
 }
 
 // New creates the collectors on a fresh registry, together with the Go
@@ -168,6 +169,7 @@ func New(group string) *Metrics {
 		m.reg.MustRegister(g)
 	}
 	m.reg.MustRegister(m.reason)
+	m.cluster = newClusterVecs(m.reg)
 	m.reg.MustRegister(m.records, m.bytes, m.dlq, m.skipped, m.unrouted, m.rows, m.inserts, m.sealed, m.retries, m.defaults, m.unmapped, m.duration,
 		m.perInsert, m.e2e, m.ages, m.lag, m.buffer, m.limit, m.paused, m.partitions, m.maxWait, m.regWaiting, m.regRetries, age,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

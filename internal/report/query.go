@@ -56,18 +56,61 @@ type Options struct {
 	// Flush runs SYSTEM FLUSH LOGS first so the last seconds are in the
 	// logs; without the privilege it is skipped silently.
 	Flush bool
+	// PartsOf, when set, is the table whose new parts are counted instead of
+	// Target's: the local table of a Distributed Target, which has no parts
+	// of its own.
+	PartsOf *Target
 }
 
 // Query reads the logs and aggregates them. A server without query_log is
 // an error (ErrNoQueryLog); one without part_log gives a report without new
 // parts and a note saying why.
 func Query(ctx context.Context, conn driver.Conn, o Options) (Report, error) {
-	has, err := systemTables(ctx, conn)
+	l, err := readLogs(ctx, conn, o)
 	if err != nil {
 		return Report{}, err
 	}
+	r := Aggregate(o.Target.FullName(), o.Since, o.Until, l.ins, l.parts, l.partLog, o.Split)
+	r.MatchedBy = l.matchedBy
+	if !l.partLog {
+		r.Notes = append(r.Notes, noPartLog)
+	}
+	if len(l.ins) == 0 {
+		r.Notes = append(r.Notes, noInsertsNote(ctx, conn, o.Target))
+	}
+	return r, nil
+}
+
+const noPartLog = "system.part_log does not exist on this server: new parts are not known (enable the <part_log> section in the server config)"
+
+// noInsertsNote says that the range holds no INSERT into t, and why that may
+// be when the user's queries are not logged.
+func noInsertsNote(ctx context.Context, conn driver.Conn, t Target) string {
+	note := "no finished INSERT into " + t.FullName() + " in system.query_log in this range"
+	if on, err := settingOn(ctx, conn, "log_queries"); err == nil && !on {
+		note += "; log_queries is 0 for this user, so queries of users like it are not logged"
+	}
+	return note
+}
+
+// logs is what one server's query_log and part_log hold for a report.
+type logs struct {
+	ins       []Insert
+	parts     []Part
+	partLog   bool   // the server has system.part_log
+	matchedBy string // MatchedByTables or MatchedByText
+}
+
+// readLogs reads the INSERTs into o.Target and its new parts in o's range
+// from the server conn is connected to.
+func readLogs(ctx context.Context, conn driver.Conn, o Options) (logs, error) {
+	var l logs
+	has, err := systemTables(ctx, conn)
+	if err != nil {
+		return l, err
+	}
 	if !has["query_log"] {
-		return Report{}, ErrNoQueryLog
+		return l, ErrNoQueryLog
 	}
 	if o.Flush {
 		_ = conn.Exec(ctx, "SYSTEM FLUSH LOGS")
@@ -81,9 +124,12 @@ func Query(ctx context.Context, conn driver.Conn, o Options) (Report, error) {
 	}
 	byTables, err := hasColumns(ctx, conn, "query_log", "tables", "query_kind", "current_database")
 	if err != nil {
-		return Report{}, err
+		return l, err
 	}
-	var ins []Insert
+	l.matchedBy = MatchedByText
+	if byTables {
+		l.matchedBy = MatchedByTables
+	}
 	var rows driver.Rows
 	if byTables {
 		rows, err = conn.Query(ctx, fmt.Sprintf(insertsByTablesSQL, queryPrefix), since, since, until, o.Target.FullName())
@@ -91,7 +137,7 @@ func Query(ctx context.Context, conn driver.Conn, o Options) (Report, error) {
 		rows, err = conn.Query(ctx, fmt.Sprintf(insertsSQL, queryPrefix), since, since, until, o.Target.Table)
 	}
 	if err != nil {
-		return Report{}, fmt.Errorf("reading system.query_log: %w", err)
+		return l, fmt.Errorf("reading system.query_log: %w", err)
 	}
 	for rows.Next() {
 		var (
@@ -110,54 +156,43 @@ func Query(ctx context.Context, conn driver.Conn, o Options) (Report, error) {
 		}
 		if err != nil {
 			rows.Close()
-			return Report{}, fmt.Errorf("reading system.query_log: %w", err)
+			return l, fmt.Errorf("reading system.query_log: %w", err)
 		}
 		if match {
-			ins = append(ins, Insert{At: time.Unix(int64(t), 0).UTC(), Rows: wrows, Bytes: wbytes, DurationMS: durMS})
+			l.ins = append(l.ins, Insert{At: time.Unix(int64(t), 0).UTC(), Rows: wrows, Bytes: wbytes, DurationMS: durMS})
 		}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return Report{}, fmt.Errorf("reading system.query_log: %w", err)
+		return l, fmt.Errorf("reading system.query_log: %w", err)
 	}
 
-	var parts []Part
-	if has["part_log"] {
-		rows, err := conn.Query(ctx, partsSQL, since, since, until, o.Target.Database, o.Target.Table)
-		if err != nil {
-			return Report{}, fmt.Errorf("reading system.part_log: %w", err)
-		}
-		for rows.Next() {
-			var t uint32
-			var n uint64
-			if err := rows.Scan(&t, &n); err != nil {
-				rows.Close()
-				return Report{}, fmt.Errorf("reading system.part_log: %w", err)
-			}
-			parts = append(parts, Part{At: time.Unix(int64(t), 0).UTC(), Rows: n})
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return Report{}, fmt.Errorf("reading system.part_log: %w", err)
-		}
+	l.partLog = has["part_log"]
+	if !l.partLog {
+		return l, nil
 	}
-
-	r := Aggregate(o.Target.FullName(), o.Since, o.Until, ins, parts, has["part_log"], o.Split)
-	r.MatchedBy = MatchedByText
-	if byTables {
-		r.MatchedBy = MatchedByTables
+	partsDB, partsTable := o.Target.Database, o.Target.Table
+	if o.PartsOf != nil {
+		partsDB, partsTable = o.PartsOf.Database, o.PartsOf.Table
 	}
-	if !has["part_log"] {
-		r.Notes = append(r.Notes, "system.part_log does not exist on this server: new parts are not known (enable the <part_log> section in the server config)")
+	rows, err = conn.Query(ctx, partsSQL, since, since, until, partsDB, partsTable)
+	if err != nil {
+		return l, fmt.Errorf("reading system.part_log: %w", err)
 	}
-	if len(ins) == 0 {
-		note := "no finished INSERT into " + o.Target.FullName() + " in system.query_log in this range"
-		if on, err := settingOn(ctx, conn, "log_queries"); err == nil && !on {
-			note += "; log_queries is 0 for this user, so queries of users like it are not logged"
+	for rows.Next() {
+		var t uint32
+		var n uint64
+		if err := rows.Scan(&t, &n); err != nil {
+			rows.Close()
+			return l, fmt.Errorf("reading system.part_log: %w", err)
 		}
-		r.Notes = append(r.Notes, note)
+		l.parts = append(l.parts, Part{At: time.Unix(int64(t), 0).UTC(), Rows: n})
 	}
-	return r, nil
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return l, fmt.Errorf("reading system.part_log: %w", err)
+	}
+	return l, nil
 }
 
 // systemTables says which of the two logs exist. ClickHouse creates them on

@@ -19,6 +19,22 @@ func (r Report) Text(w io.Writer, loc *time.Location) error {
 	zone := r.Since.In(loc).Format("MST")
 	fmt.Fprintf(&b, "INSERTs into %s from %s to %s %s\n", r.Table,
 		r.Since.In(loc).Format("2006-01-02 15:04:05"), r.Until.In(loc).Format("2006-01-02 15:04:05"), zone)
+	if r.Cluster != "" {
+		n, read := 0, 0
+		for _, s := range r.Shards {
+			for _, rt := range s.Replicas {
+				n++
+				if rt.Read {
+					read++
+				}
+			}
+		}
+		of := ""
+		if read < n {
+			of = fmt.Sprintf("%d of ", read)
+		}
+		fmt.Fprintf(&b, "on cluster %s: the sums of %s%d nodes' logs, %d shards\n", r.Cluster, of, n, len(r.Shards))
+	}
 	b.WriteString("(system.query_log: finished INSERTs by the minute they finished; system.part_log: new parts)\n\n")
 	if len(r.Minutes) == 0 {
 		b.WriteString("no INSERTs and no new parts in this range\n")
@@ -60,6 +76,12 @@ func (r Report) Text(w io.Writer, loc *time.Location) error {
 		b.WriteString("\n")
 		r.splitText(&b, loc)
 	}
+	if len(r.Shards) > 0 {
+		b.WriteString("\n")
+		if err := r.shardsText(&b); err != nil {
+			return err
+		}
+	}
 	for _, n := range r.Notes {
 		b.WriteString("note: " + n + "\n")
 	}
@@ -93,6 +115,47 @@ func (r Report) splitText(b *strings.Builder, loc *time.Location) {
 	fmt.Fprintf(tw, "p50 / p99 insert ms\t%s\t%s\n", ms(bf), ms(af))
 	fmt.Fprintf(tw, "inserts, rows\t%s, %s\t%s, %s\n", group(uint64(bf.Inserts)), group(bf.Rows), group(uint64(af.Inserts)), group(af.Rows))
 	tw.Flush()
+}
+
+// shardsText is the per-shard split of a cluster report: each shard's totals
+// (and inserts/min before and after a split), and what each replica logged.
+func (r Report) shardsText(b *strings.Builder) error {
+	b.WriteString("per shard (INSERTs each replica received, new parts written on it):\n")
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head := "shard\tinserts\trows\trows/insert\tinserts/min\tp50 ms\tp99 ms\tnew parts\t"
+	if r.Split != nil {
+		head += "inserts/min before\tafter\t"
+	}
+	fmt.Fprintln(tw, head+"replicas: inserts/rows/new parts\t")
+	for _, s := range r.Shards {
+		t := s.Total
+		parts := "-"
+		if r.PartLog {
+			parts = group(uint64(t.NewParts))
+		}
+		rpi, ipm, lat := "-", "-", "-\t-"
+		if t.Minutes > 0 {
+			rpi, ipm, lat = num(t.RowsPerInsert.Mean), num(t.InsertsPerMin.Mean), group(t.P50MS)+"\t"+group(t.P99MS)
+		}
+		line := fmt.Sprintf("%d\t%s\t%s\t%s\t%s\t%s\t%s\t", s.Shard, group(uint64(t.Inserts)), group(t.Rows), rpi, ipm, lat, parts)
+		if r.Split != nil {
+			line += spread(s.Before.InsertsPerMin, s.Before.Minutes) + "\t" + spread(s.After.InsertsPerMin, s.After.Minutes) + "\t"
+		}
+		var reps []string
+		for _, rt := range s.Replicas {
+			if !rt.Read {
+				reps = append(reps, rt.Addr+" not read")
+				continue
+			}
+			p := "-"
+			if r.PartLog {
+				p = group(uint64(rt.NewParts))
+			}
+			reps = append(reps, fmt.Sprintf("%s %s/%s/%s", rt.Addr, group(uint64(rt.Inserts)), group(rt.Rows), p))
+		}
+		fmt.Fprintln(tw, line+strings.Join(reps, ", ")+"\t")
+	}
+	return tw.Flush()
 }
 
 func minutes(n int) string {

@@ -106,8 +106,14 @@ type Report struct {
 	// minute left out, nothing found).
 	Notes []string `json:"notes,omitempty"`
 	// MatchedBy says how INSERTs were attributed to the table:
-	// MatchedByTables or MatchedByText.
+	// MatchedByTables or MatchedByText (both, comma-separated, when the
+	// nodes of a cluster differ).
 	MatchedBy string `json:"matched_by,omitempty"`
+
+	// Cluster names the cluster of a report over every node's logs
+	// (QueryCluster); Shards splits it per shard.
+	Cluster string        `json:"cluster,omitempty"`
+	Shards  []ShardReport `json:"shards,omitempty"`
 }
 
 // The ways Query attributes a logged INSERT to a table.

@@ -2,6 +2,8 @@ package report
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +12,8 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"sink/internal/writer"
 )
 
 // Formats are the output formats of a report (Request.Format).
@@ -83,17 +87,44 @@ func (r Request) location() *time.Location {
 // (for messages): it checks that the table exists, queries the logs,
 // writes the report to w in r.Format and, with r.Chart, draws the chart.
 func (r Request) Run(ctx context.Context, conn driver.Conn, where string, o Options, w io.Writer) error {
-	var exists uint64
+	return r.run(ctx, conn, where, o, w, func(o Options) (Report, error) { return Query(ctx, conn, o) })
+}
+
+// RunCluster is Run over every node of cluster (QueryCluster); conn is the
+// node the table is looked up on, where names it.
+func (r Request) RunCluster(ctx context.Context, conn driver.Conn, where, cluster string, nodes []Node, o Options, w io.Writer) error {
+	return r.run(ctx, conn, where, o, w, func(o Options) (Report, error) { return QueryCluster(ctx, cluster, nodes, o) })
+}
+
+func (r Request) run(ctx context.Context, conn driver.Conn, where string, o Options, w io.Writer, query func(Options) (Report, error)) error {
+	var engine, engineFull string
 	t := o.Target
-	if err := conn.QueryRow(ctx, "SELECT count() FROM system.tables WHERE database = ? AND name = ?", t.Database, t.Table).Scan(&exists); err != nil {
-		return fmt.Errorf("clickhouse %s: looking up %s: %w", where, t.FullName(), err)
-	}
-	if exists == 0 {
+	err := conn.QueryRow(ctx, "SELECT engine, engine_full FROM system.tables WHERE database = ? AND name = ?", t.Database, t.Table).Scan(&engine, &engineFull)
+	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("table %s does not exist on %s", t.FullName(), where)
 	}
-	rep, err := Query(ctx, conn, o)
+	if err != nil {
+		return fmt.Errorf("clickhouse %s: looking up %s: %w", where, t.FullName(), err)
+	}
+	// A Distributed table has no parts: its local table gets them.
+	dist, err := writer.ParseDistributed(engine, engineFull)
+	if err != nil {
+		return fmt.Errorf("table %s on %s: %w", t.FullName(), where, err)
+	}
+	if dist != nil {
+		db := dist.Database
+		if db == "" || strings.ContainsAny(db, "()") { // currentDatabase()
+			db = t.Database
+		}
+		o.PartsOf = &Target{Database: db, Table: dist.Table}
+	}
+	rep, err := query(o)
 	if err != nil {
 		return err
+	}
+	if o.PartsOf != nil {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("%s is a Distributed table: new parts are those of its local table %s",
+			t.FullName(), o.PartsOf.FullName()))
 	}
 	loc := r.location()
 	switch r.Format {

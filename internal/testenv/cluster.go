@@ -47,12 +47,7 @@ func (n ClusterNode) Options() *clickhouse.Options { return chOptions(n.Addr) }
 // Conn opens a native connection to the node, closed when the test ends.
 func (n ClusterNode) Conn(t testing.TB) driver.Conn {
 	t.Helper()
-	conn, err := clickhouse.Open(n.Options())
-	if err != nil {
-		t.Fatalf("testenv: cluster node %s open: %v", n.Name, err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
-	return conn
+	return openConn(t, n.Options(), "cluster node "+n.Name)
 }
 
 // LocalCluster is the local ClickHouse cluster as its seed node's system.clusters
@@ -154,40 +149,33 @@ var clusterTopology LocalCluster
 // reaches ZooKeeper.
 func discoverCluster(seed string) (LocalCluster, error) {
 	c := LocalCluster{Name: ClusterName, NodesName: ClusterNodesName}
-	if err := dial(seed); err != nil {
-		return c, err
-	}
-	conn, err := clickhouse.Open(chOptions(seed))
+	err := withProbeConn(seed, func(ctx context.Context, conn driver.Conn) error {
+		if err := conn.QueryRow(ctx, "SELECT version()").Scan(&c.Version); err != nil {
+			return fmt.Errorf("SELECT version(): %w", err)
+		}
+		rows, err := conn.Query(ctx, "SELECT shard_num, replica_num, host_name, port FROM system.clusters WHERE cluster = ? ORDER BY shard_num, replica_num", ClusterName)
+		if err != nil {
+			return fmt.Errorf("system.clusters: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var shard, replica uint32
+			var host string
+			var port uint16
+			if err := rows.Scan(&shard, &replica, &host, &port); err != nil {
+				return fmt.Errorf("system.clusters: %w", err)
+			}
+			for len(c.Shards) < int(shard) {
+				c.Shards = append(c.Shards, nil)
+			}
+			c.Shards[shard-1] = append(c.Shards[shard-1], ClusterNode{
+				Shard: int(shard), Replica: int(replica), Addr: fmt.Sprintf("%s:%d", host, port),
+			})
+		}
+		return rows.Err()
+	})
 	if err != nil {
 		return c, err
-	}
-	defer conn.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
-	defer cancel()
-	if err := conn.QueryRow(ctx, "SELECT version()").Scan(&c.Version); err != nil {
-		return c, fmt.Errorf("SELECT version(): %w", err)
-	}
-	rows, err := conn.Query(ctx, "SELECT shard_num, replica_num, host_name, port FROM system.clusters WHERE cluster = ? ORDER BY shard_num, replica_num", ClusterName)
-	if err != nil {
-		return c, fmt.Errorf("system.clusters: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var shard, replica uint32
-		var host string
-		var port uint16
-		if err := rows.Scan(&shard, &replica, &host, &port); err != nil {
-			return c, fmt.Errorf("system.clusters: %w", err)
-		}
-		for len(c.Shards) < int(shard) {
-			c.Shards = append(c.Shards, nil)
-		}
-		c.Shards[shard-1] = append(c.Shards[shard-1], ClusterNode{
-			Shard: int(shard), Replica: int(replica), Addr: fmt.Sprintf("%s:%d", host, port),
-		})
-	}
-	if err := rows.Err(); err != nil {
-		return c, fmt.Errorf("system.clusters: %w", err)
 	}
 	if len(c.Shards) == 0 {
 		return c, fmt.Errorf("%s does not define cluster %s", seed, ClusterName)
@@ -208,23 +196,16 @@ func discoverCluster(seed string) (LocalCluster, error) {
 // probeClusterNode returns the node's {replica} macro once it answers and
 // reaches ZooKeeper.
 func probeClusterNode(addr string) (string, error) {
-	if err := dial(addr); err != nil {
-		return "", err
-	}
-	conn, err := clickhouse.Open(chOptions(addr))
-	if err != nil {
-		return "", err
-	}
-	defer conn.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
-	defer cancel()
 	var name string
-	if err := conn.QueryRow(ctx, "SELECT substitution FROM system.macros WHERE macro = 'replica'").Scan(&name); err != nil {
-		return "", fmt.Errorf("{replica} macro: %w", err)
-	}
-	var zk uint64
-	if err := conn.QueryRow(ctx, "SELECT count() FROM system.zookeeper WHERE path = '/'").Scan(&zk); err != nil {
-		return "", fmt.Errorf("ZooKeeper: %w", err)
-	}
-	return name, nil
+	err := withProbeConn(addr, func(ctx context.Context, conn driver.Conn) error {
+		if err := conn.QueryRow(ctx, "SELECT substitution FROM system.macros WHERE macro = 'replica'").Scan(&name); err != nil {
+			return fmt.Errorf("{replica} macro: %w", err)
+		}
+		var zk uint64
+		if err := conn.QueryRow(ctx, "SELECT count() FROM system.zookeeper WHERE path = '/'").Scan(&zk); err != nil {
+			return fmt.Errorf("ZooKeeper: %w", err)
+		}
+		return nil
+	})
+	return name, err
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/internal/testenv"
 )
@@ -110,5 +112,66 @@ func TestClusterReplicatesAndDistributes(t *testing.T) {
 	}
 	if got := count(r2, "events"); got != before+1 {
 		t.Errorf("%s has %d rows after a local insert into %s, want %d", r2.Name, got, r1.Name, before+1)
+	}
+}
+
+// TestKafkaClusterReplicatesTopics runs on the local 3-broker Kafka: a topic from
+// NewClusterTopic has three in-sync replicas per partition and
+// min.insync.replicas=2, and a record produced with acks=all is read back
+// through another broker.
+func TestKafkaClusterReplicatesTopics(t *testing.T) {
+	brokers := testenv.KafkaCluster(t)
+	topic := testenv.NewClusterTopic(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	adm := kadm.NewClient(testenv.KafkaClusterClient(t))
+	td, err := adm.ListTopics(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range td[topic].Partitions {
+		if len(p.Replicas) != 3 || len(p.ISR) != 3 {
+			t.Errorf("partition %d: replicas %v, in sync %v; want 3 of each", p.Partition, p.Replicas, p.ISR)
+		}
+	}
+	rc, err := adm.DescribeTopicConfigs(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := rc.On(topic, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	minISR := ""
+	for _, e := range c.Configs {
+		if e.Key == "min.insync.replicas" {
+			minISR = e.MaybeValue()
+		}
+	}
+	if minISR != "2" {
+		t.Errorf("min.insync.replicas = %q, want 2", minISR)
+	}
+
+	// Produce through the first broker only, read through the last only.
+	prod, err := kgo.NewClient(kgo.SeedBrokers(brokers[0]), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte("replicated")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	cons, err := kgo.NewClient(kgo.SeedBrokers(brokers[len(brokers)-1]), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	fs := cons.PollRecords(ctx, 1)
+	if err := fs.Err0(); err != nil {
+		t.Fatal(err)
+	}
+	if recs := fs.Records(); len(recs) != 1 || string(recs[0].Value) != "replicated" {
+		t.Fatalf("read back %d records: %+v", len(recs), recs)
 	}
 }

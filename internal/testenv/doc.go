@@ -38,6 +38,12 @@
 //	db := c.NewDatabase(t)       // CREATE DATABASE … ON CLUSTER, dropped on every node at cleanup
 //	_ = c.Remote()               // "127.0.0.1:9201,…" for remote('…', system.query_log)
 //
+// The 3-broker Kafka (`make kafka-cluster-up`; scripts/test.sh starts it when a
+// test uses it): brokers 127.0.0.1:9192–9194, replication factor 3, min.insync.replicas=2:
+//
+//	brokers := testenv.KafkaCluster(t)     // []string{"127.0.0.1:9192", …}
+//	topic := testenv.NewClusterTopic(t, 3) // replication factor 3, deleted at cleanup
+//
 // and for the security tests:
 //
 //	s := testenv.KafkaSASL(t)        // SASL_SSL listener 127.0.0.1:9094, its test CA, a client
@@ -55,6 +61,7 @@
 //	                      instead of 127.0.0.1:8123 and 127.0.0.1:18123
 //	SINK_TEST_CLUSTER     a cluster node's native host:port instead of 127.0.0.1:9201
 //	                      (the rest is read from its system.clusters)
+//	SINK_TEST_KAFKA_CLUSTER  comma-separated brokers instead of 127.0.0.1:9192,9193,9194
 //	SINK_TEST_KAFKA_SASL  SASL_SSL host:port instead of 127.0.0.1:9094
 //	SINK_TEST_KAFKA_TLS   directory with ca.pem, client.pem, client.key instead of
 //	                      the checkout's .stack/kafka/tls (scripts/stack.sh writes it)

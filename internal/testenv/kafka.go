@@ -2,6 +2,8 @@ package testenv
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,7 +15,13 @@ import (
 // closed when the test ends. It skips the test when Kafka is not up.
 func KafkaClient(t testing.TB, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	brokers := Kafka(t)
+	return kafkaClient(t, Kafka(t), opts)
+}
+
+// kafkaClient returns a franz-go client seeded with brokers (plus opts), closed
+// when the test ends.
+func kafkaClient(t testing.TB, brokers []string, opts []kgo.Opt) *kgo.Client {
+	t.Helper()
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...)}, opts...)...)
 	if err != nil {
 		t.Fatalf("testenv: kafka client: %v", err)
@@ -27,12 +35,19 @@ func KafkaClient(t testing.TB, opts ...kgo.Opt) *kgo.Client {
 // produce does not race the metadata), and deletes the topic when the test ends.
 func NewTopic(t testing.TB, partitions int) string {
 	t.Helper()
-	adm := kadm.NewClient(KafkaClient(t))
+	return newTopic(t, KafkaClient(t), partitions, 1)
+}
+
+// newTopic creates a uniquely named topic through cl as NewTopic describes, with
+// the given replication factor.
+func newTopic(t testing.TB, cl *kgo.Client, partitions int, replicas int16) string {
+	t.Helper()
+	adm := kadm.NewClient(cl)
 	topic := UniqueName(t, "test")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := adm.CreateTopic(ctx, int32(partitions), 1, nil, topic); err != nil {
+	if _, err := adm.CreateTopic(ctx, int32(partitions), replicas, nil, topic); err != nil {
 		t.Fatalf("testenv: create topic %s: %v", topic, err)
 	}
 	// Registered after the client's Close, so it runs before it (cleanups are LIFO).
@@ -71,4 +86,46 @@ func topicReady(ctx context.Context, adm *kadm.Client, topic string, partitions 
 		}
 	}
 	return true
+}
+
+// The local 3-broker Kafka (`make kafka-cluster-up`, scripts/stack.sh
+// kafka-cluster up): three KRaft nodes, each broker and controller, topics with
+// replication factor 3 and min.insync.replicas=2 by default.
+const (
+	DefaultKafkaCluster = "127.0.0.1:9192,127.0.0.1:9193,127.0.0.1:9194"
+	// EnvKafkaCluster overrides DefaultKafkaCluster (comma-separated brokers).
+	EnvKafkaCluster = "SINK_TEST_KAFKA_CLUSTER"
+)
+
+// KafkaCluster returns the brokers of the local 3-broker Kafka, or skips the test
+// (fails it under SINK_REQUIRE_STACK=1) unless they answer a metadata request
+// that lists at least three brokers.
+func KafkaCluster(t testing.TB) []string {
+	t.Helper()
+	var brokers []string
+	for _, b := range strings.Split(envOr(EnvKafkaCluster, DefaultKafkaCluster), ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			brokers = append(brokers, b)
+		}
+	}
+	addr := strings.Join(brokers, ",")
+	err := probe("kafka-cluster "+addr, func() error { return probeKafkaBrokers(brokers, 3) })
+	if err != nil {
+		unavailableMsg(t, fmt.Sprintf("integration: the 3-broker Kafka is not reachable at %s; run `make kafka-cluster-up` (%v)", addr, err))
+	}
+	return brokers
+}
+
+// KafkaClusterClient returns a franz-go client seeded with the 3-broker Kafka's
+// brokers (plus opts), closed when the test ends.
+func KafkaClusterClient(t testing.TB, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	return kafkaClient(t, KafkaCluster(t), opts)
+}
+
+// NewClusterTopic creates a topic on the 3-broker Kafka as NewTopic does, with
+// replication factor 3 (min.insync.replicas=2 is the brokers' default).
+func NewClusterTopic(t testing.TB, partitions int) string {
+	t.Helper()
+	return newTopic(t, KafkaClusterClient(t), partitions, 3)
 }

@@ -53,9 +53,16 @@ func (s Server) Options() *clickhouse.Options { return chOptions(s.Addr) }
 // Conn opens a native connection to the server, closed when the test ends.
 func (s Server) Conn(t testing.TB) driver.Conn {
 	t.Helper()
-	conn, err := clickhouse.Open(s.Options())
+	return openConn(t, s.Options(), "clickhouse "+s.Label)
+}
+
+// openConn opens a native connection with opts, closed when the test ends; what
+// names the server in the failure.
+func openConn(t testing.TB, opts *clickhouse.Options, what string) driver.Conn {
+	t.Helper()
+	conn, err := clickhouse.Open(opts)
 	if err != nil {
-		t.Fatalf("testenv: clickhouse %s open: %v", s.Label, err)
+		t.Fatalf("testenv: %s open: %v", what, err)
 	}
 	t.Cleanup(func() { _ = conn.Close() })
 	return conn
@@ -144,18 +151,14 @@ func probeVersion(addr string) (string, error) {
 	if err := probeClickHouse(addr); err != nil {
 		return "", err
 	}
-	conn, err := clickhouse.Open(chOptions(addr))
-	if err != nil {
-		return "", err
-	}
-	defer conn.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
-	defer cancel()
 	var v string
-	if err := conn.QueryRow(ctx, "SELECT version()").Scan(&v); err != nil {
-		return "", fmt.Errorf("SELECT version(): %w", err)
-	}
-	return v, nil
+	err := withProbeConn(addr, func(ctx context.Context, conn driver.Conn) error {
+		if err := conn.QueryRow(ctx, "SELECT version()").Scan(&v); err != nil {
+			return fmt.Errorf("SELECT version(): %w", err)
+		}
+		return nil
+	})
+	return v, err
 }
 
 // parseVersion returns the first two numbers of a version string; 0, 0 if it has none.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -125,7 +126,11 @@ func dial(addr string) error {
 	return c.Close()
 }
 
-func probeKafka(brokers []string) error {
+func probeKafka(brokers []string) error { return probeKafkaBrokers(brokers, 1) }
+
+// probeKafkaBrokers checks that some of brokers answers a metadata request that
+// lists at least want brokers.
+func probeKafkaBrokers(brokers []string, want int) error {
 	var lastErr error
 	reachable := false
 	for _, b := range brokers {
@@ -149,13 +154,28 @@ func probeKafka(brokers []string) error {
 	if err != nil {
 		return fmt.Errorf("metadata request: %w", err)
 	}
-	if len(m.Brokers) == 0 {
-		return fmt.Errorf("metadata lists no brokers")
+	if len(m.Brokers) < want {
+		return fmt.Errorf("metadata lists %d brokers, want at least %d", len(m.Brokers), want)
 	}
 	return nil
 }
 
 func probeClickHouse(addr string) error {
+	return withProbeConn(addr, func(ctx context.Context, conn driver.Conn) error {
+		var one uint8
+		if err := conn.QueryRow(ctx, "SELECT 1").Scan(&one); err != nil {
+			return fmt.Errorf("SELECT 1: %w", err)
+		}
+		if one != 1 {
+			return fmt.Errorf("SELECT 1 returned %d", one)
+		}
+		return nil
+	})
+}
+
+// withProbeConn dials addr (failing fast when nothing listens), opens a native
+// connection and runs fn with it under the probe timeout.
+func withProbeConn(addr string, fn func(context.Context, driver.Conn) error) error {
 	if err := dial(addr); err != nil {
 		return err
 	}
@@ -166,14 +186,7 @@ func probeClickHouse(addr string) error {
 	defer conn.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
 	defer cancel()
-	var one uint8
-	if err := conn.QueryRow(ctx, "SELECT 1").Scan(&one); err != nil {
-		return fmt.Errorf("SELECT 1: %w", err)
-	}
-	if one != 1 {
-		return fmt.Errorf("SELECT 1 returned %d", one)
-	}
-	return nil
+	return fn(ctx, conn)
 }
 
 // UniqueName returns prefix_<test name>_<UTC time>_<random hex>, made only of

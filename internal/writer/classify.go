@@ -56,9 +56,17 @@ var retriableCodes = map[int32]string{
 	209: "SOCKET_TIMEOUT",
 	210: "NETWORK_ERROR",
 	241: "MEMORY_LIMIT_EXCEEDED",
+	// A cluster's passing conditions: a replica that lost its ZooKeeper
+	// session is read-only until it has one again (242; 225 without any);
+	// a quorum INSERT finds too few live replicas (285), or the previous
+	// quorum write not yet on enough of them (286), or cannot tell whether
+	// its quorum was reached (319; the identical block's retry is dropped
+	// if it was). Each is retried with the same block, on another replica.
+	225: "NO_ZOOKEEPER",
 	242: "TABLE_IS_READ_ONLY",
 	252: "TOO_MANY_PARTS",
 	285: "TOO_FEW_LIVE_REPLICAS",
+	286: "UNSATISFIED_QUORUM_FOR_PREVIOUS_WRITE",
 	319: "UNKNOWN_STATUS_OF_INSERT",
 	425: "SYSTEM_ERROR",
 	999: "KEEPER_EXCEPTION",

@@ -23,7 +23,7 @@ func TestClassify(t *testing.T) {
 	ex := func(code int32) error {
 		return fmt.Errorf("insert: %w", &clickhouse.Exception{Code: code, Message: "x"})
 	}
-	for _, code := range []int32{3, 107, 159, 164, 202, 203, 209, 210, 241, 242, 252, 285, 319, 425, 999} {
+	for _, code := range []int32{3, 107, 159, 164, 202, 203, 209, 210, 225, 241, 242, 252, 285, 286, 319, 425, 999} {
 		f(ex(code), Retriable)
 	}
 	for _, code := range []int32{16, 47, 60} {
@@ -78,5 +78,30 @@ func TestClassify(t *testing.T) {
 	}
 	if Code(ex(252)) != 252 || Code(io.EOF) != 0 {
 		t.Fatal("Code")
+	}
+}
+
+// TestClassifyClusterErrors: what a cluster answered on this machine while a
+// node was down, ZooKeeper was away or a quorum was short (the messages as
+// 18.16 sent them) is retried, with the identical block.
+func TestClassifyClusterErrors(t *testing.T) {
+	for _, tc := range []struct {
+		code int32
+		msg  string
+	}{
+		{999, "Cannot allocate block number in ZooKeeper: Coordination::Exception: Connection loss"},
+		{242, "Table is in readonly mode"},
+		{242, "Received from 127.0.0.1:9203. DB::Exception: Table is in readonly mode."}, // nested, through Distributed
+		{210, "Connection refused (127.0.0.1:9204)"},
+		{285, "Number of alive replicas (1) is less than requested quorum (2)."},
+		{159, "Timeout while waiting for quorum"},
+		{286, "Quorum for previous write has not been satisfied yet."},
+		{319, "Unknown status, client must retry. Reason: Connection loss"},
+		{225, "Cannot use ZooKeeper"},
+	} {
+		err := fmt.Errorf("insert into db.t (10 rows) on replica 127.0.0.1:9201: %w", &clickhouse.Exception{Code: tc.code, Message: tc.msg})
+		if got := Classify(context.Background(), err); got != Retriable {
+			t.Errorf("code %d %q: %v, want retriable", tc.code, tc.msg, got)
+		}
 	}
 }

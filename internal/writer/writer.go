@@ -45,13 +45,36 @@ type Writer struct {
 // checks the server answers and accepts the credentials. A wrong password,
 // an unknown user or a failed TLS handshake is one line saying so.
 func Open(ctx context.Context, name string, cfg config.ClickHouse) (*Writer, error) {
+	w, tlsCfg, password, err := openPool(name, cfg)
+	if err != nil {
+		return nil, err
+	}
+	pctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout)
+	defer cancel()
+	if err := w.conn.Ping(pctx); err != nil {
+		w.conn.Close()
+		// A ping that timed out has used pctx up: the probe gets its own.
+		wctx, wcancel := context.WithTimeout(ctx, cfg.DialTimeout)
+		defer wcancel()
+		if wrong := wrongProtocol(wctx, cfg, tlsCfg, password, err); wrong != nil {
+			return nil, wrong
+		}
+		return nil, openError(cfg, err)
+	}
+	return w, nil
+}
+
+// openPool makes the Writer and its pool without dialing: the pool connects
+// on first use. A cluster's replicas are opened so, since one that is down
+// at start must not keep the sink from starting.
+func openPool(name string, cfg config.ClickHouse) (*Writer, *tls.Config, string, error) {
 	password, err := cfg.PasswordValue()
 	if err != nil {
-		return nil, fmt.Errorf("clickhouse.%w", err)
+		return nil, nil, "", fmt.Errorf("clickhouse.%w", err)
 	}
 	tlsCfg, err := cfg.TLS.ClientConfig()
 	if err != nil {
-		return nil, fmt.Errorf("clickhouse.tls.%w", err)
+		return nil, nil, "", fmt.Errorf("clickhouse.tls.%w", err)
 	}
 	opts := &clickhouse.Options{
 		Protocol: clickhouse.Native,
@@ -90,28 +113,22 @@ func Open(ctx context.Context, name string, cfg config.ClickHouse) (*Writer, err
 	}
 	conn, err := clickhouse.Open(opts)
 	if err != nil {
-		return nil, fmt.Errorf("clickhouse %s: %w", strings.Join(cfg.Addrs, ","), err)
+		return nil, nil, "", fmt.Errorf("clickhouse %s: %w", strings.Join(cfg.Addrs, ","), err)
 	}
 	w := &Writer{conn: conn, cfg: cfg, name: name}
-	if len(cfg.Settings) > 0 {
-		w.settings = make(clickhouse.Settings, len(cfg.Settings))
+	if len(cfg.Settings) > 0 || cfg.InsertQuorum > 0 || cfg.InsertQuorumTimeout > 0 {
+		w.settings = make(clickhouse.Settings, len(cfg.Settings)+2)
 		for k, v := range cfg.Settings {
 			w.settings[k] = v
 		}
-	}
-	pctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout)
-	defer cancel()
-	if err := conn.Ping(pctx); err != nil {
-		conn.Close()
-		// A ping that timed out has used pctx up: the probe gets its own.
-		wctx, wcancel := context.WithTimeout(ctx, cfg.DialTimeout)
-		defer wcancel()
-		if wrong := wrongProtocol(wctx, cfg, tlsCfg, password, err); wrong != nil {
-			return nil, wrong
+		if cfg.InsertQuorum > 0 {
+			w.settings["insert_quorum"] = cfg.InsertQuorum
 		}
-		return nil, openError(cfg, err)
+		if cfg.InsertQuorumTimeout > 0 {
+			w.settings["insert_quorum_timeout"] = int(cfg.InsertQuorumTimeout.Milliseconds()) // milliseconds; the driver takes int, not int64
+		}
 	}
-	return w, nil
+	return w, tlsCfg, password, nil
 }
 
 // Compression resolves clickhouse.compression: "auto" is none when every
@@ -447,6 +464,17 @@ type Attempt struct {
 	Class Class
 	Code  int32
 	Wait  time.Duration
+	// On a cluster: the replica that failed, and the one the next attempt
+	// goes to when that is another (a failover); "" on a single server.
+	Replica, Next string
+}
+
+// on names the failed replica for an error message.
+func (a Attempt) on() string {
+	if a.Replica == "" {
+		return ""
+	}
+	return " on replica " + a.Replica
 }
 
 // Refresh is called by Insert after a schema error (RefreshSchema: a column
@@ -463,19 +491,39 @@ type Refresh func(ctx context.Context, t *Table, block Block) (*Table, Block, er
 // INSERT names) or a table that no longer exists is permanent.
 func (w *Writer) Insert(ctx context.Context, t *Table, block Block, batchID uint64,
 	onRetry func(Attempt), refresh Refresh) error {
-	wait := w.cfg.RetryInitial
+	_, err := insertOn(ctx, []*Writer{w}, 0, t, block, batchID, onRetry, refresh)
+	return err
+}
+
+// insertOn is Insert over the replicas of one shard: it sends block to
+// replicas[first] and retries the identical block until it succeeds, moving
+// to the next replica after a retriable error (a replicated table drops
+// the block on the other replica if the first one had committed it: the
+// same block has the same checksum). Each replica is tried once at once
+// before the backoff waits; with one replica every retry waits. It returns
+// the replica that took the block.
+func insertOn(ctx context.Context, replicas []*Writer, first int, t *Table, block Block, batchID uint64,
+	onRetry func(Attempt), refresh Refresh) (int, error) {
+	cfg := replicas[0].cfg
+	wait := cfg.RetryInitial
+	r, tried := first, 0
 	for n := 1; ; n++ {
+		w := replicas[r]
 		qid := fmt.Sprintf("sink-%s-%d-%d-%d", w.name, time.Now().UnixNano(), batchID, n)
 		err := w.InsertOnce(ctx, t, block, qid)
 		if err == nil {
-			return nil
+			return r, nil
 		}
 		class := Classify(ctx, err)
+		at := Attempt{N: n, Class: class, Code: Code(err)}
+		if len(replicas) > 1 {
+			at.Replica = w.cfg.Addrs[0]
+		}
 		switch class {
 		case Canceled:
-			return ctx.Err()
+			return r, ctx.Err()
 		case Permanent:
-			return fmt.Errorf("insert into %s (%d rows): %w", t.FullName(), block.Rows(), err)
+			return r, fmt.Errorf("insert into %s (%d rows)%s: %w", t.FullName(), block.Rows(), at.on(), err)
 		case RefreshSchema:
 			if refresh == nil {
 				break
@@ -483,28 +531,42 @@ func (w *Writer) Insert(ctx context.Context, t *Table, block Block, batchID uint
 			nt, nb, rerr := refresh(ctx, t, block)
 			switch {
 			case errors.Is(rerr, ErrNoTable):
-				return fmt.Errorf("insert into %s (%d rows): %w; the table no longer exists", t.FullName(), block.Rows(), err)
+				return r, fmt.Errorf("insert into %s (%d rows)%s: %w; the table no longer exists", t.FullName(), block.Rows(), at.on(), err)
 			case rerr != nil:
 				err = fmt.Errorf("%w (schema refresh: %v)", err, rerr)
 			case nt.query == t.query:
-				return fmt.Errorf("insert into %s (%d rows): %w; the table has every column the INSERT names, so re-reading its schema cannot help", t.FullName(), block.Rows(), err)
+				return r, fmt.Errorf("insert into %s (%d rows)%s: %w; the table has every column the INSERT names, so re-reading its schema cannot help", t.FullName(), block.Rows(), at.on(), err)
 			default:
 				t, block = nt, nb
 			}
+		case Retriable:
+			if len(replicas) > 1 {
+				r = (r + 1) % len(replicas)
+				at.Next = replicas[r].cfg.Addrs[0]
+			}
 		}
-		sleep := RetryWait(wait)
+		at.Err = err
+		if tried++; tried < len(replicas) && class == Retriable {
+			// Another replica of the shard may well be fine: try it now.
+			if onRetry != nil {
+				onRetry(at)
+			}
+			continue
+		}
+		tried = 0
+		at.Wait = RetryWait(wait)
 		if onRetry != nil {
-			onRetry(Attempt{N: n, Err: err, Class: class, Code: Code(err), Wait: sleep})
+			onRetry(at)
 		}
-		timer := time.NewTimer(sleep)
+		timer := time.NewTimer(at.Wait)
 		select {
 		case <-ctx.Done():
 			timer.Stop()
-			return ctx.Err()
+			return r, ctx.Err()
 		case <-timer.C:
 		}
-		if wait *= 2; wait > w.cfg.RetryMax {
-			wait = w.cfg.RetryMax
+		if wait *= 2; wait > cfg.RetryMax {
+			wait = cfg.RetryMax
 		}
 	}
 }

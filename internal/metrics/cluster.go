@@ -1,0 +1,66 @@
+package metrics
+
+import (
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// The per-shard and per-replica series of a clustered configuration's
+// target local and distributed routes (writer.Cluster).
+const (
+	ShardInserts   = "sink_cluster_inserts_total"
+	ShardRows      = "sink_cluster_rows_total"
+	ShardFailovers = "sink_cluster_failovers_total"
+	ShardErrors    = "sink_cluster_errors_total"
+	ReplicaHealthy = "sink_cluster_replica_up"
+)
+
+type clusterVecs struct {
+	inserts, rows, errors *prometheus.CounterVec
+	failovers             *prometheus.CounterVec
+	up                    *prometheus.GaugeVec
+}
+
+func newClusterVecs(reg *prometheus.Registry) *clusterVecs {
+	byReplica := []string{"shard", "replica"}
+	v := &clusterVecs{
+		inserts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: ShardInserts,
+			Help: "INSERTs of a batch's shard part that a replica acknowledged."}, byReplica),
+		rows: prometheus.NewCounterVec(prometheus.CounterOpts{Name: ShardRows,
+			Help: "Rows a replica acknowledged, in shard parts."}, byReplica),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: ShardErrors,
+			Help: "Failed INSERT attempts of a shard part, by replica and ClickHouse error code (0: network or client)."}, []string{"shard", "replica", "code"}),
+		failovers: prometheus.NewCounterVec(prometheus.CounterOpts{Name: ShardFailovers,
+			Help: "Retries of a shard part moved to another replica of the shard after a retriable error."}, []string{"shard"}),
+		up: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: ReplicaHealthy,
+			Help: "1 when the replica's last INSERT succeeded, 0 when it failed; absent before its first."}, byReplica),
+	}
+	reg.MustRegister(v.inserts, v.rows, v.errors, v.failovers, v.up)
+	return v
+}
+
+// ShardInserted counts a shard part replica acknowledged (writer.ClusterObserver).
+func (m *Metrics) ShardInserted(shard int, replica string, rows int) {
+	if m == nil {
+		return
+	}
+	s := strconv.Itoa(shard)
+	m.cluster.inserts.WithLabelValues(s, replica).Inc()
+	m.cluster.rows.WithLabelValues(s, replica).Add(float64(rows))
+	m.cluster.up.WithLabelValues(s, replica).Set(1)
+}
+
+// ShardFailed counts a failed attempt of a shard part on replica, and a
+// failover when the retry goes to another replica.
+func (m *Metrics) ShardFailed(shard int, replica string, code int32, failover bool) {
+	if m == nil {
+		return
+	}
+	s := strconv.Itoa(shard)
+	m.cluster.errors.WithLabelValues(s, replica, strconv.Itoa(int(code))).Inc()
+	m.cluster.up.WithLabelValues(s, replica).Set(0)
+	if failover {
+		m.cluster.failovers.WithLabelValues(s).Inc()
+	}
+}

@@ -1,0 +1,568 @@
+package writer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+
+	"sink/config"
+	"sink/internal/cluster"
+	"sink/internal/decode"
+)
+
+// Cluster is the Sink of a configuration with clickhouse.cluster or
+// clickhouse.shards. It is a Writer on clickhouse.addrs (schemas, DDL,
+// reads, and the tables of routes without a target) that inserts the
+// batches of the routes with a target itself:
+//
+//   - target distributed: the batch is one INSERT into the Distributed
+//     table, synchronous (insert_distributed_sync=1, or
+//     distributed_foreground_insert=1 where the server has that name), so
+//     it returns only once every shard has its rows; a retriable failure
+//     moves the identical block to another node of the cluster.
+//   - target local: the batch is split into one part per shard (all of it to
+//     one shard, by weight, with sharding: random; by the sharding key's hash
+//     otherwise, as the Distributed engine splits), each part one INSERT
+//     into that shard's local table, retried as the identical block on the
+//     shard's replicas in turn until it succeeds. Insert returns only when
+//     every part is in, so the batch's offsets are committed only then; a
+//     part that succeeded is never sent again while another shard's part
+//     is retried.
+//
+// Concurrency: safe for concurrent use, like Writer. The layout (topology
+// and replica pools) is replaced whole, atomically, when a schema re-read
+// finds system.clusters changed; the per-table targets are resolved once
+// under mu.
+type Cluster struct {
+	*Writer
+	cfg    config.ClickHouse
+	name   string
+	routes []config.Route
+	lay    atomic.Pointer[layout]
+	// syncSetting is the server's name for a synchronous Distributed INSERT.
+	syncSetting string
+	obs         ClusterObserver
+
+	mu         sync.Mutex
+	targets    map[string]*tableTarget // by db.table of the route's table
+	discovered time.Time               // when system.clusters was last read
+}
+
+// layout is the cluster as last read: its topology and, per shard, a
+// Writer per replica (pools that dial on first use).
+type layout struct {
+	topo      *cluster.Topology
+	shards    [][]*Writer
+	nodes     []*Writer      // every replica, for target distributed
+	preferred []atomic.Int32 // per shard: the replica that last took a part
+	byAddr    map[string]*Writer
+}
+
+// tableTarget is how one table's batches are written.
+type tableTarget struct {
+	target string // config.TargetDistributed or config.TargetLocal
+	random bool
+	key    string // the sharding key column
+	hash   string // its sharding_hash
+	// local is the table written on each shard (target local).
+	localDB, localName string
+	mu                 sync.Mutex
+	hashes             map[string]*cluster.KeyHash // by key column type
+}
+
+// ClusterObserver receives the per-shard, per-replica outcomes (metrics).
+// shard is the shard's number (from 1); replica its address.
+type ClusterObserver interface {
+	ShardInserted(shard int, replica string, rows int)
+	ShardFailed(shard int, replica string, code int32, failover bool)
+}
+
+// OpenCluster opens the writer on clickhouse.addrs, reads the topology
+// (system.clusters for clickhouse.cluster, or clickhouse.shards) and
+// resolves every route's target that names its table literally. routes are
+// the configuration's routes.
+func OpenCluster(ctx context.Context, name string, cfg config.ClickHouse, routes []config.Route) (*Cluster, error) {
+	w, err := Open(ctx, name, cfg)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{Writer: w, cfg: cfg, name: name, routes: routes, targets: map[string]*tableTarget{}}
+	if err := c.discover(ctx); err != nil {
+		w.Close()
+		return nil, err
+	}
+	c.syncSetting = "insert_distributed_sync"
+	var n uint64
+	if err := w.conn.QueryRow(ctx, "SELECT count() FROM system.settings WHERE name = 'distributed_foreground_insert'").Scan(&n); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("clickhouse: reading system.settings: %w", err)
+	}
+	if n > 0 {
+		c.syncSetting = "distributed_foreground_insert"
+	}
+	for _, r := range routes {
+		if r.Target == "" || strings.Contains(r.Table, "${") {
+			continue
+		}
+		db, table := tableOf(cfg.Database, r.Table)
+		if _, err := c.target(ctx, db, table); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// Observe sends the per-shard outcomes to o from now on; call it before
+// the first Insert.
+func (c *Cluster) Observe(o ClusterObserver) { c.obs = o }
+
+// Topology is the cluster as last read.
+func (c *Cluster) Topology() *cluster.Topology { return c.lay.Load().topo }
+
+// SyncSetting is the setting that makes a Distributed INSERT synchronous
+// on this server.
+func (c *Cluster) SyncSetting() string { return c.syncSetting }
+
+func tableOf(defaultDB, table string) (string, string) {
+	if db, t, ok := strings.Cut(table, "."); ok {
+		return db, t
+	}
+	return defaultDB, table
+}
+
+// discover reads the topology and builds a new layout, reusing the pools of
+// replicas it already had.
+func (c *Cluster) discover(ctx context.Context) error {
+	var (
+		topo *cluster.Topology
+		err  error
+	)
+	if len(c.cfg.Shards) > 0 {
+		topo, err = cluster.FromShards(c.cfg.Shards)
+		if err == nil {
+			topo.Name = c.cfg.Cluster
+		}
+	} else {
+		topo, err = cluster.Discover(ctx, c.conn, c.cfg.Cluster)
+	}
+	if err != nil {
+		return fmt.Errorf("clickhouse: %w", err)
+	}
+	if topo.TotalWeight() == 0 {
+		return fmt.Errorf("clickhouse: cluster %s: every shard has weight 0", topo.Name)
+	}
+	old := c.lay.Load()
+	lay := &layout{topo: topo, byAddr: map[string]*Writer{}, preferred: make([]atomic.Int32, len(topo.Shards))}
+	for _, s := range topo.Shards {
+		var reps []*Writer
+		for _, r := range s.Replicas {
+			w := lay.byAddr[r.Addr]
+			if w == nil && old != nil {
+				w = old.byAddr[r.Addr]
+			}
+			if w == nil {
+				rc := c.cfg
+				rc.Addrs = []string{r.Addr}
+				if w, _, _, err = openPool(c.name, rc); err != nil {
+					return err
+				}
+			}
+			lay.byAddr[r.Addr] = w
+			reps = append(reps, w)
+			lay.nodes = append(lay.nodes, w)
+		}
+		lay.shards = append(lay.shards, reps)
+	}
+	c.lay.Store(lay)
+	c.discovered = time.Now()
+	return nil
+}
+
+// Describe reads a table's columns; on a cluster named by
+// clickhouse.cluster it also reads system.clusters again when
+// clickhouse.schema_refresh has passed since the last read, so that
+// shards and replicas added to remote_servers are written without a
+// restart.
+func (c *Cluster) Describe(ctx context.Context, db, table string) ([]decode.ColumnSchema, error) {
+	cols, err := c.Writer.Describe(ctx, db, table)
+	if err != nil || len(c.cfg.Shards) > 0 || c.cfg.SchemaRefresh <= 0 {
+		return cols, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if time.Since(c.discovered) >= c.cfg.SchemaRefresh {
+		if derr := c.discover(ctx); derr != nil {
+			// The layout read before stays; the next re-read tries again.
+			c.discovered = time.Now()
+		}
+	}
+	return cols, nil
+}
+
+// Close closes every pool.
+func (c *Cluster) Close() error {
+	err := c.Writer.Close()
+	if lay := c.lay.Load(); lay != nil {
+		for _, w := range lay.byAddr {
+			if w != c.Writer {
+				_ = w.Close()
+			}
+		}
+	}
+	return err
+}
+
+// routeFor finds the route that writes db.table: the one naming it, else
+// the routes with a target whose table comes from the topic, when they
+// all place rows the same way.
+func (c *Cluster) routeFor(db, table string) (config.Route, bool) {
+	var tmpl []config.Route
+	for _, r := range c.routes {
+		if strings.Contains(r.Table, "${") {
+			tmpl = append(tmpl, r)
+			continue
+		}
+		if rdb, rt := tableOf(c.cfg.Database, r.Table); rdb == db && rt == table {
+			return r, true
+		}
+	}
+	for _, r := range tmpl {
+		if r.Target != tmpl[0].Target || r.Sharding != tmpl[0].Sharding || r.ShardingKey != tmpl[0].ShardingKey || r.Hash() != tmpl[0].Hash() {
+			return config.Route{}, false
+		}
+	}
+	if len(tmpl) == 0 {
+		return config.Route{}, false
+	}
+	return tmpl[0], true
+}
+
+// target resolves how db.table is written: nil for a route without target.
+func (c *Cluster) target(ctx context.Context, db, table string) (*tableTarget, error) {
+	full := db + "." + table
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if tt, ok := c.targets[full]; ok {
+		return tt, nil
+	}
+	r, ok := c.routeFor(db, table)
+	if !ok {
+		return nil, fmt.Errorf("clickhouse: no single route target for table %s (its routes place rows differently)", full)
+	}
+	if r.Target == "" {
+		c.targets[full] = nil
+		return nil, nil
+	}
+	tt := &tableTarget{target: r.Target, random: r.Sharding == config.ShardingRandom, key: r.ShardingKey, hash: r.Hash(),
+		localDB: db, localName: table, hashes: map[string]*cluster.KeyHash{}}
+	var engine, engineFull string
+	err := c.conn.QueryRow(ctx, "SELECT engine, engine_full FROM system.tables WHERE database = ? AND name = ?", db, table).Scan(&engine, &engineFull)
+	if err != nil {
+		return nil, fmt.Errorf("clickhouse: table %s: reading its engine: %w", full, err)
+	}
+	dist, err := ParseDistributed(engine, engineFull)
+	if err != nil {
+		return nil, fmt.Errorf("clickhouse: table %s: %w", full, err)
+	}
+	switch {
+	case r.Target == config.TargetDistributed && dist == nil:
+		return nil, fmt.Errorf("clickhouse: table %s is %s, not a Distributed table; a target: distributed route inserts into a Distributed table (or use target: local)", full, engine)
+	case dist != nil:
+		if c.cfg.Cluster != "" && dist.Cluster != c.cfg.Cluster {
+			return nil, fmt.Errorf("clickhouse: table %s is Distributed over cluster %s, not clickhouse.cluster %s", full, dist.Cluster, c.cfg.Cluster)
+		}
+		if r.Target == config.TargetLocal {
+			tt.localName = dist.Table
+			if dist.Database != "" {
+				tt.localDB = dist.Database
+			}
+		}
+	}
+	if r.Target == config.TargetLocal && !tt.random && dist != nil && dist.ShardingKey != "" && !strings.EqualFold(normExpr(dist.ShardingKey), "rand()") {
+		want := tt.hash + "(" + tt.key + ")"
+		if tt.hash == cluster.HashIdentity {
+			want = tt.key
+		}
+		if normExpr(dist.ShardingKey) != normExpr(want) {
+			return nil, fmt.Errorf("clickhouse: table %s shards by %s, the route by %s: rows the sink places would not be where the Distributed table looks for them; make them equal", full, dist.ShardingKey, want)
+		}
+	}
+	c.targets[full] = tt
+	return tt, nil
+}
+
+// normExpr drops spaces and backticks, for comparing sharding expressions.
+func normExpr(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == ' ' || r == '`' || r == '"' {
+			return -1
+		}
+		return r
+	}, s)
+}
+
+// Distributed is what a Distributed table's engine names.
+type Distributed struct {
+	Cluster, Database, Table string
+	ShardingKey              string // "" when it has none
+}
+
+// ParseDistributed reads engine_full of a Distributed table
+// ("Distributed('c', 'db', 'local', cityHash64(id))"); nil for other engines.
+func ParseDistributed(engine, engineFull string) (*Distributed, error) {
+	if engine != "Distributed" {
+		return nil, nil
+	}
+	open, end := strings.IndexByte(engineFull, '('), -1
+	depth, quote := 0, byte(0)
+	var args []string
+	start := open + 1
+	for i := open; open >= 0 && i < len(engineFull); i++ {
+		ch := engineFull[i]
+		switch {
+		case quote != 0:
+			if ch == '\\' {
+				i++
+			} else if ch == quote {
+				quote = 0
+			}
+		case ch == '\'' || ch == '"' || ch == '`':
+			quote = ch
+		case ch == '(':
+			depth++
+		case ch == ')':
+			if depth--; depth == 0 {
+				args = append(args, strings.TrimSpace(engineFull[start:i]))
+				end = i
+			}
+		case ch == ',' && depth == 1:
+			args = append(args, strings.TrimSpace(engineFull[start:i]))
+			start = i + 1
+		}
+		if end >= 0 {
+			break
+		}
+	}
+	if end < 0 || len(args) < 3 {
+		return nil, fmt.Errorf("cannot read the Distributed engine's arguments from %q", engineFull)
+	}
+	unq := func(s string) string {
+		if len(s) >= 2 && (s[0] == '\'' || s[0] == '`' || s[0] == '"') && s[len(s)-1] == s[0] {
+			return strings.ReplaceAll(s[1:len(s)-1], `\'`, `'`)
+		}
+		return s
+	}
+	d := &Distributed{Cluster: unq(args[0]), Database: unq(args[1]), Table: unq(args[2])}
+	if len(args) > 3 {
+		d.ShardingKey = args[3]
+	}
+	return d, nil
+}
+
+// keyHash is the route's hash for a key column of type typ, checked once
+// against the server's own function (so a server without it, like 18.16
+// without xxHash64, refuses the route in one line).
+func (c *Cluster) keyHash(ctx context.Context, tt *tableTarget, typ string) (*cluster.KeyHash, error) {
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	if h, ok := tt.hashes[typ]; ok {
+		return h, nil
+	}
+	h, err := cluster.NewKeyHash(tt.hash, typ)
+	if err != nil {
+		return nil, fmt.Errorf("sharding_key %s: %w", tt.key, err)
+	}
+	if err := cluster.CheckHash(ctx, c.conn, h, typ); err != nil {
+		return nil, fmt.Errorf("sharding_key %s: %w", tt.key, err)
+	}
+	tt.hashes[typ] = h
+	return h, nil
+}
+
+// Insert writes block into t: through Writer.Insert for a table without
+// target, else as described on Cluster.
+func (c *Cluster) Insert(ctx context.Context, t *Table, block Block, batchID uint64,
+	onRetry func(Attempt), refresh Refresh) error {
+	tt, err := c.target(ctx, t.Database, t.Name)
+	if err != nil {
+		return err
+	}
+	if tt == nil {
+		return c.Writer.Insert(ctx, t, block, batchID, onRetry, refresh)
+	}
+	lay := c.lay.Load()
+	if tt.target == config.TargetDistributed {
+		ctx = withSetting(ctx, c.syncSetting, 1)
+		_, err := insertOn(ctx, lay.nodes, 0, t, block, batchID, onRetry, refresh)
+		return err
+	}
+	parts, err := c.split(ctx, lay, tt, t, block)
+	if err != nil {
+		return fmt.Errorf("insert into %s (%d rows): %w", t.FullName(), block.Rows(), err)
+	}
+	local := NewTable(tt.localDB, tt.localName, t.Schema, t.Insert)
+	local.unsendable = t.unsendable
+	// A schema refresh re-reads the route's table and projects the block
+	// onto it; the part is then sent to the local table with those columns.
+	var lrefresh Refresh
+	if refresh != nil {
+		lrefresh = func(ctx context.Context, _ *Table, b Block) (*Table, Block, error) {
+			nt, nb, err := refresh(ctx, t, b)
+			if err != nil {
+				return nil, nil, err
+			}
+			lt := NewTable(tt.localDB, tt.localName, nt.Schema, nt.Insert)
+			lt.unsendable = nt.unsendable
+			return lt, nb, nil
+		}
+	}
+	errs := make([]error, len(parts))
+	var wg sync.WaitGroup
+	for si, part := range parts {
+		if part == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[si] = c.insertShard(ctx, lay, si, local, part, batchID, onRetry, lrefresh)
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return errors.Join(errs...)
+}
+
+// insertShard writes one shard's part, failing over between its replicas.
+func (c *Cluster) insertShard(ctx context.Context, lay *layout, si int, t *Table, part Block, batchID uint64,
+	onRetry func(Attempt), refresh Refresh) error {
+	shard := lay.topo.Shards[si]
+	reps := lay.shards[si]
+	first := int(lay.preferred[si].Load()) % len(reps)
+	obs := c.obs
+	retry := func(at Attempt) {
+		if obs != nil {
+			addr := at.Replica
+			if addr == "" {
+				addr = reps[0].cfg.Addrs[0]
+			}
+			obs.ShardFailed(shard.Num, addr, at.Code, at.Next != "" && at.Next != addr)
+		}
+		if onRetry != nil {
+			onRetry(at)
+		}
+	}
+	r, err := insertOn(ctx, reps, first, t, part, batchID, retry, refresh)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("shard %d: %w", shard.Num, err)
+	}
+	lay.preferred[si].Store(int32(r))
+	if obs != nil {
+		obs.ShardInserted(shard.Num, reps[r].cfg.Addrs[0], part.Rows())
+	}
+	return nil
+}
+
+// split cuts block into one part per shard (nil for a shard with no rows).
+func (c *Cluster) split(ctx context.Context, lay *layout, tt *tableTarget, t *Table, block Block) ([]Block, error) {
+	parts := make([]Block, len(lay.topo.Shards))
+	if tt.random {
+		parts[lay.topo.RandomShard()] = block
+		return parts, nil
+	}
+	cols := block.Columns()
+	k := -1
+	for i, col := range cols {
+		if col.Name == tt.key {
+			k = i
+			break
+		}
+	}
+	if k < 0 {
+		return nil, fmt.Errorf("sharding_key %s is not among the columns the route fills, so no row could be placed by it", tt.key)
+	}
+	h, err := c.keyHash(ctx, tt, cols[k].Type)
+	if err != nil {
+		return nil, err
+	}
+	p, err := cluster.NewPlacement(lay.topo, h)
+	if err != nil {
+		return nil, err
+	}
+	shardOf, err := p.Shards(block.ColumnData(k))
+	if err != nil {
+		return nil, err
+	}
+	rows := make([][]int, len(parts))
+	for i, s := range shardOf {
+		rows[s] = append(rows[s], i)
+	}
+	for s, rs := range rows {
+		switch {
+		case len(rs) == 0:
+		case len(rs) == block.Rows():
+			parts[s] = block // one shard has it all: no copy
+		default:
+			sub, err := subBlock(block, rs)
+			if err != nil {
+				return nil, err
+			}
+			parts[s] = sub
+		}
+	}
+	return parts, nil
+}
+
+// rowsBlock is some rows of a block, its columns gathered once, so every
+// retry sends the identical part.
+type rowsBlock struct {
+	cols []decode.ColumnSchema
+	data []any
+	rows int
+}
+
+func (b *rowsBlock) Rows() int                      { return b.rows }
+func (b *rowsBlock) Columns() []decode.ColumnSchema { return b.cols }
+func (b *rowsBlock) ColumnData(i int) any           { return b.data[i] }
+
+// subBlock gathers rows (indices, ascending) of every column of block.
+func subBlock(block Block, rows []int) (*rowsBlock, error) {
+	cols := block.Columns()
+	out := &rowsBlock{cols: cols, data: make([]any, len(cols)), rows: len(rows)}
+	for i := range cols {
+		v := reflect.ValueOf(block.ColumnData(i))
+		if v.Kind() != reflect.Slice {
+			return nil, fmt.Errorf("column %s: cannot split %T by shard", cols[i].Name, block.ColumnData(i))
+		}
+		g := reflect.MakeSlice(v.Type(), len(rows), len(rows))
+		for j, r := range rows {
+			g.Index(j).Set(v.Index(r))
+		}
+		out.data[i] = g.Interface()
+	}
+	return out, nil
+}
+
+// withSetting adds one setting to the INSERT settings ctx carries.
+func withSetting(ctx context.Context, name string, v any) context.Context {
+	prev, _ := ctx.Value(insertSettingsKey{}).(clickhouse.Settings)
+	s := make(clickhouse.Settings, len(prev)+1)
+	for k, pv := range prev {
+		s[k] = pv
+	}
+	s[name] = v
+	return WithInsertSettings(ctx, s)
+}

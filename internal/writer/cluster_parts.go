@@ -1,0 +1,77 @@
+package writer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"sink/config"
+	"sink/internal/adapt"
+)
+
+// Parts is Writer.Parts over the cluster, for batch.mode adaptive: a table
+// written with a target is as pressed as its most pressed server, so it reads
+// the parts of the table that holds them (the local table behind a
+// Distributed one) on every replica of every shard and returns the
+// observation that asks for the most pressure (adapt.MostPressed). A replica
+// that cannot be read is passed over; an error only when none could be. A
+// table without a target is read as Writer.Parts reads it.
+func (c *Cluster) Parts(ctx context.Context, db, table string) (adapt.Parts, error) {
+	tt, err := c.target(ctx, db, table)
+	if err != nil {
+		return adapt.Parts{}, err
+	}
+	if tt == nil {
+		return c.Writer.Parts(ctx, db, table)
+	}
+	localDB, localName := tt.localDB, tt.localName
+	if tt.target == config.TargetDistributed {
+		if localDB, localName, err = LocalTable(ctx, c.conn, db, table); err != nil {
+			return adapt.Parts{}, err
+		}
+	}
+	var (
+		obs  []adapt.Parts
+		errs []error
+	)
+	lay := c.lay.Load()
+	for si, reps := range lay.shards {
+		for ri, w := range reps {
+			p, err := w.Parts(ctx, localDB, localName)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("shard %d replica %s: %w", lay.topo.Shards[si].Num, lay.topo.Shards[si].Replicas[ri].Addr, err))
+				continue
+			}
+			obs = append(obs, p)
+		}
+	}
+	if len(obs) == 0 {
+		return adapt.Parts{}, errors.Join(errs...)
+	}
+	return adapt.MostPressed(obs), nil
+}
+
+// LocalTable is the table that holds db.table's rows on each shard: the
+// local table a Distributed table spreads its rows over (in db when the
+// engine names no database or an expression), else db.table itself.
+func LocalTable(ctx context.Context, conn driver.Conn, db, table string) (string, string, error) {
+	var engine, engineFull string
+	err := conn.QueryRow(ctx, "SELECT engine, engine_full FROM system.tables WHERE database = ? AND name = ?", db, table).Scan(&engine, &engineFull)
+	if err != nil {
+		return "", "", fmt.Errorf("clickhouse: table %s.%s: reading its engine: %w", db, table, err)
+	}
+	dist, err := ParseDistributed(engine, engineFull)
+	if err != nil {
+		return "", "", fmt.Errorf("clickhouse: table %s.%s: %w", db, table, err)
+	}
+	if dist == nil {
+		return db, table, nil
+	}
+	if dist.Database != "" && !strings.ContainsAny(dist.Database, "()") {
+		db = dist.Database
+	}
+	return db, dist.Table, nil
+}
