@@ -37,9 +37,17 @@ run only when named in --only.
 Examples:
   make chaos CHAOS_ARGS='--clickhouse 26 --only too-many-parts'
   go run ./tools/chaos --clickhouse 18 --only kill9,poison --short
+  go run ./tools/chaos --suite kafka-cluster --clickhouse 26 --delivery exactly_once
+  go run ./tools/chaos --suite cluster --only zookeeper-stop
+
+Suites: single (the default: the single-broker Kafka and single servers),
+kafka-cluster (the 3-broker Kafka of make kafka-cluster-up, topics with
+replication factor 3: %s) and cluster (the ClickHouse cluster of make
+cluster-up and its ZooKeeper, at_least_once: %s).
 
 Flags:
-`, strings.Join(names(chaos.Scenarios(chaos.Full)), ", "))
+`, strings.Join(names(chaos.Scenarios(chaos.Full)), ", "),
+			strings.Join(names(chaos.KafkaClusterScenarios(chaos.Full)), ", "), strings.Join(names(chaos.ClusterScenarios(chaos.Full)), ", "))
 		fs.PrintDefaults()
 	}
 	only := fs.String("only", "", "comma-separated scenario names to run (default: all)")
@@ -52,6 +60,7 @@ Flags:
 		"the checkout whose scripts/stack.sh started the stack (its .stack/ holds the pid files the restart scenarios need; env SINK_STACK_ROOT)")
 	out := fs.String("out", "", "also write the tables to this file")
 	delivery := fs.String("delivery", "at_least_once", "the sinks' delivery: at_least_once (ReplacingMergeTree, checked with FINAL) or exactly_once (plain MergeTree, checked without FINAL: count() = produced, no (_topic, _partition, _offset) twice; ClickHouse 22.2+, so --clickhouse 26)")
+	suite := fs.String("suite", "single", "which scenarios: single, kafka-cluster (the 3-broker Kafka, brokers "+strings.Join(chaos.KafkaClusterBrokers, ",")+") or cluster (the ClickHouse cluster sink_cluster and its ZooKeeper)")
 	fs.Parse(os.Args[1:])
 
 	servers, err := pickServers(*which, *ch18, *ch26)
@@ -59,17 +68,31 @@ Flags:
 	if *delivery != "at_least_once" && *delivery != "exactly_once" {
 		check(fmt.Errorf("--delivery %q: want at_least_once or exactly_once", *delivery))
 	}
-	specs := chaos.Scenarios(chaos.Full)
+	scale := chaos.Full
 	if *short {
-		specs = chaos.Scenarios(chaos.Short)
+		scale = chaos.Short
+	}
+	specs := chaos.Scenarios(scale)
+	var cluster *chaos.ClusterEnv
+	rf := 1
+	switch *suite {
+	case "single":
+	case "kafka-cluster":
+		specs = chaos.KafkaClusterScenarios(scale)
+		*brokers, rf = strings.Join(chaos.KafkaClusterBrokers, ","), 3
+	case "cluster":
+		specs = chaos.ClusterScenarios(scale)
+		if *delivery != "at_least_once" {
+			check(fmt.Errorf("--suite cluster: the cluster runs ClickHouse 18.16, which has no deduplication tokens: --delivery at_least_once only"))
+		}
+		cluster = chaos.LocalCluster()
+		servers = []server{{name: "cluster", addr: strings.Join(cluster.Addrs(), ",")}}
+	default:
+		check(fmt.Errorf("--suite %q: want single, kafka-cluster or cluster", *suite))
 	}
 	if *only != "" {
 		var picked []chaos.Spec
 		// kill9-mid-insert runs only when named (it takes a minute).
-		scale := chaos.Full
-		if *short {
-			scale = chaos.Short
-		}
 		all := append(specs, chaos.KillMidInsert(scale), chaos.Zombie(scale))
 		for _, n := range strings.Split(*only, ",") {
 			s, ok := find(all, strings.TrimSpace(n))
@@ -96,8 +119,12 @@ Flags:
 	failed := false
 	for _, srv := range servers {
 		env := chaos.Env{Brokers: strings.Split(*brokers, ","), CHAddr: srv.addr, CHStack: srv.stack,
-			SinkBin: bin, RepoRoot: root, StackRoot: stack, WorkDir: work, Log: os.Stderr, Delivery: *delivery}
-		version := chaos.ServerVersion(context.Background(), srv.addr)
+			SinkBin: bin, RepoRoot: root, StackRoot: stack, WorkDir: work, Log: os.Stderr, Delivery: *delivery,
+			ReplicationFactor: rf, Cluster: cluster}
+		version := chaos.ServerVersion(context.Background(), strings.Split(srv.addr, ",")[0])
+		if cluster != nil {
+			version += " cluster " + cluster.Name
+		}
 		began := time.Now()
 		var results []*chaos.Result
 		for _, s := range specs {
@@ -107,8 +134,8 @@ Flags:
 			results = append(results, r)
 			failed = failed || !r.OK()
 		}
-		fmt.Fprintf(&report, "\nClickHouse %s (%s, %s), delivery %s: %d scenarios in %s\n\n", version, srv.name, srv.addr,
-			*delivery, len(results), time.Since(began).Round(time.Second))
+		fmt.Fprintf(&report, "\nClickHouse %s (%s, %s), Kafka %s, delivery %s: %d scenarios in %s\n\n", version, srv.name, srv.addr,
+			*brokers, *delivery, len(results), time.Since(began).Round(time.Second))
 		chaos.PrintTable(&report, results)
 	}
 	fmt.Print(report.String())

@@ -57,6 +57,14 @@ type Env struct {
 	// deduplication window, and the verdict needs count() = produced and
 	// no (_topic, _partition, _offset) twice, without FINAL.
 	Delivery string
+	// ReplicationFactor of the scenario's topics (0 is 1): 3 on the
+	// 3-broker Kafka of `scripts/stack.sh kafka-cluster up`.
+	ReplicationFactor int
+	// Cluster, when set, makes the target a replicated table on every
+	// node of a ClickHouse cluster behind a Distributed table, written by
+	// the sink with clickhouse.cluster and the route's target; CHAddr is
+	// then unused.
+	Cluster *ClusterEnv
 }
 
 func (e Env) exactlyOnce() bool { return e.Delivery == "exactly_once" }
@@ -88,6 +96,19 @@ type Result struct {
 	Took       time.Duration
 	Problems   []string
 	Notes      []string
+	// Delivery is the sinks' delivery setting, for the report.
+	Delivery string
+	// MaxGap is the longest time between two INSERTs the sinks logged,
+	// from the first to the last ("inserted", second resolution).
+	MaxGap time.Duration
+	// Retries counts the sinks' retried INSERT attempts by ClickHouse
+	// error code (0: a network error without a server code).
+	Retries map[int32]int
+	// Offsets is each partition's committed offset at the end, as
+	// "partition:offset".
+	Offsets []string
+	// Log is what the sinks' logs said, warnings and errors by message.
+	Log []string
 }
 
 // OK reports whether every check passed.
@@ -124,6 +145,8 @@ type run struct {
 
 	mu     sync.Mutex
 	procs  []*sinkProc
+	notes  []string             // a fault's own findings, for the verdict
+	marks  map[string]time.Time // when a fault reached a named point
 	maxRSS atomic.Int64
 	logf   func(format string, args ...any)
 }
@@ -155,6 +178,9 @@ type Spec struct {
 	Faults func(ctx context.Context, r *run) error
 	// Instances at start.
 	Instances int
+	// Target is the route's target on a ClickHouse cluster (Env.Cluster):
+	// "local" (the default; sharding_key: key) or "distributed".
+	Target string
 	// Burst, when set, replaces the even pacing: records go out at Rate per
 	// second, except Factor times that between Start and Start+Length.
 	Burst *Burst
@@ -213,7 +239,7 @@ func (e Env) logf(format string, args ...any) {
 // Run executes one scenario and returns its verdict.
 func Run(ctx context.Context, env Env, s Spec) (res *Result) {
 	start := time.Now()
-	res = &Result{Scenario: s.Name}
+	res = &Result{Scenario: s.Name, Delivery: cmp.Or(env.Delivery, "at_least_once")}
 	defer func() { res.Took = time.Since(start) }()
 	r, err := setup(ctx, env, s)
 	if err != nil {
@@ -293,6 +319,10 @@ func Run(ctx context.Context, env Env, s Spec) (res *Result) {
 	if s.Check != nil {
 		s.Check(ctx, r, res, good)
 	}
+	r.summarizeLogs(res)
+	r.mu.Lock()
+	res.Notes = append(res.Notes, r.notes...)
+	r.mu.Unlock()
 	if s.NoDuplicates && res.Duplicates != 0 {
 		res.fail("%d duplicates: a clean rebalance must flush and commit before giving partitions up", res.Duplicates)
 	}
@@ -333,17 +363,24 @@ func setup(ctx context.Context, env Env, s Spec) (*run, error) {
 		return nil, err
 	}
 	r.adm = kadm.NewClient(r.kcl)
-	r.ch, err = clickhouse.Open(&clickhouse.Options{Addr: []string{env.CHAddr}, DialTimeout: 5 * time.Second})
+	chAddrs := []string{env.CHAddr}
+	if env.Cluster != nil {
+		// Any node answers for the Distributed table: a scenario may have
+		// one down.
+		chAddrs = env.Cluster.Addrs()
+	}
+	r.ch, err = clickhouse.Open(&clickhouse.Options{Addr: chAddrs, DialTimeout: 5 * time.Second})
 	if err != nil {
 		return nil, err
 	}
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if _, err := r.adm.CreateTopic(cctx, int32(s.Partitions), 1, nil, r.topic); err != nil {
+	rf := int16(max(1, env.ReplicationFactor))
+	if _, err := r.adm.CreateTopic(cctx, int32(s.Partitions), rf, nil, r.topic); err != nil {
 		return nil, fmt.Errorf("create topic: %w", err)
 	}
 	if r.dlqTopic != "" {
-		if _, err := r.adm.CreateTopic(cctx, 1, 1, nil, r.dlqTopic); err != nil {
+		if _, err := r.adm.CreateTopic(cctx, 1, rf, nil, r.dlqTopic); err != nil {
 			return nil, fmt.Errorf("create dlq topic: %w", err)
 		}
 	}
@@ -377,12 +414,24 @@ func setup(ctx context.Context, env Env, s Spec) (*run, error) {
 	if settings != "" {
 		ddl += " SETTINGS " + settings
 	}
-	if err := r.ch.Exec(cctx, ddl); err != nil {
+	if env.Cluster != nil {
+		if err := r.createClusterTable(cctx, settings); err != nil {
+			return nil, err
+		}
+	} else if err := r.ch.Exec(cctx, ddl); err != nil {
 		return nil, fmt.Errorf("create table: %w", err)
 	}
 	errorsYAML := "{tolerance: none}"
 	if r.dlqTopic != "" {
 		errorsYAML = fmt.Sprintf("{tolerance: all, dlq_topic: %q}", r.dlqTopic)
+	}
+	clusterYAML, routeYAML := "", ""
+	if c := env.Cluster; c != nil {
+		clusterYAML = "\n  cluster: " + c.Name
+		routeYAML = ", target: " + cmp.Or(s.Target, "local")
+		if cmp.Or(s.Target, "local") == "local" {
+			routeYAML += ", sharding_key: key"
+		}
 	}
 	maxRows := s.MaxRows
 	if maxRows == 0 {
@@ -398,19 +447,19 @@ kafka:
   commit_interval: 1s
   request_timeout: 10s
 clickhouse:
-  addrs: [%q]
+  addrs: [%s]%s
   database: chaos
   query_timeout: 20s
   retry_initial: 200ms
   retry_max: 3s
 batch: {max_rows: %d, max_wait: 1s, buffer_memory: %s}
-routes: [{topic: %q, table: %s}]
+routes: [{topic: %q, table: %s%s}]
 errors: %s
 http: {listen: ""}
-log: {level: info, format: json}
+log: {level: debug, format: json}
 shutdown_timeout: 50s
 delivery: %s
-`, r.group, strings.Join(env.Brokers, ", "), r.topic, env.CHAddr, maxRows, s.Buffer, r.topic, r.table, errorsYAML, cmp.Or(env.Delivery, "at_least_once"))
+`, r.group, strings.Join(env.Brokers, ", "), r.topic, quoted(chAddrs), clusterYAML, maxRows, s.Buffer, r.topic, r.table, routeYAML, errorsYAML, cmp.Or(env.Delivery, "at_least_once"))
 	r.cfgPath = filepath.Join(env.WorkDir, r.group+".yaml")
 	if err := os.WriteFile(r.cfgPath, []byte(cfg), 0o644); err != nil {
 		return nil, err
@@ -453,6 +502,9 @@ func (r *run) close() {
 	r.ch.Exec(ctx, "DROP TABLE IF EXISTS chaos."+r.table+"_slow") // a scenario's view, if any
 	r.ch.Exec(ctx, "DROP TABLE IF EXISTS chaos."+r.table+"_count")
 	r.ch.Exec(ctx, "DROP TABLE IF EXISTS chaos."+r.table)
+	if r.env.Cluster != nil {
+		r.dropClusterTable(ctx)
+	}
 	r.kcl.Close()
 	r.ch.Close()
 }
@@ -505,6 +557,30 @@ func (r *run) kill9(i int) error {
 	<-p.done
 	p.done <- nil // keep the channel readable for close()
 	return nil
+}
+
+// note adds a fault's finding to the scenario's verdict.
+func (r *run) note(s string) {
+	r.mu.Lock()
+	r.notes = append(r.notes, s)
+	r.mu.Unlock()
+}
+
+// mark records that a fault reached the named point now.
+func (r *run) mark(name string) {
+	r.mu.Lock()
+	if r.marks == nil {
+		r.marks = map[string]time.Time{}
+	}
+	r.marks[name] = time.Now()
+	r.mu.Unlock()
+}
+
+func (r *run) marked(name string) (time.Time, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t, ok := r.marks[name]
+	return t, ok
 }
 
 func (r *run) running() int {
@@ -710,7 +786,9 @@ func (r *run) verify(ctx context.Context, res *Result, good, bad int) {
 		return
 	}
 	ends.Each(func(o kadm.ListedOffset) {
-		if c, ok := committed.Lookup(o.Topic, o.Partition); !ok || c.At != o.Offset {
+		c, ok := committed.Lookup(o.Topic, o.Partition)
+		res.Offsets = append(res.Offsets, fmt.Sprintf("%d:%d", o.Partition, c.At))
+		if !ok || c.At != o.Offset {
 			res.fail("partition %d: committed %d, end %d", o.Partition, c.At, o.Offset)
 		}
 	})
