@@ -351,7 +351,9 @@ func (r *run) summarizeLogs(res *Result) {
 	for m := range said {
 		msgs = append(msgs, m)
 	}
-	sort.Slice(msgs, func(i, j int) bool { return said[msgs[i]] > said[msgs[j]] || said[msgs[i]] == said[msgs[j]] && msgs[i] < msgs[j] })
+	sort.Slice(msgs, func(i, j int) bool {
+		return said[msgs[i]] > said[msgs[j]] || said[msgs[i]] == said[msgs[j]] && msgs[i] < msgs[j]
+	})
 	for _, m := range msgs {
 		res.Log = append(res.Log, fmt.Sprintf("%d× %s", said[m], m))
 	}
