@@ -153,9 +153,9 @@ func ClusterScenarios(sc Scale) []Spec {
 				// its retry backoff (retry_max 3 s), a batch's max_wait
 				// (1 s) and the logs' one-second resolution.
 				after := r.firstInsertAfter(back)
-				res.Notes = append(res.Notes, fmt.Sprintf("first INSERT %s after ZooKeeper answered", after))
+				res.Notes = append(res.Notes, fmt.Sprintf("first INSERT %s after every node reached ZooKeeper again", after))
 				if limit := 15 * time.Second; after < 0 || after > limit {
-					res.fail("first INSERT %s after ZooKeeper answered, want within %s", after, limit)
+					res.fail("first INSERT %s after every node reached ZooKeeper again, want within %s", after, limit)
 				}
 				r.checkReplicas(ctx, res, good)
 			},
@@ -165,8 +165,8 @@ func ClusterScenarios(sc Scale) []Spec {
 			// local: shard 2's parts wait, the batches stay in flight,
 			// fetching pauses at buffer_memory, RSS stays within the
 			// bound, and shard 1 gets each of its rows once.
-			Name: "ch-shard-down", Records: n(600_000), Partitions: 8, Duration: d(40 * time.Second), Buffer: "16MiB", Instances: 1,
-			ExpectPause: true,
+			Name: "ch-shard-down", Records: n(900_000), Partitions: 8, Duration: d(40 * time.Second), Buffer: "32MiB", Instances: 1,
+			Pad: 400, ExpectPause: true,
 			Faults: func(ctx context.Context, r *run) error {
 				sleep(ctx, d(5*time.Second))
 				for _, node := range r.env.Cluster.Shards[1] {
@@ -198,7 +198,7 @@ func ClusterScenarios(sc Scale) []Spec {
 			// The same shard outage through target: distributed: the
 			// synchronous Distributed INSERT fails while a shard is
 			// down and the identical block is retried.
-			Name: "ch-shard-down-distributed", Target: "distributed", Records: n(300_000), Partitions: 8, Duration: d(40 * time.Second), Buffer: "16MiB", Instances: 1,
+			Name: "ch-shard-down-distributed", Target: "distributed", Records: n(300_000), Partitions: 8, Duration: d(40 * time.Second), Buffer: "32MiB", Instances: 1,
 			Faults: func(ctx context.Context, r *run) error {
 				sleep(ctx, d(5*time.Second))
 				for _, node := range r.env.Cluster.Shards[1] {

@@ -178,6 +178,9 @@ type Spec struct {
 	Faults func(ctx context.Context, r *run) error
 	// Instances at start.
 	Instances int
+	// Pad lengthens each good record's v by this many bytes, so a
+	// scenario reaches buffer_memory with fewer records.
+	Pad int
 	// Target is the route's target on a ClickHouse cluster (Env.Cluster):
 	// "local" (the default; sharding_key: key) or "distributed".
 	Target string
@@ -664,6 +667,7 @@ func readRSS(pid int) int64 {
 func (r *run) produce(ctx context.Context, s Spec) (good, bad int, err error) {
 	rng := rand.New(rand.NewPCG(uint64(len(s.Name)), 99))
 	start := time.Now()
+	pad := strings.Repeat("x", s.Pad)
 	var failed atomic.Pointer[error]
 	for i := 0; i < s.Records; i++ {
 		var due time.Duration
@@ -687,7 +691,7 @@ func (r *run) produce(ctx context.Context, s Spec) (good, bad int, err error) {
 			v = []byte(fmt.Sprintf(`{"key": "k%d", "v": "wrong type", "n": 1}`, i))
 			bad++
 		default:
-			v = fmt.Appendf(nil, `{"key": %d, "v": "value-%d", "n": %d}`, good, good, rng.IntN(1000))
+			v = fmt.Appendf(nil, `{"key": %d, "v": "value-%d%s", "n": %d}`, good, good, pad, rng.IntN(1000))
 			good++
 		}
 		r.kcl.Produce(ctx, &kgo.Record{Value: v}, func(_ *kgo.Record, err error) {
