@@ -59,10 +59,17 @@ Flags:
 	stackRoot := fs.String("stack-root", envOr("SINK_STACK_ROOT", "."),
 		"the checkout whose scripts/stack.sh started the stack (its .stack/ holds the pid files the restart scenarios need; env SINK_STACK_ROOT)")
 	out := fs.String("out", "", "also write the tables to this file")
+	appendOut := fs.Bool("append", false, "append to --out rather than replace it (make chaos-drills puts every suite's tables in one file)")
 	delivery := fs.String("delivery", "at_least_once", "the sinks' delivery: at_least_once (ReplacingMergeTree, checked with FINAL) or exactly_once (plain MergeTree, checked without FINAL: count() = produced, no (_topic, _partition, _offset) twice; ClickHouse 22.2+, so --clickhouse 26)")
 	suite := fs.String("suite", "single", "which scenarios: single, kafka-cluster (the 3-broker Kafka, brokers "+strings.Join(chaos.KafkaClusterBrokers, ",")+") or cluster (the ClickHouse cluster sink_cluster and its ZooKeeper)")
+	soak := fs.Duration("soak", 0, "instead of the scenarios, a soak this long (make soak DURATION=1h): the 3-broker Kafka into the ClickHouse cluster, a SIGTERM restart every 15 min (every half of a run under 30 min), one kill -9, samples every 10 s (5 s under 30 min); results in --soak-dir")
+	soakRate := fs.Float64("soak-rate", 1000, "the soak's records per second outside its burst")
+	soakDir := fs.String("soak-dir", ".stack/soak", "where the soak writes results.csv, soak.svg and soak.md")
 	fs.Parse(os.Args[1:])
 
+	if *soak > 0 {
+		os.Exit(runSoak(*soak, *soakRate, *soakDir, *stackRoot))
+	}
 	servers, err := pickServers(*which, *ch18, *ch26)
 	check(err)
 	if *delivery != "at_least_once" && *delivery != "exactly_once" {
@@ -140,7 +147,15 @@ Flags:
 	}
 	fmt.Print(report.String())
 	if *out != "" {
-		check(os.WriteFile(*out, []byte(strings.TrimPrefix(report.String(), "\n")), 0o644))
+		flags := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
+		if *appendOut {
+			flags = os.O_CREATE | os.O_WRONLY | os.O_APPEND
+		}
+		f, err := os.OpenFile(*out, flags, 0o644)
+		check(err)
+		_, err = f.WriteString(strings.TrimPrefix(report.String(), "\n"))
+		check(err)
+		check(f.Close())
 	}
 	fmt.Printf("\nsink logs and configs: %s\n", work)
 	if failed {
@@ -192,4 +207,31 @@ func check(err error) {
 		fmt.Fprintf(os.Stderr, "chaos: %v\n", err)
 		os.Exit(1)
 	}
+}
+
+// runSoak builds the sink, runs the soak and prints its verdict; the exit
+// code is 1 if it failed.
+func runSoak(d time.Duration, rate float64, dir, stackRoot string) int {
+	root, err := os.Getwd()
+	check(err)
+	stack, err := filepath.Abs(stackRoot)
+	check(err)
+	work, err := os.MkdirTemp("", "sink-soak-")
+	check(err)
+	bin := filepath.Join(work, "sink")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/sink")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	check(build.Run())
+	env := chaos.Env{Brokers: chaos.KafkaClusterBrokers, ReplicationFactor: 3, Cluster: chaos.LocalCluster(),
+		SinkBin: bin, RepoRoot: root, StackRoot: stack, WorkDir: work, Log: os.Stderr}
+	r := chaos.Soak(context.Background(), env, chaos.SoakParams(d, rate, dir))
+	b, _ := os.ReadFile(filepath.Join(dir, "soak.md"))
+	fmt.Printf("%s\nsink logs and configs: %s\n", b, work)
+	if !r.OK() {
+		for _, p := range r.Problems {
+			fmt.Fprintf(os.Stderr, "soak: %s\n", p)
+		}
+		return 1
+	}
+	return 0
 }

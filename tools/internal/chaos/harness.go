@@ -178,6 +178,9 @@ type Spec struct {
 	Faults func(ctx context.Context, r *run) error
 	// Instances at start.
 	Instances int
+	// Listen is the sinks' http.listen ("" for none): the soak reads
+	// /metrics there.
+	Listen string
 	// Pad lengthens each good record's v by this many bytes, so a
 	// scenario reaches buffer_memory with fewer records.
 	Pad int
@@ -458,11 +461,11 @@ clickhouse:
 batch: {max_rows: %d, max_wait: 1s, buffer_memory: %s}
 routes: [{topic: %q, table: %s%s}]
 errors: %s
-http: {listen: ""}
+http: {listen: "%s"}
 log: {level: debug, format: json}
 shutdown_timeout: 50s
 delivery: %s
-`, r.group, strings.Join(env.Brokers, ", "), r.topic, quoted(chAddrs), clusterYAML, maxRows, s.Buffer, r.topic, r.table, routeYAML, errorsYAML, cmp.Or(env.Delivery, "at_least_once"))
+`, r.group, strings.Join(env.Brokers, ", "), r.topic, quoted(chAddrs), clusterYAML, maxRows, s.Buffer, r.topic, r.table, routeYAML, errorsYAML, s.Listen, cmp.Or(env.Delivery, "at_least_once"))
 	r.cfgPath = filepath.Join(env.WorkDir, r.group+".yaml")
 	if err := os.WriteFile(r.cfgPath, []byte(cfg), 0o644); err != nil {
 		return nil, err
