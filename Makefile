@@ -78,7 +78,7 @@ chaos-drills: stack-up cluster-up kafka-cluster-up
 
 # The soak: a paced stream with a burst and 2% bad records from the 3-broker
 # Kafka into the ClickHouse cluster for DURATION, a SIGTERM restart every
-# 15 minutes and one kill -9, sampled every 10 s; passes when RSS and
+# 15 minutes and one kill -9, sampled every 10 s; passes when (runs of 30 min or more) RSS and
 # goroutines do not trend up, the counts are exact and no INSERT error
 # stopped the sink. Results, plot and verdict in .stack/soak/.
 DURATION ?= 1h

@@ -24,18 +24,23 @@ type SoakSpec struct {
 	Sample       time.Duration // the sampling interval (10 s)
 	Warmup       time.Duration // samples this soon after a sink started do not count for the trends
 	Dir          string        // results.csv, soak.svg, soak.md go here
+	// JudgeTrends fails the soak on an upward trend. A run of a few
+	// minutes has sink lives shorter than the heap's own growth to its
+	// steady size (about 30 s here), so its trend is reported only.
+	JudgeTrends bool
 }
 
 // SoakParams is the soak of length d at rate records per second, writing
 // into dir: a SIGTERM restart every 15 minutes and a sample every 10 s with
 // a 5-minute warm-up; a run under 30 minutes (the 2-minute one of make
-// test) restarts at half its length, samples every 5 s and warms up 10 s.
+// test) restarts at half its length, samples every 5 s, warms up 10 s and
+// reports the trends without judging them.
 // The kill -9 comes at 70% of the run.
 func SoakParams(d time.Duration, rate float64, dir string) SoakSpec {
 	ss := SoakSpec{Duration: d, Rate: rate, RestartEvery: 15 * time.Minute, KillAt: d * 7 / 10,
-		Sample: 10 * time.Second, Warmup: 5 * time.Minute, Dir: dir}
+		Sample: 10 * time.Second, Warmup: 5 * time.Minute, Dir: dir, JudgeTrends: true}
 	if d < 30*time.Minute {
-		ss.RestartEvery, ss.Sample, ss.Warmup = d/2, 5*time.Second, 10*time.Second
+		ss.RestartEvery, ss.Sample, ss.Warmup, ss.JudgeTrends = d/2, 5*time.Second, 10*time.Second, false
 	}
 	return ss
 }
@@ -70,9 +75,9 @@ type SoakResult struct {
 // table (the cluster with Env.Cluster), restarts the sink with SIGTERM every
 // RestartEvery and kills it once, samples it every Sample, and checks: the
 // counts exact, every partition committed at the end, no INSERT error that
-// stopped a sink, and no upward trend of RSS (under 1 MiB per 10 minutes)
-// or goroutines (under 1 per 10 minutes) within a sink's life after its
-// warm-up.
+// stopped a sink, RSS within buffer_memory + 128 MiB, and (JudgeTrends) no
+// upward trend of RSS (under 1 MiB per 10 minutes) or goroutines (under 1
+// per 10 minutes) within a sink's life after its warm-up.
 func Soak(ctx context.Context, env Env, ss SoakSpec) *SoakResult {
 	out := &SoakResult{}
 	began := time.Now()
@@ -143,7 +148,7 @@ func Soak(ctx context.Context, env Env, ss SoakSpec) *SoakResult {
 	out.GoroutineSlope = trend(out.Samples, ss.Warmup, func(s Sample) float64 { return s.Goroutines })
 	if math.IsNaN(out.RSSSlope) {
 		res.fail("too few samples after the warm-up to compute a trend (%d samples)", len(out.Samples))
-	} else {
+	} else if ss.JudgeTrends {
 		if out.RSSSlope >= 1 {
 			res.fail("RSS grows %.2f MiB per 10 minutes within a sink's life (limit 1)", out.RSSSlope)
 		}
@@ -343,7 +348,11 @@ func (o *SoakResult) write(ss SoakSpec) error {
 	var md strings.Builder
 	fmt.Fprintf(&md, "Soak: %s at %.0f records/s (5× for a tenth of the run), 2%% bad records, %d SIGTERM restarts, %d kill -9, a sample every %s\n\n",
 		ss.Duration, ss.Rate, o.Restarts, o.Kills, ss.Sample)
-	fmt.Fprintf(&md, "RSS trend %.2f MiB per 10 min, goroutines trend %.2f per 10 min (each sink's samples after %s)\n\n", o.RSSSlope, o.GoroutineSlope, ss.Warmup)
+	judged := "judged: each must stay under 1"
+	if !ss.JudgeTrends {
+		judged = "reported only: a run this short has sink lives shorter than the heap's growth to its steady size"
+	}
+	fmt.Fprintf(&md, "RSS trend %.2f MiB per 10 min, goroutines trend %.2f per 10 min (each sink's samples after %s; %s)\n\n", o.RSSSlope, o.GoroutineSlope, ss.Warmup, judged)
 	PrintTable(&md, []*Result{o.Result})
 	return os.WriteFile(filepath.Join(ss.Dir, "soak.md"), []byte(md.String()), 0o644)
 }
