@@ -275,11 +275,26 @@ type Errors struct {
 	Unrouted string `koanf:"unrouted"`
 }
 
-// HTTP configures the metrics and health endpoint.
+// HTTP configures the metrics, health and status endpoint.
 type HTTP struct {
 	// Listen is host:port; "" disables the server.
 	Listen string `koanf:"listen"`
+	// Admin turns on POST /pause and POST /resume. Off by default: they
+	// stop the connector's work, so whoever can reach the port could.
+	Admin bool `koanf:"admin"`
+	// AdminToken is the bearer token the admin endpoints require. It comes
+	// from the environment only (AdminTokenEnv); the config file may not
+	// hold it. Required when Admin is on and Listen is not a loopback
+	// address.
+	AdminToken Secret `koanf:"admin_token"`
 }
+
+// AdminTokenEnv is the environment variable that holds http.admin_token.
+const AdminTokenEnv = EnvPrefix + "HTTP__ADMIN_TOKEN"
+
+// MinAdminTokenLen is the shortest admin token accepted: a bearer token is
+// a password sent with every request, and a short one can be guessed.
+const MinAdminTokenLen = 16
 
 // Log configures logging.
 type Log struct {
@@ -477,6 +492,9 @@ func (c *Config) normalize() {
 		}
 		nilIfEmpty(&c.Routes[i].Schema.Allow)
 		nilIfEmpty(&c.Routes[i].Schema.Deny)
+		if len(c.Routes[i].Schema.Settings) == 0 {
+			c.Routes[i].Schema.Settings = nil
+		}
 	}
 }
 
@@ -625,6 +643,7 @@ func (c *Config) Redacted() *Config {
 				r.Columns = cols
 			}
 			r.When = maps.Clone(r.When)
+			r.Schema.Settings = maps.Clone(r.Schema.Settings)
 			cp.Routes[i] = r
 		}
 	}

@@ -27,7 +27,45 @@ type RouteSchema struct {
 	// in any hour; fields beyond it wait (and are counted) until the hour
 	// has room.
 	MaxNewColumnsPerHour int `koanf:"max_new_columns_per_hour"`
+
+	// Create is "" / "never" (the table must exist) or "if_missing": when
+	// the route's table does not exist at start, the sink creates it,
+	// with a column per top-level field of a sample of the topic's records
+	// (typed as evolution types a new field: from the registry schema for
+	// avro and protobuf, from the values for json and json-schema), plus
+	// the Kafka columns _topic, _partition, _offset and _timestamp with
+	// the default engine. Allow, Deny and Nullable apply to these columns
+	// as to evolved ones.
+	Create string `koanf:"create"`
+	// Engine of a created table: "ReplacingMergeTree" (the default: the
+	// version column is _offset, and the Kafka columns are added), or
+	// "MergeTree" (no Kafka columns). On a cluster, the Replicated
+	// variant, with a Distributed table in front.
+	Engine string `koanf:"engine"`
+	// OrderBy is the created table's ORDER BY expression, required with
+	// create: if_missing (the sorting key decides how the table is read
+	// and, with ReplacingMergeTree, which rows collapse: it is never
+	// guessed). PartitionBy is its PARTITION BY expression, "" for none.
+	OrderBy     string `koanf:"order_by"`
+	PartitionBy string `koanf:"partition_by"`
+	// Settings are the created table's SETTINGS (index_granularity: 8192):
+	// numbers, booleans or strings.
+	Settings map[string]any `koanf:"settings"`
 }
+
+// Values of schema.create and schema.engine.
+const (
+	CreateIfMissing          = "if_missing"
+	EngineReplacingMergeTree = "ReplacingMergeTree"
+	EngineMergeTree          = "MergeTree"
+)
+
+// CreatesTable reports whether the route creates its table when missing.
+func (s RouteSchema) CreatesTable() bool { return s.Create == CreateIfMissing }
+
+// Replacing reports whether a created table is a ReplacingMergeTree
+// (versioned by _offset, with the Kafka columns).
+func (s RouteSchema) Replacing() bool { return s.Engine != EngineMergeTree }
 
 // EvolveAddColumns is the schema.evolve value that adds columns.
 const EvolveAddColumns = "add_columns"
@@ -61,6 +99,9 @@ func (s RouteSchema) Permits(field string) bool {
 
 // fillSchemaDefaults sets the per-route schema defaults.
 func (r *Route) fillSchemaDefaults() {
+	if r.Schema.CreatesTable() && r.Schema.Engine == "" {
+		r.Schema.Engine = EngineReplacingMergeTree
+	}
 	if r.Schema.MaxNewColumnsPerHour == 0 {
 		r.Schema.MaxNewColumnsPerHour = defaultMaxNewColumnsPerHour
 	}

@@ -238,7 +238,11 @@ func (c *Config) validateSecurity(p *problems) {
 // passwordKeys are the keys that hold passwords, which the config file may
 // not set: a file is copied into images, ConfigMaps and repositories, and
 // read by everyone who may read the deployment.
-var passwordKeys = []string{"clickhouse.password", "kafka.sasl.password", "schema_registry.password"}
+var passwordKeys = []string{"clickhouse.password", "kafka.sasl.password", "schema_registry.password", adminTokenKey}
+
+// adminTokenKey is the key of the admin endpoints' bearer token; it has no
+// _file variant, only the environment (AdminTokenEnv).
+const adminTokenKey = "http.admin_token"
 
 // filePasswords reports the passwords written in the YAML document. The
 // message names the key and never the value.
@@ -256,6 +260,10 @@ func filePasswords(doc map[string]any) []error {
 		}
 		if s, ok := v.(string); ok && s != "" {
 			env := EnvPrefix + strings.ToUpper(strings.ReplaceAll(key, ".", "__"))
+			if key == adminTokenKey {
+				errs = append(errs, fmt.Errorf("%s: a token may not be written in the config file; set %s", key, env))
+				continue
+			}
 			errs = append(errs, fmt.Errorf("%s: a password may not be written in the config file; set %s or %s_file", key, env, key))
 		}
 	}

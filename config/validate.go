@@ -69,11 +69,7 @@ func (c *Config) Validate() error {
 	c.validateSecurity(&p)
 	c.validateSchemaRegistry(&p)
 
-	if c.HTTP.Listen != "" {
-		if err := checkHostPort(c.HTTP.Listen, true); err != nil {
-			p.add("http.listen: %q %v (or \"\" to disable)", c.HTTP.Listen, err)
-		}
-	}
+	c.validateHTTP(&p)
 	p.oneOf("log.level", c.Log.Level, logLevels)
 	p.oneOf("log.format", c.Log.Format, logFormats)
 	p.positive("shutdown_timeout", c.ShutdownTimeout)
@@ -290,6 +286,7 @@ func (c *Config) validateRoutes(p *problems) {
 		}
 		p.validateDebezium(key, r)
 		p.validateSchema(key, r)
+		p.validateCreate(key, r)
 		if err := route.CheckMessage(r.Format, r.Message); err != nil {
 			p.add("%s.message: %v", key, err)
 		}
@@ -398,6 +395,44 @@ func (c *Config) validateErrors(p *problems) {
 
 // checkHostPort accepts "host:port"; listen admits ":8080" (all interfaces)
 // and port 0 (any free port), which only make sense for a listener.
+func (c *Config) validateHTTP(p *problems) {
+	h := c.HTTP
+	if h.Listen != "" {
+		if err := checkHostPort(h.Listen, true); err != nil {
+			p.add("http.listen: %q %v (or \"\" to disable)", h.Listen, err)
+			return
+		}
+	}
+	switch {
+	case !h.Admin:
+		if h.AdminToken != "" {
+			p.add("http.admin_token: set (%s), but http.admin is false, so the admin endpoints are off", AdminTokenEnv)
+		}
+	case h.Listen == "":
+		p.add("http.admin: true needs http.listen (the admin endpoints are served there)")
+	case h.AdminToken == "" && !LoopbackListen(h.Listen):
+		p.add("http.admin: true on %q, which is not a loopback address, needs a bearer token: set %s (at least %d characters)", h.Listen, AdminTokenEnv, MinAdminTokenLen)
+	case h.AdminToken != "" && len(h.AdminToken) < MinAdminTokenLen:
+		p.add("http.admin_token (%s): %d characters is too short to be a secret; use at least %d", AdminTokenEnv, len(h.AdminToken), MinAdminTokenLen)
+	}
+}
+
+// LoopbackListen reports whether the listen address addr (host:port) is
+// reachable only from this host: a loopback IP or "localhost". An empty
+// host listens on every interface, and any other name may resolve to a
+// public address, so neither is loopback.
+func LoopbackListen(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
 func checkHostPort(s string, listen bool) error {
 	host, port, err := net.SplitHostPort(s)
 	if err != nil {
@@ -474,6 +509,68 @@ func (p *problems) topic(key, t string) bool {
 		return false
 	}
 	return true
+}
+
+// settingRE is a table setting's name.
+var settingRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// validateCreate checks routes[i].schema's create, engine, order_by,
+// partition_by and settings.
+func (p *problems) validateCreate(key string, r *Route) {
+	s := r.Schema
+	key += ".schema"
+	switch s.Create {
+	case "", "never":
+		for _, set := range []struct {
+			name string
+			on   bool
+		}{{"engine", s.Engine != ""}, {"order_by", s.OrderBy != ""}, {"partition_by", s.PartitionBy != ""}, {"settings", len(s.Settings) > 0}} {
+			if set.on {
+				p.add("%s.%s: only used with create: %s (it describes the table the sink creates)", key, set.name, CreateIfMissing)
+			}
+		}
+		return
+	case CreateIfMissing:
+	default:
+		p.add("%s.create: %q is not one of never, %s", key, s.Create, CreateIfMissing)
+		return
+	}
+	switch {
+	case r.TopicRegex != "":
+		p.add("%s.create: %s needs a route with topic: (the columns come from that topic's records); a topic_regex route's tables must exist", key, CreateIfMissing)
+	case r.TableFromTopic():
+		p.add("%s.create: %s needs a table name without placeholders (%q); create the tables named after topics yourself", key, CreateIfMissing, r.Table)
+	}
+	if r.Format.CDC() {
+		p.add("%s.create: %s does not work with format %s (its columns mirror the source database's table; create it with the types you want)", key, CreateIfMissing, r.Format)
+	}
+	if len(r.Columns) > 0 {
+		p.add("%s.create: %s makes a column of each top-level field of the records; it cannot be combined with columns: (create the table yourself to map sources into it)", key, CreateIfMissing)
+	}
+	if s.Engine != "" && s.Engine != EngineReplacingMergeTree && s.Engine != EngineMergeTree && s.Engine != "ReplacingMergeTree(_offset)" {
+		p.add("%s.engine: %q is not one of %s (versioned by _offset, with the Kafka columns) or %s", key, s.Engine, EngineReplacingMergeTree, EngineMergeTree)
+	}
+	if strings.TrimSpace(s.OrderBy) == "" {
+		p.add("%s.order_by: required with create: %s (the sorting key, e.g. \"(id)\" or \"(customer, ts)\"; with ReplacingMergeTree it also decides which rows are duplicates, so it is never guessed; \"tuple()\" for none)", key, CreateIfMissing)
+	}
+	for _, e := range []struct{ name, v string }{{"order_by", s.OrderBy}, {"partition_by", s.PartitionBy}} {
+		if strings.ContainsAny(e.v, ";\x00") {
+			p.add("%s.%s: %q: an expression, without ';'", key, e.name, e.v)
+		}
+	}
+	for _, name := range sortedKeys(s.Settings) {
+		if !settingRE.MatchString(name) {
+			p.add("%s.settings: %q is not a setting name (letters, digits and '_')", key, name)
+		}
+		switch v := s.Settings[name].(type) {
+		case string, bool, int, int64, uint64, float64:
+			if str, ok := v.(string); ok && strings.ContainsAny(str, "\x00") {
+				p.add("%s.settings.%s: a value without NUL bytes", key, name)
+			}
+		default:
+			p.add("%s.settings.%s: %v is not a number, a boolean or a string", key, name, v)
+		}
+	}
 }
 
 func (p *problems) ident(key, v, what string) {

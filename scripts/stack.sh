@@ -44,7 +44,7 @@
 #               factor 3 and min.insync.replicas=2; heap 320 MiB each
 #
 # Usage: scripts/stack.sh up|down|status|logs
-#        scripts/stack.sh cluster up|down|status
+#        scripts/stack.sh cluster up|down|status|stop NODE|kill NODE
 #        scripts/stack.sh kafka-cluster up|down|status
 #
 #   up      install what is missing (apt packages, Kafka jars, the chdb-core wheel,
@@ -61,6 +61,9 @@
 #           the same for ZooKeeper and the four cluster nodes (state in
 #           .stack/cluster-zk/ and .stack/cluster-ch1..4/); a node counts as
 #           answering once it lists sink_cluster and reaches ZooKeeper.
+#   cluster stop|kill ch1|ch2|ch3|ch4|zookeeper
+#           for fault drills: stop one server this checkout started (SIGTERM,
+#           waited for) or kill it (SIGKILL); `cluster up` brings it back.
 #   kafka-cluster up|down|status
 #           the same for the three Kafka nodes (.stack/kafka-cluster1..3/); a node
 #           counts as answering once its metadata lists all three brokers.
@@ -257,6 +260,8 @@ install_packages() {
 	command -v mvn >/dev/null || missing+=(maven)
 	# promtool checks and unit-tests deploy/prometheus's alert rules.
 	command -v promtool >/dev/null || missing+=(prometheus)
+	# The status page's browser test renders it in headless Chromium.
+	command -v chromium >/dev/null || missing+=(chromium)
 	((${#missing[@]})) || return 0
 
 	[[ $EUID -eq 0 ]] || sudo=(sudo)
@@ -865,13 +870,37 @@ cluster_status() {
 	return $rc
 }
 
+# cluster_stop SIGNAL WHO: stops one server of the cluster this checkout
+# started, for fault drills: a node (ch1…ch4) or zookeeper, with SIGTERM
+# (waited for, as `down` does) or SIGKILL (kill -9, a crash). `cluster up`
+# starts it again.
+cluster_stop() {
+	local sig=$1 who=$2 name pid
+	case $who in
+	zk | zookeeper) name=cluster-zk; pid=$(zk_ours) || true ;;
+	ch[1-4]) name=cluster-$who; pid=$(node_ours "$who") || true ;;
+	*) die "cluster stop|kill: want one of ch1 ch2 ch3 ch4 zookeeper, not \"$who\"" ;;
+	esac
+	[[ -n $pid ]] || die "$who: not running or not started by this checkout"
+	if [[ $sig == KILL ]]; then
+		kill -KILL "$pid"
+		while [[ -e /proc/$pid ]]; do sleep 0.1; done
+		rm -f "$STACK_DIR/$name/$name.pid"
+		say "$name killed (pid $pid, SIGKILL)"
+	else
+		stop "$name" "$pid"
+	fi
+}
+
 cmd_cluster() {
 	case ${1:-} in
 	up) cluster_up ;;
 	down) cluster_down ;;
 	status) cluster_status ;;
+	stop) cluster_stop TERM "${2:-}" ;;
+	kill) cluster_stop KILL "${2:-}" ;;
 	*)
-		echo "usage: $0 cluster up|down|status" >&2
+		echo "usage: $0 cluster up|down|status|stop NODE|kill NODE (NODE: ch1 ch2 ch3 ch4 zookeeper)" >&2
 		exit 2
 		;;
 	esac
@@ -1186,7 +1215,7 @@ up) cmd_up ;;
 down) cmd_down ;;
 status) cmd_status ;;
 logs) cmd_logs ;;
-cluster) cmd_cluster "${2:-}" ;;
+cluster) cmd_cluster "${2:-}" "${3:-}" ;;
 kafka-cluster) cmd_kafka_cluster "${2:-}" ;;
 *)
 	echo "usage: $0 up|down|status|logs | cluster up|down|status | kafka-cluster up|down|status" >&2

@@ -37,7 +37,8 @@ http: {listen: ""}
 		t.Fatalf("check: exit %d\nstdout %s\nstderr %s", code, out, errOut)
 	}
 	t.Logf("sink check:\n%s", out)
-	want := []string{"cluster: " + c.Name + ": 2 shards (weights 1,1) × 2,2 replicas", "check: ok"}
+	want := []string{"cluster: " + c.Name + ": 2 shards (weights 1,1) × 2,2 replicas", "check: ok",
+		"cluster: route table ev_all (target local): local table " + db + ".ev (ReplicatedMergeTree): replicated_deduplication_window = 100 (server default): a repeat of one of the last 100 INSERT blocks is dropped"}
 	for _, n := range c.Nodes() {
 		want = append(want,
 			fmt.Sprintf("cluster: shard %d replica %d %s: reached (ClickHouse %s)", n.Shard, n.Replica, n.Addr, c.Version),

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"sink/internal/testenv"
 )
@@ -83,4 +84,83 @@ http: {listen: ""}
 			}
 		}
 	})
+}
+
+// With schema.create: if_missing and no table, `sink check` prints the
+// CREATE TABLE that run would execute, typed from the topic's records for
+// that server, creates nothing, and checks the other routes as usual.
+func TestCheckPrintsCreateDDL(t *testing.T) {
+	brokers := testenv.Kafka(t)
+	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
+		ch := s.Conn(t)
+		db := s.NewDatabase(t)
+		topic, other := testenv.NewTopic(t, 1), testenv.NewTopic(t, 1)
+		testenv.Exec(t, ch, "CREATE TABLE "+db+".existing (id UInt64) ENGINE = MergeTree ORDER BY id")
+		produceJSON(t, topic, 20, func(i int) string { return fmt.Sprintf(`{"id":%d,"ok":true,"name":"n%d"}`, i, i) })
+		path := writeConfig(t, fmt.Sprintf(`
+name: checkcreate
+kafka: {brokers: [%q], topics: [%q, %q]}
+clickhouse: {addrs: [%q], database: %s}
+routes:
+  - {topic: %q, table: fresh, schema: {create: if_missing, order_by: id, partition_by: "intDiv(id, 10)"}}
+  - {topic: %q, table: existing, schema: {create: if_missing, order_by: id}}
+http: {listen: ""}
+`, brokers[0], topic, other, s.Addr, db, topic, other))
+		code, out, errOut := sinkCmd(t, "check", "--config", path)
+		boolType, ts := "UInt8", "DateTime"
+		if s.AtLeast(21, 12) {
+			boolType = "Bool"
+		}
+		if s.AtLeast(20, 1) {
+			ts = "DateTime64(3)"
+		}
+		ddl := fmt.Sprintf("create:   CREATE TABLE IF NOT EXISTS `%s`.`fresh` (`id` Int64, `ok` %s, `name` String, `_topic` String, `_partition` Int32, `_offset` Int64, `_timestamp` %s)"+
+			" ENGINE = ReplacingMergeTree(`_offset`) PARTITION BY intDiv(id, 10) ORDER BY id\n", db, boolType, ts)
+		for _, want := range []string{
+			fmt.Sprintf("create: table %s.fresh does not exist; from 20 records sampled from topic %s, run would create it with:\n", db, topic),
+			ddl,
+			fmt.Sprintf("create: table %s.existing exists: schema.create has nothing to do\n", db),
+			fmt.Sprintf("route: table %s.existing: INSERT names 1 of 1 columns", db),
+			"check: ok\n",
+		} {
+			if code != 0 || !strings.Contains(out, want) {
+				t.Fatalf("check: exit %d; stdout lacks %q:\n%s\nstderr:\n%s", code, want, out, errOut)
+			}
+		}
+		var n uint64
+		if err := ch.QueryRow(t.Context(), "SELECT count() FROM system.tables WHERE database = ? AND name = 'fresh'", db).Scan(&n); err != nil || n != 0 {
+			t.Fatalf("check created the table (%d, %v): it must only print the DDL", n, err)
+		}
+	})
+}
+
+// `sink run` with schema.create on an empty topic waits for a first
+// record (saying so once), and SIGTERM while it waits exits 0 with the
+// table still missing.
+func TestRunWaitingToCreateStopsClean(t *testing.T) {
+	s := testenv.Servers(t)[0]
+	db := s.NewDatabase(t)
+	topic := testenv.NewTopic(t, 1)
+	path := writeConfig(t, fmt.Sprintf(`
+name: %s
+kafka: {brokers: [%q], topics: [%q]}
+clickhouse: {addrs: [%q], database: %s}
+routes: [{topic: %q, table: fresh, schema: {create: if_missing, order_by: id}}]
+http: {listen: ""}
+`, testenv.UniqueName(t, "createwait"), testenv.Kafka(t)[0], topic, s.Addr, db, topic))
+	r := startSink(t, path)
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(r.stderr.String(), "waiting for the first records") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no word of waiting for records after 30 s; log:\n%s", r.stderr.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if code := r.stop(t); code != 0 {
+		t.Fatalf("SIGTERM while waiting to create the table: exit %d; log:\n%s", code, r.stderr.String())
+	}
+	var n uint64
+	if err := s.Conn(t).QueryRow(t.Context(), "SELECT count() FROM system.tables WHERE database = ? AND name = 'fresh'", db).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("the table exists (%d, %v) with no record to type it by", n, err)
+	}
 }

@@ -24,6 +24,7 @@ import (
 	"sink/internal/consumer"
 	"sink/internal/metrics"
 	"sink/internal/pipeline"
+	"sink/internal/status"
 	"sink/internal/writer"
 )
 
@@ -34,7 +35,9 @@ const usage = `sink moves Kafka topics into ClickHouse in large, few inserts.
 
 Usage:
   sink run     --config FILE   consume and insert until SIGTERM/SIGINT; serves
-                               /metrics, /healthz, /readyz on http.listen
+                               /metrics, /healthz, /readyz, GET /status, the
+                               status page at / and, with http.admin: true,
+                               POST /pause and /resume on http.listen
   sink check   --config FILE   validate the config, reach Kafka and ClickHouse,
                                check every route's table and columns, list the
                                fields of recent records that no column takes
@@ -147,10 +150,14 @@ func run(cfg *config.Config, stderr io.Writer) int {
 
 	// The HTTP server starts first and stops last, so /healthz answers and
 	// /readyz explains "not ready" for the whole life of the process.
-	var m *metrics.Metrics
+	var (
+		m  *metrics.Metrics
+		st *status.Handler
+	)
 	if cfg.HTTP.Listen != "" {
 		m = metrics.New(cfg.Kafka.Group)
-		srv, err := metrics.Serve(cfg.HTTP.Listen, m)
+		st = status.New(status.InfoFor(cfg, version), status.WorkerID(cfg.HTTP.Listen), m)
+		srv, err := metrics.ServeHandler(cfg.HTTP.Listen, st.Routes(m.Handler()))
 		if err != nil {
 			fmt.Fprintf(stderr, "sink: %v\n", err)
 			return 1
@@ -160,7 +167,8 @@ func run(cfg *config.Config, stderr io.Writer) int {
 			defer cancel()
 			_ = srv.Close(sctx)
 		}()
-		log.Info().Str("addr", srv.Addr()).Msg("serving /metrics, /healthz, /readyz")
+		log.Info().Str("addr", srv.Addr()).Bool("admin", cfg.HTTP.Admin).
+			Msg("serving /metrics, /healthz, /readyz, /status and the status page at /")
 	}
 
 	w, err := openSink(ctx, cfg, m)
@@ -171,6 +179,12 @@ func run(cfg *config.Config, stderr io.Writer) int {
 	defer w.Close()
 	m.SetPinger(func(ctx context.Context) error { return w.Conn().Ping(ctx) })
 	p, err := pipeline.New(ctx, cfg, log, w, pipeline.WithMetrics(m))
+	if err != nil && ctx.Err() != nil {
+		// Stopped while New waited (schema.create on an empty topic):
+		// nothing was consumed, so there is nothing to flush.
+		log.Info().Msg("stopped before the pipeline started")
+		return 0
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "sink: %v\n", err)
 		return 1
@@ -187,6 +201,9 @@ func run(cfg *config.Config, stderr io.Writer) int {
 		return 1
 	}
 	p.Attach(cons)
+	if st != nil {
+		st.SetController(p)
+	}
 	log.Info().Str("version", version).Strs("topics", cfg.Kafka.Topics).Str("group", cfg.Kafka.Group).
 		Int("max_rows", cfg.Batch.MaxRows).Str("max_bytes", cfg.Batch.MaxBytes.String()).
 		Dur("max_wait", cfg.Batch.MaxWait).Bool("ignore_partitions", cfg.Batch.IgnorePartitions).

@@ -17,7 +17,8 @@ import (
 
 const reportUsage = `Usage: sink report --table DB.TABLE [--since 2h] [--until now] [--split T]
                    [--config FILE] [--clickhouse HOST:PORT] [--user U] [--password-file F]
-                   [--database DB] [--cluster NAME] [--format text|csv|json] [--chart FILE.svg] [--utc]
+                   [--database DB] [--cluster NAME] [--format text|csv|json] [--chart FILE.svg]
+                   [--html FILE.html] [--utc]
 
 Per minute, the finished INSERTs into one table (from system.query_log: count,
 written_rows, written_bytes, query_duration_ms) and the new parts it got (from
@@ -35,8 +36,9 @@ with backquotes or double quotes, any case of the keywords, comments allowed
 before it), and one that names no database counts for --database, whichever
 database its client was in.
 
-On a cluster (--cluster NAME, or clickhouse.cluster in --config): the nodes
-are read from system.clusters of the first address, and every node's logs
+On a cluster (--cluster NAME, or clickhouse.cluster or clickhouse.shards in
+--config): the nodes are read from system.clusters of the first address (or
+taken from clickhouse.shards), and every node's logs
 are read over a connection of its own (the same user, password and TLS),
 summed into the minutes and the before/after view, and split per shard with
 each replica's inserts, rows and new parts. A node that cannot be read is
@@ -47,6 +49,10 @@ The connection: with --config, the connector's clickhouse section (addresses,
 protocol, user, password or password_file, TLS, timeouts) and its environment
 overrides; --clickhouse, --user, --password-file and --database, when given,
 win over it. Without --config, those flags and $SINK_CLICKHOUSE__PASSWORD.
+
+With --html, the same report as one HTML file with no external resource
+and no script: the before/after summary, the chart and the per-minute table,
+for pasting into or attaching to a ticket.
 
 Times (--since, --until, --split): a duration ago (2h), "now", unix seconds,
 RFC 3339, "2006-01-02 15:04[:05]" or "15:04[:05]" (today), in the local zone
@@ -76,6 +82,7 @@ func reportCmd(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&req.Split, "split", "", "the moment the sink was switched on or retuned: print before/after")
 	fs.StringVar(&req.Format, "format", "text", "text, csv or json")
 	fs.StringVar(&req.Chart, "chart", "", "also draw inserts/min and rows/insert to this SVG `file`")
+	fs.StringVar(&req.HTML, "html", "", "also write the report (tables and chart) as one self-contained HTML `file`, for a ticket")
 	utc := fs.Bool("utc", false, "show times in UTC instead of the local time zone")
 	if err := fs.Parse(args); err != nil {
 		return parseExit(err)
@@ -145,14 +152,23 @@ func reportCmd(args []string, stdout, stderr io.Writer) int {
 	if set["cluster"] {
 		name = *clusterName
 	}
-	if name == "" {
+	// clickhouse.shards lists the nodes itself (and wins, as for run).
+	listed := !set["cluster"] && len(ch.Shards) > 0
+	if name == "" && !listed {
 		if err := req.Run(ctx, w.Conn(), where, o, stdout); err != nil {
 			return fail(err)
 		}
 		return 0
 	}
-	topo, err := cluster.Discover(ctx, w.Conn(), name)
-	if err != nil {
+	var topo *cluster.Topology
+	if listed {
+		if topo, err = cluster.FromShards(ch.Shards); err != nil {
+			return fail(fmt.Errorf("clickhouse.shards: %w", err))
+		}
+		if name == "" {
+			name = "clickhouse.shards"
+		}
+	} else if topo, err = cluster.Discover(ctx, w.Conn(), name); err != nil {
 		return fail(fmt.Errorf("clickhouse %s: %w", where, err))
 	}
 	var nodes []report.Node

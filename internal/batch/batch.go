@@ -43,6 +43,9 @@ const (
 	// ReasonSchema: the table's columns changed, so the open batch (built
 	// for the old columns) is closed and the next one uses the new ones.
 	ReasonSchema
+	// ReasonPause: POST /pause flushes the open batches before the
+	// connector stops inserting.
+	ReasonPause
 )
 
 func (r Reason) String() string {
@@ -59,6 +62,8 @@ func (r Reason) String() string {
 		return "shutdown"
 	case ReasonSchema:
 		return "schema"
+	case ReasonPause:
+		return "pause"
 	}
 	return "unknown"
 }

@@ -6,7 +6,9 @@
 // constructors as run, and prints what it found. It also decodes a sample
 // of each topic's newest records and lists the fields no column takes, with
 // the DDL schema.evolve: add_columns would run for them (without running
-// it).
+// it), and for a missing table of a route with schema.create: if_missing,
+// the CREATE TABLE run would execute (without executing it; that route's
+// other checks need the table and are skipped).
 //
 // Concurrency: Run is one sequential call; it shares nothing.
 package check
@@ -25,6 +27,7 @@ import (
 	"sink/config"
 	"sink/internal/advise"
 	"sink/internal/consumer"
+	"sink/internal/decode"
 	"sink/internal/pipeline"
 	"sink/internal/registry"
 	"sink/internal/writer"
@@ -54,6 +57,16 @@ func Run(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "security: kafka %s, %s\n", tlsSummary(k.TLS), sasl)
 	fmt.Fprintf(stdout, "security: clickhouse %s, user %q, %s\n", tlsSummary(ch.TLS), ch.Username, password(ch.Password, ch.PasswordFile))
+	if h := cfg.HTTP; h.Listen != "" {
+		admin := "off"
+		switch {
+		case h.Admin && h.AdminToken != "":
+			admin = "on, bearer token from " + config.AdminTokenEnv
+		case h.Admin:
+			admin = "on, loopback only, no token"
+		}
+		fmt.Fprintf(stdout, "security: http %s, pause/resume endpoints %s\n", h.Listen, admin)
+	}
 
 	topics, dlq, err := consumer.ProbeDLQ(ctx, cfg)
 	if err != nil {
@@ -98,7 +111,8 @@ func Run(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 		}
 	}
 
-	var opts []pipeline.Option
+	opts := []pipeline.Option{pipeline.WithoutCreate()}
+	var reg decode.Registry
 	if cfg.SchemaRegistry.Enabled() {
 		rc, err := registry.New(cfg.SchemaRegistry, registry.Options{})
 		if err != nil {
@@ -109,8 +123,19 @@ func Run(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "schema registry: %s answers\n", strings.Join(cfg.SchemaRegistry.URLs, ","))
 		opts = append(opts, pipeline.WithRegistry(rc))
+		reg = rc
 	}
 
+	// Tables that schema.create would create: their DDL is printed, and
+	// their routes are left out of the checks below, which need the table.
+	cfg, names, err = creates(ctx, cfg, w, reg, names, stdout)
+	if err != nil {
+		return err
+	}
+	if len(cfg.Routes) == 0 {
+		fmt.Fprintln(stdout, "check: ok")
+		return nil
+	}
 	p, err := pipeline.New(ctx, cfg, zerolog.Nop(), w, opts...)
 	if err != nil {
 		return err
@@ -218,6 +243,60 @@ func drift(ctx context.Context, cfg *config.Config, p *pipeline.Pipeline, info w
 		}
 	}
 	return nil
+}
+
+// creates prints what schema.create: if_missing would do for each route
+// that has it (a dry run: nothing is created) and returns cfg without the
+// routes whose table is missing, and topics without their topics.
+func creates(ctx context.Context, cfg *config.Config, w *writer.Writer, reg decode.Registry, topics []string, stdout io.Writer) (*config.Config, []string, error) {
+	plans, err := pipeline.PlanCreates(ctx, cfg, w, reg)
+	if err != nil || len(plans) == 0 {
+		return cfg, topics, err
+	}
+	missing := map[int]bool{}
+	for _, pl := range plans {
+		table := pl.Database + "." + pl.Table
+		switch {
+		case pl.Exists:
+			fmt.Fprintf(stdout, "create: table %s exists: schema.create has nothing to do\n", table)
+			continue
+		case len(pl.DDL) == 0:
+			fmt.Fprintf(stdout, "create: table %s does not exist and topic %s has no records yet: run waits for the first ones to infer the columns from\n", table, pl.Topic)
+		default:
+			bad := ""
+			if pl.Bad > 0 {
+				bad = fmt.Sprintf(" (%d more did not decode)", pl.Bad)
+			}
+			fmt.Fprintf(stdout, "create: table %s does not exist; from %d records sampled from topic %s%s, run would create it with:\n", table, pl.Sampled, pl.Topic, bad)
+			for _, q := range pl.DDL {
+				fmt.Fprintf(stdout, "create:   %s\n", q)
+			}
+			for _, f := range pl.Skipped {
+				fmt.Fprintf(stdout, "create:   no column for %s\n", f)
+			}
+		}
+		missing[pl.Route] = true
+	}
+	if len(missing) == 0 {
+		return cfg, topics, nil
+	}
+	left := *cfg
+	left.Routes = nil
+	skip := map[string]bool{}
+	for i, r := range cfg.Routes {
+		if missing[i] {
+			skip[r.Topic] = true
+		} else {
+			left.Routes = append(left.Routes, r)
+		}
+	}
+	var rest []string
+	for _, t := range topics {
+		if !skip[t] {
+			rest = append(rest, t)
+		}
+	}
+	return &left, rest, nil
 }
 
 // password says where a password comes from, never what it is.

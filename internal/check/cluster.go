@@ -97,6 +97,17 @@ func clusterCheck(ctx context.Context, cfg *config.Config, seed *writer.Writer, 
 		if err := sameColumns(route, localDB+"."+localName, tables); err != nil {
 			return err
 		}
+		// Deduplication of a retried part is the local table's: on
+		// ReplicatedMergeTree, replicated_deduplication_window in ZooKeeper.
+		if len(tables) > 0 {
+			ds, err := writer.DedupWindows(ctx, conns[tables[0].addr].Conn(), []*writer.Table{{Database: localDB, Name: localName}})
+			if err != nil {
+				return err
+			}
+			for _, d := range ds {
+				fmt.Fprintf(stdout, "cluster: route table %s (target %s): local %s\n", route.Table, route.Target, d)
+			}
+		}
 	}
 	return nil
 }

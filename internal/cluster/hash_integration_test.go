@@ -205,7 +205,10 @@ func TestKeyHashEqualsServer(t *testing.T) {
 func TestCheckHash(t *testing.T) {
 	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
 		conn := s.Conn(t)
-		types := []string{"Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64", "String", "FixedString(3)", "FixedString(64)", "Date", "DateTime"}
+		types := []string{"Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64", "String", "FixedString(3)", "FixedString(64)", "Date", "DateTime", "DateTime('UTC')"}
+		if s.AtLeast(20, 1) { // 18.16's LowCardinality is experimental, off by default
+			types = append(types, "LowCardinality(String)")
+		}
 		for _, typ := range types {
 			for _, fn := range Hashes {
 				h, err := NewKeyHash(fn, typ)

@@ -1,14 +1,16 @@
 // Package cluster describes a ClickHouse cluster as the sink writes to it:
 // its shards, each shard's weight and replicas (Topology), read from the
 // server's system.clusters (Discover) or listed in the configuration
-// (FromShards); the pairing of a Distributed table with the local table it
-// spreads rows over (Pairing); and the Distributed engine's placement of a
-// row on a shard, reproduced exactly (Placement, KeyHash), so that rows the
-// sink writes into each shard's local table are where a Distributed table
-// over them with the same sharding expression looks for them.
+// (FromShards); and the Distributed engine's placement of a row on a shard,
+// reproduced exactly (Placement, KeyHash), so that rows the sink writes into
+// each shard's local table are where a Distributed table over them with the
+// same sharding expression looks for them. The sharding hashes are checked
+// against the server's own functions (CheckHash) before rows are placed by
+// them. (The pairing of a Distributed table with its local table is read by
+// internal/writer: ParseDistributed, LocalTable.)
 //
-// Concurrency: a Topology and a Placement are immutable once built and safe
-// for concurrent use; Discover and Pair only read.
+// Concurrency: a Topology, a KeyHash and a Placement are immutable once
+// built and safe for concurrent use; Discover and CheckHash only read.
 package cluster
 
 import (

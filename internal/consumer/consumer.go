@@ -8,8 +8,8 @@
 // (BlockRebalanceOnPoll): the pipeline calls AllowRebalance after each poll,
 // so a revoke callback never races with records it has not yet tracked.
 //
-// Concurrency: Poll is called by one goroutine; Commit and ProduceDLQ are
-// safe from any goroutine. The partition callbacks in Hooks run
+// Concurrency: Poll is called by one goroutine; Commit, ProduceDLQ,
+// PauseFetch, ResumeFetch and Positions are safe from any goroutine. The partition callbacks in Hooks run
 // on franz-go's group goroutine and may block until the pipeline has
 // flushed and committed.
 package consumer
@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -347,6 +348,50 @@ func (c *Consumer) Seek(pos map[offsets.TP]int64) {
 		m[tp.Topic][tp.Partition] = kgo.EpochOffset{Epoch: -1, Offset: at}
 	}
 	c.cl.SetOffsets(m)
+}
+
+// Positions asks the brokers for the group's committed offsets and the log
+// end offsets (high watermarks) of topics' partitions, for /status: the
+// partitions that fetch nothing (idle, or paused) still show where they
+// are. It makes plain requests (no group state is touched), so it is safe
+// from any goroutine, also while a group callback waits.
+func (c *Consumer) Positions(ctx context.Context, topics []string) (committed, ends map[offsets.TP]int64, err error) {
+	adm := kadm.NewClient(c.cl) // not closed: that would close the group's client
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.Kafka.RequestTimeout)
+	defer cancel()
+	fetched, err := adm.FetchOffsets(ctx, c.cfg.Kafka.Group)
+	if err != nil {
+		return nil, nil, fmt.Errorf("kafka: committed offsets of group %q: %w", c.cfg.Kafka.Group, err)
+	}
+	committed = map[offsets.TP]int64{}
+	fetched.Each(func(o kadm.OffsetResponse) {
+		if o.Err == nil && o.At >= 0 {
+			committed[offsets.TP{Topic: o.Topic, Partition: o.Partition}] = o.At
+		}
+	})
+	listed, err := adm.ListEndOffsets(ctx, topics...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("kafka: log end offsets: %w", err)
+	}
+	ends = map[offsets.TP]int64{}
+	listed.Each(func(o kadm.ListedOffset) {
+		if o.Err == nil && o.Offset >= 0 {
+			ends[offsets.TP{Topic: o.Topic, Partition: o.Partition}] = o.Offset
+		}
+	})
+	return committed, ends, nil
+}
+
+// PauseFetch stops fetching topics without leaving the group (POST
+// /pause): franz-go drops what it buffered for them and fetches it again
+// after ResumeFetch, and a poll returns nothing of them meanwhile.
+func (c *Consumer) PauseFetch(topics []string) { c.cl.PauseFetchTopics(topics...) }
+
+// ResumeFetch resumes fetching every paused topic.
+func (c *Consumer) ResumeFetch() {
+	if paused := c.cl.PauseFetchTopics(); len(paused) > 0 {
+		c.cl.ResumeFetchTopics(paused...)
+	}
 }
 
 // WithMetadata returns ctx carrying meta for the next CommitOffsetsSync made

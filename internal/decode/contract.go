@@ -6,7 +6,8 @@
 //
 // Formats: the route's format is the only format-specific part of a Plan,
 // behind one interface (rowFormat in format.go); the column conversions
-// below are shared. The json format reads one JSON object per record;
+// below are shared. The json format reads one JSON object per record,
+// scanning its bytes once without building a tree (jsonscan.go);
 // debezium-json reads Debezium change events (the envelope, its sources and
 // encodings are documented on debeziumFormat in debezium.go); avro and
 // debezium-avro read registry-framed Avro (avroFormat in avro.go,
@@ -44,7 +45,10 @@
 // offset, column and reason). A bare NaN or Inf number (not JSON, though the
 // parser takes it; Infinity it does not) is refused like any other value
 // that does not convert. A null record value (tombstone) in the json format
-// is skipped (ErrSkip) unless Policy.TombstoneBad.
+// is skipped (ErrSkip) unless Policy.TombstoneBad. A key repeated in one
+// object is read at its first occurrence (the later ones count toward
+// neither a column nor drift's unmapped fields); a record nested deeper
+// than 300 levels is not JSON here.
 //
 //   - Int8..Int64, UInt8..UInt64: JSON numbers and numeric strings ("42",
 //     "+42"); 1.0 and 1e3 are fine when integral; true/false are 1/0.

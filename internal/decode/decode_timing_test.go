@@ -250,3 +250,114 @@ func framedRecords(values [][]byte) ([]*kgo.Record, int) {
 	}
 	return recs, total
 }
+
+// wideCols is a wide table: 50 columns of mixed types, each read from the
+// top-level field of its name.
+func wideCols() []ColumnSchema {
+	types := []string{"UInt64", "String", "Float64", "Int32", "DateTime", "LowCardinality(String)", "Nullable(String)", "Decimal(18, 4)", "Bool", "UInt8"}
+	cols := make([]ColumnSchema, 50)
+	for i := range cols {
+		cols[i] = ColumnSchema{Name: fmt.Sprintf("field_%02d", i), Type: types[i%len(types)]}
+	}
+	return cols
+}
+
+// wideEvents are records of 50 fields (about 2 KB), one per wideCols column.
+func wideEvents(n int) [][]byte {
+	out := make([][]byte, n)
+	for i := range out {
+		b := []byte{'{'}
+		for c := 0; c < 50; c++ {
+			if c > 0 {
+				b = append(b, ',')
+			}
+			b = fmt.Appendf(b, `"field_%02d":`, c)
+			switch c % 10 {
+			case 0:
+				b = fmt.Appendf(b, "%d", 1_000_000_000+i*7919+c)
+			case 1, 6:
+				b = fmt.Appendf(b, `"text value %d of column %d, somewhat longer"`, i, c)
+			case 2:
+				b = fmt.Appendf(b, "%d.%03d", i%1000, c)
+			case 3:
+				b = fmt.Appendf(b, "%d", -i*31-c)
+			case 4:
+				b = fmt.Appendf(b, `"2024-05-17T12:%02d:%02dZ"`, i/60%60, i%60)
+			case 5:
+				b = fmt.Appendf(b, `"kind-%d"`, (i+c)%7)
+			case 7:
+				b = fmt.Appendf(b, "%d.%04d", i%100000, c)
+			case 8:
+				b = fmt.Appendf(b, "%t", (i+c)%2 == 0)
+			case 9:
+				b = fmt.Appendf(b, "%d", (i+c)%256)
+			}
+		}
+		out[i] = append(b, '}')
+	}
+	return out
+}
+
+// BenchmarkAppendWide decodes 50-field records of about 2 KB into a
+// 50-column block, one record per op.
+//
+//	go test ./internal/decode/ -run '^$' -bench AppendWide -benchmem
+func BenchmarkAppendWide(b *testing.B) {
+	p, err := Compile("json", wideCols(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	recs, total := framedRecords(wideEvents(1024))
+	b.SetBytes(int64(total / len(recs)))
+	cpu := appendLoop(b, p, recs)
+	b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
+}
+
+// BenchmarkAppendNested decodes records whose columns read nested paths
+// (a.b.c, an array element) next to a subtree no column reads.
+//
+//	go test ./internal/decode/ -run '^$' -bench AppendNested -benchmem
+func BenchmarkAppendNested(b *testing.B) {
+	p, err := Compile("json", benchNestedCols, benchNestedMapping)
+	if err != nil {
+		b.Fatal(err)
+	}
+	values := benchNestedEvents(1024)
+	recs, total := framedRecords(values)
+	b.SetBytes(int64(total / len(recs)))
+	cpu := appendLoop(b, p, recs)
+	b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
+}
+
+// benchNestedCols and benchNestedMapping read nested paths of
+// benchNestedEvents.
+var benchNestedCols = []ColumnSchema{
+	{Name: "id", Type: "UInt64"},
+	{Name: "user_name", Type: "String"},
+	{Name: "user_city", Type: "LowCardinality(String)"},
+	{Name: "lat", Type: "Float64"},
+	{Name: "first_item", Type: "String"},
+	{Name: "total", Type: "Decimal(18, 2)"},
+	{Name: "ts", Type: "DateTime64(3)"},
+}
+
+var benchNestedMapping = map[string]string{
+	"user_name":  "user.name",
+	"user_city":  "user.address.city",
+	"lat":        "user.address.geo.lat",
+	"first_item": "order.items.0.sku",
+	"total":      "order.total",
+	"ts":         "meta.ts",
+}
+
+// benchNestedEvents are records of nested objects (about 290 bytes), with
+// a subtree no column reads.
+func benchNestedEvents(n int) [][]byte {
+	values := make([][]byte, n)
+	for i := range values {
+		values[i] = fmt.Appendf(nil, `{"id":%d,"user":{"name":"user %d","address":{"street":"%d Main St","city":"city-%d","geo":{"lat":%d.25,"lon":-%d.5}}},`+
+			`"order":{"items":[{"sku":"sku-%d","qty":%d},{"sku":"sku-%d","qty":1}],"total":%d.99},"debug":{"trace":[1,2,3,{"x":[4,5]}],"host":"h-%d"},"meta":{"ts":%d}}`,
+			i, i, i, i%50, i%90, i%180, i, i%5, i+1, i, i%9, 1715949296000+int64(i))
+	}
+	return values
+}

@@ -60,8 +60,11 @@ type UnmappedField struct {
 	Example string
 	// Type is inferred from the first values seen (up to 100), merged;
 	// for a field typed by the record's schema, Schema is set instead.
-	Type    FieldType
-	Schema  *SchemaType
+	Type   FieldType
+	Schema *SchemaType
+	// Order is when the Plan first saw the field among its unmapped
+	// fields (0, 1, …): for a schema's fields, their order in the schema.
+	Order   int
 	sampled int
 	new     bool // first sighting since the Plan was compiled, not yet taken
 }
@@ -98,6 +101,7 @@ type drift struct {
 	overflow uint64
 	visit    func(k []byte, v *fastjson.Value) // bound once, so a walk allocates nothing
 	mapped   *jsonFields
+	parser   fastjson.Parser // a scanned record's unmapped value, while it is sampled
 	// last holds the unmapped fields of the last record that had some:
 	// a stream whose records carry the same extra fields is counted by
 	// looking those up again, without walking every key.
@@ -154,23 +158,19 @@ func (p *Plan) noteUnmapped() {
 		return
 	}
 	if d.visit == nil {
-		d.fields = map[string]*UnmappedField{}
 		d.visit = func(k []byte, v *fastjson.Value) {
 			if _, ok := d.mapped.keyIdx[string(k)]; ok {
 				return
 			}
-			u := d.fields[string(k)]
-			if u == nil {
-				if len(d.fields) >= MaxUnmappedFields {
-					d.overflow++
-					return
-				}
-				u = &UnmappedField{Name: string(k), new: true}
-				d.fields[u.Name] = u
+			if u := d.field(k); u != nil {
+				d.count(u, v)
+				d.last = append(d.last, u)
 			}
-			d.count(u, v)
-			d.last = append(d.last, u)
 		}
+	}
+	if f.sc != nil {
+		d.noteScanned(f)
+		return
 	}
 	// The common case: the same extra fields as the record before.
 	if len(d.last) == f.extra && d.again(f.obj) {
@@ -179,6 +179,71 @@ func (p *Plan) noteUnmapped() {
 	d.mapped = f
 	d.last = d.last[:0]
 	f.obj.Visit(d.visit)
+}
+
+// field is the counter of unmapped field k, created on its first
+// sighting; nil when MaxUnmappedFields are tracked already (counted as
+// overflow).
+func (d *drift) field(k []byte) *UnmappedField {
+	u := d.fields[string(k)]
+	if u == nil {
+		if d.fields == nil {
+			d.fields = map[string]*UnmappedField{}
+		}
+		if len(d.fields) >= MaxUnmappedFields {
+			d.overflow++
+			return nil
+		}
+		u = &UnmappedField{Name: string(k), new: true, Order: len(d.fields)}
+		d.fields[u.Name] = u
+	}
+	return u
+}
+
+// noteScanned is noteUnmapped for a record the scanner read (no key of
+// which is escaped): the same counts as for its tree, walking the members'
+// keys instead of an object's.
+func (d *drift) noteScanned(f *jsonFields) {
+	sc := f.sc
+	if len(d.last) == f.extra && d.againScanned(f) {
+		return
+	}
+	d.last = d.last[:0]
+	for m := range sc.members {
+		k := sc.doc[sc.members[m].key.start:sc.members[m].key.end]
+		if _, ok := f.keyIdx[string(k)]; ok {
+			continue
+		}
+		if u := d.field(k); u != nil {
+			d.countScanned(u, sc, m)
+			d.last = append(d.last, u)
+		}
+	}
+}
+
+// againScanned is again for a scanned record.
+func (d *drift) againScanned(f *jsonFields) bool {
+	for _, u := range d.last {
+		if f.sc.find(u.Name) < 0 {
+			return false
+		}
+	}
+	for _, u := range d.last {
+		d.countScanned(u, f.sc, f.sc.find(u.Name))
+	}
+	return true
+}
+
+// countScanned is count for member m of a scanned record: its value is
+// parsed (alone) only while the field is still sampled.
+func (d *drift) countScanned(u *UnmappedField, sc *jsonScanner, m int) {
+	if u.sampled >= inferSamples {
+		u.Count++
+		return
+	}
+	v := sc.members[m].val
+	t, _ := d.parser.ParseBytes(sc.doc[v.start:v.end]) // the scanner accepted it
+	d.count(u, t)
 }
 
 // countKnown counts one record of a schema whose unmapped fields are k.
@@ -192,7 +257,7 @@ func (d *drift) countKnown(k *knownUnmapped) {
 		for i, f := range k.fields {
 			u := d.fields[f.name]
 			if u == nil && len(d.fields) < MaxUnmappedFields {
-				u = &UnmappedField{Name: f.name, new: true, Schema: f.typ, Example: "schema type " + f.typ.String()}
+				u = &UnmappedField{Name: f.name, new: true, Schema: f.typ, Example: "schema type " + f.typ.String(), Order: len(d.fields)}
 				d.fields[u.Name] = u
 			}
 			k.counters[i] = u

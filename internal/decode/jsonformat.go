@@ -34,6 +34,20 @@ type jsonFields struct {
 	// reads (its keys minus the keys found: see drift.go)
 	obj   *fastjson.Object
 	extra int
+
+	// A record read by the scanner (loadScanned) instead of a tree: sc
+	// holds its members, member the one each slot found (-1: absent),
+	// trees the slots' objects and arrays once a column needed them as a
+	// tree (parsed from the value's bytes by the slot's own parser, so
+	// that the trees of all slots are valid together). guess is the slot
+	// the member at each position had in the record before: a producer
+	// writes its keys in the same order every time, so one comparison
+	// usually finds a key's slot.
+	sc      *jsonScanner
+	member  []int
+	trees   []*fastjson.Value
+	parsers []fastjson.Parser
+	guess   []int
 }
 
 // add binds column col to path (non-empty) and returns its jsonPath.
@@ -76,7 +90,12 @@ func (f *jsonFields) addNested(p *jsonPath, name string) {
 }
 
 // sized allocates the per-record slots; call it after the last add.
-func (f *jsonFields) sized() { f.slots = make([]*fastjson.Value, len(f.keys)) }
+func (f *jsonFields) sized() {
+	f.slots = make([]*fastjson.Value, len(f.keys))
+	f.member = make([]int, len(f.keys))
+	f.trees = make([]*fastjson.Value, len(f.keys))
+	f.parsers = make([]fastjson.Parser, len(f.keys))
+}
 
 // load looks up every top-level key in o. One Object.Get per distinct key
 // was measured faster than one Object.Visit with a map lookup per field (no
@@ -95,7 +114,85 @@ func (f *jsonFields) load(o *fastjson.Object) {
 			found++
 		}
 	}
-	f.obj, f.extra = o, o.Len()-found
+	f.obj, f.extra, f.sc = o, o.Len()-found, nil
+}
+
+// loadScanned finds the slots' members in a record the scanner read,
+// which has no escaped key: the first member of each key wins (as
+// Object.Get finds it), and the members no slot takes count as extra.
+func (f *jsonFields) loadScanned(sc *jsonScanner) {
+	f.sc, f.obj = sc, nil
+	for i := range f.member {
+		f.member[i], f.trees[i] = -1, nil
+	}
+	found := 0
+	for m := range sc.members {
+		k := sc.doc[sc.members[m].key.start:sc.members[m].key.end]
+		slot := -1
+		if m < len(f.guess) {
+			if g := f.guess[m]; g >= 0 && string(k) == f.keys[g] {
+				slot = g
+			}
+		} else {
+			f.guess = append(f.guess, -1)
+		}
+		if slot < 0 {
+			if i, ok := f.keyIdx[string(k)]; ok {
+				slot = i
+			}
+			f.guess[m] = slot
+		}
+		if slot >= 0 && f.member[slot] < 0 {
+			f.member[slot] = m
+			found++
+		}
+	}
+	f.extra = len(sc.members) - found
+}
+
+// tree is the value of slot (present in a scanned record) as a tree.
+func (f *jsonFields) tree(slot int) *fastjson.Value {
+	if f.trees[slot] == nil {
+		v := f.sc.members[f.member[slot]].val
+		// The scanner accepted the record, so its value parses.
+		f.trees[slot], _ = f.parsers[slot].ParseBytes(f.sc.doc[v.start:v.end])
+	}
+	return f.trees[slot]
+}
+
+// readScanned is read for a record loaded by loadScanned: scalars come
+// from the record's bytes, objects and arrays from the slot's tree.
+func (f *jsonFields) readScanned(st *appendState, col int, in *input) {
+	s := &f.paths[col]
+	in.proj = nil
+	m := f.member[s.slot]
+	if m < 0 && s.nested != nil {
+		if nm := f.member[s.nested.slot]; nm >= 0 && f.sc.doc[f.sc.members[nm].val.start] == '[' {
+			in.kind, in.v, in.proj, in.projPos = inArray, f.tree(s.nested.slot), s.nested.rest, s.nested.pos
+			return
+		}
+		s = s.nested
+		m = f.member[s.slot]
+	}
+	if m < 0 {
+		in.kind = inMissing
+		return
+	}
+	v, ok := f.sc.members[m].val, true
+	if len(s.rest) > 0 {
+		if v, ok = f.sc.walk(v, s.rest); !ok {
+			in.kind = inMissing
+			return
+		}
+	}
+	if f.sc.scalar(v, in) {
+		return
+	}
+	t := f.tree(s.slot)
+	if len(s.rest) > 0 {
+		t = t.Get(s.rest...)
+	}
+	st.fromJSON(t, in)
 }
 
 // unmapped returns f when the loaded object has fields no path reads.
@@ -108,6 +205,10 @@ func (f *jsonFields) unmapped() *jsonFields {
 
 // read sets in to column col's value in the loaded object.
 func (f *jsonFields) read(st *appendState, col int, in *input) {
+	if f.sc != nil {
+		f.readScanned(st, col, in)
+		return
+	}
 	s := &f.paths[col]
 	v := f.slots[s.slot]
 	in.proj = nil
@@ -127,10 +228,15 @@ func (f *jsonFields) read(st *appendState, col int, in *input) {
 // jsonFormat is the json format: each record value is one JSON object, and
 // a column reads a path into it.
 type jsonFormat struct {
-	parser fastjson.Parser
-	fields jsonFields
-	st     *appendState
-	policy *Policy
+	scanner jsonScanner     // jsonscan.go: reads every record
+	parser  fastjson.Parser // the tree of a record with escaped keys
+	fields  jsonFields
+	st      *appendState
+	policy  *Policy
+	// treeOnly reads every record through fastjson's tree, as the
+	// format did before the scanner: the tests' reference for the
+	// scanner (FuzzJSONScanDifferential).
+	treeOnly bool
 }
 
 func newJSONFormat(st *appendState, pol *Policy) *jsonFormat {
@@ -162,6 +268,23 @@ func (f *jsonFormat) begin(r recordData) error {
 			return bad("", "tombstone (null value) and errors.on_tombstone is bad_record")
 		}
 		return errTombstone
+	}
+	if !f.treeOnly {
+		top, err := f.scanner.scan(r.value)
+		if err != nil {
+			return bad("", "invalid JSON: "+err.Error())
+		}
+		if top != "object" {
+			return bad("", "invalid JSON: want an object, got "+top)
+		}
+		if !f.scanner.esc {
+			f.fields.loadScanned(&f.scanner)
+			return nil
+		}
+		// A key with an escape: fastjson's Object.Get compares keys as
+		// written until a lookup misses, and unescaped from then on, so
+		// which of two duplicates ({"a":1,"\u0061":2}) a column reads
+		// depends on the lookups before it. The tree keeps that rule.
 	}
 	v, err := f.parser.ParseBytes(r.value)
 	if err != nil {

@@ -7,7 +7,10 @@ import (
 )
 
 // The per-shard and per-replica series of a clustered configuration's
-// target local and distributed routes (writer.Cluster).
+// target local routes (writer.Cluster). They are looked up by label on each
+// call, not pre-resolved like the per-table handles: a call is one shard
+// part of a batch, a few per minute, and the replicas of a cluster whose
+// topology is re-read can change while the sink runs.
 const (
 	ShardInserts   = "sink_cluster_inserts_total"
 	ShardRows      = "sink_cluster_rows_total"

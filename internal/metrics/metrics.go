@@ -1,7 +1,8 @@
 // Package metrics is the sink's live numbers: Prometheus collectors on a
 // dedicated registry (never the global one, so tests and several pipelines
 // in one process do not collide), the small handles the pipeline updates,
-// and the HTTP server for /metrics, /healthz and /readyz.
+// and the HTTP server for /metrics, /healthz and /readyz (and whatever a
+// wrapping handler adds: internal/status's endpoints).
 //
 // Cheapness is the design constraint: the pipeline resolves a handle per
 // table, per topic and per partition once (Table, Topic, Partition) and
@@ -69,10 +70,13 @@ const (
 	BatchInputRate    = "sink_batch_input_rows_per_second"
 	TableActiveParts  = "sink_table_active_parts"
 	TablePartsToDelay = "sink_table_parts_to_delay_insert"
+	// ConnectorState is 1 for the connector's state (RUNNING, PAUSING,
+	// PAUSED, STOPPING, ...; see internal/status) and 0 for the others.
+	ConnectorState = "sink_connector_state"
 )
 
 // reasons are the seal reasons with a pre-resolved counter each.
-var reasons = []batch.Reason{batch.ReasonRows, batch.ReasonBytes, batch.ReasonWait, batch.ReasonRevoke, batch.ReasonShutdown, batch.ReasonSchema}
+var reasons = []batch.Reason{batch.ReasonRows, batch.ReasonBytes, batch.ReasonWait, batch.ReasonRevoke, batch.ReasonShutdown, batch.ReasonSchema, batch.ReasonPause}
 
 // Metrics holds the collectors of one connector.
 type Metrics struct {
@@ -91,6 +95,7 @@ type Metrics struct {
 	regRetries                   prometheus.Counter
 	targets                      map[string]*prometheus.GaugeVec // the Batch*/TableParts* gauges by name, labeled by table
 	reason                       *prometheus.GaugeVec
+	state                        *prometheus.GaugeVec
 
 	now        func() time.Time
 	lastCommit atomic.Int64 // unix nanoseconds
@@ -119,7 +124,7 @@ func New(group string) *Metrics {
 	m.unrouted = counter(UnroutedRecords, "Records no route takes (no route's topic and when: match them); skipped, or sent to the dead-letter topic with errors.unrouted: dlq.", "topic")
 	m.rows = counter(RowsInserted, "Rows ClickHouse acknowledged.", "table")
 	m.inserts = counter(Inserts, "Successful INSERT statements (one per batch).", "table")
-	m.sealed = counter(BatchesSealed, "Batches sealed, by what sealed them: rows, bytes, wait, revoke, shutdown.", "table", "reason")
+	m.sealed = counter(BatchesSealed, "Batches sealed, by what sealed them: rows, bytes, wait, revoke, shutdown, schema, pause.", "table", "reason")
 	m.retries = counter(InsertRetries, "Failed insert attempts that were retried, by ClickHouse exception code (0: no server code, e.g. a network error or timeout).", "table", "code")
 	m.defaults = counter(DefaultsApplied, "Values written as the column type's default because the record's value was missing or null (errors.on_missing / on_null: default).", "table", "column", "reason")
 	m.unmapped = counter(UnmappedFields, "Records that carried a top-level field (debezium-json: a row image field) that no column of the table takes, by field; fields beyond the 64 tracked per table are counted as field=\"(other)\".", "table", "field")
@@ -157,6 +162,8 @@ func New(group string) *Metrics {
 	}
 	m.reason = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: BatchTargetReason,
 		Help: "1 for what decides the adaptive wait now (target, latency, parts, too_many_parts, slow_insert, memory, starting), 0 for the others."}, []string{"table", "reason"})
+	m.state = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: ConnectorState,
+		Help: "1 for the connector's state (STARTING, RUNNING, PAUSING, PAUSED, STOPPING, STOPPED, FAILED), 0 for the others; PAUSING and PAUSED follow POST /pause."}, []string{"state"})
 	m.partitions = prometheus.NewGauge(prometheus.GaugeOpts{Name: Partitions, Help: "Partitions this member owns."})
 	m.regWaiting = prometheus.NewGauge(prometheus.GaugeOpts{Name: RegistryWaiting, Help: "Records held (with fetching paused) because their schema id is not cached and the schema registry cannot be asked; they are decoded when it answers."})
 	m.regRetries = prometheus.NewCounter(prometheus.CounterOpts{Name: RegistryRetries, Help: "Attempts to decode held records that found the schema registry still unavailable."})
@@ -168,12 +175,26 @@ func New(group string) *Metrics {
 	for _, g := range m.targets {
 		m.reg.MustRegister(g)
 	}
-	m.reg.MustRegister(m.reason)
+	m.reg.MustRegister(m.reason, m.state)
 	m.cluster = newClusterVecs(m.reg)
 	m.reg.MustRegister(m.records, m.bytes, m.dlq, m.skipped, m.unrouted, m.rows, m.inserts, m.sealed, m.retries, m.defaults, m.unmapped, m.duration,
 		m.perInsert, m.e2e, m.ages, m.lag, m.buffer, m.limit, m.paused, m.partitions, m.maxWait, m.regWaiting, m.regRetries, age,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// SetState sets sink_connector_state: 1 for state, 0 for each other of all.
+func (m *Metrics) SetState(state string, all []string) {
+	if m == nil {
+		return
+	}
+	for _, s := range all {
+		v := 0.0
+		if s == state {
+			v = 1
+		}
+		m.state.WithLabelValues(s).Set(v)
+	}
 }
 
 // clock is m.now as a method value, so handles and scrape-time collectors
@@ -194,10 +215,10 @@ type Table struct {
 	duration, perInsert, e2e prometheus.Observer
 	lastInsert               *atomic.Int64 // unix nanoseconds; read at scrape time
 	now                      func() time.Time
-	sealed                   [batch.ReasonSchema + 1]prometheus.Counter // indexed by batch.Reason
-	retries                  *prometheus.CounterVec                     // curried with the table
-	defaults                 *prometheus.CounterVec                     // curried with the table
-	unmapped                 *prometheus.CounterVec                     // curried with the table
+	sealed                   [batch.ReasonPause + 1]prometheus.Counter // indexed by batch.Reason
+	retries                  *prometheus.CounterVec                    // curried with the table
+	defaults                 *prometheus.CounterVec                    // curried with the table
+	unmapped                 *prometheus.CounterVec                    // curried with the table
 	targetRows, targetWait   prometheus.Gauge
 	pressure, overLatency    prometheus.Gauge
 	inputRate                prometheus.Gauge

@@ -79,6 +79,12 @@ type Server struct {
 // Serve listens on addr and serves m in the background. The listen happens
 // here, so a taken port fails at start with an error naming the address.
 func Serve(addr string, m *Metrics) (*Server, error) {
+	return ServeHandler(addr, m.Handler())
+}
+
+// ServeHandler is Serve for a handler that wraps m.Handler() (the status
+// endpoints of internal/status).
+func ServeHandler(addr string, h http.Handler) (*Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		var op *net.OpError
@@ -89,7 +95,7 @@ func Serve(addr string, m *Metrics) (*Server, error) {
 	}
 	s := &Server{
 		srv: &http.Server{
-			Handler:           m.Handler(),
+			Handler:           h,
 			ReadHeaderTimeout: 5 * time.Second,
 		},
 		ln:   ln,

@@ -22,7 +22,8 @@ import (
 var partsInterval = 5 * time.Second
 
 // partsReader is the Sink's optional ability to read a table's parts
-// (writer.Writer has it); without it the controller works from the rate,
+// (writer.Writer has it; writer.Cluster reads every replica of every shard
+// and gives the most pressed one's); without it the controller works from the rate,
 // insert durations and errors alone.
 type partsReader interface {
 	Parts(ctx context.Context, db, table string) (adapt.Parts, error)

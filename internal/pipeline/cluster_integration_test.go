@@ -12,7 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"sink/internal/consumer"
+	"sink/internal/metrics"
 	"sink/internal/pipeline"
 	"sink/internal/testenv"
 	"sink/internal/writer"
@@ -26,26 +26,7 @@ import (
 func TestClusterPipelineFailover(t *testing.T) {
 	c := testenv.Cluster(t)
 	brokers := testenv.Kafka(t)
-	db := c.NewDatabase(t)
-	for _, n := range c.Nodes() {
-		testenv.Exec(t, n.Conn(t),
-			fmt.Sprintf(`CREATE TABLE %s.ev_local (id UInt64, user_id UInt32, ts DateTime, event_type String, cost Decimal(18, 4), payload String)
-			ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/%s/ev_local', '{replica}') ORDER BY id`, db, db),
-			fmt.Sprintf("CREATE TABLE %s.ev AS %s.ev_local ENGINE = Distributed(%s, %s, ev_local, cityHash64(user_id))", db, db, c.Name, db))
-	}
-	var shards []string
-	var proxies [][]*testenv.Proxy
-	for _, s := range c.Shards {
-		var addrs []string
-		var ps []*testenv.Proxy
-		for _, n := range s {
-			p := testenv.NewProxy(t, n.Addr)
-			ps = append(ps, p)
-			addrs = append(addrs, fmt.Sprintf("%q", p.Addr))
-		}
-		proxies = append(proxies, ps)
-		shards = append(shards, "["+strings.Join(addrs, ", ")+"]")
-	}
+	db, shards, proxies := clusterTables(t, c)
 	topic := testenv.NewTopic(t, 6)
 	const n = 60000
 	produceEvents(t, topic, n)
@@ -56,10 +37,9 @@ clickhouse: {addrs: [%q], database: %s, cluster: %s, shards: [%s], retry_initial
 batch: {max_rows: 3000, max_wait: 1s}
 routes: [{topic: %q, table: ev, target: local, sharding_key: user_id}]
 http: {listen: ""}
-`, testenv.UniqueName(t, "cl"), brokers[0], topic, c.Shards[0][0].Addr, db, c.Name, strings.Join(shards, ", "), topic))
+`, testenv.UniqueName(t, "cl"), brokers[0], topic, c.Shards[0][0].Addr, db, c.Name, shards, topic))
 
 	ctx := context.Background()
-	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel)
 	cw, err := writer.OpenCluster(ctx, cfg.Name, cfg.ClickHouse, cfg.Routes)
 	if err != nil {
 		t.Fatal(err)
@@ -67,31 +47,13 @@ http: {listen: ""}
 	defer cw.Close()
 	var obs failovers
 	cw.Observe(&obs)
-	p, err := pipeline.New(ctx, cfg, log, cw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cons, err := consumer.New(ctx, cfg, log, p.Hooks())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Attach(cons)
-	runCtx, stop := context.WithCancel(ctx)
-	ran := make(chan error, 1)
-	go func() { ran <- p.Run(runCtx) }()
-
 	seed := c.Conn(t)
-	total := func() uint64 {
+	cut := 0
+	st := runSinkWhile(t, cfg, cw, zerolog.ErrorLevel, 3*time.Minute, func() (bool, string) {
 		var got uint64
 		if err := seed.QueryRow(ctx, "SELECT count() FROM "+db+".ev").Scan(&got); err != nil {
 			t.Fatal(err)
 		}
-		return got
-	}
-	cut := 0
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		got := total()
 		switch {
 		case cut == 0 && got > n/5:
 			proxies[0][0].Cut()
@@ -101,24 +63,131 @@ http: {listen: ""}
 			proxies[1][0].Cut()
 			cut++
 		}
-		if got >= n && cut == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			stop()
-			t.Fatalf("after 3 minutes %d of %d rows (cuts done: %d)", got, n, cut)
-		}
-		select {
-		case err := <-ran:
-			t.Fatalf("pipeline stopped early: %v", err)
-		case <-time.After(100 * time.Millisecond):
-		}
+		return got >= n && cut == 2, fmt.Sprintf("%d of %d rows (cuts done: %d)", got, n, cut)
+	})
+	exactlyOnShards(t, c, db, n)
+	assertCommittedAtEnd(t, cfg.Kafka.Group, topic)
+	if obs.shard[1].Load() == 0 {
+		t.Errorf("no failover on shard 1: its first replica was cut while rows were still coming")
 	}
-	stop()
-	if err := <-ran; err != nil {
-		t.Fatalf("shutdown: %v", err)
+	t.Logf("%d rows exactly once across 2 shards × 2 replicas with one replica of each shard cut in turn; %d batches; failovers: shard 1 %d, shard 2 %d",
+		n, st.Inserts, obs.shard[1].Load(), obs.shard[2].Load())
+}
+
+// failovers counts the cluster writer's failovers per shard (1, 2).
+type failovers struct{ shard [3]atomic.Int64 }
+
+func (f *failovers) ShardInserted(int, string, int) {}
+func (f *failovers) ShardFailed(shard int, _ string, _ int32, failover bool) {
+	if failover && shard < len(f.shard) {
+		f.shard[shard].Add(1)
 	}
-	cons.Close()
+}
+
+// clusterTables creates db.ev_local (replicated in each shard) and db.ev
+// (Distributed by cityHash64(user_id)) on every node, and a proxy in front
+// of every replica; shards is the clickhouse.shards list of the proxies.
+func clusterTables(t *testing.T, c testenv.LocalCluster) (db, shards string, proxies [][]*testenv.Proxy) {
+	t.Helper()
+	db = c.NewDatabase(t)
+	for _, n := range c.Nodes() {
+		testenv.Exec(t, n.Conn(t),
+			fmt.Sprintf(`CREATE TABLE %s.ev_local (id UInt64, user_id UInt32, ts DateTime, event_type String, cost Decimal(18, 4), payload String)
+			ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/%s/ev_local', '{replica}') ORDER BY id`, db, db),
+			fmt.Sprintf("CREATE TABLE %s.ev AS %s.ev_local ENGINE = Distributed(%s, %s, ev_local, cityHash64(user_id))", db, db, c.Name, db))
+	}
+	var list []string
+	for _, s := range c.Shards {
+		var addrs []string
+		var ps []*testenv.Proxy
+		for _, n := range s {
+			p := testenv.NewProxy(t, n.Addr)
+			ps = append(ps, p)
+			addrs = append(addrs, fmt.Sprintf("%q", p.Addr))
+		}
+		proxies = append(proxies, ps)
+		list = append(list, "["+strings.Join(addrs, ", ")+"]")
+	}
+	return db, strings.Join(list, ", "), proxies
+}
+
+// TestClusterShardOutagePausesFetching: with both replicas of shard 2 cut,
+// batches whose shard 2 part cannot go in stay in flight, so the buffer
+// fills and fetching pauses (sink_fetch_paused 1) instead of reading on:
+// a second later neither the records consumed nor the rows have grown (the decoding
+// step that crossed buffer_memory is the overshoot, as on a single
+// server); once shard 2 is back every record is in exactly once.
+func TestClusterShardOutagePausesFetching(t *testing.T) {
+	c := testenv.Cluster(t)
+	brokers := testenv.Kafka(t)
+	db, shards, proxies := clusterTables(t, c)
+	for _, p := range proxies[1] {
+		p.Cut()
+	}
+	topic := testenv.NewTopic(t, 3)
+	const n = 40000
+	produceEvents(t, topic, n)
+	cfg := newConfig(t, fmt.Sprintf(`
+name: %s
+kafka: {brokers: [%q], topics: [%q], fetch_max_wait: 200ms, fetch_min_bytes: 16KiB, fetch_max_bytes: 128KiB, max_partition_fetch_bytes: 64KiB}
+clickhouse: {addrs: [%q], database: %s, cluster: %s, shards: [%s], retry_initial: 50ms, retry_max: 300ms, query_timeout: 10s, dial_timeout: 1s, max_in_flight: 2}
+batch: {max_rows: 2000, max_bytes: 256KiB, buffer_memory: 1MiB, max_wait: 500ms}
+routes: [{topic: %q, table: ev, target: local, sharding_key: user_id}]
+http: {listen: ""}
+`, testenv.UniqueName(t, "out"), brokers[0], topic, c.Shards[0][0].Addr, db, c.Name, shards, topic))
+	ctx := context.Background()
+	cw, err := writer.OpenCluster(ctx, cfg.Name, cfg.ClickHouse, cfg.Routes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cw.Close()
+	m := metrics.New(cfg.Kafka.Group)
+	seed := c.Conn(t)
+	count := func() uint64 {
+		var got uint64
+		if err := seed.QueryRow(ctx, "SELECT count() FROM "+db+".ev").Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	var pausedAt, bufferAt float64
+	restored := false
+	runSinkWhile(t, cfg, cw, zerolog.ErrorLevel, 3*time.Minute, func() (bool, string) {
+		if !restored {
+			if gauge(t, m, metrics.FetchPaused) == 1 {
+				pausedAt, bufferAt = float64(count()), gauge(t, m, metrics.BufferBytes)
+				consumed := counterSum(t, m, metrics.RecordsConsumed)
+				time.Sleep(time.Second) // a second later: still paused, nothing more read or inserted
+				if gauge(t, m, metrics.FetchPaused) != 1 {
+					return false, "fetching resumed while shard 2 was down"
+				}
+				if later, rows := counterSum(t, m, metrics.RecordsConsumed), float64(count()); later != consumed || rows != pausedAt || consumed >= n {
+					t.Errorf("while paused the records consumed went from %.0f to %.0f (of %d), the visible rows from %.0f to %.0f", consumed, later, n, pausedAt, rows)
+				}
+				for _, p := range proxies[1] {
+					p.Restore()
+				}
+				restored = true
+			}
+			return false, "waiting for fetching to pause while shard 2 is down"
+		}
+		got := count()
+		return got >= n, fmt.Sprintf("%d of %d rows after shard 2 came back", got, n)
+	}, pipeline.WithMetrics(m))
+	exactlyOnShards(t, c, db, n)
+	if bufferAt < float64(cfg.Batch.BufferMemory) {
+		t.Errorf("paused with %.0f bytes buffered, below buffer_memory %d", bufferAt, int64(cfg.Batch.BufferMemory))
+	}
+	assertCommittedAtEnd(t, cfg.Kafka.Group, topic)
+	t.Logf("paused with %.0f rows visible (shard 1's parts) and %.0f bytes buffered (budget %d); then all %d exactly once", pausedAt, bufferAt, int64(cfg.Batch.BufferMemory), n)
+}
+
+// exactlyOnShards checks, once every replica has fetched its shard's parts,
+// that both replicas of each shard hold the same rows and that the shards
+// hold n rows with n distinct ids.
+func exactlyOnShards(t *testing.T, c testenv.LocalCluster, db string, n uint64) {
+	t.Helper()
+	ctx := context.Background()
 	var sum uint64
 	for si, s := range c.Shards {
 		var per []uint64
@@ -137,26 +206,28 @@ http: {listen: ""}
 		sum += per[0]
 	}
 	var distinct uint64
-	if err := seed.QueryRow(ctx, "SELECT uniqExact(id) FROM "+db+".ev").Scan(&distinct); err != nil {
+	if err := c.Conn(t).QueryRow(ctx, "SELECT uniqExact(id) FROM "+db+".ev").Scan(&distinct); err != nil {
 		t.Fatal(err)
 	}
 	if sum != n || distinct != n {
 		t.Fatalf("%d rows over the shards, %d distinct ids; want exactly %d", sum, distinct, n)
 	}
-	assertCommittedAtEnd(t, cfg.Kafka.Group, topic)
-	if obs.shard[1].Load() == 0 {
-		t.Errorf("no failover on shard 1: its first replica was cut while rows were still coming")
-	}
-	t.Logf("%d rows exactly once across 2 shards × 2 replicas with one replica of each shard cut in turn; %d batches; failovers: shard 1 %d, shard 2 %d",
-		n, p.Stats().Inserts, obs.shard[1].Load(), obs.shard[2].Load())
 }
 
-// failovers counts the cluster writer's failovers per shard (1, 2).
-type failovers struct{ shard [3]atomic.Int64 }
-
-func (f *failovers) ShardInserted(int, string, int) {}
-func (f *failovers) ShardFailed(shard int, _ string, _ int32, failover bool) {
-	if failover && shard < len(f.shard) {
-		f.shard[shard].Add(1)
+// counterSum is the sum of counter name over its labels.
+func counterSum(t *testing.T, m *metrics.Metrics, name string) float64 {
+	t.Helper()
+	fams, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
 	}
+	var sum float64
+	for _, f := range fams {
+		if f.GetName() == name {
+			for _, x := range f.GetMetric() {
+				sum += x.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
 }

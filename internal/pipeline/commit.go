@@ -43,6 +43,7 @@ func (p *Pipeline) commit() {
 		return
 	}
 	p.uncommitted = nil
+	p.committedSeen(c)
 	if p.eo != nil {
 		p.eoCommitted(ledgers)
 	}

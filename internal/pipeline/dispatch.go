@@ -12,6 +12,7 @@ import (
 	"sink/internal/decode"
 	"sink/internal/metrics"
 	"sink/internal/offsets"
+	"sink/internal/status"
 	"sink/internal/writer"
 )
 
@@ -30,9 +31,13 @@ type tableState struct {
 	// counters for the summary; retries is written by insert goroutines
 	rows, inserts int64
 	retries       atomic.Int64
-	lastErr       atomic.Pointer[string] // the last retried INSERT error
-	m             *metrics.Table         // nil without metrics; safe from insert goroutines
-	drift         *driftState            // fields no column takes (evolve.go); nil until one is seen
+	lastFail      atomic.Pointer[insertFailure] // the last retried INSERT error
+	// the successful inserts of the last minutes and the last one's time,
+	// for the status snapshot (admin.go)
+	hist       status.History
+	lastInsert time.Time
+	m          *metrics.Table // nil without metrics; safe from insert goroutines
+	drift      *driftState    // fields no column takes (evolve.go); nil until one is seen
 	// batch.mode adaptive (adaptive.go); ctl is nil in fixed mode.
 	ctl          *adapt.Controller
 	target       adapt.Target
@@ -155,8 +160,7 @@ func (p *Pipeline) insert(ctx context.Context, ts *tableState, tab *writer.Table
 	start := time.Now()
 	onRetry := func(at writer.Attempt) {
 		ts.retries.Add(1)
-		msg := at.Err.Error()
-		ts.lastErr.Store(&msg)
+		ts.lastFail.Store(newInsertFailure(at, time.Now()))
 		ts.m.Retry(at.Code)
 		if at.Code == writer.CodeTooManyParts {
 			ts.tooManyParts.Add(1)
@@ -202,6 +206,8 @@ func (p *Pipeline) handleAck(writeCtx context.Context, a ack) {
 	}
 	ts.rows += int64(rows)
 	ts.inserts++
+	ts.lastInsert = p.now()
+	ts.hist.Add(ts.lastInsert, rows)
 	p.stats.Rows += int64(rows)
 	p.stats.Inserts++
 	var oldest time.Time // zero: no record of the batch had a timestamp

@@ -57,6 +57,27 @@ func avroVersions(t *testing.T) func(id, version int) []byte {
 	}
 }
 
+// avroV2Columns are the columns, "name type", that version 2 of the Avro
+// schema gives its fields on s.
+func avroV2Columns(s testenv.Server) []string {
+	want := []string{"id Int64", "a String", "note Nullable(String)", "at DateTime", "flag UInt8", "tags Array(String)", "price Decimal(10, 2)"}
+	if s.AtLeast(24, 8) {
+		want[3], want[4] = "at DateTime64(6)", "flag Bool"
+	}
+	return want
+}
+
+// avroV2Filled counts the rows of db.t matching where that hold the values
+// avroVersions gives version 2's fields.
+func avroV2Filled(s testenv.Server, db, where string) string {
+	at := fmt.Sprintf("toUInt32(at) = intDiv(%d + id * 1000001, 1000000)", evolveAvroAt(0))
+	if s.AtLeast(24, 8) {
+		at = fmt.Sprintf("toUnixTimestamp64Micro(at) = %d + id * 1000001", evolveAvroAt(0))
+	}
+	return "SELECT count() FROM " + db + ".t WHERE " + where + " AND note = concat('n', toString(id)) AND " + at +
+		" AND flag = (id % 2 = 0) AND tags = ['x', toString(id)] AND toString(price) = concat(toString(id), '.05')"
+}
+
 func recordsOf(make func(id, version int) []byte, from, to, version int) [][]byte {
 	var out [][]byte
 	for i := from; i < to; i++ {
@@ -106,23 +127,13 @@ func TestEvolveAvroAddsSchemaTypedColumns(t *testing.T) {
 		cfg := evolveConfigFormat(t, s, topic, db, "avro", "{evolve: add_columns}")
 		done, stop := startPipeline(t, cfg)
 		sendBytes(t, done, cfg, topic, 200, append(recordsOf(record, 0, 100, 1), recordsOf(record, 100, 200, 2)...)...)
-		want := []string{"id Int64", "a String", "note Nullable(String)", "at DateTime", "flag UInt8", "tags Array(String)", "price Decimal(10, 2)"}
-		if s.AtLeast(24, 8) {
-			want[3], want[4] = "at DateTime64(6)", "flag Bool"
-		}
-		expectEvolved(t, ch, db, done, want)
+		expectEvolved(t, ch, db, done, avroV2Columns(s))
 
 		sendBytes(t, done, cfg, topic, 400, recordsOf(record, 200, 400, 2)...)
 		if n := countRows(t, ch, db+".t"); n != 400 {
 			t.Fatalf("%d rows; want 400", n)
 		}
-		at := fmt.Sprintf("toUInt32(at) = intDiv(%d + id * 1000001, 1000000)", evolveAvroAt(0))
-		if s.AtLeast(24, 8) {
-			at = fmt.Sprintf("toUnixTimestamp64Micro(at) = %d + id * 1000001", evolveAvroAt(0))
-		}
-		filled := "SELECT count() FROM " + db + ".t WHERE id >= 200 AND note = concat('n', toString(id)) AND " + at +
-			" AND flag = (id % 2 = 0) AND tags = ['x', toString(id)] AND toString(price) = concat(toString(id), '.05')"
-		expectCount(t, ch, filled, 200, "%d of the 200 records after the ALTERs filled every new column; want 200")
+		expectCount(t, ch, avroV2Filled(s, db, "id >= 200"), 200, "%d of the 200 records after the ALTERs filled every new column; want 200")
 		expectCount(t, ch, "SELECT count() FROM "+db+".t WHERE id < 100 AND note IS NULL", 100, "%d of the 100 version-1 records have a NULL note; want 100")
 		stopClean(t, done, stop)
 	})
@@ -139,6 +150,37 @@ func evolveProtoEvent(id int, version2 bool) string {
 		js += fmt.Sprintf(`,"added":"v2-%d"`, id)
 	}
 	return js + "}"
+}
+
+// protoEventColumns are the columns, "name type", that the schema gives the
+// fields of version 1 of the shop Event message on s.
+func protoEventColumns(s testenv.Server) []string {
+	want := []string{"id UInt64", "name String", "i32 Int32", "s64 Int64", "flag UInt8", "db Float64", "raw String",
+		"kind String", "nums Array(Int64)", "tags Array(String)", "counts String", "inner String", "text String",
+		"number Int64", "ts DateTime", "dur String", "maybe Nullable(Int64)", "attrs String", "price String", "items Array(String)"}
+	if s.AtLeast(24, 8) {
+		on26 := map[string]string{"flag UInt8": "flag Bool", "counts String": "counts Map(String, Int64)", "inner String": "inner JSON",
+			"ts DateTime": "ts DateTime64(9)", "attrs String": "attrs JSON", "price String": "price JSON"}
+		for i, c := range want {
+			if t26, ok := on26[c]; ok {
+				want[i] = t26
+			}
+		}
+	}
+	return want
+}
+
+// protoEventFilled counts the rows of db.t matching where that hold the
+// values evolveProtoEvent gives the Event's fields.
+func protoEventFilled(s testenv.Server, db, where string) string {
+	ts := "toUInt32(ts) = 1715949296 + id"
+	obj := "replaceAll(price, ' ', '') = '{\"units\":12,\"cents\":5}'"
+	if s.AtLeast(24, 8) {
+		ts = "toUnixTimestamp64Nano(ts) = (1715949296 + id) * 1000000000 + 123456789"
+		obj = "price.units = 12 AND counts['x'] = id"
+	}
+	return "SELECT count() FROM " + db + ".t WHERE " + where + " AND i32 = -id AND kind = 'VIEW' AND nums = [toInt64(id), -1]" +
+		" AND number = id AND maybe = id AND " + ts + " AND " + obj
 }
 
 func protoVersions(t *testing.T, topic string) func(id, version int) []byte {
@@ -178,19 +220,7 @@ func TestEvolveProtobufAddsSchemaTypedColumns(t *testing.T) {
 		done, stop := startPipeline(t, cfg)
 
 		sendBytes(t, done, cfg, topic, 100, recordsOf(record, 0, 100, 1)...)
-		modern := s.AtLeast(24, 8)
-		want := []string{"id UInt64", "name String", "i32 Int32", "s64 Int64", "flag UInt8", "db Float64", "raw String",
-			"kind String", "nums Array(Int64)", "tags Array(String)", "counts String", "inner String", "text String",
-			"number Int64", "ts DateTime", "dur String", "maybe Nullable(Int64)", "attrs String", "price String", "items Array(String)"}
-		if modern {
-			on26 := map[string]string{"flag UInt8": "flag Bool", "counts String": "counts Map(String, Int64)", "inner String": "inner JSON",
-				"ts DateTime": "ts DateTime64(9)", "attrs String": "attrs JSON", "price String": "price JSON"}
-			for i, c := range want {
-				if t26, ok := on26[c]; ok {
-					want[i] = t26
-				}
-			}
-		}
+		want := protoEventColumns(s)
 		expectEvolved(t, ch, db, done, want)
 
 		sendBytes(t, done, cfg, topic, 200, recordsOf(record, 100, 200, 2)...)
@@ -200,15 +230,7 @@ func TestEvolveProtobufAddsSchemaTypedColumns(t *testing.T) {
 		if n := countRows(t, ch, db+".t"); n != 300 {
 			t.Fatalf("%d rows; want 300", n)
 		}
-		ts := "toUInt32(ts) = 1715949296 + id"
-		obj := "replaceAll(price, ' ', '') = '{\"units\":12,\"cents\":5}'"
-		if modern {
-			ts = "toUnixTimestamp64Nano(ts) = (1715949296 + id) * 1000000000 + 123456789"
-			obj = "price.units = 12 AND counts['x'] = id"
-		}
-		filled := "SELECT count() FROM " + db + ".t WHERE id >= 100 AND i32 = -id AND kind = 'VIEW' AND nums = [toInt64(id), -1]" +
-			" AND number = id AND maybe = id AND " + ts + " AND " + obj
-		expectCount(t, ch, filled, 200, "%d of the 200 records after the first ALTERs filled the new columns; want 200")
+		expectCount(t, ch, protoEventFilled(s, db, "id >= 100"), 200, "%d of the 200 records after the first ALTERs filled the new columns; want 200")
 		expectCount(t, ch, "SELECT count() FROM "+db+".t WHERE id >= 200 AND added = concat('v2-', toString(id))", 100, "%d of the 100 records after version 2's ALTER filled added; want 100")
 		stopClean(t, done, stop)
 	})

@@ -63,6 +63,13 @@ func startPipeline(t *testing.T, cfg *config.Config) (<-chan error, context.Canc
 // startPipelineWith is startPipeline with pipeline options.
 func startPipelineWith(t *testing.T, cfg *config.Config, opts ...pipeline.Option) (<-chan error, context.CancelFunc) {
 	t.Helper()
+	_, done, stop := startRunning(t, cfg, opts...)
+	return done, stop
+}
+
+// startRunning is startPipelineWith that also returns the pipeline.
+func startRunning(t *testing.T, cfg *config.Config, opts ...pipeline.Option) (*pipeline.Pipeline, <-chan error, context.CancelFunc) {
+	t.Helper()
 	ctx := context.Background()
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)
 	w, err := writer.Open(ctx, cfg.Name, cfg.ClickHouse)
@@ -87,7 +94,7 @@ func startPipelineWith(t *testing.T, cfg *config.Config, opts ...pipeline.Option
 		done <- err
 	}()
 	t.Cleanup(stop)
-	return done, stop
+	return p, done, stop
 }
 
 func committed(t *testing.T, group, topic string, partition int32) int64 {

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/internal/offsets"
+	"sink/internal/status"
 )
 
 // Fetching and decoding overlap. franz-go keeps at most one fetch per
@@ -79,10 +80,10 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 
 // decodable is ready (a closed channel) when pending records may be
 // decoded now, and nil (never ready in a select) when there are none, the
-// buffer budget is used up, a revoke is being handled or the loop is
-// stopping.
+// buffer budget is used up, a revoke is being handled, the loop is
+// stopping or the connector is paused.
 func (p *Pipeline) decodable() <-chan struct{} {
-	if len(p.pending) == 0 || p.fatal != nil || p.revoke != nil || p.memUsed() >= int(p.cfg.Batch.BufferMemory) {
+	if len(p.pending) == 0 || p.fatal != nil || p.revoke != nil || p.state == status.Paused || p.memUsed() >= int(p.cfg.Batch.BufferMemory) {
 		return nil
 	}
 	return closedChan
@@ -159,6 +160,9 @@ func (p *Pipeline) requestPoll() {
 	if len(p.pending) > 0 {
 		return
 	}
+	if _, ok := p.cons.(pauseSource); p.pausing() && !ok {
+		return // a Source that cannot pause its fetching: stop polling instead
+	}
 	p.polling = true
 	p.want <- struct{}{}
 }
@@ -169,6 +173,7 @@ func (p *Pipeline) handlePartition(writeCtx context.Context, now time.Time, tp o
 	last := recs[len(recs)-1]
 	lag := hwm - last.Offset - 1
 	p.lag[tp] = lag
+	p.fetchedSeen(tp, hwm, lag, last.Timestamp)
 	p.partMetrics(tp).SetLag(lag, last.Timestamp)
 	// Counted per partition chunk, not per record: one add each.
 	records, bytes := p.stats.Records, p.stats.Bytes

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/internal/offsets"
+	"sink/internal/status"
 	"sink/internal/writer"
 )
 
@@ -116,8 +117,9 @@ func (p *Pipeline) heldRecordsNow() int { return int(p.heldNow.Load()) }
 // heldNextRetry reports how long until the next attempt, when records are
 // held.
 func (p *Pipeline) heldNextRetry(now time.Time) (time.Duration, bool) {
-	if len(p.held.parts) == 0 || p.revoke != nil {
+	if len(p.held.parts) == 0 || p.revoke != nil || p.state == status.Paused {
 		// During a revoke retryHeld waits; its deadline wakes the loop.
+		// A paused connector decodes nothing: resume wakes it.
 		return 0, false
 	}
 	return max(p.held.next.Sub(now), 0), true
@@ -129,7 +131,7 @@ func (p *Pipeline) heldNextRetry(now time.Time) (time.Duration, bool) {
 // again for the next partition would only wait again) and backs off.
 func (p *Pipeline) retryHeld(writeCtx context.Context) {
 	h := &p.held
-	if len(h.parts) == 0 || p.now().Before(h.next) || p.revoke != nil {
+	if len(h.parts) == 0 || p.now().Before(h.next) || p.revoke != nil || p.state == status.Paused {
 		return
 	}
 	h.attempt++

@@ -5,7 +5,6 @@ package pipeline_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -21,19 +20,10 @@ import (
 	"sink/internal/writer"
 )
 
-// scrape GETs url and returns the body and status.
+// scrape GETs url and returns the status and body.
 func scrape(t *testing.T, url string) (int, string) {
 	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, string(b)
+	return testenv.HTTP(t, http.MethodGet, url)
 }
 
 // samples parses the Prometheus text format into "name{labels}" → value.

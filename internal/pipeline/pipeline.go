@@ -12,7 +12,10 @@
 // batch.buffer_memory: when the budget is used up it stops asking, and
 // fetching pauses), insert and describe goroutines report results, and the
 // group callbacks (Hooks, on franz-go's goroutine) hand it assignments,
-// revokes and losses and wait for the answer. New, Tables, ResolveTopics and
+// revokes and losses and wait for the answer. Pause and Resume (POST
+// /pause, /resume) are requests over a channel too, answered by the owner;
+// Status hands any goroutine the last snapshot the owner published (an
+// immutable copy, never the owner's maps). New, Tables, ResolveTopics and
 // CheckExactlyOnce are called before Run; Stats after it returned.
 //
 // The files follow the jobs: ports.go (Source and Sink), fetched.go (polled
@@ -22,9 +25,11 @@
 // commit.go, rebalance.go (assign, revoke with its deadline, loss), dlq.go
 // (bad records), schema.go (tables that change while running), evolve.go
 // (fields no column takes: counted, logged, added as columns on request),
+// create.go (missing tables created by New, on request, from a sample of
+// their topic's records; PlanCreates is the dry run),
 // exactly.go (exactly-once delivery), fanout.go (routes chosen per record by
 // their when:, records in several tables), stats.go (summary line, metric
-// handles) and
+// handles), admin.go (the state, pause and resume, the status snapshot) and
 // run.go (the loop, the poller, shutdown).
 package pipeline
 
@@ -42,6 +47,7 @@ import (
 	"sink/internal/metrics"
 	"sink/internal/offsets"
 	"sink/internal/registry"
+	"sink/internal/status"
 )
 
 // Pipeline is one connector.
@@ -94,14 +100,31 @@ type Pipeline struct {
 	topicM map[string]*metrics.Topic
 	partM  map[offsets.TP]*metrics.Partition
 
+	// The operator's view and controls (admin.go): the state, pause and
+	// resume requests, what the fetches and commits said per assigned
+	// partition, and the last published snapshot (read by HTTP goroutines).
+	state      status.State
+	stateSince time.Time
+	failure    error // why Run ended, once it did
+	controls   chan controlReq
+	started    chan struct{} // closed when Run starts
+	seen       map[offsets.TP]*partSeen
+	snap       atomic.Pointer[status.Snapshot]
+	snapEvery  time.Duration // snapshotInterval
+	posEvery   time.Duration // positionsInterval
+	positions  chan positionsResult
+	probingPos bool // a positions probe is running
+
 	eo  *exactly // nil unless delivery is exactly_once (exactly.go)
 	evo *evolver // nil unless a route has schema.evolve: add_columns (evolve.go)
 
 	// reg is the schema registry of the registry-framed formats (nil when
 	// none is configured); held, the records waiting for it (held.go).
-	reg     decode.Registry
-	held    heldState
-	heldNow atomic.Int64 // the records in held, for other goroutines
+	reg  decode.Registry
+	held heldState
+	// noCreate: New does not create missing tables (WithoutCreate).
+	noCreate bool
+	heldNow  atomic.Int64 // the records in held, for other goroutines
 }
 
 // Stats are the totals of a run, reported at the end.
@@ -126,30 +149,38 @@ func WithRegistry(r decode.Registry) Option { return func(p *Pipeline) { p.reg =
 // cannot fill, an unknown source.
 func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w Sink, opts ...Option) (*Pipeline, error) {
 	p := &Pipeline{
-		cfg:     cfg,
-		log:     log,
-		w:       w,
-		tables:  map[string]*tableState{},
-		byTopic: map[string][]*routeState{},
-		accs:    map[accKey]*accState{},
-		tracker: offsets.New(),
-		flights: map[uint64]*flight{},
-		dlqs:    map[uint64]*dlqState{},
-		acks:    make(chan ack, 64),
-		events:  make(chan groupEvent),
-		fetches: make(chan kgo.Fetches),
-		schemas: make(chan schemaResult),
-		parts:   make(chan partsResult),
-		want:    make(chan struct{}, 1),
-		stopped: make(chan struct{}),
-		lag:     map[offsets.TP]int64{},
-		now:     time.Now,
-		topicM:  map[string]*metrics.Topic{},
-		partM:   map[offsets.TP]*metrics.Partition{},
+		cfg:       cfg,
+		log:       log,
+		w:         w,
+		tables:    map[string]*tableState{},
+		byTopic:   map[string][]*routeState{},
+		accs:      map[accKey]*accState{},
+		tracker:   offsets.New(),
+		flights:   map[uint64]*flight{},
+		dlqs:      map[uint64]*dlqState{},
+		acks:      make(chan ack, 64),
+		events:    make(chan groupEvent),
+		fetches:   make(chan kgo.Fetches),
+		schemas:   make(chan schemaResult),
+		parts:     make(chan partsResult),
+		want:      make(chan struct{}, 1),
+		stopped:   make(chan struct{}),
+		controls:  make(chan controlReq),
+		started:   make(chan struct{}),
+		seen:      map[offsets.TP]*partSeen{},
+		state:     status.Starting,
+		snapEvery: snapshotInterval,
+		posEvery:  positionsInterval,
+		positions: make(chan positionsResult, 1),
+		lag:       map[offsets.TP]int64{},
+		now:       time.Now,
+		topicM:    map[string]*metrics.Topic{},
+		partM:     map[offsets.TP]*metrics.Partition{},
 	}
 	for _, o := range opts {
 		o(p)
 	}
+	p.stateSince = p.now()
 	p.initFanout()
 	if p.reg == nil && cfg.SchemaRegistry.Enabled() {
 		c, err := registry.New(cfg.SchemaRegistry, registry.Options{})
@@ -163,6 +194,9 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w Sink, op
 		return nil, errors.New("delivery exactly_once needs a sink with a ClickHouse connection")
 	}
 	p.m.SetMaxWait(cfg.Batch.MaxWait)
+	if err := p.createTables(ctx); err != nil {
+		return nil, err
+	}
 	if err := p.resolve(ctx); err != nil {
 		return nil, err
 	}

@@ -105,13 +105,21 @@ func eachServerWithTopic(t *testing.T, partitions int,
 func runWhile(t *testing.T, cfg *config.Config, timeout time.Duration, done func(*writer.Writer) (bool, string),
 	opts ...pipeline.Option) pipeline.Stats {
 	t.Helper()
-	ctx := context.Background()
-	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)
-	w, err := writer.Open(ctx, cfg.Name, cfg.ClickHouse)
+	w, err := writer.Open(context.Background(), cfg.Name, cfg.ClickHouse)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Close()
+	return runSinkWhile(t, cfg, w, zerolog.InfoLevel, timeout, func() (bool, string) { return done(w) }, opts...)
+}
+
+// runSinkWhile is runWhile with the ClickHouse side given (a writer.Cluster,
+// say), logging at level.
+func runSinkWhile(t *testing.T, cfg *config.Config, w pipeline.Sink, level zerolog.Level, timeout time.Duration,
+	done func() (bool, string), opts ...pipeline.Option) pipeline.Stats {
+	t.Helper()
+	ctx := context.Background()
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(level)
 	p, err := pipeline.New(ctx, cfg, log, w, opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -127,7 +135,7 @@ func runWhile(t *testing.T, cfg *config.Config, timeout time.Duration, done func
 
 	deadline := time.Now().Add(timeout)
 	for {
-		ok, missing := done(w)
+		ok, missing := done()
 		if ok {
 			break
 		}

@@ -75,3 +75,6 @@ type (
 type seekSource interface {
 	Seek(pos map[offsets.TP]int64)
 }
+
+// A Source that can also pause its fetching without leaving the group is
+// a pauseSource (admin.go); POST /pause uses it.

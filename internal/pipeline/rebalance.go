@@ -94,6 +94,7 @@ func (p *Pipeline) handleEvent(writeCtx context.Context, ev groupEvent) {
 			p.log.Info().Int("partitions", len(tps)).Msg("partitions assigned")
 		}
 		p.m.Assigned(len(tps))
+		p.assignedSeen(tps)
 		if p.eo != nil {
 			if err := p.eoRecover(writeCtx, tps); err != nil && p.fatal == nil {
 				p.fatal = err
@@ -191,6 +192,7 @@ func (p *Pipeline) forget(tps []offsets.TP) {
 	for _, tp := range tps {
 		p.tracker.Forget(tp)
 		delete(p.lag, tp)
+		delete(p.seen, tp)
 		if _, ok := p.partM[tp]; ok {
 			delete(p.partM, tp)
 			p.m.ForgetPartition(tp.Topic, tp.Partition)

@@ -11,6 +11,7 @@ import (
 	"sink/internal/batch"
 	"sink/internal/decode"
 	"sink/internal/offsets"
+	"sink/internal/status"
 )
 
 // Run consumes until ctx is canceled, then shuts down cleanly: it stops
@@ -31,6 +32,9 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	}
 	defer close(p.stopped)
 	defer p.m.Left()
+	p.setState(status.Running)
+	p.publish()
+	close(p.started)
 	// Inserts outlive ctx: on SIGTERM the open batches must still be written.
 	writeCtx, cancelWrites := context.WithCancel(context.Background())
 	defer cancelWrites()
@@ -56,6 +60,8 @@ func (p *Pipeline) Run(ctx context.Context) error {
 				p.handleEvent(writeCtx, ev)
 			case a := <-p.acks:
 				p.handleAck(writeCtx, a)
+			case req := <-p.controls:
+				p.handleControl(writeCtx, req)
 			case <-tick.C:
 				p.checkRevokeDeadline()
 				p.eoRetryDue(writeCtx)
@@ -70,6 +76,10 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	defer commitTick.Stop()
 	statsTick := time.NewTicker(statsInterval)
 	defer statsTick.Stop()
+	snapTick := time.NewTicker(p.snapEvery)
+	defer snapTick.Stop()
+	posTick := time.NewTicker(p.posEvery)
+	defer posTick.Stop()
 	var schemaTick <-chan time.Time // nil: never
 	if d := p.cfg.ClickHouse.SchemaRefresh; d > 0 {
 		t := time.NewTicker(d)
@@ -101,6 +111,15 @@ func (p *Pipeline) Run(ctx context.Context) error {
 			p.handleAck(writeCtx, a)
 		case ev := <-p.events:
 			p.handleEvent(writeCtx, ev)
+			p.publish() // a change of partitions shows at once
+		case req := <-p.controls:
+			p.handleControl(writeCtx, req)
+		case <-snapTick.C:
+			p.publish()
+		case <-posTick.C:
+			p.probePositions()
+		case r := <-p.positions:
+			p.handlePositions(r)
 		case <-timer.C:
 			p.sealExpired(writeCtx)
 			p.retryHeld(writeCtx)
@@ -121,10 +140,20 @@ func (p *Pipeline) Run(ctx context.Context) error {
 			p.logStats(now.Sub(last), lastStats)
 			last, lastStats = now, p.stats
 		}
+		if p.state == status.Pausing {
+			p.advancePause(writeCtx)
+		}
 		if p.fatal == nil {
 			p.requestPoll()
 		}
 	}
+	if cause := p.fatal; cause != nil {
+		p.failure = cause
+		p.setState(status.Failed)
+	} else {
+		p.setState(status.Stopping)
+	}
+	p.publish()
 	stopPoller()
 	if cause := p.fatal; cause != nil {
 		// Insert what came before the failure, so a restart after the fix
@@ -135,9 +164,18 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		if err := p.shutdown(writeCtx, cancelWrites); err != nil {
 			p.log.Error().Err(err).Msg("flush after the failure was incomplete")
 		}
+		p.publish()
 		return cause
 	}
-	return p.shutdown(writeCtx, cancelWrites)
+	err := p.shutdown(writeCtx, cancelWrites)
+	if err != nil {
+		p.failure = err
+		p.setState(status.Failed)
+	} else {
+		p.setState(status.Stopped)
+	}
+	p.publish()
+	return err
 }
 
 // shutdown seals every open batch, waits for all inserts up to
@@ -163,6 +201,8 @@ func (p *Pipeline) shutdown(writeCtx context.Context, cancelWrites context.Cance
 	// tried again while the shutdown waits.
 	retry := time.NewTicker(100 * time.Millisecond)
 	defer retry.Stop()
+	retrySnap := time.NewTicker(p.snapEvery)
+	defer retrySnap.Stop()
 	for p.unacked() > 0 {
 		select {
 		case <-retry.C:
@@ -174,6 +214,10 @@ func (p *Pipeline) shutdown(writeCtx context.Context, cancelWrites context.Cance
 			p.handleSchema(writeCtx, r)
 		case ev := <-p.events:
 			p.handleEvent(writeCtx, ev)
+		case req := <-p.controls:
+			p.handleControl(writeCtx, req)
+		case <-retrySnap.C:
+			p.publish()
 		case <-deadline.C:
 			stuck := p.stuckOn()
 			cancelWrites()
@@ -228,8 +272,8 @@ func (p *Pipeline) stuckOn() string {
 		return "nothing"
 	}
 	msg := fmt.Sprintf("the INSERT of %d rows into %s", first.b.Rows(), first.table.t.FullName())
-	if e := first.table.lastErr.Load(); e != nil {
-		msg += fmt.Sprintf(" (%d retries, last error: %s)", first.table.retries.Load(), *e)
+	if e := first.table.lastFail.Load(); e != nil {
+		msg += fmt.Sprintf(" (%d retries, last error: %s)", first.table.retries.Load(), e.msg)
 	}
 	return msg
 }

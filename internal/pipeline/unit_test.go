@@ -605,11 +605,36 @@ func testUnitLostWithBatchInFlight(t *testing.T) {
 // committed offsets reach the end of both partitions, and the member
 // leaves cleanly.
 func TestUnitKfakeGroup(t *testing.T) {
+	k := startKfake(t)
+	k.produce(t, 0, 10)
+	eventually(t, 8*time.Second, "the group committed all 10 records", func() bool { return k.committed() == 10 })
+	k.stop(t)
+	if got := k.sink.inserted("db.t"); got != 10 {
+		t.Fatalf("%d rows inserted, want 10", got)
+	}
+}
+
+// kfakeRun is a pipeline with the real consumer on kfake, franz-go's
+// in-memory Kafka, with a 2-partition topic and a fake sink.
+type kfakeRun struct {
+	cfg    *config.Config
+	prod   *kgo.Client
+	adm    *kadm.Client
+	p      *Pipeline
+	cons   *consumer.Consumer
+	sink   *fakeSink
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// startKfake starts it; setup, if any, adjusts the pipeline before Run.
+func startKfake(t *testing.T, setup ...func(*Pipeline)) *kfakeRun {
+	t.Helper()
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, unitTopic))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cluster.Close()
+	t.Cleanup(cluster.Close)
 	cfg := unitConfig(t, "")
 	cfg.Kafka.Brokers = cluster.ListenAddrs()
 	cfg.Kafka.FetchMaxWait = 50 * time.Millisecond
@@ -622,46 +647,59 @@ func TestUnitKfakeGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer prod.Close()
+	t.Cleanup(prod.Close)
+	k := &kfakeRun{cfg: cfg, prod: prod, adm: kadm.NewClient(prod), sink: newFakeSink(nil), done: make(chan error, 1)}
+	ctx := context.Background()
+	if k.p, err = New(ctx, cfg, zerolog.Nop(), k.sink); err != nil {
+		t.Fatal(err)
+	}
+	if k.cons, err = consumer.New(ctx, cfg, zerolog.Nop(), k.p.Hooks()); err != nil {
+		t.Fatal(err)
+	}
+	k.p.Attach(k.cons)
+	for _, f := range setup {
+		f(k.p)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	k.cancel = cancel
+	go func() { k.done <- k.p.Run(runCtx) }()
+	t.Cleanup(func() { k.stop(t) })
+	return k
+}
+
+// produce sends rows from, from+1, ... (n of them), round robin.
+func (k *kfakeRun) produce(t *testing.T, from, n int) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for _, v := range rows(0, 10) {
-		if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
+	for _, v := range rows(from, n) {
+		if err := k.prod.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
 			t.Fatal(err)
 		}
 	}
+}
 
-	sink := newFakeSink(nil)
-	p, err := New(ctx, cfg, zerolog.Nop(), sink)
+// committed is the sum of the group's committed offsets (-1: unknown).
+func (k *kfakeRun) committed() int64 {
+	os, err := k.adm.FetchOffsets(context.Background(), k.cfg.Kafka.Group)
 	if err != nil {
-		t.Fatal(err)
+		return -1
 	}
-	cons, err := consumer.New(ctx, cfg, zerolog.Nop(), p.Hooks())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Attach(cons)
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- p.Run(runCtx) }()
+	var n int64
+	os.Each(func(o kadm.OffsetResponse) { n += o.At })
+	return n
+}
 
-	adm := kadm.NewClient(prod)
-	committed := func() int64 {
-		os, err := adm.FetchOffsets(ctx, cfg.Kafka.Group)
-		if err != nil {
-			return -1
-		}
-		var n int64
-		os.Each(func(o kadm.OffsetResponse) { n += o.At })
-		return n
+// stop stops Run the way SIGTERM does and leaves the group (once).
+func (k *kfakeRun) stop(t *testing.T) {
+	t.Helper()
+	if k.cancel == nil {
+		return
 	}
-	eventually(t, 8*time.Second, "the group committed all 10 records", func() bool { return committed() == 10 })
-	stop()
-	if err := <-done; err != nil {
+	k.cancel()
+	k.cancel = nil
+	if err := <-k.done; err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	cons.Close()
-	if got := sink.inserted("db.t"); got != 10 {
-		t.Fatalf("%d rows inserted, want 10", got)
-	}
+	k.cons.Close()
 }

@@ -94,6 +94,32 @@ func (t Target) MatchesLogged(nTables int, currentDB, query string) bool {
 // FullName is db.table.
 func (t Target) FullName() string { return t.Database + "." + t.Table }
 
+// LoggedNames are the spellings of the table in query_log's tables
+// column: db.table, and with each name that is not a plain identifier in
+// backquotes (as the server writes `ev-1`), so that such tables are found
+// too.
+func (t Target) LoggedNames() []string {
+	quoted := backQuoteIfNeeded(t.Database) + "." + backQuoteIfNeeded(t.Table)
+	if quoted == t.FullName() {
+		return []string{quoted}
+	}
+	return []string{t.FullName(), quoted}
+}
+
+// backQuoteIfNeeded quotes name as ClickHouse writes an identifier that
+// is not a plain word: in backquotes, with backslashes and backquotes
+// escaped.
+func backQuoteIfNeeded(name string) string {
+	plain := name != "" && isIdentStart(name[0])
+	for i := 0; i < len(name) && plain; i++ {
+		plain = isIdent(name[i])
+	}
+	if plain {
+		return name
+	}
+	return "`" + strings.NewReplacer(`\`, `\\`, "`", "\\`").Replace(name) + "`"
+}
+
 type scanner struct {
 	s string
 	i int

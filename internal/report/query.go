@@ -37,7 +37,7 @@ const (
   length(tables) AS n, if(n > 1, current_database, '') AS db, if(n > 1, substring(query, 1, %d), '') AS q
 FROM system.query_log
 WHERE event_date >= toDate(toDateTime(?)) AND event_time >= toDateTime(?) AND event_time < toDateTime(?)
-  AND toInt8(type) = 2 AND query_kind = 'Insert' AND has(tables, ?)`
+  AND toInt8(type) = 2 AND query_kind = 'Insert' AND hasAny(tables, ?)`
 	insertsSQL = `SELECT toUInt32(event_time) AS t, written_rows, written_bytes, query_duration_ms, substring(query, 1, %d) AS q
 FROM system.query_log
 WHERE event_date >= toDate(toDateTime(?)) AND event_time >= toDateTime(?) AND event_time < toDateTime(?)
@@ -132,7 +132,7 @@ func readLogs(ctx context.Context, conn driver.Conn, o Options) (logs, error) {
 	}
 	var rows driver.Rows
 	if byTables {
-		rows, err = conn.Query(ctx, fmt.Sprintf(insertsByTablesSQL, queryPrefix), since, since, until, o.Target.FullName())
+		rows, err = conn.Query(ctx, fmt.Sprintf(insertsByTablesSQL, queryPrefix), since, since, until, o.Target.LoggedNames())
 	} else {
 		rows, err = conn.Query(ctx, fmt.Sprintf(insertsSQL, queryPrefix), since, since, until, o.Target.Table)
 	}

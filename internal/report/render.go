@@ -46,31 +46,17 @@ func (r Report) Text(w io.Writer, loc *time.Location) error {
 		}
 		fmt.Fprintln(tw, head)
 		for _, m := range r.Minutes {
-			parts := "-"
-			if r.PartLog {
-				parts = group(uint64(m.NewParts))
-			}
-			rpi, p50, p99 := "-", "-", "-"
-			if m.Inserts > 0 {
-				rpi, p50, p99 = num(m.RowsPerInsert), group(m.P50MS), group(m.P99MS)
-			}
-			line := fmt.Sprintf("%s\t%s\t%s\t%s\t%.1f\t%s\t%s\t%s\t", m.Start.In(loc).Format("2006-01-02 15:04"),
-				group(uint64(m.Inserts)), group(m.Rows), rpi, float64(m.Bytes)/(1<<20), p50, p99, parts)
+			c := r.minuteCells(m, loc)
+			line := strings.Join(c[:8], "\t") + "\t"
 			if r.Split != nil {
-				line += m.Side + "\t"
+				line += c[8] + "\t"
 			}
 			fmt.Fprintln(tw, line)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
 		}
-		t := r.Total
-		fmt.Fprintf(&b, "\ntotal: %s inserts, %s rows, %s rows/insert, %s inserts/min over %s with inserts",
-			group(uint64(t.Inserts)), group(t.Rows), num(t.RowsPerInsert.Mean), num(t.InsertsPerMin.Mean), minutes(t.Minutes))
-		if r.PartLog {
-			fmt.Fprintf(&b, ", %s new parts", group(uint64(t.NewParts)))
-		}
-		b.WriteString("\n")
+		b.WriteString("\n" + r.totalLine() + "\n")
 	}
 	if r.Split != nil {
 		b.WriteString("\n")
@@ -90,13 +76,57 @@ func (r Report) Text(w io.Writer, loc *time.Location) error {
 }
 
 func (r Report) splitText(b *strings.Builder, loc *time.Location) {
-	fmt.Fprintf(b, "before/after the split at %s", r.Split.In(loc).Format("2006-01-02 15:04:05 MST"))
+	b.WriteString(r.splitHeading(loc) + "\n")
+	tw := tabwriter.NewWriter(b, 0, 0, 3, ' ', 0)
+	for _, row := range r.summaryRows(loc) {
+		fmt.Fprintln(tw, strings.TrimRight(strings.Join(row[:], "\t"), "\t"))
+	}
+	tw.Flush()
+}
+
+// totalLine sums up the whole range in one line.
+func (r Report) totalLine() string {
+	t := r.Total
+	l := fmt.Sprintf("total: %s inserts, %s rows, %s rows/insert, %s inserts/min over %s with inserts",
+		group(uint64(t.Inserts)), group(t.Rows), num(t.RowsPerInsert.Mean), num(t.InsertsPerMin.Mean), minutes(t.Minutes))
+	if r.PartLog {
+		l += ", " + group(uint64(t.NewParts)) + " new parts"
+	}
+	return l
+}
+
+// splitHeading names the split moment and the minute left out of both
+// sides, if one holds it.
+func (r Report) splitHeading(loc *time.Location) string {
+	h := "before/after the split at " + r.Split.In(loc).Format("2006-01-02 15:04:05 MST")
 	for _, m := range r.Minutes {
 		if m.Side == "mixed" {
-			fmt.Fprintf(b, " (the minute %s holds it and is left out of both sides)", m.Start.In(loc).Format("15:04"))
+			h += " (the minute " + m.Start.In(loc).Format("15:04") + " holds it and is left out of both sides)"
 		}
 	}
-	b.WriteString("\n")
+	return h
+}
+
+// minuteCells are one minute's cells as the tables print them: minute,
+// inserts, rows, rows/insert, MiB, p50 ms, p99 ms, new parts ("-" without
+// part_log) and side.
+func (r Report) minuteCells(m Minute, loc *time.Location) [9]string {
+	parts := "-"
+	if r.PartLog {
+		parts = group(uint64(m.NewParts))
+	}
+	rpi, p50, p99 := "-", "-", "-"
+	if m.Inserts > 0 {
+		rpi, p50, p99 = num(m.RowsPerInsert), group(m.P50MS), group(m.P99MS)
+	}
+	return [9]string{m.Start.In(loc).Format("2006-01-02 15:04"), group(uint64(m.Inserts)), group(m.Rows), rpi,
+		fmt.Sprintf("%.1f", float64(m.Bytes)/(1<<20)), p50, p99, parts, m.Side}
+}
+
+// summaryRows is the before/after table of a report with a split: a head
+// row (the two sides' spans) and one row per quantity, each with its
+// label, before, after and change ("" where a row has no change).
+func (r Report) summaryRows(loc *time.Location) [][4]string {
 	bf, af, ch := r.Before, r.After, r.Change
 	span := func(name string, s *Side) string {
 		if s.Minutes == 0 {
@@ -104,17 +134,18 @@ func (r Report) splitText(b *strings.Builder, loc *time.Location) {
 		}
 		return fmt.Sprintf("%s %s-%s, %d min", name, s.From.In(loc).Format("15:04"), s.To.In(loc).Format("15:04"), s.Minutes)
 	}
-	tw := tabwriter.NewWriter(b, 0, 0, 3, ' ', 0)
-	fmt.Fprintf(tw, "\t%s\t%s\tchange\n", span("before", bf), span("after", af))
-	fmt.Fprintf(tw, "inserts/min\t%s\t%s\t%s\n", spread(bf.InsertsPerMin, bf.Minutes), spread(af.InsertsPerMin, af.Minutes), change(ch.InsertsPerMin, bf, af))
-	fmt.Fprintf(tw, "rows/insert\t%s\t%s\t%s\n", spread(bf.RowsPerInsert, bf.Minutes), spread(af.RowsPerInsert, af.Minutes), change(ch.RowsPerInsert, bf, af))
-	fmt.Fprintf(tw, "rows/min\t%s\t%s\t%s\n", spread(bf.RowsPerMin, bf.Minutes), spread(af.RowsPerMin, af.Minutes), change(ch.RowsPerMin, bf, af))
-	if r.PartLog {
-		fmt.Fprintf(tw, "new parts/min\t%s\t%s\t%s\n", side(bf, bf.PartsPerMin), side(af, af.PartsPerMin), change(ch.PartsPerMin, bf, af))
+	rows := [][4]string{
+		{"", span("before", bf), span("after", af), "change"},
+		{"inserts/min", spread(bf.InsertsPerMin, bf.Minutes), spread(af.InsertsPerMin, af.Minutes), change(ch.InsertsPerMin, bf, af)},
+		{"rows/insert", spread(bf.RowsPerInsert, bf.Minutes), spread(af.RowsPerInsert, af.Minutes), change(ch.RowsPerInsert, bf, af)},
+		{"rows/min", spread(bf.RowsPerMin, bf.Minutes), spread(af.RowsPerMin, af.Minutes), change(ch.RowsPerMin, bf, af)},
 	}
-	fmt.Fprintf(tw, "p50 / p99 insert ms\t%s\t%s\n", ms(bf), ms(af))
-	fmt.Fprintf(tw, "inserts, rows\t%s, %s\t%s, %s\n", group(uint64(bf.Inserts)), group(bf.Rows), group(uint64(af.Inserts)), group(af.Rows))
-	tw.Flush()
+	if r.PartLog {
+		rows = append(rows, [4]string{"new parts/min", side(bf, bf.PartsPerMin), side(af, af.PartsPerMin), change(ch.PartsPerMin, bf, af)})
+	}
+	return append(rows,
+		[4]string{"p50 / p99 insert ms", ms(bf), ms(af), ""},
+		[4]string{"inserts, rows", group(uint64(bf.Inserts)) + ", " + group(bf.Rows), group(uint64(af.Inserts)) + ", " + group(af.Rows), ""})
 }
 
 // shardsText is the per-shard split of a cluster report: each shard's totals

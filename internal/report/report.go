@@ -7,7 +7,9 @@
 // Reading (query.go) attributes INSERTs to the table by query_log's tables
 // column where the server has it (current releases), and by parsing the
 // logged statement text (InsertTarget) where it does not (18.16); part_log
-// is read by database and table on both.
+// is read by database and table on both. QueryCluster (cluster.go) reads
+// every node of a cluster over a connection of its own and sums them, with a
+// per-shard split.
 // Aggregate is pure: per-minute buckets, nearest-rank percentiles and the
 // split summary are computed in Go from the raw log rows, which is what the
 // unit tests pin. Rendering (text, CSV, JSON, SVG) is deterministic for

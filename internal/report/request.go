@@ -29,6 +29,7 @@ type Request struct {
 	Since, Until, Split string
 	Format              string         // one of Formats
 	Chart               string         // an SVG file to draw, or ""
+	HTML                string         // a self-contained HTML report file to write, or ""
 	Loc                 *time.Location // the time zone of the output and of wall-clock times
 }
 
@@ -85,7 +86,8 @@ func (r Request) location() *time.Location {
 
 // Run makes the report of o (from r.Options) on conn, the server at where
 // (for messages): it checks that the table exists, queries the logs,
-// writes the report to w in r.Format and, with r.Chart, draws the chart.
+// writes the report to w in r.Format and, with r.Chart, draws the chart,
+// with r.HTML writes the HTML report.
 func (r Request) Run(ctx context.Context, conn driver.Conn, where string, o Options, w io.Writer) error {
 	return r.run(ctx, conn, where, o, w, func(o Options) (Report, error) { return Query(ctx, conn, o) })
 }
@@ -138,22 +140,38 @@ func (r Request) run(ctx context.Context, conn driver.Conn, where string, o Opti
 	if err != nil {
 		return err
 	}
-	if r.Chart == "" {
-		return nil
+	if r.Chart != "" {
+		if err := writeFile("--chart", r.Chart, func(f io.Writer) error { return rep.SVG(f, loc) }); err != nil {
+			return err
+		}
+		if r.Format == "text" {
+			fmt.Fprintf(w, "chart: %s\n", r.Chart)
+		}
 	}
-	f, err := os.Create(r.Chart)
+	if r.HTML != "" {
+		if err := writeFile("--html", r.HTML, func(f io.Writer) error { return rep.HTML(f, loc, where) }); err != nil {
+			return err
+		}
+		if r.Format == "text" {
+			fmt.Fprintf(w, "html: %s\n", r.HTML)
+		}
+	}
+	return nil
+}
+
+// writeFile creates path and writes it with write; errors name the flag
+// the path came from.
+func writeFile(flag, path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
 	if err != nil {
-		return fmt.Errorf("--chart: %w", err)
+		return fmt.Errorf("%s: %w", flag, err)
 	}
-	if err := rep.SVG(f, loc); err != nil {
+	if err := write(f); err != nil {
 		f.Close()
-		return fmt.Errorf("--chart %s: %w", r.Chart, err)
+		return fmt.Errorf("%s %s: %w", flag, path, err)
 	}
 	if err := f.Close(); err != nil {
-		return fmt.Errorf("--chart %s: %w", r.Chart, err)
-	}
-	if r.Format == "text" {
-		fmt.Fprintf(w, "chart: %s\n", r.Chart)
+		return fmt.Errorf("%s %s: %w", flag, path, err)
 	}
 	return nil
 }

@@ -52,3 +52,21 @@ func TestRequestOptions(t *testing.T) {
 		}
 	}
 }
+
+// query_log's tables column writes a name that is not a plain word in
+// backquotes; the report looks for both spellings.
+func TestLoggedNames(t *testing.T) {
+	for _, c := range []struct {
+		t    Target
+		want []string
+	}{
+		{Target{Database: "shop", Table: "events_1"}, []string{"shop.events_1"}},
+		{Target{Database: "shop", Table: "ev<b>"}, []string{"shop.ev<b>", "shop.`ev<b>`"}},
+		{Target{Database: "my-db", Table: "a`b\\c"}, []string{"my-db.a`b\\c", "`my-db`.`a\\`b\\\\c`"}},
+		{Target{Database: "shop", Table: "1st"}, []string{"shop.1st", "shop.`1st`"}},
+	} {
+		if got := c.t.LoggedNames(); strings.Join(got, " | ") != strings.Join(c.want, " | ") {
+			t.Errorf("%+v: %q, want %q", c.t, got, c.want)
+		}
+	}
+}

@@ -281,7 +281,7 @@ func (c *Cluster) target(ctx context.Context, db, table string) (*tableTarget, e
 		}
 		if r.Target == config.TargetLocal {
 			tt.localName = dist.Table
-			if dist.Database != "" {
+			if dist.Database != "" && !strings.ContainsAny(dist.Database, "()") { // not currentDatabase()
 				tt.localDB = dist.Database
 			}
 		}
@@ -424,6 +424,10 @@ func (c *Cluster) Insert(ctx context.Context, t *Table, block Block, batchID uin
 			return lt, nb, nil
 		}
 	}
+	// A part that fails for good stops the others' retries: the batch
+	// cannot be acknowledged any more, and the connector stops on it.
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	errs := make([]error, len(parts))
 	var wg sync.WaitGroup
 	for si, part := range parts {
@@ -433,14 +437,22 @@ func (c *Cluster) Insert(ctx context.Context, t *Table, block Block, batchID uin
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[si] = c.insertShard(ctx, lay, si, local, part, batchID, onRetry, lrefresh)
+			if errs[si] = c.insertShard(pctx, lay, si, local, part, batchID, onRetry, lrefresh); errs[si] != nil && pctx.Err() == nil {
+				cancel()
+			}
 		}()
 	}
 	wg.Wait()
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	return errors.Join(errs...)
+	var failed []error
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			failed = append(failed, err)
+		}
+	}
+	return errors.Join(failed...)
 }
 
 // insertShard writes one shard's part, failing over between its replicas.
@@ -565,4 +577,60 @@ func withSetting(ctx context.Context, name string, v any) context.Context {
 	}
 	s[name] = v
 	return WithInsertSettings(ctx, s)
+}
+
+// AddColumn adds a column for schema evolution. For a table without a
+// target it is Writer.AddColumn. For a route's table on the cluster the
+// column goes first where the rows are, then where they are read: the
+// local table (ON CLUSTER clickhouse.cluster, or on every node when the
+// shards are listed: a replicated ALTER then reaches the other replica
+// itself, and the other replica's own ALTER finds the column there), then
+// the Distributed table on every node, one by one: ON CLUSTER of a
+// Distributed table over a replicated cluster fails (Code 371, the cluster
+// says its shards are replicated, the table is not).
+func (c *Cluster) AddColumn(ctx context.Context, info ServerInfo, db, table, cluster, name, typ string) (string, bool, error) {
+	tt, err := c.target(ctx, db, table)
+	if err != nil {
+		return "", false, err
+	}
+	if tt == nil {
+		return c.Writer.AddColumn(ctx, info, db, table, cluster, name, typ)
+	}
+	localDB, localName := tt.localDB, tt.localName
+	if tt.target == config.TargetDistributed {
+		if localDB, localName, err = LocalTable(ctx, c.conn, db, table); err != nil {
+			return "", false, err
+		}
+	}
+	lay := c.lay.Load()
+	var ddls []string
+	added := false
+	run := func(w *Writer, db, table, cluster string) error {
+		ddl, ok, err := w.AddColumn(ctx, info, db, table, cluster, name, typ)
+		if ddl != "" {
+			ddls = append(ddls, ddl+" -- on "+w.cfg.Addrs[0])
+		}
+		added = added || ok
+		return err
+	}
+	distributed := localDB != db || localName != table
+	if cluster != "" {
+		if err := run(c.Writer, localDB, localName, cluster); err != nil {
+			return strings.Join(ddls, "; "), added, err
+		}
+	} else {
+		for _, w := range lay.nodes {
+			if err := run(w, localDB, localName, ""); err != nil {
+				return strings.Join(ddls, "; "), added, err
+			}
+		}
+	}
+	if distributed {
+		for _, w := range lay.nodes {
+			if err := run(w, db, table, ""); err != nil {
+				return strings.Join(ddls, "; "), added, err
+			}
+		}
+	}
+	return strings.Join(ddls, "; "), added, nil
 }

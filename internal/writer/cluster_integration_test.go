@@ -64,6 +64,24 @@ func count(t *testing.T, conn driver.Conn, table string, sync bool) uint64 {
 	return n
 }
 
+// openCluster opens the cluster writer of cfg (closed when the test ends)
+// with an observer, and describes db.table.
+func openCluster(t *testing.T, cfg *config.Config, db, table string) (*writer.Cluster, *observer, []decode.ColumnSchema) {
+	t.Helper()
+	cw, err := writer.OpenCluster(context.Background(), "w", cfg.ClickHouse, cfg.Routes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cw.Close() })
+	obs := newObserver()
+	cw.Observe(obs)
+	cols, err := cw.Describe(context.Background(), db, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cw, obs, cols
+}
+
 // observer records the cluster writer's per-shard outcomes.
 type observer struct {
 	mu        sync.Mutex
@@ -310,17 +328,7 @@ func TestClusterReplicaFailoverUnderLoad(t *testing.T) {
 	}
 	cfg := clusterConfig(t, fmt.Sprintf("addrs: [%q], shards: [%s]", c.Shards[0][0].Addr, strings.Join(shards, ", ")),
 		fmt.Sprintf("table: %s.ev, target: local, sharding_key: k", db))
-	cw, err := writer.OpenCluster(context.Background(), "w", cfg.ClickHouse, cfg.Routes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cw.Close()
-	obs := newObserver()
-	cw.Observe(obs)
-	cols, err := cw.Describe(context.Background(), db, "ev")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cw, obs, cols := openCluster(t, cfg, db, "ev")
 	const batches, rows = 40, 1000
 	var done atomic.Int64
 	errs := make(chan error, batches)
@@ -479,17 +487,7 @@ func TestClusterLostAnswerRetryDeduplicated(t *testing.T) {
 	drop := newAnswerDropper(t, first.Addr, 64<<10, func() bool { return count(t, direct, db+".ev", false) >= rows })
 	cfg := clusterConfig(t, fmt.Sprintf("addrs: [%q], shards: [[%q, %q]]", first.Addr, drop.Addr, second.Addr),
 		fmt.Sprintf("table: %s.ev, target: local, sharding: random", db))
-	cw, err := writer.OpenCluster(context.Background(), "w", cfg.ClickHouse, cfg.Routes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cw.Close()
-	obs := newObserver()
-	cw.Observe(obs)
-	cols, err := cw.Describe(context.Background(), db, "ev")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cw, _, cols := openCluster(t, cfg, db, "ev")
 	blk := seqBlock("UInt64", 0, rows, u64Keys(0, rows))
 	var attempts []writer.Attempt
 	if err := cw.Insert(context.Background(), writer.NewTable(db, "ev", cols, blk.Columns()), blk, 1,
@@ -519,17 +517,7 @@ func TestClusterShardDownHoldsItsPart(t *testing.T) {
 	p1, p2 := testenv.NewProxy(t, one.Addr), testenv.NewProxy(t, two.Addr)
 	cfg := clusterConfig(t, fmt.Sprintf("addrs: [%q], shards: [[%q], [%q]]", one.Addr, p1.Addr, p2.Addr),
 		fmt.Sprintf("table: %s.ev, target: local, sharding_key: k", db))
-	cw, err := writer.OpenCluster(context.Background(), "w", cfg.ClickHouse, cfg.Routes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cw.Close()
-	obs := newObserver()
-	cw.Observe(obs)
-	cols, err := cw.Describe(context.Background(), db, "ev")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cw, obs, cols := openCluster(t, cfg, db, "ev")
 	p2.Cut()
 	const rows = 2000
 	blk := seqBlock("UInt64", 0, rows, u64Keys(0, rows))
@@ -620,15 +608,7 @@ func TestClusterDistributedSyncAndQuorum(t *testing.T) {
 		onEachNode(t, c, fmt.Sprintf("CREATE TABLE %s.d_q AS %s.q ENGINE = Distributed(%s, %s, q, cityHash64(k))", db, db, c.Name, db))
 		cfg := clusterConfig(t, fmt.Sprintf("addrs: [%q], cluster: %s, insert_quorum: 2, insert_quorum_timeout: 20s", c.Shards[0][0].Addr, c.Name),
 			fmt.Sprintf("table: %s.d_q, target: local, sharding_key: k", db))
-		cw, err := writer.OpenCluster(context.Background(), "w", cfg.ClickHouse, cfg.Routes)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cw.Close()
-		cols, err := cw.Describe(context.Background(), db, "d_q")
-		if err != nil {
-			t.Fatal(err)
-		}
+		cw, _, cols := openCluster(t, cfg, db, "d_q")
 		blk := seqBlock("UInt64", 0, rows, u64Keys(0, rows))
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
@@ -707,4 +687,112 @@ func TestClusterChecksumDedupNeedsTheSameOrder(t *testing.T) {
 		}
 	}
 	t.Logf("rows after the same %d rows went to replica 1 and again to replica 2: %v", rows, results)
+}
+
+// TestClusterAddColumnOnCluster: schema evolution on a cluster adds the
+// column to the replicated local table ON CLUSTER and to the Distributed
+// table on every node, for clickhouse.cluster and for a listed shards
+// topology; rows inserted with the new column afterwards keep its values
+// (read back through the Distributed table), the rows before read NULL.
+func TestClusterAddColumnOnCluster(t *testing.T) {
+	c := testenv.Cluster(t)
+	db := c.NewDatabase(t)
+	var shards []string
+	for _, s := range c.Shards {
+		var addrs []string
+		for _, n := range s {
+			addrs = append(addrs, fmt.Sprintf("%q", n.Addr))
+		}
+		shards = append(shards, "["+strings.Join(addrs, ", ")+"]")
+	}
+	for ci, topo := range []string{"cluster: " + c.Name, "shards: [" + strings.Join(shards, ", ") + "]"} {
+		local := fmt.Sprintf("ev%d", ci)
+		replicatedTable(t, c, db, local)
+		onEachNode(t, c, fmt.Sprintf("CREATE TABLE %s.d_%s AS %s.%s ENGINE = Distributed(%s, %s, %s, cityHash64(k))", db, local, db, local, c.Name, db, local))
+		cfg := clusterConfig(t, fmt.Sprintf("addrs: [%q], %s", c.Shards[0][0].Addr, topo),
+			fmt.Sprintf("table: %s.d_%s, target: local, sharding_key: k", db, local))
+		cw, _, cols := openCluster(t, cfg, db, "d_"+local)
+		ctx := context.Background()
+		blk := seqBlock("UInt64", 0, 500, u64Keys(0, 500))
+		if err := cw.Insert(ctx, writer.NewTable(db, "d_"+local, cols, blk.Columns()), blk, 1, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		info, err := cw.Features(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ddl, added, err := cw.AddColumn(ctx, info, db, "d_"+local, cfg.ClickHouse.Cluster, "extra", "Nullable(String)")
+		if err != nil || !added {
+			t.Fatalf("%s: added %v, %v (%s)", topo, added, err, ddl)
+		}
+		t.Logf("%s: %s", topo, ddl)
+		for _, n := range c.Nodes() {
+			for _, tbl := range []string{local, "d_" + local} {
+				var has uint64
+				if err := n.Conn(t).QueryRow(ctx, "SELECT count() FROM system.columns WHERE database = ? AND table = ? AND name = 'extra'", db, tbl).Scan(&has); err != nil {
+					t.Fatal(err)
+				}
+				if has != 1 {
+					t.Errorf("%s: %s has no column extra on %s", topo, tbl, n.Name)
+				}
+			}
+		}
+		// A second call finds the column and changes nothing.
+		if _, again, err := cw.AddColumn(ctx, info, db, "d_"+local, cfg.ClickHouse.Cluster, "extra", "Nullable(String)"); err != nil || again {
+			t.Errorf("%s: adding it again: added %v, %v", topo, again, err)
+		}
+		cols, err = cw.Describe(ctx, db, "d_"+local)
+		if err != nil {
+			t.Fatal(err)
+		}
+		extra := make([]*string, 500)
+		for i := range extra {
+			v := fmt.Sprint("e-", 500+i)
+			extra[i] = &v
+		}
+		blk2 := seqBlock("UInt64", 500, 500, u64Keys(500, 500)).(*colBlock)
+		blk2.cols = append(blk2.cols, decode.ColumnSchema{Name: "extra", Type: "Nullable(String)"})
+		blk2.data = append(blk2.data, extra)
+		if err := cw.Insert(ctx, writer.NewTable(db, "d_"+local, cols, blk2.Columns()), blk2, 2, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		conn := c.Conn(t)
+		for _, s := range c.Shards {
+			testenv.Exec(t, s[0].Conn(t), "SYSTEM SYNC REPLICA "+db+"."+local)
+		}
+		var total, withExtra, right uint64
+		if err := conn.QueryRow(ctx, fmt.Sprintf("SELECT count(), countIf(extra IS NOT NULL), countIf(extra = concat('e-', toString(i))) FROM %s.d_%s", db, local)).Scan(&total, &withExtra, &right); err != nil {
+			t.Fatal(err)
+		}
+		if total != 1000 || withExtra != 500 || right != 500 {
+			t.Errorf("%s: %d rows, %d with extra, %d with the value they were sent with; want 1000, 500, 500", topo, total, withExtra, right)
+		}
+	}
+}
+
+// TestClusterPermanentPartStopsTheBatch: a shard part that fails for good
+// (shard 1's table takes no UInt64 key) ends the batch with that error at
+// once, although shard 2 is unreachable and its part would be retried
+// forever.
+func TestClusterPermanentPartStopsTheBatch(t *testing.T) {
+	c := testenv.Cluster(t)
+	db := c.NewDatabase(t)
+	one, two := c.Shards[0][0], c.Shards[1][0]
+	testenv.Exec(t, one.Conn(t), fmt.Sprintf("CREATE TABLE %s.ev (i UInt32, k Array(UInt8), p String) ENGINE = MergeTree ORDER BY i", db))
+	testenv.Exec(t, two.Conn(t), fmt.Sprintf("CREATE TABLE %s.ev (i UInt32, k UInt64, p String) ENGINE = MergeTree ORDER BY i", db))
+	p2 := testenv.NewProxy(t, two.Addr)
+	cfg := clusterConfig(t, fmt.Sprintf("addrs: [%q], shards: [[%q], [%q]]", two.Addr, one.Addr, p2.Addr),
+		fmt.Sprintf("table: %s.ev, target: local, sharding_key: k", db))
+	cw, _, cols := openCluster(t, cfg, db, "ev")
+	p2.Cut()
+	blk := seqBlock("UInt64", 0, 200, u64Keys(0, 200))
+	start := time.Now()
+	err := cw.Insert(context.Background(), writer.NewTable(db, "ev", cols, blk.Columns()), blk, 1, nil, nil)
+	if err == nil || !strings.Contains(err.Error(), "shard 1:") || strings.Contains(err.Error(), "shard 2:") {
+		t.Fatalf("Insert: %v; want shard 1's permanent error alone", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("the batch failed after %s, waiting for the unreachable shard", took)
+	}
+	t.Logf("%v", err)
 }

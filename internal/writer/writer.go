@@ -5,10 +5,15 @@
 // errors with exponential backoff and jitter until it succeeds, the error is
 // permanent, or the process stops. A batch is never dropped here. Its only
 // DDL is ALTER TABLE … ADD COLUMN, for schema evolution (ddl.go). A Writer
-// is the pipeline's Sink (internal/pipeline's ports).
+// is the pipeline's Sink (internal/pipeline's ports); on a cluster, a
+// Cluster is (cluster.go): it splits a batch into at most one INSERT per
+// shard, each retried as the identical block on the shard's replicas in
+// turn, and returns only when every shard has its part.
 //
-// Concurrency: a Writer is safe for concurrent use; the pipeline runs up to
-// clickhouse.max_in_flight inserts per table at once. A Table is immutable.
+// Concurrency: a Writer and a Cluster are safe for concurrent use; the
+// pipeline runs up to clickhouse.max_in_flight inserts per table at once,
+// and a Cluster runs one goroutine per shard part of each. A Table is
+// immutable.
 package writer
 
 import (

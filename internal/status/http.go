@@ -1,0 +1,359 @@
+package status
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"sink/config"
+	"sink/internal/metrics"
+)
+
+// Controller is the running connector, as the endpoints see it: the
+// pipeline (pipeline.Pipeline implements it).
+type Controller interface {
+	// Status returns the last published snapshot (nil before the first).
+	Status() *Snapshot
+	// Pause asks the owner to stop fetching, flush and commit, and stay
+	// paused; Resume to go on. Both return once the owner has taken the
+	// request, with the state it is in then, or ErrConflict (wrapped)
+	// when the state does not allow it.
+	Pause(ctx context.Context) (State, error)
+	Resume(ctx context.Context) (State, error)
+}
+
+// ErrConflict is a pause or resume the connector's state does not allow
+// (stopping, failed, not started).
+var ErrConflict = errors.New("not possible in the connector's state")
+
+// Info is what the endpoints know before the pipeline runs.
+type Info struct {
+	Name     string // the connector (and default group) name
+	Version  string
+	Delivery string // at_least_once or exactly_once
+	// Admin turns on the pause and resume endpoints; Token, when not
+	// empty, is the bearer token they require.
+	Admin bool
+	Token string
+	// Loopback: the listener is on a loopback address. Without a token,
+	// the admin endpoints then also require a loopback Host header, so a
+	// web page that makes a browser resolve its own name to 127.0.0.1
+	// (DNS rebinding) cannot reach them.
+	Loopback bool
+}
+
+// InfoFor is the Info of the connector cfg configures, running version.
+func InfoFor(cfg *config.Config, version string) Info {
+	return Info{
+		Name: cfg.Name, Version: version, Delivery: cfg.Delivery,
+		Admin: cfg.HTTP.Admin, Token: cfg.HTTP.AdminToken.Reveal(),
+		Loopback: config.LoopbackListen(cfg.HTTP.Listen),
+	}
+}
+
+// WorkerID is the worker id /status reports for a listener on listen, as
+// Kafka Connect reports its worker's host:port: this host's name (the
+// pod's, in Kubernetes) and the listener's port.
+func WorkerID(listen string) string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		return listen
+	}
+	_, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return host
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// Handler serves the status endpoints of one connector.
+type Handler struct {
+	info     Info
+	workerID string
+	tokenSum [sha256.Size]byte
+	ctl      atomic.Pointer[Controller]
+	now      func() time.Time
+	m        *metrics.Metrics
+	start    time.Time
+	csrf     *http.CrossOriginProtection
+}
+
+// New makes the handler; workerID is the listener's address, reported as
+// Kafka Connect reports its worker. m (may be nil) gets the state metric.
+func New(info Info, workerID string, m *metrics.Metrics) *Handler {
+	h := &Handler{info: info, workerID: workerID, now: time.Now, m: m, csrf: http.NewCrossOriginProtection()}
+	h.start = h.now()
+	if info.Token != "" {
+		h.tokenSum = sha256.Sum256([]byte(info.Token))
+	}
+	h.csrf.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		writeError(w, http.StatusForbidden, "cross-origin request refused")
+	}))
+	m.SetState(string(Starting), stateNames)
+	return h
+}
+
+var stateNames = func() []string {
+	out := make([]string, len(States))
+	for i, s := range States {
+		out[i] = string(s)
+	}
+	return out
+}()
+
+// SetController connects the running pipeline; until then /status reports
+// STARTING and pause and resume answer 409.
+func (h *Handler) SetController(c Controller) { h.ctl.Store(&c) }
+
+// Routes returns a handler that serves the status endpoints and passes
+// every other path to next (the metrics and health endpoints).
+func (h *Handler) Routes(next http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/", next)
+	mux.HandleFunc("/{$}", h.page)
+	mux.HandleFunc("/status", h.getStatus)
+	mux.HandleFunc("/pause", h.admin(http.MethodPost, pauseOp))
+	mux.HandleFunc("/resume", h.admin(http.MethodPost, resumeOp))
+	// The same, where Kafka Connect's REST API has them.
+	mux.HandleFunc("/connectors", h.connectors)
+	mux.HandleFunc("/connectors/{name}/status", h.named(h.getStatus))
+	mux.HandleFunc("/connectors/{name}/pause", h.named(h.admin(http.MethodPut, pauseOp)))
+	mux.HandleFunc("/connectors/{name}/resume", h.named(h.admin(http.MethodPut, resumeOp)))
+	return mux
+}
+
+//go:embed page.html
+var pageHTML []byte
+
+func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
+	if !allow(w, r, http.MethodGet, http.MethodHead) {
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	// The page loads nothing from elsewhere; say so to the browser.
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:")
+	w.Header().Set("Cache-Control", "no-cache")
+	_, _ = w.Write(pageHTML)
+}
+
+// Report is the body of GET /status, laid out like Kafka Connect's
+// GET /connectors/NAME/status (name, connector, tasks, type) with the
+// sink's own numbers beside it.
+type Report struct {
+	Name      string      `json:"name"`
+	Type      string      `json:"type"`
+	Version   string      `json:"version"`
+	Delivery  string      `json:"delivery"`
+	Connector TaskState   `json:"connector"`
+	Tasks     []TaskState `json:"tasks"`
+	// StateSince is when the state was entered; GeneratedAt when the
+	// owner built the numbers (at most a second before the request).
+	StateSince   time.Time   `json:"state_since"`
+	GeneratedAt  time.Time   `json:"generated_at"`
+	Backpressure bool        `json:"fetch_paused_by_backpressure"`
+	Admin        bool        `json:"admin_endpoints"`
+	Tables       []Table     `json:"tables"`
+	Partitions   []Partition `json:"partitions"`
+}
+
+// TaskState is a connector's or task's state as Kafka Connect reports it;
+// Trace is the error of a FAILED one.
+type TaskState struct {
+	ID       *int   `json:"id,omitempty"`
+	State    State  `json:"state"`
+	WorkerID string `json:"worker_id"`
+	Trace    string `json:"trace,omitempty"`
+}
+
+// Report builds the body of GET /status from the last snapshot, with the
+// values that depend on the time of the request computed at now.
+func (h *Handler) Report(now time.Time) Report {
+	s := h.snapshot()
+	rep := Report{
+		Name: h.info.Name, Type: "sink", Version: h.info.Version, Delivery: h.info.Delivery,
+		Connector:    TaskState{State: s.State, WorkerID: h.workerID, Trace: s.Error},
+		StateSince:   s.Since,
+		GeneratedAt:  s.At,
+		Backpressure: s.Backpressure,
+		Admin:        h.info.Admin,
+		Tables:       make([]Table, len(s.Tables)),
+		Partitions:   make([]Partition, len(s.Partitions)),
+	}
+	id := 0
+	rep.Tasks = []TaskState{{ID: &id, State: s.State, WorkerID: h.workerID, Trace: s.Error}}
+	for i, t := range s.Tables {
+		if t.LastInsert != nil {
+			v := max(now.Sub(*t.LastInsert), 0).Seconds()
+			t.SecondsSinceLastInsert = &v
+		}
+		rep.Tables[i] = t
+	}
+	for i, p := range s.Partitions {
+		if p.LagRecords != nil {
+			if v, ok := metrics.LagSeconds(*p.LagRecords, p.LastFetched, now); ok {
+				p.LagSeconds = &v
+			}
+		}
+		rep.Partitions[i] = p
+	}
+	return rep
+}
+
+// snapshot is the controller's last snapshot, or a STARTING one.
+func (h *Handler) snapshot() *Snapshot {
+	if c := h.ctl.Load(); c != nil {
+		if s := (*c).Status(); s != nil {
+			return s
+		}
+	}
+	return &Snapshot{At: h.now(), State: Starting, Since: h.start}
+}
+
+func (h *Handler) getStatus(w http.ResponseWriter, r *http.Request) {
+	if !allow(w, r, http.MethodGet, http.MethodHead) {
+		return
+	}
+	writeJSON(w, http.StatusOK, h.Report(h.now()))
+}
+
+func (h *Handler) connectors(w http.ResponseWriter, r *http.Request) {
+	if !allow(w, r, http.MethodGet, http.MethodHead) {
+		return
+	}
+	writeJSON(w, http.StatusOK, []string{h.info.Name})
+}
+
+// named answers 404 for a connector name that is not this one's.
+func (h *Handler) named(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if name := r.PathValue("name"); name != h.info.Name {
+			writeError(w, http.StatusNotFound, fmt.Sprintf("Connector %s not found (this sink runs %s)", name, h.info.Name))
+			return
+		}
+		next(w, r)
+	}
+}
+
+type adminOp uint8
+
+const (
+	pauseOp adminOp = iota + 1
+	resumeOp
+)
+
+// admin guards a pause or resume endpoint: method, admin switch, token (or
+// loopback Host), cross-origin requests; then asks the controller.
+func (h *Handler) admin(method string, op adminOp) http.HandlerFunc {
+	act := func(w http.ResponseWriter, r *http.Request) {
+		c := h.ctl.Load()
+		if c == nil {
+			writeError(w, http.StatusConflict, "the connector is starting; try again once /status says RUNNING")
+			return
+		}
+		var (
+			st  State
+			err error
+		)
+		if op == pauseOp {
+			st, err = (*c).Pause(r.Context())
+		} else {
+			st, err = (*c).Resume(r.Context())
+		}
+		if err != nil {
+			code := http.StatusInternalServerError
+			if errors.Is(err, ErrConflict) {
+				code = http.StatusConflict
+			}
+			writeError(w, code, err.Error())
+			return
+		}
+		// Kafka Connect answers 202: the change is asynchronous (PAUSING
+		// turns PAUSED once the open batches are committed).
+		writeJSON(w, http.StatusAccepted, map[string]State{"state": st})
+	}
+	guarded := h.csrf.Handler(http.HandlerFunc(act))
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !allow(w, r, method) {
+			return
+		}
+		if !h.info.Admin {
+			writeError(w, http.StatusForbidden, "admin endpoints are off: set http.admin: true")
+			return
+		}
+		if h.info.Token != "" {
+			if !h.tokenOK(r) {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="sink"`)
+				writeError(w, http.StatusUnauthorized, "a valid bearer token is required (Authorization: Bearer $"+config.AdminTokenEnv+")")
+				return
+			}
+		} else if !loopbackHost(r.Host) {
+			writeError(w, http.StatusForbidden, "without an admin token, the admin endpoints answer only requests to a loopback host (127.0.0.1, [::1], localhost)")
+			return
+		}
+		guarded.ServeHTTP(w, r)
+	}
+}
+
+// tokenOK compares the request's bearer token with the configured one in
+// constant time: both are hashed first, so not even the length leaks.
+func (h *Handler) tokenOK(r *http.Request) bool {
+	auth := r.Header.Get("Authorization")
+	scheme, tok, ok := strings.Cut(auth, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+	return subtle.ConstantTimeCompare(sum[:], h.tokenSum[:]) == 1
+}
+
+// loopbackHost reports whether a request's Host header names a loopback
+// address or localhost.
+func loopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// allow answers 405 with an Allow header unless r's method is one of
+// methods.
+func allow(w http.ResponseWriter, r *http.Request, methods ...string) bool {
+	for _, m := range methods {
+		if r.Method == m {
+			return true
+		}
+	}
+	w.Header().Set("Allow", strings.Join(methods, ", "))
+	writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed; use %s", r.Method, strings.Join(methods, " or ")))
+	return false
+}
+
+// writeError answers in Kafka Connect's error shape.
+func writeError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, map[string]any{"error_code": code, "message": msg})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
