@@ -171,6 +171,14 @@ func (r *run) signal(name string, sig syscall.Signal) error {
 	if err != nil {
 		return err
 	}
+	// Only the checkout that started a server can start it again (its
+	// stack.sh recognises its own processes by their config paths): refuse
+	// to kill one it could not bring back.
+	cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if own := filepath.Join(r.env.stackRoot(), ".stack") + "/"; !strings.Contains(string(cmdline), own) {
+		return fmt.Errorf("%s (pid %d) was not started from %s, so its stack.sh could not restart it: pass the checkout that started it as --stack-root (SINK_STACK_ROOT)",
+			name, pid, own)
+	}
 	r.logf("%s: kill -%d %s (pid %d)", r.name, int(sig), name, pid)
 	if err := syscall.Kill(pid, sig); err != nil {
 		return fmt.Errorf("%s %s: %w", sig, name, err)
