@@ -526,7 +526,7 @@ func (r *run) startSink() error {
 	}
 	cmd := exec.Command(r.env.SinkBin, "run", "--config", r.cfgPath)
 	cmd.Stdout, cmd.Stderr = f, f
-	cmd.Env = os.Environ()
+	cmd.Env = sinkEnv()
 	if err := cmd.Start(); err != nil {
 		f.Close()
 		return err
@@ -541,6 +541,19 @@ func (r *run) startSink() error {
 	r.procs = append(r.procs, p)
 	r.logf("%s: started sink #%d (pid %d)", r.name, len(r.procs)-1, cmd.Process.Pid)
 	return nil
+}
+
+// sinkEnv is the harness's environment without SINK_* variables: the sink
+// reads those as configuration (SINK_KAFKA__BROKERS, …) and refuses unknown
+// ones, while the tests set their own (SINK_REQUIRE_STACK, SINK_STACK_ROOT).
+func sinkEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "SINK_") {
+			env = append(env, kv)
+		}
+	}
+	return env
 }
 
 // kill9 kills the i-th running sink without any chance to flush or commit.
