@@ -122,6 +122,9 @@ type ClickHouse struct {
 	// again, so that columns added or dropped while the sink runs are used
 	// without a restart; 0 re-reads only after an INSERT fails with an
 	// unknown column or table (codes 16, 47, 60), which it always does.
+	// A record carrying a field no column takes also re-reads the table
+	// before it is decoded, at most once per field per SchemaRefresh (once
+	// per field when 0).
 	SchemaRefresh time.Duration `koanf:"schema_refresh"`
 	// Cluster, when set, names the servers' cluster (remote_servers): its
 	// shards, weights and replicas are read from system.clusters for the

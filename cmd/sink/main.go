@@ -22,6 +22,7 @@ import (
 	"sink/config"
 	"sink/internal/check"
 	"sink/internal/consumer"
+	"sink/internal/errtext"
 	"sink/internal/metrics"
 	"sink/internal/pipeline"
 	"sink/internal/status"
@@ -132,6 +133,9 @@ func newLogger(cfg config.Log, out io.Writer) zerolog.Logger {
 	if cfg.Format == "console" {
 		out = zerolog.ConsoleWriter{Out: out, TimeFormat: time.RFC3339}
 	}
+	// Every error a log line carries is cut to about 1 KB, start and end
+	// kept (a decode error can quote its input at every nesting level).
+	zerolog.ErrorMarshalFunc = errtext.Marshal
 	return zerolog.New(out).Level(level).With().Timestamp().Logger()
 }
 
@@ -213,7 +217,7 @@ func run(cfg *config.Config, stderr io.Writer) int {
 	if err != nil {
 		// The reason the run ended is the last line, after every log line
 		// of the flush and the leave.
-		fmt.Fprintf(stderr, "sink: %v\n", err)
+		fmt.Fprintf(stderr, "sink: %s\n", errtext.Of(err))
 		return 1
 	}
 	log.Info().Msg("stopped")

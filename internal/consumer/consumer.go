@@ -1,7 +1,9 @@
 // Package consumer is the Kafka side of the sink: one franz-go client that
 // joins the connector's consumer group with cooperative-sticky balancing,
-// fetches in large responses (kafka.fetch_min_bytes, fetch_max_wait), never
-// commits on its own, and produces dead-letter records. A Consumer is the
+// fetches in large responses (kafka.fetch_min_bytes, fetch_max_wait) with
+// read_committed, keeping the transaction markers (control records) in the
+// fetches so that the pipeline commits past them, never commits on its own,
+// and produces dead-letter records. A Consumer is the
 // pipeline's Source (internal/pipeline's ports).
 //
 // Rebalances are blocked while polled records are being processed
@@ -83,6 +85,12 @@ func Options(cfg *config.Config, log zerolog.Logger, h Hooks) ([]kgo.Opt, error)
 		// request timeout is on top of that.
 		kgo.RequestTimeoutOverhead(k.RequestTimeout),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		// Transaction markers come to the pipeline as records, so that it
+		// can commit past them (and past the aborted records before an
+		// abort marker, which read_committed never returns): without them
+		// the committed offset stops at the last data record and the
+		// group's lag never reaches 0 on a transactional topic.
+		kgo.KeepControlRecords(),
 		kgo.WithLogger(kzerolog{log}),
 		// DLQ records must keep their order per source partition only
 		// loosely; what matters is that each is acknowledged.

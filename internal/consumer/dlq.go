@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"sink/config"
+	"sink/internal/errtext"
 )
 
 // defaultMaxMessageBytes is Kafka's default for max.message.bytes (and
@@ -151,7 +152,7 @@ const (
 
 // maxErrorHeader bounds the sink.error header: a decode error may quote
 // part of the record, which is in the value anyway.
-const maxErrorHeader = 1024
+const maxErrorHeader = errtext.Max
 
 // recordOverhead is a generous bound on what a one-record batch adds to
 // its key, value and headers on the wire (batch header 61 bytes, record
@@ -167,10 +168,7 @@ const recordOverhead = 256
 // reference to the original), for a broker that refused a copy the estimate
 // said would fit.
 func DLQRecord(topic string, rec *kgo.Record, cause error, limit int, refOnly bool) *kgo.Record {
-	msg := cause.Error()
-	if len(msg) > maxErrorHeader {
-		msg = msg[:maxErrorHeader] + "…"
-	}
+	msg := errtext.Cap(cause.Error(), maxErrorHeader)
 	hs := make([]kgo.RecordHeader, 0, len(rec.Headers)+7)
 	hs = append(hs, rec.Headers...)
 	hs = append(hs,

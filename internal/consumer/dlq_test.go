@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -92,10 +93,23 @@ func TestDLQRecordFitsTheTopicLimit(t *testing.T) {
 }
 
 func TestDLQRecordCapsTheErrorHeader(t *testing.T) {
-	out := DLQRecord("dlq", &kgo.Record{Value: []byte("x")}, errors.New(strings.Repeat("e", 10_000)), 0, false)
-	for _, h := range out.Headers {
-		if h.Key == "sink.error" && len(h.Value) > maxErrorHeader+8 {
-			t.Fatalf("sink.error header has %d bytes", len(h.Value))
+	for _, cause := range []string{strings.Repeat("e", 10_000), "decode topic \"t\" partition 1 offset 9: " + strings.Repeat("é", 5_000) + " the end"} {
+		out := DLQRecord("dlq", &kgo.Record{Value: []byte("x")}, errors.New(cause), 0, false)
+		found := false
+		for _, h := range out.Headers {
+			if h.Key != "sink.error" {
+				continue
+			}
+			found = true
+			if len(h.Value) > maxErrorHeader || !utf8.Valid(h.Value) {
+				t.Fatalf("sink.error header has %d bytes (valid UTF-8: %v), want at most %d", len(h.Value), utf8.Valid(h.Value), maxErrorHeader)
+			}
+			if !strings.HasPrefix(string(h.Value), cause[:20]) || !strings.HasSuffix(string(h.Value), cause[len(cause)-7:]) {
+				t.Fatalf("sink.error header lost the error's start or end: %q", h.Value)
+			}
+		}
+		if !found {
+			t.Fatal("no sink.error header")
 		}
 	}
 }

@@ -11,11 +11,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/chcol"
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"sink/internal/errtext"
 )
 
 // decodeOne decodes {"c": json} (or {} when json is "") into a one-column
@@ -982,4 +985,41 @@ func TestNewBlockPresized(t *testing.T) {
 			t.Fatalf("column %d differs between the grown and the presized block", i)
 		}
 	}
+}
+
+// A 2,000-deep nested JSON value is a bad record with a short error that
+// names the record; and a reason of any length (some parsers repeat
+// themselves at every nesting level: 14 KB for that value) is cut so that
+// the error text fits errtext.Max, with the record's coordinates whole at
+// its start and the reason's innermost words at its end.
+func TestDeepJSONErrorIsCapped(t *testing.T) {
+	p, err := Compile("json", []ColumnSchema{{Name: "price", Type: "Decimal(18, 4)"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	value := `{"price":` + strings.Repeat("[", 2000) + strings.Repeat("]", 2000) + `}`
+	err = p.Append(p.NewBlock(), &kgo.Record{Topic: "orders", Partition: 7, Offset: 123456789, Value: []byte(value)})
+	var re *RecordError
+	if !errors.As(err, &re) {
+		t.Fatalf("got %v, want a RecordError", err)
+	}
+	const where = `decode topic "orders" partition 7 offset 123456789: `
+	if msg := err.Error(); len(msg) > errtext.Max || !strings.HasPrefix(msg, where) {
+		t.Fatalf("deep JSON: error text of %d bytes %.200q; want at most %d, starting with the coordinates", len(msg), msg, errtext.Max)
+	}
+	t.Logf("deep JSON: %d-byte error: %s", len(err.Error()), err)
+
+	long := &RecordError{Topic: "orders", Partition: 7, Offset: 123456789, Column: "price",
+		Reason: "invalid JSON: " + strings.Repeat("cannot parse array value: ", 540) + "unexpected end"}
+	msg := long.Error()
+	if len(msg) > errtext.Max || !utf8.ValidString(msg) {
+		t.Fatalf("error text %d bytes (valid UTF-8: %v), want at most %d", len(msg), utf8.ValidString(msg), errtext.Max)
+	}
+	if !strings.HasPrefix(msg, where+`column "price": invalid JSON: `) {
+		t.Fatalf("error text %.120q does not start with the record's coordinates", msg)
+	}
+	if !strings.Contains(msg, " bytes cut] … ") || !strings.HasSuffix(msg, "cannot parse array value: unexpected end") {
+		t.Fatalf("error text does not say what was cut or lost the reason's end: %q", msg)
+	}
+	t.Logf("a %d-byte reason: %d-byte error", len(long.Reason), len(msg))
 }

@@ -106,6 +106,28 @@ type drift struct {
 	// a stream whose records carry the same extra fields is counted by
 	// looking those up again, without walking every key.
 	last []*UnmappedField
+	// rec is the unmapped fields of the record appended last (a nil entry
+	// is a field counted as overflow), recOverflow how many of its fields
+	// went to the overflow: LastUnmapped and Unappend.
+	rec         []*UnmappedField
+	recOverflow uint64
+}
+
+// LastUnmapped returns the unmapped fields of the record that the last
+// successful Append added (nil when it had none); a nil entry is a field
+// beyond MaxUnmappedFields. The slice is the Plan's: valid until the next
+// Append, not to be modified.
+func (p *Plan) LastUnmapped() []*UnmappedField { return p.drift.rec }
+
+// unnote takes back the counts of the record appended last (Unappend).
+func (d *drift) unnote() {
+	for _, u := range d.rec {
+		if u != nil {
+			u.Count--
+		}
+	}
+	d.overflow -= d.recOverflow
+	d.rec, d.recOverflow = nil, 0
 }
 
 // extraFields is implemented by formats whose records are JSON objects:
@@ -144,9 +166,12 @@ func (d *drift) bind(f rowFormat) {
 // noteUnmapped counts the unmapped fields of the record just appended.
 func (p *Plan) noteUnmapped() {
 	d := &p.drift
+	d.rec, d.recOverflow = nil, 0
 	if d.known != nil {
 		if k := d.known.unmappedFields(); k != nil && len(k.fields) > 0 {
+			over := d.overflow
 			d.countKnown(k)
+			d.rec, d.recOverflow = k.counters, d.overflow-over
 		}
 		return
 	}
@@ -174,11 +199,14 @@ func (p *Plan) noteUnmapped() {
 	}
 	// The common case: the same extra fields as the record before.
 	if len(d.last) == f.extra && d.again(f.obj) {
+		d.rec = d.last
 		return
 	}
+	over := d.overflow
 	d.mapped = f
 	d.last = d.last[:0]
 	f.obj.Visit(d.visit)
+	d.rec, d.recOverflow = d.last, d.overflow-over
 }
 
 // field is the counter of unmapped field k, created on its first
@@ -206,8 +234,10 @@ func (d *drift) field(k []byte) *UnmappedField {
 func (d *drift) noteScanned(f *jsonFields) {
 	sc := f.sc
 	if len(d.last) == f.extra && d.againScanned(f) {
+		d.rec = d.last
 		return
 	}
+	over := d.overflow
 	d.last = d.last[:0]
 	for m := range sc.members {
 		k := sc.doc[sc.members[m].key.start:sc.members[m].key.end]
@@ -219,6 +249,7 @@ func (d *drift) noteScanned(f *jsonFields) {
 			d.last = append(d.last, u)
 		}
 	}
+	d.rec, d.recOverflow = d.last, d.overflow-over
 }
 
 // againScanned is again for a scanned record.

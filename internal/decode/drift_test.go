@@ -288,3 +288,60 @@ func TestUnmappedRepeatedFieldSets(t *testing.T) {
 		}
 	}
 }
+
+// TestLastUnmappedAndUnappend: LastUnmapped names the fields of the record
+// just appended that no column reads (none for a record without any, on
+// the scanned and on the tree path: an escaped key takes the tree), and
+// Unappend takes that row back with its counts, leaving the block and the
+// drift counts as if it had never been appended.
+func TestLastUnmappedAndUnappend(t *testing.T) {
+	p, err := Compile("json", []ColumnSchema{{Name: "id", Type: "UInt64"}, {Name: "s", Type: "String"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.SetPolicy(Policy{}) // count the defaults
+	b := p.NewBlock()
+	names := func() string {
+		var out []string
+		for _, u := range p.LastUnmapped() {
+			out = append(out, u.Name)
+		}
+		sort.Strings(out)
+		return strings.Join(out, ",")
+	}
+	for _, tc := range []struct{ rec, want string }{
+		{`{"id":1,"s":"a"}`, ""},
+		{`{"id":2,"x":1,"y":"b"}`, "x,y"},
+		{`{"id":3,"x":2,"y":"c"}`, "x,y"},    // the same fields again
+		{`{"id":4,"\u0078":3,"s":"d"}`, "x"}, // an escaped key: the tree path
+		{`{"id":5,"s":null}`, ""},
+	} {
+		rows, bytes := b.Rows(), b.Bytes()
+		if err := p.Append(b, &kgo.Record{Value: []byte(tc.rec)}); err != nil {
+			t.Fatalf("%s: %v", tc.rec, err)
+		}
+		if got := names(); got != tc.want {
+			t.Fatalf("%s: LastUnmapped %q, want %q", tc.rec, got, tc.want)
+		}
+		if tc.want == "" {
+			continue
+		}
+		p.Unappend(b)
+		if b.Rows() != rows || b.Bytes() != bytes {
+			t.Fatalf("%s: after Unappend %d rows, %d bytes; want %d, %d", tc.rec, b.Rows(), b.Bytes(), rows, bytes)
+		}
+	}
+	// Only the kept rows (ids 1 and 5) are in the block and counted: the
+	// taken-back ones left no unmapped count and no default behind.
+	if b.Rows() != 2 || fmt.Sprint(b.ColumnData(0)) != "[1 5]" {
+		t.Fatalf("block rows %d, ids %v; want 2 rows, [1 5]", b.Rows(), b.ColumnData(0))
+	}
+	p.TakeUnmapped(func(u *UnmappedField) {
+		t.Errorf("field %s counted %d times after its rows were taken back", u.Name, u.Count)
+	}, nil)
+	defaults := 0
+	p.TakeDefaults(func(column, reason string, n uint64) { defaults += int(n) })
+	if defaults != 1 { // id 5's null s (ids 2 and 3, which lack s, were taken back)
+		t.Fatalf("%d defaults counted, want 1", defaults)
+	}
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"sink/internal/errtext"
 	"sink/internal/route"
 )
 
@@ -60,7 +61,9 @@ type Plan struct {
 
 	policy   Policy      // policy.go
 	defaults [][2]uint64 // per column: defaults given for missing, null values
-	marks    []mark      // defaults given in the row being appended
+	marks    []mark      // defaults given in the row being appended (or last appended)
+	// lastBytes is b.bytes before the last appended row (Unappend).
+	lastBytes int
 
 	drift drift // drift.go: fields no column reads
 
@@ -296,9 +299,35 @@ func (p *Plan) appendRow(b *Block, r *kgo.Record) error {
 	}
 	b.rows++
 	c.b = nil
+	p.lastBytes = bytes0
 	p.countDefaults()
 	p.noteUnmapped()
 	return nil
+}
+
+// Unappend takes back the row that the last successful Append added to b,
+// with its counts of defaults and unmapped fields, as if the record had
+// never been appended. The pipeline uses it for a record that must wait
+// (LastUnmapped names a field a column is being added for). It is only
+// valid right after that Append, on the same block.
+func (p *Plan) Unappend(b *Block) {
+	if b.rows == 0 {
+		panic("decode: Unappend on an empty Block")
+	}
+	b.rows--
+	for _, c := range b.bufs {
+		c.truncate(b.rows)
+	}
+	b.bytes = p.lastBytes
+	for _, m := range p.marks {
+		if m.null {
+			p.defaults[m.col][1]--
+		} else {
+			p.defaults[m.col][0]--
+		}
+	}
+	p.marks = p.marks[:0]
+	p.drift.unnote()
 }
 
 // readRecord reads a source that is an attribute of the Kafka record.
@@ -354,11 +383,17 @@ type RecordError struct {
 	Reason    string
 }
 
+// Error names the record first, then the reason, cut (errtext.Cap) so that
+// the whole text fits errtext.Max with the record's coordinates whole (the
+// reason keeps at least 128 bytes, should the names be that long).
 func (e *RecordError) Error() string {
+	var where string
 	if e.Column == "" {
-		return fmt.Sprintf("decode topic %q partition %d offset %d: %s", e.Topic, e.Partition, e.Offset, e.Reason)
+		where = fmt.Sprintf("decode topic %q partition %d offset %d: ", e.Topic, e.Partition, e.Offset)
+	} else {
+		where = fmt.Sprintf("decode topic %q partition %d offset %d: column %q: ", e.Topic, e.Partition, e.Offset, e.Column)
 	}
-	return fmt.Sprintf("decode topic %q partition %d offset %d: column %q: %s", e.Topic, e.Partition, e.Offset, e.Column, e.Reason)
+	return where + errtext.Cap(e.Reason, max(errtext.Max-len(where), 128))
 }
 
 // Block is a batch of rows in typed column buffers. It is filled by one

@@ -97,7 +97,7 @@ func (p *Plan) countDefaults() {
 			p.defaults[m.col][0]++
 		}
 	}
-	p.marks = p.marks[:0]
+	// The marks stay until the next row starts, for Unappend.
 }
 
 // bareNaNInf reports an unquoted NaN or Inf number token, which JSON does

@@ -47,9 +47,16 @@ type Entry struct {
 }
 
 // Ledger is one partition's metadata: the committed offset it was written
-// with, the end of a table-check region (0: none) and the pending intents.
+// with, the ID of the topic it was written for (Kafka's topic ID, base64;
+// "" when unknown, as in ledgers of earlier versions), the end of a
+// table-check region (0: none) and the pending intents.
+//
+// The topic ID tells a topic deleted and recreated under the same name
+// from the one the ledger speaks of: its offsets start again at 0, so the
+// ledger's offsets and the rows already in the table are not its own.
 type Ledger struct {
 	Offset  int64
+	TopicID string
 	Check   int64
 	Entries []Entry
 }
@@ -84,7 +91,7 @@ func LessTP(a, b offsets.TP) bool {
 // Live returns the ledger to commit at offset: the entries and check region
 // not yet passed by it.
 func (l Ledger) Live(offset int64) Ledger {
-	out := Ledger{Offset: offset}
+	out := Ledger{Offset: offset, TopicID: l.TopicID}
 	if l.Check > offset {
 		out.Check = l.Check
 	}
@@ -100,12 +107,20 @@ func (l Ledger) Live(offset int64) Ledger {
 // MaxMetadata bytes.
 var ErrTooLarge = errors.New("exactly-once ledger exceeds the 4096-byte commit metadata limit")
 
-// Encode writes the ledger as metadata: "sink-eo1 @offset [cEND] [token:first-last/n ...]".
+// Encode writes the ledger as metadata:
+// "sink-eo1 @offset [tTOPICID] [cEND] [token:first-last/n ...]".
 func (l Ledger) Encode() (string, error) {
 	var b strings.Builder
 	b.WriteString(Marker)
 	b.WriteString(" @")
 	b.WriteString(strconv.FormatInt(l.Offset, 10))
+	if l.TopicID != "" {
+		if strings.ContainsAny(l.TopicID, " :\t\n") {
+			return "", fmt.Errorf("invalid topic ID %q in a ledger", l.TopicID)
+		}
+		b.WriteString(" t")
+		b.WriteString(l.TopicID)
+	}
 	if l.Check > 0 {
 		b.WriteString(" c")
 		b.WriteString(strconv.FormatInt(l.Check, 10))
@@ -147,6 +162,13 @@ func Decode(s string) (l Ledger, ok bool, err error) {
 		return bad("bad @offset")
 	}
 	rest := fields[2:]
+	// "t<id>" is the topic ID (an entry always has a colon, an ID never).
+	if len(rest) > 0 && strings.HasPrefix(rest[0], "t") && !strings.Contains(rest[0], ":") {
+		if l.TopicID = rest[0][1:]; l.TopicID == "" {
+			return bad("empty topic ID")
+		}
+		rest = rest[1:]
+	}
 	// "c<end>" is the check region; an entry's token may start with c too,
 	// but an entry always has a colon.
 	if len(rest) > 0 && strings.HasPrefix(rest[0], "c") && !strings.Contains(rest[0], ":") {

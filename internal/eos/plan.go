@@ -40,6 +40,9 @@ type Recovery struct {
 	CheckFrom, CheckTo int64
 	// Why says, for the log, why the partition is checked ("unmarked", …).
 	Why string
+	// TopicID is the topic ID the partition's committed ledger was
+	// written for ("" when none is recorded); see Incarnation.
+	TopicID string
 }
 
 // Plan is the recovery of a set of assigned partitions.
@@ -144,7 +147,8 @@ func PlanRecovery(snap Snapshot, assigned []offsets.TP, tableOf func(topic strin
 			continue
 		}
 		end := l.Check
-		r.Ledger = Ledger{Offset: c.Offset}
+		r.TopicID = l.TopicID
+		r.Ledger = Ledger{Offset: c.Offset, TopicID: l.TopicID}
 		for _, e := range l.Entries {
 			if in := isComplete(e.Token); in != nil {
 				r.Ledger.Entries = append(r.Ledger.Entries, e)
@@ -165,4 +169,24 @@ func PlanRecovery(snap Snapshot, assigned []offsets.TP, tableOf func(topic strin
 	}
 	sort.Slice(plan.Replays, func(i, j int) bool { return plan.Replays[i].Token < plan.Replays[j].Token })
 	return plan
+}
+
+// Incarnation says whether a partition's topic is not the one the group's
+// ledger and the table's rows were written from: the topic was deleted and
+// recreated under the same name, and its offsets started again at 0.
+// recorded is the topic ID of the partition's committed ledger ("" when
+// none is recorded), current the topic's ID now ("" when the broker gives
+// none); lastPresent is the highest offset of the partition the table
+// holds (-1: none) and logEnd the partition's log end offset now. Either
+// proof is enough: another ID, or a row at an offset the topic has never
+// reached (a partition's log end never goes back while the topic lives).
+// why names the proof.
+func Incarnation(recorded, current string, lastPresent, logEnd int64) (why string, recreated bool) {
+	if recorded != "" && current != "" && recorded != current {
+		return fmt.Sprintf("the group's ledger was written for topic ID %s, the topic's ID is now %s", recorded, current), true
+	}
+	if lastPresent >= 0 && logEnd >= 0 && lastPresent >= logEnd {
+		return fmt.Sprintf("the table holds a row of offset %d, and the partition's log ends at %d", lastPresent, logEnd), true
+	}
+	return "", false
 }

@@ -59,6 +59,9 @@ const (
 	// their schema, and the failed attempts to decode them again.
 	RegistryWaiting = "sink_registry_waiting_records"
 	RegistryRetries = "sink_registry_retries_total"
+	// Records held because they carry a field whose column is being added
+	// (schema.evolve: add_columns) or whose table is being re-read.
+	SchemaWaiting = "sink_schema_waiting_records"
 	// The batch controller's decision per table (batch.mode adaptive; in
 	// fixed mode the configured max_rows and max_wait, pressure 1) and
 	// what it decided from (adaptive only).
@@ -93,6 +96,7 @@ type Metrics struct {
 	limit, partitions, maxWait   prometheus.Gauge
 	regWaiting                   prometheus.Gauge
 	regRetries                   prometheus.Counter
+	schemaWaiting                prometheus.Gauge
 	targets                      map[string]*prometheus.GaugeVec // the Batch*/TableParts* gauges by name, labeled by table
 	reason                       *prometheus.GaugeVec
 	state                        *prometheus.GaugeVec
@@ -166,6 +170,7 @@ func New(group string) *Metrics {
 		Help: "1 for the connector's state (STARTING, RUNNING, PAUSING, PAUSED, STOPPING, STOPPED, FAILED), 0 for the others; PAUSING and PAUSED follow POST /pause."}, []string{"state"})
 	m.partitions = prometheus.NewGauge(prometheus.GaugeOpts{Name: Partitions, Help: "Partitions this member owns."})
 	m.regWaiting = prometheus.NewGauge(prometheus.GaugeOpts{Name: RegistryWaiting, Help: "Records held (with fetching paused) because their schema id is not cached and the schema registry cannot be asked; they are decoded when it answers."})
+	m.schemaWaiting = prometheus.NewGauge(prometheus.GaugeOpts{Name: SchemaWaiting, Help: "Records held (with fetching paused) because they carry a field whose column is being added, or whose table is being re-read; they are decoded once the table has it (or the ALTER is refused)."})
 	m.regRetries = prometheus.NewCounter(prometheus.CounterOpts{Name: RegistryRetries, Help: "Attempts to decode held records that found the schema registry still unavailable."})
 	age := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: LastCommitAge,
@@ -178,7 +183,7 @@ func New(group string) *Metrics {
 	m.reg.MustRegister(m.reason, m.state)
 	m.cluster = newClusterVecs(m.reg)
 	m.reg.MustRegister(m.records, m.bytes, m.dlq, m.skipped, m.unrouted, m.rows, m.inserts, m.sealed, m.retries, m.defaults, m.unmapped, m.duration,
-		m.perInsert, m.e2e, m.ages, m.lag, m.buffer, m.limit, m.paused, m.partitions, m.maxWait, m.regWaiting, m.regRetries, age,
+		m.perInsert, m.e2e, m.ages, m.lag, m.buffer, m.limit, m.paused, m.partitions, m.maxWait, m.regWaiting, m.regRetries, m.schemaWaiting, age,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -478,6 +483,15 @@ func (m *Metrics) SetRegistryWaiting(n int) {
 		return
 	}
 	m.regWaiting.Set(float64(n))
+}
+
+// SetSchemaWaiting reports the records held for a column being added or a
+// table being re-read.
+func (m *Metrics) SetSchemaWaiting(n int) {
+	if m == nil {
+		return
+	}
+	m.schemaWaiting.Set(float64(n))
 }
 
 // RegistryRetry counts an attempt at the held records that found the

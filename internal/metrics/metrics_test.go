@@ -65,6 +65,7 @@ func TestCounters(t *testing.T) {
 	m.SetBuffer(1000, 4096, true)
 	m.SetMaxWait(2500 * time.Millisecond)
 	m.SetRegistryWaiting(3)
+	m.SetSchemaWaiting(4)
 	m.RegistryRetry()
 	m.RegistryRetry()
 
@@ -102,6 +103,8 @@ func TestCounters(t *testing.T) {
 			got = testutil.ToFloat64(m.regWaiting)
 		case RegistryRetries:
 			got = testutil.ToFloat64(m.regRetries)
+		case SchemaWaiting:
+			got = testutil.ToFloat64(m.schemaWaiting)
 		}
 		if got != want {
 			t.Fatalf("%s%v = %v, want %v", name, labels, got, want)
@@ -125,6 +128,7 @@ func TestCounters(t *testing.T) {
 	f(BatchMaxWait, 2.5)
 	f(RegistryWaiting, 3)
 	f(RegistryRetries, 2)
+	f(SchemaWaiting, 4)
 	m.SetBuffer(0, 4096, false)
 	f(FetchPaused, 0)
 

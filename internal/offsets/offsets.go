@@ -4,7 +4,11 @@
 // the offset just past the longest contiguous prefix of handled records.
 //
 // Records are grouped into units (a batch, a DLQ produce, or unit 0 for
-// records that need no work). Consecutive records of one partition in the
+// records that need no work: skipped records, and the commit and abort
+// markers of transactions, whose offsets must be committed past too).
+// Offsets need not be contiguous: the gaps of a compacted topic and the
+// aborted records before an abort marker, which a read_committed consumer
+// never sees, are passed over. Consecutive records of one partition in the
 // same unit collapse into one segment, so the cost is per batch, not per
 // record.
 //

@@ -265,3 +265,102 @@ func TestTrackerSharedGroupsReused(t *testing.T) {
 		t.Fatalf("AddShared of a known group allocates %v times", a)
 	}
 }
+
+// A transactional partition as read with read_committed: the consumer sees
+// the committed records and every transaction marker (commit or abort),
+// never the aborted records, so an aborted transaction is a gap closed by
+// its marker. Markers are added as Done; the position must pass them (and
+// the gaps before them) only once every record before them is handled, and
+// reach the log end when the log ends with an aborted transaction.
+func TestTransactionMarkersAndAbortedRanges(t *testing.T) {
+	// Log of tp0 (offset: what it is):
+	//  0-4  committed txn A, batch 1     5  commit marker of A
+	//  6-9  aborted txn B (not seen)    10  abort marker of B
+	// 11,13 committed txn C, batch 2    12  a bad record of C, DLQ unit 3
+	// 14    commit marker of C
+	// 15-19 aborted txn D (not seen)    20  abort marker of D; log end 21
+	tr := New()
+	for o := int64(0); o <= 4; o++ {
+		tr.Add(tp0, o, 1, 1)
+	}
+	tr.Add(tp0, 5, 1, Done)
+	tr.Add(tp0, 10, 1, Done)
+	tr.Add(tp0, 11, 2, 2)
+	tr.Add(tp0, 12, 2, 3)
+	tr.Add(tp0, 13, 2, 2)
+	tr.Add(tp0, 14, 2, Done)
+	tr.Add(tp0, 20, 2, Done)
+	pos := func(want int64, wantOK bool, when string) {
+		t.Helper()
+		got, ok := tr.Position(tp0)
+		if ok != wantOK || (ok && got.Offset != want) {
+			t.Fatalf("%s: position %v,%v; want %d,%v", when, got, ok, want, wantOK)
+		}
+	}
+	pos(0, false, "nothing acknowledged: markers wait behind batch 1")
+	tr.Ack(2, []TP{tp0})
+	pos(0, false, "batch 2 acknowledged before batch 1")
+	tr.Ack(1, []TP{tp0})
+	pos(12, true, "batch 1 acknowledged: past marker 5, the aborted 6-9, marker 10 and 11 of batch 2, up to the DLQ record 12")
+	if c := tr.Committable(); c[tp0] != (Commit{Offset: 12, Epoch: 2}) {
+		t.Fatalf("committable %v, want offset 12 epoch 2", c)
+	}
+	tr.Ack(3, []TP{tp0})
+	pos(21, true, "all acknowledged: the log end, past the trailing aborted transaction")
+	if c := tr.Committable(); c[tp0] != (Commit{Offset: 21, Epoch: 2}) {
+		t.Fatalf("committable %v, want offset 21 epoch 2", c)
+	}
+	if n := tr.Pending(tp0); n != 0 {
+		t.Fatalf("%d units pending after all acks", n)
+	}
+
+	// A partition whose only content is an aborted transaction: the marker
+	// alone moves the position to the log end.
+	tp1 := TP{Topic: "t", Partition: 1}
+	tr.Add(tp1, 7, 0, Done)
+	if got, ok := tr.Position(tp1); !ok || got.Offset != 8 {
+		t.Fatalf("marker-only partition: position %v,%v; want 8", got, ok)
+	}
+}
+
+// Truncating a partition back to a batch's first record also forgets the
+// markers after it, which arrive again with the records.
+func TestTruncateForgetsMarkersAfter(t *testing.T) {
+	tr := New()
+	tr.Add(tp0, 0, 0, 1)
+	tr.Add(tp0, 1, 0, Done) // commit marker
+	tr.Add(tp0, 2, 0, 2)
+	tr.Add(tp0, 3, 0, Done) // commit marker
+	tr.Add(tp0, 9, 0, Done) // abort marker after an aborted 4-8
+	next, ok := tr.Truncate(tp0, 2)
+	if !ok || next != 10 {
+		t.Fatalf("truncate: %d,%v; want 10,true", next, ok)
+	}
+	tr.Ack(1, []TP{tp0})
+	if got, ok := tr.Position(tp0); !ok || got.Offset != 2 {
+		t.Fatalf("after truncate and ack: %v,%v; want 2 (markers past 2 forgotten)", got, ok)
+	}
+	tr.Add(tp0, 2, 0, 3)
+	tr.Add(tp0, 3, 0, Done)
+	tr.Add(tp0, 9, 0, Done)
+	tr.Ack(3, []TP{tp0})
+	if got, ok := tr.Position(tp0); !ok || got.Offset != 10 {
+		t.Fatalf("after re-adding: %v,%v; want 10", got, ok)
+	}
+}
+
+// Fan-out: a record shared by two tables, then a marker. The marker waits
+// until both tables have the record.
+func TestMarkerAfterSharedRecord(t *testing.T) {
+	tr := New()
+	tr.AddShared(tp0, 0, 0, []uint64{1, 2})
+	tr.Add(tp0, 1, 0, Done)
+	tr.Ack(1, []TP{tp0})
+	if _, ok := tr.Position(tp0); ok {
+		t.Fatal("marker passed a record only one of its two tables has")
+	}
+	tr.Ack(2, []TP{tp0})
+	if got, ok := tr.Position(tp0); !ok || got.Offset != 2 {
+		t.Fatalf("position %v,%v; want 2", got, ok)
+	}
+}

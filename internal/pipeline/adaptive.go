@@ -118,7 +118,7 @@ func (p *Pipeline) probeParts(ctx context.Context) {
 		}
 		ts.probing = true
 		db, name := ts.t.Database, ts.t.Name
-		go func() {
+		p.spawn(func() {
 			qctx, cancel := context.WithTimeout(ctx, p.cfg.ClickHouse.QueryTimeout)
 			defer cancel()
 			parts, err := pr.Parts(qctx, db, name)
@@ -126,7 +126,7 @@ func (p *Pipeline) probeParts(ctx context.Context) {
 			case p.parts <- partsResult{ts: ts, parts: parts, err: err}:
 			case <-p.stopped:
 			}
-		}()
+		})
 	}
 }
 

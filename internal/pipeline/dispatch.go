@@ -145,16 +145,18 @@ func (p *Pipeline) pump(writeCtx context.Context, ts *tableState) {
 				// Never inserted without its intent: the batch fails (unless
 				// a loss of one of its partitions drops it first).
 				err = fmt.Errorf("%w; not inserting it, stopping: the group's other members or a restart replay what was recorded", err)
-				go func(id uint64) { p.acks <- ack{id: id, err: err} }(b.ID)
+				id := b.ID
+				p.spawn(func() { p.sendAck(ack{id: id, err: err}) })
 				continue
 			}
 		}
-		go p.insert(ctx, ts, tab, b, blk)
+		p.spawn(func() { p.insert(ctx, ts, tab, b, blk) })
 	}
 }
 
-// insert runs on its own goroutine and touches nothing of the owner's but
-// the acks and schemas channels and atomic counters. tab is the table's
+// insert runs on its own goroutine (spawn) and touches nothing of the
+// owner's but the acks and schemas channels (through sendAck and
+// sendSchema) and atomic counters. tab is the table's
 // layout the batch was decoded for.
 func (p *Pipeline) insert(ctx context.Context, ts *tableState, tab *writer.Table, b *sealedBatch, blk writer.Block) {
 	start := time.Now()
@@ -170,7 +172,7 @@ func (p *Pipeline) insert(ctx context.Context, ts *tableState, tab *writer.Table
 			Dur("retry_in", at.Wait).Err(at.Err).Msg("insert failed, retrying the same block")
 	}
 	err := p.w.Insert(ctx, tab, blk, b.ID, onRetry, p.refreshFor(ts))
-	p.acks <- ack{id: b.ID, err: err, took: time.Since(start)}
+	p.sendAck(ack{id: b.ID, err: err, took: time.Since(start)})
 }
 
 func (p *Pipeline) handleAck(writeCtx context.Context, a ack) {

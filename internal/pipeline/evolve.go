@@ -23,28 +23,109 @@ import (
 // are counted as decode.OverflowField, so the metric's label values stay
 // bounded whatever the records carry.
 //
-// A route with schema.evolve: add_columns also turns a new field into a
-// column: the owner starts one goroutine per field that runs
-// writer.AddColumn (ALTER TABLE … ADD COLUMN with the inferred type) and
-// then re-reads the table; the result comes back on p.schemas and is
-// applied like any other change of the table (applySchema), so the records
-// decoded after that fill the column. The records that carried the field
-// before — in the batch being sealed and those decoded while the ALTER ran
-// — are inserted without it (the column gets its default, or NULL): a
-// sealed batch is never rebuilt.
+// No value of such a field is lost while the table gets a column for it.
+// Each record is looked at as it is appended (decode.Plan.LastUnmapped
+// names its unmapped fields; a record without any costs one length
+// check). For a field the table may get a column for, the row is taken
+// back at once (decode.Plan.Unappend) and the record is held with the
+// rest of its partition (held.go), before anything else — tracker,
+// exactly-once row order, batch triggers — has seen it:
+//
+//   - A route with schema.evolve: add_columns starts an ALTER TABLE … ADD
+//     COLUMN (writer.AddColumn, the type inferred from the field's values
+//     in that record and in the held records, or taken from the record's
+//     schema) and then re-reads the table, on a goroutine of its own. The
+//     result comes back on p.schemas and is applied like any other change
+//     of the table (applySchema: the open batches, which hold no record
+//     carrying the field, are sealed with the old columns, and the routes
+//     recompiled); then the held records are appended again, with the new
+//     column. Records of other partitions that carry the field meanwhile
+//     wait the same way.
+//   - Any route (and one whose ALTER was refused) re-reads the table before
+//     it appends the first record carrying a field no column takes: the
+//     usual order of a change is "ALTER TABLE, then deploy the producer",
+//     and a person's column is then filled from its first record on. This
+//     happens at most once per field per clickhouse.schema_refresh (once
+//     per field when the refresh is off).
+//
+// So the question of re-decoding or rebuilding a batch never comes up: a
+// record carrying the field is never in an open batch while its column
+// is on its way. The held records are raw Kafka records (no decoded copy),
+// counted in batch.buffer_memory, and no fetch is requested while any are
+// held, so memory stays bounded: a wait pauses fetching like a full
+// buffer. In exactly-once mode a batch holds exactly the rows it would
+// have held had the column existed all along, so a replay, which decodes
+// its ranges again with the table as it is then, rebuilds it identically.
+//
+// An ALTER that is refused lets the records go on without the field (its
+// values are counted in sink_unmapped_fields_total and the reason is
+// logged once): the field is excluded by schema.allow / schema.deny, its
+// type cannot be inferred yet (all nulls or empty arrays so far), the
+// route's schema.max_new_columns_per_hour is reached (tried again when the
+// hour has room), or the server refused the ALTER (a permission error or
+// any other permanent error: not tried again until a restart). An ALTER
+// that fails on the way (a timeout, the network) is retried, its records
+// held, up to evolveAttempts times with the held records' backoff; then it
+// counts as refused. Nothing is held forever.
+
+// evolveAttempts bounds the ALTERs (and re-reads after one) tried for a
+// field whose ALTER fails with a passing error, before its records go on
+// without it.
+const evolveAttempts = 5
 
 // driftState is one table's record of unmapped fields (owner goroutine only).
 type driftState struct {
 	fields   map[string]*fieldDrift
 	overflow bool // the overflow has been logged
+	// epoch changes whenever a field may have started to make records
+	// wait (an ALTER or a re-read begun, a retry set, the table changed):
+	// a route's settledFields of another epoch is stale.
+	epoch uint64
+}
+
+// settledFields is what schemaWaitFor found last for a route's records:
+// with the same unmapped fields (the same *UnmappedField of the same
+// plan, as the steady state of a producer with fields no column takes
+// hands them out), before until and in the same epoch, a record has
+// nothing to wait for, without a look up per field.
+type settledFields struct {
+	fields []*decode.UnmappedField
+	until  time.Time
+	epoch  uint64
+}
+
+// holds reports whether a record with unmapped fields fields, seen at
+// now, is known to have nothing to wait for.
+func (s *settledFields) holds(now time.Time, epoch uint64, fields []*decode.UnmappedField) bool {
+	if s.epoch != epoch || len(s.fields) != len(fields) || !now.Before(s.until) {
+		return false
+	}
+	for i, u := range fields {
+		if s.fields[i] != u {
+			return false
+		}
+	}
+	return true
 }
 
 // fieldDrift is what the owner knows of one unmapped field of a table.
 type fieldDrift struct {
 	logged   bool // first sighting logged
-	evolving bool // an ALTER for it is running
-	failed   bool // the ALTER failed: not tried again until a restart
-	said     int  // the last reason (why*) it was not added, logged once each
+	evolving bool // an ALTER for it is queued or running: its records wait
+	failed   bool // the ALTER was refused: its records go on without it until a restart
+	counted  bool // an ALTER for it was counted against the hourly cap (a retry is not counted again)
+	attempts int  // ALTERs (or the re-read after one) that failed with a passing error
+	// retryAt: after a passing failure its records wait until then.
+	retryAt time.Time
+	// column: the table has a column of that name (that the routes do
+	// not fill from it); known says column is up to date (reset when the
+	// table changes).
+	column, known bool
+	// rereading: a re-read of the table was started for it and its
+	// records wait for the result; rereadAt is when the last one started.
+	rereading bool
+	rereadAt  time.Time
+	said      int // the last reason (why*) it was not added, logged once each
 }
 
 // Reasons a field is not (yet) added, logged once per field and reason.
@@ -55,12 +136,26 @@ const (
 	whyCap
 )
 
+// forever is a time no clock reaches.
+var forever = time.Unix(1<<62, 0)
+
 // evolver is the state of schema evolution, nil when no route adds columns.
 type evolver struct {
 	adder  columnAdder
 	info   writer.ServerInfo
 	types  decode.ServerTypes
 	recent map[string][]time.Time // per route (routeKey): when this process added columns
+	// queue is the ALTERs decided while records were decoded, started by
+	// launchEvolves once the records are held (their values refine the
+	// inferred type).
+	queue []evolveStart
+}
+
+// evolveStart is an ALTER decided and not yet started.
+type evolveStart struct {
+	rs  *routeState
+	u   decode.UnmappedField // the field as its first record left it
+	typ string
 }
 
 // columnAdder is the part of writer.Writer that schema evolution needs.
@@ -76,6 +171,21 @@ type evolveResult struct {
 	ddl        string
 	added      bool
 	err        error
+}
+
+// schemaWait is why a record is held for its table (held.go): a column is
+// being added for field, or the table is being re-read (reread) because
+// a person may have added one.
+type schemaWait struct {
+	table, field string
+	reread       bool
+}
+
+func (w *schemaWait) Error() string {
+	if w.reread {
+		return fmt.Sprintf("table %s is being re-read: the record carries field %q that no column takes yet", w.table, w.field)
+	}
+	return fmt.Sprintf("a column for field %q is being added to table %s", w.field, w.table)
 }
 
 // initEvolve probes the server when some route adds columns: the inferred
@@ -101,28 +211,15 @@ func (p *Pipeline) initEvolve(ctx context.Context) error {
 func routeKey(r config.Route) string { return r.Topic + "\x00" + r.TopicRegex + "\x00" + r.Table }
 
 // flushDrift moves the unmapped-field counts of ts's plans into the
-// metrics and the log, and starts the ALTERs of routes that add columns;
-// called when a batch of ts is sealed.
-//
-// The first sighting of a field that is not a column of the table as last
-// read also re-reads the table at once (routes without add_columns): the
-// usual order of a change is "ALTER TABLE, then deploy the producer", and
-// then the column exists by the time its field arrives, but the sink would
-// otherwise learn of it only at the next schema_refresh.
-func (p *Pipeline) flushDrift(writeCtx context.Context, ts *tableState) {
-	reread := false
+// metrics and the log; called when a batch of ts is sealed. (ALTERs and
+// re-reads are decided per record, by schemaWaitFor.)
+func (p *Pipeline) flushDrift(_ context.Context, ts *tableState) {
 	for _, rs := range p.allRoutes() {
 		if rs.table != ts {
 			continue
 		}
-		rs.plan.TakeUnmapped(func(u *decode.UnmappedField) {
-			if p.unmapped(ts, rs, u) && !rs.route.Schema.AddsColumns() && !hasColumn(ts.t.Schema, u.Name) {
-				reread = true
-			}
-		}, func(n uint64) { p.unmappedOverflow(ts, n) })
-	}
-	if reread && p.fatal == nil {
-		p.describeTable(writeCtx, ts)
+		rs.plan.TakeUnmapped(func(u *decode.UnmappedField) { p.unmapped(ts, u) },
+			func(n uint64) { p.unmappedOverflow(ts, n) })
 	}
 }
 
@@ -137,19 +234,24 @@ func (p *Pipeline) driftOf(ts *tableState) *driftState {
 	return ts.drift
 }
 
-// unmapped handles one field's count from one plan; it reports the
-// field's first sighting in the table.
-func (p *Pipeline) unmapped(ts *tableState, rs *routeState, u *decode.UnmappedField) (first bool) {
+// fieldOf is ts's record of field name, made on first sight; nil beyond
+// decode.MaxUnmappedFields fields (those are only counted, as overflow).
+func (p *Pipeline) fieldOf(ts *tableState, name string) *fieldDrift {
 	d := p.driftOf(ts)
-	fd := d.fields[u.Name]
-	if fd == nil {
-		if len(d.fields) >= decode.MaxUnmappedFields {
-			p.unmappedOverflow(ts, u.Count)
-			return false
-		}
-		first = true
+	fd := d.fields[name]
+	if fd == nil && len(d.fields) < decode.MaxUnmappedFields {
 		fd = &fieldDrift{}
-		d.fields[u.Name] = fd
+		d.fields[name] = fd
+	}
+	return fd
+}
+
+// unmapped handles one field's count from one plan of ts.
+func (p *Pipeline) unmapped(ts *tableState, u *decode.UnmappedField) {
+	fd := p.fieldOf(ts, u.Name)
+	if fd == nil {
+		p.unmappedOverflow(ts, u.Count)
+		return
 	}
 	ts.m.Unmapped(u.Name, u.Count)
 	if !fd.logged {
@@ -157,10 +259,6 @@ func (p *Pipeline) unmapped(ts *tableState, rs *routeState, u *decode.UnmappedFi
 		p.log.Warn().Str("table", ts.t.FullName()).Str("field", u.Name).Str("example", u.Example).Str("inferred", u.TypeName()).
 			Uint64("records", u.Count).Msg("records carry a field that no column takes (counted in " + "sink_unmapped_fields_total; logged once)")
 	}
-	if rs.route.Schema.AddsColumns() && p.evo != nil {
-		p.evolve(ts, rs, u, fd)
-	}
-	return first
 }
 
 func (p *Pipeline) unmappedOverflow(ts *tableState, n uint64) {
@@ -173,15 +271,93 @@ func (p *Pipeline) unmappedOverflow(ts *tableState, n uint64) {
 	}
 }
 
-// evolve starts adding u as a column of ts when the route allows it, its
-// type is known, the table has no such column and the hourly cap has room.
-func (p *Pipeline) evolve(ts *tableState, rs *routeState, u *decode.UnmappedField, fd *fieldDrift) {
-	if fd.evolving || fd.failed || p.fatal != nil {
-		return
+// schemaWaitFor decides about the record rs.plan just appended, whose
+// unmapped fields are fields: a *schemaWait when it must be held (a
+// column for one of them is on its way, or the table is being re-read for
+// one), else nil (append it as it is). It starts what the record waits for.
+func (p *Pipeline) schemaWaitFor(ctx context.Context, now time.Time, rs *routeState, fields []*decode.UnmappedField) error {
+	d := p.driftOf(rs.table)
+	if rs.settled.holds(now, d.epoch, fields) {
+		return nil
 	}
-	if hasColumn(ts.t.Schema, u.Name) {
-		return // a column of that name exists (its route maps something else into it, or it is not insertable)
+	var wait error
+	until := forever // when the answer "nothing to wait for" may change
+	for _, u := range fields {
+		if u == nil {
+			continue // beyond MaxUnmappedFields: only counted
+		}
+		fd := p.fieldOf(rs.table, u.Name)
+		if fd == nil {
+			continue
+		}
+		w, again := p.fieldWait(ctx, now, rs, u, fd)
+		if w != nil && wait == nil {
+			wait = w
+		}
+		if again.Before(until) {
+			until = again
+		}
 	}
+	if wait == nil && until.After(now) {
+		rs.settled = settledFields{fields: append(rs.settled.fields[:0], fields...), until: until, epoch: d.epoch}
+	}
+	return wait
+}
+
+// fieldWait is schemaWaitFor for one field of a record of rs: the wait, or
+// nil and until when that answer holds for rs's records (zero: the next
+// record must look again).
+func (p *Pipeline) fieldWait(ctx context.Context, now time.Time, rs *routeState, u *decode.UnmappedField, fd *fieldDrift) (_ error, until time.Time) {
+	ts := rs.table
+	switch {
+	case fd.evolving || now.Before(fd.retryAt):
+		return &schemaWait{table: ts.t.FullName(), field: u.Name}, time.Time{}
+	case fd.rereading:
+		return &schemaWait{table: ts.t.FullName(), field: u.Name, reread: true}, time.Time{}
+	case p.fatal != nil:
+		return nil, time.Time{}
+	}
+	if !fd.known {
+		fd.column, fd.known = hasColumn(ts.t.Schema, u.Name), true
+	}
+	if fd.column {
+		// A column of that name exists that the route does not fill from
+		// it (DEFAULT, MATERIALIZED, ALIAS, or mapped from elsewhere).
+		return nil, forever
+	}
+	until = forever
+	if rs.route.Schema.AddsColumns() && p.evo != nil && !fd.failed {
+		retry, queued := p.evolve(rs, u, fd)
+		if queued {
+			ts.drift.epoch++
+			return &schemaWait{table: ts.t.FullName(), field: u.Name}, time.Time{}
+		}
+		until = retry
+	}
+	// Not added by this route: a person may have added it since the table
+	// was read last. Re-read it, at most once per schema_refresh.
+	refresh := p.cfg.ClickHouse.SchemaRefresh
+	if fd.rereadAt.IsZero() || (refresh > 0 && now.Sub(fd.rereadAt) >= refresh) {
+		fd.rereadAt, fd.rereading = now, true
+		ts.drift.epoch++
+		p.describeTable(ctx, ts)
+		return &schemaWait{table: ts.t.FullName(), field: u.Name, reread: true}, time.Time{}
+	}
+	if next := fd.rereadAt.Add(refresh); refresh > 0 && next.Before(until) {
+		until = next
+	}
+	return nil, until
+}
+
+// evolve decides an ALTER adding u as a column of rs's table when the
+// route allows it, its type is known and the hourly cap has room, and
+// queues it (launchEvolves starts it): queued. Otherwise retry is when
+// to look again: forever (excluded), at the next record (zero) for a type
+// not known yet, or when the cap has room. It is asked again on each
+// record whose route has not settled the field (settledFields), so that
+// routes with other lists or caps into one table decide for themselves.
+func (p *Pipeline) evolve(rs *routeState, u *decode.UnmappedField, fd *fieldDrift) (retry time.Time, queued bool) {
+	ts := rs.table
 	say := func(why int, msg string) {
 		if fd.said != why {
 			fd.said = why
@@ -190,28 +366,96 @@ func (p *Pipeline) evolve(ts *tableState, rs *routeState, u *decode.UnmappedFiel
 	}
 	sch := rs.route.Schema
 	if !sch.Permits(u.Name) {
-		say(whyDenied, "field not added as a column: schema.allow / schema.deny exclude it")
-		return
+		say(whyDenied, "field not added as a column: schema.allow / schema.deny exclude it; its records go on without it")
+		return forever, false
 	}
 	typ, err := u.Column(p.evo.types, sch.Nullable)
 	if err != nil {
-		say(whyUnknown, "field not added as a column yet: "+err.Error())
-		return
+		say(whyUnknown, "field not added as a column yet: "+err.Error()+"; its records go on without it until a value tells its type")
+		return time.Time{}, false
 	}
-	key := routeKey(rs.route)
-	now := p.now()
-	recent := slices.DeleteFunc(p.evo.recent[key], func(t time.Time) bool { return now.Sub(t) >= time.Hour })
-	p.evo.recent[key] = recent
-	if len(recent) >= sch.MaxNewColumnsPerHour {
-		say(whyCap, fmt.Sprintf("field not added as a column yet: schema.max_new_columns_per_hour (%d) reached; tried again when the hour has room", sch.MaxNewColumnsPerHour))
-		return
+	if !fd.counted {
+		key := routeKey(rs.route)
+		now := p.now()
+		recent := slices.DeleteFunc(p.evo.recent[key], func(t time.Time) bool { return now.Sub(t) >= time.Hour })
+		p.evo.recent[key] = recent
+		if len(recent) >= sch.MaxNewColumnsPerHour {
+			say(whyCap, fmt.Sprintf("field not added as a column yet: schema.max_new_columns_per_hour (%d) reached; its records go on without it, and it is tried again when the hour has room", sch.MaxNewColumnsPerHour))
+			return recent[0].Add(time.Hour), false
+		}
+		p.evo.recent[key] = append(recent, now)
+		fd.counted = true
 	}
-	p.evo.recent[key] = append(recent, now)
 	fd.evolving = true
+	p.evo.queue = append(p.evo.queue, evolveStart{rs: rs, u: *u, typ: typ})
+	return time.Time{}, true
+}
+
+// launchEvolves starts the queued ALTERs, each on its own goroutine, once
+// the records that asked for them are held: a field typed by its values
+// gets the type of those values in the held records of its table too (up
+// to evolveSample records), not of one record alone.
+func (p *Pipeline) launchEvolves() {
+	if p.evo == nil || len(p.evo.queue) == 0 {
+		return
+	}
+	for _, s := range p.evo.queue {
+		typ := s.typ
+		if s.u.Schema == nil {
+			if t, ok := p.sampleType(s); ok {
+				typ = t
+			}
+		}
+		p.startAlter(s.rs, s.u.Name, typ)
+	}
+	clear(p.evo.queue)
+	p.evo.queue = p.evo.queue[:0]
+}
+
+// evolveSample bounds the held records launchEvolves infers a type from.
+const evolveSample = 1000
+
+// sampleType infers s's field's type from the held records that wait for
+// its table, decoded with a plan of their own (into a block thrown away),
+// merged with the type its first record gave.
+func (p *Pipeline) sampleType(s evolveStart) (string, bool) {
+	ts := s.rs.table
+	plan, err := p.compile(s.rs.route, ts.t.Insert)
+	if err != nil {
+		return "", false
+	}
+	blk := plan.NewBlock()
+	n := 0
+	for _, hp := range p.held.parts {
+		if w, ok := hp.wait.(*schemaWait); !ok || w.table != ts.t.FullName() {
+			continue
+		}
+		for _, r := range hp.recs {
+			if n >= evolveSample {
+				break
+			}
+			n++
+			_ = plan.Append(blk, r) // a record that fails here is handled when it is appended for real
+		}
+	}
+	ft := s.u.Type
+	plan.TakeUnmapped(func(u *decode.UnmappedField) {
+		if u.Name == s.u.Name && u.Schema == nil {
+			ft = decode.MergeFieldTypes(ft, u.Type)
+		}
+	}, nil)
+	typ, err := ft.Column(p.evo.types, s.rs.route.Schema.Nullable)
+	return typ, err == nil
+}
+
+// startAlter runs the ALTER adding field as a column of type typ to rs's
+// table, then re-reads the table; the result comes back on p.schemas.
+func (p *Pipeline) startAlter(rs *routeState, field, typ string) {
+	ts := rs.table
 	db, name, cluster := ts.t.Database, ts.t.Name, p.cfg.ClickHouse.Cluster
 	timeout := p.cfg.ClickHouse.QueryTimeout
-	r := &evolveResult{rs: rs, field: u.Name, typ: typ}
-	go func() {
+	r := &evolveResult{rs: rs, field: field, typ: typ}
+	p.spawn(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		r.ddl, r.added, r.err = p.evo.adder.AddColumn(ctx, p.evo.info, db, name, cluster, r.field, r.typ)
@@ -221,36 +465,51 @@ func (p *Pipeline) evolve(ts *tableState, rs *routeState, u *decode.UnmappedFiel
 			cols, derr = p.w.Describe(ctx, db, name)
 		}
 		p.sendSchema(schemaResult{ts: ts, cols: cols, err: derr, evolve: r})
-	}()
+	})
 }
 
-// evolved applies the end of an ADD COLUMN on the owner goroutine.
+// evolved applies the end of an ADD COLUMN on the owner goroutine, and
+// lets the records that waited for it go on.
 func (p *Pipeline) evolved(writeCtx context.Context, r schemaResult) {
+	defer p.kickHeld()
 	e := r.evolve
 	fd := p.driftOf(r.ts).fields[e.field]
-	if fd != nil {
-		fd.evolving = false
+	if fd == nil {
+		fd = &fieldDrift{} // not reached: the field was recorded when its ALTER was decided
 	}
+	fd.evolving = false
 	table := r.ts.t.FullName()
+	failed := e.err
+	if failed == nil {
+		failed = r.err
+	}
+	if failed != nil && writer.Classify(nil, failed) == writer.Retriable && fd.attempts+1 < evolveAttempts {
+		fd.attempts++
+		fd.retryAt = p.now().Add(writer.RetryWait(heldRetryFirst << fd.attempts))
+		p.driftOf(r.ts).epoch++
+		p.log.Warn().Err(failed).Str("table", table).Str("field", e.field).Str("type", e.typ).Int("attempt", fd.attempts).
+			Msg("adding a column for a new field (or re-reading the table after it) failed on the way; its records stay held and it is tried again")
+		return
+	}
 	switch {
 	case e.err != nil:
-		if fd != nil {
-			fd.failed = true
-		}
+		fd.failed = true
 		p.log.Error().Err(e.err).Str("table", table).Str("field", e.field).Str("type", e.typ).
-			Msg("adding a column for a new field failed; its records go on without it (not tried again until a restart)")
+			Msg("adding a column for a new field failed; its records go on without it (counted in sink_unmapped_fields_total; not tried again until a restart)")
+		return
+	case r.err != nil:
+		fd.failed = true
+		p.log.Error().Err(r.err).Str("table", table).Str("field", e.field).
+			Msg("re-reading the table after adding a column failed; its records go on without the field until the next schema refresh finds the column")
 		return
 	case e.added:
 		p.log.Info().Str("table", table).Str("field", e.field).Str("type", e.typ).Str("ddl", e.ddl).
-			Msg("column added for a new field: records decoded from now on fill it")
+			Msg("column added for a new field: the records that carry it fill it")
 	default:
 		p.log.Info().Str("table", table).Str("field", e.field).
-			Msg("column for a new field already exists (another instance or a person added it): records decoded from now on fill it")
+			Msg("column for a new field already exists (another instance or a person added it): the records that carry it fill it")
 	}
-	if r.err != nil {
-		p.log.Warn().Err(r.err).Str("table", table).Msg("re-reading the table after adding a column failed; the next schema refresh picks it up")
-		return
-	}
+	fd.attempts = 0
 	p.applySchema(writeCtx, r.ts, r.cols)
 }
 

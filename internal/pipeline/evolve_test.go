@@ -2,6 +2,8 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
+	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -23,12 +25,53 @@ type evolvingSink struct {
 	cols    []decode.ColumnSchema
 	alters  []string
 	inserts [][]string // column names per INSERT
+	// Optional: gate, when set, holds every AddColumn until it is closed;
+	// refuse answers AddColumn with the error (fail: only that many
+	// times, then it succeeds; 0: every time).
+	gate      chan struct{}
+	gateOnce  sync.Once
+	refuse    error
+	fail      int
+	tries     int                 // AddColumn calls
+	describes int                 // Describe calls
+	rowsSeen  []map[string]string // every inserted row, column -> value
 }
 
 func (k *evolvingSink) Describe(context.Context, string, string) ([]decode.ColumnSchema, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	k.describes++
 	return slices.Clone(k.cols), nil
+}
+
+// openGate lets the AddColumn calls held at the gate (and every later one)
+// go on; safe to call more than once (a test's cleanup calls it too, so
+// no call is left waiting when a test fails before it opened the gate).
+func (k *evolvingSink) openGate() {
+	k.gateOnce.Do(func() {
+		if k.gate != nil {
+			close(k.gate)
+		}
+	})
+}
+
+// addColumn adds a column the way a person's ALTER does.
+func (k *evolvingSink) addColumn(name, typ string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.cols = append(k.cols, decode.ColumnSchema{Name: name, Type: typ})
+}
+
+// rowsByID is the inserted rows by their id column, and how many rows
+// there were in all.
+func (k *evolvingSink) rowsByID() (map[string]map[string]string, int) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	out := map[string]map[string]string{}
+	for _, r := range k.rowsSeen {
+		out[r["id"]] = r
+	}
+	return out, len(k.rowsSeen)
 }
 
 func (k *evolvingSink) Features(context.Context) (writer.ServerInfo, error) {
@@ -36,9 +79,23 @@ func (k *evolvingSink) Features(context.Context) (writer.ServerInfo, error) {
 	return writer.ServerInfo{Version: v, JSONType: true}, nil
 }
 
-func (k *evolvingSink) AddColumn(_ context.Context, info writer.ServerInfo, db, table, cluster, name, typ string) (string, bool, error) {
+func (k *evolvingSink) AddColumn(ctx context.Context, info writer.ServerInfo, db, table, cluster, name, typ string) (string, bool, error) {
+	k.mu.Lock()
+	gate := k.gate
+	k.tries++
+	k.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return "", false, ctx.Err()
+		}
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	if k.refuse != nil && (k.fail == 0 || k.tries <= k.fail) {
+		return "", false, k.refuse
+	}
 	if slices.ContainsFunc(k.cols, func(c decode.ColumnSchema) bool { return c.Name == name }) {
 		return "", false, nil
 	}
@@ -56,6 +113,13 @@ func (k *evolvingSink) Insert(ctx context.Context, t *writer.Table, block writer
 	}
 	k.mu.Lock()
 	k.inserts = append(k.inserts, names)
+	for row := 0; row < block.Rows(); row++ {
+		m := map[string]string{}
+		for i, c := range block.Columns() {
+			m[c.Name] = fmt.Sprint(reflect.ValueOf(block.ColumnData(i)).Index(row).Interface())
+		}
+		k.rowsSeen = append(k.rowsSeen, m)
+	}
 	k.mu.Unlock()
 	return k.fakeSink.Insert(ctx, t, block, id, onRetry, refresh)
 }

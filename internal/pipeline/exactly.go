@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
@@ -47,9 +48,13 @@ type exactly struct {
 	// the window, the inserts so far, and the insert count when each live
 	// token was recorded.
 	windows map[*tableState]int64
-	inserts map[*tableState]int64
-	marks   map[string]eoMark
-	margin  *prometheus.GaugeVec
+	// settings name each table's deduplication-window setting
+	// (non_replicated_ or replicated_deduplication_window), for the fix
+	// of a recreated topic.
+	settings map[*tableState]string
+	inserts  map[*tableState]int64
+	marks    map[string]eoMark
+	margin   *prometheus.GaugeVec
 	// retries are tables whose next intent commit failed with an error that
 	// may pass (a broker restarting, a timeout): the batch waits at the head
 	// of the table's queue until the retry time, then pump tries again.
@@ -235,6 +240,7 @@ func (p *Pipeline) CheckExactlyOnce(ctx context.Context) error {
 			if ts := p.tables[t.FullName()]; ts != nil {
 				w, _ := strconv.ParseInt(windows[i].Value, 10, 64)
 				p.eo.windows[ts] = w
+				p.eo.settings[ts] = windows[i].Setting
 			}
 		}
 	}
@@ -250,15 +256,16 @@ func (p *Pipeline) initExactly() {
 		return
 	}
 	p.eo = &exactly{
-		ledgers: map[offsets.TP]*eos.Ledger{},
-		start:   map[offsets.TP]int64{},
-		covers:  map[offsets.TP]eos.Covers{},
-		rows:    map[*accState]*rowParts{},
-		batches: map[uint64]*eoBatch{},
-		windows: map[*tableState]int64{},
-		inserts: map[*tableState]int64{},
-		marks:   map[string]eoMark{},
-		retries: map[*tableState]*intentRetry{},
+		ledgers:  map[offsets.TP]*eos.Ledger{},
+		start:    map[offsets.TP]int64{},
+		covers:   map[offsets.TP]eos.Covers{},
+		rows:     map[*accState]*rowParts{},
+		batches:  map[uint64]*eoBatch{},
+		windows:  map[*tableState]int64{},
+		settings: map[*tableState]string{},
+		inserts:  map[*tableState]int64{},
+		marks:    map[string]eoMark{},
+		retries:  map[*tableState]*intentRetry{},
 	}
 	if reg := p.m.Registry(); reg != nil {
 		p.eo.margin = prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -348,7 +355,8 @@ func (p *Pipeline) eoIntent(ctx context.Context, ts *tableState, b *sealedBatch)
 		}
 		at := p.eoPosition(r.TP, l)
 		entry := eos.Entry{Token: eb.token, First: r.First, Last: r.Last, N: len(eb.ranges)}
-		nl := eos.Ledger{Offset: l.Offset, Check: l.Check, Entries: append(append([]eos.Entry(nil), l.Entries...), entry)}.Live(at.Offset)
+		nl := eos.Ledger{Offset: l.Offset, TopicID: l.TopicID, Check: l.Check,
+			Entries: append(append([]eos.Entry(nil), l.Entries...), entry)}.Live(at.Offset)
 		s, err := nl.Encode()
 		if err != nil {
 			return nil, nil, fmt.Errorf("exactly-once: %s[%d]: %w (lower clickhouse.max_in_flight)", r.TP.Topic, r.TP.Partition, err)
@@ -649,6 +657,18 @@ func (p *Pipeline) eoRecover(ctx context.Context, tps []offsets.TP) error {
 	for _, n := range plan.Notes {
 		p.log.Warn().Msg("exactly-once: " + n)
 	}
+	// A topic deleted and recreated under the same name is caught before
+	// anything is replayed: the ledger's intents name the old topic's
+	// offsets, which the new topic's records would fill.
+	ids, ends, err := eoTopicState(ctx, adm, tps)
+	if err != nil {
+		return err
+	}
+	for _, r := range plan.Parts {
+		if why, ok := eos.Incarnation(r.TopicID, ids[r.TP.Topic], -1, -1); ok {
+			return p.eoRecreated(r.TP, why, tableOf)
+		}
+	}
 	failed := map[offsets.TP]eos.Range{}
 	for _, in := range plan.Replays {
 		if err := p.eoReplay(ctx, in); err != nil {
@@ -699,21 +719,35 @@ func (p *Pipeline) eoRecover(ctx context.Context, tps []offsets.TP) error {
 				for _, s := range spans {
 					p.eo.covers[r.TP] = p.eo.covers[r.TP].Add(s)
 				}
+				if n := len(spans); n > 0 {
+					end, known := ends[r.TP]
+					if !known {
+						end = -1
+					}
+					if why, ok := eos.Incarnation("", "", spans[n-1].Last, end); ok {
+						return p.eoRecreated(r.TP, why, tableOf)
+					}
+				}
 				if n := len(spans); n > 0 && spans[n-1].Last+1 > l.Check {
 					l.Check = spans[n-1].Last + 1
 				}
 				p.log.Info().Str("topic", r.TP.Topic).Int32("partition", r.TP.Partition).Int64("committed", r.Offset).
 					Str("why", r.Why).Int("present_spans", len(spans)).Msg("exactly-once: checked which offsets the table already holds")
 				if n := len(spans); n > 0 && r.Offset < 0 {
-					// Right for a new group name or expired offsets; the
-					// signature of a topic deleted and recreated too, whose
-					// new records at these offsets are then not inserted.
+					// Right for a new group name or expired offsets. A
+					// topic deleted and recreated that has already grown
+					// past the old one's rows looks the same (Kafka drops
+					// the group's offsets, and the ledgers with them, when
+					// the topic is deleted): said loudly, since its new
+					// records at these offsets are not inserted.
 					p.log.Warn().Str("topic", r.TP.Topic).Int32("partition", r.TP.Partition).
 						Int64("first_present", spans[0].First).Int64("last_present", spans[n-1].Last).
-						Msg("exactly-once: the table already holds rows of this partition although the group has no committed offset for it; records at those offsets are skipped as present. If the topic was deleted and recreated, those rows are the old topic's: stop, delete them, set the table's deduplication window to 0 and back, reset the group's offsets to the earliest and start again (docs/exactly-once.md)")
+						Msg("exactly-once: the table already holds rows of this partition although the group has no committed offset for it; records at those offsets are skipped as present. If the topic was deleted and recreated, those rows are the old topic's: stop, delete them, set the table's deduplication window to 0 and back, reset the group's offsets to the earliest and start again (docs/guarantees.md)")
 				}
 			}
 		}
+		// Every commit from now on records the topic's ID with the ledger.
+		l.TopicID = ids[r.TP.Topic]
 		p.eo.ledgers[r.TP] = &l
 	}
 	if len(plan.Replays) > 0 {
@@ -723,6 +757,58 @@ func (p *Pipeline) eoRecover(ctx context.Context, tps []offsets.TP) error {
 }
 
 var errUnreadable = errors.New("range not readable")
+
+// eoTopicState reads the topic ID of every topic of tps ("" when the broker
+// gives none) and the log end offset of each partition of tps.
+func eoTopicState(ctx context.Context, adm *kadm.Client, tps []offsets.TP) (map[string]string, map[offsets.TP]int64, error) {
+	var topics []string
+	for _, tp := range tps {
+		if !slices.Contains(topics, tp.Topic) {
+			topics = append(topics, tp.Topic)
+		}
+	}
+	details, err := adm.ListTopics(ctx, topics...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("exactly-once: reading the topics' IDs: %w", err)
+	}
+	ids := map[string]string{}
+	for t, d := range details {
+		if d.Err == nil && d.ID != (kadm.TopicID{}) {
+			ids[t] = d.ID.String()
+		}
+	}
+	listed, err := adm.ListEndOffsets(ctx, topics...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("exactly-once: reading the partitions' log end offsets: %w", err)
+	}
+	ends := map[offsets.TP]int64{}
+	listed.Each(func(o kadm.ListedOffset) {
+		if o.Err == nil {
+			ends[offsets.TP{Topic: o.Topic, Partition: o.Partition}] = o.Offset
+		}
+	})
+	return ids, ends, nil
+}
+
+// eoRecreated is the error that stops the connector when tp's topic was
+// deleted and recreated (why is the proof): one line with the fix, since
+// the rows in the table at the new topic's offsets are the old topic's,
+// and so would be the deduplication tokens of batches over the same
+// offsets.
+func (p *Pipeline) eoRecreated(tp offsets.TP, why string, tableOf func(string) (string, bool)) error {
+	table, _ := tableOf(tp.Topic)
+	setting, window := "non_replicated_deduplication_window", int64(0)
+	if ts := p.tables[table]; ts != nil {
+		if s := p.eo.settings[ts]; s != "" {
+			setting = s
+		}
+		window = p.eo.windows[ts]
+	}
+	quoted := strings.ReplaceAll(tp.Topic, "'", "\\'")
+	return fmt.Errorf("exactly-once: topic %q was deleted and recreated (partition %d: %s): the group's offsets and the rows of %s from it are the old topic's, and the new topic's records would be skipped as already present; stop the connector, then run ALTER TABLE %s DELETE WHERE _topic = '%s' SETTINGS mutations_sync = 2, ALTER TABLE %s MODIFY SETTING %s = 0 and again = %d, kafka-consumer-groups --bootstrap-server %s --group %s --topic %s --reset-offsets --to-earliest --execute, and start again (docs/guarantees.md)",
+		tp.Topic, tp.Partition, why, table, table, quoted, table, setting, window,
+		strings.Join(p.cfg.Kafka.Brokers, ","), p.cfg.Kafka.Group, tp.Topic)
+}
 
 // eoReplay rebuilds a pending batch from Kafka, in the canonical order, and
 // inserts it with its token; ClickHouse drops it if it landed before.

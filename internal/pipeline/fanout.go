@@ -33,6 +33,7 @@ type fanState struct {
 	eval    route.Evaluator
 	targets []*routeState
 	accs    []*accState
+	plans   []*decode.Plan // the plan that appended each of accs' rows
 	units   []uint64
 }
 
@@ -61,7 +62,7 @@ func (p *Pipeline) unrouted(writeCtx context.Context, tp offsets.TP, r *kgo.Reco
 
 // handleFanout routes one record by its routes' conditions. Like
 // decodeRecord, held reports that the record waits for the schema registry
-// (nothing was done with it).
+// or for a table's new column (nothing was done with it).
 func (p *Pipeline) handleFanout(writeCtx context.Context, now time.Time, tp offsets.TP, r *kgo.Record) (_ error, held bool) {
 	cands, err := p.routesFor(writeCtx, r.Topic)
 	if err != nil {
@@ -84,7 +85,7 @@ func (p *Pipeline) handleFanout(writeCtx context.Context, now time.Time, tp offs
 		p.unrouted(writeCtx, tp, r)
 		return nil, false
 	}
-	f.accs, f.units = f.accs[:0], f.units[:0]
+	f.accs, f.plans, f.units = f.accs[:0], f.plans[:0], f.units[:0]
 	var bad error
 	for _, rs := range f.targets {
 		a := p.accFor(rs.table, tp)
@@ -109,7 +110,20 @@ func (p *Pipeline) handleFanout(writeCtx context.Context, now time.Time, tp offs
 			}
 			continue
 		}
+		if u := rs.plan.LastUnmapped(); len(u) > 0 {
+			if err := p.schemaWaitFor(writeCtx, now, rs, u); err != nil {
+				// A table is getting a column for a field of the record:
+				// take back its rows in every table (nothing else was
+				// done with it yet) and hold it (held.go).
+				rs.plan.Unappend(a.acc.Data())
+				for i, done := range f.accs {
+					f.plans[i].Unappend(done.acc.Data())
+				}
+				return err, true
+			}
+		}
 		f.accs = append(f.accs, a)
+		f.plans = append(f.plans, rs.plan)
 		f.units = append(f.units, a.id)
 	}
 	if bad != nil {

@@ -70,6 +70,20 @@ func startPipelineWith(t *testing.T, cfg *config.Config, opts ...pipeline.Option
 // startRunning is startPipelineWith that also returns the pipeline.
 func startRunning(t *testing.T, cfg *config.Config, opts ...pipeline.Option) (*pipeline.Pipeline, <-chan error, context.CancelFunc) {
 	t.Helper()
+	return startRunningThen(t, cfg, nil, opts...)
+}
+
+// startPipelineThen is startPipelineWith that calls afterRun (when not
+// nil) as soon as Run returned, before the consumer is closed.
+func startPipelineThen(t *testing.T, cfg *config.Config, afterRun func(), opts ...pipeline.Option) (<-chan error, context.CancelFunc) {
+	t.Helper()
+	_, done, stop := startRunningThen(t, cfg, afterRun, opts...)
+	return done, stop
+}
+
+// startRunningThen is startRunning with afterRun, as for startPipelineThen.
+func startRunningThen(t *testing.T, cfg *config.Config, afterRun func(), opts ...pipeline.Option) (*pipeline.Pipeline, <-chan error, context.CancelFunc) {
+	t.Helper()
 	ctx := context.Background()
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)
 	w, err := writer.Open(ctx, cfg.Name, cfg.ClickHouse)
@@ -90,6 +104,9 @@ func startRunning(t *testing.T, cfg *config.Config, opts ...pipeline.Option) (*p
 	done := make(chan error, 1)
 	go func() {
 		err := p.Run(runCtx)
+		if afterRun != nil {
+			afterRun()
+		}
 		cons.Close()
 		done <- err
 	}()

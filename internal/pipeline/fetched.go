@@ -111,6 +111,7 @@ func (p *Pipeline) decodeSome(writeCtx context.Context) {
 		// batches) before the rest of the partition is decoded.
 		clear(chunk)
 	}
+	p.launchEvolves()
 	if len(p.pending) == 0 {
 		p.pending = nil // lets the emptied backing array go
 	}
@@ -181,22 +182,20 @@ func (p *Pipeline) handlePartition(writeCtx context.Context, now time.Time, tp o
 		p.topicMetrics(tp.Topic).Consumed(int(p.stats.Records-records), int(p.stats.Bytes-bytes))
 	}()
 	if p.isHeld(tp) {
-		// Records of a partition already waiting for the registry
-		// (a fetch that was on its way) wait behind them, in order.
+		// Records of a partition already held (a fetch that was on
+		// its way) wait behind them, in order.
 		for _, r := range recs {
-			p.stats.Records++
-			p.stats.Bytes += int64(len(r.Key) + len(r.Value))
+			p.consumed(r)
 		}
-		p.holdFrom(tp, recs, p.held.lastErr)
+		p.holdFrom(tp, recs, nil)
 		return
 	}
 	for i, r := range recs {
 		if err, held := p.handleRecord(writeCtx, now, tp, r); held {
 			// This record and the rest of the partition's wait for
-			// the schema registry (held.go).
-			p.stats.Records += int64(len(recs) - i - 1)
+			// the schema registry or the table's new column (held.go).
 			for _, rest := range recs[i+1:] {
-				p.stats.Bytes += int64(len(rest.Key) + len(rest.Value))
+				p.consumed(rest)
 			}
 			p.holdFrom(tp, recs[i:], err)
 			return

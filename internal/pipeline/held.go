@@ -11,20 +11,26 @@ import (
 	"sink/internal/writer"
 )
 
-// Records held for the schema registry.
+// Records held until they can be decoded as they should.
 //
-// A registry-framed record whose schema id is not cached while the
-// registry cannot be asked (decode.ErrUnavailable) is not a bad record: it
-// is fine, and will decode once the registry answers. So it is held,
-// together with every record after it in its partition (order within a
-// partition is kept: nothing of the partition is appended past it), and
-// appended again after a backoff. Held records are not in the offsets
+// Two waits hold a record. A registry-framed record whose schema id is not
+// cached while the registry cannot be asked (decode.ErrUnavailable) is not
+// a bad record: it will decode once the registry answers. And a record
+// that carries a field its table is about to get a column for (evolve.go:
+// an ADD COLUMN is running, or the table is being re-read because a person
+// may have added it) would lose that field's value if decoded now. Either
+// way the record is held, together with every record after it in its
+// partition (order within a partition is kept: nothing of the partition is
+// appended past it), and appended again: after a backoff for the registry,
+// and as soon as the table's new description is applied for a column
+// (handleSchema kicks the retry). Held records are not in the offsets
 // tracker, so no commit passes them; while any are held no new fetch is
 // requested (fetching stops rather than buffering without bound: what is
-// held is at most one poll's records). A revoked or lost partition's held
-// records are dropped: its next owner consumes them from the committed
-// offset. At shutdown they are dropped the same way, uncommitted, so a
-// restart reads them again: nothing is lost or duplicated.
+// held is at most the polled records, counted in batch.buffer_memory). A
+// revoked or lost partition's held records are dropped: its next owner
+// consumes them from the committed offset. At shutdown they are dropped
+// the same way, uncommitted, so a restart reads them again: nothing is
+// lost or duplicated.
 
 // heldRetryFirst and heldRetryMax bound the backoff between two attempts
 // at the oldest held record: doubling from the first, with jitter, up to
@@ -35,11 +41,20 @@ const (
 	heldRetryMax   = 10 * time.Second
 )
 
-// heldPart is a partition's records waiting for the registry, in offset
-// order.
+// heldPart is a partition's held records, in offset order.
 type heldPart struct {
 	tp   offsets.TP
 	recs []*kgo.Record
+	// wait is why the first record is held: a *schemaWait (evolve.go) or
+	// the registry's error.
+	wait error
+}
+
+// isSchemaWait reports whether err holds a record for its table's schema
+// rather than for the registry.
+func isSchemaWait(err error) bool {
+	_, ok := err.(*schemaWait)
+	return ok
 }
 
 // heldState is the records held and the retry schedule.
@@ -50,11 +65,12 @@ type heldState struct {
 	next    time.Time   // the next attempt
 	wait    time.Duration
 	attempt int
-	lastErr error
+	lastErr error // the registry's last error
 }
 
-// holdFrom holds recs (a partition's records from the one whose schema
-// could not be fetched) until the registry answers. err is why.
+// holdFrom holds recs (a partition's records from the one that cannot be
+// decoded now). err is why: the registry's error, or a *schemaWait; nil
+// when recs join the partition's records already held.
 func (p *Pipeline) holdFrom(tp offsets.TP, recs []*kgo.Record, err error) {
 	h := &p.held
 	var part *heldPart
@@ -65,23 +81,39 @@ func (p *Pipeline) holdFrom(tp offsets.TP, recs []*kgo.Record, err error) {
 		}
 	}
 	if part == nil {
-		part = &heldPart{tp: tp}
+		part = &heldPart{tp: tp, wait: err}
 		h.parts = append(h.parts, part)
+		if sw, ok := err.(*schemaWait); ok {
+			p.log.Info().Str("topic", tp.Topic).Int32("partition", tp.Partition).Int64("offset", recs[0].Offset).
+				Str("table", sw.table).Str("field", sw.field).Bool("reread", sw.reread).
+				Msg("a record carries a field its table is getting a column for: holding the partition's records until the table has it; fetching paused")
+		} else if err != nil && h.lastErr == nil {
+			p.log.Warn().Str("topic", tp.Topic).Int32("partition", tp.Partition).Int64("offset", recs[0].Offset).
+				Err(err).Msg("schema registry unavailable for a schema id not cached: holding the partition's records and retrying; fetching paused")
+		}
 	}
 	part.recs = append(part.recs, recs...)
 	for _, r := range recs {
 		h.bytes += len(r.Key) + len(r.Value)
 	}
-	h.lastErr = err
+	if err != nil && !isSchemaWait(err) {
+		h.lastErr = err
+	}
 	if h.since.IsZero() {
 		h.since = p.now()
 		h.wait = heldRetryFirst
 		h.attempt = 0
-		p.log.Warn().Str("topic", tp.Topic).Int32("partition", tp.Partition).Int64("offset", recs[0].Offset).
-			Err(err).Msg("schema registry unavailable for a schema id not cached: holding the partition's records and retrying; fetching paused")
 		h.next = p.now().Add(writer.RetryWait(h.wait))
 	}
 	p.noteHeld()
+}
+
+// kickHeld makes the held records' next attempt due now: a table's new
+// description was applied, or a column's ALTER ended.
+func (p *Pipeline) kickHeld() {
+	if len(p.held.parts) > 0 {
+		p.held.next = p.now()
+	}
 }
 
 // isHeld reports whether tp has records held.
@@ -103,12 +135,21 @@ func (p *Pipeline) heldRecords() int {
 	return n
 }
 
-// noteHeld publishes the count of held records: to the metrics, and for
-// readers outside the owner goroutine (heldRecordsNow).
+// noteHeld publishes the count of held records: to the metrics (by what
+// they wait for), and for readers outside the owner goroutine
+// (heldRecordsNow).
 func (p *Pipeline) noteHeld() {
-	n := p.heldRecords()
-	p.heldNow.Store(int64(n))
-	p.m.SetRegistryWaiting(n)
+	reg, sch := 0, 0
+	for _, hp := range p.held.parts {
+		if isSchemaWait(hp.wait) {
+			sch += len(hp.recs)
+		} else {
+			reg += len(hp.recs)
+		}
+	}
+	p.heldNow.Store(int64(reg + sch))
+	p.m.SetRegistryWaiting(reg)
+	p.m.SetSchemaWaiting(sch)
 }
 
 // heldRecordsNow is the count of held records; safe from any goroutine.
@@ -126,9 +167,12 @@ func (p *Pipeline) heldNextRetry(now time.Time) (time.Duration, bool) {
 }
 
 // retryHeld appends the held records again, partition by partition in the
-// order they were held, once their attempt is due. The first record that
-// is still unavailable stops the round (the registry is still down: asking
-// again for the next partition would only wait again) and backs off.
+// order they were held, once their attempt is due. The first record still
+// unavailable from the registry ends the registry's part of the round (it
+// is still down: asking again for the next partition would only wait
+// again); a partition whose record still waits for its table's schema
+// stays held while the others go on. What is left waits for the backoff,
+// or for the next kick (kickHeld).
 func (p *Pipeline) retryHeld(writeCtx context.Context) {
 	h := &p.held
 	if len(h.parts) == 0 || p.now().Before(h.next) || p.revoke != nil || p.state == status.Paused {
@@ -136,32 +180,50 @@ func (p *Pipeline) retryHeld(writeCtx context.Context) {
 	}
 	h.attempt++
 	now := p.now()
-	for len(h.parts) > 0 && p.fatal == nil {
-		hp := h.parts[0]
+	var regErr error // the registry is still down
+	var regAt *heldPart
+	var regOffset int64
+	kept := h.parts[:0]
+	for _, hp := range h.parts {
+		if p.fatal != nil || (regErr != nil && !isSchemaWait(hp.wait)) {
+			kept = append(kept, hp)
+			continue
+		}
 		for len(hp.recs) > 0 && p.fatal == nil {
 			r := hp.recs[0]
 			if err, held := p.routeRecord(writeCtx, now, hp.tp, r); held {
-				h.lastErr = err
-				h.wait = min(h.wait*2, heldRetryMax)
-				h.next = p.now().Add(writer.RetryWait(h.wait))
-				p.m.RegistryRetry()
-				p.log.Warn().Str("topic", hp.tp.Topic).Int32("partition", hp.tp.Partition).Int64("offset", r.Offset).
-					Int("held", p.heldRecords()).Int("attempt", h.attempt).Dur("retry_in", h.next.Sub(p.now())).Err(err).
-					Msg("schema registry still unavailable; records stay held")
-				p.noteHeld()
-				return
+				hp.wait = err
+				if !isSchemaWait(err) {
+					regErr, regAt, regOffset = err, hp, r.Offset
+				}
+				break
 			}
 			hp.recs[0] = nil
 			hp.recs = hp.recs[1:]
 			h.bytes -= len(r.Key) + len(r.Value)
 		}
-		h.parts[0] = nil
-		h.parts = h.parts[1:]
+		if len(hp.recs) > 0 {
+			kept = append(kept, hp)
+		}
 	}
+	clear(h.parts[len(kept):])
+	h.parts = kept
+	p.launchEvolves()
 	if len(h.parts) == 0 {
 		p.log.Info().Dur("held_for", p.now().Sub(h.since)).Int("attempts", h.attempt).
-			Msg("schema registry answers again: held records decoded; fetching resumed")
+			Msg("held records decoded; fetching resumed")
 		p.held = heldState{}
+		p.noteHeld()
+		return
+	}
+	h.wait = min(h.wait*2, heldRetryMax)
+	h.next = p.now().Add(writer.RetryWait(h.wait))
+	if regErr != nil {
+		h.lastErr = regErr
+		p.m.RegistryRetry()
+		p.log.Warn().Str("topic", regAt.tp.Topic).Int32("partition", regAt.tp.Partition).Int64("offset", regOffset).
+			Int("held", p.heldRecords()).Int("attempt", h.attempt).Dur("retry_in", h.next.Sub(p.now())).Err(regErr).
+			Msg("schema registry still unavailable; records stay held")
 	}
 	p.noteHeld()
 }
@@ -188,7 +250,7 @@ func (p *Pipeline) dropHeld(tps []offsets.TP) {
 			h.bytes -= len(r.Key) + len(r.Value)
 		}
 		p.log.Info().Str("topic", hp.tp.Topic).Int32("partition", hp.tp.Partition).Int("records", len(hp.recs)).
-			Msg("records that waited for the schema registry dropped (partition given up, or consumed again from an earlier offset); they stay uncommitted")
+			Msg("held records dropped (partition given up, or consumed again from an earlier offset); they stay uncommitted")
 	}
 	clear(h.parts[len(kept):])
 	h.parts = kept

@@ -15,8 +15,13 @@
 // revokes and losses and wait for the answer. Pause and Resume (POST
 // /pause, /resume) are requests over a channel too, answered by the owner;
 // Status hands any goroutine the last snapshot the owner published (an
-// immutable copy, never the owner's maps). New, Tables, ResolveTopics and
-// CheckExactlyOnce are called before Run; Stats after it returned.
+// immutable copy, never the owner's maps). Every goroutine that uses the
+// Sink (inserts, table and parts reads, ADD COLUMNs) is started with spawn,
+// sends its result through a send that gives up once Run has made its last
+// commit, and is joined (canceled, then waited for, boundedly) before Run
+// returns: the caller may close the ClickHouse pool as soon as Run returned.
+// New, Tables, ResolveTopics and CheckExactlyOnce are called before Run;
+// Stats after it returned.
 //
 // The files follow the jobs: ports.go (Source and Sink), fetched.go (polled
 // records, decoded while the next fetch is read), routing.go (routes
@@ -24,7 +29,9 @@
 // each table's queue and in-flight slots, inserts and their acks),
 // commit.go, rebalance.go (assign, revoke with its deadline, loss), dlq.go
 // (bad records), schema.go (tables that change while running), evolve.go
-// (fields no column takes: counted, logged, added as columns on request),
+// (fields no column takes: counted, logged, added as columns on request,
+// their records held until the column exists), held.go (records held for
+// the schema registry or a new column, in partition order),
 // create.go (missing tables created by New, on request, from a sample of
 // their topic's records; PlanCreates is the dry run),
 // exactly.go (exactly-once delivery), fanout.go (routes chosen per record by
@@ -36,6 +43,8 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -81,7 +90,17 @@ type Pipeline struct {
 	schemas chan schemaResult
 	parts   chan partsResult // adaptive batching's parts reads (adaptive.go)
 	want    chan struct{}
-	stopped chan struct{} // closed when Run's loop has ended
+	stopped chan struct{} // closed (stop) once Run's last commit is made
+	stopOne sync.Once
+
+	// calls are the goroutines that use the Sink (inserts, table re-reads,
+	// parts reads, ADD COLUMNs), started with spawn; Run joins them, for
+	// at most cancelGrace after canceling them, before it returns, so that
+	// the caller may close the ClickHouse pool. callsLive counts them for
+	// the error that names the ones still running.
+	calls       sync.WaitGroup
+	callsLive   atomic.Int64
+	cancelGrace time.Duration
 
 	uncommitted map[offsets.TP]offsets.Commit // positions of a failed commit, retried
 
@@ -119,7 +138,8 @@ type Pipeline struct {
 	evo *evolver // nil unless a route has schema.evolve: add_columns (evolve.go)
 
 	// reg is the schema registry of the registry-framed formats (nil when
-	// none is configured); held, the records waiting for it (held.go).
+	// none is configured); held, the records waiting for it or for a
+	// table's new column (held.go).
 	reg  decode.Registry
 	held heldState
 	// noCreate: New does not create missing tables (WithoutCreate).
@@ -177,6 +197,7 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w Sink, op
 		topicM:    map[string]*metrics.Topic{},
 		partM:     map[offsets.TP]*metrics.Partition{},
 	}
+	p.cancelGrace = cancelGrace
 	for _, o := range opts {
 		o(p)
 	}
@@ -214,3 +235,42 @@ func (p *Pipeline) Attach(c Source) { p.cons = c }
 func (p *Pipeline) Stats() Stats { return p.stats }
 
 func (p *Pipeline) newID() uint64 { p.nextID++; return p.nextID }
+
+// cancelGrace is how long Run waits, once it canceled them, for the
+// goroutines that use the Sink to return: a canceled INSERT or query ends
+// as soon as the driver has told the server and closed its connection.
+const cancelGrace = 5 * time.Second
+
+// spawn runs f on a goroutine that Run joins before it returns (f uses
+// the Sink, which the caller closes after Run).
+func (p *Pipeline) spawn(f func()) {
+	p.calls.Add(1)
+	p.callsLive.Add(1)
+	go func() {
+		defer p.calls.Done()
+		defer p.callsLive.Add(-1)
+		f()
+	}()
+}
+
+// stop closes stopped: from then on every send to the owner (sendAck,
+// sendSchema, parts reads) is dropped instead of waiting for a loop that
+// has ended, and group callbacks no longer wait for it.
+func (p *Pipeline) stop() { p.stopOne.Do(func() { close(p.stopped) }) }
+
+// join waits until every goroutine started with spawn has returned, for at
+// most cancelGrace; the caller has canceled them. It reports the ones
+// still running when the grace passed.
+func (p *Pipeline) join() error {
+	done := make(chan struct{})
+	go func() { p.calls.Wait(); close(done) }()
+	t := time.NewTimer(p.cancelGrace)
+	defer t.Stop()
+	select {
+	case <-done:
+		return nil
+	case <-t.C:
+		return fmt.Errorf("%d ClickHouse calls (INSERTs or queries) still running %s after they were canceled; the connection pool is closed under them",
+			p.callsLive.Load(), p.cancelGrace)
+	}
+}

@@ -16,6 +16,9 @@ type routeState struct {
 	route config.Route
 	plan  *decode.Plan
 	table *tableState
+	// settled caches the last unmapped fields of this route's records
+	// that had nothing to wait for (evolve.go: schemaWaitFor).
+	settled settledFields
 }
 
 // Tables describes the resolved routes for `sink check`.

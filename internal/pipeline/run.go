@@ -30,7 +30,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	defer close(p.stopped)
+	defer p.stop()
 	defer p.m.Left()
 	p.setState(status.Running)
 	p.publish()
@@ -178,10 +178,28 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	return err
 }
 
-// shutdown seals every open batch, waits for all inserts up to
+// shutdown flushes (flush), then cancels what still uses ClickHouse (the
+// INSERTs shutdown_timeout cut off, table and parts reads) and joins those
+// goroutines, so that when Run returns nothing uses the ClickHouse pool the
+// caller closes next. Their results come after the last commit and are
+// dropped.
+func (p *Pipeline) shutdown(writeCtx context.Context, cancelWrites context.CancelFunc) error {
+	err := p.flush(writeCtx, cancelWrites)
+	p.stop()
+	cancelWrites()
+	if jerr := p.join(); jerr != nil {
+		p.log.Error().Err(jerr).Msg("shutdown: ClickHouse calls did not end when canceled")
+		if err == nil {
+			err = jerr
+		}
+	}
+	return err
+}
+
+// flush seals every open batch, waits for all inserts up to
 // shutdown_timeout, and commits. A batch that fails for good while it waits
 // is left unacknowledged and reported.
-func (p *Pipeline) shutdown(writeCtx context.Context, cancelWrites context.CancelFunc) error {
+func (p *Pipeline) flush(writeCtx context.Context, cancelWrites context.CancelFunc) error {
 	start := p.now()
 	p.log.Info().Int("open_batches", p.openBatches()).Int("in_flight", len(p.flights)).
 		Msg("shutting down: flushing open batches")
@@ -189,7 +207,7 @@ func (p *Pipeline) shutdown(writeCtx context.Context, cancelWrites context.Cance
 		p.log.Info().Int("records", n).Msg("shutting down with fetched records not decoded yet; they stay uncommitted and are read again on restart")
 	}
 	if n := p.heldRecords(); n > 0 {
-		p.log.Warn().Int("records", n).Msg("shutting down with records waiting for the schema registry; they stay uncommitted and are read again on restart")
+		p.log.Warn().Int("records", n).Msg("shutting down with held records (waiting for the schema registry or for a table's new column); they stay uncommitted and are read again on restart")
 	}
 	for _, a := range p.accs {
 		p.seal(writeCtx, a, batch.ReasonShutdown)
@@ -298,10 +316,10 @@ func (p *Pipeline) poller(ctx context.Context) {
 
 // handleRecord counts a record as consumed and decodes it (decodeRecord).
 // held reports that the record could not be decoded now and must be held,
-// with the rest of its partition, for the schema registry; err says why.
+// with the rest of its partition, for the schema registry or its table's
+// new column (held.go); err says why.
 func (p *Pipeline) handleRecord(writeCtx context.Context, now time.Time, tp offsets.TP, r *kgo.Record) (err error, held bool) {
-	p.stats.Records++
-	p.stats.Bytes += int64(len(r.Key) + len(r.Value))
+	p.consumed(r)
 	if p.eo != nil && p.eoSkip(tp, r.Offset) {
 		// Already a row in the table (exactly-once recovery).
 		p.stats.Skipped++
@@ -311,10 +329,28 @@ func (p *Pipeline) handleRecord(writeCtx context.Context, now time.Time, tp offs
 	return p.routeRecord(writeCtx, now, tp, r)
 }
 
+// consumed counts r in the run's records and bytes; a transaction marker
+// is not part of the topic's data and does not count.
+func (p *Pipeline) consumed(r *kgo.Record) {
+	if !r.Attrs.IsControl() {
+		p.stats.Records++
+		p.stats.Bytes += int64(len(r.Key) + len(r.Value))
+	}
+}
+
 // routeRecord hands r to its route's table (decodeRecord) or, when routes
 // are chosen per record, to every table its routes' conditions pick
 // (handleFanout); held as for handleRecord.
 func (p *Pipeline) routeRecord(writeCtx context.Context, now time.Time, tp offsets.TP, r *kgo.Record) (_ error, held bool) {
+	if r.Attrs.IsControl() {
+		// A transaction's commit or abort marker (the consumer keeps them):
+		// no row, handled at once, so the committed offset passes it, and
+		// with an abort marker the aborted records before it, which
+		// read_committed never hands out. It still waits in the tracker
+		// for every record before it.
+		p.tracker.Add(tp, r.Offset, r.LeaderEpoch, offsets.Done)
+		return nil, false
+	}
 	if p.fanout {
 		return p.handleFanout(writeCtx, now, tp, r)
 	}
@@ -323,7 +359,8 @@ func (p *Pipeline) routeRecord(writeCtx context.Context, now time.Time, tp offse
 
 // decodeRecord appends r to its table's open batch, or skips it, or sends
 // it to the dead-letter path; held is true (and nothing is done) when its
-// schema cannot be fetched now.
+// schema cannot be fetched now, or when it carries a field its table is
+// getting a column for (the row is taken back: evolve.go).
 func (p *Pipeline) decodeRecord(writeCtx context.Context, now time.Time, tp offsets.TP, r *kgo.Record) (_ error, held bool) {
 	rs, err := p.routeFor(writeCtx, r.Topic)
 	if err != nil {
@@ -349,6 +386,12 @@ func (p *Pipeline) decodeRecord(writeCtx context.Context, now time.Time, tp offs
 			p.badRecord(writeCtx, tp, r, err)
 		}
 		return nil, false
+	}
+	if u := rs.plan.LastUnmapped(); len(u) > 0 {
+		if err := p.schemaWaitFor(writeCtx, now, rs, u); err != nil {
+			rs.plan.Unappend(a.acc.Data())
+			return err, true
+		}
 	}
 	p.tracker.Add(tp, r.Offset, r.LeaderEpoch, a.id)
 	if p.eo != nil {

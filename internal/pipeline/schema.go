@@ -47,12 +47,12 @@ func (p *Pipeline) describeTable(ctx context.Context, ts *tableState) {
 	}
 	ts.describing = true
 	db, name := ts.t.Database, ts.t.Name
-	go func() {
+	p.spawn(func() {
 		dctx, cancel := context.WithTimeout(ctx, p.cfg.ClickHouse.QueryTimeout)
 		defer cancel()
 		cols, err := p.w.Describe(dctx, db, name)
 		p.sendSchema(schemaResult{ts: ts, cols: cols, err: err})
-	}()
+	})
 }
 
 func (p *Pipeline) sendSchema(r schemaResult) {
@@ -86,6 +86,9 @@ func (p *Pipeline) handleSchema(writeCtx context.Context, r schemaResult) {
 		p.evolved(writeCtx, r)
 		return
 	}
+	// Records held for this read (evolve.go) go on: with a new column if
+	// the table got one.
+	p.rereadDone(r.ts)
 	if r.err == nil {
 		p.applySchema(writeCtx, r.ts, r.cols)
 		r.ts.describing = false
@@ -95,6 +98,17 @@ func (p *Pipeline) handleSchema(writeCtx context.Context, r schemaResult) {
 	// A failed periodic read changes nothing: the INSERTs themselves say
 	// when the table is gone.
 	p.log.Warn().Err(r.err).Str("table", r.ts.t.FullName()).Msg("re-reading the table's columns failed; keeping the ones known")
+}
+
+// rereadDone ends the waits for a re-read of ts (evolve.go) and lets the
+// held records go on.
+func (p *Pipeline) rereadDone(ts *tableState) {
+	if ts.drift != nil {
+		for _, fd := range ts.drift.fields {
+			fd.rereading = false
+		}
+	}
+	p.kickHeld()
 }
 
 // applySchema switches ts to schema if its columns changed: every route
@@ -139,6 +153,12 @@ func (p *Pipeline) applySchema(writeCtx context.Context, ts *tableState, schema 
 	}
 	if len(plans) > 0 {
 		ts.plan = plans[0]
+	}
+	if ts.drift != nil {
+		for _, fd := range ts.drift.fields {
+			fd.known = false // look again: the table may have a column for it now
+		}
+		ts.drift.epoch++
 	}
 	added, dropped := diff(names(old.Insert), names(insert))
 	p.log.Info().Str("table", ts.t.FullName()).Strs("added", added).Strs("dropped", dropped).Int("columns", len(insert)).

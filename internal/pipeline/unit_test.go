@@ -144,6 +144,11 @@ type insertScript struct {
 	delay   time.Duration // or answer after this long
 	gate    chan struct{} // or wait until it is closed
 	hang    bool          // or never answer until ctx ends
+	// linger: once ctx ended, return only this much later (a driver
+	// still telling the server and closing the connection), unless
+	// release is closed first.
+	linger  time.Duration
+	release chan struct{}
 }
 
 // fakeSink is a Sink with one table layout for every table; script picks
@@ -155,6 +160,7 @@ type fakeSink struct {
 	calls    int
 	rows     map[string]int // rows inserted per table
 	canceled int            // inserts that ended because ctx ended
+	active   atomic.Int32   // Insert calls not returned yet
 }
 
 var errRetriable = errors.New("code: 252, TOO_MANY_PARTS")
@@ -172,11 +178,19 @@ func (k *fakeSink) Describe(_ context.Context, _, _ string) ([]decode.ColumnSche
 
 func (k *fakeSink) Insert(ctx context.Context, t *writer.Table, block writer.Block, _ uint64,
 	onRetry func(writer.Attempt), _ writer.Refresh) error {
+	k.active.Add(1)
+	defer k.active.Add(-1)
 	k.mu.Lock()
 	k.calls++
 	sc := k.script(k.calls)
 	k.mu.Unlock()
 	canceled := func() error {
+		if sc.linger > 0 {
+			select {
+			case <-time.After(sc.linger):
+			case <-sc.release:
+			}
+		}
 		k.mu.Lock()
 		k.canceled++
 		k.mu.Unlock()
@@ -223,10 +237,17 @@ func (k *fakeSink) inserted(table string) int {
 // the result for a test's needs.
 func unitConfig(t *testing.T, extra string) *config.Config {
 	t.Helper()
+	return unitConfigTopics(t, unitTopic, extra)
+}
+
+// unitConfigTopics is unitConfig consuming topics (a YAML flow list's
+// items), for routes of more topics than the first.
+func unitConfigTopics(t *testing.T, topics, extra string) *config.Config {
+	t.Helper()
 	cfg, err := config.Parse([]byte(`
 name: unit
 kafka:
-  topics: [`+unitTopic+`]
+  topics: [`+topics+`]
 clickhouse:
   database: db
 routes:

@@ -1,0 +1,72 @@
+// Package errtext bounds the length of error texts before they are logged
+// or put in a dead-letter record's header. An error can quote its input,
+// or a parser repeat itself at every level of nesting (14 KB of "cannot
+// parse array value: …" for a 2,000-deep JSON array), and such a text is
+// useless in a log line or a header; its start (what failed, and where: the record's topic,
+// partition and offset come first in the sink's errors) and its end (the
+// innermost cause) are what a reader needs.
+//
+// Concurrency: the functions are pure and safe from any goroutine.
+package errtext
+
+import (
+	"strconv"
+	"unicode/utf8"
+)
+
+// Max is the length, in bytes, that the sink's error texts are cut to.
+const Max = 1024
+
+// Cap returns s unchanged when it is at most max bytes long; otherwise
+// its start and its end, cut on UTF-8 character boundaries, joined by a
+// marker that says how many bytes were left out, in at most max bytes.
+// About three quarters of the room go to the start. A max too small for
+// the marker gives just the start.
+func Cap(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	if max <= 0 {
+		return ""
+	}
+	// The marker's digits depend on the count cut, which depends on the
+	// marker's length: the count's digits are at most len(s)'s.
+	markerLen := len(" … [ bytes cut] … ") + len(strconv.Itoa(len(s)))
+	room := max - markerLen
+	if room < 8 {
+		return s[:runeStart(s, max)]
+	}
+	head := runeStart(s, room*3/4)
+	tail := runeEnd(s, len(s)-(room-head))
+	return s[:head] + " … [" + strconv.Itoa(tail-head) + " bytes cut] … " + s[tail:]
+}
+
+// runeStart is the largest i <= n at which a UTF-8 character of s begins
+// (so s[:i] ends on a whole character).
+func runeStart(s string, n int) int {
+	for n > 0 && n < len(s) && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return n
+}
+
+// runeEnd is the smallest i >= n at which a UTF-8 character of s begins
+// (so s[i:] starts on a whole character).
+func runeEnd(s string, n int) int {
+	for n < len(s) && !utf8.RuneStart(s[n]) {
+		n++
+	}
+	return n
+}
+
+// Marshal is zerolog's ErrorMarshalFunc for the sink's loggers: every
+// error a log line carries is cut to Max.
+func Marshal(err error) any { return Of(err) }
+
+// Of is Cap(err.Error(), Max), or "" for a nil err.
+func Of(err error) string {
+	if err == nil {
+		return ""
+	}
+	return Cap(err.Error(), Max)
+}
