@@ -30,6 +30,12 @@ fi
 log=.stack/go-test.log
 status=0
 SINK_REQUIRE_STACK=1 go test -tags integration -count=1 -timeout 20m -v "$@" ./... >"$log" 2>&1 || status=$?
+# The fault drills on the clusters kill servers the other packages' tests use:
+# alone, after them (TestChaosClusterDrills; TEST_DRILLS=0 leaves them out).
+if [[ ${TEST_CLUSTER:-1} != 0 && ${TEST_DRILLS:-1} != 0 && $# -eq 0 ]]; then
+	SINK_CHAOS_DRILLS=1 SINK_REQUIRE_STACK=1 go test -tags integration -count=1 -timeout 10m -v \
+		-run '^(TestChaosClusterDrills|TestSoakShort)$' ./tools/internal/chaos/ >>"$log" 2>&1 || status=$?
+fi
 
 # Per-test results and package lines; full output is in $log.
 grep -E '^(\s*--- (PASS|FAIL|SKIP)|ok |FAIL|panic:|\s+\S+_test\.go:[0-9]+: )' "$log" | grep -vE '^\s+\S+_test\.go:[0-9]+: .*(level|"message")' || true

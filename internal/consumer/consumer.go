@@ -243,6 +243,18 @@ func Describe(ctx context.Context, cl *kgo.Client, cfg *config.Config) (map[stri
 	defer cancel()
 	req := kmsgMetadata(k)
 	resp, err := req.RequestWith(ctx, cl)
+	// A broker of a cluster may die while it answers (a restart, a kill):
+	// the connection closes mid-request. Ask again, up to twice per seed
+	// broker, so another one answers; a refused login or handshake is not
+	// asked again, and a listener that wants SASL keeps closing and ends
+	// with the same error after those tries.
+	for try := 1; err != nil && try < 2*len(k.Brokers) && probeRetriable(err) && ctx.Err() == nil; try++ {
+		select {
+		case <-ctx.Done():
+		case <-time.After(300 * time.Millisecond):
+		}
+		resp, err = req.RequestWith(ctx, cl)
+	}
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, kgo.ErrClientClosed) {
 			return nil, fmt.Errorf("kafka: brokers %s not reachable within %s", strings.Join(k.Brokers, ","), k.RequestTimeout)
@@ -445,6 +457,24 @@ func (c *Consumer) Close() {
 	case <-time.After(5 * time.Second):
 		c.log.Warn().Msg("kafka client did not close within 5s; exiting anyway")
 	}
+}
+
+// probeRetriable reports whether a start-up request that failed with err
+// may succeed on another try or broker: not after a refused SASL login or
+// mechanism, or a failed TLS handshake.
+func probeRetriable(err error) bool {
+	var (
+		verify *tls.CertificateVerificationError
+		rec    tls.RecordHeaderError
+	)
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled), errors.Is(err, kgo.ErrClientClosed),
+		errors.Is(err, kerr.SaslAuthenticationFailed), errors.Is(err, kerr.UnsupportedSaslMechanism),
+		errors.Is(err, kerr.IllegalSaslState), errors.As(err, &verify), errors.As(err, &rec),
+		strings.Contains(err.Error(), "remote error: tls:"):
+		return false
+	}
+	return true
 }
 
 // ConnError turns an error from a request to the brokers into one line that

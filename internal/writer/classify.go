@@ -61,10 +61,13 @@ var retriableCodes = map[int32]string{
 	// a quorum INSERT finds too few live replicas (285), or the previous
 	// quorum write not yet on enough of them (286), or cannot tell whether
 	// its quorum was reached (319; the identical block's retry is dropped
-	// if it was). Each is retried with the same block, on another replica.
+	// if it was); a synchronous Distributed INSERT reached no replica of
+	// some shard (279, each replica's 210 inside). Each is retried with the
+	// same block, on another replica.
 	225: "NO_ZOOKEEPER",
 	242: "TABLE_IS_READ_ONLY",
 	252: "TOO_MANY_PARTS",
+	279: "ALL_CONNECTION_TRIES_FAILED",
 	285: "TOO_FEW_LIVE_REPLICAS",
 	286: "UNSATISFIED_QUORUM_FOR_PREVIOUS_WRITE",
 	319: "UNKNOWN_STATUS_OF_INSERT",

@@ -23,7 +23,7 @@ func TestClassify(t *testing.T) {
 	ex := func(code int32) error {
 		return fmt.Errorf("insert: %w", &clickhouse.Exception{Code: code, Message: "x"})
 	}
-	for _, code := range []int32{3, 107, 159, 164, 202, 203, 209, 210, 225, 241, 242, 252, 285, 286, 319, 425, 999} {
+	for _, code := range []int32{3, 107, 159, 164, 202, 203, 209, 210, 225, 241, 242, 252, 279, 285, 286, 319, 425, 999} {
 		f(ex(code), Retriable)
 	}
 	for _, code := range []int32{16, 47, 60} {

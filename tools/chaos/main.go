@@ -37,9 +37,17 @@ run only when named in --only.
 Examples:
   make chaos CHAOS_ARGS='--clickhouse 26 --only too-many-parts'
   go run ./tools/chaos --clickhouse 18 --only kill9,poison --short
+  go run ./tools/chaos --suite kafka-cluster --clickhouse 26 --delivery exactly_once
+  go run ./tools/chaos --suite cluster --only zookeeper-stop
+
+Suites: single (the default: the single-broker Kafka and single servers),
+kafka-cluster (the 3-broker Kafka of make kafka-cluster-up, topics with
+replication factor 3: %s) and cluster (the ClickHouse cluster of make
+cluster-up and its ZooKeeper, at_least_once: %s).
 
 Flags:
-`, strings.Join(names(chaos.Scenarios(chaos.Full)), ", "))
+`, strings.Join(names(chaos.Scenarios(chaos.Full)), ", "),
+			strings.Join(names(chaos.KafkaClusterScenarios(chaos.Full)), ", "), strings.Join(names(chaos.ClusterScenarios(chaos.Full)), ", "))
 		fs.PrintDefaults()
 	}
 	only := fs.String("only", "", "comma-separated scenario names to run (default: all)")
@@ -51,25 +59,47 @@ Flags:
 	stackRoot := fs.String("stack-root", envOr("SINK_STACK_ROOT", "."),
 		"the checkout whose scripts/stack.sh started the stack (its .stack/ holds the pid files the restart scenarios need; env SINK_STACK_ROOT)")
 	out := fs.String("out", "", "also write the tables to this file")
+	appendOut := fs.Bool("append", false, "append to --out rather than replace it (make chaos-drills puts every suite's tables in one file)")
 	delivery := fs.String("delivery", "at_least_once", "the sinks' delivery: at_least_once (ReplacingMergeTree, checked with FINAL) or exactly_once (plain MergeTree, checked without FINAL: count() = produced, no (_topic, _partition, _offset) twice; ClickHouse 22.2+, so --clickhouse 26)")
+	suite := fs.String("suite", "single", "which scenarios: single, kafka-cluster (the 3-broker Kafka, brokers "+strings.Join(chaos.KafkaClusterBrokers, ",")+") or cluster (the ClickHouse cluster sink_cluster and its ZooKeeper)")
+	soak := fs.Duration("soak", 0, "instead of the scenarios, a soak this long (make soak DURATION=1h): the 3-broker Kafka into the ClickHouse cluster, a SIGTERM restart every 15 min (every half of a run under 30 min), one kill -9, samples every 10 s (5 s under 30 min); results in --soak-dir")
+	soakRate := fs.Float64("soak-rate", 1000, "the soak's records per second outside its burst")
+	soakDir := fs.String("soak-dir", ".stack/soak", "where the soak writes results.csv, soak.svg and soak.md")
 	fs.Parse(os.Args[1:])
 
+	if *soak > 0 {
+		os.Exit(runSoak(*soak, *soakRate, *soakDir, *stackRoot))
+	}
 	servers, err := pickServers(*which, *ch18, *ch26)
 	check(err)
 	if *delivery != "at_least_once" && *delivery != "exactly_once" {
 		check(fmt.Errorf("--delivery %q: want at_least_once or exactly_once", *delivery))
 	}
-	specs := chaos.Scenarios(chaos.Full)
+	scale := chaos.Full
 	if *short {
-		specs = chaos.Scenarios(chaos.Short)
+		scale = chaos.Short
+	}
+	specs := chaos.Scenarios(scale)
+	var cluster *chaos.ClusterEnv
+	rf := 1
+	switch *suite {
+	case "single":
+	case "kafka-cluster":
+		specs = chaos.KafkaClusterScenarios(scale)
+		*brokers, rf = strings.Join(chaos.KafkaClusterBrokers, ","), 3
+	case "cluster":
+		specs = chaos.ClusterScenarios(scale)
+		if *delivery != "at_least_once" {
+			check(fmt.Errorf("--suite cluster: the cluster runs ClickHouse 18.16, which has no deduplication tokens: --delivery at_least_once only"))
+		}
+		cluster = chaos.LocalCluster()
+		servers = []server{{name: "cluster", addr: strings.Join(cluster.Addrs(), ",")}}
+	default:
+		check(fmt.Errorf("--suite %q: want single, kafka-cluster or cluster", *suite))
 	}
 	if *only != "" {
 		var picked []chaos.Spec
 		// kill9-mid-insert runs only when named (it takes a minute).
-		scale := chaos.Full
-		if *short {
-			scale = chaos.Short
-		}
 		all := append(specs, chaos.KillMidInsert(scale), chaos.Zombie(scale))
 		for _, n := range strings.Split(*only, ",") {
 			s, ok := find(all, strings.TrimSpace(n))
@@ -96,8 +126,12 @@ Flags:
 	failed := false
 	for _, srv := range servers {
 		env := chaos.Env{Brokers: strings.Split(*brokers, ","), CHAddr: srv.addr, CHStack: srv.stack,
-			SinkBin: bin, RepoRoot: root, StackRoot: stack, WorkDir: work, Log: os.Stderr, Delivery: *delivery}
-		version := chaos.ServerVersion(context.Background(), srv.addr)
+			SinkBin: bin, RepoRoot: root, StackRoot: stack, WorkDir: work, Log: os.Stderr, Delivery: *delivery,
+			ReplicationFactor: rf, Cluster: cluster}
+		version := chaos.ServerVersion(context.Background(), strings.Split(srv.addr, ",")[0])
+		if cluster != nil {
+			version += " cluster " + cluster.Name
+		}
 		began := time.Now()
 		var results []*chaos.Result
 		for _, s := range specs {
@@ -107,13 +141,21 @@ Flags:
 			results = append(results, r)
 			failed = failed || !r.OK()
 		}
-		fmt.Fprintf(&report, "\nClickHouse %s (%s, %s), delivery %s: %d scenarios in %s\n\n", version, srv.name, srv.addr,
-			*delivery, len(results), time.Since(began).Round(time.Second))
+		fmt.Fprintf(&report, "\nClickHouse %s (%s, %s), Kafka %s, delivery %s: %d scenarios in %s\n\n", version, srv.name, srv.addr,
+			*brokers, *delivery, len(results), time.Since(began).Round(time.Second))
 		chaos.PrintTable(&report, results)
 	}
 	fmt.Print(report.String())
 	if *out != "" {
-		check(os.WriteFile(*out, []byte(strings.TrimPrefix(report.String(), "\n")), 0o644))
+		flags := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
+		if *appendOut {
+			flags = os.O_CREATE | os.O_WRONLY | os.O_APPEND
+		}
+		f, err := os.OpenFile(*out, flags, 0o644)
+		check(err)
+		_, err = f.WriteString(strings.TrimPrefix(report.String(), "\n"))
+		check(err)
+		check(f.Close())
 	}
 	fmt.Printf("\nsink logs and configs: %s\n", work)
 	if failed {
@@ -165,4 +207,31 @@ func check(err error) {
 		fmt.Fprintf(os.Stderr, "chaos: %v\n", err)
 		os.Exit(1)
 	}
+}
+
+// runSoak builds the sink, runs the soak and prints its verdict; the exit
+// code is 1 if it failed.
+func runSoak(d time.Duration, rate float64, dir, stackRoot string) int {
+	root, err := os.Getwd()
+	check(err)
+	stack, err := filepath.Abs(stackRoot)
+	check(err)
+	work, err := os.MkdirTemp("", "sink-soak-")
+	check(err)
+	bin := filepath.Join(work, "sink")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/sink")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	check(build.Run())
+	env := chaos.Env{Brokers: chaos.KafkaClusterBrokers, ReplicationFactor: 3, Cluster: chaos.LocalCluster(),
+		SinkBin: bin, RepoRoot: root, StackRoot: stack, WorkDir: work, Log: os.Stderr}
+	r := chaos.Soak(context.Background(), env, chaos.SoakParams(d, rate, dir))
+	b, _ := os.ReadFile(filepath.Join(dir, "soak.md"))
+	fmt.Printf("%s\nsink logs and configs: %s\n", b, work)
+	if !r.OK() {
+		for _, p := range r.Problems {
+			fmt.Fprintf(os.Stderr, "soak: %s\n", p)
+		}
+		return 1
+	}
+	return 0
 }

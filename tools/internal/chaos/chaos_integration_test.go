@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"sink/internal/testenv"
 )
@@ -113,4 +114,86 @@ func dumpLogs(t *testing.T, dir string) {
 		}
 		t.Logf("--- %s (last lines)\n%s", filepath.Base(l), strings.Join(lines, "\n"))
 	}
+}
+
+// TestChaosClusterDrills runs the short fault drills on the clusters: the
+// busiest partitions' leader of the 3-broker Kafka killed (exactly-once into
+// 26.9) and a ClickHouse replica killed mid-INSERT (at-least-once into the
+// replicated cluster); make chaos-drills runs all of them. They kill servers
+// other tests use, so they run only when SINK_CHAOS_DRILLS=1: scripts/test.sh
+// runs them on their own after every other package's tests (about 2 minutes).
+// The servers are restarted through the scripts/stack.sh of the checkout
+// that started them (SINK_STACK_ROOT, default this one).
+func TestChaosClusterDrills(t *testing.T) {
+	if os.Getenv("SINK_CHAOS_DRILLS") != "1" {
+		t.Skip("chaos drills: set SINK_CHAOS_DRILLS=1 (scripts/test.sh does, after the other tests)")
+	}
+	kafka := testenv.KafkaCluster(t)
+	testenv.Cluster(t)
+	s26 := testenv.Server26(t)
+	bin, root := buildSink(t)
+	stackRoot := root
+	if v := os.Getenv("SINK_STACK_ROOT"); v != "" {
+		stackRoot = v
+	}
+	base := Env{SinkBin: bin, RepoRoot: root, StackRoot: stackRoot, WorkDir: t.TempDir(), Log: testWriter{t}}
+	var results []*Result
+	runOne := func(env Env, s Spec) {
+		if only := os.Getenv("CHAOS_ONLY"); only != "" && !strings.Contains(","+only+",", ","+s.Name+",") {
+			return
+		}
+		r := Run(context.Background(), env, s)
+		results = append(results, r)
+		for _, p := range r.Problems {
+			t.Errorf("%s: %s", s.Name, p)
+		}
+		if !r.OK() {
+			dumpLogs(t, env.WorkDir)
+		}
+	}
+	k := base
+	k.Brokers, k.ReplicationFactor, k.CHAddr, k.Delivery = kafka, 3, s26.Addr, "exactly_once"
+	for _, s := range KafkaClusterScenarios(Short) {
+		if s.Name == "kafka-leader-kill9" {
+			runOne(k, s)
+		}
+	}
+	c := base
+	c.Brokers, c.Cluster = testenv.Kafka(t), LocalCluster()
+	for _, s := range ClusterScenarios(Short) {
+		if s.Name == "ch-replica-kill9" {
+			runOne(c, s)
+		}
+	}
+	var b strings.Builder
+	PrintTable(&b, results)
+	t.Logf("\n%s", b.String())
+}
+
+// TestSoakShort is the 2-minute soak (make soak runs it for an hour): a paced
+// stream with a burst and 2% bad records from the 3-broker Kafka into the
+// ClickHouse cluster, one SIGTERM restart and one kill -9, sampled every 5 s.
+// Like the drills it runs only with SINK_CHAOS_DRILLS=1.
+func TestSoakShort(t *testing.T) {
+	if os.Getenv("SINK_CHAOS_DRILLS") != "1" {
+		t.Skip("soak: set SINK_CHAOS_DRILLS=1 (scripts/test.sh does, after the other tests)")
+	}
+	kafka := testenv.KafkaCluster(t)
+	testenv.Cluster(t)
+	bin, root := buildSink(t)
+	env := Env{Brokers: kafka, ReplicationFactor: 3, Cluster: LocalCluster(), SinkBin: bin, RepoRoot: root,
+		WorkDir: t.TempDir(), Log: testWriter{t}}
+	dir := t.TempDir()
+	r := Soak(context.Background(), env, SoakParams(2*time.Minute, 500, dir))
+	for _, p := range r.Problems {
+		t.Errorf("soak: %s", p)
+	}
+	if r.Restarts != 1 || r.Kills != 1 {
+		t.Errorf("soak: %d restarts and %d kills, want 1 and 1", r.Restarts, r.Kills)
+	}
+	if !r.OK() {
+		dumpLogs(t, env.WorkDir)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "soak.md"))
+	t.Logf("\n%s", b)
 }

@@ -1,0 +1,395 @@
+package chaos
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// SoakSpec is a long run at a paced rate with restarts.
+type SoakSpec struct {
+	Duration     time.Duration // how long records are produced
+	Rate         float64       // records per second outside the bursts
+	RestartEvery time.Duration // a SIGTERM and a new sink every this long
+	KillAt       time.Duration // one kill -9 (and a new sink) this far in
+	Sample       time.Duration // the sampling interval (10 s)
+	Warmup       time.Duration // samples this soon after a sink started do not count for the trends
+	Dir          string        // results.csv, soak.svg, soak.md go here
+	// JudgeTrends fails the soak on an upward trend. A run of a few
+	// minutes has sink lives shorter than the heap's own growth to its
+	// steady size (about 30 s here), so its trend is reported only.
+	JudgeTrends bool
+}
+
+// SoakParams is the soak of length d at rate records per second, writing
+// into dir: a SIGTERM restart every 15 minutes and a sample every 10 s with
+// a 5-minute warm-up; a run under 30 minutes (the 2-minute one of make
+// test) restarts at half its length, samples every 5 s, warms up 10 s and
+// reports the trends without judging them.
+// The kill -9 comes at 70% of the run.
+func SoakParams(d time.Duration, rate float64, dir string) SoakSpec {
+	ss := SoakSpec{Duration: d, Rate: rate, RestartEvery: 15 * time.Minute, KillAt: d * 7 / 10,
+		Sample: 10 * time.Second, Warmup: 5 * time.Minute, Dir: dir, JudgeTrends: true}
+	if d < 30*time.Minute {
+		ss.RestartEvery, ss.Sample, ss.Warmup, ss.JudgeTrends = d/2, 5*time.Second, 10*time.Second, false
+	}
+	return ss
+}
+
+// Sample is one reading of the running sink.
+type Sample struct {
+	At          time.Duration // since the soak began
+	PID         int
+	RSS         int64 // bytes, /proc/PID/status VmRSS
+	Heap        float64
+	Goroutines  float64
+	Conns       int     // sockets among the open fds
+	FDs         int     // open fds
+	GCPauseMax  float64 // seconds, go_gc_duration_seconds{quantile="1"}
+	Inserts     float64 // sink_inserts_total (since this process started)
+	InsertsMin  float64 // inserts per minute over the last interval
+	LagSeconds  float64 // max of sink_consumer_lag_seconds
+	RetriesSeen float64 // sink_insert_retries_total
+}
+
+// SoakResult is the soak's verdict.
+type SoakResult struct {
+	*Result
+	Samples         []Sample
+	RSSSlope        float64 // MiB per 10 minutes, after each sink's warm-up
+	GoroutineSlope  float64 // per 10 minutes, likewise
+	Restarts, Kills int
+}
+
+// Soak produces a paced stream with a burst (Rate, five times that for a
+// tenth of the run from a third in), 2% bad records, into the scenario
+// table (the cluster with Env.Cluster), restarts the sink with SIGTERM every
+// RestartEvery and kills it once, samples it every Sample, and checks: the
+// counts exact, every partition committed at the end, no INSERT error that
+// stopped a sink, RSS within buffer_memory + 128 MiB, and (JudgeTrends) no
+// upward trend of RSS (under 1 MiB per 10 minutes) or goroutines (under 1
+// per 10 minutes) within a sink's life after its warm-up.
+func Soak(ctx context.Context, env Env, ss SoakSpec) *SoakResult {
+	out := &SoakResult{}
+	began := time.Now()
+	var mu sync.Mutex
+	records := int(ss.Rate * ss.Duration.Seconds() * 1.4) // the burst adds 0.4 of the run's records
+	s := Spec{
+		Name: "soak", Records: records, Partitions: 8, Buffer: "64MiB", Instances: 1, BadPercent: 1,
+		Listen: "127.0.0.1:18099",
+		Burst:  &Burst{Rate: ss.Rate, Factor: 5, Start: ss.Duration / 3, Length: ss.Duration / 10},
+		Faults: func(ctx context.Context, r *run) error {
+			go func() {
+				t := time.NewTicker(ss.Sample)
+				defer t.Stop()
+				var last Sample
+				for {
+					select {
+					case <-r.bg.Done():
+						return
+					case <-t.C:
+					}
+					smp, ok := sampleSink(r, time.Since(began))
+					if !ok {
+						continue
+					}
+					if last.PID == smp.PID && smp.Inserts >= last.Inserts {
+						smp.InsertsMin = (smp.Inserts - last.Inserts) / (smp.At - last.At).Minutes()
+					}
+					last = smp
+					mu.Lock()
+					out.Samples = append(out.Samples, smp)
+					mu.Unlock()
+				}
+			}()
+			killed := false
+			for next := ss.RestartEvery; ; next += ss.RestartEvery {
+				if !killed && ss.KillAt > 0 && ss.KillAt < next {
+					if !sleep(ctx, ss.KillAt-time.Since(began)) || time.Since(began) > ss.Duration {
+						return nil
+					}
+					if err := r.kill9(0); err != nil {
+						return err
+					}
+					out.Kills++
+					killed = true
+					if err := r.startSink(); err != nil {
+						return err
+					}
+				}
+				if next >= ss.Duration || !sleep(ctx, next-time.Since(began)) {
+					return nil
+				}
+				if err := r.restartSink(); err != nil {
+					return err
+				}
+				out.Restarts++
+			}
+		},
+	}
+	out.Result = Run(ctx, env, s)
+	res := out.Result
+	res.Scenario = "soak"
+	if n := countLogsIn(env.WorkDir, "connector stopping"); n > 0 {
+		res.fail("%d sink(s) stopped on an error (\"connector stopping\" in the logs)", n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	out.RSSSlope = trend(out.Samples, ss.Warmup, func(s Sample) float64 { return float64(s.RSS) / (1 << 20) })
+	out.GoroutineSlope = trend(out.Samples, ss.Warmup, func(s Sample) float64 { return s.Goroutines })
+	if math.IsNaN(out.RSSSlope) {
+		res.fail("too few samples after the warm-up to compute a trend (%d samples)", len(out.Samples))
+	} else if ss.JudgeTrends {
+		if out.RSSSlope >= 1 {
+			res.fail("RSS grows %.2f MiB per 10 minutes within a sink's life (limit 1)", out.RSSSlope)
+		}
+		if out.GoroutineSlope >= 1 {
+			res.fail("goroutines grow %.2f per 10 minutes within a sink's life (limit 1)", out.GoroutineSlope)
+		}
+	}
+	if ss.Dir != "" {
+		if err := out.write(ss); err != nil {
+			res.fail("writing the results: %v", err)
+		}
+	}
+	return out
+}
+
+// restartSink stops the first running sink with SIGTERM (it must exit 0)
+// and starts a new one.
+func (r *run) restartSink() error {
+	r.mu.Lock()
+	var p *sinkProc
+	for _, q := range r.procs {
+		if !q.exited.Load() {
+			p = q
+			break
+		}
+	}
+	r.mu.Unlock()
+	if p != nil {
+		r.logf("%s: SIGTERM pid %d", r.name, p.cmd.Process.Pid)
+		p.killed.Store(true) // ended on purpose: not "exited by itself"
+		if err := p.stop(60 * time.Second); err != nil {
+			return fmt.Errorf("restart: %v (log %s)", err, p.logPath)
+		}
+		p.done <- nil // keep the channel readable for close()
+	}
+	return r.startSink()
+}
+
+// sampleSink reads the running sink's /proc and /metrics.
+func sampleSink(r *run, at time.Duration) (Sample, bool) {
+	r.mu.Lock()
+	var p *sinkProc
+	for _, q := range r.procs {
+		if !q.exited.Load() {
+			p = q
+		}
+	}
+	listen := ""
+	if b, err := os.ReadFile(r.cfgPath); err == nil {
+		if i := strings.Index(string(b), `listen: "`); i >= 0 {
+			rest := string(b)[i+9:]
+			listen = rest[:strings.IndexByte(rest, '"')]
+		}
+	}
+	r.mu.Unlock()
+	if p == nil {
+		return Sample{}, false
+	}
+	pid := p.cmd.Process.Pid
+	s := Sample{At: at, PID: pid, RSS: readRSS(pid)}
+	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	s.FDs = len(fds)
+	for _, fd := range fds {
+		if l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); err == nil && strings.HasPrefix(l, "socket:") {
+			s.Conns++
+		}
+	}
+	cl := http.Client{Timeout: 3 * time.Second}
+	resp, err := cl.Get("http://" + listen + "/metrics")
+	if err != nil {
+		return s, s.RSS > 0
+	}
+	defer resp.Body.Close()
+	m := parseMetrics(resp.Body)
+	s.Heap = m["go_memstats_heap_inuse_bytes"].sum
+	s.Goroutines = m["go_goroutines"].sum
+	s.GCPauseMax = m[`go_gc_duration_seconds{quantile="1"}`].sum
+	s.Inserts = m["sink_inserts_total"].sum
+	s.LagSeconds = m["sink_consumer_lag_seconds"].max
+	s.RetriesSeen = m["sink_insert_retries_total"].sum
+	return s, s.RSS > 0
+}
+
+type metricValue struct{ sum, max float64 }
+
+// parseMetrics reads the Prometheus text format: by metric name, the sum
+// and the max of its series; a series with a quantile label also under its
+// name with that label.
+func parseMetrics(r io.Reader) map[string]metricValue {
+	out := map[string]metricValue{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		sp := strings.LastIndexByte(line, ' ')
+		if sp < 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[sp+1:], 64)
+		if err != nil {
+			continue
+		}
+		series := line[:sp]
+		name := series
+		if i := strings.IndexByte(series, '{'); i >= 0 {
+			name = series[:i]
+			if q := strings.Index(series, `quantile="`); q >= 0 {
+				end := strings.IndexByte(series[q+10:], '"')
+				add(out, name+`{quantile="`+series[q+10:q+10+end]+`"}`, v)
+			}
+		}
+		add(out, name, v)
+	}
+	return out
+}
+
+func add(m map[string]metricValue, k string, v float64) {
+	mv, ok := m[k]
+	mv.sum += v
+	if !ok || v > mv.max {
+		mv.max = v
+	}
+	m[k] = mv
+}
+
+// trend is the least-squares slope of f per 10 minutes, pooled over each
+// sink's life (each pid's samples after its warm-up, centred on their own
+// mean, so a restart's drop does not count as a trend); NaN without enough
+// samples.
+func trend(samples []Sample, warmup time.Duration, f func(Sample) float64) float64 {
+	byPID := map[int][]Sample{}
+	first := map[int]time.Duration{}
+	for _, s := range samples {
+		if _, ok := first[s.PID]; !ok {
+			first[s.PID] = s.At
+		}
+		if s.At-first[s.PID] >= warmup {
+			byPID[s.PID] = append(byPID[s.PID], s)
+		}
+	}
+	var sxy, sxx float64
+	n := 0
+	for _, ss := range byPID {
+		if len(ss) < 3 {
+			continue
+		}
+		var mx, my float64
+		for _, s := range ss {
+			mx += s.At.Minutes() / 10
+			my += f(s)
+		}
+		mx /= float64(len(ss))
+		my /= float64(len(ss))
+		for _, s := range ss {
+			dx := s.At.Minutes()/10 - mx
+			sxy += dx * (f(s) - my)
+			sxx += dx * dx
+		}
+		n += len(ss)
+	}
+	if n < 3 || sxx == 0 {
+		return math.NaN()
+	}
+	return sxy / sxx
+}
+
+func countLogsIn(dir, needle string) int {
+	logs, _ := filepath.Glob(filepath.Join(dir, "chaos-soak-*.log"))
+	n := 0
+	for _, l := range logs {
+		n += countInFile(l, needle)
+	}
+	return n
+}
+
+// write stores results.csv, soak.svg (RSS and goroutines over time) and
+// soak.md (the verdict) in ss.Dir.
+func (o *SoakResult) write(ss SoakSpec) error {
+	if err := os.MkdirAll(ss.Dir, 0o755); err != nil {
+		return err
+	}
+	var csv strings.Builder
+	csv.WriteString("seconds,pid,rss_bytes,heap_inuse_bytes,goroutines,sockets,fds,gc_pause_max_seconds,inserts_per_minute,lag_seconds_max,insert_retries\n")
+	for _, s := range o.Samples {
+		fmt.Fprintf(&csv, "%.0f,%d,%d,%.0f,%.0f,%d,%d,%.6f,%.1f,%.1f,%.0f\n", s.At.Seconds(), s.PID, s.RSS, s.Heap, s.Goroutines,
+			s.Conns, s.FDs, s.GCPauseMax, s.InsertsMin, s.LagSeconds, s.RetriesSeen)
+	}
+	if err := os.WriteFile(filepath.Join(ss.Dir, "results.csv"), []byte(csv.String()), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(ss.Dir, "soak.svg"), []byte(o.svg()), 0o644); err != nil {
+		return err
+	}
+	var md strings.Builder
+	fmt.Fprintf(&md, "Soak: %s at %.0f records/s (5× for a tenth of the run), 2%% bad records, %d SIGTERM restarts, %d kill -9, a sample every %s\n\n",
+		ss.Duration, ss.Rate, o.Restarts, o.Kills, ss.Sample)
+	judged := "judged: each must stay under 1"
+	if !ss.JudgeTrends {
+		judged = "reported only: a run this short has sink lives shorter than the heap's growth to its steady size"
+	}
+	fmt.Fprintf(&md, "RSS trend %.2f MiB per 10 min, goroutines trend %.2f per 10 min (each sink's samples after %s; %s)\n\n", o.RSSSlope, o.GoroutineSlope, ss.Warmup, judged)
+	PrintTable(&md, []*Result{o.Result})
+	return os.WriteFile(filepath.Join(ss.Dir, "soak.md"), []byte(md.String()), 0o644)
+}
+
+// svg plots RSS (MiB) and goroutines against time, each scaled to its own
+// maximum, restarts visible as drops.
+func (o *SoakResult) svg() string {
+	const w, h, pad = 800.0, 300.0, 40.0
+	var maxT, maxR, maxG float64
+	for _, s := range o.Samples {
+		maxT = max(maxT, s.At.Seconds())
+		maxR = max(maxR, float64(s.RSS)/(1<<20))
+		maxG = max(maxG, s.Goroutines)
+	}
+	maxT, maxR, maxG = max(maxT, 1), max(maxR, 1), max(maxG, 1)
+	line := func(f func(Sample) float64, top float64) string {
+		var b strings.Builder
+		for i, s := range o.Samples {
+			x := pad + s.At.Seconds()/maxT*(w-2*pad)
+			y := h - pad - f(s)/top*(h-2*pad)
+			if i == 0 {
+				fmt.Fprintf(&b, "M%.1f,%.1f", x, y)
+			} else {
+				fmt.Fprintf(&b, " L%.1f,%.1f", x, y)
+			}
+		}
+		return b.String()
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" font-family="sans-serif" font-size="12">`+"\n", w, h)
+	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
+	fmt.Fprintf(&b, `<line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" stroke="black"/>`+"\n", pad, h-pad, w-pad, h-pad)
+	fmt.Fprintf(&b, `<text x="%.0f" y="%.0f">0</text><text x="%.0f" y="%.0f" text-anchor="end">%.0f s</text>`+"\n", pad, h-pad+15, w-pad, h-pad+15, maxT)
+	fmt.Fprintf(&b, `<path d="%s" fill="none" stroke="#c0392b" stroke-width="1.5"/>`+"\n", line(func(s Sample) float64 { return float64(s.RSS) / (1 << 20) }, maxR))
+	fmt.Fprintf(&b, `<path d="%s" fill="none" stroke="#2471a3" stroke-width="1.5"/>`+"\n", line(func(s Sample) float64 { return s.Goroutines }, maxG))
+	fmt.Fprintf(&b, `<text x="%.0f" y="20" fill="#c0392b">RSS (top = %.0f MiB)</text><text x="%.0f" y="20" fill="#2471a3">goroutines (top = %.0f)</text>`+"\n", pad, maxR, pad+220, maxG)
+	fmt.Fprintf(&b, `<text x="%.0f" y="36">trend after warm-up: RSS %.2f MiB / 10 min, goroutines %.2f / 10 min; %d restarts, %d kill -9</text>`+"\n", pad, o.RSSSlope, o.GoroutineSlope, o.Restarts, o.Kills)
+	b.WriteString("</svg>\n")
+	return b.String()
+}
