@@ -97,6 +97,13 @@ func retriableIntent(err error) bool {
 	if !errors.As(err, &ie) {
 		return false
 	}
+	return retriableKafka(err)
+}
+
+// retriableKafka says whether a failed Kafka request of exactly-once (an
+// intent commit, or the topic IDs and log ends read at recovery) may pass
+// by itself: a rebalance, a broker or leader moving, a network error.
+func retriableKafka(err error) bool {
 	for _, fatal := range []error{kerr.FencedInstanceID,
 		kerr.FencedMemberEpoch, kerr.StaleMemberEpoch, kerr.UnknownTopicOrPartition, kerr.UnknownTopicID,
 		kerr.GroupAuthorizationFailed, kerr.TopicAuthorizationFailed, kerr.OffsetMetadataTooLarge} {
@@ -660,7 +667,7 @@ func (p *Pipeline) eoRecover(ctx context.Context, tps []offsets.TP) error {
 	// A topic deleted and recreated under the same name is caught before
 	// anything is replayed: the ledger's intents name the old topic's
 	// offsets, which the new topic's records would fill.
-	ids, ends, err := eoTopicState(ctx, adm, tps)
+	ids, ends, err := eoTopicStateRetried(ctx, adm, tps, p.cfg.ClickHouse.RetryInitial, p.cfg.ClickHouse.RetryMax)
 	if err != nil {
 		return err
 	}
@@ -757,6 +764,33 @@ func (p *Pipeline) eoRecover(ctx context.Context, tps []offsets.TP) error {
 }
 
 var errUnreadable = errors.New("range not readable")
+
+// eoTopicStateFor bounds how long recovery retries reading the topic IDs
+// and log ends while the brokers cannot answer (a killed leader's
+// partitions move after the broker session timeout, about 9 s by default).
+const eoTopicStateFor = time.Minute
+
+// eoTopicStateRetried is eoTopicState retried with backoff (first doubling
+// up to most) while its error is retriable, for at most eoTopicStateFor.
+func eoTopicStateRetried(ctx context.Context, adm *kadm.Client, tps []offsets.TP, first, most time.Duration) (map[string]string, map[offsets.TP]int64, error) {
+	deadline := time.Now().Add(eoTopicStateFor)
+	wait := first
+	for {
+		ids, ends, err := eoTopicState(ctx, adm, tps)
+		if err == nil || !retriableKafka(err) || time.Now().Add(wait).After(deadline) {
+			return ids, ends, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, nil, err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, most)
+		if wait <= 0 {
+			wait = most
+		}
+	}
+}
 
 // eoTopicState reads the topic ID of every topic of tps ("" when the broker
 // gives none) and the log end offset of each partition of tps.
