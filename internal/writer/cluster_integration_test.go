@@ -757,8 +757,12 @@ func TestClusterAddColumnOnCluster(t *testing.T) {
 			t.Fatal(err)
 		}
 		conn := c.Conn(t)
+		// The Distributed table reads any one replica of a shard: every
+		// replica has fetched both blocks' parts before the count.
 		for _, s := range c.Shards {
-			testenv.Exec(t, s[0].Conn(t), "SYSTEM SYNC REPLICA "+db+"."+local)
+			for _, n := range s {
+				testenv.Exec(t, n.Conn(t), "SYSTEM SYNC REPLICA "+db+"."+local)
+			}
 		}
 		var total, withExtra, right uint64
 		if err := conn.QueryRow(ctx, fmt.Sprintf("SELECT count(), countIf(extra IS NOT NULL), countIf(extra = concat('e-', toString(i))) FROM %s.d_%s", db, local)).Scan(&total, &withExtra, &right); err != nil {
