@@ -527,14 +527,25 @@ func (c *Cluster) split(ctx context.Context, lay *layout, tt *tableTarget, t *Ta
 // splitByShard fills parts[s] with the rows of block that shardOf (one
 // shard index per row) places on shard s: nil when it has none, block
 // itself when it has all of them, otherwise a gathered copy.
+//
+// Each column's data is taken from the block once for all shards: a
+// decode.Block builds it anew on every ColumnData call (Decimal and
+// DateTime64 values, Nullable pointers), which costs as much as the copy.
 func splitByShard(block Block, shardOf []int, parts []Block) ([]Block, error) {
+	var data []any
 	for s, rs := range shardRows(shardOf, len(parts)) {
 		switch {
 		case len(rs) == 0:
 		case len(rs) == block.Rows():
 			parts[s] = block // one shard has it all: no copy
 		default:
-			sub, err := subBlock(block, rs)
+			if data == nil {
+				data = make([]any, len(block.Columns()))
+				for i := range data {
+					data[i] = block.ColumnData(i)
+				}
+			}
+			sub, err := subBlock(block.Columns(), data, rs)
 			if err != nil {
 				return nil, err
 			}
@@ -577,12 +588,12 @@ func (b *rowsBlock) Rows() int                      { return b.rows }
 func (b *rowsBlock) Columns() []decode.ColumnSchema { return b.cols }
 func (b *rowsBlock) ColumnData(i int) any           { return b.data[i] }
 
-// subBlock gathers rows (indices, ascending) of every column of block.
-func subBlock(block Block, rows []int) (*rowsBlock, error) {
-	cols := block.Columns()
+// subBlock gathers rows (indices, ascending) of every column of a block
+// with columns cols and column data data.
+func subBlock(cols []decode.ColumnSchema, data []any, rows []int) (*rowsBlock, error) {
 	out := &rowsBlock{cols: cols, data: make([]any, len(cols)), rows: len(rows)}
 	for i := range cols {
-		g, err := gatherColumn(block.ColumnData(i), rows)
+		g, err := gatherColumn(data[i], rows)
 		if err != nil {
 			return nil, fmt.Errorf("column %s: %w", cols[i].Name, err)
 		}
