@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/big"
 	"reflect"
 	"strings"
 	"sync"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/google/uuid"
+	"github.com/shopspring/decimal"
 
 	"sink/config"
 	"sink/internal/cluster"
@@ -518,17 +521,31 @@ func (c *Cluster) split(ctx context.Context, lay *layout, tt *tableTarget, t *Ta
 	if err != nil {
 		return nil, err
 	}
-	rows := make([][]int, len(parts))
-	for i, s := range shardOf {
-		rows[s] = append(rows[s], i)
-	}
-	for s, rs := range rows {
+	return splitByShard(block, shardOf, parts)
+}
+
+// splitByShard fills parts[s] with the rows of block that shardOf (one
+// shard index per row) places on shard s: nil when it has none, block
+// itself when it has all of them, otherwise a gathered copy.
+//
+// Each column's data is taken from the block once for all shards: a
+// decode.Block builds it anew on every ColumnData call (Decimal and
+// DateTime64 values, Nullable pointers), which costs as much as the copy.
+func splitByShard(block Block, shardOf []int, parts []Block) ([]Block, error) {
+	var data []any
+	for s, rs := range shardRows(shardOf, len(parts)) {
 		switch {
 		case len(rs) == 0:
 		case len(rs) == block.Rows():
 			parts[s] = block // one shard has it all: no copy
 		default:
-			sub, err := subBlock(block, rs)
+			if data == nil {
+				data = make([]any, len(block.Columns()))
+				for i := range data {
+					data[i] = block.ColumnData(i)
+				}
+			}
+			sub, err := subBlock(block.Columns(), data, rs)
 			if err != nil {
 				return nil, err
 			}
@@ -536,6 +553,27 @@ func (c *Cluster) split(ctx context.Context, lay *layout, tt *tableTarget, t *Ta
 		}
 	}
 	return parts, nil
+}
+
+// shardRows lists, per shard, the indices (ascending) of the rows shardOf
+// places there. It counts first so that every list is allocated once, all
+// of them in one backing array.
+func shardRows(shardOf []int, shards int) [][]int {
+	counts := make([]int, shards)
+	for _, s := range shardOf {
+		counts[s]++
+	}
+	all := make([]int, len(shardOf))
+	rows := make([][]int, shards)
+	off := 0
+	for s, n := range counts {
+		rows[s] = all[off : off : off+n]
+		off += n
+	}
+	for i, s := range shardOf {
+		rows[s] = append(rows[s], i)
+	}
+	return rows
 }
 
 // rowsBlock is some rows of a block, its columns gathered once, so every
@@ -550,22 +588,129 @@ func (b *rowsBlock) Rows() int                      { return b.rows }
 func (b *rowsBlock) Columns() []decode.ColumnSchema { return b.cols }
 func (b *rowsBlock) ColumnData(i int) any           { return b.data[i] }
 
-// subBlock gathers rows (indices, ascending) of every column of block.
-func subBlock(block Block, rows []int) (*rowsBlock, error) {
-	cols := block.Columns()
+// subBlock gathers rows (indices, ascending) of every column of a block
+// with columns cols and column data data.
+func subBlock(cols []decode.ColumnSchema, data []any, rows []int) (*rowsBlock, error) {
 	out := &rowsBlock{cols: cols, data: make([]any, len(cols)), rows: len(rows)}
 	for i := range cols {
-		v := reflect.ValueOf(block.ColumnData(i))
-		if v.Kind() != reflect.Slice {
-			return nil, fmt.Errorf("column %s: cannot split %T by shard", cols[i].Name, block.ColumnData(i))
+		g, err := gatherColumn(data[i], rows)
+		if err != nil {
+			return nil, fmt.Errorf("column %s: %w", cols[i].Name, err)
 		}
-		g := reflect.MakeSlice(v.Type(), len(rows), len(rows))
-		for j, r := range rows {
-			g.Index(j).Set(v.Index(r))
-		}
-		out.data[i] = g.Interface()
+		out.data[i] = g
 	}
 	return out, nil
+}
+
+// gatherColumn copies rows of one column's data. The slice types the
+// decoder's ColumnData returns are copied by a typed loop (see
+// TestColumnDataTypes in internal/decode for the list); any other slice
+// goes through reflectGather, which is slower (one reflect call per cell)
+// but gives the same result.
+func gatherColumn(data any, rows []int) (any, error) {
+	switch d := data.(type) {
+	case []int8:
+		return gather(d, rows), nil
+	case []int16:
+		return gather(d, rows), nil
+	case []int32:
+		return gather(d, rows), nil
+	case []int64:
+		return gather(d, rows), nil
+	case []uint8:
+		return gather(d, rows), nil
+	case []uint16:
+		return gather(d, rows), nil
+	case []uint32:
+		return gather(d, rows), nil
+	case []uint64:
+		return gather(d, rows), nil
+	case []float32:
+		return gather(d, rows), nil
+	case []float64:
+		return gather(d, rows), nil
+	case []bool:
+		return gather(d, rows), nil
+	case []string:
+		return gather(d, rows), nil
+	case []time.Time:
+		return gather(d, rows), nil
+	case []decimal.Decimal:
+		return gather(d, rows), nil
+	case []uuid.UUID:
+		return gather(d, rows), nil
+	case [][16]uint8:
+		return gather(d, rows), nil
+	case []big.Int:
+		return gather(d, rows), nil
+	case []*int8:
+		return gather(d, rows), nil
+	case []*int16:
+		return gather(d, rows), nil
+	case []*int32:
+		return gather(d, rows), nil
+	case []*int64:
+		return gather(d, rows), nil
+	case []*uint8:
+		return gather(d, rows), nil
+	case []*uint16:
+		return gather(d, rows), nil
+	case []*uint32:
+		return gather(d, rows), nil
+	case []*uint64:
+		return gather(d, rows), nil
+	case []*float32:
+		return gather(d, rows), nil
+	case []*float64:
+		return gather(d, rows), nil
+	case []*bool:
+		return gather(d, rows), nil
+	case []*string:
+		return gather(d, rows), nil
+	case []*time.Time:
+		return gather(d, rows), nil
+	case []*decimal.Decimal:
+		return gather(d, rows), nil
+	case []*uuid.UUID:
+		return gather(d, rows), nil
+	case []*[16]uint8:
+		return gather(d, rows), nil
+	case []*big.Int:
+		return gather(d, rows), nil
+	case []*decode.MapRow:
+		return gather(d, rows), nil
+	case [][]string:
+		return gather(d, rows), nil
+	case [][]int64:
+		return gather(d, rows), nil
+	case [][]uint64:
+		return gather(d, rows), nil
+	case [][]float64:
+		return gather(d, rows), nil
+	}
+	return reflectGather(data, rows)
+}
+
+// gather returns s[rows[0]], s[rows[1]], ... as a new slice.
+func gather[E any](s []E, rows []int) []E {
+	out := make([]E, len(rows))
+	for j, r := range rows {
+		out[j] = s[r]
+	}
+	return out
+}
+
+// reflectGather is gather for a slice of any type, by reflection.
+func reflectGather(data any, rows []int) (any, error) {
+	v := reflect.ValueOf(data)
+	if v.Kind() != reflect.Slice {
+		return nil, fmt.Errorf("cannot split %T by shard", data)
+	}
+	g := reflect.MakeSlice(v.Type(), len(rows), len(rows))
+	for j, r := range rows {
+		g.Index(j).Set(v.Index(r))
+	}
+	return g.Interface(), nil
 }
 
 // withSetting adds one setting to the INSERT settings ctx carries.

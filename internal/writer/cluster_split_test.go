@@ -1,0 +1,211 @@
+package writer
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"sink/internal/decode"
+)
+
+// splitTypes is one column of every kind of data decode's ColumnData
+// returns (see TestColumnDataTypes in internal/decode), plus types that
+// take the reflection path.
+var splitTypes = []string{
+	"Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64",
+	"Float32", "Float64", "Decimal(18, 4)", "Decimal(38, 4)", "String", "FixedString(3)",
+	"Date", "Date32", "DateTime", "DateTime64(3, 'UTC')", "UUID", "Enum8('a' = 1, 'b' = 2)",
+	"Enum16('a' = 1, 'b' = 2)", "Bool", "IPv4", "IPv6", "Int128", "UInt256",
+	"Nullable(Int8)", "Nullable(Int16)", "Nullable(Int32)", "Nullable(Int64)",
+	"Nullable(UInt8)", "Nullable(UInt16)", "Nullable(UInt32)", "Nullable(UInt64)",
+	"Nullable(Float32)", "Nullable(Float64)", "Nullable(Decimal(9, 2))", "Nullable(Decimal(38, 2))",
+	"Nullable(String)", "Nullable(DateTime)", "Nullable(Date)", "Nullable(DateTime64(6, 'UTC'))",
+	"Nullable(UUID)", "Nullable(Bool)", "Nullable(IPv6)", "Nullable(Int128)",
+	"LowCardinality(String)", "LowCardinality(Nullable(String))",
+	"Array(String)", "Array(Int64)", "Array(UInt64)", "Array(Float64)", "Array(Nullable(UInt8))",
+	"Array(Decimal(9, 2))", "Array(Array(Int32))", "Map(String, UInt64)", "Array(Map(String, UInt64))",
+	"Tuple(a String, b Int64)",
+}
+
+// splitValue is the JSON value of row i for a column of type typ: null on
+// every third row (the column's default, or NULL where it is Nullable),
+// otherwise a value that differs from row to row.
+func splitValue(typ string, i int) any {
+	if i%3 == 0 {
+		return nil
+	}
+	base := typ
+	for _, w := range []string{"Nullable(", "LowCardinality("} {
+		for len(base) > len(w) && base[:len(w)] == w {
+			base = base[len(w) : len(base)-1]
+		}
+	}
+	switch {
+	case base == "String":
+		return fmt.Sprintf("s%d", i)
+	case base == "FixedString(3)":
+		return fmt.Sprintf("%03d", i%1000)
+	case base == "Date" || base == "Date32":
+		return fmt.Sprintf("2026-01-%02d", 1+i%28)
+	case base == "DateTime" || len(base) > 10 && base[:10] == "DateTime64":
+		return fmt.Sprintf("2026-01-02T03:04:%02dZ", i%60)
+	case base == "UUID":
+		return fmt.Sprintf("00000000-0000-0000-0000-%012d", i)
+	case len(base) > 4 && base[:4] == "Enum":
+		return []string{"a", "b"}[i%2]
+	case base == "Bool":
+		return i%2 == 0
+	case base == "IPv4":
+		return fmt.Sprintf("10.0.%d.%d", i/256%256, i%256)
+	case base == "IPv6":
+		return fmt.Sprintf("2001:db8::%x", i)
+	case len(base) > 6 && base[:6] == "Array(":
+		elem := base[6 : len(base)-1]
+		return []any{splitValue(elem, i+1), splitValue(elem, i+2)}
+	case len(base) > 4 && base[:4] == "Map(":
+		return map[string]any{fmt.Sprintf("k%d", i): i}
+	case len(base) > 6 && base[:6] == "Tuple(":
+		return map[string]any{"a": fmt.Sprintf("t%d", i), "b": i}
+	case base == "Int8" || base == "Enum8":
+		return i % 100
+	case base[:1] == "F" || len(base) > 7 && base[:7] == "Decimal":
+		return float64(i) + 0.25
+	default:
+		return i % 100
+	}
+}
+
+// splitBlock decodes n JSON records into a block with one column per type.
+// Its columns' data is taken once (decode's ColumnData builds it anew on
+// every call, and a Map row refers into the data it was built with), so
+// the split and its oracle read the very same cells.
+func splitBlock(tb testing.TB, types []string, n int) (*rowsBlock, []decode.ColumnSchema) {
+	tb.Helper()
+	cols := make([]decode.ColumnSchema, len(types))
+	for i, typ := range types {
+		cols[i] = decode.ColumnSchema{Name: fmt.Sprintf("c%d", i), Type: typ}
+	}
+	p, err := decode.Compile("json", cols, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	blk := p.NewBlock()
+	for i := 0; i < n; i++ {
+		rec := make(map[string]any, len(cols))
+		for c, col := range cols {
+			if v := splitValue(col.Type, i); v != nil {
+				rec[fmt.Sprintf("c%d", c)] = v
+			}
+		}
+		b, err := json.Marshal(rec)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if err := p.Append(blk, &kgo.Record{Value: b}); err != nil {
+			tb.Fatalf("row %d %s: %v", i, b, err)
+		}
+	}
+	out := &rowsBlock{cols: blk.Columns(), data: make([]any, len(cols)), rows: blk.Rows()}
+	for i := range out.data {
+		out.data[i] = blk.ColumnData(i)
+	}
+	return out, cols
+}
+
+// TestSplitMatchesReflect splits a block holding every column type the
+// decoder produces and checks every sub-block equals, row by row and in
+// its Go type, what the reflection copy makes of the same rows.
+func TestSplitMatchesReflect(t *testing.T) {
+	const n = 200
+	blk, cols := splitBlock(t, splitTypes, n)
+	shardOf := make([]int, n)
+	for i := range shardOf {
+		shardOf[i] = (i*7 + i/5) % 3
+	}
+	parts, err := splitByShard(blk, shardOf, make([]Block, 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if parts[3] != nil {
+		t.Errorf("shard 3 has no rows but got a part of %d", parts[3].Rows())
+	}
+	total := 0
+	for s := 0; s < 3; s++ {
+		var rows []int
+		for i, si := range shardOf {
+			if si == s {
+				rows = append(rows, i)
+			}
+		}
+		part := parts[s]
+		if part == nil || part.Rows() != len(rows) {
+			t.Fatalf("shard %d: part %v, want %d rows", s, part, len(rows))
+		}
+		total += part.Rows()
+		for c, col := range cols {
+			want, err := reflectGather(blk.ColumnData(c), rows)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := part.ColumnData(c)
+			if reflect.TypeOf(got) != reflect.TypeOf(want) {
+				t.Fatalf("shard %d column %s: %T, want %T", s, col.Type, got, want)
+			}
+			gv, wv := reflect.ValueOf(got), reflect.ValueOf(want)
+			if gv.Len() != wv.Len() {
+				t.Fatalf("shard %d column %s: %d rows, want %d", s, col.Type, gv.Len(), wv.Len())
+			}
+			for j := 0; j < gv.Len(); j++ {
+				if !reflect.DeepEqual(gv.Index(j).Interface(), wv.Index(j).Interface()) {
+					t.Errorf("shard %d column %s row %d (block row %d): %v, want %v",
+						s, col.Type, j, rows[j], gv.Index(j).Interface(), wv.Index(j).Interface())
+				}
+			}
+		}
+	}
+	if total != n {
+		t.Errorf("parts hold %d rows, block %d", total, n)
+	}
+}
+
+// TestGatherColumnTypedAndFallback checks the typed copies and the
+// reflection fallback agree on a value of each, and that a non-slice is a
+// clear error.
+func TestGatherColumnTypedAndFallback(t *testing.T) {
+	rows := []int{0, 2, 3}
+	for _, data := range []any{
+		[]int64{1, 2, 3, 4}, []string{"a", "b", "c", "d"}, []*string{nil, new(string), nil, nil},
+		[]complex64{1, 2, 3, 4}, [][2]any{{1, 2}, {3, 4}, {5, 6}, {7, 8}},
+	} {
+		got, err := gatherColumn(data, rows)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := reflectGather(data, rows)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%T: %v, want %v", data, got, want)
+		}
+	}
+	if _, err := gatherColumn(42, rows); err == nil {
+		t.Error("gatherColumn(42) succeeded, want an error")
+	}
+}
+
+// TestShardRows checks the counted row lists against appending row by row,
+// and that one shard's list cannot grow into the next one's.
+func TestShardRows(t *testing.T) {
+	shardOf := []int{2, 0, 2, 1, 0, 2, 2}
+	got := shardRows(shardOf, 4)
+	want := [][]int{{1, 4}, {3}, {0, 2, 5, 6}, {}}
+	for s := range want {
+		if !reflect.DeepEqual(append([]int{}, got[s]...), want[s]) {
+			t.Errorf("shard %d: %v, want %v", s, got[s], want[s])
+		}
+		if cap(got[s]) != len(want[s]) {
+			t.Errorf("shard %d: cap %d, want %d", s, cap(got[s]), len(want[s]))
+		}
+	}
+}
