@@ -34,6 +34,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Env says where the stack and the sink binary are.
@@ -479,16 +480,40 @@ delivery: %s
 // partitions.
 func (r *run) waitTopic(ctx context.Context, topic string, partitions int) error {
 	for {
-		td, err := r.adm.ListTopics(ctx, topic)
-		if err == nil {
-			if d, ok := td[topic]; ok && d.Err == nil && len(d.Partitions) == partitions {
-				return nil
-			}
+		if r.topicEverywhere(ctx, topic, partitions) {
+			return nil
 		}
 		if !sleep(ctx, 100*time.Millisecond) {
 			return fmt.Errorf("topic %s not in the metadata after creating it: %v", topic, ctx.Err())
 		}
 	}
+}
+
+// topicEverywhere reports whether every broker's metadata lists topic with
+// its partitions and their leaders: a broker learns of a new topic from the
+// controller a moment after the others, and a sink started meanwhile may
+// ask that one (and be told the topic does not exist).
+func (r *run) topicEverywhere(ctx context.Context, topic string, partitions int) bool {
+	brokers, err := r.adm.ListBrokers(ctx)
+	if err != nil || len(brokers) == 0 {
+		return false
+	}
+	for _, b := range brokers {
+		req := kmsg.NewPtrMetadataRequest()
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(topic)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, r.kcl.Broker(int(b.NodeID)))
+		if err != nil || len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 || len(resp.Topics[0].Partitions) != partitions {
+			return false
+		}
+		for _, p := range resp.Topics[0].Partitions {
+			if p.ErrorCode != 0 || p.Leader < 0 {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func (r *run) close() {
