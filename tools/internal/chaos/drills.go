@@ -21,8 +21,8 @@ import (
 
 // KafkaClusterScenarios returns the drills on the 3-broker Kafka.
 func KafkaClusterScenarios(sc Scale) []Spec {
-	n := func(x int) int { return max(1000, int(float64(x)*sc.Records)) }
-	d := func(x time.Duration) time.Duration { return time.Duration(float64(x) * sc.Duration) }
+	n := sc.records
+	d := sc.scaled
 	return []Spec{
 		{
 			// The broker leading most of the topic's partitions dies
@@ -102,8 +102,8 @@ func KafkaClusterScenarios(sc Scale) []Spec {
 
 // ClusterScenarios returns the drills on the ClickHouse cluster.
 func ClusterScenarios(sc Scale) []Spec {
-	n := func(x int) int { return max(1000, int(float64(x)*sc.Records)) }
-	d := func(x time.Duration) time.Duration { return time.Duration(float64(x) * sc.Duration) }
+	n := sc.records
+	d := sc.scaled
 	return []Spec{
 		{
 			// The shard-1 replica taking an INSERT is kill -9'd while the

@@ -20,6 +20,14 @@ type Scale struct {
 	Duration float64 // multiplier on producer durations and fault timings
 }
 
+// records scales a scenario's record count, to at least 1000.
+func (sc Scale) records(x int) int { return max(1000, int(float64(x)*sc.Records)) }
+
+// scaled scales a producer duration or a fault timing.
+func (sc Scale) scaled(x time.Duration) time.Duration {
+	return time.Duration(float64(x) * sc.Duration)
+}
+
 var (
 	Full  = Scale{Records: 1, Duration: 1}
 	Short = Scale{Records: 0.12, Duration: 0.4}
@@ -28,8 +36,8 @@ var (
 // Scenarios returns the suite at the given scale. Names are stable: they
 // select scenarios on the command line.
 func Scenarios(sc Scale) []Spec {
-	n := func(x int) int { return max(1000, int(float64(x)*sc.Records)) }
-	d := func(x time.Duration) time.Duration { return time.Duration(float64(x) * sc.Duration) }
+	n := sc.records
+	d := sc.scaled
 	return []Spec{
 		{
 			Name: "kill9", Records: n(500_000), Partitions: 8, Duration: d(25 * time.Second), Buffer: "64MiB", Instances: 1,
@@ -221,7 +229,7 @@ func alive(pid int) bool {
 // (which has a deduplication window of its own) must count every record
 // once too.
 func KillMidInsert(sc Scale) Spec {
-	d := func(x time.Duration) time.Duration { return time.Duration(float64(x) * sc.Duration) }
+	d := sc.scaled
 	return Spec{
 		Name: "kill9-mid-insert", Records: max(1000, int(300_000*sc.Records)), Partitions: 8, Duration: d(10 * time.Second),
 		Buffer: "64MiB", Instances: 1,
