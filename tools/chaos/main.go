@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -207,6 +208,26 @@ func names(specs []chaos.Spec) []string {
 	return out
 }
 
+// soakAbout is the results file's line on the run: when it started, the
+// command, the commit, the servers and the machine.
+func soakAbout(env chaos.Env) string {
+	commit := "unknown"
+	if out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output(); err == nil {
+		commit = strings.TrimSpace(string(out))
+		if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(st) > 0 {
+			commit += " with uncommitted changes"
+		}
+	}
+	target := "ClickHouse " + chaos.ServerVersion(context.Background(), env.CHAddr)
+	if env.Cluster != nil {
+		target = fmt.Sprintf("ClickHouse %s cluster %s (%s)", chaos.ServerVersion(context.Background(), env.Cluster.Addrs()[0]),
+			env.Cluster.Name, strings.Join(env.Cluster.Addrs(), ", "))
+	}
+	return fmt.Sprintf("Started %s UTC: `go run ./tools/chaos %s` at commit %s; Kafka %s; %s; %d CPUs (%s/%s, %s).",
+		time.Now().UTC().Format("2006-01-02 15:04"), strings.Join(os.Args[1:], " "), commit, strings.Join(env.Brokers, ", "),
+		target, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
+}
+
 // isSet reports whether the flag was given on the command line.
 func isSet(fs *flag.FlagSet, name string) bool {
 	set := false
@@ -242,7 +263,9 @@ func runSoak(env chaos.Env, d time.Duration, rate float64, dir, stackRoot string
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	check(build.Run())
 	env.SinkBin, env.RepoRoot, env.StackRoot, env.WorkDir, env.Log = bin, root, stack, work, os.Stderr
-	r := chaos.Soak(context.Background(), env, chaos.SoakParams(d, rate, dir))
+	ss := chaos.SoakParams(d, rate, dir)
+	ss.About = soakAbout(env)
+	r := chaos.Soak(context.Background(), env, ss)
 	b, _ := os.ReadFile(filepath.Join(dir, "soak.md"))
 	fmt.Printf("%s\nsink logs and configs: %s\n", b, work)
 	if !r.OK() {

@@ -26,6 +26,9 @@ type SoakSpec struct {
 	Sample       time.Duration // the sampling interval (10 s)
 	Warmup       time.Duration // samples this soon after a sink started do not count for the trends
 	Dir          string        // results.csv, soak.svg, soak.md go here
+	// About is what the results file says of the run besides the spec:
+	// the command, the commit, the machine (may be "").
+	About string
 	// JudgeTrends fails the soak on an upward trend. A run of a few
 	// minutes has sink lives shorter than the heap's own growth to its
 	// steady size (about 30 s here), so its trend is reported only.
@@ -87,6 +90,13 @@ type Sample struct {
 	InsertsMin  float64 // inserts per minute over the last interval
 	LagSeconds  float64 // max of sink_consumer_lag_seconds
 	RetriesSeen float64 // sink_insert_retries_total
+	// CPUSeconds is the process's user and system time so far
+	// (/proc/PID/stat); CPUPercent its share of one core over the last
+	// interval.
+	CPUSeconds, CPUPercent float64
+	// Load1 is the machine's one-minute load average (/proc/loadavg): the
+	// soak shares its cores with whatever else runs.
+	Load1 float64
 }
 
 // SoakResult is the soak's verdict.
@@ -154,6 +164,9 @@ func Soak(ctx context.Context, env Env, ss SoakSpec) *SoakResult {
 					}
 					if last.PID == smp.PID && smp.Inserts >= last.Inserts {
 						smp.InsertsMin = (smp.Inserts - last.Inserts) / (smp.At - last.At).Minutes()
+					}
+					if last.PID == smp.PID && smp.CPUSeconds >= last.CPUSeconds {
+						smp.CPUPercent = 100 * (smp.CPUSeconds - last.CPUSeconds) / (smp.At - last.At).Seconds()
 					}
 					last = smp
 					mu.Lock()
@@ -266,7 +279,7 @@ func sampleSink(r *run, at time.Duration) (Sample, bool) {
 		return Sample{}, false
 	}
 	pid := p.cmd.Process.Pid
-	s := Sample{At: at, PID: pid, RSS: readRSS(pid)}
+	s := Sample{At: at, PID: pid, RSS: readRSS(pid), CPUSeconds: readCPU(pid), Load1: readLoad1()}
 	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 	s.FDs = len(fds)
 	for _, fd := range fds {
@@ -288,6 +301,38 @@ func sampleSink(r *run, at time.Duration) (Sample, bool) {
 	s.LagSeconds = m["sink_consumer_lag_seconds"].max
 	s.RetriesSeen = m["sink_insert_retries_total"].sum
 	return s, s.RSS > 0
+}
+
+// readCPU is the user plus system CPU seconds of the process so far
+// (fields 14 and 15 of /proc/PID/stat, in clock ticks of 1/100 s), 0 if
+// unreadable.
+func readCPU(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command name (field 2) may hold spaces: count from after it.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseFloat(f[11], 64)
+	k, _ := strconv.ParseFloat(f[12], 64)
+	return (u + k) / 100
+}
+
+// readLoad1 is the one-minute load average, 0 if unreadable.
+func readLoad1() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(strings.Fields(string(b) + " 0")[0], 64)
+	return v
 }
 
 type metricValue struct{ sum, max float64 }
@@ -340,6 +385,13 @@ func add(m map[string]metricValue, k string, v float64) {
 // mean, so a restart's drop does not count as a trend); NaN without enough
 // samples.
 func trend(samples []Sample, warmup time.Duration, f func(Sample) float64) float64 {
+	slope, _ := trendFit(samples, warmup, f)
+	return slope
+}
+
+// trendFit is trend and its standard error: the spread of the samples
+// around the fitted lines, as a slope (NaN without enough samples).
+func trendFit(samples []Sample, warmup time.Duration, f func(Sample) float64) (slope, stderr float64) {
 	byPID := map[int][]Sample{}
 	first := map[int]time.Duration{}
 	for _, s := range samples {
@@ -350,8 +402,9 @@ func trend(samples []Sample, warmup time.Duration, f func(Sample) float64) float
 			byPID[s.PID] = append(byPID[s.PID], s)
 		}
 	}
-	var sxy, sxx float64
-	n := 0
+	type centred struct{ dx, dy float64 }
+	var pts []centred
+	lives := 0
 	for _, ss := range byPID {
 		if len(ss) < 3 {
 			continue
@@ -364,16 +417,30 @@ func trend(samples []Sample, warmup time.Duration, f func(Sample) float64) float
 		mx /= float64(len(ss))
 		my /= float64(len(ss))
 		for _, s := range ss {
-			dx := s.At.Minutes()/10 - mx
-			sxy += dx * (f(s) - my)
-			sxx += dx * dx
+			pts = append(pts, centred{s.At.Minutes()/10 - mx, f(s) - my})
 		}
-		n += len(ss)
+		lives++
 	}
-	if n < 3 || sxx == 0 {
-		return math.NaN()
+	var sxy, sxx float64
+	for _, p := range pts {
+		sxy += p.dx * p.dy
+		sxx += p.dx * p.dx
 	}
-	return sxy / sxx
+	if len(pts) < 3 || sxx == 0 {
+		return math.NaN(), math.NaN()
+	}
+	slope = sxy / sxx
+	// One mean per life and the common slope are fitted.
+	dof := len(pts) - lives - 1
+	if dof <= 0 {
+		return slope, math.NaN()
+	}
+	var ssr float64
+	for _, p := range pts {
+		r := p.dy - slope*p.dx
+		ssr += r * r
+	}
+	return slope, math.Sqrt(ssr / float64(dof) / sxx)
 }
 
 func countLogsIn(dir, needle string) int {

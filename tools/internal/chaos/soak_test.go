@@ -93,7 +93,7 @@ func TestSoakReport(t *testing.T) {
 		t.Errorf("flat RSS has trend %v", o.RSSSlope)
 	}
 	md := o.markdown()
-	for _, want := range []string{"## Soak: 1h0m0s, PASS", "| RSS trend within each sink's life", "| 2 | 15m0s | 41m50s | kill -9 |", "`500:2m0s,2500:30s,500:2m30s` repeated over 1h0m0s"} {
+	for _, want := range []string{"## Soak: 1h0m0s, PASS", "load average during the run: 0.0–0.0", "| RSS trend within each sink's life", "| 2 | 15m0s | 41m50s | kill -9 |", "`500:2m0s,2500:30s,500:2m30s` repeated over 1h0m0s"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("soak.md lacks %q:\n%s", want, md)
 		}
@@ -108,7 +108,35 @@ func TestSoakReport(t *testing.T) {
 			break
 		}
 	}
-	if n := strings.Count(svg, "<path "); n != 8 {
-		t.Errorf("soak.svg has %d lines, want 8 (2 memory, goroutines, 2 files, inserts, lag, GC)", n)
+	if n := strings.Count(svg, "<path "); n != 9 {
+		t.Errorf("soak.svg has %d lines, want 9 (2 memory, goroutines, 2 files, inserts, lag, GC, CPU)", n)
+	}
+}
+
+// A leak shows as its slope across restarts, whose drops do not count;
+// noise alone gives a slope within its standard error of 0.
+func TestTrendFit(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	leak := func(perTenMin float64) []Sample {
+		var ss []Sample
+		for at := time.Duration(0); at < time.Hour; at += 10 * time.Second {
+			pid := 1 + int(at/(15*time.Minute))
+			born := time.Duration(pid-1) * 15 * time.Minute
+			mib := 40 + perTenMin*(at-born).Minutes()/10 + rng.NormFloat64()
+			ss = append(ss, Sample{At: at, PID: pid, RSS: int64(mib * (1 << 20))})
+		}
+		return ss
+	}
+	rss := func(s Sample) float64 { return float64(s.RSS) / (1 << 20) }
+	slope, se := trendFit(leak(2), 5*time.Minute, rss)
+	if math.Abs(slope-2) > 3*se || se > 0.3 {
+		t.Errorf("a 2 MiB/10 min leak: slope %.2f ± %.2f", slope, se)
+	}
+	slope, se = trendFit(leak(0), 5*time.Minute, rss)
+	if math.Abs(slope) > 3*se {
+		t.Errorf("no leak: slope %.2f ± %.2f", slope, se)
+	}
+	if s, _ := trendFit(leak(0)[:20], 5*time.Minute, rss); !math.IsNaN(s) {
+		t.Errorf("3 minutes of samples gave a trend %v", s)
 	}
 }

@@ -49,10 +49,10 @@ func (o *SoakResult) write(ss SoakSpec) error {
 		return err
 	}
 	var csv strings.Builder
-	csv.WriteString("seconds,pid,rss_bytes,heap_inuse_bytes,goroutines,sockets,fds,gc_pause_max_seconds,inserts_per_minute,lag_seconds_max,insert_retries\n")
+	csv.WriteString("seconds,pid,rss_bytes,heap_inuse_bytes,goroutines,sockets,fds,gc_pause_max_seconds,inserts_per_minute,lag_seconds_max,insert_retries,cpu_seconds,cpu_percent,load1\n")
 	for _, s := range o.Samples {
-		fmt.Fprintf(&csv, "%.0f,%d,%d,%.0f,%.0f,%d,%d,%.6f,%.1f,%.1f,%.0f\n", s.At.Seconds(), s.PID, s.RSS, s.Heap, s.Goroutines,
-			s.Conns, s.FDs, s.GCPauseMax, s.InsertsMin, s.LagSeconds, s.RetriesSeen)
+		fmt.Fprintf(&csv, "%.0f,%d,%d,%.0f,%.0f,%d,%d,%.6f,%.1f,%.1f,%.0f,%.2f,%.1f,%.2f\n", s.At.Seconds(), s.PID, s.RSS, s.Heap, s.Goroutines,
+			s.Conns, s.FDs, s.GCPauseMax, s.InsertsMin, s.LagSeconds, s.RetriesSeen, s.CPUSeconds, s.CPUPercent, s.Load1)
 	}
 	if err := os.WriteFile(filepath.Join(ss.Dir, "results.csv"), []byte(csv.String()), 0o644); err != nil {
 		return err
@@ -73,6 +73,14 @@ func (o *SoakResult) markdown() string {
 	}
 	p := ss.Profile()
 	fmt.Fprintf(&md, "## Soak: %s, %s\n\n", ss.Duration, verdict)
+	if ss.About != "" {
+		md.WriteString(ss.About + "\n\n")
+	}
+	if len(o.Samples) > 0 {
+		ld := span(o.Samples, func(s Sample) float64 { return s.Load1 })
+		fmt.Fprintf(&md, "The machine's one-minute load average during the run: %.1f–%.1f (median %.1f), sampled with the sink.\n\n",
+			ld[0], ld[1], median(values(o.Samples, func(s Sample) float64 { return s.Load1 })))
+	}
 	fmt.Fprintf(&md, "The stream: %d records into the main topic (8 partitions) paced by the rate profile %s "+
 		"(%.0f/s, 5× that for a tenth of every %s cycle; mean %.0f/s), 1%% malformed JSON and 1%% with a key that is not a number; "+
 		"one record in 4 of that pace also into the evolving topic (4 partitions), which gains f_int, f_str and f_float at 25%%, 50%% and 75%% of the run. "+
@@ -103,10 +111,12 @@ func (o *SoakResult) markdown() string {
 		peakPath = fmt.Sprintf("%.1f MiB at %s", float64(peak.RSS)/(1<<20), peak.At.Round(time.Second))
 	}
 	md.WriteString("| check | limit | measured | |\n|---|---|---|---|\n")
-	fmt.Fprintf(&md, "| RSS trend within each sink's life, after its first %s | < 1 MiB per 10 min, %s | %.2f MiB per 10 min | %s |\n",
-		ss.Warmup, judged, o.RSSSlope, trendOK(o.RSSSlope))
-	fmt.Fprintf(&md, "| goroutine trend, likewise | < 1 per 10 min, %s | %.2f per 10 min | %s |\n",
-		judged, o.GoroutineSlope, trendOK(o.GoroutineSlope))
+	_, rssSE := trendFit(o.Samples, ss.Warmup, func(s Sample) float64 { return float64(s.RSS) / (1 << 20) })
+	_, gSE := trendFit(o.Samples, ss.Warmup, func(s Sample) float64 { return s.Goroutines })
+	fmt.Fprintf(&md, "| RSS trend within each sink's life, after its first %s | < 1 MiB per 10 min, %s | %.2f ± %.2f MiB per 10 min | %s |\n",
+		ss.Warmup, judged, o.RSSSlope, rssSE, trendOK(o.RSSSlope))
+	fmt.Fprintf(&md, "| goroutine trend, likewise | < 1 per 10 min, %s | %.2f ± %.2f per 10 min | %s |\n",
+		judged, o.GoroutineSlope, gSE, trendOK(o.GoroutineSlope))
 	fmt.Fprintf(&md, "| peak RSS (sampled every 100 ms) | buffer_memory + 128 MiB = %d MiB | %d MiB (10-s samples: %s) | %s |\n",
 		res.RSSLimit>>20, res.MaxRSS>>20, peakPath, ok(res.MaxRSS <= res.RSSLimit))
 	fmt.Fprintf(&md, "| main table, `count()` after `FINAL` | = good records produced, keys 0…n-1 | %d of %d | %s |\n",
@@ -133,8 +143,8 @@ func (o *SoakResult) markdown() string {
 
 	md.WriteString("Each sink's life (samples every " + ss.Sample.String() + "; the trend columns are that life's own least-squares slope after its warm-up, " +
 		"blank when it had fewer than 3 samples after it):\n\n")
-	md.WriteString("| pid | from | to | ended by | samples | RSS MiB min–max | RSS trend MiB/10 min | heap MiB min–max | goroutines min–max | goroutine trend /10 min | fds | sockets | GC pause max ms | inserts/min median | lag s max |\n")
-	md.WriteString("|---:|---:|---:|---|---:|---|---:|---|---|---:|---|---|---:|---:|---:|\n")
+	md.WriteString("| pid | from | to | ended by | samples | RSS MiB min–max | RSS trend MiB/10 min | heap MiB min–max | goroutines min–max | goroutine trend /10 min | fds | sockets | GC pause max ms | inserts/min median | CPU % of a core, median | lag s max |\n")
+	md.WriteString("|---:|---:|---:|---|---:|---|---:|---|---|---:|---|---|---:|---:|---:|---:|\n")
 	for _, l := range o.lives() {
 		ls := l.samples
 		rr := span(ls, func(s Sample) float64 { return float64(s.RSS) / (1 << 20) })
@@ -144,24 +154,22 @@ func (o *SoakResult) markdown() string {
 		cc := span(ls, func(s Sample) float64 { return float64(s.Conns) })
 		gc := span(ls, func(s Sample) float64 { return s.GCPauseMax * 1000 })
 		lag := span(ls, func(s Sample) float64 { return s.LagSeconds })
-		var ins []float64
-		for _, s := range ls {
-			if s.InsertsMin > 0 {
-				ins = append(ins, s.InsertsMin)
-			}
-		}
-		fmt.Fprintf(&md, "| %d | %s | %s | %s | %d | %.0f–%.0f | %s | %.0f–%.0f | %.0f–%.0f | %s | %.0f–%.0f | %.0f–%.0f | %.1f | %.0f | %.1f |\n",
+		// A life's first sample has no interval for the rates.
+		ins := values(ls[1:], func(s Sample) float64 { return s.InsertsMin })
+		cpu := values(ls[1:], func(s Sample) float64 { return s.CPUPercent })
+		fmt.Fprintf(&md, "| %d | %s | %s | %s | %d | %.0f–%.0f | %s | %.0f–%.0f | %.0f–%.0f | %s | %.0f–%.0f | %.0f–%.0f | %.1f | %.0f | %.0f | %.1f |\n",
 			l.pid, ls[0].At.Round(time.Second), ls[len(ls)-1].At.Round(time.Second), l.ended, len(ls), rr[0], rr[1],
 			slopeText(trend(ls, ss.Warmup, func(s Sample) float64 { return float64(s.RSS) / (1 << 20) })), hh[0], hh[1], gg[0], gg[1],
-			slopeText(trend(ls, ss.Warmup, func(s Sample) float64 { return s.Goroutines })), ff[0], ff[1], cc[0], cc[1], gc[1], median(ins), lag[1])
+			slopeText(trend(ls, ss.Warmup, func(s Sample) float64 { return s.Goroutines })), ff[0], ff[1], cc[0], cc[1], gc[1], median(ins), median(cpu), lag[1])
 	}
 	md.WriteString("\nHow the numbers are taken: RSS is `VmRSS` of `/proc/PID/status`; fds and sockets are the entries of `/proc/PID/fd` " +
 		"(sockets: those linked to `socket:`); heap (`go_memstats_heap_inuse_bytes`), goroutines (`go_goroutines`), the GC pause " +
 		"(`go_gc_duration_seconds{quantile=\"1\"}`, the longest of the recent pauses), inserts per minute (the change of `sink_inserts_total`, " +
-		"all three tables, between two samples of one process) and lag (the largest `sink_consumer_lag_seconds` of any partition) come from " +
+		"all three tables, between two samples of one process), CPU (user and system time of `/proc/PID/stat` between two samples, 100% = one core), load (`/proc/loadavg`) and lag (the largest `sink_consumer_lag_seconds` of any partition) come from " +
 		"the sink's `/metrics`. A trend is the least-squares slope per 10 minutes, pooled over the lives: each life's samples after its " +
 		"warm-up are centred on their own means, so the drop at a restart is not a trend and the heap's growth to its steady size in a " +
-		"new process's first minutes is not counted. The counts are taken after the last sink's clean SIGTERM. Plot: soak.svg " +
+		"new process's first minutes is not counted; ± is its standard error (the samples' scatter around the fitted lines), so a " +
+		"slope within about twice that of 0 is no trend the samples can tell from noise. The counts are taken after the last sink's clean SIGTERM. Plot: soak.svg " +
 		"(grey bands: the samples the trends are computed on; dashed lines: SIGTERM restarts; red: the kill -9).\n\n")
 	PrintTable(&md, []*Result{res})
 	return md.String()
@@ -237,6 +245,14 @@ func span(ss []Sample, f func(Sample) float64) [2]float64 {
 	return [2]float64{lo, hi}
 }
 
+func values(ss []Sample, f func(Sample) float64) []float64 {
+	out := make([]float64, len(ss))
+	for i, s := range ss {
+		out[i] = f(s)
+	}
+	return out
+}
+
 func median(v []float64) float64 {
 	if len(v) == 0 {
 		return 0
@@ -246,15 +262,16 @@ func median(v []float64) float64 {
 	return v[len(v)/2]
 }
 
-// svg plots the samples in six panels over a shared time axis in minutes:
-// RSS and heap in use (MiB), goroutines, fds and sockets, inserts per
-// minute, the largest lag in seconds, and the longest GC pause (ms). Each
+// svg plots the samples in seven panels over a shared time axis in
+// minutes: RSS and heap in use (MiB), goroutines, fds and sockets, inserts
+// per minute, the largest lag in seconds, the longest GC pause (ms) and the
+// sink's CPU (% of one core). Each
 // panel has its own scale from 0 to its maximum, labelled; a line breaks
 // where one sink process ends and the next begins. Grey bands mark the
 // samples the trends are computed on (each life after its warm-up),
 // dashed lines the SIGTERM restarts and the red line the kill -9.
 func (o *SoakResult) svg() string {
-	const w, left, right, top, panelH, gap = 900.0, 70.0, 20.0, 50.0, 90.0, 28.0
+	const w, left, right, top, panelH, gap = 900.0, 70.0, 20.0, 75.0, 90.0, 28.0
 	type series struct {
 		name  string
 		color string
@@ -273,6 +290,7 @@ func (o *SoakResult) svg() string {
 		{"inserts per minute", "", []series{{"inserts/min (3 tables)", "#7d3c98", func(s Sample) float64 { return s.InsertsMin }}}},
 		{"lag", "s", []series{{"max sink_consumer_lag_seconds", "#b7950b", func(s Sample) float64 { return s.LagSeconds }}}},
 		{"GC pause", "ms", []series{{"longest recent GC pause", "#566573", func(s Sample) float64 { return s.GCPauseMax * 1000 }}}},
+		{"CPU", "% of one core", []series{{"sink user + system", "#1e8449", func(s Sample) float64 { return s.CPUPercent }}}},
 	}
 	h := top + float64(len(panels))*(panelH+gap) + 20
 	maxT := o.Spec.Duration.Seconds()
@@ -292,10 +310,12 @@ func (o *SoakResult) svg() string {
 	if !o.Spec.JudgeTrends {
 		judged = "reported only: run under 30 min"
 	}
-	fmt.Fprintf(&b, `<text x="%.0f" y="16" font-size="14" font-weight="bold">soak %s: %s. Trends: RSS %.2f MiB / 10 min, goroutines %.2f / 10 min (%s); %d SIGTERM restarts, %d kill -9</text>`+"\n",
-		left, o.Spec.Duration, verdict, o.RSSSlope, o.GoroutineSlope, judged, o.Restarts, o.Kills)
-	fmt.Fprintf(&b, `<text x="%.0f" y="31" fill="#555">time in minutes. Grey: the samples the trends are computed on (each sink's life after its first %s); orange ticks: the 5× bursts; dashed: SIGTERM restart; red: kill -9</text>`+"\n",
-		left, o.Spec.Warmup)
+	fmt.Fprintf(&b, `<text x="%.0f" y="16" font-size="14" font-weight="bold">soak %s: %s (%d SIGTERM restarts, %d kill -9)</text>`+"\n",
+		left, o.Spec.Duration, verdict, o.Restarts, o.Kills)
+	fmt.Fprintf(&b, `<text x="%.0f" y="32">trends within each sink's life after its first %s: RSS %.2f MiB / 10 min, goroutines %.2f / 10 min (%s)</text>`+"\n",
+		left, o.Spec.Warmup, o.RSSSlope, o.GoroutineSlope, judged)
+	fmt.Fprintf(&b, `<text x="%.0f" y="47" fill="#555">time in minutes; grey: the samples the trends are computed on; orange ticks: the 5× bursts; dashed: SIGTERM restart; red: kill -9</text>`+"\n",
+		left)
 	// Minute ticks: every 5 minutes for an hour, every 10 s for a short run.
 	tick := 5 * time.Minute
 	if maxT < 20*60 {
@@ -359,7 +379,7 @@ func (o *SoakResult) svg() string {
 			var d strings.Builder
 			for _, lf := range lives {
 				ls := lf.samples
-				if p.title == "inserts per minute" && len(ls) > 0 {
+				if (p.title == "inserts per minute" || p.title == "CPU") && len(ls) > 0 {
 					ls = ls[1:] // a life's first sample has no interval to count over
 				}
 				for i, s := range ls {
