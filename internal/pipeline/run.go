@@ -24,6 +24,9 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	if p.cons == nil {
 		return errors.New("pipeline: Attach a consumer before Run")
 	}
+	if p.eo != nil && p.eoIO == nil {
+		return errNoExactlyOnceIO
+	}
 	if p.eo != nil && len(p.eo.windows) == 0 {
 		// Refuses what exactly-once cannot work with; remembers the windows.
 		if err := p.CheckExactlyOnce(ctx); err != nil {

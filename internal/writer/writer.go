@@ -457,6 +457,13 @@ func WithInsertSettings(ctx context.Context, s clickhouse.Settings) context.Cont
 	return context.WithValue(ctx, insertSettingsKey{}, s)
 }
 
+// InsertSettings returns the settings ctx carries (WithInsertSettings);
+// nil when none.
+func InsertSettings(ctx context.Context) clickhouse.Settings {
+	s, _ := ctx.Value(insertSettingsKey{}).(clickhouse.Settings)
+	return s
+}
+
 // driverPanic is a panic inside clickhouse-go during an insert.
 type driverPanic struct{ msg string }
 
