@@ -308,6 +308,10 @@ func (f eoFakeIO) Windows(_ context.Context, tables []*writer.Table) ([]eos.Wind
 type eoTable struct {
 	*fakeSink
 	w *eoWorld
+	// landFirst says whether INSERT call n (1-based) reaches the table
+	// before its script runs: the server has the rows whatever the
+	// client hears next (a hang, a lost answer).
+	landFirst func(n int) bool
 }
 
 func (s eoTable) Describe(ctx context.Context, db, table string) ([]decode.ColumnSchema, error) {
@@ -318,6 +322,15 @@ func (s eoTable) Describe(ctx context.Context, db, table string) ([]decode.Colum
 
 func (s eoTable) Insert(ctx context.Context, t *writer.Table, block writer.Block, id uint64,
 	onRetry func(writer.Attempt), refresh writer.Refresh) error {
+	s.fakeSink.mu.Lock()
+	n := s.fakeSink.calls + 1
+	s.fakeSink.mu.Unlock()
+	if s.landFirst != nil && s.landFirst(n) {
+		if err := s.w.insert(eos.TokenOf(ctx), block); err != nil {
+			return err
+		}
+		return s.fakeSink.Insert(ctx, t, block, id, onRetry, refresh)
+	}
 	if err := s.fakeSink.Insert(ctx, t, block, id, onRetry, refresh); err != nil {
 		return err
 	}
@@ -335,9 +348,15 @@ type eoRun struct {
 // (nil: all succeed).
 func (w *eoWorld) run(t *testing.T, cfg *config.Config, script func(n int) insertScript) *eoRun {
 	t.Helper()
+	return w.runOn(t, cfg, eoTable{fakeSink: newFakeSink(script), w: w})
+}
+
+// runOn is run with the sink given.
+func (w *eoWorld) runOn(t *testing.T, cfg *config.Config, table eoTable) *eoRun {
+	t.Helper()
 	cfg.Delivery = config.DeliveryExactlyOnce
-	sink := newFakeSink(script)
-	p, err := New(context.Background(), cfg, zerolog.New(zerolog.NewTestWriter(t)), eoTable{sink, w}, WithExactlyOnce(eoFakeIO{w}))
+	sink := table.fakeSink
+	p, err := New(context.Background(), cfg, zerolog.New(zerolog.NewTestWriter(t)), table, WithExactlyOnce(eoFakeIO{w}))
 	if err != nil {
 		t.Fatal(err)
 	}

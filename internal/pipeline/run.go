@@ -56,6 +56,15 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		tick := time.NewTicker(100 * time.Millisecond)
 		defer tick.Stop()
 		for {
+			// Checked first: called again (deferred) after the shutdown, a
+			// select would pick an ack still buffered as often as the
+			// closed pollerDone, and handling it could start the next
+			// batch's INSERT after the shutdown joined the INSERTs.
+			select {
+			case <-pollerDone:
+				return
+			default:
+			}
 			select {
 			case <-pollerDone:
 				return
