@@ -22,7 +22,7 @@ import (
 	"sink/config"
 	"sink/internal/check"
 	"sink/internal/consumer"
-	"sink/internal/eos"
+	"sink/internal/eos/eosio"
 	"sink/internal/errtext"
 	"sink/internal/metrics"
 	"sink/internal/pipeline"
@@ -185,7 +185,7 @@ func run(cfg *config.Config, stderr io.Writer) int {
 	m.SetPinger(func(ctx context.Context) error { return w.Conn().Ping(ctx) })
 	opts := []pipeline.Option{pipeline.WithMetrics(m)}
 	if cfg.ExactlyOnce() {
-		io, err := eos.NewIO(cfg, w.Conn())
+		io, err := eosio.NewIO(cfg, w.Conn())
 		if err != nil {
 			fmt.Fprintf(stderr, "sink: %v\n", err)
 			return 1

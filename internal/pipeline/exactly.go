@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/internal/batch"
+	"sink/internal/chschema"
 	"sink/internal/eos"
 	"sink/internal/offsets"
 	"sink/internal/writer"
@@ -315,7 +316,7 @@ func (p *Pipeline) eoSealed(a *accState, b *sealedBatch) {
 // eoIntent records b in the commit metadata of each of its partitions, in one
 // commit, before its INSERT; it returns the context and block the INSERT
 // uses. An error means b must not be inserted.
-func (p *Pipeline) eoIntent(ctx context.Context, ts *tableState, b *sealedBatch) (context.Context, writer.Block, error) {
+func (p *Pipeline) eoIntent(ctx context.Context, ts *tableState, b *sealedBatch) (context.Context, chschema.Block, error) {
 	e := p.eo
 	eb := e.batches[b.ID]
 	if eb == nil {
@@ -350,7 +351,7 @@ func (p *Pipeline) eoIntent(ctx context.Context, ts *tableState, b *sealedBatch)
 	eb.recorded = true
 	e.marks[eb.token] = eoMark{table: ts, at: e.inserts[ts]}
 	p.eoMargin(ts)
-	return eos.WithToken(ctx, eb.token), eos.Ordered(b.Data, eb.perm), nil
+	return writer.WithDedupToken(ctx, eb.token), eos.Ordered(b.Data, eb.perm), nil
 }
 
 // eoPosition is what a commit of tp may say now: the handled prefix, or the
@@ -800,7 +801,7 @@ func (p *Pipeline) eoReplay(ctx context.Context, in eos.Intent) error {
 	if blk.Rows() == 0 {
 		return nil
 	}
-	err = p.w.Insert(eos.WithToken(ctx, in.Token), ts.t, blk, 0, nil, nil)
+	err = p.w.Insert(writer.WithDedupToken(ctx, in.Token), ts.t, blk, 0, nil, nil)
 	if err != nil {
 		return fmt.Errorf("exactly-once: replaying a pending batch into %s: %w", in.Table, err)
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/config"
-	"sink/internal/decode"
+	"sink/internal/chschema"
 	"sink/internal/eos"
 	"sink/internal/offsets"
 	"sink/internal/writer"
@@ -121,7 +121,7 @@ func (w *eoWorld) row(tp offsets.TP, o int64) {
 }
 
 // insert is an INSERT of block with token reaching the table.
-func (w *eoWorld) insert(token string, block writer.Block) error {
+func (w *eoWorld) insert(token string, block chschema.Block) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if token != "" {
@@ -290,13 +290,17 @@ func (f eoFakeIO) Windows(_ context.Context, tables []*writer.Table) ([]eos.Wind
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.calls["Windows"]++
-	dedups := make([]writer.TableDedup, len(tables))
+	dedups := make([]chschema.TableDedup, len(tables))
 	out := make([]eos.Window, len(tables))
 	for i, t := range tables {
-		dedups[i] = writer.TableDedup{Table: t.FullName(), Engine: "MergeTree", Setting: "non_replicated_deduplication_window", Value: fmt.Sprint(w.window)}
+		dedups[i] = chschema.TableDedup{Table: t.FullName(), Engine: "MergeTree", Setting: "non_replicated_deduplication_window", Value: fmt.Sprint(w.window)}
 		out[i] = eos.Window{Setting: dedups[i].Setting, Size: int64(w.window)}
 	}
-	if err := eos.Require(writer.ServerInfo{DedupToken: true}, tables, dedups); err != nil {
+	targets := make([]eos.Target, len(tables))
+	for i, t := range tables {
+		targets[i] = eos.Target{Database: t.Database, Name: t.Name, Insert: t.Insert}
+	}
+	if err := eos.Require(chschema.ServerInfo{DedupToken: true}, targets, dedups); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -314,19 +318,19 @@ type eoTable struct {
 	landFirst func(n int) bool
 }
 
-func (s eoTable) Describe(ctx context.Context, db, table string) ([]decode.ColumnSchema, error) {
+func (s eoTable) Describe(ctx context.Context, db, table string) ([]chschema.ColumnSchema, error) {
 	cols, err := s.fakeSink.Describe(ctx, db, table)
-	return append(cols, decode.ColumnSchema{Name: "_topic", Type: "String"},
-		decode.ColumnSchema{Name: "_partition", Type: "Int32"}, decode.ColumnSchema{Name: "_offset", Type: "Int64"}), err
+	return append(cols, chschema.ColumnSchema{Name: "_topic", Type: "String"},
+		chschema.ColumnSchema{Name: "_partition", Type: "Int32"}, chschema.ColumnSchema{Name: "_offset", Type: "Int64"}), err
 }
 
-func (s eoTable) Insert(ctx context.Context, t *writer.Table, block writer.Block, id uint64,
+func (s eoTable) Insert(ctx context.Context, t *writer.Table, block chschema.Block, id uint64,
 	onRetry func(writer.Attempt), refresh writer.Refresh) error {
 	s.fakeSink.mu.Lock()
 	n := s.fakeSink.calls + 1
 	s.fakeSink.mu.Unlock()
 	if s.landFirst != nil && s.landFirst(n) {
-		if err := s.w.insert(eos.TokenOf(ctx), block); err != nil {
+		if err := s.w.insert(writer.DedupToken(ctx), block); err != nil {
 			return err
 		}
 		return s.fakeSink.Insert(ctx, t, block, id, onRetry, refresh)
@@ -334,7 +338,7 @@ func (s eoTable) Insert(ctx context.Context, t *writer.Table, block writer.Block
 	if err := s.fakeSink.Insert(ctx, t, block, id, onRetry, refresh); err != nil {
 		return err
 	}
-	return s.w.insert(eos.TokenOf(ctx), block)
+	return s.w.insert(writer.DedupToken(ctx), block)
 }
 
 // eoRun is one run of the sink on a world: an exactly-once pipeline with

@@ -15,8 +15,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/config"
+	"sink/internal/chschema"
 	"sink/internal/consumer"
-	"sink/internal/eos"
+	"sink/internal/eos/eosio"
 	"sink/internal/pipeline"
 	"sink/internal/testenv"
 	"sink/internal/writer"
@@ -125,7 +126,7 @@ func eoOpts(t *testing.T, cfg *config.Config, w pipeline.Sink) []pipeline.Option
 	if !ok {
 		t.Fatalf("exactly-once test on a sink without a ClickHouse connection (%T)", w)
 	}
-	io, err := eos.NewIO(cfg, cs.Conn())
+	io, err := eosio.NewIO(cfg, cs.Conn())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +187,7 @@ func insertsInto(t *testing.T, ch driver.Conn, db, table string) (inserts, rows 
 		t.Fatal(err)
 	}
 	q := "SELECT count(), sum(written_rows) FROM system.query_log WHERE type = 2 AND query LIKE ?"
-	prefix := "INSERT INTO " + writer.QuoteIdent(db) + "." + writer.QuoteIdent(table) + " %"
+	prefix := "INSERT INTO " + chschema.QuoteIdent(db) + "." + chschema.QuoteIdent(table) + " %"
 	if err := ch.QueryRow(ctx, q, prefix).Scan(&inserts, &rows); err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,7 @@ package pipeline
 
 import (
 	"sink/internal/consumer"
-	"sink/internal/eos"
+	"sink/internal/eos/eosio"
 	"sink/internal/writer"
 )
 
@@ -14,5 +14,5 @@ var (
 	_ seekSource      = (*consumer.Consumer)(nil)
 	_ positionsSource = (*consumer.Consumer)(nil)
 	_ Sink            = (*writer.Writer)(nil)
-	_ ExactlyOnce     = (*eos.IO)(nil)
+	_ ExactlyOnce     = (*eosio.IO)(nil)
 )

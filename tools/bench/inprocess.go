@@ -14,7 +14,7 @@ import (
 
 	"sink/config"
 	"sink/internal/consumer"
-	"sink/internal/eos"
+	"sink/internal/eos/eosio"
 	"sink/internal/pipeline"
 	"sink/internal/writer"
 )
@@ -53,7 +53,7 @@ func inprocessMain(args []string) error {
 	defer w.Close()
 	var opts []pipeline.Option
 	if cfg.ExactlyOnce() {
-		io, err := eos.NewIO(cfg, w.Conn())
+		io, err := eosio.NewIO(cfg, w.Conn())
 		if err != nil {
 			return err
 		}

@@ -1,4 +1,9 @@
-package eos
+// Package eosio is the I/O of exactly-once delivery on Kafka (kadm,
+// franz-go) and ClickHouse (clickhouse-go): the production
+// pipeline.ExactlyOnce. Package eos holds the ledger, the tokens and the
+// recovery plan it serves; this package is apart so that eos imports
+// neither writer nor consumer.
+package eosio
 
 import (
 	"context"
@@ -8,13 +13,14 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/config"
+	"sink/internal/chschema"
 	"sink/internal/consumer"
+	"sink/internal/eos"
 	"sink/internal/offsets"
 	"sink/internal/writer"
 )
@@ -78,12 +84,12 @@ func (io *IO) Close() {
 }
 
 // Snapshot reads every committed offset of the group with its metadata.
-func (io *IO) Snapshot(ctx context.Context) (Snapshot, error) {
+func (io *IO) Snapshot(ctx context.Context) (eos.Snapshot, error) {
 	adm, err := io.admin()
 	if err != nil {
 		return nil, err
 	}
-	return FetchSnapshot(ctx, adm, io.group)
+	return eos.FetchSnapshot(ctx, adm, io.group)
 }
 
 // TopicState reads the topic ID of every topic of tps (absent when the
@@ -122,24 +128,24 @@ func (io *IO) TopicState(ctx context.Context, tps []offsets.TP) (map[string]stri
 	return ids, ends, nil
 }
 
-// ReadRanges reads exactly the records of ranges back (ReadRanges, with
+// ReadRanges reads exactly the records of ranges back (eos.ReadRanges, with
 // read_committed isolation), giving up after three request timeouts.
-func (io *IO) ReadRanges(ctx context.Context, ranges []Range) (map[offsets.TP][]*kgo.Record, error) {
+func (io *IO) ReadRanges(ctx context.Context, ranges []eos.Range) (map[offsets.TP][]*kgo.Record, error) {
 	opts := append(append([]kgo.Opt(nil), io.opts...), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
-	return ReadRanges(ctx, opts, ranges, 3*io.timeout)
+	return eos.ReadRanges(ctx, opts, ranges, 3*io.timeout)
 }
 
 // Present returns the offsets of tp in from..to-1 (to -1: no end) that t
-// holds (the package function Present).
-func (io *IO) Present(ctx context.Context, t *writer.Table, tp offsets.TP, from, to int64) ([]Span, error) {
-	return Present(ctx, io.conn, quoted(t), tp, from, to)
+// holds (eos.Present).
+func (io *IO) Present(ctx context.Context, t *writer.Table, tp offsets.TP, from, to int64) ([]eos.Span, error) {
+	return eos.Present(ctx, io.conn, chschema.QuoteIdent(t.Database)+"."+chschema.QuoteIdent(t.Name), tp, from, to)
 }
 
 // Windows refuses, in one line, a server, a table or a materialized view
 // downstream of one that exactly-once delivery cannot work with (Require,
-// RequireViews); otherwise it returns each table's deduplication setting
+// RequireViews of package eos); otherwise it returns each table's deduplication setting
 // and window, in the order of tables.
-func (io *IO) Windows(ctx context.Context, tables []*writer.Table) ([]Window, error) {
+func (io *IO) Windows(ctx context.Context, tables []*writer.Table) ([]eos.Window, error) {
 	info, err := writer.Probe(ctx, io.conn)
 	if err != nil {
 		return nil, err
@@ -148,17 +154,21 @@ func (io *IO) Windows(ctx context.Context, tables []*writer.Table) ([]Window, er
 	if err != nil {
 		return nil, err
 	}
-	if err := Require(info, tables, dedups); err != nil {
+	targets := make([]eos.Target, len(tables))
+	for i, t := range tables {
+		targets[i] = eos.Target{Database: t.Database, Name: t.Name, Insert: t.Insert}
+	}
+	if err := eos.Require(info, targets, dedups); err != nil {
 		return nil, err
 	}
 	views, err := writer.ViewDedups(ctx, io.conn, tables)
 	if err != nil {
 		return nil, err
 	}
-	if err := RequireViews(views, writer.CanSetDependentDedup(ctx, io.conn)); err != nil {
+	if err := eos.RequireViews(views, writer.CanSetDependentDedup(ctx, io.conn)); err != nil {
 		return nil, err
 	}
-	out := make([]Window, len(tables))
+	out := make([]eos.Window, len(tables))
 	for i := range tables {
 		if i < len(dedups) {
 			out[i].Setting = dedups[i].Setting
@@ -166,30 +176,4 @@ func (io *IO) Windows(ctx context.Context, tables []*writer.Table) ([]Window, er
 		}
 	}
 	return out, nil
-}
-
-// Window is a table's deduplication window: the setting that sizes it
-// (non_replicated_deduplication_window or replicated_deduplication_window)
-// and its value, in INSERT blocks.
-type Window struct {
-	Setting string
-	Size    int64
-}
-
-// WithToken returns ctx carrying the settings of an INSERT of batch token
-// (writer.WithInsertSettings): the deduplication token, the same dedup in
-// the materialized views the table feeds, and no async insert (which would
-// give the token to a buffer, not to this batch).
-func WithToken(ctx context.Context, token string) context.Context {
-	return writer.WithInsertSettings(ctx, clickhouse.Settings{
-		"insert_deduplication_token":                         token,
-		"deduplicate_blocks_in_dependent_materialized_views": 1,
-		"async_insert": 0,
-	})
-}
-
-// TokenOf is the deduplication token ctx carries ("" when none).
-func TokenOf(ctx context.Context) string {
-	s, _ := writer.InsertSettings(ctx)["insert_deduplication_token"].(string)
-	return s
 }
