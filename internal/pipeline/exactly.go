@@ -322,6 +322,10 @@ func (p *Pipeline) eoIntent(ctx context.Context, ts *tableState, b *sealedBatch)
 	if eb == nil {
 		return nil, nil, fmt.Errorf("exactly-once: batch %d has no token", b.ID)
 	}
+	place, err := p.eoPlacement(ctx, ts)
+	if err != nil {
+		return nil, nil, fmt.Errorf("exactly-once: batch %d: %w", b.ID, err)
+	}
 	pos := map[offsets.TP]offsets.Commit{}
 	meta := map[offsets.TP]string{}
 	next := map[offsets.TP]eos.Ledger{}
@@ -331,7 +335,7 @@ func (p *Pipeline) eoIntent(ctx context.Context, ts *tableState, b *sealedBatch)
 			return nil, nil, fmt.Errorf("exactly-once: %s[%d] is no longer assigned to this member, so batch %d cannot be recorded; stopping so that its new owner replays it", r.TP.Topic, r.TP.Partition, b.ID)
 		}
 		at := p.eoPosition(r.TP, l)
-		entry := eos.Entry{Token: eb.token, First: r.First, Last: r.Last, N: len(eb.ranges)}
+		entry := eos.Entry{Token: eb.token, First: r.First, Last: r.Last, N: len(eb.ranges), Placement: place}
 		nl := eos.Ledger{Offset: l.Offset, TopicID: l.TopicID, Check: l.Check,
 			Entries: append(append([]eos.Entry(nil), l.Entries...), entry)}.Live(at.Offset)
 		s, err := nl.Encode()
@@ -352,6 +356,16 @@ func (p *Pipeline) eoIntent(ctx context.Context, ts *tableState, b *sealedBatch)
 	e.marks[eb.token] = eoMark{table: ts, at: e.inserts[ts]}
 	p.eoMargin(ts)
 	return writer.WithDedupToken(ctx, eb.token), eos.Ordered(b.Data, eb.perm), nil
+}
+
+// eoPlacement is how the sink splits ts's rows across a cluster's shards
+// now ("" when it does not split them; see placementSink).
+func (p *Pipeline) eoPlacement(ctx context.Context, ts *tableState) (string, error) {
+	ps, ok := p.w.(placementSink)
+	if !ok {
+		return "", nil
+	}
+	return ps.Placement(ctx, ts.t.Database, ts.t.Name)
 }
 
 // eoPosition is what a commit of tp may say now: the handled prefix, or the
@@ -783,6 +797,19 @@ func (p *Pipeline) eoReplay(ctx context.Context, in eos.Intent) error {
 	if ts == nil {
 		return fmt.Errorf("exactly-once: pending batch for unknown table %s", in.Table)
 	}
+	// Each shard drops its part of a replay by the batch's token; a batch
+	// split another way would give a shard rows under a token it holds
+	// (dropped, so lost) and another shard rows it has (doubled).
+	if in.Placement != "" {
+		now, err := p.eoPlacement(ctx, ts)
+		if err != nil {
+			return fmt.Errorf("exactly-once: replaying a pending batch into %s: %w", in.Table, err)
+		}
+		if now != in.Placement {
+			return fmt.Errorf("exactly-once: pending batch %s into %s was split across the cluster's shards under placement %s, and the shards, their weights or the sharding key now place rows under %s; its replay would split it differently, so a shard would drop rows it never got and another insert rows twice. Restore the previous shards and weights (remote_servers, or clickhouse.shards) and the sharding key, start the sink until it has committed past its pending batches, then change them",
+				in.Token, in.Table, in.Placement, orNone(now))
+		}
+	}
 	recs, err := p.eoIO.ReadRanges(ctx, in.Ranges)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUnreadable, err)
@@ -808,4 +835,12 @@ func (p *Pipeline) eoReplay(ctx context.Context, in eos.Intent) error {
 	p.log.Info().Str("table", in.Table).Str("token", in.Token).Int("rows", blk.Rows()).Int("partitions", len(in.Ranges)).
 		Msg("exactly-once: pending batch replayed (dropped by ClickHouse if it had landed)")
 	return nil
+}
+
+// orNone is s, or "none" when s is "".
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }

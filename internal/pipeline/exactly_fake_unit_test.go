@@ -45,6 +45,9 @@ type eoWorld struct {
 	window  int
 	dropped int // INSERTs dropped as repeats
 	kept    int // INSERTs whose rows the table kept
+	// placement is how the cluster splits the table's rows across shards
+	// now (eoTable.Placement); "": not split.
+	placement string
 	// unreadable makes ReadRanges fail (retention deleted the records).
 	unreadable bool
 	// stateErrs are what TopicState fails with, first to last, before it
@@ -322,6 +325,12 @@ func (s eoTable) Describe(ctx context.Context, db, table string) ([]chschema.Col
 	cols, err := s.fakeSink.Describe(ctx, db, table)
 	return append(cols, chschema.ColumnSchema{Name: "_topic", Type: "String"},
 		chschema.ColumnSchema{Name: "_partition", Type: "Int32"}, chschema.ColumnSchema{Name: "_offset", Type: "Int64"}), err
+}
+
+func (s eoTable) Placement(context.Context, string, string) (string, error) {
+	s.w.mu.Lock()
+	defer s.w.mu.Unlock()
+	return s.w.placement, nil
 }
 
 func (s eoTable) Insert(ctx context.Context, t *writer.Table, block chschema.Block, id uint64,

@@ -550,3 +550,68 @@ func TestUnitExactlyNeedsItsIO(t *testing.T) {
 		t.Fatalf("Run returned %v; want the missing exactly-once I/O named", err)
 	}
 }
+
+// TestUnitExactlyPlacementRecorded: with a table split across a cluster's
+// shards (target: local by key), each intent records the placement its
+// batch is split under.
+func TestUnitExactlyPlacementRecorded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newEOWorld()
+		w.produce(eoP0, 3)
+		w.placement = "00000000000000a1"
+		r := w.run(t, eoRecoverConfig(t), nil)
+		r.assign(eoP0)
+		r.feed(w, eoP0, 0)
+		eventually(t, 2*time.Second, "partition 0 committed at 3", func() bool { return r.src.committed(eoP0) == 3 })
+		if err := r.stop(t); err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		r.src.emu.Lock()
+		defer r.src.emu.Unlock()
+		l, _, err := eos.Decode(r.src.metas[0][eoP0])
+		if err != nil || len(l.Entries) != 1 || l.Entries[0].Placement != w.placement {
+			t.Fatalf("the intent's ledger %+v (%v); want one entry with placement %s", l, err, w.placement)
+		}
+	})
+}
+
+// TestUnitExactlyRecoverPlacementChanged: a pending batch recorded under
+// one placement across the shards is replayed while the cluster places
+// rows the same way; once the shards or their weights changed, recovery
+// stops the connector with the fix before anything is replayed, since the
+// rebuilt batch would split differently and each shard drops its part by
+// the batch's token.
+func TestUnitExactlyRecoverPlacementChanged(t *testing.T) {
+	bothWays(t, "changed", "same", testUnitExactlyRecoverPlacementChanged)
+}
+
+func testUnitExactlyRecoverPlacementChanged(t *testing.T, changed bool) {
+	w := newEOWorld()
+	w.produce(eoP0, 6)
+	w.produce(eoP1, 6)
+	tok, es := intent(eos.Range{TP: eoP0, First: 0, Last: 2}, eos.Range{TP: eoP1, First: 0, Last: 2})
+	for tp, e := range es {
+		e.Placement = "00000000000000a1"
+		w.ledger(t, tp, 0, "", e)
+	}
+	w.placement = "00000000000000a1"
+	if changed {
+		w.placement = "00000000000000b2"
+	}
+	r := w.run(t, eoRecoverConfig(t), nil)
+	r.assign(eoP0, eoP1)
+	if !changed {
+		if kept, _ := w.counts(); kept != 1 || w.tokens[0] != tok {
+			t.Fatalf("%d INSERTs kept; want the replay", kept)
+		}
+		finish(t, w, r)
+		return
+	}
+	err := r.wait(t)
+	if err == nil || !strings.Contains(err.Error(), "placement 00000000000000a1") || !strings.Contains(err.Error(), "now place rows under 00000000000000b2") {
+		t.Fatalf("Run returned %v; want the changed placement named", err)
+	}
+	if kept, _ := w.counts(); kept != 0 || w.count("ReadRanges") != 0 {
+		t.Fatalf("%d INSERTs, %d reads back before the stop; want none", kept, w.count("ReadRanges"))
+	}
+}

@@ -86,6 +86,15 @@ type ExactlyOnce interface {
 	Windows(ctx context.Context, tables []*writer.Table) ([]eos.Window, error)
 }
 
+// placementSink is a Sink that splits a table's batches across the shards
+// of a cluster by a sharding key (writer.Cluster). Placement fingerprints
+// how it splits db.table's rows now ("" when it does not): exactly-once
+// records it with each batch, and replays a batch only under the same
+// placement. Called from the owner goroutine.
+type placementSink interface {
+	Placement(ctx context.Context, db, table string) (string, error)
+}
+
 // seekSource is a Source that can fetch partitions again from an earlier
 // offset (consumer.Consumer.Seek): exactly-once delivery uses it to consume
 // again the records of a batch it dropped because one of its partitions was

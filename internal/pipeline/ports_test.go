@@ -14,5 +14,6 @@ var (
 	_ seekSource      = (*consumer.Consumer)(nil)
 	_ positionsSource = (*consumer.Consumer)(nil)
 	_ Sink            = (*writer.Writer)(nil)
+	_ placementSink   = (*writer.Cluster)(nil)
 	_ ExactlyOnce     = (*eosio.IO)(nil)
 )
