@@ -98,15 +98,21 @@ type LocalCluster struct {
 // ("ch26_26.9.2.1"), as Server.Name.
 func (c LocalCluster) SubtestName() string { return c.Label + "_" + c.Version }
 
-// Engine is the ENGINE clause of a local table db.table ordered by orderBy:
-// ReplicatedMergeTree on the cluster with Keeper (replicated within the shard),
-// otherwise MergeTree with non_replicated_deduplication_window = DedupWindow,
-// so that on both a block repeated on its shard is dropped.
-func (c LocalCluster) Engine(db, table, orderBy string) string {
+// Engine is the ENGINE clause of a local table db.table ordered by orderBy,
+// with the table settings given ("parts_to_delay_insert = 20"):
+// ReplicatedMergeTree on the cluster with Keeper (replicated within the
+// shard), otherwise MergeTree with non_replicated_deduplication_window =
+// DedupWindow, so that on both a block repeated on its shard is dropped.
+func (c LocalCluster) Engine(db, table, orderBy string, settings ...string) string {
 	if c.Keeper {
-		return fmt.Sprintf("ReplicatedMergeTree('/clickhouse/tables/{shard}/%s/%s', '{replica}') ORDER BY %s", db, table, orderBy)
+		e := fmt.Sprintf("ReplicatedMergeTree('/clickhouse/tables/{shard}/%s/%s', '{replica}') ORDER BY %s", db, table, orderBy)
+		if len(settings) > 0 {
+			e += " SETTINGS " + strings.Join(settings, ", ")
+		}
+		return e
 	}
-	return fmt.Sprintf("MergeTree ORDER BY %s SETTINGS non_replicated_deduplication_window = %d", orderBy, DedupWindow)
+	settings = append([]string{fmt.Sprintf("non_replicated_deduplication_window = %d", DedupWindow)}, settings...)
+	return fmt.Sprintf("MergeTree ORDER BY %s SETTINGS %s", orderBy, strings.Join(settings, ", "))
 }
 
 // SyncReplica makes the replica at conn fetch every part its shard has
@@ -211,12 +217,24 @@ func Cluster26(t testing.TB) LocalCluster {
 
 // EachCluster runs fn as a subtest per local cluster, the 18.16 one and the
 // 26.9 one, named by SubtestName (so `go test -run 'TestX/ch26'` picks one).
-// A test whose feature needs replication checks c.Keeper and skips without.
+// A cluster that does not answer skips (fails under SINK_REQUIRE_STACK=1)
+// its own subtest only. A test whose feature needs replication checks
+// c.Keeper and skips without.
 func EachCluster(t *testing.T, fn func(t *testing.T, c LocalCluster)) {
 	t.Helper()
+	requireIntegrationBuild(t)
 	for _, spec := range []LocalCluster{cluster18Spec(), cluster26Spec()} {
-		c := localCluster(t, spec)
-		t.Run(c.SubtestName(), func(t *testing.T) { fn(t, c) })
+		c, err := probeCluster(spec)
+		name := spec.Label + "_cluster"
+		if err == nil {
+			name = c.SubtestName()
+		}
+		t.Run(name, func(t *testing.T) {
+			if err != nil {
+				unavailableMsg(t, err.Error())
+			}
+			fn(t, c)
+		})
 	}
 }
 
@@ -235,11 +253,21 @@ func clusterSeed(spec LocalCluster) string {
 	return envOr(EnvCluster26Seed, DefaultCluster26Seed)
 }
 
-// localCluster probes the cluster of spec once per process and returns a copy
-// of its topology.
+// localCluster returns the cluster of spec, or skips the test (fails it
+// under SINK_REQUIRE_STACK=1).
 func localCluster(t testing.TB, spec LocalCluster) LocalCluster {
 	t.Helper()
 	requireIntegrationBuild(t)
+	c, err := probeCluster(spec)
+	if err != nil {
+		unavailableMsg(t, err.Error())
+	}
+	return c
+}
+
+// probeCluster probes the cluster of spec once per process and returns a
+// copy of its topology.
+func probeCluster(spec LocalCluster) (LocalCluster, error) {
 	seed := clusterSeed(spec)
 	err := probe("clickhouse-cluster "+spec.Name+" "+seed, func() error {
 		c, err := discoverCluster(spec, seed)
@@ -253,8 +281,7 @@ func localCluster(t testing.TB, spec LocalCluster) LocalCluster {
 		if !spec.Keeper {
 			up = "make cluster26-up"
 		}
-		msg := fmt.Sprintf("integration: ClickHouse cluster %s not reachable at %s; run `%s` (%v)", spec.Name, seed, up, err)
-		unavailableMsg(t, msg)
+		return spec, fmt.Errorf("integration: ClickHouse cluster %s not reachable at %s; run `%s` (%v)", spec.Name, seed, up, err)
 	}
 	clusterMu.Lock()
 	c := clusterTopology[spec.Name]
@@ -265,7 +292,7 @@ func localCluster(t testing.TB, spec LocalCluster) LocalCluster {
 		shards[i] = append([]ClusterNode(nil), s...)
 	}
 	c.Shards = shards
-	return c
+	return c, nil
 }
 
 // clusterTopology is set once per cluster by the probe in localCluster.
