@@ -153,6 +153,19 @@ func (c LocalCluster) Addrs() []string {
 // shard).
 func (c LocalCluster) Remote() string { return strings.Join(c.Addrs(), ",") }
 
+// ExecEachNode runs statements on every node of the cluster, in node order
+// ({node} in a statement becomes the node's name): the DDL of tables that
+// every node has, which works with and without ON CLUSTER.
+func (c LocalCluster) ExecEachNode(t testing.TB, statements ...string) {
+	t.Helper()
+	for _, n := range c.Nodes() {
+		conn := n.Conn(t)
+		for _, q := range statements {
+			Exec(t, conn, strings.ReplaceAll(q, "{node}", n.Name))
+		}
+	}
+}
+
 // Conn opens a native connection to the first node, closed when the test ends.
 func (c LocalCluster) Conn(t testing.TB) driver.Conn {
 	t.Helper()

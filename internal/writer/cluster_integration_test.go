@@ -34,18 +34,6 @@ func clusterConfig(t *testing.T, ch, route string) *config.Config {
 	return cfg
 }
 
-// onEachNode runs statements on every node of the cluster, in node order.
-func onEachNode(t *testing.T, c testenv.LocalCluster, statements ...string) {
-	t.Helper()
-	for _, n := range c.Nodes() {
-		conn := n.Conn(t)
-		for _, q := range statements {
-			q = strings.ReplaceAll(q, "{node}", n.Name)
-			testenv.Exec(t, conn, q)
-		}
-	}
-}
-
 // count is SELECT count() of db.table on conn, after the replica has
 // fetched every part its shard has (SYSTEM SYNC REPLICA) when sync is set
 // (on a cluster with Keeper: callers pass c.Keeper).
@@ -219,7 +207,7 @@ func testClusterKeyPlacementEqualsDistributed(t *testing.T, c testenv.LocalClust
 					fmt.Sprintf("CREATE TABLE %s.%s (i UInt32, k %s, p String) ENGINE = %s", db, tbl, tc.typ, c.Engine(db, tbl, "i")),
 					fmt.Sprintf("CREATE TABLE %s.d_%s AS %s.%s ENGINE = Distributed(%s, %s, %s, %s)", db, tbl, db, tbl, tc.cluster, db, tbl, expr))
 			}
-			onEachNode(t, c, stmts...)
+			c.ExecEachNode(t, stmts...)
 			cfg := clusterConfig(t, fmt.Sprintf("addrs: [%q], cluster: %s", c.Shards[0][0].Addr, tc.cluster),
 				fmt.Sprintf("table: %s.d_%s, target: local, sharding_key: k, sharding_hash: %s", db, local, tc.hash))
 			cw, err := writer.OpenCluster(context.Background(), "w", cfg.ClickHouse, cfg.Routes)
@@ -330,7 +318,7 @@ func keyAt(keys any, j int) any {
 // where the cluster has Keeper, MergeTree with a deduplication window
 // otherwise (testenv.LocalCluster.Engine).
 func localTable(t *testing.T, c testenv.LocalCluster, db, name string) {
-	onEachNode(t, c, fmt.Sprintf("CREATE TABLE %s.%s (i UInt32, k UInt64, p String) ENGINE = %s", db, name, c.Engine(db, name, "i")))
+	c.ExecEachNode(t, fmt.Sprintf("CREATE TABLE %s.%s (i UInt32, k UInt64, p String) ENGINE = %s", db, name, c.Engine(db, name, "i")))
 }
 
 // TestClusterReplicaFailoverUnderLoad inserts 40 batches, four at a time, by
@@ -561,7 +549,7 @@ func TestClusterShardDownHoldsItsPart(t *testing.T) {
 
 func testClusterShardDownHoldsItsPart(t *testing.T, c testenv.LocalCluster) {
 	db := c.NewDatabase(t)
-	onEachNode(t, c, fmt.Sprintf("CREATE TABLE %s.ev (i UInt32, k UInt64, p String) ENGINE = MergeTree ORDER BY i", db))
+	c.ExecEachNode(t, fmt.Sprintf("CREATE TABLE %s.ev (i UInt32, k UInt64, p String) ENGINE = MergeTree ORDER BY i", db))
 	one, two := c.Shards[0][0], c.Shards[1][0]
 	p1, p2 := testenv.NewProxy(t, one.Addr), testenv.NewProxy(t, two.Addr)
 	cfg := clusterConfig(t, fmt.Sprintf("addrs: [%q], shards: [[%q], [%q]]", one.Addr, p1.Addr, p2.Addr),
@@ -621,7 +609,7 @@ func TestClusterDistributedSyncAndQuorum(t *testing.T) {
 func testClusterDistributedSyncAndQuorum(t *testing.T, c testenv.LocalCluster) {
 	db := c.NewDatabase(t)
 	localTable(t, c, db, "ev")
-	onEachNode(t, c, fmt.Sprintf("CREATE TABLE %s.d_ev AS %s.ev ENGINE = Distributed(%s, %s, ev, cityHash64(k))", db, db, c.Name, db))
+	c.ExecEachNode(t, fmt.Sprintf("CREATE TABLE %s.d_ev AS %s.ev ENGINE = Distributed(%s, %s, ev, cityHash64(k))", db, db, c.Name, db))
 	const rows = 3000
 	maxOnShards := func() uint64 {
 		var sum uint64
@@ -666,7 +654,7 @@ func testClusterDistributedSyncAndQuorum(t *testing.T, c testenv.LocalCluster) {
 			t.Skipf("insert_quorum needs replicated tables; %s has no Keeper", c.Name)
 		}
 		localTable(t, c, db, "q")
-		onEachNode(t, c, fmt.Sprintf("CREATE TABLE %s.d_q AS %s.q ENGINE = Distributed(%s, %s, q, cityHash64(k))", db, db, c.Name, db))
+		c.ExecEachNode(t, fmt.Sprintf("CREATE TABLE %s.d_q AS %s.q ENGINE = Distributed(%s, %s, q, cityHash64(k))", db, db, c.Name, db))
 		cfg := clusterConfig(t, fmt.Sprintf("addrs: [%q], cluster: %s, insert_quorum: 2, insert_quorum_timeout: 20s", c.Shards[0][0].Addr, c.Name),
 			fmt.Sprintf("table: %s.d_q, target: local, sharding_key: k", db))
 		cw, _, cols := openCluster(t, cfg, db, "d_q")
@@ -737,7 +725,7 @@ func TestClusterChecksumDedupNeedsTheSameOrder(t *testing.T) {
 		{"rows reversed, sort key with ties", "k", rev, 2 * rows},
 	} {
 		table := fmt.Sprintf("t%d", ci)
-		onEachNode(t, c, fmt.Sprintf("CREATE TABLE %s.%s (i UInt32, k UInt64, p String) ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/%s/%s', '{replica}') ORDER BY %s",
+		c.ExecEachNode(t, fmt.Sprintf("CREATE TABLE %s.%s (i UInt32, k UInt64, p String) ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/%s/%s', '{replica}') ORDER BY %s",
 			db, table, db, table, tc.orderBy))
 		insert(first, table, fwd)
 		insert(second, table, tc.again)
@@ -774,7 +762,7 @@ func testClusterAddColumnOnCluster(t *testing.T, c testenv.LocalCluster) {
 	for ci, topo := range []string{"cluster: " + c.Name, "shards: [" + strings.Join(shards, ", ") + "]"} {
 		local := fmt.Sprintf("ev%d", ci)
 		localTable(t, c, db, local)
-		onEachNode(t, c, fmt.Sprintf("CREATE TABLE %s.d_%s AS %s.%s ENGINE = Distributed(%s, %s, %s, cityHash64(k))", db, local, db, local, c.Name, db, local))
+		c.ExecEachNode(t, fmt.Sprintf("CREATE TABLE %s.d_%s AS %s.%s ENGINE = Distributed(%s, %s, %s, cityHash64(k))", db, local, db, local, c.Name, db, local))
 		cfg := clusterConfig(t, fmt.Sprintf("addrs: [%q], %s", c.Shards[0][0].Addr, topo),
 			fmt.Sprintf("table: %s.d_%s, target: local, sharding_key: k", db, local))
 		cw, _, cols := openCluster(t, cfg, db, "d_"+local)

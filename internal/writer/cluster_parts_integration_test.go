@@ -23,7 +23,7 @@ func TestClusterPartsIsTheMostPressedShard(t *testing.T) {
 
 func testClusterPartsIsTheMostPressedShard(t *testing.T, c testenv.LocalCluster) {
 	db := c.NewDatabase(t)
-	onEachNode(t, c,
+	c.ExecEachNode(t,
 		fmt.Sprintf("CREATE TABLE %s.ev (k UInt64) ENGINE = %s", db, c.Engine(db, "ev", "k", "parts_to_delay_insert = 20", "parts_to_throw_insert = 40")),
 		fmt.Sprintf("CREATE TABLE %s.ev_all AS %s.ev ENGINE = Distributed(%s, %s, ev, rand())", db, db, c.Name, db))
 	for _, n := range c.Shards[1] {
