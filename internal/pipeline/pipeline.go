@@ -142,6 +142,11 @@ type Pipeline struct {
 	// table's new column (held.go).
 	reg  decode.Registry
 	held heldState
+	// look is what the plans ask for schemas (lookup.go): the look-ups of
+	// ids not seen yet run off the owner while Run loops, their answers
+	// come back on lookups. nil when no registry is configured.
+	look    *lookups
+	lookups chan lookupResult
 	// noCreate: New does not create missing tables (WithoutCreate).
 	noCreate bool
 	heldNow  atomic.Int64 // the records in held, for other goroutines
@@ -182,6 +187,7 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w Sink, op
 		events:    make(chan groupEvent),
 		fetches:   make(chan kgo.Fetches),
 		schemas:   make(chan schemaResult),
+		lookups:   make(chan lookupResult),
 		parts:     make(chan partsResult),
 		want:      make(chan struct{}, 1),
 		stopped:   make(chan struct{}),
@@ -209,6 +215,9 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w Sink, op
 			return nil, err
 		}
 		p.reg = c
+	}
+	if p.reg != nil {
+		p.look = newLookups(p.reg, func() time.Time { return p.now() })
 	}
 	p.initExactly()
 	if _, ok := w.(connSink); p.eo != nil && !ok {
