@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"slices"
 	"sort"
 	"strconv"
@@ -15,13 +14,14 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"sink/internal/backoff"
 	"sink/internal/batch"
 	"sink/internal/chschema"
 	"sink/internal/consumer"
 	"sink/internal/eos"
+	"sink/internal/kafkaerr"
 	"sink/internal/offsets"
 	"sink/internal/writer"
 )
@@ -65,6 +65,7 @@ type exactly struct {
 // intentRetry is the backoff of one table's failing intent commit.
 type intentRetry struct {
 	attempt int
+	backoff backoff.Backoff
 	at      time.Time
 	lastErr error
 }
@@ -98,24 +99,7 @@ func retriableIntent(err error) bool {
 	if !errors.As(err, &ie) {
 		return false
 	}
-	return retriableKafka(err)
-}
-
-// retriableKafka says whether a failed Kafka request of exactly-once (an
-// intent commit, or the topic IDs and log ends read at recovery) may pass
-// by itself: a rebalance, a broker or leader moving, a network error.
-func retriableKafka(err error) bool {
-	for _, fatal := range []error{kerr.FencedInstanceID,
-		kerr.FencedMemberEpoch, kerr.StaleMemberEpoch, kerr.UnknownTopicOrPartition, kerr.UnknownTopicID,
-		kerr.GroupAuthorizationFailed, kerr.TopicAuthorizationFailed, kerr.OffsetMetadataTooLarge} {
-		if errors.Is(err, fatal) {
-			return false
-		}
-	}
-	var netErr net.Error
-	return errors.Is(err, kerr.RebalanceInProgress) || errors.Is(err, kerr.IllegalGeneration) ||
-		errors.Is(err, kerr.UnknownMemberID) || kerr.IsRetriable(err) || kgo.IsRetryableBrokerErr(err) ||
-		errors.Is(err, context.DeadlineExceeded) || errors.As(err, &netErr)
+	return kafkaerr.Classify(err).Retriable()
 }
 
 // eoRetryLater handles a failed intent of b: a retriable one puts b back at
@@ -128,14 +112,11 @@ func (p *Pipeline) eoRetryLater(ts *tableState, b *sealedBatch, err error) bool 
 	}
 	r := p.eo.retries[ts]
 	if r == nil {
-		r = &intentRetry{}
+		r = &intentRetry{backoff: backoff.New(backoff.Policy{Initial: p.cfg.ClickHouse.RetryInitial, Max: p.cfg.ClickHouse.RetryMax})}
 		p.eo.retries[ts] = r
 	}
 	r.attempt++
-	wait := p.cfg.ClickHouse.RetryInitial << min(r.attempt-1, 20)
-	if wait <= 0 || wait > p.cfg.ClickHouse.RetryMax {
-		wait = p.cfg.ClickHouse.RetryMax
-	}
+	wait := r.backoff.Next()
 	r.at, r.lastErr = p.now().Add(wait), err
 	ts.queue = append([]*sealedBatch{b}, ts.queue...)
 	p.log.Warn().Str("table", ts.t.FullName()).Uint64("batch", b.ID).Int("attempt", r.attempt).
@@ -779,20 +760,17 @@ const eoTopicStateFor = time.Minute
 // up to most) while its error is retriable, for at most eoTopicStateFor.
 func eoTopicStateRetried(ctx context.Context, adm *kadm.Client, tps []offsets.TP, first, most time.Duration) (map[string]string, map[offsets.TP]int64, error) {
 	deadline := time.Now().Add(eoTopicStateFor)
-	wait := first
+	bo := backoff.New(backoff.Policy{Initial: first, Max: most})
 	for {
 		ids, ends, err := eoTopicState(ctx, adm, tps)
-		if err == nil || !retriableKafka(err) || time.Now().Add(wait).After(deadline) {
+		wait := bo.Next()
+		if err == nil || !kafkaerr.Classify(err).Retriable() || time.Now().Add(wait).After(deadline) {
 			return ids, ends, err
 		}
 		select {
 		case <-ctx.Done():
 			return nil, nil, err
 		case <-time.After(wait):
-		}
-		wait = min(2*wait, most)
-		if wait <= 0 {
-			wait = most
 		}
 	}
 }

@@ -6,9 +6,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"sink/internal/backoff"
 	"sink/internal/offsets"
 	"sink/internal/status"
-	"sink/internal/writer"
 )
 
 // Records held until they can be decoded as they should.
@@ -43,6 +43,9 @@ const (
 	heldRetryMax   = 10 * time.Second
 )
 
+// heldRetry is that schedule.
+var heldRetry = backoff.Policy{Initial: heldRetryFirst, Max: heldRetryMax, Jitter: backoff.EqualJitter}
+
 // heldPart is a partition's held records, in offset order.
 type heldPart struct {
 	tp   offsets.TP
@@ -65,7 +68,7 @@ type heldState struct {
 	bytes   int         // key and value bytes of the held records (part of the buffer budget)
 	since   time.Time   // when the first record was held
 	next    time.Time   // the next attempt
-	wait    time.Duration
+	backoff backoff.Backoff
 	attempt int
 	lastErr error // the registry's last error
 }
@@ -103,9 +106,9 @@ func (p *Pipeline) holdFrom(tp offsets.TP, recs []*kgo.Record, err error) {
 	}
 	if h.since.IsZero() {
 		h.since = p.now()
-		h.wait = heldRetryFirst
+		h.backoff = backoff.New(heldRetry)
 		h.attempt = 0
-		h.next = p.now().Add(writer.RetryWait(h.wait))
+		h.next = p.now().Add(h.backoff.Next())
 	}
 	p.noteHeld()
 }
@@ -226,9 +229,12 @@ func (p *Pipeline) retryHeld(writeCtx context.Context) {
 		return
 	}
 	if regErr != nil || !pending {
-		h.wait = min(h.wait*2, heldRetryMax)
+		h.next = p.now().Add(h.backoff.Next())
+	} else {
+		// Only look-ups still running: their ends kick the next round;
+		// this wait, not counted, is the fallback.
+		h.next = p.now().Add(h.backoff.Wait(h.backoff.Retries()))
 	}
-	h.next = p.now().Add(writer.RetryWait(h.wait))
 	if regErr != nil {
 		h.lastErr = regErr
 		p.m.RegistryRetry()

@@ -36,7 +36,7 @@ type Source interface {
 	// ProduceDLQ sends a copy of rec, with why it could not be written,
 	// to the dead-letter topic (without its value when refOnly); done is
 	// called once with nil when Kafka has it, or with the error
-	// (consumer.ClassifyDLQ sorts it).
+	// (kafkaerr.Classify sorts it).
 	ProduceDLQ(ctx context.Context, topic string, rec *kgo.Record, cause error, refOnly bool, done func(error))
 }
 
