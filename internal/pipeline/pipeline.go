@@ -23,11 +23,12 @@
 // New, Tables, ResolveTopics and CheckExactlyOnce are called before Run;
 // Stats after it returned.
 //
-// What the owner waits for. Everything above is a channel operation that
-// never waits long (replies go to buffered channels, the poller's request
-// has a slot of one), except these calls, each with its bound; while one
-// runs, acks, group callbacks and the revoke deadline wait, so each is
-// kept short or rare:
+// What the owner waits for. Its channel operations return at once
+// (replies go to buffered channels, the poller's request has a slot of
+// one), and so do the Source's AllowRebalance, Seek, PauseFetch and
+// ResumeFetch (franz-go's locks, no request). These calls wait on the
+// network, each with its bound; while one runs, acks, group callbacks and
+// the revoke deadline wait, so each is kept short or rare:
 //
 //   - An offset commit (commit.go: every kafka.commit_interval, when a
 //     revoke's batches are in, at the revoke deadline and at shutdown) and,
