@@ -19,9 +19,11 @@ test: stack-up
 # out the *_integration_test.go files (they start with //go:build integration;
 # `make test` passes -tags integration), and a test elsewhere that reaches for
 # the stack fails saying where it belongs (internal/testenv). Fuzz targets
-# replay their seed corpus only.
+# replay their seed corpus only. -short leaves out the one slow check that
+# needs no stack, the release build of the binary (TestDockerfile), which
+# `make test` runs.
 unit:
-	$(GO) test -count=1 ./...
+	$(GO) test -short -count=1 ./...
 
 # go vet over both builds, so the integration files are checked too.
 vet:

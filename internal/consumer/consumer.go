@@ -68,6 +68,9 @@ func Options(cfg *config.Config, log zerolog.Logger, h Hooks) ([]kgo.Opt, error)
 		kgo.BlockRebalanceOnPoll(),
 		kgo.FetchMaxWait(k.FetchMaxWait),
 	)
+	if heartbeatInterval > 0 {
+		opts = append(opts, kgo.HeartbeatInterval(heartbeatInterval))
+	}
 	fl := FetchLimitsFor(cfg)
 	if fl.MaxBytes < int64(k.FetchMaxBytes) {
 		log.Info().Int64("fetch_max_bytes", fl.MaxBytes).Int64("max_partition_fetch_bytes", fl.PartitionBytes).
@@ -118,6 +121,12 @@ func Options(cfg *config.Config, log zerolog.Logger, h Hooks) ([]kgo.Opt, error)
 	}
 	return opts, nil
 }
+
+// heartbeatInterval, when set, replaces franz-go's heartbeat interval (3 s,
+// the Java client's default), which is also how soon a member hears that a
+// rebalance began. The package's tests against kfake shorten it, so that a
+// rebalance between two members takes milliseconds instead of seconds.
+var heartbeatInterval time.Duration
 
 // Security returns the TLS and SASL options of k (none for a PLAINTEXT
 // listener). Every client the sink makes for these brokers uses them.

@@ -324,7 +324,7 @@ func (p *Pipeline) eoIntent(ctx context.Context, ts *tableState, b *sealedBatch)
 		pos[r.TP], meta[r.TP], next[r.TP] = at, s, nl
 	}
 	eb.tried = true
-	if err := p.cons.Commit(context.Background(), pos, meta); err != nil {
+	if err := p.commitOffsets(pos, meta); err != nil {
 		return nil, nil, &intentError{fmt.Errorf("exactly-once: recording batch %d before its INSERT failed: %w", b.ID, err)}
 	}
 	p.eoRecorded(ts)

@@ -128,7 +128,7 @@ func (p *Pipeline) resolve(ctx context.Context) error {
 // compile builds route r's plan for the table's insert columns, with the
 // errors.on_missing / on_null / on_tombstone policy.
 func (p *Pipeline) compile(r config.Route, insert []chschema.ColumnSchema) (*decode.Plan, error) {
-	plan, err := decode.Compile(r.Format, insert, r.Mapping(), decode.WithRegistry(p.reg), decode.WithMessage(r.Message))
+	plan, err := decode.Compile(r.Format, insert, r.Mapping(), decode.WithRegistry(p.planRegistry()), decode.WithMessage(r.Message))
 	if err != nil {
 		return nil, err
 	}

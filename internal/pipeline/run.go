@@ -38,6 +38,10 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	p.setState(status.Running)
 	p.publish()
 	close(p.started)
+	if p.look != nil {
+		p.look.begin(p.lookups, p.stopped)
+		defer p.look.end(0) // shutdown waited for them; an early return cancels them
+	}
 	// Inserts outlive ctx: on SIGTERM the open batches must still be written.
 	writeCtx, cancelWrites := context.WithCancel(context.Background())
 	defer cancelWrites()
@@ -143,6 +147,8 @@ func (p *Pipeline) Run(ctx context.Context) error {
 			p.describeTables(writeCtx)
 		case r := <-p.schemas:
 			p.handleSchema(writeCtx, r)
+		case r := <-p.lookups:
+			p.handleLookup(r)
 		case <-partsTick:
 			p.probeParts(writeCtx)
 		case r := <-p.parts:
@@ -204,6 +210,10 @@ func (p *Pipeline) shutdown(writeCtx context.Context, cancelWrites context.Cance
 		if err == nil {
 			err = jerr
 		}
+	}
+	if p.look != nil && !p.look.end(p.cancelGrace) {
+		// They hold nothing the caller closes; their answers are dropped.
+		p.log.Warn().Dur("grace", p.cancelGrace).Msg("shutdown: schema registry look-ups did not end when canceled")
 	}
 	return err
 }
