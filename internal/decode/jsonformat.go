@@ -126,8 +126,8 @@ func (f *jsonFields) loadScanned(sc *jsonScanner) {
 		f.member[i], f.trees[i] = -1, nil
 	}
 	found := 0
-	for m := range sc.members {
-		k := sc.doc[sc.members[m].key.start:sc.members[m].key.end]
+	for m := range sc.Members {
+		k := sc.Doc[sc.Members[m].Key.Start:sc.Members[m].Key.End]
 		slot := -1
 		if m < len(f.guess) {
 			if g := f.guess[m]; g >= 0 && string(k) == f.keys[g] {
@@ -147,15 +147,15 @@ func (f *jsonFields) loadScanned(sc *jsonScanner) {
 			found++
 		}
 	}
-	f.extra = len(sc.members) - found
+	f.extra = len(sc.Members) - found
 }
 
 // tree is the value of slot (present in a scanned record) as a tree.
 func (f *jsonFields) tree(slot int) *fastjson.Value {
 	if f.trees[slot] == nil {
-		v := f.sc.members[f.member[slot]].val
+		v := f.sc.Members[f.member[slot]].Val
 		// The scanner accepted the record, so its value parses.
-		f.trees[slot], _ = f.parsers[slot].ParseBytes(f.sc.doc[v.start:v.end])
+		f.trees[slot], _ = f.parsers[slot].ParseBytes(f.sc.Doc[v.Start:v.End])
 	}
 	return f.trees[slot]
 }
@@ -167,7 +167,7 @@ func (f *jsonFields) readScanned(st *appendState, col int, in *input) {
 	in.proj = nil
 	m := f.member[s.slot]
 	if m < 0 && s.nested != nil {
-		if nm := f.member[s.nested.slot]; nm >= 0 && f.sc.doc[f.sc.members[nm].val.start] == '[' {
+		if nm := f.member[s.nested.slot]; nm >= 0 && f.sc.Doc[f.sc.Members[nm].Val.Start] == '[' {
 			in.kind, in.v, in.proj, in.projPos = inArray, f.tree(s.nested.slot), s.nested.rest, s.nested.pos
 			return
 		}
@@ -178,19 +178,19 @@ func (f *jsonFields) readScanned(st *appendState, col int, in *input) {
 		in.kind = inMissing
 		return
 	}
-	mem := &f.sc.members[m]
-	if mem.plain && len(s.rest) == 0 {
-		in.kind, in.b = inStr, f.sc.doc[mem.val.start+1:mem.val.end-1]
+	mem := &f.sc.Members[m]
+	if mem.Plain && len(s.rest) == 0 {
+		in.kind, in.b = inStr, f.sc.Doc[mem.Val.Start+1:mem.Val.End-1]
 		return
 	}
-	v, ok := mem.val, true
+	v, ok := mem.Val, true
 	if len(s.rest) > 0 {
-		if v, ok = f.sc.walk(v, s.rest); !ok {
+		if v, ok = f.sc.Walk(v, s.rest); !ok {
 			in.kind = inMissing
 			return
 		}
 	}
-	if f.sc.scalar(v, in) {
+	if scanScalar(f.sc, v, in) {
 		return
 	}
 	t := f.tree(s.slot)
@@ -275,14 +275,14 @@ func (f *jsonFormat) begin(r recordData) error {
 		return errTombstone
 	}
 	if !f.treeOnly {
-		top, err := f.scanner.scan(r.value)
+		top, err := f.scanner.Scan(r.value)
 		if err != nil {
 			return bad("", "invalid JSON: "+err.Error())
 		}
 		if top != "object" {
 			return bad("", "invalid JSON: want an object, got "+top)
 		}
-		if !f.scanner.esc {
+		if !f.scanner.Esc {
 			f.fields.loadScanned(&f.scanner)
 			return nil
 		}

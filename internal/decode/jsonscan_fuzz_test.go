@@ -260,7 +260,7 @@ func FuzzJSONScan(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var sc jsonScanner
-		top, err := sc.scan(data)
+		top, err := sc.Scan(data)
 		var ref jsonFormat
 		v, rerr := ref.parser.ParseBytes(data)
 		if (err == nil) != (rerr == nil) {
@@ -274,8 +274,8 @@ func FuzzJSONScan(f *testing.F) {
 		}
 		if top == "object" {
 			o, _ := v.Object()
-			if o.Len() != len(sc.members) {
-				t.Fatalf("%q: %d members, fastjson %d", data, len(sc.members), o.Len())
+			if o.Len() != len(sc.Members) {
+				t.Fatalf("%q: %d members, fastjson %d", data, len(sc.Members), o.Len())
 			}
 		}
 	})
