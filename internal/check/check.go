@@ -26,6 +26,7 @@ import (
 
 	"sink/config"
 	"sink/internal/advise"
+	"sink/internal/chschema"
 	"sink/internal/consumer"
 	"sink/internal/decode"
 	"sink/internal/pipeline"
@@ -194,7 +195,7 @@ func Run(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 // fields no column takes and the ALTER TABLE statements that
 // schema.evolve: add_columns would run for them (a dry run: nothing is
 // changed).
-func drift(ctx context.Context, cfg *config.Config, p *pipeline.Pipeline, info writer.ServerInfo, topics []string, stdout io.Writer) error {
+func drift(ctx context.Context, cfg *config.Config, p *pipeline.Pipeline, info chschema.ServerInfo, topics []string, stdout io.Writer) error {
 	if len(topics) == 0 {
 		return nil
 	}

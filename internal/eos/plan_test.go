@@ -4,7 +4,7 @@ import (
 	"reflect"
 	"testing"
 
-	"sink/internal/decode"
+	"sink/internal/chschema"
 	"sink/internal/offsets"
 )
 
@@ -170,7 +170,7 @@ type fakeBlock struct {
 }
 
 func (b fakeBlock) Rows() int { return len(b.s) }
-func (b fakeBlock) Columns() []decode.ColumnSchema {
-	return []decode.ColumnSchema{{Name: "s"}, {Name: "n"}, {Name: "p"}}
+func (b fakeBlock) Columns() []chschema.ColumnSchema {
+	return []chschema.ColumnSchema{{Name: "s"}, {Name: "n"}, {Name: "p"}}
 }
 func (b fakeBlock) ColumnData(i int) any { return []any{b.s, b.n, b.p}[i] }

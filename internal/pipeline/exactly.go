@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/internal/batch"
+	"sink/internal/chschema"
 	"sink/internal/consumer"
 	"sink/internal/eos"
 	"sink/internal/offsets"
@@ -232,7 +233,11 @@ func (p *Pipeline) CheckExactlyOnce(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := eos.Require(info, tables, windows); err != nil {
+	targets := make([]eos.Target, len(tables))
+	for i, t := range tables {
+		targets[i] = eos.Target{Database: t.Database, Name: t.Name, Insert: t.Insert}
+	}
+	if err := eos.Require(info, targets, windows); err != nil {
 		return err
 	}
 	views, err := writer.ViewDedups(ctx, p.conn(), tables)
@@ -346,7 +351,7 @@ func (p *Pipeline) eoSealed(a *accState, b *sealedBatch) {
 // eoIntent records b in the commit metadata of each of its partitions, in one
 // commit, before its INSERT; it returns the context and block the INSERT
 // uses. An error means b must not be inserted.
-func (p *Pipeline) eoIntent(ctx context.Context, ts *tableState, b *sealedBatch) (context.Context, writer.Block, error) {
+func (p *Pipeline) eoIntent(ctx context.Context, ts *tableState, b *sealedBatch) (context.Context, chschema.Block, error) {
 	e := p.eo
 	eb := e.batches[b.ID]
 	if eb == nil {
@@ -719,7 +724,7 @@ func (p *Pipeline) eoRecover(ctx context.Context, tps []offsets.TP) error {
 			table, ok := tableOf(r.TP.Topic)
 			if ok {
 				ts := p.tables[table]
-				spans, err := eos.Present(ctx, p.conn(), writer.QuoteIdent(ts.t.Database)+"."+writer.QuoteIdent(ts.t.Name), r.TP, r.CheckFrom, r.CheckTo)
+				spans, err := eos.Present(ctx, p.conn(), chschema.QuoteIdent(ts.t.Database)+"."+chschema.QuoteIdent(ts.t.Name), r.TP, r.CheckFrom, r.CheckTo)
 				if err != nil {
 					return err
 				}

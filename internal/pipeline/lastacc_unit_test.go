@@ -8,7 +8,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"sink/internal/decode"
+	"sink/internal/chschema"
 	"sink/internal/offsets"
 )
 
@@ -49,7 +49,7 @@ func TestAccForAfterSealMidChunk(t *testing.T) {
 		t.Fatalf("open batch before the change: %v", old)
 	}
 	ts := key.table
-	schema := append(append([]decode.ColumnSchema(nil), ts.t.Schema...), decode.ColumnSchema{Name: "added", Type: "Nullable(String)"})
+	schema := append(append([]chschema.ColumnSchema(nil), ts.t.Schema...), chschema.ColumnSchema{Name: "added", Type: "Nullable(String)"})
 	p.applySchema(ctx, ts, schema)
 	if p.fatal != nil {
 		t.Fatal(p.fatal)

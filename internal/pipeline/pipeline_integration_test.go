@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/config"
+	"sink/internal/chschema"
 	"sink/internal/consumer"
 	"sink/internal/pipeline"
 	"sink/internal/testenv"
@@ -166,7 +167,7 @@ func insertsInto(t *testing.T, ch driver.Conn, db, table string) (inserts, rows 
 		t.Fatal(err)
 	}
 	q := "SELECT count(), sum(written_rows) FROM system.query_log WHERE type = 2 AND query LIKE ?"
-	prefix := "INSERT INTO " + writer.QuoteIdent(db) + "." + writer.QuoteIdent(table) + " %"
+	prefix := "INSERT INTO " + chschema.QuoteIdent(db) + "." + chschema.QuoteIdent(table) + " %"
 	if err := ch.QueryRow(ctx, q, prefix).Scan(&inserts, &rows); err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"sink/internal/decode"
+	"sink/internal/chschema"
 	"sink/internal/offsets"
 	"sink/internal/writer"
 )
@@ -47,14 +47,14 @@ type Source interface {
 type Sink interface {
 	// Describe returns the columns of db.table (writer.ErrNoTable when it
 	// does not exist).
-	Describe(ctx context.Context, db, table string) ([]decode.ColumnSchema, error)
+	Describe(ctx context.Context, db, table string) ([]chschema.ColumnSchema, error)
 	// Insert writes block into t as one INSERT and retries the same block
 	// until it succeeds or fails for good, calling onRetry before each
 	// wait and refresh on schema errors (see writer.Writer.Insert). It
 	// returns nil, the permanent error, or ctx's error once ctx ends.
 	// Per-insert settings (the exactly-once deduplication token) come in
 	// ctx (writer.WithInsertSettings).
-	Insert(ctx context.Context, t *writer.Table, block writer.Block, batchID uint64,
+	Insert(ctx context.Context, t *writer.Table, block chschema.Block, batchID uint64,
 		onRetry func(writer.Attempt), refresh writer.Refresh) error
 }
 
