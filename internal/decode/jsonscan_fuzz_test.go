@@ -72,6 +72,7 @@ func scanShapes() []scanShape {
 		{name: "bench", cols: InsertColumns(benchCols)},
 		{name: "wide", cols: wideCols()},
 		{name: "bench-nested", cols: benchNestedCols, mapping: benchNestedMapping},
+		{name: "wide-nested", cols: wideCols(), mapping: wideNestedMapping()},
 	}
 }
 
@@ -245,6 +246,7 @@ func FuzzJSONScanDifferential(f *testing.F) {
 		f.Add(v)
 	}
 	f.Add(wideEvents(1)[0])
+	f.Add(wideNestedEvents(1)[0])
 	f.Fuzz(func(t *testing.T, data []byte) {
 		values := bytes.Split(data, []byte(recordSep))
 		if len(values) > 8 {

@@ -358,6 +358,33 @@ func (s *Scanner) Walk(v Span, path []string) (Span, bool) {
 	return Span{at, s.Skip(at)}, true
 }
 
+// ObjectMembers appends the members of the object v (of a text Scan
+// accepted) to dst, in order, as Members lists the top-level object's.
+func (s *Scanner) ObjectMembers(v Span, dst []Member) []Member {
+	d := s.Doc
+	i := s.ws(v.Start + 1)
+	for d[i] != '}' {
+		i = s.ws(i)
+		kend, _, _ := s.string(i + 1)
+		m := Member{Key: Span{i + 1, kend - 1}}
+		at := s.ws(s.ws(kend) + 1)
+		end := 0
+		if d[at] == '"' {
+			var esc bool
+			end, esc, _ = s.string(at + 1)
+			m.Plain = !esc
+		} else {
+			end = s.Skip(at)
+		}
+		m.Val = Span{at, end}
+		dst = append(dst, m)
+		if i = s.ws(end); d[i] == ',' {
+			i++
+		}
+	}
+	return dst
+}
+
 // Find is the first top-level member whose key is name (as written), or -1.
 func (s *Scanner) Find(name string) int {
 	for m := range s.Members {
