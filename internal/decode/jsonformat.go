@@ -51,7 +51,7 @@ type jsonFields struct {
 	trees   []*fastjson.Value
 	parsers []fastjson.Parser
 	guess   []int
-	// Where several columns read paths below one slot (under > 1), the
+	// Where many columns read paths below one slot (under >= listAt), the
 	// slot's object is read once per record (subOK): its members (subs),
 	// and for each distinct first step of those paths (steps, stepIdx) the
 	// first member of that key (first, -1: absent), found the way member
@@ -128,7 +128,7 @@ func (f *jsonFields) sized() {
 	}
 	for i := range f.paths {
 		for p := &f.paths[i]; p != nil; p = p.nested {
-			if len(p.rest) == 0 || f.under[p.slot] < 2 {
+			if len(p.rest) == 0 || f.under[p.slot] < listAt {
 				continue
 			}
 			idx := f.stepIdx[p.slot]
@@ -211,12 +211,18 @@ func (f *jsonFields) tree(slot int) *fastjson.Value {
 	return f.trees[slot]
 }
 
+// listAt is how many paths below one top-level key make it worth listing
+// that object's members once per record: the list skips every member's
+// value, also the ones a path then enters, so for a few paths walking each
+// from the object's start is as cheap.
+const listAt = 4
+
 // walk follows rest below v, the value of slot's member in a scanned
-// record, as jsonscan's Walk does: where several columns read below the
-// slot, from the slot's list of members.
+// record, as jsonscan's Walk does: where listAt or more columns read below
+// the slot, from the slot's list of members.
 func (f *jsonFields) walk(p *jsonPath, v scanSpan) (scanSpan, bool) {
 	sc := f.sc
-	if f.under[p.slot] < 2 || sc.Doc[v.Start] != '{' {
+	if f.under[p.slot] < listAt || sc.Doc[v.Start] != '{' {
 		return sc.Walk(v, p.rest)
 	}
 	if !f.subOK[p.slot] {
