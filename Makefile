@@ -5,7 +5,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
 .PHONY: build test unit vet fuzz demo bench bench-adaptive chaos chaos-drills soak stack-up stack-down stack-status stack-logs \
-	cluster-up cluster-down cluster-status kafka-cluster-up kafka-cluster-down kafka-cluster-status
+	cluster-up cluster-down cluster-status cluster26-up cluster26-down cluster26-status kafka-cluster-up kafka-cluster-down kafka-cluster-status
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/sink ./cmd/sink
@@ -82,11 +82,14 @@ chaos-drills: stack-up cluster-up kafka-cluster-up
 	$(GO) run ./tools/chaos --suite kafka-cluster --clickhouse 26 --delivery exactly_once --out .stack/chaos.md --append $(CHAOS_ARGS)
 	$(GO) run ./tools/chaos --suite cluster --out .stack/chaos.md --append $(CHAOS_ARGS)
 
-# The soak: a paced stream with a burst and 2% bad records from the 3-broker
-# Kafka into the ClickHouse cluster for DURATION, a SIGTERM restart every
-# 15 minutes and one kill -9, sampled every 10 s; passes when (runs of 30 min or more) RSS and
-# goroutines do not trend up, the counts are exact and no INSERT error
-# stopped the sink. Results, plot and verdict in .stack/soak/.
+# The soak: for DURATION, a paced stream (the loadgen's rate profile, 500
+# records/s with a 5x burst every 5 minutes, 2% bad records) from the 3-broker
+# Kafka into the ClickHouse cluster on three routes (one topic fanned out into
+# two tables, one table gaining columns with schema.evolve: add_columns), a
+# SIGTERM restart every 15 minutes and one kill -9, sampled every 10 s; passes
+# when (runs of 30 min or more) RSS and goroutines do not trend up, the counts
+# and the evolved columns' values are exact and no INSERT error stopped the
+# sink. Results, plot and verdict in .stack/soak/ (SOAK_ARGS='--soak-rate N').
 DURATION ?= 1h
 soak: stack-up cluster-up kafka-cluster-up
 	$(GO) run ./tools/chaos --soak $(DURATION) --soak-dir .stack/soak $(SOAK_ARGS)
@@ -114,6 +117,18 @@ cluster-down:
 
 cluster-status:
 	bash scripts/stack.sh cluster status
+
+# The ClickHouse 26.9 cluster (two chdb servers, sink26_cluster = 2 shards x 1
+# replica, native 127.0.0.1:19201-19202): the cluster features that exist
+# without replication, tested on a current server.
+cluster26-up:
+	bash scripts/stack.sh cluster26 up
+
+cluster26-down:
+	bash scripts/stack.sh cluster26 down
+
+cluster26-status:
+	bash scripts/stack.sh cluster26 status
 
 # The 3-broker Kafka (KRaft, brokers 127.0.0.1:9192-9194, replication factor 3,
 # min.insync.replicas=2) for the fault drills on a replicated Kafka.

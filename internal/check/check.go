@@ -29,6 +29,7 @@ import (
 	"sink/internal/chschema"
 	"sink/internal/consumer"
 	"sink/internal/decode"
+	"sink/internal/eos/eosio"
 	"sink/internal/pipeline"
 	"sink/internal/registry"
 	"sink/internal/writer"
@@ -113,6 +114,14 @@ func Run(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 	}
 
 	opts := []pipeline.Option{pipeline.WithoutCreate()}
+	if cfg.ExactlyOnce() {
+		io, err := eosio.NewIO(cfg, w.Conn())
+		if err != nil {
+			return err
+		}
+		defer io.Close()
+		opts = append(opts, pipeline.WithExactlyOnce(io))
+	}
 	var reg decode.Registry
 	if cfg.SchemaRegistry.Enabled() {
 		rc, err := registry.New(cfg.SchemaRegistry, registry.Options{})

@@ -94,3 +94,11 @@ func inserts(t Target, col string) bool {
 func quoted(t Target) string {
 	return chschema.QuoteIdent(t.Database) + "." + chschema.QuoteIdent(t.Name)
 }
+
+// Window is a table's deduplication window: the setting that sizes it
+// (non_replicated_deduplication_window or replicated_deduplication_window)
+// and its value, in INSERT blocks.
+type Window struct {
+	Setting string
+	Size    int64
+}

@@ -732,7 +732,9 @@ func withSetting(ctx context.Context, name string, v any) context.Context {
 // itself, and the other replica's own ALTER finds the column there), then
 // the Distributed table on every node, one by one: ON CLUSTER of a
 // Distributed table over a replicated cluster fails (Code 371, the cluster
-// says its shards are replicated, the table is not).
+// says its shards are replicated, the table is not). A server that runs no
+// ON CLUSTER DDL at all (no Keeper: clickhouse-local, chdb; NoDistributedDDL)
+// gets the local table's column node by node too.
 func (c *Cluster) AddColumn(ctx context.Context, info chschema.ServerInfo, db, table, cluster, name, typ string) (string, bool, error) {
 	tt, err := c.target(ctx, db, table)
 	if err != nil {
@@ -759,11 +761,21 @@ func (c *Cluster) AddColumn(ctx context.Context, info chschema.ServerInfo, db, t
 		return err
 	}
 	distributed := localDB != db || localName != table
-	if cluster != "" {
-		if err := run(c.Writer, localDB, localName, cluster); err != nil {
+	onCluster := cluster != ""
+	if onCluster {
+		err := run(c.Writer, localDB, localName, cluster)
+		if err != nil && NoDistributedDDL(err) {
+			// A server without Keeper (clickhouse-local, chdb) runs no ON
+			// CLUSTER DDL; nothing ran, so the column goes node by node.
+			if len(ddls) > 0 {
+				ddls[len(ddls)-1] += fmt.Sprintf(" (refused, Code %d: no distributed DDL on this server; added on every node instead)", Code(err))
+			}
+			onCluster = false
+		} else if err != nil {
 			return strings.Join(ddls, "; "), added, err
 		}
-	} else {
+	}
+	if !onCluster {
 		for _, w := range lay.nodes {
 			if err := run(w, localDB, localName, ""); err != nil {
 				return strings.Join(ddls, "; "), added, err

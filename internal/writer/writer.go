@@ -421,6 +421,26 @@ func WithInsertSettings(ctx context.Context, s clickhouse.Settings) context.Cont
 	return context.WithValue(ctx, insertSettingsKey{}, s)
 }
 
+// WithDedupToken returns ctx carrying the settings of an INSERT whose
+// block ClickHouse deduplicates by token (exactly-once delivery): the
+// token, the same deduplication in the materialized views the table feeds,
+// and no async insert (which would give the token to a buffer, not to this
+// block). A clustered target sends each shard's part with them.
+func WithDedupToken(ctx context.Context, token string) context.Context {
+	return WithInsertSettings(ctx, clickhouse.Settings{
+		"insert_deduplication_token":                         token,
+		"deduplicate_blocks_in_dependent_materialized_views": 1,
+		"async_insert": 0,
+	})
+}
+
+// DedupToken is the token ctx carries (WithDedupToken); "" when none.
+func DedupToken(ctx context.Context) string {
+	s, _ := ctx.Value(insertSettingsKey{}).(clickhouse.Settings)
+	tok, _ := s["insert_deduplication_token"].(string)
+	return tok
+}
+
 // driverPanic is a panic inside clickhouse-go during an insert.
 type driverPanic struct{ msg string }
 
