@@ -107,13 +107,23 @@ type Pipeline struct {
 	tables  map[string]*tableState // "db.table"
 	routes  []*routeState
 	byTopic map[string][]*routeState // a topic's candidate routes (routesFor)
+	// lastTopic and lastRoutes repeat routesFor's last answer: the records
+	// of one partition chunk share their topic, so most lookups skip the
+	// map. byTopic's entries never change once set, so the copy stays true.
+	lastTopic  string
+	lastRoutes []*routeState
+	lastOK     bool
 	// fanout: some route has when: or fanout is all, so a record's routes
 	// are chosen per record (fanout.go); false: a topic's first route
 	// takes all its records.
 	fanout bool
 	fan    fanState
 
-	accs    map[accKey]*accState
+	accs map[accKey]*accState
+	// lastAcc is accFor's last answer (nil: none), the open batch of
+	// lastAcc.key; dropAcc clears it when that entry leaves accs, so it
+	// never hands out an accumulator no longer in the map.
+	lastAcc *accState
 	tracker *offsets.Tracker
 	flights map[uint64]*flight   // sealed batches not yet acknowledged
 	dlqs    map[uint64]*dlqState // bad records whose dead-letter produce has not succeeded

@@ -205,7 +205,7 @@ func (p *Pipeline) forget(tps []offsets.TP) {
 		if !p.cfg.Batch.IgnorePartitions {
 			for k, a := range p.accs {
 				if k.tp == tp && a.acc.Empty() {
-					delete(p.accs, k)
+					p.dropAcc(k)
 				}
 			}
 		}

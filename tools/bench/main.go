@@ -84,6 +84,7 @@ func runMain(args []string) error {
 	fs.StringVar(&o.out, "out", "bench/results", "where the results files go")
 	fs.StringVar(&o.work, "work", ".stack/bench", "generated configs and logs of the clients")
 	fs.StringVar(&o.topic, "topic", "bench_workload", "the workload topic: deleted, produced anew, and deleted afterwards unless --keep")
+	fs.StringVar(&benchDB, "database", benchDB, "the ClickHouse database the benchmark owns on each server: dropped and made anew, and dropped afterwards unless --keep")
 	fs.IntVar(&o.count, "count", 1_000_000, "records in the workload")
 	fs.IntVar(&o.size, "size", 180, "bytes per record")
 	fs.IntVar(&o.partitions, "partitions", 8, "partitions of the workload topic")
