@@ -176,6 +176,12 @@ func run(cfg *config.Config, stderr io.Writer) int {
 	}
 
 	w, err := openSink(ctx, cfg, m)
+	if err != nil && ctx.Err() != nil {
+		// SIGTERM while connecting to ClickHouse (a slow server, or a
+		// cluster's nodes being read): nothing was consumed yet.
+		log.Info().Msg("stopped before the pipeline started")
+		return 0
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "sink: %v\n", err)
 		return 1

@@ -228,7 +228,14 @@ func (p *Pipeline) CheckExactlyOnce(ctx context.Context) error {
 		return err
 	}
 	tables := p.Tables()
-	windows, err := writer.DedupWindows(ctx, p.conn(), tables)
+	var windows []writer.TableDedup
+	if cs, ok := p.w.(clusterDedup); ok {
+		// On a cluster a target's rows, and its deduplication, are in
+		// the local table of each shard.
+		windows, err = cs.DedupWindows(ctx, tables)
+	} else {
+		windows, err = writer.DedupWindows(ctx, p.conn(), tables)
+	}
 	if err != nil {
 		return err
 	}
@@ -252,6 +259,12 @@ func (p *Pipeline) CheckExactlyOnce(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// clusterDedup is a sink that knows where its tables deduplicate
+// (writer.Cluster: the local tables on each shard).
+type clusterDedup interface {
+	DedupWindows(ctx context.Context, tables []*writer.Table) ([]writer.TableDedup, error)
 }
 
 // conn is the sink's ClickHouse connection, which exactly-once delivery

@@ -129,3 +129,28 @@ func TestServerInfoLines(t *testing.T) {
 		t.Fatalf("Lines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+func TestForgetsSooner(t *testing.T) {
+	none := TableDedup{Engine: "Log"}
+	zero := TableDedup{Setting: "non_replicated_deduplication_window", Value: "0"}
+	missing := TableDedup{Setting: "non_replicated_deduplication_window"}
+	small := TableDedup{Setting: "non_replicated_deduplication_window", Value: "100"}
+	big := TableDedup{Setting: "replicated_deduplication_window", Value: "1000"}
+	for _, tc := range []struct {
+		a, b TableDedup
+		want bool
+	}{
+		{small, big, true},
+		{big, small, false},
+		{small, small, false},
+		{none, small, true},
+		{zero, big, true},
+		{missing, small, true},
+		{small, zero, false},
+		{none, zero, false}, // both deduplicate nothing: neither is worse
+	} {
+		if got := forgetsSooner(tc.a, tc.b); got != tc.want {
+			t.Errorf("forgetsSooner(%+v, %+v) = %v, want %v", tc.a, tc.b, got, tc.want)
+		}
+	}
+}
