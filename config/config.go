@@ -143,7 +143,20 @@ type ClickHouse struct {
 	// bounds the wait; 0 leaves the server's.
 	InsertQuorum        int           `koanf:"insert_quorum"`
 	InsertQuorumTimeout time.Duration `koanf:"insert_quorum_timeout"`
+	// ReplicaOrder is which replica of a shard a route with a target sends
+	// each shard's part to first (the names of clickhouse-go's
+	// ConnOpenStrategy): round_robin, the shard's replicas in turn, part
+	// after part; in_order, replica 1 unless it fails; random, any. A
+	// failed attempt goes on to the shard's next replica in every order.
+	ReplicaOrder string `koanf:"replica_order"`
 }
+
+// Replica orders (ClickHouse.ReplicaOrder).
+const (
+	ReplicaRoundRobin = "round_robin"
+	ReplicaInOrder    = "in_order"
+	ReplicaRandom     = "random"
+)
 
 // Clustered reports whether a cluster is configured, by name or by list.
 func (ch *ClickHouse) Clustered() bool { return ch.Cluster != "" || len(ch.Shards) > 0 }
@@ -407,6 +420,11 @@ func defaults() *Config {
 			// to the table is filled from the records that carry it at
 			// most this long (plus batch.max_wait) after the ALTER.
 			SchemaRefresh: 30 * time.Second,
+			// Every replica of a shard takes parts, so the INSERT work
+			// (and the part each one writes before replication copies
+			// it) is shared, and a replica that is failing is found by
+			// the next part rather than after a failover.
+			ReplicaOrder: ReplicaRoundRobin,
 		},
 		Batch: Batch{
 			// Tens of thousands of rows per INSERT is where the fixed

@@ -67,6 +67,7 @@ func TestDefaults(t *testing.T) {
 			RetryInitial:  500 * time.Millisecond,
 			RetryMax:      30 * time.Second,
 			SchemaRefresh: 30 * time.Second,
+			ReplicaOrder:  ReplicaRoundRobin,
 		},
 		Batch: Batch{
 			MaxRows:                100000,

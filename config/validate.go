@@ -190,6 +190,11 @@ func (c *Config) validateClickHouse(p *problems) {
 			break
 		}
 	}
+	switch ch.ReplicaOrder {
+	case ReplicaRoundRobin, ReplicaInOrder, ReplicaRandom:
+	default:
+		p.add("clickhouse.replica_order %q: want %s, %s or %s", ch.ReplicaOrder, ReplicaRoundRobin, ReplicaInOrder, ReplicaRandom)
+	}
 	if ch.InsertQuorumTimeout < 0 {
 		p.add("clickhouse.insert_quorum_timeout (%v) must be 0 (the server's setting) or positive", ch.InsertQuorumTimeout)
 	}

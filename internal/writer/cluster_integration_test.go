@@ -76,12 +76,13 @@ type observer struct {
 	mu        sync.Mutex
 	inserted  map[int]int // shard → parts acknowledged
 	rows      map[int]int
+	byReplica map[string]int // replica → parts acknowledged
 	failed    map[string]int // replica → failed attempts
 	failovers map[int]int
 }
 
 func newObserver() *observer {
-	return &observer{inserted: map[int]int{}, rows: map[int]int{}, failed: map[string]int{}, failovers: map[int]int{}}
+	return &observer{inserted: map[int]int{}, rows: map[int]int{}, byReplica: map[string]int{}, failed: map[string]int{}, failovers: map[int]int{}}
 }
 
 func (o *observer) ShardInserted(shard int, replica string, rows int) {
@@ -89,6 +90,7 @@ func (o *observer) ShardInserted(shard int, replica string, rows int) {
 	defer o.mu.Unlock()
 	o.inserted[shard]++
 	o.rows[shard] += rows
+	o.byReplica[replica]++
 }
 
 func (o *observer) ShardFailed(shard int, replica string, code int32, failover bool) {
@@ -393,6 +395,69 @@ func TestClusterReplicaFailoverUnderLoad(t *testing.T) {
 		t.Errorf("failovers per shard %v: each cut replica should have moved parts to the other", obs.failovers)
 	}
 	t.Logf("%d rows, exactly; failovers per shard %v; failed attempts per replica %v", total, obs.failovers, obs.failed)
+}
+
+// TestClusterPartsSpreadOverReplicas: with replica_order round_robin (the
+// default) 20 batches by key put 10 parts on each replica of each shard, as
+// the observer (the metrics' source) and every node's own query_log count
+// them; in_order puts every part on replica 1; random puts parts on both
+// replicas of each shard (20 draws of 2: all on one replica has odds
+// 2^-19). Every replica ends with all its shard's rows.
+func TestClusterPartsSpreadOverReplicas(t *testing.T) {
+	c := testenv.Cluster(t)
+	db := c.NewDatabase(t)
+	const batches, rows = 20, 500
+	for oi, order := range []string{"round_robin", "in_order", "random"} {
+		t.Run(order, func(t *testing.T) {
+			table := fmt.Sprintf("ev%d", oi)
+			localTable(t, c, db, table)
+			cfg := clusterConfig(t, fmt.Sprintf("addrs: [%q], cluster: %s, replica_order: %s", c.Shards[0][0].Addr, c.Name, order),
+				fmt.Sprintf("table: %s.%s, target: local, sharding_key: k", db, table))
+			cw, obs, cols := openCluster(t, cfg, db, table)
+			for b := range batches {
+				blk := seqBlock("UInt64", b*rows, rows, u64Keys(b*rows, rows))
+				if err := cw.Insert(context.Background(), writer.NewTable(db, table, cols, blk.Columns()), blk, uint64(b), nil, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var total uint64
+			for si, s := range c.Shards {
+				var shardRows uint64
+				for ri, n := range s {
+					conn := n.Conn(t)
+					testenv.Exec(t, conn, "SYSTEM FLUSH LOGS")
+					var logged uint64
+					if err := conn.QueryRow(context.Background(), "SELECT count() FROM system.query_log WHERE toInt8(type) = 2 AND startsWith(query, ?) AND event_time > now() - 300",
+						fmt.Sprintf("INSERT INTO `%s`.`%s`", db, table)).Scan(&logged); err != nil {
+						t.Fatal(err)
+					}
+					got := obs.byReplica[n.Addr]
+					if int(logged) != got {
+						t.Errorf("shard %d replica %s: the writer counted %d parts, its query_log %d INSERTs", si+1, n.Name, got, logged)
+					}
+					switch want := batches / 2; {
+					case order == "round_robin" && got != want:
+						t.Errorf("round_robin: shard %d replica %s took %d of %d parts, want %d", si+1, n.Name, got, batches, want)
+					case order == "in_order" && ri == 0 && got != batches, order == "in_order" && ri > 0 && got != 0:
+						t.Errorf("in_order: shard %d replica %s took %d of %d parts", si+1, n.Name, got, batches)
+					case order == "random" && (got == 0 || got == batches):
+						t.Errorf("random: shard %d replica %s took %d of %d parts, want some and not all", si+1, n.Name, got, batches)
+					}
+					r := count(t, conn, db+"."+table, true)
+					if ri == 0 {
+						shardRows = r
+					} else if r != shardRows {
+						t.Errorf("shard %d: replicas hold %d and %d rows", si+1, shardRows, r)
+					}
+				}
+				total += shardRows
+			}
+			if total != batches*rows {
+				t.Errorf("%d rows in the cluster, want %d", total, batches*rows)
+			}
+			t.Logf("%s: parts per replica %v", order, obs.byReplica)
+		})
+	}
 }
 
 // answerDropper relays connections to a server and, once a client has sent

@@ -4,10 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
+	"sync/atomic"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"sink/config"
 	"sink/internal/decode"
 )
 
@@ -207,5 +210,38 @@ func TestShardRows(t *testing.T) {
 		if cap(got[s]) != len(want[s]) {
 			t.Errorf("shard %d: cap %d, want %d", s, cap(got[s]), len(want[s]))
 		}
+	}
+}
+
+func TestFirstReplica(t *testing.T) {
+	for _, tc := range []struct {
+		order string
+		want  func(got []int) bool
+	}{
+		{config.ReplicaRoundRobin, func(got []int) bool { return slices.Equal(got, []int{0, 1, 2, 0, 1, 2, 0, 1, 2}) }},
+		{"", func(got []int) bool { return slices.Equal(got, []int{0, 1, 2, 0, 1, 2, 0, 1, 2}) }}, // the default
+		{config.ReplicaInOrder, func(got []int) bool { return slices.Equal(got, []int{0, 0, 0, 0, 0, 0, 0, 0, 0}) }},
+		{config.ReplicaRandom, func(got []int) bool {
+			return !slices.ContainsFunc(got, func(i int) bool { return i < 0 || i > 2 })
+		}},
+	} {
+		c := &Cluster{cfg: config.ClickHouse{ReplicaOrder: tc.order}}
+		lay := &layout{next: make([]atomic.Uint64, 3)}
+		var got []int
+		for range 9 {
+			got = append(got, c.firstReplica(lay, 1, 3))
+		}
+		if !tc.want(got) {
+			t.Errorf("%q: first replicas %v", tc.order, got)
+		}
+		if r := c.firstReplica(lay, 0, 1); r != 0 {
+			t.Errorf("%q: one replica: %d", tc.order, r)
+		}
+	}
+	// Shards count separately.
+	c := &Cluster{cfg: config.ClickHouse{ReplicaOrder: config.ReplicaRoundRobin}}
+	lay := &layout{next: make([]atomic.Uint64, 3)}
+	if a, b, a2 := c.firstReplica(lay, 0, 2), c.firstReplica(lay, 1, 2), c.firstReplica(lay, 0, 2); a != 0 || b != 0 || a2 != 1 {
+		t.Errorf("per shard: %d %d %d, want 0 0 1", a, b, a2)
 	}
 }
