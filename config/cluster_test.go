@@ -33,6 +33,7 @@ func TestClusterValidation(t *testing.T) {
 		{`{insert_quorum_timeout: -1s}`, `[{topic: orders, table: o}]`, "clickhouse.insert_quorum_timeout (-1s) must be 0"},
 		{`{shards: [[a:1, b:1]], replica_order: in_order}`, `[{topic: orders, table: o, target: local, sharding: random}]`, ""},
 		{`{shards: [[a:1, b:1]], replica_order: random}`, `[{topic: orders, table: o, target: local, sharding: random}]`, ""},
+		{`{shards: [[a:1, b:1]], schema_agreement_timeout: 0s}`, `[{topic: orders, table: o}]`, "clickhouse.schema_agreement_timeout (0s) must be positive"},
 		{`{shards: [[a:1, b:1]], replica_order: least_loaded}`, `[{topic: orders, table: o}]`, `clickhouse.replica_order "least_loaded": want round_robin, in_order or random`},
 		{"{cluster: c}\ndelivery: exactly_once", `[{topic: orders, table: o, target: distributed}]`, "routes[0]: delivery exactly_once with target distributed is not supported"},
 		{"{cluster: c}\ndelivery: exactly_once", `[{topic: orders, table: o, target: local, sharding: random}]`, "routes[0]: delivery exactly_once with sharding random"},

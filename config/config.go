@@ -149,6 +149,13 @@ type ClickHouse struct {
 	// after part; in_order, replica 1 unless it fails; random, any. A
 	// failed attempt goes on to the shard's next replica in every order.
 	ReplicaOrder string `koanf:"replica_order"`
+	// SchemaAgreementTimeout bounds how long the parts of a route with a
+	// target are held while its local tables have different columns on
+	// different replicas or shards (a half-applied ALTER, seen when the
+	// schema is re-read): the sink waits for them to agree rather than
+	// insert around the difference; past it the batch fails and the
+	// connector stops, committing nothing past it.
+	SchemaAgreementTimeout time.Duration `koanf:"schema_agreement_timeout"`
 }
 
 // Replica orders (ClickHouse.ReplicaOrder).
@@ -425,6 +432,9 @@ func defaults() *Config {
 			// it) is shared, and a replica that is failing is found by
 			// the next part rather than after a failover.
 			ReplicaOrder: ReplicaRoundRobin,
+			// An ON CLUSTER ALTER reaches every host within seconds; one
+			// left half-applied needs a person, who gets this long.
+			SchemaAgreementTimeout: 10 * time.Minute,
 		},
 		Batch: Batch{
 			// Tens of thousands of rows per INSERT is where the fixed

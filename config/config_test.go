@@ -68,6 +68,8 @@ func TestDefaults(t *testing.T) {
 			RetryMax:      30 * time.Second,
 			SchemaRefresh: 30 * time.Second,
 			ReplicaOrder:  ReplicaRoundRobin,
+
+			SchemaAgreementTimeout: 10 * time.Minute,
 		},
 		Batch: Batch{
 			MaxRows:                100000,

@@ -85,6 +85,9 @@ type tableTarget struct {
 	localDB, localName string
 	mu                 sync.Mutex
 	hashes             map[string]*cluster.KeyHash // by key column type
+	// schemaDiffs are how the local tables differed across replicas when
+	// last read (ColumnDiffs): nil when they agree.
+	schemaDiffs []string
 }
 
 // ClusterObserver receives the per-shard, per-replica outcomes (metrics).
@@ -203,7 +206,15 @@ func (c *Cluster) discover(ctx context.Context) error {
 // restart.
 func (c *Cluster) Describe(ctx context.Context, db, table string) ([]decode.ColumnSchema, error) {
 	cols, err := c.Writer.Describe(ctx, db, table)
-	if err != nil || len(c.cfg.Shards) > 0 || c.cfg.SchemaRefresh <= 0 {
+	if err != nil {
+		return cols, err
+	}
+	// The local tables on every replica too: Insert holds the table's
+	// parts while they differ.
+	if tt, terr := c.target(ctx, db, table); terr == nil && tt != nil {
+		_, _ = c.schemaDiffs(ctx, tt, db, table)
+	}
+	if len(c.cfg.Shards) > 0 || c.cfg.SchemaRefresh <= 0 {
 		return cols, err
 	}
 	c.mu.Lock()
@@ -407,6 +418,9 @@ func (c *Cluster) Insert(ctx context.Context, t *Table, block Block, batchID uin
 	}
 	if tt == nil {
 		return c.Writer.Insert(ctx, t, block, batchID, onRetry, refresh)
+	}
+	if err := c.awaitSchema(ctx, tt, t); err != nil {
+		return err
 	}
 	lay := c.lay.Load()
 	if tt.target == config.TargetDistributed {

@@ -923,3 +923,129 @@ func testClusterPermanentPartStopsTheBatch(t *testing.T, c testenv.LocalCluster)
 	}
 	t.Logf("%v", err)
 }
+
+// schemaObserver is an observer that also records the schema holds.
+type schemaObserver struct {
+	*observer
+	held, agreed, gaveUp atomic.Int32
+	lastDiffs            atomic.Value
+}
+
+func (o *schemaObserver) SchemaHeld(table, diffs string) {
+	o.held.Add(1)
+	o.lastDiffs.Store(diffs)
+}
+
+func (o *schemaObserver) SchemaReleased(table string, waited time.Duration, agreed bool) {
+	if agreed {
+		o.agreed.Add(1)
+	} else {
+		o.gaveUp.Add(1)
+	}
+}
+
+// TestClusterHoldsPartsWhileReplicasDiffer: a column added on one node only
+// (a half-applied ALTER; on 18.16 it reaches that shard's other replica
+// through ZooKeeper, not the other shard) is seen when the schema is read
+// again, and the next batch is held, nothing of it inserted on any shard,
+// until the other shard gets the column too; then it goes in whole. With
+// the column on one node again and a short schema_agreement_timeout, the
+// batch fails after it, naming the difference, with nothing inserted.
+func TestClusterHoldsPartsWhileReplicasDiffer(t *testing.T) {
+	testenv.EachCluster(t, testClusterHoldsPartsWhileReplicasDiffer)
+}
+
+func testClusterHoldsPartsWhileReplicasDiffer(t *testing.T, c testenv.LocalCluster) {
+	db := c.NewDatabase(t)
+	localTable(t, c, db, "ev")
+	c.ExecEachNode(t, fmt.Sprintf("CREATE TABLE %s.ev_all AS %s.ev ENGINE = Distributed(%s, %s, ev, cityHash64(k))", db, db, c.Name, db))
+	odd := c.Shards[1][len(c.Shards[1])-1] // the node altered alone
+	total := func() uint64 {
+		var n uint64
+		for _, s := range c.Shards {
+			n += count(t, s[0].Conn(t), db+".ev", false)
+		}
+		return n
+	}
+	open := func(timeout string) (*writer.Cluster, *schemaObserver, []decode.ColumnSchema) {
+		cfg := clusterConfig(t, fmt.Sprintf("addrs: [%q], cluster: %s, schema_agreement_timeout: %s", c.Shards[0][0].Addr, c.Name, timeout),
+			fmt.Sprintf("table: %s.ev_all, target: local, sharding_key: k", db))
+		cw, err := writer.OpenCluster(context.Background(), "w", cfg.ClickHouse, cfg.Routes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cw.Close() })
+		obs := &schemaObserver{observer: newObserver()}
+		cw.Observe(obs)
+		cols, err := cw.Describe(context.Background(), db, "ev_all")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cw, obs, cols
+	}
+	cw, obs, cols := open("60s")
+	blk := seqBlock("UInt64", 0, 1000, u64Keys(0, 1000))
+	tab := writer.NewTable(db, "ev_all", cols, blk.Columns())
+	if err := cw.Insert(context.Background(), tab, blk, 1, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := total(); n != 1000 || obs.held.Load() != 0 {
+		t.Fatalf("before the ALTER: %d rows, %d holds; want 1000, 0", n, obs.held.Load())
+	}
+
+	testenv.Exec(t, odd.Conn(t), "ALTER TABLE "+db+".ev ADD COLUMN extra Nullable(String)")
+	if _, err := cw.Describe(context.Background(), db, "ev_all"); err != nil { // the schema re-read
+		t.Fatal(err)
+	}
+	blk2 := seqBlock("UInt64", 1000, 1000, u64Keys(1000, 1000))
+	res := make(chan error, 1)
+	start := time.Now()
+	go func() { res <- cw.Insert(context.Background(), tab, blk2, 2, nil, nil) }()
+	time.Sleep(2 * time.Second)
+	select {
+	case err := <-res:
+		t.Fatalf("the batch returned (%v) while shard 2 had a column shard 1 lacks", err)
+	default:
+	}
+	if n := total(); n != 1000 {
+		t.Fatalf("%d rows while the batch was held, want the 1000 from before: a part went in around the difference", n)
+	}
+	diffs, _ := obs.lastDiffs.Load().(string)
+	if obs.held.Load() != 1 || !strings.Contains(diffs, "extra Nullable(String)") {
+		t.Fatalf("holds %d, differences %q: want one hold naming the column", obs.held.Load(), diffs)
+	}
+	// The rest of the ALTER: shard 1 (on 18.16 one replica, which
+	// replicates it to the other).
+	testenv.Exec(t, c.Shards[0][0].Conn(t), "ALTER TABLE "+db+".ev ADD COLUMN extra Nullable(String)")
+	select {
+	case err := <-res:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the batch was still held 30 s after every shard had the column")
+	}
+	waited := time.Since(start)
+	if n := total(); n != 2000 || obs.agreed.Load() != 1 {
+		t.Errorf("after the ALTER reached every shard: %d rows, %d releases; want 2000, 1", n, obs.agreed.Load())
+	}
+	t.Logf("held %s: %s", waited.Round(100*time.Millisecond), diffs)
+
+	// Half-applied again, and it stays so: the batch fails after the bound.
+	testenv.Exec(t, odd.Conn(t), "ALTER TABLE "+db+".ev ADD COLUMN extra2 UInt8")
+	cw2, obs2, cols2 := open("2s")
+	blk3 := seqBlock("UInt64", 2000, 500, u64Keys(2000, 500))
+	start = time.Now()
+	err := cw2.Insert(context.Background(), writer.NewTable(db, "ev_all", cols2, blk3.Columns()), blk3, 3, nil, nil)
+	took := time.Since(start)
+	if err == nil || !strings.Contains(err.Error(), "half-applied ALTER") || !strings.Contains(err.Error(), "extra2 UInt8") {
+		t.Fatalf("Insert after the bound: %v; want the difference named", err)
+	}
+	if took < 2*time.Second || took > 10*time.Second || obs2.gaveUp.Load() != 1 {
+		t.Errorf("failed after %s with %d give-ups; want about the 2 s bound, 1", took, obs2.gaveUp.Load())
+	}
+	if n := total(); n != 2000 {
+		t.Errorf("%d rows after the failed batch, want 2000", n)
+	}
+	t.Logf("%v", err)
+}

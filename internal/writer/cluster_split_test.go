@@ -245,3 +245,25 @@ func TestFirstReplica(t *testing.T) {
 		t.Errorf("per shard: %d %d %d, want 0 0 1", a, b, a2)
 	}
 }
+
+func TestColumnDiffs(t *testing.T) {
+	rc := func(shard int, addr string, cols ...string) ReplicaColumns {
+		return ReplicaColumns{Shard: shard, Addr: addr, Exists: len(cols) > 0, Columns: cols}
+	}
+	for _, tc := range []struct {
+		rs   []ReplicaColumns
+		want []string
+	}{
+		{nil, nil},
+		{[]ReplicaColumns{rc(1, "a", "i UInt32", "k UInt64"), rc(2, "b", "k UInt64", "i UInt32")}, nil}, // order does not matter
+		{[]ReplicaColumns{rc(1, "a", "i UInt32"), rc(2, "b", "i UInt32", "x UInt8")}, []string{"shard 2 replica b has x UInt8"}},
+		{[]ReplicaColumns{rc(1, "a", "i UInt32", "x UInt8"), rc(1, "a2", "i UInt32", "x UInt8"), rc(2, "b", "i UInt32")}, []string{"shard 2 replica b lacks x UInt8"}},
+		{[]ReplicaColumns{rc(1, "a", "i UInt32"), rc(2, "b", "i UInt64")}, []string{"shard 2 replica b lacks i UInt32", "shard 2 replica b has i UInt64"}},
+		{[]ReplicaColumns{rc(1, "a", "i UInt32"), rc(2, "b")}, []string{"shard 2 replica b has no such table"}},
+		{[]ReplicaColumns{rc(1, "a"), rc(2, "b", "i UInt32")}, []string{"shard 1 replica a has no such table"}},
+	} {
+		if got := ColumnDiffs(tc.rs); !slices.Equal(got, tc.want) {
+			t.Errorf("%+v: %q, want %q", tc.rs, got, tc.want)
+		}
+	}
+}
