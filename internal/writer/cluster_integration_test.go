@@ -17,7 +17,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"sink/config"
-	"sink/internal/decode"
+	"sink/internal/chschema"
 	"sink/internal/testenv"
 	"sink/internal/writer"
 )
@@ -55,7 +55,7 @@ func count(t *testing.T, conn driver.Conn, table string, sync bool) uint64 {
 
 // openCluster opens the cluster writer of cfg (closed when the test ends)
 // with an observer, and describes db.table.
-func openCluster(t *testing.T, cfg *config.Config, db, table string) (*writer.Cluster, *observer, []decode.ColumnSchema) {
+func openCluster(t *testing.T, cfg *config.Config, db, table string) (*writer.Cluster, *observer, []chschema.ColumnSchema) {
 	t.Helper()
 	cw, err := writer.OpenCluster(context.Background(), "w", cfg.ClickHouse, cfg.Routes)
 	if err != nil {
@@ -104,7 +104,7 @@ func (o *observer) ShardFailed(shard int, replica string, code int32, failover b
 
 // seqBlock is rows i = from … from+n-1 with keys k (of type typ) and a
 // padding string p.
-func seqBlock(typ string, from, n int, keys any) writer.Block {
+func seqBlock(typ string, from, n int, keys any) chschema.Block {
 	ids := make([]uint32, n)
 	pad := make([]string, n)
 	for j := range n {
@@ -112,13 +112,13 @@ func seqBlock(typ string, from, n int, keys any) writer.Block {
 		pad[j] = strings.Repeat("x", 50) + fmt.Sprint(from+j)
 	}
 	return &colBlock{
-		cols: []decode.ColumnSchema{{Name: "i", Type: "UInt32"}, {Name: "k", Type: typ}, {Name: "p", Type: "String"}},
+		cols: []chschema.ColumnSchema{{Name: "i", Type: "UInt32"}, {Name: "k", Type: typ}, {Name: "p", Type: "String"}},
 		data: []any{ids, keys, pad},
 	}
 }
 
 type colBlock struct {
-	cols []decode.ColumnSchema
+	cols []chschema.ColumnSchema
 	data []any
 }
 
@@ -129,8 +129,8 @@ func (b *colBlock) Rows() int {
 	}
 	return 0
 }
-func (b *colBlock) Columns() []decode.ColumnSchema { return b.cols }
-func (b *colBlock) ColumnData(i int) any           { return b.data[i] }
+func (b *colBlock) Columns() []chschema.ColumnSchema { return b.cols }
+func (b *colBlock) ColumnData(i int) any             { return b.data[i] }
 
 func u64Keys(from, n int) any {
 	k := make([]uint64, n)
@@ -873,7 +873,7 @@ func testClusterAddColumnOnCluster(t *testing.T, c testenv.LocalCluster) {
 			extra[i] = &v
 		}
 		blk2 := seqBlock("UInt64", 500, 500, u64Keys(500, 500)).(*colBlock)
-		blk2.cols = append(blk2.cols, decode.ColumnSchema{Name: "extra", Type: "Nullable(String)"})
+		blk2.cols = append(blk2.cols, chschema.ColumnSchema{Name: "extra", Type: "Nullable(String)"})
 		blk2.data = append(blk2.data, extra)
 		if err := cw.Insert(ctx, writer.NewTable(db, "d_"+local, cols, blk2.Columns()), blk2, 2, nil, nil); err != nil {
 			t.Fatal(err)

@@ -2,6 +2,8 @@ package writer
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -11,6 +13,8 @@ import (
 
 	"sink/config"
 	"sink/internal/adapt"
+	"sink/internal/chschema"
+	"sink/internal/cluster"
 )
 
 // Parts is Writer.Parts over the cluster, for batch.mode adaptive: a table
@@ -85,8 +89,8 @@ func LocalTable(ctx context.Context, conn driver.Conn, db, table string) (string
 // returned (a shard without deduplication, or with window 0, first): the
 // shard that forgets a block soonest is where a replay would be inserted
 // twice. Its Table names the local table and the shard it was read on.
-func (c *Cluster) DedupWindows(ctx context.Context, tables []*Table) ([]TableDedup, error) {
-	out := make([]TableDedup, 0, len(tables))
+func (c *Cluster) DedupWindows(ctx context.Context, tables []*Table) ([]chschema.TableDedup, error) {
+	out := make([]chschema.TableDedup, 0, len(tables))
 	for _, t := range tables {
 		tt, err := c.target(ctx, t.Database, t.Name)
 		if err != nil {
@@ -108,10 +112,10 @@ func (c *Cluster) DedupWindows(ctx context.Context, tables []*Table) ([]TableDed
 		}
 		local := []*Table{{Database: localDB, Name: localName}}
 		lay := c.lay.Load()
-		var worst *TableDedup
+		var worst *chschema.TableDedup
 		for si, reps := range lay.shards {
 			var (
-				d    TableDedup
+				d    chschema.TableDedup
 				read bool
 				errs []error
 			)
@@ -139,7 +143,7 @@ func (c *Cluster) DedupWindows(ctx context.Context, tables []*Table) ([]TableDed
 
 // forgetsSooner reports whether a drops fewer repeated blocks than b: no
 // deduplication at all, then the smaller window.
-func forgetsSooner(a, b TableDedup) bool {
+func forgetsSooner(a, b chschema.TableDedup) bool {
 	wa, okA := dedupWindow(a)
 	wb, okB := dedupWindow(b)
 	if !okA || !okB {
@@ -150,7 +154,7 @@ func forgetsSooner(a, b TableDedup) bool {
 
 // dedupWindow is d's window as a number; false when d deduplicates nothing
 // (no setting, the server lacks it, or 0).
-func dedupWindow(d TableDedup) (int64, bool) {
+func dedupWindow(d chschema.TableDedup) (int64, bool) {
 	if d.Setting == "" || d.Value == "" {
 		return 0, false
 	}
@@ -159,4 +163,29 @@ func dedupWindow(d TableDedup) (int64, bool) {
 		return 0, false
 	}
 	return n, true
+}
+
+// Placement fingerprints how Insert splits db.table's batches across the
+// shards now: for a target local route with a sharding_key, a hash of the
+// key, its hash function and the shards' numbers and weights in order
+// (what decides which shard a row goes to); "" for a table that is not
+// split by key (no target, the Distributed table, sharding: random).
+// Exactly-once delivery records it with each batch, since a batch rebuilt
+// after a crash splits the same way only under the same placement.
+func (c *Cluster) Placement(ctx context.Context, db, table string) (string, error) {
+	tt, err := c.target(ctx, db, table)
+	if err != nil || tt == nil || tt.target != config.TargetLocal || tt.random {
+		return "", err
+	}
+	return placementOf(tt.key, tt.hash, c.lay.Load().topo), nil
+}
+
+// placementOf is Placement's fingerprint: 16 hex digits.
+func placementOf(key, hash string, topo *cluster.Topology) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\n", key, hash)
+	for _, s := range topo.Shards {
+		fmt.Fprintf(h, "%d:%d\n", s.Num, s.Weight)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
 }
