@@ -967,7 +967,7 @@ func testClusterHoldsPartsWhileReplicasDiffer(t *testing.T, c testenv.LocalClust
 		}
 		return n
 	}
-	open := func(timeout string) (*writer.Cluster, *schemaObserver, []decode.ColumnSchema) {
+	open := func(timeout string) (*writer.Cluster, *schemaObserver, []chschema.ColumnSchema) {
 		cfg := clusterConfig(t, fmt.Sprintf("addrs: [%q], cluster: %s, schema_agreement_timeout: %s", c.Shards[0][0].Addr, c.Name, timeout),
 			fmt.Sprintf("table: %s.ev_all, target: local, sharding_key: k", db))
 		cw, err := writer.OpenCluster(context.Background(), "w", cfg.ClickHouse, cfg.Routes)
