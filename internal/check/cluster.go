@@ -135,19 +135,9 @@ func readReplicaTable(ctx context.Context, w *writer.Writer, db, table string) (
 	if rt.engine == "" {
 		return rt, nil
 	}
-	rows, err = w.Conn().Query(ctx, "SELECT name, type FROM system.columns WHERE database = ? AND table = ?", db, table)
-	if err != nil {
-		return rt, fmt.Errorf("reading the columns of %s.%s: %w", db, table, err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var n, t string
-		if err := rows.Scan(&n, &t); err != nil {
-			return rt, err
-		}
-		rt.columns = append(rt.columns, n+" "+t)
-	}
-	return rt, rows.Err()
+	rc, err := writer.ReadReplicaColumns(ctx, w, db, table)
+	rt.columns = rc.Columns
+	return rt, err
 }
 
 // sameColumns refuses a route whose local table is missing on a replica or
