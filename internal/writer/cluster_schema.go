@@ -14,7 +14,7 @@ type ReplicaColumns struct {
 	Shard   int
 	Addr    string
 	Exists  bool     // the table exists there
-	Columns []string // "name type", in the table's order
+	Columns []string // "name type", in system.columns order (18.16 has no position column)
 }
 
 // ColumnDiffs compares every replica's columns with the first one's and
@@ -72,7 +72,7 @@ func ColumnDiffs(rs []ReplicaColumns) []string {
 // ReadReplicaColumns reads db.table's columns on the replica w.
 func ReadReplicaColumns(ctx context.Context, w *Writer, db, table string) (ReplicaColumns, error) {
 	var rc ReplicaColumns
-	rows, err := w.conn.Query(ctx, "SELECT name, type FROM system.columns WHERE database = ? AND table = ? ORDER BY position", db, table)
+	rows, err := w.conn.Query(ctx, "SELECT name, type FROM system.columns WHERE database = ? AND table = ?", db, table)
 	if err != nil {
 		return rc, fmt.Errorf("reading the columns of %s.%s: %w", db, table, err)
 	}
