@@ -100,15 +100,15 @@ func (r *run) onEachNode(ctx context.Context, stmts ...string) error {
 	return nil
 }
 
-// createClusterTable creates, on every node, the scenario's table as a
-// ReplicatedReplacingMergeTree (r.table+"_local", the Kafka offset as
-// version, replicated within its shard) and r.table as the Distributed
+// createClusterTable creates, on every node, the scenario's table name as a
+// ReplicatedReplacingMergeTree (name+"_local", the Kafka offset as
+// version, replicated within its shard) and name as the Distributed
 // table over it, sharded by cityHash64(key) as the sink places rows. With
 // exactly_once the local table is a plain (Replicated)MergeTree with the
 // source columns, checked without FINAL; without Keeper nothing is
 // replicated (settings then carry non_replicated_deduplication_window).
-func (r *run) createClusterTable(ctx context.Context, settings string) error {
-	local := r.table + "_local"
+func (r *run) createClusterTable(ctx context.Context, name, settings string) error {
+	local := name + "_local"
 	cols := "key UInt64, v String, n UInt32, _partition UInt16, _offset UInt64"
 	engine, args := "ReplacingMergeTree", "_offset"
 	if r.env.exactlyOnce() {
@@ -124,13 +124,13 @@ func (r *run) createClusterTable(ctx context.Context, settings string) error {
 		ddl += " SETTINGS " + settings
 	}
 	return r.onEachNode(ctx, "CREATE DATABASE IF NOT EXISTS chaos", ddl,
-		fmt.Sprintf("CREATE TABLE chaos.%s AS chaos.%s ENGINE = Distributed(%s, chaos, %s, cityHash64(key))", r.table, local, r.env.Cluster.Name, local))
+		fmt.Sprintf("CREATE TABLE chaos.%s AS chaos.%s ENGINE = Distributed(%s, chaos, %s, cityHash64(key))", name, local, r.env.Cluster.Name, local))
 }
 
-func (r *run) dropClusterTable(ctx context.Context) {
+func (r *run) dropClusterTable(ctx context.Context, name string) {
 	// The view and its target are those a scenario's Prepare may add.
-	if err := r.onEachNode(ctx, "DROP TABLE IF EXISTS chaos."+r.table+"_local_slow", "DROP TABLE IF EXISTS chaos."+r.table+"_local_count",
-		"DROP TABLE IF EXISTS chaos."+r.table, "DROP TABLE IF EXISTS chaos."+r.table+"_local"); err != nil {
+	if err := r.onEachNode(ctx, "DROP TABLE IF EXISTS chaos."+name+"_local_slow", "DROP TABLE IF EXISTS chaos."+name+"_local_count",
+		"DROP TABLE IF EXISTS chaos."+name, "DROP TABLE IF EXISTS chaos."+name+"_local"); err != nil {
 		r.logf("%s: dropping the cluster tables: %v", r.name, err)
 	}
 }
