@@ -120,6 +120,15 @@ func Run(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 			return err
 		}
 		defer io.Close()
+		if cfg.ClickHouse.Clustered() {
+			// A target's deduplication is its local tables' on the shards.
+			cw, err := writer.OpenCluster(ctx, cfg.Name, cfg.ClickHouse, cfg.Routes)
+			if err != nil {
+				return err
+			}
+			defer cw.Close()
+			io.OnCluster(cw)
+		}
 		opts = append(opts, pipeline.WithExactlyOnce(io))
 	}
 	var reg decode.Registry

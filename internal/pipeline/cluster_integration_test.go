@@ -237,8 +237,9 @@ func counterSum(t *testing.T, m *metrics.Metrics, name string) float64 {
 
 // TestClusterExactlyOnceOn26Cluster runs exactly-once delivery with
 // target: local by key into the two-shard 26.9 cluster (weights 1 and 3),
-// the route naming the local table (exactly-once refuses a Distributed
-// route table, which deduplicates no blocks itself):
+// the route naming the local table (a route naming the Distributed table
+// works too: the deduplication windows are read on every shard's local
+// table; TestChaosCluster26ExactlyOnce runs that one):
 // every row lands once on the shard the Distributed engine expects it on,
 // the group commits the topic's end, and the cluster writer gives the
 // table a placement fingerprint (which every intent records).

@@ -76,12 +76,13 @@ type observer struct {
 	mu        sync.Mutex
 	inserted  map[int]int // shard → parts acknowledged
 	rows      map[int]int
+	byReplica map[string]int // replica → parts acknowledged
 	failed    map[string]int // replica → failed attempts
 	failovers map[int]int
 }
 
 func newObserver() *observer {
-	return &observer{inserted: map[int]int{}, rows: map[int]int{}, failed: map[string]int{}, failovers: map[int]int{}}
+	return &observer{inserted: map[int]int{}, rows: map[int]int{}, byReplica: map[string]int{}, failed: map[string]int{}, failovers: map[int]int{}}
 }
 
 func (o *observer) ShardInserted(shard int, replica string, rows int) {
@@ -89,6 +90,7 @@ func (o *observer) ShardInserted(shard int, replica string, rows int) {
 	defer o.mu.Unlock()
 	o.inserted[shard]++
 	o.rows[shard] += rows
+	o.byReplica[replica]++
 }
 
 func (o *observer) ShardFailed(shard int, replica string, code int32, failover bool) {
@@ -393,6 +395,69 @@ func TestClusterReplicaFailoverUnderLoad(t *testing.T) {
 		t.Errorf("failovers per shard %v: each cut replica should have moved parts to the other", obs.failovers)
 	}
 	t.Logf("%d rows, exactly; failovers per shard %v; failed attempts per replica %v", total, obs.failovers, obs.failed)
+}
+
+// TestClusterPartsSpreadOverReplicas: with replica_order round_robin (the
+// default) 20 batches by key put 10 parts on each replica of each shard, as
+// the observer (the metrics' source) and every node's own query_log count
+// them; in_order puts every part on replica 1; random puts parts on both
+// replicas of each shard (20 draws of 2: all on one replica has odds
+// 2^-19). Every replica ends with all its shard's rows.
+func TestClusterPartsSpreadOverReplicas(t *testing.T) {
+	c := testenv.Cluster(t)
+	db := c.NewDatabase(t)
+	const batches, rows = 20, 500
+	for oi, order := range []string{"round_robin", "in_order", "random"} {
+		t.Run(order, func(t *testing.T) {
+			table := fmt.Sprintf("ev%d", oi)
+			localTable(t, c, db, table)
+			cfg := clusterConfig(t, fmt.Sprintf("addrs: [%q], cluster: %s, replica_order: %s", c.Shards[0][0].Addr, c.Name, order),
+				fmt.Sprintf("table: %s.%s, target: local, sharding_key: k", db, table))
+			cw, obs, cols := openCluster(t, cfg, db, table)
+			for b := range batches {
+				blk := seqBlock("UInt64", b*rows, rows, u64Keys(b*rows, rows))
+				if err := cw.Insert(context.Background(), writer.NewTable(db, table, cols, blk.Columns()), blk, uint64(b), nil, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var total uint64
+			for si, s := range c.Shards {
+				var shardRows uint64
+				for ri, n := range s {
+					conn := n.Conn(t)
+					testenv.Exec(t, conn, "SYSTEM FLUSH LOGS")
+					var logged uint64
+					if err := conn.QueryRow(context.Background(), "SELECT count() FROM system.query_log WHERE toInt8(type) = 2 AND startsWith(query, ?) AND event_time > now() - 300",
+						fmt.Sprintf("INSERT INTO `%s`.`%s`", db, table)).Scan(&logged); err != nil {
+						t.Fatal(err)
+					}
+					got := obs.byReplica[n.Addr]
+					if int(logged) != got {
+						t.Errorf("shard %d replica %s: the writer counted %d parts, its query_log %d INSERTs", si+1, n.Name, got, logged)
+					}
+					switch want := batches / 2; {
+					case order == "round_robin" && got != want:
+						t.Errorf("round_robin: shard %d replica %s took %d of %d parts, want %d", si+1, n.Name, got, batches, want)
+					case order == "in_order" && ri == 0 && got != batches, order == "in_order" && ri > 0 && got != 0:
+						t.Errorf("in_order: shard %d replica %s took %d of %d parts", si+1, n.Name, got, batches)
+					case order == "random" && (got == 0 || got == batches):
+						t.Errorf("random: shard %d replica %s took %d of %d parts, want some and not all", si+1, n.Name, got, batches)
+					}
+					r := count(t, conn, db+"."+table, true)
+					if ri == 0 {
+						shardRows = r
+					} else if r != shardRows {
+						t.Errorf("shard %d: replicas hold %d and %d rows", si+1, shardRows, r)
+					}
+				}
+				total += shardRows
+			}
+			if total != batches*rows {
+				t.Errorf("%d rows in the cluster, want %d", total, batches*rows)
+			}
+			t.Logf("%s: parts per replica %v", order, obs.byReplica)
+		})
+	}
 }
 
 // answerDropper relays connections to a server and, once a client has sent
@@ -855,6 +920,134 @@ func testClusterPermanentPartStopsTheBatch(t *testing.T, c testenv.LocalCluster)
 	}
 	if took := time.Since(start); took > 5*time.Second {
 		t.Fatalf("the batch failed after %s, waiting for the unreachable shard", took)
+	}
+	t.Logf("%v", err)
+}
+
+// schemaObserver is an observer that also records the schema holds.
+type schemaObserver struct {
+	*observer
+	held, agreed, gaveUp atomic.Int32
+	lastDiffs            atomic.Value
+}
+
+func (o *schemaObserver) SchemaHeld(table, diffs string) {
+	o.held.Add(1)
+	o.lastDiffs.Store(diffs)
+}
+
+func (o *schemaObserver) SchemaReleased(table string, waited time.Duration, agreed bool) {
+	if agreed {
+		o.agreed.Add(1)
+	} else {
+		o.gaveUp.Add(1)
+	}
+}
+
+// TestClusterHoldsPartsWhileReplicasDiffer: a column added on one node only
+// (a half-applied ALTER; on 18.16 it reaches that shard's other replica
+// through ZooKeeper, not the other shard) is seen when the schema is read
+// again, and the next batch is held, nothing of it inserted on any shard,
+// until the other shard gets the column too; then it goes in whole. With
+// the column on one node again and a short schema_agreement_timeout, the
+// batch fails after it, naming the difference, with nothing inserted.
+func TestClusterHoldsPartsWhileReplicasDiffer(t *testing.T) {
+	testenv.EachCluster(t, testClusterHoldsPartsWhileReplicasDiffer)
+}
+
+func testClusterHoldsPartsWhileReplicasDiffer(t *testing.T, c testenv.LocalCluster) {
+	db := c.NewDatabase(t)
+	localTable(t, c, db, "ev")
+	c.ExecEachNode(t, fmt.Sprintf("CREATE TABLE %s.ev_all AS %s.ev ENGINE = Distributed(%s, %s, ev, cityHash64(k))", db, db, c.Name, db))
+	odd := c.Shards[1][len(c.Shards[1])-1] // the node altered alone
+	// Parts go to the replicas in turn: each shard is counted on a
+	// replica that has fetched its shard's parts.
+	total := func() uint64 {
+		var n uint64
+		for _, s := range c.Shards {
+			n += count(t, s[0].Conn(t), db+".ev", c.Keeper)
+		}
+		return n
+	}
+	open := func(timeout string) (*writer.Cluster, *schemaObserver, []chschema.ColumnSchema) {
+		cfg := clusterConfig(t, fmt.Sprintf("addrs: [%q], cluster: %s, schema_agreement_timeout: %s", c.Shards[0][0].Addr, c.Name, timeout),
+			fmt.Sprintf("table: %s.ev_all, target: local, sharding_key: k", db))
+		cw, err := writer.OpenCluster(context.Background(), "w", cfg.ClickHouse, cfg.Routes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cw.Close() })
+		obs := &schemaObserver{observer: newObserver()}
+		cw.Observe(obs)
+		cols, err := cw.Describe(context.Background(), db, "ev_all")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cw, obs, cols
+	}
+	cw, obs, cols := open("60s")
+	blk := seqBlock("UInt64", 0, 1000, u64Keys(0, 1000))
+	tab := writer.NewTable(db, "ev_all", cols, blk.Columns())
+	if err := cw.Insert(context.Background(), tab, blk, 1, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := total(); n != 1000 || obs.held.Load() != 0 {
+		t.Fatalf("before the ALTER: %d rows, %d holds; want 1000, 0", n, obs.held.Load())
+	}
+
+	testenv.Exec(t, odd.Conn(t), "ALTER TABLE "+db+".ev ADD COLUMN extra Nullable(String)")
+	if _, err := cw.Describe(context.Background(), db, "ev_all"); err != nil { // the schema re-read
+		t.Fatal(err)
+	}
+	blk2 := seqBlock("UInt64", 1000, 1000, u64Keys(1000, 1000))
+	res := make(chan error, 1)
+	start := time.Now()
+	go func() { res <- cw.Insert(context.Background(), tab, blk2, 2, nil, nil) }()
+	time.Sleep(2 * time.Second)
+	select {
+	case err := <-res:
+		t.Fatalf("the batch returned (%v) while shard 2 had a column shard 1 lacks", err)
+	default:
+	}
+	if n := total(); n != 1000 {
+		t.Fatalf("%d rows while the batch was held, want the 1000 from before: a part went in around the difference", n)
+	}
+	diffs, _ := obs.lastDiffs.Load().(string)
+	if obs.held.Load() != 1 || !strings.Contains(diffs, "extra Nullable(String)") {
+		t.Fatalf("holds %d, differences %q: want one hold naming the column", obs.held.Load(), diffs)
+	}
+	// The rest of the ALTER: shard 1 (on 18.16 one replica, which
+	// replicates it to the other).
+	testenv.Exec(t, c.Shards[0][0].Conn(t), "ALTER TABLE "+db+".ev ADD COLUMN extra Nullable(String)")
+	select {
+	case err := <-res:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the batch was still held 30 s after every shard had the column")
+	}
+	waited := time.Since(start)
+	if n := total(); n != 2000 || obs.agreed.Load() != 1 {
+		t.Errorf("after the ALTER reached every shard: %d rows, %d releases; want 2000, 1", n, obs.agreed.Load())
+	}
+	t.Logf("held %s: %s", waited.Round(100*time.Millisecond), diffs)
+
+	// Half-applied again, and it stays so: the batch fails after the bound.
+	testenv.Exec(t, odd.Conn(t), "ALTER TABLE "+db+".ev ADD COLUMN extra2 UInt8")
+	cw2, obs2, cols2 := open("2s")
+	blk3 := seqBlock("UInt64", 2000, 500, u64Keys(2000, 500))
+	start = time.Now()
+	err := cw2.Insert(context.Background(), writer.NewTable(db, "ev_all", cols2, blk3.Columns()), blk3, 3, nil, nil)
+	took := time.Since(start)
+	if err == nil || !strings.Contains(err.Error(), "half-applied ALTER") || !strings.Contains(err.Error(), "extra2 UInt8") {
+		t.Fatalf("Insert after the bound: %v; want the difference named", err)
+	}
+	if took < 2*time.Second || took > 10*time.Second || obs2.gaveUp.Load() != 1 {
+		t.Errorf("failed after %s with %d give-ups; want about the 2 s bound, 1", took, obs2.gaveUp.Load())
+	}
+	if n := total(); n != 2000 {
+		t.Errorf("%d rows after the failed batch, want 2000", n)
 	}
 	t.Logf("%v", err)
 }

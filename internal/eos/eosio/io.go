@@ -39,6 +39,7 @@ type IO struct {
 	opts    []kgo.Opt // every client's: brokers, client id, TLS, SASL
 	timeout time.Duration
 	conn    driver.Conn
+	cluster ClusterWindows // nil: the tables' deduplication is read on conn
 
 	mu  sync.Mutex
 	adm *kadm.Client
@@ -55,6 +56,18 @@ func NewIO(cfg *config.Config, conn driver.Conn) (*IO, error) {
 	}
 	return &IO{group: cfg.Kafka.Group, opts: opts, timeout: cfg.Kafka.RequestTimeout, conn: conn}, nil
 }
+
+// ClusterWindows reads the tables' deduplication on a cluster
+// (writer.Cluster.DedupWindows).
+type ClusterWindows interface {
+	DedupWindows(ctx context.Context, tables []*writer.Table) ([]chschema.TableDedup, error)
+}
+
+// OnCluster makes Windows read each table's deduplication through c: for a
+// route with a target, on the local table of every shard (the smallest
+// window counts), where the rows and a replay's repeats land; the
+// Distributed table the route names deduplicates nothing itself.
+func (io *IO) OnCluster(c ClusterWindows) { io.cluster = c }
 
 // admin returns the Kafka admin client, made on first use. Its requests
 // are given the consumer's request timeout on top of franz-go's own, as
@@ -150,7 +163,12 @@ func (io *IO) Windows(ctx context.Context, tables []*writer.Table) ([]eos.Window
 	if err != nil {
 		return nil, err
 	}
-	dedups, err := writer.DedupWindows(ctx, io.conn, tables)
+	var dedups []chschema.TableDedup
+	if io.cluster != nil {
+		dedups, err = io.cluster.DedupWindows(ctx, tables)
+	} else {
+		dedups, err = writer.DedupWindows(ctx, io.conn, tables)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -64,6 +64,41 @@ func TestChaosExactlyOnceOn26(t *testing.T) {
 	}
 }
 
+// TestChaosCluster26ExactlyOnce runs on the 26.9 two-shard cluster with
+// delivery: exactly_once, target: local and sharding_key: the sink killed
+// with SIGKILL three times mid-load and restarted; count() must equal the
+// records produced, with no (_topic, _partition, _offset) twice, overall
+// and on each shard's plain MergeTree. It kills only its own sinks.
+func TestChaosCluster26ExactlyOnce(t *testing.T) {
+	brokers := testenv.Kafka(t)
+	if testing.Short() {
+		t.Skip("chaos: skipped with -short")
+	}
+	testenv.Cluster26(t)
+	bin, root := buildSink(t)
+	env := Env{Brokers: brokers, Cluster: LocalCluster26(), SinkBin: bin, RepoRoot: root, WorkDir: t.TempDir(), Log: testWriter{t},
+		Delivery: "exactly_once"}
+	var results []*Result
+	for _, s := range Cluster26Scenarios(Short) {
+		r := Run(context.Background(), env, s)
+		results = append(results, r)
+		for _, p := range r.Problems {
+			t.Errorf("%s: %s", s.Name, p)
+		}
+		if !r.OK() {
+			dumpLogs(t, env.WorkDir)
+		}
+	}
+	replays := 0
+	logs, _ := filepath.Glob(filepath.Join(env.WorkDir, "*.log"))
+	for _, l := range logs {
+		replays += countInFile(l, "pending batch replayed")
+	}
+	var b strings.Builder
+	PrintTable(&b, results)
+	t.Logf("\n%s\npending batches replayed after the kills: %d", b.String(), replays)
+}
+
 // buildSink builds cmd/sink into a temporary directory and returns the
 // binary and the repository root.
 func buildSink(t *testing.T) (bin, root string) {
