@@ -191,6 +191,9 @@ func run(cfg *config.Config, stderr io.Writer) int {
 			return 1
 		}
 		defer io.Close()
+		if c, ok := w.(*writer.Cluster); ok {
+			io.OnCluster(c) // the table checks read every shard
+		}
 		opts = append(opts, pipeline.WithExactlyOnce(io))
 	}
 	p, err := pipeline.New(ctx, cfg, log, w, opts...)

@@ -17,6 +17,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -120,6 +121,16 @@ func Run(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 			return err
 		}
 		defer io.Close()
+		// The checks of a target: local route read every shard's local
+		// table, as the running sink's do.
+		if slices.ContainsFunc(cfg.Routes, func(r config.Route) bool { return r.Target != "" }) {
+			cw, err := writer.OpenCluster(ctx, cfg.Name, cfg.ClickHouse, cfg.Routes)
+			if err != nil {
+				return err
+			}
+			defer cw.Close()
+			io.OnCluster(cw)
+		}
 		opts = append(opts, pipeline.WithExactlyOnce(io))
 	}
 	var reg decode.Registry

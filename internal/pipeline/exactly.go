@@ -191,8 +191,9 @@ type eoMark struct {
 }
 
 // CheckExactlyOnce refuses, in one line, a server or table that exactly-once
-// delivery cannot work with (ExactlyOnce.Windows). It also remembers each
-// table's window for the margin metric. Run calls it too, for tables
+// delivery cannot work with (ExactlyOnce.Windows; on a cluster, every
+// shard's). It also remembers each table's window (the smallest of its
+// shards') for the margin metric and warns of replicas that were not read. Run calls it too, for tables
 // resolved later.
 func (p *Pipeline) CheckExactlyOnce(ctx context.Context) error {
 	if p.eoIO == nil {
@@ -202,6 +203,12 @@ func (p *Pipeline) CheckExactlyOnce(ctx context.Context) error {
 	windows, err := p.eoIO.Windows(ctx, tables)
 	if err != nil {
 		return err
+	}
+	for i, w := range windows {
+		if len(w.Unchecked) > 0 && i < len(tables) {
+			p.log.Warn().Str("table", tables[i].FullName()).Strs("replicas", w.Unchecked).Int64("window", w.Size).
+				Msg("exactly-once: these replicas could not be reached to read the table's deduplication window; another replica of each of their shards was read, and its window counts")
+		}
 	}
 	if p.eo != nil {
 		for i, t := range tables {

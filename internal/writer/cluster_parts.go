@@ -103,3 +103,42 @@ func placementOf(key, hash string, topo *cluster.Topology) string {
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
+
+// ShardReplica is one replica of one shard, with the sink's connection to it
+// (a pool that dials on first use).
+type ShardReplica struct {
+	Shard int    // the shard's number, from 1
+	Addr  string // host:port
+	Conn  driver.Conn
+}
+
+// LocalSet is where a table written with target: local keeps its rows: the
+// local table (Database.Name) on every replica of every shard, shard by
+// shard in the cluster's order.
+type LocalSet struct {
+	Database, Name string
+	Shards         [][]ShardReplica
+}
+
+// Local returns where db.table's rows are kept when its route has target:
+// local (the route's table itself, or the local table behind it when it is
+// a Distributed table over the cluster with the route's sharding
+// expression, as Insert resolved it); ok is false for a table written
+// another way (no target, target distributed). Exactly-once delivery reads
+// every shard's local table through it: the deduplication windows that
+// drop a replay, and the offsets already held after a rewind.
+func (c *Cluster) Local(ctx context.Context, db, table string) (LocalSet, bool, error) {
+	tt, err := c.target(ctx, db, table)
+	if err != nil || tt == nil || tt.target != config.TargetLocal {
+		return LocalSet{}, false, err
+	}
+	lay := c.lay.Load()
+	set := LocalSet{Database: tt.localDB, Name: tt.localName, Shards: make([][]ShardReplica, len(lay.shards))}
+	for si, reps := range lay.shards {
+		for ri, w := range reps {
+			set.Shards[si] = append(set.Shards[si], ShardReplica{Shard: lay.topo.Shards[si].Num,
+				Addr: lay.topo.Shards[si].Replicas[ri].Addr, Conn: w.conn})
+		}
+	}
+	return set, true, nil
+}
