@@ -352,11 +352,7 @@ func shardCounts(t *testing.T, c testenv.LocalCluster, db string) []uint64 {
 	t.Helper()
 	var out []uint64
 	for _, s := range c.Shards {
-		var k uint64
-		if err := s[0].Conn(t).QueryRow(context.Background(), "SELECT count() FROM "+db+".ev_local").Scan(&k); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, k)
+		out = append(out, countRows(t, s[0].Conn(t), db+".ev_local"))
 	}
 	return out
 }
@@ -378,13 +374,7 @@ func TestClusterExactlyOnceRewindOn26Cluster(t *testing.T) {
 	produceEvents(t, topic, n)
 	ctx := context.Background()
 	seed := c.Conn(t)
-	total := func() uint64 {
-		var got uint64
-		if err := seed.QueryRow(ctx, "SELECT count() FROM "+db+".ev").Scan(&got); err != nil {
-			t.Fatal(err)
-		}
-		return got
-	}
+	total := func() uint64 { return countRows(t, seed, db+".ev") }
 	run := func(maxRows int, want uint64) {
 		t.Helper()
 		cfg := eoClusterConfig(t, c, db, topic, "ev_local", group, maxRows)
@@ -450,10 +440,7 @@ func TestClusterExactlyOnceDistributedAndShardWindowOn26Cluster(t *testing.T) {
 	defer cw.Close()
 	seed := c.Conn(t)
 	runSinkWhile(t, cfg, cw, zerolog.WarnLevel, 3*time.Minute, func() (bool, string) {
-		var got uint64
-		if err := seed.QueryRow(ctx, "SELECT count() FROM "+db+".ev").Scan(&got); err != nil {
-			t.Fatal(err)
-		}
+		got := countRows(t, seed, db+".ev")
 		return got >= n, fmt.Sprintf("%d of %d rows", got, n)
 	})
 	assertCommittedAtEnd(t, group, topic)
