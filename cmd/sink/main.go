@@ -197,8 +197,8 @@ func run(cfg *config.Config, stderr io.Writer) int {
 			return 1
 		}
 		defer io.Close()
-		if cw, ok := w.(*writer.Cluster); ok {
-			io.OnCluster(cw)
+		if c, ok := w.(*writer.Cluster); ok {
+			io.OnCluster(c) // the table checks read every shard
 		}
 		opts = append(opts, pipeline.WithExactlyOnce(io))
 	}

@@ -17,6 +17,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -120,8 +121,9 @@ func Run(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 			return err
 		}
 		defer io.Close()
-		if cfg.ClickHouse.Clustered() {
-			// A target's deduplication is its local tables' on the shards.
+		// The checks of a target: local route read every shard's local
+		// table, as the running sink's do.
+		if slices.ContainsFunc(cfg.Routes, func(r config.Route) bool { return r.Target != "" }) {
 			cw, err := writer.OpenCluster(ctx, cfg.Name, cfg.ClickHouse, cfg.Routes)
 			if err != nil {
 				return err

@@ -3,6 +3,7 @@ package eos
 import (
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -155,4 +156,17 @@ func FuzzLedgerDecode(f *testing.F) {
 			t.Fatalf("%q → %+v → %q → %+v", s, l, enc, back)
 		}
 	})
+}
+
+// TestUnion: spans of several servers fold into one ordered list, runs that
+// overlap or touch joined.
+func TestUnion(t *testing.T) {
+	got := Union([]Span{{0, 1}, {6, 6}}, nil, []Span{{2, 4}, {5, 5}, {9, 12}}, []Span{{10, 11}, {20, 20}})
+	want := []Span{{0, 6}, {9, 12}, {20, 20}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("Union = %v, want %v", got, want)
+	}
+	if got := Union(); got != nil {
+		t.Fatalf("Union() = %v, want nil", got)
+	}
 }

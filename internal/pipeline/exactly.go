@@ -93,17 +93,26 @@ func retriableIntent(err error) bool {
 	return kafkaerr.Classify(err).Retriable()
 }
 
+// eoRetryPolicy paces exactly-once's Kafka retries (a failed intent commit,
+// recovery's read of the topics' state) as the INSERTs are paced:
+// retry_initial doubling up to retry_max, half of each step drawn at random
+// (backoff.EqualJitter), so that the members of a group that failed
+// together on a broker restart do not retry in lockstep.
+func (p *Pipeline) eoRetryPolicy() backoff.Policy {
+	return backoff.Policy{Initial: p.cfg.ClickHouse.RetryInitial, Max: p.cfg.ClickHouse.RetryMax,
+		Jitter: backoff.EqualJitter, Rand: p.jitter}
+}
+
 // eoRetryLater handles a failed intent of b: a retriable one puts b back at
-// the head of its table's queue with a backoff (retry_initial doubling up
-// to retry_max, as for inserts) and reports true; anything else is left to
-// the caller, which fails the batch.
+// the head of its table's queue with a backoff (eoRetryPolicy) and reports
+// true; anything else is left to the caller, which fails the batch.
 func (p *Pipeline) eoRetryLater(ts *tableState, b *sealedBatch, err error) bool {
 	if !retriableIntent(err) {
 		return false
 	}
 	r := p.eo.retries[ts]
 	if r == nil {
-		r = &intentRetry{backoff: backoff.New(backoff.Policy{Initial: p.cfg.ClickHouse.RetryInitial, Max: p.cfg.ClickHouse.RetryMax})}
+		r = &intentRetry{backoff: backoff.New(p.eoRetryPolicy())}
 		p.eo.retries[ts] = r
 	}
 	r.attempt++
@@ -182,8 +191,9 @@ type eoMark struct {
 }
 
 // CheckExactlyOnce refuses, in one line, a server or table that exactly-once
-// delivery cannot work with (ExactlyOnce.Windows). It also remembers each
-// table's window for the margin metric. Run calls it too, for tables
+// delivery cannot work with (ExactlyOnce.Windows; on a cluster, every
+// shard's). It also remembers each table's window (the smallest of its
+// shards') for the margin metric and warns of replicas that were not read. Run calls it too, for tables
 // resolved later.
 func (p *Pipeline) CheckExactlyOnce(ctx context.Context) error {
 	if p.eoIO == nil {
@@ -193,6 +203,12 @@ func (p *Pipeline) CheckExactlyOnce(ctx context.Context) error {
 	windows, err := p.eoIO.Windows(ctx, tables)
 	if err != nil {
 		return err
+	}
+	for i, w := range windows {
+		if len(w.Unchecked) > 0 && i < len(tables) {
+			p.log.Warn().Str("table", tables[i].FullName()).Strs("replicas", w.Unchecked).Int64("window", w.Size).
+				Msg("exactly-once: these replicas could not be reached to read the table's deduplication window; another replica of each of their shards was read, and its window counts")
+		}
 	}
 	if p.eo != nil {
 		for i, t := range tables {
@@ -727,11 +743,11 @@ var errUnreadable = errors.New("range not readable")
 const eoTopicStateFor = time.Minute
 
 // eoTopicState is ExactlyOnce.TopicState retried with backoff
-// (retry_initial doubling up to retry_max) while its error is retriable,
-// for at most eoTopicStateFor.
+// (eoRetryPolicy) while its error is retriable (kafkaerr.Classify), for at
+// most eoTopicStateFor.
 func (p *Pipeline) eoTopicState(ctx context.Context, tps []offsets.TP) (map[string]string, map[offsets.TP]int64, error) {
 	deadline := time.Now().Add(eoTopicStateFor)
-	bo := backoff.New(backoff.Policy{Initial: p.cfg.ClickHouse.RetryInitial, Max: p.cfg.ClickHouse.RetryMax})
+	bo := backoff.New(p.eoRetryPolicy())
 	for {
 		ids, ends, err := p.eoIO.TopicState(ctx, tps)
 		wait := bo.Next()

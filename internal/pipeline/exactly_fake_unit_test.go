@@ -53,6 +53,10 @@ type eoWorld struct {
 	// stateErrs are what TopicState fails with, first to last, before it
 	// answers.
 	stateErrs []error
+	// windowsErr is what Windows refuses with (a cluster's shard whose
+	// window is 0, say); unchecked the replicas it names as not reached.
+	windowsErr error
+	unchecked  []string
 	// calls counts the port's calls by method; reads are ReadRanges's
 	// ranges and presents Present's regions, in call order.
 	calls    map[string]int
@@ -293,11 +297,14 @@ func (f eoFakeIO) Windows(_ context.Context, tables []*writer.Table) ([]eos.Wind
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.calls["Windows"]++
+	if w.windowsErr != nil {
+		return nil, w.windowsErr
+	}
 	dedups := make([]chschema.TableDedup, len(tables))
 	out := make([]eos.Window, len(tables))
 	for i, t := range tables {
 		dedups[i] = chschema.TableDedup{Table: t.FullName(), Engine: "MergeTree", Setting: "non_replicated_deduplication_window", Value: fmt.Sprint(w.window)}
-		out[i] = eos.Window{Setting: dedups[i].Setting, Size: int64(w.window)}
+		out[i] = eos.Window{Setting: dedups[i].Setting, Size: int64(w.window), Unchecked: w.unchecked}
 	}
 	targets := make([]eos.Target, len(tables))
 	for i, t := range tables {

@@ -7,6 +7,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -517,8 +518,9 @@ func TestUnitExactlyRecoverTopicStateRetried(t *testing.T) {
 		if n := w.count("TopicState"); n != 3 {
 			t.Fatalf("%d reads of the topic state, want 3", n)
 		}
-		if took := time.Since(began); took < 30*time.Millisecond {
-			t.Fatalf("recovery took %s; the two retries must wait 10ms and 20ms", took)
+		// Steps of 10ms and 20ms, each half fixed and half drawn at random.
+		if took := time.Since(began); took < 15*time.Millisecond || took > 30*time.Millisecond {
+			t.Fatalf("recovery took %s; the two retries must wait 5-10ms and 10-20ms", took)
 		}
 		finish(t, w, r)
 	})
@@ -614,4 +616,44 @@ func testUnitExactlyRecoverPlacementChanged(t *testing.T, changed bool) {
 	if kept, _ := w.counts(); kept != 0 || w.count("ReadRanges") != 0 {
 		t.Fatalf("%d INSERTs, %d reads back before the stop; want none", kept, w.count("ReadRanges"))
 	}
+}
+
+// TestUnitExactlyShardWindows: the deduplication windows exactly-once
+// checks at start are every shard's (ExactlyOnce.Windows on a cluster): a
+// shard's refusal stops the run before anything is recorded or inserted,
+// with the shard's line; a window read with a replica not reached is the
+// one the margin counts from, the replica named in a warning.
+func TestUnitExactlyShardWindows(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newEOWorld()
+		w.produce(eoP0, 6)
+		w.windowsErr = errors.New("delivery exactly_once: table db.t_local on shard 2 replica 127.0.0.1:19202 has non_replicated_deduplication_window = 0, so a replayed batch would be inserted again")
+		r := w.run(t, eoRecoverConfig(t), nil)
+		if err := r.wait(t); err == nil || !strings.Contains(err.Error(), "on shard 2 replica 127.0.0.1:19202") {
+			t.Fatalf("Run: %v; want the shard's refusal", err)
+		}
+		if n, snap := w.count("Snapshot"), len(w.group); n != 0 || snap != 0 {
+			t.Fatalf("%d ledger reads, %d commits after the refusal", n, snap)
+		}
+		if kept, dropped := w.counts(); kept != 0 || dropped != 0 {
+			t.Fatalf("%d INSERTs after the refusal", kept+dropped)
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		w := newEOWorld()
+		w.produce(eoP0, 6)
+		w.produce(eoP1, 6)
+		w.window, w.unchecked = 300, []string{"shard 2 replica 127.0.0.1:19203"}
+		r := w.run(t, eoRecoverConfig(t), nil)
+		r.assign(eoP0, eoP1)
+		finish(t, w, r)
+		for ts, size := range r.p.eo.windows {
+			if size != 300 {
+				t.Fatalf("%s: window %d for the margin; want the 300 Windows read", ts.t.FullName(), size)
+			}
+		}
+		if len(r.p.eo.windows) == 0 {
+			t.Fatal("no window remembered")
+		}
+	})
 }

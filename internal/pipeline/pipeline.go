@@ -160,6 +160,9 @@ type Pipeline struct {
 	stats   Stats
 	fatal   error
 	now     func() time.Time
+	// jitter draws the random part of exactly-once's retry waits
+	// (backoff.Policy.Rand); nil is math/rand. Tests fix it.
+	jitter func(n int64) int64
 
 	// Metric handles, resolved once per topic and partition so the hot
 	// path never builds label strings. All nil-safe when m is nil.

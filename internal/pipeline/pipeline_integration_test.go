@@ -116,7 +116,8 @@ func runWhile(t *testing.T, cfg *config.Config, timeout time.Duration, done func
 }
 
 // eoOpts is the exactly-once I/O of an exactly_once cfg on w's connection
-// (none in the other modes), closed when the test ends.
+// (none in the other modes), reading every shard when w is a cluster's,
+// closed when the test ends.
 func eoOpts(t *testing.T, cfg *config.Config, w pipeline.Sink) []pipeline.Option {
 	t.Helper()
 	if !cfg.ExactlyOnce() {
@@ -131,6 +132,9 @@ func eoOpts(t *testing.T, cfg *config.Config, w pipeline.Sink) []pipeline.Option
 		t.Fatal(err)
 	}
 	t.Cleanup(io.Close)
+	if c, ok := w.(*writer.Cluster); ok {
+		io.OnCluster(c) // as sink run wires it
+	}
 	return []pipeline.Option{pipeline.WithExactlyOnce(io)}
 }
 

@@ -78,11 +78,14 @@ type ExactlyOnce interface {
 	// absent); an error when a range's end cannot be reached.
 	ReadRanges(ctx context.Context, ranges []eos.Range) (map[offsets.TP][]*kgo.Record, error)
 	// Present returns the runs of tp's offsets from..to-1 (to -1: no end)
-	// that t holds in its _offset column, in order.
+	// that t holds in its _offset column, in order; for a table written
+	// shard by shard, those any shard holds (every replica is asked).
 	Present(ctx context.Context, t *writer.Table, tp offsets.TP, from, to int64) ([]eos.Span, error)
 	// Windows refuses in one line what exactly-once cannot work with (the
-	// server, a table, a materialized view) or returns each table's
-	// deduplication window, in the order of tables.
+	// server, a table, a materialized view; on a cluster naming the shard
+	// and replica) or returns each table's deduplication window, in the
+	// order of tables (for a table written shard by shard, the smallest of
+	// its shards' local tables, with the replicas not reached).
 	Windows(ctx context.Context, tables []*writer.Table) ([]eos.Window, error)
 }
 

@@ -6,14 +6,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"sink/config"
 	"sink/internal/adapt"
-	"sink/internal/chschema"
 	"sink/internal/cluster"
 )
 
@@ -81,90 +79,6 @@ func LocalTable(ctx context.Context, conn driver.Conn, db, table string) (string
 	return db, dist.Table, nil
 }
 
-// DedupWindows is the package's DedupWindows for the tables the sink
-// writes: a table without a target is read on the seed, as on a single
-// server; a table written with a target keeps its rows, and drops repeated
-// blocks, in the local table of every shard, so its window is read there,
-// on the first replica of each shard that answers, and the smallest one is
-// returned (a shard without deduplication, or with window 0, first): the
-// shard that forgets a block soonest is where a replay would be inserted
-// twice. Its Table names the local table and the shard it was read on.
-func (c *Cluster) DedupWindows(ctx context.Context, tables []*Table) ([]chschema.TableDedup, error) {
-	out := make([]chschema.TableDedup, 0, len(tables))
-	for _, t := range tables {
-		tt, err := c.target(ctx, t.Database, t.Name)
-		if err != nil {
-			return nil, err
-		}
-		if tt == nil {
-			ds, err := DedupWindows(ctx, c.conn, []*Table{t})
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, ds...)
-			continue
-		}
-		localDB, localName := tt.localDB, tt.localName
-		if tt.target == config.TargetDistributed {
-			if localDB, localName, err = LocalTable(ctx, c.conn, t.Database, t.Name); err != nil {
-				return nil, err
-			}
-		}
-		local := []*Table{{Database: localDB, Name: localName}}
-		lay := c.lay.Load()
-		var worst *chschema.TableDedup
-		for si, reps := range lay.shards {
-			var (
-				d    chschema.TableDedup
-				read bool
-				errs []error
-			)
-			for ri, w := range reps {
-				ds, err := DedupWindows(ctx, w.conn, local)
-				if err != nil {
-					errs = append(errs, fmt.Errorf("shard %d replica %s: %w", lay.topo.Shards[si].Num, lay.topo.Shards[si].Replicas[ri].Addr, err))
-					continue
-				}
-				d, read = ds[0], true
-				d.Table = fmt.Sprintf("%s (local table of %s, shard %d replica %s)", d.Table, t.FullName(), lay.topo.Shards[si].Num, lay.topo.Shards[si].Replicas[ri].Addr)
-				break
-			}
-			if !read {
-				return nil, fmt.Errorf("clickhouse: deduplication window of %s.%s: %w", localDB, localName, errors.Join(errs...))
-			}
-			if worst == nil || forgetsSooner(d, *worst) {
-				worst = &d
-			}
-		}
-		out = append(out, *worst)
-	}
-	return out, nil
-}
-
-// forgetsSooner reports whether a drops fewer repeated blocks than b: no
-// deduplication at all, then the smaller window.
-func forgetsSooner(a, b chschema.TableDedup) bool {
-	wa, okA := dedupWindow(a)
-	wb, okB := dedupWindow(b)
-	if !okA || !okB {
-		return !okA && okB
-	}
-	return wa < wb
-}
-
-// dedupWindow is d's window as a number; false when d deduplicates nothing
-// (no setting, the server lacks it, or 0).
-func dedupWindow(d chschema.TableDedup) (int64, bool) {
-	if d.Setting == "" || d.Value == "" {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(d.Value, 10, 64)
-	if err != nil || n <= 0 {
-		return 0, false
-	}
-	return n, true
-}
-
 // Placement fingerprints how Insert splits db.table's batches across the
 // shards now: for a target local route with a sharding_key, a hash of the
 // key, its hash function and the shards' numbers and weights in order
@@ -188,4 +102,43 @@ func placementOf(key, hash string, topo *cluster.Topology) string {
 		fmt.Fprintf(h, "%d:%d\n", s.Num, s.Weight)
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// ShardReplica is one replica of one shard, with the sink's connection to it
+// (a pool that dials on first use).
+type ShardReplica struct {
+	Shard int    // the shard's number, from 1
+	Addr  string // host:port
+	Conn  driver.Conn
+}
+
+// LocalSet is where a table written with target: local keeps its rows: the
+// local table (Database.Name) on every replica of every shard, shard by
+// shard in the cluster's order.
+type LocalSet struct {
+	Database, Name string
+	Shards         [][]ShardReplica
+}
+
+// Local returns where db.table's rows are kept when its route has target:
+// local (the route's table itself, or the local table behind it when it is
+// a Distributed table over the cluster with the route's sharding
+// expression, as Insert resolved it); ok is false for a table written
+// another way (no target, target distributed). Exactly-once delivery reads
+// every shard's local table through it: the deduplication windows that
+// drop a replay, and the offsets already held after a rewind.
+func (c *Cluster) Local(ctx context.Context, db, table string) (LocalSet, bool, error) {
+	tt, err := c.target(ctx, db, table)
+	if err != nil || tt == nil || tt.target != config.TargetLocal {
+		return LocalSet{}, false, err
+	}
+	lay := c.lay.Load()
+	set := LocalSet{Database: tt.localDB, Name: tt.localName, Shards: make([][]ShardReplica, len(lay.shards))}
+	for si, reps := range lay.shards {
+		for ri, w := range reps {
+			set.Shards[si] = append(set.Shards[si], ShardReplica{Shard: lay.topo.Shards[si].Num,
+				Addr: lay.topo.Shards[si].Replicas[ri].Addr, Conn: w.conn})
+		}
+	}
+	return set, true, nil
 }

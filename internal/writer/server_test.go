@@ -76,28 +76,3 @@ func TestMinHTTP(t *testing.T) {
 		}
 	}
 }
-
-func TestForgetsSooner(t *testing.T) {
-	none := chschema.TableDedup{Engine: "Log"}
-	zero := chschema.TableDedup{Setting: "non_replicated_deduplication_window", Value: "0"}
-	missing := chschema.TableDedup{Setting: "non_replicated_deduplication_window"}
-	small := chschema.TableDedup{Setting: "non_replicated_deduplication_window", Value: "100"}
-	big := chschema.TableDedup{Setting: "replicated_deduplication_window", Value: "1000"}
-	for _, tc := range []struct {
-		a, b chschema.TableDedup
-		want bool
-	}{
-		{small, big, true},
-		{big, small, false},
-		{small, small, false},
-		{none, small, true},
-		{zero, big, true},
-		{missing, small, true},
-		{small, zero, false},
-		{none, zero, false}, // both deduplicate nothing: neither is worse
-	} {
-		if got := forgetsSooner(tc.a, tc.b); got != tc.want {
-			t.Errorf("forgetsSooner(%+v, %+v) = %v, want %v", tc.a, tc.b, got, tc.want)
-		}
-	}
-}

@@ -7,6 +7,7 @@ package eosio
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -39,7 +40,13 @@ type IO struct {
 	opts    []kgo.Opt // every client's: brokers, client id, TLS, SASL
 	timeout time.Duration
 	conn    driver.Conn
-	cluster ClusterWindows // nil: the tables' deduplication is read on conn
+
+	// shards, when set, is the cluster whose shards hold the tables'
+	// rows (OnCluster).
+	shards Shards
+	// check and present replace the per-server reads in tests.
+	check   func(ctx context.Context, conn driver.Conn, where string, tables []*writer.Table) ([]eos.Window, error)
+	present func(ctx context.Context, conn driver.Conn, addr, table string, tp offsets.TP, from, to int64) ([]eos.Span, error)
 
 	mu  sync.Mutex
 	adm *kadm.Client
@@ -56,18 +63,6 @@ func NewIO(cfg *config.Config, conn driver.Conn) (*IO, error) {
 	}
 	return &IO{group: cfg.Kafka.Group, opts: opts, timeout: cfg.Kafka.RequestTimeout, conn: conn}, nil
 }
-
-// ClusterWindows reads the tables' deduplication on a cluster
-// (writer.Cluster.DedupWindows).
-type ClusterWindows interface {
-	DedupWindows(ctx context.Context, tables []*writer.Table) ([]chschema.TableDedup, error)
-}
-
-// OnCluster makes Windows read each table's deduplication through c: for a
-// route with a target, on the local table of every shard (the smallest
-// window counts), where the rows and a replay's repeats land; the
-// Distributed table the route names deduplicates nothing itself.
-func (io *IO) OnCluster(c ClusterWindows) { io.cluster = c }
 
 // admin returns the Kafka admin client, made on first use. Its requests
 // are given the consumer's request timeout on top of franz-go's own, as
@@ -148,43 +143,213 @@ func (io *IO) ReadRanges(ctx context.Context, ranges []eos.Range) (map[offsets.T
 	return eos.ReadRanges(ctx, opts, ranges, 3*io.timeout)
 }
 
+// Shards is where a cluster keeps the rows of a table the sink writes shard
+// by shard (writer.Cluster.Local): for a target: local route's table, its
+// local table on every replica of every shard.
+type Shards interface {
+	Local(ctx context.Context, db, table string) (writer.LocalSet, bool, error)
+}
+
+// OnCluster makes the table checks of exactly-once read every shard of a
+// cluster for the tables s writes shard by shard: the deduplication
+// windows (Windows) and the offsets held after a rewind (Present). Call it
+// before the pipeline starts.
+func (io *IO) OnCluster(s Shards) { io.shards = s }
+
+// local is where t's rows are kept on a cluster; ok false when t is
+// written on the sink's own server (or through the Distributed engine).
+func (io *IO) local(ctx context.Context, t *writer.Table) (writer.LocalSet, bool, error) {
+	if io.shards == nil {
+		return writer.LocalSet{}, false, nil
+	}
+	return io.shards.Local(ctx, t.Database, t.Name)
+}
+
 // Present returns the offsets of tp in from..to-1 (to -1: no end) that t
-// holds (eos.Present).
+// holds (eos.Present). For a table written shard by shard it asks every
+// replica of every shard and returns the union: each shard holds its own
+// rows, and a row a replica acknowledged may not have reached the shard's
+// other replicas yet. A replica that cannot answer fails the check, naming
+// it, rather than let a rewind insert again rows only it holds.
 func (io *IO) Present(ctx context.Context, t *writer.Table, tp offsets.TP, from, to int64) ([]eos.Span, error) {
-	return eos.Present(ctx, io.conn, chschema.QuoteIdent(t.Database)+"."+chschema.QuoteIdent(t.Name), tp, from, to)
+	set, ok, err := io.local(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return io.presentOn(ctx, io.conn, "", quotedName(t.Database, t.Name), tp, from, to)
+	}
+	table := quotedName(set.Database, set.Name)
+	var lists [][]eos.Span
+	for _, reps := range set.Shards {
+		for _, r := range reps {
+			spans, err := io.presentOn(ctx, r.Conn, r.Addr, table, tp, from, to)
+			if err != nil {
+				return nil, fmt.Errorf("exactly-once: shard %d replica %s: %w (every replica of every shard is asked which offsets it holds after a rewind, since a row one replica acknowledged may not have reached the others; the check runs again when the partition is assigned once more)",
+					r.Shard, r.Addr, err)
+			}
+			lists = append(lists, spans)
+		}
+	}
+	return eos.Union(lists...), nil
+}
+
+func quotedName(db, table string) string {
+	return chschema.QuoteIdent(db) + "." + chschema.QuoteIdent(table)
+}
+
+// presentOn is eos.Present on conn, the server at addr ("" for the sink's
+// own); a field replaces it in tests, which have no server.
+func (io *IO) presentOn(ctx context.Context, conn driver.Conn, addr, table string, tp offsets.TP, from, to int64) ([]eos.Span, error) {
+	if io.present != nil {
+		return io.present(ctx, conn, addr, table, tp, from, to)
+	}
+	return eos.Present(ctx, conn, table, tp, from, to)
 }
 
 // Windows refuses, in one line, a server, a table or a materialized view
 // downstream of one that exactly-once delivery cannot work with (Require,
-// RequireViews of package eos); otherwise it returns each table's deduplication setting
-// and window, in the order of tables.
+// RequireViews of package eos); otherwise it returns each table's
+// deduplication setting and window, in the order of tables.
+//
+// A table written shard by shard (OnCluster) is checked on every replica of
+// every shard, in its local table: the replicas of a shard need not agree
+// (a table's own SETTINGS travel with its replicated ALTERs, but a server's
+// merge_tree default does not, and any replica may clean up old blocks by
+// its own), so each is read and the smallest window counts; a refusal
+// names the shard and replica. A replica that cannot be reached is passed
+// over, and named in the window's Unchecked, when another replica of its
+// shard answered; a shard none of whose replicas answers is refused.
 func (io *IO) Windows(ctx context.Context, tables []*writer.Table) ([]eos.Window, error) {
-	info, err := writer.Probe(ctx, io.conn)
-	if err != nil {
-		return nil, err
+	type server struct {
+		conn   driver.Conn
+		where  string
+		shard  int
+		tables []*writer.Table
+		idx    []int // the position of each of tables in the caller's
 	}
-	var dedups []chschema.TableDedup
-	if io.cluster != nil {
-		dedups, err = io.cluster.DedupWindows(ctx, tables)
-	} else {
-		dedups, err = writer.DedupWindows(ctx, io.conn, tables)
+	seed := &server{conn: io.conn}
+	var reps []*server
+	byAddr := map[string]*server{}
+	shardsOf := make([][]int, len(tables)) // the shard numbers of a table written shard by shard
+	for i, t := range tables {
+		set, ok, err := io.local(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			seed.tables, seed.idx = append(seed.tables, t), append(seed.idx, i)
+			continue
+		}
+		lt := writer.NewTable(set.Database, set.Name, t.Schema, t.Insert)
+		for _, shard := range set.Shards {
+			for _, r := range shard {
+				s := byAddr[r.Addr]
+				if s == nil {
+					s = &server{conn: r.Conn, where: fmt.Sprintf("shard %d replica %s", r.Shard, r.Addr), shard: r.Shard}
+					byAddr[r.Addr] = s
+					reps = append(reps, s)
+				}
+				s.tables, s.idx = append(s.tables, lt), append(s.idx, i)
+			}
+			if len(shard) > 0 && !slices.Contains(shardsOf[i], shard[0].Shard) {
+				shardsOf[i] = append(shardsOf[i], shard[0].Shard)
+			}
+		}
 	}
+	out := make([]eos.Window, len(tables))
+	read := make([]bool, len(tables))
+	answered := map[[2]int]bool{} // table, shard
+	var unreached []error
+	merge := func(s *server, ws []eos.Window) {
+		for j, i := range s.idx {
+			if j >= len(ws) {
+				break
+			}
+			if w := ws[j]; !read[i] || w.Size < out[i].Size {
+				out[i].Setting, out[i].Size = w.Setting, w.Size
+			}
+			read[i] = true
+			answered[[2]int{i, s.shard}] = true
+		}
+	}
+	if len(seed.tables) > 0 {
+		ws, err := io.checkOn(ctx, seed.conn, "", seed.tables)
+		if err != nil {
+			return nil, err
+		}
+		merge(seed, ws)
+	}
+	for _, s := range reps {
+		ws, err := io.checkOn(ctx, s.conn, s.where, s.tables)
+		if err != nil {
+			var nr *notReached
+			if !errors.As(err, &nr) {
+				return nil, err
+			}
+			unreached = append(unreached, err)
+			for _, i := range s.idx {
+				out[i].Unchecked = append(out[i].Unchecked, s.where)
+			}
+			continue
+		}
+		merge(s, ws)
+	}
+	for i, shards := range shardsOf {
+		for _, n := range shards {
+			if !answered[[2]int{i, n}] {
+				return nil, fmt.Errorf("delivery exactly_once: no replica of shard %d could be reached to check the deduplication window of %s's local table, so a replayed batch might not be dropped there: %w",
+					n, tables[i].FullName(), errors.Join(unreached...))
+			}
+		}
+	}
+	return out, nil
+}
+
+// notReached is a server Windows could not read (its connection or
+// query failed on the way), as opposed to one that answered and refused.
+type notReached struct {
+	where string
+	err   error
+}
+
+func (e *notReached) Error() string { return e.where + ": not reached: " + e.err.Error() }
+func (e *notReached) Unwrap() error { return e.err }
+
+// checkOn runs the checks of Windows on one server (a field in tests).
+func (io *IO) checkOn(ctx context.Context, conn driver.Conn, where string, tables []*writer.Table) ([]eos.Window, error) {
+	if io.check != nil {
+		return io.check(ctx, conn, where, tables)
+	}
+	return check(ctx, conn, where, tables)
+}
+
+// check is Windows on one server: where names it ("" for the sink's own).
+func check(ctx context.Context, conn driver.Conn, where string, tables []*writer.Table) ([]eos.Window, error) {
+	info, err := writer.Probe(ctx, conn)
 	if err != nil {
-		return nil, err
+		if where != "" && writer.Classify(ctx, err) == writer.Retriable {
+			return nil, &notReached{where: where, err: err}
+		}
+		return nil, named(where, err)
+	}
+	dedups, err := writer.DedupWindows(ctx, conn, tables)
+	if err != nil {
+		return nil, named(where, err)
 	}
 	targets := make([]eos.Target, len(tables))
 	for i, t := range tables {
-		targets[i] = eos.Target{Database: t.Database, Name: t.Name, Insert: t.Insert}
+		targets[i] = eos.Target{Database: t.Database, Name: t.Name, Insert: t.Insert, Where: where}
 	}
 	if err := eos.Require(info, targets, dedups); err != nil {
 		return nil, err
 	}
-	views, err := writer.ViewDedups(ctx, io.conn, tables)
+	views, err := writer.ViewDedups(ctx, conn, tables)
 	if err != nil {
-		return nil, err
+		return nil, named(where, err)
 	}
-	if err := eos.RequireViews(views, writer.CanSetDependentDedup(ctx, io.conn)); err != nil {
-		return nil, err
+	if err := eos.RequireViews(views, writer.CanSetDependentDedup(ctx, conn)); err != nil {
+		return nil, named(where, err)
 	}
 	out := make([]eos.Window, len(tables))
 	for i := range tables {
@@ -194,4 +359,12 @@ func (io *IO) Windows(ctx context.Context, tables []*writer.Table) ([]eos.Window
 		}
 	}
 	return out, nil
+}
+
+// named prefixes err with the cluster server it came from, if any.
+func named(where string, err error) error {
+	if where == "" {
+		return err
+	}
+	return fmt.Errorf("%s: %w", where, err)
 }
