@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -14,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
 
 	"sink/tools/gen"
 )
@@ -67,6 +70,7 @@ type SteadyLevel struct {
 	Fraction          float64 `json:"fraction"` // of the backlog rate
 	TargetRowsPerSec  float64 `json:"target_rows_per_sec"`
 	Status            string  `json:"status"`
+	Note              string  `json:"note,omitempty"`
 	Table             string  `json:"table"`
 	Config            string  `json:"config,omitempty"`
 	MaxWaitSec        float64 `json:"max_wait_sec"` // the sink's batch.max_wait
@@ -92,6 +96,10 @@ type SteadyLevel struct {
 	CHCPUUsPerRow     float64 `json:"clickhouse_cpu_us_per_row"`
 	OtherCPUCores     float64 `json:"other_cpu_cores"` // everything else on the machine, per second of the window
 }
+
+// steadyRetention is the retention.bytes of each partition of a level's
+// topic: 1 GiB, about 5 million of the workload's records.
+const steadyRetention = 1 << 30
 
 // latBucket is how many rows had one latency (milliseconds).
 type latBucket struct {
@@ -294,9 +302,12 @@ func (b *bench) runLevel(ctx context.Context, frac, backlog float64) SteadyLevel
 		return fail(err)
 	}
 	count := int(l.TargetRowsPerSec * o.duration.Seconds())
-	// The topic holds the whole stream until the level ends: refuse one
-	// that would fill the disk the stack shares with everybody.
-	need := uint64(float64(count) * float64(b.opt.size+100) * 1.5) // the log, its indexes, the table's parts
+	// The topic keeps at most steadyRetention bytes per partition (older
+	// segments are deleted, read or not), so a stream of hundreds of
+	// thousands of records a second does not fill the disk the stack
+	// shares; a sink that falls that far behind loses records, and the
+	// level then says "incomplete". The table's parts must fit too.
+	need := uint64(b.opt.partitions)*steadyRetention + uint64(float64(count)*float64(b.opt.size)*0.5)
 	if free, err := freeBytes(filepath.Join(b.opt.stackRoot, ".stack")); err == nil && need+10<<30 > free {
 		l.Status = fmt.Sprintf("not run: %s records need about %d GiB, the disk has %d GiB free (10 GiB kept free)", num(float64(count)), need>>30, free>>30)
 		logf("steady %d%%: %s", pct, l.Status)
@@ -304,6 +315,10 @@ func (b *bench) runLevel(ctx context.Context, frac, backlog float64) SteadyLevel
 	}
 	if err := gen.EnsureTopic(ctx, b.adm, topic, b.opt.partitions, true); err != nil {
 		return fail(err)
+	}
+	ret, seg := strconv.FormatUint(steadyRetention, 10), strconv.Itoa(128<<20)
+	if _, err := b.adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "retention.bytes", Value: &ret}, {Name: "segment.bytes", Value: &seg}}, topic); err != nil {
+		return fail(fmt.Errorf("bounding %s's retention: %w", topic, err))
 	}
 	b.quiesce()
 	c, err := start(b.opt.sinkBin, []string{"run", "--config", path}, strings.TrimSuffix(path, ".yaml")+".log", nil)
@@ -330,15 +345,35 @@ func (b *bench) runLevel(ctx context.Context, frac, backlog float64) SteadyLevel
 	raw.chBefore, raw.sysBefore, raw.produceStart = s0.ch, s0.sysBusy, s0.at
 	p := gen.Produce{Brokers: b.opt.brokers, Topic: topic, Count: count, Partitions: b.opt.partitions, Rate: l.TargetRowsPerSec,
 		Events: gen.Config{Size: b.opt.size, Seed: b.opt.seed + 24}}
-	prod, perr := p.Run(ctx)
-	raw.produceEnd, raw.produced = time.Now(), prod.Events
+	// A producer that cannot keep the pace (it shares the machine with
+	// the broker, the sink and ClickHouse) is stopped at the duration, so
+	// every level runs as long; what it produced is read from the topic.
+	pctx, stopProducing := context.WithTimeout(ctx, o.duration+2*time.Second)
+	_, perr := p.Run(pctx)
+	stopProducing()
+	raw.produceEnd = time.Now()
+	if perr != nil && ctx.Err() == nil && errors.Is(perr, context.DeadlineExceeded) {
+		l.Note = fmt.Sprintf("the producer fell behind the pace and was stopped at %s", o.duration)
+		perr = nil
+	}
+	if perr == nil {
+		// The end offsets of the fresh topic (its start may have moved:
+		// retention).
+		var ends kadm.ListedOffsets
+		if ends, perr = b.adm.ListEndOffsets(ctx, topic); perr == nil {
+			perr = ends.Error()
+		}
+		if perr == nil {
+			ends.Each(func(o kadm.ListedOffset) { raw.produced += int(o.Offset) })
+		}
+	}
 	if perr != nil {
 		stopSampling()
 		wg.Wait()
 		_ = c.stop(60 * time.Second)
 		return fail(perr)
 	}
-	rows, landed, werr := b.waitRows(ctx, table, int64(prod.Events), o.drain, c.exited)
+	rows, landed, werr := b.waitRows(ctx, table, int64(raw.produced), o.drain, c.exited)
 	raw.landed, raw.rows = landed, rows
 	raw.cpuAfter, _ = procCPU(pid)
 	s1 := b.meter.snap()
@@ -479,7 +514,7 @@ func (res *Results) steadyMarkdown(w func(string, ...any)) {
 			w("| %.0f%% | %s | %s | %s | %.1f s | %s | %s | %.0f / %.0f | %.1f | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 				l.Fraction*100, num(l.TargetRowsPerSec), num(l.OfferedRowsPerSec), num(float64(l.Rows)), l.DrainSec,
 				f2(l.ClientCPUUsPerRow), f2(l.ClientCores), l.RSSMedianMiB, l.RSSMaxMiB, l.InsertsPerMin, num(l.RowsPerInsertMed),
-				secs(l.LatencyP50Ms), secs(l.LatencyP99Ms), secs(l.LatencyMaxMs), secs(l.MaxWaitSec*1000), f2(l.CHCPUUsPerRow), f2(l.OtherCPUCores), mdEscape(l.Status))
+				secs(l.LatencyP50Ms), secs(l.LatencyP99Ms), secs(l.LatencyMaxMs), secs(l.MaxWaitSec*1000), f2(l.CHCPUUsPerRow), f2(l.OtherCPUCores), mdEscape(strings.TrimSuffix(l.Status+"; "+l.Note, "; ")))
 		}
 		w("\n")
 	}
