@@ -5,7 +5,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
 .PHONY: build test unit vet fuzz demo bench bench-adaptive chaos chaos-drills soak stack-up stack-down stack-status stack-logs \
-	cluster-up cluster-down cluster-status kafka-cluster-up kafka-cluster-down kafka-cluster-status
+	cluster-up cluster-down cluster-status cluster26-up cluster26-down cluster26-status kafka-cluster-up kafka-cluster-down kafka-cluster-status
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/sink ./cmd/sink
@@ -118,6 +118,18 @@ cluster-down:
 
 cluster-status:
 	bash scripts/stack.sh cluster status
+
+# The ClickHouse 26.9 cluster (two chdb servers, sink26_cluster = 2 shards x 1
+# replica, native 127.0.0.1:19201-19202): the cluster features that exist
+# without replication, tested on a current server.
+cluster26-up:
+	bash scripts/stack.sh cluster26 up
+
+cluster26-down:
+	bash scripts/stack.sh cluster26 down
+
+cluster26-status:
+	bash scripts/stack.sh cluster26 status
 
 # The 3-broker Kafka (KRaft, brokers 127.0.0.1:9192-9194, replication factor 3,
 # min.insync.replicas=2) for the fault drills on a replicated Kafka.

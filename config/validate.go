@@ -37,7 +37,7 @@ var (
 	// log fields; the Kafka topic alphabet is safe in all of them.
 	nameRE  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$`)
 	topicRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,249}$`)
-	// Identifiers are always quoted in generated SQL (writer.QuoteIdent),
+	// Identifiers are always quoted in generated SQL (chschema.QuoteIdent),
 	// so quotes, backticks and spaces are harmless and allowed. A dot would
 	// make "db.table" ambiguous; control characters are never intended.
 	identRE = regexp.MustCompile(`^[^.\x00-\x1f\x7f]+$`)

@@ -22,6 +22,7 @@ import (
 	"sink/config"
 	"sink/internal/check"
 	"sink/internal/consumer"
+	"sink/internal/eos/eosio"
 	"sink/internal/errtext"
 	"sink/internal/metrics"
 	"sink/internal/pipeline"
@@ -182,7 +183,17 @@ func run(cfg *config.Config, stderr io.Writer) int {
 	}
 	defer w.Close()
 	m.SetPinger(func(ctx context.Context) error { return w.Conn().Ping(ctx) })
-	p, err := pipeline.New(ctx, cfg, log, w, pipeline.WithMetrics(m))
+	opts := []pipeline.Option{pipeline.WithMetrics(m)}
+	if cfg.ExactlyOnce() {
+		io, err := eosio.NewIO(cfg, w.Conn())
+		if err != nil {
+			fmt.Fprintf(stderr, "sink: %v\n", err)
+			return 1
+		}
+		defer io.Close()
+		opts = append(opts, pipeline.WithExactlyOnce(io))
+	}
+	p, err := pipeline.New(ctx, cfg, log, w, opts...)
 	if err != nil && ctx.Err() != nil {
 		// Stopped while New waited (schema.create on an empty topic):
 		// nothing was consumed, so there is nothing to flush.

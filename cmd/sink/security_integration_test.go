@@ -26,8 +26,8 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"sink/internal/chschema"
 	"sink/internal/testenv"
-	"sink/internal/writer"
 )
 
 // syncBuffer is the stderr of a sink running in a goroutine.
@@ -289,7 +289,7 @@ func testBacktickTable(t *testing.T, s testenv.Server) {
 	const table = "ev`ents\"; DROP TABLE victim; --'"
 	testenv.Exec(t, ch,
 		"CREATE TABLE "+db+".victim (id UInt64) ENGINE = MergeTree ORDER BY id",
-		"CREATE TABLE "+writer.QuoteIdent(db)+"."+writer.QuoteIdent(table)+" (id UInt64, `na\"me` String) ENGINE = MergeTree ORDER BY id",
+		"CREATE TABLE "+chschema.QuoteIdent(db)+"."+chschema.QuoteIdent(table)+" (id UInt64, `na\"me` String) ENGINE = MergeTree ORDER BY id",
 		"CREATE TABLE "+db+".badcol (id UInt64, `co\\`l` String) ENGINE = MergeTree ORDER BY id")
 	const n = 500
 	produceJSON(t, topic, n, func(i int) string { return fmt.Sprintf(`{"id":%d,"na\"me":"x%d"}`, i, i) })
@@ -305,7 +305,7 @@ http: {listen: ""}
 	}
 
 	r := startSink(t, cfg(table))
-	quoted := writer.QuoteIdent(db) + "." + writer.QuoteIdent(table)
+	quoted := chschema.QuoteIdent(db) + "." + chschema.QuoteIdent(table)
 	waitRows(t, r, ch, quoted, n)
 	if code := r.stop(t); code != 0 {
 		t.Fatalf("exit %d; log:\n%s", code, r.stderr.String())

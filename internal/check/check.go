@@ -26,8 +26,10 @@ import (
 
 	"sink/config"
 	"sink/internal/advise"
+	"sink/internal/chschema"
 	"sink/internal/consumer"
 	"sink/internal/decode"
+	"sink/internal/eos/eosio"
 	"sink/internal/pipeline"
 	"sink/internal/registry"
 	"sink/internal/writer"
@@ -112,6 +114,14 @@ func Run(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 	}
 
 	opts := []pipeline.Option{pipeline.WithoutCreate()}
+	if cfg.ExactlyOnce() {
+		io, err := eosio.NewIO(cfg, w.Conn())
+		if err != nil {
+			return err
+		}
+		defer io.Close()
+		opts = append(opts, pipeline.WithExactlyOnce(io))
+	}
 	var reg decode.Registry
 	if cfg.SchemaRegistry.Enabled() {
 		rc, err := registry.New(cfg.SchemaRegistry, registry.Options{})
@@ -194,7 +204,7 @@ func Run(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 // fields no column takes and the ALTER TABLE statements that
 // schema.evolve: add_columns would run for them (a dry run: nothing is
 // changed).
-func drift(ctx context.Context, cfg *config.Config, p *pipeline.Pipeline, info writer.ServerInfo, topics []string, stdout io.Writer) error {
+func drift(ctx context.Context, cfg *config.Config, p *pipeline.Pipeline, info chschema.ServerInfo, topics []string, stdout io.Writer) error {
 	if len(topics) == 0 {
 		return nil
 	}

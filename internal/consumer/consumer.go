@@ -284,9 +284,6 @@ func Describe(ctx context.Context, cl *kgo.Client, cfg *config.Config) (map[stri
 	return out, nil
 }
 
-// Client exposes the franz-go client (tests, DLQ checks).
-func (c *Consumer) Client() *kgo.Client { return c.cl }
-
 // Poll returns every buffered record, blocking until there are some or
 // ctx ends. Rebalances stay blocked until AllowRebalance.
 func (c *Consumer) Poll(ctx context.Context) kgo.Fetches {

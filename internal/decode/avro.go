@@ -9,6 +9,7 @@ import (
 	"github.com/hamba/avro/v2"
 	"github.com/valyala/fastjson"
 
+	"sink/internal/chschema"
 	"sink/internal/route"
 )
 
@@ -112,7 +113,7 @@ func newAvroKey(env formatEnv) *avroFormat {
 // bindKey makes $key column col read the key: a registry-framed key is
 // decoded with its schema (a record key becomes a JSON object), any other
 // key is its bytes as text.
-func (f *avroFormat) bindKey(col int, c ColumnSchema, t *chType) {
+func (f *avroFormat) bindKey(col int, c chschema.ColumnSchema, t *chType) {
 	if f.key == nil {
 		f.key = newAvroKey(formatEnv{st: f.st, pol: f.policy, reg: f.readers.reg})
 	}
@@ -137,7 +138,7 @@ func (*avroFormat) want() string {
 	return "a field path such as a.b or " + strings.Join(route.RecordSources(), ", ") + ", " + route.HeaderPrefix + "NAME"
 }
 
-func (f *avroFormat) bind(col int, c ColumnSchema, t *chType, src route.Source, byName bool) error {
+func (f *avroFormat) bind(col int, c chschema.ColumnSchema, t *chType, src route.Source, byName bool) error {
 	path := src.Path
 	if byName {
 		// Avro names have no dots, so a column named "a.b" can only mean

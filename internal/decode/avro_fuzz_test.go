@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
 
+	"sink/internal/chschema"
 	"sink/internal/registry"
 	"sink/internal/route"
 )
@@ -34,7 +35,7 @@ const avroFuzzSchema = `{"type":"record","name":"F","fields":[
 	{"name":"arr","type":{"type":"array","items":["null","long"]}},
 	{"name":"list","type":["null",{"type":"record","name":"Node","fields":[{"name":"v","type":"int"},{"name":"next","type":["null","Node"]}]}]}]}`
 
-var avroFuzzCols = []ColumnSchema{
+var avroFuzzCols = []chschema.ColumnSchema{
 	{Name: "id", Type: "Int64"},
 	{Name: "ok", Type: "Bool"},
 	{Name: "f", Type: "Float32"},

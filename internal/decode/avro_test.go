@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
 
+	"sink/internal/chschema"
 	"sink/internal/registry"
 	"sink/internal/route"
 )
@@ -77,7 +78,7 @@ func avroOne(t *testing.T, field string, v any, colType string) (any, error) {
 	reg := newFakeRegistry()
 	schema := oneField(field)
 	reg.add(7, sr.TypeAvro, schema)
-	p, err := Compile(route.Avro, []ColumnSchema{{Name: "c", Type: colType}}, nil, WithRegistry(reg))
+	p, err := Compile(route.Avro, []chschema.ColumnSchema{{Name: "c", Type: colType}}, nil, WithRegistry(reg))
 	if err != nil {
 		t.Fatalf("Compile: %v", err)
 	}
@@ -197,7 +198,7 @@ func TestAvroRecordPaths(t *testing.T) {
 		{"name":"attrs","type":{"type":"map","values":"string"}}]}`
 	reg := newFakeRegistry()
 	reg.add(1, sr.TypeAvro, schema)
-	cols := []ColumnSchema{
+	cols := []chschema.ColumnSchema{
 		{Name: "id", Type: "UInt64"},
 		{Name: "customer.name", Type: "Nullable(String)"},
 		{Name: "city", Type: "Nullable(String)"},
@@ -258,7 +259,7 @@ func TestAvroSchemaEvolution(t *testing.T) {
 	reg := newFakeRegistry()
 	reg.add(1, sr.TypeAvro, v1)
 	reg.add(2, sr.TypeAvro, v2)
-	p, err := Compile(route.Avro, []ColumnSchema{{Name: "id", Type: "UInt64"}, {Name: "note", Type: "Nullable(String)"}}, nil, WithRegistry(reg))
+	p, err := Compile(route.Avro, []chschema.ColumnSchema{{Name: "id", Type: "UInt64"}, {Name: "note", Type: "Nullable(String)"}}, nil, WithRegistry(reg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +293,7 @@ func TestAvroBadRecords(t *testing.T) {
 	reg.add(3, sr.TypeProtobuf, `syntax = "proto3"; message M {}`)
 	reg.add(4, sr.TypeAvro, `"string"`)
 	reg.add(5, sr.TypeAvro, `{"type":"record","name":"E","fields":[{"name":"id","type":{"type":"array","items":"long"}},{"name":"s","type":"int"}]}`)
-	p, err := Compile(route.Avro, []ColumnSchema{{Name: "id", Type: "UInt64"}, {Name: "s", Type: "String"}}, nil, WithRegistry(reg))
+	p, err := Compile(route.Avro, []chschema.ColumnSchema{{Name: "id", Type: "UInt64"}, {Name: "s", Type: "String"}}, nil, WithRegistry(reg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,7 +344,7 @@ func TestAvroBadRecords(t *testing.T) {
 // TestAvroNeedsRegistry: compiling a registry format without one fails in
 // one line.
 func TestAvroNeedsRegistry(t *testing.T) {
-	_, err := Compile(route.Avro, []ColumnSchema{{Name: "id", Type: "UInt64"}}, nil)
+	_, err := Compile(route.Avro, []chschema.ColumnSchema{{Name: "id", Type: "UInt64"}}, nil)
 	if err == nil || err.Error() != "format avro needs a schema registry (schema_registry.urls)" {
 		t.Fatalf("Compile without a registry: %v", err)
 	}
@@ -358,7 +359,7 @@ func TestAvroKey(t *testing.T) {
 	reg.add(1, sr.TypeAvro, value)
 	reg.add(2, sr.TypeAvro, keyRec)
 	reg.add(3, sr.TypeAvro, `"long"`)
-	p, err := Compile(route.Avro, []ColumnSchema{{Name: "id", Type: "UInt64"}, {Name: "_key", Type: "Nullable(String)"}, {Name: "k", Type: "String"}},
+	p, err := Compile(route.Avro, []chschema.ColumnSchema{{Name: "id", Type: "UInt64"}, {Name: "_key", Type: "Nullable(String)"}, {Name: "k", Type: "String"}},
 		map[string]string{"k": "$key"}, WithRegistry(reg))
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"sink/internal/chschema"
 	"sink/internal/route"
 )
 
@@ -22,7 +23,7 @@ type cdcPlan struct {
 }
 
 // note records column c's source.
-func (p *cdcPlan) note(c ColumnSchema, src route.Source) {
+func (p *cdcPlan) note(c chschema.ColumnSchema, src route.Source) {
 	switch src.Kind {
 	case route.Version:
 		if p.versionCol == "" {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"sink/internal/chschema"
 	"sink/internal/testenv"
 )
 
@@ -36,9 +37,9 @@ func testClickHouseInsert(t *testing.T, s testenv.Server) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var table []ColumnSchema
+	var table []chschema.ColumnSchema
 	for rows.Next() {
-		var c ColumnSchema
+		var c chschema.ColumnSchema
 		if err := rows.Scan(&c.Name, &c.Type, &c.DefaultKind); err != nil {
 			t.Fatal(err)
 		}

@@ -15,6 +15,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"sink/internal/chschema"
 )
 
 // normRead normalizes a value clickhouse-go returns when reading a column
@@ -120,7 +122,7 @@ func TestClickHouseGoAcceptsColumnData(t *testing.T) {
 	f := func(colType string, jsons ...string) {
 		t.Helper()
 		ct := parseType(colType)
-		p, err := Compile("json", []ColumnSchema{{Name: "c", Type: colType}}, nil)
+		p, err := Compile("json", []chschema.ColumnSchema{{Name: "c", Type: colType}}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

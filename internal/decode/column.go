@@ -10,10 +10,11 @@ import (
 	"unsafe"
 
 	"github.com/ClickHouse/ch-go/proto"
-	"github.com/ClickHouse/clickhouse-go/v2/lib/column"
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 	"github.com/valyala/fastjson"
+
+	"sink/internal/chschema"
 )
 
 // col is one column buffer of a Block.
@@ -524,16 +525,16 @@ func (m *mapCol) reset() {
 	m.vals.reset()
 }
 
-// data returns []*MapRow: clickhouse-go's Map column takes any slice whose
+// data returns []*chschema.MapRow: clickhouse-go's Map column takes any slice whose
 // elements implement column.IterableOrderedMap, which keeps the JSON key
 // order (and duplicate keys) without building a Go map per row.
 func (m *mapCol) data() any {
 	kd, vd := reflect.ValueOf(m.keys.data()), reflect.ValueOf(m.vals.data())
-	rows := make([]MapRow, len(m.ends))
-	out := make([]*MapRow, len(m.ends))
+	rows := make([]chschema.MapRow, len(m.ends))
+	out := make([]*chschema.MapRow, len(m.ends))
 	start := 0
 	for i, e := range m.ends {
-		rows[i] = MapRow{keys: kd, vals: vd, start: start, end: e, pos: start - 1}
+		rows[i] = chschema.NewMapRow(kd, vd, start, e)
 		out[i] = &rows[i]
 		start = e
 	}
@@ -541,39 +542,6 @@ func (m *mapCol) data() any {
 }
 
 func (m *mapCol) split(ends []int) any { return reflectSplit(m.data(), ends) }
-
-// MapRow is one row of a Map column as ColumnData returns it. It implements
-// clickhouse-go's column.IterableOrderedMap.
-type MapRow struct {
-	keys, vals reflect.Value
-	start, end int
-	pos        int
-}
-
-// Len returns the number of entries.
-func (r *MapRow) Len() int { return r.end - r.start }
-
-// Entry returns the i-th key and value.
-func (r *MapRow) Entry(i int) (key, value any) {
-	return r.keys.Index(r.start + i).Interface(), r.vals.Index(r.start + i).Interface()
-}
-
-// Put is part of column.IterableOrderedMap; a MapRow is read-only, so it does nothing.
-func (r *MapRow) Put(key, value any) {}
-
-// Iterator restarts iteration and returns r.
-func (r *MapRow) Iterator() column.MapIterator { r.pos = r.start - 1; return r }
-
-// Next advances to the next entry.
-func (r *MapRow) Next() bool { r.pos++; return r.pos < r.end }
-
-// Key returns the current key.
-func (r *MapRow) Key() any { return r.keys.Index(r.pos).Interface() }
-
-// Value returns the current value.
-func (r *MapRow) Value() any { return r.vals.Index(r.pos).Interface() }
-
-var _ column.IterableOrderedMap = (*MapRow)(nil)
 
 // ---- string arena ----
 

@@ -148,10 +148,3 @@
 // Malformed JSON, an empty value and a top-level value that is not an object
 // are bad records with an empty Column.
 package decode
-
-// ColumnSchema describes one table column as read from system.columns.
-type ColumnSchema struct {
-	Name        string
-	Type        string // ClickHouse type as the server prints it, e.g. "Nullable(String)"
-	DefaultKind string // "", "DEFAULT", "MATERIALIZED" or "ALIAS"
-}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/valyala/fastjson"
 
+	"sink/internal/chschema"
 	"sink/internal/route"
 )
 
@@ -163,7 +164,7 @@ func (*debeziumFormat) role(source string) string { return cdcRole(source) }
 
 func (*debeziumFormat) want() string { return cdcWant }
 
-func (d *debeziumFormat) bind(col int, c ColumnSchema, t *chType, src route.Source, byName bool) error {
+func (d *debeziumFormat) bind(col int, c chschema.ColumnSchema, t *chType, src route.Source, byName bool) error {
 	for len(d.cols) <= col {
 		d.cols = append(d.cols, dbzCol{})
 	}

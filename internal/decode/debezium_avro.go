@@ -3,6 +3,7 @@ package decode
 import (
 	"strings"
 
+	"sink/internal/chschema"
 	"sink/internal/route"
 )
 
@@ -68,7 +69,7 @@ func (*dbzAvroFormat) role(source string) string { return cdcRole(source) }
 
 func (*dbzAvroFormat) want() string { return cdcWant }
 
-func (d *dbzAvroFormat) bind(col int, c ColumnSchema, t *chType, src route.Source, byName bool) error {
+func (d *dbzAvroFormat) bind(col int, c chschema.ColumnSchema, t *chType, src route.Source, byName bool) error {
 	for len(d.cols) <= col {
 		d.cols = append(d.cols, dbzAvroCol{})
 	}
@@ -96,7 +97,9 @@ func (d *dbzAvroFormat) bind(col int, c ColumnSchema, t *chType, src route.Sourc
 }
 
 // bindKey: $key columns read the key as the avro format's $key does.
-func (d *dbzAvroFormat) bindKey(col int, c ColumnSchema, t *chType) { d.env.bindKey(col, c, t) }
+func (d *dbzAvroFormat) bindKey(col int, c chschema.ColumnSchema, t *chType) {
+	d.env.bindKey(col, c, t)
+}
 
 func (d *dbzAvroFormat) done() error {
 	if err := d.check(); err != nil {

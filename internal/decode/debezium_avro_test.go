@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
 
+	"sink/internal/chschema"
 	"sink/internal/route"
 )
 
@@ -71,7 +72,7 @@ func dbzAvroPlan(t *testing.T) *Plan {
 	return p
 }
 
-var customerAvroCols = []ColumnSchema{
+var customerAvroCols = []chschema.ColumnSchema{
 	{Name: "id", Type: "Int32"},
 	{Name: "name", Type: "String"},
 	{Name: "email", Type: "Nullable(String)"},
@@ -137,7 +138,7 @@ func TestDebeziumAvroChangeEvents(t *testing.T) {
 // version and delete-marker columns, as debezium-json's is.
 func TestDebeziumAvroNeedsVersionColumns(t *testing.T) {
 	reg := newFakeRegistry()
-	_, err := Compile(route.DebeziumAvro, []ColumnSchema{{Name: "id", Type: "Int32"}}, nil, WithRegistry(reg))
+	_, err := Compile(route.DebeziumAvro, []chschema.ColumnSchema{{Name: "id", Type: "Int32"}}, nil, WithRegistry(reg))
 	if err == nil || !strings.HasPrefix(err.Error(), "no column receives the row version") {
 		t.Fatalf("Compile: %v", err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"sink/internal/chschema"
 	"sink/internal/route"
 )
 
@@ -28,7 +29,7 @@ func fixture(t testing.TB, name string) []byte {
 // dbzRow compiles cols (plus _version UInt64 and _deleted UInt8 unless
 // cols has them) with mapping, appends one record and returns the row by
 // column name, normalized as norm does.
-func dbzRow(t *testing.T, cols []ColumnSchema, mapping map[string]string, r *kgo.Record) (map[string]any, error) {
+func dbzRow(t *testing.T, cols []chschema.ColumnSchema, mapping map[string]string, r *kgo.Record) (map[string]any, error) {
 	t.Helper()
 	has := map[string]bool{}
 	for _, c := range cols {
@@ -36,10 +37,10 @@ func dbzRow(t *testing.T, cols []ColumnSchema, mapping map[string]string, r *kgo
 	}
 	cols = cols[:len(cols):len(cols)] // appending must not write into the caller's array
 	if !has["_version"] {
-		cols = append(cols, ColumnSchema{Name: "_version", Type: "UInt64"})
+		cols = append(cols, chschema.ColumnSchema{Name: "_version", Type: "UInt64"})
 	}
 	if !has["_deleted"] {
-		cols = append(cols, ColumnSchema{Name: "_deleted", Type: "UInt8"})
+		cols = append(cols, chschema.ColumnSchema{Name: "_deleted", Type: "UInt8"})
 	}
 	p, err := Compile(route.Debezium, cols, mapping)
 	if err != nil {
@@ -62,7 +63,7 @@ func dbzRow(t *testing.T, cols []ColumnSchema, mapping map[string]string, r *kgo
 	return row, nil
 }
 
-var customerCols = []ColumnSchema{
+var customerCols = []chschema.ColumnSchema{
 	{Name: "id", Type: "Int32"},
 	{Name: "first_name", Type: "String"},
 	{Name: "last_name", Type: "String"},
@@ -114,7 +115,7 @@ func TestDebeziumChangeEvents(t *testing.T) {
 
 	// MySQL has no LSN: ts_ms × 1e6 + offset mod 1e6.
 	r := &kgo.Record{Topic: "mysql-server-1.inventory.orders", Offset: 3_000_042, Value: fixture(t, "mysql_orders_update_bare.json")}
-	got, err := dbzRow(t, []ColumnSchema{{Name: "order_number", Type: "UInt32"}, {Name: "quantity", Type: "UInt16"}}, nil, r)
+	got, err := dbzRow(t, []chschema.ColumnSchema{{Name: "order_number", Type: "UInt32"}, {Name: "quantity", Type: "UInt16"}}, nil, r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +145,7 @@ func TestDebeziumVersionsGrowAlongARowsHistory(t *testing.T) {
 func TestDebeziumVersion(t *testing.T) {
 	f := func(value string, offset int64, want uint64, wantErr string) {
 		t.Helper()
-		row, err := dbzRow(t, []ColumnSchema{{Name: "id", Type: "Int32"}}, nil, &kgo.Record{Topic: "t", Offset: offset, Value: []byte(value)})
+		row, err := dbzRow(t, []chschema.ColumnSchema{{Name: "id", Type: "Int32"}}, nil, &kgo.Record{Topic: "t", Offset: offset, Value: []byte(value)})
 		if wantErr != "" {
 			if err == nil || !strings.Contains(err.Error(), wantErr) {
 				t.Errorf("%s: error %v, want %q", value, err, wantErr)
@@ -251,7 +252,7 @@ func TestDebeziumBadRecords(t *testing.T) {
 func TestDebeziumTypes(t *testing.T) {
 	f := func(value, colType, src string, want any) {
 		t.Helper()
-		row, err := dbzRow(t, []ColumnSchema{{Name: "c", Type: colType}}, map[string]string{"c": src},
+		row, err := dbzRow(t, []chschema.ColumnSchema{{Name: "c", Type: colType}}, map[string]string{"c": src},
 			&kgo.Record{Topic: "pg.public.types", Offset: 3, Value: fixture(t, value)})
 		if err != nil {
 			t.Errorf("%s %s from %s: %v", value, colType, src, err)
@@ -362,7 +363,7 @@ func TestDebeziumTypeErrors(t *testing.T) {
 		if schemaField != "" {
 			env = `{"schema":{"type":"struct","fields":[{"type":"struct","field":"after","fields":[` + schemaField + `]}]},"payload":` + env + `}`
 		}
-		_, err := dbzRow(t, []ColumnSchema{{Name: "c", Type: colType}}, nil, &kgo.Record{Topic: "t", Value: []byte(env)})
+		_, err := dbzRow(t, []chschema.ColumnSchema{{Name: "c", Type: colType}}, nil, &kgo.Record{Topic: "t", Value: []byte(env)})
 		if want == "" {
 			if err != nil {
 				t.Errorf("%s %s into %s: %v", schemaField, value, colType, err)
@@ -461,35 +462,35 @@ func twosComplement(n *big.Int) []byte {
 }
 
 func TestCompileDebezium(t *testing.T) {
-	f := func(cols []ColumnSchema, mapping map[string]string, want string) {
+	f := func(cols []chschema.ColumnSchema, mapping map[string]string, want string) {
 		t.Helper()
 		_, err := Compile(route.Debezium, cols, mapping)
 		if err == nil || err.Error() != want {
 			t.Errorf("Compile(%v, %v) = %v, want %q", cols, mapping, err, want)
 		}
 	}
-	base := []ColumnSchema{{Name: "id", Type: "Int32"}, {Name: "_version", Type: "UInt64"}, {Name: "_deleted", Type: "UInt8"}}
-	with := func(extra ...ColumnSchema) []ColumnSchema {
-		return append(append([]ColumnSchema(nil), base...), extra...)
+	base := []chschema.ColumnSchema{{Name: "id", Type: "Int32"}, {Name: "_version", Type: "UInt64"}, {Name: "_deleted", Type: "UInt8"}}
+	with := func(extra ...chschema.ColumnSchema) []chschema.ColumnSchema {
+		return append(append([]chschema.ColumnSchema(nil), base...), extra...)
 	}
 
 	f(base[:1], nil, `no column receives the row version: add a column "_version UInt64" (or map one to $version) so that ReplacingMergeTree keeps the latest change`)
 	f(base[:2], nil, `no column receives the delete marker: add a column "_deleted UInt8" (or map one to $deleted) so that deletes are not read as live rows`)
 	f(base[:1], map[string]string{"ver": "$version"}, `mapping names column "ver" (the version column; add it as UInt64), which is not in the table`)
 	f(base[:2], map[string]string{"gone": "$deleted"}, `mapping names column "gone" (the delete marker column; add it as UInt8), which is not in the table`)
-	f(with(ColumnSchema{Name: "m", Type: "UInt64", DefaultKind: "MATERIALIZED"}), map[string]string{"m": "$version"},
+	f(with(chschema.ColumnSchema{Name: "m", Type: "UInt64", DefaultKind: "MATERIALIZED"}), map[string]string{"m": "$version"},
 		`mapping names column "m" (the version column; add it as UInt64), which is MATERIALIZED and cannot be inserted`)
-	f(with(ColumnSchema{Name: "a", Type: "String"}), map[string]string{"a": "$foo"},
+	f(with(chschema.ColumnSchema{Name: "a", Type: "String"}), map[string]string{"a": "$foo"},
 		`column "a": unknown source "$foo" (want a path into the row image or $topic, $partition, $offset, $timestamp, $key, $header.NAME, $version, $deleted, $op, $ts_ms, $source.PATH)`)
-	f(with(ColumnSchema{Name: "a", Type: "String"}), map[string]string{"a": "$source."}, `column "a": invalid source "$source."`)
-	f(with(ColumnSchema{Name: "a", Type: "String"}), map[string]string{"a": "$source.a..b"}, `column "a": invalid source "$source.a..b"`)
-	f(with(ColumnSchema{Name: "a", Type: "String"}), map[string]string{"a": "x..y"}, `column "a": invalid JSON path "x..y"`)
-	f(with(ColumnSchema{Name: "a", Type: "Array(String)"}), map[string]string{"a": "$op"}, `column "a": source $op cannot fill type Array(String)`)
-	f(with(ColumnSchema{Name: "a", Type: "AggregateFunction(uniq, UInt64)"}), nil, `column "a" has type AggregateFunction(uniq, UInt64) which the debezium-json format cannot fill`)
-	f([]ColumnSchema{{Name: "a", Type: "String"}, {Name: "a", Type: "String"}}, nil, `column "a" is listed twice`)
+	f(with(chschema.ColumnSchema{Name: "a", Type: "String"}), map[string]string{"a": "$source."}, `column "a": invalid source "$source."`)
+	f(with(chschema.ColumnSchema{Name: "a", Type: "String"}), map[string]string{"a": "$source.a..b"}, `column "a": invalid source "$source.a..b"`)
+	f(with(chschema.ColumnSchema{Name: "a", Type: "String"}), map[string]string{"a": "x..y"}, `column "a": invalid JSON path "x..y"`)
+	f(with(chschema.ColumnSchema{Name: "a", Type: "Array(String)"}), map[string]string{"a": "$op"}, `column "a": source $op cannot fill type Array(String)`)
+	f(with(chschema.ColumnSchema{Name: "a", Type: "AggregateFunction(uniq, UInt64)"}), nil, `column "a" has type AggregateFunction(uniq, UInt64) which the debezium-json format cannot fill`)
+	f([]chschema.ColumnSchema{{Name: "a", Type: "String"}, {Name: "a", Type: "String"}}, nil, `column "a" is listed twice`)
 
 	// Other names work once mapped; _version/_deleted then read the image.
-	p, err := Compile(route.Debezium, []ColumnSchema{{Name: "id", Type: "Int32"}, {Name: "ver", Type: "UInt64"}, {Name: "is_deleted", Type: "UInt8"}},
+	p, err := Compile(route.Debezium, []chschema.ColumnSchema{{Name: "id", Type: "Int32"}, {Name: "ver", Type: "UInt64"}, {Name: "is_deleted", Type: "UInt8"}},
 		map[string]string{"ver": "$version", "is_deleted": "$deleted"})
 	if err != nil {
 		t.Fatal(err)
@@ -506,7 +507,7 @@ func TestCompileDebezium(t *testing.T) {
 // A json plan and a debezium plan of the same columns fill interchangeable
 // blocks (the pipeline shares one block layout per table).
 func TestDebeziumSharesBlockLayout(t *testing.T) {
-	cols := []ColumnSchema{{Name: "id", Type: "Int32"}, {Name: "_version", Type: "UInt64"}, {Name: "_deleted", Type: "UInt8"}}
+	cols := []chschema.ColumnSchema{{Name: "id", Type: "Int32"}, {Name: "_version", Type: "UInt64"}, {Name: "_deleted", Type: "UInt8"}}
 	pj, err := Compile("json", cols, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -558,7 +559,7 @@ func TestDebeziumAppendDoesNotAllocate(t *testing.T) {
 // bytes; a changed schema (a migration changed a column's scale) takes
 // effect with the first message that carries it, whatever the layout.
 func TestDebeziumSchemaCache(t *testing.T) {
-	p, err := Compile(route.Debezium, []ColumnSchema{{Name: "c", Type: "String"}, {Name: "_version", Type: "UInt64"}, {Name: "_deleted", Type: "UInt8"}}, nil)
+	p, err := Compile(route.Debezium, []chschema.ColumnSchema{{Name: "c", Type: "String"}, {Name: "_version", Type: "UInt64"}, {Name: "_deleted", Type: "UInt8"}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

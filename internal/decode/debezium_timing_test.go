@@ -9,12 +9,13 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"sink/internal/chschema"
 	"sink/internal/route"
 )
 
 // dbzBenchCols is a replicated PostgreSQL orders table: keys, an enum, money,
 // two timestamps, free text, and the version and delete marker.
-var dbzBenchCols = []ColumnSchema{
+var dbzBenchCols = []chschema.ColumnSchema{
 	{Name: "id", Type: "UInt64"},
 	{Name: "customer_id", Type: "UInt32"},
 	{Name: "status", Type: "LowCardinality(String)"},

@@ -18,6 +18,7 @@ import (
 	"github.com/shopspring/decimal"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"sink/internal/chschema"
 	"sink/internal/errtext"
 )
 
@@ -25,7 +26,7 @@ import (
 // table of colType and returns the column's data.
 func decodeOne(t *testing.T, colType, json string) (any, error) {
 	t.Helper()
-	p, err := Compile("json", []ColumnSchema{{Name: "c", Type: colType}}, nil)
+	p, err := Compile("json", []chschema.ColumnSchema{{Name: "c", Type: colType}}, nil)
 	if err != nil {
 		t.Fatalf("Compile(%s): %v", colType, err)
 	}
@@ -72,7 +73,7 @@ func norm(t *chType, v any) any {
 		}
 		return out
 	case kMap:
-		r := v.(*MapRow)
+		r := v.(*chschema.MapRow)
 		out := [][2]any{}
 		for i := 0; i < r.Len(); i++ {
 			k, val := r.Entry(i)
@@ -462,7 +463,7 @@ func TestFloatSpecials(t *testing.T) {
 }
 
 func TestRecordErrors(t *testing.T) {
-	p, err := Compile("json", []ColumnSchema{{Name: "price", Type: "Decimal(18, 4)"}}, nil)
+	p, err := Compile("json", []chschema.ColumnSchema{{Name: "price", Type: "Decimal(18, 4)"}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -500,7 +501,7 @@ func TestRecordErrors(t *testing.T) {
 }
 
 func TestPaths(t *testing.T) {
-	cols := []ColumnSchema{
+	cols := []chschema.ColumnSchema{
 		{Name: "a", Type: "String"},
 		{Name: "deep", Type: "Int64"},
 		{Name: "second", Type: "String"},
@@ -533,7 +534,7 @@ func TestPaths(t *testing.T) {
 }
 
 func TestMetaSources(t *testing.T) {
-	cols := []ColumnSchema{
+	cols := []chschema.ColumnSchema{
 		{Name: "_topic", Type: "LowCardinality(String)"},
 		{Name: "_partition", Type: "Int32"},
 		{Name: "_offset", Type: "UInt64"},
@@ -581,7 +582,7 @@ func TestMetaSources(t *testing.T) {
 	}
 
 	// No key: String gets "", Nullable gets NULL; a key that does not parse is a bad record.
-	p2, err := Compile("json", []ColumnSchema{{Name: "_key", Type: "String"}, {Name: "k", Type: "Nullable(Int64)"}}, map[string]string{"k": "$key"})
+	p2, err := Compile("json", []chschema.ColumnSchema{{Name: "_key", Type: "String"}, {Name: "k", Type: "Nullable(Int64)"}}, map[string]string{"k": "$key"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -596,7 +597,7 @@ func TestMetaSources(t *testing.T) {
 		t.Errorf("k without key = %#v", got)
 	}
 	// No timestamp (zero, or Kafka's -1): missing, so the zero value or NULL.
-	p3, err := Compile("json", []ColumnSchema{{Name: "_timestamp", Type: "DateTime"}, {Name: "t", Type: "Nullable(DateTime64(3))"}}, map[string]string{"t": "$timestamp"})
+	p3, err := Compile("json", []chschema.ColumnSchema{{Name: "_timestamp", Type: "DateTime"}, {Name: "t", Type: "Nullable(DateTime64(3))"}}, map[string]string{"t": "$timestamp"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -620,15 +621,15 @@ func TestMetaSources(t *testing.T) {
 }
 
 func TestCompileErrors(t *testing.T) {
-	f := func(cols []ColumnSchema, mapping map[string]string, want string) {
+	f := func(cols []chschema.ColumnSchema, mapping map[string]string, want string) {
 		t.Helper()
 		_, err := Compile("json", cols, mapping)
 		if err == nil || err.Error() != want {
 			t.Errorf("Compile(%v, %v) = %v\nwant %s", cols, mapping, err, want)
 		}
 	}
-	one := func(typ string) []ColumnSchema { return []ColumnSchema{{Name: "a", Type: typ}} }
-	cols := []ColumnSchema{{Name: "a", Type: "String"}, {Name: "m", Type: "String", DefaultKind: "MATERIALIZED"}, {Name: "al", Type: "String", DefaultKind: "ALIAS"}}
+	one := func(typ string) []chschema.ColumnSchema { return []chschema.ColumnSchema{{Name: "a", Type: typ}} }
+	cols := []chschema.ColumnSchema{{Name: "a", Type: "String"}, {Name: "m", Type: "String", DefaultKind: "MATERIALIZED"}, {Name: "al", Type: "String", DefaultKind: "ALIAS"}}
 
 	f(cols, map[string]string{"nope": "x"}, `mapping names column "nope", which is not in the table`)
 	f(cols, map[string]string{"m": "x"}, `mapping names column "m", which is MATERIALIZED and cannot be inserted`)
@@ -641,8 +642,8 @@ func TestCompileErrors(t *testing.T) {
 	f(cols, map[string]string{"a": ""}, `column "a": invalid JSON path ""`)
 	f(one("Array(String)"), map[string]string{"a": "$key"}, `column "a": source $key cannot fill type Array(String)`)
 	f(one("Map(String, String)"), map[string]string{"a": "$header.h"}, `column "a": source $header.h cannot fill type Map(String, String)`)
-	f([]ColumnSchema{{Name: "a", Type: "String"}, {Name: "a", Type: "Int8"}}, nil, `column "a" is listed twice`)
-	f([]ColumnSchema{{Name: "m", Type: "String", DefaultKind: "MATERIALIZED"}}, nil, `no insertable columns`)
+	f([]chschema.ColumnSchema{{Name: "a", Type: "String"}, {Name: "a", Type: "Int8"}}, nil, `column "a" is listed twice`)
+	f([]chschema.ColumnSchema{{Name: "m", Type: "String", DefaultKind: "MATERIALIZED"}}, nil, `no insertable columns`)
 	for _, typ := range []string{
 		"AggregateFunction(uniq, UInt64)", "Object('json')", "Point", "Nothing", "Nullable(Nothing)",
 		"Nullable(Array(UInt8))", "LowCardinality(Array(String))",
@@ -661,7 +662,7 @@ func TestCompileErrors(t *testing.T) {
 }
 
 func TestCompileSkipsMaterializedAndFillsDefaults(t *testing.T) {
-	table := []ColumnSchema{
+	table := []chschema.ColumnSchema{
 		{Name: "a", Type: "String"},
 		{Name: "m", Type: "String", DefaultKind: "MATERIALIZED"},
 		{Name: "d", Type: "UInt8", DefaultKind: "DEFAULT"},
@@ -671,14 +672,14 @@ func TestCompileSkipsMaterializedAndFillsDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []ColumnSchema{table[0], table[2]}
+	want := []chschema.ColumnSchema{table[0], table[2]}
 	if got := p.Columns(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Columns() = %v, want %v", got, want)
 	}
 }
 
 func TestInsertColumns(t *testing.T) {
-	table := []ColumnSchema{
+	table := []chschema.ColumnSchema{
 		{Name: "id", Type: "UInt64"},
 		{Name: "d1", Type: "String", DefaultKind: "DEFAULT"},
 		{Name: "m", Type: "String", DefaultKind: "MATERIALIZED"},
@@ -752,15 +753,15 @@ func TestColumnDataTypes(t *testing.T) {
 	f("Array(Nullable(UInt8))", "[][]*uint8")
 	f("Array(Decimal(9, 2))", "[][]decimal.Decimal")
 	f("Array(Array(Int32))", "[][][]int32")
-	f("Map(String, UInt64)", "[]*decode.MapRow")
-	f("Array(Map(String, UInt64))", "[][]*decode.MapRow")
+	f("Map(String, UInt64)", "[]*chschema.MapRow")
+	f("Array(Map(String, UInt64))", "[][]*chschema.MapRow")
 }
 
 // TestRollback appends records that fail after other columns (and, for
 // arrays and maps, part of the failing column) took their values, and checks
 // the block is exactly as before and still fills every column in step.
 func TestRollback(t *testing.T) {
-	cols := []ColumnSchema{
+	cols := []chschema.ColumnSchema{
 		{Name: "s", Type: "String"},
 		{Name: "n", Type: "Nullable(Int64)"},
 		{Name: "arr", Type: "Array(Array(String))"},
@@ -831,7 +832,7 @@ func firstRowsAll(colType string, data any) any {
 }
 
 func TestBlockSharedAcrossPlans(t *testing.T) {
-	table := []ColumnSchema{{Name: "id", Type: "UInt64"}, {Name: "src", Type: "String"}, {Name: "_topic", Type: "String"}}
+	table := []chschema.ColumnSchema{{Name: "id", Type: "UInt64"}, {Name: "src", Type: "String"}, {Name: "_topic", Type: "String"}}
 	ma := map[string]string{"src": "a.name"}
 	mb := map[string]string{"id": "uid", "src": "$header.src"}
 	cols := InsertColumns(table, ma, mb)
@@ -859,7 +860,7 @@ func TestBlockSharedAcrossPlans(t *testing.T) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
 
-	other, err := Compile("json", []ColumnSchema{{Name: "id", Type: "Int64"}}, nil)
+	other, err := Compile("json", []chschema.ColumnSchema{{Name: "id", Type: "Int64"}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -872,7 +873,7 @@ func TestBlockSharedAcrossPlans(t *testing.T) {
 }
 
 func TestBytesAndReset(t *testing.T) {
-	p, err := Compile("json", []ColumnSchema{{Name: "s", Type: "String"}, {Name: "n", Type: "UInt64"}, {Name: "a", Type: "Array(Nullable(Int32))"}}, nil)
+	p, err := Compile("json", []chschema.ColumnSchema{{Name: "s", Type: "String"}, {Name: "n", Type: "UInt64"}, {Name: "a", Type: "Array(Nullable(Int32))"}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -993,7 +994,7 @@ func TestNewBlockPresized(t *testing.T) {
 // the error text fits errtext.Max, with the record's coordinates whole at
 // its start and the reason's innermost words at its end.
 func TestDeepJSONErrorIsCapped(t *testing.T) {
-	p, err := Compile("json", []ColumnSchema{{Name: "price", Type: "Decimal(18, 4)"}}, nil)
+	p, err := Compile("json", []chschema.ColumnSchema{{Name: "price", Type: "Decimal(18, 4)"}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

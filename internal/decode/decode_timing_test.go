@@ -6,11 +6,13 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"sink/internal/chschema"
 )
 
 // benchCols is a typical event table: an id, a time, a low-cardinality
 // type, free text, money and the Kafka coordinates.
-var benchCols = []ColumnSchema{
+var benchCols = []chschema.ColumnSchema{
 	{Name: "user_id", Type: "UInt64"},
 	{Name: "ts", Type: "DateTime"},
 	{Name: "event_type", Type: "LowCardinality(String)"},
@@ -134,7 +136,7 @@ func BenchmarkAppendModern(b *testing.B) {
 		{"Int128", "Int128", `"170141183460469231731687303715884105727"`},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			cols := append(append([]ColumnSchema(nil), benchCols...), ColumnSchema{Name: "extra", Type: bc.typ})
+			cols := append(append([]chschema.ColumnSchema(nil), benchCols...), chschema.ColumnSchema{Name: "extra", Type: bc.typ})
 			p, err := Compile("json", InsertColumns(cols), nil)
 			if err != nil {
 				b.Fatal(err)
@@ -164,7 +166,7 @@ func BenchmarkColumnDataModern(b *testing.B) {
 		{"Int128", "Int128", `"170141183460469231731687303715884105727"`},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			p, err := Compile("json", []ColumnSchema{{Name: "c", Type: bc.typ}}, nil)
+			p, err := Compile("json", []chschema.ColumnSchema{{Name: "c", Type: bc.typ}}, nil)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -192,10 +194,10 @@ func BenchmarkColumnDataModern(b *testing.B) {
 //
 //	go test ./internal/decode/ -run '^$' -bench AppendUnmapped -benchmem
 func BenchmarkAppendUnmapped(b *testing.B) {
-	withSession := append(append([]ColumnSchema(nil), benchCols...), ColumnSchema{Name: "session", Type: "String"})
+	withSession := append(append([]chschema.ColumnSchema(nil), benchCols...), chschema.ColumnSchema{Name: "session", Type: "String"})
 	for _, bc := range []struct {
 		name  string
-		cols  []ColumnSchema
+		cols  []chschema.ColumnSchema
 		extra string
 	}{
 		{"none", withSession, ""},
@@ -253,11 +255,11 @@ func framedRecords(values [][]byte) ([]*kgo.Record, int) {
 
 // wideCols is a wide table: 50 columns of mixed types, each read from the
 // top-level field of its name.
-func wideCols() []ColumnSchema {
+func wideCols() []chschema.ColumnSchema {
 	types := []string{"UInt64", "String", "Float64", "Int32", "DateTime", "LowCardinality(String)", "Nullable(String)", "Decimal(18, 4)", "Bool", "UInt8"}
-	cols := make([]ColumnSchema, 50)
+	cols := make([]chschema.ColumnSchema, 50)
 	for i := range cols {
-		cols[i] = ColumnSchema{Name: fmt.Sprintf("field_%02d", i), Type: types[i%len(types)]}
+		cols[i] = chschema.ColumnSchema{Name: fmt.Sprintf("field_%02d", i), Type: types[i%len(types)]}
 	}
 	return cols
 }
@@ -331,7 +333,7 @@ func BenchmarkAppendNested(b *testing.B) {
 
 // benchNestedCols and benchNestedMapping read nested paths of
 // benchNestedEvents.
-var benchNestedCols = []ColumnSchema{
+var benchNestedCols = []chschema.ColumnSchema{
 	{Name: "id", Type: "UInt64"},
 	{Name: "user_name", Type: "String"},
 	{Name: "user_city", Type: "LowCardinality(String)"},

@@ -1,6 +1,8 @@
 package decode
 
 import (
+	"sink/internal/chschema"
+
 	"github.com/valyala/fastjson"
 )
 
@@ -72,7 +74,7 @@ type UnmappedField struct {
 // Column returns the ClickHouse type schema.evolve: add_columns gives the
 // field on a server with srv: from the schema when the field has one (see
 // SchemaType.Column), else inferred from its values (FieldType.Column).
-func (f UnmappedField) Column(srv ServerTypes, nullable bool) (string, error) {
+func (f UnmappedField) Column(srv chschema.ServerTypes, nullable bool) (string, error) {
 	if f.Schema != nil {
 		return f.Schema.Column(srv, nullable)
 	}

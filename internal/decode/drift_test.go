@@ -7,11 +7,13 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"sink/internal/chschema"
 )
 
 func TestInferColumnType(t *testing.T) {
-	old := ServerTypes{}                                         // 18.16
-	cur := ServerTypes{Bool: true, DateTime64: true, JSON: true} // 26.x
+	old := chschema.ServerTypes{}                                         // 18.16
+	cur := chschema.ServerTypes{Bool: true, DateTime64: true, JSON: true} // 26.x
 	for _, tc := range []struct {
 		values         []string // merged in order
 		want18, want26 string   // "" : not known yet
@@ -59,7 +61,7 @@ func TestInferColumnType(t *testing.T) {
 			ft = MergeFieldTypes(ft, one)
 		}
 		for _, c := range []struct {
-			srv      ServerTypes
+			srv      chschema.ServerTypes
 			nullable bool
 			want     string
 		}{{old, false, tc.want18}, {cur, false, tc.want26}, {old, true, tc.nullable18}} {
@@ -95,7 +97,7 @@ func unmappedOf(p *Plan) map[string]UnmappedField {
 }
 
 func TestUnmappedFieldsCounted(t *testing.T) {
-	p, err := Compile("json", []ColumnSchema{{Name: "id", Type: "UInt64"}, {Name: "n", Type: "String"}}, map[string]string{"n": "a.b"})
+	p, err := Compile("json", []chschema.ColumnSchema{{Name: "id", Type: "UInt64"}, {Name: "n", Type: "String"}}, map[string]string{"n": "a.b"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +139,7 @@ func TestUnmappedFieldsCounted(t *testing.T) {
 }
 
 func TestUnmappedFieldsBounded(t *testing.T) {
-	p, err := Compile("json", []ColumnSchema{{Name: "id", Type: "UInt64"}}, nil)
+	p, err := Compile("json", []chschema.ColumnSchema{{Name: "id", Type: "UInt64"}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +156,7 @@ func TestUnmappedFieldsBounded(t *testing.T) {
 }
 
 func TestUnmappedDebeziumImage(t *testing.T) {
-	cols := []ColumnSchema{{Name: "id", Type: "Int64"}, {Name: "_version", Type: "UInt64"}, {Name: "_deleted", Type: "UInt8"}}
+	cols := []chschema.ColumnSchema{{Name: "id", Type: "Int64"}, {Name: "_version", Type: "UInt64"}, {Name: "_deleted", Type: "UInt8"}}
 	p, err := Compile("debezium-json", cols, map[string]string{"_version": "$version", "_deleted": "$deleted"})
 	if err != nil {
 		t.Fatal(err)
@@ -216,7 +218,7 @@ func FuzzInferType(f *testing.F) {
 			return
 		}
 		ft := MergeFieldTypes(ta, tb)
-		for _, srv := range []ServerTypes{{}, {Bool: true, DateTime64: true, JSON: true}} {
+		for _, srv := range []chschema.ServerTypes{{}, {Bool: true, DateTime64: true, JSON: true}} {
 			for _, nullable := range []bool{false, true} {
 				typ, err := ft.Column(srv, nullable)
 				if err != nil {
@@ -237,7 +239,7 @@ func FuzzUnmappedAppend(f *testing.F) {
 	for _, s := range []string{`{"id":1,"x":2}`, `{"\u0069d":1,"y":[1,{"z":null}]}`, `{"id":1,"id":2,"x":1}`, `{"s":"","":1}`, `[1]`, `{"a":`} {
 		f.Add([]byte(s))
 	}
-	p, err := Compile("json", []ColumnSchema{{Name: "id", Type: "Int64"}, {Name: "s", Type: "Nullable(String)"}}, nil)
+	p, err := Compile("json", []chschema.ColumnSchema{{Name: "id", Type: "Int64"}, {Name: "s", Type: "Nullable(String)"}}, nil)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -259,7 +261,7 @@ func FuzzUnmappedAppend(f *testing.F) {
 // extra fields as the one before counts exactly what a walk would, as the
 // set of extra fields changes, grows, shrinks and meets duplicate keys.
 func TestUnmappedRepeatedFieldSets(t *testing.T) {
-	p, err := Compile("json", []ColumnSchema{{Name: "id", Type: "UInt64"}}, nil)
+	p, err := Compile("json", []chschema.ColumnSchema{{Name: "id", Type: "UInt64"}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +297,7 @@ func TestUnmappedRepeatedFieldSets(t *testing.T) {
 // Unappend takes that row back with its counts, leaving the block and the
 // drift counts as if it had never been appended.
 func TestLastUnmappedAndUnappend(t *testing.T) {
-	p, err := Compile("json", []ColumnSchema{{Name: "id", Type: "UInt64"}, {Name: "s", Type: "String"}}, nil)
+	p, err := Compile("json", []chschema.ColumnSchema{{Name: "id", Type: "UInt64"}, {Name: "s", Type: "String"}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

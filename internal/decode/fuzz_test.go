@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/valyala/fastjson"
 
+	"sink/internal/chschema"
 	"sink/internal/route"
 )
 
@@ -23,7 +24,7 @@ import (
 
 // dbzFuzzCols cover every class of column the debezium-json conversions
 // treat differently: numbers, decimals, times, strings, composites.
-var dbzFuzzCols = []ColumnSchema{
+var dbzFuzzCols = []chschema.ColumnSchema{
 	{Name: "id", Type: "Int64"},
 	{Name: "total", Type: "Decimal(20, 4)"},
 	{Name: "f", Type: "Float64"},
@@ -69,7 +70,7 @@ func render(b *strings.Builder, v reflect.Value) {
 			b.WriteString("NULL")
 			return
 		}
-		if m, ok := v.Interface().(*MapRow); ok {
+		if m, ok := v.Interface().(*chschema.MapRow); ok {
 			b.WriteString("map[")
 			for i := range m.Len() {
 				k, val := m.Entry(i)
@@ -229,7 +230,7 @@ func FuzzDebeziumDecimal(f *testing.F) {
 		}
 		// The same through a VariableScaleDecimal object, and the text
 		// as a JSON number into a Decimal column must not panic either.
-		p, err := Compile(route.Debezium, []ColumnSchema{{Name: "c", Type: "Decimal(76, 10)"}, {Name: "_version", Type: "UInt64"}, {Name: "_deleted", Type: "UInt8"}}, nil)
+		p, err := Compile(route.Debezium, []chschema.ColumnSchema{{Name: "c", Type: "Decimal(76, 10)"}, {Name: "_version", Type: "UInt64"}, {Name: "_deleted", Type: "UInt8"}}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -246,7 +247,7 @@ func FuzzDebeziumDecimalText(f *testing.F) {
 	}
 	f.Add("AeI6", "x")
 	f.Add("AeI6", "-5000")
-	p, err := Compile(route.Debezium, []ColumnSchema{{Name: "c", Type: "Nullable(Decimal(12, 2))"}, {Name: "s", Type: "String"}, {Name: "_version", Type: "UInt64"}, {Name: "_deleted", Type: "UInt8"}}, nil)
+	p, err := Compile(route.Debezium, []chschema.ColumnSchema{{Name: "c", Type: "Nullable(Decimal(12, 2))"}, {Name: "s", Type: "String"}, {Name: "_version", Type: "UInt64"}, {Name: "_deleted", Type: "UInt8"}}, nil)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -290,7 +291,7 @@ func FuzzConvert(f *testing.F) {
 	}
 	plans := make([]*Plan, len(convertFuzzTypes))
 	for i, typ := range convertFuzzTypes {
-		p, err := Compile(route.JSON, []ColumnSchema{{Name: "c", Type: typ}}, nil)
+		p, err := Compile(route.JSON, []chschema.ColumnSchema{{Name: "c", Type: typ}}, nil)
 		if err != nil {
 			f.Fatal(err)
 		}

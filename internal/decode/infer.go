@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/valyala/fastjson"
+
+	"sink/internal/chschema"
 )
 
 // Type inference for fields that have no column yet (schema evolution,
@@ -183,16 +185,6 @@ func (t FieldType) String() string {
 	return "unknown"
 }
 
-// ServerTypes says which of the inferred types a server has.
-type ServerTypes struct {
-	Bool       bool // Bool (21.12+); else UInt8
-	DateTime64 bool // DateTime64 (20.1+); else an RFC 3339 field is a String
-	JSON       bool // the JSON type (24.8+ as its own type); else an object is a String
-	// For the types of registry schemas (SchemaType.Column):
-	Date32 bool // Date32 (21.9+); else Date
-	Map    bool // Map(K, V) (21.8+); else a map is its JSON text (String)
-}
-
 // Column returns the ClickHouse type for t on a server with srv, wrapped in
 // Nullable when nullable (and the type can be: not arrays, not JSON). It
 // fails for a type that is not Known.
@@ -202,7 +194,7 @@ type ServerTypes struct {
 //	array → Array(T) of the element type (objects and nested disagreement:
 //	String elements), Array(Nullable(T)) when nullable and a null element
 //	was seen.
-func (t FieldType) Column(srv ServerTypes, nullable bool) (string, error) {
+func (t FieldType) Column(srv chschema.ServerTypes, nullable bool) (string, error) {
 	if !t.Known() {
 		return "", fmt.Errorf("type not known yet (only %s values seen)", t)
 	}
@@ -222,7 +214,7 @@ func (t FieldType) Column(srv ServerTypes, nullable bool) (string, error) {
 
 // element is the type of an array's elements: objects are JSON text (a
 // String), arrays nest, and a null element makes it Nullable when asked.
-func (t FieldType) element(srv ServerTypes, nullable bool) (string, error) {
+func (t FieldType) element(srv chschema.ServerTypes, nullable bool) (string, error) {
 	switch t.Kind {
 	case FieldArray:
 		if !t.Known() {
@@ -243,7 +235,7 @@ func (t FieldType) element(srv ServerTypes, nullable bool) (string, error) {
 	return typ, nil
 }
 
-func (t FieldType) scalar(srv ServerTypes) string {
+func (t FieldType) scalar(srv chschema.ServerTypes) string {
 	switch t.Kind {
 	case FieldInt:
 		return "Int64"

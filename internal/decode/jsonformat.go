@@ -6,6 +6,7 @@ import (
 
 	"github.com/valyala/fastjson"
 
+	"sink/internal/chschema"
 	"sink/internal/route"
 )
 
@@ -254,7 +255,7 @@ func (*jsonFormat) want() string {
 	return "a JSON path or " + strings.Join(route.RecordSources(), ", ") + ", " + route.HeaderPrefix + "NAME"
 }
 
-func (f *jsonFormat) bind(col int, c ColumnSchema, t *chType, src route.Source, byName bool) error {
+func (f *jsonFormat) bind(col int, c chschema.ColumnSchema, t *chType, src route.Source, byName bool) error {
 	p := f.fields.add(col, src.Path)
 	if byName && t.kind == kArray {
 		f.fields.addNested(p, c.Name)

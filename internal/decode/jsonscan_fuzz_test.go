@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"sink/internal/chschema"
 )
 
 // The json format reads records with its scanner (jsonscan.go); fastjson's
@@ -24,7 +26,7 @@ import (
 // scanShape is one plan shape: columns, mapping, policy.
 type scanShape struct {
 	name    string
-	cols    []ColumnSchema
+	cols    []chschema.ColumnSchema
 	mapping map[string]string
 	policy  Policy
 }
@@ -36,7 +38,7 @@ type scanShape struct {
 // the Nested fallbacks (n.a, and p.1 for an array of tuples), nested and
 // array-index paths, and the benchmarks' tables.
 func scanShapes() []scanShape {
-	scalars := []ColumnSchema{
+	scalars := []chschema.ColumnSchema{
 		{Name: "a", Type: "UInt64"}, {Name: "b", Type: "String"}, {Name: "c", Type: "Float64"},
 		{Name: "d", Type: "Nullable(Int32)"}, {Name: "e", Type: "DateTime64(3)"}, {Name: "f", Type: "Decimal(18, 4)"},
 		{Name: "g", Type: "Bool"}, {Name: "h", Type: "LowCardinality(String)"}, {Name: "i", Type: "Enum8('x' = 1, 'y' = 2)"},
@@ -44,7 +46,7 @@ func scanShapes() []scanShape {
 		{Name: "o", Type: "Date"}, {Name: "q", Type: "Int128"}, {Name: "r", Type: "Float32"},
 		{Name: "x.y", Type: "String"}, {Name: "_offset", Type: "UInt64"},
 	}
-	composites := []ColumnSchema{
+	composites := []chschema.ColumnSchema{
 		{Name: "a", Type: "Array(UInt32)"}, {Name: "b", Type: "Map(String, UInt64)"},
 		{Name: "c", Type: "Tuple(x UInt32, y String)"}, {Name: "d", Type: "JSON"},
 		{Name: "e", Type: "JSON(n UInt32, t DateTime64(3))"}, {Name: "f", Type: "String"},
@@ -53,7 +55,7 @@ func scanShapes() []scanShape {
 		{Name: "p.1", Type: "Array(UInt8)"}, {Name: "p.2", Type: "Array(String)"},
 		{Name: "s", Type: "Array(Nullable(String))"}, {Name: "t", Type: "Array(Array(Int8))"},
 	}
-	nested := []ColumnSchema{
+	nested := []chschema.ColumnSchema{
 		{Name: "a", Type: "String"}, {Name: "v", Type: "Nullable(UInt32)"}, {Name: "w", Type: "String"},
 		{Name: "x", Type: "Float64"}, {Name: "y", Type: "Array(UInt8)"}, {Name: "z", Type: "Map(String, String)"},
 		{Name: "u", Type: "JSON"}, {Name: "t", Type: "Nullable(String)"},

@@ -3,6 +3,8 @@ package decode
 import (
 	"strings"
 	"testing"
+
+	"sink/internal/chschema"
 )
 
 func TestJSONSchemaFields(t *testing.T) {
@@ -18,7 +20,7 @@ func TestJSONSchemaFields(t *testing.T) {
 	}
 	var names []string
 	for _, f := range got {
-		typ, err := f.Type.Column(ServerTypes{Bool: true, DateTime64: true, JSON: true}, f.Null)
+		typ, err := f.Type.Column(chschema.ServerTypes{Bool: true, DateTime64: true, JSON: true}, f.Null)
 		if err != nil {
 			t.Fatalf("%s: %v", f.Name, err)
 		}
@@ -48,7 +50,7 @@ func FuzzJSONSchemaFields(f *testing.F) {
 			return
 		}
 		for _, fd := range fields {
-			if _, err := fd.Type.Column(ServerTypes{}, fd.Null); err != nil {
+			if _, err := fd.Type.Column(chschema.ServerTypes{}, fd.Null); err != nil {
 				t.Fatalf("%s: field %s has no column type: %v", s, fd.Name, err)
 			}
 		}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/valyala/fastjson"
+
+	"sink/internal/chschema"
 )
 
 func TestParseModernTypes(t *testing.T) {
@@ -196,7 +198,7 @@ func TestModernBadValues(t *testing.T) {
 // TestNestedSpellings fills a flattened Nested (columns n.a and n.b) from
 // its three JSON spellings.
 func TestNestedSpellings(t *testing.T) {
-	cols := []ColumnSchema{{Name: "n.a", Type: "Array(UInt8)"}, {Name: "n.b", Type: "Array(String)"}}
+	cols := []chschema.ColumnSchema{{Name: "n.a", Type: "Array(UInt8)"}, {Name: "n.b", Type: "Array(String)"}}
 	p, err := Compile("json", cols, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -228,14 +230,14 @@ func TestNestedSpellings(t *testing.T) {
 }
 
 func TestEnumNamesTheDriverCannotRead(t *testing.T) {
-	_, err := Compile("json", []ColumnSchema{{Name: "e", Type: `Enum8('it\'s' = 1, 'b' = 2)`}}, nil)
+	_, err := Compile("json", []chschema.ColumnSchema{{Name: "e", Type: `Enum8('it\'s' = 1, 'b' = 2)`}}, nil)
 	if err == nil || strings.Contains(err.Error(), "\n") ||
 		!strings.HasPrefix(err.Error(), `column "e" has type Enum8('it\'s' = 1, 'b' = 2): clickhouse-go cannot parse this type`) {
 		t.Fatalf("got %v", err)
 	}
 	// One escaped name alone is read right, and so are names with commas and '='.
 	for _, typ := range []string{`Enum8('it\'s' = 1)`, `Enum8('a, b = c' = 1, 'd' = 2)`} {
-		if _, err := Compile("json", []ColumnSchema{{Name: "e", Type: typ}}, nil); err != nil {
+		if _, err := Compile("json", []chschema.ColumnSchema{{Name: "e", Type: typ}}, nil); err != nil {
 			t.Errorf("%s: %v", typ, err)
 		}
 	}
@@ -286,7 +288,7 @@ func FuzzModernConvert(f *testing.F) {
 	}
 	plans := make([]*Plan, len(modernFuzzTypes))
 	for i, typ := range modernFuzzTypes {
-		p, err := Compile("json", []ColumnSchema{{Name: "c", Type: typ}}, nil)
+		p, err := Compile("json", []chschema.ColumnSchema{{Name: "c", Type: typ}}, nil)
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -324,7 +326,7 @@ func mustUUID(s string) any {
 // TestArrayOfTupleParts fills Array(Tuple(T, U)) as ClickHouse 18.16 lists
 // it (columns a.1 and a.2) from the tuples written as JSON arrays.
 func TestArrayOfTupleParts(t *testing.T) {
-	p, err := Compile("json", []ColumnSchema{{Name: "a.1", Type: "Array(UInt8)"}, {Name: "a.2", Type: "Array(String)"}}, nil)
+	p, err := Compile("json", []chschema.ColumnSchema{{Name: "a.1", Type: "Array(UInt8)"}, {Name: "a.2", Type: "Array(String)"}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,7 +356,7 @@ func TestZeroAllocsPerRecordModern(t *testing.T) {
 		{"Nested(a UInt32, b String)", `[{"a": 1, "b": "x"}]`},
 		{"Int256", `"-57896044618658097711785492504343953926634992332820282019728792003956564819968"`},
 	} {
-		p, err := Compile("json", []ColumnSchema{{Name: "c", Type: c.typ}}, nil)
+		p, err := Compile("json", []chschema.ColumnSchema{{Name: "c", Type: c.typ}}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

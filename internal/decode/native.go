@@ -1,11 +1,12 @@
 package decode
 
 import (
-	"math"
 	"time"
 	"unsafe"
 
 	"github.com/ClickHouse/ch-go/proto"
+
+	"sink/internal/chschema"
 )
 
 // The zero-copy hand-off to the driver. clickhouse-go keeps each column of
@@ -20,9 +21,9 @@ import (
 //
 // Native forms: String, the integer and float types, Bool, Decimal(P ≤ 18),
 // DateTime and DateTime64 (ch-go's column types); Nullable of those
-// (NullableNative); LowCardinality(String), interned as the block fills
-// (LowCardinalityNative); Array(T) and Map(K, V) whose elements have a
-// native form (ArrayNative, MapNative), built from the same constructor,
+// (chschema.NullableNative); LowCardinality(String), interned as the block fills
+// (chschema.LowCardinalityNative); Array(T) and Map(K, V) whose elements have a
+// native form (chschema.ArrayNative, chschema.MapNative), built from the same constructor,
 // so an Array(String)'s strings sit back to back in one buffer too.
 
 // nativeCol is a column buffer that can present itself as a ch-go column.
@@ -114,43 +115,6 @@ func newTopCol(t *chType) col {
 	return newCol(t)
 }
 
-// NullableNative is the native form of a Nullable(T) column: one NULL flag
-// per row (1 = NULL) and T's native column, which holds T's zero value on
-// NULL rows. It encodes as ClickHouse's Native format encodes Nullable(T):
-// the flags, then the values.
-type NullableNative struct {
-	Nulls  proto.ColUInt8
-	Values proto.ColInput
-}
-
-// Type is Nullable(T).
-func (n NullableNative) Type() proto.ColumnType {
-	return proto.ColumnTypeNullable.Sub(n.Values.Type())
-}
-
-// Rows is the number of rows.
-func (n NullableNative) Rows() int { return len(n.Nulls) }
-
-// EncodeColumn appends the flags and the values to b.
-func (n NullableNative) EncodeColumn(b *proto.Buffer) { encodeAll(b, n.Nulls, n.Values) }
-
-// WriteColumn writes the flags and the values to w.
-func (n NullableNative) WriteColumn(w *proto.Writer) { writeAll(w, n.Nulls, n.Values) }
-
-// encodeAll and writeAll put the parts of a composite column one after
-// the other, as the Native format lays them out.
-func encodeAll(b *proto.Buffer, parts ...proto.ColInput) {
-	for _, p := range parts {
-		p.EncodeColumn(b)
-	}
-}
-
-func writeAll(w *proto.Writer, parts ...proto.ColInput) {
-	for _, p := range parts {
-		p.WriteColumn(w)
-	}
-}
-
 // nullFlags views NULL flags as the bytes ClickHouse expects: a Go bool is
 // one byte, 0 or 1.
 func nullFlags(nulls []bool) proto.ColUInt8 {
@@ -168,7 +132,7 @@ func (l *leaf[T]) native() proto.ColInput {
 	case l.nat == nil:
 		return nil
 	case l.nullable:
-		return NullableNative{Nulls: nullFlags(l.nulls), Values: l.nat(l.vals)}
+		return chschema.NullableNative{Nulls: nullFlags(l.nulls), Values: l.nat(l.vals)}
 	}
 	return l.nat(l.vals)
 }
@@ -274,7 +238,7 @@ func (s *strCol) split(ends []int) any { return reflectSplit(s.data(), ends) }
 
 func (s *strCol) native() proto.ColInput {
 	if s.nullable {
-		return NullableNative{Nulls: nullFlags(s.nulls), Values: s.col}
+		return chschema.NullableNative{Nulls: nullFlags(s.nulls), Values: s.col}
 	}
 	return s.col
 }
@@ -296,48 +260,6 @@ func fromTicks(v int64, p int) time.Time {
 
 // ---- Array and Map ----
 
-// ArrayNative is the native form of an Array(T) column: the end offset of
-// each row in Values (cumulative, as ClickHouse's Native format sends
-// them) and T's native column holding every row's elements back to back.
-type ArrayNative struct {
-	Offsets proto.ColUInt64
-	Values  proto.ColInput
-}
-
-// Type is Array(T).
-func (a ArrayNative) Type() proto.ColumnType { return proto.ColumnTypeArray.Sub(a.Values.Type()) }
-
-// Rows is the number of rows (arrays).
-func (a ArrayNative) Rows() int { return len(a.Offsets) }
-
-// EncodeColumn appends the offsets and the elements to b.
-func (a ArrayNative) EncodeColumn(b *proto.Buffer) { encodeAll(b, a.Offsets, a.Values) }
-
-// WriteColumn writes the offsets and the elements to w.
-func (a ArrayNative) WriteColumn(w *proto.Writer) { writeAll(w, a.Offsets, a.Values) }
-
-// MapNative is the native form of a Map(K, V) column: each row's end
-// offset in Keys and Values, then every row's keys and values back to
-// back. clickhouse-go keeps the offsets as Int64.
-type MapNative struct {
-	Offsets      proto.ColInt64
-	Keys, Values proto.ColInput
-}
-
-// Type is Map(K, V).
-func (m MapNative) Type() proto.ColumnType {
-	return proto.ColumnType("Map(" + string(m.Keys.Type()) + ", " + string(m.Values.Type()) + ")")
-}
-
-// Rows is the number of rows (maps).
-func (m MapNative) Rows() int { return len(m.Offsets) }
-
-// EncodeColumn appends the offsets, keys and values to b.
-func (m MapNative) EncodeColumn(b *proto.Buffer) { encodeAll(b, m.Offsets, m.Keys, m.Values) }
-
-// WriteColumn writes the offsets, keys and values to w.
-func (m MapNative) WriteColumn(w *proto.Writer) { writeAll(w, m.Offsets, m.Keys, m.Values) }
-
 // ends views row end offsets (ints, 64 bits wide where Go runs this) as
 // the uint64 / int64 column clickhouse-go keeps them in.
 func endsU64(ends []int) proto.ColUInt64 {
@@ -357,7 +279,7 @@ func (a *arrayCol) native() proto.ColInput {
 	if v == nil {
 		return nil
 	}
-	return ArrayNative{Offsets: endsU64(a.ends), Values: v}
+	return chschema.ArrayNative{Offsets: endsU64(a.ends), Values: v}
 }
 
 func (m *mapCol) native() proto.ColInput {
@@ -370,69 +292,10 @@ func (m *mapCol) native() proto.ColInput {
 	if k == nil || v == nil {
 		return nil
 	}
-	return MapNative{Offsets: endsI64(m.ends), Keys: k, Values: v}
+	return chschema.MapNative{Offsets: endsI64(m.ends), Keys: k, Values: v}
 }
 
 // ---- LowCardinality(String) ----
-
-// LowCardinalityNative is the native form of a LowCardinality(String)
-// column: the distinct values in order of first appearance (Dict) and,
-// per row, the position of its value in Dict. Dict[0] is "", ClickHouse's
-// default value, which the driver's own dictionary starts with and no row
-// points to.
-type LowCardinalityNative struct {
-	Dict proto.ColStr
-	Keys []int
-}
-
-// Rows is the number of rows.
-func (l LowCardinalityNative) Rows() int { return len(l.Keys) }
-
-// Type is LowCardinality(String).
-func (l LowCardinalityNative) Type() proto.ColumnType {
-	return proto.ColumnTypeLowCardinality.Sub(proto.ColumnTypeString)
-}
-
-// EncodeColumn appends the column as ClickHouse's Native format sends
-// LowCardinality (the state prefix, version 1, goes before it, separately):
-// the flags with the key width (the narrowest of UInt8..UInt64 that holds
-// every position), the dictionary, then one key per row.
-func (l LowCardinalityNative) EncodeColumn(b *proto.Buffer) {
-	if len(l.Keys) == 0 {
-		return
-	}
-	const hasAdditionalKeys, needUpdateDictionary = 1 << 9, 1 << 10
-	n := len(l.Dict.Pos)
-	width := 0 // 0..3: UInt8, UInt16, UInt32, UInt64
-	switch {
-	case n <= math.MaxUint8+1:
-	case n <= math.MaxUint16+1:
-		width = 1
-	case n <= math.MaxUint32+1:
-		width = 2
-	default:
-		width = 3
-	}
-	b.PutUInt64(uint64(hasAdditionalKeys | needUpdateDictionary | width))
-	b.PutInt64(int64(n))
-	l.Dict.EncodeColumn(b)
-	b.PutInt64(int64(len(l.Keys)))
-	for _, k := range l.Keys {
-		switch width {
-		case 0:
-			b.PutUInt8(uint8(k))
-		case 1:
-			b.PutUInt16(uint16(k))
-		case 2:
-			b.PutUInt32(uint32(k))
-		default:
-			b.PutUInt64(uint64(k))
-		}
-	}
-}
-
-// WriteColumn writes what EncodeColumn appends.
-func (l LowCardinalityNative) WriteColumn(w *proto.Writer) { w.ChainBuffer(l.EncodeColumn) }
 
 // lcStrCol interns a LowCardinality(String) column while the block fills:
 // each distinct value is stored once, in dict, and every row keeps its
@@ -516,5 +379,5 @@ func (l *lcStrCol) data() any {
 func (l *lcStrCol) split(ends []int) any { return reflectSplit(l.data(), ends) }
 
 func (l *lcStrCol) native() proto.ColInput {
-	return LowCardinalityNative{Dict: l.dict, Keys: l.keys}
+	return chschema.LowCardinalityNative{Dict: l.dict, Keys: l.keys}
 }

@@ -7,12 +7,14 @@ import (
 
 	"github.com/ClickHouse/ch-go/proto"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"sink/internal/chschema"
 )
 
 // The native columns: what Native hands over, that a failed record leaves
 // them as they were, and that Reset does not change strings handed out.
 func TestNativeColumns(t *testing.T) {
-	cols := []ColumnSchema{
+	cols := []chschema.ColumnSchema{
 		{Name: "s", Type: "String"},
 		{Name: "n", Type: "UInt64"},
 		{Name: "d", Type: "Decimal(18, 2)"},
@@ -57,7 +59,7 @@ func TestNativeColumns(t *testing.T) {
 	if d := *blk.Native(3).(*proto.ColDecimal32); len(d) != 3 || d[0] != -500 || d[1] != 1000 {
 		t.Fatalf("Decimal(9, 3) %v", d)
 	}
-	ns := blk.Native(4).(NullableNative)
+	ns := blk.Native(4).(chschema.NullableNative)
 	if fmt.Sprint(ns.Nulls) != "[0 1 1]" || string(ns.Values.(proto.ColStr).Buf) != "x" || ns.Type() != "Nullable(String)" {
 		t.Fatalf("Nullable(String): nulls %v, values %q, type %s", ns.Nulls, ns.Values.(proto.ColStr).Buf, ns.Type())
 	}
@@ -67,7 +69,7 @@ func TestNativeColumns(t *testing.T) {
 	// LowCardinality(String) is interned: the default "" first, then "y"
 	// once for two rows and "" (the third record's missing value); the
 	// failed record's "z" never reached it.
-	lc := blk.Native(5).(LowCardinalityNative)
+	lc := blk.Native(5).(chschema.LowCardinalityNative)
 	if fmt.Sprint(lc.Keys) != "[1 1 2]" || lc.Dict.Rows() != 3 || lc.Dict.Row(0) != "" || lc.Dict.Row(1) != "y" || lc.Dict.Row(2) != "" {
 		t.Fatalf("LowCardinality(String): keys %v, dictionary %d values", lc.Keys, lc.Dict.Rows())
 	}
@@ -97,7 +99,7 @@ func TestNativeColumns(t *testing.T) {
 // whole fetch buffer, which must be free to go once the record is decoded.
 // Overwriting the record's bytes after Append must not change the block.
 func TestBlockDoesNotAliasRecords(t *testing.T) {
-	cols := []ColumnSchema{
+	cols := []chschema.ColumnSchema{
 		{Name: "s", Type: "String"},
 		{Name: "lc", Type: "LowCardinality(String)"},
 		{Name: "ns", Type: "Nullable(String)"},
@@ -175,7 +177,7 @@ func TestTicks(t *testing.T) {
 // A reset block starts every LowCardinality dictionary anew, inside
 // Arrays and Maps too, and keeps no element memory from the last fill.
 func TestResetStartsNewDictionaries(t *testing.T) {
-	p, err := Compile("json", []ColumnSchema{
+	p, err := Compile("json", []chschema.ColumnSchema{
 		{Name: "lc", Type: "LowCardinality(String)"},
 		{Name: "a", Type: "Array(LowCardinality(String))"},
 		{Name: "m", Type: "Map(LowCardinality(String), String)"},
@@ -194,16 +196,16 @@ func TestResetStartsNewDictionaries(t *testing.T) {
 	blk.Reset()
 	add(`{"lc":"new","a":["new"],"m":{"newk":"v"}}`)
 	dicts := []proto.ColStr{
-		blk.Native(0).(LowCardinalityNative).Dict,
-		blk.Native(1).(ArrayNative).Values.(LowCardinalityNative).Dict,
-		blk.Native(2).(MapNative).Keys.(LowCardinalityNative).Dict,
+		blk.Native(0).(chschema.LowCardinalityNative).Dict,
+		blk.Native(1).(chschema.ArrayNative).Values.(chschema.LowCardinalityNative).Dict,
+		blk.Native(2).(chschema.MapNative).Keys.(chschema.LowCardinalityNative).Dict,
 	}
 	for i, d := range dicts {
 		if d.Rows() != 2 || d.Row(1) == "" || d.Row(1)[:3] != "new" {
 			t.Errorf("column %d: dictionary of %d values after Reset (want the default and one new value)", i, d.Rows())
 		}
 	}
-	if s := blk.Native(2).(MapNative).Values.(proto.ColStr); s.Rows() != 1 || string(s.Buf) != "v" {
+	if s := blk.Native(2).(chschema.MapNative).Values.(proto.ColStr); s.Rows() != 1 || string(s.Buf) != "v" {
 		t.Errorf("map values after Reset: %d rows, %q", s.Rows(), s.Buf)
 	}
 }

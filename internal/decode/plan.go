@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"sink/internal/chschema"
 	"sink/internal/errtext"
 	"sink/internal/route"
 )
@@ -21,8 +22,8 @@ import (
 //
 // Pass the mappings of every route into the table, then Compile each route
 // with the result so that all their Plans share one column layout.
-func InsertColumns(table []ColumnSchema, mappings ...map[string]string) []ColumnSchema {
-	var out []ColumnSchema
+func InsertColumns(table []chschema.ColumnSchema, mappings ...map[string]string) []chschema.ColumnSchema {
+	var out []chschema.ColumnSchema
 	for _, c := range table {
 		switch c.DefaultKind {
 		case "":
@@ -51,7 +52,7 @@ type source struct {
 // their types and sources, and the route's format. It owns the format's
 // parsers and scratch space: use one Plan from one goroutine at a time.
 type Plan struct {
-	cols  []ColumnSchema
+	cols  []chschema.ColumnSchema
 	types []*chType
 	srcs  []source
 	sig   string // column layout; Blocks of equal layout are interchangeable
@@ -99,7 +100,7 @@ type Plan struct {
 // Every format shares this loop: it checks each column's type, parses its
 // source, reads record attributes itself and binds every other source to
 // the format (rowFormat.bind).
-func Compile(format route.Format, cols []ColumnSchema, mapping map[string]string, opts ...CompileOption) (*Plan, error) {
+func Compile(format route.Format, cols []chschema.ColumnSchema, mapping map[string]string, opts ...CompileOption) (*Plan, error) {
 	var o compileOptions
 	for _, opt := range opts {
 		opt(&o)
@@ -179,7 +180,7 @@ func sourceError(e *route.SourceError, want string) string {
 	return fmt.Sprintf("unknown source %q (want %s)", e.Spec, want)
 }
 
-func insertable(c ColumnSchema) bool {
+func insertable(c chschema.ColumnSchema) bool {
 	switch c.DefaultKind {
 	case "", "DEFAULT", "EPHEMERAL":
 		return true
@@ -188,7 +189,9 @@ func insertable(c ColumnSchema) bool {
 }
 
 // Columns returns the columns the plan fills, in order.
-func (p *Plan) Columns() []ColumnSchema { return append([]ColumnSchema(nil), p.cols...) }
+func (p *Plan) Columns() []chschema.ColumnSchema {
+	return append([]chschema.ColumnSchema(nil), p.cols...)
+}
 
 // NewBlock returns an empty block with one buffer per column.
 func (p *Plan) NewBlock() *Block {
@@ -399,7 +402,7 @@ func (e *RecordError) Error() string {
 // Block is a batch of rows in typed column buffers. It is filled by one
 // goroutine; once handed to the writer it is read-only until Reset.
 type Block struct {
-	cols  []ColumnSchema
+	cols  []chschema.ColumnSchema
 	sig   string
 	bufs  []col
 	rows  int
@@ -415,7 +418,7 @@ func (b *Block) Rows() int { return b.rows }
 func (b *Block) Bytes() int { return b.bytes }
 
 // Columns returns the block's columns in INSERT order (do not modify).
-func (b *Block) Columns() []ColumnSchema { return b.cols }
+func (b *Block) Columns() []chschema.ColumnSchema { return b.cols }
 
 // ColumnData returns column i as the slice clickhouse-go v2's
 // batch.Column(i).Append takes:
@@ -433,7 +436,7 @@ func (b *Block) Columns() []ColumnSchema { return b.cols }
 //	Nullable(T)                              []*T (nil is NULL)
 //	LowCardinality(T)                        as T
 //	Array(T)                                 [][]T (Array(Nullable(T)): [][]*T)
-//	Map(K, V)                                []*MapRow
+//	Map(K, V)                                []*chschema.MapRow
 //	Int128, Int256, UInt128, UInt256         []big.Int
 //	Tuple(...)                               [][]any (one element per tuple element)
 //	Dynamic, Variant(...)                    []chcol.Dynamic / []chcol.Variant (typed)
@@ -458,8 +461,8 @@ func (b *Block) Reset() {
 // checkMapping verifies that cols has no duplicate and that every mapping key
 // names an insertable column. role, when set, describes a source's special
 // meaning for the error message (e.g. the Debezium version column).
-func checkMapping(cols []ColumnSchema, mapping map[string]string, role func(source string) string) error {
-	byName := make(map[string]ColumnSchema, len(cols))
+func checkMapping(cols []chschema.ColumnSchema, mapping map[string]string, role func(source string) string) error {
+	byName := make(map[string]chschema.ColumnSchema, len(cols))
 	for _, c := range cols {
 		if _, dup := byName[c.Name]; dup {
 			return fmt.Errorf("column %q is listed twice", c.Name)

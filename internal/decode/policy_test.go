@@ -7,12 +7,13 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"sink/internal/chschema"
 	"sink/internal/route"
 )
 
 // appendWith compiles cols (no mapping) with pol and appends value; it
 // returns the error and the plan for inspection.
-func appendWith(t *testing.T, pol Policy, cols []ColumnSchema, value []byte) (*Plan, *Block, error) {
+func appendWith(t *testing.T, pol Policy, cols []chschema.ColumnSchema, value []byte) (*Plan, *Block, error) {
 	t.Helper()
 	p, err := Compile("json", cols, nil)
 	if err != nil {
@@ -25,7 +26,7 @@ func appendWith(t *testing.T, pol Policy, cols []ColumnSchema, value []byte) (*P
 }
 
 func TestPolicyMissingAndNull(t *testing.T) {
-	cols := []ColumnSchema{{Name: "id", Type: "UInt64"}, {Name: "s", Type: "String"}, {Name: "ns", Type: "Nullable(String)"},
+	cols := []chschema.ColumnSchema{{Name: "id", Type: "UInt64"}, {Name: "s", Type: "String"}, {Name: "ns", Type: "Nullable(String)"},
 		{Name: "lc", Type: "LowCardinality(Nullable(String))"}, {Name: "arr", Type: "Array(Int32)"}}
 	f := func(pol Policy, value, wantErr string, wantRows int) {
 		t.Helper()
@@ -58,7 +59,7 @@ func TestPolicyMissingAndNull(t *testing.T) {
 }
 
 func TestDefaultsAreCountedPerColumn(t *testing.T) {
-	cols := []ColumnSchema{{Name: "id", Type: "UInt64"}, {Name: "s", Type: "String"}, {Name: "ns", Type: "Nullable(String)"}}
+	cols := []chschema.ColumnSchema{{Name: "id", Type: "UInt64"}, {Name: "s", Type: "String"}, {Name: "ns", Type: "Nullable(String)"}}
 	p, err := Compile("json", cols, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +85,7 @@ func TestDefaultsAreCountedPerColumn(t *testing.T) {
 }
 
 func TestTombstonePolicy(t *testing.T) {
-	cols := []ColumnSchema{{Name: "id", Type: "UInt64"}}
+	cols := []chschema.ColumnSchema{{Name: "id", Type: "UInt64"}}
 	_, blk, err := appendWith(t, Policy{}, cols, nil)
 	if !errors.Is(err, ErrSkip) || blk.Rows() != 0 {
 		t.Fatalf("tombstone with the default policy: %v; want ErrSkip and no row", err)
@@ -143,7 +144,7 @@ func TestPolicyDebeziumDeletes(t *testing.T) {
 		}
 	}
 	p.TakeDefaults(func(col, reason string, n uint64) { t.Fatalf("delete counted a default: %s %s %d", col, reason, n) })
-	narrow := append(append([]ColumnSchema(nil), customerCols...), ColumnSchema{Name: "phone", Type: "String"})
+	narrow := append(append([]chschema.ColumnSchema(nil), customerCols...), chschema.ColumnSchema{Name: "phone", Type: "String"})
 	p, err = Compile(route.Debezium, narrow, map[string]string{"op": "$op", "tbl": "$source.table"})
 	if err != nil {
 		t.Fatal(err)

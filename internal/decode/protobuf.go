@@ -8,6 +8,7 @@ import (
 
 	"github.com/valyala/fastjson"
 
+	"sink/internal/chschema"
 	"sink/internal/registry"
 	"sink/internal/route"
 )
@@ -111,7 +112,7 @@ func (*protoFormat) want() string {
 	return "a field path such as a.b or " + strings.Join(route.RecordSources(), ", ") + ", " + route.HeaderPrefix + "NAME"
 }
 
-func (f *protoFormat) bind(col int, c ColumnSchema, t *chType, src route.Source, byName bool) error {
+func (f *protoFormat) bind(col int, c chschema.ColumnSchema, t *chType, src route.Source, byName bool) error {
 	for len(f.binds) <= col {
 		f.binds = append(f.binds, protoBind{})
 	}
@@ -129,7 +130,7 @@ func (f *protoFormat) done() error { return nil }
 // Protobuf key (as Confluent's Protobuf key serializer writes it) is
 // decoded with its schema and read as the JSON of its message (String
 // columns keep the text); any other key is its bytes as text.
-func (f *protoFormat) bindKey(col int, c ColumnSchema, t *chType) {
+func (f *protoFormat) bindKey(col int, c chschema.ColumnSchema, t *chType) {
 	for len(f.keyCols) <= col {
 		f.keyCols = append(f.keyCols, false)
 	}

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/dynamicpb"
 
+	"sink/internal/chschema"
 	"sink/internal/registry"
 	"sink/internal/route"
 )
@@ -114,7 +115,7 @@ func protoRecord(t testing.TB, msg, js string, index int) []byte {
 	return append(registry.AppendFrame(nil, 1, true, index), b...)
 }
 
-func protoPlan(t testing.TB, cols []ColumnSchema, mapping map[string]string, msgType string) *Plan {
+func protoPlan(t testing.TB, cols []chschema.ColumnSchema, mapping map[string]string, msgType string) *Plan {
 	t.Helper()
 	opts := []CompileOption{WithRegistry(protoRegistry())}
 	if msgType != "" {
@@ -130,7 +131,7 @@ func protoPlan(t testing.TB, cols []ColumnSchema, mapping map[string]string, msg
 // protoOne decodes the Event js into one column c of colType reading src.
 func protoOne(t *testing.T, colType, src, js string) (any, error) {
 	t.Helper()
-	p := protoPlan(t, []ColumnSchema{{Name: "c", Type: colType}}, map[string]string{"c": src}, "")
+	p := protoPlan(t, []chschema.ColumnSchema{{Name: "c", Type: colType}}, map[string]string{"c": src}, "")
 	blk := p.NewBlock()
 	if err := p.Append(blk, &kgo.Record{Topic: "t", Value: protoRecord(t, "Event", js, 0)}); err != nil {
 		return nil, err
@@ -245,7 +246,7 @@ func TestProtobufBadRecords(t *testing.T) {
 		{"garbage payload", append(registry.AppendFrame(nil, 1, true), 0xff, 0xff, 0xff), "invalid Protobuf payload"},
 		{"out of range", protoRecord(t, "Event", `{"i32":-3}`, 0), "out of range"},
 	} {
-		p := protoPlan(t, []ColumnSchema{{Name: "i32", Type: "UInt8"}}, nil, "")
+		p := protoPlan(t, []chschema.ColumnSchema{{Name: "i32", Type: "UInt8"}}, nil, "")
 		err := p.Append(p.NewBlock(), &kgo.Record{Topic: "t", Value: c.value})
 		var re *RecordError
 		if !errors.As(err, &re) || !strings.Contains(re.Reason, c.want) {
@@ -257,7 +258,7 @@ func TestProtobufBadRecords(t *testing.T) {
 func TestProtobufRegistryUnavailableIsNotABadRecord(t *testing.T) {
 	reg := protoRegistry()
 	reg.down = true
-	p, err := Compile(route.Protobuf, []ColumnSchema{{Name: "i32", Type: "Int32"}}, nil, WithRegistry(reg))
+	p, err := Compile(route.Protobuf, []chschema.ColumnSchema{{Name: "i32", Type: "Int32"}}, nil, WithRegistry(reg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +276,7 @@ func TestProtobufRegistryUnavailableIsNotABadRecord(t *testing.T) {
 }
 
 func TestProtobufMessageTypes(t *testing.T) {
-	cols := []ColumnSchema{{Name: "id", Type: "UInt64"}, {Name: "note", Type: "String"}}
+	cols := []chschema.ColumnSchema{{Name: "id", Type: "UInt64"}, {Name: "note", Type: "String"}}
 	ev := protoRecord(t, "Event", `{"id":"7"}`, 0)
 	other := protoRecord(t, "Other", `{"id":"8","note":"n"}`, 1)
 
@@ -317,7 +318,7 @@ func TestProtobufNestedMessageIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := protoPlan(t, []ColumnSchema{{Name: "a", Type: "String"}, {Name: "b", Type: "Int32"}}, nil, "t.v1.Event.Inner")
+	p := protoPlan(t, []chschema.ColumnSchema{{Name: "a", Type: "String"}, {Name: "b", Type: "Int32"}}, nil, "t.v1.Event.Inner")
 	blk := p.NewBlock()
 	if err := p.Append(blk, &kgo.Record{Topic: "t", Value: append(registry.AppendFrame(nil, 1, true, 0, 0), b...)}); err != nil {
 		t.Fatal(err)
@@ -340,7 +341,7 @@ func TestProtobufKey(t *testing.T) {
 		{[]byte("plain-key"), "plain-key"},
 		{nil, "<nil>"},
 	} {
-		p := protoPlan(t, []ColumnSchema{{Name: "k", Type: "Nullable(String)"}, {Name: "id", Type: "UInt64"}}, map[string]string{"k": "$key"}, "")
+		p := protoPlan(t, []chschema.ColumnSchema{{Name: "k", Type: "Nullable(String)"}, {Name: "id", Type: "UInt64"}}, map[string]string{"k": "$key"}, "")
 		blk := p.NewBlock()
 		if err := p.Append(blk, &kgo.Record{Topic: "t", Key: c.key, Value: value}); err != nil {
 			t.Fatalf("key %q: %v", c.key, err)
@@ -349,7 +350,7 @@ func TestProtobufKey(t *testing.T) {
 			t.Errorf("key %q: got %s, want %s", c.key, got, c.want)
 		}
 	}
-	p := protoPlan(t, []ColumnSchema{{Name: "k", Type: "String"}}, map[string]string{"k": "$key"}, "")
+	p := protoPlan(t, []chschema.ColumnSchema{{Name: "k", Type: "String"}}, map[string]string{"k": "$key"}, "")
 	err := p.Append(p.NewBlock(), &kgo.Record{Topic: "t", Key: append(registry.AppendFrame(nil, 99, true), 1), Value: value})
 	var re *RecordError
 	if !errors.As(err, &re) || !strings.Contains(re.Reason, "record key:") {
@@ -358,7 +359,7 @@ func TestProtobufKey(t *testing.T) {
 }
 
 func TestProtobufTombstone(t *testing.T) {
-	p := protoPlan(t, []ColumnSchema{{Name: "id", Type: "UInt64"}}, nil, "")
+	p := protoPlan(t, []chschema.ColumnSchema{{Name: "id", Type: "UInt64"}}, nil, "")
 	if err := p.Append(p.NewBlock(), &kgo.Record{Topic: "t"}); !errors.Is(err, ErrSkip) {
 		t.Fatalf("got %v, want ErrSkip", err)
 	}
@@ -397,7 +398,7 @@ func appendVarintField(b []byte, num int, v uint64) []byte {
 }
 
 // protoFuzzCols reads every mapping of testProto's Event.
-var protoFuzzCols = []ColumnSchema{
+var protoFuzzCols = []chschema.ColumnSchema{
 	{Name: "id", Type: "UInt64"}, {Name: "i32", Type: "Int32"}, {Name: "s64", Type: "Int64"},
 	{Name: "f64", Type: "UInt64"}, {Name: "flag", Type: "Bool"}, {Name: "fl", Type: "Float32"},
 	{Name: "db", Type: "Nullable(Decimal(38, 10))"}, {Name: "name", Type: "String"}, {Name: "raw", Type: "String"},

@@ -6,6 +6,8 @@ import (
 
 	"github.com/hamba/avro/v2"
 	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"sink/internal/chschema"
 )
 
 // Column types for the fields of registry schemas (avro, protobuf) that
@@ -71,7 +73,7 @@ func (t *SchemaType) String() string { return t.label }
 // nullable (schema.nullable) wraps scalars in Nullable even when the
 // schema does not admit null. It fails for a type no column is inferred
 // for, with the reason.
-func (t *SchemaType) Column(srv ServerTypes, nullable bool) (string, error) {
+func (t *SchemaType) Column(srv chschema.ServerTypes, nullable bool) (string, error) {
 	if t.kind == stNone {
 		return "", fmt.Errorf("no column type for the schema's %s: %s", t.label, t.why)
 	}
@@ -86,7 +88,7 @@ func (t *SchemaType) Column(srv ServerTypes, nullable bool) (string, error) {
 }
 
 // base is the type without the outer Nullable.
-func (t *SchemaType) base(srv ServerTypes) (string, error) {
+func (t *SchemaType) base(srv chschema.ServerTypes) (string, error) {
 	switch t.kind {
 	case stNone:
 		return "", fmt.Errorf("no column type for the schema's %s: %s", t.label, t.why)
@@ -131,7 +133,7 @@ func (t *SchemaType) base(srv ServerTypes) (string, error) {
 
 // inner is the type of an array's element or a map's value: records are
 // their JSON text, and null makes it Nullable when it can be.
-func (t *SchemaType) inner(srv ServerTypes) (string, error) {
+func (t *SchemaType) inner(srv chschema.ServerTypes) (string, error) {
 	if t.kind == stObject {
 		return "String", nil
 	}
@@ -146,7 +148,7 @@ func (t *SchemaType) inner(srv ServerTypes) (string, error) {
 }
 
 // wrappable reports whether ClickHouse allows Nullable around the type.
-func (t *SchemaType) wrappable(srv ServerTypes) bool {
+func (t *SchemaType) wrappable(srv chschema.ServerTypes) bool {
 	switch t.kind {
 	case stArray:
 		return false

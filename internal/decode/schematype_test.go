@@ -11,13 +11,14 @@ import (
 	"github.com/twmb/franz-go/pkg/sr"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"sink/internal/chschema"
 	"sink/internal/route"
 )
 
 // The servers' generations as EvolveTypes describes them.
 var (
-	types18 = ServerTypes{}
-	types26 = ServerTypes{Bool: true, DateTime64: true, JSON: true, Date32: true, Map: true}
+	types18 = chschema.ServerTypes{}
+	types26 = chschema.ServerTypes{Bool: true, DateTime64: true, JSON: true, Date32: true, Map: true}
 )
 
 func TestAvroSchemaColumnType(t *testing.T) {
@@ -29,7 +30,7 @@ func TestAvroSchemaColumnType(t *testing.T) {
 		}
 		st := avroSchemaType(s, 0)
 		for _, c := range []struct {
-			srv      ServerTypes
+			srv      chschema.ServerTypes
 			nullable bool
 			want     string
 		}{{types18, false, want18}, {types26, false, want26}, {types18, true, nullable18}} {
@@ -98,7 +99,7 @@ func TestProtobufSchemaColumnType(t *testing.T) {
 		}
 		st := protoSchemaType(fd)
 		for _, c := range []struct {
-			srv  ServerTypes
+			srv  chschema.ServerTypes
 			want string
 		}{{types18, want18}, {types26, want26}} {
 			got, err := st.Column(c.srv, false)
@@ -192,7 +193,7 @@ func TestProtobufSchemaColumnsFill(t *testing.T) {
 // generation, and expects every column filled without error.
 func checkSchemaColumnsFill(t *testing.T, format route.Format, reg Registry, rec *kgo.Record, fields int) {
 	t.Helper()
-	p, err := Compile(format, []ColumnSchema{{Name: "id", Type: "Int64"}}, nil, WithRegistry(reg))
+	p, err := Compile(format, []chschema.ColumnSchema{{Name: "id", Type: "Int64"}}, nil, WithRegistry(reg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,9 +204,9 @@ func checkSchemaColumnsFill(t *testing.T, format route.Format, reg Registry, rec
 	if len(un) != fields {
 		t.Fatalf("%d unmapped fields, want %d: %v", len(un), fields, un)
 	}
-	for _, srv := range []ServerTypes{types18, types26} {
+	for _, srv := range []chschema.ServerTypes{types18, types26} {
 		for _, nullable := range []bool{false, true} {
-			cols := []ColumnSchema{{Name: "id", Type: "Int64"}}
+			cols := []chschema.ColumnSchema{{Name: "id", Type: "Int64"}}
 			for name, u := range un {
 				if u.Schema == nil || u.Count != 1 || !u.New() || !strings.HasPrefix(u.Example, "schema type ") {
 					t.Errorf("%s: %+v: want typed by the schema, counted once", name, u)
@@ -215,7 +216,7 @@ func checkSchemaColumnsFill(t *testing.T, format route.Format, reg Registry, rec
 					t.Errorf("%s (%s): %v", name, u.TypeName(), err)
 					continue
 				}
-				cols = append(cols, ColumnSchema{Name: name, Type: typ})
+				cols = append(cols, chschema.ColumnSchema{Name: name, Type: typ})
 			}
 			full, err := Compile(format, cols, nil, WithRegistry(reg))
 			if err != nil {
@@ -246,7 +247,7 @@ func TestUnmappedSchemaFieldsCounted(t *testing.T) {
 	reg := newFakeRegistry()
 	reg.add(1, sr.TypeAvro, v1)
 	reg.add(2, sr.TypeAvro, v2)
-	p, err := Compile(route.Avro, []ColumnSchema{{Name: "id", Type: "Int64"}}, nil, WithRegistry(reg))
+	p, err := Compile(route.Avro, []chschema.ColumnSchema{{Name: "id", Type: "Int64"}}, nil, WithRegistry(reg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +295,7 @@ func TestUnmappedSchemaFieldsBounded(t *testing.T) {
 	schema := `{"type":"record","name":"R","fields":[{"name":"id","type":"long"},` + strings.Join(fields, ",") + `]}`
 	reg := newFakeRegistry()
 	reg.add(1, sr.TypeAvro, schema)
-	p, err := Compile(route.Avro, []ColumnSchema{{Name: "id", Type: "Int64"}}, nil, WithRegistry(reg))
+	p, err := Compile(route.Avro, []chschema.ColumnSchema{{Name: "id", Type: "Int64"}}, nil, WithRegistry(reg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,7 +315,7 @@ func TestUnmappedSchemaFieldsBounded(t *testing.T) {
 // no column reads costs a record no allocation (payload and session have
 // no column here).
 func TestUnmappedSchemaFieldsNoAllocs(t *testing.T) {
-	cols := []ColumnSchema{{Name: "user_id", Type: "UInt64"}, {Name: "ts", Type: "DateTime"}}
+	cols := []chschema.ColumnSchema{{Name: "user_id", Type: "UInt64"}, {Name: "ts", Type: "DateTime"}}
 	reg := newFakeRegistry()
 	reg.add(1, sr.TypeAvro, benchAvroSchema)
 	reg.schemas[benchProtoSchema.ID] = benchProtoSchema
@@ -341,7 +342,7 @@ func TestUnmappedSchemaFieldsNoAllocs(t *testing.T) {
 // and deletes alike), not the envelope's; a delete read from the key is
 // not counted. Counting allocates nothing.
 func TestUnmappedDebeziumAvroImage(t *testing.T) {
-	var cols []ColumnSchema
+	var cols []chschema.ColumnSchema
 	for _, c := range customerAvroCols {
 		if c.Name != "email" && c.Name != "signup" {
 			cols = append(cols, c)
@@ -394,7 +395,7 @@ func FuzzAvroSchemaType(f *testing.F) {
 		}
 		for _, fld := range rs.Fields() {
 			st := avroSchemaType(fld.Type(), 0)
-			for _, srv := range []ServerTypes{types18, types26} {
+			for _, srv := range []chschema.ServerTypes{types18, types26} {
 				for _, nullable := range []bool{false, true} {
 					typ, err := st.Column(srv, nullable)
 					if err != nil {

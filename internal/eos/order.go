@@ -3,15 +3,8 @@ package eos
 import (
 	"reflect"
 
-	"sink/internal/decode"
+	"sink/internal/chschema"
 )
-
-// Block is the shape of an insertable block (decode.Block; writer.Block).
-type Block interface {
-	Rows() int
-	Columns() []decode.ColumnSchema
-	ColumnData(i int) any
-}
 
 // Canonical returns the permutation that puts rows in the canonical order
 // (docs/exactly-once.md): rowPart[i] is the rank of row i's partition in
@@ -45,7 +38,7 @@ func Canonical(rowPart []int32, parts int) []int {
 
 // Ordered presents b's rows in the order perm gives (row i of the view is
 // row perm[i] of b); a nil perm is b itself.
-func Ordered(b Block, perm []int) Block {
+func Ordered(b chschema.Block, perm []int) chschema.Block {
 	if perm == nil {
 		return b
 	}
@@ -53,7 +46,7 @@ func Ordered(b Block, perm []int) Block {
 }
 
 type ordered struct {
-	Block
+	chschema.Block
 	perm []int
 }
 

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"sink/internal/writer"
+	"sink/internal/chschema"
 )
 
 // SourceColumns are the columns that say which record a row came from; the
@@ -15,10 +15,21 @@ var SourceColumns = []string{"_topic", "_partition", "_offset"}
 // many members inserting while a replay waits.
 const DefaultWindow = 1000
 
+// Target is what Require checks of a table the sink inserts into: its name
+// and the columns every INSERT names (a writer.Table's fields of the same
+// names).
+type Target struct {
+	Database, Name string
+	Insert         []chschema.ColumnSchema
+}
+
+// FullName is db.table as users write it.
+func (t Target) FullName() string { return t.Database + "." + t.Name }
+
 // Require says, in one line, why exactly-once delivery cannot work with
 // this server and these tables, or returns nil. windows are the tables'
 // deduplication settings (writer.DedupWindows), in the order of tables.
-func Require(info writer.ServerInfo, tables []*writer.Table, windows []writer.TableDedup) error {
+func Require(info chschema.ServerInfo, tables []Target, windows []chschema.TableDedup) error {
 	if !info.DedupToken {
 		return fmt.Errorf("delivery exactly_once needs insert_deduplication_token (ClickHouse 22.2 or newer); this server runs %s", info.Version)
 	}
@@ -56,7 +67,7 @@ func Require(info writer.ServerInfo, tables []*writer.Table, windows []writer.Ta
 // the error of trying that setting as the sink's user, is not nil. A
 // target of another engine (Distributed, Null, …) is not refused: its
 // deduplication happens elsewhere, and `sink check` says so.
-func RequireViews(views []writer.ViewDedup, dependentSetting error) error {
+func RequireViews(views []chschema.ViewDedup, dependentSetting error) error {
 	for _, v := range views {
 		d := v.Target
 		if d.Setting != "" && (d.Value == "" || d.Value == "0") {
@@ -71,7 +82,7 @@ func RequireViews(views []writer.ViewDedup, dependentSetting error) error {
 	return nil
 }
 
-func inserts(t *writer.Table, col string) bool {
+func inserts(t Target, col string) bool {
 	for _, c := range t.Insert {
 		if c.Name == col {
 			return true
@@ -80,6 +91,14 @@ func inserts(t *writer.Table, col string) bool {
 	return false
 }
 
-func quoted(t *writer.Table) string {
-	return writer.QuoteIdent(t.Database) + "." + writer.QuoteIdent(t.Name)
+func quoted(t Target) string {
+	return chschema.QuoteIdent(t.Database) + "." + chschema.QuoteIdent(t.Name)
+}
+
+// Window is a table's deduplication window: the setting that sizes it
+// (non_replicated_deduplication_window or replicated_deduplication_window)
+// and its value, in INSERT blocks.
+type Window struct {
+	Setting string
+	Size    int64
 }

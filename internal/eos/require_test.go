@@ -4,25 +4,24 @@ import (
 	"strings"
 	"testing"
 
-	"sink/internal/decode"
-	"sink/internal/writer"
+	"sink/internal/chschema"
 )
 
 func TestRequire(t *testing.T) {
-	cols := func(names ...string) []decode.ColumnSchema {
-		var out []decode.ColumnSchema
+	cols := func(names ...string) []chschema.ColumnSchema {
+		var out []chschema.ColumnSchema
 		for _, n := range names {
-			out = append(out, decode.ColumnSchema{Name: n, Type: "String"})
+			out = append(out, chschema.ColumnSchema{Name: n, Type: "String"})
 		}
 		return out
 	}
-	full := writer.NewTable("db", "t", cols("v", "_topic", "_partition", "_offset"), cols("v", "_topic", "_partition", "_offset"))
-	ok26 := writer.ServerInfo{Version: writer.Version{Text: "26.9.2.1", Major: 26, Minor: 9}, DedupToken: true}
-	mt := func(v string) writer.TableDedup {
-		return writer.TableDedup{Table: "db.t", Engine: "MergeTree", Setting: "non_replicated_deduplication_window", Value: v}
+	full := Target{Database: "db", Name: "t", Insert: cols("v", "_topic", "_partition", "_offset")}
+	ok26 := chschema.ServerInfo{Version: chschema.Version{Text: "26.9.2.1", Major: 26, Minor: 9}, DedupToken: true}
+	mt := func(v string) chschema.TableDedup {
+		return chschema.TableDedup{Table: "db.t", Engine: "MergeTree", Setting: "non_replicated_deduplication_window", Value: v}
 	}
 	// f checks Require's line (or nil when want is "").
-	f := func(info writer.ServerInfo, tables []*writer.Table, windows []writer.TableDedup, want string) {
+	f := func(info chschema.ServerInfo, tables []Target, windows []chschema.TableDedup, want string) {
 		t.Helper()
 		err := Require(info, tables, windows)
 		if want == "" {
@@ -35,14 +34,14 @@ func TestRequire(t *testing.T) {
 			t.Fatalf("got %v, want one line containing %q", err, want)
 		}
 	}
-	f(ok26, []*writer.Table{full}, []writer.TableDedup{mt("1000")}, "")
-	f(writer.ServerInfo{Version: writer.Version{Text: "18.16.1"}}, []*writer.Table{full}, []writer.TableDedup{mt("1000")},
+	f(ok26, []Target{full}, []chschema.TableDedup{mt("1000")}, "")
+	f(chschema.ServerInfo{Version: chschema.Version{Text: "18.16.1"}}, []Target{full}, []chschema.TableDedup{mt("1000")},
 		"needs insert_deduplication_token (ClickHouse 22.2 or newer); this server runs 18.16.1")
-	f(ok26, []*writer.Table{full}, []writer.TableDedup{mt("0")},
+	f(ok26, []Target{full}, []chschema.TableDedup{mt("0")},
 		"run: ALTER TABLE `db`.`t` MODIFY SETTING non_replicated_deduplication_window = 1000")
-	f(ok26, []*writer.Table{full}, []writer.TableDedup{{Table: "db.t", Engine: "ReplicatedMergeTree", Setting: "replicated_deduplication_window", Value: "0"}},
+	f(ok26, []Target{full}, []chschema.TableDedup{{Table: "db.t", Engine: "ReplicatedMergeTree", Setting: "replicated_deduplication_window", Value: "0"}},
 		"MODIFY SETTING replicated_deduplication_window = 1000")
-	f(ok26, []*writer.Table{full}, []writer.TableDedup{{Table: "db.t", Engine: "Memory"}}, "does not deduplicate INSERT blocks")
-	f(ok26, []*writer.Table{writer.NewTable("db", "t", cols("v", "_offset"), cols("v", "_offset"))}, []writer.TableDedup{mt("1000")},
+	f(ok26, []Target{full}, []chschema.TableDedup{{Table: "db.t", Engine: "Memory"}}, "does not deduplicate INSERT blocks")
+	f(ok26, []Target{{Database: "db", Name: "t", Insert: cols("v", "_offset")}}, []chschema.TableDedup{mt("1000")},
 		"table db.t has no _topic, _partition column")
 }

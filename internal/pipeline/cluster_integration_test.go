@@ -234,3 +234,81 @@ func counterSum(t *testing.T, m *metrics.Metrics, name string) float64 {
 	}
 	return sum
 }
+
+// TestClusterExactlyOnceOn26Cluster runs exactly-once delivery with
+// target: local by key into the two-shard 26.9 cluster (weights 1 and 3),
+// the route naming the local table (exactly-once refuses a Distributed
+// route table, which deduplicates no blocks itself):
+// every row lands once on the shard the Distributed engine expects it on,
+// the group commits the topic's end, and the cluster writer gives the
+// table a placement fingerprint (which every intent records).
+func TestClusterExactlyOnceOn26Cluster(t *testing.T) {
+	c := testenv.Cluster26(t)
+	brokers := testenv.Kafka(t)
+	db := c.NewDatabase(t)
+	for _, n := range c.Nodes() {
+		testenv.Exec(t, n.Conn(t),
+			fmt.Sprintf(`CREATE TABLE %s.ev_local (id UInt64, user_id UInt32, ts DateTime, event_type String, cost Decimal(18, 4), payload String,
+				_topic LowCardinality(String), _partition Int32, _offset Int64) ENGINE = %s`, db, c.Engine(db, "ev_local", "id")),
+			fmt.Sprintf("CREATE TABLE %s.ev AS %s.ev_local ENGINE = Distributed(%s, %s, ev_local, cityHash64(user_id))", db, db, c.WeightedName, db))
+	}
+	topic := testenv.NewTopic(t, 3)
+	const n = 20000
+	produceEvents(t, topic, n)
+	cfg := newConfig(t, fmt.Sprintf(`
+name: %s
+delivery: exactly_once
+kafka: {brokers: [%q], topics: [%q], fetch_max_wait: 200ms}
+clickhouse: {addrs: [%q], database: %s, cluster: %s, retry_initial: 50ms, retry_max: 500ms}
+batch: {max_rows: 2000, max_wait: 500ms}
+routes: [{topic: %q, table: ev_local, target: local, sharding_key: user_id}]
+http: {listen: ""}
+`, testenv.UniqueName(t, "eocl"), brokers[0], topic, c.Shards[0][0].Addr, db, c.WeightedName, topic))
+	ctx := context.Background()
+	cw, err := writer.OpenCluster(ctx, cfg.Name, cfg.ClickHouse, cfg.Routes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cw.Close()
+	place, err := cw.Placement(ctx, db, "ev_local")
+	if err != nil || place == "" {
+		t.Fatalf("placement %q, %v; want a fingerprint for a table split by key", place, err)
+	}
+	seed := c.Conn(t)
+	runSinkWhile(t, cfg, cw, zerolog.ErrorLevel, 3*time.Minute, func() (bool, string) {
+		var got uint64
+		if err := seed.QueryRow(ctx, "SELECT count() FROM "+db+".ev").Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		return got >= n, fmt.Sprintf("%d of %d rows", got, n)
+	})
+	var sum uint64
+	for si, s := range c.Shards {
+		var k, misplaced uint64
+		conn := s[0].Conn(t)
+		if err := conn.QueryRow(ctx, "SELECT count() FROM "+db+".ev_local").Scan(&k); err != nil {
+			t.Fatal(err)
+		}
+		// Weights 1 and 3: shard 1 takes residues 0 of 4, shard 2 the others.
+		cond := "cityHash64(user_id) % 4 != 0"
+		if si == 1 {
+			cond = "cityHash64(user_id) % 4 = 0"
+		}
+		if err := conn.QueryRow(ctx, "SELECT count() FROM "+db+".ev_local WHERE "+cond).Scan(&misplaced); err != nil {
+			t.Fatal(err)
+		}
+		if k == 0 || misplaced != 0 {
+			t.Errorf("shard %d: %d rows, %d of them where the Distributed engine would not look", si+1, k, misplaced)
+		}
+		sum += k
+	}
+	var distinct uint64
+	if err := seed.QueryRow(ctx, "SELECT uniqExact(_topic, _partition, _offset) FROM "+db+".ev").Scan(&distinct); err != nil {
+		t.Fatal(err)
+	}
+	if sum != n || distinct != n {
+		t.Fatalf("%d rows over the shards, %d distinct offsets; want exactly %d", sum, distinct, n)
+	}
+	assertCommittedAtEnd(t, cfg.Kafka.Group, topic)
+	t.Logf("%d rows exactly once over 2 shards (weights 1, 3), placement %s", n, place)
+}

@@ -12,6 +12,7 @@ import (
 
 	"sink/config"
 	"sink/internal/advise"
+	"sink/internal/chschema"
 	"sink/internal/decode"
 	"sink/internal/registry"
 	"sink/internal/route"
@@ -25,7 +26,7 @@ import (
 // field as an unmapped field typed exactly as schema evolution types a new
 // field (decode.UnmappedField.Column: the registry schema's type for avro
 // and protobuf, the merged inference over the values for json and
-// json-schema), for the server's generation (writer.ServerInfo.EvolveTypes:
+// json-schema), for the server's generation (chschema.ServerInfo.EvolveTypes:
 // no DateTime64, Map, JSON or Bool on 18.16). The columns follow the order
 // the fields were first seen in (a schema's own order). Then it runs the
 // CREATE TABLE IF NOT EXISTS (writer.CreateTable) and the routes are
@@ -46,7 +47,7 @@ const createRetry = 2 * time.Second
 type TableCreator interface {
 	TableExists(ctx context.Context, db, table string) (bool, error)
 	CreateTable(ctx context.Context, s writer.TableSpec) (ddl []string, created bool, err error)
-	Features(ctx context.Context) (writer.ServerInfo, error)
+	Features(ctx context.Context) (chschema.ServerInfo, error)
 }
 
 // CreatePlan is what schema.create: if_missing does for one route.
@@ -78,7 +79,7 @@ func sampleTopic(ctx context.Context, k config.Kafka, topic string, n int) ([]*k
 // whose topic has no records yet gets a plan without DDL.
 func PlanCreates(ctx context.Context, cfg *config.Config, w TableCreator, reg decode.Registry) ([]CreatePlan, error) {
 	var plans []CreatePlan
-	var info *writer.ServerInfo
+	var info *chschema.ServerInfo
 	for i, r := range cfg.Routes {
 		if !r.Schema.CreatesTable() {
 			continue
@@ -99,7 +100,7 @@ func PlanCreates(ctx context.Context, cfg *config.Config, w TableCreator, reg de
 	return plans, nil
 }
 
-func planCreate(ctx context.Context, cfg *config.Config, i int, w TableCreator, reg decode.Registry, info writer.ServerInfo) (CreatePlan, error) {
+func planCreate(ctx context.Context, cfg *config.Config, i int, w TableCreator, reg decode.Registry, info chschema.ServerInfo) (CreatePlan, error) {
 	r := cfg.Routes[i]
 	db, name := cfg.TableFor(r)
 	plan := CreatePlan{Route: i, Topic: r.Topic, Database: db, Table: name}
@@ -146,7 +147,7 @@ func planCreate(ctx context.Context, cfg *config.Config, i int, w TableCreator, 
 // properties the newest sampled schema declares come first, in its order
 // and typed by it (decode.JSONSchemaFields); the fields it does not type
 // follow, typed by their values.
-func inferFields(ctx context.Context, r config.Route, reg decode.Registry, srv decode.ServerTypes, recs []*kgo.Record, plan *CreatePlan) ([]decode.ColumnSchema, error) {
+func inferFields(ctx context.Context, r config.Route, reg decode.Registry, srv chschema.ServerTypes, recs []*kgo.Record, plan *CreatePlan) ([]chschema.ColumnSchema, error) {
 	dp, err := decode.Compile(r.Format, writer.KafkaColumns(srv), nil, decode.WithRegistry(reg), decode.WithMessage(r.Message))
 	if err != nil {
 		return nil, err
@@ -178,7 +179,7 @@ func inferFields(ctx context.Context, r config.Route, reg decode.Registry, srv d
 	dp.TakeUnmapped(func(u *decode.UnmappedField) { seen = append(seen, *u) }, nil)
 	sort.Slice(seen, func(a, b int) bool { return seen[a].Order < seen[b].Order })
 
-	var cols []decode.ColumnSchema
+	var cols []chschema.ColumnSchema
 	add := func(name string, typ string, err error) {
 		switch {
 		case !r.Schema.Permits(name):
@@ -186,7 +187,7 @@ func inferFields(ctx context.Context, r config.Route, reg decode.Registry, srv d
 		case err != nil:
 			plan.Skipped = append(plan.Skipped, name+": "+err.Error())
 		default:
-			cols = append(cols, decode.ColumnSchema{Name: name, Type: typ})
+			cols = append(cols, chschema.ColumnSchema{Name: name, Type: typ})
 		}
 	}
 	declared := map[string]bool{}

@@ -9,6 +9,7 @@ import (
 
 	"sink/internal/adapt"
 	"sink/internal/batch"
+	"sink/internal/chschema"
 	"sink/internal/decode"
 	"sink/internal/metrics"
 	"sink/internal/offsets"
@@ -134,7 +135,7 @@ func (p *Pipeline) pump(writeCtx context.Context, ts *tableState) {
 		ts.queue = ts.queue[1:]
 		ts.inflight++
 		tab := p.flights[b.ID].tab
-		ctx, blk := writeCtx, writer.Block(b.Data)
+		ctx, blk := writeCtx, chschema.Block(b.Data)
 		if p.eo != nil {
 			var err error
 			if ctx, blk, err = p.eoIntent(writeCtx, ts, b); err != nil {
@@ -158,7 +159,7 @@ func (p *Pipeline) pump(writeCtx context.Context, ts *tableState) {
 // owner's but the acks and schemas channels (through sendAck and
 // sendSchema) and atomic counters. tab is the table's
 // layout the batch was decoded for.
-func (p *Pipeline) insert(ctx context.Context, ts *tableState, tab *writer.Table, b *sealedBatch, blk writer.Block) {
+func (p *Pipeline) insert(ctx context.Context, ts *tableState, tab *writer.Table, b *sealedBatch, blk chschema.Block) {
 	start := time.Now()
 	onRetry := func(at writer.Attempt) {
 		ts.retries.Add(1)

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/config"
+	"sink/internal/chschema"
 	"sink/internal/decode"
 	"sink/internal/writer"
 )
@@ -142,8 +143,8 @@ var forever = time.Unix(1<<62, 0)
 // evolver is the state of schema evolution, nil when no route adds columns.
 type evolver struct {
 	adder  columnAdder
-	info   writer.ServerInfo
-	types  decode.ServerTypes
+	info   chschema.ServerInfo
+	types  chschema.ServerTypes
 	recent map[string][]time.Time // per route (routeKey): when this process added columns
 	// queue is the ALTERs decided while records were decoded, started by
 	// launchEvolves once the records are held (their values refine the
@@ -160,8 +161,8 @@ type evolveStart struct {
 
 // columnAdder is the part of writer.Writer that schema evolution needs.
 type columnAdder interface {
-	AddColumn(ctx context.Context, info writer.ServerInfo, db, table, cluster, name, typ string) (ddl string, added bool, err error)
-	Features(ctx context.Context) (writer.ServerInfo, error)
+	AddColumn(ctx context.Context, info chschema.ServerInfo, db, table, cluster, name, typ string) (ddl string, added bool, err error)
+	Features(ctx context.Context) (chschema.ServerInfo, error)
 }
 
 // evolveResult is the end of one ADD COLUMN, reported to the owner.
@@ -223,8 +224,8 @@ func (p *Pipeline) flushDrift(_ context.Context, ts *tableState) {
 	}
 }
 
-func hasColumn(cols []decode.ColumnSchema, name string) bool {
-	return slices.ContainsFunc(cols, func(c decode.ColumnSchema) bool { return c.Name == name })
+func hasColumn(cols []chschema.ColumnSchema, name string) bool {
+	return slices.ContainsFunc(cols, func(c chschema.ColumnSchema) bool { return c.Name == name })
 }
 
 func (p *Pipeline) driftOf(ts *tableState) *driftState {
@@ -459,7 +460,7 @@ func (p *Pipeline) startAlter(rs *routeState, field, typ string) {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		r.ddl, r.added, r.err = p.evo.adder.AddColumn(ctx, p.evo.info, db, name, cluster, r.field, r.typ)
-		var cols []decode.ColumnSchema
+		var cols []chschema.ColumnSchema
 		var derr error
 		if r.err == nil {
 			cols, derr = p.w.Describe(ctx, db, name)
@@ -543,7 +544,7 @@ type FieldReport struct {
 // fields no column takes and the ALTER TABLE statements add_columns would
 // run for them, for a server with info. Records of topics no route takes
 // are ignored. Call it before Run, never during.
-func (p *Pipeline) SampleDrift(ctx context.Context, recs []*kgo.Record, info writer.ServerInfo) ([]DriftReport, error) {
+func (p *Pipeline) SampleDrift(ctx context.Context, recs []*kgo.Record, info chschema.ServerInfo) ([]DriftReport, error) {
 	type acc struct {
 		rep  *DriftReport
 		rs   *routeState

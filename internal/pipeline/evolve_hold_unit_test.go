@@ -21,7 +21,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"sink/internal/decode"
+	"sink/internal/chschema"
 	"sink/internal/offsets"
 )
 
@@ -48,7 +48,7 @@ func bareRows(from, n int) []string {
 func startEvolving(t *testing.T, extra string, sink *evolvingSink) *running {
 	t.Helper()
 	if sink.cols == nil {
-		sink.cols = []decode.ColumnSchema{{Name: "id", Type: "UInt64"}}
+		sink.cols = []chschema.ColumnSchema{{Name: "id", Type: "UInt64"}}
 	}
 	p, err := New(context.Background(), unitConfig(t, extra), zerolog.Nop(), sink)
 	if err != nil {
@@ -296,7 +296,7 @@ func TestUnitEvolveOtherRouteWaitsToo(t *testing.T) {
 }
 
 func testUnitEvolveOtherRouteWaitsToo(t *testing.T) {
-	sink := &evolvingSink{fakeSink: newFakeSink(nil), gate: make(chan struct{}), cols: []decode.ColumnSchema{{Name: "id", Type: "UInt64"}}}
+	sink := &evolvingSink{fakeSink: newFakeSink(nil), gate: make(chan struct{}), cols: []chschema.ColumnSchema{{Name: "id", Type: "UInt64"}}}
 	cfg := unitConfigTopics(t, unitTopic+", other", "  - topic: other\n    table: t\n    schema: {evolve: add_columns}\n")
 	p, err := New(context.Background(), cfg, zerolog.Nop(), sink)
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"sink/internal/decode"
+	"sink/internal/chschema"
 	"sink/internal/writer"
 )
 
@@ -22,7 +22,7 @@ import (
 type evolvingSink struct {
 	*fakeSink
 	mu      sync.Mutex
-	cols    []decode.ColumnSchema
+	cols    []chschema.ColumnSchema
 	alters  []string
 	inserts [][]string // column names per INSERT
 	// Optional: gate, when set, holds every AddColumn until it is closed;
@@ -37,7 +37,7 @@ type evolvingSink struct {
 	rowsSeen  []map[string]string // every inserted row, column -> value
 }
 
-func (k *evolvingSink) Describe(context.Context, string, string) ([]decode.ColumnSchema, error) {
+func (k *evolvingSink) Describe(context.Context, string, string) ([]chschema.ColumnSchema, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.describes++
@@ -59,7 +59,7 @@ func (k *evolvingSink) openGate() {
 func (k *evolvingSink) addColumn(name, typ string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	k.cols = append(k.cols, decode.ColumnSchema{Name: name, Type: typ})
+	k.cols = append(k.cols, chschema.ColumnSchema{Name: name, Type: typ})
 }
 
 // rowsByID is the inserted rows by their id column, and how many rows
@@ -74,12 +74,12 @@ func (k *evolvingSink) rowsByID() (map[string]map[string]string, int) {
 	return out, len(k.rowsSeen)
 }
 
-func (k *evolvingSink) Features(context.Context) (writer.ServerInfo, error) {
-	v, _ := writer.ParseVersion("26.9.2.1")
-	return writer.ServerInfo{Version: v, JSONType: true}, nil
+func (k *evolvingSink) Features(context.Context) (chschema.ServerInfo, error) {
+	v, _ := chschema.ParseVersion("26.9.2.1")
+	return chschema.ServerInfo{Version: v, JSONType: true}, nil
 }
 
-func (k *evolvingSink) AddColumn(ctx context.Context, info writer.ServerInfo, db, table, cluster, name, typ string) (string, bool, error) {
+func (k *evolvingSink) AddColumn(ctx context.Context, info chschema.ServerInfo, db, table, cluster, name, typ string) (string, bool, error) {
 	k.mu.Lock()
 	gate := k.gate
 	k.tries++
@@ -96,16 +96,16 @@ func (k *evolvingSink) AddColumn(ctx context.Context, info writer.ServerInfo, db
 	if k.refuse != nil && (k.fail == 0 || k.tries <= k.fail) {
 		return "", false, k.refuse
 	}
-	if slices.ContainsFunc(k.cols, func(c decode.ColumnSchema) bool { return c.Name == name }) {
+	if slices.ContainsFunc(k.cols, func(c chschema.ColumnSchema) bool { return c.Name == name }) {
 		return "", false, nil
 	}
-	k.cols = append(k.cols, decode.ColumnSchema{Name: name, Type: typ})
+	k.cols = append(k.cols, chschema.ColumnSchema{Name: name, Type: typ})
 	ddl := writer.AddColumnDDL(db, table, cluster, name, typ, info.AddIfNotExists())
 	k.alters = append(k.alters, ddl)
 	return ddl, true, nil
 }
 
-func (k *evolvingSink) Insert(ctx context.Context, t *writer.Table, block writer.Block, id uint64,
+func (k *evolvingSink) Insert(ctx context.Context, t *writer.Table, block chschema.Block, id uint64,
 	onRetry func(writer.Attempt), refresh writer.Refresh) error {
 	var names []string
 	for _, c := range block.Columns() {
@@ -140,7 +140,7 @@ func TestUnitEvolveCapPerHour(t *testing.T) { synctest.Test(t, testUnitEvolveCap
 func testUnitEvolveCapPerHour(t *testing.T) {
 	cfg := unitConfig(t, "    schema: {evolve: add_columns, max_new_columns_per_hour: 1, deny: [c]}\n")
 	cfg.ClickHouse.Cluster = "main"
-	sink := &evolvingSink{fakeSink: newFakeSink(nil), cols: []decode.ColumnSchema{{Name: "id", Type: "UInt64"}}}
+	sink := &evolvingSink{fakeSink: newFakeSink(nil), cols: []chschema.ColumnSchema{{Name: "id", Type: "UInt64"}}}
 	p, err := New(context.Background(), cfg, zerolog.Nop(), sink)
 	if err != nil {
 		t.Fatal(err)

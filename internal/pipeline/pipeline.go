@@ -42,7 +42,6 @@ package pipeline
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -134,8 +133,11 @@ type Pipeline struct {
 	positions  chan positionsResult
 	probingPos bool // a positions probe is running
 
-	eo  *exactly // nil unless delivery is exactly_once (exactly.go)
-	evo *evolver // nil unless a route has schema.evolve: add_columns (evolve.go)
+	eo *exactly // nil unless delivery is exactly_once (exactly.go)
+	// eoIO is exactly-once's reading of ledgers, records and tables
+	// (WithExactlyOnce); Run refuses that mode without it.
+	eoIO ExactlyOnce
+	evo  *evolver // nil unless a route has schema.evolve: add_columns (evolve.go)
 
 	// reg is the schema registry of the registry-framed formats (nil when
 	// none is configured); held, the records waiting for it or for a
@@ -211,9 +213,6 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w Sink, op
 		p.reg = c
 	}
 	p.initExactly()
-	if _, ok := w.(connSink); p.eo != nil && !ok {
-		return nil, errors.New("delivery exactly_once needs a sink with a ClickHouse connection")
-	}
 	p.m.SetMaxWait(cfg.Batch.MaxWait)
 	if err := p.createTables(ctx); err != nil {
 		return nil, err

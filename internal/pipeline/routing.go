@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"sink/config"
+	"sink/internal/chschema"
 	"sink/internal/decode"
 	"sink/internal/writer"
 )
@@ -126,7 +127,7 @@ func (p *Pipeline) resolve(ctx context.Context) error {
 
 // compile builds route r's plan for the table's insert columns, with the
 // errors.on_missing / on_null / on_tombstone policy.
-func (p *Pipeline) compile(r config.Route, insert []decode.ColumnSchema) (*decode.Plan, error) {
+func (p *Pipeline) compile(r config.Route, insert []chschema.ColumnSchema) (*decode.Plan, error) {
 	plan, err := decode.Compile(r.Format, insert, r.Mapping(), decode.WithRegistry(p.reg), decode.WithMessage(r.Message))
 	if err != nil {
 		return nil, err

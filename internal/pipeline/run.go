@@ -24,6 +24,9 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	if p.cons == nil {
 		return errors.New("pipeline: Attach a consumer before Run")
 	}
+	if p.eo != nil && p.eoIO == nil {
+		return errNoExactlyOnceIO
+	}
 	if p.eo != nil && len(p.eo.windows) == 0 {
 		// Refuses what exactly-once cannot work with; remembers the windows.
 		if err := p.CheckExactlyOnce(ctx); err != nil {
@@ -53,6 +56,15 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		tick := time.NewTicker(100 * time.Millisecond)
 		defer tick.Stop()
 		for {
+			// Checked first: called again (deferred) after the shutdown, a
+			// select would pick an ack still buffered as often as the
+			// closed pollerDone, and handling it could start the next
+			// batch's INSERT after the shutdown joined the INSERTs.
+			select {
+			case <-pollerDone:
+				return
+			default:
+			}
 			select {
 			case <-pollerDone:
 				return

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"sink/internal/batch"
+	"sink/internal/chschema"
 	"sink/internal/decode"
 	"sink/internal/writer"
 )
@@ -25,7 +26,7 @@ import (
 // schemaResult is a table's description, read off the owner goroutine.
 type schemaResult struct {
 	ts   *tableState
-	cols []decode.ColumnSchema
+	cols []chschema.ColumnSchema
 	err  error
 	// evolve, when set, says the description follows an ADD COLUMN
 	// (evolve.go), whose outcome it carries.
@@ -66,7 +67,7 @@ func (p *Pipeline) sendSchema(r schemaResult) {
 // table, hands the description to the owner for the batches to come, and
 // returns the failed batch adapted to the table's columns now.
 func (p *Pipeline) refreshFor(ts *tableState) writer.Refresh {
-	return func(ctx context.Context, t *writer.Table, blk writer.Block) (*writer.Table, writer.Block, error) {
+	return func(ctx context.Context, t *writer.Table, blk chschema.Block) (*writer.Table, chschema.Block, error) {
 		cols, err := p.w.Describe(ctx, t.Database, t.Name)
 		if err != nil {
 			return nil, nil, err
@@ -115,7 +116,7 @@ func (p *Pipeline) rereadDone(ts *tableState) {
 // into ts is compiled again (a mapping the table can no longer satisfy
 // stops the connector with one line), the open batches are sealed with the
 // old layout, and the next records are decoded with the new one.
-func (p *Pipeline) applySchema(writeCtx context.Context, ts *tableState, schema []decode.ColumnSchema) {
+func (p *Pipeline) applySchema(writeCtx context.Context, ts *tableState, schema []chschema.ColumnSchema) {
 	if slices.Equal(schema, ts.t.Schema) || p.fatal != nil {
 		return
 	}
@@ -165,7 +166,7 @@ func (p *Pipeline) applySchema(writeCtx context.Context, ts *tableState, schema 
 		Msg("table columns changed: records from now on are decoded for the new columns")
 }
 
-func names(cols []decode.ColumnSchema) []string {
+func names(cols []chschema.ColumnSchema) []string {
 	out := make([]string, len(cols))
 	for i, c := range cols {
 		out[i] = c.Name + " " + c.Type

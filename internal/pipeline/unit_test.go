@@ -37,8 +37,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/config"
+	"sink/internal/chschema"
 	"sink/internal/consumer"
-	"sink/internal/decode"
 	"sink/internal/offsets"
 	"sink/internal/writer"
 )
@@ -172,11 +172,11 @@ func newFakeSink(script func(n int) insertScript) *fakeSink {
 	return &fakeSink{script: script, rows: map[string]int{}}
 }
 
-func (k *fakeSink) Describe(_ context.Context, _, _ string) ([]decode.ColumnSchema, error) {
-	return []decode.ColumnSchema{{Name: "id", Type: "UInt64"}, {Name: "s", Type: "String"}}, nil
+func (k *fakeSink) Describe(_ context.Context, _, _ string) ([]chschema.ColumnSchema, error) {
+	return []chschema.ColumnSchema{{Name: "id", Type: "UInt64"}, {Name: "s", Type: "String"}}, nil
 }
 
-func (k *fakeSink) Insert(ctx context.Context, t *writer.Table, block writer.Block, _ uint64,
+func (k *fakeSink) Insert(ctx context.Context, t *writer.Table, block chschema.Block, _ uint64,
 	onRetry func(writer.Attempt), _ writer.Refresh) error {
 	k.active.Add(1)
 	defer k.active.Add(-1)

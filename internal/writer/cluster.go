@@ -16,8 +16,8 @@ import (
 	"github.com/shopspring/decimal"
 
 	"sink/config"
+	"sink/internal/chschema"
 	"sink/internal/cluster"
-	"sink/internal/decode"
 )
 
 // Cluster is the Sink of a configuration with clickhouse.cluster or
@@ -194,7 +194,7 @@ func (c *Cluster) discover(ctx context.Context) error {
 // clickhouse.schema_refresh has passed since the last read, so that
 // shards and replicas added to remote_servers are written without a
 // restart.
-func (c *Cluster) Describe(ctx context.Context, db, table string) ([]decode.ColumnSchema, error) {
+func (c *Cluster) Describe(ctx context.Context, db, table string) ([]chschema.ColumnSchema, error) {
 	cols, err := c.Writer.Describe(ctx, db, table)
 	if err != nil || len(c.cfg.Shards) > 0 || c.cfg.SchemaRefresh <= 0 {
 		return cols, err
@@ -392,7 +392,7 @@ func (c *Cluster) keyHash(ctx context.Context, tt *tableTarget, typ string) (*cl
 
 // Insert writes block into t: through Writer.Insert for a table without
 // target, else as described on Cluster.
-func (c *Cluster) Insert(ctx context.Context, t *Table, block Block, batchID uint64,
+func (c *Cluster) Insert(ctx context.Context, t *Table, block chschema.Block, batchID uint64,
 	onRetry func(Attempt), refresh Refresh) error {
 	tt, err := c.target(ctx, t.Database, t.Name)
 	if err != nil {
@@ -417,7 +417,7 @@ func (c *Cluster) Insert(ctx context.Context, t *Table, block Block, batchID uin
 	// onto it; the part is then sent to the local table with those columns.
 	var lrefresh Refresh
 	if refresh != nil {
-		lrefresh = func(ctx context.Context, _ *Table, b Block) (*Table, Block, error) {
+		lrefresh = func(ctx context.Context, _ *Table, b chschema.Block) (*Table, chschema.Block, error) {
 			nt, nb, err := refresh(ctx, t, b)
 			if err != nil {
 				return nil, nil, err
@@ -459,7 +459,7 @@ func (c *Cluster) Insert(ctx context.Context, t *Table, block Block, batchID uin
 }
 
 // insertShard writes one shard's part, failing over between its replicas.
-func (c *Cluster) insertShard(ctx context.Context, lay *layout, si int, t *Table, part Block, batchID uint64,
+func (c *Cluster) insertShard(ctx context.Context, lay *layout, si int, t *Table, part chschema.Block, batchID uint64,
 	onRetry func(Attempt), refresh Refresh) error {
 	shard := lay.topo.Shards[si]
 	reps := lay.shards[si]
@@ -492,8 +492,8 @@ func (c *Cluster) insertShard(ctx context.Context, lay *layout, si int, t *Table
 }
 
 // split cuts block into one part per shard (nil for a shard with no rows).
-func (c *Cluster) split(ctx context.Context, lay *layout, tt *tableTarget, t *Table, block Block) ([]Block, error) {
-	parts := make([]Block, len(lay.topo.Shards))
+func (c *Cluster) split(ctx context.Context, lay *layout, tt *tableTarget, t *Table, block chschema.Block) ([]chschema.Block, error) {
+	parts := make([]chschema.Block, len(lay.topo.Shards))
 	if tt.random {
 		parts[lay.topo.RandomShard()] = block
 		return parts, nil
@@ -531,7 +531,7 @@ func (c *Cluster) split(ctx context.Context, lay *layout, tt *tableTarget, t *Ta
 // Each column's data is taken from the block once for all shards: a
 // decode.Block builds it anew on every ColumnData call (Decimal and
 // DateTime64 values, Nullable pointers), which costs as much as the copy.
-func splitByShard(block Block, shardOf []int, parts []Block) ([]Block, error) {
+func splitByShard(block chschema.Block, shardOf []int, parts []chschema.Block) ([]chschema.Block, error) {
 	var data []any
 	for s, rs := range shardRows(shardOf, len(parts)) {
 		switch {
@@ -579,18 +579,18 @@ func shardRows(shardOf []int, shards int) [][]int {
 // rowsBlock is some rows of a block, its columns gathered once, so every
 // retry sends the identical part.
 type rowsBlock struct {
-	cols []decode.ColumnSchema
+	cols []chschema.ColumnSchema
 	data []any
 	rows int
 }
 
-func (b *rowsBlock) Rows() int                      { return b.rows }
-func (b *rowsBlock) Columns() []decode.ColumnSchema { return b.cols }
-func (b *rowsBlock) ColumnData(i int) any           { return b.data[i] }
+func (b *rowsBlock) Rows() int                        { return b.rows }
+func (b *rowsBlock) Columns() []chschema.ColumnSchema { return b.cols }
+func (b *rowsBlock) ColumnData(i int) any             { return b.data[i] }
 
 // subBlock gathers rows (indices, ascending) of every column of a block
 // with columns cols and column data data.
-func subBlock(cols []decode.ColumnSchema, data []any, rows []int) (*rowsBlock, error) {
+func subBlock(cols []chschema.ColumnSchema, data []any, rows []int) (*rowsBlock, error) {
 	out := &rowsBlock{cols: cols, data: make([]any, len(cols)), rows: len(rows)}
 	for i := range cols {
 		g, err := gatherColumn(data[i], rows)
@@ -677,7 +677,7 @@ func gatherColumn(data any, rows []int) (any, error) {
 		return gather(d, rows), nil
 	case []*big.Int:
 		return gather(d, rows), nil
-	case []*decode.MapRow:
+	case []*chschema.MapRow:
 		return gather(d, rows), nil
 	case [][]string:
 		return gather(d, rows), nil
@@ -732,8 +732,10 @@ func withSetting(ctx context.Context, name string, v any) context.Context {
 // itself, and the other replica's own ALTER finds the column there), then
 // the Distributed table on every node, one by one: ON CLUSTER of a
 // Distributed table over a replicated cluster fails (Code 371, the cluster
-// says its shards are replicated, the table is not).
-func (c *Cluster) AddColumn(ctx context.Context, info ServerInfo, db, table, cluster, name, typ string) (string, bool, error) {
+// says its shards are replicated, the table is not). A server that runs no
+// ON CLUSTER DDL at all (no Keeper: clickhouse-local, chdb; NoDistributedDDL)
+// gets the local table's column node by node too.
+func (c *Cluster) AddColumn(ctx context.Context, info chschema.ServerInfo, db, table, cluster, name, typ string) (string, bool, error) {
 	tt, err := c.target(ctx, db, table)
 	if err != nil {
 		return "", false, err
@@ -759,11 +761,21 @@ func (c *Cluster) AddColumn(ctx context.Context, info ServerInfo, db, table, clu
 		return err
 	}
 	distributed := localDB != db || localName != table
-	if cluster != "" {
-		if err := run(c.Writer, localDB, localName, cluster); err != nil {
+	onCluster := cluster != ""
+	if onCluster {
+		err := run(c.Writer, localDB, localName, cluster)
+		if err != nil && NoDistributedDDL(err) {
+			// A server without Keeper (clickhouse-local, chdb) runs no ON
+			// CLUSTER DDL; nothing ran, so the column goes node by node.
+			if len(ddls) > 0 {
+				ddls[len(ddls)-1] += fmt.Sprintf(" (refused, Code %d: no distributed DDL on this server; added on every node instead)", Code(err))
+			}
+			onCluster = false
+		} else if err != nil {
 			return strings.Join(ddls, "; "), added, err
 		}
-	} else {
+	}
+	if !onCluster {
 		for _, w := range lay.nodes {
 			if err := run(w, localDB, localName, ""); err != nil {
 				return strings.Join(ddls, "; "), added, err

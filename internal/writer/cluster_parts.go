@@ -2,6 +2,8 @@ package writer
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -10,6 +12,7 @@ import (
 
 	"sink/config"
 	"sink/internal/adapt"
+	"sink/internal/cluster"
 )
 
 // Parts is Writer.Parts over the cluster, for batch.mode adaptive: a table
@@ -74,4 +77,29 @@ func LocalTable(ctx context.Context, conn driver.Conn, db, table string) (string
 		db = dist.Database
 	}
 	return db, dist.Table, nil
+}
+
+// Placement fingerprints how Insert splits db.table's batches across the
+// shards now: for a target local route with a sharding_key, a hash of the
+// key, its hash function and the shards' numbers and weights in order
+// (what decides which shard a row goes to); "" for a table that is not
+// split by key (no target, the Distributed table, sharding: random).
+// Exactly-once delivery records it with each batch, since a batch rebuilt
+// after a crash splits the same way only under the same placement.
+func (c *Cluster) Placement(ctx context.Context, db, table string) (string, error) {
+	tt, err := c.target(ctx, db, table)
+	if err != nil || tt == nil || tt.target != config.TargetLocal || tt.random {
+		return "", err
+	}
+	return placementOf(tt.key, tt.hash, c.lay.Load().topo), nil
+}
+
+// placementOf is Placement's fingerprint: 16 hex digits.
+func placementOf(key, hash string, topo *cluster.Topology) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\n", key, hash)
+	for _, s := range topo.Shards {
+		fmt.Fprintf(h, "%d:%d\n", s.Num, s.Weight)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"sink/internal/chschema"
 	"sink/internal/decode"
 )
 
@@ -82,11 +83,11 @@ func splitValue(typ string, i int) any {
 // Its columns' data is taken once (decode's ColumnData builds it anew on
 // every call, and a Map row refers into the data it was built with), so
 // the split and its oracle read the very same cells.
-func splitBlock(tb testing.TB, types []string, n int) (*rowsBlock, []decode.ColumnSchema) {
+func splitBlock(tb testing.TB, types []string, n int) (*rowsBlock, []chschema.ColumnSchema) {
 	tb.Helper()
-	cols := make([]decode.ColumnSchema, len(types))
+	cols := make([]chschema.ColumnSchema, len(types))
 	for i, typ := range types {
-		cols[i] = decode.ColumnSchema{Name: fmt.Sprintf("c%d", i), Type: typ}
+		cols[i] = chschema.ColumnSchema{Name: fmt.Sprintf("c%d", i), Type: typ}
 	}
 	p, err := decode.Compile("json", cols, nil)
 	if err != nil {
@@ -125,7 +126,7 @@ func TestSplitMatchesReflect(t *testing.T) {
 	for i := range shardOf {
 		shardOf[i] = (i*7 + i/5) % 3
 	}
-	parts, err := splitByShard(blk, shardOf, make([]Block, 4))
+	parts, err := splitByShard(blk, shardOf, make([]chschema.Block, 4))
 	if err != nil {
 		t.Fatal(err)
 	}

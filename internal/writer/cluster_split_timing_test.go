@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"sink/internal/decode"
+	"sink/internal/chschema"
 )
 
 // BenchmarkSplitByKey measures what target: local with a sharding_key adds
@@ -20,7 +20,7 @@ import (
 func BenchmarkSplitByKey(b *testing.B) {
 	for _, tc := range []struct {
 		name   string
-		schema []decode.ColumnSchema
+		schema []chschema.ColumnSchema
 	}{{"bench", benchTable}, {"wide", benchWideTable}} {
 		b.Run(tc.name, func(b *testing.B) {
 			const n, shards = 100_000, 2
@@ -34,7 +34,7 @@ func BenchmarkSplitByKey(b *testing.B) {
 			b.ResetTimer()
 			cpu0 := processCPU(b)
 			for i := 0; i < b.N; i++ {
-				parts, err := splitByShard(blk, shardOf, make([]Block, shards))
+				parts, err := splitByShard(blk, shardOf, make([]chschema.Block, shards))
 				if err != nil {
 					b.Fatal(err)
 				}

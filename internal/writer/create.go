@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"sink/internal/decode"
+	"sink/internal/chschema"
 )
 
 // Creating a route's table (schema.create: if_missing): the statements are
@@ -20,7 +20,7 @@ import (
 // TableSpec describes a table to create.
 type TableSpec struct {
 	Database, Table string
-	Columns         []decode.ColumnSchema // name and type, in order
+	Columns         []chschema.ColumnSchema // name and type, in order
 	// Replacing makes a ReplacingMergeTree versioned by Version (a
 	// column); otherwise a MergeTree.
 	Replacing bool
@@ -45,12 +45,12 @@ const LocalSuffix = "_local"
 // the records' fields: where each row came from (the decoder fills them
 // from the record by their names: $topic, $partition, $offset, $timestamp),
 // with _timestamp in milliseconds where the server has DateTime64 (20.1).
-func KafkaColumns(srv decode.ServerTypes) []decode.ColumnSchema {
+func KafkaColumns(srv chschema.ServerTypes) []chschema.ColumnSchema {
 	ts := "DateTime"
 	if srv.DateTime64 {
 		ts = "DateTime64(3)"
 	}
-	return []decode.ColumnSchema{
+	return []chschema.ColumnSchema{
 		{Name: "_topic", Type: "String"},
 		{Name: "_partition", Type: "Int32"},
 		{Name: "_offset", Type: "Int64"},
@@ -76,7 +76,7 @@ func CreateTableDDL(s TableSpec) ([]string, error) {
 	}
 	var b strings.Builder
 	b.WriteString("CREATE TABLE IF NOT EXISTS ")
-	b.WriteString(QuoteIdent(s.Database) + "." + QuoteIdent(local))
+	b.WriteString(chschema.QuoteIdent(s.Database) + "." + chschema.QuoteIdent(local))
 	onCluster(&b, s.Cluster)
 	b.WriteString(" (")
 	for i, c := range s.Columns {
@@ -86,7 +86,7 @@ func CreateTableDDL(s TableSpec) ([]string, error) {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(QuoteIdent(c.Name) + " " + c.Type)
+		b.WriteString(chschema.QuoteIdent(c.Name) + " " + c.Type)
 	}
 	b.WriteString(") ENGINE = ")
 	var args []string
@@ -97,7 +97,7 @@ func CreateTableDDL(s TableSpec) ([]string, error) {
 	if s.Replacing {
 		b.WriteString("ReplacingMergeTree")
 		if s.Version != "" {
-			args = append(args, QuoteIdent(s.Version))
+			args = append(args, chschema.QuoteIdent(s.Version))
 		}
 	} else {
 		b.WriteString("MergeTree")
@@ -127,8 +127,8 @@ func CreateTableDDL(s TableSpec) ([]string, error) {
 	}
 	ddl := []string{b.String()}
 	if s.Cluster != "" {
-		ddl = append(ddl, "CREATE TABLE IF NOT EXISTS "+QuoteIdent(s.Database)+"."+QuoteIdent(s.Table)+onClusterText(s.Cluster)+
-			" AS "+QuoteIdent(s.Database)+"."+QuoteIdent(local)+
+		ddl = append(ddl, "CREATE TABLE IF NOT EXISTS "+chschema.QuoteIdent(s.Database)+"."+chschema.QuoteIdent(s.Table)+onClusterText(s.Cluster)+
+			" AS "+chschema.QuoteIdent(s.Database)+"."+chschema.QuoteIdent(local)+
 			" ENGINE = Distributed("+QuoteString(s.Cluster)+", "+QuoteString(s.Database)+", "+QuoteString(local)+", rand())")
 	}
 	return ddl, nil
@@ -140,7 +140,7 @@ func onClusterText(cluster string) string {
 	if cluster == "" {
 		return ""
 	}
-	return " ON CLUSTER " + QuoteIdent(cluster)
+	return " ON CLUSTER " + chschema.QuoteIdent(cluster)
 }
 
 // settingValue renders a table setting's value: numbers as they are,

@@ -4,12 +4,12 @@ import (
 	"strings"
 	"testing"
 
-	"sink/internal/decode"
+	"sink/internal/chschema"
 )
 
 func TestCreateTableDDL(t *testing.T) {
-	// QuoteIdent escapes the space of "the name".
-	cols := []decode.ColumnSchema{{Name: "id", Type: "Int64"}, {Name: "the name", Type: "String"}}
+	// chschema.QuoteIdent escapes the space of "the name".
+	cols := []chschema.ColumnSchema{{Name: "id", Type: "Int64"}, {Name: "the name", Type: "String"}}
 	for _, tc := range []struct {
 		name string
 		spec TableSpec
@@ -46,7 +46,7 @@ func TestCreateTableDDL(t *testing.T) {
 	}{
 		{TableSpec{Database: "db", Table: "t", OrderBy: "id"}, "no columns to create db.t with"},
 		{TableSpec{Database: "db", Table: "t", Columns: cols}, "no ORDER BY expression"},
-		{TableSpec{Database: "db", Table: "t", Columns: []decode.ColumnSchema{{Name: "a`b", Type: "String"}}, OrderBy: "id"}, "cannot be inserted into"},
+		{TableSpec{Database: "db", Table: "t", Columns: []chschema.ColumnSchema{{Name: "a`b", Type: "String"}}, OrderBy: "id"}, "cannot be inserted into"},
 		{TableSpec{Database: "db", Table: "t", Columns: cols, OrderBy: "id", Settings: map[string]any{"a": []int{1}}}, "setting a: [1] ([]int) is not a number"},
 	} {
 		if _, err := CreateTableDDL(tc.spec); err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -56,10 +56,10 @@ func TestCreateTableDDL(t *testing.T) {
 }
 
 func TestKafkaColumns(t *testing.T) {
-	if got := KafkaColumns(decode.ServerTypes{})[3].Type; got != "DateTime" {
+	if got := KafkaColumns(chschema.ServerTypes{})[3].Type; got != "DateTime" {
 		t.Errorf("_timestamp without DateTime64: %s", got)
 	}
-	if got := KafkaColumns(decode.ServerTypes{DateTime64: true})[3].Type; got != "DateTime64(3)" {
+	if got := KafkaColumns(chschema.ServerTypes{DateTime64: true})[3].Type; got != "DateTime64(3)" {
 		t.Errorf("_timestamp with DateTime64: %s", got)
 	}
 }

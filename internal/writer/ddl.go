@@ -6,32 +6,16 @@ import (
 	"slices"
 	"strings"
 
-	"sink/internal/decode"
+	"sink/internal/chschema"
 )
 
 // Schema evolution's one statement: ALTER TABLE … ADD COLUMN. It is the only
 // DDL the sink runs, and it only ever adds a column.
 
-// EvolveTypes is what a server offers for inferred column types
-// (decode.FieldType.Column, decode.SchemaType.Column): Bool since 21.12,
-// DateTime64 since 20.1, the JSON type when Probe found it, Date32 since
-// 21.9, Map since 21.8 (no longer experimental).
-func (i ServerInfo) EvolveTypes() decode.ServerTypes {
-	return decode.ServerTypes{
-		Bool:       i.Version.AtLeast(21, 12),
-		DateTime64: i.Version.AtLeast(20, 1),
-		JSON:       i.JSONType,
-		Date32:     i.Version.AtLeast(21, 9),
-		Map:        i.Version.AtLeast(21, 8),
-	}
-}
-
 // Features probes the server (Probe) on the writer's connection.
-func (w *Writer) Features(ctx context.Context) (ServerInfo, error) { return Probe(ctx, w.conn) }
-
-// AddIfNotExists reports whether the server takes ADD COLUMN IF NOT EXISTS
-// (18.16 does not: a syntax error).
-func (i ServerInfo) AddIfNotExists() bool { return i.Version.AtLeast(20, 1) }
+func (w *Writer) Features(ctx context.Context) (chschema.ServerInfo, error) {
+	return Probe(ctx, w.conn)
+}
 
 // AddColumnDDL is the statement that adds column name of type typ to
 // db.table, ON CLUSTER cluster when cluster is set, with IF NOT EXISTS when
@@ -40,18 +24,18 @@ func (i ServerInfo) AddIfNotExists() bool { return i.Version.AtLeast(20, 1) }
 func AddColumnDDL(db, table, cluster, name, typ string, ifNotExists bool) string {
 	var b strings.Builder
 	b.WriteString("ALTER TABLE ")
-	b.WriteString(QuoteIdent(db))
+	b.WriteString(chschema.QuoteIdent(db))
 	b.WriteByte('.')
-	b.WriteString(QuoteIdent(table))
+	b.WriteString(chschema.QuoteIdent(table))
 	if cluster != "" {
 		b.WriteString(" ON CLUSTER ")
-		b.WriteString(QuoteIdent(cluster))
+		b.WriteString(chschema.QuoteIdent(cluster))
 	}
 	b.WriteString(" ADD COLUMN ")
 	if ifNotExists {
 		b.WriteString("IF NOT EXISTS ")
 	}
-	b.WriteString(QuoteIdent(name))
+	b.WriteString(chschema.QuoteIdent(name))
 	b.WriteByte(' ')
 	b.WriteString(typ)
 	return b.String()
@@ -69,13 +53,13 @@ var columnExistsCodes = []int32{15, 44}
 // where the server has it, and treating "already exists" as success when
 // the column is then there, make every racer succeed and leave one column.
 // It returns the statement it ran ("" when the column was there before).
-func (w *Writer) AddColumn(ctx context.Context, info ServerInfo, db, table, cluster, name, typ string) (ddl string, added bool, err error) {
+func (w *Writer) AddColumn(ctx context.Context, info chschema.ServerInfo, db, table, cluster, name, typ string) (ddl string, added bool, err error) {
 	has := func() (bool, error) {
 		cols, err := w.Describe(ctx, db, table)
 		if err != nil {
 			return false, err
 		}
-		return slices.ContainsFunc(cols, func(c decode.ColumnSchema) bool { return c.Name == name }), nil
+		return slices.ContainsFunc(cols, func(c chschema.ColumnSchema) bool { return c.Name == name }), nil
 	}
 	if ok, err := has(); err != nil || ok {
 		return "", false, err

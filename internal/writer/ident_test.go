@@ -4,27 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"sink/internal/decode"
+	"sink/internal/chschema"
 )
-
-// QuoteIdent's output must survive clickhouse-go's regular-expression parse
-// of the INSERT: no parenthesis, whitespace or control character may appear
-// outside an escape, and every backtick inside is escaped.
-func TestQuoteIdentEscapes(t *testing.T) {
-	f := func(in, want string) {
-		t.Helper()
-		if got := QuoteIdent(in); got != want {
-			t.Fatalf("QuoteIdent(%q) = %s, want %s", in, got, want)
-		}
-	}
-	f("plain_name1", "`plain_name1`")
-	f("we`ird\"na'me", "`we\\`ird\"na'me`")
-	f("t (id) VALUES (1)", "`t\\x20\\x28id\\x29\\x20VALUES\\x20\\x281\\x29`")
-	f("t SETTINGS a = 1", "`t\\x20SETTINGS\\x20a\\x20=\\x201`")
-	f("tab\there\nnl", "`tab\\x09here\\x0Anl`")
-	f("del\x7f", "`del\\x7F`")
-	f("кириллица", "`кириллица`")
-}
 
 func TestCheckColumnName(t *testing.T) {
 	f := func(name string, ok bool) {
@@ -56,11 +37,11 @@ func TestCheckColumnName(t *testing.T) {
 // Every INSERT names its columns as written, in backticks, after a quoted
 // table; a column the driver cannot carry makes the table unsendable.
 func TestNewTableUnsendable(t *testing.T) {
-	tb := NewTable("db", "t (x)", nil, []decode.ColumnSchema{{Name: "a"}, {Name: "b c"}})
+	tb := NewTable("db", "t (x)", nil, []chschema.ColumnSchema{{Name: "a"}, {Name: "b c"}})
 	if want := "INSERT INTO `db`.`t\\x20\\x28x\\x29` (`a`, `b c`)"; tb.query != want || tb.unsendable != nil {
 		t.Fatalf("query %s (%v); want %s", tb.query, tb.unsendable, want)
 	}
-	tb = NewTable("db", "t", nil, []decode.ColumnSchema{{Name: "a"}, {Name: "b`c"}})
+	tb = NewTable("db", "t", nil, []chschema.ColumnSchema{{Name: "a"}, {Name: "b`c"}})
 	if tb.unsendable == nil || !strings.Contains(tb.unsendable.Error(), "table db.t: column \"b`c\" cannot be inserted into") {
 		t.Fatalf("unsendable = %v", tb.unsendable)
 	}

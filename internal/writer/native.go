@@ -8,10 +8,10 @@ import (
 	"github.com/ClickHouse/ch-go/proto"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/column"
 
-	"sink/internal/decode"
+	"sink/internal/chschema"
 )
 
-// nativeBlock is a Block that can hand over some columns as ch-go proto
+// nativeBlock is a chschema.Block that can hand over some columns as ch-go proto
 // columns without a copy (decode.Block.Native).
 type nativeBlock interface {
 	Native(i int) proto.ColInput
@@ -32,13 +32,13 @@ func install(c column.Interface, n proto.ColInput) bool {
 		return false
 	}
 	switch nn := n.(type) {
-	case decode.NullableNative:
+	case chschema.NullableNative:
 		return installNullable(c, nn)
-	case decode.ArrayNative:
+	case chschema.ArrayNative:
 		return installArray(c, nn)
-	case decode.MapNative:
+	case chschema.MapNative:
 		return installMap(c, nn)
-	case decode.LowCardinalityNative:
+	case chschema.LowCardinalityNative:
 		return installLowCardinality(c, nn)
 	}
 	f, ok := field(c, "col")
@@ -116,8 +116,8 @@ func offsetsColumn(f reflect.Value, offsets proto.ColInput) (column.Interface, b
 // offsets column. clickhouse-go flattens Array(Array(T)) into one values
 // column with an offsets column per level; those, and elements that do
 // not install, keep the general path.
-func installArray(c column.Interface, n decode.ArrayNative) bool {
-	if _, nested := n.Values.(decode.ArrayNative); nested {
+func installArray(c column.Interface, n chschema.ArrayNative) bool {
+	if _, nested := n.Values.(chschema.ArrayNative); nested {
 		return false
 	}
 	offs, ok := field(c, "offsets")
@@ -134,7 +134,7 @@ func installArray(c column.Interface, n decode.ArrayNative) bool {
 
 // installMap installs a Map(K, V): keys and values into the driver's
 // columns, the row end offsets into its Int64 offsets column.
-func installMap(c column.Interface, n decode.MapNative) bool {
+func installMap(c column.Interface, n chschema.MapNative) bool {
 	s := reflect.ValueOf(c)
 	if s.Kind() != reflect.Pointer || s.IsNil() || s.Elem().Kind() != reflect.Struct {
 		return false
@@ -167,7 +167,7 @@ func fits(c column.Interface, n proto.ColInput) bool {
 // "", is the default the driver's own dictionary starts with), the rows'
 // positions and the distinct count as the driver's Encode reads them (its
 // unexported append.keys and len(append.index), which pick the key width).
-func installLowCardinality(c column.Interface, n decode.LowCardinalityNative) bool {
+func installLowCardinality(c column.Interface, n chschema.LowCardinalityNative) bool {
 	if _, ok := c.(*column.LowCardinality); !ok || c.Rows() != 0 {
 		return false
 	}
@@ -201,7 +201,7 @@ func installLowCardinality(c column.Interface, n decode.LowCardinalityNative) bo
 // proto.ColUInt8 clickhouse-go keeps in a field named nulls (encoded only
 // when enable is set, as it is for a top-level Nullable). Nothing changes
 // unless both fit.
-func installNullable(c column.Interface, n decode.NullableNative) bool {
+func installNullable(c column.Interface, n chschema.NullableNative) bool {
 	v := reflect.ValueOf(c)
 	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
 		return false

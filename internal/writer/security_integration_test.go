@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"sink/config"
-	"sink/internal/decode"
+	"sink/internal/chschema"
 	"sink/internal/testenv"
 	"sink/internal/writer"
 )
@@ -115,15 +115,15 @@ func testOpenCredentialsAndTLS(t *testing.T, s testenv.Server) {
 	fails(proxy, nil, "clickhouse "+proxy+": ")
 }
 
-// block is a two-column writer.Block.
+// block is a two-column chschema.Block.
 type block struct {
-	cols []decode.ColumnSchema
+	cols []chschema.ColumnSchema
 	ids  []uint64
 	strs []string
 }
 
-func (b block) Rows() int                      { return len(b.ids) }
-func (b block) Columns() []decode.ColumnSchema { return b.cols }
+func (b block) Rows() int                        { return len(b.ids) }
+func (b block) Columns() []chschema.ColumnSchema { return b.cols }
 func (b block) ColumnData(i int) any {
 	if i == 0 {
 		return b.ids
@@ -132,7 +132,7 @@ func (b block) ColumnData(i int) any {
 }
 
 // TestHostileIdentifiers: database-independent proof that names built to
-// break quoting stay names. Table names may hold anything: QuoteIdent
+// break quoting stay names. Table names may hold anything: chschema.QuoteIdent
 // escapes what would end the identifier or confuse clickhouse-go's parsing
 // of the INSERT, and the rows land in the table that has the name. Column
 // names clickhouse-go cannot carry (backticks, backslashes, parentheses) are
@@ -155,7 +155,7 @@ func testHostileIdentifiers(t *testing.T, s testenv.Server) {
 	testenv.Exec(t, ch, "CREATE TABLE "+db+".victim (id UInt64) ENGINE = MergeTree ORDER BY id")
 	create := func(table, columns string) {
 		t.Helper()
-		q := fmt.Sprintf("CREATE TABLE %s.%s (%s) ENGINE = MergeTree ORDER BY id", writer.QuoteIdent(db), writer.QuoteIdent(table), columns)
+		q := fmt.Sprintf("CREATE TABLE %s.%s (%s) ENGINE = MergeTree ORDER BY id", chschema.QuoteIdent(db), chschema.QuoteIdent(table), columns)
 		if err := ch.Exec(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
@@ -163,12 +163,12 @@ func testHostileIdentifiers(t *testing.T, s testenv.Server) {
 	count := func(table string) uint64 {
 		t.Helper()
 		var n uint64
-		if err := ch.QueryRow(ctx, fmt.Sprintf("SELECT count() FROM %s.%s", writer.QuoteIdent(db), writer.QuoteIdent(table))).Scan(&n); err != nil {
+		if err := ch.QueryRow(ctx, fmt.Sprintf("SELECT count() FROM %s.%s", chschema.QuoteIdent(db), chschema.QuoteIdent(table))).Scan(&n); err != nil {
 			t.Fatalf("count %q: %v", table, err)
 		}
 		return n
 	}
-	b := func(cols []decode.ColumnSchema) block {
+	b := func(cols []chschema.ColumnSchema) block {
 		return block{cols: cols, ids: []uint64{1, 2, 3}, strs: []string{"a", "b'c", "d`e"}}
 	}
 

@@ -8,52 +8,21 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"sink/config"
+	"sink/internal/chschema"
 )
-
-// Version is a ClickHouse server version, as SELECT version() gives it
-// ("26.9.2.1"); Major and Minor are its first two numbers.
-type Version struct {
-	Text         string
-	Major, Minor int
-}
-
-// ParseVersion reads the first two numbers of a version string; ok is false
-// when there are none ("", "dev").
-func ParseVersion(s string) (v Version, ok bool) {
-	v.Text = strings.TrimSpace(s)
-	parts := strings.SplitN(v.Text, ".", 3)
-	if len(parts) < 2 {
-		return v, false
-	}
-	major, err1 := strconv.Atoi(parts[0])
-	minor, err2 := strconv.Atoi(strings.TrimRightFunc(parts[1], func(r rune) bool { return r < '0' || r > '9' }))
-	if err1 != nil || err2 != nil || major < 0 || minor < 0 {
-		return v, false
-	}
-	v.Major, v.Minor = major, minor
-	return v, true
-}
-
-// AtLeast reports whether v is major.minor or newer.
-func (v Version) AtLeast(major, minor int) bool {
-	return v.Major > major || (v.Major == major && v.Minor >= minor)
-}
-
-func (v Version) String() string { return v.Text }
 
 // minHTTP is the oldest ClickHouse clickhouse-go's HTTP transport works
 // with. The driver adds client_protocol_version to every request's URL, a
 // parameter that ClickHouse 23.2 introduced; older servers take it for a
 // setting and refuse every query, the driver's first one included, with
 // "Code: 115 ... Unknown setting client_protocol_version".
-var minHTTP = Version{Text: "23.2", Major: 23, Minor: 2}
+var minHTTP = chschema.Version{Text: "23.2", Major: 23, Minor: 2}
 
 // wrongProtocol is called when the first ping failed with pingErr. It asks
 // each address for its version with a plain HTTP request, which every
@@ -71,7 +40,7 @@ func wrongProtocol(ctx context.Context, cfg config.ClickHouse, tlsCfg *tls.Confi
 		if err != nil {
 			continue
 		}
-		v, ok := ParseVersion(text)
+		v, ok := chschema.ParseVersion(text)
 		switch {
 		case !ok:
 		case cfg.Protocol == config.ProtocolNative:
@@ -114,51 +83,15 @@ func httpVersion(ctx context.Context, addr, user, password string, tlsCfg *tls.C
 	return strings.TrimSpace(string(body)), nil
 }
 
-// ServerInfo is what the server offers that matters to the sink, as
-// `sink check` reports it. Probe fills it.
-type ServerInfo struct {
-	Version Version
-	// DedupToken: the insert_deduplication_token setting exists, so an
-	// INSERT can carry its own deduplication key.
-	DedupToken bool
-	// AsyncInsert: the async_insert setting exists; AsyncInsertOn: it is
-	// on for this user (then the server may buffer the sink's INSERTs).
-	AsyncInsert, AsyncInsertOn bool
-	// JSONType: the JSON data type exists as its own type, not as an
-	// alias of the old experimental Object('json').
-	JSONType bool
-	// IsDeleted: ReplacingMergeTree takes a second parameter, the
-	// is_deleted column (23.2+). Told by the version: there is no system
-	// table that lists engine parameters.
-	IsDeleted bool
-}
-
-// TableDedup says whether ClickHouse deduplicates repeated INSERT blocks into
-// a table, and by which setting.
-type TableDedup struct {
-	Table  string // db.table
-	Engine string // as system.tables.engine names it
-	// Setting is non_replicated_deduplication_window for a plain
-	// MergeTree-family table, replicated_deduplication_window for a
-	// Replicated* one, "" for other engines (no block deduplication).
-	Setting string
-	// Value is the setting's value: from the table's SETTINGS clause when
-	// it sets it (FromTable), else the server's MergeTree default. "" when
-	// the server has no such setting (non_replicated_deduplication_window
-	// is missing on old servers).
-	Value     string
-	FromTable bool
-}
-
 // Probe asks the server for its version and features. It only reads system
 // tables.
-func Probe(ctx context.Context, conn driver.Conn) (ServerInfo, error) {
-	var info ServerInfo
+func Probe(ctx context.Context, conn driver.Conn) (chschema.ServerInfo, error) {
+	var info chschema.ServerInfo
 	var text string
 	if err := conn.QueryRow(ctx, "SELECT version()").Scan(&text); err != nil {
 		return info, fmt.Errorf("clickhouse: SELECT version(): %w", err)
 	}
-	info.Version, _ = ParseVersion(text)
+	info.Version, _ = chschema.ParseVersion(text)
 	info.IsDeleted = info.Version.AtLeast(23, 2)
 
 	settings, err := nameValues(ctx, conn, "SELECT name, value FROM system.settings WHERE name IN ('insert_deduplication_token', 'async_insert')")
@@ -178,35 +111,14 @@ func Probe(ctx context.Context, conn driver.Conn) (ServerInfo, error) {
 	return info, nil
 }
 
-// Lines describes the server for `sink check`, one feature a line.
-func (i ServerInfo) Lines() []string {
-	yes := func(b bool) string {
-		if b {
-			return "yes"
-		}
-		return "no"
-	}
-	async := yes(i.AsyncInsert)
-	if i.AsyncInsert {
-		async += map[bool]string{true: ", on for this user", false: ", off for this user"}[i.AsyncInsertOn]
-	}
-	return []string{
-		"server version " + i.Version.Text,
-		"insert deduplication tokens (setting insert_deduplication_token): " + yes(i.DedupToken),
-		"async inserts (setting async_insert): " + async,
-		"JSON type: " + yes(i.JSONType),
-		"ReplacingMergeTree is_deleted column (ClickHouse 23.2+): " + yes(i.IsDeleted),
-	}
-}
-
 // DedupWindows says, for each table in order, how ClickHouse deduplicates
 // repeated INSERT blocks into it. It only reads system tables.
-func DedupWindows(ctx context.Context, conn driver.Conn, tables []*Table) ([]TableDedup, error) {
+func DedupWindows(ctx context.Context, conn driver.Conn, tables []*Table) ([]chschema.TableDedup, error) {
 	defaults, err := nameValues(ctx, conn, "SELECT name, value FROM system.merge_tree_settings WHERE name IN ('non_replicated_deduplication_window', 'replicated_deduplication_window')")
 	if err != nil {
 		return nil, err
 	}
-	out := make([]TableDedup, 0, len(tables))
+	out := make([]chschema.TableDedup, 0, len(tables))
 	for _, t := range tables {
 		var engine, engineFull string
 		err := conn.QueryRow(ctx, "SELECT engine, engine_full FROM system.tables WHERE database = ? AND name = ?", t.Database, t.Name).
@@ -219,31 +131,11 @@ func DedupWindows(ctx context.Context, conn driver.Conn, tables []*Table) ([]Tab
 	return out, nil
 }
 
-// String describes the table's deduplication for `sink check`.
-func (d TableDedup) String() string {
-	head := "table " + d.Table + " (" + d.Engine + "): "
-	switch {
-	case d.Setting == "":
-		return head + "INSERT blocks are not deduplicated (not a MergeTree-family table)"
-	case d.Value == "":
-		return head + "INSERT blocks are not deduplicated (this server has no " + d.Setting + ")"
-	}
-	from := "server default"
-	if d.FromTable {
-		from = "table setting"
-	}
-	head += d.Setting + " = " + d.Value + " (" + from + "): "
-	if d.Value == "0" {
-		return head + "INSERT blocks are not deduplicated"
-	}
-	return head + "a repeat of one of the last " + d.Value + " INSERT blocks is dropped"
-}
-
 // tableDedup decides which deduplication window applies to a table and its
 // value: the table's own SETTINGS, else the server default in defaults
 // (system.merge_tree_settings, name → value).
-func tableDedup(table, engine, engineFull string, defaults map[string]string) TableDedup {
-	d := TableDedup{Table: table, Engine: engine}
+func tableDedup(table, engine, engineFull string, defaults map[string]string) chschema.TableDedup {
+	d := chschema.TableDedup{Table: table, Engine: engine}
 	switch {
 	case strings.HasPrefix(engine, "Replicated") && strings.HasSuffix(engine, "MergeTree"):
 		d.Setting = "replicated_deduplication_window"

@@ -20,6 +20,7 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 
+	"sink/internal/chschema"
 	"sink/internal/testenv"
 	"sink/internal/writer"
 )
@@ -160,22 +161,22 @@ func TestProbe(t *testing.T) {
 			t.Fatalf("tables %+v", windows)
 		}
 		plain, own, log := windows[0], windows[1], windows[2]
-		if log != (writer.TableDedup{Table: db + ".log", Engine: "Log"}) {
+		if log != (chschema.TableDedup{Table: db + ".log", Engine: "Log"}) {
 			t.Fatalf("Log table: %+v", log)
 		}
 		if modern {
 			// 26.9's default is 0: no deduplication of plain MergeTree inserts.
-			want := writer.TableDedup{Table: db + ".plain", Engine: "MergeTree", Setting: "non_replicated_deduplication_window", Value: "0"}
+			want := chschema.TableDedup{Table: db + ".plain", Engine: "MergeTree", Setting: "non_replicated_deduplication_window", Value: "0"}
 			if plain != want {
 				t.Fatalf("plain: %+v, want %+v", plain, want)
 			}
-			want = writer.TableDedup{Table: db + ".own", Engine: "ReplacingMergeTree", Setting: "non_replicated_deduplication_window", Value: "100", FromTable: true}
+			want = chschema.TableDedup{Table: db + ".own", Engine: "ReplacingMergeTree", Setting: "non_replicated_deduplication_window", Value: "100", FromTable: true}
 			if own != want {
 				t.Fatalf("own: %+v, want %+v", own, want)
 			}
 		} else {
 			// 18.16 has no such setting: Value stays empty.
-			for _, d := range []writer.TableDedup{plain, own} {
+			for _, d := range []chschema.TableDedup{plain, own} {
 				if d.Setting != "non_replicated_deduplication_window" || d.Value != "" || d.FromTable {
 					t.Fatalf("18.16 table: %+v", d)
 				}

@@ -22,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/config"
+	"sink/internal/chschema"
 	"sink/internal/decode"
 	"sink/internal/testenv"
 	"sink/internal/writer"
@@ -320,11 +321,11 @@ func TestModernTypesOn26(t *testing.T) {
 
 // panicBlock is a block whose column data makes the insert panic, as
 // clickhouse-go has on some column types.
-type panicBlock struct{ cols []decode.ColumnSchema }
+type panicBlock struct{ cols []chschema.ColumnSchema }
 
-func (b panicBlock) Rows() int                      { return 1 }
-func (b panicBlock) Columns() []decode.ColumnSchema { return b.cols }
-func (b panicBlock) ColumnData(i int) any           { panic("index out of range [3:1]") }
+func (b panicBlock) Rows() int                        { return 1 }
+func (b panicBlock) Columns() []chschema.ColumnSchema { return b.cols }
+func (b panicBlock) ColumnData(i int) any             { panic("index out of range [3:1]") }
 
 // A panic inside an insert is a permanent error of that insert, never a
 // crash of the process.
@@ -340,7 +341,7 @@ func TestInsertPanicIsAnError(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer w.Close()
-		cols := []decode.ColumnSchema{{Name: "c", Type: "UInt8"}}
+		cols := []chschema.ColumnSchema{{Name: "c", Type: "UInt8"}}
 		err = w.InsertOnce(ctx, writer.NewTable(db, "p", cols, cols), panicBlock{cols}, "panic-test")
 		if err == nil || err.Error() != "clickhouse-go panicked: index out of range [3:1]" {
 			t.Fatalf("got %v", err)

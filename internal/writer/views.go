@@ -8,33 +8,15 @@ import (
 	"strings"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"sink/internal/chschema"
 )
-
-// ViewDedup is a materialized view fed by a routed table, directly or
-// through other views, and how the table it writes into deduplicates
-// repeated INSERT blocks. A block ClickHouse drops as a repeat in the
-// routed table still reaches the view unless the INSERT sets
-// deduplicate_blocks_in_dependent_materialized_views = 1 and the view's
-// target table has a deduplication window of its own.
-type ViewDedup struct {
-	View   string     // db.view
-	From   string     // db.table whose INSERTs trigger it
-	Target TableDedup // the table it writes into; Target.Table is db.table
-	// Quoted is the target quoted for an ALTER TABLE (an implicit target
-	// is named `.inner_id.<uuid>` or `.inner.<view>`).
-	Quoted string
-}
-
-// String describes the view for `sink check`.
-func (v ViewDedup) String() string {
-	return "view " + v.View + " on " + v.From + " writes into " + v.Target.String()
-}
 
 // ViewDedups walks the materialized views triggered by INSERTs into tables
 // (system.tables.dependencies_*), and the views triggered by those views'
 // target tables, and returns each with its target's deduplication. It only
 // reads system tables. A view whose target cannot be found is left out.
-func ViewDedups(ctx context.Context, conn driver.Conn, tables []*Table) ([]ViewDedup, error) {
+func ViewDedups(ctx context.Context, conn driver.Conn, tables []*Table) ([]chschema.ViewDedup, error) {
 	defaults, err := nameValues(ctx, conn, "SELECT name, value FROM system.merge_tree_settings WHERE name IN ('non_replicated_deduplication_window', 'replicated_deduplication_window')")
 	if err != nil {
 		return nil, err
@@ -49,7 +31,7 @@ func ViewDedups(ctx context.Context, conn driver.Conn, tables []*Table) ([]ViewD
 			queue = append(queue, n)
 		}
 	}
-	var out []ViewDedup
+	var out []chschema.ViewDedup
 	for len(queue) > 0 {
 		from := queue[0]
 		queue = queue[1:]
@@ -82,11 +64,11 @@ func ViewDedups(ctx context.Context, conn driver.Conn, tables []*Table) ([]ViewD
 			if err != nil {
 				return nil, fmt.Errorf("clickhouse: reading the engine of %s.%s: %w", target.db, target.table, err)
 			}
-			out = append(out, ViewDedup{
+			out = append(out, chschema.ViewDedup{
 				View:   dbs[i] + "." + views[i],
 				From:   from.db + "." + from.table,
 				Target: tableDedup(target.db+"."+target.table, tEngine, tFull, defaults),
-				Quoted: QuoteIdent(target.db) + "." + QuoteIdent(target.table),
+				Quoted: chschema.QuoteIdent(target.db) + "." + chschema.QuoteIdent(target.table),
 			})
 			if !seen[target] {
 				seen[target] = true
@@ -155,7 +137,7 @@ func unquoteIdent(s string) string {
 	for i := 1; i < len(s)-1; i++ {
 		if s[i] == '\\' && i+1 < len(s)-1 {
 			i++
-			if s[i] == 'x' && i+2 < len(s)-1 { // \xHH, as QuoteIdent writes control bytes
+			if s[i] == 'x' && i+2 < len(s)-1 { // \xHH, as chschema.QuoteIdent writes control bytes
 				if v, err := strconv.ParseUint(s[i+1:i+3], 16, 8); err == nil {
 					b.WriteByte(byte(v))
 					i += 2

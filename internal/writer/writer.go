@@ -35,7 +35,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"sink/config"
-	"sink/internal/decode"
+	"sink/internal/chschema"
 )
 
 // Writer owns the connection pool to ClickHouse.
@@ -240,8 +240,8 @@ func (w *Writer) ServerVersion(ctx context.Context) (string, error) {
 // naming exactly the columns the sink fills.
 type Table struct {
 	Database, Name string
-	Schema         []decode.ColumnSchema // all columns, table order
-	Insert         []decode.ColumnSchema // the columns every INSERT names
+	Schema         []chschema.ColumnSchema // all columns, table order
+	Insert         []chschema.ColumnSchema // the columns every INSERT names
 	query          string
 	unsendable     error // a column name the driver cannot carry; see checkColumnName
 	// columns names the INSERT's columns and types for clickhouse-go's
@@ -256,16 +256,16 @@ func (t *Table) FullName() string { return t.Database + "." + t.Name }
 var ErrNoTable = errors.New("does not exist")
 
 // Describe reads a table's columns from system.columns.
-func (w *Writer) Describe(ctx context.Context, db, table string) ([]decode.ColumnSchema, error) {
+func (w *Writer) Describe(ctx context.Context, db, table string) ([]chschema.ColumnSchema, error) {
 	rows, err := w.conn.Query(ctx,
 		"SELECT name, type, default_kind FROM system.columns WHERE database = ? AND table = ?", db, table)
 	if err != nil {
 		return nil, fmt.Errorf("clickhouse: reading columns of %s.%s: %w", db, table, err)
 	}
 	defer rows.Close()
-	var cols []decode.ColumnSchema
+	var cols []chschema.ColumnSchema
 	for rows.Next() {
-		var c decode.ColumnSchema
+		var c chschema.ColumnSchema
 		if err := rows.Scan(&c.Name, &c.Type, &c.DefaultKind); err != nil {
 			return nil, fmt.Errorf("clickhouse: reading columns of %s.%s: %w", db, table, err)
 		}
@@ -313,12 +313,12 @@ func checkColumnName(name string) error {
 
 // NewTable builds the insert target for schema and the column set decided
 // by the routes (decode.InsertColumns).
-func NewTable(db, name string, schema, insert []decode.ColumnSchema) *Table {
+func NewTable(db, name string, schema, insert []chschema.ColumnSchema) *Table {
 	var b strings.Builder
 	b.WriteString("INSERT INTO ")
-	b.WriteString(QuoteIdent(db))
+	b.WriteString(chschema.QuoteIdent(db))
 	b.WriteByte('.')
-	b.WriteString(QuoteIdent(name))
+	b.WriteString(chschema.QuoteIdent(name))
 	b.WriteString(" (")
 	var unsendable error
 	columns := make([]clickhouse.ColumnNameAndType, len(insert))
@@ -339,45 +339,9 @@ func NewTable(db, name string, schema, insert []decode.ColumnSchema) *Table {
 	return &Table{Database: db, Name: name, Schema: schema, Insert: insert, query: b.String(), unsendable: unsendable, columns: columns}
 }
 
-// QuoteIdent quotes a ClickHouse identifier with backticks so that no name,
-// whatever it contains, can end the identifier early or be misread by
-// clickhouse-go, which parses INSERT statements with regular expressions
-// that do not know about quoting: backticks and backslashes are escaped
-// with a backslash, and parentheses, spaces and control characters are
-// written as \xHH escapes, which ClickHouse (18.16 too) decodes inside
-// backticks. Use it for database and table names.
-func QuoteIdent(s string) string {
-	const hex = "0123456789ABCDEF"
-	var b strings.Builder
-	b.Grow(len(s) + 2)
-	b.WriteByte('`')
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '`', c == '\\':
-			b.WriteByte('\\')
-			b.WriteByte(c)
-		case c == '(', c == ')', c <= ' ', c == 0x7f:
-			b.WriteString(`\x`)
-			b.WriteByte(hex[c>>4])
-			b.WriteByte(hex[c&0xf])
-		default:
-			b.WriteByte(c)
-		}
-	}
-	b.WriteByte('`')
-	return b.String()
-}
-
-// Block is what an insert sends: decode.Block satisfies it.
-type Block interface {
-	Rows() int
-	Columns() []decode.ColumnSchema
-	ColumnData(i int) any
-}
-
 // InsertOnce sends block as one INSERT. queryID names the attempt in
 // system.query_log.
-func (w *Writer) InsertOnce(ctx context.Context, t *Table, block Block, queryID string) (err error) {
+func (w *Writer) InsertOnce(ctx context.Context, t *Table, block chschema.Block, queryID string) (err error) {
 	// clickhouse-go parses the server's column types itself and has panicked
 	// on some (decode.Compile refuses the ones known); a panic here is a
 	// permanent error of this insert, never a crash of the process.
@@ -431,7 +395,7 @@ func (w *Writer) InsertOnce(ctx context.Context, t *Table, block Block, queryID 
 // keeps in the driver's own layout are installed without a copy (see
 // install); the driver's columns then alias the block until the batch is
 // done, which is before the block is reset or refilled.
-func fill(dst []column.Interface, block Block) error {
+func fill(dst []column.Interface, block chschema.Block) error {
 	cols := block.Columns()
 	if len(dst) != len(cols) {
 		return fmt.Errorf("block has %d columns, the server's INSERT header %d", len(cols), len(dst))
@@ -455,6 +419,26 @@ type insertSettingsKey struct{}
 // deduplication token of one batch, for instance.
 func WithInsertSettings(ctx context.Context, s clickhouse.Settings) context.Context {
 	return context.WithValue(ctx, insertSettingsKey{}, s)
+}
+
+// WithDedupToken returns ctx carrying the settings of an INSERT whose
+// block ClickHouse deduplicates by token (exactly-once delivery): the
+// token, the same deduplication in the materialized views the table feeds,
+// and no async insert (which would give the token to a buffer, not to this
+// block). A clustered target sends each shard's part with them.
+func WithDedupToken(ctx context.Context, token string) context.Context {
+	return WithInsertSettings(ctx, clickhouse.Settings{
+		"insert_deduplication_token":                         token,
+		"deduplicate_blocks_in_dependent_materialized_views": 1,
+		"async_insert": 0,
+	})
+}
+
+// DedupToken is the token ctx carries (WithDedupToken); "" when none.
+func DedupToken(ctx context.Context) string {
+	s, _ := ctx.Value(insertSettingsKey{}).(clickhouse.Settings)
+	tok, _ := s["insert_deduplication_token"].(string)
+	return tok
 }
 
 // driverPanic is a panic inside clickhouse-go during an insert.
@@ -485,7 +469,7 @@ func (a Attempt) on() string {
 // Refresh is called by Insert after a schema error (RefreshSchema: a column
 // or the table is unknown to the server). It re-reads the table and returns
 // the target and block to retry with (see Project), or an error.
-type Refresh func(ctx context.Context, t *Table, block Block) (*Table, Block, error)
+type Refresh func(ctx context.Context, t *Table, block chschema.Block) (*Table, chschema.Block, error)
 
 // Insert sends block as one INSERT and retries the identical block until it
 // succeeds. It returns nil on success, the error on a permanent failure, or
@@ -494,7 +478,7 @@ type Refresh func(ctx context.Context, t *Table, block Block) (*Table, Block, er
 // set, is called on schema errors: the retry sends what it returns. A schema
 // error that the refresh does not explain (the table has every column the
 // INSERT names) or a table that no longer exists is permanent.
-func (w *Writer) Insert(ctx context.Context, t *Table, block Block, batchID uint64,
+func (w *Writer) Insert(ctx context.Context, t *Table, block chschema.Block, batchID uint64,
 	onRetry func(Attempt), refresh Refresh) error {
 	_, err := insertOn(ctx, []*Writer{w}, 0, t, block, batchID, onRetry, refresh)
 	return err
@@ -507,7 +491,7 @@ func (w *Writer) Insert(ctx context.Context, t *Table, block Block, batchID uint
 // same block has the same checksum). Each replica is tried once at once
 // before the backoff waits; with one replica every retry waits. It returns
 // the replica that took the block.
-func insertOn(ctx context.Context, replicas []*Writer, first int, t *Table, block Block, batchID uint64,
+func insertOn(ctx context.Context, replicas []*Writer, first int, t *Table, block chschema.Block, batchID uint64,
 	onRetry func(Attempt), refresh Refresh) (int, error) {
 	cfg := replicas[0].cfg
 	wait := cfg.RetryInitial
@@ -598,7 +582,7 @@ func RetryWait(wait time.Duration) time.Duration {
 // defaults. A column still there keeps its values even if its type changed,
 // so that the INSERT fails loudly instead of losing them. Nothing else of
 // the block changes: the retry inserts the same rows.
-func Project(db, name string, schema []decode.ColumnSchema, block Block) (*Table, Block) {
+func Project(db, name string, schema []chschema.ColumnSchema, block chschema.Block) (*Table, chschema.Block) {
 	exists := make(map[string]bool, len(schema))
 	for _, c := range schema {
 		if c.DefaultKind == "" || c.DefaultKind == "DEFAULT" || c.DefaultKind == "EPHEMERAL" {
@@ -615,12 +599,12 @@ func Project(db, name string, schema []decode.ColumnSchema, block Block) (*Table
 	return NewTable(db, name, schema, pb.cols), pb
 }
 
-// projected is a Block seen through a subset of its columns.
+// projected is a chschema.Block seen through a subset of its columns.
 type projected struct {
-	Block
+	chschema.Block
 	idx  []int
-	cols []decode.ColumnSchema
+	cols []chschema.ColumnSchema
 }
 
-func (p *projected) Columns() []decode.ColumnSchema { return p.cols }
-func (p *projected) ColumnData(i int) any           { return p.Block.ColumnData(p.idx[i]) }
+func (p *projected) Columns() []chschema.ColumnSchema { return p.cols }
+func (p *projected) ColumnData(i int) any             { return p.Block.ColumnData(p.idx[i]) }

@@ -12,6 +12,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/proto"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"sink/internal/chschema"
 	"sink/internal/decode"
 	"sink/tools/gen"
 )
@@ -24,7 +25,7 @@ import (
 //	go test ./internal/writer -run '^$' -bench 'Encode|Compress' -benchmem
 
 // benchTable is the bench's event table (tools/bench's eventColumns).
-var benchTable = []decode.ColumnSchema{
+var benchTable = []chschema.ColumnSchema{
 	{Name: "id", Type: "UInt64"},
 	{Name: "user_id", Type: "UInt64"},
 	{Name: "ts", Type: "DateTime"},
@@ -36,20 +37,20 @@ var benchTable = []decode.ColumnSchema{
 
 // benchWideTable adds the wrappers and kinds that take the general path:
 // Nullable, LowCardinality, Array, Map, DateTime64, Kafka coordinates.
-var benchWideTable = append(append([]decode.ColumnSchema(nil), benchTable...),
-	decode.ColumnSchema{Name: "event_lc", Type: "LowCardinality(String)"},
-	decode.ColumnSchema{Name: "channel_n", Type: "Nullable(String)"},
-	decode.ColumnSchema{Name: "user_n", Type: "Nullable(UInt64)"},
-	decode.ColumnSchema{Name: "tags", Type: "Array(String)"},
-	decode.ColumnSchema{Name: "attrs", Type: "Map(String, String)"},
-	decode.ColumnSchema{Name: "ts64", Type: "DateTime64(3)"},
-	decode.ColumnSchema{Name: "_partition", Type: "Int32"},
-	decode.ColumnSchema{Name: "_offset", Type: "UInt64"},
+var benchWideTable = append(append([]chschema.ColumnSchema(nil), benchTable...),
+	chschema.ColumnSchema{Name: "event_lc", Type: "LowCardinality(String)"},
+	chschema.ColumnSchema{Name: "channel_n", Type: "Nullable(String)"},
+	chschema.ColumnSchema{Name: "user_n", Type: "Nullable(UInt64)"},
+	chschema.ColumnSchema{Name: "tags", Type: "Array(String)"},
+	chschema.ColumnSchema{Name: "attrs", Type: "Map(String, String)"},
+	chschema.ColumnSchema{Name: "ts64", Type: "DateTime64(3)"},
+	chschema.ColumnSchema{Name: "_partition", Type: "Int32"},
+	chschema.ColumnSchema{Name: "_offset", Type: "UInt64"},
 )
 
 // benchBlock decodes n events of the bench's generator (180 bytes, seed 1)
 // into a block of schema, mapping the extra columns to event fields.
-func benchBlock(tb testing.TB, schema []decode.ColumnSchema, n int) (*decode.Plan, *decode.Block, []*kgo.Record) {
+func benchBlock(tb testing.TB, schema []chschema.ColumnSchema, n int) (*decode.Plan, *decode.Block, []*kgo.Record) {
 	tb.Helper()
 	// the wide table's extra columns copy event fields
 	sources := map[string]string{"event_lc": "event_type", "channel_n": "channel", "user_n": "user_id",
@@ -86,7 +87,7 @@ func benchBlock(tb testing.TB, schema []decode.ColumnSchema, n int) (*decode.Pla
 	return p, blk, recs
 }
 
-func hasColumn(schema []decode.ColumnSchema, name string) bool {
+func hasColumn(schema []chschema.ColumnSchema, name string) bool {
 	for _, c := range schema {
 		if c.Name == name {
 			return true
@@ -97,7 +98,7 @@ func hasColumn(schema []decode.ColumnSchema, name string) bool {
 
 // driverColumns builds the driver's columns for schema the way the driver
 // does from the server's (empty) INSERT header block.
-func driverColumns(tb testing.TB, schema []decode.ColumnSchema) []column.Interface {
+func driverColumns(tb testing.TB, schema []chschema.ColumnSchema) []column.Interface {
 	tb.Helper()
 	sc := &column.ServerContext{Timezone: time.UTC, VersionMajor: 26, VersionMinor: 9, Revision: proto.DBMS_TCP_PROTOCOL_VERSION}
 	out := make([]column.Interface, len(schema))
@@ -127,7 +128,7 @@ func encodeBlock(tb testing.TB, buf *chproto.Buffer, cols []column.Interface) {
 
 // benchmarkEncode measures one 10,000-row block per op: fill the driver's
 // columns and encode them (what every insert attempt does).
-func benchmarkEncode(b *testing.B, schema []decode.ColumnSchema) {
+func benchmarkEncode(b *testing.B, schema []chschema.ColumnSchema) {
 	const rows = 10_000
 	_, blk, recs := benchBlock(b, schema, rows)
 	bytesIn := 0
@@ -161,14 +162,14 @@ func BenchmarkEncodeWide(b *testing.B) { benchmarkEncode(b, benchWideTable) }
 // the driver's Append (a copy of every value, boxed for LowCardinality),
 // beside the UInt64 id: per 10,000-row block, as BenchmarkEncode.
 func BenchmarkEncodeKind(b *testing.B) {
-	for _, c := range []decode.ColumnSchema{
+	for _, c := range []chschema.ColumnSchema{
 		{Name: "event_lc", Type: "LowCardinality(String)"},
 		{Name: "tags", Type: "Array(String)"},
 		{Name: "attrs", Type: "Map(String, String)"},
 		{Name: "ts", Type: "DateTime"},
 		{Name: "ts64", Type: "DateTime64(3)"},
 	} {
-		b.Run(c.Type, func(b *testing.B) { benchmarkEncode(b, []decode.ColumnSchema{{Name: "id", Type: "UInt64"}, c}) })
+		b.Run(c.Type, func(b *testing.B) { benchmarkEncode(b, []chschema.ColumnSchema{{Name: "id", Type: "UInt64"}, c}) })
 	}
 }
 
@@ -205,7 +206,7 @@ func BenchmarkCompress(b *testing.B) {
 // Native bytes as appending ColumnData row slices column by column (the
 // driver's documented way), for the bench tables.
 func TestEncodeMatchesAppend(t *testing.T) {
-	for _, schema := range [][]decode.ColumnSchema{benchTable, benchWideTable} {
+	for _, schema := range [][]chschema.ColumnSchema{benchTable, benchWideTable} {
 		_, blk, _ := benchBlock(t, schema, 2_000)
 		want := driverColumns(t, schema)
 		for i := range want {
@@ -239,7 +240,7 @@ func strs(v ...string) chproto.ColStr {
 // native path handles or hands back to the driver: the bytes must be the
 // driver's own, whichever way each column went.
 func TestEncodeMatchesAppendNested(t *testing.T) {
-	schema := []decode.ColumnSchema{
+	schema := []chschema.ColumnSchema{
 		{Name: "au", Type: "Array(UInt64)"},
 		{Name: "ans", Type: "Array(Nullable(String))"},
 		{Name: "alc", Type: "Array(LowCardinality(String))"},
@@ -279,7 +280,7 @@ func TestEncodeMatchesAppendNested(t *testing.T) {
 // matchesAppend encodes every column of blk twice, through fill's native
 // hand-off (or Append where there is none) and through the driver's Append
 // of ColumnData, and fails where the bytes differ.
-func matchesAppend(t *testing.T, schema []decode.ColumnSchema, blk *decode.Block) {
+func matchesAppend(t *testing.T, schema []chschema.ColumnSchema, blk *decode.Block) {
 	t.Helper()
 	for i, c := range schema {
 		want := driverColumns(t, schema[i:i+1])
@@ -307,7 +308,7 @@ func matchesAppend(t *testing.T, schema []decode.ColumnSchema, blk *decode.Block
 // that the block encodes exactly as the driver's own Append would encode
 // it.
 func FuzzNativeMatchesAppend(f *testing.F) {
-	schema := []decode.ColumnSchema{
+	schema := []chschema.ColumnSchema{
 		{Name: "s", Type: "String"},
 		{Name: "lc", Type: "LowCardinality(String)"},
 		{Name: "a", Type: "Array(String)"},
@@ -361,23 +362,23 @@ func TestInstall(t *testing.T) {
 	}{
 		{"UInt64", chproto.ColUInt32{1}},
 		{"Nullable(String)", chproto.ColStr{}},
-		{"String", decode.NullableNative{Nulls: chproto.ColUInt8{0}, Values: chproto.ColStr{}}},
-		{"Nullable(UInt64)", decode.NullableNative{Nulls: chproto.ColUInt8{0}, Values: chproto.ColUInt32{1}}},
-		{"Array(Nullable(String))", decode.NullableNative{Nulls: chproto.ColUInt8{0}, Values: chproto.ColStr{}}},
-		{"LowCardinality(Nullable(String))", decode.NullableNative{Nulls: chproto.ColUInt8{0}, Values: chproto.ColStr{}}},
+		{"String", chschema.NullableNative{Nulls: chproto.ColUInt8{0}, Values: chproto.ColStr{}}},
+		{"Nullable(UInt64)", chschema.NullableNative{Nulls: chproto.ColUInt8{0}, Values: chproto.ColUInt32{1}}},
+		{"Array(Nullable(String))", chschema.NullableNative{Nulls: chproto.ColUInt8{0}, Values: chproto.ColStr{}}},
+		{"LowCardinality(Nullable(String))", chschema.NullableNative{Nulls: chproto.ColUInt8{0}, Values: chproto.ColStr{}}},
 		{"LowCardinality(String)", chproto.ColStr{}},
 		{"Decimal(38, 2)", &chproto.ColDecimal64{1}},
 		{"DateTime", chproto.ColUInt32{1}},
 		{"DateTime", &chproto.ColDateTime64{Data: []chproto.DateTime64{1}}},
-		{"Array(Array(String))", decode.ArrayNative{Offsets: chproto.ColUInt64{1}, Values: chproto.ColStr{}}},
-		{"Array(String)", decode.ArrayNative{Offsets: chproto.ColUInt64{1}, Values: chproto.ColUInt64{1}}},
-		{"Map(String, UInt64)", decode.MapNative{Offsets: chproto.ColInt64{1}, Keys: strs("k"), Values: strs("v")}},
-		{"Map(String, UInt64)", decode.MapNative{Offsets: chproto.ColInt64{1}, Keys: chproto.ColUInt64{1}, Values: chproto.ColUInt64{1}}},
-		{"LowCardinality(Nullable(String))", decode.LowCardinalityNative{Dict: strs("", "a"), Keys: []int{1}}},
-		{"String", decode.LowCardinalityNative{Dict: strs("", "a"), Keys: []int{1}}},
+		{"Array(Array(String))", chschema.ArrayNative{Offsets: chproto.ColUInt64{1}, Values: chproto.ColStr{}}},
+		{"Array(String)", chschema.ArrayNative{Offsets: chproto.ColUInt64{1}, Values: chproto.ColUInt64{1}}},
+		{"Map(String, UInt64)", chschema.MapNative{Offsets: chproto.ColInt64{1}, Keys: strs("k"), Values: strs("v")}},
+		{"Map(String, UInt64)", chschema.MapNative{Offsets: chproto.ColInt64{1}, Keys: chproto.ColUInt64{1}, Values: chproto.ColUInt64{1}}},
+		{"LowCardinality(Nullable(String))", chschema.LowCardinalityNative{Dict: strs("", "a"), Keys: []int{1}}},
+		{"String", chschema.LowCardinalityNative{Dict: strs("", "a"), Keys: []int{1}}},
 	}
 	for _, r := range refuse {
-		c := driverColumns(t, []decode.ColumnSchema{{Name: "c", Type: r.typ}})[0]
+		c := driverColumns(t, []chschema.ColumnSchema{{Name: "c", Type: r.typ}})[0]
 		if install(c, r.n) {
 			t.Errorf("install put a %T into a %s column", r.n, r.typ)
 		}
@@ -388,7 +389,7 @@ func TestInstall(t *testing.T) {
 		}
 		encodeBlock(t, &buf, []column.Interface{c})
 	}
-	full := driverColumns(t, []decode.ColumnSchema{{Name: "c", Type: "UInt64"}})[0]
+	full := driverColumns(t, []chschema.ColumnSchema{{Name: "c", Type: "UInt64"}})[0]
 	if _, err := full.Append([]uint64{7}); err != nil {
 		t.Fatal(err)
 	}
