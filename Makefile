@@ -86,11 +86,14 @@ chaos-drills: stack-up cluster-up kafka-cluster-up
 	$(GO) run ./tools/chaos --suite kafka-cluster --clickhouse 26 --delivery exactly_once --out .stack/chaos.md --append $(CHAOS_ARGS)
 	$(GO) run ./tools/chaos --suite cluster --out .stack/chaos.md --append $(CHAOS_ARGS)
 
-# The soak: a paced stream with a burst and 2% bad records from the 3-broker
-# Kafka into the ClickHouse cluster for DURATION, a SIGTERM restart every
-# 15 minutes and one kill -9, sampled every 10 s; passes when (runs of 30 min or more) RSS and
-# goroutines do not trend up, the counts are exact and no INSERT error
-# stopped the sink. Results, plot and verdict in .stack/soak/.
+# The soak: for DURATION, a paced stream (the loadgen's rate profile, 500
+# records/s with a 5x burst every 5 minutes, 2% bad records) from the 3-broker
+# Kafka into the ClickHouse cluster on three routes (one topic fanned out into
+# two tables, one table gaining columns with schema.evolve: add_columns), a
+# SIGTERM restart every 15 minutes and one kill -9, sampled every 10 s; passes
+# when (runs of 30 min or more) RSS and goroutines do not trend up, the counts
+# and the evolved columns' values are exact and no INSERT error stopped the
+# sink. Results, plot and verdict in .stack/soak/ (SOAK_ARGS='--soak-rate N').
 DURATION ?= 1h
 soak: stack-up cluster-up kafka-cluster-up
 	$(GO) run ./tools/chaos --soak $(DURATION) --soak-dir .stack/soak $(SOAK_ARGS)

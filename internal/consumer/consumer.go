@@ -424,7 +424,7 @@ func WithMetadata(ctx context.Context, meta map[offsets.TP]string) context.Conte
 // ProduceDLQ sends a copy of rec to topic with headers describing why it
 // could not be written (DLQRecord: cut to the topic's max.message.bytes,
 // or without its value when refOnly); done is called once Kafka
-// acknowledged it or franz-go gave up on it (see ClassifyDLQ).
+// acknowledged it or franz-go gave up on it (internal/kafkaerr's Classify sorts the error).
 func (c *Consumer) ProduceDLQ(ctx context.Context, topic string, rec *kgo.Record, cause error, refOnly bool, done func(error)) {
 	limit := 0
 	if c.dlq != nil && c.dlq.Topic == topic {

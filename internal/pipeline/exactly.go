@@ -4,18 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"slices"
 	"sort"
 	"strings"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
-
+	"sink/internal/backoff"
 	"sink/internal/batch"
 	"sink/internal/chschema"
 	"sink/internal/eos"
+	"sink/internal/kafkaerr"
 	"sink/internal/offsets"
 	"sink/internal/writer"
 )
@@ -58,6 +56,7 @@ type exactly struct {
 // intentRetry is the backoff of one table's failing intent commit.
 type intentRetry struct {
 	attempt int
+	backoff backoff.Backoff
 	at      time.Time
 	lastErr error
 }
@@ -91,24 +90,7 @@ func retriableIntent(err error) bool {
 	if !errors.As(err, &ie) {
 		return false
 	}
-	return retriableKafka(err)
-}
-
-// retriableKafka says whether a failed Kafka request of exactly-once (an
-// intent commit, or the topic IDs and log ends read at recovery) may pass
-// by itself: a rebalance, a broker or leader moving, a network error.
-func retriableKafka(err error) bool {
-	for _, fatal := range []error{kerr.FencedInstanceID,
-		kerr.FencedMemberEpoch, kerr.StaleMemberEpoch, kerr.UnknownTopicOrPartition, kerr.UnknownTopicID,
-		kerr.GroupAuthorizationFailed, kerr.TopicAuthorizationFailed, kerr.OffsetMetadataTooLarge} {
-		if errors.Is(err, fatal) {
-			return false
-		}
-	}
-	var netErr net.Error
-	return errors.Is(err, kerr.RebalanceInProgress) || errors.Is(err, kerr.IllegalGeneration) ||
-		errors.Is(err, kerr.UnknownMemberID) || kerr.IsRetriable(err) || kgo.IsRetryableBrokerErr(err) ||
-		errors.Is(err, context.DeadlineExceeded) || errors.As(err, &netErr)
+	return kafkaerr.Classify(err).Retriable()
 }
 
 // eoRetryLater handles a failed intent of b: a retriable one puts b back at
@@ -121,14 +103,11 @@ func (p *Pipeline) eoRetryLater(ts *tableState, b *sealedBatch, err error) bool 
 	}
 	r := p.eo.retries[ts]
 	if r == nil {
-		r = &intentRetry{}
+		r = &intentRetry{backoff: backoff.New(backoff.Policy{Initial: p.cfg.ClickHouse.RetryInitial, Max: p.cfg.ClickHouse.RetryMax})}
 		p.eo.retries[ts] = r
 	}
 	r.attempt++
-	wait := p.cfg.ClickHouse.RetryInitial << min(r.attempt-1, 20)
-	if wait <= 0 || wait > p.cfg.ClickHouse.RetryMax {
-		wait = p.cfg.ClickHouse.RetryMax
-	}
+	wait := r.backoff.Next()
 	r.at, r.lastErr = p.now().Add(wait), err
 	ts.queue = append([]*sealedBatch{b}, ts.queue...)
 	p.log.Warn().Str("table", ts.t.FullName()).Uint64("batch", b.ID).Int("attempt", r.attempt).
@@ -752,20 +731,17 @@ const eoTopicStateFor = time.Minute
 // for at most eoTopicStateFor.
 func (p *Pipeline) eoTopicState(ctx context.Context, tps []offsets.TP) (map[string]string, map[offsets.TP]int64, error) {
 	deadline := time.Now().Add(eoTopicStateFor)
-	wait, most := p.cfg.ClickHouse.RetryInitial, p.cfg.ClickHouse.RetryMax
+	bo := backoff.New(backoff.Policy{Initial: p.cfg.ClickHouse.RetryInitial, Max: p.cfg.ClickHouse.RetryMax})
 	for {
 		ids, ends, err := p.eoIO.TopicState(ctx, tps)
-		if err == nil || !retriableKafka(err) || time.Now().Add(wait).After(deadline) {
+		wait := bo.Next()
+		if err == nil || !kafkaerr.Classify(err).Retriable() || time.Now().Add(wait).After(deadline) {
 			return ids, ends, err
 		}
 		select {
 		case <-ctx.Done():
 			return nil, nil, err
 		case <-time.After(wait):
-		}
-		wait = min(2*wait, most)
-		if wait <= 0 {
-			wait = most
 		}
 	}
 }

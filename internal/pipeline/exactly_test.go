@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"sink/config"
@@ -83,29 +82,6 @@ func TestRetriableIntent(t *testing.T) {
 	f(wrap(kerr.OffsetMetadataTooLarge), false)
 	f(fmt.Errorf("exactly-once: batch 3 holds records of partitions given up"), false)
 	f(refused, false) // not an intent commit
-}
-
-// TestRetriableKafka: recovery's reads of topic IDs and log ends are
-// retried while a broker is away (kadm reports the dead leader's shard as
-// one of several shard errors) or a leader moves, not when refused for good.
-func TestRetriableKafka(t *testing.T) {
-	f := func(err error, want bool) {
-		t.Helper()
-		if got := retriableKafka(err); got != want {
-			t.Errorf("retriableKafka(%v) = %v, want %v", err, got, want)
-		}
-	}
-	refused := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
-	shard := &kadm.ShardErrors{Name: "ListOffsets", Errs: []kadm.ShardError{{Err: fmt.Errorf("unable to dial: %w", refused)}}}
-	f(fmt.Errorf("exactly-once: reading the partitions' log end offsets: %w", shard), true)
-	f(refused, true)
-	f(kerr.NotLeaderForPartition, true)
-	f(kerr.LeaderNotAvailable, true)
-	f(context.DeadlineExceeded, true)
-	f(kerr.TopicAuthorizationFailed, false)
-	f(kerr.UnknownTopicOrPartition, false)
-	f(&kadm.ShardErrors{Name: "ListOffsets", Errs: []kadm.ShardError{{Err: kerr.TopicAuthorizationFailed}}}, false)
-	f(fmt.Errorf("exactly-once: batch 3 holds records of partitions given up"), false)
 }
 
 // TestIntentRetryBackoff: a retriable intent failure puts the batch back at

@@ -6,9 +6,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"sink/internal/backoff"
 	"sink/internal/offsets"
 	"sink/internal/status"
-	"sink/internal/writer"
 )
 
 // Records held until they can be decoded as they should.
@@ -41,6 +41,9 @@ const (
 	heldRetryMax   = 10 * time.Second
 )
 
+// heldRetry is that schedule.
+var heldRetry = backoff.Policy{Initial: heldRetryFirst, Max: heldRetryMax, Jitter: backoff.EqualJitter}
+
 // heldPart is a partition's held records, in offset order.
 type heldPart struct {
 	tp   offsets.TP
@@ -63,7 +66,7 @@ type heldState struct {
 	bytes   int         // key and value bytes of the held records (part of the buffer budget)
 	since   time.Time   // when the first record was held
 	next    time.Time   // the next attempt
-	wait    time.Duration
+	backoff backoff.Backoff
 	attempt int
 	lastErr error // the registry's last error
 }
@@ -101,9 +104,9 @@ func (p *Pipeline) holdFrom(tp offsets.TP, recs []*kgo.Record, err error) {
 	}
 	if h.since.IsZero() {
 		h.since = p.now()
-		h.wait = heldRetryFirst
+		h.backoff = backoff.New(heldRetry)
 		h.attempt = 0
-		h.next = p.now().Add(writer.RetryWait(h.wait))
+		h.next = p.now().Add(h.backoff.Next())
 	}
 	p.noteHeld()
 }
@@ -216,8 +219,7 @@ func (p *Pipeline) retryHeld(writeCtx context.Context) {
 		p.noteHeld()
 		return
 	}
-	h.wait = min(h.wait*2, heldRetryMax)
-	h.next = p.now().Add(writer.RetryWait(h.wait))
+	h.next = p.now().Add(h.backoff.Next())
 	if regErr != nil {
 		h.lastErr = regErr
 		p.m.RegistryRetry()

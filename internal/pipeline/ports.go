@@ -36,7 +36,7 @@ type Source interface {
 	// ProduceDLQ sends a copy of rec, with why it could not be written,
 	// to the dead-letter topic (without its value when refOnly); done is
 	// called once with nil when Kafka has it, or with the error
-	// (consumer.ClassifyDLQ sorts it).
+	// (kafkaerr.Classify sorts it).
 	ProduceDLQ(ctx context.Context, topic string, rec *kgo.Record, cause error, refOnly bool, done func(error))
 }
 
@@ -71,7 +71,7 @@ type ExactlyOnce interface {
 	Snapshot(ctx context.Context) (eos.Snapshot, error)
 	// TopicState returns the topic ID of each topic of tps (absent when
 	// the broker gives none) and each partition's log end offset. Its
-	// error says whether it may pass (retriableKafka).
+	// error says whether it may pass (kafkaerr.Classify).
 	TopicState(ctx context.Context, tps []offsets.TP) (ids map[string]string, ends map[offsets.TP]int64, err error)
 	// ReadRanges reads back the committed records of ranges, per
 	// partition in offset order (offsets compacted away or aborted are

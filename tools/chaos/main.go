@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -62,13 +63,25 @@ Flags:
 	appendOut := fs.Bool("append", false, "append to --out rather than replace it (make chaos-drills puts every suite's tables in one file)")
 	delivery := fs.String("delivery", "at_least_once", "the sinks' delivery: at_least_once (ReplacingMergeTree, checked with FINAL) or exactly_once (plain MergeTree, checked without FINAL: count() = produced, no (_topic, _partition, _offset) twice; ClickHouse 22.2+, so --clickhouse 26)")
 	suite := fs.String("suite", "single", "which scenarios: single, kafka-cluster (the 3-broker Kafka, brokers "+strings.Join(chaos.KafkaClusterBrokers, ",")+") or cluster (the ClickHouse cluster sink_cluster and its ZooKeeper)")
-	soak := fs.Duration("soak", 0, "instead of the scenarios, a soak this long (make soak DURATION=1h): the 3-broker Kafka into the ClickHouse cluster, a SIGTERM restart every 15 min (every half of a run under 30 min), one kill -9, samples every 10 s (5 s under 30 min); results in --soak-dir")
-	soakRate := fs.Float64("soak-rate", 1000, "the soak's records per second outside its burst")
+	soak := fs.Duration("soak", 0, "instead of the scenarios, a soak this long (make soak DURATION=1h): the 3-broker Kafka into the ClickHouse cluster (with an explicit --suite single: --brokers into --ch18-addr, to try a change to the soak), three routes (one a fan-out, one evolving), a SIGTERM restart every 15 min (every half of a run under 30 min), one kill -9, samples every 10 s (5 s under 30 min); results in --soak-dir")
+	soakRate := fs.Float64("soak-rate", 500, "the soak's records per second into its main topic outside its bursts (5× that for 30 s of every 5 minutes; a quarter of it into the evolving topic)")
 	soakDir := fs.String("soak-dir", ".stack/soak", "where the soak writes results.csv, soak.svg and soak.md")
 	fs.Parse(os.Args[1:])
 
 	if *soak > 0 {
-		os.Exit(runSoak(*soak, *soakRate, *soakDir, *stackRoot))
+		env := chaos.Env{Brokers: chaos.KafkaClusterBrokers, ReplicationFactor: 3, Cluster: chaos.LocalCluster()}
+		switch *suite {
+		case "cluster", "kafka-cluster":
+		case "single":
+			// Only when asked: the soak is of the clusters; the single-node
+			// stack is for trying a change to the soak itself.
+			if isSet(fs, "suite") {
+				env = chaos.Env{Brokers: strings.Split(*brokers, ","), CHAddr: *ch18}
+			}
+		default:
+			check(fmt.Errorf("--suite %q: want single, kafka-cluster or cluster", *suite))
+		}
+		os.Exit(runSoak(env, *soak, *soakRate, *soakDir, *stackRoot))
 	}
 	servers, err := pickServers(*which, *ch18, *ch26)
 	check(err)
@@ -195,6 +208,33 @@ func names(specs []chaos.Spec) []string {
 	return out
 }
 
+// soakAbout is the results file's line on the run: when it started, the
+// command, the commit, the servers and the machine.
+func soakAbout(env chaos.Env) string {
+	commit := "unknown"
+	if out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output(); err == nil {
+		commit = strings.TrimSpace(string(out))
+		if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(st) > 0 {
+			commit += " with uncommitted changes"
+		}
+	}
+	target := "ClickHouse " + chaos.ServerVersion(context.Background(), env.CHAddr)
+	if env.Cluster != nil {
+		target = fmt.Sprintf("ClickHouse %s cluster %s (%s)", chaos.ServerVersion(context.Background(), env.Cluster.Addrs()[0]),
+			env.Cluster.Name, strings.Join(env.Cluster.Addrs(), ", "))
+	}
+	return fmt.Sprintf("Started %s UTC: `go run ./tools/chaos %s` at commit %s; Kafka %s; %s; %d CPUs (%s/%s, %s).",
+		time.Now().UTC().Format("2006-01-02 15:04"), strings.Join(os.Args[1:], " "), commit, strings.Join(env.Brokers, ", "),
+		target, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
+}
+
+// isSet reports whether the flag was given on the command line.
+func isSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
 func envOr(key, def string) string {
 	if v := os.Getenv(key); v != "" {
 		return v
@@ -211,7 +251,7 @@ func check(err error) {
 
 // runSoak builds the sink, runs the soak and prints its verdict; the exit
 // code is 1 if it failed.
-func runSoak(d time.Duration, rate float64, dir, stackRoot string) int {
+func runSoak(env chaos.Env, d time.Duration, rate float64, dir, stackRoot string) int {
 	root, err := os.Getwd()
 	check(err)
 	stack, err := filepath.Abs(stackRoot)
@@ -222,9 +262,10 @@ func runSoak(d time.Duration, rate float64, dir, stackRoot string) int {
 	build := exec.Command("go", "build", "-o", bin, "./cmd/sink")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	check(build.Run())
-	env := chaos.Env{Brokers: chaos.KafkaClusterBrokers, ReplicationFactor: 3, Cluster: chaos.LocalCluster(),
-		SinkBin: bin, RepoRoot: root, StackRoot: stack, WorkDir: work, Log: os.Stderr}
-	r := chaos.Soak(context.Background(), env, chaos.SoakParams(d, rate, dir))
+	env.SinkBin, env.RepoRoot, env.StackRoot, env.WorkDir, env.Log = bin, root, stack, work, os.Stderr
+	ss := chaos.SoakParams(d, rate, dir)
+	ss.About = soakAbout(env)
+	r := chaos.Soak(context.Background(), env, ss)
 	b, _ := os.ReadFile(filepath.Join(dir, "soak.md"))
 	fmt.Printf("%s\nsink logs and configs: %s\n", b, work)
 	if !r.OK() {

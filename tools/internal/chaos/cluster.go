@@ -81,23 +81,23 @@ func (r *run) onEachNode(ctx context.Context, stmts ...string) error {
 	return nil
 }
 
-// createClusterTable creates, on every node, the scenario's table as a
-// ReplicatedReplacingMergeTree (r.table+"_local", the Kafka offset as
-// version, replicated within its shard) and r.table as the Distributed
+// createClusterTable creates, on every node, the scenario's table name as a
+// ReplicatedReplacingMergeTree (name+"_local", the Kafka offset as
+// version, replicated within its shard) and name as the Distributed
 // table over it, sharded by cityHash64(key) as the sink places rows.
-func (r *run) createClusterTable(ctx context.Context, settings string) error {
-	local := r.table + "_local"
+func (r *run) createClusterTable(ctx context.Context, name, settings string) error {
+	local := name + "_local"
 	ddl := fmt.Sprintf("CREATE TABLE chaos.%s (key UInt64, v String, n UInt32, _partition UInt16, _offset UInt64) "+
 		"ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/chaos/%s', '{replica}', _offset) ORDER BY key", local, local)
 	if settings != "" {
 		ddl += " SETTINGS " + settings
 	}
 	return r.onEachNode(ctx, "CREATE DATABASE IF NOT EXISTS chaos", ddl,
-		fmt.Sprintf("CREATE TABLE chaos.%s AS chaos.%s ENGINE = Distributed(%s, chaos, %s, cityHash64(key))", r.table, local, r.env.Cluster.Name, local))
+		fmt.Sprintf("CREATE TABLE chaos.%s AS chaos.%s ENGINE = Distributed(%s, chaos, %s, cityHash64(key))", name, local, r.env.Cluster.Name, local))
 }
 
-func (r *run) dropClusterTable(ctx context.Context) {
-	if err := r.onEachNode(ctx, "DROP TABLE IF EXISTS chaos."+r.table, "DROP TABLE IF EXISTS chaos."+r.table+"_local"); err != nil {
+func (r *run) dropClusterTable(ctx context.Context, name string) {
+	if err := r.onEachNode(ctx, "DROP TABLE IF EXISTS chaos."+name, "DROP TABLE IF EXISTS chaos."+name+"_local"); err != nil {
 		r.logf("%s: dropping the cluster tables: %v", r.name, err)
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,6 +36,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"sink/tools/gen"
 )
 
 // Env says where the stack and the sink binary are.
@@ -129,10 +132,15 @@ type run struct {
 	dlqTopic string
 	group    string
 	cfgPath  string
-	kcl      *kgo.Client
-	adm      *kadm.Client
-	ch       driver.Conn
-	buffer   int64
+	// fanTable is the fan-out route's table (Spec.Fanout), or "".
+	fanTable string
+	// evo is the evolving route's topic, table and expected contents
+	// (Spec.Evolve), or nil.
+	evo    *evolving
+	kcl    *kgo.Client
+	adm    *kadm.Client
+	ch     driver.Conn
+	buffer int64
 	// queryLogTables: system.query_log has the tables column (newer
 	// servers), so INSERTs are found by table rather than by their text.
 	queryLogTables bool
@@ -184,6 +192,9 @@ type Spec struct {
 	// Listen is the sinks' http.listen ("" for none): the soak reads
 	// /metrics there.
 	Listen string
+	// FetchMaxBytes is kafka.fetch_max_bytes ("" for the sink's default,
+	// 50MiB, which the sink warns about with a buffer_memory under 100MiB).
+	FetchMaxBytes string
 	// Pad lengthens each good record's v by this many bytes, so a
 	// scenario reaches buffer_memory with fewer records.
 	Pad int
@@ -193,6 +204,18 @@ type Spec struct {
 	// Burst, when set, replaces the even pacing: records go out at Rate per
 	// second, except Factor times that between Start and Start+Length.
 	Burst *Burst
+	// Profile, when set, paces the records instead, by the loadgen's rate
+	// profile (tools/gen: steps of a rate for a time); Records should be
+	// its Events().
+	Profile gen.Profile
+	// Fanout adds a second route from the topic into a second table of the
+	// same columns (fanout: all), checked like the first: every key once
+	// in both, each bad record once in the DLQ.
+	Fanout bool
+	// Evolve, when set, adds a route from a second topic whose records
+	// gain new top-level fields during the run into a table that starts
+	// without them (schema.evolve: add_columns); checked value by value.
+	Evolve *Evolve
 	// NoDuplicates requires count() = uniqExact(key) before any merge: no
 	// replay at all, as after clean rebalances and stops.
 	NoDuplicates bool
@@ -363,6 +386,12 @@ func setup(ctx context.Context, env Env, s Spec) (*run, error) {
 	if s.BadPercent > 0 {
 		r.dlqTopic = r.topic + "-dlq"
 	}
+	if s.Fanout {
+		r.fanTable = r.table + "_fan"
+	}
+	if s.Evolve != nil {
+		r.evo = &evolving{Evolve: *s.Evolve, topic: r.topic + "-evolving", table: r.table + "_evolving"}
+	}
 	var err error
 	r.kcl, err = kgo.NewClient(kgo.SeedBrokers(env.Brokers...), kgo.DefaultProduceTopic(r.topic),
 		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.ProducerLinger(5*time.Millisecond),
@@ -393,6 +422,11 @@ func setup(ctx context.Context, env Env, s Spec) (*run, error) {
 			return nil, fmt.Errorf("create dlq topic: %w", err)
 		}
 	}
+	if r.evo != nil {
+		if _, err := r.adm.CreateTopic(cctx, int32(r.evo.Partitions), rf, nil, r.evo.topic); err != nil {
+			return nil, fmt.Errorf("create evolving topic: %w", err)
+		}
+	}
 	// The broker answers CreateTopics before its metadata shows the topic;
 	// a sink started in between exits with "topic does not exist".
 	if err := r.waitTopic(cctx, r.topic, s.Partitions); err != nil {
@@ -404,6 +438,11 @@ func setup(ctx context.Context, env Env, s Spec) (*run, error) {
 			return nil, err
 		}
 	}
+	if r.evo != nil {
+		if err := r.waitTopic(cctx, r.evo.topic, r.evo.Partitions); err != nil {
+			return nil, err
+		}
+	}
 	if err := r.ch.Exec(cctx, "CREATE DATABASE IF NOT EXISTS chaos"); err != nil {
 		return nil, err
 	}
@@ -412,35 +451,43 @@ func setup(ctx context.Context, env Env, s Spec) (*run, error) {
 		return nil, fmt.Errorf("system.columns: %w", err)
 	}
 	r.queryLogTables = n > 0
-	ddl := fmt.Sprintf("CREATE TABLE chaos.%s (key UInt64, v String, n UInt32, _partition UInt16, _offset UInt64) "+
-		"ENGINE = ReplacingMergeTree(_offset) ORDER BY key", r.table)
 	settings := s.Settings
 	if env.exactlyOnce() {
-		ddl = fmt.Sprintf("CREATE TABLE chaos.%s (key UInt64, v String, n UInt32, _topic LowCardinality(String), _partition Int32, _offset Int64) "+
-			"ENGINE = MergeTree ORDER BY key", r.table)
 		settings = strings.Trim(settings+", non_replicated_deduplication_window = 1000", ", ")
 	}
-	if settings != "" {
-		ddl += " SETTINGS " + settings
-	}
-	if env.Cluster != nil {
-		if err := r.createClusterTable(cctx, settings); err != nil {
+	for _, t := range []string{r.table, r.fanTable, r.evo.tableName()} {
+		if t == "" {
+			continue
+		}
+		if err := r.createTable(cctx, t, settings); err != nil {
 			return nil, err
 		}
-	} else if err := r.ch.Exec(cctx, ddl); err != nil {
-		return nil, fmt.Errorf("create table: %w", err)
 	}
 	errorsYAML := "{tolerance: none}"
 	if r.dlqTopic != "" {
 		errorsYAML = fmt.Sprintf("{tolerance: all, dlq_topic: %q}", r.dlqTopic)
 	}
-	clusterYAML, routeYAML := "", ""
+	topics, clusterYAML, routeYAML := []string{r.topic}, "", ""
 	if c := env.Cluster; c != nil {
 		clusterYAML = "\n  cluster: " + c.Name
 		routeYAML = ", target: " + cmp.Or(s.Target, "local")
 		if cmp.Or(s.Target, "local") == "local" {
 			routeYAML += ", sharding_key: key"
 		}
+	}
+	routes := []string{fmt.Sprintf("{topic: %q, table: %s%s}", r.topic, r.table, routeYAML)}
+	fanoutYAML := ""
+	if r.fanTable != "" {
+		routes = append(routes, fmt.Sprintf("{topic: %q, table: %s%s}", r.topic, r.fanTable, routeYAML))
+		fanoutYAML = "fanout: all\n"
+	}
+	if r.evo != nil {
+		topics = append(topics, r.evo.topic)
+		routes = append(routes, fmt.Sprintf("{topic: %q, table: %s%s, schema: {evolve: add_columns}}", r.evo.topic, r.evo.table, routeYAML))
+	}
+	fetchYAML := ""
+	if s.FetchMaxBytes != "" {
+		fetchYAML = "\n  fetch_max_bytes: " + s.FetchMaxBytes
 	}
 	maxRows := s.MaxRows
 	if maxRows == 0 {
@@ -449,12 +496,12 @@ func setup(ctx context.Context, env Env, s Spec) (*run, error) {
 	cfg := fmt.Sprintf(`name: %s
 kafka:
   brokers: [%s]
-  topics: [%q]
+  topics: [%s]
   fetch_max_wait: 200ms
   session_timeout: 6s
   rebalance_timeout: 20s
   commit_interval: 1s
-  request_timeout: 10s
+  request_timeout: 10s%s
 clickhouse:
   addrs: [%s]%s
   database: chaos
@@ -462,18 +509,41 @@ clickhouse:
   retry_initial: 200ms
   retry_max: 3s
 batch: {max_rows: %d, max_wait: 1s, buffer_memory: %s}
-routes: [{topic: %q, table: %s%s}]
+%sroutes: [%s]
 errors: %s
 http: {listen: "%s"}
 log: {level: debug, format: json}
 shutdown_timeout: 50s
 delivery: %s
-`, r.group, strings.Join(env.Brokers, ", "), r.topic, quoted(chAddrs), clusterYAML, maxRows, s.Buffer, r.topic, r.table, routeYAML, errorsYAML, s.Listen, cmp.Or(env.Delivery, "at_least_once"))
+`, r.group, strings.Join(env.Brokers, ", "), quoted(topics), fetchYAML, quoted(chAddrs), clusterYAML, maxRows, s.Buffer, fanoutYAML, strings.Join(routes, ", "), errorsYAML, s.Listen, cmp.Or(env.Delivery, "at_least_once"))
 	r.cfgPath = filepath.Join(env.WorkDir, r.group+".yaml")
 	if err := os.WriteFile(r.cfgPath, []byte(cfg), 0o644); err != nil {
 		return nil, err
 	}
 	return r, nil
+}
+
+// createTable creates the scenario's table name (the cluster's pair of
+// tables with Env.Cluster): key, v and n, and the Kafka position, as a
+// ReplacingMergeTree with the offset as version, or with exactly-once a
+// plain MergeTree whose duplicates the check must not find.
+func (r *run) createTable(ctx context.Context, name, settings string) error {
+	if r.env.Cluster != nil {
+		return r.createClusterTable(ctx, name, settings)
+	}
+	ddl := fmt.Sprintf("CREATE TABLE chaos.%s (key UInt64, v String, n UInt32, _partition UInt16, _offset UInt64) "+
+		"ENGINE = ReplacingMergeTree(_offset) ORDER BY key", name)
+	if r.env.exactlyOnce() {
+		ddl = fmt.Sprintf("CREATE TABLE chaos.%s (key UInt64, v String, n UInt32, _topic LowCardinality(String), _partition Int32, _offset Int64) "+
+			"ENGINE = MergeTree ORDER BY key", name)
+	}
+	if settings != "" {
+		ddl += " SETTINGS " + settings
+	}
+	if err := r.ch.Exec(ctx, ddl); err != nil {
+		return fmt.Errorf("create table %s: %w", name, err)
+	}
+	return nil
 }
 
 // waitTopic waits until the brokers' metadata lists topic with all its
@@ -531,12 +601,20 @@ func (r *run) close() {
 	if r.dlqTopic != "" {
 		r.adm.DeleteTopics(ctx, r.dlqTopic)
 	}
+	if r.evo != nil {
+		r.adm.DeleteTopics(ctx, r.evo.topic)
+	}
 	r.adm.DeleteGroup(ctx, r.group)
 	r.ch.Exec(ctx, "DROP TABLE IF EXISTS chaos."+r.table+"_slow") // a scenario's view, if any
 	r.ch.Exec(ctx, "DROP TABLE IF EXISTS chaos."+r.table+"_count")
-	r.ch.Exec(ctx, "DROP TABLE IF EXISTS chaos."+r.table)
-	if r.env.Cluster != nil {
-		r.dropClusterTable(ctx)
+	for _, t := range []string{r.table, r.fanTable, r.evo.tableName()} {
+		if t == "" {
+			continue
+		}
+		r.ch.Exec(ctx, "DROP TABLE IF EXISTS chaos."+t)
+		if r.env.Cluster != nil {
+			r.dropClusterTable(ctx, t)
+		}
 	}
 	r.kcl.Close()
 	r.ch.Close()
@@ -716,6 +794,8 @@ func (r *run) produce(ctx context.Context, s Spec) (good, bad int, err error) {
 	for i := 0; i < s.Records; i++ {
 		var due time.Duration
 		switch {
+		case s.Profile != nil:
+			due, _ = s.Profile.At(i)
 		case s.Burst != nil:
 			due = s.Burst.at(i)
 		case s.Duration > 0:
@@ -738,11 +818,15 @@ func (r *run) produce(ctx context.Context, s Spec) (good, bad int, err error) {
 			v = fmt.Appendf(nil, `{"key": %d, "v": "value-%d%s", "n": %d}`, good, good, pad, rng.IntN(1000))
 			good++
 		}
-		r.kcl.Produce(ctx, &kgo.Record{Value: v}, func(_ *kgo.Record, err error) {
+		promise := func(_ *kgo.Record, err error) {
 			if err != nil {
 				failed.CompareAndSwap(nil, &err)
 			}
-		})
+		}
+		r.kcl.Produce(ctx, &kgo.Record{Value: v}, promise)
+		if r.evo != nil && i%r.evo.Every == 0 {
+			r.kcl.Produce(ctx, &kgo.Record{Topic: r.evo.topic, Value: r.evo.next(rng, s.BadPercent, float64(i)/float64(s.Records))}, promise)
+		}
 	}
 	if err := r.kcl.Flush(ctx); err != nil {
 		return good, bad, err
@@ -751,26 +835,45 @@ func (r *run) produce(ctx context.Context, s Spec) (good, bad int, err error) {
 		return good, bad, *p
 	}
 	r.logf("%s: produced %d good and %d bad records in %s", r.name, good, bad, time.Since(start).Round(time.Millisecond))
+	if r.evo != nil {
+		r.logf("%s: and %d good and %d bad records to the evolving topic %s", r.name, r.evo.good, r.evo.bad, r.evo.topic)
+	}
 	return good, bad, nil
 }
 
-// waitRows waits until every good key is in the table (duplicates aside).
+// waitRows waits until every good key is in the table, and in the
+// fan-out and evolving tables if any (duplicates aside).
 func (r *run) waitRows(ctx context.Context, want int, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
-	var have uint64
-	for time.Now().Before(deadline) {
-		qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		err := r.ch.QueryRow(qctx, "SELECT uniqExact(key) FROM chaos."+r.table).Scan(&have)
-		cancel()
-		if err == nil && have >= uint64(want) {
-			return nil
-		}
-		if r.running() == 0 {
-			return fmt.Errorf("every sink exited with %d of %d keys in ClickHouse (logs in %s)", have, want, r.env.WorkDir)
-		}
-		time.Sleep(500 * time.Millisecond)
+	waits := map[string]int{r.table: want}
+	if r.fanTable != "" {
+		waits[r.fanTable] = want
 	}
-	return fmt.Errorf("only %d of %d keys in ClickHouse after %s", have, want, timeout)
+	if r.evo != nil {
+		waits[r.evo.table] = r.evo.good
+	}
+	for _, table := range []string{r.table, r.fanTable, r.evo.tableName()} {
+		if table == "" {
+			continue
+		}
+		var have uint64
+		for {
+			qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			err := r.ch.QueryRow(qctx, "SELECT uniqExact(key) FROM chaos."+table).Scan(&have)
+			cancel()
+			if err == nil && have >= uint64(waits[table]) {
+				break
+			}
+			if r.running() == 0 {
+				return fmt.Errorf("every sink exited with %d of %d keys in %s (logs in %s)", have, waits[table], table, r.env.WorkDir)
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("only %d of %d keys in %s after %s", have, waits[table], table, timeout)
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+	}
+	return nil
 }
 
 func (r *run) verify(ctx context.Context, res *Result, good, bad int) {
@@ -809,6 +912,14 @@ func (r *run) verify(ctx context.Context, res *Result, good, bad int) {
 	}
 	if good > 0 && (distinct != uint64(good) || minKey != 0 || maxKey != uint64(good-1)) {
 		res.fail("keys: %d distinct in [%d, %d], want %d in [0, %d]: some key is missing or foreign", distinct, minKey, maxKey, good, good-1)
+	}
+	if r.fanTable != "" {
+		r.verifyFanout(ctx, res, good)
+	}
+	if r.evo != nil {
+		r.evo.verify(ctx, r, res)
+		bad += r.evo.bad
+		res.Bad = bad
 	}
 	if r.dlqTopic != "" {
 		n, distinct, err := r.countTopic(ctx, r.dlqTopic)
@@ -858,6 +969,39 @@ func (r *run) verify(ctx context.Context, res *Result, good, bad int) {
 			res.fail("partition %d: committed %d, end %d", o.Partition, c.At, o.Offset)
 		}
 	})
+	if r.evo != nil {
+		ends, err := r.adm.ListEndOffsets(ctx, r.evo.topic)
+		if err != nil {
+			res.fail("end offsets of %s: %v", r.evo.topic, err)
+			return
+		}
+		var at []string
+		ends.Each(func(o kadm.ListedOffset) {
+			c, ok := committed.Lookup(o.Topic, o.Partition)
+			at = append(at, fmt.Sprintf("%d:%d", o.Partition, c.At))
+			if !ok || c.At != o.Offset {
+				res.fail("evolving topic partition %d: committed %d, end %d", o.Partition, c.At, o.Offset)
+			}
+		})
+		slices.Sort(at)
+		res.Notes = append(res.Notes, "evolving topic committed "+strings.Join(at, " "))
+	}
+}
+
+// verifyFanout requires the fan-out table to hold every good key once
+// after FINAL, like the first table: both routes took every record.
+func (r *run) verifyFanout(ctx context.Context, res *Result, good int) {
+	var final, distinct, minKey, maxKey uint64
+	if err := r.ch.QueryRow(ctx, "SELECT count(), uniqExact(key), min(key), max(key) FROM chaos."+r.fanTable+" FINAL").
+		Scan(&final, &distinct, &minKey, &maxKey); err != nil {
+		res.fail("fan-out table: %v", err)
+		return
+	}
+	if final != uint64(good) || distinct != uint64(good) || good > 0 && (minKey != 0 || maxKey != uint64(good-1)) {
+		res.fail("fan-out table %s: FINAL count %d, %d distinct keys in [%d, %d], want %d in [0, %d]", r.fanTable, final, distinct, minKey, maxKey, good, good-1)
+		return
+	}
+	res.Notes = append(res.Notes, fmt.Sprintf("fan-out table %d of %d", final, good))
 }
 
 // verifyExactlyOnce requires each source record once in the table, by its

@@ -13,17 +13,22 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"sink/tools/gen"
 )
 
 // SoakSpec is a long run at a paced rate with restarts.
 type SoakSpec struct {
 	Duration     time.Duration // how long records are produced
-	Rate         float64       // records per second outside the bursts
+	Rate         float64       // records per second of the main topic outside the bursts
 	RestartEvery time.Duration // a SIGTERM and a new sink every this long
 	KillAt       time.Duration // one kill -9 (and a new sink) this far in
 	Sample       time.Duration // the sampling interval (10 s)
 	Warmup       time.Duration // samples this soon after a sink started do not count for the trends
 	Dir          string        // results.csv, soak.svg, soak.md go here
+	// About is what the results file says of the run besides the spec:
+	// the command, the commit, the machine (may be "").
+	About string
 	// JudgeTrends fails the soak on an upward trend. A run of a few
 	// minutes has sink lives shorter than the heap's own growth to its
 	// steady size (about 30 s here), so its trend is reported only.
@@ -45,6 +50,32 @@ func SoakParams(d time.Duration, rate float64, dir string) SoakSpec {
 	return ss
 }
 
+// Profile is the soak's rate profile, in the loadgen's terms (tools/gen,
+// `loadgen --rate-profile`): cycles of Rate for 40% of the cycle, a burst
+// of 5× Rate for 10%, Rate again for 50%, repeated until Duration. A cycle
+// is 5 minutes, so each 10-minute window the trends are judged on holds
+// two bursts at the same places; in a run under 30 minutes it is half the
+// run. The mean rate is 1.4× Rate.
+func (ss SoakSpec) Profile() gen.Profile {
+	cycle := 5 * time.Minute
+	if ss.Duration < 30*time.Minute {
+		cycle = ss.Duration / 2
+	}
+	var p gen.Profile
+	left := ss.Duration
+	for left > 0 {
+		for _, st := range []gen.Step{{Rate: ss.Rate, For: cycle * 4 / 10}, {Rate: 5 * ss.Rate, For: cycle / 10}, {Rate: ss.Rate, For: cycle / 2}} {
+			st.For = min(st.For, left)
+			if st.For <= 0 {
+				break
+			}
+			p = append(p, st)
+			left -= st.For
+		}
+	}
+	return p
+}
+
 // Sample is one reading of the running sink.
 type Sample struct {
 	At          time.Duration // since the soak began
@@ -59,6 +90,13 @@ type Sample struct {
 	InsertsMin  float64 // inserts per minute over the last interval
 	LagSeconds  float64 // max of sink_consumer_lag_seconds
 	RetriesSeen float64 // sink_insert_retries_total
+	// CPUSeconds is the process's user and system time so far
+	// (/proc/PID/stat); CPUPercent its share of one core over the last
+	// interval.
+	CPUSeconds, CPUPercent float64
+	// Load1 is the machine's one-minute load average (/proc/loadavg): the
+	// soak shares its cores with whatever else runs.
+	Load1 float64
 }
 
 // SoakResult is the soak's verdict.
@@ -68,25 +106,47 @@ type SoakResult struct {
 	RSSSlope        float64 // MiB per 10 minutes, after each sink's warm-up
 	GoroutineSlope  float64 // per 10 minutes, likewise
 	Restarts, Kills int
+	// Events are the restarts and the kill, for the plot.
+	Events []SoakEvent
+	// Stopped counts the sinks that stopped on an error (an INSERT error
+	// not retried, or any other): "connector stopping" in their logs.
+	Stopped int
+	// Spec is what ran, for the results file.
+	Spec SoakSpec
 }
 
-// Soak produces a paced stream with a burst (Rate, five times that for a
-// tenth of the run from a third in), 2% bad records, into the scenario
-// table (the cluster with Env.Cluster), restarts the sink with SIGTERM every
-// RestartEvery and kills it once, samples it every Sample, and checks: the
-// counts exact, every partition committed at the end, no INSERT error that
-// stopped a sink, RSS within buffer_memory + 128 MiB, and (JudgeTrends) no
-// upward trend of RSS (under 1 MiB per 10 minutes) or goroutines (under 1
-// per 10 minutes) within a sink's life after its warm-up.
+// SoakEvent is a sink stopped on purpose: "SIGTERM" or "kill -9", At since
+// the soak began.
+type SoakEvent struct {
+	At   time.Duration
+	What string
+}
+
+// Soak produces a paced stream (Profile: the loadgen's rate profile with a
+// 5× burst every cycle) with 2% bad records on three routes: the main topic
+// into the scenario table and, fanned out, into a second table, and a
+// second topic into a table that gains three columns during the run
+// (schema.evolve: add_columns); into the ClickHouse cluster with
+// Env.Cluster. It restarts the sink with SIGTERM every RestartEvery and
+// kills it once, samples it every Sample, and checks: the counts exact in
+// all three tables and the evolved columns' values, every partition of
+// both topics committed at the end, every bad record in the DLQ, no INSERT
+// error that stopped a sink, RSS within buffer_memory + 128 MiB, and
+// (JudgeTrends) no upward trend of RSS (under 1 MiB per 10 minutes) or
+// goroutines (under 1 per 10 minutes) within a sink's life after its
+// warm-up.
 func Soak(ctx context.Context, env Env, ss SoakSpec) *SoakResult {
-	out := &SoakResult{}
+	out := &SoakResult{Spec: ss}
 	began := time.Now()
 	var mu sync.Mutex
-	records := int(ss.Rate * ss.Duration.Seconds() * 1.4) // the burst adds 0.4 of the run's records
+	profile := ss.Profile()
 	s := Spec{
-		Name: "soak", Records: records, Partitions: 8, Buffer: "64MiB", Instances: 1, BadPercent: 1,
-		Listen: "127.0.0.1:18099",
-		Burst:  &Burst{Rate: ss.Rate, Factor: 5, Start: ss.Duration / 3, Length: ss.Duration / 10},
+		Name: "soak", Records: profile.Events(), Partitions: 8, Buffer: "64MiB", Instances: 1, BadPercent: 1,
+		Listen:  "127.0.0.1:18099",
+		Profile: profile, Fanout: true, Evolve: &Evolve{Partitions: 4, Every: 4},
+		// Under half the buffer, as the sink asks: fetched data waiting to
+		// be decoded is held outside buffer_memory.
+		FetchMaxBytes: "16MiB",
 		Faults: func(ctx context.Context, r *run) error {
 			go func() {
 				t := time.NewTicker(ss.Sample)
@@ -105,6 +165,9 @@ func Soak(ctx context.Context, env Env, ss SoakSpec) *SoakResult {
 					if last.PID == smp.PID && smp.Inserts >= last.Inserts {
 						smp.InsertsMin = (smp.Inserts - last.Inserts) / (smp.At - last.At).Minutes()
 					}
+					if last.PID == smp.PID && smp.CPUSeconds >= last.CPUSeconds {
+						smp.CPUPercent = 100 * (smp.CPUSeconds - last.CPUSeconds) / (smp.At - last.At).Seconds()
+					}
 					last = smp
 					mu.Lock()
 					out.Samples = append(out.Samples, smp)
@@ -121,6 +184,9 @@ func Soak(ctx context.Context, env Env, ss SoakSpec) *SoakResult {
 						return err
 					}
 					out.Kills++
+					mu.Lock()
+					out.Events = append(out.Events, SoakEvent{time.Since(began), "kill -9"})
+					mu.Unlock()
 					killed = true
 					if err := r.startSink(); err != nil {
 						return err
@@ -129,10 +195,14 @@ func Soak(ctx context.Context, env Env, ss SoakSpec) *SoakResult {
 				if next >= ss.Duration || !sleep(ctx, next-time.Since(began)) {
 					return nil
 				}
+				at := time.Since(began)
 				if err := r.restartSink(); err != nil {
 					return err
 				}
 				out.Restarts++
+				mu.Lock()
+				out.Events = append(out.Events, SoakEvent{at, "SIGTERM"})
+				mu.Unlock()
 			}
 		},
 	}
@@ -140,6 +210,7 @@ func Soak(ctx context.Context, env Env, ss SoakSpec) *SoakResult {
 	res := out.Result
 	res.Scenario = "soak"
 	if n := countLogsIn(env.WorkDir, "connector stopping"); n > 0 {
+		out.Stopped = n
 		res.fail("%d sink(s) stopped on an error (\"connector stopping\" in the logs)", n)
 	}
 	mu.Lock()
@@ -208,7 +279,7 @@ func sampleSink(r *run, at time.Duration) (Sample, bool) {
 		return Sample{}, false
 	}
 	pid := p.cmd.Process.Pid
-	s := Sample{At: at, PID: pid, RSS: readRSS(pid)}
+	s := Sample{At: at, PID: pid, RSS: readRSS(pid), CPUSeconds: readCPU(pid), Load1: readLoad1()}
 	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 	s.FDs = len(fds)
 	for _, fd := range fds {
@@ -230,6 +301,38 @@ func sampleSink(r *run, at time.Duration) (Sample, bool) {
 	s.LagSeconds = m["sink_consumer_lag_seconds"].max
 	s.RetriesSeen = m["sink_insert_retries_total"].sum
 	return s, s.RSS > 0
+}
+
+// readCPU is the user plus system CPU seconds of the process so far
+// (fields 14 and 15 of /proc/PID/stat, in clock ticks of 1/100 s), 0 if
+// unreadable.
+func readCPU(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command name (field 2) may hold spaces: count from after it.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseFloat(f[11], 64)
+	k, _ := strconv.ParseFloat(f[12], 64)
+	return (u + k) / 100
+}
+
+// readLoad1 is the one-minute load average, 0 if unreadable.
+func readLoad1() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(strings.Fields(string(b) + " 0")[0], 64)
+	return v
 }
 
 type metricValue struct{ sum, max float64 }
@@ -282,6 +385,13 @@ func add(m map[string]metricValue, k string, v float64) {
 // mean, so a restart's drop does not count as a trend); NaN without enough
 // samples.
 func trend(samples []Sample, warmup time.Duration, f func(Sample) float64) float64 {
+	slope, _ := trendFit(samples, warmup, f)
+	return slope
+}
+
+// trendFit is trend and its standard error: the spread of the samples
+// around the fitted lines, as a slope (NaN without enough samples).
+func trendFit(samples []Sample, warmup time.Duration, f func(Sample) float64) (slope, stderr float64) {
 	byPID := map[int][]Sample{}
 	first := map[int]time.Duration{}
 	for _, s := range samples {
@@ -292,8 +402,9 @@ func trend(samples []Sample, warmup time.Duration, f func(Sample) float64) float
 			byPID[s.PID] = append(byPID[s.PID], s)
 		}
 	}
-	var sxy, sxx float64
-	n := 0
+	type centred struct{ dx, dy float64 }
+	var pts []centred
+	lives := 0
 	for _, ss := range byPID {
 		if len(ss) < 3 {
 			continue
@@ -306,16 +417,30 @@ func trend(samples []Sample, warmup time.Duration, f func(Sample) float64) float
 		mx /= float64(len(ss))
 		my /= float64(len(ss))
 		for _, s := range ss {
-			dx := s.At.Minutes()/10 - mx
-			sxy += dx * (f(s) - my)
-			sxx += dx * dx
+			pts = append(pts, centred{s.At.Minutes()/10 - mx, f(s) - my})
 		}
-		n += len(ss)
+		lives++
 	}
-	if n < 3 || sxx == 0 {
-		return math.NaN()
+	var sxy, sxx float64
+	for _, p := range pts {
+		sxy += p.dx * p.dy
+		sxx += p.dx * p.dx
 	}
-	return sxy / sxx
+	if len(pts) < 3 || sxx == 0 {
+		return math.NaN(), math.NaN()
+	}
+	slope = sxy / sxx
+	// One mean per life and the common slope are fitted.
+	dof := len(pts) - lives - 1
+	if dof <= 0 {
+		return slope, math.NaN()
+	}
+	var ssr float64
+	for _, p := range pts {
+		r := p.dy - slope*p.dx
+		ssr += r * r
+	}
+	return slope, math.Sqrt(ssr / float64(dof) / sxx)
 }
 
 func countLogsIn(dir, needle string) int {
@@ -325,71 +450,4 @@ func countLogsIn(dir, needle string) int {
 		n += countInFile(l, needle)
 	}
 	return n
-}
-
-// write stores results.csv, soak.svg (RSS and goroutines over time) and
-// soak.md (the verdict) in ss.Dir.
-func (o *SoakResult) write(ss SoakSpec) error {
-	if err := os.MkdirAll(ss.Dir, 0o755); err != nil {
-		return err
-	}
-	var csv strings.Builder
-	csv.WriteString("seconds,pid,rss_bytes,heap_inuse_bytes,goroutines,sockets,fds,gc_pause_max_seconds,inserts_per_minute,lag_seconds_max,insert_retries\n")
-	for _, s := range o.Samples {
-		fmt.Fprintf(&csv, "%.0f,%d,%d,%.0f,%.0f,%d,%d,%.6f,%.1f,%.1f,%.0f\n", s.At.Seconds(), s.PID, s.RSS, s.Heap, s.Goroutines,
-			s.Conns, s.FDs, s.GCPauseMax, s.InsertsMin, s.LagSeconds, s.RetriesSeen)
-	}
-	if err := os.WriteFile(filepath.Join(ss.Dir, "results.csv"), []byte(csv.String()), 0o644); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(ss.Dir, "soak.svg"), []byte(o.svg()), 0o644); err != nil {
-		return err
-	}
-	var md strings.Builder
-	fmt.Fprintf(&md, "Soak: %s at %.0f records/s (5× for a tenth of the run), 2%% bad records, %d SIGTERM restarts, %d kill -9, a sample every %s\n\n",
-		ss.Duration, ss.Rate, o.Restarts, o.Kills, ss.Sample)
-	judged := "judged: each must stay under 1"
-	if !ss.JudgeTrends {
-		judged = "reported only: a run this short has sink lives shorter than the heap's growth to its steady size"
-	}
-	fmt.Fprintf(&md, "RSS trend %.2f MiB per 10 min, goroutines trend %.2f per 10 min (each sink's samples after %s; %s)\n\n", o.RSSSlope, o.GoroutineSlope, ss.Warmup, judged)
-	PrintTable(&md, []*Result{o.Result})
-	return os.WriteFile(filepath.Join(ss.Dir, "soak.md"), []byte(md.String()), 0o644)
-}
-
-// svg plots RSS (MiB) and goroutines against time, each scaled to its own
-// maximum, restarts visible as drops.
-func (o *SoakResult) svg() string {
-	const w, h, pad = 800.0, 300.0, 40.0
-	var maxT, maxR, maxG float64
-	for _, s := range o.Samples {
-		maxT = max(maxT, s.At.Seconds())
-		maxR = max(maxR, float64(s.RSS)/(1<<20))
-		maxG = max(maxG, s.Goroutines)
-	}
-	maxT, maxR, maxG = max(maxT, 1), max(maxR, 1), max(maxG, 1)
-	line := func(f func(Sample) float64, top float64) string {
-		var b strings.Builder
-		for i, s := range o.Samples {
-			x := pad + s.At.Seconds()/maxT*(w-2*pad)
-			y := h - pad - f(s)/top*(h-2*pad)
-			if i == 0 {
-				fmt.Fprintf(&b, "M%.1f,%.1f", x, y)
-			} else {
-				fmt.Fprintf(&b, " L%.1f,%.1f", x, y)
-			}
-		}
-		return b.String()
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" font-family="sans-serif" font-size="12">`+"\n", w, h)
-	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
-	fmt.Fprintf(&b, `<line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" stroke="black"/>`+"\n", pad, h-pad, w-pad, h-pad)
-	fmt.Fprintf(&b, `<text x="%.0f" y="%.0f">0</text><text x="%.0f" y="%.0f" text-anchor="end">%.0f s</text>`+"\n", pad, h-pad+15, w-pad, h-pad+15, maxT)
-	fmt.Fprintf(&b, `<path d="%s" fill="none" stroke="#c0392b" stroke-width="1.5"/>`+"\n", line(func(s Sample) float64 { return float64(s.RSS) / (1 << 20) }, maxR))
-	fmt.Fprintf(&b, `<path d="%s" fill="none" stroke="#2471a3" stroke-width="1.5"/>`+"\n", line(func(s Sample) float64 { return s.Goroutines }, maxG))
-	fmt.Fprintf(&b, `<text x="%.0f" y="20" fill="#c0392b">RSS (top = %.0f MiB)</text><text x="%.0f" y="20" fill="#2471a3">goroutines (top = %.0f)</text>`+"\n", pad, maxR, pad+220, maxG)
-	fmt.Fprintf(&b, `<text x="%.0f" y="36">trend after warm-up: RSS %.2f MiB / 10 min, goroutines %.2f / 10 min; %d restarts, %d kill -9</text>`+"\n", pad, o.RSSSlope, o.GoroutineSlope, o.Restarts, o.Kills)
-	b.WriteString("</svg>\n")
-	return b.String()
 }
