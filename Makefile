@@ -47,8 +47,12 @@ demo: stack-up
 # The sink against the alternatives on one workload, on ClickHouse 18.16 and 26.9,
 # and the cluster table when the local cluster answers (make cluster-up);
 # writes bench/results/<date>.md and .json with a table per server.
+# Then the steady state per server: a paced stream at 50% and 90% of the
+# sink's backlog rate (measured in the same run) for 5 minutes each: client
+# CPU per row, RSS, INSERTs/min and end-to-end latency against max_wait.
 # Flags: make bench BENCH_ARGS='--count 200000 --runs 1 --clickhouse 26';
-# the cluster table alone: BENCH_ARGS='--cluster-only' (cluster-<date>.md).
+# the cluster table alone: BENCH_ARGS='--cluster-only' (cluster-<date>.md);
+# the steady state alone: BENCH_ARGS='--steady-only' (steady-<date>.md).
 bench: stack-up
 	bash scripts/bench.sh $(BENCH_ARGS)
 

@@ -49,6 +49,7 @@ type options struct {
 	timeout     time.Duration
 	quiet       time.Duration // longest wait for an idle machine before a run
 	seed004     seed004Options
+	steady      steadyOptions
 	goBench     bool
 	perf        bool
 	keep        bool
