@@ -150,6 +150,10 @@ func testUnitLookupStallRevoke(t *testing.T) {
 	release()
 	polls := r.src.polls.Load()
 	r.src.sendRaw(unitTP, 2, avroRow(t, 2, 2), avroRow(t, 1, 3), avroRow(t, 2, 4))
+	// A poll that began before the send may be the one that takes it, so
+	// a poll counted since is no proof the fetch was handled: wait until
+	// every goroutine of the bubble is blocked again first.
+	synctest.Wait()
 	eventually(t, 2*time.Second, "offsets 2 to 4 decoded and the next fetch asked for", func() bool {
 		return r.p.heldRecordsNow() == 0 && r.src.polls.Load() > polls
 	})
