@@ -5,7 +5,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
 .PHONY: build test unit vet fuzz demo bench bench-adaptive chaos chaos-drills soak stack-up stack-down stack-status stack-logs \
-	cluster-up cluster-down cluster-status kafka-cluster-up kafka-cluster-down kafka-cluster-status
+	cluster-up cluster-down cluster-status cluster26-up cluster26-down cluster26-status kafka-cluster-up kafka-cluster-down kafka-cluster-status
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/sink ./cmd/sink
@@ -19,9 +19,11 @@ test: stack-up
 # out the *_integration_test.go files (they start with //go:build integration;
 # `make test` passes -tags integration), and a test elsewhere that reaches for
 # the stack fails saying where it belongs (internal/testenv). Fuzz targets
-# replay their seed corpus only.
+# replay their seed corpus only. -short leaves out the one slow check that
+# needs no stack, the release build of the binary (TestDockerfile), which
+# `make test` runs.
 unit:
-	$(GO) test -count=1 ./...
+	$(GO) test -short -count=1 ./...
 
 # go vet over both builds, so the integration files are checked too.
 vet:
@@ -45,8 +47,12 @@ demo: stack-up
 # The sink against the alternatives on one workload, on ClickHouse 18.16 and 26.9,
 # and the cluster table when the local cluster answers (make cluster-up);
 # writes bench/results/<date>.md and .json with a table per server.
+# Then the steady state per server: a paced stream at 50% and 90% of the
+# sink's backlog rate (measured in the same run) for 5 minutes each: client
+# CPU per row, RSS, INSERTs/min and end-to-end latency against max_wait.
 # Flags: make bench BENCH_ARGS='--count 200000 --runs 1 --clickhouse 26';
-# the cluster table alone: BENCH_ARGS='--cluster-only' (cluster-<date>.md).
+# the cluster table alone: BENCH_ARGS='--cluster-only' (cluster-<date>.md);
+# the steady state alone: BENCH_ARGS='--steady-only' (steady-<date>.md).
 bench: stack-up
 	bash scripts/bench.sh $(BENCH_ARGS)
 
@@ -117,6 +123,18 @@ cluster-down:
 
 cluster-status:
 	bash scripts/stack.sh cluster status
+
+# The ClickHouse 26.9 cluster (two chdb servers, sink26_cluster = 2 shards x 1
+# replica, native 127.0.0.1:19201-19202): the cluster features that exist
+# without replication, tested on a current server.
+cluster26-up:
+	bash scripts/stack.sh cluster26 up
+
+cluster26-down:
+	bash scripts/stack.sh cluster26 down
+
+cluster26-status:
+	bash scripts/stack.sh cluster26 status
 
 # The 3-broker Kafka (KRaft, brokers 127.0.0.1:9192-9194, replication factor 3,
 # min.insync.replicas=2) for the fault drills on a replicated Kafka.

@@ -435,9 +435,8 @@ func TestComposeStartOrderAndHealth(t *testing.T) {
 
 // TestDockerfile: multi-stage, the binary built static (CGO off) with the
 // version stamped, a non-root numeric USER, and `sink run --config
-// /etc/sink/config.yaml` as the default command. Then the build command
-// itself runs: the binary has no dynamic loader or shared libraries, and
-// `sink version` prints the stamped version.
+// /etc/sink/config.yaml` as the default command (TestDockerfileBuildIsStatic
+// runs the build).
 func TestDockerfile(t *testing.T) {
 	data, err := os.ReadFile("Dockerfile")
 	if err != nil {
@@ -478,8 +477,18 @@ func TestDockerfile(t *testing.T) {
 	if err != nil || !regexp.MustCompile(`(?m)^var version = `).Match(main) {
 		t.Fatalf("cmd/sink/main.go has no package-level var version (%v)", err)
 	}
+}
 
-	// The same build, here.
+// TestDockerfileBuildIsStatic runs the Dockerfile's build command itself:
+// the binary has no dynamic loader or shared libraries, and `sink version`
+// prints the stamped version. It compiles and links the whole binary
+// again (with -trimpath, so the test builds' cache does not serve it): the
+// slowest test that needs no stack, so `make unit` (-short) leaves it to
+// `make test`.
+func TestDockerfileBuildIsStatic(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the release build of the binary runs in make test")
+	}
 	bin := filepath.Join(t.TempDir(), "sink")
 	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w -X main.version=compose-test-1", "-o", bin, "./cmd/sink")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")

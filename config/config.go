@@ -143,7 +143,27 @@ type ClickHouse struct {
 	// bounds the wait; 0 leaves the server's.
 	InsertQuorum        int           `koanf:"insert_quorum"`
 	InsertQuorumTimeout time.Duration `koanf:"insert_quorum_timeout"`
+	// ReplicaOrder is which replica of a shard a route with a target sends
+	// each shard's part to first (the names of clickhouse-go's
+	// ConnOpenStrategy): round_robin, the shard's replicas in turn, part
+	// after part; in_order, replica 1 unless it fails; random, any. A
+	// failed attempt goes on to the shard's next replica in every order.
+	ReplicaOrder string `koanf:"replica_order"`
+	// SchemaAgreementTimeout bounds how long the parts of a route with a
+	// target are held while its local tables have different columns on
+	// different replicas or shards (a half-applied ALTER, seen when the
+	// schema is re-read): the sink waits for them to agree rather than
+	// insert around the difference; past it the batch fails and the
+	// connector stops, committing nothing past it.
+	SchemaAgreementTimeout time.Duration `koanf:"schema_agreement_timeout"`
 }
+
+// Replica orders (ClickHouse.ReplicaOrder).
+const (
+	ReplicaRoundRobin = "round_robin"
+	ReplicaInOrder    = "in_order"
+	ReplicaRandom     = "random"
+)
 
 // Clustered reports whether a cluster is configured, by name or by list.
 func (ch *ClickHouse) Clustered() bool { return ch.Cluster != "" || len(ch.Shards) > 0 }
@@ -407,6 +427,14 @@ func defaults() *Config {
 			// to the table is filled from the records that carry it at
 			// most this long (plus batch.max_wait) after the ALTER.
 			SchemaRefresh: 30 * time.Second,
+			// Every replica of a shard takes parts, so the INSERT work
+			// (and the part each one writes before replication copies
+			// it) is shared, and a replica that is failing is found by
+			// the next part rather than after a failover.
+			ReplicaOrder: ReplicaRoundRobin,
+			// An ON CLUSTER ALTER reaches every host within seconds; one
+			// left half-applied needs a person, who gets this long.
+			SchemaAgreementTimeout: 10 * time.Minute,
 		},
 		Batch: Batch{
 			// Tens of thousands of rows per INSERT is where the fixed

@@ -67,6 +67,9 @@ func TestDefaults(t *testing.T) {
 			RetryInitial:  500 * time.Millisecond,
 			RetryMax:      30 * time.Second,
 			SchemaRefresh: 30 * time.Second,
+			ReplicaOrder:  ReplicaRoundRobin,
+
+			SchemaAgreementTimeout: 10 * time.Minute,
 		},
 		Batch: Batch{
 			MaxRows:                100000,

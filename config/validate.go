@@ -190,6 +190,14 @@ func (c *Config) validateClickHouse(p *problems) {
 			break
 		}
 	}
+	switch ch.ReplicaOrder {
+	case ReplicaRoundRobin, ReplicaInOrder, ReplicaRandom:
+	default:
+		p.add("clickhouse.replica_order %q: want %s, %s or %s", ch.ReplicaOrder, ReplicaRoundRobin, ReplicaInOrder, ReplicaRandom)
+	}
+	if ch.SchemaAgreementTimeout <= 0 {
+		p.add("clickhouse.schema_agreement_timeout (%v) must be positive", ch.SchemaAgreementTimeout)
+	}
 	if ch.InsertQuorumTimeout < 0 {
 		p.add("clickhouse.insert_quorum_timeout (%v) must be 0 (the server's setting) or positive", ch.InsertQuorumTimeout)
 	}

@@ -16,14 +16,16 @@ kv=$(ls .cache/kafka-libs 2>/dev/null | sed -n 's/^kafka_2.13-\(.*\)\.jar$/\1/p'
 echo "test: Kafka ${kv:-(version unknown: a stack started by another checkout)} at 127.0.0.1:9092," \
 	"ClickHouse $(chv 9000) at 127.0.0.1:9000 (ch18), ClickHouse $(chv 19000) at 127.0.0.1:19000 (ch26)"
 
-# The ClickHouse cluster (ZooKeeper + four 18.16 nodes, ~0.4 GB RSS) and the
-# 3-broker Kafka (~1 GB RSS) are not part of `make stack-up`: they are started
-# here only when some test uses them (internal/testenv.Cluster, KafkaCluster,
-# KafkaClusterClient, NewClusterTopic). TEST_CLUSTER=0 leaves both out; their
-# tests then fail under SINK_REQUIRE_STACK=1.
+# The ClickHouse cluster (ZooKeeper + four 18.16 nodes, ~0.4 GB RSS), the
+# ClickHouse 26.9 cluster (two chdb servers, ~0.6 GB RSS) and the 3-broker Kafka
+# (~1 GB RSS) are not part of `make stack-up`: they are started here only when
+# some test uses them (internal/testenv.Cluster, Cluster26, EachCluster,
+# KafkaCluster, KafkaClusterClient, NewClusterTopic). TEST_CLUSTER=0 leaves them
+# out; their tests then fail under SINK_REQUIRE_STACK=1.
 uses() { grep -rqlE --include='*_test.go' "$1" --exclude-dir=.stack --exclude-dir=.cache . 2>/dev/null; }
 if [[ ${TEST_CLUSTER:-1} != 0 ]]; then
-	if uses 'testenv\.Cluster\('; then bash scripts/stack.sh cluster up; fi
+	if uses 'testenv\.(Cluster|EachCluster)\('; then bash scripts/stack.sh cluster up; fi
+	if uses 'testenv\.(Cluster26|EachCluster)\('; then bash scripts/stack.sh cluster26 up; fi
 	if uses 'testenv\.(KafkaCluster|KafkaClusterClient|NewClusterTopic)\('; then bash scripts/stack.sh kafka-cluster up; fi
 fi
 

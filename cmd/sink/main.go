@@ -22,6 +22,7 @@ import (
 	"sink/config"
 	"sink/internal/check"
 	"sink/internal/consumer"
+	"sink/internal/eos/eosio"
 	"sink/internal/errtext"
 	"sink/internal/metrics"
 	"sink/internal/pipeline"
@@ -175,14 +176,33 @@ func run(cfg *config.Config, stderr io.Writer) int {
 			Msg("serving /metrics, /healthz, /readyz, /status and the status page at /")
 	}
 
-	w, err := openSink(ctx, cfg, m)
+	w, err := openSink(ctx, cfg, m, log)
+	if err != nil && ctx.Err() != nil {
+		// SIGTERM while connecting to ClickHouse (a slow server, or a
+		// cluster's nodes being read): nothing was consumed yet.
+		log.Info().Msg("stopped before the pipeline started")
+		return 0
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "sink: %v\n", err)
 		return 1
 	}
 	defer w.Close()
 	m.SetPinger(func(ctx context.Context) error { return w.Conn().Ping(ctx) })
-	p, err := pipeline.New(ctx, cfg, log, w, pipeline.WithMetrics(m))
+	opts := []pipeline.Option{pipeline.WithMetrics(m)}
+	if cfg.ExactlyOnce() {
+		io, err := eosio.NewIO(cfg, w.Conn())
+		if err != nil {
+			fmt.Fprintf(stderr, "sink: %v\n", err)
+			return 1
+		}
+		defer io.Close()
+		if c, ok := w.(*writer.Cluster); ok {
+			io.OnCluster(c) // the table checks read every shard
+		}
+		opts = append(opts, pipeline.WithExactlyOnce(io))
+	}
+	p, err := pipeline.New(ctx, cfg, log, w, opts...)
 	if err != nil && ctx.Err() != nil {
 		// Stopped while New waited (schema.create on an empty topic):
 		// nothing was consumed, so there is nothing to flush.
@@ -234,20 +254,38 @@ type clusterSink interface {
 
 // openSink opens the writer, or the cluster writer when a route has a
 // target (target: local or distributed).
-func openSink(ctx context.Context, cfg *config.Config, m *metrics.Metrics) (clusterSink, error) {
+func openSink(ctx context.Context, cfg *config.Config, m *metrics.Metrics, log zerolog.Logger) (clusterSink, error) {
 	for _, r := range cfg.Routes {
 		if r.Target != "" {
 			c, err := writer.OpenCluster(ctx, cfg.Name, cfg.ClickHouse, cfg.Routes)
 			if err != nil {
 				return nil, err
 			}
-			if m != nil {
-				c.Observe(m)
-			}
+			c.Observe(clusterEvents{m, log})
 			return c, nil
 		}
 	}
 	return writer.Open(ctx, cfg.Name, cfg.ClickHouse)
+}
+
+// clusterEvents passes the cluster writer's outcomes to the metrics (which
+// may be nil: no http.listen) and logs the schema holds.
+type clusterEvents struct {
+	*metrics.Metrics
+	log zerolog.Logger
+}
+
+func (e clusterEvents) SchemaHeld(table, diffs string) {
+	e.log.Warn().Str("table", table).Str("differences", diffs).
+		Msg("cluster: holding the table's parts: its local tables have different columns on different replicas (a half-applied ALTER?); waiting for them to agree")
+	e.Metrics.SchemaHeld(table, diffs)
+}
+
+func (e clusterEvents) SchemaReleased(table string, waited time.Duration, agreed bool) {
+	if agreed {
+		e.log.Info().Str("table", table).Dur("waited", waited).Msg("cluster: the local tables agree again; inserting the held parts")
+	}
+	e.Metrics.SchemaReleased(table, waited, agreed)
 }
 
 // signals cancels the returned context on the first SIGTERM/SIGINT; a second

@@ -17,6 +17,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -29,6 +30,7 @@ import (
 	"sink/internal/chschema"
 	"sink/internal/consumer"
 	"sink/internal/decode"
+	"sink/internal/eos/eosio"
 	"sink/internal/pipeline"
 	"sink/internal/registry"
 	"sink/internal/writer"
@@ -113,6 +115,24 @@ func Run(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 	}
 
 	opts := []pipeline.Option{pipeline.WithoutCreate()}
+	if cfg.ExactlyOnce() {
+		io, err := eosio.NewIO(cfg, w.Conn())
+		if err != nil {
+			return err
+		}
+		defer io.Close()
+		// The checks of a target: local route read every shard's local
+		// table, as the running sink's do.
+		if slices.ContainsFunc(cfg.Routes, func(r config.Route) bool { return r.Target != "" }) {
+			cw, err := writer.OpenCluster(ctx, cfg.Name, cfg.ClickHouse, cfg.Routes)
+			if err != nil {
+				return err
+			}
+			defer cw.Close()
+			io.OnCluster(cw)
+		}
+		opts = append(opts, pipeline.WithExactlyOnce(io))
+	}
 	var reg decode.Registry
 	if cfg.SchemaRegistry.Enabled() {
 		rc, err := registry.New(cfg.SchemaRegistry, registry.Options{})

@@ -135,19 +135,9 @@ func readReplicaTable(ctx context.Context, w *writer.Writer, db, table string) (
 	if rt.engine == "" {
 		return rt, nil
 	}
-	rows, err = w.Conn().Query(ctx, "SELECT name, type FROM system.columns WHERE database = ? AND table = ?", db, table)
-	if err != nil {
-		return rt, fmt.Errorf("reading the columns of %s.%s: %w", db, table, err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var n, t string
-		if err := rows.Scan(&n, &t); err != nil {
-			return rt, err
-		}
-		rt.columns = append(rt.columns, n+" "+t)
-	}
-	return rt, rows.Err()
+	rc, err := writer.ReadReplicaColumns(ctx, w, db, table)
+	rt.columns = rc.Columns
+	return rt, err
 }
 
 // sameColumns refuses a route whose local table is missing on a replica or
@@ -162,36 +152,12 @@ func sameColumns(route config.Route, local string, tables []replicaTable) error 
 				route.Table, route.Target, local, t.shard, t.addr)
 		}
 	}
+	rcs := make([]writer.ReplicaColumns, len(tables))
+	for i, t := range tables {
+		rcs[i] = writer.ReplicaColumns{Shard: t.shard, Addr: t.addr, Exists: true, Columns: t.columns}
+	}
 	ref := tables[0]
-	has := func(cols []string) map[string]bool {
-		m := map[string]bool{}
-		for _, c := range cols {
-			m[c] = true
-		}
-		return m
-	}
-	refCols := has(ref.columns)
-	var diffs []string
-	for _, t := range tables[1:] {
-		cols := has(t.columns)
-		var lacks, extra []string
-		for _, c := range ref.columns {
-			if !cols[c] {
-				lacks = append(lacks, c)
-			}
-		}
-		for _, c := range t.columns {
-			if !refCols[c] {
-				extra = append(extra, c)
-			}
-		}
-		if len(lacks) > 0 {
-			diffs = append(diffs, fmt.Sprintf("shard %d replica %s lacks %s", t.shard, t.addr, strings.Join(lacks, ", ")))
-		}
-		if len(extra) > 0 {
-			diffs = append(diffs, fmt.Sprintf("shard %d replica %s has %s", t.shard, t.addr, strings.Join(extra, ", ")))
-		}
-	}
+	diffs := writer.ColumnDiffs(rcs)
 	if len(diffs) == 0 {
 		return nil
 	}

@@ -68,6 +68,9 @@ func Options(cfg *config.Config, log zerolog.Logger, h Hooks) ([]kgo.Opt, error)
 		kgo.BlockRebalanceOnPoll(),
 		kgo.FetchMaxWait(k.FetchMaxWait),
 	)
+	if heartbeatInterval > 0 {
+		opts = append(opts, kgo.HeartbeatInterval(heartbeatInterval))
+	}
 	fl := FetchLimitsFor(cfg)
 	if fl.MaxBytes < int64(k.FetchMaxBytes) {
 		log.Info().Int64("fetch_max_bytes", fl.MaxBytes).Int64("max_partition_fetch_bytes", fl.PartitionBytes).
@@ -118,6 +121,12 @@ func Options(cfg *config.Config, log zerolog.Logger, h Hooks) ([]kgo.Opt, error)
 	}
 	return opts, nil
 }
+
+// heartbeatInterval, when set, replaces franz-go's heartbeat interval (3 s,
+// the Java client's default), which is also how soon a member hears that a
+// rebalance began. The package's tests against kfake shorten it, so that a
+// rebalance between two members takes milliseconds instead of seconds.
+var heartbeatInterval time.Duration
 
 // Security returns the TLS and SASL options of k (none for a PLAINTEXT
 // listener). Every client the sink makes for these brokers uses them.
@@ -284,9 +293,6 @@ func Describe(ctx context.Context, cl *kgo.Client, cfg *config.Config) (map[stri
 	return out, nil
 }
 
-// Client exposes the franz-go client (tests, DLQ checks).
-func (c *Consumer) Client() *kgo.Client { return c.cl }
-
 // Poll returns every buffered record, blocking until there are some or
 // ctx ends. Rebalances stay blocked until AllowRebalance.
 func (c *Consumer) Poll(ctx context.Context) kgo.Fetches {
@@ -427,7 +433,7 @@ func WithMetadata(ctx context.Context, meta map[offsets.TP]string) context.Conte
 // ProduceDLQ sends a copy of rec to topic with headers describing why it
 // could not be written (DLQRecord: cut to the topic's max.message.bytes,
 // or without its value when refOnly); done is called once Kafka
-// acknowledged it or franz-go gave up on it (see ClassifyDLQ).
+// acknowledged it or franz-go gave up on it (internal/kafkaerr's Classify sorts the error).
 func (c *Consumer) ProduceDLQ(ctx context.Context, topic string, rec *kgo.Record, cause error, refOnly bool, done func(error)) {
 	limit := 0
 	if c.dlq != nil && c.dlq.Topic == topic {

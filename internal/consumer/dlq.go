@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"slices"
 	"strconv"
 	"time"
@@ -203,39 +202,4 @@ func DLQRecord(topic string, rec *kgo.Record, cause error, limit int, refOnly bo
 		out.Headers = append(out.Headers, kgo.RecordHeader{Key: HeaderValueTruncated, Value: []byte(strconv.Itoa(len(rec.Value)))})
 	}
 	return out
-}
-
-// DLQErrorClass says what to do after a dead-letter produce failed.
-type DLQErrorClass uint8
-
-const (
-	// DLQPermanent: producing the same copy again cannot succeed.
-	DLQPermanent DLQErrorClass = iota
-	// DLQRetriable: a passing condition (leader moving, broker down,
-	// topic briefly unknown, timeouts); produce the same copy again after
-	// a backoff.
-	DLQRetriable
-	// DLQTooLarge: the broker refused the copy's size; send a reference
-	// without the value instead.
-	DLQTooLarge
-	// DLQCanceled: the process is stopping.
-	DLQCanceled
-)
-
-// ClassifyDLQ sorts a dead-letter produce error.
-func ClassifyDLQ(err error) DLQErrorClass {
-	var ne net.Error
-	switch {
-	case errors.Is(err, context.Canceled), errors.Is(err, kgo.ErrClientClosed):
-		return DLQCanceled
-	case errors.Is(err, kerr.MessageTooLarge), errors.Is(err, kerr.RecordListTooLarge):
-		return DLQTooLarge
-	case kerr.IsRetriable(err),
-		errors.Is(err, kgo.ErrRecordTimeout),
-		errors.Is(err, kgo.ErrRecordRetries),
-		errors.Is(err, context.DeadlineExceeded),
-		errors.As(err, &ne):
-		return DLQRetriable
-	}
-	return DLQPermanent
 }

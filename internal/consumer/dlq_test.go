@@ -3,15 +3,12 @@ package consumer
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -110,30 +107,6 @@ func TestDLQRecordCapsTheErrorHeader(t *testing.T) {
 		}
 		if !found {
 			t.Fatal("no sink.error header")
-		}
-	}
-}
-
-func TestClassifyDLQ(t *testing.T) {
-	tests := []struct {
-		err  error
-		want DLQErrorClass
-	}{
-		{kerr.UnknownTopicOrPartition, DLQRetriable},
-		{kerr.NotLeaderForPartition, DLQRetriable},
-		{kgo.ErrRecordTimeout, DLQRetriable},
-		{kgo.ErrRecordRetries, DLQRetriable},
-		{&net.OpError{Op: "dial", Err: errors.New("connection refused")}, DLQRetriable},
-		{fmt.Errorf("%w (uncompressed_bytes=2000000)", kerr.MessageTooLarge), DLQTooLarge},
-		{kerr.RecordListTooLarge, DLQTooLarge},
-		{kerr.InvalidRecord, DLQPermanent},
-		{kerr.TopicAuthorizationFailed, DLQPermanent},
-		{context.Canceled, DLQCanceled},
-		{kgo.ErrClientClosed, DLQCanceled},
-	}
-	for _, tt := range tests {
-		if got := ClassifyDLQ(tt.err); got != tt.want {
-			t.Errorf("ClassifyDLQ(%v) = %d; want %d", tt.err, got, tt.want)
 		}
 	}
 }

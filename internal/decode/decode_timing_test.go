@@ -305,11 +305,17 @@ func wideEvents(n int) [][]byte {
 //
 //	go test ./internal/decode/ -run '^$' -bench AppendWide -benchmem
 func BenchmarkAppendWide(b *testing.B) {
-	p, err := Compile("json", wideCols(), nil)
+	benchmarkJSON(b, wideCols(), nil, wideEvents(1024))
+}
+
+// benchmarkJSON appends values to a json plan of cols and mapping, one
+// record per op, and reports the process's CPU time per record.
+func benchmarkJSON(b *testing.B, cols []chschema.ColumnSchema, mapping map[string]string, values [][]byte) {
+	p, err := Compile("json", cols, mapping)
 	if err != nil {
 		b.Fatal(err)
 	}
-	recs, total := framedRecords(wideEvents(1024))
+	recs, total := framedRecords(values)
 	b.SetBytes(int64(total / len(recs)))
 	cpu := appendLoop(b, p, recs)
 	b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
@@ -320,15 +326,7 @@ func BenchmarkAppendWide(b *testing.B) {
 //
 //	go test ./internal/decode/ -run '^$' -bench AppendNested -benchmem
 func BenchmarkAppendNested(b *testing.B) {
-	p, err := Compile("json", benchNestedCols, benchNestedMapping)
-	if err != nil {
-		b.Fatal(err)
-	}
-	values := benchNestedEvents(1024)
-	recs, total := framedRecords(values)
-	b.SetBytes(int64(total / len(recs)))
-	cpu := appendLoop(b, p, recs)
-	b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
+	benchmarkJSON(b, benchNestedCols, benchNestedMapping, benchNestedEvents(1024))
 }
 
 // benchNestedCols and benchNestedMapping read nested paths of
@@ -362,4 +360,32 @@ func benchNestedEvents(n int) [][]byte {
 			i, i, i, i%50, i%90, i%180, i, i%5, i+1, i, i%9, 1715949296000+int64(i))
 	}
 	return values
+}
+
+// BenchmarkAppendWideNested decodes the 50 fields of wideEvents one level
+// down ({"meta":…,"data":{…50 fields…}}), each column reading data.NAME:
+// 50 paths below one top-level key, as a wrapped event's columns read.
+//
+//	go test ./internal/decode/ -run '^$' -bench AppendWideNested -benchmem
+func BenchmarkAppendWideNested(b *testing.B) {
+	benchmarkJSON(b, wideCols(), wideNestedMapping(), wideNestedEvents(1024))
+}
+
+// wideNestedMapping reads each wideCols column from data.NAME.
+func wideNestedMapping() map[string]string {
+	m := map[string]string{}
+	for _, c := range wideCols() {
+		m[c.Name] = "data." + c.Name
+	}
+	return m
+}
+
+// wideNestedEvents are wideEvents below a "data" key, after a small object
+// no column reads.
+func wideNestedEvents(n int) [][]byte {
+	out := wideEvents(n)
+	for i, v := range out {
+		out[i] = fmt.Appendf(nil, `{"meta":{"source":"app-%d","v":2},"data":%s}`, i%5, v)
+	}
+	return out
 }

@@ -246,8 +246,8 @@ func (d *drift) noteScanned(f *jsonFields) {
 	}
 	over := d.overflow
 	d.last, d.lastAt = d.last[:0], d.lastAt[:0]
-	for m := range sc.members {
-		k := sc.doc[sc.members[m].key.start:sc.members[m].key.end]
+	for m := range sc.Members {
+		k := sc.Doc[sc.Members[m].Key.Start:sc.Members[m].Key.End]
 		if _, ok := f.keyIdx[string(k)]; ok {
 			continue
 		}
@@ -269,10 +269,10 @@ func (d *drift) againScanned(f *jsonFields) bool {
 		d.lastAt = append(d.lastAt, -1) // last was filled from a tree
 	}
 	for i, u := range d.last {
-		if m := d.lastAt[i]; m >= 0 && m < len(sc.members) && sc.key(m) == u.Name {
+		if m := d.lastAt[i]; m >= 0 && m < len(sc.Members) && sc.Key(m) == u.Name {
 			continue
 		}
-		m := sc.find(u.Name)
+		m := sc.Find(u.Name)
 		if m < 0 {
 			return false
 		}
@@ -283,7 +283,7 @@ func (d *drift) againScanned(f *jsonFields) bool {
 			u.Count++
 			continue
 		}
-		d.countScanned(u, sc, sc.find(u.Name))
+		d.countScanned(u, sc, sc.Find(u.Name))
 	}
 	return true
 }
@@ -295,8 +295,8 @@ func (d *drift) countScanned(u *UnmappedField, sc *jsonScanner, m int) {
 		u.Count++
 		return
 	}
-	v := sc.members[m].val
-	t, _ := d.parser.ParseBytes(sc.doc[v.start:v.end]) // the scanner accepted it
+	v := sc.Members[m].Val
+	t, _ := d.parser.ParseBytes(sc.Doc[v.Start:v.End]) // the scanner accepted it
 	d.count(u, t)
 }
 

@@ -4,10 +4,11 @@ import (
 	"fmt"
 	"strconv"
 	"time"
-	"unicode/utf8"
 	"unsafe"
 
 	"github.com/valyala/fastjson"
+
+	"sink/internal/errtext"
 )
 
 // inKind is the shape of one source value before conversion.
@@ -117,16 +118,7 @@ func show(in *input) string {
 
 const maxShown = 64
 
-func cut(b []byte) string {
-	if len(b) <= maxShown {
-		return string(b)
-	}
-	n := maxShown
-	for n > 0 && !utf8.RuneStart(b[n]) {
-		n--
-	}
-	return string(b[:n]) + "…"
-}
+func cut(b []byte) string { return errtext.Head(b, maxShown) }
 
 // reason is a conversion failure; RecordError wraps it with the column.
 type reason struct{ msg string }

@@ -7,6 +7,7 @@ import (
 	"github.com/valyala/fastjson"
 
 	"sink/internal/chschema"
+	"sink/internal/jsonscan"
 	"sink/internal/route"
 )
 
@@ -20,6 +21,7 @@ type jsonPath struct {
 	// holding the parallel arrays.
 	nested *jsonPath
 	pos    string // nested, for a part named by a number k: "k-1", to index tuples written as arrays
+	sub    int    // for jsonFields.walk: rest[0]'s index among the slot's first steps
 }
 
 // jsonFields reads column values out of one JSON object per record (the
@@ -49,6 +51,20 @@ type jsonFields struct {
 	trees   []*fastjson.Value
 	parsers []fastjson.Parser
 	guess   []int
+	// Where many columns read paths below one slot (under >= listAt), the
+	// slot's object is read once per record (subOK): its members (subs),
+	// and for each distinct first step of those paths (steps, stepIdx) the
+	// first member of that key (first, -1: absent), found the way member
+	// finds the top-level keys (stepGuess: the step each position had in
+	// the record before). Every column then starts from its step's member
+	// instead of walking the object's bytes from its start.
+	under     []int
+	subs      [][]jsonscan.Member
+	subOK     []bool
+	steps     [][]string
+	stepIdx   []map[string]int
+	first     [][]int
+	stepGuess [][]int
 }
 
 // add binds column col to path (non-empty) and returns its jsonPath.
@@ -96,6 +112,40 @@ func (f *jsonFields) sized() {
 	f.member = make([]int, len(f.keys))
 	f.trees = make([]*fastjson.Value, len(f.keys))
 	f.parsers = make([]fastjson.Parser, len(f.keys))
+	f.under = make([]int, len(f.keys))
+	f.subs = make([][]jsonscan.Member, len(f.keys))
+	f.subOK = make([]bool, len(f.keys))
+	f.steps = make([][]string, len(f.keys))
+	f.stepIdx = make([]map[string]int, len(f.keys))
+	f.first = make([][]int, len(f.keys))
+	f.stepGuess = make([][]int, len(f.keys))
+	for i := range f.paths {
+		for p := &f.paths[i]; p != nil; p = p.nested {
+			if len(p.rest) > 0 {
+				f.under[p.slot]++
+			}
+		}
+	}
+	for i := range f.paths {
+		for p := &f.paths[i]; p != nil; p = p.nested {
+			if len(p.rest) == 0 || f.under[p.slot] < listAt {
+				continue
+			}
+			idx := f.stepIdx[p.slot]
+			if idx == nil {
+				idx = map[string]int{}
+				f.stepIdx[p.slot] = idx
+			}
+			n, ok := idx[p.rest[0]]
+			if !ok {
+				n = len(f.steps[p.slot])
+				idx[p.rest[0]] = n
+				f.steps[p.slot] = append(f.steps[p.slot], p.rest[0])
+				f.first[p.slot] = append(f.first[p.slot], -1)
+			}
+			p.sub = n
+		}
+	}
 }
 
 // load looks up every top-level key in o. One Object.Get per distinct key
@@ -124,11 +174,11 @@ func (f *jsonFields) load(o *fastjson.Object) {
 func (f *jsonFields) loadScanned(sc *jsonScanner) {
 	f.sc, f.obj = sc, nil
 	for i := range f.member {
-		f.member[i], f.trees[i] = -1, nil
+		f.member[i], f.trees[i], f.subOK[i] = -1, nil, false
 	}
 	found := 0
-	for m := range sc.members {
-		k := sc.doc[sc.members[m].key.start:sc.members[m].key.end]
+	for m := range sc.Members {
+		k := sc.Doc[sc.Members[m].Key.Start:sc.Members[m].Key.End]
 		slot := -1
 		if m < len(f.guess) {
 			if g := f.guess[m]; g >= 0 && string(k) == f.keys[g] {
@@ -148,17 +198,78 @@ func (f *jsonFields) loadScanned(sc *jsonScanner) {
 			found++
 		}
 	}
-	f.extra = len(sc.members) - found
+	f.extra = len(sc.Members) - found
 }
 
 // tree is the value of slot (present in a scanned record) as a tree.
 func (f *jsonFields) tree(slot int) *fastjson.Value {
 	if f.trees[slot] == nil {
-		v := f.sc.members[f.member[slot]].val
+		v := f.sc.Members[f.member[slot]].Val
 		// The scanner accepted the record, so its value parses.
-		f.trees[slot], _ = f.parsers[slot].ParseBytes(f.sc.doc[v.start:v.end])
+		f.trees[slot], _ = f.parsers[slot].ParseBytes(f.sc.Doc[v.Start:v.End])
 	}
 	return f.trees[slot]
+}
+
+// listAt is how many paths below one top-level key make it worth listing
+// that object's members once per record: the list skips every member's
+// value, also the ones a path then enters, so for a few paths walking each
+// from the object's start is as cheap.
+const listAt = 4
+
+// walk follows rest below v, the value of slot's member in a scanned
+// record, as jsonscan's Walk does: where listAt or more columns read below
+// the slot, from the slot's list of members.
+func (f *jsonFields) walk(p *jsonPath, v scanSpan) (scanSpan, bool) {
+	sc := f.sc
+	if f.under[p.slot] < listAt || sc.Doc[v.Start] != '{' {
+		return sc.Walk(v, p.rest)
+	}
+	if !f.subOK[p.slot] {
+		f.readObject(p.slot, v)
+	}
+	m := f.first[p.slot][p.sub]
+	if m < 0 {
+		return v, false
+	}
+	val := f.subs[p.slot][m].Val
+	if len(p.rest) == 1 {
+		return val, true
+	}
+	return sc.Walk(val, p.rest[1:])
+}
+
+// readObject lists the members of slot's object v and finds the first
+// member of each step (the first of duplicates wins, as Walk finds it).
+func (f *jsonFields) readObject(slot int, v scanSpan) {
+	sc := f.sc
+	list := sc.ObjectMembers(v, f.subs[slot][:0])
+	f.subs[slot], f.subOK[slot] = list, true
+	first, steps, guess := f.first[slot], f.steps[slot], f.stepGuess[slot]
+	for i := range first {
+		first[i] = -1
+	}
+	for m := range list {
+		k := sc.Doc[list[m].Key.Start:list[m].Key.End]
+		n := -1
+		if m < len(guess) {
+			if g := guess[m]; g >= 0 && string(k) == steps[g] {
+				n = g
+			}
+		} else {
+			guess = append(guess, -1)
+		}
+		if n < 0 {
+			if i, ok := f.stepIdx[slot][string(k)]; ok {
+				n = i
+			}
+			guess[m] = n
+		}
+		if n >= 0 && first[n] < 0 {
+			first[n] = m
+		}
+	}
+	f.stepGuess[slot] = guess
 }
 
 // readScanned is read for a record loaded by loadScanned: scalars come
@@ -168,7 +279,7 @@ func (f *jsonFields) readScanned(st *appendState, col int, in *input) {
 	in.proj = nil
 	m := f.member[s.slot]
 	if m < 0 && s.nested != nil {
-		if nm := f.member[s.nested.slot]; nm >= 0 && f.sc.doc[f.sc.members[nm].val.start] == '[' {
+		if nm := f.member[s.nested.slot]; nm >= 0 && f.sc.Doc[f.sc.Members[nm].Val.Start] == '[' {
 			in.kind, in.v, in.proj, in.projPos = inArray, f.tree(s.nested.slot), s.nested.rest, s.nested.pos
 			return
 		}
@@ -179,19 +290,19 @@ func (f *jsonFields) readScanned(st *appendState, col int, in *input) {
 		in.kind = inMissing
 		return
 	}
-	mem := &f.sc.members[m]
-	if mem.plain && len(s.rest) == 0 {
-		in.kind, in.b = inStr, f.sc.doc[mem.val.start+1:mem.val.end-1]
+	mem := &f.sc.Members[m]
+	if mem.Plain && len(s.rest) == 0 {
+		in.kind, in.b = inStr, f.sc.Doc[mem.Val.Start+1:mem.Val.End-1]
 		return
 	}
-	v, ok := mem.val, true
+	v, ok := mem.Val, true
 	if len(s.rest) > 0 {
-		if v, ok = f.sc.walk(v, s.rest); !ok {
+		if v, ok = f.walk(s, v); !ok {
 			in.kind = inMissing
 			return
 		}
 	}
-	if f.sc.scalar(v, in) {
+	if scanScalar(f.sc, v, in) {
 		return
 	}
 	t := f.tree(s.slot)
@@ -276,14 +387,14 @@ func (f *jsonFormat) begin(r recordData) error {
 		return errTombstone
 	}
 	if !f.treeOnly {
-		top, err := f.scanner.scan(r.value)
+		top, err := f.scanner.Scan(r.value)
 		if err != nil {
 			return bad("", "invalid JSON: "+err.Error())
 		}
 		if top != "object" {
 			return bad("", "invalid JSON: want an object, got "+top)
 		}
-		if !f.scanner.esc {
+		if !f.scanner.Esc {
 			f.fields.loadScanned(&f.scanner)
 			return nil
 		}

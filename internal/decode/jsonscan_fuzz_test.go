@@ -72,6 +72,7 @@ func scanShapes() []scanShape {
 		{name: "bench", cols: InsertColumns(benchCols)},
 		{name: "wide", cols: wideCols()},
 		{name: "bench-nested", cols: benchNestedCols, mapping: benchNestedMapping},
+		{name: "wide-nested", cols: wideCols(), mapping: wideNestedMapping()},
 	}
 }
 
@@ -245,6 +246,7 @@ func FuzzJSONScanDifferential(f *testing.F) {
 		f.Add(v)
 	}
 	f.Add(wideEvents(1)[0])
+	f.Add(wideNestedEvents(1)[0])
 	f.Fuzz(func(t *testing.T, data []byte) {
 		values := bytes.Split(data, []byte(recordSep))
 		if len(values) > 8 {
@@ -262,7 +264,7 @@ func FuzzJSONScan(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var sc jsonScanner
-		top, err := sc.scan(data)
+		top, err := sc.Scan(data)
 		var ref jsonFormat
 		v, rerr := ref.parser.ParseBytes(data)
 		if (err == nil) != (rerr == nil) {
@@ -276,8 +278,8 @@ func FuzzJSONScan(f *testing.F) {
 		}
 		if top == "object" {
 			o, _ := v.Object()
-			if o.Len() != len(sc.members) {
-				t.Fatalf("%q: %d members, fastjson %d", data, len(sc.members), o.Len())
+			if o.Len() != len(sc.Members) {
+				t.Fatalf("%q: %d members, fastjson %d", data, len(sc.Members), o.Len())
 			}
 		}
 	})

@@ -62,9 +62,11 @@ type formatEnv struct {
 }
 
 // lookupTimeout bounds one schema lookup. It runs on the goroutine that
-// appends (the pipeline's owner), so a registry that hangs instead of
-// refusing must not hold it for long; a fetch that answers at all answers
-// in milliseconds. The record is retried later (ErrUnavailable).
+// appends, so a registry that hangs instead of refusing must not hold it
+// for long; a fetch that answers at all answers in milliseconds. The
+// record is retried later (ErrUnavailable). (The pipeline's registry
+// answers its owner goroutine at once and looks ids up on goroutines of
+// its own: pipeline/lookup.go.)
 const lookupTimeout = 5 * time.Second
 
 // maxReaders bounds the compiled per-schema readers one Plan keeps. A topic

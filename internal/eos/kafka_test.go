@@ -64,7 +64,7 @@ func TestIntentCommitFencedByGeneration(t *testing.T) {
 	}
 	member := func() *kgo.Client {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.ConsumerGroup("g"), kgo.ConsumeTopics("t"),
-			kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll(), kgo.RebalanceTimeout(2*time.Second),
+			kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll(), kgo.RebalanceTimeout(500*time.Millisecond),
 			kgo.RecordPartitioner(kgo.ManualPartitioner()))
 		if err != nil {
 			t.Fatal(err)

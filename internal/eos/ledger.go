@@ -40,10 +40,16 @@ type Range struct {
 
 // Entry is a pending intent as one partition's ledger lists it: batch Token
 // holds this partition's records First..Last and spans N partitions.
+// Placement, when not "", is the fingerprint of how the batch's rows were
+// split across the shards of a cluster (target: local; see Placement in
+// package writer): a replay split another way would give a shard rows under
+// a token it already holds, so recovery replays the batch only while the
+// cluster places rows the same way.
 type Entry struct {
 	Token       string
 	First, Last int64
 	N           int
+	Placement   string
 }
 
 // Ledger is one partition's metadata: the committed offset it was written
@@ -108,7 +114,7 @@ func (l Ledger) Live(offset int64) Ledger {
 var ErrTooLarge = errors.New("exactly-once ledger exceeds the 4096-byte commit metadata limit")
 
 // Encode writes the ledger as metadata:
-// "sink-eo1 @offset [tTOPICID] [cEND] [token:first-last/n ...]".
+// "sink-eo1 @offset [tTOPICID] [cEND] [token:first-last/n[~placement] ...]".
 func (l Ledger) Encode() (string, error) {
 	var b strings.Builder
 	b.WriteString(Marker)
@@ -126,7 +132,7 @@ func (l Ledger) Encode() (string, error) {
 		b.WriteString(strconv.FormatInt(l.Check, 10))
 	}
 	for _, e := range l.Entries {
-		if len(e.Token) != tokenHex || e.First < 0 || e.Last < e.First || e.N < 1 {
+		if len(e.Token) != tokenHex || e.First < 0 || e.Last < e.First || e.N < 1 || !placementOK(e.Placement) {
 			return "", fmt.Errorf("invalid ledger entry %+v", e)
 		}
 		b.WriteByte(' ')
@@ -137,6 +143,10 @@ func (l Ledger) Encode() (string, error) {
 		b.WriteString(strconv.FormatInt(e.Last, 10))
 		b.WriteByte('/')
 		b.WriteString(strconv.Itoa(e.N))
+		if e.Placement != "" {
+			b.WriteByte('~')
+			b.WriteString(e.Placement)
+		}
 	}
 	if b.Len() > MaxMetadata {
 		return "", ErrTooLarge
@@ -188,6 +198,9 @@ func Decode(s string) (l Ledger, ok bool, err error) {
 			return bad("bad entry " + truncate(f, 60))
 		}
 		e := Entry{Token: tok}
+		if n, e.Placement, _ = strings.Cut(n, "~"); strings.Contains(span, "~") && (e.Placement == "" || !placementOK(e.Placement)) {
+			return bad("bad entry " + truncate(f, 60))
+		}
 		var err1, err2, err3 error
 		e.First, err1 = strconv.ParseInt(first, 10, 64)
 		e.Last, err2 = strconv.ParseInt(last, 10, 64)
@@ -199,6 +212,10 @@ func Decode(s string) (l Ledger, ok bool, err error) {
 	}
 	return l, true, nil
 }
+
+// placementOK says whether p may stand in a ledger as a placement
+// fingerprint: "" or up to 16 lowercase hex digits.
+func placementOK(p string) bool { return len(p) <= 16 && isHex(p) }
 
 func isHex(s string) bool {
 	for i := 0; i < len(s); i++ {

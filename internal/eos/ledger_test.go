@@ -3,6 +3,7 @@ package eos
 import (
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -39,6 +40,12 @@ func TestLedgerEncodeDecode(t *testing.T) {
 	const tokC = "c411df0a7aad1621a5a52cd1c9b85390"
 	f(Ledger{Offset: 0, Entries: []Entry{{Token: tokC, First: 0, Last: 14452, N: 2}}}, "sink-eo1 @0 "+tokC+":0-14452/2")
 	f(Ledger{Offset: 3, Check: 9, Entries: []Entry{{Token: tokC, First: 3, Last: 4, N: 1}}}, "sink-eo1 @3 c9 "+tokC+":3-4/1")
+	// A batch split across shards carries its placement's fingerprint.
+	f(Ledger{Offset: 5, Entries: []Entry{{Token: tokA, First: 5, Last: 9, N: 2, Placement: "00ff3a9c1e2d4b5f"}, {Token: tokC, First: 10, Last: 11, N: 1}}},
+		"sink-eo1 @5 "+tokA+":5-9/2~00ff3a9c1e2d4b5f "+tokC+":10-11/1")
+	if _, err := (Ledger{Entries: []Entry{{Token: tokA, First: 0, Last: 1, N: 1, Placement: "not hex"}}}).Encode(); err == nil {
+		t.Fatal("a placement that is not hex was encoded")
+	}
 }
 
 func TestLedgerDecodeNotOursOrBad(t *testing.T) {
@@ -64,6 +71,10 @@ func TestLedgerDecodeNotOursOrBad(t *testing.T) {
 	f("sink-eo1 @1 "+strings.ToUpper(tokA)+":5-9/1", false, true)
 	f("sink-eo1 @1 abc:5-9/1", false, true)
 	f("sink-eo1 @1 "+tokA+":5-9/1", true, false)
+	f("sink-eo1 @1 "+tokA+":5-9/1~0a1b", true, false)
+	f("sink-eo1 @1 "+tokA+":5-9/1~", false, true)
+	f("sink-eo1 @1 "+tokA+":5-9/1~XYZ", false, true)
+	f("sink-eo1 @1 "+tokA+":5-9/1~0123456789abcdef0", false, true)
 }
 
 func TestLedgerTooLarge(t *testing.T) {
@@ -83,7 +94,7 @@ func TestLedgerTooLarge(t *testing.T) {
 }
 
 func TestLedgerLive(t *testing.T) {
-	l := Ledger{Offset: 0, Check: 20, Entries: []Entry{{tokA, 0, 9, 1}, {tokA, 10, 19, 1}, {tokA, 20, 29, 2}}}
+	l := Ledger{Offset: 0, Check: 20, Entries: []Entry{{Token: tokA, First: 0, Last: 9, N: 1}, {Token: tokA, First: 10, Last: 19, N: 1}, {Token: tokA, First: 20, Last: 29, N: 2}}}
 	f := func(at int64, want Ledger) {
 		t.Helper()
 		if got := l.Live(at); !reflect.DeepEqual(got, want) {
@@ -91,8 +102,8 @@ func TestLedgerLive(t *testing.T) {
 		}
 	}
 	f(0, l)
-	f(10, Ledger{Offset: 10, Check: 20, Entries: []Entry{{tokA, 10, 19, 1}, {tokA, 20, 29, 2}}})
-	f(20, Ledger{Offset: 20, Entries: []Entry{{tokA, 20, 29, 2}}})
+	f(10, Ledger{Offset: 10, Check: 20, Entries: []Entry{{Token: tokA, First: 10, Last: 19, N: 1}, {Token: tokA, First: 20, Last: 29, N: 2}}})
+	f(20, Ledger{Offset: 20, Entries: []Entry{{Token: tokA, First: 20, Last: 29, N: 2}}})
 	f(30, Ledger{Offset: 30})
 }
 
@@ -145,4 +156,17 @@ func FuzzLedgerDecode(f *testing.F) {
 			t.Fatalf("%q → %+v → %q → %+v", s, l, enc, back)
 		}
 	})
+}
+
+// TestUnion: spans of several servers fold into one ordered list, runs that
+// overlap or touch joined.
+func TestUnion(t *testing.T) {
+	got := Union([]Span{{0, 1}, {6, 6}}, nil, []Span{{2, 4}, {5, 5}, {9, 12}}, []Span{{10, 11}, {20, 20}})
+	want := []Span{{0, 6}, {9, 12}, {20, 20}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("Union = %v, want %v", got, want)
+	}
+	if got := Union(); got != nil {
+		t.Fatalf("Union() = %v, want nil", got)
+	}
 }

@@ -17,11 +17,14 @@ type Committed struct {
 // Snapshot is every committed partition of the group (owned or not).
 type Snapshot map[offsets.TP]Committed
 
-// Intent is a complete pending batch: its token, table and every range.
+// Intent is a complete pending batch: its token, table and every range,
+// and the placement fingerprint its rows were split across shards by (""
+// when the table is not written shard by shard).
 type Intent struct {
-	Token  string
-	Table  string
-	Ranges []Range // canonical order
+	Token     string
+	Table     string
+	Ranges    []Range // canonical order
+	Placement string
 }
 
 // Recovery is what an assigned partition needs before its records are
@@ -109,14 +112,14 @@ func PlanRecovery(snap Snapshot, assigned []offsets.TP, tableOf func(topic strin
 			for i, f := range fs {
 				rs[i] = Range{TP: f.tp, First: f.e.First, Last: f.e.Last}
 				t, ok := tableOf(f.tp.Topic)
-				if !ok || (i > 0 && t != table) || f.e.N != fs[0].e.N {
+				if !ok || (i > 0 && t != table) || f.e.N != fs[0].e.N || f.e.Placement != fs[0].e.Placement {
 					same = false
 				}
 				table = t
 			}
 			if same && Token(table, rs) == token {
 				SortRanges(rs)
-				in = &Intent{Token: token, Table: table, Ranges: rs}
+				in = &Intent{Token: token, Table: table, Ranges: rs, Placement: fs[0].e.Placement}
 			}
 		}
 		complete[token] = in

@@ -174,3 +174,27 @@ func (b fakeBlock) Columns() []chschema.ColumnSchema {
 	return []chschema.ColumnSchema{{Name: "s"}, {Name: "n"}, {Name: "p"}}
 }
 func (b fakeBlock) ColumnData(i int) any { return []any{b.s, b.n, b.p}[i] }
+
+// TestPlanRecoveryPlacement: a complete intent carries the placement its
+// entries recorded; entries of one token that disagree on it are not one
+// batch, so the intent is incomplete and its regions are checked.
+func TestPlanRecoveryPlacement(t *testing.T) {
+	tables := func(string) (string, bool) { return "db.t", true }
+	a0, a1 := tp("a", 0), tp("a", 1)
+	rs := []Range{{a0, 0, 4}, {a1, 0, 2}}
+	tok := Token("db.t", rs)
+	snap := func(p0, p1 string) Snapshot {
+		return Snapshot{
+			a0: {Offset: 0, Metadata: meta(t, Ledger{Offset: 0, Entries: []Entry{{Token: tok, First: 0, Last: 4, N: 2, Placement: p0}}})},
+			a1: {Offset: 0, Metadata: meta(t, Ledger{Offset: 0, Entries: []Entry{{Token: tok, First: 0, Last: 2, N: 2, Placement: p1}}})},
+		}
+	}
+	p := PlanRecovery(snap("ab12", "ab12"), []offsets.TP{a0, a1}, tables)
+	if len(p.Replays) != 1 || p.Replays[0].Placement != "ab12" {
+		t.Fatalf("replays %+v; want the batch with placement ab12", p.Replays)
+	}
+	p = PlanRecovery(snap("ab12", "cd34"), []offsets.TP{a0, a1}, tables)
+	if len(p.Replays) != 0 || !p.Parts[0].Check || p.Parts[0].CheckTo != 5 || !p.Parts[1].Check || p.Parts[1].CheckTo != 3 {
+		t.Fatalf("plan %+v; want no replay and both regions checked", p)
+	}
+}

@@ -21,17 +21,33 @@ const DefaultWindow = 1000
 type Target struct {
 	Database, Name string
 	Insert         []chschema.ColumnSchema
+	// Where names the server the table was read on when it is one of a
+	// cluster's ("shard 2 replica 10.0.0.7:9000"); "" for the sink's own
+	// server. Every table given to one Require call is on one server.
+	Where string
 }
 
 // FullName is db.table as users write it.
 func (t Target) FullName() string { return t.Database + "." + t.Name }
+
+// named is FullName with the server it is on, when it is a cluster's.
+func (t Target) named() string {
+	if t.Where == "" {
+		return t.FullName()
+	}
+	return t.FullName() + " on " + t.Where
+}
 
 // Require says, in one line, why exactly-once delivery cannot work with
 // this server and these tables, or returns nil. windows are the tables'
 // deduplication settings (writer.DedupWindows), in the order of tables.
 func Require(info chschema.ServerInfo, tables []Target, windows []chschema.TableDedup) error {
 	if !info.DedupToken {
-		return fmt.Errorf("delivery exactly_once needs insert_deduplication_token (ClickHouse 22.2 or newer); this server runs %s", info.Version)
+		server := "this server"
+		if len(tables) > 0 && tables[0].Where != "" {
+			server = tables[0].Where
+		}
+		return fmt.Errorf("delivery exactly_once needs insert_deduplication_token (ClickHouse 22.2 or newer); %s runs %s", server, info.Version)
 	}
 	for i, t := range tables {
 		var missing []string
@@ -42,7 +58,7 @@ func Require(info chschema.ServerInfo, tables []Target, windows []chschema.Table
 		}
 		if len(missing) > 0 {
 			return fmt.Errorf("delivery exactly_once: table %s has no %s column (the sink fills _topic, _partition and _offset from each record and checks them after a rewind); add them, e.g. ALTER TABLE %s ADD COLUMN _topic LowCardinality(String), ADD COLUMN _partition Int32, ADD COLUMN _offset Int64",
-				t.FullName(), strings.Join(missing, ", "), quoted(t))
+				t.named(), strings.Join(missing, ", "), quoted(t))
 		}
 		if i >= len(windows) {
 			continue
@@ -50,13 +66,23 @@ func Require(info chschema.ServerInfo, tables []Target, windows []chschema.Table
 		d := windows[i]
 		switch {
 		case d.Setting == "":
-			return fmt.Errorf("delivery exactly_once: table %s (%s) does not deduplicate INSERT blocks; use a MergeTree-family table", t.FullName(), d.Engine)
+			return fmt.Errorf("delivery exactly_once: table %s (%s) does not deduplicate INSERT blocks; use a MergeTree-family table%s", t.named(), d.Engine, distributedHint(d.Engine))
 		case d.Value == "" || d.Value == "0":
 			return fmt.Errorf("delivery exactly_once: table %s has %s = 0, so a replayed batch would be inserted again; run: ALTER TABLE %s MODIFY SETTING %s = %d",
-				t.FullName(), d.Setting, quoted(t), d.Setting, DefaultWindow)
+				t.named(), d.Setting, quoted(t), d.Setting, DefaultWindow)
 		}
 	}
 	return nil
+}
+
+// distributedHint is what Require adds for a Distributed route table that
+// reached it: only a target: local route on a cluster has its local tables
+// checked instead.
+func distributedHint(engine string) string {
+	if engine != "Distributed" {
+		return ""
+	}
+	return " (a Distributed table deduplicates nothing itself: exactly-once needs target: local with a sharding_key on the cluster it spreads over, so that the sink writes, and checks, each shard's local table)"
 }
 
 // RequireViews says, in one line, why a materialized view downstream of a
@@ -93,4 +119,16 @@ func inserts(t Target, col string) bool {
 
 func quoted(t Target) string {
 	return chschema.QuoteIdent(t.Database) + "." + chschema.QuoteIdent(t.Name)
+}
+
+// Window is a table's deduplication window: the setting that sizes it
+// (non_replicated_deduplication_window or replicated_deduplication_window)
+// and its value, in INSERT blocks.
+type Window struct {
+	Setting string
+	Size    int64
+	// Unchecked names the replicas of a cluster's shards that could not be
+	// reached to read the window (another replica of each of their shards
+	// was): Size is the smallest of the replicas read.
+	Unchecked []string
 }

@@ -1,8 +1,10 @@
 package eos
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
@@ -42,6 +44,26 @@ func Present(ctx context.Context, conn driver.Conn, table string, tp offsets.TP,
 		out = append(out, Span{o, o})
 	}
 	return out, rows.Err()
+}
+
+// Union folds the span lists of several servers (each in order, as
+// Present returns them) into one list in order, overlapping and adjacent
+// runs joined: the offsets that at least one of them holds.
+func Union(lists ...[]Span) []Span {
+	var all []Span
+	for _, l := range lists {
+		all = append(all, l...)
+	}
+	slices.SortFunc(all, func(a, b Span) int { return cmp.Compare(a.First, b.First) })
+	var out []Span
+	for _, s := range all {
+		if n := len(out); n > 0 && s.First <= out[n-1].Last+1 {
+			out[n-1].Last = max(out[n-1].Last, s.Last)
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 // Covers is a set of offset spans of one partition that are already handled

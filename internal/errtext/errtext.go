@@ -41,6 +41,19 @@ func Cap(s string, max int) string {
 	return s[:head] + " … [" + strconv.Itoa(tail-head) + " bytes cut] … " + s[tail:]
 }
 
+// Head is b as text for a message that quotes it: at most max bytes of it,
+// cut on a UTF-8 character boundary and marked with "…" where it was cut.
+func Head(b []byte, max int) string {
+	if len(b) <= max {
+		return string(b)
+	}
+	n := max
+	for n > 0 && !utf8.RuneStart(b[n]) {
+		n--
+	}
+	return string(b[:n]) + "…"
+}
+
 // runeStart is the largest i <= n at which a UTF-8 character of s begins
 // (so s[:i] ends on a whole character).
 func runeStart(s string, n int) int {

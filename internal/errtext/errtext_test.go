@@ -95,3 +95,21 @@ func FuzzCap(f *testing.F) {
 		}
 	})
 }
+
+func TestHead(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"short", 8, "short"},
+		{"exactly8", 8, "exactly8"},
+		{"longer than eight", 8, "longer t…"},
+		{"ab\u00e9cd", 3, "ab…"}, // é is two bytes: not split
+		{"", 0, ""},
+	} {
+		if got := Head([]byte(c.in), c.max); got != c.want {
+			t.Errorf("Head(%q, %d) = %q, want %q", c.in, c.max, got, c.want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -17,12 +18,20 @@ const (
 	ShardFailovers = "sink_cluster_failovers_total"
 	ShardErrors    = "sink_cluster_errors_total"
 	ReplicaHealthy = "sink_cluster_replica_up"
+	// SchemaHeld is 1 while a target table's parts are held because its
+	// local tables differ across replicas (writer.SchemaObserver);
+	// SchemaHolds counts the holds and SchemaHoldSeconds their time.
+	SchemaHeld        = "sink_cluster_schema_held"
+	SchemaHolds       = "sink_cluster_schema_holds_total"
+	SchemaHoldSeconds = "sink_cluster_schema_hold_seconds_total"
 )
 
 type clusterVecs struct {
 	inserts, rows, errors *prometheus.CounterVec
 	failovers             *prometheus.CounterVec
 	up                    *prometheus.GaugeVec
+	held                  *prometheus.GaugeVec
+	holds, holdSeconds    *prometheus.CounterVec
 }
 
 func newClusterVecs(reg *prometheus.Registry) *clusterVecs {
@@ -39,7 +48,13 @@ func newClusterVecs(reg *prometheus.Registry) *clusterVecs {
 		up: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: ReplicaHealthy,
 			Help: "1 when the replica's last INSERT succeeded, 0 when it failed; absent before its first."}, byReplica),
 	}
-	reg.MustRegister(v.inserts, v.rows, v.errors, v.failovers, v.up)
+	v.held = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: SchemaHeld,
+		Help: "1 while the table's parts are held because its local tables have different columns on different replicas or shards (a half-applied ALTER)."}, []string{"table"})
+	v.holds = prometheus.NewCounterVec(prometheus.CounterOpts{Name: SchemaHolds,
+		Help: "Times a part of the table was held for its local tables to agree across replicas."}, []string{"table"})
+	v.holdSeconds = prometheus.NewCounterVec(prometheus.CounterOpts{Name: SchemaHoldSeconds,
+		Help: "Seconds the table's parts were held for its local tables to agree across replicas."}, []string{"table"})
+	reg.MustRegister(v.inserts, v.rows, v.errors, v.failovers, v.up, v.held, v.holds, v.holdSeconds)
 	return v
 }
 
@@ -66,4 +81,23 @@ func (m *Metrics) ShardFailed(shard int, replica string, code int32, failover bo
 	if failover {
 		m.cluster.failovers.WithLabelValues(s).Inc()
 	}
+}
+
+// SchemaHeld marks table's parts held while its local tables differ across
+// replicas (writer.SchemaObserver).
+func (m *Metrics) SchemaHeld(table, diffs string) {
+	if m == nil {
+		return
+	}
+	m.cluster.held.WithLabelValues(table).Set(1)
+	m.cluster.holds.WithLabelValues(table).Inc()
+}
+
+// SchemaReleased ends a hold of table's parts after waited.
+func (m *Metrics) SchemaReleased(table string, waited time.Duration, agreed bool) {
+	if m == nil {
+		return
+	}
+	m.cluster.held.WithLabelValues(table).Set(0)
+	m.cluster.holdSeconds.WithLabelValues(table).Add(waited.Seconds())
 }

@@ -109,6 +109,7 @@ type Metrics struct {
 	group      string
 	ages       *ages // the per-partition and per-table values computed at scrape time
 	cluster    *clusterVecs
+	eosMargin  *prometheus.GaugeVec
 }
 
 // New creates the collectors on a fresh registry, together with the Go
@@ -182,6 +183,11 @@ func New(group string) *Metrics {
 	}
 	m.reg.MustRegister(m.reason, m.state)
 	m.cluster = newClusterVecs(m.reg)
+	m.eosMargin = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: DedupWindowMargin,
+		Help: "Deduplication window of the table minus this process's inserts into it since its oldest pending intent was recorded: at 0 a replay of that batch could insert it twice.",
+	}, []string{"table"})
+	m.reg.MustRegister(m.eosMargin)
 	m.reg.MustRegister(m.records, m.bytes, m.dlq, m.skipped, m.unrouted, m.rows, m.inserts, m.sealed, m.retries, m.defaults, m.unmapped, m.duration,
 		m.perInsert, m.e2e, m.ages, m.lag, m.buffer, m.limit, m.paused, m.partitions, m.maxWait, m.regWaiting, m.regRetries, m.schemaWaiting, age,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -547,4 +553,17 @@ func (m *Metrics) Left() {
 	m.assigned.Store(0)
 	m.partitions.Set(0)
 	m.joined.Store(false)
+}
+
+// DedupWindowMargin is the exactly-once margin gauge (delivery:
+// exactly_once); it has no series in the other modes.
+const DedupWindowMargin = "sink_eos_dedup_window_margin"
+
+// DedupMargin sets table's exactly-once margin: its deduplication window
+// minus the inserts into it since its oldest pending intent was recorded.
+func (m *Metrics) DedupMargin(table string, margin int64) {
+	if m == nil {
+		return
+	}
+	m.eosMargin.WithLabelValues(table).Set(float64(margin))
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -161,7 +162,11 @@ func TestLastCommitAge(t *testing.T) {
 	t.Fatalf("%s not gathered", LastCommitAge)
 }
 
-func TestReadiness(t *testing.T) {
+// TestReadiness runs in a synctest bubble: the hanging ClickHouse's probe
+// ends at the probe's timeout on the bubble's fake clock, at once.
+func TestReadiness(t *testing.T) { synctest.Test(t, testReadiness) }
+
+func testReadiness(t *testing.T) {
 	m := New("grp")
 	ctx := context.Background()
 	f := func(wantOK bool, wantWhy string) {

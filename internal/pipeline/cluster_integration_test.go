@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	"sink/config"
 
 	"sink/internal/metrics"
 	"sink/internal/pipeline"
@@ -233,4 +236,228 @@ func counterSum(t *testing.T, m *metrics.Metrics, name string) float64 {
 		}
 	}
 	return sum
+}
+
+// TestClusterExactlyOnceOn26Cluster runs exactly-once delivery with
+// target: local by key into the two-shard 26.9 cluster (weights 1 and 3),
+// the route naming the local table (the Distributed one is
+// TestClusterExactlyOnceDistributedAndShardWindowOn26Cluster's):
+// every row lands once on the shard the Distributed engine expects it on,
+// the group commits the topic's end, and the cluster writer gives the
+// table a placement fingerprint (which every intent records).
+func TestClusterExactlyOnceOn26Cluster(t *testing.T) {
+	c := testenv.Cluster26(t)
+	brokers := testenv.Kafka(t)
+	db := c.NewDatabase(t)
+	for _, n := range c.Nodes() {
+		testenv.Exec(t, n.Conn(t),
+			fmt.Sprintf(`CREATE TABLE %s.ev_local (id UInt64, user_id UInt32, ts DateTime, event_type String, cost Decimal(18, 4), payload String,
+				_topic LowCardinality(String), _partition Int32, _offset Int64) ENGINE = %s`, db, c.Engine(db, "ev_local", "id")),
+			fmt.Sprintf("CREATE TABLE %s.ev AS %s.ev_local ENGINE = Distributed(%s, %s, ev_local, cityHash64(user_id))", db, db, c.WeightedName, db))
+	}
+	topic := testenv.NewTopic(t, 3)
+	const n = 20000
+	produceEvents(t, topic, n)
+	cfg := newConfig(t, fmt.Sprintf(`
+name: %s
+delivery: exactly_once
+kafka: {brokers: [%q], topics: [%q], fetch_max_wait: 200ms}
+clickhouse: {addrs: [%q], database: %s, cluster: %s, retry_initial: 50ms, retry_max: 500ms}
+batch: {max_rows: 2000, max_wait: 500ms}
+routes: [{topic: %q, table: ev_local, target: local, sharding_key: user_id}]
+http: {listen: ""}
+`, testenv.UniqueName(t, "eocl"), brokers[0], topic, c.Shards[0][0].Addr, db, c.WeightedName, topic))
+	ctx := context.Background()
+	cw, err := writer.OpenCluster(ctx, cfg.Name, cfg.ClickHouse, cfg.Routes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cw.Close()
+	place, err := cw.Placement(ctx, db, "ev_local")
+	if err != nil || place == "" {
+		t.Fatalf("placement %q, %v; want a fingerprint for a table split by key", place, err)
+	}
+	seed := c.Conn(t)
+	runSinkWhile(t, cfg, cw, zerolog.ErrorLevel, 3*time.Minute, func() (bool, string) {
+		var got uint64
+		if err := seed.QueryRow(ctx, "SELECT count() FROM "+db+".ev").Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		return got >= n, fmt.Sprintf("%d of %d rows", got, n)
+	})
+	var sum uint64
+	for si, s := range c.Shards {
+		var k, misplaced uint64
+		conn := s[0].Conn(t)
+		if err := conn.QueryRow(ctx, "SELECT count() FROM "+db+".ev_local").Scan(&k); err != nil {
+			t.Fatal(err)
+		}
+		// Weights 1 and 3: shard 1 takes residues 0 of 4, shard 2 the others.
+		cond := "cityHash64(user_id) % 4 != 0"
+		if si == 1 {
+			cond = "cityHash64(user_id) % 4 = 0"
+		}
+		if err := conn.QueryRow(ctx, "SELECT count() FROM "+db+".ev_local WHERE "+cond).Scan(&misplaced); err != nil {
+			t.Fatal(err)
+		}
+		if k == 0 || misplaced != 0 {
+			t.Errorf("shard %d: %d rows, %d of them where the Distributed engine would not look", si+1, k, misplaced)
+		}
+		sum += k
+	}
+	var distinct uint64
+	if err := seed.QueryRow(ctx, "SELECT uniqExact(_topic, _partition, _offset) FROM "+db+".ev").Scan(&distinct); err != nil {
+		t.Fatal(err)
+	}
+	if sum != n || distinct != n {
+		t.Fatalf("%d rows over the shards, %d distinct offsets; want exactly %d", sum, distinct, n)
+	}
+	assertCommittedAtEnd(t, cfg.Kafka.Group, topic)
+	t.Logf("%d rows exactly once over 2 shards (weights 1, 3), placement %s", n, place)
+}
+
+// eoClusterTables creates, on every node of the 26.9 cluster, the local
+// table ev_local (the Kafka columns, window testenv.DedupWindow) and the
+// Distributed table ev over the weighted cluster by cityHash64(user_id).
+func eoClusterTables(t *testing.T, c testenv.LocalCluster) string {
+	t.Helper()
+	db := c.NewDatabase(t)
+	for _, n := range c.Nodes() {
+		testenv.Exec(t, n.Conn(t),
+			fmt.Sprintf(`CREATE TABLE %s.ev_local (id UInt64, user_id UInt32, ts DateTime, event_type String, cost Decimal(18, 4), payload String,
+				_topic LowCardinality(String), _partition Int32, _offset Int64) ENGINE = %s`, db, c.Engine(db, "ev_local", "id")),
+			fmt.Sprintf("CREATE TABLE %s.ev AS %s.ev_local ENGINE = Distributed(%s, %s, ev_local, cityHash64(user_id))", db, db, c.WeightedName, db))
+	}
+	return db
+}
+
+// eoClusterConfig is exactly-once into table (ev_local or the Distributed
+// ev) with target: local by user_id on the weighted 26.9 cluster, batches
+// of maxRows, under group.
+func eoClusterConfig(t *testing.T, c testenv.LocalCluster, db, topic, table, group string, maxRows int) *config.Config {
+	t.Helper()
+	return newConfig(t, fmt.Sprintf(`
+name: %s
+delivery: exactly_once
+kafka: {brokers: [%q], topics: [%q], group: %s, fetch_max_wait: 200ms}
+clickhouse: {addrs: [%q], database: %s, cluster: %s, retry_initial: 50ms, retry_max: 500ms}
+batch: {max_rows: %d, max_wait: 500ms}
+routes: [{topic: %q, table: %s, target: local, sharding_key: user_id}]
+http: {listen: ""}
+`, group, testenv.Kafka(t)[0], topic, group, c.Shards[0][0].Addr, db, c.WeightedName, maxRows, topic, table))
+}
+
+// shardCounts are the rows of db.ev_local on each shard of c.
+func shardCounts(t *testing.T, c testenv.LocalCluster, db string) []uint64 {
+	t.Helper()
+	var out []uint64
+	for _, s := range c.Shards {
+		out = append(out, countRows(t, s[0].Conn(t), db+".ev_local"))
+	}
+	return out
+}
+
+// TestClusterExactlyOnceRewindOn26Cluster: exactly-once with target: local
+// by key into the two-shard 26.9 cluster, the route naming the local
+// table; then the group's committed offsets are moved back to 0 with kadm
+// (no ledger) while rows sit on both shards, and the sink runs again with
+// another batch size (so no batch has a token a shard remembers): the
+// check after the rewind asks both shards which offsets they hold, and
+// nothing is inserted again on either; only the records produced since
+// arrive.
+func TestClusterExactlyOnceRewindOn26Cluster(t *testing.T) {
+	c := testenv.Cluster26(t)
+	db := eoClusterTables(t, c)
+	topic := testenv.NewTopic(t, 3)
+	group := testenv.UniqueName(t, "eorw")
+	const n, more = 6000, 900
+	produceEvents(t, topic, n)
+	ctx := context.Background()
+	seed := c.Conn(t)
+	total := func() uint64 { return countRows(t, seed, db+".ev") }
+	run := func(maxRows int, want uint64) {
+		t.Helper()
+		cfg := eoClusterConfig(t, c, db, topic, "ev_local", group, maxRows)
+		cw, err := writer.OpenCluster(ctx, cfg.Name, cfg.ClickHouse, cfg.Routes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cw.Close()
+		runSinkWhile(t, cfg, cw, zerolog.WarnLevel, 3*time.Minute, func() (bool, string) {
+			got := total()
+			return got >= want, fmt.Sprintf("%d of %d rows", got, want)
+		})
+		assertCommittedAtEnd(t, group, topic)
+	}
+	run(2000, n)
+	before := shardCounts(t, c, db)
+	if before[0] == 0 || before[1] == 0 || before[0]+before[1] != n {
+		t.Fatalf("rows per shard %v after the first run; want %d over both", before, n)
+	}
+
+	// The operator's rewind: every partition back to 0, no metadata.
+	adm := kadm.NewClient(testenv.KafkaClient(t))
+	var os kadm.Offsets
+	for p := int32(0); p < 3; p++ {
+		os.Add(kadm.Offset{Topic: topic, Partition: p, At: 0, LeaderEpoch: -1})
+	}
+	if resp, err := adm.CommitOffsets(ctx, group, os); err != nil || resp.Error() != nil {
+		t.Fatalf("rewinding the group: %v %v", err, resp.Error())
+	}
+	produceEvents(t, topic, more)
+	run(700, n+more)
+	time.Sleep(time.Second) // a repeat would land with the last batches
+	after := shardCounts(t, c, db)
+	var distinct uint64
+	if err := seed.QueryRow(ctx, "SELECT uniqExact(_topic, _partition, _offset) FROM "+db+".ev").Scan(&distinct); err != nil {
+		t.Fatal(err)
+	}
+	if after[0]+after[1] != n+more || distinct != n+more || after[0] < before[0] || after[1] < before[1] {
+		t.Fatalf("rows per shard %v (before the rewind %v), %d distinct offsets; want exactly %d, nothing inserted again", after, before, distinct, n+more)
+	}
+	t.Logf("rewind to 0 with %v rows on the shards: %v after, %d produced since", before, after, more)
+}
+
+// TestClusterExactlyOnceDistributedAndShardWindowOn26Cluster: a route
+// naming the Distributed table with target: local is accepted for
+// exactly-once (the sink writes and checks the local tables its engine
+// names) and delivers every row once; then shard 2's local table is set to
+// a deduplication window of 0, and the check at start refuses in one line
+// naming shard 2 and its replica.
+func TestClusterExactlyOnceDistributedAndShardWindowOn26Cluster(t *testing.T) {
+	c := testenv.Cluster26(t)
+	db := eoClusterTables(t, c)
+	topic := testenv.NewTopic(t, 3)
+	group := testenv.UniqueName(t, "eodist")
+	const n = 4000
+	produceEvents(t, topic, n)
+	ctx := context.Background()
+	cfg := eoClusterConfig(t, c, db, topic, "ev", group, 1500)
+	cw, err := writer.OpenCluster(ctx, cfg.Name, cfg.ClickHouse, cfg.Routes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cw.Close()
+	seed := c.Conn(t)
+	runSinkWhile(t, cfg, cw, zerolog.WarnLevel, 3*time.Minute, func() (bool, string) {
+		got := countRows(t, seed, db+".ev")
+		return got >= n, fmt.Sprintf("%d of %d rows", got, n)
+	})
+	assertCommittedAtEnd(t, group, topic)
+	if k := shardCounts(t, c, db); k[0] == 0 || k[1] == 0 || k[0]+k[1] != n {
+		t.Fatalf("rows per shard %v; want %d over both", k, n)
+	}
+
+	shard2 := c.Shards[1][0]
+	testenv.Exec(t, shard2.Conn(t), "ALTER TABLE "+db+".ev_local MODIFY SETTING non_replicated_deduplication_window = 0")
+	p, err := pipeline.New(ctx, cfg, zerolog.Nop(), cw, eoOpts(t, cfg, cw)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = p.CheckExactlyOnce(ctx)
+	want := fmt.Sprintf("table %s.ev_local on shard 2 replica %s has non_replicated_deduplication_window = 0", db, shard2.Addr)
+	if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("check with shard 2's window 0: %v; want one line containing %q", err, want)
+	}
+	t.Logf("refused: %v", err)
 }

@@ -37,7 +37,7 @@ func (p *Pipeline) commit() {
 			return
 		}
 	}
-	if err := p.cons.Commit(context.Background(), c, meta); err != nil {
+	if err := p.commitOffsets(c, meta); err != nil {
 		p.log.Warn().Err(err).Int("partitions", len(c)).Msg("offset commit failed; will retry")
 		p.uncommitted = c
 		return
@@ -49,6 +49,16 @@ func (p *Pipeline) commit() {
 	}
 	p.m.Committed(p.now())
 	p.log.Debug().Int("partitions", len(c)).Msg("committed")
+}
+
+// commitOffsets commits pos (with meta, the exactly-once ledgers) on the
+// owner goroutine, waiting at most kafka.request_timeout: a coordinator
+// that does not answer fails the commit, which the next one retries (an
+// intent commit's failure is retried by its own backoff).
+func (p *Pipeline) commitOffsets(pos map[offsets.TP]offsets.Commit, meta map[offsets.TP]string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Kafka.RequestTimeout)
+	defer cancel()
+	return p.cons.Commit(ctx, pos, meta)
 }
 
 // committedSummary lists the committed position of every partition this

@@ -82,12 +82,25 @@ func (p *Pipeline) accFor(ts *tableState, tp offsets.TP) *accState {
 	if !p.cfg.Batch.IgnorePartitions {
 		key.tp = tp
 	}
-	if a, ok := p.accs[key]; ok {
-		return a
+	if a := p.lastAcc; a != nil && a.key == key {
+		return a // the same partition's batch as the record before
 	}
-	a := &accState{acc: batch.NewAccumulator(p.policy(ts), p.block(ts)), id: p.newID(), key: key}
-	p.accs[key] = a
+	a, ok := p.accs[key]
+	if !ok {
+		a = &accState{acc: batch.NewAccumulator(p.policy(ts), p.block(ts)), id: p.newID(), key: key}
+		p.accs[key] = a
+	}
+	p.lastAcc = a
 	return a
+}
+
+// dropAcc removes the open batch of key from accs, and from accFor's
+// last answer.
+func (p *Pipeline) dropAcc(key accKey) {
+	delete(p.accs, key)
+	if p.lastAcc != nil && p.lastAcc.key == key {
+		p.lastAcc = nil
+	}
 }
 
 // block returns an empty block for ts, reusing a freed one when there is.

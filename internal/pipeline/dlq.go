@@ -7,9 +7,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"sink/internal/consumer"
+	"sink/internal/backoff"
+	"sink/internal/kafkaerr"
 	"sink/internal/offsets"
-	"sink/internal/writer"
 )
 
 // dlqState is one bad record on its way to the dead-letter topic. It is
@@ -28,11 +28,11 @@ type dlqState struct {
 	tp      offsets.TP
 	rec     *kgo.Record
 	cause   error
-	refOnly bool          // send a reference without the value (the broker refused the size)
-	attempt int           // failed attempts so far
-	wait    time.Duration // the next backoff
-	lastErr error         // the last failed attempt's error, for the stop line
-	failed  bool          // failed for good: the connector is stopping
+	refOnly bool            // send a reference without the value (the broker refused the size)
+	attempt int             // failed attempts so far
+	backoff backoff.Backoff // the inserts' schedule: retry_initial doubling up to retry_max, equal jitter
+	lastErr error           // the last failed attempt's error, for the stop line
+	failed  bool            // failed for good: the connector is stopping
 }
 
 func (d *dlqState) bytes() int { return len(d.rec.Key) + len(d.rec.Value) }
@@ -77,13 +77,14 @@ func (p *Pipeline) handleDLQAck(writeCtx context.Context, a ack) {
 		return
 	}
 	d.lastErr = a.err
-	switch consumer.ClassifyDLQ(a.err) {
-	case consumer.DLQCanceled:
+	v := kafkaerr.Classify(a.err)
+	switch v.Class {
+	case kafkaerr.Canceled:
 		// Stopping: the record stays unacknowledged and is consumed again.
 		p.dropDLQ(a.id, d)
 		p.revokeDone(a.id)
 		return
-	case consumer.DLQTooLarge:
+	case kafkaerr.TooLarge:
 		if !d.refOnly {
 			d.refOnly = true
 			p.log.Warn().Err(a.err).Str("record", d.where()).Str("dlq_topic", p.cfg.Errors.DLQTopic).
@@ -91,15 +92,16 @@ func (p *Pipeline) handleDLQAck(writeCtx context.Context, a ack) {
 			p.sendDLQ(writeCtx, a.id, d)
 			return
 		}
-	case consumer.DLQRetriable:
-		d.attempt++
-		if d.wait == 0 {
-			d.wait = p.cfg.ClickHouse.RetryInitial
+	case kafkaerr.Retriable, kafkaerr.UnknownTopic:
+		// The topic was checked at start: unknown now, it is a broker that
+		// has not heard of it yet, or one being replaced.
+		if d.attempt == 0 {
+			d.backoff = backoff.New(backoff.Policy{Initial: p.cfg.ClickHouse.RetryInitial, Max: p.cfg.ClickHouse.RetryMax, Jitter: backoff.EqualJitter})
 		}
-		sleep := writer.RetryWait(d.wait) // the inserts' backoff: [wait/2, wait]
-		d.wait = min(d.wait*2, p.cfg.ClickHouse.RetryMax)
+		d.attempt++
+		sleep := d.backoff.Next()
 		p.log.Warn().Err(a.err).Str("record", d.where()).Str("dlq_topic", p.cfg.Errors.DLQTopic).
-			Int("attempt", d.attempt).Dur("retry_in", sleep).
+			Int("attempt", d.attempt).Str("why", v.Reason).Dur("retry_in", sleep).
 			Msg("dead-letter produce failed, retrying; later records of the partition wait")
 		time.AfterFunc(sleep, func() { p.sendDLQ(writeCtx, a.id, d) })
 		return

@@ -486,7 +486,7 @@ func (p *Pipeline) evolved(writeCtx context.Context, r schemaResult) {
 	}
 	if failed != nil && writer.Classify(nil, failed) == writer.Retriable && fd.attempts+1 < evolveAttempts {
 		fd.attempts++
-		fd.retryAt = p.now().Add(writer.RetryWait(heldRetryFirst << fd.attempts))
+		fd.retryAt = p.now().Add(heldRetry.Wait(fd.attempts))
 		p.driftOf(r.ts).epoch++
 		p.log.Warn().Err(failed).Str("table", table).Str("field", e.field).Str("type", e.typ).Int("attempt", fd.attempts).
 			Msg("adding a column for a new field (or re-reading the table after it) failed on the way; its records stay held and it is tried again")

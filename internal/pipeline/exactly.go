@@ -4,24 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/ClickHouse/clickhouse-go/v2"
-	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
-
+	"sink/internal/backoff"
 	"sink/internal/batch"
 	"sink/internal/chschema"
-	"sink/internal/consumer"
 	"sink/internal/eos"
+	"sink/internal/kafkaerr"
 	"sink/internal/offsets"
 	"sink/internal/writer"
 )
@@ -55,7 +47,6 @@ type exactly struct {
 	settings map[*tableState]string
 	inserts  map[*tableState]int64
 	marks    map[string]eoMark
-	margin   *prometheus.GaugeVec
 	// retries are tables whose next intent commit failed with an error that
 	// may pass (a broker restarting, a timeout): the batch waits at the head
 	// of the table's queue until the retry time, then pump tries again.
@@ -65,6 +56,7 @@ type exactly struct {
 // intentRetry is the backoff of one table's failing intent commit.
 type intentRetry struct {
 	attempt int
+	backoff backoff.Backoff
 	at      time.Time
 	lastErr error
 }
@@ -98,44 +90,33 @@ func retriableIntent(err error) bool {
 	if !errors.As(err, &ie) {
 		return false
 	}
-	return retriableKafka(err)
+	return kafkaerr.Classify(err).Retriable()
 }
 
-// retriableKafka says whether a failed Kafka request of exactly-once (an
-// intent commit, or the topic IDs and log ends read at recovery) may pass
-// by itself: a rebalance, a broker or leader moving, a network error.
-func retriableKafka(err error) bool {
-	for _, fatal := range []error{kerr.FencedInstanceID,
-		kerr.FencedMemberEpoch, kerr.StaleMemberEpoch, kerr.UnknownTopicOrPartition, kerr.UnknownTopicID,
-		kerr.GroupAuthorizationFailed, kerr.TopicAuthorizationFailed, kerr.OffsetMetadataTooLarge} {
-		if errors.Is(err, fatal) {
-			return false
-		}
-	}
-	var netErr net.Error
-	return errors.Is(err, kerr.RebalanceInProgress) || errors.Is(err, kerr.IllegalGeneration) ||
-		errors.Is(err, kerr.UnknownMemberID) || kerr.IsRetriable(err) || kgo.IsRetryableBrokerErr(err) ||
-		errors.Is(err, context.DeadlineExceeded) || errors.As(err, &netErr)
+// eoRetryPolicy paces exactly-once's Kafka retries (a failed intent commit,
+// recovery's read of the topics' state) as the INSERTs are paced:
+// retry_initial doubling up to retry_max, half of each step drawn at random
+// (backoff.EqualJitter), so that the members of a group that failed
+// together on a broker restart do not retry in lockstep.
+func (p *Pipeline) eoRetryPolicy() backoff.Policy {
+	return backoff.Policy{Initial: p.cfg.ClickHouse.RetryInitial, Max: p.cfg.ClickHouse.RetryMax,
+		Jitter: backoff.EqualJitter, Rand: p.jitter}
 }
 
 // eoRetryLater handles a failed intent of b: a retriable one puts b back at
-// the head of its table's queue with a backoff (retry_initial doubling up
-// to retry_max, as for inserts) and reports true; anything else is left to
-// the caller, which fails the batch.
+// the head of its table's queue with a backoff (eoRetryPolicy) and reports
+// true; anything else is left to the caller, which fails the batch.
 func (p *Pipeline) eoRetryLater(ts *tableState, b *sealedBatch, err error) bool {
 	if !retriableIntent(err) {
 		return false
 	}
 	r := p.eo.retries[ts]
 	if r == nil {
-		r = &intentRetry{}
+		r = &intentRetry{backoff: backoff.New(p.eoRetryPolicy())}
 		p.eo.retries[ts] = r
 	}
 	r.attempt++
-	wait := p.cfg.ClickHouse.RetryInitial << min(r.attempt-1, 20)
-	if wait <= 0 || wait > p.cfg.ClickHouse.RetryMax {
-		wait = p.cfg.ClickHouse.RetryMax
-	}
+	wait := r.backoff.Next()
 	r.at, r.lastErr = p.now().Add(wait), err
 	ts.queue = append([]*sealedBatch{b}, ts.queue...)
 	p.log.Warn().Str("table", ts.t.FullName()).Uint64("batch", b.ID).Int("attempt", r.attempt).
@@ -209,49 +190,30 @@ type eoMark struct {
 	at    int64
 }
 
-// dedupSettings go with every INSERT of this mode; the token is added per
-// batch.
-func tokenContext(ctx context.Context, token string) context.Context {
-	return writer.WithInsertSettings(ctx, clickhouse.Settings{
-		"insert_deduplication_token":                         token,
-		"deduplicate_blocks_in_dependent_materialized_views": 1,
-		// Async inserts would give the token to a buffer, not to this batch.
-		"async_insert": 0,
-	})
-}
-
 // CheckExactlyOnce refuses, in one line, a server or table that exactly-once
-// delivery cannot work with (eos.Require). It also remembers each table's
-// window for the margin metric. Run calls it too, for tables resolved later.
+// delivery cannot work with (ExactlyOnce.Windows; on a cluster, every
+// shard's). It also remembers each table's window (the smallest of its
+// shards') for the margin metric and warns of replicas that were not read. Run calls it too, for tables
+// resolved later.
 func (p *Pipeline) CheckExactlyOnce(ctx context.Context) error {
-	info, err := writer.Probe(ctx, p.conn())
-	if err != nil {
-		return err
+	if p.eoIO == nil {
+		return errNoExactlyOnceIO
 	}
 	tables := p.Tables()
-	windows, err := writer.DedupWindows(ctx, p.conn(), tables)
+	windows, err := p.eoIO.Windows(ctx, tables)
 	if err != nil {
 		return err
 	}
-	targets := make([]eos.Target, len(tables))
-	for i, t := range tables {
-		targets[i] = eos.Target{Database: t.Database, Name: t.Name, Insert: t.Insert}
-	}
-	if err := eos.Require(info, targets, windows); err != nil {
-		return err
-	}
-	views, err := writer.ViewDedups(ctx, p.conn(), tables)
-	if err != nil {
-		return err
-	}
-	if err := eos.RequireViews(views, writer.CanSetDependentDedup(ctx, p.conn())); err != nil {
-		return err
+	for i, w := range windows {
+		if len(w.Unchecked) > 0 && i < len(tables) {
+			p.log.Warn().Str("table", tables[i].FullName()).Strs("replicas", w.Unchecked).Int64("window", w.Size).
+				Msg("exactly-once: these replicas could not be reached to read the table's deduplication window; another replica of each of their shards was read, and its window counts")
+		}
 	}
 	if p.eo != nil {
 		for i, t := range tables {
-			if ts := p.tables[t.FullName()]; ts != nil {
-				w, _ := strconv.ParseInt(windows[i].Value, 10, 64)
-				p.eo.windows[ts] = w
+			if ts := p.tables[t.FullName()]; ts != nil && i < len(windows) {
+				p.eo.windows[ts] = windows[i].Size
 				p.eo.settings[ts] = windows[i].Setting
 			}
 		}
@@ -259,9 +221,14 @@ func (p *Pipeline) CheckExactlyOnce(ctx context.Context) error {
 	return nil
 }
 
-// conn is the sink's ClickHouse connection, which exactly-once delivery
-// queries directly (New refuses a sink without one in that mode).
-func (p *Pipeline) conn() driver.Conn { return p.w.(connSink).Conn() }
+// errNoExactlyOnceIO is the refusal of an exactly-once pipeline built
+// without WithExactlyOnce.
+var errNoExactlyOnceIO = errors.New("delivery exactly_once needs the exactly-once I/O (pipeline.WithExactlyOnce)")
+
+// WithExactlyOnce gives the pipeline the I/O of delivery: exactly_once
+// (eos.IO in production). Without it an exactly-once pipeline refuses to
+// run.
+func WithExactlyOnce(x ExactlyOnce) Option { return func(p *Pipeline) { p.eoIO = x } }
 
 func (p *Pipeline) initExactly() {
 	if !p.cfg.ExactlyOnce() {
@@ -278,13 +245,6 @@ func (p *Pipeline) initExactly() {
 		inserts:  map[*tableState]int64{},
 		marks:    map[string]eoMark{},
 		retries:  map[*tableState]*intentRetry{},
-	}
-	if reg := p.m.Registry(); reg != nil {
-		p.eo.margin = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "sink_eos_dedup_window_margin",
-			Help: "Deduplication window of the table minus this process's inserts into it since its oldest pending intent was recorded: at 0 a replay of that batch could insert it twice.",
-		}, []string{"table"})
-		reg.MustRegister(p.eo.margin)
 	}
 }
 
@@ -357,6 +317,10 @@ func (p *Pipeline) eoIntent(ctx context.Context, ts *tableState, b *sealedBatch)
 	if eb == nil {
 		return nil, nil, fmt.Errorf("exactly-once: batch %d has no token", b.ID)
 	}
+	place, err := p.eoPlacement(ctx, ts)
+	if err != nil {
+		return nil, nil, fmt.Errorf("exactly-once: batch %d: %w", b.ID, err)
+	}
 	pos := map[offsets.TP]offsets.Commit{}
 	meta := map[offsets.TP]string{}
 	next := map[offsets.TP]eos.Ledger{}
@@ -366,7 +330,7 @@ func (p *Pipeline) eoIntent(ctx context.Context, ts *tableState, b *sealedBatch)
 			return nil, nil, fmt.Errorf("exactly-once: %s[%d] is no longer assigned to this member, so batch %d cannot be recorded; stopping so that its new owner replays it", r.TP.Topic, r.TP.Partition, b.ID)
 		}
 		at := p.eoPosition(r.TP, l)
-		entry := eos.Entry{Token: eb.token, First: r.First, Last: r.Last, N: len(eb.ranges)}
+		entry := eos.Entry{Token: eb.token, First: r.First, Last: r.Last, N: len(eb.ranges), Placement: place}
 		nl := eos.Ledger{Offset: l.Offset, TopicID: l.TopicID, Check: l.Check,
 			Entries: append(append([]eos.Entry(nil), l.Entries...), entry)}.Live(at.Offset)
 		s, err := nl.Encode()
@@ -376,7 +340,7 @@ func (p *Pipeline) eoIntent(ctx context.Context, ts *tableState, b *sealedBatch)
 		pos[r.TP], meta[r.TP], next[r.TP] = at, s, nl
 	}
 	eb.tried = true
-	if err := p.cons.Commit(context.Background(), pos, meta); err != nil {
+	if err := p.commitOffsets(pos, meta); err != nil {
 		return nil, nil, &intentError{fmt.Errorf("exactly-once: recording batch %d before its INSERT failed: %w", b.ID, err)}
 	}
 	p.eoRecorded(ts)
@@ -386,7 +350,17 @@ func (p *Pipeline) eoIntent(ctx context.Context, ts *tableState, b *sealedBatch)
 	eb.recorded = true
 	e.marks[eb.token] = eoMark{table: ts, at: e.inserts[ts]}
 	p.eoMargin(ts)
-	return tokenContext(ctx, eb.token), eos.Ordered(b.Data, eb.perm), nil
+	return writer.WithDedupToken(ctx, eb.token), eos.Ordered(b.Data, eb.perm), nil
+}
+
+// eoPlacement is how the sink splits ts's rows across a cluster's shards
+// now ("" when it does not split them; see placementSink).
+func (p *Pipeline) eoPlacement(ctx context.Context, ts *tableState) (string, error) {
+	ps, ok := p.w.(placementSink)
+	if !ok {
+		return "", nil
+	}
+	return ps.Placement(ctx, ts.t.Database, ts.t.Name)
 }
 
 // eoPosition is what a commit of tp may say now: the handled prefix, or the
@@ -474,9 +448,7 @@ func (p *Pipeline) eoMargin(ts *tableState) {
 			oldest = m.at
 		}
 	}
-	if e.margin != nil {
-		e.margin.WithLabelValues(ts.t.FullName()).Set(float64(e.windows[ts] - (e.inserts[ts] - oldest)))
-	}
+	p.m.DedupMargin(ts.t.FullName(), e.windows[ts]-(e.inserts[ts]-oldest))
 }
 
 // eoRelease forgets partitions revoked or lost and drops the work that can
@@ -649,12 +621,7 @@ func (p *Pipeline) eoRecover(ctx context.Context, tps []offsets.TP) error {
 	if len(tps) == 0 {
 		return nil
 	}
-	cs, ok := p.cons.(clientSource)
-	if !ok {
-		return errors.New("exactly-once: the source has no Kafka client to read the group's ledgers with")
-	}
-	adm := kadm.NewClient(cs.Client())
-	snap, err := eos.FetchSnapshot(ctx, adm, p.cfg.Kafka.Group)
+	snap, err := p.eoIO.Snapshot(ctx)
 	if err != nil {
 		return err
 	}
@@ -672,7 +639,7 @@ func (p *Pipeline) eoRecover(ctx context.Context, tps []offsets.TP) error {
 	// A topic deleted and recreated under the same name is caught before
 	// anything is replayed: the ledger's intents name the old topic's
 	// offsets, which the new topic's records would fill.
-	ids, ends, err := eoTopicStateRetried(ctx, adm, tps, p.cfg.ClickHouse.RetryInitial, p.cfg.ClickHouse.RetryMax)
+	ids, ends, err := p.eoTopicState(ctx, tps)
 	if err != nil {
 		return err
 	}
@@ -724,7 +691,7 @@ func (p *Pipeline) eoRecover(ctx context.Context, tps []offsets.TP) error {
 			table, ok := tableOf(r.TP.Topic)
 			if ok {
 				ts := p.tables[table]
-				spans, err := eos.Present(ctx, p.conn(), chschema.QuoteIdent(ts.t.Database)+"."+chschema.QuoteIdent(ts.t.Name), r.TP, r.CheckFrom, r.CheckTo)
+				spans, err := p.eoIO.Present(ctx, ts.t, r.TP, r.CheckFrom, r.CheckTo)
 				if err != nil {
 					return err
 				}
@@ -775,14 +742,16 @@ var errUnreadable = errors.New("range not readable")
 // partitions move after the broker session timeout, about 9 s by default).
 const eoTopicStateFor = time.Minute
 
-// eoTopicStateRetried is eoTopicState retried with backoff (first doubling
-// up to most) while its error is retriable, for at most eoTopicStateFor.
-func eoTopicStateRetried(ctx context.Context, adm *kadm.Client, tps []offsets.TP, first, most time.Duration) (map[string]string, map[offsets.TP]int64, error) {
+// eoTopicState is ExactlyOnce.TopicState retried with backoff
+// (eoRetryPolicy) while its error is retriable (kafkaerr.Classify), for at
+// most eoTopicStateFor.
+func (p *Pipeline) eoTopicState(ctx context.Context, tps []offsets.TP) (map[string]string, map[offsets.TP]int64, error) {
 	deadline := time.Now().Add(eoTopicStateFor)
-	wait := first
+	bo := backoff.New(p.eoRetryPolicy())
 	for {
-		ids, ends, err := eoTopicState(ctx, adm, tps)
-		if err == nil || !retriableKafka(err) || time.Now().Add(wait).After(deadline) {
+		ids, ends, err := p.eoIO.TopicState(ctx, tps)
+		wait := bo.Next()
+		if err == nil || !kafkaerr.Classify(err).Retriable() || time.Now().Add(wait).After(deadline) {
 			return ids, ends, err
 		}
 		select {
@@ -790,43 +759,7 @@ func eoTopicStateRetried(ctx context.Context, adm *kadm.Client, tps []offsets.TP
 			return nil, nil, err
 		case <-time.After(wait):
 		}
-		wait = min(2*wait, most)
-		if wait <= 0 {
-			wait = most
-		}
 	}
-}
-
-// eoTopicState reads the topic ID of every topic of tps ("" when the broker
-// gives none) and the log end offset of each partition of tps.
-func eoTopicState(ctx context.Context, adm *kadm.Client, tps []offsets.TP) (map[string]string, map[offsets.TP]int64, error) {
-	var topics []string
-	for _, tp := range tps {
-		if !slices.Contains(topics, tp.Topic) {
-			topics = append(topics, tp.Topic)
-		}
-	}
-	details, err := adm.ListTopics(ctx, topics...)
-	if err != nil {
-		return nil, nil, fmt.Errorf("exactly-once: reading the topics' IDs: %w", err)
-	}
-	ids := map[string]string{}
-	for t, d := range details {
-		if d.Err == nil && d.ID != (kadm.TopicID{}) {
-			ids[t] = d.ID.String()
-		}
-	}
-	listed, err := adm.ListEndOffsets(ctx, topics...)
-	if err != nil {
-		return nil, nil, fmt.Errorf("exactly-once: reading the partitions' log end offsets: %w", err)
-	}
-	ends := map[offsets.TP]int64{}
-	listed.Each(func(o kadm.ListedOffset) {
-		if o.Err == nil {
-			ends[offsets.TP{Topic: o.Topic, Partition: o.Partition}] = o.Offset
-		}
-	})
-	return ids, ends, nil
 }
 
 // eoRecreated is the error that stops the connector when tp's topic was
@@ -856,13 +789,20 @@ func (p *Pipeline) eoReplay(ctx context.Context, in eos.Intent) error {
 	if ts == nil {
 		return fmt.Errorf("exactly-once: pending batch for unknown table %s", in.Table)
 	}
-	sec, err := consumer.Security(p.cfg.Kafka)
-	if err != nil {
-		return err
+	// Each shard drops its part of a replay by the batch's token; a batch
+	// split another way would give a shard rows under a token it holds
+	// (dropped, so lost) and another shard rows it has (doubled).
+	if in.Placement != "" {
+		now, err := p.eoPlacement(ctx, ts)
+		if err != nil {
+			return fmt.Errorf("exactly-once: replaying a pending batch into %s: %w", in.Table, err)
+		}
+		if now != in.Placement {
+			return fmt.Errorf("exactly-once: pending batch %s into %s was split across the cluster's shards under placement %s, and the shards, their weights or the sharding key now place rows under %s; its replay would split it differently, so a shard would drop rows it never got and another insert rows twice. Restore the previous shards and weights (remote_servers, or clickhouse.shards) and the sharding key, start the sink until it has committed past its pending batches, then change them",
+				in.Token, in.Table, in.Placement, orNone(now))
+		}
 	}
-	opts := append([]kgo.Opt{kgo.SeedBrokers(p.cfg.Kafka.Brokers...), kgo.ClientID(p.cfg.Kafka.ClientID),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted())}, sec...)
-	recs, err := eos.ReadRanges(ctx, opts, in.Ranges, 3*p.cfg.Kafka.RequestTimeout)
+	recs, err := p.eoIO.ReadRanges(ctx, in.Ranges)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUnreadable, err)
 	}
@@ -880,11 +820,19 @@ func (p *Pipeline) eoReplay(ctx context.Context, in eos.Intent) error {
 	if blk.Rows() == 0 {
 		return nil
 	}
-	err = p.w.Insert(tokenContext(ctx, in.Token), ts.t, blk, 0, nil, nil)
+	err = p.w.Insert(writer.WithDedupToken(ctx, in.Token), ts.t, blk, 0, nil, nil)
 	if err != nil {
 		return fmt.Errorf("exactly-once: replaying a pending batch into %s: %w", in.Table, err)
 	}
 	p.log.Info().Str("table", in.Table).Str("token", in.Token).Int("rows", blk.Rows()).Int("partitions", len(in.Ranges)).
 		Msg("exactly-once: pending batch replayed (dropped by ClickHouse if it had landed)")
 	return nil
+}
+
+// orNone is s, or "none" when s is "".
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }

@@ -44,7 +44,7 @@ func TestExactlyOnceInsertRateOn26(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { w.Close() })
-		p, err := pipeline.New(ctx, cfg, zerolog.Nop(), w)
+		p, err := pipeline.New(ctx, cfg, zerolog.Nop(), w, eoOpts(t, cfg, w)...)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"sink/config"
@@ -85,37 +84,23 @@ func TestRetriableIntent(t *testing.T) {
 	f(refused, false) // not an intent commit
 }
 
-// TestRetriableKafka: recovery's reads of topic IDs and log ends are
-// retried while a broker is away (kadm reports the dead leader's shard as
-// one of several shard errors) or a leader moves, not when refused for good.
-func TestRetriableKafka(t *testing.T) {
-	f := func(err error, want bool) {
-		t.Helper()
-		if got := retriableKafka(err); got != want {
-			t.Errorf("retriableKafka(%v) = %v, want %v", err, got, want)
-		}
-	}
-	refused := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
-	shard := &kadm.ShardErrors{Name: "ListOffsets", Errs: []kadm.ShardError{{Err: fmt.Errorf("unable to dial: %w", refused)}}}
-	f(fmt.Errorf("exactly-once: reading the partitions' log end offsets: %w", shard), true)
-	f(refused, true)
-	f(kerr.NotLeaderForPartition, true)
-	f(kerr.LeaderNotAvailable, true)
-	f(context.DeadlineExceeded, true)
-	f(kerr.TopicAuthorizationFailed, false)
-	f(kerr.UnknownTopicOrPartition, false)
-	f(&kadm.ShardErrors{Name: "ListOffsets", Errs: []kadm.ShardError{{Err: kerr.TopicAuthorizationFailed}}}, false)
-	f(fmt.Errorf("exactly-once: batch 3 holds records of partitions given up"), false)
-}
-
 // TestIntentRetryBackoff: a retriable intent failure puts the batch back at
 // the head of its table's queue and makes the table wait retry_initial,
-// doubling per attempt up to retry_max; a recorded intent ends the wait.
+// doubling per attempt up to retry_max, half of each step drawn at random
+// (the draws fixed here: first the largest, then the smallest); a recorded
+// intent ends the wait.
 func TestIntentRetryBackoff(t *testing.T) {
 	now := time.Unix(1000, 0)
 	p := &Pipeline{cfg: &config.Config{Delivery: config.DeliveryExactlyOnce}, now: func() time.Time { return now }}
 	p.cfg.ClickHouse.RetryInitial, p.cfg.ClickHouse.RetryMax = 100*time.Millisecond, 350*time.Millisecond
 	p.initExactly()
+	draws := 0
+	p.jitter = func(n int64) int64 { // n-1: the whole step; 0: half of it
+		if draws++; draws <= 4 {
+			return n - 1
+		}
+		return 0
+	}
 	ts := &tableState{t: writer.NewTable("db", "t", nil, nil)}
 	b1, b2 := &sealedBatch{ID: 1}, &sealedBatch{ID: 2}
 	ts.queue = []*sealedBatch{b2}
@@ -140,6 +125,11 @@ func TestIntentRetryBackoff(t *testing.T) {
 	}
 	if s := p.stuckOn(); !strings.Contains(s, "recording a batch for db.t in Kafka") || !strings.Contains(s, "4 attempts") {
 		t.Fatalf("stuckOn = %q", s)
+	}
+	ts.queue = ts.queue[1:]
+	p.eoRetryLater(ts, b1, err)
+	if d, _ := p.eoNextRetry(now); d != 175*time.Millisecond {
+		t.Fatalf("attempt 5 with the smallest draw: next retry in %v, want 175ms (half of retry_max)", d)
 	}
 	now = now.Add(350 * time.Millisecond)
 	if p.eoWaiting(ts) {

@@ -14,7 +14,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -29,12 +28,6 @@ var (
 	eoP1 = offsets.TP{Topic: unitTopic, Partition: 1}
 )
 
-// eoSink is the fake sink with the connection exactly-once asks for; the
-// tests never reach a path that uses it.
-type eoSink struct{ *fakeSink }
-
-func (eoSink) Conn() driver.Conn { return nil }
-
 // eoSource is the fake source plus what exactly-once uses: the metadata of
 // each commit, intent commits refused on demand, and seeks.
 type eoSource struct {
@@ -44,6 +37,9 @@ type eoSource struct {
 	metas  []map[offsets.TP]string // metadata of the successful commits
 	seeks  []map[offsets.TP]int64  // every Seek call
 	tried  int                     // commits attempted
+	// world, when not nil, is where successful commits are stored, as
+	// the group coordinator stores them.
+	world *eoWorld
 }
 
 func (s *eoSource) Commit(ctx context.Context, pos map[offsets.TP]offsets.Commit, meta map[offsets.TP]string) error {
@@ -64,6 +60,13 @@ func (s *eoSource) Commit(ctx context.Context, pos map[offsets.TP]offsets.Commit
 	}
 	s.metas = append(s.metas, m)
 	s.emu.Unlock()
+	if w := s.world; w != nil {
+		w.mu.Lock()
+		for tp, c := range pos {
+			w.group[tp] = eos.Committed{Offset: c.Offset, Metadata: meta[tp]}
+		}
+		w.mu.Unlock()
+	}
 	return nil
 }
 
@@ -124,7 +127,7 @@ func startEO(t *testing.T, cfg *config.Config, sink *fakeSink) (*running, *eoSou
 func newEO(t *testing.T, cfg *config.Config, sink *fakeSink) *Pipeline {
 	t.Helper()
 	cfg.Delivery = config.DeliveryExactlyOnce
-	p, err := New(context.Background(), cfg, zerolog.Nop(), eoSink{sink})
+	p, err := New(context.Background(), cfg, zerolog.Nop(), sink, WithExactlyOnce(eoFakeIO{newEOWorld()}))
 	if err != nil {
 		t.Fatal(err)
 	}

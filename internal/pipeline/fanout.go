@@ -91,19 +91,15 @@ func (p *Pipeline) handleFanout(writeCtx context.Context, now time.Time, tp offs
 		a := p.accFor(rs.table, tp)
 		if err := rs.plan.Append(a.acc.Data(), r); err != nil {
 			if errors.Is(err, decode.ErrUnavailable) {
-				if len(f.accs) == 0 && bad == nil {
-					// The first target needs a schema the registry cannot
-					// give now: nothing was appended, so the record waits
-					// like any other (held.go).
-					return err, true
+				// A target needs a schema not known yet (its look-up is
+				// running, or the registry is down): take back the rows
+				// the targets before it appended (nothing else was done
+				// with them yet) and hold the record like any other
+				// (held.go).
+				for i, done := range f.accs {
+					f.plans[i].Unappend(done.acc.Data())
 				}
-				// A later target needs a schema the first ones did not
-				// (another key or value schema, or one evicted meanwhile):
-				// rows are already in other batches and cannot be taken
-				// back, so stop; the record is not committed and the
-				// restart reads it again.
-				p.fatal = fmt.Errorf("topic %q partition %d offset %d: the schema registry became unavailable while the record was routed to several tables: %w", r.Topic, r.Partition, r.Offset, err)
-				return nil, false
+				return err, true
 			}
 			if !errors.Is(err, decode.ErrSkip) && bad == nil {
 				bad = err

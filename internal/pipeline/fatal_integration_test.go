@@ -91,7 +91,7 @@ func startRunningThen(t *testing.T, cfg *config.Config, afterRun func(), opts ..
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { w.Close() })
-	p, err := pipeline.New(ctx, cfg, log, w, opts...)
+	p, err := pipeline.New(ctx, cfg, log, w, append(eoOpts(t, cfg, w), opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

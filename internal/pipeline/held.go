@@ -6,24 +6,26 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"sink/internal/backoff"
 	"sink/internal/offsets"
 	"sink/internal/status"
-	"sink/internal/writer"
 )
 
 // Records held until they can be decoded as they should.
 //
 // Two waits hold a record. A registry-framed record whose schema id is not
-// cached while the registry cannot be asked (decode.ErrUnavailable) is not
-// a bad record: it will decode once the registry answers. And a record
-// that carries a field its table is about to get a column for (evolve.go:
-// an ADD COLUMN is running, or the table is being re-read because a person
-// may have added it) would lose that field's value if decoded now. Either
-// way the record is held, together with every record after it in its
-// partition (order within a partition is kept: nothing of the partition is
-// appended past it), and appended again: after a backoff for the registry,
-// and as soon as the table's new description is applied for a column
-// (handleSchema kicks the retry). Held records are not in the offsets
+// known yet (its look-up is running, off the owner goroutine: lookup.go)
+// or whose look-up failed (the registry is down or failing:
+// decode.ErrUnavailable) is not a bad record: it will decode once the
+// registry answers. And a record that carries a field its table is about
+// to get a column for (evolve.go: an ADD COLUMN is running, or the table
+// is being re-read because a person may have added it) would lose that
+// field's value if decoded now. Either way the record is held, together
+// with every record after it in its partition (order within a partition
+// is kept: nothing of the partition is appended past it), and appended
+// again: as soon as a look-up ends or the table's new description is
+// applied for a column (handleLookup and handleSchema kick the retry), and
+// after a backoff while the registry fails. Held records are not in the offsets
 // tracker, so no commit passes them; while any are held no new fetch is
 // requested (fetching stops rather than buffering without bound: what is
 // held is at most the polled records, counted in batch.buffer_memory). A
@@ -40,6 +42,9 @@ const (
 	heldRetryFirst = 200 * time.Millisecond
 	heldRetryMax   = 10 * time.Second
 )
+
+// heldRetry is that schedule.
+var heldRetry = backoff.Policy{Initial: heldRetryFirst, Max: heldRetryMax, Jitter: backoff.EqualJitter}
 
 // heldPart is a partition's held records, in offset order.
 type heldPart struct {
@@ -63,7 +68,7 @@ type heldState struct {
 	bytes   int         // key and value bytes of the held records (part of the buffer budget)
 	since   time.Time   // when the first record was held
 	next    time.Time   // the next attempt
-	wait    time.Duration
+	backoff backoff.Backoff
 	attempt int
 	lastErr error // the registry's last error
 }
@@ -87,7 +92,7 @@ func (p *Pipeline) holdFrom(tp offsets.TP, recs []*kgo.Record, err error) {
 			p.log.Info().Str("topic", tp.Topic).Int32("partition", tp.Partition).Int64("offset", recs[0].Offset).
 				Str("table", sw.table).Str("field", sw.field).Bool("reread", sw.reread).
 				Msg("a record carries a field its table is getting a column for: holding the partition's records until the table has it; fetching paused")
-		} else if err != nil && h.lastErr == nil {
+		} else if err != nil && !isLookupPending(err) && h.lastErr == nil {
 			p.log.Warn().Str("topic", tp.Topic).Int32("partition", tp.Partition).Int64("offset", recs[0].Offset).
 				Err(err).Msg("schema registry unavailable for a schema id not cached: holding the partition's records and retrying; fetching paused")
 		}
@@ -96,14 +101,14 @@ func (p *Pipeline) holdFrom(tp offsets.TP, recs []*kgo.Record, err error) {
 	for _, r := range recs {
 		h.bytes += len(r.Key) + len(r.Value)
 	}
-	if err != nil && !isSchemaWait(err) {
+	if err != nil && !isSchemaWait(err) && !isLookupPending(err) {
 		h.lastErr = err
 	}
 	if h.since.IsZero() {
 		h.since = p.now()
-		h.wait = heldRetryFirst
+		h.backoff = backoff.New(heldRetry)
 		h.attempt = 0
-		h.next = p.now().Add(writer.RetryWait(h.wait))
+		h.next = p.now().Add(h.backoff.Next())
 	}
 	p.noteHeld()
 }
@@ -167,12 +172,15 @@ func (p *Pipeline) heldNextRetry(now time.Time) (time.Duration, bool) {
 }
 
 // retryHeld appends the held records again, partition by partition in the
-// order they were held, once their attempt is due. The first record still
-// unavailable from the registry ends the registry's part of the round (it
-// is still down: asking again for the next partition would only wait
-// again); a partition whose record still waits for its table's schema
-// stays held while the others go on. What is left waits for the backoff,
-// or for the next kick (kickHeld).
+// order they were held, once their attempt is due. The first record the
+// registry failed to serve ends the registry's part of the round (it is
+// still down: asking again for the next partition would only start more
+// look-ups that fail); a partition whose record waits for a look-up still
+// running (lookup.go), or for its table's schema, stays held while the
+// others go on. What is left waits for the backoff, or for the next kick
+// (kickHeld: a look-up ended, a table's description was applied). A round
+// that ends only on look-ups still running does not lengthen the backoff:
+// their ends kick the next round.
 func (p *Pipeline) retryHeld(writeCtx context.Context) {
 	h := &p.held
 	if len(h.parts) == 0 || p.now().Before(h.next) || p.revoke != nil || p.state == status.Paused {
@@ -183,6 +191,7 @@ func (p *Pipeline) retryHeld(writeCtx context.Context) {
 	var regErr error // the registry is still down
 	var regAt *heldPart
 	var regOffset int64
+	pending := false // a record waits for a look-up still running
 	kept := h.parts[:0]
 	for _, hp := range h.parts {
 		if p.fatal != nil || (regErr != nil && !isSchemaWait(hp.wait)) {
@@ -193,7 +202,10 @@ func (p *Pipeline) retryHeld(writeCtx context.Context) {
 			r := hp.recs[0]
 			if err, held := p.routeRecord(writeCtx, now, hp.tp, r); held {
 				hp.wait = err
-				if !isSchemaWait(err) {
+				switch {
+				case isLookupPending(err):
+					pending = true
+				case !isSchemaWait(err):
 					regErr, regAt, regOffset = err, hp, r.Offset
 				}
 				break
@@ -216,8 +228,13 @@ func (p *Pipeline) retryHeld(writeCtx context.Context) {
 		p.noteHeld()
 		return
 	}
-	h.wait = min(h.wait*2, heldRetryMax)
-	h.next = p.now().Add(writer.RetryWait(h.wait))
+	if regErr != nil || !pending {
+		h.next = p.now().Add(h.backoff.Next())
+	} else {
+		// Only look-ups still running: their ends kick the next round;
+		// this wait, not counted, is the fallback.
+		h.next = p.now().Add(h.backoff.Wait(h.backoff.Retries()))
+	}
 	if regErr != nil {
 		h.lastErr = regErr
 		p.m.RegistryRetry()

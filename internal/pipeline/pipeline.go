@@ -23,6 +23,45 @@
 // New, Tables, ResolveTopics and CheckExactlyOnce are called before Run;
 // Stats after it returned.
 //
+// What the owner waits for. Its channel operations return at once
+// (replies go to buffered channels, the poller's request has a slot of
+// one), and so do the Source's AllowRebalance, Seek, PauseFetch and
+// ResumeFetch (franz-go's locks, no request). These calls wait on the
+// network, each with its bound; while one runs, acks, group callbacks and
+// the revoke deadline wait, so each is kept short or rare:
+//
+//   - An offset commit (commit.go: every kafka.commit_interval, when a
+//     revoke's batches are in, at the revoke deadline and at shutdown) and,
+//     with exactly_once, the intent commit before each batch's INSERT
+//     (exactly.go): both at most kafka.request_timeout (commitOffsets); a
+//     commit that fails or times out is retried by the next one, an intent
+//     after its backoff.
+//   - Describing a table first needed by a new topic (routing.go,
+//     resolveTopic: a table named after its topic): at most
+//     clickhouse.query_timeout, once per topic.
+//   - A dead-letter produce (dlq.go): franz-go's Produce returns at once
+//     unless 50,000 records wait in its buffer; then it waits until one of
+//     them is acknowledged or fails (each fails after 10 retries).
+//   - Exactly-once recovery of newly assigned partitions (exactly.go,
+//     eoRecover, while franz-go's assigned callback waits for it): the
+//     group's ledgers (franz-go's request retries, 30 s), the topics' IDs
+//     and log ends (retried for at most a minute), each pending batch read
+//     back (at most 3 × kafka.request_timeout) and inserted again with its
+//     token, and the table's present offsets (one query). The replay's
+//     INSERT is retried like any INSERT, until it succeeds or fails for
+//     good: while ClickHouse is down it has no time bound, and neither has
+//     the presence query beyond the driver's read timeout. Its schema
+//     look-ups wait for the registry (at most 5 s each), since a replayed
+//     batch must decode every record it had.
+//
+// Schema-registry look-ups are not on that list: while Run loops, the id
+// a record names that is not known yet is looked up on a goroutine of its
+// own and the record is held until the answer comes back as an event
+// (lookup.go), so a revoke never waits behind a slow registry. At
+// shutdown Run waits for the inserts up to shutdown_timeout, then for the
+// canceled Sink calls and look-ups up to cancelGrace each, and for the
+// poller, whose Poll returns once canceled.
+//
 // The files follow the jobs: ports.go (Source and Sink), fetched.go (polled
 // records, decoded while the next fetch is read), routing.go (routes
 // to tables, tables named after their topic), dispatch.go (accumulators,
@@ -31,8 +70,8 @@
 // (bad records), schema.go (tables that change while running), evolve.go
 // (fields no column takes: counted, logged, added as columns on request,
 // their records held until the column exists), held.go (records held for
-// the schema registry or a new column, in partition order),
-// create.go (missing tables created by New, on request, from a sample of
+// the schema registry or a new column, in partition order), lookup.go
+// (schema-registry look-ups off the owner goroutine), create.go (missing tables created by New, on request, from a sample of
 // their topic's records; PlanCreates is the dry run),
 // exactly.go (exactly-once delivery), fanout.go (routes chosen per record by
 // their when:, records in several tables), stats.go (summary line, metric
@@ -42,7 +81,6 @@ package pipeline
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -69,13 +107,23 @@ type Pipeline struct {
 	tables  map[string]*tableState // "db.table"
 	routes  []*routeState
 	byTopic map[string][]*routeState // a topic's candidate routes (routesFor)
+	// lastTopic and lastRoutes repeat routesFor's last answer: the records
+	// of one partition chunk share their topic, so most lookups skip the
+	// map. byTopic's entries never change once set, so the copy stays true.
+	lastTopic  string
+	lastRoutes []*routeState
+	lastOK     bool
 	// fanout: some route has when: or fanout is all, so a record's routes
 	// are chosen per record (fanout.go); false: a topic's first route
 	// takes all its records.
 	fanout bool
 	fan    fanState
 
-	accs    map[accKey]*accState
+	accs map[accKey]*accState
+	// lastAcc is accFor's last answer (nil: none), the open batch of
+	// lastAcc.key; dropAcc clears it when that entry leaves accs, so it
+	// never hands out an accumulator no longer in the map.
+	lastAcc *accState
 	tracker *offsets.Tracker
 	flights map[uint64]*flight   // sealed batches not yet acknowledged
 	dlqs    map[uint64]*dlqState // bad records whose dead-letter produce has not succeeded
@@ -112,6 +160,9 @@ type Pipeline struct {
 	stats   Stats
 	fatal   error
 	now     func() time.Time
+	// jitter draws the random part of exactly-once's retry waits
+	// (backoff.Policy.Rand); nil is math/rand. Tests fix it.
+	jitter func(n int64) int64
 
 	// Metric handles, resolved once per topic and partition so the hot
 	// path never builds label strings. All nil-safe when m is nil.
@@ -134,14 +185,22 @@ type Pipeline struct {
 	positions  chan positionsResult
 	probingPos bool // a positions probe is running
 
-	eo  *exactly // nil unless delivery is exactly_once (exactly.go)
-	evo *evolver // nil unless a route has schema.evolve: add_columns (evolve.go)
+	eo *exactly // nil unless delivery is exactly_once (exactly.go)
+	// eoIO is exactly-once's reading of ledgers, records and tables
+	// (WithExactlyOnce); Run refuses that mode without it.
+	eoIO ExactlyOnce
+	evo  *evolver // nil unless a route has schema.evolve: add_columns (evolve.go)
 
 	// reg is the schema registry of the registry-framed formats (nil when
 	// none is configured); held, the records waiting for it or for a
 	// table's new column (held.go).
 	reg  decode.Registry
 	held heldState
+	// look is what the plans ask for schemas (lookup.go): the look-ups of
+	// ids not seen yet run off the owner while Run loops, their answers
+	// come back on lookups. nil when no registry is configured.
+	look    *lookups
+	lookups chan lookupResult
 	// noCreate: New does not create missing tables (WithoutCreate).
 	noCreate bool
 	heldNow  atomic.Int64 // the records in held, for other goroutines
@@ -182,6 +241,7 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w Sink, op
 		events:    make(chan groupEvent),
 		fetches:   make(chan kgo.Fetches),
 		schemas:   make(chan schemaResult),
+		lookups:   make(chan lookupResult),
 		parts:     make(chan partsResult),
 		want:      make(chan struct{}, 1),
 		stopped:   make(chan struct{}),
@@ -210,10 +270,10 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w Sink, op
 		}
 		p.reg = c
 	}
-	p.initExactly()
-	if _, ok := w.(connSink); p.eo != nil && !ok {
-		return nil, errors.New("delivery exactly_once needs a sink with a ClickHouse connection")
+	if p.reg != nil {
+		p.look = newLookups(p.reg, func() time.Time { return p.now() })
 	}
+	p.initExactly()
 	p.m.SetMaxWait(cfg.Batch.MaxWait)
 	if err := p.createTables(ctx); err != nil {
 		return nil, err

@@ -17,6 +17,7 @@ import (
 	"sink/config"
 	"sink/internal/chschema"
 	"sink/internal/consumer"
+	"sink/internal/eos/eosio"
 	"sink/internal/pipeline"
 	"sink/internal/testenv"
 	"sink/internal/writer"
@@ -114,6 +115,29 @@ func runWhile(t *testing.T, cfg *config.Config, timeout time.Duration, done func
 	return runSinkWhile(t, cfg, w, zerolog.InfoLevel, timeout, func() (bool, string) { return done(w) }, opts...)
 }
 
+// eoOpts is the exactly-once I/O of an exactly_once cfg on w's connection
+// (none in the other modes), reading every shard when w is a cluster's,
+// closed when the test ends.
+func eoOpts(t *testing.T, cfg *config.Config, w pipeline.Sink) []pipeline.Option {
+	t.Helper()
+	if !cfg.ExactlyOnce() {
+		return nil
+	}
+	cs, ok := w.(interface{ Conn() driver.Conn })
+	if !ok {
+		t.Fatalf("exactly-once test on a sink without a ClickHouse connection (%T)", w)
+	}
+	io, err := eosio.NewIO(cfg, cs.Conn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(io.Close)
+	if c, ok := w.(*writer.Cluster); ok {
+		io.OnCluster(c) // as sink run wires it
+	}
+	return []pipeline.Option{pipeline.WithExactlyOnce(io)}
+}
+
 // runSinkWhile is runWhile with the ClickHouse side given (a writer.Cluster,
 // say), logging at level.
 func runSinkWhile(t *testing.T, cfg *config.Config, w pipeline.Sink, level zerolog.Level, timeout time.Duration,
@@ -121,7 +145,7 @@ func runSinkWhile(t *testing.T, cfg *config.Config, w pipeline.Sink, level zerol
 	t.Helper()
 	ctx := context.Background()
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(level)
-	p, err := pipeline.New(ctx, cfg, log, w, opts...)
+	p, err := pipeline.New(ctx, cfg, log, w, append(eoOpts(t, cfg, w), opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

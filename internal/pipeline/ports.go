@@ -3,10 +3,10 @@ package pipeline
 import (
 	"context"
 
-	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/internal/chschema"
+	"sink/internal/eos"
 	"sink/internal/offsets"
 	"sink/internal/writer"
 )
@@ -36,7 +36,7 @@ type Source interface {
 	// ProduceDLQ sends a copy of rec, with why it could not be written,
 	// to the dead-letter topic (without its value when refOnly); done is
 	// called once with nil when Kafka has it, or with the error
-	// (consumer.ClassifyDLQ sorts it).
+	// (kafkaerr.Classify sorts it).
 	ProduceDLQ(ctx context.Context, topic string, rec *kgo.Record, cause error, refOnly bool, done func(error))
 }
 
@@ -58,14 +58,45 @@ type Sink interface {
 		onRetry func(writer.Attempt), refresh writer.Refresh) error
 }
 
-// Exactly-once delivery needs more than the ports: it reads the group's
-// committed ledgers through the Kafka client and asks the server and the
-// table what they hold. Only the production Source and Sink offer these;
-// New and Attach refuse others when delivery is exactly_once.
-type (
-	clientSource interface{ Client() *kgo.Client }
-	connSink     interface{ Conn() driver.Conn }
-)
+// ExactlyOnce is the I/O of delivery: exactly_once beyond Source and Sink
+// (eos.IO is the production one; WithExactlyOnce gives it). The intent
+// commits go through Source.Commit with their metadata and the replays
+// through Sink.Insert with their token; what is left is reading back what
+// earlier runs left behind. Every method is called from the owner
+// goroutine: at start (Windows) and when partitions are assigned
+// (recovery: Snapshot, TopicState, ReadRanges, Present).
+type ExactlyOnce interface {
+	// Snapshot returns every committed offset of the group with its
+	// metadata (the ledgers), the partitions of other members included.
+	Snapshot(ctx context.Context) (eos.Snapshot, error)
+	// TopicState returns the topic ID of each topic of tps (absent when
+	// the broker gives none) and each partition's log end offset. Its
+	// error says whether it may pass (kafkaerr.Classify).
+	TopicState(ctx context.Context, tps []offsets.TP) (ids map[string]string, ends map[offsets.TP]int64, err error)
+	// ReadRanges reads back the committed records of ranges, per
+	// partition in offset order (offsets compacted away or aborted are
+	// absent); an error when a range's end cannot be reached.
+	ReadRanges(ctx context.Context, ranges []eos.Range) (map[offsets.TP][]*kgo.Record, error)
+	// Present returns the runs of tp's offsets from..to-1 (to -1: no end)
+	// that t holds in its _offset column, in order; for a table written
+	// shard by shard, those any shard holds (every replica is asked).
+	Present(ctx context.Context, t *writer.Table, tp offsets.TP, from, to int64) ([]eos.Span, error)
+	// Windows refuses in one line what exactly-once cannot work with (the
+	// server, a table, a materialized view; on a cluster naming the shard
+	// and replica) or returns each table's deduplication window, in the
+	// order of tables (for a table written shard by shard, the smallest of
+	// its shards' local tables, with the replicas not reached).
+	Windows(ctx context.Context, tables []*writer.Table) ([]eos.Window, error)
+}
+
+// placementSink is a Sink that splits a table's batches across the shards
+// of a cluster by a sharding key (writer.Cluster). Placement fingerprints
+// how it splits db.table's rows now ("" when it does not): exactly-once
+// records it with each batch, and replays a batch only under the same
+// placement. Called from the owner goroutine.
+type placementSink interface {
+	Placement(ctx context.Context, db, table string) (string, error)
+}
 
 // seekSource is a Source that can fetch partitions again from an earlier
 // offset (consumer.Consumer.Seek): exactly-once delivery uses it to consume

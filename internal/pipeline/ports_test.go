@@ -2,17 +2,18 @@ package pipeline
 
 import (
 	"sink/internal/consumer"
+	"sink/internal/eos/eosio"
 	"sink/internal/writer"
 )
 
-// The production adapters satisfy the ports, and what exactly-once and
-// pausing need beyond them.
+// The production adapters satisfy the ports, what exactly-once needs
+// beyond them, and what pausing and seeking need.
 var (
 	_ Source          = (*consumer.Consumer)(nil)
-	_ clientSource    = (*consumer.Consumer)(nil)
 	_ pauseSource     = (*consumer.Consumer)(nil)
 	_ seekSource      = (*consumer.Consumer)(nil)
 	_ positionsSource = (*consumer.Consumer)(nil)
 	_ Sink            = (*writer.Writer)(nil)
-	_ connSink        = (*writer.Writer)(nil)
+	_ placementSink   = (*writer.Cluster)(nil)
+	_ ExactlyOnce     = (*eosio.IO)(nil)
 )

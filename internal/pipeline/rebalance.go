@@ -96,9 +96,13 @@ func (p *Pipeline) handleEvent(writeCtx context.Context, ev groupEvent) {
 		p.m.Assigned(len(tps))
 		p.assignedSeen(tps)
 		if p.eo != nil {
-			if err := p.eoRecover(writeCtx, tps); err != nil && p.fatal == nil {
-				p.fatal = err
-			}
+			// A replay decodes its records now: its schema look-ups wait
+			// for the registry (lookup.go).
+			p.syncLookups(func() {
+				if err := p.eoRecover(writeCtx, tps); err != nil && p.fatal == nil {
+					p.fatal = err
+				}
+			})
 		}
 		close(ev.done)
 	case eventLost:
@@ -201,7 +205,7 @@ func (p *Pipeline) forget(tps []offsets.TP) {
 		if !p.cfg.Batch.IgnorePartitions {
 			for k, a := range p.accs {
 				if k.tp == tp && a.acc.Empty() {
-					delete(p.accs, k)
+					p.dropAcc(k)
 				}
 			}
 		}

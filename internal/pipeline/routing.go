@@ -128,7 +128,7 @@ func (p *Pipeline) resolve(ctx context.Context) error {
 // compile builds route r's plan for the table's insert columns, with the
 // errors.on_missing / on_null / on_tombstone policy.
 func (p *Pipeline) compile(r config.Route, insert []chschema.ColumnSchema) (*decode.Plan, error) {
-	plan, err := decode.Compile(r.Format, insert, r.Mapping(), decode.WithRegistry(p.reg), decode.WithMessage(r.Message))
+	plan, err := decode.Compile(r.Format, insert, r.Mapping(), decode.WithRegistry(p.planRegistry()), decode.WithMessage(r.Message))
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +159,11 @@ func (p *Pipeline) routeFor(ctx context.Context, topic string) (*routeState, err
 // after the topic is resolved for the topic here, the first time
 // (resolveTopic); its error is fatal.
 func (p *Pipeline) routesFor(ctx context.Context, topic string) ([]*routeState, error) {
+	if p.lastOK && topic == p.lastTopic {
+		return p.lastRoutes, nil
+	}
 	if rs, ok := p.byTopic[topic]; ok {
+		p.lastTopic, p.lastRoutes, p.lastOK = topic, rs, true
 		return rs, nil
 	}
 	var found []*routeState
@@ -179,6 +183,7 @@ func (p *Pipeline) routesFor(ctx context.Context, topic string) ([]*routeState, 
 		}
 	}
 	p.byTopic[topic] = found // nil is cached too: such records are skipped
+	p.lastTopic, p.lastRoutes, p.lastOK = topic, found, true
 	return found, nil
 }
 

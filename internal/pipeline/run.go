@@ -24,6 +24,9 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	if p.cons == nil {
 		return errors.New("pipeline: Attach a consumer before Run")
 	}
+	if p.eo != nil && p.eoIO == nil {
+		return errNoExactlyOnceIO
+	}
 	if p.eo != nil && len(p.eo.windows) == 0 {
 		// Refuses what exactly-once cannot work with; remembers the windows.
 		if err := p.CheckExactlyOnce(ctx); err != nil {
@@ -35,6 +38,10 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	p.setState(status.Running)
 	p.publish()
 	close(p.started)
+	if p.look != nil {
+		p.look.begin(p.lookups, p.stopped)
+		defer p.look.end(0) // shutdown waited for them; an early return cancels them
+	}
 	// Inserts outlive ctx: on SIGTERM the open batches must still be written.
 	writeCtx, cancelWrites := context.WithCancel(context.Background())
 	defer cancelWrites()
@@ -53,6 +60,15 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		tick := time.NewTicker(100 * time.Millisecond)
 		defer tick.Stop()
 		for {
+			// Checked first: called again (deferred) after the shutdown, a
+			// select would pick an ack still buffered as often as the
+			// closed pollerDone, and handling it could start the next
+			// batch's INSERT after the shutdown joined the INSERTs.
+			select {
+			case <-pollerDone:
+				return
+			default:
+			}
 			select {
 			case <-pollerDone:
 				return
@@ -131,6 +147,8 @@ func (p *Pipeline) Run(ctx context.Context) error {
 			p.describeTables(writeCtx)
 		case r := <-p.schemas:
 			p.handleSchema(writeCtx, r)
+		case r := <-p.lookups:
+			p.handleLookup(r)
 		case <-partsTick:
 			p.probeParts(writeCtx)
 		case r := <-p.parts:
@@ -192,6 +210,10 @@ func (p *Pipeline) shutdown(writeCtx context.Context, cancelWrites context.Cance
 		if err == nil {
 			err = jerr
 		}
+	}
+	if p.look != nil && !p.look.end(p.cancelGrace) {
+		// They hold nothing the caller closes; their answers are dropped.
+		p.log.Warn().Dur("grace", p.cancelGrace).Msg("shutdown: schema registry look-ups did not end when canceled")
 	}
 	return err
 }

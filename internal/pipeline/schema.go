@@ -144,7 +144,7 @@ func (p *Pipeline) applySchema(writeCtx context.Context, ts *tableState, schema 
 	for k, a := range p.accs {
 		if k.table == ts {
 			p.seal(writeCtx, a, batch.ReasonSchema)
-			delete(p.accs, k)
+			p.dropAcc(k)
 		}
 	}
 	ts.t = writer.NewTable(old.Database, old.Name, schema, insert)

@@ -56,6 +56,7 @@ type fakeSource struct {
 	commits       []map[offsets.TP]offsets.Commit // the successful ones, in order
 	failCommits   int                             // the next this many commits fail
 	failedCommits int
+	hangCommits   int   // the next this many commits answer only when ctx ends
 	dlqErr        error // what every dead-letter produce answers
 	dlqFailFirst  int   // or: the first this many answer a retriable error
 	dlqSent       []int64
@@ -75,9 +76,17 @@ func (s *fakeSource) Poll(ctx context.Context) kgo.Fetches {
 
 func (s *fakeSource) AllowRebalance() {}
 
-func (s *fakeSource) Commit(_ context.Context, pos map[offsets.TP]offsets.Commit, _ map[offsets.TP]string) error {
+func (s *fakeSource) Commit(ctx context.Context, pos map[offsets.TP]offsets.Commit, _ map[offsets.TP]string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.hangCommits > 0 {
+		s.hangCommits--
+		s.failedCommits++
+		s.mu.Unlock()
+		<-ctx.Done()
+		s.mu.Lock()
+		return fmt.Errorf("kafka: commit: %w", ctx.Err())
+	}
 	if s.failCommits > 0 {
 		s.failCommits--
 		s.failedCommits++
@@ -158,9 +167,10 @@ type fakeSink struct {
 
 	mu       sync.Mutex
 	calls    int
-	rows     map[string]int // rows inserted per table
-	canceled int            // inserts that ended because ctx ended
-	active   atomic.Int32   // Insert calls not returned yet
+	rows     map[string]int      // rows inserted per table
+	ids      map[string][]uint64 // the id column's values inserted per table, in order
+	canceled int                 // inserts that ended because ctx ended
+	active   atomic.Int32        // Insert calls not returned yet
 }
 
 var errRetriable = errors.New("code: 252, TOO_MANY_PARTS")
@@ -169,7 +179,7 @@ func newFakeSink(script func(n int) insertScript) *fakeSink {
 	if script == nil {
 		script = func(int) insertScript { return insertScript{} }
 	}
-	return &fakeSink{script: script, rows: map[string]int{}}
+	return &fakeSink{script: script, rows: map[string]int{}, ids: map[string][]uint64{}}
 }
 
 func (k *fakeSink) Describe(_ context.Context, _, _ string) ([]chschema.ColumnSchema, error) {
@@ -223,8 +233,18 @@ func (k *fakeSink) Insert(ctx context.Context, t *writer.Table, block chschema.B
 	}
 	k.mu.Lock()
 	k.rows[t.FullName()] += block.Rows()
+	if ids, ok := block.ColumnData(0).([]uint64); ok {
+		k.ids[t.FullName()] = append(k.ids[t.FullName()], ids...)
+	}
 	k.mu.Unlock()
 	return nil
+}
+
+// insertedIDs is the id column's values inserted into table, in order.
+func (k *fakeSink) insertedIDs(table string) []uint64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return append([]uint64(nil), k.ids[table]...)
 }
 
 func (k *fakeSink) inserted(table string) int {
@@ -532,6 +552,40 @@ func testUnitFailedCommitRetried(t *testing.T) {
 	r.src.mu.Unlock()
 	if failed != 1 {
 		t.Fatalf("%d commits failed, want 1", failed)
+	}
+	if err := r.stop(t); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+}
+
+// TestUnitCommitBoundedByRequestTimeout: a commit the coordinator does not
+// answer holds the owner goroutine for kafka.request_timeout, no longer;
+// the next commit carries the positions, and a revoke meanwhile is handled.
+func TestUnitCommitBoundedByRequestTimeout(t *testing.T) {
+	synctest.Test(t, testUnitCommitBoundedByRequestTimeout)
+}
+
+func testUnitCommitBoundedByRequestTimeout(t *testing.T) {
+	cfg := unitConfig(t, "")
+	cfg.Kafka.RequestTimeout = 2 * time.Second
+	cfg.Kafka.RebalanceTimeout = 20 * time.Second
+	r := start(t, cfg, newFakeSink(nil))
+	r.src.mu.Lock()
+	r.src.hangCommits = 1
+	r.src.mu.Unlock()
+	began := time.Now()
+	r.src.send(unitTP, 0, rows(0, 2)...)
+	eventually(t, 10*time.Second, "offset 2 committed after a commit that hung", func() bool { return r.src.committed(unitTP) == 2 })
+	if took := time.Since(began); took < cfg.Kafka.RequestTimeout || took > cfg.Kafka.RequestTimeout+time.Second {
+		t.Fatalf("the positions were committed after %s, want just after the hung commit's request_timeout (%s)", took, cfg.Kafka.RequestTimeout)
+	}
+	r.src.send(unitTP, 2, rows(2, 1)...)
+	eventually(t, time.Second, "the fetch handled", func() bool { return r.src.polls.Load() >= 3 })
+	if took := revoke(r, unitTP); took > time.Second {
+		t.Fatalf("revoke took %s", took)
+	}
+	if got := r.src.committed(unitTP); got != 3 {
+		t.Fatalf("committed %d after the revoke, want 3", got)
 	}
 	if err := r.stop(t); err != nil {
 		t.Fatalf("Run: %v", err)

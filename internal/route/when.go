@@ -9,7 +9,8 @@ import (
 	"unicode"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/valyala/fastjson"
+
+	"sink/internal/jsonscan"
 )
 
 // A route's `when:` selects which records of its topics it takes. It is a
@@ -226,23 +227,27 @@ func (w When) String() string {
 }
 
 // Evaluator evaluates routes' conditions against one record at a time. It
-// parses the record value at most once per record, however many conditions
-// of however many routes read fields, into a parser it reuses, so matching
-// allocates nothing once warm.
+// scans the record value at most once per record (internal/jsonscan, the
+// grammar the json formats read), however many conditions of however many
+// routes read fields, and follows each condition's path over the value's
+// bytes, without a tree, so matching allocates nothing once warm. A field
+// matches when it is a string whose unescaped text, or a number, true or
+// false whose literal as written, equals one of the values; keys compare
+// as fastjson's Value.Get compares them (jsonscan.Getter).
 //
 // Concurrency: an Evaluator is not safe for concurrent use; the pipeline's
 // owner goroutine owns one.
 type Evaluator struct {
 	rec    *kgo.Record
-	parser fastjson.Parser
-	obj    *fastjson.Value // the parsed value; nil when not parsed (or not JSON)
-	parsed bool            // the value of rec was parsed (obj nil: it is not JSON)
-	buf    []byte          // a number or boolean's literal
+	sc     jsonscan.Scanner
+	get    jsonscan.Getter
+	obj    bool // the value of rec was scanned and is a JSON object
+	parsed bool // the value of rec was scanned
 }
 
 // Reset points e at a new record; nothing is parsed until a condition needs it.
 func (e *Evaluator) Reset(r *kgo.Record) {
-	e.rec, e.obj, e.parsed = r, nil, false
+	e.rec, e.obj, e.parsed = r, false, false
 }
 
 // Match reports whether the current record satisfies every condition of w.
@@ -270,26 +275,30 @@ func (e *Evaluator) holds(c *Condition) bool {
 	case OnField:
 		if !e.parsed {
 			e.parsed = true
-			v, err := e.parser.ParseBytes(r.Value)
-			if err == nil && v.Type() == fastjson.TypeObject {
-				e.obj = v
-			}
+			top, err := e.sc.Scan(r.Value)
+			e.obj = err == nil && top == "object"
+			e.get.Reset(&e.sc)
 		}
-		if e.obj == nil {
+		if !e.obj {
 			return false // not a JSON object: the decode reports it, if a route takes it
 		}
-		v := e.obj.Get(c.Path...)
-		if v == nil {
+		v, ok := e.get.Get(c.Path)
+		if !ok {
 			return false
 		}
-		switch v.Type() {
-		case fastjson.TypeString:
-			s, _ := v.StringBytes()
-			return oneOf(s, c.Values)
-		case fastjson.TypeNumber, fastjson.TypeTrue, fastjson.TypeFalse:
-			e.buf = v.MarshalTo(e.buf[:0])
-			return oneOf(e.buf, c.Values)
+		b := e.sc.Doc[v.Start:v.End]
+		switch b[0] {
+		case '"':
+			return oneOf(e.sc.Unescape(b[1:len(b)-1]), c.Values)
+		case '{', '[':
+			return false
+		case 'n':
+			if string(b) == "null" {
+				return false
+			}
 		}
+		// a number (as written), true or false
+		return oneOf(b, c.Values)
 	}
 	return false
 }

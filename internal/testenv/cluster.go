@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,10 +12,16 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 )
 
-// The local ClickHouse cluster (`make cluster-up`, scripts/stack.sh cluster up):
-// ZooKeeper on 127.0.0.1:2181 and four ClickHouse 18.16 nodes, native ports
-// 9201–9204, forming ClusterName (2 shards × 2 replicas) and ClusterNodesName
-// (the same nodes, each its own shard).
+// The local ClickHouse clusters:
+//
+//   - the 18.16 cluster (`make cluster-up`, scripts/stack.sh cluster up):
+//     ZooKeeper on 127.0.0.1:2181 and four ClickHouse 18.16 nodes, native ports
+//     9201–9204, forming ClusterName (2 shards × 2 replicas, ReplicatedMergeTree)
+//     and ClusterNodesName (the same nodes, each its own shard);
+//   - the 26.9 cluster (`make cluster26-up`, scripts/stack.sh cluster26 up): two
+//     chdb servers, native ports 19201–19202, forming Cluster26Name (2 shards × 1
+//     replica) and Cluster26WeightedName (the same, weights 1 and 3). No Keeper:
+//     plain MergeTree, no replication, no ON CLUSTER DDL.
 const (
 	// DefaultClusterSeed is the node whose system.clusters describes the cluster.
 	DefaultClusterSeed = "127.0.0.1:9201"
@@ -27,6 +34,20 @@ const (
 
 	// EnvClusterSeed overrides DefaultClusterSeed (host:port of any node).
 	EnvClusterSeed = "SINK_TEST_CLUSTER"
+
+	// DefaultCluster26Seed is the 26.9 cluster's first node.
+	DefaultCluster26Seed = "127.0.0.1:19201"
+	// Cluster26Name is the 26.9 cluster: shard 1 = c26n1, shard 2 = c26n2.
+	Cluster26Name = "sink26_cluster"
+	// Cluster26WeightedName is the same two nodes with weights 1 and 3.
+	Cluster26WeightedName = "sink26_weighted"
+	// EnvCluster26Seed overrides DefaultCluster26Seed.
+	EnvCluster26Seed = "SINK_TEST_CLUSTER26"
+
+	// DedupWindow is the non_replicated_deduplication_window LocalCluster.Engine
+	// gives a plain MergeTree local table, so that a block sent twice to a shard
+	// is dropped the second time, as ReplicatedMergeTree drops it.
+	DedupWindow = 1000
 )
 
 // ClusterNode is one replica of one shard.
@@ -50,16 +71,63 @@ func (n ClusterNode) Conn(t testing.TB) driver.Conn {
 	return openConn(t, n.Options(), "cluster node "+n.Name)
 }
 
-// LocalCluster is the local ClickHouse cluster as its seed node's system.clusters
+// LocalCluster is a local ClickHouse cluster as its seed node's system.clusters
 // describes it.
 type LocalCluster struct {
-	// Name is the replicated cluster (ClusterName), NodesName the one with a
-	// shard per node (ClusterNodesName).
+	// Label names the cluster's server in subtests, as Server.Label does:
+	// "ch18" (the replicated 18.16 cluster) or "ch26" (the 26.9 cluster).
+	Label string
+	// Name is the cluster the tests write to (ClusterName, Cluster26Name),
+	// NodesName the one with a shard per node (ClusterNodesName; on the 26.9
+	// cluster, whose shards are single nodes, Name again).
 	Name, NodesName string
+	// WeightedName is a cluster of the same nodes with unequal weights (1, 3),
+	// "" where the cluster has none (18.16).
+	WeightedName string
+	// Keeper is true where the nodes share a ZooKeeper: ReplicatedMergeTree,
+	// SYSTEM SYNC REPLICA and ON CLUSTER DDL work. Without it (26.9, chdb)
+	// every shard is one node with plain MergeTree tables.
+	Keeper bool
 	// Shards[i] are the replicas of shard i+1, in replica order.
 	Shards [][]ClusterNode
 	// Version is the seed node's SELECT version().
 	Version string
+}
+
+// SubtestName is the subtest name of EachCluster: the label and the version
+// ("ch26_26.9.2.1"), as Server.Name.
+func (c LocalCluster) SubtestName() string { return c.Label + "_" + c.Version }
+
+// Engine is the ENGINE clause of a local table db.table ordered by orderBy,
+// with the table settings given ("parts_to_delay_insert = 20"):
+// ReplicatedMergeTree on the cluster with Keeper (replicated within the
+// shard), otherwise MergeTree with non_replicated_deduplication_window =
+// DedupWindow, so that on both a block repeated on its shard is dropped.
+func (c LocalCluster) Engine(db, table, orderBy string, settings ...string) string {
+	if c.Keeper {
+		e := fmt.Sprintf("ReplicatedMergeTree('/clickhouse/tables/{shard}/%s/%s', '{replica}') ORDER BY %s", db, table, orderBy)
+		if len(settings) > 0 {
+			e += " SETTINGS " + strings.Join(settings, ", ")
+		}
+		return e
+	}
+	settings = append([]string{fmt.Sprintf("non_replicated_deduplication_window = %d", DedupWindow)}, settings...)
+	return fmt.Sprintf("MergeTree ORDER BY %s SETTINGS %s", orderBy, strings.Join(settings, ", "))
+}
+
+// SyncReplica makes the replica at conn fetch every part its shard has
+// (SYSTEM SYNC REPLICA db.table) where tables replicate; without Keeper a
+// shard is one node and there is nothing to wait for.
+func (c LocalCluster) SyncReplica(t testing.TB, conn driver.Conn, table string) {
+	t.Helper()
+	if !c.Keeper {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := conn.Exec(ctx, "SYSTEM SYNC REPLICA "+table); err != nil {
+		t.Fatalf("SYSTEM SYNC REPLICA %s: %v", table, err)
+	}
 }
 
 // Nodes returns every node, shard by shard.
@@ -85,75 +153,163 @@ func (c LocalCluster) Addrs() []string {
 // shard).
 func (c LocalCluster) Remote() string { return strings.Join(c.Addrs(), ",") }
 
+// ExecEachNode runs statements on every node of the cluster, in node order
+// ({node} in a statement becomes the node's name): the DDL of tables that
+// every node has, which works with and without ON CLUSTER.
+func (c LocalCluster) ExecEachNode(t testing.TB, statements ...string) {
+	t.Helper()
+	for _, n := range c.Nodes() {
+		conn := n.Conn(t)
+		for _, q := range statements {
+			Exec(t, conn, strings.ReplaceAll(q, "{node}", n.Name))
+		}
+	}
+}
+
 // Conn opens a native connection to the first node, closed when the test ends.
 func (c LocalCluster) Conn(t testing.TB) driver.Conn {
 	t.Helper()
 	return c.Shards[0][0].Conn(t)
 }
 
-// NewDatabase creates a database with a unique name on every node (CREATE
-// DATABASE … ON CLUSTER) and drops it, with everything in it, on every node when
-// the test ends. Replicated tables dropped with it leave ZooKeeper too.
+// NewDatabase creates a database with a unique name on every node, node by
+// node, and drops it, with everything in it, on every node when the test
+// ends (replicated tables dropped with it leave ZooKeeper too). Not ON
+// CLUSTER: the 26.9 cluster has no distributed DDL, and on 18.16 a node
+// whose DDL queue hangs (after a ZooKeeper outage) would stall every test,
+// not only those of ON CLUSTER.
 func (c LocalCluster) NewDatabase(t testing.TB) string {
 	t.Helper()
-	conn := c.Conn(t)
 	name := UniqueName(t, "test")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := conn.Exec(ctx, "CREATE DATABASE "+name+" ON CLUSTER "+c.NodesName); err != nil {
-		t.Fatalf("testenv: create database %s on cluster %s: %v", name, c.NodesName, err)
+	for _, n := range c.Nodes() {
+		conn := n.Conn(t)
+		Exec(t, conn, "CREATE DATABASE "+name)
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			if err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name); err != nil {
+				t.Logf("testenv: drop database %s on %s: %v", name, n.Name, err)
+			}
+		})
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		if err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" ON CLUSTER "+c.NodesName); err != nil {
-			t.Logf("testenv: drop database %s on cluster %s: %v", name, c.NodesName, err)
-		}
-	})
 	return name
 }
 
-// Cluster returns the local ClickHouse cluster, or skips the test (fails it
-// under SINK_REQUIRE_STACK=1) when a node does not answer, does not reach
-// ZooKeeper, or the seed does not define ClusterName. `make test` starts the
-// cluster; by hand: `make cluster-up`.
+// Cluster returns the local 18.16 ClickHouse cluster (replicated, with
+// ZooKeeper), or skips the test (fails it under SINK_REQUIRE_STACK=1) when a
+// node does not answer, does not reach ZooKeeper, or the seed does not define
+// ClusterName. `make test` starts the cluster; by hand: `make cluster-up`.
 func Cluster(t testing.TB) LocalCluster {
 	t.Helper()
+	return localCluster(t, cluster18Spec())
+}
+
+// Cluster26 returns the local 26.9 ClickHouse cluster (two shards of one
+// node, no Keeper), for tests of features only a current server has (their
+// names say so), or skips the test (fails it under SINK_REQUIRE_STACK=1) when a
+// node does not answer or the seed does not define Cluster26Name. `make test`
+// starts it; by hand: `make cluster26-up`.
+func Cluster26(t testing.TB) LocalCluster {
+	t.Helper()
+	return localCluster(t, cluster26Spec())
+}
+
+// EachCluster runs fn as a subtest per local cluster, the 18.16 one and the
+// 26.9 one, named by SubtestName (so `go test -run 'TestX/ch26'` picks one).
+// A cluster that does not answer skips (fails under SINK_REQUIRE_STACK=1)
+// its own subtest only. A test whose feature needs replication checks
+// c.Keeper and skips without.
+func EachCluster(t *testing.T, fn func(t *testing.T, c LocalCluster)) {
+	t.Helper()
 	requireIntegrationBuild(t)
-	seed := envOr(EnvClusterSeed, DefaultClusterSeed)
-	var c LocalCluster
-	err := probe("clickhouse-cluster "+seed, func() error {
-		var err error
-		clusterTopology, err = discoverCluster(seed)
+	for _, spec := range []LocalCluster{cluster18Spec(), cluster26Spec()} {
+		c, err := probeCluster(spec)
+		name := spec.Label + "_cluster"
+		if err == nil {
+			name = c.SubtestName()
+		}
+		t.Run(name, func(t *testing.T) {
+			if err != nil {
+				unavailableMsg(t, err.Error())
+			}
+			fn(t, c)
+		})
+	}
+}
+
+func cluster18Spec() LocalCluster {
+	return LocalCluster{Label: "ch18", Name: ClusterName, NodesName: ClusterNodesName, Keeper: true}
+}
+
+func cluster26Spec() LocalCluster {
+	return LocalCluster{Label: "ch26", Name: Cluster26Name, NodesName: Cluster26Name, WeightedName: Cluster26WeightedName}
+}
+
+func clusterSeed(spec LocalCluster) string {
+	if spec.Keeper {
+		return envOr(EnvClusterSeed, DefaultClusterSeed)
+	}
+	return envOr(EnvCluster26Seed, DefaultCluster26Seed)
+}
+
+// localCluster returns the cluster of spec, or skips the test (fails it
+// under SINK_REQUIRE_STACK=1).
+func localCluster(t testing.TB, spec LocalCluster) LocalCluster {
+	t.Helper()
+	requireIntegrationBuild(t)
+	c, err := probeCluster(spec)
+	if err != nil {
+		unavailableMsg(t, err.Error())
+	}
+	return c
+}
+
+// probeCluster probes the cluster of spec once per process and returns a
+// copy of its topology.
+func probeCluster(spec LocalCluster) (LocalCluster, error) {
+	seed := clusterSeed(spec)
+	err := probe("clickhouse-cluster "+spec.Name+" "+seed, func() error {
+		c, err := discoverCluster(spec, seed)
+		clusterMu.Lock()
+		clusterTopology[spec.Name] = c
+		clusterMu.Unlock()
 		return err
 	})
 	if err != nil {
-		msg := fmt.Sprintf("integration: ClickHouse cluster %s not reachable at %s; run `make cluster-up` (%v)", ClusterName, seed, err)
-		unavailableMsg(t, msg)
+		up := "make cluster-up"
+		if !spec.Keeper {
+			up = "make cluster26-up"
+		}
+		return spec, fmt.Errorf("integration: ClickHouse cluster %s not reachable at %s; run `%s` (%v)", spec.Name, seed, up, err)
 	}
-	c = clusterTopology
+	clusterMu.Lock()
+	c := clusterTopology[spec.Name]
+	clusterMu.Unlock()
 	// Fresh slices: a test may reorder or trim its copy.
 	shards := make([][]ClusterNode, len(c.Shards))
 	for i, s := range c.Shards {
 		shards[i] = append([]ClusterNode(nil), s...)
 	}
 	c.Shards = shards
-	return c
+	return c, nil
 }
 
-// clusterTopology is set once by the probe in Cluster.
-var clusterTopology LocalCluster
+// clusterTopology is set once per cluster by the probe in localCluster.
+var (
+	clusterMu       sync.Mutex
+	clusterTopology = map[string]LocalCluster{}
+)
 
-// discoverCluster reads ClusterName's shards and replicas from seed's
-// system.clusters and checks that every node answers, names its replica and
-// reaches ZooKeeper.
-func discoverCluster(seed string) (LocalCluster, error) {
-	c := LocalCluster{Name: ClusterName, NodesName: ClusterNodesName}
+// discoverCluster reads spec.Name's shards and replicas from seed's
+// system.clusters and checks that every node answers, names its replica and,
+// with Keeper, reaches ZooKeeper.
+func discoverCluster(spec LocalCluster, seed string) (LocalCluster, error) {
+	c := spec
 	err := withProbeConn(seed, func(ctx context.Context, conn driver.Conn) error {
 		if err := conn.QueryRow(ctx, "SELECT version()").Scan(&c.Version); err != nil {
 			return fmt.Errorf("SELECT version(): %w", err)
 		}
-		rows, err := conn.Query(ctx, "SELECT shard_num, replica_num, host_name, port FROM system.clusters WHERE cluster = ? ORDER BY shard_num, replica_num", ClusterName)
+		rows, err := conn.Query(ctx, "SELECT toUInt32(shard_num), toUInt32(replica_num), host_name, toUInt16(port) FROM system.clusters WHERE cluster = ? ORDER BY shard_num, replica_num", c.Name)
 		if err != nil {
 			return fmt.Errorf("system.clusters: %w", err)
 		}
@@ -178,12 +334,12 @@ func discoverCluster(seed string) (LocalCluster, error) {
 		return c, err
 	}
 	if len(c.Shards) == 0 {
-		return c, fmt.Errorf("%s does not define cluster %s", seed, ClusterName)
+		return c, fmt.Errorf("%s does not define cluster %s", seed, c.Name)
 	}
 	for i := range c.Shards {
 		for j := range c.Shards[i] {
 			n := &c.Shards[i][j]
-			name, err := probeClusterNode(n.Addr)
+			name, err := probeClusterNode(n.Addr, c.Keeper)
 			if err != nil {
 				return c, fmt.Errorf("node %s (shard %d replica %d): %w", n.Addr, n.Shard, n.Replica, err)
 			}
@@ -193,13 +349,16 @@ func discoverCluster(seed string) (LocalCluster, error) {
 	return c, nil
 }
 
-// probeClusterNode returns the node's {replica} macro once it answers and
-// reaches ZooKeeper.
-func probeClusterNode(addr string) (string, error) {
+// probeClusterNode returns the node's {replica} macro once it answers and,
+// with keeper, reaches ZooKeeper.
+func probeClusterNode(addr string, keeper bool) (string, error) {
 	var name string
 	err := withProbeConn(addr, func(ctx context.Context, conn driver.Conn) error {
 		if err := conn.QueryRow(ctx, "SELECT substitution FROM system.macros WHERE macro = 'replica'").Scan(&name); err != nil {
 			return fmt.Errorf("{replica} macro: %w", err)
+		}
+		if !keeper {
+			return nil
 		}
 		var zk uint64
 		if err := conn.QueryRow(ctx, "SELECT count() FROM system.zookeeper WHERE path = '/'").Scan(&zk); err != nil {

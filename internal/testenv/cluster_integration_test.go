@@ -5,6 +5,7 @@ package testenv_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -112,6 +113,76 @@ func TestClusterReplicatesAndDistributes(t *testing.T) {
 	}
 	if got := count(r2, "events"); got != before+1 {
 		t.Errorf("%s has %d rows after a local insert into %s, want %d", r2.Name, got, r1.Name, before+1)
+	}
+}
+
+// TestCluster26DistributesWithoutReplication runs on the local 26.9 cluster
+// (two chdb servers, no Keeper): the topology is 2 shards × 1 replica with the
+// weighted twin; a synchronous Distributed insert (distributed_foreground_insert)
+// returns with both shards holding their rows; ON CLUSTER DDL is refused with
+// Code 392; a plain MergeTree with non_replicated_deduplication_window drops a
+// repeated block and a repeated insert_deduplication_token.
+func TestCluster26DistributesWithoutReplication(t *testing.T) {
+	c := testenv.Cluster26(t)
+	if c.Keeper || len(c.Shards) != 2 || len(c.Shards[0]) != 1 || len(c.Shards[1]) != 1 {
+		t.Fatalf("cluster %s: %+v, want 2 shards of 1 node without Keeper", c.Name, c)
+	}
+	db := c.NewDatabase(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, n := range c.Nodes() {
+		testenv.Exec(t, n.Conn(t),
+			fmt.Sprintf("CREATE TABLE %s.events (k UInt64) ENGINE = %s", db, c.Engine(db, "events", "k")),
+			fmt.Sprintf("CREATE TABLE %s.events_all AS %s.events ENGINE = Distributed(%s, %s, events, cityHash64(k))", db, db, c.Name, db))
+	}
+	err := c.Conn(t).Exec(ctx, fmt.Sprintf("ALTER TABLE %s.events ON CLUSTER %s ADD COLUMN x UInt8", db, c.Name))
+	if err == nil || !strings.Contains(err.Error(), "392") {
+		t.Errorf("ALTER … ON CLUSTER without Keeper: %v, want Code 392", err)
+	}
+
+	opts := c.Shards[0][0].Options()
+	opts.Settings = clickhouse.Settings{"distributed_foreground_insert": 1}
+	dconn, err := clickhouse.Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dconn.Close()
+	const rows = 1000
+	testenv.InsertSeq(t, dconn, db, "events_all", "k", rows)
+	count := func(n testenv.ClusterNode, where string) uint64 {
+		t.Helper()
+		var got uint64
+		if err := n.Conn(t).QueryRow(ctx, "SELECT count() FROM "+db+".events "+where).Scan(&got); err != nil {
+			t.Fatalf("%s: count: %v", n.Name, err)
+		}
+		return got
+	}
+	a, b := count(c.Shards[0][0], ""), count(c.Shards[1][0], "")
+	if a == 0 || b == 0 || a+b != rows {
+		t.Errorf("the shards hold %d and %d rows right after the synchronous insert, want both non-zero, %d together", a, b, rows)
+	}
+
+	// The same block twice into a local table: dropped the second time. Two
+	// different blocks with one token: the second dropped too.
+	n2 := c.Shards[1][0].Conn(t)
+	testenv.Exec(t, n2, fmt.Sprintf("CREATE TABLE %s.dedup (k UInt64) ENGINE = %s", db, c.Engine(db, "dedup", "k")))
+	testenv.InsertSeq(t, n2, db, "dedup", "k", 10)
+	testenv.InsertSeq(t, n2, db, "dedup", "k", 10)
+	tok := clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"insert_deduplication_token": "tok-1"}))
+	for i, k := range []uint64{5000, 5001} {
+		if err := n2.Exec(tok, fmt.Sprintf("INSERT INTO %s.dedup VALUES (%d)", db, k)); err != nil {
+			t.Fatalf("token insert %d: %v", i, err)
+		}
+	}
+	var small, big uint64
+	if err := n2.QueryRow(ctx, "SELECT countIf(k < 10), countIf(k >= 5000) FROM "+db+".dedup").Scan(&small, &big); err != nil {
+		t.Fatal(err)
+	}
+	if small != 10 {
+		t.Errorf("the same 10-row block twice left %d rows, want 10", small)
+	}
+	if big != 1 {
+		t.Errorf("two inserts with one insert_deduplication_token left %d rows, want 1", big)
 	}
 }
 

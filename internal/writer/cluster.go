@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"sync"
@@ -28,13 +29,16 @@ import (
 //   - target distributed: the batch is one INSERT into the Distributed
 //     table, synchronous (insert_distributed_sync=1, or
 //     distributed_foreground_insert=1 where the server has that name), so
-//     it returns only once every shard has its rows; a retriable failure
-//     moves the identical block to another node of the cluster.
+//     it returns only once every shard has its rows; it goes first to the
+//     node clickhouse.replica_order picks among all of them, and a
+//     retriable failure moves the identical block to the next node.
 //   - target local: the batch is split into one part per shard (all of it to
 //     one shard, by weight, with sharding: random; by the sharding key's hash
 //     otherwise, as the Distributed engine splits), each part one INSERT
-//     into that shard's local table, retried as the identical block on the
-//     shard's replicas in turn until it succeeds. Insert returns only when
+//     into that shard's local table, sent first to the replica
+//     clickhouse.replica_order picks (round_robin: the shard's replicas in
+//     turn, part after part), retried as the identical block on the
+//     shard's next replicas until it succeeds. Insert returns only when
 //     every part is in, so the batch's offsets are committed only then; a
 //     part that succeeded is never sent again while another shard's part
 //     is retried.
@@ -61,11 +65,14 @@ type Cluster struct {
 // layout is the cluster as last read: its topology and, per shard, a
 // Writer per replica (pools that dial on first use).
 type layout struct {
-	topo      *cluster.Topology
-	shards    [][]*Writer
-	nodes     []*Writer      // every replica, for target distributed
-	preferred []atomic.Int32 // per shard: the replica that last took a part
-	byAddr    map[string]*Writer
+	topo   *cluster.Topology
+	shards [][]*Writer
+	nodes  []*Writer // every replica, for target distributed
+	// next counts, per shard, the parts sent, for replica_order
+	// round_robin (the last entry counts the Distributed INSERTs sent to
+	// nodes).
+	next   []atomic.Uint64
+	byAddr map[string]*Writer
 }
 
 // tableTarget is how one table's batches are written.
@@ -78,6 +85,9 @@ type tableTarget struct {
 	localDB, localName string
 	mu                 sync.Mutex
 	hashes             map[string]*cluster.KeyHash // by key column type
+	// schemaDiffs are how the local tables differed across replicas when
+	// last read (ColumnDiffs): nil when they agree.
+	schemaDiffs []string
 }
 
 // ClusterObserver receives the per-shard, per-replica outcomes (metrics).
@@ -163,7 +173,7 @@ func (c *Cluster) discover(ctx context.Context) error {
 		return fmt.Errorf("clickhouse: cluster %s: every shard has weight 0", topo.Name)
 	}
 	old := c.lay.Load()
-	lay := &layout{topo: topo, byAddr: map[string]*Writer{}, preferred: make([]atomic.Int32, len(topo.Shards))}
+	lay := &layout{topo: topo, byAddr: map[string]*Writer{}, next: make([]atomic.Uint64, len(topo.Shards)+1)}
 	for _, s := range topo.Shards {
 		var reps []*Writer
 		for _, r := range s.Replicas {
@@ -196,7 +206,15 @@ func (c *Cluster) discover(ctx context.Context) error {
 // restart.
 func (c *Cluster) Describe(ctx context.Context, db, table string) ([]chschema.ColumnSchema, error) {
 	cols, err := c.Writer.Describe(ctx, db, table)
-	if err != nil || len(c.cfg.Shards) > 0 || c.cfg.SchemaRefresh <= 0 {
+	if err != nil {
+		return cols, err
+	}
+	// The local tables on every replica too: Insert holds the table's
+	// parts while they differ.
+	if tt, terr := c.target(ctx, db, table); terr == nil && tt != nil {
+		_, _ = c.schemaDiffs(ctx, tt, db, table)
+	}
+	if len(c.cfg.Shards) > 0 || c.cfg.SchemaRefresh <= 0 {
 		return cols, err
 	}
 	c.mu.Lock()
@@ -401,10 +419,14 @@ func (c *Cluster) Insert(ctx context.Context, t *Table, block chschema.Block, ba
 	if tt == nil {
 		return c.Writer.Insert(ctx, t, block, batchID, onRetry, refresh)
 	}
+	if err := c.awaitSchema(ctx, tt, t); err != nil {
+		return err
+	}
 	lay := c.lay.Load()
 	if tt.target == config.TargetDistributed {
 		ctx = withSetting(ctx, c.syncSetting, 1)
-		_, err := insertOn(ctx, lay.nodes, 0, t, block, batchID, onRetry, refresh)
+		first := c.firstReplica(lay, len(lay.shards), len(lay.nodes))
+		_, err := insertOn(ctx, lay.nodes, first, t, block, batchID, onRetry, refresh)
 		return err
 	}
 	parts, err := c.split(ctx, lay, tt, t, block)
@@ -463,7 +485,7 @@ func (c *Cluster) insertShard(ctx context.Context, lay *layout, si int, t *Table
 	onRetry func(Attempt), refresh Refresh) error {
 	shard := lay.topo.Shards[si]
 	reps := lay.shards[si]
-	first := int(lay.preferred[si].Load()) % len(reps)
+	first := c.firstReplica(lay, si, len(reps))
 	obs := c.obs
 	retry := func(at Attempt) {
 		if obs != nil {
@@ -484,11 +506,26 @@ func (c *Cluster) insertShard(ctx context.Context, lay *layout, si int, t *Table
 		}
 		return fmt.Errorf("shard %d: %w", shard.Num, err)
 	}
-	lay.preferred[si].Store(int32(r))
 	if obs != nil {
 		obs.ShardInserted(shard.Num, reps[r].cfg.Addrs[0], part.Rows())
 	}
 	return nil
+}
+
+// firstReplica is the replica (index into the n replicas of shard si, or
+// of every node for si == len(shards)) that the next part is sent to first,
+// by clickhouse.replica_order: in turn, replica 1, or any.
+func (c *Cluster) firstReplica(lay *layout, si, n int) int {
+	if n <= 1 {
+		return 0
+	}
+	switch c.cfg.ReplicaOrder {
+	case config.ReplicaInOrder:
+		return 0
+	case config.ReplicaRandom:
+		return rand.IntN(n)
+	}
+	return int((lay.next[si].Add(1) - 1) % uint64(n))
 }
 
 // split cuts block into one part per shard (nil for a shard with no rows).
@@ -732,7 +769,9 @@ func withSetting(ctx context.Context, name string, v any) context.Context {
 // itself, and the other replica's own ALTER finds the column there), then
 // the Distributed table on every node, one by one: ON CLUSTER of a
 // Distributed table over a replicated cluster fails (Code 371, the cluster
-// says its shards are replicated, the table is not).
+// says its shards are replicated, the table is not). A server that runs no
+// ON CLUSTER DDL at all (no Keeper: clickhouse-local, chdb; NoDistributedDDL)
+// gets the local table's column node by node too.
 func (c *Cluster) AddColumn(ctx context.Context, info chschema.ServerInfo, db, table, cluster, name, typ string) (string, bool, error) {
 	tt, err := c.target(ctx, db, table)
 	if err != nil {
@@ -759,11 +798,21 @@ func (c *Cluster) AddColumn(ctx context.Context, info chschema.ServerInfo, db, t
 		return err
 	}
 	distributed := localDB != db || localName != table
-	if cluster != "" {
-		if err := run(c.Writer, localDB, localName, cluster); err != nil {
+	onCluster := cluster != ""
+	if onCluster {
+		err := run(c.Writer, localDB, localName, cluster)
+		if err != nil && NoDistributedDDL(err) {
+			// A server without Keeper (clickhouse-local, chdb) runs no ON
+			// CLUSTER DDL; nothing ran, so the column goes node by node.
+			if len(ddls) > 0 {
+				ddls[len(ddls)-1] += fmt.Sprintf(" (refused, Code %d: no distributed DDL on this server; added on every node instead)", Code(err))
+			}
+			onCluster = false
+		} else if err != nil {
 			return strings.Join(ddls, "; "), added, err
 		}
-	} else {
+	}
+	if !onCluster {
 		for _, w := range lay.nodes {
 			if err := run(w, localDB, localName, ""); err != nil {
 				return strings.Join(ddls, "; "), added, err

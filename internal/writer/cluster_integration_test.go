@@ -34,20 +34,9 @@ func clusterConfig(t *testing.T, ch, route string) *config.Config {
 	return cfg
 }
 
-// onEachNode runs statements on every node of the cluster, in node order.
-func onEachNode(t *testing.T, c testenv.LocalCluster, statements ...string) {
-	t.Helper()
-	for _, n := range c.Nodes() {
-		conn := n.Conn(t)
-		for _, q := range statements {
-			q = strings.ReplaceAll(q, "{node}", n.Name)
-			testenv.Exec(t, conn, q)
-		}
-	}
-}
-
 // count is SELECT count() of db.table on conn, after the replica has
-// fetched every part its shard has (SYSTEM SYNC REPLICA) when sync is set.
+// fetched every part its shard has (SYSTEM SYNC REPLICA) when sync is set
+// (on a cluster with Keeper: callers pass c.Keeper).
 func count(t *testing.T, conn driver.Conn, table string, sync bool) uint64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -87,12 +76,13 @@ type observer struct {
 	mu        sync.Mutex
 	inserted  map[int]int // shard → parts acknowledged
 	rows      map[int]int
+	byReplica map[string]int // replica → parts acknowledged
 	failed    map[string]int // replica → failed attempts
 	failovers map[int]int
 }
 
 func newObserver() *observer {
-	return &observer{inserted: map[int]int{}, rows: map[int]int{}, failed: map[string]int{}, failovers: map[int]int{}}
+	return &observer{inserted: map[int]int{}, rows: map[int]int{}, byReplica: map[string]int{}, failed: map[string]int{}, failovers: map[int]int{}}
 }
 
 func (o *observer) ShardInserted(shard int, replica string, rows int) {
@@ -100,6 +90,7 @@ func (o *observer) ShardInserted(shard int, replica string, rows int) {
 	defer o.mu.Unlock()
 	o.inserted[shard]++
 	o.rows[shard] += rows
+	o.byReplica[replica]++
 }
 
 func (o *observer) ShardFailed(shard int, replica string, code int32, failover bool) {
@@ -157,39 +148,56 @@ func u64Keys(from, n int) any {
 // optimize_skip_unused_shards=1, which reads only the shard the engine
 // computes for the key.
 func TestClusterKeyPlacementEqualsDistributed(t *testing.T) {
-	c := testenv.Cluster(t)
+	testenv.EachCluster(t, testClusterKeyPlacementEqualsDistributed)
+}
+
+func testClusterKeyPlacementEqualsDistributed(t *testing.T, c testenv.LocalCluster) {
 	db := c.NewDatabase(t)
 	const n = 600
-	cases := []struct {
+	type placementCase struct {
 		typ, hash string
 		keys      any
 		lit       func(i int) string
-	}{
-		{"UInt64", "cityHash64", u64Keys(0, n), func(i int) string { return fmt.Sprint(uint64(i) * 7919) }},
+		cluster   string // "" for c.Name
+	}
+	cases := []placementCase{
+		{"UInt64", "cityHash64", u64Keys(0, n), func(i int) string { return fmt.Sprint(uint64(i) * 7919) }, ""},
 		{"String", "murmurHash3_64", func() any {
 			s := make([]string, n)
 			for i := range s {
 				s[i] = fmt.Sprintf("user-%d-%s", i, strings.Repeat("k", i%40))
 			}
 			return s
-		}(), func(i int) string { return fmt.Sprintf("'user-%d-%s'", i, strings.Repeat("k", i%40)) }},
+		}(), func(i int) string { return fmt.Sprintf("'user-%d-%s'", i, strings.Repeat("k", i%40)) }, ""},
 		{"Int32", "intHash64", func() any {
 			s := make([]int32, n)
 			for i := range s {
 				s[i] = int32(i*104729) - 30_000_000
 			}
 			return s
-		}(), func(i int) string { return fmt.Sprint(int32(i*104729) - 30_000_000) }},
+		}(), func(i int) string { return fmt.Sprint(int32(i*104729) - 30_000_000) }, ""},
 		{"Int16", "identity", func() any {
 			s := make([]int16, n)
 			for i := range s {
 				s[i] = int16(i - n/2)
 			}
 			return s
-		}(), func(i int) string { return fmt.Sprint(int16(i - n/2)) }},
+		}(), func(i int) string { return fmt.Sprint(int16(i - n/2)) }, ""},
+	}
+	if c.WeightedName != "" {
+		// Unequal weights (1, 3): slots 0 of 4 to shard 1, 1–3 to shard 2.
+		cases = append(cases,
+			placementCase{"UInt64", "cityHash64", u64Keys(0, n), func(i int) string { return fmt.Sprint(uint64(i) * 7919) }, c.WeightedName},
+			placementCase{"String", "xxHash64", cases[1].keys, cases[1].lit, c.WeightedName})
 	}
 	for ci, tc := range cases {
-		t.Run(tc.typ+"_"+tc.hash, func(t *testing.T) {
+		name := tc.typ + "_" + tc.hash
+		if tc.cluster == "" {
+			tc.cluster = c.Name
+		} else {
+			name += "_" + tc.cluster
+		}
+		t.Run(name, func(t *testing.T) {
 			expr := tc.hash + "(k)"
 			if tc.hash == "identity" {
 				expr = "k"
@@ -198,11 +206,11 @@ func TestClusterKeyPlacementEqualsDistributed(t *testing.T) {
 			var stmts []string
 			for _, tbl := range []string{local, ref} {
 				stmts = append(stmts,
-					fmt.Sprintf("CREATE TABLE %s.%s (i UInt32, k %s, p String) ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/%s/%s', '{replica}') ORDER BY i", db, tbl, tc.typ, db, tbl),
-					fmt.Sprintf("CREATE TABLE %s.d_%s AS %s.%s ENGINE = Distributed(%s, %s, %s, %s)", db, tbl, db, tbl, c.Name, db, tbl, expr))
+					fmt.Sprintf("CREATE TABLE %s.%s (i UInt32, k %s, p String) ENGINE = %s", db, tbl, tc.typ, c.Engine(db, tbl, "i")),
+					fmt.Sprintf("CREATE TABLE %s.d_%s AS %s.%s ENGINE = Distributed(%s, %s, %s, %s)", db, tbl, db, tbl, tc.cluster, db, tbl, expr))
 			}
-			onEachNode(t, c, stmts...)
-			cfg := clusterConfig(t, fmt.Sprintf("addrs: [%q], cluster: %s", c.Shards[0][0].Addr, c.Name),
+			c.ExecEachNode(t, stmts...)
+			cfg := clusterConfig(t, fmt.Sprintf("addrs: [%q], cluster: %s", c.Shards[0][0].Addr, tc.cluster),
 				fmt.Sprintf("table: %s.d_%s, target: local, sharding_key: k, sharding_hash: %s", db, local, tc.hash))
 			cw, err := writer.OpenCluster(context.Background(), "w", cfg.ClickHouse, cfg.Routes)
 			if err != nil {
@@ -231,10 +239,11 @@ func TestClusterKeyPlacementEqualsDistributed(t *testing.T) {
 				t.Fatal(err)
 			}
 			total := 0
+			var perShard []uint64
 			for si, shard := range c.Shards {
 				sc := shard[0].Conn(t)
-				got := ids(t, sc, db+"."+local)
-				want := ids(t, sc, db+"."+ref)
+				got := ids(t, c, sc, db+"."+local)
+				want := ids(t, c, sc, db+"."+ref)
 				if got != want {
 					t.Errorf("shard %d: the sink placed rows %.200s…, the Distributed engine %.200s…", si+1, got, want)
 				}
@@ -243,6 +252,11 @@ func TestClusterKeyPlacementEqualsDistributed(t *testing.T) {
 					t.Errorf("shard %d holds %d of %d rows: the key did not spread", si+1, k, n)
 				}
 				total += int(k)
+				perShard = append(perShard, k)
+			}
+			if tc.cluster == c.WeightedName && perShard[1] < 2*perShard[0] {
+				// Weights 1 and 3: about 150 and 450 of 600 rows.
+				t.Errorf("weights 1, 3: the shards hold %v rows, want shard 2 about three times shard 1", perShard)
 			}
 			if total != n {
 				t.Errorf("%d rows over the shards, want %d", total, n)
@@ -278,9 +292,9 @@ func clickhouseSync(ctx context.Context) context.Context {
 }
 
 // ids lists the i of every row of table on conn (after SYNC REPLICA).
-func ids(t *testing.T, conn driver.Conn, table string) string {
+func ids(t *testing.T, c testenv.LocalCluster, conn driver.Conn, table string) string {
 	t.Helper()
-	count(t, conn, table, true)
+	c.SyncReplica(t, conn, table)
 	var s string
 	if err := conn.QueryRow(context.Background(), "SELECT toString(groupArray(i)) FROM (SELECT i FROM "+table+" ORDER BY i)").Scan(&s); err != nil {
 		t.Fatal(err)
@@ -302,9 +316,11 @@ func keyAt(keys any, j int) any {
 	panic(fmt.Sprintf("keyAt %T", keys))
 }
 
-// replicatedTable creates db.name, replicated within each shard, on every node.
-func replicatedTable(t *testing.T, c testenv.LocalCluster, db, name string) {
-	onEachNode(t, c, fmt.Sprintf("CREATE TABLE %s.%s (i UInt32, k UInt64, p String) ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/%s/%s', '{replica}') ORDER BY i", db, name, db, name))
+// localTable creates db.name on every node: replicated within each shard
+// where the cluster has Keeper, MergeTree with a deduplication window
+// otherwise (testenv.LocalCluster.Engine).
+func localTable(t *testing.T, c testenv.LocalCluster, db, name string) {
+	c.ExecEachNode(t, fmt.Sprintf("CREATE TABLE %s.%s (i UInt32, k UInt64, p String) ENGINE = %s", db, name, c.Engine(db, name, "i")))
 }
 
 // TestClusterReplicaFailoverUnderLoad inserts 40 batches, four at a time, by
@@ -314,7 +330,7 @@ func replicatedTable(t *testing.T, c testenv.LocalCluster, db, name string) {
 func TestClusterReplicaFailoverUnderLoad(t *testing.T) {
 	c := testenv.Cluster(t)
 	db := c.NewDatabase(t)
-	replicatedTable(t, c, db, "ev")
+	localTable(t, c, db, "ev")
 	proxies := make([][]*testenv.Proxy, len(c.Shards))
 	var shards []string
 	for i, s := range c.Shards {
@@ -379,6 +395,69 @@ func TestClusterReplicaFailoverUnderLoad(t *testing.T) {
 		t.Errorf("failovers per shard %v: each cut replica should have moved parts to the other", obs.failovers)
 	}
 	t.Logf("%d rows, exactly; failovers per shard %v; failed attempts per replica %v", total, obs.failovers, obs.failed)
+}
+
+// TestClusterPartsSpreadOverReplicas: with replica_order round_robin (the
+// default) 20 batches by key put 10 parts on each replica of each shard, as
+// the observer (the metrics' source) and every node's own query_log count
+// them; in_order puts every part on replica 1; random puts parts on both
+// replicas of each shard (20 draws of 2: all on one replica has odds
+// 2^-19). Every replica ends with all its shard's rows.
+func TestClusterPartsSpreadOverReplicas(t *testing.T) {
+	c := testenv.Cluster(t)
+	db := c.NewDatabase(t)
+	const batches, rows = 20, 500
+	for oi, order := range []string{"round_robin", "in_order", "random"} {
+		t.Run(order, func(t *testing.T) {
+			table := fmt.Sprintf("ev%d", oi)
+			localTable(t, c, db, table)
+			cfg := clusterConfig(t, fmt.Sprintf("addrs: [%q], cluster: %s, replica_order: %s", c.Shards[0][0].Addr, c.Name, order),
+				fmt.Sprintf("table: %s.%s, target: local, sharding_key: k", db, table))
+			cw, obs, cols := openCluster(t, cfg, db, table)
+			for b := range batches {
+				blk := seqBlock("UInt64", b*rows, rows, u64Keys(b*rows, rows))
+				if err := cw.Insert(context.Background(), writer.NewTable(db, table, cols, blk.Columns()), blk, uint64(b), nil, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var total uint64
+			for si, s := range c.Shards {
+				var shardRows uint64
+				for ri, n := range s {
+					conn := n.Conn(t)
+					testenv.Exec(t, conn, "SYSTEM FLUSH LOGS")
+					var logged uint64
+					if err := conn.QueryRow(context.Background(), "SELECT count() FROM system.query_log WHERE toInt8(type) = 2 AND startsWith(query, ?) AND event_time > now() - 300",
+						fmt.Sprintf("INSERT INTO `%s`.`%s`", db, table)).Scan(&logged); err != nil {
+						t.Fatal(err)
+					}
+					got := obs.byReplica[n.Addr]
+					if int(logged) != got {
+						t.Errorf("shard %d replica %s: the writer counted %d parts, its query_log %d INSERTs", si+1, n.Name, got, logged)
+					}
+					switch want := batches / 2; {
+					case order == "round_robin" && got != want:
+						t.Errorf("round_robin: shard %d replica %s took %d of %d parts, want %d", si+1, n.Name, got, batches, want)
+					case order == "in_order" && ri == 0 && got != batches, order == "in_order" && ri > 0 && got != 0:
+						t.Errorf("in_order: shard %d replica %s took %d of %d parts", si+1, n.Name, got, batches)
+					case order == "random" && (got == 0 || got == batches):
+						t.Errorf("random: shard %d replica %s took %d of %d parts, want some and not all", si+1, n.Name, got, batches)
+					}
+					r := count(t, conn, db+"."+table, true)
+					if ri == 0 {
+						shardRows = r
+					} else if r != shardRows {
+						t.Errorf("shard %d: replicas hold %d and %d rows", si+1, shardRows, r)
+					}
+				}
+				total += shardRows
+			}
+			if total != batches*rows {
+				t.Errorf("%d rows in the cluster, want %d", total, batches*rows)
+			}
+			t.Logf("%s: parts per replica %v", order, obs.byReplica)
+		})
+	}
 }
 
 // answerDropper relays connections to a server and, once a client has sent
@@ -476,16 +555,32 @@ func (d *answerDropper) relay(cl net.Conn) {
 // the part but its answer is lost (the proxy swallows it and closes the
 // connection once the rows are in); the writer sends the identical part to
 // the second replica, where ReplicatedMergeTree drops it as a repeat of the
-// block the first one committed: the rows are in exactly once.
+// block the first one committed: the rows are in exactly once. On the 26.9
+// cluster (one replica per shard, no Keeper) the retry goes to the same
+// server, whose MergeTree drops it by non_replicated_deduplication_window.
 func TestClusterLostAnswerRetryDeduplicated(t *testing.T) {
-	c := testenv.Cluster(t)
+	testenv.EachCluster(t, testClusterLostAnswerRetryDeduplicated)
+}
+
+func testClusterLostAnswerRetryDeduplicated(t *testing.T, c testenv.LocalCluster) {
 	db := c.NewDatabase(t)
-	replicatedTable(t, c, db, "ev")
-	first, second := c.Shards[0][0], c.Shards[0][1]
+	localTable(t, c, db, "ev")
+	first := c.Shards[0][0]
 	direct := first.Conn(t)
 	const rows = 5000
 	drop := newAnswerDropper(t, first.Addr, 64<<10, func() bool { return count(t, direct, db+".ev", false) >= rows })
-	cfg := clusterConfig(t, fmt.Sprintf("addrs: [%q], shards: [[%q, %q]]", first.Addr, drop.Addr, second.Addr),
+	replicas := []string{drop.Addr}
+	nodes := []testenv.ClusterNode{first}
+	if len(c.Shards[0]) > 1 {
+		replicas = append(replicas, c.Shards[0][1].Addr)
+		nodes = append(nodes, c.Shards[0][1])
+	}
+	second := replicas[len(replicas)-1] // where the retry goes
+	quoted := make([]string, len(replicas))
+	for i, r := range replicas {
+		quoted[i] = fmt.Sprintf("%q", r)
+	}
+	cfg := clusterConfig(t, fmt.Sprintf("addrs: [%q], shards: [[%s]]", first.Addr, strings.Join(quoted, ", ")),
 		fmt.Sprintf("table: %s.ev, target: local, sharding: random", db))
 	cw, _, cols := openCluster(t, cfg, db, "ev")
 	blk := seqBlock("UInt64", 0, rows, u64Keys(0, rows))
@@ -494,15 +589,19 @@ func TestClusterLostAnswerRetryDeduplicated(t *testing.T) {
 		func(a writer.Attempt) { attempts = append(attempts, a) }, nil); err != nil {
 		t.Fatal(err)
 	}
-	if drop.dropped.Load() != 1 || len(attempts) == 0 || attempts[0].Replica != drop.Addr || attempts[0].Next != second.Addr {
-		t.Fatalf("the answer was dropped %d times; attempts %+v: want the first replica's answer lost and the retry on %s", drop.dropped.Load(), attempts, second.Addr)
+	wantReplica, wantNext := drop.Addr, second
+	if len(replicas) == 1 {
+		wantReplica, wantNext = "", "" // one replica: the retry waits and goes to it again
 	}
-	for _, n := range []testenv.ClusterNode{first, second} {
-		if got := count(t, n.Conn(t), db+".ev", true); got != rows {
+	if drop.dropped.Load() != 1 || len(attempts) == 0 || attempts[0].Replica != wantReplica || attempts[0].Next != wantNext {
+		t.Fatalf("the answer was dropped %d times; attempts %+v: want the first replica's answer lost and the retry on %s", drop.dropped.Load(), attempts, second)
+	}
+	for _, n := range nodes {
+		if got := count(t, n.Conn(t), db+".ev", c.Keeper); got != rows {
 			t.Errorf("replica %s holds %d rows, want exactly %d (the retry deduplicated)", n.Name, got, rows)
 		}
 	}
-	t.Logf("first attempt: %v; retried on %s; %d rows on each replica", attempts[0].Err, attempts[0].Next, rows)
+	t.Logf("first attempt: %v; retried on %s; %d rows on each replica", attempts[0].Err, second, rows)
 }
 
 // TestClusterShardDownHoldsItsPart: with shard 2 unreachable, a batch's
@@ -510,9 +609,12 @@ func TestClusterLostAnswerRetryDeduplicated(t *testing.T) {
 // shard 2 is back its part goes in, and shard 1's is not sent again (plain
 // MergeTree tables, which would keep a second copy).
 func TestClusterShardDownHoldsItsPart(t *testing.T) {
-	c := testenv.Cluster(t)
+	testenv.EachCluster(t, testClusterShardDownHoldsItsPart)
+}
+
+func testClusterShardDownHoldsItsPart(t *testing.T, c testenv.LocalCluster) {
 	db := c.NewDatabase(t)
-	onEachNode(t, c, fmt.Sprintf("CREATE TABLE %s.ev (i UInt32, k UInt64, p String) ENGINE = MergeTree ORDER BY i", db))
+	c.ExecEachNode(t, fmt.Sprintf("CREATE TABLE %s.ev (i UInt32, k UInt64, p String) ENGINE = MergeTree ORDER BY i", db))
 	one, two := c.Shards[0][0], c.Shards[1][0]
 	p1, p2 := testenv.NewProxy(t, one.Addr), testenv.NewProxy(t, two.Addr)
 	cfg := clusterConfig(t, fmt.Sprintf("addrs: [%q], shards: [[%q], [%q]]", one.Addr, p1.Addr, p2.Addr),
@@ -561,13 +663,18 @@ func TestClusterShardDownHoldsItsPart(t *testing.T) {
 
 // TestClusterDistributedSyncAndQuorum: target distributed inserts through
 // the Distributed table synchronously (the rows are on a replica of each
-// shard when Insert returns), and insert_quorum: 2 on target local returns
-// only once both replicas of each shard have the part.
+// shard when Insert returns; insert_distributed_sync on 18.16,
+// distributed_foreground_insert on 26.9), and, where tables replicate,
+// insert_quorum: 2 on target local returns only once both replicas of each
+// shard have the part.
 func TestClusterDistributedSyncAndQuorum(t *testing.T) {
-	c := testenv.Cluster(t)
+	testenv.EachCluster(t, testClusterDistributedSyncAndQuorum)
+}
+
+func testClusterDistributedSyncAndQuorum(t *testing.T, c testenv.LocalCluster) {
 	db := c.NewDatabase(t)
-	replicatedTable(t, c, db, "ev")
-	onEachNode(t, c, fmt.Sprintf("CREATE TABLE %s.d_ev AS %s.ev ENGINE = Distributed(%s, %s, ev, cityHash64(k))", db, db, c.Name, db))
+	localTable(t, c, db, "ev")
+	c.ExecEachNode(t, fmt.Sprintf("CREATE TABLE %s.d_ev AS %s.ev ENGINE = Distributed(%s, %s, ev, cityHash64(k))", db, db, c.Name, db))
 	const rows = 3000
 	maxOnShards := func() uint64 {
 		var sum uint64
@@ -588,8 +695,12 @@ func TestClusterDistributedSyncAndQuorum(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer cw.Close()
-		if cw.SyncSetting() != "insert_distributed_sync" {
-			t.Errorf("sync setting %q on 18.16", cw.SyncSetting())
+		want := "insert_distributed_sync"
+		if !c.Keeper {
+			want = "distributed_foreground_insert"
+		}
+		if cw.SyncSetting() != want {
+			t.Errorf("sync setting %q on %s, want %s", cw.SyncSetting(), c.Version, want)
 		}
 		cols, err := cw.Describe(context.Background(), db, "d_ev")
 		if err != nil {
@@ -604,8 +715,11 @@ func TestClusterDistributedSyncAndQuorum(t *testing.T) {
 		}
 	})
 	t.Run("quorum", func(t *testing.T) {
-		replicatedTable(t, c, db, "q")
-		onEachNode(t, c, fmt.Sprintf("CREATE TABLE %s.d_q AS %s.q ENGINE = Distributed(%s, %s, q, cityHash64(k))", db, db, c.Name, db))
+		if !c.Keeper {
+			t.Skipf("insert_quorum needs replicated tables; %s has no Keeper", c.Name)
+		}
+		localTable(t, c, db, "q")
+		c.ExecEachNode(t, fmt.Sprintf("CREATE TABLE %s.d_q AS %s.q ENGINE = Distributed(%s, %s, q, cityHash64(k))", db, db, c.Name, db))
 		cfg := clusterConfig(t, fmt.Sprintf("addrs: [%q], cluster: %s, insert_quorum: 2, insert_quorum_timeout: 20s", c.Shards[0][0].Addr, c.Name),
 			fmt.Sprintf("table: %s.d_q, target: local, sharding_key: k", db))
 		cw, _, cols := openCluster(t, cfg, db, "d_q")
@@ -676,7 +790,7 @@ func TestClusterChecksumDedupNeedsTheSameOrder(t *testing.T) {
 		{"rows reversed, sort key with ties", "k", rev, 2 * rows},
 	} {
 		table := fmt.Sprintf("t%d", ci)
-		onEachNode(t, c, fmt.Sprintf("CREATE TABLE %s.%s (i UInt32, k UInt64, p String) ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/%s/%s', '{replica}') ORDER BY %s",
+		c.ExecEachNode(t, fmt.Sprintf("CREATE TABLE %s.%s (i UInt32, k UInt64, p String) ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/%s/%s', '{replica}') ORDER BY %s",
 			db, table, db, table, tc.orderBy))
 		insert(first, table, fwd)
 		insert(second, table, tc.again)
@@ -693,9 +807,14 @@ func TestClusterChecksumDedupNeedsTheSameOrder(t *testing.T) {
 // column to the replicated local table ON CLUSTER and to the Distributed
 // table on every node, for clickhouse.cluster and for a listed shards
 // topology; rows inserted with the new column afterwards keep its values
-// (read back through the Distributed table), the rows before read NULL.
+// (read back through the Distributed table), the rows before read NULL. On
+// the 26.9 cluster, which refuses ON CLUSTER (no Keeper), the local table's
+// column is added node by node and the DDL says so.
 func TestClusterAddColumnOnCluster(t *testing.T) {
-	c := testenv.Cluster(t)
+	testenv.EachCluster(t, testClusterAddColumnOnCluster)
+}
+
+func testClusterAddColumnOnCluster(t *testing.T, c testenv.LocalCluster) {
 	db := c.NewDatabase(t)
 	var shards []string
 	for _, s := range c.Shards {
@@ -707,8 +826,8 @@ func TestClusterAddColumnOnCluster(t *testing.T) {
 	}
 	for ci, topo := range []string{"cluster: " + c.Name, "shards: [" + strings.Join(shards, ", ") + "]"} {
 		local := fmt.Sprintf("ev%d", ci)
-		replicatedTable(t, c, db, local)
-		onEachNode(t, c, fmt.Sprintf("CREATE TABLE %s.d_%s AS %s.%s ENGINE = Distributed(%s, %s, %s, cityHash64(k))", db, local, db, local, c.Name, db, local))
+		localTable(t, c, db, local)
+		c.ExecEachNode(t, fmt.Sprintf("CREATE TABLE %s.d_%s AS %s.%s ENGINE = Distributed(%s, %s, %s, cityHash64(k))", db, local, db, local, c.Name, db, local))
 		cfg := clusterConfig(t, fmt.Sprintf("addrs: [%q], %s", c.Shards[0][0].Addr, topo),
 			fmt.Sprintf("table: %s.d_%s, target: local, sharding_key: k", db, local))
 		cw, _, cols := openCluster(t, cfg, db, "d_"+local)
@@ -726,6 +845,9 @@ func TestClusterAddColumnOnCluster(t *testing.T) {
 			t.Fatalf("%s: added %v, %v (%s)", topo, added, err, ddl)
 		}
 		t.Logf("%s: %s", topo, ddl)
+		if refused := strings.Contains(ddl, "refused, Code 392"); refused != (!c.Keeper && ci == 0) {
+			t.Errorf("%s: DDL %q: want the ON CLUSTER refusal noted exactly when the cluster has no Keeper and is named", topo, ddl)
+		}
 		for _, n := range c.Nodes() {
 			for _, tbl := range []string{local, "d_" + local} {
 				var has uint64
@@ -759,10 +881,8 @@ func TestClusterAddColumnOnCluster(t *testing.T) {
 		conn := c.Conn(t)
 		// The Distributed table reads any one replica of a shard: every
 		// replica has fetched both blocks' parts before the count.
-		for _, s := range c.Shards {
-			for _, n := range s {
-				testenv.Exec(t, n.Conn(t), "SYSTEM SYNC REPLICA "+db+"."+local)
-			}
+		for _, n := range c.Nodes() {
+			c.SyncReplica(t, n.Conn(t), db+"."+local)
 		}
 		var total, withExtra, right uint64
 		if err := conn.QueryRow(ctx, fmt.Sprintf("SELECT count(), countIf(extra IS NOT NULL), countIf(extra = concat('e-', toString(i))) FROM %s.d_%s", db, local)).Scan(&total, &withExtra, &right); err != nil {
@@ -779,7 +899,10 @@ func TestClusterAddColumnOnCluster(t *testing.T) {
 // once, although shard 2 is unreachable and its part would be retried
 // forever.
 func TestClusterPermanentPartStopsTheBatch(t *testing.T) {
-	c := testenv.Cluster(t)
+	testenv.EachCluster(t, testClusterPermanentPartStopsTheBatch)
+}
+
+func testClusterPermanentPartStopsTheBatch(t *testing.T, c testenv.LocalCluster) {
 	db := c.NewDatabase(t)
 	one, two := c.Shards[0][0], c.Shards[1][0]
 	testenv.Exec(t, one.Conn(t), fmt.Sprintf("CREATE TABLE %s.ev (i UInt32, k Array(UInt8), p String) ENGINE = MergeTree ORDER BY i", db))
@@ -797,6 +920,134 @@ func TestClusterPermanentPartStopsTheBatch(t *testing.T) {
 	}
 	if took := time.Since(start); took > 5*time.Second {
 		t.Fatalf("the batch failed after %s, waiting for the unreachable shard", took)
+	}
+	t.Logf("%v", err)
+}
+
+// schemaObserver is an observer that also records the schema holds.
+type schemaObserver struct {
+	*observer
+	held, agreed, gaveUp atomic.Int32
+	lastDiffs            atomic.Value
+}
+
+func (o *schemaObserver) SchemaHeld(table, diffs string) {
+	o.held.Add(1)
+	o.lastDiffs.Store(diffs)
+}
+
+func (o *schemaObserver) SchemaReleased(table string, waited time.Duration, agreed bool) {
+	if agreed {
+		o.agreed.Add(1)
+	} else {
+		o.gaveUp.Add(1)
+	}
+}
+
+// TestClusterHoldsPartsWhileReplicasDiffer: a column added on one node only
+// (a half-applied ALTER; on 18.16 it reaches that shard's other replica
+// through ZooKeeper, not the other shard) is seen when the schema is read
+// again, and the next batch is held, nothing of it inserted on any shard,
+// until the other shard gets the column too; then it goes in whole. With
+// the column on one node again and a short schema_agreement_timeout, the
+// batch fails after it, naming the difference, with nothing inserted.
+func TestClusterHoldsPartsWhileReplicasDiffer(t *testing.T) {
+	testenv.EachCluster(t, testClusterHoldsPartsWhileReplicasDiffer)
+}
+
+func testClusterHoldsPartsWhileReplicasDiffer(t *testing.T, c testenv.LocalCluster) {
+	db := c.NewDatabase(t)
+	localTable(t, c, db, "ev")
+	c.ExecEachNode(t, fmt.Sprintf("CREATE TABLE %s.ev_all AS %s.ev ENGINE = Distributed(%s, %s, ev, cityHash64(k))", db, db, c.Name, db))
+	odd := c.Shards[1][len(c.Shards[1])-1] // the node altered alone
+	// Parts go to the replicas in turn: each shard is counted on a
+	// replica that has fetched its shard's parts.
+	total := func() uint64 {
+		var n uint64
+		for _, s := range c.Shards {
+			n += count(t, s[0].Conn(t), db+".ev", c.Keeper)
+		}
+		return n
+	}
+	open := func(timeout string) (*writer.Cluster, *schemaObserver, []chschema.ColumnSchema) {
+		cfg := clusterConfig(t, fmt.Sprintf("addrs: [%q], cluster: %s, schema_agreement_timeout: %s", c.Shards[0][0].Addr, c.Name, timeout),
+			fmt.Sprintf("table: %s.ev_all, target: local, sharding_key: k", db))
+		cw, err := writer.OpenCluster(context.Background(), "w", cfg.ClickHouse, cfg.Routes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cw.Close() })
+		obs := &schemaObserver{observer: newObserver()}
+		cw.Observe(obs)
+		cols, err := cw.Describe(context.Background(), db, "ev_all")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cw, obs, cols
+	}
+	cw, obs, cols := open("60s")
+	blk := seqBlock("UInt64", 0, 1000, u64Keys(0, 1000))
+	tab := writer.NewTable(db, "ev_all", cols, blk.Columns())
+	if err := cw.Insert(context.Background(), tab, blk, 1, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := total(); n != 1000 || obs.held.Load() != 0 {
+		t.Fatalf("before the ALTER: %d rows, %d holds; want 1000, 0", n, obs.held.Load())
+	}
+
+	testenv.Exec(t, odd.Conn(t), "ALTER TABLE "+db+".ev ADD COLUMN extra Nullable(String)")
+	if _, err := cw.Describe(context.Background(), db, "ev_all"); err != nil { // the schema re-read
+		t.Fatal(err)
+	}
+	blk2 := seqBlock("UInt64", 1000, 1000, u64Keys(1000, 1000))
+	res := make(chan error, 1)
+	start := time.Now()
+	go func() { res <- cw.Insert(context.Background(), tab, blk2, 2, nil, nil) }()
+	time.Sleep(2 * time.Second)
+	select {
+	case err := <-res:
+		t.Fatalf("the batch returned (%v) while shard 2 had a column shard 1 lacks", err)
+	default:
+	}
+	if n := total(); n != 1000 {
+		t.Fatalf("%d rows while the batch was held, want the 1000 from before: a part went in around the difference", n)
+	}
+	diffs, _ := obs.lastDiffs.Load().(string)
+	if obs.held.Load() != 1 || !strings.Contains(diffs, "extra Nullable(String)") {
+		t.Fatalf("holds %d, differences %q: want one hold naming the column", obs.held.Load(), diffs)
+	}
+	// The rest of the ALTER: shard 1 (on 18.16 one replica, which
+	// replicates it to the other).
+	testenv.Exec(t, c.Shards[0][0].Conn(t), "ALTER TABLE "+db+".ev ADD COLUMN extra Nullable(String)")
+	select {
+	case err := <-res:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the batch was still held 30 s after every shard had the column")
+	}
+	waited := time.Since(start)
+	if n := total(); n != 2000 || obs.agreed.Load() != 1 {
+		t.Errorf("after the ALTER reached every shard: %d rows, %d releases; want 2000, 1", n, obs.agreed.Load())
+	}
+	t.Logf("held %s: %s", waited.Round(100*time.Millisecond), diffs)
+
+	// Half-applied again, and it stays so: the batch fails after the bound.
+	testenv.Exec(t, odd.Conn(t), "ALTER TABLE "+db+".ev ADD COLUMN extra2 UInt8")
+	cw2, obs2, cols2 := open("2s")
+	blk3 := seqBlock("UInt64", 2000, 500, u64Keys(2000, 500))
+	start = time.Now()
+	err := cw2.Insert(context.Background(), writer.NewTable(db, "ev_all", cols2, blk3.Columns()), blk3, 3, nil, nil)
+	took := time.Since(start)
+	if err == nil || !strings.Contains(err.Error(), "half-applied ALTER") || !strings.Contains(err.Error(), "extra2 UInt8") {
+		t.Fatalf("Insert after the bound: %v; want the difference named", err)
+	}
+	if took < 2*time.Second || took > 10*time.Second || obs2.gaveUp.Load() != 1 {
+		t.Errorf("failed after %s with %d give-ups; want about the 2 s bound, 1", took, obs2.gaveUp.Load())
+	}
+	if n := total(); n != 2000 {
+		t.Errorf("%d rows after the failed batch, want 2000", n)
 	}
 	t.Logf("%v", err)
 }

@@ -2,6 +2,8 @@ package writer
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -10,6 +12,7 @@ import (
 
 	"sink/config"
 	"sink/internal/adapt"
+	"sink/internal/cluster"
 )
 
 // Parts is Writer.Parts over the cluster, for batch.mode adaptive: a table
@@ -74,4 +77,68 @@ func LocalTable(ctx context.Context, conn driver.Conn, db, table string) (string
 		db = dist.Database
 	}
 	return db, dist.Table, nil
+}
+
+// Placement fingerprints how Insert splits db.table's batches across the
+// shards now: for a target local route with a sharding_key, a hash of the
+// key, its hash function and the shards' numbers and weights in order
+// (what decides which shard a row goes to); "" for a table that is not
+// split by key (no target, the Distributed table, sharding: random).
+// Exactly-once delivery records it with each batch, since a batch rebuilt
+// after a crash splits the same way only under the same placement.
+func (c *Cluster) Placement(ctx context.Context, db, table string) (string, error) {
+	tt, err := c.target(ctx, db, table)
+	if err != nil || tt == nil || tt.target != config.TargetLocal || tt.random {
+		return "", err
+	}
+	return placementOf(tt.key, tt.hash, c.lay.Load().topo), nil
+}
+
+// placementOf is Placement's fingerprint: 16 hex digits.
+func placementOf(key, hash string, topo *cluster.Topology) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\n", key, hash)
+	for _, s := range topo.Shards {
+		fmt.Fprintf(h, "%d:%d\n", s.Num, s.Weight)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// ShardReplica is one replica of one shard, with the sink's connection to it
+// (a pool that dials on first use).
+type ShardReplica struct {
+	Shard int    // the shard's number, from 1
+	Addr  string // host:port
+	Conn  driver.Conn
+}
+
+// LocalSet is where a table written with target: local keeps its rows: the
+// local table (Database.Name) on every replica of every shard, shard by
+// shard in the cluster's order.
+type LocalSet struct {
+	Database, Name string
+	Shards         [][]ShardReplica
+}
+
+// Local returns where db.table's rows are kept when its route has target:
+// local (the route's table itself, or the local table behind it when it is
+// a Distributed table over the cluster with the route's sharding
+// expression, as Insert resolved it); ok is false for a table written
+// another way (no target, target distributed). Exactly-once delivery reads
+// every shard's local table through it: the deduplication windows that
+// drop a replay, and the offsets already held after a rewind.
+func (c *Cluster) Local(ctx context.Context, db, table string) (LocalSet, bool, error) {
+	tt, err := c.target(ctx, db, table)
+	if err != nil || tt == nil || tt.target != config.TargetLocal {
+		return LocalSet{}, false, err
+	}
+	lay := c.lay.Load()
+	set := LocalSet{Database: tt.localDB, Name: tt.localName, Shards: make([][]ShardReplica, len(lay.shards))}
+	for si, reps := range lay.shards {
+		for ri, w := range reps {
+			set.Shards[si] = append(set.Shards[si], ShardReplica{Shard: lay.topo.Shards[si].Num,
+				Addr: lay.topo.Shards[si].Replicas[ri].Addr, Conn: w.conn})
+		}
+	}
+	return set, true, nil
 }

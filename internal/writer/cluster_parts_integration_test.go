@@ -18,11 +18,13 @@ import (
 // and for a target distributed route on the Distributed table, while the
 // single server the plain Writer reads (a replica of shard 1) sees one part.
 func TestClusterPartsIsTheMostPressedShard(t *testing.T) {
-	c := testenv.Cluster(t)
+	testenv.EachCluster(t, testClusterPartsIsTheMostPressedShard)
+}
+
+func testClusterPartsIsTheMostPressedShard(t *testing.T, c testenv.LocalCluster) {
 	db := c.NewDatabase(t)
-	onEachNode(t, c,
-		fmt.Sprintf("CREATE TABLE %s.ev (k UInt64) ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/%s/ev', '{replica}') "+
-			"ORDER BY k SETTINGS parts_to_delay_insert = 20, parts_to_throw_insert = 40", db, db),
+	c.ExecEachNode(t,
+		fmt.Sprintf("CREATE TABLE %s.ev (k UInt64) ENGINE = %s", db, c.Engine(db, "ev", "k", "parts_to_delay_insert = 20", "parts_to_throw_insert = 40")),
 		fmt.Sprintf("CREATE TABLE %s.ev_all AS %s.ev ENGINE = Distributed(%s, %s, ev, rand())", db, db, c.Name, db))
 	for _, n := range c.Shards[1] {
 		testenv.Exec(t, n.Conn(t), "SYSTEM STOP MERGES "+db+".ev")

@@ -4,10 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
+	"sync/atomic"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"sink/config"
 	"sink/internal/chschema"
 	"sink/internal/decode"
 )
@@ -207,6 +210,61 @@ func TestShardRows(t *testing.T) {
 		}
 		if cap(got[s]) != len(want[s]) {
 			t.Errorf("shard %d: cap %d, want %d", s, cap(got[s]), len(want[s]))
+		}
+	}
+}
+
+func TestFirstReplica(t *testing.T) {
+	for _, tc := range []struct {
+		order string
+		want  func(got []int) bool
+	}{
+		{config.ReplicaRoundRobin, func(got []int) bool { return slices.Equal(got, []int{0, 1, 2, 0, 1, 2, 0, 1, 2}) }},
+		{"", func(got []int) bool { return slices.Equal(got, []int{0, 1, 2, 0, 1, 2, 0, 1, 2}) }}, // the default
+		{config.ReplicaInOrder, func(got []int) bool { return slices.Equal(got, []int{0, 0, 0, 0, 0, 0, 0, 0, 0}) }},
+		{config.ReplicaRandom, func(got []int) bool {
+			return !slices.ContainsFunc(got, func(i int) bool { return i < 0 || i > 2 })
+		}},
+	} {
+		c := &Cluster{cfg: config.ClickHouse{ReplicaOrder: tc.order}}
+		lay := &layout{next: make([]atomic.Uint64, 3)}
+		var got []int
+		for range 9 {
+			got = append(got, c.firstReplica(lay, 1, 3))
+		}
+		if !tc.want(got) {
+			t.Errorf("%q: first replicas %v", tc.order, got)
+		}
+		if r := c.firstReplica(lay, 0, 1); r != 0 {
+			t.Errorf("%q: one replica: %d", tc.order, r)
+		}
+	}
+	// Shards count separately.
+	c := &Cluster{cfg: config.ClickHouse{ReplicaOrder: config.ReplicaRoundRobin}}
+	lay := &layout{next: make([]atomic.Uint64, 3)}
+	if a, b, a2 := c.firstReplica(lay, 0, 2), c.firstReplica(lay, 1, 2), c.firstReplica(lay, 0, 2); a != 0 || b != 0 || a2 != 1 {
+		t.Errorf("per shard: %d %d %d, want 0 0 1", a, b, a2)
+	}
+}
+
+func TestColumnDiffs(t *testing.T) {
+	rc := func(shard int, addr string, cols ...string) ReplicaColumns {
+		return ReplicaColumns{Shard: shard, Addr: addr, Exists: len(cols) > 0, Columns: cols}
+	}
+	for _, tc := range []struct {
+		rs   []ReplicaColumns
+		want []string
+	}{
+		{nil, nil},
+		{[]ReplicaColumns{rc(1, "a", "i UInt32", "k UInt64"), rc(2, "b", "k UInt64", "i UInt32")}, nil}, // order does not matter
+		{[]ReplicaColumns{rc(1, "a", "i UInt32"), rc(2, "b", "i UInt32", "x UInt8")}, []string{"shard 2 replica b has x UInt8"}},
+		{[]ReplicaColumns{rc(1, "a", "i UInt32", "x UInt8"), rc(1, "a2", "i UInt32", "x UInt8"), rc(2, "b", "i UInt32")}, []string{"shard 2 replica b lacks x UInt8"}},
+		{[]ReplicaColumns{rc(1, "a", "i UInt32"), rc(2, "b", "i UInt64")}, []string{"shard 2 replica b lacks i UInt32", "shard 2 replica b has i UInt64"}},
+		{[]ReplicaColumns{rc(1, "a", "i UInt32"), rc(2, "b")}, []string{"shard 2 replica b has no such table"}},
+		{[]ReplicaColumns{rc(1, "a"), rc(2, "b", "i UInt32")}, []string{"shard 1 replica a has no such table"}},
+	} {
+		if got := ColumnDiffs(tc.rs); !slices.Equal(got, tc.want) {
+			t.Errorf("%+v: %q, want %q", tc.rs, got, tc.want)
 		}
 	}
 }

@@ -22,7 +22,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"regexp"
 	"strings"
@@ -35,6 +34,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"sink/config"
+	"sink/internal/backoff"
 	"sink/internal/chschema"
 )
 
@@ -421,6 +421,26 @@ func WithInsertSettings(ctx context.Context, s clickhouse.Settings) context.Cont
 	return context.WithValue(ctx, insertSettingsKey{}, s)
 }
 
+// WithDedupToken returns ctx carrying the settings of an INSERT whose
+// block ClickHouse deduplicates by token (exactly-once delivery): the
+// token, the same deduplication in the materialized views the table feeds,
+// and no async insert (which would give the token to a buffer, not to this
+// block). A clustered target sends each shard's part with them.
+func WithDedupToken(ctx context.Context, token string) context.Context {
+	return WithInsertSettings(ctx, clickhouse.Settings{
+		"insert_deduplication_token":                         token,
+		"deduplicate_blocks_in_dependent_materialized_views": 1,
+		"async_insert": 0,
+	})
+}
+
+// DedupToken is the token ctx carries (WithDedupToken); "" when none.
+func DedupToken(ctx context.Context) string {
+	s, _ := ctx.Value(insertSettingsKey{}).(clickhouse.Settings)
+	tok, _ := s["insert_deduplication_token"].(string)
+	return tok
+}
+
 // driverPanic is a panic inside clickhouse-go during an insert.
 type driverPanic struct{ msg string }
 
@@ -474,7 +494,7 @@ func (w *Writer) Insert(ctx context.Context, t *Table, block chschema.Block, bat
 func insertOn(ctx context.Context, replicas []*Writer, first int, t *Table, block chschema.Block, batchID uint64,
 	onRetry func(Attempt), refresh Refresh) (int, error) {
 	cfg := replicas[0].cfg
-	wait := cfg.RetryInitial
+	bo := backoff.New(backoff.Policy{Initial: cfg.RetryInitial, Max: cfg.RetryMax, Jitter: backoff.EqualJitter})
 	r, tried := first, 0
 	for n := 1; ; n++ {
 		w := replicas[r]
@@ -523,7 +543,7 @@ func insertOn(ctx context.Context, replicas []*Writer, first int, t *Table, bloc
 			continue
 		}
 		tried = 0
-		at.Wait = RetryWait(wait)
+		at.Wait = bo.Next()
 		if onRetry != nil {
 			onRetry(at)
 		}
@@ -534,25 +554,7 @@ func insertOn(ctx context.Context, replicas []*Writer, first int, t *Table, bloc
 			return r, ctx.Err()
 		case <-timer.C:
 		}
-		if wait *= 2; wait > cfg.RetryMax {
-			wait = cfg.RetryMax
-		}
 	}
-}
-
-// RetryWait is how long to wait before the next attempt when the backoff
-// has reached wait (doubling from clickhouse.retry_initial up to
-// retry_max): a random duration in [wait/2, wait] ("equal jitter"). The
-// fixed half keeps the backoff growing, so a server that is merging away
-// TOO_MANY_PARTS gets time; the random half keeps several sinks that failed
-// together from retrying in lockstep; and the wait never exceeds wait, so
-// retry_max is the longest pause between two attempts.
-func RetryWait(wait time.Duration) time.Duration {
-	if wait <= 0 {
-		return 0
-	}
-	half := wait / 2
-	return half + time.Duration(rand.Int64N(int64(wait-half)+1))
 }
 
 // Project adapts block, built for an earlier layout of table db.name, to the

@@ -19,8 +19,10 @@ import (
 )
 
 // benchDB is the ClickHouse database the benchmark owns: dropped and made
-// anew at every run, so every variant writes into a fresh table.
-const benchDB = "bench"
+// anew at every run, so every variant writes into a fresh table. --database
+// names another, so that two benchmarks on one shared server do not drop
+// each other's tables.
+var benchDB = "bench"
 
 type options struct {
 	brokers     []string
@@ -47,6 +49,7 @@ type options struct {
 	timeout     time.Duration
 	quiet       time.Duration // longest wait for an idle machine before a run
 	seed004     seed004Options
+	steady      steadyOptions
 	goBench     bool
 	perf        bool
 	keep        bool

@@ -284,7 +284,8 @@ func TestPerfCategories(t *testing.T) {
      8.00%  [kernel.kallsyms]  [k] exc_page_fault
      7.00%  sink               [.] runtime.scanObject
      6.00%  sink               [.] sink/internal/decode.(*Plan).Append
-     5.00%  sink               [.] github.com/valyala/fastjson.(*cache).parseObject
+     3.00%  sink               [.] github.com/valyala/fastjson.(*cache).parseObject
+     2.00%  sink               [.] sink/internal/jsonscan.(*Scanner).object
      4.00%  sink               [.] github.com/pierrec/lz4/v4/internal/lz4block.(*Compressor).CompressBlock
      3.00%  sink               [.] github.com/twmb/franz-go/pkg/kgo.readRawRecordsDirect
      2.00%  sink               [.] sink/internal/pipeline.(*Pipeline).handleRecord
@@ -294,7 +295,7 @@ func TestPerfCategories(t *testing.T) {
 `
 	got := strings.Join(perfCategories(report), "\n")
 	want := strings.Join([]string{
-		" 11.0%  decode: JSON → column buffers (internal/decode, fastjson)",
+		" 11.0%  decode: JSON → column buffers (internal/decode, internal/jsonscan, fastjson)",
 		" 10.0%  copying bytes (runtime.memmove, memequal; callers not attributed)",
 		"  8.0%  kernel (page faults of a growing heap, syscalls, scheduling)",
 		"  8.0%  Go GC and allocation",

@@ -14,6 +14,7 @@ import (
 
 	"sink/config"
 	"sink/internal/consumer"
+	"sink/internal/eos/eosio"
 	"sink/internal/pipeline"
 	"sink/internal/writer"
 )
@@ -50,7 +51,16 @@ func inprocessMain(args []string) error {
 		return err
 	}
 	defer w.Close()
-	p, err := pipeline.New(ctx, cfg, log, w)
+	var opts []pipeline.Option
+	if cfg.ExactlyOnce() {
+		io, err := eosio.NewIO(cfg, w.Conn())
+		if err != nil {
+			return err
+		}
+		defer io.Close()
+		opts = append(opts, pipeline.WithExactlyOnce(io))
+	}
+	p, err := pipeline.New(ctx, cfg, log, w, opts...)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,9 @@
 // median with its range. Then it runs the hot path's Go benchmarks and
 // profiles the sink once (perf, and runtime/pprof in process), checks the
 // performance targets per server and writes bench/results/<date>.md and .json.
+// Per server, after the variants, the steady state (steady.go): paced
+// streams at fractions of the sink's backlog rate; --steady-only runs the
+// backlog drains and that alone (steady-<date>.md).
 //
 // Usage (scripts/bench.sh builds bin/sink and bin/bench first):
 //
@@ -39,6 +42,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -84,6 +88,7 @@ func runMain(args []string) error {
 	fs.StringVar(&o.out, "out", "bench/results", "where the results files go")
 	fs.StringVar(&o.work, "work", ".stack/bench", "generated configs and logs of the clients")
 	fs.StringVar(&o.topic, "topic", "bench_workload", "the workload topic: deleted, produced anew, and deleted afterwards unless --keep")
+	fs.StringVar(&benchDB, "database", benchDB, "the ClickHouse database the benchmark owns on each server: dropped and made anew, and dropped afterwards unless --keep")
 	fs.IntVar(&o.count, "count", 1_000_000, "records in the workload")
 	fs.IntVar(&o.size, "size", 180, "bytes per record")
 	fs.IntVar(&o.partitions, "partitions", 8, "partitions of the workload topic")
@@ -101,6 +106,11 @@ func runMain(args []string) error {
 	fs.Float64Var(&o.seed004.scale, "seed004-scale", 12, "seed 004 replay: time compression")
 	fs.DurationVar(&o.seed004.drain, "seed004-drain", time.Minute, "seed 004 replay: how long the last rows may take to land beyond the stage's fetch waits")
 	stages := fs.String("seed004-stages", "before,fetch_tuned,cross_partition,sink_defaults", "seed 004 replay: stages to run")
+	fs.BoolVar(&o.steady.enabled, "steady", true, "measure the steady state: a paced stream at --steady-levels of the sink variant's backlog rate for --steady-duration per level, per server (steady.go)")
+	fs.BoolVar(&o.steady.only, "steady-only", false, "the steady state alone: --runs backlog drains of the sink variant per server for its rate, then the levels; no other variants, seed 004 replay, cluster table, Go benchmarks or profile (writes steady-<date>.md)")
+	fs.DurationVar(&o.steady.duration, "steady-duration", 5*time.Minute, "steady state: how long each level's paced stream runs")
+	steadyLevels := fs.String("steady-levels", "0.5,0.9", "steady state: the paced rates, as fractions of the backlog rate, comma-separated")
+	fs.DurationVar(&o.steady.drain, "steady-drain", 3*time.Minute, "steady state: longest wait for the last rows after the producer stopped (beyond it the level is reported incomplete)")
 	fs.BoolVar(&o.goBench, "gobench", true, "run the hot path's Go benchmarks")
 	fs.BoolVar(&o.perf, "profile", true, "profile one extra run of the sink with perf (not timed) and report its top functions")
 	fs.BoolVar(&o.keep, "keep", false, "keep the bench database and topics afterwards")
@@ -116,6 +126,20 @@ func runMain(args []string) error {
 		return err
 	}
 	co.http, co.variants = splitList(*clusterHTTP), splitList(*clusterVars)
+	var err error
+	if o.steady.levels, err = parseLevels(*steadyLevels); err != nil {
+		return err
+	}
+	if o.steady.only {
+		if co.only {
+			return errors.New("--steady-only and --cluster-only: pick one")
+		}
+		o.steady.enabled = true
+		*variants, co.mode, o.goBench, o.perf, o.seed004.enabled = "sink", "off", false, false, false
+	}
+	if o.steady.enabled && (o.steady.duration <= 0 || o.steady.drain <= 0) {
+		return errors.New("--steady-duration and --steady-drain must be positive")
+	}
 	if co.runs == 0 {
 		co.runs = o.runs
 	}
@@ -133,7 +157,6 @@ func runMain(args []string) error {
 		return errors.New("--cluster-only with --cluster off measures nothing")
 	}
 	o.brokers = strings.Split(*brokers, ",")
-	var err error
 	if o.servers, err = servers(); err != nil {
 		return err
 	}
@@ -169,6 +192,7 @@ func runMain(args []string) error {
 	b.res.Date = began.Format("2006-01-02")
 	b.res.Command = o.command
 	b.res.Machine = machine(b)
+	b.res.SteadyOnly = o.steady.only
 	if err := b.produceWorkload(ctx); err != nil {
 		return err
 	}
@@ -273,6 +297,22 @@ func serverFlags(fs *flag.FlagSet, def string) func() ([]chServer, error) {
 	}
 }
 
+// parseLevels reads --steady-levels: fractions in (0, 1].
+func parseLevels(s string) ([]float64, error) {
+	var out []float64
+	for _, x := range splitList(s) {
+		f, err := strconv.ParseFloat(x, 64)
+		if err != nil || f <= 0 || f > 1 {
+			return nil, fmt.Errorf("--steady-levels: %q is not a fraction in (0, 1]", x)
+		}
+		out = append(out, f)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("--steady-levels: no level")
+	}
+	return out, nil
+}
+
 func splitList(s string) []string {
 	var out []string
 	for _, x := range strings.Split(s, ",") {
@@ -330,6 +370,9 @@ func (b *bench) runServer(ctx context.Context, srv chServer) ServerResults {
 	sr.Stats = summarizeRuns(sr.Runs)
 	if b.opt.seed004.enabled && ctx.Err() == nil {
 		sr.Seed004 = b.runSeed004(ctx)
+	}
+	if b.opt.steady.enabled && ctx.Err() == nil {
+		sr.Steady = b.runSteady(ctx, sr.Runs)
 	}
 	return sr
 }

@@ -92,8 +92,8 @@ var perfCategories = func() func(string) []string {
 		{"copying bytes (runtime.memmove, memequal; callers not attributed)", func(_, s string) bool {
 			return has(s, "runtime.memmove", "memeqbody", "runtime.memequal", "indexbytebody", "bytealg.")
 		}},
-		{"decode: JSON → column buffers (internal/decode, fastjson)", func(_, s string) bool {
-			return has(s, "sink/internal/decode", "valyala/fastjson", "strconv.")
+		{"decode: JSON → column buffers (internal/decode, internal/jsonscan, fastjson)", func(_, s string) bool {
+			return has(s, "sink/internal/decode", "sink/internal/jsonscan", "valyala/fastjson", "strconv.")
 		}},
 		{"insert: clickhouse-go/ch-go column encoding, LZ4, CityHash", func(_, s string) bool {
 			return has(s, "ClickHouse/clickhouse-go", "ClickHouse/ch-go", "pierrec/lz4", "go-faster/city")

@@ -31,6 +31,9 @@ type Results struct {
 	// (--profile-before), shown beside this run's.
 	ProfileBefore     *Profile `json:"profile_before,omitempty"`
 	ProfileBeforeFrom string   `json:"profile_before_from,omitempty"`
+	// SteadyOnly: the steady-state phase alone (--steady-only): the
+	// servers' runs are only the backlog drains its rates come from.
+	SteadyOnly bool `json:"steady_only,omitempty"`
 }
 
 // ServerResults is what one ClickHouse server measured.
@@ -45,6 +48,7 @@ type ServerResults struct {
 	Stats    []VariantStats `json:"stats"`           // median and spread of each over its runs
 	Runs     []Result       `json:"runs"`            // every run
 	Seed004  []StageResult  `json:"seed004,omitempty"`
+	Steady   *SteadyResults `json:"steady,omitempty"`
 	Targets  []Target       `json:"targets"`
 }
 
@@ -278,7 +282,7 @@ func (res *Results) markdown() string {
 		num(float64(wl.Records)), wl.RecordBytes, num(float64(wl.Bytes)/1e6), wl.Topic, wl.Partitions, joinInts(wl.PerPartition), wl.Skew, wl.Seed, wl.ProduceSec)
 	w("Every variant reads the same topic from the beginning into a fresh table (`%s`) with its own consumer group; one variant at a time, each after ClickHouse's merges of the previous one settled. All processes share the machine's cores: Kafka, ClickHouse, the client and the stopwatch.\n\n", eventColumns)
 
-	if len(res.Servers) > 0 {
+	if len(res.Servers) > 0 && !res.SteadyOnly {
 		w("## End to end\n\n")
 		w("Wall time runs from starting the client until `count()` of the table reaches the workload (polled every 50 ms). CPU is user+system: the client processes' from their rusage (whole life, shutdown included), ClickHouse's and Kafka's from `/proc/PID/stat` over the wall time; \"until idle\" keeps counting ClickHouse after the rows landed until its CPU use drops to idle (the merges the run's parts caused), the time that took in parentheses. The server is shared with whatever else runs on the machine, so \"in the INSERT queries\" adds the CPU that `system.query_log` attributes to the run's own INSERTs (ProfileEvents UserTimeMicroseconds + SystemTimeMicroseconds of the query threads): parsing, building and writing the parts, but no merges and nobody else's queries. INSERTs come from `system.query_log`, parts from `system.part_log` (new parts only). Runs are interleaved (every variant's first run, then every variant's second, ...), so a busy minute of the shared machine lands on one run of each variant rather than on every run of one. The first table per server gives each metric's median over the successful runs and its range [min–max]; the second shows the run with the median rows/s in full. ClickHouse 26.9 here is ClickHouse's engine from the chdb-core wheel serving clickhouse-local's listeners: its CPU is that Python process's.\n\n")
 		for _, sr := range res.Servers {
@@ -320,6 +324,8 @@ func (res *Results) markdown() string {
 		w("### %s\n\n", sr.Name)
 		seed004Table(w, sr.Seed004)
 	}
+
+	res.steadyMarkdown(w)
 
 	if len(res.GoBench) > 0 || res.GoBenchError != "" {
 		w("## Go benchmarks (hot path)\n\n`%s`\n\n", res.GoBenchCommand)
@@ -577,6 +583,9 @@ func mdEscape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
 func (res *Results) base() string {
 	if len(res.Servers) == 0 && res.Cluster != nil {
 		return "cluster-" + res.Date
+	}
+	if res.SteadyOnly {
+		return "steady-" + res.Date
 	}
 	return res.Date
 }

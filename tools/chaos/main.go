@@ -62,7 +62,7 @@ Flags:
 	out := fs.String("out", "", "also write the tables to this file")
 	appendOut := fs.Bool("append", false, "append to --out rather than replace it (make chaos-drills puts every suite's tables in one file)")
 	delivery := fs.String("delivery", "at_least_once", "the sinks' delivery: at_least_once (ReplacingMergeTree, checked with FINAL) or exactly_once (plain MergeTree, checked without FINAL: count() = produced, no (_topic, _partition, _offset) twice; ClickHouse 22.2+, so --clickhouse 26)")
-	suite := fs.String("suite", "single", "which scenarios: single, kafka-cluster (the 3-broker Kafka, brokers "+strings.Join(chaos.KafkaClusterBrokers, ",")+") or cluster (the ClickHouse cluster sink_cluster and its ZooKeeper)")
+	suite := fs.String("suite", "single", "which scenarios: single, kafka-cluster (the 3-broker Kafka, brokers "+strings.Join(chaos.KafkaClusterBrokers, ",")+"), cluster (the ClickHouse cluster sink_cluster and its ZooKeeper) or cluster26 (the 26.9 cluster sink26_cluster, exactly-once with target local)")
 	soak := fs.Duration("soak", 0, "instead of the scenarios, a soak this long (make soak DURATION=1h): the 3-broker Kafka into the ClickHouse cluster (with an explicit --suite single: --brokers into --ch18-addr, to try a change to the soak), three routes (one a fan-out, one evolving), a SIGTERM restart every 15 min (every half of a run under 30 min), one kill -9, samples every 10 s (5 s under 30 min); results in --soak-dir")
 	soakRate := fs.Float64("soak-rate", 500, "the soak's records per second into its main topic outside its bursts (5× that for 30 s of every 5 minutes; a quarter of it into the evolving topic)")
 	soakDir := fs.String("soak-dir", ".stack/soak", "where the soak writes results.csv, soak.svg and soak.md")
@@ -107,8 +107,15 @@ Flags:
 		}
 		cluster = chaos.LocalCluster()
 		servers = []server{{name: "cluster", addr: strings.Join(cluster.Addrs(), ",")}}
+	case "cluster26":
+		specs = chaos.Cluster26Scenarios(scale)
+		if *delivery != "exactly_once" {
+			check(fmt.Errorf("--suite cluster26: its scenario checks exactly-once: --delivery exactly_once"))
+		}
+		cluster = chaos.LocalCluster26()
+		servers = []server{{name: "cluster26", addr: strings.Join(cluster.Addrs(), ",")}}
 	default:
-		check(fmt.Errorf("--suite %q: want single, kafka-cluster or cluster", *suite))
+		check(fmt.Errorf("--suite %q: want single, kafka-cluster, cluster or cluster26", *suite))
 	}
 	if *only != "" {
 		var picked []chaos.Spec

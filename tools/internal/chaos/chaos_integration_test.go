@@ -4,10 +4,12 @@ package chaos
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -64,17 +66,79 @@ func TestChaosExactlyOnceOn26(t *testing.T) {
 	}
 }
 
-// buildSink builds cmd/sink into a temporary directory and returns the
+// TestChaosCluster26ExactlyOnce runs on the 26.9 two-shard cluster with
+// delivery: exactly_once, target: local and sharding_key: the sink killed
+// with SIGKILL three times mid-load and restarted; count() must equal the
+// records produced, with no (_topic, _partition, _offset) twice, overall
+// and on each shard's plain MergeTree. It kills only its own sinks.
+func TestChaosCluster26ExactlyOnce(t *testing.T) {
+	brokers := testenv.Kafka(t)
+	if testing.Short() {
+		t.Skip("chaos: skipped with -short")
+	}
+	testenv.Cluster26(t)
+	bin, root := buildSink(t)
+	env := Env{Brokers: brokers, Cluster: LocalCluster26(), SinkBin: bin, RepoRoot: root, WorkDir: t.TempDir(), Log: testWriter{t},
+		Delivery: "exactly_once"}
+	var results []*Result
+	for _, s := range Cluster26Scenarios(Short) {
+		r := Run(context.Background(), env, s)
+		results = append(results, r)
+		for _, p := range r.Problems {
+			t.Errorf("%s: %s", s.Name, p)
+		}
+		if !r.OK() {
+			dumpLogs(t, env.WorkDir)
+		}
+	}
+	replays := 0
+	logs, _ := filepath.Glob(filepath.Join(env.WorkDir, "*.log"))
+	for _, l := range logs {
+		replays += countInFile(l, "pending batch replayed")
+	}
+	var b strings.Builder
+	PrintTable(&b, results)
+	t.Logf("\n%s\npending batches replayed after the kills: %d", b.String(), replays)
+}
+
+// built is the sink binary the package's tests share: linking it takes
+// 10 s and more on a loaded machine, and every test runs the same code.
+var built struct {
+	once      sync.Once
+	dir       string
+	bin, root string
+	err       error
+}
+
+// TestMain removes the shared sink binary after the tests.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
+}
+
+// buildSink builds cmd/sink once for the package's tests and returns the
 // binary and the repository root.
 func buildSink(t *testing.T) (bin, root string) {
-	bin = filepath.Join(t.TempDir(), "sink")
-	root, _ = filepath.Abs("../../..")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/sink")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build sink: %v\n%s", err, out)
+	t.Helper()
+	built.once.Do(func() {
+		built.root, _ = filepath.Abs("../../..")
+		if built.dir, built.err = os.MkdirTemp("", "chaos-sink-"); built.err != nil {
+			return
+		}
+		built.bin = filepath.Join(built.dir, "sink")
+		build := exec.Command("go", "build", "-o", built.bin, "./cmd/sink")
+		build.Dir = built.root
+		if out, err := build.CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("%v\n%s", err, out)
+		}
+	})
+	if built.err != nil {
+		t.Fatalf("build sink: %v", built.err)
 	}
-	return bin, root
+	return built.bin, built.root
 }
 
 func runShort(t *testing.T, env Env) {
@@ -118,10 +182,15 @@ func dumpLogs(t *testing.T, dir string) {
 
 // TestChaosClusterDrills runs the short fault drills on the clusters: the
 // busiest partitions' leader of the 3-broker Kafka killed (exactly-once into
-// 26.9) and a ClickHouse replica killed mid-INSERT (at-least-once into the
-// replicated cluster); make chaos-drills runs all of them. They kill servers
-// other tests use, so they run only when SINK_CHAOS_DRILLS=1: scripts/test.sh
-// runs them on their own after every other package's tests (about 2 minutes).
+// 26.9) and a ClickHouse replica killed mid-INSERT (at-least-once from the
+// single broker into the replicated cluster); make chaos-drills runs all of
+// them. They kill servers other tests use, so they run only when
+// SINK_CHAOS_DRILLS=1: scripts/test.sh runs them on their own after every
+// other package's tests. The two break disjoint servers (one the 3-broker
+// Kafka, the other a cluster node) and write to disjoint ones (26.9, the
+// cluster), so they run at the same time: most of each is waiting on a
+// timeout (the 9-s broker session and the 20 s the broker stays down; the
+// node's 30-s ZooKeeper session), not working.
 // The servers are restarted through the scripts/stack.sh of the checkout
 // that started them (SINK_STACK_ROOT, default this one).
 func TestChaosClusterDrills(t *testing.T) {
@@ -131,43 +200,65 @@ func TestChaosClusterDrills(t *testing.T) {
 	kafka := testenv.KafkaCluster(t)
 	testenv.Cluster(t)
 	s26 := testenv.Server26(t)
+	single := testenv.Kafka(t)
 	bin, root := buildSink(t)
 	stackRoot := root
 	if v := os.Getenv("SINK_STACK_ROOT"); v != "" {
 		stackRoot = v
 	}
-	base := Env{SinkBin: bin, RepoRoot: root, StackRoot: stackRoot, WorkDir: t.TempDir(), Log: testWriter{t}}
-	var results []*Result
-	runOne := func(env Env, s Spec) {
-		if only := os.Getenv("CHAOS_ONLY"); only != "" && !strings.Contains(","+only+",", ","+s.Name+",") {
-			return
+	base := Env{SinkBin: bin, RepoRoot: root, StackRoot: stackRoot, Log: testWriter{t}}
+	k := base
+	k.Brokers, k.ReplicationFactor, k.CHAddr, k.Delivery, k.WorkDir = kafka, 3, s26.Addr, "exactly_once", t.TempDir()
+	c := base
+	c.Brokers, c.Cluster, c.WorkDir = single, LocalCluster(), t.TempDir()
+	drills := []struct {
+		env  Env
+		spec Spec
+	}{
+		{k, pick(t, KafkaClusterScenarios(Short), "kafka-leader-kill9")},
+		{c, pick(t, ClusterScenarios(Short), "ch-replica-kill9")},
+	}
+	results := make([]*Result, len(drills))
+	var wg sync.WaitGroup
+	for i, d := range drills {
+		if only := os.Getenv("CHAOS_ONLY"); only != "" && !strings.Contains(","+only+",", ","+d.spec.Name+",") {
+			continue
 		}
-		r := Run(context.Background(), env, s)
-		results = append(results, r)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = Run(context.Background(), d.env, d.spec)
+		}()
+	}
+	wg.Wait()
+	var ran []*Result
+	for i, r := range results {
+		if r == nil {
+			continue
+		}
+		ran = append(ran, r)
 		for _, p := range r.Problems {
-			t.Errorf("%s: %s", s.Name, p)
+			t.Errorf("%s: %s", r.Scenario, p)
 		}
 		if !r.OK() {
-			dumpLogs(t, env.WorkDir)
-		}
-	}
-	k := base
-	k.Brokers, k.ReplicationFactor, k.CHAddr, k.Delivery = kafka, 3, s26.Addr, "exactly_once"
-	for _, s := range KafkaClusterScenarios(Short) {
-		if s.Name == "kafka-leader-kill9" {
-			runOne(k, s)
-		}
-	}
-	c := base
-	c.Brokers, c.Cluster = testenv.Kafka(t), LocalCluster()
-	for _, s := range ClusterScenarios(Short) {
-		if s.Name == "ch-replica-kill9" {
-			runOne(c, s)
+			dumpLogs(t, drills[i].env.WorkDir)
 		}
 	}
 	var b strings.Builder
-	PrintTable(&b, results)
+	PrintTable(&b, ran)
 	t.Logf("\n%s", b.String())
+}
+
+// pick is the scenario named name among specs.
+func pick(t *testing.T, specs []Spec, name string) Spec {
+	t.Helper()
+	for _, s := range specs {
+		if s.Name == name {
+			return s
+		}
+	}
+	t.Fatalf("no scenario %q", name)
+	return Spec{}
 }
 
 // TestSoakShort is the 2-minute soak (make soak runs it for an hour): a paced

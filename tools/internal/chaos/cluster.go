@@ -19,26 +19,45 @@ import (
 )
 
 // ClusterEnv is a ClickHouse cluster of the local stack (`scripts/stack.sh
-// cluster up`): its name in remote_servers and its nodes by shard.
+// cluster up` or `cluster26 up`): its name in remote_servers and its nodes
+// by shard.
 type ClusterEnv struct {
 	Name   string
 	Shards [][]Node
+	// Stack is the stack.sh command that starts it: "cluster" (18.16 with
+	// ZooKeeper) or "cluster26" (26.9, no Keeper). A node's directory and
+	// pid file under StackRoot/.stack are Stack+"-"+Node.Name.
+	Stack string
+	// Keeper: the local tables replicate (ReplicatedMergeTree); without it
+	// each shard is one node with plain MergeTree tables.
+	Keeper bool
 }
 
-// Node is one ClickHouse node of the cluster: its directory and pid file
-// under StackRoot/.stack are "cluster-"+Name.
+// Node is one ClickHouse node of the cluster.
 type Node struct {
-	Name string // ch1 … ch4
+	Name string // ch1 … ch4, c26n1, c26n2
 	Addr string // native protocol
 }
 
 // LocalCluster is sink_cluster as scripts/stack.sh starts it.
 func LocalCluster() *ClusterEnv {
-	return &ClusterEnv{Name: "sink_cluster", Shards: [][]Node{
+	return &ClusterEnv{Name: "sink_cluster", Stack: "cluster", Keeper: true, Shards: [][]Node{
 		{{"ch1", "127.0.0.1:9201"}, {"ch2", "127.0.0.1:9202"}},
 		{{"ch3", "127.0.0.1:9203"}, {"ch4", "127.0.0.1:9204"}},
 	}}
 }
+
+// LocalCluster26 is sink26_cluster as `scripts/stack.sh cluster26 up`
+// starts it: two 26.9 (chdb) servers, one shard each.
+func LocalCluster26() *ClusterEnv {
+	return &ClusterEnv{Name: "sink26_cluster", Stack: "cluster26", Shards: [][]Node{
+		{{"c26n1", "127.0.0.1:19201"}},
+		{{"c26n2", "127.0.0.1:19202"}},
+	}}
+}
+
+// pidName is the node's directory and pid file name under .stack.
+func (c *ClusterEnv) pidName(n Node) string { return c.Stack + "-" + n.Name }
 
 // KafkaClusterBrokers are the three brokers of `scripts/stack.sh
 // kafka-cluster up`; broker id N listens on 9191+N.
@@ -84,11 +103,23 @@ func (r *run) onEachNode(ctx context.Context, stmts ...string) error {
 // createClusterTable creates, on every node, the scenario's table name as a
 // ReplicatedReplacingMergeTree (name+"_local", the Kafka offset as
 // version, replicated within its shard) and name as the Distributed
-// table over it, sharded by cityHash64(key) as the sink places rows.
+// table over it, sharded by cityHash64(key) as the sink places rows. With
+// exactly_once the local table is a plain (Replicated)MergeTree with the
+// source columns, checked without FINAL; without Keeper nothing is
+// replicated (settings then carry non_replicated_deduplication_window).
 func (r *run) createClusterTable(ctx context.Context, name, settings string) error {
 	local := name + "_local"
-	ddl := fmt.Sprintf("CREATE TABLE chaos.%s (key UInt64, v String, n UInt32, _partition UInt16, _offset UInt64) "+
-		"ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/chaos/%s', '{replica}', _offset) ORDER BY key", local, local)
+	cols := "key UInt64, v String, n UInt32, _partition UInt16, _offset UInt64"
+	engine, args := "ReplacingMergeTree", "_offset"
+	if r.env.exactlyOnce() {
+		cols = "key UInt64, v String, n UInt32, _topic LowCardinality(String), _partition Int32, _offset Int64"
+		engine, args = "MergeTree", ""
+	}
+	if r.env.Cluster.Keeper {
+		engine = "Replicated" + engine
+		args = strings.TrimSuffix(fmt.Sprintf("'/clickhouse/tables/{shard}/chaos/%s', '{replica}', %s", local, args), ", ")
+	}
+	ddl := fmt.Sprintf("CREATE TABLE chaos.%s (%s) ENGINE = %s(%s) ORDER BY key", local, cols, engine, args)
 	if settings != "" {
 		ddl += " SETTINGS " + settings
 	}
@@ -97,7 +128,9 @@ func (r *run) createClusterTable(ctx context.Context, name, settings string) err
 }
 
 func (r *run) dropClusterTable(ctx context.Context, name string) {
-	if err := r.onEachNode(ctx, "DROP TABLE IF EXISTS chaos."+name, "DROP TABLE IF EXISTS chaos."+name+"_local"); err != nil {
+	// The view and its target are those a scenario's Prepare may add.
+	if err := r.onEachNode(ctx, "DROP TABLE IF EXISTS chaos."+name+"_local_slow", "DROP TABLE IF EXISTS chaos."+name+"_local_count",
+		"DROP TABLE IF EXISTS chaos."+name, "DROP TABLE IF EXISTS chaos."+name+"_local"); err != nil {
 		r.logf("%s: dropping the cluster tables: %v", r.name, err)
 	}
 }
@@ -152,6 +185,32 @@ func (r *run) checkReplicas(ctx context.Context, res *Result, good int) {
 			return
 		}
 		sleep(ctx, 2*time.Second)
+	}
+}
+
+// checkShardsExactlyOnce requires each shard's local table to hold every
+// row once: count() equal to the distinct (_topic, _partition, _offset),
+// on every node, so no shard kept a replayed part twice.
+func (r *run) checkShardsExactlyOnce(ctx context.Context, res *Result) {
+	for si, shard := range r.env.Cluster.Shards {
+		for _, n := range shard {
+			conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{n.Addr}, DialTimeout: 5 * time.Second})
+			if err != nil {
+				res.fail("shard %d %s: %v", si+1, n.Name, err)
+				continue
+			}
+			var total, distinct uint64
+			err = conn.QueryRow(ctx, "SELECT count(), uniqExact(_topic, _partition, _offset) FROM chaos."+r.table+"_local").Scan(&total, &distinct)
+			conn.Close()
+			if err != nil {
+				res.fail("shard %d %s: %v", si+1, n.Name, err)
+				continue
+			}
+			res.Notes = append(res.Notes, fmt.Sprintf("shard %d (%s): %d rows, %d distinct offsets", si+1, n.Name, total, distinct))
+			if total != distinct || total == 0 {
+				res.fail("shard %d (%s) holds %d rows for %d distinct source offsets: want each once, and some", si+1, n.Name, total, distinct)
+			}
+		}
 	}
 }
 

@@ -3,8 +3,11 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"syscall"
 	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
 )
 
 // The fault drills on real clusters: KafkaClusterScenarios break the
@@ -116,11 +119,11 @@ func ClusterScenarios(sc Scale) []Spec {
 				sleep(ctx, d(6*time.Second))
 				node, caught := r.insertingReplica(ctx, r.env.Cluster.Shards[0], 10*time.Second)
 				r.logf("%s: killing %s (INSERT running there: %v)", r.name, node.Name, caught)
-				if err := r.signal("cluster-"+node.Name, syscall.SIGKILL); err != nil {
+				if err := r.signal(r.env.Cluster.pidName(node), syscall.SIGKILL); err != nil {
 					return err
 				}
 				r.note(fmt.Sprintf("%s killed mid-INSERT: %v", node.Name, caught))
-				return r.stackUp(ctx, "cluster", "up")
+				return r.stackUp(ctx, r.env.Cluster.Stack, "up")
 			},
 			Check: func(ctx context.Context, r *run, res *Result, good int) { r.checkReplicas(ctx, res, good) },
 		},
@@ -137,7 +140,7 @@ func ClusterScenarios(sc Scale) []Spec {
 				if !sleep(ctx, 30*time.Second) {
 					return ctx.Err()
 				}
-				if err := r.stackUp(ctx, "cluster", "up"); err != nil {
+				if err := r.stackUp(ctx, r.env.Cluster.Stack, "up"); err != nil {
 					return err
 				}
 				r.mark("zookeeper back")
@@ -170,14 +173,14 @@ func ClusterScenarios(sc Scale) []Spec {
 			Faults: func(ctx context.Context, r *run) error {
 				sleep(ctx, d(5*time.Second))
 				for _, node := range r.env.Cluster.Shards[1] {
-					if err := r.signal("cluster-"+node.Name, syscall.SIGTERM); err != nil {
+					if err := r.signal(r.env.Cluster.pidName(node), syscall.SIGTERM); err != nil {
 						return err
 					}
 				}
 				if !sleep(ctx, 30*time.Second) {
 					return ctx.Err()
 				}
-				return r.stackUp(ctx, "cluster", "up")
+				return r.stackUp(ctx, r.env.Cluster.Stack, "up")
 			},
 			Check: func(ctx context.Context, r *run, res *Result, good int) {
 				for _, node := range r.env.Cluster.Shards[0] {
@@ -202,16 +205,97 @@ func ClusterScenarios(sc Scale) []Spec {
 			Faults: func(ctx context.Context, r *run) error {
 				sleep(ctx, d(5*time.Second))
 				for _, node := range r.env.Cluster.Shards[1] {
-					if err := r.signal("cluster-"+node.Name, syscall.SIGTERM); err != nil {
+					if err := r.signal(r.env.Cluster.pidName(node), syscall.SIGTERM); err != nil {
 						return err
 					}
 				}
 				if !sleep(ctx, 30*time.Second) {
 					return ctx.Err()
 				}
-				return r.stackUp(ctx, "cluster", "up")
+				return r.stackUp(ctx, r.env.Cluster.Stack, "up")
 			},
 			Check: func(ctx context.Context, r *run, res *Result, good int) { r.checkReplicas(ctx, res, good) },
+		},
+	}
+}
+
+// Cluster26Scenarios runs on the 26.9 cluster (`scripts/stack.sh cluster26
+// up`: two shards of one chdb server each, no Keeper), with delivery:
+// exactly_once, target: local and sharding_key. INSERTs are slowed by a
+// materialized view on each node's local table (0.2 ms per row, batches of
+// at most 10,000 rows, into a SummingMergeTree count with a deduplication
+// window of its own); three times it waits for an INSERT running on a shard
+// and kills the sink with SIGKILL right then, and starts a new one. The
+// producer runs 30 s at any scale, so the last sink still has records to
+// read and commit after the last kill.
+// Every shard's plain MergeTree (non_replicated_deduplication_window) must
+// hold each of its records once, the shards together every record once,
+// and the views count every record once. Only the sink is killed, so it
+// runs beside other tests.
+func Cluster26Scenarios(sc Scale) []Spec {
+	n := sc.records
+	return []Spec{
+		{
+			Name: "ch26-cluster-sink-kill9", Records: n(300_000), Partitions: 8, Duration: 30 * time.Second, Buffer: "64MiB", Instances: 1,
+			MaxRows: 10_000,
+			Prepare: func(ctx context.Context, r *run) error {
+				local := "chaos." + r.table + "_local"
+				return r.onEachNode(ctx,
+					"CREATE TABLE "+local+"_count (n UInt64) ENGINE = SummingMergeTree ORDER BY tuple() SETTINGS non_replicated_deduplication_window = 1000",
+					"CREATE MATERIALIZED VIEW "+local+"_slow TO "+local+"_count AS SELECT count() AS n FROM "+local+" WHERE sleepEachRow(0.0002) = 0")
+			},
+			Faults: func(ctx context.Context, r *run) error {
+				var nodes []Node
+				for _, s := range r.env.Cluster.Shards {
+					nodes = append(nodes, s...)
+				}
+				rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
+				for i := 0; i < 3; i++ {
+					// Past the 6-s session timeout, so that the new sink is
+					// assigned the partitions and replays what it finds.
+					if !sleep(ctx, time.Duration(7000+rng.IntN(2000))*time.Millisecond) {
+						return ctx.Err()
+					}
+					node, caught := r.insertingReplica(ctx, nodes, 10*time.Second)
+					if err := r.kill9(0); err != nil {
+						return err
+					}
+					if caught {
+						r.mark("killed mid-INSERT")
+					}
+					r.note(fmt.Sprintf("kill %d: INSERT running on %s: %v", i+1, node.Name, caught))
+					if err := r.startSink(); err != nil {
+						return err
+					}
+				}
+				return nil
+			},
+			Check: func(ctx context.Context, r *run, res *Result, good int) {
+				if _, ok := r.marked("killed mid-INSERT"); !ok {
+					res.fail("no kill landed while an INSERT was running: nothing was left to replay")
+				}
+				r.checkShardsExactlyOnce(ctx, res)
+				r.checkReplicas(ctx, res, good)
+				var total uint64
+				for _, s := range r.env.Cluster.Shards {
+					conn, err := clickhouse.Open(&clickhouse.Options{Addr: []string{s[0].Addr}, DialTimeout: 5 * time.Second})
+					if err != nil {
+						res.fail("%s: %v", s[0].Name, err)
+						continue
+					}
+					var v uint64
+					err = conn.QueryRow(ctx, "SELECT sum(n) FROM chaos."+r.table+"_local_count").Scan(&v)
+					conn.Close()
+					if err != nil {
+						res.fail("%s: view target: %v", s[0].Name, err)
+					}
+					total += v
+				}
+				res.Notes = append(res.Notes, fmt.Sprintf("the views counted %d rows", total))
+				if total != uint64(good) {
+					res.fail("the materialized views counted %d rows, want %d", total, good)
+				}
+			},
 		},
 	}
 }

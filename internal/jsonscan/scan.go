@@ -1,0 +1,502 @@
+// Package jsonscan owns the JSON grammar the sink reads: a scanner that
+// checks a JSON text in one pass and notes where the members of its
+// top-level object are, without building a tree, and the lookups over those
+// bytes that the decoders (internal/decode) and the routes' conditions
+// (internal/route) make.
+//
+// The grammar is exactly the one fastjson's parser accepts, because the
+// json formats always accepted it (decode's fuzz targets FuzzJSONScan and
+// FuzzJSONScanDifferential hold the two equal), including its leniencies: a
+// number is any run of the characters 0-9 . - + e E, or NaN, Inf and ±Inf
+// in any case (the conversions then refuse what is not a number, and a bare
+// NaN or Inf into a Float column); strings are not checked for control
+// characters, escapes or UTF-8 here (a reader that stores text checks it);
+// nesting deeper than MaxDepth is refused. Unescape reads a string's escapes
+// the way fastjson does.
+//
+// Concurrency: a Scanner is not safe for concurrent use; each goroutine
+// owns its own. What it returns points into the scanned text and into its
+// scratch buffer, valid until the next Scan.
+package jsonscan
+
+import (
+	"bytes"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+	"unsafe"
+
+	"sink/internal/errtext"
+)
+
+// Scanner reads one JSON text in a single pass over its bytes, without
+// building a tree: Scan checks the whole text against the grammar and notes
+// where each member of the top-level object is (its key and value as byte
+// ranges, Members). A reader then takes a scalar straight from those bytes,
+// follows a path below a member over the bytes (Walk), and parses an
+// object or array into a tree only where it needs the value whole.
+//
+// Keys are compared as written by Find and Walk; Esc says whether some key
+// anywhere in the text holds a backslash escape, where a reader that must
+// compare unescaped keys (Lookup) or keep fastjson's order of lookups does
+// more work.
+type Scanner struct {
+	Doc     []byte   // the record last scanned
+	Members []Member // the top-level object's members, in order
+	Esc     bool     // some key in Doc holds a backslash
+	str     []byte   // unescaped string scratch, reset per record
+}
+
+// Member is one member of the top-level object: its key (without the
+// quotes, as written) and its value, as offsets into the record. plain
+// says the value is a string without a backslash, whose contents are then
+// read as they are, without searching them for escapes a second time.
+type Member struct {
+	Key, Val Span
+	Plain    bool
+}
+
+// Span is a value or key in the text: Doc[Start:End].
+type Span struct{ Start, End int }
+
+// MaxDepth is the deepest nesting a text may have (fastjson's MaxDepth,
+// the limit the formats always had).
+const MaxDepth = 300
+
+// Error is a record that is not JSON: what is wrong, and at which byte.
+type Error struct {
+	Pos int
+	Msg string
+}
+
+func (e *Error) Error() string {
+	return e.Msg + " at byte " + strconv.Itoa(e.Pos)
+}
+
+func isJSONSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\t' || c == '\r' }
+
+func (s *Scanner) ws(i int) int {
+	for i < len(s.Doc) && isJSONSpace(s.Doc[i]) {
+		i++
+	}
+	return i
+}
+
+// Scan reads doc. On success top names the top-level value's type as
+// fastjson does ("object", "array", "string", "number", "true",
+// "false", "null"); Members lists an object's members.
+func (s *Scanner) Scan(doc []byte) (top string, err error) {
+	s.Doc, s.Members, s.Esc, s.str = doc, s.Members[:0], false, s.str[:0]
+	i := s.ws(0)
+	end, err := s.value(i, 0)
+	if err != nil {
+		return "", err
+	}
+	if j := s.ws(end); j < len(doc) {
+		return "", &Error{Pos: j, Msg: "unexpected text after the value"}
+	}
+	return valueType(doc[i:end]), nil
+}
+
+// valueType names the JSON type of a value's text (as fastjson does).
+func valueType(v []byte) string {
+	switch v[0] {
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case 't':
+		return "true"
+	case 'f':
+		return "false"
+	case 'n':
+		if string(v) == "null" {
+			return "null"
+		}
+	}
+	return "number"
+}
+
+// value checks the value starting at i (not at a space) at nesting depth
+// (the enclosing values) and returns the offset after it.
+func (s *Scanner) value(i, depth int) (int, error) {
+	d := s.Doc
+	if i >= len(d) {
+		return i, &Error{Pos: i, Msg: "missing value"}
+	}
+	depth++
+	if depth > MaxDepth {
+		return i, &Error{Pos: i, Msg: "nested deeper than " + strconv.Itoa(MaxDepth) + " levels"}
+	}
+	switch c := d[i]; c {
+	case '{':
+		return s.object(i+1, depth)
+	case '[':
+		return s.array(i+1, depth)
+	case '"':
+		end, _, err := s.string(i + 1)
+		return end, err
+	case 't':
+		return s.literal(i, "true")
+	case 'f':
+		return s.literal(i, "false")
+	case 'n':
+		if len(d)-i >= 4 && string(d[i:i+4]) == "null" {
+			return i + 4, nil
+		}
+		if len(d)-i >= 3 && bytes.EqualFold(d[i:i+3], []byte("nan")) {
+			return i + 3, nil
+		}
+		return i, &Error{Pos: i, Msg: "unexpected value"}
+	}
+	return s.number(i)
+}
+
+func (s *Scanner) literal(i int, lit string) (int, error) {
+	if len(s.Doc)-i < len(lit) || string(s.Doc[i:i+len(lit)]) != lit {
+		return i, &Error{Pos: i, Msg: "unexpected value"}
+	}
+	return i + len(lit), nil
+}
+
+// number reads a run of number characters, or NaN / Inf with an optional
+// sign (any case).
+func (s *Scanner) number(i int) (int, error) {
+	d := s.Doc
+	for j := i; j < len(d); j++ {
+		c := d[j]
+		if (c >= '0' && c <= '9') || c == '.' || c == '-' || c == 'e' || c == 'E' || c == '+' {
+			continue
+		}
+		if j == i || j == i+1 && (d[i] == '-' || d[i] == '+') {
+			if len(d)-j >= 3 {
+				if x := d[j : j+3]; bytes.EqualFold(x, []byte("inf")) || bytes.EqualFold(x, []byte("nan")) {
+					return j + 3, nil
+				}
+			}
+			return i, &Error{Pos: i, Msg: "unexpected character " + strconv.QuoteRune(rune(d[i]))}
+		}
+		return j, nil
+	}
+	return len(d), nil
+}
+
+// string reads a string whose opening quote is before i and returns the
+// offset after its closing quote, and whether it holds a backslash.
+func (s *Scanner) string(i int) (end int, esc bool, err error) {
+	d := s.Doc
+	// The common string has no backslash. Short ones (keys, most values)
+	// are fastest byte by byte; past 16 bytes two vectorized searches win.
+	j := i
+	for n := min(len(d), i+16); j < n; j++ {
+		if c := d[j]; c == '"' {
+			return j + 1, false, nil
+		} else if c == '\\' {
+			break
+		}
+	}
+	if j == i+16 {
+		if q := bytes.IndexByte(d[j:], '"'); q >= 0 && bytes.IndexByte(d[j:j+q], '\\') < 0 {
+			return j + q + 1, false, nil
+		}
+	}
+	for j := i; j < len(d); j++ {
+		switch d[j] {
+		case '"':
+			return j + 1, esc, nil
+		case '\\':
+			esc = true
+			j++ // the escaped byte, whatever it is
+		}
+	}
+	return len(d), esc, &Error{Pos: i - 1, Msg: "string without its closing quote"}
+}
+
+// object reads the members of an object whose '{' is before i; the
+// top-level object's members are noted.
+func (s *Scanner) object(i, depth int) (int, error) {
+	d := s.Doc
+	i = s.ws(i)
+	if i >= len(d) {
+		return i, &Error{Pos: i, Msg: "object without its closing '}'"}
+	}
+	if d[i] == '}' {
+		return i + 1, nil
+	}
+	for {
+		i = s.ws(i)
+		if i >= len(d) || d[i] != '"' {
+			return i, &Error{Pos: i, Msg: "want a quoted key"}
+		}
+		k := i + 1
+		kend, esc, err := s.string(k)
+		if err != nil {
+			return kend, err
+		}
+		s.Esc = s.Esc || esc
+		i = s.ws(kend)
+		if i >= len(d) || d[i] != ':' {
+			return i, &Error{Pos: i, Msg: "want ':' after key " + strconv.Quote(cut(d[k:kend-1]))}
+		}
+		v := s.ws(i + 1)
+		plain := false
+		if depth == 1 && v < len(d) && d[v] == '"' {
+			// A top-level string value, read here to keep whether it
+			// holds a backslash (value would drop that).
+			var vesc bool
+			if i, vesc, err = s.string(v + 1); err != nil {
+				return i, err
+			}
+			plain = !vesc
+		} else if i, err = s.value(v, depth); err != nil {
+			return i, err
+		}
+		if depth == 1 {
+			s.Members = append(s.Members, Member{Key: Span{k, kend - 1}, Val: Span{v, i}, Plain: plain})
+		}
+		i = s.ws(i)
+		if i >= len(d) {
+			return i, &Error{Pos: i, Msg: "object without its closing '}'"}
+		}
+		switch d[i] {
+		case ',':
+			i++
+		case '}':
+			return i + 1, nil
+		default:
+			return i, &Error{Pos: i, Msg: "want ',' or '}' after the value of " + strconv.Quote(cut(d[k:kend-1]))}
+		}
+	}
+}
+
+// array reads the elements of an array whose '[' is before i.
+func (s *Scanner) array(i, depth int) (int, error) {
+	d := s.Doc
+	i = s.ws(i)
+	if i >= len(d) {
+		return i, &Error{Pos: i, Msg: "array without its closing ']'"}
+	}
+	if d[i] == ']' {
+		return i + 1, nil
+	}
+	for {
+		var err error
+		if i, err = s.value(s.ws(i), depth); err != nil {
+			return i, err
+		}
+		i = s.ws(i)
+		if i >= len(d) {
+			return i, &Error{Pos: i, Msg: "array without its closing ']'"}
+		}
+		switch d[i] {
+		case ',':
+			i++
+		case ']':
+			return i + 1, nil
+		default:
+			return i, &Error{Pos: i, Msg: "want ',' or ']' after an array element"}
+		}
+	}
+}
+
+// Skip returns the end of the value at i in a record the scanner accepted:
+// it only matches brackets (outside strings), without checking anything.
+func (s *Scanner) Skip(i int) int {
+	d := s.Doc
+	switch d[i] {
+	case '"':
+		end, _, _ := s.string(i + 1)
+		return end
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(d); j++ {
+			switch d[j] {
+			case '"':
+				end, _, _ := s.string(j + 1)
+				j = end - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return len(d)
+	}
+	// A number or a literal ends where the next space, ',', ']' or '}' is.
+	for j := i; j < len(d); j++ {
+		switch d[j] {
+		case ',', ']', '}', ' ', '\t', '\n', '\r':
+			return j
+		}
+	}
+	return len(d)
+}
+
+// Walk follows path below the value v of a record that was scanned without
+// error and has no escaped key: an object step takes the first member of
+// that key, a numeric step indexes an array (as fastjson's Value.Get does).
+// ok is false when some step is not there. Only the values passed over
+// are skipped; the one a step enters is not.
+func (s *Scanner) Walk(v Span, path []string) (Span, bool) {
+	at := v.Start
+	for _, step := range path {
+		var ok bool
+		switch s.Doc[at] {
+		case '{':
+			at, ok = s.find(at, step, false)
+		case '[':
+			at, ok = s.index(at, step)
+		}
+		if !ok {
+			return v, false
+		}
+	}
+	return Span{at, s.Skip(at)}, true
+}
+
+// ObjectMembers appends the members of the object v (of a text Scan
+// accepted) to dst, in order, as Members lists the top-level object's.
+func (s *Scanner) ObjectMembers(v Span, dst []Member) []Member {
+	d := s.Doc
+	i := s.ws(v.Start + 1)
+	for d[i] != '}' {
+		i = s.ws(i)
+		kend, _, _ := s.string(i + 1)
+		m := Member{Key: Span{i + 1, kend - 1}}
+		at := s.ws(s.ws(kend) + 1)
+		end := 0
+		if d[at] == '"' {
+			var esc bool
+			end, esc, _ = s.string(at + 1)
+			m.Plain = !esc
+		} else {
+			end = s.Skip(at)
+		}
+		m.Val = Span{at, end}
+		dst = append(dst, m)
+		if i = s.ws(end); d[i] == ',' {
+			i++
+		}
+	}
+	return dst
+}
+
+// Find is the first top-level member whose key is name (as written), or -1.
+func (s *Scanner) Find(name string) int {
+	for m := range s.Members {
+		if s.Key(m) == name {
+			return m
+		}
+	}
+	return -1
+}
+
+// Key is member m's key as written, without copying it (valid while the
+// record's bytes are).
+func (s *Scanner) Key(m int) string {
+	k := s.Members[m].Key
+	if k.Start == k.End {
+		return ""
+	}
+	return unsafe.String(&s.Doc[k.Start], k.End-k.Start)
+}
+
+// Unescape returns the text of a string's contents the way fastjson reads
+// it: the JSON escapes decoded, and anything that is not a valid escape
+// (an unknown letter, a short or non-hex \u, an unpaired surrogate's \u)
+// kept as written. Without a backslash the record's own bytes are returned.
+func (s *Scanner) Unescape(b []byte) []byte {
+	n := indexByte(b, '\\')
+	if n < 0 {
+		return b
+	}
+	start := len(s.str)
+	out := append(s.str, b[:n]...)
+	b = b[n+1:]
+	for len(b) > 0 {
+		ch := b[0]
+		b = b[1:]
+		switch ch {
+		case '"', '\\', '/':
+			out = append(out, ch)
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			x, ok := hex4(b)
+			if !ok {
+				out = append(out, '\\', 'u')
+				break
+			}
+			xs := b[:4]
+			b = b[4:]
+			if !utf16.IsSurrogate(rune(x)) {
+				out = appendRune(out, rune(x))
+				break
+			}
+			x1, ok := uint64(0), false
+			if len(b) >= 6 && b[0] == '\\' && b[1] == 'u' {
+				x1, ok = hex4(b[2:])
+			}
+			if !ok {
+				out = append(append(out, '\\', 'u'), xs...)
+				break
+			}
+			out = appendRune(out, utf16.DecodeRune(rune(x), rune(x1)))
+			b = b[6:]
+		default:
+			out = append(out, '\\', ch)
+		}
+		n = indexByte(b, '\\')
+		if n < 0 {
+			out = append(out, b...)
+			break
+		}
+		out = append(out, b[:n]...)
+		b = b[n+1:]
+	}
+	s.str = out
+	return out[start:]
+}
+
+// hex4 parses four hex digits at the start of b (strconv.ParseUint(_, 16,
+// 16)'s rules: no sign, no prefix, no underscores).
+func hex4(b []byte) (uint64, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	var x uint64
+	for _, c := range b[:4] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		case c >= 'A' && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		x = x<<4 | uint64(c)
+	}
+	return x, true
+}
+
+func appendRune(b []byte, r rune) []byte { return utf8.AppendRune(b, r) }
+
+func indexByte(b []byte, c byte) int { return bytes.IndexByte(b, c) }
+
+// cut is a key for an error message: at most 64 bytes of it (as the
+// decoders quote input).
+func cut(b []byte) string { return errtext.Head(b, 64) }
