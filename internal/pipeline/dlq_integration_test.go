@@ -212,6 +212,7 @@ func TestDLQPermanentFailureInsertsNothingPastTheRecord(t *testing.T) {
 			t.Fatal(err)
 		}
 		deleteTopicLater(t, compacted)
+		testenv.WaitTopic(t, compacted, 1)
 		cfg := dlqConfig(t, s, topic, db, compacted, "")
 
 		// Run 1 commits the ids before the bad record, then meets it.

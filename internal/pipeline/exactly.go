@@ -621,7 +621,7 @@ func (p *Pipeline) eoRecover(ctx context.Context, tps []offsets.TP) error {
 	if len(tps) == 0 {
 		return nil
 	}
-	snap, err := p.eoIO.Snapshot(ctx)
+	snap, err := p.eoSnapshot(ctx)
 	if err != nil {
 		return err
 	}
@@ -757,6 +757,28 @@ func (p *Pipeline) eoTopicState(ctx context.Context, tps []offsets.TP) (map[stri
 		select {
 		case <-ctx.Done():
 			return nil, nil, err
+		case <-time.After(wait):
+		}
+	}
+}
+
+// eoSnapshot is ExactlyOnce.Snapshot retried as eoTopicState is: the
+// group's committed offsets are read from its coordinator, which may be the
+// broker that was just killed until the group moves (a dial refused, or
+// COORDINATOR_NOT_AVAILABLE meanwhile).
+func (p *Pipeline) eoSnapshot(ctx context.Context) (eos.Snapshot, error) {
+	deadline := time.Now().Add(eoTopicStateFor)
+	bo := backoff.New(p.eoRetryPolicy())
+	for {
+		snap, err := p.eoIO.Snapshot(ctx)
+		wait := bo.Next()
+		if err == nil || !kafkaerr.Classify(err).Retriable() || time.Now().Add(wait).After(deadline) {
+			return snap, err
+		}
+		p.log.Warn().Err(err).Dur("retry_in", wait).Msg("exactly-once: reading the group's ledgers failed; retrying")
+		select {
+		case <-ctx.Done():
+			return nil, err
 		case <-time.After(wait):
 		}
 	}

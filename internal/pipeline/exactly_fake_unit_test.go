@@ -53,6 +53,9 @@ type eoWorld struct {
 	// stateErrs are what TopicState fails with, first to last, before it
 	// answers.
 	stateErrs []error
+	// snapshotErrs are what Snapshot fails with, first to last, before it
+	// answers.
+	snapshotErrs []error
 	// windowsErr is what Windows refuses with (a cluster's shard whose
 	// window is 0, say); unchecked the replicas it names as not reached.
 	windowsErr error
@@ -219,6 +222,11 @@ func (f eoFakeIO) Snapshot(context.Context) (eos.Snapshot, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.calls["Snapshot"]++
+	if len(w.snapshotErrs) > 0 {
+		err := w.snapshotErrs[0]
+		w.snapshotErrs = w.snapshotErrs[1:]
+		return nil, err
+	}
 	out := eos.Snapshot{}
 	for tp, c := range w.group {
 		out[tp] = c

@@ -8,7 +8,9 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"net"
 	"strings"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -534,6 +536,36 @@ func TestUnitExactlyRecoverTopicStateRetried(t *testing.T) {
 		}
 		if n := w.count("TopicState"); n != 1 {
 			t.Fatalf("%d reads of the topic state, want 1", n)
+		}
+	})
+}
+
+// TestUnitExactlyRecoverSnapshotRetried: reading the group's ledgers while
+// its coordinator's broker is down (the dial refused) or the coordinator
+// moves is tried again with backoff, and recovery goes on once it answers;
+// an authorization refusal stops the connector at once.
+func TestUnitExactlyRecoverSnapshotRetried(t *testing.T) {
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	synctest.Test(t, func(t *testing.T) {
+		w, _, _ := tornWorld(t)
+		w.snapshotErrs = []error{refused, kerr.CoordinatorNotAvailable}
+		r := w.run(t, eoRecoverConfig(t), nil)
+		r.assign(eoP0, eoP1)
+		if n := w.count("Snapshot"); n != 3 {
+			t.Fatalf("%d reads of the ledgers, want 3", n)
+		}
+		finish(t, w, r)
+	})
+	synctest.Test(t, func(t *testing.T) {
+		w, _, _ := tornWorld(t)
+		w.snapshotErrs = []error{kerr.GroupAuthorizationFailed}
+		r := w.run(t, eoRecoverConfig(t), nil)
+		r.assign(eoP0, eoP1)
+		if err := r.wait(t); err == nil || !strings.Contains(err.Error(), "GROUP_AUTHORIZATION_FAILED") {
+			t.Fatalf("Run returned %v; want the authorization error", err)
+		}
+		if n := w.count("Snapshot"); n != 1 {
+			t.Fatalf("%d reads of the ledgers, want 1", n)
 		}
 	})
 }

@@ -71,6 +71,23 @@ func newTopic(t testing.TB, cl *kgo.Client, partitions int, replicas int16) stri
 	}
 }
 
+// WaitTopic waits until topic, created by the test itself, has its
+// partitions with leaders in the broker's metadata: a sink started at once
+// after CreateTopic may otherwise be told the topic does not exist yet.
+func WaitTopic(t testing.TB, topic string, partitions int) {
+	t.Helper()
+	adm := kadm.NewClient(KafkaClient(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for !topicReady(ctx, adm, topic, partitions) {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("testenv: topic %s: partitions have no leader after 30s", topic)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
 func topicReady(ctx context.Context, adm *kadm.Client, topic string, partitions int) bool {
 	td, err := adm.ListTopics(ctx, topic)
 	if err != nil {
