@@ -506,68 +506,56 @@ func testUnitExactlyRecoverUnreadable(t *testing.T) {
 	finish(t, w, r)
 }
 
-// TestUnitExactlyRecoverTopicStateRetried: reading the topic IDs and log
-// ends while a leader moves is tried again with backoff, and recovery goes
-// on once it answers; a refusal that does not pass (authorization) stops
-// the connector.
-func TestUnitExactlyRecoverTopicStateRetried(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		w, _, _ := tornWorld(t)
-		w.stateErrs = []error{kerr.LeaderNotAvailable, kerr.NotLeaderForPartition}
-		r := w.run(t, eoRecoverConfig(t), nil)
-		began := time.Now()
-		r.assign(eoP0, eoP1)
-		if n := w.count("TopicState"); n != 3 {
-			t.Fatalf("%d reads of the topic state, want 3", n)
-		}
-		// Steps of 10ms and 20ms, each half fixed and half drawn at random.
-		if took := time.Since(began); took < 15*time.Millisecond || took > 30*time.Millisecond {
-			t.Fatalf("recovery took %s; the two retries must wait 5-10ms and 10-20ms", took)
-		}
-		finish(t, w, r)
-	})
-	synctest.Test(t, func(t *testing.T) {
-		w, _, _ := tornWorld(t)
-		w.stateErrs = []error{kerr.TopicAuthorizationFailed}
-		r := w.run(t, eoRecoverConfig(t), nil)
-		r.assign(eoP0, eoP1)
-		if err := r.wait(t); err == nil || !strings.Contains(err.Error(), "TOPIC_AUTHORIZATION_FAILED") {
-			t.Fatalf("Run returned %v; want the authorization error", err)
-		}
-		if n := w.count("TopicState"); n != 1 {
-			t.Fatalf("%d reads of the topic state, want 1", n)
-		}
-	})
-}
-
-// TestUnitExactlyRecoverSnapshotRetried: reading the group's ledgers while
-// its coordinator's broker is down (the dial refused) or the coordinator
-// moves is tried again with backoff, and recovery goes on once it answers;
-// an authorization refusal stops the connector at once.
-func TestUnitExactlyRecoverSnapshotRetried(t *testing.T) {
+// TestUnitExactlyRecoverReadsRetried: the reads of recovery (the topic IDs
+// and log ends while a leader moves; the group's ledgers while its
+// coordinator's broker is down or the coordinator moves) are tried again
+// with backoff, and recovery goes on once they answer; a refusal that does
+// not pass (authorization) stops the connector at once.
+func TestUnitExactlyRecoverReadsRetried(t *testing.T) {
 	refused := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
-	synctest.Test(t, func(t *testing.T) {
-		w, _, _ := tornWorld(t)
-		w.snapshotErrs = []error{refused, kerr.CoordinatorNotAvailable}
-		r := w.run(t, eoRecoverConfig(t), nil)
-		r.assign(eoP0, eoP1)
-		if n := w.count("Snapshot"); n != 3 {
-			t.Fatalf("%d reads of the ledgers, want 3", n)
-		}
-		finish(t, w, r)
-	})
-	synctest.Test(t, func(t *testing.T) {
-		w, _, _ := tornWorld(t)
-		w.snapshotErrs = []error{kerr.GroupAuthorizationFailed}
-		r := w.run(t, eoRecoverConfig(t), nil)
-		r.assign(eoP0, eoP1)
-		if err := r.wait(t); err == nil || !strings.Contains(err.Error(), "GROUP_AUTHORIZATION_FAILED") {
-			t.Fatalf("Run returned %v; want the authorization error", err)
-		}
-		if n := w.count("Snapshot"); n != 1 {
-			t.Fatalf("%d reads of the ledgers, want 1", n)
-		}
-	})
+	for _, tc := range []struct {
+		call          string
+		fail          func(w *eoWorld, errs ...error)
+		passing       []error
+		fatal         error
+		fatalText     string
+		checkBackoffs bool
+	}{
+		{"TopicState", func(w *eoWorld, errs ...error) { w.stateErrs = errs },
+			[]error{kerr.LeaderNotAvailable, kerr.NotLeaderForPartition}, kerr.TopicAuthorizationFailed, "TOPIC_AUTHORIZATION_FAILED", true},
+		{"Snapshot", func(w *eoWorld, errs ...error) { w.snapshotErrs = errs },
+			[]error{refused, kerr.CoordinatorNotAvailable}, kerr.GroupAuthorizationFailed, "GROUP_AUTHORIZATION_FAILED", false},
+	} {
+		t.Run(tc.call, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				w, _, _ := tornWorld(t)
+				tc.fail(w, tc.passing...)
+				r := w.run(t, eoRecoverConfig(t), nil)
+				began := time.Now()
+				r.assign(eoP0, eoP1)
+				if n := w.count(tc.call); n != 3 {
+					t.Fatalf("%d calls of %s, want 3", n, tc.call)
+				}
+				// Steps of 10ms and 20ms, each half fixed and half drawn at random.
+				if took := time.Since(began); tc.checkBackoffs && (took < 15*time.Millisecond || took > 30*time.Millisecond) {
+					t.Fatalf("recovery took %s; the two retries must wait 5-10ms and 10-20ms", took)
+				}
+				finish(t, w, r)
+			})
+			synctest.Test(t, func(t *testing.T) {
+				w, _, _ := tornWorld(t)
+				tc.fail(w, tc.fatal)
+				r := w.run(t, eoRecoverConfig(t), nil)
+				r.assign(eoP0, eoP1)
+				if err := r.wait(t); err == nil || !strings.Contains(err.Error(), tc.fatalText) {
+					t.Fatalf("Run returned %v; want the authorization error", err)
+				}
+				if n := w.count(tc.call); n != 1 {
+					t.Fatalf("%d calls of %s, want 1", n, tc.call)
+				}
+			})
+		})
+	}
 }
 
 // TestUnitExactlyNeedsItsIO: an exactly-once pipeline without the
