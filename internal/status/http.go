@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -129,6 +130,7 @@ func (h *Handler) Routes(next http.Handler) http.Handler {
 	mux.HandleFunc("/connectors/{name}/status", h.named(h.getStatus))
 	mux.HandleFunc("/connectors/{name}/pause", h.named(h.admin(http.MethodPut, pauseOp)))
 	mux.HandleFunc("/connectors/{name}/resume", h.named(h.admin(http.MethodPut, resumeOp)))
+	mux.Handle("/debug/pprof/", h.guard(http.MethodGet, profiles()))
 	return mux
 }
 
@@ -281,7 +283,13 @@ func (h *Handler) admin(method string, op adminOp) http.HandlerFunc {
 		// turns PAUSED once the open batches are committed).
 		writeJSON(w, http.StatusAccepted, map[string]State{"state": st})
 	}
-	guarded := h.csrf.Handler(http.HandlerFunc(act))
+	return h.guard(method, h.csrf.Handler(http.HandlerFunc(act)))
+}
+
+// guard lets a request through to next only when the admin endpoints are
+// on and the request may use them: the method, then the token (or, with
+// no token, a loopback Host header).
+func (h *Handler) guard(method string, next http.Handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if !allow(w, r, method) {
 			return
@@ -300,8 +308,23 @@ func (h *Handler) admin(method string, op adminOp) http.HandlerFunc {
 			writeError(w, http.StatusForbidden, "without an admin token, the admin endpoints answer only requests to a loopback host (127.0.0.1, [::1], localhost)")
 			return
 		}
-		guarded.ServeHTTP(w, r)
+		next.ServeHTTP(w, r)
 	}
+}
+
+// profiles serves Go's runtime profiles (net/http/pprof) under
+// /debug/pprof/: heap, goroutine, allocs, a CPU profile for ?seconds=N,
+// an execution trace. They are admin endpoints: a CPU profile or trace
+// costs the process CPU while it runs, and a heap profile shows the
+// program's internals.
+func profiles() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
 }
 
 // tokenOK compares the request's bearer token with the configured one in

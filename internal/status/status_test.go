@@ -151,6 +151,14 @@ func TestAdminEndpoints(t *testing.T) {
 		{"Connect path: PUT pause", Info{Name: "c", Admin: true, Loopback: true}, req{method: "PUT", path: "/connectors/c/pause"}, 202, `"state"`, "pause"},
 		{"Connect path: POST pause", Info{Name: "c", Admin: true, Loopback: true}, req{method: "POST", path: "/connectors/c/pause"}, 405, "use PUT", ""},
 		{"Connect path: other name", Info{Name: "c", Admin: true, Loopback: true}, req{method: "PUT", path: "/connectors/d/resume"}, 404, "Connector d not found", ""},
+		// Go's runtime profiles are admin endpoints too, read with GET.
+		{"profiles, admin off", Info{Name: "c", Loopback: true}, req{method: "GET", path: "/debug/pprof/heap"}, 403, "http.admin: true", ""},
+		{"profiles, loopback", Info{Name: "c", Admin: true, Loopback: true}, req{method: "GET", path: "/debug/pprof/goroutine?debug=1"}, 200, "goroutine profile: total", ""},
+		{"profiles index", Info{Name: "c", Admin: true, Loopback: true}, req{method: "GET", path: "/debug/pprof/"}, 200, "heap", ""},
+		{"profiles, foreign Host", Info{Name: "c", Admin: true, Loopback: true}, req{"GET", "/debug/pprof/heap", map[string]string{"Host": "evil.example:8080"}}, 403, "loopback host", ""},
+		{"profiles, token missing", Info{Name: "c", Admin: true, Token: testToken}, req{method: "GET", path: "/debug/pprof/heap"}, 401, "bearer token", ""},
+		{"profiles, token right", Info{Name: "c", Admin: true, Token: testToken}, req{"GET", "/debug/pprof/heap?debug=1", bearer}, 200, "heap profile", ""},
+		{"profiles, POST", Info{Name: "c", Admin: true, Loopback: true}, req{method: "POST", path: "/debug/pprof/heap"}, 405, "use GET", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
