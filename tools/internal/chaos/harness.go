@@ -192,6 +192,9 @@ type Spec struct {
 	// Listen is the sinks' http.listen ("" for none): the soak reads
 	// /metrics there.
 	Listen string
+	// Admin turns on http.admin, so the soak can read the sink's heap
+	// profiles at /debug/pprof/ (loopback listener: no token).
+	Admin bool
 	// FetchMaxBytes is kafka.fetch_max_bytes ("" for the sink's default,
 	// 50MiB, which the sink warns about with a buffer_memory under 100MiB).
 	FetchMaxBytes string
@@ -511,11 +514,11 @@ clickhouse:
 batch: {max_rows: %d, max_wait: 1s, buffer_memory: %s}
 %sroutes: [%s]
 errors: %s
-http: {listen: "%s"}
+http: {listen: "%s", admin: %t}
 log: {level: debug, format: json}
 shutdown_timeout: 50s
 delivery: %s
-`, r.group, strings.Join(env.Brokers, ", "), quoted(topics), fetchYAML, quoted(chAddrs), clusterYAML, maxRows, s.Buffer, fanoutYAML, strings.Join(routes, ", "), errorsYAML, s.Listen, cmp.Or(env.Delivery, "at_least_once"))
+`, r.group, strings.Join(env.Brokers, ", "), quoted(topics), fetchYAML, quoted(chAddrs), clusterYAML, maxRows, s.Buffer, fanoutYAML, strings.Join(routes, ", "), errorsYAML, s.Listen, s.Admin, cmp.Or(env.Delivery, "at_least_once"))
 	r.cfgPath = filepath.Join(env.WorkDir, r.group+".yaml")
 	if err := os.WriteFile(r.cfgPath, []byte(cfg), 0o644); err != nil {
 		return nil, err
@@ -766,21 +769,28 @@ func (r *run) sampleRSS(ctx context.Context) {
 	}
 }
 
-func readRSS(pid int) int64 {
+// readRSS is the resident set of the process (VmRSS), 0 if unreadable.
+func readRSS(pid int) int64 { return readStatus(pid, "VmRSS:")[0] }
+
+// readStatus reads the named fields (kB) of /proc/PID/status, in bytes, 0
+// for a field it cannot read.
+func readStatus(pid int, fields ...string) []int64 {
+	out := make([]int64, len(fields))
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0
+		return out
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "VmRSS:") {
-			f := strings.Fields(line)
-			if len(f) >= 2 {
-				kb, _ := strconv.ParseInt(f[1], 10, 64)
-				return kb << 10
+		for i, name := range fields {
+			if strings.HasPrefix(line, name) {
+				if f := strings.Fields(line); len(f) >= 2 {
+					kb, _ := strconv.ParseInt(f[1], 10, 64)
+					out[i] = kb << 10
+				}
 			}
 		}
 	}
-	return 0
+	return out
 }
 
 // produce writes the scenario's records paced over its duration: good

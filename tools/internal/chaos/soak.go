@@ -24,6 +24,10 @@ type SoakSpec struct {
 	RestartEvery time.Duration // a SIGTERM and a new sink every this long
 	KillAt       time.Duration // one kill -9 (and a new sink) this far in
 	Sample       time.Duration // the sampling interval (10 s)
+	// ProfileEvery: from the end of each sink's warm-up on, its heap and
+	// goroutine profiles are saved this often into Dir/profiles (0: never),
+	// so what grew within a life can be read (go tool pprof -diff_base).
+	ProfileEvery time.Duration
 	Warmup       time.Duration // samples this soon after a sink started do not count for the trends
 	Dir          string        // results.csv, soak.svg, soak.md go here
 	// About is what the results file says of the run besides the spec:
@@ -38,14 +42,16 @@ type SoakSpec struct {
 // SoakParams is the soak of length d at rate records per second, writing
 // into dir: a SIGTERM restart every 15 minutes and a sample every 10 s with
 // a 5-minute warm-up; a run under 30 minutes (the 2-minute one of make
-// test) restarts at half its length, samples every 5 s, warms up 10 s and
-// reports the trends without judging them.
+// test) restarts at half its length, samples every 5 s, warms up 10 s,
+// takes profiles every eighth of the run and reports the trends without
+// judging them.
 // The kill -9 comes at 70% of the run.
 func SoakParams(d time.Duration, rate float64, dir string) SoakSpec {
 	ss := SoakSpec{Duration: d, Rate: rate, RestartEvery: 15 * time.Minute, KillAt: d * 7 / 10,
-		Sample: 10 * time.Second, Warmup: 5 * time.Minute, Dir: dir, JudgeTrends: true}
+		Sample: 10 * time.Second, Warmup: 5 * time.Minute, ProfileEvery: 5 * time.Minute, Dir: dir, JudgeTrends: true}
 	if d < 30*time.Minute {
 		ss.RestartEvery, ss.Sample, ss.Warmup, ss.JudgeTrends = d/2, 5*time.Second, 10*time.Second, false
+		ss.ProfileEvery = max(d/8, ss.Sample)
 	}
 	return ss
 }
@@ -81,6 +87,11 @@ type Sample struct {
 	At          time.Duration // since the soak began
 	PID         int
 	RSS         int64 // bytes, /proc/PID/status VmRSS
+	// RSSAnon and RSSFile split RSS (with RssShmem, not kept: the sink
+	// maps none) into anonymous memory (the Go heap, stacks, the
+	// runtime's retained pages) and file-backed pages (the binary's
+	// text and data as they are paged in).
+	RSSAnon, RSSFile int64
 	Heap        float64
 	Goroutines  float64
 	Conns       int     // sockets among the open fds
@@ -142,7 +153,7 @@ func Soak(ctx context.Context, env Env, ss SoakSpec) *SoakResult {
 	profile := ss.Profile()
 	s := Spec{
 		Name: "soak", Records: profile.Events(), Partitions: 8, Buffer: "64MiB", Instances: 1, BadPercent: 1,
-		Listen:  "127.0.0.1:18099",
+		Listen:  "127.0.0.1:18099", Admin: ss.ProfileEvery > 0,
 		Profile: profile, Fanout: true, Evolve: &Evolve{Partitions: 4, Every: 4},
 		// Under half the buffer, as the sink asks: fetched data waiting to
 		// be decoded is held outside buffer_memory.
@@ -152,6 +163,7 @@ func Soak(ctx context.Context, env Env, ss SoakSpec) *SoakResult {
 				t := time.NewTicker(ss.Sample)
 				defer t.Stop()
 				var last Sample
+				profiled := map[int]time.Duration{} // pid: when its last profile was taken
 				for {
 					select {
 					case <-r.bg.Done():
@@ -171,7 +183,23 @@ func Soak(ctx context.Context, env Env, ss SoakSpec) *SoakResult {
 					last = smp
 					mu.Lock()
 					out.Samples = append(out.Samples, smp)
+					born := smp.At
+					for _, o := range out.Samples {
+						if o.PID == smp.PID {
+							born = o.At
+							break
+						}
+					}
 					mu.Unlock()
+					if ss.ProfileEvery > 0 && ss.Dir != "" && smp.At-born >= ss.Warmup {
+						if at, ok := profiled[smp.PID]; !ok || smp.At-at >= ss.ProfileEvery {
+							if err := saveProfiles(r, filepath.Join(ss.Dir, "profiles"), smp); err == nil {
+								profiled[smp.PID] = smp.At
+							} else {
+								r.logf("soak: profiles of pid %d: %v", smp.PID, err)
+							}
+						}
+					}
 				}
 			}()
 			killed := false
@@ -267,19 +295,14 @@ func sampleSink(r *run, at time.Duration) (Sample, bool) {
 			p = q
 		}
 	}
-	listen := ""
-	if b, err := os.ReadFile(r.cfgPath); err == nil {
-		if i := strings.Index(string(b), `listen: "`); i >= 0 {
-			rest := string(b)[i+9:]
-			listen = rest[:strings.IndexByte(rest, '"')]
-		}
-	}
+	listen := sinkListen(r)
 	r.mu.Unlock()
 	if p == nil {
 		return Sample{}, false
 	}
 	pid := p.cmd.Process.Pid
-	s := Sample{At: at, PID: pid, RSS: readRSS(pid), CPUSeconds: readCPU(pid), Load1: readLoad1()}
+	mem := readStatus(pid, "VmRSS:", "RssAnon:", "RssFile:")
+	s := Sample{At: at, PID: pid, RSS: mem[0], RSSAnon: mem[1], RSSFile: mem[2], CPUSeconds: readCPU(pid), Load1: readLoad1()}
 	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 	s.FDs = len(fds)
 	for _, fd := range fds {
@@ -301,6 +324,57 @@ func sampleSink(r *run, at time.Duration) (Sample, bool) {
 	s.LagSeconds = m["sink_consumer_lag_seconds"].max
 	s.RetriesSeen = m["sink_insert_retries_total"].sum
 	return s, s.RSS > 0
+}
+
+// sinkListen is the http.listen of the run's sink config ("" if none);
+// the caller holds r.mu.
+func sinkListen(r *run) string {
+	b, err := os.ReadFile(r.cfgPath)
+	if err != nil {
+		return ""
+	}
+	i := strings.Index(string(b), `listen: "`)
+	if i < 0 {
+		return ""
+	}
+	rest := string(b)[i+9:]
+	return rest[:strings.IndexByte(rest, '"')]
+}
+
+// saveProfiles stores the sampled sink's heap profile (heap-PID-SECONDS.pb.gz)
+// and goroutine dump (goroutines-PID-SECONDS.txt) in dir.
+func saveProfiles(r *run, dir string, s Sample) error {
+	r.mu.Lock()
+	listen := sinkListen(r)
+	r.mu.Unlock()
+	if listen == "" {
+		return fmt.Errorf("no http.listen in the sink's config")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	cl := http.Client{Timeout: 10 * time.Second}
+	for _, f := range []struct{ path, name string }{
+		{"/debug/pprof/heap", "heap-%d-%04.0f.pb.gz"},
+		{"/debug/pprof/goroutine?debug=1", "goroutines-%d-%04.0f.txt"},
+	} {
+		resp, err := cl.Get("http://" + listen + f.path)
+		if err != nil {
+			return err
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return err
+		}
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("GET %s: %s: %.200s", f.path, resp.Status, b)
+		}
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf(f.name, s.PID, s.At.Seconds())), b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // readCPU is the user plus system CPU seconds of the process so far

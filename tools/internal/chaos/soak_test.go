@@ -4,6 +4,10 @@ import (
 	"encoding/xml"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"strings"
 	"testing"
 	"time"
@@ -82,7 +86,7 @@ func TestSoakReport(t *testing.T) {
 		case at >= 15*time.Minute:
 			pid = 2
 		}
-		o.Samples = append(o.Samples, Sample{At: at, PID: pid, RSS: 40 << 20, Goroutines: 30, Heap: 10 << 20, InsertsMin: 60})
+		o.Samples = append(o.Samples, Sample{At: at, PID: pid, RSS: 40 << 20, RSSAnon: 25 << 20, RSSFile: 15 << 20, Goroutines: 30, Heap: 10 << 20, InsertsMin: 60})
 	}
 	lives := o.lives()
 	if len(lives) != 3 || lives[0].ended != "SIGTERM" || lives[1].ended != "kill -9" || lives[2].ended != "end" {
@@ -93,7 +97,7 @@ func TestSoakReport(t *testing.T) {
 		t.Errorf("flat RSS has trend %v", o.RSSSlope)
 	}
 	md := o.markdown()
-	for _, want := range []string{"## Soak: 1h0m0s, PASS", "load average during the run: 0.0–0.0", "| RSS trend within each sink's life", "| 2 | 15m0s | 41m50s | kill -9 |", "`500:2m0s,2500:30s,500:2m30s` repeated over 1h0m0s"} {
+	for _, want := range []string{"## Soak: 1h0m0s, PASS", "load average during the run: 0.0–0.0", "| RSS trend within each sink's life", "| of which anonymous (`RssAnon`", "| of which file-backed (`RssFile`", "| 2 | 15m0s | 41m50s | kill -9 |", "`500:2m0s,2500:30s,500:2m30s` repeated over 1h0m0s"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("soak.md lacks %q:\n%s", want, md)
 		}
@@ -108,9 +112,53 @@ func TestSoakReport(t *testing.T) {
 			break
 		}
 	}
-	if n := strings.Count(svg, "<path "); n != 9 {
-		t.Errorf("soak.svg has %d lines, want 9 (2 memory, goroutines, 2 files, inserts, lag, GC, CPU)", n)
+	if n := strings.Count(svg, "<path "); n != 11 {
+		t.Errorf("soak.svg has %d lines, want 11 (4 memory, goroutines, 2 files, inserts, lag, GC, CPU)", n)
 	}
+}
+
+// Two heap profiles of one life give the results file the top of their
+// difference, with what was allocated in between named.
+func TestSoakHeapGrowth(t *testing.T) {
+	dir := t.TempDir()
+	ss := SoakParams(time.Hour, 500, dir)
+	if err := os.MkdirAll(filepath.Join(dir, "profiles"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name string) {
+		f, err := os.Create(filepath.Join(dir, "profiles", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		runtime.GC()
+		if err := pprof.WriteHeapProfile(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("heap-7-0300.pb.gz")
+	kept = growHeapForTest()
+	write("heap-7-0900.pb.gz")
+	o := &SoakResult{Result: &Result{Scenario: "soak"}, Spec: ss,
+		Samples: []Sample{{At: 0, PID: 7}, {At: 5 * time.Minute, PID: 7}, {At: 15 * time.Minute, PID: 7}}}
+	got := o.heapGrowth(ss)
+	for _, want := range []string{"pid 7, heap-7-0300.pb.gz → heap-7-0900.pb.gz", "growHeapForTest"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("heap growth lacks %q:\n%s", want, got)
+		}
+	}
+}
+
+// kept holds what growHeapForTest allocated, so the second profile has it
+// in use.
+var kept [][]byte
+
+func growHeapForTest() [][]byte {
+	out := make([][]byte, 64)
+	for i := range out {
+		out[i] = make([]byte, 64<<10)
+	}
+	return out
 }
 
 // A leak shows as its slope across restarts, whose drops do not count;

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -49,10 +50,10 @@ func (o *SoakResult) write(ss SoakSpec) error {
 		return err
 	}
 	var csv strings.Builder
-	csv.WriteString("seconds,pid,rss_bytes,heap_inuse_bytes,goroutines,sockets,fds,gc_pause_max_seconds,inserts_per_minute,lag_seconds_max,insert_retries,cpu_seconds,cpu_percent,load1\n")
+	csv.WriteString("seconds,pid,rss_bytes,heap_inuse_bytes,goroutines,sockets,fds,gc_pause_max_seconds,inserts_per_minute,lag_seconds_max,insert_retries,cpu_seconds,cpu_percent,load1,rss_anon_bytes,rss_file_bytes\n")
 	for _, s := range o.Samples {
-		fmt.Fprintf(&csv, "%.0f,%d,%d,%.0f,%.0f,%d,%d,%.6f,%.1f,%.1f,%.0f,%.2f,%.1f,%.2f\n", s.At.Seconds(), s.PID, s.RSS, s.Heap, s.Goroutines,
-			s.Conns, s.FDs, s.GCPauseMax, s.InsertsMin, s.LagSeconds, s.RetriesSeen, s.CPUSeconds, s.CPUPercent, s.Load1)
+		fmt.Fprintf(&csv, "%.0f,%d,%d,%.0f,%.0f,%d,%d,%.6f,%.1f,%.1f,%.0f,%.2f,%.1f,%.2f,%d,%d\n", s.At.Seconds(), s.PID, s.RSS, s.Heap, s.Goroutines,
+			s.Conns, s.FDs, s.GCPauseMax, s.InsertsMin, s.LagSeconds, s.RetriesSeen, s.CPUSeconds, s.CPUPercent, s.Load1, s.RSSAnon, s.RSSFile)
 	}
 	if err := os.WriteFile(filepath.Join(ss.Dir, "results.csv"), []byte(csv.String()), 0o644); err != nil {
 		return err
@@ -115,6 +116,14 @@ func (o *SoakResult) markdown() string {
 	_, gSE := trendFit(o.Samples, ss.Warmup, func(s Sample) float64 { return s.Goroutines })
 	fmt.Fprintf(&md, "| RSS trend within each sink's life, after its first %s | < 1 MiB per 10 min, %s | %.2f ± %.2f MiB per 10 min | %s |\n",
 		ss.Warmup, judged, o.RSSSlope, rssSE, trendOK(o.RSSSlope))
+	for _, part := range []struct {
+		name string
+		f    func(Sample) float64
+	}{{"anonymous", mib(func(s Sample) int64 { return s.RSSAnon })}, {"file-backed", mib(func(s Sample) int64 { return s.RSSFile })}} {
+		sl, se := trendFit(o.Samples, ss.Warmup, part.f)
+		fmt.Fprintf(&md, "| of which %s (`Rss%s` of `/proc/PID/status`), likewise | reported | %.2f ± %.2f MiB per 10 min | |\n",
+			part.name, map[string]string{"anonymous": "Anon", "file-backed": "File"}[part.name], sl, se)
+	}
 	fmt.Fprintf(&md, "| goroutine trend, likewise | < 1 per 10 min, %s | %.2f ± %.2f per 10 min | %s |\n",
 		judged, o.GoroutineSlope, gSE, trendOK(o.GoroutineSlope))
 	fmt.Fprintf(&md, "| peak RSS (sampled every 100 ms) | buffer_memory + 128 MiB = %d MiB | %d MiB (10-s samples: %s) | %s |\n",
@@ -143,8 +152,8 @@ func (o *SoakResult) markdown() string {
 
 	md.WriteString("Each sink's life (samples every " + ss.Sample.String() + "; the trend columns are that life's own least-squares slope after its warm-up, " +
 		"blank when it had fewer than 3 samples after it):\n\n")
-	md.WriteString("| pid | from | to | ended by | samples | RSS MiB min–max | RSS trend MiB/10 min | heap MiB min–max | goroutines min–max | goroutine trend /10 min | fds | sockets | GC pause max ms | inserts/min median | CPU % of a core, median | lag s max |\n")
-	md.WriteString("|---:|---:|---:|---|---:|---|---:|---|---|---:|---|---|---:|---:|---:|---:|\n")
+	md.WriteString("| pid | from | to | ended by | samples | RSS MiB min–max | RSS trend MiB/10 min | anon / file trend | heap MiB min–max | heap trend | goroutines min–max | goroutine trend /10 min | fds | sockets | GC pause max ms | inserts/min median | CPU % of a core, median | lag s max |\n")
+	md.WriteString("|---:|---:|---:|---|---:|---|---:|---:|---|---:|---|---:|---|---|---:|---:|---:|---:|\n")
 	for _, l := range o.lives() {
 		ls := l.samples
 		rr := span(ls, func(s Sample) float64 { return float64(s.RSS) / (1 << 20) })
@@ -157,12 +166,16 @@ func (o *SoakResult) markdown() string {
 		// A life's first sample has no interval for the rates.
 		ins := values(ls[1:], func(s Sample) float64 { return s.InsertsMin })
 		cpu := values(ls[1:], func(s Sample) float64 { return s.CPUPercent })
-		fmt.Fprintf(&md, "| %d | %s | %s | %s | %d | %.0f–%.0f | %s | %.0f–%.0f | %.0f–%.0f | %s | %.0f–%.0f | %.0f–%.0f | %.1f | %.0f | %.0f | %.1f |\n",
+		fmt.Fprintf(&md, "| %d | %s | %s | %s | %d | %.0f–%.0f | %s | %s / %s | %.0f–%.0f | %s | %.0f–%.0f | %s | %.0f–%.0f | %.0f–%.0f | %.1f | %.0f | %.0f | %.1f |\n",
 			l.pid, ls[0].At.Round(time.Second), ls[len(ls)-1].At.Round(time.Second), l.ended, len(ls), rr[0], rr[1],
-			slopeText(trend(ls, ss.Warmup, func(s Sample) float64 { return float64(s.RSS) / (1 << 20) })), hh[0], hh[1], gg[0], gg[1],
+			slopeText(trend(ls, ss.Warmup, func(s Sample) float64 { return float64(s.RSS) / (1 << 20) })),
+			slopeText(trend(ls, ss.Warmup, mib(func(s Sample) int64 { return s.RSSAnon }))),
+			slopeText(trend(ls, ss.Warmup, mib(func(s Sample) int64 { return s.RSSFile }))),
+			hh[0], hh[1], slopeText(trend(ls, ss.Warmup, func(s Sample) float64 { return s.Heap / (1 << 20) })), gg[0], gg[1],
 			slopeText(trend(ls, ss.Warmup, func(s Sample) float64 { return s.Goroutines })), ff[0], ff[1], cc[0], cc[1], gc[1], median(ins), median(cpu), lag[1])
 	}
-	md.WriteString("\nHow the numbers are taken: RSS is `VmRSS` of `/proc/PID/status`; fds and sockets are the entries of `/proc/PID/fd` " +
+	md.WriteString(o.heapGrowth(ss))
+	md.WriteString("\nHow the numbers are taken: RSS is `VmRSS` of `/proc/PID/status` (split into `RssAnon` and `RssFile`); fds and sockets are the entries of `/proc/PID/fd` " +
 		"(sockets: those linked to `socket:`); heap (`go_memstats_heap_inuse_bytes`), goroutines (`go_goroutines`), the GC pause " +
 		"(`go_gc_duration_seconds{quantile=\"1\"}`, the longest of the recent pauses), inserts per minute (the change of `sink_inserts_total`, " +
 		"all three tables, between two samples of one process), CPU (user and system time of `/proc/PID/stat` between two samples, 100% = one core), load (`/proc/loadavg`) and lag (the largest `sink_consumer_lag_seconds` of any partition) come from " +
@@ -283,6 +296,8 @@ func (o *SoakResult) svg() string {
 		lines []series
 	}{
 		{"memory", "MiB", []series{{"RSS", "#c0392b", func(s Sample) float64 { return float64(s.RSS) / (1 << 20) }},
+			{"anonymous", "#f1948a", mib(func(s Sample) int64 { return s.RSSAnon })},
+			{"file-backed", "#aab7b8", mib(func(s Sample) int64 { return s.RSSFile })},
 			{"heap in use", "#e67e22", func(s Sample) float64 { return s.Heap / (1 << 20) }}}},
 		{"goroutines", "", []series{{"goroutines", "#2471a3", func(s Sample) float64 { return s.Goroutines }}}},
 		{"open files", "", []series{{"fds", "#117a65", func(s Sample) float64 { return float64(s.FDs) }},
@@ -416,4 +431,48 @@ func trimFloat(v float64) string {
 		return fmt.Sprintf("%.0f", v)
 	}
 	return fmt.Sprintf("%.1f", v)
+}
+
+// mib reads a byte count of a sample in MiB.
+func mib(f func(Sample) int64) func(Sample) float64 {
+	return func(s Sample) float64 { return float64(f(s)) / (1 << 20) }
+}
+
+// heapGrowth is, for each life with two heap profiles or more (saved every
+// ProfileEvery after its warm-up), the largest changes in bytes in use
+// between its first and last profile: go tool pprof -top -diff_base.
+func (o *SoakResult) heapGrowth(ss SoakSpec) string {
+	dir := filepath.Join(ss.Dir, "profiles")
+	var b strings.Builder
+	for _, l := range o.lives() {
+		files, _ := filepath.Glob(filepath.Join(dir, fmt.Sprintf("heap-%d-*.pb.gz", l.pid)))
+		if len(files) < 2 {
+			continue
+		}
+		slices.Sort(files) // the seconds are zero-padded
+		first, last := files[0], files[len(files)-1]
+		cmd := exec.Command("go", "tool", "pprof", "-top", "-sample_index=inuse_space", "-nodecount=12", "-diff_base="+first, last)
+		out, err := cmd.Output()
+		if b.Len() == 0 {
+			b.WriteString("\nWhat grew in the Go heap within each life, between its first and last heap profile after the warm-up " +
+				"(`go tool pprof -top -sample_index=inuse_space -diff_base=FIRST LAST`, profiles in `profiles/`):\n")
+		}
+		fmt.Fprintf(&b, "\n- pid %d, %s → %s:", l.pid, filepath.Base(first), filepath.Base(last))
+		if err != nil {
+			fmt.Fprintf(&b, " go tool pprof: %v\n", err)
+			continue
+		}
+		b.WriteString("\n\n```\n")
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		for _, line := range lines {
+			// Leave out pprof's header lines about the file and the type.
+			if strings.HasPrefix(line, "File:") || strings.HasPrefix(line, "Type:") || strings.HasPrefix(line, "Time:") ||
+				strings.HasPrefix(line, "Build ID:") || strings.HasPrefix(line, "Duration:") {
+				continue
+			}
+			b.WriteString(line + "\n")
+		}
+		b.WriteString("```\n")
+	}
+	return b.String()
 }
