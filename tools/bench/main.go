@@ -26,6 +26,8 @@
 //	                      and seed 004's hand-tuned setting on a workload
 //	                      whose rate changes 20× (make bench-adaptive;
 //	                      adaptive.go)
+//	bench consume [flags]  read a topic with the sink's Kafka options and
+//	                      nothing else: the CPU floor per record (consume.go)
 //
 // Concurrency: one variant runs at a time; each runs its clients as child
 // processes and only polls ClickHouse meanwhile.
@@ -50,7 +52,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: bench run [flags] | bench naive [flags] | bench inprocess [flags] | bench adaptive [flags]")
+		fmt.Fprintln(os.Stderr, "usage: bench run [flags] | bench naive [flags] | bench inprocess [flags] | bench adaptive [flags] | bench consume [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -63,8 +65,10 @@ func main() {
 		err = inprocessMain(os.Args[2:])
 	case "adaptive":
 		err = adaptiveMain(os.Args[2:])
+	case "consume":
+		err = consumeMain(os.Args[2:])
 	default:
-		err = fmt.Errorf("unknown command %q (run, naive, inprocess, adaptive)", os.Args[1])
+		err = fmt.Errorf("unknown command %q (run, naive, inprocess, adaptive, consume)", os.Args[1])
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "bench: %v\n", err)

@@ -386,7 +386,9 @@ func (sr *ServerResults) endToEnd(w func(string, ...any), records int) {
 			wall = fmt.Sprintf("%s (%s for %s: %s s)", f2(r.WallSec), "extrapolated", num(float64(records)), num(r.ExtrapolatedWallSec))
 		}
 		inserts, perInsert := num(float64(r.Inserts)), num(r.RowsPerInsert)
-		if r.Inserts < 0 {
+		if r.Inserts < 0 && strings.HasPrefix(r.Key, "consume_") {
+			inserts, perInsert = "— (reads only)", "—"
+		} else if r.Inserts < 0 {
 			inserts = "— (MV blocks)"
 			if r.Parts > 0 {
 				perInsert = num(float64(r.Rows)/float64(r.Parts)) + " per part"

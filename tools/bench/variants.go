@@ -25,6 +25,12 @@ var allVariants = []struct{ key, name, only, notOn string }{
 	{key: "kcat_pipe", name: "kcat | clickhouse-client (JSONEachRow)"},
 	{key: "kcat_http", name: "kcat | curl HTTP (JSONEachRow, server parses)"},
 	{key: "naive", name: "naive: one INSERT per record"},
+	// Floors, not alternatives: read the workload and insert nothing. With
+	// franz-go and the sink's own Kafka options (bench consume), and with
+	// kcat into /dev/null (the consume half of kcat_pipe). What they cost
+	// per record, no decoding or inserting can save.
+	{key: "consume_kgo", name: "floor: franz-go with the sink's Kafka options, reading only (bench consume)"},
+	{key: "consume_kcat", name: "floor: kcat reading only (> /dev/null)"},
 	// The same sink against a "remote-like" server: ClickHouse pinned to
 	// the last core, the sink's Go scheduler limited to 1 or 2 threads.
 	{key: "sink_gomaxprocs1", name: "sink, GOMAXPROCS=1, ClickHouse pinned to the other core", only: "26",
@@ -74,6 +80,11 @@ func (b *bench) runVariant(ctx context.Context, key string, run int) Result {
 	if f := registryFormats[key]; f != "" && b.formatSkip[f] != "" {
 		r.Status = "not run: " + b.formatSkip[f]
 		return r
+	}
+	if strings.HasPrefix(key, "consume_") {
+		b.quiesce()
+		logf("%s run %d: reading %s", key, run, b.topic)
+		return b.runConsumeOnly(r)
 	}
 	if err := b.createTable(ctx, table); err != nil {
 		return failed(r, err)
@@ -350,6 +361,50 @@ func (b *bench) runPipe(ctx context.Context, r Result, table string, cmd string,
 	}
 	u1, u2 := kcat.usage(), sinkSide.usage()
 	return b.finishRun(ctx, r, table, before, after, reached, usage{CPU: u1.CPU + u2.CPU, MaxRSS: u1.MaxRSS + u2.MaxRSS})
+}
+
+// runConsumeOnly runs a reference reader (consume_kgo, consume_kcat) over
+// the whole workload topic and measures its CPU; it writes no table, so
+// Rows is what it read and Inserts is -1.
+func (b *bench) runConsumeOnly(r Result) Result {
+	r.Table, r.Inserts = "", -1
+	name, args := b.opt.benchBin, []string{"consume", "--brokers", strings.Join(b.opt.brokers, ","), "--topic", b.topic, "--count", fmt.Sprint(b.opt.count)}
+	setup := func(*exec.Cmd) {}
+	if r.Key == "consume_kcat" {
+		name, args = "kcat", []string{"-C", "-b", strings.Join(b.opt.brokers, ","), "-t", b.topic, "-e", "-o", "beginning", "-q", "-f", `%s\n`}
+		if _, err := exec.LookPath("kcat"); err != nil {
+			r.Status = "could not run: kcat is not installed"
+			return r
+		}
+		devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+		if err != nil {
+			return failed(r, err)
+		}
+		defer devnull.Close()
+		setup = func(c *exec.Cmd) { c.Stdout = devnull }
+	}
+	r.Config = filepath.Base(name) + " " + strings.Join(args, " ")
+	before := b.meter.snap()
+	c, err := start(name, args, filepath.Join(b.opt.work, fmt.Sprintf("ch%s_%s_%d.log", b.srv.key, r.Key, r.Run)), setup)
+	if err != nil {
+		return failed(r, err)
+	}
+	var werr error
+	select {
+	case <-c.exited:
+		werr = c.err
+	case <-time.After(b.opt.timeout):
+		werr = fmt.Errorf("still reading after %s; %v", b.opt.timeout, c.stop(5*time.Second))
+	}
+	reached := time.Now()
+	after := b.meter.snap()
+	if werr != nil {
+		return failed(r, fmt.Errorf("%w; log: %s", werr, c.tail(3)))
+	}
+	r.Rows = int64(b.opt.count)
+	finish(&r, before, after, reached, c.usage())
+	logf("%s run %d: %d records in %.2fs, client CPU %.2fs", r.Key, r.Run, r.Expected, r.WallSec, r.ClientCPUSec)
+	return r
 }
 
 // runNaive runs `bench naive` (one INSERT per record over HTTP, the way a
