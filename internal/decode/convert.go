@@ -260,6 +260,11 @@ func (c *appendState) decimalNumber(in *input, t *chType) (number, error) {
 
 // decimal64 returns the value scaled by 10^S, for precision up to 18.
 func (c *appendState) decimal64(in *input, t *chType) (int64, error) {
+	if in.kind == inNum || in.kind == inStr {
+		if v, ok := plainDecimal(in.b, t.n-t.scale, t.scale); ok {
+			return v, nil
+		}
+	}
 	n, err := c.decimalNumber(in, t)
 	if err != nil {
 		return 0, err
@@ -275,6 +280,54 @@ func (c *appendState) decimal64(in *input, t *chType) (int64, error) {
 		v = -v
 	}
 	return v, nil
+}
+
+// plainDecimal is decimal64's fast path for the common way a decimal is
+// written: [-]digits[.digits], with at most ip significant digits before
+// the point and at most scale after it (so the scaled value has at most
+// 18 digits and fits). It returns the value scaled by 10^scale; ok is
+// false for anything else (a sign '+', an exponent, a missing integer
+// part, more digits: trailing zeros after the point may still make it
+// fit), which the exact path then reads or refuses.
+func plainDecimal(b []byte, ip, scale int) (int64, bool) {
+	i, neg := 0, false
+	if len(b) > 0 && b[0] == '-' {
+		i, neg = 1, true
+	}
+	var v int64
+	start, sig := i, 0
+	for ; i < len(b) && isDigit(b[i]); i++ {
+		if v != 0 || b[i] != '0' {
+			sig++
+		}
+		v = v*10 + int64(b[i]-'0')
+		if sig > ip {
+			return 0, false
+		}
+	}
+	if i == start {
+		return 0, false
+	}
+	frac := 0
+	if i < len(b) && b[i] == '.' {
+		i++
+		for ; i < len(b) && isDigit(b[i]); i++ {
+			if frac++; frac > scale {
+				return 0, false
+			}
+			v = v*10 + int64(b[i]-'0')
+		}
+	}
+	if i != len(b) {
+		return 0, false
+	}
+	for ; frac < scale; frac++ {
+		v *= 10
+	}
+	if neg {
+		v = -v
+	}
+	return v, true
 }
 
 // decimalBig handles precision above 18 (allocates per value).

@@ -45,12 +45,15 @@ type jsonFields struct {
 	// that the trees of all slots are valid together). guess is the slot
 	// the member at each position had in the record before: a producer
 	// writes its keys in the same order every time, so one comparison
-	// usually finds a key's slot.
+	// usually finds a key's slot. For a position whose key had no slot
+	// (guess -1), missKey holds that key's bytes, so that the same
+	// unmapped key is known again by one comparison (-2: nothing yet).
 	sc      *jsonScanner
 	member  []int
 	trees   []*fastjson.Value
 	parsers []fastjson.Parser
 	guess   []int
+	missKey [][]byte
 	// Where many columns read paths below one slot (under >= listAt), the
 	// slot's object is read once per record (subOK): its members (subs),
 	// and for each distinct first step of those paths (steps, stepIdx) the
@@ -179,17 +182,28 @@ func (f *jsonFields) loadScanned(sc *jsonScanner) {
 	found := 0
 	for m := range sc.Members {
 		k := sc.Doc[sc.Members[m].Key.Start:sc.Members[m].Key.End]
-		slot := -1
+		slot, known := -1, false
 		if m < len(f.guess) {
-			if g := f.guess[m]; g >= 0 && string(k) == f.keys[g] {
-				slot = g
+			switch g := f.guess[m]; {
+			case g >= 0:
+				known = string(k) == f.keys[g]
+			case g == -1:
+				// The key here before was one no column reads (a
+				// field of schema drift): the same key is again none.
+				known = string(k) == string(f.missKey[m])
+			}
+			if known {
+				slot = f.guess[m]
 			}
 		} else {
-			f.guess = append(f.guess, -1)
+			f.guess = append(f.guess, -2)
+			f.missKey = append(f.missKey, nil)
 		}
-		if slot < 0 {
+		if !known {
 			if i, ok := f.keyIdx[string(k)]; ok {
 				slot = i
+			} else {
+				f.missKey[m] = append(f.missKey[m][:0], k...)
 			}
 			f.guess[m] = slot
 		}

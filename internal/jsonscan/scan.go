@@ -21,6 +21,8 @@ package jsonscan
 
 import (
 	"bytes"
+	"encoding/binary"
+	"math/bits"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -166,8 +168,7 @@ func (s *Scanner) literal(i int, lit string) (int, error) {
 func (s *Scanner) number(i int) (int, error) {
 	d := s.Doc
 	for j := i; j < len(d); j++ {
-		c := d[j]
-		if (c >= '0' && c <= '9') || c == '.' || c == '-' || c == 'e' || c == 'E' || c == '+' {
+		if numberByte[d[j]] {
 			continue
 		}
 		if j == i || j == i+1 && (d[i] == '-' || d[i] == '+') {
@@ -183,35 +184,84 @@ func (s *Scanner) number(i int) (int, error) {
 	return len(d), nil
 }
 
+// numberByte marks the bytes a number's run is made of: 0-9 . - + e E.
+var numberByte = [256]bool{
+	'0': true, '1': true, '2': true, '3': true, '4': true, '5': true, '6': true, '7': true, '8': true, '9': true,
+	'.': true, '-': true, '+': true, 'e': true, 'E': true,
+}
+
 // string reads a string whose opening quote is before i and returns the
 // offset after its closing quote, and whether it holds a backslash.
+//
+// It looks at eight bytes at a time (quoteOrBackslash) for the next '"'
+// or '\\'; only a backslash stops it short of the closing quote, and the
+// search goes on past the byte it escapes.
 func (s *Scanner) string(i int) (end int, esc bool, err error) {
 	d := s.Doc
-	// The common string has no backslash. Short ones (keys, most values)
-	// are fastest byte by byte; past 16 bytes two vectorized searches win.
 	j := i
-	for n := min(len(d), i+16); j < n; j++ {
-		if c := d[j]; c == '"' {
-			return j + 1, false, nil
-		} else if c == '\\' {
-			break
+	for {
+		j = nextQuoteOrBackslash(d, j)
+		if j >= len(d) {
+			return len(d), esc, &Error{Pos: i - 1, Msg: "string without its closing quote"}
 		}
-	}
-	if j == i+16 {
-		if q := bytes.IndexByte(d[j:], '"'); q >= 0 && bytes.IndexByte(d[j:j+q], '\\') < 0 {
-			return j + q + 1, false, nil
-		}
-	}
-	for j := i; j < len(d); j++ {
-		switch d[j] {
-		case '"':
+		if d[j] == '"' {
 			return j + 1, esc, nil
-		case '\\':
-			esc = true
-			j++ // the escaped byte, whatever it is
+		}
+		esc = true
+		j += 2 // the backslash and the byte it escapes, whatever that is
+	}
+}
+
+// Word-at-a-time search ("SWAR": SIMD within a register). A word of eight
+// text bytes is loaded little-endian, so its lowest byte is the first
+// byte in the text. For a byte value c, x := w ^ (c * ones) has a zero
+// byte exactly where w holds c, and (x - ones) &^ x & highs sets the high
+// bit of the lowest zero byte of x (and maybe of bytes above it, where the
+// subtraction borrowed: those may be false, so only the lowest set bit
+// is used). Its trailing zeros divided by 8 are the byte's index.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// zeroBytes marks the zero bytes of x: the lowest mark is exact.
+func zeroBytes(x uint64) uint64 { return (x - ones) &^ x & highs }
+
+// quoteOrBackslash marks the bytes of w that are '"' or '\\'.
+func quoteOrBackslash(w uint64) uint64 {
+	return zeroBytes(w^(ones*'"')) | zeroBytes(w^(ones*'\\'))
+}
+
+// nextQuoteOrBackslash is the offset of the first '"' or '\\' in d at or
+// after j, or len(d) (or more, when j is past the end) if there is none.
+func nextQuoteOrBackslash(d []byte, j int) int {
+	for ; j+8 <= len(d); j += 8 {
+		if m := quoteOrBackslash(binary.LittleEndian.Uint64(d[j:])); m != 0 {
+			return j + bits.TrailingZeros64(m)>>3
 		}
 	}
-	return len(d), esc, &Error{Pos: i - 1, Msg: "string without its closing quote"}
+	for ; j < len(d); j++ {
+		if c := d[j]; c == '"' || c == '\\' {
+			return j
+		}
+	}
+	return max(j, len(d))
+}
+
+// indexBackslash is the offset of the first '\\' in b, or -1.
+func indexBackslash(b []byte) int {
+	j := 0
+	for ; j+8 <= len(b); j += 8 {
+		if m := zeroBytes(binary.LittleEndian.Uint64(b[j:]) ^ (ones * '\\')); m != 0 {
+			return j + bits.TrailingZeros64(m)>>3
+		}
+	}
+	for ; j < len(b); j++ {
+		if b[j] == '\\' {
+			return j
+		}
+	}
+	return -1
 }
 
 // object reads the members of an object whose '{' is before i; the
@@ -410,7 +460,7 @@ func (s *Scanner) Key(m int) string {
 // (an unknown letter, a short or non-hex \u, an unpaired surrogate's \u)
 // kept as written. Without a backslash the record's own bytes are returned.
 func (s *Scanner) Unescape(b []byte) []byte {
-	n := indexByte(b, '\\')
+	n := indexBackslash(b)
 	if n < 0 {
 		return b
 	}
@@ -458,7 +508,7 @@ func (s *Scanner) Unescape(b []byte) []byte {
 		default:
 			out = append(out, '\\', ch)
 		}
-		n = indexByte(b, '\\')
+		n = indexBackslash(b)
 		if n < 0 {
 			out = append(out, b...)
 			break
@@ -494,8 +544,6 @@ func hex4(b []byte) (uint64, bool) {
 }
 
 func appendRune(b []byte, r rune) []byte { return utf8.AppendRune(b, r) }
-
-func indexByte(b []byte, c byte) int { return bytes.IndexByte(b, c) }
 
 // cut is a key for an error message: at most 64 bytes of it (as the
 // decoders quote input).
