@@ -54,6 +54,9 @@ type jsonFields struct {
 	parsers []fastjson.Parser
 	guess   []int
 	missKey [][]byte
+	// treed and listed: some slot of this record has a tree, some
+	// slot's object was listed (subOK), to be forgotten by the next load.
+	treed, listed bool
 	// Where many columns read paths below one slot (under >= listAt), the
 	// slot's object is read once per record (subOK): its members (subs),
 	// and for each distinct first step of those paths (steps, stepIdx) the
@@ -177,7 +180,18 @@ func (f *jsonFields) load(o *fastjson.Object) {
 func (f *jsonFields) loadScanned(sc *jsonScanner) {
 	f.sc, f.obj = sc, nil
 	for i := range f.member {
-		f.member[i], f.trees[i], f.subOK[i] = -1, nil, false
+		f.member[i] = -1
+	}
+	if f.treed {
+		// Only a record that needed a tree left one to forget (and
+		// writing the pointers costs a write barrier each while the
+		// GC runs).
+		clear(f.trees)
+		f.treed = false
+	}
+	if f.listed {
+		clear(f.subOK)
+		f.listed = false
 	}
 	found := 0
 	for m := range sc.Members {
@@ -218,6 +232,7 @@ func (f *jsonFields) loadScanned(sc *jsonScanner) {
 // tree is the value of slot (present in a scanned record) as a tree.
 func (f *jsonFields) tree(slot int) *fastjson.Value {
 	if f.trees[slot] == nil {
+		f.treed = true
 		v := f.sc.Members[f.member[slot]].Val
 		// The scanner accepted the record, so its value parses.
 		f.trees[slot], _ = f.parsers[slot].ParseBytes(f.sc.Doc[v.Start:v.End])
@@ -258,7 +273,7 @@ func (f *jsonFields) walk(p *jsonPath, v scanSpan) (scanSpan, bool) {
 func (f *jsonFields) readObject(slot int, v scanSpan) {
 	sc := f.sc
 	list := sc.ObjectMembers(v, f.subs[slot][:0])
-	f.subs[slot], f.subOK[slot] = list, true
+	f.subs[slot], f.subOK[slot], f.listed = list, true, true
 	first, steps, guess := f.first[slot], f.steps[slot], f.stepGuess[slot]
 	for i := range first {
 		first[i] = -1

@@ -23,6 +23,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math/bits"
+	"slices"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -464,60 +465,75 @@ func (s *Scanner) Unescape(b []byte) []byte {
 	if n < 0 {
 		return b
 	}
+	// No escape stands for more bytes than it is written with (\uXXXX
+	// is at most 3 bytes of UTF-8, a surrogate pair's 12 bytes 4, what is
+	// kept as written keeps its length), so the text fits in len(b)
+	// bytes: the scratch grows once and is written by index.
 	start := len(s.str)
-	out := append(s.str, b[:n]...)
-	b = b[n+1:]
-	for len(b) > 0 {
-		ch := b[0]
-		b = b[1:]
+	s.str = slices.Grow(s.str, len(b))
+	out := s.str[start : start+len(b)]
+	w := copy(out, b[:n])
+	i := n + 1 // just past a backslash
+	for i < len(b) {
+		ch := b[i]
+		i++
 		switch ch {
 		case '"', '\\', '/':
-			out = append(out, ch)
+			out[w] = ch
+			w++
 		case 'b':
-			out = append(out, '\b')
+			out[w] = '\b'
+			w++
 		case 'f':
-			out = append(out, '\f')
+			out[w] = '\f'
+			w++
 		case 'n':
-			out = append(out, '\n')
+			out[w] = '\n'
+			w++
 		case 'r':
-			out = append(out, '\r')
+			out[w] = '\r'
+			w++
 		case 't':
-			out = append(out, '\t')
+			out[w] = '\t'
+			w++
 		case 'u':
-			x, ok := hex4(b)
+			x, ok := hex4(b[i:])
 			if !ok {
-				out = append(out, '\\', 'u')
+				w += copy(out[w:], `\u`)
 				break
 			}
-			xs := b[:4]
-			b = b[4:]
+			xs := b[i : i+4]
+			i += 4
 			if !utf16.IsSurrogate(rune(x)) {
-				out = appendRune(out, rune(x))
+				w += utf8.EncodeRune(out[w:], rune(x))
 				break
 			}
 			x1, ok := uint64(0), false
-			if len(b) >= 6 && b[0] == '\\' && b[1] == 'u' {
-				x1, ok = hex4(b[2:])
+			if len(b)-i >= 6 && b[i] == '\\' && b[i+1] == 'u' {
+				x1, ok = hex4(b[i+2:])
 			}
 			if !ok {
-				out = append(append(out, '\\', 'u'), xs...)
+				w += copy(out[w:], `\u`)
+				w += copy(out[w:], xs)
 				break
 			}
-			out = appendRune(out, utf16.DecodeRune(rune(x), rune(x1)))
-			b = b[6:]
+			w += utf8.EncodeRune(out[w:], utf16.DecodeRune(rune(x), rune(x1)))
+			i += 6
 		default:
-			out = append(out, '\\', ch)
+			out[w], out[w+1] = '\\', ch
+			w += 2
 		}
-		n = indexBackslash(b)
+		// The text up to the next backslash, as it is.
+		n := indexBackslash(b[i:])
 		if n < 0 {
-			out = append(out, b...)
+			w += copy(out[w:], b[i:])
 			break
 		}
-		out = append(out, b[:n]...)
-		b = b[n+1:]
+		w += copy(out[w:], b[i:i+n])
+		i += n + 1
 	}
-	s.str = out
-	return out[start:]
+	s.str = s.str[:start+w]
+	return out[:w]
 }
 
 // hex4 parses four hex digits at the start of b (strconv.ParseUint(_, 16,
@@ -542,8 +558,6 @@ func hex4(b []byte) (uint64, bool) {
 	}
 	return x, true
 }
-
-func appendRune(b []byte, r rune) []byte { return utf8.AppendRune(b, r) }
 
 // cut is a key for an error message: at most 64 bytes of it (as the
 // decoders quote input).
