@@ -208,6 +208,11 @@ func (c *appendState) float(in *input, t *chType, bitSize int) (float64, error) 
 	case inInt, inTime:
 		return float64(in.n), nil
 	case inStr, inNum:
+		if bitSize == 64 {
+			if f, ok := plainFloat64(in.b); ok {
+				return f, nil
+			}
+		}
 		if in.kind == inNum && bareNaNInf(in.b) {
 			return 0, cannotConvert(in, t, "a bare NaN or Inf is not JSON; send it as a string")
 		}
@@ -228,6 +233,51 @@ func (c *appendState) float(in *input, t *chType, bitSize int) (float64, error) 
 		return f, nil
 	}
 	return 0, cannotConvert(in, t, "")
+}
+
+// float64pow10 are the powers of ten a float64 holds exactly.
+var float64pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
+	1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
+
+// plainFloat64 is float's fast path for a Float64 written
+// [-]digits[.digits] whose digits, read as one integer m, are below 2^52
+// with at most 22 after the point: m and 10^k are then exact float64s,
+// and one division rounds m / 10^k correctly, which is what
+// strconv.ParseFloat returns for the text (its own exact path). ok is
+// false for anything else, which the general path reads or refuses.
+func plainFloat64(b []byte) (float64, bool) {
+	i, neg := 0, false
+	if len(b) > 0 && b[0] == '-' {
+		i, neg = 1, true
+	}
+	var m uint64
+	start := i
+	for ; i < len(b) && isDigit(b[i]); i++ {
+		if m = m*10 + uint64(b[i]-'0'); m >= 1<<52 {
+			return 0, false
+		}
+	}
+	if i == start {
+		return 0, false
+	}
+	frac := 0
+	if i < len(b) && b[i] == '.' {
+		i++
+		for ; i < len(b) && isDigit(b[i]); i++ {
+			if m = m*10 + uint64(b[i]-'0'); m >= 1<<52 {
+				return 0, false
+			}
+			frac++
+		}
+	}
+	if i != len(b) || frac >= len(float64pow10) {
+		return 0, false
+	}
+	f := float64(m) / float64pow10[frac]
+	if neg {
+		f = -f
+	}
+	return f, true
 }
 
 func isNaNInf(b []byte) bool {
@@ -265,6 +315,11 @@ func (c *appendState) decimal64(in *input, t *chType) (int64, error) {
 			return v, nil
 		}
 	}
+	return c.exactDecimal64(in, t)
+}
+
+// exactDecimal64 is decimal64 for any input, through the exact digits.
+func (c *appendState) exactDecimal64(in *input, t *chType) (int64, error) {
 	n, err := c.decimalNumber(in, t)
 	if err != nil {
 		return 0, err

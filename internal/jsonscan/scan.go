@@ -79,7 +79,9 @@ func (e *Error) Error() string {
 func isJSONSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\t' || c == '\r' }
 
 func (s *Scanner) ws(i int) int {
-	for i < len(s.Doc) && isJSONSpace(s.Doc[i]) {
+	// Every JSON space is at most ' ': one comparison passes the
+	// common byte that is none.
+	for i < len(s.Doc) && s.Doc[i] <= ' ' && isJSONSpace(s.Doc[i]) {
 		i++
 	}
 	return i
@@ -201,7 +203,21 @@ func (s *Scanner) string(i int) (end int, esc bool, err error) {
 	d := s.Doc
 	j := i
 	for {
-		j = nextQuoteOrBackslash(d, j)
+		// j moves to the next '"' or '\\' (the search is written out
+		// here rather than called: most strings end in their first word).
+		for {
+			if j+8 > len(d) {
+				for j < len(d) && d[j] != '"' && d[j] != '\\' {
+					j++
+				}
+				break
+			}
+			if m := quoteOrBackslash(binary.LittleEndian.Uint64(d[j:])); m != 0 {
+				j += bits.TrailingZeros64(m) >> 3
+				break
+			}
+			j += 8
+		}
 		if j >= len(d) {
 			return len(d), esc, &Error{Pos: i - 1, Msg: "string without its closing quote"}
 		}
@@ -231,22 +247,6 @@ func zeroBytes(x uint64) uint64 { return (x - ones) &^ x & highs }
 // quoteOrBackslash marks the bytes of w that are '"' or '\\'.
 func quoteOrBackslash(w uint64) uint64 {
 	return zeroBytes(w^(ones*'"')) | zeroBytes(w^(ones*'\\'))
-}
-
-// nextQuoteOrBackslash is the offset of the first '"' or '\\' in d at or
-// after j, or len(d) (or more, when j is past the end) if there is none.
-func nextQuoteOrBackslash(d []byte, j int) int {
-	for ; j+8 <= len(d); j += 8 {
-		if m := quoteOrBackslash(binary.LittleEndian.Uint64(d[j:])); m != 0 {
-			return j + bits.TrailingZeros64(m)>>3
-		}
-	}
-	for ; j < len(d); j++ {
-		if c := d[j]; c == '"' || c == '\\' {
-			return j
-		}
-	}
-	return max(j, len(d))
 }
 
 // indexBackslash is the offset of the first '\\' in b, or -1.
