@@ -246,31 +246,8 @@ var float64pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9
 // strconv.ParseFloat returns for the text (its own exact path). ok is
 // false for anything else, which the general path reads or refuses.
 func plainFloat64(b []byte) (float64, bool) {
-	i, neg := 0, false
-	if len(b) > 0 && b[0] == '-' {
-		i, neg = 1, true
-	}
-	var m uint64
-	start := i
-	for ; i < len(b) && isDigit(b[i]); i++ {
-		if m = m*10 + uint64(b[i]-'0'); m >= 1<<52 {
-			return 0, false
-		}
-	}
-	if i == start {
-		return 0, false
-	}
-	frac := 0
-	if i < len(b) && b[i] == '.' {
-		i++
-		for ; i < len(b) && isDigit(b[i]); i++ {
-			if m = m*10 + uint64(b[i]-'0'); m >= 1<<52 {
-				return 0, false
-			}
-			frac++
-		}
-	}
-	if i != len(b) || frac >= len(float64pow10) {
+	neg, m, _, frac, ok := plainNumber(b)
+	if !ok || m >= 1<<52 || frac >= len(float64pow10) {
 		return 0, false
 	}
 	f := float64(m) / float64pow10[frac]
@@ -278,6 +255,43 @@ func plainFloat64(b []byte) (float64, bool) {
 		f = -f
 	}
 	return f, true
+}
+
+// plainNumber reads the common way a number is written,
+// [-]digits[.digits] (at least one digit before the point), as its
+// digits m read as one integer, the significant digits before the point
+// (intSig: leading zeros do not count) and the digits after it (frac).
+// ok is false for any other text, and for more than 19 significant
+// digits (m would not fit).
+func plainNumber(b []byte) (neg bool, m uint64, intSig, frac int, ok bool) {
+	i := 0
+	if len(b) > 0 && b[0] == '-' {
+		i, neg = 1, true
+	}
+	start, sig := i, 0
+	for ; i < len(b) && isDigit(b[i]); i++ {
+		if m != 0 || b[i] != '0' {
+			sig++
+		}
+		m = m*10 + uint64(b[i]-'0')
+	}
+	if i == start {
+		return false, 0, 0, 0, false
+	}
+	intSig = sig
+	if i < len(b) && b[i] == '.' {
+		for i++; i < len(b) && isDigit(b[i]); i++ {
+			if m != 0 || b[i] != '0' {
+				sig++
+			}
+			m = m*10 + uint64(b[i]-'0')
+			frac++
+		}
+	}
+	if i != len(b) || sig > 19 {
+		return false, 0, 0, 0, false
+	}
+	return neg, m, intSig, frac, true
 }
 
 func isNaNInf(b []byte) bool {
@@ -345,37 +359,11 @@ func (c *appendState) exactDecimal64(in *input, t *chType) (int64, error) {
 // part, more digits: trailing zeros after the point may still make it
 // fit), which the exact path then reads or refuses.
 func plainDecimal(b []byte, ip, scale int) (int64, bool) {
-	i, neg := 0, false
-	if len(b) > 0 && b[0] == '-' {
-		i, neg = 1, true
-	}
-	var v int64
-	start, sig := i, 0
-	for ; i < len(b) && isDigit(b[i]); i++ {
-		if v != 0 || b[i] != '0' {
-			sig++
-		}
-		v = v*10 + int64(b[i]-'0')
-		if sig > ip {
-			return 0, false
-		}
-	}
-	if i == start {
+	neg, m, intSig, frac, ok := plainNumber(b)
+	if !ok || intSig > ip || frac > scale {
 		return 0, false
 	}
-	frac := 0
-	if i < len(b) && b[i] == '.' {
-		i++
-		for ; i < len(b) && isDigit(b[i]); i++ {
-			if frac++; frac > scale {
-				return 0, false
-			}
-			v = v*10 + int64(b[i]-'0')
-		}
-	}
-	if i != len(b) {
-		return 0, false
-	}
+	v := int64(m) // at most ip + scale ≤ 18 significant digits
 	for ; frac < scale; frac++ {
 		v *= 10
 	}
