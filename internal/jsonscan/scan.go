@@ -187,6 +187,8 @@ func (s *Scanner) number(i int) (int, error) {
 	return len(d), nil
 }
 
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
 // numberByte marks the bytes a number's run is made of: 0-9 . - + e E.
 var numberByte = [256]bool{
 	'0': true, '1': true, '2': true, '3': true, '4': true, '5': true, '6': true, '7': true, '8': true, '9': true,
@@ -276,6 +278,15 @@ func (s *Scanner) object(i, depth int) (int, error) {
 	if d[i] == '}' {
 		return i + 1, nil
 	}
+	// The top-level members go to a local slice and into s.Members once,
+	// at the end: a write of the slice to s per member costs a store and
+	// a write-barrier check each (the same for Esc).
+	top := depth == 1
+	var members []Member
+	if top {
+		members = s.Members
+	}
+	escKey := false
 	for {
 		i = s.ws(i)
 		if i >= len(d) || d[i] != '"' {
@@ -286,14 +297,15 @@ func (s *Scanner) object(i, depth int) (int, error) {
 		if err != nil {
 			return kend, err
 		}
-		s.Esc = s.Esc || esc
+		escKey = escKey || esc
 		i = s.ws(kend)
 		if i >= len(d) || d[i] != ':' {
 			return i, &Error{Pos: i, Msg: "want ':' after key " + strconv.Quote(cut(d[k:kend-1]))}
 		}
 		v := s.ws(i + 1)
 		plain := false
-		if depth == 1 && v < len(d) && d[v] == '"' {
+		switch {
+		case top && v < len(d) && d[v] == '"':
 			// A top-level string value, read here to keep whether it
 			// holds a backslash (value would drop that).
 			var vesc bool
@@ -301,11 +313,19 @@ func (s *Scanner) object(i, depth int) (int, error) {
 				return i, err
 			}
 			plain = !vesc
-		} else if i, err = s.value(v, depth); err != nil {
-			return i, err
+		case top && v < len(d) && (isDigit(d[v]) || d[v] == '-'):
+			// A top-level number (value's depth check cannot fail at
+			// depth 2).
+			if i, err = s.number(v); err != nil {
+				return i, err
+			}
+		default:
+			if i, err = s.value(v, depth); err != nil {
+				return i, err
+			}
 		}
-		if depth == 1 {
-			s.Members = append(s.Members, Member{Key: Span{k, kend - 1}, Val: Span{v, i}, Plain: plain})
+		if top {
+			members = append(members, Member{Key: Span{k, kend - 1}, Val: Span{v, i}, Plain: plain})
 		}
 		i = s.ws(i)
 		if i >= len(d) {
@@ -315,6 +335,12 @@ func (s *Scanner) object(i, depth int) (int, error) {
 		case ',':
 			i++
 		case '}':
+			if top {
+				s.Members = members
+			}
+			if escKey {
+				s.Esc = true
+			}
 			return i + 1, nil
 		default:
 			return i, &Error{Pos: i, Msg: "want ',' or '}' after the value of " + strconv.Quote(cut(d[k:kend-1]))}
@@ -523,14 +549,26 @@ func (s *Scanner) Unescape(b []byte) []byte {
 			out[w], out[w+1] = '\\', ch
 			w += 2
 		}
-		// The text up to the next backslash, as it is.
-		n := indexBackslash(b[i:])
-		if n < 0 {
-			w += copy(out[w:], b[i:])
-			break
+		// The text up to the next backslash, as it is. When that is
+		// beyond the next word, it is found a word at a time and the
+		// text copied; escapes close together (JSON held in a string)
+		// are copied byte by byte.
+		if i+8 <= len(b) && zeroBytes(binary.LittleEndian.Uint64(b[i:])^(ones*'\\')) == 0 {
+			n := indexBackslash(b[i:])
+			if n < 0 {
+				w += copy(out[w:], b[i:])
+				break
+			}
+			w += copy(out[w:], b[i:i+n])
+			i += n + 1
+			continue
 		}
-		w += copy(out[w:], b[i:i+n])
-		i += n + 1
+		for i < len(b) && b[i] != '\\' {
+			out[w] = b[i]
+			w++
+			i++
+		}
+		i++ // past the backslash (or the end)
 	}
 	s.str = s.str[:start+w]
 	return out[:w]
