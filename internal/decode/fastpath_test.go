@@ -1,6 +1,7 @@
 package decode
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -108,4 +109,60 @@ func FuzzPlainNumbers(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestLowCardinalityDictionary holds an lcStrCol to what its rows alone
+// build (the default "" first, then each distinct value in the order rows
+// added it) through appends, failed rows taken back and resets, while its
+// dictionary grows past lcLinear (where it starts keeping a map) and
+// shrinks below it again.
+func TestLowCardinalityDictionary(t *testing.T) {
+	l := newLCStrCol(parseType("String"))
+	st := &appendState{b: &Block{}}
+	var rows []string
+	r := rand.New(rand.NewPCG(3, 4))
+	for step := 0; step < 20000; step++ {
+		switch op := r.IntN(100); {
+		case op < 2:
+			l.reset()
+			rows = rows[:0]
+		case op < 12:
+			n := r.IntN(len(rows) + 1)
+			l.truncate(n)
+			rows = rows[:n]
+		default:
+			v := ""
+			if k := r.IntN(4 * lcLinear); k > 0 {
+				v = strings.Repeat("v", k%5) + strconv.Itoa(k)
+			}
+			if err := l.add(st, &input{kind: inStr, b: []byte(v)}); err != nil {
+				t.Fatal(err)
+			}
+			rows = append(rows, v)
+		}
+		dict, keys := []string{""}, make([]int, 0, len(rows))
+		for _, v := range rows {
+			k := -1
+			for i := 1; i < len(dict); i++ {
+				if dict[i] == v {
+					k = i
+				}
+			}
+			if k < 0 {
+				k = len(dict)
+				dict = append(dict, v)
+			}
+			keys = append(keys, k)
+		}
+		got := make([]string, len(l.dict.Pos))
+		for i := range got {
+			got[i] = l.dict.Row(i)
+		}
+		if strings.Join(got, ",") != strings.Join(dict, ",") || fmt.Sprint(l.keys) != fmt.Sprint(keys) {
+			t.Fatalf("step %d: dict %q keys %v, want %q %v", step, got, l.keys, dict, keys)
+		}
+		if n := len(l.pos); n != 0 && n != len(dict)-1 || n == 0 && len(dict)-1 > lcLinear {
+			t.Fatalf("step %d: map of %d values for a dictionary of %d", step, n, len(dict)-1)
+		}
+	}
 }
