@@ -208,6 +208,11 @@ func (c *appendState) float(in *input, t *chType, bitSize int) (float64, error) 
 	case inInt, inTime:
 		return float64(in.n), nil
 	case inStr, inNum:
+		if bitSize == 64 {
+			if f, ok := plainFloat64(in.b); ok {
+				return f, nil
+			}
+		}
 		if in.kind == inNum && bareNaNInf(in.b) {
 			return 0, cannotConvert(in, t, "a bare NaN or Inf is not JSON; send it as a string")
 		}
@@ -228,6 +233,65 @@ func (c *appendState) float(in *input, t *chType, bitSize int) (float64, error) 
 		return f, nil
 	}
 	return 0, cannotConvert(in, t, "")
+}
+
+// float64pow10 are the powers of ten a float64 holds exactly.
+var float64pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
+	1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
+
+// plainFloat64 is float's fast path for a Float64 written
+// [-]digits[.digits] whose digits, read as one integer m, are below 2^52
+// with at most 22 after the point: m and 10^k are then exact float64s,
+// and one division rounds m / 10^k correctly, which is what
+// strconv.ParseFloat returns for the text (its own exact path). ok is
+// false for anything else, which the general path reads or refuses.
+func plainFloat64(b []byte) (float64, bool) {
+	neg, m, _, frac, ok := plainNumber(b)
+	if !ok || m >= 1<<52 || frac >= len(float64pow10) {
+		return 0, false
+	}
+	f := float64(m) / float64pow10[frac]
+	if neg {
+		f = -f
+	}
+	return f, true
+}
+
+// plainNumber reads the common way a number is written,
+// [-]digits[.digits] (at least one digit before the point), as its
+// digits m read as one integer, the significant digits before the point
+// (intSig: leading zeros do not count) and the digits after it (frac).
+// ok is false for any other text, and for more than 19 significant
+// digits (m would not fit).
+func plainNumber(b []byte) (neg bool, m uint64, intSig, frac int, ok bool) {
+	i := 0
+	if len(b) > 0 && b[0] == '-' {
+		i, neg = 1, true
+	}
+	start, sig := i, 0
+	for ; i < len(b) && isDigit(b[i]); i++ {
+		if m != 0 || b[i] != '0' {
+			sig++
+		}
+		m = m*10 + uint64(b[i]-'0')
+	}
+	if i == start {
+		return false, 0, 0, 0, false
+	}
+	intSig = sig
+	if i < len(b) && b[i] == '.' {
+		for i++; i < len(b) && isDigit(b[i]); i++ {
+			if m != 0 || b[i] != '0' {
+				sig++
+			}
+			m = m*10 + uint64(b[i]-'0')
+			frac++
+		}
+	}
+	if i != len(b) || sig > 19 {
+		return false, 0, 0, 0, false
+	}
+	return neg, m, intSig, frac, true
 }
 
 func isNaNInf(b []byte) bool {
@@ -260,6 +324,16 @@ func (c *appendState) decimalNumber(in *input, t *chType) (number, error) {
 
 // decimal64 returns the value scaled by 10^S, for precision up to 18.
 func (c *appendState) decimal64(in *input, t *chType) (int64, error) {
+	if in.kind == inNum || in.kind == inStr {
+		if v, ok := plainDecimal(in.b, t.n-t.scale, t.scale); ok {
+			return v, nil
+		}
+	}
+	return c.exactDecimal64(in, t)
+}
+
+// exactDecimal64 is decimal64 for any input, through the exact digits.
+func (c *appendState) exactDecimal64(in *input, t *chType) (int64, error) {
 	n, err := c.decimalNumber(in, t)
 	if err != nil {
 		return 0, err
@@ -275,6 +349,28 @@ func (c *appendState) decimal64(in *input, t *chType) (int64, error) {
 		v = -v
 	}
 	return v, nil
+}
+
+// plainDecimal is decimal64's fast path for the common way a decimal is
+// written: [-]digits[.digits], with at most ip significant digits before
+// the point and at most scale after it (so the scaled value has at most
+// 18 digits and fits). It returns the value scaled by 10^scale; ok is
+// false for anything else (a sign '+', an exponent, a missing integer
+// part, more digits: trailing zeros after the point may still make it
+// fit), which the exact path then reads or refuses.
+func plainDecimal(b []byte, ip, scale int) (int64, bool) {
+	neg, m, intSig, frac, ok := plainNumber(b)
+	if !ok || intSig > ip || frac > scale {
+		return 0, false
+	}
+	v := int64(m) // at most ip + scale ≤ 18 significant digits
+	for ; frac < scale; frac++ {
+		v *= 10
+	}
+	if neg {
+		v = -v
+	}
+	return v, true
 }
 
 // decimalBig handles precision above 18 (allocates per value).

@@ -45,12 +45,18 @@ type jsonFields struct {
 	// that the trees of all slots are valid together). guess is the slot
 	// the member at each position had in the record before: a producer
 	// writes its keys in the same order every time, so one comparison
-	// usually finds a key's slot.
+	// usually finds a key's slot. For a position whose key had no slot
+	// (guess -1), missKey holds that key's bytes, so that the same
+	// unmapped key is known again by one comparison (-2: nothing yet).
 	sc      *jsonScanner
 	member  []int
 	trees   []*fastjson.Value
 	parsers []fastjson.Parser
 	guess   []int
+	missKey [][]byte
+	// treed and listed: some slot of this record has a tree, some
+	// slot's object was listed (subOK), to be forgotten by the next load.
+	treed, listed bool
 	// Where many columns read paths below one slot (under >= listAt), the
 	// slot's object is read once per record (subOK): its members (subs),
 	// and for each distinct first step of those paths (steps, stepIdx) the
@@ -174,22 +180,44 @@ func (f *jsonFields) load(o *fastjson.Object) {
 func (f *jsonFields) loadScanned(sc *jsonScanner) {
 	f.sc, f.obj = sc, nil
 	for i := range f.member {
-		f.member[i], f.trees[i], f.subOK[i] = -1, nil, false
+		f.member[i] = -1
+	}
+	if f.treed {
+		// Only a record that needed a tree left one to forget (and
+		// writing the pointers costs a write barrier each while the
+		// GC runs).
+		clear(f.trees)
+		f.treed = false
+	}
+	if f.listed {
+		clear(f.subOK)
+		f.listed = false
 	}
 	found := 0
 	for m := range sc.Members {
 		k := sc.Doc[sc.Members[m].Key.Start:sc.Members[m].Key.End]
-		slot := -1
+		slot, known := -1, false
 		if m < len(f.guess) {
-			if g := f.guess[m]; g >= 0 && string(k) == f.keys[g] {
-				slot = g
+			switch g := f.guess[m]; {
+			case g >= 0:
+				known = string(k) == f.keys[g]
+			case g == -1:
+				// The key here before was one no column reads (a
+				// field of schema drift): the same key is again none.
+				known = string(k) == string(f.missKey[m])
+			}
+			if known {
+				slot = f.guess[m]
 			}
 		} else {
-			f.guess = append(f.guess, -1)
+			f.guess = append(f.guess, -2)
+			f.missKey = append(f.missKey, nil)
 		}
-		if slot < 0 {
+		if !known {
 			if i, ok := f.keyIdx[string(k)]; ok {
 				slot = i
+			} else {
+				f.missKey[m] = append(f.missKey[m][:0], k...)
 			}
 			f.guess[m] = slot
 		}
@@ -204,6 +232,7 @@ func (f *jsonFields) loadScanned(sc *jsonScanner) {
 // tree is the value of slot (present in a scanned record) as a tree.
 func (f *jsonFields) tree(slot int) *fastjson.Value {
 	if f.trees[slot] == nil {
+		f.treed = true
 		v := f.sc.Members[f.member[slot]].Val
 		// The scanner accepted the record, so its value parses.
 		f.trees[slot], _ = f.parsers[slot].ParseBytes(f.sc.Doc[v.Start:v.End])
@@ -244,7 +273,7 @@ func (f *jsonFields) walk(p *jsonPath, v scanSpan) (scanSpan, bool) {
 func (f *jsonFields) readObject(slot int, v scanSpan) {
 	sc := f.sc
 	list := sc.ObjectMembers(v, f.subs[slot][:0])
-	f.subs[slot], f.subOK[slot] = list, true
+	f.subs[slot], f.subOK[slot], f.listed = list, true, true
 	first, steps, guess := f.first[slot], f.steps[slot], f.stepGuess[slot]
 	for i := range first {
 		first[i] = -1

@@ -208,6 +208,24 @@ func TestJSONScanMatchesTree(t *testing.T) {
 	}
 	diffRecords(t, benchNestedEvents(20))
 	diffRecords(t, driftOrderEvents(130))
+	diffRecords(t, wordEvents())
+}
+
+// wordEvents put what the scanner looks for eight bytes at a time (a
+// string's '"' and '\\', escapes, control bytes, invalid UTF-8) at every
+// position of an 8-byte word, in keys and in values of the columns that
+// store text, convert it or skip it, and in the numbers beside them.
+func wordEvents() [][]byte {
+	var out [][]byte
+	for _, p := range []string{`\"`, `\\`, `\u00e9`, `\ud83d\ude00`, `\n`, "\x01", "\xff", "\xc3", "é"} {
+		for pre := 0; pre < 9; pre++ {
+			str := strings.Repeat("s", pre) + p + strings.Repeat("t", 8-pre)
+			out = append(out,
+				fmt.Appendf(nil, `{"b":"%s","h":"%s","u":"%s","f":"1%s","c":%d.5,"m":"%s"}`, str, str, str, str[:pre], pre, str),
+				fmt.Appendf(nil, `{"%s":1,"b":"%s"}`, str, str)) // a key with an escape is read through the tree
+		}
+	}
+	return out
 }
 
 // driftOrderEvents are records whose unmapped fields come back in other
@@ -247,6 +265,9 @@ func FuzzJSONScanDifferential(f *testing.F) {
 	}
 	f.Add(wideEvents(1)[0])
 	f.Add(wideNestedEvents(1)[0])
+	for _, v := range wordEvents() {
+		f.Add(v)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		values := bytes.Split(data, []byte(recordSep))
 		if len(values) > 8 {
@@ -261,6 +282,9 @@ func FuzzJSONScanDifferential(f *testing.F) {
 func FuzzJSONScan(f *testing.F) {
 	for _, s := range scanSeeds {
 		f.Add([]byte(s))
+	}
+	for _, v := range wordEvents() {
+		f.Add(v)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var sc jsonScanner

@@ -304,9 +304,29 @@ func (m *mapCol) native() proto.ColInput {
 type lcStrCol struct {
 	t     *chType
 	dict  proto.ColStr
-	pos   map[string]int // value → its position in dict
+	pos   map[string]int // value → its position in dict, once dict is larger than lcLinear
 	first []int          // per dict entry, the row that added it (-1: the default)
 	keys  []int
+}
+
+// lcLinear is how many dictionary values an lcStrCol looks a value up
+// among by comparing them in turn, before it keeps a map: a few values
+// (the common low-cardinality column) are found faster by comparing
+// lengths and then bytes than by hashing.
+const lcLinear = 8
+
+// find is the position of b in the dictionary (never the default's, 0).
+func (l *lcStrCol) find(b []byte) (int, bool) {
+	if len(l.dict.Pos) > lcLinear+1 {
+		k, ok := l.pos[string(b)] // no allocation for the lookup
+		return k, ok
+	}
+	for k := 1; k < len(l.dict.Pos); k++ {
+		if p := l.dict.Pos[k]; p.End-p.Start == len(b) && string(l.dict.Buf[p.Start:p.End]) == string(b) {
+			return k, true
+		}
+	}
+	return 0, false
 }
 
 func newLCStrCol(t *chType) *lcStrCol {
@@ -323,11 +343,20 @@ func (l *lcStrCol) add(c *appendState, in *input) error {
 			return err
 		}
 	}
-	k, ok := l.pos[string(b)] // no allocation for the lookup
+	k, ok := l.find(b)
 	if !ok {
 		k = len(l.dict.Pos)
 		l.dict.AppendBytes(b)
-		l.pos[string(b)] = k
+		switch {
+		case k > lcLinear+1:
+			l.pos[string(b)] = k
+		case k == lcLinear+1:
+			// The dictionary outgrew comparing: from now on the map
+			// holds every value.
+			for j := 1; j <= k; j++ {
+				l.pos[l.dict.Row(j)] = j
+			}
+		}
 		l.first = append(l.first, len(l.keys))
 		c.b.bytes += 16 + 2*len(b) // the value in dict and as the map's key
 	}
@@ -350,6 +379,9 @@ func (l *lcStrCol) truncate(n int) {
 	for k > 1 && l.first[k-1] >= n {
 		k--
 		delete(l.pos, l.dict.Row(k))
+	}
+	if k <= lcLinear+1 {
+		clear(l.pos) // back to comparing
 	}
 	l.first = l.first[:k]
 	l.dict.Buf = l.dict.Buf[:l.dict.Pos[k-1].End]

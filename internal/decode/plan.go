@@ -58,6 +58,7 @@ type Plan struct {
 	sig   string // column layout; Blocks of equal layout are interchangeable
 
 	format rowFormat   // format.go
+	json   *jsonFields // the json format's fields (format is a *jsonFormat), read without an interface call; nil for other formats
 	st     appendState // conversion scratch, shared with the format
 
 	policy   Policy      // policy.go
@@ -111,6 +112,9 @@ func Compile(format route.Format, cols []chschema.ColumnSchema, mapping map[stri
 		return nil, err
 	}
 	p.format = f
+	if jf, ok := f.(*jsonFormat); ok {
+		p.json = &jf.fields
+	}
 	p.drift.bind(f)
 	if err := checkMapping(cols, mapping, f.role); err != nil {
 		return nil, err
@@ -281,7 +285,11 @@ func (p *Plan) appendRow(b *Block, r *kgo.Record) error {
 	for i := range p.srcs {
 		var err error
 		if s := &p.srcs[i]; s.format {
-			err = p.format.read(i, in)
+			if p.json != nil {
+				p.json.read(c, i, in) // jsonFormat.read, which never fails
+			} else {
+				err = p.format.read(i, in)
+			}
 		} else {
 			readRecord(s, r, in)
 		}

@@ -21,6 +21,9 @@ package jsonscan
 
 import (
 	"bytes"
+	"encoding/binary"
+	"math/bits"
+	"slices"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -76,7 +79,9 @@ func (e *Error) Error() string {
 func isJSONSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\t' || c == '\r' }
 
 func (s *Scanner) ws(i int) int {
-	for i < len(s.Doc) && isJSONSpace(s.Doc[i]) {
+	// Every JSON space is at most ' ': one comparison passes the
+	// common byte that is none.
+	for i < len(s.Doc) && s.Doc[i] <= ' ' && isJSONSpace(s.Doc[i]) {
 		i++
 	}
 	return i
@@ -166,8 +171,7 @@ func (s *Scanner) literal(i int, lit string) (int, error) {
 func (s *Scanner) number(i int) (int, error) {
 	d := s.Doc
 	for j := i; j < len(d); j++ {
-		c := d[j]
-		if (c >= '0' && c <= '9') || c == '.' || c == '-' || c == 'e' || c == 'E' || c == '+' {
+		if numberByte[d[j]] {
 			continue
 		}
 		if j == i || j == i+1 && (d[i] == '-' || d[i] == '+') {
@@ -183,35 +187,84 @@ func (s *Scanner) number(i int) (int, error) {
 	return len(d), nil
 }
 
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// numberByte marks the bytes a number's run is made of: 0-9 . - + e E.
+var numberByte = [256]bool{
+	'0': true, '1': true, '2': true, '3': true, '4': true, '5': true, '6': true, '7': true, '8': true, '9': true,
+	'.': true, '-': true, '+': true, 'e': true, 'E': true,
+}
+
 // string reads a string whose opening quote is before i and returns the
 // offset after its closing quote, and whether it holds a backslash.
+//
+// It looks at eight bytes at a time (quoteOrBackslash) for the next '"'
+// or '\\'; only a backslash stops it short of the closing quote, and the
+// search goes on past the byte it escapes.
 func (s *Scanner) string(i int) (end int, esc bool, err error) {
 	d := s.Doc
-	// The common string has no backslash. Short ones (keys, most values)
-	// are fastest byte by byte; past 16 bytes two vectorized searches win.
 	j := i
-	for n := min(len(d), i+16); j < n; j++ {
-		if c := d[j]; c == '"' {
-			return j + 1, false, nil
-		} else if c == '\\' {
-			break
+	for {
+		// j moves to the next '"' or '\\' (the search is written out
+		// here rather than called: most strings end in their first word).
+		for {
+			if j+8 > len(d) {
+				for j < len(d) && d[j] != '"' && d[j] != '\\' {
+					j++
+				}
+				break
+			}
+			if m := quoteOrBackslash(binary.LittleEndian.Uint64(d[j:])); m != 0 {
+				j += bits.TrailingZeros64(m) >> 3
+				break
+			}
+			j += 8
 		}
-	}
-	if j == i+16 {
-		if q := bytes.IndexByte(d[j:], '"'); q >= 0 && bytes.IndexByte(d[j:j+q], '\\') < 0 {
-			return j + q + 1, false, nil
+		if j >= len(d) {
+			return len(d), esc, &Error{Pos: i - 1, Msg: "string without its closing quote"}
 		}
-	}
-	for j := i; j < len(d); j++ {
-		switch d[j] {
-		case '"':
+		if d[j] == '"' {
 			return j + 1, esc, nil
-		case '\\':
-			esc = true
-			j++ // the escaped byte, whatever it is
+		}
+		esc = true
+		j += 2 // the backslash and the byte it escapes, whatever that is
+	}
+}
+
+// Word-at-a-time search ("SWAR": SIMD within a register). A word of eight
+// text bytes is loaded little-endian, so its lowest byte is the first
+// byte in the text. For a byte value c, x := w ^ (c * ones) has a zero
+// byte exactly where w holds c, and (x - ones) &^ x & highs sets the high
+// bit of the lowest zero byte of x (and maybe of bytes above it, where the
+// subtraction borrowed: those may be false, so only the lowest set bit
+// is used). Its trailing zeros divided by 8 are the byte's index.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// zeroBytes marks the zero bytes of x: the lowest mark is exact.
+func zeroBytes(x uint64) uint64 { return (x - ones) &^ x & highs }
+
+// quoteOrBackslash marks the bytes of w that are '"' or '\\'.
+func quoteOrBackslash(w uint64) uint64 {
+	return zeroBytes(w^(ones*'"')) | zeroBytes(w^(ones*'\\'))
+}
+
+// indexBackslash is the offset of the first '\\' in b, or -1.
+func indexBackslash(b []byte) int {
+	j := 0
+	for ; j+8 <= len(b); j += 8 {
+		if m := zeroBytes(binary.LittleEndian.Uint64(b[j:]) ^ (ones * '\\')); m != 0 {
+			return j + bits.TrailingZeros64(m)>>3
 		}
 	}
-	return len(d), esc, &Error{Pos: i - 1, Msg: "string without its closing quote"}
+	for ; j < len(b); j++ {
+		if b[j] == '\\' {
+			return j
+		}
+	}
+	return -1
 }
 
 // object reads the members of an object whose '{' is before i; the
@@ -225,6 +278,15 @@ func (s *Scanner) object(i, depth int) (int, error) {
 	if d[i] == '}' {
 		return i + 1, nil
 	}
+	// The top-level members go to a local slice and into s.Members once,
+	// at the end: a write of the slice to s per member costs a store and
+	// a write-barrier check each (the same for Esc).
+	top := depth == 1
+	var members []Member
+	if top {
+		members = s.Members
+	}
+	escKey := false
 	for {
 		i = s.ws(i)
 		if i >= len(d) || d[i] != '"' {
@@ -235,14 +297,15 @@ func (s *Scanner) object(i, depth int) (int, error) {
 		if err != nil {
 			return kend, err
 		}
-		s.Esc = s.Esc || esc
+		escKey = escKey || esc
 		i = s.ws(kend)
 		if i >= len(d) || d[i] != ':' {
 			return i, &Error{Pos: i, Msg: "want ':' after key " + strconv.Quote(cut(d[k:kend-1]))}
 		}
 		v := s.ws(i + 1)
 		plain := false
-		if depth == 1 && v < len(d) && d[v] == '"' {
+		switch {
+		case top && v < len(d) && d[v] == '"':
 			// A top-level string value, read here to keep whether it
 			// holds a backslash (value would drop that).
 			var vesc bool
@@ -250,11 +313,19 @@ func (s *Scanner) object(i, depth int) (int, error) {
 				return i, err
 			}
 			plain = !vesc
-		} else if i, err = s.value(v, depth); err != nil {
-			return i, err
+		case top && v < len(d) && (isDigit(d[v]) || d[v] == '-'):
+			// A top-level number (value's depth check cannot fail at
+			// depth 2).
+			if i, err = s.number(v); err != nil {
+				return i, err
+			}
+		default:
+			if i, err = s.value(v, depth); err != nil {
+				return i, err
+			}
 		}
-		if depth == 1 {
-			s.Members = append(s.Members, Member{Key: Span{k, kend - 1}, Val: Span{v, i}, Plain: plain})
+		if top {
+			members = append(members, Member{Key: Span{k, kend - 1}, Val: Span{v, i}, Plain: plain})
 		}
 		i = s.ws(i)
 		if i >= len(d) {
@@ -264,6 +335,12 @@ func (s *Scanner) object(i, depth int) (int, error) {
 		case ',':
 			i++
 		case '}':
+			if top {
+				s.Members = members
+			}
+			if escKey {
+				s.Esc = true
+			}
 			return i + 1, nil
 		default:
 			return i, &Error{Pos: i, Msg: "want ',' or '}' after the value of " + strconv.Quote(cut(d[k:kend-1]))}
@@ -410,64 +487,91 @@ func (s *Scanner) Key(m int) string {
 // (an unknown letter, a short or non-hex \u, an unpaired surrogate's \u)
 // kept as written. Without a backslash the record's own bytes are returned.
 func (s *Scanner) Unescape(b []byte) []byte {
-	n := indexByte(b, '\\')
+	n := indexBackslash(b)
 	if n < 0 {
 		return b
 	}
+	// No escape stands for more bytes than it is written with (\uXXXX
+	// is at most 3 bytes of UTF-8, a surrogate pair's 12 bytes 4, what is
+	// kept as written keeps its length), so the text fits in len(b)
+	// bytes: the scratch grows once and is written by index.
 	start := len(s.str)
-	out := append(s.str, b[:n]...)
-	b = b[n+1:]
-	for len(b) > 0 {
-		ch := b[0]
-		b = b[1:]
+	s.str = slices.Grow(s.str, len(b))
+	out := s.str[start : start+len(b)]
+	w := copy(out, b[:n])
+	i := n + 1 // just past a backslash
+	for i < len(b) {
+		ch := b[i]
+		i++
 		switch ch {
 		case '"', '\\', '/':
-			out = append(out, ch)
+			out[w] = ch
+			w++
 		case 'b':
-			out = append(out, '\b')
+			out[w] = '\b'
+			w++
 		case 'f':
-			out = append(out, '\f')
+			out[w] = '\f'
+			w++
 		case 'n':
-			out = append(out, '\n')
+			out[w] = '\n'
+			w++
 		case 'r':
-			out = append(out, '\r')
+			out[w] = '\r'
+			w++
 		case 't':
-			out = append(out, '\t')
+			out[w] = '\t'
+			w++
 		case 'u':
-			x, ok := hex4(b)
+			x, ok := hex4(b[i:])
 			if !ok {
-				out = append(out, '\\', 'u')
+				w += copy(out[w:], `\u`)
 				break
 			}
-			xs := b[:4]
-			b = b[4:]
+			xs := b[i : i+4]
+			i += 4
 			if !utf16.IsSurrogate(rune(x)) {
-				out = appendRune(out, rune(x))
+				w += utf8.EncodeRune(out[w:], rune(x))
 				break
 			}
 			x1, ok := uint64(0), false
-			if len(b) >= 6 && b[0] == '\\' && b[1] == 'u' {
-				x1, ok = hex4(b[2:])
+			if len(b)-i >= 6 && b[i] == '\\' && b[i+1] == 'u' {
+				x1, ok = hex4(b[i+2:])
 			}
 			if !ok {
-				out = append(append(out, '\\', 'u'), xs...)
+				w += copy(out[w:], `\u`)
+				w += copy(out[w:], xs)
 				break
 			}
-			out = appendRune(out, utf16.DecodeRune(rune(x), rune(x1)))
-			b = b[6:]
+			w += utf8.EncodeRune(out[w:], utf16.DecodeRune(rune(x), rune(x1)))
+			i += 6
 		default:
-			out = append(out, '\\', ch)
+			out[w], out[w+1] = '\\', ch
+			w += 2
 		}
-		n = indexByte(b, '\\')
-		if n < 0 {
-			out = append(out, b...)
-			break
+		// The text up to the next backslash, as it is. When that is
+		// beyond the next word, it is found a word at a time and the
+		// text copied; escapes close together (JSON held in a string)
+		// are copied byte by byte.
+		if i+8 <= len(b) && zeroBytes(binary.LittleEndian.Uint64(b[i:])^(ones*'\\')) == 0 {
+			n := indexBackslash(b[i:])
+			if n < 0 {
+				w += copy(out[w:], b[i:])
+				break
+			}
+			w += copy(out[w:], b[i:i+n])
+			i += n + 1
+			continue
 		}
-		out = append(out, b[:n]...)
-		b = b[n+1:]
+		for i < len(b) && b[i] != '\\' {
+			out[w] = b[i]
+			w++
+			i++
+		}
+		i++ // past the backslash (or the end)
 	}
-	s.str = out
-	return out[start:]
+	s.str = s.str[:start+w]
+	return out[:w]
 }
 
 // hex4 parses four hex digits at the start of b (strconv.ParseUint(_, 16,
@@ -492,10 +596,6 @@ func hex4(b []byte) (uint64, bool) {
 	}
 	return x, true
 }
-
-func appendRune(b []byte, r rune) []byte { return utf8.AppendRune(b, r) }
-
-func indexByte(b []byte, c byte) int { return bytes.IndexByte(b, c) }
 
 // cut is a key for an error message: at most 64 bytes of it (as the
 // decoders quote input).
