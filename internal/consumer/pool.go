@@ -27,8 +27,9 @@ import (
 // The slices are kept per size class (sync.Pool each: what the pool holds
 // idle is freed by the collector within two GC cycles, so it never holds
 // memory past batch.buffer_memory's accounting, which counts the fetches
-// in use, not the pool). The classes are four per power of two, so a
-// slice handed out is at most 25% larger than asked for. Snappy (franz-go's
+// in use, not the pool). The classes are eight per power of two, so a
+// slice handed out is at most 12.5% larger than asked for (FetchLimitsFor's
+// fetchCost has room for that). Snappy (franz-go's
 // producer default) and zstd batches say their decompressed size, which is
 // what is asked for; gzip and lz4 do not, and 4 × the compressed size is
 // a guess (a batch that needs more grows its slice as franz-go does
@@ -119,8 +120,8 @@ type classPool[T any] struct {
 func newClassPool[T any](lo, hi int) classPool[T] {
 	var sizes []int
 	for base := lo; base <= hi; base *= 2 {
-		for q := 4; q < 8; q++ {
-			if s := base * q / 4; s <= hi {
+		for q := 8; q < 16; q++ {
+			if s := base * q / 8; s <= hi {
 				sizes = append(sizes, s)
 			}
 		}
