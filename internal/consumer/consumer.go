@@ -42,6 +42,10 @@ type Hooks struct {
 	Assigned func(ctx context.Context, parts map[string][]int32)
 	Revoked  func(ctx context.Context, parts map[string][]int32)
 	Lost     func(ctx context.Context, parts map[string][]int32)
+	// Pool is the memory franz-go reuses for fetched records; nil: a
+	// NewPool of the client's own. Tests give one that checks what is put
+	// back.
+	Pool kgo.Pool
 }
 
 // Consumer wraps the franz-go client.
@@ -100,6 +104,14 @@ func Options(cfg *config.Config, log zerolog.Logger, h Hooks) ([]kgo.Opt, error)
 		kgo.ProducerLinger(5*time.Millisecond),
 		kgo.RecordRetries(10),
 	)
+	// Fetched batches are decompressed into, and their records decoded
+	// into, pooled memory that the pipeline hands back record by record
+	// (kgo.Record.Recycle) once it no longer needs it (pool.go).
+	pool := h.Pool
+	if pool == nil {
+		pool = NewPool()
+	}
+	opts = append(opts, kgo.WithPools(pool))
 	if k.StartOffset == "latest" {
 		opts = append(opts, kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()))
 	} else {

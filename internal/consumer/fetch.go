@@ -18,7 +18,11 @@ const (
 	// and one kgo.Record (≈170 bytes) per record. Measured on the bench's
 	// workload (180-byte JSON records, snappy-compressed about 2:1 by the
 	// producer): a 12.8 MB fetch held 142,650 records, 25.7 MB of values
-	// plus ≈24 MB of kgo.Record, about 4 × the fetch.
+	// plus ≈24 MB of kgo.Record, about 4 × the fetch. Both come from the
+	// consumer's pool (pool.go), whose slices are up to 12.5% larger than
+	// a batch needs (6% on average: ≈4.2 × the fetch, a few MiB over the
+	// fetch share at the default budget, inside MemoryLimit's 64 MiB for
+	// the runtime and clients).
 	fetchCost = 4
 	// concurrentFetches is the fetches held at once: the pipeline decodes
 	// one while franz-go reads and parses the next (it polls a fetch

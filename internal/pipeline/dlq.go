@@ -114,13 +114,16 @@ func (p *Pipeline) handleDLQAck(writeCtx context.Context, a ack) {
 	}
 }
 
-// dropDLQ forgets a settled dead-letter produce.
+// dropDLQ forgets a settled dead-letter produce (acknowledged, or canceled
+// at shutdown: no produce of it is under way, and none will start) and
+// recycles its record, which nothing else holds (fetched.go).
 func (p *Pipeline) dropDLQ(id uint64, d *dlqState) {
 	delete(p.dlqs, id)
 	p.dlqBytes -= d.bytes()
 	if d.failed {
 		p.dlqFailed--
 	}
+	p.recycle(d.rec)
 }
 
 // blockedBy returns the unsettled dead-letter produce that b must wait for:
@@ -184,6 +187,7 @@ func (p *Pipeline) divert(writeCtx context.Context, tp offsets.TP, r *kgo.Record
 		return 0, false
 	}
 	id = p.newID()
+	p.taken = r // recycled by dropDLQ, not by the decode loop
 	d := &dlqState{tp: tp, rec: r, cause: err}
 	p.dlqs[id] = d
 	p.dlqBytes += d.bytes()

@@ -105,10 +105,8 @@ func (p *Pipeline) decodeSome(writeCtx context.Context) {
 		chunk := pp.recs[:take:take]
 		p.handlePartition(writeCtx, now, pp.tp, pp.hwm, chunk)
 		// Whatever still needs a record (a dead-letter produce, the
-		// registry's hold) has its own reference: dropping the fetch's
-		// lets the collector free the decoded part of the fetch (records
-		// and, once none of their batch is left, the decompressed
-		// batches) before the rest of the partition is decoded.
+		// registry's hold) has its own reference, and the others were
+		// recycled (release): the fetch's pointers to them go.
 		clear(chunk)
 	}
 	p.launchEvolves()
@@ -126,6 +124,9 @@ func (p *Pipeline) dropPending(tps []offsets.TP) {
 		if slices.Contains(tps, pp.tp) {
 			p.log.Debug().Str("topic", pp.tp.Topic).Int32("partition", pp.tp.Partition).Int("records", len(pp.recs)).
 				Msg("fetched records not decoded yet dropped (partition given up, or consumed again from an earlier offset); they stay uncommitted")
+			for _, r := range pp.recs {
+				p.recycle(r)
+			}
 			continue
 		}
 		kept = append(kept, pp)
@@ -200,8 +201,40 @@ func (p *Pipeline) handlePartition(writeCtx context.Context, now time.Time, tp o
 			p.holdFrom(tp, recs[i:], err)
 			return
 		}
+		p.release(r)
 		if p.fatal != nil {
 			return
 		}
 	}
+}
+
+// Records go back to franz-go's pool (consumer.Pool) one by one, once the
+// pipeline no longer needs them: a record's Key, Value and header values
+// are views into its batch's decompressed bytes, which the pool hands to
+// the next fetch once every record of the batch is recycled. Each record
+// is recycled exactly once, by whoever holds it last (docs/architecture.md,
+// "Who holds a fetched record, and until when"):
+//
+//   - the decode loops (handlePartition, retryHeld) right after its decode
+//     (release): its row is in the block by then, copied, and what else
+//     knows of it are values (offset, epoch, timestamp, lengths);
+//   - the dead-letter path once its produce is settled (dropDLQ), when
+//     divert took it: franz-go's producer reads the copy's key and value,
+//     which are the record's, until then;
+//   - dropPending and dropHeld, for records of partitions given up or
+//     sought back, which nothing has seen yet.
+//
+// A record left at shutdown, or whose dead-letter produce failed for good,
+// is not recycled: its batch's memory is then garbage collected as it is
+// without a pool. Records exactly-once replays are read by a client of
+// their own (no pool) and are not recycled either.
+
+// release recycles r after the decode loop handled it, unless the
+// dead-letter produce took it (divert), which recycles it when settled.
+func (p *Pipeline) release(r *kgo.Record) {
+	if p.taken == r {
+		p.taken = nil
+		return
+	}
+	p.recycle(r)
 }

@@ -213,6 +213,7 @@ func (p *Pipeline) retryHeld(writeCtx context.Context) {
 			hp.recs[0] = nil
 			hp.recs = hp.recs[1:]
 			h.bytes -= len(r.Key) + len(r.Value)
+			p.release(r)
 		}
 		if len(hp.recs) > 0 {
 			kept = append(kept, hp)
@@ -265,6 +266,7 @@ func (p *Pipeline) dropHeld(tps []offsets.TP) {
 		}
 		for _, r := range hp.recs {
 			h.bytes -= len(r.Key) + len(r.Value)
+			p.recycle(r)
 		}
 		p.log.Info().Str("topic", hp.tp.Topic).Int32("partition", hp.tp.Partition).Int("records", len(hp.recs)).
 			Msg("held records dropped (partition given up, or consumed again from an earlier offset); they stay uncommitted")

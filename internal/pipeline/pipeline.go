@@ -154,6 +154,12 @@ type Pipeline struct {
 
 	polling bool          // a poll was requested and not yet delivered
 	pending []pendingPart // polled records not decoded yet (fetched.go)
+	// recycle hands a record's memory back to franz-go's pool
+	// ((*kgo.Record).Recycle; tests poison the record instead); taken is
+	// the record the dead-letter produce just took, which the decode loop
+	// must not recycle (fetched.go, release).
+	recycle func(*kgo.Record)
+	taken   *kgo.Record
 	paused  bool
 	revoke  *revokeWait
 	lag     map[offsets.TP]int64
@@ -254,6 +260,7 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w Sink, op
 		positions: make(chan positionsResult, 1),
 		lag:       map[offsets.TP]int64{},
 		now:       time.Now,
+		recycle:   (*kgo.Record).Recycle,
 		topicM:    map[string]*metrics.Topic{},
 		partM:     map[offsets.TP]*metrics.Partition{},
 	}

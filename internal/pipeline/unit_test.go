@@ -40,6 +40,7 @@ import (
 	"sink/internal/chschema"
 	"sink/internal/consumer"
 	"sink/internal/offsets"
+	"sink/internal/testenv"
 	"sink/internal/writer"
 )
 
@@ -60,9 +61,52 @@ type fakeSource struct {
 	dlqErr        error // what every dead-letter produce answers
 	dlqFailFirst  int   // or: the first this many answer a retriable error
 	dlqSent       []int64
+	dlqValues     []string // the value of each dead-letter copy, as franz-go would have sent it
+
+	// recycled is every record the pipeline handed back (recycle), which
+	// is then poisoned as franz-go's pool would reuse it; misuse is what
+	// the pipeline did with a record after that, checked when Run ends.
+	recycled map[*kgo.Record]bool
+	misuse   []string
 }
 
-func newFakeSource() *fakeSource { return &fakeSource{fetches: make(chan kgo.Fetches, 16)} }
+func newFakeSource() *fakeSource {
+	return &fakeSource{fetches: make(chan kgo.Fetches, 16), recycled: map[*kgo.Record]bool{}}
+}
+
+// recycle is the pipeline's recycle in the fake tests: where franz-go's
+// pool would hand the record's memory to the next fetch, it overwrites the
+// record's bytes with testenv.Poison and the record with one of no topic
+// and offset -1, so a row or dead-letter copy made from it afterwards is
+// wrong, and a record recycled twice is reported.
+func (s *fakeSource) recycle(r *kgo.Record) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.recycled[r] {
+		s.misuse = append(s.misuse, fmt.Sprintf("record at offset %d recycled twice", r.Offset))
+		return
+	}
+	s.recycled[r] = true
+	poison(r.Key)
+	poison(r.Value)
+	for _, h := range r.Headers {
+		poison(h.Value)
+	}
+	*r = kgo.Record{Offset: -1, Value: r.Value}
+}
+
+func poison(b []byte) {
+	for i := range b {
+		b[i] = testenv.Poison
+	}
+}
+
+// misused reports what the pipeline did with recycled records.
+func (s *fakeSource) misused() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.misuse...)
+}
 
 func (s *fakeSource) Poll(ctx context.Context) kgo.Fetches {
 	s.polls.Add(1)
@@ -100,6 +144,9 @@ func (s *fakeSource) Commit(ctx context.Context, pos map[offsets.TP]offsets.Comm
 	return nil
 }
 
+// ProduceDLQ records the copy's value when franz-go would have sent it:
+// on its own goroutine, after ProduceDLQ returned, as franz-go's producer
+// reads the record's bytes.
 func (s *fakeSource) ProduceDLQ(_ context.Context, _ string, rec *kgo.Record, _ error, _ bool, done func(error)) {
 	s.mu.Lock()
 	err := s.dlqErr
@@ -107,9 +154,20 @@ func (s *fakeSource) ProduceDLQ(_ context.Context, _ string, rec *kgo.Record, _ 
 		s.dlqFailFirst--
 		err = kerr.LeaderNotAvailable
 	}
+	if s.recycled[rec] {
+		s.misuse = append(s.misuse, "dead-letter produce of a recycled record")
+	}
 	s.dlqSent = append(s.dlqSent, rec.Offset)
 	s.mu.Unlock()
-	go done(err)
+	go func() {
+		s.mu.Lock()
+		if s.recycled[rec] {
+			s.misuse = append(s.misuse, fmt.Sprintf("record at offset %d recycled while its dead-letter produce was under way", rec.Offset))
+		}
+		s.dlqValues = append(s.dlqValues, string(rec.Value))
+		s.mu.Unlock()
+		done(err)
+	}()
 }
 
 // committed is the highest offset committed for tp (-1: none).
@@ -165,12 +223,16 @@ type insertScript struct {
 type fakeSink struct {
 	script func(n int) insertScript
 
-	mu       sync.Mutex
-	calls    int
-	rows     map[string]int      // rows inserted per table
-	ids      map[string][]uint64 // the id column's values inserted per table, in order
-	canceled int                 // inserts that ended because ctx ended
-	active   atomic.Int32        // Insert calls not returned yet
+	mu    sync.Mutex
+	calls int
+	rows  map[string]int      // rows inserted per table
+	ids   map[string][]uint64 // the id column's values inserted per table, in order
+	// strs is the s column's values inserted per table, in order, kept
+	// only when keepStrs is set (before Run; the benchmarks do not).
+	strs     map[string][]string
+	keepStrs bool
+	canceled int          // inserts that ended because ctx ended
+	active   atomic.Int32 // Insert calls not returned yet
 }
 
 var errRetriable = errors.New("code: 252, TOO_MANY_PARTS")
@@ -179,7 +241,7 @@ func newFakeSink(script func(n int) insertScript) *fakeSink {
 	if script == nil {
 		script = func(int) insertScript { return insertScript{} }
 	}
-	return &fakeSink{script: script, rows: map[string]int{}, ids: map[string][]uint64{}}
+	return &fakeSink{script: script, rows: map[string]int{}, ids: map[string][]uint64{}, strs: map[string][]string{}}
 }
 
 func (k *fakeSink) Describe(_ context.Context, _, _ string) ([]chschema.ColumnSchema, error) {
@@ -236,6 +298,11 @@ func (k *fakeSink) Insert(ctx context.Context, t *writer.Table, block chschema.B
 	if ids, ok := block.ColumnData(0).([]uint64); ok {
 		k.ids[t.FullName()] = append(k.ids[t.FullName()], ids...)
 	}
+	if k.keepStrs && len(block.Columns()) > 1 {
+		if strs, ok := block.ColumnData(1).([]string); ok {
+			k.strs[t.FullName()] = append(k.strs[t.FullName()], strs...)
+		}
+	}
 	k.mu.Unlock()
 	return nil
 }
@@ -245,6 +312,13 @@ func (k *fakeSink) insertedIDs(table string) []uint64 {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return append([]uint64(nil), k.ids[table]...)
+}
+
+// insertedStrs is the s column's values inserted into table, in order.
+func (k *fakeSink) insertedStrs(table string) []string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return append([]string(nil), k.strs[table]...)
 }
 
 func (k *fakeSink) inserted(table string) int {
@@ -310,6 +384,13 @@ func start(t *testing.T, cfg *config.Config, sink *fakeSink, opts ...Option) *ru
 func launch(t *testing.T, p *Pipeline, src *fakeSource, as Source, sink *fakeSink) *running {
 	t.Helper()
 	p.Attach(as)
+	p.recycle = src.recycle
+	// Runs after the cleanup below has waited for Run.
+	t.Cleanup(func() {
+		for _, m := range src.misused() {
+			t.Error(m)
+		}
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &running{p: p, src: src, sink: sink, cancel: cancel, done: make(chan error, 1)}
 	go func() { r.done <- p.Run(ctx) }()
@@ -690,27 +771,39 @@ func TestUnitKfakeGroup(t *testing.T) {
 }
 
 // kfakeRun is a pipeline with the real consumer on kfake, franz-go's
-// in-memory Kafka, with a 2-partition topic and a fake sink.
+// in-memory Kafka, with a 2-partition topic (and a dead-letter topic,
+// kfakeDLQ) and a fake sink. The consumer's record pool poisons what is
+// put back (testenv.PoisonPool), so a record the pipeline recycles too
+// early shows as wrong rows or dead-letter copies.
 type kfakeRun struct {
 	cfg    *config.Config
 	prod   *kgo.Client
 	adm    *kadm.Client
 	p      *Pipeline
 	cons   *consumer.Consumer
+	pool   *testenv.PoisonPool
 	sink   *fakeSink
 	cancel context.CancelFunc
 	done   chan error
 }
 
+const kfakeDLQ = "dead"
+
 // startKfake starts it; setup, if any, adjusts the pipeline before Run.
 func startKfake(t *testing.T, setup ...func(*Pipeline)) *kfakeRun {
 	t.Helper()
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, unitTopic))
+	return startKfakeConfig(t, "", setup...)
+}
+
+// startKfakeConfig is startKfake with extra YAML for unitConfig.
+func startKfakeConfig(t *testing.T, extra string, setup ...func(*Pipeline)) *kfakeRun {
+	t.Helper()
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, unitTopic, kfakeDLQ))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(cluster.Close)
-	cfg := unitConfig(t, "")
+	cfg := unitConfig(t, extra)
 	cfg.Kafka.Brokers = cluster.ListenAddrs()
 	cfg.Kafka.FetchMaxWait = 50 * time.Millisecond
 	cfg.Kafka.RebalanceTimeout = 5 * time.Second
@@ -723,12 +816,15 @@ func startKfake(t *testing.T, setup ...func(*Pipeline)) *kfakeRun {
 		t.Fatal(err)
 	}
 	t.Cleanup(prod.Close)
-	k := &kfakeRun{cfg: cfg, prod: prod, adm: kadm.NewClient(prod), sink: newFakeSink(nil), done: make(chan error, 1)}
+	k := &kfakeRun{cfg: cfg, prod: prod, adm: kadm.NewClient(prod), sink: newFakeSink(nil), done: make(chan error, 1),
+		pool: &testenv.PoisonPool{Inner: consumer.NewPool()}}
 	ctx := context.Background()
 	if k.p, err = New(ctx, cfg, zerolog.Nop(), k.sink); err != nil {
 		t.Fatal(err)
 	}
-	if k.cons, err = consumer.New(ctx, cfg, zerolog.Nop(), k.p.Hooks()); err != nil {
+	hooks := k.p.Hooks()
+	hooks.Pool = k.pool
+	if k.cons, err = consumer.New(ctx, cfg, zerolog.Nop(), hooks); err != nil {
 		t.Fatal(err)
 	}
 	k.p.Attach(k.cons)
@@ -777,4 +873,120 @@ func (k *kfakeRun) stop(t *testing.T) {
 		t.Fatalf("Run: %v", err)
 	}
 	k.cons.Close()
+}
+
+// TestUnitRecycledRecordsExact: every record is recycled once the pipeline
+// no longer needs it, and the recycle poisons its bytes (fakeSource's
+// recycle, as franz-go's pool would reuse them): the rows inserted still
+// read exactly what the records said (the String column copied them), the
+// dead-letter copies of the bad records are exact although their produce
+// ran after the rest of their fetch was recycled and was retried, and every
+// record, the bad ones included, was recycled exactly once.
+func TestUnitRecycledRecordsExact(t *testing.T) { synctest.Test(t, testUnitRecycledRecordsExact) }
+
+func testUnitRecycledRecordsExact(t *testing.T) {
+	cfg := unitConfig(t, "errors: {tolerance: all, dlq_topic: dead}\n")
+	cfg.Batch.MaxRows = 3
+	cfg.Batch.MaxWait = 100 * time.Millisecond
+	cfg.ClickHouse.RetryInitial = 20 * time.Millisecond
+	sink := newFakeSink(nil)
+	sink.keepStrs = true
+	r := start(t, cfg, sink)
+	r.src.mu.Lock()
+	r.src.dlqFailFirst = 1
+	r.src.mu.Unlock()
+	values := rows(0, 10)
+	values[3], values[7] = `not json 3`, `{"id":"not a number 7"}`
+	r.src.send(unitTP, 0, values[:6]...)
+	r.src.send(unitTP, 6, values[6:]...)
+	eventually(t, 2*time.Second, "offset 10 committed", func() bool { return r.src.committed(unitTP) == 10 })
+	if err := r.stop(t); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	ids, strs := r.sink.insertedIDs("db.t"), r.sink.insertedStrs("db.t")
+	want := []uint64{0, 1, 2, 4, 5, 6, 8, 9}
+	if fmt.Sprint(ids) != fmt.Sprint(want) || len(strs) != len(want) {
+		t.Fatalf("inserted ids %v (%d strings), want %v", ids, len(strs), want)
+	}
+	for i, id := range ids {
+		if w := fmt.Sprintf("row %d", id); strs[i] != w {
+			t.Fatalf("row %d's s is %q, want %q", id, strs[i], w)
+		}
+	}
+	r.src.mu.Lock()
+	defer r.src.mu.Unlock()
+	if got := fmt.Sprintf("%q", r.src.dlqValues); got != fmt.Sprintf("%q", []string{values[3], values[3], values[7]}) &&
+		got != fmt.Sprintf("%q", []string{values[3], values[7], values[3]}) {
+		t.Fatalf("dead-letter copies %s, want offset 3's twice (one retry) and offset 7's", got)
+	}
+	if n := len(r.src.recycled); n != len(values) {
+		t.Fatalf("%d records recycled, want all %d", n, len(values))
+	}
+}
+
+// TestUnitKfakePooledRecords runs the real consumer with franz-go's pools
+// (a pool that poisons every buffer put back) over snappy batches of many
+// records, some of them bad: every row inserted reads exactly what was
+// produced, the dead-letter topic holds the bad records exactly, and once
+// everything is committed every batch's decompression buffer and record
+// slice has come back to the pool (every record was recycled).
+func TestUnitKfakePooledRecords(t *testing.T) {
+	k := startKfakeConfig(t, "errors: {tolerance: all, dlq_topic: "+kfakeDLQ+"}\n",
+		func(p *Pipeline) { p.cfg.Batch.MaxRows, p.w.(*fakeSink).keepStrs = 500, true })
+	const n = 2000
+	values := rows(0, n)
+	bad := map[string]bool{}
+	for _, i := range []int{7, 777, 1500} {
+		values[i] = fmt.Sprintf(`{"id":"bad %d"}`, i)
+		bad[values[i]] = true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, v := range values {
+		k.prod.Produce(ctx, &kgo.Record{Value: []byte(v)}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	if err := k.prod.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 8*time.Second, "the group committed all records", func() bool { return k.committed() == n })
+	k.stop(t)
+
+	ids, strs := k.sink.insertedIDs("db.t"), k.sink.insertedStrs("db.t")
+	if len(ids) != n-len(bad) || len(strs) != len(ids) {
+		t.Fatalf("%d rows inserted (%d strings), want %d", len(ids), len(strs), n-len(bad))
+	}
+	seen := map[uint64]bool{}
+	for i, id := range ids {
+		if w := fmt.Sprintf("row %d", id); strs[i] != w || seen[id] || id >= n {
+			t.Fatalf("row %d: s is %q, want %q once", id, strs[i], w)
+		}
+		seen[id] = true
+	}
+	rd, err := kgo.NewClient(kgo.SeedBrokers(k.cfg.Kafka.Brokers...), kgo.ConsumeTopics(kfakeDLQ))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	for len(bad) > 0 {
+		f := rd.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("dead-letter copies not found: %v", bad)
+		}
+		f.EachRecord(func(r *kgo.Record) {
+			if !bad[string(r.Value)] {
+				t.Fatalf("dead-letter copy %q is none of the bad records", r.Value)
+			}
+			delete(bad, string(r.Value))
+		})
+	}
+	p := k.pool
+	if p.BytesGot.Load() == 0 || p.BytesGot.Load() != p.BytesPut.Load() || p.RecordsGot.Load() != p.RecordsPut.Load() {
+		t.Fatalf("decompression buffers %d out, %d back; record slices %d out, %d back: want some, all back",
+			p.BytesGot.Load(), p.BytesPut.Load(), p.RecordsGot.Load(), p.RecordsPut.Load())
+	}
+	t.Logf("%d records in %d batches, every one back in the pool", n, p.RecordsGot.Load())
 }
