@@ -97,14 +97,6 @@ func openPool(name string, cfg config.ClickHouse) (*Writer, *tls.Config, string,
 		ReadTimeout:  cfg.QueryTimeout,
 		MaxOpenConns: cfg.MaxInFlight*4 + 2,
 		MaxIdleConns: cfg.MaxInFlight*2 + 1,
-		// A connection encodes each INSERT's block into a buffer of its
-		// own, which grows to the block's largest column (megabytes for
-		// a batch of 100,000 rows) and which the driver keeps by default
-		// while the connection idles in the pool: memory outside
-		// batch.buffer_memory that grows as more idle connections have
-		// sent a large block once. Dropping it when the connection goes
-		// back to the pool costs one growth of the buffer per INSERT.
-		FreeBufOnConnRelease: true,
 	}
 	if cfg.Protocol == config.ProtocolHTTP {
 		opts.Protocol = clickhouse.HTTP
