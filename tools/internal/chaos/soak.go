@@ -84,23 +84,23 @@ func (ss SoakSpec) Profile() gen.Profile {
 
 // Sample is one reading of the running sink.
 type Sample struct {
-	At          time.Duration // since the soak began
-	PID         int
-	RSS         int64 // bytes, /proc/PID/status VmRSS
+	At  time.Duration // since the soak began
+	PID int
+	RSS int64 // bytes, /proc/PID/status VmRSS
 	// RSSAnon and RSSFile split RSS (with RssShmem, not kept: the sink
 	// maps none) into anonymous memory (the Go heap, stacks, the
 	// runtime's retained pages) and file-backed pages (the binary's
 	// text and data as they are paged in).
 	RSSAnon, RSSFile int64
-	Heap        float64
-	Goroutines  float64
-	Conns       int     // sockets among the open fds
-	FDs         int     // open fds
-	GCPauseMax  float64 // seconds, go_gc_duration_seconds{quantile="1"}
-	Inserts     float64 // sink_inserts_total (since this process started)
-	InsertsMin  float64 // inserts per minute over the last interval
-	LagSeconds  float64 // max of sink_consumer_lag_seconds
-	RetriesSeen float64 // sink_insert_retries_total
+	Heap             float64
+	Goroutines       float64
+	Conns            int     // sockets among the open fds
+	FDs              int     // open fds
+	GCPauseMax       float64 // seconds, go_gc_duration_seconds{quantile="1"}
+	Inserts          float64 // sink_inserts_total (since this process started)
+	InsertsMin       float64 // inserts per minute over the last interval
+	LagSeconds       float64 // max of sink_consumer_lag_seconds
+	RetriesSeen      float64 // sink_insert_retries_total
 	// CPUSeconds is the process's user and system time so far
 	// (/proc/PID/stat); CPUPercent its share of one core over the last
 	// interval.
@@ -153,7 +153,7 @@ func Soak(ctx context.Context, env Env, ss SoakSpec) *SoakResult {
 	profile := ss.Profile()
 	s := Spec{
 		Name: "soak", Records: profile.Events(), Partitions: 8, Buffer: "64MiB", Instances: 1, BadPercent: 1,
-		Listen:  "127.0.0.1:18099", Admin: ss.ProfileEvery > 0,
+		Listen: "127.0.0.1:18099", Admin: ss.ProfileEvery > 0,
 		Profile: profile, Fanout: true, Evolve: &Evolve{Partitions: 4, Every: 4},
 		// Under half the buffer, as the sink asks: fetched data waiting to
 		// be decoded is held outside buffer_memory.
