@@ -163,7 +163,8 @@ func Soak(ctx context.Context, env Env, ss SoakSpec) *SoakResult {
 				t := time.NewTicker(ss.Sample)
 				defer t.Stop()
 				var last Sample
-				profiled := map[int]time.Duration{} // pid: when its last profile was taken
+				// By pid: its first sample, and when its last profile was taken.
+				born, profiled := map[int]time.Duration{}, map[int]time.Duration{}
 				for {
 					select {
 					case <-r.bg.Done():
@@ -183,15 +184,11 @@ func Soak(ctx context.Context, env Env, ss SoakSpec) *SoakResult {
 					last = smp
 					mu.Lock()
 					out.Samples = append(out.Samples, smp)
-					born := smp.At
-					for _, o := range out.Samples {
-						if o.PID == smp.PID {
-							born = o.At
-							break
-						}
-					}
 					mu.Unlock()
-					if ss.ProfileEvery > 0 && ss.Dir != "" && smp.At-born >= ss.Warmup {
+					if _, ok := born[smp.PID]; !ok {
+						born[smp.PID] = smp.At
+					}
+					if ss.ProfileEvery > 0 && ss.Dir != "" && smp.At-born[smp.PID] >= ss.Warmup {
 						if at, ok := profiled[smp.PID]; !ok || smp.At-at >= ss.ProfileEvery {
 							if err := saveProfiles(r, filepath.Join(ss.Dir, "profiles"), smp); err == nil {
 								profiled[smp.PID] = smp.At
