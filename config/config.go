@@ -115,9 +115,17 @@ type ClickHouse struct {
 	// retried until it succeeds or the process stops.
 	QueryTimeout time.Duration `koanf:"query_timeout"`
 	// MaxInFlight is the number of INSERTs per table at once.
-	MaxInFlight  int           `koanf:"max_in_flight"`
-	RetryInitial time.Duration `koanf:"retry_initial"`
-	RetryMax     time.Duration `koanf:"retry_max"`
+	MaxInFlight int `koanf:"max_in_flight"`
+	// ConnMaxLifetime closes a pooled connection to ClickHouse this long
+	// after it was dialed (at its next release, or while it idles). A
+	// connection keeps buffers as large as the largest block it has sent
+	// or read, so a bounded lifetime lets the pool's memory follow the
+	// current load instead of the largest burst since the sink started,
+	// and spreads connections again after a replica or a load balancer
+	// comes back.
+	ConnMaxLifetime time.Duration `koanf:"conn_max_lifetime"`
+	RetryInitial    time.Duration `koanf:"retry_initial"`
+	RetryMax        time.Duration `koanf:"retry_max"`
 	// SchemaRefresh is how often every target table's columns are read
 	// again, so that columns added or dropped while the sink runs are used
 	// without a restart; 0 re-reads only after an INSERT fails with an
@@ -417,6 +425,9 @@ func defaults() *Config {
 			// Two per table: one insert runs while the next batch is
 			// sealed and sent, without multiplying parts per second.
 			MaxInFlight: 2,
+			// Redialing a connection every few minutes costs one
+			// handshake; keeping it for hours keeps its largest buffers.
+			ConnMaxLifetime: 5 * time.Minute,
 			// First backoff after a retriable error: a network blip is
 			// usually over by then.
 			RetryInitial: 500 * time.Millisecond,

@@ -56,18 +56,19 @@ func TestDefaults(t *testing.T) {
 			RequestTimeout:         30 * time.Second,
 		},
 		ClickHouse: ClickHouse{
-			Protocol:      "native",
-			Addrs:         []string{"127.0.0.1:9000"},
-			Database:      "default",
-			Username:      "default",
-			Compression:   "auto",
-			DialTimeout:   10 * time.Second,
-			QueryTimeout:  60 * time.Second,
-			MaxInFlight:   2,
-			RetryInitial:  500 * time.Millisecond,
-			RetryMax:      30 * time.Second,
-			SchemaRefresh: 30 * time.Second,
-			ReplicaOrder:  ReplicaRoundRobin,
+			Protocol:        "native",
+			Addrs:           []string{"127.0.0.1:9000"},
+			Database:        "default",
+			Username:        "default",
+			Compression:     "auto",
+			DialTimeout:     10 * time.Second,
+			QueryTimeout:    60 * time.Second,
+			MaxInFlight:     2,
+			ConnMaxLifetime: 5 * time.Minute,
+			RetryInitial:    500 * time.Millisecond,
+			RetryMax:        30 * time.Second,
+			SchemaRefresh:   30 * time.Second,
+			ReplicaOrder:    ReplicaRoundRobin,
 
 			SchemaAgreementTimeout: 10 * time.Minute,
 		},
@@ -427,6 +428,7 @@ func TestValidate(t *testing.T) {
 	f("clickhouse: {settings: {insert_quorum: 2, async_insert: false, s: a, f: 1.5}}", nil, "")
 	f("", env("SINK_CLICKHOUSE__DIAL_TIMEOUT=0s"), "clickhouse.dial_timeout (0s) must be positive")
 	f("", env("SINK_CLICKHOUSE__QUERY_TIMEOUT=-1s"), "clickhouse.query_timeout (-1s) must be positive")
+	f("", env("SINK_CLICKHOUSE__CONN_MAX_LIFETIME=0s"), "clickhouse.conn_max_lifetime (0s) must be positive")
 	f("", env("SINK_CLICKHOUSE__MAX_IN_FLIGHT=0"), "clickhouse.max_in_flight (0) must be at least 1")
 	f("", env("SINK_CLICKHOUSE__RETRY_INITIAL=0s"), "clickhouse.retry_initial (0s) must be positive")
 	f("", env("SINK_CLICKHOUSE__RETRY_MAX=0s"), "clickhouse.retry_max (0s) must be positive")

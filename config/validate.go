@@ -157,6 +157,7 @@ func (c *Config) validateClickHouse(p *problems) {
 	if ch.MaxInFlight < 1 {
 		p.add("clickhouse.max_in_flight (%d) must be at least 1", ch.MaxInFlight)
 	}
+	p.positive("clickhouse.conn_max_lifetime", ch.ConnMaxLifetime)
 	p.positive("clickhouse.retry_initial", ch.RetryInitial)
 	p.positive("clickhouse.retry_max", ch.RetryMax)
 	if ch.RetryMax > 0 && ch.RetryInitial > ch.RetryMax {
