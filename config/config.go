@@ -425,9 +425,11 @@ func defaults() *Config {
 			// Two per table: one insert runs while the next batch is
 			// sealed and sent, without multiplying parts per second.
 			MaxInFlight: 2,
-			// Redialing a connection every few minutes costs one
-			// handshake; keeping it for hours keeps its largest buffers.
-			ConnMaxLifetime: 5 * time.Minute,
+			// A burst makes the pools dial more connections and grow
+			// their buffers; with a minute's lifetime that memory is gone
+			// a minute or two after the burst. Redialing costs one
+			// handshake per connection per minute.
+			ConnMaxLifetime: time.Minute,
 			// First backoff after a retriable error: a network blip is
 			// usually over by then.
 			RetryInitial: 500 * time.Millisecond,

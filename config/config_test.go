@@ -64,7 +64,7 @@ func TestDefaults(t *testing.T) {
 			DialTimeout:     10 * time.Second,
 			QueryTimeout:    60 * time.Second,
 			MaxInFlight:     2,
-			ConnMaxLifetime: 5 * time.Minute,
+			ConnMaxLifetime: time.Minute,
 			RetryInitial:    500 * time.Millisecond,
 			RetryMax:        30 * time.Second,
 			SchemaRefresh:   30 * time.Second,

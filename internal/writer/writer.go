@@ -100,7 +100,7 @@ func openPool(name string, cfg config.ClickHouse) (*Writer, *tls.Config, string,
 		// The pool hands out its idle connections in turn (first in, first
 		// out), so every one of them ends up holding an encode buffer as
 		// large as the largest block any INSERT sent; a lifetime returns
-		// that memory a few minutes after the load that needed it.
+		// that memory soon after the load that needed it.
 		ConnMaxLifetime: cfg.ConnMaxLifetime,
 	}
 	if cfg.Protocol == config.ProtocolHTTP {
