@@ -136,7 +136,14 @@ type debeziumFormat struct {
 	dec        decimals        // debezium_decimal.go
 	text       []byte          // formatting scratch
 
+	names  []string // per Plan column, its name (for the record key's fields)
+	verCol int      // the column filled from $version, -1 before bind sees it
+	delCol int      // the column filled from $deleted, -1 before bind sees it
+	keyCol []int    // fillKeys' last answer: the columns of the record key's fields
+	keyFld []string // ... and those fields' names
+
 	// per record
+	key       []byte     // the record key (borrowed until the next begin)
 	cur       []fieldSem // the image's semantic types, per slot (jsonFields.keys)
 	sem       []fieldSem // cur when described from this record's schema
 	hasSchema bool
@@ -154,7 +161,7 @@ type dbzCol struct {
 }
 
 func newDebeziumFormat(st *appendState) *debeziumFormat {
-	d := &debeziumFormat{st: st}
+	d := &debeziumFormat{st: st, verCol: -1, delCol: -1}
 	d.fields.keyIdx = map[string]int{}
 	d.schema.keyIdx = d.fields.keyIdx
 	return d
@@ -167,6 +174,14 @@ func (*debeziumFormat) want() string { return cdcWant }
 func (d *debeziumFormat) bind(col int, c chschema.ColumnSchema, t *chType, src route.Source, byName bool) error {
 	for len(d.cols) <= col {
 		d.cols = append(d.cols, dbzCol{})
+		d.names = append(d.names, "")
+	}
+	d.names[col] = c.Name
+	if src.Kind == route.Deleted && d.delCol < 0 {
+		d.delCol = col
+	}
+	if src.Kind == route.Version && d.verCol < 0 {
+		d.verCol = col
 	}
 	dc := dbzCol{kind: src.Kind}
 	switch src.Kind {
@@ -245,7 +260,7 @@ func (d *debeziumFormat) begin(r recordData) error {
 	if env.Type() != fastjson.TypeObject {
 		return bad("", "invalid Debezium event: payload is a JSON "+env.Type().String()+", want an object")
 	}
-	d.env, d.op = env, env.GetStringBytes("op")
+	d.env, d.op, d.key = env, env.GetStringBytes("op"), r.key
 	d.src = env.Get("source")
 	if d.src != nil && d.src.Type() != fastjson.TypeObject {
 		d.src = nil
@@ -423,6 +438,13 @@ func (d *debeziumFormat) read(i int, in *input) error {
 		d.st.fromJSON(v, in)
 	case route.Field:
 		d.fields.read(d.st, i, in)
+		if isPlaceholder(in) {
+			// A delete's image only marks its key deleted: the value
+			// becomes the column's zero like any other it lacks.
+			in.kind = inMissing
+			d.st.unavailable = string(d.op) != "d"
+			return nil
+		}
 		if s := &d.fields.paths[i]; len(s.rest) == 0 && (in.kind == inStr || in.kind == inNum || in.kind == inObject) {
 			if d.hasSchema {
 				return d.convertSem(c, d.cur[s.slot], in)
@@ -571,4 +593,59 @@ func semTime(k semKind, n int64) (time.Time, bool) {
 		return time.Unix(0, n).UTC(), true
 	}
 	return time.Time{}, false
+}
+
+// metaCols returns the columns filled from $version and $deleted (filler).
+func (d *debeziumFormat) metaCols() (version, deleted int) { return d.verCol, d.delCol }
+
+// fillKeys returns the columns of the record key's fields, which identify
+// the row whose value the record does not carry (filler). Debezium writes
+// a table's primary key as the record key, bare or wrapped by the JSON
+// converter; each of its fields must be a column.
+func (d *debeziumFormat) fillKeys() ([]int, error) {
+	if len(d.key) == 0 {
+		return nil, fmt.Errorf("the record has no key to find the row's earlier value by")
+	}
+	k, err := d.keyParser.ParseBytes(d.key)
+	if err != nil {
+		return nil, fmt.Errorf("the record key is not JSON (%v): cannot find the row's earlier value", err)
+	}
+	if pl := k.Get("payload"); pl != nil && k.Get("schema") != nil {
+		k = pl
+	}
+	o, err := k.Object()
+	if err != nil || o.Len() == 0 {
+		return nil, fmt.Errorf("the record key is not an object of key fields: cannot find the row's earlier value")
+	}
+	same := o.Len() == len(d.keyFld)
+	i := 0
+	o.Visit(func(name []byte, _ *fastjson.Value) {
+		if same && (i >= len(d.keyFld) || d.keyFld[i] != string(name)) {
+			same = false
+		}
+		i++
+	})
+	if same {
+		return d.keyCol, nil
+	}
+	var cols []int
+	var names []string
+	var missing string
+	o.Visit(func(name []byte, _ *fastjson.Value) {
+		for c, n := range d.names {
+			if n == string(name) && d.cols[c].kind == route.Field {
+				cols = append(cols, c)
+				names = append(names, n)
+				return
+			}
+		}
+		if missing == "" {
+			missing = string(name)
+		}
+	})
+	if missing != "" {
+		return nil, fmt.Errorf("the record key's field %q is no column of the table: cannot find the row's earlier value", missing)
+	}
+	d.keyCol, d.keyFld = cols, names
+	return cols, nil
 }

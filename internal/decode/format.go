@@ -106,3 +106,13 @@ func newFormat(f route.Format, env formatEnv) (rowFormat, error) {
 	}
 	return nil, fmt.Errorf("unsupported format %q (supported: %s)", f, route.FormatNames())
 }
+
+// filler is a format whose records may lack values they do not carry
+// (unavailable.go): it names the columns that identify a row, the
+// row-version column and the delete-marker column. A format that sets appendState.unavailable
+// implements it.
+type filler interface {
+	fillKeys() ([]int, error)
+	// metaCols returns the row-version and delete-marker columns.
+	metaCols() (version, deleted int)
+}

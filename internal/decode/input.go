@@ -49,6 +49,9 @@ type appendState struct {
 	tmp    []byte // formatting scratch
 	pad    []byte // FixedString padding scratch
 	digits []byte // parseNumber scratch
+	// unavailable: the format read Debezium's placeholder for a value the
+	// record does not carry (unavailable.go); appendRow lists the cell.
+	unavailable bool
 }
 
 func (c *appendState) fromJSON(v *fastjson.Value, in *input) {

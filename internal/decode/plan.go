@@ -200,7 +200,7 @@ func (p *Plan) Columns() []chschema.ColumnSchema {
 // NewBlock returns an empty block with one buffer per column.
 func (p *Plan) NewBlock() *Block {
 	p.hintsOnce.Do(func() { p.sizes = make([]capHint, len(p.types)) })
-	b := &Block{cols: p.cols, sig: p.sig, bufs: make([]col, len(p.types))}
+	b := &Block{cols: p.cols, sig: p.sig, bufs: make([]col, len(p.types)), unavail: unavailable{ver: -1, del: -1}}
 	for i, t := range p.types {
 		b.bufs[i] = newTopCol(t)
 		if h, ok := b.bufs[i].(hinted); ok {
@@ -293,16 +293,33 @@ func (p *Plan) appendRow(b *Block, r *kgo.Record) error {
 		} else {
 			readRecord(s, r, in)
 		}
-		if err == nil {
+		if err == nil && c.unavailable {
+			// The record does not carry this value (unavailable.go): the
+			// row gets the column's zero until the pipeline fills it.
+			c.unavailable = false
+			var keys []int
+			f := p.format.(filler)
+			if keys, err = f.fillKeys(); err == nil {
+				ver, del := f.metaCols()
+				b.unavail.note(Cell{Row: b.rows, Col: i}, keys, ver, del)
+				in.kind = inMissing
+				err = b.bufs[i].add(c, in)
+			}
+			if err != nil {
+				err = fmt.Errorf("%v (the value is Debezium's placeholder for an unchanged TOASTed value)", err)
+			}
+		} else if err == nil {
 			err = p.checkDefault(i, in)
-		}
-		if err == nil {
-			err = b.bufs[i].add(c, in)
+			if err == nil {
+				err = b.bufs[i].add(c, in)
+			}
 		}
 		if err != nil {
+			c.unavailable = false
 			for j := 0; j <= i; j++ {
 				b.bufs[j].truncate(b.rows)
 			}
+			b.unavail.drop(b.rows)
 			b.bytes = bytes0
 			c.b = nil
 			return recordError(r, p.cols[i].Name, err.Error())
@@ -329,6 +346,7 @@ func (p *Plan) Unappend(b *Block) {
 	for _, c := range b.bufs {
 		c.truncate(b.rows)
 	}
+	b.unavail.drop(b.rows)
 	b.bytes = p.lastBytes
 	for _, m := range p.marks {
 		if m.null {
@@ -416,6 +434,8 @@ type Block struct {
 	rows  int
 	bytes int
 	arena []byte // current string chunk
+
+	unavail unavailable // values the records did not carry (unavailable.go)
 }
 
 // Rows returns the number of rows.
@@ -454,7 +474,7 @@ func (b *Block) Columns() []chschema.ColumnSchema { return b.cols }
 // Append or Reset. Nullable, Array, Map, Decimal and top-level String build
 // a new slice per call. Block.Native is the copy-free form of the columns
 // that have one.
-func (b *Block) ColumnData(i int) any { return b.bufs[i].data() }
+func (b *Block) ColumnData(i int) any { return b.patched(i, b.bufs[i].data()) }
 
 // Reset empties the block, keeping buffer capacity. String memory is
 // released to the GC rather than reused, so strings handed out before stay
@@ -464,6 +484,7 @@ func (b *Block) Reset() {
 		c.reset()
 	}
 	b.rows, b.bytes, b.arena = 0, 0, nil
+	b.unavail.reset()
 }
 
 // checkMapping verifies that cols has no duplicate and that every mapping key

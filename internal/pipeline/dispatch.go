@@ -144,6 +144,11 @@ func (p *Pipeline) pump(writeCtx context.Context, ts *tableState) {
 		if p.blockedBy(b, false) != nil {
 			return
 		}
+		if ts.inflight > 0 && len(b.Data.Unfilled()) > 0 {
+			// Its missing values are read back from the table once every
+			// earlier batch of it is in (unavailable.go).
+			return
+		}
 		ts.queue[0] = nil
 		ts.queue = ts.queue[1:]
 		ts.inflight++
@@ -184,6 +189,12 @@ func (p *Pipeline) insert(ctx context.Context, ts *tableState, tab *writer.Table
 		p.log.Warn().Str("table", tab.FullName()).Uint64("batch", b.ID).Int("rows", b.Rows()).
 			Int("attempt", at.N).Int32("code", at.Code).Str("class", at.Class.String()).
 			Dur("retry_in", at.Wait).Err(at.Err).Msg("insert failed, retrying the same block")
+	}
+	if len(b.Data.Unfilled()) > 0 {
+		if err := p.fillUnavailable(ctx, tab, b.Data); err != nil {
+			p.sendAck(ack{id: b.ID, err: err, took: time.Since(start)})
+			return
+		}
 	}
 	err := p.w.Insert(ctx, tab, blk, b.ID, onRetry, p.refreshFor(ts))
 	p.sendAck(ack{id: b.ID, err: err, took: time.Since(start)})

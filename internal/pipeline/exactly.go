@@ -842,6 +842,9 @@ func (p *Pipeline) eoReplay(ctx context.Context, in eos.Intent) error {
 	if blk.Rows() == 0 {
 		return nil
 	}
+	if err := p.fillUnavailable(ctx, ts.t, blk); err != nil {
+		return fmt.Errorf("exactly-once: replaying a pending batch into %s: %w", in.Table, err)
+	}
 	err = p.w.Insert(writer.WithDedupToken(ctx, in.Token), ts.t, blk, 0, nil, nil)
 	if err != nil {
 		return fmt.Errorf("exactly-once: replaying a pending batch into %s: %w", in.Table, err)
