@@ -1417,16 +1417,20 @@ pg_wait() {
 	fi
 }
 
-# The worker's JVM: a small heap, serial GC, only the C1 compiler and a small code
-# cache (the machine has 2 cores shared with everything else; a test connector
-# moves a few rows), our log4j2 config, the runtime jars (not the plugin's).
+# The worker's JVM, kept small (the machine has 2 cores and runs everything
+# else too; a test connector moves a few rows): serial GC with a small young
+# generation and a heap that shrinks back toward what is live (about 30 MiB),
+# only the C1 compiler and a small code cache, two malloc arenas; our log4j2
+# config, the runtime jars (not the plugin's). About 0.35 GB RSS, 0.2 GB of it
+# anonymous.
 connect_start() {
 	[[ $CONNECT_STATE == absent ]] || return 0
 	fetch_connect_libs
 	mkdir -p "$CONNECT_DIR"
 	render_connect >"$CONNECT_DIR/connect-distributed.properties"
-	(cd "$CONNECT_DIR" && launch connect "$CONNECT_DIR/connect.log" \
-		java -Xms32m -Xmx"$CONNECT_HEAP" -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=64m \
+	(cd "$CONNECT_DIR" && launch connect "$CONNECT_DIR/connect.log" env MALLOC_ARENA_MAX=2 \
+		java -Xms32m -Xmx"$CONNECT_HEAP" -Xmn32m -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30 \
+		-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=64m \
 		-XX:+ExitOnOutOfMemoryError -Djava.awt.headless=true \
 		-Dlog4j2.configurationFile="$ROOT/testdata/connect/log4j2.properties" \
 		-cp "$CONNECT_LIBS/runtime/*" org.apache.kafka.connect.cli.ConnectDistributed \

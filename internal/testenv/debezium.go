@@ -343,13 +343,25 @@ func (c *Connector) remove(t testing.TB, brokers []string) {
 	}
 }
 
-var errNotFound = errors.New("not found")
+var (
+	errNotFound = errors.New("not found")
+	errConflict = errors.New("conflict")
+)
 
 // call sends a request to the worker's REST API with body as JSON (if not
 // nil) and decodes the answer into out (if not nil). A 404 is errNotFound;
-// another status of 300 or more is an error with the worker's message.
+// another status of 300 or more is an error with the worker's message. A 409
+// (the worker is rebalancing, as it does whenever a connector comes or goes,
+// e.g. another test's) is retried for a while.
 func (c *Connector) call(method, path string, body, out any) error {
-	return connectCall(c.connect, method, path, body, out)
+	deadline := time.Now().Add(connectWait)
+	for {
+		err := connectCall(c.connect, method, path, body, out)
+		if !errors.Is(err, errConflict) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
 }
 
 func connectCall(base, method, path string, body, out any) error {
@@ -381,6 +393,8 @@ func connectCall(base, method, path string, body, out any) error {
 	switch {
 	case resp.StatusCode == http.StatusNotFound:
 		return fmt.Errorf("%s %s: %w", method, path, errNotFound)
+	case resp.StatusCode == http.StatusConflict:
+		return fmt.Errorf("%s %s: %w: %s", method, path, errConflict, bytes.TrimSpace(b))
 	case resp.StatusCode >= 300:
 		return fmt.Errorf("%s %s: HTTP %d: %s", method, path, resp.StatusCode, bytes.TrimSpace(b))
 	case out != nil:

@@ -5,6 +5,7 @@ package testenv_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -181,5 +182,29 @@ func TestDebeziumSchemasDisabled(t *testing.T) {
 	}
 	if e.Op != "c" || string(e.After) != `{"a":1,"b":"one","v":"v1"}` || string(e.Before) != "null" {
 		t.Errorf("value %s: want op c, after {a:1,b:one,v:v1}, before null, no schema", recs[0].Value)
+	}
+}
+
+// TestDebeziumParallel runs several connectors at once, as parallel tests
+// (and packages) do on the one worker: each comes and goes while the others
+// stream, and each Restart rebalances the worker under the others.
+func TestDebeziumParallel(t *testing.T) {
+	for i := range 4 {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			t.Parallel()
+			pg := testenv.Postgres(t)
+			pg.Exec(t, "CREATE TABLE items (id integer PRIMARY KEY); INSERT INTO items VALUES (1)")
+			c := testenv.Debezium(t, pg, testenv.DebeziumConfig{Tables: []string{"items"}, SchemasDisabled: true})
+			c.WaitStreaming(t)
+			pg.Exec(t, "INSERT INTO items VALUES (2)")
+			c.Restart(t)
+			pg.Exec(t, "INSERT INTO items VALUES (3)")
+			recs := readTopic(t, c.Topic("items"), 3)
+			for j, r := range recs {
+				if want := fmt.Sprintf(`{"id":%d}`, j+1); string(r.Key) != want {
+					t.Errorf("record %d: key %s, want %s", j, r.Key, want)
+				}
+			}
+		})
 	}
 }
