@@ -77,6 +77,7 @@ func Debezium(t testing.TB, pg *PG, cfg DebeziumConfig) *Connector {
 	base := strings.TrimSuffix(envOr(EnvConnect, DefaultConnect), "/")
 	if err := probe("connect "+base, func() error { return probeConnect(base) }); err != nil {
 		unavailableMsg(t, fmt.Sprintf("integration: Kafka Connect with Debezium not reachable at %s; run `make cdc-up` (%v)", base, err))
+		return nil // unreached in a test: unavailableMsg ends it
 	}
 	brokers := Kafka(t)
 	c := &Connector{TopicPrefix: cfg.TopicPrefix, pg: pg, connect: base}

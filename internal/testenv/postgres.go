@@ -47,6 +47,7 @@ func Postgres(t testing.TB) *PG {
 	addr := envOr(EnvPostgres, DefaultPostgres)
 	if err := probe("postgres "+addr, func() error { return probePostgres(addr) }); err != nil {
 		unavailableMsg(t, fmt.Sprintf("integration: PostgreSQL not reachable at %s; run `make cdc-up` (%v)", addr, err))
+		return nil // unreached in a test: unavailableMsg ends it
 	}
 	host, portStr, err := net.SplitHostPort(addr)
 	if err != nil {
