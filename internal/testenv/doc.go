@@ -58,6 +58,10 @@
 //	_ = c.Topic("t")                   // "<c.TopicPrefix>.public.t": JSON with schemas by default
 //	c.Stop(t); c.Resume(t)             // or c.Restart(t); deleted, slot dropped at cleanup
 //
+// The first Postgres call of a test binary also removes what killed binaries
+// left on the shared servers: test databases over three hours old, the
+// connectors reading them and their replication slots.
+//
 // and for the security tests:
 //
 //	s := testenv.KafkaSASL(t)        // SASL_SSL listener 127.0.0.1:9094, its test CA, a client

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,6 +51,10 @@ func Postgres(t testing.TB) *PG {
 		unavailableMsg(t, fmt.Sprintf("integration: PostgreSQL not reachable at %s; run `make cdc-up` (%v)", addr, err))
 		return nil // unreached in a test: unavailableMsg ends it
 	}
+	_ = probe("postgres sweep "+addr, func() error {
+		sweepStale(addr, strings.TrimSuffix(envOr(EnvConnect, DefaultConnect), "/"), time.Now())
+		return nil
+	})
 	host, portStr, err := net.SplitHostPort(addr)
 	if err != nil {
 		t.Fatalf("testenv: %s=%q: %v", EnvPostgres, addr, err)
@@ -96,9 +102,7 @@ func (p *PG) Exec(t testing.TB, sql string, args ...any) {
 	}
 }
 
-// drop closes Exec's connection, drops the replication slots on the database
-// (a slot keeps its database from being dropped and holds WAL forever),
-// ending whatever still streams from them, then the database itself.
+// drop closes Exec's connection and drops the database (see dropWith).
 func (p *PG) drop(t testing.TB) {
 	p.mu.Lock()
 	if p.conn != nil {
@@ -114,22 +118,30 @@ func (p *PG) drop(t testing.TB) {
 		return
 	}
 	defer admin.Close(context.Background())
+	p.dropWith(ctx, admin, t.Logf)
+}
+
+// dropWith drops, through admin, the replication slots on the database (a
+// slot keeps its database from being dropped and holds WAL forever), ending
+// whatever still streams from them, then the database itself; logf says what
+// failed.
+func (p *PG) dropWith(ctx context.Context, admin *pgx.Conn, logf func(string, ...any)) {
 	rows, err := admin.Query(ctx, "SELECT slot_name FROM pg_replication_slots WHERE database = $1", p.Database)
 	var slots []string
 	if err == nil {
 		slots, err = pgx.CollectRows(rows, pgx.RowTo[string])
 	}
 	if err != nil {
-		t.Logf("testenv: list the replication slots of %s: %v", p.Database, err)
+		logf("testenv: list the replication slots of %s: %v", p.Database, err)
 	}
 	for _, s := range slots {
 		if err := dropSlot(ctx, admin, s); err != nil {
-			t.Logf("testenv: %v", err)
+			logf("testenv: %v", err)
 		}
 	}
 	// WITH (FORCE) ends the sessions still connected to it (PostgreSQL 13+).
 	if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{p.Database}.Sanitize()+" WITH (FORCE)"); err != nil {
-		t.Logf("testenv: drop database %s: %v", p.Database, err)
+		logf("testenv: drop database %s: %v", p.Database, err)
 	}
 }
 
@@ -232,4 +244,70 @@ func probePostgres(addr string) error {
 		return fmt.Errorf("wal_level is %s, Debezium needs logical", level)
 	}
 	return nil
+}
+
+// staleAfter is the age (by the time in its name) past which a test database
+// was left by a test binary killed before its cleanup ran: no test runs that long.
+const staleAfter = 3 * time.Hour
+
+// staleDatabase matches the names Postgres gives its databases (see
+// shortUniqueName), capturing the UTC time of their making.
+var staleDatabase = regexp.MustCompile(`^pg_[a-z0-9_]*_([0-9]{8}t[0-9]{6})_[0-9a-f]{8}$`)
+
+// isStale tells whether database is one that Postgres made more than
+// staleAfter before now.
+func isStale(database string, now time.Time) bool {
+	m := staleDatabase.FindStringSubmatch(database)
+	if m == nil {
+		return false
+	}
+	made, err := time.Parse("20060102t150405", m[1])
+	return err == nil && now.Sub(made) > staleAfter
+}
+
+// sweepStale removes, once per test binary, what killed test binaries left on
+// the shared PostgreSQL and Kafka Connect worker: the stale databases (see
+// isStale), the connectors that read them (which the worker would run
+// forever) and their replication slots (which would hold WAL). Best effort:
+// an error only leaves the leftovers for the next sweep.
+func sweepStale(addr, connect string, now time.Time) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	admin, err := pgConnectCtx(ctx, postgresDSN(addr, "postgres"))
+	if err != nil {
+		return
+	}
+	defer admin.Close(context.Background())
+	rows, err := admin.Query(ctx, "SELECT datname FROM pg_database WHERE datname LIKE 'pg\\_%'")
+	if err != nil {
+		return
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return
+	}
+	stale := map[string]bool{}
+	for _, n := range names {
+		if isStale(n, now) {
+			stale[n] = true
+		}
+	}
+	if len(stale) == 0 {
+		return
+	}
+	var connectors map[string]struct {
+		Info struct {
+			Config map[string]string `json:"config"`
+		} `json:"info"`
+	}
+	if connectCall(connect, http.MethodGet, "/connectors?expand=info", nil, &connectors) == nil {
+		for name, c := range connectors {
+			if stale[c.Info.Config["database.dbname"]] {
+				_ = connectCall(connect, http.MethodDelete, "/connectors/"+url.PathEscape(name), nil, nil)
+			}
+		}
+	}
+	for n := range stale {
+		(&PG{Database: n, addr: addr}).dropWith(ctx, admin, func(string, ...any) {})
+	}
 }
