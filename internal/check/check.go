@@ -185,6 +185,10 @@ func Run(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "route: table %s: INSERT names %d of %d columns: %s\n",
 			t.FullName(), len(t.Insert), len(t.Schema), strings.Join(cols, ", "))
+		decode.UnfilledDefaults(t.Schema, t.Insert, func(c chschema.ColumnSchema, why string) {
+			fmt.Fprintf(stdout, "route: table %s: column %s: records' values are not inserted, the server computes it for every row: %s\n",
+				t.FullName(), c.Name, why)
+		})
 	}
 	if err := drift(ctx, cfg, p, info, names, stdout); err != nil {
 		return err
