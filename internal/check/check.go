@@ -260,7 +260,9 @@ func drift(ctx context.Context, cfg *config.Config, p *pipeline.Pipeline, info c
 			} else {
 				fmt.Fprintf(stdout, "drift:   %s: %d records, e.g. %s", f.Name, f.Records, f.Example)
 			}
-			if f.DDL != "" {
+			if f.DDL != "" && f.DefaultLeftOut != "" {
+				fmt.Fprintf(stdout, "; %s: %s (without the default its schema declares: %s)\n", mode, f.DDL, f.DefaultLeftOut)
+			} else if f.DDL != "" {
 				fmt.Fprintf(stdout, "; %s: %s\n", mode, f.DDL)
 			} else {
 				fmt.Fprintf(stdout, "; not added: %s\n", f.Why)
