@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
 
 	"sink/internal/chschema"
 	"sink/internal/route"
@@ -165,5 +166,34 @@ func TestMappedDefaultWithoutValueIsPoliced(t *testing.T) {
 	p.SetPolicy(Policy{MissingBad: true})
 	if err := p.Append(p.NewBlock(), &kgo.Record{Value: []byte(`{"id": 1}`)}); err == nil || !strings.Contains(err.Error(), "errors.on_missing") {
 		t.Fatalf("error %v; want the on_missing policy's", err)
+	}
+}
+
+// The registry formats too: a record of an older Avro schema that lacks
+// the field gets the column's computed default; a record of the newer one
+// inserts its value.
+func TestAvroDefaultColumn(t *testing.T) {
+	v1 := `{"type":"record","name":"E","fields":[{"name":"id","type":"long"}]}`
+	v2 := `{"type":"record","name":"E","fields":[{"name":"id","type":"long"},{"name":"tier","type":"int"}]}`
+	reg := newFakeRegistry()
+	reg.add(1, sr.TypeAvro, v1)
+	reg.add(2, sr.TypeAvro, v2)
+	cols := []chschema.ColumnSchema{{Name: "id", Type: "Int64"}, dflt("tier", "Int32", "7")}
+	p, err := Compile(route.Avro, InsertColumns(cols), nil, WithRegistry(reg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.SetPolicy(Policy{MissingBad: true})
+	blk := p.NewBlock()
+	for i, rec := range [][]byte{
+		avroFrame(t, 1, v1, map[string]any{"id": int64(1)}),
+		avroFrame(t, 2, v2, map[string]any{"id": int64(2), "tier": 9}),
+	} {
+		if err := p.Append(blk, &kgo.Record{Offset: int64(i), Value: rec}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := fmt.Sprint(blk.ColumnData(1)); got != "[7 9]" {
+		t.Fatalf("tier %s; want [7 9]", got)
 	}
 }
