@@ -23,7 +23,9 @@ func TestUnfilledDefaultLoggedOnce(t *testing.T) {
 			{Name: "at", Type: "DateTime", DefaultKind: "DEFAULT", DefaultExpr: "now()", DefaultWhy: why},
 			{Name: "mapped", Type: "Int64", DefaultKind: "DEFAULT", DefaultExpr: "id * 2", DefaultWhy: "reads id"}}
 	}
-	insert := func(s []chschema.ColumnSchema) []chschema.ColumnSchema { return []chschema.ColumnSchema{s[0], s[1], s[3]} }
+	insert := func(s []chschema.ColumnSchema) []chschema.ColumnSchema {
+		return []chschema.ColumnSchema{s[0], s[1], s[3]}
+	}
 	s1 := schema("it calls now, which is not deterministic")
 	p.noteUnfilled(writer.NewTable("db", "t", s1, insert(s1)))
 	p.noteUnfilled(writer.NewTable("db", "t", s1, insert(s1)))
