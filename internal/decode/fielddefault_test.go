@@ -146,6 +146,12 @@ func TestAvroFieldDefault(t *testing.T) {
 			t.Errorf("%s: literal %s, %v; want %s", tt.f.Name(), lit, err, tt.want)
 		}
 	}
+	// Debezium's Avro schemas name a date by connect.name, without a
+	// logicalType: the default is a day count all the same.
+	rs := avro.MustParse(`{"type":"record","name":"R","fields":[{"name":"since","type":{"type":"int","connect.name":"io.debezium.time.Date"},"default":18263}]}`).(*avro.RecordSchema)
+	if lit, err := avroDefault(rs.Fields()[0]).Literal("Date32"); err != nil || lit != "'2020-01-02'" {
+		t.Errorf("a Debezium date's default: %s, %v; want '2020-01-02'", lit, err)
+	}
 	if d := avroDefault(field("o", opt, nil)); d != nil {
 		t.Errorf("a null default: %+v; want none", d)
 	}
