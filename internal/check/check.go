@@ -185,6 +185,10 @@ func Run(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "route: table %s: INSERT names %d of %d columns: %s\n",
 			t.FullName(), len(t.Insert), len(t.Schema), strings.Join(cols, ", "))
+		decode.UnfilledDefaults(t.Schema, t.Insert, func(c chschema.ColumnSchema, why string) {
+			fmt.Fprintf(stdout, "route: table %s: column %s: records' values are not inserted, the server computes it for every row: %s\n",
+				t.FullName(), c.Name, why)
+		})
 	}
 	if err := drift(ctx, cfg, p, info, names, stdout); err != nil {
 		return err
@@ -256,7 +260,9 @@ func drift(ctx context.Context, cfg *config.Config, p *pipeline.Pipeline, info c
 			} else {
 				fmt.Fprintf(stdout, "drift:   %s: %d records, e.g. %s", f.Name, f.Records, f.Example)
 			}
-			if f.DDL != "" {
+			if f.DDL != "" && f.DefaultLeftOut != "" {
+				fmt.Fprintf(stdout, "; %s: %s (without the default its schema declares: %s)\n", mode, f.DDL, f.DefaultLeftOut)
+			} else if f.DDL != "" {
 				fmt.Fprintf(stdout, "; %s: %s\n", mode, f.DDL)
 			} else {
 				fmt.Fprintf(stdout, "; not added: %s\n", f.Why)

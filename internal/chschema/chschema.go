@@ -26,6 +26,16 @@ type ColumnSchema struct {
 	Name        string
 	Type        string // ClickHouse type as the server prints it, e.g. "Nullable(String)"
 	DefaultKind string // "", "DEFAULT", "MATERIALIZED" or "ALIAS"
+	DefaultExpr string // the column's default expression as the server prints it ("" for none)
+	// Default is, for a DEFAULT column, the value of DefaultExpr that the
+	// server computed once (writer.Describe), as JSON text that decode
+	// reads as if a record had carried it: what a record without the
+	// field (or with null, for a column that is not Nullable) inserts.
+	// "" when the expression cannot be computed once; DefaultWhy says why
+	// (another column, a function that is not deterministic, a type the
+	// sink does not read back).
+	Default    string
+	DefaultWhy string
 }
 
 // QuoteIdent quotes a ClickHouse identifier with backticks so that no name,

@@ -134,7 +134,7 @@ func skippedFields(rs *avro.RecordSchema, ops []avroOp, image string) []schemaFi
 	for i, fld := range rs.Fields() {
 		if image == "" {
 			if ops[i].kind == opSkip {
-				out = append(out, schemaField{name: fld.Name(), typ: avroSchemaType(fld.Type(), 0)})
+				out = append(out, schemaField{name: fld.Name(), typ: avroSchemaType(fld.Type(), 0), def: avroDefault(fld)})
 			}
 			continue
 		}

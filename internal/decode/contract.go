@@ -40,7 +40,11 @@
 // times, the nil UUID, false, 0.0.0.0 / ::, empty Array and Map, and for an
 // Enum its smallest element (ClickHouse's own default), counted per column
 // (Plan.TakeDefaults); with Policy.MissingBad / NullBad they make the record
-// bad instead. In Nullable(T) both give NULL. Anything else that does not
+// bad instead. In Nullable(T) both give NULL. A DEFAULT column whose
+// expression the server computed once (chschema.ColumnSchema.Default) gets
+// that value instead, for a missing field and for null unless the column
+// is Nullable: neither counted nor policed, since it is what the table
+// asks for (see InsertColumns). Anything else that does not
 // convert makes the record bad (*RecordError naming topic, partition,
 // offset, column and reason). A bare NaN or Inf number (not JSON, though the
 // parser takes it; Infinity it does not) is refused like any other value

@@ -217,6 +217,15 @@ func (d *debeziumFormat) lenient() bool { return string(d.op) == "d" }
 // image (read from the key) has none worth reporting.
 func (d *debeziumFormat) extra() *jsonFields { return d.fields.unmapped() }
 
+// fieldDefault is the default the current schema block declares for the
+// after image's field name (nil: none, or no schema block).
+func (d *debeziumFormat) fieldDefault(name string) *FieldDefault {
+	if !d.schema.ok {
+		return nil
+	}
+	return d.schema.defaults[name]
+}
+
 // begin reads the envelope, picks the row image by op, describes its
 // fields from the schema (cached or inline) and computes the version.
 func (d *debeziumFormat) begin(r recordData) error {

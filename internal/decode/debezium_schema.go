@@ -60,8 +60,10 @@ type schemaCache struct {
 	keyIdx        map[string]int // the image's field -> slot (jsonFields.keyIdx)
 	key           []byte         // the schema block's exact bytes
 	after, before []fieldSem
-	ok            bool // key, after and before describe a block
-	parser        fastjson.Parser
+	// defaults: the after image's fields that declare a default, by name.
+	defaults map[string]*FieldDefault
+	ok       bool // key, after and before describe a block
+	parser   fastjson.Parser
 }
 
 // describe fills dst (one entry per image slot) with the semantic type of
@@ -120,6 +122,7 @@ func (c *schemaCache) schemaSems(sch []byte) bool {
 	}
 	c.describe(c.after, v, "after")
 	c.describe(c.before, v, "before")
+	c.defaults = imageDefaults(v, "after")
 	c.key = append(c.key[:0], sch...)
 	c.ok = true
 	return true
@@ -249,4 +252,25 @@ func atoi32(b []byte) (int32, bool) {
 		n = -n
 	}
 	return n, len(b) > 0
+}
+
+// imageDefaults returns the defaults that the fields of the envelope
+// schema's field named field declare (connectDefault), by field name; nil
+// when none does.
+func imageDefaults(schema *fastjson.Value, field string) map[string]*FieldDefault {
+	var out map[string]*FieldDefault
+	for _, f := range schema.GetArray("fields") {
+		if string(f.GetStringBytes("field")) != field {
+			continue
+		}
+		for _, g := range f.GetArray("fields") {
+			if d := connectDefault(g); d != nil {
+				if out == nil {
+					out = map[string]*FieldDefault{}
+				}
+				out[string(g.GetStringBytes("field"))] = d
+			}
+		}
+	}
+	return out
 }

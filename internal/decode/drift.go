@@ -64,6 +64,9 @@ type UnmappedField struct {
 	// for a field typed by the record's schema, Schema is set instead.
 	Type   FieldType
 	Schema *SchemaType
+	// Default is the default the record's schema declares for the field
+	// (nil: none), which a column added for it carries (FieldDefault.Literal).
+	Default *FieldDefault
 	// Order is when the Plan first saw the field among its unmapped
 	// fields (0, 1, …): for a schema's fields, their order in the schema.
 	Order   int
@@ -99,6 +102,7 @@ type drift struct {
 	// The format's drift hooks, asserted once at Compile (nil: none).
 	known    schemaFields
 	extra    extraFields
+	defaults fieldDefaults
 	fields   map[string]*UnmappedField
 	overflow uint64
 	visit    func(k []byte, v *fastjson.Value) // bound once, so a walk allocates nothing
@@ -162,12 +166,14 @@ type knownUnmapped struct {
 type schemaField struct {
 	name string
 	typ  *SchemaType
+	def  *FieldDefault
 }
 
 // bind notes which drift hook format f has.
 func (d *drift) bind(f rowFormat) {
 	d.known, _ = f.(schemaFields)
 	d.extra, _ = f.(extraFields)
+	d.defaults, _ = f.(fieldDefaults)
 }
 
 // noteUnmapped counts the unmapped fields of the record just appended.
@@ -230,6 +236,9 @@ func (d *drift) field(k []byte) *UnmappedField {
 			return nil
 		}
 		u = &UnmappedField{Name: string(k), new: true, Order: len(d.fields)}
+		if d.defaults != nil {
+			u.Default = d.defaults.fieldDefault(u.Name)
+		}
 		d.fields[u.Name] = u
 	}
 	return u
@@ -311,7 +320,7 @@ func (d *drift) countKnown(k *knownUnmapped) {
 		for i, f := range k.fields {
 			u := d.fields[f.name]
 			if u == nil && len(d.fields) < MaxUnmappedFields {
-				u = &UnmappedField{Name: f.name, new: true, Schema: f.typ, Example: "schema type " + f.typ.String(), Order: len(d.fields)}
+				u = &UnmappedField{Name: f.name, new: true, Schema: f.typ, Default: f.def, Example: "schema type " + f.typ.String(), Order: len(d.fields)}
 				d.fields[u.Name] = u
 			}
 			k.counters[i] = u

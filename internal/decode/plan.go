@@ -2,12 +2,14 @@ package decode
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/valyala/fastjson"
 
 	"sink/internal/chschema"
 	"sink/internal/errtext"
@@ -15,10 +17,15 @@ import (
 )
 
 // InsertColumns returns the columns an INSERT into this table names, in
-// table order: every column whose DefaultKind is "" plus DEFAULT (and
-// EPHEMERAL) columns that some mapping names explicitly (a key of a Columns
-// map). DEFAULT columns without a source are left out so ClickHouse computes
-// them; MATERIALIZED and ALIAS columns are never inserted.
+// table order: every column whose DefaultKind is "", every DEFAULT column
+// whose expression the server computed once (ColumnSchema.Default, which a
+// record without the field gets: see Compile), and DEFAULT (and EPHEMERAL)
+// columns that some mapping names explicitly (a key of a Columns map).
+// Every format reads a column by its name when no mapping names it, so a
+// record that carries the field fills the column. A DEFAULT column whose
+// expression cannot be computed once (UnfilledDefault says why) is left out
+// unless mapped, so ClickHouse computes it; MATERIALIZED and ALIAS columns
+// are never inserted.
 //
 // Pass the mappings of every route into the table, then Compile each route
 // with the result so that all their Plans share one column layout.
@@ -29,6 +36,10 @@ func InsertColumns(table []chschema.ColumnSchema, mappings ...map[string]string)
 		case "":
 			out = append(out, c)
 		case "DEFAULT", "EPHEMERAL":
+			if v, _ := defaultFill(c); v != nil {
+				out = append(out, c)
+				break
+			}
 			for _, m := range mappings {
 				if _, ok := m[c.Name]; ok {
 					out = append(out, c)
@@ -38,6 +49,65 @@ func InsertColumns(table []chschema.ColumnSchema, mappings ...map[string]string)
 		}
 	}
 	return out
+}
+
+// defaultFill is the value a record without c's field inserts into c: its
+// Default, parsed and checked once to convert to c's type (nil without
+// one, or with an error saying why it cannot be used).
+func defaultFill(c chschema.ColumnSchema) (*fastjson.Value, error) {
+	if c.DefaultKind != "DEFAULT" || c.Default == "" {
+		return nil, nil
+	}
+	t := parseType(c.Type)
+	if t.unsupported() {
+		return nil, fmt.Errorf("the sink cannot fill type %s", c.Type)
+	}
+	if err := driverCanCarry(c.Type, t); err != nil {
+		return nil, err
+	}
+	v, err := fastjson.Parse(c.Default)
+	if err != nil {
+		return nil, fmt.Errorf("its value %s is not JSON: %v", cut([]byte(c.Default)), err)
+	}
+	b := &Block{bufs: []col{newTopCol(t)}}
+	st := appendState{b: b}
+	st.fromJSON(v, &st.in)
+	if err := b.bufs[0].add(&st, &st.in); err != nil {
+		return nil, fmt.Errorf("its value %s does not convert to %s: %v", cut([]byte(c.Default)), c.Type, err)
+	}
+	return v, nil
+}
+
+// UnfilledDefaults calls fn, in table order, for each DEFAULT column of
+// schema that insert (InsertColumns' result) leaves out because its
+// expression cannot be computed once, with UnfilledDefault's reason:
+// records' values for it are not inserted, the server computes it.
+func UnfilledDefaults(schema, insert []chschema.ColumnSchema, fn func(c chschema.ColumnSchema, why string)) {
+	for _, c := range schema {
+		why := UnfilledDefault(c)
+		if why != "" && !slices.ContainsFunc(insert, func(i chschema.ColumnSchema) bool { return i.Name == c.Name }) {
+			fn(c, why)
+		}
+	}
+}
+
+// UnfilledDefault says, for a DEFAULT column that InsertColumns leaves out
+// unless a route maps it, why records' values for it are not inserted ("":
+// they are, or c is not a DEFAULT column).
+func UnfilledDefault(c chschema.ColumnSchema) string {
+	if c.DefaultKind != "DEFAULT" {
+		return ""
+	}
+	v, err := defaultFill(c)
+	switch {
+	case v != nil:
+		return ""
+	case err != nil:
+		return "its default " + c.DefaultExpr + " cannot stand in for a missing value: " + err.Error()
+	case c.DefaultWhy != "":
+		return "its default " + c.DefaultExpr + " cannot be computed once: " + c.DefaultWhy
+	}
+	return "its default " + c.DefaultExpr + " was not computed"
 }
 
 // source is where one column's value comes from: a record attribute the
@@ -60,6 +130,11 @@ type Plan struct {
 	format rowFormat   // format.go
 	json   *jsonFields // the json format's fields (format is a *jsonFormat), read without an interface call; nil for other formats
 	st     appendState // conversion scratch, shared with the format
+
+	// fills: per column, the value a record without the field (or with
+	// null, into a column that is not Nullable) inserts: the column's
+	// DEFAULT computed once (defaultFill); nil when no column has one.
+	fills []*fastjson.Value
 
 	policy   Policy      // policy.go
 	defaults [][2]uint64 // per column: defaults given for missing, null values
@@ -156,6 +231,14 @@ func Compile(format route.Format, cols []chschema.ColumnSchema, mapping map[stri
 			if err := f.bind(len(p.cols), c, t, src, !explicit); err != nil {
 				return nil, err
 			}
+		}
+		if v, _ := defaultFill(c); v != nil {
+			if p.fills == nil {
+				p.fills = make([]*fastjson.Value, len(p.cols), len(cols))
+			}
+			p.fills = append(p.fills, v)
+		} else if p.fills != nil {
+			p.fills = append(p.fills, nil)
 		}
 		p.cols = append(p.cols, c)
 		p.types = append(p.types, t)
@@ -309,6 +392,11 @@ func (p *Plan) appendRow(b *Block, r *kgo.Record) error {
 				err = fmt.Errorf("%v (the value is Debezium's placeholder for an unchanged TOASTed value)", err)
 			}
 		} else if err == nil {
+			if p.fills != nil && p.fills[i] != nil && (in.kind == inMissing || in.kind == inNull && !takesNull(p.types[i])) {
+				// The column's DEFAULT, as ClickHouse gives a missing value:
+				// what the user asked for, not a default policed or counted.
+				c.fromJSON(p.fills[i], in)
+			}
 			err = p.checkDefault(i, in)
 			if err == nil {
 				err = b.bufs[i].add(c, in)

@@ -42,6 +42,7 @@ func (p *Pipeline) adaptive() bool { return p.cfg.Batch.Mode == config.BatchAdap
 // adaptive mode.
 func (p *Pipeline) newTable(t *writer.Table, key string) *tableState {
 	ts := &tableState{t: t, m: p.m.Table(key)}
+	p.noteUnfilled(t)
 	b := p.cfg.Batch
 	if !p.adaptive() {
 		ts.m.Target(b.MaxRows, b.MaxWait, 1, false, 0, "")

@@ -210,6 +210,14 @@ func inferFields(ctx context.Context, r config.Route, reg decode.Registry, srv c
 		if !declared[u.Name] {
 			typ, err := u.Column(srv, r.Schema.Nullable)
 			add(u.Name, typ, err)
+			if err == nil && u.Default != nil && len(cols) > 0 && cols[len(cols)-1].Name == u.Name {
+				// The source column's default (see Pipeline.withDefault).
+				if lit, lerr := u.Default.Literal(typ); lerr == nil {
+					cols[len(cols)-1].DefaultExpr = lit
+				} else {
+					plan.Skipped = append(plan.Skipped, u.Name+": created without its default: "+lerr.Error())
+				}
+			}
 		}
 	}
 	return cols, nil

@@ -407,10 +407,38 @@ func (p *Pipeline) launchEvolves() {
 				typ = t
 			}
 		}
-		p.startAlter(s.rs, s.u.Name, typ)
+		p.startAlter(s.rs, s.u.Name, p.withDefault(s.rs.table, &s.u, typ))
 	}
 	clear(p.evo.queue)
 	p.evo.queue = p.evo.queue[:0]
+}
+
+// withDefault is typ with the DEFAULT clause of the default u's schema
+// declares (the source column's default), so that the rows written before
+// the column existed, and those the source never sends again, read it; typ
+// alone when u declares none or one that cannot be written exactly for
+// typ (logged).
+func (p *Pipeline) withDefault(ts *tableState, u *decode.UnmappedField, typ string) string {
+	withDefault, err := columnType(u, typ)
+	if err != nil {
+		p.log.Warn().Str("table", ts.t.FullName()).Str("field", u.Name).Str("type", typ).Str("default", u.Default.JSON).Err(err).
+			Msg("the field's schema declares a default that the new column cannot carry exactly: the column is added without it (rows without the field read the type's zero)")
+	}
+	return withDefault
+}
+
+// columnType is typ, with the DEFAULT clause of the default u's schema
+// declares when it can be written exactly for typ (decode.FieldDefault.Literal);
+// otherwise typ alone and the reason the declared default is left out.
+func columnType(u *decode.UnmappedField, typ string) (string, error) {
+	if u.Default == nil {
+		return typ, nil
+	}
+	lit, err := u.Default.Literal(typ)
+	if err != nil {
+		return typ, err
+	}
+	return typ + " DEFAULT " + lit, nil
 }
 
 // evolveSample bounds the held records launchEvolves infers a type from.
@@ -537,6 +565,9 @@ type FieldReport struct {
 	// DDL is the statement add_columns would run for it ("" when it would
 	// not add it: Why says why).
 	DDL, Why string
+	// DefaultLeftOut says why DDL leaves out the default the field's
+	// schema declares ("": it carries it, or none is declared).
+	DefaultLeftOut string
 }
 
 // SampleDrift decodes recs (grouped by topic) the way the connector would,
@@ -595,14 +626,18 @@ func (p *Pipeline) SampleDrift(ctx context.Context, recs []*kgo.Record, info chs
 			typ, err := u.Column(info.EvolveTypes(), sch.Nullable)
 			switch {
 			case hasColumn(t.Schema, u.Name):
-				f.Why = "the table has a column of that name that the route does not fill from it (DEFAULT, MATERIALIZED or ALIAS, or mapped from another source)"
+				f.Why = "the table has a column of that name that the route does not fill from it (DEFAULT with an expression the server computes per row, MATERIALIZED or ALIAS, or mapped from another source)"
 			case err != nil:
 				f.Why = err.Error()
 			case a.rep.Evolve && !sch.Permits(u.Name):
 				f.Type, f.Why = typ, "schema.allow / schema.deny exclude it"
 			default:
 				f.Type = typ
-				f.DDL = writer.AddColumnDDL(t.Database, t.Name, p.cfg.ClickHouse.Cluster, u.Name, typ, info.AddIfNotExists())
+				full, derr := columnType(u, typ)
+				if derr != nil {
+					f.DefaultLeftOut = derr.Error()
+				}
+				f.DDL = writer.AddColumnDDL(t.Database, t.Name, p.cfg.ClickHouse.Cluster, u.Name, full, info.AddIfNotExists())
 			}
 			a.rep.Fields = append(a.rep.Fields, f)
 		}, nil)

@@ -210,6 +210,9 @@ type Pipeline struct {
 	// noCreate: New does not create missing tables (WithoutCreate).
 	noCreate bool
 	heldNow  atomic.Int64 // the records in held, for other goroutines
+
+	// unfilled is the DEFAULT columns noteUnfilled has logged, with why.
+	unfilled map[string]string
 }
 
 // Stats are the totals of a run, reported at the end.

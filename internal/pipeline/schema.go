@@ -148,6 +148,7 @@ func (p *Pipeline) applySchema(writeCtx context.Context, ts *tableState, schema 
 		}
 	}
 	ts.t = writer.NewTable(old.Database, old.Name, schema, insert)
+	p.noteUnfilled(ts.t)
 	ts.free = nil
 	for i, rs := range routes {
 		rs.plan = plans[i]
@@ -164,6 +165,25 @@ func (p *Pipeline) applySchema(writeCtx context.Context, ts *tableState, schema 
 	added, dropped := diff(names(old.Insert), names(insert))
 	p.log.Info().Str("table", ts.t.FullName()).Strs("added", added).Strs("dropped", dropped).Int("columns", len(insert)).
 		Msg("table columns changed: records from now on are decoded for the new columns")
+}
+
+// noteUnfilled logs, once per table, column and reason, each DEFAULT
+// column of t that the INSERT leaves out because its expression cannot be
+// computed once (decode.UnfilledDefault): records' values for it are not
+// inserted, the server computes it for every row.
+func (p *Pipeline) noteUnfilled(t *writer.Table) {
+	decode.UnfilledDefaults(t.Schema, t.Insert, func(c chschema.ColumnSchema, why string) {
+		key := t.FullName() + "\x00" + c.Name
+		if p.unfilled[key] == why {
+			return
+		}
+		if p.unfilled == nil {
+			p.unfilled = map[string]string{}
+		}
+		p.unfilled[key] = why
+		p.log.Warn().Str("table", t.FullName()).Str("column", c.Name).Str("default", c.DefaultExpr).Str("why", why).
+			Msg("records' values for this DEFAULT column are not inserted: the INSERT leaves it out and the server computes it for every row (map it in the route's columns to insert record values, with the type's zero for a missing one)")
+	})
 }
 
 func names(cols []chschema.ColumnSchema) []string {

@@ -87,6 +87,9 @@ func CreateTableDDL(s TableSpec) ([]string, error) {
 			b.WriteString(", ")
 		}
 		b.WriteString(chschema.QuoteIdent(c.Name) + " " + c.Type)
+		if c.DefaultExpr != "" {
+			b.WriteString(" DEFAULT " + c.DefaultExpr) // decode.FieldDefault.Literal
+		}
 	}
 	b.WriteString(") ENGINE = ")
 	var args []string

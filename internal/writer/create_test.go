@@ -21,6 +21,9 @@ func TestCreateTableDDL(t *testing.T) {
 			Settings: map[string]any{"storage_policy": "it's", "index_granularity": 1024, "flag": true, "ratio": 0.5}},
 			[]string{"CREATE TABLE IF NOT EXISTS `db`.`t` (`id` Int64, `the\\x20name` String) ENGINE = MergeTree() PARTITION BY toYYYYMM(ts) ORDER BY (id)" +
 				" SETTINGS flag = 1, index_granularity = 1024, ratio = 0.5, storage_policy = 'it\\'s'"}},
+		{"a column with its source's default", TableSpec{Database: "db", Table: "t", Columns: []chschema.ColumnSchema{{Name: "id", Type: "Int64"},
+			{Name: "tier", Type: "Int32", DefaultExpr: "7"}}, OrderBy: "id"},
+			[]string{"CREATE TABLE IF NOT EXISTS `db`.`t` (`id` Int64, `tier` Int32 DEFAULT 7) ENGINE = MergeTree() ORDER BY id"}},
 		{"cluster", TableSpec{Database: "db", Table: "t", Columns: cols, Replacing: true, Version: "_offset", OrderBy: "id", Cluster: "sink_cluster"},
 			[]string{
 				"CREATE TABLE IF NOT EXISTS `db`.`t_local` ON CLUSTER `sink_cluster` (`id` Int64, `the\\x20name` String) ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/db.t_local', '{replica}', `_offset`) ORDER BY id",

@@ -44,6 +44,7 @@ type Writer struct {
 	cfg      config.ClickHouse
 	settings clickhouse.Settings
 	name     string // connector name, part of every query_id
+	dflt     defaultCache
 }
 
 // Open connects to ClickHouse (lazily: the pool dials on first use) and
@@ -260,10 +261,12 @@ func (t *Table) FullName() string { return t.Database + "." + t.Name }
 // ErrNoTable is in Describe's error when the table does not exist.
 var ErrNoTable = errors.New("does not exist")
 
-// Describe reads a table's columns from system.columns.
+// Describe reads a table's columns from system.columns, with the value of
+// each DEFAULT column's expression where the server can compute it once
+// (defaults.go).
 func (w *Writer) Describe(ctx context.Context, db, table string) ([]chschema.ColumnSchema, error) {
 	rows, err := w.conn.Query(ctx,
-		"SELECT name, type, default_kind FROM system.columns WHERE database = ? AND table = ?", db, table)
+		"SELECT name, type, default_kind, default_expression FROM system.columns WHERE database = ? AND table = ?", db, table)
 	if err != nil {
 		return nil, fmt.Errorf("clickhouse: reading columns of %s.%s: %w", db, table, err)
 	}
@@ -271,7 +274,7 @@ func (w *Writer) Describe(ctx context.Context, db, table string) ([]chschema.Col
 	var cols []chschema.ColumnSchema
 	for rows.Next() {
 		var c chschema.ColumnSchema
-		if err := rows.Scan(&c.Name, &c.Type, &c.DefaultKind); err != nil {
+		if err := rows.Scan(&c.Name, &c.Type, &c.DefaultKind, &c.DefaultExpr); err != nil {
 			return nil, fmt.Errorf("clickhouse: reading columns of %s.%s: %w", db, table, err)
 		}
 		cols = append(cols, c)
@@ -282,9 +285,14 @@ func (w *Writer) Describe(ctx context.Context, db, table string) ([]chschema.Col
 	if len(cols) == 0 {
 		return nil, fmt.Errorf("clickhouse: table %s.%s %w", db, table, ErrNoTable)
 	}
+	rows.Close() // before the queries of fillDefaults
+	if err := w.fillDefaults(ctx, cols); err != nil {
+		return nil, err
+	}
 	// Ordinary columns are in every INSERT: refuse the table now rather
-	// than at the first batch (DEFAULT columns are checked by InsertOnce
-	// if a route fills them).
+	// than at the first batch (a DEFAULT column whose name the driver
+	// cannot carry gets no Default, so only a route that maps it puts it
+	// in the INSERT, and InsertOnce refuses it then).
 	for _, c := range cols {
 		if c.DefaultKind == "" {
 			if err := checkColumnName(c.Name); err != nil {

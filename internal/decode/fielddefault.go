@@ -1,0 +1,232 @@
+package decode
+
+// Defaults that a record's schema declares for a field no column takes, so
+// that a column schema evolution adds for it carries the source column's
+// default (rows written before the column existed, and rows the source
+// never sends again, then read the source's default rather than the type's
+// zero): the JSON converter's "default" on a field of a Debezium schema
+// block, and an Avro field's default.
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hamba/avro/v2"
+	"github.com/valyala/fastjson"
+)
+
+// FieldDefault is a field's default as its schema declares it.
+type FieldDefault struct {
+	JSON string // the value, as JSON text
+	// Unit says how a number counts a date or an instant (an Avro
+	// logical type): "days", "ms", "us" or "ns"; "" for a plain value.
+	Unit string
+	// Skip says why the default cannot be written exactly ("": it can).
+	Skip string
+}
+
+// fieldDefaults is a format that knows the declared defaults of the fields
+// of the current record's schema (the debezium-json format).
+type fieldDefaults interface {
+	fieldDefault(name string) *FieldDefault
+}
+
+// Literal is d as a ClickHouse DEFAULT expression for a column of type typ,
+// written so that the column reads exactly the value a record carrying
+// the default inserts: numbers checked against the type (a Decimal as a
+// quoted string, so that no float rounds it), strings quoted, booleans for
+// Bool or as 1/0 for integer types, dates as 'YYYY-MM-DD', instants as
+// toDateTime(unix seconds) or toDateTime64('…', p, 'UTC'). A default it
+// cannot write exactly (null, an array or object, a value of another kind
+// than the type, a fraction of a second for DateTime) is an error saying so.
+func (d *FieldDefault) Literal(typ string) (string, error) {
+	if d.Skip != "" {
+		return "", fmt.Errorf("%s", d.Skip)
+	}
+	v, err := fastjson.Parse(d.JSON)
+	if err != nil {
+		return "", fmt.Errorf("default %s is not JSON", cut([]byte(d.JSON)))
+	}
+	t := parseType(typ)
+	for t.kind == kNullable || t.kind == kLowCardinality {
+		t = t.elem
+	}
+	refuse := func() (string, error) {
+		return "", fmt.Errorf("default %s cannot be written exactly for %s", cut([]byte(d.JSON)), typ)
+	}
+	if t == nil {
+		return refuse()
+	}
+	base := t.str
+	if i := strings.IndexByte(base, '('); i >= 0 {
+		base = base[:i]
+	}
+	switch v.Type() {
+	case fastjson.TypeNumber:
+		text := string(v.MarshalTo(nil))
+		if d.Unit != "" {
+			return instantLiteral(text, d.Unit, base, t)
+		}
+		switch {
+		case strings.HasPrefix(base, "Int"):
+			if _, err := strconv.ParseInt(text, 10, 64); err == nil && base != "Int128" && base != "Int256" {
+				return text, nil
+			}
+			if n, ok := new(big.Int).SetString(text, 10); ok && (base == "Int128" || base == "Int256") {
+				return n.String(), nil
+			}
+		case strings.HasPrefix(base, "UInt"):
+			if _, err := strconv.ParseUint(text, 10, 64); err == nil {
+				return text, nil
+			}
+		case base == "Float32" || base == "Float64":
+			if _, err := strconv.ParseFloat(text, 64); err == nil {
+				return text, nil
+			}
+		case strings.HasPrefix(base, "Decimal"):
+			if _, err := strconv.ParseFloat(text, 64); err == nil {
+				return quoteLiteral(text), nil
+			}
+		case base == "String":
+			return quoteLiteral(text), nil
+		}
+	case fastjson.TypeString:
+		s := string(v.GetStringBytes())
+		switch base {
+		case "String", "FixedString", "Enum8", "Enum16", "UUID", "IPv4", "IPv6":
+			return quoteLiteral(s), nil
+		case "Date", "Date32":
+			if y, m, dd, ok := parseYMD([]byte(s)); ok && len(s) == 10 {
+				return quoteLiteral(fmt.Sprintf("%04d-%02d-%02d", y, m, dd)), nil
+			}
+		case "DateTime", "DateTime64":
+			if sec, nsec, ok := parseDateTimeText([]byte(s), nil); ok {
+				return timeLiteral(sec, nsec, base, t)
+			}
+		}
+	case fastjson.TypeTrue, fastjson.TypeFalse:
+		b := v.Type() == fastjson.TypeTrue
+		switch {
+		case base == "Bool":
+			return strconv.FormatBool(b), nil
+		case strings.HasPrefix(base, "Int"), strings.HasPrefix(base, "UInt"):
+			if b {
+				return "1", nil
+			}
+			return "0", nil
+		}
+	}
+	return refuse()
+}
+
+// instantLiteral writes a number that counts unit since the epoch for a
+// Date, Date32, DateTime or DateTime64 column.
+func instantLiteral(text, unit, base string, t *chType) (string, error) {
+	n, err := strconv.ParseInt(text, 10, 64)
+	if err != nil {
+		return "", fmt.Errorf("default %s is not a whole number of %s", text, unit)
+	}
+	switch unit {
+	case "days":
+		if base == "Date" || base == "Date32" {
+			return quoteLiteral(time.Unix(n*secondsPerDay, 0).UTC().Format("2006-01-02")), nil
+		}
+		return timeLiteral(n*secondsPerDay, 0, base, t)
+	case "ms":
+		return timeLiteral(floorDiv(n, 1e3), (n-floorDiv(n, 1e3)*1e3)*1e6, base, t)
+	case "us":
+		return timeLiteral(floorDiv(n, 1e6), (n-floorDiv(n, 1e6)*1e6)*1e3, base, t)
+	case "ns":
+		return timeLiteral(floorDiv(n, 1e9), n-floorDiv(n, 1e9)*1e9, base, t)
+	}
+	return "", fmt.Errorf("default %s in unknown unit %s", text, unit)
+}
+
+// timeLiteral writes an instant for a DateTime (whole seconds only) or a
+// DateTime64(p) column (to p digits only), independent of any time zone.
+func timeLiteral(sec, nsec int64, base string, t *chType) (string, error) {
+	switch base {
+	case "DateTime":
+		if nsec != 0 {
+			return "", fmt.Errorf("default has a fraction of a second, which DateTime does not keep")
+		}
+		return "toDateTime(" + strconv.FormatInt(sec, 10) + ")", nil
+	case "DateTime64":
+		if nsec%pow10[9-t.n] != 0 {
+			return "", fmt.Errorf("default has more digits of a second than %s keeps", t.str)
+		}
+		ts := time.Unix(sec, nsec).UTC().Format("2006-01-02 15:04:05.000000000")
+		return "toDateTime64(" + quoteLiteral(ts) + ", " + strconv.Itoa(t.n) + ", 'UTC')", nil
+	case "Date", "Date32":
+		if sec%secondsPerDay != 0 || nsec != 0 {
+			return "", fmt.Errorf("default is not midnight, which a %s cannot keep", base)
+		}
+		return quoteLiteral(time.Unix(sec, 0).UTC().Format("2006-01-02")), nil
+	}
+	return "", fmt.Errorf("default is an instant, not a value for %s", t.str)
+}
+
+// quoteLiteral quotes s as a ClickHouse string literal.
+func quoteLiteral(s string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
+}
+
+// connectDefault is the default of a field of a JSON converter schema
+// block (nil when it declares none, or declares null).
+func connectDefault(f *fastjson.Value) *FieldDefault {
+	v := f.Get("default")
+	if v == nil || v.Type() == fastjson.TypeNull {
+		return nil
+	}
+	d := &FieldDefault{JSON: string(v.MarshalTo(nil))}
+	// A semantic type that the format converts (a Debezium date, time or
+	// decimal) is read differently from its raw form: writing the raw
+	// default would not be what the records insert.
+	if name := string(f.GetStringBytes("name")); semNames[name] != semPlain {
+		d.Skip = "the default of a field of semantic type " + name + " is not written"
+	} else if string(f.GetStringBytes("type")) == "bytes" {
+		d.Skip = "the default of a bytes field is not written"
+	}
+	return d
+}
+
+// avroDefault is the default of Avro field fld (nil when it declares none,
+// or declares null).
+func avroDefault(fld *avro.Field) *FieldDefault {
+	if !fld.HasDefault() || fld.Default() == nil {
+		return nil
+	}
+	s := resolveRef(fld.Type())
+	if u, ok := s.(*avro.UnionSchema); ok && len(u.Types()) > 0 {
+		s = resolveRef(u.Types()[0]) // a union's default is of its first branch
+	}
+	d := &FieldDefault{}
+	switch logicalType(s) {
+	case "":
+	case string(avro.Date):
+		d.Unit = "days"
+	case string(avro.TimestampMillis), string(avro.LocalTimestampMillis):
+		d.Unit = "ms"
+	case string(avro.TimestampMicros), string(avro.LocalTimestampMicros):
+		d.Unit = "us"
+	case "timestamp-nanos", "local-timestamp-nanos":
+		d.Unit = "ns"
+	case string(avro.UUID):
+	default:
+		d.Skip = "the default of a field of logical type " + logicalType(s) + " is not written"
+	}
+	switch s.Type() {
+	case avro.Bytes, avro.Fixed, avro.Record, avro.Array, avro.Map:
+		d.Skip = "the default of an Avro " + string(s.Type()) + " field is not written"
+	}
+	b, err := json.Marshal(fld.Default())
+	if err != nil {
+		d.Skip = "its default is not JSON: " + err.Error()
+	}
+	d.JSON = string(b)
+	return d
+}
