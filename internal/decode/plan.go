@@ -144,6 +144,8 @@ type Plan struct {
 
 	drift drift // drift.go: fields no column reads
 
+	oldKeys fastjson.Parser // a moved row's old key (unavailable.go)
+
 	// hints size the buffers of a block's first fill (see capHint): rows,
 	// the largest row capacity a column of this plan's blocks has grown
 	// to, and per column the largest String byte buffer.
@@ -385,8 +387,10 @@ func (p *Plan) appendRow(b *Block, r *kgo.Record) error {
 			if keys, err = f.fillKeys(); err == nil {
 				ver, del := f.metaCols()
 				b.unavail.note(Cell{Row: b.rows, Col: i}, keys, ver, del)
-				in.kind = inMissing
-				err = b.bufs[i].add(c, in)
+				if err = p.noteOldKey(b, r, keys); err == nil {
+					in.kind = inMissing
+					err = b.bufs[i].add(c, in)
+				}
 			}
 			if err != nil {
 				err = fmt.Errorf("%v (the value is Debezium's placeholder for an unchanged TOASTed value)", err)

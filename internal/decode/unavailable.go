@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"reflect"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/valyala/fastjson"
 )
 
@@ -76,6 +77,9 @@ type unavailable struct {
 	del   int    // the delete-marker column, -1 when none
 	// patch holds the values Fill gave: column → row → value.
 	patch map[int]map[int]any
+	// old holds, for a row whose change moved it to a new key, the key
+	// it had before (the values of keys), where its earlier values are.
+	old map[int][]any
 }
 
 // note lists cell c, of a row identified by columns keys.
@@ -91,6 +95,11 @@ func (u *unavailable) drop(n int) {
 		i--
 	}
 	u.cells = u.cells[:i]
+	for r := range u.old {
+		if r >= n {
+			delete(u.old, r)
+		}
+	}
 	for _, rows := range u.patch {
 		for r := range rows {
 			if r >= n {
@@ -102,7 +111,7 @@ func (u *unavailable) drop(n int) {
 
 func (u *unavailable) reset() {
 	u.cells = u.cells[:0]
-	u.keys, u.ver, u.del, u.patch = nil, -1, -1, nil
+	u.keys, u.ver, u.del, u.patch, u.old = nil, -1, -1, nil, nil
 }
 
 // Unfilled returns the cells whose values the records did not carry and
@@ -127,6 +136,62 @@ func (b *Block) Unfilled() []Cell {
 // largest version is its latest.
 func (b *Block) FillKeys() (keys []int, version, deleted int) {
 	return b.unavail.keys, b.unavail.ver, b.unavail.del
+}
+
+// OldKey returns, for a row whose change gave it a new primary key, the
+// values (of the FillKeys columns) of the key it had before: its earlier
+// values are that key's. ok is false for every other row.
+func (b *Block) OldKey(row int) (key []any, ok bool) {
+	key, ok = b.unavail.old[row]
+	return key, ok
+}
+
+// oldKeyHeader is the header Debezium gives the create event of a row
+// whose primary key an UPDATE changed: the old key's fields, as JSON.
+const oldKeyHeader = "__debezium.oldkey"
+
+// noteOldKey keeps, for the row being appended, the key r's oldKeyHeader
+// names, converted as the key columns convert (once per row).
+func (p *Plan) noteOldKey(b *Block, r *kgo.Record, keys []int) error {
+	if _, done := b.unavail.old[b.rows]; done {
+		return nil
+	}
+	var hdr []byte
+	for _, h := range r.Headers {
+		if h.Key == oldKeyHeader {
+			hdr = h.Value
+		}
+	}
+	if hdr == nil {
+		return nil
+	}
+	v, err := p.oldKeys.ParseBytes(hdr)
+	if err != nil {
+		return fmt.Errorf("header %s is not JSON (%v): cannot find the row's earlier value", oldKeyHeader, err)
+	}
+	if pl := v.Get("payload"); pl != nil && v.Get("schema") != nil {
+		v = pl
+	}
+	key := make([]any, len(keys))
+	c := &p.st
+	for j, k := range keys {
+		f := v.Get(p.cols[k].Name)
+		if f == nil {
+			return fmt.Errorf("header %s lacks the key field %q: cannot find the row's earlier value", oldKeyHeader, p.cols[k].Name)
+		}
+		col := newTopCol(p.types[k])
+		var in input
+		c.fromJSON(f, &in)
+		if err := col.add(c, &in); err != nil {
+			return fmt.Errorf("header %s, key field %q: %v", oldKeyHeader, p.cols[k].Name, err)
+		}
+		key[j] = reflect.ValueOf(col.data()).Index(0).Interface()
+	}
+	if b.unavail.old == nil {
+		b.unavail.old = map[int][]any{}
+	}
+	b.unavail.old[b.rows] = key
+	return nil
 }
 
 // Value returns the value of column col in row row, as ColumnData holds it

@@ -249,3 +249,52 @@ func TestUnavailableKeyErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestUnavailableOldKey: the create event of a row whose primary key
+// changed carries the old key in a header (as Debezium 3.6.1 writes it);
+// its values are converted like the key columns, once per row.
+func TestUnavailableOldKey(t *testing.T) {
+	p, err := Compile(route.Debezium, toastCols, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := `{"before":null,"after":{"id":40,"c_text":"x","big_text":"__debezium_unavailable_value","big_bytea":"__debezium_unavailable_value"},"op":"c","ts_ms":5,` +
+		`"source":{"connector":"postgresql","lsn":77}}`
+	rec := func(hdr string) *kgo.Record {
+		r := &kgo.Record{Key: []byte(`{"id":40}`), Value: []byte(v)}
+		if hdr != "" {
+			r.Headers = []kgo.RecordHeader{{Key: "__debezium.newkey", Value: []byte(`{"id":99}`)}, {Key: "__debezium.oldkey", Value: []byte(hdr)}}
+		}
+		return r
+	}
+	blk := p.NewBlock()
+	for _, h := range []string{`{"id":4}`, ``, `{"schema":{"type":"struct"},"payload":{"id":5}}`} {
+		if err := p.Append(blk, rec(h)); err != nil {
+			t.Fatalf("header %q: %v", h, err)
+		}
+	}
+	for row, want := range []any{int32(4), nil, int32(5)} {
+		k, ok := blk.OldKey(row)
+		if want == nil {
+			if ok {
+				t.Errorf("row %d: old key %v without a header", row, k)
+			}
+			continue
+		}
+		if !ok || len(k) != 1 || k[0] != want {
+			t.Errorf("row %d: old key %v (%v), want [%v]", row, k, ok, want)
+		}
+	}
+	p.Unappend(blk)
+	if _, ok := blk.OldKey(2); ok {
+		t.Error("Unappend kept the row's old key")
+	}
+	for _, h := range []string{`{"id":`, `{"other":4}`, `{"id":"four"}`} {
+		if err := p.Append(blk, rec(h)); err == nil || !strings.Contains(err.Error(), "__debezium.oldkey") {
+			t.Errorf("header %q: err %v, want one naming the header", h, err)
+		}
+	}
+	if blk.Rows() != 2 {
+		t.Fatalf("failed Appends left %d rows", blk.Rows())
+	}
+}

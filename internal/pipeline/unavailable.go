@@ -3,14 +3,15 @@ package pipeline
 // Values a change event did not carry (decode/unavailable.go): before a
 // block with such cells is inserted, each gets the value its row had
 // before the change. The source is, in this order, the latest earlier row
-// of the same key in the block itself (the sink still holds it), else the
-// row ClickHouse stores for the key with the largest version, read in one
-// query per block once every earlier batch of the table is acknowledged
-// (pump holds such a block at the head of its table's queue until nothing
-// of the table is in flight). A key with no earlier value anywhere, or
-// whose latest stored row is a delete, fails the batch with an error
-// naming it: a placeholder is never written as data, and no default
-// stands in for the value.
+// live row of the same key in the block itself (the sink still holds it),
+// else the live row ClickHouse stores for the key with the largest
+// version, read in one query per block once every earlier batch of the
+// table is acknowledged (pump holds such a block at the head of its
+// table's queue until nothing of the table is in flight). A row whose
+// change gave it a new primary key takes its values from its old key
+// (Debezium's __debezium.oldkey header). A key with no earlier live row
+// anywhere fails the batch with an error naming it: a placeholder is never
+// written as data, and no default stands in for the value.
 
 import (
 	"context"
@@ -61,9 +62,12 @@ func (p *Pipeline) fillUnavailable(ctx context.Context, tab *writer.Table, blk *
 	}
 }
 
-// fillBlock gives every unfilled cell of blk its row's earlier value: from
-// the latest earlier row of the same key in blk, else from sink; none when
-// that row is a delete.
+// fillBlock gives every unfilled cell of blk its row's earlier value: the
+// value in the latest earlier live row of the key the row had before the
+// change (its own key, or the old one when the change moved it to a new
+// key) in blk, else in sink. A delete is no source: PostgreSQL only sends
+// an unchanged TOASTed value's placeholder for a row that exists, so the
+// row it continues is the last live one of that key.
 func fillBlock(ctx context.Context, sink Sink, tab *writer.Table, blk *decode.Block) error {
 	cells := blk.Unfilled()
 	if len(cells) == 0 {
@@ -74,12 +78,19 @@ func fillBlock(ctx context.Context, sink Sink, tab *writer.Table, blk *decode.Bl
 		return &errNoEarlier{fmt.Sprintf("table %s: a row lacks a value (Debezium's placeholder for an unchanged TOASTed value) and the plan has no key or version column to find its earlier value by", tab.FullName())}
 	}
 	v := newCellReader(blk)
-	keyOf := func(row int) string {
-		var b strings.Builder
-		for _, k := range keys {
-			fmt.Fprintf(&b, "%v\x00", v.get(k, row))
+	rowKey := func(row int) []any {
+		k := make([]any, len(keys))
+		for i, c := range keys {
+			k[i] = v.get(c, row)
 		}
-		return b.String()
+		return k
+	}
+	// earlier is the key whose rows hold row's earlier values.
+	earlier := func(row int) []any {
+		if k, ok := blk.OldKey(row); ok {
+			return k
+		}
+		return rowKey(row)
 	}
 	isDelete := func(row int) bool {
 		if del < 0 {
@@ -89,18 +100,18 @@ func fillBlock(ctx context.Context, sink Sink, tab *writer.Table, blk *decode.Bl
 		return x.CanUint() && x.Uint() != 0 || x.CanInt() && x.Int() != 0
 	}
 
-	// Each cell's source: an earlier row of the block, fromStore for
-	// ClickHouse, or none when the key was deleted earlier in the block
-	// (what ClickHouse holds of it predates the delete).
-	const fromStore, none = -1, -2
+	// Each cell's source: an earlier row of the block, or fromStore for
+	// ClickHouse.
+	const fromStore = -1
 	src := make([]int, len(cells))
-	last := map[string]int{} // key → its latest row so far, none after a delete
+	last := map[string]int{}  // key → its latest live row so far
 	need := map[string]bool{} // keys to read from ClickHouse
-	var needRows []int        // a row of each, in block order
+	var find [][]any          // their values, in block order
 	var needCols []int
 	for i, row := 0, 0; i < len(cells); row++ {
-		k := keyOf(row)
 		for ; i < len(cells) && cells[i].Row == row; i++ {
+			ek := earlier(row)
+			k := keyString(ek)
 			if r, ok := last[k]; ok {
 				src[i] = r
 				continue
@@ -108,42 +119,33 @@ func fillBlock(ctx context.Context, sink Sink, tab *writer.Table, blk *decode.Bl
 			src[i] = fromStore
 			if !need[k] {
 				need[k] = true
-				needRows = append(needRows, row)
+				find = append(find, ek)
 			}
 			if !slices.Contains(needCols, cells[i].Col) {
 				needCols = append(needCols, cells[i].Col)
 			}
 		}
-		if isDelete(row) {
-			last[k] = none
-		} else {
-			last[k] = row
+		if !isDelete(row) {
+			last[keyString(rowKey(row))] = row
 		}
 	}
 
-	stored := map[string][]any{} // key → the stored values of needCols, then the delete marker
-	if len(need) > 0 {
+	stored := map[string][]any{} // key → the stored values of needCols
+	if len(find) > 0 {
 		ls, ok := sink.(latestSink)
 		if !ok {
 			return &errNoEarlier{fmt.Sprintf("table %s: rows lack values (Debezium's placeholder for unchanged TOASTed values) and this target cannot read earlier values back; set REPLICA IDENTITY FULL on the source table", tab.FullName())}
 		}
 		cols := blk.Columns()
-		q := writer.LatestQuery{Version: cols[ver].Name}
+		q := writer.LatestQuery{Version: cols[ver].Name, Find: find}
 		for _, k := range keys {
 			q.Keys = append(q.Keys, cols[k].Name)
 		}
+		if del >= 0 {
+			q.Deleted = cols[del].Name
+		}
 		for _, c := range needCols {
 			q.Cols = append(q.Cols, cols[c].Name)
-		}
-		if del >= 0 {
-			q.Cols = append(q.Cols, cols[del].Name)
-		}
-		for _, row := range needRows {
-			find := make([]any, len(keys))
-			for j, k := range keys {
-				find[j] = v.get(k, row)
-			}
-			q.Find = append(q.Find, find)
 		}
 		rows, err := ls.Latest(ctx, tab, q)
 		if err != nil {
@@ -153,11 +155,7 @@ func fillBlock(ctx context.Context, sink Sink, tab *writer.Table, blk *decode.Bl
 			if len(r) != len(keys)+len(q.Cols) {
 				return fmt.Errorf("table %s: reading earlier values: %d values in a row, want %d", tab.FullName(), len(r), len(keys)+len(q.Cols))
 			}
-			var b strings.Builder
-			for _, x := range r[:len(keys)] {
-				fmt.Fprintf(&b, "%v\x00", x)
-			}
-			stored[b.String()] = r[len(keys):]
+			stored[keyString(r[:len(keys)])] = r[len(keys):]
 		}
 	}
 
@@ -166,25 +164,28 @@ func fillBlock(ctx context.Context, sink Sink, tab *writer.Table, blk *decode.Bl
 		if r := src[i]; r >= 0 {
 			x = v.get(c.Col, r)
 		} else {
-			vals, ok := stored[keyOf(c.Row)]
-			if r == none {
-				ok = false
-			} else if ok && del >= 0 {
-				d := reflect.ValueOf(vals[len(vals)-1])
-				ok = !(d.CanUint() && d.Uint() != 0 || d.CanInt() && d.Int() != 0)
-			}
+			vals, ok := stored[keyString(earlier(c.Row))]
 			if !ok {
-				return &errNoEarlier{fmt.Sprintf("table %s: the row with key %s has no value for column %q in its change event (Debezium's placeholder for an unchanged TOASTed value), and neither the batch nor ClickHouse holds an earlier live row of that key to take it from; set REPLICA IDENTITY FULL on the source table, or load the table's rows first (a snapshot)",
-					tab.FullName(), describeKey(blk, keys, v, c.Row), blk.Columns()[c.Col].Name)}
+				return &errNoEarlier{fmt.Sprintf("table %s: the row with key %s has no value for column %q in its change event (Debezium's placeholder for an unchanged TOASTed value), and neither the batch nor ClickHouse holds an earlier live row of %s to take it from; set REPLICA IDENTITY FULL on the source table, or load the table's rows first (a snapshot)",
+					tab.FullName(), describeKey(blk, keys, rowKey(c.Row)), blk.Columns()[c.Col].Name, describeKey(blk, keys, earlier(c.Row)))}
 			}
 			x = vals[slices.Index(needCols, c.Col)]
 		}
 		if err := blk.Fill(c, x); err != nil {
-			return &errNoEarlier{fmt.Sprintf("table %s: filling the unchanged TOASTed value of the row with key %s: %v", tab.FullName(), describeKey(blk, keys, v, c.Row), err)}
+			return &errNoEarlier{fmt.Sprintf("table %s: filling the unchanged TOASTed value of the row with key %s: %v", tab.FullName(), describeKey(blk, keys, rowKey(c.Row)), err)}
 		}
 		v.set(c, x)
 	}
 	return nil
+}
+
+// keyString is a key's values as one comparable string.
+func keyString(k []any) string {
+	var b strings.Builder
+	for _, x := range k {
+		fmt.Fprintf(&b, "%v\x00", x)
+	}
+	return b.String()
 }
 
 // cellReader reads a block's values column by column, each column's data
@@ -213,11 +214,11 @@ func (r *cellReader) get(col, row int) any {
 
 func (r *cellReader) set(c decode.Cell, x any) { r.filled[c] = x }
 
-// describeKey writes a row's key for an error: (name=value, ...).
-func describeKey(blk *decode.Block, keys []int, v *cellReader, row int) string {
+// describeKey writes a key for an error: (name=value, ...).
+func describeKey(blk *decode.Block, keys []int, k []any) string {
 	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s=%v", blk.Columns()[k].Name, v.get(k, row))
+	for i, c := range keys {
+		parts[i] = fmt.Sprintf("%s=%v", blk.Columns()[c].Name, k[i])
 	}
 	return "(" + strings.Join(parts, ", ") + ")"
 }

@@ -17,7 +17,7 @@ import (
 // latestFake is a Sink that answers Latest from a map key → row and
 // records the queries.
 type latestFake struct {
-	stored  map[int32][]any // id → big, note, _deleted (the query's Cols order)
+	stored  map[int32][]any // id → the live row's big and note, and whether it is deleted
 	queries []writer.LatestQuery
 	err     error
 }
@@ -38,7 +38,7 @@ func (f *latestFake) Latest(_ context.Context, _ *writer.Table, q writer.LatestQ
 	var out [][]any
 	for _, k := range q.Find {
 		id := k[0].(int32)
-		if s, ok := f.stored[id]; ok {
+		if s, ok := f.stored[id]; ok && (q.Deleted == "" || s[2] == uint8(0)) {
 			row := []any{id}
 			for _, c := range q.Cols {
 				switch c {
@@ -46,8 +46,6 @@ func (f *latestFake) Latest(_ context.Context, _ *writer.Table, q writer.LatestQ
 					row = append(row, s[0])
 				case "note":
 					row = append(row, s[1])
-				case "_deleted":
-					row = append(row, s[2])
 				}
 			}
 			out = append(out, row)
@@ -84,6 +82,13 @@ func fillEvent(op string, id int, big, note string, lsn int) *kgo.Record {
 }
 
 const ph = `"__debezium_unavailable_value"`
+
+// moved gives r the header Debezium gives the create event of a row whose
+// primary key changed from old.
+func moved(r *kgo.Record, old int) *kgo.Record {
+	r.Headers = append(r.Headers, kgo.RecordHeader{Key: "__debezium.oldkey", Value: []byte(fmt.Sprintf(`{"id":%d}`, old))})
+	return r
+}
 
 func TestUnitFillBlock(t *testing.T) {
 	tab := writer.NewTable("db", "t", fillCols, fillCols)
@@ -148,12 +153,18 @@ func TestUnitFillBlock(t *testing.T) {
 	f("from ClickHouse, one query for every key", map[int32][]any{1: {"one", s("n1"), uint8(0)}, 2: {"two", (*string)(nil), uint8(0)}},
 		[]*kgo.Record{fillEvent("u", 1, ph, `"x"`, 10), fillEvent("u", 2, ph, ph, 11), fillEvent("u", 1, ph, ph, 12), fillEvent("c", 3, `"c"`, `null`, 13)},
 		[]string{"one", "two", "one", "c"}, []string{"x", "NULL", "x", "NULL"}, []int32{1, 2}, "")
-	f("a delete in the block: neither the rows before it nor ClickHouse are sources", map[int32][]any{1: {"old", s("o"), uint8(0)}},
+	f("a delete is no source: the earlier live row is", map[int32][]any{1: {"old", s("o"), uint8(0)}},
 		[]*kgo.Record{fillEvent("c", 1, `"a"`, `"n"`, 10), fillEvent("d", 1, `""`, "", 11), fillEvent("u", 1, ph, `"x"`, 12)},
-		nil, nil, nil, `no value for column "big"`)
-	f("the latest stored row is a delete", map[int32][]any{1: {"", s(""), uint8(1)}},
+		[]string{"a", "", "a"}, []string{"n", "NULL", "x"}, nil, "")
+	f("a key whose stored rows are all deleted", map[int32][]any{1: {"", s(""), uint8(1)}},
 		[]*kgo.Record{fillEvent("u", 1, ph, `"x"`, 12)},
 		nil, nil, []int32{1}, `no value for column "big"`)
+	f("a row moved to a new key takes its old key's values, from the block", nil,
+		[]*kgo.Record{fillEvent("c", 4, `"four"`, `"n"`, 10), fillEvent("d", 4, `""`, "", 11), moved(fillEvent("c", 40, ph, `"m"`, 11), 4)},
+		[]string{"four", "", "four"}, []string{"n", "NULL", "m"}, nil, "")
+	f("... and from ClickHouse", map[int32][]any{4: {"four", s("o"), uint8(0)}, 40: {"wrong", s("w"), uint8(0)}},
+		[]*kgo.Record{fillEvent("d", 4, `""`, "", 11), moved(fillEvent("c", 40, ph, ph, 11), 4)},
+		[]string{"", "four"}, []string{"NULL", "o"}, []int32{4}, "")
 	f("no earlier value anywhere", nil,
 		[]*kgo.Record{fillEvent("u", 7, ph, `"x"`, 10)},
 		nil, nil, []int32{7}, "(id=7)")

@@ -18,16 +18,18 @@ import (
 type LatestQuery struct {
 	Keys    []string // the columns that identify a row (the source's primary key)
 	Version string   // the row version column: the newest row of a key has the largest
+	Deleted string   // the delete-marker column, "" for none: rows marked deleted do not count
 	Cols    []string // the columns to read
 	Find    [][]any  // key values, one slice per row sought, in Keys order
 }
 
-// Latest reads, for each key of q.Find that t holds, the values of q.Cols
-// in the row with the largest q.Version (argMax, so unmerged versions and
-// replicas' copies count alike, as FINAL would read them). Each result is
+// Latest reads, for each key of q.Find that t holds a live row of, the
+// values of q.Cols in its live row with the largest q.Version (argMax, so
+// unmerged versions and replicas' copies count alike, as FINAL would read
+// them; a row marked deleted in q.Deleted does not count). Each result is
 // the key's values followed by the columns', as the driver scans them (the
-// element types of decode.Block.ColumnData for the common types); a key t
-// does not hold is absent. One query for every key, bounded by
+// element types of decode.Block.ColumnData for the common types); a key
+// without a live row is absent. One query for every key, bounded by
 // clickhouse.query_timeout.
 func (w *Writer) Latest(ctx context.Context, t *Table, q LatestQuery) ([][]any, error) {
 	if len(q.Find) == 0 {
@@ -70,8 +72,9 @@ func (w *Writer) Latest(ctx context.Context, t *Table, q LatestQuery) ([][]any, 
 	return out, nil
 }
 
-// latestSQL is Latest's query: SELECT keys, argMax(tuple(cols),
-// version), each element of it ... WHERE (keys) IN (@keys) GROUP BY keys.
+// latestSQL is Latest's query: SELECT keys, argMaxIf(tuple(cols),
+// version, live), each element of it ... WHERE (keys) IN (@keys) GROUP BY
+// keys HAVING a live row.
 func latestSQL(db, table string, q LatestQuery) string {
 	var b strings.Builder
 	keys := make([]string, len(q.Keys))
@@ -86,11 +89,15 @@ func latestSQL(db, table string, q LatestQuery) string {
 	// skip the NULLs and return an older row's value.
 	b.WriteString("SELECT ")
 	b.WriteString(strings.Join(keys, ", "))
-	fmt.Fprintf(&b, ", argMax(tuple(%s), %s) AS `latest`", strings.Join(cols, ", "), chschema.QuoteIdent(q.Version))
+	live := "1"
+	if q.Deleted != "" {
+		live = chschema.QuoteIdent(q.Deleted) + " = 0"
+	}
+	fmt.Fprintf(&b, ", argMaxIf(tuple(%s), %s, %s) AS `latest`", strings.Join(cols, ", "), chschema.QuoteIdent(q.Version), live)
 	for i := range q.Cols {
 		fmt.Fprintf(&b, ", tupleElement(`latest`, %d)", i+1)
 	}
-	fmt.Fprintf(&b, " FROM %s.%s WHERE (%s) IN (@keys) GROUP BY %s",
-		chschema.QuoteIdent(db), chschema.QuoteIdent(table), strings.Join(keys, ", "), strings.Join(keys, ", "))
+	fmt.Fprintf(&b, " FROM %s.%s WHERE (%s) IN (@keys) GROUP BY %s HAVING countIf(%s) > 0",
+		chschema.QuoteIdent(db), chschema.QuoteIdent(table), strings.Join(keys, ", "), strings.Join(keys, ", "), live)
 	return b.String()
 }

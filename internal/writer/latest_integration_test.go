@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -14,10 +15,11 @@ import (
 	"sink/internal/writer"
 )
 
-// TestLatest reads the newest stored values of rows by composite key on
-// both servers: the largest version wins whether or not the versions were
-// merged, keys the table lacks are absent, and each value comes back as
-// the element type decode.Block.ColumnData uses for its column.
+// TestLatest reads the newest stored live values of rows by composite key
+// on both servers: the largest version of the rows not marked deleted wins
+// whether or not the versions were merged, a NULL included; keys without
+// a live row are absent, and each value comes back as the element type
+// decode.Block.ColumnData uses for its column.
 func TestLatest(t *testing.T) {
 	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
 		ctx := context.Background()
@@ -40,7 +42,7 @@ func TestLatest(t *testing.T) {
 			{row(1, `'a\'b'`, u1, `'old'`, `NULL`, `[1]`, `['x']`, 5, 0), row(2, `'z'`, u2, `'two'`, `'n'`, `[]`, `[]`, 3, 0)},
 			{row(1, `'a\'b'`, u1, `'new'`, `'set'`, `[NULL, 7]`, `['y', 'z']`, 9, 0), row(2, `'z'`, u2, `''`, `NULL`, `[]`, `[]`, 4, 1)},
 		} {
-			q := fmt.Sprintf("INSERT INTO %s.t (id, name, u, big, note, arr, tags, _version, _deleted) %s UNION ALL %s", db, rows[0], rows[1])
+			q := fmt.Sprintf("INSERT INTO %s.t (id, name, u, big, note, arr, tags, _version, _deleted) %s", db, strings.Join(rows, " UNION ALL "))
 			if err := conn.Exec(ctx, q); err != nil {
 				t.Fatal(err)
 			}
@@ -54,16 +56,19 @@ func TestLatest(t *testing.T) {
 		got, err := w.Latest(ctx, tab, writer.LatestQuery{
 			Keys:    []string{"id", "name"},
 			Version: "_version",
-			Cols:    []string{"big", "note", "arr", "tags", "u", "_deleted"},
-			Find:    [][]any{{int32(1), "a'b"}, {int32(2), "z"}, {int32(3), "absent"}},
+			Deleted: "_deleted",
+			Cols:    []string{"big", "note", "arr", "tags", "u"},
+			Find:    [][]any{{int32(1), "a'b"}, {int32(2), "z"}, {int32(3), "q"}, {int32(4), "absent"}},
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		seven, set := int32(7), "set"
+		// Key 2's newest row is a delete: its newest live row counts. Key
+		// 3 has only a deleted row, key 4 none: both absent.
+		seven, set, n := int32(7), "set", "n"
 		want := map[int32][]any{
-			1: {int32(1), "a'b", "new", &set, []*int32{nil, &seven}, []string{"y", "z"}, uuid.MustParse("00000000-0000-0000-0000-000000000001"), uint8(0)},
-			2: {int32(2), "z", "", (*string)(nil), []*int32{}, []string{}, uuid.MustParse("00000000-0000-0000-0000-000000000002"), uint8(1)},
+			1: {int32(1), "a'b", "new", &set, []*int32{nil, &seven}, []string{"y", "z"}, uuid.MustParse(u1)},
+			2: {int32(2), "z", "two", &n, []*int32{}, []string{}, uuid.MustParse(u2)},
 		}
 		if len(got) != len(want) {
 			t.Fatalf("%d rows, want %d: %v", len(got), len(want), got)
@@ -77,7 +82,7 @@ func TestLatest(t *testing.T) {
 
 		// A UUID key binds as its text, which the server compares as a UUID.
 		got, err = w.Latest(ctx, tab, writer.LatestQuery{Keys: []string{"u"}, Version: "_version", Cols: []string{"big"},
-			Find: [][]any{{uuid.MustParse("00000000-0000-0000-0000-000000000001")}}})
+			Find: [][]any{{uuid.MustParse(u1)}}})
 		if err != nil {
 			t.Fatal(err)
 		}
