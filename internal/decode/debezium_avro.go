@@ -210,9 +210,20 @@ func (d *dbzAvroFormat) read(i int, in *input) error {
 		case d.fromKey:
 			return d.key.slot(c.key, in)
 		case d.del:
-			return d.env.slot(c.before, in)
+			err := d.env.slot(c.before, in)
+			if err == nil && in.kind == inStr && string(in.b) == Placeholder {
+				in.kind = inMissing // a delete only marks its key deleted
+			}
+			return err
 		}
-		return d.env.slot(c.after, in)
+		err := d.env.slot(c.after, in)
+		if err == nil && in.kind == inStr && string(in.b) == Placeholder {
+			// Filling an unchanged TOASTed value needs the record key's
+			// fields, which the debezium-json format reads; never write
+			// the placeholder as data.
+			return reasonf("the value is Debezium's placeholder for an unchanged TOASTed value (%s), which format %s does not fill from the row's earlier value; use %s, or REPLICA IDENTITY FULL on the source table", Placeholder, route.DebeziumAvro, route.Debezium)
+		}
+		return err
 	}
 	return nil
 }

@@ -132,6 +132,13 @@ func TestDebeziumAvroChangeEvents(t *testing.T) {
 	f(dbzAvroEvent(t, "c", nil, nil, "postgresql", int64(70)), nil, 9, "invalid Debezium event: op c without an after image")
 	f(dbzAvroEvent(t, "d", nil, nil, "postgresql", int64(70)), []byte("5"), 10, "delete without a before image and without a registry-framed record key")
 	f(dbzAvroEvent(t, "c", nil, row, "postgresql", nil), nil, 11, `column "_version": PostgreSQL event without source.lsn, which is its version`)
+	// An unchanged TOASTed value's placeholder is never written as data: a
+	// bad record in an update, the column's zero in a delete.
+	toasted := dbzAvroImage(5, "__debezium_unavailable_value", nil, 100)
+	f(dbzAvroEvent(t, "u", nil, toasted, "postgresql", int64(80)), key, 12,
+		`column "name": the value is Debezium's placeholder for an unchanged TOASTed value`)
+	f(dbzAvroEvent(t, "d", toasted, nil, "postgresql", int64(81)), key, 13,
+		"5||<nil>|1|2024-05-17T12:34:56.123456Z|2024-05-17|d|customers|1715949297000|81|1")
 }
 
 // TestDebeziumAvroNeedsVersionColumns: the plan is refused without the
