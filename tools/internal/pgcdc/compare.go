@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
@@ -44,6 +45,13 @@ func pgExpr(c Column) string {
 // chExpr is how column c is read from ClickHouse: its text, Nullable so one
 // scan type fits every column.
 func chExpr(c Column) string {
+	if c.Kind == KFloat32 || c.Kind == KFloat64 {
+		return "toNullable(" + c.Name + ")" // by value: 18.16 prints Float32 with 8 digits, too few
+	}
+	if c.Kind == KEnum {
+		// By number: 18.16 fails on toString of a NULL Nullable(Enum8).
+		return "toNullable(toString(CAST(" + c.Name + " AS Nullable(Int8))))"
+	}
 	if isArray(c.Kind) {
 		return "arrayMap(x -> toNullable(toString(x)), " + c.Name + ")"
 	}
@@ -158,16 +166,33 @@ func readClickHouse(ctx context.Context, ch driver.Conn, db string, d Dialect, t
 	for rows.Next() {
 		scalars := make([]*string, len(cols))
 		arrays := make([][]*string, len(cols))
+		f32s := make([]*float32, len(cols))
+		f64s := make([]*float64, len(cols))
 		dest := make([]any, len(cols))
 		for i, c := range cols {
-			if isArray(c.Kind) {
+			switch {
+			case isArray(c.Kind):
 				dest[i] = &arrays[i]
-			} else {
+			case c.Kind == KFloat32:
+				dest[i] = &f32s[i]
+			case c.Kind == KFloat64:
+				dest[i] = &f64s[i]
+			default:
 				dest[i] = &scalars[i]
 			}
 		}
 		if err := rows.Scan(dest...); err != nil {
 			return nil, nil, fmt.Errorf("clickhouse: read %s.%s: %w", db, t.Name, err)
+		}
+		for i := range cols {
+			if f32s[i] != nil {
+				s := strconv.FormatFloat(float64(*f32s[i]), 'g', -1, 32)
+				scalars[i] = &s
+			}
+			if f64s[i] != nil {
+				s := strconv.FormatFloat(*f64s[i], 'g', -1, 64)
+				scalars[i] = &s
+			}
 		}
 		cells := make([]cell, len(cols))
 		for i, c := range cols {
@@ -178,6 +203,9 @@ func readClickHouse(ctx context.Context, ch driver.Conn, db string, d Dialect, t
 				cells[i] = cell{raw: &raw, canon: canonArray(elemKind(c.Kind), s, arrays[i])}
 			case scalars[i] == nil:
 				cells[i] = cell{canon: nullCanon}
+			case c.Kind == KEnum:
+				label := enumLabel(*scalars[i])
+				cells[i] = cell{raw: &label, canon: canon(c.Kind, s, label)}
 			default:
 				cells[i] = cell{raw: scalars[i], canon: canon(c.Kind, s, *scalars[i])}
 			}
@@ -390,4 +418,14 @@ func why(pg, ch string) string {
 		}
 	}
 	return ""
+}
+
+// enumLabel is the mood label of the Enum8 number n (1-based), or the number
+// itself when it is none (canon then reports it).
+func enumLabel(n string) string {
+	i, err := strconv.Atoi(n)
+	if err != nil || i < 1 || i > len(Moods) {
+		return n
+	}
+	return Moods[i-1]
 }
