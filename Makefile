@@ -5,7 +5,8 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
 .PHONY: build test unit vet fuzz demo bench bench-adaptive chaos chaos-drills soak stack-up stack-down stack-status stack-logs \
-	cluster-up cluster-down cluster-status cluster26-up cluster26-down cluster26-status kafka-cluster-up kafka-cluster-down kafka-cluster-status
+	cluster-up cluster-down cluster-status cluster26-up cluster26-down cluster26-status kafka-cluster-up kafka-cluster-down kafka-cluster-status \
+	cdc-up cdc-down cdc-status
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/sink ./cmd/sink
@@ -146,3 +147,16 @@ kafka-cluster-down:
 
 kafka-cluster-status:
 	bash scripts/stack.sh kafka-cluster status
+
+# PostgreSQL 15 (127.0.0.1:15432, wal_level=logical, user sink password sink) and
+# a Kafka Connect 4.3 worker with Debezium's PostgreSQL connector (REST
+# 127.0.0.1:8083) on the stack's Kafka, for the change-data-capture tests
+# (internal/testenv.Postgres, Debezium). Needs stack-up's Kafka.
+cdc-up:
+	bash scripts/stack.sh cdc up
+
+cdc-down:
+	bash scripts/stack.sh cdc down
+
+cdc-status:
+	bash scripts/stack.sh cdc status

@@ -28,6 +28,9 @@ if [[ ${TEST_CLUSTER:-1} != 0 ]]; then
 	if uses 'testenv\.(Cluster26|EachCluster)\('; then bash scripts/stack.sh cluster26 up; fi
 	if uses 'testenv\.(KafkaCluster|KafkaClusterClient|NewClusterTopic)\('; then bash scripts/stack.sh kafka-cluster up; fi
 fi
+# PostgreSQL + Kafka Connect with Debezium (~0.45 GB RSS) likewise, for the tests
+# that use internal/testenv.Postgres or Debezium.
+if uses 'testenv\.(Postgres|Debezium)\('; then bash scripts/stack.sh cdc up; fi
 
 log=.stack/go-test.log
 status=0

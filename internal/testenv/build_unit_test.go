@@ -20,6 +20,8 @@ func TestStackAccessorsFailWithoutTheIntegrationTag(t *testing.T) {
 	t.Setenv(testenv.EnvClickHouse26, closed)
 	t.Setenv(testenv.EnvRegistry, "http://"+closed)
 	t.Setenv(testenv.EnvClusterSeed, closed)
+	t.Setenv(testenv.EnvPostgres, closed)
+	t.Setenv(testenv.EnvConnect, "http://"+closed)
 	for _, require := range []string{"", "1"} {
 		t.Setenv(testenv.EnvRequireStack, require)
 		for name, call := range map[string]func(testing.TB){
@@ -29,6 +31,8 @@ func TestStackAccessorsFailWithoutTheIntegrationTag(t *testing.T) {
 			"Servers":   func(tb testing.TB) { testenv.Servers(tb) },
 			"Registry":  func(tb testing.TB) { testenv.Registry(tb) },
 			"KafkaSASL": func(tb testing.TB) { testenv.KafkaSASL(tb) },
+			"Postgres":  func(tb testing.TB) { testenv.Postgres(tb) },
+			"Debezium":  func(tb testing.TB) { testenv.Debezium(tb, nil, testenv.DebeziumConfig{}) },
 		} {
 			r := &recorder{TB: t}
 			call(r)

@@ -1,5 +1,6 @@
-// Package testenv finds the local stack (real Kafka and ClickHouse) for
-// integration tests and skips, with a clear message, when it is not up.
+// Package testenv finds the local stack (real Kafka and ClickHouse, and
+// PostgreSQL with Debezium) for integration tests and skips, with a clear
+// message, when it is not up.
 //
 // The stack is started by `make stack-up` (scripts/stack.sh): Apache Kafka 4.x in
 // KRaft mode on 127.0.0.1:9092 and two ClickHouse servers, 18.16 on 127.0.0.1:9000
@@ -44,6 +45,23 @@
 //	brokers := testenv.KafkaCluster(t)     // []string{"127.0.0.1:9192", …}
 //	topic := testenv.NewClusterTopic(t, 3) // replication factor 3, deleted at cleanup
 //
+// PostgreSQL and Debezium (`make cdc-up`; scripts/test.sh starts them when a
+// test uses them): PostgreSQL 15 on 127.0.0.1:15432 with wal_level=logical, and a
+// Kafka Connect 4.3 worker with Debezium's PostgreSQL connector 3.6 on the
+// stack's Kafka, REST 127.0.0.1:8083:
+//
+//	pg := testenv.Postgres(t)          // fresh database, dropped (with its slots) at cleanup
+//	pg.Exec(t, "CREATE TABLE t (id int PRIMARY KEY, v text)")
+//	conn := pg.Conn(t)                 // pgx connection to it, closed at cleanup; pg.DSN for others
+//	c := testenv.Debezium(t, pg, testenv.DebeziumConfig{Tables: []string{"t"}})
+//	c.WaitStreaming(t)                 // snapshot done, changes stream (a marker row went through)
+//	_ = c.Topic("t")                   // "<c.TopicPrefix>.public.t": JSON with schemas by default
+//	c.Stop(t); c.Resume(t)             // or c.Restart(t); deleted, slot dropped at cleanup
+//
+// The first Postgres call of a test binary also removes what killed binaries
+// left on the shared servers: test databases over three hours old, the
+// connectors reading them and their replication slots.
+//
 // and for the security tests:
 //
 //	s := testenv.KafkaSASL(t)        // SASL_SSL listener 127.0.0.1:9094, its test CA, a client
@@ -63,6 +81,9 @@
 //	                      (the rest is read from its system.clusters)
 //	SINK_TEST_KAFKA_CLUSTER  comma-separated brokers instead of 127.0.0.1:9192,9193,9194
 //	SINK_TEST_KAFKA_SASL  SASL_SSL host:port instead of 127.0.0.1:9094
+//	SINK_TEST_POSTGRES    PostgreSQL host:port instead of 127.0.0.1:15432 (user and
+//	                      password sink, wal_level=logical)
+//	SINK_TEST_CONNECT     the Kafka Connect worker's REST URL instead of http://127.0.0.1:8083
 //	SINK_TEST_KAFKA_TLS   directory with ca.pem, client.pem, client.key instead of
 //	                      the checkout's .stack/kafka/tls (scripts/stack.sh writes it)
 //	SINK_REQUIRE_STACK=1  fail instead of skip when a server is not reachable;
