@@ -166,7 +166,7 @@ func insertHTTP(t *testing.T, httpAddr, q string) {
 // counted and named (table, key, column, both values), while values that
 // are equal but printed differently are not.
 func TestCompareFindsWhatDiffers(t *testing.T) {
-	pg := newPostgres(t)
+	pg := testenv.Postgres(t).Conn(t)
 	ctx := context.Background()
 	w := New(Config{Seed: 11, SnapshotRows: 30, Transactions: 150})
 	if err := w.Setup(ctx, pg); err != nil {

@@ -400,8 +400,3 @@ func Tables() []*Table {
 			{Name: "payload", Kind: KJSON, Nullable: true}}},
 	}
 }
-
-// MarkerTable is a table outside the comparison: one row is inserted into it
-// after the workload, and its change event on Kafka says Debezium has
-// emitted everything before it.
-const MarkerTable = "zz_marker"

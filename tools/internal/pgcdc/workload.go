@@ -139,17 +139,17 @@ func New(cfg Config) *Workload {
 	return w
 }
 
-// CaptureList is the tables a connector captures: the workload's and the
-// marker, schema-qualified (public).
-func (w *Workload) CaptureList() []string {
+// TableNames lists the workload's tables, for a connector's table list
+// and the sink's topic pattern.
+func (w *Workload) TableNames() []string {
 	var out []string
 	for _, t := range w.Tables {
-		out = append(out, "public."+t.Name)
+		out = append(out, t.Name)
 	}
-	return append(out, "public."+MarkerTable)
+	return out
 }
 
-func exec(ctx context.Context, pg *pgx.Conn, sql string) error {
+func pgExec(ctx context.Context, pg *pgx.Conn, sql string) error {
 	if _, err := pg.Exec(ctx, sql); err != nil {
 		if len(sql) > 300 {
 			sql = sql[:300] + "…"
@@ -159,8 +159,8 @@ func exec(ctx context.Context, pg *pgx.Conn, sql string) error {
 	return nil
 }
 
-// Setup creates the enum type, the tables and the marker table in pg's
-// database (which must be empty) and writes the snapshot rows.
+// Setup creates the enum type and the tables in pg's database (which must
+// not have them) and writes the snapshot rows.
 func (w *Workload) Setup(ctx context.Context, pg *pgx.Conn) error {
 	labels := make([]string, len(Moods))
 	for i, m := range Moods {
@@ -170,9 +170,8 @@ func (w *Workload) Setup(ctx context.Context, pg *pgx.Conn) error {
 	for _, t := range w.Tables {
 		stmts = append(stmts, t.PostgresDDL()...)
 	}
-	stmts = append(stmts, "CREATE TABLE "+MarkerTable+" (id integer PRIMARY KEY, at timestamptz NOT NULL DEFAULT now())")
 	for _, s := range stmts {
-		if err := exec(ctx, pg, s); err != nil {
+		if err := pgExec(ctx, pg, s); err != nil {
 			return err
 		}
 	}
@@ -187,7 +186,7 @@ func (w *Workload) Setup(ctx context.Context, pg *pgx.Conn) error {
 			w.Stats.SnapshotRows++
 		}
 		for _, q := range append(stmts, "COMMIT") {
-			if err := exec(ctx, pg, q); err != nil {
+			if err := pgExec(ctx, pg, q); err != nil {
 				return err
 			}
 		}
@@ -429,7 +428,7 @@ func (w *Workload) transaction(ctx context.Context, pg *pgx.Conn) error {
 		w.Stats.Committed++
 	}
 	for _, q := range stmts {
-		if err := exec(ctx, pg, q); err != nil {
+		if err := pgExec(ctx, pg, q); err != nil {
 			_, _ = pg.Exec(ctx, "ROLLBACK")
 			return err
 		}
@@ -447,7 +446,7 @@ func (w *Workload) addColumns(ctx context.Context, pg *pgx.Conn, h Hooks) error 
 				return fmt.Errorf("before adding %s.%s: %w", s.t.Name, s.t.Added.Name, err)
 			}
 		}
-		if err := exec(ctx, pg, s.t.AddColumnPostgres()); err != nil {
+		if err := pgExec(ctx, pg, s.t.AddColumnPostgres()); err != nil {
 			return err
 		}
 		s.added = true
@@ -492,10 +491,4 @@ func (w *Workload) truncate(ctx context.Context, pg *pgx.Conn) error {
 		s.live, s.dead = newKeySet(), newKeySet()
 	}
 	return nil
-}
-
-// Mark inserts the marker row: its change event follows every change of
-// the workload in the WAL.
-func (w *Workload) Mark(ctx context.Context, pg *pgx.Conn) error {
-	return exec(ctx, pg, "INSERT INTO "+MarkerTable+" (id) VALUES (1)")
 }
