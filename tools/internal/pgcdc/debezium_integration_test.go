@@ -43,6 +43,7 @@ type target struct {
 	cfgPath         string
 	proc            *exec.Cmd
 	kills           int
+	killedAt        int64 // records committed at the last kill
 }
 
 // buildSink builds cmd/sink once per test.
@@ -190,7 +191,9 @@ log: {level: warn}
 	}
 
 	adm := kadm.NewClient(testenv.KafkaClient(t))
-	killAt := w.cfg.Transactions / 3
+	// Kill points: before the ADD COLUMN, and after the TRUNCATE (so a
+	// replay goes over both).
+	killAt := map[int]bool{w.cfg.Transactions / 3: true, w.cfg.Transactions * 3 / 4: true}
 	hooks := Hooks{
 		// The documented order: the column goes into ClickHouse first, and
 		// the running sinks see it within schema_refresh (1 s).
@@ -204,12 +207,13 @@ log: {level: warn}
 			return nil
 		},
 		AfterTransaction: func(ctx context.Context, i int) error {
-			if !sc.kill || i != killAt {
+			if !sc.kill || !killAt[i] {
 				return nil
 			}
 			// Kill each sink once it has committed part of the stream
-			// (more than the snapshot), so the restart replays from a
-			// committed offset in the middle of the changes.
+			// (more than the snapshot, and more than at its last kill), so
+			// the restart replays from a committed offset in the middle of
+			// the changes.
 			for _, tg := range sc.targets {
 				deadline := time.Now().Add(time.Minute)
 				for {
@@ -217,7 +221,8 @@ log: {level: warn}
 					if err != nil {
 						return err
 					}
-					if done > int64(w.Stats.SnapshotRows) {
+					if done > max(int64(w.Stats.SnapshotRows), tg.killedAt) {
+						tg.killedAt = done
 						t.Logf("%s: kill -9 after transaction %d with %d records committed", tg.name, i, done)
 						break
 					}
@@ -355,8 +360,8 @@ func TestDebeziumReproducesPostgres(t *testing.T) {
 }
 
 // TestDebeziumReproducesPostgresKill9: each sink is killed with SIGKILL a
-// third into the stream (after it has committed part of it) and restarted
-// at once: at-least-once on both servers, and exactly_once on 26.9 (18.16
+// third and three quarters into the stream (each time after it has
+// committed more of it) and restarted at once: at-least-once on both servers, and exactly_once on 26.9 (18.16
 // has no insert_deduplication_token), where the mirrors also carry
 // _topic/_partition/_offset and no offset may be inserted twice.
 func TestDebeziumReproducesPostgresKill9(t *testing.T) {
