@@ -379,7 +379,8 @@ func toasted() []Column {
 //   - docs, docs_full: TOASTed text and bytea (> 8 KB, incompressible),
 //     DEFAULT and FULL.
 //   - lines: a composite primary key (order_id, line_no), with key changes.
-//   - accounts: a text primary key with escapes and Unicode, with key changes.
+//   - accounts: a text primary key with escapes and Unicode, with key
+//     changes, and a NOT NULL column of every kind (REPLICA IDENTITY DEFAULT).
 //   - events: truncated once mid-stream.
 func Tables() []*Table {
 	return []*Table{
@@ -392,9 +393,15 @@ func Tables() []*Table {
 			{Name: "order_id", Kind: KInt32}, {Name: "line_no", Kind: KInt16},
 			{Name: "sku", Kind: KText}, {Name: "qty", Kind: KInt32}, {Name: "price", Kind: KDecimal},
 			{Name: "shipped", Kind: KTimestampTZ, Nullable: true}}},
-		{Name: "accounts", Key: []string{"code"}, KeyChanges: true, Full: true, Columns: []Column{
+		// Every NOT NULL kind under REPLICA IDENTITY DEFAULT: a delete's
+		// before image fills them with Debezium's placeholders.
+		{Name: "accounts", Key: []string{"code"}, KeyChanges: true, Columns: []Column{
 			{Name: "code", Kind: KText}, {Name: "owner", Kind: KText, Nullable: true},
-			{Name: "balance", Kind: KNumeric}, {Name: "opened", Kind: KDate}, {Name: "mood", Kind: KEnum}}},
+			{Name: "balance", Kind: KNumeric}, {Name: "limit_", Kind: KDecimal}, {Name: "opened", Kind: KDate},
+			{Name: "mood", Kind: KEnum}, {Name: "ref", Kind: KUUID}, {Name: "prefs", Kind: KJSON},
+			{Name: "since", Kind: KTimestampTZ}, {Name: "seen", Kind: KTimestamp}, {Name: "cutoff", Kind: KTime},
+			{Name: "active", Kind: KBool}, {Name: "score", Kind: KFloat64}, {Name: "weight", Kind: KFloat32},
+			{Name: "pin", Kind: KBytes}, {Name: "flags", Kind: KIntArray}, {Name: "aliases", Kind: KTextArray}}},
 		{Name: "events", Key: []string{"id"}, Truncated: true, Columns: []Column{
 			{Name: "id", Kind: KInt64}, {Name: "kind", Kind: KText}, {Name: "at", Kind: KTimestamp},
 			{Name: "payload", Kind: KJSON, Nullable: true}}},
