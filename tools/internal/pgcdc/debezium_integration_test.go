@@ -274,7 +274,7 @@ log: {level: warn}
 			if err != nil {
 				t.Fatal(err)
 			}
-			truncates := "skipped (the sink has no truncate: apply here): the truncated table keeps its old rows"
+			truncates := "skipped (this sink's config does not accept truncate: apply here, in this delivery mode): the truncated table keeps its old rows"
 			if tg.truncateApplied {
 				truncates = "applied"
 			}
