@@ -13,7 +13,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -174,13 +173,15 @@ func (d *demo) run(ctx context.Context, cfg pgcdc.Config) error {
 	if err != nil {
 		return err
 	}
-	if err := sink.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := sink.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		return err
 	}
-	if err := sink.Wait(); err != nil {
+	if err := <-sink.exited; err != nil {
 		return fmt.Errorf("sink after SIGTERM: %w", err)
 	}
-	say("5/6 every change is in ClickHouse: the sink committed all %d records of the %d topics (change events and tombstones), %v after the start", events, len(topics), time.Since(start).Round(time.Second))
+	dead, firstError := d.deadLettered(ctx)
+	say("5/6 the sink has handled every change: its group committed all %d records of the %d topics (change events and tombstones), %v after the start; %d dead-lettered%s",
+		events, len(topics), time.Since(start).Round(time.Second), dead, firstError)
 
 	rep, err := pgcdc.Compare(ctx, d.pg, d.ch, d.name, dialect, w, pgcdc.CompareOptions{TruncateApplied: truncateApplied, Examples: 5})
 	if err != nil {
@@ -196,11 +197,41 @@ func (d *demo) run(ctx context.Context, cfg pgcdc.Config) error {
 		say("the mirrors stay in ClickHouse: clickhouse-client --port %s -q 'SELECT * FROM %s.items FINAL WHERE _deleted = 0 LIMIT 3 FORMAT Vertical'",
 			d.chAddr[strings.LastIndex(d.chAddr, ":")+1:], d.name)
 	}
-	if n := rep.Differences(); n > 0 {
-		return fmt.Errorf("%d rows differ", n)
+	if n := rep.Differences(); n > 0 || dead > 0 {
+		return fmt.Errorf("%d rows differ, %d change events dead-lettered", n, dead)
 	}
 	return nil
 }
+
+// deadLettered counts the records in the dead-letter topic and returns the
+// first one's error.
+func (d *demo) deadLettered(ctx context.Context) (int64, string) {
+	n, _ := d.endOffsets(ctx, []string{d.dlq()})
+	if n == 0 {
+		return 0, ""
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(d.brokers), kgo.ConsumeTopics(d.dlq()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		return n, ""
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	first := ""
+	for first == "" && ctx.Err() == nil {
+		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
+			for _, h := range r.Headers {
+				if h.Key == "sink.error" && first == "" {
+					first = " (the first: " + string(h.Value) + ")"
+				}
+			}
+		})
+	}
+	return n, first
+}
+
+// dlq is the sink's dead-letter topic.
+func (d *demo) dlq() string { return d.name + ".dlq" }
 
 // connectCall sends one request to the worker's REST API.
 func (d *demo) connectCall(method, path string, body, out any) error {
@@ -344,9 +375,15 @@ func (d *demo) waitRecords(ctx context.Context, topics []string, n int64) (int64
 	}
 }
 
+// sinkProc is the running sink; exited receives its exit once.
+type sinkProc struct {
+	cmd    *exec.Cmd
+	exited chan error
+}
+
 // waitCommitted waits until the sink's group has committed the end of every
 // partition of topics.
-func (d *demo) waitCommitted(ctx context.Context, topics []string, sink *exec.Cmd) (int64, error) {
+func (d *demo) waitCommitted(ctx context.Context, topics []string, sink *sinkProc) (int64, error) {
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		end, ends := d.endOffsets(ctx, topics)
@@ -365,8 +402,10 @@ func (d *demo) waitCommitted(ctx context.Context, topics []string, sink *exec.Cm
 				return 0, fmt.Errorf("the sink committed %d of %d records after 2 minutes", done, end)
 			}
 		}
-		if sink.ProcessState != nil {
-			return 0, errors.New("the sink exited (its log is in .stack/pgcdc-demo-sink.log)")
+		select {
+		case err := <-sink.exited:
+			return 0, fmt.Errorf("the sink exited (%v; its log is .stack/pgcdc-demo-sink.log)", err)
+		default:
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -374,7 +413,7 @@ func (d *demo) waitCommitted(ctx context.Context, topics []string, sink *exec.Cm
 
 // startSink writes the sink's config and starts it; it reports whether the
 // route applies TRUNCATE (routes[].truncate: apply, where this sink has it).
-func (d *demo) startSink(w *pgcdc.Workload) (bool, *exec.Cmd, error) {
+func (d *demo) startSink(w *pgcdc.Workload) (bool, *sinkProc, error) {
 	pattern := d.name + `\.public\.(` + strings.Join(w.TableNames(), "|") + `)`
 	route := fmt.Sprintf(`{topic_regex: '%s', table: '${topic.last}', format: debezium-json, truncate: apply}`, pattern)
 	yaml := func(route string) string {
@@ -383,9 +422,10 @@ kafka: {brokers: [%q], topic_regex: '%s', fetch_min_bytes: 1, fetch_max_wait: 20
 clickhouse: {addrs: [%q], database: %s, schema_refresh: 1s}
 batch: {max_rows: 1000, max_wait: 300ms}
 routes: [%s]
+errors: {tolerance: all, dlq_topic: %s, dlq_create: true}
 http: {listen: ""}
 log: {level: warn, format: console}
-`, d.name, d.brokers, pattern, d.chAddr, d.name, route)
+`, d.name, d.brokers, pattern, d.chAddr, d.name, route, d.dlq())
 	}
 	applied := true
 	if _, err := config.Parse([]byte(yaml(route)), nil); err != nil {
@@ -409,13 +449,14 @@ log: {level: warn, format: console}
 	if err := cmd.Start(); err != nil {
 		return false, nil, err
 	}
+	p := &sinkProc{cmd: cmd, exited: make(chan error, 1)}
+	done := make(chan struct{})
+	go func() { p.exited <- cmd.Wait(); close(done) }()
 	d.cleanup = append(d.cleanup, func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
+		_ = cmd.Process.Kill()
+		<-done
 		_ = log.Close()
 		_, _ = d.adm.DeleteGroup(context.Background(), d.name)
 	})
-	return applied, cmd, nil
+	return applied, p, nil
 }

@@ -43,6 +43,7 @@ type target struct {
 	group, dlq      string
 	cfgPath         string
 	proc            *exec.Cmd
+	exited          chan error // receives the process's exit, once
 	kills           int
 	killedAt        int64 // records committed at the last kill
 }
@@ -83,12 +84,13 @@ func (tg *target) start(t *testing.T, bin string) {
 	if err := tg.proc.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := tg.proc
+	p, exited := tg.proc, make(chan error, 1)
+	tg.exited = exited
+	go func() { exited <- p.Wait() }()
 	t.Cleanup(func() {
-		if p.ProcessState == nil {
-			_ = p.Process.Kill()
-			_ = p.Wait()
-		}
+		_ = p.Process.Kill()
+		<-exited
+		exited <- nil // for a later receive, as by wait
 		log.Close()
 	})
 }
@@ -102,12 +104,30 @@ func (tg *target) logTail() string {
 	return string(b)
 }
 
+// wait returns the exit of the current process, once it has exited.
+func (tg *target) wait() error {
+	err := <-tg.exited
+	tg.exited <- err
+	return err
+}
+
+// running reports whether the current process has not exited.
+func (tg *target) running() bool {
+	select {
+	case err := <-tg.exited:
+		tg.exited <- err
+		return false
+	default:
+		return true
+	}
+}
+
 func (tg *target) kill9(t *testing.T, bin string) {
 	t.Helper()
 	if err := tg.proc.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	_ = tg.proc.Wait()
+	tg.wait()
 	tg.kills++
 	tg.start(t, bin)
 }
@@ -253,15 +273,15 @@ log: {level: warn}
 			if done == end {
 				break
 			}
-			if tg.proc.ProcessState != nil || time.Now().After(deadline) {
-				t.Fatalf("%s: committed %d of %d records (sink exited: %v)\n%s", tg.name, done, end, tg.proc.ProcessState != nil, tg.logTail())
+			if !tg.running() || time.Now().After(deadline) {
+				t.Fatalf("%s: committed %d of %d records (sink exited: %v)\n%s", tg.name, done, end, !tg.running(), tg.logTail())
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
 		if err := tg.proc.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}
-		if err := tg.proc.Wait(); err != nil {
+		if err := tg.wait(); err != nil {
 			t.Errorf("%s: sink run after SIGTERM: %v\n%s", tg.name, err, tg.logTail())
 		}
 	}
