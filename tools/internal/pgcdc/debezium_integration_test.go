@@ -345,6 +345,7 @@ func checkDLQ(t *testing.T, tg *target) {
 	var lines []string
 	byError := map[string]int{}
 	planted, other := 0, 0
+	events := map[string]bool{} // by the error with its offset: a replay dead-letters an event again
 	for read := int64(0); read < n && ctx.Err() == nil; {
 		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
 			read++
@@ -356,6 +357,7 @@ func checkDLQ(t *testing.T, tg *target) {
 			var hs []string
 			for _, h := range r.Headers {
 				if h.Key == "sink.error" || strings.HasSuffix(h.Key, ".error") {
+					events[string(h.Value)] = true
 					hs = append(hs, offsetRE.ReplaceAllString(string(h.Value), "offset N"))
 				}
 			}
@@ -375,7 +377,7 @@ func checkDLQ(t *testing.T, tg *target) {
 		if len(lines) > 10 {
 			lines = append(lines[:10], fmt.Sprintf("… %d more", len(lines)-10))
 		}
-		t.Errorf("%s: %d change events dead-lettered, by error:\n  %s", tg.name, other, strings.Join(lines, "\n  "))
+		t.Errorf("%s: %d change events dead-lettered (%d records), by error:\n  %s", tg.name, len(events), other, strings.Join(lines, "\n  "))
 	}
 }
 
