@@ -4,7 +4,7 @@
 GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: build test unit vet fuzz demo bench bench-adaptive chaos chaos-drills soak stack-up stack-down stack-status stack-logs \
+.PHONY: build test unit vet fuzz demo demo-cdc bench bench-adaptive chaos chaos-drills soak stack-up stack-down stack-status stack-logs \
 	cluster-up cluster-down cluster-status cluster26-up cluster26-down cluster26-status kafka-cluster-up kafka-cluster-down kafka-cluster-status \
 	cdc-up cdc-down cdc-status
 
@@ -44,6 +44,12 @@ fuzz:
 # cluster run, DEMO_CLUSTER=only runs it alone.
 demo: stack-up
 	bash scripts/demo.sh
+
+# Change data capture end to end: PostgreSQL 15 and Debezium (scripts/stack.sh
+# cdc up), a seeded workload, the sink into ClickHouse 26.9 (DEMO_CLICKHOUSE=18
+# for 18.16), and every table compared with PostgreSQL key by key.
+demo-cdc: stack-up
+	bash scripts/demo-cdc.sh
 
 # The sink against the alternatives on one workload, on ClickHouse 18.16 and 26.9,
 # and the cluster table when the local cluster answers (make cluster-up);
