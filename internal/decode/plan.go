@@ -61,6 +61,10 @@ type Plan struct {
 	json   *jsonFields // the json format's fields (format is a *jsonFormat), read without an interface call; nil for other formats
 	st     appendState // conversion scratch, shared with the format
 
+	// holes is the format when its records may hold placeholder values
+	// (placeholderFormat, cdc.go), else nil.
+	holes placeholderFormat
+
 	policy   Policy      // policy.go
 	defaults [][2]uint64 // per column: defaults given for missing, null values
 	marks    []mark      // defaults given in the row being appended (or last appended)
@@ -115,6 +119,7 @@ func Compile(format route.Format, cols []chschema.ColumnSchema, mapping map[stri
 	if jf, ok := f.(*jsonFormat); ok {
 		p.json = &jf.fields
 	}
+	p.holes, _ = f.(placeholderFormat)
 	p.drift.bind(f)
 	if err := checkMapping(cols, mapping, f.role); err != nil {
 		return nil, err
@@ -298,6 +303,9 @@ func (p *Plan) appendRow(b *Block, r *kgo.Record) error {
 		}
 		if err == nil {
 			err = b.bufs[i].add(c, in)
+		}
+		if err != nil && p.holes != nil && p.holes.placeholder(i) {
+			err = p.zeroPlaceholder(b, i)
 		}
 		if err != nil {
 			for j := 0; j <= i; j++ {
