@@ -71,7 +71,7 @@ func cdcOp(op []byte, present bool) (del bool, err error) {
 	case "d":
 		return true, nil
 	case "t":
-		return false, errTruncate
+		return false, ErrTruncate
 	case "m":
 		return false, errMessage
 	}

@@ -17,9 +17,13 @@ import (
 // Such a record is handled, not bad: count it and mark its offset done.
 var ErrSkip = errors.New("record carries no row")
 
+// ErrTruncate matches the error Append returns for a Debezium truncate
+// event (op t); it matches ErrSkip too. The pipeline applies it or skips
+// it as the route's truncate option says.
+var ErrTruncate = fmt.Errorf("%w: truncate event (op t)", ErrSkip)
+
 var (
 	errTombstone = fmt.Errorf("%w: tombstone", ErrSkip)
-	errTruncate  = fmt.Errorf("%w: truncate event (op t)", ErrSkip)
 	errMessage   = fmt.Errorf("%w: logical decoding message (op m)", ErrSkip)
 )
 
