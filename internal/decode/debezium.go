@@ -39,11 +39,19 @@ var (
 //   - op "d" writes the before image with the delete marker 1. Without a
 //     before image (REPLICA IDENTITY NOTHING, or a converter that drops it)
 //     the row is built from the record key, which Debezium writes as the
-//     primary key fields, bare or wrapped the same way;
+//     primary key fields, bare or wrapped the same way. Under REPLICA
+//     IDENTITY DEFAULT the before image has the key's real values and a
+//     placeholder of its type in every other NOT NULL column ("" for text,
+//     enum and uuid, false, 0, [], the epoch): a column whose field is not
+//     in the record key and whose value does not convert gets its type's
+//     default instead of making the delete bad (placeholderFormat, cdc.go);
+//     a key column that does not convert, or any column when the record key
+//     is not an object of fields, is still a bad record;
 //   - a tombstone (null or empty value, or a null payload), a truncate ("t")
 //     and a logical decoding message ("m") carry no row: Append returns an
-//     error that matches ErrSkip, and the caller counts the record as
-//     handled.
+//     error that matches ErrSkip (a truncate: ErrTruncate, which the
+//     pipeline skips or applies as the route says), and the caller counts
+//     the record as handled.
 //
 // Columns read the image the way the json format reads a record: a column
 // without a mapping reads the image field of its own name, a mapping may give
@@ -99,22 +107,35 @@ var (
 //	io.debezium.time.MicroTimestamp / NanoTimestamp      µs / ns since the epoch
 //	io.debezium.time.Time, ...connect.data.Time          ms since midnight
 //	io.debezium.time.MicroTime / NanoTime                µs / ns since midnight
+//	io.debezium.time.ZonedTimestamp                      RFC 3339 text, UTC
+//	io.debezium.time.ZonedTime                           "15:04:05.999999Z"
+//	io.debezium.time.MicroDuration                       µs (an interval)
 //	org.apache.kafka.connect.data.Decimal                base64 big-endian two's-complement
 //	                                                     unscaled value, parameters.scale
 //	io.debezium.data.VariableScaleDecimal                {"scale": s, "value": base64}
 //	io.debezium.data.Json                                JSON text
 //	type "bytes" without a name                          base64 (binary.handling.mode=bytes)
 //
-// Dates and times become instants for Date, Date32, DateTime and DateTime64
-// columns (no guessing of units), text for String columns ("2006-01-02",
-// "2006-01-02 15:04:05.999999999" — Debezium's Timestamp has no zone —,
-// "15:04:05.999999999") and stay raw numbers for numeric columns. Decimals
+// Dates and times, by column type (docs/formats.md has the same table):
+//
+//	             String                     numeric (and Decimal)   DateTime(64)             Date(32)
+//	Date         "2006-01-02"               days                    midnight UTC             the day
+//	Timestamp*   "2006-01-02 15:04:05.999"  ms / µs / ns            the instant (UTC)        its day
+//	ZonedTs      as Debezium wrote it       µs since the epoch      the instant              its day
+//	Time*        "15:04:05.999", "24:00:00" ms / µs / ns            1970-01-01 + the time    bad record
+//	ZonedTime    as Debezium wrote it       µs since midnight UTC   1970-01-01 + the time    bad record
+//	MicroDuration the number as text        µs                      bad record               bad record
+//
+// Debezium's Timestamp has no zone, so its text has none; a time of day
+// keeps PostgreSQL's 24:00:00 (the end of the day) in text and numbers, and
+// is 1970-01-02 00:00:00 as an instant; values before 1970 convert
+// wherever the column's range has them, else the record is bad. Decimals
 // become exact decimal text, which then converts like a JSON number (so
 // Decimal(P, S), Float, integer and String columns all work, and nothing is
 // rounded). Json text fills Array, Map and Tuple columns by parsing it
 // (String columns keep the text, JSON columns parse it); bytes fill String and FixedString columns with the
-// decoded bytes. ZonedTimestamp (RFC 3339 text), Uuid, Enum, booleans and
-// decimal.handling.mode=string|double need nothing special.
+// decoded bytes. Uuid, Enum, booleans and decimal.handling.mode=string|double
+// need nothing special.
 //
 // Without the schema block the column type decides, as in the json format,
 // plus three rules: Decimal columns read text that is not a number as base64
@@ -506,13 +527,13 @@ func (d *debeziumFormat) convertSem(c *dbzCol, fs fieldSem, in *input) error {
 		if !ok {
 			return reasonf("cannot read %s as a Debezium ZonedTime value", show(in))
 		}
-		if cls == clsNumber {
+		if cls == clsNumber || cls == clsDecimal {
 			in.kind, in.n = inInt, ns/1000 // µs since midnight UTC, as MicroTime
 			return nil
 		}
 		return d.timeInto(c, ns, in)
 	case semZonedTs:
-		if in.kind != inStr || cls != clsNumber {
+		if in.kind != inStr || (cls != clsNumber && cls != clsDecimal) {
 			return nil // DateTime columns read RFC 3339 themselves, String columns keep it
 		}
 		t, err := time.Parse(time.RFC3339Nano, b2s(in.b))

@@ -68,7 +68,8 @@ func TestDebeziumTemporalTypes(t *testing.T) {
 			"Int64": int64(1715949296789012345), "DateTime64(9)": "2024-05-17T12:34:56.789012345Z"}},
 		// timestamptz: RFC 3339 text in UTC.
 		{"string", zonedTs, `"2024-05-17T12:34:56.789012Z"`, map[string]any{"String": "2024-05-17T12:34:56.789012Z",
-			"Int64": int64(1715949296789012), "DateTime64(6)": "2024-05-17T12:34:56.789012Z", "DateTime": "2024-05-17 12:34:56"}},
+			"Int64": int64(1715949296789012), "DateTime64(6)": "2024-05-17T12:34:56.789012Z", "DateTime": "2024-05-17 12:34:56",
+			"Date": "2024-05-17", "Decimal(20, 0)": "1715949296789012"}},
 		{"string", zonedTs, `"1969-12-31T23:59:59.999999Z"`, map[string]any{"String": "1969-12-31T23:59:59.999999Z",
 			"Int64": int64(-1), "DateTime64(6)": "1969-12-31T23:59:59.999999Z", "DateTime": errPrefix + "out of range"}},
 		// time(3), time(6), time with nanoseconds, and 24:00:00.
@@ -82,7 +83,7 @@ func TestDebeziumTemporalTypes(t *testing.T) {
 		{"int64", microTm, `86400000001`, map[string]any{"String": errPrefix + "not a time of day", "Int64": int64(86400000001)}},
 		{"int64", nanoTm, `45296789012345`, map[string]any{"String": "12:34:56.789012345", "DateTime64(9)": "1970-01-01T12:34:56.789012345Z"}},
 		// timetz: UTC text.
-		{"string", zonedTm, `"03:00:00Z"`, map[string]any{"String": "03:00:00Z", "Int64": int64(10_800_000_000),
+		{"string", zonedTm, `"03:00:00Z"`, map[string]any{"String": "03:00:00Z", "Int64": int64(10_800_000_000), "Decimal(12, 0)": "10800000000",
 			"DateTime64(6)": "1970-01-01T03:00:00Z", "Date": errPrefix + "time of day"}},
 		{"string", zonedTm, `"12:34:56.789012Z"`, map[string]any{"String": "12:34:56.789012Z", "Int64": int64(45296789012),
 			"DateTime64(6)": "1970-01-01T12:34:56.789012Z"}},
@@ -91,7 +92,8 @@ func TestDebeziumTemporalTypes(t *testing.T) {
 		{"string", zonedTm, `"25:00:00Z"`, map[string]any{"String": "25:00:00Z", "Int64": errPrefix + "ZonedTime"}},
 		// interval: µs (a month is 30.4375 days in Debezium's reckoning).
 		{"int64", dur, `-86401000000`, map[string]any{"String": "-86401000000", "Int64": int64(-86401000000),
-			"Decimal(18, 0)": "-86401000000", "DateTime64(6)": errPrefix + "not a point in time", "UInt64": errPrefix + ""}},
+			"Decimal(18, 0)": "-86401000000", "DateTime64(6)": errPrefix + "not a point in time", "UInt64": errPrefix + "",
+			"Date": errPrefix + "not a point in time"}},
 	}
 	for _, c := range cases {
 		for colType, want := range c.want {
