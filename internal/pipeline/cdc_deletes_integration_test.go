@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"sink/internal/pipeline"
 	"sink/internal/testenv"
 )
 
@@ -81,6 +82,29 @@ func placeholderEvent(topic string, cols []placeholderCol, op string, id int, ls
 	return &kgo.Record{Topic: topic, Key: []byte(key), Value: []byte(`{"schema":` + schema + `,"payload":` + payload + `}`)}
 }
 
+// runCDC produces recs (all of one single-partition topic) and runs a
+// debezium-json route of their topic into db.table (with the route
+// options opts, ", key: value" flow mapping entries), batches of 3 rows,
+// errors.tolerance none, until every offset is committed.
+func runCDC(t *testing.T, s testenv.Server, broker, db string, recs []*kgo.Record, table, opts string) pipeline.Stats {
+	t.Helper()
+	topic := recs[0].Topic
+	if err := testenv.KafkaClient(t).ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	cfg := newConfig(t, fmt.Sprintf(`
+name: %s
+kafka: {brokers: [%q], topics: [%q], fetch_max_wait: 200ms, commit_interval: 200ms}
+clickhouse: {addrs: [%q], database: %s}
+batch: {max_wait: 500ms, max_rows: 3}
+routes:
+  - {topic: %q, table: %s, format: debezium-json%s}
+errors: {tolerance: none}
+http: {listen: ""}
+`, testenv.UniqueName(t, "g"), broker, topic, s.Addr, db, topic, table, opts))
+	return runToEnd(t, cfg, topic)
+}
+
 // TestDebeziumDeletePlaceholders: deletes whose before image holds
 // Debezium's placeholders ("" for enums, UUIDs, timestamptz, IPs, 0, [],
 // false) for every column type a user would pick reach the table as delete
@@ -117,20 +141,7 @@ func TestDebeziumDeletePlaceholders(t *testing.T) {
 			placeholderEvent(topic, cols, "d", 1, 120),
 			{Topic: topic, Key: placeholderEvent(topic, cols, "d", 1, 120).Key}, // the tombstone
 		}
-		if err := testenv.KafkaClient(t).ProduceSync(ctx, recs...).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-		cfg := newConfig(t, fmt.Sprintf(`
-name: %s
-kafka: {brokers: [%q], topics: [%q], fetch_max_wait: 200ms, commit_interval: 200ms}
-clickhouse: {addrs: [%q], database: %s}
-batch: {max_wait: 500ms}
-routes:
-  - {topic: %q, table: t, format: debezium-json}
-errors: {tolerance: none}
-http: {listen: ""}
-`, testenv.UniqueName(t, "g"), brokers[0], topic, s.Addr, db, topic))
-		st := runToEnd(t, cfg, topic)
+		st := runCDC(t, s, brokers[0], db, recs, "t", "")
 		if st.Rows != 3 || st.Skipped != 1 || st.DLQ != 0 {
 			t.Fatalf("stats %+v: want 3 rows (2 inserts, 1 delete) and the tombstone skipped", st)
 		}
@@ -190,19 +201,7 @@ func TestDebeziumTruncate(t *testing.T) {
 			for id := 6; id <= 7; id++ {
 				recs = append(recs, placeholderEvent(topic, cols, "c", id, int64(30_000_000+id)))
 			}
-			if err := testenv.KafkaClient(t).ProduceSync(ctx, recs...).FirstErr(); err != nil {
-				t.Fatal(err)
-			}
-			cfg := newConfig(t, fmt.Sprintf(`
-name: %s
-kafka: {brokers: [%q], topics: [%q], fetch_max_wait: 200ms, commit_interval: 200ms}
-clickhouse: {addrs: [%q], database: %s}
-batch: {max_wait: 500ms, max_rows: 3}
-routes:
-  - {topic: %q, table: t_%s, format: debezium-json, truncate: %s}
-http: {listen: ""}
-`, testenv.UniqueName(t, "g"), brokers[0], topic, s.Addr, db, topic, mode, mode))
-			st := runToEnd(t, cfg, topic)
+			st := runCDC(t, s, brokers[0], db, recs, "t_"+mode, ", truncate: "+mode)
 			if st.Rows != 7 || st.Skipped != 1 {
 				t.Fatalf("%s: stats %+v: want 7 rows inserted and the TRUNCATE event handled without a row", mode, st)
 			}
