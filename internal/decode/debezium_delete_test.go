@@ -265,3 +265,58 @@ func TestDebeziumCapturedTemporal(t *testing.T) {
 		}
 	}
 }
+
+// TestDebeziumCapturedPlaceholderDelete: a real delete under REPLICA
+// IDENTITY DEFAULT of a row whose columns are all NOT NULL (Debezium
+// 3.6.1, PostgreSQL 15: "" for the enum, uuid, inet, char, text, jsonb and
+// bytea, the epoch for timestamptz, 0, false, [], base64 zero for numeric)
+// into the column types a user would pick: the delete row has the key and
+// the version, every column its type's default where the placeholder does
+// not fit. Without the record key no column is known not to be the key,
+// and the same event is a bad record. The snapshot read of the row, with
+// real values, fills the same table.
+func TestDebeziumCapturedPlaceholderDelete(t *testing.T) {
+	cols := []chschema.ColumnSchema{
+		{Name: "id", Type: "Int32"}, {Name: "status", Type: "Enum8('new' = 1, 'paid' = 2)"}, {Name: "uid", Type: "UUID"},
+		{Name: "paid_at", Type: "DateTime64(6)"}, {Name: "seen", Type: "DateTime64(6)"}, {Name: "born", Type: "Date"},
+		{Name: "at_time", Type: "String"}, {Name: "at_timetz", Type: "String"}, {Name: "span", Type: "Int64"},
+		{Name: "amount", Type: "Decimal(12, 2)"}, {Name: "amount_any", Type: "Decimal(20, 4)"}, {Name: "tags", Type: "Array(String)"},
+		{Name: "ip", Type: "IPv4"}, {Name: "flag", Type: "Bool"}, {Name: "code", Type: "FixedString(2)"}, {Name: "note", Type: "String"},
+		{Name: "doc", Type: "Map(String, Int64)"}, {Name: "raw", Type: "String"}, {Name: "qty", Type: "Int32"},
+	}
+	snap, err := dbzRow(t, cols, nil, &kgo.Record{Topic: "dbzph.public.orders", Value: fixture(t, "dbz361_pg15_orders_snapshot.json")})
+	if err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	if snap["status"] != int8(2) || snap["uid"] != "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11" || snap["ip"] != "10.0.0.1" || snap["at_time"] != "24:00:00" ||
+		snap["amount"] != "12.34" || snap["_deleted"] != uint8(0) {
+		t.Errorf("snapshot row: %v", snap)
+	}
+	del := fixture(t, "dbz361_pg15_orders_delete_placeholders.json")
+	got, err := dbzRow(t, cols, nil, &kgo.Record{Topic: "dbzph.public.orders", Value: del, Key: fixture(t, "dbz361_pg15_orders_key.json")})
+	if err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	if got["id"] != int32(1) || got["_deleted"] != uint8(1) || got["_version"] == uint64(0) {
+		t.Errorf("delete row: key, marker, version: %v", got)
+	}
+	for _, c := range []string{"status", "uid", "ip", "doc"} { // the placeholders that do not fit
+		var typ string
+		for _, col := range cols {
+			if col.Name == c {
+				typ = col.Type
+			}
+		}
+		d, err := decodeOne(t, typ, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w := firstRow(typ, d); !reflect.DeepEqual(got[c], w) {
+			t.Errorf("delete row: %s = %#v, want the type's default %#v", c, got[c], w)
+		}
+	}
+	var re *RecordError
+	if _, err := dbzRow(t, cols, nil, &kgo.Record{Topic: "dbzph.public.orders", Value: del}); !errors.As(err, &re) {
+		t.Errorf("delete without its key: %v, want a bad record", err)
+	}
+}

@@ -3,6 +3,7 @@
 package pipeline_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -168,7 +169,49 @@ func TestDebeziumDeletePlaceholders(t *testing.T) {
 			t.Fatalf("%d delete rows of id 1 at version 120, want 1", deletes)
 		}
 		t.Logf("%d placeholder columns: the delete is a row, FINAL leaves only id 2", len(cols))
+
+		// The same with a delete captured from Debezium 3.6.1 and
+		// PostgreSQL 15 (every column NOT NULL), after its snapshot read.
+		kinds := "paid_at DateTime, ip String, flag UInt8, doc String"
+		if s.AtLeast(20, 1) {
+			kinds = "paid_at DateTime64(6), ip IPv4, flag Bool, doc Map(String, Int64)"
+		}
+		if err := ch.Exec(ctx, fmt.Sprintf(`CREATE TABLE %s.orders (id Int32, status Enum8('new' = 1, 'paid' = 2), uid UUID, %s,
+			seen DateTime, born Date, at_time String, span Int64, amount Decimal(12, 2), tags Array(String), code FixedString(2),
+			_version UInt64, _deleted UInt8) ENGINE = %s ORDER BY id`, db, kinds, engine)); err != nil {
+			t.Fatal(err)
+		}
+		otopic := testenv.UniqueName(t, "dbzph.public.orders")
+		createTopic(t, otopic, 1)
+		key := captured(t, "dbz361_pg15_orders_key.json")
+		recs = []*kgo.Record{
+			{Topic: otopic, Key: key, Value: captured(t, "dbz361_pg15_orders_snapshot.json")},
+			{Topic: otopic, Key: key, Value: captured(t, "dbz361_pg15_orders_delete_placeholders.json")},
+		}
+		if st := runCDC(t, s, brokers[0], db, recs, "orders", ""); st.Rows != 2 || st.DLQ != 0 {
+			t.Fatalf("captured: stats %+v, want the snapshot row and the delete row", st)
+		}
+		var liveRows, deleted uint64
+		if err := ch.QueryRow(ctx, "SELECT count() FROM "+db+".orders"+live).Scan(&liveRows); err != nil {
+			t.Fatal(err)
+		}
+		if err := ch.QueryRow(ctx, "SELECT count() FROM "+db+".orders WHERE _deleted = 1 AND id = 1").Scan(&deleted); err != nil {
+			t.Fatal(err)
+		}
+		if liveRows != 0 || deleted != 1 {
+			t.Fatalf("captured: %d live rows and %d delete rows of id 1, want 0 and 1", liveRows, deleted)
+		}
 	})
+}
+
+// captured reads an event captured from Debezium 3.6.1 and PostgreSQL 15.
+func captured(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile("../decode/testdata/debezium/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.TrimSpace(b)
 }
 
 // TestDebeziumTruncate: a TRUNCATE event (as Debezium 3.6.1 wrote it for
@@ -177,10 +220,7 @@ func TestDebeziumDeletePlaceholders(t *testing.T) {
 // truncated); with the default skip it keeps them all. On each server.
 func TestDebeziumTruncate(t *testing.T) {
 	brokers := testenv.Kafka(t)
-	truncate, err := os.ReadFile("../decode/testdata/debezium/dbz361_pg15_types_default_truncate.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	truncate := captured(t, "dbz361_pg15_types_default_truncate.json")
 	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
 		ctx := context.Background()
 		ch := s.Conn(t)
