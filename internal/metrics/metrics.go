@@ -174,7 +174,7 @@ func New(group string) *Metrics {
 		Help: "1 for the connector's state (STARTING, RUNNING, PAUSING, PAUSED, STOPPING, STOPPED, FAILED), 0 for the others; PAUSING and PAUSED follow POST /pause."}, []string{"state"})
 	m.partitions = prometheus.NewGauge(prometheus.GaugeOpts{Name: Partitions, Help: "Partitions this member owns."})
 	m.regWaiting = prometheus.NewGauge(prometheus.GaugeOpts{Name: RegistryWaiting, Help: "Records held (with fetching paused) because their schema id is not cached and the schema registry cannot be asked; they are decoded when it answers."})
-	m.schemaWaiting = prometheus.NewGauge(prometheus.GaugeOpts{Name: SchemaWaiting, Help: "Records held (with fetching paused) because they carry a field whose column is being added, or whose table is being re-read; they are decoded once the table has it (or the ALTER is refused)."})
+	m.schemaWaiting = prometheus.NewGauge(prometheus.GaugeOpts{Name: SchemaWaiting, Help: "Records held (with fetching paused) because they carry a field whose column is being added, or whose table is being re-read, or because they follow a TRUNCATE event being applied (truncate: apply); they are decoded once the table has the column (or the ALTER is refused) or the TRUNCATE ran."})
 	m.regRetries = prometheus.NewCounter(prometheus.CounterOpts{Name: RegistryRetries, Help: "Attempts to decode held records that found the schema registry still unavailable."})
 	age := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: LastCommitAge,
