@@ -134,3 +134,16 @@ func TestAppendTimeOfDay(t *testing.T) {
 		}
 	}
 }
+
+// FuzzZonedTimeOfDay: no text panics the ZonedTime reader, and what it
+// accepts is a time of day, 0 to 24:00:00.
+func FuzzZonedTimeOfDay(f *testing.F) {
+	for _, s := range []string{"03:00:00Z", "07:44:15.5Z", "24:00:00Z", "01:30:00+02:00", "23:59:59.999999999-11", "12:00:00.Z", "1"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if ns, ok := zonedTimeOfDay(b); ok && (ns < 0 || ns > 86400e9) {
+			t.Fatalf("zonedTimeOfDay(%q) = %d, outside the day", b, ns)
+		}
+	})
+}
