@@ -7,6 +7,7 @@ package config
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"sink/internal/route"
@@ -73,6 +74,48 @@ func (p *problems) checkTableTemplate(key string, r *Route) string {
 	return probe
 }
 
+// The values of Route.Truncate.
+const (
+	TruncateSkip  = "skip"
+	TruncateApply = "apply"
+)
+
+var truncates = []string{TruncateSkip, TruncateApply}
+
+// AppliesTruncate reports whether the route runs TRUNCATE TABLE for a
+// TRUNCATE event of its topics.
+func (r Route) AppliesTruncate() bool { return r.Truncate == TruncateApply }
+
+// validateTruncate checks truncate: a CDC route's option, and apply only
+// where this configuration can make it safe. Whether each table has one
+// single-partition topic is for sink check, which sees the topics.
+func (c *Config) validateTruncate(p *problems) {
+	for i, r := range c.Routes {
+		key := fmt.Sprintf("routes[%d].truncate", i)
+		if !r.Format.CDC() {
+			if r.Truncate != "" {
+				p.add("%s: only for formats %s and %s", key, route.Debezium, route.DebeziumAvro)
+			}
+			continue
+		}
+		if r.Truncate != "" { // "" is skip (Load fills it in)
+			p.oneOf(key, r.Truncate, truncates)
+		}
+		if !r.AppliesTruncate() {
+			continue
+		}
+		if c.ExactlyOnce() {
+			// Recovery skips the records whose rows the table holds; a
+			// TRUNCATE replayed after a crash would wipe rows inserted
+			// after it, which recovery would then not insert again.
+			p.add("%s: apply is not supported with delivery: exactly_once (a TRUNCATE replayed after a crash would wipe rows that exactly-once recovery does not insert again); use at_least_once, whose replay inserts every row after the TRUNCATE again", key)
+		}
+		if len(r.When) > 0 || c.Fanout == FanoutAll {
+			p.add("%s: apply needs the table to take every record of its topic in order, which fan-out routing (when:, fanout: all) does not give", key)
+		}
+	}
+}
+
 // validateDebezium checks version_column and deleted_column: set only for
 // the CDC formats (debezium-json, debezium-avro), distinct, and not also
 // mapped in columns.
@@ -101,4 +144,51 @@ func (p *problems) validateDebezium(key string, r *Route) {
 	if r.VersionColumn != "" && r.VersionColumn == r.DeletedColumn {
 		p.add("%s: version_column and deleted_column are both %q", key, r.VersionColumn)
 	}
+}
+
+// CheckTruncates refuses truncate: apply where a TRUNCATE event could wipe
+// rows the sink has not seen yet: when a topic of such a route has more
+// than one partition (a TRUNCATE in one partition says nothing of the
+// records before it in another), or when the route's table is fed by more
+// than one topic (by any route). partitions is each consumed topic's
+// partition count. sink check calls it with the broker's topics.
+func (c *Config) CheckTruncates(partitions map[string]int) error {
+	topics := make([]string, 0, len(partitions))
+	for t := range partitions {
+		topics = append(topics, t)
+	}
+	slices.Sort(topics)
+	feeds := map[string][]string{} // table -> its topics
+	apply := map[string]int{}      // table -> a route that applies truncates to it, +1
+	for _, t := range topics {
+		for _, i := range c.RoutesFor(t) {
+			r := c.Routes[i]
+			db, table, err := c.TableForTopic(r, t)
+			if err != nil {
+				continue // the route's own check reports it
+			}
+			name := db + "." + table
+			if !slices.Contains(feeds[name], t) {
+				feeds[name] = append(feeds[name], t)
+			}
+			if !r.AppliesTruncate() {
+				continue
+			}
+			if n := partitions[t]; n > 1 {
+				return fmt.Errorf("routes[%d].truncate: apply needs one partition per topic, and topic %s has %d: a TRUNCATE in one partition could run before records of %s still unread in another; use truncate: skip, or a single-partition topic (Debezium's default)", i, t, n, name)
+			}
+			apply[name] = i + 1
+		}
+	}
+	names := make([]string, 0, len(apply))
+	for name := range apply {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if ts := feeds[name]; len(ts) > 1 {
+			return fmt.Errorf("routes[%d].truncate: apply needs table %s fed by one topic, and it is fed by %s: a TRUNCATE from one could wipe rows of another that the table should keep; use truncate: skip", apply[name]-1, name, strings.Join(ts, ", "))
+		}
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package config
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -75,4 +76,49 @@ func TestTableForTopic(t *testing.T) {
 	f("srv.public.", `srv\..*`, "${topic.last}", "", "", `table "" (from "${topic.last}" for topic "srv.public.") is not "table" or "database.table"`)
 	f("other.x", `srv\.(\w+)`, "${1}", "", "", `${1} does not match topic "other.x" (topic_regex "srv\\.(\\w+)")`)
 	f("srv.x", `srv\.(\w+)`, "${2}", "", "", `${2} does not match topic "srv.x" (topic_regex "srv\\.(\\w+)")`)
+}
+
+func TestTruncateOption(t *testing.T) {
+	parse := func(extra, routes string) (*Config, error) {
+		return Parse([]byte("name: t\nkafka: {topic_regex: 'pg\\..*'}\n"+extra+"routes:\n"+routes), nil)
+	}
+	c, err := parse("", "  - {topic: pg.a, table: a, format: debezium-json}\n  - {topic: pg.b, table: b, format: debezium-json, truncate: apply}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Routes[0].Truncate != TruncateSkip || c.Routes[0].AppliesTruncate() || !c.Routes[1].AppliesTruncate() {
+		t.Errorf("truncate: %q, %q; want the default skip, then apply", c.Routes[0].Truncate, c.Routes[1].Truncate)
+	}
+	for _, bad := range []struct{ extra, routes, want string }{
+		{"", "  - {topic: pg.a, table: a, format: json, truncate: skip}\n", "routes[0].truncate: only for formats debezium-json and debezium-avro"},
+		{"", "  - {topic: pg.a, table: a, format: debezium-json, truncate: yes}\n", `routes[0].truncate: "yes" is not one of skip, apply`},
+		{"delivery: exactly_once\n", "  - {topic: pg.a, table: a, format: debezium-json, truncate: apply}\n", "routes[0].truncate: apply is not supported with delivery: exactly_once"},
+		{"", "  - {topic: pg.a, table: a, format: debezium-json, truncate: apply, when: {key: x}}\n", "routes[0].truncate: apply needs the table to take every record of its topic"},
+	} {
+		_, err := parse(bad.extra, bad.routes)
+		if err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%s: err = %v, want %q", bad.routes, err, bad.want)
+		}
+	}
+
+	// Where the topics are known (sink check): one partition, one topic per table.
+	c, err = parse("", "  - {topic_regex: 'pg\\.one\\..*', table: '${topic.last}', format: debezium-json, truncate: apply}\n"+
+		"  - {topic: pg.other.b, table: b, format: debezium-json}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []struct {
+		parts map[string]int
+		want  string
+	}{
+		{map[string]int{"pg.one.a": 1, "pg.one.b": 1}, ""},
+		{map[string]int{"pg.one.a": 1, "pg.other.b": 3}, ""}, // b has no apply route
+		{map[string]int{"pg.one.a": 2}, "routes[0].truncate: apply needs one partition per topic, and topic pg.one.a has 2"},
+		{map[string]int{"pg.one.b": 1, "pg.other.b": 1}, "routes[0].truncate: apply needs table default.b fed by one topic, and it is fed by pg.one.b, pg.other.b"},
+	} {
+		err := c.CheckTruncates(k.parts)
+		if (k.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), k.want)) {
+			t.Errorf("%v: err = %v, want %q", k.parts, err, k.want)
+		}
+	}
 }

@@ -234,6 +234,13 @@ type Route struct {
 	// deleted]); they default to _version and _deleted.
 	VersionColumn string `koanf:"version_column"`
 	DeletedColumn string `koanf:"deleted_column"`
+	// Truncate (the CDC formats) is what a TRUNCATE event (op t) of the
+	// route's topics does: TruncateSkip (the default) counts and logs it
+	// and leaves the table as it is; TruncateApply flushes and inserts
+	// every earlier record of the table, then runs TRUNCATE TABLE. Apply
+	// is only safe when the table's records all come from one partition
+	// (sink check refuses it otherwise) and not with exactly_once.
+	Truncate string `koanf:"truncate"`
 	// When selects which records of the route's topics it takes: a map of
 	// key, header.NAME or field.PATH to a value or list of values (the
 	// grammar is route.When's). Empty: every record.
@@ -568,6 +575,9 @@ func (c *Config) fillDerived() {
 			}
 			if r.DeletedColumn == "" {
 				r.DeletedColumn = "_deleted"
+			}
+			if r.Truncate == "" {
+				r.Truncate = TruncateSkip
 			}
 		}
 	}

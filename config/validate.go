@@ -66,6 +66,7 @@ func (c *Config) Validate() error {
 	c.validateRoutes(&p)
 	c.validateErrors(&p)
 	c.validateFanout(&p)
+	c.validateTruncate(&p)
 	c.validateSecurity(&p)
 	c.validateSchemaRegistry(&p)
 

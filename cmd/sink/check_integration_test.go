@@ -164,3 +164,34 @@ http: {listen: ""}
 		t.Fatalf("the table exists (%d, %v) with no record to type it by", n, err)
 	}
 }
+
+// TestCheckTruncateApply: `sink check` accepts truncate: apply for a
+// single-partition topic that feeds its table alone, saying so, and
+// refuses it for a topic of two partitions.
+func TestCheckTruncateApply(t *testing.T) {
+	brokers := testenv.Kafka(t)
+	one, two := testenv.NewTopic(t, 1), testenv.NewTopic(t, 2)
+	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
+		ch := s.Conn(t)
+		db := s.NewDatabase(t)
+		testenv.Exec(t, ch, "CREATE TABLE "+db+".t (id Int32, _version UInt64, _deleted UInt8) ENGINE = ReplacingMergeTree(_version) ORDER BY id")
+		check := func(topic string) (int, string, string) {
+			return sinkCmd(t, "check", "--config", writeConfig(t, fmt.Sprintf(`
+name: checktruncate
+kafka: {brokers: [%q], topics: [%q]}
+clickhouse: {addrs: [%q], database: %s}
+routes: [{topic: %q, table: t, format: debezium-json, truncate: apply}]
+http: {listen: ""}
+`, brokers[0], topic, s.Addr, db, topic)))
+		}
+		code, out, errOut := check(one)
+		if code != 0 || !strings.Contains(out, "route: routes[0] (table t) applies TRUNCATE events") {
+			t.Fatalf("one partition: exit %d\nstdout %s\nstderr %s", code, out, errOut)
+		}
+		code, out, errOut = check(two)
+		want := "routes[0].truncate: apply needs one partition per topic, and topic " + two + " has 2"
+		if code == 0 || !strings.Contains(errOut, want) {
+			t.Fatalf("two partitions: exit %d, want a refusal with %q\nstdout %s\nstderr %s", code, want, out, errOut)
+		}
+	})
+}

@@ -46,6 +46,9 @@ const (
 	// ReasonPause: POST /pause flushes the open batches before the
 	// connector stops inserting.
 	ReasonPause
+	// ReasonTruncate: a TRUNCATE event is applied to the table (a CDC
+	// route's truncate: apply), after every earlier row is inserted.
+	ReasonTruncate
 )
 
 func (r Reason) String() string {
@@ -64,6 +67,8 @@ func (r Reason) String() string {
 		return "schema"
 	case ReasonPause:
 		return "pause"
+	case ReasonTruncate:
+		return "truncate"
 	}
 	return "unknown"
 }

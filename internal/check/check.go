@@ -86,6 +86,14 @@ func Run(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 	if cfg.Kafka.TopicRegex != "" && len(names) == 0 {
 		fmt.Fprintf(stdout, "kafka: no topic matches %q yet\n", cfg.Kafka.TopicRegex)
 	}
+	if err := cfg.CheckTruncates(topics); err != nil {
+		return err
+	}
+	for i, r := range cfg.Routes {
+		if r.AppliesTruncate() {
+			fmt.Fprintf(stdout, "route: routes[%d] (table %s) applies TRUNCATE events: each topic has one partition and feeds its table alone\n", i, r.Table)
+		}
+	}
 	if dlq != nil {
 		created := ""
 		if dlq.Created {

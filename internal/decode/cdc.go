@@ -71,7 +71,7 @@ func cdcOp(op []byte, present bool) (del bool, err error) {
 	case "d":
 		return true, nil
 	case "t":
-		return false, errTruncate
+		return false, ErrTruncate
 	case "m":
 		return false, errMessage
 	}
@@ -128,4 +128,31 @@ func cdcMeta(kind route.Kind, version int64, del bool, op []byte, in *input) boo
 		return false
 	}
 	return true
+}
+
+// placeholderFormat is a rowFormat whose rows may hold placeholder values
+// rather than data. A Debezium delete's before image under PostgreSQL's
+// REPLICA IDENTITY DEFAULT carries only the primary key; Debezium fills
+// every other NOT NULL column with a placeholder of its type ("" for text,
+// enum and uuid, false, 0, [], the epoch for dates and times). The row is
+// a delete marker: only its key and version matter, so a placeholder that
+// does not convert to its column's type ("" into an Enum8 or a UUID) must
+// not make the delete a bad record.
+type placeholderFormat interface {
+	// placeholder reports that column col's value, which failed to read
+	// or convert, may take its type's default instead: the record begun
+	// is a delete and col reads a field that is not part of the record
+	// key (Debezium's Kafka key holds the primary key fields). A key
+	// column that fails is still a bad record, and so is any column when
+	// the key cannot be read.
+	placeholder(col int) bool
+}
+
+// zeroPlaceholder gives column i of the row being appended to b its type's
+// default (NULL in a Nullable column), after its placeholder failed.
+func (p *Plan) zeroPlaceholder(b *Block, i int) error {
+	b.bufs[i].truncate(b.rows) // what the failed add wrote, if anything
+	in := &p.st.in
+	*in = input{kind: inMissing}
+	return b.bufs[i].add(&p.st, in)
 }

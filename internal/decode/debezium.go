@@ -17,9 +17,13 @@ import (
 // Such a record is handled, not bad: count it and mark its offset done.
 var ErrSkip = errors.New("record carries no row")
 
+// ErrTruncate matches the error Append returns for a Debezium truncate
+// event (op t); it matches ErrSkip too. The pipeline applies it or skips
+// it as the route's truncate option says.
+var ErrTruncate = fmt.Errorf("%w: truncate event (op t)", ErrSkip)
+
 var (
 	errTombstone = fmt.Errorf("%w: tombstone", ErrSkip)
-	errTruncate  = fmt.Errorf("%w: truncate event (op t)", ErrSkip)
 	errMessage   = fmt.Errorf("%w: logical decoding message (op m)", ErrSkip)
 )
 
@@ -35,11 +39,19 @@ var (
 //   - op "d" writes the before image with the delete marker 1. Without a
 //     before image (REPLICA IDENTITY NOTHING, or a converter that drops it)
 //     the row is built from the record key, which Debezium writes as the
-//     primary key fields, bare or wrapped the same way;
+//     primary key fields, bare or wrapped the same way. Under REPLICA
+//     IDENTITY DEFAULT the before image has the key's real values and a
+//     placeholder of its type in every other NOT NULL column ("" for text,
+//     enum and uuid, false, 0, [], the epoch): a column whose field is not
+//     in the record key and whose value does not convert gets its type's
+//     default instead of making the delete bad (placeholderFormat, cdc.go);
+//     a key column that does not convert, or any column when the record key
+//     is not an object of fields, is still a bad record;
 //   - a tombstone (null or empty value, or a null payload), a truncate ("t")
 //     and a logical decoding message ("m") carry no row: Append returns an
-//     error that matches ErrSkip, and the caller counts the record as
-//     handled.
+//     error that matches ErrSkip (a truncate: ErrTruncate, which the
+//     pipeline skips or applies as the route says), and the caller counts
+//     the record as handled.
 //
 // Columns read the image the way the json format reads a record: a column
 // without a mapping reads the image field of its own name, a mapping may give
@@ -95,22 +107,35 @@ var (
 //	io.debezium.time.MicroTimestamp / NanoTimestamp      µs / ns since the epoch
 //	io.debezium.time.Time, ...connect.data.Time          ms since midnight
 //	io.debezium.time.MicroTime / NanoTime                µs / ns since midnight
+//	io.debezium.time.ZonedTimestamp                      RFC 3339 text, UTC
+//	io.debezium.time.ZonedTime                           "15:04:05.999999Z"
+//	io.debezium.time.MicroDuration                       µs (an interval)
 //	org.apache.kafka.connect.data.Decimal                base64 big-endian two's-complement
 //	                                                     unscaled value, parameters.scale
 //	io.debezium.data.VariableScaleDecimal                {"scale": s, "value": base64}
 //	io.debezium.data.Json                                JSON text
 //	type "bytes" without a name                          base64 (binary.handling.mode=bytes)
 //
-// Dates and times become instants for Date, Date32, DateTime and DateTime64
-// columns (no guessing of units), text for String columns ("2006-01-02",
-// "2006-01-02 15:04:05.999999999" — Debezium's Timestamp has no zone —,
-// "15:04:05.999999999") and stay raw numbers for numeric columns. Decimals
+// Dates and times, by column type (docs/formats.md has the same table):
+//
+//	             String                     numeric (and Decimal)   DateTime(64)             Date(32)
+//	Date         "2006-01-02"               days                    midnight UTC             the day
+//	Timestamp*   "2006-01-02 15:04:05.999"  ms / µs / ns            the instant (UTC)        its day
+//	ZonedTs      as Debezium wrote it       µs since the epoch      the instant              its day
+//	Time*        "15:04:05.999", "24:00:00" ms / µs / ns            1970-01-01 + the time    bad record
+//	ZonedTime    as Debezium wrote it       µs since midnight UTC   1970-01-01 + the time    bad record
+//	MicroDuration the number as text        µs                      bad record               bad record
+//
+// Debezium's Timestamp has no zone, so its text has none; a time of day
+// keeps PostgreSQL's 24:00:00 (the end of the day) in text and numbers, and
+// is 1970-01-02 00:00:00 as an instant; values before 1970 convert
+// wherever the column's range has them, else the record is bad. Decimals
 // become exact decimal text, which then converts like a JSON number (so
 // Decimal(P, S), Float, integer and String columns all work, and nothing is
 // rounded). Json text fills Array, Map and Tuple columns by parsing it
 // (String columns keep the text, JSON columns parse it); bytes fill String and FixedString columns with the
-// decoded bytes. ZonedTimestamp (RFC 3339 text), Uuid, Enum, booleans and
-// decimal.handling.mode=string|double need nothing special.
+// decoded bytes. Uuid, Enum, booleans and decimal.handling.mode=string|double
+// need nothing special.
 //
 // Without the schema block the column type decides, as in the json format,
 // plus three rules: Decimal columns read text that is not a number as base64
@@ -143,13 +168,16 @@ type debeziumFormat struct {
 	keyFld []string // ... and those fields' names
 
 	// per record
-	key       []byte     // the record key (borrowed until the next begin)
 	cur       []fieldSem // the image's semantic types, per slot (jsonFields.keys)
 	sem       []fieldSem // cur when described from this record's schema
 	hasSchema bool
 	env, src  *fastjson.Value
 	op        []byte
 	version   int64
+	key       []byte           // the record key
+	fromKey   bool             // the row image is the key (a delete without a before image)
+	keyFields *fastjson.Object // the key's fields, once placeholder read them
+	keyRead   bool             // keyFields is this record's (nil: the key is not an object of fields)
 }
 
 // dbzCol is what the format knows of one column it reads.
@@ -158,6 +186,7 @@ type dbzCol struct {
 	path  []string // route.SourceBlock: the path below the source block
 	cls   colClass // route.Field: how Debezium's encodings reach the column type
 	scale int      // route.Field: the column's Decimal scale (schema-less decimals)
+	day   bool     // route.Field: a Date or Date32 column (no time of day)
 }
 
 func newDebeziumFormat(st *appendState) *debeziumFormat {
@@ -188,6 +217,7 @@ func (d *debeziumFormat) bind(col int, c chschema.ColumnSchema, t *chType, src r
 	case route.Field:
 		d.fields.add(col, src.Path)
 		dc.cls, dc.scale = classOf(t), columnScale(t)
+		dc.day = t.base().kind == kDate || t.base().kind == kDate32
 	case route.SourceBlock:
 		dc.path = src.Path
 	}
@@ -212,6 +242,24 @@ func (d *debeziumFormat) done() error {
 // before image has nothing but the key, and the other columns' defaults are
 // not data anyone loses.
 func (d *debeziumFormat) lenient() bool { return string(d.op) == "d" }
+
+// placeholder: see placeholderFormat. The key is parsed only when a
+// delete's column fails, which is rare.
+func (d *debeziumFormat) placeholder(col int) bool {
+	if string(d.op) != "d" || d.fromKey || col >= len(d.cols) || d.cols[col].kind != route.Field {
+		return false
+	}
+	if !d.keyRead {
+		d.keyRead = true
+		if k, _, err := d.keyImage(d.key); err == nil {
+			d.keyFields, _ = k.Object()
+		}
+	}
+	if d.keyFields == nil {
+		return false // without the key, no column is known not to be part of it
+	}
+	return d.keyFields.Get(d.fields.keys[d.fields.paths[col].slot]) == nil
+}
 
 // extra: the row image's fields no column reads. A delete without a before
 // image (read from the key) has none worth reporting.
@@ -269,7 +317,8 @@ func (d *debeziumFormat) begin(r recordData) error {
 	if env.Type() != fastjson.TypeObject {
 		return bad("", "invalid Debezium event: payload is a JSON "+env.Type().String()+", want an object")
 	}
-	d.env, d.op, d.key = env, env.GetStringBytes("op"), r.key
+	d.env, d.op = env, env.GetStringBytes("op")
+	d.key, d.fromKey, d.keyFields, d.keyRead = r.key, false, nil, false
 	d.src = env.Get("source")
 	if d.src != nil && d.src.Type() != fastjson.TypeObject {
 		d.src = nil
@@ -290,10 +339,10 @@ func (d *debeziumFormat) begin(r recordData) error {
 		field = "before"
 		img = env.Get("before")
 		if img == nil || img.Type() != fastjson.TypeObject {
-			if img, schema, err = d.keyImage(r); err != nil {
+			if img, schema, err = d.keyImage(r.key); err != nil {
 				return err
 			}
-			field, cached = "", false
+			field, cached, d.fromKey = "", false, true
 		}
 	}
 
@@ -337,11 +386,11 @@ func unwrap(v *fastjson.Value) (env, schema *fastjson.Value) {
 
 // keyImage returns the row of a delete without a before image: the record
 // key's fields, and the key schema's fields when the key is wrapped.
-func (d *debeziumFormat) keyImage(r recordData) (img, schema *fastjson.Value, err error) {
-	if len(r.key) == 0 {
+func (d *debeziumFormat) keyImage(key []byte) (img, schema *fastjson.Value, err error) {
+	if len(key) == 0 {
 		return nil, nil, bad("", "invalid Debezium event: delete without a before image and without a record key")
 	}
-	k, perr := d.keyParser.ParseBytes(r.key)
+	k, perr := d.keyParser.ParseBytes(key)
 	if perr != nil {
 		return nil, nil, bad("", "delete without a before image: record key is not JSON: "+perr.Error())
 	}
@@ -479,6 +528,12 @@ func (d *debeziumFormat) convertSem(c *dbzCol, fs fieldSem, in *input) error {
 		if err != nil {
 			return reasonf("cannot read %s as a Debezium %s value", show(in), semLabel(fs.kind))
 		}
+		if ns, ok, tod := timeOfDay(fs.kind, n); tod {
+			if !ok {
+				return reasonf("Debezium %s value %s is not a time of day", semLabel(fs.kind), show(in))
+			}
+			return d.timeInto(c, ns, in)
+		}
 		t, ok := semTime(fs.kind, n)
 		if !ok {
 			return reasonf("Debezium %s value %s is out of range", semLabel(fs.kind), show(in))
@@ -488,14 +543,43 @@ func (d *debeziumFormat) convertSem(c *dbzCol, fs fieldSem, in *input) error {
 			return nil
 		}
 		layout := "2006-01-02 15:04:05.999999999"
-		switch fs.kind {
-		case semDate:
+		if fs.kind == semDate {
 			layout = "2006-01-02"
-		case semTimeMillis, semTimeMicros, semTimeNanos:
-			layout = "15:04:05.999999999"
 		}
 		d.text = t.AppendFormat(d.text[:0], layout)
 		in.kind, in.b = inStr, d.text
+		return nil
+	case semZonedTime:
+		if in.kind != inStr || cls == clsString {
+			return nil // String columns keep the text
+		}
+		ns, ok := zonedTimeOfDay(in.b)
+		if !ok {
+			return reasonf("cannot read %s as a Debezium ZonedTime value", show(in))
+		}
+		if cls == clsNumber || cls == clsDecimal {
+			in.kind, in.n = inInt, ns/1000 // µs since midnight UTC, as MicroTime
+			return nil
+		}
+		return d.timeInto(c, ns, in)
+	case semZonedTs:
+		if in.kind != inStr || (cls != clsNumber && cls != clsDecimal) {
+			return nil // DateTime columns read RFC 3339 themselves, String columns keep it
+		}
+		t, err := time.Parse(time.RFC3339Nano, b2s(in.b))
+		if err != nil {
+			return reasonf("cannot read %s as a Debezium ZonedTimestamp value", show(in))
+		}
+		us, ok := unixMicro(t)
+		if !ok {
+			return reasonf("Debezium ZonedTimestamp value %s is out of range", show(in))
+		}
+		in.kind, in.n = inInt, us // µs since the epoch, as MicroTimestamp
+		return nil
+	case semDuration:
+		if cls == clsTime && (in.kind == inNum || in.kind == inStr) {
+			return reasonf("a Debezium MicroDuration (an interval) %s is not a point in time; use an integer, Decimal or String column", show(in))
+		}
 		return nil
 	case semDecimal:
 		if in.kind != inStr {
@@ -581,12 +665,155 @@ func semLabel(k semKind) string {
 	return "value"
 }
 
+// timeOfDay is a Debezium Time, MicroTime or NanoTime value in nanoseconds
+// since midnight: 0 to 24:00:00 (PostgreSQL's time and timetz take
+// '24:00:00', the end of the day).
+// tod is false when k is not a time of day.
+func timeOfDay(k semKind, n int64) (ns int64, ok, tod bool) {
+	var unit int64
+	switch k {
+	case semTimeMillis:
+		unit = int64(time.Millisecond)
+	case semTimeMicros:
+		unit = int64(time.Microsecond)
+	case semTimeNanos:
+		unit = 1
+	default:
+		return 0, false, false
+	}
+	if n < 0 || n > int64(24*time.Hour)/unit {
+		return 0, false, true
+	}
+	return n * unit, true, true
+}
+
+// zonedTimeOfDay reads a ZonedTime, "15:04:05[.fraction](Z|±hh[:mm])", as
+// nanoseconds since midnight UTC. Debezium writes it in UTC ("Z"); another
+// offset is moved to UTC within the day. "24:00:00Z" is the end of the day.
+func zonedTimeOfDay(b []byte) (int64, bool) {
+	if len(b) < 9 || b[2] != ':' || b[5] != ':' {
+		return 0, false
+	}
+	h, ok1 := twoDigits(b[0:2])
+	m, ok2 := twoDigits(b[3:5])
+	sec, ok3 := twoDigits(b[6:8])
+	if !ok1 || !ok2 || !ok3 || h > 24 || m > 59 || sec > 59 || (h == 24 && (m != 0 || sec != 0)) {
+		return 0, false
+	}
+	ns := (h*3600 + m*60 + sec) * int64(time.Second)
+	i := 8
+	if b[i] == '.' {
+		i++
+		scale := int64(time.Second)
+		start := i
+		for ; i < len(b) && isDigit(b[i]); i++ {
+			if scale /= 10; scale == 0 {
+				return 0, false // beyond nanoseconds
+			}
+			ns += int64(b[i]-'0') * scale
+		}
+		if i == start || (h == 24 && ns != int64(24*time.Hour)) {
+			return 0, false
+		}
+	}
+	zone := b[i:]
+	if len(zone) == 1 && zone[0] == 'Z' {
+		return ns, true
+	}
+	if len(zone) != 3 && len(zone) != 6 || (zone[0] != '+' && zone[0] != '-') {
+		return 0, false
+	}
+	oh, ok1 := twoDigits(zone[1:3])
+	var om int64
+	ok2 = true
+	if len(zone) == 6 {
+		if zone[3] != ':' {
+			return 0, false
+		}
+		om, ok2 = twoDigits(zone[4:6])
+	}
+	if !ok1 || !ok2 || oh > 15 || om > 59 {
+		return 0, false
+	}
+	off := (oh*3600 + om*60) * int64(time.Second)
+	if zone[0] == '+' {
+		off = -off
+	}
+	day := int64(24 * time.Hour)
+	if ns == day && off == 0 {
+		return ns, true
+	}
+	return ((ns+off)%day + day) % day, true
+}
+
+func twoDigits(b []byte) (int64, bool) {
+	if !isDigit(b[0]) || !isDigit(b[1]) {
+		return 0, false
+	}
+	return int64(b[0]-'0')*10 + int64(b[1]-'0'), true
+}
+
+// unixMicro is t in microseconds since the epoch, when int64 holds it.
+func unixMicro(t time.Time) (int64, bool) {
+	if t.Year() < -290000 || t.Year() > 290000 {
+		return 0, false
+	}
+	return t.UnixMicro(), true
+}
+
+// timeInto sets in to a time of day (ns since midnight) for column c: text
+// "15:04:05[.fraction]" for String ("24:00:00" stays so), the instant that
+// long after 1970-01-01 00:00 UTC for DateTime and DateTime64 (24:00:00 is
+// 1970-01-02 00:00:00). A Date column has no place for a time of day.
+func (d *debeziumFormat) timeInto(c *dbzCol, ns int64, in *input) error {
+	if c.day {
+		return reasonf("a time of day %s cannot fill a Date column; use String, DateTime64 or an integer", show(in))
+	}
+	if c.cls == clsTime {
+		t := time.Unix(0, ns).UTC()
+		in.kind, in.t, in.n = inTime, t, t.UnixMilli()
+		return nil
+	}
+	d.text = appendTimeOfDay(d.text[:0], ns)
+	in.kind, in.b = inStr, d.text
+	return nil
+}
+
+// appendTimeOfDay formats ns since midnight as "15:04:05" with the
+// fraction's trailing zeros cut, and the hour 24 for the end of the day.
+func appendTimeOfDay(b []byte, ns int64) []byte {
+	sec := ns / int64(time.Second)
+	frac := ns % int64(time.Second)
+	two := func(b []byte, n int64) []byte { return append(b, byte('0'+n/10), byte('0'+n%10)) }
+	b = two(b, sec/3600)
+	b = append(b, ':')
+	b = two(b, sec/60%60)
+	b = append(b, ':')
+	b = two(b, sec%60)
+	if frac == 0 {
+		return b
+	}
+	digits := 9
+	for frac%10 == 0 {
+		frac /= 10
+		digits--
+	}
+	b = append(b, '.')
+	for p := digits - 1; p >= 0; p-- {
+		div := int64(1)
+		for range p {
+			div *= 10
+		}
+		b = append(b, byte('0'+frac/div%10))
+	}
+	return b
+}
+
 // Days beyond ±2^31 or times beyond what int64 nanoseconds hold do not
 // occur in Debezium output; refusing them keeps the arithmetic exact.
 const maxDays = 1 << 31
 
-// semTime turns a Debezium date/time number into an instant (times of day
-// are that long after 1970-01-01 00:00 UTC).
+// semTime turns a Debezium date or timestamp number into an instant.
 func semTime(k semKind, n int64) (time.Time, bool) {
 	switch k {
 	case semDate:
@@ -594,11 +821,11 @@ func semTime(k semKind, n int64) (time.Time, bool) {
 			return time.Time{}, false
 		}
 		return time.Unix(n*secondsPerDay, 0).UTC(), true
-	case semTsMillis, semTimeMillis:
+	case semTsMillis:
 		return time.UnixMilli(n).UTC(), true
-	case semTsMicros, semTimeMicros:
+	case semTsMicros:
 		return time.UnixMicro(n).UTC(), true
-	case semTsNanos, semTimeNanos:
+	case semTsNanos:
 		return time.Unix(0, n).UTC(), true
 	}
 	return time.Time{}, false

@@ -1,6 +1,7 @@
 package decode
 
 import (
+	"errors"
 	"strings"
 
 	"sink/internal/chschema"
@@ -36,6 +37,7 @@ type dbzAvroFormat struct {
 	op      []byte
 	del     bool
 	fromKey bool // the row image is the key (a delete without before image)
+	keyOK   bool // a delete's key is decoded into d.key (placeholder)
 	version int64
 }
 
@@ -115,6 +117,19 @@ func (d *dbzAvroFormat) done() error {
 
 func (d *dbzAvroFormat) lenient() bool { return d.del }
 
+// placeholder: see placeholderFormat. A column is part of the key when the
+// key record has its field.
+func (d *dbzAvroFormat) placeholder(col int) bool {
+	if !d.keyOK || col >= len(d.cols) || d.cols[col].kind != route.Field {
+		return false
+	}
+	var in input
+	if err := d.key.slot(d.cols[col].key, &in); err != nil {
+		return false
+	}
+	return in.kind == inMissing
+}
+
 // unmappedFields returns the fields of the row image's schema that no
 // column reads (drift.go): the envelope's after record, which is the
 // before record's schema too. A delete read from its key is not counted.
@@ -147,7 +162,7 @@ func (d *dbzAvroFormat) begin(r recordData) error {
 	if d.del, err = cdcOp(d.op, op.kind != inMissing); err != nil {
 		return err
 	}
-	d.fromKey = false
+	d.fromKey, d.keyOK = false, false
 	switch {
 	case !d.del && vals[d.afterSlot].kind != inTrue:
 		return bad("", "invalid Debezium event: op "+string(d.op)+" without an after image")
@@ -159,6 +174,16 @@ func (d *dbzAvroFormat) begin(r recordData) error {
 			return err
 		}
 		d.fromKey = true
+	case d.del && len(r.key) >= 5 && r.key[0] == 0:
+		// The key says which columns of the before image are the row's
+		// (placeholder); a key that does not decode leaves every column
+		// strict, and one whose schema cannot be fetched now holds the
+		// record like any other.
+		err := d.key.decodeKey(r.key)
+		if errors.Is(err, ErrUnavailable) {
+			return err
+		}
+		d.keyOK = err == nil
 	}
 	if reason := d.computeVersion(r.offset); reason != "" {
 		return bad(d.versionCol, reason)

@@ -199,3 +199,51 @@ func BenchmarkDebeziumAvroAppend(b *testing.B) {
 		}
 	}
 }
+
+// TestDebeziumAvroDeletePlaceholders: in debezium-avro too, a delete's
+// placeholder that does not fit its column ("" into an Enum8) gives the
+// type's default when the record key says the column is not part of the
+// key; without a key to say so, the record is bad, as is an insert with
+// the same value.
+func TestDebeziumAvroDeletePlaceholders(t *testing.T) {
+	reg := newFakeRegistry()
+	reg.add(11, sr.TypeAvro, dbzAvroEnvelope)
+	reg.add(12, sr.TypeAvro, dbzAvroKey)
+	cols := []chschema.ColumnSchema{{Name: "id", Type: "Int32"}, {Name: "name", Type: "Enum8('anne' = 1, 'bob' = 2)"},
+		{Name: "_version", Type: "UInt64"}, {Name: "_deleted", Type: "UInt8"}}
+	p, err := Compile(route.DebeziumAvro, cols, nil, WithRegistry(reg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := dbzAvroImage(5, "", nil, 0) // "": Debezium's placeholder for a NOT NULL text or enum column
+	key := avroFrame(t, 12, dbzAvroKey, map[string]any{"id": int32(5)})
+	for _, c := range []struct {
+		name        string
+		value, key  []byte
+		want, errIs string
+	}{
+		{"delete with its key", dbzAvroEvent(t, "d", img, nil, "postgresql", int64(900)), key, "5|1|900|1", ""}, // the Enum8 default: its smallest element,
+		{"delete without a key", dbzAvroEvent(t, "d", img, nil, "postgresql", int64(900)), nil, "", `column "name"`},
+		{"insert", dbzAvroEvent(t, "c", nil, img, "postgresql", int64(900)), key, "", `column "name"`},
+	} {
+		blk := p.NewBlock()
+		err := p.Append(blk, &kgo.Record{Topic: "pg.public.customers", Key: c.key, Value: c.value})
+		if c.errIs != "" {
+			if err == nil || !strings.Contains(err.Error(), c.errIs) {
+				t.Errorf("%s: err = %v, want one with %s", c.name, err, c.errIs)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		var parts []string
+		for i, col := range blk.Columns() {
+			parts = append(parts, fmt.Sprint(norm(parseType(col.Type), rowOf(blk.ColumnData(i), 0))))
+		}
+		if got := strings.Join(parts, "|"); got != c.want {
+			t.Errorf("%s: got %s, want %s", c.name, got, c.want)
+		}
+	}
+}

@@ -26,11 +26,14 @@ const (
 	semVarDecimal
 	semJSON
 	semBytes
+	semZonedTs   // io.debezium.time.ZonedTimestamp: RFC 3339 text
+	semZonedTime // io.debezium.time.ZonedTime: "15:04:05.999999Z"
+	semDuration  // io.debezium.time.MicroDuration: µs
 )
 
 // semNames are the semantic types that need a conversion; every other name
-// (ZonedTimestamp, Uuid, Enum, EnumSet, Year, MicroDuration, Bits, Xml,
-// geometry structs, ...) arrives in a form the column converters read as is.
+// (Uuid, Enum, EnumSet, Year, Bits, Xml, geometry structs, ...) arrives in
+// a form the column converters read as is.
 var semNames = map[string]semKind{
 	"io.debezium.time.Date":                   semDate,
 	"org.apache.kafka.connect.data.Date":      semDate,
@@ -45,6 +48,9 @@ var semNames = map[string]semKind{
 	"org.apache.kafka.connect.data.Decimal":   semDecimal,
 	"io.debezium.data.VariableScaleDecimal":   semVarDecimal,
 	"io.debezium.data.Json":                   semJSON,
+	"io.debezium.time.ZonedTimestamp":         semZonedTs,
+	"io.debezium.time.ZonedTime":              semZonedTime,
+	"io.debezium.time.MicroDuration":          semDuration,
 }
 
 // fieldSem is one image field's semantic type, valid for the current record.

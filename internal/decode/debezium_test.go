@@ -207,7 +207,7 @@ func TestDebeziumSkips(t *testing.T) {
 	f([]byte{}, "tombstone")
 	f([]byte("null"), "tombstone")
 	f([]byte(`{"schema":null,"payload":null}`), "tombstone")
-	f(fixture(t, "pg_customers_truncate.json"), "truncate")
+	f(fixture(t, "dbz361_pg15_types_default_truncate.json"), "truncate") // captured from Debezium 3.6.1, PostgreSQL 15
 	f([]byte(`{"op":"m","ts_ms":1,"source":{"connector":"postgresql","lsn":5},"message":{"prefix":"p","content":"aGk="}}`), "message")
 }
 

@@ -135,6 +135,9 @@ type Plan struct {
 	// null, into a column that is not Nullable) inserts: the column's
 	// DEFAULT computed once (defaultFill); nil when no column has one.
 	fills []*fastjson.Value
+	// holes is the format when its records may hold placeholder values
+	// (placeholderFormat, cdc.go), else nil.
+	holes placeholderFormat
 
 	policy   Policy      // policy.go
 	defaults [][2]uint64 // per column: defaults given for missing, null values
@@ -192,6 +195,7 @@ func Compile(format route.Format, cols []chschema.ColumnSchema, mapping map[stri
 	if jf, ok := f.(*jsonFormat); ok {
 		p.json = &jf.fields
 	}
+	p.holes, _ = f.(placeholderFormat)
 	p.drift.bind(f)
 	if err := checkMapping(cols, mapping, f.role); err != nil {
 		return nil, err
@@ -405,6 +409,9 @@ func (p *Plan) appendRow(b *Block, r *kgo.Record) error {
 			if err == nil {
 				err = b.bufs[i].add(c, in)
 			}
+		}
+		if err != nil && p.holes != nil && p.holes.placeholder(i) {
+			err = p.zeroPlaceholder(b, i)
 		}
 		if err != nil {
 			c.unavailable = false

@@ -49,6 +49,7 @@ const (
 	Partitions      = "sink_assigned_partitions"
 	DefaultsApplied = "sink_defaults_applied_total"
 	UnmappedFields  = "sink_unmapped_fields_total"
+	Truncates       = "sink_truncates_total"
 	// Time-based views of the same flow (see lag.go).
 	ConsumerLagSeconds = "sink_consumer_lag_seconds"
 	EndToEndLatency    = "sink_end_to_end_latency_seconds"
@@ -79,7 +80,7 @@ const (
 )
 
 // reasons are the seal reasons with a pre-resolved counter each.
-var reasons = []batch.Reason{batch.ReasonRows, batch.ReasonBytes, batch.ReasonWait, batch.ReasonRevoke, batch.ReasonShutdown, batch.ReasonSchema, batch.ReasonPause}
+var reasons = []batch.Reason{batch.ReasonRows, batch.ReasonBytes, batch.ReasonWait, batch.ReasonRevoke, batch.ReasonShutdown, batch.ReasonSchema, batch.ReasonPause, batch.ReasonTruncate}
 
 // Metrics holds the collectors of one connector.
 type Metrics struct {
@@ -91,6 +92,7 @@ type Metrics struct {
 	duration, perInsert, e2e     *prometheus.HistogramVec
 	sealed, retries              *prometheus.CounterVec
 	defaults, unmapped           *prometheus.CounterVec
+	truncates                    *prometheus.CounterVec
 	lag                          *prometheus.GaugeVec
 	buffer, paused               prometheus.Gauge
 	limit, partitions, maxWait   prometheus.Gauge
@@ -132,6 +134,7 @@ func New(group string) *Metrics {
 	m.sealed = counter(BatchesSealed, "Batches sealed, by what sealed them: rows, bytes, wait, revoke, shutdown, schema, pause.", "table", "reason")
 	m.retries = counter(InsertRetries, "Failed insert attempts that were retried, by ClickHouse exception code (0: no server code, e.g. a network error or timeout).", "table", "code")
 	m.defaults = counter(DefaultsApplied, "Values written as the column type's default because the record's value was missing or null (errors.on_missing / on_null: default).", "table", "column", "reason")
+	m.truncates = counter(Truncates, "Debezium TRUNCATE events (op t) of the table's topics, by action: skipped (the route's truncate: skip, the default; the table keeps rows the source no longer has) or applied (truncate: apply ran TRUNCATE TABLE).", "table", "action")
 	m.unmapped = counter(UnmappedFields, "Records that carried a top-level field (debezium-json: a row image field) that no column of the table takes, by field; fields beyond the 64 tracked per table are counted as field=\"(other)\".", "table", "field")
 	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: InsertDuration, Help: "Time from starting a batch's INSERT to its success, retries included.",
@@ -171,7 +174,7 @@ func New(group string) *Metrics {
 		Help: "1 for the connector's state (STARTING, RUNNING, PAUSING, PAUSED, STOPPING, STOPPED, FAILED), 0 for the others; PAUSING and PAUSED follow POST /pause."}, []string{"state"})
 	m.partitions = prometheus.NewGauge(prometheus.GaugeOpts{Name: Partitions, Help: "Partitions this member owns."})
 	m.regWaiting = prometheus.NewGauge(prometheus.GaugeOpts{Name: RegistryWaiting, Help: "Records held (with fetching paused) because their schema id is not cached and the schema registry cannot be asked; they are decoded when it answers."})
-	m.schemaWaiting = prometheus.NewGauge(prometheus.GaugeOpts{Name: SchemaWaiting, Help: "Records held (with fetching paused) because they carry a field whose column is being added, or whose table is being re-read; they are decoded once the table has it (or the ALTER is refused)."})
+	m.schemaWaiting = prometheus.NewGauge(prometheus.GaugeOpts{Name: SchemaWaiting, Help: "Records held (with fetching paused) because they carry a field whose column is being added, or whose table is being re-read, or because they follow a TRUNCATE event being applied (truncate: apply); they are decoded once the table has the column (or the ALTER is refused) or the TRUNCATE ran."})
 	m.regRetries = prometheus.NewCounter(prometheus.CounterOpts{Name: RegistryRetries, Help: "Attempts to decode held records that found the schema registry still unavailable."})
 	age := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: LastCommitAge,
@@ -188,7 +191,7 @@ func New(group string) *Metrics {
 		Help: "Deduplication window of the table minus this process's inserts into it since its oldest pending intent was recorded: at 0 a replay of that batch could insert it twice.",
 	}, []string{"table"})
 	m.reg.MustRegister(m.eosMargin)
-	m.reg.MustRegister(m.records, m.bytes, m.dlq, m.skipped, m.unrouted, m.rows, m.inserts, m.sealed, m.retries, m.defaults, m.unmapped, m.duration,
+	m.reg.MustRegister(m.records, m.bytes, m.dlq, m.skipped, m.unrouted, m.rows, m.inserts, m.sealed, m.retries, m.defaults, m.unmapped, m.truncates, m.duration,
 		m.perInsert, m.e2e, m.ages, m.lag, m.buffer, m.limit, m.paused, m.partitions, m.maxWait, m.regWaiting, m.regRetries, m.schemaWaiting, age,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -226,10 +229,11 @@ type Table struct {
 	duration, perInsert, e2e prometheus.Observer
 	lastInsert               *atomic.Int64 // unix nanoseconds; read at scrape time
 	now                      func() time.Time
-	sealed                   [batch.ReasonPause + 1]prometheus.Counter // indexed by batch.Reason
-	retries                  *prometheus.CounterVec                    // curried with the table
-	defaults                 *prometheus.CounterVec                    // curried with the table
-	unmapped                 *prometheus.CounterVec                    // curried with the table
+	sealed                   [batch.ReasonTruncate + 1]prometheus.Counter // indexed by batch.Reason
+	retries                  *prometheus.CounterVec                       // curried with the table
+	defaults                 *prometheus.CounterVec                       // curried with the table
+	unmapped                 *prometheus.CounterVec                       // curried with the table
+	truncates                *prometheus.CounterVec                       // curried with the table
 	targetRows, targetWait   prometheus.Gauge
 	pressure, overLatency    prometheus.Gauge
 	inputRate                prometheus.Gauge
@@ -253,6 +257,7 @@ func (m *Metrics) Table(name string) *Table {
 		retries:    m.retries.MustCurryWith(prometheus.Labels{"table": name}),
 		defaults:   m.defaults.MustCurryWith(prometheus.Labels{"table": name}),
 		unmapped:   m.unmapped.MustCurryWith(prometheus.Labels{"table": name}),
+		truncates:  m.truncates.MustCurryWith(prometheus.Labels{"table": name}),
 		lastInsert: m.ages.table(name),
 		now:        m.clock,
 	}
@@ -287,6 +292,18 @@ func (t *Table) Unmapped(field string, n uint64) {
 		return
 	}
 	t.unmapped.WithLabelValues(field).Add(float64(n))
+}
+
+// Truncate counts one TRUNCATE event of the table: applied, or skipped.
+func (t *Table) Truncate(applied bool) {
+	if t == nil {
+		return
+	}
+	action := "skipped"
+	if applied {
+		action = "applied"
+	}
+	t.truncates.WithLabelValues(action).Inc()
 }
 
 // Inserted records one successful INSERT of rows rows that took took.

@@ -39,6 +39,7 @@ type tableState struct {
 	lastInsert time.Time
 	m          *metrics.Table // nil without metrics; safe from insert goroutines
 	drift      *driftState    // fields no column takes (evolve.go); nil until one is seen
+	trunc      *truncState    // TRUNCATE events (truncate.go); nil until one is seen
 	// batch.mode adaptive (adaptive.go); ctl is nil in fixed mode.
 	ctl          *adapt.Controller
 	target       adapt.Target
@@ -75,6 +76,9 @@ type ack struct {
 	err  error
 	dlq  bool
 	took time.Duration
+	// trunc: the end of ts's TRUNCATE TABLE (truncate.go), which ran ddl
+	trunc *tableState
+	ddl   string
 }
 
 func (p *Pipeline) accFor(ts *tableState, tp offsets.TP) *accState {
@@ -205,6 +209,10 @@ func (p *Pipeline) handleAck(writeCtx context.Context, a ack) {
 		p.handleDLQAck(writeCtx, a)
 		return
 	}
+	if a.trunc != nil {
+		p.truncateAcked(a)
+		return
+	}
 	f := p.flights[a.id]
 	if f == nil {
 		return
@@ -252,6 +260,7 @@ func (p *Pipeline) handleAck(writeCtx context.Context, a ack) {
 		ts.free = append(ts.free, blk)
 	}
 	p.pump(writeCtx, ts)
+	p.truncateStep(writeCtx, ts)
 	// Commit at once: inserts are few by design, so one commit round trip
 	// per insert is cheap, and it shrinks what a crash replays to the
 	// batches still in flight (commit_interval still covers DLQ and skips).

@@ -104,6 +104,7 @@ func (p *Pipeline) handleFanout(writeCtx context.Context, now time.Time, tp offs
 			if !errors.Is(err, decode.ErrSkip) && bad == nil {
 				bad = err
 			}
+			p.truncateFanout(err, rs, tp, r)
 			continue
 		}
 		if u := rs.plan.LastUnmapped(); len(u) > 0 {

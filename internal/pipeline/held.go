@@ -55,11 +55,15 @@ type heldPart struct {
 	wait error
 }
 
-// isSchemaWait reports whether err holds a record for its table's schema
-// rather than for the registry.
+// isSchemaWait reports whether err holds a record for its table (its
+// schema, or a TRUNCATE being applied: truncate.go) rather than for the
+// registry.
 func isSchemaWait(err error) bool {
-	_, ok := err.(*schemaWait)
-	return ok
+	switch err.(type) {
+	case *schemaWait, *truncateWait:
+		return true
+	}
+	return false
 }
 
 // heldState is the records held and the retry schedule.
@@ -277,4 +281,5 @@ func (p *Pipeline) dropHeld(tps []offsets.TP) {
 		p.held = heldState{}
 	}
 	p.noteHeld()
+	p.dropTruncations(tps)
 }

@@ -397,6 +397,8 @@ func (p *Pipeline) decodeRecord(writeCtx context.Context, now time.Time, tp offs
 	a := p.accFor(rs.table, tp)
 	if err := rs.plan.Append(a.acc.Data(), r); err != nil {
 		switch {
+		case errors.Is(err, decode.ErrTruncate):
+			return p.truncateRecord(writeCtx, rs, tp, r)
 		case errors.Is(err, decode.ErrSkip):
 			// A Debezium tombstone or the like: no row, handled as soon as seen.
 			p.stats.Skipped++
@@ -418,6 +420,9 @@ func (p *Pipeline) decodeRecord(writeCtx context.Context, now time.Time, tp offs
 	p.tracker.Add(tp, r.Offset, r.LeaderEpoch, a.id)
 	if p.eo != nil {
 		p.eoRow(a, tp)
+	}
+	if rs.route.AppliesTruncate() {
+		p.noteFeed(rs.table, tp)
 	}
 	p.added(writeCtx, now, a, tp, r)
 	return nil, false

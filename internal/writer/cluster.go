@@ -761,6 +761,66 @@ func withSetting(ctx context.Context, name string, v any) context.Context {
 	return WithInsertSettings(ctx, s)
 }
 
+// onLocal runs a statement (run) on a route's local table: ON CLUSTER
+// cluster on the writer's node, or, without a cluster name, on every node
+// one by one (a replicated statement then reaches the other replica
+// itself, and the other replica's own run finds it done). A server that
+// runs no ON CLUSTER DDL at all (no Keeper: clickhouse-local, chdb;
+// NoDistributedDDL) gets it node by node too, noted on the refused
+// statement in ddls ("done" says what was done on every node instead).
+func (c *Cluster) onLocal(lay *layout, localDB, localName, cluster, done string, run func(w *Writer, db, table, cluster string) error, ddls *[]string) error {
+	onCluster := cluster != ""
+	if onCluster {
+		err := run(c.Writer, localDB, localName, cluster)
+		if err != nil && NoDistributedDDL(err) {
+			// Nothing ran: the statement goes node by node.
+			if len(*ddls) > 0 {
+				(*ddls)[len(*ddls)-1] += fmt.Sprintf(" (refused, Code %d: no distributed DDL on this server; %s on every node instead)", Code(err), done)
+			}
+			onCluster = false
+		} else if err != nil {
+			return err
+		}
+	}
+	if !onCluster {
+		for _, w := range lay.nodes {
+			if err := run(w, localDB, localName, ""); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Truncate empties a route's table for a TRUNCATE event. For a table
+// without a target it is Writer.Truncate (ON CLUSTER cluster when set). For
+// a route with a target the rows are in the shards' local tables: each is
+// truncated (onLocal: ON CLUSTER, or node by node); a Distributed table
+// holds no rows of its own.
+func (c *Cluster) Truncate(ctx context.Context, db, table, cluster string) (string, error) {
+	tt, err := c.target(ctx, db, table)
+	if err != nil {
+		return "", err
+	}
+	if tt == nil {
+		return c.Writer.Truncate(ctx, db, table, cluster)
+	}
+	localDB, localName := tt.localDB, tt.localName
+	if tt.target == config.TargetDistributed {
+		if localDB, localName, err = LocalTable(ctx, c.conn, db, table); err != nil {
+			return "", err
+		}
+	}
+	var ddls []string
+	run := func(w *Writer, db, table, cluster string) error {
+		ddl, err := w.Truncate(ctx, db, table, cluster)
+		ddls = append(ddls, ddl+" -- on "+w.cfg.Addrs[0])
+		return err
+	}
+	err = c.onLocal(c.lay.Load(), localDB, localName, cluster, "truncated", run, &ddls)
+	return strings.Join(ddls, "; "), err
+}
+
 // AddColumn adds a column for schema evolution. For a table without a
 // target it is Writer.AddColumn. For a route's table on the cluster the
 // column goes first where the rows are, then where they are read: the
@@ -798,26 +858,8 @@ func (c *Cluster) AddColumn(ctx context.Context, info chschema.ServerInfo, db, t
 		return err
 	}
 	distributed := localDB != db || localName != table
-	onCluster := cluster != ""
-	if onCluster {
-		err := run(c.Writer, localDB, localName, cluster)
-		if err != nil && NoDistributedDDL(err) {
-			// A server without Keeper (clickhouse-local, chdb) runs no ON
-			// CLUSTER DDL; nothing ran, so the column goes node by node.
-			if len(ddls) > 0 {
-				ddls[len(ddls)-1] += fmt.Sprintf(" (refused, Code %d: no distributed DDL on this server; added on every node instead)", Code(err))
-			}
-			onCluster = false
-		} else if err != nil {
-			return strings.Join(ddls, "; "), added, err
-		}
-	}
-	if !onCluster {
-		for _, w := range lay.nodes {
-			if err := run(w, localDB, localName, ""); err != nil {
-				return strings.Join(ddls, "; "), added, err
-			}
-		}
+	if err := c.onLocal(lay, localDB, localName, cluster, "added", run, &ddls); err != nil {
+		return strings.Join(ddls, "; "), added, err
 	}
 	if distributed {
 		for _, w := range lay.nodes {

@@ -9,8 +9,10 @@ import (
 	"sink/internal/chschema"
 )
 
-// Schema evolution's one statement: ALTER TABLE … ADD COLUMN. It is the only
-// DDL the sink runs, and it only ever adds a column.
+// The DDL the running sink issues on its own: schema evolution's ALTER
+// TABLE … ADD COLUMN, which only ever adds a column, and the TRUNCATE TABLE
+// of a CDC route with truncate: apply. (schema.create's CREATE TABLE is in
+// create.go.)
 
 // Features probes the server (Probe) on the writer's connection.
 func (w *Writer) Features(ctx context.Context) (chschema.ServerInfo, error) {
@@ -77,4 +79,24 @@ func (w *Writer) AddColumn(ctx context.Context, info chschema.ServerInfo, db, ta
 		return ddl, false, fmt.Errorf("clickhouse: %s: %w", ddl, err)
 	}
 	return ddl, true, nil
+}
+
+// TruncateDDL is the statement that empties db.table, ON CLUSTER cluster
+// when cluster is set. Every name is quoted.
+func TruncateDDL(db, table, cluster string) string {
+	s := "TRUNCATE TABLE " + chschema.QuoteIdent(db) + "." + chschema.QuoteIdent(table)
+	if cluster != "" {
+		s += " ON CLUSTER " + chschema.QuoteIdent(cluster)
+	}
+	return s
+}
+
+// Truncate runs TruncateDDL for a TRUNCATE event of a CDC route (its
+// truncate: apply) and returns the statement.
+func (w *Writer) Truncate(ctx context.Context, db, table, cluster string) (string, error) {
+	ddl := TruncateDDL(db, table, cluster)
+	if err := w.conn.Exec(ctx, ddl); err != nil {
+		return ddl, fmt.Errorf("clickhouse: %s: %w", ddl, err)
+	}
+	return ddl, nil
 }

@@ -98,3 +98,39 @@ func TestAddColumnDDL(t *testing.T) {
 		}
 	}
 }
+
+// TestTruncate: the TRUNCATE of a CDC route's truncate: apply quotes every
+// name, adds ON CLUSTER when a cluster is named, and empties the table on
+// both servers (a name with a space and a backquote included).
+func TestTruncate(t *testing.T) {
+	for _, tc := range []struct{ db, table, cluster, want string }{
+		{"db", "t", "", "TRUNCATE TABLE `db`.`t`"},
+		{"db", "my `t`", "c1", "TRUNCATE TABLE `db`.`my\\x20\\`t\\`` ON CLUSTER `c1`"},
+	} {
+		if got := writer.TruncateDDL(tc.db, tc.table, tc.cluster); got != tc.want {
+			t.Errorf("TruncateDDL(%q, %q, %q) = %s, want %s", tc.db, tc.table, tc.cluster, got, tc.want)
+		}
+	}
+	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
+		ctx := context.Background()
+		ch, db := s.Conn(t), s.NewDatabase(t)
+		if err := ch.Exec(ctx, "CREATE TABLE "+db+".`my t` (id UInt64) ENGINE = MergeTree ORDER BY id"); err != nil {
+			t.Fatal(err)
+		}
+		if err := ch.Exec(ctx, "INSERT INTO "+db+".`my t` SELECT number FROM system.numbers LIMIT 2"); err != nil {
+			t.Fatal(err)
+		}
+		var n uint64
+		if err := ch.QueryRow(ctx, "SELECT count() FROM "+db+".`my t`").Scan(&n); err != nil || n != 2 {
+			t.Fatalf("before: %d rows, %v; want 2", n, err)
+		}
+		w, _ := openTable(t, s.Addr, db, "my t")
+		ddl, err := w.Truncate(ctx, db, "my t", "")
+		if err != nil {
+			t.Fatalf("%s: %v", ddl, err)
+		}
+		if err := ch.QueryRow(ctx, "SELECT count() FROM "+db+".`my t`").Scan(&n); err != nil || n != 0 {
+			t.Fatalf("after %s: %d rows, %v; want 0", ddl, n, err)
+		}
+	})
+}
