@@ -38,7 +38,7 @@ type target struct {
 	db       string
 	delivery string // at_least_once or exactly_once
 	// truncateApplied: the route applies TRUNCATE (routes[].truncate:
-	// apply, where the sink has it and the mode allows it).
+	// apply, which exactly-once refuses).
 	truncateApplied bool
 	group, dlq      string
 	cfgPath         string
@@ -58,17 +58,28 @@ func buildSink(t *testing.T) string {
 	return bin
 }
 
-// truncateKey is the route setting that applies TRUNCATE, or "" when this
-// sink's configuration has no such setting (it then skips truncates).
-func truncateKey(delivery string) string {
+// truncateKey is the route setting for TRUNCATE in a delivery mode:
+// at-least-once applies it; exactly-once refuses truncate: apply (a
+// TRUNCATE replayed after a crash could wipe rows inserted after it), so
+// the truncated table keeps its rows there, as the test then expects. The
+// refusal is checked here, so that the expectation cannot go stale.
+func truncateKey(t *testing.T, delivery string) string {
+	t.Helper()
 	yaml := fmt.Sprintf(`name: probe
 delivery: %s
 kafka: {brokers: ["127.0.0.1:9092"], topics: [a]}
 clickhouse: {addrs: ["127.0.0.1:9000"]}
 routes: [{topic: a, table: a, format: debezium-json, truncate: apply}]
 `, delivery)
-	if _, err := config.Parse([]byte(yaml), nil); err != nil {
+	_, err := config.Parse([]byte(yaml), nil)
+	if delivery == "exactly_once" {
+		if err == nil {
+			t.Fatal("delivery exactly_once took truncate: apply; the test expects it refused")
+		}
 		return ""
+	}
+	if err != nil {
+		t.Fatalf("truncate: apply refused with delivery %s: %v", delivery, err)
 	}
 	return "truncate: apply"
 }
@@ -188,7 +199,7 @@ func runScenario(t *testing.T, sc scenario) {
 			testenv.Exec(t, tg.ch, tb.ClickHouseDDL(tg.db, tg.dialect, MirrorOptions{ExactlyOnce: tg.delivery == "exactly_once"}))
 		}
 		tg.group, tg.dlq = testenv.UniqueName(t, "pgcdc-"+tg.name), testenv.NewTopic(t, 1)
-		truncate := truncateKey(tg.delivery)
+		truncate := truncateKey(t, tg.delivery)
 		tg.truncateApplied = truncate != ""
 		route := fmt.Sprintf(`{topic_regex: '%s', table: '${topic.last}', format: debezium-json`, pattern)
 		if truncate != "" {
@@ -294,7 +305,7 @@ log: {level: warn}
 			if err != nil {
 				t.Fatal(err)
 			}
-			truncates := "skipped (this sink's config does not accept truncate: apply here, in this delivery mode): the truncated table keeps its old rows"
+			truncates := "skipped (exactly-once refuses truncate: apply): the truncated table keeps its old rows"
 			if tg.truncateApplied {
 				truncates = "applied"
 			}
