@@ -43,7 +43,9 @@ are read over a connection of its own (the same user, password and TLS),
 summed into the minutes and the before/after view, and split per shard with
 each replica's inserts, rows and new parts. A node that cannot be read is
 named in a note and left out of the sums. For a Distributed table, INSERTs are
-those into it and new parts those of its local table.
+those clients sent into it or into its local table (a sink with target: local
+writes the shards' local tables), not those it forwarded to the shards, and new
+parts are those of its local table.
 
 The connection: with --config, the connector's clickhouse section (addresses,
 protocol, user, password or password_file, TLS, timeouts) and its environment

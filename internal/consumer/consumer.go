@@ -257,11 +257,54 @@ func withProbeClient(cfg *config.Config, fn func(*kgo.Client) error) error {
 }
 
 // Describe asks cl's brokers for the consumed topics and returns their
-// partition counts; a missing topic is an error naming it.
+// partition counts; a topic no broker knows is an error naming it, at
+// once. A topic whose metadata the broker cannot give yet (a leader being
+// elected, a passing condition by kafkaerr.Classify, or a new topic that
+// another broker already lists) is asked for again (startRetry) within
+// kafka.request_timeout.
 func Describe(ctx context.Context, cl *kgo.Client, cfg *config.Config) (map[string]int, error) {
 	k := cfg.Kafka
 	ctx, cancel := context.WithTimeout(ctx, k.RequestTimeout)
 	defer cancel()
+	var out map[string]int
+	// An unknown topic passes: describeOnce has found another broker that
+	// knows it (knownElsewhere), so the one that answered will soon.
+	_, err := retryStart(ctx, true, func() (err error) {
+		out, err = describeOnce(ctx, cl, cfg)
+		var te *topicError
+		if err != nil && !errors.As(err, &te) {
+			// Not about a topic: describeOnce retried it already, and
+			// a refused login or handshake is not retried at all.
+			return stopRetry{err}
+		}
+		return err
+	})
+	var stop stopRetry
+	if errors.As(err, &stop) {
+		return nil, stop.err
+	}
+	return out, err
+}
+
+// topicError is one topic's error in a metadata answer.
+type topicError struct {
+	topic string
+	err   error
+}
+
+func (e *topicError) Error() string { return fmt.Sprintf("kafka: topic %q: %v", e.topic, e.err) }
+func (e *topicError) Unwrap() error { return e.err }
+
+// stopRetry carries an error that retryStart must not retry: it hides the
+// error from kafkaerr.Classify, which sees no passing condition in it.
+type stopRetry struct{ err error }
+
+func (e stopRetry) Error() string { return e.err.Error() }
+
+// describeOnce is one metadata request of Describe, retried only when the
+// connection closed under it (another seed broker then answers).
+func describeOnce(ctx context.Context, cl *kgo.Client, cfg *config.Config) (map[string]int, error) {
+	k := cfg.Kafka
 	req := kmsgMetadata(k)
 	resp, err := req.RequestWith(ctx, cl)
 	// A broker of a cluster may die while it answers (a restart, a kill):
@@ -295,10 +338,10 @@ func Describe(ctx context.Context, cl *kgo.Client, cfg *config.Config) (map[stri
 			continue
 		}
 		if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
-			if errors.Is(err, kerr.UnknownTopicOrPartition) {
+			if errors.Is(err, kerr.UnknownTopicOrPartition) && !knownElsewhere(ctx, cl, name) {
 				return nil, fmt.Errorf("kafka: topic %q does not exist", name)
 			}
-			return nil, fmt.Errorf("kafka: topic %q: %w", name, err)
+			return nil, &topicError{topic: name, err: err}
 		}
 		out[name] = len(t.Partitions)
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -47,7 +46,18 @@ func CheckDLQ(ctx context.Context, cl *kgo.Client, cfg *config.Config, sources m
 	defer cancel()
 	adm := kadm.NewClient(cl) // not closed: that would close cl
 	info := &DLQInfo{Topic: topic}
-	td, err := describeTopic(ctx, adm, topic)
+	// A topic that no broker knows is reported at once (or created); one
+	// that the broker answering does not know yet while another does, and
+	// the passing conditions of the brokers, are retried (startRetry).
+	var td kadm.TopicDetail
+	describe := func() (err error) {
+		td, err = describeTopic(ctx, adm, topic)
+		return err
+	}
+	_, err := retryStart(ctx, false, describe)
+	if errors.Is(err, kerr.UnknownTopicOrPartition) && knownElsewhere(ctx, cl, topic) {
+		_, err = retryStart(ctx, true, describe)
+	}
 	if errors.Is(err, kerr.UnknownTopicOrPartition) && cfg.Errors.DLQCreate {
 		parts := 1
 		for _, n := range sources {
@@ -60,19 +70,8 @@ func CheckDLQ(ctx context.Context, cl *kgo.Client, cfg *config.Config, sources m
 		info.Created = true
 		// A broker answers metadata for a topic it has just created only
 		// once the controller's record reached it, which on a busy broker
-		// takes a moment: ask again until then, within the request timeout.
-		for {
-			td, err = describeTopic(ctx, adm, topic)
-			if !errors.Is(err, kerr.UnknownTopicOrPartition) && !errors.Is(err, kerr.LeaderNotAvailable) {
-				break
-			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(100 * time.Millisecond):
-				continue
-			}
-			break
-		}
+		// takes a moment: ask again until then.
+		_, err = retryStart(ctx, true, describe)
 	}
 	switch {
 	case errors.Is(err, kerr.UnknownTopicOrPartition):
@@ -88,7 +87,13 @@ func CheckDLQ(ctx context.Context, cl *kgo.Client, cfg *config.Config, sources m
 		}
 		info.Writable = "yes"
 	}
-	info.MaxMessageBytes, err = maxMessageBytes(ctx, adm, topic)
+	// The metadata listed the topic: a broker that answers for its configs
+	// that it does not know it has not heard of it yet (on a cluster, right
+	// after the topic was created), which passes.
+	_, err = retryStart(ctx, true, func() (err error) {
+		info.MaxMessageBytes, err = maxMessageBytes(ctx, adm, topic)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("kafka: dead-letter topic %q: reading max.message.bytes: %w", topic, err)
 	}

@@ -7,7 +7,10 @@
 // dead-letter copy refused as too large is sent as a reference; an unknown
 // topic is retried for the dead-letter topic, which was checked at start,
 // and stops exactly-once recovery, where it means a deleted topic).
-// internal/writer's Classify is the ClickHouse counterpart.
+// Retry (retry.go) repeats a request by a backoff.Policy while Classify
+// calls its error passing, within a deadline: the requests made at start
+// and exactly-once recovery's reads use it. internal/writer's Classify is
+// the ClickHouse counterpart.
 //
 // Concurrency: Classify is a pure function, safe for concurrent use.
 package kafkaerr

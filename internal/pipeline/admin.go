@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -342,6 +343,13 @@ func (p *Pipeline) publish() {
 		}
 		t.Rows1m, t.Inserts1m = ts.hist.Sums(now, time.Minute)
 		t.Rows15m, t.Inserts15m = ts.hist.Sums(now, status.Window)
+		for _, shard := range slices.Sorted(maps.Keys(ts.shardHist)) {
+			h := ts.shardHist[shard]
+			sh := status.ShardInserts{Shard: shard}
+			sh.Rows1m, sh.Inserts1m = h.Sums(now, time.Minute)
+			sh.Rows15m, sh.Inserts15m = h.Sums(now, status.Window)
+			t.Shards = append(t.Shards, sh)
+		}
 		if !ts.lastInsert.IsZero() {
 			at := ts.lastInsert
 			t.LastInsert = &at

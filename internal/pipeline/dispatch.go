@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -37,9 +38,12 @@ type tableState struct {
 	// for the status snapshot (admin.go)
 	hist       status.History
 	lastInsert time.Time
-	m          *metrics.Table // nil without metrics; safe from insert goroutines
-	drift      *driftState    // fields no column takes (evolve.go); nil until one is seen
-	trunc      *truncState    // TRUNCATE events (truncate.go); nil until one is seen
+	// shardHist splits hist per shard for a target local table (by shard
+	// number); nil until its first batch went to shards.
+	shardHist map[int]*status.History
+	m         *metrics.Table // nil without metrics; safe from insert goroutines
+	drift     *driftState    // fields no column takes (evolve.go); nil until one is seen
+	trunc     *truncState    // TRUNCATE events (truncate.go); nil until one is seen
 	// batch.mode adaptive (adaptive.go); ctl is nil in fixed mode.
 	ctl          *adapt.Controller
 	target       adapt.Target
@@ -79,7 +83,13 @@ type ack struct {
 	// trunc: the end of ts's TRUNCATE TABLE (truncate.go), which ran ddl
 	trunc *tableState
 	ddl   string
+	// shards are the INSERTs of a target local batch, one per shard part
+	// (empty for a table written with one INSERT).
+	shards []shardPart
 }
+
+// shardPart is one shard's INSERT of a batch.
+type shardPart struct{ shard, rows int }
 
 func (p *Pipeline) accFor(ts *tableState, tp offsets.TP) *accState {
 	key := accKey{table: ts}
@@ -200,8 +210,22 @@ func (p *Pipeline) insert(ctx context.Context, ts *tableState, tab *writer.Table
 			return
 		}
 	}
+	// A target local route's batch is one INSERT per shard it has rows for:
+	// the status page counts those, as the shards' query logs do.
+	var (
+		mu     sync.Mutex
+		shards []shardPart
+	)
+	ctx = writer.WithShardInserted(ctx, func(shard, rows int) {
+		mu.Lock()
+		shards = append(shards, shardPart{shard: shard, rows: rows})
+		mu.Unlock()
+	})
 	err := p.w.Insert(ctx, tab, blk, b.ID, onRetry, p.refreshFor(ts))
-	p.sendAck(ack{id: b.ID, err: err, took: time.Since(start)})
+	mu.Lock()
+	a := ack{id: b.ID, err: err, took: time.Since(start), shards: shards}
+	mu.Unlock()
+	p.sendAck(a)
 }
 
 func (p *Pipeline) handleAck(writeCtx context.Context, a ack) {
@@ -242,7 +266,7 @@ func (p *Pipeline) handleAck(writeCtx context.Context, a ack) {
 	ts.rows += int64(rows)
 	ts.inserts++
 	ts.lastInsert = p.now()
-	ts.hist.Add(ts.lastInsert, rows)
+	ts.histAdd(ts.lastInsert, rows, a.shards)
 	p.stats.Rows += int64(rows)
 	p.stats.Inserts++
 	var oldest time.Time // zero: no record of the batch had a timestamp
@@ -268,6 +292,28 @@ func (p *Pipeline) handleAck(writeCtx context.Context, a ack) {
 		p.commit()
 	}
 	p.revokeDone(a.id)
+}
+
+// histAdd counts an acknowledged batch of rows in the status history: as
+// one INSERT, or as the INSERTs of its shard parts, each in its shard's
+// history too.
+func (ts *tableState) histAdd(at time.Time, rows int, shards []shardPart) {
+	if len(shards) == 0 {
+		ts.hist.Add(at, rows)
+		return
+	}
+	if ts.shardHist == nil {
+		ts.shardHist = map[int]*status.History{}
+	}
+	for _, sp := range shards {
+		ts.hist.Add(at, sp.rows)
+		h := ts.shardHist[sp.shard]
+		if h == nil {
+			h = &status.History{}
+			ts.shardHist[sp.shard] = h
+		}
+		h.Add(at, sp.rows)
+	}
 }
 
 // sealExpired seals every batch whose max_wait has passed.

@@ -745,43 +745,27 @@ const eoTopicStateFor = time.Minute
 // eoTopicState is ExactlyOnce.TopicState retried with backoff
 // (eoRetryPolicy) while its error is retriable (kafkaerr.Classify), for at
 // most eoTopicStateFor.
-func (p *Pipeline) eoTopicState(ctx context.Context, tps []offsets.TP) (map[string]string, map[offsets.TP]int64, error) {
-	deadline := time.Now().Add(eoTopicStateFor)
-	bo := backoff.New(p.eoRetryPolicy())
-	for {
-		ids, ends, err := p.eoIO.TopicState(ctx, tps)
-		wait := bo.Next()
-		if err == nil || !kafkaerr.Classify(err).Retriable() || time.Now().Add(wait).After(deadline) {
-			return ids, ends, err
-		}
-		select {
-		case <-ctx.Done():
-			return nil, nil, err
-		case <-time.After(wait):
-		}
-	}
+func (p *Pipeline) eoTopicState(ctx context.Context, tps []offsets.TP) (ids map[string]string, ends map[offsets.TP]int64, err error) {
+	_, err = kafkaerr.Retry(ctx, p.eoRetryPolicy(), time.Now().Add(eoTopicStateFor), nil, nil, func() (err error) {
+		ids, ends, err = p.eoIO.TopicState(ctx, tps)
+		return err
+	})
+	return ids, ends, err
 }
 
 // eoSnapshot is ExactlyOnce.Snapshot retried as eoTopicState is: the
 // group's committed offsets are read from its coordinator, which may be the
 // broker that was just killed until the group moves (a dial refused, or
 // COORDINATOR_NOT_AVAILABLE meanwhile).
-func (p *Pipeline) eoSnapshot(ctx context.Context) (eos.Snapshot, error) {
-	deadline := time.Now().Add(eoTopicStateFor)
-	bo := backoff.New(p.eoRetryPolicy())
-	for {
-		snap, err := p.eoIO.Snapshot(ctx)
-		wait := bo.Next()
-		if err == nil || !kafkaerr.Classify(err).Retriable() || time.Now().Add(wait).After(deadline) {
-			return snap, err
-		}
+func (p *Pipeline) eoSnapshot(ctx context.Context) (snap eos.Snapshot, err error) {
+	warn := func(err error, wait time.Duration) {
 		p.log.Warn().Err(err).Dur("retry_in", wait).Msg("exactly-once: reading the group's ledgers failed; retrying")
-		select {
-		case <-ctx.Done():
-			return nil, err
-		case <-time.After(wait):
-		}
 	}
+	_, err = kafkaerr.Retry(ctx, p.eoRetryPolicy(), time.Now().Add(eoTopicStateFor), nil, warn, func() (err error) {
+		snap, err = p.eoIO.Snapshot(ctx)
+		return err
+	})
+	return snap, err
 }
 
 // eoRecreated is the error that stops the connector when tp's topic was

@@ -125,7 +125,7 @@ func QueryCluster(ctx context.Context, cluster string, nodes []Node, o Options) 
 	}
 	r.Notes = append(r.Notes, notes...)
 	if len(all.ins) == 0 {
-		r.Notes = append(r.Notes, "no finished INSERT into "+o.Target.FullName()+" in the query_log of any node of cluster "+cluster+" in this range")
+		r.Notes = append(r.Notes, "no finished INSERT into "+o.insertTargets()+" in the query_log of any node of cluster "+cluster+" in this range")
 	}
 	return r, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
@@ -24,7 +25,11 @@ const queryPrefix = 1024
 // toInt8, which works for 18.16's UInt8 type column and for the Enum8
 // columns of both versions (2 = QueryFinish, 1 = NewPart). event_date
 // narrows the scan to the partitions of the range. position(query, table)
-// is a cheap server-side prefilter; InsertTarget decides.
+// is a cheap server-side prefilter; InsertTarget decides. The fourth
+// argument, when 1, keeps only the INSERTs a client sent
+// (is_initial_query, which both versions log): a report on a Distributed
+// table counts those into it and into its local table, and not the INSERTs
+// the Distributed table itself forwarded to the shards' local tables.
 //
 // insertsByTablesSQL is for servers whose query_log lists the tables a query
 // used (tables, as 'db.table' after resolving the current database) and its
@@ -37,11 +42,12 @@ const (
   length(tables) AS n, if(n > 1, current_database, '') AS db, if(n > 1, substring(query, 1, %d), '') AS q
 FROM system.query_log
 WHERE event_date >= toDate(toDateTime(?)) AND event_time >= toDateTime(?) AND event_time < toDateTime(?)
-  AND toInt8(type) = 2 AND query_kind = 'Insert' AND hasAny(tables, ?)`
+  AND (? = 0 OR is_initial_query = 1) AND toInt8(type) = 2 AND query_kind = 'Insert' AND hasAny(tables, ?)`
 	insertsSQL = `SELECT toUInt32(event_time) AS t, written_rows, written_bytes, query_duration_ms, substring(query, 1, %d) AS q
 FROM system.query_log
 WHERE event_date >= toDate(toDateTime(?)) AND event_time >= toDateTime(?) AND event_time < toDateTime(?)
-  AND toInt8(type) = 2 AND positionCaseInsensitive(query, 'insert') > 0 AND position(query, ?) > 0`
+  AND (? = 0 OR is_initial_query = 1) AND toInt8(type) = 2 AND positionCaseInsensitive(query, 'insert') > 0
+  AND (position(query, ?) > 0 OR position(query, ?) > 0)`
 	partsSQL = `SELECT toUInt32(event_time) AS t, rows
 FROM system.part_log
 WHERE event_date >= toDate(toDateTime(?)) AND event_time >= toDateTime(?) AND event_time < toDateTime(?)
@@ -56,10 +62,31 @@ type Options struct {
 	// Flush runs SYSTEM FLUSH LOGS first so the last seconds are in the
 	// logs; without the privilege it is skipped silently.
 	Flush bool
-	// PartsOf, when set, is the table whose new parts are counted instead of
-	// Target's: the local table of a Distributed Target, which has no parts
-	// of its own.
-	PartsOf *Target
+	// Local, when set, is the local table of a Distributed Target: the
+	// INSERTs clients sent into it count as Target's (a sink with `target:
+	// local` writes each shard's local table, one with `target: distributed`
+	// the Distributed table, and the report is the same for both), only
+	// INSERTs a client sent count (not those the Distributed table forwarded
+	// to the shards), and the new parts counted are Local's, since a
+	// Distributed table has no parts of its own.
+	Local *Target
+}
+
+// targets are the tables whose INSERTs the report counts: Target, and Local
+// when set.
+func (o Options) targets() []Target {
+	if o.Local == nil {
+		return []Target{o.Target}
+	}
+	return []Target{o.Target, *o.Local}
+}
+
+// insertTargets names the tables whose INSERTs count, for the notes.
+func (o Options) insertTargets() string {
+	if o.Local == nil {
+		return o.Target.FullName()
+	}
+	return o.Target.FullName() + " or " + o.Local.FullName()
 }
 
 // Query reads the logs and aggregates them. A server without query_log is
@@ -76,17 +103,17 @@ func Query(ctx context.Context, conn driver.Conn, o Options) (Report, error) {
 		r.Notes = append(r.Notes, noPartLog)
 	}
 	if len(l.ins) == 0 {
-		r.Notes = append(r.Notes, noInsertsNote(ctx, conn, o.Target))
+		r.Notes = append(r.Notes, noInsertsNote(ctx, conn, o.insertTargets()))
 	}
 	return r, nil
 }
 
 const noPartLog = "system.part_log does not exist on this server: new parts are not known (enable the <part_log> section in the server config)"
 
-// noInsertsNote says that the range holds no INSERT into t, and why that may
-// be when the user's queries are not logged.
-func noInsertsNote(ctx context.Context, conn driver.Conn, t Target) string {
-	note := "no finished INSERT into " + t.FullName() + " in system.query_log in this range"
+// noInsertsNote says that the range holds no INSERT into tables, and why
+// that may be when the user's queries are not logged.
+func noInsertsNote(ctx context.Context, conn driver.Conn, tables string) string {
+	note := "no finished INSERT into " + tables + " in system.query_log in this range"
 	if on, err := settingOn(ctx, conn, "log_queries"); err == nil && !on {
 		note += "; log_queries is 0 for this user, so queries of users like it are not logged"
 	}
@@ -101,7 +128,7 @@ type logs struct {
 	matchedBy string // MatchedByTables or MatchedByText
 }
 
-// readLogs reads the INSERTs into o.Target and its new parts in o's range
+// readLogs reads the INSERTs into o's targets and the new parts in o's range
 // from the server conn is connected to.
 func readLogs(ctx context.Context, conn driver.Conn, o Options) (logs, error) {
 	var l logs
@@ -130,11 +157,21 @@ func readLogs(ctx context.Context, conn driver.Conn, o Options) (logs, error) {
 	if byTables {
 		l.matchedBy = MatchedByTables
 	}
+	targets := o.targets()
+	initialOnly := 0
+	if o.Local != nil {
+		initialOnly = 1
+	}
 	var rows driver.Rows
 	if byTables {
-		rows, err = conn.Query(ctx, fmt.Sprintf(insertsByTablesSQL, queryPrefix), since, since, until, o.Target.LoggedNames())
+		var names []string
+		for _, t := range targets {
+			names = append(names, t.LoggedNames()...)
+		}
+		rows, err = conn.Query(ctx, fmt.Sprintf(insertsByTablesSQL, queryPrefix), since, since, until, initialOnly, names)
 	} else {
-		rows, err = conn.Query(ctx, fmt.Sprintf(insertsSQL, queryPrefix), since, since, until, o.Target.Table)
+		rows, err = conn.Query(ctx, fmt.Sprintf(insertsSQL, queryPrefix), since, since, until, initialOnly,
+			targets[0].Table, targets[len(targets)-1].Table)
 	}
 	if err != nil {
 		return l, fmt.Errorf("reading system.query_log: %w", err)
@@ -149,10 +186,10 @@ func readLogs(ctx context.Context, conn driver.Conn, o Options) (logs, error) {
 		)
 		if byTables {
 			err = rows.Scan(&t, &wrows, &wbytes, &durMS, &n, &db, &q)
-			match = err == nil && o.Target.MatchesLogged(int(n), db, q)
+			match = err == nil && slices.ContainsFunc(targets, func(t Target) bool { return t.MatchesLogged(int(n), db, q) })
 		} else {
 			err = rows.Scan(&t, &wrows, &wbytes, &durMS, &q)
-			match = err == nil && o.Target.Matches(q)
+			match = err == nil && slices.ContainsFunc(targets, func(t Target) bool { return t.Matches(q) })
 		}
 		if err != nil {
 			rows.Close()
@@ -172,8 +209,8 @@ func readLogs(ctx context.Context, conn driver.Conn, o Options) (logs, error) {
 		return l, nil
 	}
 	partsDB, partsTable := o.Target.Database, o.Target.Table
-	if o.PartsOf != nil {
-		partsDB, partsTable = o.PartsOf.Database, o.PartsOf.Table
+	if o.Local != nil {
+		partsDB, partsTable = o.Local.Database, o.Local.Table
 	}
 	rows, err = conn.Query(ctx, partsSQL, since, since, until, partsDB, partsTable)
 	if err != nil {

@@ -7,7 +7,10 @@
 // Reading (query.go) attributes INSERTs to the table by query_log's tables
 // column where the server has it (current releases), and by parsing the
 // logged statement text (InsertTarget) where it does not (18.16); part_log
-// is read by database and table on both. QueryCluster (cluster.go) reads
+// is read by database and table on both. A Distributed table's INSERTs are
+// those clients sent into it or into its local table (Options.Local), so
+// that a sink writing the shards' local tables (target: local) is reported
+// under the route's table. QueryCluster (cluster.go) reads
 // every node of a cluster over a connection of its own and sums them, with a
 // per-shard split.
 // Aggregate is pure: per-minute buckets, nearest-rank percentiles and the

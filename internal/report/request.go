@@ -108,7 +108,8 @@ func (r Request) run(ctx context.Context, conn driver.Conn, where string, o Opti
 	if err != nil {
 		return fmt.Errorf("clickhouse %s: looking up %s: %w", where, t.FullName(), err)
 	}
-	// A Distributed table has no parts: its local table gets them.
+	// A Distributed table has no parts and, with target: local, no INSERTs
+	// either: its local table gets them.
 	dist, err := writer.ParseDistributed(engine, engineFull)
 	if err != nil {
 		return fmt.Errorf("table %s on %s: %w", t.FullName(), where, err)
@@ -118,15 +119,16 @@ func (r Request) run(ctx context.Context, conn driver.Conn, where string, o Opti
 		if db == "" || strings.ContainsAny(db, "()") { // currentDatabase()
 			db = t.Database
 		}
-		o.PartsOf = &Target{Database: db, Table: dist.Table}
+		o.Local = &Target{Database: db, Table: dist.Table, DefaultDatabase: t.DefaultDatabase}
 	}
 	rep, err := query(o)
 	if err != nil {
 		return err
 	}
-	if o.PartsOf != nil {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("%s is a Distributed table: new parts are those of its local table %s",
-			t.FullName(), o.PartsOf.FullName()))
+	if o.Local != nil {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("%s is a Distributed table: INSERTs are those clients sent into it or into its local table %s "+
+			"(a sink with target: local writes the local table on each shard), new parts those of %s",
+			t.FullName(), o.Local.FullName(), o.Local.FullName()))
 	}
 	loc := r.location()
 	switch r.Format {

@@ -83,6 +83,21 @@ type Table struct {
 	LastError *InsertError `json:"last_error"`
 	// History is rows/min and inserts/min over the last 15 minutes.
 	History Series `json:"history"`
+	// Shards splits the INSERTs of a route with target: local per shard: its
+	// batches go to the shards' local tables, one INSERT per shard a batch
+	// has rows for, and the counts above are of those INSERTs. Empty for
+	// any other table.
+	Shards []ShardInserts `json:"shards,omitempty"`
+}
+
+// ShardInserts is one shard's part of a Table's INSERTs: rows and INSERTs
+// acknowledged in the last minute and the last 15 minutes.
+type ShardInserts struct {
+	Shard      int   `json:"shard"`
+	Rows1m     int64 `json:"rows_1m"`
+	Inserts1m  int64 `json:"inserts_1m"`
+	Rows15m    int64 `json:"rows_15m"`
+	Inserts15m int64 `json:"inserts_15m"`
 }
 
 // Target is the batch size and wait a table's batches are sealed at: the

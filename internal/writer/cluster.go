@@ -509,7 +509,22 @@ func (c *Cluster) insertShard(ctx context.Context, lay *layout, si int, t *Table
 	if obs != nil {
 		obs.ShardInserted(shard.Num, reps[r].cfg.Addrs[0], part.Rows())
 	}
+	if f, ok := ctx.Value(shardInsertedKey{}).(func(int, int)); ok {
+		f(shard.Num, part.Rows())
+	}
 	return nil
+}
+
+type shardInsertedKey struct{}
+
+// WithShardInserted returns ctx with f, which a Cluster calls once for
+// every shard part of a target local batch that is in, with the shard's
+// number (from 1) and the part's rows: one call per INSERT into a shard's
+// local table. f is called from the parts' goroutines, concurrently, and
+// must be safe for that; a table without target, or with target
+// distributed (one INSERT into the Distributed table), never calls it.
+func WithShardInserted(ctx context.Context, f func(shard, rows int)) context.Context {
+	return context.WithValue(ctx, shardInsertedKey{}, f)
 }
 
 // firstReplica is the replica (index into the n replicas of shard si, or
