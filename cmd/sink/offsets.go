@@ -13,6 +13,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"sink/config"
+	"sink/internal/chschema"
 	"sink/internal/groupoffsets"
 	"sink/internal/writer"
 )
@@ -249,22 +250,30 @@ func (o *offsetsRun) reset(ctx context.Context, t groupoffsets.Target, topic str
 	fmt.Fprintln(o.out, "actions:")
 	tables := map[[2]string]bool{}
 	var tableOrder [][2]string
+	var windows []chschema.TableDedup // of tableOrder
 	if reload {
 		for _, m := range moves {
 			for _, h := range m.Ahead {
-				if h.Rows == 0 {
-					continue
+				// Every table's window is cleared, even with nothing to
+				// delete: rows removed earlier by hand leave their tokens.
+				if tb := [2]string{h.DB, h.Name}; !tables[tb] {
+					tables[tb] = true
+					tableOrder = append(tableOrder, tb)
 				}
-				db, tb, _ := strings.Cut(h.Table, ".")
-				fmt.Fprintf(o.out, "  delete the rows of %s[%d] at offset %d or later from %s (ALTER TABLE ... DELETE, waited for)\n", m.TP.Topic, m.TP.Partition, m.To, h.Table)
-				if !tables[[2]string{db, tb}] {
-					tables[[2]string{db, tb}] = true
-					tableOrder = append(tableOrder, [2]string{db, tb})
+				if h.Rows > 0 {
+					fmt.Fprintf(o.out, "  delete the rows of %s[%d] at offset %d or later from %s (ALTER TABLE ... DELETE, waited for)\n", m.TP.Topic, m.TP.Partition, m.To, h.Table)
 				}
 			}
 		}
 		for _, tb := range tableOrder {
-			fmt.Fprintf(o.out, "  make %s.%s forget the tokens of earlier INSERTs (non_replicated_deduplication_window to 0 and back, when set), so that reloaded batches are not dropped as repeats; this also forgets the tokens of other groups' pending batches into it\n", tb[0], tb[1])
+			d, err := groupoffsets.Window(ctx, conn, tb[0], tb[1])
+			if err != nil {
+				return err
+			}
+			windows = append(windows, d)
+			if groupoffsets.Forgets(d) {
+				fmt.Fprintf(o.out, "  make %s.%s forget the tokens of earlier INSERTs (non_replicated_deduplication_window %s to 0 and back), so that reloaded batches are not dropped as repeats; this also forgets the tokens of other groups' pending batches into it\n", tb[0], tb[1], d.Value)
+			}
 		}
 	}
 	for i, m := range moves {
@@ -293,16 +302,15 @@ func (o *offsetsRun) reset(ctx context.Context, t groupoffsets.Target, topic str
 			if !reload || h.Rows == 0 {
 				continue
 			}
-			db, tb, _ := strings.Cut(h.Table, ".")
-			stmt, err := groupoffsets.DeleteFrom(ctx, conn, db, tb, m.TP, m.To)
+			stmt, err := groupoffsets.DeleteFrom(ctx, conn, h.DB, h.Name, m.TP, m.To)
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(o.out, "done: %s (%d rows)\n", stmt, h.Rows)
 		}
 	}
-	for _, tb := range tableOrder {
-		ran, err := groupoffsets.ForgetTokens(ctx, conn, tb[0], tb[1])
+	for i, tb := range tableOrder {
+		ran, err := groupoffsets.ForgetTokens(ctx, conn, tb[0], tb[1], windows[i])
 		for _, s := range ran {
 			fmt.Fprintf(o.out, "ran: %s\n", s)
 		}

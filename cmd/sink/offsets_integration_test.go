@@ -139,9 +139,13 @@ func (f *offsetsFixture) runUntilCommitted(t *testing.T, ends ...int64) {
 func TestOffsetsResetAtLeastOnce(t *testing.T) {
 	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
 		f := newOffsetsFixture(t, s, "at_least_once")
+		out := f.offsets(t, 0, "show")
+		if !strings.Contains(out, "no such group yet, 0 active members") || !strings.Contains(out, fmt.Sprintf("%s  1          -          0          200      200", f.topic)) {
+			t.Fatal("show before any run: want no group and partition 1 with nothing committed, lag 200")
+		}
 		f.runUntilCommitted(t, 200, 200)
 		f.want(t, 400, 400)
-		out := f.offsets(t, 0, "show")
+		out = f.offsets(t, 0, "show")
 		if !strings.Contains(out, "0 active members") || !strings.Contains(out, fmt.Sprintf("%s  0          200        0          200      0", f.topic)) {
 			t.Fatal("show: want no member and partition 0 committed at 200, log 0-200, lag 0")
 		}

@@ -2,6 +2,8 @@ package groupoffsets
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -9,9 +11,11 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/config"
+	"sink/internal/chschema"
 	"sink/internal/consumer"
 	"sink/internal/offsets"
 	"sink/internal/writer"
@@ -49,6 +53,11 @@ func (g *Group) Members(ctx context.Context) (state string, members []string, er
 		return "", nil, fmt.Errorf("kafka: describing group %q: %w", g.cfg.Kafka.Group, err)
 	}
 	d := ds[g.cfg.Kafka.Group]
+	if errors.Is(d.Err, kerr.GroupIDNotFound) {
+		// Nothing ever joined or committed under this name (or its
+		// offsets expired): no member, nothing committed.
+		return "no such group yet", nil, nil
+	}
 	if d.Err != nil {
 		return "", nil, fmt.Errorf("kafka: describing group %q: %w", g.cfg.Kafka.Group, d.Err)
 	}
@@ -220,13 +229,16 @@ func quoted(db, table string) string {
 // (to -1: no end). A table without the _topic, _partition and _offset
 // columns answers NoSourceColumns.
 func HeldIn(ctx context.Context, conn driver.Conn, db, table string, tp offsets.TP, from, to int64) (Held, error) {
-	h := Held{Table: db + "." + table, From: from, To: to, MaxOffset: -1}
+	h := Held{Table: db + "." + table, DB: db, Name: table, From: from, To: to, MaxOffset: -1}
 	var n uint64
 	var engine string
 	if err := conn.QueryRow(ctx, "SELECT count() FROM system.columns WHERE database = ? AND table = ? AND name IN ('_topic', '_partition', '_offset')", db, table).Scan(&n); err != nil {
 		return h, fmt.Errorf("clickhouse: reading the columns of %s: %w", h.Table, err)
 	}
 	if err := conn.QueryRow(ctx, "SELECT engine FROM system.tables WHERE database = ? AND name = ?", db, table).Scan(&engine); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return h, fmt.Errorf("clickhouse: table %s does not exist", h.Table)
+		}
 		return h, fmt.Errorf("clickhouse: table %s: %w", h.Table, err)
 	}
 	h.Replicated = strings.HasPrefix(engine, "Replicated")
@@ -286,24 +298,35 @@ func DeleteFrom(ctx context.Context, conn driver.Conn, db, table string, tp offs
 	}
 }
 
-// ForgetTokens makes a plain MergeTree table forget the deduplication
-// tokens (and block hashes) of its earlier INSERTs: its
+// Window reads how db.table deduplicates repeated INSERT blocks, and
+// refuses (for --reload) a Replicated table with a window: its blocks are
+// kept in Keeper, which ForgetTokens does not clear.
+func Window(ctx context.Context, conn driver.Conn, db, table string) (chschema.TableDedup, error) {
+	ds, err := writer.DedupWindows(ctx, conn, []*writer.Table{{Database: db, Name: table}})
+	if err != nil {
+		return chschema.TableDedup{}, err
+	}
+	d := ds[0]
+	if d.Setting == "replicated_deduplication_window" && d.Value != "0" {
+		return d, fmt.Errorf("--reload: %s is %s: its deduplication blocks are kept in Keeper and cannot be forgotten, so reloaded batches could be dropped as repeats; rewind without --reload (the rows present are skipped), or TRUNCATE the table and rewind to earliest", d.Table, d.Engine)
+	}
+	return d, nil
+}
+
+// Forgets reports whether ForgetTokens has anything to do for d: a plain
+// MergeTree-family table with a window.
+func Forgets(d chschema.TableDedup) bool {
+	return d.Setting == "non_replicated_deduplication_window" && d.Value != "" && d.Value != "0"
+}
+
+// ForgetTokens makes a plain MergeTree table (d, read by Window) forget
+// the deduplication tokens (and block hashes) of its earlier INSERTs: its
 // non_replicated_deduplication_window set to 0 and back. Without it, a
 // reloaded batch cut at the same offsets as an earlier one would carry
 // that batch's token and be dropped as a repeat. It returns the
-// statements it ran (none when the table deduplicates nothing), and
-// refuses a Replicated table, whose blocks are kept in Keeper and not
-// forgotten this way.
-func ForgetTokens(ctx context.Context, conn driver.Conn, db, table string) ([]string, error) {
-	ds, err := writer.DedupWindows(ctx, conn, []*writer.Table{{Database: db, Name: table}})
-	if err != nil {
-		return nil, err
-	}
-	d := ds[0]
-	switch {
-	case d.Setting == "replicated_deduplication_window" && d.Value != "0":
-		return nil, fmt.Errorf("%s is %s: its deduplication blocks are kept in Keeper and cannot be forgotten by --reload; rewind without --reload (records already there are skipped), or TRUNCATE the table and rewind to earliest", d.Table, d.Engine)
-	case d.Setting != "non_replicated_deduplication_window" || d.Value == "" || d.Value == "0":
+// statements it ran (none when the table deduplicates nothing).
+func ForgetTokens(ctx context.Context, conn driver.Conn, db, table string, d chschema.TableDedup) ([]string, error) {
+	if !Forgets(d) {
 		return nil, nil
 	}
 	var ran []string

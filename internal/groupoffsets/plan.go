@@ -171,7 +171,8 @@ func plural(n int) string {
 // Held is what one target table holds of one partition's records in an
 // offset range: Rows rows over Distinct offsets, the highest MaxOffset.
 type Held struct {
-	Table             string
+	Table             string // db.table
+	DB, Name          string
 	Rows, Distinct    uint64
 	MaxOffset         int64 // -1 when Distinct is 0
 	NoSourceColumns   bool  // the table has no _topic/_partition/_offset: nothing is known
