@@ -50,6 +50,9 @@ Usage:
   sink advise  --config FILE [--window 60s] [--inserts-per-minute N]
                                measure each routed topic's rate and recommend
                                fetch and batch settings, showing the arithmetic
+  sink offsets show|reset --config FILE [--to WHERE | TOPIC:PARTITION=OFFSET ...]
+                               the group's committed offsets, lag and pending
+                               ledger; move them (dry run unless --execute)
   sink version                 print the version
 
 Every config key can be overridden from the environment: SINK_ + the key path
@@ -105,6 +108,8 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		return reportCmd(rest, stdout, stderr)
 	case "advise":
 		return adviseCmd(rest, stdout, stderr)
+	case "offsets":
+		return offsetsCmd(rest, stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "sink", version)
 		return 0
