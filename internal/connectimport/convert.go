@@ -111,8 +111,8 @@ func (v *conv) set(key string, kind Kind, to, why string) {
 	v.fates[key] = Fate{Kind: kind, To: to, Why: why}
 }
 
-func (v *conv) carry(key, to, why string)  { v.set(key, Carried, to, why) }
-func (v *conv) notNeeded(key, why string)  { v.set(key, NotNeeded, "", why) }
+func (v *conv) carry(key, to, why string)   { v.set(key, Carried, to, why) }
+func (v *conv) notNeeded(key, why string)   { v.set(key, NotNeeded, "", why) }
 func (v *conv) unsupported(key, why string) { v.set(key, Unsupported, "", why) }
 
 // has reports whether key is set to something other than blank.

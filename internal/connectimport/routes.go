@@ -394,7 +394,7 @@ func (v *conv) routing() {
 		v.notes = append(v.notes, "topics.regex: each topic's table is the topic's name (${topic}), as in the official sink; a name with a dot would read as database.table")
 	}
 	if len(dotted) > 0 {
-		v.fates["topics"] = Fate{Kind: Unsupported, Why: "the official sink writes into a table named like the topic, dots included ("+strings.Join(dotted, ", ")+"); the sink reads a dot as database.table, so the routes name the table with _ for each dot: rename the table, or map the topic in topic2TableMap"}
+		v.fates["topics"] = Fate{Kind: Unsupported, Why: "the official sink writes into a table named like the topic, dots included (" + strings.Join(dotted, ", ") + "); the sink reads a dot as database.table, so the routes name the table with _ for each dot: rename the table, or map the topic in topic2TableMap"}
 	}
 	if v.has("auto.evolve") {
 		switch {
