@@ -40,6 +40,8 @@ func TestUsage(t *testing.T) {
 	f([]string{"report", "-h"}, 0, "Usage: sink report --table DB.TABLE")
 	f([]string{"advise", "--help"}, 0, "Usage: sink advise --config FILE")
 	f([]string{"check", "--help"}, 0, "path to the connector's YAML config")
+	f([]string{"import", "--help"}, 0, "Usage: sink import [--out DIR | --stdout]")
+	f([]string{"import"}, 2, "name at least one connector file or directory")
 	f([]string{"report", "--nosuch"}, 2, "flag provided but not defined: -nosuch")
 	f([]string{"run"}, 2, "--config FILE is required")
 	f([]string{"frobnicate"}, 2, `unknown command "frobnicate"`)
