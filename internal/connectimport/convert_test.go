@@ -299,3 +299,14 @@ func TestEveryKeyHasAFateAndUnknownIsUnsupported(t *testing.T) {
 		t.Errorf("unsupported %v", r.Unsupported())
 	}
 }
+
+// Debezium events through a converter the Debezium formats do not read
+// are said to be unsupported; the routes read the records as that format.
+func TestDebeziumWithProtobufIsUnsupported(t *testing.T) {
+	r, cfg := convert(t, base("debeziumCDCEnabled", "true", "value.converter", confluentProtobuf,
+		"value.converter.schema.registry.url", "http://r:8081"), Options{})
+	if cfg.Routes[0].Format != "protobuf" || cfg.Routes[0].VersionColumn != "" {
+		t.Errorf("route %+v", cfg.Routes[0])
+	}
+	checkFates(t, r, []fateWant{{"debeziumCDCEnabled", Unsupported, "debezium-avro"}})
+}

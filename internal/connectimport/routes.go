@@ -77,6 +77,12 @@ func (v *conv) converters() {
 			f = "debezium-avro"
 		case v.cdc:
 			v.unsupported("debeziumCDCEnabled", "Debezium change events are read as JSON (debezium-json) or Avro (debezium-avro), not "+f)
+			for _, n := range splitList(v.get("transforms")) {
+				if v.get("transforms."+n+".type") == unwrapSMT {
+					v.unsupported("transforms."+n+".type", "Debezium change events are read as JSON (debezium-json) or Avro (debezium-avro), not "+f)
+				}
+			}
+			v.cdc = false
 		}
 		v.format = f
 		why := "schemas fetched by the id each record carries"
