@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/internal/testenv"
 )
@@ -211,4 +212,123 @@ func TestImportKeepsConnectGroup(t *testing.T) {
 			}
 		})
 	})
+}
+
+// TestImportExactlyOnceFindsUncommittedRowsOn26: the official sink under
+// exactlyOnce inserted records past the offsets Connect committed (its
+// KeeperMap said so; the sink never reads it). The imported config's first
+// start treats every partition as unmarked, finds those rows in the table
+// by _topic/_partition/_offset and does not insert them again, and inserts
+// the records no one inserted yet, each once.
+func TestImportExactlyOnceFindsUncommittedRowsOn26(t *testing.T) {
+	brokers := testenv.Kafka(t)
+	s := testenv.Server26(t)
+	ch := s.Conn(t)
+	db := s.NewDatabase(t)
+	topic := testenv.NewTopic(t, 2)
+	testenv.Exec(t, ch, "CREATE TABLE "+db+".events (id UInt64, kind String, _topic String, _partition Int32, _offset Int64) "+
+		"ENGINE = MergeTree ORDER BY id SETTINGS non_replicated_deduplication_window = 1000")
+	values := func(from, n int) []string {
+		v := make([]string, n)
+		for i := range v {
+			v[i] = fmt.Sprintf(`{"id": %d, "kind": "k"}`, from+i)
+		}
+		return v
+	}
+	const committed, insertedUncommitted, fresh = 200, 100, 150
+	testenv.Produce(t, topic, values(0, committed)...)
+	name := "eo-" + strings.ReplaceAll(db, "_", "-")
+	group := "connect-" + name
+	adm := kadm.NewClient(testenv.KafkaClient(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit := kadm.Offsets{}
+	ends.Each(func(o kadm.ListedOffset) {
+		commit.Add(kadm.Offset{Topic: o.Topic, Partition: o.Partition, At: o.Offset, LeaderEpoch: -1})
+	})
+	if err := adm.CommitAllOffsets(ctx, group, commit); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = adm.DeleteGroup(context.Background(), group) })
+	testenv.Produce(t, topic, values(committed, insertedUncommitted)...)
+
+	// What the official sink had inserted: every record so far, with the
+	// Kafka coordinates the sink's exactly-once columns hold.
+	cl := testenv.KafkaClient(t, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	batch, err := ch.PrepareBatch(ctx, "INSERT INTO "+db+".events (id, kind, _topic, _partition, _offset)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seen := 0; seen < committed+insertedUncommitted; {
+		fetches := cl.PollFetches(ctx)
+		if err := fetches.Err0(); err != nil {
+			t.Fatal(err)
+		}
+		fetches.EachRecord(func(r *kgo.Record) {
+			var id uint64
+			if _, err := fmt.Sscanf(string(r.Value), `{"id": %d`, &id); err != nil {
+				t.Fatal(err)
+			}
+			if err := batch.Append(id, "k", r.Topic, r.Partition, r.Offset); err != nil {
+				t.Fatal(err)
+			}
+			seen++
+		})
+	}
+	if err := batch.Send(); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Produce(t, topic, values(committed+insertedUncommitted, fresh)...)
+
+	in := filepath.Join(t.TempDir(), "eo.json")
+	if err := os.WriteFile(in, []byte(connectJSON(name, topic, db, `, "topic2TableMap": "`+topic+`=events", "exactlyOnce": "true", "zkDatabase": "connect_state"`)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := importTo(t, in, s, brokers)
+	path := filepath.Join(out, name+".yaml")
+	noHTTP(t, path)
+	done := make(chan int, 1)
+	var runErr strings.Builder
+	go func() { done <- realMain([]string{"run", "--config", path}, &strings.Builder{}, &runErr) }()
+	total := uint64(committed + insertedUncommitted + fresh)
+	count := func() (n, uniq uint64) {
+		if err := ch.QueryRow(context.Background(), "SELECT count(), uniqExact(_topic, _partition, _offset) FROM "+db+".events").Scan(&n, &uniq); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	deadline := time.Now().Add(90 * time.Second)
+	for n, _ := count(); n < total; n, _ = count() {
+		select {
+		case code := <-done:
+			t.Fatalf("sink run exited %d: %s", code, runErr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d rows after 90 s, want %d", n, total)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	// Let it settle past a commit interval: a duplicate would show up here.
+	time.Sleep(6 * time.Second)
+	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("sink run exited %d: %s", code, runErr.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("sink run did not stop within 60 s of SIGTERM")
+	}
+	n, uniq := count()
+	t.Logf("%d committed by connect, %d inserted past the commit, %d new: %d rows, %d distinct offsets", committed, insertedUncommitted, fresh, n, uniq)
+	if n != total || uniq != total {
+		t.Fatalf("table holds %d rows, %d distinct offsets; want %d, each once", n, uniq, total)
+	}
 }
