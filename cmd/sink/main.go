@@ -53,6 +53,10 @@ Usage:
   sink offsets show|reset --config FILE [--to WHERE | TOPIC:PARTITION=OFFSET ...]
                                the group's committed offsets, lag and pending
                                ledger; move them (dry run unless --execute)
+  sink import  [--out DIR] [--brokers LIST] [--native HOST:PORT] FILE|DIR ...
+                               turn Kafka Connect configs of ClickHouse's official
+                               sink into sink YAML (one per connector, keeping the
+                               consumer group), with what became of every key
   sink version                 print the version
 
 Every config key can be overridden from the environment: SINK_ + the key path
@@ -62,9 +66,10 @@ SINK_KAFKA__BROKERS=a:9092,b:9092, SINK_BATCH__MAX_WAIT=2s.
 Each command prints its own flags with --help (e.g. sink report --help).
 
 Exit status: 0 after a clean shutdown (all batches flushed and committed), a
-passed check, or a printed report or advice; 1 on a config, connection or
-fatal pipeline error; 2 on usage errors; 130 when a second signal interrupts
-the shutdown.
+passed check, a printed report or advice, or an import with no key left
+unsupported; 1 on a config, connection or fatal pipeline error (or a key the
+import could not carry); 2 on usage errors; 130 when a second signal
+interrupts the shutdown.
 `
 
 func main() {
@@ -110,6 +115,8 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		return adviseCmd(rest, stdout, stderr)
 	case "offsets":
 		return offsetsCmd(rest, stdout, stderr)
+	case "import":
+		return importCmd(rest, stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "sink", version)
 		return 0

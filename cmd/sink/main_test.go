@@ -53,6 +53,8 @@ func TestUsage(t *testing.T) {
 	f([]string{"offsets", "reset", "--config", "x.yaml", "t=1"}, 2, "want topic:partition=offset")
 	f([]string{"offsets", "reset", "--config", "x.yaml", "--to", "latest", "--partition", "1"}, 2, "--partition needs --topic")
 	f([]string{"offsets", "reset", "t:0=1", "--config", "/nonexistent/sink.yaml", "--execute"}, 1, "/nonexistent/sink.yaml")
+	f([]string{"import", "--help"}, 0, "Usage: sink import [--out DIR | --stdout]")
+	f([]string{"import"}, 2, "name at least one connector file or directory")
 	f([]string{"report", "--nosuch"}, 2, "flag provided but not defined: -nosuch")
 	f([]string{"run"}, 2, "--config FILE is required")
 	f([]string{"frobnicate"}, 2, `unknown command "frobnicate"`)
