@@ -25,10 +25,10 @@ const (
 	// response is at least fetch_max_bytes when data is plentiful.
 	maxFetchBytes = 1 * GiB
 	// franz-go's lower bounds: less makes the client spin.
-	minFetchMaxWait   = 10 * time.Millisecond
+	minFetchMaxWait = 10 * time.Millisecond
 	// maxInsertBudget bounds clickhouse.max_inserts_per_minute: 100 a
 	// second, far past what a budget is for.
-	maxInsertBudget = 6000
+	maxInsertBudget   = 6000
 	minGroupTimeout   = 100 * time.Millisecond
 	minCommitInterval = 100 * time.Millisecond
 	// franz-go's limit for a client id.

@@ -229,9 +229,9 @@ type Table struct {
 	lastInsert               *atomic.Int64 // unix nanoseconds; read at scrape time
 	now                      func() time.Time
 	sealed                   [batch.ReasonMemory + 1]prometheus.Counter // indexed by batch.Reason
-	retries                  *prometheus.CounterVec                    // curried with the table
-	defaults                 *prometheus.CounterVec                    // curried with the table
-	unmapped                 *prometheus.CounterVec                    // curried with the table
+	retries                  *prometheus.CounterVec                     // curried with the table
+	defaults                 *prometheus.CounterVec                     // curried with the table
+	unmapped                 *prometheus.CounterVec                     // curried with the table
 	targetRows, targetWait   prometheus.Gauge
 	pressure, overLatency    prometheus.Gauge
 	inputRate                prometheus.Gauge
