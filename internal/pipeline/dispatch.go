@@ -48,7 +48,6 @@ type tableState struct {
 	ctl          *adapt.Controller
 	target       adapt.Target
 	parts        adapt.Parts  // the last read
-	probing      bool         // a parts read is running
 	tooManyParts atomic.Int64 // TOO_MANY_PARTS retries, counted by insert goroutines
 	tooManySeen  int64        // the count the controller was last told about
 }

@@ -192,6 +192,8 @@ type Pipeline struct {
 	posEvery   time.Duration // positionsInterval
 	positions  chan positionsResult
 	probingPos bool // a positions probe is running
+	// probingParts: adaptive batching's parts read is running (adaptive.go)
+	probingParts bool
 
 	eo *exactly // nil unless delivery is exactly_once (exactly.go)
 	// eoIO is exactly-once's reading of ledgers, records and tables
