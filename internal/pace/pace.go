@@ -19,9 +19,19 @@
 //
 // The budget of a server is held two ways at once: a sliding window of
 // the last minute never holds more INSERTs than the allowance, and a
-// token bucket (allowance/60 tokens a second, at most Burst of them
-// saved up) spreads them over the minute instead of spending them all in
-// its first second. Every seal counts, whatever sealed it.
+// token bucket (allowance/60 tokens a second, at most BurstSeconds of
+// them saved up) spreads them over the minute instead of spending them
+// all in its first second. Every seal counts, whatever sealed it. Eligible
+// batches are sealed only while the window has Reserve of the allowance
+// left over: a deadline that comes while the window is full of early
+// seals finds room then, and does not take the server past its budget.
+// A flush of everything (Flushed: shutdown, rebalance, pause) counts in
+// the window too, but never as over the budget.
+//
+// Earliest deadline first on the allowance's pace meets every deadline
+// that can be met at that pace, and spends the budget only on batches
+// that have waited their wait: with many small tables each one's batch
+// grows for about tables × 60s / allowance.
 //
 // The allowance per minute comes from an Allowance, asked on each
 // decision, so a share computed elsewhere (across the pods that write to
@@ -79,6 +89,11 @@ func (r Reason) String() string {
 
 // Window is the span the budget is counted over.
 const Window = time.Minute
+
+// Reserve is the share of the allowance (at least one INSERT) that
+// eligible batches leave in the window for the batches whose deadline
+// comes.
+const Reserve = 0.1
 
 // BurstSeconds is how many seconds of allowance the token bucket saves up
 // at most (and at least one token): enough to let a few tables that became
@@ -167,6 +182,17 @@ func (s *Scheduler[K]) Forget(k K) { delete(s.open, k) }
 // or bytes of a batch it was not told about counts too) was sealed at now
 // and goes to servers: each of them counts one INSERT.
 func (s *Scheduler[K]) Sealed(k K, servers []string, now time.Time) {
+	s.sealed(k, servers, now, false)
+}
+
+// Flushed is Sealed for a batch sealed because the connector flushes
+// everything (shutdown, a rebalance, a pause): it counts in the window,
+// but never as over the budget.
+func (s *Scheduler[K]) Flushed(k K, servers []string, now time.Time) {
+	s.sealed(k, servers, now, true)
+}
+
+func (s *Scheduler[K]) sealed(k K, servers []string, now time.Time, flush bool) {
 	if e := s.open[k]; e != nil && servers == nil {
 		servers = e.servers
 	}
@@ -177,12 +203,12 @@ func (s *Scheduler[K]) Sealed(k K, servers []string, now time.Time) {
 			sv = &server{name: name}
 			s.servers[name] = sv
 		}
-		s.take(sv, now)
+		s.take(sv, now, flush)
 	}
 }
 
 // take counts one INSERT against sv at now.
-func (s *Scheduler[K]) take(sv *server, now time.Time) {
+func (s *Scheduler[K]) take(sv *server, now time.Time, flush bool) {
 	a := s.allow.PerMinute(sv.name, now)
 	s.refill(sv, a, now)
 	sv.starts = append(sv.starts, now)
@@ -190,7 +216,7 @@ func (s *Scheduler[K]) take(sv *server, now time.Time) {
 		return
 	}
 	sv.tokens-- // may go below zero: a forced seal is a debt paid by later ones
-	if n := len(sv.starts); float64(n) > a {
+	if n := len(sv.starts); float64(n) > a && !flush {
 		sv.exceeded++
 		if !sv.over {
 			sv.over, sv.overSince = true, now
@@ -239,19 +265,24 @@ func (s *Scheduler[K]) room(sv *server, now time.Time) (bool, time.Duration) {
 	if sv.tokens < 1 {
 		wait = time.Duration((1 - sv.tokens) * 60 / a * float64(time.Second))
 	}
-	if n := len(sv.starts); float64(n) >= a && n > 0 {
+	if limit := early(a); len(sv.starts) >= limit {
 		// The window frees a place when enough of its oldest INSERTs
 		// leave it.
-		i := min(n-1, n-int(math.Floor(a)))
-		if i < 0 {
-			i = 0
-		}
+		i := max(len(sv.starts)-limit, 0)
 		wait = max(wait, sv.starts[i].Add(Window).Sub(now)+time.Nanosecond)
 	}
 	if wait > 0 {
 		return false, wait
 	}
 	return true, 0
+}
+
+// early is how many INSERTs the window may hold for a batch to be sealed
+// before its deadline: the allowance less Reserve, at least one kept back
+// (an allowance under 2 a minute keeps none).
+func early(a float64) int {
+	keep := max(1, math.Ceil(a*Reserve))
+	return max(int(math.Floor(a-keep)), 1)
 }
 
 // Due returns the open batch to seal now and why; ok is false when none

@@ -97,9 +97,16 @@ func (p *Pipeline) budgetOpened(a *accState, now time.Time) {
 	p.sched.Open(a.key, p.serversOf(ts), now, a.acc.Policy().MaxWait, p.latencyBound(ts))
 }
 
-// budgetSealed counts the INSERT of a's batch, sealed at now.
-func (p *Pipeline) budgetSealed(a *accState, now time.Time) {
-	p.sched.Sealed(a.key, p.serversOf(a.key.table), now)
+// budgetSealed counts the INSERT of a's batch, sealed at now for why: a
+// flush of everything (shutdown, revoke, pause) counts, but never as over
+// the budget.
+func (p *Pipeline) budgetSealed(a *accState, now time.Time, why batch.Reason) {
+	switch why {
+	case batch.ReasonShutdown, batch.ReasonRevoke, batch.ReasonPause:
+		p.sched.Flushed(a.key, p.serversOf(a.key.table), now)
+	default:
+		p.sched.Sealed(a.key, p.serversOf(a.key.table), now)
+	}
 	p.budgetEpisodes()
 }
 
