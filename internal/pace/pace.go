@@ -7,9 +7,10 @@
 //   - A batch that fills (max_rows, max_bytes) is sealed at once, as
 //     without a budget: the pipeline seals it and tells the Scheduler.
 //   - A batch whose wait (max_wait, or adaptive batching's wait) has
-//     passed is eligible. Eligible batches are sealed one at a time as the
-//     budget allows, the one with the earliest deadline first: small
-//     tables are held longer, so each INSERT carries more rows.
+//     passed is eligible, when its bound is a minute or more. Eligible
+//     batches are sealed one at a time as the budget allows, the one with
+//     the earliest deadline first: small tables are held longer, so each
+//     INSERT carries more rows.
 //   - A batch is never held past its deadline (its table's latency bound):
 //     then it is sealed whatever the budget says. Latency wins; when that
 //     takes a server past its budget the Scheduler counts it and says so
@@ -29,8 +30,7 @@
 // batches of longer bounds are sealed early only while the window keeps
 // that reserve, and at least Reserve of the allowance, for the deadlines
 // that come while it is full: a deadline then finds room, and does not
-// take the server past its budget.
-// A flush of everything (Flushed: shutdown, rebalance, pause) counts in
+// take the server past its budget. A flush of everything (Flushed: shutdown, rebalance, pause) counts in
 // the window too, but never as over the budget.
 //
 // Earliest deadline first on the allowance's pace meets every deadline
