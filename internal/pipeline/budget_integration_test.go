@@ -168,13 +168,15 @@ func rowWaits(t *testing.T, ch driver.Conn, db, table string, want int64) time.D
 	return time.Duration(worst) * time.Millisecond
 }
 
-// TestInsertBudget: 20 tables that tolerate 60 s and 2 that must keep 10 s,
+// TestInsertBudget: 20 tables that tolerate 90 s and 2 that must keep 10 s,
 // each fed 2 records/s for 75 s, with max_wait 2s and a budget of 60
 // INSERTs a minute (without it the 22 tables would make 660 a minute).
 // ClickHouse's query_log shows at most 60 INSERTs in any minute before the
-// shutdown's flush and not one failed INSERT; every row is in once; no
-// row waited past its table's bound (with a second for the fetch and the
-// INSERT itself). Both servers.
+// shutdown's flush, the budget used (the 90 s tables go early while it has
+// room), and not one failed INSERT; every row is in once; no row waited
+// past its table's bound, measured from its produce to its part's creation
+// (with 2 s for what the bound does not hold: the produce, the fetch's
+// poll, the INSERT itself). Both servers.
 func TestInsertBudget(t *testing.T) {
 	broker := testenv.Kafka(t)[0]
 	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
@@ -184,7 +186,7 @@ func TestInsertBudget(t *testing.T) {
 		tight, tightTopics := budgetTables(t, ch, db, "tight", 2)
 		var routes []string
 		for i, table := range loose {
-			routes = append(routes, fmt.Sprintf("  - {topic: %q, table: %s, max_latency: 60s}", looseTopics[i], table))
+			routes = append(routes, fmt.Sprintf("  - {topic: %q, table: %s, max_latency: 90s}", looseTopics[i], table))
 		}
 		for i, table := range tight {
 			routes = append(routes, fmt.Sprintf("  - {topic: %q, table: %s, max_latency: 10s}", tightTopics[i], table))
@@ -239,18 +241,18 @@ routes:
 		if most > 60 {
 			t.Errorf("%d INSERTs in one minute, budget 60", most)
 		}
-		if len(before) < 40 {
-			t.Errorf("%d INSERTs in 75 s: the tables were not inserted at all?", len(before))
+		if len(before) < 50 {
+			t.Errorf("%d INSERTs in 75 s: the 90 s tables should go early while the budget has room (about 58 a minute)", len(before))
 		}
 		if failed != 0 {
 			t.Errorf("%d INSERTs failed", failed)
 		}
 		for i, table := range append(append([]string(nil), loose...), tight...) {
-			bound := 60 * time.Second
+			bound := 90 * time.Second
 			if strings.HasPrefix(table, "tight") {
 				bound = 10 * time.Second
 			}
-			if w := rowWaits(t, ch, db, table, counts[i].Load()); w > bound+time.Second {
+			if w := rowWaits(t, ch, db, table, counts[i].Load()); w > bound+2*time.Second {
 				t.Errorf("%s: a row waited %v, bound %v", table, w, bound)
 			}
 		}
