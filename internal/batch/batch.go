@@ -49,6 +49,15 @@ const (
 	// ReasonTruncate: a TRUNCATE event is applied to the table (a CDC
 	// route's truncate: apply), after every earlier row is inserted.
 	ReasonTruncate
+	// ReasonBudget: the batch's wait had passed and the server's budget
+	// of INSERTs per minute had room (clickhouse.max_inserts_per_minute).
+	ReasonBudget
+	// ReasonDeadline: the budget held the batch until its table's latency
+	// bound, which sealed it.
+	ReasonDeadline
+	// ReasonMemory: the budget held batches until they took half of
+	// batch.buffer_memory; the largest was sealed.
+	ReasonMemory
 )
 
 func (r Reason) String() string {
@@ -69,6 +78,12 @@ func (r Reason) String() string {
 		return "pause"
 	case ReasonTruncate:
 		return "truncate"
+	case ReasonBudget:
+		return "budget"
+	case ReasonDeadline:
+		return "deadline"
+	case ReasonMemory:
+		return "memory"
 	}
 	return "unknown"
 }

@@ -71,7 +71,8 @@
 // (fields no column takes: counted, logged, added as columns on request,
 // their records held until the column exists), held.go (records held for
 // the schema registry or a new column, in partition order), lookup.go
-// (schema-registry look-ups off the owner goroutine), create.go (missing tables created by New, on request, from a sample of
+// (schema-registry look-ups off the owner goroutine), budget.go (the
+// budget of INSERTs per server: which batch goes when), create.go (missing tables created by New, on request, from a sample of
 // their topic's records; PlanCreates is the dry run),
 // exactly.go (exactly-once delivery), fanout.go (routes chosen per record by
 // their when:, records in several tables), stats.go (summary line, metric
@@ -93,8 +94,10 @@ import (
 	"sink/internal/decode"
 	"sink/internal/metrics"
 	"sink/internal/offsets"
+	"sink/internal/pace"
 	"sink/internal/registry"
 	"sink/internal/status"
+	"sink/internal/writer"
 )
 
 // Pipeline is one connector.
@@ -190,6 +193,8 @@ type Pipeline struct {
 	posEvery   time.Duration // positionsInterval
 	positions  chan positionsResult
 	probingPos bool // a positions probe is running
+	// probingParts: adaptive batching's parts read is running (adaptive.go)
+	probingParts bool
 
 	eo *exactly // nil unless delivery is exactly_once (exactly.go)
 	// eoIO is exactly-once's reading of ledgers, records and tables
@@ -213,6 +218,15 @@ type Pipeline struct {
 
 	// unfilled is the DEFAULT columns noteUnfilled has logged, with why.
 	unfilled map[string]string
+
+	// The budget of INSERTs per minute per server (budget.go): sched is
+	// nil without one; allow gives each server's allowance.
+	allow pace.Allowance
+	sched *pace.Scheduler[accKey]
+	// conns are the INSERTs that may hold a ClickHouse connection at once
+	// (writer.InsertConns): the others wait for a slot here, in no hurry
+	// and without an error, instead of timing out in the driver's pool.
+	conns chan struct{}
 }
 
 // Stats are the totals of a run, reported at the end.
@@ -284,6 +298,8 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w Sink, op
 		p.look = newLookups(p.reg, func() time.Time { return p.now() })
 	}
 	p.initExactly()
+	p.initBudget()
+	p.conns = make(chan struct{}, writer.InsertConns(cfg.ClickHouse))
 	p.m.SetMaxWait(cfg.Batch.MaxWait)
 	if err := p.createTables(ctx); err != nil {
 		return nil, err
