@@ -45,13 +45,15 @@ import (
 // clickhouse.max_inserts_per_minute=60): a build whose config does not know
 // the key reports the run as "not run" with the config's message.
 
-// mtDB is the database the many-tables bench owns on each server.
-const mtDB = "bench_mt"
+// mtDB is the database the many-tables bench owns on each server
+// (--database): dropped and made anew for every run.
+var mtDB = "bench_mt"
 
 type mtOptions struct {
 	brokers           []string
 	servers           []chServer
 	sinkBin, out      string
+	prefix            string
 	work              string
 	tables            []int
 	shapes            []string
@@ -81,12 +83,14 @@ func manytablesMain(args []string) error {
 	fs.Float64Var(&o.ratePerTable, "rate", 20, "records per second per topic (the mean, for skewed)")
 	fs.Float64Var(&o.skew, "skew", 1.1, "skewed: Zipf exponent (> 1) of the topics' shares")
 	fs.IntVar(&o.partitions, "partitions", 3, "partitions per topic")
+	fs.StringVar(&mtDB, "database", mtDB, "the ClickHouse database the bench owns on each server, dropped and made anew for every run")
+	fs.StringVar(&o.prefix, "topic-prefix", "bench_mt", "the topics are PREFIX<N>_<i> (kept between runs; two benches at once need different prefixes)")
 	fs.IntVar(&o.size, "size", 180, "bytes per record")
 	fs.IntVar(&o.runs, "runs", 3, "runs per variant and scenario, interleaved")
 	fs.DurationVar(&o.duration, "duration", 5*time.Minute, "how long each run's paced stream runs (shorten for a quick look: --duration 1m)")
 	fs.DurationVar(&o.drain, "drain", 4*time.Minute, "longest wait for the last rows after the producer stopped")
 	variants := fs.String("variants", "off,budget", "variants, comma-separated: off (the default config, no budget) and budget (plus --budget-config)")
-	budget := fs.String("budget-config", "clickhouse.max_inserts_per_minute=60", "the budget variant's overrides of the default config: section.key=value, comma-separated (sections kafka, clickhouse, batch)")
+	budget := fs.String("budget-config", "clickhouse.max_inserts_per_minute=60", "the budget variant's overrides of the default config: section.key=value, comma-separated (sections kafka, clickhouse, batch, route)")
 	common := fs.String("config", "", "overrides for every variant, as --budget-config (e.g. batch.mode=adaptive)")
 	offBound := fs.Duration("latency-bound", 10*time.Second, "off: a table is over its bound when one of its rows took longer (record → row)")
 	budgetBound := fs.Duration("budget-latency-bound", 2*time.Minute, "budget: the same bound for the budget variant")
@@ -159,7 +163,8 @@ func manytablesMain(args []string) error {
 	return nil
 }
 
-// parseOverrides reads "section.key=value,…" into section → key → value.
+// parseOverrides reads "section.key=value,…" into section → key → value;
+// section route is the route's keys (route.max_latency=2m).
 func parseOverrides(s string) (map[string]map[string]string, error) {
 	out := map[string]map[string]string{}
 	for _, kv := range splitList(s) {
@@ -169,9 +174,9 @@ func parseOverrides(s string) (map[string]map[string]string, error) {
 			return nil, fmt.Errorf("override %q is not section.key=value", kv)
 		}
 		switch sec {
-		case "kafka", "clickhouse", "batch":
+		case "kafka", "clickhouse", "batch", "route":
 		default:
-			return nil, fmt.Errorf("override %q: section %q (want kafka, clickhouse or batch)", kv, sec)
+			return nil, fmt.Errorf("override %q: section %q (want kafka, clickhouse, batch or route)", kv, sec)
 		}
 		if out[sec] == nil {
 			out[sec] = map[string]string{}
@@ -264,7 +269,7 @@ func (b *bench) runManyTables(ctx context.Context, o mtOptions, srv chServer, n 
 	}
 	topics := make([]string, n)
 	for i := range topics {
-		topics[i] = fmt.Sprintf("bench_mt%d_%d", n, i)
+		topics[i] = fmt.Sprintf("%s%d_%d", o.prefix, n, i)
 	}
 	if err == nil {
 		err = gen.EnsureTopics(ctx, b.adm, topics, o.partitions)
@@ -309,8 +314,11 @@ func (b *bench) runMTOnce(ctx context.Context, o mtOptions, srv chServer, name s
 	}
 	ov, _ := parseOverrides(o.overrides[variant])
 	sc := sinkConf{name: "bench-manytables", group: b.group(fmt.Sprintf("mt%d-%s-%s", n, shape, variant), run),
-		topicRegex: fmt.Sprintf("bench_mt%d_([0-9]+)", n), table: "t${1}", database: mtDB,
+		topicRegex: fmt.Sprintf("%s%d_([0-9]+)", o.prefix, n), table: "t${1}", database: mtDB,
 		brokers: o.brokers, chAddrs: []string{srv.native}, kafka: ov["kafka"], batch: ov["batch"], clickhouse: ov["clickhouse"]}
+	for _, k := range slices.Sorted(maps.Keys(ov["route"])) {
+		sc.route += fmt.Sprintf("    %s: %s\n", k, ov["route"][k])
+	}
 	r.Config = strings.TrimSpace(sc.yaml())
 	cfg, err := sc.parse()
 	if err != nil {
@@ -480,14 +488,14 @@ func scanSinkLog(path string) (connWait, warnings int) {
 }
 
 // mtTablesExpr is every table of the run, as one table expression.
-const mtTablesExpr = "merge('" + mtDB + "', '^t[0-9]+$')"
+func mtTablesExpr() string { return "merge('" + mtDB + "', '^t[0-9]+$')" }
 
 // waitMTRows waits until the run's tables hold want rows in all.
 func (b *bench) waitMTRows(ctx context.Context, want int64, timeout time.Duration, exited <-chan struct{}) (time.Time, error) {
 	deadline := time.Now().Add(timeout)
 	var got int64
 	for {
-		n, err := b.ch.int64(ctx, "SELECT count() FROM "+mtTablesExpr)
+		n, err := b.ch.int64(ctx, "SELECT count() FROM "+mtTablesExpr())
 		if err == nil {
 			got = n
 			if n >= want {
@@ -552,7 +560,7 @@ func splitLines(s string) []string {
 // mtTables checks every table's rows against its topic's records and
 // measures the latency of every row, per class of tables.
 func (b *bench) mtTables(ctx context.Context, r *MTRun, srvKey string, topics []string, produced map[string]int64, shares []float64, from time.Time) error {
-	s, err := b.ch.query(ctx, "SELECT _table, count(), uniqExact(id) FROM "+mtTablesExpr+" GROUP BY _table")
+	s, err := b.ch.query(ctx, "SELECT _table, count(), uniqExact(id) FROM "+mtTablesExpr()+" GROUP BY _table")
 	if err != nil {
 		return err
 	}
@@ -574,11 +582,11 @@ func (b *bench) mtTables(ctx context.Context, r *MTRun, srvKey string, topics []
 	}
 	var q string
 	if srvKey == "18" {
-		q = "SELECT _table, toInt64(toUInt32(_ins)) * 1000 + 500 - toInt64(_timestamp) AS ms, count() FROM " + mtTablesExpr + " GROUP BY _table, ms"
+		q = "SELECT _table, toInt64(toUInt32(_ins)) * 1000 + 500 - toInt64(_timestamp) AS ms, count() FROM " + mtTablesExpr() + " GROUP BY _table, ms"
 	} else {
 		q = fmt.Sprintf("SELECT t._table, toInt64(toUnixTimestamp64Milli(q.fin)) - toInt64(t._timestamp) AS ms, count() FROM %s AS t "+
 			"INNER JOIN (SELECT query_id, any(event_time_microseconds) AS fin FROM system.query_log WHERE type = 2 AND event_date >= yesterday() AND event_time >= %d "+
-			"AND match(query, '^INSERT INTO `?%s`?\\\\.') GROUP BY query_id) AS q ON t._qid = q.query_id GROUP BY t._table, ms", mtTablesExpr, from.Unix()-1, mtDB)
+			"AND match(query, '^INSERT INTO `?%s`?\\\\.') GROUP BY query_id) AS q ON t._qid = q.query_id GROUP BY t._table, ms", mtTablesExpr(), from.Unix()-1, mtDB)
 	}
 	if s, err = b.ch.query(ctx, q); err != nil {
 		return fmt.Errorf("latency: %w", err)
