@@ -40,33 +40,51 @@ func (p *Pipeline) adaptive() bool { return p.cfg.Batch.Mode == config.BatchAdap
 
 // newTable makes the state of a resolved table, with its controller in
 // adaptive mode.
-func (p *Pipeline) newTable(t *writer.Table, key string) *tableState {
-	ts := &tableState{t: t, m: p.m.Table(key)}
+// maxLatency is the route's max_latency (0: none).
+func (p *Pipeline) newTable(t *writer.Table, key string, maxLatency time.Duration) *tableState {
+	ts := &tableState{t: t, m: p.m.Table(key), maxLatency: maxLatency}
 	p.noteUnfilled(t)
+	p.adaptTable(ts)
+	return ts
+}
+
+// adaptTable gives ts its controller in adaptive mode, and reports its
+// target.
+func (p *Pipeline) adaptTable(ts *tableState) {
 	b := p.cfg.Batch
 	if !p.adaptive() {
-		ts.m.Target(b.MaxRows, b.MaxWait, 1, false, 0, "")
-		return ts
+		pol := p.policy(ts)
+		ts.m.Target(pol.MaxRows, pol.MaxWait, 1, false, 0, "")
+		return
+	}
+	maxLatency := b.MaxLatency
+	if ts.maxLatency > 0 {
+		maxLatency = ts.maxLatency
 	}
 	// A batch may hold max_bytes, and never more than its share of the
 	// buffer: the one filling plus max_in_flight being inserted.
 	share := min(int(b.MaxBytes), int(b.BufferMemory)/(p.cfg.ClickHouse.MaxInFlight+1))
 	ts.ctl = adapt.New(adapt.Settings{
 		InsertsPerMinute: b.TargetInsertsPerMinute,
-		MaxLatency:       b.MaxLatency,
+		MaxLatency:       maxLatency,
 		Overhead:         p.cfg.Kafka.FetchMaxWait,
 		MaxBatchBytes:    share,
 	})
 	ts.target = ts.ctl.Target()
 	ts.m.Target(ts.target.Rows, ts.target.Wait, ts.target.Pressure, ts.target.OverLatency, ts.target.Rate, string(ts.target.Reason))
-	return ts
 }
 
 // policy is the triggers of ts's accumulators now.
 func (p *Pipeline) policy(ts *tableState) batch.Policy {
 	b := p.cfg.Batch
 	if ts.ctl == nil {
-		return batch.Policy{MaxRows: b.MaxRows, MaxBytes: int(b.MaxBytes), MaxWait: b.MaxWait}
+		wait := b.MaxWait
+		if ts.maxLatency > 0 {
+			// The route's bound caps the wait: a record may have waited
+			// fetch_max_wait in Kafka already.
+			wait = min(wait, max(ts.maxLatency-p.cfg.Kafka.FetchMaxWait, time.Millisecond))
+		}
+		return batch.Policy{MaxRows: b.MaxRows, MaxBytes: int(b.MaxBytes), MaxWait: wait}
 	}
 	return batch.Policy{MaxRows: ts.target.Rows, MaxBytes: ts.ctl.Settings().MaxBatchBytes, MaxWait: ts.target.Wait}
 }
@@ -155,6 +173,9 @@ func (p *Pipeline) apply(ts *tableState, t adapt.Target) {
 		for _, a := range p.accs {
 			if a.key.table == ts {
 				a.acc.SetPolicy(pol)
+				if p.sched != nil && !a.acc.Empty() {
+					p.budgetOpened(a, p.now()) // the new wait; opened stays
+				}
 			}
 		}
 	}
