@@ -90,7 +90,7 @@ func manytablesMain(args []string) error {
 	fs.DurationVar(&o.duration, "duration", 5*time.Minute, "how long each run's paced stream runs (shorten for a quick look: --duration 1m)")
 	fs.DurationVar(&o.drain, "drain", 4*time.Minute, "longest wait for the last rows after the producer stopped")
 	variants := fs.String("variants", "off,budget", "variants, comma-separated: off (the default config, no budget) and budget (plus --budget-config)")
-	budget := fs.String("budget-config", "clickhouse.max_inserts_per_minute=60", "the budget variant's overrides of the default config: section.key=value, comma-separated (sections kafka, clickhouse, batch, route)")
+	budget := fs.String("budget-config", "clickhouse.max_inserts_per_minute=60,route.max_latency=2m", "the budget variant's overrides of the default config: section.key=value, comma-separated (sections kafka, clickhouse, batch, route)")
 	common := fs.String("config", "", "overrides for every variant, as --budget-config (e.g. batch.mode=adaptive)")
 	offBound := fs.Duration("latency-bound", 10*time.Second, "off: a table is over its bound when one of its rows took longer (record → row)")
 	budgetBound := fs.Duration("budget-latency-bound", 2*time.Minute, "budget: the same bound for the budget variant")
