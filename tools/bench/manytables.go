@@ -144,23 +144,26 @@ func manytablesMain(args []string) error {
 	o.date = began.Format("2006-01-02")
 	rep := MTReport{Date: o.date, Started: began, Command: o.command, Machine: machine(b), RatePerTable: o.ratePerTable,
 		Skew: o.skew, Partitions: o.partitions, Size: o.size, DurationSec: o.duration.Seconds(), Overrides: o.overrides}
+scenarios:
 	for _, srv := range o.servers {
 		for _, n := range o.tables {
 			for _, shape := range o.shapes {
 				rep.Runs = append(rep.Runs, b.runManyTables(ctx, o, srv, n, shape)...)
 				if ctx.Err() != nil {
-					return ctx.Err()
+					break scenarios
 				}
 			}
 		}
 	}
+	// Interrupted, the runs so far are written all the same (the one
+	// interrupted among them, failed).
 	rep.Summary = summarizeMT(rep.Runs)
 	md, js, err := rep.write(o.out)
 	if err != nil {
 		return err
 	}
 	logf("results: %s and %s", md, js)
-	return nil
+	return ctx.Err()
 }
 
 // parseOverrides reads "section.key=value,…" into section → key → value;
@@ -255,8 +258,6 @@ type MTClass struct {
 	WorstTableP99 float64 `json:"worst_table_p99_ms"`
 	OverBound     int     `json:"tables_over_bound"` // tables with a row slower than the bound
 }
-
-func (r MTRun) ok() bool { return r.Status == "ok" }
 
 // runManyTables runs one scenario on srv: every variant, --runs times,
 // interleaved.
@@ -434,8 +435,8 @@ func (b *bench) runMTOnce(ctx context.Context, o mtOptions, srv chServer, name s
 	if r.Rows > 0 {
 		r.CPUUsPerRow = r.ClientCPUSec / float64(r.Rows) * 1e6
 	}
-	if !r.Exact && r.ok() {
-		r.Status = fmt.Sprintf("not exact: %d tables' rows differ from their topics' records, %d duplicate rows", r.TablesWrong, r.Duplicates)
+	if !r.Exact && strings.HasPrefix(r.Status, "ok") {
+		r.Status = fmt.Sprintf("not exact: %d tables' rows differ from their topics' records, %d duplicate rows; ", r.TablesWrong, r.Duplicates) + r.Status
 	}
 	return r
 }
