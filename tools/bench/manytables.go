@@ -54,6 +54,7 @@ type mtOptions struct {
 	servers           []chServer
 	sinkBin, out      string
 	prefix            string
+	keep              bool
 	work              string
 	tables            []int
 	shapes            []string
@@ -83,6 +84,7 @@ func manytablesMain(args []string) error {
 	fs.Float64Var(&o.ratePerTable, "rate", 20, "records per second per topic (the mean, for skewed)")
 	fs.Float64Var(&o.skew, "skew", 1.1, "skewed: Zipf exponent (> 1) of the topics' shares")
 	fs.IntVar(&o.partitions, "partitions", 3, "partitions per topic")
+	fs.BoolVar(&o.keep, "keep", false, "keep the topics and the last run's database afterwards")
 	fs.StringVar(&mtDB, "database", mtDB, "the ClickHouse database the bench owns on each server, dropped and made anew for every run")
 	fs.StringVar(&o.prefix, "topic-prefix", "bench_mt", "the topics are PREFIX<N>_<i> (kept between runs; two benches at once need different prefixes)")
 	fs.IntVar(&o.size, "size", 180, "bytes per record")
@@ -155,6 +157,9 @@ scenarios:
 			}
 		}
 	}
+	if !o.keep {
+		b.dropManyTables(o)
+	}
 	// Interrupted, the runs so far are written all the same (the one
 	// interrupted among them, failed).
 	rep.Summary = summarizeMT(rep.Runs)
@@ -164,6 +169,26 @@ scenarios:
 	}
 	logf("results: %s and %s", md, js)
 	return ctx.Err()
+}
+
+// dropManyTables deletes the scenarios' topics and the database on every
+// server.
+func (b *bench) dropManyTables(o mtOptions) {
+	ctx := context.Background()
+	for _, srv := range o.servers {
+		if err := newCH(srv.http).exec(ctx, "DROP DATABASE IF EXISTS "+mtDB); err != nil {
+			logf("cleanup: %v", err)
+		}
+	}
+	var topics []string
+	for _, n := range o.tables {
+		for i := range n {
+			topics = append(topics, fmt.Sprintf("%s%d_%d", o.prefix, n, i))
+		}
+	}
+	if _, err := b.adm.DeleteTopics(ctx, topics...); err != nil {
+		logf("cleanup: %v", err)
+	}
 }
 
 // parseOverrides reads "section.key=value,…" into section → key → value;
