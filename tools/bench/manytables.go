@@ -96,8 +96,12 @@ func manytablesMain(args []string) error {
 	common := fs.String("config", "", "overrides for every variant, as --budget-config (e.g. batch.mode=adaptive)")
 	offBound := fs.Duration("latency-bound", 10*time.Second, "off: a table is over its bound when one of its rows took longer (record → row)")
 	budgetBound := fs.Duration("budget-latency-bound", 2*time.Minute, "budget: the same bound for the budget variant")
+	merge := fs.String("merge", "", "instead of measuring, merge these results .json files (comma-separated; benches run at the same time on different servers) into one results file in --out")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *merge != "" {
+		return mergeMT(splitList(*merge), o.out)
 	}
 	var err error
 	if o.servers, err = servers(); err != nil {
@@ -169,6 +173,37 @@ scenarios:
 	}
 	logf("results: %s and %s", md, js)
 	return ctx.Err()
+}
+
+// mergeMT merges results files into one: every run, the summary made
+// anew, the commands joined; the workload's figures are the first file's.
+func mergeMT(files []string, out string) error {
+	var rep MTReport
+	var cmds []string
+	for i, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		var r MTReport
+		if err := json.Unmarshal(data, &r); err != nil {
+			return fmt.Errorf("%s: %w", f, err)
+		}
+		if i == 0 {
+			rep = r
+			rep.Runs = nil
+		}
+		rep.Runs = append(rep.Runs, r.Runs...)
+		cmds = append(cmds, r.Command)
+	}
+	rep.Command = strings.Join(cmds, "` and `")
+	rep.Summary = summarizeMT(rep.Runs)
+	md, js, err := rep.write(out)
+	if err != nil {
+		return err
+	}
+	logf("merged %d files: %s and %s", len(files), md, js)
+	return nil
 }
 
 // dropManyTables deletes the scenarios' topics and the database on every
@@ -289,6 +324,9 @@ type MTClass struct {
 func (b *bench) runManyTables(ctx context.Context, o mtOptions, srv chServer, n int, shape string) []MTRun {
 	var out []MTRun
 	version, err := b.useServer(ctx, srv)
+	// Dropping and creating hundreds of tables on a shared server under
+	// load has taken over the control queries' usual minute.
+	b.ch.hc.Timeout = 3 * time.Minute
 	name := "ClickHouse " + srv.key
 	if version != "" {
 		name = "ClickHouse " + version
