@@ -60,6 +60,10 @@ demo-cdc: stack-up
 # Flags: make bench BENCH_ARGS='--count 200000 --runs 1 --clickhouse 26';
 # the cluster table alone: BENCH_ARGS='--cluster-only' (cluster-<date>.md);
 # the steady state alone: BENCH_ARGS='--steady-only' (steady-<date>.md).
+# Last, many tables: one connector into 100 and 500 tables per server at
+# 20 records/s per table (even and Zipf-skewed), 5 minutes per run, the
+# insert budget off and on interleaved (manytables-<date>.md); alone and
+# shortened: BENCH_ARGS='--manytables-only --duration 1m' (bin/bench manytables -h).
 bench: stack-up
 	bash scripts/bench.sh $(BENCH_ARGS)
 

@@ -4,7 +4,11 @@
 # one workload produced once, the sink against ClickHouse's Kafka engine, kcat
 # pipes and naive per-record INSERTs and the seed 004 replay, on ClickHouse 18.16
 # and then 26.9; the hot path's Go benchmarks; the performance targets per server.
-# Writes bench/results/<date>.md and .json (a table per server).
+# Writes bench/results/<date>.md and .json (a table per server). Then the
+# many-tables steady state (tools/bench/manytables.go): one connector into 100
+# and 500 tables of each server, even and Zipf-skewed rates, the insert budget
+# off and on, interleaved (bench/results/manytables-<date>.md and .json);
+# BENCH_ARGS='--manytables-only --duration 1m' runs it alone, shortened.
 # Extra flags: make bench BENCH_ARGS='--count 200000 --runs 1 --clickhouse 26'
 # (bin/bench run -h).
 set -euo pipefail
@@ -37,4 +41,13 @@ VERSION=$(git describe --tags --always --dirty 2>/dev/null || echo dev)
 go build -ldflags "-X main.version=$VERSION" -o bin/sink ./cmd/sink
 go build -o bin/bench ./tools/bench
 go build -o bin/loadgen ./tools/loadgen
-exec bin/bench run "$@"
+# --manytables-only: the many-tables steady state alone, the other flags
+# its own (bin/bench manytables -h).
+if [[ ${1:-} == --manytables-only ]]; then
+	shift
+	exec bin/bench manytables "$@"
+fi
+bin/bench run "$@"
+# Then one connector into 100 and 500 tables per server at modest rates,
+# with and without the insert budget (manytables-<date>.md).
+exec bin/bench manytables

@@ -18,7 +18,7 @@ import (
 const reportUsage = `Usage: sink report --table DB.TABLE [--since 2h] [--until now] [--split T]
                    [--config FILE] [--clickhouse HOST:PORT] [--user U] [--password-file F]
                    [--database DB] [--cluster NAME] [--format text|csv|json] [--chart FILE.svg]
-                   [--html FILE.html] [--utc]
+                   [--html FILE.html] [--connector NAME] [--utc]
 
 Per minute, the finished INSERTs into one table (from system.query_log: count,
 written_rows, written_bytes, query_duration_ms) and the new parts it got (from
@@ -52,6 +52,12 @@ protocol, user, password or password_file, TLS, timeouts) and its environment
 overrides; --clickhouse, --user, --password-file and --database, when given,
 win over it. Without --config, those flags and $SINK_CLICKHOUSE__PASSWORD.
 
+Per server: with --config (its name:) or --connector NAME, the report also
+sums every table that connector writes on the server, found by the query_id
+of its INSERTs (sink-NAME-…): INSERTs/min, rows/INSERT, new parts/min and,
+with --split, before/after with ratios, then each table's share. On a
+cluster it is left out (a note says so): run the report per node for it.
+
 With --html, the same report as one HTML file with no external resource
 and no script: the before/after summary, the chart and the per-minute table,
 for pasting into or attaching to a ticket.
@@ -77,6 +83,7 @@ func reportCmd(args []string, stdout, stderr io.Writer) int {
 	passwordFile := fs.String("password-file", "", "read the ClickHouse password from this `file` (default: $SINK_CLICKHOUSE__PASSWORD)")
 	database := fs.String("database", def.Database, "database of a --table without one, and of INSERTs that name none")
 	clusterName := fs.String("cluster", "", "sum the logs of every node of this `cluster` (default: clickhouse.cluster of --config)")
+	connector := fs.String("connector", "", "add the per-server view: every table this connector (its `name`) writes on the server, summed (default: name of --config)")
 	var req report.Request
 	fs.StringVar(&req.Table, "table", "", "the table, `DB.TABLE` or TABLE (required)")
 	fs.StringVar(&req.Since, "since", "2h", "start of the range")
@@ -110,6 +117,7 @@ func reportCmd(args []string, stdout, stderr io.Writer) int {
 			return fail(err)
 		}
 		ch = cfg.ClickHouse
+		req.Connector = cfg.Name
 	}
 	// Without --config every flag applies, with its default; with one,
 	// only the flags given.
@@ -131,6 +139,9 @@ func reportCmd(args []string, stdout, stderr io.Writer) int {
 		ch.Password, ch.PasswordFile = config.Secret(strings.TrimRight(string(b), "\r\n")), ""
 	}
 	req.Database = ch.Database
+	if set["connector"] {
+		req.Connector = *connector
+	}
 	req.Loc = time.Local
 	if *utc {
 		req.Loc = time.UTC

@@ -31,6 +31,17 @@ type htmlData struct {
 	Summary                     [][4]string
 	Chart                       template.HTML
 	Notes                       []string
+	// The per-server view (Report.Server), formatted as the text has it.
+	PerServer *htmlServer
+}
+
+type htmlServer struct {
+	Heading, Total string
+	Empty          bool
+	SplitHeading   string
+	Summary        [][4]string
+	Head           []string
+	Tables         [][]string
 }
 
 // HTML writes the report as one self-contained HTML page, for pasting
@@ -64,6 +75,20 @@ func (r Report) HTML(w io.Writer, loc *time.Location, server string) error {
 	if r.Split != nil {
 		d.SplitHeading = r.splitHeading(loc)
 		d.Summary = r.summaryRows(loc)
+	}
+	if v := r.Server; v != nil {
+		s := v.Summed
+		d.PerServer = &htmlServer{Heading: "Per server: every table connector " + v.Connector + " writes", Empty: len(s.Minutes) == 0}
+		if !d.PerServer.Empty {
+			d.PerServer.Total = fmt.Sprintf("%s, %s tables, %s new parts/min", s.totalLine(), group(uint64(len(v.Tables))), serverParts(s, s.Total.PartsPerMin))
+			d.PerServer.Head = []string{"table", "inserts", "rows", "rows/insert", "inserts/min", "new parts", "new parts/min"}
+			if s.Split != nil {
+				d.PerServer.SplitHeading = s.splitHeading(loc)
+				d.PerServer.Summary = s.summaryRows(loc)
+				d.PerServer.Head = append(d.PerServer.Head, "inserts/min before", "after")
+			}
+			d.PerServer.Tables = v.tableCells()
+		}
 	}
 	var svg strings.Builder
 	if err := r.SVG(&svg, loc); err != nil {

@@ -68,6 +68,12 @@ func (r Report) Text(w io.Writer, loc *time.Location) error {
 			return err
 		}
 	}
+	if r.Server != nil {
+		b.WriteString("\n")
+		if err := r.Server.serverText(&b, loc); err != nil {
+			return err
+		}
+	}
 	for _, n := range r.Notes {
 		b.WriteString("note: " + n + "\n")
 	}

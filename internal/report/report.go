@@ -119,6 +119,10 @@ type Report struct {
 	// (QueryCluster); Shards splits it per shard.
 	Cluster string        `json:"cluster,omitempty"`
 	Shards  []ShardReport `json:"shards,omitempty"`
+
+	// Server, when the connector is known, sums every table it writes on
+	// the server (server.go), beside this table's view.
+	Server *ServerView `json:"server,omitempty"`
 }
 
 // The ways Query attributes a logged INSERT to a table.

@@ -31,6 +31,9 @@ type Request struct {
 	Chart               string         // an SVG file to draw, or ""
 	HTML                string         // a self-contained HTML report file to write, or ""
 	Loc                 *time.Location // the time zone of the output and of wall-clock times
+	// Connector, when set, adds the per-server view: every table that
+	// connector (its name:) writes on the server, summed.
+	Connector string
 }
 
 // Options checks r and reads its times against now. An error is one line
@@ -88,14 +91,33 @@ func (r Request) location() *time.Location {
 // (for messages): it checks that the table exists, queries the logs,
 // writes the report to w in r.Format and, with r.Chart, draws the chart,
 // with r.HTML writes the HTML report.
+// With r.Connector, the report also holds the per-server view of that
+// connector (QueryServer).
 func (r Request) Run(ctx context.Context, conn driver.Conn, where string, o Options, w io.Writer) error {
-	return r.run(ctx, conn, where, o, w, func(o Options) (Report, error) { return Query(ctx, conn, o) })
+	return r.run(ctx, conn, where, o, w, func(o Options) (Report, error) {
+		rep, err := Query(ctx, conn, o)
+		if err != nil || r.Connector == "" {
+			return rep, err
+		}
+		v, err := QueryServer(ctx, conn, r.Connector, o)
+		if err != nil {
+			return rep, err
+		}
+		rep.Server = &v
+		return rep, nil
+	})
 }
 
 // RunCluster is Run over every node of cluster (QueryCluster); conn is the
 // node the table is looked up on, where names it.
 func (r Request) RunCluster(ctx context.Context, conn driver.Conn, where, cluster string, nodes []Node, o Options, w io.Writer) error {
-	return r.run(ctx, conn, where, o, w, func(o Options) (Report, error) { return QueryCluster(ctx, cluster, nodes, o) })
+	return r.run(ctx, conn, where, o, w, func(o Options) (Report, error) {
+		rep, err := QueryCluster(ctx, cluster, nodes, o)
+		if err == nil && r.Connector != "" {
+			rep.Notes = append(rep.Notes, "the per-server view of connector "+r.Connector+" is read on a single server only: run the report against each shard's node for it")
+		}
+		return rep, err
+	})
 }
 
 func (r Request) run(ctx context.Context, conn driver.Conn, where string, o Options, w io.Writer, query func(Options) (Report, error)) error {

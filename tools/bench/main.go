@@ -26,6 +26,10 @@
 //	                      and seed 004's hand-tuned setting on a workload
 //	                      whose rate changes 20× (make bench-adaptive;
 //	                      adaptive.go)
+//	bench manytables [flags]  one connector into 100–500 tables of a server
+//	                      at modest paced rates: INSERTs and new parts per
+//	                      minute per server, with and without the insert
+//	                      budget (manytables.go)
 //	bench consume [flags]  read a topic with the sink's Kafka options and
 //	                      nothing else: the CPU floor per record (consume.go)
 //
@@ -52,7 +56,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: bench run [flags] | bench naive [flags] | bench inprocess [flags] | bench adaptive [flags] | bench consume [flags]")
+		fmt.Fprintln(os.Stderr, "usage: bench run [flags] | bench naive [flags] | bench inprocess [flags] | bench adaptive [flags] | bench manytables [flags] | bench consume [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -67,8 +71,10 @@ func main() {
 		err = adaptiveMain(os.Args[2:])
 	case "consume":
 		err = consumeMain(os.Args[2:])
+	case "manytables":
+		err = manytablesMain(os.Args[2:])
 	default:
-		err = fmt.Errorf("unknown command %q (run, naive, inprocess, adaptive, consume)", os.Args[1])
+		err = fmt.Errorf("unknown command %q (run, naive, inprocess, adaptive, manytables, consume)", os.Args[1])
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "bench: %v\n", err)

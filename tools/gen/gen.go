@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"sync/atomic"
@@ -134,6 +135,61 @@ type Produce struct {
 	// appends to dst (another format, framed for a schema registry);
 	// nil sends the JSON as it is.
 	Encode func(dst, event []byte) ([]byte, error)
+	// Topics, when set, spreads the events over these topics instead of
+	// Topic, from the one client (Rate is then the total of all topics):
+	// round-robin, so every topic gets Rate/len(Topics), or with TopicSkew
+	// a Zipf draw, topic i getting a share proportional to (i+1)^-TopicSkew
+	// (TopicShares). The topics must exist (EnsureTopics).
+	Topics    []string
+	TopicSkew float64 // Zipf exponent (> 1) across Topics; 0 = even
+}
+
+// TopicShares is the expected share of the events each of n topics gets
+// with Zipf exponent skew across them (0: even), in topic order; the
+// shares add up to 1.
+func TopicShares(n int, skew float64) []float64 {
+	w := make([]float64, n)
+	var sum float64
+	for i := range w {
+		w[i] = 1
+		if skew > 0 {
+			w[i] = math.Pow(float64(i+1), -skew)
+		}
+		sum += w[i]
+	}
+	for i := range w {
+		w[i] /= sum
+	}
+	return w
+}
+
+// topicPicker chooses each event's topic among Topics.
+type topicPicker struct {
+	n    int
+	next int
+	zipf *rand.Zipf
+}
+
+func newTopicPicker(p Produce) (*topicPicker, error) {
+	tp := &topicPicker{n: len(p.Topics)}
+	if p.TopicSkew != 0 {
+		if p.TopicSkew <= 1 {
+			return nil, fmt.Errorf("gen: topic skew %g must be 0 (even) or a Zipf exponent > 1", p.TopicSkew)
+		}
+		// A stream of its own (8), so the events stay those of Config.
+		tp.zipf = rand.NewZipf(rand.New(rand.NewPCG(p.Events.Seed, 8)), p.TopicSkew, 1, uint64(tp.n-1))
+	}
+	return tp, nil
+}
+
+// pick is the index of the next event's topic.
+func (tp *topicPicker) pick() int {
+	if tp.zipf != nil {
+		return int(tp.zipf.Uint64())
+	}
+	i := tp.next
+	tp.next = (tp.next + 1) % tp.n
+	return i
 }
 
 // Result is what a production run did.
@@ -165,7 +221,12 @@ func (p Produce) Run(ctx context.Context) (Result, error) {
 		return Result{}, err
 	}
 	defer cl.Close()
-	if err := EnsureTopic(ctx, kadm.NewClient(cl), p.Topic, p.Partitions, p.Recreate); err != nil {
+	var topics *topicPicker
+	if len(p.Topics) > 0 {
+		if topics, err = newTopicPicker(p); err != nil {
+			return Result{}, err
+		}
+	} else if err := EnsureTopic(ctx, kadm.NewClient(cl), p.Topic, p.Partitions, p.Recreate); err != nil {
 		return Result{}, err
 	}
 	var failed atomic.Pointer[error]
@@ -199,6 +260,9 @@ func (p Produce) Run(ctx context.Context) (Result, error) {
 		var user uint64
 		buf, user = g.Append(buf[:0])
 		r := &kgo.Record{}
+		if topics != nil {
+			r.Topic = p.Topics[topics.pick()]
+		}
 		if p.Encode == nil {
 			r.Value = append([]byte(nil), buf...)
 		} else if r.Value, err = p.Encode(nil, buf); err != nil {
@@ -261,6 +325,28 @@ func EnsureTopic(ctx context.Context, adm *kadm.Client, topic string, partitions
 		return waitTopic(ctx, adm, topic, 0) // an existing topic keeps its partition count
 	}
 	return fmt.Errorf("create topic %s: %w", topic, err)
+}
+
+// EnsureTopics creates every one of topics that does not exist, with the
+// given partitions (replication 1), in one request, and returns once the
+// metadata lists each with a leader for every partition. Existing topics
+// keep their partitions.
+func EnsureTopics(ctx context.Context, adm *kadm.Client, topics []string, partitions int) error {
+	resp, err := adm.CreateTopics(ctx, int32(partitions), 1, nil, topics...)
+	if err != nil {
+		return fmt.Errorf("create %d topics: %w", len(topics), err)
+	}
+	for _, r := range resp.Sorted() {
+		if r.Err != nil && !errors.Is(r.Err, kerr.TopicAlreadyExists) {
+			return fmt.Errorf("create topic %s: %w", r.Topic, r.Err)
+		}
+	}
+	for _, t := range topics {
+		if err := waitTopic(ctx, adm, t, 0); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // waitTopic waits (up to 30 s) until the metadata lists topic with a leader

@@ -3,6 +3,7 @@ package gen
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -156,5 +157,45 @@ func TestProfileSchedule(t *testing.T) {
 	}
 	if p.RateAt(500*time.Millisecond) != 10 || p.RateAt(1500*time.Millisecond) != 100 || p.RateAt(4*time.Second) != 0 {
 		t.Error("RateAt")
+	}
+}
+
+func TestTopicPicker(t *testing.T) {
+	// f draws n topics of the picker for topics names and skew and checks
+	// each topic's count is within tol (relative) of TopicShares'.
+	f := func(topics int, skew float64, n int, tol float64) {
+		t.Helper()
+		names := make([]string, topics)
+		tp, err := newTopicPicker(Produce{Topics: names, TopicSkew: skew, Events: Config{Seed: 3}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		counts := make([]int, topics)
+		for range n {
+			counts[tp.pick()]++
+		}
+		shares := TopicShares(topics, skew)
+		var sum float64
+		for i, want := range shares {
+			sum += want
+			got := float64(counts[i]) / float64(n)
+			// Topics expecting 10,000 events or more: 5% is 5 standard deviations.
+			if want*float64(n) >= 10_000 && math.Abs(got-want) > tol*want {
+				t.Errorf("%d topics, skew %g: topic %d got %.4f of the events, want %.4f", topics, skew, i, got, want)
+			}
+		}
+		if math.Abs(sum-1) > 1e-9 {
+			t.Errorf("%d topics, skew %g: shares add up to %g", topics, skew, sum)
+		}
+		if skew > 0 && counts[0] <= counts[topics-1] {
+			t.Errorf("%d topics, skew %g: first topic %d events, last %d", topics, skew, counts[0], counts[topics-1])
+		}
+	}
+	f(100, 0, 100_000, 0) // round-robin: exact
+	f(500, 0, 500_000, 0) // round-robin: exact
+	f(100, 1.1, 1_000_000, 0.05)
+	f(500, 1.3, 1_000_000, 0.05)
+	if _, err := newTopicPicker(Produce{Topics: []string{"a", "b"}, TopicSkew: 0.9}); err == nil {
+		t.Error("topic skew 0.9 accepted")
 	}
 }

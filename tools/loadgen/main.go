@@ -2,7 +2,9 @@
 // topic: for the demo, tests and benchmarks. Events look like a product's
 // click stream (user_id, ts, event_type, channel, cost, payload) and are about
 // --size bytes each as JSON; tools/gen makes them. --rate paces them, and
-// --rate-profile paces them in steps (500:60s,10000:60s,500:60s). With --format avro,
+// --rate-profile paces them in steps (500:60s,10000:60s,500:60s). With
+// --topic-count the events go to that many topics, evenly or with a Zipf
+// skew across them (--topic-skew), from the one process. With --format avro,
 // protobuf or json-schema the same events are re-encoded (internal/eventfmt)
 // and framed in the Confluent wire format with the schema id that loadgen
 // registers in the schema registry at --registry.
@@ -14,6 +16,9 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/tools/gen"
 )
@@ -33,6 +38,8 @@ func main() {
 	format := flag.String("format", "json", "json, or avro, protobuf, json-schema: registry-framed (Confluent wire format), schema registered at --registry")
 	registryURL := flag.String("registry", "http://127.0.0.1:8081/apis/ccompat/v7", "schema registry base URL (its Confluent-compatible API), for the registry formats")
 	subject := flag.String("subject", "", "subject to register the schema under (default: TOPIC-value)")
+	topicCount := flag.Int("topic-count", 0, "spread the events over this many topics, TOPIC_0 … TOPIC_<N-1> (created with --partitions each if missing), from this one process; --rate is then the total (json only)")
+	topicSkew := flag.Float64("topic-skew", 0, "with --topic-count: Zipf exponent (> 1) of the topics' shares, topic i getting (i+1)^-skew of the events; 0 = even")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "Usage: loadgen --topic T [flags]\n\nProduces click-stream events to Kafka, as JSON or registry-framed Avro,\nProtobuf or JSON Schema.\n\n")
 		flag.PrintDefaults()
@@ -75,6 +82,20 @@ func main() {
 			fmt.Fprintf(os.Stderr, "loadgen: %d/%d events\n", done, *count)
 		},
 	}
+	if *topicCount > 0 {
+		if *format != "json" {
+			fmt.Fprintln(os.Stderr, "loadgen: --topic-count produces json only")
+			os.Exit(2)
+		}
+		for i := range *topicCount {
+			p.Topics = append(p.Topics, fmt.Sprintf("%s_%d", *topic, i))
+		}
+		p.TopicSkew = *topicSkew
+		if err := ensureTopics(p); err != nil {
+			fmt.Fprintf(os.Stderr, "loadgen: %v\n", err)
+			os.Exit(1)
+		}
+	}
 	run := p.Run
 	if *format != "json" {
 		run = func(ctx context.Context) (gen.Result, error) {
@@ -92,6 +113,16 @@ func main() {
 	}
 	fmt.Fprintf(os.Stderr, "loadgen: produced %d %s events (%d bytes) to %s in %s (%.0f/s)\n",
 		res.Events, *format, res.Bytes, *topic, res.Took.Round(1e6), float64(res.Events)/res.Took.Seconds())
+}
+
+// ensureTopics creates p.Topics that are missing.
+func ensureTopics(p gen.Produce) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(p.Brokers...))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	return gen.EnsureTopics(context.Background(), kadm.NewClient(cl), p.Topics, p.Partitions)
 }
 
 // isSet reports whether the flag was given on the command line.
