@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -54,6 +55,13 @@ type Consumer struct {
 	cfg *config.Config
 	log zerolog.Logger
 	dlq *DLQInfo // nil without a dead-letter topic
+	// asked is the group protocol this member asked for (classic when
+	// New found the brokers without KIP-848); protocol is the one the
+	// broker reported (watchProtocol); stopWatch ends watchProtocol at
+	// Close.
+	asked     string
+	protocol  atomic.Pointer[string]
+	stopWatch context.CancelFunc
 }
 
 // Options translates the config into franz-go options; exported so tests
@@ -67,11 +75,11 @@ func Options(cfg *config.Config, log zerolog.Logger, h Hooks) ([]kgo.Opt, error)
 	}
 	opts = append(opts,
 		kgo.ConsumerGroup(k.Group),
-		kgo.Balancers(kgo.CooperativeStickyBalancer()),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
 		kgo.FetchMaxWait(k.FetchMaxWait),
 	)
+	opts = append(opts, groupProtocolOpts(k)...)
 	if heartbeatInterval > 0 {
 		opts = append(opts, kgo.HeartbeatInterval(heartbeatInterval))
 	}
@@ -183,7 +191,24 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, h Hooks) (
 	if err != nil {
 		return nil, err
 	}
-	opts, err := Options(cfg, log, h)
+	run := cfg
+	if cfg.Kafka.GroupProtocol == config.GroupConsumer {
+		var has bool
+		err := withProbeClient(cfg, func(cl *kgo.Client) (err error) {
+			has, err = brokerHasKIP848(ctx, cl, cfg.Kafka.RequestTimeout)
+			return err
+		})
+		if err != nil {
+			return nil, ConnError(cfg.Kafka, err)
+		}
+		if !has {
+			log.Warn().Str("group", cfg.Kafka.Group).Msg("kafka.group_protocol is consumer but the brokers lack KIP-848 (ConsumerGroupHeartbeat v1, Kafka 4.0+): joining with the classic protocol (cooperative-sticky)")
+			c := *cfg
+			c.Kafka.GroupProtocol = config.GroupClassic
+			run = &c
+		}
+	}
+	opts, err := Options(run, log, h)
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +224,11 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, h Hooks) (
 	if err != nil {
 		return nil, fmt.Errorf("kafka: %w", err)
 	}
-	return &Consumer{cl: cl, cfg: cfg, log: log, dlq: dlq}, nil
+	c := &Consumer{cl: cl, cfg: cfg, log: log, dlq: dlq, asked: run.Kafka.GroupProtocol}
+	var watch context.Context
+	watch, c.stopWatch = context.WithCancel(context.Background())
+	go c.watchProtocol(watch)
+	return c, nil
 }
 
 // Probe reaches the brokers with a short-lived client that joins no group
@@ -460,6 +489,7 @@ func (c *Consumer) ProduceDLQ(ctx context.Context, topic string, rec *kgo.Record
 // offset is committed, so if the coordinator does not answer in time the
 // session timeout will remove the member anyway.
 func (c *Consumer) Close() {
+	c.stopWatch()
 	c.cl.AllowRebalance()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

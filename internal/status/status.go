@@ -53,8 +53,11 @@ type Snapshot struct {
 	// Backpressure: fetching is paused because the buffer budget is used
 	// up or records wait for the schema registry.
 	Backpressure bool
-	Tables       []Table
-	Partitions   []Partition
+	// GroupProtocol is the protocol the consumer group runs as the broker
+	// lists it (classic or consumer); "" until known.
+	GroupProtocol string
+	Tables        []Table
+	Partitions    []Partition
 }
 
 // Table is one target table's part of a Snapshot.
