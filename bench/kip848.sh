@@ -11,7 +11,12 @@
 #                     the scale-in
 #   dups              rows whose (_topic, _partition, _offset) is there
 #                     twice (count() - uniqExact), at least once delivery
+#   settle_s          seconds from the start of an extra member to its last
+#                     "partitions assigned" (its log, 1 s resolution; the
+#                     later of the two extra members)
 #   running           the protocol the group ran, from the sink's own log
+# Then the median and range of each measure per protocol, and the machine
+# (nproc, CPU, load average before and after: other work on it shows).
 # Usage: bench/kip848.sh [runs]   (RATE, HOLD, CH_PORT in the environment)
 # Needs the local stack (Kafka 127.0.0.1:9092, ClickHouse 26.9 on :19000).
 set -euo pipefail
@@ -87,12 +92,56 @@ YAML
   local r; r=$($CH -q "$q")
   local running
   running=$(grep -ho '"running":"[a-z]*"' "$OUT/$id".[123].log | sort | uniq -c | tr -s ' ' | tr '\n' ';')
-  printf '%s\t%s\t%s\t%s\t%s\n' "$proto" "$n" "$r" "$events" "$running"
+  local settle
+  settle=$(python3 - "$OUT/$id".[23].log <<'PY'
+import datetime, json, sys
+worst = 0.0
+for f in sys.argv[1:]:
+    start = last = None
+    for line in open(f):
+        try:
+            d = json.loads(line)
+        except ValueError:
+            continue
+        t = datetime.datetime.fromisoformat(d["time"].replace("Z", "+00:00"))
+        if d["message"] == "started" and start is None:
+            start = t
+        if d["message"] == "partitions assigned":
+            last = t
+    if start and last:
+        worst = max(worst, (last - start).total_seconds())
+print(worst)
+PY
+)
+  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$proto" "$n" "$r" "$events" "$settle" "$running"
   $CH -q "DROP TABLE $table"
 }
 
-printf 'protocol\trun\tgap_out_s\tgap_in_s\tins_min\tdups\tdistinct\tproduced\trunning\n'
+echo "# $(date -u '+%F %T') UTC, nproc $(nproc), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+TSV="$OUT/results-$(date +%s).tsv"
+{
+printf 'protocol\trun\tgap_out_s\tgap_in_s\tins_min\tdups\tdistinct\tproduced\tsettle_s\trunning\n'
 for n in $(seq 1 "$RUNS"); do
   if [ $(( n % 2 )) -eq 1 ]; then order="classic consumer"; else order="consumer classic"; fi
   for p in $order; do round "$p" "$n"; done
 done
+} | tee "$TSV"
+echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+python3 - "$TSV" <<'PY'
+import statistics, sys
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
+head, rows = rows[0], rows[1:]
+cols = ["gap_out_s", "gap_in_s", "ins_min", "dups", "settle_s"]
+print()
+print("| protocol | rounds | " + " | ".join(c + " median (min–max)" for c in cols) + " |")
+print("|---|---|" + "---|" * len(cols))
+for p in ("classic", "consumer"):
+    rs = [r for r in rows if r[0] == p]
+    if not rs:
+        continue
+    cells = []
+    for c in cols:
+        v = [float(r[head.index(c)]) for r in rs]
+        cells.append("%g (%g–%g)" % (statistics.median(v), min(v), max(v)))
+    print("| %s | %d | %s |" % (p, len(rs), " | ".join(cells)))
+PY
