@@ -1,6 +1,7 @@
 // Package consumer is the Kafka side of the sink: one franz-go client that
-// joins the connector's consumer group with cooperative-sticky balancing,
-// fetches in large responses (kafka.fetch_min_bytes, fetch_max_wait) with
+// joins the connector's consumer group, with cooperative-sticky balancing
+// under the classic protocol or the broker's uniform assignor under the
+// consumer protocol (KIP-848, kafka.group_protocol: protocol.go), fetches in large responses (kafka.fetch_min_bytes, fetch_max_wait) with
 // read_committed, keeping the transaction markers (control records) in the
 // fetches so that the pipeline commits past them, never commits on its own,
 // and produces dead-letter records. A Consumer is the

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	"sink/config"
+	"sink/internal/status"
 	"sink/internal/testenv"
 )
 
@@ -53,12 +54,12 @@ http: {listen: ""}
 
 	distinct := "SELECT uniqExact(_topic, _partition, _offset) FROM " + table
 	produceEvents(t, topic, half)
-	_, aDone, aStop := startRunningThen(t, cfg, nil)
+	a, aDone, aStop := startRunningThen(t, cfg, nil)
 	waitFor(t, "the first rows", func() (bool, string) {
 		n := scalar(t, ch, "SELECT count() FROM "+table)
 		return n > 0, fmt.Sprintf("%d rows", n)
 	})
-	_, bDone, bStop := startRunningThen(t, cfg, nil)
+	b, bDone, bStop := startRunningThen(t, cfg, nil)
 	adm := kadm.NewClient(testenv.KafkaClient(t))
 	// Both members own partitions, by the broker's word; ConsumerGroupDescribe
 	// answers for KIP-848 groups only, so this also says the group runs the
@@ -86,6 +87,13 @@ http: {listen: ""}
 		}
 		return len(g.Members) == 2 && owned == 2, fmt.Sprintf("%d members, %d own partitions", len(g.Members), owned)
 	})
+	// Each member says in its status which protocol its group runs.
+	for name, p := range map[string]interface{ Status() *status.Snapshot }{"a": a, "b": b} {
+		waitFor(t, "member "+name+"'s status to name the group protocol", func() (bool, string) {
+			s := p.Status()
+			return s != nil && s.GroupProtocol == config.GroupConsumer, fmt.Sprintf("%+v", s)
+		})
+	}
 	produceEvents(t, topic, half)
 	waitFor(t, "every record", func() (bool, string) {
 		n := scalar(t, ch, distinct)
