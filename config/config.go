@@ -55,6 +55,13 @@ const (
 	DeliveryExactlyOnce = "exactly_once"
 )
 
+// The values of kafka.group_protocol, named as Kafka's group.protocol names
+// them.
+const (
+	GroupClassic  = "classic"
+	GroupConsumer = "consumer"
+)
+
 // ExactlyOnce reports whether delivery is exactly_once.
 func (c *Config) ExactlyOnce() bool { return c.Delivery == DeliveryExactlyOnce }
 
@@ -71,6 +78,12 @@ type Kafka struct {
 	// to franz-go, whose regex matching is unanchored.
 	TopicRegex  string `koanf:"topic_regex"`
 	StartOffset string `koanf:"start_offset"`
+	// GroupProtocol is the consumer group protocol the sink asks for:
+	// GroupClassic (members balance among themselves; every member rejoins
+	// for each rebalance) or GroupConsumer (KIP-848: the broker assigns and
+	// tells each member its change on its next heartbeat). A broker without
+	// KIP-848 gets a classic member; the consumer package says so.
+	GroupProtocol string `koanf:"group_protocol"`
 	// FetchMinBytes and FetchMaxWait decide how much a broker accumulates
 	// before answering a fetch, and therefore how big batches get at low
 	// input rates.
@@ -365,17 +378,18 @@ const (
 
 // Supported values of the enumerated options. The first of each is the default.
 var (
-	startOffsets = []string{"earliest", "latest"}
-	compressions = []string{"auto", "lz4", "zstd", "none"}
-	protocols    = []string{ProtocolNative, ProtocolHTTP}
-	tolerances   = []string{"none", "all"}
-	onValues     = []string{"default", "bad_record"}
-	onTombstones = []string{"skip", "bad_record"}
-	logLevels    = []string{"info", "debug", "warn", "error"}
-	logFormats   = []string{"json", "console"}
-	deliveries   = []string{DeliveryAtLeastOnce, DeliveryExactlyOnce}
-	fanouts      = []string{FanoutFirst, FanoutAll}
-	unrouteds    = []string{"skip", "dlq"}
+	startOffsets   = []string{"earliest", "latest"}
+	groupProtocols = []string{GroupClassic, GroupConsumer}
+	compressions   = []string{"auto", "lz4", "zstd", "none"}
+	protocols      = []string{ProtocolNative, ProtocolHTTP}
+	tolerances     = []string{"none", "all"}
+	onValues       = []string{"default", "bad_record"}
+	onTombstones   = []string{"skip", "bad_record"}
+	logLevels      = []string{"info", "debug", "warn", "error"}
+	logFormats     = []string{"json", "console"}
+	deliveries     = []string{DeliveryAtLeastOnce, DeliveryExactlyOnce}
+	fanouts        = []string{FanoutFirst, FanoutAll}
+	unrouteds      = []string{"skip", "dlq"}
 )
 
 // DefaultClickHouse is the clickhouse section of an empty config file: what
@@ -393,6 +407,9 @@ func defaults() *Config {
 			// A new group reads the topic from the start: a sink that
 			// silently skips existing data is worse than a slow first run.
 			StartOffset: "earliest",
+			// The protocol every Kafka version speaks; consumer
+			// (KIP-848) is an opt-in until a deployment's brokers have it.
+			GroupProtocol: GroupClassic,
 			// The main lever of insert size. The broker holds a fetch until
 			// 1MiB is ready (or FetchMaxWait passes), so each fetch brings
 			// thousands of rows instead of a handful; the Java default of

@@ -46,6 +46,7 @@ func TestDefaults(t *testing.T) {
 			ClientID:               "sink-t",
 			Topics:                 []string{"orders"},
 			StartOffset:            "earliest",
+			GroupProtocol:          "classic",
 			FetchMinBytes:          1 << 20,
 			FetchMaxWait:           500 * time.Millisecond,
 			FetchMaxBytes:          50 << 20,
@@ -393,6 +394,10 @@ func TestValidate(t *testing.T) {
 	f("name: t\nkafka: {topic_regex: \"orders_(\"}\nroutes: [{topic_regex: a, table: a}]", nil, "kafka.topic_regex: invalid regular expression: error parsing regexp: missing closing )")
 	f("", env("SINK_KAFKA__START_OFFSET=beginning"), `kafka.start_offset: "beginning" is not one of earliest, latest`)
 	f("", env("SINK_KAFKA__START_OFFSET=latest"), "")
+	f("", env("SINK_KAFKA__GROUP_PROTOCOL=consumer"), "")
+	f("", env("SINK_KAFKA__GROUP_PROTOCOL=classic"), "")
+	f("", env("SINK_KAFKA__GROUP_PROTOCOL=kip848"), `kafka.group_protocol: "kip848" is not one of classic, consumer`)
+	f("", env("SINK_KAFKA__GROUP_PROTOCOL="), `kafka.group_protocol: "" is not one of classic, consumer`)
 	f("", env("SINK_KAFKA__FETCH_MIN_BYTES=0"), "kafka.fetch_min_bytes (0B) must be positive")
 	f("", env("SINK_KAFKA__FETCH_MAX_BYTES=0"), "kafka.fetch_max_bytes (0B) must be positive")
 	f("", env("SINK_KAFKA__MAX_PARTITION_FETCH_BYTES=0"), "kafka.max_partition_fetch_bytes (0B) must be positive")

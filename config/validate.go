@@ -107,6 +107,7 @@ func (c *Config) validateKafka(p *problems) {
 	k.topicRE = p.regex("kafka.topic_regex", k.TopicRegex)
 
 	p.oneOf("kafka.start_offset", k.StartOffset, startOffsets)
+	p.oneOf("kafka.group_protocol", k.GroupProtocol, groupProtocols)
 
 	p.positiveSize("kafka.fetch_min_bytes", k.FetchMinBytes)
 	p.positiveSize("kafka.fetch_max_bytes", k.FetchMaxBytes)

@@ -1,6 +1,7 @@
 // Package consumer is the Kafka side of the sink: one franz-go client that
-// joins the connector's consumer group with cooperative-sticky balancing,
-// fetches in large responses (kafka.fetch_min_bytes, fetch_max_wait) with
+// joins the connector's consumer group, with cooperative-sticky balancing
+// under the classic protocol or the broker's uniform assignor under the
+// consumer protocol (KIP-848, kafka.group_protocol: protocol.go), fetches in large responses (kafka.fetch_min_bytes, fetch_max_wait) with
 // read_committed, keeping the transaction markers (control records) in the
 // fetches so that the pipeline commits past them, never commits on its own,
 // and produces dead-letter records. A Consumer is the
@@ -22,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -54,6 +56,13 @@ type Consumer struct {
 	cfg *config.Config
 	log zerolog.Logger
 	dlq *DLQInfo // nil without a dead-letter topic
+	// asked is the group protocol this member asked for (classic when
+	// New found the brokers without KIP-848); protocol is the one the
+	// broker reported (watchProtocol); stopWatch ends watchProtocol at
+	// Close.
+	asked     string
+	protocol  atomic.Pointer[string]
+	stopWatch context.CancelFunc
 }
 
 // Options translates the config into franz-go options; exported so tests
@@ -67,11 +76,11 @@ func Options(cfg *config.Config, log zerolog.Logger, h Hooks) ([]kgo.Opt, error)
 	}
 	opts = append(opts,
 		kgo.ConsumerGroup(k.Group),
-		kgo.Balancers(kgo.CooperativeStickyBalancer()),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
 		kgo.FetchMaxWait(k.FetchMaxWait),
 	)
+	opts = append(opts, groupProtocolOpts(k)...)
 	if heartbeatInterval > 0 {
 		opts = append(opts, kgo.HeartbeatInterval(heartbeatInterval))
 	}
@@ -183,7 +192,24 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, h Hooks) (
 	if err != nil {
 		return nil, err
 	}
-	opts, err := Options(cfg, log, h)
+	run := cfg
+	if cfg.Kafka.GroupProtocol == config.GroupConsumer {
+		var has bool
+		err := withProbeClient(cfg, func(cl *kgo.Client) (err error) {
+			has, err = brokerHasKIP848(ctx, cl, cfg.Kafka.RequestTimeout)
+			return err
+		})
+		if err != nil {
+			return nil, ConnError(cfg.Kafka, err)
+		}
+		if !has {
+			log.Warn().Str("group", cfg.Kafka.Group).Msg("kafka.group_protocol is consumer but the brokers lack KIP-848 (ConsumerGroupHeartbeat v1, Kafka 4.0+): joining with the classic protocol (cooperative-sticky)")
+			c := *cfg
+			c.Kafka.GroupProtocol = config.GroupClassic
+			run = &c
+		}
+	}
+	opts, err := Options(run, log, h)
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +225,11 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, h Hooks) (
 	if err != nil {
 		return nil, fmt.Errorf("kafka: %w", err)
 	}
-	return &Consumer{cl: cl, cfg: cfg, log: log, dlq: dlq}, nil
+	c := &Consumer{cl: cl, cfg: cfg, log: log, dlq: dlq, asked: run.Kafka.GroupProtocol}
+	var watch context.Context
+	watch, c.stopWatch = context.WithCancel(context.Background())
+	go c.watchProtocol(watch)
+	return c, nil
 }
 
 // Probe reaches the brokers with a short-lived client that joins no group
@@ -503,6 +533,7 @@ func (c *Consumer) ProduceDLQ(ctx context.Context, topic string, rec *kgo.Record
 // offset is committed, so if the coordinator does not answer in time the
 // session timeout will remove the member anyway.
 func (c *Consumer) Close() {
+	c.stopWatch()
 	c.cl.AllowRebalance()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -21,7 +21,17 @@ import (
 // consuming "src" from it.
 func fake(t *testing.T, topics ...string) (*kfake.Cluster, *config.Config) {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, topics...))
+	return fakeWith(t, nil, topics...)
+}
+
+// fakeWith is fake with more options for the cluster. Its KIP-848 groups
+// heartbeat every 100ms, as the classic ones of this package's tests do
+// (TestMain).
+func fakeWith(t *testing.T, opts []kfake.Opt, topics ...string) (*kfake.Cluster, *config.Config) {
+	t.Helper()
+	opts = append([]kfake.Opt{kfake.NumBrokers(1), kfake.SeedTopics(2, topics...),
+		kfake.BrokerConfigs(map[string]string{"group.consumer.heartbeat.interval.ms": "100"})}, opts...)
+	c, err := kfake.NewCluster(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

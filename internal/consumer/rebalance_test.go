@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"sink/config"
 	"sink/internal/offsets"
 )
 
@@ -29,13 +30,26 @@ func (m *member) count() int {
 	return len(m.owned)
 }
 
-// TestRevokeCompletesBeforePartitionsMove: with cooperative-sticky
-// balancing and rebalances blocked on poll, a second member gets partitions
-// only after the first member's revoke callback (where the pipeline flushes
-// and commits) has returned, and the first keeps the partitions it is not
-// asked to give up.
+// TestRevokeCompletesBeforePartitionsMove: under either group protocol
+// (classic with cooperative-sticky balancing, consumer with the broker's
+// uniform assignor) and with rebalances blocked on poll, a second member
+// gets partitions only after the first member's revoke callback (where the
+// pipeline flushes and commits) has returned, and the first keeps the
+// partitions it is not asked to give up.
 func TestRevokeCompletesBeforePartitionsMove(t *testing.T) {
+	eachProtocol(t, testRevokeCompletesBeforePartitionsMove)
+}
+
+// eachProtocol runs test under each kafka.group_protocol.
+func eachProtocol(t *testing.T, test func(t *testing.T, protocol string)) {
+	for _, p := range []string{config.GroupClassic, config.GroupConsumer} {
+		t.Run(p, func(t *testing.T) { test(t, p) })
+	}
+}
+
+func testRevokeCompletesBeforePartitionsMove(t *testing.T, protocol string) {
 	_, cfg := fake(t, "src", "dlq")
+	cfg.Kafka.GroupProtocol = protocol
 	const flush = 300 * time.Millisecond // several heartbeats (TestMain): a second member told to take the partition early would have it by then
 	start := func(m *member, slowRevoke bool) *Consumer {
 		c, err := New(context.Background(), cfg, zerolog.Nop(), Hooks{
@@ -92,7 +106,9 @@ func TestRevokeCompletesBeforePartitionsMove(t *testing.T) {
 	}
 
 	a := &member{owned: map[int32]bool{}}
-	start(a, true)
+	if got := waitProtocol(t, start(a, true)); got != protocol {
+		t.Fatalf("the group runs %q, want %q", got, protocol)
+	}
 	wait("the first member to own both partitions", func() bool { return a.count() == 2 })
 
 	b := &member{owned: map[int32]bool{}}
@@ -121,9 +137,14 @@ func TestRevokeCompletesBeforePartitionsMove(t *testing.T) {
 // exactly-once pipeline does when it drops a batch holding a revoked
 // partition) makes the member read the partition it keeps again from the
 // given offset, in order, and nothing of it from before the seek comes
-// after the seek.
+// after the seek, under either group protocol.
 func TestSeekInRevokeCallback(t *testing.T) {
+	eachProtocol(t, testSeekInRevokeCallback)
+}
+
+func testSeekInRevokeCallback(t *testing.T, protocol string) {
 	cluster, cfg := fake(t, "src", "dlq")
+	cfg.Kafka.GroupProtocol = protocol
 	prod, err := kgo.NewClient(kgo.SeedBrokers(cluster.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)

@@ -72,15 +72,13 @@ type Verdict struct {
 func (v Verdict) Retriable() bool { return v.Class == Retriable }
 
 // permanent are the codes that do not pass by themselves, whatever kerr
-// says of them and whatever else is joined with them: static-membership and
-// KIP-848 fencing, authorization, metadata the broker refuses.
+// says of them and whatever else is joined with them: static-membership
+// fencing, authorization, metadata the broker refuses.
 var permanent = []struct {
 	err    error
 	reason string
 }{
 	{kerr.FencedInstanceID, "another member took this static group instance id"},
-	{kerr.FencedMemberEpoch, "the coordinator fenced this member's epoch"},
-	{kerr.StaleMemberEpoch, "this member's epoch is stale"},
 	{kerr.GroupAuthorizationFailed, "not authorized for the consumer group"},
 	{kerr.TopicAuthorizationFailed, "not authorized for the topic"},
 	{kerr.OffsetMetadataTooLarge, "the commit metadata is larger than the broker allows"},
@@ -88,7 +86,11 @@ var permanent = []struct {
 
 // generation are the group codes that a later attempt under a new
 // generation gets past (the caller makes sure it holds its partitions
-// then; see internal/pipeline's retriableIntent).
+// then; see internal/pipeline's retriableIntent). The member epochs of
+// the consumer protocol (KIP-848) are its generations: STALE_MEMBER_EPOCH
+// asks the member to retry with the epoch its next heartbeat brings, and
+// FENCED_MEMBER_EPOCH to give its partitions up and rejoin, which franz-go
+// does through the lost callback, as for UNKNOWN_MEMBER_ID.
 var generation = []struct {
 	err    error
 	reason string
@@ -96,6 +98,8 @@ var generation = []struct {
 	{kerr.RebalanceInProgress, "the group is rebalancing"},
 	{kerr.IllegalGeneration, "the group moved on to another generation"},
 	{kerr.UnknownMemberID, "the coordinator no longer knows this member (session expired)"},
+	{kerr.StaleMemberEpoch, "this member's epoch is stale (the consumer protocol moved on)"},
+	{kerr.FencedMemberEpoch, "the coordinator fenced this member's epoch (it rejoins)"},
 }
 
 // Classify sorts err. The checks run in this order, so that of several

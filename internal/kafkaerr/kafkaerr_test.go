@@ -54,12 +54,12 @@ func TestClassify(t *testing.T) {
 	f(kerr.RebalanceInProgress, Retriable, "rebalancing")
 	f(kerr.IllegalGeneration, Retriable, "generation")
 	f(kerr.UnknownMemberID, Retriable, "session")
+	f(kerr.StaleMemberEpoch, Retriable, "stale")
+	f(kerr.FencedMemberEpoch, Retriable, "fenced")
 
 	// Final: fencing, authorization, refused metadata, a bad record; and
 	// of joined errors, the final one decides.
 	f(kerr.FencedInstanceID, Permanent, "static group instance id")
-	f(kerr.FencedMemberEpoch, Permanent, "fenced")
-	f(kerr.StaleMemberEpoch, Permanent, "stale")
 	f(kerr.GroupAuthorizationFailed, Permanent, "consumer group")
 	f(kerr.TopicAuthorizationFailed, Permanent, "topic")
 	f(kerr.OffsetMetadataTooLarge, Permanent, "metadata")

@@ -319,6 +319,9 @@ func (p *Pipeline) publish() {
 	}
 	backpressure := p.paused || len(p.held.parts) > 0
 	s.Backpressure = backpressure
+	if g, ok := p.cons.(interface{ GroupProtocol() string }); ok {
+		s.GroupProtocol = g.GroupProtocol()
+	}
 	names := make([]string, 0, len(p.tables))
 	for name := range p.tables {
 		names = append(names, name)

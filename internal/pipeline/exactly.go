@@ -71,7 +71,8 @@ func (e *intentError) Unwrap() error { return e.err }
 // retriableIntent reports whether a failed intent may be recorded later: the
 // commit failed on the way (connection refused, timeouts, the coordinator
 // moving or loading, a rebalance in progress), or the broker refused this
-// member's generation (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID: a rebalance
+// member's generation (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, and under the
+// consumer protocol STALE_MEMBER_EPOCH, FENCED_MEMBER_EPOCH: a rebalance
 // moved on, or the session expired during a pause or a broker restart).
 //
 // Retrying a refused generation is safe because a later attempt can only
@@ -80,11 +81,13 @@ func (e *intentError) Unwrap() error { return e.err }
 // the lost callback before it rejoins (eoRelease then drops the batch,
 // whose partitions are no longer this member's), and a cooperative
 // rebalance hands a revoked partition to another member only after this
-// member's revoke callback returned. A batch is therefore recorded only
+// member's revoke callback returned (under the consumer protocol too:
+// franz-go tells the coordinator that it released a partition only after
+// the callback). A batch is therefore recorded only
 // while this member owns its partitions (eoIntent checks the ledgers too),
 // and a paused member never inserts a batch it had not recorded.
-// Static-membership and KIP-848 fencing, authorization and metadata size
-// errors are not retried: they do not pass by themselves.
+// Static-membership fencing, authorization and metadata size errors are
+// not retried: they do not pass by themselves.
 func retriableIntent(err error) bool {
 	var ie *intentError
 	if !errors.As(err, &ie) {

@@ -160,12 +160,15 @@ type Report struct {
 	Tasks     []TaskState `json:"tasks"`
 	// StateSince is when the state was entered; GeneratedAt when the
 	// owner built the numbers (at most a second before the request).
-	StateSince   time.Time   `json:"state_since"`
-	GeneratedAt  time.Time   `json:"generated_at"`
-	Backpressure bool        `json:"fetch_paused_by_backpressure"`
-	Admin        bool        `json:"admin_endpoints"`
-	Tables       []Table     `json:"tables"`
-	Partitions   []Partition `json:"partitions"`
+	StateSince   time.Time `json:"state_since"`
+	GeneratedAt  time.Time `json:"generated_at"`
+	Backpressure bool      `json:"fetch_paused_by_backpressure"`
+	Admin        bool      `json:"admin_endpoints"`
+	// GroupProtocol: the consumer group protocol the group runs
+	// (classic or consumer); absent until the sink has joined.
+	GroupProtocol string      `json:"group_protocol,omitempty"`
+	Tables        []Table     `json:"tables"`
+	Partitions    []Partition `json:"partitions"`
 	// Budgets: each server's budget of INSERTs per minute
 	// (clickhouse.max_inserts_per_minute), absent without one.
 	Budgets []Budget `json:"insert_budgets,omitempty"`
@@ -186,14 +189,15 @@ func (h *Handler) Report(now time.Time) Report {
 	s := h.snapshot()
 	rep := Report{
 		Name: h.info.Name, Type: "sink", Version: h.info.Version, Delivery: h.info.Delivery,
-		Connector:    TaskState{State: s.State, WorkerID: h.workerID, Trace: s.Error},
-		StateSince:   s.Since,
-		GeneratedAt:  s.At,
-		Backpressure: s.Backpressure,
-		Admin:        h.info.Admin,
-		Tables:       make([]Table, len(s.Tables)),
-		Partitions:   make([]Partition, len(s.Partitions)),
-		Budgets:      s.Budgets,
+		Connector:     TaskState{State: s.State, WorkerID: h.workerID, Trace: s.Error},
+		StateSince:    s.Since,
+		GeneratedAt:   s.At,
+		Backpressure:  s.Backpressure,
+		Admin:         h.info.Admin,
+		GroupProtocol: s.GroupProtocol,
+		Tables:        make([]Table, len(s.Tables)),
+		Partitions:    make([]Partition, len(s.Partitions)),
+		Budgets:       s.Budgets,
 	}
 	id := 0
 	rep.Tasks = []TaskState{{ID: &id, State: s.State, WorkerID: h.workerID, Trace: s.Error}}

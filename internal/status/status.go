@@ -53,8 +53,11 @@ type Snapshot struct {
 	// Backpressure: fetching is paused because the buffer budget is used
 	// up or records wait for the schema registry.
 	Backpressure bool
-	Tables       []Table
-	Partitions   []Partition
+	// GroupProtocol is the protocol the consumer group runs as the broker
+	// lists it (classic or consumer); "" until known.
+	GroupProtocol string
+	Tables        []Table
+	Partitions    []Partition
 	// Budgets is each server's budget of INSERTs per minute
 	// (clickhouse.max_inserts_per_minute); empty without one.
 	Budgets []Budget `json:"budgets,omitempty"`

@@ -206,7 +206,7 @@ func TestStatusReport(t *testing.T) {
 	last := at.Add(-30 * time.Second)
 	lag, hwm, committed := int64(40), int64(1000), int64(960)
 	snap := &Snapshot{
-		At: at, State: Paused, Since: at.Add(-time.Minute),
+		At: at, State: Paused, Since: at.Add(-time.Minute), GroupProtocol: "consumer",
 		Tables: []Table{{Table: "db.t", Rows1m: 10, Inserts1m: 1, LastInsert: &last,
 			Target: Target{Mode: "fixed", Rows: 100, WaitSeconds: 5}}},
 		Partitions: []Partition{
@@ -238,7 +238,7 @@ func TestStatusReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{`"connector":{"state":"PAUSED","worker_id":"pod-1:8080"}`, `"tasks":[{"id":0,"state":"PAUSED"`,
-		`"committed_offset":960`, `"log_end_offset":1000`, `"lag_records":40`, `"committed_offset":null`} {
+		`"group_protocol":"consumer"`, `"committed_offset":960`, `"log_end_offset":1000`, `"lag_records":40`, `"committed_offset":null`} {
 		if !strings.Contains(string(b), want) {
 			t.Fatalf("JSON %s\nlacks %s", b, want)
 		}
