@@ -105,6 +105,16 @@ func (c *Config) validateDLQTable(p *problems) {
 			}
 		}
 	}
+	if e.Tolerance == "all" && e.DLQTopic == "" && e.DLQTable == "" && c.HasDLQTable() {
+		for i, r := range c.Routes {
+			if r.DLQTable == "" {
+				p.add("routes[%d]: errors.tolerance is all but its bad records have nowhere to go: set its dlq_table, errors.dlq_table or errors.dlq_topic", i)
+			}
+		}
+		if e.Unrouted == "dlq" {
+			p.add("errors.unrouted: dlq, but records no route takes have nowhere to go: set errors.dlq_table or errors.dlq_topic")
+		}
+	}
 	check("errors.dlq_table", e.DLQTable)
 	for i := range c.Routes {
 		check(fmt.Sprintf("routes[%d].dlq_table", i), c.Routes[i].DLQTable)

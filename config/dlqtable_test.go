@@ -29,6 +29,8 @@ func TestValidateDLQTable(t *testing.T) {
 		{"kafka: {topics: [orders]}\nroutes: [{topic: orders, table: orders, dlq_table: \"bad table.x\"}]\n", []string{all, "SINK_ERRORS__DLQ_TOPIC=d"}, ""},
 		{"kafka: {topics: [orders]}\nroutes: [{topic: orders, table: orders, dlq_table: \"a.b.c\"}]\n", []string{all, "SINK_ERRORS__DLQ_TOPIC=d"}, `routes[0].dlq_table: "a.b.c" must be`},
 		{"kafka: {topics: [orders]}\nroutes: [{topic: orders, table: orders, dlq_table: orders_bad}]\n", []string{"SINK_ERRORS__DLQ_TOPIC=d"}, "routes[0].dlq_table: set, but errors.tolerance is none"},
+		{"kafka: {topics: [orders, b]}\nroutes: [{topic: orders, table: orders, dlq_table: orders_bad}, {topic: b, table: b}]\n", []string{all}, "routes[1]: errors.tolerance is all but its bad records have nowhere to go"},
+		{"kafka: {topics: [orders]}\nroutes: [{topic: orders, table: orders, dlq_table: orders_bad}]\n", []string{all}, ""},
 	} {
 		doc := tc.yaml
 		if doc == "" {

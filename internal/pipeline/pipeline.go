@@ -131,6 +131,7 @@ type Pipeline struct {
 	// dlqBytes is the key and value bytes of the records in dlqs (part of
 	// the buffer budget); dlqFailed counts those that failed for good.
 	dlqBytes, dlqFailed int
+	dlqt                *dlqTables // dead-letter tables and counts (dlqtable.go)
 
 	acks    chan ack
 	events  chan groupEvent
@@ -289,6 +290,9 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w Sink, op
 		return nil, err
 	}
 	if err := p.resolve(ctx); err != nil {
+		return nil, err
+	}
+	if err := p.initDLQTables(ctx); err != nil {
 		return nil, err
 	}
 	if err := p.initEvolve(ctx); err != nil {
