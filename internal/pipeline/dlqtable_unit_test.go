@@ -118,7 +118,7 @@ func TestUnitDLQTableRows(t *testing.T) { synctest.Test(t, testUnitDLQTableRows)
 func testUnitDLQTableRows(t *testing.T) {
 	sink := newDLQSink("db.t_dead")
 	r := startDLQ(t, "errors: {tolerance: all, dlq_table: t_dead, dlq_value_max: 16}\n", sink)
-	binary := "\xff\x00\"\\\n\x1f\xc3(ok" // not UTF-8, control bytes, JSON's specials
+	binary := "\xff\x00\"\\\n\x1f\xc3(ok"        // not UTF-8, control bytes, JSON's specials
 	long := `{"id":1,` + strings.Repeat(" ", 40) // malformed, 48 bytes
 	vals := append(rows(0, 2), binary, `{"id":"seven"}`, long)
 	vals = append(vals, rows(5, 3)...)
