@@ -123,14 +123,15 @@ type dlqTables struct {
 	// table or both), by the table they were meant for ("" for records no
 	// route takes).
 	counts map[string]int64
-	env    []byte // the envelope being built (scratch)
+	tables map[*tableState]bool // the dead-letter tables among p.tables
+	env    []byte               // the envelope being built (scratch)
 	rec    kgo.Record
 }
 
 // initDLQTables creates the dead-letter tables that are missing, describes
 // them and compiles their plans; New calls it after the routes' tables.
 func (p *Pipeline) initDLQTables(ctx context.Context) error {
-	p.dlqt = &dlqTables{counts: map[string]int64{}}
+	p.dlqt = &dlqTables{counts: map[string]int64{}, tables: map[*tableState]bool{}}
 	for _, key := range p.cfg.DLQTables() {
 		db, name := p.cfg.TableFor(config.Route{Table: key})
 		if !p.noCreate {
@@ -153,6 +154,7 @@ func (p *Pipeline) initDLQTables(ctx context.Context) error {
 		ts := p.newTable(writer.NewTable(db, name, schema, insert), key)
 		ts.plan = plan
 		p.tables[key] = ts
+		p.dlqt.tables[ts] = true
 	}
 	return nil
 }
@@ -285,12 +287,15 @@ func appendJSONBytes(dst, b []byte) []byte {
 	return dst
 }
 
-// DeadLettered returns the records dead-lettered so far by the table they
-// were meant for ("" for records no route takes); owner goroutine only
-// (the status snapshot copies it).
+// deadLettered returns the records dead-lettered so far that were meant
+// for table ("" for records no route takes); owner goroutine only (the
+// status snapshot copies it).
 func (p *Pipeline) deadLettered(table string) int64 {
 	if p.dlqt == nil {
 		return 0
 	}
 	return p.dlqt.counts[table]
 }
+
+// isDLQTable reports whether ts is a dead-letter table.
+func (p *Pipeline) isDLQTable(ts *tableState) bool { return p.dlqt != nil && p.dlqt.tables[ts] }

@@ -124,6 +124,11 @@ func testUnitDLQTableRows(t *testing.T) {
 	vals = append(vals, rows(5, 3)...)
 	r.src.send(unitTP, 0, vals...)
 	eventually(t, 2*time.Second, "offset 8 committed", func() bool { return r.src.committed(unitTP) == 8 })
+	eventually(t, 2*time.Second, "the counts in the status snapshot", func() bool {
+		ts := r.p.Status().Tables
+		return len(ts) == 2 && ts[0].Table == "db.t" && ts[0].DeadLettered == 3 && !ts[0].DeadLetterTable &&
+			ts[1].Table == "db.t_dead" && ts[1].DeadLetterTable && ts[1].Rows15m == 3
+	})
 	if err := r.stop(t); err != nil {
 		t.Fatalf("Run: %v", err)
 	}

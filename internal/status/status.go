@@ -83,6 +83,12 @@ type Table struct {
 	LastError *InsertError `json:"last_error"`
 	// History is rows/min and inserts/min over the last 15 minutes.
 	History Series `json:"history"`
+	// DeadLettered is the records meant for this table sent to the
+	// dead-letter topic or table since start (errors.tolerance: all).
+	DeadLettered int64 `json:"dead_lettered"`
+	// DeadLetterTable is set on a dead-letter table (errors.dlq_table):
+	// its rows are bad records, not data.
+	DeadLetterTable bool `json:"dead_letter_table,omitempty"`
 }
 
 // Target is the batch size and wait a table's batches are sealed at: the
