@@ -134,10 +134,18 @@ func (p *Pipeline) initDLQTables(ctx context.Context) error {
 	p.dlqt = &dlqTables{counts: map[string]int64{}, tables: map[*tableState]bool{}}
 	for _, key := range p.cfg.DLQTables() {
 		db, name := p.cfg.TableFor(config.Route{Table: key})
-		if !p.noCreate {
-			if err := p.createDLQTable(ctx, db, name); err != nil {
-				return err
+		if p.noCreate {
+			// sink check: a missing table is printed by PlanDLQTables.
+			if tc, ok := p.w.(TableCreator); ok {
+				if exists, err := tc.TableExists(ctx, db, name); err != nil || !exists {
+					if err != nil {
+						return err
+					}
+					continue
+				}
 			}
+		} else if err := p.createDLQTable(ctx, db, name); err != nil {
+			return err
 		}
 		schema, err := p.w.Describe(ctx, db, name)
 		if err != nil {
@@ -181,6 +189,46 @@ func (p *Pipeline) createDLQTable(ctx context.Context, db, name string) error {
 		p.log.Info().Str("table", db+"."+name).Strs("ddl", ddl).Msg("dead-letter table created")
 	}
 	return nil
+}
+
+// DLQPlan is what run does about one dead-letter table (sink check).
+type DLQPlan struct {
+	Table  string // db.table
+	Exists bool
+	DDL    []string // the statements run would create it with, when missing
+}
+
+// PlanDLQTables is the dry run of the dead-letter tables' creation: for
+// each one, whether it exists, and the statements that would create it.
+func PlanDLQTables(ctx context.Context, cfg *config.Config, w TableCreator) ([]DLQPlan, error) {
+	var out []DLQPlan
+	tables := cfg.DLQTables()
+	if len(tables) == 0 {
+		return nil, nil
+	}
+	info, err := w.Features(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p := &Pipeline{cfg: cfg}
+	for _, key := range tables {
+		db, name := cfg.TableFor(config.Route{Table: key})
+		pl := DLQPlan{Table: key}
+		if pl.Exists, err = w.TableExists(ctx, db, name); err != nil {
+			return nil, err
+		}
+		if !pl.Exists {
+			spec, err := p.dlqSpec(db, name, info)
+			if err != nil {
+				return nil, err
+			}
+			if pl.DDL, err = writer.CreateTableDDL(spec); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, pl)
+	}
+	return out, nil
 }
 
 // dlqSpec is DLQTableSpec for the config on a server, refusing a TTL the
@@ -299,3 +347,12 @@ func (p *Pipeline) deadLettered(table string) int64 {
 
 // isDLQTable reports whether ts is a dead-letter table.
 func (p *Pipeline) isDLQTable(ts *tableState) bool { return p.dlqt != nil && p.dlqt.tables[ts] }
+
+// Table returns the table named "db.table" that New resolved (a route's
+// or a dead-letter table), nil when there is none; call it before Run.
+func (p *Pipeline) Table(name string) *writer.Table {
+	if ts := p.tables[name]; ts != nil {
+		return ts.t
+	}
+	return nil
+}
