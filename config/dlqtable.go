@@ -131,3 +131,15 @@ func (c *Config) validateDLQTable(p *problems) {
 		p.add("errors.dlq_value_max: %d bytes is more than 64MiB; a bad record's value is kept to read it, not to reprocess huge ones", int64(e.DLQValueMax))
 	}
 }
+
+// DLQRoutes are routes that only name the dead-letter tables, with no
+// topic and no target: a cluster writer given them with the routes
+// (writer.OpenCluster) writes a dead-letter table as it is, where it would
+// refuse a table no route names.
+func (c *Config) DLQRoutes() []Route {
+	var out []Route
+	for _, t := range c.DLQTables() {
+		out = append(out, Route{Table: t})
+	}
+	return out
+}

@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/config"
@@ -355,4 +356,18 @@ func (p *Pipeline) Table(name string) *writer.Table {
 		return ts.t
 	}
 	return nil
+}
+
+// dlqInsertCtx is the context of an INSERT into ts. On a cluster the
+// dead-letter table the sink creates is a Distributed table, and its
+// INSERTs are synchronous, as a target: distributed route's are: they
+// return only once every shard has its rows, so the offset of a bad
+// record is committed only once its row is on its shard, never while it
+// waits in a node's queue (insert_distributed_sync is
+// distributed_foreground_insert's older name, which newer servers keep).
+func (p *Pipeline) dlqInsertCtx(ctx context.Context, ts *tableState) context.Context {
+	if p.cfg.ClickHouse.Cluster == "" || !p.isDLQTable(ts) {
+		return ctx
+	}
+	return writer.WithInsertSettings(ctx, clickhouse.Settings{"insert_distributed_sync": 1})
 }

@@ -303,3 +303,35 @@ func TestDLQTableSpecDDL(t *testing.T) {
 		t.Errorf("cluster DDL %q", ddl)
 	}
 }
+
+// TestDLQSpecTTLNeedsServer: a TTL on a server without TTL (before 19.6)
+// is refused with the fix; without a TTL, or on a newer server, the spec
+// is made.
+func TestDLQSpecTTLNeedsServer(t *testing.T) {
+	v18, _ := chschema.ParseVersion("18.16.1")
+	v26, _ := chschema.ParseVersion("26.9.2.1")
+	for _, tc := range []struct {
+		v    chschema.Version
+		ttl  time.Duration
+		want string // "": the spec, with a TTL when ttl > 0
+	}{
+		{v18, time.Hour, "errors.dlq_table_ttl needs ClickHouse 19.6 or later (the server is 18.16.1)"},
+		{v18, 0, ""},
+		{v26, time.Hour, ""},
+	} {
+		cfg := unitConfig(t, "errors: {tolerance: all, dlq_table: dead}\n")
+		cfg.Errors.DLQTableTTL = tc.ttl
+		p := &Pipeline{cfg: cfg}
+		spec, err := p.dlqSpec("db", "dead", chschema.ServerInfo{Version: tc.v})
+		switch {
+		case tc.want != "":
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s ttl %s: %v, want %q", tc.v, tc.ttl, err, tc.want)
+			}
+		case err != nil:
+			t.Errorf("%s ttl %s: %v", tc.v, tc.ttl, err)
+		case (spec.TTL != "") != (tc.ttl > 0):
+			t.Errorf("%s ttl %s: spec TTL %q", tc.v, tc.ttl, spec.TTL)
+		}
+	}
+}

@@ -60,6 +60,9 @@ type Options struct {
 	// Target's: the local table of a Distributed Target, which has no parts
 	// of its own.
 	PartsOf *Target
+	// DeadLetters are the connector's dead-letter tables (errors.dlq_table):
+	// the report counts the records of its table each one got.
+	DeadLetters []Target
 }
 
 // Query reads the logs and aggregates them. A server without query_log is

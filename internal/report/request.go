@@ -124,6 +124,9 @@ func (r Request) run(ctx context.Context, conn driver.Conn, where string, o Opti
 	if err != nil {
 		return err
 	}
+	var dlNotes []string
+	rep.DeadLettered, dlNotes = deadLettered(ctx, conn, o)
+	rep.Notes = append(rep.Notes, dlNotes...)
 	if o.PartsOf != nil {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("%s is a Distributed table: new parts are those of its local table %s",
 			t.FullName(), o.PartsOf.FullName()))
