@@ -4,6 +4,7 @@ package pipeline_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -247,6 +248,24 @@ log:
 		replayed += c - 1
 	}
 	t.Logf("dead-letter rows written twice by the replay after the kill (at-least-once): %d", replayed)
+	// sink report counts each bad record once, however often it was written.
+	out, err := exec.Command(bin, "report", "--config", cfgPath, "--table", e.db+".ev", "--since", "1h", "--format", "json").Output()
+	if err != nil {
+		t.Fatalf("sink report: %v\n%s", err, out)
+	}
+	var rep struct {
+		DeadLettered []struct {
+			DLQTable string `json:"dlq_table"`
+			Records  int    `json:"records"`
+		} `json:"dead_lettered"`
+	}
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatalf("sink report --format json: %v\n%s", err, out)
+	}
+	if len(rep.DeadLettered) != 1 || rep.DeadLettered[0].DLQTable != e.db+".ev_dead" || rep.DeadLettered[0].Records != bad {
+		t.Errorf("sink report's dead_lettered %+v, want %d records in %s.ev_dead", rep.DeadLettered, bad, e.db)
+	}
+
 	// The bad records' values, byte for byte, with their class.
 	rows, err := e.ch.Query(ctx, fmt.Sprintf("SELECT _partition, _offset, value, value_length, error_class, target_table, error FROM %s.ev_dead LIMIT 1 BY _partition, _offset", e.db))
 	if err != nil {

@@ -67,7 +67,7 @@
 // to tables, tables named after their topic), dispatch.go (accumulators,
 // each table's queue and in-flight slots, inserts and their acks),
 // commit.go, rebalance.go (assign, revoke with its deadline, loss), dlq.go
-// (bad records), schema.go (tables that change while running), evolve.go
+// (bad records), dlqtable.go (bad records as rows of a dead-letter table), schema.go (tables that change while running), evolve.go
 // (fields no column takes: counted, logged, added as columns on request,
 // their records held until the column exists), held.go (records held for
 // the schema registry or a new column, in partition order), lookup.go
