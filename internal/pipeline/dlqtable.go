@@ -152,18 +152,16 @@ func (p *Pipeline) initDLQTables(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("dead-letter table: %w", err)
 		}
-		insert := decode.InsertColumns(schema)
-		plan, err := decode.Compile(route.JSON, insert, nil)
-		if err != nil {
-			return fmt.Errorf("dead-letter table %s: %w", key, err)
-		}
 		if p.tables[key] != nil {
 			return fmt.Errorf("dead-letter table %s is a route's table; dead letters need a table of their own", key)
 		}
+		insert := decode.InsertColumns(schema)
 		ts := p.newTable(writer.NewTable(db, name, schema, insert), key)
-		ts.plan = plan
-		p.tables[key] = ts
 		p.dlqt.tables[ts] = true
+		if ts.plan, err = p.dlqReplan(ts, insert); err != nil {
+			return err
+		}
+		p.tables[key] = ts
 	}
 	return nil
 }
@@ -370,4 +368,18 @@ func (p *Pipeline) dlqInsertCtx(ctx context.Context, ts *tableState) context.Con
 		return ctx
 	}
 	return writer.WithInsertSettings(ctx, clickhouse.Settings{"insert_distributed_sync": 1})
+}
+
+// dlqReplan compiles the rows of dead-letter table ts again for its
+// columns as they are now (applySchema, when the table changed while
+// running); nil for any other table.
+func (p *Pipeline) dlqReplan(ts *tableState, insert []chschema.ColumnSchema) (*decode.Plan, error) {
+	if !p.isDLQTable(ts) {
+		return nil, nil
+	}
+	plan, err := decode.Compile(route.JSON, insert, nil)
+	if err != nil {
+		return nil, fmt.Errorf("dead-letter table %s: its rows cannot be written to its columns: %w (stopping; fix the table)", ts.t.FullName(), err)
+	}
+	return plan, nil
 }
