@@ -335,3 +335,24 @@ func TestDLQSpecTTLNeedsServer(t *testing.T) {
 		}
 	}
 }
+
+// TestUnitDLQTableFanout: with fanout: all, a record bad for its routes is
+// one dead-letter row (meant for the first route that refused it), and the
+// records around it go to every table.
+func TestUnitDLQTableFanout(t *testing.T) { synctest.Test(t, testUnitDLQTableFanout) }
+
+func testUnitDLQTableFanout(t *testing.T) {
+	sink := newDLQSink("db.t_dead")
+	r := startDLQ(t, "  - topic: events\n    table: u\nfanout: all\nerrors: {tolerance: all, dlq_table: t_dead}\n", sink)
+	r.src.send(unitTP, 0, rows(0, 1)[0], `not json`, rows(2, 1)[0])
+	eventually(t, 2*time.Second, "offset 3 committed", func() bool { return r.src.committed(unitTP) == 3 })
+	if err := r.stop(t); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if a, b := r.sink.inserted("db.t"), r.sink.inserted("db.u"); a != 2 || b != 2 {
+		t.Fatalf("%d rows in db.t, %d in db.u; want 2 each", a, b)
+	}
+	if got := sink.rowsIn(); len(got) != 1 || got[0].offset != 1 || got[0].table != "db.t" || got[0].class != ClassMalformed {
+		t.Fatalf("dead-letter rows %+v, want offset 1 meant for db.t", got)
+	}
+}
