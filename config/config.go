@@ -270,6 +270,8 @@ type Route struct {
 	// Schema says what happens to record fields no column takes (see
 	// RouteSchema).
 	Schema RouteSchema `koanf:"schema"`
+	// DLQTable overrides errors.dlq_table for the route's bad records.
+	DLQTable string `koanf:"dlq_table"`
 	// Target is where a cluster's rows go: "" (the table through
 	// clickhouse.addrs, as on a single server), TargetDistributed (the
 	// table is a Distributed table; each INSERT returns once every shard
@@ -328,6 +330,15 @@ type Errors struct {
 	// largest partition count of the consumed topics and the broker's
 	// default replication factor.
 	DLQCreate bool `koanf:"dlq_create"`
+	// DLQTable is a ClickHouse table ("db.table" or "table") that takes one
+	// row per bad record, instead of or besides DLQTopic (dlqtable.go).
+	DLQTable string `koanf:"dlq_table"`
+	// DLQTableTTL is the TTL the sink gives DLQTable when it creates it
+	// (0: rows are kept until deleted).
+	DLQTableTTL time.Duration `koanf:"dlq_table_ttl"`
+	// DLQValueMax is the most bytes of a bad record's value DLQTable keeps;
+	// a longer value is stored cut, with its original length.
+	DLQValueMax ByteSize `koanf:"dlq_value_max"`
 	// OnMissing: "default" gives a non-Nullable column whose value is
 	// absent from the record its type's default (0, "", the epoch, []);
 	// "bad_record" makes such a record bad (tolerance decides: stop or DLQ).
@@ -527,6 +538,9 @@ func defaults() *Config {
 			// Records no route's when: takes are as expected as those of a
 			// topic no route names: counted, not errors.
 			Unrouted: "skip",
+			// Enough for any JSON event worth reading in SQL, small enough
+			// that a stream of huge bad records cannot bloat the table.
+			DLQValueMax: 1 * MiB,
 		},
 		// One table per record unless asked otherwise.
 		Fanout: FanoutFirst,

@@ -84,7 +84,7 @@ func TestDefaults(t *testing.T) {
 			MaxLatency:             30 * time.Second,
 		},
 		Routes:          []Route{{Topic: "orders", Table: "orders", Format: "json", Schema: RouteSchema{MaxNewColumnsPerHour: 10}}},
-		Errors:          Errors{Tolerance: "none", OnMissing: "default", OnNull: "default", OnTombstone: "skip", Unrouted: "skip"},
+		Errors:          Errors{Tolerance: "none", OnMissing: "default", OnNull: "default", OnTombstone: "skip", Unrouted: "skip", DLQValueMax: 1 << 20},
 		HTTP:            HTTP{Listen: "127.0.0.1:8080"},
 		Log:             Log{Level: "info", Format: "json"},
 		ShutdownTimeout: 30 * time.Second,

@@ -37,8 +37,8 @@ func (c *Config) RoutesFor(topic string) []int {
 func (c *Config) validateFanout(p *problems) {
 	p.oneOf("fanout", c.Fanout, fanouts)
 	p.oneOf("errors.unrouted", c.Errors.Unrouted, unrouteds)
-	if c.Errors.Unrouted == "dlq" && c.Errors.DLQTopic == "" {
-		p.add("errors.unrouted: dlq needs errors.dlq_topic (and errors.tolerance: all)")
+	if c.Errors.Unrouted == "dlq" && c.Errors.DLQTopic == "" && c.Errors.DLQTable == "" {
+		p.add("errors.unrouted: dlq needs errors.dlq_topic or errors.dlq_table (and errors.tolerance: all)")
 	}
 	conditional := false
 	for i := range c.Routes {

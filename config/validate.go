@@ -402,9 +402,10 @@ func (c *Config) validateErrors(p *problems) {
 	p.oneOf("errors.on_missing", e.OnMissing, onValues)
 	p.oneOf("errors.on_null", e.OnNull, onValues)
 	p.oneOf("errors.on_tombstone", e.OnTombstone, onTombstones)
+	c.validateDLQTable(p)
 	switch {
-	case e.Tolerance == "all" && e.DLQTopic == "":
-		p.add("errors.dlq_topic: required when errors.tolerance is all")
+	case e.Tolerance == "all" && e.DLQTopic == "" && !c.HasDLQTable():
+		p.add("errors.dlq_topic: required when errors.tolerance is all (or errors.dlq_table)")
 	case e.DLQCreate && e.DLQTopic == "":
 		p.add("errors.dlq_create: set, but there is no errors.dlq_topic to create")
 	case e.Tolerance == "none" && e.DLQTopic != "":

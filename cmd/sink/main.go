@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
 	"syscall"
 	"time"
 
@@ -269,7 +270,7 @@ type clusterSink interface {
 func openSink(ctx context.Context, cfg *config.Config, m *metrics.Metrics, log zerolog.Logger) (clusterSink, error) {
 	for _, r := range cfg.Routes {
 		if r.Target != "" {
-			c, err := writer.OpenCluster(ctx, cfg.Name, cfg.ClickHouse, cfg.Routes)
+			c, err := writer.OpenCluster(ctx, cfg.Name, cfg.ClickHouse, append(slices.Clip(cfg.Routes), cfg.DLQRoutes()...))
 			if err != nil {
 				return nil, err
 			}

@@ -111,6 +111,7 @@ func reportCmd(args []string, stdout, stderr io.Writer) int {
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	ch := def
 	ch.Password = config.Secret(os.Getenv("SINK_CLICKHOUSE__PASSWORD"))
+	var dlqTables []string // "db.table", from --config
 	if *path != "" {
 		cfg, err := config.Load(*path, os.Environ())
 		if err != nil {
@@ -118,6 +119,7 @@ func reportCmd(args []string, stdout, stderr io.Writer) int {
 		}
 		ch = cfg.ClickHouse
 		req.Connector = cfg.Name
+		dlqTables = cfg.DLQTables()
 	}
 	// Without --config every flag applies, with its default; with one,
 	// only the flags given.
@@ -149,6 +151,10 @@ func reportCmd(args []string, stdout, stderr io.Writer) int {
 	o, err := req.Options(time.Now())
 	if err != nil {
 		return usageErr("%v", err)
+	}
+	for _, d := range dlqTables {
+		db, table, _ := strings.Cut(d, ".")
+		o.DeadLetters = append(o.DeadLetters, report.Target{Database: db, Table: table})
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -169,6 +169,9 @@ func Run(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := dlqTables(ctx, cfg, w, p, stdout); err != nil {
+		return err
+	}
 	unrouted, err := p.ResolveTopics(ctx, names)
 	if err != nil {
 		return err
@@ -176,6 +179,9 @@ func Run(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 	fate := "skipped"
 	if cfg.Errors.Unrouted == "dlq" {
 		fate = "sent to the dead-letter topic"
+		if cfg.Errors.DLQTable != "" {
+			fate = "written to the dead-letter table " + cfg.Errors.DLQTable
+		}
 	}
 	for _, t := range unrouted {
 		fmt.Fprintf(stdout, "kafka: topic %s matches no route: its records will be %s\n", t, fate)

@@ -343,6 +343,8 @@ func (p *Pipeline) publish() {
 			QueuedBatches:   len(ts.queue),
 			InFlightBatches: ts.inflight,
 			History:         ts.hist.Series(now),
+			DeadLettered:    p.deadLettered(name),
+			DeadLetterTable: p.isDLQTable(ts),
 		}
 		t.Rows1m, t.Inserts1m = ts.hist.Sums(now, time.Minute)
 		t.Rows15m, t.Inserts15m = ts.hist.Sums(now, status.Window)

@@ -177,7 +177,7 @@ func (p *Pipeline) pump(writeCtx context.Context, ts *tableState) {
 		ts.queue = ts.queue[1:]
 		ts.inflight++
 		tab := p.flights[b.ID].tab
-		ctx, blk := writeCtx, chschema.Block(b.Data)
+		ctx, blk := p.dlqInsertCtx(writeCtx, ts), chschema.Block(b.Data)
 		if p.eo != nil {
 			var err error
 			if ctx, blk, err = p.eoIntent(writeCtx, ts, b); err != nil {

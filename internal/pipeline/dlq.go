@@ -170,30 +170,66 @@ func (p *Pipeline) abandonBlocked() {
 
 // badRecord diverts a record that cannot be decoded: to the dead-letter
 // topic, counted as handled once Kafka has it (see dlqState for what waits
-// for that), or, with errors.tolerance none, it stops the connector before
-// anything past it is committed.
-func (p *Pipeline) badRecord(writeCtx context.Context, tp offsets.TP, r *kgo.Record, err error) {
-	if id, ok := p.divert(writeCtx, tp, r, err); ok {
-		p.tracker.Add(tp, r.Offset, r.LeaderEpoch, id)
+// for that), and/or to its dead-letter table, handled once its row is
+// inserted (dlqtable.go); or, with errors.tolerance none, it stops the
+// connector before anything past it is committed. rs is the route the
+// record was meant for (nil: none takes it).
+func (p *Pipeline) badRecord(writeCtx context.Context, tp offsets.TP, r *kgo.Record, err error, rs *routeState) {
+	units, acc, ok := p.divert(writeCtx, tp, r, err, rs)
+	if !ok {
+		return
+	}
+	if len(units) == 1 {
+		p.tracker.Add(tp, r.Offset, r.LeaderEpoch, units[0])
+	} else {
+		p.tracker.AddShared(tp, r.Offset, r.LeaderEpoch, units)
+	}
+	if acc != nil {
+		p.added(writeCtx, p.now(), acc, tp, r) // only now may its batch seal
 	}
 }
 
-// divert starts the dead-letter produce of r and returns the unit its
-// record is tracked under, which the caller adds to the tracker; ok is
-// false when errors.tolerance is none: the connector stops instead.
-func (p *Pipeline) divert(writeCtx context.Context, tp offsets.TP, r *kgo.Record, err error) (id uint64, ok bool) {
+// divert starts the dead-letter produce of r and/or appends its row to
+// its dead-letter table's open batch, and returns the units its record is
+// tracked under, which the caller adds to the tracker (AddShared when
+// both), and the batch that holds its row (nil: none), which the caller
+// passes to added once the record is tracked. ok is false when
+// errors.tolerance is none, or the row cannot be built: the connector
+// stops instead.
+func (p *Pipeline) divert(writeCtx context.Context, tp offsets.TP, r *kgo.Record, err error, rs *routeState) (units []uint64, acc *accState, ok bool) {
 	if p.cfg.Errors.Tolerance != "all" {
-		p.fatal = fmt.Errorf("%w (errors.tolerance is none: stopping; set errors.tolerance: all and errors.dlq_topic to divert bad records)", err)
-		return 0, false
+		p.fatal = fmt.Errorf("%w (errors.tolerance is none: stopping; set errors.tolerance: all and errors.dlq_topic or errors.dlq_table to divert bad records)", err)
+		return nil, nil, false
 	}
-	id = p.newID()
+	meant := ""
+	if rs != nil && rs.table != nil {
+		meant = rs.table.t.FullName()
+	}
+	if ts := p.dlqTableOf(rs); ts != nil {
+		a, rerr := p.deadLetterRow(ts, tp, r, err, meant)
+		if rerr != nil {
+			p.fatal = rerr
+			return nil, nil, false
+		}
+		units, acc = append(units, a.id), a
+	}
+	p.stats.DLQ++
+	p.dlqt.counts[meant]++
+	p.topicMetrics(tp.Topic).DLQ()
+	if p.cfg.Errors.DLQTopic == "" {
+		if acc == nil { // config.Validate refuses such a config
+			p.fatal = fmt.Errorf("%w (no dead-letter table for it and no errors.dlq_topic: stopping)", err)
+			return nil, nil, false
+		}
+		p.log.Warn().Err(err).Str("dlq_table", acc.key.table.t.FullName()).Msg("bad record written to the dead-letter table")
+		return units, acc, true
+	}
+	id := p.newID()
 	p.taken = r // recycled by dropDLQ, not by the decode loop
 	d := &dlqState{tp: tp, rec: r, cause: err}
 	p.dlqs[id] = d
 	p.dlqBytes += d.bytes()
-	p.stats.DLQ++
-	p.topicMetrics(tp.Topic).DLQ()
 	p.log.Warn().Err(err).Str("dlq_topic", p.cfg.Errors.DLQTopic).Msg("bad record sent to the dead-letter topic")
 	p.sendDLQ(writeCtx, id, d)
-	return id, true
+	return append(units, id), acc, true
 }

@@ -44,14 +44,14 @@ func (p *Pipeline) initFanout() {
 	}
 }
 
-// unroutedReason is the dead-letter cause of a record no route takes.
-const unroutedReason = "no route takes the record (errors.unrouted: dlq)"
+// errUnrouted is the dead-letter cause of a record no route takes.
+var errUnrouted = errors.New("no route takes the record (errors.unrouted: dlq)")
 
 // unrouted handles a record no route takes.
 func (p *Pipeline) unrouted(writeCtx context.Context, tp offsets.TP, r *kgo.Record) {
 	p.topicMetrics(tp.Topic).Unrouted()
 	if p.cfg.Errors.Unrouted == "dlq" {
-		p.badRecord(writeCtx, tp, r, fmt.Errorf("topic %q partition %d offset %d: %s", r.Topic, r.Partition, r.Offset, unroutedReason))
+		p.badRecord(writeCtx, tp, r, fmt.Errorf("topic %q partition %d offset %d: %w", r.Topic, r.Partition, r.Offset, errUnrouted), nil)
 		return
 	}
 	// Nothing to write, so it is handled as soon as it is seen.
@@ -87,6 +87,7 @@ func (p *Pipeline) handleFanout(writeCtx context.Context, now time.Time, tp offs
 	}
 	f.accs, f.plans, f.units = f.accs[:0], f.plans[:0], f.units[:0]
 	var bad error
+	var badRS *routeState
 	for _, rs := range f.targets {
 		a := p.accFor(rs.table, tp)
 		if err := rs.plan.Append(a.acc.Data(), r); err != nil {
@@ -102,7 +103,7 @@ func (p *Pipeline) handleFanout(writeCtx context.Context, now time.Time, tp offs
 				return err, true
 			}
 			if !errors.Is(err, decode.ErrSkip) && bad == nil {
-				bad = err
+				bad, badRS = err, rs
 			}
 			p.truncateFanout(err, rs, tp, r)
 			continue
@@ -123,15 +124,16 @@ func (p *Pipeline) handleFanout(writeCtx context.Context, now time.Time, tp offs
 		f.plans = append(f.plans, rs.plan)
 		f.units = append(f.units, a.id)
 	}
+	var dacc *accState // the dead-letter table's batch with the record's row
 	if bad != nil {
-		id, ok := p.divert(writeCtx, tp, r, bad)
+		units, a, ok := p.divert(writeCtx, tp, r, bad, badRS)
 		if !ok {
 			// errors.tolerance none: stopping. The rows appended above
 			// may still be inserted by the flush, but the record is not
 			// committed, so the restart meets it again.
 			return nil, false
 		}
-		f.units = append(f.units, id)
+		f.units, dacc = append(f.units, units...), a
 	}
 	switch len(f.units) {
 	case 0:
@@ -148,6 +150,9 @@ func (p *Pipeline) handleFanout(writeCtx context.Context, now time.Time, tp offs
 	// Only now may a batch seal: the tracker must know the record first.
 	for _, a := range f.accs {
 		p.added(writeCtx, now, a, tp, r)
+	}
+	if dacc != nil {
+		p.added(writeCtx, now, dacc, tp, r)
 	}
 	return nil, false
 }

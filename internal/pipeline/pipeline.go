@@ -67,7 +67,7 @@
 // to tables, tables named after their topic), dispatch.go (accumulators,
 // each table's queue and in-flight slots, inserts and their acks),
 // commit.go, rebalance.go (assign, revoke with its deadline, loss), dlq.go
-// (bad records), schema.go (tables that change while running), evolve.go
+// (bad records), dlqtable.go (bad records as rows of a dead-letter table), schema.go (tables that change while running), evolve.go
 // (fields no column takes: counted, logged, added as columns on request,
 // their records held until the column exists), held.go (records held for
 // the schema registry or a new column, in partition order), lookup.go
@@ -134,6 +134,7 @@ type Pipeline struct {
 	// dlqBytes is the key and value bytes of the records in dlqs (part of
 	// the buffer budget); dlqFailed counts those that failed for good.
 	dlqBytes, dlqFailed int
+	dlqt                *dlqTables // dead-letter tables and counts (dlqtable.go)
 
 	acks    chan ack
 	events  chan groupEvent
@@ -305,6 +306,9 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w Sink, op
 		return nil, err
 	}
 	if err := p.resolve(ctx); err != nil {
+		return nil, err
+	}
+	if err := p.initDLQTables(ctx); err != nil {
 		return nil, err
 	}
 	if err := p.initEvolve(ctx); err != nil {

@@ -407,7 +407,7 @@ func (p *Pipeline) decodeRecord(writeCtx context.Context, now time.Time, tp offs
 		case errors.Is(err, decode.ErrUnavailable):
 			return err, true
 		default:
-			p.badRecord(writeCtx, tp, r, err)
+			p.badRecord(writeCtx, tp, r, err, rs)
 		}
 		return nil, false
 	}

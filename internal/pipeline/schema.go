@@ -138,6 +138,11 @@ func (p *Pipeline) applySchema(writeCtx context.Context, ts *tableState, schema 
 		}
 		plans[i] = plan
 	}
+	dlqPlan, err := p.dlqReplan(ts, insert) // nil unless ts is a dead-letter table
+	if err != nil {
+		p.fatal = err
+		return
+	}
 	old := ts.t
 	// The open batches were decoded for the old columns: insert them as
 	// they are (with the old table, see flight.tab) and start new ones.
@@ -155,6 +160,8 @@ func (p *Pipeline) applySchema(writeCtx context.Context, ts *tableState, schema 
 	}
 	if len(plans) > 0 {
 		ts.plan = plans[0]
+	} else if dlqPlan != nil {
+		ts.plan = dlqPlan
 	}
 	if ts.drift != nil {
 		for _, fd := range ts.drift.fields {

@@ -70,6 +70,9 @@ type Options struct {
 	// to the shards), and the new parts counted are Local's, since a
 	// Distributed table has no parts of its own.
 	Local *Target
+	// DeadLetters are the connector's dead-letter tables (errors.dlq_table):
+	// the report counts the records of its table each one got.
+	DeadLetters []Target
 }
 
 // targets are the tables whose INSERTs the report counts: Target, and Local

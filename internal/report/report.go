@@ -107,6 +107,9 @@ type Report struct {
 	Before *Side      `json:"before,omitempty"`
 	After  *Side      `json:"after,omitempty"`
 	Change *Change    `json:"change,omitempty"`
+	// DeadLettered is the records meant for Table in each dead-letter
+	// table of the connector, in the window (with --config).
+	DeadLettered []DeadLettered `json:"dead_lettered,omitempty"`
 	// Notes are one-line remarks for the reader (logs disabled, mixed
 	// minute left out, nothing found).
 	Notes []string `json:"notes,omitempty"`

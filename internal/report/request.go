@@ -147,6 +147,9 @@ func (r Request) run(ctx context.Context, conn driver.Conn, where string, o Opti
 	if err != nil {
 		return err
 	}
+	var dlNotes []string
+	rep.DeadLettered, dlNotes = deadLettered(ctx, conn, o)
+	rep.Notes = append(rep.Notes, dlNotes...)
 	if o.Local != nil {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("%s is a Distributed table: INSERTs are those clients sent into it or into its local table %s "+
 			"(a sink with target: local writes the local table on each shard), new parts those of %s",

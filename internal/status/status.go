@@ -100,6 +100,12 @@ type Table struct {
 	LastError *InsertError `json:"last_error"`
 	// History is rows/min and inserts/min over the last 15 minutes.
 	History Series `json:"history"`
+	// DeadLettered is the records meant for this table sent to the
+	// dead-letter topic or table since start (errors.tolerance: all).
+	DeadLettered int64 `json:"dead_lettered"`
+	// DeadLetterTable is set on a dead-letter table (errors.dlq_table):
+	// its rows are bad records, not data.
+	DeadLetterTable bool `json:"dead_letter_table,omitempty"`
 	// Shards splits the INSERTs of a route with target: local per shard: its
 	// batches go to the shards' local tables, one INSERT per shard a batch
 	// has rows for, and the counts above are of those INSERTs. Empty for

@@ -28,6 +28,8 @@ type TableSpec struct {
 	OrderBy   string // the ORDER BY expression (required)
 	// PartitionBy is the PARTITION BY expression, "" for none.
 	PartitionBy string
+	// TTL is the table's TTL expression, "" for none (ClickHouse 19.6+).
+	TTL string
 	// Settings are the table's SETTINGS, by name: numbers, booleans or
 	// strings.
 	Settings map[string]any
@@ -110,6 +112,9 @@ func CreateTableDDL(s TableSpec) ([]string, error) {
 		b.WriteString(" PARTITION BY " + s.PartitionBy)
 	}
 	b.WriteString(" ORDER BY " + s.OrderBy)
+	if s.TTL != "" {
+		b.WriteString(" TTL " + s.TTL)
+	}
 	if len(s.Settings) > 0 {
 		names := make([]string, 0, len(s.Settings))
 		for n := range s.Settings {
