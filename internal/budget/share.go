@@ -53,8 +53,15 @@
 //     Min, so connectors starting together do not each send the whole
 //     budget meanwhile; the first price is φ* of the rate over that window.
 //
-// The package does no I/O and reads no clock: callers pass the time in.
-// Concurrency: a Controller is owned by one goroutine.
+// A Controller does no I/O and reads no clock: callers pass the time in.
+// A Sharer (sharer.go) is the I/O side: it reads every server's count
+// through a Reader (writer.Writer.InsertQueries, writer.Cluster's per
+// shard) every few seconds on a goroutine of its own, feeds one Controller
+// per server, and answers the scheduler's allowance (internal/pace's
+// Allowance) with the latest share.
+//
+// Concurrency: a Controller is owned by one goroutine; a Sharer is safe
+// for concurrent use.
 package budget
 
 import (
@@ -127,6 +134,10 @@ type Sample struct {
 	// Demand is how many INSERTs per minute this connector would send to
 	// the server unhindered.
 	Demand float64
+	// Uptime is how long the server has run (0: unknown). It tells a
+	// restart, or another server answering at the address, from a count
+	// that merely went on.
+	Uptime time.Duration
 }
 
 // Reason says what decided a Share.
@@ -161,6 +172,24 @@ type Share struct {
 type point struct {
 	at          time.Time
 	server, own uint64
+	uptime      time.Duration
+}
+
+// uptimeSlack is how much more a server's uptime may grow than the time
+// between two samples (the two clocks, the query's own time).
+const uptimeSlack = 5 * time.Second
+
+// restarted reports whether x comes from another life of the server than
+// prev (or another server): its count went back, rose less than this
+// connector's own INSERTs to it, or its uptime does not follow on.
+func restarted(prev point, x Sample) bool {
+	if x.Server < prev.server || x.Own < prev.own || x.Server-prev.server < x.Own-prev.own {
+		return true
+	}
+	if x.Uptime == 0 || prev.uptime == 0 {
+		return false
+	}
+	return x.Uptime < prev.uptime || x.Uptime-prev.uptime > x.At.Sub(prev.at)+uptimeSlack
 }
 
 // Controller holds one server's samples and this connector's price.
@@ -198,20 +227,18 @@ func (c *Controller) Observe(x Sample) Share {
 	}
 	c.read = true
 	if n := len(c.win); n > 0 {
-		prev := c.win[n-1]
-		// A count that went back, or rose less than this connector's own
-		// INSERTs to it, is a restarted server (or a different one behind
-		// the address): the window starts again.
-		if x.Server < prev.server || x.Own < prev.own || x.Server-prev.server < x.Own-prev.own {
+		// A restarted server (or a different one behind the address): the
+		// window starts again.
+		if restarted(c.win[n-1], x) {
 			c.last = x.At
-			c.win = append(c.win[:0], point{x.At, x.Server, x.Own})
+			c.win = append(c.win[:0], point{x.At, x.Server, x.Own, x.Uptime})
 			c.share = c.keep(x.Demand, ReasonReset)
 			return c.share
 		}
 	}
 	dt := x.At.Sub(c.last)
 	c.last = x.At
-	c.win = append(c.win, point{x.At, x.Server, x.Own})
+	c.win = append(c.win, point{x.At, x.Server, x.Own, x.Uptime})
 	// Drop samples older than the window, keeping the newest one at or
 	// before its start so the rate spans the whole window.
 	cut := x.At.Add(-c.s.Window)

@@ -135,6 +135,46 @@ func TestShare(t *testing.T) {
 					t.Errorf("got %+v", sh)
 				}
 			}},
+		{"the uptime goes back (a restart that already counted as many INSERTs): a reset",
+			func(t *testing.T, c *Controller) Share {
+				var sh Share
+				for i := range 13 {
+					sh = c.Observe(Sample{At: at(float64(5 * i)), Server: uint64(10 * i), Uptime: time.Hour + time.Duration(5*i)*time.Second, Demand: demand})
+				}
+				if sh.Reason != ReasonShared {
+					t.Fatalf("got %+v before the restart", sh)
+				}
+				return c.Observe(Sample{At: at(65), Server: 200, Uptime: 4 * time.Second, Demand: demand})
+			},
+			func(t *testing.T, sh Share) {
+				if sh.Reason != ReasonReset {
+					t.Errorf("got %+v", sh)
+				}
+			}},
+		{"the uptime jumps ahead (another server answers at the address): a reset",
+			func(t *testing.T, c *Controller) Share {
+				for i := range 13 {
+					c.Observe(Sample{At: at(float64(5 * i)), Server: uint64(10 * i), Uptime: time.Hour + time.Duration(5*i)*time.Second, Demand: demand})
+				}
+				return c.Observe(Sample{At: at(65), Server: 200, Uptime: 30 * time.Hour, Demand: demand})
+			},
+			func(t *testing.T, sh Share) {
+				if sh.Reason != ReasonReset {
+					t.Errorf("got %+v", sh)
+				}
+			}},
+		{"the uptime follows on: no reset",
+			func(t *testing.T, c *Controller) Share {
+				for i := range 13 {
+					c.Observe(Sample{At: at(float64(5 * i)), Server: uint64(10 * i), Uptime: time.Hour + time.Duration(5*i)*time.Second, Demand: demand})
+				}
+				return c.Observe(Sample{At: at(65), Server: 200, Uptime: time.Hour + 66*time.Second, Demand: demand})
+			},
+			func(t *testing.T, sh Share) {
+				if sh.Reason != ReasonShared {
+					t.Errorf("got %+v", sh)
+				}
+			}},
 		{"unreadable after a price: the last price, following the demand",
 			func(t *testing.T, c *Controller) Share {
 				var n uint64
