@@ -21,6 +21,15 @@ func feed(c *Controller, from, to float64, server *uint64, rate, demand float64)
 	return sh
 }
 
+// feedUptime observes a minute of a server an hour up, at 120/min.
+func feedUptime(c *Controller, demand float64) Share {
+	var sh Share
+	for i := range 13 {
+		sh = c.Observe(Sample{At: at(float64(5 * i)), Server: uint64(10 * i), Uptime: time.Hour + time.Duration(5*i)*time.Second, Demand: demand})
+	}
+	return sh
+}
+
 func TestShare(t *testing.T) {
 	s := Settings{PerMinute: 120} // target 108, Min 1.2
 	const demand = 300.0
@@ -137,11 +146,7 @@ func TestShare(t *testing.T) {
 			}},
 		{"the uptime goes back (a restart that already counted as many INSERTs): a reset",
 			func(t *testing.T, c *Controller) Share {
-				var sh Share
-				for i := range 13 {
-					sh = c.Observe(Sample{At: at(float64(5 * i)), Server: uint64(10 * i), Uptime: time.Hour + time.Duration(5*i)*time.Second, Demand: demand})
-				}
-				if sh.Reason != ReasonShared {
+				if sh := feedUptime(c, demand); sh.Reason != ReasonShared {
 					t.Fatalf("got %+v before the restart", sh)
 				}
 				return c.Observe(Sample{At: at(65), Server: 200, Uptime: 4 * time.Second, Demand: demand})
@@ -153,9 +158,7 @@ func TestShare(t *testing.T) {
 			}},
 		{"the uptime jumps ahead (another server answers at the address): a reset",
 			func(t *testing.T, c *Controller) Share {
-				for i := range 13 {
-					c.Observe(Sample{At: at(float64(5 * i)), Server: uint64(10 * i), Uptime: time.Hour + time.Duration(5*i)*time.Second, Demand: demand})
-				}
+				feedUptime(c, demand)
 				return c.Observe(Sample{At: at(65), Server: 200, Uptime: 30 * time.Hour, Demand: demand})
 			},
 			func(t *testing.T, sh Share) {
@@ -165,9 +168,7 @@ func TestShare(t *testing.T) {
 			}},
 		{"the uptime follows on: no reset",
 			func(t *testing.T, c *Controller) Share {
-				for i := range 13 {
-					c.Observe(Sample{At: at(float64(5 * i)), Server: uint64(10 * i), Uptime: time.Hour + time.Duration(5*i)*time.Second, Demand: demand})
-				}
+				feedUptime(c, demand)
 				return c.Observe(Sample{At: at(65), Server: 200, Uptime: time.Hour + 66*time.Second, Demand: demand})
 			},
 			func(t *testing.T, sh Share) {
