@@ -116,6 +116,15 @@ type ClickHouse struct {
 	QueryTimeout time.Duration `koanf:"query_timeout"`
 	// MaxInFlight is the number of INSERTs per table at once.
 	MaxInFlight int `koanf:"max_in_flight"`
+	// MaxInsertsPerMinute is the budget of INSERTs a server receives from
+	// the connector per minute, summed over every table it holds (on a
+	// cluster, per shard: every INSERT a shard receives counts against
+	// it); 0 turns it off. With a budget, a table's batch whose max_wait
+	// has passed waits for room in the budget, up to its latency bound
+	// (Route.MaxLatency, else the larger of batch.max_wait and
+	// batch.max_latency); latency wins, and the sink says when the budget
+	// is exceeded (internal/pace).
+	MaxInsertsPerMinute float64 `koanf:"max_inserts_per_minute"`
 	// ConnMaxLifetime closes a pooled connection to ClickHouse this long
 	// after it was dialed (at its next release, or while it idles). A
 	// connection keeps buffers as large as the largest block it has sent
@@ -254,6 +263,14 @@ type Route struct {
 	Sharding     string `koanf:"sharding"`
 	ShardingKey  string `koanf:"sharding_key"`
 	ShardingHash string `koanf:"sharding_hash"`
+	// MaxLatency is the longest the route's table's rows may wait, from
+	// their record's arrival at the sink to their INSERT: with a budget
+	// (clickhouse.max_inserts_per_minute) the table's batch is never held
+	// past it, and in any mode its batches close by then (it caps
+	// max_wait and adaptive batching's max_latency for the table). 0: the
+	// table's bound is the larger of batch.max_wait and batch.max_latency.
+	// A table several routes fill takes the smallest.
+	MaxLatency time.Duration `koanf:"max_latency"`
 	// Message (protobuf only) is the full name of the Protobuf message
 	// type the route reads, for a topic that carries several (each record
 	// names its type by the message index in its frame); records of other

@@ -25,7 +25,10 @@ const (
 	// response is at least fetch_max_bytes when data is plentiful.
 	maxFetchBytes = 1 * GiB
 	// franz-go's lower bounds: less makes the client spin.
-	minFetchMaxWait   = 10 * time.Millisecond
+	minFetchMaxWait = 10 * time.Millisecond
+	// maxInsertBudget bounds clickhouse.max_inserts_per_minute: 100 a
+	// second, far past what a budget is for.
+	maxInsertBudget   = 6000
 	minGroupTimeout   = 100 * time.Millisecond
 	minCommitInterval = 100 * time.Millisecond
 	// franz-go's limit for a client id.
@@ -158,6 +161,9 @@ func (c *Config) validateClickHouse(p *problems) {
 		p.add("clickhouse.max_in_flight (%d) must be at least 1", ch.MaxInFlight)
 	}
 	p.positive("clickhouse.conn_max_lifetime", ch.ConnMaxLifetime)
+	if ch.MaxInsertsPerMinute < 0 || ch.MaxInsertsPerMinute > maxInsertBudget {
+		p.add("clickhouse.max_inserts_per_minute (%g) must be 0 (no budget) or above 0 and at most %d", ch.MaxInsertsPerMinute, maxInsertBudget)
+	}
 	p.positive("clickhouse.retry_initial", ch.RetryInitial)
 	p.positive("clickhouse.retry_max", ch.RetryMax)
 	if ch.RetryMax > 0 && ch.RetryInitial > ch.RetryMax {
@@ -311,6 +317,12 @@ func (c *Config) validateRoutes(p *problems) {
 		}
 
 		c.validateTarget(p, key, r)
+		if r.MaxLatency < 0 {
+			p.add("%s.max_latency (%v) must be 0 (the batch settings' bound) or positive", key, r.MaxLatency)
+		} else if r.MaxLatency > 0 && r.MaxLatency <= k.FetchMaxWait {
+			p.add("%s.max_latency (%v) must exceed kafka.fetch_max_wait (%v): a record can wait that long in Kafka before it reaches a batch",
+				key, r.MaxLatency, k.FetchMaxWait)
+		}
 
 		db, table := c.TableFor(*r)
 		t := target{r.Topic, r.TopicRegex, db, table}

@@ -46,6 +46,15 @@ const (
 	// ReasonPause: POST /pause flushes the open batches before the
 	// connector stops inserting.
 	ReasonPause
+	// ReasonBudget: the batch's wait had passed and the server's budget
+	// of INSERTs per minute had room (clickhouse.max_inserts_per_minute).
+	ReasonBudget
+	// ReasonDeadline: the budget held the batch until its table's latency
+	// bound, which sealed it.
+	ReasonDeadline
+	// ReasonMemory: the budget held batches until they took half of
+	// batch.buffer_memory; the largest was sealed.
+	ReasonMemory
 )
 
 func (r Reason) String() string {
@@ -64,6 +73,12 @@ func (r Reason) String() string {
 		return "schema"
 	case ReasonPause:
 		return "pause"
+	case ReasonBudget:
+		return "budget"
+	case ReasonDeadline:
+		return "deadline"
+	case ReasonMemory:
+		return "memory"
 	}
 	return "unknown"
 }

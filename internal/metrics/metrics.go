@@ -79,7 +79,8 @@ const (
 )
 
 // reasons are the seal reasons with a pre-resolved counter each.
-var reasons = []batch.Reason{batch.ReasonRows, batch.ReasonBytes, batch.ReasonWait, batch.ReasonRevoke, batch.ReasonShutdown, batch.ReasonSchema, batch.ReasonPause}
+var reasons = []batch.Reason{batch.ReasonRows, batch.ReasonBytes, batch.ReasonWait, batch.ReasonRevoke, batch.ReasonShutdown, batch.ReasonSchema, batch.ReasonPause,
+	batch.ReasonBudget, batch.ReasonDeadline, batch.ReasonMemory}
 
 // Metrics holds the collectors of one connector.
 type Metrics struct {
@@ -110,6 +111,7 @@ type Metrics struct {
 	ages       *ages // the per-partition and per-table values computed at scrape time
 	cluster    *clusterVecs
 	eosMargin  *prometheus.GaugeVec
+	budget     *budgetVecs // nil until the first Budget
 }
 
 // New creates the collectors on a fresh registry, together with the Go
@@ -129,7 +131,7 @@ func New(group string) *Metrics {
 	m.unrouted = counter(UnroutedRecords, "Records no route takes (no route's topic and when: match them); skipped, or sent to the dead-letter topic with errors.unrouted: dlq.", "topic")
 	m.rows = counter(RowsInserted, "Rows ClickHouse acknowledged.", "table")
 	m.inserts = counter(Inserts, "Successful INSERT statements (one per batch).", "table")
-	m.sealed = counter(BatchesSealed, "Batches sealed, by what sealed them: rows, bytes, wait, revoke, shutdown, schema, pause.", "table", "reason")
+	m.sealed = counter(BatchesSealed, "Batches sealed, by what sealed them: rows, bytes, wait, revoke, shutdown, schema, pause; with clickhouse.max_inserts_per_minute budget, deadline, memory.", "table", "reason")
 	m.retries = counter(InsertRetries, "Failed insert attempts that were retried, by ClickHouse exception code (0: no server code, e.g. a network error or timeout).", "table", "code")
 	m.defaults = counter(DefaultsApplied, "Values written as the column type's default because the record's value was missing or null (errors.on_missing / on_null: default).", "table", "column", "reason")
 	m.unmapped = counter(UnmappedFields, "Records that carried a top-level field (debezium-json: a row image field) that no column of the table takes, by field; fields beyond the 64 tracked per table are counted as field=\"(other)\".", "table", "field")
@@ -226,10 +228,10 @@ type Table struct {
 	duration, perInsert, e2e prometheus.Observer
 	lastInsert               *atomic.Int64 // unix nanoseconds; read at scrape time
 	now                      func() time.Time
-	sealed                   [batch.ReasonPause + 1]prometheus.Counter // indexed by batch.Reason
-	retries                  *prometheus.CounterVec                    // curried with the table
-	defaults                 *prometheus.CounterVec                    // curried with the table
-	unmapped                 *prometheus.CounterVec                    // curried with the table
+	sealed                   [batch.ReasonMemory + 1]prometheus.Counter // indexed by batch.Reason
+	retries                  *prometheus.CounterVec                     // curried with the table
+	defaults                 *prometheus.CounterVec                     // curried with the table
+	unmapped                 *prometheus.CounterVec                     // curried with the table
 	targetRows, targetWait   prometheus.Gauge
 	pressure, overLatency    prometheus.Gauge
 	inputRate                prometheus.Gauge

@@ -13,60 +13,81 @@ import (
 // batch.mode adaptive: each table has an adapt.Controller that the owner
 // goroutine feeds with what it sees (each sealed batch's rows, bytes and
 // age; each insert's duration; TOO_MANY_PARTS retries counted by the insert
-// goroutines) and with the table's parts, which probe goroutines read from
-// ClickHouse every partsInterval and hand back over p.parts. After each
+// goroutines) and with the table's parts, which a probe goroutine reads
+// from ClickHouse every partsInterval, every adaptive table at once (one
+// PartsOf: three queries per server however many tables), and hands back
+// over p.parts. After each
 // decision the table's accumulators get the new wait and rows ceiling.
 
-// partsInterval is how often an adaptive table's parts are read: one
-// small system.parts query per table, modest next to the inserts.
+// partsInterval is how often the adaptive tables' parts are read: three
+// small queries on system tables for all of them, modest next to the
+// inserts.
 var partsInterval = 5 * time.Second
 
-// partsReader is the Sink's optional ability to read a table's parts
+// partsReader is the Sink's optional ability to read tables' parts
 // (writer.Writer has it; writer.Cluster reads every replica of every shard
 // and gives the most pressed one's); without it the controller works from the rate,
 // insert durations and errors alone.
 type partsReader interface {
-	Parts(ctx context.Context, db, table string) (adapt.Parts, error)
+	PartsOf(ctx context.Context, tables []writer.TableName) (map[writer.TableName]adapt.Parts, error)
 }
 
-// partsResult is a probe goroutine's answer.
+// partsResult is a probe goroutine's answer, for the tables it read.
 type partsResult struct {
-	ts    *tableState
-	parts adapt.Parts
-	err   error
+	tables []*tableState
+	parts  map[writer.TableName]adapt.Parts
+	err    error
 }
 
 func (p *Pipeline) adaptive() bool { return p.cfg.Batch.Mode == config.BatchAdaptive }
 
 // newTable makes the state of a resolved table, with its controller in
 // adaptive mode.
-func (p *Pipeline) newTable(t *writer.Table, key string) *tableState {
-	ts := &tableState{t: t, m: p.m.Table(key)}
+// maxLatency is the route's max_latency (0: none).
+func (p *Pipeline) newTable(t *writer.Table, key string, maxLatency time.Duration) *tableState {
+	ts := &tableState{t: t, m: p.m.Table(key), maxLatency: maxLatency}
 	p.noteUnfilled(t)
+	p.adaptTable(ts)
+	return ts
+}
+
+// adaptTable gives ts its controller in adaptive mode, and reports its
+// target.
+func (p *Pipeline) adaptTable(ts *tableState) {
 	b := p.cfg.Batch
 	if !p.adaptive() {
-		ts.m.Target(b.MaxRows, b.MaxWait, 1, false, 0, "")
-		return ts
+		pol := p.policy(ts)
+		ts.m.Target(pol.MaxRows, pol.MaxWait, 1, false, 0, "")
+		return
+	}
+	maxLatency := b.MaxLatency
+	if ts.maxLatency > 0 {
+		maxLatency = ts.maxLatency
 	}
 	// A batch may hold max_bytes, and never more than its share of the
 	// buffer: the one filling plus max_in_flight being inserted.
 	share := min(int(b.MaxBytes), int(b.BufferMemory)/(p.cfg.ClickHouse.MaxInFlight+1))
 	ts.ctl = adapt.New(adapt.Settings{
 		InsertsPerMinute: b.TargetInsertsPerMinute,
-		MaxLatency:       b.MaxLatency,
+		MaxLatency:       maxLatency,
 		Overhead:         p.cfg.Kafka.FetchMaxWait,
 		MaxBatchBytes:    share,
 	})
 	ts.target = ts.ctl.Target()
 	ts.m.Target(ts.target.Rows, ts.target.Wait, ts.target.Pressure, ts.target.OverLatency, ts.target.Rate, string(ts.target.Reason))
-	return ts
 }
 
 // policy is the triggers of ts's accumulators now.
 func (p *Pipeline) policy(ts *tableState) batch.Policy {
 	b := p.cfg.Batch
 	if ts.ctl == nil {
-		return batch.Policy{MaxRows: b.MaxRows, MaxBytes: int(b.MaxBytes), MaxWait: b.MaxWait}
+		wait := b.MaxWait
+		if ts.maxLatency > 0 {
+			// The route's bound caps the wait: a record may have waited
+			// fetch_max_wait in Kafka already.
+			wait = min(wait, max(ts.maxLatency-p.cfg.Kafka.FetchMaxWait, time.Millisecond))
+		}
+		return batch.Policy{MaxRows: b.MaxRows, MaxBytes: int(b.MaxBytes), MaxWait: wait}
 	}
 	return batch.Policy{MaxRows: ts.target.Rows, MaxBytes: ts.ctl.Settings().MaxBatchBytes, MaxWait: ts.target.Wait}
 }
@@ -103,45 +124,53 @@ func (p *Pipeline) adaptErrors(ts *tableState) {
 	}
 }
 
-// probeParts starts a parts read for each adaptive table that has none
-// running, and lets every controller decide again (pressures decay with
-// time).
+// probeParts starts one parts read for every adaptive table, unless one
+// is running, and lets every controller decide again (pressures decay
+// with time).
 func (p *Pipeline) probeParts(ctx context.Context) {
 	pr, _ := p.w.(partsReader)
+	var tables []*tableState
+	var names []writer.TableName
 	for _, ts := range p.tables {
 		if ts.ctl == nil {
 			continue
 		}
 		p.adaptErrors(ts)
 		p.apply(ts, ts.ctl.Tick(p.now()))
-		if pr == nil || ts.probing {
-			continue
-		}
-		ts.probing = true
-		db, name := ts.t.Database, ts.t.Name
-		p.spawn(func() {
-			qctx, cancel := context.WithTimeout(ctx, p.cfg.ClickHouse.QueryTimeout)
-			defer cancel()
-			parts, err := pr.Parts(qctx, db, name)
-			select {
-			case p.parts <- partsResult{ts: ts, parts: parts, err: err}:
-			case <-p.stopped:
-			}
-		})
+		tables = append(tables, ts)
+		names = append(names, writer.TableName{Database: ts.t.Database, Name: ts.t.Name})
 	}
+	if pr == nil || p.probingParts || len(tables) == 0 {
+		return
+	}
+	p.probingParts = true
+	p.spawn(func() {
+		qctx, cancel := context.WithTimeout(ctx, p.cfg.ClickHouse.QueryTimeout)
+		defer cancel()
+		parts, err := pr.PartsOf(qctx, names)
+		select {
+		case p.parts <- partsResult{tables: tables, parts: parts, err: err}:
+		case <-p.stopped:
+		}
+	})
 }
 
 // handleParts applies a parts read.
 func (p *Pipeline) handleParts(r partsResult) {
-	ts := r.ts
-	ts.probing = false
+	p.probingParts = false
 	if r.err != nil {
-		p.log.Warn().Str("table", ts.t.FullName()).Err(r.err).Msg("adaptive batching: reading the table's parts failed; deciding without them")
+		p.log.Warn().Int("tables", len(r.tables)).Err(r.err).Msg("adaptive batching: reading the tables' parts failed; deciding without them")
 		return
 	}
-	ts.m.Parts(r.parts.Active, r.parts.DelayAt)
-	ts.parts = r.parts
-	p.apply(ts, ts.ctl.ObserveParts(p.now(), r.parts))
+	for _, ts := range r.tables {
+		parts, ok := r.parts[writer.TableName{Database: ts.t.Database, Name: ts.t.Name}]
+		if !ok || ts.ctl == nil {
+			continue
+		}
+		ts.m.Parts(parts.Active, parts.DelayAt)
+		ts.parts = parts
+		p.apply(ts, ts.ctl.ObserveParts(p.now(), parts))
+	}
 }
 
 // apply makes t ts's target: the accumulators' triggers, the metrics, and
@@ -155,6 +184,9 @@ func (p *Pipeline) apply(ts *tableState, t adapt.Target) {
 		for _, a := range p.accs {
 			if a.key.table == ts {
 				a.acc.SetPolicy(pol)
+				if p.sched != nil && !a.acc.Empty() {
+					p.budgetOpened(a, p.now()) // the new wait; opened stays
+				}
 			}
 		}
 	}

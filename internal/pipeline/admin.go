@@ -372,6 +372,7 @@ func (p *Pipeline) publish() {
 		}
 		s.Partitions = append(s.Partitions, pt)
 	}
+	p.budgetStatus(s)
 	slices.SortFunc(s.Partitions, func(a, b status.Partition) int {
 		if c := strings.Compare(a.Topic, b.Topic); c != 0 {
 			return c

@@ -39,11 +39,15 @@ type tableState struct {
 	lastInsert time.Time
 	m          *metrics.Table // nil without metrics; safe from insert goroutines
 	drift      *driftState    // fields no column takes (evolve.go); nil until one is seen
+	// maxLatency is the smallest max_latency of the routes into the
+	// table (0: none set); servers, the servers its INSERTs count
+	// against (budget.go).
+	maxLatency time.Duration
+	servers    []string
 	// batch.mode adaptive (adaptive.go); ctl is nil in fixed mode.
 	ctl          *adapt.Controller
 	target       adapt.Target
 	parts        adapt.Parts  // the last read
-	probing      bool         // a parts read is running
 	tooManyParts atomic.Int64 // TOO_MANY_PARTS retries, counted by insert goroutines
 	tooManySeen  int64        // the count the controller was last told about
 }
@@ -98,6 +102,9 @@ func (p *Pipeline) accFor(ts *tableState, tp offsets.TP) *accState {
 // last answer.
 func (p *Pipeline) dropAcc(key accKey) {
 	delete(p.accs, key)
+	if p.sched != nil {
+		p.sched.Forget(key)
+	}
 	if p.lastAcc != nil && p.lastAcc.key == key {
 		p.lastAcc = nil
 	}
@@ -121,6 +128,9 @@ func (p *Pipeline) seal(writeCtx context.Context, a *accState, why batch.Reason)
 		return
 	}
 	a.id = p.newID()
+	if p.sched != nil {
+		p.budgetSealed(a, b.Sealed)
+	}
 	if p.eo != nil {
 		p.eoSealed(a, b)
 	}
@@ -178,6 +188,16 @@ func (p *Pipeline) pump(writeCtx context.Context, ts *tableState) {
 // sendSchema) and atomic counters. tab is the table's
 // layout the batch was decoded for.
 func (p *Pipeline) insert(ctx context.Context, ts *tableState, tab *writer.Table, b *sealedBatch, blk chschema.Block) {
+	// Wait for a connection slot first: the wait is the sink's own queue,
+	// not the INSERT's, so it is neither an attempt nor part of the
+	// insert's duration (which adaptive batching reads as the server's).
+	select {
+	case p.conns <- struct{}{}:
+		defer func() { <-p.conns }()
+	case <-ctx.Done():
+		p.sendAck(ack{id: b.ID, err: ctx.Err()})
+		return
+	}
 	start := time.Now()
 	onRetry := func(at writer.Attempt) {
 		ts.retries.Add(1)
@@ -263,6 +283,10 @@ func (p *Pipeline) handleAck(writeCtx context.Context, a ack) {
 
 // sealExpired seals every batch whose max_wait has passed.
 func (p *Pipeline) sealExpired(writeCtx context.Context) {
+	if p.sched != nil {
+		p.budgetDue(writeCtx) // the budget decides (budget.go)
+		return
+	}
 	now := p.now()
 	for _, a := range p.accs {
 		if d, ok := a.acc.UntilNext(now); ok && d <= 0 {

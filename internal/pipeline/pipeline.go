@@ -93,8 +93,10 @@ import (
 	"sink/internal/decode"
 	"sink/internal/metrics"
 	"sink/internal/offsets"
+	"sink/internal/pace"
 	"sink/internal/registry"
 	"sink/internal/status"
+	"sink/internal/writer"
 )
 
 // Pipeline is one connector.
@@ -190,6 +192,8 @@ type Pipeline struct {
 	posEvery   time.Duration // positionsInterval
 	positions  chan positionsResult
 	probingPos bool // a positions probe is running
+	// probingParts: adaptive batching's parts read is running (adaptive.go)
+	probingParts bool
 
 	eo *exactly // nil unless delivery is exactly_once (exactly.go)
 	// eoIO is exactly-once's reading of ledgers, records and tables
@@ -213,6 +217,15 @@ type Pipeline struct {
 
 	// unfilled is the DEFAULT columns noteUnfilled has logged, with why.
 	unfilled map[string]string
+
+	// The budget of INSERTs per minute per server (budget.go): sched is
+	// nil without one; allow gives each server's allowance.
+	allow pace.Allowance
+	sched *pace.Scheduler[accKey]
+	// conns are the INSERTs that may hold a ClickHouse connection at once
+	// (writer.InsertConns): the others wait for a slot here, in no hurry
+	// and without an error, instead of timing out in the driver's pool.
+	conns chan struct{}
 }
 
 // Stats are the totals of a run, reported at the end.
@@ -284,6 +297,8 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w Sink, op
 		p.look = newLookups(p.reg, func() time.Time { return p.now() })
 	}
 	p.initExactly()
+	p.initBudget()
+	p.conns = make(chan struct{}, writer.InsertConns(cfg.ClickHouse))
 	p.m.SetMaxWait(cfg.Batch.MaxWait)
 	if err := p.createTables(ctx); err != nil {
 		return nil, err

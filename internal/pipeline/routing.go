@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"time"
 
 	"sink/config"
 	"sink/internal/chschema"
@@ -109,7 +110,13 @@ func (p *Pipeline) resolve(ctx context.Context) error {
 			mappings = append(mappings, r.Mapping())
 		}
 		insert := decode.InsertColumns(schema, mappings...)
-		ts := p.newTable(writer.NewTable(g.db, g.name, schema, insert), key)
+		var maxLatency time.Duration
+		for _, r := range g.routes {
+			if r.MaxLatency > 0 && (maxLatency == 0 || r.MaxLatency < maxLatency) {
+				maxLatency = r.MaxLatency
+			}
+		}
+		ts := p.newTable(writer.NewTable(g.db, g.name, schema, insert), key, maxLatency)
 		for j, r := range g.routes {
 			plan, err := p.compile(r, insert)
 			if err != nil {
@@ -213,7 +220,9 @@ func (p *Pipeline) resolveTopic(ctx context.Context, rs *routeState, topic strin
 			return nil, fmt.Errorf("routes[%d] (table %q for topic %q): %w", idx, rs.route.Table, topic, err)
 		}
 		insert := decode.InsertColumns(schema, mapping)
-		ts = p.newTable(writer.NewTable(db, name, schema, insert), key)
+		ts = p.newTable(writer.NewTable(db, name, schema, insert), key, rs.route.MaxLatency)
+	} else {
+		p.tighten(ts, rs.route.MaxLatency)
 	}
 	// A table another route already resolved keeps its INSERT columns, so
 	// that all its plans share one block layout.

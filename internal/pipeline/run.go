@@ -430,8 +430,11 @@ func (p *Pipeline) added(writeCtx context.Context, now time.Time, a *accState, t
 	if ts := r.Timestamp.UnixNano(); ts > 0 && (a.oldest == 0 || ts < a.oldest) {
 		a.oldest = ts // a record without timestamp (at or before the epoch) does not count
 	}
+	opening := p.sched != nil && a.acc.Empty()
 	if full, why := a.acc.Add(now, tp, r.Offset, r.LeaderEpoch); full {
 		p.seal(writeCtx, a, why)
+	} else if opening {
+		p.budgetOpened(a, now)
 	}
 }
 
@@ -439,9 +442,18 @@ func (p *Pipeline) added(writeCtx context.Context, now time.Time, a *accState, t
 func (p *Pipeline) armTimer(timer *time.Timer) {
 	now := p.now()
 	next := time.Hour
-	for _, a := range p.accs {
-		if d, ok := a.acc.UntilNext(now); ok && d < next {
+	if p.sched != nil {
+		if d, ok := p.sched.Next(now); ok && d < next {
 			next = d
+		}
+		if p.memShort() {
+			next = 0
+		}
+	} else {
+		for _, a := range p.accs {
+			if d, ok := a.acc.UntilNext(now); ok && d < next {
+				next = d
+			}
 		}
 	}
 	if p.revoke != nil {

@@ -166,6 +166,9 @@ type Report struct {
 	Admin        bool        `json:"admin_endpoints"`
 	Tables       []Table     `json:"tables"`
 	Partitions   []Partition `json:"partitions"`
+	// Budgets: each server's budget of INSERTs per minute
+	// (clickhouse.max_inserts_per_minute), absent without one.
+	Budgets []Budget `json:"insert_budgets,omitempty"`
 }
 
 // TaskState is a connector's or task's state as Kafka Connect reports it;
@@ -190,6 +193,7 @@ func (h *Handler) Report(now time.Time) Report {
 		Admin:        h.info.Admin,
 		Tables:       make([]Table, len(s.Tables)),
 		Partitions:   make([]Partition, len(s.Partitions)),
+		Budgets:      s.Budgets,
 	}
 	id := 0
 	rep.Tasks = []TaskState{{ID: &id, State: s.State, WorkerID: h.workerID, Trace: s.Error}}

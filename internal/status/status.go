@@ -55,6 +55,20 @@ type Snapshot struct {
 	Backpressure bool
 	Tables       []Table
 	Partitions   []Partition
+	// Budgets is each server's budget of INSERTs per minute
+	// (clickhouse.max_inserts_per_minute); empty without one.
+	Budgets []Budget `json:"budgets,omitempty"`
+}
+
+// Budget is one server's budget of INSERTs per minute and what it got.
+type Budget struct {
+	Server     string  `json:"server"`
+	PerMinute  float64 `json:"budget_per_minute"`
+	LastMinute int     `json:"inserts_last_minute"`
+	// OverBudget: latency bounds forced INSERTs past the budget within
+	// the last minute; ExceededTotal counts such INSERTs since start.
+	OverBudget    bool  `json:"over_budget"`
+	ExceededTotal int64 `json:"exceeded_total"`
 }
 
 // Table is one target table's part of a Snapshot.

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
@@ -15,46 +16,103 @@ import (
 	"sink/internal/cluster"
 )
 
-// Parts is Writer.Parts over the cluster, for batch.mode adaptive: a table
-// written with a target is as pressed as its most pressed server, so it reads
-// the parts of the table that holds them (the local table behind a
-// Distributed one) on every replica of every shard and returns the
-// observation that asks for the most pressure (adapt.MostPressed). A replica
-// that cannot be read is passed over; an error only when none could be. A
-// table without a target is read as Writer.Parts reads it.
+// Parts is PartsOf for one table.
 func (c *Cluster) Parts(ctx context.Context, db, table string) (adapt.Parts, error) {
-	tt, err := c.target(ctx, db, table)
+	key := TableName{db, table}
+	m, err := c.PartsOf(ctx, []TableName{key})
 	if err != nil {
 		return adapt.Parts{}, err
 	}
-	if tt == nil {
-		return c.Writer.Parts(ctx, db, table)
+	return m[key], nil
+}
+
+// PartsOf is Writer.PartsOf over the cluster, for batch.mode adaptive: a
+// table written with a target is as pressed as its most pressed server, so
+// it reads the parts of the table that holds them (the local table behind
+// a Distributed one) on every replica of every shard, all such tables of
+// a replica in one PartsOf, and gives each table the observation that asks
+// for the most pressure (adapt.MostPressed). A replica that cannot be read
+// is passed over; a table gets an error only when none could be. Tables
+// without a target are read as Writer.PartsOf reads them.
+func (c *Cluster) PartsOf(ctx context.Context, tables []TableName) (map[TableName]adapt.Parts, error) {
+	var plain []TableName
+	local := map[TableName]TableName{} // table → where its rows are
+	for _, t := range tables {
+		tt, err := c.target(ctx, t.Database, t.Name)
+		if err != nil {
+			return nil, err
+		}
+		if tt == nil {
+			plain = append(plain, t)
+			continue
+		}
+		l := TableName{tt.localDB, tt.localName}
+		if tt.target == config.TargetDistributed {
+			if l.Database, l.Name, err = LocalTable(ctx, c.conn, t.Database, t.Name); err != nil {
+				return nil, err
+			}
+		}
+		local[t] = l
 	}
-	localDB, localName := tt.localDB, tt.localName
-	if tt.target == config.TargetDistributed {
-		if localDB, localName, err = LocalTable(ctx, c.conn, db, table); err != nil {
-			return adapt.Parts{}, err
+	out, err := c.Writer.PartsOf(ctx, plain)
+	if err != nil {
+		return nil, err
+	}
+	if len(local) == 0 {
+		return out, nil
+	}
+	var locals []TableName
+	for _, l := range local {
+		if !slices.Contains(locals, l) {
+			locals = append(locals, l)
 		}
 	}
 	var (
-		obs  []adapt.Parts
+		obs  = map[TableName][]adapt.Parts{}
 		errs []error
 	)
 	lay := c.lay.Load()
 	for si, reps := range lay.shards {
 		for ri, w := range reps {
-			p, err := w.Parts(ctx, localDB, localName)
+			m, err := w.PartsOf(ctx, locals)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("shard %d replica %s: %w", lay.topo.Shards[si].Num, lay.topo.Shards[si].Replicas[ri].Addr, err))
 				continue
 			}
-			obs = append(obs, p)
+			for l, p := range m {
+				obs[l] = append(obs[l], p)
+			}
 		}
 	}
-	if len(obs) == 0 {
-		return adapt.Parts{}, errors.Join(errs...)
+	for t, l := range local {
+		if len(obs[l]) == 0 {
+			return nil, errors.Join(errs...)
+		}
+		out[t] = adapt.MostPressed(obs[l])
 	}
-	return adapt.MostPressed(obs), nil
+	return out, nil
+}
+
+// Servers names the servers a batch of db.table is inserted into, each
+// with its own budget of INSERTs per minute: for a table with a target,
+// every shard ("shard N"), since a batch may be split over all of them
+// and each shard receives its part as an INSERT of its own (a Distributed
+// table's INSERT reaches every shard the same way); nil for any other
+// table, which the pipeline counts against clickhouse.addrs. A table whose
+// target cannot be read now is counted as one without.
+func (c *Cluster) Servers(db, table string) []string {
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.QueryTimeout)
+	defer cancel()
+	tt, err := c.target(ctx, db, table)
+	if err != nil || tt == nil {
+		return nil
+	}
+	lay := c.lay.Load()
+	out := make([]string, len(lay.topo.Shards))
+	for i, s := range lay.topo.Shards {
+		out[i] = fmt.Sprintf("shard %d", s.Num)
+	}
+	return out
 }
 
 // LocalTable is the table that holds db.table's rows on each shard: the

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
+	"strings"
 
 	"sink/internal/adapt"
 )
@@ -19,52 +21,126 @@ const CodeTooManyParts = 252
 // (system.tables.engine_full), e.g. "parts_to_delay_insert = 20".
 var partsSettingRE = regexp.MustCompile(`\b(parts_to_delay_insert|parts_to_throw_insert)\s*=\s*'?(\d+)`)
 
-// Parts reads what the adaptive batching controller needs from ClickHouse
-// about db.table: the largest count of active parts in one partition, and
-// parts_to_delay_insert / parts_to_throw_insert, from the table's own
-// SETTINGS when it sets them and from system.merge_tree_settings otherwise.
-// Three small queries on system tables that 18.16 and today's servers
-// both have, with the same columns. Safe for concurrent use.
-func (w *Writer) Parts(ctx context.Context, db, table string) (adapt.Parts, error) {
-	var p adapt.Parts
-	fail := func(what string, err error) (adapt.Parts, error) {
-		return adapt.Parts{}, fmt.Errorf("clickhouse: reading %s of %s.%s: %w", what, db, table, err)
-	}
-	// uint64 on both servers (count() is UInt64).
-	var active uint64
-	err := w.conn.QueryRow(ctx,
-		"SELECT count() AS n FROM system.parts WHERE database = ? AND table = ? AND active GROUP BY partition_id ORDER BY n DESC LIMIT 1",
-		db, table).Scan(&active)
-	if err != nil && !isNoRows(err) {
-		return fail("active parts", err)
-	}
-	p.Active = int(active)
+// TableName names a table: the key of PartsOf's answer.
+type TableName struct{ Database, Name string }
 
+// Parts reads what the adaptive batching controller needs from ClickHouse
+// about db.table (PartsOf for one table). Safe for concurrent use.
+func (w *Writer) Parts(ctx context.Context, db, table string) (adapt.Parts, error) {
+	key := TableName{db, table}
+	m, err := w.PartsOf(ctx, []TableName{key})
+	if err != nil {
+		return adapt.Parts{}, err
+	}
+	return m[key], nil
+}
+
+// PartsOf reads, for every table of tables at once, what the adaptive
+// batching controller needs: the largest count of active parts in one
+// partition, and parts_to_delay_insert / parts_to_throw_insert, from the
+// table's own SETTINGS when it sets them and from
+// system.merge_tree_settings otherwise. Three queries on system tables
+// that 18.16 and today's servers both have, with the same columns,
+// however many tables: a connector writing to a hundred tables reads them
+// with three queries, not three hundred. A table with no part yet has
+// Active 0. Safe for concurrent use.
+func (w *Writer) PartsOf(ctx context.Context, tables []TableName) (map[TableName]adapt.Parts, error) {
+	out := make(map[TableName]adapt.Parts, len(tables))
+	if len(tables) == 0 {
+		return out, nil
+	}
+	fail := func(what string, err error) (map[TableName]adapt.Parts, error) {
+		return nil, fmt.Errorf("clickhouse: reading %s of %d tables: %w", what, len(tables), err)
+	}
+	want := make(map[TableName]bool, len(tables))
+	var dbs []string
+	for _, t := range tables {
+		want[t] = true
+		if !slices.Contains(dbs, t.Database) {
+			dbs = append(dbs, t.Database)
+		}
+	}
+	in := make([]string, len(dbs))
+	for i, db := range dbs {
+		in[i] = QuoteString(db)
+	}
+	inDBs := "(" + strings.Join(in, ", ") + ")"
+
+	var defaults adapt.Parts
 	rows, err := w.conn.Query(ctx,
 		"SELECT name, value FROM system.merge_tree_settings WHERE name IN ('parts_to_delay_insert', 'parts_to_throw_insert')")
 	if err != nil {
 		return fail("merge_tree_settings", err)
 	}
-	defer rows.Close()
 	for rows.Next() {
 		var name, value string
 		if err := rows.Scan(&name, &value); err != nil {
+			rows.Close()
 			return fail("merge_tree_settings", err)
 		}
-		setThreshold(&p, name, value)
+		setThreshold(&defaults, name, value)
 	}
+	rows.Close()
 	if err := rows.Err(); err != nil {
 		return fail("merge_tree_settings", err)
 	}
+	for t := range want {
+		out[t] = defaults
+	}
 
-	var engine string
-	if err := w.conn.QueryRow(ctx, "SELECT engine_full FROM system.tables WHERE database = ? AND name = ?", db, table).Scan(&engine); err != nil && !isNoRows(err) {
-		return fail("the table's settings", err)
+	// count() is UInt64 on both servers.
+	rows, err = w.conn.Query(ctx,
+		"SELECT database, table, partition_id, count() FROM system.parts WHERE active AND database IN "+inDBs+
+			" GROUP BY database, table, partition_id")
+	if err != nil {
+		return fail("active parts", err)
 	}
-	for _, m := range partsSettingRE.FindAllStringSubmatch(engine, -1) {
-		setThreshold(&p, m[1], m[2])
+	for rows.Next() {
+		var (
+			t         TableName
+			partition string
+			n         uint64
+		)
+		if err := rows.Scan(&t.Database, &t.Name, &partition, &n); err != nil {
+			rows.Close()
+			return fail("active parts", err)
+		}
+		if p, ok := out[t]; ok && int(n) > p.Active {
+			p.Active = int(n)
+			out[t] = p
+		}
 	}
-	return p, nil
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fail("active parts", err)
+	}
+
+	rows, err = w.conn.Query(ctx, "SELECT database, name, engine_full FROM system.tables WHERE database IN "+inDBs)
+	if err != nil {
+		return fail("the tables' settings", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			t      TableName
+			engine string
+		)
+		if err := rows.Scan(&t.Database, &t.Name, &engine); err != nil {
+			return fail("the tables' settings", err)
+		}
+		p, ok := out[t]
+		if !ok {
+			continue
+		}
+		for _, m := range partsSettingRE.FindAllStringSubmatch(engine, -1) {
+			setThreshold(&p, m[1], m[2])
+		}
+		out[t] = p
+	}
+	if err := rows.Err(); err != nil {
+		return fail("the tables' settings", err)
+	}
+	return out, nil
 }
 
 func setThreshold(p *adapt.Parts, name, value string) {

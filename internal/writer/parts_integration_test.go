@@ -56,5 +56,29 @@ func TestParts(t *testing.T) {
 		if plain.Active != 0 || plain.DelayAt != int(delay) || plain.ThrowAt != int(throw) || delay == 0 {
 			t.Errorf("plain (empty, server defaults): %+v, want 0 parts, delay %d, throw %d", plain, delay, throw)
 		}
+		// All at once, with a table of another database of the same name
+		// and one that does not exist: each gets its own answer.
+		other := s.NewDatabase(t)
+		testenv.Exec(t, conn, fmt.Sprintf("CREATE TABLE %s.own (x UInt64) ENGINE = MergeTree ORDER BY x", other))
+		testenv.InsertSeq(t, conn, other, "own", "x", 1)
+		names := []writer.TableName{{Database: db, Name: "own"}, {Database: db, Name: "plain"}, {Database: other, Name: "own"}, {Database: db, Name: "missing"}}
+		all, err := w.PartsOf(ctx, names)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[writer.TableName]adapt.Parts{
+			names[0]: {Active: 4, DelayAt: 20, ThrowAt: 40},
+			names[1]: plain,
+			names[2]: {Active: 1, DelayAt: int(delay), ThrowAt: int(throw)},
+			names[3]: {DelayAt: int(delay), ThrowAt: int(throw)},
+		}
+		if len(all) != len(want) {
+			t.Errorf("PartsOf: %d tables, want %d: %+v", len(all), len(want), all)
+		}
+		for n, p := range want {
+			if all[n] != p {
+				t.Errorf("PartsOf %v: %+v, want %+v", n, all[n], p)
+			}
+		}
 	})
 }

@@ -96,7 +96,7 @@ func openPool(name string, cfg config.ClickHouse) (*Writer, *tls.Config, string,
 		TLS:          tlsCfg,
 		DialTimeout:  cfg.DialTimeout,
 		ReadTimeout:  cfg.QueryTimeout,
-		MaxOpenConns: cfg.MaxInFlight*4 + 2,
+		MaxOpenConns: InsertConns(cfg) + queryConns,
 		MaxIdleConns: cfg.MaxInFlight*2 + 1,
 		// The pool hands out its idle connections in turn (first in, first
 		// out), so every one of them ends up holding an encode buffer as
@@ -141,6 +141,17 @@ func openPool(name string, cfg config.ClickHouse) (*Writer, *tls.Config, string,
 	}
 	return w, tlsCfg, password, nil
 }
+
+// InsertConns is how many INSERTs may hold a connection of a server's pool
+// at once: the pipeline queues the others (without a timeout, and without
+// counting the wait as an attempt) so that the driver never times out
+// waiting for one of its own connections, however many tables flush
+// together. The pool has queryConns more, so the reads that run beside
+// the INSERTs (table descriptions, parts) find one.
+func InsertConns(cfg config.ClickHouse) int { return cfg.MaxInFlight * 4 }
+
+// queryConns is the connections of a pool beyond InsertConns.
+const queryConns = 2
 
 // Compression resolves clickhouse.compression: "auto" is none when every
 // address is a loopback one (the block is copied once more through the

@@ -1,0 +1,396 @@
+// Package pace holds the INSERTs a ClickHouse server receives per minute,
+// summed over every table the connector writes to it, within a budget
+// (clickhouse.max_inserts_per_minute) by choosing which table's open batch
+// is sealed when. It is the policy of docs/sizing.md's "Many tables"
+// recipe, in one place:
+//
+//   - A batch that fills (max_rows, max_bytes) is sealed at once, as
+//     without a budget: the pipeline seals it and tells the Scheduler.
+//   - A batch whose wait (max_wait, or adaptive batching's wait) has
+//     passed is eligible. Eligible batches are sealed one at a time as the
+//     budget allows, the one with the earliest deadline first: small
+//     tables are held longer, so each INSERT carries more rows.
+//   - A batch is never held past its deadline (its table's latency bound):
+//     then it is sealed whatever the budget says. Latency wins; when that
+//     takes a server past its budget the Scheduler counts it and says so
+//     (Status, Exceeded, and one Episode per stretch of time over it).
+//   - When the caller says memory is short, the largest open batch goes
+//     (the oldest among equals), whatever the budget says.
+//
+// The budget of a server is held two ways at once: a sliding window of
+// the last minute never holds more INSERTs than the allowance, and a
+// token bucket (allowance/60 tokens a second, at most Burst of them
+// saved up) spreads them over the minute instead of spending them all in
+// its first second. Every seal counts, whatever sealed it.
+//
+// The allowance per minute comes from an Allowance, asked on each
+// decision, so a share computed elsewhere (across the pods that write to
+// one server) can replace the fixed one from the configuration.
+//
+// The package does no I/O, reads no clock and takes no locks: the caller
+// passes the time in (the benthos batch policy and Prometheus' remote-write
+// queue manager shapes). Concurrency: a Scheduler is owned by one
+// goroutine.
+package pace
+
+import (
+	"math"
+	"sort"
+	"time"
+)
+
+// Allowance says how many INSERTs per minute a server may receive from
+// this connector now; 0 or less: no budget (every batch is sealed on its
+// own triggers).
+type Allowance interface {
+	PerMinute(server string, now time.Time) float64
+}
+
+// Fixed is the allowance of clickhouse.max_inserts_per_minute: the same for
+// every server at all times.
+type Fixed float64
+
+// PerMinute is f.
+func (f Fixed) PerMinute(string, time.Time) float64 { return float64(f) }
+
+// Reason says why Due hands out a batch.
+type Reason uint8
+
+const (
+	// Budget: the batch was eligible and its servers had room.
+	Budget Reason = iota + 1
+	// Deadline: the batch reached its table's latency bound.
+	Deadline
+	// Memory: memory is short and the batch was the largest.
+	Memory
+)
+
+func (r Reason) String() string {
+	switch r {
+	case Budget:
+		return "budget"
+	case Deadline:
+		return "deadline"
+	case Memory:
+		return "memory"
+	}
+	return "unknown"
+}
+
+// Window is the span the budget is counted over.
+const Window = time.Minute
+
+// BurstSeconds is how many seconds of allowance the token bucket saves up
+// at most (and at least one token): enough to let a few tables that became
+// eligible together go at once, little enough to keep the INSERTs spread
+// over the minute.
+const BurstSeconds = 3
+
+// entry is one open batch.
+type entry struct {
+	servers  []string
+	opened   time.Time
+	eligible time.Time
+	deadline time.Time
+	bytes    int
+}
+
+// server is one server's budget state.
+type server struct {
+	name   string
+	starts []time.Time // the seals of the last Window, oldest first
+	tokens float64
+	at     time.Time // when tokens was last brought up to date
+	// over: the server is in an episode over its budget; episodes counts
+	// them, exceeded the INSERTs past the allowance.
+	over      bool
+	overSince time.Time
+	episodes  int64
+	exceeded  int64
+}
+
+// Scheduler decides, for the open batches of many tables, which one is
+// sealed when. K names an open batch (a table, or a table-partition).
+type Scheduler[K comparable] struct {
+	allow   Allowance
+	open    map[K]*entry
+	servers map[string]*server
+	events  []Episode
+}
+
+// New makes a Scheduler that asks allow for each server's budget.
+func New[K comparable](allow Allowance) *Scheduler[K] {
+	return &Scheduler[K]{allow: allow, open: map[K]*entry{}, servers: map[string]*server{}}
+}
+
+// Open tells the Scheduler that k has an open batch, whose first row came
+// at opened, which may be sealed on the budget from opened+wait on and
+// must be sealed by opened+bound (bound 0: no deadline; a bound shorter
+// than wait makes the deadline the wait), and whose INSERT goes to
+// servers. Calling it again for an open k updates wait and bound (a new
+// adaptive target) and keeps opened.
+func (s *Scheduler[K]) Open(k K, servers []string, opened time.Time, wait, bound time.Duration) {
+	e := s.open[k]
+	if e == nil {
+		e = &entry{opened: opened}
+		s.open[k] = e
+	}
+	e.servers = servers
+	e.eligible = e.opened.Add(wait)
+	e.deadline = time.Time{}
+	if bound > 0 {
+		e.deadline = e.opened.Add(max(bound, wait))
+	}
+	for _, name := range servers {
+		if s.servers[name] == nil {
+			s.servers[name] = &server{name: name}
+		}
+	}
+}
+
+// Size tells the Scheduler how many bytes k's open batch holds (for the
+// choice when memory is short).
+func (s *Scheduler[K]) Size(k K, bytes int) {
+	if e := s.open[k]; e != nil {
+		e.bytes = bytes
+	}
+}
+
+// IsOpen reports whether k has an open batch the Scheduler knows of.
+func (s *Scheduler[K]) IsOpen(k K) bool { return s.open[k] != nil }
+
+// Forget drops k's open batch without counting an INSERT (its records
+// were dropped: a lost partition).
+func (s *Scheduler[K]) Forget(k K) { delete(s.open, k) }
+
+// Sealed tells the Scheduler that k's batch (open or not: a seal by rows
+// or bytes of a batch it was not told about counts too) was sealed at now
+// and goes to servers: each of them counts one INSERT.
+func (s *Scheduler[K]) Sealed(k K, servers []string, now time.Time) {
+	if e := s.open[k]; e != nil && servers == nil {
+		servers = e.servers
+	}
+	delete(s.open, k)
+	for _, name := range servers {
+		sv := s.servers[name]
+		if sv == nil {
+			sv = &server{name: name}
+			s.servers[name] = sv
+		}
+		s.take(sv, now)
+	}
+}
+
+// take counts one INSERT against sv at now.
+func (s *Scheduler[K]) take(sv *server, now time.Time) {
+	a := s.allow.PerMinute(sv.name, now)
+	s.refill(sv, a, now)
+	sv.starts = append(sv.starts, now)
+	if a <= 0 {
+		return
+	}
+	sv.tokens-- // may go below zero: a forced seal is a debt paid by later ones
+	if n := len(sv.starts); float64(n) > a {
+		sv.exceeded++
+		if !sv.over {
+			sv.over, sv.overSince = true, now
+			sv.episodes++
+			s.events = append(s.events, Episode{Server: sv.name, Start: true, At: now, Count: n, PerMinute: a})
+		}
+	}
+}
+
+// refill prunes sv's window and brings its tokens up to now; leaving an
+// episode over budget is noticed here too.
+func (s *Scheduler[K]) refill(sv *server, a float64, now time.Time) {
+	cut := 0
+	for cut < len(sv.starts) && !sv.starts[cut].After(now.Add(-Window)) {
+		cut++
+	}
+	if cut > 0 {
+		sv.starts = append(sv.starts[:0], sv.starts[cut:]...)
+	}
+	if a <= 0 {
+		sv.tokens, sv.at = 0, now
+		return
+	}
+	burst := max(1, a*BurstSeconds/60)
+	if sv.at.IsZero() {
+		sv.tokens = burst
+	} else if now.After(sv.at) {
+		sv.tokens = min(burst, sv.tokens+now.Sub(sv.at).Seconds()*a/60)
+	}
+	sv.at = now
+	if sv.over && float64(len(sv.starts)) <= a {
+		sv.over = false
+		s.events = append(s.events, Episode{Server: sv.name, At: now, Count: len(sv.starts), PerMinute: a, Since: sv.overSince})
+	}
+}
+
+// room reports whether sv may take an INSERT on the budget at now, and if
+// not, how long until it may (0: not known, e.g. waiting for the window).
+func (s *Scheduler[K]) room(sv *server, now time.Time) (bool, time.Duration) {
+	a := s.allow.PerMinute(sv.name, now)
+	s.refill(sv, a, now)
+	if a <= 0 {
+		return true, 0
+	}
+	var wait time.Duration
+	if sv.tokens < 1 {
+		wait = time.Duration((1 - sv.tokens) * 60 / a * float64(time.Second))
+	}
+	if n := len(sv.starts); float64(n) >= a && n > 0 {
+		// The window frees a place when enough of its oldest INSERTs
+		// leave it.
+		i := min(n-1, n-int(math.Floor(a)))
+		if i < 0 {
+			i = 0
+		}
+		wait = max(wait, sv.starts[i].Add(Window).Sub(now)+time.Nanosecond)
+	}
+	if wait > 0 {
+		return false, wait
+	}
+	return true, 0
+}
+
+// Due returns the open batch to seal now and why; ok is false when none
+// is due. memShort says that memory is short: the largest open batch goes.
+// The caller seals it, calls Sealed, and asks again until ok is false.
+func (s *Scheduler[K]) Due(now time.Time, memShort bool) (k K, why Reason, ok bool) {
+	var (
+		best   K
+		bestE  *entry
+		found  bool
+		reason Reason
+	)
+	// A deadline first: the earliest one that has passed.
+	for key, e := range s.open {
+		if !e.deadline.IsZero() && !now.Before(e.deadline) && (!found || e.deadline.Before(bestE.deadline)) {
+			best, bestE, found, reason = key, e, true, Deadline
+		}
+	}
+	if found {
+		return best, reason, true
+	}
+	if memShort {
+		for key, e := range s.open {
+			if !found || e.bytes > bestE.bytes || (e.bytes == bestE.bytes && e.opened.Before(bestE.opened)) {
+				best, bestE, found, reason = key, e, true, Memory
+			}
+		}
+		if found {
+			return best, reason, true
+		}
+	}
+	for _, key := range s.eligible(now) {
+		if s.fits(s.open[key], now) {
+			return key, Budget, true
+		}
+	}
+	return k, 0, false
+}
+
+// eligible lists the open batches whose wait has passed, earliest deadline
+// first (no deadline last), then oldest first.
+func (s *Scheduler[K]) eligible(now time.Time) []K {
+	var keys []K
+	for key, e := range s.open {
+		if !now.Before(e.eligible) {
+			keys = append(keys, key)
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := s.open[keys[i]], s.open[keys[j]]
+		switch {
+		case a.deadline.IsZero() != b.deadline.IsZero():
+			return !a.deadline.IsZero()
+		case !a.deadline.Equal(b.deadline):
+			return a.deadline.Before(b.deadline)
+		}
+		return a.opened.Before(b.opened)
+	})
+	return keys
+}
+
+// fits reports whether every server of e has room now.
+func (s *Scheduler[K]) fits(e *entry, now time.Time) bool {
+	for _, name := range e.servers {
+		if ok, _ := s.room(s.servers[name], now); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// Next is how long until Due may hand out a batch without being told
+// anything new (ok false: nothing to wait for).
+func (s *Scheduler[K]) Next(now time.Time) (d time.Duration, ok bool) {
+	d = time.Duration(math.MaxInt64)
+	for _, e := range s.open {
+		if !e.deadline.IsZero() {
+			d = min(d, max(e.deadline.Sub(now), 0))
+		}
+		if now.Before(e.eligible) {
+			d = min(d, e.eligible.Sub(now))
+			continue
+		}
+		var w time.Duration
+		for _, name := range e.servers {
+			if fit, until := s.room(s.servers[name], now); !fit {
+				w = max(w, until)
+			}
+		}
+		d = min(d, w)
+	}
+	if d == time.Duration(math.MaxInt64) {
+		return 0, false
+	}
+	return d, true
+}
+
+// Episode is a server going over its budget (Start) or back within it.
+type Episode struct {
+	Server    string
+	Start     bool
+	At        time.Time
+	Count     int       // INSERTs in the last Window at At
+	PerMinute float64   // the allowance at At
+	Since     time.Time // when it began (an end's)
+}
+
+// Episodes hands out the episodes begun or ended since the last call, for
+// one log line each.
+func (s *Scheduler[K]) Episodes() []Episode {
+	ev := s.events
+	s.events = nil
+	return ev
+}
+
+// ServerStatus is one server's budget at one instant.
+type ServerStatus struct {
+	Server string `json:"server"`
+	// PerMinute is the allowance; LastMinute the INSERTs counted in the
+	// last Window.
+	PerMinute  float64 `json:"budget_per_minute"`
+	LastMinute int     `json:"inserts_last_minute"`
+	// Over: latency bounds forced INSERTs past the budget in the last
+	// Window; Exceeded counts those INSERTs since start, Episodes the
+	// stretches of time over it.
+	Over     bool  `json:"over_budget"`
+	Exceeded int64 `json:"exceeded_total"`
+	Episodes int64 `json:"episodes_total"`
+}
+
+// Status is every server's budget at now, by name.
+func (s *Scheduler[K]) Status(now time.Time) []ServerStatus {
+	out := make([]ServerStatus, 0, len(s.servers))
+	for _, sv := range s.servers {
+		a := s.allow.PerMinute(sv.name, now)
+		s.refill(sv, a, now)
+		out = append(out, ServerStatus{Server: sv.name, PerMinute: a, LastMinute: len(sv.starts),
+			Over: sv.over, Exceeded: sv.exceeded, Episodes: sv.episodes})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Server < out[j].Server })
+	return out
+}

@@ -1,0 +1,321 @@
+package pace
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// TestDue pins each rule on a few batches at one instant.
+func TestDue(t *testing.T) {
+	srv := []string{"ch"}
+	type batch struct {
+		key         string
+		openedAgo   time.Duration
+		wait, bound time.Duration
+		bytes       int
+	}
+	for _, tc := range []struct {
+		name     string
+		budget   float64
+		spent    int // INSERTs already counted in the last seconds
+		memShort bool
+		batches  []batch
+		want     string
+		why      Reason
+	}{
+		{name: "nothing open", budget: 60},
+		{name: "wait not passed", budget: 60, batches: []batch{{key: "a", openedAgo: time.Second, wait: 5 * time.Second, bound: time.Minute}}},
+		{name: "eligible with room", budget: 60, batches: []batch{{key: "a", openedAgo: 6 * time.Second, wait: 5 * time.Second, bound: time.Minute}},
+			want: "a", why: Budget},
+		{name: "earliest deadline first", budget: 60, batches: []batch{
+			{key: "late", openedAgo: 50 * time.Second, wait: 5 * time.Second, bound: 2 * time.Minute},
+			{key: "soon", openedAgo: 10 * time.Second, wait: 5 * time.Second, bound: 20 * time.Second},
+		}, want: "soon", why: Budget},
+		{name: "window full holds an eligible batch", budget: 3, spent: 3, batches: []batch{
+			{key: "a", openedAgo: 30 * time.Second, wait: 5 * time.Second, bound: 2 * time.Minute},
+		}},
+		{name: "deadline wins over a full window", budget: 3, spent: 3, batches: []batch{
+			{key: "a", openedAgo: 2 * time.Minute, wait: 5 * time.Second, bound: 2 * time.Minute},
+		}, want: "a", why: Deadline},
+		{name: "memory short: the largest goes, eligible or not", budget: 3, spent: 3, memShort: true, batches: []batch{
+			{key: "small", openedAgo: 30 * time.Second, wait: 5 * time.Second, bound: 2 * time.Minute, bytes: 10},
+			{key: "big", openedAgo: time.Second, wait: 5 * time.Second, bound: 2 * time.Minute, bytes: 1000},
+		}, want: "big", why: Memory},
+		{name: "no deadline: held until the budget allows", budget: 60, batches: []batch{
+			{key: "a", openedAgo: time.Hour, wait: 5 * time.Second},
+		}, want: "a", why: Budget},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := New[string](Fixed(tc.budget))
+			now := t0.Add(time.Hour)
+			for i := 0; i < tc.spent; i++ {
+				s.Sealed(fmt.Sprint("x", i), srv, now.Add(-time.Duration(tc.spent-i)*time.Second))
+			}
+			for _, b := range tc.batches {
+				s.Open(b.key, srv, now.Add(-b.openedAgo), b.wait, b.bound)
+				s.Size(b.key, b.bytes)
+			}
+			k, why, ok := s.Due(now, tc.memShort)
+			if tc.want == "" {
+				if ok {
+					t.Fatalf("Due gave %q (%v), want nothing", k, why)
+				}
+				return
+			}
+			if !ok || k != tc.want || why != tc.why {
+				t.Fatalf("Due = %q %v %v, want %q %v", k, why, ok, tc.want, tc.why)
+			}
+		})
+	}
+}
+
+// table is one simulated table: a row every every, a latency bound.
+type table struct {
+	name   string
+	every  time.Duration
+	bound  time.Duration
+	opened time.Time // zero: no open batch
+	next   time.Time
+	rows   int
+	worst  time.Duration // the oldest batch sealed
+	seals  int
+}
+
+// simStep is the fake clock's tick in simulate: a batch may be sealed up
+// to one tick after its deadline.
+const simStep = 100 * time.Millisecond
+
+// simulate runs tables against a budget on a fake clock for d, sealing
+// what Due hands out (wait 5s for every table), and returns every seal's
+// time.
+func simulate(t *testing.T, s *Scheduler[string], tables []*table, d time.Duration) []time.Time {
+	t.Helper()
+	srv := []string{"ch"}
+	var seals []time.Time
+	for now := t0; now.Before(t0.Add(d)); now = now.Add(simStep) {
+		for _, tb := range tables {
+			for !tb.next.After(now) {
+				if tb.opened.IsZero() {
+					tb.opened = tb.next
+					s.Open(tb.name, srv, tb.opened, 5*time.Second, tb.bound)
+				}
+				tb.rows++
+				tb.next = tb.next.Add(tb.every)
+			}
+		}
+		for {
+			k, _, ok := s.Due(now, false)
+			if !ok {
+				break
+			}
+			for _, tb := range tables {
+				if tb.name == k {
+					tb.worst = max(tb.worst, now.Sub(tb.opened))
+					tb.opened, tb.rows = time.Time{}, 0
+					tb.seals++
+				}
+			}
+			s.Sealed(k, srv, now)
+			seals = append(seals, now)
+		}
+		// Between decisions, Next must never sleep past a deadline.
+		if d, ok := s.Next(now); ok && d < 0 {
+			t.Fatalf("Next = %v", d)
+		}
+	}
+	return seals
+}
+
+// maxPerWindow is the most seals in any Window of the run.
+func maxPerWindow(seals []time.Time) int {
+	most, j := 0, 0
+	for i := range seals {
+		for seals[j].Add(Window).Compare(seals[i]) <= 0 {
+			j++
+		}
+		most = max(most, i-j+1)
+	}
+	return most
+}
+
+func tables(n int, prefix string, every, bound time.Duration) []*table {
+	var out []*table
+	for i := 0; i < n; i++ {
+		// Spread their first rows over a second, as topics do.
+		out = append(out, &table{name: fmt.Sprintf("%s%03d", prefix, i), every: every, bound: bound,
+			next: t0.Add(time.Duration(i) * time.Second / time.Duration(n))})
+	}
+	return out
+}
+
+// TestHundredTablesWithinBudget: 100 tables that tolerate two minutes
+// each, a budget of 60 a minute: no minute holds more than 60 INSERTs and
+// no batch waits past its bound.
+func TestHundredTablesWithinBudget(t *testing.T) {
+	s := New[string](Fixed(60))
+	all := tables(100, "t", 50*time.Millisecond, 2*time.Minute)
+	seals := simulate(t, s, all, 10*time.Minute)
+	if got := maxPerWindow(seals); got > 60 {
+		t.Errorf("%d INSERTs in one minute, budget 60", got)
+	}
+	for _, tb := range all {
+		if tb.worst > tb.bound+simStep {
+			t.Errorf("%s: a batch waited %v, bound %v", tb.name, tb.worst, tb.bound)
+		}
+		if tb.seals < 3 {
+			t.Errorf("%s: %d seals in 10 minutes", tb.name, tb.seals)
+		}
+	}
+	// Not starved either: the budget is used, about 60 a minute.
+	if n := len(seals); n < 9*55 {
+		t.Errorf("%d INSERTs in 10 minutes, want close to 600", n)
+	}
+	st := s.Status(t0.Add(10 * time.Minute))
+	if len(st) != 1 || st[0].Exceeded != 0 || st[0].Over {
+		t.Errorf("status %+v: never over budget", st)
+	}
+}
+
+// TestTightTablesKeepTheirBound: a few tables with a 10 s bound keep it,
+// and the rest share what is left of the budget.
+func TestTightTablesKeepTheirBound(t *testing.T) {
+	s := New[string](Fixed(60))
+	tight := tables(3, "tight", 100*time.Millisecond, 10*time.Second)
+	loose := tables(50, "loose", 100*time.Millisecond, 2*time.Minute)
+	seals := simulate(t, s, append(tight, loose...), 10*time.Minute)
+	if got := maxPerWindow(seals); got > 60 {
+		t.Errorf("%d INSERTs in one minute, budget 60", got)
+	}
+	for _, tb := range append(tight, loose...) {
+		if tb.worst > tb.bound+simStep {
+			t.Errorf("%s: a batch waited %v, bound %v", tb.name, tb.worst, tb.bound)
+		}
+	}
+	for _, tb := range tight {
+		if tb.seals < 50 {
+			t.Errorf("%s: %d seals in 10 minutes, want one at least every 10 s", tb.name, tb.seals)
+		}
+	}
+}
+
+// TestLatencyWins: 100 tables bound to 30 s cannot stay within 60 a
+// minute; they keep their bound, and the Scheduler says the budget was
+// exceeded, in one episode.
+func TestLatencyWins(t *testing.T) {
+	s := New[string](Fixed(60))
+	all := tables(100, "t", 100*time.Millisecond, 30*time.Second)
+	seals := simulate(t, s, all, 5*time.Minute)
+	for _, tb := range all {
+		if tb.worst > tb.bound+simStep {
+			t.Errorf("%s: a batch waited %v, bound %v", tb.name, tb.worst, tb.bound)
+		}
+	}
+	if got := maxPerWindow(seals); got <= 60 {
+		t.Errorf("at most %d INSERTs a minute: 100 tables bound to 30 s need about 200", got)
+	}
+	st := s.Status(t0.Add(5 * time.Minute))
+	if st[0].Exceeded == 0 || !st[0].Over || st[0].Episodes != 1 {
+		t.Errorf("status %+v: want over budget, exceeded counted, one episode", st[0])
+	}
+	ev := s.Episodes()
+	if len(ev) != 1 || !ev[0].Start {
+		t.Fatalf("episodes %+v: want one start", ev)
+	}
+	// Once the load is gone, the episode ends.
+	now := t0.Add(7 * time.Minute)
+	s.Status(now)
+	ev = s.Episodes()
+	if len(ev) != 1 || ev[0].Start || !ev[0].Since.Equal(st0Since(t, ev)) {
+		t.Fatalf("episodes %+v: want one end", ev)
+	}
+}
+
+func st0Since(t *testing.T, ev []Episode) time.Time {
+	t.Helper()
+	if ev[0].Since.IsZero() {
+		t.Fatal("an episode's end has no start time")
+	}
+	return ev[0].Since
+}
+
+// TestSpread: with a budget the token bucket spreads INSERTs over the
+// minute instead of spending the window in its first seconds.
+func TestSpread(t *testing.T) {
+	s := New[string](Fixed(60))
+	all := tables(200, "t", 100*time.Millisecond, 10*time.Minute)
+	seals := simulate(t, s, all, 3*time.Minute)
+	perSecond := map[int64]int{}
+	for _, at := range seals {
+		perSecond[at.Unix()]++
+	}
+	for sec, n := range perSecond {
+		if n > BurstSeconds+1 {
+			t.Errorf("%d INSERTs in the second at %v", n, time.Unix(sec, 0).UTC())
+		}
+	}
+}
+
+// TestNextWakesForDeadlineAndTokens: Next says when Due will have
+// something, never later.
+func TestNextWakesForDeadlineAndTokens(t *testing.T) {
+	srv := []string{"ch"}
+	s := New[string](Fixed(6)) // a token every 10 s, burst 1
+	s.Sealed("x", srv, t0)     // spends the one token
+	s.Open("a", srv, t0, time.Second, time.Minute)
+	d, ok := s.Next(t0.Add(2 * time.Second))
+	if !ok || d <= 0 || d > 8*time.Second {
+		t.Fatalf("Next = %v %v, want the next token in ≤ 8s", d, ok)
+	}
+	if _, _, ok := s.Due(t0.Add(2*time.Second+d-time.Millisecond), false); ok {
+		t.Errorf("due before Next said")
+	}
+	if k, why, ok := s.Due(t0.Add(2*time.Second+d), false); !ok || k != "a" || why != Budget {
+		t.Errorf("Due at Next = %q %v %v", k, why, ok)
+	}
+	if _, ok := New[string](Fixed(6)).Next(t0); ok {
+		t.Errorf("Next with nothing open")
+	}
+}
+
+// TestNoBudget: allowance 0 lets every eligible batch go.
+func TestNoBudget(t *testing.T) {
+	s := New[string](Fixed(0))
+	srv := []string{"ch"}
+	for i := 0; i < 10; i++ {
+		k := fmt.Sprint(i)
+		s.Open(k, srv, t0, time.Second, time.Minute)
+	}
+	n := 0
+	for {
+		k, _, ok := s.Due(t0.Add(time.Second), false)
+		if !ok {
+			break
+		}
+		s.Sealed(k, nil, t0.Add(time.Second))
+		n++
+	}
+	if n != 10 {
+		t.Errorf("%d sealed, want all 10", n)
+	}
+}
+
+// TestServersCountApart: each server has its own budget; a batch going to
+// two counts on both.
+func TestServersCountApart(t *testing.T) {
+	s := New[string](Fixed(2))
+	s.Sealed("a", []string{"s1"}, t0)
+	s.Sealed("b", []string{"s1", "s2"}, t0)
+	s.Open("c", []string{"s2"}, t0, 0, time.Hour)
+	s.Open("d", []string{"s1"}, t0, 0, time.Hour)
+	k, _, ok := s.Due(t0.Add(30*time.Second), false)
+	if !ok || k != "c" {
+		t.Fatalf("Due = %q %v, want c (s2 has room, s1 has none)", k, ok)
+	}
+	st := s.Status(t0.Add(30 * time.Second))
+	if st[0].LastMinute != 2 || st[1].LastMinute != 1 {
+		t.Errorf("status %+v", st)
+	}
+}

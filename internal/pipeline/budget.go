@@ -1,0 +1,176 @@
+package pipeline
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"sink/internal/batch"
+	"sink/internal/pace"
+	"sink/internal/status"
+)
+
+// The budget of INSERTs per minute per server
+// (clickhouse.max_inserts_per_minute; internal/pace holds the policy).
+// The owner tells the Scheduler when a batch opens (added) and when any
+// batch is sealed (seal), asks it which batch goes when its timer fires
+// (sealExpired) and when to wake up next (armTimer). Batches that fill
+// are sealed by rows or bytes as without a budget; a batch whose wait
+// passed is sealed only when the Scheduler says (reason budget), by its
+// table's latency bound at the latest (reason deadline), or when held
+// batches take half of batch.buffer_memory (reason memory, the largest).
+
+// WithAllowance makes the budget of each server come from a (a share of a
+// server's budget computed across the pods that write to it, for
+// instance) instead of clickhouse.max_inserts_per_minute; the budget is
+// then on even when that is 0.
+func WithAllowance(a pace.Allowance) Option { return func(p *Pipeline) { p.allow = a } }
+
+// initBudget makes the Scheduler when a budget is set.
+func (p *Pipeline) initBudget() {
+	if p.allow == nil {
+		if p.cfg.ClickHouse.MaxInsertsPerMinute <= 0 {
+			return
+		}
+		p.allow = pace.Fixed(p.cfg.ClickHouse.MaxInsertsPerMinute)
+	}
+	p.sched = pace.New[accKey](p.allow)
+}
+
+// serversOf names the servers a batch of ts is inserted into, each with
+// its own budget: the configured addresses (one server, or one load
+// balancer's view of a replicated set), or on a cluster each shard the
+// table's batches are split over (serverNamer).
+func (p *Pipeline) serversOf(ts *tableState) []string {
+	if ts.servers == nil {
+		if sn, ok := p.w.(serverNamer); ok {
+			ts.servers = sn.Servers(ts.t.Database, ts.t.Name)
+		}
+		if len(ts.servers) == 0 {
+			ts.servers = []string{strings.Join(p.cfg.ClickHouse.Addrs, ",")}
+		}
+	}
+	return ts.servers
+}
+
+// serverNamer is the Sink's optional answer to which servers receive a
+// table's INSERTs (a cluster's shards).
+type serverNamer interface {
+	Servers(db, table string) []string
+}
+
+// latencyBound is how long a row of ts may wait from its arrival in a
+// batch to its INSERT: its routes' max_latency when set (the smallest),
+// else the larger of batch.max_wait and batch.max_latency; less
+// kafka.fetch_max_wait, which a record may already have spent in Kafka.
+// The budget never holds a batch of ts longer (but never shorter than the
+// batch's own wait, which adaptive batching may stretch on ClickHouse's
+// pushback).
+func (p *Pipeline) latencyBound(ts *tableState) time.Duration {
+	b := p.cfg.Batch
+	bound := max(b.MaxWait, b.MaxLatency)
+	if ts.maxLatency > 0 {
+		bound = ts.maxLatency
+	}
+	return max(bound-p.cfg.Kafka.FetchMaxWait, 0)
+}
+
+// tighten makes d (a route's max_latency; 0: none) ts's bound when it is
+// tighter than the one it has.
+func (p *Pipeline) tighten(ts *tableState, d time.Duration) {
+	if d > 0 && (ts.maxLatency == 0 || d < ts.maxLatency) {
+		ts.maxLatency = d
+		ts.ctl = nil // rebuilt with the new bound in adaptive mode
+		p.adaptTable(ts)
+		pol := p.policy(ts)
+		for _, a := range p.accs {
+			if a.key.table == ts {
+				a.acc.SetPolicy(pol)
+			}
+		}
+	}
+}
+
+// budgetOpened tells the Scheduler that a's batch got its first row at now.
+func (p *Pipeline) budgetOpened(a *accState, now time.Time) {
+	ts := a.key.table
+	p.sched.Open(a.key, p.serversOf(ts), now, a.acc.Policy().MaxWait, p.latencyBound(ts))
+}
+
+// budgetSealed counts the INSERT of a's batch, sealed at now.
+func (p *Pipeline) budgetSealed(a *accState, now time.Time) {
+	p.sched.Sealed(a.key, p.serversOf(a.key.table), now)
+	p.budgetEpisodes()
+}
+
+// budgetDue seals what the Scheduler hands out now.
+func (p *Pipeline) budgetDue(writeCtx context.Context) {
+	now := p.now()
+	short := p.memShort()
+	for {
+		k, why, ok := p.sched.Due(now, short)
+		if !ok {
+			break
+		}
+		a := p.accs[k]
+		if a == nil || a.acc.Empty() {
+			p.sched.Forget(k)
+			continue
+		}
+		reason := batch.ReasonBudget
+		switch why {
+		case pace.Deadline:
+			reason = batch.ReasonDeadline
+		case pace.Memory:
+			reason = batch.ReasonMemory
+		}
+		p.seal(writeCtx, a, reason)
+		if why == pace.Memory {
+			short = p.memShort()
+		}
+	}
+}
+
+// memShort reports that the open batches hold half of
+// batch.buffer_memory or more, telling the Scheduler their sizes: then
+// the largest is sealed, budget or not, so that the budget's holding
+// never pauses fetching.
+func (p *Pipeline) memShort() bool {
+	n := 0
+	for _, a := range p.accs {
+		n += a.acc.Data().Bytes()
+	}
+	if n < int(p.cfg.Batch.BufferMemory)/2 {
+		return false
+	}
+	for k, a := range p.accs {
+		p.sched.Size(k, a.acc.Data().Bytes())
+	}
+	return true
+}
+
+// budgetEpisodes logs each server's going over its budget and coming back.
+func (p *Pipeline) budgetEpisodes() {
+	for _, e := range p.sched.Episodes() {
+		if e.Start {
+			p.log.Warn().Str("server", e.Server).Int("inserts_last_minute", e.Count).Float64("budget_per_minute", e.PerMinute).
+				Msg("insert budget exceeded: tables' latency bounds need more INSERTs than clickhouse.max_inserts_per_minute allows; latency wins (docs/sizing.md, Many tables)")
+			continue
+		}
+		p.log.Info().Str("server", e.Server).Int("inserts_last_minute", e.Count).Float64("budget_per_minute", e.PerMinute).
+			Dur("over_for", e.At.Sub(e.Since)).Msg("insert budget: back within it")
+	}
+}
+
+// budgetStatus reports every server's budget to the metrics and s.
+func (p *Pipeline) budgetStatus(s *status.Snapshot) {
+	if p.sched == nil {
+		return
+	}
+	for _, st := range p.sched.Status(p.now()) {
+		p.m.Budget(st.Server, st.PerMinute, st.LastMinute, st.Exceeded)
+		s.Budgets = append(s.Budgets, status.Budget{Server: st.Server, PerMinute: st.PerMinute, LastMinute: st.LastMinute,
+			OverBudget: st.Over, ExceededTotal: st.Exceeded})
+	}
+	p.budgetEpisodes()
+}
