@@ -38,9 +38,9 @@
 // simulation, sim_test.go).
 //
 // Edge cases, each handled in Observe and Unreadable:
-//   - the server's count went down (a restart) or rose less than this
-//     connector's own INSERTs to it: the window starts again and the
-//     price is kept until a new rate is known;
+//   - the server's count went down or its uptime does not follow on (a
+//     restart, or another server behind the address): the window starts
+//     again and the price is kept until a new rate is known;
 //   - the server cannot be read after it was read: the last price is kept,
 //     so the share still follows this connector's demand, priced as it was
 //     (never the whole budget: the other connectors probably cannot read
@@ -129,7 +129,8 @@ type Sample struct {
 	// summed over the shard's replicas: a replica's fetches do not count).
 	Server uint64
 	// Own is this connector's cumulative count of INSERTs it sent to the
-	// server (any table), counted by itself.
+	// server (any table), counted by itself: it splits the server's rate
+	// into this connector's and the others' in Share, nothing more.
 	Own uint64
 	// Demand is how many INSERTs per minute this connector would send to
 	// the server unhindered.
@@ -180,10 +181,12 @@ type point struct {
 const uptimeSlack = 5 * time.Second
 
 // restarted reports whether x comes from another life of the server than
-// prev (or another server): its count went back, rose less than this
-// connector's own INSERTs to it, or its uptime does not follow on.
+// prev (or another server): its count went back, or its uptime does not
+// follow on. (The server's count rising less than this connector's own
+// INSERTs is not taken as a sign: on a cluster a batch counts against
+// every shard though a shard it has no rows for gets no INSERT.)
 func restarted(prev point, x Sample) bool {
-	if x.Server < prev.server || x.Own < prev.own || x.Server-prev.server < x.Own-prev.own {
+	if x.Server < prev.server {
 		return true
 	}
 	if x.Uptime == 0 || prev.uptime == 0 {
@@ -254,7 +257,7 @@ func (c *Controller) Observe(x Sample) Share {
 	first := c.win[0]
 	mins := x.At.Sub(first.at).Minutes()
 	rs := float64(x.Server-first.server) / mins
-	ro := float64(x.Own-first.own) / mins
+	ro := float64(x.Own-min(x.Own, first.own)) / mins
 	span := x.At.Sub(first.at)
 	switch {
 	case !c.priced && span < c.s.Window:

@@ -132,18 +132,6 @@ func TestShare(t *testing.T) {
 					t.Errorf("got %+v", sh)
 				}
 			}},
-		{"the server's count rose less than our own INSERTs to it: a reset",
-			func(t *testing.T, c *Controller) Share {
-				n := uint64(1000)
-				feed(c, 0, 60, &n, 216, demand)
-				c.Observe(Sample{At: at(65), Server: n, Own: 0, Demand: demand})
-				return c.Observe(Sample{At: at(70), Server: n + 2, Own: 5, Demand: demand})
-			},
-			func(t *testing.T, sh Share) {
-				if sh.Reason != ReasonReset {
-					t.Errorf("got %+v", sh)
-				}
-			}},
 		{"the uptime goes back (a restart that already counted as many INSERTs): a reset",
 			func(t *testing.T, c *Controller) Share {
 				if sh := feedUptime(c, demand); sh.Reason != ReasonShared {

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"sink/internal/budget"
 )
 
 // InsertCount is a server's count of INSERT queries since it started, as
@@ -50,16 +52,34 @@ func ServerName(addrs []string) string { return strings.Join(addrs, ",") }
 // ShardName is the name a cluster's shard's INSERT budget goes by.
 func ShardName(num int) string { return "shard " + strconv.Itoa(num) }
 
-// InsertQueries reads the InsertQuery count of each shard, by ShardName:
-// the sum over the shard's replicas, since the connector's INSERTs to a
-// shard go to any of them (clickhouse.replica_order) and a replica's
-// fetches of another's parts do not count. A shard with a replica that
-// cannot be read is left out (a partial sum would look like a reset) and
-// its error joined into the error returned with the others.
-func (c *Cluster) InsertQueries(ctx context.Context) (map[string]InsertCount, error) {
+// InsertCounts is the server's count by ServerName of clickhouse.addrs,
+// the name the pipeline's budget knows it by.
+func (w *Writer) InsertCounts(ctx context.Context) (map[string]InsertCount, error) {
+	n, err := w.InsertQueries(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]InsertCount{ServerName(w.cfg.Addrs): n}, nil
+}
+
+// InsertCounts reads the InsertQuery count of each shard, by ShardName
+// (the names Servers gives): the sum over the shard's replicas, since the
+// connector's INSERTs to a shard go to any of them
+// (clickhouse.replica_order) and a replica's fetches of another's parts do
+// not count; and, by ServerName, the count of the server clickhouse.addrs
+// reach, which the tables without a cluster target are counted against. A
+// shard with a replica that cannot be read is left out (a partial sum
+// would look like a reset) and its error joined into the error returned
+// with the others.
+func (c *Cluster) InsertCounts(ctx context.Context) (map[string]InsertCount, error) {
 	lay := c.lay.Load()
-	out := make(map[string]InsertCount, len(lay.shards))
+	out := make(map[string]InsertCount, len(lay.shards)+1)
 	var errs []error
+	if n, err := c.Writer.InsertQueries(ctx); err != nil {
+		errs = append(errs, err)
+	} else {
+		out[ServerName(c.cfg.Addrs)] = n
+	}
 	for si, reps := range lay.shards {
 		shard := lay.topo.Shards[si]
 		var sum InsertCount
@@ -81,4 +101,24 @@ func (c *Cluster) InsertQueries(ctx context.Context) (map[string]InsertCount, er
 		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// InsertCounter is a Writer or a Cluster: what ShareReader reads.
+type InsertCounter interface {
+	InsertCounts(ctx context.Context) (map[string]InsertCount, error)
+}
+
+// ShareReader is the Reader of a shared budget (internal/budget) over s,
+// each read bounded by timeout (clickhouse.query_timeout).
+func ShareReader(s InsertCounter, timeout time.Duration) budget.Reader {
+	return func(ctx context.Context) (map[string]budget.Reading, error) {
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		counts, err := s.InsertCounts(ctx)
+		out := make(map[string]budget.Reading, len(counts))
+		for k, v := range counts {
+			out[k] = budget.Reading(v)
+		}
+		return out, err
+	}
 }

@@ -35,17 +35,7 @@ func TestInsertQueries(t *testing.T) {
 		}
 		defer w.Close()
 		name := writer.ServerName(cfg.Addrs)
-		read := func(ctx context.Context) (map[string]budget.Reading, error) {
-			ctx, cancel := context.WithTimeout(ctx, cfg.QueryTimeout)
-			defer cancel()
-			c, err := w.InsertQueries(ctx)
-			if err != nil {
-				t.Logf("reading the count: %v", err)
-				return nil, err
-			}
-			return map[string]budget.Reading{name: budget.Reading(c)}, nil
-		}
-		sh := budget.NewSharer(budget.Settings{PerMinute: 6000, Window: 2 * time.Second}, read, time.Second, zerolog.Nop())
+		sh := budget.NewSharer(budget.Settings{PerMinute: 6000, Window: 2 * time.Second}, writer.ShareReader(w, cfg.QueryTimeout), time.Second, zerolog.Nop())
 		sh.SetDemand(name, 100)
 
 		before, err := w.InsertQueries(ctx)
@@ -115,7 +105,7 @@ func TestClusterInsertQueries(t *testing.T) {
 		}
 		return n
 	}
-	shards0, err := cw.InsertQueries(ctx)
+	shards0, err := cw.InsertCounts(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,13 +123,16 @@ func TestClusterInsertQueries(t *testing.T) {
 	if d := second1.Count - second0.Count; d >= inserts {
 		t.Errorf("the second replica's InsertQuery rose by %d while it fetched %d parts", d, inserts)
 	}
-	shards1, err := cw.InsertQueries(ctx)
+	shards1, err := cw.InsertCounts(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s1 := writer.ShardName(1)
-	if len(shards1) != len(c.Shards) {
-		t.Fatalf("read %d shards, the cluster has %d: %v", len(shards1), len(c.Shards), shards1)
+	if len(shards1) != len(c.Shards)+1 {
+		t.Fatalf("read %d servers, want the cluster's %d shards and clickhouse.addrs: %v", len(shards1), len(c.Shards), shards1)
+	}
+	if _, ok := shards1[writer.ServerName(cfg.ClickHouse.Addrs)]; !ok {
+		t.Errorf("clickhouse.addrs' server not read: %v", shards1)
 	}
 	if d := shards1[s1].Count - shards0[s1].Count; d < inserts || d >= 2*inserts {
 		t.Errorf("shard 1's count rose by %d over %d INSERTs into one replica (fetches counted?)", d, inserts)
