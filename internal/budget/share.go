@@ -84,7 +84,8 @@ type Settings struct {
 	// Leak is the pull toward the common price, per minute (default 0.1).
 	Leak float64
 	// Min is the least share ever given, INSERTs per minute (default 1% of
-	// PerMinute): a connector is never starved by a price.
+	// PerMinute, at least 1 and at most PerMinute): a connector is never
+	// starved by a price.
 	Min float64
 	// MaxPrice caps φ (default 10: shares down to e^−10 of demand).
 	MaxPrice float64
@@ -114,7 +115,7 @@ func (s Settings) withDefaults() Settings {
 		s.Leak = DefaultLeak
 	}
 	if s.Min <= 0 {
-		s.Min = DefaultMinShare * s.PerMinute
+		s.Min = min(max(DefaultMinShare*s.PerMinute, 1), s.PerMinute)
 	}
 	if s.MaxPrice <= 0 {
 		s.MaxPrice = DefaultMaxPrice
