@@ -29,13 +29,15 @@
 // The cost of having no coordinator is a bias: at equilibrium R/T =
 // (total demand/T)^(1/(1+Gain/Leak)), so R sits a little above T when the
 // sinks want much more than the budget (Target < 1 leaves room for it) and
-// a little below it when they want barely more (Gain/Leak = 40: demand 10×
-// the target puts R at 1.06 T, 2× at 1.02 T). Gain/Leak trades that bias
-// against how fast shares become fair (Leak: a time constant of 5 minutes,
-// though a joining connector is fair within a minute or two as it starts at
-// φ*), and Gain is bounded by the window: the price must not run faster
-// than R can show its effect (twice the default Gain oscillates in the
-// simulation, sim_test.go).
+// a little below it when they want barely more (Gain/Leak = 20: demand 10×
+// the target puts R at 1.12 T, 3× at 1.05 T, 2× at 1.03 T). Gain/Leak
+// trades that bias against how fast shares become fair (Leak: a time
+// constant of 10 minutes, though a joining connector is fair within a
+// minute or two as it starts at φ*), and Gain is bounded by the delay of
+// the loop: the window, and the scheduler's own minute (internal/pace
+// holds a minute's INSERTs within the allowance, so a cut shows in R up to
+// a minute later). The simulation, which runs the scheduler's rules
+// (sim_test.go), oscillates at 1.5 to 2 times the default Gain.
 //
 // Edge cases, each handled in Observe and Unreadable:
 //   - the server's count went down or its uptime does not follow on (a
@@ -50,8 +52,11 @@
 //     or down since the start): the share is the whole target, as if this
 //     connector wrote alone, and Share.Reason says so;
 //   - no price yet (the first Window after the first sample): the share is
-//     Min, so connectors starting together do not each send the whole
-//     budget meanwhile; the first price is φ* of the rate over that window.
+//     Min; the first price is φ* of the rate over that window, and where
+//     that is 0 (nobody is being held) a slow start: twice Min, doubling
+//     every half window while the server is under its target, handed to
+//     the price when it reaches it, so connectors starting together do
+//     not each take the whole budget.
 //
 // A Controller does no I/O and reads no clock: callers pass the time in.
 // A Sharer (sharer.go) is the I/O side: it reads every server's count
@@ -79,7 +84,7 @@ type Settings struct {
 	Target float64
 	// Window is how far back the server's rate is measured (default 30s).
 	Window time.Duration
-	// Gain is the integral gain, per minute (default 1.2).
+	// Gain is the integral gain, per minute (default 2).
 	Gain float64
 	// Leak is the pull toward the common price, per minute (default 0.1).
 	Leak float64
@@ -95,8 +100,8 @@ type Settings struct {
 const (
 	DefaultTarget   = 0.9
 	DefaultWindow   = 30 * time.Second
-	DefaultGain     = 8
-	DefaultLeak     = 0.2
+	DefaultGain     = 2
+	DefaultLeak     = 0.1
 	DefaultMinShare = 0.01
 	DefaultMaxPrice = 10.0
 )
@@ -202,8 +207,9 @@ type Controller struct {
 	win    []point // samples within the window, oldest first
 	last   time.Time
 	price  float64
-	priced bool // price set from a measured rate at least once
-	read   bool // the server was read at least once
+	priced bool    // price set from a measured rate at least once
+	ramp   float64 // the slow start's cap on the share; 0: over
+	read   bool    // the server was read at least once
 	share  Share
 }
 
@@ -267,9 +273,18 @@ func (c *Controller) Observe(x Sample) Share {
 		c.share = c.keep(x.Demand, ReasonStarting)
 	case !c.priced:
 		// The first rate: start at the price the other connectors have
-		// converged to if they run this law (0 if none writes).
+		// converged to if they run this law. Where that is 0 (the server
+		// under its target: nobody is being held), the share starts at
+		// twice the least and doubles every half window while the server
+		// stays under its target, until the price decides (a slow start):
+		// connectors starting together each see a server the others were
+		// not writing to yet, and must not each take the whole budget at
+		// once.
 		c.price = c.equilibrium(rs)
 		c.priced = true
+		if c.price == 0 {
+			c.ramp = 2 * c.s.Min
+		}
 		c.share = c.decide(x.Demand, ReasonShared)
 	case span < c.s.Window/2:
 		// A window started again (after a reset): too short a span to
@@ -279,6 +294,15 @@ func (c *Controller) Observe(x Sample) Share {
 		d := min(dt, c.s.Window).Minutes()
 		c.price += d * (c.s.Gain*c.logRatio(rs) - c.s.Leak*c.price)
 		c.price = min(max(c.price, 0), c.s.MaxPrice)
+		switch {
+		case c.ramp > 0 && rs < c.target():
+			c.ramp *= math.Exp2(d / (c.s.Window / 2).Minutes())
+		case c.ramp > 0:
+			// The server reached its target: the price takes over from
+			// where the slow start got to.
+			c.price = min(max(c.price, math.Log(max(x.Demand, c.s.Min)/c.ramp)), c.s.MaxPrice)
+			c.ramp = 0
+		}
 		c.share = c.decide(x.Demand, ReasonShared)
 	}
 	c.share.Server, c.share.Own, c.share.Others = rs, ro, max(0, rs-ro)
@@ -312,7 +336,15 @@ func (c *Controller) keep(demand float64, r Reason) Share {
 
 func (c *Controller) decide(demand float64, r Reason) Share {
 	demand = max(demand, 0)
-	return Share{PerMinute: max(c.s.Min, demand*math.Exp(-c.price)), Demand: demand, Price: c.price, Reason: r}
+	share := demand * math.Exp(-c.price)
+	if c.ramp > 0 {
+		if share <= c.ramp {
+			c.ramp = 0 // the slow start is over: the price decides
+		} else {
+			share = c.ramp
+		}
+	}
+	return Share{PerMinute: max(c.s.Min, share), Demand: demand, Price: c.price, Reason: r}
 }
 
 // logRatio is ln(R/T), with R floored so an idle server gives a finite

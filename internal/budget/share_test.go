@@ -55,14 +55,37 @@ func TestShare(t *testing.T) {
 					t.Errorf("got %+v", sh)
 				}
 			}},
-		{"first price on an idle server: the whole demand",
+		{"first price on an idle server: a slow start from twice the least share to the whole demand",
 			func(t *testing.T, c *Controller) Share {
 				var n uint64
-				return feed(c, 0, 30, &n, 0, demand)
+				first := feed(c, 0, 30, &n, 0, demand)
+				if first.Reason != ReasonShared || first.Price != 0 || first.PerMinute != 2.4 {
+					t.Errorf("first price: %+v", first)
+				}
+				half := feed(c, 35, 45, &n, 0, demand)
+				if math.Abs(half.PerMinute-4.8) > 1e-9 {
+					t.Errorf("half a window later: %+v, want the share doubled", half)
+				}
+				return feed(c, 50, 180, &n, 0, demand)
 			},
 			func(t *testing.T, sh Share) {
-				if sh.Reason != ReasonShared || sh.Price != 0 || sh.PerMinute != demand {
+				if sh.Price != 0 || sh.PerMinute != demand {
 					t.Errorf("got %+v", sh)
+				}
+			}},
+		{"at the target the price takes over from the slow start, at the share it got to",
+			func(t *testing.T, c *Controller) Share {
+				var n uint64
+				feed(c, 0, 30, &n, 0, demand)
+				var last Share
+				for s := 35.0; s <= 120; s += 5 {
+					last = feed(c, s, s, &n, 108, demand)
+				}
+				return last
+			},
+			func(t *testing.T, sh Share) {
+				if sh.Price <= 0 || sh.PerMinute >= 20 {
+					t.Errorf("got %+v, want a price holding the share near where the slow start left it", sh)
 				}
 			}},
 		{"first price on a server at twice the target: the price the others hold there",

@@ -8,20 +8,52 @@ import (
 )
 
 // The simulation: one server counter, pods that each run a Controller and
-// send INSERTs at min(demand, share) per minute (spread evenly, as the
-// scheduler spaces them), sampling the server every 5 s at a phase of
-// their own, and other clients that are not sinks at a fixed rate. One
-// step is one second of simulated time.
+// send INSERTs as the pipeline's scheduler (internal/pace) lets them: a
+// pod has demand/60 tables whose batch becomes due every second, a due
+// batch waits while the last minute already holds share INSERTs or the
+// token bucket (3 s of share) is empty, and a held table's batch is still
+// one INSERT however long it waits. Pods sample the server every 5 s at a
+// phase of their own; other clients that are not sinks write at a fixed
+// rate. One step is one second of simulated time.
 
 type simPod struct {
 	demand      float64
 	start, stop time.Duration // stop 0: runs to the end
 	phase       time.Duration
 
-	ctl   *Controller
-	own   uint64
-	carry float64 // fractional INSERTs not yet sent
-	sent  []int   // INSERTs sent per simulated minute
+	ctl    *Controller
+	own    uint64
+	due    []time.Duration // per table, when its batch becomes due
+	tokens float64         // the scheduler's token bucket
+	last   []time.Duration // the INSERTs of the last minute
+	sent   []int           // INSERTs sent per simulated minute
+}
+
+// step lets the pod send at t, dt after its last step, what its
+// scheduler allows, and returns how many INSERTs it sent. A pod has
+// round(demand/60) tables (at least one), each due every
+// tables×60/demand seconds after its last INSERT.
+func (p *simPod) step(t, dt time.Duration) int {
+	if p.due == nil {
+		p.due = make([]time.Duration, max(1, int(math.Round(p.demand/60))))
+	}
+	wait := time.Duration(float64(len(p.due)) * 60 / p.demand * float64(time.Second))
+	a := p.ctl.Share().PerMinute
+	p.tokens = min(max(1, a*3/60), p.tokens+dt.Seconds()*a/60)
+	for len(p.last) > 0 && p.last[0] <= t-time.Minute {
+		p.last = p.last[1:]
+	}
+	n := 0
+	for i, d := range p.due {
+		if d > t || p.tokens < 1 || float64(len(p.last)) >= a {
+			continue
+		}
+		p.tokens--
+		p.last = append(p.last, t)
+		p.due[i] = t + wait
+		n++
+	}
+	return n
 }
 
 type sim struct {
@@ -46,12 +78,13 @@ func (s *sim) run(d time.Duration) {
 		p.sent = make([]int, mins)
 	}
 	s.shareAt = make([][]float64, mins)
-	for t := time.Duration(0); t < d; t += time.Second {
+	const dt = 100 * time.Millisecond
+	for t := time.Duration(0); t < d; t += dt {
 		m := int(t / time.Minute)
 		if s.restartAt > 0 && t == s.restartAt {
 			s.server = 0
 		}
-		s.otherC += s.others / 60
+		s.otherC += s.others / 60 * dt.Seconds()
 		for s.otherC >= 1 {
 			s.otherC--
 			s.server++
@@ -67,16 +100,13 @@ func (s *sim) run(d time.Duration) {
 			if (t-p.start)%(5*time.Second) == p.phase {
 				p.ctl.Observe(Sample{At: simEpoch.Add(t), Server: s.server, Own: p.own, Demand: p.demand})
 			}
-			p.carry += min(p.demand, p.ctl.Share().PerMinute) / 60
-			for p.carry >= 1 {
-				p.carry--
-				p.own++
-				s.server++
-				s.total[m]++
-				p.sent[m]++
-			}
+			n := p.step(t, dt)
+			p.own += uint64(n)
+			s.server += uint64(n)
+			s.total[m] += n
+			p.sent[m] += n
 		}
-		if t%time.Minute == time.Minute-time.Second {
+		if t%time.Minute == time.Minute-dt {
 			row := make([]float64, len(s.pods))
 			for i, p := range s.pods {
 				if p.ctl != nil {
