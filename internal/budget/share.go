@@ -24,7 +24,9 @@
 // whose price was pushed while another's was not) therefore converge to
 // the same φ*, and equal prices give shares in proportion to demand. The
 // price of the first decision is φ* of the R observed then, so a connector
-// joining half-way starts at the price the others have converged to.
+// joining half-way starts at the price the others have converged to (capped
+// so that a rate caught while the others are still settling does not
+// starve it: Observe says how).
 //
 // The cost of having no coordinator is a bias: at equilibrium R/T =
 // (total demand/T)^(1/(1+Gain/Leak)), so R sits a little above T when the
@@ -280,7 +282,14 @@ func (c *Controller) Observe(x Sample) Share {
 		// connectors starting together each see a server the others were
 		// not writing to yet, and must not each take the whole budget at
 		// once.
-		c.price = c.equilibrium(rs)
+		//
+		// φ* is steep (a tenth over T is 2 in price), so an R caught while
+		// the others have not settled would starve this connector for
+		// many minutes. It is capped at the price this connector would
+		// pay if the others wanted no more than they send now and it
+		// took half of a fair split of the target with them:
+		// demand × e^−φ ≥ T/2 × demand/(demand + others' rate).
+		c.price = min(c.equilibrium(rs), max(0, math.Log(2*(x.Demand+max(0, rs-ro))/c.target())))
 		c.priced = true
 		if c.price == 0 {
 			c.ramp = 2 * c.s.Min

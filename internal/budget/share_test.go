@@ -88,7 +88,21 @@ func TestShare(t *testing.T) {
 					t.Errorf("got %+v, want a price holding the share near where the slow start left it", sh)
 				}
 			}},
-		{"first price on a server at twice the target: the price the others hold there",
+		{"first price on a server a little over the target: the price the others hold there (φ*)",
+			func(t *testing.T, c *Controller) Share {
+				var n uint64
+				return feed(c, 0, 30, &n, 120, 10*demand) // a demand large enough for the cap below not to bind
+			},
+			func(t *testing.T, sh Share) {
+				if sh.Reason != ReasonShared || math.Abs(sh.Server-120) > 3 {
+					t.Fatalf("got %+v", sh)
+				}
+				want := DefaultGain / DefaultLeak * math.Log(sh.Server/108)
+				if math.Abs(sh.Price-want) > 1e-9 || sh.PerMinute != 10*demand*math.Exp(-want) {
+					t.Errorf("price %v share %v, want price %v", sh.Price, sh.PerMinute, want)
+				}
+			}},
+		{"first price on a server at twice the target: capped, half a split as if the others wanted what they send",
 			func(t *testing.T, c *Controller) Share {
 				var n uint64
 				return feed(c, 0, 30, &n, 216, demand)
@@ -97,9 +111,9 @@ func TestShare(t *testing.T) {
 				if sh.Reason != ReasonShared || math.Abs(sh.Server-216) > 3 {
 					t.Fatalf("got %+v", sh)
 				}
-				want := min(DefaultMaxPrice, DefaultGain/DefaultLeak*math.Log(sh.Server/108))
-				if math.Abs(sh.Price-want) > 1e-9 || sh.PerMinute != max(1.2, demand*math.Exp(-want)) {
-					t.Errorf("price %v share %v, want price %v", sh.Price, sh.PerMinute, want)
+				// T/2 × demand/(demand + others): 54 × 300/(300+216).
+				if want := 54 * demand / (demand + sh.Server); math.Abs(sh.PerMinute-want) > 1e-9 {
+					t.Errorf("share %v (price %v), want %v", sh.PerMinute, sh.Price, want)
 				}
 			}},
 		{"over the target, the price rises; under it, it falls",
