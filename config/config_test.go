@@ -448,6 +448,15 @@ func TestValidate(t *testing.T) {
 	f("", env("SINK_BATCH__TARGET_INSERTS_PER_MINUTE=x"), `batch.target_inserts_per_minute: invalid number "x" (from SINK_BATCH__TARGET_INSERTS_PER_MINUTE)`)
 	f("", env("SINK_BATCH__TARGET_INSERTS_PER_MINUTE=1.5"), "")
 	f("", env("SINK_BATCH__MAX_LATENCY=0s"), "batch.max_latency (0s) must be positive")
+	// the budget of INSERTs per server, and a route's latency bound
+	f("", env("SINK_CLICKHOUSE__MAX_INSERTS_PER_MINUTE=60"), "")
+	f("", env("SINK_CLICKHOUSE__MAX_INSERTS_PER_MINUTE=0"), "")
+	f("", env("SINK_CLICKHOUSE__MAX_INSERTS_PER_MINUTE=-1"), "clickhouse.max_inserts_per_minute (-1) must be 0 (no budget) or above 0 and at most 6000")
+	f("", env("SINK_CLICKHOUSE__MAX_INSERTS_PER_MINUTE=6001"), "clickhouse.max_inserts_per_minute (6001) must be 0 (no budget) or above 0 and at most 6000")
+	f("name: t\nkafka: {topics: [a]}\nroutes: [{topic: a, table: a, max_latency: 2m}]", nil, "")
+	f("name: t\nkafka: {topics: [a]}\nroutes: [{topic: a, table: a, max_latency: 300ms}]", nil,
+		"routes[0].max_latency (300ms) must exceed kafka.fetch_max_wait (500ms): a record can wait that long in Kafka before it reaches a batch")
+	f("name: t\nkafka: {topics: [a]}\nroutes: [{topic: a, table: a, max_latency: -1s}]", nil, "routes[0].max_latency (-1s) must be 0 (the batch settings' bound) or positive")
 	f("", env("SINK_BATCH__MODE=adaptive", "SINK_BATCH__MAX_LATENCY=400ms"), "batch.max_latency (400ms) must exceed kafka.fetch_max_wait (500ms): a record can wait that long in Kafka before it reaches a batch")
 
 	// routes

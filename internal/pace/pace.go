@@ -7,9 +7,10 @@
 //   - A batch that fills (max_rows, max_bytes) is sealed at once, as
 //     without a budget: the pipeline seals it and tells the Scheduler.
 //   - A batch whose wait (max_wait, or adaptive batching's wait) has
-//     passed is eligible. Eligible batches are sealed one at a time as the
-//     budget allows, the one with the earliest deadline first: small
-//     tables are held longer, so each INSERT carries more rows.
+//     passed is eligible, when its bound is a minute or more. Eligible
+//     batches are sealed one at a time as the budget allows, the one with
+//     the earliest deadline first: small tables are held longer, so each
+//     INSERT carries more rows.
 //   - A batch is never held past its deadline (its table's latency bound):
 //     then it is sealed whatever the budget says. Latency wins; when that
 //     takes a server past its budget the Scheduler counts it and says so
@@ -19,9 +20,23 @@
 //
 // The budget of a server is held two ways at once: a sliding window of
 // the last minute never holds more INSERTs than the allowance, and a
-// token bucket (allowance/60 tokens a second, at most Burst of them
-// saved up) spreads them over the minute instead of spending them all in
-// its first second. Every seal counts, whatever sealed it.
+// token bucket (allowance/60 tokens a second, at most BurstSeconds of
+// them saved up) spreads them over the minute instead of spending them
+// all in its first second. Every seal counts, whatever sealed it.
+//
+// A batch whose bound is under a minute is never sealed early: it goes at
+// its bound, and the window keeps a reserve for it (the most seals it can
+// make in a minute at that pace, floor(60s / bound) + 1). Eligible
+// batches of longer bounds are sealed early only while the window keeps
+// that reserve, and at least Reserve of the allowance, for the deadlines
+// that come while it is full: a deadline then finds room, and does not
+// take the server past its budget. A flush of everything (Flushed: shutdown, rebalance, pause) counts in
+// the window too, but never as over the budget.
+//
+// Earliest deadline first on the allowance's pace meets every deadline
+// that can be met at that pace, and spends the budget only on batches
+// that have waited their wait: with many small tables each one's batch
+// grows for about tables × 60s / allowance.
 //
 // The allowance per minute comes from an Allowance, asked on each
 // decision, so a share computed elsewhere (across the pods that write to
@@ -80,6 +95,11 @@ func (r Reason) String() string {
 // Window is the span the budget is counted over.
 const Window = time.Minute
 
+// Reserve is the least share of the allowance (at least one INSERT) that
+// eligible batches leave in the window for the batches whose deadline
+// comes.
+const Reserve = 0.1
+
 // BurstSeconds is how many seconds of allowance the token bucket saves up
 // at most (and at least one token): enough to let a few tables that became
 // eligible together go at once, little enough to keep the INSERTs spread
@@ -93,6 +113,7 @@ type entry struct {
 	eligible time.Time
 	deadline time.Time
 	bytes    int
+	need     float64 // its bound is under a Window: the most seals it makes in one at its bound's pace
 }
 
 // server is one server's budget state.
@@ -101,6 +122,7 @@ type server struct {
 	starts []time.Time // the seals of the last Window, oldest first
 	tokens float64
 	at     time.Time // when tokens was last brought up to date
+	short  float64   // the need of its open batches
 	// over: the server is in an episode over its budget; episodes counts
 	// them, exceeded the INSERTs past the allowance.
 	over      bool
@@ -135,17 +157,34 @@ func (s *Scheduler[K]) Open(k K, servers []string, opened time.Time, wait, bound
 		e = &entry{opened: opened}
 		s.open[k] = e
 	}
+	s.unneed(e)
 	e.servers = servers
 	e.eligible = e.opened.Add(wait)
 	e.deadline = time.Time{}
 	if bound > 0 {
-		e.deadline = e.opened.Add(max(bound, wait))
+		span := max(bound, wait, time.Millisecond)
+		e.deadline = e.opened.Add(span)
+		if span < Window {
+			// The most seals it can make in a Window at its bound's pace.
+			e.need = math.Floor(float64(Window)/float64(span)) + 1
+		}
 	}
 	for _, name := range servers {
 		if s.servers[name] == nil {
 			s.servers[name] = &server{name: name}
 		}
+		s.servers[name].short += e.need
 	}
+}
+
+// unneed takes e's need off its servers.
+func (s *Scheduler[K]) unneed(e *entry) {
+	for _, name := range e.servers {
+		if sv := s.servers[name]; sv != nil {
+			sv.short = max(sv.short-e.need, 0)
+		}
+	}
+	e.need = 0
 }
 
 // Size tells the Scheduler how many bytes k's open batch holds (for the
@@ -161,14 +200,33 @@ func (s *Scheduler[K]) IsOpen(k K) bool { return s.open[k] != nil }
 
 // Forget drops k's open batch without counting an INSERT (its records
 // were dropped: a lost partition).
-func (s *Scheduler[K]) Forget(k K) { delete(s.open, k) }
+func (s *Scheduler[K]) Forget(k K) {
+	if e := s.open[k]; e != nil {
+		s.unneed(e)
+	}
+	delete(s.open, k)
+}
 
 // Sealed tells the Scheduler that k's batch (open or not: a seal by rows
 // or bytes of a batch it was not told about counts too) was sealed at now
 // and goes to servers: each of them counts one INSERT.
 func (s *Scheduler[K]) Sealed(k K, servers []string, now time.Time) {
-	if e := s.open[k]; e != nil && servers == nil {
-		servers = e.servers
+	s.sealed(k, servers, now, false)
+}
+
+// Flushed is Sealed for a batch sealed because the connector flushes
+// everything (shutdown, a rebalance, a pause): it counts in the window,
+// but never as over the budget.
+func (s *Scheduler[K]) Flushed(k K, servers []string, now time.Time) {
+	s.sealed(k, servers, now, true)
+}
+
+func (s *Scheduler[K]) sealed(k K, servers []string, now time.Time, flush bool) {
+	if e := s.open[k]; e != nil {
+		if servers == nil {
+			servers = e.servers
+		}
+		s.unneed(e)
 	}
 	delete(s.open, k)
 	for _, name := range servers {
@@ -177,12 +235,12 @@ func (s *Scheduler[K]) Sealed(k K, servers []string, now time.Time) {
 			sv = &server{name: name}
 			s.servers[name] = sv
 		}
-		s.take(sv, now)
+		s.take(sv, now, flush)
 	}
 }
 
 // take counts one INSERT against sv at now.
-func (s *Scheduler[K]) take(sv *server, now time.Time) {
+func (s *Scheduler[K]) take(sv *server, now time.Time, flush bool) {
 	a := s.allow.PerMinute(sv.name, now)
 	s.refill(sv, a, now)
 	sv.starts = append(sv.starts, now)
@@ -190,7 +248,7 @@ func (s *Scheduler[K]) take(sv *server, now time.Time) {
 		return
 	}
 	sv.tokens-- // may go below zero: a forced seal is a debt paid by later ones
-	if n := len(sv.starts); float64(n) > a {
+	if n := len(sv.starts); float64(n) > a && !flush {
 		sv.exceeded++
 		if !sv.over {
 			sv.over, sv.overSince = true, now
@@ -239,19 +297,25 @@ func (s *Scheduler[K]) room(sv *server, now time.Time) (bool, time.Duration) {
 	if sv.tokens < 1 {
 		wait = time.Duration((1 - sv.tokens) * 60 / a * float64(time.Second))
 	}
-	if n := len(sv.starts); float64(n) >= a && n > 0 {
+	if limit := early(a, sv.short); len(sv.starts) >= limit {
 		// The window frees a place when enough of its oldest INSERTs
 		// leave it.
-		i := min(n-1, n-int(math.Floor(a)))
-		if i < 0 {
-			i = 0
-		}
+		i := max(len(sv.starts)-limit, 0)
 		wait = max(wait, sv.starts[i].Add(Window).Sub(now)+time.Nanosecond)
 	}
 	if wait > 0 {
 		return false, wait
 	}
 	return true, 0
+}
+
+// early is how many INSERTs the window may hold for a batch to be sealed
+// before its deadline: the allowance less the reserve, Reserve of it or
+// short (the need of the open batches bound under a minute), at least one
+// (so an allowance under 2 a minute keeps none).
+func early(a, short float64) int {
+	keep := max(1, math.Ceil(a*Reserve), math.Ceil(short))
+	return max(int(math.Floor(a-keep)), 1)
 }
 
 // Due returns the open batch to seal now and why; ok is false when none
@@ -284,7 +348,7 @@ func (s *Scheduler[K]) Due(now time.Time, memShort bool) (k K, why Reason, ok bo
 		}
 	}
 	for _, key := range s.eligible(now) {
-		if s.fits(s.open[key], now) {
+		if e := s.open[key]; e.need == 0 && s.fits(e, now) {
 			return key, Budget, true
 		}
 	}
@@ -330,6 +394,9 @@ func (s *Scheduler[K]) Next(now time.Time) (d time.Duration, ok bool) {
 	for _, e := range s.open {
 		if !e.deadline.IsZero() {
 			d = min(d, max(e.deadline.Sub(now), 0))
+		}
+		if e.need > 0 {
+			continue // it goes at its deadline
 		}
 		if now.Before(e.eligible) {
 			d = min(d, e.eligible.Sub(now))

@@ -32,8 +32,11 @@ func TestDue(t *testing.T) {
 			want: "a", why: Budget},
 		{name: "earliest deadline first", budget: 60, batches: []batch{
 			{key: "late", openedAgo: 50 * time.Second, wait: 5 * time.Second, bound: 2 * time.Minute},
-			{key: "soon", openedAgo: 10 * time.Second, wait: 5 * time.Second, bound: 20 * time.Second},
+			{key: "soon", openedAgo: 40 * time.Second, wait: 5 * time.Second, bound: 90 * time.Second},
 		}, want: "soon", why: Budget},
+		{name: "a bound under a minute waits for it", budget: 60, batches: []batch{
+			{key: "tight", openedAgo: 10 * time.Second, wait: 5 * time.Second, bound: 20 * time.Second},
+		}},
 		{name: "window full holds an eligible batch", budget: 3, spent: 3, batches: []batch{
 			{key: "a", openedAgo: 30 * time.Second, wait: 5 * time.Second, bound: 2 * time.Minute},
 		}},
@@ -305,8 +308,9 @@ func TestNoBudget(t *testing.T) {
 // TestServersCountApart: each server has its own budget; a batch going to
 // two counts on both.
 func TestServersCountApart(t *testing.T) {
-	s := New[string](Fixed(2))
+	s := New[string](Fixed(4)) // early seals while fewer than 3 in the window
 	s.Sealed("a", []string{"s1"}, t0)
+	s.Sealed("a2", []string{"s1"}, t0)
 	s.Sealed("b", []string{"s1", "s2"}, t0)
 	s.Open("c", []string{"s2"}, t0, 0, time.Hour)
 	s.Open("d", []string{"s1"}, t0, 0, time.Hour)
@@ -315,7 +319,54 @@ func TestServersCountApart(t *testing.T) {
 		t.Fatalf("Due = %q %v, want c (s2 has room, s1 has none)", k, ok)
 	}
 	st := s.Status(t0.Add(30 * time.Second))
-	if st[0].LastMinute != 2 || st[1].LastMinute != 1 {
+	if st[0].LastMinute != 3 || st[1].LastMinute != 1 {
 		t.Errorf("status %+v", st)
+	}
+}
+
+// TestReserveAndFlush: eligible batches leave Reserve of the window to
+// deadlines, and a flush past the budget is not an episode over it.
+func TestReserveAndFlush(t *testing.T) {
+	srv := []string{"ch"}
+	s := New[string](Fixed(10)) // keeps 1 back: 9 early seals a minute
+	for i := 0; i < 9; i++ {
+		s.Sealed(fmt.Sprint("x", i), srv, t0.Add(time.Duration(i)*time.Second))
+	}
+	s.Open("a", srv, t0, time.Second, time.Hour)
+	if k, _, ok := s.Due(t0.Add(20*time.Second), false); ok {
+		t.Errorf("Due gave %q with 9 of 10 in the window: the last is kept for deadlines", k)
+	}
+	s.Open("b", srv, t0.Add(-time.Hour), time.Second, time.Hour)
+	if k, why, ok := s.Due(t0.Add(20*time.Second), false); !ok || k != "b" || why != Deadline {
+		t.Errorf("Due = %q %v %v, want b by its deadline", k, why, ok)
+	}
+	s.Sealed("b", srv, t0.Add(20*time.Second))
+	for i := 0; i < 5; i++ {
+		s.Flushed(fmt.Sprint("f", i), srv, t0.Add(21*time.Second))
+	}
+	st := s.Status(t0.Add(21 * time.Second))
+	if st[0].LastMinute != 15 || st[0].Over || st[0].Exceeded != 0 || len(s.Episodes()) != 0 {
+		t.Errorf("status %+v: a flush counts, never as over the budget", st[0])
+	}
+}
+
+// TestShortBoundsWidenTheReserve: open batches bound under a minute need
+// 60s / bound a minute each on their own, and early seals leave that much.
+func TestShortBoundsWidenTheReserve(t *testing.T) {
+	srv := []string{"ch"}
+	s := New[string](Fixed(60))
+	for i := 0; i < 3; i++ { // 3 × 60s/5s = 36 a minute
+		s.Open(fmt.Sprint("tight", i), srv, t0.Add(10*time.Second), 2*time.Second, 5*time.Second)
+	}
+	for i := 0; i < 24; i++ {
+		s.Sealed(fmt.Sprint("x", i), srv, t0.Add(-40*time.Second+time.Duration(i)*100*time.Millisecond))
+	}
+	s.Open("loose", srv, t0, time.Second, time.Hour)
+	if k, _, ok := s.Due(t0.Add(11*time.Second), false); ok {
+		t.Errorf("Due gave %q with 24 in the window: 36 are kept for the 5 s bounds", k)
+	}
+	s.Forget("tight0") // 24 needed now: one early seal fits
+	if k, why, ok := s.Due(t0.Add(11*time.Second), false); !ok || k != "loose" || why != Budget {
+		t.Errorf("Due = %q %v %v, want loose early", k, why, ok)
 	}
 }

@@ -11,19 +11,37 @@ import (
 
 	"sink/internal/adapt"
 	"sink/internal/metrics"
+	"sink/internal/writer"
 )
 
-// partsSink is a fakeSink whose table has the parts the test sets.
+// partsSink is a fakeSink whose tables have the parts the test sets; it
+// counts the reads and the tables each asked for.
 type partsSink struct {
 	*fakeSink
-	mu    sync.Mutex
-	parts adapt.Parts
+	mu     sync.Mutex
+	parts  adapt.Parts
+	reads  int
+	asked  int // the tables the last read asked for
+	inRead int // reads running now
+	most   int // the most reads running at once
 }
 
-func (s *partsSink) Parts(context.Context, string, string) (adapt.Parts, error) {
+func (s *partsSink) PartsOf(_ context.Context, tables []writer.TableName) (map[writer.TableName]adapt.Parts, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.parts, nil
+	s.reads++
+	s.asked = len(tables)
+	s.inRead++
+	s.most = max(s.most, s.inRead)
+	out := map[writer.TableName]adapt.Parts{}
+	for _, t := range tables {
+		out[t] = s.parts
+	}
+	s.mu.Unlock()
+	time.Sleep(time.Millisecond) // a query takes time: a tick may come meanwhile
+	s.mu.Lock()
+	s.inRead--
+	s.mu.Unlock()
+	return out, nil
 }
 
 func (s *partsSink) set(p adapt.Parts) {

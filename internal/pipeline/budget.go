@@ -98,11 +98,18 @@ func (p *Pipeline) budgetOpened(a *accState, now time.Time) {
 	p.sched.Open(a.key, p.serversOf(ts), now, a.acc.Policy().MaxWait, p.latencyBound(ts))
 }
 
-// budgetSealed counts the INSERT of a's batch, sealed at now.
-func (p *Pipeline) budgetSealed(a *accState, now time.Time) {
+// budgetSealed counts the INSERT of a's batch, sealed at now for why: a
+// flush of everything (shutdown, revoke, pause) counts, but never as over
+// the budget.
+func (p *Pipeline) budgetSealed(a *accState, now time.Time, why batch.Reason) {
 	a.active = now
 	servers := p.serversOf(a.key.table)
-	p.sched.Sealed(a.key, servers, now)
+	switch why {
+	case batch.ReasonShutdown, batch.ReasonRevoke, batch.ReasonPause:
+		p.sched.Flushed(a.key, servers, now)
+	default:
+		p.sched.Sealed(a.key, servers, now)
+	}
 	if u, ok := p.allow.(shareUsage); ok {
 		for _, s := range servers {
 			u.Inserted(s, 1)

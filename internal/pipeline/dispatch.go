@@ -132,7 +132,7 @@ func (p *Pipeline) seal(writeCtx context.Context, a *accState, why batch.Reason)
 	}
 	a.id = p.newID()
 	if p.sched != nil {
-		p.budgetSealed(a, b.Sealed)
+		p.budgetSealed(a, b.Sealed, why)
 	}
 	if p.eo != nil {
 		p.eoSealed(a, b)

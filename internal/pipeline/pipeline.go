@@ -71,7 +71,8 @@
 // (fields no column takes: counted, logged, added as columns on request,
 // their records held until the column exists), held.go (records held for
 // the schema registry or a new column, in partition order), lookup.go
-// (schema-registry look-ups off the owner goroutine), create.go (missing tables created by New, on request, from a sample of
+// (schema-registry look-ups off the owner goroutine), budget.go (the
+// budget of INSERTs per server: which batch goes when), create.go (missing tables created by New, on request, from a sample of
 // their topic's records; PlanCreates is the dry run),
 // exactly.go (exactly-once delivery), fanout.go (routes chosen per record by
 // their when:, records in several tables), stats.go (summary line, metric

@@ -1,0 +1,322 @@
+//go:build integration
+
+package pipeline_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"sink/internal/chschema"
+	"sink/internal/metrics"
+	"sink/internal/pipeline"
+	"sink/internal/testenv"
+	"sink/internal/writer"
+)
+
+// budgetTables makes n tables db.<prefix>NN (id, ms), merges stopped so
+// that each INSERT stays one part, and a one-partition topic for each.
+func budgetTables(t *testing.T, ch driver.Conn, db, prefix string, n int) (tables, topics []string) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("%s%02d", prefix, i)
+		testenv.Exec(t, ch,
+			fmt.Sprintf("CREATE TABLE %s.%s (id UInt64, ms UInt64) ENGINE = MergeTree ORDER BY id", db, name),
+			fmt.Sprintf("SYSTEM STOP MERGES %s.%s", db, name))
+		tables = append(tables, name)
+		topics = append(topics, testenv.NewTopic(t, 1))
+	}
+	return tables, topics
+}
+
+// produceEach produces perSecond records a second to each topic until
+// ctx ends, each {"id": n, "ms": unix milliseconds at produce}; it returns
+// the count produced per topic.
+func produceEach(ctx context.Context, t *testing.T, topics []string, perSecond int) []*atomic.Int64 {
+	t.Helper()
+	cl := testenv.KafkaClient(t)
+	counts := make([]*atomic.Int64, len(topics))
+	for i := range counts {
+		counts[i] = new(atomic.Int64)
+	}
+	go func() {
+		start := time.Now()
+		for ctx.Err() == nil {
+			due := int64(time.Since(start).Seconds() * float64(perSecond))
+			for i, topic := range topics {
+				for counts[i].Load() < due {
+					n := counts[i].Load() + 1
+					rec := &kgo.Record{Topic: topic, Value: fmt.Appendf(nil, `{"id":%d,"ms":%d}`, n, time.Now().UnixMilli())}
+					if err := cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
+						if ctx.Err() == nil {
+							t.Errorf("produce: %v", err)
+						}
+						return
+					}
+					counts[i].Store(n) // only what Kafka has
+				}
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	return counts
+}
+
+// insertTimes is the event_time of every INSERT into db's tables that
+// ClickHouse finished (type 2) or failed (types 3 and 4), from query_log.
+func insertTimes(t *testing.T, ch driver.Conn, db string) (ok []time.Time, failed int) {
+	t.Helper()
+	ctx := context.Background()
+	if err := ch.Exec(ctx, "SYSTEM FLUSH LOGS"); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := ch.Query(ctx, "SELECT toUInt8(type), event_time FROM system.query_log WHERE type != 1 AND query LIKE ? ORDER BY event_time",
+		"INSERT INTO "+chschema.QuoteIdent(db)+".%")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			typ uint8
+			at  time.Time
+		)
+		if err := rows.Scan(&typ, &at); err != nil {
+			t.Fatal(err)
+		}
+		if typ == 2 {
+			ok = append(ok, at)
+		} else {
+			failed++
+		}
+	}
+	return ok, failed
+}
+
+// mostIn60s is the most times in any 60 seconds (query_log's event_time
+// has whole seconds: times in [s, s+59] are less than 60 s apart).
+func mostIn60s(times []time.Time) int {
+	most, j := 0, 0
+	for i := range times {
+		for times[i].Sub(times[j]) >= 60*time.Second {
+			j++
+		}
+		most = max(most, i-j+1)
+	}
+	return most
+}
+
+// rowWaits checks db.table's rows: ids 1..want each once, and returns the
+// longest any row waited from its produce to its part's creation
+// (system.parts.modification_time, whole seconds, so up to a second less
+// than the wait).
+func rowWaits(t *testing.T, ch driver.Conn, db, table string, want int64) time.Duration {
+	t.Helper()
+	ctx := context.Background()
+	made := map[string]int64{}
+	rows, err := ch.Query(ctx, "SELECT name, toUInt64(toUnixTimestamp(modification_time)) FROM system.parts WHERE database = ? AND table = ? AND active", db, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var (
+			name string
+			at   uint64
+		)
+		if err := rows.Scan(&name, &at); err != nil {
+			t.Fatal(err)
+		}
+		made[name] = int64(at) * 1000
+	}
+	rows.Close()
+	rows, err = ch.Query(ctx, "SELECT id, ms, _part FROM "+db+"."+table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	seen := map[uint64]bool{}
+	var worst int64
+	for rows.Next() {
+		var (
+			id, ms uint64
+			part   string
+		)
+		if err := rows.Scan(&id, &ms, &part); err != nil {
+			t.Fatal(err)
+		}
+		if seen[id] {
+			t.Errorf("%s: id %d twice", table, id)
+		}
+		seen[id] = true
+		worst = max(worst, made[part]-int64(ms))
+	}
+	if int64(len(seen)) != want {
+		t.Errorf("%s: %d distinct ids, want %d", table, len(seen), want)
+	}
+	for id := uint64(1); id <= uint64(want); id++ {
+		if !seen[id] {
+			t.Errorf("%s: id %d missing", table, id)
+			break
+		}
+	}
+	return time.Duration(worst) * time.Millisecond
+}
+
+// TestInsertBudget: 20 tables that tolerate 90 s and 2 that must keep 10 s,
+// each fed 2 records/s for 75 s, with max_wait 2s and a budget of 60
+// INSERTs a minute (without it the 22 tables would make 660 a minute).
+// ClickHouse's query_log shows at most 60 INSERTs in any minute before the
+// shutdown's flush, the budget used (the 90 s tables go early while it has
+// room), and not one failed INSERT; every row is in once; no row waited
+// past its table's bound, measured from its produce to its part's creation
+// (with 2 s for what the bound does not hold: the produce, the fetch's
+// poll, the INSERT itself). Both servers.
+func TestInsertBudget(t *testing.T) {
+	broker := testenv.Kafka(t)[0]
+	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
+		ctx := context.Background()
+		ch, db := s.Conn(t), s.NewDatabase(t)
+		loose, looseTopics := budgetTables(t, ch, db, "loose", 20)
+		tight, tightTopics := budgetTables(t, ch, db, "tight", 2)
+		var routes []string
+		for i, table := range loose {
+			routes = append(routes, fmt.Sprintf("  - {topic: %q, table: %s, max_latency: 90s}", looseTopics[i], table))
+		}
+		for i, table := range tight {
+			routes = append(routes, fmt.Sprintf("  - {topic: %q, table: %s, max_latency: 10s}", tightTopics[i], table))
+		}
+		topics := append(append([]string(nil), looseTopics...), tightTopics...)
+		cfg := newConfig(t, fmt.Sprintf(`
+name: %s
+kafka: {brokers: [%q], topics: [%s], fetch_max_wait: 100ms}
+clickhouse: {addrs: [%q], database: %s, max_inserts_per_minute: 60}
+batch: {max_wait: 2s}
+http: {listen: ""}
+routes:
+%s
+`, testenv.UniqueName(t, "budget"), broker, `"`+strings.Join(topics, `", "`)+`"`, s.Addr, db, strings.Join(routes, "\n")))
+		m, read := serveMetrics(t, cfg.Kafka.Group)
+
+		pctx, stopProducing := context.WithCancel(ctx)
+		defer stopProducing()
+		var counts []*atomic.Int64
+		var stopAt time.Time
+		runWhile(t, cfg, 3*time.Minute, func(*writer.Writer) (bool, string) {
+			if counts == nil {
+				if v, _ := sum(read(), metrics.Partitions); v < float64(len(topics)) {
+					return false, "partitions not assigned"
+				}
+				counts = produceEach(pctx, t, topics, 2)
+				stopAt = time.Now().Add(75 * time.Second)
+			}
+			if time.Now().Before(stopAt) {
+				return false, "producing"
+			}
+			stopProducing()
+			var total int64
+			for _, c := range counts {
+				total += c.Load()
+			}
+			// Every record produced is consumed before the stop.
+			v, _ := sum(read(), metrics.RecordsConsumed)
+			return v >= float64(total), fmt.Sprintf("%v records consumed of %d", v, total)
+		}, pipeline.WithMetrics(m))
+		// The shutdown flushed every open batch, budget or not: count
+		// the INSERTs before it.
+		ok, failed := insertTimes(t, ch, db)
+		var before []time.Time
+		for _, at := range ok {
+			if at.Before(stopAt.Truncate(time.Second)) {
+				before = append(before, at)
+			}
+		}
+		most := mostIn60s(before)
+		t.Logf("%d INSERTs in the 75 s run (at most %d in any minute), %d with the shutdown's flush, %d failed", len(before), most, len(ok), failed)
+		if most > 60 {
+			t.Errorf("%d INSERTs in one minute, budget 60", most)
+		}
+		if len(before) < 50 {
+			t.Errorf("%d INSERTs in 75 s: the 90 s tables should go early while the budget has room (about 58 a minute)", len(before))
+		}
+		if failed != 0 {
+			t.Errorf("%d INSERTs failed", failed)
+		}
+		for i, table := range append(append([]string(nil), loose...), tight...) {
+			bound := 90 * time.Second
+			if strings.HasPrefix(table, "tight") {
+				bound = 10 * time.Second
+			}
+			if w := rowWaits(t, ch, db, table, counts[i].Load()); w > bound+2*time.Second {
+				t.Errorf("%s: a row waited %v, bound %v", table, w, bound)
+			}
+		}
+		smp := read()
+		if v, _ := sum(smp, metrics.InsertBudgetExceeded); v != 0 {
+			t.Errorf("%s = %v: the bounds fit in the budget", metrics.InsertBudgetExceeded, v)
+		}
+		if v, _ := sum(smp, metrics.InsertRetries); v != 0 {
+			t.Errorf("%s = %v", metrics.InsertRetries, v)
+		}
+	})
+}
+
+// TestConnWaitManyTables: 40 tables whose every record is a batch
+// (max_rows 1) and max_in_flight 1, so up to 40 INSERTs want a connection
+// at once from a pool of writer.InsertConns + 2 = 6. clickhouse-go waits
+// for one of its pool's connections at most dial_timeout (150ms here)
+// and then fails with "acquire conn timeout": without the sink's own
+// queue, that failed about a hundred attempts of this test. They queue
+// for a slot, and not one fails or is retried. Both servers.
+func TestConnWaitManyTables(t *testing.T) {
+	broker := testenv.Kafka(t)[0]
+	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
+		ctx := context.Background()
+		ch, db := s.Conn(t), s.NewDatabase(t)
+		tables, topics := budgetTables(t, ch, db, "t", 40)
+		var routes []string
+		for i, table := range tables {
+			routes = append(routes, fmt.Sprintf("  - {topic: %q, table: %s}", topics[i], table))
+		}
+		cfg := newConfig(t, fmt.Sprintf(`
+name: %s
+kafka: {brokers: [%q], topics: [%s], fetch_max_wait: 100ms}
+clickhouse: {addrs: [%q], database: %s, max_in_flight: 1, dial_timeout: 150ms}
+batch: {max_rows: 1}
+http: {listen: ""}
+routes:
+%s
+`, testenv.UniqueName(t, "connwait"), broker, `"`+strings.Join(topics, `", "`)+`"`, s.Addr, db, strings.Join(routes, "\n")))
+		const perTopic = 15
+		cl := testenv.KafkaClient(t)
+		for _, topic := range topics {
+			for n := 1; n <= perTopic; n++ {
+				cl.Produce(ctx, &kgo.Record{Topic: topic, Value: fmt.Appendf(nil, `{"id":%d,"ms":%d}`, n, time.Now().UnixMilli())}, nil)
+			}
+		}
+		if err := cl.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		m, read := serveMetrics(t, cfg.Kafka.Group)
+		runWhile(t, cfg, 3*time.Minute, func(*writer.Writer) (bool, string) {
+			v, _ := sum(read(), metrics.RowsInserted)
+			return v >= 40*perTopic, fmt.Sprintf("%v rows of %d", v, 40*perTopic)
+		}, pipeline.WithMetrics(m))
+		ok, failed := insertTimes(t, ch, db)
+		t.Logf("%d INSERTs, %d failed", len(ok), failed)
+		if failed != 0 || len(ok) != 40*perTopic {
+			t.Errorf("%d INSERTs finished and %d failed, want %d and 0", len(ok), failed, 40*perTopic)
+		}
+		if v, _ := sum(read(), metrics.InsertRetries); v != 0 {
+			t.Errorf("%s = %v: waiting for a connection is not a failed attempt", metrics.InsertRetries, v)
+		}
+		for _, table := range tables {
+			rowWaits(t, ch, db, table, perTopic)
+		}
+	})
+}
