@@ -289,7 +289,7 @@ func (c *Controller) Observe(x Sample) Share {
 		// pay if the others wanted no more than they send now and it
 		// took half of a fair split of the target with them:
 		// demand × e^−φ ≥ T/2 × demand/(demand + others' rate).
-		c.price = min(c.equilibrium(rs), max(0, math.Log(2*(x.Demand+max(0, rs-ro))/c.target())))
+		c.price = min(c.equilibrium(rs), c.joinCap(x.Demand, rs-ro))
 		c.priced = true
 		if c.price == 0 {
 			c.ramp = 2 * c.s.Min
@@ -308,8 +308,11 @@ func (c *Controller) Observe(x Sample) Share {
 			c.ramp *= math.Exp2(d / (c.s.Window / 2).Minutes())
 		case c.ramp > 0:
 			// The server reached its target: the price takes over from
-			// where the slow start got to.
-			c.price = min(max(c.price, math.Log(max(x.Demand, c.s.Min)/c.ramp)), c.s.MaxPrice)
+			// where the slow start got to, no higher than the first
+			// price's cap (the server may have dipped under its target
+			// only for a moment while others were writing: a joiner's
+			// slow start must not become its price).
+			c.price = min(max(c.price, math.Log(max(x.Demand, c.s.Min)/c.ramp)), c.joinCap(x.Demand, rs-ro), c.s.MaxPrice)
 			c.ramp = 0
 		}
 		c.share = c.decide(x.Demand, ReasonShared)
@@ -361,6 +364,13 @@ func (c *Controller) decide(demand float64, r Reason) Share {
 func (c *Controller) logRatio(rs float64) float64 {
 	t := c.target()
 	return math.Log(max(rs, t/100) / t)
+}
+
+// joinCap is the highest price a connector starts at: the one that gives it
+// half of a fair split of the target with the others if they wanted no
+// more than they send (others, INSERTs per minute).
+func (c *Controller) joinCap(demand, others float64) float64 {
+	return max(0, math.Log(2*(max(demand, 0)+max(others, 0))/c.target()))
 }
 
 // equilibrium is φ* for a server rate: where Gain × ln(R/T) = Leak × φ.
