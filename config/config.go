@@ -138,6 +138,14 @@ type ClickHouse struct {
 	// batch.max_latency); latency wins, and the sink says when the budget
 	// is exceeded (internal/pace).
 	MaxInsertsPerMinute float64 `koanf:"max_inserts_per_minute"`
+	// ShareBudget makes max_inserts_per_minute the server's budget, summed
+	// over every client that writes to it: the connector reads the
+	// server's count of INSERTs (system.events) every few seconds and
+	// takes a share in proportion to what it has to write, so that the
+	// connectors (pods) writing to one server hold its budget together
+	// with no coordinator (internal/budget). False: the budget is this
+	// connector's alone.
+	ShareBudget bool `koanf:"share_budget"`
 	// ConnMaxLifetime closes a pooled connection to ClickHouse this long
 	// after it was dialed (at its next release, or while it idles). A
 	// connection keeps buffers as large as the largest block it has sent
@@ -482,6 +490,8 @@ func defaults() *Config {
 			// a minute or two after the burst. Redialing costs one
 			// handshake per connection per minute.
 			ConnMaxLifetime: time.Minute,
+			// A server's budget is what it can take from all its writers.
+			ShareBudget: true,
 			// First backoff after a retriable error: a network blip is
 			// usually over by then.
 			RetryInitial: 500 * time.Millisecond,

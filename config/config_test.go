@@ -66,6 +66,7 @@ func TestDefaults(t *testing.T) {
 			QueryTimeout:    60 * time.Second,
 			MaxInFlight:     2,
 			ConnMaxLifetime: time.Minute,
+			ShareBudget:     true,
 			RetryInitial:    500 * time.Millisecond,
 			RetryMax:        30 * time.Second,
 			SchemaRefresh:   30 * time.Second,

@@ -21,6 +21,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"sink/config"
+	"sink/internal/budget"
 	"sink/internal/check"
 	"sink/internal/consumer"
 	"sink/internal/eos/eosio"
@@ -203,6 +204,16 @@ func run(cfg *config.Config, stderr io.Writer) int {
 	defer w.Close()
 	m.SetPinger(func(ctx context.Context) error { return w.Conn().Ping(ctx) })
 	opts := []pipeline.Option{pipeline.WithMetrics(m)}
+	if ch := cfg.ClickHouse; ch.MaxInsertsPerMinute > 0 && ch.ShareBudget {
+		// Each server's budget is shared with its other writers: read
+		// their INSERTs off the pipeline's goroutine, for as long as it runs.
+		sh := budget.NewSharer(budget.Settings{PerMinute: ch.MaxInsertsPerMinute}, writer.ShareReader(w, ch.QueryTimeout), 0, log)
+		sctx, stopShare := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); sh.Run(sctx) }()
+		defer func() { stopShare(); <-done }()
+		opts = append(opts, pipeline.WithAllowance(sh))
+	}
 	if cfg.ExactlyOnce() {
 		io, err := eosio.NewIO(cfg, w.Conn())
 		if err != nil {
@@ -261,6 +272,7 @@ func run(cfg *config.Config, stderr io.Writer) int {
 // or a writer.Cluster when a route has a cluster target.
 type clusterSink interface {
 	pipeline.Sink
+	writer.InsertCounter
 	Conn() driver.Conn
 	Close() error
 }

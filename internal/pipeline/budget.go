@@ -94,6 +94,7 @@ func (p *Pipeline) tighten(ts *tableState, d time.Duration) {
 // budgetOpened tells the Scheduler that a's batch got its first row at now.
 func (p *Pipeline) budgetOpened(a *accState, now time.Time) {
 	ts := a.key.table
+	a.active = now
 	p.sched.Open(a.key, p.serversOf(ts), now, a.acc.Policy().MaxWait, p.latencyBound(ts))
 }
 
@@ -101,13 +102,66 @@ func (p *Pipeline) budgetOpened(a *accState, now time.Time) {
 // flush of everything (shutdown, revoke, pause) counts, but never as over
 // the budget.
 func (p *Pipeline) budgetSealed(a *accState, now time.Time, why batch.Reason) {
+	a.active = now
+	servers := p.serversOf(a.key.table)
 	switch why {
 	case batch.ReasonShutdown, batch.ReasonRevoke, batch.ReasonPause:
-		p.sched.Flushed(a.key, p.serversOf(a.key.table), now)
+		p.sched.Flushed(a.key, servers, now)
 	default:
-		p.sched.Sealed(a.key, p.serversOf(a.key.table), now)
+		p.sched.Sealed(a.key, servers, now)
+	}
+	if u, ok := p.allow.(shareUsage); ok {
+		for _, s := range servers {
+			u.Inserted(s, 1)
+		}
 	}
 	p.budgetEpisodes()
+}
+
+// shareUsage is the optional side of an Allowance that shares each
+// server's budget with the other connectors writing to it
+// (internal/budget's Sharer): it is told this connector's INSERTs to each
+// server and its demand there.
+type shareUsage interface {
+	Inserted(server string, n int)
+	SetDemand(server string, perMinute float64)
+}
+
+// demandWindow is how long after its last seal a batch still counts toward
+// its servers' demand: a table that writes every few minutes keeps a claim
+// on its share in between.
+const demandWindow = 2 * time.Minute
+
+// budgetDemand tells a shared budget this connector's demand on each
+// server: the INSERTs per minute its batches would make at their own
+// triggers, unhindered (a minute over each batch's wait), summed over the
+// batches open now or sealed within demandWindow. Batches that fill by
+// rows or bytes before their wait make more; those the budget does not
+// hold anyway, and the server's count has them.
+func (p *Pipeline) budgetDemand(now time.Time) {
+	u, ok := p.allow.(shareUsage)
+	if !ok {
+		return
+	}
+	d := make(map[string]float64, len(p.demand))
+	for _, a := range p.accs {
+		wait := a.acc.Policy().MaxWait
+		if wait <= 0 || a.active.IsZero() || (a.acc.Empty() && now.Sub(a.active) > demandWindow) {
+			continue
+		}
+		for _, s := range p.serversOf(a.key.table) {
+			d[s] += time.Minute.Seconds() / wait.Seconds()
+		}
+	}
+	for s := range p.demand {
+		if _, ok := d[s]; !ok {
+			u.SetDemand(s, 0)
+		}
+	}
+	for s, v := range d {
+		u.SetDemand(s, v)
+	}
+	p.demand = d
 }
 
 // budgetDue seals what the Scheduler hands out now.
@@ -174,6 +228,7 @@ func (p *Pipeline) budgetStatus(s *status.Snapshot) {
 	if p.sched == nil {
 		return
 	}
+	p.budgetDemand(p.now())
 	for _, st := range p.sched.Status(p.now()) {
 		p.m.Budget(st.Server, st.PerMinute, st.LastMinute, st.Exceeded)
 		s.Budgets = append(s.Budgets, status.Budget{Server: st.Server, PerMinute: st.PerMinute, LastMinute: st.LastMinute,

@@ -69,6 +69,9 @@ type accState struct {
 	id     uint64 // the unit id the open batch's records are tracked under
 	key    accKey
 	oldest int64 // unix nanoseconds of the open batch's oldest record timestamp; 0: none known
+	// active is when the batch last opened or was sealed, for the demand a
+	// shared budget is told (budget.go); zero without a budget.
+	active time.Time
 }
 
 type flight struct {

@@ -224,6 +224,9 @@ type Pipeline struct {
 	// nil without one; allow gives each server's allowance.
 	allow pace.Allowance
 	sched *pace.Scheduler[accKey]
+	// demand is the INSERTs per minute last told to a shared budget, by
+	// server (budgetDemand).
+	demand map[string]float64
 	// conns are the INSERTs that may hold a ClickHouse connection at once
 	// (writer.InsertConns): the others wait for a slot here, in no hurry
 	// and without an error, instead of timing out in the driver's pool.

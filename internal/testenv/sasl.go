@@ -121,22 +121,15 @@ func checkoutTLSDir() (string, error) {
 	if v := strings.TrimSpace(os.Getenv(EnvKafkaTLS)); v != "" {
 		return v, nil
 	}
-	wd, err := os.Getwd()
+	dir, err := checkoutRoot()
 	if err != nil {
 		return "", err
 	}
-	for dir := wd; ; dir = filepath.Dir(dir) {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			tls := filepath.Join(dir, ".stack", "kafka", "tls")
-			if _, err := os.Stat(filepath.Join(tls, "ca.pem")); err != nil {
-				return "", fmt.Errorf("no test CA in %s (set %s to the directory scripts/stack.sh wrote)", tls, EnvKafkaTLS)
-			}
-			return tls, nil
-		}
-		if filepath.Dir(dir) == dir {
-			return "", fmt.Errorf("no go.mod above %s", wd)
-		}
+	tls := filepath.Join(dir, ".stack", "kafka", "tls")
+	if _, err := os.Stat(filepath.Join(tls, "ca.pem")); err != nil {
+		return "", fmt.Errorf("no test CA in %s (set %s to the directory scripts/stack.sh wrote)", tls, EnvKafkaTLS)
 	}
+	return tls, nil
 }
 
 func secureTLS(s SecureKafka) (*tls.Config, error) {
