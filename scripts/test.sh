@@ -34,7 +34,7 @@ if uses 'testenv\.(Postgres|Debezium)\('; then bash scripts/stack.sh cdc up; fi
 
 log=.stack/go-test.log
 status=0
-SINK_REQUIRE_STACK=1 go test -tags integration -count=1 -timeout 20m -v "$@" ./... >"$log" 2>&1 || status=$?
+SINK_REQUIRE_STACK=1 go test -tags integration -count=1 -timeout 25m -v "$@" ./... >"$log" 2>&1 || status=$?
 # The fault drills on the clusters kill servers the other packages' tests use:
 # alone, after them (TestChaosClusterDrills; TEST_DRILLS=0 leaves them out).
 if [[ ${TEST_CLUSTER:-1} != 0 && ${TEST_DRILLS:-1} != 0 && $# -eq 0 ]]; then

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/internal/testenv"
@@ -218,6 +219,10 @@ log:
 	t.Logf("killed with %d of %d records committed; %d dead-letter rows", below, n, len(dead))
 
 	child = startSink(t, bin, cfgPath)
+	// Everything may be committed already (the first run can get that far
+	// before its kill): wait until the new run has joined the group, which
+	// it does after setting up its signal handling, before stopping it.
+	waitGroupMember(t, group, time.Minute)
 	ends := endOffsets(t, topic)
 	deadline = time.Now().Add(3 * time.Minute)
 	for {
@@ -228,10 +233,6 @@ log:
 		}
 		if done {
 			break
-		}
-		if time.Since(deadline.Add(-3*time.Minute)) < 2*time.Second {
-			// Not before the run has set up its signal handling.
-			time.Sleep(2 * time.Second)
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("after the restart the group committed %v of %v", c, ends)
@@ -333,4 +334,23 @@ func produceDLQStream(t *testing.T, topic string, values []string) []fanRec {
 		t.Fatalf("produce: %v", failed)
 	}
 	return out
+}
+
+// waitGroupMember waits until group has a member (a sink run has joined).
+func waitGroupMember(t *testing.T, group string, within time.Duration) {
+	t.Helper()
+	adm := kadm.NewClient(testenv.KafkaClient(t))
+	deadline := time.Now().Add(within)
+	for {
+		gs, err := adm.DescribeGroups(context.Background(), group)
+		if err == nil {
+			if g, ok := gs[group]; ok && g.Err == nil && len(g.Members) > 0 {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no member joined group %s within %v (last error: %v)", group, within, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

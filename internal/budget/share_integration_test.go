@@ -1,6 +1,6 @@
 //go:build integration
 
-package pipeline_test
+package budget_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"sink/config"
 	"sink/internal/budget"
 	"sink/internal/consumer"
 	"sink/internal/pipeline"
@@ -234,4 +235,13 @@ func produceJSON(t *testing.T, topics []string, rate float64) {
 		}
 	}()
 	t.Cleanup(func() { cancel(); <-done })
+}
+
+func newConfig(t *testing.T, yaml string) *config.Config {
+	t.Helper()
+	cfg, err := config.Parse([]byte(yaml), nil)
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	return cfg
 }
