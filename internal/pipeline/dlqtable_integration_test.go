@@ -199,6 +199,9 @@ log:
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	// The killed run stays a member of the group until its session times
+	// out: the restart is known to be up by a member id of its own.
+	old := groupMembers(t, group)
 	if err := child.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +225,7 @@ log:
 	// Everything may be committed already (the first run can get that far
 	// before its kill): wait until the new run has joined the group, which
 	// it does after setting up its signal handling, before stopping it.
-	waitGroupMember(t, group, time.Minute)
+	waitNewMember(t, group, old, 2*time.Minute)
 	ends := endOffsets(t, topic)
 	deadline = time.Now().Add(3 * time.Minute)
 	for {
@@ -336,20 +339,36 @@ func produceDLQStream(t *testing.T, topic string, values []string) []fanRec {
 	return out
 }
 
-// waitGroupMember waits until group has a member (a sink run has joined).
-func waitGroupMember(t *testing.T, group string, within time.Duration) {
+// groupMembers returns the member ids group has now.
+func groupMembers(t *testing.T, group string) map[string]bool {
 	t.Helper()
 	adm := kadm.NewClient(testenv.KafkaClient(t))
+	gs, err := adm.DescribeGroups(context.Background(), group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]bool{}
+	if g, ok := gs[group]; ok && g.Err == nil {
+		for _, m := range g.Members {
+			ids[m.MemberID] = true
+		}
+	}
+	return ids
+}
+
+// waitNewMember waits until group has a member whose id is not in old (a
+// sink run started since has joined).
+func waitNewMember(t *testing.T, group string, old map[string]bool, within time.Duration) {
+	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
-		gs, err := adm.DescribeGroups(context.Background(), group)
-		if err == nil {
-			if g, ok := gs[group]; ok && g.Err == nil && len(g.Members) > 0 {
+		for id := range groupMembers(t, group) {
+			if !old[id] {
 				return
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no member joined group %s within %v (last error: %v)", group, within, err)
+			t.Fatalf("no new member joined group %s within %v", group, within)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
