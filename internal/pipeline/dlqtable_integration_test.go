@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -312,31 +311,11 @@ log:
 // returns where each landed (id is the value's index).
 func produceDLQStream(t *testing.T, topic string, values []string) []fanRec {
 	t.Helper()
-	cl := testenv.KafkaClient(t, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
-		kgo.ProducerLinger(5*time.Millisecond))
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	out := make([]fanRec, len(values))
-	var mu sync.Mutex
-	var failed error
+	recs := make([]*kgo.Record, len(values))
 	for i, v := range values {
-		cl.Produce(ctx, &kgo.Record{Key: fmt.Appendf(nil, "k%d", i), Value: []byte(v)}, func(r *kgo.Record, err error) {
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				failed = err
-				return
-			}
-			out[i] = fanRec{id: i, partition: r.Partition, offset: r.Offset}
-		})
+		recs[i] = &kgo.Record{Key: fmt.Appendf(nil, "k%d", i), Value: []byte(v)}
 	}
-	if err := cl.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if failed != nil {
-		t.Fatalf("produce: %v", failed)
-	}
-	return out
+	return produceRoundRobin(t, topic, recs)
 }
 
 // groupMembers returns the member ids group has now.

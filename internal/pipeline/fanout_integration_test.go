@@ -223,20 +223,30 @@ log:
 // where each landed.
 func produceFan(t *testing.T, topic string, n int) []fanRec {
 	t.Helper()
+	recs := make([]*kgo.Record, n)
+	for i := range n {
+		typ := "t2"
+		if i%2 == 0 {
+			typ = "t1"
+		}
+		recs[i] = &kgo.Record{Value: fmt.Appendf(nil, `{"id":%d,"kind":%q}`, i, fanKinds[i%3]),
+			Headers: []kgo.RecordHeader{{Key: "type", Value: []byte(typ)}}}
+	}
+	return produceRoundRobin(t, topic, recs)
+}
+
+// produceRoundRobin writes recs to topic, round-robin over its partitions,
+// and returns where each landed (id is the record's index).
+func produceRoundRobin(t *testing.T, topic string, recs []*kgo.Record) []fanRec {
+	t.Helper()
 	cl := testenv.KafkaClient(t, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
 		kgo.ProducerLinger(5*time.Millisecond))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	out := make([]fanRec, n)
+	out := make([]fanRec, len(recs))
 	var mu sync.Mutex
 	var failed error
-	for i := range n {
-		r := &kgo.Record{Value: fmt.Appendf(nil, `{"id":%d,"kind":%q}`, i, fanKinds[i%3])}
-		if i%2 == 0 {
-			r.Headers = []kgo.RecordHeader{{Key: "type", Value: []byte("t1")}}
-		} else {
-			r.Headers = []kgo.RecordHeader{{Key: "type", Value: []byte("t2")}}
-		}
+	for i, r := range recs {
 		cl.Produce(ctx, r, func(r *kgo.Record, err error) {
 			mu.Lock()
 			defer mu.Unlock()
