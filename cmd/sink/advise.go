@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"sink/config"
-	"sink/internal/advise"
+	"sink/internal/command/advise"
 	"sink/internal/consumer"
 )
 

@@ -13,7 +13,7 @@ import (
 )
 
 // sink advise measures a topic fed at 2,000 records/s (the measurement
-// itself is tested in internal/advise) and prints the arithmetic, what to
+// itself is tested in internal/command/advise) and prints the arithmetic, what to
 // expect, and a YAML fragment that loads.
 func TestAdviseCommand(t *testing.T) {
 	brokers := testenv.Kafka(t)

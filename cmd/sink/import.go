@@ -11,7 +11,7 @@ import (
 	"sort"
 	"strings"
 
-	"sink/internal/connectimport"
+	"sink/internal/command/connectimport"
 )
 
 const importUsage = `Usage: sink import [--out DIR | --stdout] [--brokers HOST:PORT,...] [--native HOST:PORT]

@@ -22,7 +22,7 @@ import (
 
 	"sink/config"
 	"sink/internal/budget"
-	"sink/internal/check"
+	"sink/internal/command/check"
 	"sink/internal/consumer"
 	"sink/internal/eos/eosio"
 	"sink/internal/errtext"

@@ -14,7 +14,7 @@ import (
 
 	"sink/config"
 	"sink/internal/chschema"
-	"sink/internal/groupoffsets"
+	"sink/internal/command/groupoffsets"
 	"sink/internal/writer"
 )
 

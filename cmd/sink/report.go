@@ -11,7 +11,7 @@ import (
 
 	"sink/config"
 	"sink/internal/cluster"
-	"sink/internal/report"
+	"sink/internal/command/report"
 	"sink/internal/writer"
 )
 

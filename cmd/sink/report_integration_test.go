@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"sink/internal/report"
+	"sink/internal/command/report"
 	"sink/internal/testenv"
 )
 

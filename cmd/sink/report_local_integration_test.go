@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"sink/internal/report"
+	"sink/internal/command/report"
 	"sink/internal/status"
 	"sink/internal/testenv"
 )

@@ -11,8 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/config"
-	"sink/internal/advise"
 	"sink/internal/chschema"
+	"sink/internal/command/advise"
 	"sink/internal/decode"
 	"sink/internal/registry"
 	"sink/internal/route"

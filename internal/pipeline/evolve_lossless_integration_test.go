@@ -22,9 +22,9 @@ import (
 	"google.golang.org/protobuf/types/dynamicpb"
 
 	"sink/config"
-	"sink/internal/eventfmt"
 	"sink/internal/registry"
 	"sink/internal/testenv"
+	"sink/tools/eventfmt"
 )
 
 // No value is lost when schema.evolve: add_columns adds a column, whatever

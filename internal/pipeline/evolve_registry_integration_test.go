@@ -14,9 +14,9 @@ import (
 	"github.com/twmb/franz-go/pkg/sr"
 
 	"sink/config"
-	"sink/internal/eventfmt"
 	"sink/internal/registry"
 	"sink/internal/testenv"
+	"sink/tools/eventfmt"
 )
 
 // Schema drift and evolution for the registry formats, on the real stack:

@@ -13,9 +13,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"sink/internal/command/report"
 	"sink/internal/metrics"
 	"sink/internal/pipeline"
-	"sink/internal/report"
 	"sink/internal/testenv"
 	"sink/internal/writer"
 )

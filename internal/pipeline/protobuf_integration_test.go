@@ -17,9 +17,9 @@ import (
 	"google.golang.org/protobuf/types/dynamicpb"
 
 	"sink/config"
-	"sink/internal/eventfmt"
 	"sink/internal/registry"
 	"sink/internal/testenv"
+	"sink/tools/eventfmt"
 )
 
 // shopMoney is imported by shopProto through a registry reference.

@@ -6,8 +6,8 @@ import (
 	"os"
 
 	"sink/config"
-	"sink/internal/eventfmt"
 	"sink/internal/registry"
+	"sink/tools/eventfmt"
 	"sink/tools/gen"
 )
 

@@ -13,9 +13,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/config"
-	"sink/internal/eventfmt"
 	"sink/internal/registry"
 	"sink/internal/testenv"
+	"sink/tools/eventfmt"
 	"sink/tools/gen"
 )
 

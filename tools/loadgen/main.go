@@ -5,7 +5,7 @@
 // --rate-profile paces them in steps (500:60s,10000:60s,500:60s). With
 // --topic-count the events go to that many topics, evenly or with a Zipf
 // skew across them (--topic-skew), from the one process. With --format avro,
-// protobuf or json-schema the same events are re-encoded (internal/eventfmt)
+// protobuf or json-schema the same events are re-encoded (tools/eventfmt)
 // and framed in the Confluent wire format with the schema id that loadgen
 // registers in the schema registry at --registry.
 package main

@@ -44,7 +44,7 @@ func TestGolden(t *testing.T) {
 			}
 			want, err := os.ReadFile(golden)
 			if err != nil {
-				t.Fatalf("%v (run go test ./internal/connectimport -run Golden -update)", err)
+				t.Fatalf("%v (run go test ./internal/command/connectimport -run Golden -update)", err)
 			}
 			if string(want) != string(r.YAML) {
 				t.Errorf("%s differs from the output:\n%s", golden, r.YAML)

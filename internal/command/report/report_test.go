@@ -266,10 +266,10 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("%v (run go test ./internal/report -run Golden -update to create it)", err)
+		t.Fatalf("%v (run go test ./internal/command/report -run Golden -update to create it)", err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Fatalf("%s differs from the output (go test ./internal/report -run Golden -update rewrites it); got:\n%s", path, got)
+		t.Fatalf("%s differs from the output (go test ./internal/command/report -run Golden -update rewrites it); got:\n%s", path, got)
 	}
 }
 

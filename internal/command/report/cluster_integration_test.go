@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"sink/internal/report"
+	"sink/internal/command/report"
 	"sink/internal/testenv"
 )
 

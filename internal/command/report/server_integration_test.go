@@ -11,7 +11,7 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 
-	"sink/internal/report"
+	"sink/internal/command/report"
 	"sink/internal/testenv"
 )
 

@@ -26,8 +26,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/config"
-	"sink/internal/advise"
 	"sink/internal/chschema"
+	"sink/internal/command/advise"
 	"sink/internal/consumer"
 	"sink/internal/decode"
 	"sink/internal/eos/eosio"
