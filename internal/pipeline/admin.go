@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"sink/internal/batch"
+	"sink/internal/chtable"
 	"sink/internal/offsets"
 	"sink/internal/status"
-	"sink/internal/writer"
 )
 
 // The operator's controls and view (internal/status): the connector's
@@ -304,7 +304,7 @@ type insertFailure struct {
 	at   time.Time
 }
 
-func newInsertFailure(at writer.Attempt, now time.Time) *insertFailure {
+func newInsertFailure(at chtable.Attempt, now time.Time) *insertFailure {
 	return &insertFailure{msg: at.Err.Error(), code: at.Code, at: now}
 }
 

@@ -12,11 +12,11 @@ import (
 
 	"sink/config"
 	"sink/internal/chschema"
+	"sink/internal/chtable"
 	"sink/internal/command/advise"
 	"sink/internal/decode"
 	"sink/internal/registry"
 	"sink/internal/route"
-	"sink/internal/writer"
 )
 
 // Creating missing tables (schema.create: if_missing). Before the routes
@@ -46,7 +46,7 @@ const createRetry = 2 * time.Second
 // TableCreator is the part of writer.Writer that creating tables needs.
 type TableCreator interface {
 	TableExists(ctx context.Context, db, table string) (bool, error)
-	CreateTable(ctx context.Context, s writer.TableSpec) (ddl []string, created bool, err error)
+	CreateTable(ctx context.Context, s chtable.TableSpec) (ddl []string, created bool, err error)
 	Features(ctx context.Context) (chschema.ServerInfo, error)
 }
 
@@ -60,7 +60,7 @@ type CreatePlan struct {
 	// that get no column, each with the reason.
 	Sampled, Bad int
 	Skipped      []string
-	Spec         writer.TableSpec
+	Spec         chtable.TableSpec
 	// DDL is the statements that create the table (none when Exists or
 	// when no records were sampled).
 	DDL []string
@@ -123,19 +123,19 @@ func planCreate(ctx context.Context, cfg *config.Config, i int, w TableCreator, 
 		return plan, nil
 	}
 	sch := r.Schema
-	plan.Spec = writer.TableSpec{
+	plan.Spec = chtable.TableSpec{
 		Database: db, Table: name, Columns: fields,
 		Replacing: sch.Replacing(), OrderBy: sch.OrderBy, PartitionBy: sch.PartitionBy,
 		Settings: sch.Settings, Cluster: cfg.ClickHouse.Cluster,
 	}
 	if sch.Replacing() {
-		plan.Spec.Columns = append(plan.Spec.Columns, writer.KafkaColumns(info.EvolveTypes())...)
+		plan.Spec.Columns = append(plan.Spec.Columns, chtable.KafkaColumns(info.EvolveTypes())...)
 		plan.Spec.Version = "_offset"
 	}
 	if len(fields) == 0 {
 		return plan, fmt.Errorf("routes[%d] (schema.create for %s.%s): no field of the %d records sampled from %s gets a column (%v)", i, db, name, plan.Sampled, r.Topic, plan.Skipped)
 	}
-	if plan.DDL, err = writer.CreateTableDDL(plan.Spec); err != nil {
+	if plan.DDL, err = chtable.CreateTableDDL(plan.Spec); err != nil {
 		return plan, fmt.Errorf("routes[%d] (schema.create for %s.%s): %w", i, db, name, err)
 	}
 	return plan, nil
@@ -148,7 +148,7 @@ func planCreate(ctx context.Context, cfg *config.Config, i int, w TableCreator, 
 // and typed by it (decode.JSONSchemaFields); the fields it does not type
 // follow, typed by their values.
 func inferFields(ctx context.Context, r config.Route, reg decode.Registry, srv chschema.ServerTypes, recs []*kgo.Record, plan *CreatePlan) ([]chschema.ColumnSchema, error) {
-	dp, err := decode.Compile(r.Format, writer.KafkaColumns(srv), nil, decode.WithRegistry(reg), decode.WithMessage(r.Message))
+	dp, err := decode.Compile(r.Format, chtable.KafkaColumns(srv), nil, decode.WithRegistry(reg), decode.WithMessage(r.Message))
 	if err != nil {
 		return nil, err
 	}

@@ -91,13 +91,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/config"
+	"sink/internal/chtable"
 	"sink/internal/decode"
 	"sink/internal/metrics"
 	"sink/internal/offsets"
 	"sink/internal/pace"
 	"sink/internal/registry"
 	"sink/internal/status"
-	"sink/internal/writer"
 )
 
 // Pipeline is one connector.
@@ -228,7 +228,7 @@ type Pipeline struct {
 	// server (budgetDemand).
 	demand map[string]float64
 	// conns are the INSERTs that may hold a ClickHouse connection at once
-	// (writer.InsertConns): the others wait for a slot here, in no hurry
+	// (chtable.InsertConns): the others wait for a slot here, in no hurry
 	// and without an error, instead of timing out in the driver's pool.
 	conns chan struct{}
 }
@@ -303,7 +303,7 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w Sink, op
 	}
 	p.initExactly()
 	p.initBudget()
-	p.conns = make(chan struct{}, writer.InsertConns(cfg.ClickHouse))
+	p.conns = make(chan struct{}, chtable.InsertConns(cfg.ClickHouse.MaxInFlight))
 	p.m.SetMaxWait(cfg.Batch.MaxWait)
 	if err := p.createTables(ctx); err != nil {
 		return nil, err

@@ -6,9 +6,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/internal/chschema"
+	"sink/internal/chtable"
 	"sink/internal/eos"
 	"sink/internal/offsets"
-	"sink/internal/writer"
 )
 
 // The pipeline talks to Kafka and ClickHouse only through the two ports
@@ -45,7 +45,7 @@ type Source interface {
 // (at start, and for a table named after a new topic) and from describe
 // goroutines; Insert from one goroutine per batch in flight, concurrently.
 type Sink interface {
-	// Describe returns the columns of db.table (writer.ErrNoTable when it
+	// Describe returns the columns of db.table (chtable.ErrNoTable when it
 	// does not exist).
 	Describe(ctx context.Context, db, table string) ([]chschema.ColumnSchema, error)
 	// Insert writes block into t as one INSERT and retries the same block
@@ -53,9 +53,9 @@ type Sink interface {
 	// wait and refresh on schema errors (see writer.Writer.Insert). It
 	// returns nil, the permanent error, or ctx's error once ctx ends.
 	// Per-insert settings (the exactly-once deduplication token) come in
-	// ctx (writer.WithInsertSettings).
-	Insert(ctx context.Context, t *writer.Table, block chschema.Block, batchID uint64,
-		onRetry func(writer.Attempt), refresh writer.Refresh) error
+	// ctx (chtable.WithInsertSettings).
+	Insert(ctx context.Context, t *chtable.Table, block chschema.Block, batchID uint64,
+		onRetry func(chtable.Attempt), refresh chtable.Refresh) error
 }
 
 // ExactlyOnce is the I/O of delivery: exactly_once beyond Source and Sink
@@ -80,13 +80,13 @@ type ExactlyOnce interface {
 	// Present returns the runs of tp's offsets from..to-1 (to -1: no end)
 	// that t holds in its _offset column, in order; for a table written
 	// shard by shard, those any shard holds (every replica is asked).
-	Present(ctx context.Context, t *writer.Table, tp offsets.TP, from, to int64) ([]eos.Span, error)
+	Present(ctx context.Context, t *chtable.Table, tp offsets.TP, from, to int64) ([]eos.Span, error)
 	// Windows refuses in one line what exactly-once cannot work with (the
 	// server, a table, a materialized view; on a cluster naming the shard
 	// and replica) or returns each table's deduplication window, in the
 	// order of tables (for a table written shard by shard, the smallest of
 	// its shards' local tables, with the replicas not reached).
-	Windows(ctx context.Context, tables []*writer.Table) ([]eos.Window, error)
+	Windows(ctx context.Context, tables []*chtable.Table) ([]eos.Window, error)
 }
 
 // placementSink is a Sink that splits a table's batches across the shards

@@ -38,10 +38,10 @@ import (
 
 	"sink/config"
 	"sink/internal/chschema"
+	"sink/internal/chtable"
 	"sink/internal/consumer"
 	"sink/internal/offsets"
 	"sink/internal/testenv"
-	"sink/internal/writer"
 )
 
 const unitTopic = "events"
@@ -248,8 +248,8 @@ func (k *fakeSink) Describe(_ context.Context, _, _ string) ([]chschema.ColumnSc
 	return []chschema.ColumnSchema{{Name: "id", Type: "UInt64"}, {Name: "s", Type: "String"}}, nil
 }
 
-func (k *fakeSink) Insert(ctx context.Context, t *writer.Table, block chschema.Block, _ uint64,
-	onRetry func(writer.Attempt), _ writer.Refresh) error {
+func (k *fakeSink) Insert(ctx context.Context, t *chtable.Table, block chschema.Block, _ uint64,
+	onRetry func(chtable.Attempt), _ chtable.Refresh) error {
 	k.active.Add(1)
 	defer k.active.Add(-1)
 	k.mu.Lock()
@@ -270,7 +270,7 @@ func (k *fakeSink) Insert(ctx context.Context, t *writer.Table, block chschema.B
 	}
 	for i := 1; i <= sc.retries; i++ {
 		if onRetry != nil {
-			onRetry(writer.Attempt{N: i, Err: errRetriable, Class: writer.Retriable, Code: 252, Wait: time.Millisecond})
+			onRetry(chtable.Attempt{N: i, Err: errRetriable, Class: chtable.Retriable, Code: 252, Wait: time.Millisecond})
 		}
 		time.Sleep(time.Millisecond)
 	}
