@@ -24,14 +24,6 @@ import (
 // inserts.
 var partsInterval = 5 * time.Second
 
-// partsReader is the Sink's optional ability to read tables' parts
-// (writer.Writer has it; writer.Cluster reads every replica of every shard
-// and gives the most pressed one's); without it the controller works from the rate,
-// insert durations and errors alone.
-type partsReader interface {
-	PartsOf(ctx context.Context, tables []chtable.TableName) (map[chtable.TableName]adapt.Parts, error)
-}
-
 // partsResult is a probe goroutine's answer, for the tables it read.
 type partsResult struct {
 	tables []*tableState

@@ -36,15 +36,6 @@ import (
 // shorten Pipeline.snapEvery).
 const snapshotInterval = time.Second
 
-// pauseSource is a Source whose fetching can be paused without leaving
-// the group (consumer.Consumer: franz-go's PauseFetchTopics). Both are
-// called from the owner goroutine. Without it, a pause stops asking for
-// polls instead.
-type pauseSource interface {
-	PauseFetch(topics []string)
-	ResumeFetch()
-}
-
 type controlOp uint8
 
 const (
@@ -81,14 +72,6 @@ type partSeen struct {
 }
 
 func newPartSeen() *partSeen { return &partSeen{next: -1, committed: -1} }
-
-// positionsSource is a Source that can ask the brokers for the group's
-// committed offsets and the partitions' log end offsets
-// (consumer.Consumer.Positions), called on its own goroutine. Without it,
-// /status knows a partition's numbers only from its fetches and commits.
-type positionsSource interface {
-	Positions(ctx context.Context, topics []string) (committed, ends map[offsets.TP]int64, err error)
-}
 
 // positionsInterval is how often the positions probe runs (tests shorten
 // Pipeline.posEvery): a partition
@@ -319,7 +302,7 @@ func (p *Pipeline) publish() {
 	}
 	backpressure := p.paused || len(p.held.parts) > 0
 	s.Backpressure = backpressure
-	if g, ok := p.cons.(interface{ GroupProtocol() string }); ok {
+	if g, ok := p.cons.(protocolSource); ok {
 		s.GroupProtocol = g.GroupProtocol()
 	}
 	names := make([]string, 0, len(p.tables))

@@ -13,7 +13,6 @@ import (
 	"sink/config"
 	"sink/internal/chschema"
 	"sink/internal/chtable"
-	"sink/internal/command/advise"
 	"sink/internal/decode"
 	"sink/internal/registry"
 	"sink/internal/route"
@@ -43,13 +42,6 @@ const CreateSample = 500
 // createRetry is how often a topic with no records is sampled again.
 const createRetry = 2 * time.Second
 
-// TableCreator is the part of writer.Writer that creating tables needs.
-type TableCreator interface {
-	TableExists(ctx context.Context, db, table string) (bool, error)
-	CreateTable(ctx context.Context, s chtable.TableSpec) (ddl []string, created bool, err error)
-	Features(ctx context.Context) (chschema.ServerInfo, error)
-}
-
 // CreatePlan is what schema.create: if_missing does for one route.
 type CreatePlan struct {
 	Route           int // index in routes
@@ -66,18 +58,11 @@ type CreatePlan struct {
 	DDL []string
 }
 
-// sampleTopic reads up to n of the newest records of topic.
-func sampleTopic(ctx context.Context, k config.Kafka, topic string, n int) ([]*kgo.Record, error) {
-	var recs []*kgo.Record
-	err := advise.SampleRecords(ctx, k, []string{topic}, n, func(r *kgo.Record) { recs = append(recs, r) })
-	return recs, err
-}
-
 // PlanCreates works out, for every route with schema.create: if_missing,
 // whether its table exists and, when not, the statements that would create
-// it from a sample of its topic's records. It changes nothing. A route
-// whose topic has no records yet gets a plan without DDL.
-func PlanCreates(ctx context.Context, cfg *config.Config, w TableCreator, reg decode.Registry) ([]CreatePlan, error) {
+// it from a sample of its topic's records (read with s). It changes
+// nothing. A route whose topic has no records yet gets a plan without DDL.
+func PlanCreates(ctx context.Context, cfg *config.Config, w TableCreator, reg decode.Registry, s Sampler) ([]CreatePlan, error) {
 	var plans []CreatePlan
 	var info *chschema.ServerInfo
 	for i, r := range cfg.Routes {
@@ -91,7 +76,7 @@ func PlanCreates(ctx context.Context, cfg *config.Config, w TableCreator, reg de
 			}
 			info = &in
 		}
-		plan, err := planCreate(ctx, cfg, i, w, reg, *info)
+		plan, err := planCreate(ctx, cfg, i, w, reg, s, *info)
 		if err != nil {
 			return nil, err
 		}
@@ -100,7 +85,7 @@ func PlanCreates(ctx context.Context, cfg *config.Config, w TableCreator, reg de
 	return plans, nil
 }
 
-func planCreate(ctx context.Context, cfg *config.Config, i int, w TableCreator, reg decode.Registry, info chschema.ServerInfo) (CreatePlan, error) {
+func planCreate(ctx context.Context, cfg *config.Config, i int, w TableCreator, reg decode.Registry, s Sampler, info chschema.ServerInfo) (CreatePlan, error) {
 	r := cfg.Routes[i]
 	db, name := cfg.TableFor(r)
 	plan := CreatePlan{Route: i, Topic: r.Topic, Database: db, Table: name}
@@ -111,7 +96,10 @@ func planCreate(ctx context.Context, cfg *config.Config, i int, w TableCreator, 
 	if plan.Exists = exists; exists {
 		return plan, nil
 	}
-	recs, err := sampleTopic(ctx, cfg.Kafka, r.Topic, CreateSample)
+	if s == nil {
+		return plan, fmt.Errorf("routes[%d] (schema.create for %s.%s): the table is missing and nothing was given to sample topic %s with (pipeline.WithSampler)", i, db, name, r.Topic)
+	}
+	recs, err := s.Sample(ctx, r.Topic, CreateSample)
 	if err != nil {
 		return plan, fmt.Errorf("routes[%d] (schema.create for %s.%s): sampling topic %s: %w", i, db, name, r.Topic, err)
 	}
@@ -243,7 +231,7 @@ func (p *Pipeline) createTables(ctx context.Context) error {
 		}
 		waited := false
 		for {
-			plan, err := planCreate(ctx, p.cfg, i, tc, p.reg, info)
+			plan, err := planCreate(ctx, p.cfg, i, tc, p.reg, p.sampler, info)
 			if err != nil {
 				return err
 			}
@@ -294,6 +282,11 @@ func hasCreate(cfg *config.Config) bool {
 	}
 	return false
 }
+
+// WithSampler gives schema.create: if_missing s to read the records that
+// type a missing table's columns. Without it, New fails on a route with
+// schema.create: if_missing whose table is missing.
+func WithSampler(s Sampler) Option { return func(p *Pipeline) { p.sampler = s } }
 
 // WithoutCreate makes New leave missing tables missing, whatever
 // schema.create says (sink check, which only prints PlanCreates).

@@ -159,12 +159,6 @@ type evolveStart struct {
 	typ string
 }
 
-// columnAdder is the part of writer.Writer that schema evolution needs.
-type columnAdder interface {
-	AddColumn(ctx context.Context, info chschema.ServerInfo, db, table, cluster, name, typ string) (ddl string, added bool, err error)
-	Features(ctx context.Context) (chschema.ServerInfo, error)
-}
-
 // evolveResult is the end of one ADD COLUMN, reported to the owner.
 type evolveResult struct {
 	rs         *routeState

@@ -399,7 +399,7 @@ func (r *eoRun) assign(tps ...offsets.TP) {
 	for _, tp := range tps {
 		m[tp.Topic] = append(m[tp.Topic], tp.Partition)
 	}
-	r.p.Hooks().Assigned(context.Background(), m)
+	r.p.Assigned(context.Background(), m)
 }
 
 // feed hands the run tp's records from offset from to the log's end, as

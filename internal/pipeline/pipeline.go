@@ -82,6 +82,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -96,7 +97,6 @@ import (
 	"sink/internal/metrics"
 	"sink/internal/offsets"
 	"sink/internal/pace"
-	"sink/internal/registry"
 	"sink/internal/status"
 )
 
@@ -213,8 +213,11 @@ type Pipeline struct {
 	// come back on lookups. nil when no registry is configured.
 	look    *lookups
 	lookups chan lookupResult
-	// noCreate: New does not create missing tables (WithoutCreate).
+	// noCreate: New does not create missing tables (WithoutCreate);
+	// sampler reads the records that type a missing table's columns
+	// (WithSampler).
 	noCreate bool
+	sampler  Sampler
 	heldNow  atomic.Int64 // the records in held, for other goroutines
 
 	// unfilled is the DEFAULT columns noteUnfilled has logged, with why.
@@ -246,8 +249,9 @@ type Option func(*Pipeline)
 func WithMetrics(m *metrics.Metrics) Option { return func(p *Pipeline) { p.m = m } }
 
 // WithRegistry gives the registry-framed formats (avro, protobuf,
-// json-schema, debezium-avro) r as their schema registry. Without it, New
-// makes a registry.Client from schema_registry when that is configured.
+// json-schema, debezium-avro) r as their schema registry: main makes a
+// registry.Client from schema_registry. New refuses a config with
+// schema_registry and no WithRegistry.
 func WithRegistry(r decode.Registry) Option { return func(p *Pipeline) { p.reg = r } }
 
 // New resolves every route's table and compiles its decode plan. It fails
@@ -292,11 +296,7 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w Sink, op
 	p.stateSince = p.now()
 	p.initFanout()
 	if p.reg == nil && cfg.SchemaRegistry.Enabled() {
-		c, err := registry.New(cfg.SchemaRegistry, registry.Options{})
-		if err != nil {
-			return nil, err
-		}
-		p.reg = c
+		return nil, errors.New("schema_registry is configured but the pipeline was given no registry client (pipeline.WithRegistry)")
 	}
 	if p.reg != nil {
 		p.look = newLookups(p.reg, func() time.Time { return p.now() })

@@ -26,12 +26,6 @@ import (
 	"sink/internal/decode"
 )
 
-// latestSink is a Sink that reads the newest stored values of rows by key
-// (writer.Writer.Latest). Called from insert goroutines.
-type latestSink interface {
-	Latest(ctx context.Context, t *chtable.Table, q chtable.LatestQuery) ([][]any, error)
-}
-
 // errNoEarlier marks a cell whose earlier value exists nowhere: retrying
 // cannot help.
 type errNoEarlier struct{ msg string }

@@ -677,7 +677,7 @@ func testUnitCommitBoundedByRequestTimeout(t *testing.T) {
 // it held the rebalance.
 func revoke(r *running, tp offsets.TP) time.Duration {
 	began := time.Now()
-	r.p.Hooks().Revoked(context.Background(), map[string][]int32{tp.Topic: {tp.Partition}})
+	r.p.Revoked(context.Background(), map[string][]int32{tp.Topic: {tp.Partition}})
 	return time.Since(began)
 }
 
@@ -739,7 +739,7 @@ func testUnitLostWithBatchInFlight(t *testing.T) {
 	r.src.send(unitTP, 0, rows(0, 2)...)
 	r.insertStarted(t)
 	began := time.Now()
-	r.p.Hooks().Lost(context.Background(), map[string][]int32{unitTopic: {0}})
+	r.p.Lost(context.Background(), map[string][]int32{unitTopic: {0}})
 	// Waiting for the insert would never end: the gate opens only after.
 	if took := time.Since(began); took > 2*time.Second {
 		t.Fatalf("the lost callback waited %s; it must not wait for inserts", took)
@@ -822,7 +822,7 @@ func startKfakeConfig(t *testing.T, extra string, setup ...func(*Pipeline)) *kfa
 	if k.p, err = New(ctx, cfg, zerolog.Nop(), k.sink); err != nil {
 		t.Fatal(err)
 	}
-	hooks := k.p.Hooks()
+	hooks := consumer.HooksOf(k.p)
 	hooks.Pool = k.pool
 	if k.cons, err = consumer.New(ctx, cfg, zerolog.Nop(), hooks); err != nil {
 		t.Fatal(err)
