@@ -124,6 +124,10 @@ func parse(yamlBytes []byte, environ []string) (*Config, error) {
 	if len(envErrs) > 0 {
 		return nil, errors.Join(envErrs...)
 	}
+	deprecated, errs := applyDeprecations(ko, envKeys)
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
 
 	c := defaults()
 	err = ko.UnmarshalWithConf("", c, koanf.UnmarshalConf{
@@ -141,7 +145,8 @@ func parse(yamlBytes []byte, environ []string) (*Config, error) {
 
 	c.normalize()
 	c.fillDerived()
-	errs := filePasswords(doc)
+	c.deprecated = deprecated
+	errs = filePasswords(doc)
 	if err := c.Validate(); err != nil {
 		errs = append(errs, err)
 	}
