@@ -40,7 +40,14 @@ func TestUsage(t *testing.T) {
 	f([]string{"report", "--help"}, 0, "-config file")
 	f([]string{"report", "-h"}, 0, "Usage: sink report --table DB.TABLE")
 	f([]string{"advise", "--help"}, 0, "Usage: sink advise --config FILE")
-	f([]string{"check", "--help"}, 0, "path to the connector's YAML config")
+	f([]string{"check", "--help"}, 0, "the connector's YAML config file (required)")
+	f([]string{"check", "-h"}, 0, "Usage: sink check --config FILE")
+	f([]string{"check", "-h"}, 0, "It runs none of them, joins no group and commits")
+	f([]string{"check", "-h"}, 0, "Exit status: 0 when every check passed")
+	f([]string{"run", "-h"}, 0, "Usage: sink run --config FILE")
+	f([]string{"run", "--help"}, 0, "-config file")
+	f([]string{"run", "-h"}, 0, "130 when a")
+	f([]string{"run", "--nosuch"}, 2, "Usage: sink run --config FILE")
 	f([]string{"--help"}, 0, "sink offsets show|reset --config FILE")
 	f([]string{"offsets", "--help"}, 0, "Usage: sink offsets show  --config FILE")
 	f([]string{"offsets", "reset", "--help"}, 0, "confirm a forward move")
@@ -111,6 +118,20 @@ func TestRunLogsDeprecatedKeysOnce(t *testing.T) {
 		}
 		if code != 1 || n != 1 {
 			t.Fatalf("exit %d, %d warnings for %s in %q", code, n, key, errOut)
+		}
+	}
+}
+
+// Every command's -h has the same shape: a synopsis naming the command, what
+// it does, then its flags with their defaults; all on stderr, exit 0.
+func TestCommandHelpShape(t *testing.T) {
+	for _, cmd := range []string{"run", "check", "report", "advise", "import"} {
+		code, out, errOut := sinkCmd(t, cmd, "-h")
+		synopsis, rest, _ := strings.Cut(errOut, "\n\n")
+		desc, flags, ok := strings.Cut(rest, "\nFlags:\n")
+		if code != 0 || out != "" || !strings.HasPrefix(synopsis, "Usage: sink "+cmd+" ") || !ok ||
+			len(strings.TrimSpace(desc)) < 100 || !strings.HasPrefix(flags, "  -") {
+			t.Errorf("sink %s -h: exit %d, stdout %q, stderr:\n%s", cmd, code, out, errOut)
 		}
 	}
 }
