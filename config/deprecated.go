@@ -10,8 +10,16 @@ import (
 	"github.com/knadh/koanf/v2"
 )
 
-// DeprecatedDoc is the section of the docs that lists the deprecated keys.
-const DeprecatedDoc = "docs/operations.md#deprecated-keys"
+// The docs sections that errors and warnings point to, for what they do not
+// say in one line.
+const (
+	// DeprecatedDoc lists the deprecated keys.
+	DeprecatedDoc = "docs/operations.md#deprecated-keys"
+	// cdcDoc explains truncate: apply and its limits.
+	cdcDoc = "docs/formats.md#change-data-capture"
+	// createDoc explains schema.create: if_missing.
+	createDoc = "docs/evolution.md#creating-missing-tables-schemacreate-if_missing"
+)
 
 // deprecation is a key the sink still accepts, from the file or the
 // environment, but no longer documents: either another key says the same

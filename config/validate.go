@@ -565,7 +565,7 @@ func (p *problems) validateCreate(key string, r *Route) {
 		p.add("%s.engine: %q is not one of %s (versioned by _offset, with the Kafka columns) or %s", key, s.Engine, EngineReplacingMergeTree, EngineMergeTree)
 	}
 	if strings.TrimSpace(s.OrderBy) == "" {
-		p.add("%s.order_by: required with create: %s (the sorting key, e.g. \"(id)\" or \"(customer, ts)\"; with ReplacingMergeTree it also decides which rows are duplicates, so it is never guessed; \"tuple()\" for none)", key, CreateIfMissing)
+		p.add("%s.order_by: required with create: %s (the sorting key, e.g. \"(id)\", never guessed; \"tuple()\" for none) (%s)", key, CreateIfMissing, createDoc)
 	}
 	for _, e := range []struct{ name, v string }{{"order_by", s.OrderBy}, {"partition_by", s.PartitionBy}} {
 		if strings.ContainsAny(e.v, ";\x00") {
