@@ -2,8 +2,6 @@ package config
 
 import (
 	"fmt"
-	"math"
-	"strconv"
 	"strings"
 	"time"
 
@@ -91,30 +89,9 @@ func applyDeprecations(ko *koanf.Koanf, envKeys map[string]string) (warnings []s
 // quorumValue reads clickhouse.insert_quorum: a number of replicas, 0 for
 // the server's setting.
 func quorumValue(v any) (any, bool, error) {
-	var n int
-	switch x := v.(type) {
-	case int:
-		n = x
-	case int64:
-		n = int(x)
-	case uint64:
-		if x > math.MaxInt32 {
-			return nil, false, fmt.Errorf("invalid integer %d", x)
-		}
-		n = int(x)
-	case float64:
-		if x != math.Trunc(x) || math.Abs(x) > math.MaxInt32 {
-			return nil, false, fmt.Errorf("invalid integer %v", x)
-		}
-		n = int(x)
-	case string:
-		i, err := strconv.Atoi(strings.TrimSpace(x))
-		if err != nil {
-			return nil, false, fmt.Errorf("invalid integer %q", x)
-		}
-		n = i
-	default:
-		return nil, false, fmt.Errorf("expected an integer, got %v", v)
+	n, ok := settingInt(v)
+	if !ok {
+		return nil, false, fmt.Errorf("invalid integer %q", fmt.Sprint(v))
 	}
 	if n < 0 {
 		return nil, false, fmt.Errorf("(%d) must be 0 (the server's setting) or a number of replicas", n)
