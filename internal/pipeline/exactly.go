@@ -237,9 +237,6 @@ func (p *Pipeline) CheckExactlyOnce(ctx context.Context) error {
 // and the dead-letter tables.
 func (p *Pipeline) eoTables() []*writer.Table {
 	out := p.Tables()
-	if p.cfg == nil {
-		return out
-	}
 	for _, key := range p.cfg.DLQTables() {
 		if ts := p.tables[key]; ts != nil && p.isDLQTable(ts) {
 			out = append(out, ts.t)
