@@ -59,19 +59,6 @@ type Plan struct {
 	Notes []string
 }
 
-// Covered returns the ranges of tp that the replays insert.
-func (p *Plan) Covered(tp offsets.TP) []Range {
-	var out []Range
-	for _, in := range p.Replays {
-		for _, r := range in.Ranges {
-			if r.TP == tp {
-				out = append(out, r)
-			}
-		}
-	}
-	return out
-}
-
 // PlanRecovery decides, from the group's committed offsets, what each
 // assigned partition needs (docs/exactly-once.md, "Recovery on assignment").
 // tablesOf names the tables (db.table) a topic's records may go to: its
