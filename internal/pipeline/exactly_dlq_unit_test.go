@@ -92,6 +92,20 @@ func (w *eoWorld) holds(t *testing.T, what string, rows map[offsets.TP]map[int64
 	}
 }
 
+// runToEnd feeds both partitions from their committed offsets, waits
+// until both are committed at the log's end (6) and stops the run.
+func runToEnd(t *testing.T, w *eoWorld, r *eoRun) {
+	t.Helper()
+	r.resume(t, w, eoP0)
+	r.resume(t, w, eoP1)
+	eventually(t, 2*time.Second, "both partitions committed at 6", func() bool {
+		return r.src.committed(eoP0) == 6 && r.src.committed(eoP1) == 6
+	})
+	if err := r.stop(t); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+}
+
 // TestUnitExactlyDLQTableRecover: a run crashed with the batches below
 // recorded in the ledgers; the next run recovers, consumes both partitions
 // to their end, and each record is a row of one table once.
@@ -156,14 +170,7 @@ func TestUnitExactlyDLQTableRecover(t *testing.T) {
 				if kept, dropped := w.counts(); kept-before != tc.kept || dropped-dropped0 != tc.dropped {
 					t.Fatalf("recovery: %d INSERTs kept, %d dropped; want %d, %d", kept-before, dropped-dropped0, tc.kept, tc.dropped)
 				}
-				r.resume(t, w, eoP0)
-				r.resume(t, w, eoP1)
-				eventually(t, 2*time.Second, "both partitions committed at 6", func() bool {
-					return r.src.committed(eoP0) == 6 && r.src.committed(eoP1) == 6
-				})
-				if err := r.stop(t); err != nil {
-					t.Fatalf("Run: %v", err)
-				}
+				runToEnd(t, w, r)
 				w.holds(t, "the table", w.table, eoP0, 0, 2, 3, 4, 5)
 				w.holds(t, "the table", w.table, eoP1, 0, 1, 2, 3, 5)
 				w.holds(t, "the dead-letter table", w.dead, eoP0, 1)
@@ -188,14 +195,7 @@ func TestUnitExactlyDLQTableAndTopic(t *testing.T) {
 		cfg.Errors.DLQTopic = "dead"
 		r := w.run(t, cfg, nil)
 		r.assign(eoP0, eoP1)
-		r.resume(t, w, eoP0)
-		r.resume(t, w, eoP1)
-		eventually(t, 2*time.Second, "both partitions committed at 6", func() bool {
-			return r.src.committed(eoP0) == 6 && r.src.committed(eoP1) == 6
-		})
-		if err := r.stop(t); err != nil {
-			t.Fatalf("Run: %v", err)
-		}
+		runToEnd(t, w, r)
 		w.holds(t, "the table", w.table, eoP0, 0, 2, 3, 4, 5)
 		w.holds(t, "the dead-letter table", w.dead, eoP0, 1)
 		w.holds(t, "the dead-letter table", w.dead, eoP1, 4)
