@@ -8,10 +8,13 @@ import (
 	"sort"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"sink/internal/backoff"
 	"sink/internal/batch"
 	"sink/internal/chschema"
 	"sink/internal/chtable"
+	"sink/internal/decode"
 	"sink/internal/eos"
 	"sink/internal/kafkaerr"
 	"sink/internal/offsets"
@@ -31,6 +34,12 @@ type exactly struct {
 	// covers are offsets already in the table (found by the table check, or
 	// inserted by a replay): their records are not inserted again.
 	covers map[offsets.TP]eos.Covers
+	// dlqCovers are, likewise, offsets whose bad records already have
+	// their row in the partition's dead-letter table: the ranges of a
+	// dead-letter batch overlap those of the route's batches (a bad record
+	// lies between good ones), so a record's own table decides
+	// (eoCoveredRow, eoDeadLettered).
+	dlqCovers map[offsets.TP]eos.Covers
 	// rows records the partition of each row of an open batch, for the
 	// canonical order.
 	rows map[*accState]*rowParts
@@ -201,7 +210,7 @@ func (p *Pipeline) CheckExactlyOnce(ctx context.Context) error {
 	if p.eoIO == nil {
 		return errNoExactlyOnceIO
 	}
-	tables := p.Tables()
+	tables := p.eoTables()
 	windows, err := p.eoIO.Windows(ctx, tables)
 	if err != nil {
 		return err
@@ -223,6 +232,18 @@ func (p *Pipeline) CheckExactlyOnce(ctx context.Context) error {
 	return nil
 }
 
+// eoTables are the tables exactly-once inserts into: the routes' (Tables)
+// and the dead-letter tables.
+func (p *Pipeline) eoTables() []*chtable.Table {
+	out := p.Tables()
+	for _, key := range p.cfg.DLQTables() {
+		if ts := p.tables[key]; ts != nil && p.isDLQTable(ts) {
+			out = append(out, ts.t)
+		}
+	}
+	return out
+}
+
 // errNoExactlyOnceIO is the refusal of an exactly-once pipeline built
 // without WithExactlyOnce.
 var errNoExactlyOnceIO = errors.New("delivery exactly_once needs the exactly-once I/O (pipeline.WithExactlyOnce)")
@@ -237,22 +258,27 @@ func (p *Pipeline) initExactly() {
 		return
 	}
 	p.eo = &exactly{
-		ledgers:  map[offsets.TP]*eos.Ledger{},
-		start:    map[offsets.TP]int64{},
-		covers:   map[offsets.TP]eos.Covers{},
-		rows:     map[*accState]*rowParts{},
-		batches:  map[uint64]*eoBatch{},
-		windows:  map[*tableState]int64{},
-		settings: map[*tableState]string{},
-		inserts:  map[*tableState]int64{},
-		marks:    map[string]eoMark{},
-		retries:  map[*tableState]*intentRetry{},
+		ledgers:   map[offsets.TP]*eos.Ledger{},
+		start:     map[offsets.TP]int64{},
+		covers:    map[offsets.TP]eos.Covers{},
+		dlqCovers: map[offsets.TP]eos.Covers{},
+		rows:      map[*accState]*rowParts{},
+		batches:   map[uint64]*eoBatch{},
+		windows:   map[*tableState]int64{},
+		settings:  map[*tableState]string{},
+		inserts:   map[*tableState]int64{},
+		marks:     map[string]eoMark{},
+		retries:   map[*tableState]*intentRetry{},
 	}
 }
 
 // eoSkip is called for every record before it is routed: it notes where a
 // partition without a committed offset started, and reports whether the
-// record is already in the table.
+// record is already in the table. With dead-letter tables that cannot be
+// told before the record is decoded: a bad record inside a range of its
+// route's table is not one of its rows, and is skipped only if its row is
+// in its dead-letter table. decodeRecord and badRecord decide then
+// (eoCoveredRow, eoDeadLettered).
 func (p *Pipeline) eoSkip(tp offsets.TP, offset int64) bool {
 	e := p.eo
 	if l := e.ledgers[tp]; l != nil && l.Offset < 0 {
@@ -260,9 +286,44 @@ func (p *Pipeline) eoSkip(tp offsets.TP, offset int64) bool {
 			e.start[tp] = offset
 		}
 	}
+	if p.eoDeadLetterRows() {
+		return false
+	}
 	// The spans stay until the committed offset passes them (eoCommitted):
 	// a partition sought back (eoRelease) reads these offsets again.
 	return e.covers[tp].Contains(offset)
+}
+
+// eoDeadLetterRows reports whether bad records may become rows of a
+// dead-letter table, so that whether a record is handled is known only
+// once it is decoded.
+func (p *Pipeline) eoDeadLetterRows() bool { return p.dlqt != nil && len(p.dlqt.tables) > 0 }
+
+// eoCoveredRow reports whether the record at offset of tp, which decoded
+// into a row of its route's table, is already in that table (decided here
+// rather than in eoSkip when eoDeadLetterRows).
+func (p *Pipeline) eoCoveredRow(tp offsets.TP, offset int64) bool {
+	return p.eoDeadLetterRows() && p.eo.covers[tp].Contains(offset)
+}
+
+// eoDeadLettered reports whether the bad record at offset of tp, meant
+// for route rs (nil: none), is already handled: its row is in its
+// dead-letter table, or, when its bad records get no row, it lies in a
+// range of its route's table that is in (its copy reached the dead-letter
+// topic before: no batch holding a record after it is recorded until
+// then, blockedBy).
+func (p *Pipeline) eoDeadLettered(tp offsets.TP, offset int64, rs *routeState) bool {
+	if p.dlqTableOf(rs) != nil {
+		return p.eo.dlqCovers[tp].Contains(offset)
+	}
+	return p.eo.covers[tp].Contains(offset)
+}
+
+// eoSkipped handles r, found already in its table by recovery: no row, and
+// its offset is done.
+func (p *Pipeline) eoSkipped(tp offsets.TP, r *kgo.Record) {
+	p.stats.Skipped++
+	p.tracker.Add(tp, r.Offset, r.LeaderEpoch, offsets.Done)
 }
 
 // eoRow notes the partition of the row just appended to a's batch.
@@ -412,11 +473,13 @@ func (p *Pipeline) eoCommitted(next map[offsets.TP]eos.Ledger) {
 		if l := p.eo.ledgers[tp]; l != nil {
 			*l = nl
 		}
-		if c, ok := p.eo.covers[tp]; ok {
-			if c = c.From(nl.Offset); len(c) == 0 {
-				delete(p.eo.covers, tp)
-			} else {
-				p.eo.covers[tp] = c
+		for _, covers := range []map[offsets.TP]eos.Covers{p.eo.covers, p.eo.dlqCovers} {
+			if c, ok := covers[tp]; ok {
+				if c = c.From(nl.Offset); len(c) == 0 {
+					delete(covers, tp)
+				} else {
+					covers[tp] = c
+				}
 			}
 		}
 	}
@@ -488,6 +551,7 @@ func (p *Pipeline) eoRelease(tps []offsets.TP) {
 		delete(e.ledgers, tp)
 		delete(e.start, tp)
 		delete(e.covers, tp)
+		delete(e.dlqCovers, tp)
 	}
 	// seek is, per kept partition, the offset to consume again from.
 	seek := map[offsets.TP]int64{}
@@ -634,7 +698,17 @@ func (p *Pipeline) eoRecover(ctx context.Context, tps []offsets.TP) error {
 		}
 		return rs.table.t.FullName(), true
 	}
-	plan := eos.PlanRecovery(snap, tps, tableOf)
+	tablesOf := func(topic string) []string {
+		var out []string
+		if t, ok := tableOf(topic); ok {
+			out = append(out, t)
+		}
+		if ts := p.eoDLQTable(ctx, topic); ts != nil {
+			out = append(out, ts.t.FullName())
+		}
+		return out
+	}
+	plan := eos.PlanRecovery(snap, tps, tablesOf)
 	for _, n := range plan.Notes {
 		p.log.Warn().Msg("exactly-once: " + n)
 	}
@@ -668,11 +742,19 @@ func (p *Pipeline) eoRecover(ctx context.Context, tps []offsets.TP) error {
 		if l.Offset != r.Offset {
 			l.Offset = r.Offset
 		}
-		for _, cr := range plan.Covered(r.TP) {
+		for _, in := range plan.Replays {
 			if _, bad := failed[r.TP]; bad {
-				continue
+				break
 			}
-			p.eo.covers[r.TP] = p.eo.covers[r.TP].Add(eos.Span{First: cr.First, Last: cr.Last})
+			covers := p.eo.covers
+			if p.isDLQTable(p.tables[in.Table]) {
+				covers = p.eo.dlqCovers // only its bad records are in
+			}
+			for _, cr := range in.Ranges {
+				if cr.TP == r.TP {
+					covers[r.TP] = covers[r.TP].Add(eos.Span{First: cr.First, Last: cr.Last})
+				}
+			}
 		}
 		if fr, bad := failed[r.TP]; bad {
 			// Checked like an incomplete intent; its entry is dropped.
@@ -713,7 +795,7 @@ func (p *Pipeline) eoRecover(ctx context.Context, tps []offsets.TP) error {
 					l.Check = spans[n-1].Last + 1
 				}
 				p.log.Info().Str("topic", r.TP.Topic).Int32("partition", r.TP.Partition).Int64("committed", r.Offset).
-					Str("why", r.Why).Int("present_spans", len(spans)).Msg("exactly-once: checked which offsets the table already holds")
+					Str("why", r.Why).Str("table", table).Int("present_spans", len(spans)).Msg("exactly-once: checked which offsets the table already holds")
 				if n := len(spans); n > 0 && r.Offset < 0 {
 					// Right for a new group name or expired offsets. A
 					// topic deleted and recreated that has already grown
@@ -725,6 +807,9 @@ func (p *Pipeline) eoRecover(ctx context.Context, tps []offsets.TP) error {
 						Int64("first_present", spans[0].First).Int64("last_present", spans[n-1].Last).
 						Msg("exactly-once: the table already holds rows of this partition although the group has no committed offset for it; they are skipped as present (docs/guarantees.md#topic-deleted-and-recreated)")
 				}
+			}
+			if err := p.eoCheckDeadLetters(ctx, r, &l); err != nil {
+				return err
 			}
 		}
 		// Every commit from now on records the topic's ID with the ledger.
@@ -738,6 +823,45 @@ func (p *Pipeline) eoRecover(ctx context.Context, tps []offsets.TP) error {
 }
 
 var errUnreadable = errors.New("range not readable")
+
+// eoCheckDeadLetters is the table check of r's region in the partition's
+// dead-letter table, if its bad records get rows: the offsets found there
+// are bad records already handled (dlqCovers). l's check region grows to
+// the last one found, as for the route's table.
+func (p *Pipeline) eoCheckDeadLetters(ctx context.Context, r eos.Recovery, l *eos.Ledger) error {
+	ts := p.eoDLQTable(ctx, r.TP.Topic)
+	if ts == nil {
+		return nil
+	}
+	spans, err := p.eoIO.Present(ctx, ts.t, r.TP, r.CheckFrom, r.CheckTo)
+	if err != nil {
+		return err
+	}
+	for _, s := range spans {
+		p.eo.dlqCovers[r.TP] = p.eo.dlqCovers[r.TP].Add(s)
+	}
+	if n := len(spans); n > 0 && spans[n-1].Last+1 > l.Check {
+		l.Check = spans[n-1].Last + 1
+	}
+	p.log.Info().Str("topic", r.TP.Topic).Int32("partition", r.TP.Partition).Int64("committed", r.Offset).
+		Str("why", r.Why).Str("table", ts.t.FullName()).Int("present_spans", len(spans)).
+		Msg("exactly-once: checked which bad records the dead-letter table already holds")
+	return nil
+}
+
+// eoDLQTable is the dead-letter table of topic's bad records (records of
+// a topic no route takes are bad with errors.unrouted: dlq), nil when they
+// get no row.
+func (p *Pipeline) eoDLQTable(ctx context.Context, topic string) *tableState {
+	if !p.eoDeadLetterRows() {
+		return nil
+	}
+	rs, err := p.routeFor(ctx, topic)
+	if err != nil || (rs == nil && p.cfg.Errors.Unrouted != "dlq") {
+		return nil
+	}
+	return p.dlqTableOf(rs)
+}
 
 // eoTopicStateFor bounds how long recovery retries reading the topic IDs
 // and log ends while the brokers cannot answer (a killed leader's
@@ -813,14 +937,20 @@ func (p *Pipeline) eoReplay(ctx context.Context, in eos.Intent) error {
 		return fmt.Errorf("%w: %v", errUnreadable, err)
 	}
 	blk := ts.plan.NewBlock()
-	for _, r := range in.Ranges {
-		for _, rec := range recs[r.TP] {
-			rs, err := p.routeFor(ctx, rec.Topic)
-			if err != nil || rs == nil || rs.table != ts {
-				continue
+	if p.isDLQTable(ts) {
+		if err := p.eoDeadLetterBlock(ctx, ts, in, recs, blk); err != nil {
+			return fmt.Errorf("exactly-once: replaying a pending batch into %s: %w", in.Table, err)
+		}
+	} else {
+		for _, r := range in.Ranges {
+			for _, rec := range recs[r.TP] {
+				rs, err := p.routeFor(ctx, rec.Topic)
+				if err != nil || rs == nil || rs.table != ts {
+					continue
+				}
+				// Tombstones and bad records made no row the first time either.
+				_ = rs.plan.Append(blk, rec)
 			}
-			// Tombstones and bad records made no row the first time either.
-			_ = rs.plan.Append(blk, rec)
 		}
 	}
 	if blk.Rows() == 0 {
@@ -836,6 +966,81 @@ func (p *Pipeline) eoReplay(ctx context.Context, in eos.Intent) error {
 	p.log.Info().Str("table", in.Table).Str("token", in.Token).Int("rows", blk.Rows()).Int("partitions", len(in.Ranges)).
 		Msg("exactly-once: pending batch replayed (dropped by ClickHouse if it had landed)")
 	return nil
+}
+
+// eoDeadLetterBlock rebuilds into blk the rows of in, a pending batch of
+// dead-letter table ts, from recs, the records of its ranges: a row for
+// each record that is bad now (decoded with its route's plan as it is, as
+// when it was first consumed) and whose bad records go to ts, in offset
+// order, unless ts already holds its offset. The rows differ from the
+// first INSERT's in dead_lettered_at (now), which is what the table the
+// sink creates is partitioned by: a replay in the next month would put
+// them into another table partition, where the token drops nothing, so
+// the rows already in are left out here and only the others go in with
+// the token (which drops them if an INSERT of the batch still running
+// lands them first).
+func (p *Pipeline) eoDeadLetterBlock(ctx context.Context, ts *tableState, in eos.Intent, recs map[offsets.TP][]*kgo.Record, blk *decode.Block) error {
+	scratch := map[*tableState]*decode.Block{}
+	for _, r := range in.Ranges {
+		spans, err := p.eoIO.Present(ctx, ts.t, r.TP, r.First, r.Last+1)
+		if err != nil {
+			return err
+		}
+		var have eos.Covers
+		for _, s := range spans {
+			have = have.Add(s)
+		}
+		for _, rec := range recs[r.TP] {
+			if have.Contains(rec.Offset) {
+				continue
+			}
+			rs, cause, err := p.badNow(ctx, rec, scratch)
+			if err != nil {
+				return err
+			}
+			if cause == nil || p.dlqTableOf(rs) != ts {
+				continue
+			}
+			if err := p.appendDeadLetter(blk, ts, rec, cause, meantFor(rs)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// badNow decodes rec as decodeRecord would, into scratch (a block per
+// table, left empty), and returns its route (nil: none takes it) and why
+// it is bad, nil when it is not (a row, a tombstone, a TRUNCATE event, a
+// record no route takes while errors.unrouted is skip). A record whose
+// schema cannot be fetched now cannot be told: an error.
+func (p *Pipeline) badNow(ctx context.Context, rec *kgo.Record, scratch map[*tableState]*decode.Block) (rs *routeState, cause, err error) {
+	rs, err = p.routeFor(ctx, rec.Topic)
+	if err != nil {
+		return nil, nil, err
+	}
+	if rs == nil {
+		if p.cfg.Errors.Unrouted == "dlq" {
+			return nil, unroutedError(rec), nil
+		}
+		return nil, nil, nil
+	}
+	blk := scratch[rs.table]
+	if blk == nil {
+		blk = rs.table.plan.NewBlock()
+		scratch[rs.table] = blk
+	}
+	err = rs.plan.Append(blk, rec)
+	switch {
+	case err == nil:
+		rs.plan.Unappend(blk)
+		return rs, nil, nil
+	case errors.Is(err, decode.ErrSkip), errors.Is(err, decode.ErrTruncate):
+		return rs, nil, nil
+	case errors.Is(err, decode.ErrUnavailable):
+		return nil, nil, fmt.Errorf("%s[%d] offset %d cannot be decoded now, so whether it is a dead letter is not known: %w", rec.Topic, rec.Partition, rec.Offset, err)
+	}
+	return rs, err, nil
 }
 
 // orNone is s, or "none" when s is "".

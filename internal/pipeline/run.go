@@ -344,8 +344,7 @@ func (p *Pipeline) handleRecord(writeCtx context.Context, now time.Time, tp offs
 	p.consumed(r)
 	if p.eo != nil && p.eoSkip(tp, r.Offset) {
 		// Already a row in the table (exactly-once recovery).
-		p.stats.Skipped++
-		p.tracker.Add(tp, r.Offset, r.LeaderEpoch, offsets.Done)
+		p.eoSkipped(tp, r)
 		return nil, false
 	}
 	return p.routeRecord(writeCtx, now, tp, r)
@@ -409,6 +408,13 @@ func (p *Pipeline) decodeRecord(writeCtx context.Context, now time.Time, tp offs
 		default:
 			p.badRecord(writeCtx, tp, r, err, rs)
 		}
+		return nil, false
+	}
+	if p.eo != nil && p.eoCoveredRow(tp, r.Offset) {
+		// Already a row in the table (exactly-once recovery), known once
+		// decoded since a dead-letter table may hold the offset instead.
+		rs.plan.Unappend(a.acc.Data())
+		p.eoSkipped(tp, r)
 		return nil, false
 	}
 	if u := rs.plan.LastUnmapped(); len(u) > 0 {
