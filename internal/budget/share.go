@@ -15,6 +15,7 @@
 //	price φ ← φ + dt × (Gain × ln(R / T) − Leak × φ),  φ ≥ 0
 //	wish    = demand × e^−φ
 //	room    = O + (budget − R) × wish / (wish + R − O)
+//	          (no less than the last share while R ≤ (1 − pace.Reserve) × budget)
 //	share   = max(Min, min(wish, room))
 //
 // Every connector runs the same law on the same R. The Gain term is an
@@ -89,6 +90,8 @@ package budget
 import (
 	"math"
 	"time"
+
+	"sink/internal/pace"
 )
 
 // Settings are the budget of one server and the law's tuning.
@@ -255,6 +258,7 @@ func (c *Controller) Observe(x Sample) Share {
 		return c.share
 	}
 	c.read = true
+	prev := c.share.PerMinute
 	if n := len(c.win); n > 0 {
 		// A restarted server (or a different one behind the address): the
 		// window starts again.
@@ -335,7 +339,7 @@ func (c *Controller) Observe(x Sample) Share {
 		c.share = c.decide(x.Demand, ReasonShared)
 	}
 	if c.priced {
-		c.share.PerMinute = c.room(c.share.PerMinute, rs, ro)
+		c.share.PerMinute = c.room(c.share.PerMinute, rs, ro, prev)
 	}
 	c.share.Server, c.share.Own, c.share.Others = rs, ro, max(0, rs-ro)
 	return c.share
@@ -351,17 +355,28 @@ func (c *Controller) Observe(x Sample) Share {
 // sends and so takes a larger part; the law's price, which rises while
 // the server is near its budget, makes the others yield to it.
 //
+// While the server is under the budget less the scheduler's reserve the
+// room is never under the last share: a connector held by its share sends
+// only about (1 − pace.Reserve) of it (the scheduler keeps the rest of
+// the minute for deadlines), and a room of what it sends would shrink its
+// share a tenth a window for no cause, keeping a connector that fell
+// behind where it fell while the others keep theirs.
+//
 // On a cluster this connector counts a batch against every shard, also
 // one that got none of its rows, so its own rate is taken as at most the
 // server's.
-func (c *Controller) room(wish, rs, ro float64) float64 {
+func (c *Controller) room(wish, rs, ro, prev float64) float64 {
 	ro = min(ro, rs)
 	others := rs - ro
 	part := 1.0
 	if wish+others > 0 {
 		part = wish / (wish + others)
 	}
-	return max(c.s.Min, min(wish, ro+(c.s.PerMinute-rs)*part))
+	room := ro + (c.s.PerMinute-rs)*part
+	if rs <= c.s.PerMinute*(1-pace.Reserve) {
+		room = max(room, prev)
+	}
+	return max(c.s.Min, min(wish, room))
 }
 
 // Unreadable reports that the server could not be read at now: the share

@@ -283,24 +283,26 @@ func TestSettingsDefaults(t *testing.T) {
 func TestRoom(t *testing.T) {
 	c := New(Settings{PerMinute: 120}) // Min 1.2
 	tests := []struct {
-		name              string
-		wish, server, own float64
-		want              float64
+		name                    string
+		wish, server, own, prev float64
+		want                    float64
 	}{
-		{"alone on an idle server: the whole budget", 300, 0, 0, 120},
-		{"alone and sending: the whole budget", 300, 100, 100, 120},
-		{"wanting what it sends beside others: its wish, under its room", 30, 90, 30, 30},
-		{"wanting more than it sends: its part wish/(wish + others) of the room", 60, 90, 30, 30 + 30*60.0/120},
-		{"the server over the budget: a cut by the same part", 50, 150, 50, 50 - 30*50.0/150},
-		{"joining beside others: a part of the room only", 25, 100, 0, 20 * 25.0 / 125},
-		{"the others alone over the budget: the least", 300, 300, 0, 1.2},
-		{"a wish under the room is the share", 10, 20, 10, 10},
-		{"its own count above the server's (a cluster's shards): taken as the server's", 80, 50, 80, 80},
+		{"alone on an idle server: the whole budget", 300, 0, 0, 0, 120},
+		{"alone and sending: the whole budget", 300, 100, 100, 0, 120},
+		{"wanting what it sends beside others: its wish, under its room", 30, 90, 30, 0, 30},
+		{"wanting more than it sends: its part wish/(wish + others) of the room", 60, 90, 30, 0, 30 + 30*60.0/120},
+		{"the server over the budget: a cut by the same part", 50, 150, 50, 0, 50 - 30*50.0/150},
+		{"joining beside others: a part of the room only", 25, 100, 0, 0, 20 * 25.0 / 125},
+		{"the others alone over the budget: the least", 300, 300, 0, 0, 1.2},
+		{"a wish under the room is the share", 10, 20, 10, 0, 10},
+		{"held (sending its share less the scheduler's reserve): the last share is kept", 30, 100, 18, 25, 25},
+		{"held, the server near the budget (past its reserve): no longer kept", 30, 110, 18, 25, 18 + 10*30.0/(30+92)},
+		{"its own count above the server's (a cluster's shards): taken as the server's", 80, 50, 80, 0, 80},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := c.room(tc.wish, tc.server, tc.own); math.Abs(got-tc.want) > 1e-9 {
-				t.Errorf("room(wish %v, server %v, own %v) = %v, want %v", tc.wish, tc.server, tc.own, got, tc.want)
+			if got := c.room(tc.wish, tc.server, tc.own, tc.prev); math.Abs(got-tc.want) > 1e-9 {
+				t.Errorf("room(wish %v, server %v, own %v, last %v) = %v, want %v", tc.wish, tc.server, tc.own, tc.prev, got, tc.want)
 			}
 		})
 	}
