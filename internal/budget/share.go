@@ -10,9 +10,13 @@
 // The law, in one place (docs/sizing.md, "Sharing a server's budget"):
 //
 //	R       = the server's INSERTs per minute over the last Window (from its counter)
+//	O       = this connector's INSERTs per minute over the same window
 //	T       = Target × budget                       (what the sum aims at)
 //	price φ ← φ + dt × (Gain × ln(R / T) − Leak × φ),  φ ≥ 0
-//	share   = max(Min, demand × e^−φ)
+//	wish    = demand × e^−φ
+//	room    = O + (budget − R) × wish / (wish + R − O)
+//	          (no less than the last share while R ≤ (1 − pace.Reserve) × budget)
+//	share   = max(Min, min(wish, room))
 //
 // Every connector runs the same law on the same R. The Gain term is an
 // integral controller on the server's total: while R exceeds T every
@@ -30,9 +34,20 @@
 //
 // The cost of having no coordinator is a bias: at equilibrium R/T =
 // (total demand/T)^(1/(1+Gain/Leak)), so R sits a little above T when the
-// sinks want much more than the budget (Target < 1 leaves room for it) and
+// sinks want much more than the budget (Target 0.8 leaves room for it) and
 // a little below it when they want barely more (Gain/Leak = 20: demand 10×
-// the target puts R at 1.12 T, 3× at 1.05 T, 2× at 1.03 T). Gain/Leak
+// the target puts R at 1.12 T, 3× at 1.05 T, 2× at 1.03 T).
+//
+// The room is what holds the sum within the budget while the prices
+// settle (pods starting, joining, leaving) and whatever the bias: each
+// connector may send what it sends now plus its part of what the budget
+// leaves (a cut, its part of the excess, when the server is over it).
+// The parts wish/(wish + others' rate) sum to about 1 when each connector
+// wants about what it sends, so the connectors grow into the room
+// together rather than each into all of it; one that wants more than it
+// sends (a joiner) takes a larger part, and the price, which the room
+// keeps near T rather than far under it, makes the others yield. In
+// equilibrium R is under the budget and the room does not bind. Gain/Leak
 // trades that bias against how fast shares become fair (Leak: a time
 // constant of 10 minutes, though a joining connector is fair within a
 // minute or two as it starts at φ*), and Gain is bounded by the delay of
@@ -56,9 +71,10 @@
 //   - no price yet (the first Window after the first sample): the share is
 //     Min; the first price is φ* of the rate over that window, and where
 //     that is 0 (nobody is being held) a slow start: twice Min, doubling
-//     every half window while the server is under its target, handed to
-//     the price when it reaches it, so connectors starting together do
-//     not each take the whole budget.
+//     every window (the window then shows what the last doubling sent)
+//     while the server is under its target, handed to the price when it
+//     reaches it, so connectors starting together do not each take the
+//     whole budget (they reach it in about two and a half minutes).
 //
 // A Controller does no I/O and reads no clock: callers pass the time in.
 // A Sharer (sharer.go) is the I/O side: it reads every server's count
@@ -74,6 +90,8 @@ package budget
 import (
 	"math"
 	"time"
+
+	"sink/internal/pace"
 )
 
 // Settings are the budget of one server and the law's tuning.
@@ -81,8 +99,10 @@ type Settings struct {
 	// PerMinute is the server's budget: INSERTs per minute, summed over
 	// every writer.
 	PerMinute float64
-	// Target is the fraction of PerMinute the sum aims at (default 0.9):
-	// room for the bias of the law and for the window's lag.
+	// Target is the fraction of PerMinute the sum aims at (default 0.8):
+	// room for the bias of the law and for the window's lag, so that the
+	// room (the cap that holds the sum within PerMinute) binds only while
+	// the prices settle.
 	Target float64
 	// Window is how far back the server's rate is measured (default 30s).
 	Window time.Duration
@@ -100,7 +120,7 @@ type Settings struct {
 
 // Defaults of Settings.
 const (
-	DefaultTarget   = 0.9
+	DefaultTarget   = 0.8
 	DefaultWindow   = 30 * time.Second
 	DefaultGain     = 2
 	DefaultLeak     = 0.1
@@ -238,6 +258,7 @@ func (c *Controller) Observe(x Sample) Share {
 		return c.share
 	}
 	c.read = true
+	prev := c.share.PerMinute
 	if n := len(c.win); n > 0 {
 		// A restarted server (or a different one behind the address): the
 		// window starts again.
@@ -277,7 +298,7 @@ func (c *Controller) Observe(x Sample) Share {
 		// The first rate: start at the price the other connectors have
 		// converged to if they run this law. Where that is 0 (the server
 		// under its target: nobody is being held), the share starts at
-		// twice the least and doubles every half window while the server
+		// twice the least and doubles every window while the server
 		// stays under its target, until the price decides (a slow start):
 		// connectors starting together each see a server the others were
 		// not writing to yet, and must not each take the whole budget at
@@ -305,7 +326,7 @@ func (c *Controller) Observe(x Sample) Share {
 		c.price = min(max(c.price, 0), c.s.MaxPrice)
 		switch {
 		case c.ramp > 0 && rs < c.target():
-			c.ramp *= math.Exp2(d / (c.s.Window / 2).Minutes())
+			c.ramp *= math.Exp2(d / c.s.Window.Minutes())
 		case c.ramp > 0:
 			// The server reached its target: the price takes over from
 			// where the slow start got to, no higher than the first
@@ -317,8 +338,45 @@ func (c *Controller) Observe(x Sample) Share {
 		}
 		c.share = c.decide(x.Demand, ReasonShared)
 	}
+	if c.priced {
+		c.share.PerMinute = c.room(c.share.PerMinute, rs, ro, prev)
+	}
 	c.share.Server, c.share.Own, c.share.Others = rs, ro, max(0, rs-ro)
 	return c.share
+}
+
+// room caps a share by what the budget leaves: this connector's own rate
+// plus its part of the room between the server's rate and the budget
+// (negative when the server is over it, and then a cut). Its part is
+// wish/(wish + others' rate): every connector that wants more than it
+// sends sees the same room, and these parts sum to about 1 when each
+// wants about what it sends, so together they grow into the room rather
+// than each into all of it. A connector that joins wants more than it
+// sends and so takes a larger part; the law's price, which rises while
+// the server is near its budget, makes the others yield to it.
+//
+// While the server is under the budget less the scheduler's reserve the
+// room is never under the last share: a connector held by its share sends
+// only about (1 − pace.Reserve) of it (the scheduler keeps the rest of
+// the minute for deadlines), and a room of what it sends would shrink its
+// share a tenth a window for no cause, keeping a connector that fell
+// behind where it fell while the others keep theirs.
+//
+// On a cluster this connector counts a batch against every shard, also
+// one that got none of its rows, so its own rate is taken as at most the
+// server's.
+func (c *Controller) room(wish, rs, ro, prev float64) float64 {
+	ro = min(ro, rs)
+	others := rs - ro
+	part := 1.0
+	if wish+others > 0 {
+		part = wish / (wish + others)
+	}
+	room := ro + (c.s.PerMinute-rs)*part
+	if rs <= c.s.PerMinute*(1-pace.Reserve) {
+		room = max(room, prev)
+	}
+	return max(c.s.Min, min(wish, room))
 }
 
 // Unreadable reports that the server could not be read at now: the share
@@ -336,10 +394,12 @@ func (c *Controller) Unreadable(now time.Time, demand float64) Share {
 func (c *Controller) keep(demand float64, r Reason) Share {
 	prev := c.share
 	s := c.decide(demand, r)
-	if !c.priced {
+	if !c.priced && demand > 0 {
 		// No price yet: nothing is known of the others. The least share
-		// until the first rate (half a window), so connectors starting
-		// together do not each send the whole budget meanwhile.
+		// until the first rate (a window), so connectors starting
+		// together do not each send the whole budget meanwhile. (With no
+		// demand yet it stays the least, never 0: the scheduler reads an
+		// allowance of 0 as no budget at all.)
 		s.PerMinute = min(c.s.Min, demand)
 	}
 	s.Server, s.Own, s.Others = prev.Server, prev.Own, prev.Others

@@ -26,11 +26,13 @@ import (
 // (clickhouse.share_budget, internal/budget): three start together, the
 // fourth 90 s later. Each table gets 10 records a second and seals every
 // second unhindered (120 INSERTs a minute per connector), with a latency
-// bound of 10 minutes so the budget, not the bound, decides. From the
-// second minute on, the server's INSERTs in every minute, counted in
-// system.query_log (every client's), stay within the budget; from a
-// minute after the fourth joined, each connector has a fair part of them
-// (equal demands: a quarter each, within a factor of 2).
+// bound of 10 minutes so the budget, not the bound, decides. The server's
+// INSERTs in every minute, counted in system.query_log (every client's),
+// stay within the budget: the starting minutes and the one the fourth
+// joins in too. From the third minute the connectors use at least half of
+// it, and from a minute and a half after the fourth joined each connector
+// has a fair part of them (equal demands: a quarter each, within a factor
+// of 2).
 //
 // The server is one of the test's own (testenv.PrivateClickHouse, 18.16):
 // the stack's servers take a thousand INSERTs a minute and more from the
@@ -190,14 +192,13 @@ GROUP BY minute, pod ORDER BY minute, pod`, uint32(startSec), db, uint32(startSe
 	for m := uint32(0); m < uint32(runFor/time.Minute); m++ {
 		t.Logf("minute %d: %d INSERTs on the server, ours by connector %v", m, total[m], perPod[m])
 	}
-	// Within the budget from the second minute (the first holds the
-	// starting window and the first prices), with 15% for the law's bias
-	// and a minute boundary cutting the token bucket's burst.
-	for m := uint32(1); m < uint32(runFor/time.Minute); m++ {
-		if float64(total[m]) > budgetPerMinute*1.15 {
+	// Within the budget in sum, every minute. The slow start takes the
+	// first two minutes to fill it (its share doubles once a window).
+	for m := uint32(0); m < uint32(runFor/time.Minute); m++ {
+		if total[m] > budgetPerMinute {
 			t.Errorf("minute %d: %d INSERTs, budget %d", m, total[m], budgetPerMinute)
 		}
-		if float64(total[m]) < budgetPerMinute*0.5 {
+		if m >= 2 && float64(total[m]) < budgetPerMinute*0.5 {
 			t.Errorf("minute %d: %d INSERTs, the connectors leave most of the budget %d unused", m, total[m], budgetPerMinute)
 		}
 	}

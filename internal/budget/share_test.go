@@ -31,7 +31,7 @@ func feedUptime(c *Controller, demand float64) Share {
 }
 
 func TestShare(t *testing.T) {
-	s := Settings{PerMinute: 120} // target 108, Min 1.2
+	s := Settings{PerMinute: 120} // target 96, Min 1.2
 	const demand = 300.0
 	tests := []struct {
 		name string
@@ -55,21 +55,32 @@ func TestShare(t *testing.T) {
 					t.Errorf("got %+v", sh)
 				}
 			}},
-		{"first price on an idle server: a slow start from twice the least share to the whole demand",
+		{"starting with no demand yet: the least share, never 0 (no budget at all to the scheduler)",
+			func(t *testing.T, c *Controller) Share {
+				var n uint64
+				return feed(c, 0, 25, &n, 60, 0)
+			},
+			func(t *testing.T, sh Share) {
+				if sh.Reason != ReasonStarting || sh.PerMinute != 1.2 {
+					t.Errorf("got %+v", sh)
+				}
+			}},
+		{"first price on an idle server: a slow start from twice the least share to the whole budget",
 			func(t *testing.T, c *Controller) Share {
 				var n uint64
 				first := feed(c, 0, 30, &n, 0, demand)
 				if first.Reason != ReasonShared || first.Price != 0 || first.PerMinute != 2.4 {
 					t.Errorf("first price: %+v", first)
 				}
-				half := feed(c, 35, 45, &n, 0, demand)
-				if math.Abs(half.PerMinute-4.8) > 1e-9 {
-					t.Errorf("half a window later: %+v, want the share doubled", half)
+				later := feed(c, 35, 60, &n, 0, demand)
+				if math.Abs(later.PerMinute-4.8) > 1e-9 {
+					t.Errorf("a window later: %+v, want the share doubled", later)
 				}
-				return feed(c, 50, 180, &n, 0, demand)
+				return feed(c, 65, 300, &n, 0, demand)
 			},
 			func(t *testing.T, sh Share) {
-				if sh.Price != 0 || sh.PerMinute != demand {
+				// The demand is more than the budget: the room caps it.
+				if sh.Price != 0 || sh.PerMinute != 120 {
 					t.Errorf("got %+v", sh)
 				}
 			}},
@@ -79,43 +90,59 @@ func TestShare(t *testing.T) {
 				feed(c, 0, 30, &n, 0, demand)
 				var last Share
 				for s := 35.0; s <= 120; s += 5 {
-					last = feed(c, s, s, &n, 108, demand)
+					last = feed(c, s, s, &n, 96, demand)
 				}
 				return last
 			},
 			func(t *testing.T, sh Share) {
-				// Between where the slow start got to and half a fair split
-				// with the others (54 × 300/408 = 39.7), the leak since.
-				if sh.Price <= 0 || sh.PerMinute < 10 || sh.PerMinute > 60 {
-					t.Errorf("got %+v, want a price holding the share between the slow start's and half a split", sh)
+				// A price no higher than half a fair split with the others
+				// (48 × 300/396), and a share no more than the room: the
+				// 24 the others leave of the budget, its part
+				// wish/(wish + 96).
+				wish := demand * math.Exp(-sh.Price)
+				if sh.Price <= 0 || wish < 48*demand/396-1e-9 {
+					t.Errorf("got %+v, want a price under the first price's cap", sh)
+				}
+				if want := 24 * wish / (wish + 96); math.Abs(sh.PerMinute-want) > 1e-9 {
+					t.Errorf("share %v, want the room %v", sh.PerMinute, want)
 				}
 			}},
 		{"first price on a server a little over the target: the price the others hold there (φ*)",
 			func(t *testing.T, c *Controller) Share {
 				var n uint64
-				return feed(c, 0, 30, &n, 120, 10*demand) // a demand large enough for the cap below not to bind
+				return feed(c, 0, 30, &n, 108, 10*demand) // a demand large enough for the cap below not to bind
 			},
 			func(t *testing.T, sh Share) {
-				if sh.Reason != ReasonShared || math.Abs(sh.Server-120) > 3 {
+				if sh.Reason != ReasonShared || math.Abs(sh.Server-108) > 3 {
 					t.Fatalf("got %+v", sh)
 				}
-				want := DefaultGain / DefaultLeak * math.Log(sh.Server/108)
-				if math.Abs(sh.Price-want) > 1e-9 || sh.PerMinute != 10*demand*math.Exp(-want) {
-					t.Errorf("price %v share %v, want price %v", sh.Price, sh.PerMinute, want)
+				want := DefaultGain / DefaultLeak * math.Log(sh.Server/96)
+				if math.Abs(sh.Price-want) > 1e-9 {
+					t.Errorf("price %v, want %v", sh.Price, want)
+				}
+				// The share is the room: of the 12 left under the budget,
+				// the part wish/(wish + others).
+				wish := 10 * demand * math.Exp(-want)
+				if room := (120 - sh.Server) * wish / (wish + sh.Server); math.Abs(sh.PerMinute-room) > 1e-9 {
+					t.Errorf("share %v, want the room %v", sh.PerMinute, room)
 				}
 			}},
 		{"first price on a server at twice the target: capped, half a split as if the others wanted what they send",
 			func(t *testing.T, c *Controller) Share {
 				var n uint64
-				return feed(c, 0, 30, &n, 216, demand)
+				return feed(c, 0, 30, &n, 192, demand)
 			},
 			func(t *testing.T, sh Share) {
-				if sh.Reason != ReasonShared || math.Abs(sh.Server-216) > 3 {
+				if sh.Reason != ReasonShared || math.Abs(sh.Server-192) > 3 {
 					t.Fatalf("got %+v", sh)
 				}
-				// T/2 × demand/(demand + others): 54 × 300/(300+216).
-				if want := 54 * demand / (demand + sh.Server); math.Abs(sh.PerMinute-want) > 1e-9 {
-					t.Errorf("share %v (price %v), want %v", sh.PerMinute, sh.Price, want)
+				// T/2 × demand/(demand + others): 48 × 300/(300+192).
+				if want := 48 * demand / (demand + sh.Server); math.Abs(demand*math.Exp(-sh.Price)-want) > 1e-9 {
+					t.Errorf("price %v, want the share before the room %v", sh.Price, want)
+				}
+				// The others alone are over the budget: no room, the least.
+				if sh.PerMinute != 1.2 {
+					t.Errorf("share %v, want the least, 1.2", sh.PerMinute)
 				}
 			}},
 		{"over the target, the price rises; under it, it falls",
@@ -221,7 +248,7 @@ func TestShare(t *testing.T) {
 		{"never read: the whole target, as if alone",
 			func(t *testing.T, c *Controller) Share { return c.Unreadable(at(0), demand) },
 			func(t *testing.T, sh Share) {
-				if sh.Reason != ReasonAlone || sh.PerMinute != 108 {
+				if sh.Reason != ReasonAlone || sh.PerMinute != 96 {
 					t.Errorf("got %+v", sh)
 				}
 			}},
@@ -250,5 +277,33 @@ func TestSettingsDefaults(t *testing.T) {
 		Leak: DefaultLeak, Min: 2, MaxPrice: DefaultMaxPrice}
 	if got != want {
 		t.Errorf("got %+v, want %+v", got, want)
+	}
+}
+
+func TestRoom(t *testing.T) {
+	c := New(Settings{PerMinute: 120}) // Min 1.2
+	tests := []struct {
+		name                    string
+		wish, server, own, prev float64
+		want                    float64
+	}{
+		{"alone on an idle server: the whole budget", 300, 0, 0, 0, 120},
+		{"alone and sending: the whole budget", 300, 100, 100, 0, 120},
+		{"wanting what it sends beside others: its wish, under its room", 30, 90, 30, 0, 30},
+		{"wanting more than it sends: its part wish/(wish + others) of the room", 60, 90, 30, 0, 30 + 30*60.0/120},
+		{"the server over the budget: a cut by the same part", 50, 150, 50, 0, 50 - 30*50.0/150},
+		{"joining beside others: a part of the room only", 25, 100, 0, 0, 20 * 25.0 / 125},
+		{"the others alone over the budget: the least", 300, 300, 0, 0, 1.2},
+		{"a wish under the room is the share", 10, 20, 10, 0, 10},
+		{"held (sending its share less the scheduler's reserve): the last share is kept", 30, 100, 18, 25, 25},
+		{"held, the server near the budget (past its reserve): no longer kept", 30, 110, 18, 25, 18 + 10*30.0/(30+92)},
+		{"its own count above the server's (a cluster's shards): taken as the server's", 80, 50, 80, 0, 80},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := c.room(tc.wish, tc.server, tc.own, tc.prev); math.Abs(got-tc.want) > 1e-9 {
+				t.Errorf("room(wish %v, server %v, own %v, last %v) = %v, want %v", tc.wish, tc.server, tc.own, tc.prev, got, tc.want)
+			}
+		})
 	}
 }

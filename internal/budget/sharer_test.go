@@ -54,7 +54,7 @@ func TestSharer(t *testing.T) {
 	if b.Reason != ReasonShared || b.Server != 0 || b.Price != 0 || b.PerMinute < 2.4 || b.PerMinute >= 50 {
 		t.Errorf("b: %+v", b)
 	}
-	if e.Reason != ReasonAlone || e.PerMinute != 108 {
+	if e.Reason != ReasonAlone || e.PerMinute != 96 {
 		t.Errorf("a server no read names: %+v, want the whole target", e)
 	}
 	if got := sh.PerMinute("a", clock); got != a.PerMinute {

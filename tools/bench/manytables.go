@@ -68,6 +68,12 @@ type mtOptions struct {
 	bounds            map[string]time.Duration
 	machineName, date string
 	command           string
+	// cluster, when set, measures the cluster (cluster.go's nodes) in
+	// place of the single servers: per shard ReplicatedMergeTree tables
+	// and Distributed tables over them, written by the sink with
+	// target: local; INSERTs and parts are counted per shard.
+	cluster clusterOptions
+	nodes   []clusterNode
 }
 
 func manytablesMain(args []string) error {
@@ -96,6 +102,9 @@ func manytablesMain(args []string) error {
 	common := fs.String("config", "", "overrides for every variant, as --budget-config (e.g. batch.mode=adaptive)")
 	offBound := fs.Duration("latency-bound", 10*time.Second, "off: a table is over its bound when one of its rows took longer (record → row)")
 	budgetBound := fs.Duration("budget-latency-bound", 2*time.Minute, "budget: the same bound for the budget variant")
+	fs.StringVar(&o.cluster.name, "cluster", "", "measure this cluster (remote_servers; e.g. sink_cluster, scripts/stack.sh cluster up) instead of --clickhouse's servers: per shard INSERTs and parts")
+	fs.StringVar(&o.cluster.ddl, "cluster-ddl", "sink_cluster_nodes", "--cluster: a cluster of the same nodes, each its own shard (listing the nodes)")
+	clusterHTTP := fs.String("cluster-http", "http://127.0.0.1:8201/,http://127.0.0.1:8202/,http://127.0.0.1:8203/,http://127.0.0.1:8204/", "--cluster: every node's HTTP address")
 	merge := fs.String("merge", "", "instead of measuring, merge these results .json files (comma-separated; benches run at the same time on different servers) into one results file in --out")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -108,6 +117,7 @@ func manytablesMain(args []string) error {
 		return err
 	}
 	o.brokers = strings.Split(*brokers, ",")
+	o.cluster.http = splitList(*clusterHTTP)
 	for _, t := range splitList(*tables) {
 		n, err := strconv.Atoi(t)
 		if err != nil || n < 1 {
@@ -150,6 +160,16 @@ func manytablesMain(args []string) error {
 	o.date = began.Format("2006-01-02")
 	rep := MTReport{Date: o.date, Started: began, Command: o.command, Machine: machine(b), RatePerTable: o.ratePerTable,
 		Skew: o.skew, Partitions: o.partitions, Size: o.size, DurationSec: o.duration.Seconds(), Overrides: o.overrides}
+	if o.cluster.name != "" {
+		// The cluster's first node stands for the server: control
+		// queries, its CPU; the sink finds the others from it.
+		cr, err := openCluster(ctx, o.cluster)
+		if err != nil {
+			return err
+		}
+		o.nodes = cr.Nodes
+		o.servers = []chServer{{key: "cluster", native: cr.Nodes[0].Native, http: cr.Nodes[0].HTTP}}
+	}
 scenarios:
 	for _, srv := range o.servers {
 		for _, n := range o.tables {
@@ -210,8 +230,8 @@ func mergeMT(files []string, out string) error {
 // server.
 func (b *bench) dropManyTables(o mtOptions) {
 	ctx := context.Background()
-	for _, srv := range o.servers {
-		if err := newCH(srv.http).exec(ctx, "DROP DATABASE IF EXISTS "+mtDB); err != nil {
+	for _, ch := range o.controls() {
+		if err := ch.exec(ctx, "DROP DATABASE IF EXISTS "+mtDB); err != nil {
 			logf("cleanup: %v", err)
 		}
 	}
@@ -278,13 +298,15 @@ type MTRun struct {
 	Produced        int64     `json:"produced"`
 	Rows            int64     `json:"rows"`
 	Exact           bool      `json:"exact"`
-	TablesWrong     int       `json:"tables_wrong"`    // rows ≠ records of its topic
-	Duplicates      int64     `json:"duplicate_rows"`  // rows whose id another row has
-	WindowSec       float64   `json:"window_sec"`      // first record → last row
-	DrainSec        float64   `json:"drain_sec"`       // producer done → last row
-	Inserts         int       `json:"inserts"`         // query_log, every table of the run
-	InsertsPerMin   float64   `json:"inserts_per_min"` // over the window
-	NewParts        int64     `json:"new_parts"`       // part_log NewPart, every table of the run
+	TablesWrong     int       `json:"tables_wrong"`       // rows ≠ records of its topic
+	Duplicates      int64     `json:"duplicate_rows"`     // rows whose id another row has
+	WindowSec       float64   `json:"window_sec"`         // first record → last row
+	DrainSec        float64   `json:"drain_sec"`          // producer done → last row
+	Inserts         int       `json:"inserts"`            // query_log, every table of the run
+	InsertsPerMin   float64   `json:"inserts_per_min"`    // over the window
+	MinuteInserts   []int     `json:"minute_inserts"`     // per whole clock minute within the window
+	MaxMinute       int       `json:"max_minute_inserts"` // the largest of them (of any shard's, on a cluster)
+	NewParts        int64     `json:"new_parts"`          // part_log NewPart, every table of the run
 	PartsPerMin     float64   `json:"new_parts_per_min"`
 	RowsPerInsert   float64   `json:"rows_per_insert_median"`
 	ClientCPUSec    float64   `json:"client_cpu_sec"`
@@ -305,6 +327,12 @@ type MTRun struct {
 	TopShare        float64   `json:"top_topic_share"` // the busiest topic's expected share of the records
 	StartedAt       time.Time `json:"started_at"`
 	LatencyRowsSeen int64     `json:"latency_rows"`
+
+	// On a cluster, per shard (summed over its replicas): INSERTs per
+	// minute over the window, per whole minute, and new parts per minute.
+	ShardInsertsPerMin []float64 `json:"shard_inserts_per_min,omitempty"`
+	ShardMinutes       [][]int   `json:"shard_minute_inserts,omitempty"`
+	ShardPartsPerMin   []float64 `json:"shard_new_parts_per_min,omitempty"`
 }
 
 // MTClass is the latency of one class of tables.
@@ -330,6 +358,9 @@ func (b *bench) runManyTables(ctx context.Context, o mtOptions, srv chServer, n 
 	name := "ClickHouse " + srv.key
 	if version != "" {
 		name = "ClickHouse " + version
+	}
+	if srv.key == "cluster" {
+		name += fmt.Sprintf(" cluster %s (%d shards)", o.cluster.name, len(o.shards()))
 	}
 	topics := make([]string, n)
 	for i := range topics {
@@ -363,7 +394,7 @@ func (b *bench) runMTOnce(ctx context.Context, o mtOptions, srv chServer, name s
 	n := len(topics)
 	r := MTRun{Server: name, Tables: n, Shape: shape, Variant: variant, Run: run, Status: "ok", BoundSec: o.bounds[variant].Seconds(),
 		TargetPerSec: o.ratePerTable * float64(n), LatencyMethod: latencyMethod26}
-	if srv.key == "18" {
+	if srv.key != "26" {
 		r.LatencyMethod = latencyMethod18
 	}
 	skew := 0.0
@@ -380,6 +411,11 @@ func (b *bench) runMTOnce(ctx context.Context, o mtOptions, srv chServer, name s
 	sc := sinkConf{name: "bench-manytables", group: b.group(fmt.Sprintf("mt%d-%s-%s", n, shape, variant), run),
 		topicRegex: fmt.Sprintf("%s%d_([0-9]+)", o.prefix, n), table: "t${1}", database: mtDB,
 		brokers: o.brokers, chAddrs: []string{srv.native}, kafka: ov["kafka"], batch: ov["batch"], clickhouse: ov["clickhouse"]}
+	if o.cluster.name != "" {
+		// Each shard's local table by key, as cluster.go's first variant.
+		sc.cluster, sc.table = o.cluster.name, "t${1}_all"
+		sc.route = "    target: local\n    sharding_key: user_id\n"
+	}
 	for _, k := range slices.Sorted(maps.Keys(ov["route"])) {
 		sc.route += fmt.Sprintf("    %s: %s\n", k, ov["route"][k])
 	}
@@ -390,16 +426,8 @@ func (b *bench) runMTOnce(ctx context.Context, o mtOptions, srv chServer, name s
 		return r
 	}
 	r.MaxWaitSec = cfg.Batch.MaxWait.Seconds()
-	if err := b.ch.exec(ctx, "DROP DATABASE IF EXISTS "+mtDB); err != nil {
+	if err := b.mtCreate(ctx, o, srv, n, fmt.Sprintf("%s_%s_%d", shape, variant, run)); err != nil {
 		return fail(err)
-	}
-	if err := b.ch.exec(ctx, "CREATE DATABASE "+mtDB); err != nil {
-		return fail(err)
-	}
-	for i := range n {
-		if err := b.ch.exec(ctx, fmt.Sprintf("CREATE TABLE %s.t%d (%s) ENGINE = MergeTree PARTITION BY toYYYYMM(ts) ORDER BY (user_id, ts)", mtDB, i, steadyColumns(srv.key))); err != nil {
-			return fail(err)
-		}
 	}
 	// The new group starts at the topics' ends: the records of earlier
 	// runs are not this run's.
@@ -468,7 +496,7 @@ func (b *bench) runMTOnce(ctx context.Context, o mtOptions, srv chServer, name s
 		produced[t] -= begin[t]
 		r.Produced += produced[t]
 	}
-	landed, werr := b.waitMTRows(ctx, r.Produced, o.drain, c.exited)
+	landed, werr := b.waitMTRows(ctx, o, r.Produced, o.drain, c.exited)
 	cpu1, _ := procCPU(pid)
 	s1 := b.meter.snap()
 	stopSampling()
@@ -489,10 +517,10 @@ func (b *bench) runMTOnce(ctx context.Context, o mtOptions, srv chServer, name s
 	}
 	r.RSSMedianMiB, r.RSSMaxMiB = rssSpread(rss)
 	r.ConnWaitErrors, r.Warnings = scanSinkLog(logPath)
-	if err := b.mtServerLog(ctx, &r, s0.at, landed); err != nil {
+	if err := b.mtServerLog(ctx, o, &r, s0.at, landed); err != nil {
 		return fail(err)
 	}
-	if err := b.mtTables(ctx, &r, srv.key, topics, produced, shares, s0.at); err != nil {
+	if err := b.mtTables(ctx, o, &r, srv.key, topics, produced, shares, s0.at); err != nil {
 		return fail(err)
 	}
 	if r.Rows > 0 {
@@ -554,12 +582,108 @@ func scanSinkLog(path string) (connWait, warnings int) {
 // mtTablesExpr is every table of the run, as one table expression.
 func mtTablesExpr() string { return "merge('" + mtDB + "', '^t[0-9]+$')" }
 
+// controls are the connections the run's database is made on: every
+// node of the cluster, or the measured servers.
+func (o mtOptions) controls() []*chHTTP {
+	var out []*chHTTP
+	if o.cluster.name != "" {
+		for _, n := range o.nodes {
+			out = append(out, n.ch)
+		}
+		return out
+	}
+	for _, srv := range o.servers {
+		out = append(out, newCH(srv.http))
+	}
+	return out
+}
+
+// shards are the cluster's nodes by shard, in shard order.
+func (o mtOptions) shards() [][]clusterNode {
+	var out [][]clusterNode
+	for _, n := range o.nodes {
+		for len(out) < n.Shard {
+			out = append(out, nil)
+		}
+		out[n.Shard-1] = append(out[n.Shard-1], n)
+	}
+	return out
+}
+
+// mtReaders are the connections the rows are read through, one per
+// shard (its first replica: every replica holds the shard's rows once
+// replicated), or the server.
+func (b *bench) mtReaders(o mtOptions) []*chHTTP {
+	if o.cluster.name == "" {
+		return []*chHTTP{b.ch}
+	}
+	var out []*chHTTP
+	for _, sh := range o.shards() {
+		out = append(out, sh[0].ch)
+	}
+	return out
+}
+
+// mtCreate makes the run's database and its n tables afresh: on a
+// server MergeTree tables t0…; on a cluster, on every node, a
+// ReplicatedMergeTree table per shard (its ZooKeeper path carries tag and
+// this benchmark's id, so nothing of an earlier run collides) and a
+// Distributed table t…_all over them.
+func (b *bench) mtCreate(ctx context.Context, o mtOptions, srv chServer, n int, tag string) error {
+	if o.cluster.name == "" {
+		cols := steadyColumns(srv.key)
+		if err := b.ch.exec(ctx, "DROP DATABASE IF EXISTS "+mtDB); err != nil {
+			return err
+		}
+		if err := b.ch.exec(ctx, "CREATE DATABASE "+mtDB); err != nil {
+			return err
+		}
+		for i := range n {
+			if err := b.ch.exec(ctx, fmt.Sprintf("CREATE TABLE %s.t%d (%s) ENGINE = MergeTree PARTITION BY toYYYYMM(ts) ORDER BY (user_id, ts)", mtDB, i, cols)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	cols := steadyColumns("18") // the cluster's nodes are 18.16
+	errs := make([]error, len(o.nodes))
+	var wg sync.WaitGroup
+	for k, node := range o.nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ch := node.ch
+			ch.hc.Timeout = 3 * time.Minute
+			q := []string{"DROP DATABASE IF EXISTS " + mtDB, "CREATE DATABASE " + mtDB}
+			for i := range n {
+				q = append(q,
+					fmt.Sprintf("CREATE TABLE %s.t%d (%s) ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/%s_%s_%s/t%d', '{replica}') PARTITION BY toYYYYMM(ts) ORDER BY (user_id, ts)",
+						mtDB, i, cols, mtDB, b.id, tag, i),
+					fmt.Sprintf("CREATE TABLE %s.t%d_all AS %s.t%d ENGINE = Distributed(%s, %s, t%d, cityHash64(user_id))", mtDB, i, mtDB, i, o.cluster.name, mtDB, i))
+			}
+			for _, x := range q {
+				if err := ch.exec(ctx, x); err != nil {
+					errs[k] = fmt.Errorf("node %s: %w", node.Native, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
 // waitMTRows waits until the run's tables hold want rows in all.
-func (b *bench) waitMTRows(ctx context.Context, want int64, timeout time.Duration, exited <-chan struct{}) (time.Time, error) {
+func (b *bench) waitMTRows(ctx context.Context, o mtOptions, want int64, timeout time.Duration, exited <-chan struct{}) (time.Time, error) {
 	deadline := time.Now().Add(timeout)
 	var got int64
 	for {
-		n, err := b.ch.int64(ctx, "SELECT count() FROM "+mtTablesExpr())
+		var n int64
+		var err error
+		for _, ch := range b.mtReaders(o) {
+			c, e := ch.int64(ctx, "SELECT count() FROM "+mtTablesExpr())
+			n, err = n+c, errors.Join(err, e)
+		}
 		if err == nil {
 			got = n
 			if n >= want {
@@ -580,35 +704,108 @@ func (b *bench) waitMTRows(ctx context.Context, want int64, timeout time.Duratio
 }
 
 // mtServerLog reads the server's INSERTs into the run's tables and the new
-// parts they made between from and to (query_log, part_log).
-func (b *bench) mtServerLog(ctx context.Context, r *MTRun, from, to time.Time) error {
-	if err := b.ch.exec(ctx, "SYSTEM FLUSH LOGS"); err != nil {
-		return err
-	}
-	t0, t1 := from.Unix()-1, to.Unix()+1
-	s, err := b.ch.query(ctx, fmt.Sprintf("SELECT written_rows FROM system.query_log WHERE type = 2 AND event_date >= yesterday() AND event_time BETWEEN %d AND %d AND %s",
-		t0, t1, `match(query, '^INSERT INTO `+"`?"+mtDB+"`?"+`\\.')`))
-	if err != nil {
-		return err
+// parts they made between from and to (query_log, part_log); on a cluster
+// every node's, summed per shard, and the run's INSERTs/min and whole
+// minutes are the busiest shard's (the budget is per shard).
+func (b *bench) mtServerLog(ctx context.Context, o mtOptions, r *MTRun, from, to time.Time) error {
+	shards := [][]*chHTTP{{b.ch}}
+	if o.cluster.name != "" {
+		shards = nil
+		for _, sh := range o.shards() {
+			var chs []*chHTTP
+			for _, n := range sh {
+				chs = append(chs, n.ch)
+			}
+			shards = append(shards, chs)
+		}
 	}
 	var rows []float64
-	for _, l := range splitLines(s) {
-		x, err := strconv.ParseFloat(l, 64)
-		if err != nil {
-			return fmt.Errorf("query_log answer %q", l)
+	mins := r.WindowSec / 60
+	for _, sh := range shards {
+		perMinute := map[int64]int{}
+		var inserts int
+		var parts int64
+		for _, ch := range sh {
+			x, err := mtNodeLog(ctx, ch, from, to, perMinute)
+			if err != nil {
+				return err
+			}
+			rows = append(rows, x.rows...)
+			inserts += len(x.rows)
+			parts += x.parts
 		}
-		rows = append(rows, x)
+		r.Inserts += inserts
+		r.NewParts += parts
+		list, most := wholeMinutes(perMinute, from, to)
+		r.MaxMinute = max(r.MaxMinute, most)
+		if mins > 0 {
+			r.ShardInsertsPerMin = append(r.ShardInsertsPerMin, float64(inserts)/mins)
+			r.ShardPartsPerMin = append(r.ShardPartsPerMin, float64(parts)/mins)
+		}
+		r.ShardMinutes = append(r.ShardMinutes, list)
 	}
-	r.Inserts, r.RowsPerInsert = len(rows), spreadOf(rows).Median
-	if r.NewParts, err = b.ch.int64(ctx, fmt.Sprintf("SELECT count() FROM system.part_log WHERE event_type = 1 AND event_date >= yesterday() AND event_time BETWEEN %d AND %d AND database = '%s'",
-		t0, t1, mtDB)); err != nil {
-		return err
+	r.RowsPerInsert = spreadOf(rows).Median
+	if mins > 0 {
+		r.InsertsPerMin = slices.Max(r.ShardInsertsPerMin)
+		r.PartsPerMin = slices.Max(r.ShardPartsPerMin)
 	}
-	if r.WindowSec > 0 {
-		r.InsertsPerMin = float64(r.Inserts) / (r.WindowSec / 60)
-		r.PartsPerMin = float64(r.NewParts) / (r.WindowSec / 60)
+	r.MinuteInserts = r.ShardMinutes[0]
+	for _, l := range r.ShardMinutes {
+		if slices.Max(append([]int{0}, l...)) == r.MaxMinute {
+			r.MinuteInserts = l
+		}
+	}
+	if len(shards) == 1 {
+		r.ShardInsertsPerMin, r.ShardMinutes, r.ShardPartsPerMin = nil, nil, nil
 	}
 	return nil
+}
+
+// nodeLog is one node's INSERTs into the run's tables: the rows of each,
+// and the new parts.
+type nodeLog struct {
+	rows  []float64
+	parts int64
+}
+
+// mtNodeLog reads one node's query_log and part_log between from and to,
+// adding its INSERTs per clock minute (Unix seconds) to perMinute.
+func mtNodeLog(ctx context.Context, ch *chHTTP, from, to time.Time, perMinute map[int64]int) (nodeLog, error) {
+	var x nodeLog
+	if err := ch.exec(ctx, "SYSTEM FLUSH LOGS"); err != nil {
+		return x, err
+	}
+	t0, t1 := from.Unix()-1, to.Unix()+1
+	ours := `match(query, '^INSERT INTO ` + "`?" + mtDB + "`?" + `\\.')`
+	s, err := ch.query(ctx, fmt.Sprintf("SELECT toUnixTimestamp(toStartOfMinute(event_time)) AS m, written_rows FROM system.query_log WHERE type = 2 AND event_date >= yesterday() AND event_time BETWEEN %d AND %d AND %s",
+		t0, t1, ours))
+	if err != nil {
+		return x, err
+	}
+	for _, l := range splitLines(s) {
+		var m int64
+		var n float64
+		if _, err := fmt.Sscanf(l, "%d\t%g", &m, &n); err != nil {
+			return x, fmt.Errorf("query_log answer %q", l)
+		}
+		x.rows = append(x.rows, n)
+		perMinute[m]++
+	}
+	x.parts, err = ch.int64(ctx, fmt.Sprintf("SELECT count() FROM system.part_log WHERE event_type = 1 AND event_date >= yesterday() AND event_time BETWEEN %d AND %d AND database = '%s'",
+		t0, t1, mtDB))
+	return x, err
+}
+
+// wholeMinutes lists the counts of the clock minutes that lie wholly
+// within [from, to], in order (a minute without INSERTs counts 0), and
+// their largest.
+func wholeMinutes(counts map[int64]int, from, to time.Time) (list []int, most int) {
+	for m := from.Truncate(time.Minute).Add(time.Minute); !m.Add(time.Minute).After(to); m = m.Add(time.Minute) {
+		c := counts[m.Unix()]
+		list = append(list, c)
+		most = max(most, c)
+	}
+	return list, most
 }
 
 func splitLines(s string) []string {
@@ -623,10 +820,14 @@ func splitLines(s string) []string {
 
 // mtTables checks every table's rows against its topic's records and
 // measures the latency of every row, per class of tables.
-func (b *bench) mtTables(ctx context.Context, r *MTRun, srvKey string, topics []string, produced map[string]int64, shares []float64, from time.Time) error {
-	s, err := b.ch.query(ctx, "SELECT _table, count(), uniqExact(id) FROM "+mtTablesExpr()+" GROUP BY _table")
-	if err != nil {
-		return err
+func (b *bench) mtTables(ctx context.Context, o mtOptions, r *MTRun, srvKey string, topics []string, produced map[string]int64, shares []float64, from time.Time) error {
+	var s string
+	for _, ch := range b.mtReaders(o) {
+		x, err := ch.query(ctx, "SELECT _table, count(), uniqExact(id) FROM "+mtTablesExpr()+" GROUP BY _table")
+		if err != nil {
+			return err
+		}
+		s += x + "\n"
 	}
 	rows := map[string]int64{}
 	for _, l := range splitLines(s) {
@@ -635,7 +836,7 @@ func (b *bench) mtTables(ctx context.Context, r *MTRun, srvKey string, topics []
 		if _, err := fmt.Sscanf(l, "%s\t%d\t%d", &t, &c, &u); err != nil {
 			return fmt.Errorf("row counts: %q", l)
 		}
-		rows[t] = c
+		rows[t] += c
 		r.Rows += c
 		r.Duplicates += c - u
 	}
@@ -645,15 +846,20 @@ func (b *bench) mtTables(ctx context.Context, r *MTRun, srvKey string, topics []
 		}
 	}
 	var q string
-	if srvKey == "18" {
+	if srvKey != "26" {
 		q = "SELECT _table, toInt64(toUInt32(_ins)) * 1000 + 500 - toInt64(_timestamp) AS ms, count() FROM " + mtTablesExpr() + " GROUP BY _table, ms"
 	} else {
 		q = fmt.Sprintf("SELECT t._table, toInt64(toUnixTimestamp64Milli(q.fin)) - toInt64(t._timestamp) AS ms, count() FROM %s AS t "+
 			"INNER JOIN (SELECT query_id, any(event_time_microseconds) AS fin FROM system.query_log WHERE type = 2 AND event_date >= yesterday() AND event_time >= %d "+
 			"AND match(query, '^INSERT INTO `?%s`?\\\\.') GROUP BY query_id) AS q ON t._qid = q.query_id GROUP BY t._table, ms", mtTablesExpr(), from.Unix()-1, mtDB)
 	}
-	if s, err = b.ch.query(ctx, q); err != nil {
-		return fmt.Errorf("latency: %w", err)
+	s = ""
+	for _, ch := range b.mtReaders(o) {
+		x, err := ch.query(ctx, q)
+		if err != nil {
+			return fmt.Errorf("latency: %w", err)
+		}
+		s += x + "\n"
 	}
 	hists := map[int][]latBucket{}
 	for _, l := range splitLines(s) {
@@ -727,6 +933,7 @@ type MTSummary struct {
 	Of            int     `json:"of"`
 	Exact         int     `json:"exact_runs"`
 	InsertsPerMin Spread  `json:"inserts_per_min"`
+	MaxMinute     Spread  `json:"max_minute_inserts"`
 	PartsPerMin   Spread  `json:"new_parts_per_min"`
 	RowsPerInsert Spread  `json:"rows_per_insert"`
 	CPUUsPerRow   Spread  `json:"client_cpu_us_per_row"`
@@ -759,7 +966,7 @@ func summarizeMT(runs []MTRun) []MTSummary {
 	offMedian := map[key]float64{}
 	for _, k := range order {
 		s := MTSummary{Server: k.server, Tables: k.tables, Shape: k.shape, Variant: k.variant, Of: len(groups[k])}
-		var ins, parts, rpi, cpu, rss, p99a, p99b, load []float64
+		var ins, maxMin, parts, rpi, cpu, rss, p99a, p99b, load []float64
 		for _, r := range groups[k] {
 			if !strings.HasPrefix(r.Status, "ok") && !strings.HasPrefix(r.Status, "not exact") {
 				s.Status = r.Status
@@ -771,6 +978,7 @@ func summarizeMT(runs []MTRun) []MTSummary {
 			}
 			s.ConnWait += r.ConnWaitErrors
 			ins, parts, rpi = append(ins, r.InsertsPerMin), append(parts, r.PartsPerMin), append(rpi, r.RowsPerInsert)
+			maxMin = append(maxMin, float64(r.MaxMinute))
 			cpu, rss, load = append(cpu, r.CPUUsPerRow), append(rss, r.RSSMedianMiB), append(load, r.LoadAvg1End)
 			if len(r.Classes) > 0 {
 				p99a = append(p99a, r.Classes[0].P99Ms)
@@ -780,6 +988,7 @@ func summarizeMT(runs []MTRun) []MTSummary {
 			}
 		}
 		s.InsertsPerMin, s.PartsPerMin, s.RowsPerInsert = spreadOf(ins), spreadOf(parts), spreadOf(rpi)
+		s.MaxMinute = spreadOf(maxMin)
 		s.CPUUsPerRow, s.RSSMiB, s.LoadAvg1 = spreadOf(cpu), spreadOf(rss), spreadOf(load)
 		s.P99Busy, s.P99Quiet = spreadOf(p99a), spreadOf(p99b)
 		if k.variant == "off" && s.Runs > 0 {
@@ -842,8 +1051,8 @@ func (rep MTReport) markdown() string {
 	w("each run a fresh consumer group starting at the topics' ends and fresh tables.\n\n")
 	w("Per run: INSERTs/min and new parts/min are the server's own counts (`system.query_log` QueryFinish INSERTs and `system.part_log` NewPart events, summed over every table of the run) over the window from the first record produced to the last row landed; *exact* means every table holds exactly its topic's records and no id twice; latency is per row, record timestamp → row visible (18.16: ±0.5 s; 26.9: ±1 ms, as in the steady state); classes: *busy* the tenth of the tables with the largest shares, *quiet* the rest, *all* with even rates; *over bound* counts tables with a row slower than the variant's bound; client CPU per row and RSS (median of 1 s samples) are the sink's process; *conn wait* the INSERTs whose pooled connection did not come in time (sink log).\n\n")
 	w("## Summary (median and range over the runs)\n\n")
-	w("| server | tables | shape | variant | runs ok / exact / of | INSERTs/min | ÷ off | new parts/min | rows/INSERT | p99 busy or all | p99 quiet | client CPU µs/row | RSS MiB | conn wait | load avg (1 min) |\n")
-	w("|---|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	w("| server | tables | shape | variant | runs ok / exact / of | INSERTs/min | busiest whole minute | ÷ off | new parts/min | rows/INSERT | p99 busy or all | p99 quiet | client CPU µs/row | RSS MiB | conn wait | load avg (1 min) |\n")
+	w("|---|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, s := range rep.Summary {
 		ratio := "—"
 		if s.InsertsRatio > 0 {
@@ -853,13 +1062,13 @@ func (rep MTReport) markdown() string {
 		if s.Runs == 0 {
 			status = " " + mdEscape(s.Status)
 		}
-		w("| %s | %d | %s | %s | %d / %d / %d%s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %s |\n", s.Server, s.Tables, s.Shape, s.Variant,
-			s.Runs, s.Exact, s.Of, status, spreadText(s.InsertsPerMin, f1), ratio, spreadText(s.PartsPerMin, f1), spreadText(s.RowsPerInsert, num),
+		w("| %s | %d | %s | %s | %d / %d / %d%s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %s |\n", s.Server, s.Tables, s.Shape, s.Variant,
+			s.Runs, s.Exact, s.Of, status, spreadText(s.InsertsPerMin, f1), spreadText(s.MaxMinute, num), ratio, spreadText(s.PartsPerMin, f1), spreadText(s.RowsPerInsert, num),
 			spreadText(s.P99Busy, msSecs), spreadText(s.P99Quiet, msSecs), spreadText(s.CPUUsPerRow, f2), spreadText(s.RSSMiB, f1), s.ConnWait, spreadText(s.LoadAvg1, f2))
 	}
 	w("\n## Every run\n\n")
-	w("| server | tables | shape | variant | run | status | offered rows/s | rows | exact | INSERTs/min | new parts/min | rows/INSERT | class: p50 / p99 / max, worst table p99, over bound | landed after | client CPU µs/row | RSS MiB median / peak | conn wait | warnings | server cores | rest of machine, cores | load avg 1 min start → end (5 min) |\n")
-	w("|---|---:|---|---|---:|---|---:|---:|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	w("| server | tables | shape | variant | run | status | offered rows/s | rows | exact | INSERTs/min | INSERTs per whole minute | new parts/min | rows/INSERT | class: p50 / p99 / max, worst table p99, over bound | landed after | client CPU µs/row | RSS MiB median / peak | conn wait | warnings | server cores | rest of machine, cores | load avg 1 min start → end (5 min) |\n")
+	w("|---|---:|---|---|---:|---|---:|---:|---|---:|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, r := range rep.Runs {
 		var cls []string
 		for _, c := range r.Classes {
@@ -869,13 +1078,39 @@ func (rep MTReport) markdown() string {
 		if r.WindowSec > r.DrainSec {
 			offered = float64(r.Produced) / (r.WindowSec - r.DrainSec)
 		}
-		w("| %s | %d | %s | %s | %d | %s | %s | %s | %v | %.1f | %.1f | %s | %s | %.1f s | %s | %.0f / %.0f | %d | %d | %s | %s | %.2f → %.2f (%.2f) |\n",
-			r.Server, r.Tables, r.Shape, r.Variant, r.Run, mdEscape(r.Status), num(offered), num(float64(r.Rows)), r.Exact, r.InsertsPerMin, r.PartsPerMin,
+		w("| %s | %d | %s | %s | %d | %s | %s | %s | %v | %.1f | %s | %.1f | %s | %s | %.1f s | %s | %.0f / %.0f | %d | %d | %s | %s | %.2f → %.2f (%.2f) |\n",
+			r.Server, r.Tables, r.Shape, r.Variant, r.Run, mdEscape(r.Status), num(offered), num(float64(r.Rows)), r.Exact, r.InsertsPerMin, runMinutesText(r), r.PartsPerMin,
 			num(r.RowsPerInsert), strings.Join(cls, "; "), r.DrainSec, f2(r.CPUUsPerRow), r.RSSMedianMiB, r.RSSMaxMiB, r.ConnWaitErrors, r.Warnings,
 			f2(r.ServerCPUCores), f2(r.OtherCPUCores), r.LoadAvg1Start, r.LoadAvg1End, r.LoadAvg5End)
 	}
 	w("\nLatency: %s; %s.\n", latencyMethod18, latencyMethod26)
 	return b.String()
+}
+
+// runMinutesText is a run's INSERTs per whole minute; on a cluster per
+// shard, with the shard's INSERTs and new parts per minute.
+func runMinutesText(r MTRun) string {
+	if len(r.ShardMinutes) == 0 {
+		return minutesText(r.MinuteInserts)
+	}
+	var out []string
+	for i, l := range r.ShardMinutes {
+		t := fmt.Sprintf("shard %d: %s", i+1, minutesText(l))
+		if i < len(r.ShardInsertsPerMin) {
+			t += fmt.Sprintf(" (%.1f/min, %.1f parts/min)", r.ShardInsertsPerMin[i], r.ShardPartsPerMin[i])
+		}
+		out = append(out, t)
+	}
+	return strings.Join(out, "; ")
+}
+
+// minutesText lists per-minute counts, comma-separated.
+func minutesText(c []int) string {
+	var s []string
+	for _, x := range c {
+		s = append(s, strconv.Itoa(x))
+	}
+	return strings.Join(s, ", ")
 }
 
 // msSecs formats milliseconds as seconds with one decimal.
