@@ -315,6 +315,9 @@ func (p *Pipeline) eoSealed(a *accState, b *sealedBatch) {
 // commit, before its INSERT; it returns the context and block the INSERT
 // uses. An error means b must not be inserted.
 func (p *Pipeline) eoIntent(ctx context.Context, ts *tableState, b *sealedBatch) (context.Context, chschema.Block, error) {
+	// The ledgers it extends are the latest: no older commit still out
+	// may land after it.
+	p.settle()
 	e := p.eo
 	eb := e.batches[b.ID]
 	if eb == nil {

@@ -30,12 +30,16 @@
 // network, each with its bound; while one runs, acks, group callbacks and
 // the revoke deadline wait, so each is kept short or rare:
 //
-//   - An offset commit (commit.go: every kafka.commit_interval, when a
-//     revoke's batches are in, at the revoke deadline and at shutdown) and,
-//     with exactly_once, the intent commit before each batch's INSERT
-//     (exactly.go): both at most kafka.request_timeout (commitOffsets); a
-//     commit that fails or times out is retried by the next one, an intent
-//     after its backoff.
+//   - An offset commit when a revoke's batches are in, at the revoke
+//     deadline, when a pause is complete, at shutdown and when partitions
+//     are given up (the commit still out is waited for first), and, with
+//     exactly_once, the intent commit before each batch's INSERT
+//     (exactly.go): each at most kafka.request_timeout (commitOffsets),
+//     after the commit still out; a commit that fails or times out is
+//     retried by the next one, an intent after its backoff. The commits
+//     after each INSERT and every kafka.commit_interval do not wait: they
+//     go through the committer's goroutine (committer.go), one at a time,
+//     and their results come back as events.
 //   - Describing a table first needed by a new topic (routing.go,
 //     resolveTopic: a table named after its topic): at most
 //     clickhouse.query_timeout, once per topic.
@@ -66,7 +70,7 @@
 // records, decoded while the next fetch is read), routing.go (routes
 // to tables, tables named after their topic), dispatch.go (accumulators,
 // each table's queue and in-flight slots, inserts and their acks),
-// commit.go, rebalance.go (assign, revoke with its deadline, loss), dlq.go
+// commit.go and committer.go (commits, off the owner), rebalance.go (assign, revoke with its deadline, loss), dlq.go
 // (bad records), dlqtable.go (bad records as rows of a dead-letter table), schema.go (tables that change while running), evolve.go
 // (fields no column takes: counted, logged, added as columns on request,
 // their records held until the column exists), held.go (records held for
@@ -155,6 +159,7 @@ type Pipeline struct {
 	cancelGrace time.Duration
 
 	uncommitted map[offsets.TP]offsets.Commit // positions of a failed commit, retried
+	committer   *committer                    // commits off the owner while Run runs (committer.go)
 
 	polling bool          // a poll was requested and not yet delivered
 	pending []pendingPart // polled records not decoded yet (fetched.go)

@@ -162,7 +162,7 @@ func (p *Pipeline) revokeDone(id uint64) {
 	if len(w.waiting) > 0 {
 		return
 	}
-	p.commit()
+	p.commitNow()
 	p.forget(w.tps)
 	p.revoke = nil
 	p.log.Info().Int("partitions", len(w.tps)).Dur("took", p.now().Sub(w.start)).
@@ -180,7 +180,7 @@ func (p *Pipeline) checkRevokeDeadline() {
 		return
 	}
 	p.log.Warn().Int("batches", len(w.waiting)).Msg("revoke: inserts still running at half the rebalance timeout; releasing partitions without committing them")
-	p.commit()
+	p.commitNow()
 	p.forget(w.tps)
 	p.revoke = nil
 	close(w.done)
@@ -188,6 +188,7 @@ func (p *Pipeline) checkRevokeDeadline() {
 
 // forget drops every trace of partitions this member no longer owns.
 func (p *Pipeline) forget(tps []offsets.TP) {
+	p.settle()
 	if p.eo != nil {
 		p.eoRelease(tps)
 	}

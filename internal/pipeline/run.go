@@ -42,6 +42,9 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		p.look.begin(p.lookups, p.stopped)
 		defer p.look.end(0) // shutdown waited for them; an early return cancels them
 	}
+	p.committer = newCommitter()
+	go p.committer.run(p.commitOffsets)
+	defer p.stopCommitter()
 	// Inserts outlive ctx: on SIGTERM the open batches must still be written.
 	writeCtx, cancelWrites := context.WithCancel(context.Background())
 	defer cancelWrites()
@@ -76,6 +79,8 @@ func (p *Pipeline) Run(ctx context.Context) error {
 				p.handleEvent(writeCtx, ev)
 			case a := <-p.acks:
 				p.handleAck(writeCtx, a)
+			case r := <-p.committer.results:
+				p.handleCommit(r)
 			case req := <-p.controls:
 				p.handleControl(writeCtx, req)
 			case <-tick.C:
@@ -125,6 +130,8 @@ func (p *Pipeline) Run(ctx context.Context) error {
 			p.decodeSome(writeCtx)
 		case a := <-p.acks:
 			p.handleAck(writeCtx, a)
+		case r := <-p.committer.results:
+			p.handleCommit(r)
 		case ev := <-p.events:
 			p.handleEvent(writeCtx, ev)
 			p.publish() // a change of partitions shows at once
@@ -250,6 +257,8 @@ func (p *Pipeline) flush(writeCtx context.Context, cancelWrites context.CancelFu
 		case a := <-p.acks:
 			p.handleAck(writeCtx, a)
 			p.abandonBlocked()
+		case r := <-p.committer.results:
+			p.handleCommit(r)
 		case r := <-p.schemas:
 			p.handleSchema(writeCtx, r)
 		case ev := <-p.events:
@@ -261,18 +270,27 @@ func (p *Pipeline) flush(writeCtx context.Context, cancelWrites context.CancelFu
 		case <-deadline.C:
 			stuck := p.stuckOn()
 			cancelWrites()
-			p.commit()
+			p.commitNow()
 			return fmt.Errorf("shutdown_timeout (%s) passed with %d batches not inserted and %d records not in the dead-letter topic, stuck on %s; committed %s; the rest is consumed again on restart",
 				p.cfg.ShutdownTimeout, len(p.flights), len(p.dlqs)-p.dlqFailed, stuck, p.committedSummary())
 		}
 	}
-	p.commit()
+	p.commitNow()
 	if p.fatal != nil {
 		return p.fatal
 	}
 	p.log.Info().Dur("took", p.now().Sub(start)).Int64("rows", p.stats.Rows).Int64("inserts", p.stats.Inserts).
 		Msg("flushed and committed")
 	return nil
+}
+
+// stopCommitter waits for the commit still out, if any, and ends the
+// committer's goroutine; later commits are made on the owner.
+func (p *Pipeline) stopCommitter() {
+	p.settle()
+	close(p.committer.jobs)
+	<-p.committer.done
+	p.committer = nil
 }
 
 // unacked counts the batches and dead-letter produces that may still
