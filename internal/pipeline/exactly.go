@@ -285,10 +285,7 @@ func (p *Pipeline) eoRow(a *accState, tp offsets.TP) {
 // eoSealed computes the sealed batch's token and canonical row order.
 func (p *Pipeline) eoSealed(a *accState, b *sealedBatch) {
 	e := p.eo
-	eb := &eoBatch{ranges: make([]eos.Range, len(b.Ranges))}
-	for i, r := range b.Ranges {
-		eb.ranges[i] = eos.Range{TP: r.TP, First: r.First, Last: r.Last}
-	}
+	eb := &eoBatch{ranges: eosRanges(b.Ranges)}
 	eos.SortRanges(eb.ranges)
 	eb.token = eos.Token(a.key.table.t.FullName(), eb.ranges)
 	if rp := e.rows[a]; rp != nil {
@@ -486,120 +483,104 @@ func (p *Pipeline) eoMargin(ts *tableState) {
 // seek point on are consumed and batched again as if for the first time.
 func (p *Pipeline) eoRelease(tps []offsets.TP) {
 	e := p.eo
-	gone := make(map[offsets.TP]bool, len(tps))
 	for _, tp := range tps {
-		gone[tp] = true
 		delete(e.ledgers, tp)
 		delete(e.start, tp)
 		delete(e.covers, tp)
 	}
-	// seek is, per kept partition, the offset to consume again from.
-	seek := map[offsets.TP]int64{}
-	holds := func(rs []batch.Range) bool {
-		for _, r := range rs {
-			if at, ok := seek[r.TP]; gone[r.TP] || (ok && r.Last >= at) {
-				return true
-			}
-		}
-		return false
-	}
-	note := func(rs []batch.Range) {
-		for _, r := range rs {
-			if at, ok := seek[r.TP]; !gone[r.TP] && (!ok || r.First < at) {
-				seek[r.TP] = r.First
-			}
+	var unrecorded []eos.Unrecorded
+	open := map[uint64]*accState{}
+	for id, f := range p.flights {
+		if eb := e.batches[id]; eb != nil && !eb.recorded {
+			unrecorded = append(unrecorded, eos.Unrecorded{ID: id, Tried: eb.tried, Ranges: eosRanges(f.b.Ranges)})
 		}
 	}
-	dropped := map[uint64]*flight{}
-	open := map[*accState]bool{}
-	for more := true; more; {
-		more = false
-		for id, f := range p.flights {
-			if eb := e.batches[id]; dropped[id] != nil || eb == nil || eb.recorded || !holds(f.b.Ranges) {
-				continue
-			}
-			dropped[id] = f
-			note(f.b.Ranges)
-			more = true
-		}
-		for _, a := range p.accs {
-			if open[a] || a.acc.Empty() || !holds(a.acc.Ranges()) {
-				continue
-			}
-			open[a] = true
-			note(a.acc.Ranges())
-			more = true
+	for _, a := range p.accs {
+		if !a.acc.Empty() {
+			open[a.id] = a
+			unrecorded = append(unrecorded, eos.Unrecorded{ID: a.id, Open: true, Ranges: eosRanges(a.acc.Ranges())})
 		}
 	}
-	if len(dropped) == 0 && len(open) == 0 {
+	plan := eos.PlanRelease(tps, unrecorded)
+	if plan.Stop {
+		if p.fatal == nil {
+			p.fatal = fmt.Errorf("exactly-once: %s[%d] was given up while batch %d, which also holds %s[%d] of this member, waited for its intent commit to be retried; whether that intent was recorded is unknown, so the batch can neither be inserted nor built again; stopping so that recovery settles it from the group's ledgers",
+				plan.Lost.Topic, plan.Lost.Partition, plan.StopBatch, plan.Kept.Topic, plan.Kept.Partition)
+		}
 		return
 	}
-	for id, f := range dropped {
-		// A batch whose intent commit was sent may be recorded; its next
-		// owners would then replay it, records of the kept partitions
-		// included, while this member batched those records again under
-		// other tokens. Only a batch that holds nothing this member keeps
-		// can be dropped then (its records are all the next owners').
-		if eb := e.batches[id]; eb.tried {
-			var lost, kept *offsets.TP
-			for _, r := range f.b.Ranges {
-				if tp := r.TP; gone[tp] {
-					lost = &tp
-				} else {
-					kept = &tp
-				}
-			}
-			if lost == nil { // dropped for a kept partition sought back
-				lost = &tps[0]
-			}
-			if kept != nil {
-				if p.fatal == nil {
-					p.fatal = fmt.Errorf("exactly-once: %s[%d] was given up while batch %d, which also holds %s[%d] of this member, waited for its intent commit to be retried; whether that intent was recorded is unknown, so the batch can neither be inserted nor built again; stopping so that recovery settles it from the group's ledgers",
-						lost.Topic, lost.Partition, id, kept.Topic, kept.Partition)
-				}
-				return
-			}
-		}
+	if len(plan.Drop) == 0 {
+		return
 	}
-	rows := 0
-	for id, f := range dropped {
-		ts := f.table
-		rows += f.b.Rows()
-		if i := slices.Index(ts.queue, f.b); i >= 0 {
-			ts.queue = slices.Delete(ts.queue, i, i+1)
-			if i == 0 {
-				delete(e.retries, ts) // the backoff was this batch's
-			}
+	rows, batches, opened := 0, 0, 0
+	for _, d := range plan.Drop {
+		if d.Open {
+			rows += p.eoDropOpen(open[d.ID])
+			opened++
 		} else {
-			// Out of the queue but not recorded: its intent commit failed
-			// for good (the member was fenced, which the loss explains)
-			// and the failure is on its way as an ack, which now finds
-			// no batch. Its slot is freed here.
-			ts.inflight--
-		}
-		delete(p.flights, id)
-		delete(e.batches, id)
-		if p.revoke != nil {
-			delete(p.revoke.waiting, id)
+			rows += p.eoDropSealed(d.ID)
+			batches++
 		}
 	}
-	for a := range open {
-		ts := a.key.table
-		if b := a.acc.Seal(p.now(), a.id, batch.ReasonRevoke, p.block(ts)); b != nil {
-			rows += b.Rows()
-		}
-		a.id = p.newID()
-		a.oldest = 0
-		delete(e.rows, a)
-	}
-	for tp, at := range seek {
+	for tp, at := range plan.Seek {
 		p.tracker.Truncate(tp, at)
 	}
-	p.log.Warn().Int("batches", len(dropped)).Int("open_batches", len(open)).Int("rows", rows).Int("partitions_sought_back", len(seek)).
+	p.log.Warn().Int("batches", batches).Int("open_batches", opened).Int("rows", rows).Int("partitions_sought_back", len(plan.Seek)).
 		Msg("exactly-once: dropped batches not yet recorded that held records of partitions given up; their records of the partitions kept are consumed again")
-	if len(seek) == 0 {
+	if len(plan.Seek) == 0 {
 		return
 	}
+	p.eoSeek(plan.Seek)
+}
+
+// eosRanges are a batch's ranges as eos names them.
+func eosRanges(rs []batch.Range) []eos.Range {
+	out := make([]eos.Range, len(rs))
+	for i, r := range rs {
+		out[i] = eos.Range{TP: r.TP, First: r.First, Last: r.Last}
+	}
+	return out
+}
+
+// eoDropSealed drops sealed batch id, not recorded, and returns its rows.
+func (p *Pipeline) eoDropSealed(id uint64) int {
+	e := p.eo
+	f := p.flights[id]
+	ts := f.table
+	if i := slices.Index(ts.queue, f.b); i >= 0 {
+		ts.queue = slices.Delete(ts.queue, i, i+1)
+		if i == 0 {
+			delete(e.retries, ts) // the backoff was this batch's
+		}
+	} else {
+		// Out of the queue but not recorded: its intent commit failed
+		// for good (the member was fenced, which the loss explains)
+		// and the failure is on its way as an ack, which now finds
+		// no batch. Its slot is freed here.
+		ts.inflight--
+	}
+	delete(p.flights, id)
+	delete(e.batches, id)
+	if p.revoke != nil {
+		delete(p.revoke.waiting, id)
+	}
+	return f.b.Rows()
+}
+
+// eoDropOpen drops a's open batch and returns its rows.
+func (p *Pipeline) eoDropOpen(a *accState) int {
+	rows := 0
+	if b := a.acc.Seal(p.now(), a.id, batch.ReasonRevoke, p.block(a.key.table)); b != nil {
+		rows = b.Rows()
+	}
+	a.id = p.newID()
+	a.oldest = 0
+	delete(p.eo.rows, a)
+	return rows
+}
+
+// eoSeek consumes the kept partitions of seek again from their offsets.
+func (p *Pipeline) eoSeek(seek map[offsets.TP]int64) {
 	// Records of the sought partitions that were fetched but not decoded
 	// yet, or wait for the schema registry, lie past the seek point: they
 	// are consumed again from there, so these copies go.
