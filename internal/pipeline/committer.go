@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"sink/internal/eos"
 	"sink/internal/offsets"
 )
 
@@ -32,12 +31,12 @@ type committer struct {
 	again   bool              // a commit was asked for while busy
 }
 
-// commitJob is one commit: positions, and with exactly-once each
-// partition's ledger (meta encodes ledgers).
+// commitJob is one commit: positions, their metadata (delivery's
+// commitMeta), and what to do once it succeeded (nil: nothing).
 type commitJob struct {
-	pos     map[offsets.TP]offsets.Commit
-	meta    map[offsets.TP]string
-	ledgers map[offsets.TP]eos.Ledger
+	pos  map[offsets.TP]offsets.Commit
+	meta map[offsets.TP]string
+	done func()
 }
 
 type commitResult struct {
@@ -130,11 +129,9 @@ func (p *Pipeline) commitJob() (commitJob, bool) {
 		}
 		return commitJob{}, false
 	}
-	job := commitJob{pos: c}
-	if p.eo != nil {
-		if job.pos, job.meta, job.ledgers = p.eoCommit(c); len(job.pos) == 0 {
-			return commitJob{}, false
-		}
+	var job commitJob
+	if job.pos, job.meta, job.done = p.dlv.commitMeta(c); len(job.pos) == 0 {
+		return commitJob{}, false
 	}
 	return job, true
 }
@@ -159,8 +156,8 @@ func (p *Pipeline) committed(job commitJob, err error) {
 		return
 	}
 	p.committedSeen(job.pos)
-	if p.eo != nil {
-		p.eoCommitted(job.ledgers)
+	if job.done != nil {
+		job.done()
 	}
 	p.m.Committed(p.now())
 	p.log.Debug().Int("partitions", len(job.pos)).Msg("committed")

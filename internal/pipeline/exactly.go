@@ -23,6 +23,7 @@ import (
 // to Run's goroutine; insert goroutines get what they need (the ordered
 // block, the token) as arguments.
 type exactly struct {
+	p *Pipeline // the owner's state it reads and changes (flights, open batches, tracker)
 	// ledgers of the partitions this member owns; a partition missing here
 	// is never committed nor recorded in an intent.
 	ledgers map[offsets.TP]*eos.Ledger
@@ -53,6 +54,62 @@ type exactly struct {
 	retries map[*tableState]*intentRetry
 }
 
+// check refuses what exactly-once cannot work with before Run starts:
+// no I/O, or a table whose deduplication window is unknown
+// (CheckExactlyOnce, which also remembers the windows).
+func (e *exactly) check(ctx context.Context) error {
+	if e.p.eoIO == nil {
+		return errNoExactlyOnceIO
+	}
+	if len(e.windows) == 0 {
+		return e.p.CheckExactlyOnce(ctx)
+	}
+	return nil
+}
+
+// beforeInsert records b's intent (intent): the INSERT carries its token
+// and its rows in the canonical order. A failure that may pass puts b
+// back at the head of its table's queue (errInsertLater); any other means
+// b is never inserted.
+func (e *exactly) beforeInsert(ctx context.Context, ts *tableState, b *sealedBatch) (context.Context, chschema.Block, error) {
+	ictx, blk, err := e.intent(ctx, ts, b)
+	if err == nil {
+		return ictx, blk, nil
+	}
+	if e.retryLater(ts, b, err) {
+		return nil, nil, errInsertLater
+	}
+	return nil, nil, fmt.Errorf("%w; not inserting it, stopping: the group's other members or a restart replay what was recorded", err)
+}
+
+// commitMeta adds each partition's ledger to a commit of positions c and
+// drops the partitions this member does not own; done stores the ledgers
+// once the commit succeeded.
+func (e *exactly) commitMeta(c map[offsets.TP]offsets.Commit) (map[offsets.TP]offsets.Commit, map[offsets.TP]string, func()) {
+	c, meta, ledgers := e.commitLedgers(c)
+	return c, meta, func() { e.committed(ledgers) }
+}
+
+// onAssign recovers newly assigned partitions (recoverParts); a failure
+// stops the connector. A replay decodes its records now: its schema
+// look-ups wait for the registry (lookup.go).
+func (e *exactly) onAssign(ctx context.Context, tps []offsets.TP) {
+	p := e.p
+	p.syncLookups(func() {
+		if err := e.recoverParts(ctx, tps); err != nil && p.fatal == nil {
+			p.fatal = err
+		}
+	})
+}
+
+// stuckOn names an intent commit being retried ("" when none).
+func (e *exactly) stuckOn() string {
+	for ts, r := range e.retries {
+		return fmt.Sprintf("recording a batch for %s in Kafka before its INSERT (exactly_once; %d attempts, last error: %v)", ts.t.FullName(), r.attempt, r.lastErr)
+	}
+	return ""
+}
+
 // intentRetry is the backoff of one table's failing intent commit.
 type intentRetry struct {
 	attempt int
@@ -62,7 +119,7 @@ type intentRetry struct {
 }
 
 // intentError is a commit of a batch's intent that the broker or the
-// network refused; other errors of eoIntent are about the batch itself.
+// network refused; other errors of intent are about the batch itself.
 type intentError struct{ err error }
 
 func (e *intentError) Error() string { return e.err.Error() }
@@ -78,13 +135,13 @@ func (e *intentError) Unwrap() error { return e.err }
 // Retrying a refused generation is safe because a later attempt can only
 // succeed under a generation the member holds again, and franz-go reaches
 // one only through the group's callbacks: after a session loss it calls
-// the lost callback before it rejoins (eoRelease then drops the batch,
+// the lost callback before it rejoins (onRelease then drops the batch,
 // whose partitions are no longer this member's), and a cooperative
 // rebalance hands a revoked partition to another member only after this
 // member's revoke callback returned (under the consumer protocol too:
 // franz-go tells the coordinator that it released a partition only after
 // the callback). A batch is therefore recorded only
-// while this member owns its partitions (eoIntent checks the ledgers too),
+// while this member owns its partitions (intent checks the ledgers too),
 // and a paused member never inserts a batch it had not recorded.
 // Static-membership fencing, authorization and metadata size errors are
 // not retried: they do not pass by themselves.
@@ -96,27 +153,29 @@ func retriableIntent(err error) bool {
 	return kafkaerr.Classify(err).Retriable()
 }
 
-// eoRetryPolicy paces exactly-once's Kafka retries (a failed intent commit,
+// retryPolicy paces exactly-once's Kafka retries (a failed intent commit,
 // recovery's read of the topics' state) as the INSERTs are paced:
 // retry_initial doubling up to retry_max, half of each step drawn at random
 // (backoff.EqualJitter), so that the members of a group that failed
 // together on a broker restart do not retry in lockstep.
-func (p *Pipeline) eoRetryPolicy() backoff.Policy {
+func (e *exactly) retryPolicy() backoff.Policy {
+	p := e.p
 	return backoff.Policy{Initial: p.cfg.ClickHouse.RetryInitial, Max: p.cfg.ClickHouse.RetryMax,
 		Jitter: backoff.EqualJitter, Rand: p.jitter}
 }
 
-// eoRetryLater handles a failed intent of b: a retriable one puts b back at
-// the head of its table's queue with a backoff (eoRetryPolicy) and reports
+// retryLater handles a failed intent of b: a retriable one puts b back at
+// the head of its table's queue with a backoff (retryPolicy) and reports
 // true; anything else is left to the caller, which fails the batch.
-func (p *Pipeline) eoRetryLater(ts *tableState, b *sealedBatch, err error) bool {
+func (e *exactly) retryLater(ts *tableState, b *sealedBatch, err error) bool {
+	p := e.p
 	if !retriableIntent(err) {
 		return false
 	}
-	r := p.eo.retries[ts]
+	r := e.retries[ts]
 	if r == nil {
-		r = &intentRetry{backoff: backoff.New(p.eoRetryPolicy())}
-		p.eo.retries[ts] = r
+		r = &intentRetry{backoff: backoff.New(e.retryPolicy())}
+		e.retries[ts] = r
 	}
 	r.attempt++
 	wait := r.backoff.Next()
@@ -127,26 +186,23 @@ func (p *Pipeline) eoRetryLater(ts *tableState, b *sealedBatch, err error) bool 
 	return true
 }
 
-// eoWaiting reports whether ts's next intent must wait for its retry time.
-func (p *Pipeline) eoWaiting(ts *tableState) bool {
-	if p.eo == nil {
-		return false
-	}
-	r := p.eo.retries[ts]
-	return r != nil && p.now().Before(r.at)
+// waiting reports whether ts's next intent must wait for its retry time.
+func (e *exactly) waiting(ts *tableState) bool {
+	r := e.retries[ts]
+	return r != nil && e.p.now().Before(r.at)
 }
 
-// eoRecorded ends ts's backoff after an intent went through.
-func (p *Pipeline) eoRecorded(ts *tableState) { delete(p.eo.retries, ts) }
+// recorded ends ts's backoff after an intent went through.
+func (e *exactly) recorded(ts *tableState) { delete(e.retries, ts) }
 
-// eoNextRetry is how long until the earliest intent retry is due.
-func (p *Pipeline) eoNextRetry(now time.Time) (time.Duration, bool) {
-	if p.eo == nil || len(p.eo.retries) == 0 {
+// nextRetry is how long until the earliest intent retry is due.
+func (e *exactly) nextRetry(now time.Time) (time.Duration, bool) {
+	if len(e.retries) == 0 {
 		return 0, false
 	}
 	var next time.Duration
 	found := false
-	for _, r := range p.eo.retries {
+	for _, r := range e.retries {
 		if d := max(r.at.Sub(now), 0); !found || d < next {
 			next, found = d, true
 		}
@@ -154,13 +210,11 @@ func (p *Pipeline) eoNextRetry(now time.Time) (time.Duration, bool) {
 	return next, found
 }
 
-// eoRetryDue pumps the tables whose intent retry is due.
-func (p *Pipeline) eoRetryDue(writeCtx context.Context) {
-	if p.eo == nil {
-		return
-	}
+// retryDue pumps the tables whose intent retry is due.
+func (e *exactly) retryDue(writeCtx context.Context) {
+	p := e.p
 	now := p.now()
-	for ts, r := range p.eo.retries {
+	for ts, r := range e.retries {
 		if !now.Before(r.at) {
 			p.pump(writeCtx, ts)
 		}
@@ -178,7 +232,7 @@ type eoBatch struct {
 	ranges []eos.Range
 	perm   []int
 	// recorded: its intent commit succeeded. Until then the batch is
-	// dropped if one of its partitions is given up (eoRelease).
+	// dropped if one of its partitions is given up (onRelease).
 	recorded bool
 	// tried: an intent commit of it was sent and failed. Its outcome is
 	// unknown: the broker may have stored it before the answer was lost
@@ -213,11 +267,11 @@ func (p *Pipeline) CheckExactlyOnce(ctx context.Context) error {
 				Msg("exactly-once: these replicas could not be reached to read the table's deduplication window; another replica of each of their shards was read, and its window counts")
 		}
 	}
-	if p.eo != nil {
+	if e := p.eo; e != nil {
 		for i, t := range tables {
 			if ts := p.tables[t.FullName()]; ts != nil && i < len(windows) {
-				p.eo.windows[ts] = windows[i].Size
-				p.eo.settings[ts] = windows[i].Setting
+				e.windows[ts] = windows[i].Size
+				e.settings[ts] = windows[i].Setting
 			}
 		}
 	}
@@ -233,11 +287,15 @@ var errNoExactlyOnceIO = errors.New("delivery exactly_once needs the exactly-onc
 // run.
 func WithExactlyOnce(x ExactlyOnce) Option { return func(p *Pipeline) { p.eoIO = x } }
 
-func (p *Pipeline) initExactly() {
+// initDelivery sets the delivery hooks (delivery.go): at-least-once, or
+// exactly-once with its state.
+func (p *Pipeline) initDelivery() {
+	p.dlv = atLeastOnce{p}
 	if !p.cfg.ExactlyOnce() {
 		return
 	}
 	p.eo = &exactly{
+		p:        p,
 		ledgers:  map[offsets.TP]*eos.Ledger{},
 		start:    map[offsets.TP]int64{},
 		covers:   map[offsets.TP]eos.Covers{},
@@ -249,29 +307,29 @@ func (p *Pipeline) initExactly() {
 		marks:    map[string]eoMark{},
 		retries:  map[*tableState]*intentRetry{},
 	}
+	p.dlv = p.eo
 }
 
-// eoSkip is called for every record before it is routed: it notes where a
+// skip is called for every record before it is routed: it notes where a
 // partition without a committed offset started, and reports whether the
 // record is already in the table.
-func (p *Pipeline) eoSkip(tp offsets.TP, offset int64) bool {
-	e := p.eo
+func (e *exactly) skip(tp offsets.TP, offset int64) bool {
 	if l := e.ledgers[tp]; l != nil && l.Offset < 0 {
 		if _, ok := e.start[tp]; !ok {
 			e.start[tp] = offset
 		}
 	}
-	// The spans stay until the committed offset passes them (eoCommitted):
-	// a partition sought back (eoRelease) reads these offsets again.
+	// The spans stay until the committed offset passes them (committed):
+	// a partition sought back (onRelease) reads these offsets again.
 	return e.covers[tp].Contains(offset)
 }
 
-// eoRow notes the partition of the row just appended to a's batch.
-func (p *Pipeline) eoRow(a *accState, tp offsets.TP) {
-	rp := p.eo.rows[a]
+// onRow notes the partition of the row just appended to a's batch.
+func (e *exactly) onRow(a *accState, tp offsets.TP) {
+	rp := e.rows[a]
 	if rp == nil {
 		rp = &rowParts{idx: map[offsets.TP]int32{}}
-		p.eo.rows[a] = rp
+		e.rows[a] = rp
 	}
 	i, ok := rp.idx[tp]
 	if !ok {
@@ -282,9 +340,8 @@ func (p *Pipeline) eoRow(a *accState, tp offsets.TP) {
 	rp.rows = append(rp.rows, i)
 }
 
-// eoSealed computes the sealed batch's token and canonical row order.
-func (p *Pipeline) eoSealed(a *accState, b *sealedBatch) {
-	e := p.eo
+// onSeal computes the sealed batch's token and canonical row order.
+func (e *exactly) onSeal(a *accState, b *sealedBatch) {
 	eb := &eoBatch{ranges: eosRanges(b.Ranges)}
 	eos.SortRanges(eb.ranges)
 	eb.token = eos.Token(a.key.table.t.FullName(), eb.ranges)
@@ -308,19 +365,19 @@ func (p *Pipeline) eoSealed(a *accState, b *sealedBatch) {
 	e.batches[b.ID] = eb
 }
 
-// eoIntent records b in the commit metadata of each of its partitions, in one
+// intent records b in the commit metadata of each of its partitions, in one
 // commit, before its INSERT; it returns the context and block the INSERT
 // uses. An error means b must not be inserted.
-func (p *Pipeline) eoIntent(ctx context.Context, ts *tableState, b *sealedBatch) (context.Context, chschema.Block, error) {
+func (e *exactly) intent(ctx context.Context, ts *tableState, b *sealedBatch) (context.Context, chschema.Block, error) {
+	p := e.p
 	// The ledgers it extends are the latest: no older commit still out
 	// may land after it.
 	p.settle()
-	e := p.eo
 	eb := e.batches[b.ID]
 	if eb == nil {
 		return nil, nil, fmt.Errorf("exactly-once: batch %d has no token", b.ID)
 	}
-	place, err := p.eoPlacement(ctx, ts)
+	place, err := e.placement(ctx, ts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("exactly-once: batch %d: %w", b.ID, err)
 	}
@@ -332,7 +389,7 @@ func (p *Pipeline) eoIntent(ctx context.Context, ts *tableState, b *sealedBatch)
 		if l == nil {
 			return nil, nil, fmt.Errorf("exactly-once: %s[%d] is no longer assigned to this member, so batch %d cannot be recorded; stopping so that its new owner replays it", r.TP.Topic, r.TP.Partition, b.ID)
 		}
-		at := p.eoPosition(r.TP, l)
+		at := e.position(r.TP, l)
 		entry := eos.Entry{Token: eb.token, First: r.First, Last: r.Last, N: len(eb.ranges), Placement: place}
 		nl := eos.Ledger{Offset: l.Offset, TopicID: l.TopicID, Check: l.Check,
 			Entries: append(append([]eos.Entry(nil), l.Entries...), entry)}.Live(at.Offset)
@@ -346,19 +403,20 @@ func (p *Pipeline) eoIntent(ctx context.Context, ts *tableState, b *sealedBatch)
 	if err := p.commitOffsets(pos, meta); err != nil {
 		return nil, nil, &intentError{fmt.Errorf("exactly-once: recording batch %d before its INSERT failed: %w", b.ID, err)}
 	}
-	p.eoRecorded(ts)
+	e.recorded(ts)
 	for tp, nl := range next {
 		*e.ledgers[tp] = nl
 	}
 	eb.recorded = true
 	e.marks[eb.token] = eoMark{table: ts, at: e.inserts[ts]}
-	p.eoMargin(ts)
+	e.margin(ts)
 	return writer.WithDedupToken(ctx, eb.token), eos.Ordered(b.Data, eb.perm), nil
 }
 
-// eoPlacement is how the sink splits ts's rows across a cluster's shards
+// placement is how the sink splits ts's rows across a cluster's shards
 // now ("" when it does not split them; see placementSink).
-func (p *Pipeline) eoPlacement(ctx context.Context, ts *tableState) (string, error) {
+func (e *exactly) placement(ctx context.Context, ts *tableState) (string, error) {
+	p := e.p
 	ps, ok := p.w.(placementSink)
 	if !ok {
 		return "", nil
@@ -366,32 +424,33 @@ func (p *Pipeline) eoPlacement(ctx context.Context, ts *tableState) (string, err
 	return ps.Placement(ctx, ts.t.Database, ts.t.Name)
 }
 
-// eoPosition is what a commit of tp may say now: the handled prefix, or the
+// position is what a commit of tp may say now: the handled prefix, or the
 // offset already committed, or where consumption started.
-func (p *Pipeline) eoPosition(tp offsets.TP, l *eos.Ledger) offsets.Commit {
+func (e *exactly) position(tp offsets.TP, l *eos.Ledger) offsets.Commit {
+	p := e.p
 	if c, ok := p.tracker.Position(tp); ok && c.Offset >= l.Offset {
 		return c
 	}
 	if l.Offset >= 0 {
 		return offsets.Commit{Offset: l.Offset, Epoch: -1}
 	}
-	return offsets.Commit{Offset: p.eo.start[tp], Epoch: -1}
+	return offsets.Commit{Offset: e.start[tp], Epoch: -1}
 }
 
-// eoAcked notes a successful INSERT for the margin metric.
-func (p *Pipeline) eoAcked(ts *tableState, id uint64) {
-	delete(p.eo.batches, id)
-	p.eo.inserts[ts]++
-	p.eoMargin(ts)
+// onAck notes a successful INSERT for the margin metric.
+func (e *exactly) onAck(ts *tableState, id uint64) {
+	delete(e.batches, id)
+	e.inserts[ts]++
+	e.margin(ts)
 }
 
-// eoCommit turns a commit of positions into one that carries each
+// commitLedgers turns a commit of positions into one that carries each
 // partition's ledger, dropping partitions this member does not own.
-func (p *Pipeline) eoCommit(c map[offsets.TP]offsets.Commit) (map[offsets.TP]offsets.Commit, map[offsets.TP]string, map[offsets.TP]eos.Ledger) {
+func (e *exactly) commitLedgers(c map[offsets.TP]offsets.Commit) (map[offsets.TP]offsets.Commit, map[offsets.TP]string, map[offsets.TP]eos.Ledger) {
 	meta := map[offsets.TP]string{}
 	next := map[offsets.TP]eos.Ledger{}
 	for tp, pos := range c {
-		l := p.eo.ledgers[tp]
+		l := e.ledgers[tp]
 		if l == nil {
 			delete(c, tp)
 			continue
@@ -407,34 +466,35 @@ func (p *Pipeline) eoCommit(c map[offsets.TP]offsets.Commit) (map[offsets.TP]off
 	return c, meta, next
 }
 
-// eoCommitted stores what a successful commit recorded.
-func (p *Pipeline) eoCommitted(next map[offsets.TP]eos.Ledger) {
+// committed stores what a successful commit recorded.
+func (e *exactly) committed(next map[offsets.TP]eos.Ledger) {
 	for tp, nl := range next {
-		if l := p.eo.ledgers[tp]; l != nil {
+		if l := e.ledgers[tp]; l != nil {
 			*l = nl
 		}
-		if c, ok := p.eo.covers[tp]; ok {
+		if c, ok := e.covers[tp]; ok {
 			if c = c.From(nl.Offset); len(c) == 0 {
-				delete(p.eo.covers, tp)
+				delete(e.covers, tp)
 			} else {
-				p.eo.covers[tp] = c
+				e.covers[tp] = c
 			}
 		}
 	}
-	p.eoMargins()
+	e.margins()
 }
 
-// eoMargins recomputes the margin of every table.
-func (p *Pipeline) eoMargins() {
+// margins recomputes the margin of every table.
+func (e *exactly) margins() {
+	p := e.p
 	for _, ts := range p.tables {
-		p.eoMargin(ts)
+		e.margin(ts)
 	}
 }
 
-// eoMargin sets ts's margin: its window minus the inserts since the oldest
+// margin sets ts's margin: its window minus the inserts since the oldest
 // token still listed in a ledger was recorded.
-func (p *Pipeline) eoMargin(ts *tableState) {
-	e := p.eo
+func (e *exactly) margin(ts *tableState) {
+	p := e.p
 	live := map[string]bool{}
 	for _, l := range e.ledgers {
 		for _, en := range l.Entries {
@@ -454,7 +514,7 @@ func (p *Pipeline) eoMargin(ts *tableState) {
 	p.m.DedupMargin(ts.t.FullName(), e.windows[ts]-(e.inserts[ts]-oldest))
 }
 
-// eoRelease forgets partitions revoked or lost and drops the work that can
+// onRelease forgets partitions revoked or lost and drops the work that can
 // no longer be inserted as it is.
 //
 // A batch whose intent is recorded is left alone, also while its INSERT
@@ -481,8 +541,8 @@ func (p *Pipeline) eoMargin(ts *tableState) {
 // batch holds anything past a seek point: what was recorded (offsets,
 // intents, their ranges) stays exactly as it was, and the records from the
 // seek point on are consumed and batched again as if for the first time.
-func (p *Pipeline) eoRelease(tps []offsets.TP) {
-	e := p.eo
+func (e *exactly) onRelease(tps []offsets.TP) {
+	p := e.p
 	for _, tp := range tps {
 		delete(e.ledgers, tp)
 		delete(e.start, tp)
@@ -515,10 +575,10 @@ func (p *Pipeline) eoRelease(tps []offsets.TP) {
 	rows, batches, opened := 0, 0, 0
 	for _, d := range plan.Drop {
 		if d.Open {
-			rows += p.eoDropOpen(open[d.ID])
+			rows += e.dropOpen(open[d.ID])
 			opened++
 		} else {
-			rows += p.eoDropSealed(d.ID)
+			rows += e.dropSealed(d.ID)
 			batches++
 		}
 	}
@@ -530,7 +590,7 @@ func (p *Pipeline) eoRelease(tps []offsets.TP) {
 	if len(plan.Seek) == 0 {
 		return
 	}
-	p.eoSeek(plan.Seek)
+	e.seek(plan.Seek)
 }
 
 // eosRanges are a batch's ranges as eos names them.
@@ -542,9 +602,9 @@ func eosRanges(rs []batch.Range) []eos.Range {
 	return out
 }
 
-// eoDropSealed drops sealed batch id, not recorded, and returns its rows.
-func (p *Pipeline) eoDropSealed(id uint64) int {
-	e := p.eo
+// dropSealed drops sealed batch id, not recorded, and returns its rows.
+func (e *exactly) dropSealed(id uint64) int {
+	p := e.p
 	f := p.flights[id]
 	ts := f.table
 	if i := slices.Index(ts.queue, f.b); i >= 0 {
@@ -567,20 +627,22 @@ func (p *Pipeline) eoDropSealed(id uint64) int {
 	return f.b.Rows()
 }
 
-// eoDropOpen drops a's open batch and returns its rows.
-func (p *Pipeline) eoDropOpen(a *accState) int {
+// dropOpen drops a's open batch and returns its rows.
+func (e *exactly) dropOpen(a *accState) int {
+	p := e.p
 	rows := 0
 	if b := a.acc.Seal(p.now(), a.id, batch.ReasonRevoke, p.block(a.key.table)); b != nil {
 		rows = b.Rows()
 	}
 	a.id = p.newID()
 	a.oldest = 0
-	delete(p.eo.rows, a)
+	delete(e.rows, a)
 	return rows
 }
 
-// eoSeek consumes the kept partitions of seek again from their offsets.
-func (p *Pipeline) eoSeek(seek map[offsets.TP]int64) {
+// seek consumes the kept partitions of seek again from their offsets.
+func (e *exactly) seek(seek map[offsets.TP]int64) {
+	p := e.p
 	// Records of the sought partitions that were fetched but not decoded
 	// yet, or wait for the schema registry, lie past the seek point: they
 	// are consumed again from there, so these copies go.
@@ -600,15 +662,16 @@ func (p *Pipeline) eoSeek(seek map[offsets.TP]int64) {
 	s.Seek(seek)
 }
 
-// eoRecover prepares newly assigned partitions before any of their records
+// recoverParts prepares newly assigned partitions before any of their records
 // is handled: it reads the group's ledgers, replays every complete pending
 // intent (rebuilt from Kafka, inserted with its token), and looks up in the
 // table what the ledgers cannot vouch for.
-func (p *Pipeline) eoRecover(ctx context.Context, tps []offsets.TP) error {
+func (e *exactly) recoverParts(ctx context.Context, tps []offsets.TP) error {
+	p := e.p
 	if len(tps) == 0 {
 		return nil
 	}
-	snap, err := p.eoSnapshot(ctx)
+	snap, err := e.snapshot(ctx)
 	if err != nil {
 		return err
 	}
@@ -626,18 +689,18 @@ func (p *Pipeline) eoRecover(ctx context.Context, tps []offsets.TP) error {
 	// A topic deleted and recreated under the same name is caught before
 	// anything is replayed: the ledger's intents name the old topic's
 	// offsets, which the new topic's records would fill.
-	ids, ends, err := p.eoTopicState(ctx, tps)
+	ids, ends, err := e.topicState(ctx, tps)
 	if err != nil {
 		return err
 	}
 	for _, r := range plan.Parts {
 		if why, ok := eos.Incarnation(r.TopicID, ids[r.TP.Topic], -1, -1); ok {
-			return p.eoRecreated(r.TP, why, tableOf)
+			return e.recreated(r.TP, why, tableOf)
 		}
 	}
 	failed := map[offsets.TP]eos.Range{}
 	for _, in := range plan.Replays {
-		if err := p.eoReplay(ctx, in); err != nil {
+		if err := e.replay(ctx, in); err != nil {
 			if errors.Is(err, errUnreadable) {
 				p.log.Warn().Err(err).Str("token", in.Token).Msg("exactly-once: a pending batch cannot be read back; its ranges are checked in the table instead")
 				for _, r := range in.Ranges {
@@ -657,7 +720,7 @@ func (p *Pipeline) eoRecover(ctx context.Context, tps []offsets.TP) error {
 			if _, bad := failed[r.TP]; bad {
 				continue
 			}
-			p.eo.covers[r.TP] = p.eo.covers[r.TP].Add(eos.Span{First: cr.First, Last: cr.Last})
+			e.covers[r.TP] = e.covers[r.TP].Add(eos.Span{First: cr.First, Last: cr.Last})
 		}
 		if fr, bad := failed[r.TP]; bad {
 			// Checked like an incomplete intent; its entry is dropped.
@@ -683,7 +746,7 @@ func (p *Pipeline) eoRecover(ctx context.Context, tps []offsets.TP) error {
 					return err
 				}
 				for _, s := range spans {
-					p.eo.covers[r.TP] = p.eo.covers[r.TP].Add(s)
+					e.covers[r.TP] = e.covers[r.TP].Add(s)
 				}
 				if n := len(spans); n > 0 {
 					end, known := ends[r.TP]
@@ -691,7 +754,7 @@ func (p *Pipeline) eoRecover(ctx context.Context, tps []offsets.TP) error {
 						end = -1
 					}
 					if why, ok := eos.Incarnation("", "", spans[n-1].Last, end); ok {
-						return p.eoRecreated(r.TP, why, tableOf)
+						return e.recreated(r.TP, why, tableOf)
 					}
 				}
 				if n := len(spans); n > 0 && spans[n-1].Last+1 > l.Check {
@@ -714,7 +777,7 @@ func (p *Pipeline) eoRecover(ctx context.Context, tps []offsets.TP) error {
 		}
 		// Every commit from now on records the topic's ID with the ledger.
 		l.TopicID = ids[r.TP.Topic]
-		p.eo.ledgers[r.TP] = &l
+		e.ledgers[r.TP] = &l
 	}
 	if len(plan.Replays) > 0 {
 		p.log.Info().Int("batches", len(plan.Replays)).Msg("exactly-once: pending batches replayed with their tokens")
@@ -729,45 +792,48 @@ var errUnreadable = errors.New("range not readable")
 // partitions move after the broker session timeout, about 9 s by default).
 const eoTopicStateFor = time.Minute
 
-// eoTopicState is ExactlyOnce.TopicState retried with backoff
-// (eoRetryPolicy) while its error is retriable (kafkaerr.Classify), for at
+// topicState is ExactlyOnce.TopicState retried with backoff
+// (retryPolicy) while its error is retriable (kafkaerr.Classify), for at
 // most eoTopicStateFor.
-func (p *Pipeline) eoTopicState(ctx context.Context, tps []offsets.TP) (ids map[string]string, ends map[offsets.TP]int64, err error) {
-	_, err = kafkaerr.Retry(ctx, p.eoRetryPolicy(), time.Now().Add(eoTopicStateFor), nil, nil, func() (err error) {
+func (e *exactly) topicState(ctx context.Context, tps []offsets.TP) (ids map[string]string, ends map[offsets.TP]int64, err error) {
+	p := e.p
+	_, err = kafkaerr.Retry(ctx, e.retryPolicy(), time.Now().Add(eoTopicStateFor), nil, nil, func() (err error) {
 		ids, ends, err = p.eoIO.TopicState(ctx, tps)
 		return err
 	})
 	return ids, ends, err
 }
 
-// eoSnapshot is ExactlyOnce.Snapshot retried as eoTopicState is: the
+// snapshot is ExactlyOnce.Snapshot retried as topicState is: the
 // group's committed offsets are read from its coordinator, which may be the
 // broker that was just killed until the group moves (a dial refused, or
 // COORDINATOR_NOT_AVAILABLE meanwhile).
-func (p *Pipeline) eoSnapshot(ctx context.Context) (snap eos.Snapshot, err error) {
+func (e *exactly) snapshot(ctx context.Context) (snap eos.Snapshot, err error) {
+	p := e.p
 	warn := func(err error, wait time.Duration) {
 		p.log.Warn().Err(err).Dur("retry_in", wait).Msg("exactly-once: reading the group's ledgers failed; retrying")
 	}
-	_, err = kafkaerr.Retry(ctx, p.eoRetryPolicy(), time.Now().Add(eoTopicStateFor), nil, warn, func() (err error) {
+	_, err = kafkaerr.Retry(ctx, e.retryPolicy(), time.Now().Add(eoTopicStateFor), nil, warn, func() (err error) {
 		snap, err = p.eoIO.Snapshot(ctx)
 		return err
 	})
 	return snap, err
 }
 
-// eoRecreated is the error that stops the connector when tp's topic was
+// recreated is the error that stops the connector when tp's topic was
 // deleted and recreated (why is the proof): one line with the fix, since
 // the rows in the table at the new topic's offsets are the old topic's,
 // and so would be the deduplication tokens of batches over the same
 // offsets.
-func (p *Pipeline) eoRecreated(tp offsets.TP, why string, tableOf func(string) (string, bool)) error {
+func (e *exactly) recreated(tp offsets.TP, why string, tableOf func(string) (string, bool)) error {
+	p := e.p
 	table, _ := tableOf(tp.Topic)
 	setting, window := "non_replicated_deduplication_window", int64(0)
 	if ts := p.tables[table]; ts != nil {
-		if s := p.eo.settings[ts]; s != "" {
+		if s := e.settings[ts]; s != "" {
 			setting = s
 		}
-		window = p.eo.windows[ts]
+		window = e.windows[ts]
 	}
 	quoted := strings.ReplaceAll(tp.Topic, "'", "\\'")
 	return fmt.Errorf("exactly-once: topic %q was deleted and recreated (partition %d: %s): the group's offsets and the rows of %s from it are the old topic's, and the new topic's records would be skipped as already present; stop the connector, then run ALTER TABLE %s DELETE WHERE _topic = '%s' SETTINGS mutations_sync = 2, ALTER TABLE %s MODIFY SETTING %s = 0 and again = %d, kafka-consumer-groups --bootstrap-server %s --group %s --topic %s --reset-offsets --to-earliest --execute, and start again (docs/guarantees.md)",
@@ -775,9 +841,10 @@ func (p *Pipeline) eoRecreated(tp offsets.TP, why string, tableOf func(string) (
 		strings.Join(p.cfg.Kafka.Brokers, ","), p.cfg.Kafka.Group, tp.Topic)
 }
 
-// eoReplay rebuilds a pending batch from Kafka, in the canonical order, and
+// replay rebuilds a pending batch from Kafka, in the canonical order, and
 // inserts it with its token; ClickHouse drops it if it landed before.
-func (p *Pipeline) eoReplay(ctx context.Context, in eos.Intent) error {
+func (e *exactly) replay(ctx context.Context, in eos.Intent) error {
+	p := e.p
 	ts := p.tables[in.Table]
 	if ts == nil {
 		return fmt.Errorf("exactly-once: pending batch for unknown table %s", in.Table)
@@ -786,7 +853,7 @@ func (p *Pipeline) eoReplay(ctx context.Context, in eos.Intent) error {
 	// split another way would give a shard rows under a token it holds
 	// (dropped, so lost) and another shard rows it has (doubled).
 	if in.Placement != "" {
-		now, err := p.eoPlacement(ctx, ts)
+		now, err := e.placement(ctx, ts)
 		if err != nil {
 			return fmt.Errorf("exactly-once: replaying a pending batch into %s: %w", in.Table, err)
 		}

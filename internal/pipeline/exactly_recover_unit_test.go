@@ -1,6 +1,6 @@
 package pipeline
 
-// Unit tests of exactly-once recovery (eoRecover) and of its replay
+// Unit tests of exactly-once recovery (recoverParts) and of its replay
 // decisions on the fakes of exactly_fake_unit_test.go: what a run finds in
 // the group's ledgers and in the table after a crash, a rewind or a
 // rebalance, and that every offset ends in the table exactly once.

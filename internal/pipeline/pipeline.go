@@ -47,7 +47,7 @@
 //     unless 50,000 records wait in its buffer; then it waits until one of
 //     them is acknowledged or fails (each fails after 10 retries).
 //   - Exactly-once recovery of newly assigned partitions (exactly.go,
-//     eoRecover, while franz-go's assigned callback waits for it): the
+//     recoverParts, while franz-go's assigned callback waits for it): the
 //     group's ledgers (franz-go's request retries, 30 s), the topics' IDs
 //     and log ends (retried for at most a minute), each pending batch read
 //     back (at most 3 × kafka.request_timeout) and inserted again with its
@@ -202,7 +202,10 @@ type Pipeline struct {
 	// probingParts: adaptive batching's parts read is running (adaptive.go)
 	probingParts bool
 
-	eo *exactly // nil unless delivery is exactly_once (exactly.go)
+	// dlv is what the delivery guarantee adds to the shared path
+	// (delivery.go); eo is its state under exactly_once (nil otherwise).
+	dlv delivery
+	eo  *exactly
 	// eoIO is exactly-once's reading of ledgers, records and tables
 	// (WithExactlyOnce); Run refuses that mode without it.
 	eoIO ExactlyOnce
@@ -306,7 +309,7 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w Sink, op
 	if p.reg != nil {
 		p.look = newLookups(p.reg, func() time.Time { return p.now() })
 	}
-	p.initExactly()
+	p.initDelivery()
 	p.initBudget()
 	p.conns = make(chan struct{}, writer.InsertConns(cfg.ClickHouse))
 	p.m.SetMaxWait(cfg.Batch.MaxWait)

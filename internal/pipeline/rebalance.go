@@ -95,15 +95,7 @@ func (p *Pipeline) handleEvent(writeCtx context.Context, ev groupEvent) {
 		}
 		p.m.Assigned(len(tps))
 		p.assignedSeen(tps)
-		if p.eo != nil {
-			// A replay decodes its records now: its schema look-ups wait
-			// for the registry (lookup.go).
-			p.syncLookups(func() {
-				if err := p.eoRecover(writeCtx, tps); err != nil && p.fatal == nil {
-					p.fatal = err
-				}
-			})
-		}
+		p.dlv.onAssign(writeCtx, tps)
 		close(ev.done)
 	case eventLost:
 		// Another member may already own them: never commit for them.
@@ -189,9 +181,7 @@ func (p *Pipeline) checkRevokeDeadline() {
 // forget drops every trace of partitions this member no longer owns.
 func (p *Pipeline) forget(tps []offsets.TP) {
 	p.settle()
-	if p.eo != nil {
-		p.eoRelease(tps)
-	}
+	p.dlv.onRelease(tps)
 	p.dropHeld(tps)
 	p.dropPending(tps)
 	for _, tp := range tps {

@@ -24,14 +24,8 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	if p.cons == nil {
 		return errors.New("pipeline: Attach a consumer before Run")
 	}
-	if p.eo != nil && p.eoIO == nil {
-		return errNoExactlyOnceIO
-	}
-	if p.eo != nil && len(p.eo.windows) == 0 {
-		// Refuses what exactly-once cannot work with; remembers the windows.
-		if err := p.CheckExactlyOnce(ctx); err != nil {
-			return err
-		}
+	if err := p.dlv.check(ctx); err != nil {
+		return err
 	}
 	defer p.stop()
 	defer p.m.Left()
@@ -85,7 +79,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 				p.handleControl(writeCtx, req)
 			case <-tick.C:
 				p.checkRevokeDeadline()
-				p.eoRetryDue(writeCtx)
+				p.dlv.retryDue(writeCtx)
 			}
 		}
 	}
@@ -147,7 +141,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 			p.sealExpired(writeCtx)
 			p.retryHeld(writeCtx)
 			p.checkRevokeDeadline()
-			p.eoRetryDue(writeCtx)
+			p.dlv.retryDue(writeCtx)
 		case <-commitTick.C:
 			p.commit()
 		case <-schemaTick:
@@ -253,7 +247,7 @@ func (p *Pipeline) flush(writeCtx context.Context, cancelWrites context.CancelFu
 	for p.unacked() > 0 {
 		select {
 		case <-retry.C:
-			p.eoRetryDue(writeCtx)
+			p.dlv.retryDue(writeCtx)
 		case a := <-p.acks:
 			p.handleAck(writeCtx, a)
 			p.abandonBlocked()
@@ -315,10 +309,8 @@ func (p *Pipeline) stuckOn() string {
 		}
 		return msg
 	}
-	if p.eo != nil {
-		for ts, r := range p.eo.retries {
-			return fmt.Sprintf("recording a batch for %s in Kafka before its INSERT (exactly_once; %d attempts, last error: %v)", ts.t.FullName(), r.attempt, r.lastErr)
-		}
+	if s := p.dlv.stuckOn(); s != "" {
+		return s
 	}
 	var first *flight
 	for _, f := range p.flights {
@@ -360,7 +352,7 @@ func (p *Pipeline) poller(ctx context.Context) {
 // new column (held.go); err says why.
 func (p *Pipeline) handleRecord(writeCtx context.Context, now time.Time, tp offsets.TP, r *kgo.Record) (err error, held bool) {
 	p.consumed(r)
-	if p.eo != nil && p.eoSkip(tp, r.Offset) {
+	if p.dlv.skip(tp, r.Offset) {
 		// Already a row in the table (exactly-once recovery).
 		p.stats.Skipped++
 		p.tracker.Add(tp, r.Offset, r.LeaderEpoch, offsets.Done)
@@ -436,9 +428,7 @@ func (p *Pipeline) decodeRecord(writeCtx context.Context, now time.Time, tp offs
 		}
 	}
 	p.tracker.Add(tp, r.Offset, r.LeaderEpoch, a.id)
-	if p.eo != nil {
-		p.eoRow(a, tp)
-	}
+	p.dlv.onRow(a, tp)
 	if rs.route.AppliesTruncate() {
 		p.noteFeed(rs.table, tp)
 	}
@@ -484,7 +474,7 @@ func (p *Pipeline) armTimer(timer *time.Timer) {
 			next = max(d, 0)
 		}
 	}
-	if d, ok := p.eoNextRetry(now); ok && d < next {
+	if d, ok := p.dlv.nextRetry(now); ok && d < next {
 		next = d
 	}
 	if d, ok := p.heldNextRetry(now); ok && d < next {
