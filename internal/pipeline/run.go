@@ -42,17 +42,27 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	// Inserts outlive ctx: on SIGTERM the open batches must still be written.
 	writeCtx, cancelWrites := context.WithCancel(context.Background())
 	defer cancelWrites()
+	stopPoller := p.startPoller(writeCtx)
+	defer stopPoller()
+	c := p.newClocks(writeCtx)
+	defer c.stop()
+	p.loop(ctx, writeCtx, c)
+	return p.finish(writeCtx, cancelWrites, stopPoller)
+}
+
+// startPoller starts the poller's goroutine and returns what stops it.
+// The poller must be gone before the client closes: a poll still in
+// flight would hold the group's rebalance (and so the leave) forever.
+// Meanwhile a group callback may be waiting for the owner (a loss
+// noticed as the process stops, e.g. after a pause past the session
+// timeout), and franz-go does not end the poll until the callback
+// returns: the stop handles such events while it waits, and the acks and
+// the deadline a revoke begun before the stop waits for.
+func (p *Pipeline) startPoller(writeCtx context.Context) (stop func()) {
 	pollCtx, cancelPoll := context.WithCancel(context.Background())
 	pollerDone := make(chan struct{})
 	go func() { defer close(pollerDone); p.poller(pollCtx) }()
-	// The poller must be gone before the client closes: a poll still in
-	// flight would hold the group's rebalance (and so the leave) forever.
-	// Meanwhile a group callback may be waiting for the owner (a loss
-	// noticed as the process stops, e.g. after a pause past the session
-	// timeout), and franz-go does not end the poll until the callback
-	// returns: handle such events while waiting, and the acks and the
-	// deadline a revoke begun before the stop waits for.
-	stopPoller := func() {
+	return func() {
 		cancelPoll()
 		tick := time.NewTicker(100 * time.Millisecond)
 		defer tick.Stop()
@@ -83,37 +93,49 @@ func (p *Pipeline) Run(ctx context.Context) error {
 			}
 		}
 	}
-	defer stopPoller()
+}
 
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	commitTick := time.NewTicker(p.cfg.Kafka.CommitInterval)
-	defer commitTick.Stop()
-	statsTick := time.NewTicker(statsInterval)
-	defer statsTick.Stop()
-	snapTick := time.NewTicker(p.snapEvery)
-	defer snapTick.Stop()
-	posTick := time.NewTicker(p.posEvery)
-	defer posTick.Stop()
-	var schemaTick <-chan time.Time // nil: never
+// clocks are the loop's timers: the next deadline (armTimer), and the
+// periodic work. A nil channel never fires (schema refresh off, fixed
+// batches).
+type clocks struct {
+	timer                    *time.Timer
+	commit, stats, snap, pos *time.Ticker
+	schema, parts            <-chan time.Time
+	stops                    []func()
+	lastStatsAt              time.Time
+	lastStats                Stats
+}
+
+func (p *Pipeline) newClocks(writeCtx context.Context) *clocks {
+	c := &clocks{timer: time.NewTimer(time.Hour), commit: time.NewTicker(p.cfg.Kafka.CommitInterval),
+		stats: time.NewTicker(statsInterval), snap: time.NewTicker(p.snapEvery), pos: time.NewTicker(p.posEvery),
+		lastStatsAt: p.now()}
+	c.stops = []func(){func() { c.timer.Stop() }, c.commit.Stop, c.stats.Stop, c.snap.Stop, c.pos.Stop}
 	if d := p.cfg.ClickHouse.SchemaRefresh; d > 0 {
 		t := time.NewTicker(d)
-		defer t.Stop()
-		schemaTick = t.C
+		c.stops, c.schema = append(c.stops, t.Stop), t.C
 	}
-	var partsTick <-chan time.Time // nil: fixed batches, never
 	if p.adaptive() {
 		t := time.NewTicker(partsInterval)
-		defer t.Stop()
-		partsTick = t.C
+		c.stops, c.parts = append(c.stops, t.Stop), t.C
 		p.probeParts(writeCtx)
 	}
-	last := p.now()
-	var lastStats Stats
+	return c
+}
 
+func (c *clocks) stop() {
+	for _, f := range c.stops {
+		f()
+	}
+}
+
+// loop routes events to their handlers until ctx is canceled or something
+// is fatal.
+func (p *Pipeline) loop(ctx, writeCtx context.Context, c *clocks) {
 	p.requestPoll()
 	for p.fatal == nil && ctx.Err() == nil {
-		p.armTimer(timer)
+		p.armTimer(c.timer)
 		select {
 		case <-ctx.Done():
 		case f := <-p.fetches:
@@ -131,33 +153,30 @@ func (p *Pipeline) Run(ctx context.Context) error {
 			p.publish() // a change of partitions shows at once
 		case req := <-p.controls:
 			p.handleControl(writeCtx, req)
-		case <-snapTick.C:
+		case <-c.snap.C:
 			p.publish()
-		case <-posTick.C:
+		case <-c.pos.C:
 			p.probePositions()
 		case r := <-p.positions:
 			p.handlePositions(r)
-		case <-timer.C:
-			p.sealExpired(writeCtx)
-			p.retryHeld(writeCtx)
-			p.checkRevokeDeadline()
-			p.dlv.retryDue(writeCtx)
-		case <-commitTick.C:
+		case <-c.timer.C:
+			p.due(writeCtx)
+		case <-c.commit.C:
 			p.commit()
-		case <-schemaTick:
+		case <-c.schema:
 			p.describeTables(writeCtx)
 		case r := <-p.schemas:
 			p.handleSchema(writeCtx, r)
 		case r := <-p.lookups:
 			p.handleLookup(r)
-		case <-partsTick:
+		case <-c.parts:
 			p.probeParts(writeCtx)
 		case r := <-p.parts:
 			p.handleParts(r)
-		case <-statsTick.C:
+		case <-c.stats.C:
 			now := p.now()
-			p.logStats(now.Sub(last), lastStats)
-			last, lastStats = now, p.stats
+			p.logStats(now.Sub(c.lastStatsAt), c.lastStats)
+			c.lastStatsAt, c.lastStats = now, p.stats
 		}
 		if p.state == status.Pausing {
 			p.advancePause(writeCtx)
@@ -166,6 +185,22 @@ func (p *Pipeline) Run(ctx context.Context) error {
 			p.requestPoll()
 		}
 	}
+}
+
+// due does the work whose time has come (armTimer's deadline): batches
+// past max_wait, held records to try again, the revoke deadline, the
+// delivery's retries.
+func (p *Pipeline) due(writeCtx context.Context) {
+	p.sealExpired(writeCtx)
+	p.retryHeld(writeCtx)
+	p.checkRevokeDeadline()
+	p.dlv.retryDue(writeCtx)
+}
+
+// finish ends a Run whose loop stopped: after a failure it flushes what
+// came before it and returns the failure; on ctx's cancel it shuts down
+// cleanly (shutdown) and returns what that says.
+func (p *Pipeline) finish(writeCtx context.Context, cancelWrites context.CancelFunc, stopPoller func()) error {
 	if cause := p.fatal; cause != nil {
 		p.failure = cause
 		p.setState(status.Failed)
