@@ -665,7 +665,12 @@ func (e *exactly) seek(seek map[offsets.TP]int64) {
 // recoverParts prepares newly assigned partitions before any of their records
 // is handled: it reads the group's ledgers, replays every complete pending
 // intent (rebuilt from Kafka, inserted with its token), and looks up in the
-// table what the ledgers cannot vouch for.
+// table what the ledgers cannot vouch for (recoverPart, per partition).
+// The Kafka reads have bounds of their own (snapshot, topicState,
+// ExactlyOnce.ReadRanges); the ClickHouse calls (the replays' INSERTs, the
+// presence checks) together have kafka.rebalance_timeout, after which the
+// recovery fails like any of its calls, stopping the connector: a restart
+// recovers again from the ledgers, which nothing changed.
 func (e *exactly) recoverParts(ctx context.Context, tps []offsets.TP) error {
 	p := e.p
 	if len(tps) == 0 {
@@ -675,14 +680,7 @@ func (e *exactly) recoverParts(ctx context.Context, tps []offsets.TP) error {
 	if err != nil {
 		return err
 	}
-	tableOf := func(topic string) (string, bool) {
-		rs, err := p.routeFor(ctx, topic)
-		if err != nil || rs == nil {
-			return "", false
-		}
-		return rs.table.t.FullName(), true
-	}
-	plan := eos.PlanRecovery(snap, tps, tableOf)
+	plan := eos.PlanRecovery(snap, tps, e.tableOf(ctx))
 	for _, n := range plan.Notes {
 		p.log.Warn().Msg("exactly-once: " + n)
 	}
@@ -695,92 +693,140 @@ func (e *exactly) recoverParts(ctx context.Context, tps []offsets.TP) error {
 	}
 	for _, r := range plan.Parts {
 		if why, ok := eos.Incarnation(r.TopicID, ids[r.TP.Topic], -1, -1); ok {
-			return e.recreated(r.TP, why, tableOf)
+			return e.recreated(r.TP, why, e.tableOf(ctx))
 		}
 	}
-	failed := map[offsets.TP]eos.Range{}
-	for _, in := range plan.Replays {
-		if err := e.replay(ctx, in); err != nil {
-			if errors.Is(err, errUnreadable) {
-				p.log.Warn().Err(err).Str("token", in.Token).Msg("exactly-once: a pending batch cannot be read back; its ranges are checked in the table instead")
-				for _, r := range in.Ranges {
-					failed[r.TP] = r
-				}
-				continue
+	bound := p.cfg.Kafka.RebalanceTimeout
+	chCtx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	failed, err := e.replayAll(chCtx, plan.Replays)
+	if err == nil {
+		for _, r := range plan.Parts {
+			if err = e.recoverPart(chCtx, plan, r, failed[r.TP], ids, ends); err != nil {
+				break
 			}
-			return err
 		}
 	}
-	for _, r := range plan.Parts {
-		l := r.Ledger
-		if l.Offset != r.Offset {
-			l.Offset = r.Offset
-		}
-		for _, cr := range plan.Covered(r.TP) {
-			if _, bad := failed[r.TP]; bad {
-				continue
-			}
-			e.covers[r.TP] = e.covers[r.TP].Add(eos.Span{First: cr.First, Last: cr.Last})
-		}
-		if fr, bad := failed[r.TP]; bad {
-			// Checked like an incomplete intent; its entry is dropped.
-			var keep []eos.Entry
-			for _, en := range l.Entries {
-				if en.First != fr.First || en.Last != fr.Last {
-					keep = append(keep, en)
-				}
-			}
-			l.Entries = keep
-			if !r.Check || r.CheckTo >= 0 {
-				r.Check, r.CheckFrom = true, max(r.Offset, 0)
-				r.CheckTo = max(r.CheckTo, fr.Last+1, l.Check)
-				l.Check = r.CheckTo
-			}
-		}
-		if r.Check {
-			table, ok := tableOf(r.TP.Topic)
-			if ok {
-				ts := p.tables[table]
-				spans, err := p.eoIO.Present(ctx, ts.t, r.TP, r.CheckFrom, r.CheckTo)
-				if err != nil {
-					return err
-				}
-				for _, s := range spans {
-					e.covers[r.TP] = e.covers[r.TP].Add(s)
-				}
-				if n := len(spans); n > 0 {
-					end, known := ends[r.TP]
-					if !known {
-						end = -1
-					}
-					if why, ok := eos.Incarnation("", "", spans[n-1].Last, end); ok {
-						return e.recreated(r.TP, why, tableOf)
-					}
-				}
-				if n := len(spans); n > 0 && spans[n-1].Last+1 > l.Check {
-					l.Check = spans[n-1].Last + 1
-				}
-				p.log.Info().Str("topic", r.TP.Topic).Int32("partition", r.TP.Partition).Int64("committed", r.Offset).
-					Str("why", r.Why).Int("present_spans", len(spans)).Msg("exactly-once: checked which offsets the table already holds")
-				if n := len(spans); n > 0 && r.Offset < 0 {
-					// Right for a new group name or expired offsets. A
-					// topic deleted and recreated that has already grown
-					// past the old one's rows looks the same (Kafka drops
-					// the group's offsets, and the ledgers with them, when
-					// the topic is deleted): said loudly, since its new
-					// records at these offsets are not inserted.
-					p.log.Warn().Str("topic", r.TP.Topic).Int32("partition", r.TP.Partition).
-						Int64("first_present", spans[0].First).Int64("last_present", spans[n-1].Last).
-						Msg("exactly-once: the table already holds rows of this partition although the group has no committed offset for it; records at those offsets are skipped as present. If the topic was deleted and recreated, those rows are the old topic's: stop, delete them, set the table's deduplication window to 0 and back, reset the group's offsets to the earliest and start again (docs/guarantees.md)")
-				}
-			}
-		}
-		// Every commit from now on records the topic's ID with the ledger.
-		l.TopicID = ids[r.TP.Topic]
-		e.ledgers[r.TP] = &l
+	if err != nil && chCtx.Err() != nil && ctx.Err() == nil {
+		return fmt.Errorf("exactly-once: recovering %d assigned partitions took longer than kafka.rebalance_timeout (%s): %w", len(tps), bound, err)
+	}
+	if err != nil {
+		return err
 	}
 	if len(plan.Replays) > 0 {
 		p.log.Info().Int("batches", len(plan.Replays)).Msg("exactly-once: pending batches replayed with their tokens")
+	}
+	return nil
+}
+
+// tableOf is the table a topic's records go to, for the recovery's plan.
+func (e *exactly) tableOf(ctx context.Context) func(topic string) (string, bool) {
+	return func(topic string) (string, bool) {
+		rs, err := e.p.routeFor(ctx, topic)
+		if err != nil || rs == nil {
+			return "", false
+		}
+		return rs.table.t.FullName(), true
+	}
+}
+
+// replayAll replays the pending intents; an intent that cannot be read
+// back leaves its ranges in failed, to be checked in the table instead.
+func (e *exactly) replayAll(ctx context.Context, replays []eos.Intent) (failed map[offsets.TP]*eos.Range, err error) {
+	failed = map[offsets.TP]*eos.Range{}
+	for _, in := range replays {
+		err := e.replay(ctx, in)
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, errUnreadable) {
+			return nil, err
+		}
+		e.p.log.Warn().Err(err).Str("token", in.Token).Msg("exactly-once: a pending batch cannot be read back; its ranges are checked in the table instead")
+		for _, r := range in.Ranges {
+			failed[r.TP] = &r
+		}
+	}
+	return failed, nil
+}
+
+// recoverPart sets up one assigned partition from its recovery r: the
+// offsets its replays covered, the failed replay's range (fr, nil when
+// none) turned into a check, the check in the table, and its ledger.
+func (e *exactly) recoverPart(ctx context.Context, plan *eos.Plan, r eos.Recovery, fr *eos.Range, ids map[string]string, ends map[offsets.TP]int64) error {
+	l := r.Ledger
+	l.Offset = r.Offset
+	if fr == nil {
+		for _, cr := range plan.Covered(r.TP) {
+			e.covers[r.TP] = e.covers[r.TP].Add(eos.Span{First: cr.First, Last: cr.Last})
+		}
+	} else {
+		// Checked like an incomplete intent; its entry is dropped.
+		var keep []eos.Entry
+		for _, en := range l.Entries {
+			if en.First != fr.First || en.Last != fr.Last {
+				keep = append(keep, en)
+			}
+		}
+		l.Entries = keep
+		if !r.Check || r.CheckTo >= 0 {
+			r.Check, r.CheckFrom = true, max(r.Offset, 0)
+			r.CheckTo = max(r.CheckTo, fr.Last+1, l.Check)
+			l.Check = r.CheckTo
+		}
+	}
+	if r.Check {
+		if err := e.checkPresent(ctx, r, &l, ends); err != nil {
+			return err
+		}
+	}
+	// Every commit from now on records the topic's ID with the ledger.
+	l.TopicID = ids[r.TP.Topic]
+	e.ledgers[r.TP] = &l
+	return nil
+}
+
+// checkPresent looks up which offsets of r's check region the table holds:
+// they are skipped as present (covers) and move the ledger's check mark.
+func (e *exactly) checkPresent(ctx context.Context, r eos.Recovery, l *eos.Ledger, ends map[offsets.TP]int64) error {
+	p := e.p
+	table, ok := e.tableOf(ctx)(r.TP.Topic)
+	if !ok {
+		return nil
+	}
+	ts := p.tables[table]
+	spans, err := p.eoIO.Present(ctx, ts.t, r.TP, r.CheckFrom, r.CheckTo)
+	if err != nil {
+		return err
+	}
+	for _, s := range spans {
+		e.covers[r.TP] = e.covers[r.TP].Add(s)
+	}
+	n := len(spans)
+	if n > 0 {
+		end, known := ends[r.TP]
+		if !known {
+			end = -1
+		}
+		if why, ok := eos.Incarnation("", "", spans[n-1].Last, end); ok {
+			return e.recreated(r.TP, why, e.tableOf(ctx))
+		}
+		if spans[n-1].Last+1 > l.Check {
+			l.Check = spans[n-1].Last + 1
+		}
+	}
+	p.log.Info().Str("topic", r.TP.Topic).Int32("partition", r.TP.Partition).Int64("committed", r.Offset).
+		Str("why", r.Why).Int("present_spans", n).Msg("exactly-once: checked which offsets the table already holds")
+	if n > 0 && r.Offset < 0 {
+		// Right for a new group name or expired offsets. A
+		// topic deleted and recreated that has already grown
+		// past the old one's rows looks the same (Kafka drops
+		// the group's offsets, and the ledgers with them, when
+		// the topic is deleted): said loudly, since its new
+		// records at these offsets are not inserted.
+		p.log.Warn().Str("topic", r.TP.Topic).Int32("partition", r.TP.Partition).
+			Int64("first_present", spans[0].First).Int64("last_present", spans[n-1].Last).
+			Msg("exactly-once: the table already holds rows of this partition although the group has no committed offset for it; records at those offsets are skipped as present. If the topic was deleted and recreated, those rows are the old topic's: stop, delete them, set the table's deduplication window to 0 and back, reset the group's offsets to the earliest and start again (docs/guarantees.md)")
 	}
 	return nil
 }

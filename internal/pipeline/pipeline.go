@@ -51,12 +51,12 @@
 //     group's ledgers (franz-go's request retries, 30 s), the topics' IDs
 //     and log ends (retried for at most a minute), each pending batch read
 //     back (at most 3 × kafka.request_timeout) and inserted again with its
-//     token, and the table's present offsets (one query). The replay's
-//     INSERT is retried like any INSERT, until it succeeds or fails for
-//     good: while ClickHouse is down it has no time bound, and neither has
-//     the presence query beyond the driver's read timeout. Its schema
-//     look-ups wait for the registry (at most 5 s each), since a replayed
-//     batch must decode every record it had.
+//     token, and the table's present offsets (one query per partition).
+//     The replay's INSERT is retried like any INSERT; the replays and the
+//     presence queries together have kafka.rebalance_timeout, after which
+//     the recovery fails and the connector stops (a restart recovers
+//     again). Its schema look-ups wait for the registry (at most 5 s each),
+//     since a replayed batch must decode every record it had.
 //
 // Schema-registry look-ups are not on that list: while Run loops, the id
 // a record names that is not known yet is looked up on a goroutine of its
