@@ -22,12 +22,14 @@ import (
 
 	"sink/config"
 	"sink/internal/budget"
+	"sink/internal/command/advise"
 	"sink/internal/command/check"
 	"sink/internal/consumer"
 	"sink/internal/eos/eosio"
 	"sink/internal/errtext"
 	"sink/internal/metrics"
 	"sink/internal/pipeline"
+	"sink/internal/registry"
 	"sink/internal/status"
 	"sink/internal/writer"
 )
@@ -226,6 +228,18 @@ func run(cfg *config.Config, stderr io.Writer) int {
 		}
 		opts = append(opts, pipeline.WithExactlyOnce(io))
 	}
+	// schema.create samples a topic's newest records with a client of its
+	// own; the registry-framed formats look their schemas up in
+	// schema_registry.
+	opts = append(opts, pipeline.WithSampler(advise.Sampler{Kafka: cfg.Kafka}))
+	if cfg.SchemaRegistry.Enabled() {
+		rc, err := registry.New(cfg.SchemaRegistry, registry.Options{})
+		if err != nil {
+			fmt.Fprintf(stderr, "sink: %v\n", err)
+			return 1
+		}
+		opts = append(opts, pipeline.WithRegistry(rc))
+	}
 	p, err := pipeline.New(ctx, cfg, log, w, opts...)
 	if err != nil && ctx.Err() != nil {
 		// Stopped while New waited (schema.create on an empty topic):
@@ -243,7 +257,7 @@ func run(cfg *config.Config, stderr io.Writer) int {
 			return 1
 		}
 	}
-	cons, err := consumer.New(ctx, cfg, log, p.Hooks())
+	cons, err := consumer.New(ctx, cfg, log, consumer.HooksOf(p))
 	if err != nil {
 		fmt.Fprintf(stderr, "sink: %v\n", err)
 		return 1

@@ -121,7 +121,7 @@ http: {listen: ""}
 			errs <- err
 			return
 		}
-		cons, err := consumer.New(ctx, cfg, log, pl.Hooks())
+		cons, err := consumer.New(ctx, cfg, log, consumer.HooksOf(pl))
 		if err != nil {
 			errs <- err
 			return

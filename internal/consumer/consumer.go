@@ -50,6 +50,19 @@ type Hooks struct {
 	Pool kgo.Pool
 }
 
+// Rebalancer takes a member's group membership changes
+// (pipeline.Pipeline): HooksOf makes the Hooks that call it.
+type Rebalancer interface {
+	Assigned(ctx context.Context, parts map[string][]int32)
+	Revoked(ctx context.Context, parts map[string][]int32)
+	Lost(ctx context.Context, parts map[string][]int32)
+}
+
+// HooksOf returns the Hooks that hand every membership change to r.
+func HooksOf(r Rebalancer) Hooks {
+	return Hooks{Assigned: r.Assigned, Revoked: r.Revoked, Lost: r.Lost}
+}
+
 // Consumer wraps the franz-go client.
 type Consumer struct {
 	cl  *kgo.Client

@@ -7,7 +7,7 @@ import (
 	"sink/config"
 	"sink/internal/adapt"
 	"sink/internal/batch"
-	"sink/internal/writer"
+	"sink/internal/chtable"
 )
 
 // batch.mode adaptive: each table has an adapt.Controller that the owner
@@ -24,18 +24,10 @@ import (
 // inserts.
 var partsInterval = 5 * time.Second
 
-// partsReader is the Sink's optional ability to read tables' parts
-// (writer.Writer has it; writer.Cluster reads every replica of every shard
-// and gives the most pressed one's); without it the controller works from the rate,
-// insert durations and errors alone.
-type partsReader interface {
-	PartsOf(ctx context.Context, tables []writer.TableName) (map[writer.TableName]adapt.Parts, error)
-}
-
 // partsResult is a probe goroutine's answer, for the tables it read.
 type partsResult struct {
 	tables []*tableState
-	parts  map[writer.TableName]adapt.Parts
+	parts  map[chtable.TableName]adapt.Parts
 	err    error
 }
 
@@ -44,7 +36,7 @@ func (p *Pipeline) adaptive() bool { return p.cfg.Batch.Mode == config.BatchAdap
 // newTable makes the state of a resolved table, with its controller in
 // adaptive mode.
 // maxLatency is the route's max_latency (0: none).
-func (p *Pipeline) newTable(t *writer.Table, key string, maxLatency time.Duration) *tableState {
+func (p *Pipeline) newTable(t *chtable.Table, key string, maxLatency time.Duration) *tableState {
 	ts := &tableState{t: t, m: p.m.Table(key), maxLatency: maxLatency}
 	p.noteUnfilled(t)
 	p.adaptTable(ts)
@@ -130,7 +122,7 @@ func (p *Pipeline) adaptErrors(ts *tableState) {
 func (p *Pipeline) probeParts(ctx context.Context) {
 	pr, _ := p.w.(partsReader)
 	var tables []*tableState
-	var names []writer.TableName
+	var names []chtable.TableName
 	for _, ts := range p.tables {
 		if ts.ctl == nil {
 			continue
@@ -138,7 +130,7 @@ func (p *Pipeline) probeParts(ctx context.Context) {
 		p.adaptErrors(ts)
 		p.apply(ts, ts.ctl.Tick(p.now()))
 		tables = append(tables, ts)
-		names = append(names, writer.TableName{Database: ts.t.Database, Name: ts.t.Name})
+		names = append(names, chtable.TableName{Database: ts.t.Database, Name: ts.t.Name})
 	}
 	if pr == nil || p.probingParts || len(tables) == 0 {
 		return
@@ -163,7 +155,7 @@ func (p *Pipeline) handleParts(r partsResult) {
 		return
 	}
 	for _, ts := range r.tables {
-		parts, ok := r.parts[writer.TableName{Database: ts.t.Database, Name: ts.t.Name}]
+		parts, ok := r.parts[chtable.TableName{Database: ts.t.Database, Name: ts.t.Name}]
 		if !ok || ts.ctl == nil {
 			continue
 		}

@@ -10,8 +10,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"sink/internal/adapt"
+	"sink/internal/chtable"
 	"sink/internal/metrics"
-	"sink/internal/writer"
 )
 
 // partsSink is a fakeSink whose tables have the parts the test sets; it
@@ -26,13 +26,13 @@ type partsSink struct {
 	most   int // the most reads running at once
 }
 
-func (s *partsSink) PartsOf(_ context.Context, tables []writer.TableName) (map[writer.TableName]adapt.Parts, error) {
+func (s *partsSink) PartsOf(_ context.Context, tables []chtable.TableName) (map[chtable.TableName]adapt.Parts, error) {
 	s.mu.Lock()
 	s.reads++
 	s.asked = len(tables)
 	s.inRead++
 	s.most = max(s.most, s.inRead)
-	out := map[writer.TableName]adapt.Parts{}
+	out := map[chtable.TableName]adapt.Parts{}
 	for _, t := range tables {
 		out[t] = s.parts
 	}

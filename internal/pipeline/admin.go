@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"sink/internal/batch"
+	"sink/internal/chtable"
 	"sink/internal/offsets"
 	"sink/internal/status"
-	"sink/internal/writer"
 )
 
 // The operator's controls and view (internal/status): the connector's
@@ -35,15 +35,6 @@ import (
 // snapshotInterval is how often the owner publishes a snapshot (tests
 // shorten Pipeline.snapEvery).
 const snapshotInterval = time.Second
-
-// pauseSource is a Source whose fetching can be paused without leaving
-// the group (consumer.Consumer: franz-go's PauseFetchTopics). Both are
-// called from the owner goroutine. Without it, a pause stops asking for
-// polls instead.
-type pauseSource interface {
-	PauseFetch(topics []string)
-	ResumeFetch()
-}
 
 type controlOp uint8
 
@@ -81,14 +72,6 @@ type partSeen struct {
 }
 
 func newPartSeen() *partSeen { return &partSeen{next: -1, committed: -1} }
-
-// positionsSource is a Source that can ask the brokers for the group's
-// committed offsets and the partitions' log end offsets
-// (consumer.Consumer.Positions), called on its own goroutine. Without it,
-// /status knows a partition's numbers only from its fetches and commits.
-type positionsSource interface {
-	Positions(ctx context.Context, topics []string) (committed, ends map[offsets.TP]int64, err error)
-}
 
 // positionsInterval is how often the positions probe runs (tests shorten
 // Pipeline.posEvery): a partition
@@ -304,7 +287,7 @@ type insertFailure struct {
 	at   time.Time
 }
 
-func newInsertFailure(at writer.Attempt, now time.Time) *insertFailure {
+func newInsertFailure(at chtable.Attempt, now time.Time) *insertFailure {
 	return &insertFailure{msg: at.Err.Error(), code: at.Code, at: now}
 }
 
@@ -319,7 +302,7 @@ func (p *Pipeline) publish() {
 	}
 	backpressure := p.paused || len(p.held.parts) > 0
 	s.Backpressure = backpressure
-	if g, ok := p.cons.(interface{ GroupProtocol() string }); ok {
+	if g, ok := p.cons.(protocolSource); ok {
 		s.GroupProtocol = g.GroupProtocol()
 	}
 	names := make([]string, 0, len(p.tables))

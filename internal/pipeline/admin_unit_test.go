@@ -212,7 +212,7 @@ func TestUnitPauseDuringOutage(t *testing.T) {
 // an assignment while paused pauses the new partitions' topic too.
 func TestUnitPauseRebalanceWhilePaused(t *testing.T) {
 	r, src := startPausable(t, 100, newFakeSink(nil))
-	r.p.Hooks().Assigned(context.Background(), map[string][]int32{unitTopic: {0}})
+	r.p.Assigned(context.Background(), map[string][]int32{unitTopic: {0}})
 	r.src.send(unitTP, 0, rows(0, 1)...)
 	eventually(t, time.Second, "the row decoded", func() bool { return r.p.Status().Tables[0].OpenRows == 1 })
 	r.pause(t)
@@ -220,7 +220,7 @@ func TestUnitPauseRebalanceWhilePaused(t *testing.T) {
 	src.mu.Lock()
 	before := src.pauses
 	src.mu.Unlock()
-	r.p.Hooks().Assigned(context.Background(), map[string][]int32{"other": {0}})
+	r.p.Assigned(context.Background(), map[string][]int32{"other": {0}})
 	if took := revoke(r, unitTP); took > time.Second {
 		t.Fatalf("revoke while paused took %s; the loop should answer at once", took)
 	}
@@ -287,7 +287,7 @@ func TestUnitStatusFailed(t *testing.T) {
 // offset, the log end and the lag of the last fetch.
 func TestUnitStatusPartitions(t *testing.T) {
 	r, _ := startPausable(t, 2, newFakeSink(nil))
-	r.p.Hooks().Assigned(context.Background(), map[string][]int32{unitTopic: {0, 1}})
+	r.p.Assigned(context.Background(), map[string][]int32{unitTopic: {0, 1}})
 	recs := rows(0, 4)
 	// Offsets 10..13 of a partition whose log ends at 20: 6 records after them.
 	values := make([]*kgo.Record, len(recs))

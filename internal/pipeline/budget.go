@@ -53,12 +53,6 @@ func (p *Pipeline) serversOf(ts *tableState) []string {
 	return ts.servers
 }
 
-// serverNamer is the Sink's optional answer to which servers receive a
-// table's INSERTs (a cluster's shards).
-type serverNamer interface {
-	Servers(db, table string) []string
-}
-
 // latencyBound is how long a row of ts may wait from its arrival in a
 // batch to its INSERT: its routes' max_latency when set (the smallest),
 // else the larger of batch.max_wait and batch.max_latency; less
@@ -116,15 +110,6 @@ func (p *Pipeline) budgetSealed(a *accState, now time.Time, why batch.Reason) {
 		}
 	}
 	p.budgetEpisodes()
-}
-
-// shareUsage is the optional side of an Allowance that shares each
-// server's budget with the other connectors writing to it
-// (internal/budget's Sharer): it is told this connector's INSERTs to each
-// server and its demand there.
-type shareUsage interface {
-	Inserted(server string, n int)
-	SetDemand(server string, perMinute float64)
 }
 
 // demandWindow is how long after its last seal a batch still counts toward

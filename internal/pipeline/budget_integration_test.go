@@ -268,7 +268,7 @@ routes:
 
 // TestConnWaitManyTables: 40 tables whose every record is a batch
 // (max_rows 1) and max_in_flight 1, so up to 40 INSERTs want a connection
-// at once from a pool of writer.InsertConns + 2 = 6. clickhouse-go waits
+// at once from a pool of chtable.InsertConns + 2 = 6. clickhouse-go waits
 // for one of its pool's connections at most dial_timeout (150ms here)
 // and then fails with "acquire conn timeout": without the sink's own
 // queue, that failed about a hundred attempts of this test. They queue

@@ -14,9 +14,9 @@ import (
 
 	"sink/config"
 	"sink/internal/chschema"
+	"sink/internal/chtable"
 	"sink/internal/metrics"
 	"sink/internal/offsets"
-	"sink/internal/writer"
 )
 
 // clockSink is a fakeSink that remembers when each INSERT came, and for
@@ -36,8 +36,8 @@ func newClockSink(script func(n int) insertScript) *clockSink {
 	return &clockSink{fakeSink: newFakeSink(script), start: time.Now(), worst: map[string]time.Duration{}}
 }
 
-func (k *clockSink) Insert(ctx context.Context, t *writer.Table, block chschema.Block, id uint64,
-	onRetry func(writer.Attempt), refresh writer.Refresh) error {
+func (k *clockSink) Insert(ctx context.Context, t *chtable.Table, block chschema.Block, id uint64,
+	onRetry func(chtable.Attempt), refresh chtable.Refresh) error {
 	k.mu.Lock()
 	k.active++
 	k.most = max(k.most, k.active)
@@ -242,7 +242,7 @@ routes:
 }
 
 // TestUnitConnWait: 30 tables flush at once into a sink whose INSERTs
-// take 100ms: at most writer.InsertConns of them run at once, the others
+// take 100ms: at most chtable.InsertConns of them run at once, the others
 // wait for a slot without an error or a retry, every row is in, and the
 // wait is not part of an insert's duration (which adaptive batching reads
 // as the server's).
@@ -279,7 +279,7 @@ routes:
 		defer sink.mu.Unlock()
 		return len(sink.at) == 30
 	})
-	if limit := writer.InsertConns(cfg.ClickHouse); sink.most > limit || sink.most < 2 {
+	if limit := chtable.InsertConns(cfg.ClickHouse.MaxInFlight); sink.most > limit || sink.most < 2 {
 		t.Errorf("%d INSERTs at once, want between 2 and %d", sink.most, limit)
 	}
 	var retries int64

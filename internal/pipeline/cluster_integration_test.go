@@ -450,7 +450,7 @@ func TestClusterExactlyOnceDistributedAndShardWindowOn26Cluster(t *testing.T) {
 
 	shard2 := c.Shards[1][0]
 	testenv.Exec(t, shard2.Conn(t), "ALTER TABLE "+db+".ev_local MODIFY SETTING non_replicated_deduplication_window = 0")
-	p, err := pipeline.New(ctx, cfg, zerolog.Nop(), cw, eoOpts(t, cfg, cw)...)
+	p, err := pipeline.New(ctx, cfg, zerolog.Nop(), cw, runOpts(t, cfg, cw)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,11 +12,10 @@ import (
 
 	"sink/config"
 	"sink/internal/chschema"
-	"sink/internal/command/advise"
+	"sink/internal/chtable"
 	"sink/internal/decode"
 	"sink/internal/registry"
 	"sink/internal/route"
-	"sink/internal/writer"
 )
 
 // Creating missing tables (schema.create: if_missing). Before the routes
@@ -43,13 +42,6 @@ const CreateSample = 500
 // createRetry is how often a topic with no records is sampled again.
 const createRetry = 2 * time.Second
 
-// TableCreator is the part of writer.Writer that creating tables needs.
-type TableCreator interface {
-	TableExists(ctx context.Context, db, table string) (bool, error)
-	CreateTable(ctx context.Context, s writer.TableSpec) (ddl []string, created bool, err error)
-	Features(ctx context.Context) (chschema.ServerInfo, error)
-}
-
 // CreatePlan is what schema.create: if_missing does for one route.
 type CreatePlan struct {
 	Route           int // index in routes
@@ -60,24 +52,17 @@ type CreatePlan struct {
 	// that get no column, each with the reason.
 	Sampled, Bad int
 	Skipped      []string
-	Spec         writer.TableSpec
+	Spec         chtable.TableSpec
 	// DDL is the statements that create the table (none when Exists or
 	// when no records were sampled).
 	DDL []string
 }
 
-// sampleTopic reads up to n of the newest records of topic.
-func sampleTopic(ctx context.Context, k config.Kafka, topic string, n int) ([]*kgo.Record, error) {
-	var recs []*kgo.Record
-	err := advise.SampleRecords(ctx, k, []string{topic}, n, func(r *kgo.Record) { recs = append(recs, r) })
-	return recs, err
-}
-
 // PlanCreates works out, for every route with schema.create: if_missing,
 // whether its table exists and, when not, the statements that would create
-// it from a sample of its topic's records. It changes nothing. A route
-// whose topic has no records yet gets a plan without DDL.
-func PlanCreates(ctx context.Context, cfg *config.Config, w TableCreator, reg decode.Registry) ([]CreatePlan, error) {
+// it from a sample of its topic's records (read with s). It changes
+// nothing. A route whose topic has no records yet gets a plan without DDL.
+func PlanCreates(ctx context.Context, cfg *config.Config, w TableCreator, reg decode.Registry, s Sampler) ([]CreatePlan, error) {
 	var plans []CreatePlan
 	var info *chschema.ServerInfo
 	for i, r := range cfg.Routes {
@@ -91,7 +76,7 @@ func PlanCreates(ctx context.Context, cfg *config.Config, w TableCreator, reg de
 			}
 			info = &in
 		}
-		plan, err := planCreate(ctx, cfg, i, w, reg, *info)
+		plan, err := planCreate(ctx, cfg, i, w, reg, s, *info)
 		if err != nil {
 			return nil, err
 		}
@@ -100,7 +85,7 @@ func PlanCreates(ctx context.Context, cfg *config.Config, w TableCreator, reg de
 	return plans, nil
 }
 
-func planCreate(ctx context.Context, cfg *config.Config, i int, w TableCreator, reg decode.Registry, info chschema.ServerInfo) (CreatePlan, error) {
+func planCreate(ctx context.Context, cfg *config.Config, i int, w TableCreator, reg decode.Registry, s Sampler, info chschema.ServerInfo) (CreatePlan, error) {
 	r := cfg.Routes[i]
 	db, name := cfg.TableFor(r)
 	plan := CreatePlan{Route: i, Topic: r.Topic, Database: db, Table: name}
@@ -111,7 +96,10 @@ func planCreate(ctx context.Context, cfg *config.Config, i int, w TableCreator, 
 	if plan.Exists = exists; exists {
 		return plan, nil
 	}
-	recs, err := sampleTopic(ctx, cfg.Kafka, r.Topic, CreateSample)
+	if s == nil {
+		return plan, fmt.Errorf("routes[%d] (schema.create for %s.%s): the table is missing and nothing was given to sample topic %s with (pipeline.WithSampler)", i, db, name, r.Topic)
+	}
+	recs, err := s.Sample(ctx, r.Topic, CreateSample)
 	if err != nil {
 		return plan, fmt.Errorf("routes[%d] (schema.create for %s.%s): sampling topic %s: %w", i, db, name, r.Topic, err)
 	}
@@ -123,19 +111,19 @@ func planCreate(ctx context.Context, cfg *config.Config, i int, w TableCreator, 
 		return plan, nil
 	}
 	sch := r.Schema
-	plan.Spec = writer.TableSpec{
+	plan.Spec = chtable.TableSpec{
 		Database: db, Table: name, Columns: fields,
 		Replacing: sch.Replacing(), OrderBy: sch.OrderBy, PartitionBy: sch.PartitionBy,
 		Settings: sch.Settings, Cluster: cfg.ClickHouse.Cluster,
 	}
 	if sch.Replacing() {
-		plan.Spec.Columns = append(plan.Spec.Columns, writer.KafkaColumns(info.EvolveTypes())...)
+		plan.Spec.Columns = append(plan.Spec.Columns, chtable.KafkaColumns(info.EvolveTypes())...)
 		plan.Spec.Version = "_offset"
 	}
 	if len(fields) == 0 {
 		return plan, fmt.Errorf("routes[%d] (schema.create for %s.%s): no field of the %d records sampled from %s gets a column (%v)", i, db, name, plan.Sampled, r.Topic, plan.Skipped)
 	}
-	if plan.DDL, err = writer.CreateTableDDL(plan.Spec); err != nil {
+	if plan.DDL, err = chtable.CreateTableDDL(plan.Spec); err != nil {
 		return plan, fmt.Errorf("routes[%d] (schema.create for %s.%s): %w", i, db, name, err)
 	}
 	return plan, nil
@@ -148,7 +136,7 @@ func planCreate(ctx context.Context, cfg *config.Config, i int, w TableCreator, 
 // and typed by it (decode.JSONSchemaFields); the fields it does not type
 // follow, typed by their values.
 func inferFields(ctx context.Context, r config.Route, reg decode.Registry, srv chschema.ServerTypes, recs []*kgo.Record, plan *CreatePlan) ([]chschema.ColumnSchema, error) {
-	dp, err := decode.Compile(r.Format, writer.KafkaColumns(srv), nil, decode.WithRegistry(reg), decode.WithMessage(r.Message))
+	dp, err := decode.Compile(r.Format, chtable.KafkaColumns(srv), nil, decode.WithRegistry(reg), decode.WithMessage(r.Message))
 	if err != nil {
 		return nil, err
 	}
@@ -243,7 +231,7 @@ func (p *Pipeline) createTables(ctx context.Context) error {
 		}
 		waited := false
 		for {
-			plan, err := planCreate(ctx, p.cfg, i, tc, p.reg, info)
+			plan, err := planCreate(ctx, p.cfg, i, tc, p.reg, p.sampler, info)
 			if err != nil {
 				return err
 			}
@@ -294,6 +282,11 @@ func hasCreate(cfg *config.Config) bool {
 	}
 	return false
 }
+
+// WithSampler gives schema.create: if_missing s to read the records that
+// type a missing table's columns. Without it, New fails on a route with
+// schema.create: if_missing whose table is missing.
+func WithSampler(s Sampler) Option { return func(p *Pipeline) { p.sampler = s } }
 
 // WithoutCreate makes New leave missing tables missing, whatever
 // schema.create says (sink check, which only prints PlanCreates).

@@ -10,11 +10,11 @@ import (
 	"sink/internal/adapt"
 	"sink/internal/batch"
 	"sink/internal/chschema"
+	"sink/internal/chtable"
 	"sink/internal/decode"
 	"sink/internal/metrics"
 	"sink/internal/offsets"
 	"sink/internal/status"
-	"sink/internal/writer"
 )
 
 // sealedBatch is a sealed batch of decoded rows, waiting for or in its INSERT.
@@ -22,7 +22,7 @@ type sealedBatch = batch.Batch[*decode.Block]
 
 // tableState is one ClickHouse target table.
 type tableState struct {
-	t        *writer.Table
+	t        *chtable.Table
 	plan     *decode.Plan    // any route's plan: all share the column layout
 	free     []*decode.Block // reset blocks for reuse
 	queue    []*sealedBatch  // sealed, waiting for an insert slot
@@ -76,7 +76,7 @@ type accState struct {
 type flight struct {
 	b      *sealedBatch
 	table  *tableState
-	tab    *writer.Table // the table's columns the batch was decoded for
+	tab    *chtable.Table // the table's columns the batch was decoded for
 	bytes  int
 	oldest int64 // accState.oldest at seal time: the start of the batch's end-to-end latency
 }
@@ -197,7 +197,7 @@ func (p *Pipeline) pump(writeCtx context.Context, ts *tableState) {
 // owner's but the acks and schemas channels (through sendAck and
 // sendSchema) and atomic counters. tab is the table's
 // layout the batch was decoded for.
-func (p *Pipeline) insert(ctx context.Context, ts *tableState, tab *writer.Table, b *sealedBatch, blk chschema.Block) {
+func (p *Pipeline) insert(ctx context.Context, ts *tableState, tab *chtable.Table, b *sealedBatch, blk chschema.Block) {
 	// Wait for a connection slot first: the wait is the sink's own queue,
 	// not the INSERT's, so it is neither an attempt nor part of the
 	// insert's duration (which adaptive batching reads as the server's).
@@ -209,11 +209,11 @@ func (p *Pipeline) insert(ctx context.Context, ts *tableState, tab *writer.Table
 		return
 	}
 	start := time.Now()
-	onRetry := func(at writer.Attempt) {
+	onRetry := func(at chtable.Attempt) {
 		ts.retries.Add(1)
 		ts.lastFail.Store(newInsertFailure(at, time.Now()))
 		ts.m.Retry(at.Code)
-		if at.Code == writer.CodeTooManyParts {
+		if at.Code == chtable.CodeTooManyParts {
 			ts.tooManyParts.Add(1)
 		}
 		p.log.Warn().Str("table", tab.FullName()).Uint64("batch", b.ID).Int("rows", b.Rows()).
@@ -232,7 +232,7 @@ func (p *Pipeline) insert(ctx context.Context, ts *tableState, tab *writer.Table
 		mu     sync.Mutex
 		shards []shardPart
 	)
-	ctx = writer.WithShardInserted(ctx, func(shard, rows int) {
+	ctx = chtable.WithShardInserted(ctx, func(shard, rows int) {
 		mu.Lock()
 		shards = append(shards, shardPart{shard: shard, rows: rows})
 		mu.Unlock()

@@ -13,11 +13,11 @@ import (
 
 	"sink/config"
 	"sink/internal/chschema"
+	"sink/internal/chtable"
 	"sink/internal/decode"
 	"sink/internal/errtext"
 	"sink/internal/offsets"
 	"sink/internal/route"
-	"sink/internal/writer"
 )
 
 // Dead-letter tables (errors.dlq_table, a route's dlq_table): a bad record
@@ -91,12 +91,12 @@ func errorClass(err error) string {
 // ordered by where the records were meant to go and where they came from,
 // partitioned by month, with ttl (0: none) on dead_lettered_at. srv says
 // which types the server has (DateTime64 for _timestamp from 20.1).
-func DLQTableSpec(db, table string, srv chschema.ServerTypes, ttl time.Duration, cluster string) writer.TableSpec {
+func DLQTableSpec(db, table string, srv chschema.ServerTypes, ttl time.Duration, cluster string) chtable.TableSpec {
 	cols := []chschema.ColumnSchema{
 		{Name: dlqColAt, Type: "DateTime"},
 		{Name: dlqColTable, Type: "String"},
 	}
-	cols = append(cols, writer.KafkaColumns(srv)...)
+	cols = append(cols, chtable.KafkaColumns(srv)...)
 	cols = append(cols,
 		chschema.ColumnSchema{Name: "_key", Type: "String"},
 		chschema.ColumnSchema{Name: dlqColValue, Type: "String"},
@@ -106,7 +106,7 @@ func DLQTableSpec(db, table string, srv chschema.ServerTypes, ttl time.Duration,
 		chschema.ColumnSchema{Name: dlqColError, Type: "String"},
 		chschema.ColumnSchema{Name: dlqColClass, Type: "String"},
 	)
-	s := writer.TableSpec{
+	s := chtable.TableSpec{
 		Database: db, Table: table, Columns: cols,
 		OrderBy:     "(" + dlqColTable + ", _topic, _partition, _offset)",
 		PartitionBy: "toYYYYMM(" + dlqColAt + ")",
@@ -156,7 +156,7 @@ func (p *Pipeline) initDLQTables(ctx context.Context) error {
 			return fmt.Errorf("dead-letter table %s is a route's table; dead letters need a table of their own", key)
 		}
 		insert := decode.InsertColumns(schema)
-		ts := p.newTable(writer.NewTable(db, name, schema, insert), key, 0)
+		ts := p.newTable(chtable.NewTable(db, name, schema, insert), key, 0)
 		p.dlqt.tables[ts] = true
 		if ts.plan, err = p.dlqReplan(ts, insert); err != nil {
 			return err
@@ -221,7 +221,7 @@ func PlanDLQTables(ctx context.Context, cfg *config.Config, w TableCreator) ([]D
 			if err != nil {
 				return nil, err
 			}
-			if pl.DDL, err = writer.CreateTableDDL(spec); err != nil {
+			if pl.DDL, err = chtable.CreateTableDDL(spec); err != nil {
 				return nil, err
 			}
 		}
@@ -232,10 +232,10 @@ func PlanDLQTables(ctx context.Context, cfg *config.Config, w TableCreator) ([]D
 
 // dlqSpec is DLQTableSpec for the config on a server, refusing a TTL the
 // server cannot keep (TTL came in ClickHouse 19.6).
-func (p *Pipeline) dlqSpec(db, name string, info chschema.ServerInfo) (writer.TableSpec, error) {
+func (p *Pipeline) dlqSpec(db, name string, info chschema.ServerInfo) (chtable.TableSpec, error) {
 	e := p.cfg.Errors
 	if e.DLQTableTTL > 0 && !info.Version.AtLeast(19, 6) {
-		return writer.TableSpec{}, fmt.Errorf("dead-letter table %s.%s: errors.dlq_table_ttl needs ClickHouse 19.6 or later (the server is %s); set it to 0 or create the table yourself", db, name, info.Version)
+		return chtable.TableSpec{}, fmt.Errorf("dead-letter table %s.%s: errors.dlq_table_ttl needs ClickHouse 19.6 or later (the server is %s); set it to 0 or create the table yourself", db, name, info.Version)
 	}
 	return DLQTableSpec(db, name, info.EvolveTypes(), e.DLQTableTTL, p.cfg.ClickHouse.Cluster), nil
 }
@@ -349,7 +349,7 @@ func (p *Pipeline) isDLQTable(ts *tableState) bool { return p.dlqt != nil && p.d
 
 // Table returns the table named "db.table" that New resolved (a route's
 // or a dead-letter table), nil when there is none; call it before Run.
-func (p *Pipeline) Table(name string) *writer.Table {
+func (p *Pipeline) Table(name string) *chtable.Table {
 	if ts := p.tables[name]; ts != nil {
 		return ts.t
 	}
@@ -367,7 +367,7 @@ func (p *Pipeline) dlqInsertCtx(ctx context.Context, ts *tableState) context.Con
 	if p.cfg.ClickHouse.Cluster == "" || !p.isDLQTable(ts) {
 		return ctx
 	}
-	return writer.WithInsertSettings(ctx, clickhouse.Settings{"insert_distributed_sync": 1})
+	return chtable.WithInsertSettings(ctx, clickhouse.Settings{"insert_distributed_sync": 1})
 }
 
 // dlqReplan compiles the rows of dead-letter table ts again for its

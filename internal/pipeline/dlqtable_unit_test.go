@@ -14,9 +14,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/internal/chschema"
+	"sink/internal/chtable"
 	"sink/internal/decode"
 	"sink/internal/route"
-	"sink/internal/writer"
 )
 
 // dlqRow is one row a dead-letter table got, by its columns.
@@ -51,8 +51,8 @@ func (k *dlqSink) Describe(ctx context.Context, db, table string) ([]chschema.Co
 	return k.fakeSink.Describe(ctx, db, table)
 }
 
-func (k *dlqSink) Insert(ctx context.Context, t *writer.Table, block chschema.Block, id uint64,
-	onRetry func(writer.Attempt), refresh writer.Refresh) error {
+func (k *dlqSink) Insert(ctx context.Context, t *chtable.Table, block chschema.Block, id uint64,
+	onRetry func(chtable.Attempt), refresh chtable.Refresh) error {
 	if t.FullName() != k.name {
 		return k.fakeSink.Insert(ctx, t, block, id, onRetry, refresh)
 	}
@@ -286,7 +286,7 @@ func TestUnitDLQTableEnvelope(t *testing.T) {
 // TestDLQTableSpecDDL: the statements the sink creates a dead-letter table
 // with, on one server with a TTL and on a cluster.
 func TestDLQTableSpecDDL(t *testing.T) {
-	ddl, err := writer.CreateTableDDL(DLQTableSpec("db", "dead", chschema.ServerTypes{DateTime64: true}, 720*time.Hour, ""))
+	ddl, err := chtable.CreateTableDDL(DLQTableSpec("db", "dead", chschema.ServerTypes{DateTime64: true}, 720*time.Hour, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +294,7 @@ func TestDLQTableSpecDDL(t *testing.T) {
 		!strings.Contains(ddl[0], "`_timestamp` DateTime64(3)") {
 		t.Errorf("DDL %q", ddl)
 	}
-	ddl, err = writer.CreateTableDDL(DLQTableSpec("db", "dead", chschema.ServerTypes{}, 0, "c1"))
+	ddl, err = chtable.CreateTableDDL(DLQTableSpec("db", "dead", chschema.ServerTypes{}, 0, "c1"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,8 +12,8 @@ import (
 
 	"sink/config"
 	"sink/internal/chschema"
+	"sink/internal/chtable"
 	"sink/internal/decode"
-	"sink/internal/writer"
 )
 
 // Schema drift and evolution. Every plan counts the record fields no column
@@ -157,12 +157,6 @@ type evolveStart struct {
 	rs  *routeState
 	u   decode.UnmappedField // the field as its first record left it
 	typ string
-}
-
-// columnAdder is the part of writer.Writer that schema evolution needs.
-type columnAdder interface {
-	AddColumn(ctx context.Context, info chschema.ServerInfo, db, table, cluster, name, typ string) (ddl string, added bool, err error)
-	Features(ctx context.Context) (chschema.ServerInfo, error)
 }
 
 // evolveResult is the end of one ADD COLUMN, reported to the owner.
@@ -512,7 +506,7 @@ func (p *Pipeline) evolved(writeCtx context.Context, r schemaResult) {
 	if failed == nil {
 		failed = r.err
 	}
-	if failed != nil && writer.Classify(nil, failed) == writer.Retriable && fd.attempts+1 < evolveAttempts {
+	if failed != nil && chtable.Classify(nil, failed) == chtable.Retriable && fd.attempts+1 < evolveAttempts {
 		fd.attempts++
 		fd.retryAt = p.now().Add(heldRetry.Wait(fd.attempts))
 		p.driftOf(r.ts).epoch++
@@ -637,7 +631,7 @@ func (p *Pipeline) SampleDrift(ctx context.Context, recs []*kgo.Record, info chs
 				if derr != nil {
 					f.DefaultLeftOut = derr.Error()
 				}
-				f.DDL = writer.AddColumnDDL(t.Database, t.Name, p.cfg.ClickHouse.Cluster, u.Name, full, info.AddIfNotExists())
+				f.DDL = chtable.AddColumnDDL(t.Database, t.Name, p.cfg.ClickHouse.Cluster, u.Name, full, info.AddIfNotExists())
 			}
 			a.rep.Fields = append(a.rep.Fields, f)
 		}, nil)

@@ -14,7 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"sink/internal/chschema"
-	"sink/internal/writer"
+	"sink/internal/chtable"
 )
 
 // evolvingSink is a fakeSink whose table gains the columns AddColumn adds,
@@ -100,13 +100,13 @@ func (k *evolvingSink) AddColumn(ctx context.Context, info chschema.ServerInfo, 
 		return "", false, nil
 	}
 	k.cols = append(k.cols, chschema.ColumnSchema{Name: name, Type: typ})
-	ddl := writer.AddColumnDDL(db, table, cluster, name, typ, info.AddIfNotExists())
+	ddl := chtable.AddColumnDDL(db, table, cluster, name, typ, info.AddIfNotExists())
 	k.alters = append(k.alters, ddl)
 	return ddl, true, nil
 }
 
-func (k *evolvingSink) Insert(ctx context.Context, t *writer.Table, block chschema.Block, id uint64,
-	onRetry func(writer.Attempt), refresh writer.Refresh) error {
+func (k *evolvingSink) Insert(ctx context.Context, t *chtable.Table, block chschema.Block, id uint64,
+	onRetry func(chtable.Attempt), refresh chtable.Refresh) error {
 	var names []string
 	for _, c := range block.Columns() {
 		names = append(names, c.Name)

@@ -12,10 +12,10 @@ import (
 	"sink/internal/backoff"
 	"sink/internal/batch"
 	"sink/internal/chschema"
+	"sink/internal/chtable"
 	"sink/internal/eos"
 	"sink/internal/kafkaerr"
 	"sink/internal/offsets"
-	"sink/internal/writer"
 )
 
 // exactly is the pipeline's exactly-once state (delivery: exactly_once; see
@@ -410,7 +410,7 @@ func (e *exactly) intent(ctx context.Context, ts *tableState, b *sealedBatch) (c
 	eb.recorded = true
 	e.marks[eb.token] = eoMark{table: ts, at: e.inserts[ts]}
 	e.margin(ts)
-	return writer.WithDedupToken(ctx, eb.token), eos.Ordered(b.Data, eb.perm), nil
+	return chtable.WithDedupToken(ctx, eb.token), eos.Ordered(b.Data, eb.perm), nil
 }
 
 // placement is how the sink splits ts's rows across a cluster's shards
@@ -929,7 +929,7 @@ func (e *exactly) replay(ctx context.Context, in eos.Intent) error {
 	if err := p.fillUnavailable(ctx, ts.t, blk); err != nil {
 		return fmt.Errorf("exactly-once: replaying a pending batch into %s: %w", in.Table, err)
 	}
-	err = p.w.Insert(writer.WithDedupToken(ctx, in.Token), ts.t, blk, 0, nil, nil)
+	err = p.w.Insert(chtable.WithDedupToken(ctx, in.Token), ts.t, blk, 0, nil, nil)
 	if err != nil {
 		return fmt.Errorf("exactly-once: replaying a pending batch into %s: %w", in.Table, err)
 	}

@@ -44,7 +44,7 @@ func TestExactlyOnceInsertRateOn26(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { w.Close() })
-		p, err := pipeline.New(ctx, cfg, zerolog.Nop(), w, eoOpts(t, cfg, w)...)
+		p, err := pipeline.New(ctx, cfg, zerolog.Nop(), w, runOpts(t, cfg, w)...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -53,7 +53,7 @@ func TestExactlyOnceInsertRateOn26(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		cons, err := consumer.New(ctx, cfg, zerolog.Nop(), p.Hooks())
+		cons, err := consumer.New(ctx, cfg, zerolog.Nop(), consumer.HooksOf(p))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -19,9 +19,9 @@ import (
 
 	"sink/config"
 	"sink/internal/chschema"
+	"sink/internal/chtable"
 	"sink/internal/eos"
 	"sink/internal/offsets"
-	"sink/internal/writer"
 )
 
 // eoWorld is Kafka's and ClickHouse's state across runs.
@@ -276,7 +276,7 @@ func (f eoFakeIO) ReadRanges(_ context.Context, ranges []eos.Range) (map[offsets
 	return out, nil
 }
 
-func (f eoFakeIO) Present(_ context.Context, _ *writer.Table, tp offsets.TP, from, to int64) ([]eos.Span, error) {
+func (f eoFakeIO) Present(_ context.Context, _ *chtable.Table, tp offsets.TP, from, to int64) ([]eos.Span, error) {
 	w := f.w
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -300,7 +300,7 @@ func (f eoFakeIO) Present(_ context.Context, _ *writer.Table, tp offsets.TP, fro
 	return out, nil
 }
 
-func (f eoFakeIO) Windows(_ context.Context, tables []*writer.Table) ([]eos.Window, error) {
+func (f eoFakeIO) Windows(_ context.Context, tables []*chtable.Table) ([]eos.Window, error) {
 	w := f.w
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -348,13 +348,13 @@ func (s eoTable) Placement(context.Context, string, string) (string, error) {
 	return s.w.placement, nil
 }
 
-func (s eoTable) Insert(ctx context.Context, t *writer.Table, block chschema.Block, id uint64,
-	onRetry func(writer.Attempt), refresh writer.Refresh) error {
+func (s eoTable) Insert(ctx context.Context, t *chtable.Table, block chschema.Block, id uint64,
+	onRetry func(chtable.Attempt), refresh chtable.Refresh) error {
 	s.fakeSink.mu.Lock()
 	n := s.fakeSink.calls + 1
 	s.fakeSink.mu.Unlock()
 	if s.landFirst != nil && s.landFirst(n) {
-		if err := s.w.insert(writer.DedupToken(ctx), block); err != nil {
+		if err := s.w.insert(chtable.DedupToken(ctx), block); err != nil {
 			return err
 		}
 		return s.fakeSink.Insert(ctx, t, block, id, onRetry, refresh)
@@ -362,7 +362,7 @@ func (s eoTable) Insert(ctx context.Context, t *writer.Table, block chschema.Blo
 	if err := s.fakeSink.Insert(ctx, t, block, id, onRetry, refresh); err != nil {
 		return err
 	}
-	return s.w.insert(writer.DedupToken(ctx), block)
+	return s.w.insert(chtable.DedupToken(ctx), block)
 }
 
 // eoRun is one run of the sink on a world: an exactly-once pipeline with
@@ -399,7 +399,7 @@ func (r *eoRun) assign(tps ...offsets.TP) {
 	for _, tp := range tps {
 		m[tp.Topic] = append(m[tp.Topic], tp.Partition)
 	}
-	r.p.Hooks().Assigned(context.Background(), m)
+	r.p.Assigned(context.Background(), m)
 }
 
 // feed hands the run tp's records from offset from to the log's end, as

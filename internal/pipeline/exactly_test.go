@@ -14,9 +14,9 @@ import (
 
 	"sink/config"
 	"sink/internal/batch"
+	"sink/internal/chtable"
 	"sink/internal/eos"
 	"sink/internal/offsets"
-	"sink/internal/writer"
 )
 
 // TestCanonicalBatchOrder: rows that arrive interleaved across partitions
@@ -26,7 +26,7 @@ import (
 func TestCanonicalBatchOrder(t *testing.T) {
 	p := &Pipeline{cfg: &config.Config{Delivery: config.DeliveryExactlyOnce}}
 	p.initDelivery()
-	ts := &tableState{t: writer.NewTable("db", "t", nil, nil)}
+	ts := &tableState{t: chtable.NewTable("db", "t", nil, nil)}
 	a := &accState{key: accKey{table: ts}}
 	a0, a1, b1 := offsets.TP{Topic: "a", Partition: 0}, offsets.TP{Topic: "a", Partition: 1}, offsets.TP{Topic: "b", Partition: 1}
 	for _, tp := range []offsets.TP{b1, a0, b1, a0, a1} {
@@ -101,7 +101,7 @@ func TestIntentRetryBackoff(t *testing.T) {
 		}
 		return 0
 	}
-	ts := &tableState{t: writer.NewTable("db", "t", nil, nil)}
+	ts := &tableState{t: chtable.NewTable("db", "t", nil, nil)}
 	b1, b2 := &sealedBatch{ID: 1}, &sealedBatch{ID: 2}
 	ts.queue = []*sealedBatch{b2}
 	err := &intentError{fmt.Errorf("commit: %w", kerr.CoordinatorNotAvailable)}

@@ -139,7 +139,7 @@ func newEO(t *testing.T, cfg *config.Config, sink *fakeSink) *Pipeline {
 }
 
 func lose(r *running, tp offsets.TP) {
-	r.p.Hooks().Lost(context.Background(), map[string][]int32{tp.Topic: {tp.Partition}})
+	r.p.Lost(context.Background(), map[string][]int32{tp.Topic: {tp.Partition}})
 }
 
 // firstInsertHeld returns a fake sink whose first INSERT waits until the
@@ -341,7 +341,7 @@ func TestUnitExactlyFencedIntentThenLost(t *testing.T) {
 
 func testUnitExactlyFencedIntentThenLost(t *testing.T) {
 	r, src, sink := startRefused(t, 20*time.Millisecond, kerr.UnknownMemberID, 3, "the intent tried again")
-	r.p.Hooks().Lost(context.Background(), map[string][]int32{unitTopic: {0, 1}})
+	r.p.Lost(context.Background(), map[string][]int32{unitTopic: {0, 1}})
 	n := src.attempts()
 	time.Sleep(100 * time.Millisecond)
 	if got := src.attempts(); got != n {

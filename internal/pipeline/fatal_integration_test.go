@@ -91,11 +91,11 @@ func startRunningThen(t *testing.T, cfg *config.Config, afterRun func(), opts ..
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { w.Close() })
-	p, err := pipeline.New(ctx, cfg, log, w, append(eoOpts(t, cfg, w), opts...)...)
+	p, err := pipeline.New(ctx, cfg, log, w, append(runOpts(t, cfg, w), opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cons, err := consumer.New(ctx, cfg, log, p.Hooks())
+	cons, err := consumer.New(ctx, cfg, log, consumer.HooksOf(p))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -146,7 +146,7 @@ func testUnitLookupStallRevoke(t *testing.T) {
 
 	// The partition comes back; its next fetch starts at the committed
 	// offset, as it would for any next owner.
-	r.p.Hooks().Assigned(context.Background(), map[string][]int32{unitTopic: {0}})
+	r.p.Assigned(context.Background(), map[string][]int32{unitTopic: {0}})
 	release()
 	polls := r.src.polls.Load()
 	r.src.sendRaw(unitTP, 2, avroRow(t, 2, 2), avroRow(t, 1, 3), avroRow(t, 2, 4))

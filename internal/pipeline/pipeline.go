@@ -86,6 +86,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -95,13 +96,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/config"
+	"sink/internal/chtable"
 	"sink/internal/decode"
 	"sink/internal/metrics"
 	"sink/internal/offsets"
 	"sink/internal/pace"
-	"sink/internal/registry"
 	"sink/internal/status"
-	"sink/internal/writer"
 )
 
 // Pipeline is one connector.
@@ -221,8 +221,11 @@ type Pipeline struct {
 	// come back on lookups. nil when no registry is configured.
 	look    *lookups
 	lookups chan lookupResult
-	// noCreate: New does not create missing tables (WithoutCreate).
+	// noCreate: New does not create missing tables (WithoutCreate);
+	// sampler reads the records that type a missing table's columns
+	// (WithSampler).
 	noCreate bool
+	sampler  Sampler
 	heldNow  atomic.Int64 // the records in held, for other goroutines
 
 	// unfilled is the DEFAULT columns noteUnfilled has logged, with why.
@@ -236,7 +239,7 @@ type Pipeline struct {
 	// server (budgetDemand).
 	demand map[string]float64
 	// conns are the INSERTs that may hold a ClickHouse connection at once
-	// (writer.InsertConns): the others wait for a slot here, in no hurry
+	// (chtable.InsertConns): the others wait for a slot here, in no hurry
 	// and without an error, instead of timing out in the driver's pool.
 	conns chan struct{}
 }
@@ -254,8 +257,9 @@ type Option func(*Pipeline)
 func WithMetrics(m *metrics.Metrics) Option { return func(p *Pipeline) { p.m = m } }
 
 // WithRegistry gives the registry-framed formats (avro, protobuf,
-// json-schema, debezium-avro) r as their schema registry. Without it, New
-// makes a registry.Client from schema_registry when that is configured.
+// json-schema, debezium-avro) r as their schema registry: main makes a
+// registry.Client from schema_registry. New refuses a config with
+// schema_registry and no WithRegistry.
 func WithRegistry(r decode.Registry) Option { return func(p *Pipeline) { p.reg = r } }
 
 // New resolves every route's table and compiles its decode plan. It fails
@@ -300,18 +304,14 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w Sink, op
 	p.stateSince = p.now()
 	p.initFanout()
 	if p.reg == nil && cfg.SchemaRegistry.Enabled() {
-		c, err := registry.New(cfg.SchemaRegistry, registry.Options{})
-		if err != nil {
-			return nil, err
-		}
-		p.reg = c
+		return nil, errors.New("schema_registry is configured but the pipeline was given no registry client (pipeline.WithRegistry)")
 	}
 	if p.reg != nil {
 		p.look = newLookups(p.reg, func() time.Time { return p.now() })
 	}
 	p.initDelivery()
 	p.initBudget()
-	p.conns = make(chan struct{}, writer.InsertConns(cfg.ClickHouse))
+	p.conns = make(chan struct{}, chtable.InsertConns(cfg.ClickHouse.MaxInFlight))
 	p.m.SetMaxWait(cfg.Batch.MaxWait)
 	if err := p.createTables(ctx); err != nil {
 		return nil, err

@@ -16,9 +16,11 @@ import (
 
 	"sink/config"
 	"sink/internal/chschema"
+	"sink/internal/command/advise"
 	"sink/internal/consumer"
 	"sink/internal/eos/eosio"
 	"sink/internal/pipeline"
+	"sink/internal/registry"
 	"sink/internal/testenv"
 	"sink/internal/writer"
 )
@@ -115,13 +117,23 @@ func runWhile(t *testing.T, cfg *config.Config, timeout time.Duration, done func
 	return runSinkWhile(t, cfg, w, zerolog.InfoLevel, timeout, func() (bool, string) { return done(w) }, opts...)
 }
 
-// eoOpts is the exactly-once I/O of an exactly_once cfg on w's connection
-// (none in the other modes), reading every shard when w is a cluster's,
-// closed when the test ends.
-func eoOpts(t *testing.T, cfg *config.Config, w pipeline.Sink) []pipeline.Option {
+// runOpts are the options sink run gives New for cfg on w: the sampler of
+// schema.create, a registry client when schema_registry is configured, and
+// the exactly-once I/O of an exactly_once cfg on w's connection (reading
+// every shard when w is a cluster's, closed when the test ends). Options a
+// test gives after them win.
+func runOpts(t *testing.T, cfg *config.Config, w pipeline.Sink) []pipeline.Option {
 	t.Helper()
+	opts := []pipeline.Option{pipeline.WithSampler(advise.Sampler{Kafka: cfg.Kafka})}
+	if cfg.SchemaRegistry.Enabled() {
+		rc, err := registry.New(cfg.SchemaRegistry, registry.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts = append(opts, pipeline.WithRegistry(rc))
+	}
 	if !cfg.ExactlyOnce() {
-		return nil
+		return opts
 	}
 	cs, ok := w.(interface{ Conn() driver.Conn })
 	if !ok {
@@ -135,7 +147,7 @@ func eoOpts(t *testing.T, cfg *config.Config, w pipeline.Sink) []pipeline.Option
 	if c, ok := w.(*writer.Cluster); ok {
 		io.OnCluster(c) // as sink run wires it
 	}
-	return []pipeline.Option{pipeline.WithExactlyOnce(io)}
+	return append(opts, pipeline.WithExactlyOnce(io))
 }
 
 // runSinkWhile is runWhile with the ClickHouse side given (a writer.Cluster,
@@ -145,11 +157,11 @@ func runSinkWhile(t *testing.T, cfg *config.Config, w pipeline.Sink, level zerol
 	t.Helper()
 	ctx := context.Background()
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(level)
-	p, err := pipeline.New(ctx, cfg, log, w, append(eoOpts(t, cfg, w), opts...)...)
+	p, err := pipeline.New(ctx, cfg, log, w, append(runOpts(t, cfg, w), opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cons, err := consumer.New(ctx, cfg, log, p.Hooks())
+	cons, err := consumer.New(ctx, cfg, log, consumer.HooksOf(p))
 	if err != nil {
 		t.Fatal(err)
 	}

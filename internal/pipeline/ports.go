@@ -5,10 +5,11 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"sink/internal/adapt"
 	"sink/internal/chschema"
+	"sink/internal/chtable"
 	"sink/internal/eos"
 	"sink/internal/offsets"
-	"sink/internal/writer"
 )
 
 // The pipeline talks to Kafka and ClickHouse only through the two ports
@@ -45,7 +46,7 @@ type Source interface {
 // (at start, and for a table named after a new topic) and from describe
 // goroutines; Insert from one goroutine per batch in flight, concurrently.
 type Sink interface {
-	// Describe returns the columns of db.table (writer.ErrNoTable when it
+	// Describe returns the columns of db.table (chtable.ErrNoTable when it
 	// does not exist).
 	Describe(ctx context.Context, db, table string) ([]chschema.ColumnSchema, error)
 	// Insert writes block into t as one INSERT and retries the same block
@@ -53,9 +54,9 @@ type Sink interface {
 	// wait and refresh on schema errors (see writer.Writer.Insert). It
 	// returns nil, the permanent error, or ctx's error once ctx ends.
 	// Per-insert settings (the exactly-once deduplication token) come in
-	// ctx (writer.WithInsertSettings).
-	Insert(ctx context.Context, t *writer.Table, block chschema.Block, batchID uint64,
-		onRetry func(writer.Attempt), refresh writer.Refresh) error
+	// ctx (chtable.WithInsertSettings).
+	Insert(ctx context.Context, t *chtable.Table, block chschema.Block, batchID uint64,
+		onRetry func(chtable.Attempt), refresh chtable.Refresh) error
 }
 
 // ExactlyOnce is the I/O of delivery: exactly_once beyond Source and Sink
@@ -80,22 +81,27 @@ type ExactlyOnce interface {
 	// Present returns the runs of tp's offsets from..to-1 (to -1: no end)
 	// that t holds in its _offset column, in order; for a table written
 	// shard by shard, those any shard holds (every replica is asked).
-	Present(ctx context.Context, t *writer.Table, tp offsets.TP, from, to int64) ([]eos.Span, error)
+	Present(ctx context.Context, t *chtable.Table, tp offsets.TP, from, to int64) ([]eos.Span, error)
 	// Windows refuses in one line what exactly-once cannot work with (the
 	// server, a table, a materialized view; on a cluster naming the shard
 	// and replica) or returns each table's deduplication window, in the
 	// order of tables (for a table written shard by shard, the smallest of
 	// its shards' local tables, with the replicas not reached).
-	Windows(ctx context.Context, tables []*writer.Table) ([]eos.Window, error)
+	Windows(ctx context.Context, tables []*chtable.Table) ([]eos.Window, error)
 }
 
-// placementSink is a Sink that splits a table's batches across the shards
-// of a cluster by a sharding key (writer.Cluster). Placement fingerprints
-// how it splits db.table's rows now ("" when it does not): exactly-once
-// records it with each batch, and replays a batch only under the same
-// placement. Called from the owner goroutine.
-type placementSink interface {
-	Placement(ctx context.Context, db, table string) (string, error)
+// The capabilities below are optional: the pipeline asks its Source or
+// Sink for one with a type assertion where it needs it, and does without
+// (or refuses the config that needs it, with one line) when the adapter
+// lacks it. The fakes of the unit tests have only the ones a test needs.
+
+// pauseSource is a Source whose fetching can be paused without leaving
+// the group (consumer.Consumer: franz-go's PauseFetchTopics). Both are
+// called from the owner goroutine. Without it, a pause stops asking for
+// polls instead.
+type pauseSource interface {
+	PauseFetch(topics []string)
+	ResumeFetch()
 }
 
 // seekSource is a Source that can fetch partitions again from an earlier
@@ -107,5 +113,94 @@ type seekSource interface {
 	Seek(pos map[offsets.TP]int64)
 }
 
-// A Source that can also pause its fetching without leaving the group is
-// a pauseSource (admin.go); POST /pause uses it.
+// positionsSource is a Source that can ask the brokers for the group's
+// committed offsets and the partitions' log end offsets
+// (consumer.Consumer.Positions), called on its own goroutine. Without it,
+// /status knows a partition's numbers only from its fetches and commits.
+type positionsSource interface {
+	Positions(ctx context.Context, topics []string) (committed, ends map[offsets.TP]int64, err error)
+}
+
+// protocolSource is a Source that knows the group protocol the broker
+// runs this member under (consumer.Consumer.GroupProtocol: classic or
+// consumer); /status shows it. Called from the owner goroutine.
+type protocolSource interface {
+	GroupProtocol() string
+}
+
+// placementSink is a Sink that splits a table's batches across the shards
+// of a cluster by a sharding key (writer.Cluster). Placement fingerprints
+// how it splits db.table's rows now ("" when it does not): exactly-once
+// records it with each batch, and replays a batch only under the same
+// placement. Called from the owner goroutine.
+type placementSink interface {
+	Placement(ctx context.Context, db, table string) (string, error)
+}
+
+// serverNamer is the Sink's optional answer to which servers receive a
+// table's INSERTs (writer.Cluster: the shards its batches are split
+// over), each with a budget of its own. Called from the owner goroutine.
+type serverNamer interface {
+	Servers(db, table string) []string
+}
+
+// partsReader is the Sink's optional ability to read tables' parts
+// (writer.Writer has it; writer.Cluster reads every replica of every shard
+// and gives the most pressed one's); without it the adaptive controller
+// works from the rate, insert durations and errors alone. Called from a
+// probe goroutine.
+type partsReader interface {
+	PartsOf(ctx context.Context, tables []chtable.TableName) (map[chtable.TableName]adapt.Parts, error)
+}
+
+// latestSink is a Sink that reads the newest stored values of rows by key
+// (writer.Writer.Latest). Called from insert goroutines.
+type latestSink interface {
+	Latest(ctx context.Context, t *chtable.Table, q chtable.LatestQuery) ([][]any, error)
+}
+
+// TableCreator is a Sink that can create tables (writer.Writer and
+// writer.Cluster): schema.create: if_missing and the dead-letter table
+// need it, and PlanCreates (sink check) asks it whether each table
+// exists. Called on the goroutine that calls New.
+type TableCreator interface {
+	TableExists(ctx context.Context, db, table string) (bool, error)
+	CreateTable(ctx context.Context, s chtable.TableSpec) (ddl []string, created bool, err error)
+	Features(ctx context.Context) (chschema.ServerInfo, error)
+}
+
+// columnAdder is a Sink that can add a column to a table (writer.Writer
+// and writer.Cluster): schema.evolve: add_columns needs it. Features is
+// called from New, AddColumn from an evolve goroutine.
+type columnAdder interface {
+	AddColumn(ctx context.Context, info chschema.ServerInfo, db, table, cluster, name, typ string) (ddl string, added bool, err error)
+	Features(ctx context.Context) (chschema.ServerInfo, error)
+}
+
+// truncater is a Sink that can apply a TRUNCATE event (writer.Writer and
+// writer.Cluster; truncate: apply needs it): it empties db.table (ON
+// CLUSTER cluster when set) and returns the statements it ran. Called
+// from a goroutine of its own.
+type truncater interface {
+	Truncate(ctx context.Context, db, table, cluster string) (ddl string, err error)
+}
+
+// Sampler reads the newest records of a topic: schema.create: if_missing
+// types a missing table's columns by them. main gives one that reads with
+// the consumer's brokers and security and joins no group (advise.Sampler;
+// WithSampler, and PlanCreates's parameter). Called on the goroutine that
+// calls New or PlanCreates.
+type Sampler interface {
+	// Sample returns up to n of the newest records of topic, spread over
+	// its partitions (none when it holds none).
+	Sample(ctx context.Context, topic string, n int) ([]*kgo.Record, error)
+}
+
+// shareUsage is the optional side of an Allowance that shares each
+// server's budget with the other connectors writing to it
+// (internal/budget's Sharer): it is told this connector's INSERTs to each
+// server and its demand there.
+type shareUsage interface {
+	Inserted(server string, n int)
+	SetDemand(server string, perMinute float64)
+}

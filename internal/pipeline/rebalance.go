@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"sink/internal/batch"
-	"sink/internal/consumer"
 	"sink/internal/offsets"
 )
 
@@ -51,13 +50,22 @@ type revokeWait struct {
 	deadline time.Time
 }
 
-// Hooks are the group callbacks to pass to consumer.New.
-func (p *Pipeline) Hooks() consumer.Hooks {
-	return consumer.Hooks{
-		Assigned: func(ctx context.Context, m map[string][]int32) { p.groupEvent(ctx, eventAssigned, m) },
-		Revoked:  func(ctx context.Context, m map[string][]int32) { p.groupEvent(ctx, eventRevoked, m) },
-		Lost:     func(ctx context.Context, m map[string][]int32) { p.groupEvent(ctx, eventLost, m) },
-	}
+// Assigned, Revoked and Lost are the group callbacks (main
+// hands them to the consumer with consumer.HooksOf): each hands the owner
+// the change of this member's partitions, parts being topic → partitions,
+// and waits until it is handled.
+func (p *Pipeline) Assigned(ctx context.Context, parts map[string][]int32) {
+	p.groupEvent(ctx, eventAssigned, parts)
+}
+
+// Revoked is the callback of partitions revoked (see Assigned).
+func (p *Pipeline) Revoked(ctx context.Context, parts map[string][]int32) {
+	p.groupEvent(ctx, eventRevoked, parts)
+}
+
+// Lost is the callback of partitions lost (see Assigned).
+func (p *Pipeline) Lost(ctx context.Context, parts map[string][]int32) {
+	p.groupEvent(ctx, eventLost, parts)
 }
 
 // groupEvent hands a membership change to the owner and waits until it is

@@ -9,8 +9,8 @@ import (
 
 	"sink/config"
 	"sink/internal/chschema"
+	"sink/internal/chtable"
 	"sink/internal/decode"
-	"sink/internal/writer"
 )
 
 // routeState is one route, compiled against its table.
@@ -24,8 +24,8 @@ type routeState struct {
 }
 
 // Tables describes the resolved routes for `sink check`.
-func (p *Pipeline) Tables() []*writer.Table {
-	out := make([]*writer.Table, 0, len(p.tables))
+func (p *Pipeline) Tables() []*chtable.Table {
+	out := make([]*chtable.Table, 0, len(p.tables))
 	add := func(rs *routeState) {
 		if rs == nil || rs.table == nil {
 			return // a table named after its topic, not resolved yet
@@ -116,7 +116,7 @@ func (p *Pipeline) resolve(ctx context.Context) error {
 				maxLatency = r.MaxLatency
 			}
 		}
-		ts := p.newTable(writer.NewTable(g.db, g.name, schema, insert), key, maxLatency)
+		ts := p.newTable(chtable.NewTable(g.db, g.name, schema, insert), key, maxLatency)
 		for j, r := range g.routes {
 			plan, err := p.compile(r, insert)
 			if err != nil {
@@ -220,7 +220,7 @@ func (p *Pipeline) resolveTopic(ctx context.Context, rs *routeState, topic strin
 			return nil, fmt.Errorf("routes[%d] (table %q for topic %q): %w", idx, rs.route.Table, topic, err)
 		}
 		insert := decode.InsertColumns(schema, mapping)
-		ts = p.newTable(writer.NewTable(db, name, schema, insert), key, rs.route.MaxLatency)
+		ts = p.newTable(chtable.NewTable(db, name, schema, insert), key, rs.route.MaxLatency)
 	} else {
 		p.tighten(ts, rs.route.MaxLatency)
 	}

@@ -7,14 +7,14 @@ import (
 
 	"sink/internal/batch"
 	"sink/internal/chschema"
+	"sink/internal/chtable"
 	"sink/internal/decode"
-	"sink/internal/writer"
 )
 
 // Tables change while the sink runs. Each table is described again every
 // clickhouse.schema_refresh (describeTables) and whenever an INSERT fails
 // with an unknown column or table (the insert goroutine's refresh, which
-// also adapts its own batch with writer.Project). The owner applies a new
+// also adapts its own batch with chtable.Project). The owner applies a new
 // description with applySchema: it recompiles every route into the table,
 // seals the open batches built for the old columns, and decodes the records
 // that follow against the new columns. So a column added to the table is
@@ -63,17 +63,17 @@ func (p *Pipeline) sendSchema(r schemaResult) {
 	}
 }
 
-// refreshFor is the writer.Refresh of an INSERT into ts: it re-reads the
+// refreshFor is the chtable.Refresh of an INSERT into ts: it re-reads the
 // table, hands the description to the owner for the batches to come, and
 // returns the failed batch adapted to the table's columns now.
-func (p *Pipeline) refreshFor(ts *tableState) writer.Refresh {
-	return func(ctx context.Context, t *writer.Table, blk chschema.Block) (*writer.Table, chschema.Block, error) {
+func (p *Pipeline) refreshFor(ts *tableState) chtable.Refresh {
+	return func(ctx context.Context, t *chtable.Table, blk chschema.Block) (*chtable.Table, chschema.Block, error) {
 		cols, err := p.w.Describe(ctx, t.Database, t.Name)
 		if err != nil {
 			return nil, nil, err
 		}
 		p.sendSchema(schemaResult{ts: ts, cols: cols})
-		nt, nb := writer.Project(t.Database, t.Name, cols, blk)
+		nt, nb := chtable.Project(t.Database, t.Name, cols, blk)
 		p.log.Warn().Str("table", t.FullName()).Strs("columns_before", names(t.Insert)).Strs("columns_now", names(nt.Insert)).
 			Msg("table changed under a sealed batch: retrying it with the columns the table has now")
 		return nt, nb, nil
@@ -152,7 +152,7 @@ func (p *Pipeline) applySchema(writeCtx context.Context, ts *tableState, schema 
 			p.dropAcc(k)
 		}
 	}
-	ts.t = writer.NewTable(old.Database, old.Name, schema, insert)
+	ts.t = chtable.NewTable(old.Database, old.Name, schema, insert)
 	p.noteUnfilled(ts.t)
 	ts.free = nil
 	for i, rs := range routes {
@@ -178,7 +178,7 @@ func (p *Pipeline) applySchema(writeCtx context.Context, ts *tableState, schema 
 // column of t that the INSERT leaves out because its expression cannot be
 // computed once (decode.UnfilledDefault): records' values for it are not
 // inserted, the server computes it for every row.
-func (p *Pipeline) noteUnfilled(t *writer.Table) {
+func (p *Pipeline) noteUnfilled(t *chtable.Table) {
 	decode.UnfilledDefaults(t.Schema, t.Insert, func(c chschema.ColumnSchema, why string) {
 		key := t.FullName() + "\x00" + c.Name
 		if p.unfilled[key] == why {

@@ -44,13 +44,6 @@ import (
 // and inserted after it. A TRUNCATE that fails stops the connector with
 // the event uncommitted.
 
-// truncater is the part of writer.Writer (and writer.Cluster) that applies
-// a TRUNCATE event: it empties db.table (ON CLUSTER cluster when set) and
-// returns the statements it ran.
-type truncater interface {
-	Truncate(ctx context.Context, db, table, cluster string) (ddl string, err error)
-}
-
 // truncState is what the pipeline knows of one table's TRUNCATE events.
 type truncState struct {
 	warned bool // a skipped TRUNCATE was logged

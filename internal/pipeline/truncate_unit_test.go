@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"sink/internal/chschema"
+	"sink/internal/chtable"
 	"sink/internal/offsets"
 	"sink/internal/writer"
 )
@@ -38,7 +39,7 @@ func (k *cdcSink) Describe(context.Context, string, string) ([]chschema.ColumnSc
 	return []chschema.ColumnSchema{{Name: "id", Type: "UInt64"}, {Name: "_version", Type: "UInt64"}, {Name: "_deleted", Type: "UInt8"}}, nil
 }
 
-func (k *cdcSink) Insert(ctx context.Context, t *writer.Table, block chschema.Block, id uint64, onRetry func(writer.Attempt), refresh writer.Refresh) error {
+func (k *cdcSink) Insert(ctx context.Context, t *chtable.Table, block chschema.Block, id uint64, onRetry func(chtable.Attempt), refresh chtable.Refresh) error {
 	err := k.fakeSink.Insert(ctx, t, block, id, onRetry, refresh)
 	if err == nil {
 		k.log(fmt.Sprintf("insert %v", block.ColumnData(0)))

@@ -22,15 +22,9 @@ import (
 	"time"
 
 	"sink/internal/backoff"
+	"sink/internal/chtable"
 	"sink/internal/decode"
-	"sink/internal/writer"
 )
-
-// latestSink is a Sink that reads the newest stored values of rows by key
-// (writer.Writer.Latest). Called from insert goroutines.
-type latestSink interface {
-	Latest(ctx context.Context, t *writer.Table, q writer.LatestQuery) ([][]any, error)
-}
 
 // errNoEarlier marks a cell whose earlier value exists nowhere: retrying
 // cannot help.
@@ -41,14 +35,14 @@ func (e *errNoEarlier) Error() string { return e.msg }
 // fillUnavailable fills blk's unfilled cells, retrying a failed ClickHouse
 // read with the INSERT's backoff until it succeeds, fails for good (no
 // earlier value, a type that cannot be carried over) or ctx ends.
-func (p *Pipeline) fillUnavailable(ctx context.Context, tab *writer.Table, blk *decode.Block) error {
+func (p *Pipeline) fillUnavailable(ctx context.Context, tab *chtable.Table, blk *decode.Block) error {
 	bo := backoff.New(backoff.Policy{Initial: p.cfg.ClickHouse.RetryInitial, Max: p.cfg.ClickHouse.RetryMax, Jitter: backoff.EqualJitter})
 	for {
 		err := fillBlock(ctx, p.w, tab, blk)
 		if err == nil {
 			return nil
 		}
-		if _, ok := err.(*errNoEarlier); ok || writer.Classify(ctx, err) != writer.Retriable {
+		if _, ok := err.(*errNoEarlier); ok || chtable.Classify(ctx, err) != chtable.Retriable {
 			return err
 		}
 		wait := bo.Next()
@@ -68,7 +62,7 @@ func (p *Pipeline) fillUnavailable(ctx context.Context, tab *writer.Table, blk *
 // key) in blk, else in sink. A delete is no source: PostgreSQL only sends
 // an unchanged TOASTed value's placeholder for a row that exists, so the
 // row it continues is the last live one of that key.
-func fillBlock(ctx context.Context, sink Sink, tab *writer.Table, blk *decode.Block) error {
+func fillBlock(ctx context.Context, sink Sink, tab *chtable.Table, blk *decode.Block) error {
 	cells := blk.Unfilled()
 	if len(cells) == 0 {
 		return nil
@@ -137,7 +131,7 @@ func fillBlock(ctx context.Context, sink Sink, tab *writer.Table, blk *decode.Bl
 			return &errNoEarlier{fmt.Sprintf("table %s: rows lack values (Debezium's placeholder for unchanged TOASTed values) and this target cannot read earlier values back; set REPLICA IDENTITY FULL on the source table", tab.FullName())}
 		}
 		cols := blk.Columns()
-		q := writer.LatestQuery{Version: cols[ver].Name, Find: find}
+		q := chtable.LatestQuery{Version: cols[ver].Name, Find: find}
 		for _, k := range keys {
 			q.Keys = append(q.Keys, cols[k].Name)
 		}

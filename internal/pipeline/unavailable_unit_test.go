@@ -9,16 +9,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/internal/chschema"
+	"sink/internal/chtable"
 	"sink/internal/decode"
 	"sink/internal/route"
-	"sink/internal/writer"
 )
 
 // latestFake is a Sink that answers Latest from a map key → row and
 // records the queries.
 type latestFake struct {
 	stored  map[int32][]any // id → the live row's big and note, and whether it is deleted
-	queries []writer.LatestQuery
+	queries []chtable.LatestQuery
 	err     error
 }
 
@@ -26,11 +26,11 @@ func (f *latestFake) Describe(context.Context, string, string) ([]chschema.Colum
 	return nil, nil
 }
 
-func (f *latestFake) Insert(context.Context, *writer.Table, chschema.Block, uint64, func(writer.Attempt), writer.Refresh) error {
+func (f *latestFake) Insert(context.Context, *chtable.Table, chschema.Block, uint64, func(chtable.Attempt), chtable.Refresh) error {
 	return nil
 }
 
-func (f *latestFake) Latest(_ context.Context, _ *writer.Table, q writer.LatestQuery) ([][]any, error) {
+func (f *latestFake) Latest(_ context.Context, _ *chtable.Table, q chtable.LatestQuery) ([][]any, error) {
 	f.queries = append(f.queries, q)
 	if f.err != nil {
 		return nil, f.err
@@ -91,7 +91,7 @@ func moved(r *kgo.Record, old int) *kgo.Record {
 }
 
 func TestUnitFillBlock(t *testing.T) {
-	tab := writer.NewTable("db", "t", fillCols, fillCols)
+	tab := chtable.NewTable("db", "t", fillCols, fillCols)
 	f := func(name string, stored map[int32][]any, recs []*kgo.Record, wantBig []string, wantNote []string, wantQueried []int32, wantErr string) {
 		t.Helper()
 		p, err := decode.Compile(route.Debezium, fillCols, nil)
@@ -177,7 +177,7 @@ func TestUnitFillBlock(t *testing.T) {
 // used fails the fill, and the error of the read itself is passed on for
 // the retry classifier.
 func TestUnitFillBlockErrors(t *testing.T) {
-	tab := writer.NewTable("db", "t", fillCols, fillCols)
+	tab := chtable.NewTable("db", "t", fillCols, fillCols)
 	p, err := decode.Compile(route.Debezium, fillCols, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -208,6 +208,6 @@ func (plainSink) Describe(context.Context, string, string) ([]chschema.ColumnSch
 	return nil, nil
 }
 
-func (plainSink) Insert(context.Context, *writer.Table, chschema.Block, uint64, func(writer.Attempt), writer.Refresh) error {
+func (plainSink) Insert(context.Context, *chtable.Table, chschema.Block, uint64, func(chtable.Attempt), chtable.Refresh) error {
 	return nil
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"sink/internal/chschema"
-	"sink/internal/writer"
+	"sink/internal/chtable"
 )
 
 // A DEFAULT column left to the server is logged once per table, column
@@ -27,10 +27,10 @@ func TestUnfilledDefaultLoggedOnce(t *testing.T) {
 		return []chschema.ColumnSchema{s[0], s[1], s[3]}
 	}
 	s1 := schema("it calls now, which is not deterministic")
-	p.noteUnfilled(writer.NewTable("db", "t", s1, insert(s1)))
-	p.noteUnfilled(writer.NewTable("db", "t", s1, insert(s1)))
+	p.noteUnfilled(chtable.NewTable("db", "t", s1, insert(s1)))
+	p.noteUnfilled(chtable.NewTable("db", "t", s1, insert(s1)))
 	s2 := schema("another reason")
-	p.noteUnfilled(writer.NewTable("db", "t", s2, insert(s2)))
+	p.noteUnfilled(chtable.NewTable("db", "t", s2, insert(s2)))
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
 	if len(lines) != 2 {
 		t.Fatalf("%d log lines; want 2 (one per reason):\n%s", len(lines), buf.String())

@@ -38,10 +38,10 @@ import (
 
 	"sink/config"
 	"sink/internal/chschema"
+	"sink/internal/chtable"
 	"sink/internal/consumer"
 	"sink/internal/offsets"
 	"sink/internal/testenv"
-	"sink/internal/writer"
 )
 
 const unitTopic = "events"
@@ -248,8 +248,8 @@ func (k *fakeSink) Describe(_ context.Context, _, _ string) ([]chschema.ColumnSc
 	return []chschema.ColumnSchema{{Name: "id", Type: "UInt64"}, {Name: "s", Type: "String"}}, nil
 }
 
-func (k *fakeSink) Insert(ctx context.Context, t *writer.Table, block chschema.Block, _ uint64,
-	onRetry func(writer.Attempt), _ writer.Refresh) error {
+func (k *fakeSink) Insert(ctx context.Context, t *chtable.Table, block chschema.Block, _ uint64,
+	onRetry func(chtable.Attempt), _ chtable.Refresh) error {
 	k.active.Add(1)
 	defer k.active.Add(-1)
 	k.mu.Lock()
@@ -270,7 +270,7 @@ func (k *fakeSink) Insert(ctx context.Context, t *writer.Table, block chschema.B
 	}
 	for i := 1; i <= sc.retries; i++ {
 		if onRetry != nil {
-			onRetry(writer.Attempt{N: i, Err: errRetriable, Class: writer.Retriable, Code: 252, Wait: time.Millisecond})
+			onRetry(chtable.Attempt{N: i, Err: errRetriable, Class: chtable.Retriable, Code: 252, Wait: time.Millisecond})
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -708,7 +708,7 @@ func testUnitCommitOffTheOwner(t *testing.T) {
 // it held the rebalance.
 func revoke(r *running, tp offsets.TP) time.Duration {
 	began := time.Now()
-	r.p.Hooks().Revoked(context.Background(), map[string][]int32{tp.Topic: {tp.Partition}})
+	r.p.Revoked(context.Background(), map[string][]int32{tp.Topic: {tp.Partition}})
 	return time.Since(began)
 }
 
@@ -770,7 +770,7 @@ func testUnitLostWithBatchInFlight(t *testing.T) {
 	r.src.send(unitTP, 0, rows(0, 2)...)
 	r.insertStarted(t)
 	began := time.Now()
-	r.p.Hooks().Lost(context.Background(), map[string][]int32{unitTopic: {0}})
+	r.p.Lost(context.Background(), map[string][]int32{unitTopic: {0}})
 	// Waiting for the insert would never end: the gate opens only after.
 	if took := time.Since(began); took > 2*time.Second {
 		t.Fatalf("the lost callback waited %s; it must not wait for inserts", took)
@@ -853,7 +853,7 @@ func startKfakeConfig(t *testing.T, extra string, setup ...func(*Pipeline)) *kfa
 	if k.p, err = New(ctx, cfg, zerolog.Nop(), k.sink); err != nil {
 		t.Fatal(err)
 	}
-	hooks := k.p.Hooks()
+	hooks := consumer.HooksOf(k.p)
 	hooks.Pool = k.pool
 	if k.cons, err = consumer.New(ctx, cfg, zerolog.Nop(), hooks); err != nil {
 		t.Fatal(err)

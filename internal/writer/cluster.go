@@ -18,6 +18,7 @@ import (
 
 	"sink/config"
 	"sink/internal/chschema"
+	"sink/internal/chtable"
 	"sink/internal/cluster"
 )
 
@@ -433,8 +434,7 @@ func (c *Cluster) Insert(ctx context.Context, t *Table, block chschema.Block, ba
 	if err != nil {
 		return fmt.Errorf("insert into %s (%d rows): %w", t.FullName(), block.Rows(), err)
 	}
-	local := NewTable(tt.localDB, tt.localName, t.Schema, t.Insert)
-	local.unsendable = t.unsendable
+	local := t.Renamed(tt.localDB, tt.localName)
 	// A schema refresh re-reads the route's table and projects the block
 	// onto it; the part is then sent to the local table with those columns.
 	var lrefresh Refresh
@@ -444,9 +444,7 @@ func (c *Cluster) Insert(ctx context.Context, t *Table, block chschema.Block, ba
 			if err != nil {
 				return nil, nil, err
 			}
-			lt := NewTable(tt.localDB, tt.localName, nt.Schema, nt.Insert)
-			lt.unsendable = nt.unsendable
-			return lt, nb, nil
+			return nt.Renamed(tt.localDB, tt.localName), nb, nil
 		}
 	}
 	// A part that fails for good stops the others' retries: the batch
@@ -509,22 +507,10 @@ func (c *Cluster) insertShard(ctx context.Context, lay *layout, si int, t *Table
 	if obs != nil {
 		obs.ShardInserted(shard.Num, reps[r].cfg.Addrs[0], part.Rows())
 	}
-	if f, ok := ctx.Value(shardInsertedKey{}).(func(int, int)); ok {
+	if f := chtable.ShardInserted(ctx); f != nil {
 		f(shard.Num, part.Rows())
 	}
 	return nil
-}
-
-type shardInsertedKey struct{}
-
-// WithShardInserted returns ctx with f, which a Cluster calls once for
-// every shard part of a target local batch that is in, with the shard's
-// number (from 1) and the part's rows: one call per INSERT into a shard's
-// local table. f is called from the parts' goroutines, concurrently, and
-// must be safe for that; a table without target, or with target
-// distributed (one INSERT into the Distributed table), never calls it.
-func WithShardInserted(ctx context.Context, f func(shard, rows int)) context.Context {
-	return context.WithValue(ctx, shardInsertedKey{}, f)
 }
 
 // firstReplica is the replica (index into the n replicas of shard si, or
@@ -767,13 +753,13 @@ func reflectGather(data any, rows []int) (any, error) {
 
 // withSetting adds one setting to the INSERT settings ctx carries.
 func withSetting(ctx context.Context, name string, v any) context.Context {
-	prev, _ := ctx.Value(insertSettingsKey{}).(clickhouse.Settings)
+	prev := chtable.InsertSettings(ctx)
 	s := make(clickhouse.Settings, len(prev)+1)
 	for k, pv := range prev {
 		s[k] = pv
 	}
 	s[name] = v
-	return WithInsertSettings(ctx, s)
+	return chtable.WithInsertSettings(ctx, s)
 }
 
 // onLocal runs a statement (run) on a route's local table: ON CLUSTER
@@ -790,7 +776,7 @@ func (c *Cluster) onLocal(lay *layout, localDB, localName, cluster, done string,
 		if err != nil && NoDistributedDDL(err) {
 			// Nothing ran: the statement goes node by node.
 			if len(*ddls) > 0 {
-				(*ddls)[len(*ddls)-1] += fmt.Sprintf(" (refused, Code %d: no distributed DDL on this server; %s on every node instead)", Code(err), done)
+				(*ddls)[len(*ddls)-1] += fmt.Sprintf(" (refused, Code %d: no distributed DDL on this server; %s on every node instead)", chtable.Code(err), done)
 			}
 			onCluster = false
 		} else if err != nil {

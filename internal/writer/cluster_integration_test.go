@@ -18,6 +18,7 @@ import (
 
 	"sink/config"
 	"sink/internal/chschema"
+	"sink/internal/chtable"
 	"sink/internal/testenv"
 	"sink/internal/writer"
 )
@@ -219,7 +220,7 @@ func testClusterKeyPlacementEqualsDistributed(t *testing.T, c testenv.LocalClust
 			defer cw.Close()
 			blk := seqBlock(tc.typ, 0, n, tc.keys)
 			cols, _ := cw.Describe(context.Background(), db, "d_"+local)
-			tab := writer.NewTable(db, "d_"+local, cols, blk.Columns())
+			tab := chtable.NewTable(db, "d_"+local, cols, blk.Columns())
 			if err := cw.Insert(context.Background(), tab, blk, 1, nil, nil); err != nil {
 				t.Fatal(err)
 			}
@@ -363,7 +364,7 @@ func TestClusterReplicaFailoverUnderLoad(t *testing.T) {
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			blk := seqBlock("UInt64", b*rows, rows, u64Keys(b*rows, rows))
-			errs <- cw.Insert(context.Background(), writer.NewTable(db, "ev", cols, blk.Columns()), blk, uint64(b), nil, nil)
+			errs <- cw.Insert(context.Background(), chtable.NewTable(db, "ev", cols, blk.Columns()), blk, uint64(b), nil, nil)
 			done.Add(1)
 		}()
 	}
@@ -416,7 +417,7 @@ func TestClusterPartsSpreadOverReplicas(t *testing.T) {
 			cw, obs, cols := openCluster(t, cfg, db, table)
 			for b := range batches {
 				blk := seqBlock("UInt64", b*rows, rows, u64Keys(b*rows, rows))
-				if err := cw.Insert(context.Background(), writer.NewTable(db, table, cols, blk.Columns()), blk, uint64(b), nil, nil); err != nil {
+				if err := cw.Insert(context.Background(), chtable.NewTable(db, table, cols, blk.Columns()), blk, uint64(b), nil, nil); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -585,7 +586,7 @@ func testClusterLostAnswerRetryDeduplicated(t *testing.T, c testenv.LocalCluster
 	cw, _, cols := openCluster(t, cfg, db, "ev")
 	blk := seqBlock("UInt64", 0, rows, u64Keys(0, rows))
 	var attempts []writer.Attempt
-	if err := cw.Insert(context.Background(), writer.NewTable(db, "ev", cols, blk.Columns()), blk, 1,
+	if err := cw.Insert(context.Background(), chtable.NewTable(db, "ev", cols, blk.Columns()), blk, 1,
 		func(a writer.Attempt) { attempts = append(attempts, a) }, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -625,7 +626,7 @@ func testClusterShardDownHoldsItsPart(t *testing.T, c testenv.LocalCluster) {
 	blk := seqBlock("UInt64", 0, rows, u64Keys(0, rows))
 	res := make(chan error, 1)
 	go func() {
-		res <- cw.Insert(context.Background(), writer.NewTable(db, "ev", cols, blk.Columns()), blk, 1, nil, nil)
+		res <- cw.Insert(context.Background(), chtable.NewTable(db, "ev", cols, blk.Columns()), blk, 1, nil, nil)
 	}()
 	c1 := one.Conn(t)
 	deadline := time.Now().Add(20 * time.Second)
@@ -707,7 +708,7 @@ func testClusterDistributedSyncAndQuorum(t *testing.T, c testenv.LocalCluster) {
 			t.Fatal(err)
 		}
 		blk := seqBlock("UInt64", 0, rows, u64Keys(0, rows))
-		if err := cw.Insert(context.Background(), writer.NewTable(db, "d_ev", cols, blk.Columns()), blk, 1, nil, nil); err != nil {
+		if err := cw.Insert(context.Background(), chtable.NewTable(db, "d_ev", cols, blk.Columns()), blk, 1, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 		if got := maxOnShards(); got != rows {
@@ -726,7 +727,7 @@ func testClusterDistributedSyncAndQuorum(t *testing.T, c testenv.LocalCluster) {
 		blk := seqBlock("UInt64", 0, rows, u64Keys(0, rows))
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
-		if err := cw.Insert(ctx, writer.NewTable(db, "d_q", cols, blk.Columns()), blk, 1, func(a writer.Attempt) { t.Logf("attempt %d: %v", a.N, a.Err) }, nil); err != nil {
+		if err := cw.Insert(ctx, chtable.NewTable(db, "d_q", cols, blk.Columns()), blk, 1, func(a writer.Attempt) { t.Logf("attempt %d: %v", a.N, a.Err) }, nil); err != nil {
 			t.Fatal(err)
 		}
 		// No SYNC REPLICA: the quorum made both replicas have it already.
@@ -833,7 +834,7 @@ func testClusterAddColumnOnCluster(t *testing.T, c testenv.LocalCluster) {
 		cw, _, cols := openCluster(t, cfg, db, "d_"+local)
 		ctx := context.Background()
 		blk := seqBlock("UInt64", 0, 500, u64Keys(0, 500))
-		if err := cw.Insert(ctx, writer.NewTable(db, "d_"+local, cols, blk.Columns()), blk, 1, nil, nil); err != nil {
+		if err := cw.Insert(ctx, chtable.NewTable(db, "d_"+local, cols, blk.Columns()), blk, 1, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 		info, err := cw.Features(ctx)
@@ -875,7 +876,7 @@ func testClusterAddColumnOnCluster(t *testing.T, c testenv.LocalCluster) {
 		blk2 := seqBlock("UInt64", 500, 500, u64Keys(500, 500)).(*colBlock)
 		blk2.cols = append(blk2.cols, chschema.ColumnSchema{Name: "extra", Type: "Nullable(String)"})
 		blk2.data = append(blk2.data, extra)
-		if err := cw.Insert(ctx, writer.NewTable(db, "d_"+local, cols, blk2.Columns()), blk2, 2, nil, nil); err != nil {
+		if err := cw.Insert(ctx, chtable.NewTable(db, "d_"+local, cols, blk2.Columns()), blk2, 2, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 		conn := c.Conn(t)
@@ -914,7 +915,7 @@ func testClusterPermanentPartStopsTheBatch(t *testing.T, c testenv.LocalCluster)
 	p2.Cut()
 	blk := seqBlock("UInt64", 0, 200, u64Keys(0, 200))
 	start := time.Now()
-	err := cw.Insert(context.Background(), writer.NewTable(db, "ev", cols, blk.Columns()), blk, 1, nil, nil)
+	err := cw.Insert(context.Background(), chtable.NewTable(db, "ev", cols, blk.Columns()), blk, 1, nil, nil)
 	if err == nil || !strings.Contains(err.Error(), "shard 1:") || strings.Contains(err.Error(), "shard 2:") {
 		t.Fatalf("Insert: %v; want shard 1's permanent error alone", err)
 	}
@@ -987,7 +988,7 @@ func testClusterHoldsPartsWhileReplicasDiffer(t *testing.T, c testenv.LocalClust
 	}
 	cw, obs, cols := open("60s")
 	blk := seqBlock("UInt64", 0, 1000, u64Keys(0, 1000))
-	tab := writer.NewTable(db, "ev_all", cols, blk.Columns())
+	tab := chtable.NewTable(db, "ev_all", cols, blk.Columns())
 	if err := cw.Insert(context.Background(), tab, blk, 1, nil, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -1038,7 +1039,7 @@ func testClusterHoldsPartsWhileReplicasDiffer(t *testing.T, c testenv.LocalClust
 	cw2, obs2, cols2 := open("2s")
 	blk3 := seqBlock("UInt64", 2000, 500, u64Keys(2000, 500))
 	start = time.Now()
-	err := cw2.Insert(context.Background(), writer.NewTable(db, "ev_all", cols2, blk3.Columns()), blk3, 3, nil, nil)
+	err := cw2.Insert(context.Background(), chtable.NewTable(db, "ev_all", cols2, blk3.Columns()), blk3, 3, nil, nil)
 	took := time.Since(start)
 	if err == nil || !strings.Contains(err.Error(), "half-applied ALTER") || !strings.Contains(err.Error(), "extra2 UInt8") {
 		t.Fatalf("Insert after the bound: %v; want the difference named", err)

@@ -18,7 +18,7 @@ import (
 
 // Parts is PartsOf for one table.
 func (c *Cluster) Parts(ctx context.Context, db, table string) (adapt.Parts, error) {
-	key := TableName{db, table}
+	key := TableName{Database: db, Name: table}
 	m, err := c.PartsOf(ctx, []TableName{key})
 	if err != nil {
 		return adapt.Parts{}, err
@@ -46,7 +46,7 @@ func (c *Cluster) PartsOf(ctx context.Context, tables []TableName) (map[TableNam
 			plain = append(plain, t)
 			continue
 		}
-		l := TableName{tt.localDB, tt.localName}
+		l := TableName{Database: tt.localDB, Name: tt.localName}
 		if tt.target == config.TargetDistributed {
 			if l.Database, l.Name, err = LocalTable(ctx, c.conn, t.Database, t.Name); err != nil {
 				return nil, err

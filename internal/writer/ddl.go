@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 
 	"sink/internal/chschema"
+	"sink/internal/chtable"
 )
 
 // The DDL the running sink issues on its own: schema evolution's ALTER
@@ -19,28 +19,20 @@ func (w *Writer) Features(ctx context.Context) (chschema.ServerInfo, error) {
 	return Probe(ctx, w.conn)
 }
 
-// AddColumnDDL is the statement that adds column name of type typ to
-// db.table, ON CLUSTER cluster when cluster is set, with IF NOT EXISTS when
-// ifNotExists. Every name is quoted; typ comes from
-// decode.FieldType.Column, never from a record.
-func AddColumnDDL(db, table, cluster, name, typ string, ifNotExists bool) string {
-	var b strings.Builder
-	b.WriteString("ALTER TABLE ")
-	b.WriteString(chschema.QuoteIdent(db))
-	b.WriteByte('.')
-	b.WriteString(chschema.QuoteIdent(table))
-	if cluster != "" {
-		b.WriteString(" ON CLUSTER ")
-		b.WriteString(chschema.QuoteIdent(cluster))
-	}
-	b.WriteString(" ADD COLUMN ")
-	if ifNotExists {
-		b.WriteString("IF NOT EXISTS ")
-	}
-	b.WriteString(chschema.QuoteIdent(name))
-	b.WriteByte(' ')
-	b.WriteString(typ)
-	return b.String()
+// noDistributedDDLCodes are the answers of a server that cannot run ON
+// CLUSTER DDL at all, so nothing of it ran anywhere: clickhouse-local (and so
+// chdb) refuses it ("Replicated DDL queries are disabled", 392), a server
+// without <distributed_ddl> in its config answers 139.
+var noDistributedDDLCodes = map[int32]string{
+	139: "NO_ELEMENTS_IN_CONFIG",
+	392: "QUERY_IS_PROHIBITED",
+}
+
+// NoDistributedDDL reports whether err says the server cannot run ON CLUSTER
+// DDL (no Keeper, no distributed_ddl): the statement is to be run node by node.
+func NoDistributedDDL(err error) bool {
+	_, ok := noDistributedDDLCodes[chtable.Code(err)]
+	return ok
 }
 
 // Exception codes of an ADD COLUMN that lost a race: 44 ILLEGAL_COLUMN
@@ -66,12 +58,12 @@ func (w *Writer) AddColumn(ctx context.Context, info chschema.ServerInfo, db, ta
 	if ok, err := has(); err != nil || ok {
 		return "", false, err
 	}
-	if err := checkColumnName(name); err != nil {
+	if err := chtable.CheckColumnName(name); err != nil {
 		return "", false, err
 	}
-	ddl = AddColumnDDL(db, table, cluster, name, typ, info.AddIfNotExists())
+	ddl = chtable.AddColumnDDL(db, table, cluster, name, typ, info.AddIfNotExists())
 	if err := w.conn.Exec(ctx, ddl); err != nil {
-		if slices.Contains(columnExistsCodes, Code(err)) {
+		if slices.Contains(columnExistsCodes, chtable.Code(err)) {
 			if ok, herr := has(); herr == nil && ok {
 				return ddl, false, nil // another instance added it first
 			}

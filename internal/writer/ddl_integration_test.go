@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"sink/internal/chtable"
 	"sink/internal/testenv"
 	"sink/internal/writer"
 )
@@ -93,7 +94,7 @@ func TestAddColumnDDL(t *testing.T) {
 		{"d", "t", "main", "a b", "Nullable(String)", false, "ALTER TABLE `d`.`t` ON CLUSTER `main` ADD COLUMN `a\\x20b` Nullable(String)"},
 		{"d", "t", "", "x`; DROP TABLE t; --", "String", false, "ALTER TABLE `d`.`t` ADD COLUMN `x\\`;\\x20DROP\\x20TABLE\\x20t;\\x20--` String"},
 	} {
-		if got := writer.AddColumnDDL(tc.db, tc.table, tc.cluster, tc.name, tc.typ, tc.ifNotExists); got != tc.want {
+		if got := chtable.AddColumnDDL(tc.db, tc.table, tc.cluster, tc.name, tc.typ, tc.ifNotExists); got != tc.want {
 			t.Errorf("AddColumnDDL(%q, %q, %q, %q, %q, %v)\n got %s\nwant %s", tc.db, tc.table, tc.cluster, tc.name, tc.typ, tc.ifNotExists, got, tc.want)
 		}
 	}

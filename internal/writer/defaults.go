@@ -38,6 +38,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"sink/internal/chschema"
+	"sink/internal/chtable"
 )
 
 // defaultCache remembers each (type, expression)'s outcome for the life of
@@ -72,7 +73,7 @@ func (w *Writer) fillDefaults(ctx context.Context, cols []chschema.ColumnSchema)
 }
 
 func (w *Writer) defaultOf(ctx context.Context, name, typ, expr string) (defaultValue, error) {
-	if err := checkColumnName(name); err != nil {
+	if err := chtable.CheckColumnName(name); err != nil {
 		return defaultValue{why: "the driver cannot name the column in an INSERT"}, nil
 	}
 	key := typ + "\x00" + expr
@@ -113,7 +114,7 @@ func (w *Writer) evalDefault(ctx context.Context, typ, expr string) (defaultValu
 	}
 	rows, err := w.conn.Query(ctx, "SELECT CAST(("+expr+") AS "+typ+")")
 	if err != nil {
-		if Code(err) != 0 {
+		if chtable.Code(err) != 0 {
 			return defaultValue{why: "the server cannot compute it without a row (it reads another column?): " + firstLine(err.Error())}, nil
 		}
 		return defaultValue{}, fmt.Errorf("clickhouse: computing default %s of type %s: %w", expr, typ, err)
@@ -128,7 +129,7 @@ func (w *Writer) evalDefault(ctx context.Context, typ, expr string) (defaultValu
 		vals = append(vals, v.Elem().Interface())
 	}
 	if err := rows.Err(); err != nil {
-		if Code(err) != 0 {
+		if chtable.Code(err) != 0 {
 			return defaultValue{why: "the server cannot compute it without a row: " + firstLine(err.Error())}, nil
 		}
 		return defaultValue{}, fmt.Errorf("clickhouse: computing default %s of type %s: %w", expr, typ, err)

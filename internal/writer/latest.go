@@ -11,18 +11,6 @@ import (
 	"sink/internal/chschema"
 )
 
-// LatestQuery asks for the newest stored values of some columns of rows
-// found by key: the values a change event did not carry (Debezium's
-// placeholder for an unchanged TOASTed value) are the row's values before
-// the change.
-type LatestQuery struct {
-	Keys    []string // the columns that identify a row (the source's primary key)
-	Version string   // the row version column: the newest row of a key has the largest
-	Deleted string   // the delete-marker column, "" for none: rows marked deleted do not count
-	Cols    []string // the columns to read
-	Find    [][]any  // key values, one slice per row sought, in Keys order
-}
-
 // Latest reads, for each key of q.Find that t holds a live row of, the
 // values of q.Cols in its live row with the largest q.Version (argMax, so
 // unmerged versions and replicas' copies count alike, as FINAL would read

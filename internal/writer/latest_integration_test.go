@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"sink/internal/chtable"
 	"sink/internal/testenv"
 	"sink/internal/writer"
 )
@@ -52,7 +53,7 @@ func TestLatest(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { w.Close() })
-		tab := writer.NewTable(db, "t", nil, nil)
+		tab := chtable.NewTable(db, "t", nil, nil)
 		got, err := w.Latest(ctx, tab, writer.LatestQuery{
 			Keys:    []string{"id", "name"},
 			Version: "_version",

@@ -11,23 +11,17 @@ import (
 	"strings"
 
 	"sink/internal/adapt"
+	"sink/internal/chtable"
 )
-
-// CodeTooManyParts is ClickHouse's TOO_MANY_PARTS: the partition has
-// parts_to_throw_insert active parts and the INSERT was refused.
-const CodeTooManyParts = 252
 
 // partsSettingRE finds a parts threshold in a table's SETTINGS clause
 // (system.tables.engine_full), e.g. "parts_to_delay_insert = 20".
 var partsSettingRE = regexp.MustCompile(`\b(parts_to_delay_insert|parts_to_throw_insert)\s*=\s*'?(\d+)`)
 
-// TableName names a table: the key of PartsOf's answer.
-type TableName struct{ Database, Name string }
-
 // Parts reads what the adaptive batching controller needs from ClickHouse
 // about db.table (PartsOf for one table). Safe for concurrent use.
 func (w *Writer) Parts(ctx context.Context, db, table string) (adapt.Parts, error) {
-	key := TableName{db, table}
+	key := TableName{Database: db, Name: table}
 	m, err := w.PartsOf(ctx, []TableName{key})
 	if err != nil {
 		return adapt.Parts{}, err
@@ -62,7 +56,7 @@ func (w *Writer) PartsOf(ctx context.Context, tables []TableName) (map[TableName
 	}
 	in := make([]string, len(dbs))
 	for i, db := range dbs {
-		in[i] = QuoteString(db)
+		in[i] = chtable.QuoteString(db)
 	}
 	inDBs := "(" + strings.Join(in, ", ") + ")"
 

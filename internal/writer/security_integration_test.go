@@ -16,6 +16,7 @@ import (
 
 	"sink/config"
 	"sink/internal/chschema"
+	"sink/internal/chtable"
 	"sink/internal/testenv"
 	"sink/internal/writer"
 )
@@ -184,7 +185,7 @@ func testHostileIdentifiers(t *testing.T, s testenv.Server) {
 		if len(schema) != 2 || schema[1].Name != column {
 			t.Fatalf("Describe(%q) = %+v; want columns id and %q", table, schema, column)
 		}
-		tb := writer.NewTable(db, table, schema, schema)
+		tb := chtable.NewTable(db, table, schema, schema)
 		if err := w.InsertOnce(ctx, tb, b(schema), testenv.UniqueName(t, "q")); err != nil {
 			t.Fatalf("insert into %q (column %q): %v", table, column, err)
 		}
@@ -225,10 +226,10 @@ func testHostileIdentifiers(t *testing.T, s testenv.Server) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.InsertOnce(ctx, writer.NewTable(db, "defaults", schema, schema[:2]), b(schema[:2]), testenv.UniqueName(t, "q")); err != nil {
+	if err := w.InsertOnce(ctx, chtable.NewTable(db, "defaults", schema, schema[:2]), b(schema[:2]), testenv.UniqueName(t, "q")); err != nil {
 		t.Fatalf("insert without the DEFAULT column: %v", err)
 	}
-	err = w.InsertOnce(ctx, writer.NewTable(db, "defaults", schema, schema), b(schema), testenv.UniqueName(t, "q"))
+	err = w.InsertOnce(ctx, chtable.NewTable(db, "defaults", schema, schema), b(schema), testenv.UniqueName(t, "q"))
 	if err == nil || !strings.Contains(err.Error(), "column \"d`x\" cannot be inserted into") {
 		t.Fatalf("insert naming the DEFAULT column: %v", err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2"
 
 	"sink/internal/chschema"
+	"sink/internal/chtable"
 	"sink/internal/testenv"
 	"sink/internal/writer"
 )
@@ -57,7 +58,7 @@ func openTable(t *testing.T, addr, db, table string, env ...string) (*writer.Wri
 	if err != nil {
 		t.Fatal(err)
 	}
-	return w, writer.NewTable(db, table, schema, schema)
+	return w, chtable.NewTable(db, table, schema, schema)
 }
 
 // TestProtocolPortMismatch: the native protocol at an HTTP port is one line
@@ -102,8 +103,8 @@ func TestHTTPInsertErrorsOn26(t *testing.T) {
 		if err == nil || !errors.As(err, &he) {
 			t.Fatalf("error %v is not an HTTPError", err)
 		}
-		if got := writer.Classify(ctx, err); got != class || writer.Code(err) != code {
-			t.Fatalf("%v: class %v code %d; want %v, %d", err, got, writer.Code(err), class, code)
+		if got := chtable.Classify(ctx, err); got != class || chtable.Code(err) != code {
+			t.Fatalf("%v: class %v code %d; want %v, %d", err, got, chtable.Code(err), class, code)
 		}
 	}
 	f(insert(500), writer.Permanent, 469) // VIOLATED_CONSTRAINT
@@ -116,8 +117,8 @@ func TestHTTPInsertErrorsOn26(t *testing.T) {
 	// and the same error, as an insert would get it, is retriable.
 	cfg := chConfig(t, "127.0.0.1:1", "SINK_CLICKHOUSE__PROTOCOL=http")
 	_, err := writer.Open(ctx, "w", cfg)
-	if err == nil || !strings.HasPrefix(err.Error(), "clickhouse 127.0.0.1:1: not reachable: ") || writer.Classify(ctx, err) != writer.Retriable {
-		t.Fatalf("Open on a closed port: %v (class %v)", err, writer.Classify(ctx, err))
+	if err == nil || !strings.HasPrefix(err.Error(), "clickhouse 127.0.0.1:1: not reachable: ") || chtable.Classify(ctx, err) != writer.Retriable {
+		t.Fatalf("Open on a closed port: %v (class %v)", err, chtable.Classify(ctx, err))
 	}
 }
 
@@ -139,7 +140,7 @@ func TestProbe(t *testing.T) {
 			ddl = append(ddl, "CREATE TABLE "+db+".own (id UInt64, v UInt64) ENGINE = ReplacingMergeTree(v) ORDER BY id SETTINGS index_granularity = 1024")
 		}
 		testenv.Exec(t, ch, ddl...)
-		tables := []*writer.Table{writer.NewTable(db, "plain", nil, nil), writer.NewTable(db, "own", nil, nil), writer.NewTable(db, "log", nil, nil)}
+		tables := []*writer.Table{chtable.NewTable(db, "plain", nil, nil), chtable.NewTable(db, "own", nil, nil), chtable.NewTable(db, "log", nil, nil)}
 		info, err := writer.Probe(ctx, ch)
 		if err != nil {
 			t.Fatal(err)

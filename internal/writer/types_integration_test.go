@@ -23,6 +23,7 @@ import (
 
 	"sink/config"
 	"sink/internal/chschema"
+	"sink/internal/chtable"
 	"sink/internal/decode"
 	"sink/internal/testenv"
 	"sink/internal/writer"
@@ -98,7 +99,7 @@ func runTypesWith(t *testing.T, s testenv.Server, chCfg config.ClickHouse, cases
 			t.Fatalf("row %d: %v", r, err)
 		}
 	}
-	if err := w.InsertOnce(ctx, writer.NewTable(db, "t", schema, cols), blk, fmt.Sprintf("types-%d", time.Now().UnixNano())); err != nil {
+	if err := w.InsertOnce(ctx, chtable.NewTable(db, "t", schema, cols), blk, fmt.Sprintf("types-%d", time.Now().UnixNano())); err != nil {
 		t.Fatalf("insert: %v", err)
 	}
 
@@ -342,11 +343,11 @@ func TestInsertPanicIsAnError(t *testing.T) {
 		}
 		defer w.Close()
 		cols := []chschema.ColumnSchema{{Name: "c", Type: "UInt8"}}
-		err = w.InsertOnce(ctx, writer.NewTable(db, "p", cols, cols), panicBlock{cols}, "panic-test")
+		err = w.InsertOnce(ctx, chtable.NewTable(db, "p", cols, cols), panicBlock{cols}, "panic-test")
 		if err == nil || err.Error() != "clickhouse-go panicked: index out of range [3:1]" {
 			t.Fatalf("got %v", err)
 		}
-		if c := writer.Classify(ctx, err); c != writer.Permanent {
+		if c := chtable.Classify(ctx, err); c != writer.Permanent {
 			t.Fatalf("classified %s, want permanent", c)
 		}
 	})

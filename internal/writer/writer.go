@@ -23,11 +23,9 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"regexp"
 	"strings"
 	"syscall"
 	"time"
-	"unicode"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/column"
@@ -36,6 +34,7 @@ import (
 	"sink/config"
 	"sink/internal/backoff"
 	"sink/internal/chschema"
+	"sink/internal/chtable"
 )
 
 // Writer owns the connection pool to ClickHouse.
@@ -96,7 +95,7 @@ func openPool(name string, cfg config.ClickHouse) (*Writer, *tls.Config, string,
 		TLS:          tlsCfg,
 		DialTimeout:  cfg.DialTimeout,
 		ReadTimeout:  cfg.QueryTimeout,
-		MaxOpenConns: InsertConns(cfg) + queryConns,
+		MaxOpenConns: chtable.InsertConns(cfg.MaxInFlight) + queryConns,
 		MaxIdleConns: cfg.MaxInFlight*2 + 1,
 		// The pool hands out its idle connections in turn (first in, first
 		// out), so every one of them ends up holding an encode buffer as
@@ -142,15 +141,8 @@ func openPool(name string, cfg config.ClickHouse) (*Writer, *tls.Config, string,
 	return w, tlsCfg, password, nil
 }
 
-// InsertConns is how many INSERTs may hold a connection of a server's pool
-// at once: the pipeline queues the others (without a timeout, and without
-// counting the wait as an attempt) so that the driver never times out
-// waiting for one of its own connections, however many tables flush
-// together. The pool has queryConns more, so the reads that run beside
-// the INSERTs (table descriptions, parts) find one.
-func InsertConns(cfg config.ClickHouse) int { return cfg.MaxInFlight * 4 }
-
-// queryConns is the connections of a pool beyond InsertConns.
+// queryConns is the connections of a pool beyond the INSERTs'
+// (chtable.InsertConns).
 const queryConns = 2
 
 // Compression resolves clickhouse.compression: "auto" is none when every
@@ -253,25 +245,6 @@ func (w *Writer) ServerVersion(ctx context.Context) (string, error) {
 	return v.String(), nil
 }
 
-// Table is a resolved insert target: its schema and the INSERT statement
-// naming exactly the columns the sink fills.
-type Table struct {
-	Database, Name string
-	Schema         []chschema.ColumnSchema // all columns, table order
-	Insert         []chschema.ColumnSchema // the columns every INSERT names
-	query          string
-	unsendable     error // a column name the driver cannot carry; see checkColumnName
-	// columns names the INSERT's columns and types for clickhouse-go's
-	// HTTP batch, which otherwise runs DESCRIBE TABLE before every INSERT.
-	columns []clickhouse.ColumnNameAndType
-}
-
-// FullName is db.table as users write it.
-func (t *Table) FullName() string { return t.Database + "." + t.Name }
-
-// ErrNoTable is in Describe's error when the table does not exist.
-var ErrNoTable = errors.New("does not exist")
-
 // Describe reads a table's columns from system.columns, with the value of
 // each DEFAULT column's expression where the server can compute it once
 // (defaults.go).
@@ -306,61 +279,12 @@ func (w *Writer) Describe(ctx context.Context, db, table string) ([]chschema.Col
 	// in the INSERT, and InsertOnce refuses it then).
 	for _, c := range cols {
 		if c.DefaultKind == "" {
-			if err := checkColumnName(c.Name); err != nil {
+			if err := chtable.CheckColumnName(c.Name); err != nil {
 				return nil, fmt.Errorf("clickhouse: table %s.%s: %w", db, table, err)
 			}
 		}
 	}
 	return cols, nil
-}
-
-// settingsRE is what clickhouse-go takes for a trailing SETTINGS clause of an
-// INSERT, wherever it appears in the text (its scan is a regular expression,
-// not quote-aware).
-var settingsRE = regexp.MustCompile(`(?i)\bSETTINGS\s+\w+\s*=`)
-
-// checkColumnName reports a column name that clickhouse-go's batch INSERT
-// cannot carry. The driver parses the column list out of the statement text
-// with regular expressions, strips every backtick from the names and
-// compares the rest, unescaped, with the server's names. So a name with a
-// backtick, a backslash (escaped in the text, not in the comparison),
-// parentheses (which end its column-list pattern), control characters or
-// "SETTINGS x =" text would either never match or cut the statement short.
-// Refusing such a name is the clean error; no name gets into the SQL as
-// anything but a quoted identifier either way.
-func checkColumnName(name string) error {
-	if strings.ContainsAny(name, "`\\()") || strings.ContainsFunc(name, unicode.IsControl) || settingsRE.MatchString(name) {
-		return fmt.Errorf("column %q cannot be inserted into by clickhouse-go's batch INSERT (backticks, backslashes, parentheses, control characters and \"SETTINGS name =\" are not supported in column names); rename the column", name)
-	}
-	return nil
-}
-
-// NewTable builds the insert target for schema and the column set decided
-// by the routes (decode.InsertColumns).
-func NewTable(db, name string, schema, insert []chschema.ColumnSchema) *Table {
-	var b strings.Builder
-	b.WriteString("INSERT INTO ")
-	b.WriteString(chschema.QuoteIdent(db))
-	b.WriteByte('.')
-	b.WriteString(chschema.QuoteIdent(name))
-	b.WriteString(" (")
-	var unsendable error
-	columns := make([]clickhouse.ColumnNameAndType, len(insert))
-	for i, c := range insert {
-		columns[i] = clickhouse.ColumnNameAndType{Name: c.Name, Type: c.Type}
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		// Column names appear literally: clickhouse-go compares them, as
-		// written, with the server's (see checkColumnName, which keeps
-		// the names that would need escaping out).
-		if err := checkColumnName(c.Name); err != nil && unsendable == nil {
-			unsendable = fmt.Errorf("table %s.%s: %w", db, name, err)
-		}
-		b.WriteString("`" + c.Name + "`")
-	}
-	b.WriteByte(')')
-	return &Table{Database: db, Name: name, Schema: schema, Insert: insert, query: b.String(), unsendable: unsendable, columns: columns}
 }
 
 // InsertOnce sends block as one INSERT. queryID names the attempt in
@@ -374,8 +298,8 @@ func (w *Writer) InsertOnce(ctx context.Context, t *Table, block chschema.Block,
 			err = &driverPanic{msg: fmt.Sprint(r)}
 		}
 	}()
-	if t.unsendable != nil {
-		return t.unsendable
+	if err := t.Err(); err != nil {
+		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.QueryTimeout)
 	defer cancel()
@@ -384,9 +308,9 @@ func (w *Writer) InsertOnce(ctx context.Context, t *Table, block chschema.Block,
 		// The schema the block was built for: a column the table lost
 		// since is then the server's NO_SUCH_COLUMN_IN_TABLE (a schema
 		// refresh), not a driver error before the INSERT is sent.
-		opts = append(opts, clickhouse.WithColumnNamesAndTypes(t.columns))
+		opts = append(opts, clickhouse.WithColumnNamesAndTypes(t.NamesAndTypes()))
 	}
-	if extra, _ := ctx.Value(insertSettingsKey{}).(clickhouse.Settings); extra != nil {
+	if extra := chtable.InsertSettings(ctx); extra != nil {
 		merged := make(clickhouse.Settings, len(w.settings)+len(extra))
 		for k, v := range w.settings {
 			merged[k] = v
@@ -399,7 +323,7 @@ func (w *Writer) InsertOnce(ctx context.Context, t *Table, block chschema.Block,
 		opts = append(opts, clickhouse.WithSettings(w.settings))
 	}
 	ctx = clickhouse.Context(ctx, opts...)
-	b, err := w.conn.PrepareBatch(ctx, t.query)
+	b, err := w.conn.PrepareBatch(ctx, t.Query())
 	if err != nil {
 		return err
 	}
@@ -436,64 +360,10 @@ func fill(dst []column.Interface, block chschema.Block) error {
 	return nil
 }
 
-type insertSettingsKey struct{}
-
-// WithInsertSettings returns ctx carrying settings for the INSERTs made with
-// it, on top of clickhouse.settings (they win on a clash): the
-// deduplication token of one batch, for instance.
-func WithInsertSettings(ctx context.Context, s clickhouse.Settings) context.Context {
-	return context.WithValue(ctx, insertSettingsKey{}, s)
-}
-
-// WithDedupToken returns ctx carrying the settings of an INSERT whose
-// block ClickHouse deduplicates by token (exactly-once delivery): the
-// token, the same deduplication in the materialized views the table feeds,
-// and no async insert (which would give the token to a buffer, not to this
-// block). A clustered target sends each shard's part with them.
-func WithDedupToken(ctx context.Context, token string) context.Context {
-	return WithInsertSettings(ctx, clickhouse.Settings{
-		"insert_deduplication_token":                         token,
-		"deduplicate_blocks_in_dependent_materialized_views": 1,
-		"async_insert": 0,
-	})
-}
-
-// DedupToken is the token ctx carries (WithDedupToken); "" when none.
-func DedupToken(ctx context.Context) string {
-	s, _ := ctx.Value(insertSettingsKey{}).(clickhouse.Settings)
-	tok, _ := s["insert_deduplication_token"].(string)
-	return tok
-}
-
 // driverPanic is a panic inside clickhouse-go during an insert.
 type driverPanic struct{ msg string }
 
 func (e *driverPanic) Error() string { return "clickhouse-go panicked: " + e.msg }
-
-// Attempt describes a failed attempt, for logs and metrics.
-type Attempt struct {
-	N     int
-	Err   error
-	Class Class
-	Code  int32
-	Wait  time.Duration
-	// On a cluster: the replica that failed, and the one the next attempt
-	// goes to when that is another (a failover); "" on a single server.
-	Replica, Next string
-}
-
-// on names the failed replica for an error message.
-func (a Attempt) on() string {
-	if a.Replica == "" {
-		return ""
-	}
-	return " on replica " + a.Replica
-}
-
-// Refresh is called by Insert after a schema error (RefreshSchema: a column
-// or the table is unknown to the server). It re-reads the table and returns
-// the target and block to retry with (see Project), or an error.
-type Refresh func(ctx context.Context, t *Table, block chschema.Block) (*Table, chschema.Block, error)
 
 // Insert sends block as one INSERT and retries the identical block until it
 // succeeds. It returns nil on success, the error on a permanent failure, or
@@ -527,8 +397,8 @@ func insertOn(ctx context.Context, replicas []*Writer, first int, t *Table, bloc
 		if err == nil {
 			return r, nil
 		}
-		class := Classify(ctx, err)
-		at := Attempt{N: n, Class: class, Code: Code(err)}
+		class := chtable.Classify(ctx, err)
+		at := Attempt{N: n, Class: class, Code: chtable.Code(err)}
 		if len(replicas) > 1 {
 			at.Replica = w.cfg.Addrs[0]
 		}
@@ -536,19 +406,19 @@ func insertOn(ctx context.Context, replicas []*Writer, first int, t *Table, bloc
 		case Canceled:
 			return r, ctx.Err()
 		case Permanent:
-			return r, fmt.Errorf("insert into %s (%d rows)%s: %w", t.FullName(), block.Rows(), at.on(), err)
+			return r, fmt.Errorf("insert into %s (%d rows)%s: %w", t.FullName(), block.Rows(), replicaOf(at), err)
 		case RefreshSchema:
 			if refresh == nil {
 				break
 			}
 			nt, nb, rerr := refresh(ctx, t, block)
 			switch {
-			case errors.Is(rerr, ErrNoTable):
-				return r, fmt.Errorf("insert into %s (%d rows)%s: %w; the table no longer exists", t.FullName(), block.Rows(), at.on(), err)
+			case errors.Is(rerr, chtable.ErrNoTable):
+				return r, fmt.Errorf("insert into %s (%d rows)%s: %w; the table no longer exists", t.FullName(), block.Rows(), replicaOf(at), err)
 			case rerr != nil:
 				err = fmt.Errorf("%w (schema refresh: %v)", err, rerr)
-			case nt.query == t.query:
-				return r, fmt.Errorf("insert into %s (%d rows)%s: %w; the table has every column the INSERT names, so re-reading its schema cannot help", t.FullName(), block.Rows(), at.on(), err)
+			case nt.Query() == t.Query():
+				return r, fmt.Errorf("insert into %s (%d rows)%s: %w; the table has every column the INSERT names, so re-reading its schema cannot help", t.FullName(), block.Rows(), replicaOf(at), err)
 			default:
 				t, block = nt, nb
 			}
@@ -581,36 +451,10 @@ func insertOn(ctx context.Context, replicas []*Writer, first int, t *Table, bloc
 	}
 }
 
-// Project adapts block, built for an earlier layout of table db.name, to the
-// table's columns now (schema, from Describe): columns dropped since are
-// left out of the INSERT, with their values (the column is gone, so are
-// they); columns added since are not named, so ClickHouse fills their
-// defaults. A column still there keeps its values even if its type changed,
-// so that the INSERT fails loudly instead of losing them. Nothing else of
-// the block changes: the retry inserts the same rows.
-func Project(db, name string, schema []chschema.ColumnSchema, block chschema.Block) (*Table, chschema.Block) {
-	exists := make(map[string]bool, len(schema))
-	for _, c := range schema {
-		if c.DefaultKind == "" || c.DefaultKind == "DEFAULT" || c.DefaultKind == "EPHEMERAL" {
-			exists[c.Name] = true
-		}
+// replicaOf names the failed replica of at for an error message.
+func replicaOf(at Attempt) string {
+	if at.Replica == "" {
+		return ""
 	}
-	pb := &projected{Block: block}
-	for i, c := range block.Columns() {
-		if exists[c.Name] {
-			pb.idx = append(pb.idx, i)
-			pb.cols = append(pb.cols, c)
-		}
-	}
-	return NewTable(db, name, schema, pb.cols), pb
+	return " on replica " + at.Replica
 }
-
-// projected is a chschema.Block seen through a subset of its columns.
-type projected struct {
-	chschema.Block
-	idx  []int
-	cols []chschema.ColumnSchema
-}
-
-func (p *projected) Columns() []chschema.ColumnSchema { return p.cols }
-func (p *projected) ColumnData(i int) any             { return p.Block.ColumnData(p.idx[i]) }

@@ -13,9 +13,11 @@ import (
 	"github.com/rs/zerolog"
 
 	"sink/config"
+	"sink/internal/command/advise"
 	"sink/internal/consumer"
 	"sink/internal/eos/eosio"
 	"sink/internal/pipeline"
+	"sink/internal/registry"
 	"sink/internal/writer"
 )
 
@@ -60,11 +62,19 @@ func inprocessMain(args []string) error {
 		defer io.Close()
 		opts = append(opts, pipeline.WithExactlyOnce(io))
 	}
+	opts = append(opts, pipeline.WithSampler(advise.Sampler{Kafka: cfg.Kafka}))
+	if cfg.SchemaRegistry.Enabled() {
+		rc, err := registry.New(cfg.SchemaRegistry, registry.Options{})
+		if err != nil {
+			return err
+		}
+		opts = append(opts, pipeline.WithRegistry(rc))
+	}
 	p, err := pipeline.New(ctx, cfg, log, w, opts...)
 	if err != nil {
 		return err
 	}
-	cons, err := consumer.New(ctx, cfg, log, p.Hooks())
+	cons, err := consumer.New(ctx, cfg, log, consumer.HooksOf(p))
 	if err != nil {
 		return err
 	}

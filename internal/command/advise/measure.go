@@ -206,3 +206,15 @@ func sampleNewest(ctx context.Context, base []kgo.Opt, ends, starts kadm.ListedO
 	}
 	return nil
 }
+
+// Sampler reads the newest records of a topic with SampleRecords, from
+// Kafka's brokers: what run and check give the pipeline to type a missing
+// table's columns by (pipeline.Sampler, schema.create: if_missing).
+type Sampler struct{ Kafka config.Kafka }
+
+// Sample returns up to n of the newest records of topic (SampleRecords).
+func (s Sampler) Sample(ctx context.Context, topic string, n int) ([]*kgo.Record, error) {
+	var recs []*kgo.Record
+	err := SampleRecords(ctx, s.Kafka, []string{topic}, n, func(r *kgo.Record) { recs = append(recs, r) })
+	return recs, err
+}

@@ -290,7 +290,7 @@ func drift(ctx context.Context, cfg *config.Config, p *pipeline.Pipeline, info c
 // that has it (a dry run: nothing is created) and returns cfg without the
 // routes whose table is missing, and topics without their topics.
 func creates(ctx context.Context, cfg *config.Config, w *writer.Writer, reg decode.Registry, topics []string, stdout io.Writer) (*config.Config, []string, error) {
-	plans, err := pipeline.PlanCreates(ctx, cfg, w, reg)
+	plans, err := pipeline.PlanCreates(ctx, cfg, w, reg, advise.Sampler{Kafka: cfg.Kafka})
 	if err != nil || len(plans) == 0 {
 		return cfg, topics, err
 	}

@@ -20,6 +20,7 @@ import (
 
 	"sink/config"
 	"sink/internal/chschema"
+	"sink/internal/chtable"
 	"sink/internal/consumer"
 	"sink/internal/eos"
 	"sink/internal/offsets"
@@ -241,7 +242,7 @@ func (io *IO) Windows(ctx context.Context, tables []*writer.Table) ([]eos.Window
 			seed.tables, seed.idx = append(seed.tables, t), append(seed.idx, i)
 			continue
 		}
-		lt := writer.NewTable(set.Database, set.Name, t.Schema, t.Insert)
+		lt := chtable.NewTable(set.Database, set.Name, t.Schema, t.Insert)
 		for _, shard := range set.Shards {
 			for _, r := range shard {
 				s := byAddr[r.Addr]
@@ -328,7 +329,7 @@ func (io *IO) checkOn(ctx context.Context, conn driver.Conn, where string, table
 func check(ctx context.Context, conn driver.Conn, where string, tables []*writer.Table) ([]eos.Window, error) {
 	info, err := writer.Probe(ctx, conn)
 	if err != nil {
-		if where != "" && writer.Classify(ctx, err) == writer.Retriable {
+		if where != "" && chtable.Classify(ctx, err) == writer.Retriable {
 			return nil, &notReached{where: where, err: err}
 		}
 		return nil, named(where, err)

@@ -13,6 +13,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"sink/internal/chschema"
+	"sink/internal/chtable"
 	"sink/internal/eos"
 	"sink/internal/offsets"
 	"sink/internal/writer"
@@ -74,8 +75,8 @@ func fakeCheck(windows map[string]string, down map[string]bool, seen *[]string) 
 // not reached is passed over and named when its shard's other replica
 // answered, and a shard none of whose replicas answers is refused.
 func TestWindowsEveryShard(t *testing.T) {
-	ev := writer.NewTable("db", "ev", nil, kafkaCols)
-	plain := writer.NewTable("db", "plain", nil, kafkaCols)
+	ev := chtable.NewTable("db", "ev", nil, kafkaCols)
+	plain := chtable.NewTable("db", "plain", nil, kafkaCols)
 	run := func(windows map[string]string, down map[string]bool) ([]eos.Window, []string, error) {
 		var seen []string
 		io := &IO{shards: fakeShards{}, check: fakeCheck(windows, down, &seen)}
@@ -149,7 +150,7 @@ func TestPresentEveryShard(t *testing.T) {
 		}
 		return held[addr], nil
 	}}
-	spans, err := io.Present(context.Background(), writer.NewTable("db", "ev", nil, nil), tp, 0, 20)
+	spans, err := io.Present(context.Background(), chtable.NewTable("db", "ev", nil, nil), tp, 0, 20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,12 +161,12 @@ func TestPresentEveryShard(t *testing.T) {
 		t.Fatalf("asked %q; want every replica's local table %q", asked, want)
 	}
 	failing = "b2"
-	if _, err := io.Present(context.Background(), writer.NewTable("db", "ev", nil, nil), tp, 0, 20); err == nil ||
+	if _, err := io.Present(context.Background(), chtable.NewTable("db", "ev", nil, nil), tp, 0, 20); err == nil ||
 		!strings.Contains(err.Error(), "shard 2 replica b2: clickhouse: checking which offsets") {
 		t.Fatalf("a replica that cannot answer: %v; want the error naming shard 2 replica b2", err)
 	}
 	asked = nil
-	spans, err = io.Present(context.Background(), writer.NewTable("db", "plain", nil, nil), tp, 0, 20)
+	spans, err = io.Present(context.Background(), chtable.NewTable("db", "plain", nil, nil), tp, 0, 20)
 	if err != nil || !slices.Equal(spans, held[""]) || !slices.Equal(asked, []string{" `db`.`plain`"}) {
 		t.Fatalf("a table on the sink's server: %v, %v, asked %q", spans, err, asked)
 	}

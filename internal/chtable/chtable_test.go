@@ -1,4 +1,4 @@
-package writer
+package chtable
 
 import (
 	"strings"
@@ -10,12 +10,12 @@ import (
 func TestCheckColumnName(t *testing.T) {
 	f := func(name string, ok bool) {
 		t.Helper()
-		err := checkColumnName(name)
+		err := CheckColumnName(name)
 		if (err == nil) != ok {
-			t.Fatalf("checkColumnName(%q) = %v; want ok=%v", name, err, ok)
+			t.Fatalf("CheckColumnName(%q) = %v; want ok=%v", name, err, ok)
 		}
 		if err != nil && (!strings.Contains(err.Error(), "column "+`"`) || strings.Contains(err.Error(), "\n")) {
-			t.Fatalf("checkColumnName(%q): %q is not one line naming the column", name, err)
+			t.Fatalf("CheckColumnName(%q): %q is not one line naming the column", name, err)
 		}
 	}
 	f("id", true)

@@ -1,4 +1,4 @@
-package writer
+package chtable
 
 import (
 	"context"
@@ -140,21 +140,9 @@ func Classify(parent context.Context, err error) Class {
 	return Permanent
 }
 
-// noDistributedDDLCodes are the answers of a server that cannot run ON
-// CLUSTER DDL at all, so nothing of it ran anywhere: clickhouse-local (and so
-// chdb) refuses it ("Replicated DDL queries are disabled", 392), a server
-// without <distributed_ddl> in its config answers 139.
-var noDistributedDDLCodes = map[int32]string{
-	139: "NO_ELEMENTS_IN_CONFIG",
-	392: "QUERY_IS_PROHIBITED",
-}
-
-// NoDistributedDDL reports whether err says the server cannot run ON CLUSTER
-// DDL (no Keeper, no distributed_ddl): the statement is to be run node by node.
-func NoDistributedDDL(err error) bool {
-	_, ok := noDistributedDDLCodes[Code(err)]
-	return ok
-}
+// CodeTooManyParts is ClickHouse's TOO_MANY_PARTS: the partition has
+// parts_to_throw_insert active parts and the INSERT was refused.
+const CodeTooManyParts = 252
 
 // Code returns the ClickHouse exception code in err, or 0.
 func Code(err error) int32 {
