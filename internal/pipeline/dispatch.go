@@ -165,7 +165,7 @@ func (p *Pipeline) seal(writeCtx context.Context, a *accState, why batch.Reason)
 func (p *Pipeline) pump(writeCtx context.Context, ts *tableState) {
 	for ts.inflight < p.cfg.ClickHouse.MaxInFlight && len(ts.queue) > 0 && !p.dlv.waiting(ts) {
 		b := ts.queue[0]
-		if p.blockedBy(b, false) != nil {
+		if p.dlq.blockedBy(b, false) != nil {
 			return
 		}
 		if ts.inflight > 0 && len(b.Data.Unfilled()) > 0 {
@@ -361,7 +361,7 @@ func (p *Pipeline) flushDefaults(ts *tableState) {
 // records waiting for the dead-letter topic and by records waiting for the
 // schema registry.
 func (p *Pipeline) memUsed() int {
-	n := p.dlqBytes + p.held.bytes
+	n := p.dlq.weight + p.held.bytes
 	for _, a := range p.accs {
 		n += a.acc.Data().Bytes()
 	}

@@ -132,13 +132,10 @@ type Pipeline struct {
 	// never hands out an accumulator no longer in the map.
 	lastAcc *accState
 	tracker *offsets.Tracker
-	flights map[uint64]*flight   // sealed batches not yet acknowledged
-	dlqs    map[uint64]*dlqState // bad records whose dead-letter produce has not succeeded
+	flights map[uint64]*flight // sealed batches not yet acknowledged
+	dlq     deadLetters        // bad records whose dead-letter produce has not succeeded (dlq.go)
 	nextID  uint64
-	// dlqBytes is the key and value bytes of the records in dlqs (part of
-	// the buffer budget); dlqFailed counts those that failed for good.
-	dlqBytes, dlqFailed int
-	dlqt                *dlqTables // dead-letter tables and counts (dlqtable.go)
+	dlqt    *dlqTables // dead-letter tables and counts (dlqtable.go)
 
 	acks    chan ack
 	events  chan groupEvent
@@ -275,7 +272,6 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w Sink, op
 		accs:      map[accKey]*accState{},
 		tracker:   offsets.New(),
 		flights:   map[uint64]*flight{},
-		dlqs:      map[uint64]*dlqState{},
 		acks:      make(chan ack, 64),
 		events:    make(chan groupEvent),
 		fetches:   make(chan kgo.Fetches),

@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"sink/internal/batch"
@@ -141,10 +140,8 @@ func (p *Pipeline) handleEvent(writeCtx context.Context, ev groupEvent) {
 				}
 			}
 		}
-		for id, d := range p.dlqs {
-			if slices.Contains(tps, d.tp) {
-				w.waiting[id] = true
-			}
+		for _, id := range p.dlq.of(tps) {
+			w.waiting[id] = true
 		}
 		p.revoke = w
 		p.revokeDone(0)

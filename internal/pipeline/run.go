@@ -301,7 +301,7 @@ func (p *Pipeline) flush(writeCtx context.Context, cancelWrites context.CancelFu
 			cancelWrites()
 			p.commitNow()
 			return fmt.Errorf("shutdown_timeout (%s) passed with %d batches not inserted and %d records not in the dead-letter topic, stuck on %s; committed %s; the rest is consumed again on restart",
-				p.cfg.ShutdownTimeout, len(p.flights), len(p.dlqs)-p.dlqFailed, stuck, p.committedSummary())
+				p.cfg.ShutdownTimeout, len(p.flights), p.dlq.unsettled(), stuck, p.committedSummary())
 		}
 	}
 	p.commitNow()
@@ -324,20 +324,13 @@ func (p *Pipeline) stopCommitter() {
 
 // unacked counts the batches and dead-letter produces that may still
 // succeed (those that failed for good never will).
-func (p *Pipeline) unacked() int { return len(p.flights) + len(p.dlqs) - p.dlqFailed }
+func (p *Pipeline) unacked() int { return len(p.flights) + p.dlq.unsettled() }
 
 // stuckOn says what the oldest unfinished work is waiting for: a dead-letter
 // produce being retried, or a table's INSERT being retried, with the last
 // error seen.
 func (p *Pipeline) stuckOn() string {
-	var oldest *dlqState
-	var oldestID uint64
-	for id, d := range p.dlqs {
-		if !d.failed && (oldest == nil || id < oldestID) {
-			oldest, oldestID = d, id
-		}
-	}
-	if oldest != nil {
+	if oldest := p.dlq.oldest(); oldest != nil {
 		msg := fmt.Sprintf("the dead-letter produce of %s to %q", oldest.where(), p.cfg.Errors.DLQTopic)
 		if oldest.lastErr != nil {
 			msg += fmt.Sprintf(" (%d attempts, last error: %v)", oldest.attempt, oldest.lastErr)
