@@ -172,3 +172,43 @@ func TestReadmeKeepsTheTwoCommands(t *testing.T) {
 		}
 	}
 }
+
+// docPointer is how an error or a warning of the sink points to the docs
+// section that explains it: docs/page.md#anchor.
+var docPointer = regexp.MustCompile(`docs/([a-z-]+\.md)#([A-Za-z0-9_-]+)`)
+
+// Every docs/page.md#anchor that the sink's code (errors, warnings, help)
+// names is a heading of that page, so that a pointer printed to an operator
+// leads somewhere.
+func TestCodeDocPointersResolve(t *testing.T) {
+	seen := 0
+	for _, root := range []string{"config", "cmd", "internal"} {
+		err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return err
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			for _, m := range docPointer.FindAllStringSubmatch(string(b), -1) {
+				seen++
+				page := filepath.Join("docs", m[1])
+				if _, err := os.Stat(page); err != nil {
+					t.Errorf("%s: %s: no such page", path, m[0])
+					continue
+				}
+				if !anchors(t, page)[m[2]] {
+					t.Errorf("%s: %s: no heading with that anchor", path, m[0])
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if seen == 0 {
+		t.Fatal("found no docs pointer in the code")
+	}
+}

@@ -108,7 +108,7 @@ func (c *Config) validateTruncate(p *problems) {
 			// Recovery skips the records whose rows the table holds; a
 			// TRUNCATE replayed after a crash would wipe rows inserted
 			// after it, which recovery would then not insert again.
-			p.add("%s: apply is not supported with delivery: exactly_once (a TRUNCATE replayed after a crash would wipe rows that exactly-once recovery does not insert again); use at_least_once, whose replay inserts every row after the TRUNCATE again", key)
+			p.add("%s: apply is not supported with delivery: exactly_once (%s)", key, cdcDoc)
 		}
 		if len(r.When) > 0 || c.Fanout == FanoutAll {
 			p.add("%s: apply needs the table to take every record of its topic in order, which fan-out routing (when:, fanout: all) does not give", key)
@@ -175,7 +175,7 @@ func (c *Config) CheckTruncates(partitions map[string]int) error {
 				continue
 			}
 			if n := partitions[t]; n > 1 {
-				return fmt.Errorf("routes[%d].truncate: apply needs one partition per topic, and topic %s has %d: a TRUNCATE in one partition could run before records of %s still unread in another; use truncate: skip, or a single-partition topic (Debezium's default)", i, t, n, name)
+				return fmt.Errorf("routes[%d].truncate: apply needs one partition per topic, and topic %s has %d (%s)", i, t, n, cdcDoc)
 			}
 			apply[name] = i + 1
 		}
@@ -187,7 +187,7 @@ func (c *Config) CheckTruncates(partitions map[string]int) error {
 	slices.Sort(names)
 	for _, name := range names {
 		if ts := feeds[name]; len(ts) > 1 {
-			return fmt.Errorf("routes[%d].truncate: apply needs table %s fed by one topic, and it is fed by %s: a TRUNCATE from one could wipe rows of another that the table should keep; use truncate: skip", apply[name]-1, name, strings.Join(ts, ", "))
+			return fmt.Errorf("routes[%d].truncate: apply needs table %s fed by one topic, and it is fed by %s (%s)", apply[name]-1, name, strings.Join(ts, ", "), cdcDoc)
 		}
 	}
 	return nil

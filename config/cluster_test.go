@@ -28,7 +28,7 @@ func TestClusterValidation(t *testing.T) {
 		{`{shards: [[a:1], []]}`, `[{topic: orders, table: o}]`, "clickhouse.shards[1]: a shard needs at least one replica"},
 		{`{shards: [[a:1], [a:1]]}`, `[{topic: orders, table: o}]`, `clickhouse.shards[1][0]: "a:1" is already clickhouse.shards[0][0]`},
 		{`{shards: [[a]]}`, `[{topic: orders, table: o}]`, `clickhouse.shards[0][0]: "a" is not host:port`},
-		{`{shards: [[a:1, b:1]], insert_quorum: 3}`, `[{topic: orders, table: o}]`, "clickhouse.insert_quorum (3) is more than the 2 replicas of a shard"},
+		{`{shards: [[a:1, b:1]], insert_quorum: 3}`, `[{topic: orders, table: o}]`, "clickhouse.settings.insert_quorum (3) is more than the 2 replicas of a shard"},
 		{`{insert_quorum: -1}`, `[{topic: orders, table: o}]`, "clickhouse.insert_quorum (-1) must be 0"},
 		{`{insert_quorum_timeout: -1s}`, `[{topic: orders, table: o}]`, "clickhouse.insert_quorum_timeout (-1s) must be 0"},
 		{`{shards: [[a:1, b:1]], replica_order: in_order}`, `[{topic: orders, table: o, target: local, sharding: random}]`, ""},
@@ -38,7 +38,8 @@ func TestClusterValidation(t *testing.T) {
 		{"{cluster: c}\ndelivery: exactly_once", `[{topic: orders, table: o, target: distributed}]`, "routes[0]: delivery exactly_once with target distributed is not supported"},
 		{"{cluster: c}\ndelivery: exactly_once", `[{topic: orders, table: o, target: local, sharding: random}]`, "routes[0]: delivery exactly_once with sharding random"},
 		{"{cluster: c}\ndelivery: exactly_once", `[{topic: orders, table: o, target: local, sharding_key: id}]`, ""},
-		{`{insert_quorum: 2, settings: {insert_quorum: 2}}`, `[{topic: orders, table: o}]`, "clickhouse.settings.insert_quorum: also set as clickhouse.insert_quorum"},
+		{`{shards: [[a:1, b:1]], settings: {insert_quorum: 3}}`, `[{topic: orders, table: o}]`, "clickhouse.settings.insert_quorum (3) is more than the 2 replicas of a shard"},
+		{`{insert_quorum: 2, settings: {insert_quorum: 3}}`, `[{topic: orders, table: o}]`, "clickhouse.insert_quorum (2) and clickhouse.settings.insert_quorum (3) differ"},
 	} {
 		yaml := head + "clickhouse: " + tc.ch + "\nroutes: " + tc.routes + "\n"
 		c, err := Parse([]byte(yaml), nil)

@@ -47,6 +47,10 @@ type Config struct {
 	// SchemaRegistry is where Avro, Protobuf and JSON Schema records
 	// framed in the Confluent wire format find their schemas.
 	SchemaRegistry SchemaRegistry `koanf:"schema_registry"`
+
+	// deprecated holds one warning per deprecated key the file or the
+	// environment set (see deprecations); Warnings returns them first.
+	deprecated []string
 }
 
 // Delivery guarantees.
@@ -87,10 +91,14 @@ type Kafka struct {
 	// FetchMinBytes and FetchMaxWait decide how much a broker accumulates
 	// before answering a fetch, and therefore how big batches get at low
 	// input rates.
-	FetchMinBytes          ByteSize      `koanf:"fetch_min_bytes"`
-	FetchMaxWait           time.Duration `koanf:"fetch_max_wait"`
-	FetchMaxBytes          ByteSize      `koanf:"fetch_max_bytes"`
-	MaxPartitionFetchBytes ByteSize      `koanf:"max_partition_fetch_bytes"`
+	FetchMinBytes ByteSize      `koanf:"fetch_min_bytes"`
+	FetchMaxWait  time.Duration `koanf:"fetch_max_wait"`
+	// FetchMaxBytes and MaxPartitionFetchBytes are deprecated keys: the
+	// consumer derives both from batch.buffer_memory
+	// (consumer.FetchLimitsFor). Set (not 0), each still lowers its
+	// derived size. They are printed only when set.
+	FetchMaxBytes          ByteSize      `koanf:"fetch_max_bytes" print:"omitzero"`
+	MaxPartitionFetchBytes ByteSize      `koanf:"max_partition_fetch_bytes" print:"omitzero"`
 	CommitInterval         time.Duration `koanf:"commit_interval"`
 	SessionTimeout         time.Duration `koanf:"session_timeout"`
 	RebalanceTimeout       time.Duration `koanf:"rebalance_timeout"`
@@ -121,7 +129,8 @@ type ClickHouse struct {
 	TLS         TLS    `koanf:"tls"`
 	Compression string `koanf:"compression"`
 	// Settings are sent with every INSERT (e.g. insert_quorum,
-	// max_insert_block_size); values go to the server as given.
+	// insert_quorum_timeout, max_insert_block_size); values go to the
+	// server as given.
 	Settings    map[string]any `koanf:"settings"`
 	DialTimeout time.Duration  `koanf:"dial_timeout"`
 	// QueryTimeout bounds one INSERT attempt, not the batch: a batch is
@@ -175,12 +184,6 @@ type ClickHouse struct {
 	// host:port, every shard of weight 1, instead of reading them from
 	// system.clusters; with Cluster too, Cluster is still the name in DDL.
 	Shards [][]string `koanf:"shards"`
-	// InsertQuorum (insert_quorum) makes an INSERT into a replicated
-	// table succeed only once that many replicas have the part; 0 leaves
-	// the server's setting. InsertQuorumTimeout (insert_quorum_timeout)
-	// bounds the wait; 0 leaves the server's.
-	InsertQuorum        int           `koanf:"insert_quorum"`
-	InsertQuorumTimeout time.Duration `koanf:"insert_quorum_timeout"`
 	// ReplicaOrder is which replica of a shard a route with a target sends
 	// each shard's part to first (the names of clickhouse-go's
 	// ConnOpenStrategy): round_robin, the shard's replicas in turn, part
@@ -438,12 +441,6 @@ func defaults() *Config {
 			// slow; small next to batch.max_wait so it does not dominate
 			// end-to-end latency.
 			FetchMaxWait: 500 * time.Millisecond,
-			// Same as Kafka's fetch.max.bytes default; enough for several
-			// max_partition_fetch_bytes chunks per response.
-			FetchMaxBytes: 50 * MiB,
-			// 8× Kafka's 1MiB default, so one busy partition can fill a
-			// good part of a batch in one fetch.
-			MaxPartitionFetchBytes: 8 * MiB,
 			// Commits only ever cover rows already in ClickHouse, so a
 			// short interval costs little and bounds replay after a crash.
 			CommitInterval: 5 * time.Second,

@@ -41,20 +41,18 @@ func TestDefaults(t *testing.T) {
 	want := &Config{
 		Name: "t",
 		Kafka: Kafka{
-			Brokers:                []string{"127.0.0.1:9092"},
-			Group:                  "t",
-			ClientID:               "sink-t",
-			Topics:                 []string{"orders"},
-			StartOffset:            "earliest",
-			GroupProtocol:          "classic",
-			FetchMinBytes:          1 << 20,
-			FetchMaxWait:           500 * time.Millisecond,
-			FetchMaxBytes:          50 << 20,
-			MaxPartitionFetchBytes: 8 << 20,
-			CommitInterval:         5 * time.Second,
-			SessionTimeout:         45 * time.Second,
-			RebalanceTimeout:       60 * time.Second,
-			RequestTimeout:         30 * time.Second,
+			Brokers:          []string{"127.0.0.1:9092"},
+			Group:            "t",
+			ClientID:         "sink-t",
+			Topics:           []string{"orders"},
+			StartOffset:      "earliest",
+			GroupProtocol:    "classic",
+			FetchMinBytes:    1 << 20,
+			FetchMaxWait:     500 * time.Millisecond,
+			CommitInterval:   5 * time.Second,
+			SessionTimeout:   45 * time.Second,
+			RebalanceTimeout: 60 * time.Second,
+			RequestTimeout:   30 * time.Second,
 		},
 		ClickHouse: ClickHouse{
 			Protocol:        "native",
@@ -400,11 +398,13 @@ func TestValidate(t *testing.T) {
 	f("", env("SINK_KAFKA__GROUP_PROTOCOL=kip848"), `kafka.group_protocol: "kip848" is not one of classic, consumer`)
 	f("", env("SINK_KAFKA__GROUP_PROTOCOL="), `kafka.group_protocol: "" is not one of classic, consumer`)
 	f("", env("SINK_KAFKA__FETCH_MIN_BYTES=0"), "kafka.fetch_min_bytes (0B) must be positive")
-	f("", env("SINK_KAFKA__FETCH_MAX_BYTES=0"), "kafka.fetch_max_bytes (0B) must be positive")
-	f("", env("SINK_KAFKA__MAX_PARTITION_FETCH_BYTES=0"), "kafka.max_partition_fetch_bytes (0B) must be positive")
+	// The deprecated fetch sizes: 0 is unset (the sink derives them).
+	f("", env("SINK_KAFKA__FETCH_MAX_BYTES=0"), "")
+	f("", env("SINK_KAFKA__MAX_PARTITION_FETCH_BYTES=0"), "")
 	f("", env("SINK_KAFKA__FETCH_MAX_BYTES=2GiB"), "kafka.fetch_max_bytes (2GiB) must be at most 1GiB")
-	f("", env("SINK_KAFKA__FETCH_MIN_BYTES=64MiB"), "kafka.fetch_min_bytes (64MiB) must be at most kafka.fetch_max_bytes (50MiB)")
-	f("", env("SINK_KAFKA__MAX_PARTITION_FETCH_BYTES=64MiB"), "kafka.max_partition_fetch_bytes (64MiB) must be at most kafka.fetch_max_bytes (50MiB)")
+	f("", env("SINK_KAFKA__FETCH_MIN_BYTES=64MiB", "SINK_KAFKA__FETCH_MAX_BYTES=50MiB"), "kafka.fetch_min_bytes (64MiB) must be at most kafka.fetch_max_bytes (50MiB)")
+	f("", env("SINK_KAFKA__FETCH_MIN_BYTES=64MiB"), "")
+	f("", env("SINK_KAFKA__MAX_PARTITION_FETCH_BYTES=64MiB", "SINK_KAFKA__FETCH_MAX_BYTES=50MiB"), "kafka.max_partition_fetch_bytes (64MiB) must be at most kafka.fetch_max_bytes (50MiB)")
 	f("", env("SINK_KAFKA__FETCH_MAX_WAIT=1ms"), "kafka.fetch_max_wait (1ms) must be at least 10ms")
 	f("", env("SINK_KAFKA__FETCH_MAX_WAIT=2s", "SINK_KAFKA__REQUEST_TIMEOUT=1s"), "kafka.request_timeout (1s) must exceed kafka.fetch_max_wait (2s)")
 	f("", env("SINK_KAFKA__FETCH_MAX_WAIT=2s", "SINK_KAFKA__REQUEST_TIMEOUT=2s"), "kafka.request_timeout (2s) must exceed kafka.fetch_max_wait (2s)")
@@ -795,10 +795,11 @@ func TestWarnings(t *testing.T) {
 			}
 		}
 	}
-	f("", "") // the defaults: 50MiB fetches, 256MiB budget, 32MiB batches
-	f("buffer_memory: 64MiB", "", "kafka.fetch_max_bytes (50MiB)")
-	f("buffer_memory: 64MiB", ", fetch_max_bytes: 16MiB")
-	f("buffer_memory: 48MiB, max_bytes: 32MiB", ", fetch_max_bytes: 16MiB", "batch.buffer_memory (48MiB)")
+	f("", "") // the defaults: 256MiB budget, 32MiB batches
+	f("buffer_memory: 64MiB", "")
+	f("buffer_memory: 48MiB, max_bytes: 32MiB", "", "batch.buffer_memory (48MiB)")
+	// deprecated keys first, one line each
+	f("buffer_memory: 48MiB, max_bytes: 32MiB", ", fetch_max_bytes: 16MiB", "kafka.fetch_max_bytes is deprecated", "batch.buffer_memory (48MiB)")
 }
 
 // A YAML syntax error names the line where the problem is.

@@ -70,6 +70,10 @@ func Load(path string, environ []string) (*Config, error) {
 // all at once, joined with errors.Join, one per line, each starting with
 // "config: ": first every decoding problem, or, when there is none, every
 // problem Validate finds.
+//
+// A deprecated key (see deprecations) is accepted, from the document or the
+// environment, and moved onto its replacement before decoding; Warnings
+// then lists it, one line per key.
 func Parse(yamlBytes []byte, environ []string) (*Config, error) {
 	c, err := parse(yamlBytes, environ)
 	if err != nil {
@@ -124,6 +128,10 @@ func parse(yamlBytes []byte, environ []string) (*Config, error) {
 	if len(envErrs) > 0 {
 		return nil, errors.Join(envErrs...)
 	}
+	deprecated, errs := applyDeprecations(ko, envKeys)
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
 
 	c := defaults()
 	err = ko.UnmarshalWithConf("", c, koanf.UnmarshalConf{
@@ -141,7 +149,8 @@ func parse(yamlBytes []byte, environ []string) (*Config, error) {
 
 	c.normalize()
 	c.fillDerived()
-	errs := filePasswords(doc)
+	c.deprecated = deprecated
+	errs = filePasswords(doc)
 	if err := c.Validate(); err != nil {
 		errs = append(errs, err)
 	}

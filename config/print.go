@@ -46,6 +46,9 @@ func toNode(v reflect.Value) *yaml.Node {
 			if key == "" {
 				key = strings.ToLower(f.Name)
 			}
+			if f.Tag.Get("print") == "omitzero" && v.Field(i).IsZero() {
+				continue // a deprecated key, not set
+			}
 			n.Content = append(n.Content, scalar(key), toNode(v.Field(i)))
 		}
 		return n

@@ -110,8 +110,8 @@ func (c *Config) validateKafka(p *problems) {
 	p.oneOf("kafka.group_protocol", k.GroupProtocol, groupProtocols)
 
 	p.positiveSize("kafka.fetch_min_bytes", k.FetchMinBytes)
-	p.positiveSize("kafka.fetch_max_bytes", k.FetchMaxBytes)
-	p.positiveSize("kafka.max_partition_fetch_bytes", k.MaxPartitionFetchBytes)
+	// fetch_max_bytes and max_partition_fetch_bytes are deprecated: 0
+	// (unset) lets the consumer derive them.
 	if k.FetchMaxBytes > maxFetchBytes {
 		p.add("kafka.fetch_max_bytes (%v) must be at most %v", k.FetchMaxBytes, maxFetchBytes)
 	}
@@ -190,13 +190,12 @@ func (c *Config) validateClickHouse(p *problems) {
 			seenAddr[a] = rkey
 		}
 	}
-	if ch.InsertQuorum < 0 {
-		p.add("clickhouse.insert_quorum (%d) must be 0 (the server's setting) or a number of replicas", ch.InsertQuorum)
-	}
-	for _, r := range ch.Shards {
-		if ch.InsertQuorum > len(r) {
-			p.add("clickhouse.insert_quorum (%d) is more than the %d replicas of a shard in clickhouse.shards: no INSERT could succeed", ch.InsertQuorum, len(r))
-			break
+	if q, ok := settingInt(ch.Settings["insert_quorum"]); ok {
+		for _, r := range ch.Shards {
+			if q > len(r) {
+				p.add("clickhouse.settings.insert_quorum (%d) is more than the %d replicas of a shard in clickhouse.shards: no INSERT could succeed", q, len(r))
+				break
+			}
 		}
 	}
 	switch ch.ReplicaOrder {
@@ -206,15 +205,6 @@ func (c *Config) validateClickHouse(p *problems) {
 	}
 	if ch.SchemaAgreementTimeout <= 0 {
 		p.add("clickhouse.schema_agreement_timeout (%v) must be positive", ch.SchemaAgreementTimeout)
-	}
-	if ch.InsertQuorumTimeout < 0 {
-		p.add("clickhouse.insert_quorum_timeout (%v) must be 0 (the server's setting) or positive", ch.InsertQuorumTimeout)
-	}
-	if _, ok := ch.Settings["insert_quorum"]; ok && ch.InsertQuorum != 0 {
-		p.add("clickhouse.settings.insert_quorum: also set as clickhouse.insert_quorum; set it in one place")
-	}
-	if _, ok := ch.Settings["insert_quorum_timeout"]; ok && ch.InsertQuorumTimeout != 0 {
-		p.add("clickhouse.settings.insert_quorum_timeout: also set as clickhouse.insert_quorum_timeout; set it in one place")
 	}
 	if ch.SchemaRefresh < 0 {
 		p.add("clickhouse.schema_refresh (%v) must be 0 (off) or positive", ch.SchemaRefresh)
@@ -575,7 +565,7 @@ func (p *problems) validateCreate(key string, r *Route) {
 		p.add("%s.engine: %q is not one of %s (versioned by _offset, with the Kafka columns) or %s", key, s.Engine, EngineReplacingMergeTree, EngineMergeTree)
 	}
 	if strings.TrimSpace(s.OrderBy) == "" {
-		p.add("%s.order_by: required with create: %s (the sorting key, e.g. \"(id)\" or \"(customer, ts)\"; with ReplacingMergeTree it also decides which rows are duplicates, so it is never guessed; \"tuple()\" for none)", key, CreateIfMissing)
+		p.add("%s.order_by: required with create: %s (the sorting key, e.g. \"(id)\", never guessed; \"tuple()\" for none) (%s)", key, CreateIfMissing, createDoc)
 	}
 	for _, e := range []struct{ name, v string }{{"order_by", s.OrderBy}, {"partition_by", s.PartitionBy}} {
 		if strings.ContainsAny(e.v, ";\x00") {
@@ -622,19 +612,33 @@ func (p *problems) regex(key, re string) *regexp.Regexp {
 }
 
 // Warnings lists settings that are valid but likely to surprise: they are
-// printed by `sink check` and logged at start, never refused.
+// printed by `sink check` and logged at start, never refused. The
+// deprecated keys set come first, one line each.
 func (c *Config) Warnings() []string {
-	var w []string
-	// franz-go keeps up to one unpolled fetch per broker, decompressed,
-	// outside the batch budget: at small budgets it dominates memory.
-	if c.Kafka.FetchMaxBytes > c.Batch.BufferMemory/2 {
-		w = append(w, fmt.Sprintf("kafka.fetch_max_bytes (%s) is more than half of batch.buffer_memory (%s): "+
-			"fetched data waiting to be decoded is held outside the budget, so memory can exceed 2 × buffer_memory; "+
-			"lower fetch_max_bytes or raise buffer_memory", c.Kafka.FetchMaxBytes, c.Batch.BufferMemory))
-	}
+	// One line per deprecated key set, first.
+	w := slices.Clone(c.deprecated)
 	if c.Batch.MaxBytes > 0 && c.Batch.BufferMemory < 2*c.Batch.MaxBytes {
 		w = append(w, fmt.Sprintf("batch.buffer_memory (%s) holds fewer than two batches of batch.max_bytes (%s): "+
 			"fetching pauses while a full batch is inserted", c.Batch.BufferMemory, c.Batch.MaxBytes))
 	}
 	return w
+}
+
+// settingInt reads a ClickHouse setting's value as a whole number: from
+// YAML an integer, from the environment a string.
+func settingInt(v any) (int, bool) {
+	switch x := v.(type) {
+	case int:
+		return x, true
+	case int64:
+		return int(x), true
+	case uint64:
+		return int(min(x, math.MaxInt32)), true
+	case float64:
+		return int(x), x == math.Trunc(x) && math.Abs(x) <= math.MaxInt32
+	case string:
+		n, err := strconv.Atoi(strings.TrimSpace(x))
+		return n, err == nil
+	}
+	return 0, false
 }

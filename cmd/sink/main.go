@@ -76,6 +76,47 @@ import could not carry); 2 on usage errors; 130 when a second signal
 interrupts the shutdown.
 `
 
+const runUsage = `Usage: sink run --config FILE
+
+Joins the connector's consumer group, consumes its topics and inserts their
+records into ClickHouse in large batches until SIGTERM or SIGINT; then it
+stops fetching, flushes every batch, commits and leaves the group, all within
+shutdown_timeout (a second signal exits at once, without the flush). Offsets
+are committed only below records already in ClickHouse or the dead-letter
+topic or table. Logs go to stderr (log.level, log.format); the config's
+warnings, deprecated keys among them, are logged at start.
+
+With http.listen it serves /metrics, /healthz, /readyz, GET /status and the
+status page at /; with http.admin: true also POST /pause and /resume.
+Every key of FILE can be overridden from the environment: SINK_ + the key path
+in upper case with __ between levels, e.g. SINK_CLICKHOUSE__PASSWORD.
+
+Exit status: 0 after a clean shutdown (all batches flushed and committed), 1 on
+a config, connection or fatal pipeline error, 2 on usage errors, 130 when a
+second signal interrupts the shutdown.
+
+Flags:
+`
+
+const checkUsage = `Usage: sink check --config FILE
+
+Checks what sink run would need, in the order it needs it, and prints one line
+per finding: the config (with its warnings and deprecated keys), the brokers
+and topics, the dead-letter topic, the ClickHouse server and its features, on
+a cluster every shard and replica, the schema registry, every route's table
+and columns, and what exactly_once needs. It also decodes a sample of each
+topic's newest records and lists the fields no column takes (with the DDL
+schema.evolve would run), and for a missing schema.create table the CREATE
+TABLE run would execute. It runs none of them, joins no group and commits
+nothing.
+
+Exit status: 0 when every check passed (the last line is "check: ok"), 1 on
+the first problem (the one run would stop on) or a config error, 2 on usage
+errors.
+
+Flags:
+`
+
 func main() {
 	os.Exit(realMain(os.Args[1:], os.Stdout, os.Stderr))
 }
@@ -90,7 +131,12 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	case "run", "check":
 		fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 		fs.SetOutput(stderr)
-		path := fs.String("config", "", "path to the connector's YAML config (required)")
+		text := runUsage
+		if cmd == "check" {
+			text = checkUsage
+		}
+		fs.Usage = func() { fmt.Fprint(stderr, text); fs.PrintDefaults() }
+		path := fs.String("config", "", "the connector's YAML config `file` (required)")
 		if err := fs.Parse(rest); err != nil {
 			return parseExit(err)
 		}

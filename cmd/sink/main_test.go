@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,7 +40,14 @@ func TestUsage(t *testing.T) {
 	f([]string{"report", "--help"}, 0, "-config file")
 	f([]string{"report", "-h"}, 0, "Usage: sink report --table DB.TABLE")
 	f([]string{"advise", "--help"}, 0, "Usage: sink advise --config FILE")
-	f([]string{"check", "--help"}, 0, "path to the connector's YAML config")
+	f([]string{"check", "--help"}, 0, "the connector's YAML config file (required)")
+	f([]string{"check", "-h"}, 0, "Usage: sink check --config FILE")
+	f([]string{"check", "-h"}, 0, "It runs none of them, joins no group and commits")
+	f([]string{"check", "-h"}, 0, "Exit status: 0 when every check passed")
+	f([]string{"run", "-h"}, 0, "Usage: sink run --config FILE")
+	f([]string{"run", "--help"}, 0, "-config file")
+	f([]string{"run", "-h"}, 0, "130 when a")
+	f([]string{"run", "--nosuch"}, 2, "Usage: sink run --config FILE")
 	f([]string{"--help"}, 0, "sink offsets show|reset --config FILE")
 	f([]string{"offsets", "--help"}, 0, "Usage: sink offsets show  --config FILE")
 	f([]string{"offsets", "reset", "--help"}, 0, "confirm a forward move")
@@ -82,11 +90,48 @@ func TestReportPasswordFile(t *testing.T) {
 	}
 }
 
-// check prints the config's warnings before it reaches any server.
+// check prints the config's warnings, a deprecated key's first, before it
+// reaches any server.
 func TestCheckPrintsWarnings(t *testing.T) {
-	path := writeConfig(t, "name: w\nkafka: {brokers: [\"127.0.0.1:1\"], topics: [a]}\nbatch: {buffer_memory: 64MiB}\nroutes: [{topic: a, table: t}]\nhttp: {listen: \"\"}\n")
+	path := writeConfig(t, "name: w\nkafka: {brokers: [\"127.0.0.1:1\"], topics: [a]}\nclickhouse: {insert_quorum: 2}\nbatch: {buffer_memory: 48MiB}\nroutes: [{topic: a, table: t}]\nhttp: {listen: \"\"}\n")
 	code, out, _ := sinkCmd(t, "check", "--config", path)
-	if code != 1 || !strings.Contains(out, "config: warning: kafka.fetch_max_bytes (50MiB)") {
+	dep := "config: warning: clickhouse.insert_quorum is deprecated: set clickhouse.settings.insert_quorum instead"
+	if code != 1 || strings.Count(out, dep) != 1 || !strings.Contains(out, "config: warning: batch.buffer_memory (48MiB)") ||
+		strings.Index(out, dep) > strings.Index(out, "batch.buffer_memory") {
 		t.Fatalf("exit %d, stdout %q", code, out)
+	}
+}
+
+// run logs one warning line per deprecated key at start, before it
+// connects to anything.
+func TestRunLogsDeprecatedKeysOnce(t *testing.T) {
+	path := writeConfig(t, "name: w\nkafka: {brokers: [\"127.0.0.1:1\"], topics: [a], fetch_max_bytes: 4MiB}\n"+
+		"clickhouse: {addrs: [\"127.0.0.1:1\"], dial_timeout: 1s, insert_quorum_timeout: 5s}\nroutes: [{topic: a, table: t}]\nhttp: {listen: \"\"}\n")
+	code, _, errOut := sinkCmd(t, "run", "--config", path)
+	for _, key := range []string{"kafka.fetch_max_bytes", "clickhouse.insert_quorum_timeout"} {
+		n := 0
+		for _, line := range strings.Split(errOut, "\n") {
+			var l struct{ Level, Message string }
+			if json.Unmarshal([]byte(line), &l) == nil && l.Level == "warn" && strings.HasPrefix(l.Message, key+" is deprecated") {
+				n++
+			}
+		}
+		if code != 1 || n != 1 {
+			t.Fatalf("exit %d, %d warnings for %s in %q", code, n, key, errOut)
+		}
+	}
+}
+
+// Every command's -h has the same shape: a synopsis naming the command, what
+// it does, then its flags with their defaults; all on stderr, exit 0.
+func TestCommandHelpShape(t *testing.T) {
+	for _, cmd := range []string{"run", "check", "report", "advise", "import"} {
+		code, out, errOut := sinkCmd(t, cmd, "-h")
+		synopsis, rest, _ := strings.Cut(errOut, "\n\n")
+		desc, flags, ok := strings.Cut(rest, "\nFlags:\n")
+		if code != 0 || out != "" || !strings.HasPrefix(synopsis, "Usage: sink "+cmd+" ") || !ok ||
+			len(strings.TrimSpace(desc)) < 100 || !strings.HasPrefix(flags, "  -") {
+			t.Errorf("sink %s -h: exit %d, stdout %q, stderr:\n%s", cmd, code, out, errOut)
+		}
 	}
 }

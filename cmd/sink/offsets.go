@@ -334,7 +334,7 @@ func (o *offsetsRun) refuseMembers(ctx context.Context, g *groupoffsets.Group) e
 		return err
 	}
 	if len(members) > 0 {
-		return fmt.Errorf("group %s has %d active member%s (%s): stop every sink of the group first (SIGTERM, e.g. kubectl scale --replicas=0 or systemctl stop; a clean stop flushes, commits and leaves the group; a paused sink is still a member), then run this again",
+		return fmt.Errorf("group %s has %d active member%s (%s): stop every sink of the group first (SIGTERM), then run this again (docs/operations.md#offsets)",
 			o.cfg.Kafka.Group, len(members), map[bool]string{true: "", false: "s"}[len(members) == 1], strings.Join(members, "; "))
 	}
 	return nil

@@ -46,3 +46,19 @@ func TestNewTableUnsendable(t *testing.T) {
 		t.Fatalf("unsendable = %v", tb.unsendable)
 	}
 }
+
+// A cluster's local table behind t inserts into its own name with t's
+// columns, and keeps t's refusal, which names t.
+func TestRenamed(t *testing.T) {
+	cols := []chschema.ColumnSchema{{Name: "a"}, {Name: "b`c"}}
+	lt := NewTable("db", "t", cols, cols).Renamed("ldb", "t_local")
+	if want := "INSERT INTO `ldb`.`t_local` (`a`, `b`c`)"; lt.Query() != want || lt.FullName() != "ldb.t_local" {
+		t.Fatalf("query %s (%s); want %s", lt.Query(), lt.FullName(), want)
+	}
+	if lt.Err() == nil || !strings.Contains(lt.Err().Error(), "table db.t: ") {
+		t.Fatalf("Err() = %v; want the refusal naming db.t", lt.Err())
+	}
+	if len(lt.NamesAndTypes()) != 2 || lt.NamesAndTypes()[1].Name != "b`c" {
+		t.Fatalf("NamesAndTypes() = %v", lt.NamesAndTypes())
+	}
+}

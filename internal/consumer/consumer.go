@@ -98,11 +98,9 @@ func Options(cfg *config.Config, log zerolog.Logger, h Hooks) ([]kgo.Opt, error)
 		opts = append(opts, kgo.HeartbeatInterval(heartbeatInterval))
 	}
 	fl := FetchLimitsFor(cfg)
-	if fl.MaxBytes < int64(k.FetchMaxBytes) {
-		log.Info().Int64("fetch_max_bytes", fl.MaxBytes).Int64("max_partition_fetch_bytes", fl.PartitionBytes).
-			Int("max_concurrent_fetches", fl.Concurrent).Str("buffer_memory", cfg.Batch.BufferMemory.String()).
-			Msg("kafka fetch sizes lowered to fit batch.buffer_memory")
-	}
+	log.Debug().Int64("fetch_max_bytes", fl.MaxBytes).Int64("max_partition_fetch_bytes", fl.PartitionBytes).
+		Int("max_concurrent_fetches", fl.Concurrent).Str("buffer_memory", cfg.Batch.BufferMemory.String()).
+		Msg("kafka fetch sizes derived from batch.buffer_memory")
 	opts = append(opts,
 		kgo.FetchMinBytes(int32(min(int64(k.FetchMinBytes), fl.MaxBytes))),
 		kgo.FetchMaxBytes(int32(fl.MaxBytes)),

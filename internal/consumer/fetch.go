@@ -29,18 +29,24 @@ const (
 	// whole, so the broker gets the next request at once), on any number
 	// of brokers.
 	concurrentFetches = 2
+	// maxFetch is Kafka's own fetch.max.bytes default: a fetch larger
+	// than that buys nothing even when buffer_memory has room for it.
+	maxFetch = 50 << 20
+	// maxPartitionFetch is 8× Kafka's max.partition.fetch.bytes default,
+	// so one busy partition can fill a good part of a batch in one fetch.
+	maxPartitionFetch = 8 << 20
 )
 
 // FetchLimitsFor derives franz-go's fetch limits from the config: franz-go
 // cannot bound the bytes it buffers for consuming (decompression happens
 // after the fact), so the sink bounds the fetches instead. At most
-// concurrentFetches fetches are held (one decoded, one read), each at most
-// kafka.fetch_max_bytes and small enough that all of them fit in
-// buffer_memory / FetchShare (64 MiB for the default 256 MiB):
-// fetch_max_bytes is lowered to buffer_memory / (FetchShare × fetchCost ×
-// concurrentFetches), 8 MiB at the default, and max_partition_fetch_bytes
-// to at most that. The derived cap never goes below 1 MiB, Kafka's default
-// record batch limit; a smaller configured value stays as it is.
+// concurrentFetches fetches are held (one decoded, one read), each small
+// enough that all of them fit in buffer_memory / FetchShare (64 MiB for the
+// default 256 MiB): a fetch is buffer_memory / (FetchShare × fetchCost ×
+// concurrentFetches), 8 MiB at the default, never below 1 MiB (Kafka's
+// default record batch limit) nor above maxFetch; a partition's share of it
+// is at most maxPartitionFetch. The deprecated kafka.fetch_max_bytes and
+// max_partition_fetch_bytes, when set, lower these sizes, never raise them.
 //
 // Smaller fetches cost little now that fetching overlaps decoding: on the
 // 2-core bench machine, 4, 8 and 12.8 MiB fetches moved 1,000,000 records
@@ -48,10 +54,16 @@ const (
 // held) raised the peak RSS from ≈270 to ≈340–380 MiB.
 func FetchLimitsFor(cfg *config.Config) FetchLimits {
 	k := cfg.Kafka
-	fetch := int64(k.FetchMaxBytes)
 	budget := int64(cfg.Batch.BufferMemory) / (FetchShare * fetchCost * concurrentFetches)
-	fetch = min(fetch, max(budget, 1<<20))
-	return FetchLimits{MaxBytes: fetch, PartitionBytes: min(int64(k.MaxPartitionFetchBytes), fetch), Concurrent: concurrentFetches}
+	fetch := min(max(budget, 1<<20), maxFetch)
+	if k.FetchMaxBytes > 0 {
+		fetch = min(fetch, int64(k.FetchMaxBytes))
+	}
+	part := min(fetch, maxPartitionFetch)
+	if k.MaxPartitionFetchBytes > 0 {
+		part = min(part, int64(k.MaxPartitionFetchBytes))
+	}
+	return FetchLimits{MaxBytes: fetch, PartitionBytes: part, Concurrent: concurrentFetches}
 }
 
 // MemoryLimit is a soft limit for the Go heap derived from the buffer

@@ -30,6 +30,15 @@ func TestFetchLimitsFor(t *testing.T) {
 	f("256MiB", "512KiB", "256KiB", FetchLimits{MaxBytes: 512 << 10, PartitionBytes: 256 << 10, Concurrent: 2})
 	// a big budget keeps the configured sizes
 	f("4GiB", "50MiB", "8MiB", FetchLimits{MaxBytes: 50 * mib, PartitionBytes: 8 * mib, Concurrent: 2})
+	// unset (the deprecated keys left out): the derived sizes alone
+	f("256MiB", "0", "0", FetchLimits{MaxBytes: 8 * mib, PartitionBytes: 8 * mib, Concurrent: 2})
+	f("64MiB", "0", "0", FetchLimits{MaxBytes: 2 * mib, PartitionBytes: 2 * mib, Concurrent: 2})
+	f("16MiB", "0", "0", FetchLimits{MaxBytes: mib, PartitionBytes: mib, Concurrent: 2})
+	// a big budget: a fetch of Kafka's default 50 MiB, 8 MiB per partition
+	f("4GiB", "0", "0", FetchLimits{MaxBytes: 50 * mib, PartitionBytes: 8 * mib, Concurrent: 2})
+	// a configured value never raises the derived one
+	f("64MiB", "50MiB", "0", FetchLimits{MaxBytes: 2 * mib, PartitionBytes: 2 * mib, Concurrent: 2})
+	f("256MiB", "0", "1MiB", FetchLimits{MaxBytes: 8 * mib, PartitionBytes: mib, Concurrent: 2})
 }
 
 func TestMemoryLimit(t *testing.T) {

@@ -17,7 +17,7 @@ import (
 func driverCanCarry(colType string, t *chType) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("clickhouse-go cannot parse this type (it fails with %q; v2.51 does so when an Enum element name written with an escape (a quote, backslash or control character) is not the element with the highest value: rename it, or give it the highest value)", fmt.Sprint(r))
+			err = fmt.Errorf("clickhouse-go cannot parse this type (it fails with %q): an Enum name with an escape must be its highest-valued element (docs/formats.md#column-types)", fmt.Sprint(r))
 		}
 	}()
 	sc := &column.ServerContext{Timezone: time.UTC, VersionMajor: 26, VersionMinor: 9, Revision: 54460}

@@ -57,8 +57,8 @@ func Require(info chschema.ServerInfo, tables []Target, windows []chschema.Table
 			}
 		}
 		if len(missing) > 0 {
-			return fmt.Errorf("delivery exactly_once: table %s has no %s column (the sink fills _topic, _partition and _offset from each record and checks them after a rewind); add them, e.g. ALTER TABLE %s ADD COLUMN _topic LowCardinality(String), ADD COLUMN _partition Int32, ADD COLUMN _offset Int64",
-				t.named(), strings.Join(missing, ", "), quoted(t))
+			return fmt.Errorf("delivery exactly_once: table %s has no %s column (_topic String, _partition Int32, _offset Int64) (docs/guarantees.md#exactly-once-delivery-exactly_once)",
+				t.named(), strings.Join(missing, ", "))
 		}
 		if i >= len(windows) {
 			continue
@@ -102,7 +102,7 @@ func RequireViews(views []chschema.ViewDedup, dependentSetting error) error {
 		}
 	}
 	if len(views) > 0 && dependentSetting != nil {
-		return fmt.Errorf("delivery exactly_once: the sink sends deduplicate_blocks_in_dependent_materialized_views = 1 with every INSERT so that materialized views (%s) skip replayed blocks, but this user may not set it: %v; allow it in the user's profile (readonly = 0 or a constraint that permits it)",
+		return fmt.Errorf("delivery exactly_once: materialized view %s needs deduplicate_blocks_in_dependent_materialized_views = 1, which this user may not set: %v (docs/guarantees.md#materialized-views)",
 			views[0].View, dependentSetting)
 	}
 	return nil

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	"sink/internal/backoff"
@@ -564,7 +563,7 @@ func (e *exactly) onRelease(tps []offsets.TP) {
 	plan := eos.PlanRelease(tps, unrecorded)
 	if plan.Stop {
 		if p.fatal == nil {
-			p.fatal = fmt.Errorf("exactly-once: %s[%d] was given up while batch %d, which also holds %s[%d] of this member, waited for its intent commit to be retried; whether that intent was recorded is unknown, so the batch can neither be inserted nor built again; stopping so that recovery settles it from the group's ledgers",
+			p.fatal = fmt.Errorf("exactly-once: %s[%d] was given up while batch %d (with %s[%d]) retried its intent commit; whether that intent was recorded is unknown (docs/guarantees.md#partitions-given-up-with-work-in-progress)",
 				plan.Lost.Topic, plan.Lost.Partition, plan.StopBatch, plan.Kept.Topic, plan.Kept.Partition)
 		}
 		return
@@ -826,7 +825,7 @@ func (e *exactly) checkPresent(ctx context.Context, r eos.Recovery, l *eos.Ledge
 		// records at these offsets are not inserted.
 		p.log.Warn().Str("topic", r.TP.Topic).Int32("partition", r.TP.Partition).
 			Int64("first_present", spans[0].First).Int64("last_present", spans[n-1].Last).
-			Msg("exactly-once: the table already holds rows of this partition although the group has no committed offset for it; records at those offsets are skipped as present. If the topic was deleted and recreated, those rows are the old topic's: stop, delete them, set the table's deduplication window to 0 and back, reset the group's offsets to the earliest and start again (docs/guarantees.md)")
+			Msg("exactly-once: the table already holds rows of this partition although the group has no committed offset for it; they are skipped as present (docs/guarantees.md#topic-deleted-and-recreated)")
 	}
 	return nil
 }
@@ -881,10 +880,8 @@ func (e *exactly) recreated(tp offsets.TP, why string, tableOf func(string) (str
 		}
 		window = e.windows[ts]
 	}
-	quoted := strings.ReplaceAll(tp.Topic, "'", "\\'")
-	return fmt.Errorf("exactly-once: topic %q was deleted and recreated (partition %d: %s): the group's offsets and the rows of %s from it are the old topic's, and the new topic's records would be skipped as already present; stop the connector, then run ALTER TABLE %s DELETE WHERE _topic = '%s' SETTINGS mutations_sync = 2, ALTER TABLE %s MODIFY SETTING %s = 0 and again = %d, kafka-consumer-groups --bootstrap-server %s --group %s --topic %s --reset-offsets --to-earliest --execute, and start again (docs/guarantees.md)",
-		tp.Topic, tp.Partition, why, table, table, quoted, table, setting, window,
-		strings.Join(p.cfg.Kafka.Brokers, ","), p.cfg.Kafka.Group, tp.Topic)
+	return fmt.Errorf("exactly-once: topic %q was deleted and recreated (partition %d: %s): %s holds the old topic's rows (%s = %d) (docs/guarantees.md#topic-deleted-and-recreated)",
+		tp.Topic, tp.Partition, why, table, setting, window)
 }
 
 // replay rebuilds a pending batch from Kafka, in the canonical order, and
@@ -904,7 +901,7 @@ func (e *exactly) replay(ctx context.Context, in eos.Intent) error {
 			return fmt.Errorf("exactly-once: replaying a pending batch into %s: %w", in.Table, err)
 		}
 		if now != in.Placement {
-			return fmt.Errorf("exactly-once: pending batch %s into %s was split across the cluster's shards under placement %s, and the shards, their weights or the sharding key now place rows under %s; its replay would split it differently, so a shard would drop rows it never got and another insert rows twice. Restore the previous shards and weights (remote_servers, or clickhouse.shards) and the sharding key, start the sink until it has committed past its pending batches, then change them",
+			return fmt.Errorf("exactly-once: pending batch %s into %s was split under placement %s; the shards, weights or sharding key now place rows under %s (docs/cluster.md#exactly-once-on-a-cluster)",
 				in.Token, in.Table, in.Placement, orNone(now))
 		}
 	}

@@ -66,7 +66,8 @@
 // canceled Sink calls and look-ups up to cancelGrace each, and for the
 // poller, whose Poll returns once canceled.
 //
-// The files follow the jobs: ports.go (Source and Sink), fetched.go (polled
+// The files follow the jobs: ports.go (Source, Sink, ExactlyOnce, Sampler
+// and every optional capability asked of them), fetched.go (polled
 // records, decoded while the next fetch is read), routing.go (routes
 // to tables, tables named after their topic), dispatch.go (accumulators,
 // each table's queue and in-flight slots, inserts and their acks),

@@ -12,10 +12,15 @@ import (
 	"sink/internal/offsets"
 )
 
-// The pipeline talks to Kafka and ClickHouse only through the two ports
-// below, so its state machine can be driven by fakes in unit tests.
-// consumer.Consumer is the production Source and writer.Writer the
-// production Sink (ports_test.go asserts both at compile time).
+// The pipeline talks to Kafka and ClickHouse only through the ports
+// below, so its state machine can be driven by fakes in unit tests, and
+// it imports none of the adapters: consumer.Consumer is the production
+// Source, writer.Writer and writer.Cluster the production Sinks, eosio.IO
+// the production ExactlyOnce and advise.Sampler the production Sampler,
+// all wired in by cmd/sink (ports_test.go asserts each at compile time,
+// with the optional capabilities each has; TestUnitImportsNoAdapter
+// checks the imports). The ports speak internal/chtable's vocabulary,
+// which the writer shares.
 
 // Source is the Kafka side: the consumer group member the records come
 // from, where their offsets are committed and where bad records go.

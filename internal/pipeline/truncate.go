@@ -136,9 +136,9 @@ func truncateUnsafe(table string, st *truncState, tp offsets.TP) error {
 	}
 	switch {
 	case tp.Partition != 0:
-		return fmt.Errorf("TRUNCATE event in %s partition %d for table %s: truncate: apply needs single-partition topics (a TRUNCATE in one partition says nothing of records unread in another); set truncate: skip, or use one partition", tp.Topic, tp.Partition, table)
+		return fmt.Errorf("TRUNCATE event in %s partition %d for table %s: truncate: apply needs single-partition topics (docs/formats.md#change-data-capture)", tp.Topic, tp.Partition, table)
 	case st.fed && (st.feed != tp || st.mixed):
-		return fmt.Errorf("TRUNCATE event in %s partition %d for table %s: the table also takes records of %s partition %d, which the TRUNCATE could wipe unseen; truncate: apply needs a table fed by one single-partition topic", tp.Topic, tp.Partition, table, other.Topic, other.Partition)
+		return fmt.Errorf("TRUNCATE event in %s partition %d for table %s: the table also takes records of %s partition %d; truncate: apply needs one feed (docs/formats.md#change-data-capture)", tp.Topic, tp.Partition, table, other.Topic, other.Partition)
 	}
 	return nil
 }

@@ -160,7 +160,7 @@ func fillBlock(ctx context.Context, sink Sink, tab *chtable.Table, blk *decode.B
 		} else {
 			vals, ok := stored[keyString(earlier(c.Row))]
 			if !ok {
-				return &errNoEarlier{fmt.Sprintf("table %s: the row with key %s has no value for column %q in its change event (Debezium's placeholder for an unchanged TOASTed value), and neither the batch nor ClickHouse holds an earlier live row of %s to take it from; set REPLICA IDENTITY FULL on the source table, or load the table's rows first (a snapshot)",
+				return &errNoEarlier{fmt.Sprintf("table %s: the row with key %s has no value for column %q (an unchanged TOASTed value), and no earlier live row of %s has one (docs/formats.md#change-data-capture)",
 					tab.FullName(), describeKey(blk, keys, rowKey(c.Row)), blk.Columns()[c.Col].Name, describeKey(blk, keys, earlier(c.Row)))}
 			}
 			x = vals[slices.Index(needCols, c.Col)]

@@ -721,7 +721,7 @@ func testClusterDistributedSyncAndQuorum(t *testing.T, c testenv.LocalCluster) {
 		}
 		localTable(t, c, db, "q")
 		c.ExecEachNode(t, fmt.Sprintf("CREATE TABLE %s.d_q AS %s.q ENGINE = Distributed(%s, %s, q, cityHash64(k))", db, db, c.Name, db))
-		cfg := clusterConfig(t, fmt.Sprintf("addrs: [%q], cluster: %s, insert_quorum: 2, insert_quorum_timeout: 20s", c.Shards[0][0].Addr, c.Name),
+		cfg := clusterConfig(t, fmt.Sprintf("addrs: [%q], cluster: %s, settings: {insert_quorum: 2, insert_quorum_timeout: 20000}", c.Shards[0][0].Addr, c.Name),
 			fmt.Sprintf("table: %s.d_q, target: local, sharding_key: k", db))
 		cw, _, cols := openCluster(t, cfg, db, "d_q")
 		blk := seqBlock("UInt64", 0, rows, u64Keys(0, rows))

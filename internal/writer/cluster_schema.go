@@ -181,7 +181,7 @@ func (c *Cluster) awaitSchema(ctx context.Context, tt *tableTarget, t *Table) er
 			if so != nil {
 				so.SchemaReleased(full, waited, false)
 			}
-			return fmt.Errorf("clickhouse: table %s: its local tables have had different columns on different replicas for %s (%s): a half-applied ALTER? apply it on every replica (ALTER TABLE … ON CLUSTER, or on each node); the parts were held, not inserted (clickhouse.schema_agreement_timeout %s)",
+			return fmt.Errorf("clickhouse: table %s: replicas have disagreed on its columns for %s (%s), a half-applied ALTER? (schema_agreement_timeout %s) (docs/cluster.md#a-half-applied-alter-is-waited-for)",
 				full, waited.Round(time.Second), strings.Join(diffs, "; "), limit)
 		}
 	}

@@ -126,16 +126,10 @@ func openPool(name string, cfg config.ClickHouse) (*Writer, *tls.Config, string,
 		return nil, nil, "", fmt.Errorf("clickhouse %s: %w", strings.Join(cfg.Addrs, ","), err)
 	}
 	w := &Writer{conn: conn, cfg: cfg, name: name}
-	if len(cfg.Settings) > 0 || cfg.InsertQuorum > 0 || cfg.InsertQuorumTimeout > 0 {
-		w.settings = make(clickhouse.Settings, len(cfg.Settings)+2)
+	if len(cfg.Settings) > 0 {
+		w.settings = make(clickhouse.Settings, len(cfg.Settings))
 		for k, v := range cfg.Settings {
 			w.settings[k] = v
-		}
-		if cfg.InsertQuorum > 0 {
-			w.settings["insert_quorum"] = cfg.InsertQuorum
-		}
-		if cfg.InsertQuorumTimeout > 0 {
-			w.settings["insert_quorum_timeout"] = int(cfg.InsertQuorumTimeout.Milliseconds()) // milliseconds; the driver takes int, not int64
 		}
 	}
 	return w, tlsCfg, password, nil

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"sink/config"
+	"sink/internal/consumer"
 )
 
 // Tuning constants, each a rule the printed arithmetic names.
@@ -197,8 +198,9 @@ func Recommend(topics []Topic, cur *config.Config, tgt Target) Advice {
 	if minBytes < 1 {
 		minBytes = 1
 	}
-	if fmb := cur.Kafka.FetchMaxBytes; fmb > 0 && minBytes > fmb {
-		warn("fetch_min_bytes %s would exceed kafka.fetch_max_bytes %s; capped there (raise fetch_max_bytes to fetch more per request)", minBytes, fmb)
+	// The consumer never asks for more than a fetch holds.
+	if fmb := config.ByteSize(consumer.FetchLimitsFor(cur).MaxBytes); minBytes > fmb {
+		warn("fetch_min_bytes %s would exceed the fetch size %s derived from batch.buffer_memory; capped there (a larger buffer_memory fetches more per request)", minBytes, fmb)
 		minBytes = fmb
 	}
 	a.FetchMinBytes = minBytes

@@ -107,12 +107,13 @@ func TestRecommend(t *testing.T) {
 			[]float64{10_000}, []float64{12}, []string{"one insert per partition (12), 12 inserts/min instead of 1"}})
 
 	// One insert per 10 minutes: fetch_max_wait held at 10s, above a 5s
-	// request timeout, which must grow; 1 GB/s overflows fetch_max_bytes
-	// and 2 × 600 GB the buffer.
+	// request timeout, which must grow; 1 GB/s overflows the fetch size
+	// derived from the default buffer_memory (8 MiB) and 2 × 600 GB the
+	// buffer.
 	f("slow and big", []Topic{topic("a", "db.t", 1, 1_000_000, 1000)}, cfg(t, "kafka: {request_timeout: 5s, fetch_max_wait: 1s}"),
 		Target{InsertsPerMinute: 0.1},
-		want{50 * config.MiB, 10 * time.Second, 40 * time.Second, 1_200_000_000, 1_144_410 * config.MiB, 10 * time.Minute, 610 * time.Second,
-			[]float64{600_000_000}, []float64{0.1}, []string{"would exceed kafka.fetch_max_bytes", "buffer_memory"}})
+		want{8 * config.MiB, 10 * time.Second, 40 * time.Second, 1_200_000_000, 1_144_410 * config.MiB, 10 * time.Minute, 610 * time.Second,
+			[]float64{600_000_000}, []float64{0.1}, []string{"would exceed the fetch size 8MiB", "buffer_memory"}})
 
 	// An idle topic: nothing to wait for, fetch_min_bytes 1.
 	f("idle", []Topic{topic("a", "db.t", 1, 0, 0)}, def, Target{},

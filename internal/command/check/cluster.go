@@ -161,6 +161,6 @@ func sameColumns(route config.Route, local string, tables []replicaTable) error 
 	if len(diffs) == 0 {
 		return nil
 	}
-	return fmt.Errorf("cluster: route table %s (target %s): the local table %s has other columns on some replicas than on shard %d replica %s: %s; an ALTER applied on some replicas only? apply it on every replica (ALTER TABLE … ON CLUSTER) before running",
+	return fmt.Errorf("cluster: route table %s (target %s): the local table %s has other columns on some replicas than on shard %d replica %s: %s; ALTER it ON CLUSTER (docs/cluster.md#a-half-applied-alter-is-waited-for)",
 		route.Table, route.Target, local, ref.shard, ref.addr, strings.Join(diffs, "; "))
 }

@@ -384,10 +384,8 @@ func (v *conv) consumerOverrides() {
 			bytesKey("kafka.fetch_min_bytes")
 		case "fetch.max.wait.ms":
 			ms("kafka.fetch_max_wait")
-		case "fetch.max.bytes":
-			bytesKey("kafka.fetch_max_bytes")
-		case "max.partition.fetch.bytes":
-			bytesKey("kafka.max_partition_fetch_bytes")
+		case "fetch.max.bytes", "max.partition.fetch.bytes":
+			v.notNeeded(key, "the sink sizes its fetches from batch.buffer_memory")
 		case "request.timeout.ms":
 			ms("kafka.request_timeout")
 		case "session.timeout.ms":

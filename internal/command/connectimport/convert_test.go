@@ -201,10 +201,11 @@ func TestConsumerOverrides(t *testing.T) {
 		"consumer.max.poll.records", "5"), Options{})
 	k := cfg.Kafka
 	if k.FetchMinBytes != 2*config.MiB || k.FetchMaxWait != time.Second || k.RequestTimeout != 45*time.Second ||
-		k.MaxPartitionFetchBytes != 4*config.MiB || k.StartOffset != "latest" {
+		k.MaxPartitionFetchBytes != 0 || k.StartOffset != "latest" {
 		t.Errorf("kafka %+v", k)
 	}
 	checkFates(t, r, []fateWant{
+		{"consumer.override.max.partition.fetch.bytes", NotNeeded, "batch.buffer_memory"},
 		{"consumer.override.max.poll.records", NotNeeded, "not poll-sized"},
 		{"consumer.override.isolation.level", Unsupported, "committed"},
 		{"consumer.override.linger", Unsupported, "does not know"},

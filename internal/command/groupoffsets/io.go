@@ -308,7 +308,7 @@ func Window(ctx context.Context, conn driver.Conn, db, table string) (chschema.T
 	}
 	d := ds[0]
 	if d.Setting == "replicated_deduplication_window" && d.Value != "0" {
-		return d, fmt.Errorf("--reload: %s is %s: its deduplication blocks are kept in Keeper and cannot be forgotten, so reloaded batches could be dropped as repeats; rewind without --reload (the rows present are skipped), or TRUNCATE the table and rewind to earliest", d.Table, d.Engine)
+		return d, fmt.Errorf("--reload: %s is %s, whose deduplication blocks in Keeper cannot be forgotten; rewind without --reload (docs/operations.md#offsets)", d.Table, d.Engine)
 	}
 	return d, nil
 }

@@ -186,7 +186,7 @@ func (io *IO) Present(ctx context.Context, t *writer.Table, tp offsets.TP, from,
 		for _, r := range reps {
 			spans, err := io.presentOn(ctx, r.Conn, r.Addr, table, tp, from, to)
 			if err != nil {
-				return nil, fmt.Errorf("exactly-once: shard %d replica %s: %w (every replica of every shard is asked which offsets it holds after a rewind, since a row one replica acknowledged may not have reached the others; the check runs again when the partition is assigned once more)",
+				return nil, fmt.Errorf("exactly-once: shard %d replica %s: %w (every replica is asked which offsets it holds; asked again at the next assignment)",
 					r.Shard, r.Addr, err)
 			}
 			lists = append(lists, spans)

@@ -195,9 +195,6 @@ type Spec struct {
 	// Admin turns on http.admin, so the soak can read the sink's heap
 	// profiles at /debug/pprof/ (loopback listener: no token).
 	Admin bool
-	// FetchMaxBytes is kafka.fetch_max_bytes ("" for the sink's default,
-	// 50MiB, which the sink warns about with a buffer_memory under 100MiB).
-	FetchMaxBytes string
 	// Pad lengthens each good record's v by this many bytes, so a
 	// scenario reaches buffer_memory with fewer records.
 	Pad int
@@ -488,10 +485,6 @@ func setup(ctx context.Context, env Env, s Spec) (*run, error) {
 		topics = append(topics, r.evo.topic)
 		routes = append(routes, fmt.Sprintf("{topic: %q, table: %s%s, schema: {evolve: add_columns}}", r.evo.topic, r.evo.table, routeYAML))
 	}
-	fetchYAML := ""
-	if s.FetchMaxBytes != "" {
-		fetchYAML = "\n  fetch_max_bytes: " + s.FetchMaxBytes
-	}
 	maxRows := s.MaxRows
 	if maxRows == 0 {
 		maxRows = 20000
@@ -504,7 +497,7 @@ kafka:
   session_timeout: 6s
   rebalance_timeout: 20s
   commit_interval: 1s
-  request_timeout: 10s%s
+  request_timeout: 10s
 clickhouse:
   addrs: [%s]%s
   database: chaos
@@ -518,7 +511,7 @@ http: {listen: "%s", admin: %t}
 log: {level: debug, format: json}
 shutdown_timeout: 50s
 delivery: %s
-`, r.group, strings.Join(env.Brokers, ", "), quoted(topics), fetchYAML, quoted(chAddrs), clusterYAML, maxRows, s.Buffer, fanoutYAML, strings.Join(routes, ", "), errorsYAML, s.Listen, s.Admin, cmp.Or(env.Delivery, "at_least_once"))
+`, r.group, strings.Join(env.Brokers, ", "), quoted(topics), quoted(chAddrs), clusterYAML, maxRows, s.Buffer, fanoutYAML, strings.Join(routes, ", "), errorsYAML, s.Listen, s.Admin, cmp.Or(env.Delivery, "at_least_once"))
 	r.cfgPath = filepath.Join(env.WorkDir, r.group+".yaml")
 	if err := os.WriteFile(r.cfgPath, []byte(cfg), 0o644); err != nil {
 		return nil, err

@@ -155,9 +155,6 @@ func Soak(ctx context.Context, env Env, ss SoakSpec) *SoakResult {
 		Name: "soak", Records: profile.Events(), Partitions: 8, Buffer: "64MiB", Instances: 1, BadPercent: 1,
 		Listen: "127.0.0.1:18099", Admin: ss.ProfileEvery > 0,
 		Profile: profile, Fanout: true, Evolve: &Evolve{Partitions: 4, Every: 4},
-		// Under half the buffer, as the sink asks: fetched data waiting to
-		// be decoded is held outside buffer_memory.
-		FetchMaxBytes: "16MiB",
 		Faults: func(ctx context.Context, r *run) error {
 			go func() {
 				t := time.NewTicker(ss.Sample)
