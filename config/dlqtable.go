@@ -89,8 +89,11 @@ func (c *Config) validateDLQTable(p *problems) {
 			p.ident(key, db, "database")
 			p.ident(key, table, "table")
 		}
-		if c.ExactlyOnce() {
-			p.add("%s: not available with delivery: exactly_once yet (exactly-once recovery checks only a route's own table); use errors.dlq_topic", key)
+		if c.ExactlyOnce() && c.ClickHouse.Clustered() {
+			// The dead-letter table on a cluster is written through its
+			// Distributed table, which spreads rows at random: a replayed
+			// batch could land on another shard and be inserted twice.
+			p.add("%s: not available with delivery: exactly_once on a cluster (the dead-letter table is written through a Distributed table that spreads rows at random, so a replayed batch could land on another shard and be inserted twice); use errors.dlq_topic", key)
 		}
 		dbn, tn := c.ClickHouse.Database, name
 		if ok {

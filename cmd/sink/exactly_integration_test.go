@@ -87,3 +87,37 @@ http: {listen: ""}
 		}
 	})
 }
+
+// TestCheckExactlyOnceDLQTableOn26: with delivery exactly_once the
+// dead-letter table is checked like a target: one the user created without
+// a deduplication window is refused by `sink check` in one line with the
+// ALTER TABLE to run, and passes after it.
+func TestCheckExactlyOnceDLQTableOn26(t *testing.T) {
+	brokers := testenv.Kafka(t)
+	topic := testenv.NewTopic(t, 1)
+	s := testenv.Server26(t)
+	ch := s.Conn(t)
+	db := s.NewDatabase(t)
+	testenv.Exec(t, ch,
+		"CREATE TABLE "+db+".events (id UInt64, _topic String, _partition Int32, _offset Int64) ENGINE = MergeTree ORDER BY id SETTINGS non_replicated_deduplication_window = 1000",
+		"CREATE TABLE "+db+".events_dead (_topic String, _partition Int32, _offset Int64, value String, error String) ENGINE = MergeTree ORDER BY (_topic, _partition, _offset)")
+	cfg := writeConfig(t, fmt.Sprintf(`
+name: checkeodlq
+delivery: exactly_once
+kafka: {brokers: [%q], topics: [%q]}
+clickhouse: {addrs: [%q], database: %s}
+routes: [{topic: %q, table: events}]
+errors: {tolerance: all, dlq_table: events_dead}
+http: {listen: ""}
+`, brokers[0], topic, s.Addr, db, topic))
+	alter := "ALTER TABLE `" + db + "`.`events_dead` MODIFY SETTING non_replicated_deduplication_window = 1000"
+	code, _, errOut := sinkCmd(t, "check", "--config", cfg)
+	if code != 1 || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, "table "+db+".events_dead has non_replicated_deduplication_window = 0") || !strings.Contains(errOut, "run: "+alter) {
+		t.Fatalf("sink check: exit %d, stderr %q; want one line refusing %s.events_dead with %q", code, errOut, db, alter)
+	}
+	testenv.Exec(t, ch, alter)
+	code, out, errOut := sinkCmd(t, "check", "--config", cfg)
+	if code != 0 || !strings.Contains(out, "delivery: exactly_once: server and tables support it\n") {
+		t.Fatalf("after the ALTER: exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+}

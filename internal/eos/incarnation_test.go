@@ -82,7 +82,7 @@ func TestPlanRecoveryCarriesTopicID(t *testing.T) {
 		a0: {Offset: 10, Metadata: meta(t, Ledger{Offset: 10, TopicID: idOld})},
 		a1: {Offset: 4, Metadata: meta(t, Ledger{Offset: 4})},
 	}
-	plan := PlanRecovery(snap, []offsets.TP{a0, a1}, func(string) (string, bool) { return "db.t", true })
+	plan := PlanRecovery(snap, []offsets.TP{a0, a1}, func(string) []string { return []string{"db.t"} })
 	got := map[string]string{}
 	for _, r := range plan.Parts {
 		got[r.TP.Topic+string(rune('0'+r.TP.Partition))] = r.TopicID

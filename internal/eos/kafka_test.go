@@ -114,7 +114,7 @@ func TestIntentCommitFencedByGeneration(t *testing.T) {
 		}
 	}
 	// And the plan a new owner makes from it rebuilds the batch.
-	plan := PlanRecovery(snap, []offsets.TP{tp("t", 1)}, func(string) (string, bool) { return "db.t", true })
+	plan := PlanRecovery(snap, []offsets.TP{tp("t", 1)}, func(string) []string { return []string{"db.t"} })
 	if len(plan.Replays) != 0 || !plan.Parts[0].Check {
 		// tokA is not the token of these ranges: incomplete, so checked
 		t.Fatalf("plan: %+v", plan)

@@ -2,6 +2,7 @@ package eos
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"sink/internal/offsets"
@@ -58,24 +59,15 @@ type Plan struct {
 	Notes []string
 }
 
-// Covered returns the ranges of tp that the replays insert.
-func (p *Plan) Covered(tp offsets.TP) []Range {
-	var out []Range
-	for _, in := range p.Replays {
-		for _, r := range in.Ranges {
-			if r.TP == tp {
-				out = append(out, r)
-			}
-		}
-	}
-	return out
-}
-
 // PlanRecovery decides, from the group's committed offsets, what each
 // assigned partition needs (docs/exactly-once.md, "Recovery on assignment").
-// tableOf names the table (db.table) a topic's records go to; ok false for
-// a topic the sink does not write.
-func PlanRecovery(snap Snapshot, assigned []offsets.TP, tableOf func(topic string) (string, bool)) *Plan {
+// tablesOf names the tables (db.table) a topic's records may go to: its
+// route's table, and its dead-letter table when its bad records get rows;
+// none for a topic the sink does not write. An intent is complete when
+// every partition it names has its entry and the token recomputed for one
+// table every one of their topics may go to is the intent's token: the
+// token says which of the tables the batch was for.
+func PlanRecovery(snap Snapshot, assigned []offsets.TP, tablesOf func(topic string) []string) *Plan {
 	plan := &Plan{}
 	// Every valid ledger of the group, for gathering the entries of a token.
 	ledgers := map[offsets.TP]Ledger{}
@@ -108,16 +100,14 @@ func PlanRecovery(snap Snapshot, assigned []offsets.TP, tableOf func(topic strin
 		var in *Intent
 		if len(fs) > 0 && len(fs) == fs[0].e.N {
 			rs := make([]Range, len(fs))
-			table, same := "", true
+			same := true
 			for i, f := range fs {
 				rs[i] = Range{TP: f.tp, First: f.e.First, Last: f.e.Last}
-				t, ok := tableOf(f.tp.Topic)
-				if !ok || (i > 0 && t != table) || f.e.N != fs[0].e.N || f.e.Placement != fs[0].e.Placement {
+				if f.e.N != fs[0].e.N || f.e.Placement != fs[0].e.Placement {
 					same = false
 				}
-				table = t
 			}
-			if same && Token(table, rs) == token {
+			if table, ok := intentTable(fs[0].tp.Topic, rs, token, tablesOf); same && ok {
 				SortRanges(rs)
 				in = &Intent{Token: token, Table: table, Ranges: rs, Placement: fs[0].e.Placement}
 			}
@@ -172,6 +162,24 @@ func PlanRecovery(snap Snapshot, assigned []offsets.TP, tableOf func(topic strin
 	}
 	sort.Slice(plan.Replays, func(i, j int) bool { return plan.Replays[i].Token < plan.Replays[j].Token })
 	return plan
+}
+
+// intentTable is the table of the batch with token over rs: the one among
+// the tables of topic (a topic of rs) whose token over rs is token, and
+// which every topic of rs may go to.
+func intentTable(topic string, rs []Range, token string, tablesOf func(string) []string) (string, bool) {
+	for _, t := range tablesOf(topic) {
+		if Token(t, rs) != token {
+			continue
+		}
+		for _, r := range rs {
+			if !slices.Contains(tablesOf(r.TP.Topic), t) {
+				return "", false
+			}
+		}
+		return t, true
+	}
+	return "", false
 }
 
 // Incarnation says whether a partition's topic is not the one the group's

@@ -2,6 +2,7 @@ package eos
 
 import (
 	"reflect"
+	"sort"
 	"testing"
 
 	"sink/internal/chschema"
@@ -18,12 +19,12 @@ func meta(t *testing.T, l Ledger) string {
 }
 
 func TestPlanRecovery(t *testing.T) {
-	tables := func(topic string) (string, bool) {
+	tables := func(topic string) []string {
 		switch topic {
 		case "a", "b":
-			return "db.t", true
+			return []string{"db.t"}
 		}
-		return "", false
+		return nil
 	}
 	a0, a1, b0 := tp("a", 0), tp("a", 1), tp("b", 0)
 	// B spans a0 10..19, a1 5..8, b0 0..3.
@@ -106,7 +107,7 @@ func TestPlanRecovery(t *testing.T) {
 
 func TestPlanMalformedIsNoted(t *testing.T) {
 	p := PlanRecovery(Snapshot{tp("a", 0): {Offset: 3, Metadata: "sink-eo1 @3 garbage"}}, []offsets.TP{tp("a", 0)},
-		func(string) (string, bool) { return "db.t", true })
+		func(string) []string { return []string{"db.t"} })
 	if len(p.Notes) != 1 || !p.Parts[0].Check || p.Parts[0].CheckTo != -1 {
 		t.Fatalf("%+v", p)
 	}
@@ -179,7 +180,7 @@ func (b fakeBlock) ColumnData(i int) any { return []any{b.s, b.n, b.p}[i] }
 // entries recorded; entries of one token that disagree on it are not one
 // batch, so the intent is incomplete and its regions are checked.
 func TestPlanRecoveryPlacement(t *testing.T) {
-	tables := func(string) (string, bool) { return "db.t", true }
+	tables := func(string) []string { return []string{"db.t"} }
 	a0, a1 := tp("a", 0), tp("a", 1)
 	rs := []Range{{a0, 0, 4}, {a1, 0, 2}}
 	tok := Token("db.t", rs)
@@ -197,4 +198,80 @@ func TestPlanRecoveryPlacement(t *testing.T) {
 	if len(p.Replays) != 0 || !p.Parts[0].Check || p.Parts[0].CheckTo != 5 || !p.Parts[1].Check || p.Parts[1].CheckTo != 3 {
 		t.Fatalf("plan %+v; want no replay and both regions checked", p)
 	}
+}
+
+// TestPlanRecoveryDeadLetterTable: a partition's records go to its route's
+// table and, the bad ones, to a dead-letter table that several routes (and
+// records no route takes) share. A batch of either is complete when its
+// token is the one of a table every topic it spans may go to; its intent
+// names that table.
+func TestPlanRecoveryDeadLetterTable(t *testing.T) {
+	tables := func(topic string) []string {
+		switch topic {
+		case "a":
+			return []string{"db.t", "db.dlq"}
+		case "b":
+			return []string{"db.u", "db.dlq"}
+		case "z": // no route: its records go to the dead-letter table
+			return []string{"db.dlq"}
+		}
+		return nil
+	}
+	a0, b0, z0 := tp("a", 0), tp("b", 0), tp("z", 0)
+	entries := func(tok string, rs []Range) map[offsets.TP]Entry {
+		m := map[offsets.TP]Entry{}
+		for _, r := range rs {
+			m[r.TP] = Entry{Token: tok, First: r.First, Last: r.Last, N: len(rs)}
+		}
+		return m
+	}
+	// snap commits each partition at off with the entries given, in order.
+	snap := func(off int64, es ...map[offsets.TP]Entry) Snapshot {
+		s := Snapshot{}
+		for _, p := range []offsets.TP{a0, b0, z0} {
+			l := Ledger{Offset: off}
+			for _, m := range es {
+				if e, ok := m[p]; ok {
+					l.Entries = append(l.Entries, e)
+				}
+			}
+			s[p] = Committed{Offset: off, Metadata: meta(t, l)}
+		}
+		return s
+	}
+	dRanges := []Range{{a0, 3, 40}, {b0, 7, 7}}
+	tRanges := []Range{{a0, 0, 50}}
+	zRanges := []Range{{a0, 41, 41}, {z0, 0, 9}}
+	dTok, tTok, zTok := Token("db.dlq", dRanges), Token("db.t", tRanges), Token("db.dlq", zRanges)
+	for _, tc := range []struct {
+		name    string
+		snap    Snapshot
+		replays []Intent
+		check   bool // a0 gets a check region
+	}{
+		{"dead-letter batch over two routes' topics", snap(0, entries(dTok, dRanges)),
+			[]Intent{{Token: dTok, Table: "db.dlq", Ranges: dRanges}}, false},
+		{"target and dead-letter batches over the same offsets", snap(0, entries(tTok, tRanges), entries(dTok, dRanges)),
+			sortedIntents(Intent{Token: tTok, Table: "db.t", Ranges: tRanges}, Intent{Token: dTok, Table: "db.dlq", Ranges: dRanges}), false},
+		{"dead-letter batch with a topic no route takes", snap(0, entries(zTok, zRanges)),
+			[]Intent{{Token: zTok, Table: "db.dlq", Ranges: zRanges}}, false},
+		// The token of a's route table over a topic whose route writes
+		// another table: no table fits both, so it is checked.
+		{"token of a table one topic does not go to", snap(0, entries(Token("db.t", dRanges), dRanges)), nil, true},
+		{"token of a table no topic goes to", snap(0, entries(Token("db.x", dRanges), dRanges)), nil, true},
+	} {
+		p := PlanRecovery(tc.snap, []offsets.TP{a0}, tables)
+		if !reflect.DeepEqual(p.Replays, tc.replays) {
+			t.Errorf("%s: replays\n got %+v\nwant %+v", tc.name, p.Replays, tc.replays)
+		}
+		if len(p.Parts) != 1 || p.Parts[0].Check != tc.check {
+			t.Errorf("%s: parts %+v, want check %v", tc.name, p.Parts, tc.check)
+		}
+	}
+}
+
+// sortedIntents orders intents by token, as PlanRecovery does.
+func sortedIntents(in ...Intent) []Intent {
+	sort.Slice(in, func(i, j int) bool { return in[i].Token < in[j].Token })
+	return in
 }

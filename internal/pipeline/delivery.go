@@ -24,6 +24,13 @@ type delivery interface {
 	// skip reports whether a record is already in its table (it is then
 	// handled without a row).
 	skip(tp offsets.TP, offset int64) bool
+	// coveredRow reports whether a record that decoded into a row of its
+	// route's table is already in that table; deadLettered, whether a bad
+	// record meant for route rs (nil: none) is already handled. Both
+	// decide after the decode what skip cannot tell before it (a
+	// dead-letter table may hold the offset instead).
+	coveredRow(tp offsets.TP, offset int64) bool
+	deadLettered(tp offsets.TP, offset int64, rs *routeState) bool
 	// onRow notes the row of tp just appended to a's open batch.
 	onRow(a *accState, tp offsets.TP)
 	// onSeal notes that a's open batch was sealed as b.
@@ -62,17 +69,19 @@ var errInsertLater = errors.New("insert later")
 // batches before them are in; a restart may insert a batch again.
 type atLeastOnce struct{ p *Pipeline }
 
-func (atLeastOnce) check(context.Context) error               { return nil }
-func (atLeastOnce) skip(offsets.TP, int64) bool               { return false }
-func (atLeastOnce) onRow(*accState, offsets.TP)               {}
-func (atLeastOnce) onSeal(*accState, *sealedBatch)            {}
-func (atLeastOnce) waiting(*tableState) bool                  { return false }
-func (atLeastOnce) onAck(*tableState, uint64)                 {}
-func (atLeastOnce) onAssign(context.Context, []offsets.TP)    {}
-func (atLeastOnce) onRelease([]offsets.TP)                    {}
-func (atLeastOnce) nextRetry(time.Time) (time.Duration, bool) { return 0, false }
-func (atLeastOnce) retryDue(context.Context)                  {}
-func (atLeastOnce) stuckOn() string                           { return "" }
+func (atLeastOnce) check(context.Context) error                      { return nil }
+func (atLeastOnce) skip(offsets.TP, int64) bool                      { return false }
+func (atLeastOnce) coveredRow(offsets.TP, int64) bool                { return false }
+func (atLeastOnce) deadLettered(offsets.TP, int64, *routeState) bool { return false }
+func (atLeastOnce) onRow(*accState, offsets.TP)                      {}
+func (atLeastOnce) onSeal(*accState, *sealedBatch)                   {}
+func (atLeastOnce) waiting(*tableState) bool                         { return false }
+func (atLeastOnce) onAck(*tableState, uint64)                        {}
+func (atLeastOnce) onAssign(context.Context, []offsets.TP)           {}
+func (atLeastOnce) onRelease([]offsets.TP)                           {}
+func (atLeastOnce) nextRetry(time.Time) (time.Duration, bool)        { return 0, false }
+func (atLeastOnce) retryDue(context.Context)                         {}
+func (atLeastOnce) stuckOn() string                                  { return "" }
 
 // beforeInsert inserts b's block as it is, with the dead-letter table's
 // settings when ts is one.

@@ -229,8 +229,20 @@ func (p *Pipeline) abandonBlocked() {
 // inserted (dlqtable.go); or, with errors.tolerance none, it stops the
 // connector before anything past it is committed. rs is the route the
 // record was meant for (nil: none takes it).
+//
+// Under exactly-once a bad record that recovery found handled is skipped
+// (the delivery's deadLettered): its row is in its dead-letter table, or it has none
+// and its copy went to the topic; with both, only the copy is sent again.
 func (p *Pipeline) badRecord(writeCtx context.Context, tp offsets.TP, r *kgo.Record, err error, rs *routeState) {
-	units, acc, ok := p.divert(writeCtx, tp, r, err, rs)
+	row := true
+	if p.dlv.deadLettered(tp, r.Offset, rs) {
+		if p.cfg.Errors.DLQTopic == "" || p.dlqTableOf(rs) == nil {
+			p.alreadyIn(tp, r)
+			return
+		}
+		row = false // the topic stays at-least-once: its copy is sent again
+	}
+	units, acc, ok := p.divert(writeCtx, tp, r, err, rs, row)
 	if !ok {
 		return
 	}
@@ -244,23 +256,20 @@ func (p *Pipeline) badRecord(writeCtx context.Context, tp offsets.TP, r *kgo.Rec
 	}
 }
 
-// divert starts the dead-letter produce of r and/or appends its row to
-// its dead-letter table's open batch, and returns the units its record is
+// divert starts the dead-letter produce of r and/or, when row, appends its
+// row to its dead-letter table's open batch, and returns the units its record is
 // tracked under, which the caller adds to the tracker (AddShared when
 // both), and the batch that holds its row (nil: none), which the caller
 // passes to added once the record is tracked. ok is false when
 // errors.tolerance is none, or the row cannot be built: the connector
 // stops instead.
-func (p *Pipeline) divert(writeCtx context.Context, tp offsets.TP, r *kgo.Record, err error, rs *routeState) (units []uint64, acc *accState, ok bool) {
+func (p *Pipeline) divert(writeCtx context.Context, tp offsets.TP, r *kgo.Record, err error, rs *routeState, row bool) (units []uint64, acc *accState, ok bool) {
 	if p.cfg.Errors.Tolerance != "all" {
 		p.fatal = fmt.Errorf("%w (errors.tolerance is none: stopping; set errors.tolerance: all and errors.dlq_topic or errors.dlq_table to divert bad records)", err)
 		return nil, nil, false
 	}
-	meant := ""
-	if rs != nil && rs.table != nil {
-		meant = rs.table.t.FullName()
-	}
-	if ts := p.dlqTableOf(rs); ts != nil {
+	meant := meantFor(rs)
+	if ts := p.dlqTableOf(rs); ts != nil && row {
 		a, rerr := p.deadLetterRow(ts, tp, r, err, meant)
 		if rerr != nil {
 			p.fatal = rerr

@@ -15,6 +15,7 @@ import (
 	"sink/internal/chschema"
 	"sink/internal/chtable"
 	"sink/internal/decode"
+	"sink/internal/eos"
 	"sink/internal/errtext"
 	"sink/internal/offsets"
 	"sink/internal/route"
@@ -44,6 +45,11 @@ import (
 // bad record among them gets its row again (at-least-once, like every
 // row; the table's ORDER BY puts the copies side by side, see
 // docs/guarantees.md for the query that reads each record once).
+//
+// Under exactly-once a dead-letter batch is recorded and inserted with a
+// token like any batch (exactly.go): recovery replays it (replay,
+// deadLetterBlock) or finds its rows in the table, and a bad record
+// whose row is in is skipped (deadLettered), so each has one row.
 
 // DLQ table column names. _topic, _partition, _offset, _timestamp and
 // _key read their record attributes by default (route.DefaultSource);
@@ -231,13 +237,22 @@ func PlanDLQTables(ctx context.Context, cfg *config.Config, w TableCreator) ([]D
 }
 
 // dlqSpec is DLQTableSpec for the config on a server, refusing a TTL the
-// server cannot keep (TTL came in ClickHouse 19.6).
+// server cannot keep (TTL came in ClickHouse 19.6). Under exactly-once the
+// table remembers the tokens of its last eos.DefaultWindow INSERTs
+// (non_replicated_deduplication_window; ClickHouse's default is 0), so
+// that a replayed dead-letter batch is dropped if it had landed; on a
+// server without tokens exactly-once is refused with its own line
+// (eos.Require), so the setting is left out there.
 func (p *Pipeline) dlqSpec(db, name string, info chschema.ServerInfo) (chtable.TableSpec, error) {
 	e := p.cfg.Errors
 	if e.DLQTableTTL > 0 && !info.Version.AtLeast(19, 6) {
 		return chtable.TableSpec{}, fmt.Errorf("dead-letter table %s.%s: errors.dlq_table_ttl needs ClickHouse 19.6 or later (the server is %s); set it to 0 or create the table yourself", db, name, info.Version)
 	}
-	return DLQTableSpec(db, name, info.EvolveTypes(), e.DLQTableTTL, p.cfg.ClickHouse.Cluster), nil
+	spec := DLQTableSpec(db, name, info.EvolveTypes(), e.DLQTableTTL, p.cfg.ClickHouse.Cluster)
+	if p.cfg.ExactlyOnce() && info.DedupToken && spec.Cluster == "" {
+		spec.Settings = map[string]any{"non_replicated_deduplication_window": eos.DefaultWindow}
+	}
+	return spec, nil
 }
 
 // dlqTableOf is the dead-letter table of rs's bad records (rs nil: a
@@ -257,15 +272,35 @@ func (p *Pipeline) dlqTableOf(rs *routeState) *tableState {
 // deadLetterRow appends r's dead-letter row to ts's open batch and returns
 // that batch; the caller tracks r under its unit, then calls added.
 func (p *Pipeline) deadLetterRow(ts *tableState, tp offsets.TP, r *kgo.Record, cause error, meant string) (*accState, error) {
+	a := p.accFor(ts, tp)
+	if err := p.appendDeadLetter(a.acc.Data(), ts, r, cause, meant); err != nil {
+		return nil, err
+	}
+	p.dlv.onRow(a, tp)
+	return a, nil
+}
+
+// appendDeadLetter appends r's dead-letter row (meant for table meant, bad
+// because of cause) to blk, a block of dead-letter table ts: an open
+// batch, or a pending batch rebuilt by exactly-once recovery.
+func (p *Pipeline) appendDeadLetter(blk *decode.Block, ts *tableState, r *kgo.Record, cause error, meant string) error {
 	d := p.dlqt
 	d.env = appendEnvelope(d.env[:0], r, cause, meant, int(p.cfg.Errors.DLQValueMax), p.now())
 	d.rec = kgo.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp, Key: r.Key, Value: d.env}
-	a := p.accFor(ts, tp)
-	if err := ts.plan.Append(a.acc.Data(), &d.rec); err != nil {
-		return nil, fmt.Errorf("dead-letter table %s: the row of %s[%d] offset %d: %w", ts.t.FullName(), tp.Topic, tp.Partition, r.Offset, err)
+	if err := ts.plan.Append(blk, &d.rec); err != nil {
+		return fmt.Errorf("dead-letter table %s: the row of %s[%d] offset %d: %w", ts.t.FullName(), r.Topic, r.Partition, r.Offset, err)
 	}
 	d.rec = kgo.Record{}
-	return a, nil
+	return nil
+}
+
+// meantFor is the table rs's records are meant for ("" when rs is nil: no
+// route takes them), as a dead-letter row's target_table says.
+func meantFor(rs *routeState) string {
+	if rs != nil && rs.table != nil {
+		return rs.table.t.FullName()
+	}
+	return ""
 }
 
 // appendEnvelope appends the JSON object of r's dead-letter row to dst.

@@ -34,6 +34,16 @@ type dlqKill9 struct {
 	ch     driver.Conn
 	db     string
 	create []string
+	// exactlyOnce runs with delivery: exactly_once: every record is then a
+	// row of one of the two tables once, with no duplicate to read away.
+	exactlyOnce bool
+	// kills are the fractions of the records committed at which the run is
+	// killed with SIGKILL and started again (default: one tenth); a kill
+	// after the first waits for the restarted run to commit more too.
+	kills []float64
+	// maxRows is batch.max_rows (default 1000): smaller batches take the
+	// stream in more steps, so that a kill falls between them.
+	maxRows int
 }
 
 // TestDLQTableKill9 streams 20,000 records over four partitions, 1% of
@@ -92,6 +102,26 @@ func TestDLQTableKill9Cluster(t *testing.T) {
 	})
 }
 
+// TestDLQTableKill9ExactlyOnceOn26 is TestDLQTableKill9 with delivery:
+// exactly_once on 26.9 (the only server with deduplication tokens): the
+// target is a plain MergeTree with a deduplication window, the sink
+// creates the dead-letter table (with its own window), and the run is
+// killed twice, at a tenth and at half of the records committed. At the
+// end every record is a row of the target or of the dead-letter table,
+// once: rows in the target + rows in the dead-letter table = records
+// produced, and no (topic, partition, offset) twice in either table or
+// across both, without FINAL or LIMIT BY.
+func TestDLQTableKill9ExactlyOnceOn26(t *testing.T) {
+	bin := buildSink(t)
+	s := testenv.Server26(t)
+	db := s.NewDatabase(t)
+	runDLQKill9(t, bin, dlqKill9{
+		chKeys: fmt.Sprintf("addrs: [%s]\n  database: %s", s.Addr, db),
+		ch:     s.Conn(t), db: db, exactlyOnce: true, kills: []float64{0.1, 0.5}, maxRows: 100,
+		create: []string{fmt.Sprintf("CREATE TABLE %s.ev (id UInt64, _topic String, _partition Int32, _offset Int64) ENGINE = MergeTree ORDER BY (_partition, _offset) SETTINGS non_replicated_deduplication_window = 1000", db)},
+	})
+}
+
 func buildSink(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "sink")
@@ -131,7 +161,24 @@ func runDLQKill9(t *testing.T, bin string, e dlqKill9) {
 	recs := produceDLQStream(t, topic, values)
 	group := "dlqtable-" + topic
 	cfgPath := filepath.Join(t.TempDir(), "sink.yaml")
+	delivery := "at_least_once"
+	if e.exactlyOnce {
+		delivery = "exactly_once"
+	}
+	level := "warn"
+	if e.exactlyOnce {
+		level = "info" // the log shows what recovery replayed and skipped
+	}
+	maxRows := e.maxRows
+	if maxRows == 0 {
+		maxRows = 1000
+	}
+	kills := e.kills
+	if len(kills) == 0 {
+		kills = []float64{0.1}
+	}
 	yaml := fmt.Sprintf(`name: %s
+delivery: %s
 kafka:
   brokers: [%s]
   topics: [%s]
@@ -142,7 +189,7 @@ kafka:
 clickhouse:
   %s
 batch:
-  max_rows: 1000
+  max_rows: %d
   max_wait: 200ms
 routes:
   - topic: %s
@@ -154,8 +201,8 @@ errors:
 http:
   listen: ""
 log:
-  level: warn
-`, group, testenv.Kafka(t)[0], topic, e.chKeys, topic, e.target)
+  level: %s
+`, group, delivery, testenv.Kafka(t)[0], topic, e.chKeys, maxRows, topic, e.target, level)
 	if err := os.WriteFile(cfgPath, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -183,50 +230,62 @@ log:
 	}
 
 	child := startSink(t, bin, cfgPath)
-	deadline := time.Now().Add(2 * time.Minute)
-	// Killed once a tenth is committed: the committed offsets are then past
-	// bad records of every partition (one in 101), whose rows must be in.
 	sum := func(m map[int32]int64) (n int64) {
 		for _, o := range m {
 			n += o
 		}
 		return n
 	}
-	for sum(fetchCommitted(t, group, topic)) < n/10 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the group committed %v after 2 minutes", fetchCommitted(t, group, topic))
+	var old map[string]bool // the members before the last kill
+	var last int64          // the records committed at the last kill
+	for _, frac := range kills {
+		if last == n {
+			break // the stream was done at the last kill
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	// The killed run stays a member of the group until its session times
-	// out: the restart is known to be up by a member id of its own.
-	old := groupMembers(t, group)
-	if err := child.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = child.Wait()
-	committed := fetchCommitted(t, group, topic)
-	good, dead := where("ev", true), where("ev_dead", true)
-	below := 0
-	for i, r := range recs {
-		if r.offset >= committed[r.partition] {
-			continue
+		if old != nil {
+			// The restarted run is known to be up by a member id of its
+			// own: the killed run stays a member until its session
+			// times out.
+			waitNewMember(t, group, old, 2*time.Minute)
 		}
-		below++
-		k := [2]int64{int64(r.partition), r.offset}
-		if _, isBad := dlqValue(i); isBad && dead[k] == 0 || !isBad && good[k] == 0 {
-			t.Errorf("record %d (partition %d offset %d, bad %v) is below the committed offset %d but in neither table", i, r.partition, r.offset, isBad, committed[r.partition])
+		// Killed once frac of the records is committed (and more than at
+		// the last kill): the committed offsets are then past bad records
+		// of every partition (one in 101), whose rows must be in.
+		deadline := time.Now().Add(2 * time.Minute)
+		for c := sum(fetchCommitted(t, group, topic)); c < int64(frac*n) || c <= last; c = sum(fetchCommitted(t, group, topic)) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the group committed %v after 2 minutes", fetchCommitted(t, group, topic))
+			}
+			time.Sleep(10 * time.Millisecond)
 		}
+		old = groupMembers(t, group)
+		if err := child.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		_ = child.Wait()
+		committed := fetchCommitted(t, group, topic)
+		last = sum(committed)
+		good, dead := where("ev", true), where("ev_dead", true)
+		below := 0
+		for i, r := range recs {
+			if r.offset >= committed[r.partition] {
+				continue
+			}
+			below++
+			k := [2]int64{int64(r.partition), r.offset}
+			if _, isBad := dlqValue(i); isBad && dead[k] == 0 || !isBad && good[k] == 0 {
+				t.Errorf("record %d (partition %d offset %d, bad %v) is below the committed offset %d but in neither table", i, r.partition, r.offset, isBad, committed[r.partition])
+			}
+		}
+		t.Logf("killed with %d of %d records committed; %d dead-letter rows", below, n, len(dead))
+		child = startSink(t, bin, cfgPath)
 	}
-	t.Logf("killed with %d of %d records committed; %d dead-letter rows", below, n, len(dead))
-
-	child = startSink(t, bin, cfgPath)
 	// Everything may be committed already (the first run can get that far
 	// before its kill): wait until the new run has joined the group, which
 	// it does after setting up its signal handling, before stopping it.
 	waitNewMember(t, group, old, 2*time.Minute)
 	ends := endOffsets(t, topic)
-	deadline = time.Now().Add(3 * time.Minute)
+	deadline := time.Now().Add(3 * time.Minute)
 	for {
 		c := fetchCommitted(t, group, topic)
 		done := true
@@ -248,18 +307,34 @@ log:
 		t.Fatalf("sink run after SIGTERM: %v", err)
 	}
 
-	good, dead = where("ev", true), where("ev_dead", true)
+	good, dead := where("ev", true), where("ev_dead", true)
 	if len(good)+len(dead) != n || len(dead) != bad {
 		t.Errorf("%d distinct offsets in ev + %d in ev_dead, want %d records (%d bad)", len(good), len(dead), n, bad)
 	}
-	replayed := 0
+	replayed, total := 0, 0
 	for k, c := range dead {
 		if good[k] > 0 {
 			t.Errorf("partition %d offset %d is both a row and a dead letter", k[0], k[1])
 		}
 		replayed += c - 1
+		total += c
 	}
-	t.Logf("dead-letter rows written twice by the replay after the kill (at-least-once): %d", replayed)
+	for _, c := range good {
+		total += c
+	}
+	if e.exactlyOnce {
+		// Exactly once: no copy at all, in either table.
+		if total != n || replayed != 0 {
+			t.Errorf("exactly-once: %d rows in ev + ev_dead (%d dead-letter rows written twice), want %d, one per record", total, replayed, n)
+		}
+		for k, c := range good {
+			if c != 1 {
+				t.Errorf("exactly-once: partition %d offset %d is %d rows of ev", k[0], k[1], c)
+			}
+		}
+	} else {
+		t.Logf("dead-letter rows written twice by the replay after the kill (at-least-once): %d", replayed)
+	}
 	// sink report counts each bad record once, however often it was written.
 	out, err := exec.Command(bin, "report", "--config", cfgPath, "--table", e.db+".ev", "--since", "1h", "--format", "json").Output()
 	if err != nil {

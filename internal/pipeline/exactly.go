@@ -8,10 +8,13 @@ import (
 	"sort"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"sink/internal/backoff"
 	"sink/internal/batch"
 	"sink/internal/chschema"
 	"sink/internal/chtable"
+	"sink/internal/decode"
 	"sink/internal/eos"
 	"sink/internal/kafkaerr"
 	"sink/internal/offsets"
@@ -32,6 +35,12 @@ type exactly struct {
 	// covers are offsets already in the table (found by the table check, or
 	// inserted by a replay): their records are not inserted again.
 	covers map[offsets.TP]eos.Covers
+	// dlqCovers are, likewise, offsets whose bad records already have
+	// their row in the partition's dead-letter table: the ranges of a
+	// dead-letter batch overlap those of the route's batches (a bad record
+	// lies between good ones), so a record's own table decides
+	// (coveredRow, deadLettered).
+	dlqCovers map[offsets.TP]eos.Covers
 	// rows records the partition of each row of an open batch, for the
 	// canonical order.
 	rows map[*accState]*rowParts
@@ -255,7 +264,7 @@ func (p *Pipeline) CheckExactlyOnce(ctx context.Context) error {
 	if p.eoIO == nil {
 		return errNoExactlyOnceIO
 	}
-	tables := p.Tables()
+	tables := p.eoTables()
 	windows, err := p.eoIO.Windows(ctx, tables)
 	if err != nil {
 		return err
@@ -277,6 +286,18 @@ func (p *Pipeline) CheckExactlyOnce(ctx context.Context) error {
 	return nil
 }
 
+// eoTables are the tables exactly-once inserts into: the routes' (Tables)
+// and the dead-letter tables.
+func (p *Pipeline) eoTables() []*chtable.Table {
+	out := p.Tables()
+	for _, key := range p.cfg.DLQTables() {
+		if ts := p.tables[key]; ts != nil && p.isDLQTable(ts) {
+			out = append(out, ts.t)
+		}
+	}
+	return out
+}
+
 // errNoExactlyOnceIO is the refusal of an exactly-once pipeline built
 // without WithExactlyOnce.
 var errNoExactlyOnceIO = errors.New("delivery exactly_once needs the exactly-once I/O (pipeline.WithExactlyOnce)")
@@ -294,32 +315,65 @@ func (p *Pipeline) initDelivery() {
 		return
 	}
 	p.eo = &exactly{
-		p:        p,
-		ledgers:  map[offsets.TP]*eos.Ledger{},
-		start:    map[offsets.TP]int64{},
-		covers:   map[offsets.TP]eos.Covers{},
-		rows:     map[*accState]*rowParts{},
-		batches:  map[uint64]*eoBatch{},
-		windows:  map[*tableState]int64{},
-		settings: map[*tableState]string{},
-		inserts:  map[*tableState]int64{},
-		marks:    map[string]eoMark{},
-		retries:  map[*tableState]*intentRetry{},
+		p:         p,
+		ledgers:   map[offsets.TP]*eos.Ledger{},
+		start:     map[offsets.TP]int64{},
+		covers:    map[offsets.TP]eos.Covers{},
+		dlqCovers: map[offsets.TP]eos.Covers{},
+		rows:      map[*accState]*rowParts{},
+		batches:   map[uint64]*eoBatch{},
+		windows:   map[*tableState]int64{},
+		settings:  map[*tableState]string{},
+		inserts:   map[*tableState]int64{},
+		marks:     map[string]eoMark{},
+		retries:   map[*tableState]*intentRetry{},
 	}
 	p.dlv = p.eo
 }
 
 // skip is called for every record before it is routed: it notes where a
 // partition without a committed offset started, and reports whether the
-// record is already in the table.
+// record is already in the table. With dead-letter tables that cannot be
+// told before the record is decoded: a bad record inside a range of its
+// route's table is not one of its rows, and is skipped only if its row is
+// in its dead-letter table. decodeRecord and badRecord decide then
+// (coveredRow, deadLettered).
 func (e *exactly) skip(tp offsets.TP, offset int64) bool {
 	if l := e.ledgers[tp]; l != nil && l.Offset < 0 {
 		if _, ok := e.start[tp]; !ok {
 			e.start[tp] = offset
 		}
 	}
+	if e.deadLetterRows() {
+		return false
+	}
 	// The spans stay until the committed offset passes them (committed):
 	// a partition sought back (onRelease) reads these offsets again.
+	return e.covers[tp].Contains(offset)
+}
+
+// deadLetterRows reports whether bad records may become rows of a
+// dead-letter table, so that whether a record is handled is known only
+// once it is decoded.
+func (e *exactly) deadLetterRows() bool { return e.p.dlqt != nil && len(e.p.dlqt.tables) > 0 }
+
+// coveredRow reports whether the record at offset of tp, which decoded
+// into a row of its route's table, is already in that table (decided here
+// rather than in skip when deadLetterRows).
+func (e *exactly) coveredRow(tp offsets.TP, offset int64) bool {
+	return e.deadLetterRows() && e.covers[tp].Contains(offset)
+}
+
+// deadLettered reports whether the bad record at offset of tp, meant
+// for route rs (nil: none), is already handled: its row is in its
+// dead-letter table, or, when its bad records get no row, it lies in a
+// range of its route's table that is in (its copy reached the dead-letter
+// topic before: no batch holding a record after it is recorded until
+// then, blockedBy).
+func (e *exactly) deadLettered(tp offsets.TP, offset int64, rs *routeState) bool {
+	if e.p.dlqTableOf(rs) != nil {
+		return e.dlqCovers[tp].Contains(offset)
+	}
 	return e.covers[tp].Contains(offset)
 }
 
@@ -471,11 +525,13 @@ func (e *exactly) committed(next map[offsets.TP]eos.Ledger) {
 		if l := e.ledgers[tp]; l != nil {
 			*l = nl
 		}
-		if c, ok := e.covers[tp]; ok {
-			if c = c.From(nl.Offset); len(c) == 0 {
-				delete(e.covers, tp)
-			} else {
-				e.covers[tp] = c
+		for _, covers := range []map[offsets.TP]eos.Covers{e.covers, e.dlqCovers} {
+			if c, ok := covers[tp]; ok {
+				if c = c.From(nl.Offset); len(c) == 0 {
+					delete(covers, tp)
+				} else {
+					covers[tp] = c
+				}
 			}
 		}
 	}
@@ -546,6 +602,7 @@ func (e *exactly) onRelease(tps []offsets.TP) {
 		delete(e.ledgers, tp)
 		delete(e.start, tp)
 		delete(e.covers, tp)
+		delete(e.dlqCovers, tp)
 	}
 	var unrecorded []eos.Unrecorded
 	open := map[uint64]*accState{}
@@ -679,7 +736,7 @@ func (e *exactly) recoverParts(ctx context.Context, tps []offsets.TP) error {
 	if err != nil {
 		return err
 	}
-	plan := eos.PlanRecovery(snap, tps, e.tableOf(ctx))
+	plan := eos.PlanRecovery(snap, tps, e.tablesOf(ctx))
 	for _, n := range plan.Notes {
 		p.log.Warn().Msg("exactly-once: " + n)
 	}
@@ -729,6 +786,22 @@ func (e *exactly) tableOf(ctx context.Context) func(topic string) (string, bool)
 	}
 }
 
+// tablesOf are the tables a topic's records go to: its route's and its
+// dead-letter table, for the recovery's plan.
+func (e *exactly) tablesOf(ctx context.Context) func(topic string) []string {
+	tableOf := e.tableOf(ctx)
+	return func(topic string) []string {
+		var out []string
+		if t, ok := tableOf(topic); ok {
+			out = append(out, t)
+		}
+		if ts := e.dlqTable(ctx, topic); ts != nil {
+			out = append(out, ts.t.FullName())
+		}
+		return out
+	}
+}
+
 // replayAll replays the pending intents; an intent that cannot be read
 // back leaves its ranges in failed, to be checked in the table instead.
 func (e *exactly) replayAll(ctx context.Context, replays []eos.Intent) (failed map[offsets.TP]*eos.Range, err error) {
@@ -756,8 +829,16 @@ func (e *exactly) recoverPart(ctx context.Context, plan *eos.Plan, r eos.Recover
 	l := r.Ledger
 	l.Offset = r.Offset
 	if fr == nil {
-		for _, cr := range plan.Covered(r.TP) {
-			e.covers[r.TP] = e.covers[r.TP].Add(eos.Span{First: cr.First, Last: cr.Last})
+		for _, in := range plan.Replays {
+			covers := e.covers
+			if e.p.isDLQTable(e.p.tables[in.Table]) {
+				covers = e.dlqCovers // only its bad records are in
+			}
+			for _, cr := range in.Ranges {
+				if cr.TP == r.TP {
+					covers[r.TP] = covers[r.TP].Add(eos.Span{First: cr.First, Last: cr.Last})
+				}
+			}
 		}
 	} else {
 		// Checked like an incomplete intent; its entry is dropped.
@@ -776,6 +857,9 @@ func (e *exactly) recoverPart(ctx context.Context, plan *eos.Plan, r eos.Recover
 	}
 	if r.Check {
 		if err := e.checkPresent(ctx, r, &l, ends); err != nil {
+			return err
+		}
+		if err := e.checkDeadLetters(ctx, r, &l); err != nil {
 			return err
 		}
 	}
@@ -815,7 +899,7 @@ func (e *exactly) checkPresent(ctx context.Context, r eos.Recovery, l *eos.Ledge
 		}
 	}
 	p.log.Info().Str("topic", r.TP.Topic).Int32("partition", r.TP.Partition).Int64("committed", r.Offset).
-		Str("why", r.Why).Int("present_spans", n).Msg("exactly-once: checked which offsets the table already holds")
+		Str("why", r.Why).Str("table", table).Int("present_spans", n).Msg("exactly-once: checked which offsets the table already holds")
 	if n > 0 && r.Offset < 0 {
 		// Right for a new group name or expired offsets. A
 		// topic deleted and recreated that has already grown
@@ -831,6 +915,47 @@ func (e *exactly) checkPresent(ctx context.Context, r eos.Recovery, l *eos.Ledge
 }
 
 var errUnreadable = errors.New("range not readable")
+
+// checkDeadLetters is the table check of r's region in the partition's
+// dead-letter table, if its bad records get rows: the offsets found there
+// are bad records already handled (dlqCovers). l's check region grows to
+// the last one found, as for the route's table.
+func (e *exactly) checkDeadLetters(ctx context.Context, r eos.Recovery, l *eos.Ledger) error {
+	p := e.p
+	ts := e.dlqTable(ctx, r.TP.Topic)
+	if ts == nil {
+		return nil
+	}
+	spans, err := p.eoIO.Present(ctx, ts.t, r.TP, r.CheckFrom, r.CheckTo)
+	if err != nil {
+		return err
+	}
+	for _, s := range spans {
+		e.dlqCovers[r.TP] = e.dlqCovers[r.TP].Add(s)
+	}
+	if n := len(spans); n > 0 && spans[n-1].Last+1 > l.Check {
+		l.Check = spans[n-1].Last + 1
+	}
+	p.log.Info().Str("topic", r.TP.Topic).Int32("partition", r.TP.Partition).Int64("committed", r.Offset).
+		Str("why", r.Why).Str("table", ts.t.FullName()).Int("present_spans", len(spans)).
+		Msg("exactly-once: checked which bad records the dead-letter table already holds")
+	return nil
+}
+
+// dlqTable is the dead-letter table of topic's bad records (records of
+// a topic no route takes are bad with errors.unrouted: dlq), nil when they
+// get no row.
+func (e *exactly) dlqTable(ctx context.Context, topic string) *tableState {
+	p := e.p
+	if !e.deadLetterRows() {
+		return nil
+	}
+	rs, err := p.routeFor(ctx, topic)
+	if err != nil || (rs == nil && p.cfg.Errors.Unrouted != "dlq") {
+		return nil
+	}
+	return p.dlqTableOf(rs)
+}
 
 // eoTopicStateFor bounds how long recovery retries reading the topic IDs
 // and log ends while the brokers cannot answer (a killed leader's
@@ -910,14 +1035,20 @@ func (e *exactly) replay(ctx context.Context, in eos.Intent) error {
 		return fmt.Errorf("%w: %v", errUnreadable, err)
 	}
 	blk := ts.plan.NewBlock()
-	for _, r := range in.Ranges {
-		for _, rec := range recs[r.TP] {
-			rs, err := p.routeFor(ctx, rec.Topic)
-			if err != nil || rs == nil || rs.table != ts {
-				continue
+	if p.isDLQTable(ts) {
+		if err := e.deadLetterBlock(ctx, ts, in, recs, blk); err != nil {
+			return fmt.Errorf("exactly-once: replaying a pending batch into %s: %w", in.Table, err)
+		}
+	} else {
+		for _, r := range in.Ranges {
+			for _, rec := range recs[r.TP] {
+				rs, err := p.routeFor(ctx, rec.Topic)
+				if err != nil || rs == nil || rs.table != ts {
+					continue
+				}
+				// Tombstones and bad records made no row the first time either.
+				_ = rs.plan.Append(blk, rec)
 			}
-			// Tombstones and bad records made no row the first time either.
-			_ = rs.plan.Append(blk, rec)
 		}
 	}
 	if blk.Rows() == 0 {
@@ -933,6 +1064,82 @@ func (e *exactly) replay(ctx context.Context, in eos.Intent) error {
 	p.log.Info().Str("table", in.Table).Str("token", in.Token).Int("rows", blk.Rows()).Int("partitions", len(in.Ranges)).
 		Msg("exactly-once: pending batch replayed (dropped by ClickHouse if it had landed)")
 	return nil
+}
+
+// deadLetterBlock rebuilds into blk the rows of in, a pending batch of
+// dead-letter table ts, from recs, the records of its ranges: a row for
+// each record that is bad now (decoded with its route's plan as it is, as
+// when it was first consumed) and whose bad records go to ts, in offset
+// order, unless ts already holds its offset. The rows differ from the
+// first INSERT's in dead_lettered_at (now), which is what the table the
+// sink creates is partitioned by: a replay in the next month would put
+// them into another table partition, where the token drops nothing, so
+// the rows already in are left out here and only the others go in with
+// the token (which drops them if an INSERT of the batch still running
+// lands them first).
+func (e *exactly) deadLetterBlock(ctx context.Context, ts *tableState, in eos.Intent, recs map[offsets.TP][]*kgo.Record, blk *decode.Block) error {
+	p := e.p
+	scratch := map[*tableState]*decode.Block{}
+	for _, r := range in.Ranges {
+		spans, err := p.eoIO.Present(ctx, ts.t, r.TP, r.First, r.Last+1)
+		if err != nil {
+			return err
+		}
+		var have eos.Covers
+		for _, s := range spans {
+			have = have.Add(s)
+		}
+		for _, rec := range recs[r.TP] {
+			if have.Contains(rec.Offset) {
+				continue
+			}
+			rs, cause, err := p.badNow(ctx, rec, scratch)
+			if err != nil {
+				return err
+			}
+			if cause == nil || p.dlqTableOf(rs) != ts {
+				continue
+			}
+			if err := p.appendDeadLetter(blk, ts, rec, cause, meantFor(rs)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// badNow decodes rec as decodeRecord would, into scratch (a block per
+// table, left empty), and returns its route (nil: none takes it) and why
+// it is bad, nil when it is not (a row, a tombstone, a TRUNCATE event, a
+// record no route takes while errors.unrouted is skip). A record whose
+// schema cannot be fetched now cannot be told: an error.
+func (p *Pipeline) badNow(ctx context.Context, rec *kgo.Record, scratch map[*tableState]*decode.Block) (rs *routeState, cause, err error) {
+	rs, err = p.routeFor(ctx, rec.Topic)
+	if err != nil {
+		return nil, nil, err
+	}
+	if rs == nil {
+		if p.cfg.Errors.Unrouted == "dlq" {
+			return nil, unroutedError(rec), nil
+		}
+		return nil, nil, nil
+	}
+	blk := scratch[rs.table]
+	if blk == nil {
+		blk = rs.table.plan.NewBlock()
+		scratch[rs.table] = blk
+	}
+	err = rs.plan.Append(blk, rec)
+	switch {
+	case err == nil:
+		rs.plan.Unappend(blk)
+		return rs, nil, nil
+	case errors.Is(err, decode.ErrSkip), errors.Is(err, decode.ErrTruncate):
+		return rs, nil, nil
+	case errors.Is(err, decode.ErrUnavailable):
+		return nil, nil, fmt.Errorf("%s[%d] offset %d cannot be decoded now, so whether it is a dead letter is not known: %w", rec.Topic, rec.Partition, rec.Offset, err)
+	}
+	return rs, err, nil
 }
 
 // orNone is s, or "none" when s is "".

@@ -38,6 +38,10 @@ type eoWorld struct {
 	ends map[offsets.TP]int64
 	// table counts the rows the table holds of each offset.
 	table map[offsets.TP]map[int64]int
+	// dlq names the dead-letter table (db.table; "" none), and dead counts
+	// its rows by offset as table does the target's.
+	dlq  string
+	dead map[offsets.TP]map[int64]int
 	// tokens are the tokens of the blocks the table kept, oldest first;
 	// an INSERT whose token is among the last window of them is dropped,
 	// as ClickHouse drops it.
@@ -69,7 +73,8 @@ type eoWorld struct {
 
 func newEOWorld() *eoWorld {
 	return &eoWorld{group: eos.Snapshot{}, log: map[offsets.TP][]string{}, ids: map[string]string{},
-		ends: map[offsets.TP]int64{}, table: map[offsets.TP]map[int64]int{}, window: 1000, calls: map[string]int{}}
+		ends: map[offsets.TP]int64{}, table: map[offsets.TP]map[int64]int{}, dead: map[offsets.TP]map[int64]int{},
+		window: 1000, calls: map[string]int{}}
 }
 
 // produce appends n records to tp's log.
@@ -123,15 +128,26 @@ func (w *eoWorld) landed(token string, ranges ...eos.Range) {
 	w.kept++
 }
 
-func (w *eoWorld) row(tp offsets.TP, o int64) {
-	if w.table[tp] == nil {
-		w.table[tp] = map[int64]int{}
+func (w *eoWorld) row(tp offsets.TP, o int64) { addRow(w.table, tp, o) }
+
+func addRow(table map[offsets.TP]map[int64]int, tp offsets.TP, o int64) {
+	if table[tp] == nil {
+		table[tp] = map[int64]int{}
 	}
-	w.table[tp][o]++
+	table[tp][o]++
 }
 
-// insert is an INSERT of block with token reaching the table.
-func (w *eoWorld) insert(token string, block chschema.Block) error {
+// rowsOf is the rows of table (db.table): the dead-letter table's or the
+// target's.
+func (w *eoWorld) rowsOf(table string) map[offsets.TP]map[int64]int {
+	if w.dlq != "" && table == w.dlq {
+		return w.dead
+	}
+	return w.table
+}
+
+// insert is an INSERT of block with token reaching table.
+func (w *eoWorld) insert(table, token string, block chschema.Block) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if token != "" {
@@ -154,7 +170,7 @@ func (w *eoWorld) insert(token string, block chschema.Block) error {
 		return fmt.Errorf("fake table: block without the Kafka columns: %T %T %T", col["_topic"], col["_partition"], col["_offset"])
 	}
 	for i := range offs {
-		w.row(offsets.TP{Topic: topics[i], Partition: parts[i]}, offs[i])
+		addRow(w.rowsOf(table), offsets.TP{Topic: topics[i], Partition: parts[i]}, offs[i])
 	}
 	if token != "" {
 		w.tokens = append(w.tokens, token)
@@ -276,14 +292,18 @@ func (f eoFakeIO) ReadRanges(_ context.Context, ranges []eos.Range) (map[offsets
 	return out, nil
 }
 
-func (f eoFakeIO) Present(_ context.Context, _ *chtable.Table, tp offsets.TP, from, to int64) ([]eos.Span, error) {
+func (f eoFakeIO) Present(_ context.Context, t *chtable.Table, tp offsets.TP, from, to int64) ([]eos.Span, error) {
 	w := f.w
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.calls["Present"]++
 	w.presents = append(w.presents, fmt.Sprintf("%s[%d] %d..%d", tp.Topic, tp.Partition, from, to))
 	var offs []int64
-	for o, n := range w.table[tp] {
+	rows := w.table
+	if t != nil {
+		rows = w.rowsOf(t.FullName())
+	}
+	for o, n := range rows[tp] {
 		if n > 0 && o >= from && (to < 0 || o < to) {
 			offs = append(offs, o)
 		}
@@ -337,6 +357,9 @@ type eoTable struct {
 }
 
 func (s eoTable) Describe(ctx context.Context, db, table string) ([]chschema.ColumnSchema, error) {
+	if s.w.dlq != "" && db+"."+table == s.w.dlq {
+		return DLQTableSpec(db, table, chschema.ServerTypes{DateTime64: true}, 0, "").Columns, nil
+	}
 	cols, err := s.fakeSink.Describe(ctx, db, table)
 	return append(cols, chschema.ColumnSchema{Name: "_topic", Type: "String"},
 		chschema.ColumnSchema{Name: "_partition", Type: "Int32"}, chschema.ColumnSchema{Name: "_offset", Type: "Int64"}), err
@@ -354,7 +377,7 @@ func (s eoTable) Insert(ctx context.Context, t *chtable.Table, block chschema.Bl
 	n := s.fakeSink.calls + 1
 	s.fakeSink.mu.Unlock()
 	if s.landFirst != nil && s.landFirst(n) {
-		if err := s.w.insert(chtable.DedupToken(ctx), block); err != nil {
+		if err := s.w.insert(t.FullName(), chtable.DedupToken(ctx), block); err != nil {
 			return err
 		}
 		return s.fakeSink.Insert(ctx, t, block, id, onRetry, refresh)
@@ -362,7 +385,7 @@ func (s eoTable) Insert(ctx context.Context, t *chtable.Table, block chschema.Bl
 	if err := s.fakeSink.Insert(ctx, t, block, id, onRetry, refresh); err != nil {
 		return err
 	}
-	return s.w.insert(chtable.DedupToken(ctx), block)
+	return s.w.insert(t.FullName(), chtable.DedupToken(ctx), block)
 }
 
 // eoRun is one run of the sink on a world: an exactly-once pipeline with

@@ -47,11 +47,16 @@ func (p *Pipeline) initFanout() {
 // errUnrouted is the dead-letter cause of a record no route takes.
 var errUnrouted = errors.New("no route takes the record (errors.unrouted: dlq)")
 
+// unroutedError is the dead-letter cause of r, which no route takes.
+func unroutedError(r *kgo.Record) error {
+	return fmt.Errorf("topic %q partition %d offset %d: %w", r.Topic, r.Partition, r.Offset, errUnrouted)
+}
+
 // unrouted handles a record no route takes.
 func (p *Pipeline) unrouted(writeCtx context.Context, tp offsets.TP, r *kgo.Record) {
 	p.topicMetrics(tp.Topic).Unrouted()
 	if p.cfg.Errors.Unrouted == "dlq" {
-		p.badRecord(writeCtx, tp, r, fmt.Errorf("topic %q partition %d offset %d: %w", r.Topic, r.Partition, r.Offset, errUnrouted), nil)
+		p.badRecord(writeCtx, tp, r, unroutedError(r), nil)
 		return
 	}
 	// Nothing to write, so it is handled as soon as it is seen.
@@ -126,7 +131,7 @@ func (p *Pipeline) handleFanout(writeCtx context.Context, now time.Time, tp offs
 	}
 	var dacc *accState // the dead-letter table's batch with the record's row
 	if bad != nil {
-		units, a, ok := p.divert(writeCtx, tp, r, bad, badRS)
+		units, a, ok := p.divert(writeCtx, tp, r, bad, badRS, true)
 		if !ok {
 			// errors.tolerance none: stopping. The rows appended above
 			// may still be inserted by the flush, but the record is not

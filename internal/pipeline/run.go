@@ -382,11 +382,17 @@ func (p *Pipeline) handleRecord(writeCtx context.Context, now time.Time, tp offs
 	p.consumed(r)
 	if p.dlv.skip(tp, r.Offset) {
 		// Already a row in the table (exactly-once recovery).
-		p.stats.Skipped++
-		p.tracker.Add(tp, r.Offset, r.LeaderEpoch, offsets.Done)
+		p.alreadyIn(tp, r)
 		return nil, false
 	}
 	return p.routeRecord(writeCtx, now, tp, r)
+}
+
+// alreadyIn handles r, which the delivery found already in its table: no
+// row, and its offset is done.
+func (p *Pipeline) alreadyIn(tp offsets.TP, r *kgo.Record) {
+	p.stats.Skipped++
+	p.tracker.Add(tp, r.Offset, r.LeaderEpoch, offsets.Done)
 }
 
 // consumed counts r in the run's records and bytes; a transaction marker
@@ -447,6 +453,13 @@ func (p *Pipeline) decodeRecord(writeCtx context.Context, now time.Time, tp offs
 		default:
 			p.badRecord(writeCtx, tp, r, err, rs)
 		}
+		return nil, false
+	}
+	if p.dlv.coveredRow(tp, r.Offset) {
+		// Already a row in the table (exactly-once recovery), known once
+		// decoded since a dead-letter table may hold the offset instead.
+		rs.plan.Unappend(a.acc.Data())
+		p.alreadyIn(tp, r)
 		return nil, false
 	}
 	if u := rs.plan.LastUnmapped(); len(u) > 0 {
