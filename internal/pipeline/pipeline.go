@@ -79,7 +79,9 @@
 // (schema-registry look-ups off the owner goroutine), budget.go (the
 // budget of INSERTs per server: which batch goes when), create.go (missing tables created by New, on request, from a sample of
 // their topic's records; PlanCreates is the dry run),
-// exactly.go (exactly-once delivery), fanout.go (routes chosen per record by
+// delivery.go (what the delivery guarantee adds to the shared path, as
+// hooks; at-least-once adds nothing), exactly.go (exactly-once delivery,
+// the other implementation), fanout.go (routes chosen per record by
 // their when:, records in several tables), stats.go (summary line, metric
 // handles), admin.go (the state, pause and resume, the status snapshot) and
 // run.go (the loop, the poller, shutdown).
