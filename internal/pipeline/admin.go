@@ -238,7 +238,7 @@ func (p *Pipeline) advancePause(writeCtx context.Context) {
 	if p.unacked() > 0 || p.revoke != nil {
 		return
 	}
-	p.commit()
+	p.commitNow()
 	if len(p.uncommitted) > 0 {
 		return // the commit failed: retried at the next commit tick
 	}

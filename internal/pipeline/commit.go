@@ -6,50 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	"sink/internal/eos"
 	"sink/internal/offsets"
 )
-
-// commit sends every position that became safe since the last commit.
-// A failed commit is retried with the next one; positions only move forward.
-func (p *Pipeline) commit() {
-	c := p.tracker.Committable()
-	for tp, pos := range p.uncommitted {
-		if _, newer := c[tp]; !newer {
-			if c == nil {
-				c = map[offsets.TP]offsets.Commit{}
-			}
-			c[tp] = pos
-		}
-	}
-	if len(c) == 0 {
-		if p.unacked() == 0 && p.openBatches() == 0 {
-			// Nothing handled is uncommitted: as good as a fresh commit,
-			// so an idle topic does not look like a stuck commit.
-			p.m.Committed(p.now())
-		}
-		return
-	}
-	var meta map[offsets.TP]string
-	var ledgers map[offsets.TP]eos.Ledger
-	if p.eo != nil {
-		if c, meta, ledgers = p.eoCommit(c); len(c) == 0 {
-			return
-		}
-	}
-	if err := p.commitOffsets(c, meta); err != nil {
-		p.log.Warn().Err(err).Int("partitions", len(c)).Msg("offset commit failed; will retry")
-		p.uncommitted = c
-		return
-	}
-	p.uncommitted = nil
-	p.committedSeen(c)
-	if p.eo != nil {
-		p.eoCommitted(ledgers)
-	}
-	p.m.Committed(p.now())
-	p.log.Debug().Int("partitions", len(c)).Msg("committed")
-}
 
 // commitOffsets commits pos (with meta, the exactly-once ledgers) on the
 // owner goroutine, waiting at most kafka.request_timeout: a coordinator

@@ -3,7 +3,6 @@ package pipeline
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -148,9 +147,7 @@ func (p *Pipeline) seal(writeCtx context.Context, a *accState, why batch.Reason)
 	if p.sched != nil {
 		p.budgetSealed(a, b.Sealed, why)
 	}
-	if p.eo != nil {
-		p.eoSealed(a, b)
-	}
+	p.dlv.onSeal(a, b)
 	ts.m.Sealed(why)
 	p.adaptSealed(ts, b)
 	p.flushDefaults(ts)
@@ -166,9 +163,9 @@ func (p *Pipeline) seal(writeCtx context.Context, a *accState, why batch.Reason)
 // dead-letter topic waits for it (blockedBy), and so do the batches queued
 // behind it.
 func (p *Pipeline) pump(writeCtx context.Context, ts *tableState) {
-	for ts.inflight < p.cfg.ClickHouse.MaxInFlight && len(ts.queue) > 0 && !p.eoWaiting(ts) {
+	for ts.inflight < p.cfg.ClickHouse.MaxInFlight && len(ts.queue) > 0 && !p.dlv.waiting(ts) {
 		b := ts.queue[0]
-		if p.blockedBy(b, false) != nil {
+		if p.dlq.blockedBy(b, false) != nil {
 			return
 		}
 		if ts.inflight > 0 && len(b.Data.Unfilled()) > 0 {
@@ -180,21 +177,17 @@ func (p *Pipeline) pump(writeCtx context.Context, ts *tableState) {
 		ts.queue = ts.queue[1:]
 		ts.inflight++
 		tab := p.flights[b.ID].tab
-		ctx, blk := p.dlqInsertCtx(writeCtx, ts), chschema.Block(b.Data)
-		if p.eo != nil {
-			var err error
-			if ctx, blk, err = p.eoIntent(writeCtx, ts, b); err != nil {
-				if p.eoRetryLater(ts, b, err) {
-					ts.inflight--
-					return
-				}
-				// Never inserted without its intent: the batch fails (unless
-				// a loss of one of its partitions drops it first).
-				err = fmt.Errorf("%w; not inserting it, stopping: the group's other members or a restart replay what was recorded", err)
-				id := b.ID
-				p.spawn(func() { p.sendAck(ack{id: id, err: err}) })
-				continue
-			}
+		ctx, blk, err := p.dlv.beforeInsert(writeCtx, ts, b)
+		if errors.Is(err, errInsertLater) {
+			ts.inflight--
+			return
+		}
+		if err != nil {
+			// Never inserted: the batch fails (unless, under exactly-once,
+			// a loss of one of its partitions drops it first).
+			id := b.ID
+			p.spawn(func() { p.sendAck(ack{id: id, err: err}) })
+			continue
 		}
 		p.spawn(func() { p.insert(ctx, ts, tab, b, blk) })
 	}
@@ -283,9 +276,7 @@ func (p *Pipeline) handleAck(writeCtx context.Context, a ack) {
 	}
 	rows := f.b.Rows()
 	p.tracker.Ack(a.id, f.b.TPs())
-	if p.eo != nil {
-		p.eoAcked(ts, a.id)
-	}
+	p.dlv.onAck(ts, a.id)
 	ts.rows += int64(rows)
 	ts.inserts++
 	ts.lastInsert = p.now()
@@ -370,7 +361,7 @@ func (p *Pipeline) flushDefaults(ts *tableState) {
 // records waiting for the dead-letter topic and by records waiting for the
 // schema registry.
 func (p *Pipeline) memUsed() int {
-	n := p.dlqBytes + p.held.bytes
+	n := p.dlq.weight + p.held.bytes
 	for _, a := range p.accs {
 		n += a.acc.Data().Bytes()
 	}

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -37,6 +38,83 @@ type dlqState struct {
 
 func (d *dlqState) bytes() int { return len(d.rec.Key) + len(d.rec.Value) }
 
+// deadLetters are the bad records whose dead-letter produce has not
+// succeeded, by unit id: what they weigh in the buffer budget, how many
+// failed for good, and which batches must wait for them (blockedBy).
+// The zero value is empty. Owned by the Run goroutine.
+type deadLetters struct {
+	m      map[uint64]*dlqState
+	weight int // key and value bytes of the records in m (part of batch.buffer_memory)
+	failed int // those that failed for good
+}
+
+func (q *deadLetters) add(id uint64, d *dlqState) {
+	if q.m == nil {
+		q.m = map[uint64]*dlqState{}
+	}
+	q.m[id] = d
+	q.weight += d.bytes()
+}
+
+// remove forgets a settled produce.
+func (q *deadLetters) remove(id uint64, d *dlqState) {
+	delete(q.m, id)
+	q.weight -= d.bytes()
+	if d.failed {
+		q.failed--
+	}
+}
+
+// failedForGood marks d's produce as one that will never succeed.
+func (q *deadLetters) failedForGood(d *dlqState) {
+	d.failed = true
+	q.failed++
+}
+
+// unsettled counts the produces that may still succeed.
+func (q *deadLetters) unsettled() int { return len(q.m) - q.failed }
+
+// of lists the ids of the produces of records of tps.
+func (q *deadLetters) of(tps []offsets.TP) []uint64 {
+	var ids []uint64
+	for id, d := range q.m {
+		if slices.Contains(tps, d.tp) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// oldest is the earliest produce still being tried (nil: none).
+func (q *deadLetters) oldest() *dlqState {
+	var oldest *dlqState
+	var oldestID uint64
+	for id, d := range q.m {
+		if !d.failed && (oldest == nil || id < oldestID) {
+			oldest, oldestID = d, id
+		}
+	}
+	return oldest
+}
+
+// blockedBy returns the unsettled dead-letter produce that b must wait for:
+// one of a partition b holds, for a record before the last one b holds of
+// it (only among those that failed for good when failedOnly). Few records
+// are ever waiting for the DLQ, so the scan is short.
+func (q *deadLetters) blockedBy(b *sealedBatch, failedOnly bool) *dlqState {
+	if len(q.m) == 0 {
+		return nil
+	}
+	for _, r := range b.Ranges {
+		for _, d := range q.m {
+			if d.tp == r.TP && d.rec.Offset < r.Last && (d.failed || !failedOnly) {
+				return d
+			}
+		}
+	}
+	return nil
+}
+
 // where names the record as the error lines do.
 func (d *dlqState) where() string {
 	return fmt.Sprintf("%s[%d] offset %d", d.tp.Topic, d.tp.Partition, d.rec.Offset)
@@ -63,7 +141,7 @@ func (p *Pipeline) sendAck(a ack) {
 // the copy again after a backoff; a size refusal sends a reference without
 // the value; anything else stops the connector.
 func (p *Pipeline) handleDLQAck(writeCtx context.Context, a ack) {
-	d := p.dlqs[a.id]
+	d := p.dlq.m[a.id]
 	if d == nil {
 		return
 	}
@@ -106,8 +184,7 @@ func (p *Pipeline) handleDLQAck(writeCtx context.Context, a ack) {
 		time.AfterFunc(sleep, func() { p.sendDLQ(writeCtx, a.id, d) })
 		return
 	}
-	d.failed = true
-	p.dlqFailed++
+	p.dlq.failedForGood(d)
 	if p.fatal == nil {
 		p.fatal = fmt.Errorf("dead-letter produce of %s to %q failed: %w; nothing after it in that partition was inserted or committed",
 			d.where(), p.cfg.Errors.DLQTopic, a.err)
@@ -118,30 +195,8 @@ func (p *Pipeline) handleDLQAck(writeCtx context.Context, a ack) {
 // at shutdown: no produce of it is under way, and none will start) and
 // recycles its record, which nothing else holds (fetched.go).
 func (p *Pipeline) dropDLQ(id uint64, d *dlqState) {
-	delete(p.dlqs, id)
-	p.dlqBytes -= d.bytes()
-	if d.failed {
-		p.dlqFailed--
-	}
+	p.dlq.remove(id, d)
 	p.recycle(d.rec)
-}
-
-// blockedBy returns the unsettled dead-letter produce that b must wait for:
-// one of a partition b holds, for a record before the last one b holds of
-// it (only among those that failed for good when failedOnly). Few records
-// are ever waiting for the DLQ, so the scan is short.
-func (p *Pipeline) blockedBy(b *sealedBatch, failedOnly bool) *dlqState {
-	if len(p.dlqs) == 0 {
-		return nil
-	}
-	for _, r := range b.Ranges {
-		for _, d := range p.dlqs {
-			if d.tp == r.TP && d.rec.Offset < r.Last && (d.failed || !failedOnly) {
-				return d
-			}
-		}
-	}
-	return nil
 }
 
 // abandonBlocked drops the queued batches that wait for a dead-letter
@@ -149,13 +204,13 @@ func (p *Pipeline) blockedBy(b *sealedBatch, failedOnly bool) *dlqState {
 // unhandled record into ClickHouse, to be inserted again after the restart.
 // They stay unacknowledged, so nothing of them is committed.
 func (p *Pipeline) abandonBlocked() {
-	if p.dlqFailed == 0 {
+	if p.dlq.failed == 0 {
 		return
 	}
 	for _, ts := range p.tables {
 		kept := ts.queue[:0]
 		for _, b := range ts.queue {
-			if d := p.blockedBy(b, true); d != nil {
+			if d := p.dlq.blockedBy(b, true); d != nil {
 				delete(p.flights, b.ID)
 				p.log.Warn().Str("table", ts.t.FullName()).Uint64("batch", b.ID).Int("rows", b.Rows()).
 					Str("after", d.where()).Msg("batch not inserted: it holds records after a record the dead-letter topic did not take")
@@ -176,13 +231,13 @@ func (p *Pipeline) abandonBlocked() {
 // record was meant for (nil: none takes it).
 //
 // Under exactly-once a bad record that recovery found handled is skipped
-// (eoDeadLettered): its row is in its dead-letter table, or it has none
+// (the delivery's deadLettered): its row is in its dead-letter table, or it has none
 // and its copy went to the topic; with both, only the copy is sent again.
 func (p *Pipeline) badRecord(writeCtx context.Context, tp offsets.TP, r *kgo.Record, err error, rs *routeState) {
 	row := true
-	if p.eo != nil && p.eoDeadLettered(tp, r.Offset, rs) {
+	if p.dlv.deadLettered(tp, r.Offset, rs) {
 		if p.cfg.Errors.DLQTopic == "" || p.dlqTableOf(rs) == nil {
-			p.eoSkipped(tp, r)
+			p.alreadyIn(tp, r)
 			return
 		}
 		row = false // the topic stays at-least-once: its copy is sent again
@@ -236,8 +291,7 @@ func (p *Pipeline) divert(writeCtx context.Context, tp offsets.TP, r *kgo.Record
 	id := p.newID()
 	p.taken = r // recycled by dropDLQ, not by the decode loop
 	d := &dlqState{tp: tp, rec: r, cause: err}
-	p.dlqs[id] = d
-	p.dlqBytes += d.bytes()
+	p.dlq.add(id, d)
 	p.log.Warn().Err(err).Str("dlq_topic", p.cfg.Errors.DLQTopic).Msg("bad record sent to the dead-letter topic")
 	p.sendDLQ(writeCtx, id, d)
 	return append(units, id), acc, true

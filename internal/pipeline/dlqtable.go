@@ -47,9 +47,9 @@ import (
 // docs/guarantees.md for the query that reads each record once).
 //
 // Under exactly-once a dead-letter batch is recorded and inserted with a
-// token like any batch (exactly.go): recovery replays it (eoReplay,
-// eoDeadLetterBlock) or finds its rows in the table, and a bad record
-// whose row is in is skipped (eoDeadLettered), so each has one row.
+// token like any batch (exactly.go): recovery replays it (replay,
+// deadLetterBlock) or finds its rows in the table, and a bad record
+// whose row is in is skipped (deadLettered), so each has one row.
 
 // DLQ table column names. _topic, _partition, _offset, _timestamp and
 // _key read their record attributes by default (route.DefaultSource);
@@ -276,9 +276,7 @@ func (p *Pipeline) deadLetterRow(ts *tableState, tp offsets.TP, r *kgo.Record, c
 	if err := p.appendDeadLetter(a.acc.Data(), ts, r, cause, meant); err != nil {
 		return nil, err
 	}
-	if p.eo != nil {
-		p.eoRow(a, tp)
-	}
+	p.dlv.onRow(a, tp)
 	return a, nil
 }
 

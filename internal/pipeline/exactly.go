@@ -25,6 +25,7 @@ import (
 // to Run's goroutine; insert goroutines get what they need (the ordered
 // block, the token) as arguments.
 type exactly struct {
+	p *Pipeline // the owner's state it reads and changes (flights, open batches, tracker)
 	// ledgers of the partitions this member owns; a partition missing here
 	// is never committed nor recorded in an intent.
 	ledgers map[offsets.TP]*eos.Ledger
@@ -38,7 +39,7 @@ type exactly struct {
 	// their row in the partition's dead-letter table: the ranges of a
 	// dead-letter batch overlap those of the route's batches (a bad record
 	// lies between good ones), so a record's own table decides
-	// (eoCoveredRow, eoDeadLettered).
+	// (coveredRow, deadLettered).
 	dlqCovers map[offsets.TP]eos.Covers
 	// rows records the partition of each row of an open batch, for the
 	// canonical order.
@@ -61,6 +62,62 @@ type exactly struct {
 	retries map[*tableState]*intentRetry
 }
 
+// check refuses what exactly-once cannot work with before Run starts:
+// no I/O, or a table whose deduplication window is unknown
+// (CheckExactlyOnce, which also remembers the windows).
+func (e *exactly) check(ctx context.Context) error {
+	if e.p.eoIO == nil {
+		return errNoExactlyOnceIO
+	}
+	if len(e.windows) == 0 {
+		return e.p.CheckExactlyOnce(ctx)
+	}
+	return nil
+}
+
+// beforeInsert records b's intent (intent): the INSERT carries its token
+// and its rows in the canonical order. A failure that may pass puts b
+// back at the head of its table's queue (errInsertLater); any other means
+// b is never inserted.
+func (e *exactly) beforeInsert(ctx context.Context, ts *tableState, b *sealedBatch) (context.Context, chschema.Block, error) {
+	ictx, blk, err := e.intent(ctx, ts, b)
+	if err == nil {
+		return ictx, blk, nil
+	}
+	if e.retryLater(ts, b, err) {
+		return nil, nil, errInsertLater
+	}
+	return nil, nil, fmt.Errorf("%w; not inserting it, stopping: the group's other members or a restart replay what was recorded", err)
+}
+
+// commitMeta adds each partition's ledger to a commit of positions c and
+// drops the partitions this member does not own; done stores the ledgers
+// once the commit succeeded.
+func (e *exactly) commitMeta(c map[offsets.TP]offsets.Commit) (map[offsets.TP]offsets.Commit, map[offsets.TP]string, func()) {
+	c, meta, ledgers := e.commitLedgers(c)
+	return c, meta, func() { e.committed(ledgers) }
+}
+
+// onAssign recovers newly assigned partitions (recoverParts); a failure
+// stops the connector. A replay decodes its records now: its schema
+// look-ups wait for the registry (lookup.go).
+func (e *exactly) onAssign(ctx context.Context, tps []offsets.TP) {
+	p := e.p
+	p.syncLookups(func() {
+		if err := e.recoverParts(ctx, tps); err != nil && p.fatal == nil {
+			p.fatal = err
+		}
+	})
+}
+
+// stuckOn names an intent commit being retried ("" when none).
+func (e *exactly) stuckOn() string {
+	for ts, r := range e.retries {
+		return fmt.Sprintf("recording a batch for %s in Kafka before its INSERT (exactly_once; %d attempts, last error: %v)", ts.t.FullName(), r.attempt, r.lastErr)
+	}
+	return ""
+}
+
 // intentRetry is the backoff of one table's failing intent commit.
 type intentRetry struct {
 	attempt int
@@ -70,7 +127,7 @@ type intentRetry struct {
 }
 
 // intentError is a commit of a batch's intent that the broker or the
-// network refused; other errors of eoIntent are about the batch itself.
+// network refused; other errors of intent are about the batch itself.
 type intentError struct{ err error }
 
 func (e *intentError) Error() string { return e.err.Error() }
@@ -86,13 +143,13 @@ func (e *intentError) Unwrap() error { return e.err }
 // Retrying a refused generation is safe because a later attempt can only
 // succeed under a generation the member holds again, and franz-go reaches
 // one only through the group's callbacks: after a session loss it calls
-// the lost callback before it rejoins (eoRelease then drops the batch,
+// the lost callback before it rejoins (onRelease then drops the batch,
 // whose partitions are no longer this member's), and a cooperative
 // rebalance hands a revoked partition to another member only after this
 // member's revoke callback returned (under the consumer protocol too:
 // franz-go tells the coordinator that it released a partition only after
 // the callback). A batch is therefore recorded only
-// while this member owns its partitions (eoIntent checks the ledgers too),
+// while this member owns its partitions (intent checks the ledgers too),
 // and a paused member never inserts a batch it had not recorded.
 // Static-membership fencing, authorization and metadata size errors are
 // not retried: they do not pass by themselves.
@@ -104,27 +161,29 @@ func retriableIntent(err error) bool {
 	return kafkaerr.Classify(err).Retriable()
 }
 
-// eoRetryPolicy paces exactly-once's Kafka retries (a failed intent commit,
+// retryPolicy paces exactly-once's Kafka retries (a failed intent commit,
 // recovery's read of the topics' state) as the INSERTs are paced:
 // retry_initial doubling up to retry_max, half of each step drawn at random
 // (backoff.EqualJitter), so that the members of a group that failed
 // together on a broker restart do not retry in lockstep.
-func (p *Pipeline) eoRetryPolicy() backoff.Policy {
+func (e *exactly) retryPolicy() backoff.Policy {
+	p := e.p
 	return backoff.Policy{Initial: p.cfg.ClickHouse.RetryInitial, Max: p.cfg.ClickHouse.RetryMax,
 		Jitter: backoff.EqualJitter, Rand: p.jitter}
 }
 
-// eoRetryLater handles a failed intent of b: a retriable one puts b back at
-// the head of its table's queue with a backoff (eoRetryPolicy) and reports
+// retryLater handles a failed intent of b: a retriable one puts b back at
+// the head of its table's queue with a backoff (retryPolicy) and reports
 // true; anything else is left to the caller, which fails the batch.
-func (p *Pipeline) eoRetryLater(ts *tableState, b *sealedBatch, err error) bool {
+func (e *exactly) retryLater(ts *tableState, b *sealedBatch, err error) bool {
+	p := e.p
 	if !retriableIntent(err) {
 		return false
 	}
-	r := p.eo.retries[ts]
+	r := e.retries[ts]
 	if r == nil {
-		r = &intentRetry{backoff: backoff.New(p.eoRetryPolicy())}
-		p.eo.retries[ts] = r
+		r = &intentRetry{backoff: backoff.New(e.retryPolicy())}
+		e.retries[ts] = r
 	}
 	r.attempt++
 	wait := r.backoff.Next()
@@ -135,26 +194,23 @@ func (p *Pipeline) eoRetryLater(ts *tableState, b *sealedBatch, err error) bool 
 	return true
 }
 
-// eoWaiting reports whether ts's next intent must wait for its retry time.
-func (p *Pipeline) eoWaiting(ts *tableState) bool {
-	if p.eo == nil {
-		return false
-	}
-	r := p.eo.retries[ts]
-	return r != nil && p.now().Before(r.at)
+// waiting reports whether ts's next intent must wait for its retry time.
+func (e *exactly) waiting(ts *tableState) bool {
+	r := e.retries[ts]
+	return r != nil && e.p.now().Before(r.at)
 }
 
-// eoRecorded ends ts's backoff after an intent went through.
-func (p *Pipeline) eoRecorded(ts *tableState) { delete(p.eo.retries, ts) }
+// recorded ends ts's backoff after an intent went through.
+func (e *exactly) recorded(ts *tableState) { delete(e.retries, ts) }
 
-// eoNextRetry is how long until the earliest intent retry is due.
-func (p *Pipeline) eoNextRetry(now time.Time) (time.Duration, bool) {
-	if p.eo == nil || len(p.eo.retries) == 0 {
+// nextRetry is how long until the earliest intent retry is due.
+func (e *exactly) nextRetry(now time.Time) (time.Duration, bool) {
+	if len(e.retries) == 0 {
 		return 0, false
 	}
 	var next time.Duration
 	found := false
-	for _, r := range p.eo.retries {
+	for _, r := range e.retries {
 		if d := max(r.at.Sub(now), 0); !found || d < next {
 			next, found = d, true
 		}
@@ -162,13 +218,11 @@ func (p *Pipeline) eoNextRetry(now time.Time) (time.Duration, bool) {
 	return next, found
 }
 
-// eoRetryDue pumps the tables whose intent retry is due.
-func (p *Pipeline) eoRetryDue(writeCtx context.Context) {
-	if p.eo == nil {
-		return
-	}
+// retryDue pumps the tables whose intent retry is due.
+func (e *exactly) retryDue(writeCtx context.Context) {
+	p := e.p
 	now := p.now()
-	for ts, r := range p.eo.retries {
+	for ts, r := range e.retries {
 		if !now.Before(r.at) {
 			p.pump(writeCtx, ts)
 		}
@@ -186,7 +240,7 @@ type eoBatch struct {
 	ranges []eos.Range
 	perm   []int
 	// recorded: its intent commit succeeded. Until then the batch is
-	// dropped if one of its partitions is given up (eoRelease).
+	// dropped if one of its partitions is given up (onRelease).
 	recorded bool
 	// tried: an intent commit of it was sent and failed. Its outcome is
 	// unknown: the broker may have stored it before the answer was lost
@@ -221,11 +275,11 @@ func (p *Pipeline) CheckExactlyOnce(ctx context.Context) error {
 				Msg("exactly-once: these replicas could not be reached to read the table's deduplication window; another replica of each of their shards was read, and its window counts")
 		}
 	}
-	if p.eo != nil {
+	if e := p.eo; e != nil {
 		for i, t := range tables {
 			if ts := p.tables[t.FullName()]; ts != nil && i < len(windows) {
-				p.eo.windows[ts] = windows[i].Size
-				p.eo.settings[ts] = windows[i].Setting
+				e.windows[ts] = windows[i].Size
+				e.settings[ts] = windows[i].Setting
 			}
 		}
 	}
@@ -253,11 +307,15 @@ var errNoExactlyOnceIO = errors.New("delivery exactly_once needs the exactly-onc
 // run.
 func WithExactlyOnce(x ExactlyOnce) Option { return func(p *Pipeline) { p.eoIO = x } }
 
-func (p *Pipeline) initExactly() {
+// initDelivery sets the delivery hooks (delivery.go): at-least-once, or
+// exactly-once with its state.
+func (p *Pipeline) initDelivery() {
+	p.dlv = atLeastOnce{p}
 	if !p.cfg.ExactlyOnce() {
 		return
 	}
 	p.eo = &exactly{
+		p:         p,
 		ledgers:   map[offsets.TP]*eos.Ledger{},
 		start:     map[offsets.TP]int64{},
 		covers:    map[offsets.TP]eos.Covers{},
@@ -270,68 +328,61 @@ func (p *Pipeline) initExactly() {
 		marks:     map[string]eoMark{},
 		retries:   map[*tableState]*intentRetry{},
 	}
+	p.dlv = p.eo
 }
 
-// eoSkip is called for every record before it is routed: it notes where a
+// skip is called for every record before it is routed: it notes where a
 // partition without a committed offset started, and reports whether the
 // record is already in the table. With dead-letter tables that cannot be
 // told before the record is decoded: a bad record inside a range of its
 // route's table is not one of its rows, and is skipped only if its row is
 // in its dead-letter table. decodeRecord and badRecord decide then
-// (eoCoveredRow, eoDeadLettered).
-func (p *Pipeline) eoSkip(tp offsets.TP, offset int64) bool {
-	e := p.eo
+// (coveredRow, deadLettered).
+func (e *exactly) skip(tp offsets.TP, offset int64) bool {
 	if l := e.ledgers[tp]; l != nil && l.Offset < 0 {
 		if _, ok := e.start[tp]; !ok {
 			e.start[tp] = offset
 		}
 	}
-	if p.eoDeadLetterRows() {
+	if e.deadLetterRows() {
 		return false
 	}
-	// The spans stay until the committed offset passes them (eoCommitted):
-	// a partition sought back (eoRelease) reads these offsets again.
+	// The spans stay until the committed offset passes them (committed):
+	// a partition sought back (onRelease) reads these offsets again.
 	return e.covers[tp].Contains(offset)
 }
 
-// eoDeadLetterRows reports whether bad records may become rows of a
+// deadLetterRows reports whether bad records may become rows of a
 // dead-letter table, so that whether a record is handled is known only
 // once it is decoded.
-func (p *Pipeline) eoDeadLetterRows() bool { return p.dlqt != nil && len(p.dlqt.tables) > 0 }
+func (e *exactly) deadLetterRows() bool { return e.p.dlqt != nil && len(e.p.dlqt.tables) > 0 }
 
-// eoCoveredRow reports whether the record at offset of tp, which decoded
+// coveredRow reports whether the record at offset of tp, which decoded
 // into a row of its route's table, is already in that table (decided here
-// rather than in eoSkip when eoDeadLetterRows).
-func (p *Pipeline) eoCoveredRow(tp offsets.TP, offset int64) bool {
-	return p.eoDeadLetterRows() && p.eo.covers[tp].Contains(offset)
+// rather than in skip when deadLetterRows).
+func (e *exactly) coveredRow(tp offsets.TP, offset int64) bool {
+	return e.deadLetterRows() && e.covers[tp].Contains(offset)
 }
 
-// eoDeadLettered reports whether the bad record at offset of tp, meant
+// deadLettered reports whether the bad record at offset of tp, meant
 // for route rs (nil: none), is already handled: its row is in its
 // dead-letter table, or, when its bad records get no row, it lies in a
 // range of its route's table that is in (its copy reached the dead-letter
 // topic before: no batch holding a record after it is recorded until
 // then, blockedBy).
-func (p *Pipeline) eoDeadLettered(tp offsets.TP, offset int64, rs *routeState) bool {
-	if p.dlqTableOf(rs) != nil {
-		return p.eo.dlqCovers[tp].Contains(offset)
+func (e *exactly) deadLettered(tp offsets.TP, offset int64, rs *routeState) bool {
+	if e.p.dlqTableOf(rs) != nil {
+		return e.dlqCovers[tp].Contains(offset)
 	}
-	return p.eo.covers[tp].Contains(offset)
+	return e.covers[tp].Contains(offset)
 }
 
-// eoSkipped handles r, found already in its table by recovery: no row, and
-// its offset is done.
-func (p *Pipeline) eoSkipped(tp offsets.TP, r *kgo.Record) {
-	p.stats.Skipped++
-	p.tracker.Add(tp, r.Offset, r.LeaderEpoch, offsets.Done)
-}
-
-// eoRow notes the partition of the row just appended to a's batch.
-func (p *Pipeline) eoRow(a *accState, tp offsets.TP) {
-	rp := p.eo.rows[a]
+// onRow notes the partition of the row just appended to a's batch.
+func (e *exactly) onRow(a *accState, tp offsets.TP) {
+	rp := e.rows[a]
 	if rp == nil {
 		rp = &rowParts{idx: map[offsets.TP]int32{}}
-		p.eo.rows[a] = rp
+		e.rows[a] = rp
 	}
 	i, ok := rp.idx[tp]
 	if !ok {
@@ -342,13 +393,9 @@ func (p *Pipeline) eoRow(a *accState, tp offsets.TP) {
 	rp.rows = append(rp.rows, i)
 }
 
-// eoSealed computes the sealed batch's token and canonical row order.
-func (p *Pipeline) eoSealed(a *accState, b *sealedBatch) {
-	e := p.eo
-	eb := &eoBatch{ranges: make([]eos.Range, len(b.Ranges))}
-	for i, r := range b.Ranges {
-		eb.ranges[i] = eos.Range{TP: r.TP, First: r.First, Last: r.Last}
-	}
+// onSeal computes the sealed batch's token and canonical row order.
+func (e *exactly) onSeal(a *accState, b *sealedBatch) {
+	eb := &eoBatch{ranges: eosRanges(b.Ranges)}
 	eos.SortRanges(eb.ranges)
 	eb.token = eos.Token(a.key.table.t.FullName(), eb.ranges)
 	if rp := e.rows[a]; rp != nil {
@@ -371,16 +418,19 @@ func (p *Pipeline) eoSealed(a *accState, b *sealedBatch) {
 	e.batches[b.ID] = eb
 }
 
-// eoIntent records b in the commit metadata of each of its partitions, in one
+// intent records b in the commit metadata of each of its partitions, in one
 // commit, before its INSERT; it returns the context and block the INSERT
 // uses. An error means b must not be inserted.
-func (p *Pipeline) eoIntent(ctx context.Context, ts *tableState, b *sealedBatch) (context.Context, chschema.Block, error) {
-	e := p.eo
+func (e *exactly) intent(ctx context.Context, ts *tableState, b *sealedBatch) (context.Context, chschema.Block, error) {
+	p := e.p
+	// The ledgers it extends are the latest: no older commit still out
+	// may land after it.
+	p.settle()
 	eb := e.batches[b.ID]
 	if eb == nil {
 		return nil, nil, fmt.Errorf("exactly-once: batch %d has no token", b.ID)
 	}
-	place, err := p.eoPlacement(ctx, ts)
+	place, err := e.placement(ctx, ts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("exactly-once: batch %d: %w", b.ID, err)
 	}
@@ -392,7 +442,7 @@ func (p *Pipeline) eoIntent(ctx context.Context, ts *tableState, b *sealedBatch)
 		if l == nil {
 			return nil, nil, fmt.Errorf("exactly-once: %s[%d] is no longer assigned to this member, so batch %d cannot be recorded; stopping so that its new owner replays it", r.TP.Topic, r.TP.Partition, b.ID)
 		}
-		at := p.eoPosition(r.TP, l)
+		at := e.position(r.TP, l)
 		entry := eos.Entry{Token: eb.token, First: r.First, Last: r.Last, N: len(eb.ranges), Placement: place}
 		nl := eos.Ledger{Offset: l.Offset, TopicID: l.TopicID, Check: l.Check,
 			Entries: append(append([]eos.Entry(nil), l.Entries...), entry)}.Live(at.Offset)
@@ -406,19 +456,20 @@ func (p *Pipeline) eoIntent(ctx context.Context, ts *tableState, b *sealedBatch)
 	if err := p.commitOffsets(pos, meta); err != nil {
 		return nil, nil, &intentError{fmt.Errorf("exactly-once: recording batch %d before its INSERT failed: %w", b.ID, err)}
 	}
-	p.eoRecorded(ts)
+	e.recorded(ts)
 	for tp, nl := range next {
 		*e.ledgers[tp] = nl
 	}
 	eb.recorded = true
 	e.marks[eb.token] = eoMark{table: ts, at: e.inserts[ts]}
-	p.eoMargin(ts)
+	e.margin(ts)
 	return chtable.WithDedupToken(ctx, eb.token), eos.Ordered(b.Data, eb.perm), nil
 }
 
-// eoPlacement is how the sink splits ts's rows across a cluster's shards
+// placement is how the sink splits ts's rows across a cluster's shards
 // now ("" when it does not split them; see placementSink).
-func (p *Pipeline) eoPlacement(ctx context.Context, ts *tableState) (string, error) {
+func (e *exactly) placement(ctx context.Context, ts *tableState) (string, error) {
+	p := e.p
 	ps, ok := p.w.(placementSink)
 	if !ok {
 		return "", nil
@@ -426,32 +477,33 @@ func (p *Pipeline) eoPlacement(ctx context.Context, ts *tableState) (string, err
 	return ps.Placement(ctx, ts.t.Database, ts.t.Name)
 }
 
-// eoPosition is what a commit of tp may say now: the handled prefix, or the
+// position is what a commit of tp may say now: the handled prefix, or the
 // offset already committed, or where consumption started.
-func (p *Pipeline) eoPosition(tp offsets.TP, l *eos.Ledger) offsets.Commit {
+func (e *exactly) position(tp offsets.TP, l *eos.Ledger) offsets.Commit {
+	p := e.p
 	if c, ok := p.tracker.Position(tp); ok && c.Offset >= l.Offset {
 		return c
 	}
 	if l.Offset >= 0 {
 		return offsets.Commit{Offset: l.Offset, Epoch: -1}
 	}
-	return offsets.Commit{Offset: p.eo.start[tp], Epoch: -1}
+	return offsets.Commit{Offset: e.start[tp], Epoch: -1}
 }
 
-// eoAcked notes a successful INSERT for the margin metric.
-func (p *Pipeline) eoAcked(ts *tableState, id uint64) {
-	delete(p.eo.batches, id)
-	p.eo.inserts[ts]++
-	p.eoMargin(ts)
+// onAck notes a successful INSERT for the margin metric.
+func (e *exactly) onAck(ts *tableState, id uint64) {
+	delete(e.batches, id)
+	e.inserts[ts]++
+	e.margin(ts)
 }
 
-// eoCommit turns a commit of positions into one that carries each
+// commitLedgers turns a commit of positions into one that carries each
 // partition's ledger, dropping partitions this member does not own.
-func (p *Pipeline) eoCommit(c map[offsets.TP]offsets.Commit) (map[offsets.TP]offsets.Commit, map[offsets.TP]string, map[offsets.TP]eos.Ledger) {
+func (e *exactly) commitLedgers(c map[offsets.TP]offsets.Commit) (map[offsets.TP]offsets.Commit, map[offsets.TP]string, map[offsets.TP]eos.Ledger) {
 	meta := map[offsets.TP]string{}
 	next := map[offsets.TP]eos.Ledger{}
 	for tp, pos := range c {
-		l := p.eo.ledgers[tp]
+		l := e.ledgers[tp]
 		if l == nil {
 			delete(c, tp)
 			continue
@@ -467,13 +519,13 @@ func (p *Pipeline) eoCommit(c map[offsets.TP]offsets.Commit) (map[offsets.TP]off
 	return c, meta, next
 }
 
-// eoCommitted stores what a successful commit recorded.
-func (p *Pipeline) eoCommitted(next map[offsets.TP]eos.Ledger) {
+// committed stores what a successful commit recorded.
+func (e *exactly) committed(next map[offsets.TP]eos.Ledger) {
 	for tp, nl := range next {
-		if l := p.eo.ledgers[tp]; l != nil {
+		if l := e.ledgers[tp]; l != nil {
 			*l = nl
 		}
-		for _, covers := range []map[offsets.TP]eos.Covers{p.eo.covers, p.eo.dlqCovers} {
+		for _, covers := range []map[offsets.TP]eos.Covers{e.covers, e.dlqCovers} {
 			if c, ok := covers[tp]; ok {
 				if c = c.From(nl.Offset); len(c) == 0 {
 					delete(covers, tp)
@@ -483,20 +535,21 @@ func (p *Pipeline) eoCommitted(next map[offsets.TP]eos.Ledger) {
 			}
 		}
 	}
-	p.eoMargins()
+	e.margins()
 }
 
-// eoMargins recomputes the margin of every table.
-func (p *Pipeline) eoMargins() {
+// margins recomputes the margin of every table.
+func (e *exactly) margins() {
+	p := e.p
 	for _, ts := range p.tables {
-		p.eoMargin(ts)
+		e.margin(ts)
 	}
 }
 
-// eoMargin sets ts's margin: its window minus the inserts since the oldest
+// margin sets ts's margin: its window minus the inserts since the oldest
 // token still listed in a ledger was recorded.
-func (p *Pipeline) eoMargin(ts *tableState) {
-	e := p.eo
+func (e *exactly) margin(ts *tableState) {
+	p := e.p
 	live := map[string]bool{}
 	for _, l := range e.ledgers {
 		for _, en := range l.Entries {
@@ -516,7 +569,7 @@ func (p *Pipeline) eoMargin(ts *tableState) {
 	p.m.DedupMargin(ts.t.FullName(), e.windows[ts]-(e.inserts[ts]-oldest))
 }
 
-// eoRelease forgets partitions revoked or lost and drops the work that can
+// onRelease forgets partitions revoked or lost and drops the work that can
 // no longer be inserted as it is.
 //
 // A batch whose intent is recorded is left alone, also while its INSERT
@@ -543,123 +596,109 @@ func (p *Pipeline) eoMargin(ts *tableState) {
 // batch holds anything past a seek point: what was recorded (offsets,
 // intents, their ranges) stays exactly as it was, and the records from the
 // seek point on are consumed and batched again as if for the first time.
-func (p *Pipeline) eoRelease(tps []offsets.TP) {
-	e := p.eo
-	gone := make(map[offsets.TP]bool, len(tps))
+func (e *exactly) onRelease(tps []offsets.TP) {
+	p := e.p
 	for _, tp := range tps {
-		gone[tp] = true
 		delete(e.ledgers, tp)
 		delete(e.start, tp)
 		delete(e.covers, tp)
 		delete(e.dlqCovers, tp)
 	}
-	// seek is, per kept partition, the offset to consume again from.
-	seek := map[offsets.TP]int64{}
-	holds := func(rs []batch.Range) bool {
-		for _, r := range rs {
-			if at, ok := seek[r.TP]; gone[r.TP] || (ok && r.Last >= at) {
-				return true
-			}
-		}
-		return false
-	}
-	note := func(rs []batch.Range) {
-		for _, r := range rs {
-			if at, ok := seek[r.TP]; !gone[r.TP] && (!ok || r.First < at) {
-				seek[r.TP] = r.First
-			}
+	var unrecorded []eos.Unrecorded
+	open := map[uint64]*accState{}
+	for id, f := range p.flights {
+		if eb := e.batches[id]; eb != nil && !eb.recorded {
+			unrecorded = append(unrecorded, eos.Unrecorded{ID: id, Tried: eb.tried, Ranges: eosRanges(f.b.Ranges)})
 		}
 	}
-	dropped := map[uint64]*flight{}
-	open := map[*accState]bool{}
-	for more := true; more; {
-		more = false
-		for id, f := range p.flights {
-			if eb := e.batches[id]; dropped[id] != nil || eb == nil || eb.recorded || !holds(f.b.Ranges) {
-				continue
-			}
-			dropped[id] = f
-			note(f.b.Ranges)
-			more = true
-		}
-		for _, a := range p.accs {
-			if open[a] || a.acc.Empty() || !holds(a.acc.Ranges()) {
-				continue
-			}
-			open[a] = true
-			note(a.acc.Ranges())
-			more = true
+	for _, a := range p.accs {
+		if !a.acc.Empty() {
+			open[a.id] = a
+			unrecorded = append(unrecorded, eos.Unrecorded{ID: a.id, Open: true, Ranges: eosRanges(a.acc.Ranges())})
 		}
 	}
-	if len(dropped) == 0 && len(open) == 0 {
+	plan := eos.PlanRelease(tps, unrecorded)
+	if plan.Stop {
+		if p.fatal == nil {
+			p.fatal = fmt.Errorf("exactly-once: %s[%d] was given up while batch %d (with %s[%d]) retried its intent commit; whether that intent was recorded is unknown (docs/guarantees.md#partitions-given-up-with-work-in-progress)",
+				plan.Lost.Topic, plan.Lost.Partition, plan.StopBatch, plan.Kept.Topic, plan.Kept.Partition)
+		}
 		return
 	}
-	for id, f := range dropped {
-		// A batch whose intent commit was sent may be recorded; its next
-		// owners would then replay it, records of the kept partitions
-		// included, while this member batched those records again under
-		// other tokens. Only a batch that holds nothing this member keeps
-		// can be dropped then (its records are all the next owners').
-		if eb := e.batches[id]; eb.tried {
-			var lost, kept *offsets.TP
-			for _, r := range f.b.Ranges {
-				if tp := r.TP; gone[tp] {
-					lost = &tp
-				} else {
-					kept = &tp
-				}
-			}
-			if lost == nil { // dropped for a kept partition sought back
-				lost = &tps[0]
-			}
-			if kept != nil {
-				if p.fatal == nil {
-					p.fatal = fmt.Errorf("exactly-once: %s[%d] was given up while batch %d (with %s[%d]) retried its intent commit; whether that intent was recorded is unknown (docs/guarantees.md#partitions-given-up-with-work-in-progress)",
-						lost.Topic, lost.Partition, id, kept.Topic, kept.Partition)
-				}
-				return
-			}
-		}
+	if len(plan.Drop) == 0 {
+		return
 	}
-	rows := 0
-	for id, f := range dropped {
-		ts := f.table
-		rows += f.b.Rows()
-		if i := slices.Index(ts.queue, f.b); i >= 0 {
-			ts.queue = slices.Delete(ts.queue, i, i+1)
-			if i == 0 {
-				delete(e.retries, ts) // the backoff was this batch's
-			}
+	rows, batches, opened := 0, 0, 0
+	for _, d := range plan.Drop {
+		if d.Open {
+			rows += e.dropOpen(open[d.ID])
+			opened++
 		} else {
-			// Out of the queue but not recorded: its intent commit failed
-			// for good (the member was fenced, which the loss explains)
-			// and the failure is on its way as an ack, which now finds
-			// no batch. Its slot is freed here.
-			ts.inflight--
-		}
-		delete(p.flights, id)
-		delete(e.batches, id)
-		if p.revoke != nil {
-			delete(p.revoke.waiting, id)
+			rows += e.dropSealed(d.ID)
+			batches++
 		}
 	}
-	for a := range open {
-		ts := a.key.table
-		if b := a.acc.Seal(p.now(), a.id, batch.ReasonRevoke, p.block(ts)); b != nil {
-			rows += b.Rows()
-		}
-		a.id = p.newID()
-		a.oldest = 0
-		delete(e.rows, a)
-	}
-	for tp, at := range seek {
+	for tp, at := range plan.Seek {
 		p.tracker.Truncate(tp, at)
 	}
-	p.log.Warn().Int("batches", len(dropped)).Int("open_batches", len(open)).Int("rows", rows).Int("partitions_sought_back", len(seek)).
+	p.log.Warn().Int("batches", batches).Int("open_batches", opened).Int("rows", rows).Int("partitions_sought_back", len(plan.Seek)).
 		Msg("exactly-once: dropped batches not yet recorded that held records of partitions given up; their records of the partitions kept are consumed again")
-	if len(seek) == 0 {
+	if len(plan.Seek) == 0 {
 		return
 	}
+	e.seek(plan.Seek)
+}
+
+// eosRanges are a batch's ranges as eos names them.
+func eosRanges(rs []batch.Range) []eos.Range {
+	out := make([]eos.Range, len(rs))
+	for i, r := range rs {
+		out[i] = eos.Range{TP: r.TP, First: r.First, Last: r.Last}
+	}
+	return out
+}
+
+// dropSealed drops sealed batch id, not recorded, and returns its rows.
+func (e *exactly) dropSealed(id uint64) int {
+	p := e.p
+	f := p.flights[id]
+	ts := f.table
+	if i := slices.Index(ts.queue, f.b); i >= 0 {
+		ts.queue = slices.Delete(ts.queue, i, i+1)
+		if i == 0 {
+			delete(e.retries, ts) // the backoff was this batch's
+		}
+	} else {
+		// Out of the queue but not recorded: its intent commit failed
+		// for good (the member was fenced, which the loss explains)
+		// and the failure is on its way as an ack, which now finds
+		// no batch. Its slot is freed here.
+		ts.inflight--
+	}
+	delete(p.flights, id)
+	delete(e.batches, id)
+	if p.revoke != nil {
+		delete(p.revoke.waiting, id)
+	}
+	return f.b.Rows()
+}
+
+// dropOpen drops a's open batch and returns its rows.
+func (e *exactly) dropOpen(a *accState) int {
+	p := e.p
+	rows := 0
+	if b := a.acc.Seal(p.now(), a.id, batch.ReasonRevoke, p.block(a.key.table)); b != nil {
+		rows = b.Rows()
+	}
+	a.id = p.newID()
+	a.oldest = 0
+	delete(e.rows, a)
+	return rows
+}
+
+// seek consumes the kept partitions of seek again from their offsets.
+func (e *exactly) seek(seek map[offsets.TP]int64) {
+	p := e.p
 	// Records of the sought partitions that were fetched but not decoded
 	// yet, or wait for the schema registry, lie past the seek point: they
 	// are consumed again from there, so these copies go.
@@ -679,142 +718,56 @@ func (p *Pipeline) eoRelease(tps []offsets.TP) {
 	s.Seek(seek)
 }
 
-// eoRecover prepares newly assigned partitions before any of their records
+// recoverParts prepares newly assigned partitions before any of their records
 // is handled: it reads the group's ledgers, replays every complete pending
 // intent (rebuilt from Kafka, inserted with its token), and looks up in the
-// table what the ledgers cannot vouch for.
-func (p *Pipeline) eoRecover(ctx context.Context, tps []offsets.TP) error {
+// table what the ledgers cannot vouch for (recoverPart, per partition).
+// The Kafka reads have bounds of their own (snapshot, topicState,
+// ExactlyOnce.ReadRanges); the ClickHouse calls (the replays' INSERTs, the
+// presence checks) together have kafka.rebalance_timeout, after which the
+// recovery fails like any of its calls, stopping the connector: a restart
+// recovers again from the ledgers, which nothing changed.
+func (e *exactly) recoverParts(ctx context.Context, tps []offsets.TP) error {
+	p := e.p
 	if len(tps) == 0 {
 		return nil
 	}
-	snap, err := p.eoSnapshot(ctx)
+	snap, err := e.snapshot(ctx)
 	if err != nil {
 		return err
 	}
-	tableOf := func(topic string) (string, bool) {
-		rs, err := p.routeFor(ctx, topic)
-		if err != nil || rs == nil {
-			return "", false
-		}
-		return rs.table.t.FullName(), true
-	}
-	tablesOf := func(topic string) []string {
-		var out []string
-		if t, ok := tableOf(topic); ok {
-			out = append(out, t)
-		}
-		if ts := p.eoDLQTable(ctx, topic); ts != nil {
-			out = append(out, ts.t.FullName())
-		}
-		return out
-	}
-	plan := eos.PlanRecovery(snap, tps, tablesOf)
+	plan := eos.PlanRecovery(snap, tps, e.tablesOf(ctx))
 	for _, n := range plan.Notes {
 		p.log.Warn().Msg("exactly-once: " + n)
 	}
 	// A topic deleted and recreated under the same name is caught before
 	// anything is replayed: the ledger's intents name the old topic's
 	// offsets, which the new topic's records would fill.
-	ids, ends, err := p.eoTopicState(ctx, tps)
+	ids, ends, err := e.topicState(ctx, tps)
 	if err != nil {
 		return err
 	}
 	for _, r := range plan.Parts {
 		if why, ok := eos.Incarnation(r.TopicID, ids[r.TP.Topic], -1, -1); ok {
-			return p.eoRecreated(r.TP, why, tableOf)
+			return e.recreated(r.TP, why, e.tableOf(ctx))
 		}
 	}
-	failed := map[offsets.TP]eos.Range{}
-	for _, in := range plan.Replays {
-		if err := p.eoReplay(ctx, in); err != nil {
-			if errors.Is(err, errUnreadable) {
-				p.log.Warn().Err(err).Str("token", in.Token).Msg("exactly-once: a pending batch cannot be read back; its ranges are checked in the table instead")
-				for _, r := range in.Ranges {
-					failed[r.TP] = r
-				}
-				continue
-			}
-			return err
-		}
-	}
-	for _, r := range plan.Parts {
-		l := r.Ledger
-		if l.Offset != r.Offset {
-			l.Offset = r.Offset
-		}
-		for _, in := range plan.Replays {
-			if _, bad := failed[r.TP]; bad {
+	bound := p.cfg.Kafka.RebalanceTimeout
+	chCtx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	failed, err := e.replayAll(chCtx, plan.Replays)
+	if err == nil {
+		for _, r := range plan.Parts {
+			if err = e.recoverPart(chCtx, plan, r, failed[r.TP], ids, ends); err != nil {
 				break
 			}
-			covers := p.eo.covers
-			if p.isDLQTable(p.tables[in.Table]) {
-				covers = p.eo.dlqCovers // only its bad records are in
-			}
-			for _, cr := range in.Ranges {
-				if cr.TP == r.TP {
-					covers[r.TP] = covers[r.TP].Add(eos.Span{First: cr.First, Last: cr.Last})
-				}
-			}
 		}
-		if fr, bad := failed[r.TP]; bad {
-			// Checked like an incomplete intent; its entry is dropped.
-			var keep []eos.Entry
-			for _, en := range l.Entries {
-				if en.First != fr.First || en.Last != fr.Last {
-					keep = append(keep, en)
-				}
-			}
-			l.Entries = keep
-			if !r.Check || r.CheckTo >= 0 {
-				r.Check, r.CheckFrom = true, max(r.Offset, 0)
-				r.CheckTo = max(r.CheckTo, fr.Last+1, l.Check)
-				l.Check = r.CheckTo
-			}
-		}
-		if r.Check {
-			table, ok := tableOf(r.TP.Topic)
-			if ok {
-				ts := p.tables[table]
-				spans, err := p.eoIO.Present(ctx, ts.t, r.TP, r.CheckFrom, r.CheckTo)
-				if err != nil {
-					return err
-				}
-				for _, s := range spans {
-					p.eo.covers[r.TP] = p.eo.covers[r.TP].Add(s)
-				}
-				if n := len(spans); n > 0 {
-					end, known := ends[r.TP]
-					if !known {
-						end = -1
-					}
-					if why, ok := eos.Incarnation("", "", spans[n-1].Last, end); ok {
-						return p.eoRecreated(r.TP, why, tableOf)
-					}
-				}
-				if n := len(spans); n > 0 && spans[n-1].Last+1 > l.Check {
-					l.Check = spans[n-1].Last + 1
-				}
-				p.log.Info().Str("topic", r.TP.Topic).Int32("partition", r.TP.Partition).Int64("committed", r.Offset).
-					Str("why", r.Why).Str("table", table).Int("present_spans", len(spans)).Msg("exactly-once: checked which offsets the table already holds")
-				if n := len(spans); n > 0 && r.Offset < 0 {
-					// Right for a new group name or expired offsets. A
-					// topic deleted and recreated that has already grown
-					// past the old one's rows looks the same (Kafka drops
-					// the group's offsets, and the ledgers with them, when
-					// the topic is deleted): said loudly, since its new
-					// records at these offsets are not inserted.
-					p.log.Warn().Str("topic", r.TP.Topic).Int32("partition", r.TP.Partition).
-						Int64("first_present", spans[0].First).Int64("last_present", spans[n-1].Last).
-						Msg("exactly-once: the table already holds rows of this partition although the group has no committed offset for it; they are skipped as present (docs/guarantees.md#topic-deleted-and-recreated)")
-				}
-			}
-			if err := p.eoCheckDeadLetters(ctx, r, &l); err != nil {
-				return err
-			}
-		}
-		// Every commit from now on records the topic's ID with the ledger.
-		l.TopicID = ids[r.TP.Topic]
-		p.eo.ledgers[r.TP] = &l
+	}
+	if err != nil && chCtx.Err() != nil && ctx.Err() == nil {
+		return fmt.Errorf("exactly-once: recovering %d assigned partitions took longer than kafka.rebalance_timeout (%s): %w", len(tps), bound, err)
+	}
+	if err != nil {
+		return err
 	}
 	if len(plan.Replays) > 0 {
 		p.log.Info().Int("batches", len(plan.Replays)).Msg("exactly-once: pending batches replayed with their tokens")
@@ -822,14 +775,154 @@ func (p *Pipeline) eoRecover(ctx context.Context, tps []offsets.TP) error {
 	return nil
 }
 
+// tableOf is the table a topic's records go to, for the recovery's plan.
+func (e *exactly) tableOf(ctx context.Context) func(topic string) (string, bool) {
+	return func(topic string) (string, bool) {
+		rs, err := e.p.routeFor(ctx, topic)
+		if err != nil || rs == nil {
+			return "", false
+		}
+		return rs.table.t.FullName(), true
+	}
+}
+
+// tablesOf are the tables a topic's records go to: its route's and its
+// dead-letter table, for the recovery's plan.
+func (e *exactly) tablesOf(ctx context.Context) func(topic string) []string {
+	tableOf := e.tableOf(ctx)
+	return func(topic string) []string {
+		var out []string
+		if t, ok := tableOf(topic); ok {
+			out = append(out, t)
+		}
+		if ts := e.dlqTable(ctx, topic); ts != nil {
+			out = append(out, ts.t.FullName())
+		}
+		return out
+	}
+}
+
+// replayAll replays the pending intents; an intent that cannot be read
+// back leaves its ranges in failed, to be checked in the table instead.
+func (e *exactly) replayAll(ctx context.Context, replays []eos.Intent) (failed map[offsets.TP]*eos.Range, err error) {
+	failed = map[offsets.TP]*eos.Range{}
+	for _, in := range replays {
+		err := e.replay(ctx, in)
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, errUnreadable) {
+			return nil, err
+		}
+		e.p.log.Warn().Err(err).Str("token", in.Token).Msg("exactly-once: a pending batch cannot be read back; its ranges are checked in the table instead")
+		for _, r := range in.Ranges {
+			failed[r.TP] = &r
+		}
+	}
+	return failed, nil
+}
+
+// recoverPart sets up one assigned partition from its recovery r: the
+// offsets its replays covered, the failed replay's range (fr, nil when
+// none) turned into a check, the check in the table, and its ledger.
+func (e *exactly) recoverPart(ctx context.Context, plan *eos.Plan, r eos.Recovery, fr *eos.Range, ids map[string]string, ends map[offsets.TP]int64) error {
+	l := r.Ledger
+	l.Offset = r.Offset
+	if fr == nil {
+		for _, in := range plan.Replays {
+			covers := e.covers
+			if e.p.isDLQTable(e.p.tables[in.Table]) {
+				covers = e.dlqCovers // only its bad records are in
+			}
+			for _, cr := range in.Ranges {
+				if cr.TP == r.TP {
+					covers[r.TP] = covers[r.TP].Add(eos.Span{First: cr.First, Last: cr.Last})
+				}
+			}
+		}
+	} else {
+		// Checked like an incomplete intent; its entry is dropped.
+		var keep []eos.Entry
+		for _, en := range l.Entries {
+			if en.First != fr.First || en.Last != fr.Last {
+				keep = append(keep, en)
+			}
+		}
+		l.Entries = keep
+		if !r.Check || r.CheckTo >= 0 {
+			r.Check, r.CheckFrom = true, max(r.Offset, 0)
+			r.CheckTo = max(r.CheckTo, fr.Last+1, l.Check)
+			l.Check = r.CheckTo
+		}
+	}
+	if r.Check {
+		if err := e.checkPresent(ctx, r, &l, ends); err != nil {
+			return err
+		}
+		if err := e.checkDeadLetters(ctx, r, &l); err != nil {
+			return err
+		}
+	}
+	// Every commit from now on records the topic's ID with the ledger.
+	l.TopicID = ids[r.TP.Topic]
+	e.ledgers[r.TP] = &l
+	return nil
+}
+
+// checkPresent looks up which offsets of r's check region the table holds:
+// they are skipped as present (covers) and move the ledger's check mark.
+func (e *exactly) checkPresent(ctx context.Context, r eos.Recovery, l *eos.Ledger, ends map[offsets.TP]int64) error {
+	p := e.p
+	table, ok := e.tableOf(ctx)(r.TP.Topic)
+	if !ok {
+		return nil
+	}
+	ts := p.tables[table]
+	spans, err := p.eoIO.Present(ctx, ts.t, r.TP, r.CheckFrom, r.CheckTo)
+	if err != nil {
+		return err
+	}
+	for _, s := range spans {
+		e.covers[r.TP] = e.covers[r.TP].Add(s)
+	}
+	n := len(spans)
+	if n > 0 {
+		end, known := ends[r.TP]
+		if !known {
+			end = -1
+		}
+		if why, ok := eos.Incarnation("", "", spans[n-1].Last, end); ok {
+			return e.recreated(r.TP, why, e.tableOf(ctx))
+		}
+		if spans[n-1].Last+1 > l.Check {
+			l.Check = spans[n-1].Last + 1
+		}
+	}
+	p.log.Info().Str("topic", r.TP.Topic).Int32("partition", r.TP.Partition).Int64("committed", r.Offset).
+		Str("why", r.Why).Str("table", table).Int("present_spans", n).Msg("exactly-once: checked which offsets the table already holds")
+	if n > 0 && r.Offset < 0 {
+		// Right for a new group name or expired offsets. A
+		// topic deleted and recreated that has already grown
+		// past the old one's rows looks the same (Kafka drops
+		// the group's offsets, and the ledgers with them, when
+		// the topic is deleted): said loudly, since its new
+		// records at these offsets are not inserted.
+		p.log.Warn().Str("topic", r.TP.Topic).Int32("partition", r.TP.Partition).
+			Int64("first_present", spans[0].First).Int64("last_present", spans[n-1].Last).
+			Msg("exactly-once: the table already holds rows of this partition although the group has no committed offset for it; they are skipped as present (docs/guarantees.md#topic-deleted-and-recreated)")
+	}
+	return nil
+}
+
 var errUnreadable = errors.New("range not readable")
 
-// eoCheckDeadLetters is the table check of r's region in the partition's
+// checkDeadLetters is the table check of r's region in the partition's
 // dead-letter table, if its bad records get rows: the offsets found there
 // are bad records already handled (dlqCovers). l's check region grows to
 // the last one found, as for the route's table.
-func (p *Pipeline) eoCheckDeadLetters(ctx context.Context, r eos.Recovery, l *eos.Ledger) error {
-	ts := p.eoDLQTable(ctx, r.TP.Topic)
+func (e *exactly) checkDeadLetters(ctx context.Context, r eos.Recovery, l *eos.Ledger) error {
+	p := e.p
+	ts := e.dlqTable(ctx, r.TP.Topic)
 	if ts == nil {
 		return nil
 	}
@@ -838,7 +931,7 @@ func (p *Pipeline) eoCheckDeadLetters(ctx context.Context, r eos.Recovery, l *eo
 		return err
 	}
 	for _, s := range spans {
-		p.eo.dlqCovers[r.TP] = p.eo.dlqCovers[r.TP].Add(s)
+		e.dlqCovers[r.TP] = e.dlqCovers[r.TP].Add(s)
 	}
 	if n := len(spans); n > 0 && spans[n-1].Last+1 > l.Check {
 		l.Check = spans[n-1].Last + 1
@@ -849,11 +942,12 @@ func (p *Pipeline) eoCheckDeadLetters(ctx context.Context, r eos.Recovery, l *eo
 	return nil
 }
 
-// eoDLQTable is the dead-letter table of topic's bad records (records of
+// dlqTable is the dead-letter table of topic's bad records (records of
 // a topic no route takes are bad with errors.unrouted: dlq), nil when they
 // get no row.
-func (p *Pipeline) eoDLQTable(ctx context.Context, topic string) *tableState {
-	if !p.eoDeadLetterRows() {
+func (e *exactly) dlqTable(ctx context.Context, topic string) *tableState {
+	p := e.p
+	if !e.deadLetterRows() {
 		return nil
 	}
 	rs, err := p.routeFor(ctx, topic)
@@ -868,53 +962,57 @@ func (p *Pipeline) eoDLQTable(ctx context.Context, topic string) *tableState {
 // partitions move after the broker session timeout, about 9 s by default).
 const eoTopicStateFor = time.Minute
 
-// eoTopicState is ExactlyOnce.TopicState retried with backoff
-// (eoRetryPolicy) while its error is retriable (kafkaerr.Classify), for at
+// topicState is ExactlyOnce.TopicState retried with backoff
+// (retryPolicy) while its error is retriable (kafkaerr.Classify), for at
 // most eoTopicStateFor.
-func (p *Pipeline) eoTopicState(ctx context.Context, tps []offsets.TP) (ids map[string]string, ends map[offsets.TP]int64, err error) {
-	_, err = kafkaerr.Retry(ctx, p.eoRetryPolicy(), time.Now().Add(eoTopicStateFor), nil, nil, func() (err error) {
+func (e *exactly) topicState(ctx context.Context, tps []offsets.TP) (ids map[string]string, ends map[offsets.TP]int64, err error) {
+	p := e.p
+	_, err = kafkaerr.Retry(ctx, e.retryPolicy(), time.Now().Add(eoTopicStateFor), nil, nil, func() (err error) {
 		ids, ends, err = p.eoIO.TopicState(ctx, tps)
 		return err
 	})
 	return ids, ends, err
 }
 
-// eoSnapshot is ExactlyOnce.Snapshot retried as eoTopicState is: the
+// snapshot is ExactlyOnce.Snapshot retried as topicState is: the
 // group's committed offsets are read from its coordinator, which may be the
 // broker that was just killed until the group moves (a dial refused, or
 // COORDINATOR_NOT_AVAILABLE meanwhile).
-func (p *Pipeline) eoSnapshot(ctx context.Context) (snap eos.Snapshot, err error) {
+func (e *exactly) snapshot(ctx context.Context) (snap eos.Snapshot, err error) {
+	p := e.p
 	warn := func(err error, wait time.Duration) {
 		p.log.Warn().Err(err).Dur("retry_in", wait).Msg("exactly-once: reading the group's ledgers failed; retrying")
 	}
-	_, err = kafkaerr.Retry(ctx, p.eoRetryPolicy(), time.Now().Add(eoTopicStateFor), nil, warn, func() (err error) {
+	_, err = kafkaerr.Retry(ctx, e.retryPolicy(), time.Now().Add(eoTopicStateFor), nil, warn, func() (err error) {
 		snap, err = p.eoIO.Snapshot(ctx)
 		return err
 	})
 	return snap, err
 }
 
-// eoRecreated is the error that stops the connector when tp's topic was
+// recreated is the error that stops the connector when tp's topic was
 // deleted and recreated (why is the proof): one line with the fix, since
 // the rows in the table at the new topic's offsets are the old topic's,
 // and so would be the deduplication tokens of batches over the same
 // offsets.
-func (p *Pipeline) eoRecreated(tp offsets.TP, why string, tableOf func(string) (string, bool)) error {
+func (e *exactly) recreated(tp offsets.TP, why string, tableOf func(string) (string, bool)) error {
+	p := e.p
 	table, _ := tableOf(tp.Topic)
 	setting, window := "non_replicated_deduplication_window", int64(0)
 	if ts := p.tables[table]; ts != nil {
-		if s := p.eo.settings[ts]; s != "" {
+		if s := e.settings[ts]; s != "" {
 			setting = s
 		}
-		window = p.eo.windows[ts]
+		window = e.windows[ts]
 	}
 	return fmt.Errorf("exactly-once: topic %q was deleted and recreated (partition %d: %s): %s holds the old topic's rows (%s = %d) (docs/guarantees.md#topic-deleted-and-recreated)",
 		tp.Topic, tp.Partition, why, table, setting, window)
 }
 
-// eoReplay rebuilds a pending batch from Kafka, in the canonical order, and
+// replay rebuilds a pending batch from Kafka, in the canonical order, and
 // inserts it with its token; ClickHouse drops it if it landed before.
-func (p *Pipeline) eoReplay(ctx context.Context, in eos.Intent) error {
+func (e *exactly) replay(ctx context.Context, in eos.Intent) error {
+	p := e.p
 	ts := p.tables[in.Table]
 	if ts == nil {
 		return fmt.Errorf("exactly-once: pending batch for unknown table %s", in.Table)
@@ -923,7 +1021,7 @@ func (p *Pipeline) eoReplay(ctx context.Context, in eos.Intent) error {
 	// split another way would give a shard rows under a token it holds
 	// (dropped, so lost) and another shard rows it has (doubled).
 	if in.Placement != "" {
-		now, err := p.eoPlacement(ctx, ts)
+		now, err := e.placement(ctx, ts)
 		if err != nil {
 			return fmt.Errorf("exactly-once: replaying a pending batch into %s: %w", in.Table, err)
 		}
@@ -938,7 +1036,7 @@ func (p *Pipeline) eoReplay(ctx context.Context, in eos.Intent) error {
 	}
 	blk := ts.plan.NewBlock()
 	if p.isDLQTable(ts) {
-		if err := p.eoDeadLetterBlock(ctx, ts, in, recs, blk); err != nil {
+		if err := e.deadLetterBlock(ctx, ts, in, recs, blk); err != nil {
 			return fmt.Errorf("exactly-once: replaying a pending batch into %s: %w", in.Table, err)
 		}
 	} else {
@@ -968,7 +1066,7 @@ func (p *Pipeline) eoReplay(ctx context.Context, in eos.Intent) error {
 	return nil
 }
 
-// eoDeadLetterBlock rebuilds into blk the rows of in, a pending batch of
+// deadLetterBlock rebuilds into blk the rows of in, a pending batch of
 // dead-letter table ts, from recs, the records of its ranges: a row for
 // each record that is bad now (decoded with its route's plan as it is, as
 // when it was first consumed) and whose bad records go to ts, in offset
@@ -979,7 +1077,8 @@ func (p *Pipeline) eoReplay(ctx context.Context, in eos.Intent) error {
 // the rows already in are left out here and only the others go in with
 // the token (which drops them if an INSERT of the batch still running
 // lands them first).
-func (p *Pipeline) eoDeadLetterBlock(ctx context.Context, ts *tableState, in eos.Intent, recs map[offsets.TP][]*kgo.Record, blk *decode.Block) error {
+func (e *exactly) deadLetterBlock(ctx context.Context, ts *tableState, in eos.Intent, recs map[offsets.TP][]*kgo.Record, blk *decode.Block) error {
+	p := e.p
 	scratch := map[*tableState]*decode.Block{}
 	for _, r := range in.Ranges {
 		spans, err := p.eoIO.Present(ctx, ts.t, r.TP, r.First, r.Last+1)

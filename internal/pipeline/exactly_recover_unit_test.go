@@ -1,6 +1,6 @@
 package pipeline
 
-// Unit tests of exactly-once recovery (eoRecover) and of its replay
+// Unit tests of exactly-once recovery (recoverParts) and of its replay
 // decisions on the fakes of exactly_fake_unit_test.go: what a run finds in
 // the group's ledgers and in the table after a crash, a rewind or a
 // rebalance, and that every offset ends in the table exactly once.
@@ -117,6 +117,33 @@ func testUnitExactlyRecoverTornIntentNotLanded(t *testing.T) {
 		t.Fatalf("the replay's token %s, want the intent's %s", w.tokens[0], tok)
 	}
 	finish(t, w, r)
+}
+
+// TestUnitExactlyRecoverBounded: while ClickHouse does not answer, the
+// replay's INSERT holds the assigned callback for kafka.rebalance_timeout,
+// no longer; then the recovery fails and the connector stops without
+// having committed anything, so a restart recovers again.
+func TestUnitExactlyRecoverBounded(t *testing.T) { synctest.Test(t, testUnitExactlyRecoverBounded) }
+
+func testUnitExactlyRecoverBounded(t *testing.T) {
+	w, _, _ := tornWorld(t)
+	cfg := eoRecoverConfig(t)
+	cfg.Kafka.RebalanceTimeout = 5 * time.Second
+	r := w.run(t, cfg, func(int) insertScript { return insertScript{hang: true} })
+	began := time.Now()
+	r.assign(eoP0, eoP1)
+	if took := time.Since(began); took != cfg.Kafka.RebalanceTimeout {
+		t.Fatalf("the assigned callback returned after %s, want after kafka.rebalance_timeout (%s)", took, cfg.Kafka.RebalanceTimeout)
+	}
+	err := r.wait(t)
+	if err == nil || !strings.Contains(err.Error(), "took longer than kafka.rebalance_timeout") {
+		t.Fatalf("Run: %v; want the recovery's time bound", err)
+	}
+	for _, tp := range []offsets.TP{eoP0, eoP1} {
+		if at, l := w.committed(t, tp); at != 0 || len(l.Entries) != 1 {
+			t.Fatalf("%v committed at %d with ledger %+v; want it as it was (0, the intent pending)", tp, at, l)
+		}
+	}
 }
 
 // TestUnitExactlyRecoverTornIntentLanded: the other way round, the INSERT

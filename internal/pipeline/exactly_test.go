@@ -25,15 +25,15 @@ import (
 // token is the one the ranges give.
 func TestCanonicalBatchOrder(t *testing.T) {
 	p := &Pipeline{cfg: &config.Config{Delivery: config.DeliveryExactlyOnce}}
-	p.initExactly()
+	p.initDelivery()
 	ts := &tableState{t: chtable.NewTable("db", "t", nil, nil)}
 	a := &accState{key: accKey{table: ts}}
 	a0, a1, b1 := offsets.TP{Topic: "a", Partition: 0}, offsets.TP{Topic: "a", Partition: 1}, offsets.TP{Topic: "b", Partition: 1}
 	for _, tp := range []offsets.TP{b1, a0, b1, a0, a1} {
-		p.eoRow(a, tp)
+		p.eo.onRow(a, tp)
 	}
 	b := &sealedBatch{ID: 7, Ranges: []batch.Range{{TP: b1, First: 10, Last: 11}, {TP: a0, First: 3, Last: 4}, {TP: a1, First: 0, Last: 0}}}
-	p.eoSealed(a, b)
+	p.eo.onSeal(a, b)
 	eb := p.eo.batches[7]
 	// rows 0..4 are b1, a0, b1, a0, a1: a0's rows (1, 3), a1's (4), b1's (0, 2)
 	if want := []int{1, 3, 4, 0, 2}; !reflect.DeepEqual(eb.perm, want) {
@@ -48,9 +48,9 @@ func TestCanonicalBatchOrder(t *testing.T) {
 	}
 	// One partition, or partitions already in order: no permutation.
 	for _, tp := range []offsets.TP{a0, a0, a1} {
-		p.eoRow(a, tp)
+		p.eo.onRow(a, tp)
 	}
-	p.eoSealed(a, &sealedBatch{ID: 8, Ranges: []batch.Range{{TP: a0, First: 5, Last: 6}, {TP: a1, First: 1, Last: 1}}})
+	p.eo.onSeal(a, &sealedBatch{ID: 8, Ranges: []batch.Range{{TP: a0, First: 5, Last: 6}, {TP: a1, First: 1, Last: 1}}})
 	if perm := p.eo.batches[8].perm; perm != nil {
 		t.Fatalf("rows in order: perm %v, want none", perm)
 	}
@@ -93,7 +93,7 @@ func TestIntentRetryBackoff(t *testing.T) {
 	now := time.Unix(1000, 0)
 	p := &Pipeline{cfg: &config.Config{Delivery: config.DeliveryExactlyOnce}, now: func() time.Time { return now }}
 	p.cfg.ClickHouse.RetryInitial, p.cfg.ClickHouse.RetryMax = 100*time.Millisecond, 350*time.Millisecond
-	p.initExactly()
+	p.initDelivery()
 	draws := 0
 	p.jitter = func(n int64) int64 { // n-1: the whole step; 0: half of it
 		if draws++; draws <= 4 {
@@ -105,7 +105,7 @@ func TestIntentRetryBackoff(t *testing.T) {
 	b1, b2 := &sealedBatch{ID: 1}, &sealedBatch{ID: 2}
 	ts.queue = []*sealedBatch{b2}
 	err := &intentError{fmt.Errorf("commit: %w", kerr.CoordinatorNotAvailable)}
-	if !p.eoRetryLater(ts, b1, err) {
+	if !p.eo.retryLater(ts, b1, err) {
 		t.Fatal("a retriable intent failure was not retried")
 	}
 	if len(ts.queue) != 2 || ts.queue[0] != b1 || ts.queue[1] != b2 {
@@ -114,12 +114,12 @@ func TestIntentRetryBackoff(t *testing.T) {
 	for i, want := range []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 350 * time.Millisecond, 350 * time.Millisecond} {
 		if i > 0 {
 			ts.queue = ts.queue[1:]
-			p.eoRetryLater(ts, b1, err)
+			p.eo.retryLater(ts, b1, err)
 		}
-		if d, ok := p.eoNextRetry(now); !ok || d != want {
+		if d, ok := p.eo.nextRetry(now); !ok || d != want {
 			t.Fatalf("attempt %d: next retry in %v (%v), want %v", i+1, d, ok, want)
 		}
-		if !p.eoWaiting(ts) {
+		if !p.eo.waiting(ts) {
 			t.Fatalf("attempt %d: the table does not wait", i+1)
 		}
 	}
@@ -127,19 +127,19 @@ func TestIntentRetryBackoff(t *testing.T) {
 		t.Fatalf("stuckOn = %q", s)
 	}
 	ts.queue = ts.queue[1:]
-	p.eoRetryLater(ts, b1, err)
-	if d, _ := p.eoNextRetry(now); d != 175*time.Millisecond {
+	p.eo.retryLater(ts, b1, err)
+	if d, _ := p.eo.nextRetry(now); d != 175*time.Millisecond {
 		t.Fatalf("attempt 5 with the smallest draw: next retry in %v, want 175ms (half of retry_max)", d)
 	}
 	now = now.Add(350 * time.Millisecond)
-	if p.eoWaiting(ts) {
+	if p.eo.waiting(ts) {
 		t.Fatal("still waiting after the backoff")
 	}
-	p.eoRecorded(ts)
-	if _, ok := p.eoNextRetry(now); ok {
+	p.eo.recorded(ts)
+	if _, ok := p.eo.nextRetry(now); ok {
 		t.Fatal("a recorded intent left a retry behind")
 	}
-	if p.eoRetryLater(ts, b1, &intentError{kerr.FencedInstanceID}) {
+	if p.eo.retryLater(ts, b1, &intentError{kerr.FencedInstanceID}) {
 		t.Fatal("a fenced static member's intent was retried")
 	}
 }

@@ -30,12 +30,16 @@
 // network, each with its bound; while one runs, acks, group callbacks and
 // the revoke deadline wait, so each is kept short or rare:
 //
-//   - An offset commit (commit.go: every kafka.commit_interval, when a
-//     revoke's batches are in, at the revoke deadline and at shutdown) and,
-//     with exactly_once, the intent commit before each batch's INSERT
-//     (exactly.go): both at most kafka.request_timeout (commitOffsets); a
-//     commit that fails or times out is retried by the next one, an intent
-//     after its backoff.
+//   - An offset commit when a revoke's batches are in, at the revoke
+//     deadline, when a pause is complete, at shutdown and when partitions
+//     are given up (the commit still out is waited for first), and, with
+//     exactly_once, the intent commit before each batch's INSERT
+//     (exactly.go): each at most kafka.request_timeout (commitOffsets),
+//     after the commit still out; a commit that fails or times out is
+//     retried by the next one, an intent after its backoff. The commits
+//     after each INSERT and every kafka.commit_interval do not wait: they
+//     go through the committer's goroutine (committer.go), one at a time,
+//     and their results come back as events.
 //   - Describing a table first needed by a new topic (routing.go,
 //     resolveTopic: a table named after its topic): at most
 //     clickhouse.query_timeout, once per topic.
@@ -43,16 +47,16 @@
 //     unless 50,000 records wait in its buffer; then it waits until one of
 //     them is acknowledged or fails (each fails after 10 retries).
 //   - Exactly-once recovery of newly assigned partitions (exactly.go,
-//     eoRecover, while franz-go's assigned callback waits for it): the
+//     recoverParts, while franz-go's assigned callback waits for it): the
 //     group's ledgers (franz-go's request retries, 30 s), the topics' IDs
 //     and log ends (retried for at most a minute), each pending batch read
 //     back (at most 3 × kafka.request_timeout) and inserted again with its
-//     token, and the table's present offsets (one query). The replay's
-//     INSERT is retried like any INSERT, until it succeeds or fails for
-//     good: while ClickHouse is down it has no time bound, and neither has
-//     the presence query beyond the driver's read timeout. Its schema
-//     look-ups wait for the registry (at most 5 s each), since a replayed
-//     batch must decode every record it had.
+//     token, and the table's present offsets (one query per partition).
+//     The replay's INSERT is retried like any INSERT; the replays and the
+//     presence queries together have kafka.rebalance_timeout, after which
+//     the recovery fails and the connector stops (a restart recovers
+//     again). Its schema look-ups wait for the registry (at most 5 s each),
+//     since a replayed batch must decode every record it had.
 //
 // Schema-registry look-ups are not on that list: while Run loops, the id
 // a record names that is not known yet is looked up on a goroutine of its
@@ -67,7 +71,7 @@
 // records, decoded while the next fetch is read), routing.go (routes
 // to tables, tables named after their topic), dispatch.go (accumulators,
 // each table's queue and in-flight slots, inserts and their acks),
-// commit.go, rebalance.go (assign, revoke with its deadline, loss), dlq.go
+// commit.go and committer.go (commits, off the owner), rebalance.go (assign, revoke with its deadline, loss), dlq.go
 // (bad records), dlqtable.go (bad records as rows of a dead-letter table), schema.go (tables that change while running), evolve.go
 // (fields no column takes: counted, logged, added as columns on request,
 // their records held until the column exists), held.go (records held for
@@ -75,7 +79,9 @@
 // (schema-registry look-ups off the owner goroutine), budget.go (the
 // budget of INSERTs per server: which batch goes when), create.go (missing tables created by New, on request, from a sample of
 // their topic's records; PlanCreates is the dry run),
-// exactly.go (exactly-once delivery), fanout.go (routes chosen per record by
+// delivery.go (what the delivery guarantee adds to the shared path, as
+// hooks; at-least-once adds nothing), exactly.go (exactly-once delivery,
+// the other implementation), fanout.go (routes chosen per record by
 // their when:, records in several tables), stats.go (summary line, metric
 // handles), admin.go (the state, pause and resume, the status snapshot) and
 // run.go (the loop, the poller, shutdown).
@@ -129,13 +135,10 @@ type Pipeline struct {
 	// never hands out an accumulator no longer in the map.
 	lastAcc *accState
 	tracker *offsets.Tracker
-	flights map[uint64]*flight   // sealed batches not yet acknowledged
-	dlqs    map[uint64]*dlqState // bad records whose dead-letter produce has not succeeded
+	flights map[uint64]*flight // sealed batches not yet acknowledged
+	dlq     deadLetters        // bad records whose dead-letter produce has not succeeded (dlq.go)
 	nextID  uint64
-	// dlqBytes is the key and value bytes of the records in dlqs (part of
-	// the buffer budget); dlqFailed counts those that failed for good.
-	dlqBytes, dlqFailed int
-	dlqt                *dlqTables // dead-letter tables and counts (dlqtable.go)
+	dlqt    *dlqTables // dead-letter tables and counts (dlqtable.go)
 
 	acks    chan ack
 	events  chan groupEvent
@@ -156,6 +159,7 @@ type Pipeline struct {
 	cancelGrace time.Duration
 
 	uncommitted map[offsets.TP]offsets.Commit // positions of a failed commit, retried
+	committer   *committer                    // commits off the owner while Run runs (committer.go)
 
 	polling bool          // a poll was requested and not yet delivered
 	pending []pendingPart // polled records not decoded yet (fetched.go)
@@ -198,7 +202,10 @@ type Pipeline struct {
 	// probingParts: adaptive batching's parts read is running (adaptive.go)
 	probingParts bool
 
-	eo *exactly // nil unless delivery is exactly_once (exactly.go)
+	// dlv is what the delivery guarantee adds to the shared path
+	// (delivery.go); eo is its state under exactly_once (nil otherwise).
+	dlv delivery
+	eo  *exactly
 	// eoIO is exactly-once's reading of ledgers, records and tables
 	// (WithExactlyOnce); Run refuses that mode without it.
 	eoIO ExactlyOnce
@@ -268,7 +275,6 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w Sink, op
 		accs:      map[accKey]*accState{},
 		tracker:   offsets.New(),
 		flights:   map[uint64]*flight{},
-		dlqs:      map[uint64]*dlqState{},
 		acks:      make(chan ack, 64),
 		events:    make(chan groupEvent),
 		fetches:   make(chan kgo.Fetches),
@@ -302,7 +308,7 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w Sink, op
 	if p.reg != nil {
 		p.look = newLookups(p.reg, func() time.Time { return p.now() })
 	}
-	p.initExactly()
+	p.initDelivery()
 	p.initBudget()
 	p.conns = make(chan struct{}, chtable.InsertConns(cfg.ClickHouse.MaxInFlight))
 	p.m.SetMaxWait(cfg.Batch.MaxWait)

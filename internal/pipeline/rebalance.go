@@ -87,6 +87,8 @@ func (p *Pipeline) groupEvent(ctx context.Context, kind eventKind, m map[string]
 	}
 }
 
+// handleEvent routes a group callback to its handler; each closes
+// ev.done when the callback may return.
 func (p *Pipeline) handleEvent(writeCtx context.Context, ev groupEvent) {
 	var tps []offsets.TP
 	for t, parts := range ev.parts {
@@ -96,81 +98,86 @@ func (p *Pipeline) handleEvent(writeCtx context.Context, ev groupEvent) {
 	}
 	switch ev.kind {
 	case eventAssigned:
-		// Cooperative rebalances call back with empty sets too; those are
-		// worth no info line.
-		if len(tps) > 0 {
-			p.log.Info().Int("partitions", len(tps)).Msg("partitions assigned")
-		}
-		p.m.Assigned(len(tps))
-		p.assignedSeen(tps)
-		if p.eo != nil {
-			// A replay decodes its records now: its schema look-ups wait
-			// for the registry (lookup.go).
-			p.syncLookups(func() {
-				if err := p.eoRecover(writeCtx, tps); err != nil && p.fatal == nil {
-					p.fatal = err
-				}
-			})
-		}
+		p.assigned(writeCtx, tps)
 		close(ev.done)
 	case eventLost:
-		// Another member may already own them: never commit for them.
-		p.log.Warn().Int("partitions", len(tps)).Msg("partitions lost; dropping their uncommitted state")
-		p.forget(tps)
-		p.m.Left()
-		// A revoke still waiting may have waited for batches the loss
-		// dropped (exactly-once): it may be complete now.
-		p.revokeDone(0)
+		p.lost(tps)
 		close(ev.done)
 	case eventRevoked:
-		p.m.Revoked(len(tps))
-		if len(tps) == 0 {
-			close(ev.done)
-			return
-		}
-		p.log.Info().Int("partitions", len(tps)).Msg("partitions revoked: flushing before giving them up")
-		p.dropHeld(tps)
-		p.dropPending(tps)
-		for _, a := range p.accs {
-			for _, tp := range tps {
-				if a.acc.Holds(tp) {
-					p.seal(writeCtx, a, batch.ReasonRevoke)
-					break
-				}
-			}
-		}
-		w := &revokeWait{tps: tps, waiting: map[uint64]bool{}, done: ev.done,
-			start: p.now(), deadline: p.now().Add(p.cfg.Kafka.RebalanceTimeout / 2)}
-		for id, f := range p.flights {
-			for _, tp := range tps {
-				if f.b.Holds(tp) {
-					w.waiting[id] = true
-					break
-				}
-			}
-		}
-		for id, d := range p.dlqs {
-			if slices.Contains(tps, d.tp) {
-				w.waiting[id] = true
-			}
-		}
-		p.revoke = w
-		p.revokeDone(0)
+		p.revoked(writeCtx, tps, ev.done)
 	}
+}
+
+// assigned starts tracking newly assigned partitions; the delivery
+// prepares them (exactly-once recovery) before the callback returns.
+func (p *Pipeline) assigned(writeCtx context.Context, tps []offsets.TP) {
+	// Cooperative rebalances call back with empty sets too; those are
+	// worth no info line.
+	if len(tps) > 0 {
+		p.log.Info().Int("partitions", len(tps)).Msg("partitions assigned")
+	}
+	p.m.Assigned(len(tps))
+	p.assignedSeen(tps)
+	p.dlv.onAssign(writeCtx, tps)
+}
+
+// lost drops lost partitions' state: another member may already own them,
+// so nothing of them is committed.
+func (p *Pipeline) lost(tps []offsets.TP) {
+	p.log.Warn().Int("partitions", len(tps)).Msg("partitions lost; dropping their uncommitted state")
+	p.forget(tps)
+	p.m.Left()
+	// A revoke still waiting may have waited for batches the loss
+	// dropped (exactly-once): it may be complete now.
+	p.revokeDone(0)
+}
+
+// revoked seals the revoked partitions' open batches and waits (revokeWait)
+// for their batches and dead-letter produces before it commits and closes
+// done.
+func (p *Pipeline) revoked(writeCtx context.Context, tps []offsets.TP, done chan struct{}) {
+	p.m.Revoked(len(tps))
+	if len(tps) == 0 {
+		close(done)
+		return
+	}
+	p.log.Info().Int("partitions", len(tps)).Msg("partitions revoked: flushing before giving them up")
+	p.dropHeld(tps)
+	p.dropPending(tps)
+	for _, a := range p.accs {
+		if slices.ContainsFunc(tps, a.acc.Holds) {
+			p.seal(writeCtx, a, batch.ReasonRevoke)
+		}
+	}
+	w := &revokeWait{tps: tps, waiting: map[uint64]bool{}, done: done,
+		start: p.now(), deadline: p.now().Add(p.cfg.Kafka.RebalanceTimeout / 2)}
+	for id, f := range p.flights {
+		if slices.ContainsFunc(tps, f.b.Holds) {
+			w.waiting[id] = true
+		}
+	}
+	for _, id := range p.dlq.of(tps) {
+		w.waiting[id] = true
+	}
+	p.revoke = w
+	p.revokeDone(0)
+}
+
+// settled notes that unit id is acknowledged (or dropped) and reports
+// whether nothing of the revoked partitions is in flight any more.
+func (w *revokeWait) settled(id uint64) bool {
+	delete(w.waiting, id)
+	return len(w.waiting) == 0
 }
 
 // revokeDone notes that unit id is acknowledged and finishes a pending
 // revoke once nothing of the revoked partitions is in flight.
 func (p *Pipeline) revokeDone(id uint64) {
 	w := p.revoke
-	if w == nil {
+	if w == nil || !w.settled(id) {
 		return
 	}
-	delete(w.waiting, id)
-	if len(w.waiting) > 0 {
-		return
-	}
-	p.commit()
+	p.commitNow()
 	p.forget(w.tps)
 	p.revoke = nil
 	p.log.Info().Int("partitions", len(w.tps)).Dur("took", p.now().Sub(w.start)).
@@ -188,7 +195,7 @@ func (p *Pipeline) checkRevokeDeadline() {
 		return
 	}
 	p.log.Warn().Int("batches", len(w.waiting)).Msg("revoke: inserts still running at half the rebalance timeout; releasing partitions without committing them")
-	p.commit()
+	p.commitNow()
 	p.forget(w.tps)
 	p.revoke = nil
 	close(w.done)
@@ -196,9 +203,8 @@ func (p *Pipeline) checkRevokeDeadline() {
 
 // forget drops every trace of partitions this member no longer owns.
 func (p *Pipeline) forget(tps []offsets.TP) {
-	if p.eo != nil {
-		p.eoRelease(tps)
-	}
+	p.settle()
+	p.dlv.onRelease(tps)
 	p.dropHeld(tps)
 	p.dropPending(tps)
 	for _, tp := range tps {

@@ -24,14 +24,8 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	if p.cons == nil {
 		return errors.New("pipeline: Attach a consumer before Run")
 	}
-	if p.eo != nil && p.eoIO == nil {
-		return errNoExactlyOnceIO
-	}
-	if p.eo != nil && len(p.eo.windows) == 0 {
-		// Refuses what exactly-once cannot work with; remembers the windows.
-		if err := p.CheckExactlyOnce(ctx); err != nil {
-			return err
-		}
+	if err := p.dlv.check(ctx); err != nil {
+		return err
 	}
 	defer p.stop()
 	defer p.m.Left()
@@ -42,20 +36,33 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		p.look.begin(p.lookups, p.stopped)
 		defer p.look.end(0) // shutdown waited for them; an early return cancels them
 	}
+	p.committer = newCommitter()
+	go p.committer.run(p.commitOffsets)
+	defer p.stopCommitter()
 	// Inserts outlive ctx: on SIGTERM the open batches must still be written.
 	writeCtx, cancelWrites := context.WithCancel(context.Background())
 	defer cancelWrites()
+	stopPoller := p.startPoller(writeCtx)
+	defer stopPoller()
+	c := p.newClocks(writeCtx)
+	defer c.stop()
+	p.loop(ctx, writeCtx, c)
+	return p.finish(writeCtx, cancelWrites, stopPoller)
+}
+
+// startPoller starts the poller's goroutine and returns what stops it.
+// The poller must be gone before the client closes: a poll still in
+// flight would hold the group's rebalance (and so the leave) forever.
+// Meanwhile a group callback may be waiting for the owner (a loss
+// noticed as the process stops, e.g. after a pause past the session
+// timeout), and franz-go does not end the poll until the callback
+// returns: the stop handles such events while it waits, and the acks and
+// the deadline a revoke begun before the stop waits for.
+func (p *Pipeline) startPoller(writeCtx context.Context) (stop func()) {
 	pollCtx, cancelPoll := context.WithCancel(context.Background())
 	pollerDone := make(chan struct{})
 	go func() { defer close(pollerDone); p.poller(pollCtx) }()
-	// The poller must be gone before the client closes: a poll still in
-	// flight would hold the group's rebalance (and so the leave) forever.
-	// Meanwhile a group callback may be waiting for the owner (a loss
-	// noticed as the process stops, e.g. after a pause past the session
-	// timeout), and franz-go does not end the poll until the callback
-	// returns: handle such events while waiting, and the acks and the
-	// deadline a revoke begun before the stop waits for.
-	stopPoller := func() {
+	return func() {
 		cancelPoll()
 		tick := time.NewTicker(100 * time.Millisecond)
 		defer tick.Stop()
@@ -76,45 +83,59 @@ func (p *Pipeline) Run(ctx context.Context) error {
 				p.handleEvent(writeCtx, ev)
 			case a := <-p.acks:
 				p.handleAck(writeCtx, a)
+			case r := <-p.committer.results:
+				p.handleCommit(r)
 			case req := <-p.controls:
 				p.handleControl(writeCtx, req)
 			case <-tick.C:
 				p.checkRevokeDeadline()
-				p.eoRetryDue(writeCtx)
+				p.dlv.retryDue(writeCtx)
 			}
 		}
 	}
-	defer stopPoller()
+}
 
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	commitTick := time.NewTicker(p.cfg.Kafka.CommitInterval)
-	defer commitTick.Stop()
-	statsTick := time.NewTicker(statsInterval)
-	defer statsTick.Stop()
-	snapTick := time.NewTicker(p.snapEvery)
-	defer snapTick.Stop()
-	posTick := time.NewTicker(p.posEvery)
-	defer posTick.Stop()
-	var schemaTick <-chan time.Time // nil: never
+// clocks are the loop's timers: the next deadline (armTimer), and the
+// periodic work. A nil channel never fires (schema refresh off, fixed
+// batches).
+type clocks struct {
+	timer                    *time.Timer
+	commit, stats, snap, pos *time.Ticker
+	schema, parts            <-chan time.Time
+	stops                    []func()
+	lastStatsAt              time.Time
+	lastStats                Stats
+}
+
+func (p *Pipeline) newClocks(writeCtx context.Context) *clocks {
+	c := &clocks{timer: time.NewTimer(time.Hour), commit: time.NewTicker(p.cfg.Kafka.CommitInterval),
+		stats: time.NewTicker(statsInterval), snap: time.NewTicker(p.snapEvery), pos: time.NewTicker(p.posEvery),
+		lastStatsAt: p.now()}
+	c.stops = []func(){func() { c.timer.Stop() }, c.commit.Stop, c.stats.Stop, c.snap.Stop, c.pos.Stop}
 	if d := p.cfg.ClickHouse.SchemaRefresh; d > 0 {
 		t := time.NewTicker(d)
-		defer t.Stop()
-		schemaTick = t.C
+		c.stops, c.schema = append(c.stops, t.Stop), t.C
 	}
-	var partsTick <-chan time.Time // nil: fixed batches, never
 	if p.adaptive() {
 		t := time.NewTicker(partsInterval)
-		defer t.Stop()
-		partsTick = t.C
+		c.stops, c.parts = append(c.stops, t.Stop), t.C
 		p.probeParts(writeCtx)
 	}
-	last := p.now()
-	var lastStats Stats
+	return c
+}
 
+func (c *clocks) stop() {
+	for _, f := range c.stops {
+		f()
+	}
+}
+
+// loop routes events to their handlers until ctx is canceled or something
+// is fatal.
+func (p *Pipeline) loop(ctx, writeCtx context.Context, c *clocks) {
 	p.requestPoll()
 	for p.fatal == nil && ctx.Err() == nil {
-		p.armTimer(timer)
+		p.armTimer(c.timer)
 		select {
 		case <-ctx.Done():
 		case f := <-p.fetches:
@@ -125,38 +146,37 @@ func (p *Pipeline) Run(ctx context.Context) error {
 			p.decodeSome(writeCtx)
 		case a := <-p.acks:
 			p.handleAck(writeCtx, a)
+		case r := <-p.committer.results:
+			p.handleCommit(r)
 		case ev := <-p.events:
 			p.handleEvent(writeCtx, ev)
 			p.publish() // a change of partitions shows at once
 		case req := <-p.controls:
 			p.handleControl(writeCtx, req)
-		case <-snapTick.C:
+		case <-c.snap.C:
 			p.publish()
-		case <-posTick.C:
+		case <-c.pos.C:
 			p.probePositions()
 		case r := <-p.positions:
 			p.handlePositions(r)
-		case <-timer.C:
-			p.sealExpired(writeCtx)
-			p.retryHeld(writeCtx)
-			p.checkRevokeDeadline()
-			p.eoRetryDue(writeCtx)
-		case <-commitTick.C:
+		case <-c.timer.C:
+			p.due(writeCtx)
+		case <-c.commit.C:
 			p.commit()
-		case <-schemaTick:
+		case <-c.schema:
 			p.describeTables(writeCtx)
 		case r := <-p.schemas:
 			p.handleSchema(writeCtx, r)
 		case r := <-p.lookups:
 			p.handleLookup(r)
-		case <-partsTick:
+		case <-c.parts:
 			p.probeParts(writeCtx)
 		case r := <-p.parts:
 			p.handleParts(r)
-		case <-statsTick.C:
+		case <-c.stats.C:
 			now := p.now()
-			p.logStats(now.Sub(last), lastStats)
-			last, lastStats = now, p.stats
+			p.logStats(now.Sub(c.lastStatsAt), c.lastStats)
+			c.lastStatsAt, c.lastStats = now, p.stats
 		}
 		if p.state == status.Pausing {
 			p.advancePause(writeCtx)
@@ -165,6 +185,22 @@ func (p *Pipeline) Run(ctx context.Context) error {
 			p.requestPoll()
 		}
 	}
+}
+
+// due does the work whose time has come (armTimer's deadline): batches
+// past max_wait, held records to try again, the revoke deadline, the
+// delivery's retries.
+func (p *Pipeline) due(writeCtx context.Context) {
+	p.sealExpired(writeCtx)
+	p.retryHeld(writeCtx)
+	p.checkRevokeDeadline()
+	p.dlv.retryDue(writeCtx)
+}
+
+// finish ends a Run whose loop stopped: after a failure it flushes what
+// came before it and returns the failure; on ctx's cancel it shuts down
+// cleanly (shutdown) and returns what that says.
+func (p *Pipeline) finish(writeCtx context.Context, cancelWrites context.CancelFunc, stopPoller func()) error {
 	if cause := p.fatal; cause != nil {
 		p.failure = cause
 		p.setState(status.Failed)
@@ -246,10 +282,12 @@ func (p *Pipeline) flush(writeCtx context.Context, cancelWrites context.CancelFu
 	for p.unacked() > 0 {
 		select {
 		case <-retry.C:
-			p.eoRetryDue(writeCtx)
+			p.dlv.retryDue(writeCtx)
 		case a := <-p.acks:
 			p.handleAck(writeCtx, a)
 			p.abandonBlocked()
+		case r := <-p.committer.results:
+			p.handleCommit(r)
 		case r := <-p.schemas:
 			p.handleSchema(writeCtx, r)
 		case ev := <-p.events:
@@ -261,12 +299,12 @@ func (p *Pipeline) flush(writeCtx context.Context, cancelWrites context.CancelFu
 		case <-deadline.C:
 			stuck := p.stuckOn()
 			cancelWrites()
-			p.commit()
+			p.commitNow()
 			return fmt.Errorf("shutdown_timeout (%s) passed with %d batches not inserted and %d records not in the dead-letter topic, stuck on %s; committed %s; the rest is consumed again on restart",
-				p.cfg.ShutdownTimeout, len(p.flights), len(p.dlqs)-p.dlqFailed, stuck, p.committedSummary())
+				p.cfg.ShutdownTimeout, len(p.flights), p.dlq.unsettled(), stuck, p.committedSummary())
 		}
 	}
-	p.commit()
+	p.commitNow()
 	if p.fatal != nil {
 		return p.fatal
 	}
@@ -275,32 +313,32 @@ func (p *Pipeline) flush(writeCtx context.Context, cancelWrites context.CancelFu
 	return nil
 }
 
+// stopCommitter waits for the commit still out, if any, and ends the
+// committer's goroutine; later commits are made on the owner.
+func (p *Pipeline) stopCommitter() {
+	p.settle()
+	close(p.committer.jobs)
+	<-p.committer.done
+	p.committer = nil
+}
+
 // unacked counts the batches and dead-letter produces that may still
 // succeed (those that failed for good never will).
-func (p *Pipeline) unacked() int { return len(p.flights) + len(p.dlqs) - p.dlqFailed }
+func (p *Pipeline) unacked() int { return len(p.flights) + p.dlq.unsettled() }
 
 // stuckOn says what the oldest unfinished work is waiting for: a dead-letter
 // produce being retried, or a table's INSERT being retried, with the last
 // error seen.
 func (p *Pipeline) stuckOn() string {
-	var oldest *dlqState
-	var oldestID uint64
-	for id, d := range p.dlqs {
-		if !d.failed && (oldest == nil || id < oldestID) {
-			oldest, oldestID = d, id
-		}
-	}
-	if oldest != nil {
+	if oldest := p.dlq.oldest(); oldest != nil {
 		msg := fmt.Sprintf("the dead-letter produce of %s to %q", oldest.where(), p.cfg.Errors.DLQTopic)
 		if oldest.lastErr != nil {
 			msg += fmt.Sprintf(" (%d attempts, last error: %v)", oldest.attempt, oldest.lastErr)
 		}
 		return msg
 	}
-	if p.eo != nil {
-		for ts, r := range p.eo.retries {
-			return fmt.Sprintf("recording a batch for %s in Kafka before its INSERT (exactly_once; %d attempts, last error: %v)", ts.t.FullName(), r.attempt, r.lastErr)
-		}
+	if s := p.dlv.stuckOn(); s != "" {
+		return s
 	}
 	var first *flight
 	for _, f := range p.flights {
@@ -342,12 +380,19 @@ func (p *Pipeline) poller(ctx context.Context) {
 // new column (held.go); err says why.
 func (p *Pipeline) handleRecord(writeCtx context.Context, now time.Time, tp offsets.TP, r *kgo.Record) (err error, held bool) {
 	p.consumed(r)
-	if p.eo != nil && p.eoSkip(tp, r.Offset) {
+	if p.dlv.skip(tp, r.Offset) {
 		// Already a row in the table (exactly-once recovery).
-		p.eoSkipped(tp, r)
+		p.alreadyIn(tp, r)
 		return nil, false
 	}
 	return p.routeRecord(writeCtx, now, tp, r)
+}
+
+// alreadyIn handles r, which the delivery found already in its table: no
+// row, and its offset is done.
+func (p *Pipeline) alreadyIn(tp offsets.TP, r *kgo.Record) {
+	p.stats.Skipped++
+	p.tracker.Add(tp, r.Offset, r.LeaderEpoch, offsets.Done)
 }
 
 // consumed counts r in the run's records and bytes; a transaction marker
@@ -410,11 +455,11 @@ func (p *Pipeline) decodeRecord(writeCtx context.Context, now time.Time, tp offs
 		}
 		return nil, false
 	}
-	if p.eo != nil && p.eoCoveredRow(tp, r.Offset) {
+	if p.dlv.coveredRow(tp, r.Offset) {
 		// Already a row in the table (exactly-once recovery), known once
 		// decoded since a dead-letter table may hold the offset instead.
 		rs.plan.Unappend(a.acc.Data())
-		p.eoSkipped(tp, r)
+		p.alreadyIn(tp, r)
 		return nil, false
 	}
 	if u := rs.plan.LastUnmapped(); len(u) > 0 {
@@ -424,9 +469,7 @@ func (p *Pipeline) decodeRecord(writeCtx context.Context, now time.Time, tp offs
 		}
 	}
 	p.tracker.Add(tp, r.Offset, r.LeaderEpoch, a.id)
-	if p.eo != nil {
-		p.eoRow(a, tp)
-	}
+	p.dlv.onRow(a, tp)
 	if rs.route.AppliesTruncate() {
 		p.noteFeed(rs.table, tp)
 	}
@@ -472,7 +515,7 @@ func (p *Pipeline) armTimer(timer *time.Timer) {
 			next = max(d, 0)
 		}
 	}
-	if d, ok := p.eoNextRetry(now); ok && d < next {
+	if d, ok := p.dlv.nextRetry(now); ok && d < next {
 		next = d
 	}
 	if d, ok := p.heldNextRetry(now); ok && d < next {

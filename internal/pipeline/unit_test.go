@@ -673,6 +673,37 @@ func testUnitCommitBoundedByRequestTimeout(t *testing.T) {
 	}
 }
 
+// TestUnitCommitOffTheOwner: while a commit hangs, the owner goes on
+// decoding and inserting; the positions handled meanwhile go in the commit
+// after it, and no two commits are out at once.
+func TestUnitCommitOffTheOwner(t *testing.T) { synctest.Test(t, testUnitCommitOffTheOwner) }
+
+func testUnitCommitOffTheOwner(t *testing.T) {
+	cfg := unitConfig(t, "")
+	cfg.Kafka.RequestTimeout = 10 * time.Second
+	cfg.Kafka.RebalanceTimeout = 60 * time.Second
+	sink := newFakeSink(nil)
+	r := start(t, cfg, sink)
+	r.src.mu.Lock()
+	r.src.hangCommits = 1
+	r.src.mu.Unlock()
+	began := time.Now()
+	r.src.send(unitTP, 0, rows(0, 2)...)
+	eventually(t, time.Second, "the first batch inserted", func() bool { return sink.inserted("db.t") == 2 })
+	r.src.send(unitTP, 2, rows(2, 4)...)
+	eventually(t, time.Second, "the next batches inserted while the first commit hangs", func() bool { return sink.inserted("db.t") == 6 })
+	if took := time.Since(began); took >= cfg.Kafka.RequestTimeout {
+		t.Fatalf("the batches after a hung commit were inserted after %s, want before its request_timeout (%s)", took, cfg.Kafka.RequestTimeout)
+	}
+	if got := r.src.committed(unitTP); got != -1 {
+		t.Fatalf("committed %d while the first commit hangs, want nothing (one commit out at a time)", got)
+	}
+	eventually(t, 2*cfg.Kafka.RequestTimeout, "offset 6 committed after the hung commit", func() bool { return r.src.committed(unitTP) == 6 })
+	if err := r.stop(t); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+}
+
 // revoke calls the Revoked callback as franz-go does and returns how long
 // it held the rebalance.
 func revoke(r *running, tp offsets.TP) time.Duration {
