@@ -300,7 +300,7 @@ func (p *Pipeline) publish() {
 	} else if p.failure != nil {
 		s.Error = p.failure.Error()
 	}
-	backpressure := p.paused || len(p.held.parts) > 0
+	backpressure := p.paused || p.held.holding()
 	s.Backpressure = backpressure
 	if g, ok := p.cons.(protocolSource); ok {
 		s.GroupProtocol = g.GroupProtocol()
@@ -353,7 +353,7 @@ func (p *Pipeline) publish() {
 		s.Tables = append(s.Tables, t)
 	}
 	for tp, seen := range p.seen {
-		pt := status.Partition{Topic: tp.Topic, Partition: tp.Partition, Backpressure: backpressure || p.isHeld(tp)}
+		pt := status.Partition{Topic: tp.Topic, Partition: tp.Partition, Backpressure: backpressure || p.held.has(tp)}
 		if seen.committed >= 0 {
 			c := seen.committed
 			pt.Committed = &c

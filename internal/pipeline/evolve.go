@@ -449,17 +449,12 @@ func (p *Pipeline) sampleType(s evolveStart) (string, bool) {
 	}
 	blk := plan.NewBlock()
 	n := 0
-	for _, hp := range p.held.parts {
-		if w, ok := hp.wait.(*schemaWait); !ok || w.table != ts.t.FullName() {
-			continue
+	for r := range p.held.waitingFor(ts.t.FullName()) {
+		if n >= evolveSample {
+			break
 		}
-		for _, r := range hp.recs {
-			if n >= evolveSample {
-				break
-			}
-			n++
-			_ = plan.Append(blk, r) // a record that fails here is handled when it is appended for real
-		}
+		n++
+		_ = plan.Append(blk, r) // a record that fails here is handled when it is appended for real
 	}
 	ft := s.u.Type
 	plan.TakeUnmapped(func(u *decode.UnmappedField) {

@@ -141,7 +141,7 @@ func (p *Pipeline) dropPending(tps []offsets.TP) {
 // backpressure: franz-go keeps at most one unpolled fetch per broker, so
 // fetching stops too.
 func (p *Pipeline) requestPoll() {
-	if p.polling || p.revoke != nil || len(p.held.parts) > 0 {
+	if p.polling || p.revoke != nil || p.held.holding() {
 		return
 	}
 	used, budget := p.memUsed(), int(p.cfg.Batch.BufferMemory)
@@ -182,7 +182,7 @@ func (p *Pipeline) handlePartition(writeCtx context.Context, now time.Time, tp o
 	defer func() {
 		p.topicMetrics(tp.Topic).Consumed(int(p.stats.Records-records), int(p.stats.Bytes-bytes))
 	}()
-	if p.isHeld(tp) {
+	if p.held.has(tp) {
 		// Records of a partition already held (a fetch that was on
 		// its way) wait behind them, in order.
 		for _, r := range recs {

@@ -2,6 +2,8 @@ package pipeline
 
 import (
 	"context"
+	"iter"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -66,7 +68,10 @@ func isSchemaWait(err error) bool {
 	return false
 }
 
-// heldState is the records held and the retry schedule.
+// heldState is the records held and the retry schedule. The zero value
+// holds nothing. Owned by the Run goroutine: the Pipeline's calls around it
+// (holdFrom, retryHeld, dropHeld) decode, log and publish; these keep the
+// partitions, their bytes and the schedule consistent.
 type heldState struct {
 	parts   []*heldPart // in the order they were held
 	bytes   int         // key and value bytes of the held records (part of the buffer budget)
@@ -77,29 +82,29 @@ type heldState struct {
 	lastErr error // the registry's last error
 }
 
-// holdFrom holds recs (a partition's records from the one that cannot be
-// decoded now). err is why: the registry's error, or a *schemaWait; nil
-// when recs join the partition's records already held.
-func (p *Pipeline) holdFrom(tp offsets.TP, recs []*kgo.Record, err error) {
-	h := &p.held
-	var part *heldPart
+// holding reports whether any record is held.
+func (h *heldState) holding() bool { return len(h.parts) > 0 }
+
+// part is tp's held records, or nil.
+func (h *heldState) part(tp offsets.TP) *heldPart {
 	for _, hp := range h.parts {
 		if hp.tp == tp {
-			part = hp
-			break
+			return hp
 		}
 	}
+	return nil
+}
+
+// has reports whether tp has records held.
+func (h *heldState) has(tp offsets.TP) bool { return h.part(tp) != nil }
+
+// hold appends recs to tp's held records (a new partition waits for err)
+// and starts the schedule at now if nothing was held.
+func (h *heldState) hold(tp offsets.TP, recs []*kgo.Record, err error, now time.Time) {
+	part := h.part(tp)
 	if part == nil {
 		part = &heldPart{tp: tp, wait: err}
 		h.parts = append(h.parts, part)
-		if sw, ok := err.(*schemaWait); ok {
-			p.log.Info().Str("topic", tp.Topic).Int32("partition", tp.Partition).Int64("offset", recs[0].Offset).
-				Str("table", sw.table).Str("field", sw.field).Bool("reread", sw.reread).
-				Msg("a record carries a field its table is getting a column for: holding the partition's records until the table has it; fetching paused")
-		} else if err != nil && !isLookupPending(err) && h.lastErr == nil {
-			p.log.Warn().Str("topic", tp.Topic).Int32("partition", tp.Partition).Int64("offset", recs[0].Offset).
-				Err(err).Msg("schema registry unavailable for a schema id not cached: holding the partition's records and retrying; fetching paused")
-		}
 	}
 	part.recs = append(part.recs, recs...)
 	for _, r := range recs {
@@ -109,53 +114,139 @@ func (p *Pipeline) holdFrom(tp offsets.TP, recs []*kgo.Record, err error) {
 		h.lastErr = err
 	}
 	if h.since.IsZero() {
-		h.since = p.now()
+		h.since = now
 		h.backoff = backoff.New(heldRetry)
 		h.attempt = 0
-		h.next = p.now().Add(h.backoff.Next())
-	}
-	p.noteHeld()
-}
-
-// kickHeld makes the held records' next attempt due now: a table's new
-// description was applied, or a column's ALTER ended.
-func (p *Pipeline) kickHeld() {
-	if len(p.held.parts) > 0 {
-		p.held.next = p.now()
+		h.next = now.Add(h.backoff.Next())
 	}
 }
 
-// isHeld reports whether tp has records held.
-func (p *Pipeline) isHeld(tp offsets.TP) bool {
-	for _, hp := range p.held.parts {
-		if hp.tp == tp {
-			return true
-		}
+// kick makes the next attempt due at now, when records are held.
+func (h *heldState) kick(now time.Time) {
+	if h.holding() {
+		h.next = now
 	}
-	return false
 }
 
-// heldRecords counts the records held.
-func (p *Pipeline) heldRecords() int {
+// due reports whether records are held and their attempt is due at now.
+func (h *heldState) due(now time.Time) bool { return h.holding() && !now.Before(h.next) }
+
+// records counts the records held.
+func (h *heldState) records() int {
 	n := 0
-	for _, hp := range p.held.parts {
+	for _, hp := range h.parts {
 		n += len(hp.recs)
 	}
 	return n
 }
 
+// counts splits the records held by what they wait for: the registry, or
+// their table (isSchemaWait).
+func (h *heldState) counts() (registry, schema int) {
+	for _, hp := range h.parts {
+		if isSchemaWait(hp.wait) {
+			schema += len(hp.recs)
+		} else {
+			registry += len(hp.recs)
+		}
+	}
+	return registry, schema
+}
+
+// waitingFor yields the held records of the partitions whose first record
+// waits for table's new column (a *schemaWait), in the order they were held.
+func (h *heldState) waitingFor(table string) iter.Seq[*kgo.Record] {
+	return func(yield func(*kgo.Record) bool) {
+		for _, hp := range h.parts {
+			if w, ok := hp.wait.(*schemaWait); !ok || w.table != table {
+				continue
+			}
+			for _, r := range hp.recs {
+				if !yield(r) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// pop takes hp's first record out of what is held.
+func (h *heldState) pop(hp *heldPart) *kgo.Record {
+	r := hp.recs[0]
+	hp.recs[0] = nil
+	hp.recs = hp.recs[1:]
+	h.bytes -= len(r.Key) + len(r.Value)
+	return r
+}
+
+// prune forgets the partitions left without records, and the schedule
+// when none is left.
+func (h *heldState) prune() {
+	h.parts = slices.DeleteFunc(h.parts, func(hp *heldPart) bool { return len(hp.recs) == 0 })
+	if len(h.parts) == 0 {
+		*h = heldState{}
+	}
+}
+
+// reschedule sets the next attempt after a round that left records held:
+// after the next backoff step, or, when only look-ups still running held
+// records (their ends kick the next round), after the current one, not
+// counted.
+func (h *heldState) reschedule(now time.Time, onlyPending bool) {
+	if onlyPending {
+		h.next = now.Add(h.backoff.Wait(h.backoff.Retries()))
+	} else {
+		h.next = now.Add(h.backoff.Next())
+	}
+}
+
+// drop takes the held records of tps out of what is held and returns
+// their partitions, for the caller to recycle.
+func (h *heldState) drop(tps []offsets.TP) []*heldPart {
+	var dropped []*heldPart
+	h.parts = slices.DeleteFunc(h.parts, func(hp *heldPart) bool {
+		if !slices.Contains(tps, hp.tp) {
+			return false
+		}
+		for _, r := range hp.recs {
+			h.bytes -= len(r.Key) + len(r.Value)
+		}
+		dropped = append(dropped, hp)
+		return true
+	})
+	if len(h.parts) == 0 {
+		*h = heldState{}
+	}
+	return dropped
+}
+
+// holdFrom holds recs (a partition's records from the one that cannot be
+// decoded now). err is why: the registry's error, or a *schemaWait; nil
+// when recs join the partition's records already held.
+func (p *Pipeline) holdFrom(tp offsets.TP, recs []*kgo.Record, err error) {
+	if !p.held.has(tp) {
+		if sw, ok := err.(*schemaWait); ok {
+			p.log.Info().Str("topic", tp.Topic).Int32("partition", tp.Partition).Int64("offset", recs[0].Offset).
+				Str("table", sw.table).Str("field", sw.field).Bool("reread", sw.reread).
+				Msg("a record carries a field its table is getting a column for: holding the partition's records until the table has it; fetching paused")
+		} else if err != nil && !isLookupPending(err) && p.held.lastErr == nil {
+			p.log.Warn().Str("topic", tp.Topic).Int32("partition", tp.Partition).Int64("offset", recs[0].Offset).
+				Err(err).Msg("schema registry unavailable for a schema id not cached: holding the partition's records and retrying; fetching paused")
+		}
+	}
+	p.held.hold(tp, recs, err, p.now())
+	p.noteHeld()
+}
+
+// kickHeld makes the held records' next attempt due now: a table's new
+// description was applied, or a column's ALTER ended.
+func (p *Pipeline) kickHeld() { p.held.kick(p.now()) }
+
 // noteHeld publishes the count of held records: to the metrics (by what
 // they wait for), and for readers outside the owner goroutine
 // (heldRecordsNow).
 func (p *Pipeline) noteHeld() {
-	reg, sch := 0, 0
-	for _, hp := range p.held.parts {
-		if isSchemaWait(hp.wait) {
-			sch += len(hp.recs)
-		} else {
-			reg += len(hp.recs)
-		}
-	}
+	reg, sch := p.held.counts()
 	p.heldNow.Store(int64(reg + sch))
 	p.m.SetRegistryWaiting(reg)
 	p.m.SetSchemaWaiting(sch)
@@ -167,7 +258,7 @@ func (p *Pipeline) heldRecordsNow() int { return int(p.heldNow.Load()) }
 // heldNextRetry reports how long until the next attempt, when records are
 // held.
 func (p *Pipeline) heldNextRetry(now time.Time) (time.Duration, bool) {
-	if len(p.held.parts) == 0 || p.revoke != nil || p.state == status.Paused {
+	if !p.held.holding() || p.revoke != nil || p.state == status.Paused {
 		// During a revoke retryHeld waits; its deadline wakes the loop.
 		// A paused connector decodes nothing: resume wakes it.
 		return 0, false
@@ -187,7 +278,7 @@ func (p *Pipeline) heldNextRetry(now time.Time) (time.Duration, bool) {
 // their ends kick the next round.
 func (p *Pipeline) retryHeld(writeCtx context.Context) {
 	h := &p.held
-	if len(h.parts) == 0 || p.now().Before(h.next) || p.revoke != nil || p.state == status.Paused {
+	if !h.due(p.now()) || p.revoke != nil || p.state == status.Paused {
 		return
 	}
 	h.attempt++
@@ -196,10 +287,8 @@ func (p *Pipeline) retryHeld(writeCtx context.Context) {
 	var regAt *heldPart
 	var regOffset int64
 	pending := false // a record waits for a look-up still running
-	kept := h.parts[:0]
 	for _, hp := range h.parts {
 		if p.fatal != nil || (regErr != nil && !isSchemaWait(hp.wait)) {
-			kept = append(kept, hp)
 			continue
 		}
 		for len(hp.recs) > 0 && p.fatal == nil {
@@ -214,37 +303,24 @@ func (p *Pipeline) retryHeld(writeCtx context.Context) {
 				}
 				break
 			}
-			hp.recs[0] = nil
-			hp.recs = hp.recs[1:]
-			h.bytes -= len(r.Key) + len(r.Value)
-			p.release(r)
-		}
-		if len(hp.recs) > 0 {
-			kept = append(kept, hp)
+			p.release(h.pop(hp))
 		}
 	}
-	clear(h.parts[len(kept):])
-	h.parts = kept
+	since, attempts := h.since, h.attempt
+	h.prune()
 	p.launchEvolves()
-	if len(h.parts) == 0 {
-		p.log.Info().Dur("held_for", p.now().Sub(h.since)).Int("attempts", h.attempt).
+	if !h.holding() {
+		p.log.Info().Dur("held_for", p.now().Sub(since)).Int("attempts", attempts).
 			Msg("held records decoded; fetching resumed")
-		p.held = heldState{}
 		p.noteHeld()
 		return
 	}
-	if regErr != nil || !pending {
-		h.next = p.now().Add(h.backoff.Next())
-	} else {
-		// Only look-ups still running: their ends kick the next round;
-		// this wait, not counted, is the fallback.
-		h.next = p.now().Add(h.backoff.Wait(h.backoff.Retries()))
-	}
+	h.reschedule(p.now(), regErr == nil && pending)
 	if regErr != nil {
 		h.lastErr = regErr
 		p.m.RegistryRetry()
 		p.log.Warn().Str("topic", regAt.tp.Topic).Int32("partition", regAt.tp.Partition).Int64("offset", regOffset).
-			Int("held", p.heldRecords()).Int("attempt", h.attempt).Dur("retry_in", h.next.Sub(p.now())).Err(regErr).
+			Int("held", h.records()).Int("attempt", h.attempt).Dur("retry_in", h.next.Sub(p.now())).Err(regErr).
 			Msg("schema registry still unavailable; records stay held")
 	}
 	p.noteHeld()
@@ -254,31 +330,12 @@ func (p *Pipeline) retryHeld(writeCtx context.Context) {
 // (their next owner reads them again from the committed offset) or
 // consumes again from an earlier offset.
 func (p *Pipeline) dropHeld(tps []offsets.TP) {
-	h := &p.held
-	kept := h.parts[:0]
-	for _, hp := range h.parts {
-		drop := false
-		for _, tp := range tps {
-			if hp.tp == tp {
-				drop = true
-				break
-			}
-		}
-		if !drop {
-			kept = append(kept, hp)
-			continue
-		}
+	for _, hp := range p.held.drop(tps) {
 		for _, r := range hp.recs {
-			h.bytes -= len(r.Key) + len(r.Value)
 			p.recycle(r)
 		}
 		p.log.Info().Str("topic", hp.tp.Topic).Int32("partition", hp.tp.Partition).Int("records", len(hp.recs)).
 			Msg("held records dropped (partition given up, or consumed again from an earlier offset); they stay uncommitted")
-	}
-	clear(h.parts[len(kept):])
-	h.parts = kept
-	if len(h.parts) == 0 {
-		p.held = heldState{}
 	}
 	p.noteHeld()
 	p.dropTruncations(tps)

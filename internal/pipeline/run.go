@@ -264,7 +264,7 @@ func (p *Pipeline) flush(writeCtx context.Context, cancelWrites context.CancelFu
 	if n := p.pendingRecords(); n > 0 {
 		p.log.Info().Int("records", n).Msg("shutting down with fetched records not decoded yet; they stay uncommitted and are read again on restart")
 	}
-	if n := p.heldRecords(); n > 0 {
+	if n := p.held.records(); n > 0 {
 		p.log.Warn().Int("records", n).Msg("shutting down with held records (waiting for the schema registry or for a table's new column); they stay uncommitted and are read again on restart")
 	}
 	for _, a := range p.accs {
