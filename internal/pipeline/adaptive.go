@@ -173,7 +173,7 @@ func (p *Pipeline) apply(ts *tableState, t adapt.Target) {
 	ts.target = t
 	if t.Rows != prev.Rows || t.Wait != prev.Wait {
 		pol := p.policy(ts)
-		for _, a := range p.accs {
+		for _, a := range p.disp.accs {
 			if a.key.table == ts {
 				a.acc.SetPolicy(pol)
 				if p.sched != nil && !a.acc.Empty() {

@@ -194,7 +194,7 @@ func (p *Pipeline) handleControl(writeCtx context.Context, req controlReq) {
 	case req.op == opPause && p.state == status.Running:
 		p.setState(status.Pausing)
 		p.pauseFetch()
-		p.log.Info().Int("open_batches", p.openBatches()).Int("in_flight", len(p.flights)).
+		p.log.Info().Int("open_batches", p.disp.openBatches()).Int("in_flight", p.disp.inFlight()).
 			Msg("pausing: fetching stopped; inserting and committing the open batches")
 		p.advancePause(writeCtx)
 	case req.op == opResume && p.pausing():
@@ -232,7 +232,7 @@ func (p *Pipeline) advancePause(writeCtx context.Context) {
 	if p.state != status.Pausing || p.fatal != nil || len(p.pending) > 0 {
 		return
 	}
-	for _, a := range p.accs {
+	for _, a := range p.disp.accs {
 		p.seal(writeCtx, a, batch.ReasonPause)
 	}
 	if p.unacked() > 0 || p.revoke != nil {
@@ -311,7 +311,7 @@ func (p *Pipeline) publish() {
 	}
 	slices.Sort(names)
 	open := map[*tableState][2]int{}
-	for _, a := range p.accs {
+	for _, a := range p.disp.accs {
 		if !a.acc.Empty() {
 			v := open[a.key.table]
 			open[a.key.table] = [2]int{v[0] + 1, v[1] + a.acc.Data().Rows()}

@@ -77,7 +77,7 @@ func (p *Pipeline) tighten(ts *tableState, d time.Duration) {
 		ts.ctl = nil // rebuilt with the new bound in adaptive mode
 		p.adaptTable(ts)
 		pol := p.policy(ts)
-		for _, a := range p.accs {
+		for _, a := range p.disp.accs {
 			if a.key.table == ts {
 				a.acc.SetPolicy(pol)
 			}
@@ -129,7 +129,7 @@ func (p *Pipeline) budgetDemand(now time.Time) {
 		return
 	}
 	d := make(map[string]float64, len(p.demand))
-	for _, a := range p.accs {
+	for _, a := range p.disp.accs {
 		wait := a.acc.Policy().MaxWait
 		if wait <= 0 || a.active.IsZero() || (a.acc.Empty() && now.Sub(a.active) > demandWindow) {
 			continue
@@ -158,7 +158,7 @@ func (p *Pipeline) budgetDue(writeCtx context.Context) {
 		if !ok {
 			break
 		}
-		a := p.accs[k]
+		a := p.disp.accs[k]
 		if a == nil || a.acc.Empty() {
 			p.sched.Forget(k)
 			continue
@@ -182,14 +182,10 @@ func (p *Pipeline) budgetDue(writeCtx context.Context) {
 // the largest is sealed, budget or not, so that the budget's holding
 // never pauses fetching.
 func (p *Pipeline) memShort() bool {
-	n := 0
-	for _, a := range p.accs {
-		n += a.acc.Data().Bytes()
-	}
-	if n < int(p.cfg.Batch.BufferMemory)/2 {
+	if p.disp.openBytes() < int(p.cfg.Batch.BufferMemory)/2 {
 		return false
 	}
-	for k, a := range p.accs {
+	for k, a := range p.disp.accs {
 		p.sched.Size(k, a.acc.Data().Bytes())
 	}
 	return true

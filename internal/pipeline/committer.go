@@ -122,7 +122,7 @@ func (p *Pipeline) commitJob() (commitJob, bool) {
 		}
 	}
 	if len(c) == 0 {
-		if p.unacked() == 0 && p.openBatches() == 0 {
+		if p.unacked() == 0 && p.disp.openBatches() == 0 {
 			// Nothing handled is uncommitted: as good as a fresh commit,
 			// so an idle topic does not look like a stuck commit.
 			p.m.Committed(p.now())

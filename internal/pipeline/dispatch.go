@@ -97,37 +97,134 @@ type ack struct {
 // shardPart is one shard's INSERT of a batch.
 type shardPart struct{ shard, rows int }
 
+// dispatch is the batches on their way to ClickHouse: the open ones, one
+// accumulator per accKey, and the sealed ones from their seal to their
+// ack (flights). Each table's queue of sealed batches waiting for an
+// insert slot is its tableState's (queue, inflight). The zero value is
+// empty. Owned by the Run goroutine: the rest of the package reads accs
+// and flights; every change goes through these calls.
+type dispatch struct {
+	accs map[accKey]*accState
+	// last is acc's last answer (nil: none), the open batch of last.key;
+	// drop clears it when that entry leaves accs, so it never hands out
+	// an accumulator no longer in the map.
+	last    *accState
+	flights map[uint64]*flight // sealed batches not yet acknowledged
+}
+
+// acc is key's open batch, or nil.
+func (d *dispatch) acc(key accKey) *accState {
+	if a := d.last; a != nil && a.key == key {
+		return a // the same partition's batch as the record before
+	}
+	a := d.accs[key]
+	if a != nil {
+		d.last = a
+	}
+	return a
+}
+
+// open adds a, the new open batch of a.key.
+func (d *dispatch) open(a *accState) {
+	if d.accs == nil {
+		d.accs = map[accKey]*accState{}
+	}
+	d.accs[a.key] = a
+	d.last = a
+}
+
+// drop removes the open batch of key.
+func (d *dispatch) drop(key accKey) {
+	delete(d.accs, key)
+	if d.last != nil && d.last.key == key {
+		d.last = nil
+	}
+}
+
+// fly adds f, a batch just sealed.
+func (d *dispatch) fly(f *flight) {
+	if d.flights == nil {
+		d.flights = map[uint64]*flight{}
+	}
+	d.flights[f.b.ID] = f
+}
+
+// land forgets sealed batch id (acknowledged, failed or dropped) and
+// returns it, nil when it is not there.
+func (d *dispatch) land(id uint64) *flight {
+	f := d.flights[id]
+	delete(d.flights, id)
+	return f
+}
+
+// inFlight counts the sealed batches not yet acknowledged.
+func (d *dispatch) inFlight() int { return len(d.flights) }
+
+// oldest is the sealed batch of the smallest id, nil when none is.
+func (d *dispatch) oldest() *flight {
+	var first *flight
+	for _, f := range d.flights {
+		if first == nil || f.b.ID < first.b.ID {
+			first = f
+		}
+	}
+	return first
+}
+
+// openBytes is the bytes of the open batches.
+func (d *dispatch) openBytes() int {
+	n := 0
+	for _, a := range d.accs {
+		n += a.acc.Data().Bytes()
+	}
+	return n
+}
+
+// bytes is the bytes of the open and the unacknowledged batches.
+func (d *dispatch) bytes() int {
+	n := d.openBytes()
+	for _, f := range d.flights {
+		n += f.bytes
+	}
+	return n
+}
+
+// openBatches counts the open batches that hold a record.
+func (d *dispatch) openBatches() int {
+	n := 0
+	for _, a := range d.accs {
+		if !a.acc.Empty() {
+			n++
+		}
+	}
+	return n
+}
+
+// accFor is the open batch a record of ts from tp goes to, opened when
+// there is none.
 func (p *Pipeline) accFor(ts *tableState, tp offsets.TP) *accState {
 	key := accKey{table: ts}
 	if !p.cfg.Batch.IgnorePartitions {
 		key.tp = tp
 	}
-	if a := p.lastAcc; a != nil && a.key == key {
-		return a // the same partition's batch as the record before
+	if a := p.disp.acc(key); a != nil {
+		return a
 	}
-	a, ok := p.accs[key]
-	if !ok {
-		a = &accState{acc: batch.NewAccumulator(p.policy(ts), p.block(ts)), id: p.newID(), key: key}
-		p.accs[key] = a
-	}
-	p.lastAcc = a
+	a := &accState{acc: batch.NewAccumulator(p.policy(ts), ts.block()), id: p.newID(), key: key}
+	p.disp.open(a)
 	return a
 }
 
-// dropAcc removes the open batch of key from accs, and from accFor's
-// last answer.
+// dropAcc removes the open batch of key, from the budget too.
 func (p *Pipeline) dropAcc(key accKey) {
-	delete(p.accs, key)
+	p.disp.drop(key)
 	if p.sched != nil {
 		p.sched.Forget(key)
-	}
-	if p.lastAcc != nil && p.lastAcc.key == key {
-		p.lastAcc = nil
 	}
 }
 
 // block returns an empty block for ts, reusing a freed one when there is.
-func (p *Pipeline) block(ts *tableState) *decode.Block {
+func (ts *tableState) block() *decode.Block {
 	if n := len(ts.free); n > 0 {
 		b := ts.free[n-1]
 		ts.free = ts.free[:n-1]
@@ -139,7 +236,7 @@ func (p *Pipeline) block(ts *tableState) *decode.Block {
 // seal closes a's open batch and queues it for insert.
 func (p *Pipeline) seal(writeCtx context.Context, a *accState, why batch.Reason) {
 	ts := a.key.table
-	b := a.acc.Seal(p.now(), a.id, why, p.block(ts))
+	b := a.acc.Seal(p.now(), a.id, why, ts.block())
 	if b == nil {
 		return
 	}
@@ -152,7 +249,7 @@ func (p *Pipeline) seal(writeCtx context.Context, a *accState, why batch.Reason)
 	p.adaptSealed(ts, b)
 	p.flushDefaults(ts)
 	p.flushDrift(writeCtx, ts)
-	p.flights[b.ID] = &flight{b: b, table: ts, tab: ts.t, bytes: b.Data.Bytes(), oldest: a.oldest}
+	p.disp.fly(&flight{b: b, table: ts, tab: ts.t, bytes: b.Data.Bytes(), oldest: a.oldest})
 	a.oldest = 0
 	ts.queue = append(ts.queue, b)
 	p.pump(writeCtx, ts)
@@ -176,7 +273,7 @@ func (p *Pipeline) pump(writeCtx context.Context, ts *tableState) {
 		ts.queue[0] = nil
 		ts.queue = ts.queue[1:]
 		ts.inflight++
-		tab := p.flights[b.ID].tab
+		tab := p.disp.flights[b.ID].tab
 		ctx, blk, err := p.dlv.beforeInsert(writeCtx, ts, b)
 		if errors.Is(err, errInsertLater) {
 			ts.inflight--
@@ -253,13 +350,12 @@ func (p *Pipeline) handleAck(writeCtx context.Context, a ack) {
 		p.truncateAcked(a)
 		return
 	}
-	f := p.flights[a.id]
+	f := p.disp.land(a.id)
 	if f == nil {
 		return
 	}
 	ts := f.table
 	ts.inflight--
-	delete(p.flights, a.id)
 	if a.err != nil {
 		// The batch stays unacknowledged in the tracker, so its offsets (and
 		// everything after them) are never committed: it is consumed again
@@ -337,7 +433,7 @@ func (p *Pipeline) sealExpired(writeCtx context.Context) {
 		return
 	}
 	now := p.now()
-	for _, a := range p.accs {
+	for _, a := range p.disp.accs {
 		if d, ok := a.acc.UntilNext(now); ok && d <= 0 {
 			p.seal(writeCtx, a, batch.ReasonWait)
 		}
@@ -361,22 +457,5 @@ func (p *Pipeline) flushDefaults(ts *tableState) {
 // records waiting for the dead-letter topic and by records waiting for the
 // schema registry.
 func (p *Pipeline) memUsed() int {
-	n := p.dlq.weight + p.held.bytes
-	for _, a := range p.accs {
-		n += a.acc.Data().Bytes()
-	}
-	for _, f := range p.flights {
-		n += f.bytes
-	}
-	return n
-}
-
-func (p *Pipeline) openBatches() int {
-	n := 0
-	for _, a := range p.accs {
-		if !a.acc.Empty() {
-			n++
-		}
-	}
-	return n
+	return p.dlq.weight + p.held.bytes + p.disp.bytes()
 }

@@ -211,7 +211,7 @@ func (p *Pipeline) abandonBlocked() {
 		kept := ts.queue[:0]
 		for _, b := range ts.queue {
 			if d := p.dlq.blockedBy(b, true); d != nil {
-				delete(p.flights, b.ID)
+				p.disp.land(b.ID)
 				p.log.Warn().Str("table", ts.t.FullName()).Uint64("batch", b.ID).Int("rows", b.Rows()).
 					Str("after", d.where()).Msg("batch not inserted: it holds records after a record the dead-letter topic did not take")
 				continue

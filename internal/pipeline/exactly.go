@@ -606,12 +606,12 @@ func (e *exactly) onRelease(tps []offsets.TP) {
 	}
 	var unrecorded []eos.Unrecorded
 	open := map[uint64]*accState{}
-	for id, f := range p.flights {
+	for id, f := range p.disp.flights {
 		if eb := e.batches[id]; eb != nil && !eb.recorded {
 			unrecorded = append(unrecorded, eos.Unrecorded{ID: id, Tried: eb.tried, Ranges: eosRanges(f.b.Ranges)})
 		}
 	}
-	for _, a := range p.accs {
+	for _, a := range p.disp.accs {
 		if !a.acc.Empty() {
 			open[a.id] = a
 			unrecorded = append(unrecorded, eos.Unrecorded{ID: a.id, Open: true, Ranges: eosRanges(a.acc.Ranges())})
@@ -661,7 +661,7 @@ func eosRanges(rs []batch.Range) []eos.Range {
 // dropSealed drops sealed batch id, not recorded, and returns its rows.
 func (e *exactly) dropSealed(id uint64) int {
 	p := e.p
-	f := p.flights[id]
+	f := p.disp.land(id)
 	ts := f.table
 	if i := slices.Index(ts.queue, f.b); i >= 0 {
 		ts.queue = slices.Delete(ts.queue, i, i+1)
@@ -675,7 +675,6 @@ func (e *exactly) dropSealed(id uint64) int {
 		// no batch. Its slot is freed here.
 		ts.inflight--
 	}
-	delete(p.flights, id)
 	delete(e.batches, id)
 	if p.revoke != nil {
 		delete(p.revoke.waiting, id)
@@ -687,7 +686,7 @@ func (e *exactly) dropSealed(id uint64) int {
 func (e *exactly) dropOpen(a *accState) int {
 	p := e.p
 	rows := 0
-	if b := a.acc.Seal(p.now(), a.id, batch.ReasonRevoke, p.block(a.key.table)); b != nil {
+	if b := a.acc.Seal(p.now(), a.id, batch.ReasonRevoke, a.key.table.block()); b != nil {
 		rows = b.Rows()
 	}
 	a.id = p.newID()

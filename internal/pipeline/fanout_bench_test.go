@@ -48,7 +48,7 @@ func BenchmarkRouteRecord(b *testing.B) {
 					case a := <-p.acks:
 						p.handleAck(ctx, a)
 					default:
-						done = len(p.flights) < 4*cfg.ClickHouse.MaxInFlight
+						done = p.disp.inFlight() < 4*cfg.ClickHouse.MaxInFlight
 						if !done {
 							p.handleAck(ctx, <-p.acks)
 						}

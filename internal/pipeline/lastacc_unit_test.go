@@ -44,7 +44,7 @@ func TestAccForAfterSealMidChunk(t *testing.T) {
 			t.Fatalf("record %d: err %v, held %v", i, err, held)
 		}
 	}
-	old := p.accs[key]
+	old := p.disp.accs[key]
 	if old == nil || old.acc.Data().Rows() != 3 {
 		t.Fatalf("open batch before the change: %v", old)
 	}
@@ -54,13 +54,13 @@ func TestAccForAfterSealMidChunk(t *testing.T) {
 	if p.fatal != nil {
 		t.Fatal(p.fatal)
 	}
-	if _, ok := p.accs[key]; ok {
+	if _, ok := p.disp.accs[key]; ok {
 		t.Fatal("the table change left the sealed batch's accumulator in the map")
 	}
 	if err, held := p.handleRecord(ctx, time.Now(), unitTP, lastAccRecord(3)); err != nil || held {
 		t.Fatalf("record after the change: err %v, held %v", err, held)
 	}
-	cur := p.accs[key]
+	cur := p.disp.accs[key]
 	switch {
 	case cur == nil:
 		t.Fatal("the record after the change went to an accumulator no longer in the map")
@@ -72,7 +72,7 @@ func TestAccForAfterSealMidChunk(t *testing.T) {
 		t.Fatalf("the sealed accumulator holds %d rows after the change, want 0", old.acc.Data().Rows())
 	}
 	var sealed int
-	for _, f := range p.flights {
+	for _, f := range p.disp.flights {
 		sealed += f.b.Rows()
 	}
 	if sealed != 3 {
@@ -91,13 +91,13 @@ func TestAccForAfterForget(t *testing.T) {
 		t.Fatal("fresh accumulator not empty")
 	}
 	p.forget([]offsets.TP{unitTP})
-	if _, ok := p.accs[key]; ok {
+	if _, ok := p.disp.accs[key]; ok {
 		t.Fatal("forget kept the revoked partition's empty accumulator")
 	}
 	if err, held := p.handleRecord(ctx, time.Now(), unitTP, lastAccRecord(0)); err != nil || held {
 		t.Fatalf("record: err %v, held %v", err, held)
 	}
-	if cur := p.accs[key]; cur == nil || cur == a || cur.acc.Data().Rows() != 1 {
+	if cur := p.disp.accs[key]; cur == nil || cur == a || cur.acc.Data().Rows() != 1 {
 		t.Fatalf("after the partition came back, map holds %v (old %p), want a new batch of 1 row", cur, a)
 	}
 }

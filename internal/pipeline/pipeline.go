@@ -129,14 +129,9 @@ type Pipeline struct {
 	fanout bool
 	fan    fanState
 
-	accs map[accKey]*accState
-	// lastAcc is accFor's last answer (nil: none), the open batch of
-	// lastAcc.key; dropAcc clears it when that entry leaves accs, so it
-	// never hands out an accumulator no longer in the map.
-	lastAcc *accState
+	disp    dispatch // the open and the unacknowledged batches (dispatch.go)
 	tracker *offsets.Tracker
-	flights map[uint64]*flight // sealed batches not yet acknowledged
-	dlq     deadLetters        // bad records whose dead-letter produce has not succeeded (dlq.go)
+	dlq     deadLetters // bad records whose dead-letter produce has not succeeded (dlq.go)
 	nextID  uint64
 	dlqt    *dlqTables // dead-letter tables and counts (dlqtable.go)
 
@@ -272,9 +267,7 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w Sink, op
 		w:         w,
 		tables:    map[string]*tableState{},
 		byTopic:   map[string][]*routeState{},
-		accs:      map[accKey]*accState{},
 		tracker:   offsets.New(),
-		flights:   map[uint64]*flight{},
 		acks:      make(chan ack, 64),
 		events:    make(chan groupEvent),
 		fetches:   make(chan kgo.Fetches),

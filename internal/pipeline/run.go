@@ -259,7 +259,7 @@ func (p *Pipeline) shutdown(writeCtx context.Context, cancelWrites context.Cance
 // is left unacknowledged and reported.
 func (p *Pipeline) flush(writeCtx context.Context, cancelWrites context.CancelFunc) error {
 	start := p.now()
-	p.log.Info().Int("open_batches", p.openBatches()).Int("in_flight", len(p.flights)).
+	p.log.Info().Int("open_batches", p.disp.openBatches()).Int("in_flight", p.disp.inFlight()).
 		Msg("shutting down: flushing open batches")
 	if n := p.pendingRecords(); n > 0 {
 		p.log.Info().Int("records", n).Msg("shutting down with fetched records not decoded yet; they stay uncommitted and are read again on restart")
@@ -267,7 +267,7 @@ func (p *Pipeline) flush(writeCtx context.Context, cancelWrites context.CancelFu
 	if n := p.held.records(); n > 0 {
 		p.log.Warn().Int("records", n).Msg("shutting down with held records (waiting for the schema registry or for a table's new column); they stay uncommitted and are read again on restart")
 	}
-	for _, a := range p.accs {
+	for _, a := range p.disp.accs {
 		p.seal(writeCtx, a, batch.ReasonShutdown)
 	}
 	p.abandonBlocked()
@@ -301,7 +301,7 @@ func (p *Pipeline) flush(writeCtx context.Context, cancelWrites context.CancelFu
 			cancelWrites()
 			p.commitNow()
 			return fmt.Errorf("shutdown_timeout (%s) passed with %d batches not inserted and %d records not in the dead-letter topic, stuck on %s; committed %s; the rest is consumed again on restart",
-				p.cfg.ShutdownTimeout, len(p.flights), p.dlq.unsettled(), stuck, p.committedSummary())
+				p.cfg.ShutdownTimeout, p.disp.inFlight(), p.dlq.unsettled(), stuck, p.committedSummary())
 		}
 	}
 	p.commitNow()
@@ -324,7 +324,7 @@ func (p *Pipeline) stopCommitter() {
 
 // unacked counts the batches and dead-letter produces that may still
 // succeed (those that failed for good never will).
-func (p *Pipeline) unacked() int { return len(p.flights) + p.dlq.unsettled() }
+func (p *Pipeline) unacked() int { return p.disp.inFlight() + p.dlq.unsettled() }
 
 // stuckOn says what the oldest unfinished work is waiting for: a dead-letter
 // produce being retried, or a table's INSERT being retried, with the last
@@ -340,12 +340,7 @@ func (p *Pipeline) stuckOn() string {
 	if s := p.dlv.stuckOn(); s != "" {
 		return s
 	}
-	var first *flight
-	for _, f := range p.flights {
-		if first == nil || f.b.ID < first.b.ID {
-			first = f
-		}
-	}
+	first := p.disp.oldest()
 	if first == nil {
 		return "nothing"
 	}
@@ -504,7 +499,7 @@ func (p *Pipeline) armTimer(timer *time.Timer) {
 			next = 0
 		}
 	} else {
-		for _, a := range p.accs {
+		for _, a := range p.disp.accs {
 			if d, ok := a.acc.UntilNext(now); ok && d < next {
 				next = d
 			}

@@ -59,7 +59,7 @@ func (p *Pipeline) logStats(elapsed time.Duration, prev Stats) {
 		Int64("dlq", p.stats.DLQ-prev.DLQ).
 		Int64("lag", lag).
 		Int("buffered_bytes", p.memUsed()).
-		Int("in_flight", len(p.flights)).
+		Int("in_flight", p.disp.inFlight()).
 		Bool("paused", p.paused).
 		Int64("retries_total", retries).
 		Msg("stats")

@@ -174,7 +174,7 @@ func (p *Pipeline) truncateStep(writeCtx context.Context, ts *tableState) {
 	if pd.running || pd.done || p.fatal != nil {
 		return
 	}
-	for _, a := range p.accs {
+	for _, a := range p.disp.accs {
 		if a.key.table == ts && !a.acc.Empty() {
 			p.seal(writeCtx, a, batch.ReasonTruncate)
 		}
