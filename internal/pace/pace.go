@@ -33,6 +33,13 @@
 // take the server past its budget. A flush of everything (Flushed: shutdown, rebalance, pause) counts in
 // the window too, but never as over the budget.
 //
+// When the allowance is a share of a larger budget (Ceiling: several
+// connectors share a server), the share may be far under what the open
+// batches' bounds need for minutes (a connector starting), and batches
+// opened together would all reach their bound in the same minute. Their
+// deadlines are then spread: eligible batches go ahead of their deadline,
+// at the pace their bounds need and at most the whole budget's (spread).
+//
 // Earliest deadline first on the allowance's pace meets every deadline
 // that can be met at that pace, and spends the budget only on batches
 // that have waited their wait: with many small tables each one's batch
