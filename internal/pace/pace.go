@@ -131,6 +131,7 @@ type entry struct {
 	deadline time.Time
 	bytes    int
 	need     float64 // its bound is under a Window: the most seals it makes in one at its bound's pace
+	spread   bool    // Due handed it out to spread deadlines (spread)
 }
 
 // server is one server's budget state.
@@ -241,11 +242,13 @@ func (s *Scheduler[K]) Flushed(k K, servers []string, now time.Time) {
 }
 
 func (s *Scheduler[K]) sealed(k K, servers []string, now time.Time, flush bool) {
+	spread := false
 	if e := s.open[k]; e != nil {
 		if servers == nil {
 			servers = e.servers
 		}
 		s.unneed(e)
+		spread = e.spread
 	}
 	delete(s.open, k)
 	for _, name := range servers {
@@ -254,12 +257,14 @@ func (s *Scheduler[K]) sealed(k K, servers []string, now time.Time, flush bool) 
 			sv = &server{name: name}
 			s.servers[name] = sv
 		}
-		s.take(sv, now, flush)
+		s.take(sv, now, flush, spread)
 	}
 }
 
-// take counts one INSERT against sv at now.
-func (s *Scheduler[K]) take(sv *server, now time.Time, flush bool) {
+// take counts one INSERT against sv at now. A spread seal is over the
+// budget only past the whole budget (Ceiling), not the share: it keeps the
+// server within the budget by going ahead of a deadline.
+func (s *Scheduler[K]) take(sv *server, now time.Time, flush, spread bool) {
 	a := s.allow.PerMinute(sv.name, now)
 	s.refill(sv, a, now)
 	sv.starts = append(sv.starts, now)
@@ -267,7 +272,11 @@ func (s *Scheduler[K]) take(sv *server, now time.Time, flush bool) {
 		return
 	}
 	sv.tokens-- // may go below zero: a forced seal is a debt paid by later ones
-	if n := len(sv.starts); float64(n) > a && !flush {
+	limit := a
+	if c, ok := s.allow.(Ceiling); ok && spread {
+		limit = max(a, c.Ceiling(sv.name))
+	}
+	if n := len(sv.starts); float64(n) > limit && !flush {
 		sv.exceeded++
 		if !sv.over {
 			sv.over, sv.overSince = true, now
@@ -414,6 +423,7 @@ func (s *Scheduler[K]) spread(keys []K, now time.Time) (K, bool) {
 		for _, name := range e.servers {
 			s.servers[name].lastSpread = now
 		}
+		e.spread = true
 		return key, true
 	}
 	return zero, false
@@ -449,9 +459,13 @@ func (s *Scheduler[K]) latestStarts(c Ceiling, now time.Time) map[*entry]time.Ti
 		gap := max(spreadGap(ceil), bounds/time.Duration(len(es)*len(es)))
 		s.gaps[name] = gap
 		sort.Slice(es, func(i, j int) bool { return es[i].deadline.Before(es[j].deadline) })
-		next := es[len(es)-1].deadline
+		// Each goes a little ahead of its deadline (spreadLead), so that
+		// it is sealed as spread and not on the deadline, where it would
+		// count as over the share.
+		lead := spreadLead(gap)
+		next := es[len(es)-1].deadline.Add(-lead)
 		for i := len(es) - 1; i >= 0; i-- {
-			next = minTime(es[i].deadline, next)
+			next = minTime(es[i].deadline.Add(-lead), next)
 			if old, ok := latest[es[i]]; !ok || next.Before(old) {
 				latest[es[i]] = next
 			}
@@ -470,6 +484,10 @@ const spreadPoll = 100 * time.Millisecond
 func spreadGap(ceil float64) time.Duration {
 	return time.Duration(float64(Window) / (ceil * spreadPace))
 }
+
+// spreadLead is how far ahead of its deadline a batch goes at the
+// latest when spread: a second, or the spacing if shorter.
+func spreadLead(gap time.Duration) time.Duration { return min(gap, time.Second) }
 
 func minTime(a, b time.Time) time.Time {
 	if b.Before(a) {
@@ -490,7 +508,13 @@ func (s *Scheduler[K]) spreadRoom(e *entry, c Ceiling, now time.Time) bool {
 			return false
 		}
 		s.refill(sv, s.allow.PerMinute(name, now), now)
-		if len(sv.starts) >= early(ceil, sv.short) || (!sv.lastSpread.IsZero() && now.Sub(sv.lastSpread) < gap) {
+		if len(sv.starts) >= early(ceil, sv.short) {
+			return false
+		}
+		// One spacing after the last, unless this is its last chance to
+		// go ahead of its deadline (the one before it in the line took
+		// its place late).
+		if !sv.lastSpread.IsZero() && now.Sub(sv.lastSpread) < gap && now.Before(e.deadline.Add(-spreadLead(gap))) {
 			return false
 		}
 	}
@@ -560,7 +584,8 @@ func (s *Scheduler[K]) Next(now time.Time) (d time.Duration, ok bool) {
 			sw := max(l.Sub(now), 0)
 			for _, name := range e.servers {
 				if sv := s.servers[name]; !sv.lastSpread.IsZero() {
-					sw = max(sw, sv.lastSpread.Add(s.gaps[name]).Sub(now))
+					gap := s.gaps[name]
+					sw = max(sw, minTime(sv.lastSpread.Add(gap), e.deadline.Add(-spreadLead(gap))).Sub(now))
 				}
 			}
 			w = min(w, max(sw, spreadPoll))

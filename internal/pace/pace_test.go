@@ -382,7 +382,7 @@ func (a share) Ceiling(string) float64              { return a.ceil }
 // budget of 60 their deadlines are spread ahead of the bound at the pace
 // the bounds need (no minute holds more than the budget); under a fixed
 // allowance of 1 all but one go at their bound together (latency wins:
-// there is no larger budget to spread them on).
+// there is no larger budget to spread them on), and are reported.
 func TestSpreadDeadlines(t *testing.T) {
 	const bound = 2 * time.Minute
 	for _, tc := range []struct {
@@ -436,6 +436,13 @@ func TestSpreadDeadlines(t *testing.T) {
 			}
 			if held > bound {
 				t.Errorf("a batch held %v, bound %v", held, bound)
+			}
+			// Spread seals keep the server within its whole budget and
+			// are not reported as over it; seals at the bound past a fixed
+			// allowance are.
+			st := s.Status(t0.Add(3 * time.Minute))
+			if over := st[0].Exceeded > 0; over == tc.spread {
+				t.Errorf("%d INSERTs counted over the budget, spread %v", st[0].Exceeded, tc.spread)
 			}
 		})
 	}
