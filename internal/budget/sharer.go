@@ -77,6 +77,11 @@ func (s *Sharer) PerMinute(server string, _ time.Time) float64 {
 	return s.state(server).ctl.Share().PerMinute
 }
 
+// Ceiling is the whole budget of server, which its share is part of: the
+// scheduler spreads deadlines that fall due together at its pace
+// (internal/pace's Ceiling).
+func (s *Sharer) Ceiling(string) float64 { return s.settings.PerMinute }
+
 // Inserted counts n INSERTs this connector sent to server.
 func (s *Sharer) Inserted(server string, n int) {
 	s.mu.Lock()

@@ -33,6 +33,13 @@
 // take the server past its budget. A flush of everything (Flushed: shutdown, rebalance, pause) counts in
 // the window too, but never as over the budget.
 //
+// When the allowance is a share of a larger budget (Ceiling: several
+// connectors share a server), the share may be far under what the open
+// batches' bounds need for minutes (a connector starting), and batches
+// opened together would all reach their bound in the same minute. Their
+// deadlines are then spread: eligible batches go ahead of their deadline,
+// at the pace their bounds need and at most the whole budget's (spread).
+//
 // Earliest deadline first on the allowance's pace meets every deadline
 // that can be met at that pace, and spends the budget only on batches
 // that have waited their wait: with many small tables each one's batch
@@ -59,6 +66,16 @@ import (
 // own triggers).
 type Allowance interface {
 	PerMinute(server string, now time.Time) float64
+}
+
+// Ceiling is an Allowance that is a share of a larger budget (the
+// server's whole clickhouse.max_inserts_per_minute, shared by several
+// connectors): Ceiling says that budget. The Scheduler then spreads the
+// batches whose deadlines would fall due together over the minutes before
+// them, at the whole budget's pace, rather than sealing them all at their
+// deadline (see spread).
+type Ceiling interface {
+	Ceiling(server string) float64
 }
 
 // Fixed is the allowance of clickhouse.max_inserts_per_minute: the same for
@@ -114,6 +131,7 @@ type entry struct {
 	deadline time.Time
 	bytes    int
 	need     float64 // its bound is under a Window: the most seals it makes in one at its bound's pace
+	spread   bool    // Due handed it out to spread deadlines (spread)
 }
 
 // server is one server's budget state.
@@ -125,10 +143,11 @@ type server struct {
 	short  float64   // the need of its open batches
 	// over: the server is in an episode over its budget; episodes counts
 	// them, exceeded the INSERTs past the allowance.
-	over      bool
-	overSince time.Time
-	episodes  int64
-	exceeded  int64
+	over       bool
+	overSince  time.Time
+	lastSpread time.Time // the last seal by spread
+	episodes   int64
+	exceeded   int64
 }
 
 // Scheduler decides, for the open batches of many tables, which one is
@@ -138,6 +157,7 @@ type Scheduler[K comparable] struct {
 	open    map[K]*entry
 	servers map[string]*server
 	events  []Episode
+	gaps    map[string]time.Duration // spread's spacing per server, from latestStarts
 }
 
 // New makes a Scheduler that asks allow for each server's budget.
@@ -222,11 +242,13 @@ func (s *Scheduler[K]) Flushed(k K, servers []string, now time.Time) {
 }
 
 func (s *Scheduler[K]) sealed(k K, servers []string, now time.Time, flush bool) {
+	spread := false
 	if e := s.open[k]; e != nil {
 		if servers == nil {
 			servers = e.servers
 		}
 		s.unneed(e)
+		spread = e.spread
 	}
 	delete(s.open, k)
 	for _, name := range servers {
@@ -235,12 +257,14 @@ func (s *Scheduler[K]) sealed(k K, servers []string, now time.Time, flush bool) 
 			sv = &server{name: name}
 			s.servers[name] = sv
 		}
-		s.take(sv, now, flush)
+		s.take(sv, now, flush, spread)
 	}
 }
 
-// take counts one INSERT against sv at now.
-func (s *Scheduler[K]) take(sv *server, now time.Time, flush bool) {
+// take counts one INSERT against sv at now. A spread seal is over the
+// budget only past the whole budget (Ceiling), not the share: it keeps the
+// server within the budget by going ahead of a deadline.
+func (s *Scheduler[K]) take(sv *server, now time.Time, flush, spread bool) {
 	a := s.allow.PerMinute(sv.name, now)
 	s.refill(sv, a, now)
 	sv.starts = append(sv.starts, now)
@@ -248,7 +272,11 @@ func (s *Scheduler[K]) take(sv *server, now time.Time, flush bool) {
 		return
 	}
 	sv.tokens-- // may go below zero: a forced seal is a debt paid by later ones
-	if n := len(sv.starts); float64(n) > a && !flush {
+	limit := a
+	if c, ok := s.allow.(Ceiling); ok && spread {
+		limit = max(a, c.Ceiling(sv.name))
+	}
+	if n := len(sv.starts); float64(n) > limit && !flush {
 		sv.exceeded++
 		if !sv.over {
 			sv.over, sv.overSince = true, now
@@ -347,12 +375,150 @@ func (s *Scheduler[K]) Due(now time.Time, memShort bool) (k K, why Reason, ok bo
 			return best, reason, true
 		}
 	}
-	for _, key := range s.eligible(now) {
+	keys := s.eligible(now)
+	for _, key := range keys {
 		if e := s.open[key]; e.need == 0 && s.fits(e, now) {
 			return key, Budget, true
 		}
 	}
+	if key, ok := s.spread(keys, now); ok {
+		return key, Deadline, true
+	}
 	return k, 0, false
+}
+
+// spreadPace is the share of a server's whole budget (Ceiling) that the
+// spread of deadlines sends at most: the rest of the minute is the
+// reserve, as for eligible batches.
+const spreadPace = 1 - Reserve
+
+// spread returns the eligible batch (of keys, earliest deadline first) to
+// seal now so that deadlines falling due together do not all go in one
+// minute. It applies only to a share of a larger budget (Ceiling): a share
+// can be far under what the open batches' bounds need (a connector
+// starting, whose share grows for minutes), and batches opened together
+// would then all reach their bound, and go, together. Each server's open
+// batches bound a minute or more are lined up, latest deadline first, at
+// spreadPace × the server's whole budget: a batch's latest start is its
+// deadline, or the latest start of the one after it less one spacing if
+// that is earlier. A batch whose latest start has come is sealed now, one
+// per spacing on each server and while the last minute holds less than
+// the whole budget less its reserve: the herd goes at the whole budget's
+// pace ahead of its deadlines instead of at once on them. These seals
+// count against the share like a deadline's (latency wins over the
+// share), never past the whole budget on their own.
+func (s *Scheduler[K]) spread(keys []K, now time.Time) (K, bool) {
+	var zero K
+	c, ok := s.allow.(Ceiling)
+	if !ok || len(keys) == 0 {
+		return zero, false
+	}
+	latest := s.latestStarts(c, now)
+	for _, key := range keys {
+		e := s.open[key]
+		l, ok := latest[e]
+		if !ok || now.Before(l) || !s.spreadRoom(e, c, now) {
+			continue
+		}
+		for _, name := range e.servers {
+			s.servers[name].lastSpread = now
+		}
+		e.spread = true
+		return key, true
+	}
+	return zero, false
+}
+
+// latestStarts is the latest start of each open batch bound a minute or
+// more on a server whose allowance is a share of a larger budget (spread).
+func (s *Scheduler[K]) latestStarts(c Ceiling, now time.Time) map[*entry]time.Time {
+	latest := map[*entry]time.Time{}
+	s.gaps = map[string]time.Duration{}
+	byServer := map[string][]*entry{}
+	for _, e := range s.open {
+		if e.deadline.IsZero() || e.need > 0 {
+			continue
+		}
+		for _, name := range e.servers {
+			byServer[name] = append(byServer[name], e)
+		}
+	}
+	for name, es := range byServer {
+		ceil := c.Ceiling(name)
+		if ceil <= 0 || ceil <= s.allow.PerMinute(name, now) {
+			continue // the share is the whole budget: no herd to foresee
+		}
+		// The spacing: the whole budget's pace, or slower, the open
+		// batches spread evenly over their bound (on average), which is
+		// the pace they need; the connectors that share the server then
+		// spread theirs at no more than the sum of their needs.
+		var bounds time.Duration
+		for _, e := range es {
+			bounds += e.deadline.Sub(e.opened)
+		}
+		gap := max(spreadGap(ceil), bounds/time.Duration(len(es)*len(es)))
+		s.gaps[name] = gap
+		sort.Slice(es, func(i, j int) bool { return es[i].deadline.Before(es[j].deadline) })
+		// Each goes a little ahead of its deadline (spreadLead), so that
+		// it is sealed as spread and not on the deadline, where it would
+		// count as over the share.
+		lead := spreadLead(gap)
+		next := es[len(es)-1].deadline.Add(-lead)
+		for i := len(es) - 1; i >= 0; i-- {
+			next = minTime(es[i].deadline.Add(-lead), next)
+			if old, ok := latest[es[i]]; !ok || next.Before(old) {
+				latest[es[i]] = next
+			}
+			next = next.Add(-gap)
+		}
+	}
+	return latest
+}
+
+// spreadPoll is the least Next waits for a spread seal (one may be held by
+// the whole budget's window, which Next does not foresee).
+const spreadPoll = 100 * time.Millisecond
+
+// spreadGap is the least spacing of spread seals on a server of budget
+// ceil.
+func spreadGap(ceil float64) time.Duration {
+	return time.Duration(float64(Window) / (ceil * spreadPace))
+}
+
+// spreadLead is how far ahead of its deadline a batch goes at the
+// latest when spread: a second, or the spacing if shorter.
+func spreadLead(gap time.Duration) time.Duration { return min(gap, time.Second) }
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// spreadRoom reports whether every server of e may take a spread seal
+// now: one spacing after the last, and the last minute under the whole
+// budget less its reserve.
+func (s *Scheduler[K]) spreadRoom(e *entry, c Ceiling, now time.Time) bool {
+	for _, name := range e.servers {
+		sv := s.servers[name]
+		ceil := c.Ceiling(name)
+		gap, ok := s.gaps[name]
+		if ceil <= 0 || !ok {
+			return false
+		}
+		s.refill(sv, s.allow.PerMinute(name, now), now)
+		if len(sv.starts) >= early(ceil, sv.short) {
+			return false
+		}
+		// One spacing after the last, unless this is its last chance to
+		// go ahead of its deadline (the one before it in the line took
+		// its place late).
+		if !sv.lastSpread.IsZero() && now.Sub(sv.lastSpread) < gap && now.Before(e.deadline.Add(-spreadLead(gap))) {
+			return false
+		}
+	}
+	return true
 }
 
 // eligible lists the open batches whose wait has passed, earliest deadline
@@ -391,6 +557,11 @@ func (s *Scheduler[K]) fits(e *entry, now time.Time) bool {
 // anything new (ok false: nothing to wait for).
 func (s *Scheduler[K]) Next(now time.Time) (d time.Duration, ok bool) {
 	d = time.Duration(math.MaxInt64)
+	var latest map[*entry]time.Time
+	c, spreads := s.allow.(Ceiling)
+	if spreads {
+		latest = s.latestStarts(c, now)
+	}
 	for _, e := range s.open {
 		if !e.deadline.IsZero() {
 			d = min(d, max(e.deadline.Sub(now), 0))
@@ -407,6 +578,17 @@ func (s *Scheduler[K]) Next(now time.Time) (d time.Duration, ok bool) {
 			if fit, until := s.room(s.servers[name], now); !fit {
 				w = max(w, until)
 			}
+		}
+		if l, ok := latest[e]; ok {
+			// Its latest start, and a spacing after the last spread seal.
+			sw := max(l.Sub(now), 0)
+			for _, name := range e.servers {
+				if sv := s.servers[name]; !sv.lastSpread.IsZero() {
+					gap := s.gaps[name]
+					sw = max(sw, minTime(sv.lastSpread.Add(gap), e.deadline.Add(-spreadLead(gap))).Sub(now))
+				}
+			}
+			w = min(w, max(sw, spreadPoll))
 		}
 		d = min(d, w)
 	}

@@ -370,3 +370,80 @@ func TestShortBoundsWidenTheReserve(t *testing.T) {
 		t.Errorf("Due = %q %v %v, want loose early", k, why, ok)
 	}
 }
+
+// share is an allowance of perMinute that is a share of a budget of ceil.
+type share struct{ perMinute, ceil float64 }
+
+func (a share) PerMinute(string, time.Time) float64 { return a.perMinute }
+func (a share) Ceiling(string) float64              { return a.ceil }
+
+// TestSpreadDeadlines: n batches opened together with the same bound, under an
+// allowance of 1 a minute, on a simulated clock. Under a share of a
+// budget of 60 their deadlines are spread ahead of the bound at the pace
+// the bounds need (no minute holds more than the budget); under a fixed
+// allowance of 1 all but one go at their bound together (latency wins:
+// there is no larger budget to spread them on), and are reported.
+func TestSpreadDeadlines(t *testing.T) {
+	const bound = 2 * time.Minute
+	for _, tc := range []struct {
+		name  string
+		allow Allowance
+		n     int
+		// most is the most INSERTs in any minute: at most that when
+		// spread, at least that when not.
+		most   int
+		spread bool
+	}{
+		{name: "share of a larger budget: spread", allow: share{1, 60}, n: 100, most: 54, spread: true},
+		{name: "few tables: spread at their need", allow: share{1, 60}, n: 10, most: 6, spread: true},
+		{name: "fixed allowance: at the bound", allow: Fixed(1), n: 100, most: 99},
+		{name: "share that is the whole budget: the budget spreads them", allow: share{60, 60}, n: 100, most: 54, spread: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := New[int](tc.allow)
+			srv := []string{"ch"}
+			opened := make([]time.Time, tc.n)
+			for k := range tc.n {
+				opened[k] = t0
+				s.Open(k, srv, t0, 5*time.Second, bound)
+			}
+			var seals []time.Time
+			held := time.Duration(0)
+			for at := time.Duration(0); at < 3*time.Minute; at += 100 * time.Millisecond {
+				now := t0.Add(at)
+				for {
+					k, _, ok := s.Due(now, false)
+					if !ok {
+						break
+					}
+					held = max(held, now.Sub(opened[k]))
+					s.Sealed(k, srv, now)
+					seals = append(seals, now)
+					opened[k] = now
+					s.Open(k, srv, now, 5*time.Second, bound)
+				}
+			}
+			most := 0
+			for i := range seals {
+				j := i
+				for j < len(seals) && seals[j].Sub(seals[i]) < time.Minute {
+					j++
+				}
+				most = max(most, j-i)
+			}
+			if tc.spread && most > tc.most || !tc.spread && most < tc.most {
+				t.Errorf("%d INSERTs in the busiest minute, want %s %d", most, map[bool]string{true: "at most", false: "at least"}[tc.spread], tc.most)
+			}
+			if held > bound {
+				t.Errorf("a batch held %v, bound %v", held, bound)
+			}
+			// Spread seals keep the server within its whole budget and
+			// are not reported as over it; seals at the bound past a fixed
+			// allowance are.
+			st := s.Status(t0.Add(3 * time.Minute))
+			if over := st[0].Exceeded > 0; over == tc.spread {
+				t.Errorf("%d INSERTs counted over the budget, spread %v", st[0].Exceeded, tc.spread)
+			}
+		})
+	}
+}

@@ -4,6 +4,8 @@ package writer_test
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,6 +47,65 @@ func TestConnMaxLifetime(t *testing.T) {
 		// The pool dials again when asked: a closed connection is not an error.
 		if err := short.Conn().Ping(ctx); err != nil {
 			t.Errorf("ping after the idle connection expired: %v", err)
+		}
+	})
+}
+
+// TestReadsQueueForConnections: more reads than the pool has connections,
+// issued at once while slow queries hold the pool's query connections, all
+// succeed: they wait for a connection in the sink's own queue, however
+// long, and never fail with the driver's "acquire conn timeout" (which
+// comes after dial_timeout, here 200ms).
+func TestReadsQueueForConnections(t *testing.T) {
+	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
+		ctx := context.Background()
+		cfg := chConfig(t, s.Addr)
+		cfg.DialTimeout = 200 * time.Millisecond
+		cfg.MaxInFlight = 1 // a pool of chtable.InsertConns(1) + 2 = 6
+		w, err := writer.Open(ctx, "w", cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { w.Close() })
+		db := s.NewDatabase(t)
+		if err := w.Conn().Exec(ctx, "CREATE TABLE "+db+".t (a UInt64, b String) ENGINE = MergeTree ORDER BY a"); err != nil {
+			t.Fatal(err)
+		}
+		const slow, describes = 8, 50 // 8 sleeps would hold the whole pool (6)
+		errs := make(chan error, slow+describes)
+		var wg sync.WaitGroup
+		for i := 0; i < slow; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var n uint8
+				errs <- w.Conn().QueryRow(ctx, "SELECT sleep(0.5)").Scan(&n)
+			}()
+		}
+		for i := 0; i < describes; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				cols, err := w.Describe(ctx, db, "t")
+				if err == nil && len(cols) != 2 {
+					err = fmt.Errorf("%d columns, want 2", len(cols))
+				}
+				errs <- err
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		failed := 0
+		for err := range errs {
+			if err != nil {
+				failed++
+				if failed <= 3 {
+					t.Error(err)
+				}
+			}
+		}
+		if failed > 0 {
+			t.Errorf("%d of %d reads failed", failed, slow+describes)
 		}
 	})
 }

@@ -125,7 +125,9 @@ func openPool(name string, cfg config.ClickHouse) (*Writer, *tls.Config, string,
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("clickhouse %s: %w", strings.Join(cfg.Addrs, ","), err)
 	}
-	w := &Writer{conn: conn, cfg: cfg, name: name}
+	// Every call but an INSERT queues for one of the pool's queryConns
+	// (gate.go): waiting for the sink's own connection is never an error.
+	w := &Writer{conn: newGated(conn, queryConns), cfg: cfg, name: name}
 	if len(cfg.Settings) > 0 {
 		w.settings = make(clickhouse.Settings, len(cfg.Settings))
 		for k, v := range cfg.Settings {
@@ -136,7 +138,7 @@ func openPool(name string, cfg config.ClickHouse) (*Writer, *tls.Config, string,
 }
 
 // queryConns is the connections of a pool beyond the INSERTs'
-// (chtable.InsertConns).
+// (chtable.InsertConns): every other call waits its turn for one of them.
 const queryConns = 2
 
 // Compression resolves clickhouse.compression: "auto" is none when every
@@ -227,7 +229,9 @@ func noNativeAnswer(err error) bool {
 // Close closes the pool.
 func (w *Writer) Close() error { return w.conn.Close() }
 
-// Conn exposes the pool for read-only queries (check, report).
+// Conn exposes the pool for read-only queries (check, report, the
+// exactly-once offsets, the shared budget's counter): they queue for the
+// pool's query connections as the Writer's own reads do.
 func (w *Writer) Conn() driver.Conn { return w.conn }
 
 // ServerVersion returns the server's version string.
