@@ -1309,6 +1309,21 @@ connect_version() {
 AS_PG=()
 if [[ $EUID -eq 0 ]]; then AS_PG=(setpriv --reuid=postgres --regid=postgres --init-groups); fi
 
+# others_search_path: whether every directory from / down to $1 lets other
+# users through (o+x), as the postgres user needs to reach its data.
+others_search_path() {
+	local d=$1
+	while [[ $d != / && -n $d ]]; do
+		[[ $(stat -c %A "$d" 2>/dev/null) == *[xt] ]] || return 1
+		d=$(dirname "$d")
+	done
+}
+# A checkout in a directory only root may enter (mktemp -d makes them 0700)
+# keeps PostgreSQL's cluster outside it, in a folder named after the checkout.
+if ((${#AS_PG[@]})) && ! others_search_path "$ROOT"; then
+	PG_DIR=/var/tmp/sink-postgres-$(printf %s "$ROOT" | md5sum | cut -c1-12)
+fi
+
 # Copies Kafka Connect (scripts/connect/pom.xml) into .cache/connect-libs/runtime
 # and Debezium's PostgreSQL connector (scripts/connect/debezium/pom.xml) into
 # .cache/connect-libs/plugins/debezium-postgres once; the worker finds the plugin

@@ -17,6 +17,7 @@ import (
 	"sink/config"
 	"sink/internal/consumer"
 	"sink/internal/pipeline"
+	"sink/internal/status"
 	"sink/internal/testenv"
 	"sink/internal/writer"
 )
@@ -254,8 +255,16 @@ func TestShutdownStuckOnInsertSaysWhat(t *testing.T) {
 		cfg := fatalConfig(t, s, topic, db, "t")
 		cfg.ClickHouse.Settings = map[string]any{"readonly": 1}
 		cfg.ShutdownTimeout = time.Second
-		done, stop := startPipeline(t, cfg)
-		time.Sleep(2 * time.Second) // a few retries of the first batch
+		p, done, stop := startRunning(t, cfg)
+		// Stop once the first batch's INSERT has failed on the server and
+		// is being retried, however long a loaded machine took to get there.
+		deadline := time.Now().Add(60 * time.Second)
+		for !insertRefused(p.Status(), 164) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no INSERT refused with code 164 after 60s: %+v", p.Status())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 		stop()
 		var err error
 		select {
@@ -269,4 +278,18 @@ func TestShutdownStuckOnInsertSaysWhat(t *testing.T) {
 			t.Fatalf("Run error %v; want it stuck on the INSERT into %s.t with READONLY, nothing committed", err, db)
 		}
 	})
+}
+
+// insertRefused says whether a table of snap has an INSERT attempt that
+// failed with the ClickHouse exception code.
+func insertRefused(snap *status.Snapshot, code int32) bool {
+	if snap == nil {
+		return false
+	}
+	for _, t := range snap.Tables {
+		if t.LastError != nil && t.LastError.Code == code {
+			return true
+		}
+	}
+	return false
 }
