@@ -1309,20 +1309,17 @@ connect_version() {
 AS_PG=()
 if [[ $EUID -eq 0 ]]; then AS_PG=(setpriv --reuid=postgres --regid=postgres --init-groups); fi
 
-# others_search_path: whether every directory from / down to $1 lets other
-# users through (o+x), as the postgres user needs to reach its data.
-others_search_path() {
-	local d=$1
+# others_blocking: the first directory from / down to $1 that other users
+# cannot pass through (no o+x), which the postgres user needs to reach its
+# data; nothing when every one lets them.
+others_blocking() {
+	local d=$1 blocked=
 	while [[ $d != / && -n $d ]]; do
-		[[ $(stat -c %A "$d" 2>/dev/null) == *[xt] ]] || return 1
+		[[ $(stat -c %A "$d" 2>/dev/null) == *[xt] ]] || blocked=$d
 		d=$(dirname "$d")
 	done
+	echo "$blocked"
 }
-# A checkout in a directory only root may enter (mktemp -d makes them 0700)
-# keeps PostgreSQL's cluster outside it, in a folder named after the checkout.
-if ((${#AS_PG[@]})) && ! others_search_path "$ROOT"; then
-	PG_DIR=/var/tmp/sink-postgres-$(printf %s "$ROOT" | md5sum | cut -c1-12)
-fi
 
 # Copies Kafka Connect (scripts/connect/pom.xml) into .cache/connect-libs/runtime
 # and Debezium's PostgreSQL connector (scripts/connect/debezium/pom.xml) into
@@ -1397,7 +1394,12 @@ pg_start() {
 	[[ $PG_STATE == absent ]] || return 0
 	local log=$PG_DIR/postgres.log
 	mkdir -p "$PG_DIR"
-	((${#AS_PG[@]} == 0)) || chown postgres:postgres "$PG_DIR"
+	if ((${#AS_PG[@]})); then
+		local blocked
+		blocked=$(others_blocking "$PG_DIR")
+		[[ -z $blocked ]] || die "PostgreSQL runs as the postgres user, which cannot enter $blocked ($(stat -c %a "$blocked")); let it through with: chmod o+x $blocked"
+		chown postgres:postgres "$PG_DIR"
+	fi
 	if [[ ! -f $PG_DIR/data/PG_VERSION ]]; then
 		rm -rf "$PG_DIR/data"
 		# Trust on the Unix socket (only this user reaches it), passwords over TCP.
