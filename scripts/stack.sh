@@ -1311,7 +1311,7 @@ if [[ $EUID -eq 0 ]]; then AS_PG=(setpriv --reuid=postgres --regid=postgres --in
 
 # others_blocking: the first directory from / down to $1 that other users
 # cannot pass through (no o+x), which the postgres user needs to reach its
-# data; nothing when every one lets them.
+# data (PG_DIR itself is chowned to it); nothing when every one lets them.
 others_blocking() {
 	local d=$1 blocked=
 	while [[ $d != / && -n $d ]]; do
@@ -1396,7 +1396,7 @@ pg_start() {
 	mkdir -p "$PG_DIR"
 	if ((${#AS_PG[@]})); then
 		local blocked
-		blocked=$(others_blocking "$PG_DIR")
+		blocked=$(others_blocking "$(dirname "$PG_DIR")")
 		[[ -z $blocked ]] || die "PostgreSQL runs as the postgres user, which cannot enter $blocked ($(stat -c %a "$blocked")); let it through with: chmod o+x $blocked"
 		chown postgres:postgres "$PG_DIR"
 	fi
