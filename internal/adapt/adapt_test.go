@@ -73,11 +73,10 @@ type sim struct {
 }
 
 type simBatch struct {
-	at       time.Duration // insert acknowledged
-	rows     int
-	latency  time.Duration // first row in → acknowledged
-	target   Target        // decided after the seal
-	reasonAt Reason
+	at      time.Duration // insert acknowledged
+	rows    int
+	latency time.Duration // first row in → acknowledged
+	target  Target        // decided after the seal
 }
 
 func (s *sim) run(d time.Duration) {

@@ -120,8 +120,6 @@ func (n number) magnitude() (mag uint64, frac, ok bool) {
 	return mag, false, true
 }
 
-var errRange = errors.New("out of range")
-
 // integer reads an integral input as sign and magnitude. Booleans are 1 and
 // 0; numbers may be written with a fraction or exponent if the value is
 // integral (1.0, 1e3).

@@ -2,8 +2,6 @@ package writer
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -149,5 +147,3 @@ func setThreshold(p *adapt.Parts, name, value string) {
 		p.ThrowAt = n
 	}
 }
-
-func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }

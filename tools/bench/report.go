@@ -216,15 +216,6 @@ func cmpFloat(a, b float64) int {
 	return 0
 }
 
-func find(rs []Result, key string) (Result, bool) {
-	for _, r := range rs {
-		if r.Key == key {
-			return r, r.ok()
-		}
-	}
-	return Result{}, false
-}
-
 func boolp(b bool) *bool { return &b }
 
 func mib(b int64) string { return fmt.Sprintf("%d MiB", b>>20) }
@@ -522,13 +513,6 @@ func perRowF(v float64, rows int64) float64 {
 		return 0
 	}
 	return v / float64(rows)
-}
-
-func perRow(n, rows int64) float64 {
-	if rows == 0 {
-		return 0
-	}
-	return float64(n) / float64(rows)
 }
 
 func f1(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }

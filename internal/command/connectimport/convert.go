@@ -50,7 +50,6 @@ type conv struct {
 
 	format   string // the routes' format
 	cdc      bool   // debezium-json / debezium-avro
-	evolve   bool
 	routes   []*omap
 	columns  map[string]string // columns every route gets (from transforms)
 	tableFor func(topic string) (string, bool)

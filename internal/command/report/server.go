@@ -88,9 +88,8 @@ func AggregateServer(connector string, since, until time.Time, ins []TableInsert
 		side[m.Start.Unix()/60] = m.Side
 	}
 	type acc struct {
-		t              TableTotal
-		before, after  int
-		haveTableParts bool
+		t             TableTotal
+		before, after int
 	}
 	byTable := map[string]*acc{}
 	get := func(name string) *acc {

@@ -136,11 +136,10 @@ type run struct {
 	fanTable string
 	// evo is the evolving route's topic, table and expected contents
 	// (Spec.Evolve), or nil.
-	evo    *evolving
-	kcl    *kgo.Client
-	adm    *kadm.Client
-	ch     driver.Conn
-	buffer int64
+	evo *evolving
+	kcl *kgo.Client
+	adm *kadm.Client
+	ch  driver.Conn
 	// queryLogTables: system.query_log has the tables column (newer
 	// servers), so INSERTs are found by table rather than by their text.
 	queryLogTables bool
