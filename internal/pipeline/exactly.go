@@ -685,17 +685,18 @@ func (e *exactly) margin(ts *tableState) {
 // token, so ClickHouse keeps one copy (this member too, if the partitions
 // come back while the INSERT still runs).
 //
-// A batch not yet recorded (sealed, waiting for its insert slot or for its
-// intent commit to be retried) and an open batch can never be recorded
-// once they hold records of a given-up partition: those records belong to
-// the partition's next owner, who consumes them from the recorded offset.
-// Such a batch is dropped, and with it the records it holds of partitions
-// this member keeps. Except when an intent commit of the batch was sent
-// (and failed): it may be recorded after all, so if it holds a partition
-// this member keeps, the member stops rather than build those records
-// into other batches (recovery reads the ledgers on restart); if it holds
-// only partitions given up, it is dropped like the others, because the
-// next owners settle it from the ledgers. Those partitions are sought back to the first offset
+// A batch not yet recorded (sealed, waiting for its insert slot, for its
+// intent commit's turn in the committer or for its retry) and an open
+// batch can never be recorded once they hold records of a given-up
+// partition: those records belong to the partition's next owner, who
+// consumes them from the recorded offset. Such a batch is dropped, and
+// with it the records it holds of partitions this member keeps. Except
+// when an intent commit of the batch was sent and failed (none is out
+// here: forget settled it first): it may be recorded after all, so if it
+// holds a partition this member keeps, the member stops rather than build
+// those records into other batches (recovery reads the ledgers on
+// restart); if it holds only partitions given up, it is dropped like the
+// others, because the next owners settle it from the ledgers. Those partitions are sought back to the first offset
 // the dropped batches hold of them, the offsets tracker forgets everything
 // from there, and every other batch not yet recorded that holds records of
 // them from there is dropped as well (and so on, for the partitions those
