@@ -834,8 +834,9 @@ func (e *exactly) seek(seek map[offsets.TP]int64) {
 // table what the ledgers cannot vouch for (recoverPart, per partition).
 // The Kafka reads have bounds of their own (snapshot, topicState,
 // ExactlyOnce.ReadRanges); the ClickHouse calls (the replays' INSERTs, the
-// presence checks) together have kafka.rebalance_timeout, after which the
-// recovery fails like any of its calls, stopping the connector: a restart
+// presence checks) together have kafka.rebalance_timeout, ClickHouse being
+// down waited out within it (recoverInTables); past it, or on an error that
+// will repeat, the recovery fails, stopping the connector: a restart
 // recovers again from the ledgers, which nothing changed.
 func (e *exactly) recoverParts(ctx context.Context, tps []offsets.TP) error {
 	p := e.p
@@ -865,14 +866,7 @@ func (e *exactly) recoverParts(ctx context.Context, tps []offsets.TP) error {
 	bound := p.cfg.Kafka.RebalanceTimeout
 	chCtx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
-	failed, err := e.replayAll(chCtx, plan.Replays)
-	if err == nil {
-		for _, r := range plan.Parts {
-			if err = e.recoverPart(chCtx, plan, r, failed[r.TP], ids, ends); err != nil {
-				break
-			}
-		}
-	}
+	err = e.recoverInTables(chCtx, plan, ids, ends)
 	if err != nil && chCtx.Err() != nil && ctx.Err() == nil {
 		return fmt.Errorf("exactly-once: recovering %d assigned partitions took longer than kafka.rebalance_timeout (%s): %w", len(tps), bound, err)
 	}
@@ -883,6 +877,37 @@ func (e *exactly) recoverParts(ctx context.Context, tps []offsets.TP) error {
 		p.log.Info().Int("batches", len(plan.Replays)).Msg("exactly-once: pending batches replayed with their tokens")
 	}
 	return nil
+}
+
+// recoverInTables is recoverParts' ClickHouse half: the replays, then each
+// partition's check. ClickHouse down or restarting (a retriable error) is
+// waited out with the INSERTs' backoff until ctx, the recovery's bound,
+// ends; both halves may run again, since a replay goes in with its token
+// (dropped when it landed) and a check only reads and adds what it found.
+func (e *exactly) recoverInTables(ctx context.Context, plan *eos.Plan, ids map[string]string, ends map[offsets.TP]int64) error {
+	p := e.p
+	bo := backoff.New(e.retryPolicy())
+	for {
+		failed, err := e.replayAll(ctx, plan.Replays)
+		if err == nil {
+			for _, r := range plan.Parts {
+				if err = e.recoverPart(ctx, plan, r, failed[r.TP], ids, ends); err != nil {
+					break
+				}
+			}
+		}
+		if err == nil || chtable.Classify(ctx, err) != chtable.Retriable {
+			return err
+		}
+		wait := bo.Next()
+		p.log.Warn().Err(err).Dur("retry_in", wait).
+			Msg("exactly-once: recovering the assigned partitions needs ClickHouse, retrying")
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+	}
 }
 
 // tableOf is the table a topic's records go to, for the recovery's plan.
