@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ClickHouse/ch-go/proto"
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
@@ -564,26 +565,28 @@ func (c *Cluster) split(ctx context.Context, lay *layout, tt *tableTarget, t *Ta
 
 // splitByShard fills parts[s] with the rows of block that shardOf (one
 // shard index per row) places on shard s: nil when it has none, block
-// itself when it has all of them, otherwise a gathered copy.
+// itself when it has all of them, otherwise a gathered part.
 //
-// Each column's data is taken from the block once for all shards: a
-// decode.Block builds it anew on every ColumnData call (Decimal and
-// DateTime64 values, Nullable pointers), which costs as much as the copy.
+// Each column is taken from the block once for all shards: a decode.Block
+// builds ColumnData anew on every call (Decimal and DateTime64 values,
+// Nullable pointers), which costs as much as the copy. A String column the
+// block hands over natively (nativeBlock) is not copied at all: each part
+// gets the rows' bounds into the block's own buffer (see gatherNative), so
+// the parts of a batch add no string memory beyond the batch that
+// batch.buffer_memory counts, and the driver encodes them without a copy
+// of its own (fill installs them).
 func splitByShard(block chschema.Block, shardOf []int, parts []chschema.Block) ([]chschema.Block, error) {
-	var data []any
+	var src *splitSource
 	for s, rs := range shardRows(shardOf, len(parts)) {
 		switch {
 		case len(rs) == 0:
 		case len(rs) == block.Rows():
 			parts[s] = block // one shard has it all: no copy
 		default:
-			if data == nil {
-				data = make([]any, len(block.Columns()))
-				for i := range data {
-					data[i] = block.ColumnData(i)
-				}
+			if src == nil {
+				src = newSplitSource(block)
 			}
-			sub, err := subBlock(block.Columns(), data, rs)
+			sub, err := subBlock(block.Columns(), src, rs)
 			if err != nil {
 				return nil, err
 			}
@@ -591,6 +594,29 @@ func splitByShard(block chschema.Block, shardOf []int, parts []chschema.Block) (
 		}
 	}
 	return parts, nil
+}
+
+// splitSource is every column of a block being split, taken once: the
+// native form where gatherNative cuts it, ColumnData otherwise.
+type splitSource struct {
+	nat  []proto.ColInput
+	data []any
+}
+
+func newSplitSource(block chschema.Block) *splitSource {
+	n := len(block.Columns())
+	src := &splitSource{nat: make([]proto.ColInput, n), data: make([]any, n)}
+	nb, _ := block.(nativeBlock)
+	for i := range n {
+		if nb != nil {
+			if c := nb.Native(i); c != nil && gatherNative(c, nil) != nil {
+				src.nat[i] = c
+				continue
+			}
+		}
+		src.data[i] = block.ColumnData(i)
+	}
+	return src
 }
 
 // shardRows lists, per shard, the indices (ascending) of the rows shardOf
@@ -615,29 +641,95 @@ func shardRows(shardOf []int, shards int) [][]int {
 }
 
 // rowsBlock is some rows of a block, its columns gathered once, so every
-// retry sends the identical part.
+// retry sends the identical part. A column is either native (nat[i], which
+// fill installs into the driver's column) or Go values (data[i]).
 type rowsBlock struct {
 	cols []chschema.ColumnSchema
+	nat  []proto.ColInput
 	data []any
 	rows int
 }
 
 func (b *rowsBlock) Rows() int                        { return b.rows }
 func (b *rowsBlock) Columns() []chschema.ColumnSchema { return b.cols }
-func (b *rowsBlock) ColumnData(i int) any             { return b.data[i] }
+
+// ColumnData is the column's Go values; a native column's are built from
+// it (only a driver column that does not take the native form asks).
+func (b *rowsBlock) ColumnData(i int) any {
+	if b.nat != nil && b.nat[i] != nil {
+		return nativeData(b.nat[i])
+	}
+	return b.data[i]
+}
+
+// Native is the column's native form, nil when it has none.
+func (b *rowsBlock) Native(i int) proto.ColInput {
+	if b.nat == nil {
+		return nil
+	}
+	return b.nat[i]
+}
 
 // subBlock gathers rows (indices, ascending) of every column of a block
-// with columns cols and column data data.
-func subBlock(cols []chschema.ColumnSchema, data []any, rows []int) (*rowsBlock, error) {
+// with columns cols, taken from it as src.
+func subBlock(cols []chschema.ColumnSchema, src *splitSource, rows []int) (*rowsBlock, error) {
 	out := &rowsBlock{cols: cols, data: make([]any, len(cols)), rows: len(rows)}
 	for i := range cols {
-		g, err := gatherColumn(data[i], rows)
+		if c := src.nat[i]; c != nil {
+			if out.nat == nil {
+				out.nat = make([]proto.ColInput, len(cols))
+			}
+			out.nat[i] = gatherNative(c, rows)
+			continue
+		}
+		g, err := gatherColumn(src.data[i], rows)
 		if err != nil {
 			return nil, fmt.Errorf("column %s: %w", cols[i].Name, err)
 		}
 		out.data[i] = g
 	}
 	return out, nil
+}
+
+// gatherNative is rows of a column's native form: for a String column
+// (or Nullable(String)) a part that keeps the whole column's buffer and
+// gathers only the rows' bounds (16 bytes a row), since the Native format
+// is written from the bounds, the part encodes exactly its rows. The part
+// aliases the block's buffer and is valid as long as the block is (a
+// batch is not reset before its INSERT is done). Any other column: nil.
+func gatherNative(c proto.ColInput, rows []int) proto.ColInput {
+	switch c := c.(type) {
+	case proto.ColStr:
+		return proto.ColStr{Buf: c.Buf, Pos: gather(c.Pos, rows)}
+	case chschema.NullableNative:
+		if v, ok := c.Values.(proto.ColStr); ok {
+			return chschema.NullableNative{Nulls: gather(c.Nulls, rows), Values: gatherNative(v, rows)}
+		}
+	}
+	return nil
+}
+
+// nativeData is the Go values of a column gatherNative made, as decode's
+// ColumnData gives them: []string, or []*string (nil for NULL).
+func nativeData(c proto.ColInput) any {
+	switch c := c.(type) {
+	case proto.ColStr:
+		out := make([]string, len(c.Pos))
+		for j, p := range c.Pos {
+			out[j] = string(c.Buf[p.Start:p.End])
+		}
+		return out
+	case chschema.NullableNative:
+		vals, _ := nativeData(c.Values).([]string)
+		out := make([]*string, len(vals))
+		for j := range vals {
+			if c.Nulls[j] == 0 {
+				out[j] = &vals[j]
+			}
+		}
+		return out
+	}
+	return nil
 }
 
 // gatherColumn copies rows of one column's data. The slice types the

@@ -1,13 +1,16 @@
 package writer
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"reflect"
 	"slices"
 	"sync/atomic"
 	"testing"
+	"unsafe"
 
+	"github.com/ClickHouse/ch-go/proto"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/config"
@@ -88,6 +91,18 @@ func splitValue(typ string, i int) any {
 // the split and its oracle read the very same cells.
 func splitBlock(tb testing.TB, types []string, n int) (*rowsBlock, []chschema.ColumnSchema) {
 	tb.Helper()
+	blk, cols := decodedBlock(tb, types, n)
+	out := &rowsBlock{cols: blk.Columns(), data: make([]any, len(cols)), rows: blk.Rows()}
+	for i := range out.data {
+		out.data[i] = blk.ColumnData(i)
+	}
+	return out, cols
+}
+
+// decodedBlock decodes n JSON records (values by splitValue) into a
+// decoder block with one column per type.
+func decodedBlock(tb testing.TB, types []string, n int) (*decode.Block, []chschema.ColumnSchema) {
+	tb.Helper()
 	cols := make([]chschema.ColumnSchema, len(types))
 	for i, typ := range types {
 		cols[i] = chschema.ColumnSchema{Name: fmt.Sprintf("c%d", i), Type: typ}
@@ -112,11 +127,7 @@ func splitBlock(tb testing.TB, types []string, n int) (*rowsBlock, []chschema.Co
 			tb.Fatalf("row %d %s: %v", i, b, err)
 		}
 	}
-	out := &rowsBlock{cols: blk.Columns(), data: make([]any, len(cols)), rows: blk.Rows()}
-	for i := range out.data {
-		out.data[i] = blk.ColumnData(i)
-	}
-	return out, cols
+	return blk, cols
 }
 
 // TestSplitMatchesReflect splits a block holding every column type the
@@ -172,6 +183,84 @@ func TestSplitMatchesReflect(t *testing.T) {
 	}
 	if total != n {
 		t.Errorf("parts hold %d rows, block %d", total, n)
+	}
+}
+
+// TestSplitNativeStrings splits a decoder block (which hands String
+// columns over natively) and checks that every part's String and
+// Nullable(String) columns are native, share the block's buffer rather
+// than copying it, encode exactly as the same rows appended to a fresh
+// column, and give the same Go values as the block's rows; the other
+// columns are gathered as before.
+func TestSplitNativeStrings(t *testing.T) {
+	const n = 300
+	types := []string{"String", "Nullable(String)", "UInt64", "LowCardinality(String)", "Array(String)"}
+	blk, cols := decodedBlock(t, types, n)
+	shardOf := make([]int, n)
+	for i := range shardOf {
+		shardOf[i] = (i*5 + i/7) % 3
+	}
+	parts, err := splitByShard(blk, shardOf, make([]chschema.Block, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rowsOf := shardRows(shardOf, 3)
+	for s, part := range parts {
+		rows := rowsOf[s]
+		if part == nil || part.Rows() != len(rows) {
+			t.Fatalf("shard %d: part %v, want %d rows", s, part, len(rows))
+		}
+		nb, ok := part.(nativeBlock)
+		if !ok {
+			t.Fatalf("shard %d: part %T has no native columns", s, part)
+		}
+		for c, col := range cols {
+			want, err := reflectGather(blk.ColumnData(c), rows)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := part.ColumnData(c); !reflect.DeepEqual(got, want) {
+				t.Errorf("shard %d column %s: %v, want %v", s, col.Type, got, want)
+			}
+			nat := nb.Native(c)
+			var str, whole proto.ColStr
+			switch col.Type {
+			case "String":
+				str, _ = nat.(proto.ColStr)
+				whole = blk.Native(c).(proto.ColStr)
+			case "Nullable(String)":
+				nn, _ := nat.(chschema.NullableNative)
+				str, _ = nn.Values.(proto.ColStr)
+				wn := blk.Native(c).(chschema.NullableNative)
+				whole = wn.Values.(proto.ColStr)
+				for j, r := range rows {
+					if nn.Nulls[j] != wn.Nulls[r] {
+						t.Errorf("shard %d column %s row %d: NULL flag %d, want %d", s, col.Type, j, nn.Nulls[j], wn.Nulls[r])
+					}
+				}
+			default:
+				if nat != nil {
+					t.Errorf("shard %d column %s: native %T, want none", s, col.Type, nat)
+				}
+				continue
+			}
+			if str.Rows() != len(rows) {
+				t.Fatalf("shard %d column %s: native %T with %d rows, want a String column of %d", s, col.Type, nat, str.Rows(), len(rows))
+			}
+			if unsafe.SliceData(str.Buf) != unsafe.SliceData(whole.Buf) {
+				t.Errorf("shard %d column %s: the part copied the string buffer", s, col.Type)
+			}
+			var fresh proto.ColStr
+			for _, r := range rows {
+				fresh.Append(whole.Row(r))
+			}
+			var enc, encFresh proto.Buffer
+			str.EncodeColumn(&enc)
+			fresh.EncodeColumn(&encFresh)
+			if !bytes.Equal(enc.Buf, encFresh.Buf) {
+				t.Errorf("shard %d column %s: encodes %d bytes unlike the rows appended (%d bytes)", s, col.Type, len(enc.Buf), len(encFresh.Buf))
+			}
+		}
 	}
 }
 
