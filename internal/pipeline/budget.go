@@ -70,30 +70,24 @@ func (p *Pipeline) latencyBound(ts *tableState) time.Duration {
 	return bound
 }
 
-// maxProduceLag is the share of its bound a batch's first record may have
-// spent before it arrives (in the producer, Kafka, the fetch) that its
-// deadline counts: an older record (a backlog being read) makes the batch
-// count from that long before its arrival, so that a backlog does not
-// seal every batch at once.
-const maxProduceLag = 10
-
 // opened is when a's batch counts as opened for its latency bound at now,
-// its first row's arrival: its oldest record's timestamp, but no earlier
-// than the bound's tenth or kafka.fetch_max_wait before now, whichever is
-// longer, and no later than now; without a timestamp, fetch_max_wait
-// before now (what a record may have spent waiting in Kafka).
+// its first row's arrival: its oldest record's timestamp, when that is
+// less than the bound before now (no later than now: a producer's clock
+// ahead of ours). A record without a timestamp, or one older than the
+// bound (a backlog being read: its bound is missed already, and counting
+// from its timestamp would seal every batch at once), counts from
+// kafka.fetch_max_wait before now, what a record may have spent waiting
+// in Kafka.
 func (p *Pipeline) opened(a *accState, now time.Time) time.Time {
-	fetch := p.cfg.Kafka.FetchMaxWait
 	if a.oldest <= 0 {
-		return now.Add(-fetch)
+		return now.Add(-p.cfg.Kafka.FetchMaxWait)
 	}
-	lag := max(fetch, p.latencyBound(a.key.table)/maxProduceLag)
 	ts := time.Unix(0, a.oldest)
 	switch {
 	case ts.After(now):
 		return now
-	case ts.Before(now.Add(-lag)):
-		return now.Add(-lag)
+	case ts.Before(now.Add(-p.latencyBound(a.key.table))):
+		return now.Add(-p.cfg.Kafka.FetchMaxWait)
 	}
 	return ts
 }
