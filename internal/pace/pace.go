@@ -174,8 +174,10 @@ type server struct {
 	exceeded   int64
 	// took: the INSERTs of the last LeadWindow, each one's time from its
 	// seal until its rows were in (Took); late: the seals past their
-	// deadline, each one's delay (the owner busy when it fell due).
+	// deadline, each one's delay (the owner busy when it fell due); lead:
+	// Slack and the longest of each, brought up to date when they change.
 	took, late spans
+	lead       time.Duration
 }
 
 // spans are durations, each with when it was seen, oldest first: the
@@ -193,7 +195,6 @@ func (ss *spans) add(now time.Time, d time.Duration) {
 	if n := len(*ss); n > maxTook {
 		*ss = append((*ss)[:0], (*ss)[n-maxTook:]...)
 	}
-	ss.prune(now)
 }
 
 // prune drops the spans seen LeadWindow before now or earlier.
@@ -296,15 +297,18 @@ func (s *Scheduler[K]) place(e *entry) {
 func (s *Scheduler[K]) lead(e *entry) time.Duration {
 	var l time.Duration
 	for _, name := range e.servers {
-		l = max(l, s.servers[name].lead())
+		l = max(l, s.servers[name].lead, Slack)
 	}
 	return min(l, e.bound/maxLeadShare)
 }
 
-// lead is Slack, plus the longest INSERT time and the longest delay of a
-// seal past its deadline sv holds.
-func (sv *server) lead() time.Duration {
-	return sv.took.longest() + sv.late.longest() + Slack
+// prune drops sv's INSERT times and late seals older than LeadWindow at
+// now, and sets its lead: Slack, plus the longest INSERT time and the
+// longest delay of a seal past its deadline it holds.
+func (sv *server) prune(now time.Time) {
+	sv.took.prune(now)
+	sv.late.prune(now)
+	sv.lead = sv.took.longest() + sv.late.longest() + Slack
 }
 
 // Lead is how long before a batch's bound its INSERT into server is
@@ -317,9 +321,8 @@ func (s *Scheduler[K]) Lead(server string, now time.Time) time.Duration {
 	if sv == nil {
 		return Slack
 	}
-	sv.took.prune(now)
-	sv.late.prune(now)
-	return sv.lead()
+	sv.prune(now)
+	return sv.lead
 }
 
 // Took tells the Scheduler that an INSERT into servers ended at now, d
@@ -335,7 +338,7 @@ func (s *Scheduler[K]) Took(servers []string, now time.Time, d time.Duration) {
 			s.servers[name] = sv
 		}
 		sv.took.add(now, d)
-		sv.late.prune(now)
+		sv.prune(now)
 	}
 	s.replace(servers)
 }
@@ -420,6 +423,7 @@ func (s *Scheduler[K]) sealed(k K, servers []string, now time.Time, flush bool) 
 		s.take(sv, now, flush, spread)
 		if late > 0 && !flush {
 			sv.late.add(now, late)
+			sv.prune(now)
 		}
 	}
 }
