@@ -11,10 +11,16 @@
 //     batches are sealed one at a time as the budget allows, the one with
 //     the earliest deadline first: small tables are held longer, so each
 //     INSERT carries more rows.
-//   - A batch is never held past its deadline (its table's latency bound):
-//     then it is sealed whatever the budget says. Latency wins; when that
-//     takes a server past its budget the Scheduler counts it and says so
-//     (Status, Exceeded, and one Episode per stretch of time over it).
+//   - A batch is never held past its deadline: then it is sealed whatever
+//     the budget says. Latency wins; when that takes a server past its
+//     budget the Scheduler counts it and says so (Status, Exceeded, and
+//     one Episode per stretch of time over it). The deadline is its
+//     table's latency bound less its servers' lead (Lead): the longest
+//     time a recent INSERT there took from its seal until its rows were
+//     in (the wait for an insert slot and a connection, retries, the
+//     INSERT itself), plus the longest recent delay of a seal past its
+//     deadline, plus Slack, so that the rows are in by the bound, not
+//     merely sealed by it.
 //   - When the caller says memory is short, the largest open batch goes
 //     (the oldest among equals), whatever the budget says.
 //
