@@ -11,10 +11,16 @@
 //     batches are sealed one at a time as the budget allows, the one with
 //     the earliest deadline first: small tables are held longer, so each
 //     INSERT carries more rows.
-//   - A batch is never held past its deadline (its table's latency bound):
-//     then it is sealed whatever the budget says. Latency wins; when that
-//     takes a server past its budget the Scheduler counts it and says so
-//     (Status, Exceeded, and one Episode per stretch of time over it).
+//   - A batch is never held past its deadline: then it is sealed whatever
+//     the budget says. Latency wins; when that takes a server past its
+//     budget the Scheduler counts it and says so (Status, Exceeded, and
+//     one Episode per stretch of time over it). The deadline is its
+//     table's latency bound less its servers' lead (Lead): the longest
+//     time a recent INSERT there took from its seal until its rows were
+//     in (the wait for an insert slot and a connection, retries, the
+//     INSERT itself), plus the longest recent delay of a seal past its
+//     deadline, plus Slack, so that the rows are in by the bound, not
+//     merely sealed by it.
 //   - When the caller says memory is short, the largest open batch goes
 //     (the oldest among equals), whatever the budget says.
 //
@@ -57,6 +63,7 @@ package pace
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"time"
 )
@@ -123,15 +130,38 @@ const Reserve = 0.1
 // over the minute.
 const BurstSeconds = 3
 
+// Slack is the least lead (Lead): the loop's own delay between a deadline
+// and its seal, and the row's between the INSERT's end and the sink
+// hearing of it.
+const Slack = 500 * time.Millisecond
+
+// LeadWindow is how long an INSERT's time counts in its servers' lead.
+const LeadWindow = 5 * time.Minute
+
+// maxLeadShare is the most of a batch's bound its lead takes: INSERTs
+// that take longer (a server in trouble) do not make every batch go at
+// once.
+const maxLeadShare = 4
+
+// maxTook is how many INSERT times a server keeps at most within
+// LeadWindow (the newest).
+const maxTook = 1024
+
 // entry is one open batch.
 type entry struct {
 	servers  []string
 	opened   time.Time
 	eligible time.Time
 	deadline time.Time
-	bytes    int
-	need     float64 // its bound is under a Window: the most seals it makes in one at its bound's pace
-	spread   bool    // Due handed it out to spread deadlines (spread)
+	wait     time.Duration
+	bound    time.Duration
+	// due: when the Scheduler first knew the deadline had come (its
+	// deadline, or when the deadline was set if already past): a seal
+	// after it is late.
+	due    time.Time
+	bytes  int
+	need   float64 // its bound is under a Window: the most seals it makes in one at its bound's pace
+	spread bool    // Due handed it out to spread deadlines (spread)
 }
 
 // server is one server's budget state.
@@ -148,6 +178,49 @@ type server struct {
 	lastSpread time.Time // the last seal by spread
 	episodes   int64
 	exceeded   int64
+	// took: the INSERTs of the last LeadWindow, each one's time from its
+	// seal until its rows were in (Took); late: the seals past their
+	// deadline, each one's delay (the owner busy when it fell due); lead:
+	// Slack and the longest of each, brought up to date when they change.
+	took, late spans
+	lead       time.Duration
+}
+
+// spans are durations, each with when it was seen, oldest first: the
+// last LeadWindow of them, at most maxTook.
+type spans []span
+
+type span struct {
+	at time.Time
+	d  time.Duration
+}
+
+// add counts d, seen at now.
+func (ss *spans) add(now time.Time, d time.Duration) {
+	*ss = append(*ss, span{at: now, d: max(d, 0)})
+	if n := len(*ss); n > maxTook {
+		*ss = append((*ss)[:0], (*ss)[n-maxTook:]...)
+	}
+}
+
+// prune drops the spans seen LeadWindow before now or earlier.
+func (ss *spans) prune(now time.Time) {
+	cut := 0
+	for cut < len(*ss) && !(*ss)[cut].at.After(now.Add(-LeadWindow)) {
+		cut++
+	}
+	if cut > 0 {
+		*ss = append((*ss)[:0], (*ss)[cut:]...)
+	}
+}
+
+// longest is the longest of ss (0: none).
+func (ss spans) longest() time.Duration {
+	var l time.Duration
+	for _, x := range ss {
+		l = max(l, x.d)
+	}
+	return l
 }
 
 // Scheduler decides, for the open batches of many tables, which one is
@@ -158,6 +231,14 @@ type Scheduler[K comparable] struct {
 	servers map[string]*server
 	events  []Episode
 	gaps    map[string]time.Duration // spread's spacing per server, from latestStarts
+	seen    time.Time                // the latest time a call passed in
+}
+
+// see notes now as the latest time passed in.
+func (s *Scheduler[K]) see(now time.Time) {
+	if now.After(s.seen) {
+		s.seen = now
+	}
 }
 
 // New makes a Scheduler that asks allow for each server's budget.
@@ -167,10 +248,11 @@ func New[K comparable](allow Allowance) *Scheduler[K] {
 
 // Open tells the Scheduler that k has an open batch, whose first row came
 // at opened, which may be sealed on the budget from opened+wait on and
-// must be sealed by opened+bound (bound 0: no deadline; a bound shorter
-// than wait makes the deadline the wait), and whose INSERT goes to
-// servers. Calling it again for an open k updates wait and bound (a new
-// adaptive target) and keeps opened.
+// whose rows must be in by opened+bound (bound 0: no deadline; a bound
+// shorter than wait makes the deadline the wait), and whose INSERT goes to
+// servers. Its deadline, when it is sealed whatever the budget says, is
+// the bound less its servers' lead (Lead). Calling it again for an open k
+// updates wait and bound (a new adaptive target) and keeps opened.
 func (s *Scheduler[K]) Open(k K, servers []string, opened time.Time, wait, bound time.Duration) {
 	e := s.open[k]
 	if e == nil {
@@ -180,20 +262,102 @@ func (s *Scheduler[K]) Open(k K, servers []string, opened time.Time, wait, bound
 	s.unneed(e)
 	e.servers = servers
 	e.eligible = e.opened.Add(wait)
-	e.deadline = time.Time{}
-	if bound > 0 {
-		span := max(bound, wait, time.Millisecond)
-		e.deadline = e.opened.Add(span)
-		if span < Window {
-			// The most seals it can make in a Window at its bound's pace.
-			e.need = math.Floor(float64(Window)/float64(span)) + 1
-		}
-	}
+	e.wait, e.bound = wait, bound
 	for _, name := range servers {
 		if s.servers[name] == nil {
 			s.servers[name] = &server{name: name}
 		}
+	}
+	s.place(e)
+}
+
+// place sets e's deadline, and its need when its bound is under a
+// Window, from its bound and its servers' lead now.
+func (s *Scheduler[K]) place(e *entry) {
+	s.unneed(e)
+	e.deadline = time.Time{}
+	if e.bound <= 0 {
+		return
+	}
+	span := e.wait // a wait past the bound (adaptive batching's pushback) wins
+	if e.wait <= e.bound {
+		span = e.bound - s.lead(e)
+	}
+	span = max(span, time.Millisecond)
+	e.deadline = e.opened.Add(span)
+	e.due = e.deadline
+	if e.due.Before(s.seen) {
+		e.due = s.seen
+	}
+	if max(e.bound, e.wait) < Window {
+		// The most seals it can make in a Window at its deadline's pace.
+		e.need = math.Floor(float64(Window)/float64(span)) + 1
+	}
+	for _, name := range e.servers {
 		s.servers[name].short += e.need
+	}
+}
+
+// lead is how long before its bound e is sealed at the latest: its
+// servers' largest Lead, at most a quarter of its bound.
+func (s *Scheduler[K]) lead(e *entry) time.Duration {
+	var l time.Duration
+	for _, name := range e.servers {
+		l = max(l, s.servers[name].lead, Slack)
+	}
+	return min(l, e.bound/maxLeadShare)
+}
+
+// prune drops sv's INSERT times and late seals older than LeadWindow at
+// now, and sets its lead: Slack, plus the longest INSERT time and the
+// longest delay of a seal past its deadline it holds.
+func (sv *server) prune(now time.Time) {
+	sv.took.prune(now)
+	sv.late.prune(now)
+	sv.lead = sv.took.longest() + sv.late.longest() + Slack
+}
+
+// Lead is how long before a batch's bound its INSERT into server is
+// sealed at the latest, so that its rows are in by the bound: Slack plus
+// the longest time an INSERT into it took from its seal until its rows
+// were in (Took) plus the longest delay of a seal past its deadline, over
+// the last LeadWindow; at most a quarter of the bound (Open).
+func (s *Scheduler[K]) Lead(server string, now time.Time) time.Duration {
+	sv := s.servers[server]
+	if sv == nil {
+		return Slack
+	}
+	sv.prune(now)
+	return sv.lead
+}
+
+// Took tells the Scheduler that an INSERT into servers ended at now, d
+// after its batch was sealed (the wait for an insert slot and a
+// connection, retries and the INSERT itself): the open batches' deadlines
+// on those servers move by the new lead.
+func (s *Scheduler[K]) Took(servers []string, now time.Time, d time.Duration) {
+	s.see(now)
+	for _, name := range servers {
+		sv := s.servers[name]
+		if sv == nil {
+			sv = &server{name: name}
+			s.servers[name] = sv
+		}
+		sv.took.add(now, d)
+		sv.prune(now)
+	}
+	s.replace(servers)
+}
+
+// replace sets again the deadline of each open batch on one of servers.
+func (s *Scheduler[K]) replace(servers []string) {
+	for _, e := range s.open {
+		for _, name := range e.servers {
+			if slices.Contains(servers, name) {
+				s.place(e)
+				break
+			}
+		}
 	}
 }
 
@@ -242,13 +406,18 @@ func (s *Scheduler[K]) Flushed(k K, servers []string, now time.Time) {
 }
 
 func (s *Scheduler[K]) sealed(k K, servers []string, now time.Time, flush bool) {
+	s.see(now)
 	spread := false
+	var late time.Duration // how long past its deadline it was sealed
 	if e := s.open[k]; e != nil {
 		if servers == nil {
 			servers = e.servers
 		}
 		s.unneed(e)
 		spread = e.spread
+		if !e.deadline.IsZero() && now.After(e.due) {
+			late = now.Sub(e.due)
+		}
 	}
 	delete(s.open, k)
 	for _, name := range servers {
@@ -258,6 +427,10 @@ func (s *Scheduler[K]) sealed(k K, servers []string, now time.Time, flush bool) 
 			s.servers[name] = sv
 		}
 		s.take(sv, now, flush, spread)
+		if late > 0 && !flush {
+			sv.late.add(now, late)
+			sv.prune(now)
+		}
 	}
 }
 
@@ -350,6 +523,7 @@ func early(a, short float64) int {
 // is due. memShort says that memory is short: the largest open batch goes.
 // The caller seals it, calls Sealed, and asks again until ok is false.
 func (s *Scheduler[K]) Due(now time.Time, memShort bool) (k K, why Reason, ok bool) {
+	s.see(now)
 	var (
 		best   K
 		bestE  *entry

@@ -2,6 +2,7 @@ package pace
 
 import (
 	"fmt"
+	"sort"
 	"testing"
 	"time"
 )
@@ -83,8 +84,9 @@ type table struct {
 	opened time.Time // zero: no open batch
 	next   time.Time
 	rows   int
-	worst  time.Duration // the oldest batch sealed
+	worst  time.Duration // the longest from a batch's first row to its rows in
 	seals  int
+	insert time.Duration // how long each INSERT takes from its seal until its rows are in
 }
 
 // simStep is the fake clock's tick in simulate: a batch may be sealed up
@@ -98,7 +100,18 @@ func simulate(t *testing.T, s *Scheduler[string], tables []*table, d time.Durati
 	t.Helper()
 	srv := []string{"ch"}
 	var seals []time.Time
+	type running struct {
+		end  time.Time
+		took time.Duration
+	}
+	var inserts []running
 	for now := t0; now.Before(t0.Add(d)); now = now.Add(simStep) {
+		// The INSERTs that ended tell their time (the owner hears of it
+		// on its next turn).
+		for len(inserts) > 0 && !inserts[0].end.After(now) {
+			s.Took(srv, now, inserts[0].took)
+			inserts = inserts[1:]
+		}
 		for _, tb := range tables {
 			for !tb.next.After(now) {
 				if tb.opened.IsZero() {
@@ -116,9 +129,11 @@ func simulate(t *testing.T, s *Scheduler[string], tables []*table, d time.Durati
 			}
 			for _, tb := range tables {
 				if tb.name == k {
-					tb.worst = max(tb.worst, now.Sub(tb.opened))
+					tb.worst = max(tb.worst, now.Add(tb.insert).Sub(tb.opened))
 					tb.opened, tb.rows = time.Time{}, 0
 					tb.seals++
+					inserts = append(inserts, running{end: now.Add(tb.insert), took: tb.insert})
+					sort.Slice(inserts, func(i, j int) bool { return inserts[i].end.Before(inserts[j].end) })
 				}
 			}
 			s.Sealed(k, srv, now)
@@ -179,6 +194,90 @@ func TestHundredTablesWithinBudget(t *testing.T) {
 	st := s.Status(t0.Add(10 * time.Minute))
 	if len(st) != 1 || st[0].Exceeded != 0 || st[0].Over {
 		t.Errorf("status %+v: never over budget", st)
+	}
+}
+
+// TestSlowInsertsWithinBound: 100 tables that tolerate two minutes, a
+// budget of 60 a minute, INSERTs that take 3 s from seal to rows in: a
+// batch is sealed early enough that its rows are in by its bound, the
+// budget still holds and is never exceeded, and the tables are still held
+// close to their bound.
+func TestSlowInsertsWithinBound(t *testing.T) {
+	s := New[string](Fixed(60))
+	all := tables(100, "t", 50*time.Millisecond, 2*time.Minute)
+	for _, tb := range all {
+		tb.insert = 3 * time.Second
+	}
+	seals := simulate(t, s, all, 10*time.Minute)
+	if got := maxPerWindow(seals); got > 60 {
+		t.Errorf("%d INSERTs in one minute, budget 60", got)
+	}
+	for _, tb := range all {
+		if tb.worst > tb.bound {
+			t.Errorf("%s: rows in %v after their batch's first, bound %v", tb.name, tb.worst, tb.bound)
+		}
+		if tb.worst < tb.bound-10*time.Second {
+			t.Errorf("%s: rows in within %v: the budget should hold the table close to its bound %v", tb.name, tb.worst, tb.bound)
+		}
+	}
+	st := s.Status(t0.Add(10 * time.Minute))
+	if len(st) != 1 || st[0].Exceeded != 0 || st[0].Over {
+		t.Errorf("status %+v: never over budget", st)
+	}
+}
+
+// TestLead: a batch's deadline is its bound less its servers' lead, the
+// longest INSERT time and the longest late seal of the last LeadWindow
+// plus Slack, at most a quarter of its bound.
+func TestLead(t *testing.T) {
+	srv := []string{"ch"}
+	type took struct{ ago, d time.Duration } // an INSERT that ended ago before the batch opened
+	for _, tc := range []struct {
+		name  string
+		bound time.Duration
+		took  []took
+		late  time.Duration // a seal this long past its deadline, a minute before
+		lead  time.Duration
+	}{
+		{name: "no INSERT yet", bound: 2 * time.Minute, lead: Slack},
+		{name: "the longest INSERT", bound: 2 * time.Minute, took: []took{{3 * time.Second, time.Second}, {2 * time.Second, 3 * time.Second}, {time.Second, 2 * time.Second}},
+			lead: 3*time.Second + Slack},
+		{name: "at most a quarter of the bound", bound: 2 * time.Minute, took: []took{{time.Second, time.Minute}}, lead: 30 * time.Second},
+		{name: "INSERTs older than the window forgotten", bound: 2 * time.Minute, took: []took{{LeadWindow + time.Second, 20 * time.Second}, {time.Second, time.Second}},
+			lead: time.Second + Slack},
+		{name: "a late seal counts", bound: 2 * time.Minute, took: []took{{time.Second, time.Second}}, late: 2 * time.Second, lead: 3*time.Second + Slack},
+		{name: "a bound under a minute too", bound: 20 * time.Second, took: []took{{time.Second, 2 * time.Second}}, lead: 2*time.Second + Slack},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := New[string](Fixed(3))
+			opened := t0.Add(time.Hour)
+			if tc.late > 0 {
+				due := opened.Add(-time.Minute)
+				s.Open("late", srv, due.Add(-2*time.Minute+Slack), time.Second, 2*time.Minute)
+				if _, why, ok := s.Due(due, false); !ok || why != Deadline {
+					t.Fatalf("the late batch's deadline: %v %v", why, ok)
+				}
+				s.Sealed("late", srv, due.Add(tc.late)) // sealed late: its owner was busy
+			}
+			for _, x := range tc.took {
+				s.Took(srv, opened.Add(-x.ago), x.d)
+			}
+			if got := min(s.Lead("ch", opened), tc.bound/4); got != tc.lead {
+				t.Errorf("Lead = %v, want %v", got, tc.lead)
+			}
+			s.Open("a", srv, opened, time.Second, tc.bound)
+			deadline := opened.Add(tc.bound - tc.lead)
+			// A full window: only the deadline seals.
+			for i := 0; i < 3; i++ {
+				s.Sealed(fmt.Sprint("x", i), srv, deadline.Add(-time.Duration(3-i)*time.Second))
+			}
+			if k, why, ok := s.Due(deadline.Add(-time.Millisecond), false); ok {
+				t.Fatalf("Due gave %q (%v) at bound less %v", k, why, tc.bound-deadline.Sub(opened)+time.Millisecond)
+			}
+			if k, why, ok := s.Due(deadline, false); !ok || k != "a" || why != Deadline {
+				t.Fatalf("Due at bound less %v = %q %v %v, want a deadline", tc.lead, k, why, ok)
+			}
+		})
 	}
 }
 

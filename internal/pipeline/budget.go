@@ -53,20 +53,43 @@ func (p *Pipeline) serversOf(ts *tableState) []string {
 	return ts.servers
 }
 
-// latencyBound is how long a row of ts may wait from its arrival in a
-// batch to its INSERT: its routes' max_latency when set (the smallest),
-// else the larger of batch.max_wait and batch.max_latency; less
-// kafka.fetch_max_wait, which a record may already have spent in Kafka.
-// The budget never holds a batch of ts longer (but never shorter than the
-// batch's own wait, which adaptive batching may stretch on ClickHouse's
-// pushback).
+// latencyBound is how long a row of ts may take from its record's
+// timestamp (its produce time) until it is in the table: its routes'
+// max_latency when set (the smallest), else the larger of batch.max_wait
+// and batch.max_latency. The budget never holds a batch of ts so long that
+// its rows are in later (but never shorter than the batch's own wait,
+// which adaptive batching may stretch on ClickHouse's pushback): the
+// Scheduler seals it its servers' lead before (pace.Lead), from the time
+// its first record was produced (budgetOpened).
 func (p *Pipeline) latencyBound(ts *tableState) time.Duration {
 	b := p.cfg.Batch
 	bound := max(b.MaxWait, b.MaxLatency)
 	if ts.maxLatency > 0 {
 		bound = ts.maxLatency
 	}
-	return max(bound-p.cfg.Kafka.FetchMaxWait, 0)
+	return bound
+}
+
+// opened is when a's batch counts as opened for its latency bound at now,
+// its first row's arrival: its oldest record's timestamp, when that is
+// less than the bound before now (no later than now: a producer's clock
+// ahead of ours). A record without a timestamp, or one older than the
+// bound (a backlog being read: its bound is missed already, and counting
+// from its timestamp would seal every batch at once), counts from
+// kafka.fetch_max_wait before now, what a record may have spent waiting
+// in Kafka.
+func (p *Pipeline) opened(a *accState, now time.Time) time.Time {
+	if a.oldest <= 0 {
+		return now.Add(-p.cfg.Kafka.FetchMaxWait)
+	}
+	ts := time.Unix(0, a.oldest)
+	switch {
+	case ts.After(now):
+		return now
+	case ts.Before(now.Add(-p.latencyBound(a.key.table))):
+		return now.Add(-p.cfg.Kafka.FetchMaxWait)
+	}
+	return ts
 }
 
 // tighten makes d (a route's max_latency; 0: none) ts's bound when it is
@@ -89,7 +112,16 @@ func (p *Pipeline) tighten(ts *tableState, d time.Duration) {
 func (p *Pipeline) budgetOpened(a *accState, now time.Time) {
 	ts := a.key.table
 	a.active = now
-	p.sched.Open(a.key, p.serversOf(ts), now, a.acc.Policy().MaxWait, p.latencyBound(ts))
+	p.sched.Open(a.key, p.serversOf(ts), p.opened(a, now), a.acc.Policy().MaxWait, p.latencyBound(ts))
+}
+
+// budgetInserted tells the Scheduler how long the INSERT of a batch of ts
+// sealed at sealed took until its rows were in (now): its servers' lead
+// (pace.Lead).
+func (p *Pipeline) budgetInserted(ts *tableState, sealed, now time.Time) {
+	if p.sched != nil {
+		p.sched.Took(p.serversOf(ts), now, now.Sub(sealed))
+	}
 }
 
 // budgetSealed counts the INSERT of a's batch, sealed at now for why: a

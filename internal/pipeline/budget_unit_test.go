@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -30,6 +31,8 @@ type clockSink struct {
 	worst map[string]time.Duration
 	// active and most: Insert calls running now, and the most at once.
 	active, most int
+	// from: worst counts only the rows sent this long after start or later.
+	from time.Duration
 }
 
 func newClockSink(script func(n int) insertScript) *clockSink {
@@ -55,6 +58,9 @@ func (k *clockSink) Insert(ctx context.Context, t *chtable.Table, block chschema
 	if ids, ok := block.ColumnData(0).([]uint64); ok {
 		for _, ms := range ids {
 			sent := k.start.Add(time.Duration(ms) * time.Millisecond)
+			if sent.Before(k.start.Add(k.from)) {
+				continue
+			}
 			k.worst[t.FullName()] = max(k.worst[t.FullName()], now.Sub(sent))
 		}
 	}
@@ -86,6 +92,42 @@ func sendTopics(src *fakeSource, start time.Time, topics []string, offset int64)
 		ft = append(ft, kgo.FetchTopic{Topic: topic, Partitions: []kgo.FetchPartition{{HighWatermark: offset + 1, Records: []*kgo.Record{rec}}}})
 	}
 	src.fetches <- kgo.Fetches{{Topics: ft}}
+}
+
+// sendSeconds sends one record for each of topics every second for
+// seconds (sendTopics).
+func sendSeconds(src *fakeSource, start time.Time, topics []string, seconds int) {
+	for i := 0; i < seconds; i++ {
+		sendTopics(src, start, topics, int64(i))
+		time.Sleep(time.Second)
+	}
+}
+
+// numbered names n topics prefix0, prefix1, …
+func numbered(prefix string, n int) []string {
+	var out []string
+	for i := 0; i < n; i++ {
+		out = append(out, fmt.Sprintf("%s%d", prefix, i))
+	}
+	return out
+}
+
+// checkWorst fails t for each table with a row in later than bound after
+// it was sent, or (least > 0) none later than least (the budget should
+// hold it near its bound), and returns how many tables it saw.
+func (k *clockSink) checkWorst(t *testing.T, bound, least time.Duration) int {
+	t.Helper()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for table, w := range k.worst {
+		if w > bound {
+			t.Errorf("%s: a row was in %v after its record was sent, bound %v", table, w, bound)
+		}
+		if least > 0 && w < least {
+			t.Errorf("%s: rows were in within %v: the budget should hold them near their bound", table, w)
+		}
+	}
+	return len(k.worst)
 }
 
 func budgetConfig(t *testing.T, yaml string) *config.Config {
@@ -214,21 +256,9 @@ routes:
 	}
 	src := newFakeSource()
 	r := launch(t, p, src, src, sink.fakeSink)
-	var topics []string
-	for i := 0; i < 10; i++ {
-		topics = append(topics, fmt.Sprintf("t%d", i))
-	}
-	for i := 0; i < 120; i++ {
-		sendTopics(src, sink.start, topics, int64(i))
-		time.Sleep(time.Second)
-	}
-	sink.mu.Lock()
-	for table, w := range sink.worst {
-		if w > 10*time.Second {
-			t.Errorf("%s: a row waited %v, bound 10s", table, w)
-		}
-	}
-	sink.mu.Unlock()
+	topics := numbered("t", 10)
+	sendSeconds(src, sink.start, topics, 120)
+	sink.checkWorst(t, 10*time.Second, 0)
 	if got := sink.mostPerMinute(); got <= 20 {
 		t.Errorf("at most %d INSERTs a minute: 10 tables bound to 10s need about 60", got)
 	}
@@ -236,6 +266,57 @@ routes:
 	if len(st.Budgets) != 1 || !st.Budgets[0].OverBudget || st.Budgets[0].ExceededTotal == 0 {
 		t.Errorf("status budgets %+v: want over budget with INSERTs counted", st.Budgets)
 	}
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestUnitBudgetSlowInserts: 10 tables bound to two minutes, a budget
+// that holds them all to their bound, INSERTs that take 3 seconds (and
+// queue for the pool's connections when they all go at once): once the
+// sink has seen its INSERTs' time, every row is in by its bound, counted
+// from its record's timestamp to its INSERT's end, and the tables are
+// still held near their bound.
+func TestUnitBudgetSlowInserts(t *testing.T) { synctest.Test(t, testUnitBudgetSlowInserts) }
+
+func testUnitBudgetSlowInserts(t *testing.T) {
+	cfg := budgetConfig(t, `
+name: unit
+kafka:
+  topic_regex: "t[0-9]+"
+clickhouse:
+  database: db
+  max_inserts_per_minute: 3
+  max_in_flight: 1
+batch:
+  max_wait: 5s
+routes:
+  - topic_regex: "t[0-9]+"
+    table: '${topic}'
+    max_latency: 2m
+`)
+	var quick atomic.Bool // the flush at shutdown goes at once
+	sink := newClockSink(func(int) insertScript {
+		if quick.Load() {
+			return insertScript{}
+		}
+		return insertScript{delay: 3 * time.Second}
+	})
+	// The first batches go before the sink has timed an INSERT.
+	sink.from = 3 * time.Minute
+	p, err := New(context.Background(), cfg, zerolog.Nop(), sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := newFakeSource()
+	r := launch(t, p, src, src, sink.fakeSink)
+	topics := numbered("t", 10)
+	sendSeconds(src, sink.start, topics, 480)
+	if n := sink.checkWorst(t, 2*time.Minute, 90*time.Second); n != len(topics) {
+		t.Errorf("%d tables measured, want %d", n, len(topics))
+	}
+	quick.Store(true)
+	time.Sleep(time.Minute) // the INSERTs running end
 	if err := r.stop(t); err != nil {
 		t.Fatal(err)
 	}

@@ -376,6 +376,7 @@ func (p *Pipeline) handleAck(writeCtx context.Context, a ack) {
 	ts.rows += int64(rows)
 	ts.inserts++
 	ts.lastInsert = p.now()
+	p.budgetInserted(ts, f.b.Sealed, ts.lastInsert)
 	ts.histAdd(ts.lastInsert, rows, a.shards)
 	p.stats.Rows += int64(rows)
 	p.stats.Inserts++
