@@ -38,8 +38,9 @@ type delivery interface {
 	// waiting reports whether ts's next batch must wait before its INSERT.
 	waiting(ts *tableState) bool
 	// beforeInsert is the context and block b's INSERT uses; an error
-	// means b is not inserted: errInsertLater puts it back at the head of
-	// its table's queue, any other fails it.
+	// means b is not inserted: with errInsertLater b was put back at the
+	// head of its table's queue (dispatch.requeue, which frees the insert
+	// slot b took), any other fails it.
 	beforeInsert(ctx context.Context, ts *tableState, b *sealedBatch) (context.Context, chschema.Block, error)
 	// onAck notes that batch id of ts is inserted.
 	onAck(ts *tableState, id uint64)
