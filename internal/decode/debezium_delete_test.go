@@ -2,13 +2,13 @@ package decode
 
 import (
 	"errors"
-	"fmt"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"sink/internal/cdctest"
 	"sink/internal/chschema"
 )
 
@@ -49,36 +49,16 @@ var placeholderCases = []placeholderCase{
 	{"qty", "Int32", "int32", "", "", `0`, true},
 }
 
-// placeholderDelete is a Debezium delete of the row with key id (a wrapped
-// event, as the JSON converter writes it with schemas) whose before image
-// has the key and the placeholders of cs, and its record key ({"id": id},
-// wrapped).
+// placeholderDelete is a Debezium delete of the row with key id whose
+// before image has the key and the placeholders of cs, and its record key.
 func placeholderDelete(id int, cs []placeholderCase) (value, key []byte) {
-	var fields, vals []string
-	fields = append(fields, `{"type":"int32","optional":false,"field":"id"}`)
-	vals = append(vals, fmt.Sprintf(`"id":%d`, id))
-	for _, c := range cs {
-		f := fmt.Sprintf(`{"type":%q,"optional":false,"field":%q`, c.typ, c.col)
-		if c.semantic != "" {
-			f += fmt.Sprintf(`,"name":%q,"version":1`, c.semantic)
-		}
-		if c.params != "" {
-			f += `,"parameters":` + c.params
-		}
-		if c.typ == "array" {
-			f += `,"items":{"type":"string","optional":true}`
-		}
-		fields = append(fields, f+"}")
-		vals = append(vals, fmt.Sprintf(`%q:%s`, c.col, c.value))
+	cols := make([]cdctest.Column, len(cs))
+	vals := make([]string, len(cs))
+	for i, c := range cs {
+		cols[i] = cdctest.Column{Name: c.col, Type: c.typ, Semantic: c.semantic, Params: c.params}
+		vals[i] = c.value
 	}
-	img := `{"type":"struct","fields":[` + strings.Join(fields, ",") + `],"optional":true,"name":"pg.public.t.Value","field":"%s"}`
-	schema := `{"type":"struct","fields":[` + fmt.Sprintf(img, "before") + "," + fmt.Sprintf(img, "after") +
-		`,{"type":"struct","fields":[{"type":"string","optional":false,"field":"connector"},{"type":"int64","optional":true,"field":"lsn"}],"optional":false,"field":"source"},` +
-		`{"type":"string","optional":false,"field":"op"},{"type":"int64","optional":true,"field":"ts_ms"}],"optional":false,"name":"pg.public.t.Envelope"}`
-	payload := `{"before":{` + strings.Join(vals, ",") + `},"after":null,"source":{"connector":"postgresql","lsn":26975480},"op":"d","ts_ms":1717000000000}`
-	value = []byte(`{"schema":` + schema + `,"payload":` + payload + `}`)
-	key = []byte(fmt.Sprintf(`{"schema":{"type":"struct","fields":[{"type":"int32","optional":false,"field":"id"}],"optional":false,"name":"pg.public.t.Key"},"payload":{"id":%d}}`, id))
-	return value, key
+	return cdctest.Event("d", id, 26975480, cols, vals)
 }
 
 // TestDebeziumDeletePlaceholders: a delete whose before image holds

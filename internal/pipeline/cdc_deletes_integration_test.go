@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"sink/internal/cdctest"
 	"sink/internal/pipeline"
 	"sink/internal/testenv"
 )
@@ -46,41 +47,20 @@ var placeholderCols = []placeholderCol{
 	{"day", "int32", "io.debezium.time.Date", "", "Date32", `-165`, `0`, 20},
 }
 
-// placeholderEvent is a wrapped Debezium event of table t: op c with the
-// values of cols, or op d with their placeholders (a REPLICA IDENTITY
-// DEFAULT delete); its key is {"id": id}, wrapped.
+// placeholderEvent is a Debezium event of row id: op c with the values of
+// cols, or op d with their placeholders (a REPLICA IDENTITY DEFAULT delete).
 func placeholderEvent(topic string, cols []placeholderCol, op string, id int, lsn int64) *kgo.Record {
-	fields := []string{`{"type":"int32","optional":false,"field":"id"}`}
-	vals := []string{fmt.Sprintf(`"id":%d`, id)}
-	for _, c := range cols {
-		f := fmt.Sprintf(`{"type":%q,"optional":false,"field":%q`, c.typ, c.name)
-		if c.semantic != "" {
-			f += fmt.Sprintf(`,"name":%q,"version":1`, c.semantic)
-		}
-		if c.params != "" {
-			f += `,"parameters":` + c.params
-		}
-		if c.typ == "array" {
-			f += `,"items":{"type":"string","optional":true}`
-		}
-		fields = append(fields, f+"}")
-		v := c.value
+	cs := make([]cdctest.Column, len(cols))
+	vals := make([]string, len(cols))
+	for i, c := range cols {
+		cs[i] = cdctest.Column{Name: c.name, Type: c.typ, Semantic: c.semantic, Params: c.params}
+		vals[i] = c.value
 		if op == "d" {
-			v = c.placeholder
+			vals[i] = c.placeholder
 		}
-		vals = append(vals, fmt.Sprintf("%q:%s", c.name, v))
 	}
-	img := `{"type":"struct","fields":[` + strings.Join(fields, ",") + `],"optional":true,"name":"pg.public.t.Value","field":"%s"}`
-	schema := `{"type":"struct","fields":[` + fmt.Sprintf(img, "before") + "," + fmt.Sprintf(img, "after") +
-		`,{"type":"struct","fields":[{"type":"string","optional":false,"field":"connector"},{"type":"int64","optional":true,"field":"lsn"}],"optional":false,"field":"source"},` +
-		`{"type":"string","optional":false,"field":"op"},{"type":"int64","optional":true,"field":"ts_ms"}],"optional":false,"name":"pg.public.t.Envelope"}`
-	before, after := "null", "{"+strings.Join(vals, ",")+"}"
-	if op == "d" {
-		before, after = after, before
-	}
-	payload := fmt.Sprintf(`{"before":%s,"after":%s,"source":{"connector":"postgresql","lsn":%d},"op":%q,"ts_ms":1717000000000}`, before, after, lsn, op)
-	key := fmt.Sprintf(`{"schema":{"type":"struct","fields":[{"type":"int32","optional":false,"field":"id"}],"optional":false,"name":"pg.public.t.Key"},"payload":{"id":%d}}`, id)
-	return &kgo.Record{Topic: topic, Key: []byte(key), Value: []byte(`{"schema":` + schema + `,"payload":` + payload + `}`)}
+	value, key := cdctest.Event(op, id, lsn, cs, vals)
+	return &kgo.Record{Topic: topic, Key: key, Value: value}
 }
 
 // runCDC produces recs (all of one single-partition topic) and runs a

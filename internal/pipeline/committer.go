@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"context"
+
 	"sink/internal/offsets"
 )
 
@@ -13,13 +15,24 @@ import (
 // while one is out is made when its result is in, from the positions of
 // that moment (the latest ones, so nothing queues).
 //
-// The commits that must be done before the owner goes on (a revoke's, the
-// revoke deadline's, the pause's, the shutdown's) first wait for the
-// commit that is out (settle), then commit on the owner (commitNow). So
-// do exactly-once's intents, whose ledgers an older commit still out must
-// not overwrite, and a partition given up (forget) waits for the commit
-// out before its state goes, so that a result never concerns a partition
-// this member no longer tracks.
+// Exactly-once's intents take the same path but are never merged: each is
+// a commit of its own (commitInOrder), queued in the order asked and sent
+// before the latest positions, and each is built only when its turn comes,
+// from the ledgers as the results before it left them. So no commit built
+// before an intent lands after it (which would overwrite the intent's
+// ledgers with older ones), and an intent never overwrites another's
+// entry. The batch waits at the head of its table's queue until its
+// intent's result is in (exactly.beforeInsert); other tables go on.
+//
+// The commits that must be done before the owner goes on (a revoke's and
+// the revoke deadline's, whose callback may return only once the revoked
+// partitions' offsets are answered; the pause's, which is complete only
+// once committed; the shutdown's, after which nothing is left to do) first
+// wait for the commit that is out (settle), then commit on the owner
+// (commitNow). A partition given up (forget) waits for the commit out
+// before its state goes, so that a result never concerns a partition this
+// member no longer tracks, and so that an intent out when its partition is
+// given up is known recorded or failed.
 //
 // Concurrency: the owner calls every method but run, which is the
 // committer's goroutine and touches only jobs, results and the Source.
@@ -28,15 +41,22 @@ type committer struct {
 	results chan commitResult // one result per job
 	done    chan struct{}     // closed when run returns
 	busy    bool              // a job was sent and its result not handled
-	again   bool              // a commit was asked for while busy
+	again   bool              // a commit of the latest positions was asked for while busy
+	// ordered are the commits asked for with commitInOrder, oldest first,
+	// not built yet; each builds its job when sent (ok false: nothing to
+	// send any more).
+	ordered []func() (commitJob, bool)
 }
 
 // commitJob is one commit: positions, their metadata (delivery's
-// commitMeta), and what to do once it succeeded (nil: nothing).
+// commitMeta), and what to do once it succeeded (nil: nothing). A job of
+// commitInOrder has answer instead, which handles its result whatever it
+// is: its positions are not kept for the next commit when it fails.
 type commitJob struct {
-	pos  map[offsets.TP]offsets.Commit
-	meta map[offsets.TP]string
-	done func()
+	pos    map[offsets.TP]offsets.Commit
+	meta   map[offsets.TP]string
+	done   func()
+	answer func(error)
 }
 
 type commitResult struct {
@@ -64,18 +84,55 @@ func (p *Pipeline) commit() {
 		p.commitNow() // not running: nothing can answer later
 		return
 	}
-	if p.committer.busy {
-		p.committer.again = true
+	p.committer.again = true
+	p.sendNext()
+}
+
+// commitInOrder asks for a commit that is made as build makes it when its
+// turn comes, after the ones asked for before it and never merged with
+// another (an exactly-once intent). Its job's answer gets the result, as
+// an event of Run. Not running, it commits at once and reports false.
+func (p *Pipeline) commitInOrder(build func() (commitJob, bool)) bool {
+	if p.committer == nil {
+		if job, ok := build(); ok {
+			p.committed(job, p.commitOffsets(job.pos, job.meta))
+		}
+		return false
+	}
+	p.committer.ordered = append(p.committer.ordered, build)
+	p.sendNext()
+	return true
+}
+
+// sendNext sends the next commit unless one is out: the oldest of
+// commitInOrder, else the latest positions if a commit was asked for.
+func (p *Pipeline) sendNext() {
+	c := p.committer
+	for !c.busy && len(c.ordered) > 0 {
+		build := c.ordered[0]
+		c.ordered[0] = nil
+		c.ordered = c.ordered[1:]
+		if job, ok := build(); ok {
+			c.busy = true
+			c.jobs <- job
+		}
+	}
+	if c.busy || !c.again {
 		return
 	}
+	c.again = false
 	job, ok := p.commitJob()
 	if !ok {
 		return
 	}
 	p.uncommitted = nil // in the job; a failure puts them back
-	p.committer.busy = true
-	p.committer.jobs <- job
+	c.busy = true
+	c.jobs <- job
 }
+
+// stalled reports whether commits of commitInOrder wait while none is out
+// (left so by settle or commitNow): sendNext sends them.
+func (c *committer) stalled() bool { return c != nil && !c.busy && len(c.ordered) > 0 }
 
 // commitNow commits on the owner and returns once the commit is answered:
 // first the commit that is out, then the latest positions.
@@ -99,13 +156,13 @@ func (p *Pipeline) settle() {
 	p.committed(r.job, r.err)
 }
 
-// handleCommit is the committer's result, as an event of Run.
-func (p *Pipeline) handleCommit(r commitResult) {
+// handleCommit is the committer's result, as an event of Run: the next
+// commit goes out, and the delivery takes up what waited for the result
+// (an exactly-once batch whose intent is answered).
+func (p *Pipeline) handleCommit(writeCtx context.Context, r commitResult) {
 	p.committed(r.job, r.err)
-	if p.committer.again {
-		p.committer.again = false
-		p.commit()
-	}
+	p.sendNext()
+	p.dlv.retryDue(writeCtx)
 }
 
 // commitJob is what a commit sends now: the positions that became safe,
@@ -142,6 +199,10 @@ func (p *Pipeline) commitJob() (commitJob, bool) {
 func (p *Pipeline) committed(job commitJob, err error) {
 	if p.committer != nil {
 		p.committer.busy = false
+	}
+	if job.answer != nil {
+		job.answer(err)
+		return
 	}
 	if err != nil {
 		p.log.Warn().Err(err).Int("partitions", len(job.pos)).Msg("offset commit failed; will retry")

@@ -38,9 +38,10 @@ type delivery interface {
 	// waiting reports whether ts's next batch must wait before its INSERT.
 	waiting(ts *tableState) bool
 	// beforeInsert is the context and block b's INSERT uses; an error
-	// means b is not inserted: with errInsertLater b was put back at the
-	// head of its table's queue (dispatch.requeue, which frees the insert
-	// slot b took), any other fails it.
+	// means b is not inserted: errInsertLater (b is put back at the head
+	// of its table's queue with dispatch.requeue, which frees the insert
+	// slot b took: exactly-once's intent commit is out, or is tried again
+	// later) leaves it for retryDue, any other fails it.
 	beforeInsert(ctx context.Context, ts *tableState, b *sealedBatch) (context.Context, chschema.Block, error)
 	// onAck notes that batch id of ts is inserted.
 	onAck(ts *tableState, id uint64)
@@ -54,7 +55,7 @@ type delivery interface {
 	// onRelease drops what belongs to partitions given up.
 	onRelease(tps []offsets.TP)
 	// nextRetry is how long until waiting work is due (ok false: none);
-	// retryDue starts it once due.
+	// retryDue starts it once due (also after each commit's result).
 	nextRetry(now time.Time) (time.Duration, bool)
 	retryDue(ctx context.Context)
 	// stuckOn names what the guarantee's own work waits for ("" nothing),

@@ -59,6 +59,12 @@ type exactly struct {
 	// may pass (a broker restarting, a timeout): the batch waits at the head
 	// of the table's queue until the retry time, then pump tries again.
 	retries map[*tableState]*intentRetry
+	// asked are the tables whose head batch (by id) waits for its intent
+	// commit, queued in the committer or out; answered, the tables whose
+	// intent's result is in and whose queue pump has not taken up since
+	// (retryDue does).
+	asked    map[*tableState]uint64
+	answered map[*tableState]bool
 }
 
 // check refuses what exactly-once cannot work with before Run starts:
@@ -74,11 +80,22 @@ func (e *exactly) check(ctx context.Context) error {
 	return nil
 }
 
-// beforeInsert records b's intent (intent): the INSERT carries its token
-// and its rows in the canonical order. A failure that may pass puts b
-// back at the head of its table's queue (errInsertLater); any other means
-// b is never inserted.
+// beforeInsert records b's intent before its INSERT: the first time, it
+// asks the committer for the intent commit (ask) and puts b back at the
+// head of its table's queue (errInsertLater), where it waits while the
+// commit is out; the owner goes on with other work. Once the result is in
+// (recordedAs), pump takes b up again: recorded, the INSERT carries its
+// token and its rows in the canonical order (intent). A failure that may
+// pass puts b back at the head of its table's queue for a retry
+// (errInsertLater); any other means b is never inserted.
 func (e *exactly) beforeInsert(ctx context.Context, ts *tableState, b *sealedBatch) (context.Context, chschema.Block, error) {
+	if eb := e.batches[b.ID]; eb != nil && !eb.recorded && eb.failed == nil {
+		if e.ask(ctx, ts, b) {
+			e.p.disp.requeue(ts, b)
+			return nil, nil, errInsertLater
+		}
+		delete(e.answered, ts) // answered at once (not running): taken up here
+	}
 	ictx, blk, err := e.intent(ctx, ts, b)
 	if err == nil {
 		return ictx, blk, nil
@@ -109,10 +126,14 @@ func (e *exactly) onAssign(ctx context.Context, tps []offsets.TP) {
 	})
 }
 
-// stuckOn names an intent commit being retried ("" when none).
+// stuckOn names an intent commit being retried or waiting for its
+// result ("" when none).
 func (e *exactly) stuckOn() string {
 	for ts, r := range e.retries {
 		return fmt.Sprintf("recording a batch for %s in Kafka before its INSERT (exactly_once; %d attempts, last error: %v)", ts.t.FullName(), r.attempt, r.lastErr)
+	}
+	for ts := range e.asked {
+		return fmt.Sprintf("recording a batch for %s in Kafka before its INSERT (exactly_once; its commit is not answered yet)", ts.t.FullName())
 	}
 	return ""
 }
@@ -193,8 +214,12 @@ func (e *exactly) retryLater(ts *tableState, b *sealedBatch, err error) bool {
 	return true
 }
 
-// waiting reports whether ts's next intent must wait for its retry time.
+// waiting reports whether ts's head batch waits for its intent commit's
+// result, or its next intent for its retry time.
 func (e *exactly) waiting(ts *tableState) bool {
+	if _, ok := e.asked[ts]; ok {
+		return true
+	}
 	r := e.retries[ts]
 	return r != nil && e.p.now().Before(r.at)
 }
@@ -202,8 +227,13 @@ func (e *exactly) waiting(ts *tableState) bool {
 // recorded ends ts's backoff after an intent went through.
 func (e *exactly) recorded(ts *tableState) { delete(e.retries, ts) }
 
-// nextRetry is how long until the earliest intent retry is due.
+// nextRetry is how long until the earliest intent retry is due; at once
+// when an intent's result waits to be taken up, or intents wait for the
+// committer while no commit is out (after settle or commitNow).
 func (e *exactly) nextRetry(now time.Time) (time.Duration, bool) {
+	if len(e.answered) > 0 || e.p.committer.stalled() {
+		return 0, true
+	}
 	if len(e.retries) == 0 {
 		return 0, false
 	}
@@ -217,9 +247,17 @@ func (e *exactly) nextRetry(now time.Time) (time.Duration, bool) {
 	return next, found
 }
 
-// retryDue pumps the tables whose intent retry is due.
+// retryDue sends the intents that wait for the committer (stalled), and
+// pumps the tables whose intent was answered or whose intent retry is due.
 func (e *exactly) retryDue(writeCtx context.Context) {
 	p := e.p
+	if p.committer.stalled() {
+		p.sendNext()
+	}
+	for ts := range e.answered {
+		delete(e.answered, ts)
+		p.pump(writeCtx, ts)
+	}
 	now := p.now()
 	for ts, r := range e.retries {
 		if !now.Before(r.at) {
@@ -247,6 +285,9 @@ type eoBatch struct {
 	// recorded, complete, and replayed by the next owner of any of its
 	// partitions.
 	tried bool
+	// failed is the error of its last intent commit (or of building it),
+	// until pump takes it up (intent).
+	failed error
 }
 
 type eoMark struct {
@@ -326,6 +367,8 @@ func (p *Pipeline) initDelivery() {
 		inserts:   map[*tableState]int64{},
 		marks:     map[string]eoMark{},
 		retries:   map[*tableState]*intentRetry{},
+		asked:     map[*tableState]uint64{},
+		answered:  map[*tableState]bool{},
 	}
 	p.dlv = p.eo
 }
@@ -417,21 +460,49 @@ func (e *exactly) onSeal(a *accState, b *sealedBatch) {
 	e.batches[b.ID] = eb
 }
 
-// intent records b in the commit metadata of each of its partitions, in one
-// commit, before its INSERT; it returns the context and block the INSERT
-// uses. An error means b must not be inserted.
-func (e *exactly) intent(ctx context.Context, ts *tableState, b *sealedBatch) (context.Context, chschema.Block, error) {
-	p := e.p
-	// The ledgers it extends are the latest: no older commit still out
-	// may land after it.
-	p.settle()
+// ask asks the committer for the commit of b's intent, which b's
+// partitions' metadata records, in one commit, before its INSERT
+// (intentJob builds it when its turn comes; recordedAs handles the
+// result). It reports whether the result comes later, as an event; when
+// Run is not running the commit is made at once.
+func (e *exactly) ask(ctx context.Context, ts *tableState, b *sealedBatch) bool {
+	e.asked[ts] = b.ID
+	return e.p.commitInOrder(func() (commitJob, bool) { return e.intentJob(ctx, ts, b) })
+}
+
+// intentJob is the commit of b's intent, built from the ledgers as the
+// commits before it left them: every ledger of b's partitions with b's
+// entry added. ok is false when there is nothing to send: b was dropped
+// meanwhile (onRelease), or the intent cannot be built, which is then
+// b's answer.
+func (e *exactly) intentJob(ctx context.Context, ts *tableState, b *sealedBatch) (commitJob, bool) {
+	if id, ok := e.asked[ts]; !ok || id != b.ID {
+		return commitJob{}, false
+	}
 	eb := e.batches[b.ID]
 	if eb == nil {
-		return nil, nil, fmt.Errorf("exactly-once: batch %d has no token", b.ID)
+		delete(e.asked, ts)
+		return commitJob{}, false
 	}
+	pos, meta, next, err := e.intentLedgers(ctx, ts, b, eb)
+	if err != nil {
+		e.recordedAs(ts, b.ID, nil, err)
+		return commitJob{}, false
+	}
+	eb.tried = true
+	return commitJob{pos: pos, meta: meta, answer: func(err error) {
+		if err != nil {
+			err = &intentError{fmt.Errorf("exactly-once: recording batch %d before its INSERT failed: %w", b.ID, err)}
+		}
+		e.recordedAs(ts, b.ID, next, err)
+	}}, true
+}
+
+// intentLedgers are the positions, metadata and ledgers of b's intent.
+func (e *exactly) intentLedgers(ctx context.Context, ts *tableState, b *sealedBatch, eb *eoBatch) (map[offsets.TP]offsets.Commit, map[offsets.TP]string, map[offsets.TP]eos.Ledger, error) {
 	place, err := e.placement(ctx, ts)
 	if err != nil {
-		return nil, nil, fmt.Errorf("exactly-once: batch %d: %w", b.ID, err)
+		return nil, nil, nil, fmt.Errorf("exactly-once: batch %d: %w", b.ID, err)
 	}
 	pos := map[offsets.TP]offsets.Commit{}
 	meta := map[offsets.TP]string{}
@@ -439,7 +510,7 @@ func (e *exactly) intent(ctx context.Context, ts *tableState, b *sealedBatch) (c
 	for _, r := range eb.ranges {
 		l := e.ledgers[r.TP]
 		if l == nil {
-			return nil, nil, fmt.Errorf("exactly-once: %s[%d] is no longer assigned to this member, so batch %d cannot be recorded; stopping so that its new owner replays it", r.TP.Topic, r.TP.Partition, b.ID)
+			return nil, nil, nil, fmt.Errorf("exactly-once: %s[%d] is no longer assigned to this member, so batch %d cannot be recorded; stopping so that its new owner replays it", r.TP.Topic, r.TP.Partition, b.ID)
 		}
 		at := e.position(r.TP, l)
 		entry := eos.Entry{Token: eb.token, First: r.First, Last: r.Last, N: len(eb.ranges), Placement: place}
@@ -447,21 +518,57 @@ func (e *exactly) intent(ctx context.Context, ts *tableState, b *sealedBatch) (c
 			Entries: append(append([]eos.Entry(nil), l.Entries...), entry)}.Live(at.Offset)
 		s, err := nl.Encode()
 		if err != nil {
-			return nil, nil, fmt.Errorf("exactly-once: %s[%d]: %w (lower clickhouse.max_in_flight)", r.TP.Topic, r.TP.Partition, err)
+			return nil, nil, nil, fmt.Errorf("exactly-once: %s[%d]: %w (lower clickhouse.max_in_flight)", r.TP.Topic, r.TP.Partition, err)
 		}
 		pos[r.TP], meta[r.TP], next[r.TP] = at, s, nl
 	}
-	eb.tried = true
-	if err := p.commitOffsets(pos, meta); err != nil {
-		return nil, nil, &intentError{fmt.Errorf("exactly-once: recording batch %d before its INSERT failed: %w", b.ID, err)}
+	return pos, meta, next, nil
+}
+
+// recordedAs handles the answer to batch id's intent: on success (err nil)
+// the ledgers become next and the batch is recorded; a failure is kept
+// for intent. Either way ts's head batch no longer waits, and retryDue
+// (or handleCommit) pumps ts. It does not pump itself: settle may hand it
+// the result where no INSERT may start.
+func (e *exactly) recordedAs(ts *tableState, id uint64, next map[offsets.TP]eos.Ledger, err error) {
+	if e.asked[ts] == id {
+		delete(e.asked, ts)
+	}
+	e.answered[ts] = true
+	eb := e.batches[id]
+	if eb == nil {
+		return
+	}
+	if err != nil {
+		eb.failed = err
+		return
 	}
 	e.recorded(ts)
 	for tp, nl := range next {
-		*e.ledgers[tp] = nl
+		if l := e.ledgers[tp]; l != nil {
+			*l = nl
+		}
 	}
 	eb.recorded = true
 	e.marks[eb.token] = eoMark{table: ts, at: e.inserts[ts]}
 	e.margin(ts)
+}
+
+// intent is what b's INSERT uses once its intent is recorded: its token
+// and its rows in the canonical order. An error (the intent failed, or b
+// has no token) means b must not be inserted.
+func (e *exactly) intent(ctx context.Context, ts *tableState, b *sealedBatch) (context.Context, chschema.Block, error) {
+	eb := e.batches[b.ID]
+	if eb == nil {
+		return nil, nil, fmt.Errorf("exactly-once: batch %d has no token", b.ID)
+	}
+	if err := eb.failed; err != nil {
+		eb.failed = nil
+		return nil, nil, err
+	}
+	if !eb.recorded {
+		return nil, nil, fmt.Errorf("exactly-once: batch %d of %s is not recorded", b.ID, ts.t.FullName())
+	}
 	return chtable.WithDedupToken(ctx, eb.token), eos.Ordered(b.Data, eb.perm), nil
 }
 
@@ -577,17 +684,18 @@ func (e *exactly) margin(ts *tableState) {
 // token, so ClickHouse keeps one copy (this member too, if the partitions
 // come back while the INSERT still runs).
 //
-// A batch not yet recorded (sealed, waiting for its insert slot or for its
-// intent commit to be retried) and an open batch can never be recorded
-// once they hold records of a given-up partition: those records belong to
-// the partition's next owner, who consumes them from the recorded offset.
-// Such a batch is dropped, and with it the records it holds of partitions
-// this member keeps. Except when an intent commit of the batch was sent
-// (and failed): it may be recorded after all, so if it holds a partition
-// this member keeps, the member stops rather than build those records
-// into other batches (recovery reads the ledgers on restart); if it holds
-// only partitions given up, it is dropped like the others, because the
-// next owners settle it from the ledgers. Those partitions are sought back to the first offset
+// A batch not yet recorded (sealed, waiting for its insert slot, for its
+// intent commit's turn in the committer or for its retry) and an open
+// batch can never be recorded once they hold records of a given-up
+// partition: those records belong to the partition's next owner, who
+// consumes them from the recorded offset. Such a batch is dropped, and
+// with it the records it holds of partitions this member keeps. Except
+// when an intent commit of the batch was sent and failed (none is out
+// here: forget settled it first): it may be recorded after all, so if it
+// holds a partition this member keeps, the member stops rather than build
+// those records into other batches (recovery reads the ledgers on
+// restart); if it holds only partitions given up, it is dropped like the
+// others, because the next owners settle it from the ledgers. Those partitions are sought back to the first offset
 // the dropped batches hold of them, the offsets tracker forgets everything
 // from there, and every other batch not yet recorded that holds records of
 // them from there is dropped as well (and so on, for the partitions those
@@ -667,6 +775,9 @@ func (e *exactly) dropSealed(id uint64) int {
 	f, at := p.disp.withdraw(id)
 	if at == 0 {
 		delete(e.retries, f.table) // the backoff was this batch's
+		if e.asked[f.table] == id {
+			delete(e.asked, f.table) // its intent, not sent yet, is skipped
+		}
 	}
 	delete(e.batches, id)
 	if p.revoke != nil {
@@ -716,8 +827,9 @@ func (e *exactly) seek(seek map[offsets.TP]int64) {
 // table what the ledgers cannot vouch for (recoverPart, per partition).
 // The Kafka reads have bounds of their own (snapshot, topicState,
 // ExactlyOnce.ReadRanges); the ClickHouse calls (the replays' INSERTs, the
-// presence checks) together have kafka.rebalance_timeout, after which the
-// recovery fails like any of its calls, stopping the connector: a restart
+// presence checks) together have kafka.rebalance_timeout, ClickHouse being
+// down waited out within it (recoverInTables); past it, or on an error that
+// will repeat, the recovery fails, stopping the connector: a restart
 // recovers again from the ledgers, which nothing changed.
 func (e *exactly) recoverParts(ctx context.Context, tps []offsets.TP) error {
 	p := e.p
@@ -747,14 +859,7 @@ func (e *exactly) recoverParts(ctx context.Context, tps []offsets.TP) error {
 	bound := p.cfg.Kafka.RebalanceTimeout
 	chCtx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
-	failed, err := e.replayAll(chCtx, plan.Replays)
-	if err == nil {
-		for _, r := range plan.Parts {
-			if err = e.recoverPart(chCtx, plan, r, failed[r.TP], ids, ends); err != nil {
-				break
-			}
-		}
-	}
+	err = e.recoverInTables(chCtx, plan, ids, ends)
 	if err != nil && chCtx.Err() != nil && ctx.Err() == nil {
 		return fmt.Errorf("exactly-once: recovering %d assigned partitions took longer than kafka.rebalance_timeout (%s): %w", len(tps), bound, err)
 	}
@@ -765,6 +870,37 @@ func (e *exactly) recoverParts(ctx context.Context, tps []offsets.TP) error {
 		p.log.Info().Int("batches", len(plan.Replays)).Msg("exactly-once: pending batches replayed with their tokens")
 	}
 	return nil
+}
+
+// recoverInTables is recoverParts' ClickHouse half: the replays, then each
+// partition's check. ClickHouse down or restarting (a retriable error) is
+// waited out with the INSERTs' backoff until ctx, the recovery's bound,
+// ends; both halves may run again, since a replay goes in with its token
+// (dropped when it landed) and a check only reads and adds what it found.
+func (e *exactly) recoverInTables(ctx context.Context, plan *eos.Plan, ids map[string]string, ends map[offsets.TP]int64) error {
+	p := e.p
+	bo := backoff.New(e.retryPolicy())
+	for {
+		failed, err := e.replayAll(ctx, plan.Replays)
+		if err == nil {
+			for _, r := range plan.Parts {
+				if err = e.recoverPart(ctx, plan, r, failed[r.TP], ids, ends); err != nil {
+					break
+				}
+			}
+		}
+		if err == nil || chtable.Classify(ctx, err) != chtable.Retriable {
+			return err
+		}
+		wait := bo.Next()
+		p.log.Warn().Err(err).Dur("retry_in", wait).
+			Msg("exactly-once: recovering the assigned partitions needs ClickHouse, retrying")
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+	}
 }
 
 // tableOf is the table a topic's records go to, for the recovery's plan.

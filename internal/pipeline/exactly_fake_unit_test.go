@@ -60,6 +60,9 @@ type eoWorld struct {
 	// snapshotErrs are what Snapshot fails with, first to last, before it
 	// answers.
 	snapshotErrs []error
+	// presentErrs are what Present fails with, first to last, before it
+	// answers.
+	presentErrs []error
 	// windowsErr is what Windows refuses with (a cluster's shard whose
 	// window is 0, say); unchecked the replicas it names as not reached.
 	windowsErr error
@@ -298,6 +301,11 @@ func (f eoFakeIO) Present(_ context.Context, t *chtable.Table, tp offsets.TP, fr
 	defer w.mu.Unlock()
 	w.calls["Present"]++
 	w.presents = append(w.presents, fmt.Sprintf("%s[%d] %d..%d", tp.Topic, tp.Partition, from, to))
+	if len(w.presentErrs) > 0 {
+		err := w.presentErrs[0]
+		w.presentErrs = w.presentErrs[1:]
+		return nil, err
+	}
 	var offs []int64
 	rows := w.table
 	if t != nil {

@@ -9,12 +9,14 @@ import (
 	"context"
 	"errors"
 	"net"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -430,6 +432,62 @@ func testUnitExactlyRecoverIncompleteIntent(t *testing.T, present bool) {
 		t.Fatalf("Run: %v", err)
 	}
 	w.exactly(t, eoP0, 0, 6)
+}
+
+// TestUnitExactlyRecoverWaitsForClickHouse: the check in the table
+// refused because ClickHouse is down or restarting is tried again with the
+// INSERTs' backoff within kafka.rebalance_timeout, and the partition is
+// then recovered as if it had answered at once; an error that will repeat
+// stops the connector at once, and one that passes too late stops it at
+// the bound.
+func TestUnitExactlyRecoverWaitsForClickHouse(t *testing.T) {
+	down := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	for _, c := range []struct {
+		name  string
+		errs  []error
+		want  string // in Run's error; "": recovered
+		tries int    // Present calls
+	}{
+		{"down twice", []error{down, down}, "", 3},
+		{"refused for good", []error{&clickhouse.Exception{Code: 497, Message: "not enough privileges"}}, "not enough privileges", 1},
+		{"down past the bound", slices.Repeat([]error{down}, 100_000), "took longer than kafka.rebalance_timeout", 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				w := newEOWorld()
+				w.produce(eoP0, 6)
+				rs := []eos.Range{{TP: eoP0, First: 0, Last: 2}, {TP: eoP1, First: 0, Last: 2}}
+				_, es := intent(rs...)
+				w.ledger(t, eoP0, 0, "", es[eoP0]) // incomplete: checked in the table
+				w.presentErrs = c.errs
+				cfg := eoRecoverConfig(t)
+				cfg.Kafka.RebalanceTimeout = 30 * time.Second
+				r := w.run(t, cfg, nil)
+				began := time.Now()
+				r.assign(eoP0)
+				took := time.Since(began)
+				if c.tries > 0 && w.count("Present") != c.tries {
+					t.Fatalf("%d checks in the table, want %d", w.count("Present"), c.tries)
+				}
+				if c.want == "" {
+					r.feed(w, eoP0, 0)
+					eventually(t, 2*time.Second, "partition 0 committed at 6", func() bool { return r.src.committed(eoP0) == 6 })
+					if err := r.stop(t); err != nil {
+						t.Fatalf("Run: %v", err)
+					}
+					w.exactly(t, eoP0, 0, 6)
+					return
+				}
+				err := r.wait(t)
+				if err == nil || !strings.Contains(err.Error(), c.want) {
+					t.Fatalf("Run: %v; want %q", err, c.want)
+				}
+				if c.tries == 0 && took != cfg.Kafka.RebalanceTimeout {
+					t.Fatalf("the assigned callback returned after %s, want after kafka.rebalance_timeout (%s)", took, cfg.Kafka.RebalanceTimeout)
+				}
+			})
+		})
+	}
 }
 
 // TestUnitExactlyRecoverStaleLedgers: ledgers that no longer describe the

@@ -84,7 +84,7 @@ func (p *Pipeline) startPoller(writeCtx context.Context) (stop func()) {
 			case a := <-p.acks:
 				p.handleAck(writeCtx, a)
 			case r := <-p.committer.results:
-				p.handleCommit(r)
+				p.handleCommit(writeCtx, r)
 			case req := <-p.controls:
 				p.handleControl(writeCtx, req)
 			case <-tick.C:
@@ -147,7 +147,7 @@ func (p *Pipeline) loop(ctx, writeCtx context.Context, c *clocks) {
 		case a := <-p.acks:
 			p.handleAck(writeCtx, a)
 		case r := <-p.committer.results:
-			p.handleCommit(r)
+			p.handleCommit(writeCtx, r)
 		case ev := <-p.events:
 			p.handleEvent(writeCtx, ev)
 			p.publish() // a change of partitions shows at once
@@ -285,7 +285,7 @@ func (p *Pipeline) flush(writeCtx context.Context, cancelWrites context.CancelFu
 			p.handleAck(writeCtx, a)
 			p.abandonBlocked()
 		case r := <-p.committer.results:
-			p.handleCommit(r)
+			p.handleCommit(writeCtx, r)
 		case r := <-p.schemas:
 			p.handleSchema(writeCtx, r)
 		case ev := <-p.events:

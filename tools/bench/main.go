@@ -419,6 +419,19 @@ func machine(b *bench) Machine {
 	// The stack's jars are named after the Kafka release.
 	if jars, _ := filepath.Glob(filepath.Join(b.opt.stackRoot, ".cache/kafka-libs/kafka_2.13-*.jar")); len(jars) > 0 {
 		m.Kafka = strings.TrimSuffix(strings.TrimPrefix(filepath.Base(jars[0]), "kafka_2.13-"), ".jar")
+	} else if b.adm != nil {
+		// Run from another checkout than the stack's: the broker's API
+		// versions say which release it is at least.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if vs, err := b.adm.ApiVersions(ctx); err == nil {
+			for _, v := range vs.Sorted() {
+				if v.Err == nil {
+					m.Kafka = v.VersionGuess() + " (guessed from the broker's API versions)"
+					break
+				}
+			}
+		}
 	}
 	if out, err := exec.Command(b.opt.sinkBin, "version").Output(); err == nil {
 		m.Sink = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(out)), "sink "))

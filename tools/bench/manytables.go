@@ -480,9 +480,7 @@ func (b *bench) runMTOnce(ctx context.Context, o mtOptions, srv chServer, name s
 	}
 	var after kadm.ListedOffsets
 	if perr == nil {
-		if after, perr = b.adm.ListEndOffsets(ctx, topics...); perr == nil {
-			perr = after.Error()
-		}
+		after, perr = settledEnds(ctx, b.adm, topics)
 	}
 	if perr != nil {
 		stopSampling()
@@ -527,9 +525,40 @@ func (b *bench) runMTOnce(ctx context.Context, o mtOptions, srv chServer, name s
 		r.CPUUsPerRow = r.ClientCPUSec / float64(r.Rows) * 1e6
 	}
 	if !r.Exact && strings.HasPrefix(r.Status, "ok") {
-		r.Status = fmt.Sprintf("not exact: %d tables' rows differ from their topics' records, %d duplicate rows; ", r.TablesWrong, r.Duplicates) + r.Status
+		r.Status = fmt.Sprintf("not exact: %d tables' rows differ from their topics' records (%d rows, %d records), %d duplicate rows; ", r.TablesWrong, r.Rows, r.Produced, r.Duplicates) + r.Status
 	}
 	return r
+}
+
+// settledEnds lists the topics' end offsets once two listings two seconds
+// apart agree (for at most 30 s). A producer stopped at its deadline may
+// have produce requests on the wire that the broker appends after it
+// returned; counted from an earlier listing, those records would land as
+// rows the run did not expect.
+func settledEnds(ctx context.Context, adm *kadm.Client, topics []string) (kadm.ListedOffsets, error) {
+	sum := func(l kadm.ListedOffsets) (n int64) {
+		l.Each(func(o kadm.ListedOffset) { n += o.Offset })
+		return n
+	}
+	var last kadm.ListedOffsets
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		ends, err := adm.ListEndOffsets(ctx, topics...)
+		if err == nil {
+			err = ends.Error()
+		}
+		if err != nil {
+			return nil, err
+		}
+		if last != nil && sum(ends) == sum(last) || time.Now().After(deadline) {
+			return ends, nil
+		}
+		last = ends
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
+	}
 }
 
 // loadAvgs is the machine's 1- and 5-minute load averages.

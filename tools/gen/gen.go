@@ -330,7 +330,9 @@ func EnsureTopic(ctx context.Context, adm *kadm.Client, topic string, partitions
 // EnsureTopics creates every one of topics that does not exist, with the
 // given partitions (replication 1), in one request, and returns once the
 // metadata lists each with a leader for every partition. Existing topics
-// keep their partitions.
+// keep their partitions. A broker creating many partitions at once (or
+// busy with other benches' topics) takes longer than one topic's wait: the
+// topics share one deadline of 30 s plus 100 ms per topic.
 func EnsureTopics(ctx context.Context, adm *kadm.Client, topics []string, partitions int) error {
 	resp, err := adm.CreateTopics(ctx, int32(partitions), 1, nil, topics...)
 	if err != nil {
@@ -341,8 +343,9 @@ func EnsureTopics(ctx context.Context, adm *kadm.Client, topics []string, partit
 			return fmt.Errorf("create topic %s: %w", r.Topic, r.Err)
 		}
 	}
+	deadline := time.Now().Add(30*time.Second + time.Duration(len(topics))*100*time.Millisecond)
 	for _, t := range topics {
-		if err := waitTopic(ctx, adm, t, 0); err != nil {
+		if err := waitTopicUntil(ctx, adm, t, 0, deadline); err != nil {
 			return err
 		}
 	}
@@ -353,7 +356,11 @@ func EnsureTopics(ctx context.Context, adm *kadm.Client, topics []string, partit
 // for each of its partitions, and with partitions of them unless that is 0
 // (a recreated topic can still be listed with the old one's for a moment).
 func waitTopic(ctx context.Context, adm *kadm.Client, topic string, partitions int) error {
-	deadline := time.Now().Add(30 * time.Second)
+	return waitTopicUntil(ctx, adm, topic, partitions, time.Now().Add(30*time.Second))
+}
+
+// waitTopicUntil is waitTopic with its own deadline.
+func waitTopicUntil(ctx context.Context, adm *kadm.Client, topic string, partitions int, deadline time.Time) error {
 	for {
 		tds, err := adm.ListTopics(ctx, topic)
 		if err == nil {

@@ -954,12 +954,14 @@ func (r *run) verify(ctx context.Context, res *Result, good, bad int) {
 		res.fail("%d bad records without a DLQ", bad)
 	}
 	// After the clean stop nothing is left to replay.
-	ends, err := r.adm.ListEndOffsets(ctx, r.topic)
+	var ends kadm.ListedOffsets
+	err := askAgain(ctx, func() (err error) { ends, err = r.adm.ListEndOffsets(ctx, r.topic); return err })
 	if err != nil {
 		res.fail("end offsets: %v", err)
 		return
 	}
-	committed, err := r.adm.FetchOffsets(ctx, r.group)
+	var committed kadm.OffsetResponses
+	err = askAgain(ctx, func() (err error) { committed, err = r.adm.FetchOffsets(ctx, r.group); return err })
 	if err != nil {
 		res.fail("committed offsets: %v", err)
 		return
@@ -1133,4 +1135,16 @@ func parseSize(s string) (int64, error) {
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
 	return n * mult, err
+}
+
+// askAgain calls f until it succeeds, at most ten times two seconds apart:
+// a broker the scenario restarted may close the admin client's connection
+// under its first request (EOF), and answers when asked again.
+func askAgain(ctx context.Context, f func() error) error {
+	for try := 1; ; try++ {
+		err := f()
+		if err == nil || try == 10 || !sleep(ctx, 2*time.Second) {
+			return err
+		}
+	}
 }
