@@ -173,14 +173,12 @@ func (p *Pipeline) apply(ts *tableState, t adapt.Target) {
 	ts.target = t
 	if t.Rows != prev.Rows || t.Wait != prev.Wait {
 		pol := p.policy(ts)
-		for _, a := range p.disp.accs {
-			if a.key.table == ts {
-				a.acc.SetPolicy(pol)
-				if p.sched != nil && !a.acc.Empty() {
-					p.budgetOpened(a, p.now()) // the new wait; opened stays
-				}
+		p.disp.eachOpenOf(ts, func(a *accState) {
+			a.acc.SetPolicy(pol)
+			if p.sched != nil && !a.acc.Empty() {
+				p.budgetOpened(a, p.now()) // the new wait; opened stays
 			}
-		}
+		})
 	}
 	ts.m.Target(t.Rows, t.Wait, t.Pressure, t.OverLatency, t.Rate, string(t.Reason))
 	ev := p.log.Debug()

@@ -232,9 +232,7 @@ func (p *Pipeline) advancePause(writeCtx context.Context) {
 	if p.state != status.Pausing || p.fatal != nil || len(p.pending) > 0 {
 		return
 	}
-	for _, a := range p.disp.accs {
-		p.seal(writeCtx, a, batch.ReasonPause)
-	}
+	p.disp.eachOpen(func(a *accState) { p.seal(writeCtx, a, batch.ReasonPause) })
 	if p.unacked() > 0 || p.revoke != nil {
 		return
 	}
@@ -311,20 +309,20 @@ func (p *Pipeline) publish() {
 	}
 	slices.Sort(names)
 	open := map[*tableState][2]int{}
-	for _, a := range p.disp.accs {
+	p.disp.eachOpen(func(a *accState) {
 		if !a.acc.Empty() {
 			v := open[a.key.table]
 			open[a.key.table] = [2]int{v[0] + 1, v[1] + a.acc.Data().Rows()}
 		}
-	}
+	})
 	for _, name := range names {
 		ts := p.tables[name]
 		t := status.Table{
 			Table:           name,
 			OpenBatches:     open[ts][0],
 			OpenRows:        open[ts][1],
-			QueuedBatches:   len(ts.queue),
-			InFlightBatches: ts.inflight,
+			QueuedBatches:   p.disp.queued(ts),
+			InFlightBatches: p.disp.inserting(ts),
 			History:         ts.hist.Series(now),
 			DeadLettered:    p.deadLettered(name),
 			DeadLetterTable: p.isDLQTable(ts),

@@ -100,11 +100,7 @@ func (p *Pipeline) tighten(ts *tableState, d time.Duration) {
 		ts.ctl = nil // rebuilt with the new bound in adaptive mode
 		p.adaptTable(ts)
 		pol := p.policy(ts)
-		for _, a := range p.disp.accs {
-			if a.key.table == ts {
-				a.acc.SetPolicy(pol)
-			}
-		}
+		p.disp.eachOpenOf(ts, func(a *accState) { a.acc.SetPolicy(pol) })
 	}
 }
 
@@ -161,15 +157,15 @@ func (p *Pipeline) budgetDemand(now time.Time) {
 		return
 	}
 	d := make(map[string]float64, len(p.demand))
-	for _, a := range p.disp.accs {
+	p.disp.eachOpen(func(a *accState) {
 		wait := a.acc.Policy().MaxWait
 		if wait <= 0 || a.active.IsZero() || (a.acc.Empty() && now.Sub(a.active) > demandWindow) {
-			continue
+			return
 		}
 		for _, s := range p.serversOf(a.key.table) {
 			d[s] += time.Minute.Seconds() / wait.Seconds()
 		}
-	}
+	})
 	for s := range p.demand {
 		if _, ok := d[s]; !ok {
 			u.SetDemand(s, 0)
@@ -190,7 +186,7 @@ func (p *Pipeline) budgetDue(writeCtx context.Context) {
 		if !ok {
 			break
 		}
-		a := p.disp.accs[k]
+		a := p.disp.acc(k)
 		if a == nil || a.acc.Empty() {
 			p.sched.Forget(k)
 			continue
@@ -217,9 +213,7 @@ func (p *Pipeline) memShort() bool {
 	if p.disp.openBytes() < int(p.cfg.Batch.BufferMemory)/2 {
 		return false
 	}
-	for k, a := range p.disp.accs {
-		p.sched.Size(k, a.acc.Data().Bytes())
-	}
+	p.disp.eachOpen(func(a *accState) { p.sched.Size(a.key, a.acc.Data().Bytes()) })
 	return true
 }
 

@@ -39,8 +39,9 @@ type delivery interface {
 	waiting(ts *tableState) bool
 	// beforeInsert is the context and block b's INSERT uses; an error
 	// means b is not inserted: errInsertLater (b is put back at the head
-	// of its table's queue: exactly-once's intent commit is out, or is
-	// tried again later) leaves it for retryDue, any other fails it.
+	// of its table's queue with dispatch.requeue, which frees the insert
+	// slot b took: exactly-once's intent commit is out, or is tried again
+	// later) leaves it for retryDue, any other fails it.
 	beforeInsert(ctx context.Context, ts *tableState, b *sealedBatch) (context.Context, chschema.Block, error)
 	// onAck notes that batch id of ts is inserted.
 	onAck(ts *tableState, id uint64)

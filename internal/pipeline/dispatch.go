@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,11 +23,9 @@ type sealedBatch = batch.Batch[*decode.Block]
 
 // tableState is one ClickHouse target table.
 type tableState struct {
-	t        *chtable.Table
-	plan     *decode.Plan    // any route's plan: all share the column layout
-	free     []*decode.Block // reset blocks for reuse
-	queue    []*sealedBatch  // sealed, waiting for an insert slot
-	inflight int
+	t    *chtable.Table
+	plan *decode.Plan    // any route's plan: all share the column layout
+	free []*decode.Block // reset blocks for reuse
 	// describing: a re-read of the columns is running (describeTables)
 	describing bool
 	// counters for the summary; retries is written by insert goroutines
@@ -79,6 +78,9 @@ type flight struct {
 	tab    *chtable.Table // the table's columns the batch was decoded for
 	bytes  int
 	oldest int64 // accState.oldest at seal time: the start of the batch's end-to-end latency
+	// started: taken from its table's queue for its INSERT (start), so it
+	// holds one of the table's insert slots until it lands
+	started bool
 }
 
 type ack struct {
@@ -98,11 +100,11 @@ type ack struct {
 type shardPart struct{ shard, rows int }
 
 // dispatch is the batches on their way to ClickHouse: the open ones, one
-// accumulator per accKey, and the sealed ones from their seal to their
-// ack (flights). Each table's queue of sealed batches waiting for an
-// insert slot is its tableState's (queue, inflight). The zero value is
-// empty. Owned by the Run goroutine: the rest of the package reads accs
-// and flights; every change goes through these calls.
+// accumulator per accKey; the sealed ones from their seal to their ack
+// (flights); and each table's queue of sealed batches waiting for an
+// insert slot, with the count of its batches out for their INSERT. The
+// zero value is empty. Owned by the Run goroutine; every read and change
+// goes through these calls.
 type dispatch struct {
 	accs map[accKey]*accState
 	// last is acc's last answer (nil: none), the open batch of last.key;
@@ -110,6 +112,13 @@ type dispatch struct {
 	// an accumulator no longer in the map.
 	last    *accState
 	flights map[uint64]*flight // sealed batches not yet acknowledged
+	queues  map[*tableState]*sealedQueue
+}
+
+// sealedQueue is one table's sealed batches on their way to an INSERT.
+type sealedQueue struct {
+	waiting   []*sealedBatch // sealed, waiting for an insert slot, in seal order
+	inserting int            // taken from waiting (start), not landed yet
 }
 
 // acc is key's open batch, or nil.
@@ -141,7 +150,25 @@ func (d *dispatch) drop(key accKey) {
 	}
 }
 
-// fly adds f, a batch just sealed.
+// eachOpen calls fn with every open batch, empty or not, in no order. fn
+// may seal its batch or drop it.
+func (d *dispatch) eachOpen(fn func(a *accState)) {
+	for _, a := range d.accs {
+		fn(a)
+	}
+}
+
+// eachOpenOf calls fn with every open batch of table ts, in no order. fn
+// may seal its batch or drop it.
+func (d *dispatch) eachOpenOf(ts *tableState, fn func(a *accState)) {
+	for k, a := range d.accs {
+		if k.table == ts {
+			fn(a)
+		}
+	}
+}
+
+// fly adds f, a batch just sealed, to the ones not yet acknowledged.
 func (d *dispatch) fly(f *flight) {
 	if d.flights == nil {
 		d.flights = map[uint64]*flight{}
@@ -149,16 +176,145 @@ func (d *dispatch) fly(f *flight) {
 	d.flights[f.b.ID] = f
 }
 
-// land forgets sealed batch id (acknowledged, failed or dropped) and
-// returns it, nil when it is not there.
+// enqueue adds f, a batch just sealed, at the tail of its table's queue.
+func (d *dispatch) enqueue(f *flight) {
+	d.fly(f)
+	q := d.queue(f.table)
+	q.waiting = append(q.waiting, f.b)
+}
+
+// queue is ts's queue, made on first use.
+func (d *dispatch) queue(ts *tableState) *sealedQueue {
+	q := d.queues[ts]
+	if q == nil {
+		if d.queues == nil {
+			d.queues = map[*tableState]*sealedQueue{}
+		}
+		q = &sealedQueue{}
+		d.queues[ts] = q
+	}
+	return q
+}
+
+// queued counts ts's batches waiting for an insert slot.
+func (d *dispatch) queued(ts *tableState) int {
+	if q := d.queues[ts]; q != nil {
+		return len(q.waiting)
+	}
+	return 0
+}
+
+// inserting counts ts's batches taken from its queue and not landed yet:
+// the insert slots it uses.
+func (d *dispatch) inserting(ts *tableState) int {
+	if q := d.queues[ts]; q != nil {
+		return q.inserting
+	}
+	return 0
+}
+
+// next is the batch at the head of ts's queue, the next to take an insert
+// slot; nil when none waits.
+func (d *dispatch) next(ts *tableState) *sealedBatch {
+	if q := d.queues[ts]; q != nil && len(q.waiting) > 0 {
+		return q.waiting[0]
+	}
+	return nil
+}
+
+// start takes the batch at the head of ts's queue for its INSERT: it
+// holds an insert slot until it lands, or until requeue puts it back.
+// It returns the batch's flight, nil when none waits.
+func (d *dispatch) start(ts *tableState) *flight {
+	q := d.queues[ts]
+	if q == nil || len(q.waiting) == 0 {
+		return nil
+	}
+	b := q.waiting[0]
+	q.waiting[0] = nil
+	q.waiting = q.waiting[1:]
+	q.inserting++
+	f := d.flights[b.ID]
+	if f != nil {
+		f.started = true
+	}
+	return f
+}
+
+// requeue puts b back at the head of ts's queue, to be started again
+// later; its insert slot, when start gave it one, is free again.
+func (d *dispatch) requeue(ts *tableState, b *sealedBatch) {
+	q := d.queue(ts)
+	if f := d.flights[b.ID]; f != nil && f.started {
+		f.started = false
+		q.inserting--
+	}
+	q.waiting = append([]*sealedBatch{b}, q.waiting...)
+}
+
+// land forgets sealed batch id, acknowledged or failed, and returns it,
+// nil when it is not there; the insert slot it held is free.
 func (d *dispatch) land(id uint64) *flight {
 	f := d.flights[id]
+	if f == nil {
+		return nil
+	}
 	delete(d.flights, id)
+	if f.started {
+		d.queues[f.table].inserting--
+	}
 	return f
+}
+
+// withdraw forgets sealed batch id, never to be inserted, and returns it
+// (nil when it is not there) with its place in its table's queue: 0 at
+// the head, -1 when it had left the queue for its INSERT, whose slot is
+// then free (what that INSERT answers lands nothing).
+func (d *dispatch) withdraw(id uint64) (*flight, int) {
+	f := d.land(id)
+	if f == nil {
+		return nil, -1
+	}
+	if f.started {
+		return f, -1
+	}
+	q := d.queues[f.table]
+	i := slices.Index(q.waiting, f.b)
+	if i >= 0 {
+		q.waiting = slices.Delete(q.waiting, i, i+1)
+	}
+	return f, i
+}
+
+// withdrawQueued forgets the batches of ts's queue that drop picks, never
+// to be inserted; the others keep their order.
+func (d *dispatch) withdrawQueued(ts *tableState, drop func(b *sealedBatch) bool) {
+	q := d.queues[ts]
+	if q == nil {
+		return
+	}
+	kept := q.waiting[:0]
+	for _, b := range q.waiting {
+		if drop(b) {
+			delete(d.flights, b.ID)
+			continue
+		}
+		kept = append(kept, b)
+	}
+	clear(q.waiting[len(kept):])
+	q.waiting = kept
 }
 
 // inFlight counts the sealed batches not yet acknowledged.
 func (d *dispatch) inFlight() int { return len(d.flights) }
+
+// eachSealed calls fn with every sealed batch not yet acknowledged, in no
+// order.
+func (d *dispatch) eachSealed(fn func(f *flight)) {
+	for _, f := range d.flights {
+		fn(f)
+	}
+}
 
 // oldest is the sealed batch of the smallest id, nil when none is.
 func (d *dispatch) oldest() *flight {
@@ -249,9 +405,8 @@ func (p *Pipeline) seal(writeCtx context.Context, a *accState, why batch.Reason)
 	p.adaptSealed(ts, b)
 	p.flushDefaults(ts)
 	p.flushDrift(writeCtx, ts)
-	p.disp.fly(&flight{b: b, table: ts, tab: ts.t, bytes: b.Data.Bytes(), oldest: a.oldest})
+	p.disp.enqueue(&flight{b: b, table: ts, tab: ts.t, bytes: b.Data.Bytes(), oldest: a.oldest})
 	a.oldest = 0
-	ts.queue = append(ts.queue, b)
 	p.pump(writeCtx, ts)
 }
 
@@ -260,24 +415,20 @@ func (p *Pipeline) seal(writeCtx context.Context, a *accState, why batch.Reason)
 // dead-letter topic waits for it (blockedBy), and so do the batches queued
 // behind it.
 func (p *Pipeline) pump(writeCtx context.Context, ts *tableState) {
-	for ts.inflight < p.cfg.ClickHouse.MaxInFlight && len(ts.queue) > 0 && !p.dlv.waiting(ts) {
-		b := ts.queue[0]
+	for p.disp.inserting(ts) < p.cfg.ClickHouse.MaxInFlight && p.disp.queued(ts) > 0 && !p.dlv.waiting(ts) {
+		b := p.disp.next(ts)
 		if p.dlq.blockedBy(b, false) != nil {
 			return
 		}
-		if ts.inflight > 0 && len(b.Data.Unfilled()) > 0 {
+		if p.disp.inserting(ts) > 0 && len(b.Data.Unfilled()) > 0 {
 			// Its missing values are read back from the table once every
 			// earlier batch of it is in (unavailable.go).
 			return
 		}
-		ts.queue[0] = nil
-		ts.queue = ts.queue[1:]
-		ts.inflight++
-		tab := p.disp.flights[b.ID].tab
+		tab := p.disp.start(ts).tab
 		ctx, blk, err := p.dlv.beforeInsert(writeCtx, ts, b)
 		if errors.Is(err, errInsertLater) {
-			ts.inflight--
-			return
+			return // back at the head of the queue (requeue), its slot free
 		}
 		if err != nil {
 			// Never inserted: the batch fails (unless, under exactly-once,
@@ -355,7 +506,6 @@ func (p *Pipeline) handleAck(writeCtx context.Context, a ack) {
 		return
 	}
 	ts := f.table
-	ts.inflight--
 	if a.err != nil {
 		// The batch stays unacknowledged in the tracker, so its offsets (and
 		// everything after them) are never committed: it is consumed again
@@ -434,11 +584,11 @@ func (p *Pipeline) sealExpired(writeCtx context.Context) {
 		return
 	}
 	now := p.now()
-	for _, a := range p.disp.accs {
+	p.disp.eachOpen(func(a *accState) {
 		if d, ok := a.acc.UntilNext(now); ok && d <= 0 {
 			p.seal(writeCtx, a, batch.ReasonWait)
 		}
-	}
+	})
 }
 
 // flushDefaults moves the counts of defaults given by ts's plans into the

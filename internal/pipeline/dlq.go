@@ -208,18 +208,15 @@ func (p *Pipeline) abandonBlocked() {
 		return
 	}
 	for _, ts := range p.tables {
-		kept := ts.queue[:0]
-		for _, b := range ts.queue {
-			if d := p.dlq.blockedBy(b, true); d != nil {
-				p.disp.land(b.ID)
-				p.log.Warn().Str("table", ts.t.FullName()).Uint64("batch", b.ID).Int("rows", b.Rows()).
-					Str("after", d.where()).Msg("batch not inserted: it holds records after a record the dead-letter topic did not take")
-				continue
+		p.disp.withdrawQueued(ts, func(b *sealedBatch) bool {
+			d := p.dlq.blockedBy(b, true)
+			if d == nil {
+				return false
 			}
-			kept = append(kept, b)
-		}
-		clear(ts.queue[len(kept):])
-		ts.queue = kept
+			p.log.Warn().Str("table", ts.t.FullName()).Uint64("batch", b.ID).Int("rows", b.Rows()).
+				Str("after", d.where()).Msg("batch not inserted: it holds records after a record the dead-letter topic did not take")
+			return true
+		})
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"time"
 
@@ -92,7 +91,7 @@ func (e *exactly) check(ctx context.Context) error {
 func (e *exactly) beforeInsert(ctx context.Context, ts *tableState, b *sealedBatch) (context.Context, chschema.Block, error) {
 	if eb := e.batches[b.ID]; eb != nil && !eb.recorded && eb.failed == nil {
 		if e.ask(ctx, ts, b) {
-			ts.queue = append([]*sealedBatch{b}, ts.queue...)
+			e.p.disp.requeue(ts, b)
 			return nil, nil, errInsertLater
 		}
 		delete(e.answered, ts) // answered at once (not running): taken up here
@@ -209,7 +208,7 @@ func (e *exactly) retryLater(ts *tableState, b *sealedBatch, err error) bool {
 	r.attempt++
 	wait := r.backoff.Next()
 	r.at, r.lastErr = p.now().Add(wait), err
-	ts.queue = append([]*sealedBatch{b}, ts.queue...)
+	p.disp.requeue(ts, b)
 	p.log.Warn().Str("table", ts.t.FullName()).Uint64("batch", b.ID).Int("attempt", r.attempt).
 		Dur("retry_in", wait).Err(err).Msg("exactly-once: recording the batch before its INSERT failed; trying again")
 	return true
@@ -714,17 +713,17 @@ func (e *exactly) onRelease(tps []offsets.TP) {
 	}
 	var unrecorded []eos.Unrecorded
 	open := map[uint64]*accState{}
-	for id, f := range p.disp.flights {
-		if eb := e.batches[id]; eb != nil && !eb.recorded {
-			unrecorded = append(unrecorded, eos.Unrecorded{ID: id, Tried: eb.tried, Ranges: eosRanges(f.b.Ranges)})
+	p.disp.eachSealed(func(f *flight) {
+		if eb := e.batches[f.b.ID]; eb != nil && !eb.recorded {
+			unrecorded = append(unrecorded, eos.Unrecorded{ID: f.b.ID, Tried: eb.tried, Ranges: eosRanges(f.b.Ranges)})
 		}
-	}
-	for _, a := range p.disp.accs {
+	})
+	p.disp.eachOpen(func(a *accState) {
 		if !a.acc.Empty() {
 			open[a.id] = a
 			unrecorded = append(unrecorded, eos.Unrecorded{ID: a.id, Open: true, Ranges: eosRanges(a.acc.Ranges())})
 		}
-	}
+	})
 	plan := eos.PlanRelease(tps, unrecorded)
 	if plan.Stop {
 		if p.fatal == nil {
@@ -769,22 +768,16 @@ func eosRanges(rs []batch.Range) []eos.Range {
 // dropSealed drops sealed batch id, not recorded, and returns its rows.
 func (e *exactly) dropSealed(id uint64) int {
 	p := e.p
-	f := p.disp.land(id)
-	ts := f.table
-	if i := slices.Index(ts.queue, f.b); i >= 0 {
-		ts.queue = slices.Delete(ts.queue, i, i+1)
-		if i == 0 {
-			delete(e.retries, ts) // the backoff was this batch's
-			if e.asked[ts] == id {
-				delete(e.asked, ts) // its intent, not sent yet, is skipped
-			}
+	// Out of the queue but not recorded (at -1): its intent commit
+	// failed for good (the member was fenced, which the loss explains)
+	// and the failure is on its way as an ack, which now finds no batch.
+	// withdraw frees its slot.
+	f, at := p.disp.withdraw(id)
+	if at == 0 {
+		delete(e.retries, f.table) // the backoff was this batch's
+		if e.asked[f.table] == id {
+			delete(e.asked, f.table) // its intent, not sent yet, is skipped
 		}
-	} else {
-		// Out of the queue but not recorded: its intent commit failed
-		// for good (the member was fenced, which the loss explains)
-		// and the failure is on its way as an ack, which now finds
-		// no batch. Its slot is freed here.
-		ts.inflight--
 	}
 	delete(e.batches, id)
 	if p.revoke != nil {

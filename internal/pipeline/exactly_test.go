@@ -103,17 +103,19 @@ func TestIntentRetryBackoff(t *testing.T) {
 	}
 	ts := &tableState{t: chtable.NewTable("db", "t", nil, nil)}
 	b1, b2 := &sealedBatch{ID: 1}, &sealedBatch{ID: 2}
-	ts.queue = []*sealedBatch{b2}
+	p.disp.enqueue(&flight{b: b1, table: ts})
+	p.disp.enqueue(&flight{b: b2, table: ts})
+	p.disp.start(ts) // batch 1 out for its INSERT, as pump takes it
 	err := &intentError{fmt.Errorf("commit: %w", kerr.CoordinatorNotAvailable)}
 	if !p.eo.retryLater(ts, b1, err) {
 		t.Fatal("a retriable intent failure was not retried")
 	}
-	if len(ts.queue) != 2 || ts.queue[0] != b1 || ts.queue[1] != b2 {
-		t.Fatalf("queue %v; want batch 1 back at the head", ts.queue)
+	if q := p.disp.queues[ts].waiting; len(q) != 2 || q[0] != b1 || q[1] != b2 {
+		t.Fatalf("queue %v; want batch 1 back at the head", q)
 	}
 	for i, want := range []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 350 * time.Millisecond, 350 * time.Millisecond} {
 		if i > 0 {
-			ts.queue = ts.queue[1:]
+			p.disp.start(ts)
 			p.eo.retryLater(ts, b1, err)
 		}
 		if d, ok := p.eo.nextRetry(now); !ok || d != want {
@@ -126,7 +128,7 @@ func TestIntentRetryBackoff(t *testing.T) {
 	if s := p.stuckOn(); !strings.Contains(s, "recording a batch for db.t in Kafka") || !strings.Contains(s, "4 attempts") {
 		t.Fatalf("stuckOn = %q", s)
 	}
-	ts.queue = ts.queue[1:]
+	p.disp.start(ts)
 	p.eo.retryLater(ts, b1, err)
 	if d, _ := p.eo.nextRetry(now); d != 175*time.Millisecond {
 		t.Fatalf("attempt 5 with the smallest draw: next retry in %v, want 175ms (half of retry_max)", d)

@@ -144,18 +144,18 @@ func (p *Pipeline) revoked(writeCtx context.Context, tps []offsets.TP, done chan
 	p.log.Info().Int("partitions", len(tps)).Msg("partitions revoked: flushing before giving them up")
 	p.dropHeld(tps)
 	p.dropPending(tps)
-	for _, a := range p.disp.accs {
+	p.disp.eachOpen(func(a *accState) {
 		if slices.ContainsFunc(tps, a.acc.Holds) {
 			p.seal(writeCtx, a, batch.ReasonRevoke)
 		}
-	}
+	})
 	w := &revokeWait{tps: tps, waiting: map[uint64]bool{}, done: done,
 		start: p.now(), deadline: p.now().Add(p.cfg.Kafka.RebalanceTimeout / 2)}
-	for id, f := range p.disp.flights {
+	p.disp.eachSealed(func(f *flight) {
 		if slices.ContainsFunc(tps, f.b.Holds) {
-			w.waiting[id] = true
+			w.waiting[f.b.ID] = true
 		}
-	}
+	})
 	for _, id := range p.dlq.of(tps) {
 		w.waiting[id] = true
 	}
@@ -217,11 +217,11 @@ func (p *Pipeline) forget(tps []offsets.TP) {
 		}
 		delete(p.uncommitted, tp)
 		if !p.cfg.Batch.IgnorePartitions {
-			for k, a := range p.disp.accs {
-				if k.tp == tp && a.acc.Empty() {
-					p.dropAcc(k)
+			p.disp.eachOpen(func(a *accState) {
+				if a.key.tp == tp && a.acc.Empty() {
+					p.dropAcc(a.key)
 				}
-			}
+			})
 		}
 	}
 }

@@ -267,9 +267,7 @@ func (p *Pipeline) flush(writeCtx context.Context, cancelWrites context.CancelFu
 	if n := p.held.records(); n > 0 {
 		p.log.Warn().Int("records", n).Msg("shutting down with held records (waiting for the schema registry or for a table's new column); they stay uncommitted and are read again on restart")
 	}
-	for _, a := range p.disp.accs {
-		p.seal(writeCtx, a, batch.ReasonShutdown)
-	}
+	p.disp.eachOpen(func(a *accState) { p.seal(writeCtx, a, batch.ReasonShutdown) })
 	p.abandonBlocked()
 	deadline := time.NewTimer(p.cfg.ShutdownTimeout)
 	defer deadline.Stop()
@@ -499,11 +497,11 @@ func (p *Pipeline) armTimer(timer *time.Timer) {
 			next = 0
 		}
 	} else {
-		for _, a := range p.disp.accs {
+		p.disp.eachOpen(func(a *accState) {
 			if d, ok := a.acc.UntilNext(now); ok && d < next {
 				next = d
 			}
-		}
+		})
 	}
 	if p.revoke != nil {
 		if d := p.revoke.deadline.Sub(now); d < next {

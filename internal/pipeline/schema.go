@@ -146,12 +146,10 @@ func (p *Pipeline) applySchema(writeCtx context.Context, ts *tableState, schema 
 	old := ts.t
 	// The open batches were decoded for the old columns: insert them as
 	// they are (with the old table, see flight.tab) and start new ones.
-	for k, a := range p.disp.accs {
-		if k.table == ts {
-			p.seal(writeCtx, a, batch.ReasonSchema)
-			p.dropAcc(k)
-		}
-	}
+	p.disp.eachOpenOf(ts, func(a *accState) {
+		p.seal(writeCtx, a, batch.ReasonSchema)
+		p.dropAcc(a.key)
+	})
 	ts.t = chtable.NewTable(old.Database, old.Name, schema, insert)
 	p.noteUnfilled(ts.t)
 	ts.free = nil

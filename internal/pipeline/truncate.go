@@ -174,12 +174,12 @@ func (p *Pipeline) truncateStep(writeCtx context.Context, ts *tableState) {
 	if pd.running || pd.done || p.fatal != nil {
 		return
 	}
-	for _, a := range p.disp.accs {
-		if a.key.table == ts && !a.acc.Empty() {
+	p.disp.eachOpenOf(ts, func(a *accState) {
+		if !a.acc.Empty() {
 			p.seal(writeCtx, a, batch.ReasonTruncate)
 		}
-	}
-	if len(ts.queue) > 0 || ts.inflight > 0 {
+	})
+	if p.disp.queued(ts) > 0 || p.disp.inserting(ts) > 0 {
 		return // the acks of the table's earlier rows call again
 	}
 	tr, ok := p.w.(truncater)
