@@ -123,15 +123,15 @@ func (p *Pipeline) probeParts(ctx context.Context) {
 	pr, _ := p.w.(partsReader)
 	var tables []*tableState
 	var names []chtable.TableName
-	for _, ts := range p.tables {
+	p.rt.eachTable(func(ts *tableState) {
 		if ts.ctl == nil {
-			continue
+			return
 		}
 		p.adaptErrors(ts)
 		p.apply(ts, ts.ctl.Tick(p.now()))
 		tables = append(tables, ts)
 		names = append(names, chtable.TableName{Database: ts.t.Database, Name: ts.t.Name})
-	}
+	})
 	if pr == nil || p.probingParts || len(tables) == 0 {
 		return
 	}

@@ -303,11 +303,7 @@ func (p *Pipeline) publish() {
 	if g, ok := p.cons.(protocolSource); ok {
 		s.GroupProtocol = g.GroupProtocol()
 	}
-	names := make([]string, 0, len(p.tables))
-	for name := range p.tables {
-		names = append(names, name)
-	}
-	slices.Sort(names)
+	names := p.rt.tableNames()
 	open := map[*tableState][2]int{}
 	p.disp.eachOpen(func(a *accState) {
 		if !a.acc.Empty() {
@@ -316,7 +312,7 @@ func (p *Pipeline) publish() {
 		}
 	})
 	for _, name := range names {
-		ts := p.tables[name]
+		ts := p.rt.table(name)
 		t := status.Table{
 			Table:           name,
 			OpenBatches:     open[ts][0],

@@ -364,9 +364,7 @@ routes:
 		t.Errorf("%d INSERTs at once, want between 2 and %d", sink.most, limit)
 	}
 	var retries int64
-	for _, ts := range p.tables {
-		retries += ts.retries.Load()
-	}
+	p.rt.eachTable(func(ts *tableState) { retries += ts.retries.Load() })
 	if retries != 0 {
 		t.Errorf("%d retries: waiting for a connection is not a failed attempt", retries)
 	}

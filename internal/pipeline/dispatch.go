@@ -597,7 +597,7 @@ func (p *Pipeline) flushDefaults(ts *tableState) {
 	if ts.m == nil {
 		return
 	}
-	for _, rs := range p.allRoutes() {
+	for _, rs := range p.rt.allRoutes() {
 		if rs.table == ts {
 			rs.plan.TakeDefaults(ts.m.Defaulted)
 		}

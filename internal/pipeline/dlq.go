@@ -149,9 +149,7 @@ func (p *Pipeline) handleDLQAck(writeCtx context.Context, a ack) {
 		p.dropDLQ(a.id, d)
 		p.tracker.Ack(a.id, []offsets.TP{d.tp})
 		p.revokeDone(a.id)
-		for _, ts := range p.tables {
-			p.pump(writeCtx, ts)
-		}
+		p.rt.eachTable(func(ts *tableState) { p.pump(writeCtx, ts) })
 		return
 	}
 	d.lastErr = a.err
@@ -207,7 +205,7 @@ func (p *Pipeline) abandonBlocked() {
 	if p.dlq.failed == 0 {
 		return
 	}
-	for _, ts := range p.tables {
+	p.rt.eachTable(func(ts *tableState) {
 		p.disp.withdrawQueued(ts, func(b *sealedBatch) bool {
 			d := p.dlq.blockedBy(b, true)
 			if d == nil {
@@ -217,7 +215,7 @@ func (p *Pipeline) abandonBlocked() {
 				Str("after", d.where()).Msg("batch not inserted: it holds records after a record the dead-letter topic did not take")
 			return true
 		})
-	}
+	})
 }
 
 // badRecord diverts a record that cannot be decoded: to the dead-letter

@@ -130,7 +130,7 @@ type dlqTables struct {
 	// table or both), by the table they were meant for ("" for records no
 	// route takes).
 	counts map[string]int64
-	tables map[*tableState]bool // the dead-letter tables among p.tables
+	tables map[*tableState]bool // the dead-letter tables among p.rt.tables
 	env    []byte               // the envelope being built (scratch)
 	rec    kgo.Record
 }
@@ -158,7 +158,7 @@ func (p *Pipeline) initDLQTables(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("dead-letter table: %w", err)
 		}
-		if p.tables[key] != nil {
+		if p.rt.table(key) != nil {
 			return fmt.Errorf("dead-letter table %s is a route's table; dead letters need a table of their own", key)
 		}
 		insert := decode.InsertColumns(schema)
@@ -167,7 +167,7 @@ func (p *Pipeline) initDLQTables(ctx context.Context) error {
 		if ts.plan, err = p.dlqReplan(ts, insert); err != nil {
 			return err
 		}
-		p.tables[key] = ts
+		p.rt.addTable(key, ts)
 	}
 	return nil
 }
@@ -266,7 +266,7 @@ func (p *Pipeline) dlqTableOf(rs *routeState) *tableState {
 		return nil
 	}
 	db, t := p.cfg.TableFor(config.Route{Table: name})
-	return p.tables[db+"."+t]
+	return p.rt.table(db + "." + t)
 }
 
 // deadLetterRow appends r's dead-letter row to ts's open batch and returns
@@ -385,7 +385,7 @@ func (p *Pipeline) isDLQTable(ts *tableState) bool { return p.dlqt != nil && p.d
 // Table returns the table named "db.table" that New resolved (a route's
 // or a dead-letter table), nil when there is none; call it before Run.
 func (p *Pipeline) Table(name string) *chtable.Table {
-	if ts := p.tables[name]; ts != nil {
+	if ts := p.rt.table(name); ts != nil {
 		return ts.t
 	}
 	return nil

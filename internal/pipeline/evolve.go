@@ -209,7 +209,7 @@ func routeKey(r config.Route) string { return r.Topic + "\x00" + r.TopicRegex + 
 // metrics and the log; called when a batch of ts is sealed. (ALTERs and
 // re-reads are decided per record, by schemaWaitFor.)
 func (p *Pipeline) flushDrift(_ context.Context, ts *tableState) {
-	for _, rs := range p.allRoutes() {
+	for _, rs := range p.rt.allRoutes() {
 		if rs.table != ts {
 			continue
 		}

@@ -317,7 +317,7 @@ func (p *Pipeline) CheckExactlyOnce(ctx context.Context) error {
 	}
 	if e := p.eo; e != nil {
 		for i, t := range tables {
-			if ts := p.tables[t.FullName()]; ts != nil && i < len(windows) {
+			if ts := p.rt.table(t.FullName()); ts != nil && i < len(windows) {
 				e.windows[ts] = windows[i].Size
 				e.settings[ts] = windows[i].Setting
 			}
@@ -331,7 +331,7 @@ func (p *Pipeline) CheckExactlyOnce(ctx context.Context) error {
 func (p *Pipeline) eoTables() []*chtable.Table {
 	out := p.Tables()
 	for _, key := range p.cfg.DLQTables() {
-		if ts := p.tables[key]; ts != nil && p.isDLQTable(ts) {
+		if ts := p.rt.table(key); ts != nil && p.isDLQTable(ts) {
 			out = append(out, ts.t)
 		}
 	}
@@ -647,9 +647,7 @@ func (e *exactly) committed(next map[offsets.TP]eos.Ledger) {
 // margins recomputes the margin of every table.
 func (e *exactly) margins() {
 	p := e.p
-	for _, ts := range p.tables {
-		e.margin(ts)
-	}
+	p.rt.eachTable(e.margin)
 }
 
 // margin sets ts's margin: its window minus the inserts since the oldest
@@ -959,7 +957,7 @@ func (e *exactly) recoverPart(ctx context.Context, plan *eos.Plan, r eos.Recover
 	if fr == nil {
 		for _, in := range plan.Replays {
 			covers := e.covers
-			if e.p.isDLQTable(e.p.tables[in.Table]) {
+			if e.p.isDLQTable(e.p.rt.table(in.Table)) {
 				covers = e.dlqCovers // only its bad records are in
 			}
 			for _, cr := range in.Ranges {
@@ -1005,7 +1003,7 @@ func (e *exactly) checkPresent(ctx context.Context, r eos.Recovery, l *eos.Ledge
 	if !ok {
 		return nil
 	}
-	ts := p.tables[table]
+	ts := p.rt.table(table)
 	spans, err := p.eoIO.Present(ctx, ts.t, r.TP, r.CheckFrom, r.CheckTo)
 	if err != nil {
 		return err
@@ -1127,7 +1125,7 @@ func (e *exactly) recreated(tp offsets.TP, why string, tableOf func(string) (str
 	p := e.p
 	table, _ := tableOf(tp.Topic)
 	setting, window := "non_replicated_deduplication_window", int64(0)
-	if ts := p.tables[table]; ts != nil {
+	if ts := p.rt.table(table); ts != nil {
 		if s := e.settings[ts]; s != "" {
 			setting = s
 		}
@@ -1141,7 +1139,7 @@ func (e *exactly) recreated(tp offsets.TP, why string, tableOf func(string) (str
 // inserts it with its token; ClickHouse drops it if it landed before.
 func (e *exactly) replay(ctx context.Context, in eos.Intent) error {
 	p := e.p
-	ts := p.tables[in.Table]
+	ts := p.rt.table(in.Table)
 	if ts == nil {
 		return fmt.Errorf("exactly-once: pending batch for unknown table %s", in.Table)
 	}

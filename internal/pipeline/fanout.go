@@ -38,9 +38,9 @@ type fanState struct {
 }
 
 func (p *Pipeline) initFanout() {
-	p.fanout = p.cfg.Fanout == config.FanoutAll
+	p.rt.fanout = p.cfg.Fanout == config.FanoutAll
 	for _, r := range p.cfg.Routes {
-		p.fanout = p.fanout || len(r.Conditions()) > 0
+		p.rt.fanout = p.rt.fanout || len(r.Conditions()) > 0
 	}
 }
 
@@ -74,7 +74,7 @@ func (p *Pipeline) handleFanout(writeCtx context.Context, now time.Time, tp offs
 		p.fatal = err // a table cannot be resolved: stop before this record
 		return nil, false
 	}
-	f := &p.fan
+	f := &p.rt.fan
 	f.eval.Reset(r)
 	f.targets = f.targets[:0]
 	for _, rs := range cands {

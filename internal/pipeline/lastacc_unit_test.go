@@ -25,7 +25,7 @@ func lastAccPipeline(t *testing.T) (*Pipeline, accKey) {
 		t.Fatal(err)
 	}
 	p.Attach(newFakeSource())
-	return p, accKey{table: p.routes[0].table, tp: unitTP}
+	return p, accKey{table: p.rt.routes[0].table, tp: unitTP}
 }
 
 func lastAccRecord(offset int64) *kgo.Record {

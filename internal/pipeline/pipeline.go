@@ -114,20 +114,7 @@ type Pipeline struct {
 	w    Sink
 	cons Source
 
-	tables  map[string]*tableState // "db.table"
-	routes  []*routeState
-	byTopic map[string][]*routeState // a topic's candidate routes (routesFor)
-	// lastTopic and lastRoutes repeat routesFor's last answer: the records
-	// of one partition chunk share their topic, so most lookups skip the
-	// map. byTopic's entries never change once set, so the copy stays true.
-	lastTopic  string
-	lastRoutes []*routeState
-	lastOK     bool
-	// fanout: some route has when: or fanout is all, so a record's routes
-	// are chosen per record (fanout.go); false: a topic's first route
-	// takes all its records.
-	fanout bool
-	fan    fanState
+	rt routing // the routes and their tables (routing.go)
 
 	disp    dispatch // the open and the unacknowledged batches (dispatch.go)
 	tracker *offsets.Tracker
@@ -265,8 +252,7 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w Sink, op
 		cfg:       cfg,
 		log:       log,
 		w:         w,
-		tables:    map[string]*tableState{},
-		byTopic:   map[string][]*routeState{},
+		rt:        newRouting(),
 		tracker:   offsets.New(),
 		acks:      make(chan ack, 64),
 		events:    make(chan groupEvent),

@@ -23,9 +23,81 @@ type routeState struct {
 	settled settledFields
 }
 
+// routing is the routes and their tables: the configured routes compiled
+// against their tables (resolve), the tables by "db.table" (the routes' and
+// the dead-letter tables), and each topic's candidate routes once a record
+// of the topic asked (routesFor). Only the owner goroutine touches it.
+type routing struct {
+	tables  map[string]*tableState   // "db.table"
+	routes  []*routeState            // one per configured route, in order
+	byTopic map[string][]*routeState // a topic's candidate routes (routesFor)
+	// lastTopic and lastRoutes repeat the last answer for a topic: the
+	// records of one partition chunk share their topic, so most lookups
+	// skip the map. byTopic's entries never change once set, so the copy
+	// stays true.
+	lastTopic  string
+	lastRoutes []*routeState
+	lastOK     bool
+	// fanout: some route has when: or fanout is all, so a record's routes
+	// are chosen per record (fanout.go); false: a topic's first route
+	// takes all its records.
+	fanout bool
+	fan    fanState
+}
+
+// newRouting returns an empty routing, its maps made.
+func newRouting() routing {
+	return routing{tables: map[string]*tableState{}, byTopic: map[string][]*routeState{}}
+}
+
+// table returns the table named "db.table", nil when there is none.
+func (r *routing) table(name string) *tableState { return r.tables[name] }
+
+// addTable records ts as the table named "db.table".
+func (r *routing) addTable(name string, ts *tableState) { r.tables[name] = ts }
+
+// eachTable calls f with every table, in no particular order.
+func (r *routing) eachTable(f func(ts *tableState)) {
+	for _, ts := range r.tables {
+		f(ts)
+	}
+}
+
+// tableNames returns the tables' names, sorted.
+func (r *routing) tableNames() []string {
+	names := make([]string, 0, len(r.tables))
+	for name := range r.tables {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// known returns topic's candidate routes when they were looked up before.
+func (r *routing) known(topic string) ([]*routeState, bool) {
+	if r.lastOK && topic == r.lastTopic {
+		return r.lastRoutes, true
+	}
+	rs, ok := r.byTopic[topic]
+	if ok {
+		r.lastTopic, r.lastRoutes, r.lastOK = topic, rs, true
+	}
+	return rs, ok
+}
+
+// remember records topic's candidate routes; nil is remembered too.
+func (r *routing) remember(topic string, found []*routeState) {
+	r.byTopic[topic] = found
+	r.lastTopic, r.lastRoutes, r.lastOK = topic, found, true
+}
+
 // Tables describes the resolved routes for `sink check`.
-func (p *Pipeline) Tables() []*chtable.Table {
-	out := make([]*chtable.Table, 0, len(p.tables))
+func (p *Pipeline) Tables() []*chtable.Table { return p.rt.chTables() }
+
+// chTables is every route's table, the configured routes' first, then
+// those resolved per topic by topic name.
+func (r *routing) chTables() []*chtable.Table {
+	out := make([]*chtable.Table, 0, len(r.tables))
 	add := func(rs *routeState) {
 		if rs == nil || rs.table == nil {
 			return // a table named after its topic, not resolved yet
@@ -37,16 +109,16 @@ func (p *Pipeline) Tables() []*chtable.Table {
 		}
 		out = append(out, rs.table.t)
 	}
-	for _, r := range p.routes {
-		add(r)
+	for _, rs := range r.routes {
+		add(rs)
 	}
-	topics := make([]string, 0, len(p.byTopic))
-	for t := range p.byTopic {
+	topics := make([]string, 0, len(r.byTopic))
+	for t := range r.byTopic {
 		topics = append(topics, t)
 	}
 	sort.Strings(topics)
 	for _, t := range topics {
-		for _, rs := range p.byTopic[t] {
+		for _, rs := range r.byTopic[t] {
 			add(rs)
 		}
 	}
@@ -93,10 +165,10 @@ func (p *Pipeline) resolve(ctx context.Context) error {
 		g.routes = append(g.routes, r)
 		g.idx = append(g.idx, i)
 	}
-	p.routes = make([]*routeState, len(p.cfg.Routes))
+	p.rt.routes = make([]*routeState, len(p.cfg.Routes))
 	for i, r := range p.cfg.Routes {
 		if r.TableFromTopic() {
-			p.routes[i] = &routeState{route: r} // no table or plan until routeFor resolves a topic
+			p.rt.routes[i] = &routeState{route: r} // no table or plan until routeFor resolves a topic
 		}
 	}
 	for _, key := range order {
@@ -125,9 +197,9 @@ func (p *Pipeline) resolve(ctx context.Context) error {
 			if ts.plan == nil {
 				ts.plan = plan
 			}
-			p.routes[g.idx[j]] = &routeState{route: r, plan: plan, table: ts}
+			p.rt.routes[g.idx[j]] = &routeState{route: r, plan: plan, table: ts}
 		}
-		p.tables[key] = ts
+		p.rt.addTable(key, ts)
 	}
 	return nil
 }
@@ -166,15 +238,11 @@ func (p *Pipeline) routeFor(ctx context.Context, topic string) (*routeState, err
 // after the topic is resolved for the topic here, the first time
 // (resolveTopic); its error is fatal.
 func (p *Pipeline) routesFor(ctx context.Context, topic string) ([]*routeState, error) {
-	if p.lastOK && topic == p.lastTopic {
-		return p.lastRoutes, nil
-	}
-	if rs, ok := p.byTopic[topic]; ok {
-		p.lastTopic, p.lastRoutes, p.lastOK = topic, rs, true
+	if rs, ok := p.rt.known(topic); ok {
 		return rs, nil
 	}
 	var found []*routeState
-	for _, rs := range p.routes {
+	for _, rs := range p.rt.routes {
 		if !rs.route.Matches(topic) {
 			continue
 		}
@@ -185,12 +253,11 @@ func (p *Pipeline) routesFor(ctx context.Context, topic string) ([]*routeState, 
 			}
 		}
 		found = append(found, rs)
-		if !p.fanout {
+		if !p.rt.fanout {
 			break // without when: or fanout: all, the first route takes every record
 		}
 	}
-	p.byTopic[topic] = found // nil is cached too: such records are skipped
-	p.lastTopic, p.lastRoutes, p.lastOK = topic, found, true
+	p.rt.remember(topic, found) // nil is cached too: such records are skipped
 	return found, nil
 }
 
@@ -204,14 +271,14 @@ func (p *Pipeline) routesFor(ctx context.Context, topic string) ([]*routeState, 
 // route, the topic and the table; the caller stops the connector before the
 // topic's first record, so nothing of it is committed.
 func (p *Pipeline) resolveTopic(ctx context.Context, rs *routeState, topic string) (*routeState, error) {
-	idx := slices.Index(p.routes, rs)
+	idx := slices.Index(p.rt.routes, rs)
 	db, name, err := p.cfg.TableForTopic(rs.route, topic)
 	if err != nil {
 		return nil, fmt.Errorf("routes[%d]: %w", idx, err)
 	}
 	key := db + "." + name
 	mapping := rs.route.Mapping()
-	ts := p.tables[key]
+	ts := p.rt.table(key)
 	if ts == nil {
 		dctx, cancel := context.WithTimeout(ctx, p.cfg.ClickHouse.QueryTimeout)
 		defer cancel()
@@ -232,7 +299,7 @@ func (p *Pipeline) resolveTopic(ctx context.Context, rs *routeState, topic strin
 	}
 	if ts.plan == nil {
 		ts.plan = plan
-		p.tables[key] = ts
+		p.rt.addTable(key, ts)
 	}
 	p.log.Info().Str("topic", topic).Str("table", key).Int("route", idx).Msg("table resolved for topic")
 	return &routeState{route: rs.route, plan: plan, table: ts}, nil
@@ -240,14 +307,14 @@ func (p *Pipeline) resolveTopic(ctx context.Context, rs *routeState, topic strin
 
 // allRoutes is every compiled route: the configured ones and those resolved
 // per topic (a table named after its topic).
-func (p *Pipeline) allRoutes() []*routeState {
-	out := make([]*routeState, 0, len(p.routes)+len(p.byTopic))
-	for _, rs := range p.routes {
+func (r *routing) allRoutes() []*routeState {
+	out := make([]*routeState, 0, len(r.routes)+len(r.byTopic))
+	for _, rs := range r.routes {
 		if rs != nil && rs.table != nil {
 			out = append(out, rs)
 		}
 	}
-	for _, list := range p.byTopic {
+	for _, list := range r.byTopic {
 		for _, rs := range list {
 			if rs.table != nil && !slices.Contains(out, rs) {
 				out = append(out, rs)

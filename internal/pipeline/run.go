@@ -410,7 +410,7 @@ func (p *Pipeline) routeRecord(writeCtx context.Context, now time.Time, tp offse
 		p.tracker.Add(tp, r.Offset, r.LeaderEpoch, offsets.Done)
 		return nil, false
 	}
-	if p.fanout {
+	if p.rt.fanout {
 		return p.handleFanout(writeCtx, now, tp, r)
 	}
 	return p.decodeRecord(writeCtx, now, tp, r)

@@ -36,9 +36,7 @@ type schemaResult struct {
 // describeTables starts a description of every table that is not already
 // being described; the results come back on p.schemas.
 func (p *Pipeline) describeTables(ctx context.Context) {
-	for _, ts := range p.tables {
-		p.describeTable(ctx, ts)
-	}
+	p.rt.eachTable(func(ts *tableState) { p.describeTable(ctx, ts) })
 }
 
 // describeTable starts a description of ts unless one is running.
@@ -122,7 +120,7 @@ func (p *Pipeline) applySchema(writeCtx context.Context, ts *tableState, schema 
 	}
 	var routes []*routeState
 	var mappings []map[string]string
-	for _, rs := range p.allRoutes() {
+	for _, rs := range p.rt.allRoutes() {
 		if rs.table == ts {
 			routes = append(routes, rs)
 			mappings = append(mappings, rs.route.Mapping())

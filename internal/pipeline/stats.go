@@ -47,9 +47,7 @@ func (p *Pipeline) logStats(elapsed time.Duration, prev Stats) {
 		perInsert = float64(rows) / float64(inserts)
 	}
 	var retries int64
-	for _, ts := range p.tables {
-		retries += ts.retries.Load()
-	}
+	p.rt.eachTable(func(ts *tableState) { retries += ts.retries.Load() })
 	p.log.Info().
 		Float64("rows_per_sec", float64(rows)/elapsed.Seconds()).
 		Int64("rows", rows).

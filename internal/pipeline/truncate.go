@@ -228,9 +228,9 @@ func (p *Pipeline) truncateAcked(a ack) {
 // consumed again from an earlier offset (dropHeld): the event comes back
 // and is applied again, after the records before it.
 func (p *Pipeline) dropTruncations(tps []offsets.TP) {
-	for _, ts := range p.tables {
+	p.rt.eachTable(func(ts *tableState) {
 		if ts.trunc == nil || ts.trunc.pending == nil {
-			continue
+			return
 		}
 		pd := ts.trunc.pending
 		for _, tp := range tps {
@@ -244,7 +244,7 @@ func (p *Pipeline) dropTruncations(tps []offsets.TP) {
 			}
 			break
 		}
-	}
+	})
 }
 
 // truncateFanout counts a TRUNCATE event that a route chosen per record
