@@ -20,6 +20,18 @@ import (
 	"sink/internal/offsets"
 )
 
+// runBudget builds a pipeline of cfg writing to sink (fake is the
+// fakeSink inside it) and runs it on a fake source.
+func runBudget(t *testing.T, cfg *config.Config, sink Sink, fake *fakeSink, opts ...Option) (*Pipeline, *fakeSource, *running) {
+	t.Helper()
+	p, err := New(context.Background(), cfg, zerolog.Nop(), sink, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := newFakeSource()
+	return p, src, launch(t, p, src, src, fake)
+}
+
 // clockSink is a fakeSink that remembers when each INSERT came, and for
 // each table the longest any of its rows waited: every row's id is the
 // fake clock's milliseconds when its record was sent.
@@ -170,12 +182,7 @@ routes:
 `)
 	sink := newClockSink(nil)
 	m := metrics.New("unit")
-	p, err := New(context.Background(), cfg, zerolog.Nop(), sink, WithMetrics(m))
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := newFakeSource()
-	r := launch(t, p, src, src, sink.fakeSink)
+	p, src, r := runBudget(t, cfg, sink, sink.fakeSink, WithMetrics(m))
 	var topics []string
 	for i := 0; i < 20; i++ {
 		topics = append(topics, fmt.Sprintf("loose%02d", i))
@@ -250,12 +257,7 @@ routes:
 `)
 	sink := newClockSink(nil)
 	m := metrics.New("unit")
-	p, err := New(context.Background(), cfg, zerolog.Nop(), sink, WithMetrics(m))
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := newFakeSource()
-	r := launch(t, p, src, src, sink.fakeSink)
+	p, src, r := runBudget(t, cfg, sink, sink.fakeSink, WithMetrics(m))
 	topics := numbered("t", 10)
 	sendSeconds(src, sink.start, topics, 120)
 	sink.checkWorst(t, 10*time.Second, 0)
@@ -304,12 +306,7 @@ routes:
 	})
 	// The first batches go before the sink has timed an INSERT.
 	sink.from = 3 * time.Minute
-	p, err := New(context.Background(), cfg, zerolog.Nop(), sink)
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := newFakeSource()
-	r := launch(t, p, src, src, sink.fakeSink)
+	_, src, r := runBudget(t, cfg, sink, sink.fakeSink)
 	topics := numbered("t", 10)
 	sendSeconds(src, sink.start, topics, 480)
 	if n := sink.checkWorst(t, 2*time.Minute, 90*time.Second); n != len(topics) {
@@ -344,12 +341,7 @@ routes:
 	cfg.Batch.MaxRows = 1
 	sink := newClockSink(func(int) insertScript { return insertScript{delay: 100 * time.Millisecond} })
 	m := metrics.New("unit")
-	p, err := New(context.Background(), cfg, zerolog.Nop(), sink, WithMetrics(m))
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := newFakeSource()
-	r := launch(t, p, src, src, sink.fakeSink)
+	p, src, r := runBudget(t, cfg, sink, sink.fakeSink, WithMetrics(m))
 	var topics []string
 	for i := 0; i < 30; i++ {
 		topics = append(topics, fmt.Sprintf("t%02d", i))
@@ -415,12 +407,7 @@ routes:
     table: '${topic}'
 `)
 	sink := &partsSink{fakeSink: newFakeSink(nil)}
-	p, err := New(context.Background(), cfg, zerolog.Nop(), sink)
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := newFakeSource()
-	r := launch(t, p, src, src, sink.fakeSink)
+	_, src, r := runBudget(t, cfg, sink, sink.fakeSink)
 	var topics []string
 	for i := 0; i < 25; i++ {
 		topics = append(topics, fmt.Sprintf("t%02d", i))
