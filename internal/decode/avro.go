@@ -83,6 +83,7 @@ type avroFormat struct {
 	jv    []*fastjson.Value // per Plan column read as JSON: its value (converted in read)
 	arena []byte            // the record's strings and number texts
 	items int               // array and map items read, bounded by maxAvroItems
+	free  freeCount         // values that took no bytes (limits.go)
 	size  int               // the payload's length, which bounds any length in it
 	dec   decimals
 }
@@ -232,7 +233,7 @@ func (f *avroFormat) decode(prog *avroProgram, payload []byte) error {
 		f.jv[i] = nil
 	}
 	f.arena = f.arena[:0]
-	f.items = 0
+	f.items, f.free = 0, 0
 	f.size = len(payload)
 	rd := f.rd.Reset(payload)
 	rd.Error = nil

@@ -17,6 +17,9 @@ type Policy struct {
 	// skipped (Append returns an error matching ErrSkip). The debezium-json
 	// format always skips tombstones: they are part of its protocol.
 	TombstoneBad bool
+	// MaxRowBytes bounds the bytes one row holds decoded (as Block.Bytes
+	// counts them); 0 means DefaultMaxRowBytes.
+	MaxRowBytes int
 }
 
 // Default reasons, as DefaultsApplied reports them.

@@ -213,6 +213,7 @@ func (f *protoFormat) begin(r recordData) error {
 	if rd.skip != nil {
 		return rd.skip
 	}
+	f.js.start(f.policy.rowBytes())
 	f.payload = payload
 	if err := rd.scan(payload); err != nil {
 		return err

@@ -126,7 +126,7 @@ func (c *schemaReaders[R]) get(id int) (R, error) {
 			var zero R
 			return zero, err
 		}
-		e.r, err = c.build(s)
+		e.r, err = c.compile(id, s)
 		if err != nil {
 			var br *badRecord
 			if !errors.As(err, &br) {
@@ -141,6 +141,19 @@ func (c *schemaReaders[R]) get(id int) (R, error) {
 	}
 	c.lastID, c.last, c.ok = id, e, true
 	return e.r, e.err
+}
+
+// compile builds the reader of schema id, s; a panic while it does is the
+// schema's fault as far as its records go (a bug the schema exposes): a
+// bad-record reason, cached like a schema that cannot fill the columns,
+// so it is not compiled again for every record.
+func (c *schemaReaders[R]) compile(id int, s *registry.Schema) (r R, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = bad("", fmt.Sprintf("schema id %d: %s", id, panicReason(v)))
+		}
+	}()
+	return c.build(s)
 }
 
 // frameID splits a registry-framed Avro or JSON Schema value into its
