@@ -37,14 +37,7 @@ func (f *avroFormat) render(dst []byte, s avro.Schema, depth int) ([]byte, error
 	case *avro.MapSchema:
 		return f.renderItems(dst, '{', t.Values(), true, depth)
 	case *avro.EnumSchema:
-		i := f.rd.ReadInt()
-		if f.rd.Error != nil {
-			return dst, nil
-		}
-		if i < 0 || int(i) >= len(t.Symbols()) {
-			return dst, fmt.Errorf("enum index %d of %d symbols", i, len(t.Symbols()))
-		}
-		return appendJSONString(dst, s2b(t.Symbols()[i])), nil
+		return f.renderEnum(dst, t)
 	}
 	if isDuration(s) {
 		return f.renderDuration(dst), nil
@@ -57,6 +50,18 @@ func (f *avroFormat) render(dst []byte, s avro.Schema, depth int) ([]byte, error
 		return dst, err
 	}
 	return f.renderLeaf(dst, &op)
+}
+
+// renderEnum writes an enum's symbol as a JSON string.
+func (f *avroFormat) renderEnum(dst []byte, t *avro.EnumSchema) ([]byte, error) {
+	i := f.rd.ReadInt()
+	if f.rd.Error != nil {
+		return dst, nil
+	}
+	if i < 0 || int(i) >= len(t.Symbols()) {
+		return dst, fmt.Errorf("enum index %d of %d symbols", i, len(t.Symbols()))
+	}
+	return appendJSONString(dst, s2b(t.Symbols()[i])), nil
 }
 
 // textFits checks the JSON text being written against the row's bound.

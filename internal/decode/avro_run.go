@@ -355,25 +355,25 @@ func (f *avroFormat) skip(s avro.Schema, depth int) error {
 	case *avro.ArraySchema:
 		return f.blocks(func(int) error { return f.skip(t.Items(), depth+1) })
 	case *avro.MapSchema:
-		return f.blocks(func(int) error {
-			n, err := f.bytesLen()
-			if err != nil {
-				return err
-			}
-			rd.SkipNBytes(n)
-			return f.skip(t.Values(), depth+1)
-		})
+		return f.blocks(func(int) error { return f.skipEntry(t.Values(), depth+1) })
 	case *avro.FixedSchema:
 		if err := f.fits(t.Size()); err != nil {
 			return err
 		}
 		rd.SkipNBytes(t.Size())
 		return nil
-	case *avro.EnumSchema:
-		rd.SkipInt()
-		return nil
 	}
 	return f.skipPrimitive(s)
+}
+
+// skipEntry reads past a map entry: its key, and a value of schema s.
+func (f *avroFormat) skipEntry(s avro.Schema, depth int) error {
+	n, err := f.bytesLen()
+	if err != nil {
+		return err
+	}
+	f.rd.SkipNBytes(n)
+	return f.skip(s, depth)
 }
 
 // branch reads a union's branch index and returns the branch's schema
@@ -389,7 +389,8 @@ func (f *avroFormat) branch(u *avro.UnionSchema) (avro.Schema, error) {
 	return u.Types()[i], nil
 }
 
-// skipPrimitive reads past a value of a primitive schema s.
+// skipPrimitive reads past a value of a primitive schema s (or an enum:
+// its index).
 func (f *avroFormat) skipPrimitive(s avro.Schema) error {
 	rd := f.rd
 	switch s.Type() {
@@ -397,7 +398,7 @@ func (f *avroFormat) skipPrimitive(s avro.Schema) error {
 		return f.free.add(1)
 	case avro.Boolean:
 		rd.SkipBool()
-	case avro.Int:
+	case avro.Int, avro.Enum:
 		rd.SkipInt()
 	case avro.Long:
 		rd.SkipLong()
