@@ -74,6 +74,7 @@ type keyReader interface {
 type recordData struct {
 	value, key []byte
 	offset     int64
+	topic      string // for the schema registry's subjects (Schema.CheckSubject)
 }
 
 // badRecord is a format's answer for a record it cannot decode: the column

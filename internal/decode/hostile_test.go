@@ -526,3 +526,67 @@ func TestSchemaCompilePanicIsBadRecord(t *testing.T) {
 		t.Fatalf("schema looked up %d times, want once", reg.calls)
 	}
 }
+
+// TestSubjectStrategy: under a subject strategy a record of a topic may
+// name only schemas registered under that topic's subject (its key:
+// TOPIC-key); any other is a bad record saying so, in every registry
+// format, however the records of several topics interleave.
+func TestSubjectStrategy(t *testing.T) {
+	const avroRow = `{"type":"record","name":"R","fields":[{"name":"id","type":"long"}]}`
+	reg := newFakeRegistry()
+	add := func(id int, typ sr.SchemaType, text string, subjects ...string) {
+		reg.add(id, typ, text)
+		s := reg.schemas[id]
+		s.Strategy, s.Subjects = "topic_name", subjects
+	}
+	add(1, sr.TypeAvro, avroRow, "orders-value", "audit-value")
+	add(2, sr.TypeAvro, `"string"`, "orders-key")
+	add(3, sr.TypeProtobuf, "syntax = \"proto3\";\nmessage R { int64 id = 1; }\n", "orders-value")
+	add(4, sr.TypeJSON, `{"type":"object"}`, "orders-value")
+	cols := []chschema.ColumnSchema{{Name: "id", Type: "Int64"}, {Name: "k", Type: "String"}}
+	values := map[route.Format][]byte{
+		route.Avro:       append(registry.AppendFrame(nil, 1, false), 0x0e),
+		route.Protobuf:   append(registry.AppendFrame(nil, 3, true, 0), 0x08, 0x07),
+		route.JSONSchema: append(registry.AppendFrame(nil, 4, false), `{"id":7}`...),
+	}
+	key := append(registry.AppendFrame(nil, 2, false), 0x02, 'k')
+	for format, value := range values {
+		t.Run(string(format), func(t *testing.T) {
+			p, err := Compile(format, cols, map[string]string{"k": "$key"}, WithRegistry(reg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			blk := p.NewBlock()
+			for _, c := range []struct {
+				topic string
+				key   []byte
+				want  string
+			}{
+				{"orders", nil, ""},
+				{"payments", nil, `schema id %d is registered under subject "orders-value"`},
+				{"audit", nil, ""},
+				{"orders", nil, ""},
+				{"orders", key, ""},
+				{"audit", key, `record key: bad record: schema id 2 is registered under subject "orders-key", not "audit-key"`},
+			} {
+				if format != route.Avro && c.key != nil {
+					continue // an Avro key: the other formats' keys are their own
+				}
+				if format != route.Avro && c.topic == "audit" {
+					continue // registered under orders-value only
+				}
+				err := p.Append(blk, &kgo.Record{Topic: c.topic, Value: value, Key: c.key})
+				want := c.want
+				if strings.Contains(want, "%d") {
+					want = fmt.Sprintf(want, map[route.Format]int{route.Avro: 1, route.Protobuf: 3, route.JSONSchema: 4}[format])
+				}
+				switch {
+				case want == "" && err != nil:
+					t.Errorf("topic %s key %q: %v", c.topic, c.key, err)
+				case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+					t.Errorf("topic %s key %q: %v, want a bad record with %q", c.topic, c.key, err, want)
+				}
+			}
+		})
+	}
+}

@@ -365,7 +365,7 @@ func (p *Plan) Append(b *Block, r *kgo.Record) (err error) {
 			err = p.recovered(b, r, rows, bytes, v)
 		}
 	}()
-	if err := p.format.begin(recordData{value: r.Value, key: r.Key, offset: r.Offset}); err != nil {
+	if err := p.format.begin(recordData{value: r.Value, key: r.Key, offset: r.Offset, topic: r.Topic}); err != nil {
 		if b, ok := err.(*badRecord); ok {
 			return recordError(r, b.column, b.reason)
 		}
