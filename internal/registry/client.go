@@ -101,7 +101,9 @@ func (s *Schema) CheckSubject(topic string, key bool) error {
 		}
 		want = strconv.Quote(topic + suffix)
 	case config.SubjectTopicRecordName:
-		ok = func(sub string) bool { return len(sub) > len(topic)+1 && sub[:len(topic)] == topic && sub[len(topic)] == '-' }
+		ok = func(sub string) bool {
+			return len(sub) > len(topic)+1 && sub[:len(topic)] == topic && sub[len(topic)] == '-'
+		}
 		want = strconv.Quote(topic+"-") + "<record name>"
 	default:
 		return nil
@@ -217,9 +219,9 @@ func New(cfg config.SchemaRegistry, opts Options) (*Client, error) {
 		opts:     opts,
 		now:      time.Now,
 		strategy: cfg.SubjectStrategy,
-		entries: make(map[int]*list.Element),
-		order:   list.New(),
-		flights: make(map[int]*flight),
+		entries:  make(map[int]*list.Element),
+		order:    list.New(),
+		flights:  make(map[int]*flight),
 	}, nil
 }
 
