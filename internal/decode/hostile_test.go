@@ -518,7 +518,7 @@ func TestSchemaCompilePanicIsBadRecord(t *testing.T) {
 	for range 3 {
 		err := p.Append(p.NewBlock(), r)
 		var re *RecordError
-		if !errors.As(err, &re) || !strings.Contains(re.Reason, "schema id 5: the decoder failed on this record") || !strings.Contains(re.Reason, "nil pointer dereference") {
+		if !errors.As(err, &re) || !errors.Is(err, ErrPanic) || !strings.Contains(re.Reason, "schema id 5: the decoder failed on this record") || !strings.Contains(re.Reason, "nil pointer dereference") {
 			t.Fatalf("Append: %v, want the schema's panic as the reason", err)
 		}
 	}

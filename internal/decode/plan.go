@@ -367,7 +367,9 @@ func (p *Plan) Append(b *Block, r *kgo.Record) (err error) {
 	}()
 	if err := p.format.begin(recordData{value: r.Value, key: r.Key, offset: r.Offset, topic: r.Topic}); err != nil {
 		if b, ok := err.(*badRecord); ok {
-			return recordError(r, b.column, b.reason)
+			e := recordError(r, b.column, b.reason)
+			e.cause = b.cause
+			return e
 		}
 		return err
 	}

@@ -170,7 +170,7 @@ func (c *schemaReaders[R]) entry(id int) (readerEntry[R], error) {
 func (c *schemaReaders[R]) compile(id int, s *registry.Schema) (r R, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			err = bad("", fmt.Sprintf("schema id %d: %s", id, panicReason(v)))
+			err = &badRecord{reason: fmt.Sprintf("schema id %d: %s", id, panicReason(v)), cause: ErrPanic}
 		}
 	}()
 	return c.build(s)

@@ -289,8 +289,16 @@ func (c *Client) removeLocked(el *list.Element) {
 	c.order.Remove(el)
 }
 
-// fetch asks the registry for schema id and everything it references.
-func (c *Client) fetch(ctx context.Context, id int) (*Schema, error) {
+// fetch asks the registry for schema id and everything it references. A
+// panic while it reads the registry's answers (a bug an answer exposes) is
+// the id's ErrBadRecord: asking again would fail again, and its records
+// must not stop their partitions.
+func (c *Client) fetch(ctx context.Context, id int) (_ *Schema, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("%w: schema id %d: reading the registry's answer failed: %v", ErrBadRecord, id, v)
+		}
+	}()
 	c.fetches.Add(1)
 	s, err := c.sr.SchemaByID(ctx, id)
 	if err != nil {
