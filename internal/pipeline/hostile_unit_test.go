@@ -35,7 +35,9 @@ func (r *panickyRegistry) Schema(ctx context.Context, id int) (*registry.Schema,
 // to the dead-letter topic and table with the panic as its cause (class
 // decoder); the records before and after it are inserted and the
 // committed offset passes it.
-func TestUnitDecoderPanicDeadLettered(t *testing.T) { synctest.Test(t, testUnitDecoderPanicDeadLettered) }
+func TestUnitDecoderPanicDeadLettered(t *testing.T) {
+	synctest.Test(t, testUnitDecoderPanicDeadLettered)
+}
 
 func testUnitDecoderPanicDeadLettered(t *testing.T) {
 	sink := newDLQSink("db.t_dead")
