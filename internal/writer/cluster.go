@@ -781,87 +781,43 @@ func nativeData(c proto.ColInput) any {
 // goes through reflectGather, which is slower (one reflect call per cell)
 // but gives the same result.
 func gatherColumn(data any, rows []int) (any, error) {
-	switch d := data.(type) {
-	case []int8:
-		return gather(d, rows), nil
-	case []int16:
-		return gather(d, rows), nil
-	case []int32:
-		return gather(d, rows), nil
-	case []int64:
-		return gather(d, rows), nil
-	case []uint8:
-		return gather(d, rows), nil
-	case []uint16:
-		return gather(d, rows), nil
-	case []uint32:
-		return gather(d, rows), nil
-	case []uint64:
-		return gather(d, rows), nil
-	case []float32:
-		return gather(d, rows), nil
-	case []float64:
-		return gather(d, rows), nil
-	case []bool:
-		return gather(d, rows), nil
-	case []string:
-		return gather(d, rows), nil
-	case []time.Time:
-		return gather(d, rows), nil
-	case []decimal.Decimal:
-		return gather(d, rows), nil
-	case []uuid.UUID:
-		return gather(d, rows), nil
-	case [][16]uint8:
-		return gather(d, rows), nil
-	case []big.Int:
-		return gather(d, rows), nil
-	case []*int8:
-		return gather(d, rows), nil
-	case []*int16:
-		return gather(d, rows), nil
-	case []*int32:
-		return gather(d, rows), nil
-	case []*int64:
-		return gather(d, rows), nil
-	case []*uint8:
-		return gather(d, rows), nil
-	case []*uint16:
-		return gather(d, rows), nil
-	case []*uint32:
-		return gather(d, rows), nil
-	case []*uint64:
-		return gather(d, rows), nil
-	case []*float32:
-		return gather(d, rows), nil
-	case []*float64:
-		return gather(d, rows), nil
-	case []*bool:
-		return gather(d, rows), nil
-	case []*string:
-		return gather(d, rows), nil
-	case []*time.Time:
-		return gather(d, rows), nil
-	case []*decimal.Decimal:
-		return gather(d, rows), nil
-	case []*uuid.UUID:
-		return gather(d, rows), nil
-	case []*[16]uint8:
-		return gather(d, rows), nil
-	case []*big.Int:
-		return gather(d, rows), nil
-	case []*chschema.MapRow:
-		return gather(d, rows), nil
-	case [][]string:
-		return gather(d, rows), nil
-	case [][]int64:
-		return gather(d, rows), nil
-	case [][]uint64:
-		return gather(d, rows), nil
-	case [][]float64:
-		return gather(d, rows), nil
+	if g, ok := typedGathers[reflect.TypeOf(data)]; ok {
+		return g(data, rows), nil
 	}
 	return reflectGather(data, rows)
+}
+
+// gatherFunc copies rows of a column's data of one slice type.
+type gatherFunc func(data any, rows []int) any
+
+// typedGathers is gather for each slice type ColumnData returns, by the
+// slice's type.
+var typedGathers = gathers(
+	gatherOf[int8], gatherOf[int16], gatherOf[int32], gatherOf[int64],
+	gatherOf[uint8], gatherOf[uint16], gatherOf[uint32], gatherOf[uint64],
+	gatherOf[float32], gatherOf[float64], gatherOf[bool], gatherOf[string],
+	gatherOf[time.Time], gatherOf[decimal.Decimal], gatherOf[uuid.UUID], gatherOf[[16]uint8], gatherOf[big.Int],
+	gatherOf[*int8], gatherOf[*int16], gatherOf[*int32], gatherOf[*int64],
+	gatherOf[*uint8], gatherOf[*uint16], gatherOf[*uint32], gatherOf[*uint64],
+	gatherOf[*float32], gatherOf[*float64], gatherOf[*bool], gatherOf[*string],
+	gatherOf[*time.Time], gatherOf[*decimal.Decimal], gatherOf[*uuid.UUID], gatherOf[*[16]uint8], gatherOf[*big.Int],
+	gatherOf[*chschema.MapRow],
+	gatherOf[[]string], gatherOf[[]int64], gatherOf[[]uint64], gatherOf[[]float64],
+)
+
+// gatherOf is the type []E and gather for it.
+func gatherOf[E any]() (reflect.Type, gatherFunc) {
+	return reflect.TypeFor[[]E](), func(data any, rows []int) any { return gather(data.([]E), rows) }
+}
+
+// gathers maps each type of of to its gather.
+func gathers(of ...func() (reflect.Type, gatherFunc)) map[reflect.Type]gatherFunc {
+	m := make(map[reflect.Type]gatherFunc, len(of))
+	for _, f := range of {
+		t, g := f()
+		m[t] = g
+	}
+	return m
 }
 
 // gather returns s[rows[0]], s[rows[1]], ... as a new slice.
