@@ -5,7 +5,10 @@
 // read_committed, keeping the transaction markers (control records) in the
 // fetches so that the pipeline commits past them, never commits on its own,
 // and produces dead-letter records. A Consumer is the
-// pipeline's Source (internal/pipeline's ports).
+// pipeline's Source (internal/pipeline's ports). Beside it, a Sampler
+// (sample.go) reads topics' newest records with a client of its own that
+// joins no group: the pipeline's Sampler for schema.create, and what `sink
+// check` and `sink advise` sample.
 //
 // Rebalances are blocked while polled records are being processed
 // (BlockRebalanceOnPoll): the pipeline calls AllowRebalance after each poll,
