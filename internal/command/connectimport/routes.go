@@ -384,73 +384,20 @@ func (v *conv) unwrap(p string) {
 // routing makes the routes: topics and topics.regex, renamed by
 // RegexRouter, mapped by topic2TableMap.
 func (v *conv) routing() {
-	mapping := map[string]string{}
-	if v.has("topic2TableMap") {
-		for _, kv := range strings.Split(v.get("topic2TableMap"), ",") {
-			k, t, ok := strings.Cut(strings.TrimSpace(kv), "=")
-			if ok && strings.TrimSpace(k) != "" && strings.TrimSpace(t) != "" {
-				mapping[strings.TrimSpace(k)] = strings.TrimSpace(t)
-			}
-		}
-		v.carry("topic2TableMap", "routes[].table", "")
-	}
-	split := ""
-	if v.boolKey("enableDbTopicSplit") {
-		split = v.get("dbTopicSplitChar")
-		v.carry("enableDbTopicSplit", "routes[].table: database.table", "the topic names the database and the table, as in the official sink")
-		v.carry("dbTopicSplitChar", "routes[].table", "")
-	} else {
-		v.notNeeded("enableDbTopicSplit", "false")
-		v.notNeeded("dbTopicSplitChar", "enableDbTopicSplit is false")
-	}
-	var dotted []string
-	table := func(topic string) string {
-		name, _ := v.tableFor(topic)
-		if t, ok := mapping[name]; ok {
-			name = t
-		}
-		if split != "" {
-			if db, t, ok := strings.Cut(name, split); ok {
-				return db + "." + t
-			}
-		}
-		if strings.Contains(name, ".") {
-			dotted = append(dotted, name)
-			return strings.ReplaceAll(name, ".", "_")
-		}
-		return name
-	}
+	tn := &tableNamer{tableFor: v.tableFor, mapping: v.topicTableMap(), split: v.topicSplit()}
 	if v.has("topics") {
 		topics := splitList(v.get("topics"))
 		v.doc.set("kafka.topics", topics)
 		v.carry("topics", "kafka.topics, routes[].topic", "")
 		for _, t := range topics {
-			v.addRoute("topic", t, table(t))
+			v.addRoute("topic", t, tn.table(t))
 		}
 	}
 	if v.has("topics.regex") {
-		re := v.get("topics.regex")
-		v.doc.set("kafka.topic_regex", re)
-		v.carry("topics.regex", "kafka.topic_regex, routes[].topic_regex", "")
-		for _, r := range v.routers {
-			if len(mapping) > 0 || split != "" {
-				v.unsupported("topic2TableMap", "with topics.regex and RegexRouter together the import cannot tell which renamed topic each table takes: write routes per topic")
-			}
-			v.addRoute("topic_regex", r.expr, r.repl)
-		}
-		for _, k := range sortedKeys(mapping) {
-			if len(v.routers) == 0 {
-				v.addRoute("topic", k, mapping[k])
-			}
-		}
-		if split != "" && len(v.routers) == 0 {
-			v.unsupported("enableDbTopicSplit", "with topics.regex the import cannot split topic names it does not know: write routes with topic_regex capture groups, table: \"${1}.${2}\"")
-		}
-		v.addRoute("topic_regex", re, "${topic}")
-		v.notes = append(v.notes, "topics.regex: each topic's table is the topic's name (${topic}), as in the official sink; a name with a dot would read as database.table")
+		v.regexRoutes(tn.mapping, tn.split)
 	}
-	if len(dotted) > 0 {
-		v.fates["topics"] = Fate{Kind: Unsupported, Why: "the official sink writes into a table named like the topic, dots included (" + strings.Join(dotted, ", ") + "); the sink reads a dot as database.table, so the routes name the table with _ for each dot: rename the table, or map the topic in topic2TableMap"}
+	if len(tn.dotted) > 0 {
+		v.fates["topics"] = Fate{Kind: Unsupported, Why: "the official sink writes into a table named like the topic, dots included (" + strings.Join(tn.dotted, ", ") + "); the sink reads a dot as database.table, so the routes name the table with _ for each dot: rename the table, or map the topic in topic2TableMap"}
 	}
 	if v.has("auto.evolve") {
 		switch {
@@ -468,6 +415,87 @@ func (v *conv) routing() {
 	} else if v.has("debeziumCDCEnabled") {
 		v.notNeeded("debeziumCDCEnabled", "false")
 	}
+}
+
+// topicTableMap reads topic2TableMap ("topic=table, ...").
+func (v *conv) topicTableMap() map[string]string {
+	mapping := map[string]string{}
+	if !v.has("topic2TableMap") {
+		return mapping
+	}
+	for _, kv := range strings.Split(v.get("topic2TableMap"), ",") {
+		k, t, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if ok && strings.TrimSpace(k) != "" && strings.TrimSpace(t) != "" {
+			mapping[strings.TrimSpace(k)] = strings.TrimSpace(t)
+		}
+	}
+	v.carry("topic2TableMap", "routes[].table", "")
+	return mapping
+}
+
+// topicSplit is the character that splits a topic into database and
+// table under enableDbTopicSplit, "" when it is off.
+func (v *conv) topicSplit() string {
+	if !v.boolKey("enableDbTopicSplit") {
+		v.notNeeded("enableDbTopicSplit", "false")
+		v.notNeeded("dbTopicSplitChar", "enableDbTopicSplit is false")
+		return ""
+	}
+	v.carry("enableDbTopicSplit", "routes[].table: database.table", "the topic names the database and the table, as in the official sink")
+	v.carry("dbTopicSplitChar", "routes[].table", "")
+	return v.get("dbTopicSplitChar")
+}
+
+// tableNamer names a listed topic's table as the official sink does:
+// renamed by RegexRouter (tableFor), mapped by topic2TableMap, split into
+// database and table; a dot left in a name becomes _ (dotted lists them).
+type tableNamer struct {
+	tableFor func(topic string) (string, bool)
+	mapping  map[string]string
+	split    string
+	dotted   []string
+}
+
+func (tn *tableNamer) table(topic string) string {
+	name, _ := tn.tableFor(topic)
+	if t, ok := tn.mapping[name]; ok {
+		name = t
+	}
+	if tn.split != "" {
+		if db, t, ok := strings.Cut(name, tn.split); ok {
+			return db + "." + t
+		}
+	}
+	if strings.Contains(name, ".") {
+		tn.dotted = append(tn.dotted, name)
+		return strings.ReplaceAll(name, ".", "_")
+	}
+	return name
+}
+
+// regexRoutes makes the routes of topics.regex: one per RegexRouter, one
+// per topic2TableMap entry without routers, and the catch-all named by
+// the topic.
+func (v *conv) regexRoutes(mapping map[string]string, split string) {
+	re := v.get("topics.regex")
+	v.doc.set("kafka.topic_regex", re)
+	v.carry("topics.regex", "kafka.topic_regex, routes[].topic_regex", "")
+	for _, r := range v.routers {
+		if len(mapping) > 0 || split != "" {
+			v.unsupported("topic2TableMap", "with topics.regex and RegexRouter together the import cannot tell which renamed topic each table takes: write routes per topic")
+		}
+		v.addRoute("topic_regex", r.expr, r.repl)
+	}
+	for _, k := range sortedKeys(mapping) {
+		if len(v.routers) == 0 {
+			v.addRoute("topic", k, mapping[k])
+		}
+	}
+	if split != "" && len(v.routers) == 0 {
+		v.unsupported("enableDbTopicSplit", "with topics.regex the import cannot split topic names it does not know: write routes with topic_regex capture groups, table: \"${1}.${2}\"")
+	}
+	v.addRoute("topic_regex", re, "${topic}")
+	v.notes = append(v.notes, "topics.regex: each topic's table is the topic's name (${topic}), as in the official sink; a name with a dot would read as database.table")
 }
 
 // addRoute appends one route.
