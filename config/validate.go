@@ -258,76 +258,7 @@ func (c *Config) validateRoutes(p *problems) {
 	for i := range c.Routes {
 		r := &c.Routes[i]
 		key := fmt.Sprintf("routes[%d]", i)
-		r.re = nil
-
-		switch {
-		case r.Topic != "" && r.TopicRegex != "":
-			p.add("%s: set topic or topic_regex, not both", key)
-		case r.Topic == "" && r.TopicRegex == "":
-			p.add("%s.topic: set topic or topic_regex", key)
-		case r.Topic != "":
-			if p.topic(key+".topic", r.Topic) && !c.Consumes(r.Topic) {
-				if k.TopicRegex == "" {
-					p.add("%s: topic %q is not consumed (not in kafka.topics)", key, r.Topic)
-				} else {
-					p.add("%s: topic %q is not consumed (not in kafka.topics and does not match kafka.topic_regex)", key, r.Topic)
-				}
-			}
-		default:
-			r.re = p.regex(key+".topic_regex", r.TopicRegex)
-			// Only a literal subscription can be checked before the
-			// broker's topic list is known.
-			if r.re != nil && k.TopicRegex == "" && !slices.ContainsFunc(k.Topics, r.re.MatchString) {
-				p.add("%s: topic_regex %q matches none of kafka.topics", key, r.TopicRegex)
-			}
-		}
-
-		tbl := p.checkTableTemplate(key, r)
-		if r.Table == "" {
-			p.add("%s.table: required", key)
-		} else if db, table, ok := strings.Cut(tbl, "."); ok {
-			if strings.Contains(table, ".") {
-				p.add("%s.table: %q must be \"table\" or \"database.table\"", key, r.Table)
-			} else {
-				p.ident(key+".table", db, "database")
-				p.ident(key+".table", table, "table")
-			}
-		} else {
-			p.ident(key+".table", tbl, "table")
-		}
-
-		switch {
-		case r.Format == "":
-			p.add("%s.format: required (supported: %s)", key, route.FormatNames())
-		case !r.Format.Valid():
-			p.add("%s.format: unsupported format %q (supported: %s)", key, r.Format, route.FormatNames())
-		case r.Format.Registry() && !c.SchemaRegistry.Enabled():
-			p.add("%s.format: %s records name their schema by registry id, so schema_registry.urls is required", key, r.Format)
-		}
-		p.validateDebezium(key, r)
-		p.validateSchema(key, r)
-		p.validateCreate(key, r)
-		if err := route.CheckMessage(r.Format, r.Message); err != nil {
-			p.add("%s.message: %v", key, err)
-		}
-
-		for _, col := range sortedKeys(r.Columns) {
-			if col == "" {
-				p.add("%s.columns: empty column name", key)
-				continue
-			}
-			if _, err := route.ParseSource(r.Format, r.Columns[col]); err != nil {
-				p.add("%s.columns.%s: %v", key, col, err)
-			}
-		}
-
-		c.validateTarget(p, key, r)
-		if r.MaxLatency < 0 {
-			p.add("%s.max_latency (%v) must be 0 (the batch settings' bound) or positive", key, r.MaxLatency)
-		} else if r.MaxLatency > 0 && r.MaxLatency <= k.FetchMaxWait {
-			p.add("%s.max_latency (%v) must exceed kafka.fetch_max_wait (%v): a record can wait that long in Kafka before it reaches a batch",
-				key, r.MaxLatency, k.FetchMaxWait)
-		}
+		c.validateRoute(p, key, r)
 
 		db, table := c.TableFor(*r)
 		t := target{r.Topic, r.TopicRegex, db, table}
@@ -342,6 +273,95 @@ func (c *Config) validateRoutes(p *problems) {
 		if !slices.ContainsFunc(c.Routes, func(r Route) bool { return r.Matches(t) }) {
 			p.add("kafka.topics: topic %q has no route", t)
 		}
+	}
+}
+
+// validateRoute checks one route, r at key, on its own: its topics, its
+// table, its format and what goes with it, its target, its bound.
+func (c *Config) validateRoute(p *problems, key string, r *Route) {
+	c.routeTopics(p, key, r)
+	p.routeTable(key, r)
+	c.routeFormat(p, key, r)
+	p.validateDebezium(key, r)
+	p.validateSchema(key, r)
+	p.validateCreate(key, r)
+	if err := route.CheckMessage(r.Format, r.Message); err != nil {
+		p.add("%s.message: %v", key, err)
+	}
+	for _, col := range sortedKeys(r.Columns) {
+		if col == "" {
+			p.add("%s.columns: empty column name", key)
+			continue
+		}
+		if _, err := route.ParseSource(r.Format, r.Columns[col]); err != nil {
+			p.add("%s.columns.%s: %v", key, col, err)
+		}
+	}
+	c.validateTarget(p, key, r)
+	if r.MaxLatency < 0 {
+		p.add("%s.max_latency (%v) must be 0 (the batch settings' bound) or positive", key, r.MaxLatency)
+	} else if r.MaxLatency > 0 && r.MaxLatency <= c.Kafka.FetchMaxWait {
+		p.add("%s.max_latency (%v) must exceed kafka.fetch_max_wait (%v): a record can wait that long in Kafka before it reaches a batch",
+			key, r.MaxLatency, c.Kafka.FetchMaxWait)
+	}
+}
+
+// routeTopics checks a route's topic or topic_regex against what the sink
+// consumes, and compiles the regex.
+func (c *Config) routeTopics(p *problems, key string, r *Route) {
+	k := &c.Kafka
+	r.re = nil
+	switch {
+	case r.Topic != "" && r.TopicRegex != "":
+		p.add("%s: set topic or topic_regex, not both", key)
+	case r.Topic == "" && r.TopicRegex == "":
+		p.add("%s.topic: set topic or topic_regex", key)
+	case r.Topic != "":
+		if p.topic(key+".topic", r.Topic) && !c.Consumes(r.Topic) {
+			if k.TopicRegex == "" {
+				p.add("%s: topic %q is not consumed (not in kafka.topics)", key, r.Topic)
+			} else {
+				p.add("%s: topic %q is not consumed (not in kafka.topics and does not match kafka.topic_regex)", key, r.Topic)
+			}
+		}
+	default:
+		r.re = p.regex(key+".topic_regex", r.TopicRegex)
+		// Only a literal subscription can be checked before the
+		// broker's topic list is known.
+		if r.re != nil && k.TopicRegex == "" && !slices.ContainsFunc(k.Topics, r.re.MatchString) {
+			p.add("%s: topic_regex %q matches none of kafka.topics", key, r.TopicRegex)
+		}
+	}
+}
+
+// routeTable checks a route's table: required, a template that expands,
+// and "table" or "database.table" of valid names.
+func (p *problems) routeTable(key string, r *Route) {
+	tbl := p.checkTableTemplate(key, r)
+	if r.Table == "" {
+		p.add("%s.table: required", key)
+	} else if db, table, ok := strings.Cut(tbl, "."); ok {
+		if strings.Contains(table, ".") {
+			p.add("%s.table: %q must be \"table\" or \"database.table\"", key, r.Table)
+		} else {
+			p.ident(key+".table", db, "database")
+			p.ident(key+".table", table, "table")
+		}
+	} else {
+		p.ident(key+".table", tbl, "table")
+	}
+}
+
+// routeFormat checks a route's format: set, known, and with a registry
+// where it needs one.
+func (c *Config) routeFormat(p *problems, key string, r *Route) {
+	switch {
+	case r.Format == "":
+		p.add("%s.format: required (supported: %s)", key, route.FormatNames())
+	case !r.Format.Valid():
+		p.add("%s.format: unsupported format %q (supported: %s)", key, r.Format, route.FormatNames())
+	case r.Format.Registry() && !c.SchemaRegistry.Enabled():
+		p.add("%s.format: %s records name their schema by registry id, so schema_registry.urls is required", key, r.Format)
 	}
 }
 
