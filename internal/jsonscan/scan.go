@@ -539,49 +539,12 @@ func (s *Scanner) Unescape(b []byte) []byte {
 	for i < len(b) {
 		ch := b[i]
 		i++
-		switch ch {
-		case '"', '\\', '/':
-			out[w] = ch
+		if c := unescaped[ch]; c != 0 {
+			out[w] = c
 			w++
-		case 'b':
-			out[w] = '\b'
-			w++
-		case 'f':
-			out[w] = '\f'
-			w++
-		case 'n':
-			out[w] = '\n'
-			w++
-		case 'r':
-			out[w] = '\r'
-			w++
-		case 't':
-			out[w] = '\t'
-			w++
-		case 'u':
-			x, ok := hex4(b[i:])
-			if !ok {
-				w += copy(out[w:], `\u`)
-				break
-			}
-			xs := b[i : i+4]
-			i += 4
-			if !utf16.IsSurrogate(rune(x)) {
-				w += utf8.EncodeRune(out[w:], rune(x))
-				break
-			}
-			x1, ok := uint64(0), false
-			if len(b)-i >= 6 && b[i] == '\\' && b[i+1] == 'u' {
-				x1, ok = hex4(b[i+2:])
-			}
-			if !ok {
-				w += copy(out[w:], `\u`)
-				w += copy(out[w:], xs)
-				break
-			}
-			w += utf8.EncodeRune(out[w:], utf16.DecodeRune(rune(x), rune(x1)))
-			i += 6
-		default:
+		} else if ch == 'u' {
+			i, w = unescapeU(b, i, out, w)
+		} else {
 			out[w], out[w+1] = '\\', ch
 			w += 2
 		}
@@ -608,6 +571,35 @@ func (s *Scanner) Unescape(b []byte) []byte {
 	}
 	s.str = s.str[:start+w]
 	return out[:w]
+}
+
+// unescaped is the byte each one-letter escape stands for (after the
+// backslash), 0 for the others.
+var unescaped = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
+
+// unescapeU writes the \u escape whose hex digits start at b[i] into
+// out[w:] and returns the offsets after it in b and out: the character,
+// a surrogate pair's one character, or the escape as written when it is
+// not valid (a short or non-hex \u, an unpaired surrogate).
+func unescapeU(b []byte, i int, out []byte, w int) (int, int) {
+	x, ok := hex4(b[i:])
+	if !ok {
+		return i, w + copy(out[w:], `\u`)
+	}
+	xs := b[i : i+4]
+	i += 4
+	if !utf16.IsSurrogate(rune(x)) {
+		return i, w + utf8.EncodeRune(out[w:], rune(x))
+	}
+	x1, ok := uint64(0), false
+	if len(b)-i >= 6 && b[i] == '\\' && b[i+1] == 'u' {
+		x1, ok = hex4(b[i+2:])
+	}
+	if !ok {
+		w += copy(out[w:], `\u`)
+		return i, w + copy(out[w:], xs)
+	}
+	return i + 6, w + utf8.EncodeRune(out[w:], utf16.DecodeRune(rune(x), rune(x1)))
 }
 
 // hex4 parses four hex digits at the start of b (strconv.ParseUint(_, 16,
