@@ -13,24 +13,19 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
-	"slices"
 	"syscall"
 	"time"
 
-	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/rs/zerolog"
 
 	"sink/config"
-	"sink/internal/budget"
+	"sink/internal/assemble"
 	"sink/internal/command/check"
 	"sink/internal/consumer"
-	"sink/internal/eos/eosio"
 	"sink/internal/errtext"
 	"sink/internal/metrics"
 	"sink/internal/pipeline"
-	"sink/internal/registry"
 	"sink/internal/status"
-	"sink/internal/writer"
 )
 
 // version is stamped at build time: -ldflags "-X main.version=v1.2.3".
@@ -120,52 +115,26 @@ func main() {
 	os.Exit(realMain(os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// commands are the subcommands, each given the arguments after its name.
+var commands = map[string]func(args []string, stdout, stderr io.Writer) int{
+	"run":     runCmd,
+	"check":   checkCmd,
+	"report":  reportCmd,
+	"advise":  adviseCmd,
+	"offsets": offsetsCmd,
+	"import":  importCmd,
+}
+
 func realMain(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2
 	}
 	cmd, rest := args[0], args[1:]
+	if c, ok := commands[cmd]; ok {
+		return c(rest, stdout, stderr)
+	}
 	switch cmd {
-	case "run", "check":
-		fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
-		fs.SetOutput(stderr)
-		text := runUsage
-		if cmd == "check" {
-			text = checkUsage
-		}
-		fs.Usage = func() { fmt.Fprint(stderr, text); fs.PrintDefaults() }
-		path := fs.String("config", "", "the connector's YAML config `file` (required)")
-		if err := fs.Parse(rest); err != nil {
-			return parseExit(err)
-		}
-		if *path == "" || fs.NArg() > 0 {
-			fmt.Fprintf(stderr, "sink %s: --config FILE is required and takes no other arguments\n", cmd)
-			return 2
-		}
-		cfg, err := config.Load(*path, os.Environ())
-		if err != nil {
-			fmt.Fprintf(stderr, "sink: %v\n", err)
-			return 1
-		}
-		if cmd == "check" {
-			ctx, cancel := context.WithTimeout(context.Background(), check.Timeout(cfg))
-			defer cancel()
-			if err := check.Run(ctx, cfg, stdout); err != nil {
-				fmt.Fprintf(stderr, "sink check: %v\n", err)
-				return 1
-			}
-			return 0
-		}
-		return run(cfg, stderr)
-	case "report":
-		return reportCmd(rest, stdout, stderr)
-	case "advise":
-		return adviseCmd(rest, stdout, stderr)
-	case "offsets":
-		return offsetsCmd(rest, stdout, stderr)
-	case "import":
-		return importCmd(rest, stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "sink", version)
 		return 0
@@ -175,6 +144,44 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "sink: unknown command %q\n\n%s", cmd, usage)
 	return 2
+}
+
+func runCmd(args []string, _, stderr io.Writer) int {
+	return daemonCmd("run", runUsage, args, stderr, run)
+}
+
+func checkCmd(args []string, stdout, stderr io.Writer) int {
+	return daemonCmd("check", checkUsage, args, stderr, func(cfg *config.Config, stderr io.Writer) int {
+		ctx, cancel := context.WithTimeout(context.Background(), check.Timeout(cfg))
+		defer cancel()
+		if err := check.Run(ctx, cfg, openParts, stdout); err != nil {
+			fmt.Fprintf(stderr, "sink check: %v\n", err)
+			return 1
+		}
+		return 0
+	})
+}
+
+// daemonCmd parses the flags of run or check (text is its usage), loads
+// the config and hands it to do.
+func daemonCmd(cmd, text string, args []string, stderr io.Writer, do func(*config.Config, io.Writer) int) int {
+	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, text); fs.PrintDefaults() }
+	path := fs.String("config", "", "the connector's YAML config `file` (required)")
+	if err := fs.Parse(args); err != nil {
+		return parseExit(err)
+	}
+	if *path == "" || fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "sink %s: --config FILE is required and takes no other arguments\n", cmd)
+		return 2
+	}
+	cfg, err := config.Load(*path, os.Environ())
+	if err != nil {
+		fmt.Fprintf(stderr, "sink: %v\n", err)
+		return 1
+	}
+	return do(cfg, stderr)
 }
 
 // parseExit is the exit status after a command's flags failed to parse:
@@ -201,6 +208,13 @@ func newLogger(cfg config.Log, out io.Writer) zerolog.Logger {
 	return zerolog.New(out).Level(level).With().Timestamp().Logger()
 }
 
+// openParts assembles the daemon for run and check (internal/assemble);
+// a test wraps it to compare what the two built.
+var openParts assemble.Opener = assemble.Open
+
+// run is `sink run`: it starts the components in order (HTTP server,
+// ClickHouse side and the other parts, pipeline, consumer), runs the
+// pipeline until a signal, and stops them in reverse order.
 func run(cfg *config.Config, stderr io.Writer) int {
 	log := newLogger(cfg.Log, stderr).With().Str("connector", cfg.Name).Logger()
 	ctx, stop := signals(log)
@@ -208,109 +222,38 @@ func run(cfg *config.Config, stderr io.Writer) int {
 	for _, w := range cfg.Warnings() {
 		log.Warn().Msg(w)
 	}
-	if os.Getenv("GOMEMLIMIT") == "" { // the operator's own limit wins
-		limit := consumer.MemoryLimit(cfg)
-		debug.SetMemoryLimit(limit)
-		log.Debug().Int64("bytes", limit).Msg("Go memory limit derived from batch.buffer_memory")
-	}
+	setMemoryLimit(cfg, log)
+	fail := func(err error) int { fmt.Fprintf(stderr, "sink: %v\n", err); return 1 }
 
 	// The HTTP server starts first and stops last, so /healthz answers and
 	// /readyz explains "not ready" for the whole life of the process.
-	var (
-		m  *metrics.Metrics
-		st *status.Handler
-	)
-	if cfg.HTTP.Listen != "" {
-		m = metrics.New(cfg.Kafka.Group)
-		st = status.New(status.InfoFor(cfg, version), status.WorkerID(cfg.HTTP.Listen), m)
-		srv, err := metrics.ServeHandler(cfg.HTTP.Listen, st.Routes(m.Handler()))
-		if err != nil {
-			fmt.Fprintf(stderr, "sink: %v\n", err)
-			return 1
-		}
-		defer func() {
-			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = srv.Close(sctx)
-		}()
-		log.Info().Str("addr", srv.Addr()).Bool("admin", cfg.HTTP.Admin).
-			Msg("serving /metrics, /healthz, /readyz, /status and the status page at /")
-	}
-
-	w, err := openSink(ctx, cfg, m, log)
-	if err != nil && ctx.Err() != nil {
-		// SIGTERM while connecting to ClickHouse (a slow server, or a
-		// cluster's nodes being read): nothing was consumed yet.
-		log.Info().Msg("stopped before the pipeline started")
-		return 0
-	}
+	side, err := serveHTTP(cfg, log)
 	if err != nil {
-		fmt.Fprintf(stderr, "sink: %v\n", err)
-		return 1
+		return fail(err)
 	}
-	defer w.Close()
-	m.SetPinger(func(ctx context.Context) error { return w.Conn().Ping(ctx) })
-	opts := []pipeline.Option{pipeline.WithMetrics(m)}
-	if ch := cfg.ClickHouse; ch.MaxInsertsPerMinute > 0 && ch.ShareBudget {
-		// Each server's budget is shared with its other writers: read
-		// their INSERTs off the pipeline's goroutine, for as long as it runs.
-		sh := budget.NewSharer(budget.Settings{PerMinute: ch.MaxInsertsPerMinute}, writer.ShareReader(w, ch.QueryTimeout), 0, log)
-		sctx, stopShare := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { defer close(done); sh.Run(sctx) }()
-		defer func() { stopShare(); <-done }()
-		opts = append(opts, pipeline.WithAllowance(sh))
-	}
-	if cfg.ExactlyOnce() {
-		io, err := eosio.NewIO(cfg, w.Conn())
-		if err != nil {
-			fmt.Fprintf(stderr, "sink: %v\n", err)
-			return 1
-		}
-		defer io.Close()
-		if c, ok := w.(*writer.Cluster); ok {
-			io.OnCluster(c) // the table checks read every shard
-		}
-		opts = append(opts, pipeline.WithExactlyOnce(io))
-	}
-	// schema.create samples a topic's newest records with a client of its
-	// own; the registry-framed formats look their schemas up in
-	// schema_registry.
-	opts = append(opts, pipeline.WithSampler(consumer.Sampler{Kafka: cfg.Kafka}))
-	if cfg.SchemaRegistry.Enabled() {
-		rc, err := registry.New(cfg.SchemaRegistry, registry.Options{})
-		if err != nil {
-			fmt.Fprintf(stderr, "sink: %v\n", err)
-			return 1
-		}
-		opts = append(opts, pipeline.WithRegistry(rc))
-	}
-	p, err := pipeline.New(ctx, cfg, log, w, opts...)
-	if err != nil && ctx.Err() != nil {
-		// Stopped while New waited (schema.create on an empty topic):
-		// nothing was consumed, so there is nothing to flush.
-		log.Info().Msg("stopped before the pipeline started")
-		return 0
-	}
+	defer side.close()
+	parts, err := openParts(ctx, cfg, side.m, log)
 	if err != nil {
-		fmt.Fprintf(stderr, "sink: %v\n", err)
-		return 1
+		return startFailed(ctx, err, log, fail)
 	}
+	defer parts.Close()
+	side.m.SetPinger(func(ctx context.Context) error { return parts.Sink.Conn().Ping(ctx) })
+	parts.StartSharing()
+	p, err := parts.Pipeline(ctx, cfg, log)
+	if err != nil {
+		return startFailed(ctx, err, log, fail)
+	}
+	log.Debug().Interface("parts", parts.Summary()).Msg("assembled")
 	if cfg.ExactlyOnce() {
 		if err := p.CheckExactlyOnce(ctx); err != nil {
-			fmt.Fprintf(stderr, "sink: %v\n", err)
-			return 1
+			return fail(err)
 		}
 	}
-	cons, err := consumer.New(ctx, cfg, log, consumer.HooksOf(p))
+	cons, err := parts.Consumer(ctx, cfg, log, p)
 	if err != nil {
-		fmt.Fprintf(stderr, "sink: %v\n", err)
-		return 1
+		return fail(err)
 	}
-	p.Attach(cons)
-	if st != nil {
-		st.SetController(p)
-	}
+	side.control(p)
 	log.Info().Str("version", version).Strs("topics", cfg.Kafka.Topics).Str("group", cfg.Kafka.Group).
 		Int("max_rows", cfg.Batch.MaxRows).Str("max_bytes", cfg.Batch.MaxBytes.String()).
 		Dur("max_wait", cfg.Batch.MaxWait).Bool("ignore_partitions", cfg.Batch.IgnorePartitions).
@@ -327,49 +270,68 @@ func run(cfg *config.Config, stderr io.Writer) int {
 	return 0
 }
 
-// clusterSink is what run needs of the ClickHouse side: a writer.Writer,
-// or a writer.Cluster when a route has a cluster target.
-type clusterSink interface {
-	pipeline.Sink
-	writer.InsertCounter
-	Conn() driver.Conn
-	Close() error
-}
-
-// openSink opens the writer, or the cluster writer when a route has a
-// target (target: local or distributed).
-func openSink(ctx context.Context, cfg *config.Config, m *metrics.Metrics, log zerolog.Logger) (clusterSink, error) {
-	for _, r := range cfg.Routes {
-		if r.Target != "" {
-			c, err := writer.OpenCluster(ctx, cfg.Name, cfg.ClickHouse, append(slices.Clip(cfg.Routes), cfg.DLQRoutes()...))
-			if err != nil {
-				return nil, err
-			}
-			c.Observe(clusterEvents{m, log})
-			return c, nil
-		}
+// startFailed is run's exit when a part could not be made: 0 when a
+// signal came meanwhile (a slow server, a cluster's nodes being read, or
+// schema.create waiting on an empty topic: nothing was consumed, so there
+// is nothing to flush), else 1 with the error.
+func startFailed(ctx context.Context, err error, log zerolog.Logger, fail func(error) int) int {
+	if ctx.Err() != nil {
+		log.Info().Msg("stopped before the pipeline started")
+		return 0
 	}
-	return writer.Open(ctx, cfg.Name, cfg.ClickHouse)
+	return fail(err)
 }
 
-// clusterEvents passes the cluster writer's outcomes to the metrics (which
-// may be nil: no http.listen) and logs the schema holds.
-type clusterEvents struct {
-	*metrics.Metrics
-	log zerolog.Logger
-}
-
-func (e clusterEvents) SchemaHeld(table, diffs string) {
-	e.log.Warn().Str("table", table).Str("differences", diffs).
-		Msg("cluster: holding the table's parts: its local tables have different columns on different replicas (a half-applied ALTER?); waiting for them to agree")
-	e.Metrics.SchemaHeld(table, diffs)
-}
-
-func (e clusterEvents) SchemaReleased(table string, waited time.Duration, agreed bool) {
-	if agreed {
-		e.log.Info().Str("table", table).Dur("waited", waited).Msg("cluster: the local tables agree again; inserting the held parts")
+// setMemoryLimit derives the Go memory limit from batch.buffer_memory
+// unless the operator set GOMEMLIMIT (theirs wins).
+func setMemoryLimit(cfg *config.Config, log zerolog.Logger) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return
 	}
-	e.Metrics.SchemaReleased(table, waited, agreed)
+	limit := consumer.MemoryLimit(cfg)
+	debug.SetMemoryLimit(limit)
+	log.Debug().Int64("bytes", limit).Msg("Go memory limit derived from batch.buffer_memory")
+}
+
+// httpSide is run's HTTP side: the metrics, the status handler and their
+// server, all nil without http.listen.
+type httpSide struct {
+	m   *metrics.Metrics
+	st  *status.Handler
+	srv *metrics.Server
+}
+
+// serveHTTP starts the server of http.listen (none when it is "").
+func serveHTTP(cfg *config.Config, log zerolog.Logger) (httpSide, error) {
+	if cfg.HTTP.Listen == "" {
+		return httpSide{}, nil
+	}
+	m := metrics.New(cfg.Kafka.Group)
+	st := status.New(status.InfoFor(cfg, version), status.WorkerID(cfg.HTTP.Listen), m)
+	srv, err := metrics.ServeHandler(cfg.HTTP.Listen, st.Routes(m.Handler()))
+	if err != nil {
+		return httpSide{}, err
+	}
+	log.Info().Str("addr", srv.Addr()).Bool("admin", cfg.HTTP.Admin).
+		Msg("serving /metrics, /healthz, /readyz, /status and the status page at /")
+	return httpSide{m: m, st: st, srv: srv}, nil
+}
+
+// control gives the status handler the pipeline to report on and pause.
+func (w httpSide) control(p *pipeline.Pipeline) {
+	if w.st != nil {
+		w.st.SetController(p)
+	}
+}
+
+// close stops the server, giving requests in flight 5 s.
+func (w httpSide) close() {
+	if w.srv == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = w.srv.Close(ctx)
 }
 
 // signals cancels the returned context on the first SIGTERM/SIGINT; a second
