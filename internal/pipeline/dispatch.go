@@ -422,7 +422,7 @@ func (p *Pipeline) pump(writeCtx context.Context, ts *tableState) {
 		}
 		if p.disp.inserting(ts) > 0 && len(b.Data.Unfilled()) > 0 {
 			// Its missing values are read back from the table once every
-			// earlier batch of it is in (unavailable.go).
+			// earlier batch of it is in (internal/cdc).
 			return
 		}
 		tab := p.disp.start(ts).tab
@@ -469,7 +469,7 @@ func (p *Pipeline) insert(ctx context.Context, ts *tableState, tab *chtable.Tabl
 			Dur("retry_in", at.Wait).Err(at.Err).Msg("insert failed, retrying the same block")
 	}
 	if len(b.Data.Unfilled()) > 0 {
-		if err := p.fillUnavailable(ctx, tab, b.Data); err != nil {
+		if err := p.fill.Fill(ctx, tab, b.Data); err != nil {
 			p.sendAck(ack{id: b.ID, err: err, took: time.Since(start)})
 			return
 		}

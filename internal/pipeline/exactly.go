@@ -1180,7 +1180,7 @@ func (e *exactly) replay(ctx context.Context, in eos.Intent) error {
 	if blk.Rows() == 0 {
 		return nil
 	}
-	if err := p.fillUnavailable(ctx, ts.t, blk); err != nil {
+	if err := p.fill.Fill(ctx, ts.t, blk); err != nil {
 		return fmt.Errorf("exactly-once: replaying a pending batch into %s: %w", in.Table, err)
 	}
 	err = p.w.Insert(chtable.WithDedupToken(ctx, in.Token), ts.t, blk, 0, nil, nil)

@@ -99,6 +99,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/config"
+	"sink/internal/backoff"
+	"sink/internal/cdc"
 	"sink/internal/chtable"
 	"sink/internal/decode"
 	"sink/internal/metrics"
@@ -220,6 +222,9 @@ type Pipeline struct {
 	// demand is the INSERTs per minute last told to a shared budget, by
 	// server (budgetDemand).
 	demand map[string]float64
+	// fill gives the cells a change event did not carry their earlier
+	// values before a batch is inserted (internal/cdc).
+	fill *cdc.Filler
 	// conns are the INSERTs that may hold a ClickHouse connection at once
 	// (chtable.InsertConns): the others wait for a slot here, in no hurry
 	// and without an error, instead of timing out in the driver's pool.
@@ -290,6 +295,7 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w Sink, op
 	p.initDelivery()
 	p.initBudget()
 	p.conns = make(chan struct{}, chtable.InsertConns(cfg.ClickHouse.MaxInFlight))
+	p.fill = cdc.NewFiller(w, backoff.Policy{Initial: cfg.ClickHouse.RetryInitial, Max: cfg.ClickHouse.RetryMax, Jitter: backoff.EqualJitter}, log)
 	p.m.SetMaxWait(cfg.Batch.MaxWait)
 	if err := p.createTables(ctx); err != nil {
 		return nil, err

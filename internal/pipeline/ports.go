@@ -158,12 +158,6 @@ type partsReader interface {
 	PartsOf(ctx context.Context, tables []chtable.TableName) (map[chtable.TableName]adapt.Parts, error)
 }
 
-// latestSink is a Sink that reads the newest stored values of rows by key
-// (writer.Writer.Latest). Called from insert goroutines.
-type latestSink interface {
-	Latest(ctx context.Context, t *chtable.Table, q chtable.LatestQuery) ([][]any, error)
-}
-
 // TableCreator is a Sink that can create tables (writer.Writer and
 // writer.Cluster): schema.create: if_missing and the dead-letter table
 // need it, and PlanCreates (sink check) asks it whether each table

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"sink/internal/budget"
+	"sink/internal/cdc"
 	"sink/internal/command/advise"
 	"sink/internal/consumer"
 	"sink/internal/eos/eosio"
@@ -18,7 +19,7 @@ var (
 	_ protocolSource      = (*consumer.Consumer)(nil)
 	_ Sink                = (*writer.Writer)(nil)
 	_ partsReader         = (*writer.Writer)(nil)
-	_ latestSink          = (*writer.Writer)(nil)
+	_ cdc.Store           = (*writer.Writer)(nil)
 	_ TableCreator        = (*writer.Writer)(nil)
 	_ columnAdder         = (*writer.Writer)(nil)
 	_ truncater           = (*writer.Writer)(nil)
