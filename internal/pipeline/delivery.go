@@ -7,6 +7,7 @@ import (
 
 	"sink/internal/chschema"
 	"sink/internal/offsets"
+	"sink/internal/tables"
 )
 
 // delivery is what the delivery guarantee adds to the shared path:
@@ -30,21 +31,21 @@ type delivery interface {
 	// decide after the decode what skip cannot tell before it (a
 	// dead-letter table may hold the offset instead).
 	coveredRow(tp offsets.TP, offset int64) bool
-	deadLettered(tp offsets.TP, offset int64, rs *routeState) bool
+	deadLettered(tp offsets.TP, offset int64, rs *tables.Route) bool
 	// onRow notes the row of tp just appended to a's open batch.
 	onRow(a *accState, tp offsets.TP)
 	// onSeal notes that a's open batch was sealed as b.
 	onSeal(a *accState, b *sealedBatch)
 	// waiting reports whether ts's next batch must wait before its INSERT.
-	waiting(ts *tableState) bool
+	waiting(ts *tables.Table) bool
 	// beforeInsert is the context and block b's INSERT uses; an error
 	// means b is not inserted: errInsertLater (b is put back at the head
 	// of its table's queue with dispatch.requeue, which frees the insert
 	// slot b took: exactly-once's intent commit is out, or is tried again
 	// later) leaves it for retryDue, any other fails it.
-	beforeInsert(ctx context.Context, ts *tableState, b *sealedBatch) (context.Context, chschema.Block, error)
+	beforeInsert(ctx context.Context, ts *tables.Table, b *sealedBatch) (context.Context, chschema.Block, error)
 	// onAck notes that batch id of ts is inserted.
-	onAck(ts *tableState, id uint64)
+	onAck(ts *tables.Table, id uint64)
 	// commitMeta is what a commit of positions c sends: the positions
 	// (some may be left out), their metadata, and what to do once the
 	// commit succeeded (nil: nothing).
@@ -69,26 +70,26 @@ var errInsertLater = errors.New("insert later")
 
 // atLeastOnce is delivery: at_least_once: offsets are committed once the
 // batches before them are in; a restart may insert a batch again.
-type atLeastOnce struct{ p *Pipeline }
+type atLeastOnce struct{}
 
-func (atLeastOnce) check(context.Context) error                      { return nil }
-func (atLeastOnce) skip(offsets.TP, int64) bool                      { return false }
-func (atLeastOnce) coveredRow(offsets.TP, int64) bool                { return false }
-func (atLeastOnce) deadLettered(offsets.TP, int64, *routeState) bool { return false }
-func (atLeastOnce) onRow(*accState, offsets.TP)                      {}
-func (atLeastOnce) onSeal(*accState, *sealedBatch)                   {}
-func (atLeastOnce) waiting(*tableState) bool                         { return false }
-func (atLeastOnce) onAck(*tableState, uint64)                        {}
-func (atLeastOnce) onAssign(context.Context, []offsets.TP)           {}
-func (atLeastOnce) onRelease([]offsets.TP)                           {}
-func (atLeastOnce) nextRetry(time.Time) (time.Duration, bool)        { return 0, false }
-func (atLeastOnce) retryDue(context.Context)                         {}
-func (atLeastOnce) stuckOn() string                                  { return "" }
+func (atLeastOnce) check(context.Context) error                        { return nil }
+func (atLeastOnce) skip(offsets.TP, int64) bool                        { return false }
+func (atLeastOnce) coveredRow(offsets.TP, int64) bool                  { return false }
+func (atLeastOnce) deadLettered(offsets.TP, int64, *tables.Route) bool { return false }
+func (atLeastOnce) onRow(*accState, offsets.TP)                        {}
+func (atLeastOnce) onSeal(*accState, *sealedBatch)                     {}
+func (atLeastOnce) waiting(*tables.Table) bool                         { return false }
+func (atLeastOnce) onAck(*tables.Table, uint64)                        {}
+func (atLeastOnce) onAssign(context.Context, []offsets.TP)             {}
+func (atLeastOnce) onRelease([]offsets.TP)                             {}
+func (atLeastOnce) nextRetry(time.Time) (time.Duration, bool)          { return 0, false }
+func (atLeastOnce) retryDue(context.Context)                           {}
+func (atLeastOnce) stuckOn() string                                    { return "" }
 
-// beforeInsert inserts b's block as it is, with the dead-letter table's
-// settings when ts is one.
-func (d atLeastOnce) beforeInsert(ctx context.Context, ts *tableState, b *sealedBatch) (context.Context, chschema.Block, error) {
-	return d.p.dlqInsertCtx(ctx, ts), chschema.Block(b.Data), nil
+// beforeInsert inserts b's block as it is, with the table's own settings
+// (a dead-letter table on a cluster waits for every shard).
+func (atLeastOnce) beforeInsert(ctx context.Context, ts *tables.Table, b *sealedBatch) (context.Context, chschema.Block, error) {
+	return ts.InsertContext(ctx), chschema.Block(b.Data), nil
 }
 
 // commitMeta commits the positions without metadata.

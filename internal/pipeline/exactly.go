@@ -17,6 +17,7 @@ import (
 	"sink/internal/eos"
 	"sink/internal/kafkaerr"
 	"sink/internal/offsets"
+	"sink/internal/tables"
 )
 
 // exactly is the pipeline's exactly-once state (delivery: exactly_once; see
@@ -48,23 +49,23 @@ type exactly struct {
 	// windows and marks feed the deduplication-window margin: per table,
 	// the window, the inserts so far, and the insert count when each live
 	// token was recorded.
-	windows map[*tableState]int64
+	windows map[*tables.Table]int64
 	// settings name each table's deduplication-window setting
 	// (non_replicated_ or replicated_deduplication_window), for the fix
 	// of a recreated topic.
-	settings map[*tableState]string
-	inserts  map[*tableState]int64
+	settings map[*tables.Table]string
+	inserts  map[*tables.Table]int64
 	marks    map[string]eoMark
 	// retries are tables whose next intent commit failed with an error that
 	// may pass (a broker restarting, a timeout): the batch waits at the head
 	// of the table's queue until the retry time, then pump tries again.
-	retries map[*tableState]*intentRetry
+	retries map[*tables.Table]*intentRetry
 	// asked are the tables whose head batch (by id) waits for its intent
 	// commit, queued in the committer or out; answered, the tables whose
 	// intent's result is in and whose queue pump has not taken up since
 	// (retryDue does).
-	asked    map[*tableState]uint64
-	answered map[*tableState]bool
+	asked    map[*tables.Table]uint64
+	answered map[*tables.Table]bool
 }
 
 // check refuses what exactly-once cannot work with before Run starts:
@@ -88,7 +89,7 @@ func (e *exactly) check(ctx context.Context) error {
 // token and its rows in the canonical order (intent). A failure that may
 // pass puts b back at the head of its table's queue for a retry
 // (errInsertLater); any other means b is never inserted.
-func (e *exactly) beforeInsert(ctx context.Context, ts *tableState, b *sealedBatch) (context.Context, chschema.Block, error) {
+func (e *exactly) beforeInsert(ctx context.Context, ts *tables.Table, b *sealedBatch) (context.Context, chschema.Block, error) {
 	if eb := e.batches[b.ID]; eb != nil && !eb.recorded && eb.failed == nil {
 		if e.ask(ctx, ts, b) {
 			e.p.disp.requeue(ts, b)
@@ -130,10 +131,10 @@ func (e *exactly) onAssign(ctx context.Context, tps []offsets.TP) {
 // result ("" when none).
 func (e *exactly) stuckOn() string {
 	for ts, r := range e.retries {
-		return fmt.Sprintf("recording a batch for %s in Kafka before its INSERT (exactly_once; %d attempts, last error: %v)", ts.t.FullName(), r.attempt, r.lastErr)
+		return fmt.Sprintf("recording a batch for %s in Kafka before its INSERT (exactly_once; %d attempts, last error: %v)", ts.Name(), r.attempt, r.lastErr)
 	}
 	for ts := range e.asked {
-		return fmt.Sprintf("recording a batch for %s in Kafka before its INSERT (exactly_once; its commit is not answered yet)", ts.t.FullName())
+		return fmt.Sprintf("recording a batch for %s in Kafka before its INSERT (exactly_once; its commit is not answered yet)", ts.Name())
 	}
 	return ""
 }
@@ -195,7 +196,7 @@ func (e *exactly) retryPolicy() backoff.Policy {
 // retryLater handles a failed intent of b: a retriable one puts b back at
 // the head of its table's queue with a backoff (retryPolicy) and reports
 // true; anything else is left to the caller, which fails the batch.
-func (e *exactly) retryLater(ts *tableState, b *sealedBatch, err error) bool {
+func (e *exactly) retryLater(ts *tables.Table, b *sealedBatch, err error) bool {
 	p := e.p
 	if !retriableIntent(err) {
 		return false
@@ -209,14 +210,14 @@ func (e *exactly) retryLater(ts *tableState, b *sealedBatch, err error) bool {
 	wait := r.backoff.Next()
 	r.at, r.lastErr = p.now().Add(wait), err
 	p.disp.requeue(ts, b)
-	p.log.Warn().Str("table", ts.t.FullName()).Uint64("batch", b.ID).Int("attempt", r.attempt).
+	p.log.Warn().Str("table", ts.Name()).Uint64("batch", b.ID).Int("attempt", r.attempt).
 		Dur("retry_in", wait).Err(err).Msg("exactly-once: recording the batch before its INSERT failed; trying again")
 	return true
 }
 
 // waiting reports whether ts's head batch waits for its intent commit's
 // result, or its next intent for its retry time.
-func (e *exactly) waiting(ts *tableState) bool {
+func (e *exactly) waiting(ts *tables.Table) bool {
 	if _, ok := e.asked[ts]; ok {
 		return true
 	}
@@ -225,7 +226,7 @@ func (e *exactly) waiting(ts *tableState) bool {
 }
 
 // recorded ends ts's backoff after an intent went through.
-func (e *exactly) recorded(ts *tableState) { delete(e.retries, ts) }
+func (e *exactly) recorded(ts *tables.Table) { delete(e.retries, ts) }
 
 // nextRetry is how long until the earliest intent retry is due; at once
 // when an intent's result waits to be taken up, or intents wait for the
@@ -291,7 +292,7 @@ type eoBatch struct {
 }
 
 type eoMark struct {
-	table *tableState
+	table *tables.Table
 	at    int64
 }
 
@@ -317,7 +318,7 @@ func (p *Pipeline) CheckExactlyOnce(ctx context.Context) error {
 	}
 	if e := p.eo; e != nil {
 		for i, t := range tables {
-			if ts := p.rt.table(t.FullName()); ts != nil && i < len(windows) {
+			if ts := p.cat.Table(t.FullName()); ts != nil && i < len(windows) {
 				e.windows[ts] = windows[i].Size
 				e.settings[ts] = windows[i].Setting
 			}
@@ -329,10 +330,10 @@ func (p *Pipeline) CheckExactlyOnce(ctx context.Context) error {
 // eoTables are the tables exactly-once inserts into: the routes' (Tables)
 // and the dead-letter tables.
 func (p *Pipeline) eoTables() []*chtable.Table {
-	out := p.Tables()
+	out := p.cat.Targets()
 	for _, key := range p.cfg.DLQTables() {
-		if ts := p.rt.table(key); ts != nil && p.isDLQTable(ts) {
-			out = append(out, ts.t)
+		if ts := p.cat.Table(key); ts != nil && ts.DeadLetter() {
+			out = append(out, ts.Target())
 		}
 	}
 	return out
@@ -350,7 +351,7 @@ func WithExactlyOnce(x ExactlyOnce) Option { return func(p *Pipeline) { p.eoIO =
 // initDelivery sets the delivery hooks (delivery.go): at-least-once, or
 // exactly-once with its state.
 func (p *Pipeline) initDelivery() {
-	p.dlv = atLeastOnce{p}
+	p.dlv = atLeastOnce{}
 	if !p.cfg.ExactlyOnce() {
 		return
 	}
@@ -362,13 +363,13 @@ func (p *Pipeline) initDelivery() {
 		dlqCovers: map[offsets.TP]eos.Covers{},
 		rows:      map[*accState]*rowParts{},
 		batches:   map[uint64]*eoBatch{},
-		windows:   map[*tableState]int64{},
-		settings:  map[*tableState]string{},
-		inserts:   map[*tableState]int64{},
+		windows:   map[*tables.Table]int64{},
+		settings:  map[*tables.Table]string{},
+		inserts:   map[*tables.Table]int64{},
 		marks:     map[string]eoMark{},
-		retries:   map[*tableState]*intentRetry{},
-		asked:     map[*tableState]uint64{},
-		answered:  map[*tableState]bool{},
+		retries:   map[*tables.Table]*intentRetry{},
+		asked:     map[*tables.Table]uint64{},
+		answered:  map[*tables.Table]bool{},
 	}
 	p.dlv = p.eo
 }
@@ -397,7 +398,7 @@ func (e *exactly) skip(tp offsets.TP, offset int64) bool {
 // deadLetterRows reports whether bad records may become rows of a
 // dead-letter table, so that whether a record is handled is known only
 // once it is decoded.
-func (e *exactly) deadLetterRows() bool { return e.p.dlqt != nil && len(e.p.dlqt.tables) > 0 }
+func (e *exactly) deadLetterRows() bool { return e.p.cat.DeadLetters().Any() }
 
 // coveredRow reports whether the record at offset of tp, which decoded
 // into a row of its route's table, is already in that table (decided here
@@ -412,8 +413,8 @@ func (e *exactly) coveredRow(tp offsets.TP, offset int64) bool {
 // range of its route's table that is in (its copy reached the dead-letter
 // topic before: no batch holding a record after it is recorded until
 // then, blockedBy).
-func (e *exactly) deadLettered(tp offsets.TP, offset int64, rs *routeState) bool {
-	if e.p.dlqTableOf(rs) != nil {
+func (e *exactly) deadLettered(tp offsets.TP, offset int64, rs *tables.Route) bool {
+	if e.p.cat.DeadLetters().TableOf(rs) != nil {
 		return e.dlqCovers[tp].Contains(offset)
 	}
 	return e.covers[tp].Contains(offset)
@@ -439,7 +440,7 @@ func (e *exactly) onRow(a *accState, tp offsets.TP) {
 func (e *exactly) onSeal(a *accState, b *sealedBatch) {
 	eb := &eoBatch{ranges: eosRanges(b.Ranges)}
 	eos.SortRanges(eb.ranges)
-	eb.token = eos.Token(a.key.table.t.FullName(), eb.ranges)
+	eb.token = eos.Token(a.key.table.Name(), eb.ranges)
 	if rp := e.rows[a]; rp != nil {
 		order := make([]int, len(rp.tps))
 		for i := range order {
@@ -465,7 +466,7 @@ func (e *exactly) onSeal(a *accState, b *sealedBatch) {
 // (intentJob builds it when its turn comes; recordedAs handles the
 // result). It reports whether the result comes later, as an event; when
 // Run is not running the commit is made at once.
-func (e *exactly) ask(ctx context.Context, ts *tableState, b *sealedBatch) bool {
+func (e *exactly) ask(ctx context.Context, ts *tables.Table, b *sealedBatch) bool {
 	e.asked[ts] = b.ID
 	return e.p.commitInOrder(func() (commitJob, bool) { return e.intentJob(ctx, ts, b) })
 }
@@ -475,7 +476,7 @@ func (e *exactly) ask(ctx context.Context, ts *tableState, b *sealedBatch) bool 
 // entry added. ok is false when there is nothing to send: b was dropped
 // meanwhile (onRelease), or the intent cannot be built, which is then
 // b's answer.
-func (e *exactly) intentJob(ctx context.Context, ts *tableState, b *sealedBatch) (commitJob, bool) {
+func (e *exactly) intentJob(ctx context.Context, ts *tables.Table, b *sealedBatch) (commitJob, bool) {
 	if id, ok := e.asked[ts]; !ok || id != b.ID {
 		return commitJob{}, false
 	}
@@ -499,7 +500,7 @@ func (e *exactly) intentJob(ctx context.Context, ts *tableState, b *sealedBatch)
 }
 
 // intentLedgers are the positions, metadata and ledgers of b's intent.
-func (e *exactly) intentLedgers(ctx context.Context, ts *tableState, b *sealedBatch, eb *eoBatch) (map[offsets.TP]offsets.Commit, map[offsets.TP]string, map[offsets.TP]eos.Ledger, error) {
+func (e *exactly) intentLedgers(ctx context.Context, ts *tables.Table, b *sealedBatch, eb *eoBatch) (map[offsets.TP]offsets.Commit, map[offsets.TP]string, map[offsets.TP]eos.Ledger, error) {
 	place, err := e.placement(ctx, ts)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("exactly-once: batch %d: %w", b.ID, err)
@@ -530,7 +531,7 @@ func (e *exactly) intentLedgers(ctx context.Context, ts *tableState, b *sealedBa
 // for intent. Either way ts's head batch no longer waits, and retryDue
 // (or handleCommit) pumps ts. It does not pump itself: settle may hand it
 // the result where no INSERT may start.
-func (e *exactly) recordedAs(ts *tableState, id uint64, next map[offsets.TP]eos.Ledger, err error) {
+func (e *exactly) recordedAs(ts *tables.Table, id uint64, next map[offsets.TP]eos.Ledger, err error) {
 	if e.asked[ts] == id {
 		delete(e.asked, ts)
 	}
@@ -557,7 +558,7 @@ func (e *exactly) recordedAs(ts *tableState, id uint64, next map[offsets.TP]eos.
 // intent is what b's INSERT uses once its intent is recorded: its token
 // and its rows in the canonical order. An error (the intent failed, or b
 // has no token) means b must not be inserted.
-func (e *exactly) intent(ctx context.Context, ts *tableState, b *sealedBatch) (context.Context, chschema.Block, error) {
+func (e *exactly) intent(ctx context.Context, ts *tables.Table, b *sealedBatch) (context.Context, chschema.Block, error) {
 	eb := e.batches[b.ID]
 	if eb == nil {
 		return nil, nil, fmt.Errorf("exactly-once: batch %d has no token", b.ID)
@@ -567,20 +568,20 @@ func (e *exactly) intent(ctx context.Context, ts *tableState, b *sealedBatch) (c
 		return nil, nil, err
 	}
 	if !eb.recorded {
-		return nil, nil, fmt.Errorf("exactly-once: batch %d of %s is not recorded", b.ID, ts.t.FullName())
+		return nil, nil, fmt.Errorf("exactly-once: batch %d of %s is not recorded", b.ID, ts.Name())
 	}
 	return chtable.WithDedupToken(ctx, eb.token), eos.Ordered(b.Data, eb.perm), nil
 }
 
 // placement is how the sink splits ts's rows across a cluster's shards
 // now ("" when it does not split them; see placementSink).
-func (e *exactly) placement(ctx context.Context, ts *tableState) (string, error) {
+func (e *exactly) placement(ctx context.Context, ts *tables.Table) (string, error) {
 	p := e.p
 	ps, ok := p.w.(placementSink)
 	if !ok {
 		return "", nil
 	}
-	return ps.Placement(ctx, ts.t.Database, ts.t.Name)
+	return ps.Placement(ctx, ts.Target().Database, ts.Target().Name)
 }
 
 // position is what a commit of tp may say now: the handled prefix, or the
@@ -597,7 +598,7 @@ func (e *exactly) position(tp offsets.TP, l *eos.Ledger) offsets.Commit {
 }
 
 // onAck notes a successful INSERT for the margin metric.
-func (e *exactly) onAck(ts *tableState, id uint64) {
+func (e *exactly) onAck(ts *tables.Table, id uint64) {
 	delete(e.batches, id)
 	e.inserts[ts]++
 	e.margin(ts)
@@ -647,12 +648,12 @@ func (e *exactly) committed(next map[offsets.TP]eos.Ledger) {
 // margins recomputes the margin of every table.
 func (e *exactly) margins() {
 	p := e.p
-	p.rt.eachTable(e.margin)
+	p.cat.EachTable(e.margin)
 }
 
 // margin sets ts's margin: its window minus the inserts since the oldest
 // token still listed in a ledger was recorded.
-func (e *exactly) margin(ts *tableState) {
+func (e *exactly) margin(ts *tables.Table) {
 	p := e.p
 	live := map[string]bool{}
 	for _, l := range e.ledgers {
@@ -670,7 +671,7 @@ func (e *exactly) margin(ts *tableState) {
 			oldest = m.at
 		}
 	}
-	p.m.DedupMargin(ts.t.FullName(), e.windows[ts]-(e.inserts[ts]-oldest))
+	p.m.DedupMargin(ts.Name(), e.windows[ts]-(e.inserts[ts]-oldest))
 }
 
 // onRelease forgets partitions revoked or lost and drops the work that can
@@ -788,7 +789,7 @@ func (e *exactly) dropSealed(id uint64) int {
 func (e *exactly) dropOpen(a *accState) int {
 	p := e.p
 	rows := 0
-	if b := a.acc.Seal(p.now(), a.id, batch.ReasonRevoke, a.key.table.block()); b != nil {
+	if b := a.acc.Seal(p.now(), a.id, batch.ReasonRevoke, e.p.disp.block(a.key.table)); b != nil {
 		rows = b.Rows()
 	}
 	a.id = p.newID()
@@ -904,11 +905,11 @@ func (e *exactly) recoverInTables(ctx context.Context, plan *eos.Plan, ids map[s
 // tableOf is the table a topic's records go to, for the recovery's plan.
 func (e *exactly) tableOf(ctx context.Context) func(topic string) (string, bool) {
 	return func(topic string) (string, bool) {
-		rs, err := e.p.routeFor(ctx, topic)
+		rs, err := e.p.cat.RouteFor(ctx, topic)
 		if err != nil || rs == nil {
 			return "", false
 		}
-		return rs.table.t.FullName(), true
+		return rs.Table().Name(), true
 	}
 }
 
@@ -922,7 +923,7 @@ func (e *exactly) tablesOf(ctx context.Context) func(topic string) []string {
 			out = append(out, t)
 		}
 		if ts := e.dlqTable(ctx, topic); ts != nil {
-			out = append(out, ts.t.FullName())
+			out = append(out, ts.Name())
 		}
 		return out
 	}
@@ -957,7 +958,7 @@ func (e *exactly) recoverPart(ctx context.Context, plan *eos.Plan, r eos.Recover
 	if fr == nil {
 		for _, in := range plan.Replays {
 			covers := e.covers
-			if e.p.isDLQTable(e.p.rt.table(in.Table)) {
+			if e.p.cat.Table(in.Table).DeadLetter() {
 				covers = e.dlqCovers // only its bad records are in
 			}
 			for _, cr := range in.Ranges {
@@ -1003,8 +1004,8 @@ func (e *exactly) checkPresent(ctx context.Context, r eos.Recovery, l *eos.Ledge
 	if !ok {
 		return nil
 	}
-	ts := p.rt.table(table)
-	spans, err := p.eoIO.Present(ctx, ts.t, r.TP, r.CheckFrom, r.CheckTo)
+	ts := p.cat.Table(table)
+	spans, err := p.eoIO.Present(ctx, ts.Target(), r.TP, r.CheckFrom, r.CheckTo)
 	if err != nil {
 		return err
 	}
@@ -1052,7 +1053,7 @@ func (e *exactly) checkDeadLetters(ctx context.Context, r eos.Recovery, l *eos.L
 	if ts == nil {
 		return nil
 	}
-	spans, err := p.eoIO.Present(ctx, ts.t, r.TP, r.CheckFrom, r.CheckTo)
+	spans, err := p.eoIO.Present(ctx, ts.Target(), r.TP, r.CheckFrom, r.CheckTo)
 	if err != nil {
 		return err
 	}
@@ -1063,7 +1064,7 @@ func (e *exactly) checkDeadLetters(ctx context.Context, r eos.Recovery, l *eos.L
 		l.Check = spans[n-1].Last + 1
 	}
 	p.log.Info().Str("topic", r.TP.Topic).Int32("partition", r.TP.Partition).Int64("committed", r.Offset).
-		Str("why", r.Why).Str("table", ts.t.FullName()).Int("present_spans", len(spans)).
+		Str("why", r.Why).Str("table", ts.Name()).Int("present_spans", len(spans)).
 		Msg("exactly-once: checked which bad records the dead-letter table already holds")
 	return nil
 }
@@ -1071,16 +1072,16 @@ func (e *exactly) checkDeadLetters(ctx context.Context, r eos.Recovery, l *eos.L
 // dlqTable is the dead-letter table of topic's bad records (records of
 // a topic no route takes are bad with errors.unrouted: dlq), nil when they
 // get no row.
-func (e *exactly) dlqTable(ctx context.Context, topic string) *tableState {
+func (e *exactly) dlqTable(ctx context.Context, topic string) *tables.Table {
 	p := e.p
 	if !e.deadLetterRows() {
 		return nil
 	}
-	rs, err := p.routeFor(ctx, topic)
+	rs, err := p.cat.RouteFor(ctx, topic)
 	if err != nil || (rs == nil && p.cfg.Errors.Unrouted != "dlq") {
 		return nil
 	}
-	return p.dlqTableOf(rs)
+	return p.cat.DeadLetters().TableOf(rs)
 }
 
 // eoTopicStateFor bounds how long recovery retries reading the topic IDs
@@ -1125,7 +1126,7 @@ func (e *exactly) recreated(tp offsets.TP, why string, tableOf func(string) (str
 	p := e.p
 	table, _ := tableOf(tp.Topic)
 	setting, window := "non_replicated_deduplication_window", int64(0)
-	if ts := p.rt.table(table); ts != nil {
+	if ts := p.cat.Table(table); ts != nil {
 		if s := e.settings[ts]; s != "" {
 			setting = s
 		}
@@ -1139,7 +1140,7 @@ func (e *exactly) recreated(tp offsets.TP, why string, tableOf func(string) (str
 // inserts it with its token; ClickHouse drops it if it landed before.
 func (e *exactly) replay(ctx context.Context, in eos.Intent) error {
 	p := e.p
-	ts := p.rt.table(in.Table)
+	ts := p.cat.Table(in.Table)
 	if ts == nil {
 		return fmt.Errorf("exactly-once: pending batch for unknown table %s", in.Table)
 	}
@@ -1160,30 +1161,30 @@ func (e *exactly) replay(ctx context.Context, in eos.Intent) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUnreadable, err)
 	}
-	blk := ts.plan.NewBlock()
-	if p.isDLQTable(ts) {
+	blk := ts.NewBlock()
+	if ts.DeadLetter() {
 		if err := e.deadLetterBlock(ctx, ts, in, recs, blk); err != nil {
 			return fmt.Errorf("exactly-once: replaying a pending batch into %s: %w", in.Table, err)
 		}
 	} else {
 		for _, r := range in.Ranges {
 			for _, rec := range recs[r.TP] {
-				rs, err := p.routeFor(ctx, rec.Topic)
-				if err != nil || rs == nil || rs.table != ts {
+				rs, err := p.cat.RouteFor(ctx, rec.Topic)
+				if err != nil || rs == nil || rs.Table() != ts {
 					continue
 				}
 				// Tombstones and bad records made no row the first time either.
-				_ = rs.plan.Append(blk, rec)
+				_ = rs.Plan().Append(blk, rec)
 			}
 		}
 	}
 	if blk.Rows() == 0 {
 		return nil
 	}
-	if err := p.fill.Fill(ctx, ts.t, blk); err != nil {
+	if err := p.fill.Fill(ctx, ts.Target(), blk); err != nil {
 		return fmt.Errorf("exactly-once: replaying a pending batch into %s: %w", in.Table, err)
 	}
-	err = p.w.Insert(chtable.WithDedupToken(ctx, in.Token), ts.t, blk, 0, nil, nil)
+	err = p.w.Insert(chtable.WithDedupToken(ctx, in.Token), ts.Target(), blk, 0, nil, nil)
 	if err != nil {
 		return fmt.Errorf("exactly-once: replaying a pending batch into %s: %w", in.Table, err)
 	}
@@ -1203,11 +1204,11 @@ func (e *exactly) replay(ctx context.Context, in eos.Intent) error {
 // the rows already in are left out here and only the others go in with
 // the token (which drops them if an INSERT of the batch still running
 // lands them first).
-func (e *exactly) deadLetterBlock(ctx context.Context, ts *tableState, in eos.Intent, recs map[offsets.TP][]*kgo.Record, blk *decode.Block) error {
+func (e *exactly) deadLetterBlock(ctx context.Context, ts *tables.Table, in eos.Intent, recs map[offsets.TP][]*kgo.Record, blk *decode.Block) error {
 	p := e.p
-	scratch := map[*tableState]*decode.Block{}
+	scratch := map[*tables.Table]*decode.Block{}
 	for _, r := range in.Ranges {
-		spans, err := p.eoIO.Present(ctx, ts.t, r.TP, r.First, r.Last+1)
+		spans, err := p.eoIO.Present(ctx, ts.Target(), r.TP, r.First, r.Last+1)
 		if err != nil {
 			return err
 		}
@@ -1223,10 +1224,10 @@ func (e *exactly) deadLetterBlock(ctx context.Context, ts *tableState, in eos.In
 			if err != nil {
 				return err
 			}
-			if cause == nil || p.dlqTableOf(rs) != ts {
+			if cause == nil || p.cat.DeadLetters().TableOf(rs) != ts {
 				continue
 			}
-			if err := p.appendDeadLetter(blk, ts, rec, cause, meantFor(rs)); err != nil {
+			if err := p.cat.DeadLetters().Append(blk, ts, rec, cause, tables.MeantFor(rs)); err != nil {
 				return err
 			}
 		}
@@ -1239,26 +1240,26 @@ func (e *exactly) deadLetterBlock(ctx context.Context, ts *tableState, in eos.In
 // it is bad, nil when it is not (a row, a tombstone, a TRUNCATE event, a
 // record no route takes while errors.unrouted is skip). A record whose
 // schema cannot be fetched now cannot be told: an error.
-func (p *Pipeline) badNow(ctx context.Context, rec *kgo.Record, scratch map[*tableState]*decode.Block) (rs *routeState, cause, err error) {
-	rs, err = p.routeFor(ctx, rec.Topic)
+func (p *Pipeline) badNow(ctx context.Context, rec *kgo.Record, scratch map[*tables.Table]*decode.Block) (rs *tables.Route, cause, err error) {
+	rs, err = p.cat.RouteFor(ctx, rec.Topic)
 	if err != nil {
 		return nil, nil, err
 	}
 	if rs == nil {
 		if p.cfg.Errors.Unrouted == "dlq" {
-			return nil, unroutedError(rec), nil
+			return nil, tables.UnroutedError(rec), nil
 		}
 		return nil, nil, nil
 	}
-	blk := scratch[rs.table]
+	blk := scratch[rs.Table()]
 	if blk == nil {
-		blk = rs.table.plan.NewBlock()
-		scratch[rs.table] = blk
+		blk = rs.Table().NewBlock()
+		scratch[rs.Table()] = blk
 	}
-	err = rs.plan.Append(blk, rec)
+	err = rs.Plan().Append(blk, rec)
 	switch {
 	case err == nil:
-		rs.plan.Unappend(blk)
+		rs.Plan().Unappend(blk)
 		return rs, nil, nil
 	case errors.Is(err, decode.ErrSkip), errors.Is(err, decode.ErrTruncate):
 		return rs, nil, nil

@@ -754,7 +754,7 @@ func TestUnitExactlyShardWindows(t *testing.T) {
 		finish(t, w, r)
 		for ts, size := range r.p.eo.windows {
 			if size != 300 {
-				t.Fatalf("%s: window %d for the margin; want the 300 Windows read", ts.t.FullName(), size)
+				t.Fatalf("%s: window %d for the margin; want the 300 Windows read", ts.Name(), size)
 			}
 		}
 		if len(r.p.eo.windows) == 0 {

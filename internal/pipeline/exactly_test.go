@@ -10,13 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"sink/config"
 	"sink/internal/batch"
-	"sink/internal/chtable"
 	"sink/internal/eos"
 	"sink/internal/offsets"
+	"sink/internal/tables"
 )
 
 // TestCanonicalBatchOrder: rows that arrive interleaved across partitions
@@ -26,7 +27,7 @@ import (
 func TestCanonicalBatchOrder(t *testing.T) {
 	p := &Pipeline{cfg: &config.Config{Delivery: config.DeliveryExactlyOnce}}
 	p.initDelivery()
-	ts := &tableState{t: chtable.NewTable("db", "t", nil, nil)}
+	ts := unitTable(t)
 	a := &accState{key: accKey{table: ts}}
 	a0, a1, b1 := offsets.TP{Topic: "a", Partition: 0}, offsets.TP{Topic: "a", Partition: 1}, offsets.TP{Topic: "b", Partition: 1}
 	for _, tp := range []offsets.TP{b1, a0, b1, a0, a1} {
@@ -101,7 +102,7 @@ func TestIntentRetryBackoff(t *testing.T) {
 		}
 		return 0
 	}
-	ts := &tableState{t: chtable.NewTable("db", "t", nil, nil)}
+	ts := unitTable(t)
 	b1, b2 := &sealedBatch{ID: 1}, &sealedBatch{ID: 2}
 	p.disp.enqueue(&flight{b: b1, table: ts})
 	p.disp.enqueue(&flight{b: b2, table: ts})
@@ -144,4 +145,14 @@ func TestIntentRetryBackoff(t *testing.T) {
 	if p.eo.retryLater(ts, b1, &intentError{kerr.FencedInstanceID}) {
 		t.Fatal("a fenced static member's intent was retried")
 	}
+}
+
+// unitTable is the table db.t, as New resolves it against the fake sink.
+func unitTable(t *testing.T) *tables.Table {
+	t.Helper()
+	p, err := New(context.Background(), unitConfig(t, ""), zerolog.Nop(), newFakeSink(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.cat.Table("db.t")
 }

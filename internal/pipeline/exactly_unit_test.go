@@ -131,7 +131,7 @@ func newEO(t *testing.T, cfg *config.Config, sink *fakeSink) *Pipeline {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.eo.windows[p.rt.table("db.t")] = 1000
+	p.eo.windows[p.cat.Table("db.t")] = 1000
 	for _, tp := range []offsets.TP{eoP0, eoP1} {
 		p.eo.ledgers[tp] = &eos.Ledger{Offset: -1}
 	}

@@ -76,8 +76,8 @@ func settle(b *testing.B, p *Pipeline, r *kgo.Record, offset int64) {
 			return
 		}
 		select {
-		case s := <-p.schemas:
-			p.handleSchema(ctx, s)
+		case s := <-p.cat.Results():
+			p.handleTable(ctx, s)
 		case <-time.After(5 * time.Second):
 			b.Fatal("a held record's table re-read did not come back")
 		}

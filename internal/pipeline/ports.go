@@ -13,14 +13,14 @@ import (
 )
 
 // The pipeline talks to Kafka and ClickHouse only through the ports
-// below, so its state machine can be driven by fakes in unit tests, and
-// it imports none of the adapters: consumer.Consumer is the production
-// Source, writer.Writer and writer.Cluster the production Sinks, eosio.IO
-// the production ExactlyOnce and advise.Sampler the production Sampler,
-// all wired in by cmd/sink (ports_test.go asserts each at compile time,
-// with the optional capabilities each has; TestUnitImportsNoAdapter
-// checks the imports). The ports speak internal/chtable's vocabulary,
-// which the writer shares.
+// below (and those its parts declare: internal/tables, internal/cdc), so
+// its state machine can be driven by fakes in unit tests, and it imports
+// none of the adapters: consumer.Consumer is the production Source,
+// writer.Writer and writer.Cluster the production Sinks, eosio.IO the
+// production ExactlyOnce, all wired in by cmd/sink (ports_test.go asserts
+// each at compile time, with the optional capabilities each has;
+// TestUnitImportsNoAdapter checks the imports). The ports speak
+// internal/chtable's vocabulary, which the writer shares.
 
 // Source is the Kafka side: the consumer group member the records come
 // from, where their offsets are committed and where bad records go.
@@ -158,41 +158,12 @@ type partsReader interface {
 	PartsOf(ctx context.Context, tables []chtable.TableName) (map[chtable.TableName]adapt.Parts, error)
 }
 
-// TableCreator is a Sink that can create tables (writer.Writer and
-// writer.Cluster): schema.create: if_missing and the dead-letter table
-// need it, and PlanCreates (sink check) asks it whether each table
-// exists. Called on the goroutine that calls New.
-type TableCreator interface {
-	TableExists(ctx context.Context, db, table string) (bool, error)
-	CreateTable(ctx context.Context, s chtable.TableSpec) (ddl []string, created bool, err error)
-	Features(ctx context.Context) (chschema.ServerInfo, error)
-}
-
-// columnAdder is a Sink that can add a column to a table (writer.Writer
-// and writer.Cluster): schema.evolve: add_columns needs it. Features is
-// called from New, AddColumn from an evolve goroutine.
-type columnAdder interface {
-	AddColumn(ctx context.Context, info chschema.ServerInfo, db, table, cluster, name, typ string) (ddl string, added bool, err error)
-	Features(ctx context.Context) (chschema.ServerInfo, error)
-}
-
 // truncater is a Sink that can apply a TRUNCATE event (writer.Writer and
 // writer.Cluster; truncate: apply needs it): it empties db.table (ON
 // CLUSTER cluster when set) and returns the statements it ran. Called
 // from a goroutine of its own.
 type truncater interface {
 	Truncate(ctx context.Context, db, table, cluster string) (ddl string, err error)
-}
-
-// Sampler reads the newest records of a topic: schema.create: if_missing
-// types a missing table's columns by them. main gives one that reads with
-// the consumer's brokers and security and joins no group (advise.Sampler;
-// WithSampler, and PlanCreates's parameter). Called on the goroutine that
-// calls New or PlanCreates.
-type Sampler interface {
-	// Sample returns up to n of the newest records of topic, spread over
-	// its partitions (none when it holds none).
-	Sample(ctx context.Context, topic string, n int) ([]*kgo.Record, error)
 }
 
 // shareUsage is the optional side of an Allowance that shares each

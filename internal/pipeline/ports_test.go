@@ -6,6 +6,7 @@ import (
 	"sink/internal/command/advise"
 	"sink/internal/consumer"
 	"sink/internal/eos/eosio"
+	"sink/internal/tables"
 	"sink/internal/writer"
 )
 
@@ -20,17 +21,17 @@ var (
 	_ Sink                = (*writer.Writer)(nil)
 	_ partsReader         = (*writer.Writer)(nil)
 	_ cdc.Store           = (*writer.Writer)(nil)
-	_ TableCreator        = (*writer.Writer)(nil)
-	_ columnAdder         = (*writer.Writer)(nil)
+	_ tables.Creator      = (*writer.Writer)(nil)
+	_ tables.ColumnAdder  = (*writer.Writer)(nil)
 	_ truncater           = (*writer.Writer)(nil)
 	_ Sink                = (*writer.Cluster)(nil)
 	_ placementSink       = (*writer.Cluster)(nil)
 	_ serverNamer         = (*writer.Cluster)(nil)
 	_ partsReader         = (*writer.Cluster)(nil)
-	_ columnAdder         = (*writer.Cluster)(nil)
+	_ tables.ColumnAdder  = (*writer.Cluster)(nil)
 	_ truncater           = (*writer.Cluster)(nil)
 	_ ExactlyOnce         = (*eosio.IO)(nil)
-	_ Sampler             = advise.Sampler{}
+	_ tables.Sampler      = advise.Sampler{}
 	_ shareUsage          = (*budget.Sharer)(nil)
 	_ consumer.Rebalancer = (*Pipeline)(nil)
 )

@@ -12,6 +12,7 @@ import (
 	"sink/internal/decode"
 	"sink/internal/offsets"
 	"sink/internal/status"
+	"sink/internal/tables"
 )
 
 // Run consumes until ctx is canceled, then shuts down cleanly: it stops
@@ -164,9 +165,9 @@ func (p *Pipeline) loop(ctx, writeCtx context.Context, c *clocks) {
 		case <-c.commit.C:
 			p.commit()
 		case <-c.schema:
-			p.describeTables(writeCtx)
-		case r := <-p.schemas:
-			p.handleSchema(writeCtx, r)
+			p.cat.DescribeAll(writeCtx)
+		case r := <-p.cat.Results():
+			p.handleTable(writeCtx, r)
 		case r := <-p.lookups:
 			p.handleLookup(r)
 		case <-c.parts:
@@ -185,6 +186,16 @@ func (p *Pipeline) loop(ctx, writeCtx context.Context, c *clocks) {
 			p.requestPoll()
 		}
 	}
+}
+
+// handleTable applies a table's description, read off the owner (a
+// refresh, an INSERT's schema error, an ALTER's end), and lets the held
+// records that waited for it go on.
+func (p *Pipeline) handleTable(writeCtx context.Context, r tables.Result) {
+	if err := p.cat.Handle(writeCtx, r); err != nil && p.fatal == nil {
+		p.fatal = err
+	}
+	p.kickHeld()
 }
 
 // due does the work whose time has come (armTimer's deadline): batches
@@ -286,8 +297,8 @@ func (p *Pipeline) flush(writeCtx context.Context, cancelWrites context.CancelFu
 			p.abandonBlocked()
 		case r := <-p.committer.results:
 			p.handleCommit(writeCtx, r)
-		case r := <-p.schemas:
-			p.handleSchema(writeCtx, r)
+		case r := <-p.cat.Results():
+			p.handleTable(writeCtx, r)
 		case ev := <-p.events:
 			p.handleEvent(writeCtx, ev)
 		case req := <-p.controls:
@@ -342,9 +353,10 @@ func (p *Pipeline) stuckOn() string {
 	if first == nil {
 		return "nothing"
 	}
-	msg := fmt.Sprintf("the INSERT of %d rows into %s", first.b.Rows(), first.table.t.FullName())
-	if e := first.table.lastFail.Load(); e != nil {
-		msg += fmt.Sprintf(" (%d retries, last error: %s)", first.table.retries.Load(), e.msg)
+	msg := fmt.Sprintf("the INSERT of %d rows into %s", first.b.Rows(), first.table.Name())
+	st := p.disp.stats(first.table)
+	if e := st.lastFail.Load(); e != nil {
+		msg += fmt.Sprintf(" (%d retries, last error: %s)", st.retries.Load(), e.msg)
 	}
 	return msg
 }
@@ -410,7 +422,7 @@ func (p *Pipeline) routeRecord(writeCtx context.Context, now time.Time, tp offse
 		p.tracker.Add(tp, r.Offset, r.LeaderEpoch, offsets.Done)
 		return nil, false
 	}
-	if p.rt.fanout {
+	if p.cat.Fanout() {
 		return p.handleFanout(writeCtx, now, tp, r)
 	}
 	return p.decodeRecord(writeCtx, now, tp, r)
@@ -421,7 +433,7 @@ func (p *Pipeline) routeRecord(writeCtx context.Context, now time.Time, tp offse
 // schema cannot be fetched now, or when it carries a field its table is
 // getting a column for (the row is taken back: evolve.go).
 func (p *Pipeline) decodeRecord(writeCtx context.Context, now time.Time, tp offsets.TP, r *kgo.Record) (_ error, held bool) {
-	rs, err := p.routeFor(writeCtx, r.Topic)
+	rs, err := p.cat.RouteFor(writeCtx, r.Topic)
 	if err != nil {
 		p.fatal = err // the topic's table cannot be resolved: stop before this record
 		return nil, false
@@ -431,8 +443,9 @@ func (p *Pipeline) decodeRecord(writeCtx context.Context, now time.Time, tp offs
 		p.unrouted(writeCtx, tp, r)
 		return nil, false
 	}
-	a := p.accFor(rs.table, tp)
-	if err := rs.plan.Append(a.acc.Data(), r); err != nil {
+	plan := rs.Plan()
+	a := p.accFor(rs.Table(), tp)
+	if err := plan.Append(a.acc.Data(), r); err != nil {
 		switch {
 		case errors.Is(err, decode.ErrTruncate):
 			return p.truncateRecord(writeCtx, rs, tp, r)
@@ -451,20 +464,20 @@ func (p *Pipeline) decodeRecord(writeCtx context.Context, now time.Time, tp offs
 	if p.dlv.coveredRow(tp, r.Offset) {
 		// Already a row in the table (exactly-once recovery), known once
 		// decoded since a dead-letter table may hold the offset instead.
-		rs.plan.Unappend(a.acc.Data())
+		plan.Unappend(a.acc.Data())
 		p.alreadyIn(tp, r)
 		return nil, false
 	}
-	if u := rs.plan.LastUnmapped(); len(u) > 0 {
-		if err := p.schemaWaitFor(writeCtx, now, rs, u); err != nil {
-			rs.plan.Unappend(a.acc.Data())
+	if u := plan.LastUnmapped(); len(u) > 0 {
+		if err := p.cat.Evolution().WaitFor(writeCtx, now, rs, u); err != nil {
+			plan.Unappend(a.acc.Data())
 			return err, true
 		}
 	}
 	p.tracker.Add(tp, r.Offset, r.LeaderEpoch, a.id)
 	p.dlv.onRow(a, tp)
-	if rs.route.AppliesTruncate() {
-		p.noteFeed(rs.table, tp)
+	if rs.Config().AppliesTruncate() {
+		p.noteFeed(rs.Table(), tp)
 	}
 	p.added(writeCtx, now, a, tp, r)
 	return nil, false

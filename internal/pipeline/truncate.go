@@ -11,6 +11,7 @@ import (
 	"sink/internal/batch"
 	"sink/internal/decode"
 	"sink/internal/offsets"
+	"sink/internal/tables"
 )
 
 // TRUNCATE events of the CDC formats (decode.ErrTruncate: Debezium's op t).
@@ -75,16 +76,21 @@ func (w *truncateWait) Error() string {
 	return fmt.Sprintf("TRUNCATE of table %s waits for the table's earlier rows to be inserted", w.table)
 }
 
-func (p *Pipeline) truncOf(ts *tableState) *truncState {
-	if ts.trunc == nil {
-		ts.trunc = &truncState{}
+func (p *Pipeline) truncOf(ts *tables.Table) *truncState {
+	st := p.truncs[ts]
+	if st == nil {
+		if p.truncs == nil {
+			p.truncs = map[*tables.Table]*truncState{}
+		}
+		st = &truncState{}
+		p.truncs[ts] = st
 	}
-	return ts.trunc
+	return st
 }
 
 // noteFeed remembers which partitions feed a table whose route applies
 // TRUNCATE events; called for each record appended by such a route.
-func (p *Pipeline) noteFeed(ts *tableState, tp offsets.TP) {
+func (p *Pipeline) noteFeed(ts *tables.Table, tp offsets.TP) {
 	st := p.truncOf(ts)
 	switch {
 	case !st.fed:
@@ -96,33 +102,33 @@ func (p *Pipeline) noteFeed(ts *tableState, tp offsets.TP) {
 
 // truncateRecord handles the TRUNCATE event r of route rs. held is true
 // (with the reason) while the event waits for its TRUNCATE TABLE.
-func (p *Pipeline) truncateRecord(writeCtx context.Context, rs *routeState, tp offsets.TP, r *kgo.Record) (_ error, held bool) {
-	ts := rs.table
+func (p *Pipeline) truncateRecord(writeCtx context.Context, rs *tables.Route, tp offsets.TP, r *kgo.Record) (_ error, held bool) {
+	ts := rs.Table()
 	st := p.truncOf(ts)
-	if !rs.route.AppliesTruncate() {
+	if !rs.Config().AppliesTruncate() {
 		p.truncateSkipped(ts, tp, r)
 		p.skipped(tp, r)
 		return nil, false
 	}
 	if pd := st.pending; pd != nil && pd.done && pd.tp == tp && pd.offset == r.Offset {
 		st.pending = nil
-		ts.m.Truncate(true)
-		p.log.Info().Str("table", ts.t.FullName()).Str("topic", tp.Topic).Int32("partition", tp.Partition).Int64("offset", r.Offset).
+		ts.Metrics().Truncate(true)
+		p.log.Info().Str("table", ts.Name()).Str("topic", tp.Topic).Int32("partition", tp.Partition).Int64("offset", r.Offset).
 			Dur("took", p.now().Sub(pd.since)).Msg("TRUNCATE event applied: the table was emptied after every earlier row was inserted")
 		p.skipped(tp, r)
 		return nil, false
 	}
 	if st.pending == nil {
-		if err := truncateUnsafe(ts.t.FullName(), st, tp); err != nil {
+		if err := truncateUnsafe(ts.Name(), st, tp); err != nil {
 			p.fatal = err // stop before the event: it stays uncommitted
 			return nil, false
 		}
 		st.pending = &truncation{tp: tp, offset: r.Offset, since: p.now()}
-		p.log.Info().Str("table", ts.t.FullName()).Str("topic", tp.Topic).Int32("partition", tp.Partition).Int64("offset", r.Offset).
+		p.log.Info().Str("table", ts.Name()).Str("topic", tp.Topic).Int32("partition", tp.Partition).Int64("offset", r.Offset).
 			Msg("TRUNCATE event (truncate: apply): inserting the table's earlier rows first; the partition's later records wait")
 	}
 	p.truncateStep(writeCtx, ts)
-	return &truncateWait{table: ts.t.FullName()}, true
+	return &truncateWait{table: ts.Name()}, true
 }
 
 // truncateUnsafe says why a TRUNCATE event from tp must not be applied to
@@ -145,14 +151,14 @@ func truncateUnsafe(table string, st *truncState, tp offsets.TP) error {
 
 // truncateSkipped counts a TRUNCATE event that is not applied, and logs
 // the first of each table.
-func (p *Pipeline) truncateSkipped(ts *tableState, tp offsets.TP, r *kgo.Record) {
-	ts.m.Truncate(false)
+func (p *Pipeline) truncateSkipped(ts *tables.Table, tp offsets.TP, r *kgo.Record) {
+	ts.Metrics().Truncate(false)
 	st := p.truncOf(ts)
 	if st.warned {
 		return
 	}
 	st.warned = true
-	p.log.Warn().Str("table", ts.t.FullName()).Str("topic", tp.Topic).Int32("partition", tp.Partition).Int64("offset", r.Offset).
+	p.log.Warn().Str("table", ts.Name()).Str("topic", tp.Topic).Int32("partition", tp.Partition).Int64("offset", r.Offset).
 		Msg("TRUNCATE event skipped (the route's truncate: skip): the table keeps the rows the source no longer has; sink_truncates_total counts these, this is logged once per table")
 }
 
@@ -166,11 +172,12 @@ func (p *Pipeline) skipped(tp offsets.TP, r *kgo.Record) {
 // truncateStep moves ts's pending TRUNCATE on: it seals the table's open
 // batches, and once none is queued or in flight starts TRUNCATE TABLE.
 // Called when the event is held and after each of the table's acks.
-func (p *Pipeline) truncateStep(writeCtx context.Context, ts *tableState) {
-	if ts.trunc == nil || ts.trunc.pending == nil {
+func (p *Pipeline) truncateStep(writeCtx context.Context, ts *tables.Table) {
+	st := p.truncs[ts]
+	if st == nil || st.pending == nil {
 		return
 	}
-	pd := ts.trunc.pending
+	pd := st.pending
 	if pd.running || pd.done || p.fatal != nil {
 		return
 	}
@@ -188,7 +195,7 @@ func (p *Pipeline) truncateStep(writeCtx context.Context, ts *tableState) {
 		return
 	}
 	pd.running = true
-	db, name, cluster := ts.t.Database, ts.t.Name, p.cfg.ClickHouse.Cluster
+	db, name, cluster := ts.Target().Database, ts.Target().Name, p.cfg.ClickHouse.Cluster
 	timeout := p.cfg.ClickHouse.QueryTimeout
 	p.spawn(func() {
 		ctx, cancel := context.WithTimeout(writeCtx, timeout)
@@ -203,7 +210,8 @@ func (p *Pipeline) truncateStep(writeCtx context.Context, ts *tableState) {
 // decoded again and marked done, or the connector stops.
 func (p *Pipeline) truncateAcked(a ack) {
 	ts := a.trunc
-	pd := ts.trunc.pending
+	st := p.truncs[ts]
+	pd := st.pending
 	if pd == nil {
 		return
 	}
@@ -215,9 +223,9 @@ func (p *Pipeline) truncateAcked(a ack) {
 		}
 		return
 	}
-	p.log.Info().Str("table", ts.t.FullName()).Str("ddl", a.ddl).Dur("took", a.took).Msg("TRUNCATE TABLE ran")
+	p.log.Info().Str("table", ts.Name()).Str("ddl", a.ddl).Dur("took", a.took).Msg("TRUNCATE TABLE ran")
 	if pd.dropped {
-		ts.trunc.pending = nil // its next owner consumes the event again
+		st.pending = nil // its next owner consumes the event again
 		return
 	}
 	pd.done = true
@@ -228,11 +236,11 @@ func (p *Pipeline) truncateAcked(a ack) {
 // consumed again from an earlier offset (dropHeld): the event comes back
 // and is applied again, after the records before it.
 func (p *Pipeline) dropTruncations(tps []offsets.TP) {
-	p.rt.eachTable(func(ts *tableState) {
-		if ts.trunc == nil || ts.trunc.pending == nil {
-			return
+	for _, st := range p.truncs {
+		if st.pending == nil {
+			continue
 		}
-		pd := ts.trunc.pending
+		pd := st.pending
 		for _, tp := range tps {
 			if pd.tp != tp {
 				continue
@@ -240,17 +248,17 @@ func (p *Pipeline) dropTruncations(tps []offsets.TP) {
 			if pd.running {
 				pd.dropped = true
 			} else {
-				ts.trunc.pending = nil
+				st.pending = nil
 			}
 			break
 		}
-	})
+	}
 }
 
 // truncateFanout counts a TRUNCATE event that a route chosen per record
 // skipped (fan-out routing never applies them).
-func (p *Pipeline) truncateFanout(err error, rs *routeState, tp offsets.TP, r *kgo.Record) {
+func (p *Pipeline) truncateFanout(err error, rs *tables.Route, tp offsets.TP, r *kgo.Record) {
 	if errors.Is(err, decode.ErrTruncate) {
-		p.truncateSkipped(rs.table, tp, r)
+		p.truncateSkipped(rs.Table(), tp, r)
 	}
 }

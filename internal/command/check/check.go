@@ -33,6 +33,7 @@ import (
 	"sink/internal/eos/eosio"
 	"sink/internal/pipeline"
 	"sink/internal/registry"
+	"sink/internal/tables"
 	"sink/internal/writer"
 )
 
@@ -172,7 +173,7 @@ func Run(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 	if err := dlqTables(ctx, cfg, w, p, stdout); err != nil {
 		return err
 	}
-	unrouted, err := p.ResolveTopics(ctx, names)
+	unrouted, err := p.Catalog().ResolveTopics(ctx, names)
 	if err != nil {
 		return err
 	}
@@ -192,7 +193,7 @@ func Run(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 				i, r.Table, w, cfg.Fanout, fate)
 		}
 	}
-	for _, t := range p.Tables() {
+	for _, t := range p.Catalog().Targets() {
 		cols := make([]string, len(t.Insert))
 		for i, c := range t.Insert {
 			cols[i] = c.Name + " " + c.Type
@@ -207,7 +208,7 @@ func Run(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 	if err := drift(ctx, cfg, p, info, names, stdout); err != nil {
 		return err
 	}
-	windows, err := writer.DedupWindows(ctx, w.Conn(), p.Tables())
+	windows, err := writer.DedupWindows(ctx, w.Conn(), p.Catalog().Targets())
 	if err != nil {
 		return err
 	}
@@ -215,7 +216,7 @@ func Run(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "route: %s\n", d)
 	}
 	if cfg.ExactlyOnce() {
-		if views, err := writer.ViewDedups(ctx, w.Conn(), p.Tables()); err == nil {
+		if views, err := writer.ViewDedups(ctx, w.Conn(), p.Catalog().Targets()); err == nil {
 			for _, v := range views {
 				fmt.Fprintf(stdout, "route: %s\n", v)
 			}
@@ -241,7 +242,7 @@ func drift(ctx context.Context, cfg *config.Config, p *pipeline.Pipeline, info c
 	if err := advise.SampleRecords(ctx, cfg.Kafka, topics, DriftSample, func(r *kgo.Record) { recs = append(recs, r) }); err != nil {
 		return err
 	}
-	reports, err := p.SampleDrift(ctx, recs, info)
+	reports, err := p.Catalog().SampleDrift(ctx, recs, info)
 	if err != nil {
 		return err
 	}
@@ -290,7 +291,7 @@ func drift(ctx context.Context, cfg *config.Config, p *pipeline.Pipeline, info c
 // that has it (a dry run: nothing is created) and returns cfg without the
 // routes whose table is missing, and topics without their topics.
 func creates(ctx context.Context, cfg *config.Config, w *writer.Writer, reg decode.Registry, topics []string, stdout io.Writer) (*config.Config, []string, error) {
-	plans, err := pipeline.PlanCreates(ctx, cfg, w, reg, advise.Sampler{Kafka: cfg.Kafka})
+	plans, err := tables.PlanCreates(ctx, cfg, w, reg, advise.Sampler{Kafka: cfg.Kafka})
 	if err != nil || len(plans) == 0 {
 		return cfg, topics, err
 	}

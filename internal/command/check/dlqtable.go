@@ -8,6 +8,7 @@ import (
 
 	"sink/config"
 	"sink/internal/pipeline"
+	"sink/internal/tables"
 	"sink/internal/writer"
 )
 
@@ -17,7 +18,7 @@ import (
 // now), or the statements run would create it with (a dry run, as for
 // schema.create).
 func dlqTables(ctx context.Context, cfg *config.Config, w *writer.Writer, p *pipeline.Pipeline, stdout io.Writer) error {
-	plans, err := pipeline.PlanDLQTables(ctx, cfg, w)
+	plans, err := tables.PlanDLQTables(ctx, cfg, w)
 	if err != nil {
 		return err
 	}
@@ -29,10 +30,11 @@ func dlqTables(ctx context.Context, cfg *config.Config, w *writer.Writer, p *pip
 			}
 			continue
 		}
-		t := p.Table(pl.Table)
-		if t == nil {
+		ts := p.Catalog().Table(pl.Table)
+		if ts == nil {
 			continue
 		}
+		t := ts.Target()
 		cols := make([]string, len(t.Insert))
 		for i, c := range t.Insert {
 			cols[i] = c.Name + " " + c.Type
