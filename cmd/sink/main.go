@@ -22,7 +22,6 @@ import (
 
 	"sink/config"
 	"sink/internal/budget"
-	"sink/internal/command/advise"
 	"sink/internal/command/check"
 	"sink/internal/consumer"
 	"sink/internal/eos/eosio"
@@ -277,7 +276,7 @@ func run(cfg *config.Config, stderr io.Writer) int {
 	// schema.create samples a topic's newest records with a client of its
 	// own; the registry-framed formats look their schemas up in
 	// schema_registry.
-	opts = append(opts, pipeline.WithSampler(advise.Sampler{Kafka: cfg.Kafka}))
+	opts = append(opts, pipeline.WithSampler(consumer.Sampler{Kafka: cfg.Kafka}))
 	if cfg.SchemaRegistry.Enabled() {
 		rc, err := registry.New(cfg.SchemaRegistry, registry.Options{})
 		if err != nil {

@@ -17,7 +17,8 @@ import (
 // its state machine can be driven by fakes in unit tests, and it imports
 // none of the adapters: consumer.Consumer is the production Source,
 // writer.Writer and writer.Cluster the production Sinks, eosio.IO the
-// production ExactlyOnce, all wired in by cmd/sink (ports_test.go asserts
+// production ExactlyOnce (and consumer.Sampler the production
+// tables.Sampler), all wired in by cmd/sink (ports_test.go asserts
 // each at compile time, with the optional capabilities each has;
 // TestUnitImportsNoAdapter checks the imports). The ports speak
 // internal/chtable's vocabulary, which the writer shares.

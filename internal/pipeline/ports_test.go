@@ -3,7 +3,6 @@ package pipeline
 import (
 	"sink/internal/budget"
 	"sink/internal/cdc"
-	"sink/internal/command/advise"
 	"sink/internal/consumer"
 	"sink/internal/eos/eosio"
 	"sink/internal/tables"
@@ -31,7 +30,7 @@ var (
 	_ tables.ColumnAdder  = (*writer.Cluster)(nil)
 	_ truncater           = (*writer.Cluster)(nil)
 	_ ExactlyOnce         = (*eosio.IO)(nil)
-	_ tables.Sampler      = advise.Sampler{}
+	_ tables.Sampler      = consumer.Sampler{}
 	_ shareUsage          = (*budget.Sharer)(nil)
 	_ consumer.Rebalancer = (*Pipeline)(nil)
 )

@@ -300,6 +300,7 @@ func (c *Catalog) Compile(r config.Route, insert []chschema.ColumnSchema) (*deco
 		MissingBad:   e.OnMissing == "bad_record",
 		NullBad:      e.OnNull == "bad_record",
 		TombstoneBad: e.OnTombstone == "bad_record",
+		Unmapped:     r.Schema.Permits,
 	})
 	return plan, nil
 }

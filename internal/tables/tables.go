@@ -63,7 +63,7 @@ type ColumnAdder interface {
 
 // Sampler reads the newest records of a topic: schema.create: if_missing
 // types a missing table's columns by them. main gives one that reads with
-// the consumer's brokers and security and joins no group (advise.Sampler).
+// the consumer's brokers and security and joins no group (consumer.Sampler).
 // Called on the goroutine that calls Open or PlanCreates.
 type Sampler interface {
 	// Sample returns up to n of the newest records of topic, spread over

@@ -13,7 +13,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"sink/config"
-	"sink/internal/command/advise"
 	"sink/internal/consumer"
 	"sink/internal/eos/eosio"
 	"sink/internal/pipeline"
@@ -62,7 +61,7 @@ func inprocessMain(args []string) error {
 		defer io.Close()
 		opts = append(opts, pipeline.WithExactlyOnce(io))
 	}
-	opts = append(opts, pipeline.WithSampler(advise.Sampler{Kafka: cfg.Kafka}))
+	opts = append(opts, pipeline.WithSampler(consumer.Sampler{Kafka: cfg.Kafka}))
 	if cfg.SchemaRegistry.Enabled() {
 		rc, err := registry.New(cfg.SchemaRegistry, registry.Options{})
 		if err != nil {

@@ -27,7 +27,6 @@ import (
 
 	"sink/config"
 	"sink/internal/chschema"
-	"sink/internal/command/advise"
 	"sink/internal/consumer"
 	"sink/internal/decode"
 	"sink/internal/eos/eosio"
@@ -239,7 +238,7 @@ func drift(ctx context.Context, cfg *config.Config, p *pipeline.Pipeline, info c
 		return nil
 	}
 	var recs []*kgo.Record
-	if err := advise.SampleRecords(ctx, cfg.Kafka, topics, DriftSample, func(r *kgo.Record) { recs = append(recs, r) }); err != nil {
+	if err := (consumer.Sampler{Kafka: cfg.Kafka}).Records(ctx, topics, DriftSample, func(r *kgo.Record) { recs = append(recs, r) }); err != nil {
 		return err
 	}
 	reports, err := p.Catalog().SampleDrift(ctx, recs, info)
@@ -291,7 +290,7 @@ func drift(ctx context.Context, cfg *config.Config, p *pipeline.Pipeline, info c
 // that has it (a dry run: nothing is created) and returns cfg without the
 // routes whose table is missing, and topics without their topics.
 func creates(ctx context.Context, cfg *config.Config, w *writer.Writer, reg decode.Registry, topics []string, stdout io.Writer) (*config.Config, []string, error) {
-	plans, err := tables.PlanCreates(ctx, cfg, w, reg, advise.Sampler{Kafka: cfg.Kafka})
+	plans, err := tables.PlanCreates(ctx, cfg, w, reg, consumer.Sampler{Kafka: cfg.Kafka})
 	if err != nil || len(plans) == 0 {
 		return cfg, topics, err
 	}
