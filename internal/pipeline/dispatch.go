@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"sink/internal/batch"
+	"sink/internal/cdc"
 	"sink/internal/chschema"
 	"sink/internal/chtable"
 	"sink/internal/decode"
@@ -70,9 +71,8 @@ type ack struct {
 	err  error
 	dlq  bool
 	took time.Duration
-	// trunc: the end of ts's TRUNCATE TABLE (truncate.go), which ran ddl
-	trunc *tables.Table
-	ddl   string
+	// trunc: the end of a TRUNCATE TABLE (internal/cdc)
+	trunc *cdc.Truncated
 	// shards are the INSERTs of a target local batch, one per shard part
 	// (empty for a table written with one INSERT).
 	shards []shardPart
@@ -502,7 +502,7 @@ func (p *Pipeline) handleAck(writeCtx context.Context, a ack) {
 		return
 	}
 	if a.trunc != nil {
-		p.truncateAcked(a)
+		p.truncated(*a.trunc)
 		return
 	}
 	f := p.disp.land(a.id)
@@ -548,7 +548,7 @@ func (p *Pipeline) handleAck(writeCtx context.Context, a ack) {
 		p.disp.reuse(ts, f.b.Data, p.cfg.ClickHouse.MaxInFlight)
 	}
 	p.pump(writeCtx, ts)
-	p.truncateStep(writeCtx, ts)
+	p.failIf(p.truncs.Step(writeCtx, ts))
 	// Commit at once: inserts are few by design, so one commit round trip
 	// per insert is cheap, and it shrinks what a crash replays to the
 	// batches still in flight (commit_interval still covers DLQ and skips).

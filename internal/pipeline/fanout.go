@@ -45,9 +45,7 @@ func (p *Pipeline) unrouted(writeCtx context.Context, tp offsets.TP, r *kgo.Reco
 		return
 	}
 	// Nothing to write, so it is handled as soon as it is seen.
-	p.stats.Skipped++
-	p.topicMetrics(tp.Topic).Skipped()
-	p.tracker.Add(tp, r.Offset, r.LeaderEpoch, offsets.Done)
+	p.skipped(tp, r)
 }
 
 // handleFanout routes one record by its routes' conditions. Like
@@ -95,7 +93,9 @@ func (p *Pipeline) handleFanout(writeCtx context.Context, now time.Time, tp offs
 			if !errors.Is(err, decode.ErrSkip) && bad == nil {
 				bad, badRS = err, rs
 			}
-			p.truncateFanout(err, rs, tp, r)
+			if errors.Is(err, decode.ErrTruncate) {
+				p.truncs.Skipped(rs.Table(), tp, r) // fan-out routing never applies them
+			}
 			continue
 		}
 		if u := rs.Plan().LastUnmapped(); len(u) > 0 {
@@ -128,9 +128,7 @@ func (p *Pipeline) handleFanout(writeCtx context.Context, now time.Time, tp offs
 	switch len(f.units) {
 	case 0:
 		// Every target skipped it (a tombstone): no row, handled at once.
-		p.stats.Skipped++
-		p.topicMetrics(tp.Topic).Skipped()
-		p.tracker.Add(tp, r.Offset, r.LeaderEpoch, offsets.Done)
+		p.skipped(tp, r)
 		return nil, false
 	case 1:
 		p.tracker.Add(tp, r.Offset, r.LeaderEpoch, f.units[0])

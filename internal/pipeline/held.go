@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/internal/backoff"
+	"sink/internal/cdc"
 	"sink/internal/offsets"
 	"sink/internal/status"
 	"sink/internal/tables"
@@ -59,11 +60,11 @@ type heldPart struct {
 }
 
 // isSchemaWait reports whether err holds a record for its table (its
-// schema, or a TRUNCATE being applied: truncate.go) rather than for the
+// schema, or a TRUNCATE being applied: internal/cdc) rather than for the
 // registry.
 func isSchemaWait(err error) bool {
 	switch err.(type) {
-	case *tables.Wait, *truncateWait:
+	case *tables.Wait, *cdc.TruncateWait:
 		return true
 	}
 	return false
@@ -339,5 +340,5 @@ func (p *Pipeline) dropHeld(tps []offsets.TP) {
 			Msg("held records dropped (partition given up, or consumed again from an earlier offset); they stay uncommitted")
 	}
 	p.noteHeld()
-	p.dropTruncations(tps)
+	p.truncs.Drop(tps)
 }

@@ -221,9 +221,9 @@ type Pipeline struct {
 	demand  map[string]float64
 	servers map[*tables.Table][]string
 	// adapt is each table's controller under batch.mode adaptive
-	// (adaptive.go); truncs, its TRUNCATE events (truncate.go).
+	// (adaptive.go); truncs, the tables' TRUNCATE events (internal/cdc).
 	adapt  map[*tables.Table]*adaptState
-	truncs map[*tables.Table]*truncState
+	truncs *cdc.Truncations
 	// fill gives the cells a change event did not carry their earlier
 	// values before a batch is inserted (internal/cdc).
 	fill *cdc.Filler
@@ -294,6 +294,7 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w Sink, op
 	p.initDelivery()
 	p.initBudget()
 	p.conns = make(chan struct{}, chtable.InsertConns(cfg.ClickHouse.MaxInFlight))
+	p.truncs = cdc.NewTruncations(w, truncBatches{p}, truncOwner{p}, cfg.ClickHouse.Cluster, cfg.ClickHouse.QueryTimeout, log, func() time.Time { return p.now() })
 	p.fill = cdc.NewFiller(w, backoff.Policy{Initial: cfg.ClickHouse.RetryInitial, Max: cfg.ClickHouse.RetryMax, Jitter: backoff.EqualJitter}, log)
 	p.m.SetMaxWait(cfg.Batch.MaxWait)
 	cat, err := tables.Open(ctx, cfg, tables.Options{Sink: w, Registry: p.reg, Lookups: p.planRegistry(),

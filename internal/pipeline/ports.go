@@ -159,14 +159,6 @@ type partsReader interface {
 	PartsOf(ctx context.Context, tables []chtable.TableName) (map[chtable.TableName]adapt.Parts, error)
 }
 
-// truncater is a Sink that can apply a TRUNCATE event (writer.Writer and
-// writer.Cluster; truncate: apply needs it): it empties db.table (ON
-// CLUSTER cluster when set) and returns the statements it ran. Called
-// from a goroutine of its own.
-type truncater interface {
-	Truncate(ctx context.Context, db, table, cluster string) (ddl string, err error)
-}
-
 // shareUsage is the optional side of an Allowance that shares each
 // server's budget with the other connectors writing to it
 // (internal/budget's Sharer): it is told this connector's INSERTs to each

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/internal/batch"
+	"sink/internal/cdc"
 	"sink/internal/decode"
 	"sink/internal/offsets"
 	"sink/internal/status"
@@ -451,9 +452,7 @@ func (p *Pipeline) decodeRecord(writeCtx context.Context, now time.Time, tp offs
 			return p.truncateRecord(writeCtx, rs, tp, r)
 		case errors.Is(err, decode.ErrSkip):
 			// A Debezium tombstone or the like: no row, handled as soon as seen.
-			p.stats.Skipped++
-			p.topicMetrics(tp.Topic).Skipped()
-			p.tracker.Add(tp, r.Offset, r.LeaderEpoch, offsets.Done)
+			p.skipped(tp, r)
 		case errors.Is(err, decode.ErrUnavailable):
 			return err, true
 		default:
@@ -477,7 +476,7 @@ func (p *Pipeline) decodeRecord(writeCtx context.Context, now time.Time, tp offs
 	p.tracker.Add(tp, r.Offset, r.LeaderEpoch, a.id)
 	p.dlv.onRow(a, tp)
 	if rs.Config().AppliesTruncate() {
-		p.noteFeed(rs.Table(), tp)
+		p.truncs.Feed(rs.Table(), tp)
 	}
 	p.added(writeCtx, now, a, tp, r)
 	return nil, false
@@ -529,3 +528,68 @@ func (p *Pipeline) armTimer(timer *time.Timer) {
 	}
 	timer.Reset(next)
 }
+
+// truncateRecord handles the TRUNCATE event r of route rs (internal/cdc):
+// skipped or applied, its offset is done; held is true (with the reason)
+// while the event waits for its TRUNCATE TABLE; an error stops the
+// connector before it.
+func (p *Pipeline) truncateRecord(writeCtx context.Context, rs *tables.Route, tp offsets.TP, r *kgo.Record) (_ error, held bool) {
+	err := p.truncs.Event(writeCtx, rs.Table(), rs.Config().AppliesTruncate(), tp, r)
+	var wait *cdc.TruncateWait
+	switch {
+	case err == nil:
+		p.skipped(tp, r)
+		return nil, false
+	case errors.As(err, &wait):
+		return err, true
+	}
+	p.failIf(err) // stop before the event: it stays uncommitted
+	return nil, false
+}
+
+// skipped accounts a record that needs no row: handled as soon as seen.
+func (p *Pipeline) skipped(tp offsets.TP, r *kgo.Record) {
+	p.stats.Skipped++
+	p.topicMetrics(tp.Topic).Skipped()
+	p.tracker.Add(tp, r.Offset, r.LeaderEpoch, offsets.Done)
+}
+
+// truncated applies the end of a TRUNCATE TABLE: the held event goes on,
+// or the connector stops.
+func (p *Pipeline) truncated(r cdc.Truncated) {
+	kick, err := p.truncs.Done(r)
+	p.failIf(err)
+	if kick {
+		p.kickHeld()
+	}
+}
+
+// failIf stops the connector with err, unless err is nil or something
+// already stops it.
+func (p *Pipeline) failIf(err error) {
+	if err != nil && p.fatal == nil {
+		p.fatal = err
+	}
+}
+
+// truncBatches is what the TRUNCATE events ask of a table's batches.
+type truncBatches struct{ p *Pipeline }
+
+func (b truncBatches) SealTable(ctx context.Context, ts *tables.Table) {
+	b.p.disp.eachOpenOf(ts, func(a *accState) {
+		if !a.acc.Empty() {
+			b.p.seal(ctx, a, batch.ReasonTruncate)
+		}
+	})
+}
+
+func (b truncBatches) Pending(ts *tables.Table) int {
+	return b.p.disp.queued(ts) + b.p.disp.inserting(ts)
+}
+
+// truncOwner is what the TRUNCATE events ask of the rest of the pipeline.
+type truncOwner struct{ p *Pipeline }
+
+func (o truncOwner) Spawn(f func())            { o.p.spawn(f) }
+func (o truncOwner) Stopping() bool            { return o.p.fatal != nil }
+func (o truncOwner) Truncated(r cdc.Truncated) { o.p.sendAck(ack{trunc: &r}) }
