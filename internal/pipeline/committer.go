@@ -162,7 +162,7 @@ func (p *Pipeline) settle() {
 func (p *Pipeline) handleCommit(writeCtx context.Context, r commitResult) {
 	p.committed(r.job, r.err)
 	p.sendNext()
-	p.dlv.retryDue(writeCtx)
+	p.dlv.RetryDue(writeCtx)
 }
 
 // commitJob is what a commit sends now: the positions that became safe,
@@ -187,7 +187,7 @@ func (p *Pipeline) commitJob() (commitJob, bool) {
 		return commitJob{}, false
 	}
 	var job commitJob
-	if job.pos, job.meta, job.done = p.dlv.commitMeta(c); len(job.pos) == 0 {
+	if job.pos, job.meta, job.done = p.dlv.CommitMeta(c); len(job.pos) == 0 {
 		return commitJob{}, false
 	}
 	return job, true

@@ -403,7 +403,7 @@ func (p *Pipeline) seal(writeCtx context.Context, a *accState, why batch.Reason)
 	if p.sched != nil {
 		p.budgetSealed(a, b.Sealed, why)
 	}
-	p.dlv.onSeal(a, b)
+	p.dlv.OnSeal(ts, b)
 	ts.Metrics().Sealed(why)
 	p.adaptSealed(ts, b)
 	p.cat.FlushDefaults(ts)
@@ -418,7 +418,7 @@ func (p *Pipeline) seal(writeCtx context.Context, a *accState, why batch.Reason)
 // dead-letter topic waits for it (blockedBy), and so do the batches queued
 // behind it.
 func (p *Pipeline) pump(writeCtx context.Context, ts *tables.Table) {
-	for p.disp.inserting(ts) < p.cfg.ClickHouse.MaxInFlight && p.disp.queued(ts) > 0 && !p.dlv.waiting(ts) {
+	for p.disp.inserting(ts) < p.cfg.ClickHouse.MaxInFlight && p.disp.queued(ts) > 0 && !p.dlv.Waiting(ts) {
 		b := p.disp.next(ts)
 		if p.dlq.blockedBy(b, false) != nil {
 			return
@@ -429,8 +429,8 @@ func (p *Pipeline) pump(writeCtx context.Context, ts *tables.Table) {
 			return
 		}
 		tab := p.disp.start(ts).tab
-		ctx, blk, err := p.dlv.beforeInsert(writeCtx, ts, b)
-		if errors.Is(err, errInsertLater) {
+		ctx, blk, later, err := p.dlv.BeforeInsert(writeCtx, ts, b)
+		if later {
 			return // back at the head of the queue (requeue), its slot free
 		}
 		if err != nil {
@@ -526,7 +526,7 @@ func (p *Pipeline) handleAck(writeCtx context.Context, a ack) {
 	}
 	rows := f.b.Rows()
 	p.tracker.Ack(a.id, f.b.TPs())
-	p.dlv.onAck(ts, a.id)
+	p.dlv.OnAck(ts, a.id)
 	st := p.disp.stats(ts)
 	st.rows += int64(rows)
 	st.inserts++

@@ -231,7 +231,7 @@ func (p *Pipeline) abandonBlocked() {
 // and its copy went to the topic; with both, only the copy is sent again.
 func (p *Pipeline) badRecord(writeCtx context.Context, tp offsets.TP, r *kgo.Record, err error, rs *tables.Route) {
 	row := true
-	if p.dlv.deadLettered(tp, r.Offset, rs) {
+	if p.dlv.DeadLettered(tp, r.Offset, rs) {
 		if p.cfg.Errors.DLQTopic == "" || p.cat.DeadLetters().TableOf(rs) == nil {
 			p.alreadyIn(tp, r)
 			return
@@ -300,6 +300,6 @@ func (p *Pipeline) deadLetterRow(ts *tables.Table, tp offsets.TP, r *kgo.Record,
 	if err := p.cat.DeadLetters().Append(a.acc.Data(), ts, r, cause, meant); err != nil {
 		return nil, err
 	}
-	p.dlv.onRow(a, tp)
+	p.dlv.OnRow(a.id, tp)
 	return a, nil
 }

@@ -34,7 +34,8 @@
 //     deadline, when a pause is complete, at shutdown and when partitions
 //     are given up (the commit still out is waited for first), and, with
 //     exactly_once, the intent commit before each batch's INSERT
-//     (exactly.go): each at most kafka.request_timeout (commitOffsets),
+//     (internal/pipeline/exactly): each at most kafka.request_timeout
+//     (commitOffsets),
 //     after the commit still out; a commit that fails or times out is
 //     retried by the next one, an intent after its backoff. The commits
 //     after each INSERT and every kafka.commit_interval do not wait: they
@@ -46,7 +47,7 @@
 //   - A dead-letter produce (dlq.go): franz-go's Produce returns at once
 //     unless 50,000 records wait in its buffer; then it waits until one of
 //     them is acknowledged or fails (each fails after 10 retries).
-//   - Exactly-once recovery of newly assigned partitions (exactly.go,
+//   - Exactly-once recovery of newly assigned partitions (exactly's
 //     recoverParts, while franz-go's assigned callback waits for it): the
 //     group's ledgers (franz-go's request retries, 30 s), the topics' IDs
 //     and log ends (retried for at most a minute), each pending batch read
@@ -76,8 +77,8 @@
 // (schema-registry look-ups off the owner goroutine), budget.go (the
 // budget of INSERTs per server: which batch goes when), truncate.go
 // (TRUNCATE events), delivery.go (what the delivery guarantee adds to the
-// shared path, as hooks; at-least-once adds nothing), exactly.go
-// (exactly-once delivery, the other implementation), fanout.go (routes
+// shared path, as hooks; at-least-once adds nothing; exactly-once is the
+// other implementation, internal/pipeline/exactly), fanout.go (routes
 // chosen per record by their when:, records in several tables), stats.go
 // (summary line, metric handles), admin.go (the state, pause and resume,
 // the status snapshot) and run.go (the loop, the poller, shutdown). The
@@ -106,6 +107,7 @@ import (
 	"sink/internal/metrics"
 	"sink/internal/offsets"
 	"sink/internal/pace"
+	"sink/internal/pipeline/exactly"
 	"sink/internal/status"
 	"sink/internal/tables"
 )
@@ -189,10 +191,10 @@ type Pipeline struct {
 	// dlv is what the delivery guarantee adds to the shared path
 	// (delivery.go); eo is its state under exactly_once (nil otherwise).
 	dlv delivery
-	eo  *exactly
+	eo  *exactly.Delivery
 	// eoIO is exactly-once's reading of ledgers, records and tables
 	// (WithExactlyOnce); Run refuses that mode without it.
-	eoIO ExactlyOnce
+	eoIO exactly.IO
 
 	// reg is the schema registry of the registry-framed formats (nil when
 	// none is configured); held, the records waiting for it or for a
@@ -291,7 +293,6 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w Sink, op
 	if p.reg != nil {
 		p.look = newLookups(p.reg, func() time.Time { return p.now() })
 	}
-	p.initDelivery()
 	p.initBudget()
 	p.conns = make(chan struct{}, chtable.InsertConns(cfg.ClickHouse.MaxInFlight))
 	p.truncs = cdc.NewTruncations(w, truncBatches{p}, truncOwner{p}, cfg.ClickHouse.Cluster, cfg.ClickHouse.QueryTimeout, log, func() time.Time { return p.now() })
@@ -303,6 +304,7 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w Sink, op
 		return nil, err
 	}
 	p.cat = cat
+	p.initDelivery()
 	return p, nil
 }
 

@@ -8,7 +8,6 @@ import (
 	"sink/internal/adapt"
 	"sink/internal/chschema"
 	"sink/internal/chtable"
-	"sink/internal/eos"
 	"sink/internal/offsets"
 )
 
@@ -16,9 +15,9 @@ import (
 // below (and those its parts declare: internal/tables, internal/cdc), so
 // its state machine can be driven by fakes in unit tests, and it imports
 // none of the adapters: consumer.Consumer is the production Source,
-// writer.Writer and writer.Cluster the production Sinks, eosio.IO the
-// production ExactlyOnce (and consumer.Sampler the production
-// tables.Sampler), all wired in by cmd/sink (ports_test.go asserts
+// writer.Writer and writer.Cluster the production Sinks (and
+// consumer.Sampler the production tables.Sampler, eosio.IO the production
+// exactly.IO), all wired in by cmd/sink (ports_test.go asserts
 // each at compile time, with the optional capabilities each has;
 // TestUnitImportsNoAdapter checks the imports). The ports speak
 // internal/chtable's vocabulary, which the writer shares.
@@ -65,37 +64,6 @@ type Sink interface {
 		onRetry func(chtable.Attempt), refresh chtable.Refresh) error
 }
 
-// ExactlyOnce is the I/O of delivery: exactly_once beyond Source and Sink
-// (eos.IO is the production one; WithExactlyOnce gives it). The intent
-// commits go through Source.Commit with their metadata and the replays
-// through Sink.Insert with their token; what is left is reading back what
-// earlier runs left behind. Every method is called from the owner
-// goroutine: at start (Windows) and when partitions are assigned
-// (recovery: Snapshot, TopicState, ReadRanges, Present).
-type ExactlyOnce interface {
-	// Snapshot returns every committed offset of the group with its
-	// metadata (the ledgers), the partitions of other members included.
-	Snapshot(ctx context.Context) (eos.Snapshot, error)
-	// TopicState returns the topic ID of each topic of tps (absent when
-	// the broker gives none) and each partition's log end offset. Its
-	// error says whether it may pass (kafkaerr.Classify).
-	TopicState(ctx context.Context, tps []offsets.TP) (ids map[string]string, ends map[offsets.TP]int64, err error)
-	// ReadRanges reads back the committed records of ranges, per
-	// partition in offset order (offsets compacted away or aborted are
-	// absent); an error when a range's end cannot be reached.
-	ReadRanges(ctx context.Context, ranges []eos.Range) (map[offsets.TP][]*kgo.Record, error)
-	// Present returns the runs of tp's offsets from..to-1 (to -1: no end)
-	// that t holds in its _offset column, in order; for a table written
-	// shard by shard, those any shard holds (every replica is asked).
-	Present(ctx context.Context, t *chtable.Table, tp offsets.TP, from, to int64) ([]eos.Span, error)
-	// Windows refuses in one line what exactly-once cannot work with (the
-	// server, a table, a materialized view; on a cluster naming the shard
-	// and replica) or returns each table's deduplication window, in the
-	// order of tables (for a table written shard by shard, the smallest of
-	// its shards' local tables, with the replicas not reached).
-	Windows(ctx context.Context, tables []*chtable.Table) ([]eos.Window, error)
-}
-
 // The capabilities below are optional: the pipeline asks its Source or
 // Sink for one with a type assertion where it needs it, and does without
 // (or refuses the config that needs it, with one line) when the adapter
@@ -132,15 +100,6 @@ type positionsSource interface {
 // consumer); /status shows it. Called from the owner goroutine.
 type protocolSource interface {
 	GroupProtocol() string
-}
-
-// placementSink is a Sink that splits a table's batches across the shards
-// of a cluster by a sharding key (writer.Cluster). Placement fingerprints
-// how it splits db.table's rows now ("" when it does not): exactly-once
-// records it with each batch, and replays a batch only under the same
-// placement. Called from the owner goroutine.
-type placementSink interface {
-	Placement(ctx context.Context, db, table string) (string, error)
 }
 
 // serverNamer is the Sink's optional answer to which servers receive a

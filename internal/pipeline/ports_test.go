@@ -5,6 +5,7 @@ import (
 	"sink/internal/cdc"
 	"sink/internal/consumer"
 	"sink/internal/eos/eosio"
+	"sink/internal/pipeline/exactly"
 	"sink/internal/tables"
 	"sink/internal/writer"
 )
@@ -24,12 +25,12 @@ var (
 	_ tables.ColumnAdder  = (*writer.Writer)(nil)
 	_ cdc.Truncater       = (*writer.Writer)(nil)
 	_ Sink                = (*writer.Cluster)(nil)
-	_ placementSink       = (*writer.Cluster)(nil)
+	_ exactly.Placer      = (*writer.Cluster)(nil)
 	_ serverNamer         = (*writer.Cluster)(nil)
 	_ partsReader         = (*writer.Cluster)(nil)
 	_ tables.ColumnAdder  = (*writer.Cluster)(nil)
 	_ cdc.Truncater       = (*writer.Cluster)(nil)
-	_ ExactlyOnce         = (*eosio.IO)(nil)
+	_ exactly.IO          = (*eosio.IO)(nil)
 	_ tables.Sampler      = consumer.Sampler{}
 	_ shareUsage          = (*budget.Sharer)(nil)
 	_ consumer.Rebalancer = (*Pipeline)(nil)

@@ -118,7 +118,7 @@ func (p *Pipeline) assigned(writeCtx context.Context, tps []offsets.TP) {
 	}
 	p.m.Assigned(len(tps))
 	p.assignedSeen(tps)
-	p.dlv.onAssign(writeCtx, tps)
+	p.dlv.OnAssign(writeCtx, tps)
 }
 
 // lost drops lost partitions' state: another member may already own them,
@@ -204,7 +204,7 @@ func (p *Pipeline) checkRevokeDeadline() {
 // forget drops every trace of partitions this member no longer owns.
 func (p *Pipeline) forget(tps []offsets.TP) {
 	p.settle()
-	p.dlv.onRelease(tps)
+	p.dlv.OnRelease(tps)
 	p.dropHeld(tps)
 	p.dropPending(tps)
 	for _, tp := range tps {

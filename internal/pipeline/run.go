@@ -26,7 +26,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	if p.cons == nil {
 		return errors.New("pipeline: Attach a consumer before Run")
 	}
-	if err := p.dlv.check(ctx); err != nil {
+	if err := p.dlv.Check(ctx); err != nil {
 		return err
 	}
 	defer p.stop()
@@ -91,7 +91,7 @@ func (p *Pipeline) startPoller(writeCtx context.Context) (stop func()) {
 				p.handleControl(writeCtx, req)
 			case <-tick.C:
 				p.checkRevokeDeadline()
-				p.dlv.retryDue(writeCtx)
+				p.dlv.RetryDue(writeCtx)
 			}
 		}
 	}
@@ -206,7 +206,7 @@ func (p *Pipeline) due(writeCtx context.Context) {
 	p.sealExpired(writeCtx)
 	p.retryHeld(writeCtx)
 	p.checkRevokeDeadline()
-	p.dlv.retryDue(writeCtx)
+	p.dlv.RetryDue(writeCtx)
 }
 
 // finish ends a Run whose loop stopped: after a failure it flushes what
@@ -292,7 +292,7 @@ func (p *Pipeline) flush(writeCtx context.Context, cancelWrites context.CancelFu
 	for p.unacked() > 0 {
 		select {
 		case <-retry.C:
-			p.dlv.retryDue(writeCtx)
+			p.dlv.RetryDue(writeCtx)
 		case a := <-p.acks:
 			p.handleAck(writeCtx, a)
 			p.abandonBlocked()
@@ -347,7 +347,7 @@ func (p *Pipeline) stuckOn() string {
 		}
 		return msg
 	}
-	if s := p.dlv.stuckOn(); s != "" {
+	if s := p.dlv.StuckOn(); s != "" {
 		return s
 	}
 	first := p.disp.oldest()
@@ -386,7 +386,7 @@ func (p *Pipeline) poller(ctx context.Context) {
 // new column (held.go); err says why.
 func (p *Pipeline) handleRecord(writeCtx context.Context, now time.Time, tp offsets.TP, r *kgo.Record) (err error, held bool) {
 	p.consumed(r)
-	if p.dlv.skip(tp, r.Offset) {
+	if p.dlv.Skip(tp, r.Offset) {
 		// Already a row in the table (exactly-once recovery).
 		p.alreadyIn(tp, r)
 		return nil, false
@@ -460,7 +460,7 @@ func (p *Pipeline) decodeRecord(writeCtx context.Context, now time.Time, tp offs
 		}
 		return nil, false
 	}
-	if p.dlv.coveredRow(tp, r.Offset) {
+	if p.dlv.CoveredRow(tp, r.Offset) {
 		// Already a row in the table (exactly-once recovery), known once
 		// decoded since a dead-letter table may hold the offset instead.
 		plan.Unappend(a.acc.Data())
@@ -474,7 +474,7 @@ func (p *Pipeline) decodeRecord(writeCtx context.Context, now time.Time, tp offs
 		}
 	}
 	p.tracker.Add(tp, r.Offset, r.LeaderEpoch, a.id)
-	p.dlv.onRow(a, tp)
+	p.dlv.OnRow(a.id, tp)
 	if rs.Config().AppliesTruncate() {
 		p.truncs.Feed(rs.Table(), tp)
 	}
@@ -520,7 +520,7 @@ func (p *Pipeline) armTimer(timer *time.Timer) {
 			next = max(d, 0)
 		}
 	}
-	if d, ok := p.dlv.nextRetry(now); ok && d < next {
+	if d, ok := p.dlv.NextRetry(now); ok && d < next {
 		next = d
 	}
 	if d, ok := p.heldNextRetry(now); ok && d < next {
