@@ -237,12 +237,11 @@ func (p *Pipeline) advancePause(writeCtx context.Context) {
 	if p.unacked() > 0 || p.revoke != nil {
 		return
 	}
-	p.commitNow()
-	if len(p.uncommitted) > 0 {
+	if !p.committer.commitNow() {
 		return // the commit failed: retried at the next commit tick
 	}
 	p.setState(status.Paused)
-	p.log.Info().Dur("took", p.now().Sub(p.stateSince)).Str("committed", p.committedSummary()).
+	p.log.Info().Dur("took", p.now().Sub(p.stateSince)).Str("committed", p.committer.summary()).
 		Msg("paused: every batch inserted and committed; still a member of the group")
 }
 

@@ -145,13 +145,13 @@ type eoHost struct{ p *Pipeline }
 func (h eoHost) Requeue(ts *tables.Table, b *sealedBatch)   { h.p.disp.requeue(ts, b) }
 func (h eoHost) Pump(ctx context.Context, ts *tables.Table) { h.p.pump(ctx, ts) }
 func (h eoHost) InOrder(build func() (exactly.Intent, bool)) bool {
-	return h.p.commitInOrder(func() (commitJob, bool) {
+	return h.p.committer.inOrder(func() (commitJob, bool) {
 		in, ok := build()
 		return commitJob{pos: in.Pos, meta: in.Meta, answer: in.Answer}, ok
 	})
 }
 func (h eoHost) Stalled() bool  { return h.p.committer.stalled() }
-func (h eoHost) SendStalled()   { h.p.sendNext() }
+func (h eoHost) SendStalled()   { h.p.committer.sendNext() }
 func (h eoHost) Fail(err error) { h.p.failIf(err) }
 
 func (h eoHost) EachSealed(fn func(ts *tables.Table, b *sealedBatch)) {

@@ -553,7 +553,7 @@ func (p *Pipeline) handleAck(writeCtx context.Context, a ack) {
 	// per insert is cheap, and it shrinks what a crash replays to the
 	// batches still in flight (commit_interval still covers DLQ and skips).
 	if p.revoke == nil {
-		p.commit()
+		p.committer.commit()
 	}
 	p.revokeDone(a.id)
 }

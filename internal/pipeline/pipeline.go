@@ -144,8 +144,7 @@ type Pipeline struct {
 	callsLive   atomic.Int64
 	cancelGrace time.Duration
 
-	uncommitted map[offsets.TP]offsets.Commit // positions of a failed commit, retried
-	committer   *committer                    // commits off the owner while Run runs (committer.go)
+	committer *committer // the tracker and the commits (committer.go)
 
 	polling bool          // a poll was requested and not yet delivered
 	pending []pendingPart // polled records not decoded yet (fetched.go)
@@ -287,6 +286,9 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w Sink, op
 		o(p)
 	}
 	p.stateSince = p.now()
+	p.committer = &committer{tracker: p.tracker, src: func() Source { return p.cons }, dlv: func() delivery { return p.dlv },
+		timeout: cfg.Kafka.RequestTimeout, log: log, m: p.m, now: func() time.Time { return p.now() },
+		idle: func() bool { return p.unacked() == 0 && p.disp.openBatches() == 0 }, seen: p.committedSeen}
 	if p.reg == nil && cfg.SchemaRegistry.Enabled() {
 		return nil, errors.New("schema_registry is configured but the pipeline was given no registry client (pipeline.WithRegistry)")
 	}

@@ -38,9 +38,8 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		p.look.begin(p.lookups, p.stopped)
 		defer p.look.end(0) // shutdown waited for them; an early return cancels them
 	}
-	p.committer = newCommitter()
-	go p.committer.run(p.commitOffsets)
-	defer p.stopCommitter()
+	p.committer.start()
+	defer p.committer.stop()
 	// Inserts outlive ctx: on SIGTERM the open batches must still be written.
 	writeCtx, cancelWrites := context.WithCancel(context.Background())
 	defer cancelWrites()
@@ -85,7 +84,7 @@ func (p *Pipeline) startPoller(writeCtx context.Context) (stop func()) {
 				p.handleEvent(writeCtx, ev)
 			case a := <-p.acks:
 				p.handleAck(writeCtx, a)
-			case r := <-p.committer.results:
+			case r := <-p.committer.answers():
 				p.handleCommit(writeCtx, r)
 			case req := <-p.controls:
 				p.handleControl(writeCtx, req)
@@ -148,7 +147,7 @@ func (p *Pipeline) loop(ctx, writeCtx context.Context, c *clocks) {
 			p.decodeSome(writeCtx)
 		case a := <-p.acks:
 			p.handleAck(writeCtx, a)
-		case r := <-p.committer.results:
+		case r := <-p.committer.answers():
 			p.handleCommit(writeCtx, r)
 		case ev := <-p.events:
 			p.handleEvent(writeCtx, ev)
@@ -164,7 +163,7 @@ func (p *Pipeline) loop(ctx, writeCtx context.Context, c *clocks) {
 		case <-c.timer.C:
 			p.due(writeCtx)
 		case <-c.commit.C:
-			p.commit()
+			p.committer.commit()
 		case <-c.schema:
 			p.cat.DescribeAll(writeCtx)
 		case r := <-p.cat.Results():
@@ -296,7 +295,7 @@ func (p *Pipeline) flush(writeCtx context.Context, cancelWrites context.CancelFu
 		case a := <-p.acks:
 			p.handleAck(writeCtx, a)
 			p.abandonBlocked()
-		case r := <-p.committer.results:
+		case r := <-p.committer.answers():
 			p.handleCommit(writeCtx, r)
 		case r := <-p.cat.Results():
 			p.handleTable(writeCtx, r)
@@ -309,27 +308,18 @@ func (p *Pipeline) flush(writeCtx context.Context, cancelWrites context.CancelFu
 		case <-deadline.C:
 			stuck := p.stuckOn()
 			cancelWrites()
-			p.commitNow()
+			p.committer.commitNow()
 			return fmt.Errorf("shutdown_timeout (%s) passed with %d batches not inserted and %d records not in the dead-letter topic, stuck on %s; committed %s; the rest is consumed again on restart",
-				p.cfg.ShutdownTimeout, p.disp.inFlight(), p.dlq.unsettled(), stuck, p.committedSummary())
+				p.cfg.ShutdownTimeout, p.disp.inFlight(), p.dlq.unsettled(), stuck, p.committer.summary())
 		}
 	}
-	p.commitNow()
+	p.committer.commitNow()
 	if p.fatal != nil {
 		return p.fatal
 	}
 	p.log.Info().Dur("took", p.now().Sub(start)).Int64("rows", p.stats.Rows).Int64("inserts", p.stats.Inserts).
 		Msg("flushed and committed")
 	return nil
-}
-
-// stopCommitter waits for the commit still out, if any, and ends the
-// committer's goroutine; later commits are made on the owner.
-func (p *Pipeline) stopCommitter() {
-	p.settle()
-	close(p.committer.jobs)
-	<-p.committer.done
-	p.committer = nil
 }
 
 // unacked counts the batches and dead-letter produces that may still
@@ -593,3 +583,11 @@ type truncOwner struct{ p *Pipeline }
 func (o truncOwner) Spawn(f func())            { o.p.spawn(f) }
 func (o truncOwner) Stopping() bool            { return o.p.fatal != nil }
 func (o truncOwner) Truncated(r cdc.Truncated) { o.p.sendAck(ack{trunc: &r}) }
+
+// handleCommit is the committer's result, as an event of Run: the next
+// commit goes out, and the delivery takes up what waited for the result
+// (an exactly-once batch whose intent is answered).
+func (p *Pipeline) handleCommit(writeCtx context.Context, r commitResult) {
+	p.committer.handle(r)
+	p.dlv.RetryDue(writeCtx)
+}
