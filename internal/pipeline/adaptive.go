@@ -17,7 +17,7 @@ import (
 // goroutines) and with the table's parts, which a probe goroutine reads
 // from ClickHouse every partsInterval, every adaptive table at once (one
 // PartsOf: three queries per server however many tables), and hands back
-// over p.parts. After each
+// as an event (partsRead). After each
 // decision the table's accumulators get the new wait and rows ceiling.
 
 // partsInterval is how often the adaptive tables' parts are read: three
@@ -147,10 +147,7 @@ func (p *Pipeline) probeParts(ctx context.Context) {
 		qctx, cancel := context.WithTimeout(ctx, p.cfg.ClickHouse.QueryTimeout)
 		defer cancel()
 		parts, err := pr.PartsOf(qctx, names)
-		select {
-		case p.parts <- partsResult{tables: tabs, parts: parts, err: err}:
-		case <-p.stopped:
-		}
+		p.post(partsRead{p: p, r: partsResult{tables: tabs, parts: parts, err: err}})
 	})
 }
 

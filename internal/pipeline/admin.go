@@ -100,7 +100,7 @@ func (p *Pipeline) probePositions() {
 	p.probingPos = true
 	go func() {
 		c, e, err := ps.Positions(context.Background(), topics)
-		p.positions <- positionsResult{committed: c, ends: e, err: err} // buffered: one probe at a time
+		p.post(positionsRead{p: p, r: positionsResult{committed: c, ends: e, err: err}})
 	}()
 }
 

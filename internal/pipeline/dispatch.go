@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"sink/internal/batch"
-	"sink/internal/cdc"
 	"sink/internal/chschema"
 	"sink/internal/chtable"
 	"sink/internal/decode"
@@ -65,21 +64,6 @@ type flight struct {
 	// holds one of the table's insert slots until it lands
 	started bool
 }
-
-type ack struct {
-	id   uint64
-	err  error
-	dlq  bool
-	took time.Duration
-	// trunc: the end of a TRUNCATE TABLE (internal/cdc)
-	trunc *cdc.Truncated
-	// shards are the INSERTs of a target local batch, one per shard part
-	// (empty for a table written with one INSERT).
-	shards []shardPart
-}
-
-// shardPart is one shard's INSERT of a batch.
-type shardPart struct{ shard, rows int }
 
 // dispatch is the batches on their way to ClickHouse: the open ones, one
 // accumulator per accKey; the sealed ones from their seal to their ack
@@ -437,7 +421,7 @@ func (p *Pipeline) pump(writeCtx context.Context, ts *tables.Table) {
 			// Never inserted: the batch fails (unless, under exactly-once,
 			// a loss of one of its partitions drops it first).
 			id := b.ID
-			p.spawn(func() { p.sendAck(ack{id: id, err: err}) })
+			p.spawn(func() { p.post(insertFailed{p: p, id: id, err: err}) })
 			continue
 		}
 		st := p.disp.stats(ts)
@@ -446,9 +430,9 @@ func (p *Pipeline) pump(writeCtx context.Context, ts *tables.Table) {
 }
 
 // insert runs on its own goroutine (spawn) and touches nothing of the
-// owner's but the acks and schemas channels (through sendAck and
-// sendSchema) and atomic counters. tab is the table's
-// layout the batch was decoded for.
+// owner's but the inbox (post, and the table's re-read through the
+// catalog's Refresh) and atomic counters. tab is the table's layout the
+// batch was decoded for.
 func (p *Pipeline) insert(ctx context.Context, ts *tables.Table, st *insertStats, tab *chtable.Table, b *sealedBatch, blk chschema.Block) {
 	// Wait for a connection slot first: the wait is the sink's own queue,
 	// not the INSERT's, so it is neither an attempt nor part of the
@@ -457,7 +441,7 @@ func (p *Pipeline) insert(ctx context.Context, ts *tables.Table, st *insertStats
 	case p.conns <- struct{}{}:
 		defer func() { <-p.conns }()
 	case <-ctx.Done():
-		p.sendAck(ack{id: b.ID, err: ctx.Err()})
+		p.post(insertFailed{p: p, id: b.ID, err: ctx.Err()})
 		return
 	}
 	start := time.Now()
@@ -474,7 +458,7 @@ func (p *Pipeline) insert(ctx context.Context, ts *tables.Table, st *insertStats
 	}
 	if len(b.Data.Unfilled()) > 0 {
 		if err := p.fill.Fill(ctx, tab, b.Data); err != nil {
-			p.sendAck(ack{id: b.ID, err: err, took: time.Since(start)})
+			p.post(insertFailed{p: p, id: b.ID, err: err})
 			return
 		}
 	}
@@ -490,64 +474,50 @@ func (p *Pipeline) insert(ctx context.Context, ts *tables.Table, st *insertStats
 		mu.Unlock()
 	})
 	err := p.w.Insert(ctx, tab, blk, b.ID, onRetry, p.cat.Refresh(ts))
+	if err != nil {
+		p.post(insertFailed{p: p, id: b.ID, err: err})
+		return
+	}
 	mu.Lock()
-	a := ack{id: b.ID, err: err, took: time.Since(start), shards: shards}
+	e := inserted{p: p, id: b.ID, took: time.Since(start), shards: shards}
 	mu.Unlock()
-	p.sendAck(a)
+	p.post(e)
 }
 
-func (p *Pipeline) handleAck(writeCtx context.Context, a ack) {
-	if a.dlq {
-		p.handleDLQAck(writeCtx, a)
+// insertFailed handles a batch whose INSERT failed for good: it stays
+// unacknowledged in the tracker, so its offsets (and everything after
+// them) are never committed, and it is consumed again on restart; the
+// connector stops (a canceled INSERT is the shutdown's own doing).
+func (p *Pipeline) insertFailed(writeCtx context.Context, e insertFailed) {
+	f := p.disp.land(e.id)
+	if f == nil {
 		return
 	}
-	if a.trunc != nil {
-		p.truncated(*a.trunc)
-		return
+	if !errors.Is(e.err, context.Canceled) {
+		p.failIf(e.err)
 	}
-	f := p.disp.land(a.id)
+	// The slot is free: start the batches queued behind this one, as
+	// the flush after a failure does with every open batch. Left in
+	// the queue they would hold the flush until shutdown_timeout.
+	p.pump(writeCtx, f.table)
+	p.revokeDone(e.id)
+}
+
+// inserted handles a batch whose rows are in: the one path after an
+// INSERT succeeds. Dispatch lands it (its table's stats, the cadence, the
+// block kept for reuse, the next batches of the table started), then the
+// offsets it held are handled (the tracker, the delivery, a TRUNCATE
+// waiting for the table's earlier rows), committed at once, and a revoke
+// waiting for it is told.
+func (p *Pipeline) inserted(writeCtx context.Context, e inserted) {
+	f := p.disp.land(e.id)
 	if f == nil {
 		return
 	}
 	ts := f.table
-	if a.err != nil {
-		// The batch stays unacknowledged in the tracker, so its offsets (and
-		// everything after them) are never committed: it is consumed again
-		// on restart.
-		if !errors.Is(a.err, context.Canceled) && p.fatal == nil {
-			p.fatal = a.err
-		}
-		// The slot is free: start the batches queued behind this one, as
-		// the flush after a failure does with every open batch. Left in
-		// the queue they would hold the flush until shutdown_timeout.
-		p.pump(writeCtx, ts)
-		p.revokeDone(a.id)
-		return
-	}
-	rows := f.b.Rows()
-	p.tracker.Ack(a.id, f.b.TPs())
-	p.dlv.OnAck(ts, a.id)
-	st := p.disp.stats(ts)
-	st.rows += int64(rows)
-	st.inserts++
-	st.lastInsert = p.now()
-	p.budgetInserted(ts, f.b.Sealed, st.lastInsert)
-	st.histAdd(st.lastInsert, rows, a.shards)
-	p.stats.Rows += int64(rows)
-	p.stats.Inserts++
-	var oldest time.Time // zero: no record of the batch had a timestamp
-	if f.oldest > 0 {
-		oldest = time.Unix(0, f.oldest)
-	}
-	ts.Metrics().Inserted(rows, a.took, oldest)
-	p.adaptInserted(ts, a.took)
-	p.log.Debug().Str("table", ts.Name()).Uint64("batch", a.id).Int("rows", rows).Int("bytes", f.bytes).
-		Str("reason", f.b.Reason.String()).Int("partitions", len(f.b.Ranges)).Dur("took", a.took).
-		Dur("age", p.now().Sub(f.b.Opened)).Msg("inserted")
-	if f.tab == ts.Target() { // a block of the current layout
-		p.disp.reuse(ts, f.b.Data, p.cfg.ClickHouse.MaxInFlight)
-	}
-	p.pump(writeCtx, ts)
+	p.landed(writeCtx, f, e)
+	p.tracker.Ack(e.id, f.b.TPs())
+	p.dlv.OnAck(ts, e.id)
 	p.failIf(p.truncs.Step(writeCtx, ts))
 	// Commit at once: inserts are few by design, so one commit round trip
 	// per insert is cheap, and it shrinks what a crash replays to the
@@ -555,7 +525,34 @@ func (p *Pipeline) handleAck(writeCtx context.Context, a ack) {
 	if p.revoke == nil {
 		p.committer.commit()
 	}
-	p.revokeDone(a.id)
+	p.revokeDone(e.id)
+}
+
+// landed records f's INSERT, which e says succeeded, and starts the next
+// batches of its table.
+func (p *Pipeline) landed(writeCtx context.Context, f *flight, e inserted) {
+	ts, rows := f.table, f.b.Rows()
+	st := p.disp.stats(ts)
+	st.rows += int64(rows)
+	st.inserts++
+	st.lastInsert = p.now()
+	p.budgetInserted(ts, f.b.Sealed, st.lastInsert)
+	st.histAdd(st.lastInsert, rows, e.shards)
+	p.stats.Rows += int64(rows)
+	p.stats.Inserts++
+	var oldest time.Time // zero: no record of the batch had a timestamp
+	if f.oldest > 0 {
+		oldest = time.Unix(0, f.oldest)
+	}
+	ts.Metrics().Inserted(rows, e.took, oldest)
+	p.adaptInserted(ts, e.took)
+	p.log.Debug().Str("table", ts.Name()).Uint64("batch", e.id).Int("rows", rows).Int("bytes", f.bytes).
+		Str("reason", f.b.Reason.String()).Int("partitions", len(f.b.Ranges)).Dur("took", e.took).
+		Dur("age", p.now().Sub(f.b.Opened)).Msg("inserted")
+	if f.tab == ts.Target() { // a block of the current layout
+		p.disp.reuse(ts, f.b.Data, p.cfg.ClickHouse.MaxInFlight)
+	}
+	p.pump(writeCtx, ts)
 }
 
 // histAdd counts an acknowledged batch of rows in the status history: as

@@ -124,24 +124,15 @@ func (d *dlqState) where() string {
 // sendDLQ starts (or restarts) the produce of d's copy.
 func (p *Pipeline) sendDLQ(writeCtx context.Context, id uint64, d *dlqState) {
 	p.cons.ProduceDLQ(writeCtx, p.cfg.Errors.DLQTopic, d.rec, d.cause, d.refOnly, func(err error) {
-		p.sendAck(ack{id: id, err: err, dlq: true})
+		p.post(produced{p: p, id: id, err: err})
 	})
 }
 
-// sendAck hands an ack to the owner, or drops it once Run has returned (a
-// late produce callback or retry timer must not block forever).
-func (p *Pipeline) sendAck(a ack) {
-	select {
-	case p.acks <- a:
-	case <-p.stopped:
-	}
-}
-
-// handleDLQAck settles a dead-letter produce: success acknowledges the
+// produced settles a dead-letter produce: success acknowledges the
 // record and frees the batches waiting for it; a retriable error produces
 // the copy again after a backoff; a size refusal sends a reference without
 // the value; anything else stops the connector.
-func (p *Pipeline) handleDLQAck(writeCtx context.Context, a ack) {
+func (p *Pipeline) produced(writeCtx context.Context, a produced) {
 	d := p.dlq.m[a.id]
 	if d == nil {
 		return

@@ -52,7 +52,7 @@ func TestAccForAfterSealMidChunk(t *testing.T) {
 	// The table gains a column; its re-read is applied.
 	sink.addColumn("added", "Nullable(String)")
 	p.cat.DescribeAll(ctx)
-	p.handleTable(ctx, <-p.cat.Results())
+	(<-p.inbox).Apply(ctx) // the re-read, applied
 	if p.fatal != nil {
 		t.Fatal(p.fatal)
 	}

@@ -127,10 +127,9 @@ type Pipeline struct {
 	dlq     deadLetters // bad records whose dead-letter produce has not succeeded (dlq.go)
 	nextID  uint64
 
-	acks    chan ack
+	inbox   chan event // outcomes of the goroutines the pipeline started (events.go)
 	events  chan groupEvent
 	fetches chan kgo.Fetches
-	parts   chan partsResult // adaptive batching's parts reads (adaptive.go)
 	want    chan struct{}
 	stopped chan struct{} // closed (stop) once Run's last commit is made
 	stopOne sync.Once
@@ -182,8 +181,7 @@ type Pipeline struct {
 	snap       atomic.Pointer[status.Snapshot]
 	snapEvery  time.Duration // snapshotInterval
 	posEvery   time.Duration // positionsInterval
-	positions  chan positionsResult
-	probingPos bool // a positions probe is running
+	probingPos bool          // a positions probe is running
 	// probingParts: adaptive batching's parts read is running (adaptive.go)
 	probingParts bool
 
@@ -202,9 +200,8 @@ type Pipeline struct {
 	held heldState
 	// look is what the plans ask for schemas (lookup.go): the look-ups of
 	// ids not seen yet run off the owner while Run loops, their answers
-	// come back on lookups. nil when no registry is configured.
-	look    *lookups
-	lookups chan lookupResult
+	// come back as events. nil when no registry is configured.
+	look *lookups
 	// noCreate: New does not create missing tables (WithoutCreate);
 	// sampler reads the records that type a missing table's columns
 	// (WithSampler).
@@ -261,11 +258,9 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w Sink, op
 		log:       log,
 		w:         w,
 		tracker:   offsets.New(),
-		acks:      make(chan ack, 64),
+		inbox:     make(chan event, 64),
 		events:    make(chan groupEvent),
 		fetches:   make(chan kgo.Fetches),
-		lookups:   make(chan lookupResult),
-		parts:     make(chan partsResult),
 		want:      make(chan struct{}, 1),
 		stopped:   make(chan struct{}),
 		controls:  make(chan controlReq),
@@ -274,7 +269,6 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w Sink, op
 		state:     status.Starting,
 		snapEvery: snapshotInterval,
 		posEvery:  positionsInterval,
-		positions: make(chan positionsResult, 1),
 		lag:       map[offsets.TP]int64{},
 		now:       time.Now,
 		recycle:   (*kgo.Record).Recycle,
@@ -327,9 +321,9 @@ func (p *Pipeline) Catalog() *tables.Catalog { return p.cat }
 // tablesOwner is what the catalog asks of the rest of the pipeline.
 type tablesOwner struct{ p *Pipeline }
 
-func (o tablesOwner) Spawn(f func())           { o.p.spawn(f) }
-func (o tablesOwner) Stopped() <-chan struct{} { return o.p.stopped }
-func (o tablesOwner) Stopping() bool           { return o.p.fatal != nil }
+func (o tablesOwner) Spawn(f func())            { o.p.spawn(f) }
+func (o tablesOwner) Described(r tables.Result) { o.p.post(described{p: o.p, r: r}) }
+func (o tablesOwner) Stopping() bool            { return o.p.fatal != nil }
 
 // TableAdded gives a new table its batching.
 func (o tablesOwner) TableAdded(t *tables.Table) { o.p.adaptTable(t) }
@@ -374,9 +368,9 @@ func (p *Pipeline) spawn(f func()) {
 	}()
 }
 
-// stop closes stopped: from then on every send to the owner (sendAck,
-// sendSchema, parts reads) is dropped instead of waiting for a loop that
-// has ended, and group callbacks no longer wait for it.
+// stop closes stopped: from then on every event sent to the owner (post)
+// is dropped instead of waiting for a loop that has ended, and group
+// callbacks no longer wait for it.
 func (p *Pipeline) stop() { p.stopOne.Do(func() { close(p.stopped) }) }
 
 // join waits until every goroutine started with spawn has returned, for at

@@ -35,7 +35,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	p.publish()
 	close(p.started)
 	if p.look != nil {
-		p.look.begin(p.lookups, p.stopped)
+		p.look.begin(func(r lookupResult) { p.post(lookedUp{p: p, r: r}) })
 		defer p.look.end(0) // shutdown waited for them; an early return cancels them
 	}
 	p.committer.start()
@@ -69,7 +69,7 @@ func (p *Pipeline) startPoller(writeCtx context.Context) (stop func()) {
 		defer tick.Stop()
 		for {
 			// Checked first: called again (deferred) after the shutdown, a
-			// select would pick an ack still buffered as often as the
+			// select would pick an event still buffered as often as the
 			// closed pollerDone, and handling it could start the next
 			// batch's INSERT after the shutdown joined the INSERTs.
 			select {
@@ -82,8 +82,8 @@ func (p *Pipeline) startPoller(writeCtx context.Context) (stop func()) {
 				return
 			case ev := <-p.events:
 				p.handleEvent(writeCtx, ev)
-			case a := <-p.acks:
-				p.handleAck(writeCtx, a)
+			case e := <-p.inbox:
+				e.Apply(writeCtx)
 			case r := <-p.committer.answers():
 				p.handleCommit(writeCtx, r)
 			case req := <-p.controls:
@@ -97,21 +97,35 @@ func (p *Pipeline) startPoller(writeCtx context.Context) (stop func()) {
 }
 
 // clocks are the loop's timers: the next deadline (armTimer), and the
-// periodic work. A nil channel never fires (schema refresh off, fixed
-// batches).
+// periodic work, whose ticks one goroutine hands the loop in turn (ticks).
+// A nil channel never fires (schema refresh off, fixed batches).
 type clocks struct {
 	timer                    *time.Timer
 	commit, stats, snap, pos *time.Ticker
 	schema, parts            <-chan time.Time
+	ticks                    chan tick
+	done                     chan struct{}
 	stops                    []func()
 	lastStatsAt              time.Time
 	lastStats                Stats
 }
 
+// tick is a periodic job whose time has come.
+type tick uint8
+
+const (
+	tickCommit tick = iota // commit what became safe (kafka.commit_interval)
+	tickStats              // the summary line
+	tickSnap               // publish the status snapshot
+	tickPos                // read the group's positions for the status
+	tickSchema             // re-read the tables (clickhouse.schema_refresh)
+	tickParts              // read the adaptive tables' parts
+)
+
 func (p *Pipeline) newClocks(writeCtx context.Context) *clocks {
 	c := &clocks{timer: time.NewTimer(time.Hour), commit: time.NewTicker(p.cfg.Kafka.CommitInterval),
 		stats: time.NewTicker(statsInterval), snap: time.NewTicker(p.snapEvery), pos: time.NewTicker(p.posEvery),
-		lastStatsAt: p.now()}
+		ticks: make(chan tick), done: make(chan struct{}), lastStatsAt: p.now()}
 	c.stops = []func(){func() { c.timer.Stop() }, c.commit.Stop, c.stats.Stop, c.snap.Stop, c.pos.Stop}
 	if d := p.cfg.ClickHouse.SchemaRefresh; d > 0 {
 		t := time.NewTicker(d)
@@ -122,10 +136,40 @@ func (p *Pipeline) newClocks(writeCtx context.Context) *clocks {
 		c.stops, c.parts = append(c.stops, t.Stop), t.C
 		p.probeParts(writeCtx)
 	}
+	go c.run()
 	return c
 }
 
+// run hands the loop each periodic tick, until stop.
+func (c *clocks) run() {
+	for {
+		var t tick
+		select {
+		case <-c.commit.C:
+			t = tickCommit
+		case <-c.stats.C:
+			t = tickStats
+		case <-c.snap.C:
+			t = tickSnap
+		case <-c.pos.C:
+			t = tickPos
+		case <-c.schema:
+			t = tickSchema
+		case <-c.parts:
+			t = tickParts
+		case <-c.done:
+			return
+		}
+		select {
+		case c.ticks <- t:
+		case <-c.done:
+			return
+		}
+	}
+}
+
 func (c *clocks) stop() {
+	close(c.done)
 	for _, f := range c.stops {
 		f()
 	}
@@ -145,8 +189,8 @@ func (p *Pipeline) loop(ctx, writeCtx context.Context, c *clocks) {
 			p.cons.AllowRebalance()
 		case <-p.decodable():
 			p.decodeSome(writeCtx)
-		case a := <-p.acks:
-			p.handleAck(writeCtx, a)
+		case e := <-p.inbox:
+			e.Apply(writeCtx)
 		case r := <-p.committer.answers():
 			p.handleCommit(writeCtx, r)
 		case ev := <-p.events:
@@ -154,30 +198,10 @@ func (p *Pipeline) loop(ctx, writeCtx context.Context, c *clocks) {
 			p.publish() // a change of partitions shows at once
 		case req := <-p.controls:
 			p.handleControl(writeCtx, req)
-		case <-c.snap.C:
-			p.publish()
-		case <-c.pos.C:
-			p.probePositions()
-		case r := <-p.positions:
-			p.handlePositions(r)
 		case <-c.timer.C:
 			p.due(writeCtx)
-		case <-c.commit.C:
-			p.committer.commit()
-		case <-c.schema:
-			p.cat.DescribeAll(writeCtx)
-		case r := <-p.cat.Results():
-			p.handleTable(writeCtx, r)
-		case r := <-p.lookups:
-			p.handleLookup(r)
-		case <-c.parts:
-			p.probeParts(writeCtx)
-		case r := <-p.parts:
-			p.handleParts(r)
-		case <-c.stats.C:
-			now := p.now()
-			p.logStats(now.Sub(c.lastStatsAt), c.lastStats)
-			c.lastStatsAt, c.lastStats = now, p.stats
+		case t := <-c.ticks:
+			p.tick(writeCtx, c, t)
 		}
 		if p.state == status.Pausing {
 			p.advancePause(writeCtx)
@@ -185,6 +209,26 @@ func (p *Pipeline) loop(ctx, writeCtx context.Context, c *clocks) {
 		if p.fatal == nil {
 			p.requestPoll()
 		}
+	}
+}
+
+// tick does the periodic job t.
+func (p *Pipeline) tick(writeCtx context.Context, c *clocks, t tick) {
+	switch t {
+	case tickCommit:
+		p.committer.commit()
+	case tickStats:
+		now := p.now()
+		p.logStats(now.Sub(c.lastStatsAt), c.lastStats)
+		c.lastStatsAt, c.lastStats = now, p.stats
+	case tickSnap:
+		p.publish()
+	case tickPos:
+		p.probePositions()
+	case tickSchema:
+		p.cat.DescribeAll(writeCtx)
+	case tickParts:
+		p.probeParts(writeCtx)
 	}
 }
 
@@ -292,13 +336,11 @@ func (p *Pipeline) flush(writeCtx context.Context, cancelWrites context.CancelFu
 		select {
 		case <-retry.C:
 			p.dlv.RetryDue(writeCtx)
-		case a := <-p.acks:
-			p.handleAck(writeCtx, a)
+		case e := <-p.inbox:
+			e.Apply(writeCtx)
 			p.abandonBlocked()
 		case r := <-p.committer.answers():
 			p.handleCommit(writeCtx, r)
-		case r := <-p.cat.Results():
-			p.handleTable(writeCtx, r)
 		case ev := <-p.events:
 			p.handleEvent(writeCtx, ev)
 		case req := <-p.controls:
@@ -582,7 +624,7 @@ type truncOwner struct{ p *Pipeline }
 
 func (o truncOwner) Spawn(f func())            { o.p.spawn(f) }
 func (o truncOwner) Stopping() bool            { return o.p.fatal != nil }
-func (o truncOwner) Truncated(r cdc.Truncated) { o.p.sendAck(ack{trunc: &r}) }
+func (o truncOwner) Truncated(r cdc.Truncated) { o.p.post(truncated{p: o.p, r: r}) }
 
 // handleCommit is the committer's result, as an event of Run: the next
 // commit goes out, and the delivery takes up what waited for the result

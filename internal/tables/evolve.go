@@ -578,7 +578,7 @@ func (e *Evolution) startAlter(rs *Route, field, typ string) {
 		if r.err == nil {
 			cols, derr = e.c.sink.Describe(ctx, db, name)
 		}
-		e.c.send(Result{ts: ts, cols: cols, err: derr, evolve: r})
+		e.c.own.Described(Result{ts: ts, cols: cols, err: derr, evolve: r})
 	})
 }
 

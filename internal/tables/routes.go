@@ -51,7 +51,6 @@ type Catalog struct {
 	dead     DeadLetters       // the dead-letter tables and counts (deadletter.go)
 	evo      Evolution         // fields no column takes, and the columns added for them (evolve.go)
 	unfilled map[string]string // the DEFAULT columns noteUnfilled has logged, with why
-	results  chan Result       // table reads and ALTERs done off the owner (schema.go)
 }
 
 // Options is what Open builds the catalog from besides the config.
@@ -79,7 +78,7 @@ type Options struct {
 // an unknown source.
 func Open(ctx context.Context, cfg *config.Config, o Options) (*Catalog, error) {
 	c := &Catalog{cfg: cfg, log: o.Log, sink: o.Sink, lookups: o.Lookups, m: o.Metrics, own: o.Owner, now: o.Now,
-		tables: map[string]*Table{}, byTopic: map[string][]*Route{}, results: make(chan Result)}
+		tables: map[string]*Table{}, byTopic: map[string][]*Route{}}
 	c.fanout = cfg.Fanout == config.FanoutAll
 	for _, r := range cfg.Routes {
 		c.fanout = c.fanout || len(r.Conditions()) > 0

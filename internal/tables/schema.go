@@ -33,12 +33,8 @@ type Result struct {
 	evolve *evolveResult
 }
 
-// Results is where the table reads and ALTERs the catalog started hand
-// their outcome to the owner.
-func (c *Catalog) Results() <-chan Result { return c.results }
-
 // DescribeAll starts a description of every table that is not already
-// being described; the results come back on Results.
+// being described; the results come back through Owner.Described.
 func (c *Catalog) DescribeAll(ctx context.Context) {
 	for _, ts := range c.tables {
 		c.describe(ctx, ts)
@@ -56,16 +52,8 @@ func (c *Catalog) describe(ctx context.Context, ts *Table) {
 		dctx, cancel := context.WithTimeout(ctx, c.cfg.ClickHouse.QueryTimeout)
 		defer cancel()
 		cols, err := c.sink.Describe(dctx, db, name)
-		c.send(Result{ts: ts, cols: cols, err: err})
+		c.own.Described(Result{ts: ts, cols: cols, err: err})
 	})
-}
-
-// send hands r to the owner, or drops it once the owner has stopped.
-func (c *Catalog) send(r Result) {
-	select {
-	case c.results <- r:
-	case <-c.own.Stopped():
-	}
 }
 
 // Refresh is the chtable.Refresh of an INSERT into ts: it re-reads the
@@ -78,7 +66,7 @@ func (c *Catalog) Refresh(ts *Table) chtable.Refresh {
 		if err != nil {
 			return nil, nil, err
 		}
-		c.send(Result{ts: ts, cols: cols})
+		c.own.Described(Result{ts: ts, cols: cols})
 		nt, nb := chtable.Project(t.Database, t.Name, cols, blk)
 		c.log.Warn().Str("table", t.FullName()).Strs("columns_before", names(t.Insert)).Strs("columns_now", names(nt.Insert)).
 			Msg("table changed under a sealed batch: retrying it with the columns the table has now")

@@ -17,8 +17,8 @@
 // Concurrency: a Catalog belongs to the connector's owner goroutine, which
 // calls every method (Open and the Plan functions run before it starts).
 // The table reads and ALTERs it starts run on goroutines of their own
-// (Owner.Spawn) and hand their outcome back as a Result, which the owner
-// applies with Handle.
+// (Owner.Spawn) and hand their outcome back as a Result
+// (Owner.Described), which the owner applies with Handle.
 package tables
 
 import (
@@ -77,9 +77,10 @@ type Owner interface {
 	// Spawn runs f on a goroutine that the connector joins before the
 	// ClickHouse pool closes (f uses the Sink).
 	Spawn(f func())
-	// Stopped is closed once the connector has made its last commit: a
-	// Result sent after that is dropped.
-	Stopped() <-chan struct{}
+	// Described hands a Result to the owner goroutine, which applies it
+	// with Handle (dropped once the connector has made its last commit).
+	// It is called from the goroutines Spawn started.
+	Described(r Result)
 	// Stopping reports whether something already stops the connector.
 	Stopping() bool
 	// Reshape is called just before t's columns change: the open batches

@@ -195,7 +195,7 @@ func (testCommits) SendStalled()                       {}
 type testOwner struct{}
 
 func (testOwner) Spawn(f func())                         { go f() }
-func (testOwner) Stopped() <-chan struct{}               { return nil }
+func (testOwner) Described(tables.Result)                {}
 func (testOwner) Stopping() bool                         { return false }
 func (testOwner) Reshape(context.Context, *tables.Table) {}
 func (testOwner) TableAdded(*tables.Table)               {}
