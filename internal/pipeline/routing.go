@@ -205,7 +205,8 @@ func (p *Pipeline) resolve(ctx context.Context) error {
 }
 
 // compile builds route r's plan for the table's insert columns, with the
-// errors.on_missing / on_null / on_tombstone policy.
+// errors.on_missing / on_null / on_tombstone policy and batch.max_bytes as
+// the largest row.
 func (p *Pipeline) compile(r config.Route, insert []chschema.ColumnSchema) (*decode.Plan, error) {
 	plan, err := decode.Compile(r.Format, insert, r.Mapping(), decode.WithRegistry(p.planRegistry()), decode.WithMessage(r.Message))
 	if err != nil {
@@ -217,6 +218,8 @@ func (p *Pipeline) compile(r config.Route, insert []chschema.ColumnSchema) (*dec
 		NullBad:      e.OnNull == "bad_record",
 		TombstoneBad: e.OnTombstone == "bad_record",
 		Unmapped:     r.Schema.Permits,
+		// A row larger than a batch is a bad record (decode's limits).
+		MaxRowBytes: int(p.cfg.Batch.MaxBytes),
 	})
 	return plan, nil
 }
