@@ -8,6 +8,7 @@ import (
 	"sink/internal/adapt"
 	"sink/internal/batch"
 	"sink/internal/chtable"
+	"sink/internal/tables"
 )
 
 // batch.mode adaptive: each table has an adapt.Controller that the owner
@@ -16,7 +17,7 @@ import (
 // goroutines) and with the table's parts, which a probe goroutine reads
 // from ClickHouse every partsInterval, every adaptive table at once (one
 // PartsOf: three queries per server however many tables), and hands back
-// over p.parts. After each
+// as an event (partsRead). After each
 // decision the table's accumulators get the new wait and rows ceiling.
 
 // partsInterval is how often the adaptive tables' parts are read: three
@@ -24,69 +25,73 @@ import (
 // inserts.
 var partsInterval = 5 * time.Second
 
+// adaptState is one table's controller and what it decided last.
+type adaptState struct {
+	ctl         *adapt.Controller
+	target      adapt.Target
+	parts       adapt.Parts // the last read
+	tooManySeen int64       // the TOO_MANY_PARTS count the controller was last told about
+}
+
 // partsResult is a probe goroutine's answer, for the tables it read.
 type partsResult struct {
-	tables []*tableState
+	tables []*tables.Table
 	parts  map[chtable.TableName]adapt.Parts
 	err    error
 }
 
 func (p *Pipeline) adaptive() bool { return p.cfg.Batch.Mode == config.BatchAdaptive }
 
-// newTable makes the state of a resolved table, with its controller in
-// adaptive mode.
-// maxLatency is the route's max_latency (0: none).
-func (p *Pipeline) newTable(t *chtable.Table, key string, maxLatency time.Duration) *tableState {
-	ts := &tableState{t: t, m: p.m.Table(key), maxLatency: maxLatency}
-	p.noteUnfilled(t)
-	p.adaptTable(ts)
-	return ts
-}
-
 // adaptTable gives ts its controller in adaptive mode, and reports its
 // target.
-func (p *Pipeline) adaptTable(ts *tableState) {
+func (p *Pipeline) adaptTable(ts *tables.Table) {
 	b := p.cfg.Batch
 	if !p.adaptive() {
 		pol := p.policy(ts)
-		ts.m.Target(pol.MaxRows, pol.MaxWait, 1, false, 0, "")
+		ts.Metrics().Target(pol.MaxRows, pol.MaxWait, 1, false, 0, "")
 		return
 	}
 	maxLatency := b.MaxLatency
-	if ts.maxLatency > 0 {
-		maxLatency = ts.maxLatency
+	if ts.MaxLatency() > 0 {
+		maxLatency = ts.MaxLatency()
 	}
 	// A batch may hold max_bytes, and never more than its share of the
 	// buffer: the one filling plus max_in_flight being inserted.
 	share := min(int(b.MaxBytes), int(b.BufferMemory)/(p.cfg.ClickHouse.MaxInFlight+1))
-	ts.ctl = adapt.New(adapt.Settings{
+	as := &adaptState{ctl: adapt.New(adapt.Settings{
 		InsertsPerMinute: b.TargetInsertsPerMinute,
 		MaxLatency:       maxLatency,
 		Overhead:         p.cfg.Kafka.FetchMaxWait,
 		MaxBatchBytes:    share,
-	})
-	ts.target = ts.ctl.Target()
-	ts.m.Target(ts.target.Rows, ts.target.Wait, ts.target.Pressure, ts.target.OverLatency, ts.target.Rate, string(ts.target.Reason))
+	})}
+	as.target = as.ctl.Target()
+	if p.adapt == nil {
+		p.adapt = map[*tables.Table]*adaptState{}
+	}
+	p.adapt[ts] = as
+	ts.Metrics().Target(as.target.Rows, as.target.Wait, as.target.Pressure, as.target.OverLatency, as.target.Rate, string(as.target.Reason))
 }
 
 // policy is the triggers of ts's accumulators now.
-func (p *Pipeline) policy(ts *tableState) batch.Policy {
+func (p *Pipeline) policy(ts *tables.Table) batch.Policy {
 	b := p.cfg.Batch
-	if ts.ctl == nil {
+	as := p.adapt[ts]
+	if as == nil {
 		wait := b.MaxWait
-		if ts.maxLatency > 0 {
+		if ts.MaxLatency() > 0 {
 			// The route's bound caps the wait: a record may have waited
 			// fetch_max_wait in Kafka already.
-			wait = min(wait, max(ts.maxLatency-p.cfg.Kafka.FetchMaxWait, time.Millisecond))
+			wait = min(wait, max(ts.MaxLatency()-p.cfg.Kafka.FetchMaxWait, time.Millisecond))
 		}
 		return batch.Policy{MaxRows: b.MaxRows, MaxBytes: int(b.MaxBytes), MaxWait: wait}
 	}
-	return batch.Policy{MaxRows: ts.target.Rows, MaxBytes: ts.ctl.Settings().MaxBatchBytes, MaxWait: ts.target.Wait}
+	return batch.Policy{MaxRows: as.target.Rows, MaxBytes: as.ctl.Settings().MaxBatchBytes, MaxWait: as.target.Wait}
 }
 
 // adaptSealed feeds a sealed batch to ts's controller.
-func (p *Pipeline) adaptSealed(ts *tableState, b *sealedBatch) {
-	if ts.ctl == nil {
+func (p *Pipeline) adaptSealed(ts *tables.Table, b *sealedBatch) {
+	as := p.adapt[ts]
+	if as == nil {
 		return
 	}
 	// A batch sealed by a revoke, shutdown or schema change did not run
@@ -94,25 +99,26 @@ func (p *Pipeline) adaptSealed(ts *tableState, b *sealedBatch) {
 	if b.Reason != batch.ReasonRows && b.Reason != batch.ReasonBytes && b.Reason != batch.ReasonWait {
 		return
 	}
-	p.apply(ts, ts.ctl.Sealed(b.Sealed, b.Rows(), b.Data.Bytes(), b.Sealed.Sub(b.Opened)))
+	p.apply(ts, as.ctl.Sealed(b.Sealed, b.Rows(), b.Data.Bytes(), b.Sealed.Sub(b.Opened)))
 }
 
 // adaptInserted feeds an acknowledged insert to ts's controller, with the
 // TOO_MANY_PARTS retries seen since the last time.
-func (p *Pipeline) adaptInserted(ts *tableState, took time.Duration) {
-	if ts.ctl == nil {
+func (p *Pipeline) adaptInserted(ts *tables.Table, took time.Duration) {
+	as := p.adapt[ts]
+	if as == nil {
 		return
 	}
-	p.adaptErrors(ts)
-	p.apply(ts, ts.ctl.Inserted(p.now(), took))
+	p.adaptErrors(ts, as)
+	p.apply(ts, as.ctl.Inserted(p.now(), took))
 }
 
 // adaptErrors tells the controller about TOO_MANY_PARTS retries that insert
 // goroutines counted since the last look.
-func (p *Pipeline) adaptErrors(ts *tableState) {
-	if n := ts.tooManyParts.Load(); n > ts.tooManySeen {
-		ts.tooManySeen = n
-		p.apply(ts, ts.ctl.TooManyParts(p.now()))
+func (p *Pipeline) adaptErrors(ts *tables.Table, as *adaptState) {
+	if n := p.disp.stats(ts).tooManyParts.Load(); n > as.tooManySeen {
+		as.tooManySeen = n
+		p.apply(ts, as.ctl.TooManyParts(p.now()))
 	}
 }
 
@@ -121,18 +127,19 @@ func (p *Pipeline) adaptErrors(ts *tableState) {
 // with time).
 func (p *Pipeline) probeParts(ctx context.Context) {
 	pr, _ := p.w.(partsReader)
-	var tables []*tableState
+	var tabs []*tables.Table
 	var names []chtable.TableName
-	p.rt.eachTable(func(ts *tableState) {
-		if ts.ctl == nil {
+	p.cat.EachTable(func(ts *tables.Table) {
+		as := p.adapt[ts]
+		if as == nil {
 			return
 		}
-		p.adaptErrors(ts)
-		p.apply(ts, ts.ctl.Tick(p.now()))
-		tables = append(tables, ts)
-		names = append(names, chtable.TableName{Database: ts.t.Database, Name: ts.t.Name})
+		p.adaptErrors(ts, as)
+		p.apply(ts, as.ctl.Tick(p.now()))
+		tabs = append(tabs, ts)
+		names = append(names, chtable.TableName{Database: ts.Target().Database, Name: ts.Target().Name})
 	})
-	if pr == nil || p.probingParts || len(tables) == 0 {
+	if pr == nil || p.probingParts || len(tabs) == 0 {
 		return
 	}
 	p.probingParts = true
@@ -140,10 +147,7 @@ func (p *Pipeline) probeParts(ctx context.Context) {
 		qctx, cancel := context.WithTimeout(ctx, p.cfg.ClickHouse.QueryTimeout)
 		defer cancel()
 		parts, err := pr.PartsOf(qctx, names)
-		select {
-		case p.parts <- partsResult{tables: tables, parts: parts, err: err}:
-		case <-p.stopped:
-		}
+		p.post(partsRead{p: p, r: partsResult{tables: tabs, parts: parts, err: err}})
 	})
 }
 
@@ -155,22 +159,24 @@ func (p *Pipeline) handleParts(r partsResult) {
 		return
 	}
 	for _, ts := range r.tables {
-		parts, ok := r.parts[chtable.TableName{Database: ts.t.Database, Name: ts.t.Name}]
-		if !ok || ts.ctl == nil {
+		parts, ok := r.parts[chtable.TableName{Database: ts.Target().Database, Name: ts.Target().Name}]
+		as := p.adapt[ts]
+		if !ok || as == nil {
 			continue
 		}
-		ts.m.Parts(parts.Active, parts.DelayAt)
-		ts.parts = parts
-		p.apply(ts, ts.ctl.ObserveParts(p.now(), parts))
+		ts.Metrics().Parts(parts.Active, parts.DelayAt)
+		as.parts = parts
+		p.apply(ts, as.ctl.ObserveParts(p.now(), parts))
 	}
 }
 
 // apply makes t ts's target: the accumulators' triggers, the metrics, and
 // a log line when what decides changes (always when ClickHouse's pushback
 // makes batches wait past max_latency, and when that ends).
-func (p *Pipeline) apply(ts *tableState, t adapt.Target) {
-	prev := ts.target
-	ts.target = t
+func (p *Pipeline) apply(ts *tables.Table, t adapt.Target) {
+	as := p.adapt[ts]
+	prev := as.target
+	as.target = t
 	if t.Rows != prev.Rows || t.Wait != prev.Wait {
 		pol := p.policy(ts)
 		p.disp.eachOpenOf(ts, func(a *accState) {
@@ -180,7 +186,7 @@ func (p *Pipeline) apply(ts *tableState, t adapt.Target) {
 			}
 		})
 	}
-	ts.m.Target(t.Rows, t.Wait, t.Pressure, t.OverLatency, t.Rate, string(t.Reason))
+	ts.Metrics().Target(t.Rows, t.Wait, t.Pressure, t.OverLatency, t.Rate, string(t.Reason))
 	ev := p.log.Debug()
 	switch {
 	case t.OverLatency && !prev.OverLatency:
@@ -192,9 +198,9 @@ func (p *Pipeline) apply(ts *tableState, t adapt.Target) {
 	case t.Wait == prev.Wait:
 		return
 	}
-	ev.Str("table", ts.t.FullName()).Str("reason", string(t.Reason)).Dur("wait", t.Wait).Int("rows", t.Rows).
+	ev.Str("table", ts.Name()).Str("reason", string(t.Reason)).Dur("wait", t.Wait).Int("rows", t.Rows).
 		Float64("pressure", t.Pressure).Bool("over_max_latency", t.OverLatency).Float64("rows_per_sec", t.Rate).
-		Int("active_parts", ts.parts.Active).Int("parts_to_delay_insert", ts.parts.DelayAt).Int("parts_to_throw_insert", ts.parts.ThrowAt).
+		Int("active_parts", as.parts.Active).Int("parts_to_delay_insert", as.parts.DelayAt).Int("parts_to_throw_insert", as.parts.ThrowAt).
 		Msg(targetMessage(t, prev))
 }
 

@@ -12,6 +12,7 @@ import (
 	"sink/internal/chtable"
 	"sink/internal/offsets"
 	"sink/internal/status"
+	"sink/internal/tables"
 )
 
 // The operator's controls and view (internal/status): the connector's
@@ -99,7 +100,7 @@ func (p *Pipeline) probePositions() {
 	p.probingPos = true
 	go func() {
 		c, e, err := ps.Positions(context.Background(), topics)
-		p.positions <- positionsResult{committed: c, ends: e, err: err} // buffered: one probe at a time
+		p.post(positionsRead{p: p, r: positionsResult{committed: c, ends: e, err: err}})
 	}()
 }
 
@@ -236,12 +237,11 @@ func (p *Pipeline) advancePause(writeCtx context.Context) {
 	if p.unacked() > 0 || p.revoke != nil {
 		return
 	}
-	p.commitNow()
-	if len(p.uncommitted) > 0 {
+	if !p.committer.commitNow() {
 		return // the commit failed: retried at the next commit tick
 	}
 	p.setState(status.Paused)
-	p.log.Info().Dur("took", p.now().Sub(p.stateSince)).Str("committed", p.committedSummary()).
+	p.log.Info().Dur("took", p.now().Sub(p.stateSince)).Str("committed", p.committer.summary()).
 		Msg("paused: every batch inserted and committed; still a member of the group")
 }
 
@@ -303,8 +303,8 @@ func (p *Pipeline) publish() {
 	if g, ok := p.cons.(protocolSource); ok {
 		s.GroupProtocol = g.GroupProtocol()
 	}
-	names := p.rt.tableNames()
-	open := map[*tableState][2]int{}
+	names := p.cat.Names()
+	open := map[*tables.Table][2]int{}
 	p.disp.eachOpen(func(a *accState) {
 		if !a.acc.Empty() {
 			v := open[a.key.table]
@@ -312,37 +312,38 @@ func (p *Pipeline) publish() {
 		}
 	})
 	for _, name := range names {
-		ts := p.rt.table(name)
+		ts := p.cat.Table(name)
+		st := p.disp.stats(ts)
 		t := status.Table{
 			Table:           name,
 			OpenBatches:     open[ts][0],
 			OpenRows:        open[ts][1],
 			QueuedBatches:   p.disp.queued(ts),
 			InFlightBatches: p.disp.inserting(ts),
-			History:         ts.hist.Series(now),
-			DeadLettered:    p.deadLettered(name),
-			DeadLetterTable: p.isDLQTable(ts),
+			History:         st.hist.Series(now),
+			DeadLettered:    p.cat.DeadLetters().Counted(name),
+			DeadLetterTable: ts.DeadLetter(),
 		}
-		t.Rows1m, t.Inserts1m = ts.hist.Sums(now, time.Minute)
-		t.Rows15m, t.Inserts15m = ts.hist.Sums(now, status.Window)
-		for _, shard := range slices.Sorted(maps.Keys(ts.shardHist)) {
-			h := ts.shardHist[shard]
+		t.Rows1m, t.Inserts1m = st.hist.Sums(now, time.Minute)
+		t.Rows15m, t.Inserts15m = st.hist.Sums(now, status.Window)
+		for _, shard := range slices.Sorted(maps.Keys(st.shardHist)) {
+			h := st.shardHist[shard]
 			sh := status.ShardInserts{Shard: shard}
 			sh.Rows1m, sh.Inserts1m = h.Sums(now, time.Minute)
 			sh.Rows15m, sh.Inserts15m = h.Sums(now, status.Window)
 			t.Shards = append(t.Shards, sh)
 		}
-		if !ts.lastInsert.IsZero() {
-			at := ts.lastInsert
+		if !st.lastInsert.IsZero() {
+			at := st.lastInsert
 			t.LastInsert = &at
 		}
 		pol := p.policy(ts)
 		t.Target = status.Target{Mode: "fixed", Rows: pol.MaxRows, WaitSeconds: pol.MaxWait.Seconds()}
-		if ts.ctl != nil {
-			t.Target.Mode, t.Target.Reason = "adaptive", string(ts.target.Reason)
+		if as := p.adapt[ts]; as != nil {
+			t.Target.Mode, t.Target.Reason = "adaptive", string(as.target.Reason)
 		}
-		if f := ts.lastFail.Load(); f != nil {
-			t.LastError = &status.InsertError{Message: f.msg, Code: f.code, At: f.at, Retries: ts.retries.Load()}
+		if f := st.lastFail.Load(); f != nil {
+			t.LastError = &status.InsertError{Message: f.msg, Code: f.code, At: f.at, Retries: st.retries.Load()}
 		}
 		s.Tables = append(s.Tables, t)
 	}

@@ -8,6 +8,7 @@ import (
 	"sink/internal/batch"
 	"sink/internal/pace"
 	"sink/internal/status"
+	"sink/internal/tables"
 )
 
 // The budget of INSERTs per minute per server
@@ -41,16 +42,21 @@ func (p *Pipeline) initBudget() {
 // its own budget: the configured addresses (one server, or one load
 // balancer's view of a replicated set), or on a cluster each shard the
 // table's batches are split over (serverNamer).
-func (p *Pipeline) serversOf(ts *tableState) []string {
-	if ts.servers == nil {
+func (p *Pipeline) serversOf(ts *tables.Table) []string {
+	servers, ok := p.servers[ts]
+	if !ok {
 		if sn, ok := p.w.(serverNamer); ok {
-			ts.servers = sn.Servers(ts.t.Database, ts.t.Name)
+			servers = sn.Servers(ts.Target().Database, ts.Target().Name)
 		}
-		if len(ts.servers) == 0 {
-			ts.servers = []string{strings.Join(p.cfg.ClickHouse.Addrs, ",")}
+		if len(servers) == 0 {
+			servers = []string{strings.Join(p.cfg.ClickHouse.Addrs, ",")}
 		}
+		if p.servers == nil {
+			p.servers = map[*tables.Table][]string{}
+		}
+		p.servers[ts] = servers
 	}
-	return ts.servers
+	return servers
 }
 
 // latencyBound is how long a row of ts may take from its record's
@@ -61,11 +67,11 @@ func (p *Pipeline) serversOf(ts *tableState) []string {
 // which adaptive batching may stretch on ClickHouse's pushback): the
 // Scheduler seals it its servers' lead before (pace.Lead), from the time
 // its first record was produced (budgetOpened).
-func (p *Pipeline) latencyBound(ts *tableState) time.Duration {
+func (p *Pipeline) latencyBound(ts *tables.Table) time.Duration {
 	b := p.cfg.Batch
 	bound := max(b.MaxWait, b.MaxLatency)
-	if ts.maxLatency > 0 {
-		bound = ts.maxLatency
+	if ts.MaxLatency() > 0 {
+		bound = ts.MaxLatency()
 	}
 	return bound
 }
@@ -92,16 +98,14 @@ func (p *Pipeline) opened(a *accState, now time.Time) time.Time {
 	return ts
 }
 
-// tighten makes d (a route's max_latency; 0: none) ts's bound when it is
-// tighter than the one it has.
-func (p *Pipeline) tighten(ts *tableState, d time.Duration) {
-	if d > 0 && (ts.maxLatency == 0 || d < ts.maxLatency) {
-		ts.maxLatency = d
-		ts.ctl = nil // rebuilt with the new bound in adaptive mode
-		p.adaptTable(ts)
-		pol := p.policy(ts)
-		p.disp.eachOpenOf(ts, func(a *accState) { a.acc.SetPolicy(pol) })
-	}
+// rebound follows ts's latency bound, which a route resolved per topic
+// tightened: the controller is rebuilt with the new bound in adaptive
+// mode, and the open batches get the new triggers.
+func (p *Pipeline) rebound(ts *tables.Table) {
+	delete(p.adapt, ts)
+	p.adaptTable(ts)
+	pol := p.policy(ts)
+	p.disp.eachOpenOf(ts, func(a *accState) { a.acc.SetPolicy(pol) })
 }
 
 // budgetOpened tells the Scheduler that a's batch got its first row at now.
@@ -114,7 +118,7 @@ func (p *Pipeline) budgetOpened(a *accState, now time.Time) {
 // budgetInserted tells the Scheduler how long the INSERT of a batch of ts
 // sealed at sealed took until its rows were in (now): its servers' lead
 // (pace.Lead).
-func (p *Pipeline) budgetInserted(ts *tableState, sealed, now time.Time) {
+func (p *Pipeline) budgetInserted(ts *tables.Table, sealed, now time.Time) {
 	if p.sched != nil {
 		p.sched.Took(p.serversOf(ts), now, now.Sub(sealed))
 	}

@@ -18,6 +18,7 @@ import (
 	"sink/internal/chtable"
 	"sink/internal/metrics"
 	"sink/internal/offsets"
+	"sink/internal/tables"
 )
 
 // runBudget builds a pipeline of cfg writing to sink (fake is the
@@ -356,7 +357,7 @@ routes:
 		t.Errorf("%d INSERTs at once, want between 2 and %d", sink.most, limit)
 	}
 	var retries int64
-	p.rt.eachTable(func(ts *tableState) { retries += ts.retries.Load() })
+	p.cat.EachTable(func(ts *tables.Table) { retries += p.disp.stats(ts).retries.Load() })
 	if retries != 0 {
 		t.Errorf("%d retries: waiting for a connection is not a failed attempt", retries)
 	}

@@ -3,95 +3,213 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"time"
 
+	"sink/internal/batch"
 	"sink/internal/chschema"
 	"sink/internal/offsets"
+	"sink/internal/pipeline/exactly"
+	"sink/internal/tables"
 )
 
 // delivery is what the delivery guarantee adds to the shared path:
-// at-least-once (atLeastOnce) adds nothing, exactly-once (exactly,
-// exactly.go) records each batch's intent in the group's commit metadata
-// before its INSERT, carries the ledgers in every commit, recovers newly
-// assigned partitions and drops what can no longer be recorded when
-// partitions are given up. The shared path calls these hooks and never
-// asks which guarantee it runs under.
+// at-least-once (atLeastOnce) adds nothing, exactly-once
+// (internal/pipeline/exactly) records each batch's intent in the group's
+// commit metadata before its INSERT, carries the ledgers in every commit,
+// recovers newly assigned partitions and drops what can no longer be
+// recorded when partitions are given up. The shared path calls these
+// hooks and never asks which guarantee it runs under.
 //
 // Concurrency: called on the owner goroutine only.
 type delivery interface {
-	// check refuses, before Run starts, what the guarantee cannot work with.
-	check(ctx context.Context) error
-	// skip reports whether a record is already in its table (it is then
+	// Check refuses, before Run starts, what the guarantee cannot work with.
+	Check(ctx context.Context) error
+	// Skip reports whether a record is already in its table (it is then
 	// handled without a row).
-	skip(tp offsets.TP, offset int64) bool
-	// coveredRow reports whether a record that decoded into a row of its
-	// route's table is already in that table; deadLettered, whether a bad
+	Skip(tp offsets.TP, offset int64) bool
+	// CoveredRow reports whether a record that decoded into a row of its
+	// route's table is already in that table; DeadLettered, whether a bad
 	// record meant for route rs (nil: none) is already handled. Both
-	// decide after the decode what skip cannot tell before it (a
+	// decide after the decode what Skip cannot tell before it (a
 	// dead-letter table may hold the offset instead).
-	coveredRow(tp offsets.TP, offset int64) bool
-	deadLettered(tp offsets.TP, offset int64, rs *routeState) bool
-	// onRow notes the row of tp just appended to a's open batch.
-	onRow(a *accState, tp offsets.TP)
-	// onSeal notes that a's open batch was sealed as b.
-	onSeal(a *accState, b *sealedBatch)
-	// waiting reports whether ts's next batch must wait before its INSERT.
-	waiting(ts *tableState) bool
-	// beforeInsert is the context and block b's INSERT uses; an error
-	// means b is not inserted: errInsertLater (b is put back at the head
-	// of its table's queue with dispatch.requeue, which frees the insert
-	// slot b took: exactly-once's intent commit is out, or is tried again
-	// later) leaves it for retryDue, any other fails it.
-	beforeInsert(ctx context.Context, ts *tableState, b *sealedBatch) (context.Context, chschema.Block, error)
-	// onAck notes that batch id of ts is inserted.
-	onAck(ts *tableState, id uint64)
-	// commitMeta is what a commit of positions c sends: the positions
+	CoveredRow(tp offsets.TP, offset int64) bool
+	DeadLettered(tp offsets.TP, offset int64, rs *tables.Route) bool
+	// OnRow notes the row of tp just appended to open batch id.
+	OnRow(id uint64, tp offsets.TP)
+	// OnSeal notes that the open batch of b's id, of table ts, was sealed
+	// as b.
+	OnSeal(ts *tables.Table, b *sealedBatch)
+	// Waiting reports whether ts's next batch must wait before its INSERT.
+	Waiting(ts *tables.Table) bool
+	// BeforeInsert is the context and block b's INSERT uses. later means
+	// b is not inserted now: it is back at the head of its table's queue
+	// (dispatch.requeue, which frees the insert slot b took: exactly-once's
+	// intent commit is out, or is tried again later), for RetryDue; an
+	// error means it is never inserted.
+	BeforeInsert(ctx context.Context, ts *tables.Table, b *sealedBatch) (context.Context, chschema.Block, bool, error)
+	// OnAck notes that batch id of ts is inserted.
+	OnAck(ts *tables.Table, id uint64)
+	// CommitMeta is what a commit of positions c sends: the positions
 	// (some may be left out), their metadata, and what to do once the
 	// commit succeeded (nil: nothing).
-	commitMeta(c map[offsets.TP]offsets.Commit) (map[offsets.TP]offsets.Commit, map[offsets.TP]string, func())
-	// onAssign prepares newly assigned partitions before their records
+	CommitMeta(c map[offsets.TP]offsets.Commit) (map[offsets.TP]offsets.Commit, map[offsets.TP]string, func())
+	// OnAssign prepares newly assigned partitions before their records
 	// are handled.
-	onAssign(ctx context.Context, tps []offsets.TP)
-	// onRelease drops what belongs to partitions given up.
-	onRelease(tps []offsets.TP)
-	// nextRetry is how long until waiting work is due (ok false: none);
-	// retryDue starts it once due (also after each commit's result).
-	nextRetry(now time.Time) (time.Duration, bool)
-	retryDue(ctx context.Context)
-	// stuckOn names what the guarantee's own work waits for ("" nothing),
+	OnAssign(ctx context.Context, tps []offsets.TP)
+	// OnRelease drops what belongs to partitions given up.
+	OnRelease(tps []offsets.TP)
+	// NextRetry is how long until waiting work is due (ok false: none);
+	// RetryDue starts it once due (also after each commit's result).
+	NextRetry(now time.Time) (time.Duration, bool)
+	RetryDue(ctx context.Context)
+	// StuckOn names what the guarantee's own work waits for ("" nothing),
 	// for the shutdown_timeout line.
-	stuckOn() string
+	StuckOn() string
 }
-
-// errInsertLater is beforeInsert's answer for a batch that waits at the
-// head of its table's queue and is tried again (retryDue).
-var errInsertLater = errors.New("insert later")
 
 // atLeastOnce is delivery: at_least_once: offsets are committed once the
 // batches before them are in; a restart may insert a batch again.
-type atLeastOnce struct{ p *Pipeline }
+type atLeastOnce struct{}
 
-func (atLeastOnce) check(context.Context) error                      { return nil }
-func (atLeastOnce) skip(offsets.TP, int64) bool                      { return false }
-func (atLeastOnce) coveredRow(offsets.TP, int64) bool                { return false }
-func (atLeastOnce) deadLettered(offsets.TP, int64, *routeState) bool { return false }
-func (atLeastOnce) onRow(*accState, offsets.TP)                      {}
-func (atLeastOnce) onSeal(*accState, *sealedBatch)                   {}
-func (atLeastOnce) waiting(*tableState) bool                         { return false }
-func (atLeastOnce) onAck(*tableState, uint64)                        {}
-func (atLeastOnce) onAssign(context.Context, []offsets.TP)           {}
-func (atLeastOnce) onRelease([]offsets.TP)                           {}
-func (atLeastOnce) nextRetry(time.Time) (time.Duration, bool)        { return 0, false }
-func (atLeastOnce) retryDue(context.Context)                         {}
-func (atLeastOnce) stuckOn() string                                  { return "" }
+func (atLeastOnce) Check(context.Context) error                        { return nil }
+func (atLeastOnce) Skip(offsets.TP, int64) bool                        { return false }
+func (atLeastOnce) CoveredRow(offsets.TP, int64) bool                  { return false }
+func (atLeastOnce) DeadLettered(offsets.TP, int64, *tables.Route) bool { return false }
+func (atLeastOnce) OnRow(uint64, offsets.TP)                           {}
+func (atLeastOnce) OnSeal(*tables.Table, *sealedBatch)                 {}
+func (atLeastOnce) Waiting(*tables.Table) bool                         { return false }
+func (atLeastOnce) OnAck(*tables.Table, uint64)                        {}
+func (atLeastOnce) OnAssign(context.Context, []offsets.TP)             {}
+func (atLeastOnce) OnRelease([]offsets.TP)                             {}
+func (atLeastOnce) NextRetry(time.Time) (time.Duration, bool)          { return 0, false }
+func (atLeastOnce) RetryDue(context.Context)                           {}
+func (atLeastOnce) StuckOn() string                                    { return "" }
 
-// beforeInsert inserts b's block as it is, with the dead-letter table's
-// settings when ts is one.
-func (d atLeastOnce) beforeInsert(ctx context.Context, ts *tableState, b *sealedBatch) (context.Context, chschema.Block, error) {
-	return d.p.dlqInsertCtx(ctx, ts), chschema.Block(b.Data), nil
+// BeforeInsert inserts b's block as it is, with the table's own settings
+// (a dead-letter table on a cluster waits for every shard).
+func (atLeastOnce) BeforeInsert(ctx context.Context, ts *tables.Table, b *sealedBatch) (context.Context, chschema.Block, bool, error) {
+	return ts.InsertContext(ctx), chschema.Block(b.Data), false, nil
 }
 
-// commitMeta commits the positions without metadata.
-func (atLeastOnce) commitMeta(c map[offsets.TP]offsets.Commit) (map[offsets.TP]offsets.Commit, map[offsets.TP]string, func()) {
+// CommitMeta commits the positions without metadata.
+func (atLeastOnce) CommitMeta(c map[offsets.TP]offsets.Commit) (map[offsets.TP]offsets.Commit, map[offsets.TP]string, func()) {
 	return c, nil, nil
 }
+
+// WithExactlyOnce gives the pipeline the I/O of delivery: exactly_once
+// (eosio.IO in production). Without it an exactly-once pipeline refuses to
+// run.
+func WithExactlyOnce(x exactly.IO) Option { return func(p *Pipeline) { p.eoIO = x } }
+
+// initDelivery sets the delivery hooks: at-least-once, or exactly-once
+// with its state, which reaches the rest of the pipeline through eoHost.
+func (p *Pipeline) initDelivery() {
+	p.dlv = atLeastOnce{}
+	if !p.cfg.ExactlyOnce() {
+		return
+	}
+	h := eoHost{p}
+	p.eo = exactly.New(p.cfg, exactly.Deps{IO: p.eoIO, Sink: p.w, Catalog: p.cat, Fill: p.fill,
+		Batches: h, Commits: h, Tracker: p.tracker, Owner: h, Metrics: p.m, Log: p.log,
+		Now: func() time.Time { return p.now() }, Jitter: func(n int64) int64 { return p.draw(n) }})
+	p.dlv = p.eo
+}
+
+// draw is the random part of exactly-once's retry waits: p.jitter when a
+// test fixed it, else what backoff draws.
+func (p *Pipeline) draw(n int64) int64 {
+	if p.jitter != nil {
+		return p.jitter(n)
+	}
+	return rand.Int64N(n)
+}
+
+// CheckExactlyOnce refuses, in one line, a server or table that
+// exactly-once delivery cannot work with (ExactlyOnce.Windows; on a
+// cluster, every shard's). Under exactly_once it also remembers each
+// table's window for the margin metric; Run checks the tables resolved
+// later. Call it before Run.
+func (p *Pipeline) CheckExactlyOnce(ctx context.Context) error {
+	if p.eo != nil {
+		return p.eo.Windows(ctx)
+	}
+	_, _, err := exactly.Windows(ctx, p.eoIO, p.cat, p.log)
+	return err
+}
+
+// eoHost is what exactly-once asks of the rest of the pipeline: the
+// batches on their way, the committer, the connector itself.
+type eoHost struct{ p *Pipeline }
+
+func (h eoHost) Requeue(ts *tables.Table, b *sealedBatch)   { h.p.disp.requeue(ts, b) }
+func (h eoHost) Pump(ctx context.Context, ts *tables.Table) { h.p.pump(ctx, ts) }
+func (h eoHost) InOrder(build func() (exactly.Intent, bool)) bool {
+	return h.p.committer.inOrder(func() (commitJob, bool) {
+		in, ok := build()
+		return commitJob{pos: in.Pos, meta: in.Meta, answer: in.Answer}, ok
+	})
+}
+func (h eoHost) Stalled() bool  { return h.p.committer.stalled() }
+func (h eoHost) SendStalled()   { h.p.committer.sendNext() }
+func (h eoHost) Fail(err error) { h.p.failIf(err) }
+
+func (h eoHost) EachSealed(fn func(ts *tables.Table, b *sealedBatch)) {
+	h.p.disp.eachSealed(func(f *flight) { fn(f.table, f.b) })
+}
+
+func (h eoHost) EachOpen(fn func(id uint64, ranges []batch.Range)) {
+	h.p.disp.eachOpen(func(a *accState) {
+		if !a.acc.Empty() {
+			fn(a.id, a.acc.Ranges())
+		}
+	})
+}
+
+// Withdraw forgets sealed batch id, which no revoke waits for any more.
+func (h eoHost) Withdraw(id uint64) (*tables.Table, int, int) {
+	f, at := h.p.disp.withdraw(id)
+	if h.p.revoke != nil {
+		delete(h.p.revoke.waiting, id)
+	}
+	return f.table, f.b.Rows(), at
+}
+
+// Discard empties open batch id, which goes on under a new id.
+func (h eoHost) Discard(id uint64) int {
+	p := h.p
+	var rows int
+	p.disp.eachOpen(func(a *accState) {
+		if a.id != id {
+			return
+		}
+		if b := a.acc.Seal(p.now(), a.id, batch.ReasonRevoke, p.disp.block(a.key.table)); b != nil {
+			rows = b.Rows()
+		}
+		a.id = p.newID()
+		a.oldest = 0
+	})
+	return rows
+}
+
+// Seek consumes the kept partitions of pos again from their offsets.
+// Records of them that were fetched but not decoded yet, or wait for the
+// schema registry, lie past the seek point: they are consumed again from
+// there, so these copies go.
+func (h eoHost) Seek(pos map[offsets.TP]int64) error {
+	p := h.p
+	sought := make([]offsets.TP, 0, len(pos))
+	for tp := range pos {
+		sought = append(sought, tp)
+	}
+	p.dropPending(sought)
+	p.dropHeld(sought)
+	s, ok := p.cons.(seekSource)
+	if !ok {
+		return errors.New("exactly-once: batches holding partitions given up were dropped, and the source cannot consume the partitions kept again; stopping so that the group consumes them again from the recorded offsets")
+	}
+	s.Seek(pos)
+	return nil
+}
+
+func (h eoHost) SyncLookups(f func()) { h.p.syncLookups(f) }

@@ -8,57 +8,39 @@ import (
 	"sync/atomic"
 	"time"
 
-	"sink/internal/adapt"
 	"sink/internal/batch"
 	"sink/internal/chschema"
 	"sink/internal/chtable"
 	"sink/internal/decode"
-	"sink/internal/metrics"
 	"sink/internal/offsets"
 	"sink/internal/status"
+	"sink/internal/tables"
 )
 
 // sealedBatch is a sealed batch of decoded rows, waiting for or in its INSERT.
 type sealedBatch = batch.Batch[*decode.Block]
 
-// tableState is one ClickHouse target table.
-type tableState struct {
-	t    *chtable.Table
-	plan *decode.Plan    // any route's plan: all share the column layout
-	free []*decode.Block // reset blocks for reuse
-	// describing: a re-read of the columns is running (describeTables)
-	describing bool
-	// counters for the summary; retries is written by insert goroutines
+// insertStats are the INSERTs of one table so far, for the summary, the
+// status snapshot (admin.go) and adaptive batching. Owned by the owner
+// goroutine, but for the atomics, which insert goroutines write.
+type insertStats struct {
 	rows, inserts int64
 	retries       atomic.Int64
 	lastFail      atomic.Pointer[insertFailure] // the last retried INSERT error
-	// the successful inserts of the last minutes and the last one's time,
-	// for the status snapshot (admin.go)
+	// tooManyParts counts the TOO_MANY_PARTS retries (adaptive.go reads it)
+	tooManyParts atomic.Int64
+	// the successful inserts of the last minutes and the last one's time
 	hist       status.History
 	lastInsert time.Time
 	// shardHist splits hist per shard for a target local table (by shard
 	// number); nil until its first batch went to shards.
 	shardHist map[int]*status.History
-	m         *metrics.Table // nil without metrics; safe from insert goroutines
-	drift     *driftState    // fields no column takes (evolve.go); nil until one is seen
-	trunc     *truncState    // TRUNCATE events (truncate.go); nil until one is seen
-	// maxLatency is the smallest max_latency of the routes into the
-	// table (0: none set); servers, the servers its INSERTs count
-	// against (budget.go).
-	maxLatency time.Duration
-	servers    []string
-	// batch.mode adaptive (adaptive.go); ctl is nil in fixed mode.
-	ctl          *adapt.Controller
-	target       adapt.Target
-	parts        adapt.Parts  // the last read
-	tooManyParts atomic.Int64 // TOO_MANY_PARTS retries, counted by insert goroutines
-	tooManySeen  int64        // the count the controller was last told about
 }
 
 // accKey names an accumulator: per table, or per table-partition when
 // batch.ignore_partitions is false.
 type accKey struct {
-	table *tableState
+	table *tables.Table
 	tp    offsets.TP
 }
 
@@ -74,7 +56,7 @@ type accState struct {
 
 type flight struct {
 	b      *sealedBatch
-	table  *tableState
+	table  *tables.Table
 	tab    *chtable.Table // the table's columns the batch was decoded for
 	bytes  int
 	oldest int64 // accState.oldest at seal time: the start of the batch's end-to-end latency
@@ -82,22 +64,6 @@ type flight struct {
 	// holds one of the table's insert slots until it lands
 	started bool
 }
-
-type ack struct {
-	id   uint64
-	err  error
-	dlq  bool
-	took time.Duration
-	// trunc: the end of ts's TRUNCATE TABLE (truncate.go), which ran ddl
-	trunc *tableState
-	ddl   string
-	// shards are the INSERTs of a target local batch, one per shard part
-	// (empty for a table written with one INSERT).
-	shards []shardPart
-}
-
-// shardPart is one shard's INSERT of a batch.
-type shardPart struct{ shard, rows int }
 
 // dispatch is the batches on their way to ClickHouse: the open ones, one
 // accumulator per accKey; the sealed ones from their seal to their ack
@@ -112,13 +78,17 @@ type dispatch struct {
 	// an accumulator no longer in the map.
 	last    *accState
 	flights map[uint64]*flight // sealed batches not yet acknowledged
-	queues  map[*tableState]*sealedQueue
+	queues  map[*tables.Table]*sealedQueue
 }
 
-// sealedQueue is one table's sealed batches on their way to an INSERT.
+// sealedQueue is one table's sealed batches on their way to an INSERT,
+// with the blocks of the table's layout kept for reuse and the stats of
+// its INSERTs.
 type sealedQueue struct {
-	waiting   []*sealedBatch // sealed, waiting for an insert slot, in seal order
-	inserting int            // taken from waiting (start), not landed yet
+	waiting   []*sealedBatch  // sealed, waiting for an insert slot, in seal order
+	inserting int             // taken from waiting (start), not landed yet
+	free      []*decode.Block // reset blocks for reuse
+	stats     insertStats
 }
 
 // acc is key's open batch, or nil.
@@ -160,7 +130,7 @@ func (d *dispatch) eachOpen(fn func(a *accState)) {
 
 // eachOpenOf calls fn with every open batch of table ts, in no order. fn
 // may seal its batch or drop it.
-func (d *dispatch) eachOpenOf(ts *tableState, fn func(a *accState)) {
+func (d *dispatch) eachOpenOf(ts *tables.Table, fn func(a *accState)) {
 	for k, a := range d.accs {
 		if k.table == ts {
 			fn(a)
@@ -183,12 +153,39 @@ func (d *dispatch) enqueue(f *flight) {
 	q.waiting = append(q.waiting, f.b)
 }
 
+// block returns an empty block for ts, reusing a freed one when there is.
+func (d *dispatch) block(ts *tables.Table) *decode.Block {
+	q := d.queue(ts)
+	if n := len(q.free); n > 0 {
+		b := q.free[n-1]
+		q.free = q.free[:n-1]
+		return b
+	}
+	return ts.NewBlock()
+}
+
+// reuse keeps blk, a block of ts's current layout whose batch is in, for
+// the next batches (at most keep blocks).
+func (d *dispatch) reuse(ts *tables.Table, blk *decode.Block, keep int) {
+	q := d.queue(ts)
+	if len(q.free) <= keep {
+		blk.Reset()
+		q.free = append(q.free, blk)
+	}
+}
+
+// forgetBlocks drops ts's blocks kept for reuse: its columns change.
+func (d *dispatch) forgetBlocks(ts *tables.Table) { d.queue(ts).free = nil }
+
+// stats is ts's INSERT stats.
+func (d *dispatch) stats(ts *tables.Table) *insertStats { return &d.queue(ts).stats }
+
 // queue is ts's queue, made on first use.
-func (d *dispatch) queue(ts *tableState) *sealedQueue {
+func (d *dispatch) queue(ts *tables.Table) *sealedQueue {
 	q := d.queues[ts]
 	if q == nil {
 		if d.queues == nil {
-			d.queues = map[*tableState]*sealedQueue{}
+			d.queues = map[*tables.Table]*sealedQueue{}
 		}
 		q = &sealedQueue{}
 		d.queues[ts] = q
@@ -197,7 +194,7 @@ func (d *dispatch) queue(ts *tableState) *sealedQueue {
 }
 
 // queued counts ts's batches waiting for an insert slot.
-func (d *dispatch) queued(ts *tableState) int {
+func (d *dispatch) queued(ts *tables.Table) int {
 	if q := d.queues[ts]; q != nil {
 		return len(q.waiting)
 	}
@@ -206,7 +203,7 @@ func (d *dispatch) queued(ts *tableState) int {
 
 // inserting counts ts's batches taken from its queue and not landed yet:
 // the insert slots it uses.
-func (d *dispatch) inserting(ts *tableState) int {
+func (d *dispatch) inserting(ts *tables.Table) int {
 	if q := d.queues[ts]; q != nil {
 		return q.inserting
 	}
@@ -215,7 +212,7 @@ func (d *dispatch) inserting(ts *tableState) int {
 
 // next is the batch at the head of ts's queue, the next to take an insert
 // slot; nil when none waits.
-func (d *dispatch) next(ts *tableState) *sealedBatch {
+func (d *dispatch) next(ts *tables.Table) *sealedBatch {
 	if q := d.queues[ts]; q != nil && len(q.waiting) > 0 {
 		return q.waiting[0]
 	}
@@ -225,7 +222,7 @@ func (d *dispatch) next(ts *tableState) *sealedBatch {
 // start takes the batch at the head of ts's queue for its INSERT: it
 // holds an insert slot until it lands, or until requeue puts it back.
 // It returns the batch's flight, nil when none waits.
-func (d *dispatch) start(ts *tableState) *flight {
+func (d *dispatch) start(ts *tables.Table) *flight {
 	q := d.queues[ts]
 	if q == nil || len(q.waiting) == 0 {
 		return nil
@@ -243,7 +240,7 @@ func (d *dispatch) start(ts *tableState) *flight {
 
 // requeue puts b back at the head of ts's queue, to be started again
 // later; its insert slot, when start gave it one, is free again.
-func (d *dispatch) requeue(ts *tableState, b *sealedBatch) {
+func (d *dispatch) requeue(ts *tables.Table, b *sealedBatch) {
 	q := d.queue(ts)
 	if f := d.flights[b.ID]; f != nil && f.started {
 		f.started = false
@@ -288,7 +285,7 @@ func (d *dispatch) withdraw(id uint64) (*flight, int) {
 
 // withdrawQueued forgets the batches of ts's queue that drop picks, never
 // to be inserted; the others keep their order.
-func (d *dispatch) withdrawQueued(ts *tableState, drop func(b *sealedBatch) bool) {
+func (d *dispatch) withdrawQueued(ts *tables.Table, drop func(b *sealedBatch) bool) {
 	q := d.queues[ts]
 	if q == nil {
 		return
@@ -358,7 +355,7 @@ func (d *dispatch) openBatches() int {
 
 // accFor is the open batch a record of ts from tp goes to, opened when
 // there is none.
-func (p *Pipeline) accFor(ts *tableState, tp offsets.TP) *accState {
+func (p *Pipeline) accFor(ts *tables.Table, tp offsets.TP) *accState {
 	key := accKey{table: ts}
 	if !p.cfg.Batch.IgnorePartitions {
 		key.tp = tp
@@ -366,7 +363,7 @@ func (p *Pipeline) accFor(ts *tableState, tp offsets.TP) *accState {
 	if a := p.disp.acc(key); a != nil {
 		return a
 	}
-	a := &accState{acc: batch.NewAccumulator(p.policy(ts), ts.block()), id: p.newID(), key: key}
+	a := &accState{acc: batch.NewAccumulator(p.policy(ts), p.disp.block(ts)), id: p.newID(), key: key}
 	p.disp.open(a)
 	return a
 }
@@ -379,20 +376,10 @@ func (p *Pipeline) dropAcc(key accKey) {
 	}
 }
 
-// block returns an empty block for ts, reusing a freed one when there is.
-func (ts *tableState) block() *decode.Block {
-	if n := len(ts.free); n > 0 {
-		b := ts.free[n-1]
-		ts.free = ts.free[:n-1]
-		return b
-	}
-	return ts.plan.NewBlock()
-}
-
 // seal closes a's open batch and queues it for insert.
 func (p *Pipeline) seal(writeCtx context.Context, a *accState, why batch.Reason) {
 	ts := a.key.table
-	b := a.acc.Seal(p.now(), a.id, why, ts.block())
+	b := a.acc.Seal(p.now(), a.id, why, p.disp.block(ts))
 	if b == nil {
 		return
 	}
@@ -400,12 +387,12 @@ func (p *Pipeline) seal(writeCtx context.Context, a *accState, why batch.Reason)
 	if p.sched != nil {
 		p.budgetSealed(a, b.Sealed, why)
 	}
-	p.dlv.onSeal(a, b)
-	ts.m.Sealed(why)
+	p.dlv.OnSeal(ts, b)
+	ts.Metrics().Sealed(why)
 	p.adaptSealed(ts, b)
-	p.flushDefaults(ts)
-	p.flushDrift(writeCtx, ts)
-	p.disp.enqueue(&flight{b: b, table: ts, tab: ts.t, bytes: b.Data.Bytes(), oldest: a.oldest})
+	p.cat.FlushDefaults(ts)
+	p.cat.Evolution().FlushDrift(ts)
+	p.disp.enqueue(&flight{b: b, table: ts, tab: ts.Target(), bytes: b.Data.Bytes(), oldest: a.oldest})
 	a.oldest = 0
 	p.pump(writeCtx, ts)
 }
@@ -414,38 +401,39 @@ func (p *Pipeline) seal(writeCtx context.Context, a *accState, why batch.Reason)
 // batch that holds records after a bad record still on its way to the
 // dead-letter topic waits for it (blockedBy), and so do the batches queued
 // behind it.
-func (p *Pipeline) pump(writeCtx context.Context, ts *tableState) {
-	for p.disp.inserting(ts) < p.cfg.ClickHouse.MaxInFlight && p.disp.queued(ts) > 0 && !p.dlv.waiting(ts) {
+func (p *Pipeline) pump(writeCtx context.Context, ts *tables.Table) {
+	for p.disp.inserting(ts) < p.cfg.ClickHouse.MaxInFlight && p.disp.queued(ts) > 0 && !p.dlv.Waiting(ts) {
 		b := p.disp.next(ts)
 		if p.dlq.blockedBy(b, false) != nil {
 			return
 		}
 		if p.disp.inserting(ts) > 0 && len(b.Data.Unfilled()) > 0 {
 			// Its missing values are read back from the table once every
-			// earlier batch of it is in (unavailable.go).
+			// earlier batch of it is in (internal/cdc).
 			return
 		}
 		tab := p.disp.start(ts).tab
-		ctx, blk, err := p.dlv.beforeInsert(writeCtx, ts, b)
-		if errors.Is(err, errInsertLater) {
+		ctx, blk, later, err := p.dlv.BeforeInsert(writeCtx, ts, b)
+		if later {
 			return // back at the head of the queue (requeue), its slot free
 		}
 		if err != nil {
 			// Never inserted: the batch fails (unless, under exactly-once,
 			// a loss of one of its partitions drops it first).
 			id := b.ID
-			p.spawn(func() { p.sendAck(ack{id: id, err: err}) })
+			p.spawn(func() { p.post(insertFailed{p: p, id: id, err: err}) })
 			continue
 		}
-		p.spawn(func() { p.insert(ctx, ts, tab, b, blk) })
+		st := p.disp.stats(ts)
+		p.spawn(func() { p.insert(ctx, ts, st, tab, b, blk) })
 	}
 }
 
 // insert runs on its own goroutine (spawn) and touches nothing of the
-// owner's but the acks and schemas channels (through sendAck and
-// sendSchema) and atomic counters. tab is the table's
-// layout the batch was decoded for.
-func (p *Pipeline) insert(ctx context.Context, ts *tableState, tab *chtable.Table, b *sealedBatch, blk chschema.Block) {
+// owner's but the inbox (post, and the table's re-read through the
+// catalog's Refresh) and atomic counters. tab is the table's layout the
+// batch was decoded for.
+func (p *Pipeline) insert(ctx context.Context, ts *tables.Table, st *insertStats, tab *chtable.Table, b *sealedBatch, blk chschema.Block) {
 	// Wait for a connection slot first: the wait is the sink's own queue,
 	// not the INSERT's, so it is neither an attempt nor part of the
 	// insert's duration (which adaptive batching reads as the server's).
@@ -453,24 +441,24 @@ func (p *Pipeline) insert(ctx context.Context, ts *tableState, tab *chtable.Tabl
 	case p.conns <- struct{}{}:
 		defer func() { <-p.conns }()
 	case <-ctx.Done():
-		p.sendAck(ack{id: b.ID, err: ctx.Err()})
+		p.post(insertFailed{p: p, id: b.ID, err: ctx.Err()})
 		return
 	}
 	start := time.Now()
 	onRetry := func(at chtable.Attempt) {
-		ts.retries.Add(1)
-		ts.lastFail.Store(newInsertFailure(at, time.Now()))
-		ts.m.Retry(at.Code)
+		st.retries.Add(1)
+		st.lastFail.Store(newInsertFailure(at, time.Now()))
+		ts.Metrics().Retry(at.Code)
 		if at.Code == chtable.CodeTooManyParts {
-			ts.tooManyParts.Add(1)
+			st.tooManyParts.Add(1)
 		}
 		p.log.Warn().Str("table", tab.FullName()).Uint64("batch", b.ID).Int("rows", b.Rows()).
 			Int("attempt", at.N).Int32("code", at.Code).Str("class", at.Class.String()).
 			Dur("retry_in", at.Wait).Err(at.Err).Msg("insert failed, retrying the same block")
 	}
 	if len(b.Data.Unfilled()) > 0 {
-		if err := p.fillUnavailable(ctx, tab, b.Data); err != nil {
-			p.sendAck(ack{id: b.ID, err: err, took: time.Since(start)})
+		if err := p.fill.Fill(ctx, tab, b.Data); err != nil {
+			p.post(insertFailed{p: p, id: b.ID, err: err})
 			return
 		}
 	}
@@ -485,93 +473,105 @@ func (p *Pipeline) insert(ctx context.Context, ts *tableState, tab *chtable.Tabl
 		shards = append(shards, shardPart{shard: shard, rows: rows})
 		mu.Unlock()
 	})
-	err := p.w.Insert(ctx, tab, blk, b.ID, onRetry, p.refreshFor(ts))
+	err := p.w.Insert(ctx, tab, blk, b.ID, onRetry, p.cat.Refresh(ts))
+	if err != nil {
+		p.post(insertFailed{p: p, id: b.ID, err: err})
+		return
+	}
 	mu.Lock()
-	a := ack{id: b.ID, err: err, took: time.Since(start), shards: shards}
+	e := inserted{p: p, id: b.ID, took: time.Since(start), shards: shards}
 	mu.Unlock()
-	p.sendAck(a)
+	p.post(e)
 }
 
-func (p *Pipeline) handleAck(writeCtx context.Context, a ack) {
-	if a.dlq {
-		p.handleDLQAck(writeCtx, a)
+// insertFailed handles a batch whose INSERT failed for good: it stays
+// unacknowledged in the tracker, so its offsets (and everything after
+// them) are never committed, and it is consumed again on restart; the
+// connector stops (a canceled INSERT is the shutdown's own doing).
+func (p *Pipeline) insertFailed(writeCtx context.Context, e insertFailed) {
+	f := p.disp.land(e.id)
+	if f == nil {
 		return
 	}
-	if a.trunc != nil {
-		p.truncateAcked(a)
-		return
+	if !errors.Is(e.err, context.Canceled) {
+		p.failIf(e.err)
 	}
-	f := p.disp.land(a.id)
+	// The slot is free: start the batches queued behind this one, as
+	// the flush after a failure does with every open batch. Left in
+	// the queue they would hold the flush until shutdown_timeout.
+	p.pump(writeCtx, f.table)
+	p.revokeDone(e.id)
+}
+
+// inserted handles a batch whose rows are in: the one path after an
+// INSERT succeeds. Dispatch lands it (its table's stats, the cadence, the
+// block kept for reuse, the next batches of the table started), then the
+// offsets it held are handled (the tracker, the delivery, a TRUNCATE
+// waiting for the table's earlier rows), committed at once, and a revoke
+// waiting for it is told.
+func (p *Pipeline) inserted(writeCtx context.Context, e inserted) {
+	f := p.disp.land(e.id)
 	if f == nil {
 		return
 	}
 	ts := f.table
-	if a.err != nil {
-		// The batch stays unacknowledged in the tracker, so its offsets (and
-		// everything after them) are never committed: it is consumed again
-		// on restart.
-		if !errors.Is(a.err, context.Canceled) && p.fatal == nil {
-			p.fatal = a.err
-		}
-		// The slot is free: start the batches queued behind this one, as
-		// the flush after a failure does with every open batch. Left in
-		// the queue they would hold the flush until shutdown_timeout.
-		p.pump(writeCtx, ts)
-		p.revokeDone(a.id)
-		return
+	p.landed(writeCtx, f, e)
+	p.tracker.Ack(e.id, f.b.TPs())
+	p.dlv.OnAck(ts, e.id)
+	p.failIf(p.truncs.Step(writeCtx, ts))
+	// Commit at once: inserts are few by design, so one commit round trip
+	// per insert is cheap, and it shrinks what a crash replays to the
+	// batches still in flight (commit_interval still covers DLQ and skips).
+	if p.revoke == nil {
+		p.committer.commit()
 	}
-	rows := f.b.Rows()
-	p.tracker.Ack(a.id, f.b.TPs())
-	p.dlv.onAck(ts, a.id)
-	ts.rows += int64(rows)
-	ts.inserts++
-	ts.lastInsert = p.now()
-	p.budgetInserted(ts, f.b.Sealed, ts.lastInsert)
-	ts.histAdd(ts.lastInsert, rows, a.shards)
+	p.revokeDone(e.id)
+}
+
+// landed records f's INSERT, which e says succeeded, and starts the next
+// batches of its table.
+func (p *Pipeline) landed(writeCtx context.Context, f *flight, e inserted) {
+	ts, rows := f.table, f.b.Rows()
+	st := p.disp.stats(ts)
+	st.rows += int64(rows)
+	st.inserts++
+	st.lastInsert = p.now()
+	p.budgetInserted(ts, f.b.Sealed, st.lastInsert)
+	st.histAdd(st.lastInsert, rows, e.shards)
 	p.stats.Rows += int64(rows)
 	p.stats.Inserts++
 	var oldest time.Time // zero: no record of the batch had a timestamp
 	if f.oldest > 0 {
 		oldest = time.Unix(0, f.oldest)
 	}
-	ts.m.Inserted(rows, a.took, oldest)
-	p.adaptInserted(ts, a.took)
-	p.log.Debug().Str("table", ts.t.FullName()).Uint64("batch", a.id).Int("rows", rows).Int("bytes", f.bytes).
-		Str("reason", f.b.Reason.String()).Int("partitions", len(f.b.Ranges)).Dur("took", a.took).
+	ts.Metrics().Inserted(rows, e.took, oldest)
+	p.adaptInserted(ts, e.took)
+	p.log.Debug().Str("table", ts.Name()).Uint64("batch", e.id).Int("rows", rows).Int("bytes", f.bytes).
+		Str("reason", f.b.Reason.String()).Int("partitions", len(f.b.Ranges)).Dur("took", e.took).
 		Dur("age", p.now().Sub(f.b.Opened)).Msg("inserted")
-	blk := f.b.Data
-	if f.tab == ts.t && len(ts.free) <= p.cfg.ClickHouse.MaxInFlight { // a block of the current layout
-		blk.Reset()
-		ts.free = append(ts.free, blk)
+	if f.tab == ts.Target() { // a block of the current layout
+		p.disp.reuse(ts, f.b.Data, p.cfg.ClickHouse.MaxInFlight)
 	}
 	p.pump(writeCtx, ts)
-	p.truncateStep(writeCtx, ts)
-	// Commit at once: inserts are few by design, so one commit round trip
-	// per insert is cheap, and it shrinks what a crash replays to the
-	// batches still in flight (commit_interval still covers DLQ and skips).
-	if p.revoke == nil {
-		p.commit()
-	}
-	p.revokeDone(a.id)
 }
 
 // histAdd counts an acknowledged batch of rows in the status history: as
 // one INSERT, or as the INSERTs of its shard parts, each in its shard's
 // history too.
-func (ts *tableState) histAdd(at time.Time, rows int, shards []shardPart) {
+func (st *insertStats) histAdd(at time.Time, rows int, shards []shardPart) {
 	if len(shards) == 0 {
-		ts.hist.Add(at, rows)
+		st.hist.Add(at, rows)
 		return
 	}
-	if ts.shardHist == nil {
-		ts.shardHist = map[int]*status.History{}
+	if st.shardHist == nil {
+		st.shardHist = map[int]*status.History{}
 	}
 	for _, sp := range shards {
-		ts.hist.Add(at, sp.rows)
-		h := ts.shardHist[sp.shard]
+		st.hist.Add(at, sp.rows)
+		h := st.shardHist[sp.shard]
 		if h == nil {
 			h = &status.History{}
-			ts.shardHist[sp.shard] = h
+			st.shardHist[sp.shard] = h
 		}
 		h.Add(at, sp.rows)
 	}
@@ -589,19 +589,6 @@ func (p *Pipeline) sealExpired(writeCtx context.Context) {
 			p.seal(writeCtx, a, batch.ReasonWait)
 		}
 	})
-}
-
-// flushDefaults moves the counts of defaults given by ts's plans into the
-// metrics; called when a batch of ts is sealed.
-func (p *Pipeline) flushDefaults(ts *tableState) {
-	if ts.m == nil {
-		return
-	}
-	for _, rs := range p.rt.allRoutes() {
-		if rs.table == ts {
-			rs.plan.TakeDefaults(ts.m.Defaulted)
-		}
-	}
 }
 
 // memUsed is the bytes held by open and unacknowledged batches, by bad

@@ -10,10 +10,11 @@ import (
 	"testing"
 
 	"sink/internal/offsets"
+	"sink/internal/tables"
 )
 
 func TestUnitDispatchOpen(t *testing.T) {
-	ts := &tableState{}
+	ts := &tables.Table{}
 	k0 := accKey{table: ts, tp: offsets.TP{Topic: "t", Partition: 0}}
 	k1 := accKey{table: ts, tp: offsets.TP{Topic: "t", Partition: 1}}
 	var d dispatch
@@ -72,7 +73,7 @@ func TestUnitDispatchFlights(t *testing.T) {
 }
 
 // ids lists the batches waiting in ts's queue, head first.
-func (d *dispatch) ids(ts *tableState) []uint64 {
+func (d *dispatch) ids(ts *tables.Table) []uint64 {
 	var out []uint64
 	if q := d.queues[ts]; q != nil {
 		for _, b := range q.waiting {
@@ -87,8 +88,8 @@ func (d *dispatch) ids(ts *tableState) []uint64 {
 // requeue puts a started batch back at the head; withdraw and
 // withdrawQueued take batches out for good, keeping the others' order.
 func TestUnitDispatchQueues(t *testing.T) {
-	type step func(d *dispatch, a, b *tableState)
-	start := func(d *dispatch, ts *tableState) uint64 {
+	type step func(d *dispatch, a, b *tables.Table)
+	start := func(d *dispatch, ts *tables.Table) uint64 {
 		if f := d.start(ts); f != nil {
 			return f.b.ID
 		}
@@ -101,9 +102,9 @@ func TestUnitDispatchQueues(t *testing.T) {
 		inserting    [2]int // a's and b's
 		flights      int
 	}{
-		{name: "sealed", steps: func(*dispatch, *tableState, *tableState) {},
+		{name: "sealed", steps: func(*dispatch, *tables.Table, *tables.Table) {},
 			wantA: []uint64{1, 2, 3}, wantB: []uint64{4}, flights: 4},
-		{name: "started", steps: func(d *dispatch, a, b *tableState) {
+		{name: "started", steps: func(d *dispatch, a, b *tables.Table) {
 			if id := start(d, a); id != 1 {
 				t.Errorf("start(a) = %d, want 1", id)
 			}
@@ -114,34 +115,34 @@ func TestUnitDispatchQueues(t *testing.T) {
 				t.Errorf("start(b) on an empty queue = %d, want none", id)
 			}
 		}, wantA: []uint64{2, 3}, inserting: [2]int{1, 1}, flights: 4},
-		{name: "landed", steps: func(d *dispatch, a, _ *tableState) {
+		{name: "landed", steps: func(d *dispatch, a, _ *tables.Table) {
 			start(d, a)
 			start(d, a)
 			d.land(1)
 		}, wantA: []uint64{3}, wantB: []uint64{4}, inserting: [2]int{1, 0}, flights: 3},
-		{name: "requeued", steps: func(d *dispatch, a, _ *tableState) {
+		{name: "requeued", steps: func(d *dispatch, a, _ *tables.Table) {
 			start(d, a)
 			start(d, a)
 			d.requeue(a, d.flights[2].b)
 		}, wantA: []uint64{2, 3}, wantB: []uint64{4}, inserting: [2]int{1, 0}, flights: 4},
-		{name: "requeued and started again", steps: func(d *dispatch, a, _ *tableState) {
+		{name: "requeued and started again", steps: func(d *dispatch, a, _ *tables.Table) {
 			start(d, a)
 			d.requeue(a, d.flights[1].b)
 			if id := start(d, a); id != 1 {
 				t.Errorf("start(a) after requeue = %d, want 1", id)
 			}
 		}, wantA: []uint64{2, 3}, wantB: []uint64{4}, inserting: [2]int{1, 0}, flights: 4},
-		{name: "withdrawn from the middle", steps: func(d *dispatch, _, _ *tableState) {
+		{name: "withdrawn from the middle", steps: func(d *dispatch, _, _ *tables.Table) {
 			if f, at := d.withdraw(2); f == nil || f.b.ID != 2 || at != 1 {
 				t.Errorf("withdraw(2) = %v at %d, want batch 2 at 1", f, at)
 			}
 		}, wantA: []uint64{1, 3}, wantB: []uint64{4}, flights: 3},
-		{name: "withdrawn at the head", steps: func(d *dispatch, _, _ *tableState) {
+		{name: "withdrawn at the head", steps: func(d *dispatch, _, _ *tables.Table) {
 			if _, at := d.withdraw(1); at != 0 {
 				t.Errorf("withdraw(1) at %d, want 0", at)
 			}
 		}, wantA: []uint64{2, 3}, wantB: []uint64{4}, flights: 3},
-		{name: "withdrawn while inserting", steps: func(d *dispatch, a, _ *tableState) {
+		{name: "withdrawn while inserting", steps: func(d *dispatch, a, _ *tables.Table) {
 			start(d, a)
 			if _, at := d.withdraw(1); at != -1 {
 				t.Errorf("withdraw(1) at %d, want -1", at)
@@ -150,12 +151,12 @@ func TestUnitDispatchQueues(t *testing.T) {
 				t.Error("the withdrawn batch's ack still finds it")
 			}
 		}, wantA: []uint64{2, 3}, wantB: []uint64{4}, flights: 3},
-		{name: "withdrawn when unknown", steps: func(d *dispatch, _, _ *tableState) {
+		{name: "withdrawn when unknown", steps: func(d *dispatch, _, _ *tables.Table) {
 			if f, at := d.withdraw(9); f != nil || at != -1 {
 				t.Errorf("withdraw(9) = %v at %d, want none", f, at)
 			}
 		}, wantA: []uint64{1, 2, 3}, wantB: []uint64{4}, flights: 4},
-		{name: "withdrawn by a test", steps: func(d *dispatch, a, _ *tableState) {
+		{name: "withdrawn by a test", steps: func(d *dispatch, a, _ *tables.Table) {
 			start(d, a)
 			d.withdrawQueued(a, func(b *sealedBatch) bool { return b.ID == 3 })
 		}, wantA: []uint64{2}, wantB: []uint64{4}, inserting: [2]int{1, 0}, flights: 3},
@@ -163,7 +164,7 @@ func TestUnitDispatchQueues(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var d dispatch
-			a, b := &tableState{}, &tableState{}
+			a, b := &tables.Table{}, &tables.Table{}
 			for _, f := range []*flight{{b: &sealedBatch{ID: 1}, table: a}, {b: &sealedBatch{ID: 2}, table: a},
 				{b: &sealedBatch{ID: 3}, table: a}, {b: &sealedBatch{ID: 4}, table: b}} {
 				d.enqueue(f)
@@ -185,7 +186,7 @@ func TestUnitDispatchQueues(t *testing.T) {
 				t.Errorf("%d sealed batches not acknowledged, want %d", d.inFlight(), tt.flights)
 			}
 			var next []uint64
-			for _, ts := range []*tableState{a, b} {
+			for _, ts := range []*tables.Table{a, b} {
 				if n := d.next(ts); n != nil {
 					next = append(next, n.ID)
 				}
@@ -202,7 +203,7 @@ func TestUnitDispatchQueues(t *testing.T) {
 		})
 	}
 	var d dispatch
-	ts := &tableState{}
+	ts := &tables.Table{}
 	if d.queued(ts) != 0 || d.inserting(ts) != 0 || d.next(ts) != nil || d.start(ts) != nil {
 		t.Error("the zero value has a queue")
 	}
@@ -213,8 +214,8 @@ func TestUnitDispatchQueues(t *testing.T) {
 // table's, eachSealed every sealed one not acknowledged; eachOpen's fn
 // may drop the batch it is given.
 func TestUnitDispatchEach(t *testing.T) {
-	a, b := &tableState{}, &tableState{}
-	key := func(ts *tableState, part int32) accKey {
+	a, b := &tables.Table{}, &tables.Table{}
+	key := func(ts *tables.Table, part int32) accKey {
 		return accKey{table: ts, tp: offsets.TP{Topic: "t", Partition: part}}
 	}
 	tests := []struct {
@@ -225,7 +226,7 @@ func TestUnitDispatchEach(t *testing.T) {
 		{name: "all", each: (*dispatch).eachOpen, want: []uint64{1, 2, 3}},
 		{name: "table a", each: func(d *dispatch, fn func(*accState)) { d.eachOpenOf(a, fn) }, want: []uint64{1, 2}},
 		{name: "table b", each: func(d *dispatch, fn func(*accState)) { d.eachOpenOf(b, fn) }, want: []uint64{3}},
-		{name: "a table without one", each: func(d *dispatch, fn func(*accState)) { d.eachOpenOf(&tableState{}, fn) }},
+		{name: "a table without one", each: func(d *dispatch, fn func(*accState)) { d.eachOpenOf(&tables.Table{}, fn) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

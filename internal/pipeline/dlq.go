@@ -11,6 +11,7 @@ import (
 	"sink/internal/backoff"
 	"sink/internal/kafkaerr"
 	"sink/internal/offsets"
+	"sink/internal/tables"
 )
 
 // dlqState is one bad record on its way to the dead-letter topic. It is
@@ -123,24 +124,15 @@ func (d *dlqState) where() string {
 // sendDLQ starts (or restarts) the produce of d's copy.
 func (p *Pipeline) sendDLQ(writeCtx context.Context, id uint64, d *dlqState) {
 	p.cons.ProduceDLQ(writeCtx, p.cfg.Errors.DLQTopic, d.rec, d.cause, d.refOnly, func(err error) {
-		p.sendAck(ack{id: id, err: err, dlq: true})
+		p.post(produced{p: p, id: id, err: err})
 	})
 }
 
-// sendAck hands an ack to the owner, or drops it once Run has returned (a
-// late produce callback or retry timer must not block forever).
-func (p *Pipeline) sendAck(a ack) {
-	select {
-	case p.acks <- a:
-	case <-p.stopped:
-	}
-}
-
-// handleDLQAck settles a dead-letter produce: success acknowledges the
+// produced settles a dead-letter produce: success acknowledges the
 // record and frees the batches waiting for it; a retriable error produces
 // the copy again after a backoff; a size refusal sends a reference without
 // the value; anything else stops the connector.
-func (p *Pipeline) handleDLQAck(writeCtx context.Context, a ack) {
+func (p *Pipeline) produced(writeCtx context.Context, a produced) {
 	d := p.dlq.m[a.id]
 	if d == nil {
 		return
@@ -149,7 +141,7 @@ func (p *Pipeline) handleDLQAck(writeCtx context.Context, a ack) {
 		p.dropDLQ(a.id, d)
 		p.tracker.Ack(a.id, []offsets.TP{d.tp})
 		p.revokeDone(a.id)
-		p.rt.eachTable(func(ts *tableState) { p.pump(writeCtx, ts) })
+		p.cat.EachTable(func(ts *tables.Table) { p.pump(writeCtx, ts) })
 		return
 	}
 	d.lastErr = a.err
@@ -205,13 +197,13 @@ func (p *Pipeline) abandonBlocked() {
 	if p.dlq.failed == 0 {
 		return
 	}
-	p.rt.eachTable(func(ts *tableState) {
+	p.cat.EachTable(func(ts *tables.Table) {
 		p.disp.withdrawQueued(ts, func(b *sealedBatch) bool {
 			d := p.dlq.blockedBy(b, true)
 			if d == nil {
 				return false
 			}
-			p.log.Warn().Str("table", ts.t.FullName()).Uint64("batch", b.ID).Int("rows", b.Rows()).
+			p.log.Warn().Str("table", ts.Name()).Uint64("batch", b.ID).Int("rows", b.Rows()).
 				Str("after", d.where()).Msg("batch not inserted: it holds records after a record the dead-letter topic did not take")
 			return true
 		})
@@ -228,10 +220,10 @@ func (p *Pipeline) abandonBlocked() {
 // Under exactly-once a bad record that recovery found handled is skipped
 // (the delivery's deadLettered): its row is in its dead-letter table, or it has none
 // and its copy went to the topic; with both, only the copy is sent again.
-func (p *Pipeline) badRecord(writeCtx context.Context, tp offsets.TP, r *kgo.Record, err error, rs *routeState) {
+func (p *Pipeline) badRecord(writeCtx context.Context, tp offsets.TP, r *kgo.Record, err error, rs *tables.Route) {
 	row := true
-	if p.dlv.deadLettered(tp, r.Offset, rs) {
-		if p.cfg.Errors.DLQTopic == "" || p.dlqTableOf(rs) == nil {
+	if p.dlv.DeadLettered(tp, r.Offset, rs) {
+		if p.cfg.Errors.DLQTopic == "" || p.cat.DeadLetters().TableOf(rs) == nil {
 			p.alreadyIn(tp, r)
 			return
 		}
@@ -258,13 +250,13 @@ func (p *Pipeline) badRecord(writeCtx context.Context, tp offsets.TP, r *kgo.Rec
 // passes to added once the record is tracked. ok is false when
 // errors.tolerance is none, or the row cannot be built: the connector
 // stops instead.
-func (p *Pipeline) divert(writeCtx context.Context, tp offsets.TP, r *kgo.Record, err error, rs *routeState, row bool) (units []uint64, acc *accState, ok bool) {
+func (p *Pipeline) divert(writeCtx context.Context, tp offsets.TP, r *kgo.Record, err error, rs *tables.Route, row bool) (units []uint64, acc *accState, ok bool) {
 	if p.cfg.Errors.Tolerance != "all" {
 		p.fatal = fmt.Errorf("%w (errors.tolerance is none: stopping; set errors.tolerance: all and errors.dlq_topic or errors.dlq_table to divert bad records)", err)
 		return nil, nil, false
 	}
-	meant := meantFor(rs)
-	if ts := p.dlqTableOf(rs); ts != nil && row {
+	meant := tables.MeantFor(rs)
+	if ts := p.cat.DeadLetters().TableOf(rs); ts != nil && row {
 		a, rerr := p.deadLetterRow(ts, tp, r, err, meant)
 		if rerr != nil {
 			p.fatal = rerr
@@ -273,14 +265,14 @@ func (p *Pipeline) divert(writeCtx context.Context, tp offsets.TP, r *kgo.Record
 		units, acc = append(units, a.id), a
 	}
 	p.stats.DLQ++
-	p.dlqt.counts[meant]++
+	p.cat.DeadLetters().Count(meant)
 	p.topicMetrics(tp.Topic).DLQ()
 	if p.cfg.Errors.DLQTopic == "" {
 		if acc == nil { // config.Validate refuses such a config
 			p.fatal = fmt.Errorf("%w (no dead-letter table for it and no errors.dlq_topic: stopping)", err)
 			return nil, nil, false
 		}
-		p.log.Warn().Err(err).Str("dlq_table", acc.key.table.t.FullName()).Msg("bad record written to the dead-letter table")
+		p.log.Warn().Err(err).Str("dlq_table", acc.key.table.Name()).Msg("bad record written to the dead-letter table")
 		return units, acc, true
 	}
 	id := p.newID()
@@ -290,4 +282,15 @@ func (p *Pipeline) divert(writeCtx context.Context, tp offsets.TP, r *kgo.Record
 	p.log.Warn().Err(err).Str("dlq_topic", p.cfg.Errors.DLQTopic).Msg("bad record sent to the dead-letter topic")
 	p.sendDLQ(writeCtx, id, d)
 	return append(units, id), acc, true
+}
+
+// deadLetterRow appends r's dead-letter row to ts's open batch and returns
+// that batch; the caller tracks r under its unit, then calls added.
+func (p *Pipeline) deadLetterRow(ts *tables.Table, tp offsets.TP, r *kgo.Record, cause error, meant string) (*accState, error) {
+	a := p.accFor(ts, tp)
+	if err := p.cat.DeadLetters().Append(a.acc.Data(), ts, r, cause, meant); err != nil {
+		return nil, err
+	}
+	p.dlv.OnRow(a.id, tp)
+	return a, nil
 }

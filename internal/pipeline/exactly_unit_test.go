@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/config"
+	"sink/internal/chtable"
 	"sink/internal/eos"
 	"sink/internal/offsets"
 )
@@ -127,15 +128,33 @@ func startEO(t *testing.T, cfg *config.Config, sink *fakeSink) (*running, *eoSou
 func newEO(t *testing.T, cfg *config.Config, sink *fakeSink) *Pipeline {
 	t.Helper()
 	cfg.Delivery = config.DeliveryExactlyOnce
-	p, err := New(context.Background(), cfg, zerolog.Nop(), sink, WithExactlyOnce(eoFakeIO{newEOWorld()}))
+	p, err := New(context.Background(), cfg, zerolog.Nop(), sink, WithExactlyOnce(anyTableIO{eoFakeIO{newEOWorld()}}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.eo.windows[p.rt.table("db.t")] = 1000
-	for _, tp := range []offsets.TP{eoP0, eoP1} {
-		p.eo.ledgers[tp] = &eos.Ledger{Offset: -1}
+	// What main does before Run (the windows, 1000 in the fake world),
+	// then the recovery of partitions no member has committed yet.
+	ctx := context.Background()
+	if err := p.CheckExactlyOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p.eo.OnAssign(ctx, []offsets.TP{eoP0, eoP1})
+	if p.fatal != nil {
+		t.Fatal(p.fatal)
 	}
 	return p
+}
+
+// anyTableIO is the fake world's I/O for tables without the Kafka columns
+// (the plain fake sink's): every table's window is the world's.
+type anyTableIO struct{ eoFakeIO }
+
+func (f anyTableIO) Windows(_ context.Context, tables []*chtable.Table) ([]eos.Window, error) {
+	out := make([]eos.Window, len(tables))
+	for i := range out {
+		out[i] = eos.Window{Setting: "non_replicated_deduplication_window", Size: int64(f.w.window)}
+	}
+	return out, nil
 }
 
 func lose(r *running, tp offsets.TP) {

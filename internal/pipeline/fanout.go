@@ -3,7 +3,6 @@ package pipeline
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -12,6 +11,7 @@ import (
 	"sink/internal/decode"
 	"sink/internal/offsets"
 	"sink/internal/route"
+	"sink/internal/tables"
 )
 
 // Fan-out routing: when some route has when: conditions, or fanout is all,
@@ -31,54 +31,37 @@ import (
 // routing a record allocates nothing.
 type fanState struct {
 	eval    route.Evaluator
-	targets []*routeState
+	targets []*tables.Route
 	accs    []*accState
 	plans   []*decode.Plan // the plan that appended each of accs' rows
 	units   []uint64
-}
-
-func (p *Pipeline) initFanout() {
-	p.rt.fanout = p.cfg.Fanout == config.FanoutAll
-	for _, r := range p.cfg.Routes {
-		p.rt.fanout = p.rt.fanout || len(r.Conditions()) > 0
-	}
-}
-
-// errUnrouted is the dead-letter cause of a record no route takes.
-var errUnrouted = errors.New("no route takes the record (errors.unrouted: dlq)")
-
-// unroutedError is the dead-letter cause of r, which no route takes.
-func unroutedError(r *kgo.Record) error {
-	return fmt.Errorf("topic %q partition %d offset %d: %w", r.Topic, r.Partition, r.Offset, errUnrouted)
 }
 
 // unrouted handles a record no route takes.
 func (p *Pipeline) unrouted(writeCtx context.Context, tp offsets.TP, r *kgo.Record) {
 	p.topicMetrics(tp.Topic).Unrouted()
 	if p.cfg.Errors.Unrouted == "dlq" {
-		p.badRecord(writeCtx, tp, r, unroutedError(r), nil)
+		p.badRecord(writeCtx, tp, r, tables.UnroutedError(r), nil)
 		return
 	}
 	// Nothing to write, so it is handled as soon as it is seen.
-	p.stats.Skipped++
-	p.topicMetrics(tp.Topic).Skipped()
-	p.tracker.Add(tp, r.Offset, r.LeaderEpoch, offsets.Done)
+	p.skipped(tp, r)
 }
 
 // handleFanout routes one record by its routes' conditions. Like
 // decodeRecord, held reports that the record waits for the schema registry
 // or for a table's new column (nothing was done with it).
 func (p *Pipeline) handleFanout(writeCtx context.Context, now time.Time, tp offsets.TP, r *kgo.Record) (_ error, held bool) {
-	cands, err := p.routesFor(writeCtx, r.Topic)
+	cands, err := p.cat.RoutesFor(writeCtx, r.Topic)
 	if err != nil {
 		p.fatal = err // a table cannot be resolved: stop before this record
 		return nil, false
 	}
-	f := &p.rt.fan
+	f := &p.fan
 	f.eval.Reset(r)
 	f.targets = f.targets[:0]
 	for _, rs := range cands {
-		if !f.eval.Match(rs.route.Conditions()) || tableTaken(f.targets, rs.table) {
+		if !f.eval.Match(rs.Config().Conditions()) || tableTaken(f.targets, rs.Table()) {
 			continue
 		}
 		f.targets = append(f.targets, rs)
@@ -92,10 +75,10 @@ func (p *Pipeline) handleFanout(writeCtx context.Context, now time.Time, tp offs
 	}
 	f.accs, f.plans, f.units = f.accs[:0], f.plans[:0], f.units[:0]
 	var bad error
-	var badRS *routeState
+	var badRS *tables.Route
 	for _, rs := range f.targets {
-		a := p.accFor(rs.table, tp)
-		if err := rs.plan.Append(a.acc.Data(), r); err != nil {
+		a := p.accFor(rs.Table(), tp)
+		if err := rs.Plan().Append(a.acc.Data(), r); err != nil {
 			if errors.Is(err, decode.ErrUnavailable) {
 				// A target needs a schema not known yet (its look-up is
 				// running, or the registry is down): take back the rows
@@ -110,15 +93,17 @@ func (p *Pipeline) handleFanout(writeCtx context.Context, now time.Time, tp offs
 			if !errors.Is(err, decode.ErrSkip) && bad == nil {
 				bad, badRS = err, rs
 			}
-			p.truncateFanout(err, rs, tp, r)
+			if errors.Is(err, decode.ErrTruncate) {
+				p.truncs.Skipped(rs.Table(), tp, r) // fan-out routing never applies them
+			}
 			continue
 		}
-		if u := rs.plan.LastUnmapped(); len(u) > 0 {
-			if err := p.schemaWaitFor(writeCtx, now, rs, u); err != nil {
+		if u := rs.Plan().LastUnmapped(); len(u) > 0 {
+			if err := p.cat.Evolution().WaitFor(writeCtx, now, rs, u); err != nil {
 				// A table is getting a column for a field of the record:
 				// take back its rows in every table (nothing else was
 				// done with it yet) and hold it (held.go).
-				rs.plan.Unappend(a.acc.Data())
+				rs.Plan().Unappend(a.acc.Data())
 				for i, done := range f.accs {
 					f.plans[i].Unappend(done.acc.Data())
 				}
@@ -126,7 +111,7 @@ func (p *Pipeline) handleFanout(writeCtx context.Context, now time.Time, tp offs
 			}
 		}
 		f.accs = append(f.accs, a)
-		f.plans = append(f.plans, rs.plan)
+		f.plans = append(f.plans, rs.Plan())
 		f.units = append(f.units, a.id)
 	}
 	var dacc *accState // the dead-letter table's batch with the record's row
@@ -143,9 +128,7 @@ func (p *Pipeline) handleFanout(writeCtx context.Context, now time.Time, tp offs
 	switch len(f.units) {
 	case 0:
 		// Every target skipped it (a tombstone): no row, handled at once.
-		p.stats.Skipped++
-		p.topicMetrics(tp.Topic).Skipped()
-		p.tracker.Add(tp, r.Offset, r.LeaderEpoch, offsets.Done)
+		p.skipped(tp, r)
 		return nil, false
 	case 1:
 		p.tracker.Add(tp, r.Offset, r.LeaderEpoch, f.units[0])
@@ -162,9 +145,9 @@ func (p *Pipeline) handleFanout(writeCtx context.Context, now time.Time, tp offs
 	return nil, false
 }
 
-func tableTaken(targets []*routeState, ts *tableState) bool {
+func tableTaken(targets []*tables.Route, ts *tables.Table) bool {
 	for _, t := range targets {
-		if t.table == ts {
+		if t.Table() == ts {
 			return true
 		}
 	}

@@ -45,12 +45,12 @@ func BenchmarkRouteRecord(b *testing.B) {
 				p.handleRecord(ctx, now, unitTP, r)
 				for done := false; !done; {
 					select {
-					case a := <-p.acks:
-						p.handleAck(ctx, a)
+					case e := <-p.inbox:
+						e.Apply(ctx)
 					default:
 						done = p.disp.inFlight() < 4*cfg.ClickHouse.MaxInFlight
 						if !done {
-							p.handleAck(ctx, <-p.acks)
+							(<-p.inbox).Apply(ctx)
 						}
 					}
 				}
@@ -76,8 +76,8 @@ func settle(b *testing.B, p *Pipeline, r *kgo.Record, offset int64) {
 			return
 		}
 		select {
-		case s := <-p.schemas:
-			p.handleSchema(ctx, s)
+		case e := <-p.inbox: // the table's re-read
+			e.Apply(ctx)
 		case <-time.After(5 * time.Second):
 			b.Fatal("a held record's table re-read did not come back")
 		}

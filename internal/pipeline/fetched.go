@@ -109,7 +109,7 @@ func (p *Pipeline) decodeSome(writeCtx context.Context) {
 		// recycled (release): the fetch's pointers to them go.
 		clear(chunk)
 	}
-	p.launchEvolves()
+	p.cat.Evolution().LaunchAlters(p.held.waitingFor)
 	if len(p.pending) == 0 {
 		p.pending = nil // lets the emptied backing array go
 	}

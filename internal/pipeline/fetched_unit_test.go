@@ -136,7 +136,7 @@ func decodeFetch(ctx context.Context, p *Pipeline, f kgo.Fetches) {
 		p.decodeSome(ctx)
 	}
 	for p.disp.inFlight() > 0 {
-		p.handleAck(ctx, <-p.acks)
+		(<-p.inbox).Apply(ctx)
 	}
 }
 

@@ -9,8 +9,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/internal/backoff"
+	"sink/internal/cdc"
 	"sink/internal/offsets"
 	"sink/internal/status"
+	"sink/internal/tables"
 )
 
 // Records held until they can be decoded as they should.
@@ -26,7 +28,7 @@ import (
 // with every record after it in its partition (order within a partition
 // is kept: nothing of the partition is appended past it), and appended
 // again: as soon as a look-up ends or the table's new description is
-// applied for a column (handleLookup and handleSchema kick the retry), and
+// applied for a column (handleLookup and handleTable kick the retry), and
 // after a backoff while the registry fails. Held records are not in the offsets
 // tracker, so no commit passes them; while any are held no new fetch is
 // requested (fetching stops rather than buffering without bound: what is
@@ -52,17 +54,17 @@ var heldRetry = backoff.Policy{Initial: heldRetryFirst, Max: heldRetryMax, Jitte
 type heldPart struct {
 	tp   offsets.TP
 	recs []*kgo.Record
-	// wait is why the first record is held: a *schemaWait (evolve.go) or
+	// wait is why the first record is held: a *tables.Wait or
 	// the registry's error.
 	wait error
 }
 
 // isSchemaWait reports whether err holds a record for its table (its
-// schema, or a TRUNCATE being applied: truncate.go) rather than for the
+// schema, or a TRUNCATE being applied: internal/cdc) rather than for the
 // registry.
 func isSchemaWait(err error) bool {
 	switch err.(type) {
-	case *schemaWait, *truncateWait:
+	case *tables.Wait, *cdc.TruncateWait:
 		return true
 	}
 	return false
@@ -154,11 +156,11 @@ func (h *heldState) counts() (registry, schema int) {
 }
 
 // waitingFor yields the held records of the partitions whose first record
-// waits for table's new column (a *schemaWait), in the order they were held.
+// waits for table's new column (a *tables.Wait), in the order they were held.
 func (h *heldState) waitingFor(table string) iter.Seq[*kgo.Record] {
 	return func(yield func(*kgo.Record) bool) {
 		for _, hp := range h.parts {
-			if w, ok := hp.wait.(*schemaWait); !ok || w.table != table {
+			if w, ok := hp.wait.(*tables.Wait); !ok || w.Table != table {
 				continue
 			}
 			for _, r := range hp.recs {
@@ -221,13 +223,13 @@ func (h *heldState) drop(tps []offsets.TP) []*heldPart {
 }
 
 // holdFrom holds recs (a partition's records from the one that cannot be
-// decoded now). err is why: the registry's error, or a *schemaWait; nil
+// decoded now). err is why: the registry's error, or a *tables.Wait; nil
 // when recs join the partition's records already held.
 func (p *Pipeline) holdFrom(tp offsets.TP, recs []*kgo.Record, err error) {
 	if !p.held.has(tp) {
-		if sw, ok := err.(*schemaWait); ok {
+		if sw, ok := err.(*tables.Wait); ok {
 			p.log.Info().Str("topic", tp.Topic).Int32("partition", tp.Partition).Int64("offset", recs[0].Offset).
-				Str("table", sw.table).Str("field", sw.field).Bool("reread", sw.reread).
+				Str("table", sw.Table).Str("field", sw.Field).Bool("reread", sw.Reread).
 				Msg("a record carries a field its table is getting a column for: holding the partition's records until the table has it; fetching paused")
 		} else if err != nil && !isLookupPending(err) && p.held.lastErr == nil {
 			p.log.Warn().Str("topic", tp.Topic).Int32("partition", tp.Partition).Int64("offset", recs[0].Offset).
@@ -308,7 +310,7 @@ func (p *Pipeline) retryHeld(writeCtx context.Context) {
 	}
 	since, attempts := h.since, h.attempt
 	h.prune()
-	p.launchEvolves()
+	p.cat.Evolution().LaunchAlters(p.held.waitingFor)
 	if !h.holding() {
 		p.log.Info().Dur("held_for", p.now().Sub(since)).Int("attempts", attempts).
 			Msg("held records decoded; fetching resumed")
@@ -338,5 +340,5 @@ func (p *Pipeline) dropHeld(tps []offsets.TP) {
 			Msg("held records dropped (partition given up, or consumed again from an earlier offset); they stay uncommitted")
 	}
 	p.noteHeld()
-	p.dropTruncations(tps)
+	p.truncs.Drop(tps)
 }

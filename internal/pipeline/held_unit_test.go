@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/internal/offsets"
+	"sink/internal/tables"
 )
 
 func heldRecs(tp offsets.TP, from int64, n int) []*kgo.Record {
@@ -28,7 +29,7 @@ func TestUnitHeldState(t *testing.T) {
 	b := offsets.TP{Topic: "t", Partition: 1}
 	c := offsets.TP{Topic: "u", Partition: 0}
 	regErr := errors.New("registry down")
-	waitT := &schemaWait{table: "db.t", field: "f"}
+	waitT := &tables.Wait{Table: "db.t", Field: "f"}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	const recBytes = 6 // "k" + "value"
 

@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"sink/internal/registry"
+	"sink/internal/tables"
 )
 
 // panickyRegistry serves unitAvroSchema for id 1 and, for id 9, nothing
@@ -61,7 +62,7 @@ func testUnitDecoderPanicDeadLettered(t *testing.T) {
 		t.Fatalf("dead-letter topic got offsets %v, want [1]", r.src.dlqSent)
 	}
 	rows := sink.rowsIn()
-	if len(rows) != 1 || rows[0].offset != 1 || rows[0].class != ClassDecoder ||
+	if len(rows) != 1 || rows[0].offset != 1 || rows[0].class != tables.ClassDecoder ||
 		!strings.Contains(rows[0].errText, "schema id 9: the decoder failed on this record") ||
 		!strings.Contains(rows[0].errText, "nil pointer dereference") {
 		t.Fatalf("dead-letter rows %+v, want offset 1, class decoder and the panic as the error", rows)

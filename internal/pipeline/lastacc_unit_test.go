@@ -15,17 +15,18 @@ import (
 // lastAccPipeline is a pipeline of one route whose batches are sealed only
 // by a table change or a revoke (max_rows far away), one batch per
 // partition, and the open-batch key of unitTP.
-func lastAccPipeline(t *testing.T) (*Pipeline, accKey) {
+func lastAccPipeline(t *testing.T) (*Pipeline, *evolvingSink, accKey) {
 	t.Helper()
 	cfg := unitConfig(t, "")
 	cfg.Batch.MaxRows = 1000
 	cfg.Batch.IgnorePartitions = false // a batch per partition: forget drops it
-	p, err := New(context.Background(), cfg, zerolog.Nop(), newFakeSink(nil))
+	sink := &evolvingSink{fakeSink: newFakeSink(nil), cols: []chschema.ColumnSchema{{Name: "id", Type: "UInt64"}, {Name: "s", Type: "String"}}}
+	p, err := New(context.Background(), cfg, zerolog.Nop(), sink)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.Attach(newFakeSource())
-	return p, accKey{table: p.rt.routes[0].table, tp: unitTP}
+	return p, sink, accKey{table: p.cat.Table("db.t"), tp: unitTP}
 }
 
 func lastAccRecord(offset int64) *kgo.Record {
@@ -37,7 +38,7 @@ func lastAccRecord(offset int64) *kgo.Record {
 // must start a new batch in the map, not go on filling the sealed one that
 // accFor answered for the record before.
 func TestAccForAfterSealMidChunk(t *testing.T) {
-	p, key := lastAccPipeline(t)
+	p, sink, key := lastAccPipeline(t)
 	ctx := context.Background()
 	for i := range int64(3) {
 		if err, held := p.handleRecord(ctx, time.Now(), unitTP, lastAccRecord(i)); err != nil || held {
@@ -48,9 +49,10 @@ func TestAccForAfterSealMidChunk(t *testing.T) {
 	if old == nil || old.acc.Data().Rows() != 3 {
 		t.Fatalf("open batch before the change: %v", old)
 	}
-	ts := key.table
-	schema := append(append([]chschema.ColumnSchema(nil), ts.t.Schema...), chschema.ColumnSchema{Name: "added", Type: "Nullable(String)"})
-	p.applySchema(ctx, ts, schema)
+	// The table gains a column; its re-read is applied.
+	sink.addColumn("added", "Nullable(String)")
+	p.cat.DescribeAll(ctx)
+	(<-p.inbox).Apply(ctx) // the re-read, applied
 	if p.fatal != nil {
 		t.Fatal(p.fatal)
 	}
@@ -84,7 +86,7 @@ func TestAccForAfterSealMidChunk(t *testing.T) {
 // the partition comes back, its records must fill an accumulator in the
 // map, which the timer, the flush and the next seal see.
 func TestAccForAfterForget(t *testing.T) {
-	p, key := lastAccPipeline(t)
+	p, _, key := lastAccPipeline(t)
 	ctx := context.Background()
 	a := p.accFor(key.table, unitTP)
 	if !a.acc.Empty() {

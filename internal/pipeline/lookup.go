@@ -20,7 +20,7 @@ import (
 // *lookupPending (an error matching decode.ErrUnavailable) and starts the
 // look-up on a goroutine of its own. The record is then held with the rest
 // of its partition (held.go), as for a registry that is down; the look-up's
-// answer comes back to the owner on p.lookups (handleLookup), which keeps
+// answer comes back to the owner as an event (lookedUp: handleLookup), which keeps
 // it and makes the held records' next attempt due at once. So the owner
 // never waits on the registry: a revoke, an ack or a shutdown is handled
 // while a look-up stalls.
@@ -49,13 +49,12 @@ type lookups struct {
 	known    map[int]lookupEntry
 	failed   map[int]error // a look-up's error not yet handed to a record
 
-	// Set by Run: the look-ups' context (canceled when Run ends), where
-	// their answers go, and when to drop an answer instead.
-	ctx     context.Context
-	cancel  context.CancelFunc
-	results chan<- lookupResult
-	stopped <-chan struct{}
-	wg      sync.WaitGroup
+	// Set by Run: the look-ups' context (canceled when Run ends), and
+	// where their answers go (dropped once Run made its last commit).
+	ctx    context.Context
+	cancel context.CancelFunc
+	post   func(lookupResult)
+	wg     sync.WaitGroup
 }
 
 // lookupTimeout bounds one look-up of a schema id (with its references).
@@ -139,10 +138,7 @@ func (l *lookups) start(id int) {
 		ctx, cancel := context.WithTimeout(l.ctx, lookupTimeout)
 		s, err := l.reg.Schema(ctx, id)
 		cancel()
-		select {
-		case l.results <- lookupResult{id: id, schema: s, err: err}:
-		case <-l.stopped:
-		}
+		l.post(lookupResult{id: id, schema: s, err: err})
 	}()
 }
 
@@ -166,11 +162,10 @@ func (l *lookups) keep(id int, e lookupEntry) {
 	l.known[id] = e
 }
 
-// begin makes look-ups asynchronous for Run's loop: answers go to
-// results, or are dropped once stopped is closed.
-func (l *lookups) begin(results chan<- lookupResult, stopped <-chan struct{}) {
+// begin makes look-ups asynchronous for Run's loop: answers go to post.
+func (l *lookups) begin(post func(lookupResult)) {
 	l.ctx, l.cancel = context.WithCancel(context.Background())
-	l.results, l.stopped, l.async = results, stopped, true
+	l.post, l.async = post, true
 }
 
 // end cancels the look-ups still running and waits for their goroutines

@@ -34,7 +34,8 @@
 //     deadline, when a pause is complete, at shutdown and when partitions
 //     are given up (the commit still out is waited for first), and, with
 //     exactly_once, the intent commit before each batch's INSERT
-//     (exactly.go): each at most kafka.request_timeout (commitOffsets),
+//     (internal/pipeline/exactly): each at most kafka.request_timeout
+//     (commitOffsets),
 //     after the commit still out; a commit that fails or times out is
 //     retried by the next one, an intent after its backoff. The commits
 //     after each INSERT and every kafka.commit_interval do not wait: they
@@ -46,7 +47,7 @@
 //   - A dead-letter produce (dlq.go): franz-go's Produce returns at once
 //     unless 50,000 records wait in its buffer; then it waits until one of
 //     them is acknowledged or fails (each fails after 10 retries).
-//   - Exactly-once recovery of newly assigned partitions (exactly.go,
+//   - Exactly-once recovery of newly assigned partitions (exactly's
 //     recoverParts, while franz-go's assigned callback waits for it): the
 //     group's ledgers (franz-go's request retries, 30 s), the topics' IDs
 //     and log ends (retried for at most a minute), each pending batch read
@@ -66,25 +67,24 @@
 // canceled Sink calls and look-ups up to cancelGrace each, and for the
 // poller, whose Poll returns once canceled.
 //
-// The files follow the jobs: ports.go (Source, Sink, ExactlyOnce, Sampler
-// and every optional capability asked of them), fetched.go (polled
-// records, decoded while the next fetch is read), routing.go (routes
-// to tables, tables named after their topic), dispatch.go (accumulators,
-// each table's queue and in-flight slots, inserts and their acks),
-// commit.go and committer.go (commits, off the owner), rebalance.go (assign, revoke with its deadline, loss), dlq.go
-// (bad records), dlqtable.go (bad records as rows of a dead-letter table), schema.go (tables that change while running), evolve.go
-// (fields no column takes: counted, logged, added as columns on request,
-// their records held until the column exists), held.go (records held for
-// the schema registry or a new column, in partition order), lookup.go
+// The files follow the jobs: ports.go (Source, Sink, ExactlyOnce and
+// every optional capability asked of them), fetched.go (polled records,
+// decoded while the next fetch is read), dispatch.go (accumulators, each
+// table's queue and in-flight slots, inserts and their acks), commit.go
+// and committer.go (commits, off the owner), rebalance.go (assign, revoke
+// with its deadline, loss), dlq.go (bad records), held.go (records held
+// for the schema registry or a new column, in partition order), lookup.go
 // (schema-registry look-ups off the owner goroutine), budget.go (the
-// budget of INSERTs per server: which batch goes when), create.go (missing tables created by New, on request, from a sample of
-// their topic's records; PlanCreates is the dry run),
-// delivery.go (what the delivery guarantee adds to the shared path, as
-// hooks; at-least-once adds nothing), exactly.go (exactly-once delivery,
-// the other implementation), fanout.go (routes chosen per record by
-// their when:, records in several tables), stats.go (summary line, metric
-// handles), admin.go (the state, pause and resume, the status snapshot) and
-// run.go (the loop, the poller, shutdown).
+// budget of INSERTs per server: which batch goes when), truncate.go
+// (TRUNCATE events), delivery.go (what the delivery guarantee adds to the
+// shared path, as hooks; at-least-once adds nothing; exactly-once is the
+// other implementation, internal/pipeline/exactly), fanout.go (routes
+// chosen per record by their when:, records in several tables), stats.go
+// (summary line, metric handles), admin.go (the state, pause and resume,
+// the status snapshot) and run.go (the loop, the poller, shutdown). The
+// routes and their tables (created, changed, evolved, dead-letter tables)
+// are internal/tables' Catalog; the fill of values a change event did not
+// carry is internal/cdc's.
 package pipeline
 
 import (
@@ -99,12 +99,17 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/config"
+	"sink/internal/backoff"
+	"sink/internal/batch"
+	"sink/internal/cdc"
 	"sink/internal/chtable"
 	"sink/internal/decode"
 	"sink/internal/metrics"
 	"sink/internal/offsets"
 	"sink/internal/pace"
+	"sink/internal/pipeline/exactly"
 	"sink/internal/status"
+	"sink/internal/tables"
 )
 
 // Pipeline is one connector.
@@ -114,19 +119,17 @@ type Pipeline struct {
 	w    Sink
 	cons Source
 
-	rt routing // the routes and their tables (routing.go)
+	cat *tables.Catalog // the routes and their tables (internal/tables)
+	fan fanState        // fan-out routing's per-record scratch (fanout.go)
 
 	disp    dispatch // the open and the unacknowledged batches (dispatch.go)
 	tracker *offsets.Tracker
 	dlq     deadLetters // bad records whose dead-letter produce has not succeeded (dlq.go)
 	nextID  uint64
-	dlqt    *dlqTables // dead-letter tables and counts (dlqtable.go)
 
-	acks    chan ack
+	inbox   chan event // outcomes of the goroutines the pipeline started (events.go)
 	events  chan groupEvent
 	fetches chan kgo.Fetches
-	schemas chan schemaResult
-	parts   chan partsResult // adaptive batching's parts reads (adaptive.go)
 	want    chan struct{}
 	stopped chan struct{} // closed (stop) once Run's last commit is made
 	stopOne sync.Once
@@ -140,8 +143,7 @@ type Pipeline struct {
 	callsLive   atomic.Int64
 	cancelGrace time.Duration
 
-	uncommitted map[offsets.TP]offsets.Commit // positions of a failed commit, retried
-	committer   *committer                    // commits off the owner while Run runs (committer.go)
+	committer *committer // the tracker and the commits (committer.go)
 
 	polling bool          // a poll was requested and not yet delivered
 	pending []pendingPart // polled records not decoded yet (fetched.go)
@@ -179,19 +181,17 @@ type Pipeline struct {
 	snap       atomic.Pointer[status.Snapshot]
 	snapEvery  time.Duration // snapshotInterval
 	posEvery   time.Duration // positionsInterval
-	positions  chan positionsResult
-	probingPos bool // a positions probe is running
+	probingPos bool          // a positions probe is running
 	// probingParts: adaptive batching's parts read is running (adaptive.go)
 	probingParts bool
 
 	// dlv is what the delivery guarantee adds to the shared path
 	// (delivery.go); eo is its state under exactly_once (nil otherwise).
 	dlv delivery
-	eo  *exactly
+	eo  *exactly.Delivery
 	// eoIO is exactly-once's reading of ledgers, records and tables
 	// (WithExactlyOnce); Run refuses that mode without it.
-	eoIO ExactlyOnce
-	evo  *evolver // nil unless a route has schema.evolve: add_columns (evolve.go)
+	eoIO exactly.IO
 
 	// reg is the schema registry of the registry-framed formats (nil when
 	// none is configured); held, the records waiting for it or for a
@@ -200,26 +200,31 @@ type Pipeline struct {
 	held heldState
 	// look is what the plans ask for schemas (lookup.go): the look-ups of
 	// ids not seen yet run off the owner while Run loops, their answers
-	// come back on lookups. nil when no registry is configured.
-	look    *lookups
-	lookups chan lookupResult
+	// come back as events. nil when no registry is configured.
+	look *lookups
 	// noCreate: New does not create missing tables (WithoutCreate);
 	// sampler reads the records that type a missing table's columns
 	// (WithSampler).
 	noCreate bool
-	sampler  Sampler
+	sampler  tables.Sampler
 	heldNow  atomic.Int64 // the records in held, for other goroutines
-
-	// unfilled is the DEFAULT columns noteUnfilled has logged, with why.
-	unfilled map[string]string
 
 	// The budget of INSERTs per minute per server (budget.go): sched is
 	// nil without one; allow gives each server's allowance.
 	allow pace.Allowance
 	sched *pace.Scheduler[accKey]
 	// demand is the INSERTs per minute last told to a shared budget, by
-	// server (budgetDemand).
-	demand map[string]float64
+	// server (budgetDemand); servers, the servers each table's INSERTs
+	// count against (serversOf).
+	demand  map[string]float64
+	servers map[*tables.Table][]string
+	// adapt is each table's controller under batch.mode adaptive
+	// (adaptive.go); truncs, the tables' TRUNCATE events (internal/cdc).
+	adapt  map[*tables.Table]*adaptState
+	truncs *cdc.Truncations
+	// fill gives the cells a change event did not carry their earlier
+	// values before a batch is inserted (internal/cdc).
+	fill *cdc.Filler
 	// conns are the INSERTs that may hold a ClickHouse connection at once
 	// (chtable.InsertConns): the others wait for a slot here, in no hurry
 	// and without an error, instead of timing out in the driver's pool.
@@ -252,14 +257,10 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w Sink, op
 		cfg:       cfg,
 		log:       log,
 		w:         w,
-		rt:        newRouting(),
 		tracker:   offsets.New(),
-		acks:      make(chan ack, 64),
+		inbox:     make(chan event, 64),
 		events:    make(chan groupEvent),
 		fetches:   make(chan kgo.Fetches),
-		schemas:   make(chan schemaResult),
-		lookups:   make(chan lookupResult),
-		parts:     make(chan partsResult),
 		want:      make(chan struct{}, 1),
 		stopped:   make(chan struct{}),
 		controls:  make(chan controlReq),
@@ -268,7 +269,6 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w Sink, op
 		state:     status.Starting,
 		snapEvery: snapshotInterval,
 		posEvery:  positionsInterval,
-		positions: make(chan positionsResult, 1),
 		lag:       map[offsets.TP]int64{},
 		now:       time.Now,
 		recycle:   (*kgo.Record).Recycle,
@@ -280,30 +280,66 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w Sink, op
 		o(p)
 	}
 	p.stateSince = p.now()
-	p.initFanout()
+	p.committer = &committer{tracker: p.tracker, src: func() Source { return p.cons }, dlv: func() delivery { return p.dlv },
+		timeout: cfg.Kafka.RequestTimeout, log: log, m: p.m, now: func() time.Time { return p.now() },
+		idle: func() bool { return p.unacked() == 0 && p.disp.openBatches() == 0 }, seen: p.committedSeen}
 	if p.reg == nil && cfg.SchemaRegistry.Enabled() {
 		return nil, errors.New("schema_registry is configured but the pipeline was given no registry client (pipeline.WithRegistry)")
 	}
 	if p.reg != nil {
 		p.look = newLookups(p.reg, func() time.Time { return p.now() })
 	}
-	p.initDelivery()
 	p.initBudget()
 	p.conns = make(chan struct{}, chtable.InsertConns(cfg.ClickHouse.MaxInFlight))
+	p.truncs = cdc.NewTruncations(w, truncBatches{p}, truncOwner{p}, cfg.ClickHouse.Cluster, cfg.ClickHouse.QueryTimeout, log, func() time.Time { return p.now() })
+	p.fill = cdc.NewFiller(w, backoff.Policy{Initial: cfg.ClickHouse.RetryInitial, Max: cfg.ClickHouse.RetryMax, Jitter: backoff.EqualJitter}, log)
 	p.m.SetMaxWait(cfg.Batch.MaxWait)
-	if err := p.createTables(ctx); err != nil {
+	cat, err := tables.Open(ctx, cfg, tables.Options{Sink: w, Registry: p.reg, Lookups: p.planRegistry(),
+		Sampler: p.sampler, NoCreate: p.noCreate, Metrics: p.m, Log: log, Now: func() time.Time { return p.now() }, Owner: tablesOwner{p}})
+	if err != nil {
 		return nil, err
 	}
-	if err := p.resolve(ctx); err != nil {
-		return nil, err
-	}
-	if err := p.initDLQTables(ctx); err != nil {
-		return nil, err
-	}
-	if err := p.initEvolve(ctx); err != nil {
-		return nil, err
-	}
+	p.cat = cat
+	p.initDelivery()
 	return p, nil
+}
+
+// WithSampler gives schema.create: if_missing s to read the records that
+// type a missing table's columns. Without it, New fails on a route with
+// schema.create: if_missing whose table is missing.
+func WithSampler(s tables.Sampler) Option { return func(p *Pipeline) { p.sampler = s } }
+
+// WithoutCreate makes New leave missing tables missing, whatever
+// schema.create says (sink check, which only prints the plans of
+// tables.PlanCreates and tables.PlanDLQTables).
+func WithoutCreate() Option { return func(p *Pipeline) { p.noCreate = true } }
+
+// Catalog is the routes and their tables that New resolved; sink check
+// reads them (Targets, Table, ResolveTopics, SampleDrift) before Run.
+func (p *Pipeline) Catalog() *tables.Catalog { return p.cat }
+
+// tablesOwner is what the catalog asks of the rest of the pipeline.
+type tablesOwner struct{ p *Pipeline }
+
+func (o tablesOwner) Spawn(f func())            { o.p.spawn(f) }
+func (o tablesOwner) Described(r tables.Result) { o.p.post(described{p: o.p, r: r}) }
+func (o tablesOwner) Stopping() bool            { return o.p.fatal != nil }
+
+// TableAdded gives a new table its batching.
+func (o tablesOwner) TableAdded(t *tables.Table) { o.p.adaptTable(t) }
+
+// TableBounded rebuilds the table's batching for its tighter bound.
+func (o tablesOwner) TableBounded(t *tables.Table) { o.p.rebound(t) }
+
+// Reshape seals t's open batches with the columns they were built for and
+// forgets its reusable blocks: the catalog changes its columns next.
+func (o tablesOwner) Reshape(ctx context.Context, t *tables.Table) {
+	p := o.p
+	p.disp.eachOpenOf(t, func(a *accState) {
+		p.seal(ctx, a, batch.ReasonSchema)
+		p.dropAcc(a.key)
+	})
+	p.disp.forgetBlocks(t)
 }
 
 // Attach gives the pipeline its consumer. It is separate from New because
@@ -332,9 +368,9 @@ func (p *Pipeline) spawn(f func()) {
 	}()
 }
 
-// stop closes stopped: from then on every send to the owner (sendAck,
-// sendSchema, parts reads) is dropped instead of waiting for a loop that
-// has ended, and group callbacks no longer wait for it.
+// stop closes stopped: from then on every event sent to the owner (post)
+// is dropped instead of waiting for a loop that has ended, and group
+// callbacks no longer wait for it.
 func (p *Pipeline) stop() { p.stopOne.Do(func() { close(p.stopped) }) }
 
 // join waits until every goroutine started with spawn has returned, for at

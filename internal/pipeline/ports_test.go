@@ -2,8 +2,11 @@ package pipeline
 
 import (
 	"sink/internal/budget"
+	"sink/internal/cdc"
 	"sink/internal/consumer"
 	"sink/internal/eos/eosio"
+	"sink/internal/pipeline/exactly"
+	"sink/internal/tables"
 	"sink/internal/writer"
 )
 
@@ -17,18 +20,18 @@ var (
 	_ protocolSource      = (*consumer.Consumer)(nil)
 	_ Sink                = (*writer.Writer)(nil)
 	_ partsReader         = (*writer.Writer)(nil)
-	_ latestSink          = (*writer.Writer)(nil)
-	_ TableCreator        = (*writer.Writer)(nil)
-	_ columnAdder         = (*writer.Writer)(nil)
-	_ truncater           = (*writer.Writer)(nil)
+	_ cdc.Store           = (*writer.Writer)(nil)
+	_ tables.Creator      = (*writer.Writer)(nil)
+	_ tables.ColumnAdder  = (*writer.Writer)(nil)
+	_ cdc.Truncater       = (*writer.Writer)(nil)
 	_ Sink                = (*writer.Cluster)(nil)
-	_ placementSink       = (*writer.Cluster)(nil)
+	_ exactly.Placer      = (*writer.Cluster)(nil)
 	_ serverNamer         = (*writer.Cluster)(nil)
 	_ partsReader         = (*writer.Cluster)(nil)
-	_ columnAdder         = (*writer.Cluster)(nil)
-	_ truncater           = (*writer.Cluster)(nil)
-	_ ExactlyOnce         = (*eosio.IO)(nil)
-	_ Sampler             = consumer.Sampler{}
+	_ tables.ColumnAdder  = (*writer.Cluster)(nil)
+	_ cdc.Truncater       = (*writer.Cluster)(nil)
+	_ exactly.IO          = (*eosio.IO)(nil)
+	_ tables.Sampler      = consumer.Sampler{}
 	_ shareUsage          = (*budget.Sharer)(nil)
 	_ consumer.Rebalancer = (*Pipeline)(nil)
 )

@@ -118,7 +118,7 @@ func (p *Pipeline) assigned(writeCtx context.Context, tps []offsets.TP) {
 	}
 	p.m.Assigned(len(tps))
 	p.assignedSeen(tps)
-	p.dlv.onAssign(writeCtx, tps)
+	p.dlv.OnAssign(writeCtx, tps)
 }
 
 // lost drops lost partitions' state: another member may already own them,
@@ -177,7 +177,7 @@ func (p *Pipeline) revokeDone(id uint64) {
 	if w == nil || !w.settled(id) {
 		return
 	}
-	p.commitNow()
+	p.committer.commitNow()
 	p.forget(w.tps)
 	p.revoke = nil
 	p.log.Info().Int("partitions", len(w.tps)).Dur("took", p.now().Sub(w.start)).
@@ -195,7 +195,7 @@ func (p *Pipeline) checkRevokeDeadline() {
 		return
 	}
 	p.log.Warn().Int("batches", len(w.waiting)).Msg("revoke: inserts still running at half the rebalance timeout; releasing partitions without committing them")
-	p.commitNow()
+	p.committer.commitNow()
 	p.forget(w.tps)
 	p.revoke = nil
 	close(w.done)
@@ -203,19 +203,18 @@ func (p *Pipeline) checkRevokeDeadline() {
 
 // forget drops every trace of partitions this member no longer owns.
 func (p *Pipeline) forget(tps []offsets.TP) {
-	p.settle()
-	p.dlv.onRelease(tps)
+	p.committer.settle()
+	p.dlv.OnRelease(tps)
 	p.dropHeld(tps)
 	p.dropPending(tps)
+	p.committer.forget(tps)
 	for _, tp := range tps {
-		p.tracker.Forget(tp)
 		delete(p.lag, tp)
 		delete(p.seen, tp)
 		if _, ok := p.partM[tp]; ok {
 			delete(p.partM, tp)
 			p.m.ForgetPartition(tp.Topic, tp.Partition)
 		}
-		delete(p.uncommitted, tp)
 		if !p.cfg.Batch.IgnorePartitions {
 			p.disp.eachOpen(func(a *accState) {
 				if a.key.tp == tp && a.acc.Empty() {

@@ -9,9 +9,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/internal/batch"
+	"sink/internal/cdc"
 	"sink/internal/decode"
 	"sink/internal/offsets"
 	"sink/internal/status"
+	"sink/internal/tables"
 )
 
 // Run consumes until ctx is canceled, then shuts down cleanly: it stops
@@ -24,7 +26,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	if p.cons == nil {
 		return errors.New("pipeline: Attach a consumer before Run")
 	}
-	if err := p.dlv.check(ctx); err != nil {
+	if err := p.dlv.Check(ctx); err != nil {
 		return err
 	}
 	defer p.stop()
@@ -33,12 +35,11 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	p.publish()
 	close(p.started)
 	if p.look != nil {
-		p.look.begin(p.lookups, p.stopped)
+		p.look.begin(func(r lookupResult) { p.post(lookedUp{p: p, r: r}) })
 		defer p.look.end(0) // shutdown waited for them; an early return cancels them
 	}
-	p.committer = newCommitter()
-	go p.committer.run(p.commitOffsets)
-	defer p.stopCommitter()
+	p.committer.start()
+	defer p.committer.stop()
 	// Inserts outlive ctx: on SIGTERM the open batches must still be written.
 	writeCtx, cancelWrites := context.WithCancel(context.Background())
 	defer cancelWrites()
@@ -68,7 +69,7 @@ func (p *Pipeline) startPoller(writeCtx context.Context) (stop func()) {
 		defer tick.Stop()
 		for {
 			// Checked first: called again (deferred) after the shutdown, a
-			// select would pick an ack still buffered as often as the
+			// select would pick an event still buffered as often as the
 			// closed pollerDone, and handling it could start the next
 			// batch's INSERT after the shutdown joined the INSERTs.
 			select {
@@ -81,36 +82,50 @@ func (p *Pipeline) startPoller(writeCtx context.Context) (stop func()) {
 				return
 			case ev := <-p.events:
 				p.handleEvent(writeCtx, ev)
-			case a := <-p.acks:
-				p.handleAck(writeCtx, a)
-			case r := <-p.committer.results:
+			case e := <-p.inbox:
+				e.Apply(writeCtx)
+			case r := <-p.committer.answers():
 				p.handleCommit(writeCtx, r)
 			case req := <-p.controls:
 				p.handleControl(writeCtx, req)
 			case <-tick.C:
 				p.checkRevokeDeadline()
-				p.dlv.retryDue(writeCtx)
+				p.dlv.RetryDue(writeCtx)
 			}
 		}
 	}
 }
 
 // clocks are the loop's timers: the next deadline (armTimer), and the
-// periodic work. A nil channel never fires (schema refresh off, fixed
-// batches).
+// periodic work, whose ticks one goroutine hands the loop in turn (ticks).
+// A nil channel never fires (schema refresh off, fixed batches).
 type clocks struct {
 	timer                    *time.Timer
 	commit, stats, snap, pos *time.Ticker
 	schema, parts            <-chan time.Time
+	ticks                    chan tick
+	done                     chan struct{}
 	stops                    []func()
 	lastStatsAt              time.Time
 	lastStats                Stats
 }
 
+// tick is a periodic job whose time has come.
+type tick uint8
+
+const (
+	tickCommit tick = iota // commit what became safe (kafka.commit_interval)
+	tickStats              // the summary line
+	tickSnap               // publish the status snapshot
+	tickPos                // read the group's positions for the status
+	tickSchema             // re-read the tables (clickhouse.schema_refresh)
+	tickParts              // read the adaptive tables' parts
+)
+
 func (p *Pipeline) newClocks(writeCtx context.Context) *clocks {
 	c := &clocks{timer: time.NewTimer(time.Hour), commit: time.NewTicker(p.cfg.Kafka.CommitInterval),
 		stats: time.NewTicker(statsInterval), snap: time.NewTicker(p.snapEvery), pos: time.NewTicker(p.posEvery),
-		lastStatsAt: p.now()}
+		ticks: make(chan tick), done: make(chan struct{}), lastStatsAt: p.now()}
 	c.stops = []func(){func() { c.timer.Stop() }, c.commit.Stop, c.stats.Stop, c.snap.Stop, c.pos.Stop}
 	if d := p.cfg.ClickHouse.SchemaRefresh; d > 0 {
 		t := time.NewTicker(d)
@@ -121,10 +136,40 @@ func (p *Pipeline) newClocks(writeCtx context.Context) *clocks {
 		c.stops, c.parts = append(c.stops, t.Stop), t.C
 		p.probeParts(writeCtx)
 	}
+	go c.run()
 	return c
 }
 
+// run hands the loop each periodic tick, until stop.
+func (c *clocks) run() {
+	for {
+		var t tick
+		select {
+		case <-c.commit.C:
+			t = tickCommit
+		case <-c.stats.C:
+			t = tickStats
+		case <-c.snap.C:
+			t = tickSnap
+		case <-c.pos.C:
+			t = tickPos
+		case <-c.schema:
+			t = tickSchema
+		case <-c.parts:
+			t = tickParts
+		case <-c.done:
+			return
+		}
+		select {
+		case c.ticks <- t:
+		case <-c.done:
+			return
+		}
+	}
+}
+
 func (c *clocks) stop() {
+	close(c.done)
 	for _, f := range c.stops {
 		f()
 	}
@@ -144,39 +189,19 @@ func (p *Pipeline) loop(ctx, writeCtx context.Context, c *clocks) {
 			p.cons.AllowRebalance()
 		case <-p.decodable():
 			p.decodeSome(writeCtx)
-		case a := <-p.acks:
-			p.handleAck(writeCtx, a)
-		case r := <-p.committer.results:
+		case e := <-p.inbox:
+			e.Apply(writeCtx)
+		case r := <-p.committer.answers():
 			p.handleCommit(writeCtx, r)
 		case ev := <-p.events:
 			p.handleEvent(writeCtx, ev)
 			p.publish() // a change of partitions shows at once
 		case req := <-p.controls:
 			p.handleControl(writeCtx, req)
-		case <-c.snap.C:
-			p.publish()
-		case <-c.pos.C:
-			p.probePositions()
-		case r := <-p.positions:
-			p.handlePositions(r)
 		case <-c.timer.C:
 			p.due(writeCtx)
-		case <-c.commit.C:
-			p.commit()
-		case <-c.schema:
-			p.describeTables(writeCtx)
-		case r := <-p.schemas:
-			p.handleSchema(writeCtx, r)
-		case r := <-p.lookups:
-			p.handleLookup(r)
-		case <-c.parts:
-			p.probeParts(writeCtx)
-		case r := <-p.parts:
-			p.handleParts(r)
-		case <-c.stats.C:
-			now := p.now()
-			p.logStats(now.Sub(c.lastStatsAt), c.lastStats)
-			c.lastStatsAt, c.lastStats = now, p.stats
+		case t := <-c.ticks:
+			p.tick(writeCtx, c, t)
 		}
 		if p.state == status.Pausing {
 			p.advancePause(writeCtx)
@@ -187,6 +212,36 @@ func (p *Pipeline) loop(ctx, writeCtx context.Context, c *clocks) {
 	}
 }
 
+// tick does the periodic job t.
+func (p *Pipeline) tick(writeCtx context.Context, c *clocks, t tick) {
+	switch t {
+	case tickCommit:
+		p.committer.commit()
+	case tickStats:
+		now := p.now()
+		p.logStats(now.Sub(c.lastStatsAt), c.lastStats)
+		c.lastStatsAt, c.lastStats = now, p.stats
+	case tickSnap:
+		p.publish()
+	case tickPos:
+		p.probePositions()
+	case tickSchema:
+		p.cat.DescribeAll(writeCtx)
+	case tickParts:
+		p.probeParts(writeCtx)
+	}
+}
+
+// handleTable applies a table's description, read off the owner (a
+// refresh, an INSERT's schema error, an ALTER's end), and lets the held
+// records that waited for it go on.
+func (p *Pipeline) handleTable(writeCtx context.Context, r tables.Result) {
+	if err := p.cat.Handle(writeCtx, r); err != nil && p.fatal == nil {
+		p.fatal = err
+	}
+	p.kickHeld()
+}
+
 // due does the work whose time has come (armTimer's deadline): batches
 // past max_wait, held records to try again, the revoke deadline, the
 // delivery's retries.
@@ -194,7 +249,7 @@ func (p *Pipeline) due(writeCtx context.Context) {
 	p.sealExpired(writeCtx)
 	p.retryHeld(writeCtx)
 	p.checkRevokeDeadline()
-	p.dlv.retryDue(writeCtx)
+	p.dlv.RetryDue(writeCtx)
 }
 
 // finish ends a Run whose loop stopped: after a failure it flushes what
@@ -280,14 +335,12 @@ func (p *Pipeline) flush(writeCtx context.Context, cancelWrites context.CancelFu
 	for p.unacked() > 0 {
 		select {
 		case <-retry.C:
-			p.dlv.retryDue(writeCtx)
-		case a := <-p.acks:
-			p.handleAck(writeCtx, a)
+			p.dlv.RetryDue(writeCtx)
+		case e := <-p.inbox:
+			e.Apply(writeCtx)
 			p.abandonBlocked()
-		case r := <-p.committer.results:
+		case r := <-p.committer.answers():
 			p.handleCommit(writeCtx, r)
-		case r := <-p.schemas:
-			p.handleSchema(writeCtx, r)
 		case ev := <-p.events:
 			p.handleEvent(writeCtx, ev)
 		case req := <-p.controls:
@@ -297,27 +350,18 @@ func (p *Pipeline) flush(writeCtx context.Context, cancelWrites context.CancelFu
 		case <-deadline.C:
 			stuck := p.stuckOn()
 			cancelWrites()
-			p.commitNow()
+			p.committer.commitNow()
 			return fmt.Errorf("shutdown_timeout (%s) passed with %d batches not inserted and %d records not in the dead-letter topic, stuck on %s; committed %s; the rest is consumed again on restart",
-				p.cfg.ShutdownTimeout, p.disp.inFlight(), p.dlq.unsettled(), stuck, p.committedSummary())
+				p.cfg.ShutdownTimeout, p.disp.inFlight(), p.dlq.unsettled(), stuck, p.committer.summary())
 		}
 	}
-	p.commitNow()
+	p.committer.commitNow()
 	if p.fatal != nil {
 		return p.fatal
 	}
 	p.log.Info().Dur("took", p.now().Sub(start)).Int64("rows", p.stats.Rows).Int64("inserts", p.stats.Inserts).
 		Msg("flushed and committed")
 	return nil
-}
-
-// stopCommitter waits for the commit still out, if any, and ends the
-// committer's goroutine; later commits are made on the owner.
-func (p *Pipeline) stopCommitter() {
-	p.settle()
-	close(p.committer.jobs)
-	<-p.committer.done
-	p.committer = nil
 }
 
 // unacked counts the batches and dead-letter produces that may still
@@ -335,16 +379,17 @@ func (p *Pipeline) stuckOn() string {
 		}
 		return msg
 	}
-	if s := p.dlv.stuckOn(); s != "" {
+	if s := p.dlv.StuckOn(); s != "" {
 		return s
 	}
 	first := p.disp.oldest()
 	if first == nil {
 		return "nothing"
 	}
-	msg := fmt.Sprintf("the INSERT of %d rows into %s", first.b.Rows(), first.table.t.FullName())
-	if e := first.table.lastFail.Load(); e != nil {
-		msg += fmt.Sprintf(" (%d retries, last error: %s)", first.table.retries.Load(), e.msg)
+	msg := fmt.Sprintf("the INSERT of %d rows into %s", first.b.Rows(), first.table.Name())
+	st := p.disp.stats(first.table)
+	if e := st.lastFail.Load(); e != nil {
+		msg += fmt.Sprintf(" (%d retries, last error: %s)", st.retries.Load(), e.msg)
 	}
 	return msg
 }
@@ -373,7 +418,7 @@ func (p *Pipeline) poller(ctx context.Context) {
 // new column (held.go); err says why.
 func (p *Pipeline) handleRecord(writeCtx context.Context, now time.Time, tp offsets.TP, r *kgo.Record) (err error, held bool) {
 	p.consumed(r)
-	if p.dlv.skip(tp, r.Offset) {
+	if p.dlv.Skip(tp, r.Offset) {
 		// Already a row in the table (exactly-once recovery).
 		p.alreadyIn(tp, r)
 		return nil, false
@@ -410,7 +455,7 @@ func (p *Pipeline) routeRecord(writeCtx context.Context, now time.Time, tp offse
 		p.tracker.Add(tp, r.Offset, r.LeaderEpoch, offsets.Done)
 		return nil, false
 	}
-	if p.rt.fanout {
+	if p.cat.Fanout() {
 		return p.handleFanout(writeCtx, now, tp, r)
 	}
 	return p.decodeRecord(writeCtx, now, tp, r)
@@ -421,7 +466,7 @@ func (p *Pipeline) routeRecord(writeCtx context.Context, now time.Time, tp offse
 // schema cannot be fetched now, or when it carries a field its table is
 // getting a column for (the row is taken back: evolve.go).
 func (p *Pipeline) decodeRecord(writeCtx context.Context, now time.Time, tp offsets.TP, r *kgo.Record) (_ error, held bool) {
-	rs, err := p.routeFor(writeCtx, r.Topic)
+	rs, err := p.cat.RouteFor(writeCtx, r.Topic)
 	if err != nil {
 		p.fatal = err // the topic's table cannot be resolved: stop before this record
 		return nil, false
@@ -431,16 +476,15 @@ func (p *Pipeline) decodeRecord(writeCtx context.Context, now time.Time, tp offs
 		p.unrouted(writeCtx, tp, r)
 		return nil, false
 	}
-	a := p.accFor(rs.table, tp)
-	if err := rs.plan.Append(a.acc.Data(), r); err != nil {
+	plan := rs.Plan()
+	a := p.accFor(rs.Table(), tp)
+	if err := plan.Append(a.acc.Data(), r); err != nil {
 		switch {
 		case errors.Is(err, decode.ErrTruncate):
 			return p.truncateRecord(writeCtx, rs, tp, r)
 		case errors.Is(err, decode.ErrSkip):
 			// A Debezium tombstone or the like: no row, handled as soon as seen.
-			p.stats.Skipped++
-			p.topicMetrics(tp.Topic).Skipped()
-			p.tracker.Add(tp, r.Offset, r.LeaderEpoch, offsets.Done)
+			p.skipped(tp, r)
 		case errors.Is(err, decode.ErrUnavailable):
 			return err, true
 		default:
@@ -448,23 +492,23 @@ func (p *Pipeline) decodeRecord(writeCtx context.Context, now time.Time, tp offs
 		}
 		return nil, false
 	}
-	if p.dlv.coveredRow(tp, r.Offset) {
+	if p.dlv.CoveredRow(tp, r.Offset) {
 		// Already a row in the table (exactly-once recovery), known once
 		// decoded since a dead-letter table may hold the offset instead.
-		rs.plan.Unappend(a.acc.Data())
+		plan.Unappend(a.acc.Data())
 		p.alreadyIn(tp, r)
 		return nil, false
 	}
-	if u := rs.plan.LastUnmapped(); len(u) > 0 {
-		if err := p.schemaWaitFor(writeCtx, now, rs, u); err != nil {
-			rs.plan.Unappend(a.acc.Data())
+	if u := plan.LastUnmapped(); len(u) > 0 {
+		if err := p.cat.Evolution().WaitFor(writeCtx, now, rs, u); err != nil {
+			plan.Unappend(a.acc.Data())
 			return err, true
 		}
 	}
 	p.tracker.Add(tp, r.Offset, r.LeaderEpoch, a.id)
-	p.dlv.onRow(a, tp)
-	if rs.route.AppliesTruncate() {
-		p.noteFeed(rs.table, tp)
+	p.dlv.OnRow(a.id, tp)
+	if rs.Config().AppliesTruncate() {
+		p.truncs.Feed(rs.Table(), tp)
 	}
 	p.added(writeCtx, now, a, tp, r)
 	return nil, false
@@ -508,11 +552,84 @@ func (p *Pipeline) armTimer(timer *time.Timer) {
 			next = max(d, 0)
 		}
 	}
-	if d, ok := p.dlv.nextRetry(now); ok && d < next {
+	if d, ok := p.dlv.NextRetry(now); ok && d < next {
 		next = d
 	}
 	if d, ok := p.heldNextRetry(now); ok && d < next {
 		next = d
 	}
 	timer.Reset(next)
+}
+
+// truncateRecord handles the TRUNCATE event r of route rs (internal/cdc):
+// skipped or applied, its offset is done; held is true (with the reason)
+// while the event waits for its TRUNCATE TABLE; an error stops the
+// connector before it.
+func (p *Pipeline) truncateRecord(writeCtx context.Context, rs *tables.Route, tp offsets.TP, r *kgo.Record) (_ error, held bool) {
+	err := p.truncs.Event(writeCtx, rs.Table(), rs.Config().AppliesTruncate(), tp, r)
+	var wait *cdc.TruncateWait
+	switch {
+	case err == nil:
+		p.skipped(tp, r)
+		return nil, false
+	case errors.As(err, &wait):
+		return err, true
+	}
+	p.failIf(err) // stop before the event: it stays uncommitted
+	return nil, false
+}
+
+// skipped accounts a record that needs no row: handled as soon as seen.
+func (p *Pipeline) skipped(tp offsets.TP, r *kgo.Record) {
+	p.stats.Skipped++
+	p.topicMetrics(tp.Topic).Skipped()
+	p.tracker.Add(tp, r.Offset, r.LeaderEpoch, offsets.Done)
+}
+
+// truncated applies the end of a TRUNCATE TABLE: the held event goes on,
+// or the connector stops.
+func (p *Pipeline) truncated(r cdc.Truncated) {
+	kick, err := p.truncs.Done(r)
+	p.failIf(err)
+	if kick {
+		p.kickHeld()
+	}
+}
+
+// failIf stops the connector with err, unless err is nil or something
+// already stops it.
+func (p *Pipeline) failIf(err error) {
+	if err != nil && p.fatal == nil {
+		p.fatal = err
+	}
+}
+
+// truncBatches is what the TRUNCATE events ask of a table's batches.
+type truncBatches struct{ p *Pipeline }
+
+func (b truncBatches) SealTable(ctx context.Context, ts *tables.Table) {
+	b.p.disp.eachOpenOf(ts, func(a *accState) {
+		if !a.acc.Empty() {
+			b.p.seal(ctx, a, batch.ReasonTruncate)
+		}
+	})
+}
+
+func (b truncBatches) Pending(ts *tables.Table) int {
+	return b.p.disp.queued(ts) + b.p.disp.inserting(ts)
+}
+
+// truncOwner is what the TRUNCATE events ask of the rest of the pipeline.
+type truncOwner struct{ p *Pipeline }
+
+func (o truncOwner) Spawn(f func())            { o.p.spawn(f) }
+func (o truncOwner) Stopping() bool            { return o.p.fatal != nil }
+func (o truncOwner) Truncated(r cdc.Truncated) { o.p.post(truncated{p: o.p, r: r}) }
+
+// handleCommit is the committer's result, as an event of Run: the next
+// commit goes out, and the delivery takes up what waited for the result
+// (an exactly-once batch whose intent is answered).
+func (p *Pipeline) handleCommit(writeCtx context.Context, r commitResult) {
+	p.committer.handle(r)
+	p.dlv.RetryDue(writeCtx)
 }

@@ -5,6 +5,7 @@ import (
 
 	"sink/internal/metrics"
 	"sink/internal/offsets"
+	"sink/internal/tables"
 )
 
 // statsInterval is how often the info-level summary line is written.
@@ -47,7 +48,7 @@ func (p *Pipeline) logStats(elapsed time.Duration, prev Stats) {
 		perInsert = float64(rows) / float64(inserts)
 	}
 	var retries int64
-	p.rt.eachTable(func(ts *tableState) { retries += ts.retries.Load() })
+	p.cat.EachTable(func(ts *tables.Table) { retries += p.disp.stats(ts).retries.Load() })
 	p.log.Info().
 		Float64("rows_per_sec", float64(rows)/elapsed.Seconds()).
 		Int64("rows", rows).

@@ -1,4 +1,4 @@
-package pipeline
+package cdc
 
 import (
 	"context"
@@ -6,15 +6,17 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"sink/internal/backoff"
 	"sink/internal/chschema"
 	"sink/internal/chtable"
 	"sink/internal/decode"
 	"sink/internal/route"
 )
 
-// latestFake is a Sink that answers Latest from a map key → row and
+// latestFake is a target that answers Latest from a map key → row and
 // records the queries.
 type latestFake struct {
 	stored  map[int32][]any // id → the live row's big and note, and whether it is deleted
@@ -197,7 +199,7 @@ func TestUnitFillBlockErrors(t *testing.T) {
 	if n := len(blk.Unfilled()); n != 1 {
 		t.Fatalf("a failed fill filled %d cells", 1-n)
 	}
-	if err := fillBlock(context.Background(), plainSink{}, tab, blk); err == nil || !strings.Contains(err.Error(), "cannot read earlier values") {
+	if err := fillBlock(context.Background(), NewFiller(plainSink{}, backoff.Policy{}, zerolog.Nop()).store, tab, blk); err == nil || !strings.Contains(err.Error(), "cannot read earlier values") {
 		t.Fatalf("a sink without Latest: got %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package pipeline
+package tables
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ import (
 // the INSERT names, or one whose default was computed, is not logged.
 func TestUnfilledDefaultLoggedOnce(t *testing.T) {
 	var buf bytes.Buffer
-	p := &Pipeline{log: zerolog.New(&buf)}
+	c := &Catalog{log: zerolog.New(&buf)}
 	schema := func(why string) []chschema.ColumnSchema {
 		return []chschema.ColumnSchema{{Name: "id", Type: "Int64"},
 			{Name: "tier", Type: "Int32", DefaultKind: "DEFAULT", DefaultExpr: "7", Default: "7"},
@@ -27,10 +27,10 @@ func TestUnfilledDefaultLoggedOnce(t *testing.T) {
 		return []chschema.ColumnSchema{s[0], s[1], s[3]}
 	}
 	s1 := schema("it calls now, which is not deterministic")
-	p.noteUnfilled(chtable.NewTable("db", "t", s1, insert(s1)))
-	p.noteUnfilled(chtable.NewTable("db", "t", s1, insert(s1)))
+	c.noteUnfilled(chtable.NewTable("db", "t", s1, insert(s1)))
+	c.noteUnfilled(chtable.NewTable("db", "t", s1, insert(s1)))
 	s2 := schema("another reason")
-	p.noteUnfilled(chtable.NewTable("db", "t", s2, insert(s2)))
+	c.noteUnfilled(chtable.NewTable("db", "t", s2, insert(s2)))
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
 	if len(lines) != 2 {
 		t.Fatalf("%d log lines; want 2 (one per reason):\n%s", len(lines), buf.String())

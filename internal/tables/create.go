@@ -1,6 +1,7 @@
-package pipeline
+package tables
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -19,7 +20,7 @@ import (
 )
 
 // Creating missing tables (schema.create: if_missing). Before the routes
-// are resolved, New looks up every such route's table; for one that does
+// are resolved, Open looks up every such route's table; for one that does
 // not exist it reads a sample of the newest records of the route's topic,
 // decodes them with a plan that reads no field, and so gets every top-level
 // field as an unmapped field typed exactly as schema evolution types a new
@@ -33,7 +34,7 @@ import (
 // create it, each reads back the one that won. A topic with no records yet
 // is sampled again every createRetry until one arrives or the context
 // ends, since there is nothing to type the columns by. All of this runs on
-// the goroutine that calls New, before the pipeline starts.
+// the goroutine that calls Open, before the pipeline starts.
 
 // CreateSample is how many of the newest records of a topic the columns
 // of its table are inferred from.
@@ -62,7 +63,7 @@ type CreatePlan struct {
 // whether its table exists and, when not, the statements that would create
 // it from a sample of its topic's records (read with s). It changes
 // nothing. A route whose topic has no records yet gets a plan without DDL.
-func PlanCreates(ctx context.Context, cfg *config.Config, w TableCreator, reg decode.Registry, s Sampler) ([]CreatePlan, error) {
+func PlanCreates(ctx context.Context, cfg *config.Config, w Creator, reg decode.Registry, s Sampler) ([]CreatePlan, error) {
 	var plans []CreatePlan
 	var info *chschema.ServerInfo
 	for i, r := range cfg.Routes {
@@ -85,7 +86,7 @@ func PlanCreates(ctx context.Context, cfg *config.Config, w TableCreator, reg de
 	return plans, nil
 }
 
-func planCreate(ctx context.Context, cfg *config.Config, i int, w TableCreator, reg decode.Registry, s Sampler, info chschema.ServerInfo) (CreatePlan, error) {
+func planCreate(ctx context.Context, cfg *config.Config, i int, w Creator, reg decode.Registry, s Sampler, info chschema.ServerInfo) (CreatePlan, error) {
 	r := cfg.Routes[i]
 	db, name := cfg.TableFor(r)
 	plan := CreatePlan{Route: i, Topic: r.Topic, Database: db, Table: name}
@@ -97,7 +98,7 @@ func planCreate(ctx context.Context, cfg *config.Config, i int, w TableCreator, 
 		return plan, nil
 	}
 	if s == nil {
-		return plan, fmt.Errorf("routes[%d] (schema.create for %s.%s): the table is missing and nothing was given to sample topic %s with (pipeline.WithSampler)", i, db, name, r.Topic)
+		return plan, fmt.Errorf("routes[%d] (schema.create for %s.%s): the table is missing and nothing was given to sample topic %s with (schema.create needs a sampler)", i, db, name, r.Topic)
 	}
 	recs, err := s.Sample(ctx, r.Topic, CreateSample)
 	if err != nil {
@@ -140,16 +141,40 @@ func inferFields(ctx context.Context, r config.Route, reg decode.Registry, srv c
 	if err != nil {
 		return nil, err
 	}
+	newest, err := decodeSample(dp, r, recs, plan)
+	if err != nil {
+		return nil, err
+	}
+	var seen []decode.UnmappedField
+	dp.TakeUnmapped(func(u *decode.UnmappedField) { seen = append(seen, *u) }, nil)
+	sort.Slice(seen, func(a, b int) bool { return seen[a].Order < seen[b].Order })
+
+	cs := &createColumns{r: r, srv: srv, plan: plan, declared: map[string]bool{}}
+	if newest >= 0 {
+		if err := cs.addDeclared(ctx, reg, newest); err != nil {
+			return nil, err
+		}
+	}
+	for _, u := range seen {
+		if !cs.declared[u.Name] {
+			cs.addSeen(u)
+		}
+	}
+	return cs.cols, nil
+}
+
+// decodeSample decodes recs with dp, counting them in plan, and returns
+// the highest schema id of a decoded json-schema record (-1: none). It
+// fails when none of them decoded.
+func decodeSample(dp *decode.Plan, r config.Route, recs []*kgo.Record, plan *CreatePlan) (newest int, err error) {
 	blk := dp.NewBlock()
 	var firstErr error
-	newest := -1 // the highest schema id of a decoded json-schema record
+	newest = -1
 	for _, rec := range recs {
 		if err := dp.Append(blk, rec); err != nil {
 			if !errors.Is(err, decode.ErrSkip) {
 				plan.Bad++
-				if firstErr == nil {
-					firstErr = err
-				}
+				firstErr = cmp.Or(firstErr, err)
 			}
 			continue
 		}
@@ -161,63 +186,77 @@ func inferFields(ctx context.Context, r config.Route, reg decode.Registry, srv c
 		}
 	}
 	if plan.Sampled == 0 && plan.Bad > 0 {
-		return nil, fmt.Errorf("none of the %d records sampled from %s decoded: %w", plan.Bad, r.Topic, firstErr)
+		return -1, fmt.Errorf("none of the %d records sampled from %s decoded: %w", plan.Bad, r.Topic, firstErr)
 	}
-	var seen []decode.UnmappedField
-	dp.TakeUnmapped(func(u *decode.UnmappedField) { seen = append(seen, *u) }, nil)
-	sort.Slice(seen, func(a, b int) bool { return seen[a].Order < seen[b].Order })
-
-	var cols []chschema.ColumnSchema
-	add := func(name string, typ string, err error) {
-		switch {
-		case !r.Schema.Permits(name):
-			plan.Skipped = append(plan.Skipped, name+": schema.allow / schema.deny exclude it")
-		case err != nil:
-			plan.Skipped = append(plan.Skipped, name+": "+err.Error())
-		default:
-			cols = append(cols, chschema.ColumnSchema{Name: name, Type: typ})
-		}
-	}
-	declared := map[string]bool{}
-	if newest >= 0 {
-		sch, err := reg.Schema(ctx, newest)
-		if err != nil {
-			return nil, fmt.Errorf("reading JSON Schema %d: %w", newest, err)
-		}
-		fields, err := decode.JSONSchemaFields(sch.Text)
-		if err != nil {
-			return nil, fmt.Errorf("schema id %d: %w", newest, err)
-		}
-		for _, f := range fields {
-			declared[f.Name] = true
-			typ, err := f.Type.Column(srv, r.Schema.Nullable || f.Null)
-			add(f.Name, typ, err)
-		}
-	}
-	for _, u := range seen {
-		if !declared[u.Name] {
-			typ, err := u.Column(srv, r.Schema.Nullable)
-			add(u.Name, typ, err)
-			if err == nil && u.Default != nil && len(cols) > 0 && cols[len(cols)-1].Name == u.Name {
-				// The source column's default (see Pipeline.withDefault).
-				if lit, lerr := u.Default.Literal(typ); lerr == nil {
-					cols[len(cols)-1].DefaultExpr = lit
-				} else {
-					plan.Skipped = append(plan.Skipped, u.Name+": created without its default: "+lerr.Error())
-				}
-			}
-		}
-	}
-	return cols, nil
+	return newest, nil
 }
 
-// createTables creates the missing tables of the routes with
-// schema.create: if_missing (see the top of this file).
-func (p *Pipeline) createTables(ctx context.Context) error {
-	if p.noCreate || !hasCreate(p.cfg) {
+// createColumns is the columns a created table gets, in order, with the
+// fields that get none in plan.Skipped.
+type createColumns struct {
+	r        config.Route
+	srv      chschema.ServerTypes
+	plan     *CreatePlan
+	cols     []chschema.ColumnSchema
+	declared map[string]bool // the fields the newest json-schema declares
+}
+
+// add adds a column of type typ for field name, or says in plan.Skipped
+// why it gets none; it reports whether it added one.
+func (cs *createColumns) add(name string, typ string, err error) bool {
+	switch {
+	case !cs.r.Schema.Permits(name):
+		cs.plan.Skipped = append(cs.plan.Skipped, name+": schema.allow / schema.deny exclude it")
+	case err != nil:
+		cs.plan.Skipped = append(cs.plan.Skipped, name+": "+err.Error())
+	default:
+		cs.cols = append(cs.cols, chschema.ColumnSchema{Name: name, Type: typ})
+		return true
+	}
+	return false
+}
+
+// addDeclared adds a column for every property json-schema id declares,
+// typed by it.
+func (cs *createColumns) addDeclared(ctx context.Context, reg decode.Registry, id int) error {
+	sch, err := reg.Schema(ctx, id)
+	if err != nil {
+		return fmt.Errorf("reading JSON Schema %d: %w", id, err)
+	}
+	fields, err := decode.JSONSchemaFields(sch.Text)
+	if err != nil {
+		return fmt.Errorf("schema id %d: %w", id, err)
+	}
+	for _, f := range fields {
+		cs.declared[f.Name] = true
+		typ, err := f.Type.Column(cs.srv, cs.r.Schema.Nullable || f.Null)
+		cs.add(f.Name, typ, err)
+	}
+	return nil
+}
+
+// addSeen adds a column for u, a field of the sampled records, typed by
+// its values or its schema, with the default its schema declares (the
+// source column's, see Catalog.withDefault) when it can be written.
+func (cs *createColumns) addSeen(u decode.UnmappedField) {
+	typ, err := u.Column(cs.srv, cs.r.Schema.Nullable)
+	if !cs.add(u.Name, typ, err) || u.Default == nil {
+		return
+	}
+	if lit, lerr := u.Default.Literal(typ); lerr == nil {
+		cs.cols[len(cs.cols)-1].DefaultExpr = lit
+	} else {
+		cs.plan.Skipped = append(cs.plan.Skipped, u.Name+": created without its default: "+lerr.Error())
+	}
+}
+
+// create creates the missing tables of the routes with schema.create:
+// if_missing (see the top of this file), sampling with s and reg.
+func (c *Catalog) create(ctx context.Context, reg decode.Registry, s Sampler) error {
+	if !hasCreate(c.cfg) {
 		return nil
 	}
-	tc, ok := p.w.(TableCreator)
+	tc, ok := c.sink.(Creator)
 	if !ok {
 		return errors.New("schema.create: if_missing needs a sink that can run CREATE TABLE")
 	}
@@ -225,45 +264,53 @@ func (p *Pipeline) createTables(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for i, r := range p.cfg.Routes {
-		if !r.Schema.CreatesTable() {
-			continue
-		}
-		waited := false
-		for {
-			plan, err := planCreate(ctx, p.cfg, i, tc, p.reg, p.sampler, info)
-			if err != nil {
+	for i, r := range c.cfg.Routes {
+		if r.Schema.CreatesTable() {
+			if err := c.createFor(ctx, i, tc, reg, s, info); err != nil {
 				return err
 			}
-			if plan.Exists {
-				break
-			}
-			if len(plan.DDL) == 0 {
-				if !waited {
-					waited = true
-					p.log.Info().Str("table", plan.Database+"."+plan.Table).Str("topic", plan.Topic).
-						Msg("schema.create: the table does not exist and its topic has no records to infer its columns from yet; waiting for the first records")
-				}
-				select {
-				case <-ctx.Done():
-					return fmt.Errorf("routes[%d]: waiting for records of %s to create %s.%s: %w", i, plan.Topic, plan.Database, plan.Table, ctx.Err())
-				case <-time.After(createRetry):
-				}
-				continue
-			}
-			logCreate(p.log, plan)
-			ddl, created, err := tc.CreateTable(ctx, plan.Spec)
-			if err != nil {
-				return fmt.Errorf("routes[%d] (schema.create): %w", i, err)
-			}
-			ev := p.log.Info().Str("table", plan.Database+"."+plan.Table)
-			if created {
-				ev.Strs("ddl", ddl).Msg("schema.create: created the table")
-			} else {
-				ev.Msg("schema.create: the table exists now (created by another instance): using it")
-			}
-			break
 		}
+	}
+	return nil
+}
+
+// createFor creates route i's table if it is missing, waiting for the
+// first records of its topic when it has none yet.
+func (c *Catalog) createFor(ctx context.Context, i int, tc Creator, reg decode.Registry, s Sampler, info chschema.ServerInfo) error {
+	waited := false
+	for {
+		plan, err := planCreate(ctx, c.cfg, i, tc, reg, s, info)
+		if err != nil || plan.Exists {
+			return err
+		}
+		if len(plan.DDL) > 0 {
+			return c.createTable(ctx, i, tc, plan)
+		}
+		if !waited {
+			waited = true
+			c.log.Info().Str("table", plan.Database+"."+plan.Table).Str("topic", plan.Topic).
+				Msg("schema.create: the table does not exist and its topic has no records to infer its columns from yet; waiting for the first records")
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("routes[%d]: waiting for records of %s to create %s.%s: %w", i, plan.Topic, plan.Database, plan.Table, ctx.Err())
+		case <-time.After(createRetry):
+		}
+	}
+}
+
+// createTable runs plan's CREATE TABLE for route i.
+func (c *Catalog) createTable(ctx context.Context, i int, tc Creator, plan CreatePlan) error {
+	logCreate(c.log, plan)
+	ddl, created, err := tc.CreateTable(ctx, plan.Spec)
+	if err != nil {
+		return fmt.Errorf("routes[%d] (schema.create): %w", i, err)
+	}
+	ev := c.log.Info().Str("table", plan.Database+"."+plan.Table)
+	if created {
+		ev.Strs("ddl", ddl).Msg("schema.create: created the table")
+	} else {
+		ev.Msg("schema.create: the table exists now (created by another instance): using it")
 	}
 	return nil
 }
@@ -282,12 +329,3 @@ func hasCreate(cfg *config.Config) bool {
 	}
 	return false
 }
-
-// WithSampler gives schema.create: if_missing s to read the records that
-// type a missing table's columns. Without it, New fails on a route with
-// schema.create: if_missing whose table is missing.
-func WithSampler(s Sampler) Option { return func(p *Pipeline) { p.sampler = s } }
-
-// WithoutCreate makes New leave missing tables missing, whatever
-// schema.create says (sink check, which only prints PlanCreates).
-func WithoutCreate() Option { return func(p *Pipeline) { p.noCreate = true } }

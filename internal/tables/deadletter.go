@@ -1,4 +1,4 @@
-package pipeline
+package tables
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/config"
@@ -17,7 +16,6 @@ import (
 	"sink/internal/decode"
 	"sink/internal/eos"
 	"sink/internal/errtext"
-	"sink/internal/offsets"
 	"sink/internal/route"
 )
 
@@ -25,11 +23,11 @@ import (
 // becomes one row of a ClickHouse table, instead of or besides a copy in
 // the dead-letter topic, so that it can be read with SQL.
 //
-// A dead-letter table is a table like the routes' tables: New creates it
+// A dead-letter table is a table like the routes' tables: Open creates it
 // when it is missing (DLQTableSpec), describes it and compiles a json plan
-// for it; its rows are appended to its own accumulator and sealed,
-// queued, inserted, retried and acknowledged by the same code as any batch
-// (dispatch.go), within batch.buffer_memory. The row is built from an
+// for it; its rows are appended to its own open batch and sealed, queued,
+// inserted, retried and acknowledged by the same code as any batch (the
+// pipeline's dispatch), within batch.buffer_memory. The row is built from an
 // envelope: a record with the bad record's topic, partition, offset,
 // timestamp and key, whose value is a JSON object holding the rest (the
 // value, cut to errors.dlq_value_max, its length, the headers, the error,
@@ -47,22 +45,23 @@ import (
 // docs/guarantees.md for the query that reads each record once).
 //
 // Under exactly-once a dead-letter batch is recorded and inserted with a
-// token like any batch (exactly.go): recovery replays it (replay,
-// deadLetterBlock) or finds its rows in the table, and a bad record
-// whose row is in is skipped (deadLettered), so each has one row.
+// token like any batch (the pipeline's exactly-once delivery): recovery
+// replays it or finds its rows in the table, and a bad record whose row is
+// in is skipped, so each has one row.
 
-// DLQ table column names. _topic, _partition, _offset, _timestamp and
-// _key read their record attributes by default (route.DefaultSource);
-// the others read the envelope's fields of the same name.
+// The dead-letter table's column names. _topic, _partition, _offset,
+// _timestamp and _key read their record attributes by default
+// (route.DefaultSource); the others read the envelope's fields of the
+// same name.
 const (
-	dlqColAt         = "dead_lettered_at"
-	dlqColTable      = "target_table"
-	dlqColValue      = "value"
-	dlqColValueLen   = "value_length"
-	dlqColHeaderKeys = "header_keys"
-	dlqColHeaderVals = "header_values"
-	dlqColError      = "error"
-	dlqColClass      = "error_class"
+	ColDeadLetteredAt = "dead_lettered_at"
+	ColTargetTable    = "target_table"
+	ColValue          = "value"
+	ColValueLength    = "value_length"
+	ColHeaderKeys     = "header_keys"
+	ColHeaderValues   = "header_values"
+	ColError          = "error"
+	ColErrorClass     = "error_class"
 )
 
 // Error classes of a dead-letter row (error_class).
@@ -86,7 +85,7 @@ const (
 func errorClass(err error) string {
 	var re *decode.RecordError
 	switch {
-	case errors.Is(err, errUnrouted):
+	case errors.Is(err, ErrUnrouted):
 		return ClassUnrouted
 	case errors.Is(err, decode.ErrPanic):
 		return ClassDecoder
@@ -104,82 +103,106 @@ func errorClass(err error) string {
 // which types the server has (DateTime64 for _timestamp from 20.1).
 func DLQTableSpec(db, table string, srv chschema.ServerTypes, ttl time.Duration, cluster string) chtable.TableSpec {
 	cols := []chschema.ColumnSchema{
-		{Name: dlqColAt, Type: "DateTime"},
-		{Name: dlqColTable, Type: "String"},
+		{Name: ColDeadLetteredAt, Type: "DateTime"},
+		{Name: ColTargetTable, Type: "String"},
 	}
 	cols = append(cols, chtable.KafkaColumns(srv)...)
 	cols = append(cols,
 		chschema.ColumnSchema{Name: "_key", Type: "String"},
-		chschema.ColumnSchema{Name: dlqColValue, Type: "String"},
-		chschema.ColumnSchema{Name: dlqColValueLen, Type: "UInt64"},
-		chschema.ColumnSchema{Name: dlqColHeaderKeys, Type: "Array(String)"},
-		chschema.ColumnSchema{Name: dlqColHeaderVals, Type: "Array(String)"},
-		chschema.ColumnSchema{Name: dlqColError, Type: "String"},
-		chschema.ColumnSchema{Name: dlqColClass, Type: "String"},
+		chschema.ColumnSchema{Name: ColValue, Type: "String"},
+		chschema.ColumnSchema{Name: ColValueLength, Type: "UInt64"},
+		chschema.ColumnSchema{Name: ColHeaderKeys, Type: "Array(String)"},
+		chschema.ColumnSchema{Name: ColHeaderValues, Type: "Array(String)"},
+		chschema.ColumnSchema{Name: ColError, Type: "String"},
+		chschema.ColumnSchema{Name: ColErrorClass, Type: "String"},
 	)
 	s := chtable.TableSpec{
 		Database: db, Table: table, Columns: cols,
-		OrderBy:     "(" + dlqColTable + ", _topic, _partition, _offset)",
-		PartitionBy: "toYYYYMM(" + dlqColAt + ")",
+		OrderBy:     "(" + ColTargetTable + ", _topic, _partition, _offset)",
+		PartitionBy: "toYYYYMM(" + ColDeadLetteredAt + ")",
 		Cluster:     cluster,
 	}
 	if ttl > 0 {
-		s.TTL = dlqColAt + " + INTERVAL " + strconv.FormatInt(int64(ttl/time.Second), 10) + " SECOND"
+		s.TTL = ColDeadLetteredAt + " + INTERVAL " + strconv.FormatInt(int64(ttl/time.Second), 10) + " SECOND"
 	}
 	return s
 }
 
-// dlqTables is the pipeline's dead-letter tables and counts.
-type dlqTables struct {
+// ErrUnrouted is the dead-letter cause of a record no route takes.
+var ErrUnrouted = errors.New("no route takes the record (errors.unrouted: dlq)")
+
+// UnroutedError is the dead-letter cause of r, which no route takes.
+func UnroutedError(r *kgo.Record) error {
+	return fmt.Errorf("topic %q partition %d offset %d: %w", r.Topic, r.Partition, r.Offset, ErrUnrouted)
+}
+
+// DeadLetters is the dead-letter tables of a catalog, and the records
+// dead-lettered this run. Owned by the owner goroutine, like the catalog.
+type DeadLetters struct {
+	c *Catalog // the catalog the tables are in
 	// counts is the records dead-lettered this run (to the topic, the
 	// table or both), by the table they were meant for ("" for records no
 	// route takes).
 	counts map[string]int64
-	tables map[*tableState]bool // the dead-letter tables among p.rt.tables
-	env    []byte               // the envelope being built (scratch)
+	tables int    // how many of the catalog's tables are dead-letter tables
+	env    []byte // the envelope being built (scratch)
 	rec    kgo.Record
 }
 
-// initDLQTables creates the dead-letter tables that are missing, describes
-// them and compiles their plans; New calls it after the routes' tables.
-func (p *Pipeline) initDLQTables(ctx context.Context) error {
-	p.dlqt = &dlqTables{counts: map[string]int64{}, tables: map[*tableState]bool{}}
-	for _, key := range p.cfg.DLQTables() {
-		db, name := p.cfg.TableFor(config.Route{Table: key})
-		if p.noCreate {
-			// sink check: a missing table is printed by PlanDLQTables.
-			if tc, ok := p.w.(TableCreator); ok {
-				if exists, err := tc.TableExists(ctx, db, name); err != nil || !exists {
-					if err != nil {
-						return err
-					}
-					continue
-				}
-			}
-		} else if err := p.createDLQTable(ctx, db, name); err != nil {
+// DeadLetters is the catalog's dead-letter tables.
+func (c *Catalog) DeadLetters() *DeadLetters { return &c.dead }
+
+// open creates the dead-letter tables that are missing (unless noCreate),
+// describes them and compiles their plans; Open calls it after the routes'
+// tables.
+func (d *DeadLetters) open(ctx context.Context, noCreate bool) error {
+	c := d.c
+	d.counts = map[string]int64{}
+	for _, key := range c.cfg.DLQTables() {
+		db, name := c.cfg.TableFor(config.Route{Table: key})
+		skip, err := d.prepare(ctx, db, name, noCreate)
+		if err != nil {
 			return err
 		}
-		schema, err := p.w.Describe(ctx, db, name)
+		if skip {
+			continue
+		}
+		schema, err := c.sink.Describe(ctx, db, name)
 		if err != nil {
 			return fmt.Errorf("dead-letter table: %w", err)
 		}
-		if p.rt.table(key) != nil {
+		if c.tables[key] != nil {
 			return fmt.Errorf("dead-letter table %s is a route's table; dead letters need a table of their own", key)
 		}
 		insert := decode.InsertColumns(schema)
-		ts := p.newTable(chtable.NewTable(db, name, schema, insert), key, 0)
-		p.dlqt.tables[ts] = true
-		if ts.plan, err = p.dlqReplan(ts, insert); err != nil {
+		ts := c.newTable(chtable.NewTable(db, name, schema, insert), key, 0)
+		ts.deadLetter, ts.syncInsert = true, c.cfg.ClickHouse.Cluster != ""
+		if ts.plan, err = d.plan(ts, insert); err != nil {
 			return err
 		}
-		p.rt.addTable(key, ts)
+		d.tables++
+		c.addTable(key, ts)
 	}
 	return nil
 }
 
-// createDLQTable creates db.name with DLQTableSpec when it does not exist.
-func (p *Pipeline) createDLQTable(ctx context.Context, db, name string) error {
-	tc, ok := p.w.(TableCreator)
+// prepare creates db.name when it is missing, or with noCreate (sink
+// check) reports skip when it is missing: PlanDLQTables prints it.
+func (d *DeadLetters) prepare(ctx context.Context, db, name string, noCreate bool) (skip bool, err error) {
+	if !noCreate {
+		return false, d.create(ctx, db, name)
+	}
+	tc, ok := d.c.sink.(Creator)
+	if !ok {
+		return false, nil
+	}
+	exists, err := tc.TableExists(ctx, db, name)
+	return err == nil && !exists, err
+}
+
+// create creates db.name with DLQTableSpec when it does not exist.
+func (d *DeadLetters) create(ctx context.Context, db, name string) error {
+	tc, ok := d.c.sink.(Creator)
 	if !ok {
 		return nil // a sink that cannot create tables: Describe says if it is missing
 	}
@@ -187,7 +210,7 @@ func (p *Pipeline) createDLQTable(ctx context.Context, db, name string) error {
 	if err != nil {
 		return err
 	}
-	spec, err := p.dlqSpec(db, name, info)
+	spec, err := deadLetterSpec(d.c.cfg, db, name, info)
 	if err != nil {
 		return err
 	}
@@ -196,7 +219,7 @@ func (p *Pipeline) createDLQTable(ctx context.Context, db, name string) error {
 		return fmt.Errorf("dead-letter table %s.%s: %w", db, name, err)
 	}
 	if created {
-		p.log.Info().Str("table", db+"."+name).Strs("ddl", ddl).Msg("dead-letter table created")
+		d.c.log.Info().Str("table", db+"."+name).Strs("ddl", ddl).Msg("dead-letter table created")
 	}
 	return nil
 }
@@ -210,7 +233,7 @@ type DLQPlan struct {
 
 // PlanDLQTables is the dry run of the dead-letter tables' creation: for
 // each one, whether it exists, and the statements that would create it.
-func PlanDLQTables(ctx context.Context, cfg *config.Config, w TableCreator) ([]DLQPlan, error) {
+func PlanDLQTables(ctx context.Context, cfg *config.Config, w Creator) ([]DLQPlan, error) {
 	var out []DLQPlan
 	tables := cfg.DLQTables()
 	if len(tables) == 0 {
@@ -220,7 +243,6 @@ func PlanDLQTables(ctx context.Context, cfg *config.Config, w TableCreator) ([]D
 	if err != nil {
 		return nil, err
 	}
-	p := &Pipeline{cfg: cfg}
 	for _, key := range tables {
 		db, name := cfg.TableFor(config.Route{Table: key})
 		pl := DLQPlan{Table: key}
@@ -228,7 +250,7 @@ func PlanDLQTables(ctx context.Context, cfg *config.Config, w TableCreator) ([]D
 			return nil, err
 		}
 		if !pl.Exists {
-			spec, err := p.dlqSpec(db, name, info)
+			spec, err := deadLetterSpec(cfg, db, name, info)
 			if err != nil {
 				return nil, err
 			}
@@ -241,56 +263,47 @@ func PlanDLQTables(ctx context.Context, cfg *config.Config, w TableCreator) ([]D
 	return out, nil
 }
 
-// dlqSpec is DLQTableSpec for the config on a server, refusing a TTL the
-// server cannot keep (TTL came in ClickHouse 19.6). Under exactly-once the
-// table remembers the tokens of its last eos.DefaultWindow INSERTs
-// (non_replicated_deduplication_window; ClickHouse's default is 0), so
-// that a replayed dead-letter batch is dropped if it had landed; on a
-// server without tokens exactly-once is refused with its own line
+// deadLetterSpec is DLQTableSpec for the config on a server, refusing a
+// TTL the server cannot keep (TTL came in ClickHouse 19.6). Under
+// exactly-once the table remembers the tokens of its last eos.DefaultWindow
+// INSERTs (non_replicated_deduplication_window; ClickHouse's default is
+// 0), so that a replayed dead-letter batch is dropped if it had landed; on
+// a server without tokens exactly-once is refused with its own line
 // (eos.Require), so the setting is left out there.
-func (p *Pipeline) dlqSpec(db, name string, info chschema.ServerInfo) (chtable.TableSpec, error) {
-	e := p.cfg.Errors
+func deadLetterSpec(cfg *config.Config, db, name string, info chschema.ServerInfo) (chtable.TableSpec, error) {
+	e := cfg.Errors
 	if e.DLQTableTTL > 0 && !info.Version.AtLeast(19, 6) {
 		return chtable.TableSpec{}, fmt.Errorf("dead-letter table %s.%s: errors.dlq_table_ttl needs ClickHouse 19.6 or later (the server is %s); set it to 0 or create the table yourself", db, name, info.Version)
 	}
-	spec := DLQTableSpec(db, name, info.EvolveTypes(), e.DLQTableTTL, p.cfg.ClickHouse.Cluster)
-	if p.cfg.ExactlyOnce() && info.DedupToken && spec.Cluster == "" {
+	spec := DLQTableSpec(db, name, info.EvolveTypes(), e.DLQTableTTL, cfg.ClickHouse.Cluster)
+	if cfg.ExactlyOnce() && info.DedupToken && spec.Cluster == "" {
 		spec.Settings = map[string]any{"non_replicated_deduplication_window": eos.DefaultWindow}
 	}
 	return spec, nil
 }
 
-// dlqTableOf is the dead-letter table of rs's bad records (rs nil: a
-// record no route takes), nil when they go to none.
-func (p *Pipeline) dlqTableOf(rs *routeState) *tableState {
-	name := p.cfg.Errors.DLQTable
-	if rs != nil && rs.route.DLQTable != "" {
-		name = rs.route.DLQTable
+// Any reports whether bad records may become rows of a dead-letter table.
+func (d *DeadLetters) Any() bool { return d.tables > 0 }
+
+// TableOf is the dead-letter table of rs's bad records (rs nil: a record
+// no route takes), nil when they go to none.
+func (d *DeadLetters) TableOf(rs *Route) *Table {
+	name := d.c.cfg.Errors.DLQTable
+	if rs != nil && rs.cfg.DLQTable != "" {
+		name = rs.cfg.DLQTable
 	}
 	if name == "" {
 		return nil
 	}
-	db, t := p.cfg.TableFor(config.Route{Table: name})
-	return p.rt.table(db + "." + t)
+	db, t := d.c.cfg.TableFor(config.Route{Table: name})
+	return d.c.tables[db+"."+t]
 }
 
-// deadLetterRow appends r's dead-letter row to ts's open batch and returns
-// that batch; the caller tracks r under its unit, then calls added.
-func (p *Pipeline) deadLetterRow(ts *tableState, tp offsets.TP, r *kgo.Record, cause error, meant string) (*accState, error) {
-	a := p.accFor(ts, tp)
-	if err := p.appendDeadLetter(a.acc.Data(), ts, r, cause, meant); err != nil {
-		return nil, err
-	}
-	p.dlv.onRow(a, tp)
-	return a, nil
-}
-
-// appendDeadLetter appends r's dead-letter row (meant for table meant, bad
-// because of cause) to blk, a block of dead-letter table ts: an open
-// batch, or a pending batch rebuilt by exactly-once recovery.
-func (p *Pipeline) appendDeadLetter(blk *decode.Block, ts *tableState, r *kgo.Record, cause error, meant string) error {
-	d := p.dlqt
-	d.env = appendEnvelope(d.env[:0], r, cause, meant, int(p.cfg.Errors.DLQValueMax), p.now())
+// Append appends r's dead-letter row (meant for table meant, bad because
+// of cause) to blk, a block of dead-letter table ts: an open batch, or a
+// pending batch rebuilt by exactly-once recovery.
+func (d *DeadLetters) Append(blk *decode.Block, ts *Table, r *kgo.Record, cause error, meant string) error {
+	d.env = appendEnvelope(d.env[:0], r, cause, meant, int(d.c.cfg.Errors.DLQValueMax), d.c.now())
 	d.rec = kgo.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp, Key: r.Key, Value: d.env}
 	if err := ts.plan.Append(blk, &d.rec); err != nil {
 		return fmt.Errorf("dead-letter table %s: the row of %s[%d] offset %d: %w", ts.t.FullName(), r.Topic, r.Partition, r.Offset, err)
@@ -299,14 +312,14 @@ func (p *Pipeline) appendDeadLetter(blk *decode.Block, ts *tableState, r *kgo.Re
 	return nil
 }
 
-// meantFor is the table rs's records are meant for ("" when rs is nil: no
-// route takes them), as a dead-letter row's target_table says.
-func meantFor(rs *routeState) string {
-	if rs != nil && rs.table != nil {
-		return rs.table.t.FullName()
-	}
-	return ""
-}
+// Count counts a record dead-lettered, meant for table ("" for a record no
+// route takes).
+func (d *DeadLetters) Count(table string) { d.counts[table]++ }
+
+// Counted returns the records dead-lettered so far that were meant for
+// table ("" for records no route takes); owner goroutine only (the status
+// snapshot copies it).
+func (d *DeadLetters) Counted(table string) int64 { return d.counts[table] }
 
 // appendEnvelope appends the JSON object of r's dead-letter row to dst.
 func appendEnvelope(dst []byte, r *kgo.Record, cause error, meant string, valueMax int, now time.Time) []byte {
@@ -314,11 +327,11 @@ func appendEnvelope(dst []byte, r *kgo.Record, cause error, meant string, valueM
 	if len(v) > valueMax {
 		v = v[:valueMax]
 	}
-	dst = append(dst, `{"`+dlqColValue+`":"`...)
+	dst = append(dst, `{"`+ColValue+`":"`...)
 	dst = appendJSONBytes(dst, v)
-	dst = append(dst, `","`+dlqColValueLen+`":`...)
+	dst = append(dst, `","`+ColValueLength+`":`...)
 	dst = strconv.AppendInt(dst, int64(len(r.Value)), 10)
-	dst = append(dst, `,"`+dlqColHeaderKeys+`":[`...)
+	dst = append(dst, `,"`+ColHeaderKeys+`":[`...)
 	for i, h := range r.Headers {
 		if i > 0 {
 			dst = append(dst, ',')
@@ -327,7 +340,7 @@ func appendEnvelope(dst []byte, r *kgo.Record, cause error, meant string, valueM
 		dst = appendJSONBytes(dst, []byte(h.Key))
 		dst = append(dst, '"')
 	}
-	dst = append(dst, `],"`+dlqColHeaderVals+`":[`...)
+	dst = append(dst, `],"`+ColHeaderValues+`":[`...)
 	for i, h := range r.Headers {
 		if i > 0 {
 			dst = append(dst, ',')
@@ -336,13 +349,13 @@ func appendEnvelope(dst []byte, r *kgo.Record, cause error, meant string, valueM
 		dst = appendJSONBytes(dst, h.Value)
 		dst = append(dst, '"')
 	}
-	dst = append(dst, `],"`+dlqColError+`":"`...)
+	dst = append(dst, `],"`+ColError+`":"`...)
 	dst = appendJSONBytes(dst, []byte(errtext.Cap(validText(cause.Error()), errtext.Max)))
-	dst = append(dst, `","`+dlqColClass+`":"`...)
+	dst = append(dst, `","`+ColErrorClass+`":"`...)
 	dst = append(dst, errorClass(cause)...)
-	dst = append(dst, `","`+dlqColTable+`":"`...)
+	dst = append(dst, `","`+ColTargetTable+`":"`...)
 	dst = appendJSONBytes(dst, []byte(meant))
-	dst = append(dst, `","`+dlqColAt+`":`...)
+	dst = append(dst, `","`+ColDeadLetteredAt+`":`...)
 	dst = strconv.AppendInt(dst, now.Unix(), 10)
 	return append(dst, '}')
 }
@@ -374,47 +387,11 @@ func appendJSONBytes(dst, b []byte) []byte {
 	return dst
 }
 
-// deadLettered returns the records dead-lettered so far that were meant
-// for table ("" for records no route takes); owner goroutine only (the
-// status snapshot copies it).
-func (p *Pipeline) deadLettered(table string) int64 {
-	if p.dlqt == nil {
-		return 0
-	}
-	return p.dlqt.counts[table]
-}
-
-// isDLQTable reports whether ts is a dead-letter table.
-func (p *Pipeline) isDLQTable(ts *tableState) bool { return p.dlqt != nil && p.dlqt.tables[ts] }
-
-// Table returns the table named "db.table" that New resolved (a route's
-// or a dead-letter table), nil when there is none; call it before Run.
-func (p *Pipeline) Table(name string) *chtable.Table {
-	if ts := p.rt.table(name); ts != nil {
-		return ts.t
-	}
-	return nil
-}
-
-// dlqInsertCtx is the context of an INSERT into ts. On a cluster the
-// dead-letter table the sink creates is a Distributed table, and its
-// INSERTs are synchronous, as a target: distributed route's are: they
-// return only once every shard has its rows, so the offset of a bad
-// record is committed only once its row is on its shard, never while it
-// waits in a node's queue (insert_distributed_sync is
-// distributed_foreground_insert's older name, which newer servers keep).
-func (p *Pipeline) dlqInsertCtx(ctx context.Context, ts *tableState) context.Context {
-	if p.cfg.ClickHouse.Cluster == "" || !p.isDLQTable(ts) {
-		return ctx
-	}
-	return chtable.WithInsertSettings(ctx, clickhouse.Settings{"insert_distributed_sync": 1})
-}
-
-// dlqReplan compiles the rows of dead-letter table ts again for its
-// columns as they are now (applySchema, when the table changed while
-// running); nil for any other table.
-func (p *Pipeline) dlqReplan(ts *tableState, insert []chschema.ColumnSchema) (*decode.Plan, error) {
-	if !p.isDLQTable(ts) {
+// plan compiles the rows of dead-letter table ts for its columns as they
+// are now (at open, and when the table changed while running); nil for
+// any other table.
+func (d *DeadLetters) plan(ts *Table, insert []chschema.ColumnSchema) (*decode.Plan, error) {
+	if !ts.deadLetter {
 		return nil, nil
 	}
 	plan, err := decode.Compile(route.JSON, insert, nil)
