@@ -6,9 +6,9 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"sink/internal/batch"
 	"sink/internal/chschema"
 	"sink/internal/offsets"
+	"sink/internal/pipeline/dispatch"
 	"sink/internal/pipeline/exactly"
 	"sink/internal/tables"
 )
@@ -39,7 +39,7 @@ type delivery interface {
 	OnRow(id uint64, tp offsets.TP)
 	// OnSeal notes that the open batch of b's id, of table ts, was sealed
 	// as b.
-	OnSeal(ts *tables.Table, b *sealedBatch)
+	OnSeal(ts *tables.Table, b *dispatch.Batch)
 	// Waiting reports whether ts's next batch must wait before its INSERT.
 	Waiting(ts *tables.Table) bool
 	// BeforeInsert is the context and block b's INSERT uses. later means
@@ -47,7 +47,7 @@ type delivery interface {
 	// (dispatch.requeue, which frees the insert slot b took: exactly-once's
 	// intent commit is out, or is tried again later), for RetryDue; an
 	// error means it is never inserted.
-	BeforeInsert(ctx context.Context, ts *tables.Table, b *sealedBatch) (context.Context, chschema.Block, bool, error)
+	BeforeInsert(ctx context.Context, ts *tables.Table, b *dispatch.Batch) (context.Context, chschema.Block, bool, error)
 	// OnAck notes that batch id of ts is inserted.
 	OnAck(ts *tables.Table, id uint64)
 	// CommitMeta is what a commit of positions c sends: the positions
@@ -77,7 +77,7 @@ func (atLeastOnce) Skip(offsets.TP, int64) bool                        { return 
 func (atLeastOnce) CoveredRow(offsets.TP, int64) bool                  { return false }
 func (atLeastOnce) DeadLettered(offsets.TP, int64, *tables.Route) bool { return false }
 func (atLeastOnce) OnRow(uint64, offsets.TP)                           {}
-func (atLeastOnce) OnSeal(*tables.Table, *sealedBatch)                 {}
+func (atLeastOnce) OnSeal(*tables.Table, *dispatch.Batch)              {}
 func (atLeastOnce) Waiting(*tables.Table) bool                         { return false }
 func (atLeastOnce) OnAck(*tables.Table, uint64)                        {}
 func (atLeastOnce) OnAssign(context.Context, []offsets.TP)             {}
@@ -88,7 +88,7 @@ func (atLeastOnce) StuckOn() string                                    { return 
 
 // BeforeInsert inserts b's block as it is, with the table's own settings
 // (a dead-letter table on a cluster waits for every shard).
-func (atLeastOnce) BeforeInsert(ctx context.Context, ts *tables.Table, b *sealedBatch) (context.Context, chschema.Block, bool, error) {
+func (atLeastOnce) BeforeInsert(ctx context.Context, ts *tables.Table, b *dispatch.Batch) (context.Context, chschema.Block, bool, error) {
 	return ts.InsertContext(ctx), chschema.Block(b.Data), false, nil
 }
 
@@ -111,7 +111,7 @@ func (p *Pipeline) initDelivery() {
 	}
 	h := eoHost{p}
 	p.eo = exactly.New(p.cfg, exactly.Deps{IO: p.eoIO, Sink: p.w, Catalog: p.cat, Fill: p.fill,
-		Batches: h, Commits: h, Tracker: p.tracker, Owner: h, Metrics: p.m, Log: p.log,
+		Batches: eoBatches{p.disp, p}, Commits: h, Tracker: p.tracker, Owner: h, Metrics: p.m, Log: p.log,
 		Now: func() time.Time { return p.now() }, Jitter: func(n int64) int64 { return p.draw(n) }})
 	p.dlv = p.eo
 }
@@ -142,8 +142,6 @@ func (p *Pipeline) CheckExactlyOnce(ctx context.Context) error {
 // batches on their way, the committer, the connector itself.
 type eoHost struct{ p *Pipeline }
 
-func (h eoHost) Requeue(ts *tables.Table, b *sealedBatch)   { h.p.disp.requeue(ts, b) }
-func (h eoHost) Pump(ctx context.Context, ts *tables.Table) { h.p.pump(ctx, ts) }
 func (h eoHost) InOrder(build func() (exactly.Intent, bool)) bool {
 	return h.p.committer.inOrder(func() (commitJob, bool) {
 		in, ok := build()
@@ -154,42 +152,18 @@ func (h eoHost) Stalled() bool  { return h.p.committer.stalled() }
 func (h eoHost) SendStalled()   { h.p.committer.sendNext() }
 func (h eoHost) Fail(err error) { h.p.failIf(err) }
 
-func (h eoHost) EachSealed(fn func(ts *tables.Table, b *sealedBatch)) {
-	h.p.disp.eachSealed(func(f *flight) { fn(f.table, f.b) })
+// eoBatches is dispatch's batches, as exactly-once asks for them: a
+// batch withdrawn is one a revoke waits for no more.
+type eoBatches struct {
+	*dispatch.Dispatch
+	p *Pipeline
 }
 
-func (h eoHost) EachOpen(fn func(id uint64, ranges []batch.Range)) {
-	h.p.disp.eachOpen(func(a *accState) {
-		if !a.acc.Empty() {
-			fn(a.id, a.acc.Ranges())
-		}
-	})
-}
-
-// Withdraw forgets sealed batch id, which no revoke waits for any more.
-func (h eoHost) Withdraw(id uint64) (*tables.Table, int, int) {
-	f, at := h.p.disp.withdraw(id)
-	if h.p.revoke != nil {
-		delete(h.p.revoke.waiting, id)
+func (b eoBatches) Withdraw(id uint64) (*tables.Table, int, int) {
+	if b.p.revoke != nil {
+		delete(b.p.revoke.waiting, id)
 	}
-	return f.table, f.b.Rows(), at
-}
-
-// Discard empties open batch id, which goes on under a new id.
-func (h eoHost) Discard(id uint64) int {
-	p := h.p
-	var rows int
-	p.disp.eachOpen(func(a *accState) {
-		if a.id != id {
-			return
-		}
-		if b := a.acc.Seal(p.now(), a.id, batch.ReasonRevoke, p.disp.block(a.key.table)); b != nil {
-			rows = b.Rows()
-		}
-		a.id = p.newID()
-		a.oldest = 0
-	})
-	return rows
+	return b.Dispatch.Withdraw(id)
 }
 
 // Seek consumes the kept partitions of pos again from their offsets.

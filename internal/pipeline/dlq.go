@@ -11,6 +11,7 @@ import (
 	"sink/internal/backoff"
 	"sink/internal/kafkaerr"
 	"sink/internal/offsets"
+	"sink/internal/pipeline/dispatch"
 	"sink/internal/tables"
 )
 
@@ -102,7 +103,7 @@ func (q *deadLetters) oldest() *dlqState {
 // one of a partition b holds, for a record before the last one b holds of
 // it (only among those that failed for good when failedOnly). Few records
 // are ever waiting for the DLQ, so the scan is short.
-func (q *deadLetters) blockedBy(b *sealedBatch, failedOnly bool) *dlqState {
+func (q *deadLetters) blockedBy(b *dispatch.Batch, failedOnly bool) *dlqState {
 	if len(q.m) == 0 {
 		return nil
 	}
@@ -141,7 +142,7 @@ func (p *Pipeline) produced(writeCtx context.Context, a produced) {
 		p.dropDLQ(a.id, d)
 		p.tracker.Ack(a.id, []offsets.TP{d.tp})
 		p.revokeDone(a.id)
-		p.cat.EachTable(func(ts *tables.Table) { p.pump(writeCtx, ts) })
+		p.disp.PumpAll(writeCtx)
 		return
 	}
 	d.lastErr = a.err
@@ -197,16 +198,11 @@ func (p *Pipeline) abandonBlocked() {
 	if p.dlq.failed == 0 {
 		return
 	}
-	p.cat.EachTable(func(ts *tables.Table) {
-		p.disp.withdrawQueued(ts, func(b *sealedBatch) bool {
-			d := p.dlq.blockedBy(b, true)
-			if d == nil {
-				return false
-			}
-			p.log.Warn().Str("table", ts.Name()).Uint64("batch", b.ID).Int("rows", b.Rows()).
-				Str("after", d.where()).Msg("batch not inserted: it holds records after a record the dead-letter topic did not take")
-			return true
-		})
+	p.disp.Abandon(func(b *dispatch.Batch) (string, bool) {
+		if d := p.dlq.blockedBy(b, true); d != nil {
+			return d.where(), true
+		}
+		return "", false
 	})
 }
 
@@ -239,7 +235,7 @@ func (p *Pipeline) badRecord(writeCtx context.Context, tp offsets.TP, r *kgo.Rec
 		p.tracker.AddShared(tp, r.Offset, r.LeaderEpoch, units)
 	}
 	if acc != nil {
-		p.added(writeCtx, p.now(), acc, tp, r) // only now may its batch seal
+		p.disp.Added(writeCtx, p.now(), acc, tp, r) // only now may its batch seal
 	}
 }
 
@@ -250,7 +246,7 @@ func (p *Pipeline) badRecord(writeCtx context.Context, tp offsets.TP, r *kgo.Rec
 // passes to added once the record is tracked. ok is false when
 // errors.tolerance is none, or the row cannot be built: the connector
 // stops instead.
-func (p *Pipeline) divert(writeCtx context.Context, tp offsets.TP, r *kgo.Record, err error, rs *tables.Route, row bool) (units []uint64, acc *accState, ok bool) {
+func (p *Pipeline) divert(writeCtx context.Context, tp offsets.TP, r *kgo.Record, err error, rs *tables.Route, row bool) (units []uint64, acc *dispatch.Open, ok bool) {
 	if p.cfg.Errors.Tolerance != "all" {
 		p.fatal = fmt.Errorf("%w (errors.tolerance is none: stopping; set errors.tolerance: all and errors.dlq_topic or errors.dlq_table to divert bad records)", err)
 		return nil, nil, false
@@ -262,7 +258,7 @@ func (p *Pipeline) divert(writeCtx context.Context, tp offsets.TP, r *kgo.Record
 			p.fatal = rerr
 			return nil, nil, false
 		}
-		units, acc = append(units, a.id), a
+		units, acc = append(units, a.ID()), a
 	}
 	p.stats.DLQ++
 	p.cat.DeadLetters().Count(meant)
@@ -272,7 +268,7 @@ func (p *Pipeline) divert(writeCtx context.Context, tp offsets.TP, r *kgo.Record
 			p.fatal = fmt.Errorf("%w (no dead-letter table for it and no errors.dlq_topic: stopping)", err)
 			return nil, nil, false
 		}
-		p.log.Warn().Err(err).Str("dlq_table", acc.key.table.Name()).Msg("bad record written to the dead-letter table")
+		p.log.Warn().Err(err).Str("dlq_table", acc.Table().Name()).Msg("bad record written to the dead-letter table")
 		return units, acc, true
 	}
 	id := p.newID()
@@ -286,11 +282,11 @@ func (p *Pipeline) divert(writeCtx context.Context, tp offsets.TP, r *kgo.Record
 
 // deadLetterRow appends r's dead-letter row to ts's open batch and returns
 // that batch; the caller tracks r under its unit, then calls added.
-func (p *Pipeline) deadLetterRow(ts *tables.Table, tp offsets.TP, r *kgo.Record, cause error, meant string) (*accState, error) {
-	a := p.accFor(ts, tp)
-	if err := p.cat.DeadLetters().Append(a.acc.Data(), ts, r, cause, meant); err != nil {
+func (p *Pipeline) deadLetterRow(ts *tables.Table, tp offsets.TP, r *kgo.Record, cause error, meant string) (*dispatch.Open, error) {
+	a := p.disp.Open(ts, tp)
+	if err := p.cat.DeadLetters().Append(a.Block(), ts, r, cause, meant); err != nil {
 		return nil, err
 	}
-	p.dlv.OnRow(a.id, tp)
+	p.dlv.OnRow(a.ID(), tp)
 	return a, nil
 }

@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"time"
 
 	"sink/internal/cdc"
 	"sink/internal/tables"
@@ -10,9 +9,9 @@ import (
 
 // Every goroutine the pipeline starts hands its outcome back to the owner
 // as an event, one type per kind of outcome, through one inbox: an
-// INSERT's (inserted, insertFailed), a dead-letter produce's (produced), a
+// INSERT's (dispatch's Inserted, Failed), a dead-letter produce's (produced), a
 // TRUNCATE TABLE's, a table read's or ALTER's, a schema look-up's, a parts
-// or positions read's. The owner's loop takes them in the order they came
+// (dispatch's PartsRead) or positions read's. The owner's loop takes them in the order they came
 // and applies each with its role's handler (Apply). A send after Run made
 // its last commit is dropped (post), so a late goroutine never blocks.
 // The committer's results have a channel of their own: a commit that must
@@ -29,31 +28,6 @@ func (p *Pipeline) post(e event) {
 	case <-p.stopped:
 	}
 }
-
-// inserted is a batch whose INSERT succeeded: how long it took, and for a
-// target local batch the INSERT of each shard part (none for a table
-// written with one INSERT).
-type inserted struct {
-	p      *Pipeline
-	id     uint64
-	took   time.Duration
-	shards []shardPart
-}
-
-func (e inserted) Apply(ctx context.Context) { e.p.inserted(ctx, e) }
-
-// shardPart is one shard's INSERT of a batch.
-type shardPart struct{ shard, rows int }
-
-// insertFailed is a batch whose INSERT failed for good (or was never
-// made: its delivery refused it), or was canceled at shutdown.
-type insertFailed struct {
-	p   *Pipeline
-	id  uint64
-	err error
-}
-
-func (e insertFailed) Apply(ctx context.Context) { e.p.insertFailed(ctx, e) }
 
 // produced is the answer to a dead-letter produce.
 type produced struct {
@@ -88,14 +62,6 @@ type lookedUp struct {
 }
 
 func (e lookedUp) Apply(context.Context) { e.p.handleLookup(e.r) }
-
-// partsRead is adaptive batching's read of the tables' parts.
-type partsRead struct {
-	p *Pipeline
-	r partsResult
-}
-
-func (e partsRead) Apply(context.Context) { e.p.handleParts(e.r) }
 
 // positionsRead is the status's read of the group's committed offsets and
 // the partitions' log ends.

@@ -10,6 +10,7 @@ import (
 	"sink/config"
 	"sink/internal/decode"
 	"sink/internal/offsets"
+	"sink/internal/pipeline/dispatch"
 	"sink/internal/route"
 	"sink/internal/tables"
 )
@@ -32,7 +33,7 @@ import (
 type fanState struct {
 	eval    route.Evaluator
 	targets []*tables.Route
-	accs    []*accState
+	accs    []*dispatch.Open
 	plans   []*decode.Plan // the plan that appended each of accs' rows
 	units   []uint64
 }
@@ -77,8 +78,8 @@ func (p *Pipeline) handleFanout(writeCtx context.Context, now time.Time, tp offs
 	var bad error
 	var badRS *tables.Route
 	for _, rs := range f.targets {
-		a := p.accFor(rs.Table(), tp)
-		if err := rs.Plan().Append(a.acc.Data(), r); err != nil {
+		a := p.disp.Open(rs.Table(), tp)
+		if err := rs.Plan().Append(a.Block(), r); err != nil {
 			if errors.Is(err, decode.ErrUnavailable) {
 				// A target needs a schema not known yet (its look-up is
 				// running, or the registry is down): take back the rows
@@ -86,7 +87,7 @@ func (p *Pipeline) handleFanout(writeCtx context.Context, now time.Time, tp offs
 				// with them yet) and hold the record like any other
 				// (held.go).
 				for i, done := range f.accs {
-					f.plans[i].Unappend(done.acc.Data())
+					f.plans[i].Unappend(done.Block())
 				}
 				return err, true
 			}
@@ -103,18 +104,18 @@ func (p *Pipeline) handleFanout(writeCtx context.Context, now time.Time, tp offs
 				// A table is getting a column for a field of the record:
 				// take back its rows in every table (nothing else was
 				// done with it yet) and hold it (held.go).
-				rs.Plan().Unappend(a.acc.Data())
+				rs.Plan().Unappend(a.Block())
 				for i, done := range f.accs {
-					f.plans[i].Unappend(done.acc.Data())
+					f.plans[i].Unappend(done.Block())
 				}
 				return err, true
 			}
 		}
 		f.accs = append(f.accs, a)
 		f.plans = append(f.plans, rs.Plan())
-		f.units = append(f.units, a.id)
+		f.units = append(f.units, a.ID())
 	}
-	var dacc *accState // the dead-letter table's batch with the record's row
+	var dacc *dispatch.Open // the dead-letter table's batch with the record's row
 	if bad != nil {
 		units, a, ok := p.divert(writeCtx, tp, r, bad, badRS, true)
 		if !ok {
@@ -137,10 +138,10 @@ func (p *Pipeline) handleFanout(writeCtx context.Context, now time.Time, tp offs
 	}
 	// Only now may a batch seal: the tracker must know the record first.
 	for _, a := range f.accs {
-		p.added(writeCtx, now, a, tp, r)
+		p.disp.Added(writeCtx, now, a, tp, r)
 	}
 	if dacc != nil {
-		p.added(writeCtx, now, dacc, tp, r)
+		p.disp.Added(writeCtx, now, dacc, tp, r)
 	}
 	return nil, false
 }

@@ -48,7 +48,7 @@ func BenchmarkRouteRecord(b *testing.B) {
 					case e := <-p.inbox:
 						e.Apply(ctx)
 					default:
-						done = p.disp.inFlight() < 4*cfg.ClickHouse.MaxInFlight
+						done = p.disp.InFlight() < 4*cfg.ClickHouse.MaxInFlight
 						if !done {
 							(<-p.inbox).Apply(ctx)
 						}

@@ -238,3 +238,10 @@ func (p *Pipeline) release(r *kgo.Record) {
 	}
 	p.recycle(r)
 }
+
+// memUsed is the bytes held by open and unacknowledged batches, by bad
+// records waiting for the dead-letter topic and by records waiting for the
+// schema registry: what batch.buffer_memory bounds.
+func (p *Pipeline) memUsed() int {
+	return p.dlq.weight + p.held.bytes + p.disp.Bytes()
+}

@@ -135,7 +135,7 @@ func decodeFetch(ctx context.Context, p *Pipeline, f kgo.Fetches) {
 	for len(p.pending) > 0 {
 		p.decodeSome(ctx)
 	}
-	for p.disp.inFlight() > 0 {
+	for p.disp.InFlight() > 0 {
 		(<-p.inbox).Apply(ctx)
 	}
 }

@@ -100,13 +100,11 @@ import (
 
 	"sink/config"
 	"sink/internal/backoff"
-	"sink/internal/batch"
 	"sink/internal/cdc"
-	"sink/internal/chtable"
 	"sink/internal/decode"
 	"sink/internal/metrics"
 	"sink/internal/offsets"
-	"sink/internal/pace"
+	"sink/internal/pipeline/dispatch"
 	"sink/internal/pipeline/exactly"
 	"sink/internal/status"
 	"sink/internal/tables"
@@ -122,7 +120,7 @@ type Pipeline struct {
 	cat *tables.Catalog // the routes and their tables (internal/tables)
 	fan fanState        // fan-out routing's per-record scratch (fanout.go)
 
-	disp    dispatch // the open and the unacknowledged batches (dispatch.go)
+	disp    *dispatch.Dispatch // the open and the unacknowledged batches (internal/pipeline/dispatch)
 	tracker *offsets.Tracker
 	dlq     deadLetters // bad records whose dead-letter produce has not succeeded (dlq.go)
 	nextID  uint64
@@ -209,26 +207,14 @@ type Pipeline struct {
 	sampler  tables.Sampler
 	heldNow  atomic.Int64 // the records in held, for other goroutines
 
-	// The budget of INSERTs per minute per server (budget.go): sched is
-	// nil without one; allow gives each server's allowance.
-	allow pace.Allowance
-	sched *pace.Scheduler[accKey]
-	// demand is the INSERTs per minute last told to a shared budget, by
-	// server (budgetDemand); servers, the servers each table's INSERTs
-	// count against (serversOf).
-	demand  map[string]float64
-	servers map[*tables.Table][]string
-	// adapt is each table's controller under batch.mode adaptive
-	// (adaptive.go); truncs, the tables' TRUNCATE events (internal/cdc).
-	adapt  map[*tables.Table]*adaptState
+	// allow gives each server's budget of INSERTs (WithAllowance; nil:
+	// clickhouse.max_inserts_per_minute).
+	allow dispatch.Allowance
+	// truncs is the tables' TRUNCATE events (internal/cdc).
 	truncs *cdc.Truncations
 	// fill gives the cells a change event did not carry their earlier
 	// values before a batch is inserted (internal/cdc).
 	fill *cdc.Filler
-	// conns are the INSERTs that may hold a ClickHouse connection at once
-	// (chtable.InsertConns): the others wait for a slot here, in no hurry
-	// and without an error, instead of timing out in the driver's pool.
-	conns chan struct{}
 }
 
 // Stats are the totals of a run, reported at the end.
@@ -282,25 +268,27 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w Sink, op
 	p.stateSince = p.now()
 	p.committer = &committer{tracker: p.tracker, src: func() Source { return p.cons }, dlv: func() delivery { return p.dlv },
 		timeout: cfg.Kafka.RequestTimeout, log: log, m: p.m, now: func() time.Time { return p.now() },
-		idle: func() bool { return p.unacked() == 0 && p.disp.openBatches() == 0 }, seen: p.committedSeen}
+		idle: func() bool { return p.unacked() == 0 && p.disp.OpenBatches() == 0 }, seen: p.committedSeen}
 	if p.reg == nil && cfg.SchemaRegistry.Enabled() {
 		return nil, errors.New("schema_registry is configured but the pipeline was given no registry client (pipeline.WithRegistry)")
 	}
 	if p.reg != nil {
 		p.look = newLookups(p.reg, func() time.Time { return p.now() })
 	}
-	p.initBudget()
-	p.conns = make(chan struct{}, chtable.InsertConns(cfg.ClickHouse.MaxInFlight))
-	p.truncs = cdc.NewTruncations(w, truncBatches{p}, truncOwner{p}, cfg.ClickHouse.Cluster, cfg.ClickHouse.QueryTimeout, log, func() time.Time { return p.now() })
 	p.fill = cdc.NewFiller(w, backoff.Policy{Initial: cfg.ClickHouse.RetryInitial, Max: cfg.ClickHouse.RetryMax, Jitter: backoff.EqualJitter}, log)
 	p.m.SetMaxWait(cfg.Batch.MaxWait)
+	p.disp = dispatch.New(cfg, dispatch.Deps{Sink: w, Fill: p.fill, Owner: dispatchOwner{p}, Tracker: p.tracker,
+		Allowance: p.allow, Metrics: p.m, Log: log, Now: func() time.Time { return p.now() }})
+	p.truncs = cdc.NewTruncations(w, p.disp, truncOwner{p}, cfg.ClickHouse.Cluster, cfg.ClickHouse.QueryTimeout, log, func() time.Time { return p.now() })
 	cat, err := tables.Open(ctx, cfg, tables.Options{Sink: w, Registry: p.reg, Lookups: p.planRegistry(),
 		Sampler: p.sampler, NoCreate: p.noCreate, Metrics: p.m, Log: log, Now: func() time.Time { return p.now() }, Owner: tablesOwner{p}})
 	if err != nil {
 		return nil, err
 	}
 	p.cat = cat
+	p.disp.Catalog = cat
 	p.initDelivery()
+	p.disp.Delivery = p.dlv
 	return p, nil
 }
 
@@ -325,21 +313,47 @@ func (o tablesOwner) Spawn(f func())            { o.p.spawn(f) }
 func (o tablesOwner) Described(r tables.Result) { o.p.post(described{p: o.p, r: r}) }
 func (o tablesOwner) Stopping() bool            { return o.p.fatal != nil }
 
-// TableAdded gives a new table its batching.
-func (o tablesOwner) TableAdded(t *tables.Table) { o.p.adaptTable(t) }
-
-// TableBounded rebuilds the table's batching for its tighter bound.
-func (o tablesOwner) TableBounded(t *tables.Table) { o.p.rebound(t) }
-
-// Reshape seals t's open batches with the columns they were built for and
-// forgets its reusable blocks: the catalog changes its columns next.
+func (o tablesOwner) TableAdded(t *tables.Table)   { o.p.disp.TableAdded(t) }
+func (o tablesOwner) TableBounded(t *tables.Table) { o.p.disp.Rebound(t) }
 func (o tablesOwner) Reshape(ctx context.Context, t *tables.Table) {
+	o.p.disp.Reshape(ctx, t)
+}
+
+// WithAllowance makes the budget of each server come from a (a share of a
+// server's budget computed across the pods that write to it, for
+// instance) instead of clickhouse.max_inserts_per_minute; the budget is
+// then on even when that is 0.
+func WithAllowance(a dispatch.Allowance) Option { return func(p *Pipeline) { p.allow = a } }
+
+// dispatchOwner is what dispatch asks of the rest of the pipeline.
+type dispatchOwner struct{ p *Pipeline }
+
+func (o dispatchOwner) Spawn(f func())                 { o.p.spawn(f) }
+func (o dispatchOwner) Post(e dispatch.Event)          { o.p.post(e) }
+func (o dispatchOwner) NewID() uint64                  { return o.p.newID() }
+func (o dispatchOwner) Blocked(b *dispatch.Batch) bool { return o.p.dlq.blockedBy(b, false) != nil }
+
+// Landed is the rest of the one path after an INSERT succeeds: a TRUNCATE
+// that waited for the table's earlier rows goes on, the offsets are
+// committed at once (inserts are few by design, so one commit round trip
+// per insert is cheap, and it shrinks what a crash replays to the batches
+// still in flight; commit_interval still covers dead letters and skips),
+// and a revoke waiting for the batch is told.
+func (o dispatchOwner) Landed(ctx context.Context, t *tables.Table, id uint64) {
 	p := o.p
-	p.disp.eachOpenOf(t, func(a *accState) {
-		p.seal(ctx, a, batch.ReasonSchema)
-		p.dropAcc(a.key)
-	})
-	p.disp.forgetBlocks(t)
+	p.failIf(p.truncs.Step(ctx, t))
+	if p.revoke == nil {
+		p.committer.commit()
+	}
+	p.revokeDone(id)
+}
+
+// Failed: the batch stays unacknowledged in the tracker, so its offsets
+// (and everything after them) are never committed, and the connector
+// stops (err nil: canceled at shutdown).
+func (o dispatchOwner) Failed(id uint64, err error) {
+	o.p.failIf(err)
+	o.p.revokeDone(id)
 }
 
 // Attach gives the pipeline its consumer. It is separate from New because
@@ -347,7 +361,11 @@ func (o tablesOwner) Reshape(ctx context.Context, t *tables.Table) {
 func (p *Pipeline) Attach(c Source) { p.cons = c }
 
 // Stats returns the run's totals; valid after Run returned.
-func (p *Pipeline) Stats() Stats { return p.stats }
+func (p *Pipeline) Stats() Stats {
+	s := p.stats
+	s.Rows, s.Inserts = p.disp.Totals()
+	return s
+}
 
 func (p *Pipeline) newID() uint64 { p.nextID++; return p.nextID }
 

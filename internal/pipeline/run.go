@@ -8,10 +8,12 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"sink/config"
 	"sink/internal/batch"
 	"sink/internal/cdc"
 	"sink/internal/decode"
 	"sink/internal/offsets"
+	"sink/internal/pipeline/dispatch"
 	"sink/internal/status"
 	"sink/internal/tables"
 )
@@ -131,10 +133,10 @@ func (p *Pipeline) newClocks(writeCtx context.Context) *clocks {
 		t := time.NewTicker(d)
 		c.stops, c.schema = append(c.stops, t.Stop), t.C
 	}
-	if p.adaptive() {
-		t := time.NewTicker(partsInterval)
+	if p.cfg.Batch.Mode == config.BatchAdaptive {
+		t := time.NewTicker(dispatch.PartsInterval)
 		c.stops, c.parts = append(c.stops, t.Stop), t.C
-		p.probeParts(writeCtx)
+		p.disp.Tick(writeCtx)
 	}
 	go c.run()
 	return c
@@ -220,7 +222,7 @@ func (p *Pipeline) tick(writeCtx context.Context, c *clocks, t tick) {
 	case tickStats:
 		now := p.now()
 		p.logStats(now.Sub(c.lastStatsAt), c.lastStats)
-		c.lastStatsAt, c.lastStats = now, p.stats
+		c.lastStatsAt, c.lastStats = now, p.Stats()
 	case tickSnap:
 		p.publish()
 	case tickPos:
@@ -228,7 +230,7 @@ func (p *Pipeline) tick(writeCtx context.Context, c *clocks, t tick) {
 	case tickSchema:
 		p.cat.DescribeAll(writeCtx)
 	case tickParts:
-		p.probeParts(writeCtx)
+		p.disp.Tick(writeCtx)
 	}
 }
 
@@ -243,10 +245,10 @@ func (p *Pipeline) handleTable(writeCtx context.Context, r tables.Result) {
 }
 
 // due does the work whose time has come (armTimer's deadline): batches
-// past max_wait, held records to try again, the revoke deadline, the
+// due (past their wait, or as the insert budget says), held records to try again, the revoke deadline, the
 // delivery's retries.
 func (p *Pipeline) due(writeCtx context.Context) {
-	p.sealExpired(writeCtx)
+	p.disp.Due(writeCtx)
 	p.retryHeld(writeCtx)
 	p.checkRevokeDeadline()
 	p.dlv.RetryDue(writeCtx)
@@ -314,7 +316,7 @@ func (p *Pipeline) shutdown(writeCtx context.Context, cancelWrites context.Cance
 // is left unacknowledged and reported.
 func (p *Pipeline) flush(writeCtx context.Context, cancelWrites context.CancelFunc) error {
 	start := p.now()
-	p.log.Info().Int("open_batches", p.disp.openBatches()).Int("in_flight", p.disp.inFlight()).
+	p.log.Info().Int("open_batches", p.disp.OpenBatches()).Int("in_flight", p.disp.InFlight()).
 		Msg("shutting down: flushing open batches")
 	if n := p.pendingRecords(); n > 0 {
 		p.log.Info().Int("records", n).Msg("shutting down with fetched records not decoded yet; they stay uncommitted and are read again on restart")
@@ -322,7 +324,7 @@ func (p *Pipeline) flush(writeCtx context.Context, cancelWrites context.CancelFu
 	if n := p.held.records(); n > 0 {
 		p.log.Warn().Int("records", n).Msg("shutting down with held records (waiting for the schema registry or for a table's new column); they stay uncommitted and are read again on restart")
 	}
-	p.disp.eachOpen(func(a *accState) { p.seal(writeCtx, a, batch.ReasonShutdown) })
+	p.disp.SealAll(writeCtx, batch.ReasonShutdown)
 	p.abandonBlocked()
 	deadline := time.NewTimer(p.cfg.ShutdownTimeout)
 	defer deadline.Stop()
@@ -352,21 +354,22 @@ func (p *Pipeline) flush(writeCtx context.Context, cancelWrites context.CancelFu
 			cancelWrites()
 			p.committer.commitNow()
 			return fmt.Errorf("shutdown_timeout (%s) passed with %d batches not inserted and %d records not in the dead-letter topic, stuck on %s; committed %s; the rest is consumed again on restart",
-				p.cfg.ShutdownTimeout, p.disp.inFlight(), p.dlq.unsettled(), stuck, p.committer.summary())
+				p.cfg.ShutdownTimeout, p.disp.InFlight(), p.dlq.unsettled(), stuck, p.committer.summary())
 		}
 	}
 	p.committer.commitNow()
 	if p.fatal != nil {
 		return p.fatal
 	}
-	p.log.Info().Dur("took", p.now().Sub(start)).Int64("rows", p.stats.Rows).Int64("inserts", p.stats.Inserts).
+	rows, inserts := p.disp.Totals()
+	p.log.Info().Dur("took", p.now().Sub(start)).Int64("rows", rows).Int64("inserts", inserts).
 		Msg("flushed and committed")
 	return nil
 }
 
 // unacked counts the batches and dead-letter produces that may still
 // succeed (those that failed for good never will).
-func (p *Pipeline) unacked() int { return p.disp.inFlight() + p.dlq.unsettled() }
+func (p *Pipeline) unacked() int { return p.disp.InFlight() + p.dlq.unsettled() }
 
 // stuckOn says what the oldest unfinished work is waiting for: a dead-letter
 // produce being retried, or a table's INSERT being retried, with the last
@@ -382,16 +385,7 @@ func (p *Pipeline) stuckOn() string {
 	if s := p.dlv.StuckOn(); s != "" {
 		return s
 	}
-	first := p.disp.oldest()
-	if first == nil {
-		return "nothing"
-	}
-	msg := fmt.Sprintf("the INSERT of %d rows into %s", first.b.Rows(), first.table.Name())
-	st := p.disp.stats(first.table)
-	if e := st.lastFail.Load(); e != nil {
-		msg += fmt.Sprintf(" (%d retries, last error: %s)", st.retries.Load(), e.msg)
-	}
-	return msg
+	return p.disp.StuckOn()
 }
 
 // poller polls only when asked, so the owner decides how much is buffered.
@@ -477,8 +471,8 @@ func (p *Pipeline) decodeRecord(writeCtx context.Context, now time.Time, tp offs
 		return nil, false
 	}
 	plan := rs.Plan()
-	a := p.accFor(rs.Table(), tp)
-	if err := plan.Append(a.acc.Data(), r); err != nil {
+	a := p.disp.Open(rs.Table(), tp)
+	if err := plan.Append(a.Block(), r); err != nil {
 		switch {
 		case errors.Is(err, decode.ErrTruncate):
 			return p.truncateRecord(writeCtx, rs, tp, r)
@@ -495,58 +489,31 @@ func (p *Pipeline) decodeRecord(writeCtx context.Context, now time.Time, tp offs
 	if p.dlv.CoveredRow(tp, r.Offset) {
 		// Already a row in the table (exactly-once recovery), known once
 		// decoded since a dead-letter table may hold the offset instead.
-		plan.Unappend(a.acc.Data())
+		plan.Unappend(a.Block())
 		p.alreadyIn(tp, r)
 		return nil, false
 	}
 	if u := plan.LastUnmapped(); len(u) > 0 {
 		if err := p.cat.Evolution().WaitFor(writeCtx, now, rs, u); err != nil {
-			plan.Unappend(a.acc.Data())
+			plan.Unappend(a.Block())
 			return err, true
 		}
 	}
-	p.tracker.Add(tp, r.Offset, r.LeaderEpoch, a.id)
-	p.dlv.OnRow(a.id, tp)
+	p.tracker.Add(tp, r.Offset, r.LeaderEpoch, a.ID())
+	p.dlv.OnRow(a.ID(), tp)
 	if rs.Config().AppliesTruncate() {
 		p.truncs.Feed(rs.Table(), tp)
 	}
-	p.added(writeCtx, now, a, tp, r)
+	p.disp.Added(writeCtx, now, a, tp, r)
 	return nil, false
 }
 
-// added accounts a record whose row was appended to a's open batch (and
-// which the tracker knows): its timestamp for the batch's latency, and the
-// batch's triggers, sealing it when full.
-func (p *Pipeline) added(writeCtx context.Context, now time.Time, a *accState, tp offsets.TP, r *kgo.Record) {
-	if ts := r.Timestamp.UnixNano(); ts > 0 && (a.oldest == 0 || ts < a.oldest) {
-		a.oldest = ts // a record without timestamp (at or before the epoch) does not count
-	}
-	opening := p.sched != nil && a.acc.Empty()
-	if full, why := a.acc.Add(now, tp, r.Offset, r.LeaderEpoch); full {
-		p.seal(writeCtx, a, why)
-	} else if opening {
-		p.budgetOpened(a, now)
-	}
-}
-
-// armTimer sets timer to the earliest max_wait expiry or revoke deadline.
+// armTimer sets timer to the earliest deadline: an open batch due (its
+// wait, or the insert budget's say), the revoke's, the delivery's or the
+// held records' next retry.
 func (p *Pipeline) armTimer(timer *time.Timer) {
 	now := p.now()
-	next := time.Hour
-	if p.sched != nil {
-		if d, ok := p.sched.Next(now); ok && d < next {
-			next = d
-		}
-		if p.memShort() {
-			next = 0
-		}
-	} else {
-		p.disp.eachOpen(func(a *accState) {
-			if d, ok := a.acc.UntilNext(now); ok && d < next {
-				next = d
-			}
-		})
-	}
+	next := p.disp.Next(now)
 	if p.revoke != nil {
 		if d := p.revoke.deadline.Sub(now); d < next {
 			next = max(d, 0)
@@ -602,21 +569,6 @@ func (p *Pipeline) failIf(err error) {
 	if err != nil && p.fatal == nil {
 		p.fatal = err
 	}
-}
-
-// truncBatches is what the TRUNCATE events ask of a table's batches.
-type truncBatches struct{ p *Pipeline }
-
-func (b truncBatches) SealTable(ctx context.Context, ts *tables.Table) {
-	b.p.disp.eachOpenOf(ts, func(a *accState) {
-		if !a.acc.Empty() {
-			b.p.seal(ctx, a, batch.ReasonTruncate)
-		}
-	})
-}
-
-func (b truncBatches) Pending(ts *tables.Table) int {
-	return b.p.disp.queued(ts) + b.p.disp.inserting(ts)
 }
 
 // truncOwner is what the TRUNCATE events ask of the rest of the pipeline.

@@ -5,7 +5,6 @@ import (
 
 	"sink/internal/metrics"
 	"sink/internal/offsets"
-	"sink/internal/tables"
 )
 
 // statsInterval is how often the info-level summary line is written.
@@ -42,23 +41,23 @@ func (p *Pipeline) logStats(elapsed time.Duration, prev Stats) {
 	for _, l := range p.lag {
 		lag += l
 	}
-	rows, inserts := p.stats.Rows-prev.Rows, p.stats.Inserts-prev.Inserts
+	cur := p.Stats()
+	rows, inserts := cur.Rows-prev.Rows, cur.Inserts-prev.Inserts
 	perInsert := 0.0
 	if inserts > 0 {
 		perInsert = float64(rows) / float64(inserts)
 	}
-	var retries int64
-	p.cat.EachTable(func(ts *tables.Table) { retries += p.disp.stats(ts).retries.Load() })
+	retries := p.disp.Retries()
 	p.log.Info().
 		Float64("rows_per_sec", float64(rows)/elapsed.Seconds()).
 		Int64("rows", rows).
 		Int64("inserts", inserts).
 		Float64("rows_per_insert", perInsert).
-		Int64("records", p.stats.Records-prev.Records).
-		Int64("dlq", p.stats.DLQ-prev.DLQ).
+		Int64("records", cur.Records-prev.Records).
+		Int64("dlq", cur.DLQ-prev.DLQ).
 		Int64("lag", lag).
 		Int("buffered_bytes", p.memUsed()).
-		Int("in_flight", p.disp.inFlight()).
+		Int("in_flight", p.disp.InFlight()).
 		Bool("paused", p.paused).
 		Int64("retries_total", retries).
 		Msg("stats")
