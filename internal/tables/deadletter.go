@@ -74,6 +74,9 @@ const (
 	ClassColumn = "column"
 	// ClassUnrouted: no route takes the record (errors.unrouted: dlq).
 	ClassUnrouted = "unrouted"
+	// ClassDecoder: the sink's decoder failed on the record (a panic it
+	// recovered: a bug to report, with the record).
+	ClassDecoder = "decoder"
 	// ClassOther: anything else.
 	ClassOther = "other"
 )
@@ -84,6 +87,8 @@ func errorClass(err error) string {
 	switch {
 	case errors.Is(err, ErrUnrouted):
 		return ClassUnrouted
+	case errors.Is(err, decode.ErrPanic):
+		return ClassDecoder
 	case errors.As(err, &re) && re.Column == "":
 		return ClassMalformed
 	case re != nil:

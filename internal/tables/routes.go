@@ -288,7 +288,8 @@ func (c *Catalog) addTable(name string, ts *Table) {
 }
 
 // Compile builds route r's plan for the table's insert columns, with the
-// errors.on_missing / on_null / on_tombstone policy.
+// errors.on_missing / on_null / on_tombstone policy and batch.max_bytes as
+// the largest row.
 func (c *Catalog) Compile(r config.Route, insert []chschema.ColumnSchema) (*decode.Plan, error) {
 	plan, err := decode.Compile(r.Format, insert, r.Mapping(), decode.WithRegistry(c.lookups), decode.WithMessage(r.Message))
 	if err != nil {
@@ -300,6 +301,8 @@ func (c *Catalog) Compile(r config.Route, insert []chschema.ColumnSchema) (*deco
 		NullBad:      e.OnNull == "bad_record",
 		TombstoneBad: e.OnTombstone == "bad_record",
 		Unmapped:     r.Schema.Permits,
+		// A row larger than a batch is a bad record (decode's limits).
+		MaxRowBytes: int(c.cfg.Batch.MaxBytes),
 	})
 	return plan, nil
 }

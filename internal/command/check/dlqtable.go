@@ -4,12 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 
 	"sink/config"
 	"sink/internal/pipeline"
 	"sink/internal/tables"
-	"sink/internal/writer"
 )
 
 // dlqTables prints each dead-letter table (errors.dlq_table, routes'
@@ -17,7 +15,7 @@ import (
 // and compiled its plan, so a table the rows cannot go into has failed by
 // now), or the statements run would create it with (a dry run, as for
 // schema.create).
-func dlqTables(ctx context.Context, cfg *config.Config, w *writer.Writer, p *pipeline.Pipeline, stdout io.Writer) error {
+func dlqTables(ctx context.Context, cfg *config.Config, w tables.Creator, p *pipeline.Pipeline, stdout io.Writer) error {
 	plans, err := tables.PlanDLQTables(ctx, cfg, w)
 	if err != nil {
 		return err
@@ -35,12 +33,8 @@ func dlqTables(ctx context.Context, cfg *config.Config, w *writer.Writer, p *pip
 			continue
 		}
 		t := ts.Target()
-		cols := make([]string, len(t.Insert))
-		for i, c := range t.Insert {
-			cols[i] = c.Name + " " + c.Type
-		}
 		fmt.Fprintf(stdout, "dead-letter table %s: INSERT names %d of %d columns: %s\n",
-			pl.Table, len(t.Insert), len(t.Schema), strings.Join(cols, ", "))
+			pl.Table, len(t.Insert), len(t.Schema), insertColumns(t))
 	}
 	return nil
 }
