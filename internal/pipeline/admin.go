@@ -227,7 +227,7 @@ func (p *Pipeline) pauseFetch() {
 // pause is decoded, every batch is inserted, and every position committed.
 // Records waiting for the schema registry stay held (and uncommitted).
 func (p *Pipeline) advancePause(writeCtx context.Context) {
-	if p.state != status.Pausing || p.fatal != nil || len(p.pending) > 0 {
+	if p.state != status.Pausing || p.fatal != nil || p.in.HasPending() {
 		return
 	}
 	p.disp.SealAll(writeCtx, batch.ReasonPause)
@@ -283,7 +283,7 @@ func (p *Pipeline) publish() {
 	} else if p.failure != nil {
 		s.Error = p.failure.Error()
 	}
-	backpressure := p.paused || p.held.holding()
+	backpressure := p.paused || p.in.Held().Holding()
 	s.Backpressure = backpressure
 	if g, ok := p.cons.(protocolSource); ok {
 		s.GroupProtocol = g.GroupProtocol()
@@ -299,7 +299,7 @@ func (p *Pipeline) publish() {
 		s.Tables = append(s.Tables, t)
 	}
 	for tp, seen := range p.seen {
-		pt := status.Partition{Topic: tp.Topic, Partition: tp.Partition, Backpressure: backpressure || p.held.has(tp)}
+		pt := status.Partition{Topic: tp.Topic, Partition: tp.Partition, Backpressure: backpressure || p.in.Held().Holds(tp)}
 		if seen.committed >= 0 {
 			c := seen.committed
 			pt.Committed = &c

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"sink/internal/cdc"
 	"sink/internal/chschema"
 	"sink/internal/offsets"
 	"sink/internal/pipeline/dispatch"
@@ -104,13 +105,13 @@ func WithExactlyOnce(x exactly.IO) Option { return func(p *Pipeline) { p.eoIO = 
 
 // initDelivery sets the delivery hooks: at-least-once, or exactly-once
 // with its state, which reaches the rest of the pipeline through eoHost.
-func (p *Pipeline) initDelivery() {
+func (p *Pipeline) initDelivery(fill *cdc.Filler) {
 	p.dlv = atLeastOnce{}
 	if !p.cfg.ExactlyOnce() {
 		return
 	}
 	h := eoHost{p}
-	p.eo = exactly.New(p.cfg, exactly.Deps{IO: p.eoIO, Sink: p.w, Catalog: p.cat, Fill: p.fill,
+	p.eo = exactly.New(p.cfg, exactly.Deps{IO: p.eoIO, Sink: p.w, Catalog: p.cat, Fill: fill,
 		Batches: eoBatches{p.disp, p}, Commits: h, Tracker: p.tracker, Owner: h, Metrics: p.m, Log: p.log,
 		Now: func() time.Time { return p.now() }, Jitter: func(n int64) int64 { return p.draw(n) }})
 	p.dlv = p.eo
@@ -176,8 +177,7 @@ func (h eoHost) Seek(pos map[offsets.TP]int64) error {
 	for tp := range pos {
 		sought = append(sought, tp)
 	}
-	p.dropPending(sought)
-	p.dropHeld(sought)
+	p.in.Drop(sought)
 	s, ok := p.cons.(seekSource)
 	if !ok {
 		return errors.New("exactly-once: batches holding partitions given up were dropped, and the source cannot consume the partitions kept again; stopping so that the group consumes them again from the recorded offsets")
@@ -186,4 +186,4 @@ func (h eoHost) Seek(pos map[offsets.TP]int64) error {
 	return nil
 }
 
-func (h eoHost) SyncLookups(f func()) { h.p.syncLookups(f) }
+func (h eoHost) SyncLookups(f func()) { h.p.in.SyncLookups(f) }

@@ -3,15 +3,15 @@ package pipeline
 import (
 	"context"
 
-	"sink/internal/cdc"
 	"sink/internal/tables"
 )
 
 // Every goroutine the pipeline starts hands its outcome back to the owner
 // as an event, one type per kind of outcome, through one inbox: an
-// INSERT's (dispatch's Inserted, Failed), a dead-letter produce's (produced), a
-// TRUNCATE TABLE's, a table read's or ALTER's, a schema look-up's, a parts
-// (dispatch's PartsRead) or positions read's. The owner's loop takes them in the order they came
+// INSERT's (dispatch's Inserted, Failed), a dead-letter produce's, a
+// TRUNCATE TABLE's or a schema look-up's (intake's), a table read's or
+// ALTER's (described), a parts read's (dispatch's PartsRead) or a
+// positions read's. The owner's loop takes them in the order they came
 // and applies each with its role's handler (Apply). A send after Run made
 // its last commit is dropped (post), so a late goroutine never blocks.
 // The committer's results have a channel of their own: a commit that must
@@ -29,23 +29,6 @@ func (p *Pipeline) post(e event) {
 	}
 }
 
-// produced is the answer to a dead-letter produce.
-type produced struct {
-	p   *Pipeline
-	id  uint64
-	err error
-}
-
-func (e produced) Apply(ctx context.Context) { e.p.produced(ctx, e) }
-
-// truncated is the end of a TRUNCATE TABLE (internal/cdc).
-type truncated struct {
-	p *Pipeline
-	r cdc.Truncated
-}
-
-func (e truncated) Apply(context.Context) { e.p.truncated(e.r) }
-
 // described is a table's description read off the owner (a refresh, an
 // INSERT's schema error, an ALTER's end: internal/tables).
 type described struct {
@@ -54,14 +37,6 @@ type described struct {
 }
 
 func (e described) Apply(ctx context.Context) { e.p.handleTable(ctx, e.r) }
-
-// lookedUp is a schema-registry look-up's answer (lookup.go).
-type lookedUp struct {
-	p *Pipeline
-	r lookupResult
-}
-
-func (e lookedUp) Apply(context.Context) { e.p.handleLookup(e.r) }
 
 // positionsRead is the status's read of the group's committed offsets and
 // the partitions' log ends.

@@ -141,14 +141,13 @@ func (p *Pipeline) revoked(writeCtx context.Context, tps []offsets.TP, done chan
 		return
 	}
 	p.log.Info().Int("partitions", len(tps)).Msg("partitions revoked: flushing before giving them up")
-	p.dropHeld(tps)
-	p.dropPending(tps)
+	p.in.Drop(tps)
 	w := &revokeWait{tps: tps, waiting: map[uint64]bool{}, done: done,
 		start: p.now(), deadline: p.now().Add(p.cfg.Kafka.RebalanceTimeout / 2)}
 	for _, id := range p.disp.SealHolding(writeCtx, tps, batch.ReasonRevoke) {
 		w.waiting[id] = true
 	}
-	for _, id := range p.dlq.of(tps) {
+	for _, id := range p.in.DeadLetters().Of(tps) {
 		w.waiting[id] = true
 	}
 	p.revoke = w
@@ -197,16 +196,11 @@ func (p *Pipeline) checkRevokeDeadline() {
 func (p *Pipeline) forget(tps []offsets.TP) {
 	p.committer.settle()
 	p.dlv.OnRelease(tps)
-	p.dropHeld(tps)
-	p.dropPending(tps)
+	p.in.Drop(tps)
 	p.committer.forget(tps)
+	p.in.Forget(tps)
 	p.disp.Forget(tps)
 	for _, tp := range tps {
-		delete(p.lag, tp)
 		delete(p.seen, tp)
-		if _, ok := p.partM[tp]; ok {
-			delete(p.partM, tp)
-			p.m.ForgetPartition(tp.Topic, tp.Partition)
-		}
 	}
 }
