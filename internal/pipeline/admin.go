@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"sink/internal/batch"
 	"sink/internal/offsets"
+	"sink/internal/pipeline/dispatch"
 	"sink/internal/status"
 )
 
@@ -230,7 +230,7 @@ func (p *Pipeline) advancePause(writeCtx context.Context) {
 	if p.state != status.Pausing || p.fatal != nil || p.in.HasPending() {
 		return
 	}
-	p.disp.SealAll(writeCtx, batch.ReasonPause)
+	p.disp.SealAll(writeCtx, dispatch.Pause)
 	if p.unacked() > 0 || p.revoke != nil {
 		return
 	}

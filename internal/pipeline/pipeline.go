@@ -99,12 +99,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/config"
-	"sink/internal/backoff"
-	"sink/internal/cdc"
 	"sink/internal/metrics"
 	"sink/internal/offsets"
+	"sink/internal/pipeline/delivery"
 	"sink/internal/pipeline/dispatch"
-	"sink/internal/pipeline/exactly"
 	"sink/internal/pipeline/intake"
 	"sink/internal/status"
 	"sink/internal/tables"
@@ -171,11 +169,11 @@ type Pipeline struct {
 
 	// dlv is what the delivery guarantee adds to the shared path
 	// (delivery.go); eo is its state under exactly_once (nil otherwise).
-	dlv delivery
-	eo  *exactly.Delivery
+	dlv guarantee
+	eo  *delivery.Exactly
 	// eoIO is exactly-once's reading of ledgers, records and tables
 	// (WithExactlyOnce); Run refuses that mode without it.
-	eoIO exactly.IO
+	eoIO delivery.IO
 
 	// reg is the schema registry of the registry-framed formats (nil when
 	// none is configured).
@@ -236,16 +234,15 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w Sink, op
 		o(p)
 	}
 	p.stateSince = p.now()
-	p.committer = &committer{tracker: p.tracker, src: func() Source { return p.cons }, dlv: func() delivery { return p.dlv },
+	p.committer = &committer{tracker: p.tracker, src: func() Source { return p.cons }, dlv: func() guarantee { return p.dlv },
 		timeout: cfg.Kafka.RequestTimeout, log: log, m: p.m, now: func() time.Time { return p.now() },
 		idle: func() bool { return p.unacked() == 0 && p.disp.OpenBatches() == 0 }, seen: p.committedSeen}
 	if p.reg == nil && cfg.SchemaRegistry.Enabled() {
 		return nil, errors.New("schema_registry is configured but the pipeline was given no registry client (pipeline.WithRegistry)")
 	}
 	now := func() time.Time { return p.now() }
-	fill := cdc.NewFiller(w, backoff.Policy{Initial: cfg.ClickHouse.RetryInitial, Max: cfg.ClickHouse.RetryMax, Jitter: backoff.EqualJitter}, log)
 	p.m.SetMaxWait(cfg.Batch.MaxWait)
-	p.disp = dispatch.New(cfg, dispatch.Deps{Sink: w, Fill: fill, Owner: dispatchOwner{p}, Tracker: p.tracker,
+	p.disp = dispatch.New(cfg, dispatch.Deps{Sink: w, Owner: dispatchOwner{p}, Tracker: p.tracker,
 		Allowance: p.allow, Metrics: p.m, Log: log, Now: now})
 	p.in = intake.New(cfg, intake.Deps{Batches: p.disp, Tracker: p.tracker, Owner: intakeOwner{p},
 		Source: func() intake.Producer { return p.cons }, Target: w, Registry: p.reg,
@@ -258,7 +255,7 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w Sink, op
 	p.cat = cat
 	p.disp.Catalog = cat
 	p.in.SetCatalog(cat)
-	p.initDelivery(fill)
+	p.initDelivery()
 	p.disp.Delivery = p.dlv
 	p.in.SetDelivery(p.dlv)
 	return p, nil

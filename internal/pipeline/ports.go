@@ -16,7 +16,7 @@ import (
 // none of the adapters: consumer.Consumer is the production Source,
 // writer.Writer and writer.Cluster the production Sinks (and
 // consumer.Sampler the production tables.Sampler, eosio.IO the production
-// exactly.IO), all wired in by cmd/sink (ports_test.go asserts
+// delivery.IO), all wired in by cmd/sink (ports_test.go asserts
 // each at compile time, with the optional capabilities each has;
 // TestUnitImportsNoAdapter checks the imports). The ports speak
 // internal/chtable's vocabulary, which the writer shares.

@@ -5,8 +5,8 @@ import (
 	"sink/internal/cdc"
 	"sink/internal/consumer"
 	"sink/internal/eos/eosio"
+	"sink/internal/pipeline/delivery"
 	"sink/internal/pipeline/dispatch"
-	"sink/internal/pipeline/exactly"
 	"sink/internal/tables"
 	"sink/internal/writer"
 )
@@ -26,12 +26,12 @@ var (
 	_ tables.ColumnAdder   = (*writer.Writer)(nil)
 	_ cdc.Truncater        = (*writer.Writer)(nil)
 	_ Sink                 = (*writer.Cluster)(nil)
-	_ exactly.Placer       = (*writer.Cluster)(nil)
+	_ delivery.Placer      = (*writer.Cluster)(nil)
 	_ dispatch.ServerNamer = (*writer.Cluster)(nil)
 	_ dispatch.PartsReader = (*writer.Cluster)(nil)
 	_ tables.ColumnAdder   = (*writer.Cluster)(nil)
 	_ cdc.Truncater        = (*writer.Cluster)(nil)
-	_ exactly.IO           = (*eosio.IO)(nil)
+	_ delivery.IO          = (*eosio.IO)(nil)
 	_ tables.Sampler       = consumer.Sampler{}
 	_ dispatch.ShareUsage  = (*budget.Sharer)(nil)
 	_ consumer.Rebalancer  = (*Pipeline)(nil)

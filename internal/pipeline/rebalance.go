@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
-	"sink/internal/batch"
 	"sink/internal/offsets"
+	"sink/internal/pipeline/dispatch"
 )
 
 // eventKind is a change of this member's partitions, as the group's
@@ -144,7 +144,7 @@ func (p *Pipeline) revoked(writeCtx context.Context, tps []offsets.TP, done chan
 	p.in.Drop(tps)
 	w := &revokeWait{tps: tps, waiting: map[uint64]bool{}, done: done,
 		start: p.now(), deadline: p.now().Add(p.cfg.Kafka.RebalanceTimeout / 2)}
-	for _, id := range p.disp.SealHolding(writeCtx, tps, batch.ReasonRevoke) {
+	for _, id := range p.disp.SealHolding(writeCtx, tps, dispatch.Revoke) {
 		w.waiting[id] = true
 	}
 	for _, id := range p.in.DeadLetters().Of(tps) {

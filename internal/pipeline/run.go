@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"sink/config"
-	"sink/internal/batch"
 	"sink/internal/pipeline/dispatch"
 	"sink/internal/status"
 	"sink/internal/tables"
@@ -319,7 +318,7 @@ func (p *Pipeline) flush(writeCtx context.Context, cancelWrites context.CancelFu
 	if n := p.in.Held().Records(); n > 0 {
 		p.log.Warn().Int("records", n).Msg("shutting down with held records (waiting for the schema registry or for a table's new column); they stay uncommitted and are read again on restart")
 	}
-	p.disp.SealAll(writeCtx, batch.ReasonShutdown)
+	p.disp.SealAll(writeCtx, dispatch.Shutdown)
 	p.disp.Abandon(p.in.DeadLetters().Abandoned)
 	deadline := time.NewTimer(p.cfg.ShutdownTimeout)
 	defer deadline.Stop()

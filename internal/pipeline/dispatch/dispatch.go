@@ -29,6 +29,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/config"
+	"sink/internal/backoff"
 	"sink/internal/batch"
 	"sink/internal/cdc"
 	"sink/internal/chschema"
@@ -101,9 +102,8 @@ type Tracker interface {
 
 // Deps are what a Dispatch works with.
 type Deps struct {
-	Sink    Inserter // a serverNamer and partsReader too, when it can
+	Sink    Inserter // a ServerNamer, PartsReader and cdc.Store too, when it can
 	Catalog *tables.Catalog
-	Fill    *cdc.Filler
 	Owner   Owner
 	Tracker Tracker
 	// Delivery is the guarantee's hooks around each INSERT.
@@ -116,6 +116,14 @@ type Deps struct {
 	Now       func() time.Time
 }
 
+// The reasons the pipeline seals every batch, or those of partitions
+// given up (batch.Reason): the budget counts them, never as over it.
+const (
+	Shutdown = batch.ReasonShutdown
+	Pause    = batch.ReasonPause
+	Revoke   = batch.ReasonRevoke
+)
+
 // Allowance is the budget of INSERTs per minute of each server
 // (pace.Allowance): a fixed one, or a share computed across the pods that
 // write to the same servers (internal/budget).
@@ -125,6 +133,7 @@ type Allowance = pace.Allowance
 type Dispatch struct {
 	Deps
 	cfg     *config.Config
+	fill    *cdc.Filler // a batch's unchanged TOASTed values, before its INSERT
 	q       queues
 	cadence Cadence
 	ins     *inserts
@@ -138,6 +147,7 @@ type Dispatch struct {
 // batches).
 func New(cfg *config.Config, d Deps) *Dispatch {
 	x := &Dispatch{Deps: d, cfg: cfg}
+	x.fill = cdc.NewFiller(d.Sink, backoff.Policy{Initial: cfg.ClickHouse.RetryInitial, Max: cfg.ClickHouse.RetryMax, Jitter: backoff.EqualJitter}, d.Log)
 	x.cadence = newCadence(cfg, x)
 	x.ins = newInserts(cfg, x)
 	return x

@@ -84,7 +84,7 @@ func (in *inserts) insert(ctx context.Context, ts *tables.Table, st *tableStats,
 	}
 	start := time.Now()
 	if len(b.Data.Unfilled()) > 0 {
-		if err := d.Fill.Fill(ctx, tab, b.Data); err != nil {
+		if err := d.fill.Fill(ctx, tab, b.Data); err != nil {
 			d.Owner.Post(Failed{d: d, id: b.ID, err: err})
 			return
 		}
