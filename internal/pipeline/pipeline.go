@@ -99,15 +99,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/config"
-	"sink/internal/backoff"
-	"sink/internal/batch"
-	"sink/internal/cdc"
-	"sink/internal/chtable"
-	"sink/internal/decode"
 	"sink/internal/metrics"
 	"sink/internal/offsets"
-	"sink/internal/pace"
-	"sink/internal/pipeline/exactly"
+	"sink/internal/pipeline/delivery"
+	"sink/internal/pipeline/dispatch"
+	"sink/internal/pipeline/intake"
 	"sink/internal/status"
 	"sink/internal/tables"
 )
@@ -119,12 +115,10 @@ type Pipeline struct {
 	w    Sink
 	cons Source
 
-	cat *tables.Catalog // the routes and their tables (internal/tables)
-	fan fanState        // fan-out routing's per-record scratch (fanout.go)
-
-	disp    dispatch // the open and the unacknowledged batches (dispatch.go)
+	cat     *tables.Catalog    // the routes and their tables (internal/tables)
+	in      *intake.Intake     // the records on their way in (internal/pipeline/intake)
+	disp    *dispatch.Dispatch // the open and the unacknowledged batches (internal/pipeline/dispatch)
 	tracker *offsets.Tracker
-	dlq     deadLetters // bad records whose dead-letter produce has not succeeded (dlq.go)
 	nextID  uint64
 
 	inbox   chan event // outcomes of the goroutines the pipeline started (events.go)
@@ -145,29 +139,19 @@ type Pipeline struct {
 
 	committer *committer // the tracker and the commits (committer.go)
 
-	polling bool          // a poll was requested and not yet delivered
-	pending []pendingPart // polled records not decoded yet (fetched.go)
+	polling bool // a poll was requested and not yet delivered
 	// recycle hands a record's memory back to franz-go's pool
-	// ((*kgo.Record).Recycle; tests poison the record instead); taken is
-	// the record the dead-letter produce just took, which the decode loop
-	// must not recycle (fetched.go, release).
+	// ((*kgo.Record).Recycle; tests poison the record instead).
 	recycle func(*kgo.Record)
-	taken   *kgo.Record
 	paused  bool
 	revoke  *revokeWait
-	lag     map[offsets.TP]int64
-	stats   Stats
 	fatal   error
 	now     func() time.Time
 	// jitter draws the random part of exactly-once's retry waits
 	// (backoff.Policy.Rand); nil is math/rand. Tests fix it.
 	jitter func(n int64) int64
 
-	// Metric handles, resolved once per topic and partition so the hot
-	// path never builds label strings. All nil-safe when m is nil.
-	m      *metrics.Metrics
-	topicM map[string]*metrics.Topic
-	partM  map[offsets.TP]*metrics.Partition
+	m *metrics.Metrics // nil-safe: nil reports nothing
 
 	// The operator's view and controls (admin.go): the state, pause and
 	// resume requests, what the fetches and commits said per assigned
@@ -182,53 +166,26 @@ type Pipeline struct {
 	snapEvery  time.Duration // snapshotInterval
 	posEvery   time.Duration // positionsInterval
 	probingPos bool          // a positions probe is running
-	// probingParts: adaptive batching's parts read is running (adaptive.go)
-	probingParts bool
 
 	// dlv is what the delivery guarantee adds to the shared path
 	// (delivery.go); eo is its state under exactly_once (nil otherwise).
-	dlv delivery
-	eo  *exactly.Delivery
+	dlv guarantee
+	eo  *delivery.Exactly
 	// eoIO is exactly-once's reading of ledgers, records and tables
 	// (WithExactlyOnce); Run refuses that mode without it.
-	eoIO exactly.IO
+	eoIO delivery.IO
 
 	// reg is the schema registry of the registry-framed formats (nil when
-	// none is configured); held, the records waiting for it or for a
-	// table's new column (held.go).
-	reg  decode.Registry
-	held heldState
-	// look is what the plans ask for schemas (lookup.go): the look-ups of
-	// ids not seen yet run off the owner while Run loops, their answers
-	// come back as events. nil when no registry is configured.
-	look *lookups
+	// none is configured).
+	reg intake.Registry
 	// noCreate: New does not create missing tables (WithoutCreate);
 	// sampler reads the records that type a missing table's columns
 	// (WithSampler).
 	noCreate bool
 	sampler  tables.Sampler
-	heldNow  atomic.Int64 // the records in held, for other goroutines
-
-	// The budget of INSERTs per minute per server (budget.go): sched is
-	// nil without one; allow gives each server's allowance.
-	allow pace.Allowance
-	sched *pace.Scheduler[accKey]
-	// demand is the INSERTs per minute last told to a shared budget, by
-	// server (budgetDemand); servers, the servers each table's INSERTs
-	// count against (serversOf).
-	demand  map[string]float64
-	servers map[*tables.Table][]string
-	// adapt is each table's controller under batch.mode adaptive
-	// (adaptive.go); truncs, the tables' TRUNCATE events (internal/cdc).
-	adapt  map[*tables.Table]*adaptState
-	truncs *cdc.Truncations
-	// fill gives the cells a change event did not carry their earlier
-	// values before a batch is inserted (internal/cdc).
-	fill *cdc.Filler
-	// conns are the INSERTs that may hold a ClickHouse connection at once
-	// (chtable.InsertConns): the others wait for a slot here, in no hurry
-	// and without an error, instead of timing out in the driver's pool.
-	conns chan struct{}
+	// allow gives each server's budget of INSERTs (WithAllowance; nil:
+	// clickhouse.max_inserts_per_minute).
+	allow dispatch.Allowance
 }
 
 // Stats are the totals of a run, reported at the end.
@@ -247,7 +204,7 @@ func WithMetrics(m *metrics.Metrics) Option { return func(p *Pipeline) { p.m = m
 // json-schema, debezium-avro) r as their schema registry: main makes a
 // registry.Client from schema_registry. New refuses a config with
 // schema_registry and no WithRegistry.
-func WithRegistry(r decode.Registry) Option { return func(p *Pipeline) { p.reg = r } }
+func WithRegistry(r intake.Registry) Option { return func(p *Pipeline) { p.reg = r } }
 
 // New resolves every route's table and compiles its decode plan. It fails
 // with one line naming the problem: a missing table, a column the mapping
@@ -269,38 +226,38 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w Sink, op
 		state:     status.Starting,
 		snapEvery: snapshotInterval,
 		posEvery:  positionsInterval,
-		lag:       map[offsets.TP]int64{},
 		now:       time.Now,
 		recycle:   (*kgo.Record).Recycle,
-		topicM:    map[string]*metrics.Topic{},
-		partM:     map[offsets.TP]*metrics.Partition{},
 	}
 	p.cancelGrace = cancelGrace
 	for _, o := range opts {
 		o(p)
 	}
 	p.stateSince = p.now()
-	p.committer = &committer{tracker: p.tracker, src: func() Source { return p.cons }, dlv: func() delivery { return p.dlv },
+	p.committer = &committer{tracker: p.tracker, src: func() Source { return p.cons }, dlv: func() guarantee { return p.dlv },
 		timeout: cfg.Kafka.RequestTimeout, log: log, m: p.m, now: func() time.Time { return p.now() },
-		idle: func() bool { return p.unacked() == 0 && p.disp.openBatches() == 0 }, seen: p.committedSeen}
+		idle: func() bool { return p.unacked() == 0 && p.disp.OpenBatches() == 0 }, seen: p.committedSeen}
 	if p.reg == nil && cfg.SchemaRegistry.Enabled() {
 		return nil, errors.New("schema_registry is configured but the pipeline was given no registry client (pipeline.WithRegistry)")
 	}
-	if p.reg != nil {
-		p.look = newLookups(p.reg, func() time.Time { return p.now() })
-	}
-	p.initBudget()
-	p.conns = make(chan struct{}, chtable.InsertConns(cfg.ClickHouse.MaxInFlight))
-	p.truncs = cdc.NewTruncations(w, truncBatches{p}, truncOwner{p}, cfg.ClickHouse.Cluster, cfg.ClickHouse.QueryTimeout, log, func() time.Time { return p.now() })
-	p.fill = cdc.NewFiller(w, backoff.Policy{Initial: cfg.ClickHouse.RetryInitial, Max: cfg.ClickHouse.RetryMax, Jitter: backoff.EqualJitter}, log)
+	now := func() time.Time { return p.now() }
 	p.m.SetMaxWait(cfg.Batch.MaxWait)
-	cat, err := tables.Open(ctx, cfg, tables.Options{Sink: w, Registry: p.reg, Lookups: p.planRegistry(),
+	p.disp = dispatch.New(cfg, dispatch.Deps{Sink: w, Owner: dispatchOwner{p}, Tracker: p.tracker,
+		Allowance: p.allow, Metrics: p.m, Log: log, Now: now})
+	p.in = intake.New(cfg, intake.Deps{Batches: p.disp, Tracker: p.tracker, Owner: intakeOwner{p},
+		Source: func() intake.Producer { return p.cons }, Target: w, Registry: p.reg,
+		Recycle: func(r *kgo.Record) { p.recycle(r) }, Metrics: p.m, Log: log, Now: now})
+	cat, err := tables.Open(ctx, cfg, tables.Options{Sink: w, Registry: p.reg, Lookups: p.in.Lookups(),
 		Sampler: p.sampler, NoCreate: p.noCreate, Metrics: p.m, Log: log, Now: func() time.Time { return p.now() }, Owner: tablesOwner{p}})
 	if err != nil {
 		return nil, err
 	}
 	p.cat = cat
+	p.disp.Catalog = cat
+	p.in.SetCatalog(cat)
 	p.initDelivery()
+	p.disp.Delivery = p.dlv
+	p.in.SetDelivery(p.dlv)
 	return p, nil
 }
 
@@ -325,21 +282,47 @@ func (o tablesOwner) Spawn(f func())            { o.p.spawn(f) }
 func (o tablesOwner) Described(r tables.Result) { o.p.post(described{p: o.p, r: r}) }
 func (o tablesOwner) Stopping() bool            { return o.p.fatal != nil }
 
-// TableAdded gives a new table its batching.
-func (o tablesOwner) TableAdded(t *tables.Table) { o.p.adaptTable(t) }
-
-// TableBounded rebuilds the table's batching for its tighter bound.
-func (o tablesOwner) TableBounded(t *tables.Table) { o.p.rebound(t) }
-
-// Reshape seals t's open batches with the columns they were built for and
-// forgets its reusable blocks: the catalog changes its columns next.
+func (o tablesOwner) TableAdded(t *tables.Table)   { o.p.disp.TableAdded(t) }
+func (o tablesOwner) TableBounded(t *tables.Table) { o.p.disp.Rebound(t) }
 func (o tablesOwner) Reshape(ctx context.Context, t *tables.Table) {
+	o.p.disp.Reshape(ctx, t)
+}
+
+// WithAllowance makes the budget of each server come from a (a share of a
+// server's budget computed across the pods that write to it, for
+// instance) instead of clickhouse.max_inserts_per_minute; the budget is
+// then on even when that is 0.
+func WithAllowance(a dispatch.Allowance) Option { return func(p *Pipeline) { p.allow = a } }
+
+// dispatchOwner is what dispatch asks of the rest of the pipeline.
+type dispatchOwner struct{ p *Pipeline }
+
+func (o dispatchOwner) Spawn(f func())                 { o.p.spawn(f) }
+func (o dispatchOwner) Post(e dispatch.Event)          { o.p.post(e) }
+func (o dispatchOwner) NewID() uint64                  { return o.p.newID() }
+func (o dispatchOwner) Blocked(b *dispatch.Batch) bool { return o.p.in.DeadLetters().Blocks(b) }
+
+// Landed is the rest of the one path after an INSERT succeeds: a TRUNCATE
+// that waited for the table's earlier rows goes on, the offsets are
+// committed at once (inserts are few by design, so one commit round trip
+// per insert is cheap, and it shrinks what a crash replays to the batches
+// still in flight; commit_interval still covers dead letters and skips),
+// and a revoke waiting for the batch is told.
+func (o dispatchOwner) Landed(ctx context.Context, t *tables.Table, id uint64) {
 	p := o.p
-	p.disp.eachOpenOf(t, func(a *accState) {
-		p.seal(ctx, a, batch.ReasonSchema)
-		p.dropAcc(a.key)
-	})
-	p.disp.forgetBlocks(t)
+	p.in.Landed(ctx, t)
+	if p.revoke == nil {
+		p.committer.commit()
+	}
+	p.revokeDone(id)
+}
+
+// Failed: the batch stays unacknowledged in the tracker, so its offsets
+// (and everything after them) are never committed, and the connector
+// stops (err nil: canceled at shutdown).
+func (o dispatchOwner) Failed(id uint64, err error) {
+	o.p.failIf(err)
+	o.p.revokeDone(id)
 }
 
 // Attach gives the pipeline its consumer. It is separate from New because
@@ -347,7 +330,12 @@ func (o tablesOwner) Reshape(ctx context.Context, t *tables.Table) {
 func (p *Pipeline) Attach(c Source) { p.cons = c }
 
 // Stats returns the run's totals; valid after Run returned.
-func (p *Pipeline) Stats() Stats { return p.stats }
+func (p *Pipeline) Stats() Stats {
+	in := p.in.Stats()
+	s := Stats{Records: in.Records, Bytes: in.Bytes, DLQ: in.DLQ, Skipped: in.Skipped}
+	s.Rows, s.Inserts = p.disp.Totals()
+	return s
+}
 
 func (p *Pipeline) newID() uint64 { p.nextID++; return p.nextID }
 
@@ -388,4 +376,17 @@ func (p *Pipeline) join() error {
 		return fmt.Errorf("%d ClickHouse calls (INSERTs or queries) still running %s after they were canceled; the connection pool is closed under them",
 			p.callsLive.Load(), p.cancelGrace)
 	}
+}
+
+// intakeOwner is what intake asks of the rest of the pipeline.
+type intakeOwner struct{ p *Pipeline }
+
+func (o intakeOwner) Fail(err error)      { o.p.failIf(err) }
+func (o intakeOwner) Failed() bool        { return o.p.fatal != nil }
+func (o intakeOwner) NewID() uint64       { return o.p.newID() }
+func (o intakeOwner) Spawn(f func())      { o.p.spawn(f) }
+func (o intakeOwner) Post(e intake.Event) { o.p.post(e) }
+func (o intakeOwner) Settled(id uint64)   { o.p.revokeDone(id) }
+func (o intakeOwner) Fetched(tp offsets.TP, hwm, lag int64, last time.Time) {
+	o.p.fetchedSeen(tp, hwm, lag, last)
 }

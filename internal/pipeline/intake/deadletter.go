@@ -1,4 +1,4 @@
-package pipeline
+package intake
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"sink/internal/backoff"
 	"sink/internal/kafkaerr"
 	"sink/internal/offsets"
+	"sink/internal/pipeline/dispatch"
 	"sink/internal/tables"
 )
 
@@ -39,17 +40,19 @@ type dlqState struct {
 
 func (d *dlqState) bytes() int { return len(d.rec.Key) + len(d.rec.Value) }
 
-// deadLetters are the bad records whose dead-letter produce has not
+// DeadLetters are the bad records whose dead-letter produce has not
 // succeeded, by unit id: what they weigh in the buffer budget, how many
-// failed for good, and which batches must wait for them (blockedBy).
-// The zero value is empty. Owned by the Run goroutine.
-type deadLetters struct {
+// failed for good, and which batches must wait for them (blockedBy); and
+// the produces themselves, retried until Kafka has the copy. Owned by the
+// owner goroutine, like the Intake it belongs to.
+type DeadLetters struct {
+	in     *Intake
 	m      map[uint64]*dlqState
 	weight int // key and value bytes of the records in m (part of batch.buffer_memory)
 	failed int // those that failed for good
 }
 
-func (q *deadLetters) add(id uint64, d *dlqState) {
+func (q *DeadLetters) add(id uint64, d *dlqState) {
 	if q.m == nil {
 		q.m = map[uint64]*dlqState{}
 	}
@@ -58,7 +61,7 @@ func (q *deadLetters) add(id uint64, d *dlqState) {
 }
 
 // remove forgets a settled produce.
-func (q *deadLetters) remove(id uint64, d *dlqState) {
+func (q *DeadLetters) remove(id uint64, d *dlqState) {
 	delete(q.m, id)
 	q.weight -= d.bytes()
 	if d.failed {
@@ -67,16 +70,18 @@ func (q *deadLetters) remove(id uint64, d *dlqState) {
 }
 
 // failedForGood marks d's produce as one that will never succeed.
-func (q *deadLetters) failedForGood(d *dlqState) {
+func (q *DeadLetters) failedForGood(d *dlqState) {
 	d.failed = true
 	q.failed++
 }
 
-// unsettled counts the produces that may still succeed.
-func (q *deadLetters) unsettled() int { return len(q.m) - q.failed }
+// Unsettled counts the produces that may still succeed (those that
+// failed for good never will).
+func (q *DeadLetters) Unsettled() int { return len(q.m) - q.failed }
 
-// of lists the ids of the produces of records of tps.
-func (q *deadLetters) of(tps []offsets.TP) []uint64 {
+// Of lists the units of the produces of records of tps (a revoke waits
+// for them).
+func (q *DeadLetters) Of(tps []offsets.TP) []uint64 {
 	var ids []uint64
 	for id, d := range q.m {
 		if slices.Contains(tps, d.tp) {
@@ -87,7 +92,7 @@ func (q *deadLetters) of(tps []offsets.TP) []uint64 {
 }
 
 // oldest is the earliest produce still being tried (nil: none).
-func (q *deadLetters) oldest() *dlqState {
+func (q *DeadLetters) oldest() *dlqState {
 	var oldest *dlqState
 	var oldestID uint64
 	for id, d := range q.m {
@@ -102,7 +107,7 @@ func (q *deadLetters) oldest() *dlqState {
 // one of a partition b holds, for a record before the last one b holds of
 // it (only among those that failed for good when failedOnly). Few records
 // are ever waiting for the DLQ, so the scan is short.
-func (q *deadLetters) blockedBy(b *sealedBatch, failedOnly bool) *dlqState {
+func (q *DeadLetters) blockedBy(b *dispatch.Batch, failedOnly bool) *dlqState {
 	if len(q.m) == 0 {
 		return nil
 	}
@@ -121,10 +126,11 @@ func (d *dlqState) where() string {
 	return fmt.Sprintf("%s[%d] offset %d", d.tp.Topic, d.tp.Partition, d.rec.Offset)
 }
 
-// sendDLQ starts (or restarts) the produce of d's copy.
-func (p *Pipeline) sendDLQ(writeCtx context.Context, id uint64, d *dlqState) {
-	p.cons.ProduceDLQ(writeCtx, p.cfg.Errors.DLQTopic, d.rec, d.cause, d.refOnly, func(err error) {
-		p.post(produced{p: p, id: id, err: err})
+// send starts (or restarts) the produce of d's copy.
+func (q *DeadLetters) send(writeCtx context.Context, id uint64, d *dlqState) {
+	in := q.in
+	in.src().ProduceDLQ(writeCtx, in.cfg.Errors.DLQTopic, d.rec, d.cause, d.refOnly, func(err error) {
+		in.own.Post(produced{q: q, id: id, err: err})
 	})
 }
 
@@ -132,16 +138,17 @@ func (p *Pipeline) sendDLQ(writeCtx context.Context, id uint64, d *dlqState) {
 // record and frees the batches waiting for it; a retriable error produces
 // the copy again after a backoff; a size refusal sends a reference without
 // the value; anything else stops the connector.
-func (p *Pipeline) produced(writeCtx context.Context, a produced) {
-	d := p.dlq.m[a.id]
+func (q *DeadLetters) produced(writeCtx context.Context, a produced) {
+	in := q.in
+	d := q.m[a.id]
 	if d == nil {
 		return
 	}
 	if a.err == nil {
-		p.dropDLQ(a.id, d)
-		p.tracker.Ack(a.id, []offsets.TP{d.tp})
-		p.revokeDone(a.id)
-		p.cat.EachTable(func(ts *tables.Table) { p.pump(writeCtx, ts) })
+		q.drop(a.id, d)
+		in.tracker.Ack(a.id, []offsets.TP{d.tp})
+		in.own.Settled(a.id)
+		in.batches.PumpAll(writeCtx)
 		return
 	}
 	d.lastErr = a.err
@@ -149,97 +156,119 @@ func (p *Pipeline) produced(writeCtx context.Context, a produced) {
 	switch v.Class {
 	case kafkaerr.Canceled:
 		// Stopping: the record stays unacknowledged and is consumed again.
-		p.dropDLQ(a.id, d)
-		p.revokeDone(a.id)
+		q.drop(a.id, d)
+		in.own.Settled(a.id)
 		return
 	case kafkaerr.TooLarge:
 		if !d.refOnly {
 			d.refOnly = true
-			p.log.Warn().Err(a.err).Str("record", d.where()).Str("dlq_topic", p.cfg.Errors.DLQTopic).
+			in.log.Warn().Err(a.err).Str("record", d.where()).Str("dlq_topic", in.cfg.Errors.DLQTopic).
 				Msg("dead-letter copy refused as too large: sending a reference without the value")
-			p.sendDLQ(writeCtx, a.id, d)
+			q.send(writeCtx, a.id, d)
 			return
 		}
 	case kafkaerr.Retriable, kafkaerr.UnknownTopic:
 		// The topic was checked at start: unknown now, it is a broker that
 		// has not heard of it yet, or one being replaced.
 		if d.attempt == 0 {
-			d.backoff = backoff.New(backoff.Policy{Initial: p.cfg.ClickHouse.RetryInitial, Max: p.cfg.ClickHouse.RetryMax, Jitter: backoff.EqualJitter})
+			d.backoff = backoff.New(backoff.Policy{Initial: in.cfg.ClickHouse.RetryInitial, Max: in.cfg.ClickHouse.RetryMax, Jitter: backoff.EqualJitter})
 		}
 		d.attempt++
 		sleep := d.backoff.Next()
-		p.log.Warn().Err(a.err).Str("record", d.where()).Str("dlq_topic", p.cfg.Errors.DLQTopic).
+		in.log.Warn().Err(a.err).Str("record", d.where()).Str("dlq_topic", in.cfg.Errors.DLQTopic).
 			Int("attempt", d.attempt).Str("why", v.Reason).Dur("retry_in", sleep).
 			Msg("dead-letter produce failed, retrying; later records of the partition wait")
-		time.AfterFunc(sleep, func() { p.sendDLQ(writeCtx, a.id, d) })
+		time.AfterFunc(sleep, func() { q.send(writeCtx, a.id, d) })
 		return
 	}
-	p.dlq.failedForGood(d)
-	if p.fatal == nil {
-		p.fatal = fmt.Errorf("dead-letter produce of %s to %q failed: %w; nothing after it in that partition was inserted or committed",
-			d.where(), p.cfg.Errors.DLQTopic, a.err)
-	}
+	q.failedForGood(d)
+	in.own.Fail(fmt.Errorf("dead-letter produce of %s to %q failed: %w; nothing after it in that partition was inserted or committed",
+		d.where(), in.cfg.Errors.DLQTopic, a.err))
 }
 
-// dropDLQ forgets a settled dead-letter produce (acknowledged, or canceled
+// drop forgets a settled dead-letter produce (acknowledged, or canceled
 // at shutdown: no produce of it is under way, and none will start) and
-// recycles its record, which nothing else holds (fetched.go).
-func (p *Pipeline) dropDLQ(id uint64, d *dlqState) {
-	p.dlq.remove(id, d)
-	p.recycle(d.rec)
+// recycles its record, which nothing else holds (intake.go, release).
+func (q *DeadLetters) drop(id uint64, d *dlqState) {
+	q.remove(id, d)
+	q.in.recycle(d.rec)
 }
 
-// abandonBlocked drops the queued batches that wait for a dead-letter
-// produce that failed for good: inserting them would put rows past the
-// unhandled record into ClickHouse, to be inserted again after the restart.
-// They stay unacknowledged, so nothing of them is committed.
-func (p *Pipeline) abandonBlocked() {
-	if p.dlq.failed == 0 {
-		return
+// produced is the answer to a dead-letter produce.
+type produced struct {
+	q   *DeadLetters
+	id  uint64
+	err error
+}
+
+// Apply settles the produce (DeadLetters.produced).
+func (e produced) Apply(ctx context.Context) { e.q.produced(ctx, e) }
+
+// DeadLetters is the bad records on their way to the dead-letter topic.
+func (in *Intake) DeadLetters() *DeadLetters { return &in.dlq }
+
+// Blocks reports whether b holds a record after one of the same partition
+// still on its way to the dead-letter topic: it waits for it.
+func (q *DeadLetters) Blocks(b *dispatch.Batch) bool { return q.blockedBy(b, false) != nil }
+
+// Abandoned names the record whose dead-letter produce failed for good
+// that b holds records after (ok false: none): b must never be inserted,
+// since that would put rows past the unhandled record into ClickHouse, to
+// be inserted again after the restart.
+func (q *DeadLetters) Abandoned(b *dispatch.Batch) (after string, ok bool) {
+	if q.failed == 0 {
+		return "", false
 	}
-	p.cat.EachTable(func(ts *tables.Table) {
-		p.disp.withdrawQueued(ts, func(b *sealedBatch) bool {
-			d := p.dlq.blockedBy(b, true)
-			if d == nil {
-				return false
-			}
-			p.log.Warn().Str("table", ts.Name()).Uint64("batch", b.ID).Int("rows", b.Rows()).
-				Str("after", d.where()).Msg("batch not inserted: it holds records after a record the dead-letter topic did not take")
-			return true
-		})
-	})
+	if d := q.blockedBy(b, true); d != nil {
+		return d.where(), true
+	}
+	return "", false
+}
+
+// Stuck names the oldest dead-letter produce still being tried, with its
+// attempts and last error ("" when none), for the shutdown_timeout line.
+func (q *DeadLetters) Stuck() string {
+	oldest := q.oldest()
+	if oldest == nil {
+		return ""
+	}
+	msg := fmt.Sprintf("the dead-letter produce of %s to %q", oldest.where(), q.in.cfg.Errors.DLQTopic)
+	if oldest.lastErr != nil {
+		msg += fmt.Sprintf(" (%d attempts, last error: %v)", oldest.attempt, oldest.lastErr)
+	}
+	return msg
 }
 
 // badRecord diverts a record that cannot be decoded: to the dead-letter
 // topic, counted as handled once Kafka has it (see dlqState for what waits
 // for that), and/or to its dead-letter table, handled once its row is
-// inserted (dlqtable.go); or, with errors.tolerance none, it stops the
+// inserted (internal/tables); or, with errors.tolerance none, it stops the
 // connector before anything past it is committed. rs is the route the
 // record was meant for (nil: none takes it).
 //
 // Under exactly-once a bad record that recovery found handled is skipped
 // (the delivery's deadLettered): its row is in its dead-letter table, or it has none
 // and its copy went to the topic; with both, only the copy is sent again.
-func (p *Pipeline) badRecord(writeCtx context.Context, tp offsets.TP, r *kgo.Record, err error, rs *tables.Route) {
+func (in *Intake) badRecord(writeCtx context.Context, tp offsets.TP, r *kgo.Record, err error, rs *tables.Route) {
 	row := true
-	if p.dlv.DeadLettered(tp, r.Offset, rs) {
-		if p.cfg.Errors.DLQTopic == "" || p.cat.DeadLetters().TableOf(rs) == nil {
-			p.alreadyIn(tp, r)
+	if in.dlv.DeadLettered(tp, r.Offset, rs) {
+		if in.cfg.Errors.DLQTopic == "" || in.cat.DeadLetters().TableOf(rs) == nil {
+			in.alreadyIn(tp, r)
 			return
 		}
 		row = false // the topic stays at-least-once: its copy is sent again
 	}
-	units, acc, ok := p.divert(writeCtx, tp, r, err, rs, row)
+	units, acc, ok := in.divert(writeCtx, tp, r, err, rs, row)
 	if !ok {
 		return
 	}
 	if len(units) == 1 {
-		p.tracker.Add(tp, r.Offset, r.LeaderEpoch, units[0])
+		in.tracker.Add(tp, r.Offset, r.LeaderEpoch, units[0])
 	} else {
-		p.tracker.AddShared(tp, r.Offset, r.LeaderEpoch, units)
+		in.tracker.AddShared(tp, r.Offset, r.LeaderEpoch, units)
 	}
 	if acc != nil {
-		p.added(writeCtx, p.now(), acc, tp, r) // only now may its batch seal
+		in.batches.Added(writeCtx, in.now(), acc, tp, r) // only now may its batch seal
 	}
 }
 
@@ -250,47 +279,47 @@ func (p *Pipeline) badRecord(writeCtx context.Context, tp offsets.TP, r *kgo.Rec
 // passes to added once the record is tracked. ok is false when
 // errors.tolerance is none, or the row cannot be built: the connector
 // stops instead.
-func (p *Pipeline) divert(writeCtx context.Context, tp offsets.TP, r *kgo.Record, err error, rs *tables.Route, row bool) (units []uint64, acc *accState, ok bool) {
-	if p.cfg.Errors.Tolerance != "all" {
-		p.fatal = fmt.Errorf("%w (errors.tolerance is none: stopping; set errors.tolerance: all and errors.dlq_topic or errors.dlq_table to divert bad records)", err)
+func (in *Intake) divert(writeCtx context.Context, tp offsets.TP, r *kgo.Record, err error, rs *tables.Route, row bool) (units []uint64, acc *dispatch.Open, ok bool) {
+	if in.cfg.Errors.Tolerance != "all" {
+		in.own.Fail(fmt.Errorf("%w (errors.tolerance is none: stopping; set errors.tolerance: all and errors.dlq_topic or errors.dlq_table to divert bad records)", err))
 		return nil, nil, false
 	}
 	meant := tables.MeantFor(rs)
-	if ts := p.cat.DeadLetters().TableOf(rs); ts != nil && row {
-		a, rerr := p.deadLetterRow(ts, tp, r, err, meant)
+	if ts := in.cat.DeadLetters().TableOf(rs); ts != nil && row {
+		a, rerr := in.deadLetterRow(ts, tp, r, err, meant)
 		if rerr != nil {
-			p.fatal = rerr
+			in.own.Fail(rerr)
 			return nil, nil, false
 		}
-		units, acc = append(units, a.id), a
+		units, acc = append(units, a.ID()), a
 	}
-	p.stats.DLQ++
-	p.cat.DeadLetters().Count(meant)
-	p.topicMetrics(tp.Topic).DLQ()
-	if p.cfg.Errors.DLQTopic == "" {
+	in.stats.DLQ++
+	in.cat.DeadLetters().Count(meant)
+	in.topicMetrics(tp.Topic).DLQ()
+	if in.cfg.Errors.DLQTopic == "" {
 		if acc == nil { // config.Validate refuses such a config
-			p.fatal = fmt.Errorf("%w (no dead-letter table for it and no errors.dlq_topic: stopping)", err)
+			in.own.Fail(fmt.Errorf("%w (no dead-letter table for it and no errors.dlq_topic: stopping)", err))
 			return nil, nil, false
 		}
-		p.log.Warn().Err(err).Str("dlq_table", acc.key.table.Name()).Msg("bad record written to the dead-letter table")
+		in.log.Warn().Err(err).Str("dlq_table", acc.Table().Name()).Msg("bad record written to the dead-letter table")
 		return units, acc, true
 	}
-	id := p.newID()
-	p.taken = r // recycled by dropDLQ, not by the decode loop
+	id := in.own.NewID()
+	in.taken = r // recycled by dropDLQ, not by the decode loop
 	d := &dlqState{tp: tp, rec: r, cause: err}
-	p.dlq.add(id, d)
-	p.log.Warn().Err(err).Str("dlq_topic", p.cfg.Errors.DLQTopic).Msg("bad record sent to the dead-letter topic")
-	p.sendDLQ(writeCtx, id, d)
+	in.dlq.add(id, d)
+	in.log.Warn().Err(err).Str("dlq_topic", in.cfg.Errors.DLQTopic).Msg("bad record sent to the dead-letter topic")
+	in.dlq.send(writeCtx, id, d)
 	return append(units, id), acc, true
 }
 
 // deadLetterRow appends r's dead-letter row to ts's open batch and returns
 // that batch; the caller tracks r under its unit, then calls added.
-func (p *Pipeline) deadLetterRow(ts *tables.Table, tp offsets.TP, r *kgo.Record, cause error, meant string) (*accState, error) {
-	a := p.accFor(ts, tp)
-	if err := p.cat.DeadLetters().Append(a.acc.Data(), ts, r, cause, meant); err != nil {
+func (in *Intake) deadLetterRow(ts *tables.Table, tp offsets.TP, r *kgo.Record, cause error, meant string) (*dispatch.Open, error) {
+	a := in.batches.Open(ts, tp)
+	if err := in.cat.DeadLetters().Append(a.Block(), ts, r, cause, meant); err != nil {
 		return nil, err
 	}
-	p.dlv.OnRow(a.id, tp)
+	in.dlv.OnRow(a.ID(), tp)
 	return a, nil
 }
