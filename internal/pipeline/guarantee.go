@@ -49,18 +49,18 @@ type guarantee interface {
 // WithExactlyOnce gives the pipeline the I/O of delivery: exactly_once
 // (eosio.IO in production). Without it an exactly-once pipeline refuses to
 // run.
-func WithExactlyOnce(x delivery.IO) Option { return func(p *Pipeline) { p.eoIO = x } }
+func WithExactlyOnce(x delivery.IO) Option { return func(p *Pipeline) { p.opts.eoIO = x } }
 
 // initDelivery sets the delivery hooks: at-least-once, or exactly-once
 // with its state, which reaches the rest of the pipeline through eoHost.
-func (p *Pipeline) initDelivery() {
+func (p *Pipeline) initDelivery(tracker delivery.Tracker) {
 	p.dlv = delivery.AtLeastOnce{}
 	if !p.cfg.ExactlyOnce() {
 		return
 	}
 	h := eoHost{p}
-	p.eo = delivery.New(p.cfg, delivery.Deps{IO: p.eoIO, Sink: p.w, Catalog: p.cat,
-		Batches: eoBatches{p.disp, p}, Commits: h, Tracker: p.tracker, Owner: h, Metrics: p.m, Log: p.log,
+	p.eo = delivery.New(p.cfg, delivery.Deps{IO: p.opts.eoIO, Sink: p.w, Catalog: p.cat,
+		Batches: eoBatches{p.disp, p}, Commits: h, Tracker: tracker, Owner: h, Metrics: p.m, Log: p.log,
 		Now: func() time.Time { return p.now() }, Jitter: func(n int64) int64 { return p.draw(n) }})
 	p.dlv = p.eo
 }
@@ -83,7 +83,7 @@ func (p *Pipeline) CheckExactlyOnce(ctx context.Context) error {
 	if p.eo != nil {
 		return p.eo.Windows(ctx)
 	}
-	_, _, err := delivery.Windows(ctx, p.eoIO, p.cat, p.log)
+	_, _, err := delivery.Windows(ctx, p.opts.eoIO, p.cat, p.log)
 	return err
 }
 

@@ -90,9 +90,6 @@ package pipeline
 import (
 	"context"
 	"errors"
-	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -104,77 +101,58 @@ import (
 	"sink/internal/pipeline/delivery"
 	"sink/internal/pipeline/dispatch"
 	"sink/internal/pipeline/intake"
-	"sink/internal/status"
 	"sink/internal/tables"
 )
 
-// Pipeline is one connector.
+// Pipeline is one connector: the wiring of its parts and the event loop
+// that routes each event to the part it concerns (run.go).
 type Pipeline struct {
 	cfg  *config.Config
 	log  zerolog.Logger
 	w    Sink
 	cons Source
+	m    *metrics.Metrics // nil-safe: nil reports nothing
+	opts options
 
-	cat     *tables.Catalog    // the routes and their tables (internal/tables)
-	in      *intake.Intake     // the records on their way in (internal/pipeline/intake)
-	disp    *dispatch.Dispatch // the open and the unacknowledged batches (internal/pipeline/dispatch)
-	tracker *offsets.Tracker
-	nextID  uint64
+	// The parts, each the owner of its state and its behaviour.
+	cat       *tables.Catalog    // the routes and their tables (internal/tables)
+	in        *intake.Intake     // the records on their way in (internal/pipeline/intake)
+	disp      *dispatch.Dispatch // the batches on their way to ClickHouse (internal/pipeline/dispatch)
+	committer *committer         // the offsets tracker and the commits (committer.go)
+	// dlv is what the delivery guarantee adds to the shared path
+	// (guarantee.go); eo is exactly-once's, under exactly_once (nil
+	// otherwise).
+	dlv  guarantee
+	eo   *delivery.Exactly
+	view view // the operator's view and controls (admin.go)
 
-	inbox   chan event // outcomes of the goroutines the pipeline started (events.go)
+	// The event loop's inputs (run.go), and the goroutines that use the
+	// Sink, which Run joins before it returns (calls.go).
+	inbox   chan event // outcomes of the goroutines the parts started (events.go)
 	events  chan groupEvent
 	fetches chan kgo.Fetches
 	want    chan struct{}
-	stopped chan struct{} // closed (stop) once Run's last commit is made
-	stopOne sync.Once
-
-	// calls are the goroutines that use the Sink (inserts, table re-reads,
-	// parts reads, ADD COLUMNs), started with spawn; Run joins them, for
-	// at most cancelGrace after canceling them, before it returns, so that
-	// the caller may close the ClickHouse pool. callsLive counts them for
-	// the error that names the ones still running.
-	calls       sync.WaitGroup
-	callsLive   atomic.Int64
-	cancelGrace time.Duration
-
-	committer *committer // the tracker and the commits (committer.go)
+	calls   goroutines
 
 	polling bool // a poll was requested and not yet delivered
-	// recycle hands a record's memory back to franz-go's pool
-	// ((*kgo.Record).Recycle; tests poison the record instead).
-	recycle func(*kgo.Record)
-	paused  bool
+	paused  bool // fetching paused: the buffer budget is used up (poll.go)
 	revoke  *revokeWait
 	fatal   error
+	nextID  uint64 // the last unit id (newID)
 	now     func() time.Time
 	// jitter draws the random part of exactly-once's retry waits
 	// (backoff.Policy.Rand); nil is math/rand. Tests fix it.
 	jitter func(n int64) int64
+	// recycle hands a record's memory back to franz-go's pool
+	// ((*kgo.Record).Recycle; tests poison the record instead).
+	recycle func(*kgo.Record)
+}
 
-	m *metrics.Metrics // nil-safe: nil reports nothing
-
-	// The operator's view and controls (admin.go): the state, pause and
-	// resume requests, what the fetches and commits said per assigned
-	// partition, and the last published snapshot (read by HTTP goroutines).
-	state      status.State
-	stateSince time.Time
-	failure    error // why Run ended, once it did
-	controls   chan controlReq
-	started    chan struct{} // closed when Run starts
-	seen       map[offsets.TP]*partSeen
-	snap       atomic.Pointer[status.Snapshot]
-	snapEvery  time.Duration // snapshotInterval
-	posEvery   time.Duration // positionsInterval
-	probingPos bool          // a positions probe is running
-
-	// dlv is what the delivery guarantee adds to the shared path
-	// (delivery.go); eo is its state under exactly_once (nil otherwise).
-	dlv guarantee
-	eo  *delivery.Exactly
+// options are what the Options give New beyond the config.
+type options struct {
 	// eoIO is exactly-once's reading of ledgers, records and tables
 	// (WithExactlyOnce); Run refuses that mode without it.
 	eoIO delivery.IO
-
 	// reg is the schema registry of the registry-framed formats (nil when
 	// none is configured).
 	reg intake.Registry
@@ -204,72 +182,79 @@ func WithMetrics(m *metrics.Metrics) Option { return func(p *Pipeline) { p.m = m
 // json-schema, debezium-avro) r as their schema registry: main makes a
 // registry.Client from schema_registry. New refuses a config with
 // schema_registry and no WithRegistry.
-func WithRegistry(r intake.Registry) Option { return func(p *Pipeline) { p.reg = r } }
+func WithRegistry(r intake.Registry) Option { return func(p *Pipeline) { p.opts.reg = r } }
 
 // New resolves every route's table and compiles its decode plan. It fails
 // with one line naming the problem: a missing table, a column the mapping
 // cannot fill, an unknown source.
 func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w Sink, opts ...Option) (*Pipeline, error) {
 	p := &Pipeline{
-		cfg:       cfg,
-		log:       log,
-		w:         w,
-		tracker:   offsets.New(),
-		inbox:     make(chan event, 64),
-		events:    make(chan groupEvent),
-		fetches:   make(chan kgo.Fetches),
-		want:      make(chan struct{}, 1),
-		stopped:   make(chan struct{}),
-		controls:  make(chan controlReq),
-		started:   make(chan struct{}),
-		seen:      map[offsets.TP]*partSeen{},
-		state:     status.Starting,
-		snapEvery: snapshotInterval,
-		posEvery:  positionsInterval,
-		now:       time.Now,
-		recycle:   (*kgo.Record).Recycle,
+		cfg:     cfg,
+		log:     log,
+		w:       w,
+		inbox:   make(chan event, 64),
+		events:  make(chan groupEvent),
+		fetches: make(chan kgo.Fetches),
+		want:    make(chan struct{}, 1),
+		calls:   goroutines{grace: cancelGrace, stopped: make(chan struct{})},
+		view:    newView(),
+		now:     time.Now,
+		recycle: (*kgo.Record).Recycle,
 	}
-	p.cancelGrace = cancelGrace
 	for _, o := range opts {
 		o(p)
 	}
-	p.stateSince = p.now()
-	p.committer = &committer{tracker: p.tracker, src: func() Source { return p.cons }, dlv: func() guarantee { return p.dlv },
-		timeout: cfg.Kafka.RequestTimeout, log: log, m: p.m, now: func() time.Time { return p.now() },
-		idle: func() bool { return p.unacked() == 0 && p.disp.OpenBatches() == 0 }, seen: p.committedSeen}
-	if p.reg == nil && cfg.SchemaRegistry.Enabled() {
+	if p.opts.reg == nil && cfg.SchemaRegistry.Enabled() {
 		return nil, errors.New("schema_registry is configured but the pipeline was given no registry client (pipeline.WithRegistry)")
 	}
-	now := func() time.Time { return p.now() }
+	p.view.stateSince = p.now()
 	p.m.SetMaxWait(cfg.Batch.MaxWait)
-	p.disp = dispatch.New(cfg, dispatch.Deps{Sink: w, Owner: dispatchOwner{p}, Tracker: p.tracker,
-		Allowance: p.allow, Metrics: p.m, Log: log, Now: now})
-	p.in = intake.New(cfg, intake.Deps{Batches: p.disp, Tracker: p.tracker, Owner: intakeOwner{p},
-		Source: func() intake.Producer { return p.cons }, Target: w, Registry: p.reg,
-		Recycle: func(r *kgo.Record) { p.recycle(r) }, Metrics: p.m, Log: log, Now: now})
-	cat, err := tables.Open(ctx, cfg, tables.Options{Sink: w, Registry: p.reg, Lookups: p.in.Lookups(),
-		Sampler: p.sampler, NoCreate: p.noCreate, Metrics: p.m, Log: log, Now: func() time.Time { return p.now() }, Owner: tablesOwner{p}})
-	if err != nil {
+	if err := p.wire(ctx); err != nil {
 		return nil, err
+	}
+	return p, nil
+}
+
+// wire builds the parts and ties each to the others through the
+// interfaces it declares: the committer, dispatch and intake first, then
+// the catalog (which tells dispatch of each table it opens and compiles
+// its plans with intake's schema look-ups), then the delivery guarantee
+// over them all.
+func (p *Pipeline) wire(ctx context.Context) error {
+	cfg, log := p.cfg, p.log
+	now := func() time.Time { return p.now() }
+	tracker := offsets.New()
+	p.committer = &committer{tracker: tracker, src: func() Source { return p.cons }, dlv: func() guarantee { return p.dlv },
+		timeout: cfg.Kafka.RequestTimeout, log: log, m: p.m, now: now,
+		idle: func() bool { return p.unacked() == 0 && p.disp.OpenBatches() == 0 }, seen: p.view.committed}
+	p.disp = dispatch.New(cfg, dispatch.Deps{Sink: p.w, Owner: dispatchOwner{p}, Tracker: tracker,
+		Allowance: p.opts.allow, Metrics: p.m, Log: log, Now: now})
+	p.in = intake.New(cfg, intake.Deps{Batches: p.disp, Tracker: tracker, Owner: intakeOwner{p},
+		Source: func() intake.Producer { return p.cons }, Target: p.w, Registry: p.opts.reg,
+		Recycle: func(r *kgo.Record) { p.recycle(r) }, Metrics: p.m, Log: log, Now: now})
+	cat, err := tables.Open(ctx, cfg, tables.Options{Sink: p.w, Registry: p.opts.reg, Lookups: p.in.Lookups(),
+		Sampler: p.opts.sampler, NoCreate: p.opts.noCreate, Metrics: p.m, Log: log, Now: now, Owner: tablesOwner{p}})
+	if err != nil {
+		return err
 	}
 	p.cat = cat
 	p.disp.Catalog = cat
 	p.in.SetCatalog(cat)
-	p.initDelivery()
+	p.initDelivery(tracker)
 	p.disp.Delivery = p.dlv
 	p.in.SetDelivery(p.dlv)
-	return p, nil
+	return nil
 }
 
 // WithSampler gives schema.create: if_missing s to read the records that
 // type a missing table's columns. Without it, New fails on a route with
 // schema.create: if_missing whose table is missing.
-func WithSampler(s tables.Sampler) Option { return func(p *Pipeline) { p.sampler = s } }
+func WithSampler(s tables.Sampler) Option { return func(p *Pipeline) { p.opts.sampler = s } }
 
 // WithoutCreate makes New leave missing tables missing, whatever
 // schema.create says (sink check, which only prints the plans of
 // tables.PlanCreates and tables.PlanDLQTables).
-func WithoutCreate() Option { return func(p *Pipeline) { p.noCreate = true } }
+func WithoutCreate() Option { return func(p *Pipeline) { p.opts.noCreate = true } }
 
 // Catalog is the routes and their tables that New resolved; sink check
 // reads them (Targets, Table, ResolveTopics, SampleDrift) before Run.
@@ -278,7 +263,7 @@ func (p *Pipeline) Catalog() *tables.Catalog { return p.cat }
 // tablesOwner is what the catalog asks of the rest of the pipeline.
 type tablesOwner struct{ p *Pipeline }
 
-func (o tablesOwner) Spawn(f func())            { o.p.spawn(f) }
+func (o tablesOwner) Spawn(f func())            { o.p.calls.spawn(f) }
 func (o tablesOwner) Described(r tables.Result) { o.p.post(described{p: o.p, r: r}) }
 func (o tablesOwner) Stopping() bool            { return o.p.fatal != nil }
 
@@ -292,12 +277,12 @@ func (o tablesOwner) Reshape(ctx context.Context, t *tables.Table) {
 // server's budget computed across the pods that write to it, for
 // instance) instead of clickhouse.max_inserts_per_minute; the budget is
 // then on even when that is 0.
-func WithAllowance(a dispatch.Allowance) Option { return func(p *Pipeline) { p.allow = a } }
+func WithAllowance(a dispatch.Allowance) Option { return func(p *Pipeline) { p.opts.allow = a } }
 
 // dispatchOwner is what dispatch asks of the rest of the pipeline.
 type dispatchOwner struct{ p *Pipeline }
 
-func (o dispatchOwner) Spawn(f func())                 { o.p.spawn(f) }
+func (o dispatchOwner) Spawn(f func())                 { o.p.calls.spawn(f) }
 func (o dispatchOwner) Post(e dispatch.Event)          { o.p.post(e) }
 func (o dispatchOwner) NewID() uint64                  { return o.p.newID() }
 func (o dispatchOwner) Blocked(b *dispatch.Batch) bool { return o.p.in.DeadLetters().Blocks(b) }
@@ -339,54 +324,15 @@ func (p *Pipeline) Stats() Stats {
 
 func (p *Pipeline) newID() uint64 { p.nextID++; return p.nextID }
 
-// cancelGrace is how long Run waits, once it canceled them, for the
-// goroutines that use the Sink to return: a canceled INSERT or query ends
-// as soon as the driver has told the server and closed its connection.
-const cancelGrace = 5 * time.Second
-
-// spawn runs f on a goroutine that Run joins before it returns (f uses
-// the Sink, which the caller closes after Run).
-func (p *Pipeline) spawn(f func()) {
-	p.calls.Add(1)
-	p.callsLive.Add(1)
-	go func() {
-		defer p.calls.Done()
-		defer p.callsLive.Add(-1)
-		f()
-	}()
-}
-
-// stop closes stopped: from then on every event sent to the owner (post)
-// is dropped instead of waiting for a loop that has ended, and group
-// callbacks no longer wait for it.
-func (p *Pipeline) stop() { p.stopOne.Do(func() { close(p.stopped) }) }
-
-// join waits until every goroutine started with spawn has returned, for at
-// most cancelGrace; the caller has canceled them. It reports the ones
-// still running when the grace passed.
-func (p *Pipeline) join() error {
-	done := make(chan struct{})
-	go func() { p.calls.Wait(); close(done) }()
-	t := time.NewTimer(p.cancelGrace)
-	defer t.Stop()
-	select {
-	case <-done:
-		return nil
-	case <-t.C:
-		return fmt.Errorf("%d ClickHouse calls (INSERTs or queries) still running %s after they were canceled; the connection pool is closed under them",
-			p.callsLive.Load(), p.cancelGrace)
-	}
-}
-
 // intakeOwner is what intake asks of the rest of the pipeline.
 type intakeOwner struct{ p *Pipeline }
 
 func (o intakeOwner) Fail(err error)      { o.p.failIf(err) }
 func (o intakeOwner) Failed() bool        { return o.p.fatal != nil }
 func (o intakeOwner) NewID() uint64       { return o.p.newID() }
-func (o intakeOwner) Spawn(f func())      { o.p.spawn(f) }
+func (o intakeOwner) Spawn(f func())      { o.p.calls.spawn(f) }
 func (o intakeOwner) Post(e intake.Event) { o.p.post(e) }
 func (o intakeOwner) Settled(id uint64)   { o.p.revokeDone(id) }
 func (o intakeOwner) Fetched(tp offsets.TP, hwm, lag int64, last time.Time) {
-	o.p.fetchedSeen(tp, hwm, lag, last)
+	o.p.view.fetched(tp, hwm, lag, last)
 }
