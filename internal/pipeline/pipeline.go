@@ -4,24 +4,53 @@
 // and commits each partition's offsets only up to the records that are in
 // ClickHouse or in the dead-letter topic.
 //
+// The work is done by parts that each own their state and their
+// behaviour, and reach one another only through interfaces they declare
+// (the adapters of wire.go):
+//
+//   - the catalog (internal/tables): the routes and their tables, created,
+//     re-read, evolved, the dead-letter tables;
+//   - intake (internal/pipeline/intake): fetch, decode, hold: the polled
+//     records decoded a turn at a time, each routed to its table's open
+//     batch, held for the schema registry or a new column, bad ones to the
+//     dead letters, TRUNCATE events (internal/cdc);
+//   - dispatch (internal/pipeline/dispatch): the open batches and their
+//     seal (its cadence: fixed, adaptive or the insert budget), each
+//     table's queue and insert slots, the INSERTs and their outcomes;
+//   - the committer (committer.go): the offsets tracker and the commits,
+//     off the owner goroutine, their results back as events;
+//   - the delivery guarantee (internal/pipeline/delivery: at-least-once,
+//     or exactly-once's intents, ledgers and recovery), as hooks the
+//     others call;
+//   - the operator's view (view.go, admin.go): the state, pause and
+//     resume, the status snapshot.
+//
+// Pipeline itself keeps the wiring (wire.go) and the event loop (run.go)
+// that routes each event to the part it concerns: a fetch (poll.go decides
+// when to poll and when to decode: the backpressure), an outcome in the
+// inbox (events.go: each goroutine's result, applied by its part), a
+// commit's result, a group callback (rebalance.go), a control request, a
+// timer or a periodic tick. The Source port and its optional capabilities
+// are ports.go; the parts declare the Sink's.
+//
 // Concurrency: one goroutine (Run's, "the owner") owns every piece of
-// mutable state: routes and tables, accumulators, the offsets tracker, the
-// batches in flight, dead-letter produces, the exactly-once ledgers and the
-// counters. Everything else talks to it over channels: the poller hands it
-// fetches only when it asked for them (so memory stays within
-// batch.buffer_memory: when the budget is used up it stops asking, and
-// fetching pauses), insert and describe goroutines report results, and the
-// group callbacks (Hooks, on franz-go's goroutine) hand it assignments,
-// revokes and losses and wait for the answer. Pause and Resume (POST
-// /pause, /resume) are requests over a channel too, answered by the owner;
-// Status hands any goroutine the last snapshot the owner published (an
-// immutable copy, never the owner's maps). Every goroutine that uses the
-// Sink (inserts, table and parts reads, ADD COLUMNs) is started with spawn,
-// sends its result through a send that gives up once Run has made its last
-// commit, and is joined (canceled, then waited for, boundedly) before Run
-// returns: the caller may close the ClickHouse pool as soon as Run returned.
-// New, Tables, ResolveTopics and CheckExactlyOnce are called before Run;
-// Stats after it returned.
+// mutable state: the parts are called on it only. Everything else talks to
+// it over channels: the poller hands it fetches only when it asked for
+// them (so memory stays within batch.buffer_memory: when the budget is
+// used up it stops asking, and fetching pauses), the goroutines the parts
+// start (INSERTs, table reads, ALTERs, TRUNCATEs, parts reads, schema
+// look-ups, dead-letter produces' callbacks) hand their outcome back as an
+// event, and the group callbacks (on franz-go's goroutine) hand it
+// assignments, revokes and losses and wait for the answer. Pause and
+// Resume (POST /pause, /resume) are requests over a channel too, answered
+// by the owner; Status hands any goroutine the last snapshot the owner
+// published (an immutable copy, never the owner's maps). Every goroutine
+// that uses the Sink is started with spawn (calls.go), sends its outcome
+// through a send that gives up once Run has made its last commit, and is
+// joined (canceled, then waited for, boundedly) before Run returns: the
+// caller may close the ClickHouse pool as soon as Run returned. New,
+// Catalog and CheckExactlyOnce are called before Run; Stats after it
+// returned.
 //
 // What the owner waits for. Its channel operations return at once
 // (replies go to buffered channels, the poller's request has a slot of
@@ -33,21 +62,21 @@
 //   - An offset commit when a revoke's batches are in, at the revoke
 //     deadline, when a pause is complete, at shutdown and when partitions
 //     are given up (the commit still out is waited for first), and, with
-//     exactly_once, the intent commit before each batch's INSERT
-//     (internal/pipeline/exactly): each at most kafka.request_timeout
-//     (commitOffsets),
-//     after the commit still out; a commit that fails or times out is
-//     retried by the next one, an intent after its backoff. The commits
-//     after each INSERT and every kafka.commit_interval do not wait: they
-//     go through the committer's goroutine (committer.go), one at a time,
-//     and their results come back as events.
-//   - Describing a table first needed by a new topic (routing.go,
+//     exactly_once, the intent commit before each batch's INSERT: each at
+//     most kafka.request_timeout (the committer's send), after the commit
+//     still out; a commit that fails or times out is retried by the next
+//     one, an intent after its backoff. The commits after each INSERT and
+//     every kafka.commit_interval do not wait: they go through the
+//     committer's goroutine, one at a time, and their results come back
+//     as events.
+//   - Describing a table first needed by a new topic (the catalog's
 //     resolveTopic: a table named after its topic): at most
 //     clickhouse.query_timeout, once per topic.
-//   - A dead-letter produce (dlq.go): franz-go's Produce returns at once
-//     unless 50,000 records wait in its buffer; then it waits until one of
-//     them is acknowledged or fails (each fails after 10 retries).
-//   - Exactly-once recovery of newly assigned partitions (exactly's
+//   - A dead-letter produce (intake's dead letters): franz-go's Produce
+//     returns at once unless 50,000 records wait in its buffer; then it
+//     waits until one of them is acknowledged or fails (each fails after
+//     10 retries).
+//   - Exactly-once recovery of newly assigned partitions (the delivery's
 //     recoverParts, while franz-go's assigned callback waits for it): the
 //     group's ledgers (franz-go's request retries, 30 s), the topics' IDs
 //     and log ends (retried for at most a minute), each pending batch read
@@ -62,34 +91,13 @@
 // Schema-registry look-ups are not on that list: while Run loops, the id
 // a record names that is not known yet is looked up on a goroutine of its
 // own and the record is held until the answer comes back as an event
-// (lookup.go), so a revoke never waits behind a slow registry. At
+// (intake's lookups), so a revoke never waits behind a slow registry. At
 // shutdown Run waits for the inserts up to shutdown_timeout, then for the
 // canceled Sink calls and look-ups up to cancelGrace each, and for the
 // poller, whose Poll returns once canceled.
-//
-// The files follow the jobs: ports.go (Source, Sink, ExactlyOnce and
-// every optional capability asked of them), fetched.go (polled records,
-// decoded while the next fetch is read), dispatch.go (accumulators, each
-// table's queue and in-flight slots, inserts and their acks), commit.go
-// and committer.go (commits, off the owner), rebalance.go (assign, revoke
-// with its deadline, loss), dlq.go (bad records), held.go (records held
-// for the schema registry or a new column, in partition order), lookup.go
-// (schema-registry look-ups off the owner goroutine), budget.go (the
-// budget of INSERTs per server: which batch goes when), truncate.go
-// (TRUNCATE events), delivery.go (what the delivery guarantee adds to the
-// shared path, as hooks; at-least-once adds nothing; exactly-once is the
-// other implementation, internal/pipeline/exactly), fanout.go (routes
-// chosen per record by their when:, records in several tables), stats.go
-// (summary line, metric handles), admin.go (the state, pause and resume,
-// the status snapshot) and run.go (the loop, the poller, shutdown). The
-// routes and their tables (created, changed, evolved, dead-letter tables)
-// are internal/tables' Catalog; the fill of values a change event did not
-// carry is internal/cdc's.
 package pipeline
 
 import (
-	"context"
-	"errors"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -97,7 +105,6 @@ import (
 
 	"sink/config"
 	"sink/internal/metrics"
-	"sink/internal/offsets"
 	"sink/internal/pipeline/delivery"
 	"sink/internal/pipeline/dispatch"
 	"sink/internal/pipeline/intake"
@@ -184,68 +191,6 @@ func WithMetrics(m *metrics.Metrics) Option { return func(p *Pipeline) { p.m = m
 // schema_registry and no WithRegistry.
 func WithRegistry(r intake.Registry) Option { return func(p *Pipeline) { p.opts.reg = r } }
 
-// New resolves every route's table and compiles its decode plan. It fails
-// with one line naming the problem: a missing table, a column the mapping
-// cannot fill, an unknown source.
-func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w Sink, opts ...Option) (*Pipeline, error) {
-	p := &Pipeline{
-		cfg:     cfg,
-		log:     log,
-		w:       w,
-		inbox:   make(chan event, 64),
-		events:  make(chan groupEvent),
-		fetches: make(chan kgo.Fetches),
-		want:    make(chan struct{}, 1),
-		calls:   goroutines{grace: cancelGrace, stopped: make(chan struct{})},
-		view:    newView(),
-		now:     time.Now,
-		recycle: (*kgo.Record).Recycle,
-	}
-	for _, o := range opts {
-		o(p)
-	}
-	if p.opts.reg == nil && cfg.SchemaRegistry.Enabled() {
-		return nil, errors.New("schema_registry is configured but the pipeline was given no registry client (pipeline.WithRegistry)")
-	}
-	p.view.stateSince = p.now()
-	p.m.SetMaxWait(cfg.Batch.MaxWait)
-	if err := p.wire(ctx); err != nil {
-		return nil, err
-	}
-	return p, nil
-}
-
-// wire builds the parts and ties each to the others through the
-// interfaces it declares: the committer, dispatch and intake first, then
-// the catalog (which tells dispatch of each table it opens and compiles
-// its plans with intake's schema look-ups), then the delivery guarantee
-// over them all.
-func (p *Pipeline) wire(ctx context.Context) error {
-	cfg, log := p.cfg, p.log
-	now := func() time.Time { return p.now() }
-	tracker := offsets.New()
-	p.committer = &committer{tracker: tracker, src: func() Source { return p.cons }, dlv: func() guarantee { return p.dlv },
-		timeout: cfg.Kafka.RequestTimeout, log: log, m: p.m, now: now,
-		idle: func() bool { return p.unacked() == 0 && p.disp.OpenBatches() == 0 }, seen: p.view.committed}
-	p.disp = dispatch.New(cfg, dispatch.Deps{Sink: p.w, Owner: dispatchOwner{p}, Tracker: tracker,
-		Allowance: p.opts.allow, Metrics: p.m, Log: log, Now: now})
-	p.in = intake.New(cfg, intake.Deps{Batches: p.disp, Tracker: tracker, Owner: intakeOwner{p},
-		Source: func() intake.Producer { return p.cons }, Target: p.w, Registry: p.opts.reg,
-		Recycle: func(r *kgo.Record) { p.recycle(r) }, Metrics: p.m, Log: log, Now: now})
-	cat, err := tables.Open(ctx, cfg, tables.Options{Sink: p.w, Registry: p.opts.reg, Lookups: p.in.Lookups(),
-		Sampler: p.opts.sampler, NoCreate: p.opts.noCreate, Metrics: p.m, Log: log, Now: now, Owner: tablesOwner{p}})
-	if err != nil {
-		return err
-	}
-	p.cat = cat
-	p.disp.Catalog = cat
-	p.in.SetCatalog(cat)
-	p.initDelivery(tracker)
-	p.disp.Delivery = p.dlv
-	p.in.SetDelivery(p.dlv)
-	return nil
-}
-
 // WithSampler gives schema.create: if_missing s to read the records that
 // type a missing table's columns. Without it, New fails on a route with
 // schema.create: if_missing whose table is missing.
@@ -260,55 +205,11 @@ func WithoutCreate() Option { return func(p *Pipeline) { p.opts.noCreate = true 
 // reads them (Targets, Table, ResolveTopics, SampleDrift) before Run.
 func (p *Pipeline) Catalog() *tables.Catalog { return p.cat }
 
-// tablesOwner is what the catalog asks of the rest of the pipeline.
-type tablesOwner struct{ p *Pipeline }
-
-func (o tablesOwner) Spawn(f func())            { o.p.calls.spawn(f) }
-func (o tablesOwner) Described(r tables.Result) { o.p.post(described{p: o.p, r: r}) }
-func (o tablesOwner) Stopping() bool            { return o.p.fatal != nil }
-
-func (o tablesOwner) TableAdded(t *tables.Table)   { o.p.disp.TableAdded(t) }
-func (o tablesOwner) TableBounded(t *tables.Table) { o.p.disp.Rebound(t) }
-func (o tablesOwner) Reshape(ctx context.Context, t *tables.Table) {
-	o.p.disp.Reshape(ctx, t)
-}
-
 // WithAllowance makes the budget of each server come from a (a share of a
 // server's budget computed across the pods that write to it, for
 // instance) instead of clickhouse.max_inserts_per_minute; the budget is
 // then on even when that is 0.
 func WithAllowance(a dispatch.Allowance) Option { return func(p *Pipeline) { p.opts.allow = a } }
-
-// dispatchOwner is what dispatch asks of the rest of the pipeline.
-type dispatchOwner struct{ p *Pipeline }
-
-func (o dispatchOwner) Spawn(f func())                 { o.p.calls.spawn(f) }
-func (o dispatchOwner) Post(e dispatch.Event)          { o.p.post(e) }
-func (o dispatchOwner) NewID() uint64                  { return o.p.newID() }
-func (o dispatchOwner) Blocked(b *dispatch.Batch) bool { return o.p.in.DeadLetters().Blocks(b) }
-
-// Landed is the rest of the one path after an INSERT succeeds: a TRUNCATE
-// that waited for the table's earlier rows goes on, the offsets are
-// committed at once (inserts are few by design, so one commit round trip
-// per insert is cheap, and it shrinks what a crash replays to the batches
-// still in flight; commit_interval still covers dead letters and skips),
-// and a revoke waiting for the batch is told.
-func (o dispatchOwner) Landed(ctx context.Context, t *tables.Table, id uint64) {
-	p := o.p
-	p.in.Landed(ctx, t)
-	if p.revoke == nil {
-		p.committer.commit()
-	}
-	p.revokeDone(id)
-}
-
-// Failed: the batch stays unacknowledged in the tracker, so its offsets
-// (and everything after them) are never committed, and the connector
-// stops (err nil: canceled at shutdown).
-func (o dispatchOwner) Failed(id uint64, err error) {
-	o.p.failIf(err)
-	o.p.revokeDone(id)
-}
 
 // Attach gives the pipeline its consumer. It is separate from New because
 // the consumer's group callbacks call into the pipeline.
@@ -323,16 +224,3 @@ func (p *Pipeline) Stats() Stats {
 }
 
 func (p *Pipeline) newID() uint64 { p.nextID++; return p.nextID }
-
-// intakeOwner is what intake asks of the rest of the pipeline.
-type intakeOwner struct{ p *Pipeline }
-
-func (o intakeOwner) Fail(err error)      { o.p.failIf(err) }
-func (o intakeOwner) Failed() bool        { return o.p.fatal != nil }
-func (o intakeOwner) NewID() uint64       { return o.p.newID() }
-func (o intakeOwner) Spawn(f func())      { o.p.calls.spawn(f) }
-func (o intakeOwner) Post(e intake.Event) { o.p.post(e) }
-func (o intakeOwner) Settled(id uint64)   { o.p.revokeDone(id) }
-func (o intakeOwner) Fetched(tp offsets.TP, hwm, lag int64, last time.Time) {
-	o.p.view.fetched(tp, hwm, lag, last)
-}

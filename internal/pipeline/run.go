@@ -379,7 +379,7 @@ func (p *Pipeline) stuckOn() string {
 }
 
 // poller polls only when asked, so the owner decides how much is buffered.
-// Each poll takes everything franz-go has buffered (fetched.go says why).
+// Each poll takes everything franz-go has buffered (intake says why).
 func (p *Pipeline) poller(ctx context.Context) {
 	for {
 		select {

@@ -66,7 +66,7 @@ func (in *Intake) routeRecord(writeCtx context.Context, now time.Time, tp offset
 // decodeRecord appends r to its table's open batch, or skips it, or sends
 // it to the dead-letter path; held is true (and nothing is done) when its
 // schema cannot be fetched now, or when it carries a field its table is
-// getting a column for (the row is taken back: evolve.go).
+// getting a column for (the row is taken back: internal/tables).
 func (in *Intake) decodeRecord(writeCtx context.Context, now time.Time, tp offsets.TP, r *kgo.Record) (_ error, held bool) {
 	rs, err := in.cat.RouteFor(writeCtx, r.Topic)
 	if err != nil {
