@@ -46,7 +46,7 @@ func (in *Intake) consumed(r *kgo.Record) {
 
 // routeRecord hands r to its route's table (decodeRecord) or, when routes
 // are chosen per record, to every table its routes' conditions pick
-// (handleFanout); held as for handleRecord.
+// (handleFanout); held as for Record.
 func (in *Intake) routeRecord(writeCtx context.Context, now time.Time, tp offsets.TP, r *kgo.Record) (_ error, held bool) {
 	if r.Attrs.IsControl() {
 		// A transaction's commit or abort marker (the consumer keeps them):
