@@ -510,7 +510,13 @@ func TestValidate(t *testing.T) {
 	tt := func(re, table string) string { return fmt.Sprintf(srv, re, table) }
 	f(tt(`srv\.public\..*`, "${topic.last}"), nil, "")
 	f(tt(`srv\.public\..*`, "cdc.${topic.last}"), nil, "")
-	f(tt(`srv\.(\w+)\.(\w+)`, "${1}.${2}_v2"), nil, "")
+	// A database part with a placeholder needs the databases it may be;
+	// databases: is only for such a template.
+	f(tt(`srv\.(\w+)\.(\w+)`, "${1}.${2}_v2"), nil, `routes[0].table: "${1}.${2}_v2" takes its database from the topic's name ("${1}"); write the database literally ("analytics.${topic.last}"), or list the databases it may write to in routes[0].databases`)
+	f(strings.Replace(tt(`srv\.(\w+)\.(\w+)`, "${1}.${2}_v2"), "format:", "databases: [public, inventory], format:", 1), nil, "")
+	f(strings.Replace(tt(`srv\.(\w+)\.(\w+)`, "${1}.${2}_v2"), "format:", "databases: [public, 'a.b'], format:", 1), nil, `routes[0].databases: "a.b" is not a valid database name`)
+	f(strings.Replace(tt(`srv\..*`, "cdc.${topic.last}"), "format:", "databases: [cdc], format:", 1), nil, `routes[0].databases: only for a table template whose database part has a placeholder, and "cdc.${topic.last}" has none (its database is "cdc")`)
+	f(strings.Replace(tt(`srv\..*`, "${topic}"), "format:", "databases: [cdc], format:", 1), nil, `routes[0].databases: only for a table template whose database part has a placeholder, and "${topic}" has none (its database is clickhouse.database)`)
 	f(tt(`srv\..*`, "${topic}"), nil, "")
 	f(tt(`srv\..*`, "${table}"), nil, `routes[0].table: unknown placeholder "${table}" (want ${topic}, ${topic.last}, or ${1}..${9} for topic_regex groups)`)
 	f(tt(`srv\..*`, "${0}"), nil, `routes[0].table: unknown placeholder "${0}"`)

@@ -270,6 +270,7 @@ func (c *Config) validateRoutes(p *problems) {
 		}
 
 		tbl := p.checkTableTemplate(key, r)
+		p.checkTemplateDatabase(key, r)
 		if r.Table == "" {
 			p.add("%s.table: required", key)
 		} else if db, table, ok := strings.Cut(tbl, "."); ok {

@@ -71,7 +71,9 @@ func (p *Pipeline) unrouted(writeCtx context.Context, tp offsets.TP, r *kgo.Reco
 func (p *Pipeline) handleFanout(writeCtx context.Context, now time.Time, tp offsets.TP, r *kgo.Record) (_ error, held bool) {
 	cands, err := p.routesFor(writeCtx, r.Topic)
 	if err != nil {
-		p.fatal = err // a table cannot be resolved: stop before this record
+		if !p.badTopic(writeCtx, tp, r, err) {
+			p.fatal = err // a table cannot be resolved: stop before this record
+		}
 		return nil, false
 	}
 	f := &p.rt.fan

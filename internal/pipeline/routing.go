@@ -2,15 +2,19 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"sink/config"
 	"sink/internal/chschema"
 	"sink/internal/chtable"
 	"sink/internal/decode"
+	"sink/internal/offsets"
 )
 
 // routeState is one route, compiled against its table.
@@ -304,6 +308,20 @@ func (p *Pipeline) resolveTopic(ctx context.Context, rs *routeState, topic strin
 	}
 	p.log.Info().Str("topic", topic).Str("table", key).Int("route", idx).Msg("table resolved for topic")
 	return &routeState{route: rs.route, plan: plan, table: ts}, nil
+}
+
+// badTopic handles r as a bad record when err says that its topic's name
+// gives no table by its route's template (config.TopicTableError: a dot
+// that would choose the database, a database outside the route's list):
+// whoever creates topics chooses the name, as whoever produces chooses a
+// record. It reports false for any other error, which stops the connector.
+func (p *Pipeline) badTopic(writeCtx context.Context, tp offsets.TP, r *kgo.Record, err error) bool {
+	var bad *config.TopicTableError
+	if !errors.As(err, &bad) {
+		return false
+	}
+	p.badRecord(writeCtx, tp, r, err, nil)
+	return true
 }
 
 // allRoutes is every compiled route: the configured ones and those resolved

@@ -423,7 +423,9 @@ func (p *Pipeline) routeRecord(writeCtx context.Context, now time.Time, tp offse
 func (p *Pipeline) decodeRecord(writeCtx context.Context, now time.Time, tp offsets.TP, r *kgo.Record) (_ error, held bool) {
 	rs, err := p.routeFor(writeCtx, r.Topic)
 	if err != nil {
-		p.fatal = err // the topic's table cannot be resolved: stop before this record
+		if !p.badTopic(writeCtx, tp, r, err) {
+			p.fatal = err // the topic's table cannot be resolved: stop before this record
+		}
 		return nil, false
 	}
 	if rs == nil {

@@ -394,10 +394,10 @@ func (v *conv) routing() {
 			}
 		}
 		if split != "" && len(v.routers) == 0 {
-			v.unsupported("enableDbTopicSplit", "with topics.regex the import cannot split topic names it does not know: write routes with topic_regex capture groups, table: \"${1}.${2}\"")
+			v.unsupported("enableDbTopicSplit", "with topics.regex the import cannot split topic names it does not know: write routes with topic_regex capture groups, table: \"${1}.${2}\" and the databases it may write to in databases:")
 		}
 		v.addRoute("topic_regex", re, "${topic}")
-		v.notes = append(v.notes, "topics.regex: each topic's table is the topic's name (${topic}), as in the official sink; a name with a dot would read as database.table")
+		v.notes = append(v.notes, "topics.regex: each topic's table is the topic's name (${topic}), as in the official sink; a topic whose name has a dot is a bad record (a topic never chooses the database)")
 	}
 	if len(dotted) > 0 {
 		v.fates["topics"] = Fate{Kind: Unsupported, Why: "the official sink writes into a table named like the topic, dots included (" + strings.Join(dotted, ", ") + "); the sink reads a dot as database.table, so the routes name the table with _ for each dot: rename the table, or map the topic in topic2TableMap"}
