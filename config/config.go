@@ -384,6 +384,13 @@ type HTTP struct {
 	// hold it. Required when Admin is on and Listen is not a loopback
 	// address.
 	AdminToken Secret `koanf:"admin_token"`
+	// AllowedHosts are the names, besides IP addresses and localhost, that
+	// a request's Host header may give (a Service's DNS name, a proxy's);
+	// "*.example.com" admits any name below example.com. Any other Host is
+	// refused on every endpoint but /healthz, so a web page whose name
+	// resolves to this address (DNS rebinding) cannot read it. The host of
+	// Listen, when it is a name, is admitted too.
+	AllowedHosts []string `koanf:"allowed_hosts"`
 }
 
 // AdminTokenEnv is the environment variable that holds http.admin_token.
@@ -613,6 +620,7 @@ func (c *Config) normalize() {
 	nilIfEmpty(&c.ClickHouse.Shards)
 	nilIfEmpty(&c.SchemaRegistry.URLs)
 	nilIfEmpty(&c.Routes)
+	nilIfEmpty(&c.HTTP.AllowedHosts)
 	if len(c.ClickHouse.Settings) == 0 {
 		c.ClickHouse.Settings = nil
 	}

@@ -581,6 +581,12 @@ func TestValidate(t *testing.T) {
 	f("http: {admin: true, listen: \"\"}", nil, "http.admin: true needs http.listen")
 	f("", env(token), "http.admin_token: set (SINK_HTTP__ADMIN_TOKEN), but http.admin is false, so the admin endpoints are off")
 	f("http: {admin: true, admin_token: 0123456789abcdef}", nil, "http.admin_token: a token may not be written in the config file; set SINK_HTTP__ADMIN_TOKEN")
+	// http.allowed_hosts: host names, "*." in front for any name below
+	f("http: {allowed_hosts: [sink.ns.svc, \"*.svc.cluster.local\", sink-1, localhost.]}", nil, "")
+	f("http: {allowed_hosts: [\"sink:8080\"]}", nil, `http.allowed_hosts: "sink:8080" is not a host name`)
+	f("http: {allowed_hosts: [\"http://sink\"]}", nil, `http.allowed_hosts: "http://sink" is not a host name`)
+	f("http: {allowed_hosts: [\"*\"]}", nil, `http.allowed_hosts: "*" is not a host name`)
+	f("http: {allowed_hosts: [\"\"]}", nil, `http.allowed_hosts: "" is not a host name`)
 	f("", env("SINK_LOG__LEVEL=trace"), `log.level: "trace" is not one of info, debug, warn, error`)
 	f("", env("SINK_LOG__FORMAT=text"), `log.format: "text" is not one of json, console`)
 	f("", env("SINK_LOG__LEVEL=warn", "SINK_LOG__FORMAT=console"), "")
