@@ -695,7 +695,7 @@ func (c *Config) Warnings() []string {
 		w = append(w, fmt.Sprintf("batch.buffer_memory (%s) holds fewer than two batches of batch.max_bytes (%s): "+
 			"fetching pauses while a full batch is inserted", c.Batch.BufferMemory, c.Batch.MaxBytes))
 	}
-	return w
+	return append(w, c.plaintextWarnings()...)
 }
 
 // settingInt reads a ClickHouse setting's value as a whole number: from
