@@ -322,4 +322,3 @@ func EnvelopePath(path []string) bool {
 
 // envelopePathProblem is why format connect-json refuses an EnvelopePath.
 const envelopePathProblem = "format " + string(ConnectJSON) + " reads the fields of the envelope's payload: write the path below it (a, not payload.a)"
-
