@@ -36,6 +36,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"sink/config"
+	"sink/internal/kafkaauth"
 	"sink/internal/offsets"
 )
 
@@ -118,7 +119,7 @@ func Options(cfg *config.Config, log zerolog.Logger, h Hooks) ([]kgo.Opt, error)
 		// the committed offset stops at the last data record and the
 		// group's lag never reaches 0 on a transactional topic.
 		kgo.KeepControlRecords(),
-		kgo.WithLogger(kzerolog{log}),
+		kgo.WithLogger(newKzerolog(log)),
 		// DLQ records must keep their order per source partition only
 		// loosely; what matters is that each is acknowledged.
 		kgo.ProducerLinger(5*time.Millisecond),
@@ -175,6 +176,13 @@ func Security(k config.Kafka) ([]kgo.Opt, error) {
 	}
 	if k.SASL.Mechanism == "" {
 		return opts, nil
+	}
+	if kafkaauth.Managed(k.SASL.Mechanism) {
+		m, err := kafkaauth.Mechanism(k)
+		if err != nil {
+			return nil, err
+		}
+		return append(opts, kgo.SASL(m)), nil
 	}
 	pw, err := k.SASL.PasswordValue()
 	if err != nil {
@@ -574,7 +582,8 @@ func probeRetriable(err error) bool {
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled), errors.Is(err, kgo.ErrClientClosed),
 		errors.Is(err, kerr.SaslAuthenticationFailed), errors.Is(err, kerr.UnsupportedSaslMechanism),
 		errors.Is(err, kerr.IllegalSaslState), errors.As(err, &verify), errors.As(err, &rec),
-		strings.Contains(err.Error(), "remote error: tls:"):
+		strings.Contains(err.Error(), "remote error: tls:"),
+		kafkaauth.Classify(err) != kafkaauth.None:
 		return false
 	}
 	return true
@@ -585,6 +594,9 @@ func probeRetriable(err error) bool {
 // mechanism, the TLS handshake. Other errors keep franz-go's text. Neither
 // franz-go nor the broker puts the password into an error.
 func ConnError(k config.Kafka, err error) error {
+	if e := kafkaauth.Explain(k, err); e != nil {
+		return e // a token or credentials not had, or rejected
+	}
 	addrs := strings.Join(k.Brokers, ",")
 	var (
 		verify *tls.CertificateVerificationError
