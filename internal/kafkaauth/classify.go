@@ -114,16 +114,19 @@ func Explain(k config.Kafka, err error) error {
 		return nil
 	}
 	addrs := strings.Join(k.Brokers, ",")
+	var detail string
 	switch k.SASL.Mechanism {
 	case config.SASLOAuthBearer:
 		o := k.SASL.OAuth
-		return fmt.Errorf("kafka: %s: brokers %s refused the OAUTHBEARER token of client %q from %s: %s (check the audience, issuer and signing keys the brokers expect)",
-			Rejected, addrs, o.ClientID, o.TokenEndpoint, brokerMessage(err))
+		detail = fmt.Sprintf("brokers %s refused the OAUTHBEARER token of client %q from %s: %s (check the audience, issuer and signing keys the brokers expect)",
+			addrs, o.ClientID, o.TokenEndpoint, brokerMessage(err))
 	case config.SASLAWSMSKIAM:
-		return fmt.Errorf("kafka: %s: brokers %s refused the AWS_MSK_IAM signature: %s (does the IAM policy allow kafka-cluster:Connect on this cluster?)",
-			Rejected, addrs, brokerMessage(err))
+		detail = fmt.Sprintf("brokers %s refused the AWS_MSK_IAM signature: %s (does the IAM policy allow kafka-cluster:Connect on this cluster?)",
+			addrs, brokerMessage(err))
+	default:
+		return nil
 	}
-	return nil
+	return &Error{Class: Rejected, Section: "kafka", Detail: detail, Err: err}
 }
 
 // brokerMessage is the broker's own explanation from a franz-go error
