@@ -62,15 +62,31 @@ func ParseByteSize(s string) (ByteSize, error) {
 	if num == "" {
 		return 0, fmt.Errorf("invalid byte size %q: want a number with an optional unit, e.g. \"32MiB\"", orig)
 	}
-	mult, ok := byteUnits[unit]
-	if !ok {
-		switch unit {
-		case "k", "m", "g", "t":
-			u := strings.ToUpper(unit)
-			return 0, fmt.Errorf("invalid byte size %q: unit %q is ambiguous, write %sB (powers of 1000) or %siB (powers of 1024)", orig, s[i:], u, u)
-		}
-		return 0, fmt.Errorf("invalid byte size %q: unknown unit %q (want B, KB, MB, GB, TB, KiB, MiB, GiB or TiB)", orig, s[i:])
+	mult, err := byteUnit(orig, unit, s[i:])
+	if err != nil {
+		return 0, err
 	}
+	return scaleBytes(orig, num, mult)
+}
+
+// byteUnit is the multiplier of unit (lower-cased; as written: given), or
+// an error that names it for ParseByteSize's input orig.
+func byteUnit(orig, unit, given string) (int64, error) {
+	if mult, ok := byteUnits[unit]; ok {
+		return mult, nil
+	}
+	switch unit {
+	case "k", "m", "g", "t":
+		u := strings.ToUpper(unit)
+		return 0, fmt.Errorf("invalid byte size %q: unit %q is ambiguous, write %sB (powers of 1000) or %siB (powers of 1024)", orig, given, u, u)
+	}
+	return 0, fmt.Errorf("invalid byte size %q: unknown unit %q (want B, KB, MB, GB, TB, KiB, MiB, GiB or TiB)", orig, given)
+}
+
+// scaleBytes is the number num times mult, which must be a whole,
+// non-negative number of bytes that fits in an int64 (orig is
+// ParseByteSize's input, for the error).
+func scaleBytes(orig, num string, mult int64) (ByteSize, error) {
 	// big.Rat keeps "1.5GiB" exact; float64 would be exact here too, but
 	// not for every decimal a user can write, and exactness is what lets
 	// us reject fractional bytes instead of rounding them.

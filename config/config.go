@@ -422,133 +422,10 @@ func DefaultClickHouse() ClickHouse { return defaults().ClickHouse }
 // before the derived defaults (kafka.group, kafka.client_id) are filled in.
 func defaults() *Config {
 	return &Config{
-		Kafka: Kafka{
-			// The local stack's broker, so that a laptop run needs no
-			// kafka section at all.
-			Brokers: []string{"127.0.0.1:9092"},
-			// A new group reads the topic from the start: a sink that
-			// silently skips existing data is worse than a slow first run.
-			StartOffset: "earliest",
-			// The protocol every Kafka version speaks; consumer
-			// (KIP-848) is an opt-in until a deployment's brokers have it.
-			GroupProtocol: GroupClassic,
-			// The main lever of insert size. The broker holds a fetch until
-			// 1MiB is ready (or FetchMaxWait passes), so each fetch brings
-			// thousands of rows instead of a handful; the Java default of
-			// 1 byte is what produced one insert per message.
-			FetchMinBytes: 1 * MiB,
-			// The longest delay a fetch may add when input is
-			// slow; small next to batch.max_wait so it does not dominate
-			// end-to-end latency.
-			FetchMaxWait: 500 * time.Millisecond,
-			// Commits only ever cover rows already in ClickHouse, so a
-			// short interval costs little and bounds replay after a crash.
-			CommitInterval: 5 * time.Second,
-			// Kafka's default since 3.0: long enough to ride out a GC
-			// pause or a slow INSERT, short enough to reassign a dead pod.
-			SessionTimeout: 45 * time.Second,
-			// Time members get to flush and commit during a rebalance;
-			// covers one slow INSERT plus a commit.
-			RebalanceTimeout: 60 * time.Second,
-			// Must exceed fetch_max_wait, else every idle fetch
-			// times out; 30s is Kafka's request.timeout.ms default.
-			RequestTimeout: 30 * time.Second,
-		},
-		ClickHouse: ClickHouse{
-			// The native protocol is ClickHouse's own and what every
-			// server version speaks; HTTP is for services that expose
-			// only HTTP(S).
-			Protocol: ProtocolNative,
-			// The local stack's server, native protocol port.
-			Addrs: []string{"127.0.0.1:9000"},
-			// ClickHouse's own default database, which every server has.
-			Database: "default",
-			// ClickHouse's built-in user, what a fresh install accepts.
-			Username: "default",
-			// Both protocols can compress every block; LZ4 cuts bytes
-			// on the wire for little CPU, zstd more for more. auto: no
-			// compression when every address is a loopback one (where
-			// lz4 cost 16% of the sink's CPU and bought nothing),
-			// lz4 otherwise.
-			Compression: "auto",
-			// A reachable server answers in milliseconds; 10s tolerates a
-			// slow network without hanging start-up for long.
-			DialTimeout: 10 * time.Second,
-			// Generous: a full batch normally inserts in seconds, but a
-			// server throttling inserts while merges catch up
-			// (parts_to_delay_insert) needs longer, and abandoning an
-			// attempt that would have succeeded only repeats the work.
-			QueryTimeout: 60 * time.Second,
-			// Two per table: one insert runs while the next batch is
-			// sealed and sent, without multiplying parts per second.
-			MaxInFlight: 2,
-			// A burst makes the pools dial more connections and grow
-			// their buffers; with a minute's lifetime that memory is gone
-			// a minute or two after the burst. Redialing costs one
-			// handshake per connection per minute.
-			ConnMaxLifetime: time.Minute,
-			// A server's budget is what it can take from all its writers.
-			ShareBudget: true,
-			// First backoff after a retriable error: a network blip is
-			// usually over by then.
-			RetryInitial: 500 * time.Millisecond,
-			// Backoff ceiling: TOO_MANY_PARTS needs merges to catch up,
-			// which takes tens of seconds; retrying faster only adds load.
-			RetryMax: 30 * time.Second,
-			// One cheap system.columns query per table: a column added
-			// to the table is filled from the records that carry it at
-			// most this long (plus batch.max_wait) after the ALTER.
-			SchemaRefresh: 30 * time.Second,
-			// Every replica of a shard takes parts, so the INSERT work
-			// (and the part each one writes before replication copies
-			// it) is shared, and a replica that is failing is found by
-			// the next part rather than after a failover.
-			ReplicaOrder: ReplicaRoundRobin,
-			// An ON CLUSTER ALTER reaches every host within seconds; one
-			// left half-applied needs a person, who gets this long.
-			SchemaAgreementTimeout: 10 * time.Minute,
-		},
-		Batch: Batch{
-			// Tens of thousands of rows per INSERT is where the fixed
-			// cost of an insert (a part, a merge) becomes noise.
-			MaxRows: 100_000,
-			// Keeps a single INSERT (and its retry) a manageable block.
-			MaxBytes: 32 * MiB,
-			// At most 12 inserts per minute per table at low input rates.
-			MaxWait: 5 * time.Second,
-			// Batch across partitions (invariant 3: inserts/min does not
-			// grow with partition count).
-			IgnorePartitions: true,
-			// Eight full batches: room for MaxInFlight inserts per table
-			// on a few tables while the next batches fill.
-			BufferMemory: 256 * MiB,
-			// Batches sealed by max_rows/max_bytes/max_wait as set; adaptive
-			// is opt-in.
-			Mode: BatchFixed,
-			// Adaptive: one insert every 10 seconds per table, a load
-			// ClickHouse's merges absorb on any table.
-			TargetInsertsPerMinute: 6,
-			// Adaptive: rows visible within half a minute of their
-			// Kafka timestamp, unless ClickHouse pushes back.
-			MaxLatency: 30 * time.Second,
-		},
-		Errors: Errors{
-			// Stop rather than lose data silently; opting into a DLQ is an
-			// explicit decision.
-			Tolerance: "none",
-			// Today's conversion rules: a missing or null value becomes
-			// the column's default, counted in sink_defaults_applied_total.
-			OnMissing: "default",
-			OnNull:    "default",
-			// Compacted topics carry tombstones; they hold no row.
-			OnTombstone: "skip",
-			// Records no route's when: takes are as expected as those of a
-			// topic no route names: counted, not errors.
-			Unrouted: "skip",
-			// Enough for any JSON event worth reading in SQL, small enough
-			// that a stream of huge bad records cannot bloat the table.
-			DLQValueMax: 1 * MiB,
-		},
+		Kafka:      defaultKafka(),
+		ClickHouse: defaultClickHouse(),
+		Batch:      defaultBatch(),
+		Errors:     defaultErrors(),
 		// One table per record unless asked otherwise.
 		Fanout: FanoutFirst,
 		HTTP: HTTP{
@@ -571,6 +448,149 @@ func defaults() *Config {
 		// Replays after a crash insert again (ReplacingMergeTree collapses
 		// them); exactly_once needs deduplication tokens and a window.
 		Delivery: DeliveryAtLeastOnce,
+	}
+}
+
+// defaultKafka is the kafka section's defaults.
+func defaultKafka() Kafka {
+	return Kafka{
+		// The local stack's broker, so that a laptop run needs no
+		// kafka section at all.
+		Brokers: []string{"127.0.0.1:9092"},
+		// A new group reads the topic from the start: a sink that
+		// silently skips existing data is worse than a slow first run.
+		StartOffset: "earliest",
+		// The protocol every Kafka version speaks; consumer
+		// (KIP-848) is an opt-in until a deployment's brokers have it.
+		GroupProtocol: GroupClassic,
+		// The main lever of insert size. The broker holds a fetch until
+		// 1MiB is ready (or FetchMaxWait passes), so each fetch brings
+		// thousands of rows instead of a handful; the Java default of
+		// 1 byte is what produced one insert per message.
+		FetchMinBytes: 1 * MiB,
+		// The longest delay a fetch may add when input is
+		// slow; small next to batch.max_wait so it does not dominate
+		// end-to-end latency.
+		FetchMaxWait: 500 * time.Millisecond,
+		// Commits only ever cover rows already in ClickHouse, so a
+		// short interval costs little and bounds replay after a crash.
+		CommitInterval: 5 * time.Second,
+		// Kafka's default since 3.0: long enough to ride out a GC
+		// pause or a slow INSERT, short enough to reassign a dead pod.
+		SessionTimeout: 45 * time.Second,
+		// Time members get to flush and commit during a rebalance;
+		// covers one slow INSERT plus a commit.
+		RebalanceTimeout: 60 * time.Second,
+		// Must exceed fetch_max_wait, else every idle fetch
+		// times out; 30s is Kafka's request.timeout.ms default.
+		RequestTimeout: 30 * time.Second,
+	}
+}
+
+// defaultClickHouse is the clickhouse section's defaults.
+func defaultClickHouse() ClickHouse {
+	return ClickHouse{
+		// The native protocol is ClickHouse's own and what every
+		// server version speaks; HTTP is for services that expose
+		// only HTTP(S).
+		Protocol: ProtocolNative,
+		// The local stack's server, native protocol port.
+		Addrs: []string{"127.0.0.1:9000"},
+		// ClickHouse's own default database, which every server has.
+		Database: "default",
+		// ClickHouse's built-in user, what a fresh install accepts.
+		Username: "default",
+		// Both protocols can compress every block; LZ4 cuts bytes
+		// on the wire for little CPU, zstd more for more. auto: no
+		// compression when every address is a loopback one (where
+		// lz4 cost 16% of the sink's CPU and bought nothing),
+		// lz4 otherwise.
+		Compression: "auto",
+		// A reachable server answers in milliseconds; 10s tolerates a
+		// slow network without hanging start-up for long.
+		DialTimeout: 10 * time.Second,
+		// Generous: a full batch normally inserts in seconds, but a
+		// server throttling inserts while merges catch up
+		// (parts_to_delay_insert) needs longer, and abandoning an
+		// attempt that would have succeeded only repeats the work.
+		QueryTimeout: 60 * time.Second,
+		// Two per table: one insert runs while the next batch is
+		// sealed and sent, without multiplying parts per second.
+		MaxInFlight: 2,
+		// A burst makes the pools dial more connections and grow
+		// their buffers; with a minute's lifetime that memory is gone
+		// a minute or two after the burst. Redialing costs one
+		// handshake per connection per minute.
+		ConnMaxLifetime: time.Minute,
+		// A server's budget is what it can take from all its writers.
+		ShareBudget: true,
+		// First backoff after a retriable error: a network blip is
+		// usually over by then.
+		RetryInitial: 500 * time.Millisecond,
+		// Backoff ceiling: TOO_MANY_PARTS needs merges to catch up,
+		// which takes tens of seconds; retrying faster only adds load.
+		RetryMax: 30 * time.Second,
+		// One cheap system.columns query per table: a column added
+		// to the table is filled from the records that carry it at
+		// most this long (plus batch.max_wait) after the ALTER.
+		SchemaRefresh: 30 * time.Second,
+		// Every replica of a shard takes parts, so the INSERT work
+		// (and the part each one writes before replication copies
+		// it) is shared, and a replica that is failing is found by
+		// the next part rather than after a failover.
+		ReplicaOrder: ReplicaRoundRobin,
+		// An ON CLUSTER ALTER reaches every host within seconds; one
+		// left half-applied needs a person, who gets this long.
+		SchemaAgreementTimeout: 10 * time.Minute,
+	}
+}
+
+// defaultBatch is the batch section's defaults.
+func defaultBatch() Batch {
+	return Batch{
+		// Tens of thousands of rows per INSERT is where the fixed
+		// cost of an insert (a part, a merge) becomes noise.
+		MaxRows: 100_000,
+		// Keeps a single INSERT (and its retry) a manageable block.
+		MaxBytes: 32 * MiB,
+		// At most 12 inserts per minute per table at low input rates.
+		MaxWait: 5 * time.Second,
+		// Batch across partitions (invariant 3: inserts/min does not
+		// grow with partition count).
+		IgnorePartitions: true,
+		// Eight full batches: room for MaxInFlight inserts per table
+		// on a few tables while the next batches fill.
+		BufferMemory: 256 * MiB,
+		// Batches sealed by max_rows/max_bytes/max_wait as set; adaptive
+		// is opt-in.
+		Mode: BatchFixed,
+		// Adaptive: one insert every 10 seconds per table, a load
+		// ClickHouse's merges absorb on any table.
+		TargetInsertsPerMinute: 6,
+		// Adaptive: rows visible within half a minute of their
+		// Kafka timestamp, unless ClickHouse pushes back.
+		MaxLatency: 30 * time.Second,
+	}
+}
+
+// defaultErrors is the errors section's defaults.
+func defaultErrors() Errors {
+	return Errors{
+		// Stop rather than lose data silently; opting into a DLQ is an
+		// explicit decision.
+		Tolerance: "none",
+		// Today's conversion rules: a missing or null value becomes
+		// the column's default, counted in sink_defaults_applied_total.
+		OnMissing: "default",
+		OnNull:    "default",
+		// Compacted topics carry tombstones; they hold no row.
+		OnTombstone: "skip",
+		// Records no route's when: takes are as expected as those of a
+		// topic no route names: counted, not errors.
+		Unrouted: "skip",
+		// Enough for any JSON event worth reading in SQL, small enough
+		// that a stream of huge bad records cannot bloat the table.
+		DLQValueMax: 1 * MiB,
 	}
 }
 

@@ -72,42 +72,6 @@ func contains(list []string, s string) bool {
 // every route's dlq_table.
 func (c *Config) validateDLQTable(p *problems) {
 	e := &c.Errors
-	check := func(key, name string) {
-		if name == "" {
-			return
-		}
-		if e.Tolerance != "all" {
-			p.add("%s: set, but errors.tolerance is none, so no record is sent to it (set errors.tolerance: all)", key)
-		}
-		db, table, ok := strings.Cut(name, ".")
-		switch {
-		case !ok:
-			p.ident(key, name, "table")
-		case strings.Contains(table, "."):
-			p.add("%s: %q must be \"table\" or \"database.table\"", key, name)
-		default:
-			p.ident(key, db, "database")
-			p.ident(key, table, "table")
-		}
-		if c.ExactlyOnce() && c.ClickHouse.Clustered() {
-			// The dead-letter table on a cluster is written through its
-			// Distributed table, which spreads rows at random: a replayed
-			// batch could land on another shard and be inserted twice.
-			p.add("%s: not available with delivery: exactly_once on a cluster (the dead-letter table is written through a Distributed table that spreads rows at random, so a replayed batch could land on another shard and be inserted twice); use errors.dlq_topic", key)
-		}
-		dbn, tn := c.ClickHouse.Database, name
-		if ok {
-			dbn, tn = db, table
-		}
-		for i, r := range c.Routes {
-			if r.TableFromTopic() {
-				continue
-			}
-			if rdb, rt := c.TableFor(r); rdb == dbn && rt == tn {
-				p.add("%s: %s.%s is routes[%d]'s table; dead letters need a table of their own", key, dbn, tn, i)
-			}
-		}
-	}
 	if e.Tolerance == "all" && e.DLQTopic == "" && e.DLQTable == "" && c.HasDLQTable() {
 		for i, r := range c.Routes {
 			if r.DLQTable == "" {
@@ -118,9 +82,9 @@ func (c *Config) validateDLQTable(p *problems) {
 			p.add("errors.unrouted: dlq, but records no route takes have nowhere to go: set errors.dlq_table or errors.dlq_topic")
 		}
 	}
-	check("errors.dlq_table", e.DLQTable)
+	c.checkDLQTable(p, "errors.dlq_table", e.DLQTable)
 	for i := range c.Routes {
-		check(fmt.Sprintf("routes[%d].dlq_table", i), c.Routes[i].DLQTable)
+		c.checkDLQTable(p, fmt.Sprintf("routes[%d].dlq_table", i), c.Routes[i].DLQTable)
 	}
 	if e.DLQTableTTL < 0 {
 		p.add("errors.dlq_table_ttl: %s is negative (0 keeps rows until deleted)", e.DLQTableTTL)
@@ -132,6 +96,46 @@ func (c *Config) validateDLQTable(p *problems) {
 		p.add("errors.dlq_value_max: must be positive (the bytes of a bad record's value the table keeps)")
 	} else if e.DLQValueMax > 64*MiB {
 		p.add("errors.dlq_value_max: %d bytes is more than 64MiB; a bad record's value is kept to read it, not to reprocess huge ones", int64(e.DLQValueMax))
+	}
+}
+
+// checkDLQTable checks one dead-letter table, name ("" when unset) at key:
+// set only where bad records go to it, a valid name, not on a cluster
+// under exactly-once, and not a route's own table.
+func (c *Config) checkDLQTable(p *problems, key, name string) {
+	if name == "" {
+		return
+	}
+	if c.Errors.Tolerance != "all" {
+		p.add("%s: set, but errors.tolerance is none, so no record is sent to it (set errors.tolerance: all)", key)
+	}
+	db, table, ok := strings.Cut(name, ".")
+	switch {
+	case !ok:
+		p.ident(key, name, "table")
+	case strings.Contains(table, "."):
+		p.add("%s: %q must be \"table\" or \"database.table\"", key, name)
+	default:
+		p.ident(key, db, "database")
+		p.ident(key, table, "table")
+	}
+	if c.ExactlyOnce() && c.ClickHouse.Clustered() {
+		// The dead-letter table on a cluster is written through its
+		// Distributed table, which spreads rows at random: a replayed
+		// batch could land on another shard and be inserted twice.
+		p.add("%s: not available with delivery: exactly_once on a cluster (the dead-letter table is written through a Distributed table that spreads rows at random, so a replayed batch could land on another shard and be inserted twice); use errors.dlq_topic", key)
+	}
+	dbn, tn := c.ClickHouse.Database, name
+	if ok {
+		dbn, tn = db, table
+	}
+	for i, r := range c.Routes {
+		if r.TableFromTopic() {
+			continue
+		}
+		if rdb, rt := c.TableFor(r); rdb == dbn && rt == tn {
+			p.add("%s: %s.%s is routes[%d]'s table; dead letters need a table of their own", key, dbn, tn, i)
+		}
 	}
 }
 

@@ -209,60 +209,9 @@ var (
 func decodeHook(from, to reflect.Type, data any) (any, error) {
 	switch {
 	case to == durationType:
-		switch v := data.(type) {
-		case time.Duration:
-			return v, nil
-		case string:
-			d, err := time.ParseDuration(strings.TrimSpace(v))
-			if err != nil {
-				return nil, fmt.Errorf("invalid duration %q: want a number with a unit, e.g. \"500ms\", \"5s\", \"1m30s\"", v)
-			}
-			return d, nil
-		}
-		return nil, fmt.Errorf("invalid duration %v: want a number with a unit, e.g. \"500ms\", \"5s\", \"1m30s\"", data)
-
+		return decodeDuration(data)
 	case to == byteSizeType:
-		switch v := data.(type) {
-		case ByteSize:
-			return v, nil
-		case string:
-			return ParseByteSize(v)
-		case int:
-			return byteSizeFromInt(int64(v))
-		case int64:
-			return byteSizeFromInt(v)
-		case uint64:
-			if v > math.MaxInt64 {
-				return nil, fmt.Errorf("invalid byte size %d: too large", v)
-			}
-			return ByteSize(v), nil
-		case float64:
-			if v != math.Trunc(v) || v < 0 || v >= math.MaxInt64 {
-				return nil, fmt.Errorf("invalid byte size %v: want a whole, non-negative number of bytes or a size such as \"32MiB\"", v)
-			}
-			return ByteSize(v), nil
-		}
-		return nil, fmt.Errorf("invalid byte size %v: want a number of bytes or a size such as \"32MiB\"", data)
-
-	case from.Kind() == reflect.String && to.Kind() == reflect.Slice && to.Elem().Kind() == reflect.String:
-		// Environment lists are comma-separated; a YAML string gets the
-		// same treatment rather than a confusing type error.
-		out := []string{} // not nil: mapstructure skips nil, keeping the default
-		for _, s := range strings.Split(reflect.ValueOf(data).String(), ",") {
-			if s = strings.TrimSpace(s); s != "" {
-				out = append(out, s)
-			}
-		}
-		return out, nil
-
-	case from.Kind() == reflect.String && to.Kind() == reflect.Int:
-		s := strings.TrimSpace(reflect.ValueOf(data).String())
-		n, err := strconv.Atoi(s)
-		if err != nil {
-			return nil, fmt.Errorf("invalid integer %q", s)
-		}
-		return n, nil
-
+		return decodeByteSize(data)
 	case from.Kind() == reflect.Float64 && to.Kind() == reflect.Int:
 		// mapstructure would truncate 1.5 to 1.
 		f := reflect.ValueOf(data).Float()
@@ -270,17 +219,84 @@ func decodeHook(from, to reflect.Type, data any) (any, error) {
 			return nil, fmt.Errorf("invalid integer %v", f)
 		}
 		return int(f), nil
+	case from.Kind() == reflect.String:
+		return decodeString(to, reflect.ValueOf(data).String(), data)
+	}
+	return data, nil
+}
 
-	case from.Kind() == reflect.String && to.Kind() == reflect.Float64:
-		s := strings.TrimSpace(reflect.ValueOf(data).String())
+// decodeDuration takes a duration as it is, or its text ("5s").
+func decodeDuration(data any) (any, error) {
+	switch v := data.(type) {
+	case time.Duration:
+		return v, nil
+	case string:
+		d, err := time.ParseDuration(strings.TrimSpace(v))
+		if err != nil {
+			return nil, fmt.Errorf("invalid duration %q: want a number with a unit, e.g. \"500ms\", \"5s\", \"1m30s\"", v)
+		}
+		return d, nil
+	}
+	return nil, fmt.Errorf("invalid duration %v: want a number with a unit, e.g. \"500ms\", \"5s\", \"1m30s\"", data)
+}
+
+// decodeByteSize takes a byte size as it is, its text ("32MiB"), or a
+// whole, non-negative number of bytes.
+func decodeByteSize(data any) (any, error) {
+	switch v := data.(type) {
+	case ByteSize:
+		return v, nil
+	case string:
+		return ParseByteSize(v)
+	case int:
+		return byteSizeFromInt(int64(v))
+	case int64:
+		return byteSizeFromInt(v)
+	case uint64:
+		if v > math.MaxInt64 {
+			return nil, fmt.Errorf("invalid byte size %d: too large", v)
+		}
+		return ByteSize(v), nil
+	case float64:
+		if v != math.Trunc(v) || v < 0 || v >= math.MaxInt64 {
+			return nil, fmt.Errorf("invalid byte size %v: want a whole, non-negative number of bytes or a size such as \"32MiB\"", v)
+		}
+		return ByteSize(v), nil
+	}
+	return nil, fmt.Errorf("invalid byte size %v: want a number of bytes or a size such as \"32MiB\"", data)
+}
+
+// decodeString converts text (data, whose string is s) into a field of
+// type to: a list of strings, an integer, a number or a boolean; data is
+// returned as it is for other types.
+func decodeString(to reflect.Type, s string, data any) (any, error) {
+	switch {
+	case to.Kind() == reflect.Slice && to.Elem().Kind() == reflect.String:
+		// Environment lists are comma-separated; a YAML string gets the
+		// same treatment rather than a confusing type error.
+		out := []string{} // not nil: mapstructure skips nil, keeping the default
+		for _, e := range strings.Split(s, ",") {
+			if e = strings.TrimSpace(e); e != "" {
+				out = append(out, e)
+			}
+		}
+		return out, nil
+	case to.Kind() == reflect.Int:
+		s = strings.TrimSpace(s)
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return nil, fmt.Errorf("invalid integer %q", s)
+		}
+		return n, nil
+	case to.Kind() == reflect.Float64:
+		s = strings.TrimSpace(s)
 		f, err := strconv.ParseFloat(s, 64)
 		if err != nil {
 			return nil, fmt.Errorf("invalid number %q", s)
 		}
 		return f, nil
-
-	case from.Kind() == reflect.String && to.Kind() == reflect.Bool:
-		s := strings.TrimSpace(reflect.ValueOf(data).String())
+	case to.Kind() == reflect.Bool:
+		s = strings.TrimSpace(s)
 		b, err := strconv.ParseBool(s)
 		if err != nil {
 			return nil, fmt.Errorf("invalid boolean %q: want true or false", s)

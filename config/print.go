@@ -35,23 +35,7 @@ func toNode(v reflect.Value) *yaml.Node {
 	}
 	switch v.Kind() {
 	case reflect.Struct:
-		n := &yaml.Node{Kind: yaml.MappingNode}
-		t := v.Type()
-		for i := range t.NumField() {
-			f := t.Field(i)
-			key := f.Tag.Get("koanf")
-			if !f.IsExported() || key == "-" {
-				continue
-			}
-			if key == "" {
-				key = strings.ToLower(f.Name)
-			}
-			if f.Tag.Get("print") == "omitzero" && v.Field(i).IsZero() {
-				continue // a deprecated key, not set
-			}
-			n.Content = append(n.Content, scalar(key), toNode(v.Field(i)))
-		}
-		return n
+		return structNode(v)
 	case reflect.Slice:
 		n := &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
 		if v.Type().Elem().Kind() == reflect.Struct {
@@ -62,16 +46,7 @@ func toNode(v reflect.Value) *yaml.Node {
 		}
 		return n
 	case reflect.Map:
-		n := &yaml.Node{Kind: yaml.MappingNode}
-		keys := make([]string, 0, v.Len())
-		for _, k := range v.MapKeys() {
-			keys = append(keys, k.String())
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			n.Content = append(n.Content, scalar(k), toNode(v.MapIndex(reflect.ValueOf(k))))
-		}
-		return n
+		return mapNode(v)
 	case reflect.Interface:
 		if v.IsNil() {
 			return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: "null"}
@@ -82,6 +57,42 @@ func toNode(v reflect.Value) *yaml.Node {
 	n := &yaml.Node{}
 	if err := n.Encode(v.Interface()); err != nil {
 		return scalar(fmt.Sprint(v.Interface()))
+	}
+	return n
+}
+
+// structNode renders a struct as a mapping of its exported fields by koanf
+// key, in field order, leaving out a deprecated key that is not set.
+func structNode(v reflect.Value) *yaml.Node {
+	n := &yaml.Node{Kind: yaml.MappingNode}
+	t := v.Type()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		key := f.Tag.Get("koanf")
+		if !f.IsExported() || key == "-" {
+			continue
+		}
+		if key == "" {
+			key = strings.ToLower(f.Name)
+		}
+		if f.Tag.Get("print") == "omitzero" && v.Field(i).IsZero() {
+			continue // a deprecated key, not set
+		}
+		n.Content = append(n.Content, scalar(key), toNode(v.Field(i)))
+	}
+	return n
+}
+
+// mapNode renders a map with string keys as a mapping sorted by key.
+func mapNode(v reflect.Value) *yaml.Node {
+	n := &yaml.Node{Kind: yaml.MappingNode}
+	keys := make([]string, 0, v.Len())
+	for _, k := range v.MapKeys() {
+		keys = append(keys, k.String())
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		n.Content = append(n.Content, scalar(k), toNode(v.MapIndex(reflect.ValueOf(k))))
 	}
 	return n
 }

@@ -101,19 +101,8 @@ func (t TLS) ClientConfig() (*tls.Config, error) {
 }
 
 func (t TLS) load() (*tls.Config, []error) {
-	var errs []error
-	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if !t.Enabled {
-		// Settings without enabled would silently mean plaintext.
-		for _, kv := range [][2]string{{"ca_file", t.CAFile}, {"cert_file", t.CertFile}, {"key_file", t.KeyFile}, {"server_name", t.ServerName}} {
-			if kv[1] != "" {
-				add("%s: set, but TLS is off (set enabled: true)", kv[0])
-			}
-		}
-		if t.InsecureSkipVerify {
-			add("insecure_skip_verify: set, but TLS is off (set enabled: true)")
-		}
-		return nil, errs
+		return nil, t.offKeys()
 	}
 	c := &tls.Config{
 		// TLS 1.0 and 1.1 are deprecated by RFC 8996; every Kafka and
@@ -123,41 +112,77 @@ func (t TLS) load() (*tls.Config, []error) {
 		// #nosec G402 -- only when the user wrote insecure_skip_verify: true.
 		InsecureSkipVerify: t.InsecureSkipVerify,
 	}
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if t.CAFile != "" {
 		if t.InsecureSkipVerify {
 			add("insecure_skip_verify: true ignores ca_file %s; set one of them", t.CAFile)
 		}
-		pem, err := os.ReadFile(t.CAFile)
-		switch {
-		case err != nil:
-			add("ca_file: %v", err)
-		default:
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(pem) {
-				add("ca_file: %s holds no PEM certificate", t.CAFile)
-			}
-			c.RootCAs = pool
-		}
-	}
-	switch {
-	case t.CertFile != "" && t.KeyFile == "":
-		add("key_file: required with cert_file")
-	case t.CertFile == "" && t.KeyFile != "":
-		add("cert_file: required with key_file")
-	case t.CertFile != "":
-		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+		pool, err := t.caPool()
 		if err != nil {
-			// crypto/tls names neither file; the key it means is the
-			// certificate unless the key is the unreadable one.
-			add("cert_file, key_file: %s, %s: %v", t.CertFile, t.KeyFile, err)
-		} else {
-			c.Certificates = []tls.Certificate{cert}
+			errs = append(errs, err)
 		}
+		c.RootCAs = pool
+	}
+	cert, err := t.clientCert()
+	switch {
+	case err != nil:
+		errs = append(errs, err)
+	case cert != nil:
+		c.Certificates = []tls.Certificate{*cert}
 	}
 	if len(errs) > 0 {
 		return nil, errs
 	}
 	return c, nil
+}
+
+// offKeys refuses the keys set in a TLS section that is off: settings
+// without enabled would silently mean plaintext.
+func (t TLS) offKeys() []error {
+	var errs []error
+	for _, kv := range [][2]string{{"ca_file", t.CAFile}, {"cert_file", t.CertFile}, {"key_file", t.KeyFile}, {"server_name", t.ServerName}} {
+		if kv[1] != "" {
+			errs = append(errs, fmt.Errorf("%s: set, but TLS is off (set enabled: true)", kv[0]))
+		}
+	}
+	if t.InsecureSkipVerify {
+		errs = append(errs, errors.New("insecure_skip_verify: set, but TLS is off (set enabled: true)"))
+	}
+	return errs
+}
+
+// caPool reads ca_file's PEM certificates (nil pool when it cannot be read).
+func (t TLS) caPool() (*x509.CertPool, error) {
+	pem, err := os.ReadFile(t.CAFile)
+	if err != nil {
+		return nil, fmt.Errorf("ca_file: %v", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return pool, fmt.Errorf("ca_file: %s holds no PEM certificate", t.CAFile)
+	}
+	return pool, nil
+}
+
+// clientCert reads the client certificate of cert_file and key_file; nil
+// when neither is set.
+func (t TLS) clientCert() (*tls.Certificate, error) {
+	switch {
+	case t.CertFile != "" && t.KeyFile == "":
+		return nil, errors.New("key_file: required with cert_file")
+	case t.CertFile == "" && t.KeyFile != "":
+		return nil, errors.New("cert_file: required with key_file")
+	case t.CertFile == "":
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+	if err != nil {
+		// crypto/tls names neither file; the key it means is the
+		// certificate unless the key is the unreadable one.
+		return nil, fmt.Errorf("cert_file, key_file: %s, %s: %v", t.CertFile, t.KeyFile, err)
+	}
+	return &cert, nil
 }
 
 // PasswordValue returns the SASL password: kafka.sasl.password, or the

@@ -145,18 +145,7 @@ func (c *Config) validateClickHouse(p *problems) {
 		p.add("clickhouse.username: required")
 	}
 	p.oneOf("clickhouse.compression", ch.Compression, compressions)
-	for _, name := range sortedKeys(ch.Settings) {
-		key := "clickhouse.settings." + name
-		if name == "" {
-			p.add("clickhouse.settings: empty setting name")
-			continue
-		}
-		switch ch.Settings[name].(type) {
-		case string, bool, int, int64, uint64, float64:
-		default:
-			p.add("%s: must be a string, number or boolean, got %T", key, ch.Settings[name])
-		}
-	}
+	p.insertSettings(ch.Settings)
 	p.positive("clickhouse.dial_timeout", ch.DialTimeout)
 	p.positive("clickhouse.query_timeout", ch.QueryTimeout)
 	if ch.MaxInFlight < 1 {
@@ -174,6 +163,41 @@ func (c *Config) validateClickHouse(p *problems) {
 	if ch.Cluster != "" {
 		p.ident("clickhouse.cluster", ch.Cluster, "cluster")
 	}
+	p.shards(ch)
+	switch ch.ReplicaOrder {
+	case ReplicaRoundRobin, ReplicaInOrder, ReplicaRandom:
+	default:
+		p.add("clickhouse.replica_order %q: want %s, %s or %s", ch.ReplicaOrder, ReplicaRoundRobin, ReplicaInOrder, ReplicaRandom)
+	}
+	if ch.SchemaAgreementTimeout <= 0 {
+		p.add("clickhouse.schema_agreement_timeout (%v) must be positive", ch.SchemaAgreementTimeout)
+	}
+	if ch.SchemaRefresh < 0 {
+		p.add("clickhouse.schema_refresh (%v) must be 0 (off) or positive", ch.SchemaRefresh)
+	}
+}
+
+// insertSettings checks clickhouse.settings: named, each a string, a
+// number or a boolean.
+func (p *problems) insertSettings(settings map[string]any) {
+	for _, name := range sortedKeys(settings) {
+		key := "clickhouse.settings." + name
+		if name == "" {
+			p.add("clickhouse.settings: empty setting name")
+			continue
+		}
+		switch settings[name].(type) {
+		case string, bool, int, int64, uint64, float64:
+		default:
+			p.add("%s: must be a string, number or boolean, got %T", key, settings[name])
+		}
+	}
+}
+
+// shards checks clickhouse.shards: each shard has replicas, each replica
+// a host:port listed once, and insert_quorum no more than a shard's
+// replicas.
+func (p *problems) shards(ch *ClickHouse) {
 	seenAddr := map[string]string{}
 	for i, shard := range ch.Shards {
 		key := fmt.Sprintf("clickhouse.shards[%d]", i)
@@ -197,17 +221,6 @@ func (c *Config) validateClickHouse(p *problems) {
 				break
 			}
 		}
-	}
-	switch ch.ReplicaOrder {
-	case ReplicaRoundRobin, ReplicaInOrder, ReplicaRandom:
-	default:
-		p.add("clickhouse.replica_order %q: want %s, %s or %s", ch.ReplicaOrder, ReplicaRoundRobin, ReplicaInOrder, ReplicaRandom)
-	}
-	if ch.SchemaAgreementTimeout <= 0 {
-		p.add("clickhouse.schema_agreement_timeout (%v) must be positive", ch.SchemaAgreementTimeout)
-	}
-	if ch.SchemaRefresh < 0 {
-		p.add("clickhouse.schema_refresh (%v) must be 0 (off) or positive", ch.SchemaRefresh)
 	}
 }
 
@@ -245,76 +258,7 @@ func (c *Config) validateRoutes(p *problems) {
 	for i := range c.Routes {
 		r := &c.Routes[i]
 		key := fmt.Sprintf("routes[%d]", i)
-		r.re = nil
-
-		switch {
-		case r.Topic != "" && r.TopicRegex != "":
-			p.add("%s: set topic or topic_regex, not both", key)
-		case r.Topic == "" && r.TopicRegex == "":
-			p.add("%s.topic: set topic or topic_regex", key)
-		case r.Topic != "":
-			if p.topic(key+".topic", r.Topic) && !c.Consumes(r.Topic) {
-				if k.TopicRegex == "" {
-					p.add("%s: topic %q is not consumed (not in kafka.topics)", key, r.Topic)
-				} else {
-					p.add("%s: topic %q is not consumed (not in kafka.topics and does not match kafka.topic_regex)", key, r.Topic)
-				}
-			}
-		default:
-			r.re = p.regex(key+".topic_regex", r.TopicRegex)
-			// Only a literal subscription can be checked before the
-			// broker's topic list is known.
-			if r.re != nil && k.TopicRegex == "" && !slices.ContainsFunc(k.Topics, r.re.MatchString) {
-				p.add("%s: topic_regex %q matches none of kafka.topics", key, r.TopicRegex)
-			}
-		}
-
-		tbl := p.checkTableTemplate(key, r)
-		if r.Table == "" {
-			p.add("%s.table: required", key)
-		} else if db, table, ok := strings.Cut(tbl, "."); ok {
-			if strings.Contains(table, ".") {
-				p.add("%s.table: %q must be \"table\" or \"database.table\"", key, r.Table)
-			} else {
-				p.ident(key+".table", db, "database")
-				p.ident(key+".table", table, "table")
-			}
-		} else {
-			p.ident(key+".table", tbl, "table")
-		}
-
-		switch {
-		case r.Format == "":
-			p.add("%s.format: required (supported: %s)", key, route.FormatNames())
-		case !r.Format.Valid():
-			p.add("%s.format: unsupported format %q (supported: %s)", key, r.Format, route.FormatNames())
-		case r.Format.Registry() && !c.SchemaRegistry.Enabled():
-			p.add("%s.format: %s records name their schema by registry id, so schema_registry.urls is required", key, r.Format)
-		}
-		p.validateDebezium(key, r)
-		p.validateSchema(key, r)
-		p.validateCreate(key, r)
-		if err := route.CheckMessage(r.Format, r.Message); err != nil {
-			p.add("%s.message: %v", key, err)
-		}
-
-		for _, col := range sortedKeys(r.Columns) {
-			if col == "" {
-				p.add("%s.columns: empty column name", key)
-				continue
-			}
-			if _, err := route.ParseSource(r.Format, r.Columns[col]); err != nil {
-				p.add("%s.columns.%s: %v", key, col, err)
-			}
-		}
-
-		c.validateTarget(p, key, r)
-		if r.MaxLatency < 0 {
-			p.add("%s.max_latency (%v) must be 0 (the batch settings' bound) or positive", key, r.MaxLatency)
-		} else if r.MaxLatency > 0 && r.MaxLatency <= k.FetchMaxWait {
-			p.add("%s.max_latency (%v) must exceed kafka.fetch_max_wait (%v): a record can wait that long in Kafka before it reaches a batch",
-				key, r.MaxLatency, k.FetchMaxWait)
-		}
+		c.validateRoute(p, key, r)
 
 		db, table := c.TableFor(*r)
 		t := target{r.Topic, r.TopicRegex, db, table}
@@ -332,34 +276,99 @@ func (c *Config) validateRoutes(p *problems) {
 	}
 }
 
+// validateRoute checks one route, r at key, on its own: its topics, its
+// table, its format and what goes with it, its target, its bound.
+func (c *Config) validateRoute(p *problems, key string, r *Route) {
+	c.routeTopics(p, key, r)
+	p.routeTable(key, r)
+	c.routeFormat(p, key, r)
+	p.validateDebezium(key, r)
+	p.validateSchema(key, r)
+	p.validateCreate(key, r)
+	if err := route.CheckMessage(r.Format, r.Message); err != nil {
+		p.add("%s.message: %v", key, err)
+	}
+	for _, col := range sortedKeys(r.Columns) {
+		if col == "" {
+			p.add("%s.columns: empty column name", key)
+			continue
+		}
+		if _, err := route.ParseSource(r.Format, r.Columns[col]); err != nil {
+			p.add("%s.columns.%s: %v", key, col, err)
+		}
+	}
+	c.validateTarget(p, key, r)
+	if r.MaxLatency < 0 {
+		p.add("%s.max_latency (%v) must be 0 (the batch settings' bound) or positive", key, r.MaxLatency)
+	} else if r.MaxLatency > 0 && r.MaxLatency <= c.Kafka.FetchMaxWait {
+		p.add("%s.max_latency (%v) must exceed kafka.fetch_max_wait (%v): a record can wait that long in Kafka before it reaches a batch",
+			key, r.MaxLatency, c.Kafka.FetchMaxWait)
+	}
+}
+
+// routeTopics checks a route's topic or topic_regex against what the sink
+// consumes, and compiles the regex.
+func (c *Config) routeTopics(p *problems, key string, r *Route) {
+	k := &c.Kafka
+	r.re = nil
+	switch {
+	case r.Topic != "" && r.TopicRegex != "":
+		p.add("%s: set topic or topic_regex, not both", key)
+	case r.Topic == "" && r.TopicRegex == "":
+		p.add("%s.topic: set topic or topic_regex", key)
+	case r.Topic != "":
+		if p.topic(key+".topic", r.Topic) && !c.Consumes(r.Topic) {
+			if k.TopicRegex == "" {
+				p.add("%s: topic %q is not consumed (not in kafka.topics)", key, r.Topic)
+			} else {
+				p.add("%s: topic %q is not consumed (not in kafka.topics and does not match kafka.topic_regex)", key, r.Topic)
+			}
+		}
+	default:
+		r.re = p.regex(key+".topic_regex", r.TopicRegex)
+		// Only a literal subscription can be checked before the
+		// broker's topic list is known.
+		if r.re != nil && k.TopicRegex == "" && !slices.ContainsFunc(k.Topics, r.re.MatchString) {
+			p.add("%s: topic_regex %q matches none of kafka.topics", key, r.TopicRegex)
+		}
+	}
+}
+
+// routeTable checks a route's table: required, a template that expands,
+// and "table" or "database.table" of valid names.
+func (p *problems) routeTable(key string, r *Route) {
+	tbl := p.checkTableTemplate(key, r)
+	if r.Table == "" {
+		p.add("%s.table: required", key)
+	} else if db, table, ok := strings.Cut(tbl, "."); ok {
+		if strings.Contains(table, ".") {
+			p.add("%s.table: %q must be \"table\" or \"database.table\"", key, r.Table)
+		} else {
+			p.ident(key+".table", db, "database")
+			p.ident(key+".table", table, "table")
+		}
+	} else {
+		p.ident(key+".table", tbl, "table")
+	}
+}
+
+// routeFormat checks a route's format: set, known, and with a registry
+// where it needs one.
+func (c *Config) routeFormat(p *problems, key string, r *Route) {
+	switch {
+	case r.Format == "":
+		p.add("%s.format: required (supported: %s)", key, route.FormatNames())
+	case !r.Format.Valid():
+		p.add("%s.format: unsupported format %q (supported: %s)", key, r.Format, route.FormatNames())
+	case r.Format.Registry() && !c.SchemaRegistry.Enabled():
+		p.add("%s.format: %s records name their schema by registry id, so schema_registry.urls is required", key, r.Format)
+	}
+}
+
 // validateTarget checks a route's cluster target and its sharding, and that
 // every route into the same table places rows the same way.
 func (c *Config) validateTarget(p *problems, key string, r *Route) {
-	switch r.Target {
-	case "":
-		if r.Sharding != "" || r.ShardingKey != "" || r.ShardingHash != "" {
-			p.add("%s: sharding, sharding_key and sharding_hash need target: local", key)
-		}
-	case TargetDistributed:
-		if r.Sharding != "" || r.ShardingKey != "" || r.ShardingHash != "" {
-			p.add("%s: target distributed: the Distributed table's own sharding key places rows; sharding, sharding_key and sharding_hash are for target: local", key)
-		}
-	case TargetLocal:
-		if !c.ClickHouse.Clustered() {
-			p.add("%s.target: local writes each shard's table, so clickhouse.cluster or clickhouse.shards is required", key)
-		}
-		switch {
-		case r.Sharding != "" && r.Sharding != ShardingRandom:
-			p.add("%s.sharding: %q is not random (or set sharding_key)", key, r.Sharding)
-		case r.Sharding == ShardingRandom && (r.ShardingKey != "" || r.ShardingHash != ""):
-			p.add("%s: sharding random places whole batches; sharding_key and sharding_hash are for placing rows by key", key)
-		case r.Sharding == "" && r.ShardingKey == "":
-			p.add("%s: target local needs sharding: random or sharding_key: COLUMN", key)
-		case r.ShardingHash != "" && !slices.Contains(cluster.Hashes, r.ShardingHash):
-			p.add("%s.sharding_hash: %q is not one of %s", key, r.ShardingHash, strings.Join(cluster.Hashes, ", "))
-		}
-	default:
-		p.add("%s.target: %q is not one of distributed, local (or unset: the table through clickhouse.addrs)", key, r.Target)
+	if !c.validateSharding(p, key, r) {
 		return
 	}
 	if c.ExactlyOnce() {
@@ -379,10 +388,55 @@ func (c *Config) validateTarget(p *problems, key string, r *Route) {
 		if o == r {
 			break
 		}
-		if odb, ot := c.TableFor(*o); odb == db && ot == table && (o.Target != r.Target || o.Sharding != r.Sharding ||
-			o.ShardingKey != r.ShardingKey || o.Hash() != r.Hash()) {
+		if odb, ot := c.TableFor(*o); odb == db && ot == table && !samePlacement(o, r) {
 			p.add("%s: writes %s.%s like routes[%d] but with another target or sharding; one table is placed one way", key, db, table, j)
 		}
+	}
+}
+
+// samePlacement reports whether routes a and b place a table's rows the
+// same way: target, sharding, key and hash.
+func samePlacement(a, b *Route) bool {
+	return a.Target == b.Target && a.Sharding == b.Sharding && a.ShardingKey == b.ShardingKey && a.Hash() == b.Hash()
+}
+
+// validateSharding checks a route's target and the sharding keys that go
+// with it; false for a target it does not know (nothing more to check).
+func (c *Config) validateSharding(p *problems, key string, r *Route) bool {
+	sharded := r.Sharding != "" || r.ShardingKey != "" || r.ShardingHash != ""
+	switch r.Target {
+	case "":
+		if sharded {
+			p.add("%s: sharding, sharding_key and sharding_hash need target: local", key)
+		}
+	case TargetDistributed:
+		if sharded {
+			p.add("%s: target distributed: the Distributed table's own sharding key places rows; sharding, sharding_key and sharding_hash are for target: local", key)
+		}
+	case TargetLocal:
+		if !c.ClickHouse.Clustered() {
+			p.add("%s.target: local writes each shard's table, so clickhouse.cluster or clickhouse.shards is required", key)
+		}
+		p.localSharding(key, r)
+	default:
+		p.add("%s.target: %q is not one of distributed, local (or unset: the table through clickhouse.addrs)", key, r.Target)
+		return false
+	}
+	return true
+}
+
+// localSharding checks how a target: local route places rows: at random,
+// or by a key column and one of the hashes.
+func (p *problems) localSharding(key string, r *Route) {
+	switch {
+	case r.Sharding != "" && r.Sharding != ShardingRandom:
+		p.add("%s.sharding: %q is not random (or set sharding_key)", key, r.Sharding)
+	case r.Sharding == ShardingRandom && (r.ShardingKey != "" || r.ShardingHash != ""):
+		p.add("%s: sharding random places whole batches; sharding_key and sharding_hash are for placing rows by key", key)
+	case r.Sharding == "" && r.ShardingKey == "":
+		p.add("%s: target local needs sharding: random or sharding_key: COLUMN", key)
+	case r.ShardingHash != "" && !slices.Contains(cluster.Hashes, r.ShardingHash):
+		p.add("%s.sharding_hash: %q is not one of %s", key, r.ShardingHash, strings.Join(cluster.Hashes, ", "))
 	}
 }
 
@@ -535,14 +589,7 @@ func (p *problems) validateCreate(key string, r *Route) {
 	key += ".schema"
 	switch s.Create {
 	case "", "never":
-		for _, set := range []struct {
-			name string
-			on   bool
-		}{{"engine", s.Engine != ""}, {"order_by", s.OrderBy != ""}, {"partition_by", s.PartitionBy != ""}, {"settings", len(s.Settings) > 0}} {
-			if set.on {
-				p.add("%s.%s: only used with create: %s (it describes the table the sink creates)", key, set.name, CreateIfMissing)
-			}
-		}
+		p.createOnly(key, s)
 		return
 	case CreateIfMissing:
 	default:
@@ -561,6 +608,25 @@ func (p *problems) validateCreate(key string, r *Route) {
 	if len(r.Columns) > 0 {
 		p.add("%s.create: %s makes a column of each top-level field of the records; it cannot be combined with columns: (create the table yourself to map sources into it)", key, CreateIfMissing)
 	}
+	p.createTable(key, s)
+}
+
+// createOnly refuses the keys that describe a created table on a route
+// that creates none.
+func (p *problems) createOnly(key string, s RouteSchema) {
+	for _, set := range []struct {
+		name string
+		on   bool
+	}{{"engine", s.Engine != ""}, {"order_by", s.OrderBy != ""}, {"partition_by", s.PartitionBy != ""}, {"settings", len(s.Settings) > 0}} {
+		if set.on {
+			p.add("%s.%s: only used with create: %s (it describes the table the sink creates)", key, set.name, CreateIfMissing)
+		}
+	}
+}
+
+// createTable checks the table a route creates: its engine, its sorting
+// and partition expressions, its settings.
+func (p *problems) createTable(key string, s RouteSchema) {
 	if s.Engine != "" && s.Engine != EngineReplacingMergeTree && s.Engine != EngineMergeTree && s.Engine != "ReplacingMergeTree(_offset)" {
 		p.add("%s.engine: %q is not one of %s (versioned by _offset, with the Kafka columns) or %s", key, s.Engine, EngineReplacingMergeTree, EngineMergeTree)
 	}

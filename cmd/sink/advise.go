@@ -2,19 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"maps"
 	"os"
-	"slices"
-	"strings"
 	"time"
 
 	"sink/config"
 	"sink/internal/command/advise"
-	"sink/internal/consumer"
 )
 
 const adviseUsage = `Usage: sink advise --config FILE [--window 60s] [--inserts-per-minute N] [--max-latency D]
@@ -64,31 +59,11 @@ func adviseCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sink advise: %v\n", err)
 		return 1
 	}
-	fail := func(err error) int {
+	ctx, cancel := context.WithTimeout(context.Background(), *window+2*time.Minute)
+	defer cancel()
+	if err := advise.Run(ctx, cfg, *window, *sample, advise.Target{InsertsPerMinute: *perMin, MaxLatency: *maxLatency}, stdout); err != nil {
 		fmt.Fprintf(stderr, "sink advise: %v\n", err)
 		return 1
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), *window+2*time.Minute)
-	defer cancel()
-	parts, err := consumer.Probe(ctx, cfg)
-	if err != nil {
-		return fail(err)
-	}
-	tables, names, err := advise.Routed(cfg, slices.Sorted(maps.Keys(parts)))
-	if err != nil {
-		return fail(err)
-	}
-	if len(names) == 0 {
-		return fail(errors.New("no consumed topic matches a route: nothing to measure"))
-	}
-	fmt.Fprintf(stdout, "measuring %s for %s...\n", strings.Join(names, ", "), *window)
-	topics, err := advise.Measure(ctx, cfg.Kafka, names, *window, *sample)
-	if err != nil {
-		return fail(err)
-	}
-	for i := range topics {
-		topics[i].Table = tables[topics[i].Name]
-	}
-	advise.Recommend(topics, cfg, advise.Target{InsertsPerMinute: *perMin, MaxLatency: *maxLatency}).Print(stdout, cfg)
 	return 0
 }

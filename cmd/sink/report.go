@@ -6,13 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"sink/config"
-	"sink/internal/cluster"
 	"sink/internal/command/report"
-	"sink/internal/writer"
 )
 
 const reportUsage = `Usage: sink report --table DB.TABLE [--since 2h] [--until now] [--split T]
@@ -75,15 +72,16 @@ func reportCmd(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, reportUsage); fs.PrintDefaults() }
 	def := config.DefaultClickHouse()
-	path := fs.String("config", "", "take the ClickHouse connection from this connector's YAML `file`")
-	addr := fs.String("clickhouse", def.Addrs[0], "ClickHouse native `host:port`")
-	user := fs.String("user", def.Username, "ClickHouse user")
+	var conn report.Connection
+	fs.StringVar(&conn.ConfigPath, "config", "", "take the ClickHouse connection from this connector's YAML `file`")
+	fs.StringVar(&conn.Addr, "clickhouse", def.Addrs[0], "ClickHouse native `host:port`")
+	fs.StringVar(&conn.User, "user", def.Username, "ClickHouse user")
 	// No --password: a password on the command line is visible to every
 	// user of the machine in ps.
-	passwordFile := fs.String("password-file", "", "read the ClickHouse password from this `file` (default: $SINK_CLICKHOUSE__PASSWORD)")
-	database := fs.String("database", def.Database, "database of a --table without one, and of INSERTs that name none")
-	clusterName := fs.String("cluster", "", "sum the logs of every node of this `cluster` (default: clickhouse.cluster of --config)")
-	connector := fs.String("connector", "", "add the per-server view: every table this connector (its `name`) writes on the server, summed (default: name of --config)")
+	fs.StringVar(&conn.PasswordFile, "password-file", "", "read the ClickHouse password from this `file` (default: $SINK_CLICKHOUSE__PASSWORD)")
+	fs.StringVar(&conn.Database, "database", def.Database, "database of a --table without one, and of INSERTs that name none")
+	fs.StringVar(&conn.Cluster, "cluster", "", "sum the logs of every node of this `cluster` (default: clickhouse.cluster of --config)")
+	fs.StringVar(&conn.Connector, "connector", "", "add the per-server view: every table this connector (its `name`) writes on the server, summed (default: name of --config)")
 	var req report.Request
 	fs.StringVar(&req.Table, "table", "", "the table, `DB.TABLE` or TABLE (required)")
 	fs.StringVar(&req.Since, "since", "2h", "start of the range")
@@ -96,117 +94,40 @@ func reportCmd(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return parseExit(err)
 	}
-	usageErr := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "sink report: "+format+"\n", a...)
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "sink report: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
-	fail := func(err error) int {
+	conn.Given = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { conn.Given[f.Name] = true })
+	return printReport(conn, req, *utc, stdout, stderr)
+}
+
+// printReport resolves where the report reads, checks the request and
+// prints the report: exit status 2 on a usage error, 1 on any other.
+func printReport(conn report.Connection, req report.Request, utc bool, stdout, stderr io.Writer) int {
+	fail := func(code int, err error) int {
 		fmt.Fprintf(stderr, "sink report: %v\n", err)
-		return 1
+		return code
 	}
-	if fs.NArg() > 0 {
-		return usageErr("unexpected argument %q", fs.Arg(0))
+	src, err := conn.Resolve(os.Environ())
+	if err != nil {
+		return fail(1, err)
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	ch := def
-	ch.Password = config.Secret(os.Getenv("SINK_CLICKHOUSE__PASSWORD"))
-	var dlqTables []string // "db.table", from --config
-	if *path != "" {
-		cfg, err := config.Load(*path, os.Environ())
-		if err != nil {
-			return fail(err)
-		}
-		ch = cfg.ClickHouse
-		req.Connector = cfg.Name
-		dlqTables = cfg.DLQTables()
-	}
-	// Without --config every flag applies, with its default; with one,
-	// only the flags given.
-	if *path == "" || set["clickhouse"] {
-		ch.Addrs = []string{*addr}
-	}
-	if *path == "" || set["user"] {
-		ch.Username = *user
-	}
-	if *path == "" || set["database"] {
-		ch.Database = *database
-	}
-	if *passwordFile != "" {
-		b, err := os.ReadFile(*passwordFile)
-		if err != nil {
-			fmt.Fprintf(stderr, "sink report: --password-file: %v\n", err)
-			return 1
-		}
-		ch.Password, ch.PasswordFile = config.Secret(strings.TrimRight(string(b), "\r\n")), ""
-	}
-	req.Database = ch.Database
-	if set["connector"] {
-		req.Connector = *connector
-	}
+	req.Database, req.Connector = src.ClickHouse.Database, src.Connector
 	req.Loc = time.Local
-	if *utc {
+	if utc {
 		req.Loc = time.UTC
 	}
 	o, err := req.Options(time.Now())
 	if err != nil {
-		return usageErr("%v", err)
+		return fail(2, err)
 	}
-	for _, d := range dlqTables {
-		db, table, _ := strings.Cut(d, ".")
-		o.DeadLetters = append(o.DeadLetters, report.Target{Database: db, Table: table})
-	}
-
+	o.DeadLetters = append(o.DeadLetters, src.DeadLetters...)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	// The same constructor as `sink run`: TLS, the HTTP protocol and the
-	// password file work here as they do there.
-	w, err := writer.Open(ctx, "report", ch)
-	if err != nil {
-		return fail(err)
-	}
-	defer w.Close()
-	where := strings.Join(ch.Addrs, ",")
-	name := ch.Cluster
-	if set["cluster"] {
-		name = *clusterName
-	}
-	// clickhouse.shards lists the nodes itself (and wins, as for run).
-	listed := !set["cluster"] && len(ch.Shards) > 0
-	if name == "" && !listed {
-		if err := req.Run(ctx, w.Conn(), where, o, stdout); err != nil {
-			return fail(err)
-		}
-		return 0
-	}
-	var topo *cluster.Topology
-	if listed {
-		if topo, err = cluster.FromShards(ch.Shards); err != nil {
-			return fail(fmt.Errorf("clickhouse.shards: %w", err))
-		}
-		if name == "" {
-			name = "clickhouse.shards"
-		}
-	} else if topo, err = cluster.Discover(ctx, w.Conn(), name); err != nil {
-		return fail(fmt.Errorf("clickhouse %s: %w", where, err))
-	}
-	var nodes []report.Node
-	for _, s := range topo.Shards {
-		for _, r := range s.Replicas {
-			n := report.Node{Shard: s.Num, Replica: r.Num, Addr: r.Addr}
-			node := ch
-			node.Addrs = []string{r.Addr}
-			if nw, err := writer.Open(ctx, "report", node); err != nil {
-				n.Err = err
-			} else {
-				defer nw.Close()
-				n.Conn = nw.Conn()
-			}
-			nodes = append(nodes, n)
-		}
-	}
-	if err := req.RunCluster(ctx, w.Conn(), where, name, nodes, o, stdout); err != nil {
-		return fail(err)
+	if err := req.From(ctx, src, o, stdout); err != nil {
+		return fail(1, err)
 	}
 	return 0
 }

@@ -272,14 +272,7 @@ func (c *Controller) Observe(x Sample) Share {
 	dt := x.At.Sub(c.last)
 	c.last = x.At
 	c.win = append(c.win, point{x.At, x.Server, x.Own, x.Uptime})
-	// Drop samples older than the window, keeping the newest one at or
-	// before its start so the rate spans the whole window.
-	cut := x.At.Add(-c.s.Window)
-	i := 0
-	for i+1 < len(c.win) && !c.win[i+1].at.After(cut) {
-		i++
-	}
-	c.win = c.win[i:]
+	c.trimWindow(x.At.Add(-c.s.Window))
 	if len(c.win) < 2 {
 		c.share = c.keep(x.Demand, ReasonStarting)
 		return c.share
@@ -295,47 +288,14 @@ func (c *Controller) Observe(x Sample) Share {
 		// connector starts among the others.
 		c.share = c.keep(x.Demand, ReasonStarting)
 	case !c.priced:
-		// The first rate: start at the price the other connectors have
-		// converged to if they run this law. Where that is 0 (the server
-		// under its target: nobody is being held), the share starts at
-		// twice the least and doubles every window while the server
-		// stays under its target, until the price decides (a slow start):
-		// connectors starting together each see a server the others were
-		// not writing to yet, and must not each take the whole budget at
-		// once.
-		//
-		// φ* is steep (a tenth over T is 2 in price), so an R caught while
-		// the others have not settled would starve this connector for
-		// many minutes. It is capped at the price this connector would
-		// pay if the others wanted no more than they send now and it
-		// took half of a fair split of the target with them:
-		// demand × e^−φ ≥ T/2 × demand/(demand + others' rate).
-		c.price = min(c.equilibrium(rs), c.joinCap(x.Demand, rs-ro))
-		c.priced = true
-		if c.price == 0 {
-			c.ramp = 2 * c.s.Min
-		}
+		c.firstPrice(x.Demand, rs, ro)
 		c.share = c.decide(x.Demand, ReasonShared)
 	case span < c.s.Window/2:
 		// A window started again (after a reset): too short a span to
 		// act on; the price is kept.
 		c.share = c.keep(x.Demand, ReasonReset)
 	default:
-		d := min(dt, c.s.Window).Minutes()
-		c.price += d * (c.s.Gain*c.logRatio(rs) - c.s.Leak*c.price)
-		c.price = min(max(c.price, 0), c.s.MaxPrice)
-		switch {
-		case c.ramp > 0 && rs < c.target():
-			c.ramp *= math.Exp2(d / c.s.Window.Minutes())
-		case c.ramp > 0:
-			// The server reached its target: the price takes over from
-			// where the slow start got to, no higher than the first
-			// price's cap (the server may have dipped under its target
-			// only for a moment while others were writing: a joiner's
-			// slow start must not become its price).
-			c.price = min(max(c.price, math.Log(max(x.Demand, c.s.Min)/c.ramp)), c.joinCap(x.Demand, rs-ro), c.s.MaxPrice)
-			c.ramp = 0
-		}
+		c.adjust(x.Demand, min(dt, c.s.Window).Minutes(), rs, ro)
 		c.share = c.decide(x.Demand, ReasonShared)
 	}
 	if c.priced {
@@ -343,6 +303,57 @@ func (c *Controller) Observe(x Sample) Share {
 	}
 	c.share.Server, c.share.Own, c.share.Others = rs, ro, max(0, rs-ro)
 	return c.share
+}
+
+// trimWindow drops samples older than cut, the window's start, keeping
+// the newest one at or before it so the rate spans the whole window.
+func (c *Controller) trimWindow(cut time.Time) {
+	i := 0
+	for i+1 < len(c.win) && !c.win[i+1].at.After(cut) {
+		i++
+	}
+	c.win = c.win[i:]
+}
+
+// firstPrice sets the first price, from the first whole window's rates:
+// rs the server's, ro this connector's own. It starts at the price the
+// other connectors have converged to if they run this law. Where that is
+// 0 (the server under its target: nobody is being held), the share starts
+// at twice the least and doubles every window while the server stays
+// under its target, until the price decides (a slow start): connectors
+// starting together each see a server the others were not writing to
+// yet, and must not each take the whole budget at once.
+//
+// φ* is steep (a tenth over T is 2 in price), so an R caught while the
+// others have not settled would starve this connector for many minutes.
+// It is capped at the price this connector would pay if the others wanted
+// no more than they send now and it took half of a fair split of the
+// target with them: demand × e^−φ ≥ T/2 × demand/(demand + others' rate).
+func (c *Controller) firstPrice(demand, rs, ro float64) {
+	c.price = min(c.equilibrium(rs), c.joinCap(demand, rs-ro))
+	c.priced = true
+	if c.price == 0 {
+		c.ramp = 2 * c.s.Min
+	}
+}
+
+// adjust moves the price by the law over d minutes since the last
+// sample, and grows or ends a slow start.
+func (c *Controller) adjust(demand, d, rs, ro float64) {
+	c.price += d * (c.s.Gain*c.logRatio(rs) - c.s.Leak*c.price)
+	c.price = min(max(c.price, 0), c.s.MaxPrice)
+	switch {
+	case c.ramp > 0 && rs < c.target():
+		c.ramp *= math.Exp2(d / c.s.Window.Minutes())
+	case c.ramp > 0:
+		// The server reached its target: the price takes over from
+		// where the slow start got to, no higher than the first
+		// price's cap (the server may have dipped under its target
+		// only for a moment while others were writing: a joiner's
+		// slow start must not become its price).
+		c.price = min(max(c.price, math.Log(max(demand, c.s.Min)/c.ramp)), c.joinCap(demand, rs-ro), c.s.MaxPrice)
+		c.ramp = 0
+	}
 }
 
 // room caps a share by what the budget leaves: this connector's own rate

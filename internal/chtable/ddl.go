@@ -80,9 +80,36 @@ func CreateTableDDL(s TableSpec) ([]string, error) {
 	b.WriteString(chschema.QuoteIdent(s.Database) + "." + chschema.QuoteIdent(local))
 	onCluster(&b, s.Cluster)
 	b.WriteString(" (")
-	for i, c := range s.Columns {
+	if err := writeColumns(&b, s.Columns); err != nil {
+		return nil, err
+	}
+	b.WriteString(") ENGINE = ")
+	writeEngine(&b, s, local)
+	if s.PartitionBy != "" {
+		b.WriteString(" PARTITION BY " + s.PartitionBy)
+	}
+	b.WriteString(" ORDER BY " + s.OrderBy)
+	if s.TTL != "" {
+		b.WriteString(" TTL " + s.TTL)
+	}
+	if err := writeSettings(&b, s.Settings); err != nil {
+		return nil, err
+	}
+	ddl := []string{b.String()}
+	if s.Cluster != "" {
+		ddl = append(ddl, "CREATE TABLE IF NOT EXISTS "+chschema.QuoteIdent(s.Database)+"."+chschema.QuoteIdent(s.Table)+onClusterText(s.Cluster)+
+			" AS "+chschema.QuoteIdent(s.Database)+"."+chschema.QuoteIdent(local)+
+			" ENGINE = Distributed("+QuoteString(s.Cluster)+", "+QuoteString(s.Database)+", "+QuoteString(local)+", rand())")
+	}
+	return ddl, nil
+}
+
+// writeColumns writes the column list of a CREATE TABLE (without its
+// parentheses): each name quoted, its type, its DEFAULT.
+func writeColumns(b *strings.Builder, cols []chschema.ColumnSchema) error {
+	for i, c := range cols {
 		if err := CheckColumnName(c.Name); err != nil {
-			return nil, err
+			return err
 		}
 		if i > 0 {
 			b.WriteString(", ")
@@ -92,7 +119,12 @@ func CreateTableDDL(s TableSpec) ([]string, error) {
 			b.WriteString(" DEFAULT " + c.DefaultExpr) // decode.FieldDefault.Literal
 		}
 	}
-	b.WriteString(") ENGINE = ")
+	return nil
+}
+
+// writeEngine writes the engine of s's table (local: its name): MergeTree
+// or ReplacingMergeTree with its version column, Replicated on a cluster.
+func writeEngine(b *strings.Builder, s TableSpec, local string) {
 	var args []string
 	if s.Cluster != "" {
 		b.WriteString("Replicated")
@@ -107,38 +139,31 @@ func CreateTableDDL(s TableSpec) ([]string, error) {
 		b.WriteString("MergeTree")
 	}
 	b.WriteString("(" + strings.Join(args, ", ") + ")")
-	if s.PartitionBy != "" {
-		b.WriteString(" PARTITION BY " + s.PartitionBy)
+}
+
+// writeSettings writes the SETTINGS clause of settings, by name, when
+// there are any.
+func writeSettings(b *strings.Builder, settings map[string]any) error {
+	if len(settings) == 0 {
+		return nil
 	}
-	b.WriteString(" ORDER BY " + s.OrderBy)
-	if s.TTL != "" {
-		b.WriteString(" TTL " + s.TTL)
+	names := make([]string, 0, len(settings))
+	for n := range settings {
+		names = append(names, n)
 	}
-	if len(s.Settings) > 0 {
-		names := make([]string, 0, len(s.Settings))
-		for n := range s.Settings {
-			names = append(names, n)
+	sort.Strings(names)
+	b.WriteString(" SETTINGS ")
+	for i, n := range names {
+		v, err := settingValue(settings[n])
+		if err != nil {
+			return fmt.Errorf("setting %s: %w", n, err)
 		}
-		sort.Strings(names)
-		b.WriteString(" SETTINGS ")
-		for i, n := range names {
-			v, err := settingValue(s.Settings[n])
-			if err != nil {
-				return nil, fmt.Errorf("setting %s: %w", n, err)
-			}
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString(n + " = " + v)
+		if i > 0 {
+			b.WriteString(", ")
 		}
+		b.WriteString(n + " = " + v)
 	}
-	ddl := []string{b.String()}
-	if s.Cluster != "" {
-		ddl = append(ddl, "CREATE TABLE IF NOT EXISTS "+chschema.QuoteIdent(s.Database)+"."+chschema.QuoteIdent(s.Table)+onClusterText(s.Cluster)+
-			" AS "+chschema.QuoteIdent(s.Database)+"."+chschema.QuoteIdent(local)+
-			" ENGINE = Distributed("+QuoteString(s.Cluster)+", "+QuoteString(s.Database)+", "+QuoteString(local)+", rand())")
-	}
-	return ddl, nil
+	return nil
 }
 
 func onCluster(b *strings.Builder, cluster string) { b.WriteString(onClusterText(cluster)) }

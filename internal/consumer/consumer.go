@@ -5,7 +5,10 @@
 // read_committed, keeping the transaction markers (control records) in the
 // fetches so that the pipeline commits past them, never commits on its own,
 // and produces dead-letter records. A Consumer is the
-// pipeline's Source (internal/pipeline's ports).
+// pipeline's Source (internal/pipeline's ports). Beside it, a Sampler
+// (sample.go) reads topics' newest records with a client of its own that
+// joins no group: the pipeline's Sampler for schema.create, and what `sink
+// check` and `sink advise` sample.
 //
 // Rebalances are blocked while polled records are being processed
 // (BlockRebalanceOnPoll): the pipeline calls AllowRebalance after each poll,
@@ -353,26 +356,9 @@ func (e stopRetry) Error() string { return e.err.Error() }
 // describeOnce is one metadata request of Describe, retried only when the
 // connection closed under it (another seed broker then answers).
 func describeOnce(ctx context.Context, cl *kgo.Client, cfg *config.Config) (map[string]int, error) {
-	k := cfg.Kafka
-	req := kmsgMetadata(k)
-	resp, err := req.RequestWith(ctx, cl)
-	// A broker of a cluster may die while it answers (a restart, a kill):
-	// the connection closes mid-request. Ask again, up to twice per seed
-	// broker, so another one answers; a refused login or handshake is not
-	// asked again, and a listener that wants SASL keeps closing and ends
-	// with the same error after those tries.
-	for try := 1; err != nil && try < 2*len(k.Brokers) && probeRetriable(err) && ctx.Err() == nil; try++ {
-		select {
-		case <-ctx.Done():
-		case <-time.After(300 * time.Millisecond):
-		}
-		resp, err = req.RequestWith(ctx, cl)
-	}
+	resp, err := requestMetadata(ctx, cl, cfg.Kafka)
 	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, kgo.ErrClientClosed) {
-			return nil, fmt.Errorf("kafka: brokers %s not reachable within %s", strings.Join(k.Brokers, ","), k.RequestTimeout)
-		}
-		return nil, ConnError(k, err)
+		return nil, err
 	}
 	out := map[string]int{}
 	for _, t := range resp.Topics {
@@ -380,7 +366,7 @@ func describeOnce(ctx context.Context, cl *kgo.Client, cfg *config.Config) (map[
 		if t.Topic != nil {
 			name = *t.Topic
 		}
-		if k.TopicRegex != "" {
+		if cfg.Kafka.TopicRegex != "" {
 			if t.ErrorCode == 0 && cfg.Consumes(name) && !t.IsInternal {
 				out[name] = len(t.Partitions)
 			}
@@ -395,6 +381,33 @@ func describeOnce(ctx context.Context, cl *kgo.Client, cfg *config.Config) (map[
 		out[name] = len(t.Partitions)
 	}
 	return out, nil
+}
+
+// requestMetadata sends Describe's metadata request (every topic for a
+// topic regex, else the configured ones) and returns the answer, or an
+// error that names the brokers.
+func requestMetadata(ctx context.Context, cl *kgo.Client, k config.Kafka) (*kmsg.MetadataResponse, error) {
+	req := kmsgMetadata(k)
+	resp, err := req.RequestWith(ctx, cl)
+	// A broker of a cluster may die while it answers (a restart, a kill):
+	// the connection closes mid-request. Ask again, up to twice per seed
+	// broker, so another one answers; a refused login or handshake is not
+	// asked again, and a listener that wants SASL keeps closing and ends
+	// with the same error after those tries.
+	for try := 1; err != nil && try < 2*len(k.Brokers) && probeRetriable(err) && ctx.Err() == nil; try++ {
+		select {
+		case <-ctx.Done():
+		case <-time.After(300 * time.Millisecond):
+		}
+		resp, err = req.RequestWith(ctx, cl)
+	}
+	if err == nil {
+		return resp, nil
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, kgo.ErrClientClosed) {
+		return nil, fmt.Errorf("kafka: brokers %s not reachable within %s", strings.Join(k.Brokers, ","), k.RequestTimeout)
+	}
+	return nil, ConnError(k, err)
 }
 
 // Poll returns every buffered record, blocking until there are some or

@@ -8,8 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"sink/internal/cdctest"
 	"sink/internal/chschema"
+	"sink/internal/testenv/cdcevent"
 )
 
 // placeholderCase is one NOT NULL column of a PostgreSQL table that a
@@ -52,13 +52,13 @@ var placeholderCases = []placeholderCase{
 // placeholderDelete is a Debezium delete of the row with key id whose
 // before image has the key and the placeholders of cs, and its record key.
 func placeholderDelete(id int, cs []placeholderCase) (value, key []byte) {
-	cols := make([]cdctest.Column, len(cs))
+	cols := make([]cdcevent.Column, len(cs))
 	vals := make([]string, len(cs))
 	for i, c := range cs {
-		cols[i] = cdctest.Column{Name: c.col, Type: c.typ, Semantic: c.semantic, Params: c.params}
+		cols[i] = cdcevent.Column{Name: c.col, Type: c.typ, Semantic: c.semantic, Params: c.params}
 		vals[i] = c.value
 	}
-	return cdctest.Event("d", id, 26975480, cols, vals)
+	return cdcevent.Event("d", id, 26975480, cols, vals)
 }
 
 // TestDebeziumDeletePlaceholders: a delete whose before image holds

@@ -1,6 +1,8 @@
 package decode
 
 import (
+	"unicode/utf8"
+
 	"sink/internal/chschema"
 
 	"github.com/valyala/fastjson"
@@ -19,8 +21,26 @@ import (
 // steady state of a producer with a field the table lacks); otherwise its
 // keys are walked to find the others. Fields already seen are counted
 // through a map lookup by the key's bytes (no allocation); a new field
-// allocates once. At most MaxUnmappedFields distinct fields are kept per
-// Plan; the rest are counted together under OverflowField.
+// allocates once.
+//
+// A record's producer chooses the names, so what a Plan keeps of them is
+// bounded, and junk cannot take the room a real new field needs:
+//
+//   - A name is stored only when it is 1 to MaxFieldName bytes of UTF-8
+//     without control characters; any other is counted under
+//     OverflowField and never stored, logged or used as a metric label.
+//   - Policy.Unmapped (the route's schema.allow / schema.deny) splits the
+//     names in two: those it would add as columns and those it refuses
+//     (UnmappedField.Refused). Each kind has MaxUnmappedFields slots of its
+//     own, so refused names never take the slot of a name evolution may
+//     add.
+//   - A field counted in neither the current period nor the one before
+//     (a period ends at each TakeUnmapped, i.e. each sealed batch of the
+//     Plan's table) is idle: a new name of its kind takes its slot when
+//     the kind is full. No count is lost (an idle field has none), and the
+//     field is made again at its next sighting.
+//
+// Beyond that, the fields are counted together under OverflowField.
 //
 // The registry formats whose records are typed by a schema (avro,
 // protobuf, debezium-avro) know their unmapped fields when a schema is
@@ -38,8 +58,16 @@ import (
 // record.
 
 // MaxUnmappedFields bounds the distinct unmapped fields a Plan (and the
-// pipeline, per table) tracks by name.
+// pipeline, per table) tracks by name: as many again for the names the
+// route's policy refuses (UnmappedField.Refused).
 const MaxUnmappedFields = 64
+
+// MaxFieldName is the longest unmapped field name, in bytes, a Plan
+// stores: longer than any PostgreSQL (63) or MySQL (64) column name, and
+// short enough that a column of that name keeps its data files' names
+// within a file system's 255 bytes. A longer name is only counted, under
+// OverflowField: it never becomes a column, a log field or a metric label.
+const MaxFieldName = 128
 
 // OverflowField names the fields beyond MaxUnmappedFields in counts and
 // metrics.
@@ -69,9 +97,13 @@ type UnmappedField struct {
 	Default *FieldDefault
 	// Order is when the Plan first saw the field among its unmapped
 	// fields (0, 1, …): for a schema's fields, their order in the schema.
-	Order   int
+	Order int
+	// Refused: the Plan's Policy.Unmapped refuses the name (the route
+	// would never add it as a column); such fields have slots of their own.
+	Refused bool
 	sampled int
-	new     bool // first sighting since the Plan was compiled, not yet taken
+	new     bool   // first sighting since the Plan was compiled, not yet taken
+	seen    uint64 // the drift's takes when the field was last counted (or made)
 }
 
 // Column returns the ClickHouse type schema.evolve: add_columns gives the
@@ -122,6 +154,91 @@ type drift struct {
 	// went to the overflow: LastUnmapped and Unappend.
 	rec         []*UnmappedField
 	recOverflow uint64
+
+	// accept is Policy.Unmapped (nil: every storable name is accepted).
+	accept func(name string) bool
+	// tracked counts the fields kept per kind (accepted, refused);
+	// idleAt[kind] is the takes before which none of a full kind can be
+	// idle (a scan found none).
+	tracked, idleAt [2]uint64
+	order           int    // the next field's Order
+	takes           uint64 // TakeUnmapped calls so far
+	// evicted counts the fields forgotten to free a slot; last (lastGen)
+	// and a schema's counters (knownUnmapped.gen) taken before it changed
+	// may hold a forgotten field and are built again.
+	evicted, lastGen uint64
+}
+
+// slotKind indexes drift.tracked by whether a field's name is refused.
+func slotKind(refused bool) int {
+	if refused {
+		return 1
+	}
+	return 0
+}
+
+// storableName reports whether an unmapped field's name may be stored,
+// logged and used as a metric label: 1 to MaxFieldName bytes of UTF-8
+// without control characters.
+func storableName(k []byte) bool {
+	if len(k) == 0 || len(k) > MaxFieldName || !utf8.Valid(k) {
+		return false
+	}
+	for _, c := range k {
+		if c < 0x20 || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// newField makes and keeps the counter of a field seen for the first
+// time: nil when its name is not storable, or when its kind is full and
+// none of its fields is idle (it is then counted as overflow). mk fills
+// in what the format knows of it.
+func (d *drift) newField(k []byte, mk func(u *UnmappedField)) *UnmappedField {
+	if !storableName(k) {
+		return nil
+	}
+	if d.tracked[0] >= MaxUnmappedFields && d.tracked[1] >= MaxUnmappedFields &&
+		d.takes < d.idleAt[0] && d.takes < d.idleAt[1] {
+		return nil // the steady state of a flood of names: no allocation
+	}
+	name := string(k)
+	refused := d.accept != nil && !d.accept(name)
+	c := slotKind(refused)
+	if d.tracked[c] >= MaxUnmappedFields && !d.evictIdle(c) {
+		return nil
+	}
+	if d.fields == nil {
+		d.fields = map[string]*UnmappedField{}
+	}
+	u := &UnmappedField{Name: name, Refused: refused, new: true, Order: d.order, seen: d.takes}
+	mk(u)
+	d.order++
+	d.tracked[c]++
+	d.fields[name] = u
+	return u
+}
+
+// evictIdle forgets one idle field of kind c (not counted since the take
+// before the last one), reporting whether it found one.
+func (d *drift) evictIdle(c int) bool {
+	if d.takes < d.idleAt[c] {
+		return false
+	}
+	for name, u := range d.fields {
+		if slotKind(u.Refused) == c && u.Count == 0 && u.seen < d.takes {
+			delete(d.fields, name)
+			d.tracked[c]--
+			d.evicted++
+			return true
+		}
+	}
+	// Every field of the kind was counted in the last period or this one:
+	// none is idle before the next take.
+	d.idleAt[c] = d.takes + 1
+	return false
 }
 
 // LastUnmapped returns the unmapped fields of the record that the last
@@ -161,6 +278,11 @@ type knownUnmapped struct {
 	fields   []schemaField
 	counters []*UnmappedField // per field; nil: counted as overflow
 	bound    bool
+	// gen is the drift's evicted when the counters were bound, and
+	// takes its takes: they are bound again after a field was forgotten,
+	// and, when one is nil, once per period (a slot may be idle).
+	gen, takes uint64
+	missing    bool
 }
 
 type schemaField struct {
@@ -211,7 +333,7 @@ func (p *Plan) noteUnmapped() {
 		return
 	}
 	// The common case: the same extra fields as the record before.
-	if len(d.last) == f.extra && d.again(f.obj) {
+	if len(d.last) == f.extra && d.lastGen == d.evicted && d.again(f.obj) {
 		d.rec = d.last
 		return
 	}
@@ -219,29 +341,27 @@ func (p *Plan) noteUnmapped() {
 	d.mapped = f
 	d.last = d.last[:0]
 	f.obj.Visit(d.visit)
-	d.rec, d.recOverflow = d.last, d.overflow-over
+	d.rec, d.recOverflow, d.lastGen = d.last, d.overflow-over, d.evicted
 }
 
 // field is the counter of unmapped field k, created on its first
-// sighting; nil when MaxUnmappedFields are tracked already (counted as
-// overflow).
+// sighting; nil when it is counted as overflow (newField).
 func (d *drift) field(k []byte) *UnmappedField {
-	u := d.fields[string(k)]
+	if u := d.fields[string(k)]; u != nil {
+		return u
+	}
+	u := d.newField(k, d.withDefault)
 	if u == nil {
-		if d.fields == nil {
-			d.fields = map[string]*UnmappedField{}
-		}
-		if len(d.fields) >= MaxUnmappedFields {
-			d.overflow++
-			return nil
-		}
-		u = &UnmappedField{Name: string(k), new: true, Order: len(d.fields)}
-		if d.defaults != nil {
-			u.Default = d.defaults.fieldDefault(u.Name)
-		}
-		d.fields[u.Name] = u
+		d.overflow++
 	}
 	return u
+}
+
+// withDefault sets the default the record's schema declares for u.
+func (d *drift) withDefault(u *UnmappedField) {
+	if d.defaults != nil {
+		u.Default = d.defaults.fieldDefault(u.Name)
+	}
 }
 
 // noteScanned is noteUnmapped for a record the scanner read (no key of
@@ -249,7 +369,7 @@ func (d *drift) field(k []byte) *UnmappedField {
 // keys instead of an object's.
 func (d *drift) noteScanned(f *jsonFields) {
 	sc := f.sc
-	if len(d.last) == f.extra && d.againScanned(f) {
+	if len(d.last) == f.extra && d.lastGen == d.evicted && d.againScanned(f) {
 		d.rec = d.last
 		return
 	}
@@ -266,7 +386,7 @@ func (d *drift) noteScanned(f *jsonFields) {
 			d.lastAt = append(d.lastAt, m)
 		}
 	}
-	d.rec, d.recOverflow = d.last, d.overflow-over
+	d.rec, d.recOverflow, d.lastGen = d.last, d.overflow-over, d.evicted
 }
 
 // againScanned is again for a scanned record. Whether each field of last
@@ -311,20 +431,8 @@ func (d *drift) countScanned(u *UnmappedField, sc *jsonScanner, m int) {
 
 // countKnown counts one record of a schema whose unmapped fields are k.
 func (d *drift) countKnown(k *knownUnmapped) {
-	if !k.bound {
-		k.bound = true
-		if d.fields == nil {
-			d.fields = map[string]*UnmappedField{}
-		}
-		k.counters = make([]*UnmappedField, len(k.fields))
-		for i, f := range k.fields {
-			u := d.fields[f.name]
-			if u == nil && len(d.fields) < MaxUnmappedFields {
-				u = &UnmappedField{Name: f.name, new: true, Schema: f.typ, Default: f.def, Example: "schema type " + f.typ.String(), Order: len(d.fields)}
-				d.fields[u.Name] = u
-			}
-			k.counters[i] = u
-		}
+	if !k.bound || k.gen != d.evicted || (k.missing && k.takes != d.takes) {
+		d.bindKnown(k)
 	}
 	for _, u := range k.counters {
 		if u == nil {
@@ -333,6 +441,30 @@ func (d *drift) countKnown(k *knownUnmapped) {
 		}
 		u.Count++
 	}
+}
+
+// bindKnown binds k's fields to the Plan's counters, making those not kept
+// yet. A field bound here counts as seen now (the record that binds it
+// counts it next), so binding one cannot forget another bound before it.
+func (d *drift) bindKnown(k *knownUnmapped) {
+	k.bound, k.missing = true, false
+	if len(k.counters) != len(k.fields) {
+		k.counters = make([]*UnmappedField, len(k.fields))
+	}
+	for i, f := range k.fields {
+		u := d.fields[f.name]
+		if u == nil {
+			u = d.newField([]byte(f.name), func(u *UnmappedField) {
+				u.Schema, u.Default, u.Example = f.typ, f.def, "schema type "+f.typ.String()
+			})
+		}
+		if u != nil {
+			u.seen = max(u.seen, d.takes)
+		}
+		k.counters[i] = u
+		k.missing = k.missing || u == nil
+	}
+	k.gen, k.takes = d.evicted, d.takes
 }
 
 // again counts the fields of d.last in o when o has every one of them.
@@ -367,10 +499,11 @@ func (d *drift) count(u *UnmappedField, v *fastjson.Value) {
 // keep the pointer.
 func (p *Plan) TakeUnmapped(fn func(f *UnmappedField), overflow func(n uint64)) {
 	d := &p.drift
+	d.takes++
 	for _, u := range d.fields {
 		if u.Count > 0 {
 			fn(u)
-			u.Count, u.new = 0, false
+			u.Count, u.new, u.seen = 0, false, d.takes
 		}
 	}
 	if d.overflow > 0 && overflow != nil {

@@ -17,6 +17,11 @@ type Policy struct {
 	// skipped (Append returns an error matching ErrSkip). The debezium-json
 	// format always skips tombstones: they are part of its protocol.
 	TombstoneBad bool
+	// Unmapped, when set, says whether the route would add an unmapped
+	// field of that name as a column (its schema.allow / schema.deny); the
+	// names it refuses are tracked apart (UnmappedField.Refused, drift.go),
+	// so that they never take the slots of the names it accepts.
+	Unmapped func(name string) bool
 }
 
 // Default reasons, as DefaultsApplied reports them.
@@ -29,6 +34,7 @@ const (
 func (p *Plan) SetPolicy(pol Policy) {
 	p.policy = pol
 	p.defaults = make([][2]uint64, len(p.cols))
+	p.drift.accept = pol.Unmapped
 }
 
 // TakeDefaults calls fn for every column that got its type's default

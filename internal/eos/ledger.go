@@ -162,20 +162,37 @@ func Decode(s string) (l Ledger, ok bool, err error) {
 	if len(fields) == 0 || fields[0] != Marker {
 		return Ledger{}, false, nil
 	}
-	bad := func(why string) (Ledger, bool, error) {
+	l, rest, why := decodeHead(fields[1:])
+	for i := 0; i < len(rest) && why == ""; i++ {
+		e, ok := decodeEntry(rest[i])
+		if !ok {
+			why = "bad entry " + truncate(rest[i], 60)
+		}
+		l.Entries = append(l.Entries, e)
+	}
+	if why != "" {
 		return Ledger{}, false, fmt.Errorf("exactly-once ledger %q: %s", truncate(s, 80), why)
 	}
-	if len(fields) < 2 || !strings.HasPrefix(fields[1], "@") {
-		return bad("no @offset")
+	return l, true, nil
+}
+
+// decodeHead reads the fields after the marker up to the entries:
+// "@offset", then "t<id>" (the topic ID) and "c<end>" (the check region)
+// when present. It returns the ledger without entries, the entries' fields,
+// and why the head is malformed ("" when it is not).
+func decodeHead(fields []string) (l Ledger, rest []string, why string) {
+	if len(fields) == 0 || !strings.HasPrefix(fields[0], "@") {
+		return l, nil, "no @offset"
 	}
-	if l.Offset, err = strconv.ParseInt(fields[1][1:], 10, 64); err != nil || l.Offset < 0 {
-		return bad("bad @offset")
+	var err error
+	if l.Offset, err = strconv.ParseInt(fields[0][1:], 10, 64); err != nil || l.Offset < 0 {
+		return l, nil, "bad @offset"
 	}
-	rest := fields[2:]
+	rest = fields[1:]
 	// "t<id>" is the topic ID (an entry always has a colon, an ID never).
 	if len(rest) > 0 && strings.HasPrefix(rest[0], "t") && !strings.Contains(rest[0], ":") {
 		if l.TopicID = rest[0][1:]; l.TopicID == "" {
-			return bad("empty topic ID")
+			return l, nil, "empty topic ID"
 		}
 		rest = rest[1:]
 	}
@@ -183,34 +200,37 @@ func Decode(s string) (l Ledger, ok bool, err error) {
 	// but an entry always has a colon.
 	if len(rest) > 0 && strings.HasPrefix(rest[0], "c") && !strings.Contains(rest[0], ":") {
 		if l.Check, err = strconv.ParseInt(rest[0][1:], 10, 64); err != nil || l.Check <= 0 {
-			return bad("bad check region")
+			return l, nil, "bad check region"
 		}
 		rest = rest[1:]
 	}
-	for _, f := range rest {
-		tok, span, found := strings.Cut(f, ":")
-		if !found || len(tok) != tokenHex || !isHex(tok) {
-			return bad("bad entry " + truncate(f, 60))
-		}
-		rng, n, found := strings.Cut(span, "/")
-		first, last, found2 := strings.Cut(rng, "-")
-		if !found || !found2 {
-			return bad("bad entry " + truncate(f, 60))
-		}
-		e := Entry{Token: tok}
-		if n, e.Placement, _ = strings.Cut(n, "~"); strings.Contains(span, "~") && (e.Placement == "" || !placementOK(e.Placement)) {
-			return bad("bad entry " + truncate(f, 60))
-		}
-		var err1, err2, err3 error
-		e.First, err1 = strconv.ParseInt(first, 10, 64)
-		e.Last, err2 = strconv.ParseInt(last, 10, 64)
-		e.N, err3 = strconv.Atoi(n)
-		if err1 != nil || err2 != nil || err3 != nil || e.First < 0 || e.Last < e.First || e.N < 1 {
-			return bad("bad entry " + truncate(f, 60))
-		}
-		l.Entries = append(l.Entries, e)
+	return l, rest, ""
+}
+
+// decodeEntry reads one entry, "token:first-last/n[~placement]"; ok is
+// false when f is not one.
+func decodeEntry(f string) (e Entry, ok bool) {
+	tok, span, found := strings.Cut(f, ":")
+	if !found || len(tok) != tokenHex || !isHex(tok) {
+		return e, false
 	}
-	return l, true, nil
+	rng, n, found := strings.Cut(span, "/")
+	first, last, found2 := strings.Cut(rng, "-")
+	if !found || !found2 {
+		return e, false
+	}
+	e.Token = tok
+	if n, e.Placement, _ = strings.Cut(n, "~"); strings.Contains(span, "~") && (e.Placement == "" || !placementOK(e.Placement)) {
+		return e, false
+	}
+	var err1, err2, err3 error
+	e.First, err1 = strconv.ParseInt(first, 10, 64)
+	e.Last, err2 = strconv.ParseInt(last, 10, 64)
+	e.N, err3 = strconv.Atoi(n)
+	if err1 != nil || err2 != nil || err3 != nil || e.First < 0 || e.Last < e.First || e.N < 1 {
+		return e, false
+	}
+	return e, true
 }
 
 // placementOK says whether p may stand in a ledger as a placement

@@ -69,99 +69,141 @@ type Plan struct {
 // token says which of the tables the batch was for.
 func PlanRecovery(snap Snapshot, assigned []offsets.TP, tablesOf func(topic string) []string) *Plan {
 	plan := &Plan{}
-	// Every valid ledger of the group, for gathering the entries of a token.
+	rp := recoveryPlanner{plan: plan, tablesOf: tablesOf, complete: map[string]*Intent{}, replay: map[string]bool{}}
+	rp.ledgers, plan.Notes = liveLedgers(snap)
+	rp.byToken = entriesByToken(rp.ledgers)
+
+	sorted := append([]offsets.TP(nil), assigned...)
+	sort.Slice(sorted, func(i, j int) bool { return LessTP(sorted[i], sorted[j]) })
+	for _, tp := range sorted {
+		c, has := snap[tp]
+		if !has {
+			c = Committed{Offset: -1}
+		}
+		if l, marked := rp.ledgers[tp]; marked {
+			plan.Parts = append(plan.Parts, rp.recoverMarked(tp, c, l))
+		} else {
+			plan.Parts = append(plan.Parts, recoverUnmarked(tp, c))
+		}
+	}
+	sort.Slice(plan.Replays, func(i, j int) bool { return plan.Replays[i].Token < plan.Replays[j].Token })
+	return plan
+}
+
+// liveLedgers is every valid ledger of the group (committed at the offset
+// it names), cut to its live entries, for gathering the entries of a
+// token; and a note for each malformed one.
+func liveLedgers(snap Snapshot) (map[offsets.TP]Ledger, []string) {
 	ledgers := map[offsets.TP]Ledger{}
+	var notes []string
 	for tp, c := range snap {
 		l, ok, err := Decode(c.Metadata)
 		if err != nil {
-			plan.Notes = append(plan.Notes, fmt.Sprintf("%s[%d]: %v (treated as unmarked)", tp.Topic, tp.Partition, err))
+			notes = append(notes, fmt.Sprintf("%s[%d]: %v (treated as unmarked)", tp.Topic, tp.Partition, err))
 			continue
 		}
 		if ok && l.Offset == c.Offset {
 			ledgers[tp] = l.Live(c.Offset)
 		}
 	}
-	type found struct {
-		tp offsets.TP
-		e  Entry
-	}
-	byToken := map[string][]found{}
+	return ledgers, notes
+}
+
+// foundEntry is a ledger entry and the partition whose ledger holds it.
+type foundEntry struct {
+	tp offsets.TP
+	e  Entry
+}
+
+// entriesByToken gathers the entries of ledgers by token.
+func entriesByToken(ledgers map[offsets.TP]Ledger) map[string][]foundEntry {
+	byToken := map[string][]foundEntry{}
 	for tp, l := range ledgers {
 		for _, e := range l.Entries {
-			byToken[e.Token] = append(byToken[e.Token], found{tp, e})
+			byToken[e.Token] = append(byToken[e.Token], foundEntry{tp, e})
 		}
 	}
-	complete := map[string]*Intent{}
-	isComplete := func(token string) *Intent {
-		if in, ok := complete[token]; ok {
-			return in
-		}
-		fs := byToken[token]
-		var in *Intent
-		if len(fs) > 0 && len(fs) == fs[0].e.N {
-			rs := make([]Range, len(fs))
-			same := true
-			for i, f := range fs {
-				rs[i] = Range{TP: f.tp, First: f.e.First, Last: f.e.Last}
-				if f.e.N != fs[0].e.N || f.e.Placement != fs[0].e.Placement {
-					same = false
-				}
-			}
-			if table, ok := intentTable(fs[0].tp.Topic, rs, token, tablesOf); same && ok {
-				SortRanges(rs)
-				in = &Intent{Token: token, Table: table, Ranges: rs, Placement: fs[0].e.Placement}
-			}
-		}
-		complete[token] = in
+	return byToken
+}
+
+// recoveryPlanner is PlanRecovery's state while it walks the assigned
+// partitions: the group's ledgers, their entries by token, which tokens
+// are complete intents, and which intents the plan replays already.
+type recoveryPlanner struct {
+	plan     *Plan
+	tablesOf func(topic string) []string
+	ledgers  map[offsets.TP]Ledger
+	byToken  map[string][]foundEntry
+	complete map[string]*Intent // token → its intent, nil when incomplete
+	replay   map[string]bool
+}
+
+// intent is the complete intent of token, nil when it is not complete.
+func (rp *recoveryPlanner) intent(token string) *Intent {
+	if in, ok := rp.complete[token]; ok {
 		return in
 	}
-
-	sorted := append([]offsets.TP(nil), assigned...)
-	sort.Slice(sorted, func(i, j int) bool { return LessTP(sorted[i], sorted[j]) })
-	replay := map[string]bool{}
-	for _, tp := range sorted {
-		c, has := snap[tp]
-		if !has {
-			c = Committed{Offset: -1}
-		}
-		r := Recovery{TP: tp, Offset: c.Offset}
-		l, marked := ledgers[tp]
-		if !marked {
-			r.Check, r.CheckFrom, r.CheckTo = true, max(c.Offset, 0), -1
-			switch {
-			case c.Offset < 0:
-				r.Why = "no committed offset"
-			case c.Metadata == "":
-				r.Why = "committed without metadata (a reset, or another client)"
-			default:
-				r.Why = "metadata not written by this mode at this offset"
+	fs := rp.byToken[token]
+	var in *Intent
+	if len(fs) > 0 && len(fs) == fs[0].e.N {
+		rs := make([]Range, len(fs))
+		same := true
+		for i, f := range fs {
+			rs[i] = Range{TP: f.tp, First: f.e.First, Last: f.e.Last}
+			if f.e.N != fs[0].e.N || f.e.Placement != fs[0].e.Placement {
+				same = false
 			}
-			plan.Parts = append(plan.Parts, r)
+		}
+		if table, ok := intentTable(fs[0].tp.Topic, rs, token, rp.tablesOf); same && ok {
+			SortRanges(rs)
+			in = &Intent{Token: token, Table: table, Ranges: rs, Placement: fs[0].e.Placement}
+		}
+	}
+	rp.complete[token] = in
+	return in
+}
+
+// recoverUnmarked is the recovery of a partition without a ledger of this
+// mode at its committed offset c: check from the committed offset on.
+func recoverUnmarked(tp offsets.TP, c Committed) Recovery {
+	r := Recovery{TP: tp, Offset: c.Offset}
+	r.Check, r.CheckFrom, r.CheckTo = true, max(c.Offset, 0), -1
+	switch {
+	case c.Offset < 0:
+		r.Why = "no committed offset"
+	case c.Metadata == "":
+		r.Why = "committed without metadata (a reset, or another client)"
+	default:
+		r.Why = "metadata not written by this mode at this offset"
+	}
+	return r
+}
+
+// recoverMarked is the recovery of a partition whose ledger l is committed
+// at c: its complete intents are replayed (each once in the plan), and the
+// region of its incomplete ones and of an unfinished check is checked.
+func (rp *recoveryPlanner) recoverMarked(tp offsets.TP, c Committed, l Ledger) Recovery {
+	r := Recovery{TP: tp, Offset: c.Offset, TopicID: l.TopicID}
+	r.Ledger = Ledger{Offset: c.Offset, TopicID: l.TopicID}
+	end := l.Check
+	for _, e := range l.Entries {
+		in := rp.intent(e.Token)
+		if in == nil {
+			end = max(end, e.Last+1)
 			continue
 		}
-		end := l.Check
-		r.TopicID = l.TopicID
-		r.Ledger = Ledger{Offset: c.Offset, TopicID: l.TopicID}
-		for _, e := range l.Entries {
-			if in := isComplete(e.Token); in != nil {
-				r.Ledger.Entries = append(r.Ledger.Entries, e)
-				if !replay[e.Token] {
-					replay[e.Token] = true
-					plan.Replays = append(plan.Replays, *in)
-				}
-				continue
-			}
-			end = max(end, e.Last+1)
+		r.Ledger.Entries = append(r.Ledger.Entries, e)
+		if !rp.replay[e.Token] {
+			rp.replay[e.Token] = true
+			rp.plan.Replays = append(rp.plan.Replays, *in)
 		}
-		if end > c.Offset {
-			r.Check, r.CheckFrom, r.CheckTo = true, c.Offset, end
-			r.Ledger.Check = end
-			r.Why = "incomplete intents or an unfinished check"
-		}
-		plan.Parts = append(plan.Parts, r)
 	}
-	sort.Slice(plan.Replays, func(i, j int) bool { return plan.Replays[i].Token < plan.Replays[j].Token })
-	return plan
+	if end > c.Offset {
+		r.Check, r.CheckFrom, r.CheckTo = true, c.Offset, end
+		r.Ledger.Check = end
+		r.Why = "incomplete intents or an unfinished check"
+	}
+	return r
 }
 
 // intentTable is the table of the batch with token over rs: the one among

@@ -49,30 +49,7 @@ func PlanRelease(given []offsets.TP, batches []Unrecorded) Release {
 	for _, tp := range given {
 		gone[tp] = true
 	}
-	seek := map[offsets.TP]int64{}
-	holds := func(rs []Range) bool {
-		for _, r := range rs {
-			if at, ok := seek[r.TP]; gone[r.TP] || (ok && r.Last >= at) {
-				return true
-			}
-		}
-		return false
-	}
-	dropped := make([]bool, len(batches))
-	for more := true; more; {
-		more = false
-		for i, b := range batches {
-			if dropped[i] || !holds(b.Ranges) {
-				continue
-			}
-			dropped[i], more = true, true
-			for _, r := range b.Ranges {
-				if at, ok := seek[r.TP]; !gone[r.TP] && (!ok || r.First < at) {
-					seek[r.TP] = r.First
-				}
-			}
-		}
-	}
+	dropped, seek := dropsOf(gone, batches)
 	var out Release
 	for i, b := range batches {
 		if !dropped[i] {
@@ -90,6 +67,48 @@ func PlanRelease(given []offsets.TP, batches []Unrecorded) Release {
 		out.Seek = seek
 	}
 	return out
+}
+
+// dropsOf finds which batches are dropped (by index) when the partitions
+// gone are given up, and the offset each kept partition is sought back to:
+// a batch that holds a partition gone, or a kept one from its seek point
+// on, is dropped and seeks its kept partitions back to the first offset it
+// holds, until no other batch is caught.
+func dropsOf(gone map[offsets.TP]bool, batches []Unrecorded) ([]bool, map[offsets.TP]int64) {
+	seek := map[offsets.TP]int64{}
+	dropped := make([]bool, len(batches))
+	for more := true; more; {
+		more = false
+		for i, b := range batches {
+			if dropped[i] || !released(gone, seek, b.Ranges) {
+				continue
+			}
+			dropped[i], more = true, true
+			seekBack(gone, seek, b.Ranges)
+		}
+	}
+	return dropped, seek
+}
+
+// released reports whether rs holds a partition gone, or a sought one from
+// its seek point on.
+func released(gone map[offsets.TP]bool, seek map[offsets.TP]int64, rs []Range) bool {
+	for _, r := range rs {
+		if at, ok := seek[r.TP]; gone[r.TP] || (ok && r.Last >= at) {
+			return true
+		}
+	}
+	return false
+}
+
+// seekBack lowers the seek point of each kept partition of rs to the
+// first offset rs holds of it.
+func seekBack(gone map[offsets.TP]bool, seek map[offsets.TP]int64, rs []Range) {
+	for _, r := range rs {
+		if at, ok := seek[r.TP]; !gone[r.TP] && (!ok || r.First < at) {
+			seek[r.TP] = r.First
+		}
+	}
 }
 
 // triedHoldsKept reports whether b was tried and holds a kept partition,

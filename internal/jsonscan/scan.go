@@ -269,6 +269,10 @@ func indexBackslash(b []byte) int {
 
 // object reads the members of an object whose '{' is before i; the
 // top-level object's members are noted.
+//
+// It is the scanner's hottest loop: the helpers it calls for a member
+// (at, memberStart, closeObject) are small enough for the compiler to
+// inline, and only a malformed text reaches a call that is not.
 func (s *Scanner) object(i, depth int) (int, error) {
 	d := s.Doc
 	i = s.ws(i)
@@ -278,18 +282,12 @@ func (s *Scanner) object(i, depth int) (int, error) {
 	if d[i] == '}' {
 		return i + 1, nil
 	}
-	// The top-level members go to a local slice and into s.Members once,
-	// at the end: a write of the slice to s per member costs a store and
-	// a write-barrier check each (the same for Esc).
 	top := depth == 1
-	var members []Member
-	if top {
-		members = s.Members
-	}
+	members := s.topMembers(top)
 	escKey := false
 	for {
 		i = s.ws(i)
-		if i >= len(d) || d[i] != '"' {
+		if s.at(i) != '"' {
 			return i, &Error{Pos: i, Msg: "want a quoted key"}
 		}
 		k := i + 1
@@ -299,53 +297,91 @@ func (s *Scanner) object(i, depth int) (int, error) {
 		}
 		escKey = escKey || esc
 		i = s.ws(kend)
-		if i >= len(d) || d[i] != ':' {
+		if s.at(i) != ':' {
 			return i, &Error{Pos: i, Msg: "want ':' after key " + strconv.Quote(cut(d[k:kend-1]))}
 		}
 		v := s.ws(i + 1)
 		plain := false
-		switch {
-		case top && v < len(d) && d[v] == '"':
+		switch c := s.at(v); {
+		case !top:
+			i, err = s.value(v, depth)
+		case c == '"':
 			// A top-level string value, read here to keep whether it
 			// holds a backslash (value would drop that).
 			var vesc bool
-			if i, vesc, err = s.string(v + 1); err != nil {
-				return i, err
-			}
+			i, vesc, err = s.string(v + 1)
 			plain = !vesc
-		case top && v < len(d) && (isDigit(d[v]) || d[v] == '-'):
+		case numberStart[c]:
 			// A top-level number (value's depth check cannot fail at
 			// depth 2).
-			if i, err = s.number(v); err != nil {
-				return i, err
-			}
+			i, err = s.number(v)
 		default:
-			if i, err = s.value(v, depth); err != nil {
-				return i, err
-			}
+			i, err = s.value(v, depth)
+		}
+		if err != nil {
+			return i, err
 		}
 		if top {
 			members = append(members, Member{Key: Span{k, kend - 1}, Val: Span{v, i}, Plain: plain})
 		}
 		i = s.ws(i)
-		if i >= len(d) {
-			return i, &Error{Pos: i, Msg: "object without its closing '}'"}
-		}
-		switch d[i] {
+		switch s.at(i) {
 		case ',':
 			i++
 		case '}':
-			if top {
-				s.Members = members
-			}
-			if escKey {
-				s.Esc = true
-			}
+			s.closeObject(top, members, escKey)
 			return i + 1, nil
 		default:
-			return i, &Error{Pos: i, Msg: "want ',' or '}' after the value of " + strconv.Quote(cut(d[k:kend-1]))}
+			return i, s.badMemberEnd(i, d[k:kend-1])
 		}
 	}
+}
+
+// at is the byte at i, 0 past the end of the text.
+func (s *Scanner) at(i int) byte {
+	if i < len(s.Doc) {
+		return s.Doc[i]
+	}
+	return 0
+}
+
+// numberStart marks the bytes a number that object reads itself starts
+// with: 0-9 and '-'.
+var numberStart = [256]bool{
+	'0': true, '1': true, '2': true, '3': true, '4': true, '5': true, '6': true, '7': true, '8': true, '9': true,
+	'-': true,
+}
+
+// topMembers is where object gathers the members of the top-level object
+// (top): s.Members, emptied by Scan; nil for any other object. The
+// members go to this local slice and into s.Members once, at the end
+// (closeObject): a write of the slice to s per member costs a store and a
+// write-barrier check each (the same for Esc).
+func (s *Scanner) topMembers(top bool) []Member {
+	if top {
+		return s.Members
+	}
+	return nil
+}
+
+// closeObject notes what object found once its '}' is read: the
+// top-level object's members, and whether some key held a backslash.
+func (s *Scanner) closeObject(top bool, members []Member, escKey bool) {
+	if top {
+		s.Members = members
+	}
+	if escKey {
+		s.Esc = true
+	}
+}
+
+// badMemberEnd is the error for what follows a member's value at i when
+// it is neither ',' nor '}' (key names the member).
+func (s *Scanner) badMemberEnd(i int, key []byte) error {
+	if i >= len(s.Doc) {
+		return &Error{Pos: i, Msg: "object without its closing '}'"}
+	}
+	return &Error{Pos: i, Msg: "want ',' or '}' after the value of " + strconv.Quote(cut(key))}
 }
 
 // array reads the elements of an array whose '[' is before i.
@@ -503,49 +539,12 @@ func (s *Scanner) Unescape(b []byte) []byte {
 	for i < len(b) {
 		ch := b[i]
 		i++
-		switch ch {
-		case '"', '\\', '/':
-			out[w] = ch
+		if c := unescaped[ch]; c != 0 {
+			out[w] = c
 			w++
-		case 'b':
-			out[w] = '\b'
-			w++
-		case 'f':
-			out[w] = '\f'
-			w++
-		case 'n':
-			out[w] = '\n'
-			w++
-		case 'r':
-			out[w] = '\r'
-			w++
-		case 't':
-			out[w] = '\t'
-			w++
-		case 'u':
-			x, ok := hex4(b[i:])
-			if !ok {
-				w += copy(out[w:], `\u`)
-				break
-			}
-			xs := b[i : i+4]
-			i += 4
-			if !utf16.IsSurrogate(rune(x)) {
-				w += utf8.EncodeRune(out[w:], rune(x))
-				break
-			}
-			x1, ok := uint64(0), false
-			if len(b)-i >= 6 && b[i] == '\\' && b[i+1] == 'u' {
-				x1, ok = hex4(b[i+2:])
-			}
-			if !ok {
-				w += copy(out[w:], `\u`)
-				w += copy(out[w:], xs)
-				break
-			}
-			w += utf8.EncodeRune(out[w:], utf16.DecodeRune(rune(x), rune(x1)))
-			i += 6
-		default:
+		} else if ch == 'u' {
+			i, w = unescapeU(b, i, out, w)
+		} else {
 			out[w], out[w+1] = '\\', ch
 			w += 2
 		}
@@ -572,6 +571,35 @@ func (s *Scanner) Unescape(b []byte) []byte {
 	}
 	s.str = s.str[:start+w]
 	return out[:w]
+}
+
+// unescaped is the byte each one-letter escape stands for (after the
+// backslash), 0 for the others.
+var unescaped = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
+
+// unescapeU writes the \u escape whose hex digits start at b[i] into
+// out[w:] and returns the offsets after it in b and out: the character,
+// a surrogate pair's one character, or the escape as written when it is
+// not valid (a short or non-hex \u, an unpaired surrogate).
+func unescapeU(b []byte, i int, out []byte, w int) (int, int) {
+	x, ok := hex4(b[i:])
+	if !ok {
+		return i, w + copy(out[w:], `\u`)
+	}
+	xs := b[i : i+4]
+	i += 4
+	if !utf16.IsSurrogate(rune(x)) {
+		return i, w + utf8.EncodeRune(out[w:], rune(x))
+	}
+	x1, ok := uint64(0), false
+	if len(b)-i >= 6 && b[i] == '\\' && b[i+1] == 'u' {
+		x1, ok = hex4(b[i+2:])
+	}
+	if !ok {
+		w += copy(out[w:], `\u`)
+		return i, w + copy(out[w:], xs)
+	}
+	return i + 6, w + utf8.EncodeRune(out[w:], utf16.DecodeRune(rune(x), rune(x1)))
 }
 
 // hex4 parses four hex digits at the start of b (strconv.ParseUint(_, 16,

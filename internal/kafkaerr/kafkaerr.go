@@ -109,45 +109,65 @@ var generation = []struct {
 // errors, a produce that ran out of time or retries, a deadline, a network
 // error). Anything else is Permanent.
 func Classify(err error) Verdict {
+	if err == nil {
+		return Verdict{Retriable, "no error"} // not reached by the callers: they classify failures
+	}
+	if v, ok := finalVerdict(err); ok {
+		return v
+	}
+	if v, ok := passingVerdict(err); ok {
+		return v
+	}
+	return Verdict{Permanent, "not a passing condition"}
+}
+
+// finalVerdict is Classify's first half: stopping, a size refusal, a
+// permanent code, an unknown topic (ok false for none of them).
+func finalVerdict(err error) (Verdict, bool) {
+	switch {
+	case errors.Is(err, context.Canceled):
+		return Verdict{Canceled, "the process is stopping"}, true
+	case errors.Is(err, kgo.ErrClientClosed):
+		return Verdict{Canceled, "the Kafka client is closed"}, true
+	case errors.Is(err, kerr.MessageTooLarge), errors.Is(err, kerr.RecordListTooLarge):
+		return Verdict{TooLarge, "the broker refused the record's size"}, true
+	}
+	for _, p := range permanent {
+		if errors.Is(err, p.err) {
+			return Verdict{Permanent, p.reason}, true
+		}
+	}
+	if errors.Is(err, kerr.UnknownTopicOrPartition) || errors.Is(err, kerr.UnknownTopicID) {
+		return Verdict{UnknownTopic, "the broker does not know the topic or partition"}, true
+	}
+	return Verdict{}, false
+}
+
+// passingVerdict is Classify's second half: the group codes, every code
+// kerr marks retriable, franz-go's retriable broker errors, a produce that
+// ran out of time or retries, a deadline, a network error (ok false for
+// none of them).
+func passingVerdict(err error) (Verdict, bool) {
+	for _, g := range generation {
+		if errors.Is(err, g.err) {
+			return Verdict{Retriable, g.reason}, true
+		}
+	}
 	var (
 		ke *kerr.Error
 		ne net.Error
 	)
 	switch {
-	case err == nil:
-		return Verdict{Retriable, "no error"} // not reached by the callers: they classify failures
-	case errors.Is(err, context.Canceled):
-		return Verdict{Canceled, "the process is stopping"}
-	case errors.Is(err, kgo.ErrClientClosed):
-		return Verdict{Canceled, "the Kafka client is closed"}
-	case errors.Is(err, kerr.MessageTooLarge), errors.Is(err, kerr.RecordListTooLarge):
-		return Verdict{TooLarge, "the broker refused the record's size"}
-	}
-	for _, p := range permanent {
-		if errors.Is(err, p.err) {
-			return Verdict{Permanent, p.reason}
-		}
-	}
-	switch {
-	case errors.Is(err, kerr.UnknownTopicOrPartition), errors.Is(err, kerr.UnknownTopicID):
-		return Verdict{UnknownTopic, "the broker does not know the topic or partition"}
-	}
-	for _, g := range generation {
-		if errors.Is(err, g.err) {
-			return Verdict{Retriable, g.reason}
-		}
-	}
-	switch {
 	case errors.As(err, &ke) && ke.Retriable:
-		return Verdict{Retriable, ke.Message + " is a passing condition of the broker"}
+		return Verdict{Retriable, ke.Message + " is a passing condition of the broker"}, true
 	case errors.Is(err, kgo.ErrRecordTimeout):
-		return Verdict{Retriable, "the produce timed out (record_timeout)"}
+		return Verdict{Retriable, "the produce timed out (record_timeout)"}, true
 	case errors.Is(err, kgo.ErrRecordRetries):
-		return Verdict{Retriable, "the produce ran out of the client's retries"}
+		return Verdict{Retriable, "the produce ran out of the client's retries"}, true
 	case errors.Is(err, context.DeadlineExceeded):
-		return Verdict{Retriable, "the request timed out"}
+		return Verdict{Retriable, "the request timed out"}, true
 	case kgo.IsRetryableBrokerErr(err), errors.As(err, &ne):
-		return Verdict{Retriable, "network error reaching the broker"}
+		return Verdict{Retriable, "network error reaching the broker"}, true
 	}
-	return Verdict{Permanent, "not a passing condition"}
+	return Verdict{}, false
 }

@@ -87,3 +87,26 @@ func TestClassString(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkClassify sorts one error of each kind Classify tells apart,
+// wrapped as the callers see them, per op:
+//
+//	go test ./internal/kafkaerr -run '^$' -bench Classify
+func BenchmarkClassify(b *testing.B) {
+	errs := []error{
+		context.Canceled,
+		fmt.Errorf("produce: %w", kerr.MessageTooLarge),
+		fmt.Errorf("commit: %w", kerr.GroupAuthorizationFailed),
+		kerr.UnknownTopicOrPartition,
+		fmt.Errorf("commit: %w", kerr.RebalanceInProgress),
+		kerr.NotLeaderForPartition,
+		&net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED},
+		errors.New("something else"),
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, err := range errs {
+			Classify(err)
+		}
+	}
+}

@@ -137,7 +137,7 @@ func New(group string) *Metrics {
 	m.retries = counter(InsertRetries, "Failed insert attempts that were retried, by ClickHouse exception code (0: no server code, e.g. a network error or timeout).", "table", "code")
 	m.defaults = counter(DefaultsApplied, "Values written as the column type's default because the record's value was missing or null (errors.on_missing / on_null: default).", "table", "column", "reason")
 	m.truncates = counter(Truncates, "Debezium TRUNCATE events (op t) of the table's topics, by action: skipped (the route's truncate: skip, the default; the table keeps rows the source no longer has) or applied (truncate: apply ran TRUNCATE TABLE).", "table", "action")
-	m.unmapped = counter(UnmappedFields, "Records that carried a top-level field (debezium-json: a row image field) that no column of the table takes, by field; fields beyond the 64 tracked per table are counted as field=\"(other)\".", "table", "field")
+	m.unmapped = counter(UnmappedFields, "Records that carried a top-level field (debezium-json: a row image field) that no column of the table takes, by field; fields beyond the 64 tracked per table (and 64 more whose names schema.allow / schema.deny refuse), and names that are not 1 to 128 bytes of UTF-8 without control characters, are counted as field=\"(other)\"; a field no batch carried for 10 minutes frees its slot and its series.", "table", "field")
 	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: InsertDuration, Help: "Time from starting a batch's INSERT to its success, retries included.",
 		Buckets: prometheus.ExponentialBuckets(0.005, 2, 15), // 5ms .. ~82s
@@ -294,6 +294,16 @@ func (t *Table) Unmapped(field string, n uint64) {
 		return
 	}
 	t.unmapped.WithLabelValues(field).Add(float64(n))
+}
+
+// ForgetUnmapped deletes field's series of sink_unmapped_fields_total:
+// the pipeline calls it when the field frees its slot, so that the label
+// values stay bounded while names come and go.
+func (t *Table) ForgetUnmapped(field string) {
+	if t == nil {
+		return
+	}
+	t.unmapped.DeleteLabelValues(field)
 }
 
 // Truncate counts one TRUNCATE event of the table: applied, or skipped.

@@ -524,29 +524,13 @@ func early(a, short float64) int {
 // The caller seals it, calls Sealed, and asks again until ok is false.
 func (s *Scheduler[K]) Due(now time.Time, memShort bool) (k K, why Reason, ok bool) {
 	s.see(now)
-	var (
-		best   K
-		bestE  *entry
-		found  bool
-		reason Reason
-	)
 	// A deadline first: the earliest one that has passed.
-	for key, e := range s.open {
-		if !e.deadline.IsZero() && !now.Before(e.deadline) && (!found || e.deadline.Before(bestE.deadline)) {
-			best, bestE, found, reason = key, e, true, Deadline
-		}
-	}
-	if found {
-		return best, reason, true
+	if key, ok := s.pastDeadline(now); ok {
+		return key, Deadline, true
 	}
 	if memShort {
-		for key, e := range s.open {
-			if !found || e.bytes > bestE.bytes || (e.bytes == bestE.bytes && e.opened.Before(bestE.opened)) {
-				best, bestE, found, reason = key, e, true, Memory
-			}
-		}
-		if found {
-			return best, reason, true
+		if key, ok := s.largest(); ok {
+			return key, Memory, true
 		}
 	}
 	keys := s.eligible(now)
@@ -559,6 +543,30 @@ func (s *Scheduler[K]) Due(now time.Time, memShort bool) (k K, why Reason, ok bo
 		return key, Deadline, true
 	}
 	return k, 0, false
+}
+
+// pastDeadline is the open batch whose deadline passed first (ok false
+// when none has passed at now).
+func (s *Scheduler[K]) pastDeadline(now time.Time) (best K, found bool) {
+	var bestE *entry
+	for key, e := range s.open {
+		if !e.deadline.IsZero() && !now.Before(e.deadline) && (!found || e.deadline.Before(bestE.deadline)) {
+			best, bestE, found = key, e, true
+		}
+	}
+	return best, found
+}
+
+// largest is the open batch of the most bytes, the one opened first among
+// equals (ok false when none is open).
+func (s *Scheduler[K]) largest() (best K, found bool) {
+	var bestE *entry
+	for key, e := range s.open {
+		if !found || e.bytes > bestE.bytes || (e.bytes == bestE.bytes && e.opened.Before(bestE.opened)) {
+			best, bestE, found = key, e, true
+		}
+	}
+	return best, found
 }
 
 // spreadPace is the share of a server's whole budget (Ceiling) that the

@@ -546,3 +546,29 @@ func TestSpreadDeadlines(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkDue asks Due once per op over 200 open batches on one server
+// (the owner asks on every turn of its loop): none due yet, and memory
+// short (the largest goes):
+//
+//	go test ./internal/pace -run '^$' -bench Due
+func BenchmarkDue(b *testing.B) {
+	srv := []string{"ch"}
+	for _, memShort := range []bool{false, true} {
+		b.Run(fmt.Sprintf("memShort=%v", memShort), func(b *testing.B) {
+			s := New[string](Fixed(60))
+			now := t0.Add(time.Hour)
+			for i := 0; i < 200; i++ {
+				key := fmt.Sprint("t", i)
+				s.Open(key, srv, now.Add(-time.Duration(i%5)*time.Second), 5*time.Second, 2*time.Minute)
+				s.Size(key, 1000+i%17)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, ok := s.Due(now, memShort); ok != memShort {
+					b.Fatalf("Due ok = %v", ok)
+				}
+			}
+		})
+	}
+}

@@ -12,9 +12,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"sink/internal/cdctest"
 	"sink/internal/pipeline"
 	"sink/internal/testenv"
+	"sink/internal/testenv/cdcevent"
 )
 
 // placeholderCol is a NOT NULL PostgreSQL column as Debezium describes it
@@ -50,16 +50,16 @@ var placeholderCols = []placeholderCol{
 // placeholderEvent is a Debezium event of row id: op c with the values of
 // cols, or op d with their placeholders (a REPLICA IDENTITY DEFAULT delete).
 func placeholderEvent(topic string, cols []placeholderCol, op string, id int, lsn int64) *kgo.Record {
-	cs := make([]cdctest.Column, len(cols))
+	cs := make([]cdcevent.Column, len(cols))
 	vals := make([]string, len(cols))
 	for i, c := range cols {
-		cs[i] = cdctest.Column{Name: c.name, Type: c.typ, Semantic: c.semantic, Params: c.params}
+		cs[i] = cdcevent.Column{Name: c.name, Type: c.typ, Semantic: c.semantic, Params: c.params}
 		vals[i] = c.value
 		if op == "d" {
 			vals[i] = c.placeholder
 		}
 	}
-	value, key := cdctest.Event(op, id, lsn, cs, vals)
+	value, key := cdcevent.Event(op, id, lsn, cs, vals)
 	return &kgo.Record{Topic: topic, Key: key, Value: value}
 }
 

@@ -15,7 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sr"
 
 	"sink/config"
-	"sink/internal/command/advise"
+	"sink/internal/consumer"
 	"sink/internal/pipeline"
 	"sink/internal/registry"
 	"sink/internal/testenv"
@@ -194,7 +194,7 @@ func TestCreateRace(t *testing.T) {
 					return
 				}
 				defer w.Close()
-				p, err := pipeline.New(context.Background(), cfg, zerolog.Nop(), w, pipeline.WithSampler(advise.Sampler{Kafka: cfg.Kafka}))
+				p, err := pipeline.New(context.Background(), cfg, zerolog.Nop(), w, pipeline.WithSampler(consumer.Sampler{Kafka: cfg.Kafka}))
 				if err == nil && len(p.Tables()) != 1 {
 					err = fmt.Errorf("%d tables resolved", len(p.Tables()))
 				}
@@ -224,7 +224,7 @@ func TestCreateWaitsForRecords(t *testing.T) {
 		defer w.Close()
 		done := make(chan error, 1)
 		go func() {
-			_, err := pipeline.New(context.Background(), cfg, zerolog.Nop(), w, pipeline.WithSampler(advise.Sampler{Kafka: cfg.Kafka}))
+			_, err := pipeline.New(context.Background(), cfg, zerolog.Nop(), w, pipeline.WithSampler(consumer.Sampler{Kafka: cfg.Kafka}))
 			done <- err
 		}()
 		select {

@@ -19,10 +19,18 @@ import (
 // Schema drift and evolution. Every plan counts the record fields no column
 // takes (decode.Plan.TakeUnmapped); when a batch of a table is sealed the
 // owner moves the counts into sink_unmapped_fields_total{table,field} and
-// logs each field's first sighting once, with an example value. At most
-// decode.MaxUnmappedFields fields per table are tracked by name; the rest
-// are counted as decode.OverflowField, so the metric's label values stay
-// bounded whatever the records carry.
+// logs each field's first sighting once, with an example value. The
+// records' producers choose the names, so what is kept of them is bounded
+// (decode's drift.go does the same per plan): at most
+// decode.MaxUnmappedFields fields per table are tracked by name among the
+// names the routes' schema.allow / schema.deny accept, as many among those
+// they refuse (which so never take the slot of a field evolution may add),
+// and a name past decode.MaxFieldName bytes, not UTF-8 or with control
+// characters is never stored, logged or used as a label. A field no sealed
+// batch has carried for driftIdle frees its slot (and its metric series)
+// when a new field needs one. The rest are counted as
+// decode.OverflowField, so the metric's label values stay bounded
+// whatever the records carry.
 //
 // No value of such a field is lost while the table gets a column for it.
 // Each record is looked at as it is appended (decode.Plan.LastUnmapped
@@ -74,9 +82,20 @@ import (
 // without it.
 const evolveAttempts = 5
 
+// driftIdle is how long a field that no sealed batch of its table carried
+// keeps its slot once a new field needs one: far longer than a batch's
+// max_wait, so that a field of every few batches keeps its state (logged,
+// its ALTER refused) and its metric series.
+const driftIdle = 10 * time.Minute
+
 // driftState is one table's record of unmapped fields (owner goroutine only).
 type driftState struct {
-	fields   map[string]*fieldDrift
+	fields map[string]*fieldDrift
+	// tracked counts the fields per kind (accepted by the routes'
+	// policy, refused: slotKind); scanAt[kind] is when a full kind may
+	// next have a field to free (freeSlot).
+	tracked  [2]int
+	scanAt   [2]time.Time
 	overflow bool // the overflow has been logged
 	// epoch changes whenever a field may have started to make records
 	// wait (an ALTER or a re-read begun, a retry set, the table changed):
@@ -127,6 +146,11 @@ type fieldDrift struct {
 	rereading bool
 	rereadAt  time.Time
 	said      int // the last reason (why*) it was not added, logged once each
+	// refused: its route's policy refuses the name
+	// (decode.UnmappedField.Refused); seen: when a sealed batch last
+	// carried it (or it was made). They decide its slot (freeSlot).
+	refused bool
+	seen    time.Time
 }
 
 // Reasons a field is not (yet) added, logged once per field and reason.
@@ -229,25 +253,79 @@ func (p *Pipeline) driftOf(ts *tableState) *driftState {
 	return ts.drift
 }
 
-// fieldOf is ts's record of field name, made on first sight; nil beyond
-// decode.MaxUnmappedFields fields (those are only counted, as overflow).
-func (p *Pipeline) fieldOf(ts *tableState, name string) *fieldDrift {
-	d := p.driftOf(ts)
-	fd := d.fields[name]
-	if fd == nil && len(d.fields) < decode.MaxUnmappedFields {
-		fd = &fieldDrift{}
-		d.fields[name] = fd
+// slotKind indexes driftState.tracked by whether a field's name is refused.
+func slotKind(refused bool) int {
+	if refused {
+		return 1
 	}
+	return 0
+}
+
+// fieldOf is ts's record of field u, made on first sight; nil when its
+// kind has decode.MaxUnmappedFields fields and none is free (freeSlot):
+// such a field is only counted, as overflow.
+func (p *Pipeline) fieldOf(ts *tableState, u *decode.UnmappedField) *fieldDrift {
+	d := p.driftOf(ts)
+	if fd := d.fields[u.Name]; fd != nil {
+		return fd
+	}
+	c := slotKind(u.Refused)
+	if d.tracked[c] >= decode.MaxUnmappedFields && !p.freeSlot(ts, c) {
+		return nil
+	}
+	fd := &fieldDrift{refused: u.Refused, seen: p.now()}
+	d.fields[u.Name] = fd
+	d.tracked[c]++
 	return fd
+}
+
+// freeSlot forgets one field of kind c of ts that no sealed batch has
+// carried for driftIdle and that nothing waits for (no ALTER or re-read
+// under way, no retry pending), with its metric series; it reports
+// whether it found one.
+func (p *Pipeline) freeSlot(ts *tableState, c int) bool {
+	d, now := ts.drift, p.now()
+	if now.Before(d.scanAt[c]) {
+		return false
+	}
+	next := forever
+	for name, fd := range d.fields {
+		if slotKind(fd.refused) != c {
+			continue
+		}
+		idle := fd.seen.Add(driftIdle)
+		busy := fd.evolving || fd.rereading || now.Before(fd.retryAt)
+		if !busy && !now.Before(idle) {
+			delete(d.fields, name)
+			d.tracked[c]--
+			d.epoch++ // a route's settledFields may name it
+			ts.m.ForgetUnmapped(name)
+			return true
+		}
+		if busy {
+			idle = now.Add(time.Second) // look again once it may be done
+		}
+		next = minTime(next, idle)
+	}
+	d.scanAt[c] = next
+	return false
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // unmapped handles one field's count from one plan of ts.
 func (p *Pipeline) unmapped(ts *tableState, u *decode.UnmappedField) {
-	fd := p.fieldOf(ts, u.Name)
+	fd := p.fieldOf(ts, u)
 	if fd == nil {
 		p.unmappedOverflow(ts, u.Count)
 		return
 	}
+	fd.seen = p.now()
 	ts.m.Unmapped(u.Name, u.Count)
 	if !fd.logged {
 		fd.logged = true
@@ -281,7 +359,7 @@ func (p *Pipeline) schemaWaitFor(ctx context.Context, now time.Time, rs *routeSt
 		if u == nil {
 			continue // beyond MaxUnmappedFields: only counted
 		}
-		fd := p.fieldOf(rs.table, u.Name)
+		fd := p.fieldOf(rs.table, u)
 		if fd == nil {
 			continue
 		}

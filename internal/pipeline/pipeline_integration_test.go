@@ -16,7 +16,6 @@ import (
 
 	"sink/config"
 	"sink/internal/chschema"
-	"sink/internal/command/advise"
 	"sink/internal/consumer"
 	"sink/internal/eos/eosio"
 	"sink/internal/pipeline"
@@ -124,7 +123,7 @@ func runWhile(t *testing.T, cfg *config.Config, timeout time.Duration, done func
 // test gives after them win.
 func runOpts(t *testing.T, cfg *config.Config, w pipeline.Sink) []pipeline.Option {
 	t.Helper()
-	opts := []pipeline.Option{pipeline.WithSampler(advise.Sampler{Kafka: cfg.Kafka})}
+	opts := []pipeline.Option{pipeline.WithSampler(consumer.Sampler{Kafka: cfg.Kafka})}
 	if cfg.SchemaRegistry.Enabled() {
 		rc, err := registry.New(cfg.SchemaRegistry, registry.Options{})
 		if err != nil {

@@ -16,7 +16,7 @@ import (
 // below, so its state machine can be driven by fakes in unit tests, and
 // it imports none of the adapters: consumer.Consumer is the production
 // Source, writer.Writer and writer.Cluster the production Sinks, eosio.IO
-// the production ExactlyOnce and advise.Sampler the production Sampler,
+// the production ExactlyOnce and consumer.Sampler the production Sampler,
 // all wired in by cmd/sink (ports_test.go asserts each at compile time,
 // with the optional capabilities each has; TestUnitImportsNoAdapter
 // checks the imports). The ports speak internal/chtable's vocabulary,
@@ -192,7 +192,7 @@ type truncater interface {
 
 // Sampler reads the newest records of a topic: schema.create: if_missing
 // types a missing table's columns by them. main gives one that reads with
-// the consumer's brokers and security and joins no group (advise.Sampler;
+// the consumer's brokers and security and joins no group (consumer.Sampler;
 // WithSampler, and PlanCreates's parameter). Called on the goroutine that
 // calls New or PlanCreates.
 type Sampler interface {

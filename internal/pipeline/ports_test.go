@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"sink/internal/budget"
-	"sink/internal/command/advise"
 	"sink/internal/consumer"
 	"sink/internal/eos/eosio"
 	"sink/internal/writer"
@@ -29,7 +28,7 @@ var (
 	_ columnAdder         = (*writer.Cluster)(nil)
 	_ truncater           = (*writer.Cluster)(nil)
 	_ ExactlyOnce         = (*eosio.IO)(nil)
-	_ Sampler             = advise.Sampler{}
+	_ Sampler             = consumer.Sampler{}
 	_ shareUsage          = (*budget.Sharer)(nil)
 	_ consumer.Rebalancer = (*Pipeline)(nil)
 )

@@ -216,6 +216,7 @@ func (p *Pipeline) compile(r config.Route, insert []chschema.ColumnSchema) (*dec
 		MissingBad:   e.OnMissing == "bad_record",
 		NullBad:      e.OnNull == "bad_record",
 		TombstoneBad: e.OnTombstone == "bad_record",
+		Unmapped:     r.Schema.Permits,
 	})
 	return plan, nil
 }

@@ -273,34 +273,40 @@ func (e *Evaluator) holds(c *Condition) bool {
 		}
 		return false
 	case OnField:
-		if !e.parsed {
-			e.parsed = true
-			top, err := e.sc.Scan(r.Value)
-			e.obj = err == nil && top == "object"
-			e.get.Reset(&e.sc)
-		}
-		if !e.obj {
-			return false // not a JSON object: the decode reports it, if a route takes it
-		}
-		v, ok := e.get.Get(c.Path)
-		if !ok {
-			return false
-		}
-		b := e.sc.Doc[v.Start:v.End]
-		switch b[0] {
-		case '"':
-			return oneOf(e.sc.Unescape(b[1:len(b)-1]), c.Values)
-		case '{', '[':
-			return false
-		case 'n':
-			if string(b) == "null" {
-				return false
-			}
-		}
-		// a number (as written), true or false
-		return oneOf(b, c.Values)
+		return e.fieldHolds(c)
 	}
 	return false
+}
+
+// fieldHolds is holds for a condition on a field of the record's value,
+// which it scans on the first such condition of the record.
+func (e *Evaluator) fieldHolds(c *Condition) bool {
+	if !e.parsed {
+		e.parsed = true
+		top, err := e.sc.Scan(e.rec.Value)
+		e.obj = err == nil && top == "object"
+		e.get.Reset(&e.sc)
+	}
+	if !e.obj {
+		return false // not a JSON object: the decode reports it, if a route takes it
+	}
+	v, ok := e.get.Get(c.Path)
+	if !ok {
+		return false
+	}
+	b := e.sc.Doc[v.Start:v.End]
+	switch b[0] {
+	case '"':
+		return oneOf(e.sc.Unescape(b[1:len(b)-1]), c.Values)
+	case '{', '[':
+		return false
+	case 'n':
+		if string(b) == "null" {
+			return false
+		}
+	}
+	// a number (as written), true or false
+	return oneOf(b, c.Values)
 }
 
 // oneOf compares b with each value without converting b to a string.

@@ -295,31 +295,53 @@ func (c *Cluster) target(ctx context.Context, db, table string) (*tableTarget, e
 	if err != nil {
 		return nil, fmt.Errorf("clickhouse: table %s: %w", full, err)
 	}
-	switch {
-	case r.Target == config.TargetDistributed && dist == nil:
-		return nil, fmt.Errorf("clickhouse: table %s is %s, not a Distributed table; a target: distributed route inserts into a Distributed table (or use target: local)", full, engine)
-	case dist != nil:
-		if c.cfg.Cluster != "" && dist.Cluster != c.cfg.Cluster {
-			return nil, fmt.Errorf("clickhouse: table %s is Distributed over cluster %s, not clickhouse.cluster %s", full, dist.Cluster, c.cfg.Cluster)
-		}
-		if r.Target == config.TargetLocal {
-			tt.localName = dist.Table
-			if dist.Database != "" && !strings.ContainsAny(dist.Database, "()") { // not currentDatabase()
-				tt.localDB = dist.Database
-			}
-		}
+	if err := c.placeOn(full, engine, tt, dist); err != nil {
+		return nil, err
 	}
-	if r.Target == config.TargetLocal && !tt.random && dist != nil && dist.ShardingKey != "" && !strings.EqualFold(normExpr(dist.ShardingKey), "rand()") {
-		want := tt.hash + "(" + tt.key + ")"
-		if tt.hash == cluster.HashIdentity {
-			want = tt.key
-		}
-		if normExpr(dist.ShardingKey) != normExpr(want) {
-			return nil, fmt.Errorf("clickhouse: table %s shards by %s, the route by %s: rows the sink places would not be where the Distributed table looks for them; make them equal", full, dist.ShardingKey, want)
-		}
+	if err := checkShardingKey(full, tt, dist); err != nil {
+		return nil, err
 	}
 	c.targets[full] = tt
 	return tt, nil
+}
+
+// placeOn checks the route's target against the table's engine (dist is
+// nil for a table that is not Distributed) and, for target: local on a
+// Distributed table, points tt at the local table it distributes over.
+func (c *Cluster) placeOn(full, engine string, tt *tableTarget, dist *Distributed) error {
+	if dist == nil {
+		if tt.target == config.TargetDistributed {
+			return fmt.Errorf("clickhouse: table %s is %s, not a Distributed table; a target: distributed route inserts into a Distributed table (or use target: local)", full, engine)
+		}
+		return nil
+	}
+	if c.cfg.Cluster != "" && dist.Cluster != c.cfg.Cluster {
+		return fmt.Errorf("clickhouse: table %s is Distributed over cluster %s, not clickhouse.cluster %s", full, dist.Cluster, c.cfg.Cluster)
+	}
+	if tt.target == config.TargetLocal {
+		tt.localName = dist.Table
+		if dist.Database != "" && !strings.ContainsAny(dist.Database, "()") { // not currentDatabase()
+			tt.localDB = dist.Database
+		}
+	}
+	return nil
+}
+
+// checkShardingKey refuses a target: local route whose sharding key is not
+// the Distributed table's own (a Distributed table that shards by rand()
+// or by nothing reads rows wherever they are).
+func checkShardingKey(full string, tt *tableTarget, dist *Distributed) error {
+	if tt.target != config.TargetLocal || tt.random || dist == nil || dist.ShardingKey == "" || strings.EqualFold(normExpr(dist.ShardingKey), "rand()") {
+		return nil
+	}
+	want := tt.hash + "(" + tt.key + ")"
+	if tt.hash == cluster.HashIdentity {
+		want = tt.key
+	}
+	if normExpr(dist.ShardingKey) != normExpr(want) {
+		return fmt.Errorf("clickhouse: table %s shards by %s, the route by %s: rows the sink places would not be where the Distributed table looks for them; make them equal", full, dist.ShardingKey, want)
+	}
+	return nil
 }
 
 // normExpr drops spaces and backticks, for comparing sharding expressions.
@@ -344,11 +366,28 @@ func ParseDistributed(engine, engineFull string) (*Distributed, error) {
 	if engine != "Distributed" {
 		return nil, nil
 	}
-	open, end := strings.IndexByte(engineFull, '('), -1
+	args, ok := engineArgs(engineFull)
+	if !ok || len(args) < 3 {
+		return nil, fmt.Errorf("cannot read the Distributed engine's arguments from %q", engineFull)
+	}
+	d := &Distributed{Cluster: unquoteArg(args[0]), Database: unquoteArg(args[1]), Table: unquoteArg(args[2])}
+	if len(args) > 3 {
+		d.ShardingKey = args[3]
+	}
+	return d, nil
+}
+
+// engineArgs splits the arguments of the first parenthesis of engineFull at
+// its top-level commas, each trimmed; ok is false when the parenthesis is
+// missing or not closed. Quoted text and nested calls stay whole.
+func engineArgs(engineFull string) (args []string, ok bool) {
+	open := strings.IndexByte(engineFull, '(')
+	if open < 0 {
+		return nil, false
+	}
 	depth, quote := 0, byte(0)
-	var args []string
 	start := open + 1
-	for i := open; open >= 0 && i < len(engineFull); i++ {
+	for i := open; i < len(engineFull); i++ {
 		ch := engineFull[i]
 		switch {
 		case quote != 0:
@@ -363,31 +402,23 @@ func ParseDistributed(engine, engineFull string) (*Distributed, error) {
 			depth++
 		case ch == ')':
 			if depth--; depth == 0 {
-				args = append(args, strings.TrimSpace(engineFull[start:i]))
-				end = i
+				return append(args, strings.TrimSpace(engineFull[start:i])), true
 			}
 		case ch == ',' && depth == 1:
 			args = append(args, strings.TrimSpace(engineFull[start:i]))
 			start = i + 1
 		}
-		if end >= 0 {
-			break
-		}
 	}
-	if end < 0 || len(args) < 3 {
-		return nil, fmt.Errorf("cannot read the Distributed engine's arguments from %q", engineFull)
+	return nil, false
+}
+
+// unquoteArg strips the quotes of a quoted engine argument ('db', `db`,
+// "db") and undoes its escaped single quotes; other text is returned as is.
+func unquoteArg(s string) string {
+	if len(s) >= 2 && (s[0] == '\'' || s[0] == '`' || s[0] == '"') && s[len(s)-1] == s[0] {
+		return strings.ReplaceAll(s[1:len(s)-1], `\'`, `'`)
 	}
-	unq := func(s string) string {
-		if len(s) >= 2 && (s[0] == '\'' || s[0] == '`' || s[0] == '"') && s[len(s)-1] == s[0] {
-			return strings.ReplaceAll(s[1:len(s)-1], `\'`, `'`)
-		}
-		return s
-	}
-	d := &Distributed{Cluster: unq(args[0]), Database: unq(args[1]), Table: unq(args[2])}
-	if len(args) > 3 {
-		d.ShardingKey = args[3]
-	}
-	return d, nil
+	return s
 }
 
 // keyHash is the route's hash for a key column of type typ, checked once
@@ -436,20 +467,32 @@ func (c *Cluster) Insert(ctx context.Context, t *Table, block chschema.Block, ba
 		return fmt.Errorf("insert into %s (%d rows): %w", t.FullName(), block.Rows(), err)
 	}
 	local := t.Renamed(tt.localDB, tt.localName)
-	// A schema refresh re-reads the route's table and projects the block
-	// onto it; the part is then sent to the local table with those columns.
-	var lrefresh Refresh
-	if refresh != nil {
-		lrefresh = func(ctx context.Context, _ *Table, b chschema.Block) (*Table, chschema.Block, error) {
-			nt, nb, err := refresh(ctx, t, b)
-			if err != nil {
-				return nil, nil, err
-			}
-			return nt.Renamed(tt.localDB, tt.localName), nb, nil
-		}
+	return c.insertParts(ctx, lay, parts, local, batchID, onRetry, localRefresh(t, tt, refresh))
+}
+
+// localRefresh is refresh for the local tables of tt: it re-reads the
+// route's table t and projects the block onto it; the part is then sent to
+// the local table with those columns. Nil without refresh.
+func localRefresh(t *Table, tt *tableTarget, refresh Refresh) Refresh {
+	if refresh == nil {
+		return nil
 	}
-	// A part that fails for good stops the others' retries: the batch
-	// cannot be acknowledged any more, and the connector stops on it.
+	return func(ctx context.Context, _ *Table, b chschema.Block) (*Table, chschema.Block, error) {
+		nt, nb, err := refresh(ctx, t, b)
+		if err != nil {
+			return nil, nil, err
+		}
+		return nt.Renamed(tt.localDB, tt.localName), nb, nil
+	}
+}
+
+// insertParts writes each shard's part of a batch (nil: the shard has no
+// rows) into the local table, the shards at the same time, and returns
+// when every part is in or has failed. A part that fails for good stops
+// the others' retries: the batch cannot be acknowledged any more, and the
+// connector stops on it.
+func (c *Cluster) insertParts(ctx context.Context, lay *layout, parts []chschema.Block, local *Table, batchID uint64,
+	onRetry func(Attempt), refresh Refresh) error {
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errs := make([]error, len(parts))
@@ -461,7 +504,7 @@ func (c *Cluster) Insert(ctx context.Context, t *Table, block chschema.Block, ba
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if errs[si] = c.insertShard(pctx, lay, si, local, part, batchID, onRetry, lrefresh); errs[si] != nil && pctx.Err() == nil {
+			if errs[si] = c.insertShard(pctx, lay, si, local, part, batchID, onRetry, refresh); errs[si] != nil && pctx.Err() == nil {
 				cancel()
 			}
 		}()
@@ -738,87 +781,43 @@ func nativeData(c proto.ColInput) any {
 // goes through reflectGather, which is slower (one reflect call per cell)
 // but gives the same result.
 func gatherColumn(data any, rows []int) (any, error) {
-	switch d := data.(type) {
-	case []int8:
-		return gather(d, rows), nil
-	case []int16:
-		return gather(d, rows), nil
-	case []int32:
-		return gather(d, rows), nil
-	case []int64:
-		return gather(d, rows), nil
-	case []uint8:
-		return gather(d, rows), nil
-	case []uint16:
-		return gather(d, rows), nil
-	case []uint32:
-		return gather(d, rows), nil
-	case []uint64:
-		return gather(d, rows), nil
-	case []float32:
-		return gather(d, rows), nil
-	case []float64:
-		return gather(d, rows), nil
-	case []bool:
-		return gather(d, rows), nil
-	case []string:
-		return gather(d, rows), nil
-	case []time.Time:
-		return gather(d, rows), nil
-	case []decimal.Decimal:
-		return gather(d, rows), nil
-	case []uuid.UUID:
-		return gather(d, rows), nil
-	case [][16]uint8:
-		return gather(d, rows), nil
-	case []big.Int:
-		return gather(d, rows), nil
-	case []*int8:
-		return gather(d, rows), nil
-	case []*int16:
-		return gather(d, rows), nil
-	case []*int32:
-		return gather(d, rows), nil
-	case []*int64:
-		return gather(d, rows), nil
-	case []*uint8:
-		return gather(d, rows), nil
-	case []*uint16:
-		return gather(d, rows), nil
-	case []*uint32:
-		return gather(d, rows), nil
-	case []*uint64:
-		return gather(d, rows), nil
-	case []*float32:
-		return gather(d, rows), nil
-	case []*float64:
-		return gather(d, rows), nil
-	case []*bool:
-		return gather(d, rows), nil
-	case []*string:
-		return gather(d, rows), nil
-	case []*time.Time:
-		return gather(d, rows), nil
-	case []*decimal.Decimal:
-		return gather(d, rows), nil
-	case []*uuid.UUID:
-		return gather(d, rows), nil
-	case []*[16]uint8:
-		return gather(d, rows), nil
-	case []*big.Int:
-		return gather(d, rows), nil
-	case []*chschema.MapRow:
-		return gather(d, rows), nil
-	case [][]string:
-		return gather(d, rows), nil
-	case [][]int64:
-		return gather(d, rows), nil
-	case [][]uint64:
-		return gather(d, rows), nil
-	case [][]float64:
-		return gather(d, rows), nil
+	if g, ok := typedGathers[reflect.TypeOf(data)]; ok {
+		return g(data, rows), nil
 	}
 	return reflectGather(data, rows)
+}
+
+// gatherFunc copies rows of a column's data of one slice type.
+type gatherFunc func(data any, rows []int) any
+
+// typedGathers is gather for each slice type ColumnData returns, by the
+// slice's type.
+var typedGathers = gathers(
+	gatherOf[int8], gatherOf[int16], gatherOf[int32], gatherOf[int64],
+	gatherOf[uint8], gatherOf[uint16], gatherOf[uint32], gatherOf[uint64],
+	gatherOf[float32], gatherOf[float64], gatherOf[bool], gatherOf[string],
+	gatherOf[time.Time], gatherOf[decimal.Decimal], gatherOf[uuid.UUID], gatherOf[[16]uint8], gatherOf[big.Int],
+	gatherOf[*int8], gatherOf[*int16], gatherOf[*int32], gatherOf[*int64],
+	gatherOf[*uint8], gatherOf[*uint16], gatherOf[*uint32], gatherOf[*uint64],
+	gatherOf[*float32], gatherOf[*float64], gatherOf[*bool], gatherOf[*string],
+	gatherOf[*time.Time], gatherOf[*decimal.Decimal], gatherOf[*uuid.UUID], gatherOf[*[16]uint8], gatherOf[*big.Int],
+	gatherOf[*chschema.MapRow],
+	gatherOf[[]string], gatherOf[[]int64], gatherOf[[]uint64], gatherOf[[]float64],
+)
+
+// gatherOf is the type []E and gather for it.
+func gatherOf[E any]() (reflect.Type, gatherFunc) {
+	return reflect.TypeFor[[]E](), func(data any, rows []int) any { return gather(data.([]E), rows) }
+}
+
+// gathers maps each type of of to its gather.
+func gathers(of ...func() (reflect.Type, gatherFunc)) map[reflect.Type]gatherFunc {
+	m := make(map[reflect.Type]gatherFunc, len(of))
+	for _, f := range of {
+		t, g := f()
+		m[t] = g
+	}
+	return m
 }
 
 // gather returns s[rows[0]], s[rows[1]], ... as a new slice.

@@ -35,24 +35,9 @@ func (c *Cluster) Parts(ctx context.Context, db, table string) (adapt.Parts, err
 // is passed over; a table gets an error only when none could be. Tables
 // without a target are read as Writer.PartsOf reads them.
 func (c *Cluster) PartsOf(ctx context.Context, tables []TableName) (map[TableName]adapt.Parts, error) {
-	var plain []TableName
-	local := map[TableName]TableName{} // table → where its rows are
-	for _, t := range tables {
-		tt, err := c.target(ctx, t.Database, t.Name)
-		if err != nil {
-			return nil, err
-		}
-		if tt == nil {
-			plain = append(plain, t)
-			continue
-		}
-		l := TableName{Database: tt.localDB, Name: tt.localName}
-		if tt.target == config.TargetDistributed {
-			if l.Database, l.Name, err = LocalTable(ctx, c.conn, t.Database, t.Name); err != nil {
-				return nil, err
-			}
-		}
-		local[t] = l
+	plain, local, err := c.partsTables(ctx, tables)
+	if err != nil {
+		return nil, err
 	}
 	out, err := c.Writer.PartsOf(ctx, plain)
 	if err != nil {
@@ -67,6 +52,44 @@ func (c *Cluster) PartsOf(ctx context.Context, tables []TableName) (map[TableNam
 			locals = append(locals, l)
 		}
 	}
+	obs, errs := c.partsOnReplicas(ctx, locals)
+	for t, l := range local {
+		if len(obs[l]) == 0 {
+			return nil, errors.Join(errs...)
+		}
+		out[t] = adapt.MostPressed(obs[l])
+	}
+	return out, nil
+}
+
+// partsTables sorts tables into those without a target (plain) and those
+// with one, each mapped to the table that holds its rows on the shards.
+func (c *Cluster) partsTables(ctx context.Context, tables []TableName) (plain []TableName, local map[TableName]TableName, err error) {
+	local = map[TableName]TableName{}
+	for _, t := range tables {
+		tt, err := c.target(ctx, t.Database, t.Name)
+		if err != nil {
+			return nil, nil, err
+		}
+		if tt == nil {
+			plain = append(plain, t)
+			continue
+		}
+		l := TableName{Database: tt.localDB, Name: tt.localName}
+		if tt.target == config.TargetDistributed {
+			if l.Database, l.Name, err = LocalTable(ctx, c.conn, t.Database, t.Name); err != nil {
+				return nil, nil, err
+			}
+		}
+		local[t] = l
+	}
+	return plain, local, nil
+}
+
+// partsOnReplicas reads the parts of locals on every replica of every
+// shard: each table's observations, and an error for each replica that
+// could not be read.
+func (c *Cluster) partsOnReplicas(ctx context.Context, locals []TableName) (map[TableName][]adapt.Parts, []error) {
 	var (
 		obs  = map[TableName][]adapt.Parts{}
 		errs []error
@@ -84,13 +107,7 @@ func (c *Cluster) PartsOf(ctx context.Context, tables []TableName) (map[TableNam
 			}
 		}
 	}
-	for t, l := range local {
-		if len(obs[l]) == 0 {
-			return nil, errors.Join(errs...)
-		}
-		out[t] = adapt.MostPressed(obs[l])
-	}
-	return out, nil
+	return obs, errs
 }
 
 // Servers names the servers a batch of db.table is inserted into, each

@@ -161,12 +161,8 @@ func (c *Cluster) awaitSchema(ctx context.Context, tt *tableTarget, t *Table) er
 		limit = 10 * time.Minute
 	}
 	for {
-		timer := time.NewTimer(schemaPoll)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return ctx.Err()
-		case <-timer.C:
+		if err := sleepCtx(ctx, schemaPoll); err != nil {
+			return err
 		}
 		if d, err := c.schemaDiffs(ctx, tt, t.Database, t.Name); err == nil {
 			diffs = d

@@ -189,35 +189,48 @@ func exprFunctions(expr string) []string {
 		switch ch := expr[i]; {
 		case ch == '\'' || ch == '"' || ch == '`':
 			i = skipQuoted(expr, i)
-		case ch == '_' || ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z':
-			j := i
-			for j < len(expr) && (expr[j] == '_' || expr[j] >= 'a' && expr[j] <= 'z' || expr[j] >= 'A' && expr[j] <= 'Z' || expr[j] >= '0' && expr[j] <= '9') {
-				j++
-			}
-			k := j
-			for k < len(expr) && (expr[k] == ' ' || expr[k] == '\t' || expr[k] == '\n') {
-				k++
-			}
-			if k < len(expr) && expr[k] == '(' {
-				name := expr[i:j]
-				found := false
-				for _, f := range out {
-					found = found || f == name
-				}
-				if !found {
-					out = append(out, name)
-				}
+		case isIdentStart(ch):
+			j := skipWhile(expr, i, isIdentByte)
+			if k := skipWhile(expr, j, isBlank); k < len(expr) && expr[k] == '(' {
+				out = appendNew(out, expr[i:j])
 			}
 			i = j
 		case ch >= '0' && ch <= '9':
-			for i < len(expr) && (expr[i] == '_' || expr[i] == '.' || expr[i] >= 'a' && expr[i] <= 'z' || expr[i] >= 'A' && expr[i] <= 'Z' || expr[i] >= '0' && expr[i] <= '9') {
-				i++ // a number, with its exponent or hex digits
-			}
+			i = skipWhile(expr, i, isNumberByte) // a number, with its exponent or hex digits
 		default:
 			i++
 		}
 	}
 	return out
+}
+
+// skipWhile returns the index of the first byte of s from i on that in
+// does not accept (len(s) when all do).
+func skipWhile(s string, i int, in func(byte) bool) int {
+	for i < len(s) && in(s[i]) {
+		i++
+	}
+	return i
+}
+
+func isIdentStart(c byte) bool {
+	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
+
+func isIdentByte(c byte) bool { return isIdentStart(c) || c >= '0' && c <= '9' }
+
+func isNumberByte(c byte) bool { return isIdentByte(c) || c == '.' }
+
+func isBlank(c byte) bool { return c == ' ' || c == '\t' || c == '\n' }
+
+// appendNew appends name to names unless names holds it already.
+func appendNew(names []string, name string) []string {
+	for _, f := range names {
+		if f == name {
+			return names
+		}
+	}
+	return append(names, name)
 }
 
 // skipQuoted returns the index after the quoted text that starts at i
@@ -286,13 +299,36 @@ func (w *Writer) volatile(ctx context.Context, fns []string) ([]string, error) {
 	if len(ask) == 0 {
 		return out, nil
 	}
+	has, err := w.hasDeterministic(ctx)
+	if err != nil || !has {
+		return out, err
+	}
+	lower := make([]string, len(ask))
+	for i, f := range ask {
+		lower[i] = strings.ToLower(f)
+	}
+	det, err := w.deterministic(ctx, lower)
+	if err != nil {
+		return nil, err
+	}
+	for i, f := range ask {
+		if !det[lower[i]] && !operatorLike(lower[i]) {
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
+// hasDeterministic reports whether the server's system.functions has the
+// deterministic column, asking once for the life of the Writer.
+func (w *Writer) hasDeterministic(ctx context.Context) (bool, error) {
 	w.dflt.mu.Lock()
 	server := w.dflt.server
 	w.dflt.mu.Unlock()
 	if server == 0 {
 		var n uint64
 		if err := w.conn.QueryRow(ctx, "SELECT count() FROM system.columns WHERE database = 'system' AND table = 'functions' AND name = 'deterministic'").Scan(&n); err != nil {
-			return nil, fmt.Errorf("clickhouse: reading system.columns: %w", err)
+			return false, fmt.Errorf("clickhouse: reading system.columns: %w", err)
 		}
 		server = 2
 		if n > 0 {
@@ -302,13 +338,12 @@ func (w *Writer) volatile(ctx context.Context, fns []string) ([]string, error) {
 		w.dflt.server = server
 		w.dflt.mu.Unlock()
 	}
-	if server != 1 {
-		return out, nil
-	}
-	lower := make([]string, len(ask))
-	for i, f := range ask {
-		lower[i] = strings.ToLower(f)
-	}
+	return server == 1, nil
+}
+
+// deterministic returns the functions of lower (lower-case names) that
+// system.functions marks deterministic.
+func (w *Writer) deterministic(ctx context.Context, lower []string) (map[string]bool, error) {
 	rows, err := w.conn.Query(ctx, "SELECT lower(name) FROM system.functions WHERE lower(name) IN (?) AND deterministic = 1", lower)
 	if err != nil {
 		return nil, fmt.Errorf("clickhouse: reading system.functions: %w", err)
@@ -325,12 +360,7 @@ func (w *Writer) volatile(ctx context.Context, fns []string) ([]string, error) {
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("clickhouse: reading system.functions: %w", err)
 	}
-	for i, f := range ask {
-		if !det[lower[i]] && !operatorLike(lower[i]) {
-			out = append(out, f)
-		}
-	}
-	return out, nil
+	return det, nil
 }
 
 // operatorLike is a call the server parses itself that system.functions
@@ -363,31 +393,7 @@ func writeDefault(b *strings.Builder, v reflect.Value, typ string) error {
 		b.WriteString("null")
 		return nil
 	}
-	switch x := v.Interface().(type) {
-	case time.Time:
-		if typ == "Date" || typ == "Date32" {
-			b.WriteString(`"` + x.Format("2006-01-02") + `"`)
-		} else {
-			b.WriteString(`"` + x.UTC().Format(time.RFC3339Nano) + `"`)
-		}
-		return nil
-	case decimal.Decimal:
-		b.WriteString(x.String())
-		return nil
-	case big.Int:
-		b.WriteString(x.String())
-		return nil
-	case uuid.UUID:
-		b.WriteString(`"` + x.String() + `"`)
-		return nil
-	case net.IP:
-		b.WriteString(`"` + x.String() + `"`)
-		return nil
-	case netip.Addr:
-		b.WriteString(`"` + x.String() + `"`)
-		return nil
-	case []byte:
-		quoteJSON(b, string(x))
+	if writeKnownDefault(b, v.Interface(), typ) {
 		return nil
 	}
 	switch v.Kind() {
@@ -404,37 +410,78 @@ func writeDefault(b *strings.Builder, v reflect.Value, typ string) error {
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 		b.WriteString(strconv.FormatUint(v.Uint(), 10))
 	case reflect.Float32, reflect.Float64:
-		f := v.Float()
-		switch {
-		case math.IsNaN(f):
-			b.WriteString(`"NaN"`)
-		case math.IsInf(f, 1):
-			b.WriteString(`"Infinity"`)
-		case math.IsInf(f, -1):
-			b.WriteString(`"-Infinity"`)
-		default:
-			b.WriteString(strconv.FormatFloat(f, 'g', -1, v.Type().Bits()))
-		}
+		writeFloatDefault(b, v.Float(), v.Type().Bits())
 	case reflect.String:
 		quoteJSON(b, v.String())
 	case reflect.Slice, reflect.Array:
-		elem := typ
-		if strings.HasPrefix(typ, "Array(") && strings.HasSuffix(typ, ")") {
-			elem = innerType(typ[len("Array(") : len(typ)-1])
-		}
-		b.WriteByte('[')
-		for i := 0; i < v.Len(); i++ {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			if err := writeDefault(b, v.Index(i), elem); err != nil {
-				return err
-			}
-		}
-		b.WriteByte(']')
+		return writeArrayDefault(b, v, typ)
 	default:
 		return fmt.Errorf("a default of type %s (%s) is not read back by the sink", typ, v.Type())
 	}
+	return nil
+}
+
+// writeKnownDefault writes x when it is one of the driver's value types
+// that has a text form of its own (times, Decimals, big integers, UUIDs,
+// IP addresses, bytes) and reports whether it was.
+func writeKnownDefault(b *strings.Builder, x any, typ string) bool {
+	switch x := x.(type) {
+	case time.Time:
+		if typ == "Date" || typ == "Date32" {
+			b.WriteString(`"` + x.Format("2006-01-02") + `"`)
+		} else {
+			b.WriteString(`"` + x.UTC().Format(time.RFC3339Nano) + `"`)
+		}
+	case decimal.Decimal:
+		b.WriteString(x.String())
+	case big.Int:
+		b.WriteString(x.String())
+	case uuid.UUID:
+		b.WriteString(`"` + x.String() + `"`)
+	case net.IP:
+		b.WriteString(`"` + x.String() + `"`)
+	case netip.Addr:
+		b.WriteString(`"` + x.String() + `"`)
+	case []byte:
+		quoteJSON(b, string(x))
+	default:
+		return false
+	}
+	return true
+}
+
+// writeFloatDefault writes f as a JSON number, or NaN and the infinities
+// as the strings decode takes.
+func writeFloatDefault(b *strings.Builder, f float64, bits int) {
+	switch {
+	case math.IsNaN(f):
+		b.WriteString(`"NaN"`)
+	case math.IsInf(f, 1):
+		b.WriteString(`"Infinity"`)
+	case math.IsInf(f, -1):
+		b.WriteString(`"-Infinity"`)
+	default:
+		b.WriteString(strconv.FormatFloat(f, 'g', -1, bits))
+	}
+}
+
+// writeArrayDefault writes the slice or array v as a JSON array of its
+// elements, each of the element type of the Array type typ.
+func writeArrayDefault(b *strings.Builder, v reflect.Value, typ string) error {
+	elem := typ
+	if strings.HasPrefix(typ, "Array(") && strings.HasSuffix(typ, ")") {
+		elem = innerType(typ[len("Array(") : len(typ)-1])
+	}
+	b.WriteByte('[')
+	for i := 0; i < v.Len(); i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		if err := writeDefault(b, v.Index(i), elem); err != nil {
+			return err
+		}
+	}
+	b.WriteByte(']')
 	return nil
 }
 

@@ -41,6 +41,12 @@ func install(c column.Interface, n proto.ColInput) bool {
 	case chschema.LowCardinalityNative:
 		return installLowCardinality(c, nn)
 	}
+	return installLeaf(c, n)
+}
+
+// installLeaf is install for a column of plain values: n replaces the
+// driver's ch-go column in its field col.
+func installLeaf(c column.Interface, n proto.ColInput) bool {
 	f, ok := field(c, "col")
 	if !ok {
 		return false
@@ -168,18 +174,8 @@ func fits(c column.Interface, n proto.ColInput) bool {
 // positions and the distinct count as the driver's Encode reads them (its
 // unexported append.keys and len(append.index), which pick the key width).
 func installLowCardinality(c column.Interface, n chschema.LowCardinalityNative) bool {
-	if _, ok := c.(*column.LowCardinality); !ok || c.Rows() != 0 {
-		return false
-	}
-	nullable, ok1 := field(c, "nullable")
-	rows, ok2 := field(c, "rows")
-	app, ok3 := field(c, "append")
-	if !ok1 || !ok2 || !ok3 || nullable.Kind() != reflect.Bool || nullable.Bool() || rows.Kind() != reflect.Int || app.Kind() != reflect.Struct {
-		return false
-	}
-	keys, ok4 := settable(app.FieldByName("keys"))
-	index, ok5 := settable(app.FieldByName("index"))
-	if !ok4 || !ok5 || keys.Type() != reflect.TypeOf(n.Keys) || index.Type() != reflect.TypeOf(map[any]int(nil)) {
+	lc, ok := lowCardinalityFields(c, n)
+	if !ok {
 		return false
 	}
 	dict, ok := subColumn(c, "index")
@@ -190,10 +186,36 @@ func installLowCardinality(c column.Interface, n chschema.LowCardinalityNative) 
 	for i := 1; i < len(n.Dict.Pos); i++ {
 		distinct[n.Dict.Row(i)] = i
 	}
-	keys.Set(reflect.ValueOf(n.Keys))
-	index.Set(reflect.ValueOf(distinct))
-	rows.SetInt(int64(len(n.Keys)))
+	lc.keys.Set(reflect.ValueOf(n.Keys))
+	lc.index.Set(reflect.ValueOf(distinct))
+	lc.rows.SetInt(int64(len(n.Keys)))
 	return c.Rows() == n.Rows()
+}
+
+// lowCardinalityState is the driver's LowCardinality fields that
+// installLowCardinality sets, made settable.
+type lowCardinalityState struct{ rows, keys, index reflect.Value }
+
+// lowCardinalityFields finds those fields in c, an empty LowCardinality
+// column that is not Nullable; ok is false when c is not one or its fields
+// are not of the types n fills.
+func lowCardinalityFields(c column.Interface, n chschema.LowCardinalityNative) (lowCardinalityState, bool) {
+	var lc lowCardinalityState
+	if _, ok := c.(*column.LowCardinality); !ok || c.Rows() != 0 {
+		return lc, false
+	}
+	nullable, ok1 := field(c, "nullable")
+	rows, ok2 := field(c, "rows")
+	app, ok3 := field(c, "append")
+	if !ok1 || !ok2 || !ok3 || nullable.Kind() != reflect.Bool || nullable.Bool() || rows.Kind() != reflect.Int || app.Kind() != reflect.Struct {
+		return lc, false
+	}
+	keys, ok4 := settable(app.FieldByName("keys"))
+	index, ok5 := settable(app.FieldByName("index"))
+	if !ok4 || !ok5 || keys.Type() != reflect.TypeOf(n.Keys) || index.Type() != reflect.TypeOf(map[any]int(nil)) {
+		return lc, false
+	}
+	return lowCardinalityState{rows: rows, keys: keys, index: index}, true
 }
 
 // installNullable does install's work for a Nullable(T) column: the values

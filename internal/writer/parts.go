@@ -44,10 +44,28 @@ func (w *Writer) PartsOf(ctx context.Context, tables []TableName) (map[TableName
 	fail := func(what string, err error) (map[TableName]adapt.Parts, error) {
 		return nil, fmt.Errorf("clickhouse: reading %s of %d tables: %w", what, len(tables), err)
 	}
-	want := make(map[TableName]bool, len(tables))
+	defaults, err := w.partsDefaults(ctx)
+	if err != nil {
+		return fail("merge_tree_settings", err)
+	}
+	for _, t := range tables {
+		out[t] = defaults
+	}
+	inDBs := databasesIn(tables)
+	if err := w.activeParts(ctx, inDBs, out); err != nil {
+		return fail("active parts", err)
+	}
+	if err := w.tableThresholds(ctx, inDBs, out); err != nil {
+		return fail("the tables' settings", err)
+	}
+	return out, nil
+}
+
+// databasesIn is the SQL list of the databases of tables, each once:
+// ('db1', 'db2').
+func databasesIn(tables []TableName) string {
 	var dbs []string
 	for _, t := range tables {
-		want[t] = true
 		if !slices.Contains(dbs, t.Database) {
 			dbs = append(dbs, t.Database)
 		}
@@ -56,37 +74,41 @@ func (w *Writer) PartsOf(ctx context.Context, tables []TableName) (map[TableName
 	for i, db := range dbs {
 		in[i] = chtable.QuoteString(db)
 	}
-	inDBs := "(" + strings.Join(in, ", ") + ")"
+	return "(" + strings.Join(in, ", ") + ")"
+}
 
+// partsDefaults reads the server's parts_to_delay_insert and
+// parts_to_throw_insert from system.merge_tree_settings.
+func (w *Writer) partsDefaults(ctx context.Context) (adapt.Parts, error) {
 	var defaults adapt.Parts
 	rows, err := w.conn.Query(ctx,
 		"SELECT name, value FROM system.merge_tree_settings WHERE name IN ('parts_to_delay_insert', 'parts_to_throw_insert')")
 	if err != nil {
-		return fail("merge_tree_settings", err)
+		return defaults, err
 	}
+	defer rows.Close()
 	for rows.Next() {
 		var name, value string
 		if err := rows.Scan(&name, &value); err != nil {
-			rows.Close()
-			return fail("merge_tree_settings", err)
+			return defaults, err
 		}
 		setThreshold(&defaults, name, value)
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return fail("merge_tree_settings", err)
-	}
-	for t := range want {
-		out[t] = defaults
-	}
+	return defaults, rows.Err()
+}
 
+// activeParts sets Active of every table of out to its largest count of
+// active parts in one partition, reading system.parts of the databases
+// inDBs once.
+func (w *Writer) activeParts(ctx context.Context, inDBs string, out map[TableName]adapt.Parts) error {
 	// count() is UInt64 on both servers.
-	rows, err = w.conn.Query(ctx,
+	rows, err := w.conn.Query(ctx,
 		"SELECT database, table, partition_id, count() FROM system.parts WHERE active AND database IN "+inDBs+
 			" GROUP BY database, table, partition_id")
 	if err != nil {
-		return fail("active parts", err)
+		return err
 	}
+	defer rows.Close()
 	for rows.Next() {
 		var (
 			t         TableName
@@ -94,22 +116,23 @@ func (w *Writer) PartsOf(ctx context.Context, tables []TableName) (map[TableName
 			n         uint64
 		)
 		if err := rows.Scan(&t.Database, &t.Name, &partition, &n); err != nil {
-			rows.Close()
-			return fail("active parts", err)
+			return err
 		}
 		if p, ok := out[t]; ok && int(n) > p.Active {
 			p.Active = int(n)
 			out[t] = p
 		}
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return fail("active parts", err)
-	}
+	return rows.Err()
+}
 
-	rows, err = w.conn.Query(ctx, "SELECT database, name, engine_full FROM system.tables WHERE database IN "+inDBs)
+// tableThresholds sets the parts thresholds of every table of out whose
+// own SETTINGS clause names them, reading system.tables of the databases
+// inDBs once.
+func (w *Writer) tableThresholds(ctx context.Context, inDBs string, out map[TableName]adapt.Parts) error {
+	rows, err := w.conn.Query(ctx, "SELECT database, name, engine_full FROM system.tables WHERE database IN "+inDBs)
 	if err != nil {
-		return fail("the tables' settings", err)
+		return err
 	}
 	defer rows.Close()
 	for rows.Next() {
@@ -118,7 +141,7 @@ func (w *Writer) PartsOf(ctx context.Context, tables []TableName) (map[TableName
 			engine string
 		)
 		if err := rows.Scan(&t.Database, &t.Name, &engine); err != nil {
-			return fail("the tables' settings", err)
+			return err
 		}
 		p, ok := out[t]
 		if !ok {
@@ -129,10 +152,7 @@ func (w *Writer) PartsOf(ctx context.Context, tables []TableName) (map[TableName
 		}
 		out[t] = p
 	}
-	if err := rows.Err(); err != nil {
-		return fail("the tables' settings", err)
-	}
-	return out, nil
+	return rows.Err()
 }
 
 func setThreshold(p *adapt.Parts, name, value string) {

@@ -406,19 +406,9 @@ func insertOn(ctx context.Context, replicas []*Writer, first int, t *Table, bloc
 		case Permanent:
 			return r, fmt.Errorf("insert into %s (%d rows)%s: %w", t.FullName(), block.Rows(), replicaOf(at), err)
 		case RefreshSchema:
-			if refresh == nil {
-				break
-			}
-			nt, nb, rerr := refresh(ctx, t, block)
-			switch {
-			case errors.Is(rerr, chtable.ErrNoTable):
-				return r, fmt.Errorf("insert into %s (%d rows)%s: %w; the table no longer exists", t.FullName(), block.Rows(), replicaOf(at), err)
-			case rerr != nil:
-				err = fmt.Errorf("%w (schema refresh: %v)", err, rerr)
-			case nt.Query() == t.Query():
-				return r, fmt.Errorf("insert into %s (%d rows)%s: %w; the table has every column the INSERT names, so re-reading its schema cannot help", t.FullName(), block.Rows(), replicaOf(at), err)
-			default:
-				t, block = nt, nb
+			var done bool
+			if t, block, done, err = refreshSchema(ctx, refresh, t, block, at, err); done {
+				return r, err
 			}
 		case Retriable:
 			if len(replicas) > 1 {
@@ -439,13 +429,43 @@ func insertOn(ctx context.Context, replicas []*Writer, first int, t *Table, bloc
 		if onRetry != nil {
 			onRetry(at)
 		}
-		timer := time.NewTimer(at.Wait)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return r, ctx.Err()
-		case <-timer.C:
+		if err := sleepCtx(ctx, at.Wait); err != nil {
+			return r, err
 		}
+	}
+}
+
+// refreshSchema re-reads t's schema after err, an INSERT the server refused
+// for the columns it names (attempt at). It returns the table and block to
+// send next and the attempt's error (with the reason a refresh failed);
+// done is true when the insert ends with that error: the table is gone, or
+// it already has every column the INSERT names. Without refresh nothing
+// changes.
+func refreshSchema(ctx context.Context, refresh Refresh, t *Table, block chschema.Block, at Attempt, err error) (*Table, chschema.Block, bool, error) {
+	if refresh == nil {
+		return t, block, false, err
+	}
+	nt, nb, rerr := refresh(ctx, t, block)
+	switch {
+	case errors.Is(rerr, chtable.ErrNoTable):
+		return t, block, true, fmt.Errorf("insert into %s (%d rows)%s: %w; the table no longer exists", t.FullName(), block.Rows(), replicaOf(at), err)
+	case rerr != nil:
+		return t, block, false, fmt.Errorf("%w (schema refresh: %v)", err, rerr)
+	case nt.Query() == t.Query():
+		return t, block, true, fmt.Errorf("insert into %s (%d rows)%s: %w; the table has every column the INSERT names, so re-reading its schema cannot help", t.FullName(), block.Rows(), replicaOf(at), err)
+	}
+	return nt, nb, false, err
+}
+
+// sleepCtx waits d, or returns ctx's error as soon as ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
 	}
 }
 

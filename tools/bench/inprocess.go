@@ -13,16 +13,11 @@ import (
 	"github.com/rs/zerolog"
 
 	"sink/config"
-	"sink/internal/command/advise"
-	"sink/internal/consumer"
-	"sink/internal/eos/eosio"
-	"sink/internal/pipeline"
-	"sink/internal/registry"
-	"sink/internal/writer"
+	"sink/internal/assemble"
 )
 
 // inprocessMain is `bench inprocess`: the sink's pipeline wired as `sink
-// run` wires it (no metrics server), inside this process, so runtime/pprof
+// run` wires it (internal/assemble; no metrics server), inside this process, so runtime/pprof
 // can watch it: a CPU profile of the whole run and a heap profile taken at
 // the peak of the Go heap. It stops once the route's table holds --rows
 // rows and prints the memory peaks.
@@ -48,37 +43,20 @@ func inprocessMain(args []string) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	w, err := writer.Open(ctx, cfg.Name, cfg.ClickHouse)
+	parts, err := assemble.Open(ctx, cfg, nil, log)
 	if err != nil {
 		return err
 	}
-	defer w.Close()
-	var opts []pipeline.Option
-	if cfg.ExactlyOnce() {
-		io, err := eosio.NewIO(cfg, w.Conn())
-		if err != nil {
-			return err
-		}
-		defer io.Close()
-		opts = append(opts, pipeline.WithExactlyOnce(io))
-	}
-	opts = append(opts, pipeline.WithSampler(advise.Sampler{Kafka: cfg.Kafka}))
-	if cfg.SchemaRegistry.Enabled() {
-		rc, err := registry.New(cfg.SchemaRegistry, registry.Options{})
-		if err != nil {
-			return err
-		}
-		opts = append(opts, pipeline.WithRegistry(rc))
-	}
-	p, err := pipeline.New(ctx, cfg, log, w, opts...)
+	defer parts.Close()
+	parts.StartSharing()
+	p, err := parts.Pipeline(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
-	cons, err := consumer.New(ctx, cfg, log, consumer.HooksOf(p))
+	cons, err := parts.Consumer(ctx, cfg, log, p)
 	if err != nil {
 		return err
 	}
-	p.Attach(cons)
 	if *cpuOut != "" {
 		f, err := os.Create(*cpuOut)
 		if err != nil {

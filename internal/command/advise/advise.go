@@ -13,13 +13,15 @@
 // Recommend is pure arithmetic: no I/O, no clock. Measure reads the rates
 // from Kafka (through the same client options as `sink run`: TLS, SASL),
 // Routed names each topic's table, Print writes the advice for `sink
-// advise`. Concurrency: no shared state; each call is independent.
+// advise`; Run (command.go) is that command over them. Concurrency: no
+// shared state; each call is independent.
 package advise
 
 import (
 	"fmt"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"time"
 
 	"sink/config"
@@ -121,156 +123,191 @@ type Advice struct {
 }
 
 // Recommend computes settings for topics under cur (the running config)
-// to reach tgt.
+// to reach tgt, in the numbered steps its arithmetic is written out in.
 func Recommend(topics []Topic, cur *config.Config, tgt Target) Advice {
-	var a Advice
-	step := func(format string, args ...any) { a.Steps = append(a.Steps, fmt.Sprintf(format, args...)) }
-	warn := func(format string, args ...any) { a.Warnings = append(a.Warnings, fmt.Sprintf(format, args...)) }
+	r := &recommender{cur: cur, tgt: tgt, byTable: map[string]*Table{}}
+	r.incoming(topics)
+	r.fetchWait()
+	r.maxWait()
+	r.fetchMinBytes()
+	r.requestTimeout()
+	r.caps()
+	r.expect()
+	return r.a
+}
 
-	// 1. What comes in, per topic and per table.
-	byTable := map[string]*Table{}
-	var totalBytes float64
+// recommender is one Recommend: the advice as it grows and what the
+// steps pass on to the next.
+type recommender struct {
+	a          Advice
+	cur        *config.Config
+	tgt        Target
+	byTable    map[string]*Table
+	names      []string // of byTable, in order
+	totalBytes float64  // bytes/s of all topics
+	interval   time.Duration
+}
+
+func (r *recommender) step(format string, args ...any) {
+	r.a.Steps = append(r.a.Steps, fmt.Sprintf(format, args...))
+}
+
+func (r *recommender) warn(format string, args ...any) {
+	r.a.Warnings = append(r.a.Warnings, fmt.Sprintf(format, args...))
+}
+
+// incoming is step 1: what comes in, per topic and per table.
+func (r *recommender) incoming(topics []Topic) {
 	for _, t := range topics {
 		rps, avg := t.RecordsPerSec(), t.AvgBytes()
 		bps := rps * avg
-		totalBytes += bps
-		step("topic %s: end offsets +%s in %s → %s records/s (%s/min); sample of %s records: avg %s bytes → %s/s (%s/min)",
+		r.totalBytes += bps
+		r.step("topic %s: end offsets +%s in %s → %s records/s (%s/min); sample of %s records: avg %s bytes → %s/s (%s/min)",
 			t.Name, count(float64(t.Records)), t.Window.Round(time.Millisecond), num(rps), count(rps*60), count(float64(t.Sampled)), num(avg),
 			bytes(bps), bytes(bps*60))
 		if t.Sampled == 0 && t.Records > 0 {
-			warn("topic %s: no record could be sampled, so its size is unknown and bytes/s count as 0", t.Name)
+			r.warn("topic %s: no record could be sampled, so its size is unknown and bytes/s count as 0", t.Name)
 		}
-		tb := byTable[t.Table]
+		tb := r.byTable[t.Table]
 		if tb == nil {
 			tb = &Table{Name: t.Table}
-			byTable[t.Table] = tb
+			r.byTable[t.Table] = tb
 		}
 		tb.RecordsPerSec += rps
 		tb.BytesPerSec += bps
 		tb.Partitions += t.Partitions
 	}
-	if totalBytes == 0 {
-		warn("no bytes arrived during the window: measure while the topics carry their usual traffic")
+	if r.totalBytes == 0 {
+		r.warn("no bytes arrived during the window: measure while the topics carry their usual traffic")
 	}
-	names := make([]string, 0, len(byTable))
-	for n := range byTable {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	r.names = slices.Sorted(maps.Keys(r.byTable))
+}
 
-	// 2. The insert interval.
-	n := tgt.InsertsPerMinute
+// fetchWait is steps 2 and 3: the insert interval, and fetch_max_wait a
+// tenth of it, within bounds.
+func (r *recommender) fetchWait() {
+	n := r.tgt.InsertsPerMinute
 	if n <= 0 {
 		n = 1
 	}
-	interval := time.Duration(float64(time.Minute) / n)
-	step("target %s inserts/min per table → insert interval T = 60s / %s = %s", num(n), num(n), interval)
+	r.interval = time.Duration(float64(time.Minute) / n)
+	r.step("target %s inserts/min per table → insert interval T = 60s / %s = %s", num(n), num(n), r.interval)
+	r.a.FetchMaxWait = clampDur((r.interval / FetchShare).Round(100*time.Millisecond), MinFetchMaxWait, MaxFetchMaxWait)
+	r.step("fetch_max_wait = T / %d = %s, kept within %s..%s → %s (the longest a fetch may hold records back)",
+		FetchShare, r.interval/FetchShare, MinFetchMaxWait, MaxFetchMaxWait, r.a.FetchMaxWait)
+}
 
-	// 3. fetch_max_wait: a tenth of the interval, within bounds.
-	w := clampDur((interval / FetchShare).Round(100*time.Millisecond), MinFetchMaxWait, MaxFetchMaxWait)
-	step("fetch_max_wait = T / %d = %s, kept within %s..%s → %s (the longest a fetch may hold records back)",
-		FetchShare, interval/FetchShare, MinFetchMaxWait, MaxFetchMaxWait, w)
-
-	// 4. max_wait: the interval, unless the latency bound needs less.
-	m := interval
-	if tgt.MaxLatency > 0 {
-		if lw := clampDur((tgt.MaxLatency / FetchShare).Round(10*time.Millisecond), 10*time.Millisecond, MaxFetchMaxWait); lw < w {
+// maxWait is step 4: max_wait is the interval, unless the latency bound
+// needs less (and fetch_max_wait with it).
+func (r *recommender) maxWait() {
+	m, w := r.interval, r.a.FetchMaxWait
+	if lat := r.tgt.MaxLatency; lat > 0 {
+		if lw := clampDur((lat / FetchShare).Round(10*time.Millisecond), 10*time.Millisecond, MaxFetchMaxWait); lw < w {
 			w = lw
-			step("--max-latency %s: fetch_max_wait = %s / %d = %s", tgt.MaxLatency, tgt.MaxLatency, FetchShare, w)
+			r.step("--max-latency %s: fetch_max_wait = %s / %d = %s", lat, lat, FetchShare, w)
 		}
-		if m+w > tgt.MaxLatency {
-			m = tgt.MaxLatency - w
-			step("--max-latency %s: max_wait = %s - fetch_max_wait %s = %s, below T, so inserts/min rise to 60s / %s = %s",
-				tgt.MaxLatency, tgt.MaxLatency, w, m, m, num(60/m.Seconds()))
+		if m+w > lat {
+			m = lat - w
+			r.step("--max-latency %s: max_wait = %s - fetch_max_wait %s = %s, below T, so inserts/min rise to 60s / %s = %s",
+				lat, lat, w, m, m, num(60/m.Seconds()))
 		}
 	}
 	if m < MinInterval {
-		warn("max_wait %s would mean more than one INSERT per second per table; held at %s (ClickHouse advises at most about one per second)", m, MinInterval)
+		r.warn("max_wait %s would mean more than one INSERT per second per table; held at %s (ClickHouse advises at most about one per second)", m, MinInterval)
 		m = MinInterval
 	}
 	m = m.Round(100 * time.Millisecond)
-	a.MaxWait, a.FetchMaxWait = m, w
-	step("batch.max_wait = %s: every table's open batch is inserted at least this often, whatever the input rate", m)
+	r.a.MaxWait, r.a.FetchMaxWait = m, w
+	r.step("batch.max_wait = %s: every table's open batch is inserted at least this often, whatever the input rate", m)
+}
 
-	// 5. fetch_min_bytes: what arrives in one fetch_max_wait, slightly above.
-	perFetch := totalBytes * w.Seconds()
-	minBytes := roundSize(FetchSlack * perFetch)
-	if minBytes < 1 {
-		minBytes = 1
-	}
-	// The consumer never asks for more than a fetch holds.
-	if fmb := config.ByteSize(consumer.FetchLimitsFor(cur).MaxBytes); minBytes > fmb {
-		warn("fetch_min_bytes %s would exceed the fetch size %s derived from batch.buffer_memory; capped there (a larger buffer_memory fetches more per request)", minBytes, fmb)
+// fetchMinBytes is step 5: what arrives in one fetch_max_wait, slightly
+// above, and never more than a fetch holds.
+func (r *recommender) fetchMinBytes() {
+	w := r.a.FetchMaxWait
+	perFetch := r.totalBytes * w.Seconds()
+	minBytes := max(roundSize(FetchSlack*perFetch), 1)
+	if fmb := config.ByteSize(consumer.FetchLimitsFor(r.cur).MaxBytes); minBytes > fmb {
+		r.warn("fetch_min_bytes %s would exceed the fetch size %s derived from batch.buffer_memory; capped there (a larger buffer_memory fetches more per request)", minBytes, fmb)
 		minBytes = fmb
 	}
-	a.FetchMinBytes = minBytes
-	step("fetch_min_bytes = %.1f × %s/s (all topics) × %s = %s → %s: at today's rate the broker answers at fetch_max_wait with everything that came",
-		FetchSlack, bytes(totalBytes), w, bytes(FetchSlack*perFetch), minBytes)
+	r.a.FetchMinBytes = minBytes
+	r.step("fetch_min_bytes = %.1f × %s/s (all topics) × %s = %s → %s: at today's rate the broker answers at fetch_max_wait with everything that came",
+		FetchSlack, bytes(r.totalBytes), w, bytes(FetchSlack*perFetch), minBytes)
+}
 
-	// 6. The request timeout must exceed fetch_max_wait.
-	a.RequestTimeout = cur.Kafka.RequestTimeout
-	if a.RequestTimeout <= w {
-		a.RequestTimeout = w + RequestTimeoutMargin
-		step("kafka.request_timeout %s does not exceed fetch_max_wait %s → %s (e.g. a 72s wait needs about a 100s timeout)",
-			cur.Kafka.RequestTimeout, w, a.RequestTimeout)
-	} else {
-		step("kafka.request_timeout %s exceeds fetch_max_wait %s: keep it (the client also adds it on top of fetch_max_wait for fetches)",
-			cur.Kafka.RequestTimeout, w)
+// requestTimeout is step 6: the request timeout must exceed
+// fetch_max_wait.
+func (r *recommender) requestTimeout() {
+	cur, w := r.cur.Kafka.RequestTimeout, r.a.FetchMaxWait
+	r.a.RequestTimeout = cur
+	if cur > w {
+		r.step("kafka.request_timeout %s exceeds fetch_max_wait %s: keep it (the client also adds it on top of fetch_max_wait for fetches)", cur, w)
+		return
 	}
+	r.a.RequestTimeout = w + RequestTimeoutMargin
+	r.step("kafka.request_timeout %s does not exceed fetch_max_wait %s → %s (e.g. a 72s wait needs about a 100s timeout)", cur, w, r.a.RequestTimeout)
+}
 
-	// 7. Caps from the busiest table.
+// caps is step 7: max_rows and max_bytes from the busiest table, with
+// headroom and floors, and whether buffer_memory holds them.
+func (r *recommender) caps() {
+	m := r.a.MaxWait
 	var maxRows, maxBPS float64
 	busiest := ""
-	for _, name := range names {
-		tb := byTable[name]
+	for _, name := range r.names {
+		tb := r.byTable[name]
 		if rows := tb.RecordsPerSec * m.Seconds(); rows >= maxRows {
 			maxRows, busiest = rows, name
 		}
 		maxBPS = math.Max(maxBPS, tb.BytesPerSec)
 	}
 	maxBytes := maxBPS * m.Seconds()
-	a.MaxRows = int(roundUp2(Headroom * maxRows))
+	r.a.MaxRows = int(roundUp2(Headroom * maxRows))
 	if busiest != "" {
-		step("batch.max_rows = %.0f × %s records/s × %s (busiest table %s) = %s → %s",
-			Headroom, num(byTable[busiest].RecordsPerSec), m, busiest, count(Headroom*maxRows), count(float64(a.MaxRows)))
+		r.step("batch.max_rows = %.0f × %s records/s × %s (busiest table %s) = %s → %s",
+			Headroom, num(r.byTable[busiest].RecordsPerSec), m, busiest, count(Headroom*maxRows), count(float64(r.a.MaxRows)))
 	}
-	if a.MaxRows < FloorRows {
-		step("batch.max_rows raised to the floor %s: a replayed backlog fills batches to this cap, and then big inserts are what you want", count(FloorRows))
-		a.MaxRows = FloorRows
+	if r.a.MaxRows < FloorRows {
+		r.step("batch.max_rows raised to the floor %s: a replayed backlog fills batches to this cap, and then big inserts are what you want", count(FloorRows))
+		r.a.MaxRows = FloorRows
 	}
-	a.MaxBytes = roundMiB(Headroom * maxBytes)
-	step("batch.max_bytes = %.0f × %s/s × %s = %s → %s (raw record bytes; decoded columns are usually smaller, so this errs large)",
-		Headroom, bytes(maxBPS), m, bytes(Headroom*maxBytes), a.MaxBytes)
-	if a.MaxBytes < FloorBytes {
-		step("batch.max_bytes raised to the floor %s", FloorBytes)
-		a.MaxBytes = FloorBytes
+	r.a.MaxBytes = roundMiB(Headroom * maxBytes)
+	r.step("batch.max_bytes = %.0f × %s/s × %s = %s → %s (raw record bytes; decoded columns are usually smaller, so this errs large)",
+		Headroom, bytes(maxBPS), m, bytes(Headroom*maxBytes), r.a.MaxBytes)
+	if r.a.MaxBytes < FloorBytes {
+		r.step("batch.max_bytes raised to the floor %s", FloorBytes)
+		r.a.MaxBytes = FloorBytes
 	}
-	if need := config.ByteSize(len(names)*(1+cur.ClickHouse.MaxInFlight)) * a.MaxBytes; cur.Batch.BufferMemory < need {
-		warn("batch.buffer_memory %s is below %d table(s) × (1 open + %d in flight) × max_bytes %s = %s: fetching will pause before batches fill",
-			cur.Batch.BufferMemory, len(names), cur.ClickHouse.MaxInFlight, a.MaxBytes, need)
+	cur := r.cur
+	if need := config.ByteSize(len(r.names)*(1+cur.ClickHouse.MaxInFlight)) * r.a.MaxBytes; cur.Batch.BufferMemory < need {
+		r.warn("batch.buffer_memory %s is below %d table(s) × (1 open + %d in flight) × max_bytes %s = %s: fetching will pause before batches fill",
+			cur.Batch.BufferMemory, len(r.names), cur.ClickHouse.MaxInFlight, r.a.MaxBytes, need)
 	}
+}
 
-	// 8. What to expect.
-	for _, name := range names {
-		tb := byTable[name]
+// expect is step 8: what to expect per table, and the latency.
+func (r *recommender) expect() {
+	m := r.a.MaxWait
+	for _, name := range r.names {
+		tb := r.byTable[name]
 		rows := tb.RecordsPerSec * m.Seconds()
 		perMin := 60 / m.Seconds()
 		if recPerMin := tb.RecordsPerSec * 60; recPerMin < perMin {
 			perMin = recPerMin // fewer records than seals: a batch holds one record at most
 		}
-		if !cur.Batch.IgnorePartitions && tb.Partitions > 1 {
+		if !r.cur.Batch.IgnorePartitions && tb.Partitions > 1 {
 			perMin *= float64(tb.Partitions)
 			rows /= float64(tb.Partitions)
-			warn("batch.ignore_partitions is false: table %s gets one insert per partition (%d), %s inserts/min instead of %s; set it to true",
+			r.warn("batch.ignore_partitions is false: table %s gets one insert per partition (%d), %s inserts/min instead of %s; set it to true",
 				name, tb.Partitions, num(perMin), num(perMin/float64(tb.Partitions)))
 		}
 		tb.RowsPerInsert, tb.InsertsPerMinute = rows, perMin
-		a.Tables = append(a.Tables, *tb)
-		step("table %s: %s records/s × %s = %s rows/insert, %s inserts/min", name, num(tb.RecordsPerSec), m, count(rows), num(perMin))
+		r.a.Tables = append(r.a.Tables, *tb)
+		r.step("table %s: %s records/s × %s = %s rows/insert, %s inserts/min", name, num(tb.RecordsPerSec), m, count(rows), num(perMin))
 	}
-	a.Latency = a.FetchMaxWait + a.MaxWait
-	step("latency ≤ fetch_max_wait %s + max_wait %s = %s, plus the INSERT itself", a.FetchMaxWait, a.MaxWait, a.Latency)
-	return a
+	r.a.Latency = r.a.FetchMaxWait + r.a.MaxWait
+	r.step("latency ≤ fetch_max_wait %s + max_wait %s = %s, plus the INSERT itself", r.a.FetchMaxWait, r.a.MaxWait, r.a.Latency)
 }
 
 // YAML is the recommendation as a config fragment.

@@ -17,8 +17,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -26,13 +26,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/config"
+	"sink/internal/assemble"
 	"sink/internal/chschema"
-	"sink/internal/command/advise"
 	"sink/internal/consumer"
 	"sink/internal/decode"
-	"sink/internal/eos/eosio"
 	"sink/internal/pipeline"
-	"sink/internal/registry"
 	"sink/internal/writer"
 )
 
@@ -47,51 +45,118 @@ func Timeout(cfg *config.Config) time.Duration {
 const DriftSample = 200
 
 // Run checks cfg (already valid) and prints each finding to stdout as it
-// goes. It returns the first problem, which `run` would also stop on.
-func Run(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
-	fmt.Fprintf(stdout, "config: ok (connector %q, group %q)\n", cfg.Name, cfg.Kafka.Group)
+// goes. It builds the daemon's parts with open (assemble.Open, as `sink
+// run` does) and its pipeline over them, creating no table. It returns the
+// first problem, which `run` would also stop on.
+func Run(ctx context.Context, cfg *config.Config, open assemble.Opener, stdout io.Writer) error {
+	c := &checker{cfg: cfg, out: stdout}
+	c.security()
+	topics, err := c.kafka(ctx)
+	if err != nil {
+		return err
+	}
+	parts, err := open(ctx, cfg, nil, zerolog.Nop())
+	if err != nil {
+		return err
+	}
+	defer parts.Close()
+	info, err := c.clickhouse(ctx, parts)
+	if err != nil {
+		return err
+	}
+	reg, err := c.registry(ctx, parts)
+	if err != nil {
+		return err
+	}
+	// Tables that schema.create would create: their DDL is printed, and
+	// their routes are left out of the checks below, which need the table.
+	c.cfg, topics, err = creates(ctx, cfg, parts, reg, topics, stdout)
+	if err != nil || len(c.cfg.Routes) == 0 {
+		return c.ok(err)
+	}
+	p, err := parts.Pipeline(ctx, c.cfg, zerolog.Nop(), pipeline.WithoutCreate())
+	if err != nil {
+		return err
+	}
+	for _, step := range []func() error{
+		func() error { return dlqTables(ctx, c.cfg, parts.Sink, p, stdout) },
+		func() error { return c.routes(ctx, p, topics) },
+		func() error { return drift(ctx, c.cfg, parts.Sampler, p, info, topics, stdout) },
+		func() error { return c.delivery(ctx, parts, p) },
+	} {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	return c.ok(nil)
+}
+
+// checker is one check's config (fewer routes once creates has left out
+// the tables schema.create would create) and where it prints.
+type checker struct {
+	cfg *config.Config
+	out io.Writer
+}
+
+// ok prints the last line of a passed check, or returns err.
+func (c *checker) ok(err error) error {
+	if err == nil {
+		fmt.Fprintln(c.out, "check: ok")
+	}
+	return err
+}
+
+// security prints the config's summary and warnings and how each
+// connection authenticates (never a password).
+func (c *checker) security() {
+	cfg := c.cfg
+	fmt.Fprintf(c.out, "config: ok (connector %q, group %q)\n", cfg.Name, cfg.Kafka.Group)
 	for _, w := range cfg.Warnings() {
-		fmt.Fprintf(stdout, "config: warning: %s\n", w)
+		fmt.Fprintf(c.out, "config: warning: %s\n", w)
 	}
 	k, ch := cfg.Kafka, cfg.ClickHouse
 	sasl := "SASL off"
 	if k.SASL.Mechanism != "" {
 		sasl = fmt.Sprintf("SASL %s as %q, %s", k.SASL.Mechanism, k.SASL.Username, password(k.SASL.Password, k.SASL.PasswordFile))
 	}
-	fmt.Fprintf(stdout, "security: kafka %s, %s\n", tlsSummary(k.TLS), sasl)
-	fmt.Fprintf(stdout, "security: clickhouse %s, user %q, %s\n", tlsSummary(ch.TLS), ch.Username, password(ch.Password, ch.PasswordFile))
+	fmt.Fprintf(c.out, "security: kafka %s, %s\n", tlsSummary(k.TLS), sasl)
+	fmt.Fprintf(c.out, "security: clickhouse %s, user %q, %s\n", tlsSummary(ch.TLS), ch.Username, password(ch.Password, ch.PasswordFile))
 	if h := cfg.HTTP; h.Listen != "" {
-		admin := "off"
-		switch {
-		case h.Admin && h.AdminToken != "":
-			admin = "on, bearer token from " + config.AdminTokenEnv
-		case h.Admin:
-			admin = "on, loopback only, no token"
-		}
-		fmt.Fprintf(stdout, "security: http %s, pause/resume endpoints %s\n", h.Listen, admin)
+		fmt.Fprintf(c.out, "security: http %s, pause/resume endpoints %s\n", h.Listen, adminSummary(h))
 	}
+}
 
-	topics, dlq, err := consumer.ProbeDLQ(ctx, cfg)
+// adminSummary says whether and how the pause/resume endpoints are open.
+func adminSummary(h config.HTTP) string {
+	switch {
+	case h.Admin && h.AdminToken != "":
+		return "on, bearer token from " + config.AdminTokenEnv
+	case h.Admin:
+		return "on, loopback only, no token"
+	}
+	return "off"
+}
+
+// kafka reaches the brokers, prints the consumed topics and the
+// dead-letter topic, and returns the topics' names in order.
+func (c *checker) kafka(ctx context.Context) ([]string, error) {
+	topics, dlq, err := consumer.ProbeDLQ(ctx, c.cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	names := make([]string, 0, len(topics))
-	for t := range topics {
-		names = append(names, t)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(topics))
 	for _, t := range names {
-		fmt.Fprintf(stdout, "kafka: topic %s: %d partitions\n", t, topics[t])
+		fmt.Fprintf(c.out, "kafka: topic %s: %d partitions\n", t, topics[t])
 	}
-	if cfg.Kafka.TopicRegex != "" && len(names) == 0 {
-		fmt.Fprintf(stdout, "kafka: no topic matches %q yet\n", cfg.Kafka.TopicRegex)
+	if c.cfg.Kafka.TopicRegex != "" && len(names) == 0 {
+		fmt.Fprintf(c.out, "kafka: no topic matches %q yet\n", c.cfg.Kafka.TopicRegex)
 	}
-	if err := cfg.CheckTruncates(topics); err != nil {
-		return err
+	if err := c.cfg.CheckTruncates(topics); err != nil {
+		return nil, err
 	}
-	for i, r := range cfg.Routes {
+	for i, r := range c.cfg.Routes {
 		if r.AppliesTruncate() {
-			fmt.Fprintf(stdout, "route: routes[%d] (table %s) applies TRUNCATE events: each topic has one partition and feeds its table alone\n", i, r.Table)
+			fmt.Fprintf(c.out, "route: routes[%d] (table %s) applies TRUNCATE events: each topic has one partition and feeds its table alone\n", i, r.Table)
 		}
 	}
 	if dlq != nil {
@@ -99,133 +164,114 @@ func Run(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 		if dlq.Created {
 			created = " (created now: errors.dlq_create)"
 		}
-		fmt.Fprintf(stdout, "kafka: dead-letter topic %s: %d partitions, max.message.bytes %d, writable: %s%s\n",
+		fmt.Fprintf(c.out, "kafka: dead-letter topic %s: %d partitions, max.message.bytes %d, writable: %s%s\n",
 			dlq.Topic, dlq.Partitions, dlq.MaxMessageBytes, dlq.Writable, created)
 	}
+	return names, nil
+}
 
-	w, err := writer.Open(ctx, cfg.Name, cfg.ClickHouse)
+// clickhouse prints the server and its features and, on a cluster, checks
+// every shard and replica (clusterCheck).
+func (c *checker) clickhouse(ctx context.Context, parts *assemble.Parts) (chschema.ServerInfo, error) {
+	info, err := writer.Probe(ctx, parts.Sink.Conn())
 	if err != nil {
-		return err
+		return info, err
 	}
-	defer w.Close()
-	info, err := writer.Probe(ctx, w.Conn())
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "clickhouse: %s (protocol %s)\n", strings.Join(cfg.ClickHouse.Addrs, ","), cfg.ClickHouse.Protocol)
+	fmt.Fprintf(c.out, "clickhouse: %s (protocol %s)\n", strings.Join(c.cfg.ClickHouse.Addrs, ","), c.cfg.ClickHouse.Protocol)
 	for _, l := range info.Lines() {
-		fmt.Fprintf(stdout, "clickhouse: %s\n", l)
+		fmt.Fprintf(c.out, "clickhouse: %s\n", l)
 	}
-	if cfg.ClickHouse.Clustered() {
-		if err := clusterCheck(ctx, cfg, w, stdout); err != nil {
-			return err
-		}
+	if c.cfg.ClickHouse.Clustered() {
+		return info, clusterCheck(ctx, c.cfg, parts, c.out)
 	}
+	return info, nil
+}
 
-	opts := []pipeline.Option{pipeline.WithoutCreate()}
-	if cfg.ExactlyOnce() {
-		io, err := eosio.NewIO(cfg, w.Conn())
-		if err != nil {
-			return err
-		}
-		defer io.Close()
-		// The checks of a target: local route read every shard's local
-		// table, as the running sink's do.
-		if slices.ContainsFunc(cfg.Routes, func(r config.Route) bool { return r.Target != "" }) {
-			cw, err := writer.OpenCluster(ctx, cfg.Name, cfg.ClickHouse, cfg.Routes)
-			if err != nil {
-				return err
-			}
-			defer cw.Close()
-			io.OnCluster(cw)
-		}
-		opts = append(opts, pipeline.WithExactlyOnce(io))
+// registry asks the schema registry, when one is configured, whether it
+// answers, and returns its client (nil without one).
+func (c *checker) registry(ctx context.Context, parts *assemble.Parts) (decode.Registry, error) {
+	if parts.Registry == nil {
+		return nil, nil
 	}
-	var reg decode.Registry
-	if cfg.SchemaRegistry.Enabled() {
-		rc, err := registry.New(cfg.SchemaRegistry, registry.Options{})
-		if err != nil {
-			return err
-		}
-		if err := rc.Check(ctx); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "schema registry: %s answers\n", strings.Join(cfg.SchemaRegistry.URLs, ","))
-		opts = append(opts, pipeline.WithRegistry(rc))
-		reg = rc
+	if err := parts.Registry.Check(ctx); err != nil {
+		return nil, err
 	}
+	fmt.Fprintf(c.out, "schema registry: %s answers\n", strings.Join(c.cfg.SchemaRegistry.URLs, ","))
+	return parts.Registry, nil
+}
 
-	// Tables that schema.create would create: their DDL is printed, and
-	// their routes are left out of the checks below, which need the table.
-	cfg, names, err = creates(ctx, cfg, w, reg, names, stdout)
+// routes prints the topics no route takes, the routes that take records
+// by condition, and each table's INSERT columns.
+func (c *checker) routes(ctx context.Context, p *pipeline.Pipeline, topics []string) error {
+	unrouted, err := p.ResolveTopics(ctx, topics)
 	if err != nil {
 		return err
 	}
-	if len(cfg.Routes) == 0 {
-		fmt.Fprintln(stdout, "check: ok")
-		return nil
-	}
-	p, err := pipeline.New(ctx, cfg, zerolog.Nop(), w, opts...)
-	if err != nil {
-		return err
-	}
-	if err := dlqTables(ctx, cfg, w, p, stdout); err != nil {
-		return err
-	}
-	unrouted, err := p.ResolveTopics(ctx, names)
-	if err != nil {
-		return err
-	}
-	fate := "skipped"
-	if cfg.Errors.Unrouted == "dlq" {
-		fate = "sent to the dead-letter topic"
-		if cfg.Errors.DLQTable != "" {
-			fate = "written to the dead-letter table " + cfg.Errors.DLQTable
-		}
-	}
+	fate := c.unroutedFate()
 	for _, t := range unrouted {
-		fmt.Fprintf(stdout, "kafka: topic %s matches no route: its records will be %s\n", t, fate)
+		fmt.Fprintf(c.out, "kafka: topic %s matches no route: its records will be %s\n", t, fate)
 	}
-	for i, r := range cfg.Routes {
+	for i, r := range c.cfg.Routes {
 		if w := r.Conditions(); len(w) > 0 {
-			fmt.Fprintf(stdout, "route: routes[%d] (table %s) takes the records of its topic with %s (fanout: %s; records no route takes are %s)\n",
-				i, r.Table, w, cfg.Fanout, fate)
+			fmt.Fprintf(c.out, "route: routes[%d] (table %s) takes the records of its topic with %s (fanout: %s; records no route takes are %s)\n",
+				i, r.Table, w, c.cfg.Fanout, fate)
 		}
 	}
 	for _, t := range p.Tables() {
-		cols := make([]string, len(t.Insert))
-		for i, c := range t.Insert {
-			cols[i] = c.Name + " " + c.Type
-		}
-		fmt.Fprintf(stdout, "route: table %s: INSERT names %d of %d columns: %s\n",
-			t.FullName(), len(t.Insert), len(t.Schema), strings.Join(cols, ", "))
-		decode.UnfilledDefaults(t.Schema, t.Insert, func(c chschema.ColumnSchema, why string) {
-			fmt.Fprintf(stdout, "route: table %s: column %s: records' values are not inserted, the server computes it for every row: %s\n",
-				t.FullName(), c.Name, why)
+		fmt.Fprintf(c.out, "route: table %s: INSERT names %d of %d columns: %s\n",
+			t.FullName(), len(t.Insert), len(t.Schema), insertColumns(t))
+		decode.UnfilledDefaults(t.Schema, t.Insert, func(col chschema.ColumnSchema, why string) {
+			fmt.Fprintf(c.out, "route: table %s: column %s: records' values are not inserted, the server computes it for every row: %s\n",
+				t.FullName(), col.Name, why)
 		})
 	}
-	if err := drift(ctx, cfg, p, info, names, stdout); err != nil {
-		return err
+	return nil
+}
+
+// unroutedFate says what becomes of a record no route takes.
+func (c *checker) unroutedFate() string {
+	switch {
+	case c.cfg.Errors.Unrouted != "dlq":
+		return "skipped"
+	case c.cfg.Errors.DLQTable != "":
+		return "written to the dead-letter table " + c.cfg.Errors.DLQTable
 	}
-	windows, err := writer.DedupWindows(ctx, w.Conn(), p.Tables())
+	return "sent to the dead-letter topic"
+}
+
+// insertColumns lists t's INSERT columns, "name type" each.
+func insertColumns(t *writer.Table) string {
+	cols := make([]string, len(t.Insert))
+	for i, c := range t.Insert {
+		cols[i] = c.Name + " " + c.Type
+	}
+	return strings.Join(cols, ", ")
+}
+
+// delivery prints each table's deduplication window and, under
+// exactly_once, the materialized views' and whether the server and tables
+// support it.
+func (c *checker) delivery(ctx context.Context, parts *assemble.Parts, p *pipeline.Pipeline) error {
+	conn := parts.Sink.Conn()
+	windows, err := writer.DedupWindows(ctx, conn, p.Tables())
 	if err != nil {
 		return err
 	}
 	for _, d := range windows {
-		fmt.Fprintf(stdout, "route: %s\n", d)
+		fmt.Fprintf(c.out, "route: %s\n", d)
 	}
-	if cfg.ExactlyOnce() {
-		if views, err := writer.ViewDedups(ctx, w.Conn(), p.Tables()); err == nil {
-			for _, v := range views {
-				fmt.Fprintf(stdout, "route: %s\n", v)
-			}
-		}
-		if err := p.CheckExactlyOnce(ctx); err != nil {
-			return err
-		}
-		fmt.Fprintln(stdout, "delivery: exactly_once: server and tables support it")
+	if !c.cfg.ExactlyOnce() {
+		return nil
 	}
-	fmt.Fprintln(stdout, "check: ok")
+	if views, err := writer.ViewDedups(ctx, conn, p.Tables()); err == nil {
+		for _, v := range views {
+			fmt.Fprintf(c.out, "route: %s\n", v)
+		}
+	}
+	if err := p.CheckExactlyOnce(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintln(c.out, "delivery: exactly_once: server and tables support it")
 	return nil
 }
 
@@ -233,12 +279,12 @@ func Run(ctx context.Context, cfg *config.Config, stdout io.Writer) error {
 // fields no column takes and the ALTER TABLE statements that
 // schema.evolve: add_columns would run for them (a dry run: nothing is
 // changed).
-func drift(ctx context.Context, cfg *config.Config, p *pipeline.Pipeline, info chschema.ServerInfo, topics []string, stdout io.Writer) error {
+func drift(ctx context.Context, cfg *config.Config, s consumer.Sampler, p *pipeline.Pipeline, info chschema.ServerInfo, topics []string, stdout io.Writer) error {
 	if len(topics) == 0 {
 		return nil
 	}
 	var recs []*kgo.Record
-	if err := advise.SampleRecords(ctx, cfg.Kafka, topics, DriftSample, func(r *kgo.Record) { recs = append(recs, r) }); err != nil {
+	if err := s.Records(ctx, topics, DriftSample, func(r *kgo.Record) { recs = append(recs, r) }); err != nil {
 		return err
 	}
 	reports, err := p.SampleDrift(ctx, recs, info)
@@ -255,42 +301,48 @@ func drift(ctx context.Context, cfg *config.Config, p *pipeline.Pipeline, info c
 		}
 	}
 	for _, r := range reports {
-		bad := ""
-		if r.Bad > 0 {
-			bad = fmt.Sprintf(" (%d more did not decode)", r.Bad)
-		}
-		if len(r.Fields) == 0 {
-			fmt.Fprintf(stdout, "drift: topic %s -> %s: every field of %d sampled records has a column%s\n", r.Topic, r.Table, r.Sampled, bad)
-			continue
-		}
-		mode := "schema.evolve is off; with add_columns it would run"
-		if r.Evolve {
-			mode = "schema.evolve: add_columns would run (dry run)"
-		}
-		fmt.Fprintf(stdout, "drift: topic %s -> %s: %d fields without a column in %d sampled records%s\n", r.Topic, r.Table, len(r.Fields), r.Sampled, bad)
-		for _, f := range r.Fields {
-			if f.Schema != "" {
-				fmt.Fprintf(stdout, "drift:   %s: %d records, schema type %s", f.Name, f.Records, f.Schema)
-			} else {
-				fmt.Fprintf(stdout, "drift:   %s: %d records, e.g. %s", f.Name, f.Records, f.Example)
-			}
-			if f.DDL != "" && f.DefaultLeftOut != "" {
-				fmt.Fprintf(stdout, "; %s: %s (without the default its schema declares: %s)\n", mode, f.DDL, f.DefaultLeftOut)
-			} else if f.DDL != "" {
-				fmt.Fprintf(stdout, "; %s: %s\n", mode, f.DDL)
-			} else {
-				fmt.Fprintf(stdout, "; not added: %s\n", f.Why)
-			}
-		}
+		printDrift(stdout, r)
 	}
 	return nil
+}
+
+// printDrift prints one topic's drift report.
+func printDrift(stdout io.Writer, r pipeline.DriftReport) {
+	bad := ""
+	if r.Bad > 0 {
+		bad = fmt.Sprintf(" (%d more did not decode)", r.Bad)
+	}
+	if len(r.Fields) == 0 {
+		fmt.Fprintf(stdout, "drift: topic %s -> %s: every field of %d sampled records has a column%s\n", r.Topic, r.Table, r.Sampled, bad)
+		return
+	}
+	mode := "schema.evolve is off; with add_columns it would run"
+	if r.Evolve {
+		mode = "schema.evolve: add_columns would run (dry run)"
+	}
+	fmt.Fprintf(stdout, "drift: topic %s -> %s: %d fields without a column in %d sampled records%s\n", r.Topic, r.Table, len(r.Fields), r.Sampled, bad)
+	for _, f := range r.Fields {
+		if f.Schema != "" {
+			fmt.Fprintf(stdout, "drift:   %s: %d records, schema type %s", f.Name, f.Records, f.Schema)
+		} else {
+			fmt.Fprintf(stdout, "drift:   %s: %d records, e.g. %s", f.Name, f.Records, f.Example)
+		}
+		switch {
+		case f.DDL != "" && f.DefaultLeftOut != "":
+			fmt.Fprintf(stdout, "; %s: %s (without the default its schema declares: %s)\n", mode, f.DDL, f.DefaultLeftOut)
+		case f.DDL != "":
+			fmt.Fprintf(stdout, "; %s: %s\n", mode, f.DDL)
+		default:
+			fmt.Fprintf(stdout, "; not added: %s\n", f.Why)
+		}
+	}
 }
 
 // creates prints what schema.create: if_missing would do for each route
 // that has it (a dry run: nothing is created) and returns cfg without the
 // routes whose table is missing, and topics without their topics.
-func creates(ctx context.Context, cfg *config.Config, w *writer.Writer, reg decode.Registry, topics []string, stdout io.Writer) (*config.Config, []string, error) {
-	plans, err := pipeline.PlanCreates(ctx, cfg, w, reg, advise.Sampler{Kafka: cfg.Kafka})
+func creates(ctx context.Context, cfg *config.Config, parts *assemble.Parts, reg decode.Registry, topics []string, stdout io.Writer) (*config.Config, []string, error) {
+	plans, err := pipeline.PlanCreates(ctx, cfg, parts.Sink, reg, parts.Sampler)
 	if err != nil || len(plans) == 0 {
 		return cfg, topics, err
 	}

@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 
 	"sink/config"
 	"sink/internal/pipeline"
-	"sink/internal/writer"
 )
 
 // dlqTables prints each dead-letter table (errors.dlq_table, routes'
@@ -16,7 +14,7 @@ import (
 // and compiled its plan, so a table the rows cannot go into has failed by
 // now), or the statements run would create it with (a dry run, as for
 // schema.create).
-func dlqTables(ctx context.Context, cfg *config.Config, w *writer.Writer, p *pipeline.Pipeline, stdout io.Writer) error {
+func dlqTables(ctx context.Context, cfg *config.Config, w pipeline.TableCreator, p *pipeline.Pipeline, stdout io.Writer) error {
 	plans, err := pipeline.PlanDLQTables(ctx, cfg, w)
 	if err != nil {
 		return err
@@ -33,12 +31,8 @@ func dlqTables(ctx context.Context, cfg *config.Config, w *writer.Writer, p *pip
 		if t == nil {
 			continue
 		}
-		cols := make([]string, len(t.Insert))
-		for i, c := range t.Insert {
-			cols[i] = c.Name + " " + c.Type
-		}
 		fmt.Fprintf(stdout, "dead-letter table %s: INSERT names %d of %d columns: %s\n",
-			pl.Table, len(t.Insert), len(t.Schema), strings.Join(cols, ", "))
+			pl.Table, len(t.Insert), len(t.Schema), insertColumns(t))
 	}
 	return nil
 }

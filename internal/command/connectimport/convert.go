@@ -158,14 +158,53 @@ func (v *conv) identity(name string) {
 
 // connection: hostname, port, ssl, database, username, password.
 func (v *conv) connection() {
+	ssl := v.boolKey("ssl")
+	if v.has("ssl") {
+		v.carry("ssl", "clickhouse.tls.enabled", "")
+	}
+	v.address(ssl)
+	if ssl {
+		v.doc.set("clickhouse.tls.enabled", true)
+	} else if v.has("ssl") {
+		v.doc.set("clickhouse.tls.enabled", false)
+	}
+	if v.has("database") {
+		v.doc.set("clickhouse.database", v.get("database"))
+		v.carry("database", "clickhouse.database", "")
+	}
+	if v.has("username") {
+		v.doc.set("clickhouse.username", v.get("username"))
+		v.carry("username", "clickhouse.username", "")
+	}
+	if _, ok := v.cfg["password"]; ok {
+		if v.cfg["password"] == "" {
+			v.notNeeded("password", "empty: no password")
+		} else {
+			v.carry("password", "SINK_CLICKHOUSE__PASSWORD", "never written to the YAML: set the variable, or clickhouse.password_file")
+		}
+	}
+	if v.has("timeoutSeconds") {
+		v.queryTimeout()
+	}
+	if v.has("clickhouseSettings") {
+		v.clickhouseSettings()
+	}
+	if v.has("tableRefreshInterval") {
+		v.schemaRefresh()
+	}
+	if v.has("clusterName") {
+		v.doc.set("clickhouse.cluster", v.get("clusterName"))
+		v.carry("clusterName", "clickhouse.cluster", "named in the sink's DDL (ON CLUSTER)")
+	}
+}
+
+// address: where the server is, by --native, endpoints, or hostname and
+// port (ssl: the connector's ssl).
+func (v *conv) address(ssl bool) {
 	host := v.get("hostname")
 	port := v.get("port")
 	if port == "" {
 		port = "8443" // the official sink's default
-	}
-	ssl := v.boolKey("ssl")
-	if v.has("ssl") {
-		v.carry("ssl", "clickhouse.tls.enabled", "")
 	}
 	switch {
 	case v.opts.NativeAddr != "":
@@ -193,77 +232,60 @@ func (v *conv) connection() {
 	default:
 		v.notes = append(v.notes, "clickhouse.addrs: the connector has no hostname; 127.0.0.1:9000 (native) written")
 	}
-	if ssl {
-		v.doc.set("clickhouse.tls.enabled", true)
-	} else if v.has("ssl") {
-		v.doc.set("clickhouse.tls.enabled", false)
+}
+
+// queryTimeout: timeoutSeconds.
+func (v *conv) queryTimeout() {
+	if n, err := strconv.Atoi(v.get("timeoutSeconds")); err == nil && n > 0 {
+		v.doc.set("clickhouse.query_timeout", (time.Duration(n) * time.Second).String())
+		v.carry("timeoutSeconds", "clickhouse.query_timeout", "per INSERT attempt; a failed batch is retried, never dropped")
+	} else {
+		v.unsupported("timeoutSeconds", "not a positive number of seconds")
 	}
-	if v.has("database") {
-		v.doc.set("clickhouse.database", v.get("database"))
-		v.carry("database", "clickhouse.database", "")
+}
+
+// schemaRefresh: tableRefreshInterval.
+func (v *conv) schemaRefresh() {
+	n, err := strconv.Atoi(v.get("tableRefreshInterval"))
+	switch {
+	case err != nil || n < 0:
+		v.unsupported("tableRefreshInterval", "not a whole number of seconds")
+	case n == 0:
+		v.notNeeded("tableRefreshInterval", "0 (never); the sink re-reads a table after an INSERT fails on an unknown column, and every clickhouse.schema_refresh (30s)")
+	default:
+		v.doc.set("clickhouse.schema_refresh", (time.Duration(n) * time.Second).String())
+		v.carry("tableRefreshInterval", "clickhouse.schema_refresh", "")
 	}
-	if v.has("username") {
-		v.doc.set("clickhouse.username", v.get("username"))
-		v.carry("username", "clickhouse.username", "")
-	}
-	if _, ok := v.cfg["password"]; ok {
-		if v.cfg["password"] == "" {
-			v.notNeeded("password", "empty: no password")
-		} else {
-			v.carry("password", "SINK_CLICKHOUSE__PASSWORD", "never written to the YAML: set the variable, or clickhouse.password_file")
+}
+
+// clickhouseSettings: the settings sent with every INSERT, less the
+// official sink's own HTTP and JSON ones.
+func (v *conv) clickhouseSettings() {
+	settings := map[string]string{}
+	var dropped []string
+	for _, kv := range strings.Split(v.get("clickhouseSettings"), ",") {
+		k, val, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		k, val = strings.TrimSpace(k), strings.TrimSpace(val)
+		if !ok || k == "" {
+			continue // the official sink skips these too
 		}
-	}
-	if v.has("timeoutSeconds") {
-		if n, err := strconv.Atoi(v.get("timeoutSeconds")); err == nil && n > 0 {
-			v.doc.set("clickhouse.query_timeout", (time.Duration(n) * time.Second).String())
-			v.carry("timeoutSeconds", "clickhouse.query_timeout", "per INSERT attempt; a failed batch is retried, never dropped")
-		} else {
-			v.unsupported("timeoutSeconds", "not a positive number of seconds")
+		switch k {
+		case "input_format_skip_unknown_fields", "wait_end_of_query", "send_progress_in_http_headers", "async_insert":
+			// The official sink's own HTTP and JSON settings: the sink
+			// inserts named columns synchronously.
+			dropped = append(dropped, k)
+			continue
 		}
+		settings[k] = val
 	}
-	if v.has("clickhouseSettings") {
-		settings := map[string]string{}
-		var dropped []string
-		for _, kv := range strings.Split(v.get("clickhouseSettings"), ",") {
-			k, val, ok := strings.Cut(strings.TrimSpace(kv), "=")
-			k, val = strings.TrimSpace(k), strings.TrimSpace(val)
-			if !ok || k == "" {
-				continue // the official sink skips these too
-			}
-			switch k {
-			case "input_format_skip_unknown_fields", "wait_end_of_query", "send_progress_in_http_headers", "async_insert":
-				// The official sink's own HTTP and JSON settings: the sink
-				// inserts named columns synchronously.
-				dropped = append(dropped, k)
-				continue
-			}
-			settings[k] = val
-		}
-		if len(settings) > 0 {
-			v.doc.set("clickhouse.settings", settings)
-		}
-		why := "sent with every INSERT"
-		if len(dropped) > 0 {
-			why += "; left out (the sink inserts named columns synchronously): " + strings.Join(dropped, ", ")
-		}
-		v.carry("clickhouseSettings", "clickhouse.settings", why)
+	if len(settings) > 0 {
+		v.doc.set("clickhouse.settings", settings)
 	}
-	if v.has("tableRefreshInterval") {
-		n, err := strconv.Atoi(v.get("tableRefreshInterval"))
-		switch {
-		case err != nil || n < 0:
-			v.unsupported("tableRefreshInterval", "not a whole number of seconds")
-		case n == 0:
-			v.notNeeded("tableRefreshInterval", "0 (never); the sink re-reads a table after an INSERT fails on an unknown column, and every clickhouse.schema_refresh (30s)")
-		default:
-			v.doc.set("clickhouse.schema_refresh", (time.Duration(n) * time.Second).String())
-			v.carry("tableRefreshInterval", "clickhouse.schema_refresh", "")
-		}
+	why := "sent with every INSERT"
+	if len(dropped) > 0 {
+		why += "; left out (the sink inserts named columns synchronously): " + strings.Join(dropped, ", ")
 	}
-	if v.has("clusterName") {
-		v.doc.set("clickhouse.cluster", v.get("clusterName"))
-		v.carry("clusterName", "clickhouse.cluster", "named in the sink's DDL (ON CLUSTER)")
-	}
+	v.carry("clickhouseSettings", "clickhouse.settings", why)
 }
 
 // splitList splits a comma-separated list, dropping blanks.
@@ -354,97 +376,131 @@ func (v *conv) errorsKeys() {
 func (v *conv) consumerOverrides() {
 	const p = "consumer.override."
 	for _, key := range sortedKeys(v.cfg) {
-		if !strings.HasPrefix(key, p) {
+		name, ok := strings.CutPrefix(key, p)
+		if !ok {
 			continue
 		}
-		val := v.get(key)
-		ms := func(to string) {
-			n, err := strconv.ParseInt(val, 10, 64)
-			if err != nil || n < 0 {
-				v.unsupported(key, "not a number of milliseconds")
-				return
-			}
-			v.doc.set(to, (time.Duration(n) * time.Millisecond).String())
-			v.carry(key, to, "")
-		}
-		bytesKey := func(to string) {
-			n, err := strconv.ParseInt(val, 10, 64)
-			if err != nil || n < 0 {
-				v.unsupported(key, "not a number of bytes")
-				return
-			}
-			v.doc.set(to, n)
-			v.carry(key, to, "")
-		}
-		switch strings.TrimPrefix(key, p) {
-		case "group.id", "bootstrap.servers":
-			// identity() took them
-		case "fetch.min.bytes":
-			bytesKey("kafka.fetch_min_bytes")
-		case "fetch.max.wait.ms":
-			ms("kafka.fetch_max_wait")
-		case "fetch.max.bytes", "max.partition.fetch.bytes":
-			v.notNeeded(key, "the sink sizes its fetches from batch.buffer_memory")
-		case "request.timeout.ms":
-			ms("kafka.request_timeout")
-		case "session.timeout.ms":
-			ms("kafka.session_timeout")
-		case "client.id":
-			v.doc.set("kafka.client_id", val)
-			v.carry(key, "kafka.client_id", "")
-		case "max.poll.records":
-			v.notNeeded(key, "the sink's INSERTs are not poll-sized: batch.max_rows, max_bytes and max_wait decide, across polls and partitions")
-		case "max.poll.interval.ms", "heartbeat.interval.ms":
-			v.notNeeded(key, "franz-go heartbeats on its own; kafka.session_timeout and rebalance_timeout bound a member")
-		case "auto.offset.reset":
-			switch strings.ToLower(val) {
-			case "earliest", "latest":
-				v.doc.set("kafka.start_offset", strings.ToLower(val))
-				v.carry(key, "kafka.start_offset", "only for partitions with no committed offset, as in Kafka")
-			default:
-				v.unsupported(key, "the sink takes earliest or latest; none (fail without a committed offset) is not built")
-			}
-		case "isolation.level":
-			if strings.EqualFold(val, "read_committed") {
-				v.notNeeded(key, "the sink always reads committed records only")
-			} else {
-				v.unsupported(key, "the sink always reads committed records only: records of open or aborted transactions are not read")
-			}
-		case "security.protocol":
-			switch strings.ToUpper(val) {
-			case "PLAINTEXT":
-				v.notNeeded(key, "the default")
-			case "SSL", "SASL_SSL":
-				v.doc.set("kafka.tls.enabled", true)
-				v.carry(key, "kafka.tls.enabled", "")
-			case "SASL_PLAINTEXT":
-				v.notNeeded(key, "SASL is on when kafka.sasl.mechanism is set")
-			default:
-				v.unsupported(key, "unknown security protocol")
-			}
-		case "sasl.mechanism":
-			switch m := strings.ToUpper(val); m {
-			case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
-				v.doc.set("kafka.sasl.mechanism", m)
-				v.carry(key, "kafka.sasl.mechanism", "")
-			default:
-				v.unsupported(key, "the sink supports PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512")
-			}
-		case "sasl.jaas.config":
-			if u := jaasUser.FindStringSubmatch(val); u != nil {
-				v.doc.set("kafka.sasl.username", u[1])
-				v.carry(key, "kafka.sasl.username, SINK_KAFKA__SASL__PASSWORD", "the password is never written to the YAML: set the variable or kafka.sasl.password_file")
-			} else {
-				v.unsupported(key, "no username=\"…\" in it")
-			}
-		default:
+		rule, ok := overrideRules[name]
+		if !ok {
 			v.unsupported(key, "a consumer setting this import does not know; the sink's consumer settings are under kafka: (config/example.yaml)")
+			continue
 		}
+		rule(v, key, v.get(key))
 	}
 	for _, key := range sortedKeys(v.cfg) {
 		if strings.HasPrefix(key, "consumer.") && !strings.HasPrefix(key, p) {
 			v.notNeeded(key, "a worker setting, ignored by Connect in a connector config (consumer.override.* is the connector's)")
 		}
+	}
+}
+
+// overrideRule maps one consumer.override.* key, key, of value val.
+type overrideRule func(v *conv, key, val string)
+
+// overrideRules are the consumer settings the import knows, by their name
+// after consumer.override.
+var overrideRules = map[string]overrideRule{
+	"group.id":                  func(*conv, string, string) {}, // identity() took it
+	"bootstrap.servers":         func(*conv, string, string) {}, // identity() took it
+	"fetch.min.bytes":           bytesTo("kafka.fetch_min_bytes"),
+	"fetch.max.wait.ms":         millisTo("kafka.fetch_max_wait"),
+	"fetch.max.bytes":           notNeededFor("the sink sizes its fetches from batch.buffer_memory"),
+	"max.partition.fetch.bytes": notNeededFor("the sink sizes its fetches from batch.buffer_memory"),
+	"request.timeout.ms":        millisTo("kafka.request_timeout"),
+	"session.timeout.ms":        millisTo("kafka.session_timeout"),
+	"client.id": func(v *conv, key, val string) {
+		v.doc.set("kafka.client_id", val)
+		v.carry(key, "kafka.client_id", "")
+	},
+	"max.poll.records":      notNeededFor("the sink's INSERTs are not poll-sized: batch.max_rows, max_bytes and max_wait decide, across polls and partitions"),
+	"max.poll.interval.ms":  notNeededFor("franz-go heartbeats on its own; kafka.session_timeout and rebalance_timeout bound a member"),
+	"heartbeat.interval.ms": notNeededFor("franz-go heartbeats on its own; kafka.session_timeout and rebalance_timeout bound a member"),
+	"auto.offset.reset":     (*conv).offsetReset,
+	"isolation.level":       (*conv).isolationLevel,
+	"security.protocol":     (*conv).securityProtocol,
+	"sasl.mechanism":        (*conv).saslMechanism,
+	"sasl.jaas.config":      (*conv).jaasConfig,
+}
+
+// millisTo carries a number of milliseconds to the duration key to.
+func millisTo(to string) overrideRule {
+	return func(v *conv, key, val string) {
+		n, err := strconv.ParseInt(val, 10, 64)
+		if err != nil || n < 0 {
+			v.unsupported(key, "not a number of milliseconds")
+			return
+		}
+		v.doc.set(to, (time.Duration(n) * time.Millisecond).String())
+		v.carry(key, to, "")
+	}
+}
+
+// bytesTo carries a number of bytes to key to.
+func bytesTo(to string) overrideRule {
+	return func(v *conv, key, val string) {
+		n, err := strconv.ParseInt(val, 10, 64)
+		if err != nil || n < 0 {
+			v.unsupported(key, "not a number of bytes")
+			return
+		}
+		v.doc.set(to, n)
+		v.carry(key, to, "")
+	}
+}
+
+// notNeededFor marks a key not needed, for the reason why.
+func notNeededFor(why string) overrideRule {
+	return func(v *conv, key, _ string) { v.notNeeded(key, why) }
+}
+
+func (v *conv) offsetReset(key, val string) {
+	switch strings.ToLower(val) {
+	case "earliest", "latest":
+		v.doc.set("kafka.start_offset", strings.ToLower(val))
+		v.carry(key, "kafka.start_offset", "only for partitions with no committed offset, as in Kafka")
+	default:
+		v.unsupported(key, "the sink takes earliest or latest; none (fail without a committed offset) is not built")
+	}
+}
+
+func (v *conv) isolationLevel(key, val string) {
+	if strings.EqualFold(val, "read_committed") {
+		v.notNeeded(key, "the sink always reads committed records only")
+	} else {
+		v.unsupported(key, "the sink always reads committed records only: records of open or aborted transactions are not read")
+	}
+}
+
+func (v *conv) securityProtocol(key, val string) {
+	switch strings.ToUpper(val) {
+	case "PLAINTEXT":
+		v.notNeeded(key, "the default")
+	case "SSL", "SASL_SSL":
+		v.doc.set("kafka.tls.enabled", true)
+		v.carry(key, "kafka.tls.enabled", "")
+	case "SASL_PLAINTEXT":
+		v.notNeeded(key, "SASL is on when kafka.sasl.mechanism is set")
+	default:
+		v.unsupported(key, "unknown security protocol")
+	}
+}
+
+func (v *conv) saslMechanism(key, val string) {
+	switch m := strings.ToUpper(val); m {
+	case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
+		v.doc.set("kafka.sasl.mechanism", m)
+		v.carry(key, "kafka.sasl.mechanism", "")
+	default:
+		v.unsupported(key, "the sink supports PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512")
+	}
+}
+
+func (v *conv) jaasConfig(key, val string) {
+	if u := jaasUser.FindStringSubmatch(val); u != nil {
+		v.doc.set("kafka.sasl.username", u[1])
+		v.carry(key, "kafka.sasl.username, SINK_KAFKA__SASL__PASSWORD", "the password is never written to the YAML: set the variable or kafka.sasl.password_file")
+	} else {
+		v.unsupported(key, "no username=\"…\" in it")
 	}
 }
 

@@ -213,6 +213,66 @@ func TestConsumerOverrides(t *testing.T) {
 	})
 }
 
+// TestConsumerSecurityOverrides pins the security keys of
+// consumer.override.*: the protocol turns TLS on, the mechanism and the
+// JAAS user are carried, the password is not, and what the sink cannot
+// take is unsupported. The carried SASL keys are read off the conversion
+// itself: a YAML with a mechanism does not load without its password
+// (kafka.sasl.password is never written), so Convert refuses it whole.
+func TestConsumerSecurityOverrides(t *testing.T) {
+	v := &conv{fates: map[string]Fate{}, doc: &omap{}, cfg: map[string]string{
+		"consumer.override.security.protocol": "sasl_ssl", "consumer.override.sasl.mechanism": "scram-sha-512",
+		"consumer.override.sasl.jaas.config": `org.apache.kafka.common.security.scram.ScramLoginModule required username="sink" password="pw";`,
+	}}
+	v.consumerOverrides()
+	kafka, _ := v.doc.vals["kafka"].(*omap)
+	if kafka == nil {
+		t.Fatalf("no kafka section: %+v", v.doc.vals)
+	}
+	tls, _ := kafka.vals["tls"].(*omap)
+	sasl, _ := kafka.vals["sasl"].(*omap)
+	if tls == nil || tls.vals["enabled"] != true || sasl == nil || sasl.vals["mechanism"] != "SCRAM-SHA-512" ||
+		sasl.vals["username"] != "sink" || len(sasl.vals) != 2 {
+		t.Errorf("kafka.tls %+v, kafka.sasl %+v", tls, sasl)
+	}
+	r := &Result{}
+	for _, k := range sortedKeys(v.cfg) {
+		f := v.fates[k]
+		f.Key = k
+		r.Fates = append(r.Fates, f)
+	}
+	checkFates(t, r, []fateWant{
+		{"consumer.override.security.protocol", Carried, "kafka.tls.enabled"},
+		{"consumer.override.sasl.mechanism", Carried, "kafka.sasl.mechanism"},
+		{"consumer.override.sasl.jaas.config", Carried, "SINK_KAFKA__SASL__PASSWORD"},
+	})
+
+	r, cfg := convert(t, base(
+		"consumer.override.security.protocol", "SSL", "consumer.override.session.timeout.ms", "20000",
+		"consumer.override.client.id", "sink-1"), Options{})
+	if k := cfg.Kafka; !k.TLS.Enabled || k.SessionTimeout != 20*time.Second || k.ClientID != "sink-1" {
+		t.Errorf("kafka %+v", k)
+	}
+	checkFates(t, r, []fateWant{
+		{"consumer.override.security.protocol", Carried, "kafka.tls.enabled"},
+		{"consumer.override.session.timeout.ms", Carried, "kafka.session_timeout"},
+		{"consumer.override.client.id", Carried, "kafka.client_id"},
+	})
+	r, _ = convert(t, base(
+		"consumer.override.security.protocol", "SASL_PLAINTEXT", "consumer.override.sasl.mechanism", "GSSAPI",
+		"consumer.override.sasl.jaas.config", "com.sun.security.auth.module.Krb5LoginModule required;",
+		"consumer.override.fetch.max.wait.ms", "soon", "consumer.override.fetch.min.bytes", "-1"), Options{})
+	checkFates(t, r, []fateWant{
+		{"consumer.override.security.protocol", NotNeeded, "kafka.sasl.mechanism is set"},
+		{"consumer.override.sasl.mechanism", Unsupported, "PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512"},
+		{"consumer.override.sasl.jaas.config", Unsupported, "no username"},
+		{"consumer.override.fetch.max.wait.ms", Unsupported, "milliseconds"},
+		{"consumer.override.fetch.min.bytes", Unsupported, "bytes"},
+	})
+	r, _ = convert(t, base("consumer.override.security.protocol", "kerberos"), Options{})
+	checkFates(t, r, []fateWant{{"consumer.override.security.protocol", Unsupported, "unknown security protocol"}})
+}
+
 func TestConverters(t *testing.T) {
 	for _, tc := range []struct {
 		kv     []string

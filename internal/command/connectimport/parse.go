@@ -8,8 +8,10 @@
 // Input is what people keep their connectors in: the JSON body of Connect's
 // REST API ({"name": …, "config": {…}}), the bare config object, or a Java
 // .properties file. Parse reads one file; Convert maps one connector.
-// Everything here is pure (no I/O, no clock), and safe for concurrent use:
-// no state is shared between calls.
+// Both are pure (no I/O, no clock), and safe for concurrent use: no state
+// is shared between calls. Import (command.go) is `sink import` over
+// files: it reads the inputs, writes the YAML and prints the fate tables,
+// on the calling goroutine.
 package connectimport
 
 import (

@@ -42,7 +42,6 @@ func (v *conv) usesUnwrap() bool {
 func (v *conv) converters() {
 	v.cdc = v.boolKey("debeziumCDCEnabled") || v.usesUnwrap()
 	class := v.get("value.converter")
-	schemas := !v.has("value.converter.schemas.enable") || v.boolKey("value.converter.schemas.enable")
 	v.format = "json"
 	if v.cdc {
 		v.format = "debezium-json"
@@ -51,6 +50,7 @@ func (v *conv) converters() {
 	case "":
 		v.notes = append(v.notes, "value.converter is not in the connector config, so the Connect worker's applied; JSON without schemas was assumed: check the worker's value.converter")
 	case jsonConverter:
+		schemas := !v.has("value.converter.schemas.enable") || v.boolKey("value.converter.schemas.enable")
 		switch {
 		case v.cdc:
 			v.carry("value.converter", "routes[].format: debezium-json", "Debezium change events in JSON, with or without schemas")
@@ -67,64 +67,73 @@ func (v *conv) converters() {
 			v.carry("value.converter", "routes[].format: json", why)
 		}
 	default:
-		f, ok := registryFormats[class]
-		if !ok {
-			v.unsupported("value.converter", "a converter the sink cannot read: it reads JSON, and Avro, Protobuf and JSON Schema in the Confluent wire format")
-			break
-		}
-		switch {
-		case v.cdc && f == "avro":
-			f = "debezium-avro"
-		case v.cdc:
-			v.unsupported("debeziumCDCEnabled", "Debezium change events are read as JSON (debezium-json) or Avro (debezium-avro), not "+f)
-			for _, n := range splitList(v.get("transforms")) {
-				if v.get("transforms."+n+".type") == unwrapSMT {
-					v.unsupported("transforms."+n+".type", "Debezium change events are read as JSON (debezium-json) or Avro (debezium-avro), not "+f)
-				}
-			}
-			v.cdc = false
-		}
-		v.format = f
-		why := "schemas fetched by the id each record carries"
-		if strings.HasPrefix(class, "io.apicurio.") {
-			why = "the sink reads the Confluent wire format (a zero byte and a 4-byte schema id): the Apicurio converter must write that framing, and the registry is read through its Confluent-compatible API"
-		}
-		v.carry("value.converter", "routes[].format: "+f, why)
+		v.registryConverter(class)
 	}
 	for _, k := range sortedKeys(v.cfg) {
-		sub, ok := strings.CutPrefix(k, "value.converter.")
-		if !ok {
-			continue
-		}
-		switch sub {
-		case "schemas.enable":
-			if class == jsonConverter && !v.cdc && v.boolKey(k) {
-				v.unsupported(k, "see value.converter")
-			} else {
-				v.notNeeded(k, "read by the format")
-			}
-		case "schema.registry.url":
-			v.doc.set("schema_registry.urls", splitList(v.get(k)))
-			v.carry(k, "schema_registry.urls", "")
-		case "apicurio.registry.url":
-			urls := splitList(v.get(k))
-			for i, u := range urls {
-				urls[i] = ccompat(u)
-			}
-			v.doc.set("schema_registry.urls", urls)
-			v.carry(k, "schema_registry.urls", "as the registry's Confluent-compatible API, /apis/ccompat/v7")
-		case "basic.auth.user.info":
-			user, _, _ := strings.Cut(v.get(k), ":")
-			v.doc.set("schema_registry.username", user)
-			v.carry(k, "schema_registry.username, SINK_SCHEMA_REGISTRY__PASSWORD", "the password is never written to the YAML")
-		default:
-			v.notNeeded(k, "a converter detail: the sink reads each record's writer schema by its id and converts by column type")
+		if sub, ok := strings.CutPrefix(k, "value.converter."); ok {
+			v.converterKey(class, k, sub)
 		}
 	}
 	for _, k := range sortedKeys(v.cfg) {
 		if k == "key.converter" || strings.HasPrefix(k, "key.converter.") {
 			v.notNeeded(k, "the official sink does not insert the key, nor does the import ($key reads its bytes; debezium formats read the key with the value's registry)")
 		}
+	}
+}
+
+// registryConverter: a value.converter of class that is not JSON, string
+// or bytes: a registry's, whose format the sink reads, or one it cannot.
+func (v *conv) registryConverter(class string) {
+	f, ok := registryFormats[class]
+	if !ok {
+		v.unsupported("value.converter", "a converter the sink cannot read: it reads JSON, and Avro, Protobuf and JSON Schema in the Confluent wire format")
+		return
+	}
+	switch {
+	case v.cdc && f == "avro":
+		f = "debezium-avro"
+	case v.cdc:
+		v.unsupported("debeziumCDCEnabled", "Debezium change events are read as JSON (debezium-json) or Avro (debezium-avro), not "+f)
+		for _, n := range splitList(v.get("transforms")) {
+			if v.get("transforms."+n+".type") == unwrapSMT {
+				v.unsupported("transforms."+n+".type", "Debezium change events are read as JSON (debezium-json) or Avro (debezium-avro), not "+f)
+			}
+		}
+		v.cdc = false
+	}
+	v.format = f
+	why := "schemas fetched by the id each record carries"
+	if strings.HasPrefix(class, "io.apicurio.") {
+		why = "the sink reads the Confluent wire format (a zero byte and a 4-byte schema id): the Apicurio converter must write that framing, and the registry is read through its Confluent-compatible API"
+	}
+	v.carry("value.converter", "routes[].format: "+f, why)
+}
+
+// converterKey: value.converter.SUB, key k, of a converter of class.
+func (v *conv) converterKey(class, k, sub string) {
+	switch sub {
+	case "schemas.enable":
+		if class == jsonConverter && !v.cdc && v.boolKey(k) {
+			v.unsupported(k, "see value.converter")
+		} else {
+			v.notNeeded(k, "read by the format")
+		}
+	case "schema.registry.url":
+		v.doc.set("schema_registry.urls", splitList(v.get(k)))
+		v.carry(k, "schema_registry.urls", "")
+	case "apicurio.registry.url":
+		urls := splitList(v.get(k))
+		for i, u := range urls {
+			urls[i] = ccompat(u)
+		}
+		v.doc.set("schema_registry.urls", urls)
+		v.carry(k, "schema_registry.urls", "as the registry's Confluent-compatible API, /apis/ccompat/v7")
+	case "basic.auth.user.info":
+		user, _, _ := strings.Cut(v.get(k), ":")
+		v.doc.set("schema_registry.username", user)
+		v.carry(k, "schema_registry.username, SINK_SCHEMA_REGISTRY__PASSWORD", "the password is never written to the YAML")
+	default:
+		v.notNeeded(k, "a converter detail: the sink reads each record's writer schema by its id and converts by column type")
 	}
 }
 
@@ -157,114 +166,27 @@ func (v *conv) transforms() {
 	if len(names) > 0 {
 		v.notNeeded("transforms", "each transform's fate is on its own keys")
 	}
-	var routers []router
 	for _, n := range names {
-		p := "transforms." + n + "."
-		typ := v.get(p + "type")
-		key := p + "type"
-		keys := func() []string {
-			var out []string
-			for _, k := range sortedKeys(v.cfg) {
-				if strings.HasPrefix(k, p) && k != key {
-					out = append(out, k)
-				}
-			}
-			return out
+		t := transform{p: "transforms." + n + ".", key: "transforms." + n + ".type"}
+		typ := v.get(t.key)
+		if v.has(t.p + "predicate") {
+			v.unsupported(t.p+"predicate", "predicates (a transform applied to some records only) are not supported: the transform's fate is as if it applied to every record")
+			v.notNeeded(t.p+"negate", "see predicate")
 		}
-		all := func(kind Kind, why string) {
-			for _, k := range keys() {
-				v.set(k, kind, "", why)
-			}
-		}
-		if v.has(p + "predicate") {
-			v.unsupported(p+"predicate", "predicates (a transform applied to some records only) are not supported: the transform's fate is as if it applied to every record")
-			v.notNeeded(p+"negate", "see predicate")
-		}
-		switch {
-		case typ == unwrapSMT:
-			v.unwrap(p)
-		case typ == "org.apache.kafka.connect.transforms.RegexRouter":
-			re, err := regexp.Compile("^(?:" + v.get(p+"regex") + ")$")
-			if err != nil {
-				v.unsupported(key, fmt.Sprintf("regex %q does not compile here: %v", v.get(p+"regex"), err))
-				all(Unsupported, "see "+key)
-				continue
-			}
-			repl := javaGroupRef.ReplaceAllString(v.get(p+"replacement"), "$${$1}")
-			routers = append(routers, router{re: re, expr: v.get(p + "regex"), repl: repl})
-			v.carry(key, "routes[].table", "the renamed topic names the table, as in the official sink")
-			v.carry(p+"regex", "routes[].table / topic_regex", "")
-			v.carry(p+"replacement", "routes[].table", "")
-		case strings.HasPrefix(typ, "org.apache.kafka.connect.transforms.InsertField$Value"):
-			v.carry(key, "routes[].columns", "")
-			sources := map[string]string{"topic.field": "$topic", "partition.field": "$partition", "offset.field": "$offset", "timestamp.field": "$timestamp"}
-			for _, k := range keys() {
-				sub := strings.TrimPrefix(k, p)
-				if src, ok := sources[sub]; ok {
-					col := strings.TrimRight(v.get(k), "!?")
-					v.columns[col] = src
-					v.carry(k, "routes[].columns."+col+": "+src, "")
-					continue
-				}
-				switch sub {
-				case "static.field", "static.value":
-					v.unsupported(k, "the sink has no constant column source: give the column DEFAULT in ClickHouse (ALTER TABLE … MODIFY COLUMN c DEFAULT 'value'), which a record without the field gets")
-				default:
-					v.unsupported(k, "not an InsertField key this import knows")
-				}
-			}
-		case strings.HasPrefix(typ, "org.apache.kafka.connect.transforms.TimestampConverter$Value"):
-			target := v.get(p + "target.type")
-			if v.has(p+"format") || strings.EqualFold(target, "string") {
-				v.unsupported(key, "the sink converts unix numbers (the unit read from the magnitude), RFC 3339 and ClickHouse's text form by column type, but not a custom format pattern")
-				all(Unsupported, "see "+key)
-			} else {
-				v.notNeeded(key, "the sink converts unix numbers (the unit read from the magnitude) and RFC 3339 text into Date and DateTime columns itself")
-				all(NotNeeded, "see "+key)
-			}
-		case strings.HasPrefix(typ, "org.apache.kafka.connect.transforms.ReplaceField$Value"):
-			v.notNeeded(key, "fields no column takes are not read")
-			for _, k := range keys() {
-				switch strings.TrimPrefix(k, p) {
-				case "renames":
-					var to []string
-					for _, pair := range splitList(v.get(k)) {
-						from, col, ok := strings.Cut(pair, ":")
-						if !ok {
-							continue
-						}
-						v.columns[strings.TrimSpace(col)] = strings.TrimSpace(from)
-						to = append(to, strings.TrimSpace(col)+": "+strings.TrimSpace(from))
-					}
-					v.carry(k, "routes[].columns {"+strings.Join(to, ", ")+"}", "")
-				default:
-					v.notNeeded(k, "fields no column takes are not read")
-				}
-			}
-		case typ == "org.apache.kafka.connect.transforms.ValueToKey",
-			strings.HasSuffix(typ, "$Key"):
-			v.notNeeded(key, "changes the record key, which the official sink did not insert")
-			all(NotNeeded, "see "+key)
-		case strings.HasPrefix(typ, "org.apache.kafka.connect.transforms.Cast$Value"):
-			v.notNeeded(key, "the sink converts each value by its column's type (numbers from text and back)")
-			all(NotNeeded, "see "+key)
-		case typ == "org.apache.kafka.connect.transforms.DropHeaders" || typ == "org.apache.kafka.connect.transforms.InsertHeader" ||
-			strings.HasPrefix(typ, "org.apache.kafka.connect.transforms.SetSchemaMetadata"):
-			v.notNeeded(key, "the official sink did not insert headers or schema names")
-			all(NotNeeded, "see "+key)
-		case strings.HasPrefix(typ, "org.apache.kafka.connect.transforms.Flatten"):
-			v.unsupported(key, "Flatten renames nested fields (a.b becomes a_b): map each such column to its path instead, routes[].columns {a_b: a.b}")
-			all(Unsupported, "see "+key)
-		case strings.HasPrefix(typ, "org.apache.kafka.connect.transforms.ExtractField"):
-			v.unsupported(key, "ExtractField makes one field the record: map each column to a path under it instead, routes[].columns {c: field.c}")
-			all(Unsupported, "see "+key)
-		case typ == "":
+		if typ == "" {
 			v.unsupported("transforms", fmt.Sprintf("transform %q has no type", n))
-		default:
-			v.unsupported(key, "a transform the sink cannot express ("+typ+"); records reach the table as the topic holds them")
-			all(Unsupported, "see "+key)
+			continue
 		}
+		apply := wholly(Unsupported, "a transform the sink cannot express ("+typ+"); records reach the table as the topic holds them")
+		for _, r := range transformRules {
+			if r.match(typ) {
+				apply = r.apply
+				break
+			}
+		}
+		apply(v, t)
 	}
+	routers := v.routers
 	v.tableFor = func(topic string) (string, bool) {
 		for _, r := range routers {
 			if r.re.MatchString(topic) {
@@ -273,7 +195,135 @@ func (v *conv) transforms() {
 		}
 		return topic, false
 	}
-	v.routers = routers
+}
+
+// transform is one transform of the chain: the prefix of its keys
+// ("transforms.NAME.") and its type key.
+type transform struct{ p, key string }
+
+// keys are the transform's keys but its type, in order.
+func (v *conv) keysOf(t transform) []string {
+	var out []string
+	for _, k := range sortedKeys(v.cfg) {
+		if strings.HasPrefix(k, t.p) && k != t.key {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// transformRule maps the transforms whose type match accepts.
+type transformRule struct {
+	match func(typ string) bool
+	apply func(v *conv, t transform)
+}
+
+// connectSMT is the package of Kafka's own transforms.
+const connectSMT = "org.apache.kafka.connect.transforms."
+
+// transformRules are the transforms the import knows, the first that
+// matches a type applies (a $Key variant before its $Value one).
+var transformRules = []transformRule{
+	{typeIs(unwrapSMT), func(v *conv, t transform) { v.unwrap(t.p) }},
+	{typeIs(connectSMT + "RegexRouter"), (*conv).regexRouter},
+	{typePrefix(connectSMT + "InsertField$Value"), (*conv).insertField},
+	{typePrefix(connectSMT + "TimestampConverter$Value"), (*conv).timestampConverter},
+	{typePrefix(connectSMT + "ReplaceField$Value"), (*conv).replaceField},
+	{func(typ string) bool { return typ == connectSMT+"ValueToKey" || strings.HasSuffix(typ, "$Key") },
+		wholly(NotNeeded, "changes the record key, which the official sink did not insert")},
+	{typePrefix(connectSMT + "Cast$Value"),
+		wholly(NotNeeded, "the sink converts each value by its column's type (numbers from text and back)")},
+	{func(typ string) bool {
+		return typ == connectSMT+"DropHeaders" || typ == connectSMT+"InsertHeader" || strings.HasPrefix(typ, connectSMT+"SetSchemaMetadata")
+	}, wholly(NotNeeded, "the official sink did not insert headers or schema names")},
+	{typePrefix(connectSMT + "Flatten"),
+		wholly(Unsupported, "Flatten renames nested fields (a.b becomes a_b): map each such column to its path instead, routes[].columns {a_b: a.b}")},
+	{typePrefix(connectSMT + "ExtractField"),
+		wholly(Unsupported, "ExtractField makes one field the record: map each column to a path under it instead, routes[].columns {c: field.c}")},
+}
+
+func typeIs(want string) func(string) bool { return func(typ string) bool { return typ == want } }
+
+func typePrefix(p string) func(string) bool {
+	return func(typ string) bool { return strings.HasPrefix(typ, p) }
+}
+
+// wholly gives a transform's type key kind for why, and each of its other
+// keys the same kind, pointing at the type key.
+func wholly(kind Kind, why string) func(v *conv, t transform) {
+	return func(v *conv, t transform) {
+		v.set(t.key, kind, "", why)
+		for _, k := range v.keysOf(t) {
+			v.set(k, kind, "", "see "+t.key)
+		}
+	}
+}
+
+// regexRouter: a RegexRouter renames topics into tables.
+func (v *conv) regexRouter(t transform) {
+	re, err := regexp.Compile("^(?:" + v.get(t.p+"regex") + ")$")
+	if err != nil {
+		wholly(Unsupported, fmt.Sprintf("regex %q does not compile here: %v", v.get(t.p+"regex"), err))(v, t)
+		return
+	}
+	repl := javaGroupRef.ReplaceAllString(v.get(t.p+"replacement"), "$${$1}")
+	v.routers = append(v.routers, router{re: re, expr: v.get(t.p + "regex"), repl: repl})
+	v.carry(t.key, "routes[].table", "the renamed topic names the table, as in the official sink")
+	v.carry(t.p+"regex", "routes[].table / topic_regex", "")
+	v.carry(t.p+"replacement", "routes[].table", "")
+}
+
+// insertField: InsertField$Value's Kafka coordinates become columns.
+func (v *conv) insertField(t transform) {
+	v.carry(t.key, "routes[].columns", "")
+	sources := map[string]string{"topic.field": "$topic", "partition.field": "$partition", "offset.field": "$offset", "timestamp.field": "$timestamp"}
+	for _, k := range v.keysOf(t) {
+		sub := strings.TrimPrefix(k, t.p)
+		if src, ok := sources[sub]; ok {
+			col := strings.TrimRight(v.get(k), "!?")
+			v.columns[col] = src
+			v.carry(k, "routes[].columns."+col+": "+src, "")
+			continue
+		}
+		switch sub {
+		case "static.field", "static.value":
+			v.unsupported(k, "the sink has no constant column source: give the column DEFAULT in ClickHouse (ALTER TABLE … MODIFY COLUMN c DEFAULT 'value'), which a record without the field gets")
+		default:
+			v.unsupported(k, "not an InsertField key this import knows")
+		}
+	}
+}
+
+// timestampConverter: the sink converts times by column type, but not by
+// a custom pattern.
+func (v *conv) timestampConverter(t transform) {
+	target := v.get(t.p + "target.type")
+	if v.has(t.p+"format") || strings.EqualFold(target, "string") {
+		wholly(Unsupported, "the sink converts unix numbers (the unit read from the magnitude), RFC 3339 and ClickHouse's text form by column type, but not a custom format pattern")(v, t)
+	} else {
+		wholly(NotNeeded, "the sink converts unix numbers (the unit read from the magnitude) and RFC 3339 text into Date and DateTime columns itself")(v, t)
+	}
+}
+
+// replaceField: ReplaceField$Value's renames become column sources.
+func (v *conv) replaceField(t transform) {
+	v.notNeeded(t.key, "fields no column takes are not read")
+	for _, k := range v.keysOf(t) {
+		if strings.TrimPrefix(k, t.p) != "renames" {
+			v.notNeeded(k, "fields no column takes are not read")
+			continue
+		}
+		var to []string
+		for _, pair := range splitList(v.get(k)) {
+			from, col, ok := strings.Cut(pair, ":")
+			if !ok {
+				continue
+			}
+			v.columns[strings.TrimSpace(col)] = strings.TrimSpace(from)
+			to = append(to, strings.TrimSpace(col)+": "+strings.TrimSpace(from))
+		}
+		v.carry(k, "routes[].columns {"+strings.Join(to, ", ")+"}", "")
+	}
 }
 
 // unwrap handles ExtractNewRecordState: the sink reads the change event
@@ -334,73 +384,20 @@ func (v *conv) unwrap(p string) {
 // routing makes the routes: topics and topics.regex, renamed by
 // RegexRouter, mapped by topic2TableMap.
 func (v *conv) routing() {
-	mapping := map[string]string{}
-	if v.has("topic2TableMap") {
-		for _, kv := range strings.Split(v.get("topic2TableMap"), ",") {
-			k, t, ok := strings.Cut(strings.TrimSpace(kv), "=")
-			if ok && strings.TrimSpace(k) != "" && strings.TrimSpace(t) != "" {
-				mapping[strings.TrimSpace(k)] = strings.TrimSpace(t)
-			}
-		}
-		v.carry("topic2TableMap", "routes[].table", "")
-	}
-	split := ""
-	if v.boolKey("enableDbTopicSplit") {
-		split = v.get("dbTopicSplitChar")
-		v.carry("enableDbTopicSplit", "routes[].table: database.table", "the topic names the database and the table, as in the official sink")
-		v.carry("dbTopicSplitChar", "routes[].table", "")
-	} else {
-		v.notNeeded("enableDbTopicSplit", "false")
-		v.notNeeded("dbTopicSplitChar", "enableDbTopicSplit is false")
-	}
-	var dotted []string
-	table := func(topic string) string {
-		name, _ := v.tableFor(topic)
-		if t, ok := mapping[name]; ok {
-			name = t
-		}
-		if split != "" {
-			if db, t, ok := strings.Cut(name, split); ok {
-				return db + "." + t
-			}
-		}
-		if strings.Contains(name, ".") {
-			dotted = append(dotted, name)
-			return strings.ReplaceAll(name, ".", "_")
-		}
-		return name
-	}
+	tn := &tableNamer{tableFor: v.tableFor, mapping: v.topicTableMap(), split: v.topicSplit()}
 	if v.has("topics") {
 		topics := splitList(v.get("topics"))
 		v.doc.set("kafka.topics", topics)
 		v.carry("topics", "kafka.topics, routes[].topic", "")
 		for _, t := range topics {
-			v.addRoute("topic", t, table(t))
+			v.addRoute("topic", t, tn.table(t))
 		}
 	}
 	if v.has("topics.regex") {
-		re := v.get("topics.regex")
-		v.doc.set("kafka.topic_regex", re)
-		v.carry("topics.regex", "kafka.topic_regex, routes[].topic_regex", "")
-		for _, r := range v.routers {
-			if len(mapping) > 0 || split != "" {
-				v.unsupported("topic2TableMap", "with topics.regex and RegexRouter together the import cannot tell which renamed topic each table takes: write routes per topic")
-			}
-			v.addRoute("topic_regex", r.expr, r.repl)
-		}
-		for _, k := range sortedKeys(mapping) {
-			if len(v.routers) == 0 {
-				v.addRoute("topic", k, mapping[k])
-			}
-		}
-		if split != "" && len(v.routers) == 0 {
-			v.unsupported("enableDbTopicSplit", "with topics.regex the import cannot split topic names it does not know: write routes with topic_regex capture groups, table: \"${1}.${2}\"")
-		}
-		v.addRoute("topic_regex", re, "${topic}")
-		v.notes = append(v.notes, "topics.regex: each topic's table is the topic's name (${topic}), as in the official sink; a name with a dot would read as database.table")
+		v.regexRoutes(tn.mapping, tn.split)
 	}
-	if len(dotted) > 0 {
-		v.fates["topics"] = Fate{Kind: Unsupported, Why: "the official sink writes into a table named like the topic, dots included (" + strings.Join(dotted, ", ") + "); the sink reads a dot as database.table, so the routes name the table with _ for each dot: rename the table, or map the topic in topic2TableMap"}
+	if len(tn.dotted) > 0 {
+		v.fates["topics"] = Fate{Kind: Unsupported, Why: "the official sink writes into a table named like the topic, dots included (" + strings.Join(tn.dotted, ", ") + "); the sink reads a dot as database.table, so the routes name the table with _ for each dot: rename the table, or map the topic in topic2TableMap"}
 	}
 	if v.has("auto.evolve") {
 		switch {
@@ -418,6 +415,87 @@ func (v *conv) routing() {
 	} else if v.has("debeziumCDCEnabled") {
 		v.notNeeded("debeziumCDCEnabled", "false")
 	}
+}
+
+// topicTableMap reads topic2TableMap ("topic=table, ...").
+func (v *conv) topicTableMap() map[string]string {
+	mapping := map[string]string{}
+	if !v.has("topic2TableMap") {
+		return mapping
+	}
+	for _, kv := range strings.Split(v.get("topic2TableMap"), ",") {
+		k, t, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if ok && strings.TrimSpace(k) != "" && strings.TrimSpace(t) != "" {
+			mapping[strings.TrimSpace(k)] = strings.TrimSpace(t)
+		}
+	}
+	v.carry("topic2TableMap", "routes[].table", "")
+	return mapping
+}
+
+// topicSplit is the character that splits a topic into database and
+// table under enableDbTopicSplit, "" when it is off.
+func (v *conv) topicSplit() string {
+	if !v.boolKey("enableDbTopicSplit") {
+		v.notNeeded("enableDbTopicSplit", "false")
+		v.notNeeded("dbTopicSplitChar", "enableDbTopicSplit is false")
+		return ""
+	}
+	v.carry("enableDbTopicSplit", "routes[].table: database.table", "the topic names the database and the table, as in the official sink")
+	v.carry("dbTopicSplitChar", "routes[].table", "")
+	return v.get("dbTopicSplitChar")
+}
+
+// tableNamer names a listed topic's table as the official sink does:
+// renamed by RegexRouter (tableFor), mapped by topic2TableMap, split into
+// database and table; a dot left in a name becomes _ (dotted lists them).
+type tableNamer struct {
+	tableFor func(topic string) (string, bool)
+	mapping  map[string]string
+	split    string
+	dotted   []string
+}
+
+func (tn *tableNamer) table(topic string) string {
+	name, _ := tn.tableFor(topic)
+	if t, ok := tn.mapping[name]; ok {
+		name = t
+	}
+	if tn.split != "" {
+		if db, t, ok := strings.Cut(name, tn.split); ok {
+			return db + "." + t
+		}
+	}
+	if strings.Contains(name, ".") {
+		tn.dotted = append(tn.dotted, name)
+		return strings.ReplaceAll(name, ".", "_")
+	}
+	return name
+}
+
+// regexRoutes makes the routes of topics.regex: one per RegexRouter, one
+// per topic2TableMap entry without routers, and the catch-all named by
+// the topic.
+func (v *conv) regexRoutes(mapping map[string]string, split string) {
+	re := v.get("topics.regex")
+	v.doc.set("kafka.topic_regex", re)
+	v.carry("topics.regex", "kafka.topic_regex, routes[].topic_regex", "")
+	for _, r := range v.routers {
+		if len(mapping) > 0 || split != "" {
+			v.unsupported("topic2TableMap", "with topics.regex and RegexRouter together the import cannot tell which renamed topic each table takes: write routes per topic")
+		}
+		v.addRoute("topic_regex", r.expr, r.repl)
+	}
+	for _, k := range sortedKeys(mapping) {
+		if len(v.routers) == 0 {
+			v.addRoute("topic", k, mapping[k])
+		}
+	}
+	if split != "" && len(v.routers) == 0 {
+		v.unsupported("enableDbTopicSplit", "with topics.regex the import cannot split topic names it does not know: write routes with topic_regex capture groups, table: \"${1}.${2}\"")
+	}
+	v.addRoute("topic_regex", re, "${topic}")
+	v.notes = append(v.notes, "topics.regex: each topic's table is the topic's name (${topic}), as in the official sink; a name with a dot would read as database.table")
 }
 
 // addRoute appends one route.

@@ -96,24 +96,7 @@ func render(doc *omap, r *Result, c Connector) ([]byte, error) {
 		}
 	}
 	var buf bytes.Buffer
-	fmt.Fprintf(&buf, "# Imported by `sink import` from Kafka Connect connector %q", c.Name)
-	if c.Source != "" {
-		fmt.Fprintf(&buf, " (%s)", c.Source)
-	}
-	buf.WriteString(".\n# What became of every key of the connector's config:\n#\n")
-	var table bytes.Buffer
-	PrintFates(&table, r.Fates)
-	for _, line := range strings.Split(strings.TrimRight(table.String(), "\n"), "\n") {
-		buf.WriteString("#   " + strings.TrimRight(line, " ") + "\n")
-	}
-	for _, n := range r.Notes {
-		buf.WriteString("#\n# Note: " + n + "\n")
-	}
-	if u := r.Unsupported(); len(u) > 0 {
-		fmt.Fprintf(&buf, "#\n# %d key(s) NOT SUPPORTED: this config does not do everything the connector did.\n", len(u))
-	}
-	buf.WriteString("#\n# Every other key, with its default: config/example.yaml. Before the switch: sink check --config this-file.\n\n")
-
+	writeHeader(&buf, r, c)
 	body := node(top)
 	// routes go after batch, as in example.yaml.
 	routes := &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{scalarNode("routes"), node(routesOf(doc))}}
@@ -141,6 +124,28 @@ func render(doc *omap, r *Result, c Connector) ([]byte, error) {
 		return nil, fmt.Errorf("connector %q: the config made from it does not load (%s); nothing written", c.Name, strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
 	return buf.Bytes(), nil
+}
+
+// writeHeader writes the YAML's opening comment: where it comes from, the
+// fate table, the notes, and how many keys are not supported.
+func writeHeader(buf *bytes.Buffer, r *Result, c Connector) {
+	fmt.Fprintf(buf, "# Imported by `sink import` from Kafka Connect connector %q", c.Name)
+	if c.Source != "" {
+		fmt.Fprintf(buf, " (%s)", c.Source)
+	}
+	buf.WriteString(".\n# What became of every key of the connector's config:\n#\n")
+	var table bytes.Buffer
+	PrintFates(&table, r.Fates)
+	for _, line := range strings.Split(strings.TrimRight(table.String(), "\n"), "\n") {
+		buf.WriteString("#   " + strings.TrimRight(line, " ") + "\n")
+	}
+	for _, n := range r.Notes {
+		buf.WriteString("#\n# Note: " + n + "\n")
+	}
+	if u := r.Unsupported(); len(u) > 0 {
+		fmt.Fprintf(buf, "#\n# %d key(s) NOT SUPPORTED: this config does not do everything the connector did.\n", len(u))
+	}
+	buf.WriteString("#\n# Every other key, with its default: config/example.yaml. Before the switch: sink check --config this-file.\n\n")
 }
 
 // routesOf returns the routes kept beside the document.

@@ -17,6 +17,7 @@ import (
 	"sink/config"
 	"sink/internal/chschema"
 	"sink/internal/consumer"
+	"sink/internal/eos"
 	"sink/internal/offsets"
 	"sink/internal/writer"
 )
@@ -104,6 +105,27 @@ func (g *Group) Partitions(ctx context.Context, atMilli *int64) ([]Partition, er
 	if len(topics) == 0 {
 		return nil, fmt.Errorf("kafka: none of the connector's topics exists")
 	}
+	parts, err := g.partitionsOf(ctx, topics)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.logOffsets(ctx, topics, atMilli, parts); err != nil {
+		return nil, err
+	}
+	if err := g.committed(ctx, topics, parts); err != nil {
+		return nil, err
+	}
+	out := make([]Partition, 0, len(parts))
+	for _, p := range parts {
+		out = append(out, *p)
+	}
+	sort.Slice(out, func(i, j int) bool { return eos.LessTP(out[i].TP, out[j].TP) })
+	return out, nil
+}
+
+// partitionsOf describes the topics: each partition, with nothing read yet
+// (-1) but its topic's ID.
+func (g *Group) partitionsOf(ctx context.Context, topics []string) (map[offsets.TP]*Partition, error) {
 	details, err := g.adm.ListTopics(ctx, topics...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka: describing topics: %w", err)
@@ -122,34 +144,49 @@ func (g *Group) Partitions(ctx context.Context, atMilli *int64) ([]Partition, er
 			}
 		}
 	}
-	listed := func(what string, l kadm.ListedOffsets, err error, set func(*Partition, int64)) error {
-		if err != nil {
-			return fmt.Errorf("kafka: listing %s offsets: %w", what, err)
-		}
-		l.Each(func(o kadm.ListedOffset) {
-			if p := parts[offsets.TP{Topic: o.Topic, Partition: o.Partition}]; p != nil && o.Err == nil {
-				set(p, o.Offset)
-			}
-		})
-		return nil
-	}
-	start, err := g.adm.ListStartOffsets(ctx, topics...)
-	if err := listed("start", start, err, func(p *Partition, o int64) { p.Start = o }); err != nil {
-		return nil, err
-	}
-	end, err := g.adm.ListEndOffsets(ctx, topics...)
-	if err := listed("end", end, err, func(p *Partition, o int64) { p.End = o }); err != nil {
-		return nil, err
+	return parts, nil
+}
+
+// offsetList is one listing of the partitions' offsets and where each
+// offset goes in a Partition.
+type offsetList struct {
+	what string
+	list func() (kadm.ListedOffsets, error)
+	set  func(*Partition, int64)
+}
+
+// logOffsets reads each partition's log start and end and, when atMilli
+// is not nil, its first offset at or after that time.
+func (g *Group) logOffsets(ctx context.Context, topics []string, atMilli *int64, parts map[offsets.TP]*Partition) error {
+	lists := []offsetList{
+		{"start", func() (kadm.ListedOffsets, error) { return g.adm.ListStartOffsets(ctx, topics...) }, func(p *Partition, o int64) { p.Start = o }},
+		{"end", func() (kadm.ListedOffsets, error) { return g.adm.ListEndOffsets(ctx, topics...) }, func(p *Partition, o int64) { p.End = o }},
 	}
 	if atMilli != nil {
-		at, err := g.adm.ListOffsetsAfterMilli(ctx, *atMilli, topics...)
-		if err := listed("timestamp", at, err, func(p *Partition, o int64) { p.AtMilli = o }); err != nil {
-			return nil, err
-		}
+		lists = append(lists, offsetList{"timestamp",
+			func() (kadm.ListedOffsets, error) { return g.adm.ListOffsetsAfterMilli(ctx, *atMilli, topics...) },
+			func(p *Partition, o int64) { p.AtMilli = o }})
 	}
+	for _, l := range lists {
+		listed, err := l.list()
+		if err != nil {
+			return fmt.Errorf("kafka: listing %s offsets: %w", l.what, err)
+		}
+		listed.Each(func(o kadm.ListedOffset) {
+			if p := parts[offsets.TP{Topic: o.Topic, Partition: o.Partition}]; p != nil && o.Err == nil {
+				l.set(p, o.Offset)
+			}
+		})
+	}
+	return nil
+}
+
+// committed reads the group's committed offset and metadata of each
+// partition.
+func (g *Group) committed(ctx context.Context, topics []string, parts map[offsets.TP]*Partition) error {
 	committed, err := g.adm.FetchOffsetsForTopics(ctx, g.cfg.Kafka.Group, topics...)
 	if err != nil {
-		return nil, fmt.Errorf("kafka: fetching the committed offsets of group %q: %w", g.cfg.Kafka.Group, err)
+		return fmt.Errorf("kafka: fetching the committed offsets of group %q: %w", g.cfg.Kafka.Group, err)
 	}
 	var ferr error
 	committed.Each(func(o kadm.OffsetResponse) {
@@ -162,20 +199,7 @@ func (g *Group) Partitions(ctx context.Context, atMilli *int64) ([]Partition, er
 			p.Committed, p.Metadata = o.At, o.Metadata
 		}
 	})
-	if ferr != nil {
-		return nil, ferr
-	}
-	out := make([]Partition, 0, len(parts))
-	for _, p := range parts {
-		out = append(out, *p)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].TP.Topic != out[j].TP.Topic {
-			return out[i].TP.Topic < out[j].TP.Topic
-		}
-		return out[i].TP.Partition < out[j].TP.Partition
-	})
-	return out, nil
+	return ferr
 }
 
 // Commit commits each move's offset with its metadata, in one request.

@@ -7,6 +7,9 @@
 // offset and what it means (records skipped, loaded again, never inserted)
 // from facts read beforehand, and the commit metadata to write. io.go reads
 // those facts from Kafka (kadm) and ClickHouse and carries a plan out.
+// command.go is the two commands over them: Show, and Reset.Run (the
+// preview, the actions in order, and with --execute carrying them out);
+// cmd/sink only parses their flags.
 //
 // Concurrency: nothing here holds state between calls; every function is
 // called from one goroutine (the command's).
@@ -206,49 +209,73 @@ func Select(parts []Partition, t Target, topic string, partition int32) ([]Move,
 		if topic != "" && p.TP.Topic != topic || partition >= 0 && p.TP.Partition != partition {
 			continue
 		}
-		m := Move{Partition: p}
-		switch {
-		case t.Earliest:
-			m.To = p.Start
-		case t.Latest:
-			m.To = p.End
-		case t.Timed:
-			m.To = p.AtMilli
-		default:
-			o, ok := t.Explicit[p.TP]
-			if !ok {
-				continue
-			}
-			m.To = o
+		m, ok := t.moveOf(p)
+		if !ok {
+			continue
 		}
 		if m.To < 0 {
 			return nil, fmt.Errorf("%s[%d]: its offsets could not be read from Kafka", p.TP.Topic, p.TP.Partition)
 		}
-		switch {
-		case p.Start >= 0 && m.To < p.Start:
-			m.Clamped = fmt.Sprintf("%d is before the log start; moved to the log start", m.To)
-			m.To = p.Start
-		case p.End >= 0 && m.To > p.End:
-			m.Clamped = fmt.Sprintf("%d is past the log end; moved to the log end", m.To)
-			m.To = p.End
-		}
+		m.clamp()
 		out = append(out, m)
 	}
-	var unknown []string
-	for tp := range t.Explicit {
-		if !known[tp] {
-			unknown = append(unknown, fmt.Sprintf("%s[%d]", tp.Topic, tp.Partition))
-		}
-	}
-	if len(unknown) > 0 {
-		sort.Strings(unknown)
-		return nil, fmt.Errorf("%s: not a partition the connector consumes (kafka.topics / topic_regex)", strings.Join(unknown, ", "))
+	if err := unknownPartitions(t.Explicit, known); err != nil {
+		return nil, err
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("no partition selected (check --topic and --partition)")
 	}
 	sort.Slice(out, func(i, j int) bool { return eos.LessTP(out[i].TP, out[j].TP) })
 	return out, nil
+}
+
+// moveOf is p's move to t, not yet clamped to its log; !ok when t is
+// explicit and does not name p.
+func (t Target) moveOf(p Partition) (Move, bool) {
+	m := Move{Partition: p}
+	switch {
+	case t.Earliest:
+		m.To = p.Start
+	case t.Latest:
+		m.To = p.End
+	case t.Timed:
+		m.To = p.AtMilli
+	default:
+		o, ok := t.Explicit[p.TP]
+		if !ok {
+			return m, false
+		}
+		m.To = o
+	}
+	return m, true
+}
+
+// clamp moves To into the partition's log, saying why in Clamped.
+func (m *Move) clamp() {
+	switch {
+	case m.Start >= 0 && m.To < m.Start:
+		m.Clamped = fmt.Sprintf("%d is before the log start; moved to the log start", m.To)
+		m.To = m.Start
+	case m.End >= 0 && m.To > m.End:
+		m.Clamped = fmt.Sprintf("%d is past the log end; moved to the log end", m.To)
+		m.To = m.End
+	}
+}
+
+// unknownPartitions refuses explicit offsets of partitions the connector
+// does not consume.
+func unknownPartitions(explicit map[offsets.TP]int64, known map[offsets.TP]bool) error {
+	var unknown []string
+	for tp := range explicit {
+		if !known[tp] {
+			unknown = append(unknown, fmt.Sprintf("%s[%d]", tp.Topic, tp.Partition))
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	sort.Strings(unknown)
+	return fmt.Errorf("%s: not a partition the connector consumes (kafka.topics / topic_regex)", strings.Join(unknown, ", "))
 }
 
 // Forward reports whether the move skips records: the committed offset is
@@ -280,12 +307,27 @@ func (m Move) Metadata(exactlyOnce, reload bool) (string, error) {
 // Describe is the preview of one move, in lines: the offsets and what the
 // move means for the tables under the delivery mode.
 func (m Move) Describe(exactlyOnce, reload bool) []string {
-	name := fmt.Sprintf("%s[%d]", m.TP.Topic, m.TP.Partition)
+	lines := []string{m.headline()}
+	if m.Forward() {
+		for _, h := range m.Skipped {
+			lines = append(lines, "  "+m.skippedLine(h))
+		}
+	}
+	for _, h := range m.Ahead {
+		if l := m.aheadLine(h, exactlyOnce, reload); l != "" {
+			lines = append(lines, "  "+l)
+		}
+	}
+	return lines
+}
+
+// headline is the move's first line: partition, offsets, direction.
+func (m Move) headline() string {
 	from := "nothing committed"
 	if m.Committed >= 0 {
 		from = strconv.FormatInt(m.Committed, 10)
 	}
-	head := fmt.Sprintf("%s: %s -> %d", name, from, m.To)
+	head := fmt.Sprintf("%s[%d]: %s -> %d", m.TP.Topic, m.TP.Partition, from, m.To)
 	switch {
 	case m.Committed < 0:
 		head += " (first commit)"
@@ -299,36 +341,45 @@ func (m Move) Describe(exactlyOnce, reload bool) []string {
 	if m.Clamped != "" {
 		head += "; " + m.Clamped
 	}
-	lines := []string{head}
-	add := func(f string, a ...any) { lines = append(lines, "  "+fmt.Sprintf(f, a...)) }
-	if m.Forward() {
-		for _, h := range m.Skipped {
-			if h.NoSourceColumns {
-				add("up to %d records (offsets %d-%d) will never be inserted into %s", m.To-m.Committed, m.Committed, m.To-1, h.Table)
-				continue
-			}
-			add("up to %d records (offsets %d-%d) will never be inserted into %s (%d of those offsets are already there)",
-				m.To-m.Committed-int64(min(h.Distinct, uint64(m.To-m.Committed))), m.Committed, m.To-1, h.Table, h.Distinct)
-		}
+	return head
+}
+
+// skippedLine says what a forward move passes over in h's table.
+func (m Move) skippedLine(h Held) string {
+	if h.NoSourceColumns {
+		return fmt.Sprintf("up to %d records (offsets %d-%d) will never be inserted into %s", m.To-m.Committed, m.Committed, m.To-1, h.Table)
 	}
-	for _, h := range m.Ahead {
-		switch {
-		case h.NoSourceColumns && reload:
-			add("%s has no _topic, _partition, _offset columns: --reload cannot find the rows to delete", h.Table)
-		case h.NoSourceColumns && !exactlyOnce && m.Committed > m.To:
-			add("%d records (offsets %d-%d) will be inserted into %s again: duplicates unless it is a ReplacingMergeTree (which collapses them on merge or with FINAL)", m.Committed-m.To, m.To, m.Committed-1, h.Table)
-		case h.NoSourceColumns:
-		case h.Distinct == 0:
-			if m.Committed > m.To || m.Committed < 0 {
-				add("%s holds no row at offset %d or later: every record from %d on is inserted once", h.Table, m.To, m.To)
-			}
-		case reload:
-			add("%s holds %d rows (%d offsets, up to %d) at offset %d or later: deleted first, then loaded again once", h.Table, h.Rows, h.Distinct, h.MaxOffset, m.To)
-		case exactlyOnce:
-			add("%d records (offsets up to %d) are already in %s: recognised by _offset and skipped, not inserted again (--reload deletes them first and loads them again once)", h.Distinct, h.MaxOffset, h.Table)
-		default:
-			add("%s holds %d rows (%d offsets, up to %d) at offset %d or later: at-least-once inserts them again, so they will be there twice unless the table is a ReplacingMergeTree (collapsed on merge or with FINAL); --reload deletes them first", h.Table, h.Rows, h.Distinct, h.MaxOffset, m.To)
+	return fmt.Sprintf("up to %d records (offsets %d-%d) will never be inserted into %s (%d of those offsets are already there)",
+		m.To-m.Committed-int64(min(h.Distinct, uint64(m.To-m.Committed))), m.Committed, m.To-1, h.Table, h.Distinct)
+}
+
+// aheadLine says what becomes of the rows h's table holds at or after
+// the new offset ("" when there is nothing to say).
+func (m Move) aheadLine(h Held, exactlyOnce, reload bool) string {
+	switch {
+	case h.NoSourceColumns:
+		return m.unknownRowsLine(h, exactlyOnce, reload)
+	case h.Distinct == 0:
+		if m.Committed > m.To || m.Committed < 0 {
+			return fmt.Sprintf("%s holds no row at offset %d or later: every record from %d on is inserted once", h.Table, m.To, m.To)
 		}
+		return ""
+	case reload:
+		return fmt.Sprintf("%s holds %d rows (%d offsets, up to %d) at offset %d or later: deleted first, then loaded again once", h.Table, h.Rows, h.Distinct, h.MaxOffset, m.To)
+	case exactlyOnce:
+		return fmt.Sprintf("%d records (offsets up to %d) are already in %s: recognised by _offset and skipped, not inserted again (--reload deletes them first and loads them again once)", h.Distinct, h.MaxOffset, h.Table)
 	}
-	return lines
+	return fmt.Sprintf("%s holds %d rows (%d offsets, up to %d) at offset %d or later: at-least-once inserts them again, so they will be there twice unless the table is a ReplacingMergeTree (collapsed on merge or with FINAL); --reload deletes them first", h.Table, h.Rows, h.Distinct, h.MaxOffset, m.To)
+}
+
+// unknownRowsLine is aheadLine for a table without the source columns:
+// what it holds is unknown.
+func (m Move) unknownRowsLine(h Held, exactlyOnce, reload bool) string {
+	switch {
+	case reload:
+		return fmt.Sprintf("%s has no _topic, _partition, _offset columns: --reload cannot find the rows to delete", h.Table)
+	case !exactlyOnce && m.Committed > m.To:
+		return fmt.Sprintf("%d records (offsets %d-%d) will be inserted into %s again: duplicates unless it is a ReplacingMergeTree (which collapses them on merge or with FINAL)", m.Committed-m.To, m.To, m.Committed-1, h.Table)
+	}
+	return ""
 }

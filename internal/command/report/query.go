@@ -135,12 +135,41 @@ type logs struct {
 // from the server conn is connected to.
 func readLogs(ctx context.Context, conn driver.Conn, o Options) (logs, error) {
 	var l logs
-	has, err := systemTables(ctx, conn)
+	r, err := openLogs(ctx, conn, o)
 	if err != nil {
 		return l, err
 	}
+	if l.ins, l.matchedBy, err = r.inserts(ctx, conn, o); err != nil {
+		return l, err
+	}
+	l.partLog = r.has["part_log"]
+	if !l.partLog {
+		return l, nil
+	}
+	partsOf := o.Target
+	if o.Local != nil {
+		partsOf = *o.Local
+	}
+	l.parts, err = r.parts(ctx, conn, partsOf)
+	return l, err
+}
+
+// logRange is what a read of one server's logs over a range knows: which
+// logs exist, and the range in whole seconds, since..until-1.
+type logRange struct {
+	has          map[string]bool
+	since, until int64
+}
+
+// openLogs refuses a server without query_log, flushes the logs when o
+// asks, and returns the range to read.
+func openLogs(ctx context.Context, conn driver.Conn, o Options) (logRange, error) {
+	has, err := systemTables(ctx, conn)
+	if err != nil {
+		return logRange{}, err
+	}
 	if !has["query_log"] {
-		return l, ErrNoQueryLog
+		return logRange{}, ErrNoQueryLog
 	}
 	if o.Flush {
 		_ = conn.Exec(ctx, "SYSTEM FLUSH LOGS")
@@ -148,91 +177,106 @@ func readLogs(ctx context.Context, conn driver.Conn, o Options) (logs, error) {
 	// event_time has whole seconds: an INSERT that finished at 12:00:03.5
 	// is logged at 12:00:03, so an end of 12:00:03.9 must include that
 	// second (round up), while an end given as 12:00:03 excludes it.
-	since, until := o.Since.Unix(), o.Until.Unix()
+	r := logRange{has: has, since: o.Since.Unix(), until: o.Until.Unix()}
 	if o.Until.Nanosecond() != 0 {
-		until++
+		r.until++
 	}
+	return r, nil
+}
+
+// inserts reads the finished INSERTs into o's targets: by query_log's
+// tables column where the server has it, else by the statement's text.
+func (r logRange) inserts(ctx context.Context, conn driver.Conn, o Options) ([]Insert, string, error) {
 	byTables, err := hasColumns(ctx, conn, "query_log", "tables", "query_kind", "current_database")
 	if err != nil {
-		return l, err
-	}
-	l.matchedBy = MatchedByText
-	if byTables {
-		l.matchedBy = MatchedByTables
+		return nil, "", err
 	}
 	targets := o.targets()
 	initialOnly := 0
 	if o.Local != nil {
 		initialOnly = 1
 	}
-	var rows driver.Rows
-	if byTables {
-		var names []string
-		for _, t := range targets {
-			names = append(names, t.LoggedNames()...)
-		}
-		rows, err = conn.Query(ctx, fmt.Sprintf(insertsByTablesSQL, queryPrefix), since, since, until, initialOnly, names)
-	} else {
-		rows, err = conn.Query(ctx, fmt.Sprintf(insertsSQL, queryPrefix), since, since, until, initialOnly,
+	if !byTables {
+		rows, err := conn.Query(ctx, fmt.Sprintf(insertsSQL, queryPrefix), r.since, r.since, r.until, initialOnly,
 			targets[0].Table, targets[len(targets)-1].Table)
+		ins, err := scanInserts(rows, err, func(rows driver.Rows, in *insertRow) (bool, error) {
+			var q string
+			err := rows.Scan(&in.at, &in.Rows, &in.Bytes, &in.DurationMS, &q)
+			return slices.ContainsFunc(targets, func(t Target) bool { return t.Matches(q) }), err
+		})
+		return ins, MatchedByText, err
 	}
-	if err != nil {
-		return l, fmt.Errorf("reading system.query_log: %w", err)
+	var names []string
+	for _, t := range targets {
+		names = append(names, t.LoggedNames()...)
 	}
-	for rows.Next() {
-		var (
-			t                    uint32
-			wrows, wbytes, durMS uint64
-			n                    uint64
-			db, q                string
-			match                bool
-		)
-		if byTables {
-			err = rows.Scan(&t, &wrows, &wbytes, &durMS, &n, &db, &q)
-			match = err == nil && slices.ContainsFunc(targets, func(t Target) bool { return t.MatchesLogged(int(n), db, q) })
-		} else {
-			err = rows.Scan(&t, &wrows, &wbytes, &durMS, &q)
-			match = err == nil && slices.ContainsFunc(targets, func(t Target) bool { return t.Matches(q) })
-		}
-		if err != nil {
-			rows.Close()
-			return l, fmt.Errorf("reading system.query_log: %w", err)
-		}
-		if match {
-			l.ins = append(l.ins, Insert{At: time.Unix(int64(t), 0).UTC(), Rows: wrows, Bytes: wbytes, DurationMS: durMS})
-		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return l, fmt.Errorf("reading system.query_log: %w", err)
-	}
-
-	l.partLog = has["part_log"]
-	if !l.partLog {
-		return l, nil
-	}
-	partsDB, partsTable := o.Target.Database, o.Target.Table
-	if o.Local != nil {
-		partsDB, partsTable = o.Local.Database, o.Local.Table
-	}
-	rows, err = conn.Query(ctx, partsSQL, since, since, until, partsDB, partsTable)
-	if err != nil {
-		return l, fmt.Errorf("reading system.part_log: %w", err)
-	}
-	for rows.Next() {
-		var t uint32
+	rows, err := conn.Query(ctx, fmt.Sprintf(insertsByTablesSQL, queryPrefix), r.since, r.since, r.until, initialOnly, names)
+	ins, err := scanInserts(rows, err, func(rows driver.Rows, in *insertRow) (bool, error) {
 		var n uint64
-		if err := rows.Scan(&t, &n); err != nil {
-			rows.Close()
-			return l, fmt.Errorf("reading system.part_log: %w", err)
+		var db, q string
+		err := rows.Scan(&in.at, &in.Rows, &in.Bytes, &in.DurationMS, &n, &db, &q)
+		return slices.ContainsFunc(targets, func(t Target) bool { return t.MatchesLogged(int(n), db, q) }), err
+	})
+	return ins, MatchedByTables, err
+}
+
+// insertRow is an Insert as query_log's row holds it: its event time in
+// whole seconds.
+type insertRow struct {
+	Insert
+	at uint32
+}
+
+// scanInserts reads query_log's rows (queried with err) with scan, which
+// fills an insertRow and says whether it counts.
+func scanInserts(rows driver.Rows, err error, scan func(driver.Rows, *insertRow) (bool, error)) ([]Insert, error) {
+	var ins []Insert
+	err = eachRow(rows, err, "query_log", func(rows driver.Rows) error {
+		var in insertRow
+		match, err := scan(rows, &in)
+		if err == nil && match {
+			in.At = time.Unix(int64(in.at), 0).UTC()
+			ins = append(ins, in.Insert)
 		}
-		l.parts = append(l.parts, Part{At: time.Unix(int64(t), 0).UTC(), Rows: n})
+		return err
+	})
+	return ins, err
+}
+
+// parts reads the new parts of t.
+func (r logRange) parts(ctx context.Context, conn driver.Conn, t Target) ([]Part, error) {
+	rows, err := conn.Query(ctx, partsSQL, r.since, r.since, r.until, t.Database, t.Table)
+	var parts []Part
+	err = eachRow(rows, err, "part_log", func(rows driver.Rows) error {
+		var at uint32
+		var n uint64
+		if err := rows.Scan(&at, &n); err != nil {
+			return err
+		}
+		parts = append(parts, Part{At: time.Unix(int64(at), 0).UTC(), Rows: n})
+		return nil
+	})
+	return parts, err
+}
+
+// eachRow calls scan for every row of rows (the result of a query that
+// failed with err, when err is not nil) and closes them; its errors name
+// the system log read.
+func eachRow(rows driver.Rows, err error, log string, scan func(driver.Rows) error) error {
+	if err != nil {
+		return fmt.Errorf("reading system.%s: %w", log, err)
+	}
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			rows.Close()
+			return fmt.Errorf("reading system.%s: %w", log, err)
+		}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return l, fmt.Errorf("reading system.part_log: %w", err)
+		return fmt.Errorf("reading system.%s: %w", log, err)
 	}
-	return l, nil
+	return nil
 }
 
 // systemTables says which of the two logs exist. ClickHouse creates them on

@@ -20,43 +20,11 @@ func (r Report) Text(w io.Writer, loc *time.Location) error {
 	fmt.Fprintf(&b, "INSERTs into %s from %s to %s %s\n", r.Table,
 		r.Since.In(loc).Format("2006-01-02 15:04:05"), r.Until.In(loc).Format("2006-01-02 15:04:05"), zone)
 	if r.Cluster != "" {
-		n, read := 0, 0
-		for _, s := range r.Shards {
-			for _, rt := range s.Replicas {
-				n++
-				if rt.Read {
-					read++
-				}
-			}
-		}
-		of := ""
-		if read < n {
-			of = fmt.Sprintf("%d of ", read)
-		}
-		fmt.Fprintf(&b, "on cluster %s: the sums of %s%d nodes' logs, %d shards\n", r.Cluster, of, n, len(r.Shards))
+		b.WriteString(r.clusterLine())
 	}
 	b.WriteString("(system.query_log: finished INSERTs by the minute they finished; system.part_log: new parts)\n\n")
-	if len(r.Minutes) == 0 {
-		b.WriteString("no INSERTs and no new parts in this range\n")
-	} else {
-		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-		head := "minute (" + zone + ")\tinserts\trows\trows/insert\tMiB\tp50 ms\tp99 ms\tnew parts\t"
-		if r.Split != nil {
-			head += "side\t"
-		}
-		fmt.Fprintln(tw, head)
-		for _, m := range r.Minutes {
-			c := r.minuteCells(m, loc)
-			line := strings.Join(c[:8], "\t") + "\t"
-			if r.Split != nil {
-				line += c[8] + "\t"
-			}
-			fmt.Fprintln(tw, line)
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-		b.WriteString("\n" + r.totalLine() + "\n")
+	if err := r.minutesText(&b, loc, zone); err != nil {
+		return err
 	}
 	if r.Split != nil {
 		b.WriteString("\n")
@@ -79,6 +47,52 @@ func (r Report) Text(w io.Writer, loc *time.Location) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// clusterLine says whose logs a cluster's report sums.
+func (r Report) clusterLine() string {
+	n, read := 0, 0
+	for _, s := range r.Shards {
+		for _, rt := range s.Replicas {
+			n++
+			if rt.Read {
+				read++
+			}
+		}
+	}
+	of := ""
+	if read < n {
+		of = fmt.Sprintf("%d of ", read)
+	}
+	return fmt.Sprintf("on cluster %s: the sums of %s%d nodes' logs, %d shards\n", r.Cluster, of, n, len(r.Shards))
+}
+
+// minutesText writes the per-minute table and the total line (times in
+// loc, named zone), or says that the range holds nothing.
+func (r Report) minutesText(b *strings.Builder, loc *time.Location, zone string) error {
+	if len(r.Minutes) == 0 {
+		b.WriteString("no INSERTs and no new parts in this range\n")
+		return nil
+	}
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head := "minute (" + zone + ")\tinserts\trows\trows/insert\tMiB\tp50 ms\tp99 ms\tnew parts\t"
+	if r.Split != nil {
+		head += "side\t"
+	}
+	fmt.Fprintln(tw, head)
+	for _, m := range r.Minutes {
+		c := r.minuteCells(m, loc)
+		line := strings.Join(c[:8], "\t") + "\t"
+		if r.Split != nil {
+			line += c[8] + "\t"
+		}
+		fmt.Fprintln(tw, line)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	b.WriteString("\n" + r.totalLine() + "\n")
+	return nil
 }
 
 func (r Report) splitText(b *strings.Builder, loc *time.Location) {

@@ -121,28 +121,11 @@ func (r Request) RunCluster(ctx context.Context, conn driver.Conn, where, cluste
 }
 
 func (r Request) run(ctx context.Context, conn driver.Conn, where string, o Options, w io.Writer, query func(Options) (Report, error)) error {
-	var engine, engineFull string
-	t := o.Target
-	err := conn.QueryRow(ctx, "SELECT engine, engine_full FROM system.tables WHERE database = ? AND name = ?", t.Database, t.Table).Scan(&engine, &engineFull)
-	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("table %s does not exist on %s", t.FullName(), where)
-	}
+	local, err := localOf(ctx, conn, where, o.Target)
 	if err != nil {
-		return fmt.Errorf("clickhouse %s: looking up %s: %w", where, t.FullName(), err)
+		return err
 	}
-	// A Distributed table has no parts and, with target: local, no INSERTs
-	// either: its local table gets them.
-	dist, err := writer.ParseDistributed(engine, engineFull)
-	if err != nil {
-		return fmt.Errorf("table %s on %s: %w", t.FullName(), where, err)
-	}
-	if dist != nil {
-		db := dist.Database
-		if db == "" || strings.ContainsAny(db, "()") { // currentDatabase()
-			db = t.Database
-		}
-		o.Local = &Target{Database: db, Table: dist.Table, DefaultDatabase: t.DefaultDatabase}
-	}
+	o.Local = local
 	rep, err := query(o)
 	if err != nil {
 		return err
@@ -151,11 +134,46 @@ func (r Request) run(ctx context.Context, conn driver.Conn, where string, o Opti
 	rep.DeadLettered, dlNotes = deadLettered(ctx, conn, o)
 	rep.Notes = append(rep.Notes, dlNotes...)
 	if o.Local != nil {
+		t := o.Target
 		rep.Notes = append(rep.Notes, fmt.Sprintf("%s is a Distributed table: INSERTs are those clients sent into it or into its local table %s "+
 			"(a sink with target: local writes the local table on each shard), new parts those of %s",
 			t.FullName(), o.Local.FullName(), o.Local.FullName()))
 	}
+	return r.write(rep, where, w)
+}
+
+// localOf checks that t exists on the server at where and returns its
+// local table when it is a Distributed one (nil otherwise): a Distributed
+// table has no parts and, with target: local, no INSERTs either; its
+// local table gets them.
+func localOf(ctx context.Context, conn driver.Conn, where string, t Target) (*Target, error) {
+	var engine, engineFull string
+	err := conn.QueryRow(ctx, "SELECT engine, engine_full FROM system.tables WHERE database = ? AND name = ?", t.Database, t.Table).Scan(&engine, &engineFull)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("table %s does not exist on %s", t.FullName(), where)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("clickhouse %s: looking up %s: %w", where, t.FullName(), err)
+	}
+	dist, err := writer.ParseDistributed(engine, engineFull)
+	if err != nil {
+		return nil, fmt.Errorf("table %s on %s: %w", t.FullName(), where, err)
+	}
+	if dist == nil {
+		return nil, nil
+	}
+	db := dist.Database
+	if db == "" || strings.ContainsAny(db, "()") { // currentDatabase()
+		db = t.Database
+	}
+	return &Target{Database: db, Table: dist.Table, DefaultDatabase: t.DefaultDatabase}, nil
+}
+
+// write writes rep to w in r.Format and, when asked, the chart and the
+// HTML report to their files (named on w after a text report).
+func (r Request) write(rep Report, where string, w io.Writer) error {
 	loc := r.location()
+	var err error
 	switch r.Format {
 	case "csv":
 		err = rep.CSV(w, loc)
@@ -167,20 +185,22 @@ func (r Request) run(ctx context.Context, conn driver.Conn, where string, o Opti
 	if err != nil {
 		return err
 	}
-	if r.Chart != "" {
-		if err := writeFile("--chart", r.Chart, func(f io.Writer) error { return rep.SVG(f, loc) }); err != nil {
-			return err
-		}
-		if r.Format == "text" {
-			fmt.Fprintf(w, "chart: %s\n", r.Chart)
-		}
+	files := []struct {
+		flag, path, name string
+		write            func(io.Writer) error
+	}{
+		{"--chart", r.Chart, "chart", func(f io.Writer) error { return rep.SVG(f, loc) }},
+		{"--html", r.HTML, "html", func(f io.Writer) error { return rep.HTML(f, loc, where) }},
 	}
-	if r.HTML != "" {
-		if err := writeFile("--html", r.HTML, func(f io.Writer) error { return rep.HTML(f, loc, where) }); err != nil {
+	for _, f := range files {
+		if f.path == "" {
+			continue
+		}
+		if err := writeFile(f.flag, f.path, f.write); err != nil {
 			return err
 		}
 		if r.Format == "text" {
-			fmt.Fprintf(w, "html: %s\n", r.HTML)
+			fmt.Fprintf(w, "%s: %s\n", f.name, f.path)
 		}
 	}
 	return nil

@@ -3,6 +3,7 @@ package report
 import (
 	"context"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -159,80 +160,69 @@ WHERE event_date >= toDate(toDateTime(?)) AND event_time >= toDateTime(?) AND ev
 // is connected to, over o's range (o.Target is not used but for the
 // database of an INSERT that names none, and o.Flush).
 func QueryServer(ctx context.Context, conn driver.Conn, connector string, o Options) (ServerView, error) {
-	has, err := systemTables(ctx, conn)
+	r, err := openLogs(ctx, conn, o)
 	if err != nil {
 		return ServerView{}, err
 	}
-	if !has["query_log"] {
-		return ServerView{}, ErrNoQueryLog
-	}
-	if o.Flush {
-		_ = conn.Exec(ctx, "SYSTEM FLUSH LOGS")
-	}
-	since, until := o.Since.Unix(), o.Until.Unix()
-	if o.Until.Nanosecond() != 0 {
-		until++
-	}
-	rows, err := conn.Query(ctx, fmt.Sprintf(serverInsertsSQL, queryPrefix), since, since, until, "sink-"+connector+"-")
+	ins, err := r.connectorInserts(ctx, conn, connector, o.Target.DefaultDatabase)
 	if err != nil {
-		return ServerView{}, fmt.Errorf("reading system.query_log: %w", err)
+		return ServerView{}, err
 	}
+	var parts []TablePart
+	if r.has["part_log"] && len(ins) > 0 {
+		if parts, err = r.tableParts(ctx, conn, ins); err != nil {
+			return ServerView{}, err
+		}
+	}
+	return AggregateServer(connector, o.Since, o.Until, ins, parts, r.has["part_log"], o.Split), nil
+}
+
+// connectorInserts reads the INSERTs of connector (by their query_id),
+// each with its table (in defaultDB when the statement names none).
+func (r logRange) connectorInserts(ctx context.Context, conn driver.Conn, connector, defaultDB string) ([]TableInsert, error) {
+	rows, err := conn.Query(ctx, fmt.Sprintf(serverInsertsSQL, queryPrefix), r.since, r.since, r.until, "sink-"+connector+"-")
 	var ins []TableInsert
-	tables := map[string]bool{}
-	for rows.Next() {
+	err = eachRow(rows, err, "query_log", func(rows driver.Rows) error {
 		var (
 			t                    uint32
 			wrows, wbytes, durMS uint64
 			qid, q               string
 		)
 		if err := rows.Scan(&t, &wrows, &wbytes, &durMS, &qid, &q); err != nil {
-			rows.Close()
-			return ServerView{}, fmt.Errorf("reading system.query_log: %w", err)
+			return err
 		}
 		db, table, ok := InsertTarget(q)
 		if !ok || !ConnectorQueryID(connector, qid) {
-			continue
+			return nil
 		}
 		if db == "" {
-			db = o.Target.DefaultDatabase
+			db = defaultDB
 		}
-		name := db + "." + table
-		tables[name] = true
-		ins = append(ins, TableInsert{Insert: Insert{At: time.Unix(int64(t), 0).UTC(), Rows: wrows, Bytes: wbytes, DurationMS: durMS}, Table: name})
+		ins = append(ins, TableInsert{Insert: Insert{At: time.Unix(int64(t), 0).UTC(), Rows: wrows, Bytes: wbytes, DurationMS: durMS}, Table: db + "." + table})
+		return nil
+	})
+	return ins, err
+}
+
+// tableParts reads the new parts of the tables ins went into.
+func (r logRange) tableParts(ctx context.Context, conn driver.Conn, ins []TableInsert) ([]TablePart, error) {
+	tables := map[string]bool{}
+	for _, in := range ins {
+		tables[in.Table] = true
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return ServerView{}, fmt.Errorf("reading system.query_log: %w", err)
-	}
+	rows, err := conn.Query(ctx, serverPartsSQL, r.since, r.since, r.until, slices.Sorted(maps.Keys(tables)))
 	var parts []TablePart
-	if has["part_log"] && len(tables) > 0 {
-		names := slices.Sorted(func(yield func(string) bool) {
-			for n := range tables {
-				if !yield(n) {
-					return
-				}
-			}
-		})
-		rows, err := conn.Query(ctx, serverPartsSQL, since, since, until, names)
-		if err != nil {
-			return ServerView{}, fmt.Errorf("reading system.part_log: %w", err)
+	err = eachRow(rows, err, "part_log", func(rows driver.Rows) error {
+		var t uint32
+		var n uint64
+		var db, table string
+		if err := rows.Scan(&t, &n, &db, &table); err != nil {
+			return err
 		}
-		for rows.Next() {
-			var t uint32
-			var n uint64
-			var db, table string
-			if err := rows.Scan(&t, &n, &db, &table); err != nil {
-				rows.Close()
-				return ServerView{}, fmt.Errorf("reading system.part_log: %w", err)
-			}
-			parts = append(parts, TablePart{Part: Part{At: time.Unix(int64(t), 0).UTC(), Rows: n}, Table: db + "." + table})
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return ServerView{}, fmt.Errorf("reading system.part_log: %w", err)
-		}
-	}
-	return AggregateServer(connector, o.Since, o.Until, ins, parts, has["part_log"], o.Split), nil
+		parts = append(parts, TablePart{Part: Part{At: time.Unix(int64(t), 0).UTC(), Rows: n}, Table: db + "." + table})
+		return nil
+	})
+	return parts, err
 }
 
 // serverText is the per-server view as text: the summed total, the summed

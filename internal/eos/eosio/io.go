@@ -222,21 +222,67 @@ func (io *IO) presentOn(ctx context.Context, conn driver.Conn, addr, table strin
 // over, and named in the window's Unchecked, when another replica of its
 // shard answered; a shard none of whose replicas answers is refused.
 func (io *IO) Windows(ctx context.Context, tables []*writer.Table) ([]eos.Window, error) {
-	type server struct {
-		conn   driver.Conn
-		where  string
-		shard  int
-		tables []*writer.Table
-		idx    []int // the position of each of tables in the caller's
+	seed, reps, shardsOf, err := io.windowServers(ctx, tables)
+	if err != nil {
+		return nil, err
 	}
-	seed := &server{conn: io.conn}
-	var reps []*server
-	byAddr := map[string]*server{}
-	shardsOf := make([][]int, len(tables)) // the shard numbers of a table written shard by shard
+	wr := windowsRead{out: make([]eos.Window, len(tables)), read: make([]bool, len(tables)), answered: map[[2]int]bool{}}
+	if len(seed.tables) > 0 {
+		ws, err := io.checkOn(ctx, seed.conn, "", seed.tables)
+		if err != nil {
+			return nil, err
+		}
+		wr.merge(seed, ws)
+	}
+	var unreached []error
+	for _, s := range reps {
+		ws, err := io.checkOn(ctx, s.conn, s.where, s.tables)
+		var nr *notReached
+		switch {
+		case err == nil:
+			wr.merge(s, ws)
+		case errors.As(err, &nr):
+			unreached = append(unreached, err)
+			for _, i := range s.idx {
+				wr.out[i].Unchecked = append(wr.out[i].Unchecked, s.where)
+			}
+		default:
+			return nil, err
+		}
+	}
+	for i, shards := range shardsOf {
+		for _, n := range shards {
+			if !wr.answered[[2]int{i, n}] {
+				return nil, fmt.Errorf("delivery exactly_once: no replica of shard %d could be reached to check the deduplication window of %s's local table, so a replayed batch might not be dropped there: %w",
+					n, tables[i].FullName(), errors.Join(unreached...))
+			}
+		}
+	}
+	return wr.out, nil
+}
+
+// windowServer is one server Windows checks, with the tables it reads
+// there.
+type windowServer struct {
+	conn   driver.Conn
+	where  string
+	shard  int
+	tables []*writer.Table
+	idx    []int // the position of each of tables in the caller's
+}
+
+// windowServers sorts tables by the server that checks them: seed, the
+// sink's own server, for a table written as one; every replica of every
+// shard (reps, each once) for the local table of one written shard by
+// shard, whose shard numbers shardsOf gives by the table's position.
+func (io *IO) windowServers(ctx context.Context, tables []*writer.Table) (seed *windowServer, reps []*windowServer, shardsOf [][]int, err error) {
+	seed = &windowServer{conn: io.conn}
+	byAddr := map[string]*windowServer{}
+	shardsOf = make([][]int, len(tables))
 	for i, t := range tables {
 		set, ok, err := io.local(ctx, t)
 		if err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
 		if !ok {
 			seed.tables, seed.idx = append(seed.tables, t), append(seed.idx, i)
@@ -247,7 +293,7 @@ func (io *IO) Windows(ctx context.Context, tables []*writer.Table) ([]eos.Window
 			for _, r := range shard {
 				s := byAddr[r.Addr]
 				if s == nil {
-					s = &server{conn: r.Conn, where: fmt.Sprintf("shard %d replica %s", r.Shard, r.Addr), shard: r.Shard}
+					s = &windowServer{conn: r.Conn, where: fmt.Sprintf("shard %d replica %s", r.Shard, r.Addr), shard: r.Shard}
 					byAddr[r.Addr] = s
 					reps = append(reps, s)
 				}
@@ -258,53 +304,30 @@ func (io *IO) Windows(ctx context.Context, tables []*writer.Table) ([]eos.Window
 			}
 		}
 	}
-	out := make([]eos.Window, len(tables))
-	read := make([]bool, len(tables))
-	answered := map[[2]int]bool{} // table, shard
-	var unreached []error
-	merge := func(s *server, ws []eos.Window) {
-		for j, i := range s.idx {
-			if j >= len(ws) {
-				break
-			}
-			if w := ws[j]; !read[i] || w.Size < out[i].Size {
-				out[i].Setting, out[i].Size = w.Setting, w.Size
-			}
-			read[i] = true
-			answered[[2]int{i, s.shard}] = true
+	return seed, reps, shardsOf, nil
+}
+
+// windowsRead gathers what the servers answered: each table's window (the
+// smallest of its servers'), whether any server read it, and which of its
+// shards answered.
+type windowsRead struct {
+	out      []eos.Window
+	read     []bool
+	answered map[[2]int]bool // table, shard
+}
+
+// merge takes the windows ws that server s gave for its tables.
+func (wr *windowsRead) merge(s *windowServer, ws []eos.Window) {
+	for j, i := range s.idx {
+		if j >= len(ws) {
+			break
 		}
-	}
-	if len(seed.tables) > 0 {
-		ws, err := io.checkOn(ctx, seed.conn, "", seed.tables)
-		if err != nil {
-			return nil, err
+		if w := ws[j]; !wr.read[i] || w.Size < wr.out[i].Size {
+			wr.out[i].Setting, wr.out[i].Size = w.Setting, w.Size
 		}
-		merge(seed, ws)
+		wr.read[i] = true
+		wr.answered[[2]int{i, s.shard}] = true
 	}
-	for _, s := range reps {
-		ws, err := io.checkOn(ctx, s.conn, s.where, s.tables)
-		if err != nil {
-			var nr *notReached
-			if !errors.As(err, &nr) {
-				return nil, err
-			}
-			unreached = append(unreached, err)
-			for _, i := range s.idx {
-				out[i].Unchecked = append(out[i].Unchecked, s.where)
-			}
-			continue
-		}
-		merge(s, ws)
-	}
-	for i, shards := range shardsOf {
-		for _, n := range shards {
-			if !answered[[2]int{i, n}] {
-				return nil, fmt.Errorf("delivery exactly_once: no replica of shard %d could be reached to check the deduplication window of %s's local table, so a replayed batch might not be dropped there: %w",
-					n, tables[i].FullName(), errors.Join(unreached...))
-			}
-		}
-	}
-	return out, nil
 }
 
 // notReached is a server Windows could not read (its connection or

@@ -1,11 +1,13 @@
-// Package cdctest builds Debezium change events for tests: the events of
+// Package cdcevent builds Debezium change events for tests: the events of
 // one PostgreSQL table (pg.public.t, key column id) as Kafka Connect's
 // JSON converter writes them with schemas, so decoder and pipeline tests
 // can make inserts and deletes with any columns, including the
 // placeholders a delete carries under REPLICA IDENTITY DEFAULT.
 //
-// It holds no state; its functions are safe to call from any goroutine.
-package cdctest
+// It is test support (under internal/testenv, imported only by _test.go
+// files). It holds no state; its functions are safe to call from any
+// goroutine.
+package cdcevent
 
 import (
 	"fmt"
