@@ -401,6 +401,9 @@ func requestMetadata(ctx context.Context, cl *kgo.Client, k config.Kafka) (*kmsg
 		}
 		resp, err = req.RequestWith(ctx, cl)
 	}
+	if kafkaauth.Classify(err) == kafkaauth.Rejected {
+		resp, err = askAgainRejected(ctx, req, cl)
+	}
 	if err == nil {
 		return resp, nil
 	}
@@ -408,6 +411,19 @@ func requestMetadata(ctx context.Context, cl *kgo.Client, k config.Kafka) (*kmsg
 		return nil, fmt.Errorf("kafka: brokers %s not reachable within %s", strings.Join(k.Brokers, ","), k.RequestTimeout)
 	}
 	return nil, ConnError(k, err)
+}
+
+// askAgainRejected sends req once more a second after the brokers rejected
+// the token: Kafka's OAuth validator refuses the first token signed by a
+// key it has not fetched yet, and fetches its JWKS then, so a provider
+// that rotated its key a moment ago is not taken for a wrong audience.
+func askAgainRejected(ctx context.Context, req *kmsg.MetadataRequest, cl *kgo.Client) (*kmsg.MetadataResponse, error) {
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(time.Second):
+	}
+	return req.RequestWith(ctx, cl)
 }
 
 // Poll returns every buffered record, blocking until there are some or

@@ -117,6 +117,27 @@ func TestOAuthErrors(t *testing.T) {
 		`kafka: kafka.sasl.oauth: token endpoint unreachable: `+closed+` for client "`+good.ID+`": Post "`+closed+`": dial tcp `)
 }
 
+// TestOAuthUnannouncedKeyAtStart: a provider that has just started signing
+// with a key it did not publish ahead: the broker refuses the first token
+// and fetches its JWKS again; the start-up probe asks once more and gets in.
+func TestOAuthUnannouncedKeyAtStart(t *testing.T) {
+	o := testenv.KafkaOAuth(t)
+	topic := testenv.NewTopic(t, 2)
+	c := o.NewClient(t, testenv.OAuthClientSpec{})
+	cfg, err := oauthConfig(t, o, c, topic, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kid := o.RotateUnannounced(t)
+	got, err := consumer.Probe(context.Background(), cfg)
+	if err != nil || got[topic] != 2 {
+		t.Fatalf("Probe right after an unannounced rotation = %v, %v; want %s: 2 partitions", got, err, topic)
+	}
+	if issued := o.Issued(t, c); issued[kid] != 1 || len(issued) != 1 {
+		t.Fatalf("tokens issued per key %v; want one, signed by %s", issued, kid)
+	}
+}
+
 // membership counts a member's group callbacks.
 type membership struct {
 	assigned, revoked, lost atomic.Int32
@@ -133,9 +154,10 @@ func (m *membership) hooks() consumer.Hooks {
 // TestOAuthTokensRenewedAndKeysRotated: tokens that live 8 seconds are
 // replaced while the member consumes for about 30 seconds; the brokers'
 // re-authentications (connections.max.reauth.ms) take the new ones in
-// place, the issuer's signing key is rotated twice meanwhile, and the
-// member neither leaves the group nor loses a partition, and reads every
-// record.
+// place, the issuer's signing key is rotated twice meanwhile (to the key it
+// published ahead, which the broker's JWKS refresh every 5 s has fetched),
+// and the member neither leaves the group nor loses a partition, and reads
+// every record.
 func TestOAuthTokensRenewedAndKeysRotated(t *testing.T) {
 	o := testenv.KafkaOAuth(t)
 	topic := testenv.NewTopic(t, 3)
@@ -186,9 +208,9 @@ func TestOAuthTokensRenewedAndKeysRotated(t *testing.T) {
 		t.Logf("%s: %d records consumed of %d; tokens issued per key: %v", name, consumed(), produced, o.Issued(t, c))
 	}
 	phase("first key", 10*time.Second)
-	k2 := o.Rotate(t, false)
+	k2 := o.Rotate(t)
 	phase("second key", 10*time.Second)
-	k3 := o.Rotate(t, false)
+	k3 := o.Rotate(t)
 	phase("third key", 10*time.Second)
 	cancel()
 	<-pollDone

@@ -96,12 +96,22 @@ func (o OAuthKafka) SetClient(t testing.TB, c OAuthClient, spec OAuthClientSpec)
 	o.control(t, http.MethodPost, "/control/clients", body, nil)
 }
 
-// Rotate makes the issuer sign with a new key and returns its id; the old
-// keys stay published unless dropOld.
-func (o OAuthKafka) Rotate(t testing.TB, dropOld bool) string {
+// Rotate makes the issuer sign with the key it published as the next one
+// (a broker that refreshed its JWKS since knows it) and returns its id.
+func (o OAuthKafka) Rotate(t testing.TB) string {
 	t.Helper()
 	var out struct{ Kid string }
-	o.control(t, http.MethodPost, fmt.Sprintf("/control/rotate?drop_old=%t", dropOld), nil, &out)
+	o.control(t, http.MethodPost, "/control/rotate", nil, &out)
+	return out.Kid
+}
+
+// RotateUnannounced makes the issuer sign with a key it publishes only now
+// and returns its id: a broker refuses the first token signed by it, then
+// fetches the JWKS again.
+func (o OAuthKafka) RotateUnannounced(t testing.TB) string {
+	t.Helper()
+	var out struct{ Kid string }
+	o.control(t, http.MethodPost, "/control/rotate?unannounced=true", nil, &out)
 	return out.Kid
 }
 

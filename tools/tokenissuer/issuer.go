@@ -31,9 +31,11 @@ type signingKey struct {
 	key *rsa.PrivateKey
 }
 
-// issuer is the state of the token issuer: its keys (the last one signs,
-// all are published) and its clients. One mutex guards it; the handlers
-// run on net/http's goroutines.
+// issuer is the state of the token issuer: its keys and its clients. As
+// providers that rotate well do, it publishes the key it will sign with
+// next before it signs with it, so that a broker that refreshes its JWKS
+// regularly knows the key before it meets a token signed by it. One mutex
+// guards the state; the handlers run on net/http's goroutines.
 type issuer struct {
 	url      string // the iss claim, and the base of the endpoints
 	audience []string
@@ -41,7 +43,9 @@ type issuer struct {
 	now      func() time.Time
 
 	mu      sync.Mutex
-	keys    []signingKey
+	keys    []signingKey // published, oldest first
+	active  string       // kid of the key that signs
+	next    string       // kid of the published key that signs after the next rotation
 	clients map[string]client
 	serial  int
 	issued  map[string]map[string]int // client id -> signing key id -> tokens
@@ -49,37 +53,77 @@ type issuer struct {
 
 func newIssuer(url string, audience []string, lifetime time.Duration) (*issuer, error) {
 	is := &issuer{url: strings.TrimSuffix(url, "/"), audience: audience, lifetime: lifetime, now: time.Now, clients: map[string]client{}, issued: map[string]map[string]int{}}
-	if _, err := is.rotate(false); err != nil {
+	first, err := is.newKey()
+	if err != nil {
 		return nil, err
 	}
+	next, err := is.newKey()
+	if err != nil {
+		return nil, err
+	}
+	is.keys, is.active, is.next = []signingKey{first, next}, first.kid, next.kid
 	return is, nil
 }
 
 // maxKeys is how many keys stay published: a rotation keeps the old ones
 // (tokens they signed stay valid until they expire, as with a real
 // provider), up to this many.
-const maxKeys = 5
+const maxKeys = 6
 
-// rotate makes a new signing key; the old ones stay published unless
-// dropOld, so tokens they signed stay valid until they expire.
-func (is *issuer) rotate(dropOld bool) (string, error) {
+func (is *issuer) newKey() (signingKey, error) {
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return signingKey{}, err
+	}
+	is.mu.Lock()
+	is.serial++
+	n := is.serial
+	is.mu.Unlock()
+	sum := sha256.Sum256(key.N.Bytes())
+	return signingKey{kid: fmt.Sprintf("k%d-%x", n, sum[:4]), key: key}, nil
+}
+
+// rotate signs from now on with the key published as the next one, and
+// publishes a new next key; the old keys stay published (so tokens they
+// signed stay valid until they expire) unless dropOld. unannounced signs
+// instead with a brand-new key nobody has seen in the JWKS yet, as a
+// provider that rotates abruptly does.
+func (is *issuer) rotate(unannounced, dropOld bool) (string, error) {
+	fresh, err := is.newKey()
 	if err != nil {
 		return "", err
 	}
 	is.mu.Lock()
 	defer is.mu.Unlock()
-	is.serial++
-	sum := sha256.Sum256(key.N.Bytes())
-	kid := fmt.Sprintf("k%d-%x", is.serial, sum[:4])
 	if dropOld {
-		is.keys = nil
+		var keep []signingKey
+		for _, k := range is.keys {
+			if k.kid == is.next {
+				keep = append(keep, k)
+			}
+		}
+		is.keys = keep
 	}
-	is.keys = append(is.keys, signingKey{kid: kid, key: key})
+	is.keys = append(is.keys, fresh)
+	if unannounced {
+		is.active = fresh.kid
+	} else {
+		is.active, is.next = is.next, fresh.kid
+	}
 	if len(is.keys) > maxKeys {
 		is.keys = is.keys[len(is.keys)-maxKeys:]
 	}
-	return kid, nil
+	return is.active, nil
+}
+
+// signing is the active key.
+func (is *issuer) signing() signingKey {
+	for _, k := range is.keys {
+		if k.kid == is.active {
+			return k
+		}
+	}
+	return is.keys[len(is.keys)-1]
 }
 
 // routes are the issuer's endpoints.
@@ -190,7 +234,7 @@ func (is *issuer) sign(id string, cl client, scope string) (string, time.Duratio
 		aud = is.audience
 	}
 	is.mu.Lock()
-	k := is.keys[len(is.keys)-1]
+	k := is.signing()
 	if is.issued[id] == nil {
 		is.issued[id] = map[string]int{}
 	}
@@ -243,10 +287,12 @@ func (is *issuer) putClient(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"id": s.ID})
 }
 
-// rotateHandler makes a new signing key (test-only control); with
-// ?drop_old=true the old keys leave the JWKS at once.
+// rotateHandler rotates the signing key (test-only control): to the key
+// published as the next one, or with ?unannounced=true to a key published
+// only now; ?drop_old=true unpublishes the old keys at once.
 func (is *issuer) rotateHandler(w http.ResponseWriter, r *http.Request) {
-	kid, err := is.rotate(r.URL.Query().Get("drop_old") == "true")
+	q := r.URL.Query()
+	kid, err := is.rotate(q.Get("unannounced") == "true", q.Get("drop_old") == "true")
 	if err != nil {
 		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
 		return
@@ -254,15 +300,16 @@ func (is *issuer) rotateHandler(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"kid": kid})
 }
 
-// keyIDs lists the published key ids, the signing one last.
+// keyIDs lists the published key ids, the signing one and the next one.
 func (is *issuer) keyIDs(w http.ResponseWriter, _ *http.Request) {
 	is.mu.Lock()
 	ids := make([]string, 0, len(is.keys))
 	for _, k := range is.keys {
 		ids = append(ids, k.kid)
 	}
+	active, next := is.active, is.next
 	is.mu.Unlock()
-	writeJSON(w, http.StatusOK, map[string]any{"keys": ids})
+	writeJSON(w, http.StatusOK, map[string]any{"keys": ids, "active": active, "next": next})
 }
 
 // issuedTo counts the tokens issued to a client, per signing key id.

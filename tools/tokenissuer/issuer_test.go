@@ -134,10 +134,11 @@ func TestIssuerToken(t *testing.T) {
 }
 
 // TestIssuerControl: clients with their own audience, lifetime or failure;
-// rotation keeps the old keys published unless told to drop them; the
-// issued tokens are counted per key.
+// a rotation signs with the key published before as the next one (or, told
+// so, with one published only now) and keeps the old keys published unless
+// told to drop them; the issued tokens are counted per key.
 func TestIssuerControl(t *testing.T) {
-	is, srv := newTestIssuer(t)
+	_, srv := newTestIssuer(t)
 	put := func(body string) int {
 		resp, err := http.Post(srv.URL+"/control/clients", "application/json", strings.NewReader(body))
 		var out map[string]any
@@ -158,27 +159,56 @@ func TestIssuerControl(t *testing.T) {
 		t.Fatalf("down: %d %v", code, out)
 	}
 
-	first := is.keys[0].kid
-	postToken(t, srv, "sink", "pw", grant)
-	var rot map[string]string
-	resp, err := http.Post(srv.URL+"/control/rotate", "", nil)
-	getJSON(t, resp, err, &rot)
-	_, out = postToken(t, srv, "sink", "pw", grant)
-	if h, _ := verify(t, srv, out["access_token"].(string)); h["kid"] != rot["kid"] || len(is.keys) != 2 || is.keys[0].kid != first {
-		t.Fatalf("after rotate: kid %v, keys %v", h["kid"], is.keys)
+	var keys struct {
+		Keys         []string
+		Active, Next string
 	}
-	resp, err = http.Post(srv.URL+"/control/rotate?drop_old=true", "", nil)
-	getJSON(t, resp, err, &rot)
-	var keys struct{ Keys []string }
-	resp, err = http.Get(srv.URL + "/control/keys")
-	getJSON(t, resp, err, &keys)
-	if len(keys.Keys) != 1 || keys.Keys[0] != rot["kid"] {
-		t.Fatalf("after drop_old: %v", keys.Keys)
+	listKeys := func() {
+		t.Helper()
+		resp, err := http.Get(srv.URL + "/control/keys")
+		getJSON(t, resp, err, &keys)
+	}
+	rotate := func(query string) string {
+		t.Helper()
+		var rot map[string]string
+		resp, err := http.Post(srv.URL+"/control/rotate"+query, "", nil)
+		getJSON(t, resp, err, &rot)
+		return rot["kid"]
+	}
+	signedBy := func() any {
+		t.Helper()
+		_, out := postToken(t, srv, "sink", "pw", grant)
+		h, _ := verify(t, srv, out["access_token"].(string))
+		return h["kid"]
+	}
+	// The key that signs next is published before it signs.
+	listKeys()
+	first, next := keys.Active, keys.Next
+	if len(keys.Keys) != 2 || keys.Keys[0] != first || keys.Keys[1] != next || signedBy() != first {
+		t.Fatalf("at start: %+v", keys)
+	}
+	if kid := rotate(""); kid != next || signedBy() != next {
+		t.Fatalf("rotate: now %s, want the announced %s", kid, next)
+	}
+	listKeys()
+	if len(keys.Keys) != 3 || keys.Keys[0] != first || keys.Active != next {
+		t.Fatalf("after rotate: %+v", keys)
+	}
+	announced := keys.Next
+	abrupt := rotate("?unannounced=true")
+	listKeys()
+	if abrupt == announced || keys.Active != abrupt || keys.Next != announced || signedBy() != abrupt {
+		t.Fatalf("unannounced rotate: signing %s, keys %+v", abrupt, keys)
+	}
+	rotate("?drop_old=true")
+	listKeys()
+	if len(keys.Keys) != 2 || keys.Active != announced {
+		t.Fatalf("after drop_old: %+v", keys)
 	}
 	var issued struct{ Issued map[string]int }
-	resp, err = http.Get(srv.URL + "/control/issued/sink")
+	resp, err := http.Get(srv.URL + "/control/issued/sink")
 	getJSON(t, resp, err, &issued)
-	if issued.Issued[first] != 1 || len(issued.Issued) != 2 {
+	if issued.Issued[first] != 1 || issued.Issued[next] != 1 || issued.Issued[abrupt] != 1 || len(issued.Issued) != 3 {
 		t.Fatalf("issued to sink: %v (first key %s)", issued.Issued, first)
 	}
 }

@@ -13,12 +13,17 @@
 //	POST /control/clients  {"id", "secret", "audience": [...], "lifetime": "20s", "fail_status": 503}
 //	                       registers (or replaces) a client: its tokens' audience and lifetime,
 //	                       or an HTTP status every request of it gets
-//	POST /control/rotate   a new signing key; ?drop_old=true unpublishes the old ones
-//	GET  /control/keys     the published key ids, the signing one last
+//	POST /control/rotate   sign with the key published as the next one, and publish a new
+//	                       next key; ?unannounced=true signs with a key published only now
+//	                       (a broker refuses the first token it signs, until it has fetched
+//	                       the JWKS again); ?drop_old=true unpublishes the old keys
+//	GET  /control/keys     the published key ids, the active one and the next one
 //	GET  /control/issued/ID  the tokens issued to client ID, per signing key id
 //
-// Keys live in memory: a restarted issuer has new ones, which a broker
-// fetches again when it meets a token with an unknown key id.
+// The issuer publishes the key it will sign with next before it signs with
+// it, as providers that rotate well do. Keys live in memory: a restarted
+// issuer has new ones, which a broker fetches again when it meets a token
+// with an unknown key id (refusing that first token).
 package main
 
 import (
