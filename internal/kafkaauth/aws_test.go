@@ -174,6 +174,12 @@ func TestIAMFromEnvironment(t *testing.T) {
 		t.Fatal("no authentication reached the broker")
 	}
 	checkSigned(t, msgs[0], "AKIAENVIRONMENT0001", "env-secret", "env-session", "eu-west-1")
+
+	// What sink check prints: where they came from, never the secret.
+	r, err := Probe(context.Background(), iamKafka(t, config.AWS{}))
+	if err != nil || r.What != `credentials from EnvConfigCredentials (access key …0001), region "eu-west-1"` {
+		t.Fatalf("Probe = %+v, %v", r, err)
+	}
 }
 
 // TestIAMFromProfile: a named profile of the shared files gives the keys
