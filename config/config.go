@@ -641,6 +641,9 @@ func (c *Config) fillDerived() {
 	if c.Kafka.ClientID == "" && c.Name != "" {
 		c.Kafka.ClientID = "sink-" + c.Name
 	}
+	if c.SchemaRegistry.SubjectStrategy == "" {
+		c.SchemaRegistry.SubjectStrategy = SubjectAny
+	}
 	for i := range c.Routes {
 		r := &c.Routes[i]
 		if r.Format == "" {

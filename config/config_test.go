@@ -89,6 +89,7 @@ func TestDefaults(t *testing.T) {
 		ShutdownTimeout: 30 * time.Second,
 		Delivery:        DeliveryAtLeastOnce,
 		Fanout:          FanoutFirst,
+		SchemaRegistry:  SchemaRegistry{SubjectStrategy: SubjectAny},
 	}
 	if !reflect.DeepEqual(noCache(got), want) {
 		t.Fatalf("defaults:\ngot:\n%s\nwant:\n%s", got, want)

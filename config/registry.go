@@ -20,7 +20,30 @@ type SchemaRegistry struct {
 	// TLS is for https:// URLs that need a private CA or a client
 	// certificate; https:// with the system's CAs needs no TLS section.
 	TLS TLS `koanf:"tls"`
+	// SubjectStrategy says which schemas a topic's records may name:
+	// SubjectAny (the default) every id the registry serves;
+	// SubjectTopicName only schemas registered under the topic's subject
+	// (TOPIC-value, TOPIC-key for keys); SubjectTopicRecordName under a
+	// subject TOPIC-<record name>. A record naming another is bad.
+	SubjectStrategy string `koanf:"subject_strategy"`
 }
+
+// Subject naming strategies (schema_registry.subject_strategy), named after
+// the producers' serializer settings they match.
+const (
+	// SubjectAny checks nothing: a record may name any schema id the
+	// registry has (what Confluent's and Apicurio's deserializers do; the
+	// choice for producers with RecordNameStrategy, whose subjects name a
+	// record type that any topic may carry).
+	SubjectAny = "any"
+	// SubjectTopicName: TopicNameStrategy (Confluent's default,
+	// Apicurio's TopicIdStrategy).
+	SubjectTopicName = "topic_name"
+	// SubjectTopicRecordName: TopicRecordNameStrategy.
+	SubjectTopicRecordName = "topic_record_name"
+)
+
+var subjectStrategies = []string{SubjectAny, SubjectTopicName, SubjectTopicRecordName}
 
 // Enabled reports whether a registry is configured.
 func (s SchemaRegistry) Enabled() bool { return len(s.URLs) > 0 }
@@ -57,6 +80,7 @@ func (c *Config) validateSchemaRegistry(p *problems) {
 	}
 	p.password(key, s.Password, s.PasswordFile)
 	p.tlsSection(key+".tls", s.TLS)
+	p.oneOf(key+".subject_strategy", s.SubjectStrategy, subjectStrategies)
 }
 
 // checkRegistryURL returns what is wrong with a registry URL, or "".

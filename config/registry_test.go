@@ -51,6 +51,18 @@ func TestSchemaRegistryConfig(t *testing.T) {
 	f(env(urls+"http://registry:8081", "SINK_SCHEMA_REGISTRY__TLS__ENABLED=true"),
 		`schema_registry.urls[0]: "http://registry:8081" is http://, but schema_registry.tls is enabled; use https://`)
 
+	// Subject strategies.
+	for _, s := range []string{"any", "topic_name", "topic_record_name"} {
+		f(env(urls+"http://r:1", "SINK_SCHEMA_REGISTRY__SUBJECT_STRATEGY="+s), "")
+	}
+	f(env(urls+"http://r:1", "SINK_SCHEMA_REGISTRY__SUBJECT_STRATEGY=TopicNameStrategy"),
+		`schema_registry.subject_strategy: "TopicNameStrategy" is not one of any, topic_name, topic_record_name`)
+	if c, err := Parse([]byte(base), nil); err != nil {
+		t.Fatal(err)
+	} else if c.SchemaRegistry.SubjectStrategy != SubjectAny {
+		t.Fatalf("subject_strategy by default: %q, want any", c.SchemaRegistry.SubjectStrategy)
+	}
+
 	// Auth.
 	f(env(urls+"http://r:1", "SINK_SCHEMA_REGISTRY__USERNAME=key"),
 		"schema_registry.password: required with schema_registry.username: set SINK_SCHEMA_REGISTRY__PASSWORD or schema_registry.password_file")

@@ -30,6 +30,7 @@ import (
 	"sink/internal/metrics"
 	"sink/internal/pipeline"
 	"sink/internal/registry"
+	"sink/internal/tables"
 	"sink/internal/writer"
 )
 
@@ -37,7 +38,7 @@ import (
 // *writer.Writer, or a *writer.Cluster when a route has a target.
 type Sink interface {
 	pipeline.Sink
-	pipeline.TableCreator
+	tables.Creator
 	writer.InsertCounter
 	Conn() driver.Conn
 	Close() error
@@ -175,7 +176,7 @@ func (p *Parts) Pipeline(ctx context.Context, cfg *config.Config, log zerolog.Lo
 		return nil, err
 	}
 	p.tables = p.tables[:0]
-	for _, t := range pl.Tables() {
+	for _, t := range pl.Catalog().Targets() {
 		p.tables = append(p.tables, t.FullName())
 	}
 	return pl, nil

@@ -56,6 +56,14 @@ func WithDedupToken(ctx context.Context, token string) context.Context {
 	})
 }
 
+// WithDistributedSync returns ctx carrying the setting that makes an
+// INSERT into a Distributed table synchronous: it returns only once every
+// shard has its rows (insert_distributed_sync, the older name of
+// distributed_foreground_insert, which newer servers keep).
+func WithDistributedSync(ctx context.Context) context.Context {
+	return WithInsertSettings(ctx, clickhouse.Settings{"insert_distributed_sync": 1})
+}
+
 // DedupToken is the token ctx carries (WithDedupToken); "" when none.
 func DedupToken(ctx context.Context) string {
 	tok, _ := InsertSettings(ctx)["insert_deduplication_token"].(string)

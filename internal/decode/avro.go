@@ -73,6 +73,7 @@ type avroFormat struct {
 	image string
 	// key reads the record key for $key columns (keyCols), nil if none.
 	key     *avroFormat
+	keys    bool // this format reads record keys (their subjects are TOPIC-key)
 	keyCols []bool
 
 	rd   *avro.Reader
@@ -83,6 +84,7 @@ type avroFormat struct {
 	jv    []*fastjson.Value // per Plan column read as JSON: its value (converted in read)
 	arena []byte            // the record's strings and number texts
 	items int               // array and map items read, bounded by maxAvroItems
+	free  freeCount         // values that took no bytes (limits.go)
 	size  int               // the payload's length, which bounds any length in it
 	dec   decimals
 }
@@ -106,7 +108,7 @@ func newAvroFormat(env formatEnv) *avroFormat {
 // newAvroKey returns the reader of registry-framed keys for env.
 func newAvroKey(env formatEnv) *avroFormat {
 	k := newAvroFormat(env)
-	k.whole = true
+	k.whole, k.keys = true, true
 	return k
 }
 
@@ -178,22 +180,23 @@ func (f *avroFormat) begin(r recordData) error {
 		}
 		return errTombstone
 	}
-	if err := f.decodeFramed(r.value); err != nil {
+	if err := f.decodeFramed(r.value, r.topic); err != nil {
 		return err
 	}
 	if f.key != nil {
-		return f.key.decodeKey(r.key)
+		return f.key.decodeKey(r.key, r.topic)
 	}
 	return nil
 }
 
-// decodeFramed decodes a registry-framed value into the slots.
-func (f *avroFormat) decodeFramed(value []byte) error {
+// decodeFramed decodes a registry-framed value (a key, with f.keys) of a
+// record of topic into the slots.
+func (f *avroFormat) decodeFramed(value []byte, topic string) error {
 	id, payload, err := frameID(value)
 	if err != nil {
 		return err
 	}
-	prog, err := f.readers.get(id)
+	prog, err := f.readers.get(id, topic, f.keys)
 	if err != nil {
 		return err
 	}
@@ -203,7 +206,7 @@ func (f *avroFormat) decodeFramed(value []byte) error {
 // decodeKey decodes a record key into the slots: registry-framed (magic
 // byte 0 and a schema id) with its schema, otherwise its bytes as text, and
 // a missing key as missing.
-func (f *avroFormat) decodeKey(key []byte) error {
+func (f *avroFormat) decodeKey(key []byte, topic string) error {
 	if len(key) < 5 || key[0] != 0 {
 		for i, b := range f.binds {
 			if b.path == nil {
@@ -217,7 +220,7 @@ func (f *avroFormat) decodeKey(key []byte) error {
 		}
 		return nil
 	}
-	err := f.decodeFramed(key)
+	err := f.decodeFramed(key, topic)
 	if br, ok := err.(*badRecord); ok {
 		br.reason = "record key: " + br.reason
 	}
@@ -232,7 +235,7 @@ func (f *avroFormat) decode(prog *avroProgram, payload []byte) error {
 		f.jv[i] = nil
 	}
 	f.arena = f.arena[:0]
-	f.items = 0
+	f.items, f.free = 0, 0
 	f.size = len(payload)
 	rd := f.rd.Reset(payload)
 	rd.Error = nil

@@ -76,6 +76,7 @@ type avroOp struct {
 	schema   avro.Schema // opSkip, opJSON: the value's schema
 	leaf     leafKind
 	scale    int      // decimal
+	prec     int      // decimal: its precision, the most digits a value has
 	size     int      // fixed
 	symbols  []string // enum
 	cols     []int    // opNull, opLeaf: the columns set
@@ -97,6 +98,9 @@ func (f *avroFormat) compileSchema(s *registry.Schema) (*avroProgram, error) {
 	sch, err := parseAvroSchema(s)
 	if err != nil {
 		return nil, err
+	}
+	if err := checkAvroSchema(sch); err != nil {
+		return nil, fmt.Errorf("invalid Avro schema: %v", err)
 	}
 	prog := &avroProgram{id: s.ID}
 	var reqs []bindReq
@@ -295,7 +299,8 @@ func scalarOp(s avro.Schema) (avroOp, error) {
 		op.leaf, op.size = leafFixed, t.Size()
 		switch lt {
 		case string(avro.Decimal):
-			op.leaf, op.scale = leafDecimalFixed, t.Logical().(*avro.DecimalLogicalSchema).Scale()
+			d := t.Logical().(*avro.DecimalLogicalSchema)
+			op.leaf, op.scale, op.prec = leafDecimalFixed, d.Scale(), d.Precision()
 		case string(avro.UUID):
 			if t.Size() == 16 {
 				op.leaf = leafUUIDFixed
@@ -335,7 +340,8 @@ func scalarOp(s avro.Schema) (avroOp, error) {
 		case avro.Bytes:
 			op.leaf = leafBytes
 			if lt == string(avro.Decimal) {
-				op.leaf, op.scale = leafDecimalBytes, t.Logical().(*avro.DecimalLogicalSchema).Scale()
+				d := t.Logical().(*avro.DecimalLogicalSchema)
+				op.leaf, op.scale, op.prec = leafDecimalBytes, d.Scale(), d.Precision()
 			}
 		default:
 			return avroOp{}, fmt.Errorf("unsupported Avro type %s", t.Type())

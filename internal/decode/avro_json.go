@@ -13,93 +13,125 @@ import (
 )
 
 // render appends the JSON text of a value of schema s (see avroFormat for
-// how each type is written).
+// how each type is written). The text stops at the row's bound (an
+// error): a small record must not write a huge value.
 func (f *avroFormat) render(dst []byte, s avro.Schema, depth int) ([]byte, error) {
 	if depth > maxAvroDepth {
 		return dst, errors.New("values nest deeper than " + strconv.Itoa(maxAvroDepth))
 	}
-	rd := f.rd
 	s = resolveRef(s)
-	var err error
 	switch t := s.(type) {
 	case *avro.RecordSchema:
-		dst = append(dst, '{')
-		for i, fld := range t.Fields() {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendJSONString(dst, s2b(fld.Name()))
-			dst = append(dst, ':')
-			if dst, err = f.render(dst, fld.Type(), depth+1); err != nil || rd.Error != nil {
-				return dst, err
-			}
-		}
-		return append(dst, '}'), nil
+		return f.renderRecord(dst, t, depth)
 	case *avro.UnionSchema:
-		i := rd.ReadLong()
-		if rd.Error != nil {
-			return dst, nil
+		b, err := f.branch(t)
+		switch {
+		case err != nil || b == nil:
+			return dst, err
+		case b.Type() == avro.Null:
+			return append(dst, "null"...), nil // its index took a byte
 		}
-		if i < 0 || i >= int64(len(t.Types())) {
-			return dst, fmt.Errorf("union branch %d of %d", i, len(t.Types()))
-		}
-		return f.render(dst, t.Types()[i], depth+1)
+		return f.render(dst, b, depth+1)
 	case *avro.ArraySchema:
-		dst = append(dst, '[')
-		err = f.blocks(func(i int) error {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			var err error
-			dst, err = f.render(dst, t.Items(), depth+1)
-			return err
-		})
-		return append(dst, ']'), err
+		return f.renderItems(dst, '[', t.Items(), false, depth)
 	case *avro.MapSchema:
-		dst = append(dst, '{')
-		err = f.blocks(func(i int) error {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			n, err := f.bytesLen()
-			if err != nil {
-				return err
-			}
-			dst = appendJSONString(dst, f.readN(n))
-			dst = append(dst, ':')
-			dst, err = f.render(dst, t.Values(), depth+1)
-			return err
-		})
-		return append(dst, '}'), err
+		return f.renderItems(dst, '{', t.Values(), true, depth)
 	case *avro.EnumSchema:
-		i := rd.ReadInt()
-		if rd.Error != nil {
-			return dst, nil
-		}
-		if i < 0 || int(i) >= len(t.Symbols()) {
-			return dst, fmt.Errorf("enum index %d of %d symbols", i, len(t.Symbols()))
-		}
-		return appendJSONString(dst, s2b(t.Symbols()[i])), nil
+		return f.renderEnum(dst, t)
 	}
 	if isDuration(s) {
-		raw := f.readN(12)
-		le := func(b []byte) uint64 { return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 }
-		dst = append(dst, `{"months":`...)
-		dst = strconv.AppendUint(dst, le(raw[0:4]), 10)
-		dst = append(dst, `,"days":`...)
-		dst = strconv.AppendUint(dst, le(raw[4:8]), 10)
-		dst = append(dst, `,"milliseconds":`...)
-		dst = strconv.AppendUint(dst, le(raw[8:12]), 10)
-		return append(dst, '}'), nil
+		return f.renderDuration(dst), nil
 	}
 	if s.Type() == avro.Null {
-		return append(dst, "null"...), nil
+		return append(dst, "null"...), f.free.add(1)
 	}
 	op, err := scalarOp(s)
 	if err != nil {
 		return dst, err
 	}
 	return f.renderLeaf(dst, &op)
+}
+
+// renderEnum writes an enum's symbol as a JSON string.
+func (f *avroFormat) renderEnum(dst []byte, t *avro.EnumSchema) ([]byte, error) {
+	i := f.rd.ReadInt()
+	if f.rd.Error != nil {
+		return dst, nil
+	}
+	if i < 0 || int(i) >= len(t.Symbols()) {
+		return dst, fmt.Errorf("enum index %d of %d symbols", i, len(t.Symbols()))
+	}
+	return appendJSONString(dst, s2b(t.Symbols()[i])), nil
+}
+
+// textFits checks the JSON text being written against the row's bound.
+func (f *avroFormat) textFits(dst []byte) error {
+	if max := f.policy.rowBytes(); len(dst) > max {
+		return errTextBytes(max)
+	}
+	return nil
+}
+
+// renderRecord writes a record as a JSON object.
+func (f *avroFormat) renderRecord(dst []byte, t *avro.RecordSchema, depth int) ([]byte, error) {
+	if len(t.Fields()) == 0 {
+		return append(dst, "{}"...), f.free.add(1)
+	}
+	dst = append(dst, '{')
+	for i, fld := range t.Fields() {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendJSONString(dst, s2b(fld.Name()))
+		dst = append(dst, ':')
+		var err error
+		if dst, err = f.render(dst, fld.Type(), depth+1); err != nil || f.rd.Error != nil {
+			return dst, err
+		}
+		if err := f.textFits(dst); err != nil {
+			return dst, err
+		}
+	}
+	return append(dst, '}'), nil
+}
+
+// renderItems writes an array's items as a JSON array (open '[') or a
+// map's entries as a JSON object (open '{', keyed).
+func (f *avroFormat) renderItems(dst []byte, open byte, items avro.Schema, keyed bool, depth int) ([]byte, error) {
+	dst = append(dst, open)
+	err := f.blocks(func(i int) error {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		if keyed {
+			n, err := f.bytesLen()
+			if err != nil {
+				return err
+			}
+			dst = appendJSONString(dst, f.readN(n))
+			dst = append(dst, ':')
+		}
+		var err error
+		if dst, err = f.render(dst, items, depth+1); err != nil {
+			return err
+		}
+		return f.textFits(dst)
+	})
+	return append(dst, open+2), err // ']' and '}' are two past '[' and '{'
+}
+
+// renderDuration writes a duration (fixed 12: months, days, milliseconds,
+// little-endian) as a JSON object.
+func (f *avroFormat) renderDuration(dst []byte) []byte {
+	raw := f.readN(12)
+	le := func(b []byte) uint64 { return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 }
+	dst = append(dst, `{"months":`...)
+	dst = strconv.AppendUint(dst, le(raw[0:4]), 10)
+	dst = append(dst, `,"days":`...)
+	dst = strconv.AppendUint(dst, le(raw[4:8]), 10)
+	dst = append(dst, `,"milliseconds":`...)
+	dst = strconv.AppendUint(dst, le(raw[8:12]), 10)
+	return append(dst, '}')
 }
 
 // renderLeaf reads a scalar and writes it as JSON.

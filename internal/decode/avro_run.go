@@ -14,14 +14,6 @@ import (
 	"github.com/hamba/avro/v2"
 )
 
-// maxAvroItems bounds the array and map items one record may hold, so a
-// hostile block count of zero-width items (nulls) cannot spin; maxAvroDepth
-// bounds nesting (recursive schemas).
-const (
-	maxAvroItems = 1 << 20
-	maxAvroDepth = 128
-)
-
 // run executes ops (a record's fields) against the reader.
 func (f *avroFormat) run(prog *avroProgram, ops []avroOp, depth int) error {
 	if depth > maxAvroDepth {
@@ -40,48 +32,73 @@ func (f *avroFormat) run(prog *avroProgram, ops []avroOp, depth int) error {
 }
 
 func (f *avroFormat) step(prog *avroProgram, op *avroOp, depth int) error {
-	rd := f.rd
 	switch op.kind {
 	case opSkip:
 		return f.skip(op.schema, depth)
 	case opNull:
-		for _, col := range op.cols {
-			f.vals[col].kind = inNull
-		}
+		f.setNull(op.cols)
+		return f.free.add(1) // a field of type null (a union's null branch: unionStep)
 	case opRecord:
 		for _, col := range op.cols {
 			f.vals[col].kind = inTrue // the record is there
 		}
+		if len(op.fields) == 0 {
+			return f.free.add(1)
+		}
 		return f.run(prog, op.fields, depth+1)
 	case opUnion:
-		i := rd.ReadLong()
-		if rd.Error != nil {
-			return nil
-		}
-		if i < 0 || i >= int64(len(op.branches)) {
-			return fmt.Errorf("union branch %d of %d", i, len(op.branches))
-		}
-		return f.step(prog, &op.branches[i], depth+1)
+		return f.unionStep(prog, op, depth)
 	case opLeaf:
 		return f.leaf(op)
 	case opJSON:
-		slot := &prog.json[op.slot]
-		var err error
-		if slot.buf, err = f.render(slot.buf[:0], op.schema, depth+1); err != nil || rd.Error != nil {
-			return err
+		return f.jsonStep(prog, op, depth)
+	}
+	return nil
+}
+
+// setNull makes the columns cols NULL.
+func (f *avroFormat) setNull(cols []int) {
+	for _, col := range cols {
+		f.vals[col].kind = inNull
+	}
+}
+
+// unionStep reads a union's branch index and runs the branch's step. A
+// null branch took its index's byte: not a free value.
+func (f *avroFormat) unionStep(prog *avroProgram, op *avroOp, depth int) error {
+	i := f.rd.ReadLong()
+	if f.rd.Error != nil {
+		return nil
+	}
+	if i < 0 || i >= int64(len(op.branches)) {
+		return fmt.Errorf("union branch %d of %d", i, len(op.branches))
+	}
+	if br := &op.branches[i]; br.kind == opNull {
+		f.setNull(br.cols)
+		return nil
+	}
+	return f.step(prog, &op.branches[i], depth+1)
+}
+
+// jsonStep renders a value as JSON and hands it to the columns that read
+// it (whole, or at a path below it).
+func (f *avroFormat) jsonStep(prog *avroProgram, op *avroOp, depth int) error {
+	slot := &prog.json[op.slot]
+	var err error
+	if slot.buf, err = f.render(slot.buf[:0], op.schema, depth+1); err != nil || f.rd.Error != nil {
+		return err
+	}
+	v, perr := slot.parser.ParseBytes(slot.buf)
+	if perr != nil {
+		return fmt.Errorf("nested value: %v", perr)
+	}
+	for i, col := range slot.cols {
+		if p := slot.paths[i]; len(p) > 0 {
+			f.jv[col] = v.Get(p...)
+		} else {
+			f.jv[col] = v
 		}
-		v, perr := slot.parser.ParseBytes(slot.buf)
-		if perr != nil {
-			return fmt.Errorf("nested value: %v", perr)
-		}
-		for i, col := range slot.cols {
-			if p := slot.paths[i]; len(p) > 0 {
-				f.jv[col] = v.Get(p...)
-			} else {
-				f.jv[col] = v
-			}
-			f.vals[col].kind = inMissing
-		}
+		f.vals[col].kind = inMissing
 	}
 	return nil
 }
@@ -97,6 +114,19 @@ func (f *avroFormat) bytesLen() (int, error) {
 		return 0, fmt.Errorf("string or bytes length %d in a %d-byte record", n, f.size)
 	}
 	return int(n), nil
+}
+
+// fits checks a fixed size n against the record before n bytes are set
+// aside for it: a fixed larger than the whole payload cannot be in it, and
+// one of size 0 is a free value.
+func (f *avroFormat) fits(n int) error {
+	if n == 0 {
+		return f.free.add(1)
+	}
+	if n > f.size {
+		return fmt.Errorf("fixed of %d bytes in a %d-byte record", n, f.size)
+	}
+	return nil
 }
 
 // readN reads n bytes into the arena and returns them.
@@ -154,17 +184,8 @@ func (f *avroFormat) readLeaf(op *avroOp, in *input) error {
 		f.floatText(in, float64(rd.ReadFloat()), 32)
 	case leafDouble:
 		f.floatText(in, rd.ReadDouble(), 64)
-	case leafString, leafBytes:
-		n, err := f.bytesLen()
-		if err != nil {
-			return err
-		}
-		in.kind, in.b = inStr, f.readN(n)
-	case leafFixed:
-		in.kind, in.b = inStr, f.readN(op.size)
-	case leafUUIDFixed:
-		raw := f.readN(16)
-		in.kind, in.b = inStr, f.appendUUID(raw)
+	case leafString, leafBytes, leafFixed, leafUUIDFixed, leafDecimalBytes, leafDecimalFixed:
+		return f.readBytesLeaf(op, in)
 	case leafEnum:
 		i := rd.ReadInt()
 		if rd.Error != nil {
@@ -174,24 +195,44 @@ func (f *avroFormat) readLeaf(op *avroOp, in *input) error {
 			return fmt.Errorf("enum index %d of %d symbols", i, len(op.symbols))
 		}
 		in.kind, in.b = inStr, s2b(op.symbols[i])
-	case leafDecimalBytes, leafDecimalFixed:
-		n := op.size
-		if op.leaf == leafDecimalBytes {
-			var err error
-			if n, err = f.bytesLen(); err != nil {
-				return err
-			}
-		}
-		raw := f.readN(n)
-		start := len(f.arena)
-		f.arena = f.dec.decimalText(f.arena, raw, op.scale)
-		in.kind, in.b = inNum, f.arena[start:len(f.arena):len(f.arena)]
 	case leafDate:
 		days := int64(rd.ReadInt())
 		in.kind, in.n, in.t = inTime, days, time.Unix(days*secondsPerDay, 0).UTC()
 	default: // timestamps
 		v := rd.ReadLong()
 		in.kind, in.n, in.t = inTime, v, avroInstant(op.leaf, v)
+	}
+	return nil
+}
+
+// readBytesLeaf reads a scalar stored as bytes (string, bytes, fixed, a
+// uuid or decimal on either) into in, its length checked against the
+// record first.
+func (f *avroFormat) readBytesLeaf(op *avroOp, in *input) error {
+	n := op.size
+	var err error
+	switch op.leaf {
+	case leafString, leafBytes, leafDecimalBytes:
+		n, err = f.bytesLen()
+	default:
+		err = f.fits(n)
+	}
+	if err != nil || f.rd.Error != nil {
+		return err
+	}
+	raw := f.readN(n)
+	switch op.leaf {
+	case leafUUIDFixed:
+		in.kind, in.b = inStr, f.appendUUID(raw)
+	case leafDecimalBytes, leafDecimalFixed:
+		if err := checkDecimal(raw, op.prec, ""); err != nil {
+			return err
+		}
+		start := len(f.arena)
+		f.arena = f.dec.decimalText(f.arena, raw, op.scale)
+		in.kind, in.b = inNum, f.arena[start:len(f.arena):len(f.arena)]
+	default:
+		in.kind, in.b = inStr, raw
 	}
 	return nil
 }
@@ -268,6 +309,10 @@ func (f *avroFormat) blocks(item func(i int) error) error {
 			n = -n
 			rd.ReadLong() // the block's byte size
 		}
+		if n > int64(max(f.size, maxFreeValues)) {
+			// Each item takes a byte of the record, or is a free value.
+			return fmt.Errorf("block of %d items in a %d-byte record", n, f.size)
+		}
 		if err := f.moreItems(n); err != nil {
 			return err
 		}
@@ -290,9 +335,11 @@ func (f *avroFormat) skip(s avro.Schema, depth int) error {
 		return errors.New("values nest deeper than " + strconv.Itoa(maxAvroDepth))
 	}
 	rd := f.rd
-	s = resolveRef(s)
-	switch t := s.(type) {
+	switch t := resolveRef(s).(type) {
 	case *avro.RecordSchema:
+		if len(t.Fields()) == 0 {
+			return f.free.add(1)
+		}
 		for _, fld := range t.Fields() {
 			if err := f.skip(fld.Type(), depth+1); err != nil || rd.Error != nil {
 				return err
@@ -300,37 +347,58 @@ func (f *avroFormat) skip(s avro.Schema, depth int) error {
 		}
 		return nil
 	case *avro.UnionSchema:
-		i := rd.ReadLong()
-		if rd.Error != nil {
-			return nil
+		b, err := f.branch(t)
+		if err != nil || b == nil || b.Type() == avro.Null {
+			return err // a null branch took its index's byte
 		}
-		if i < 0 || i >= int64(len(t.Types())) {
-			return fmt.Errorf("union branch %d of %d", i, len(t.Types()))
-		}
-		return f.skip(t.Types()[i], depth+1)
+		return f.skip(b, depth+1)
 	case *avro.ArraySchema:
 		return f.blocks(func(int) error { return f.skip(t.Items(), depth+1) })
 	case *avro.MapSchema:
-		return f.blocks(func(int) error {
-			n, err := f.bytesLen()
-			if err != nil {
-				return err
-			}
-			rd.SkipNBytes(n)
-			return f.skip(t.Values(), depth+1)
-		})
+		return f.blocks(func(int) error { return f.skipEntry(t.Values(), depth+1) })
 	case *avro.FixedSchema:
+		if err := f.fits(t.Size()); err != nil {
+			return err
+		}
 		rd.SkipNBytes(t.Size())
 		return nil
-	case *avro.EnumSchema:
-		rd.SkipInt()
-		return nil
 	}
+	return f.skipPrimitive(s)
+}
+
+// skipEntry reads past a map entry: its key, and a value of schema s.
+func (f *avroFormat) skipEntry(s avro.Schema, depth int) error {
+	n, err := f.bytesLen()
+	if err != nil {
+		return err
+	}
+	f.rd.SkipNBytes(n)
+	return f.skip(s, depth)
+}
+
+// branch reads a union's branch index and returns the branch's schema
+// (nil with a nil error when the read failed: rd.Error says why).
+func (f *avroFormat) branch(u *avro.UnionSchema) (avro.Schema, error) {
+	i := f.rd.ReadLong()
+	if f.rd.Error != nil {
+		return nil, nil
+	}
+	if i < 0 || i >= int64(len(u.Types())) {
+		return nil, fmt.Errorf("union branch %d of %d", i, len(u.Types()))
+	}
+	return u.Types()[i], nil
+}
+
+// skipPrimitive reads past a value of a primitive schema s (or an enum:
+// its index).
+func (f *avroFormat) skipPrimitive(s avro.Schema) error {
+	rd := f.rd
 	switch s.Type() {
 	case avro.Null:
+		return f.free.add(1)
 	case avro.Boolean:
 		rd.SkipBool()
-	case avro.Int:
+	case avro.Int, avro.Enum:
 		rd.SkipInt()
 	case avro.Long:
 		rd.SkipLong()

@@ -186,7 +186,11 @@ type dbzCol struct {
 	path  []string // route.SourceBlock: the path below the source block
 	cls   colClass // route.Field: how Debezium's encodings reach the column type
 	scale int      // route.Field: the column's Decimal scale (schema-less decimals)
-	day   bool     // route.Field: a Date or Date32 column (no time of day)
+	// route.Field into a Decimal(P, S) column: P - S, the integer digits
+	// it holds, and its type; "" for other columns (decimals.column).
+	intDigits int
+	decType   string
+	day       bool // route.Field: a Date or Date32 column (no time of day)
 }
 
 func newDebeziumFormat(st *appendState) *debeziumFormat {
@@ -217,6 +221,9 @@ func (d *debeziumFormat) bind(col int, c chschema.ColumnSchema, t *chType, src r
 	case route.Field:
 		d.fields.add(col, src.Path)
 		dc.cls, dc.scale = classOf(t), columnScale(t)
+		if b := t.base(); b.kind == kDecimal {
+			dc.intDigits, dc.decType = b.n-b.scale, b.str
+		}
 		dc.day = t.base().kind == kDate || t.base().kind == kDate32
 	case route.SourceBlock:
 		dc.path = src.Path
@@ -504,6 +511,7 @@ func (d *debeziumFormat) read(i int, in *input) error {
 			return nil
 		}
 		if s := &d.fields.paths[i]; len(s.rest) == 0 && (in.kind == inStr || in.kind == inNum || in.kind == inObject) {
+			d.dec.column(c.intDigits, c.decType)
 			if d.hasSchema {
 				return d.convertSem(c, d.cur[s.slot], in)
 			}

@@ -51,6 +51,7 @@ type dbzAvroCol struct {
 func newDbzAvroFormat(env formatEnv) *dbzAvroFormat {
 	d := &dbzAvroFormat{st: env.st, env: newAvroFormat(env), key: newAvroFormat(env)}
 	d.env.image = "after" // schema drift: the row image's fields no column reads
+	d.key.keys = true
 	str, long := parseType("Nullable(String)"), parseType("Nullable(Int64)")
 	slot := func(t *chType, present bool, path ...string) int {
 		i := len(d.env.binds)
@@ -144,11 +145,11 @@ func (d *dbzAvroFormat) begin(r recordData) error {
 	if len(r.value) == 0 {
 		return errTombstone
 	}
-	if err := d.env.decodeFramed(r.value); err != nil {
+	if err := d.env.decodeFramed(r.value, r.topic); err != nil {
 		return err
 	}
 	if d.env.key != nil {
-		if err := d.env.key.decodeKey(r.key); err != nil {
+		if err := d.env.key.decodeKey(r.key, r.topic); err != nil {
 			return err
 		}
 	}
@@ -170,7 +171,7 @@ func (d *dbzAvroFormat) begin(r recordData) error {
 		if len(r.key) < 5 || r.key[0] != 0 {
 			return bad("", "invalid Debezium event: delete without a before image and without a registry-framed record key")
 		}
-		if err := d.key.decodeKey(r.key); err != nil {
+		if err := d.key.decodeKey(r.key, r.topic); err != nil {
 			return err
 		}
 		d.fromKey = true
@@ -179,7 +180,7 @@ func (d *dbzAvroFormat) begin(r recordData) error {
 		// (placeholder); a key that does not decode leaves every column
 		// strict, and one whose schema cannot be fetched now holds the
 		// record like any other.
-		err := d.key.decodeKey(r.key)
+		err := d.key.decodeKey(r.key, r.topic)
 		if errors.Is(err, ErrUnavailable) {
 			return err
 		}

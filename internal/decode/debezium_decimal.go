@@ -16,6 +16,16 @@ import (
 type decimals struct {
 	raw, mag, digits, dec []byte
 	bi                    big.Int
+	// The Decimal column being read (column): its integer digits and
+	// type; "" for other columns and formats.
+	intDigits int
+	colType   string
+}
+
+// column sets the Decimal column the next values are read for: P - S of
+// Decimal(P, S), and its type ("": not a Decimal column).
+func (d *decimals) column(intDigits int, colType string) {
+	d.intDigits, d.colType = intDigits, colType
 }
 
 // base64 decodes standard base64 text into the scratch buffer.
@@ -55,6 +65,16 @@ func (d *decimals) decimalFromBase64(in *input, b64 []byte, scale int) error {
 	raw, err := d.base64(b64)
 	if err != nil {
 		return reasonf("cannot decode %s as Debezium Decimal bytes (base64 of the unscaled value)", show(in))
+	}
+	// A Decimal(P, S) column holds P - S integer digits, so an unscaled
+	// value of scale s has at most P - S + s digits: bounded before any
+	// digit is made.
+	maxDigits := 0
+	if d.colType != "" {
+		maxDigits = max(d.intDigits+scale, 1)
+	}
+	if err := checkDecimal(raw, maxDigits, d.colType); err != nil {
+		return err
 	}
 	d.dec = d.decimalText(d.dec[:0], raw, scale)
 	in.kind, in.b = inNum, d.dec

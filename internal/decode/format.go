@@ -74,11 +74,15 @@ type keyReader interface {
 type recordData struct {
 	value, key []byte
 	offset     int64
+	topic      string // for the schema registry's subjects (Schema.CheckSubject)
 }
 
 // badRecord is a format's answer for a record it cannot decode: the column
 // at fault ("" for the whole record) and why.
-type badRecord struct{ column, reason string }
+type badRecord struct {
+	column, reason string
+	cause          error // ErrPanic when a recovered panic is the reason
+}
 
 func (e *badRecord) Error() string { return e.reason }
 

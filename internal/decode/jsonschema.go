@@ -50,7 +50,7 @@ func (f *jsonSchemaFormat) begin(r recordData) error {
 	if err != nil {
 		return err
 	}
-	if _, err := f.schemas.get(id); err != nil {
+	if _, err := f.schemas.get(id, r.topic, false); err != nil {
 		return err
 	}
 	r.value = payload

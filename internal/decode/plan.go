@@ -1,6 +1,7 @@
 package decode
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -349,17 +350,51 @@ type hinted interface {
 // r again later), and leaves b unchanged. b may
 // come from any Plan with the same Columns(); a block of another layout is a
 // programming error and panics.
-func (p *Plan) Append(b *Block, r *kgo.Record) error {
+//
+// A row that would hold more than the policy's MaxRowBytes decoded is a
+// *RecordError. So is a panic while r is decoded (a bug the record
+// exposes): it is recovered here, b is rolled back, and the error matches
+// ErrPanic; the Plan goes on with the next record.
+func (p *Plan) Append(b *Block, r *kgo.Record) (err error) {
 	if b.sig != p.sig {
 		panic("decode: Append to a Block whose columns differ from the Plan's")
 	}
-	if err := p.format.begin(recordData{value: r.Value, key: r.Key, offset: r.Offset}); err != nil {
+	rows, bytes := b.rows, b.bytes
+	defer func() {
+		if v := recover(); v != nil {
+			err = p.recovered(b, r, rows, bytes, v)
+		}
+	}()
+	if err := p.format.begin(recordData{value: r.Value, key: r.Key, offset: r.Offset, topic: r.Topic}); err != nil {
 		if b, ok := err.(*badRecord); ok {
-			return recordError(r, b.column, b.reason)
+			e := recordError(r, b.column, b.reason)
+			e.cause = b.cause
+			return e
 		}
 		return err
 	}
 	return p.appendRow(b, r)
+}
+
+// ErrPanic matches (errors.Is) the *RecordError of a record whose decoding
+// panicked: the record is bad as far as the pipeline goes (dead-lettered,
+// or the connector stops), and its reason says where the sink failed.
+var ErrPanic = errors.New("decoder panic")
+
+// recovered rolls b back to rows and bytes after the panic v, clears the
+// row's scratch, and returns r's bad-record error.
+func (p *Plan) recovered(b *Block, r *kgo.Record, rows, bytes int, v any) error {
+	reason := panicReason(v)
+	for _, c := range b.bufs {
+		c.truncate(rows)
+	}
+	b.unavail.drop(rows)
+	b.rows, b.bytes = rows, bytes
+	p.st.b, p.st.unavailable = nil, false
+	p.marks = p.marks[:0]
+	e := recordError(r, "", reason)
+	e.cause = ErrPanic
+	return e
 }
 
 // appendRow reads every column's source (from the record the format has
@@ -369,6 +404,7 @@ func (p *Plan) appendRow(b *Block, r *kgo.Record) error {
 	c := &p.st
 	c.b = b
 	bytes0 := b.bytes
+	maxRow := p.policy.rowBytes()
 	in := &c.in
 	p.marks = p.marks[:0]
 	for i := range p.srcs {
@@ -382,36 +418,14 @@ func (p *Plan) appendRow(b *Block, r *kgo.Record) error {
 		} else {
 			readRecord(s, r, in)
 		}
-		if err == nil && c.unavailable {
-			// The record does not carry this value (unavailable.go): the
-			// row gets the column's zero until the pipeline fills it.
-			c.unavailable = false
-			var keys []int
-			f := p.format.(filler)
-			if keys, err = f.fillKeys(); err == nil {
-				ver, del := f.metaCols()
-				b.unavail.note(Cell{Row: b.rows, Col: i}, keys, ver, del)
-				if err = p.noteOldKey(b, r, keys); err == nil {
-					in.kind = inMissing
-					err = b.bufs[i].add(c, in)
-				}
-			}
-			if err != nil {
-				err = fmt.Errorf("%v (the value is Debezium's placeholder for an unchanged TOASTed value)", err)
-			}
-		} else if err == nil {
-			if p.fills != nil && p.fills[i] != nil && (in.kind == inMissing || in.kind == inNull && !takesNull(p.types[i])) {
-				// The column's DEFAULT, as ClickHouse gives a missing value:
-				// what the user asked for, not a default policed or counted.
-				c.fromJSON(p.fills[i], in)
-			}
-			err = p.checkDefault(i, in)
-			if err == nil {
-				err = b.bufs[i].add(c, in)
-			}
+		if err == nil {
+			err = p.addValue(b, r, i, in)
 		}
 		if err != nil && p.holes != nil && p.holes.placeholder(i) {
 			err = p.zeroPlaceholder(b, i)
+		}
+		if err == nil && b.bytes-bytes0 > maxRow {
+			err = errRowBytes(maxRow)
 		}
 		if err != nil {
 			c.unavailable = false
@@ -430,6 +444,42 @@ func (p *Plan) appendRow(b *Block, r *kgo.Record) error {
 	p.countDefaults()
 	p.noteUnmapped()
 	return nil
+}
+
+// addValue appends in, column i's value of record r, to b's column i: a
+// value the record does not carry (unavailable.go) as the column's zero,
+// noted for the pipeline to fill; a missing one as the column's DEFAULT
+// when it has one; otherwise as it is, after the policy's check.
+func (p *Plan) addValue(b *Block, r *kgo.Record, i int, in *input) error {
+	c := &p.st
+	if !c.unavailable {
+		if p.fills != nil && p.fills[i] != nil && (in.kind == inMissing || in.kind == inNull && !takesNull(p.types[i])) {
+			// The column's DEFAULT, as ClickHouse gives a missing value:
+			// what the user asked for, not a default policed or counted.
+			c.fromJSON(p.fills[i], in)
+		}
+		if err := p.checkDefault(i, in); err != nil {
+			return err
+		}
+		return b.bufs[i].add(c, in)
+	}
+	// The record does not carry this value: the row gets the column's
+	// zero until the pipeline fills it.
+	c.unavailable = false
+	f := p.format.(filler)
+	keys, err := f.fillKeys()
+	if err == nil {
+		ver, del := f.metaCols()
+		b.unavail.note(Cell{Row: b.rows, Col: i}, keys, ver, del)
+		if err = p.noteOldKey(b, r, keys); err == nil {
+			in.kind = inMissing
+			err = b.bufs[i].add(c, in)
+		}
+	}
+	if err != nil {
+		err = fmt.Errorf("%v (the value is Debezium's placeholder for an unchanged TOASTed value)", err)
+	}
+	return err
 }
 
 // Unappend takes back the row that the last successful Append added to b,
@@ -509,7 +559,11 @@ type RecordError struct {
 	Offset    int64
 	Column    string // empty for whole-record errors (malformed JSON)
 	Reason    string
+	cause     error // ErrPanic for a recovered panic, else nil
 }
+
+// Unwrap is the error class behind the record's reason: ErrPanic, or nil.
+func (e *RecordError) Unwrap() error { return e.cause }
 
 // Error names the record first, then the reason, cut (errtext.Cap) so that
 // the whole text fits errtext.Max with the record's coordinates whole (the

@@ -22,6 +22,9 @@ type Policy struct {
 	// names it refuses are tracked apart (UnmappedField.Refused, drift.go),
 	// so that they never take the slots of the names it accepts.
 	Unmapped func(name string) bool
+	// MaxRowBytes bounds the bytes one row holds decoded (as Block.Bytes
+	// counts them); 0 means DefaultMaxRowBytes.
+	MaxRowBytes int
 }
 
 // Default reasons, as DefaultsApplied reports them.

@@ -138,8 +138,9 @@ func (f *protoFormat) bindKey(col int, c chschema.ColumnSchema, t *chType) {
 	_ = f.bind(col, c, t, route.Source{Kind: route.Key}, false)
 }
 
-// decodeKey sets f.keyIn to the record key as the $key columns read it.
-func (f *protoFormat) decodeKey(key []byte) error {
+// decodeKey sets f.keyIn to the record key (of a record of topic) as the
+// $key columns read it.
+func (f *protoFormat) decodeKey(key []byte, topic string) error {
 	if key == nil {
 		f.keyIn = input{kind: inMissing}
 		return nil
@@ -153,7 +154,7 @@ func (f *protoFormat) decodeKey(key []byte) error {
 		return bad("", "record key: "+err.Error())
 	}
 	f.keyIdx = idx
-	pf, err := f.schemas.get(id)
+	pf, err := f.schemas.get(id, topic, true)
 	if err != nil {
 		if br, ok := err.(*badRecord); ok {
 			br.reason = "record key: " + br.reason
@@ -191,6 +192,11 @@ func (f *protoFormat) begin(r recordData) error {
 		return bad("", err.Error())
 	}
 	f.idx = idx
+	// The schema, checked against the topic (cached: the readers below
+	// are per schema id and message, not per topic).
+	if _, err := f.schemas.get(id, r.topic, false); err != nil {
+		return err
+	}
 	f.key = binary.AppendUvarint(f.key[:0], uint64(id))
 	for _, i := range idx {
 		f.key = binary.AppendUvarint(f.key, uint64(i))
@@ -199,7 +205,7 @@ func (f *protoFormat) begin(r recordData) error {
 	if rd == nil || !bytes.Equal(f.key, f.lastKey) {
 		rd = f.readers[string(f.key)]
 		if rd == nil {
-			if rd, err = f.newReader(id, idx); err != nil {
+			if rd, err = f.newReader(id, idx, r.topic); err != nil {
 				return err
 			}
 			if len(f.readers) >= maxProtoReaders {
@@ -213,22 +219,24 @@ func (f *protoFormat) begin(r recordData) error {
 	if rd.skip != nil {
 		return rd.skip
 	}
+	f.js.start(f.policy.rowBytes())
 	f.payload = payload
 	if err := rd.scan(payload); err != nil {
 		return err
 	}
 	if f.keyCols != nil {
-		return f.decodeKey(r.key)
+		return f.decodeKey(r.key, r.topic)
 	}
 	return nil
 }
 
-// newReader builds the reader of schema id's message at indexes. A schema
+// newReader builds the reader of schema id's message at indexes, for a
+// record of topic. A schema
 // the registry cannot serve now is an error matching ErrUnavailable (retry;
 // the record is fine); anything the record's frame is to blame for is a
 // *badRecord.
-func (f *protoFormat) newReader(id int, idx []int) (*protoReader, error) {
-	pf, err := f.schemas.get(id)
+func (f *protoFormat) newReader(id int, idx []int, topic string) (*protoReader, error) {
+	pf, err := f.schemas.get(id, topic, false)
 	if err != nil {
 		return nil, err
 	}

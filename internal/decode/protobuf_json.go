@@ -21,11 +21,6 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
-// maxProtoDepth bounds message nesting (a recursive schema and a hostile
-// payload could otherwise nest until the stack runs out; protobuf-go's
-// own limit is 10000, real data nests a handful deep).
-const maxProtoDepth = 100
-
 // pbJSON writes Protobuf values as JSON. out is the caller's reused
 // buffer; fields is scratch for one message level's fields, shared by the
 // levels below (each truncates back to where it started).
@@ -33,6 +28,24 @@ type pbJSON struct {
 	out    []byte
 	fields []pbField
 	occs   []protoOcc // one field's occurrences, per level (as fields)
+	// Per record (start): the most bytes a value's text may take (the
+	// row's bound), and the absent fields written at their defaults,
+	// which take no bytes of the record (limits.go).
+	max  int
+	free freeCount
+}
+
+// start readies j for a record whose rows hold at most max bytes.
+func (j *pbJSON) start(max int) {
+	j.max, j.free = max, 0
+}
+
+// fits checks the text being written against the row's bound.
+func (j *pbJSON) fits(dst []byte) error {
+	if len(dst) > j.max {
+		return errTextBytes(j.max)
+	}
+	return nil
 }
 
 // pbField is one field occurrence of a message being written.
@@ -51,66 +64,89 @@ func (j *pbJSON) field(dst []byte, fd protoreflect.FieldDescriptor, buf []byte, 
 // map as an object, a repeated field as an array (packed runs expanded),
 // a singular field as its last occurrence.
 func (j *pbJSON) fieldAt(dst []byte, fd protoreflect.FieldDescriptor, buf []byte, occ []protoOcc, depth int) ([]byte, error) {
-	var err error
-	n := len(occ)
 	switch {
 	case fd.IsMap():
-		kfd, vfd := fd.MapKey(), fd.MapValue()
-		dst = append(dst, '{')
-		for i := 0; i < n; i++ {
-			off := occ[i].off
-			entry, m := protowire.ConsumeBytes(buf[off:])
-			if m < 0 {
-				return nil, badWire(fd, m)
-			}
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			if dst, err = j.mapEntry(dst, kfd, vfd, entry, depth); err != nil {
-				return nil, err
-			}
-		}
-		return append(dst, '}'), nil
+		return j.mapField(dst, fd, buf, occ, depth)
 	case fd.IsList():
-		dst = append(dst, '[')
-		first := true
-		for i := 0; i < n; i++ {
-			off, wt := occ[i].off, occ[i].wt
-			if wt == protowire.BytesType && wireOf(fd.Kind()) != protowire.BytesType {
-				// packed: a run of scalars in one length-delimited value
-				run, m := protowire.ConsumeBytes(buf[off:])
-				if m < 0 {
-					return nil, badWire(fd, m)
-				}
-				ewt := wireOf(fd.Kind())
-				for len(run) > 0 {
-					if !first {
-						dst = append(dst, ',')
-					}
-					first = false
-					v, _, k := scalarAt(ewt, run)
-					if k < 0 {
-						return nil, badWire(fd, k)
-					}
-					if dst, err = j.scalar(dst, fd, v, nil); err != nil {
-						return nil, err
-					}
-					run = run[k:]
-				}
-				continue
-			}
+		return j.listField(dst, fd, buf, occ, depth)
+	}
+	last := occ[len(occ)-1]
+	return j.one(dst, fd, last.wt, buf[last.off:], depth)
+}
+
+// mapField writes map field fd's entries as a JSON object.
+func (j *pbJSON) mapField(dst []byte, fd protoreflect.FieldDescriptor, buf []byte, occ []protoOcc, depth int) ([]byte, error) {
+	kfd, vfd := fd.MapKey(), fd.MapValue()
+	dst = append(dst, '{')
+	for i, o := range occ {
+		entry, m := protowire.ConsumeBytes(buf[o.off:])
+		if m < 0 {
+			return nil, badWire(fd, m)
+		}
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		var err error
+		if dst, err = j.mapEntry(dst, kfd, vfd, entry, depth); err != nil {
+			return nil, err
+		}
+		if err := j.fits(dst); err != nil {
+			return nil, err
+		}
+	}
+	return append(dst, '}'), nil
+}
+
+// listField writes repeated field fd's values as a JSON array.
+func (j *pbJSON) listField(dst []byte, fd protoreflect.FieldDescriptor, buf []byte, occ []protoOcc, depth int) ([]byte, error) {
+	dst = append(dst, '[')
+	first := true
+	for _, o := range occ {
+		var err error
+		if o.wt == protowire.BytesType && wireOf(fd.Kind()) != protowire.BytesType {
+			dst, first, err = j.packed(dst, fd, buf[o.off:], first)
+		} else {
 			if !first {
 				dst = append(dst, ',')
 			}
 			first = false
-			if dst, err = j.one(dst, fd, wt, buf[off:], depth); err != nil {
-				return nil, err
-			}
+			dst, err = j.one(dst, fd, o.wt, buf[o.off:], depth)
 		}
-		return append(dst, ']'), nil
+		if err == nil {
+			err = j.fits(dst)
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
-	last := occ[n-1]
-	return j.one(dst, fd, last.wt, buf[last.off:], depth)
+	return append(dst, ']'), nil
+}
+
+// packed writes a packed run of scalars (one length-delimited value at
+// the start of b) as array elements, after a comma unless first, and
+// returns whether the array is still empty.
+func (j *pbJSON) packed(dst []byte, fd protoreflect.FieldDescriptor, b []byte, first bool) ([]byte, bool, error) {
+	run, m := protowire.ConsumeBytes(b)
+	if m < 0 {
+		return nil, first, badWire(fd, m)
+	}
+	ewt := wireOf(fd.Kind())
+	for len(run) > 0 {
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		v, _, k := scalarAt(ewt, run)
+		if k < 0 {
+			return nil, first, badWire(fd, k)
+		}
+		var err error
+		if dst, err = j.scalar(dst, fd, v, nil); err != nil {
+			return nil, first, err
+		}
+		run = run[k:]
+	}
+	return dst, first, nil
 }
 
 // mapEntry writes "key":value for one map entry message.
@@ -168,8 +204,11 @@ func (j *pbJSON) key(dst []byte, fd protoreflect.FieldDescriptor, v uint64, p []
 }
 
 // absent writes the value of a field that does not occur: its default
-// (null for a message).
+// (null for a message), a free value.
 func (j *pbJSON) absent(dst []byte, fd protoreflect.FieldDescriptor) ([]byte, error) {
+	if err := j.free.add(1); err != nil {
+		return nil, err
+	}
 	if fd.Message() != nil {
 		return append(dst, "null"...), nil
 	}
@@ -254,7 +293,62 @@ func (j *pbJSON) message(dst []byte, md protoreflect.MessageDescriptor, b []byte
 	if depth > maxProtoDepth {
 		return nil, reasonf("Protobuf messages nest deeper than %d", maxProtoDepth)
 	}
-	switch wellKnown(md) {
+	if wk := wellKnown(md); wk != wktNone {
+		return j.wellKnownValue(dst, wk, md, b, depth)
+	}
+	base := len(j.fields)
+	defer func() { j.fields = j.fields[:base] }()
+	if err := j.collect(b); err != nil {
+		return nil, err
+	}
+	dst = append(dst, '{')
+	first := true
+	fields := md.Fields()
+	for i := 0; i < fields.Len(); i++ {
+		fd := fields.Get(i)
+		if fd.Kind() == protoreflect.GroupKind {
+			continue
+		}
+		var err error
+		if dst, first, err = j.member(dst, fd, b, base, first, depth); err != nil {
+			return nil, err
+		}
+	}
+	return append(dst, '}'), nil
+}
+
+// member writes field fd of the message being written (its fields
+// collected from base on) as "name":value, after a comma unless first;
+// an absent field with presence, an absent repeated field or map is left
+// out. It returns whether the object is still empty.
+func (j *pbJSON) member(dst []byte, fd protoreflect.FieldDescriptor, b []byte, base int, first bool, depth int) ([]byte, bool, error) {
+	ob := len(j.occs)
+	defer func() { j.occs = j.occs[:ob] }()
+	occ := j.gather(base, fd)
+	if len(occ) == 0 && (fd.HasPresence() || fd.IsList() || fd.IsMap()) {
+		return dst, first, nil
+	}
+	if !first {
+		dst = append(dst, ',')
+	}
+	dst = appendJSONString(dst, s2b(string(fd.Name())))
+	dst = append(dst, ':')
+	var err error
+	if len(occ) == 0 {
+		dst, err = j.absent(dst, fd)
+	} else {
+		dst, err = j.fieldAt(dst, fd, b, occ, depth)
+	}
+	if err == nil {
+		err = j.fits(dst)
+	}
+	return dst, false, err
+}
+
+// wellKnownValue writes a well-known type's message (kind wk) as the
+// JSON it stands for.
+func (j *pbJSON) wellKnownValue(dst []byte, wk wkt, md protoreflect.MessageDescriptor, b []byte, depth int) ([]byte, error) {
+	switch wk {
 	case wktTimestamp:
 		t, err := timestampOf(b)
 		if err != nil {
@@ -265,10 +359,6 @@ func (j *pbJSON) message(dst []byte, md protoreflect.MessageDescriptor, b []byte
 		return append(dst, '"'), nil
 	case wktDuration:
 		return durationText(dst, b)
-	case wktWrapper, wktValue:
-		// One field set (a wrapper's value, a Value's kind): that field's
-		// value; none: the default (a wrapper) or null (a Value).
-		return j.single(dst, md, b, depth)
 	case wktStruct, wktList:
 		// A Struct is its map<string, Value> fields written as the
 		// object, a ListValue its repeated Value values as the array.
@@ -282,43 +372,10 @@ func (j *pbJSON) message(dst []byte, md protoreflect.MessageDescriptor, b []byte
 		defer func() { j.occs = j.occs[:ob] }()
 		return j.fieldAt(dst, fd, b, j.gather(base, fd), depth)
 	}
-	base := len(j.fields)
-	defer func() { j.fields = j.fields[:base] }()
-	if err := j.collect(b); err != nil {
-		return nil, err
-	}
-	dst = append(dst, '{')
-	first := true
-	fields := md.Fields()
-	var err error
-	for i := 0; i < fields.Len(); i++ {
-		fd := fields.Get(i)
-		if fd.Kind() == protoreflect.GroupKind {
-			continue
-		}
-		ob := len(j.occs)
-		occ := j.gather(base, fd)
-		n := len(occ)
-		if n == 0 && (fd.HasPresence() || fd.IsList() || fd.IsMap()) {
-			continue
-		}
-		if !first {
-			dst = append(dst, ',')
-		}
-		first = false
-		dst = appendJSONString(dst, s2b(string(fd.Name())))
-		dst = append(dst, ':')
-		if n == 0 {
-			dst, err = j.absent(dst, fd)
-		} else {
-			dst, err = j.fieldAt(dst, fd, b, occ, depth)
-		}
-		j.occs = j.occs[:ob]
-		if err != nil {
-			return nil, err
-		}
-	}
-	return append(dst, '}'), nil
+	// A wrapper or Value: one field set (a wrapper's value, a Value's
+	// kind): that field's value; none: the default (a wrapper) or null
+	// (a Value).
+	return j.single(dst, md, b, depth)
 }
 
 // single writes the one field of a wrapper or Value that is set.

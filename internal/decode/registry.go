@@ -84,63 +84,96 @@ type schemaReaders[R any] struct {
 	reg   Registry
 	build func(*registry.Schema) (R, error)
 	m     map[int]readerEntry[R]
-	// The last id's entry, so a stream of one schema costs no map lookup.
-	lastID int
-	last   readerEntry[R]
-	ok     bool
+	// The last id's entry, so a stream of one schema costs no map lookup,
+	// with the topic and key-ness its subjects were checked for.
+	lastID    int
+	lastTopic string
+	lastKey   bool
+	last      readerEntry[R]
+	ok        bool
 }
 
 type readerEntry[R any] struct {
-	r   R
-	err error // a *badRecord: the schema cannot fill the columns
+	r      R
+	err    error            // a *badRecord: the schema cannot fill the columns
+	schema *registry.Schema // its subjects, for the topics of its records
 }
 
 func newSchemaReaders[R any](reg Registry, build func(*registry.Schema) (R, error)) *schemaReaders[R] {
 	return &schemaReaders[R]{reg: reg, build: build, m: map[int]readerEntry[R]{}}
 }
 
-// get returns the reader of schema id. The error is a *badRecord (the
-// registry says the id does not exist, or the schema cannot fill the
-// columns) or wraps ErrUnavailable (nothing is cached for id: retried on
-// the next record that names it).
-func (c *schemaReaders[R]) get(id int) (R, error) {
-	if c.ok && id == c.lastID {
+// get returns the reader of schema id for a record of topic (its key, when
+// key is set). The error is a *badRecord (the registry says the id does not
+// exist, the schema is not one the topic's records may name under
+// schema_registry.subject_strategy, or it cannot fill the columns) or wraps
+// ErrUnavailable (nothing is cached for id: retried on the next record that
+// names it).
+func (c *schemaReaders[R]) get(id int, topic string, key bool) (R, error) {
+	if c.ok && id == c.lastID && key == c.lastKey && topic == c.lastTopic {
 		return c.last.r, c.last.err
 	}
-	e, found := c.m[id]
-	if !found {
-		ctx, cancel := context.WithTimeout(context.Background(), lookupTimeout)
-		s, err := c.reg.Schema(ctx, id)
-		cancel()
-		switch {
-		case err != nil && errors.Is(err, registry.ErrBadRecord):
-			// Not cached here: the registry client remembers "not
-			// found" for a while and asks again after, in case the id
-			// is registered late.
-			var zero R
-			return zero, bad("", err.Error())
-		case err != nil && !errors.Is(err, ErrUnavailable):
-			var zero R
-			return zero, fmt.Errorf("%w: schema id %d: %w", ErrUnavailable, id, err)
-		case err != nil:
-			var zero R
-			return zero, err
+	e, err := c.entry(id)
+	if err == nil && e.schema != nil {
+		if serr := e.schema.CheckSubject(topic, key); serr != nil {
+			err = bad("", serr.Error())
 		}
-		e.r, err = c.build(s)
-		if err != nil {
-			var br *badRecord
-			if !errors.As(err, &br) {
-				err = bad("", fmt.Sprintf("schema id %d: %v", id, err))
-			}
-			e.err = err
-		}
-		if len(c.m) >= maxReaders {
-			clear(c.m)
-		}
-		c.m[id] = e
 	}
-	c.lastID, c.last, c.ok = id, e, true
+	if err != nil {
+		var zero R
+		return zero, err
+	}
+	c.lastID, c.lastTopic, c.lastKey, c.last, c.ok = id, topic, key, e, true
 	return e.r, e.err
+}
+
+// entry returns the cached reader of schema id, or fetches and compiles
+// it; the error is the registry's (get's, the schema's own aside).
+func (c *schemaReaders[R]) entry(id int) (readerEntry[R], error) {
+	if e, found := c.m[id]; found {
+		return e, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), lookupTimeout)
+	s, err := c.reg.Schema(ctx, id)
+	cancel()
+	switch {
+	case err != nil && errors.Is(err, registry.ErrBadRecord):
+		// Not cached here: the registry client remembers "not
+		// found" for a while and asks again after, in case the id
+		// is registered late.
+		return readerEntry[R]{}, bad("", err.Error())
+	case err != nil && !errors.Is(err, ErrUnavailable):
+		return readerEntry[R]{}, fmt.Errorf("%w: schema id %d: %w", ErrUnavailable, id, err)
+	case err != nil:
+		return readerEntry[R]{}, err
+	}
+	e := readerEntry[R]{schema: s}
+	e.r, err = c.compile(id, s)
+	if err != nil {
+		var br *badRecord
+		if !errors.As(err, &br) {
+			err = bad("", fmt.Sprintf("schema id %d: %v", id, err))
+		}
+		e.err = err
+	}
+	if len(c.m) >= maxReaders {
+		clear(c.m)
+	}
+	c.m[id] = e
+	return e, nil
+}
+
+// compile builds the reader of schema id, s; a panic while it does is the
+// schema's fault as far as its records go (a bug the schema exposes): a
+// bad-record reason, cached like a schema that cannot fill the columns,
+// so it is not compiled again for every record.
+func (c *schemaReaders[R]) compile(id int, s *registry.Schema) (r R, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &badRecord{reason: fmt.Sprintf("schema id %d: %s", id, panicReason(v)), cause: ErrPanic}
+		}
+	}()
+	return c.build(s)
 }
 
 // frameID splits a registry-framed Avro or JSON Schema value into its

@@ -3,14 +3,12 @@ package pipeline
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
 
-	"sink/internal/batch"
-	"sink/internal/chtable"
 	"sink/internal/offsets"
+	"sink/internal/pipeline/dispatch"
 	"sink/internal/status"
 )
 
@@ -99,7 +97,7 @@ func (p *Pipeline) probePositions() {
 	p.probingPos = true
 	go func() {
 		c, e, err := ps.Positions(context.Background(), topics)
-		p.positions <- positionsResult{committed: c, ends: e, err: err} // buffered: one probe at a time
+		p.post(positionsRead{p: p, r: positionsResult{committed: c, ends: e, err: err}})
 	}()
 }
 
@@ -194,7 +192,7 @@ func (p *Pipeline) handleControl(writeCtx context.Context, req controlReq) {
 	case req.op == opPause && p.state == status.Running:
 		p.setState(status.Pausing)
 		p.pauseFetch()
-		p.log.Info().Int("open_batches", p.disp.openBatches()).Int("in_flight", p.disp.inFlight()).
+		p.log.Info().Int("open_batches", p.disp.OpenBatches()).Int("in_flight", p.disp.InFlight()).
 			Msg("pausing: fetching stopped; inserting and committing the open batches")
 		p.advancePause(writeCtx)
 	case req.op == opResume && p.pausing():
@@ -229,19 +227,18 @@ func (p *Pipeline) pauseFetch() {
 // pause is decoded, every batch is inserted, and every position committed.
 // Records waiting for the schema registry stay held (and uncommitted).
 func (p *Pipeline) advancePause(writeCtx context.Context) {
-	if p.state != status.Pausing || p.fatal != nil || len(p.pending) > 0 {
+	if p.state != status.Pausing || p.fatal != nil || p.in.HasPending() {
 		return
 	}
-	p.disp.eachOpen(func(a *accState) { p.seal(writeCtx, a, batch.ReasonPause) })
+	p.disp.SealAll(writeCtx, dispatch.Pause)
 	if p.unacked() > 0 || p.revoke != nil {
 		return
 	}
-	p.commitNow()
-	if len(p.uncommitted) > 0 {
+	if !p.committer.commitNow() {
 		return // the commit failed: retried at the next commit tick
 	}
 	p.setState(status.Paused)
-	p.log.Info().Dur("took", p.now().Sub(p.stateSince)).Str("committed", p.committedSummary()).
+	p.log.Info().Dur("took", p.now().Sub(p.stateSince)).Str("committed", p.committer.summary()).
 		Msg("paused: every batch inserted and committed; still a member of the group")
 }
 
@@ -277,18 +274,6 @@ func (p *Pipeline) committedSeen(c map[offsets.TP]offsets.Commit) {
 	}
 }
 
-// insertFailure is a table's last failed INSERT attempt, stored by insert
-// goroutines.
-type insertFailure struct {
-	msg  string
-	code int32
-	at   time.Time
-}
-
-func newInsertFailure(at chtable.Attempt, now time.Time) *insertFailure {
-	return &insertFailure{msg: at.Err.Error(), code: at.Code, at: now}
-}
-
 // publish builds a snapshot of the owner's state and publishes it.
 func (p *Pipeline) publish() {
 	now := p.now()
@@ -298,56 +283,23 @@ func (p *Pipeline) publish() {
 	} else if p.failure != nil {
 		s.Error = p.failure.Error()
 	}
-	backpressure := p.paused || p.held.holding()
+	backpressure := p.paused || p.in.Held().Holding()
 	s.Backpressure = backpressure
 	if g, ok := p.cons.(protocolSource); ok {
 		s.GroupProtocol = g.GroupProtocol()
 	}
-	names := p.rt.tableNames()
-	open := map[*tableState][2]int{}
-	p.disp.eachOpen(func(a *accState) {
-		if !a.acc.Empty() {
-			v := open[a.key.table]
-			open[a.key.table] = [2]int{v[0] + 1, v[1] + a.acc.Data().Rows()}
-		}
-	})
-	for _, name := range names {
-		ts := p.rt.table(name)
+	for _, name := range p.cat.Names() {
+		ts := p.cat.Table(name)
 		t := status.Table{
 			Table:           name,
-			OpenBatches:     open[ts][0],
-			OpenRows:        open[ts][1],
-			QueuedBatches:   p.disp.queued(ts),
-			InFlightBatches: p.disp.inserting(ts),
-			History:         ts.hist.Series(now),
-			DeadLettered:    p.deadLettered(name),
-			DeadLetterTable: p.isDLQTable(ts),
+			DeadLettered:    p.cat.DeadLetters().Counted(name),
+			DeadLetterTable: ts.DeadLetter(),
 		}
-		t.Rows1m, t.Inserts1m = ts.hist.Sums(now, time.Minute)
-		t.Rows15m, t.Inserts15m = ts.hist.Sums(now, status.Window)
-		for _, shard := range slices.Sorted(maps.Keys(ts.shardHist)) {
-			h := ts.shardHist[shard]
-			sh := status.ShardInserts{Shard: shard}
-			sh.Rows1m, sh.Inserts1m = h.Sums(now, time.Minute)
-			sh.Rows15m, sh.Inserts15m = h.Sums(now, status.Window)
-			t.Shards = append(t.Shards, sh)
-		}
-		if !ts.lastInsert.IsZero() {
-			at := ts.lastInsert
-			t.LastInsert = &at
-		}
-		pol := p.policy(ts)
-		t.Target = status.Target{Mode: "fixed", Rows: pol.MaxRows, WaitSeconds: pol.MaxWait.Seconds()}
-		if ts.ctl != nil {
-			t.Target.Mode, t.Target.Reason = "adaptive", string(ts.target.Reason)
-		}
-		if f := ts.lastFail.Load(); f != nil {
-			t.LastError = &status.InsertError{Message: f.msg, Code: f.code, At: f.at, Retries: ts.retries.Load()}
-		}
+		p.disp.Status(ts, now, &t)
 		s.Tables = append(s.Tables, t)
 	}
 	for tp, seen := range p.seen {
-		pt := status.Partition{Topic: tp.Topic, Partition: tp.Partition, Backpressure: backpressure || p.held.has(tp)}
+		pt := status.Partition{Topic: tp.Topic, Partition: tp.Partition, Backpressure: backpressure || p.in.Held().Holds(tp)}
 		if seen.committed >= 0 {
 			c := seen.committed
 			pt.Committed = &c
@@ -362,7 +314,7 @@ func (p *Pipeline) publish() {
 		}
 		s.Partitions = append(s.Partitions, pt)
 	}
-	p.budgetStatus(s)
+	p.disp.Budgets(s)
 	slices.SortFunc(s.Partitions, func(a, b status.Partition) int {
 		if c := strings.Compare(a.Topic, b.Topic); c != 0 {
 			return c

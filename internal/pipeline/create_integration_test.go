@@ -195,8 +195,8 @@ func TestCreateRace(t *testing.T) {
 				}
 				defer w.Close()
 				p, err := pipeline.New(context.Background(), cfg, zerolog.Nop(), w, pipeline.WithSampler(consumer.Sampler{Kafka: cfg.Kafka}))
-				if err == nil && len(p.Tables()) != 1 {
-					err = fmt.Errorf("%d tables resolved", len(p.Tables()))
+				if err == nil && len(p.Catalog().Targets()) != 1 {
+					err = fmt.Errorf("%d tables resolved", len(p.Catalog().Targets()))
 				}
 				errs[i] = err
 			})

@@ -11,12 +11,10 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/internal/chschema"
 	"sink/internal/chtable"
-	"sink/internal/decode"
-	"sink/internal/route"
+	"sink/internal/tables"
 )
 
 // dlqRow is one row a dead-letter table got, by its columns.
@@ -46,7 +44,7 @@ func newDLQSink(name string) *dlqSink { return &dlqSink{fakeSink: newFakeSink(ni
 
 func (k *dlqSink) Describe(ctx context.Context, db, table string) ([]chschema.ColumnSchema, error) {
 	if db+"."+table == k.name {
-		return DLQTableSpec(db, table, chschema.ServerTypes{DateTime64: true}, 0, "").Columns, nil
+		return tables.DLQTableSpec(db, table, chschema.ServerTypes{DateTime64: true}, 0, "").Columns, nil
 	}
 	return k.fakeSink.Describe(ctx, db, table)
 }
@@ -78,12 +76,12 @@ func (k *dlqSink) Insert(ctx context.Context, t *chtable.Table, block chschema.B
 	k.inserts++
 	for i := range block.Rows() {
 		k.dlqRows = append(k.dlqRows, dlqRow{
-			table: col[dlqColTable].([]string)[i], topic: col["_topic"].([]string)[i],
+			table: col[tables.ColTargetTable].([]string)[i], topic: col["_topic"].([]string)[i],
 			partition: col["_partition"].([]int32)[i], offset: col["_offset"].([]int64)[i],
-			key: col["_key"].([]string)[i], value: col[dlqColValue].([]string)[i],
-			valueLen: col[dlqColValueLen].([]uint64)[i], errText: col[dlqColError].([]string)[i],
-			class: col[dlqColClass].([]string)[i],
-			hkeys: col[dlqColHeaderKeys].([][]string)[i], hvals: col[dlqColHeaderVals].([][]string)[i],
+			key: col["_key"].([]string)[i], value: col[tables.ColValue].([]string)[i],
+			valueLen: col[tables.ColValueLength].([]uint64)[i], errText: col[tables.ColError].([]string)[i],
+			class: col[tables.ColErrorClass].([]string)[i],
+			hkeys: col[tables.ColHeaderKeys].([][]string)[i], hvals: col[tables.ColHeaderValues].([][]string)[i],
 		})
 	}
 	return nil
@@ -145,9 +143,9 @@ func testUnitDLQTableRows(t *testing.T) {
 		valueLen int
 		class    string
 	}{
-		{2, binary, len(binary), ClassMalformed},
-		{3, `{"id":"seven"}`, 14, ClassColumn},
-		{4, long[:16], len(long), ClassMalformed},
+		{2, binary, len(binary), tables.ClassMalformed},
+		{3, `{"id":"seven"}`, 14, tables.ClassColumn},
+		{4, long[:16], len(long), tables.ClassMalformed},
 	}
 	for i, w := range want {
 		g := got[i]
@@ -156,8 +154,8 @@ func testUnitDLQTableRows(t *testing.T) {
 			t.Errorf("row %d: %+v, want offset %d value %q (%d bytes) class %s", i, g, w.offset, w.value, w.valueLen, w.class)
 		}
 	}
-	if st := r.p.Stats(); st.DLQ != 3 || r.p.deadLettered("db.t") != 3 {
-		t.Errorf("stats %+v, dead-lettered for db.t %d; want 3", st, r.p.deadLettered("db.t"))
+	if st := r.p.Stats(); st.DLQ != 3 || r.p.cat.DeadLetters().Counted("db.t") != 3 {
+		t.Errorf("stats %+v, dead-lettered for db.t %d; want 3", st, r.p.cat.DeadLetters().Counted("db.t"))
 	}
 }
 
@@ -238,104 +236,6 @@ func testUnitDLQTableAndTopic(t *testing.T) {
 	}
 }
 
-// TestUnitDLQTableEnvelope: every byte value, in the value, a key, a
-// header name and value, comes out of the dead-letter plan unchanged.
-func TestUnitDLQTableEnvelope(t *testing.T) {
-	cols := DLQTableSpec("db", "d", chschema.ServerTypes{}, 0, "").Columns
-	plan, err := decode.Compile(route.JSON, cols, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	all := make([]byte, 256)
-	for i := range all {
-		all[i] = byte(i)
-	}
-	for _, v := range [][]byte{all, nil, []byte(`"`), []byte(`\u0041`), []byte("\x00")} {
-		r := &kgo.Record{Topic: "t", Offset: 7, Key: all, Value: v, Headers: []kgo.RecordHeader{{Key: string(all), Value: v}}}
-		env := appendEnvelope(nil, r, errors.New("bad \xff reason"), "db.x", 1<<20, time.Unix(100, 0))
-		blk := plan.NewBlock()
-		envRec := &kgo.Record{Topic: r.Topic, Offset: r.Offset, Key: r.Key, Value: env}
-		if err := plan.Append(blk, envRec); err != nil {
-			t.Fatalf("value %q: %v", v, err)
-		}
-		got := map[string]any{}
-		for i, c := range blk.Columns() {
-			got[c.Name] = blk.ColumnData(i)
-		}
-		if s := got[dlqColValue].([]string)[0]; s != string(v) {
-			t.Errorf("value %q came out as %q", v, s)
-		}
-		if s := got["_key"].([]string)[0]; s != string(all) {
-			t.Errorf("key came out as %q", s)
-		}
-		if h := got[dlqColHeaderKeys].([][]string)[0]; len(h) != 1 || h[0] != string(all) {
-			t.Errorf("header keys %q", h)
-		}
-		if h := got[dlqColHeaderVals].([][]string)[0]; len(h) != 1 || h[0] != string(v) {
-			t.Errorf("header values %q, want %q", h, v)
-		}
-		if n := got[dlqColValueLen].([]uint64)[0]; n != uint64(len(v)) {
-			t.Errorf("value_length %d, want %d", n, len(v))
-		}
-		if e := got[dlqColError].([]string)[0]; !strings.HasPrefix(e, "bad ") || !strings.HasSuffix(e, " reason") {
-			t.Errorf("error %q", e)
-		}
-	}
-}
-
-// TestDLQTableSpecDDL: the statements the sink creates a dead-letter table
-// with, on one server with a TTL and on a cluster.
-func TestDLQTableSpecDDL(t *testing.T) {
-	ddl, err := chtable.CreateTableDDL(DLQTableSpec("db", "dead", chschema.ServerTypes{DateTime64: true}, 720*time.Hour, ""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(ddl) != 1 || !strings.Contains(ddl[0], "ENGINE = MergeTree() PARTITION BY toYYYYMM(dead_lettered_at) ORDER BY (target_table, _topic, _partition, _offset) TTL dead_lettered_at + INTERVAL 2592000 SECOND") ||
-		!strings.Contains(ddl[0], "`_timestamp` DateTime64(3)") {
-		t.Errorf("DDL %q", ddl)
-	}
-	ddl, err = chtable.CreateTableDDL(DLQTableSpec("db", "dead", chschema.ServerTypes{}, 0, "c1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(ddl) != 2 || !strings.Contains(ddl[0], "dead_local") || strings.Contains(ddl[0], "TTL") ||
-		!strings.Contains(ddl[1], "Distributed('c1', 'db', 'dead_local', rand())") || !strings.Contains(ddl[0], "`_timestamp` DateTime,") {
-		t.Errorf("cluster DDL %q", ddl)
-	}
-}
-
-// TestDLQSpecTTLNeedsServer: a TTL on a server without TTL (before 19.6)
-// is refused with the fix; without a TTL, or on a newer server, the spec
-// is made.
-func TestDLQSpecTTLNeedsServer(t *testing.T) {
-	v18, _ := chschema.ParseVersion("18.16.1")
-	v26, _ := chschema.ParseVersion("26.9.2.1")
-	for _, tc := range []struct {
-		v    chschema.Version
-		ttl  time.Duration
-		want string // "": the spec, with a TTL when ttl > 0
-	}{
-		{v18, time.Hour, "errors.dlq_table_ttl needs ClickHouse 19.6 or later (the server is 18.16.1)"},
-		{v18, 0, ""},
-		{v26, time.Hour, ""},
-	} {
-		cfg := unitConfig(t, "errors: {tolerance: all, dlq_table: dead}\n")
-		cfg.Errors.DLQTableTTL = tc.ttl
-		p := &Pipeline{cfg: cfg}
-		spec, err := p.dlqSpec("db", "dead", chschema.ServerInfo{Version: tc.v})
-		switch {
-		case tc.want != "":
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("%s ttl %s: %v, want %q", tc.v, tc.ttl, err, tc.want)
-			}
-		case err != nil:
-			t.Errorf("%s ttl %s: %v", tc.v, tc.ttl, err)
-		case (spec.TTL != "") != (tc.ttl > 0):
-			t.Errorf("%s ttl %s: spec TTL %q", tc.v, tc.ttl, spec.TTL)
-		}
-	}
-}
-
 // TestUnitDLQTableFanout: with fanout: all, a record bad for its routes is
 // one dead-letter row (meant for the first route that refused it), and the
 // records around it go to every table.
@@ -352,7 +252,7 @@ func testUnitDLQTableFanout(t *testing.T) {
 	if a, b := r.sink.inserted("db.t"), r.sink.inserted("db.u"); a != 2 || b != 2 {
 		t.Fatalf("%d rows in db.t, %d in db.u; want 2 each", a, b)
 	}
-	if got := sink.rowsIn(); len(got) != 1 || got[0].offset != 1 || got[0].table != "db.t" || got[0].class != ClassMalformed {
+	if got := sink.rowsIn(); len(got) != 1 || got[0].offset != 1 || got[0].table != "db.t" || got[0].class != tables.ClassMalformed {
 		t.Fatalf("dead-letter rows %+v, want offset 1 meant for db.t", got)
 	}
 }

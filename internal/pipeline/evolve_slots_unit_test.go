@@ -21,6 +21,7 @@ import (
 	"sink/internal/chschema"
 	"sink/internal/decode"
 	"sink/internal/metrics"
+	"sink/internal/tables"
 )
 
 // junkRows are records id from..from+n-1, each with a field of its own
@@ -123,7 +124,7 @@ func testUnitEvolveSlotsAgeOut(t *testing.T) {
 	r := startSlots(t, "", sink, m)
 	r.src.send(unitTP, 0, junkRows("junk_", 0, 70)...)
 	eventually(t, 5*time.Second, "offset 70 committed", func() bool { return r.src.committed(unitTP) == 70 })
-	time.Sleep(driftIdle + time.Minute)
+	time.Sleep(tables.DriftIdle + time.Minute)
 	sink.addColumn("city", "String") // a person's ALTER
 	r.src.send(unitTP, 70, cityRows(70, 6)...)
 	eventually(t, 5*time.Second, "offset 76 committed", func() bool { return r.src.committed(unitTP) == 76 })

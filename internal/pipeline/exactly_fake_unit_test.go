@@ -22,6 +22,7 @@ import (
 	"sink/internal/chtable"
 	"sink/internal/eos"
 	"sink/internal/offsets"
+	"sink/internal/tables"
 )
 
 // eoWorld is Kafka's and ClickHouse's state across runs.
@@ -366,7 +367,7 @@ type eoTable struct {
 
 func (s eoTable) Describe(ctx context.Context, db, table string) ([]chschema.ColumnSchema, error) {
 	if s.w.dlq != "" && db+"."+table == s.w.dlq {
-		return DLQTableSpec(db, table, chschema.ServerTypes{DateTime64: true}, 0, "").Columns, nil
+		return tables.DLQTableSpec(db, table, chschema.ServerTypes{DateTime64: true}, 0, "").Columns, nil
 	}
 	cols, err := s.fakeSink.Describe(ctx, db, table)
 	return append(cols, chschema.ColumnSchema{Name: "_topic", Type: "String"},

@@ -42,15 +42,15 @@ func BenchmarkRouteRecord(b *testing.B) {
 			for i := range b.N {
 				r := recs[i%len(recs)]
 				r.Offset = int64(i)
-				p.handleRecord(ctx, now, unitTP, r)
+				p.in.Record(ctx, now, unitTP, r)
 				for done := false; !done; {
 					select {
-					case a := <-p.acks:
-						p.handleAck(ctx, a)
+					case e := <-p.inbox:
+						e.Apply(ctx)
 					default:
-						done = p.disp.inFlight() < 4*cfg.ClickHouse.MaxInFlight
+						done = p.disp.InFlight() < 4*cfg.ClickHouse.MaxInFlight
 						if !done {
-							p.handleAck(ctx, <-p.acks)
+							(<-p.inbox).Apply(ctx)
 						}
 					}
 				}
@@ -72,12 +72,12 @@ func settle(b *testing.B, p *Pipeline, r *kgo.Record, offset int64) {
 	c := *r
 	c.Partition, c.Offset = 1, offset
 	for range 10 {
-		if _, held := p.routeRecord(ctx, time.Now(), offsets.TP{Topic: c.Topic, Partition: 1}, &c); !held {
+		if _, held := p.in.Record(ctx, time.Now(), offsets.TP{Topic: c.Topic, Partition: 1}, &c); !held {
 			return
 		}
 		select {
-		case s := <-p.schemas:
-			p.handleSchema(ctx, s)
+		case e := <-p.inbox: // the table's re-read
+			e.Apply(ctx)
 		case <-time.After(5 * time.Second):
 			b.Fatal("a held record's table re-read did not come back")
 		}

@@ -34,7 +34,8 @@
 //     deadline, when a pause is complete, at shutdown and when partitions
 //     are given up (the commit still out is waited for first), and, with
 //     exactly_once, the intent commit before each batch's INSERT
-//     (exactly.go): each at most kafka.request_timeout (commitOffsets),
+//     (internal/pipeline/exactly): each at most kafka.request_timeout
+//     (commitOffsets),
 //     after the commit still out; a commit that fails or times out is
 //     retried by the next one, an intent after its backoff. The commits
 //     after each INSERT and every kafka.commit_interval do not wait: they
@@ -46,7 +47,7 @@
 //   - A dead-letter produce (dlq.go): franz-go's Produce returns at once
 //     unless 50,000 records wait in its buffer; then it waits until one of
 //     them is acknowledged or fails (each fails after 10 retries).
-//   - Exactly-once recovery of newly assigned partitions (exactly.go,
+//   - Exactly-once recovery of newly assigned partitions (exactly's
 //     recoverParts, while franz-go's assigned callback waits for it): the
 //     group's ledgers (franz-go's request retries, 30 s), the topics' IDs
 //     and log ends (retried for at most a minute), each pending batch read
@@ -66,25 +67,24 @@
 // canceled Sink calls and look-ups up to cancelGrace each, and for the
 // poller, whose Poll returns once canceled.
 //
-// The files follow the jobs: ports.go (Source, Sink, ExactlyOnce, Sampler
-// and every optional capability asked of them), fetched.go (polled
-// records, decoded while the next fetch is read), routing.go (routes
-// to tables, tables named after their topic), dispatch.go (accumulators,
-// each table's queue and in-flight slots, inserts and their acks),
-// commit.go and committer.go (commits, off the owner), rebalance.go (assign, revoke with its deadline, loss), dlq.go
-// (bad records), dlqtable.go (bad records as rows of a dead-letter table), schema.go (tables that change while running), evolve.go
-// (fields no column takes: counted, logged, added as columns on request,
-// their records held until the column exists), held.go (records held for
-// the schema registry or a new column, in partition order), lookup.go
+// The files follow the jobs: ports.go (Source, Sink, ExactlyOnce and
+// every optional capability asked of them), fetched.go (polled records,
+// decoded while the next fetch is read), dispatch.go (accumulators, each
+// table's queue and in-flight slots, inserts and their acks), commit.go
+// and committer.go (commits, off the owner), rebalance.go (assign, revoke
+// with its deadline, loss), dlq.go (bad records), held.go (records held
+// for the schema registry or a new column, in partition order), lookup.go
 // (schema-registry look-ups off the owner goroutine), budget.go (the
-// budget of INSERTs per server: which batch goes when), create.go (missing tables created by New, on request, from a sample of
-// their topic's records; PlanCreates is the dry run),
-// delivery.go (what the delivery guarantee adds to the shared path, as
-// hooks; at-least-once adds nothing), exactly.go (exactly-once delivery,
-// the other implementation), fanout.go (routes chosen per record by
-// their when:, records in several tables), stats.go (summary line, metric
-// handles), admin.go (the state, pause and resume, the status snapshot) and
-// run.go (the loop, the poller, shutdown).
+// budget of INSERTs per server: which batch goes when), truncate.go
+// (TRUNCATE events), delivery.go (what the delivery guarantee adds to the
+// shared path, as hooks; at-least-once adds nothing; exactly-once is the
+// other implementation, internal/pipeline/exactly), fanout.go (routes
+// chosen per record by their when:, records in several tables), stats.go
+// (summary line, metric handles), admin.go (the state, pause and resume,
+// the status snapshot) and run.go (the loop, the poller, shutdown). The
+// routes and their tables (created, changed, evolved, dead-letter tables)
+// are internal/tables' Catalog; the fill of values a change event did not
+// carry is internal/cdc's.
 package pipeline
 
 import (
@@ -99,12 +99,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/config"
-	"sink/internal/chtable"
-	"sink/internal/decode"
 	"sink/internal/metrics"
 	"sink/internal/offsets"
-	"sink/internal/pace"
+	"sink/internal/pipeline/delivery"
+	"sink/internal/pipeline/dispatch"
+	"sink/internal/pipeline/intake"
 	"sink/internal/status"
+	"sink/internal/tables"
 )
 
 // Pipeline is one connector.
@@ -114,19 +115,15 @@ type Pipeline struct {
 	w    Sink
 	cons Source
 
-	rt routing // the routes and their tables (routing.go)
-
-	disp    dispatch // the open and the unacknowledged batches (dispatch.go)
+	cat     *tables.Catalog    // the routes and their tables (internal/tables)
+	in      *intake.Intake     // the records on their way in (internal/pipeline/intake)
+	disp    *dispatch.Dispatch // the open and the unacknowledged batches (internal/pipeline/dispatch)
 	tracker *offsets.Tracker
-	dlq     deadLetters // bad records whose dead-letter produce has not succeeded (dlq.go)
 	nextID  uint64
-	dlqt    *dlqTables // dead-letter tables and counts (dlqtable.go)
 
-	acks    chan ack
+	inbox   chan event // outcomes of the goroutines the pipeline started (events.go)
 	events  chan groupEvent
 	fetches chan kgo.Fetches
-	schemas chan schemaResult
-	parts   chan partsResult // adaptive batching's parts reads (adaptive.go)
 	want    chan struct{}
 	stopped chan struct{} // closed (stop) once Run's last commit is made
 	stopOne sync.Once
@@ -140,32 +137,21 @@ type Pipeline struct {
 	callsLive   atomic.Int64
 	cancelGrace time.Duration
 
-	uncommitted map[offsets.TP]offsets.Commit // positions of a failed commit, retried
-	committer   *committer                    // commits off the owner while Run runs (committer.go)
+	committer *committer // the tracker and the commits (committer.go)
 
-	polling bool          // a poll was requested and not yet delivered
-	pending []pendingPart // polled records not decoded yet (fetched.go)
+	polling bool // a poll was requested and not yet delivered
 	// recycle hands a record's memory back to franz-go's pool
-	// ((*kgo.Record).Recycle; tests poison the record instead); taken is
-	// the record the dead-letter produce just took, which the decode loop
-	// must not recycle (fetched.go, release).
+	// ((*kgo.Record).Recycle; tests poison the record instead).
 	recycle func(*kgo.Record)
-	taken   *kgo.Record
 	paused  bool
 	revoke  *revokeWait
-	lag     map[offsets.TP]int64
-	stats   Stats
 	fatal   error
 	now     func() time.Time
 	// jitter draws the random part of exactly-once's retry waits
 	// (backoff.Policy.Rand); nil is math/rand. Tests fix it.
 	jitter func(n int64) int64
 
-	// Metric handles, resolved once per topic and partition so the hot
-	// path never builds label strings. All nil-safe when m is nil.
-	m      *metrics.Metrics
-	topicM map[string]*metrics.Topic
-	partM  map[offsets.TP]*metrics.Partition
+	m *metrics.Metrics // nil-safe: nil reports nothing
 
 	// The operator's view and controls (admin.go): the state, pause and
 	// resume requests, what the fetches and commits said per assigned
@@ -179,51 +165,27 @@ type Pipeline struct {
 	snap       atomic.Pointer[status.Snapshot]
 	snapEvery  time.Duration // snapshotInterval
 	posEvery   time.Duration // positionsInterval
-	positions  chan positionsResult
-	probingPos bool // a positions probe is running
-	// probingParts: adaptive batching's parts read is running (adaptive.go)
-	probingParts bool
+	probingPos bool          // a positions probe is running
 
 	// dlv is what the delivery guarantee adds to the shared path
 	// (delivery.go); eo is its state under exactly_once (nil otherwise).
-	dlv delivery
-	eo  *exactly
+	dlv guarantee
+	eo  *delivery.Exactly
 	// eoIO is exactly-once's reading of ledgers, records and tables
 	// (WithExactlyOnce); Run refuses that mode without it.
-	eoIO ExactlyOnce
-	evo  *evolver // nil unless a route has schema.evolve: add_columns (evolve.go)
+	eoIO delivery.IO
 
 	// reg is the schema registry of the registry-framed formats (nil when
-	// none is configured); held, the records waiting for it or for a
-	// table's new column (held.go).
-	reg  decode.Registry
-	held heldState
-	// look is what the plans ask for schemas (lookup.go): the look-ups of
-	// ids not seen yet run off the owner while Run loops, their answers
-	// come back on lookups. nil when no registry is configured.
-	look    *lookups
-	lookups chan lookupResult
+	// none is configured).
+	reg intake.Registry
 	// noCreate: New does not create missing tables (WithoutCreate);
 	// sampler reads the records that type a missing table's columns
 	// (WithSampler).
 	noCreate bool
-	sampler  Sampler
-	heldNow  atomic.Int64 // the records in held, for other goroutines
-
-	// unfilled is the DEFAULT columns noteUnfilled has logged, with why.
-	unfilled map[string]string
-
-	// The budget of INSERTs per minute per server (budget.go): sched is
-	// nil without one; allow gives each server's allowance.
-	allow pace.Allowance
-	sched *pace.Scheduler[accKey]
-	// demand is the INSERTs per minute last told to a shared budget, by
-	// server (budgetDemand).
-	demand map[string]float64
-	// conns are the INSERTs that may hold a ClickHouse connection at once
-	// (chtable.InsertConns): the others wait for a slot here, in no hurry
-	// and without an error, instead of timing out in the driver's pool.
-	conns chan struct{}
+	sampler  tables.Sampler
+	// allow gives each server's budget of INSERTs (WithAllowance; nil:
+	// clickhouse.max_inserts_per_minute).
+	allow dispatch.Allowance
 }
 
 // Stats are the totals of a run, reported at the end.
@@ -242,7 +204,7 @@ func WithMetrics(m *metrics.Metrics) Option { return func(p *Pipeline) { p.m = m
 // json-schema, debezium-avro) r as their schema registry: main makes a
 // registry.Client from schema_registry. New refuses a config with
 // schema_registry and no WithRegistry.
-func WithRegistry(r decode.Registry) Option { return func(p *Pipeline) { p.reg = r } }
+func WithRegistry(r intake.Registry) Option { return func(p *Pipeline) { p.reg = r } }
 
 // New resolves every route's table and compiles its decode plan. It fails
 // with one line naming the problem: a missing table, a column the mapping
@@ -252,14 +214,10 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w Sink, op
 		cfg:       cfg,
 		log:       log,
 		w:         w,
-		rt:        newRouting(),
 		tracker:   offsets.New(),
-		acks:      make(chan ack, 64),
+		inbox:     make(chan event, 64),
 		events:    make(chan groupEvent),
 		fetches:   make(chan kgo.Fetches),
-		schemas:   make(chan schemaResult),
-		lookups:   make(chan lookupResult),
-		parts:     make(chan partsResult),
 		want:      make(chan struct{}, 1),
 		stopped:   make(chan struct{}),
 		controls:  make(chan controlReq),
@@ -268,42 +226,103 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w Sink, op
 		state:     status.Starting,
 		snapEvery: snapshotInterval,
 		posEvery:  positionsInterval,
-		positions: make(chan positionsResult, 1),
-		lag:       map[offsets.TP]int64{},
 		now:       time.Now,
 		recycle:   (*kgo.Record).Recycle,
-		topicM:    map[string]*metrics.Topic{},
-		partM:     map[offsets.TP]*metrics.Partition{},
 	}
 	p.cancelGrace = cancelGrace
 	for _, o := range opts {
 		o(p)
 	}
 	p.stateSince = p.now()
-	p.initFanout()
+	p.committer = &committer{tracker: p.tracker, src: func() Source { return p.cons }, dlv: func() guarantee { return p.dlv },
+		timeout: cfg.Kafka.RequestTimeout, log: log, m: p.m, now: func() time.Time { return p.now() },
+		idle: func() bool { return p.unacked() == 0 && p.disp.OpenBatches() == 0 }, seen: p.committedSeen}
 	if p.reg == nil && cfg.SchemaRegistry.Enabled() {
 		return nil, errors.New("schema_registry is configured but the pipeline was given no registry client (pipeline.WithRegistry)")
 	}
-	if p.reg != nil {
-		p.look = newLookups(p.reg, func() time.Time { return p.now() })
-	}
-	p.initDelivery()
-	p.initBudget()
-	p.conns = make(chan struct{}, chtable.InsertConns(cfg.ClickHouse.MaxInFlight))
+	now := func() time.Time { return p.now() }
 	p.m.SetMaxWait(cfg.Batch.MaxWait)
-	if err := p.createTables(ctx); err != nil {
+	p.disp = dispatch.New(cfg, dispatch.Deps{Sink: w, Owner: dispatchOwner{p}, Tracker: p.tracker,
+		Allowance: p.allow, Metrics: p.m, Log: log, Now: now})
+	p.in = intake.New(cfg, intake.Deps{Batches: p.disp, Tracker: p.tracker, Owner: intakeOwner{p},
+		Source: func() intake.Producer { return p.cons }, Target: w, Registry: p.reg,
+		Recycle: func(r *kgo.Record) { p.recycle(r) }, Metrics: p.m, Log: log, Now: now})
+	cat, err := tables.Open(ctx, cfg, tables.Options{Sink: w, Registry: p.reg, Lookups: p.in.Lookups(),
+		Sampler: p.sampler, NoCreate: p.noCreate, Metrics: p.m, Log: log, Now: func() time.Time { return p.now() }, Owner: tablesOwner{p}})
+	if err != nil {
 		return nil, err
 	}
-	if err := p.resolve(ctx); err != nil {
-		return nil, err
-	}
-	if err := p.initDLQTables(ctx); err != nil {
-		return nil, err
-	}
-	if err := p.initEvolve(ctx); err != nil {
-		return nil, err
-	}
+	p.cat = cat
+	p.disp.Catalog = cat
+	p.in.SetCatalog(cat)
+	p.initDelivery()
+	p.disp.Delivery = p.dlv
+	p.in.SetDelivery(p.dlv)
 	return p, nil
+}
+
+// WithSampler gives schema.create: if_missing s to read the records that
+// type a missing table's columns. Without it, New fails on a route with
+// schema.create: if_missing whose table is missing.
+func WithSampler(s tables.Sampler) Option { return func(p *Pipeline) { p.sampler = s } }
+
+// WithoutCreate makes New leave missing tables missing, whatever
+// schema.create says (sink check, which only prints the plans of
+// tables.PlanCreates and tables.PlanDLQTables).
+func WithoutCreate() Option { return func(p *Pipeline) { p.noCreate = true } }
+
+// Catalog is the routes and their tables that New resolved; sink check
+// reads them (Targets, Table, ResolveTopics, SampleDrift) before Run.
+func (p *Pipeline) Catalog() *tables.Catalog { return p.cat }
+
+// tablesOwner is what the catalog asks of the rest of the pipeline.
+type tablesOwner struct{ p *Pipeline }
+
+func (o tablesOwner) Spawn(f func())            { o.p.spawn(f) }
+func (o tablesOwner) Described(r tables.Result) { o.p.post(described{p: o.p, r: r}) }
+func (o tablesOwner) Stopping() bool            { return o.p.fatal != nil }
+
+func (o tablesOwner) TableAdded(t *tables.Table)   { o.p.disp.TableAdded(t) }
+func (o tablesOwner) TableBounded(t *tables.Table) { o.p.disp.Rebound(t) }
+func (o tablesOwner) Reshape(ctx context.Context, t *tables.Table) {
+	o.p.disp.Reshape(ctx, t)
+}
+
+// WithAllowance makes the budget of each server come from a (a share of a
+// server's budget computed across the pods that write to it, for
+// instance) instead of clickhouse.max_inserts_per_minute; the budget is
+// then on even when that is 0.
+func WithAllowance(a dispatch.Allowance) Option { return func(p *Pipeline) { p.allow = a } }
+
+// dispatchOwner is what dispatch asks of the rest of the pipeline.
+type dispatchOwner struct{ p *Pipeline }
+
+func (o dispatchOwner) Spawn(f func())                 { o.p.spawn(f) }
+func (o dispatchOwner) Post(e dispatch.Event)          { o.p.post(e) }
+func (o dispatchOwner) NewID() uint64                  { return o.p.newID() }
+func (o dispatchOwner) Blocked(b *dispatch.Batch) bool { return o.p.in.DeadLetters().Blocks(b) }
+
+// Landed is the rest of the one path after an INSERT succeeds: a TRUNCATE
+// that waited for the table's earlier rows goes on, the offsets are
+// committed at once (inserts are few by design, so one commit round trip
+// per insert is cheap, and it shrinks what a crash replays to the batches
+// still in flight; commit_interval still covers dead letters and skips),
+// and a revoke waiting for the batch is told.
+func (o dispatchOwner) Landed(ctx context.Context, t *tables.Table, id uint64) {
+	p := o.p
+	p.in.Landed(ctx, t)
+	if p.revoke == nil {
+		p.committer.commit()
+	}
+	p.revokeDone(id)
+}
+
+// Failed: the batch stays unacknowledged in the tracker, so its offsets
+// (and everything after them) are never committed, and the connector
+// stops (err nil: canceled at shutdown).
+func (o dispatchOwner) Failed(id uint64, err error) {
+	o.p.failIf(err)
+	o.p.revokeDone(id)
 }
 
 // Attach gives the pipeline its consumer. It is separate from New because
@@ -311,7 +330,12 @@ func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w Sink, op
 func (p *Pipeline) Attach(c Source) { p.cons = c }
 
 // Stats returns the run's totals; valid after Run returned.
-func (p *Pipeline) Stats() Stats { return p.stats }
+func (p *Pipeline) Stats() Stats {
+	in := p.in.Stats()
+	s := Stats{Records: in.Records, Bytes: in.Bytes, DLQ: in.DLQ, Skipped: in.Skipped}
+	s.Rows, s.Inserts = p.disp.Totals()
+	return s
+}
 
 func (p *Pipeline) newID() uint64 { p.nextID++; return p.nextID }
 
@@ -332,9 +356,9 @@ func (p *Pipeline) spawn(f func()) {
 	}()
 }
 
-// stop closes stopped: from then on every send to the owner (sendAck,
-// sendSchema, parts reads) is dropped instead of waiting for a loop that
-// has ended, and group callbacks no longer wait for it.
+// stop closes stopped: from then on every event sent to the owner (post)
+// is dropped instead of waiting for a loop that has ended, and group
+// callbacks no longer wait for it.
 func (p *Pipeline) stop() { p.stopOne.Do(func() { close(p.stopped) }) }
 
 // join waits until every goroutine started with spawn has returned, for at
@@ -352,4 +376,17 @@ func (p *Pipeline) join() error {
 		return fmt.Errorf("%d ClickHouse calls (INSERTs or queries) still running %s after they were canceled; the connection pool is closed under them",
 			p.callsLive.Load(), p.cancelGrace)
 	}
+}
+
+// intakeOwner is what intake asks of the rest of the pipeline.
+type intakeOwner struct{ p *Pipeline }
+
+func (o intakeOwner) Fail(err error)      { o.p.failIf(err) }
+func (o intakeOwner) Failed() bool        { return o.p.fatal != nil }
+func (o intakeOwner) NewID() uint64       { return o.p.newID() }
+func (o intakeOwner) Spawn(f func())      { o.p.spawn(f) }
+func (o intakeOwner) Post(e intake.Event) { o.p.post(e) }
+func (o intakeOwner) Settled(id uint64)   { o.p.revokeDone(id) }
+func (o intakeOwner) Fetched(tp offsets.TP, hwm, lag int64, last time.Time) {
+	o.p.fetchedSeen(tp, hwm, lag, last)
 }

@@ -2,11 +2,10 @@ package pipeline
 
 import (
 	"context"
-	"slices"
 	"time"
 
-	"sink/internal/batch"
 	"sink/internal/offsets"
+	"sink/internal/pipeline/dispatch"
 )
 
 // eventKind is a change of this member's partitions, as the group's
@@ -118,7 +117,7 @@ func (p *Pipeline) assigned(writeCtx context.Context, tps []offsets.TP) {
 	}
 	p.m.Assigned(len(tps))
 	p.assignedSeen(tps)
-	p.dlv.onAssign(writeCtx, tps)
+	p.dlv.OnAssign(writeCtx, tps)
 }
 
 // lost drops lost partitions' state: another member may already own them,
@@ -142,21 +141,13 @@ func (p *Pipeline) revoked(writeCtx context.Context, tps []offsets.TP, done chan
 		return
 	}
 	p.log.Info().Int("partitions", len(tps)).Msg("partitions revoked: flushing before giving them up")
-	p.dropHeld(tps)
-	p.dropPending(tps)
-	p.disp.eachOpen(func(a *accState) {
-		if slices.ContainsFunc(tps, a.acc.Holds) {
-			p.seal(writeCtx, a, batch.ReasonRevoke)
-		}
-	})
+	p.in.Drop(tps)
 	w := &revokeWait{tps: tps, waiting: map[uint64]bool{}, done: done,
 		start: p.now(), deadline: p.now().Add(p.cfg.Kafka.RebalanceTimeout / 2)}
-	p.disp.eachSealed(func(f *flight) {
-		if slices.ContainsFunc(tps, f.b.Holds) {
-			w.waiting[f.b.ID] = true
-		}
-	})
-	for _, id := range p.dlq.of(tps) {
+	for _, id := range p.disp.SealHolding(writeCtx, tps, dispatch.Revoke) {
+		w.waiting[id] = true
+	}
+	for _, id := range p.in.DeadLetters().Of(tps) {
 		w.waiting[id] = true
 	}
 	p.revoke = w
@@ -177,7 +168,7 @@ func (p *Pipeline) revokeDone(id uint64) {
 	if w == nil || !w.settled(id) {
 		return
 	}
-	p.commitNow()
+	p.committer.commitNow()
 	p.forget(w.tps)
 	p.revoke = nil
 	p.log.Info().Int("partitions", len(w.tps)).Dur("took", p.now().Sub(w.start)).
@@ -195,7 +186,7 @@ func (p *Pipeline) checkRevokeDeadline() {
 		return
 	}
 	p.log.Warn().Int("batches", len(w.waiting)).Msg("revoke: inserts still running at half the rebalance timeout; releasing partitions without committing them")
-	p.commitNow()
+	p.committer.commitNow()
 	p.forget(w.tps)
 	p.revoke = nil
 	close(w.done)
@@ -203,25 +194,13 @@ func (p *Pipeline) checkRevokeDeadline() {
 
 // forget drops every trace of partitions this member no longer owns.
 func (p *Pipeline) forget(tps []offsets.TP) {
-	p.settle()
-	p.dlv.onRelease(tps)
-	p.dropHeld(tps)
-	p.dropPending(tps)
+	p.committer.settle()
+	p.dlv.OnRelease(tps)
+	p.in.Drop(tps)
+	p.committer.forget(tps)
+	p.in.Forget(tps)
+	p.disp.Forget(tps)
 	for _, tp := range tps {
-		p.tracker.Forget(tp)
-		delete(p.lag, tp)
 		delete(p.seen, tp)
-		if _, ok := p.partM[tp]; ok {
-			delete(p.partM, tp)
-			p.m.ForgetPartition(tp.Topic, tp.Partition)
-		}
-		delete(p.uncommitted, tp)
-		if !p.cfg.Batch.IgnorePartitions {
-			p.disp.eachOpen(func(a *accState) {
-				if a.key.tp == tp && a.acc.Empty() {
-					p.dropAcc(a.key)
-				}
-			})
-		}
 	}
 }

@@ -6,12 +6,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
-	"sink/internal/batch"
-	"sink/internal/decode"
-	"sink/internal/offsets"
+	"sink/config"
+	"sink/internal/pipeline/dispatch"
 	"sink/internal/status"
+	"sink/internal/tables"
 )
 
 // Run consumes until ctx is canceled, then shuts down cleanly: it stops
@@ -24,7 +22,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	if p.cons == nil {
 		return errors.New("pipeline: Attach a consumer before Run")
 	}
-	if err := p.dlv.check(ctx); err != nil {
+	if err := p.dlv.Check(ctx); err != nil {
 		return err
 	}
 	defer p.stop()
@@ -32,13 +30,10 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	p.setState(status.Running)
 	p.publish()
 	close(p.started)
-	if p.look != nil {
-		p.look.begin(p.lookups, p.stopped)
-		defer p.look.end(0) // shutdown waited for them; an early return cancels them
-	}
-	p.committer = newCommitter()
-	go p.committer.run(p.commitOffsets)
-	defer p.stopCommitter()
+	p.in.BeginLookups()
+	defer p.in.EndLookups(0) // shutdown waited for them; an early return cancels them
+	p.committer.start()
+	defer p.committer.stop()
 	// Inserts outlive ctx: on SIGTERM the open batches must still be written.
 	writeCtx, cancelWrites := context.WithCancel(context.Background())
 	defer cancelWrites()
@@ -68,7 +63,7 @@ func (p *Pipeline) startPoller(writeCtx context.Context) (stop func()) {
 		defer tick.Stop()
 		for {
 			// Checked first: called again (deferred) after the shutdown, a
-			// select would pick an ack still buffered as often as the
+			// select would pick an event still buffered as often as the
 			// closed pollerDone, and handling it could start the next
 			// batch's INSERT after the shutdown joined the INSERTs.
 			select {
@@ -81,50 +76,94 @@ func (p *Pipeline) startPoller(writeCtx context.Context) (stop func()) {
 				return
 			case ev := <-p.events:
 				p.handleEvent(writeCtx, ev)
-			case a := <-p.acks:
-				p.handleAck(writeCtx, a)
-			case r := <-p.committer.results:
+			case e := <-p.inbox:
+				e.Apply(writeCtx)
+			case r := <-p.committer.answers():
 				p.handleCommit(writeCtx, r)
 			case req := <-p.controls:
 				p.handleControl(writeCtx, req)
 			case <-tick.C:
 				p.checkRevokeDeadline()
-				p.dlv.retryDue(writeCtx)
+				p.dlv.RetryDue(writeCtx)
 			}
 		}
 	}
 }
 
 // clocks are the loop's timers: the next deadline (armTimer), and the
-// periodic work. A nil channel never fires (schema refresh off, fixed
-// batches).
+// periodic work, whose ticks one goroutine hands the loop in turn (ticks).
+// A nil channel never fires (schema refresh off, fixed batches).
 type clocks struct {
 	timer                    *time.Timer
 	commit, stats, snap, pos *time.Ticker
 	schema, parts            <-chan time.Time
+	ticks                    chan tick
+	done                     chan struct{}
 	stops                    []func()
 	lastStatsAt              time.Time
 	lastStats                Stats
 }
 
+// tick is a periodic job whose time has come.
+type tick uint8
+
+const (
+	tickCommit tick = iota // commit what became safe (kafka.commit_interval)
+	tickStats              // the summary line
+	tickSnap               // publish the status snapshot
+	tickPos                // read the group's positions for the status
+	tickSchema             // re-read the tables (clickhouse.schema_refresh)
+	tickParts              // read the adaptive tables' parts
+)
+
 func (p *Pipeline) newClocks(writeCtx context.Context) *clocks {
 	c := &clocks{timer: time.NewTimer(time.Hour), commit: time.NewTicker(p.cfg.Kafka.CommitInterval),
 		stats: time.NewTicker(statsInterval), snap: time.NewTicker(p.snapEvery), pos: time.NewTicker(p.posEvery),
-		lastStatsAt: p.now()}
+		ticks: make(chan tick), done: make(chan struct{}), lastStatsAt: p.now()}
 	c.stops = []func(){func() { c.timer.Stop() }, c.commit.Stop, c.stats.Stop, c.snap.Stop, c.pos.Stop}
 	if d := p.cfg.ClickHouse.SchemaRefresh; d > 0 {
 		t := time.NewTicker(d)
 		c.stops, c.schema = append(c.stops, t.Stop), t.C
 	}
-	if p.adaptive() {
-		t := time.NewTicker(partsInterval)
+	if p.cfg.Batch.Mode == config.BatchAdaptive {
+		t := time.NewTicker(dispatch.PartsInterval)
 		c.stops, c.parts = append(c.stops, t.Stop), t.C
-		p.probeParts(writeCtx)
+		p.disp.Tick(writeCtx)
 	}
+	go c.run()
 	return c
 }
 
+// run hands the loop each periodic tick, until stop.
+func (c *clocks) run() {
+	for {
+		var t tick
+		select {
+		case <-c.commit.C:
+			t = tickCommit
+		case <-c.stats.C:
+			t = tickStats
+		case <-c.snap.C:
+			t = tickSnap
+		case <-c.pos.C:
+			t = tickPos
+		case <-c.schema:
+			t = tickSchema
+		case <-c.parts:
+			t = tickParts
+		case <-c.done:
+			return
+		}
+		select {
+		case c.ticks <- t:
+		case <-c.done:
+			return
+		}
+	}
+}
+
 func (c *clocks) stop() {
+	close(c.done)
 	for _, f := range c.stops {
 		f()
 	}
@@ -140,43 +179,23 @@ func (p *Pipeline) loop(ctx, writeCtx context.Context, c *clocks) {
 		case <-ctx.Done():
 		case f := <-p.fetches:
 			p.polling = false
-			p.takeFetches(f)
+			p.in.Take(f)
 			p.cons.AllowRebalance()
 		case <-p.decodable():
-			p.decodeSome(writeCtx)
-		case a := <-p.acks:
-			p.handleAck(writeCtx, a)
-		case r := <-p.committer.results:
+			p.in.DecodeSome(writeCtx)
+		case e := <-p.inbox:
+			e.Apply(writeCtx)
+		case r := <-p.committer.answers():
 			p.handleCommit(writeCtx, r)
 		case ev := <-p.events:
 			p.handleEvent(writeCtx, ev)
 			p.publish() // a change of partitions shows at once
 		case req := <-p.controls:
 			p.handleControl(writeCtx, req)
-		case <-c.snap.C:
-			p.publish()
-		case <-c.pos.C:
-			p.probePositions()
-		case r := <-p.positions:
-			p.handlePositions(r)
 		case <-c.timer.C:
 			p.due(writeCtx)
-		case <-c.commit.C:
-			p.commit()
-		case <-c.schema:
-			p.describeTables(writeCtx)
-		case r := <-p.schemas:
-			p.handleSchema(writeCtx, r)
-		case r := <-p.lookups:
-			p.handleLookup(r)
-		case <-c.parts:
-			p.probeParts(writeCtx)
-		case r := <-p.parts:
-			p.handleParts(r)
-		case <-c.stats.C:
-			now := p.now()
-			p.logStats(now.Sub(c.lastStatsAt), c.lastStats)
-			c.lastStatsAt, c.lastStats = now, p.stats
+		case t := <-c.ticks:
+			p.tick(writeCtx, c, t)
 		}
 		if p.state == status.Pausing {
 			p.advancePause(writeCtx)
@@ -187,14 +206,46 @@ func (p *Pipeline) loop(ctx, writeCtx context.Context, c *clocks) {
 	}
 }
 
+// tick does the periodic job t.
+func (p *Pipeline) tick(writeCtx context.Context, c *clocks, t tick) {
+	switch t {
+	case tickCommit:
+		p.committer.commit()
+	case tickStats:
+		now := p.now()
+		p.logStats(now.Sub(c.lastStatsAt), c.lastStats)
+		c.lastStatsAt, c.lastStats = now, p.Stats()
+	case tickSnap:
+		p.publish()
+	case tickPos:
+		p.probePositions()
+	case tickSchema:
+		p.cat.DescribeAll(writeCtx)
+	case tickParts:
+		p.disp.Tick(writeCtx)
+	}
+}
+
+// handleTable applies a table's description, read off the owner (a
+// refresh, an INSERT's schema error, an ALTER's end), and lets the held
+// records that waited for it go on.
+func (p *Pipeline) handleTable(writeCtx context.Context, r tables.Result) {
+	if err := p.cat.Handle(writeCtx, r); err != nil && p.fatal == nil {
+		p.fatal = err
+	}
+	p.in.Held().Kick()
+}
+
 // due does the work whose time has come (armTimer's deadline): batches
-// past max_wait, held records to try again, the revoke deadline, the
+// due (past their wait, or as the insert budget says), held records to try again, the revoke deadline, the
 // delivery's retries.
 func (p *Pipeline) due(writeCtx context.Context) {
-	p.sealExpired(writeCtx)
-	p.retryHeld(writeCtx)
+	p.disp.Due(writeCtx)
+	if p.revoke == nil && p.state != status.Paused {
+		p.in.Held().Retry(writeCtx)
+	}
 	p.checkRevokeDeadline()
-	p.dlv.retryDue(writeCtx)
+	p.dlv.RetryDue(writeCtx)
 }
 
 // finish ends a Run whose loop stopped: after a failure it flushes what
@@ -247,7 +298,7 @@ func (p *Pipeline) shutdown(writeCtx context.Context, cancelWrites context.Cance
 			err = jerr
 		}
 	}
-	if p.look != nil && !p.look.end(p.cancelGrace) {
+	if !p.in.EndLookups(p.cancelGrace) {
 		// They hold nothing the caller closes; their answers are dropped.
 		p.log.Warn().Dur("grace", p.cancelGrace).Msg("shutdown: schema registry look-ups did not end when canceled")
 	}
@@ -259,16 +310,16 @@ func (p *Pipeline) shutdown(writeCtx context.Context, cancelWrites context.Cance
 // is left unacknowledged and reported.
 func (p *Pipeline) flush(writeCtx context.Context, cancelWrites context.CancelFunc) error {
 	start := p.now()
-	p.log.Info().Int("open_batches", p.disp.openBatches()).Int("in_flight", p.disp.inFlight()).
+	p.log.Info().Int("open_batches", p.disp.OpenBatches()).Int("in_flight", p.disp.InFlight()).
 		Msg("shutting down: flushing open batches")
-	if n := p.pendingRecords(); n > 0 {
+	if n := p.in.Pending(); n > 0 {
 		p.log.Info().Int("records", n).Msg("shutting down with fetched records not decoded yet; they stay uncommitted and are read again on restart")
 	}
-	if n := p.held.records(); n > 0 {
+	if n := p.in.Held().Records(); n > 0 {
 		p.log.Warn().Int("records", n).Msg("shutting down with held records (waiting for the schema registry or for a table's new column); they stay uncommitted and are read again on restart")
 	}
-	p.disp.eachOpen(func(a *accState) { p.seal(writeCtx, a, batch.ReasonShutdown) })
-	p.abandonBlocked()
+	p.disp.SealAll(writeCtx, dispatch.Shutdown)
+	p.disp.Abandon(p.in.DeadLetters().Abandoned)
 	deadline := time.NewTimer(p.cfg.ShutdownTimeout)
 	defer deadline.Stop()
 	// Intents that wait for a retry (exactly_once, Kafka unreachable) are
@@ -280,14 +331,12 @@ func (p *Pipeline) flush(writeCtx context.Context, cancelWrites context.CancelFu
 	for p.unacked() > 0 {
 		select {
 		case <-retry.C:
-			p.dlv.retryDue(writeCtx)
-		case a := <-p.acks:
-			p.handleAck(writeCtx, a)
-			p.abandonBlocked()
-		case r := <-p.committer.results:
+			p.dlv.RetryDue(writeCtx)
+		case e := <-p.inbox:
+			e.Apply(writeCtx)
+			p.disp.Abandon(p.in.DeadLetters().Abandoned)
+		case r := <-p.committer.answers():
 			p.handleCommit(writeCtx, r)
-		case r := <-p.schemas:
-			p.handleSchema(writeCtx, r)
 		case ev := <-p.events:
 			p.handleEvent(writeCtx, ev)
 		case req := <-p.controls:
@@ -297,56 +346,36 @@ func (p *Pipeline) flush(writeCtx context.Context, cancelWrites context.CancelFu
 		case <-deadline.C:
 			stuck := p.stuckOn()
 			cancelWrites()
-			p.commitNow()
+			p.committer.commitNow()
 			return fmt.Errorf("shutdown_timeout (%s) passed with %d batches not inserted and %d records not in the dead-letter topic, stuck on %s; committed %s; the rest is consumed again on restart",
-				p.cfg.ShutdownTimeout, p.disp.inFlight(), p.dlq.unsettled(), stuck, p.committedSummary())
+				p.cfg.ShutdownTimeout, p.disp.InFlight(), p.in.DeadLetters().Unsettled(), stuck, p.committer.summary())
 		}
 	}
-	p.commitNow()
+	p.committer.commitNow()
 	if p.fatal != nil {
 		return p.fatal
 	}
-	p.log.Info().Dur("took", p.now().Sub(start)).Int64("rows", p.stats.Rows).Int64("inserts", p.stats.Inserts).
+	rows, inserts := p.disp.Totals()
+	p.log.Info().Dur("took", p.now().Sub(start)).Int64("rows", rows).Int64("inserts", inserts).
 		Msg("flushed and committed")
 	return nil
 }
 
-// stopCommitter waits for the commit still out, if any, and ends the
-// committer's goroutine; later commits are made on the owner.
-func (p *Pipeline) stopCommitter() {
-	p.settle()
-	close(p.committer.jobs)
-	<-p.committer.done
-	p.committer = nil
-}
-
 // unacked counts the batches and dead-letter produces that may still
 // succeed (those that failed for good never will).
-func (p *Pipeline) unacked() int { return p.disp.inFlight() + p.dlq.unsettled() }
+func (p *Pipeline) unacked() int { return p.disp.InFlight() + p.in.DeadLetters().Unsettled() }
 
 // stuckOn says what the oldest unfinished work is waiting for: a dead-letter
 // produce being retried, or a table's INSERT being retried, with the last
 // error seen.
 func (p *Pipeline) stuckOn() string {
-	if oldest := p.dlq.oldest(); oldest != nil {
-		msg := fmt.Sprintf("the dead-letter produce of %s to %q", oldest.where(), p.cfg.Errors.DLQTopic)
-		if oldest.lastErr != nil {
-			msg += fmt.Sprintf(" (%d attempts, last error: %v)", oldest.attempt, oldest.lastErr)
-		}
-		return msg
-	}
-	if s := p.dlv.stuckOn(); s != "" {
+	if s := p.in.DeadLetters().Stuck(); s != "" {
 		return s
 	}
-	first := p.disp.oldest()
-	if first == nil {
-		return "nothing"
+	if s := p.dlv.StuckOn(); s != "" {
+		return s
 	}
-	msg := fmt.Sprintf("the INSERT of %d rows into %s", first.b.Rows(), first.table.t.FullName())
-	if e := first.table.lastFail.Load(); e != nil {
-		msg += fmt.Sprintf(" (%d retries, last error: %s)", first.table.retries.Load(), e.msg)
-	}
-	return msg
+	return p.disp.StuckOn()
 }
 
 // poller polls only when asked, so the owner decides how much is buffered.
@@ -367,152 +396,38 @@ func (p *Pipeline) poller(ctx context.Context) {
 	}
 }
 
-// handleRecord counts a record as consumed and decodes it (decodeRecord).
-// held reports that the record could not be decoded now and must be held,
-// with the rest of its partition, for the schema registry or its table's
-// new column (held.go); err says why.
-func (p *Pipeline) handleRecord(writeCtx context.Context, now time.Time, tp offsets.TP, r *kgo.Record) (err error, held bool) {
-	p.consumed(r)
-	if p.dlv.skip(tp, r.Offset) {
-		// Already a row in the table (exactly-once recovery).
-		p.alreadyIn(tp, r)
-		return nil, false
-	}
-	return p.routeRecord(writeCtx, now, tp, r)
-}
-
-// alreadyIn handles r, which the delivery found already in its table: no
-// row, and its offset is done.
-func (p *Pipeline) alreadyIn(tp offsets.TP, r *kgo.Record) {
-	p.stats.Skipped++
-	p.tracker.Add(tp, r.Offset, r.LeaderEpoch, offsets.Done)
-}
-
-// consumed counts r in the run's records and bytes; a transaction marker
-// is not part of the topic's data and does not count.
-func (p *Pipeline) consumed(r *kgo.Record) {
-	if !r.Attrs.IsControl() {
-		p.stats.Records++
-		p.stats.Bytes += int64(len(r.Key) + len(r.Value))
-	}
-}
-
-// routeRecord hands r to its route's table (decodeRecord) or, when routes
-// are chosen per record, to every table its routes' conditions pick
-// (handleFanout); held as for handleRecord.
-func (p *Pipeline) routeRecord(writeCtx context.Context, now time.Time, tp offsets.TP, r *kgo.Record) (_ error, held bool) {
-	if r.Attrs.IsControl() {
-		// A transaction's commit or abort marker (the consumer keeps them):
-		// no row, handled at once, so the committed offset passes it, and
-		// with an abort marker the aborted records before it, which
-		// read_committed never hands out. It still waits in the tracker
-		// for every record before it.
-		p.tracker.Add(tp, r.Offset, r.LeaderEpoch, offsets.Done)
-		return nil, false
-	}
-	if p.rt.fanout {
-		return p.handleFanout(writeCtx, now, tp, r)
-	}
-	return p.decodeRecord(writeCtx, now, tp, r)
-}
-
-// decodeRecord appends r to its table's open batch, or skips it, or sends
-// it to the dead-letter path; held is true (and nothing is done) when its
-// schema cannot be fetched now, or when it carries a field its table is
-// getting a column for (the row is taken back: evolve.go).
-func (p *Pipeline) decodeRecord(writeCtx context.Context, now time.Time, tp offsets.TP, r *kgo.Record) (_ error, held bool) {
-	rs, err := p.routeFor(writeCtx, r.Topic)
-	if err != nil {
-		p.fatal = err // the topic's table cannot be resolved: stop before this record
-		return nil, false
-	}
-	if rs == nil {
-		// A topic matched by kafka.topic_regex but by no route.
-		p.unrouted(writeCtx, tp, r)
-		return nil, false
-	}
-	a := p.accFor(rs.table, tp)
-	if err := rs.plan.Append(a.acc.Data(), r); err != nil {
-		switch {
-		case errors.Is(err, decode.ErrTruncate):
-			return p.truncateRecord(writeCtx, rs, tp, r)
-		case errors.Is(err, decode.ErrSkip):
-			// A Debezium tombstone or the like: no row, handled as soon as seen.
-			p.stats.Skipped++
-			p.topicMetrics(tp.Topic).Skipped()
-			p.tracker.Add(tp, r.Offset, r.LeaderEpoch, offsets.Done)
-		case errors.Is(err, decode.ErrUnavailable):
-			return err, true
-		default:
-			p.badRecord(writeCtx, tp, r, err, rs)
-		}
-		return nil, false
-	}
-	if p.dlv.coveredRow(tp, r.Offset) {
-		// Already a row in the table (exactly-once recovery), known once
-		// decoded since a dead-letter table may hold the offset instead.
-		rs.plan.Unappend(a.acc.Data())
-		p.alreadyIn(tp, r)
-		return nil, false
-	}
-	if u := rs.plan.LastUnmapped(); len(u) > 0 {
-		if err := p.schemaWaitFor(writeCtx, now, rs, u); err != nil {
-			rs.plan.Unappend(a.acc.Data())
-			return err, true
-		}
-	}
-	p.tracker.Add(tp, r.Offset, r.LeaderEpoch, a.id)
-	p.dlv.onRow(a, tp)
-	if rs.route.AppliesTruncate() {
-		p.noteFeed(rs.table, tp)
-	}
-	p.added(writeCtx, now, a, tp, r)
-	return nil, false
-}
-
-// added accounts a record whose row was appended to a's open batch (and
-// which the tracker knows): its timestamp for the batch's latency, and the
-// batch's triggers, sealing it when full.
-func (p *Pipeline) added(writeCtx context.Context, now time.Time, a *accState, tp offsets.TP, r *kgo.Record) {
-	if ts := r.Timestamp.UnixNano(); ts > 0 && (a.oldest == 0 || ts < a.oldest) {
-		a.oldest = ts // a record without timestamp (at or before the epoch) does not count
-	}
-	opening := p.sched != nil && a.acc.Empty()
-	if full, why := a.acc.Add(now, tp, r.Offset, r.LeaderEpoch); full {
-		p.seal(writeCtx, a, why)
-	} else if opening {
-		p.budgetOpened(a, now)
-	}
-}
-
-// armTimer sets timer to the earliest max_wait expiry or revoke deadline.
+// armTimer sets timer to the earliest deadline: an open batch due (its
+// wait, or the insert budget's say), the revoke's, the delivery's or the
+// held records' next retry.
 func (p *Pipeline) armTimer(timer *time.Timer) {
 	now := p.now()
-	next := time.Hour
-	if p.sched != nil {
-		if d, ok := p.sched.Next(now); ok && d < next {
-			next = d
-		}
-		if p.memShort() {
-			next = 0
-		}
-	} else {
-		p.disp.eachOpen(func(a *accState) {
-			if d, ok := a.acc.UntilNext(now); ok && d < next {
-				next = d
-			}
-		})
-	}
+	next := p.disp.Next(now)
 	if p.revoke != nil {
 		if d := p.revoke.deadline.Sub(now); d < next {
 			next = max(d, 0)
 		}
 	}
-	if d, ok := p.dlv.nextRetry(now); ok && d < next {
+	if d, ok := p.dlv.NextRetry(now); ok && d < next {
 		next = d
 	}
-	if d, ok := p.heldNextRetry(now); ok && d < next {
+	if d, ok := p.in.Held().Next(now); ok && d < next && p.revoke == nil && p.state != status.Paused {
 		next = d
 	}
 	timer.Reset(next)
+}
+
+// failIf stops the connector with err, unless err is nil or something
+// already stops it.
+func (p *Pipeline) failIf(err error) {
+	if err != nil && p.fatal == nil {
+		p.fatal = err
+	}
+}
+
+// handleCommit is the committer's result, as an event of Run: the next
+// commit goes out, and the delivery takes up what waited for the result
+// (an exactly-once batch whose intent is answered).
+func (p *Pipeline) handleCommit(writeCtx context.Context, r commitResult) {
+	p.committer.handle(r)
+	p.dlv.RetryDue(writeCtx)
 }

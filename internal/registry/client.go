@@ -4,7 +4,9 @@
 // for Protobuf the message indexes, then the Avro, Protobuf or JSON payload.
 //
 // ParseFrame and ParseProtobufFrame split a frame without allocating. Client
-// fetches a schema by id on first sight, with every schema it references,
+// fetches a schema by id on first sight, with every schema it references
+// (and, under schema_registry.subject_strategy, the subjects it is
+// registered under, which Schema.CheckSubject judges a record's topic by),
 // and keeps it in a bounded LRU cache, so that a registry outage only stops
 // records whose ids were never seen. Errors say whose fault they are:
 // ErrBadRecord (a malformed frame, an id the registry says does not exist:
@@ -21,6 +23,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -68,6 +73,63 @@ type Schema struct {
 	// imported files (Name is the import path), for Avro the named types
 	// (Name is the full name), for JSON Schema the $ref targets.
 	References []Reference
+	// Strategy is the schema_registry.subject_strategy the client checks
+	// records' topics with (CheckSubject), and Subjects the subjects the
+	// schema is registered under, read with it when Strategy needs them.
+	// "" (a Schema not from a Client) checks nothing.
+	Strategy string
+	Subjects []string
+}
+
+// CheckSubject says whether a record of topic (its key, when key is set)
+// may be decoded with s, under s.Strategy: with config.SubjectTopicName
+// one of s's subjects must be TOPIC-value (TOPIC-key), with
+// config.SubjectTopicRecordName one must start with "TOPIC-"; with
+// config.SubjectAny (or none) any record may. The error wraps
+// ErrBadRecord and names the subjects.
+func (s *Schema) CheckSubject(topic string, key bool) error {
+	suffix := "-value"
+	if key {
+		suffix = "-key"
+	}
+	var ok func(string) bool
+	var want string
+	switch s.Strategy {
+	case config.SubjectTopicName:
+		ok = func(sub string) bool {
+			return len(sub) == len(topic)+len(suffix) && sub[:len(topic)] == topic && sub[len(topic):] == suffix
+		}
+		want = strconv.Quote(topic + suffix)
+	case config.SubjectTopicRecordName:
+		ok = func(sub string) bool {
+			return len(sub) > len(topic)+1 && sub[:len(topic)] == topic && sub[len(topic)] == '-'
+		}
+		want = strconv.Quote(topic+"-") + "<record name>"
+	default:
+		return nil
+	}
+	if slices.ContainsFunc(s.Subjects, ok) {
+		return nil
+	}
+	return fmt.Errorf("%w: schema id %d is registered under %s, not %s (schema_registry.subject_strategy: %s)",
+		ErrBadRecord, s.ID, quoteSubjects(s.Subjects), want, s.Strategy)
+}
+
+// quoteSubjects lists subjects for a message: quoted, the first few.
+func quoteSubjects(subjects []string) string {
+	const most = 5
+	if len(subjects) == 0 {
+		return "no subject"
+	}
+	q := make([]string, 0, most+1)
+	for i, sub := range subjects {
+		if i == most {
+			q = append(q, fmt.Sprintf("and %d more", len(subjects)-most))
+			break
+		}
+		q = append(q, strconv.Quote(sub))
+	}
+	return "subject " + strings.Join(q, ", ")
 }
 
 // Reference is one referenced schema.
@@ -86,9 +148,10 @@ type Stats struct {
 
 // Client fetches and caches schemas. Make one with New.
 type Client struct {
-	sr   *sr.Client
-	opts Options
-	now  func() time.Time
+	sr       *sr.Client
+	opts     Options
+	now      func() time.Time
+	strategy string // schema_registry.subject_strategy
 
 	mu      sync.Mutex
 	entries map[int]*list.Element // of *entry
@@ -152,12 +215,13 @@ func New(cfg config.SchemaRegistry, opts Options) (*Client, error) {
 		return nil, fmt.Errorf("schema registry client: %w", err)
 	}
 	return &Client{
-		sr:      cl,
-		opts:    opts,
-		now:     time.Now,
-		entries: make(map[int]*list.Element),
-		order:   list.New(),
-		flights: make(map[int]*flight),
+		sr:       cl,
+		opts:     opts,
+		now:      time.Now,
+		strategy: cfg.SubjectStrategy,
+		entries:  make(map[int]*list.Element),
+		order:    list.New(),
+		flights:  make(map[int]*flight),
 	}, nil
 }
 
@@ -225,8 +289,16 @@ func (c *Client) removeLocked(el *list.Element) {
 	c.order.Remove(el)
 }
 
-// fetch asks the registry for schema id and everything it references.
-func (c *Client) fetch(ctx context.Context, id int) (*Schema, error) {
+// fetch asks the registry for schema id and everything it references. A
+// panic while it reads the registry's answers (a bug an answer exposes) is
+// the id's ErrBadRecord: asking again would fail again, and its records
+// must not stop their partitions.
+func (c *Client) fetch(ctx context.Context, id int) (_ *Schema, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("%w: schema id %d: reading the registry's answer failed: %v", ErrBadRecord, id, v)
+		}
+	}()
 	c.fetches.Add(1)
 	s, err := c.sr.SchemaByID(ctx, id)
 	if err != nil {
@@ -236,6 +308,14 @@ func (c *Client) fetch(ctx context.Context, id int) (*Schema, error) {
 	seen := make(map[sr.SchemaReference]bool)
 	if err := c.resolve(ctx, id, s.References, seen, &out.References, 1); err != nil {
 		return nil, err
+	}
+	if c.strategy != "" && c.strategy != config.SubjectAny {
+		// GET /schemas/ids/{id}/subjects: the subjects that registered
+		// this schema (a registry gives equal schemas one id).
+		if out.Subjects, err = c.sr.SubjectsByID(ctx, id); err != nil {
+			return nil, classify(ctx, fmt.Sprintf("schema id %d: its subjects", id), err)
+		}
+		out.Strategy = c.strategy
 	}
 	return out, nil
 }

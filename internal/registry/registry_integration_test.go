@@ -5,6 +5,7 @@ package registry
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
@@ -92,5 +93,59 @@ func TestRegistryIntegration(t *testing.T) {
 	proxy.Restore()
 	if s, err := c.Schema(ctx, newID); err != nil || !strings.Contains(s.Text, "E2") {
 		t.Fatalf("after the outage: new id %d: %+v, %v", newID, s, err)
+	}
+}
+
+// TestSubjectsOnApicurio: the stack's registry answers an id's subjects
+// (GET /schemas/ids/{id}/subjects), every subject that registered the
+// same schema included, and the subject strategies judge topics by them.
+func TestSubjectsOnApicurio(t *testing.T) {
+	base := testenv.Registry(t)
+	ctx := context.Background()
+	topic := testenv.UniqueName(t, "subj")
+	other := testenv.UniqueName(t, "subj_other")
+	schema := `{"type":"record","name":"S","namespace":"sink.test","fields":[{"name":"id","type":"long"},{"name":"` + topic + `","type":"int"}]}`
+	direct := newClient(t, base, Options{})
+	id, err := direct.Register(ctx, topic+"-value", sr.TypeAvro, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := direct.Register(ctx, other+"-value", sr.TypeAvro, schema); err != nil || again != id {
+		t.Fatalf("the same schema under another subject: id %d, %v; want %d", again, err, id)
+	}
+	recordName, err := direct.Register(ctx, topic+"-sink.test.R", sr.TypeAvro, strings.Replace(schema, `"name":"S"`, `"name":"R"`, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		strategy, topic string
+		id              int
+		key             bool
+		err             string
+	}{
+		{config.SubjectTopicName, topic, id, false, ""},
+		{config.SubjectTopicName, other, id, false, ""},
+		{config.SubjectTopicName, topic, id, true, `not "` + topic + `-key"`},
+		{config.SubjectTopicName, topic + "x", id, false, `schema id ` + fmt.Sprint(id) + ` is registered under subject "`},
+		{config.SubjectTopicName, topic, recordName, false, `subject "` + topic + `-sink.test.R", not "` + topic + `-value"`},
+		{config.SubjectTopicRecordName, topic, recordName, false, ""},
+		{config.SubjectTopicRecordName, other, recordName, false, `not "` + other + `-"<record name>`},
+		{config.SubjectAny, topic + "x", id, false, ""},
+	} {
+		c2, err := New(config.SchemaRegistry{URLs: []string{base}, SubjectStrategy: c.strategy}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := c2.Schema(ctx, c.id)
+		if err != nil {
+			t.Fatalf("%s: schema id %d: %v", c.strategy, c.id, err)
+		}
+		err = s.CheckSubject(c.topic, c.key)
+		switch {
+		case c.err == "" && err != nil:
+			t.Errorf("%s topic %s id %d: %v, subjects %q", c.strategy, c.topic, c.id, err, s.Subjects)
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+			t.Errorf("%s topic %s id %d: %v, want %q (subjects %q)", c.strategy, c.topic, c.id, err, c.err, s.Subjects)
+		}
 	}
 }

@@ -31,6 +31,7 @@ import (
 	"sink/internal/consumer"
 	"sink/internal/decode"
 	"sink/internal/pipeline"
+	"sink/internal/tables"
 	"sink/internal/writer"
 )
 
@@ -203,7 +204,7 @@ func (c *checker) registry(ctx context.Context, parts *assemble.Parts) (decode.R
 // routes prints the topics no route takes, the routes that take records
 // by condition, and each table's INSERT columns.
 func (c *checker) routes(ctx context.Context, p *pipeline.Pipeline, topics []string) error {
-	unrouted, err := p.ResolveTopics(ctx, topics)
+	unrouted, err := p.Catalog().ResolveTopics(ctx, topics)
 	if err != nil {
 		return err
 	}
@@ -217,7 +218,7 @@ func (c *checker) routes(ctx context.Context, p *pipeline.Pipeline, topics []str
 				i, r.Table, w, c.cfg.Fanout, fate)
 		}
 	}
-	for _, t := range p.Tables() {
+	for _, t := range p.Catalog().Targets() {
 		fmt.Fprintf(c.out, "route: table %s: INSERT names %d of %d columns: %s\n",
 			t.FullName(), len(t.Insert), len(t.Schema), insertColumns(t))
 		decode.UnfilledDefaults(t.Schema, t.Insert, func(col chschema.ColumnSchema, why string) {
@@ -253,7 +254,7 @@ func insertColumns(t *writer.Table) string {
 // support it.
 func (c *checker) delivery(ctx context.Context, parts *assemble.Parts, p *pipeline.Pipeline) error {
 	conn := parts.Sink.Conn()
-	windows, err := writer.DedupWindows(ctx, conn, p.Tables())
+	windows, err := writer.DedupWindows(ctx, conn, p.Catalog().Targets())
 	if err != nil {
 		return err
 	}
@@ -263,7 +264,7 @@ func (c *checker) delivery(ctx context.Context, parts *assemble.Parts, p *pipeli
 	if !c.cfg.ExactlyOnce() {
 		return nil
 	}
-	if views, err := writer.ViewDedups(ctx, conn, p.Tables()); err == nil {
+	if views, err := writer.ViewDedups(ctx, conn, p.Catalog().Targets()); err == nil {
 		for _, v := range views {
 			fmt.Fprintf(c.out, "route: %s\n", v)
 		}
@@ -287,7 +288,7 @@ func drift(ctx context.Context, cfg *config.Config, s consumer.Sampler, p *pipel
 	if err := s.Records(ctx, topics, DriftSample, func(r *kgo.Record) { recs = append(recs, r) }); err != nil {
 		return err
 	}
-	reports, err := p.SampleDrift(ctx, recs, info)
+	reports, err := p.Catalog().SampleDrift(ctx, recs, info)
 	if err != nil {
 		return err
 	}
@@ -307,7 +308,7 @@ func drift(ctx context.Context, cfg *config.Config, s consumer.Sampler, p *pipel
 }
 
 // printDrift prints one topic's drift report.
-func printDrift(stdout io.Writer, r pipeline.DriftReport) {
+func printDrift(stdout io.Writer, r tables.DriftReport) {
 	bad := ""
 	if r.Bad > 0 {
 		bad = fmt.Sprintf(" (%d more did not decode)", r.Bad)
@@ -342,7 +343,7 @@ func printDrift(stdout io.Writer, r pipeline.DriftReport) {
 // that has it (a dry run: nothing is created) and returns cfg without the
 // routes whose table is missing, and topics without their topics.
 func creates(ctx context.Context, cfg *config.Config, parts *assemble.Parts, reg decode.Registry, topics []string, stdout io.Writer) (*config.Config, []string, error) {
-	plans, err := pipeline.PlanCreates(ctx, cfg, parts.Sink, reg, parts.Sampler)
+	plans, err := tables.PlanCreates(ctx, cfg, parts.Sink, reg, parts.Sampler)
 	if err != nil || len(plans) == 0 {
 		return cfg, topics, err
 	}

@@ -7,6 +7,7 @@ import (
 
 	"sink/config"
 	"sink/internal/pipeline"
+	"sink/internal/tables"
 )
 
 // dlqTables prints each dead-letter table (errors.dlq_table, routes'
@@ -14,8 +15,8 @@ import (
 // and compiled its plan, so a table the rows cannot go into has failed by
 // now), or the statements run would create it with (a dry run, as for
 // schema.create).
-func dlqTables(ctx context.Context, cfg *config.Config, w pipeline.TableCreator, p *pipeline.Pipeline, stdout io.Writer) error {
-	plans, err := pipeline.PlanDLQTables(ctx, cfg, w)
+func dlqTables(ctx context.Context, cfg *config.Config, w tables.Creator, p *pipeline.Pipeline, stdout io.Writer) error {
+	plans, err := tables.PlanDLQTables(ctx, cfg, w)
 	if err != nil {
 		return err
 	}
@@ -27,10 +28,11 @@ func dlqTables(ctx context.Context, cfg *config.Config, w pipeline.TableCreator,
 			}
 			continue
 		}
-		t := p.Table(pl.Table)
-		if t == nil {
+		ts := p.Catalog().Table(pl.Table)
+		if ts == nil {
 			continue
 		}
+		t := ts.Target()
 		fmt.Fprintf(stdout, "dead-letter table %s: INSERT names %d of %d columns: %s\n",
 			pl.Table, len(t.Insert), len(t.Schema), insertColumns(t))
 	}

@@ -1,0 +1,170 @@
+package decode
+
+// Limits on input. Whoever can produce records or register schemas chooses
+// every length, size, count and depth the decoders read, so each is held
+// to what the record (or a documented cap) allows before anything is
+// allocated or rendered for it, and a decoded row is held to the batch's
+// bytes before it is counted. A record past a limit is a bad record with
+// the limit in its reason (dead-lettered, or the connector stops under
+// errors.tolerance: none). docs/operations.md ("Limits on input") lists
+// them for users; the hostile tests (hostile_test.go) pin each.
+//
+// Bounded by the record itself (exact, no cap to choose): a string, bytes,
+// fixed, decimal or map key length (avro: bytesLen, fits), an array or map
+// block's item count (avro: blocks; each item takes a byte unless it is a
+// free value), a Protobuf length (protowire), a JSON text (jsonscan).
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+	"path/filepath"
+	"runtime"
+	"strings"
+)
+
+const (
+	// DefaultMaxRowBytes bounds a Plan's rows when its Policy sets no
+	// MaxRowBytes: the default of batch.max_bytes.
+	DefaultMaxRowBytes = 32 << 20
+
+	// maxFreeValues bounds, per record, the values a decoder makes
+	// without reading a byte of the record for them: Avro values of type
+	// null, fixed of size 0 and records without fields (a union's null
+	// branch takes its index's byte and is not counted), and the absent
+	// Protobuf fields a nested value writes at their defaults. Every other
+	// value takes at least one byte, so a record of n bytes decodes into
+	// at most n + maxFreeValues values, whatever its schema says.
+	maxFreeValues = 1 << 16
+
+	// maxAvroItems bounds the array and map items one Avro record may
+	// hold.
+	maxAvroItems = 1 << 20
+	// maxAvroDepth bounds the nesting of Avro values (records, unions,
+	// arrays, maps) in a record, and of types in a schema.
+	maxAvroDepth = 128
+	// maxAvroFixed bounds an Avro fixed type's size in a schema: no Kafka
+	// record is larger (record sizes are 32-bit), so a larger fixed can
+	// never be read. A smaller one larger than its record is refused
+	// when a record is read (fits).
+	maxAvroFixed = math.MaxInt32
+
+	// maxProtoDepth bounds message nesting in Protobuf records (a
+	// recursive schema and a hostile payload could otherwise nest until
+	// the stack runs out; protobuf-go's own limit is 10000, real data
+	// nests a handful deep).
+	maxProtoDepth = 100
+
+	// maxDecimalBytes bounds the unscaled value of a decimal (Avro,
+	// Debezium) before it is turned into digits: 64 KiB, 157,826 digits,
+	// more than PostgreSQL's widest numeric (147,455 digits) and far more
+	// than ClickHouse's Decimal256 (76). Converting it takes about 16 ms;
+	// the 560 KB a record may otherwise carry took 0.7 s.
+	maxDecimalBytes = 64 << 10
+)
+
+// rowBytes is the most bytes a row may hold decoded under pol.
+func (pol *Policy) rowBytes() int {
+	if pol == nil || pol.MaxRowBytes <= 0 {
+		return DefaultMaxRowBytes
+	}
+	return pol.MaxRowBytes
+}
+
+// errRowBytes is the reason of a row past its bound.
+func errRowBytes(max int) error {
+	return reasonf("the row would hold more than %d bytes decoded (batch.max_bytes)", max)
+}
+
+// errTextBytes is the reason of a nested value whose JSON text passed
+// the row's bound while it was written.
+func errTextBytes(max int) error {
+	return reasonf("nested value of more than %d bytes as JSON (batch.max_bytes)", max)
+}
+
+// freeCount counts one record's free values (maxFreeValues).
+type freeCount int
+
+// add counts n more, and fails past the bound.
+func (c *freeCount) add(n int) error {
+	*c += freeCount(n)
+	if *c > maxFreeValues {
+		return reasonf("more than %d values that take no bytes of the record (nulls, empty records, absent fields at their defaults)", maxFreeValues)
+	}
+	return nil
+}
+
+// checkDecimal refuses a two's-complement big-endian unscaled value raw
+// larger than maxDecimalBytes, or whose magnitude has more than maxDigits
+// decimal digits (0: not bounded), judged from its bit length before any
+// digit is made, never refusing a value that fits. colType names the
+// column whose type sets maxDigits ("": the schema's precision does).
+func checkDecimal(raw []byte, maxDigits int, colType string) error {
+	if len(raw) > maxDecimalBytes {
+		return reasonf("decimal of %d bytes, more than %d", len(raw), maxDecimalBytes)
+	}
+	if maxDigits <= 0 {
+		return nil
+	}
+	// |v| ≥ 2^e; 2^e ≥ 10^maxDigits when e ≥ maxDigits·log2(10), and
+	// 3.322 > log2(10).
+	if e := magnitudeExp(raw); e*1000 < maxDigits*3322 {
+		return nil
+	}
+	if colType == "" {
+		return reasonf("decimal with more digits than its precision %d", maxDigits)
+	}
+	return reasonf("decimal with more digits than %s holds", colType)
+}
+
+// magnitudeExp is an e with |v| ≥ 2^e for the two's-complement
+// big-endian v (0 for |v| < 2).
+func magnitudeExp(raw []byte) int {
+	if len(raw) == 0 {
+		return 0
+	}
+	sign := byte(0)
+	if raw[0]&0x80 != 0 {
+		sign = 0xff
+	}
+	i := 0
+	for i < len(raw) && raw[i] == sign {
+		i++
+	}
+	if i == len(raw) {
+		return 0 // 0 or -1
+	}
+	// The first byte that is not sign extension: its bits above the
+	// sign's, ones of the magnitude (a negative v's magnitude is at least
+	// its complement's).
+	top := raw[i] ^ sign
+	return bits.Len8(top) - 1 + 8*(len(raw)-i-1)
+}
+
+// panicReason is a bad record's reason for the panic v recovered while a
+// record was decoded: the value and where it was raised.
+func panicReason(v any) string {
+	return fmt.Sprintf("the decoder failed on this record (a bug in the sink: please report it): %v%s", v, panicSite())
+}
+
+// panicSite is " at file:line (function)" of the innermost frame of the
+// sink's own code below the panic in the calling goroutine's stack (call
+// it from the deferred function that recovers), "" if none.
+func panicSite() string {
+	var pcs [64]uintptr
+	n := runtime.Callers(2, pcs[:])
+	frames := runtime.CallersFrames(pcs[:n])
+	raised := false
+	for {
+		fr, more := frames.Next()
+		switch {
+		case fr.Function == "runtime.gopanic":
+			raised = true
+		case raised && strings.HasPrefix(fr.Function, "sink/"):
+			return fmt.Sprintf(" at %s:%d (%s)", filepath.Base(fr.File), fr.Line, fr.Function)
+		}
+		if !more {
+			return ""
+		}
+	}
+}
