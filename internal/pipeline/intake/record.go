@@ -70,7 +70,9 @@ func (in *Intake) routeRecord(writeCtx context.Context, now time.Time, tp offset
 func (in *Intake) decodeRecord(writeCtx context.Context, now time.Time, tp offsets.TP, r *kgo.Record) (_ error, held bool) {
 	rs, err := in.cat.RouteFor(writeCtx, r.Topic)
 	if err != nil {
-		in.own.Fail(err) // the topic's table cannot be resolved: stop before this record
+		if !in.badTopic(writeCtx, tp, r, err) {
+			in.own.Fail(err) // the topic's table cannot be resolved: stop before this record
+		}
 		return nil, false
 	}
 	if rs == nil {
