@@ -490,7 +490,7 @@ func TestValidate(t *testing.T) {
 	f(kafkaAB+"routes: [{topic: \"a/b\", table: x}]", nil, `routes[0].topic: "a/b" is not a valid topic name`)
 	f(kafkaAB+"routes: [{topic_regex: \"(\", table: x}]", nil, "routes[0].topic_regex: invalid regular expression")
 	f(kafkaAB+"routes: [{topic: a, table: a}, {topic_regex: c.*, table: c}]", nil, `routes[1]: topic_regex "c.*" matches none of kafka.topics`)
-	f(kafkaAB+"routes: [{topic: a, table: a, format: thrift}, {topic: b, table: b}]", nil, `routes[0].format: unsupported format "thrift" (supported: json, debezium-json, avro, protobuf, json-schema, debezium-avro)`)
+	f(kafkaAB+"routes: [{topic: a, table: a, format: thrift}, {topic: b, table: b}]", nil, `routes[0].format: unsupported format "thrift" (supported: json, connect-json, debezium-json, avro, protobuf, json-schema, debezium-avro)`)
 	f(kafkaAB+"routes: [{topic: a, table: a, format: debezium-json}, {topic: b, table: b}]", nil, "")
 	// debezium-json: its sources, and the version and delete-marker columns.
 	const dbz = kafkaAB + "routes: [{topic: b, table: b}, {topic: a, table: a, format: debezium-json, %s}]"
