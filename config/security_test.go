@@ -84,7 +84,7 @@ func TestValidateSecurity(t *testing.T) {
 	f(sasl("scram-sha-256", "SINK_KAFKA__SASL__USERNAME=u", "SINK_KAFKA__SASL__PASSWORD=p"), "")
 	f(sasl("SCRAM-SHA-512", "SINK_KAFKA__SASL__USERNAME=u", "SINK_KAFKA__SASL__PASSWORD_FILE="+pwFile), "")
 	f(sasl("SCRAM", "SINK_KAFKA__SASL__USERNAME=u", "SINK_KAFKA__SASL__PASSWORD=p"),
-		`kafka.sasl.mechanism: "SCRAM" is not one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (or empty for no SASL)`)
+		`kafka.sasl.mechanism: "SCRAM" is not one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER, AWS_MSK_IAM (or empty for no SASL)`)
 	f(sasl("GSSAPI"), `kafka.sasl.mechanism: "GSSAPI" is not one of`)
 	f(sasl("PLAIN", "SINK_KAFKA__SASL__PASSWORD=p"), "kafka.sasl.username: required with kafka.sasl.mechanism PLAIN")
 	f(sasl("SCRAM-SHA-256", "SINK_KAFKA__SASL__USERNAME=u"),
@@ -95,7 +95,7 @@ func TestValidateSecurity(t *testing.T) {
 		"kafka.sasl.password_file: open "+missing+": no such file or directory")
 	f(sasl("PLAIN", "SINK_KAFKA__SASL__USERNAME=u", "SINK_KAFKA__SASL__PASSWORD_FILE="+emptyFile),
 		"kafka.sasl.password_file: "+emptyFile+" is empty")
-	f(env("SINK_KAFKA__SASL__USERNAME=u"), "kafka.sasl.username: set, but kafka.sasl.mechanism is empty, so SASL is off (set it to PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)")
+	f(env("SINK_KAFKA__SASL__USERNAME=u"), "kafka.sasl.username: set, but kafka.sasl.mechanism is empty, so SASL is off (set it to PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER, AWS_MSK_IAM)")
 	f(env("SINK_KAFKA__SASL__PASSWORD=p"), "kafka.sasl.password: set, but kafka.sasl.mechanism is empty")
 	f(env("SINK_KAFKA__SASL__PASSWORD_FILE="+pwFile), "kafka.sasl.password_file: set, but kafka.sasl.mechanism is empty")
 

@@ -392,6 +392,9 @@ func (v *conv) consumerOverrides() {
 		}
 		rule, ok := overrideRules[name]
 		if !ok {
+			rule, ok = saslRules[name]
+		}
+		if !ok {
 			v.unsupported(key, "a consumer setting this import does not know; the sink's consumer settings are under kafka: (config/example.yaml)")
 			continue
 		}
@@ -428,8 +431,7 @@ var overrideRules = map[string]overrideRule{
 	"auto.offset.reset":     (*conv).offsetReset,
 	"isolation.level":       (*conv).isolationLevel,
 	"security.protocol":     (*conv).securityProtocol,
-	"sasl.mechanism":        (*conv).saslMechanism,
-	"sasl.jaas.config":      (*conv).jaasConfig,
+	// The sasl.* keys are saslRules (sasl.go).
 }
 
 // millisTo carries a number of milliseconds to the duration key to.
@@ -494,27 +496,6 @@ func (v *conv) securityProtocol(key, val string) {
 		v.unsupported(key, "unknown security protocol")
 	}
 }
-
-func (v *conv) saslMechanism(key, val string) {
-	switch m := strings.ToUpper(val); m {
-	case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
-		v.doc.set("kafka.sasl.mechanism", m)
-		v.carry(key, "kafka.sasl.mechanism", "")
-	default:
-		v.unsupported(key, "the sink supports PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512")
-	}
-}
-
-func (v *conv) jaasConfig(key, val string) {
-	if u := jaasUser.FindStringSubmatch(val); u != nil {
-		v.doc.set("kafka.sasl.username", u[1])
-		v.carry(key, "kafka.sasl.username, SINK_KAFKA__SASL__PASSWORD", "the password is never written to the YAML: set the variable or kafka.sasl.password_file")
-	} else {
-		v.unsupported(key, "no username=\"…\" in it")
-	}
-}
-
-var jaasUser = regexp.MustCompile(`username\s*=\s*"([^"]*)"`)
 
 // delivery: exactlyOnce and its KeeperMap state.
 func (v *conv) delivery() {
