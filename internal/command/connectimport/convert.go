@@ -61,15 +61,30 @@ type conv struct {
 // ClickHouse sink connector or lacks what any sink needs (topics); every
 // key it cannot carry is in Result.Fates as Unsupported.
 func Convert(c Connector, o Options) (*Result, error) {
+	v, r, err := mapKeys(c, o)
+	if err != nil {
+		return nil, err
+	}
+	y, err := render(v.doc, r, c)
+	if err != nil {
+		return nil, err
+	}
+	r.YAML = y
+	return r, nil
+}
+
+// mapKeys maps every key of c: the document to write, and the Result with
+// each key's fate (a secret's value masked) but no YAML yet.
+func mapKeys(c Connector, o Options) (*conv, *Result, error) {
 	v := &conv{cfg: c.Config, opts: o, fates: map[string]Fate{}, doc: &omap{}, columns: map[string]string{}}
 	if class := c.Config["connector.class"]; class != SinkClass && class != "ClickHouseSinkConnector" {
 		if class == "" {
-			return nil, fmt.Errorf("connector %q: no connector.class; this import reads %s", c.Name, SinkClass)
+			return nil, nil, fmt.Errorf("connector %q: no connector.class; this import reads %s", c.Name, SinkClass)
 		}
-		return nil, fmt.Errorf("connector %q: connector.class %s is not %s", c.Name, class, SinkClass)
+		return nil, nil, fmt.Errorf("connector %q: connector.class %s is not %s", c.Name, class, SinkClass)
 	}
 	if strings.TrimSpace(c.Config["topics"]) == "" && strings.TrimSpace(c.Config["topics.regex"]) == "" {
-		return nil, fmt.Errorf("connector %q: neither topics nor topics.regex is set", c.Name)
+		return nil, nil, fmt.Errorf("connector %q: neither topics nor topics.regex is set", c.Name)
 	}
 	v.notNeeded("connector.class", "this sink is the connector")
 	v.identity(c.Name)
@@ -95,12 +110,7 @@ func Convert(c Connector, o Options) (*Result, error) {
 		}
 		r.Fates = append(r.Fates, f)
 	}
-	y, err := render(v.doc, r, c)
-	if err != nil {
-		return nil, err
-	}
-	r.YAML = y
-	return r, nil
+	return v, r, nil
 }
 
 func (v *conv) set(key string, kind Kind, to, why string) {
