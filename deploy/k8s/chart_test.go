@@ -25,9 +25,9 @@ func TestChart(t *testing.T) {
 		name, values string
 		kinds        []string // kinds the render must contain
 	}{
-		{"defaults", "", []string{"ConfigMap", "Deployment", "Service"}},
-		{"full", chart + "/ci/full-values.yaml", []string{"ConfigMap", "Secret", "Deployment", "Service", "ServiceMonitor", "ScaledObject"}},
-		{"oauth", chart + "/ci/oauth-values.yaml", []string{"ConfigMap", "Secret", "Deployment", "Service"}},
+		{"defaults", "", []string{"ConfigMap", "Deployment", "Service", "NetworkPolicy"}},
+		{"full", chart + "/ci/full-values.yaml", []string{"ConfigMap", "Secret", "Deployment", "Service", "ServiceMonitor", "ScaledObject", "NetworkPolicy"}},
+		{"oauth", chart + "/ci/oauth-values.yaml", []string{"ConfigMap", "Secret", "Deployment", "Service", "NetworkPolicy"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := []string{"--strict", chart}
