@@ -301,12 +301,9 @@ func (c *Config) plaintextWarnings() []string {
 	k := c.Kafka
 	if s := k.SASL; s.Mechanism != "" && !k.TLS.Enabled {
 		if hosts := remote(k.Brokers); len(hosts) > 0 {
-			what := "sends its password in the clear"
-			if s.Mechanism != SASLPlain {
-				what = "runs in the clear (SCRAM does not send the password, but whoever sees the exchange can guess it offline, and reads every record)"
-			}
+			who, what := saslInClear(s)
 			w = append(w, fmt.Sprintf("kafka.sasl (%s as %q) %s: kafka.tls is off and brokers %s are not loopback; set kafka.tls.enabled and use the brokers' TLS listener",
-				s.Mechanism, s.Username, what, strings.Join(hosts, ", ")))
+				s.Mechanism, who, what, strings.Join(hosts, ", ")))
 		}
 	}
 	if r := c.SchemaRegistry; r.Username != "" {
@@ -323,6 +320,18 @@ func (c *Config) plaintextWarnings() []string {
 		}
 	}
 	return w
+}
+
+// saslInClear names who logs in with s and what a SASL exchange without
+// TLS gives away.
+func saslInClear(s SASL) (who, what string) {
+	switch s.Mechanism {
+	case SASLPlain:
+		return s.Username, "sends its password in the clear"
+	case SASLOAuthBearer:
+		return s.OAuth.ClientID, "sends its bearer token in the clear (whoever sees it can use it until it expires, and reads every record)"
+	}
+	return s.Username, "runs in the clear (SCRAM does not send the password, but whoever sees the exchange can guess it offline, and reads every record)"
 }
 
 // remote is the addresses (host:port) of addrs whose host is not loopback.
