@@ -349,7 +349,7 @@ type connectCapture struct {
 	Key, Value json.RawMessage
 }
 
-func readCaptures(t *testing.T, name string) []*kgo.Record {
+func readCaptures(t testing.TB, name string) []*kgo.Record {
 	t.Helper()
 	f, err := os.Open(filepath.Join("testdata", "connect", name))
 	if err != nil {
