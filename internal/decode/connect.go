@@ -112,17 +112,65 @@ const errNotEnvelope = "not Kafka Connect's JSON envelope {\"schema\": ..., \"pa
 // against it, and the payload's fields loaded for the columns. tombstone
 // is the format's answer for a null payload.
 func (e *connectEnv) begin(doc []byte, schema, payload jsonscan.Span, tombstone func() error) error {
-	e.cur = nil
+	var s *connSchema
 	if sch := doc[schema.Start:schema.End]; string(sch) != "null" {
-		s := e.schemas.get(sch, e.resolve)
-		if s.err != nil {
-			return bad("", "Kafka Connect envelope with a schema Connect would not read: "+s.err.Error())
-		}
-		e.cur = s
+		s = e.schemas.get(sch, e.resolve)
 	}
 	v, err := e.parser.ParseBytes(doc[payload.Start:payload.End])
 	if err != nil {
 		return bad("", "invalid JSON: "+err.Error()) // the scanner accepted it: not expected
+	}
+	return e.load(s, v, tombstone)
+}
+
+// quick reads value when it is, byte for byte, the envelope of the schema
+// the last record had, {"schema":S,"payload":P} (spaces allowed), without
+// scanning S again: a producer's records carry the same schema text, which
+// is most of each record. ok is false for any other value, which the
+// caller then scans whole; the outcome is the same either way. err is the
+// record's outcome when ok.
+func (e *connectEnv) quick(value []byte, tombstone func() error) (ok bool, err error) {
+	last := e.schemas.last
+	if e.off || last == nil {
+		return false, nil
+	}
+	i := skipSpace(value, 0)
+	if i >= len(value) || value[i] != '{' {
+		return false, nil
+	}
+	if i, ok = member(value, i+1, `"schema"`); !ok || len(value)-i < len(last.text) || string(value[i:i+len(last.text)]) != last.text {
+		return false, nil
+	}
+	if i = skipSpace(value, i+len(last.text)); i >= len(value) || value[i] != ',' {
+		return false, nil
+	}
+	if i, ok = member(value, i+1, `"payload"`); !ok {
+		return false, nil
+	}
+	end := len(value)
+	for end > i && (value[end-1] == ' ' || value[end-1] == '\n' || value[end-1] == '\t' || value[end-1] == '\r') {
+		end--
+	}
+	// The payload is parsed on its own: one level shallower than in the
+	// record, so one nested near the limit is left to the whole scan.
+	if end <= i || value[end-1] != '}' || !nestedBelow(value[i:end-1], jsonscan.MaxDepth-2) {
+		return false, nil
+	}
+	v, perr := e.parser.ParseBytes(value[i : end-1])
+	if perr != nil {
+		return false, nil
+	}
+	return true, e.load(last, v, tombstone)
+}
+
+// load reads the payload v of an envelope whose schema is s (nil: none).
+func (e *connectEnv) load(s *connSchema, v *fastjson.Value, tombstone func() error) error {
+	e.cur = nil
+	if s != nil {
+		if s.err != nil {
+			return bad("", "Kafka Connect envelope with a schema Connect would not read: "+s.err.Error())
+		}
+		e.cur = s
 	}
 	if v.Type() == fastjson.TypeNull {
 		return tombstone()
@@ -142,6 +190,29 @@ func (e *connectEnv) begin(doc []byte, schema, payload jsonscan.Span, tombstone 
 	}
 	e.fields.load(o)
 	return nil
+}
+
+// nestedBelow reports whether the JSON text b nests fewer than limit
+// objects and arrays (brackets in strings not counted).
+func nestedBelow(b []byte, limit int) bool {
+	depth := 0
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case '{', '[':
+			if depth++; depth >= limit {
+				return false
+			}
+		case '}', ']':
+			depth--
+		case '"':
+			for i++; i < len(b) && b[i] != '"'; i++ {
+				if b[i] == '\\' {
+					i++
+				}
+			}
+		}
+	}
+	return true
 }
 
 // resolve gives each bound column the schema of the value its path

@@ -399,13 +399,7 @@ func (c *connChecker) isBytes(n *connNode, v *fastjson.Value) bool {
 func (c *connChecker) checkComposite(n *connNode, v *fastjson.Value) *connMismatch {
 	switch {
 	case n.typ == ctStruct && v.Type() == fastjson.TypeObject:
-		for i := range n.fields {
-			f := &n.fields[i]
-			if m := c.check(f.node, v.Get(f.name)); m != nil {
-				return m.at(f.name)
-			}
-		}
-		return nil
+		return c.checkStruct(n, v)
 	case n.typ == ctArray && v.Type() == fastjson.TypeArray:
 		return c.checkElements(n.items, v)
 	case n.typ == ctMap && n.keys.typ == ctString && v.Type() == fastjson.TypeObject:
@@ -450,6 +444,39 @@ func (c *connChecker) checkPairs(n *connNode, v *fastjson.Value) *connMismatch {
 		}
 		if m := c.check(n.vals, kv[1]); m != nil {
 			return m.at("[" + strconv.Itoa(i) + "] value")
+		}
+	}
+	return nil
+}
+
+// checkStruct checks the members of the object v by the fields of the
+// struct schema n. The converter writes them in the schema's order, so
+// they are first taken in order; an object in another order (or with
+// other members) is checked field by field, by name.
+func (c *connChecker) checkStruct(n *connNode, v *fastjson.Value) *connMismatch {
+	o, _ := v.Object()
+	i, inOrder := 0, true
+	var m *connMismatch
+	o.Visit(func(k []byte, e *fastjson.Value) {
+		if !inOrder || m != nil {
+			return
+		}
+		if i >= len(n.fields) || string(k) != n.fields[i].name {
+			inOrder = false
+			return
+		}
+		if m = c.check(n.fields[i].node, e); m != nil {
+			m.at(n.fields[i].name)
+		}
+		i++
+	})
+	if m != nil || (inOrder && i == len(n.fields)) {
+		return m
+	}
+	for i := range n.fields {
+		f := &n.fields[i]
+		if m := c.check(f.node, v.Get(f.name)); m != nil {
+			return m.at(f.name)
 		}
 	}
 	return nil

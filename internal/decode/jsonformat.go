@@ -431,6 +431,10 @@ func (f *jsonFormat) begin(r recordData) error {
 	if r.value == nil {
 		return f.tombstone()
 	}
+	if ok, err := f.env.quick(r.value, f.tombstone); ok {
+		f.wrapped = true
+		return err
+	}
 	top, err := f.scanner.Scan(r.value)
 	if err != nil {
 		return bad("", "invalid JSON: "+err.Error())
