@@ -10,6 +10,7 @@ import (
 	"github.com/valyala/fastjson"
 
 	"sink/internal/chschema"
+	"sink/internal/chtype"
 	"sink/internal/route"
 )
 
@@ -93,7 +94,7 @@ type avroFormat struct {
 type avroBind struct {
 	path []string
 	name string // the column, for errors
-	t    *chType
+	t    *chtype.Type
 	// present: the slot only says whether the record at path is there
 	// (inTrue) or null (inNull), e.g. a Debezium event's after image.
 	present bool
@@ -115,7 +116,7 @@ func newAvroKey(env formatEnv) *avroFormat {
 // bindKey makes $key column col read the key: a registry-framed key is
 // decoded with its schema (a record key becomes a JSON object), any other
 // key is its bytes as text.
-func (f *avroFormat) bindKey(col int, c chschema.ColumnSchema, t *chType) {
+func (f *avroFormat) bindKey(col int, c chschema.ColumnSchema, t *chtype.Type) {
 	if f.key == nil {
 		f.key = newAvroKey(formatEnv{st: f.st, pol: f.policy, reg: f.readers.reg})
 	}
@@ -140,7 +141,7 @@ func (*avroFormat) want() string {
 	return "a field path such as a.b or " + strings.Join(route.RecordSources(), ", ") + ", " + route.HeaderPrefix + "NAME"
 }
 
-func (f *avroFormat) bind(col int, c chschema.ColumnSchema, t *chType, src route.Source, byName bool) error {
+func (f *avroFormat) bind(col int, c chschema.ColumnSchema, t *chtype.Type, src route.Source, byName bool) error {
 	path := src.Path
 	if byName {
 		// Avro names have no dots, so a column named "a.b" can only mean

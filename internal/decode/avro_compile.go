@@ -1,9 +1,5 @@
 package decode
 
-// The avro format's schema compiler: a writer schema from the registry and
-// the Plan's bound columns become an avroProgram, one avroOp per field in
-// encoding order (read into columns, read as JSON, or skip).
-
 import (
 	"fmt"
 	"strings"
@@ -13,8 +9,13 @@ import (
 	"github.com/twmb/franz-go/pkg/sr"
 	"github.com/valyala/fastjson"
 
+	"sink/internal/chtype"
 	"sink/internal/registry"
 )
+
+// The avro format's schema compiler: a writer schema from the registry and
+// the Plan's bound columns become an avroProgram, one avroOp per field in
+// encoding order (read into columns, read as JSON, or skip).
 
 // avroProgram is one writer schema compiled for one Plan's columns.
 type avroProgram struct {
@@ -283,7 +284,7 @@ func (c *avroCompiler) value(s avro.Schema, reqs []bindReq) (avroOp, error) {
 	op.cols = colsOf(reqs)
 	op.locs = make([]*time.Location, len(op.cols))
 	for i, col := range op.cols {
-		op.locs[i] = columnLoc(c.f.binds[col].t)
+		op.locs[i] = c.f.binds[col].t.Base().Loc // nil: UTC
 	}
 	return op, nil
 }
@@ -370,7 +371,7 @@ func (c *avroCompiler) union(u *avro.UnionSchema, reqs []bindReq) (avroOp, error
 			b := c.f.binds[r.col]
 			if !takesAnyType(b.t) {
 				return avroOp{}, bad(b.name, fmt.Sprintf("field %s is the Avro union %s, which fills only a Variant (ClickHouse 26.9), Dynamic, JSON or String column, not %s",
-					strings.Join(b.path, "."), u.String(), b.t.str))
+					strings.Join(b.path, "."), u.String(), b.t.Text))
 			}
 		}
 	}
@@ -391,9 +392,9 @@ func (c *avroCompiler) union(u *avro.UnionSchema, reqs []bindReq) (avroOp, error
 
 // takesAnyType reports whether a column of type t takes values of
 // different types: Variant, Dynamic, JSON and String.
-func takesAnyType(t *chType) bool {
-	switch t.base().kind {
-	case kVariant, kDynamic, kJSON, kString:
+func takesAnyType(t *chtype.Type) bool {
+	switch t.Base().Kind {
+	case chtype.Variant, chtype.Dynamic, chtype.JSON, chtype.String:
 		return true
 	}
 	return false
@@ -416,11 +417,6 @@ func colsOf(reqs []bindReq) []int {
 		out[i] = r.col
 	}
 	return out
-}
-
-// columnLoc is the time zone of a DateTime or DateTime64 column (nil: UTC).
-func columnLoc(t *chType) *time.Location {
-	return t.base().loc
 }
 
 // logicalType is s's logical type: what hamba/avro knows, or the raw

@@ -15,6 +15,7 @@ import (
 	"github.com/valyala/fastjson"
 
 	"sink/internal/chschema"
+	"sink/internal/chtype"
 )
 
 // col is one column buffer of a Block.
@@ -180,135 +181,135 @@ func newLeaf[T any](nullable bool, width int, zero T, exp exporter[T], conv func
 var epoch = time.Unix(0, 0).UTC()
 
 // newCol builds the buffer for a type that passed unsupported().
-func newCol(t *chType) col {
+func newCol(t *chtype.Type) col {
 	nullable := false
-	for t.kind == kNullable || t.kind == kLowCardinality {
-		nullable = nullable || t.kind == kNullable
-		t = t.elem
+	for t.Kind == chtype.Nullable || t.Kind == chtype.LowCardinality {
+		nullable = nullable || t.Kind == chtype.Nullable
+		t = t.Elem
 	}
-	switch t.kind {
-	case kArray:
-		return &arrayCol{t: t, elem: newTopCol(t.elem)}
-	case kMap:
-		m := &mapCol{t: t, keys: newTopCol(t.key), vals: newTopCol(t.elem)}
+	switch t.Kind {
+	case chtype.Array:
+		return &arrayCol{t: t, elem: newTopCol(t.Elem)}
+	case chtype.Map:
+		m := &mapCol{t: t, keys: newTopCol(t.Key), vals: newTopCol(t.Elem)}
 		m.visitFn = m.visit
 		return m
-	case kInt8:
+	case chtype.Int8:
 		return newLeaf(nullable, 1, int8(0), same[int8]{}, func(c *appendState, in *input) (int8, error) {
 			v, err := c.signed(in, t, math.MinInt8, math.MaxInt8)
 			return int8(v), err
 		})
-	case kInt16:
+	case chtype.Int16:
 		return newLeaf(nullable, 2, int16(0), same[int16]{}, func(c *appendState, in *input) (int16, error) {
 			v, err := c.signed(in, t, math.MinInt16, math.MaxInt16)
 			return int16(v), err
 		})
-	case kInt32:
+	case chtype.Int32:
 		return newLeaf(nullable, 4, int32(0), same[int32]{}, func(c *appendState, in *input) (int32, error) {
 			v, err := c.signed(in, t, math.MinInt32, math.MaxInt32)
 			return int32(v), err
 		})
-	case kInt64:
+	case chtype.Int64:
 		return newLeaf(nullable, 8, int64(0), same[int64]{}, func(c *appendState, in *input) (int64, error) {
 			return c.signed(in, t, math.MinInt64, math.MaxInt64)
 		})
-	case kUInt8:
+	case chtype.UInt8:
 		return newLeaf(nullable, 1, uint8(0), same[uint8]{}, func(c *appendState, in *input) (uint8, error) {
 			v, err := c.unsigned(in, t, math.MaxUint8)
 			return uint8(v), err
 		})
-	case kUInt16:
+	case chtype.UInt16:
 		return newLeaf(nullable, 2, uint16(0), same[uint16]{}, func(c *appendState, in *input) (uint16, error) {
 			v, err := c.unsigned(in, t, math.MaxUint16)
 			return uint16(v), err
 		})
-	case kUInt32:
+	case chtype.UInt32:
 		return newLeaf(nullable, 4, uint32(0), same[uint32]{}, func(c *appendState, in *input) (uint32, error) {
 			v, err := c.unsigned(in, t, math.MaxUint32)
 			return uint32(v), err
 		})
-	case kUInt64:
+	case chtype.UInt64:
 		return newLeaf(nullable, 8, uint64(0), same[uint64]{}, func(c *appendState, in *input) (uint64, error) {
 			return c.unsigned(in, t, math.MaxUint64)
 		})
-	case kFloat32:
+	case chtype.Float32:
 		return newLeaf(nullable, 4, float32(0), same[float32]{}, func(c *appendState, in *input) (float32, error) {
 			v, err := c.float(in, t, 32)
 			return float32(v), err
 		})
-	case kFloat64:
+	case chtype.Float64:
 		return newLeaf(nullable, 8, float64(0), same[float64]{}, func(c *appendState, in *input) (float64, error) {
 			return c.float(in, t, 64)
 		})
-	case kDecimal:
-		if t.n <= 18 {
-			exp := int32(-t.scale)
+	case chtype.Decimal:
+		if t.Precision <= 18 {
+			exp := int32(-t.Scale)
 			return newLeaf(nullable, 8, int64(0), mapped[int64, decimal.Decimal]{func(v int64) decimal.Decimal {
 				return decimal.New(v, exp)
 			}}, func(c *appendState, in *input) (int64, error) { return c.decimal64(in, t) })
 		}
-		return newLeaf(nullable, 48, decimal.New(0, int32(-t.scale)), same[decimal.Decimal]{},
+		return newLeaf(nullable, 48, decimal.New(0, int32(-t.Scale)), same[decimal.Decimal]{},
 			func(c *appendState, in *input) (decimal.Decimal, error) { return c.decimalBig(in, t) })
-	case kString:
+	case chtype.String:
 		return newLeaf(nullable, 16, "", same[string]{}, stringConv(t, 0))
-	case kFixedString:
-		return newLeaf(nullable, 16, string(make([]byte, t.n)), same[string]{}, stringConv(t, t.n))
-	case kDate, kDate32:
+	case chtype.FixedString:
+		return newLeaf(nullable, 16, string(make([]byte, t.Size)), same[string]{}, stringConv(t, t.Size))
+	case chtype.Date, chtype.Date32:
 		return newLeaf(nullable, 24, epoch, same[time.Time]{}, func(c *appendState, in *input) (time.Time, error) {
 			return c.date(in, t)
 		})
-	case kDateTime:
+	case chtype.DateTime:
 		return newLeaf(nullable, 8, int64(0), same[int64]{}, func(c *appendState, in *input) (int64, error) {
 			return c.dateTime(in, t)
 		})
-	case kDateTime64:
+	case chtype.DateTime64:
 		// Stored as ClickHouse stores it: ticks of 10^-precision seconds
 		// since the epoch; ColumnData turns them back into time.Time.
-		p := t.n
+		p := t.Precision
 		return newLeaf(nullable, 8, int64(0), mapped[int64, time.Time]{func(v int64) time.Time { return fromTicks(v, p) }},
 			func(c *appendState, in *input) (int64, error) {
 				tm, err := c.dateTime64(in, t)
 				return toTicks(tm, p), err
 			})
-	case kUUID:
+	case chtype.UUID:
 		return newLeaf(nullable, 16, uuid.Nil, same[uuid.UUID]{}, func(c *appendState, in *input) (uuid.UUID, error) {
 			return c.uuidValue(in, t)
 		})
-	case kEnum8:
-		return newLeaf(nullable, 1, int8(t.enumMin), same[int8]{}, func(c *appendState, in *input) (int8, error) {
+	case chtype.Enum8:
+		return newLeaf(nullable, 1, int8(t.EnumMin), same[int8]{}, func(c *appendState, in *input) (int8, error) {
 			v, err := c.enum(in, t)
 			return int8(v), err
 		})
-	case kEnum16:
-		return newLeaf(nullable, 2, t.enumMin, same[int16]{}, func(c *appendState, in *input) (int16, error) {
+	case chtype.Enum16:
+		return newLeaf(nullable, 2, t.EnumMin, same[int16]{}, func(c *appendState, in *input) (int16, error) {
 			return c.enum(in, t)
 		})
-	case kBool:
+	case chtype.Bool:
 		return newLeaf(nullable, 1, false, same[bool]{}, func(c *appendState, in *input) (bool, error) {
 			return c.boolean(in, t)
 		})
-	case kIPv4:
+	case chtype.IPv4:
 		return newLeaf(nullable, 4, uint32(0), same[uint32]{}, func(c *appendState, in *input) (uint32, error) {
 			return c.ipv4(in, t)
 		})
-	case kIPv6:
+	case chtype.IPv6:
 		return newLeaf(nullable, 16, [16]byte{}, same[[16]byte]{}, func(c *appendState, in *input) ([16]byte, error) {
 			return c.ipv6(in, t)
 		})
-	case kInt128, kInt256, kUInt128, kUInt256:
-		_, signed := wideBits(t.kind)
+	case chtype.Int128, chtype.Int256, chtype.UInt128, chtype.UInt256:
+		_, signed := wideBits(t.Kind)
 		return newLeaf(nullable, 32, u256{}, mapped[u256, big.Int]{func(v u256) big.Int { return v.bigInt(signed) }},
 			func(c *appendState, in *input) (u256, error) { return c.wide(in, t) })
-	case kTuple:
+	case chtype.Tuple:
 		return newTupleCol(t)
-	case kDynamic:
+	case chtype.Dynamic:
 		return &dynamicCol{}
-	case kVariant:
+	case chtype.Variant:
 		return newVariantCol(t)
-	case kJSON:
+	case chtype.JSON:
 		return newJSONCol(t)
 	}
-	panic("decode: no buffer for type " + t.str) // Compile rejects these
+	panic("decode: no buffer for type " + t.Text) // Compile rejects these
 }
 
 var (
@@ -321,7 +322,7 @@ var (
 // as compact JSON, $partition/$offset in decimal, $timestamp in RFC 3339 UTC.
 // FixedString values longer than N are rejected, shorter ones zero-padded.
 // A value equal to the previous one in this column shares its memory.
-func stringConv(t *chType, fixed int) func(c *appendState, in *input) (string, error) {
+func stringConv(t *chtype.Type, fixed int) func(c *appendState, in *input) (string, error) {
 	var last string
 	return func(c *appendState, in *input) (string, error) {
 		b, err := c.stringValue(in, t, fixed)
@@ -339,11 +340,11 @@ func stringConv(t *chType, fixed int) func(c *appendState, in *input) (string, e
 // stringValue is the bytes a String (fixed == 0) or FixedString(fixed)
 // column stores for in (see stringConv); it may borrow the appendState's
 // scratch, so it is valid until the next value.
-func (c *appendState) stringValue(in *input, t *chType, fixed int) ([]byte, error) {
+func (c *appendState) stringValue(in *input, t *chtype.Type, fixed int) ([]byte, error) {
 	b := c.stringText(in)
 	if fixed > 0 && len(b) != fixed {
 		if len(b) > fixed {
-			return nil, reasonf("string of %d bytes is too long for %s", len(b), t.str)
+			return nil, reasonf("string of %d bytes is too long for %s", len(b), t.Text)
 		}
 		c.pad = append(c.pad[:0], b...)
 		for len(c.pad) < fixed {
@@ -380,7 +381,7 @@ func (c *appendState) stringText(in *input) []byte {
 // ---- Array ----
 
 type arrayCol struct {
-	t    *chType
+	t    *chtype.Type
 	ends []int // end offset in elem of each row
 	elem col
 	in   input // element scratch
@@ -456,7 +457,7 @@ func reflectSplit(data any, ends []int) any {
 // ---- Map ----
 
 type mapCol struct {
-	t          *chType
+	t          *chtype.Type
 	ends       []int
 	keys, vals col
 

@@ -3,6 +3,7 @@ package decode
 import (
 	"github.com/valyala/fastjson"
 
+	"sink/internal/chtype"
 	"sink/internal/jsonscan"
 	"sink/internal/route"
 )
@@ -80,16 +81,16 @@ func newConnectEnv(st *appendState, fields *jsonFields, strict bool) *connectEnv
 }
 
 // bind notes that column col of type t reads path.
-func (e *connectEnv) bind(col int, t *chType, path []string) {
+func (e *connectEnv) bind(col int, t *chtype.Type, path []string) {
 	for len(e.cols) <= col {
 		e.cols = append(e.cols, dbzCol{})
 		e.paths = append(e.paths, nil)
 	}
-	c := dbzCol{kind: route.Field, cls: classOf(t), scale: columnScale(t)}
-	if b := t.base(); b.kind == kDecimal {
-		c.intDigits, c.decType = b.n-b.scale, b.str
+	c := dbzCol{kind: route.Field, cls: t.Class(), scale: t.Base().Scale}
+	if b := t.Base(); b.Kind == chtype.Decimal {
+		c.intDigits, c.decType = b.Precision-b.Scale, b.Text
 	}
-	c.day = t.base().kind == kDate || t.base().kind == kDate32
+	c.day = t.Base().Kind == chtype.Date || t.Base().Kind == chtype.Date32
 	e.cols[col], e.paths[col] = c, path
 	if !e.strict && route.EnvelopePath(path) {
 		e.off = true

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/internal/chschema"
+	"sink/internal/chtype"
 	"sink/internal/route"
 )
 
@@ -51,7 +52,7 @@ func connectRows(t *testing.T, f route.Format, cols []chschema.ColumnSchema, map
 		}
 		row := map[string]any{}
 		for c, col := range blk.Columns() {
-			row[col.Name] = norm(parseType(col.Type), reflect.ValueOf(blk.ColumnData(c)).Index(len(rows)).Interface())
+			row[col.Name] = norm(chtype.Parse(col.Type), reflect.ValueOf(blk.ColumnData(c)).Index(len(rows)).Interface())
 		}
 		rows = append(rows, row)
 	}
@@ -335,8 +336,8 @@ func TestConnectSchemaChanges(t *testing.T) {
 			t.Errorf("record %d: unmapped %+v, want w with default 7", i, un)
 		}
 	}
-	got := fmt.Sprint(norm(parseType("Nullable(String)"), blk.ColumnData(1).([]*string)[0]), " ",
-		norm(parseType("Nullable(String)"), blk.ColumnData(1).([]*string)[1]))
+	got := fmt.Sprint(norm(chtype.Parse("Nullable(String)"), blk.ColumnData(1).([]*string)[0]), " ",
+		norm(chtype.Parse("Nullable(String)"), blk.ColumnData(1).([]*string)[1]))
 	if got != "<nil> 1970-01-01" {
 		t.Errorf("v = %s", got)
 	}

@@ -12,6 +12,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
+
+	"sink/internal/chtype"
 )
 
 // number is a finite decimal value: (-1)^neg × digits × 10^exp, normalized so
@@ -123,7 +125,7 @@ func (n number) magnitude() (mag uint64, frac, ok bool) {
 // integer reads an integral input as sign and magnitude. Booleans are 1 and
 // 0; numbers may be written with a fraction or exponent if the value is
 // integral (1.0, 1e3).
-func (c *appendState) integer(in *input, t *chType) (neg bool, mag uint64, err error) {
+func (c *appendState) integer(in *input, t *chtype.Type) (neg bool, mag uint64, err error) {
 	switch in.kind {
 	case inInt, inTime:
 		if in.n < 0 {
@@ -170,7 +172,7 @@ func (c *appendState) integer(in *input, t *chType) (neg bool, mag uint64, err e
 	return false, 0, cannotConvert(in, t, "")
 }
 
-func (c *appendState) signed(in *input, t *chType, lo, hi int64) (int64, error) {
+func (c *appendState) signed(in *input, t *chtype.Type, lo, hi int64) (int64, error) {
 	neg, mag, err := c.integer(in, t)
 	if err != nil {
 		return 0, err
@@ -187,7 +189,7 @@ func (c *appendState) signed(in *input, t *chType, lo, hi int64) (int64, error) 
 	return int64(mag), nil
 }
 
-func (c *appendState) unsigned(in *input, t *chType, hi uint64) (uint64, error) {
+func (c *appendState) unsigned(in *input, t *chtype.Type, hi uint64) (uint64, error) {
 	neg, mag, err := c.integer(in, t)
 	if err != nil {
 		return 0, err
@@ -201,7 +203,7 @@ func (c *appendState) unsigned(in *input, t *chType, hi uint64) (uint64, error) 
 // float accepts numbers and numeric strings, including the strings NaN, Inf,
 // +Inf, -Inf and Infinity (any case), which ClickHouse stores as is. A finite
 // value beyond the type's range is rejected.
-func (c *appendState) float(in *input, t *chType, bitSize int) (float64, error) {
+func (c *appendState) float(in *input, t *chtype.Type, bitSize int) (float64, error) {
 	switch in.kind {
 	case inInt, inTime:
 		return float64(in.n), nil
@@ -302,7 +304,7 @@ func isNaNInf(b []byte) bool {
 // decimalNumber reads an input as an exact decimal and checks it against
 // Decimal(P, S): at most S digits after the point (trailing zeros don't
 // count; nothing is rounded) and at most P-S before it.
-func (c *appendState) decimalNumber(in *input, t *chType) (number, error) {
+func (c *appendState) decimalNumber(in *input, t *chtype.Type) (number, error) {
 	var n number
 	b, ok := c.text(in)
 	if !ok {
@@ -311,19 +313,19 @@ func (c *appendState) decimalNumber(in *input, t *chType) (number, error) {
 	if n, ok = c.parseNumber(b); !ok {
 		return n, cannotParse(in, t)
 	}
-	if n.exp+t.scale < 0 {
-		return n, cannotConvert(in, t, "more than "+strconv.Itoa(t.scale)+" digits after the decimal point")
+	if n.exp+t.Scale < 0 {
+		return n, cannotConvert(in, t, "more than "+strconv.Itoa(t.Scale)+" digits after the decimal point")
 	}
-	if n.intDigits() > t.n-t.scale {
-		return n, cannotConvert(in, t, "more than "+strconv.Itoa(t.n-t.scale)+" digits before the decimal point")
+	if n.intDigits() > t.Precision-t.Scale {
+		return n, cannotConvert(in, t, "more than "+strconv.Itoa(t.Precision-t.Scale)+" digits before the decimal point")
 	}
 	return n, nil
 }
 
 // decimal64 returns the value scaled by 10^S, for precision up to 18.
-func (c *appendState) decimal64(in *input, t *chType) (int64, error) {
+func (c *appendState) decimal64(in *input, t *chtype.Type) (int64, error) {
 	if in.kind == inNum || in.kind == inStr {
-		if v, ok := plainDecimal(in.b, t.n-t.scale, t.scale); ok {
+		if v, ok := plainDecimal(in.b, t.Precision-t.Scale, t.Scale); ok {
 			return v, nil
 		}
 	}
@@ -331,7 +333,7 @@ func (c *appendState) decimal64(in *input, t *chType) (int64, error) {
 }
 
 // exactDecimal64 is decimal64 for any input, through the exact digits.
-func (c *appendState) exactDecimal64(in *input, t *chType) (int64, error) {
+func (c *appendState) exactDecimal64(in *input, t *chtype.Type) (int64, error) {
 	n, err := c.decimalNumber(in, t)
 	if err != nil {
 		return 0, err
@@ -340,7 +342,7 @@ func (c *appendState) exactDecimal64(in *input, t *chType) (int64, error) {
 	for _, ch := range n.digits {
 		v = v*10 + int64(ch-'0')
 	}
-	for i := n.exp + t.scale; i > 0; i-- {
+	for i := n.exp + t.Scale; i > 0; i-- {
 		v *= 10
 	}
 	if n.neg {
@@ -372,17 +374,17 @@ func plainDecimal(b []byte, ip, scale int) (int64, bool) {
 }
 
 // decimalBig handles precision above 18 (allocates per value).
-func (c *appendState) decimalBig(in *input, t *chType) (decimal.Decimal, error) {
+func (c *appendState) decimalBig(in *input, t *chtype.Type) (decimal.Decimal, error) {
 	n, err := c.decimalNumber(in, t)
 	if err != nil {
 		return decimal.Decimal{}, err
 	}
-	s := make([]byte, 0, len(n.digits)+n.exp+t.scale+1)
+	s := make([]byte, 0, len(n.digits)+n.exp+t.Scale+1)
 	if n.neg {
 		s = append(s, '-')
 	}
 	s = append(s, n.digits...)
-	for i := n.exp + t.scale; i > 0; i-- {
+	for i := n.exp + t.Scale; i > 0; i-- {
 		s = append(s, '0')
 	}
 	if len(n.digits) == 0 {
@@ -390,12 +392,12 @@ func (c *appendState) decimalBig(in *input, t *chType) (decimal.Decimal, error) 
 	}
 	var bi big.Int
 	bi.SetString(string(s), 10)
-	return decimal.NewFromBigInt(&bi, int32(-t.scale)), nil
+	return decimal.NewFromBigInt(&bi, int32(-t.Scale)), nil
 }
 
 // boolean accepts true/false, 0/1 and the strings "true", "false" (any
 // case), "1", "0".
-func (c *appendState) boolean(in *input, t *chType) (bool, error) {
+func (c *appendState) boolean(in *input, t *chtype.Type) (bool, error) {
 	switch in.kind {
 	case inTrue:
 		return true, nil
@@ -422,7 +424,7 @@ func (c *appendState) boolean(in *input, t *chType) (bool, error) {
 	return false, cannotConvert(in, t, "")
 }
 
-func (c *appendState) uuidValue(in *input, t *chType) (uuid.UUID, error) {
+func (c *appendState) uuidValue(in *input, t *chtype.Type) (uuid.UUID, error) {
 	if in.kind != inStr {
 		return uuid.Nil, cannotConvert(in, t, "")
 	}
@@ -435,10 +437,10 @@ func (c *appendState) uuidValue(in *input, t *chType) (uuid.UUID, error) {
 
 // enum accepts an element name (string) or an element value (number, or a
 // numeric string that is not a name).
-func (c *appendState) enum(in *input, t *chType) (int16, error) {
+func (c *appendState) enum(in *input, t *chtype.Type) (int16, error) {
 	switch in.kind {
 	case inStr:
-		if v, ok := t.enumByName[string(in.b)]; ok {
+		if v, ok := t.EnumByName[string(in.b)]; ok {
 			return v, nil
 		}
 		if _, ok := c.parseNumber(in.b); !ok {
@@ -452,13 +454,13 @@ func (c *appendState) enum(in *input, t *chType) (int16, error) {
 	if err != nil {
 		return 0, err
 	}
-	if !t.enumByValue[int16(v)] {
+	if !t.EnumByValue[int16(v)] {
 		return 0, cannotConvert(in, t, "unknown value")
 	}
 	return int16(v), nil
 }
 
-func (c *appendState) ip(in *input, t *chType) (netip.Addr, error) {
+func (c *appendState) ip(in *input, t *chtype.Type) (netip.Addr, error) {
 	if in.kind != inStr {
 		return netip.Addr{}, cannotConvert(in, t, "")
 	}
@@ -474,7 +476,7 @@ func (c *appendState) ip(in *input, t *chType) (netip.Addr, error) {
 
 // ipv4 accepts dotted-quad strings and integers 0..2^32-1, returned as the
 // big-endian number clickhouse-go's IPv4 column takes from a []uint32.
-func (c *appendState) ipv4(in *input, t *chType) (uint32, error) {
+func (c *appendState) ipv4(in *input, t *chtype.Type) (uint32, error) {
 	if in.kind == inNum || in.kind == inInt {
 		v, err := c.unsigned(in, t, math.MaxUint32)
 		return uint32(v), err
@@ -491,7 +493,7 @@ func (c *appendState) ipv4(in *input, t *chType) (uint32, error) {
 }
 
 // ipv6 accepts IPv6 strings and IPv4 strings (stored as ::ffff:a.b.c.d).
-func (c *appendState) ipv6(in *input, t *chType) ([16]byte, error) {
+func (c *appendState) ipv6(in *input, t *chtype.Type) ([16]byte, error) {
 	a, err := c.ip(in, t)
 	if err != nil {
 		return [16]byte{}, err
@@ -721,7 +723,7 @@ func unixInt(v int64) (sec, nsec int64) {
 
 // timestamp reads an input as an instant: text (see parseDateTimeText),
 // unix numbers or numeric strings (see unixNumber), or the record time.
-func (c *appendState) timestamp(in *input, t *chType) (sec, nsec int64, err error) {
+func (c *appendState) timestamp(in *input, t *chtype.Type) (sec, nsec int64, err error) {
 	switch in.kind {
 	case inTime:
 		return in.t.Unix(), int64(in.t.Nanosecond()), nil
@@ -730,7 +732,7 @@ func (c *appendState) timestamp(in *input, t *chType) (sec, nsec int64, err erro
 		return sec, nsec, nil
 	case inStr, inNum:
 		if in.kind == inStr && looksLikeDate(in.b) {
-			sec, nsec, ok := parseDateTimeText(in.b, t.loc)
+			sec, nsec, ok := parseDateTimeText(in.b, t.Loc)
 			if !ok {
 				return 0, 0, cannotParse(in, t)
 			}
@@ -760,7 +762,7 @@ var (
 	maxDate32Days = daysFromCivil(2299, 12, 31)
 )
 
-func (c *appendState) dateTime(in *input, t *chType) (int64, error) {
+func (c *appendState) dateTime(in *input, t *chtype.Type) (int64, error) {
 	sec, _, err := c.timestamp(in, t)
 	if err != nil {
 		return 0, err
@@ -771,13 +773,13 @@ func (c *appendState) dateTime(in *input, t *chType) (int64, error) {
 	return sec, nil
 }
 
-func (c *appendState) dateTime64(in *input, t *chType) (time.Time, error) {
+func (c *appendState) dateTime64(in *input, t *chtype.Type) (time.Time, error) {
 	sec, nsec, err := c.timestamp(in, t)
 	if err != nil {
 		return time.Time{}, err
 	}
 	lo, hi := int64(minDateTime64), int64(maxDateTime64)
-	if t.n == 9 {
+	if t.Precision == 9 {
 		hi = maxDateTime64p9
 	}
 	if sec < lo || sec > hi {
@@ -790,7 +792,7 @@ func (c *appendState) dateTime64(in *input, t *chType) (time.Time, error) {
 // written, its time and zone are checked but not applied), a day number
 // 0..65535, a larger unix timestamp (by the timestamp rules, UTC date) or the
 // record time (UTC date).
-func (c *appendState) date(in *input, t *chType) (time.Time, error) {
+func (c *appendState) date(in *input, t *chtype.Type) (time.Time, error) {
 	var days int64
 	switch in.kind {
 	case inTime:
@@ -831,7 +833,7 @@ func (c *appendState) date(in *input, t *chType) (time.Time, error) {
 		return time.Time{}, cannotConvert(in, t, "")
 	}
 	lo, hi := int64(0), int64(math.MaxUint16)
-	if t.kind == kDate32 {
+	if t.Kind == chtype.Date32 {
 		lo, hi = minDate32Days, maxDate32Days
 	}
 	if days < lo || days > hi {

@@ -8,6 +8,7 @@ import (
 	"github.com/valyala/fastjson"
 
 	"sink/internal/chschema"
+	"sink/internal/chtype"
 	"sink/internal/route"
 )
 
@@ -180,9 +181,9 @@ type debeziumFormat struct {
 // dbzCol is what the format knows of one column it reads.
 type dbzCol struct {
 	kind  route.Kind
-	path  []string // route.SourceBlock: the path below the source block
-	cls   colClass // route.Field: how Debezium's encodings reach the column type
-	scale int      // route.Field: the column's Decimal scale (schema-less decimals)
+	path  []string     // route.SourceBlock: the path below the source block
+	cls   chtype.Class // route.Field: how Debezium's encodings reach the column type
+	scale int          // route.Field: the column's Decimal scale (schema-less decimals)
 	// route.Field into a Decimal(P, S) column: P - S, the integer digits
 	// it holds, and its type; "" for other columns (decimals.column).
 	intDigits int
@@ -201,7 +202,7 @@ func (*debeziumFormat) role(source string) string { return cdcRole(source) }
 
 func (*debeziumFormat) want() string { return cdcWant }
 
-func (d *debeziumFormat) bind(col int, c chschema.ColumnSchema, t *chType, src route.Source, byName bool) error {
+func (d *debeziumFormat) bind(col int, c chschema.ColumnSchema, t *chtype.Type, src route.Source, byName bool) error {
 	for len(d.cols) <= col {
 		d.cols = append(d.cols, dbzCol{})
 		d.names = append(d.names, "")
@@ -217,11 +218,11 @@ func (d *debeziumFormat) bind(col int, c chschema.ColumnSchema, t *chType, src r
 	switch src.Kind {
 	case route.Field:
 		d.fields.add(col, src.Path)
-		dc.cls, dc.scale = classOf(t), columnScale(t)
-		if b := t.base(); b.kind == kDecimal {
-			dc.intDigits, dc.decType = b.n-b.scale, b.str
+		dc.cls, dc.scale = t.Class(), t.Base().Scale
+		if b := t.Base(); b.Kind == chtype.Decimal {
+			dc.intDigits, dc.decType = b.Precision-b.Scale, b.Text
 		}
-		dc.day = t.base().kind == kDate || t.base().kind == kDate32
+		dc.day = t.Base().Kind == chtype.Date || t.Base().Kind == chtype.Date32
 	case route.SourceBlock:
 		dc.path = src.Path
 	}
@@ -448,40 +449,6 @@ func (d *debeziumFormat) computeVersion(r recordData) string {
 	return ""
 }
 
-// colClass groups column types by how Debezium encodings reach them.
-type colClass uint8
-
-const (
-	clsOther     colClass = iota
-	clsTime               // Date, Date32, DateTime, DateTime64
-	clsString             // String, FixedString
-	clsNumber             // integers and floats
-	clsDecimal            // Decimal
-	clsComposite          // Array, Map, Tuple
-)
-
-func classOf(t *chType) colClass {
-	switch t.base().kind {
-	case kDate, kDate32, kDateTime, kDateTime64:
-		return clsTime
-	case kString, kFixedString:
-		return clsString
-	case kInt8, kInt16, kInt32, kInt64, kUInt8, kUInt16, kUInt32, kUInt64, kFloat32, kFloat64,
-		kInt128, kInt256, kUInt128, kUInt256:
-		return clsNumber
-	case kDecimal:
-		return clsDecimal
-	case kArray, kMap, kTuple:
-		return clsComposite
-	}
-	return clsOther
-}
-
-// columnScale is the Decimal scale of t (after Nullable/LowCardinality).
-func columnScale(t *chType) int {
-	return t.base().scale
-}
-
 // read reads column i's source into in and applies Debezium's encodings to
 // image fields.
 func (d *debeziumFormat) read(i int, in *input) error {
@@ -524,15 +491,15 @@ func (d *debeziumFormat) read(i int, in *input) error {
 // and Array, Map and Tuple columns parse text as JSON (io.debezium.data.Json).
 func (d *debeziumFormat) convertBare(c *dbzCol, in *input) error {
 	cls := c.cls
-	if cls == clsComposite && in.kind == inStr {
+	if cls == chtype.ClassComposite && in.kind == inStr {
 		return d.convert(c, fieldSem{kind: semJSON}, in)
 	}
-	if cls != clsDecimal && cls != clsNumber {
+	if cls != chtype.ClassDecimal && cls != chtype.ClassNumber {
 		return nil
 	}
 	switch in.kind {
 	case inStr:
-		if cls != clsDecimal {
+		if cls != chtype.ClassDecimal {
 			return nil
 		}
 		if _, ok := d.st.parseNumber(in.b); ok {

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"sink/internal/chschema"
+	"sink/internal/chtype"
 	"sink/internal/route"
 )
 
@@ -52,8 +53,8 @@ func newDbzAvroFormat(env formatEnv) *dbzAvroFormat {
 	d := &dbzAvroFormat{st: env.st, env: newAvroFormat(env), key: newAvroFormat(env)}
 	d.env.image = "after" // schema drift: the row image's fields no column reads
 	d.key.keys = true
-	str, long := parseType("Nullable(String)"), parseType("Nullable(Int64)")
-	slot := func(t *chType, present bool, path ...string) int {
+	str, long := chtype.Parse("Nullable(String)"), chtype.Parse("Nullable(Int64)")
+	slot := func(t *chtype.Type, present bool, path ...string) int {
 		i := len(d.env.binds)
 		d.env.setSlot(i, avroBind{path: path, name: strings.Join(path, "."), t: t, present: present})
 		return i
@@ -72,7 +73,7 @@ func (*dbzAvroFormat) role(source string) string { return cdcRole(source) }
 
 func (*dbzAvroFormat) want() string { return cdcWant }
 
-func (d *dbzAvroFormat) bind(col int, c chschema.ColumnSchema, t *chType, src route.Source, byName bool) error {
+func (d *dbzAvroFormat) bind(col int, c chschema.ColumnSchema, t *chtype.Type, src route.Source, byName bool) error {
 	for len(d.cols) <= col {
 		d.cols = append(d.cols, dbzAvroCol{})
 	}
@@ -100,7 +101,7 @@ func (d *dbzAvroFormat) bind(col int, c chschema.ColumnSchema, t *chType, src ro
 }
 
 // bindKey: $key columns read the key as the avro format's $key does.
-func (d *dbzAvroFormat) bindKey(col int, c chschema.ColumnSchema, t *chType) {
+func (d *dbzAvroFormat) bindKey(col int, c chschema.ColumnSchema, t *chtype.Type) {
 	d.env.bindKey(col, c, t)
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/internal/chschema"
+	"sink/internal/chtype"
 )
 
 func TestInferColumnType(t *testing.T) {
@@ -76,7 +77,7 @@ func TestInferColumnType(t *testing.T) {
 				t.Errorf("%s: Column(%+v, nullable %v) = %q, %v; want %q", name, c.srv, c.nullable, got, err, c.want)
 			}
 			// Every inferred type is one the decoder can fill.
-			if pt := parseType(got); pt.unsupported() {
+			if pt := chtype.Parse(got); pt.Unsupported() {
 				t.Errorf("%s: inferred %s, which the decoder cannot fill", name, got)
 			}
 		}
@@ -224,7 +225,7 @@ func FuzzInferType(f *testing.F) {
 				if err != nil {
 					continue
 				}
-				if pt := parseType(typ); pt.unsupported() {
+				if pt := chtype.Parse(typ); pt.Unsupported() {
 					t.Fatalf("%s + %s: inferred %s, which the decoder cannot fill", a, b, typ)
 				}
 			}

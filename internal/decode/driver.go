@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/column"
+
+	"sink/internal/chtype"
 )
 
 // driverCanCarry checks that clickhouse-go builds its column for a type the
@@ -14,7 +16,7 @@ import (
 // comes last (the server lists elements by value). A type it would
 // mishandle is refused here, when the plan is compiled (so sink check and
 // sink run fail at start with the column named), never at the first insert.
-func driverCanCarry(colType string, t *chType) (err error) {
+func driverCanCarry(colType string, t *chtype.Type) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("clickhouse-go cannot parse this type (it fails with %q): an Enum name with an escape must be its highest-valued element (docs/formats.md#column-types)", fmt.Sprint(r))
@@ -30,33 +32,33 @@ func driverCanCarry(colType string, t *chType) (err error) {
 // checkEnums checks, for every Enum inside t, that clickhouse-go takes each
 // element value this package sends (values are what an INSERT carries, so
 // names it unescapes differently do not matter).
-func checkEnums(t *chType, sc *column.ServerContext) error {
-	for _, e := range []*chType{t.elem, t.key} {
+func checkEnums(t *chtype.Type, sc *column.ServerContext) error {
+	for _, e := range []*chtype.Type{t.Elem, t.Key} {
 		if e != nil {
 			if err := checkEnums(e, sc); err != nil {
 				return err
 			}
 		}
 	}
-	for _, e := range t.elems {
+	for _, e := range t.Elems {
 		if err := checkEnums(e, sc); err != nil {
 			return err
 		}
 	}
-	if t.kind != kEnum8 && t.kind != kEnum16 {
+	if t.Kind != chtype.Enum8 && t.Kind != chtype.Enum16 {
 		return nil
 	}
-	col, err := column.Type(t.str).Column("c", sc)
+	col, err := column.Type(t.Text).Column("c", sc)
 	if err != nil {
-		return fmt.Errorf("clickhouse-go cannot carry %s: %v", t.str, err)
+		return fmt.Errorf("clickhouse-go cannot carry %s: %v", t.Text, err)
 	}
-	for name, v := range t.enumByName {
+	for name, v := range t.EnumByName {
 		var data any = []int16{v}
-		if t.kind == kEnum8 {
+		if t.Kind == chtype.Enum8 {
 			data = []int8{int8(v)}
 		}
 		if _, err := col.Append(data); err != nil {
-			return fmt.Errorf("clickhouse-go misreads %s (it refuses element %q = %d: %v)", t.str, name, v, err)
+			return fmt.Errorf("clickhouse-go misreads %s (it refuses element %q = %d: %v)", t.Text, name, v, err)
 		}
 	}
 	return nil

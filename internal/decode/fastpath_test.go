@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"sink/internal/chtype"
 )
 
 // The fast paths for the common ways numbers are written (plainFloat64,
@@ -65,9 +67,9 @@ func TestPlainFloat64IsParseFloat(t *testing.T) {
 
 func TestPlainDecimalIsExact(t *testing.T) {
 	for _, typ := range []string{"Decimal(18, 4)", "Decimal(18, 0)", "Decimal(9, 2)", "Decimal(18, 18)", "Decimal(10, 5)"} {
-		ct, fast := parseType(typ), 0
+		ct, fast := chtype.Parse(typ), 0
 		for _, s := range numberTexts() {
-			got, ok := plainDecimal([]byte(s), ct.n-ct.scale, ct.scale)
+			got, ok := plainDecimal([]byte(s), ct.Precision-ct.Scale, ct.Scale)
 			if !ok {
 				continue
 			}
@@ -95,14 +97,14 @@ func FuzzPlainNumbers(f *testing.F) {
 	for _, s := range numberTexts()[:200] {
 		f.Add(s)
 	}
-	dec := parseType("Decimal(18, 4)")
+	dec := chtype.Parse("Decimal(18, 4)")
 	f.Fuzz(func(t *testing.T, s string) {
 		if got, ok := plainFloat64([]byte(s)); ok {
 			if want, err := strconv.ParseFloat(s, 64); err != nil || math.Float64bits(got) != math.Float64bits(want) {
 				t.Fatalf("%q: fast path %v, ParseFloat %v %v", s, got, want, err)
 			}
 		}
-		if got, ok := plainDecimal([]byte(s), dec.n-dec.scale, dec.scale); ok {
+		if got, ok := plainDecimal([]byte(s), dec.Precision-dec.Scale, dec.Scale); ok {
 			var c appendState
 			if want, err := c.exactDecimal64(&input{kind: inStr, b: []byte(s)}, dec); err != nil || got != want {
 				t.Fatalf("%q: fast path %d, exact path %d %v", s, got, want, err)
@@ -117,7 +119,7 @@ func FuzzPlainNumbers(f *testing.F) {
 // dictionary grows past lcLinear (where it starts keeping a map) and
 // shrinks below it again.
 func TestLowCardinalityDictionary(t *testing.T) {
-	l := newLCStrCol(parseType("String"))
+	l := newLCStrCol(chtype.Parse("String"))
 	st := &appendState{b: &Block{}}
 	var rows []string
 	r := rand.New(rand.NewPCG(3, 4))

@@ -1,12 +1,5 @@
 package decode
 
-// Defaults that a record's schema declares for a field no column takes, so
-// that a column schema evolution adds for it carries the source column's
-// default (rows written before the column existed, and rows the source
-// never sends again, then read the source's default rather than the type's
-// zero): the JSON converter's "default" on a field of a Debezium schema
-// block, and an Avro field's default.
-
 import (
 	"encoding/json"
 	"fmt"
@@ -17,7 +10,16 @@ import (
 
 	"github.com/hamba/avro/v2"
 	"github.com/valyala/fastjson"
+
+	"sink/internal/chtype"
 )
+
+// Defaults that a record's schema declares for a field no column takes, so
+// that a column schema evolution adds for it carries the source column's
+// default (rows written before the column existed, and rows the source
+// never sends again, then read the source's default rather than the type's
+// zero): the JSON converter's "default" on a field of a Debezium schema
+// block, and an Avro field's default.
 
 // FieldDefault is a field's default as its schema declares it.
 type FieldDefault struct {
@@ -51,9 +53,9 @@ func (d *FieldDefault) Literal(typ string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("default %s is not JSON", cut([]byte(d.JSON)))
 	}
-	t := parseType(typ)
-	for t.kind == kNullable || t.kind == kLowCardinality {
-		t = t.elem
+	t := chtype.Parse(typ)
+	for t.Kind == chtype.Nullable || t.Kind == chtype.LowCardinality {
+		t = t.Elem
 	}
 	refuse := func() (string, error) {
 		return "", fmt.Errorf("default %s cannot be written exactly for %s", cut([]byte(d.JSON)), typ)
@@ -61,7 +63,7 @@ func (d *FieldDefault) Literal(typ string) (string, error) {
 	if t == nil {
 		return refuse()
 	}
-	base := t.str
+	base := t.Text
 	if i := strings.IndexByte(base, '('); i >= 0 {
 		base = base[:i]
 	}
@@ -125,7 +127,7 @@ func (d *FieldDefault) Literal(typ string) (string, error) {
 
 // instantLiteral writes a number that counts unit since the epoch for a
 // Date, Date32, DateTime or DateTime64 column.
-func instantLiteral(text, unit, base string, t *chType) (string, error) {
+func instantLiteral(text, unit, base string, t *chtype.Type) (string, error) {
 	n, err := strconv.ParseInt(text, 10, 64)
 	if err != nil {
 		return "", fmt.Errorf("default %s is not a whole number of %s", text, unit)
@@ -148,7 +150,7 @@ func instantLiteral(text, unit, base string, t *chType) (string, error) {
 
 // timeLiteral writes an instant for a DateTime (whole seconds only) or a
 // DateTime64(p) column (to p digits only), independent of any time zone.
-func timeLiteral(sec, nsec int64, base string, t *chType) (string, error) {
+func timeLiteral(sec, nsec int64, base string, t *chtype.Type) (string, error) {
 	switch base {
 	case "DateTime":
 		if nsec != 0 {
@@ -156,18 +158,18 @@ func timeLiteral(sec, nsec int64, base string, t *chType) (string, error) {
 		}
 		return "toDateTime(" + strconv.FormatInt(sec, 10) + ")", nil
 	case "DateTime64":
-		if nsec%pow10[9-t.n] != 0 {
-			return "", fmt.Errorf("default has more digits of a second than %s keeps", t.str)
+		if nsec%pow10[9-t.Precision] != 0 {
+			return "", fmt.Errorf("default has more digits of a second than %s keeps", t.Text)
 		}
 		ts := time.Unix(sec, nsec).UTC().Format("2006-01-02 15:04:05.000000000")
-		return "toDateTime64(" + quoteLiteral(ts) + ", " + strconv.Itoa(t.n) + ", 'UTC')", nil
+		return "toDateTime64(" + quoteLiteral(ts) + ", " + strconv.Itoa(t.Precision) + ", 'UTC')", nil
 	case "Date", "Date32":
 		if sec%secondsPerDay != 0 || nsec != 0 {
 			return "", fmt.Errorf("default is not midnight, which a %s cannot keep", base)
 		}
 		return quoteLiteral(time.Unix(sec, 0).UTC().Format("2006-01-02")), nil
 	}
-	return "", fmt.Errorf("default is an instant, not a value for %s", t.str)
+	return "", fmt.Errorf("default is an instant, not a value for %s", t.Text)
 }
 
 // quoteLiteral quotes s as a ClickHouse string literal.

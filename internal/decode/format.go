@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"sink/internal/chschema"
+	"sink/internal/chtype"
 	"sink/internal/route"
 )
 
@@ -42,7 +43,7 @@ type rowFormat interface {
 	// with each call) of type t reads src: a route.Field path or one of the
 	// format's own sources. byName says the path is the column's own name,
 	// not a mapping.
-	bind(col int, c chschema.ColumnSchema, t *chType, src route.Source, byName bool) error
+	bind(col int, c chschema.ColumnSchema, t *chtype.Type, src route.Source, byName bool) error
 	// done is called after the last bind; it may refuse the plan (the
 	// debezium-json format needs a version and a delete-marker column).
 	done() error
@@ -65,7 +66,7 @@ type rowFormat interface {
 // registry-framed: Compile binds each $key column to it (bindKey) instead
 // of reading the key's bytes as text, and read serves those columns too.
 type keyReader interface {
-	bindKey(col int, c chschema.ColumnSchema, t *chType)
+	bindKey(col int, c chschema.ColumnSchema, t *chtype.Type)
 }
 
 // recordData is what a format reads of a Kafka record. It is passed by

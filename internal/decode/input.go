@@ -8,6 +8,7 @@ import (
 
 	"github.com/valyala/fastjson"
 
+	"sink/internal/chtype"
 	"sink/internal/errtext"
 )
 
@@ -132,15 +133,15 @@ func reasonf(format string, args ...any) error {
 	return &reason{msg: fmt.Sprintf(format, args...)}
 }
 
-func cannotParse(in *input, t *chType) error {
-	return reasonf("cannot parse %s as %s", show(in), t.str)
+func cannotParse(in *input, t *chtype.Type) error {
+	return reasonf("cannot parse %s as %s", show(in), t.Text)
 }
 
-func cannotConvert(in *input, t *chType, why string) error {
+func cannotConvert(in *input, t *chtype.Type, why string) error {
 	if why == "" {
-		return reasonf("cannot convert %s to %s", show(in), t.str)
+		return reasonf("cannot convert %s to %s", show(in), t.Text)
 	}
-	return reasonf("cannot convert %s to %s: %s", show(in), t.str, why)
+	return reasonf("cannot convert %s to %s: %s", show(in), t.Text, why)
 }
 
 // b2s views bytes as a string without copying; the string must not outlive

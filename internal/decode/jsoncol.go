@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/valyala/fastjson"
+
+	"sink/internal/chtype"
 )
 
 // jsonCol buffers a JSON column as the compact text of one JSON object per
@@ -22,7 +24,7 @@ import (
 // written twice ({"a":1,"a":2}, or {"a.b":1,"a":{"b":2}}) makes the server
 // refuse the whole INSERT, so such a record is bad here.
 type jsonCol struct {
-	t        *chType
+	t        *chtype.Type
 	vals     []string
 	typed    map[string]int  // dotted path -> index in t.elems
 	prefixes map[string]bool // proper prefixes of typed paths ("a" for "a.b")
@@ -41,9 +43,9 @@ type jsonCol struct {
 
 type pathSpan struct{ start, end int }
 
-func newJSONCol(t *chType) *jsonCol {
+func newJSONCol(t *chtype.Type) *jsonCol {
 	j := &jsonCol{t: t, typed: map[string]int{}, prefixes: map[string]bool{}}
-	for i, p := range t.names {
+	for i, p := range t.Names {
 		j.typed[p] = i
 		for k := 0; k < len(p); k++ {
 			if p[k] == '.' {
@@ -140,7 +142,7 @@ func (j *jsonCol) members(dst []byte, o *fastjson.Object, typed bool) []byte {
 			if i, ok := j.typed[string(j.path)]; ok {
 				j.c.fromJSON(v, &j.in)
 				var err error
-				if dst, err = j.c.appendLiteral(dst, j.t.elems[i], &j.in); err != nil {
+				if dst, err = j.c.appendLiteral(dst, j.t.Elems[i], &j.in); err != nil {
 					j.err = &reason{msg: "path " + strconv.Quote(string(j.path)) + ": " + err.Error()}
 				}
 				return
@@ -255,21 +257,21 @@ func (j *jsonCol) split(ends []int) any { return splitSlice(j.vals, ends) }
 // and IPs in canonical text, Enums by value, NaN and infinities as the
 // strings "nan", "inf", "-inf". Null or missing is null (the server then
 // stores the type's default, or NULL in a Nullable type).
-func (c *appendState) appendLiteral(dst []byte, t *chType, in *input) ([]byte, error) {
-	for t.kind == kLowCardinality {
-		t = t.elem
+func (c *appendState) appendLiteral(dst []byte, t *chtype.Type, in *input) ([]byte, error) {
+	for t.Kind == chtype.LowCardinality {
+		t = t.Elem
 	}
 	if in.kind <= inNull {
-		if t.kind == kArray {
+		if t.Kind == chtype.Array {
 			return append(dst, "[]"...), nil
 		}
 		return append(dst, "null"...), nil
 	}
 	var err error
-	switch t.kind {
-	case kNullable:
-		return c.appendLiteral(dst, t.elem, in)
-	case kArray:
+	switch t.Kind {
+	case chtype.Nullable:
+		return c.appendLiteral(dst, t.Elem, in)
+	case chtype.Array:
 		if in.kind != inArray {
 			return dst, cannotConvert(in, t, "want a JSON array")
 		}
@@ -281,30 +283,30 @@ func (c *appendState) appendLiteral(dst []byte, t *chType, in *input) ([]byte, e
 				dst = append(dst, ',')
 			}
 			c.fromJSON(it, &ein)
-			if dst, err = c.appendLiteral(dst, t.elem, &ein); err != nil {
+			if dst, err = c.appendLiteral(dst, t.Elem, &ein); err != nil {
 				return dst, &reason{msg: "element " + strconv.Itoa(i) + ": " + err.Error()}
 			}
 		}
 		return append(dst, ']'), nil
-	case kInt8, kInt16, kInt32, kInt64:
-		lo, hi := intRange(t.kind)
+	case chtype.Int8, chtype.Int16, chtype.Int32, chtype.Int64:
+		lo, hi := intRange(t.Kind)
 		v, err := c.signed(in, t, lo, hi)
 		return strconv.AppendInt(dst, v, 10), err
-	case kUInt8, kUInt16, kUInt32, kUInt64:
-		_, hi := intRange(t.kind)
-		v, err := c.unsigned(in, t, uint64(hi)|uintTop(t.kind))
+	case chtype.UInt8, chtype.UInt16, chtype.UInt32, chtype.UInt64:
+		_, hi := intRange(t.Kind)
+		v, err := c.unsigned(in, t, uint64(hi)|uintTop(t.Kind))
 		return strconv.AppendUint(dst, v, 10), err
-	case kInt128, kInt256, kUInt128, kUInt256:
+	case chtype.Int128, chtype.Int256, chtype.UInt128, chtype.UInt256:
 		v, err := c.wide(in, t)
 		if err != nil {
 			return dst, err
 		}
-		_, signed := wideBits(t.kind)
+		_, signed := wideBits(t.Kind)
 		b := v.bigInt(signed)
 		return b.Append(dst, 10), nil
-	case kFloat32, kFloat64:
+	case chtype.Float32, chtype.Float64:
 		bits := 64
-		if t.kind == kFloat32 {
+		if t.Kind == chtype.Float32 {
 			bits = 32
 		}
 		f, err := c.float(in, t, bits)
@@ -319,63 +321,63 @@ func (c *appendState) appendLiteral(dst []byte, t *chType, in *input) ([]byte, e
 			return append(dst, `"-inf"`...), nil
 		}
 		return strconv.AppendFloat(dst, f, 'g', -1, bits), nil
-	case kDecimal:
+	case chtype.Decimal:
 		n, err := c.decimalNumber(in, t)
 		if err != nil {
 			return dst, err
 		}
 		return n.appendPlain(dst), nil
-	case kString, kFixedString:
+	case chtype.String, chtype.FixedString:
 		b := c.stringText(in)
-		if t.kind == kFixedString && len(b) > t.n {
-			return dst, reasonf("string of %d bytes is too long for %s", len(b), t.str)
+		if t.Kind == chtype.FixedString && len(b) > t.Size {
+			return dst, reasonf("string of %d bytes is too long for %s", len(b), t.Text)
 		}
 		if !utf8.Valid(b) {
 			return dst, cannotConvert(in, t, "not valid UTF-8 (ClickHouse's JSON type refuses it)")
 		}
 		return appendJSONString(dst, b), nil
-	case kDate, kDate32:
+	case chtype.Date, chtype.Date32:
 		d, err := c.date(in, t)
 		if err != nil {
 			return dst, err
 		}
 		dst = append(dst, '"')
 		return append(d.AppendFormat(dst, "2006-01-02"), '"'), nil
-	case kDateTime:
+	case chtype.DateTime:
 		sec, err := c.dateTime(in, t)
 		if err != nil {
 			return dst, err
 		}
 		dst = append(dst, '"')
 		return append(time.Unix(sec, 0).UTC().AppendFormat(dst, time.RFC3339), '"'), nil
-	case kDateTime64:
+	case chtype.DateTime64:
 		ts, err := c.dateTime64(in, t)
 		if err != nil {
 			return dst, err
 		}
 		dst = append(dst, '"')
 		return append(ts.UTC().AppendFormat(dst, "2006-01-02T15:04:05.999999999Z07:00"), '"'), nil
-	case kUUID:
+	case chtype.UUID:
 		u, err := c.uuidValue(in, t)
 		if err != nil {
 			return dst, err
 		}
 		dst = append(dst, '"')
 		return append(append(dst, u.String()...), '"'), nil
-	case kEnum8, kEnum16:
+	case chtype.Enum8, chtype.Enum16:
 		v, err := c.enum(in, t)
 		return strconv.AppendInt(dst, int64(v), 10), err
-	case kBool:
+	case chtype.Bool:
 		v, err := c.boolean(in, t)
 		return strconv.AppendBool(dst, v), err
-	case kIPv4:
+	case chtype.IPv4:
 		v, err := c.ipv4(in, t)
 		if err != nil {
 			return dst, err
 		}
 		a := netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
 		return append(a.AppendTo(append(dst, '"')), '"'), nil
-	case kIPv6:
+	case chtype.IPv6:
 		v, err := c.ipv6(in, t)
 		if err != nil {
 			return dst, err
@@ -387,28 +389,28 @@ func (c *appendState) appendLiteral(dst []byte, t *chType, in *input) ([]byte, e
 
 // intRange is the range of the 8- to 64-bit integer kinds (for UInt64 the
 // upper bound is completed by uintTop).
-func intRange(k kind) (lo, hi int64) {
+func intRange(k chtype.Kind) (lo, hi int64) {
 	switch k {
-	case kInt8:
+	case chtype.Int8:
 		return math.MinInt8, math.MaxInt8
-	case kInt16:
+	case chtype.Int16:
 		return math.MinInt16, math.MaxInt16
-	case kInt32:
+	case chtype.Int32:
 		return math.MinInt32, math.MaxInt32
-	case kInt64:
+	case chtype.Int64:
 		return math.MinInt64, math.MaxInt64
-	case kUInt8:
+	case chtype.UInt8:
 		return 0, math.MaxUint8
-	case kUInt16:
+	case chtype.UInt16:
 		return 0, math.MaxUint16
-	case kUInt32:
+	case chtype.UInt32:
 		return 0, math.MaxUint32
 	}
 	return 0, math.MaxInt64
 }
 
-func uintTop(k kind) uint64 {
-	if k == kUInt64 {
+func uintTop(k chtype.Kind) uint64 {
+	if k == chtype.UInt64 {
 		return math.MaxUint64
 	}
 	return 0

@@ -7,6 +7,7 @@ import (
 	"github.com/valyala/fastjson"
 
 	"sink/internal/chschema"
+	"sink/internal/chtype"
 	"sink/internal/jsonscan"
 	"sink/internal/route"
 )
@@ -403,9 +404,9 @@ func (*jsonFormat) want() string {
 	return "a JSON path or " + strings.Join(route.RecordSources(), ", ") + ", " + route.HeaderPrefix + "NAME"
 }
 
-func (f *jsonFormat) bind(col int, c chschema.ColumnSchema, t *chType, src route.Source, byName bool) error {
+func (f *jsonFormat) bind(col int, c chschema.ColumnSchema, t *chtype.Type, src route.Source, byName bool) error {
 	p := f.fields.add(col, src.Path)
-	if byName && t.kind == kArray {
+	if byName && t.Kind == chtype.Array {
 		f.fields.addNested(p, c.Name)
 	}
 	f.env.bind(col, t, src.Path)

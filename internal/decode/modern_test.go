@@ -10,70 +10,8 @@ import (
 	"github.com/valyala/fastjson"
 
 	"sink/internal/chschema"
+	"sink/internal/chtype"
 )
-
-func TestParseModernTypes(t *testing.T) {
-	f := func(s string, want string) {
-		t.Helper()
-		if got := describe(parseType(s)); got != want {
-			t.Errorf("parseType(%q) = %s, want %s", s, got, want)
-		}
-	}
-	f("Int128", "Int128")
-	f("UInt256", "UInt256")
-	f("Tuple(UInt8, String)", "Tuple(UInt8, String)")
-	f("Tuple(a UInt8, `b c` Nullable(String))", "Tuple(a UInt8, b c Nullable(String))")
-	f("Tuple(DateTime64(3, 'UTC'), Array(Int8))", "Tuple(DateTime64(3, 'UTC'), Array(Int8))")
-	f("Nested(a UInt32, b String)", "Array(Tuple(a UInt32, b String))")
-	f("Variant(String, UInt64, Array(UInt8))", "Variant(String, UInt64, Array(UInt8))")
-	f("Dynamic", "Dynamic")
-	f("Dynamic(max_types=8)", "Dynamic")
-	f("JSON", "JSON()")
-	f("JSON(max_dynamic_paths=10, a.b UInt32, SKIP x, SKIP REGEXP 'y.*', `c d` DateTime64(3))", "JSON(a.b UInt32, c d DateTime64(3))")
-	// As 26.9 prints them in system.columns:
-	f("JSON(max_dynamic_types=3, max_dynamic_paths=10, `a.b` UInt32, `c d` String, SKIP `x.y`, SKIP REGEXP '^z')", "JSON(a.b UInt32, c d String)")
-	f("Tuple(`a b` UInt8, `from` String)", "Tuple(a b UInt8, from String)")
-	f("Tuple(a UInt8, String)", "unsupported")
-	f("Nested(UInt8)", "unsupported")
-	f("Tuple()", "unsupported")
-	f("Variant()", "unsupported")
-	f("Dynamic(x)", "unsupported")
-}
-
-// describe renders a parsed type's structure for TestParseModernTypes.
-func describe(t *chType) string {
-	if t.unsupported() {
-		return "unsupported"
-	}
-	part := func(i int) string {
-		if i < len(t.names) && t.names[i] != "" {
-			return t.names[i] + " " + describe(t.elems[i])
-		}
-		return describe(t.elems[i])
-	}
-	join := func(name string) string {
-		var ps []string
-		for i := range t.elems {
-			ps = append(ps, part(i))
-		}
-		return name + "(" + strings.Join(ps, ", ") + ")"
-	}
-	switch t.kind {
-	case kTuple:
-		return join("Tuple")
-	case kVariant:
-		return join("Variant")
-	case kJSON:
-		return join("JSON")
-	case kDynamic:
-		return "Dynamic"
-	case kArray:
-		return "Array(" + describe(t.elem) + ")"
-	case kNullable:
-		return "Nullable(" + describe(t.elem) + ")"
-	}
-	return t.str
-}
 
 func TestModernConversions(t *testing.T) {
 	f := func(colType, json string, want any) {
@@ -259,8 +197,8 @@ func FuzzParseType(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		ct := parseType(s)
-		if ct.unsupported() {
+		ct := chtype.Parse(s)
+		if ct.Unsupported() {
 			return
 		}
 		newCol(ct)
@@ -317,7 +255,7 @@ func FuzzModernConvert(f *testing.F) {
 }
 
 func mustUUID(s string) any {
-	data, err := (&appendState{}).uuidValue(&input{kind: inStr, b: []byte(s)}, parseType("UUID"))
+	data, err := (&appendState{}).uuidValue(&input{kind: inStr, b: []byte(s)}, chtype.Parse("UUID"))
 	if err != nil {
 		panic(err)
 	}

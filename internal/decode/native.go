@@ -7,6 +7,7 @@ import (
 	"github.com/ClickHouse/ch-go/proto"
 
 	"sink/internal/chschema"
+	"sink/internal/chtype"
 )
 
 // The zero-copy hand-off to the driver. clickhouse-go keeps each column of
@@ -48,16 +49,16 @@ func (b *Block) Native(i int) proto.ColInput {
 
 // newTopCol builds the buffer of a top-level column: the native form when
 // the type (or, for Nullable(T), T) has one, newCol's otherwise.
-func newTopCol(t *chType) col {
+func newTopCol(t *chtype.Type) col {
 	base, nullable := t, false
-	if t.kind == kNullable {
-		base, nullable = t.elem, true
+	if t.Kind == chtype.Nullable {
+		base, nullable = t.Elem, true
 	}
-	if t.kind == kLowCardinality && t.elem.kind == kString {
-		return newLCStrCol(t.elem)
+	if t.Kind == chtype.LowCardinality && t.Elem.Kind == chtype.String {
+		return newLCStrCol(t.Elem)
 	}
-	switch base.kind {
-	case kDateTime:
+	switch base.Kind {
+	case chtype.DateTime:
 		return withNative(newCol(t), func(v []int64) proto.ColInput {
 			// DateTime is a uint32: one conversion pass (the values are
 			// range-checked by dateTime).
@@ -67,38 +68,38 @@ func newTopCol(t *chType) col {
 			}
 			return &out
 		})
-	case kDateTime64:
+	case chtype.DateTime64:
 		return withNative(newCol(t), func(v []int64) proto.ColInput {
 			return &proto.ColDateTime64{Data: unsafe.Slice((*proto.DateTime64)(unsafe.SliceData(v)), len(v)),
-				Precision: proto.Precision(base.n), PrecisionSet: true}
+				Precision: proto.Precision(base.Precision), PrecisionSet: true}
 		})
-	case kString:
+	case chtype.String:
 		return &strCol{t: base, nullable: nullable}
-	case kInt8:
+	case chtype.Int8:
 		return withNative(newCol(t), func(v []int8) proto.ColInput { return proto.ColInt8(v) })
-	case kInt16:
+	case chtype.Int16:
 		return withNative(newCol(t), func(v []int16) proto.ColInput { return proto.ColInt16(v) })
-	case kInt32:
+	case chtype.Int32:
 		return withNative(newCol(t), func(v []int32) proto.ColInput { return proto.ColInt32(v) })
-	case kInt64:
+	case chtype.Int64:
 		return withNative(newCol(t), func(v []int64) proto.ColInput { return proto.ColInt64(v) })
-	case kUInt8:
+	case chtype.UInt8:
 		return withNative(newCol(t), func(v []uint8) proto.ColInput { return proto.ColUInt8(v) })
-	case kUInt16:
+	case chtype.UInt16:
 		return withNative(newCol(t), func(v []uint16) proto.ColInput { return proto.ColUInt16(v) })
-	case kUInt32:
+	case chtype.UInt32:
 		return withNative(newCol(t), func(v []uint32) proto.ColInput { return proto.ColUInt32(v) })
-	case kUInt64:
+	case chtype.UInt64:
 		return withNative(newCol(t), func(v []uint64) proto.ColInput { return proto.ColUInt64(v) })
-	case kFloat32:
+	case chtype.Float32:
 		return withNative(newCol(t), func(v []float32) proto.ColInput { return proto.ColFloat32(v) })
-	case kFloat64:
+	case chtype.Float64:
 		return withNative(newCol(t), func(v []float64) proto.ColInput { return proto.ColFloat64(v) })
-	case kBool:
+	case chtype.Bool:
 		return withNative(newCol(t), func(v []bool) proto.ColInput { return proto.ColBool(v) })
-	case kDecimal:
+	case chtype.Decimal:
 		switch {
-		case base.n <= 9:
+		case base.Precision <= 9:
 			// clickhouse-go keeps Decimal(P ≤ 9) as Decimal32: one
 			// conversion pass, no per-value decimal.Decimal.
 			return withNative(newCol(t), func(v []int64) proto.ColInput {
@@ -108,7 +109,7 @@ func newTopCol(t *chType) col {
 				}
 				return &out
 			})
-		case base.n <= 18:
+		case base.Precision <= 18:
 			return withNative(newCol(t), func(v []int64) proto.ColInput {
 				out := proto.ColDecimal64(unsafe.Slice((*proto.Decimal64)(unsafe.SliceData(v)), len(v)))
 				return &out
@@ -145,7 +146,7 @@ func (l *leaf[T]) native() proto.ColInput {
 // aliases the buffer; ColumnData copies it once, so that the strings it
 // returns never share memory with the buffer being filled.
 type strCol struct {
-	t        *chType
+	t        *chtype.Type
 	col      proto.ColStr
 	hint     int      // the buffer's capacity before the last Reset
 	size     *capHint // the plan's largest buffer of this column, or nil
@@ -305,7 +306,7 @@ func (m *mapCol) native() proto.ColInput {
 // position. The driver would instead box every row's string into a
 // map[any]int when the block is sent.
 type lcStrCol struct {
-	t     *chType
+	t     *chtype.Type
 	dict  proto.ColStr
 	pos   map[string]int // value → its position in dict, once dict is larger than lcLinear
 	first []int          // per dict entry, the row that added it (-1: the default)
@@ -332,7 +333,7 @@ func (l *lcStrCol) find(b []byte) (int, bool) {
 	return 0, false
 }
 
-func newLCStrCol(t *chType) *lcStrCol {
+func newLCStrCol(t *chtype.Type) *lcStrCol {
 	c := &lcStrCol{t: t, pos: map[string]int{}}
 	c.reset()
 	return c

@@ -13,6 +13,7 @@ import (
 	"github.com/valyala/fastjson"
 
 	"sink/internal/chschema"
+	"sink/internal/chtype"
 	"sink/internal/errtext"
 	"sink/internal/route"
 )
@@ -59,8 +60,8 @@ func defaultFill(c chschema.ColumnSchema) (*fastjson.Value, error) {
 	if c.DefaultKind != "DEFAULT" || c.Default == "" {
 		return nil, nil
 	}
-	t := parseType(c.Type)
-	if t.unsupported() {
+	t := chtype.Parse(c.Type)
+	if t.Unsupported() {
 		return nil, fmt.Errorf("the sink cannot fill type %s", c.Type)
 	}
 	if err := driverCanCarry(c.Type, t); err != nil {
@@ -124,7 +125,7 @@ type source struct {
 // parsers and scratch space: use one Plan from one goroutine at a time.
 type Plan struct {
 	cols  []chschema.ColumnSchema
-	types []*chType
+	types []*chtype.Type
 	srcs  []source
 	sig   string // column layout; Blocks of equal layout are interchangeable
 
@@ -207,8 +208,8 @@ func Compile(format route.Format, cols []chschema.ColumnSchema, mapping map[stri
 		if !insertable(c) {
 			continue
 		}
-		t := parseType(c.Type)
-		if t.unsupported() {
+		t := chtype.Parse(c.Type)
+		if t.Unsupported() {
 			return nil, fmt.Errorf("column %q has type %s which the %s format cannot fill", c.Name, c.Type, format)
 		}
 		if err := driverCanCarry(c.Type, t); err != nil {
@@ -225,7 +226,7 @@ func Compile(format route.Format, cols []chschema.ColumnSchema, mapping map[stri
 			if src, err = route.ParseSource(format, spec); err != nil {
 				return nil, fmt.Errorf("column %q: %s", c.Name, sourceError(err.(*route.SourceError), f.want()))
 			}
-			if src.Kind != route.Field && src.Kind != route.SourceBlock && !t.scalar() {
+			if src.Kind != route.Field && src.Kind != route.SourceBlock && !t.Scalar() {
 				return nil, fmt.Errorf("column %q: source %s cannot fill type %s", c.Name, spec, c.Type)
 			}
 		}
@@ -468,7 +469,7 @@ func (p *Plan) rollback(b *Block, last, bytes int) {
 // ClickHouse gives a missing value: what the user asked for, not a
 // default policed or counted.
 func (p *Plan) useFill(i int, in *input) {
-	if p.fills[i] != nil && (in.kind == inMissing || in.kind == inNull && !takesNull(p.types[i])) {
+	if p.fills[i] != nil && (in.kind == inMissing || in.kind == inNull && !p.types[i].TakesNull()) {
 		p.st.fromJSON(p.fills[i], in)
 	}
 }

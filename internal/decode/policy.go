@@ -55,11 +55,6 @@ func (p *Plan) TakeDefaults(fn func(column, reason string, n uint64)) {
 	}
 }
 
-// takesNull reports whether t stores NULL (Nullable(T), LowCardinality(Nullable(T))).
-func takesNull(t *chType) bool {
-	return t.kind == kNullable || (t.kind == kLowCardinality && t.elem != nil && t.elem.kind == kNullable)
-}
-
 // checkDefault applies the policy to column i's value before conversion:
 // it returns the reason a missing or null value makes the record bad, or
 // notes the default in the row's marks.
@@ -70,7 +65,7 @@ func (p *Plan) checkDefault(i int, in *input) error {
 		}
 		return nil
 	}
-	if takesNull(p.types[i]) {
+	if p.types[i].TakesNull() {
 		return nil
 	}
 	if p.format.lenient() {
@@ -81,9 +76,9 @@ func (p *Plan) checkDefault(i int, in *input) error {
 	null := in.kind == inNull
 	switch {
 	case null && p.policy.NullBad:
-		return reasonf("null into non-Nullable %s (errors.on_null is bad_record)", p.types[i].str)
+		return reasonf("null into non-Nullable %s (errors.on_null is bad_record)", p.types[i].Text)
 	case !null && p.policy.MissingBad:
-		return reasonf("missing value for non-Nullable %s (errors.on_missing is bad_record)", p.types[i].str)
+		return reasonf("missing value for non-Nullable %s (errors.on_missing is bad_record)", p.types[i].Text)
 	}
 	if p.defaults != nil {
 		p.marks = append(p.marks, mark{col: i, null: null})

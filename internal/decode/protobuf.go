@@ -9,6 +9,7 @@ import (
 	"github.com/valyala/fastjson"
 
 	"sink/internal/chschema"
+	"sink/internal/chtype"
 	"sink/internal/registry"
 	"sink/internal/route"
 )
@@ -91,8 +92,8 @@ type protoFormat struct {
 // protoBind is what the plan bound to one column.
 type protoBind struct {
 	path []string
-	t    *chType
-	cls  colClass
+	t    *chtype.Type
+	cls  chtype.Class
 	text bool // the column keeps JSON as text (String, FixedString, JSON)
 	enum bool // the column takes enum names (String, Enum8, Enum16)
 }
@@ -112,14 +113,14 @@ func (*protoFormat) want() string {
 	return "a field path such as a.b or " + strings.Join(route.RecordSources(), ", ") + ", " + route.HeaderPrefix + "NAME"
 }
 
-func (f *protoFormat) bind(col int, c chschema.ColumnSchema, t *chType, src route.Source, byName bool) error {
+func (f *protoFormat) bind(col int, c chschema.ColumnSchema, t *chtype.Type, src route.Source, byName bool) error {
 	for len(f.binds) <= col {
 		f.binds = append(f.binds, protoBind{})
 	}
-	b := protoBind{path: src.Path, t: t, cls: classOf(t)}
-	base := t.base()
-	b.text = b.cls == clsString || base.kind == kJSON
-	b.enum = b.cls == clsString || base.kind == kEnum8 || base.kind == kEnum16
+	b := protoBind{path: src.Path, t: t, cls: t.Class()}
+	base := t.Base()
+	b.text = b.cls == chtype.ClassString || base.Kind == chtype.JSON
+	b.enum = b.cls == chtype.ClassString || base.Kind == chtype.Enum8 || base.Kind == chtype.Enum16
 	f.binds[col] = b
 	return nil
 }
@@ -130,7 +131,7 @@ func (f *protoFormat) done() error { return nil }
 // Protobuf key (as Confluent's Protobuf key serializer writes it) is
 // decoded with its schema and read as the JSON of its message (String
 // columns keep the text); any other key is its bytes as text.
-func (f *protoFormat) bindKey(col int, c chschema.ColumnSchema, t *chType) {
+func (f *protoFormat) bindKey(col int, c chschema.ColumnSchema, t *chtype.Type) {
 	for len(f.keyCols) <= col {
 		f.keyCols = append(f.keyCols, false)
 	}

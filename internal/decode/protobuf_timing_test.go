@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/dynamicpb"
 
+	"sink/internal/chtype"
 	"sink/internal/registry"
 	"sink/internal/route"
 )
@@ -143,8 +144,8 @@ func TestProtobufBenchEventDecodes(t *testing.T) {
 	for c, col := range bj.Columns() {
 		for r := 0; r < 50; r++ {
 			typ := col.Type
-			want := norm(parseType(typ), indexOf(bj.ColumnData(c), r))
-			got := norm(parseType(typ), indexOf(bp.ColumnData(c), r))
+			want := norm(chtype.Parse(typ), indexOf(bj.ColumnData(c), r))
+			got := norm(chtype.Parse(typ), indexOf(bp.ColumnData(c), r))
 			if fmtAny(want) != fmtAny(got) {
 				t.Fatalf("row %d column %s: protobuf %v, json %v", r, col.Name, got, want)
 			}

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"sink/internal/chschema"
+	"sink/internal/chtype"
 	"sink/internal/route"
 )
 
@@ -44,7 +45,7 @@ func TestAvroSchemaColumnType(t *testing.T) {
 			if err != nil || got != c.want {
 				t.Errorf("%s: Column(%+v, nullable %v) = %q, %v; want %q", field, c.srv, c.nullable, got, err, c.want)
 			}
-			if pt := parseType(got); pt.unsupported() {
+			if pt := chtype.Parse(got); pt.Unsupported() {
 				t.Errorf("%s: %s, which the decoder cannot fill", field, got)
 			}
 		}
@@ -401,7 +402,7 @@ func FuzzAvroSchemaType(f *testing.F) {
 					if err != nil {
 						continue
 					}
-					if pt := parseType(typ); pt.unsupported() {
+					if pt := chtype.Parse(typ); pt.Unsupported() {
 						t.Fatalf("field %s (%s): %s, which the decoder cannot fill", fld.Name(), st, typ)
 					}
 				}

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/valyala/fastjson"
+
+	"sink/internal/chtype"
 )
 
 // semConv converts a field's value by the semantic type a Kafka Connect
@@ -35,7 +37,7 @@ func (s *semConv) convert(c *dbzCol, fs fieldSem, in *input) error {
 	case semZonedTs:
 		return s.zonedTimestamp(c, in)
 	case semDuration:
-		if c.cls == clsTime && (in.kind == inNum || in.kind == inStr) {
+		if c.cls == chtype.ClassTime && (in.kind == inNum || in.kind == inStr) {
 			return reasonf("a Debezium MicroDuration (an interval) %s is not a point in time; use an integer, Decimal or String column", show(in))
 		}
 	case semDecimal:
@@ -58,7 +60,7 @@ func (s *semConv) convert(c *dbzCol, fs fieldSem, in *input) error {
 // ms, µs or ns) for a date, time or String column; numeric columns keep
 // the number, other columns refuse it themselves.
 func (s *semConv) temporal(c *dbzCol, k semKind, in *input) error {
-	if in.kind != inNum || (c.cls != clsTime && c.cls != clsString) {
+	if in.kind != inNum || (c.cls != chtype.ClassTime && c.cls != chtype.ClassString) {
 		return nil
 	}
 	n, err := strconv.ParseInt(b2s(in.b), 10, 64)
@@ -75,7 +77,7 @@ func (s *semConv) temporal(c *dbzCol, k semKind, in *input) error {
 	if !ok {
 		return reasonf("Debezium %s value %s is out of range", semLabel(k), show(in))
 	}
-	if c.cls == clsTime {
+	if c.cls == chtype.ClassTime {
 		in.kind, in.t, in.n = inTime, t, t.UnixMilli()
 		return nil
 	}
@@ -91,14 +93,14 @@ func (s *semConv) temporal(c *dbzCol, k semKind, in *input) error {
 // zonedTime converts a ZonedTime text: String columns keep it, numeric ones
 // get µs since midnight UTC (as MicroTime), time columns the time of day.
 func (s *semConv) zonedTime(c *dbzCol, in *input) error {
-	if in.kind != inStr || c.cls == clsString {
+	if in.kind != inStr || c.cls == chtype.ClassString {
 		return nil
 	}
 	ns, ok := zonedTimeOfDay(in.b)
 	if !ok {
 		return reasonf("cannot read %s as a Debezium ZonedTime value", show(in))
 	}
-	if c.cls == clsNumber || c.cls == clsDecimal {
+	if c.cls == chtype.ClassNumber || c.cls == chtype.ClassDecimal {
 		in.kind, in.n = inInt, ns/1000
 		return nil
 	}
@@ -109,7 +111,7 @@ func (s *semConv) zonedTime(c *dbzCol, in *input) error {
 // since the epoch, as MicroTimestamp); DateTime columns read RFC 3339
 // themselves, String columns keep it.
 func (s *semConv) zonedTimestamp(c *dbzCol, in *input) error {
-	if in.kind != inStr || (c.cls != clsNumber && c.cls != clsDecimal) {
+	if in.kind != inStr || (c.cls != chtype.ClassNumber && c.cls != chtype.ClassDecimal) {
 		return nil
 	}
 	t, err := time.Parse(time.RFC3339Nano, b2s(in.b))
@@ -127,7 +129,7 @@ func (s *semConv) zonedTimestamp(c *dbzCol, in *input) error {
 // jsonText parses io.debezium.data.Json text for an Array, Map or Tuple
 // column; other columns keep the text.
 func (s *semConv) jsonText(c *dbzCol, in *input) error {
-	if in.kind != inStr || c.cls != clsComposite {
+	if in.kind != inStr || c.cls != chtype.ClassComposite {
 		return nil
 	}
 	v, err := s.jsonParser.ParseBytes(in.b)
@@ -141,7 +143,7 @@ func (s *semConv) jsonText(c *dbzCol, in *input) error {
 // bytes decodes base64 bytes for a String or FixedString column; other
 // columns get the text.
 func (s *semConv) bytes(c *dbzCol, in *input) error {
-	if in.kind != inStr || c.cls != clsString {
+	if in.kind != inStr || c.cls != chtype.ClassString {
 		return nil
 	}
 	raw, err := s.dec.base64(in.b)
@@ -160,7 +162,7 @@ func (s *semConv) timeInto(c *dbzCol, ns int64, in *input) error {
 	if c.day {
 		return reasonf("a time of day %s cannot fill a Date column; use String, DateTime64 or an integer", show(in))
 	}
-	if c.cls == clsTime {
+	if c.cls == chtype.ClassTime {
 		t := time.Unix(0, ns).UTC()
 		in.kind, in.t, in.n = inTime, t, t.UnixMilli()
 		return nil

@@ -3,26 +3,28 @@ package decode
 import (
 	"reflect"
 	"strconv"
+
+	"sink/internal/chtype"
 )
 
 // tupleCol buffers Tuple(...) (and each element of Nested, which is an
 // Array of a named Tuple): one buffer per element.
 type tupleCol struct {
-	t     *chType
+	t     *chtype.Type
 	elems []col
 	n     int   // rows
 	in    input // element scratch
 }
 
-func newTupleCol(t *chType) *tupleCol {
+func newTupleCol(t *chtype.Type) *tupleCol {
 	tc := &tupleCol{t: t}
-	for _, e := range t.elems {
+	for _, e := range t.Elems {
 		tc.elems = append(tc.elems, newCol(e))
 	}
 	return tc
 }
 
-func (tc *tupleCol) named() bool { return tc.t.names[0] != "" }
+func (tc *tupleCol) named() bool { return tc.t.Names[0] != "" }
 
 // add fills every element: a named tuple from a JSON object (by element
 // name; missing names get their default) or from an array (by position),
@@ -43,7 +45,7 @@ func (tc *tupleCol) add(c *appendState, in *input) error {
 			return cannotConvert(in, tc.t, "an unnamed tuple wants a JSON array")
 		}
 		for i, e := range tc.elems {
-			c.fromJSON(in.v.Get(tc.t.names[i]), ein)
+			c.fromJSON(in.v.Get(tc.t.Names[i]), ein)
 			if err := e.add(c, ein); err != nil {
 				return tc.elemErr(i, err)
 			}
@@ -67,7 +69,7 @@ func (tc *tupleCol) add(c *appendState, in *input) error {
 }
 
 func (tc *tupleCol) elemErr(i int, err error) error {
-	name := tc.t.names[i]
+	name := tc.t.Names[i]
 	if name == "" {
 		name = strconv.Itoa(i + 1)
 	}

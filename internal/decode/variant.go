@@ -4,6 +4,8 @@ import (
 	"reflect"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/chcol"
+
+	"sink/internal/chtype"
 )
 
 const variantNull = 0xff
@@ -11,7 +13,7 @@ const variantNull = 0xff
 // variantCol buffers Variant(T1, ..., Tn): a buffer per alternative and,
 // per row, which alternative holds it.
 type variantCol struct {
-	t     *chType
+	t     *chtype.Type
 	alts  []col
 	order [inTime + 1][]int // per input kind: the alternatives to try, in order
 	tags  []uint8
@@ -21,43 +23,43 @@ type variantCol struct {
 // family says which JSON value kinds an alternative naturally takes: a
 // value tries those alternatives first, then every other one, each group
 // in the order the server lists the alternatives.
-func family(t *chType, k inKind) bool {
-	for t.kind == kLowCardinality || t.kind == kNullable {
-		t = t.elem
+func family(t *chtype.Type, k inKind) bool {
+	for t.Kind == chtype.LowCardinality || t.Kind == chtype.Nullable {
+		t = t.Elem
 	}
 	switch k {
 	case inStr:
-		return t.kind == kString || t.kind == kFixedString
+		return t.Kind == chtype.String || t.Kind == chtype.FixedString
 	case inNum, inInt:
-		switch t.kind {
-		case kInt8, kInt16, kInt32, kInt64, kUInt8, kUInt16, kUInt32, kUInt64,
-			kInt128, kInt256, kUInt128, kUInt256, kFloat32, kFloat64, kDecimal:
+		switch t.Kind {
+		case chtype.Int8, chtype.Int16, chtype.Int32, chtype.Int64, chtype.UInt8, chtype.UInt16, chtype.UInt32, chtype.UInt64,
+			chtype.Int128, chtype.Int256, chtype.UInt128, chtype.UInt256, chtype.Float32, chtype.Float64, chtype.Decimal:
 			return true
 		}
 	case inTrue, inFalse:
-		return t.kind == kBool
+		return t.Kind == chtype.Bool
 	case inArray:
-		return t.kind == kArray || t.kind == kTuple
+		return t.Kind == chtype.Array || t.Kind == chtype.Tuple
 	case inObject:
-		return t.kind == kMap || t.kind == kTuple
+		return t.Kind == chtype.Map || t.Kind == chtype.Tuple
 	case inTime:
-		return t.kind == kDateTime || t.kind == kDateTime64
+		return t.Kind == chtype.DateTime || t.Kind == chtype.DateTime64
 	}
 	return false
 }
 
-func newVariantCol(t *chType) *variantCol {
+func newVariantCol(t *chtype.Type) *variantCol {
 	v := &variantCol{t: t}
-	for _, e := range t.elems {
+	for _, e := range t.Elems {
 		v.alts = append(v.alts, newCol(e))
 	}
 	for k := inStr; k <= inTime; k++ {
-		for i, e := range t.elems {
+		for i, e := range t.Elems {
 			if family(e, k) {
 				v.order[k] = append(v.order[k], i)
 			}
 		}
-		for i, e := range t.elems {
+		for i, e := range t.Elems {
 			if !family(e, k) {
 				v.order[k] = append(v.order[k], i)
 			}
@@ -129,7 +131,7 @@ func (v *variantCol) data() any {
 			out[r] = chcol.NewVariant(nil)
 			continue
 		}
-		out[r] = chcol.NewVariantWithType(vals[tag].Index(int(v.pos[r])).Interface(), v.t.elems[tag].str)
+		out[r] = chcol.NewVariantWithType(vals[tag].Index(int(v.pos[r])).Interface(), v.t.Elems[tag].Text)
 	}
 	return out
 }

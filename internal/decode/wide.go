@@ -3,6 +3,8 @@ package decode
 import (
 	"math/big"
 	"math/bits"
+
+	"sink/internal/chtype"
 )
 
 // u256 is a 256-bit integer in two's complement, least significant word
@@ -12,13 +14,13 @@ import (
 type u256 [4]uint64
 
 // wideBits is the width of a wide integer kind and whether it is signed.
-func wideBits(k kind) (n int, signed bool) {
+func wideBits(k chtype.Kind) (n int, signed bool) {
 	switch k {
-	case kInt128:
+	case chtype.Int128:
 		return 128, true
-	case kInt256:
+	case chtype.Int256:
 		return 256, true
-	case kUInt128:
+	case chtype.UInt128:
 		return 128, false
 	}
 	return 256, false
@@ -69,7 +71,7 @@ func (x *u256) isPow2(n int) bool { // x == 2^n
 // wide reads an integer (JSON number or numeric string written without a
 // fraction, or with a zero fraction or an exponent that makes it integral;
 // true/false are 1/0) into a wide integer column's range.
-func (c *appendState) wide(in *input, t *chType) (u256, error) {
+func (c *appendState) wide(in *input, t *chtype.Type) (u256, error) {
 	var x u256
 	var neg bool
 	switch in.kind {
@@ -107,7 +109,7 @@ func (c *appendState) wide(in *input, t *chType) (u256, error) {
 	default:
 		return x, cannotConvert(in, t, "")
 	}
-	size, signed := wideBits(t.kind)
+	size, signed := wideBits(t.Kind)
 	l := x.bitLen()
 	switch {
 	case l == 0:

@@ -1,4 +1,14 @@
-package decode
+// Package chtype owns the grammar of ClickHouse column types: the text
+// system.columns prints for a column's type (Nullable(Decimal(18, 2)),
+// Map(String, Array(UInt64)), Enum8('a' = 1), JSON(a.b UInt32), ...)
+// parsed into a Type tree that the decoder builds its column buffers and
+// conversions from. It also says which types the sink can fill and how a
+// type groups for the readers' conversions (Class). Types the sink does
+// not fill, and malformed text, parse to Unsupported.
+//
+// Concurrency: Parse is safe for concurrent use; a Type is immutable
+// once parsed.
+package chtype
 
 import (
 	"strconv"
@@ -7,80 +17,82 @@ import (
 	_ "time/tzdata" // DateTime('tz') columns must resolve their zone even in images without /usr/share/zoneinfo
 )
 
-// kind is the ClickHouse type family a column buffer is built for.
-type kind uint8
+// Kind is the ClickHouse type family a column buffer is built for.
+type Kind uint8
 
 const (
-	kUnsupported kind = iota
-	kInt8
-	kInt16
-	kInt32
-	kInt64
-	kUInt8
-	kUInt16
-	kUInt32
-	kUInt64
-	kFloat32
-	kFloat64
-	kDecimal
-	kString
-	kFixedString
-	kDate
-	kDate32
-	kDateTime
-	kDateTime64
-	kUUID
-	kEnum8
-	kEnum16
-	kBool
-	kIPv4
-	kIPv6
-	kArray
-	kMap
-	kNullable
-	kLowCardinality
-	kInt128
-	kInt256
-	kUInt128
-	kUInt256
-	kTuple   // elems, names (all set for a named tuple, all "" otherwise)
-	kJSON    // elems are the typed paths, names their dotted paths
-	kDynamic // no parameters kept
-	kVariant // elems are the alternatives as the server lists them
+	Unsupported Kind = iota
+	Int8
+	Int16
+	Int32
+	Int64
+	UInt8
+	UInt16
+	UInt32
+	UInt64
+	Float32
+	Float64
+	Decimal
+	String
+	FixedString
+	Date
+	Date32
+	DateTime
+	DateTime64
+	UUID
+	Enum8
+	Enum16
+	Bool
+	IPv4
+	IPv6
+	Array
+	Map
+	Nullable
+	LowCardinality
+	Int128
+	Int256
+	UInt128
+	UInt256
+	Tuple   // Elems, Names (all set for a named tuple, all "" otherwise)
+	JSON    // Elems are the typed paths, Names their dotted paths
+	Dynamic // no parameters kept
+	Variant // Elems are the alternatives as the server lists them
 )
 
-// chType is a parsed ClickHouse type string. Wrappers (Nullable,
-// LowCardinality, Array, Map) keep their inner type in elem (and key for Map).
-type chType struct {
-	kind  kind
-	str   string         // the type as the server printed it, for messages
-	elem  *chType        // Array element, Map value, Nullable/LowCardinality inner type
-	key   *chType        // Map key
-	n     int            // FixedString length, DateTime64 precision, Decimal precision
-	scale int            // Decimal scale
-	loc   *time.Location // DateTime/DateTime64 zone for zone-less text; nil means UTC
+// Type is a parsed ClickHouse type string. Wrappers (Nullable,
+// LowCardinality, Array, Map) keep their inner type in Elem (and Key for
+// Map).
+type Type struct {
+	Kind      Kind
+	Text      string         // the type as the server printed it, for messages (String)
+	Elem      *Type          // Array element, Map value, Nullable/LowCardinality inner type
+	Key       *Type          // Map key
+	Size      int            // FixedString length
+	Precision int            // DateTime64 precision, Decimal precision
+	Scale     int            // Decimal scale
+	Loc       *time.Location // DateTime/DateTime64 zone for zone-less text; nil means UTC
 
-	elems []*chType // Tuple elements, Variant alternatives, JSON typed paths
-	names []string  // Tuple element names (named tuples), JSON typed paths ("a.b")
+	Elems []*Type  // Tuple elements, Variant alternatives, JSON typed paths
+	Names []string // Tuple element names (named tuples), JSON typed paths ("a.b")
 
-	enumByName  map[string]int16
-	enumByValue map[int16]bool
-	enumMin     int16
+	EnumByName  map[string]int16
+	EnumByValue map[int16]bool
+	EnumMin     int16
 }
 
-// parseType parses a type string as system.columns prints it. Types this
-// package cannot fill parse to kUnsupported (the caller reports the whole
-// column type); malformed strings also end up there.
-func parseType(s string) *chType {
+// Parse parses a type string as system.columns prints it. Types the sink
+// cannot fill parse to Unsupported (the caller reports the whole column
+// type); malformed strings also end up there.
+func Parse(s string) *Type {
 	s = strings.TrimSpace(s)
-	t := &chType{str: s}
+	t := &Type{Text: s}
 	name, args, ok := splitTypeName(s)
 	if !ok {
 		return t
 	}
 	if k, ok := simpleTypes[name]; ok {
 		if args == nil { // "Int8()" is not a type
-			t.kind = k
+			t.Kind = k
 		}
 		return t
 	}
@@ -91,38 +103,38 @@ func parseType(s string) *chType {
 }
 
 // simpleTypes are the types without parameters, by name.
-var simpleTypes = map[string]kind{
-	"Int8":    kInt8,
-	"Int16":   kInt16,
-	"Int32":   kInt32,
-	"Int64":   kInt64,
-	"Int128":  kInt128,
-	"Int256":  kInt256,
-	"UInt8":   kUInt8,
-	"UInt16":  kUInt16,
-	"UInt32":  kUInt32,
-	"UInt64":  kUInt64,
-	"UInt128": kUInt128,
-	"UInt256": kUInt256,
-	"Float32": kFloat32,
-	"Float64": kFloat64,
-	"String":  kString,
-	"Date":    kDate,
-	"Date32":  kDate32,
-	"UUID":    kUUID,
-	"Bool":    kBool,
-	"Boolean": kBool,
-	"IPv4":    kIPv4,
-	"IPv6":    kIPv6,
+var simpleTypes = map[string]Kind{
+	"Int8":    Int8,
+	"Int16":   Int16,
+	"Int32":   Int32,
+	"Int64":   Int64,
+	"Int128":  Int128,
+	"Int256":  Int256,
+	"UInt8":   UInt8,
+	"UInt16":  UInt16,
+	"UInt32":  UInt32,
+	"UInt64":  UInt64,
+	"UInt128": UInt128,
+	"UInt256": UInt256,
+	"Float32": Float32,
+	"Float64": Float64,
+	"String":  String,
+	"Date":    Date,
+	"Date32":  Date32,
+	"UUID":    UUID,
+	"Bool":    Bool,
+	"Boolean": Bool,
+	"IPv4":    IPv4,
+	"IPv6":    IPv6,
 }
 
 // typeParser fills t (named name, with these top-level arguments; args is
 // nil without parentheses) and returns it, or returns it still
-// kUnsupported when the arguments do not fit.
-type typeParser func(t *chType, name string, args []string) *chType
+// Unsupported when the arguments do not fit.
+type typeParser func(t *Type, name string, args []string) *Type
 
 // typeParsers are the types with parameters (or optional ones), by name.
-// Set in init: the parsers of nested types call parseType.
+// Set in init: the parsers of nested types call Parse.
 var typeParsers map[string]typeParser
 
 func init() {
@@ -150,7 +162,7 @@ func init() {
 	}
 }
 
-func parseFixedString(t *chType, _ string, args []string) *chType {
+func parseFixedString(t *Type, _ string, args []string) *Type {
 	if len(args) != 1 {
 		return t
 	}
@@ -158,11 +170,11 @@ func parseFixedString(t *chType, _ string, args []string) *chType {
 	if err != nil || n <= 0 {
 		return t
 	}
-	t.kind, t.n = kFixedString, n
+	t.Kind, t.Size = FixedString, n
 	return t
 }
 
-func parseDateTime(t *chType, _ string, args []string) *chType {
+func parseDateTime(t *Type, _ string, args []string) *Type {
 	switch len(args) {
 	case 0:
 	case 1:
@@ -170,15 +182,15 @@ func parseDateTime(t *chType, _ string, args []string) *chType {
 		if !ok {
 			return t
 		}
-		t.loc = loc
+		t.Loc = loc
 	default:
 		return t
 	}
-	t.kind = kDateTime
+	t.Kind = DateTime
 	return t
 }
 
-func parseDateTime64(t *chType, _ string, args []string) *chType {
+func parseDateTime64(t *Type, _ string, args []string) *Type {
 	if len(args) < 1 || len(args) > 2 {
 		return t
 	}
@@ -191,14 +203,14 @@ func parseDateTime64(t *chType, _ string, args []string) *chType {
 		if !ok {
 			return t
 		}
-		t.loc = loc
+		t.Loc = loc
 	}
-	t.kind, t.n = kDateTime64, p
+	t.Kind, t.Precision = DateTime64, p
 	return t
 }
 
 // parseDecimal is Decimal(P) and Decimal(P, S).
-func parseDecimal(t *chType, _ string, args []string) *chType {
+func parseDecimal(t *Type, _ string, args []string) *Type {
 	if len(args) < 1 || len(args) > 2 {
 		return t
 	}
@@ -212,7 +224,7 @@ func parseDecimal(t *chType, _ string, args []string) *chType {
 			return t
 		}
 	}
-	t.kind, t.n, t.scale = kDecimal, p, s
+	t.Kind, t.Precision, t.Scale = Decimal, p, s
 	return t
 }
 
@@ -220,7 +232,7 @@ func parseDecimal(t *chType, _ string, args []string) *chType {
 var decimalNPrecision = map[string]int{"Decimal32": 9, "Decimal64": 18, "Decimal128": 38, "Decimal256": 76}
 
 // parseDecimalN is Decimal32(S) … Decimal256(S).
-func parseDecimalN(t *chType, name string, args []string) *chType {
+func parseDecimalN(t *Type, name string, args []string) *Type {
 	if len(args) != 1 {
 		return t
 	}
@@ -229,83 +241,83 @@ func parseDecimalN(t *chType, name string, args []string) *chType {
 	if err != nil || s < 0 || s > p {
 		return t
 	}
-	t.kind, t.n, t.scale = kDecimal, p, s
+	t.Kind, t.Precision, t.Scale = Decimal, p, s
 	return t
 }
 
 // parseEnum is Enum8('a' = 1, …) and Enum16(…).
-func parseEnum(t *chType, name string, args []string) *chType {
+func parseEnum(t *Type, name string, args []string) *Type {
 	if len(args) == 0 {
 		return t
 	}
-	t.enumByName = make(map[string]int16, len(args))
-	t.enumByValue = make(map[int16]bool, len(args))
+	t.EnumByName = make(map[string]int16, len(args))
+	t.EnumByValue = make(map[int16]bool, len(args))
 	lo, hi := -128, 127
-	t.kind = kEnum8
+	t.Kind = Enum8
 	if name == "Enum16" {
 		lo, hi = -32768, 32767
-		t.kind = kEnum16
+		t.Kind = Enum16
 	}
 	for i, a := range args {
 		eq := strings.LastIndexByte(a, '=')
 		if eq < 0 {
-			t.kind = kUnsupported
+			t.Kind = Unsupported
 			return t
 		}
 		label, ok := unquote(strings.TrimSpace(a[:eq]))
 		v, err := strconv.Atoi(strings.TrimSpace(a[eq+1:]))
 		if !ok || err != nil || v < lo || v > hi {
-			t.kind = kUnsupported
+			t.Kind = Unsupported
 			return t
 		}
-		t.enumByName[label] = int16(v)
-		t.enumByValue[int16(v)] = true
-		if i == 0 || int16(v) < t.enumMin {
-			t.enumMin = int16(v) // ClickHouse's default for an Enum is its smallest value
+		t.EnumByName[label] = int16(v)
+		t.EnumByValue[int16(v)] = true
+		if i == 0 || int16(v) < t.EnumMin {
+			t.EnumMin = int16(v) // ClickHouse's default for an Enum is its smallest value
 		}
 	}
 	return t
 }
 
 // parseWrapper is Nullable(T) and LowCardinality(T).
-func parseWrapper(t *chType, name string, args []string) *chType {
+func parseWrapper(t *Type, name string, args []string) *Type {
 	if len(args) != 1 {
 		return t
 	}
-	t.elem = parseType(args[0])
-	t.kind = kNullable
+	t.Elem = Parse(args[0])
+	t.Kind = Nullable
 	if name == "LowCardinality" {
-		t.kind = kLowCardinality
+		t.Kind = LowCardinality
 	}
 	return t
 }
 
-func parseArray(t *chType, _ string, args []string) *chType {
+func parseArray(t *Type, _ string, args []string) *Type {
 	if len(args) != 1 {
 		return t
 	}
-	t.kind, t.elem = kArray, parseType(args[0])
+	t.Kind, t.Elem = Array, Parse(args[0])
 	return t
 }
 
-func parseMap(t *chType, _ string, args []string) *chType {
+func parseMap(t *Type, _ string, args []string) *Type {
 	if len(args) != 2 {
 		return t
 	}
-	t.kind, t.key, t.elem = kMap, parseType(args[0]), parseType(args[1])
+	t.Kind, t.Key, t.Elem = Map, Parse(args[0]), Parse(args[1])
 	return t
 }
 
-func parseDynamic(t *chType, _ string, args []string) *chType {
+func parseDynamic(t *Type, _ string, args []string) *Type {
 	// Dynamic(max_types=N) only limits how the server stores it.
 	if args == nil || (len(args) == 1 && strings.HasPrefix(args[0], "max_types=")) {
-		t.kind = kDynamic
+		t.Kind = Dynamic
 	}
 	return t
 }
 
 // parseTuple is Tuple(T, U), Tuple(a T, b U) and Nested(a T, b U).
-func parseTuple(t *chType, name string, args []string) *chType {
+func parseTuple(t *Type, name string, args []string) *Type {
 	if len(args) == 0 {
 		return t
 	}
@@ -315,8 +327,8 @@ func parseTuple(t *chType, name string, args []string) *chType {
 		if name != "" {
 			named++
 		}
-		t.names = append(t.names, name)
-		t.elems = append(t.elems, parseType(typ))
+		t.Names = append(t.Names, name)
+		t.Elems = append(t.Elems, Parse(typ))
 	}
 	if named != 0 && named != len(args) {
 		return t // mixed named and unnamed elements: not something the server prints
@@ -327,28 +339,28 @@ func parseTuple(t *chType, name string, args []string) *chType {
 		if named == 0 {
 			return t
 		}
-		tup := &chType{kind: kTuple, str: "Tuple(" + strings.Join(args, ", ") + ")", elems: t.elems, names: t.names}
-		t.elems, t.names = nil, nil
-		t.kind, t.elem = kArray, tup
+		tup := &Type{Kind: Tuple, Text: "Tuple(" + strings.Join(args, ", ") + ")", Elems: t.Elems, Names: t.Names}
+		t.Elems, t.Names = nil, nil
+		t.Kind, t.Elem = Array, tup
 		return t
 	}
-	t.kind = kTuple
+	t.Kind = Tuple
 	return t
 }
 
-func parseVariant(t *chType, _ string, args []string) *chType {
+func parseVariant(t *Type, _ string, args []string) *Type {
 	if len(args) == 0 {
 		return t
 	}
 	for _, a := range args {
-		t.elems = append(t.elems, parseType(a))
+		t.Elems = append(t.Elems, Parse(a))
 	}
-	t.kind = kVariant
+	t.Kind = Variant
 	return t
 }
 
 // parseJSONType is JSON and JSON(a.b T, SKIP c, max_dynamic_paths=N, …).
-func parseJSONType(t *chType, _ string, args []string) *chType {
+func parseJSONType(t *Type, _ string, args []string) *Type {
 	for _, a := range args {
 		switch {
 		case strings.HasPrefix(a, "max_dynamic_paths=") || strings.HasPrefix(a, "max_dynamic_types="):
@@ -359,21 +371,21 @@ func parseJSONType(t *chType, _ string, args []string) *chType {
 			if path == "" {
 				return t
 			}
-			t.names = append(t.names, path)
-			t.elems = append(t.elems, parseType(typ))
+			t.Names = append(t.Names, path)
+			t.Elems = append(t.Elems, Parse(typ))
 		}
 	}
-	t.kind = kJSON
+	t.Kind = JSON
 	return t
 }
 
 // parseSimpleAggregate is SimpleAggregateFunction(f, T): stored and
 // inserted as its argument type T; clickhouse-go delegates.
-func parseSimpleAggregate(t *chType, _ string, args []string) *chType {
+func parseSimpleAggregate(t *Type, _ string, args []string) *Type {
 	if len(args) != 2 {
 		return t
 	}
-	return parseType(args[1])
+	return Parse(args[1])
 }
 
 // splitTypeName splits "Name(a, b)" into "Name" and its top-level
@@ -507,107 +519,148 @@ func parseZone(arg string) (*time.Location, bool) {
 	return loc, true
 }
 
-// unsupported reports whether t, or a type inside it, is one this package
-// cannot fill. Nesting rules follow ClickHouse's (no Nullable(Array), etc.).
-// JSON, Dynamic and Variant are supported as a column's own type only.
-// base is t without its Nullable and LowCardinality wrappers: the type
+// String is the type's text, as the server printed it.
+func (t *Type) String() string { return t.Text }
+
+// Base is t without its Nullable and LowCardinality wrappers: the type
 // whose values a column holds.
-func (t *chType) base() *chType {
-	for t.kind == kNullable || t.kind == kLowCardinality {
-		t = t.elem
+func (t *Type) Base() *Type {
+	for t.Kind == Nullable || t.Kind == LowCardinality {
+		t = t.Elem
 	}
 	return t
 }
 
-func (t *chType) unsupported() bool { return t.unsupportedIn(true) }
+// TakesNull reports whether t stores NULL (Nullable(T),
+// LowCardinality(Nullable(T))).
+func (t *Type) TakesNull() bool {
+	return t.Kind == Nullable || (t.Kind == LowCardinality && t.Elem != nil && t.Elem.Kind == Nullable)
+}
 
-func (t *chType) unsupportedIn(top bool) bool {
-	switch t.kind {
-	case kUnsupported:
+// Unsupported reports whether t, or a type inside it, is one the sink
+// cannot fill. Nesting rules follow ClickHouse's (no Nullable(Array), etc.).
+// JSON, Dynamic and Variant are supported as a column's own type only.
+func (t *Type) Unsupported() bool { return t.unsupportedIn(true) }
+
+func (t *Type) unsupportedIn(top bool) bool {
+	switch t.Kind {
+	case Unsupported:
 		return true
-	case kJSON:
+	case JSON:
 		if !top {
 			return true
 		}
-		for _, e := range t.elems {
+		for _, e := range t.Elems {
 			if !e.literal() {
 				return true
 			}
 		}
 		return false
-	case kDynamic:
+	case Dynamic:
 		return !top
-	case kVariant:
+	case Variant:
 		if !top {
 			return true
 		}
-		for _, e := range t.elems {
-			if e.kind == kNullable || e.kind == kLowCardinality && e.elem.kind == kNullable || e.unsupportedIn(false) {
+		for _, e := range t.Elems {
+			if e.Kind == Nullable || e.Kind == LowCardinality && e.Elem.Kind == Nullable || e.unsupportedIn(false) {
 				return true
 			}
 		}
 		return false
-	case kTuple:
-		for _, e := range t.elems {
+	case Tuple:
+		for _, e := range t.Elems {
 			if e.unsupportedIn(false) {
 				return true
 			}
 		}
 		return false
-	case kNullable:
-		switch t.elem.kind {
-		case kArray, kMap, kNullable, kLowCardinality, kTuple, kJSON, kDynamic, kVariant:
+	case Nullable:
+		switch t.Elem.Kind {
+		case Array, Map, Nullable, LowCardinality, Tuple, JSON, Dynamic, Variant:
 			return true
 		}
-		return t.elem.unsupportedIn(false)
-	case kLowCardinality:
-		e := t.elem
-		if e.kind == kNullable {
-			e = e.elem
+		return t.Elem.unsupportedIn(false)
+	case LowCardinality:
+		e := t.Elem
+		if e.Kind == Nullable {
+			e = e.Elem
 		}
-		switch e.kind {
-		case kArray, kMap, kLowCardinality, kNullable, kTuple, kJSON, kDynamic, kVariant:
+		switch e.Kind {
+		case Array, Map, LowCardinality, Nullable, Tuple, JSON, Dynamic, Variant:
 			return true
 		}
 		return e.unsupportedIn(false)
-	case kArray:
-		return t.elem.unsupportedIn(false)
-	case kMap:
-		k := t.key
-		if k.kind == kLowCardinality {
-			k = k.elem
+	case Array:
+		return t.Elem.unsupportedIn(false)
+	case Map:
+		k := t.Key
+		if k.Kind == LowCardinality {
+			k = k.Elem
 		}
-		switch k.kind {
-		case kArray, kMap, kNullable, kLowCardinality, kTuple, kJSON, kDynamic, kVariant:
+		switch k.Kind {
+		case Array, Map, Nullable, LowCardinality, Tuple, JSON, Dynamic, Variant:
 			return true
 		}
-		return k.unsupportedIn(false) || t.elem.unsupportedIn(false)
+		return k.unsupportedIn(false) || t.Elem.unsupportedIn(false)
 	}
 	return false
 }
 
 // literal reports whether values of t can be written as a canonical JSON
-// literal (see appendLiteral): the scalar types, Nullable and
+// literal (the decoder's JSON column writes them so): the scalar types, Nullable and
 // LowCardinality of them, and Arrays of those. These are the types a JSON
 // column's typed paths may have.
-func (t *chType) literal() bool {
-	switch t.kind {
-	case kNullable, kLowCardinality, kArray:
-		return !t.unsupportedIn(false) && t.elem.literal()
-	case kUnsupported, kMap, kTuple, kJSON, kDynamic, kVariant:
+func (t *Type) literal() bool {
+	switch t.Kind {
+	case Nullable, LowCardinality, Array:
+		return !t.unsupportedIn(false) && t.Elem.literal()
+	case Unsupported, Map, Tuple, JSON, Dynamic, Variant:
 		return false
 	}
 	return true
 }
 
-// scalar reports whether t (after LowCardinality/Nullable) is a single value,
+// Scalar reports whether t (after LowCardinality/Nullable) is a single value,
 // i.e. something a string or integer meta source can fill.
-func (t *chType) scalar() bool {
-	switch t.kind {
-	case kArray, kMap, kTuple, kJSON, kVariant:
+func (t *Type) Scalar() bool {
+	switch t.Kind {
+	case Array, Map, Tuple, JSON, Variant:
 		return false
-	case kNullable, kLowCardinality:
-		return t.elem.scalar()
+	case Nullable, LowCardinality:
+		return t.Elem.Scalar()
 	}
 	return true
+}
+
+// Class groups column types by the values a reader converts for them
+// (Debezium's and Kafka Connect's encodings of dates, decimals and JSON,
+// Protobuf's enums and messages).
+type Class uint8
+
+const (
+	ClassOther     Class = iota
+	ClassTime            // Date, Date32, DateTime, DateTime64
+	ClassString          // String, FixedString
+	ClassNumber          // integers and floats
+	ClassDecimal         // Decimal
+	ClassComposite       // Array, Map, Tuple
+)
+
+// Class is the group of t (after Nullable/LowCardinality).
+func (t *Type) Class() Class {
+	switch t.Base().Kind {
+	case Date, Date32, DateTime, DateTime64:
+		return ClassTime
+	case String, FixedString:
+		return ClassString
+	case Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64, Float32, Float64,
+		Int128, Int256, UInt128, UInt256:
+		return ClassNumber
+	case Decimal:
+		return ClassDecimal
+	case Array, Map, Tuple:
+		return ClassComposite
+	}
+	return ClassOther
 }
