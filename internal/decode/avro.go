@@ -11,6 +11,7 @@ import (
 
 	"sink/internal/chschema"
 	"sink/internal/chtype"
+	"sink/internal/decode/column"
 	"sink/internal/route"
 )
 
@@ -61,7 +62,7 @@ import (
 // avro_run.go (the program's interpreter) and avro_json.go (nested values
 // as JSON).
 type avroFormat struct {
-	st      *appendState
+	st      *column.State
 	policy  *Policy
 	binds   []avroBind // per slot (for the avro format: per Plan column); path nil for slots not read here
 	readers *schemaReaders[*avroProgram]
@@ -81,7 +82,7 @@ type avroFormat struct {
 	prog *avroProgram // the current record's schema's program
 
 	// per record
-	vals  []input           // per Plan column: the value begin read
+	vals  []column.Value    // per Plan column: the value begin read
 	jv    []*fastjson.Value // per Plan column read as JSON: its value (converted in read)
 	arena []byte            // the record's strings and number texts
 	items int               // array and map items read, bounded by maxAvroItems
@@ -168,7 +169,7 @@ func (f *avroFormat) done() error {
 
 // sized allocates the per-record values; call it after the last slot is set.
 func (f *avroFormat) sized() {
-	f.vals = make([]input, len(f.binds))
+	f.vals = make([]column.Value, len(f.binds))
 	f.jv = make([]*fastjson.Value, len(f.binds))
 }
 
@@ -214,9 +215,9 @@ func (f *avroFormat) decodeKey(key []byte, topic string) error {
 				continue
 			}
 			f.jv[i] = nil
-			f.vals[i] = input{kind: inMissing}
+			f.vals[i] = column.Value{Kind: column.Missing}
 			if key != nil {
-				f.vals[i] = input{kind: inStr, b: key}
+				f.vals[i] = column.Value{Kind: column.String, Bytes: key}
 			}
 		}
 		return nil
@@ -232,7 +233,7 @@ func (f *avroFormat) decodeKey(key []byte, topic string) error {
 func (f *avroFormat) decode(prog *avroProgram, payload []byte) error {
 	f.prog = prog
 	for i := range f.binds {
-		f.vals[i].kind = inMissing
+		f.vals[i].Kind = column.Missing
 		f.jv[i] = nil
 	}
 	f.arena = f.arena[:0]
@@ -259,7 +260,7 @@ func avroErr(err error) string {
 	return err.Error()
 }
 
-func (f *avroFormat) read(col int, in *input) error {
+func (f *avroFormat) read(col int, in *column.Value) error {
 	if col < len(f.keyCols) && f.keyCols[col] {
 		return f.key.slot(col, in)
 	}
@@ -267,9 +268,9 @@ func (f *avroFormat) read(col int, in *input) error {
 }
 
 // slot sets in to slot i's value in the record decoded last.
-func (f *avroFormat) slot(i int, in *input) error {
+func (f *avroFormat) slot(i int, in *column.Value) error {
 	if v := f.jv[i]; v != nil {
-		f.st.fromJSON(v, in)
+		f.st.FromJSON(v, in)
 		return nil
 	}
 	*in = f.vals[i]

@@ -1,6 +1,7 @@
 package decode
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/valyala/fastjson"
 
 	"sink/internal/chtype"
+	"sink/internal/decode/column"
 	"sink/internal/registry"
 )
 
@@ -453,4 +455,41 @@ var connectLogical = map[string]string{
 func isDuration(s avro.Schema) bool {
 	fx, ok := s.(*avro.FixedSchema)
 	return ok && fx.Size() == 12 && logicalType(s) == string(avro.Duration)
+}
+
+// avroDefault is the default of Avro field fld (nil when it declares none,
+// or declares null).
+func avroDefault(fld *avro.Field) *column.FieldDefault {
+	if !fld.HasDefault() || fld.Default() == nil {
+		return nil
+	}
+	s := resolveRef(fld.Type())
+	if u, ok := s.(*avro.UnionSchema); ok && len(u.Types()) > 0 {
+		s = resolveRef(u.Types()[0]) // a union's default is of its first branch
+	}
+	d := &column.FieldDefault{}
+	switch logicalType(s) {
+	case "":
+	case string(avro.Date):
+		d.Unit = "days"
+	case string(avro.TimestampMillis), string(avro.LocalTimestampMillis):
+		d.Unit = "ms"
+	case string(avro.TimestampMicros), string(avro.LocalTimestampMicros):
+		d.Unit = "us"
+	case "timestamp-nanos", "local-timestamp-nanos":
+		d.Unit = "ns"
+	case string(avro.UUID):
+	default:
+		d.Skip = "the default of a field of logical type " + logicalType(s) + " is not written"
+	}
+	switch s.Type() {
+	case avro.Bytes, avro.Fixed, avro.Record, avro.Array, avro.Map:
+		d.Skip = "the default of an Avro " + string(s.Type()) + " field is not written"
+	}
+	b, err := json.Marshal(fld.Default())
+	if err != nil {
+		d.Skip = "its default is not JSON: " + err.Error()
+	}
+	d.JSON = string(b)
+	return d
 }

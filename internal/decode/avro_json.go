@@ -1,8 +1,5 @@
 package decode
 
-// The avro format's JSON renderer: a nested Avro value (record, array, map,
-// union branch, duration) as JSON text, for columns that read a value whole.
-
 import (
 	"errors"
 	"fmt"
@@ -10,7 +7,12 @@ import (
 	"time"
 
 	"github.com/hamba/avro/v2"
+
+	"sink/internal/decode/column"
 )
+
+// The avro format's JSON renderer: a nested Avro value (record, array, map,
+// union branch, duration) as JSON text, for columns that read a value whole.
 
 // render appends the JSON text of a value of schema s (see avroFormat for
 // how each type is written). The text stops at the row's bound (an
@@ -61,7 +63,7 @@ func (f *avroFormat) renderEnum(dst []byte, t *avro.EnumSchema) ([]byte, error) 
 	if i < 0 || int(i) >= len(t.Symbols()) {
 		return dst, fmt.Errorf("enum index %d of %d symbols", i, len(t.Symbols()))
 	}
-	return appendJSONString(dst, s2b(t.Symbols()[i])), nil
+	return column.AppendJSONString(dst, column.S2B(t.Symbols()[i])), nil
 }
 
 // textFits checks the JSON text being written against the row's bound.
@@ -82,7 +84,7 @@ func (f *avroFormat) renderRecord(dst []byte, t *avro.RecordSchema, depth int) (
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendJSONString(dst, s2b(fld.Name()))
+		dst = column.AppendJSONString(dst, column.S2B(fld.Name()))
 		dst = append(dst, ':')
 		var err error
 		if dst, err = f.render(dst, fld.Type(), depth+1); err != nil || f.rd.Error != nil {
@@ -108,7 +110,7 @@ func (f *avroFormat) renderItems(dst []byte, open byte, items avro.Schema, keyed
 			if err != nil {
 				return err
 			}
-			dst = appendJSONString(dst, f.readN(n))
+			dst = column.AppendJSONString(dst, f.readN(n))
 			dst = append(dst, ':')
 		}
 		var err error
@@ -137,7 +139,7 @@ func (f *avroFormat) renderDuration(dst []byte) []byte {
 // renderLeaf reads a scalar and writes it as JSON.
 func (f *avroFormat) renderLeaf(dst []byte, op *avroOp) ([]byte, error) {
 	rd := f.rd
-	var in input
+	var in column.Value
 	mark := len(f.arena)
 	switch op.leaf {
 	case leafBool:
@@ -155,15 +157,15 @@ func (f *avroFormat) renderLeaf(dst []byte, op *avroOp) ([]byte, error) {
 		} else {
 			f.floatText(&in, rd.ReadDouble(), 64)
 		}
-		if in.kind == inStr {
-			dst = appendJSONString(dst, in.b)
+		if in.Kind == column.String {
+			dst = column.AppendJSONString(dst, in.Bytes)
 		} else {
-			dst = append(dst, in.b...)
+			dst = append(dst, in.Bytes...)
 		}
 	case leafDate:
 		days := int64(rd.ReadInt())
 		dst = append(dst, '"')
-		dst = time.Unix(days*secondsPerDay, 0).UTC().AppendFormat(dst, "2006-01-02")
+		dst = time.Unix(days*column.SecondsPerDay, 0).UTC().AppendFormat(dst, "2006-01-02")
 		dst = append(dst, '"')
 	case leafTsMillis, leafTsMicros, leafTsNanos:
 		dst = append(dst, '"')
@@ -178,10 +180,10 @@ func (f *avroFormat) renderLeaf(dst []byte, op *avroOp) ([]byte, error) {
 		if err := f.readLeaf(op, &in); err != nil {
 			return dst, err
 		}
-		if in.kind == inNum {
-			dst = append(dst, in.b...)
+		if in.Kind == column.Number {
+			dst = append(dst, in.Bytes...)
 		} else {
-			dst = appendJSONString(dst, in.b)
+			dst = column.AppendJSONString(dst, in.Bytes)
 		}
 	}
 	f.arena = f.arena[:mark]

@@ -1,9 +1,5 @@
 package decode
 
-// The avro format's interpreter: it runs an avroProgram's ops over the
-// binary datum with hamba/avro's Reader, setting the columns' inputs and
-// skipping what no column reads.
-
 import (
 	"errors"
 	"fmt"
@@ -12,7 +8,13 @@ import (
 	"time"
 
 	"github.com/hamba/avro/v2"
+
+	"sink/internal/decode/column"
 )
+
+// The avro format's interpreter: it runs an avroProgram's ops over the
+// binary datum with hamba/avro's Reader, setting the columns' inputs and
+// skipping what no column reads.
 
 // run executes ops (a record's fields) against the reader.
 func (f *avroFormat) run(prog *avroProgram, ops []avroOp, depth int) error {
@@ -40,7 +42,7 @@ func (f *avroFormat) step(prog *avroProgram, op *avroOp, depth int) error {
 		return f.free.add(1) // a field of type null (a union's null branch: unionStep)
 	case opRecord:
 		for _, col := range op.cols {
-			f.vals[col].kind = inTrue // the record is there
+			f.vals[col].Kind = column.True // the record is there
 		}
 		if len(op.fields) == 0 {
 			return f.free.add(1)
@@ -59,7 +61,7 @@ func (f *avroFormat) step(prog *avroProgram, op *avroOp, depth int) error {
 // setNull makes the columns cols NULL.
 func (f *avroFormat) setNull(cols []int) {
 	for _, col := range cols {
-		f.vals[col].kind = inNull
+		f.vals[col].Kind = column.Null
 	}
 }
 
@@ -98,7 +100,7 @@ func (f *avroFormat) jsonStep(prog *avroProgram, op *avroOp, depth int) error {
 		} else {
 			f.jv[col] = v
 		}
-		f.vals[col].kind = inMissing
+		f.vals[col].Kind = column.Missing
 	}
 	return nil
 }
@@ -148,10 +150,10 @@ func (f *avroFormat) leaf(op *avroOp) error {
 	if len(op.cols) == 1 && op.locs[0] == nil {
 		// The common case: read straight into the slot.
 		in := &f.vals[op.cols[0]]
-		*in = input{}
+		*in = column.Value{}
 		return f.readLeaf(op, in)
 	}
-	var in input
+	var in column.Value
 	if err := f.readLeaf(op, &in); err != nil || f.rd.Error != nil {
 		return err
 	}
@@ -159,8 +161,8 @@ func (f *avroFormat) leaf(op *avroOp) error {
 		f.vals[col] = in
 		if loc := op.locs[i]; loc != nil && op.leaf >= leafLocalMillis {
 			// A local timestamp is a wall time: read it in the column's zone.
-			t := in.t
-			f.vals[col].t = time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), loc)
+			t := in.Time
+			f.vals[col].Time = time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), loc)
 		}
 	}
 	return nil
@@ -168,18 +170,18 @@ func (f *avroFormat) leaf(op *avroOp) error {
 
 // readLeaf reads a scalar into in; strings and number texts go to the
 // arena.
-func (f *avroFormat) readLeaf(op *avroOp, in *input) error {
+func (f *avroFormat) readLeaf(op *avroOp, in *column.Value) error {
 	rd := f.rd
 	switch op.leaf {
 	case leafBool:
-		in.kind = inFalse
+		in.Kind = column.False
 		if rd.ReadBool() {
-			in.kind = inTrue
+			in.Kind = column.True
 		}
 	case leafInt:
-		in.kind, in.n = inInt, int64(rd.ReadInt())
+		in.Kind, in.Int = column.Integer, int64(rd.ReadInt())
 	case leafLong:
-		in.kind, in.n = inInt, rd.ReadLong()
+		in.Kind, in.Int = column.Integer, rd.ReadLong()
 	case leafFloat:
 		f.floatText(in, float64(rd.ReadFloat()), 32)
 	case leafDouble:
@@ -194,13 +196,13 @@ func (f *avroFormat) readLeaf(op *avroOp, in *input) error {
 		if i < 0 || int(i) >= len(op.symbols) {
 			return fmt.Errorf("enum index %d of %d symbols", i, len(op.symbols))
 		}
-		in.kind, in.b = inStr, s2b(op.symbols[i])
+		in.Kind, in.Bytes = column.String, column.S2B(op.symbols[i])
 	case leafDate:
 		days := int64(rd.ReadInt())
-		in.kind, in.n, in.t = inTime, days, time.Unix(days*secondsPerDay, 0).UTC()
+		in.Kind, in.Int, in.Time = column.Instant, days, time.Unix(days*column.SecondsPerDay, 0).UTC()
 	default: // timestamps
 		v := rd.ReadLong()
-		in.kind, in.n, in.t = inTime, v, avroInstant(op.leaf, v)
+		in.Kind, in.Int, in.Time = column.Instant, v, avroInstant(op.leaf, v)
 	}
 	return nil
 }
@@ -208,7 +210,7 @@ func (f *avroFormat) readLeaf(op *avroOp, in *input) error {
 // readBytesLeaf reads a scalar stored as bytes (string, bytes, fixed, a
 // uuid or decimal on either) into in, its length checked against the
 // record first.
-func (f *avroFormat) readBytesLeaf(op *avroOp, in *input) error {
+func (f *avroFormat) readBytesLeaf(op *avroOp, in *column.Value) error {
 	n := op.size
 	var err error
 	switch op.leaf {
@@ -223,16 +225,16 @@ func (f *avroFormat) readBytesLeaf(op *avroOp, in *input) error {
 	raw := f.readN(n)
 	switch op.leaf {
 	case leafUUIDFixed:
-		in.kind, in.b = inStr, f.appendUUID(raw)
+		in.Kind, in.Bytes = column.String, f.appendUUID(raw)
 	case leafDecimalBytes, leafDecimalFixed:
 		if err := checkDecimal(raw, op.prec, ""); err != nil {
 			return err
 		}
 		start := len(f.arena)
 		f.arena = f.dec.decimalText(f.arena, raw, op.scale)
-		in.kind, in.b = inNum, f.arena[start:len(f.arena):len(f.arena)]
+		in.Kind, in.Bytes = column.Number, f.arena[start:len(f.arena):len(f.arena)]
 	default:
-		in.kind, in.b = inStr, raw
+		in.Kind, in.Bytes = column.String, raw
 	}
 	return nil
 }
@@ -251,23 +253,23 @@ func avroInstant(k leafKind, v int64) time.Time {
 
 // floatText makes in the number v (NaN and infinities as their strings,
 // which Float columns read).
-func (f *avroFormat) floatText(in *input, v float64, bits int) {
+func (f *avroFormat) floatText(in *column.Value, v float64, bits int) {
 	start := len(f.arena)
 	switch {
 	case math.IsNaN(v):
 		f.arena = append(f.arena, "NaN"...)
-		in.kind = inStr
+		in.Kind = column.String
 	case math.IsInf(v, 1):
 		f.arena = append(f.arena, "+Inf"...)
-		in.kind = inStr
+		in.Kind = column.String
 	case math.IsInf(v, -1):
 		f.arena = append(f.arena, "-Inf"...)
-		in.kind = inStr
+		in.Kind = column.String
 	default:
 		f.arena = strconv.AppendFloat(f.arena, v, 'g', -1, bits)
-		in.kind = inNum
+		in.Kind = column.Number
 	}
-	in.b = f.arena[start:len(f.arena):len(f.arena)]
+	in.Bytes = f.arena[start:len(f.arena):len(f.arena)]
 }
 
 // appendUUID formats 16 bytes as UUID text in the arena.

@@ -1,10 +1,5 @@
 package decode
 
-// The row semantics every CDC format shares (debezium-json, debezium-avro;
-// debeziumFormat in debezium.go documents them): the version and
-// delete-marker columns a plan needs, which image an op writes, and the
-// row version.
-
 import (
 	"fmt"
 	"math"
@@ -12,8 +7,14 @@ import (
 	"strings"
 
 	"sink/internal/chschema"
+	"sink/internal/decode/column"
 	"sink/internal/route"
 )
+
+// The row semantics every CDC format shares (debezium-json, debezium-avro;
+// debeziumFormat in debezium.go documents them): the version and
+// delete-marker columns a plan needs, which image an op writes, and the
+// row version.
 
 // cdcPlan checks that a CDC plan has its version and delete-marker
 // columns.
@@ -78,7 +79,7 @@ func cdcOp(op []byte, present bool) (del bool, err error) {
 	if !present {
 		return false, bad("", "invalid Debezium event: no op field (is this topic a Debezium change topic?)")
 	}
-	return false, bad("", "invalid Debezium event: unknown op "+strconv.Quote(cut(op)))
+	return false, bad("", "invalid Debezium event: unknown op "+strconv.Quote(column.Cut(op)))
 }
 
 // Bounds of the ts_ms-based version: ts_ms × 1e6 + offset mod 1e6 must fit
@@ -113,17 +114,17 @@ func cdcVersion(postgres bool, lsn, tsMs, offset int64) (version int64, reason s
 // cdcMeta reads the change-event columns both Debezium formats serve alike
 // (the version, the delete marker, the op) into in; false for any other
 // source kind.
-func cdcMeta(kind route.Kind, version int64, del bool, op []byte, in *input) bool {
+func cdcMeta(kind route.Kind, version int64, del bool, op []byte, in *column.Value) bool {
 	switch kind {
 	case route.Version:
-		in.kind, in.n = inInt, version
+		in.Kind, in.Int = column.Integer, version
 	case route.Deleted:
-		in.kind, in.n = inInt, 0
+		in.Kind, in.Int = column.Integer, 0
 		if del {
-			in.n = 1
+			in.Int = 1
 		}
 	case route.Op:
-		in.kind, in.b = inStr, op
+		in.Kind, in.Bytes = column.String, op
 	default:
 		return false
 	}
@@ -150,9 +151,9 @@ type placeholderFormat interface {
 
 // zeroPlaceholder gives column i of the row being appended to b its type's
 // default (NULL in a Nullable column), after its placeholder failed.
-func (p *Plan) zeroPlaceholder(b *Block, i int) error {
-	b.bufs[i].truncate(b.rows) // what the failed add wrote, if anything
-	in := &p.st.in
-	*in = input{kind: inMissing}
-	return b.bufs[i].add(&p.st, in)
+func (p *Plan) zeroPlaceholder(b *column.Block, i int) error {
+	b.Drop(i) // what the failed add wrote, if anything
+	in := &p.in
+	*in = column.Value{Kind: column.Missing}
+	return b.Add(&p.st, i, in)
 }

@@ -4,6 +4,7 @@ import (
 	"github.com/valyala/fastjson"
 
 	"sink/internal/chtype"
+	"sink/internal/decode/column"
 	"sink/internal/jsonscan"
 	"sink/internal/route"
 )
@@ -57,7 +58,7 @@ import (
 //
 // A connectEnv belongs to its json format and is used from one goroutine.
 type connectEnv struct {
-	st     *appendState
+	st     *column.State
 	fields *jsonFields // the format's: the payload's fields load into it
 	strict bool        // connect-json: a record that is no envelope is bad
 	// off: a json route whose columns read the envelope itself; its
@@ -74,7 +75,7 @@ type connectEnv struct {
 	rw      connRewriter
 }
 
-func newConnectEnv(st *appendState, fields *jsonFields, strict bool) *connectEnv {
+func newConnectEnv(st *column.State, fields *jsonFields, strict bool) *connectEnv {
 	e := &connectEnv{st: st, fields: fields, strict: strict, sem: semConv{st: st}}
 	e.rw = connRewriter{st: st, sem: &e.sem}
 	return e
@@ -236,8 +237,8 @@ func (e *connectEnv) resolve(root *connNode) []*connNode {
 
 // read converts column col's value, which the format's fields read from
 // the payload, by the schema of that value.
-func (e *connectEnv) read(col int, in *input) error {
-	if e.cur == nil || in.proj != nil || col >= len(e.cur.cols) {
+func (e *connectEnv) read(col int, in *column.Value) error {
+	if e.cur == nil || in.Proj != nil || col >= len(e.cur.cols) {
 		return nil
 	}
 	n := e.cur.cols[col]
@@ -245,11 +246,11 @@ func (e *connectEnv) read(col int, in *input) error {
 		return nil
 	}
 	c := &e.cols[col]
-	if n.sem.kind != semPlain && (in.kind == inStr || in.kind == inNum || in.kind == inObject) {
+	if n.sem.kind != semPlain && (in.Kind == column.String || in.Kind == column.Number || in.Kind == column.Object) {
 		e.sem.dec.column(c.intDigits, c.decType)
 		return e.sem.convert(c, n.sem, in)
 	}
-	if n.rewrite && (in.kind == inObject || in.kind == inArray) {
+	if n.rewrite && (in.Kind == column.Object || in.Kind == column.Array) {
 		return e.rw.rewrite(n, in)
 	}
 	return nil
@@ -257,7 +258,7 @@ func (e *connectEnv) read(col int, in *input) error {
 
 // fieldDefault is the default the record's schema declares for the
 // payload's top-level field name (nil: none).
-func (e *connectEnv) fieldDefault(name string) *FieldDefault {
+func (e *connectEnv) fieldDefault(name string) *column.FieldDefault {
 	if e.cur == nil {
 		return nil
 	}
@@ -269,9 +270,9 @@ func (e *connectEnv) fieldDefault(name string) *FieldDefault {
 type connSchema struct {
 	text     string
 	root     *connNode
-	err      error                    // the text is no schema Connect reads: every record with it is bad
-	cols     []*connNode              // per Plan column: the schema of its value (connectEnv.resolve)
-	defaults map[string]*FieldDefault // the top-level fields' declared defaults
+	err      error                           // the text is no schema Connect reads: every record with it is bad
+	cols     []*connNode                     // per Plan column: the schema of its value (connectEnv.resolve)
+	defaults map[string]*column.FieldDefault // the top-level fields' declared defaults
 }
 
 // connectSchemas caches compiled schemas by their exact text: a topic's
@@ -313,7 +314,7 @@ func (c *connectSchemas) get(text []byte, resolve func(*connNode) []*connNode) *
 
 // newConnectFormat is the connect-json format: the json format that
 // requires every record to be an envelope.
-func newConnectFormat(st *appendState, pol *Policy) *jsonFormat {
+func newConnectFormat(st *column.State, pol *Policy) *jsonFormat {
 	f := newJSONFormat(st, pol)
 	f.env.strict = true
 	return f

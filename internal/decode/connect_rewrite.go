@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/valyala/fastjson"
+
+	"sink/internal/decode/column"
 )
 
 // connRewriter rewrites a struct, array or map of a Kafka Connect payload
@@ -15,29 +17,29 @@ import (
 // belongs to one connectEnv; the tree it makes is valid until the next
 // rewrite.
 type connRewriter struct {
-	st     *appendState
+	st     *column.State
 	sem    *semConv // decimals (its dec scratch)
 	out    []byte
-	key    []byte // map keys being rewritten (pairs)
-	in     input  // a VariableScaleDecimal being read
+	key    []byte       // map keys being rewritten (pairs)
+	in     column.Value // a VariableScaleDecimal being read
 	err    error
 	parser fastjson.Parser
 }
 
 // rewrite replaces in (an object or array of schema n) by its rewritten
 // form.
-func (r *connRewriter) rewrite(n *connNode, in *input) error {
+func (r *connRewriter) rewrite(n *connNode, in *column.Value) error {
 	r.err = nil
 	r.sem.dec.column(0, "") // no Decimal column bounds the decimals inside
-	r.out = r.value(r.out[:0], n, in.v)
+	r.out = r.value(r.out[:0], n, in.Tree)
 	if r.err != nil {
 		return r.err
 	}
 	v, err := r.parser.ParseBytes(r.out)
 	if err != nil {
-		return reasonf("rewriting a Kafka Connect value: %v", err) // not expected: the text is made here
+		return column.Reasonf("rewriting a Kafka Connect value: %v", err) // not expected: the text is made here
 	}
-	r.st.fromJSON(v, in)
+	r.st.FromJSON(v, in)
 	return nil
 }
 
@@ -85,7 +87,7 @@ func (r *connRewriter) object(dst []byte, v *fastjson.Value, of func(string) *co
 			dst = append(dst, ',')
 		}
 		first = false
-		dst = appendJSONString(dst, k)
+		dst = column.AppendJSONString(dst, k)
 		dst = append(dst, ':')
 		dst = r.value(dst, of(string(k)), e)
 	})
@@ -109,7 +111,7 @@ func (r *connRewriter) pairs(dst []byte, n *connNode, v *fastjson.Value) []byte 
 		if k := r.key[start:]; len(k) > 0 && k[0] == '"' {
 			dst = append(dst, k...)
 		} else {
-			dst = appendJSONString(dst, k)
+			dst = column.AppendJSONString(dst, k)
 		}
 		r.key = r.key[:start]
 		dst = append(dst, ':')
@@ -126,28 +128,28 @@ func (r *connRewriter) scalar(dst []byte, n *connNode, v *fastjson.Value) []byte
 	case semDecimal:
 		return r.decimal(dst, n, v)
 	case semVarDecimal:
-		r.in.kind, r.in.v = inObject, v
+		r.in.Kind, r.in.Tree = column.Object, v
 		if err := r.sem.dec.varDecimal(&r.in); err != nil {
 			r.err = err
 			return dst
 		}
-		return append(dst, r.in.b...)
+		return append(dst, r.in.Bytes...)
 	}
 	x, err := v.Int64()
 	if err != nil {
-		r.err = reasonf("cannot read %s as a %s value", cut(v.MarshalTo(nil)), semLabel(n.sem.kind))
+		r.err = column.Reasonf("cannot read %s as a %s value", column.Cut(v.MarshalTo(nil)), semLabel(n.sem.kind))
 		return dst
 	}
 	if ns, ok, tod := timeOfDay(n.sem.kind, x); tod {
 		if !ok {
-			r.err = reasonf("%s value %d is not a time of day", semLabel(n.sem.kind), x)
+			r.err = column.Reasonf("%s value %d is not a time of day", semLabel(n.sem.kind), x)
 			return dst
 		}
 		return append(appendTimeOfDay(append(dst, '"'), ns), '"')
 	}
 	t, ok := semTime(n.sem.kind, x)
 	if !ok {
-		r.err = reasonf("%s value %d is out of range", semLabel(n.sem.kind), x)
+		r.err = column.Reasonf("%s value %d is out of range", semLabel(n.sem.kind), x)
 		return dst
 	}
 	layout := time.RFC3339Nano
@@ -169,7 +171,7 @@ func (r *connRewriter) decimal(dst []byte, n *connNode, v *fastjson.Value) []byt
 		err = checkDecimal(raw, 0, "")
 	}
 	if err != nil {
-		r.err = reasonf("cannot read %s as Decimal bytes: %v", cut(v.MarshalTo(nil)), err)
+		r.err = column.Reasonf("cannot read %s as Decimal bytes: %v", column.Cut(v.MarshalTo(nil)), err)
 		return dst
 	}
 	return d.decimalText(dst, raw, int(n.sem.scale))

@@ -1,11 +1,5 @@
 package decode
 
-// Kafka Connect's schema language, as its JsonConverter writes it into the
-// "schema" member of an envelope: compiled once per distinct schema text
-// (connectSchemas), then used to check each record's payload against it
-// (check) and to give each column the schema of the value it reads
-// (connSchema.cols), whose semantic type decides the conversion.
-
 import (
 	"encoding/base64"
 	"fmt"
@@ -14,7 +8,15 @@ import (
 	"strings"
 
 	"github.com/valyala/fastjson"
+
+	"sink/internal/decode/column"
 )
+
+// Kafka Connect's schema language, as its JsonConverter writes it into the
+// "schema" member of an envelope: compiled once per distinct schema text
+// (connectSchemas), then used to check each record's payload against it
+// (check) and to give each column the schema of the value it reads
+// (connSchema.cols), whose semantic type decides the conversion.
 
 // connType is one of Connect's schema types.
 type connType uint8
@@ -130,7 +132,7 @@ func compileConnect(v *fastjson.Value, depth int) (*connNode, error) {
 	tn := v.GetStringBytes("type")
 	typ := connTypeNames[string(tn)]
 	if typ == 0 {
-		return nil, fmt.Errorf("unknown type %q", cut(tn))
+		return nil, fmt.Errorf("unknown type %q", column.Cut(tn))
 	}
 	n := &connNode{typ: typ, name: string(v.GetStringBytes("name")), optional: v.GetBool("optional")}
 	if d := v.Get("default"); d != nil && d.Type() != fastjson.TypeNull {
@@ -229,7 +231,7 @@ func (n *connNode) compileFields(v *fastjson.Value, depth int) error {
 		}
 		c, err := compileConnect(f, depth+1)
 		if err != nil {
-			return fmt.Errorf("field %q: %w", cut(name.GetStringBytes()), err)
+			return fmt.Errorf("field %q: %w", column.Cut(name.GetStringBytes()), err)
 		}
 		n.fields = append(n.fields, connField{name: string(name.GetStringBytes()), node: c})
 		n.rewrite = n.rewrite || c.rewrite
@@ -272,7 +274,7 @@ func mismatch(n *connNode, v *fastjson.Value) *connMismatch {
 	if v == nil || v.Type() == fastjson.TypeNull {
 		return &connMismatch{msg: "null for a required " + what + " without a default"}
 	}
-	return &connMismatch{msg: "want " + connWant(n) + " for " + what + ", got " + cut(v.MarshalTo(nil))}
+	return &connMismatch{msg: "want " + connWant(n) + " for " + what + ", got " + column.Cut(v.MarshalTo(nil))}
 }
 
 // connWant says in JSON terms what a value of schema n is written as.
@@ -437,7 +439,7 @@ func (c *connChecker) checkPairs(n *connNode, v *fastjson.Value) *connMismatch {
 	for i, e := range els {
 		kv, err := e.Array()
 		if err != nil || len(kv) != 2 {
-			return (&connMismatch{msg: "want a [key, value] pair, got " + cut(e.MarshalTo(nil))}).at("[" + strconv.Itoa(i) + "]")
+			return (&connMismatch{msg: "want a [key, value] pair, got " + column.Cut(e.MarshalTo(nil))}).at("[" + strconv.Itoa(i) + "]")
 		}
 		if m := c.check(n.keys, kv[0]); m != nil {
 			return m.at("[" + strconv.Itoa(i) + "] key")
@@ -480,4 +482,23 @@ func (c *connChecker) checkStruct(n *connNode, v *fastjson.Value) *connMismatch 
 		}
 	}
 	return nil
+}
+
+// connectDefault is the default of a field of a JSON converter schema
+// block (nil when it declares none, or declares null).
+func connectDefault(f *fastjson.Value) *column.FieldDefault {
+	v := f.Get("default")
+	if v == nil || v.Type() == fastjson.TypeNull {
+		return nil
+	}
+	d := &column.FieldDefault{JSON: string(v.MarshalTo(nil))}
+	// A semantic type that the format converts (a Debezium date, time or
+	// decimal) is read differently from its raw form: writing the raw
+	// default would not be what the records insert.
+	if name := string(f.GetStringBytes("name")); semNames[name] != semPlain {
+		d.Skip = "the default of a field of semantic type " + name + " is not written"
+	} else if string(f.GetStringBytes("type")) == "bytes" {
+		d.Skip = "the default of a bytes field is not written"
+	}
+	return d
 }

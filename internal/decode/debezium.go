@@ -9,6 +9,7 @@ import (
 
 	"sink/internal/chschema"
 	"sink/internal/chtype"
+	"sink/internal/decode/column"
 	"sink/internal/route"
 )
 
@@ -148,7 +149,7 @@ var (
 // (or use decimal.handling.mode=string) when that matters. Elements of
 // arrays get no semantic conversion.
 type debeziumFormat struct {
-	st     *appendState
+	st     *column.State
 	fields jsonFields // the row image's fields the columns read
 	cols   []dbzCol   // per Plan column; zero for record attributes
 
@@ -191,7 +192,7 @@ type dbzCol struct {
 	day       bool // route.Field: a Date or Date32 column (no time of day)
 }
 
-func newDebeziumFormat(st *appendState) *debeziumFormat {
+func newDebeziumFormat(st *column.State) *debeziumFormat {
 	d := &debeziumFormat{st: st, verCol: -1, delCol: -1, semConv: semConv{st: st}}
 	d.fields.keyIdx = map[string]int{}
 	d.schema.keyIdx = d.fields.keyIdx
@@ -272,7 +273,7 @@ func (d *debeziumFormat) extra() *jsonFields { return d.fields.unmapped() }
 
 // fieldDefault is the default the current schema block declares for the
 // after image's field name (nil: none, or no schema block).
-func (d *debeziumFormat) fieldDefault(name string) *FieldDefault {
+func (d *debeziumFormat) fieldDefault(name string) *column.FieldDefault {
 	if !d.schema.ok {
 		return nil
 	}
@@ -425,7 +426,7 @@ func (d *debeziumFormat) computeVersion(r recordData) string {
 		}
 		n, err := lsn.Int64()
 		if err != nil {
-			return "source.lsn " + cut(lsn.MarshalTo(d.text[:0])) + " is not an LSN"
+			return "source.lsn " + column.Cut(lsn.MarshalTo(d.text[:0])) + " is not an LSN"
 		}
 		var reason string
 		d.version, reason = cdcVersion(true, n, 0, 0)
@@ -444,37 +445,39 @@ func (d *debeziumFormat) computeVersion(r recordData) string {
 	}
 	var reason string
 	if d.version, reason = cdcVersion(false, 0, ms, r.offset); reason != "" {
-		return "ts_ms " + cut(ts.MarshalTo(d.text[:0])) + reason
+		return "ts_ms " + column.Cut(ts.MarshalTo(d.text[:0])) + reason
 	}
 	return ""
 }
 
 // read reads column i's source into in and applies Debezium's encodings to
 // image fields.
-func (d *debeziumFormat) read(i int, in *input) error {
+func (d *debeziumFormat) read(i int, in *column.Value) error {
 	c := &d.cols[i]
 	if cdcMeta(c.kind, d.version, string(d.op) == "d", d.op, in) {
 		return nil
 	}
 	switch c.kind {
 	case route.TsMs:
-		d.st.fromJSON(d.env.Get("ts_ms"), in)
+		d.st.FromJSON(d.env.Get("ts_ms"), in)
 	case route.SourceBlock:
 		var v *fastjson.Value
 		if d.src != nil {
 			v = d.src.Get(c.path...)
 		}
-		d.st.fromJSON(v, in)
+		d.st.FromJSON(v, in)
 	case route.Field:
 		d.fields.read(d.st, i, in)
 		if isPlaceholder(in) {
 			// A delete's image only marks its key deleted: the value
 			// becomes the column's zero like any other it lacks.
-			in.kind = inMissing
-			d.st.unavailable = string(d.op) != "d"
+			in.Kind = column.Missing
+			if string(d.op) != "d" {
+				return errNotCarried
+			}
 			return nil
 		}
-		if s := &d.fields.paths[i]; len(s.rest) == 0 && (in.kind == inStr || in.kind == inNum || in.kind == inObject) {
+		if s := &d.fields.paths[i]; len(s.rest) == 0 && (in.Kind == column.String || in.Kind == column.Number || in.Kind == column.Object) {
 			d.dec.column(c.intDigits, c.decType)
 			if d.hasSchema {
 				return d.convert(c, d.cur[s.slot], in)
@@ -489,25 +492,25 @@ func (d *debeziumFormat) read(i int, in *input) error {
 // non-numeric text as base64 Decimal bytes with the column's scale, Decimal
 // and numeric columns read {"scale", "value"} objects as VariableScaleDecimal,
 // and Array, Map and Tuple columns parse text as JSON (io.debezium.data.Json).
-func (d *debeziumFormat) convertBare(c *dbzCol, in *input) error {
+func (d *debeziumFormat) convertBare(c *dbzCol, in *column.Value) error {
 	cls := c.cls
-	if cls == chtype.ClassComposite && in.kind == inStr {
+	if cls == chtype.ClassComposite && in.Kind == column.String {
 		return d.convert(c, fieldSem{kind: semJSON}, in)
 	}
 	if cls != chtype.ClassDecimal && cls != chtype.ClassNumber {
 		return nil
 	}
-	switch in.kind {
-	case inStr:
+	switch in.Kind {
+	case column.String:
 		if cls != chtype.ClassDecimal {
 			return nil
 		}
-		if _, ok := d.st.parseNumber(in.b); ok {
+		if d.st.IsNumber(in.Bytes) {
 			return nil
 		}
-		return d.dec.decimalFromBase64(in, in.b, c.scale)
-	case inObject:
-		o, _ := in.v.Object()
+		return d.dec.decimalFromBase64(in, in.Bytes, c.scale)
+	case column.Object:
+		o, _ := in.Tree.Object()
 		if o.Len() == 2 && o.Get("scale") != nil && o.Get("value") != nil {
 			return d.dec.varDecimal(in)
 		}
@@ -576,7 +579,7 @@ func zonedTimeOfDay(b []byte) (int64, bool) {
 		i++
 		scale := int64(time.Second)
 		start := i
-		for ; i < len(b) && isDigit(b[i]); i++ {
+		for ; i < len(b) && digit(b[i]); i++ {
 			if scale /= 10; scale == 0 {
 				return 0, false // beyond nanoseconds
 			}
@@ -617,7 +620,7 @@ func zonedTimeOfDay(b []byte) (int64, bool) {
 }
 
 func twoDigits(b []byte) (int64, bool) {
-	if !isDigit(b[0]) || !isDigit(b[1]) {
+	if !digit(b[0]) || !digit(b[1]) {
 		return 0, false
 	}
 	return int64(b[0]-'0')*10 + int64(b[1]-'0'), true
@@ -672,7 +675,7 @@ func semTime(k semKind, n int64) (time.Time, bool) {
 		if n >= maxDays || n < -maxDays {
 			return time.Time{}, false
 		}
-		return time.Unix(n*secondsPerDay, 0).UTC(), true
+		return time.Unix(n*column.SecondsPerDay, 0).UTC(), true
 	case semTsMillis:
 		return time.UnixMilli(n).UTC(), true
 	case semTsMicros:

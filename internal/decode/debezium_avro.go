@@ -6,6 +6,7 @@ import (
 
 	"sink/internal/chschema"
 	"sink/internal/chtype"
+	"sink/internal/decode/column"
 	"sink/internal/route"
 )
 
@@ -25,7 +26,7 @@ import (
 // the source block's fields and the op and ts_ms, and one over the key
 // record, for deletes without a before image.
 type dbzAvroFormat struct {
-	st   *appendState
+	st   *column.State
 	env  *avroFormat // the envelope
 	key  *avroFormat // the key record
 	cols []dbzAvroCol
@@ -125,11 +126,11 @@ func (d *dbzAvroFormat) placeholder(col int) bool {
 	if !d.keyOK || col >= len(d.cols) || d.cols[col].kind != route.Field {
 		return false
 	}
-	var in input
+	var in column.Value
 	if err := d.key.slot(d.cols[col].key, &in); err != nil {
 		return false
 	}
-	return in.kind == inMissing
+	return in.Kind == column.Missing
 }
 
 // unmappedFields returns the fields of the row image's schema that no
@@ -157,18 +158,18 @@ func (d *dbzAvroFormat) begin(r recordData) error {
 	vals := d.env.vals
 	op := &vals[d.opSlot]
 	d.op = nil
-	if op.kind == inStr {
-		d.op = op.b
+	if op.Kind == column.String {
+		d.op = op.Bytes
 	}
 	var err error
-	if d.del, err = cdcOp(d.op, op.kind != inMissing); err != nil {
+	if d.del, err = cdcOp(d.op, op.Kind != column.Missing); err != nil {
 		return err
 	}
 	d.fromKey, d.keyOK = false, false
 	switch {
-	case !d.del && vals[d.afterSlot].kind != inTrue:
+	case !d.del && vals[d.afterSlot].Kind != column.True:
 		return bad("", "invalid Debezium event: op "+string(d.op)+" without an after image")
-	case d.del && vals[d.beforeSlot].kind != inTrue:
+	case d.del && vals[d.beforeSlot].Kind != column.True:
 		if len(r.key) < 5 || r.key[0] != 0 {
 			return bad("", "invalid Debezium event: delete without a before image and without a registry-framed record key")
 		}
@@ -196,30 +197,30 @@ func (d *dbzAvroFormat) begin(r recordData) error {
 // computeVersion sets d.version, or returns why it cannot (see cdcVersion).
 func (d *dbzAvroFormat) computeVersion(offset int64) string {
 	vals := d.env.vals
-	if c := &vals[d.connSlot]; c.kind == inStr && string(c.b) == "postgresql" {
+	if c := &vals[d.connSlot]; c.Kind == column.String && string(c.Bytes) == "postgresql" {
 		lsn := &vals[d.lsnSlot]
-		if lsn.kind != inInt {
+		if lsn.Kind != column.Integer {
 			return msgNoLSN
 		}
 		var reason string
-		d.version, reason = cdcVersion(true, lsn.n, 0, 0)
+		d.version, reason = cdcVersion(true, lsn.Int, 0, 0)
 		return reason
 	}
 	ts := &vals[d.tsSlot]
-	if ts.kind != inInt {
+	if ts.Kind != column.Integer {
 		ts = &vals[d.srcTsSlot]
 	}
-	if ts.kind != inInt {
+	if ts.Kind != column.Integer {
 		return msgNoTs
 	}
 	var reason string
-	if d.version, reason = cdcVersion(false, 0, ts.n, offset); reason != "" {
-		return "ts_ms " + show(ts) + reason
+	if d.version, reason = cdcVersion(false, 0, ts.Int, offset); reason != "" {
+		return "ts_ms " + column.Show(ts) + reason
 	}
 	return ""
 }
 
-func (d *dbzAvroFormat) read(i int, in *input) error {
+func (d *dbzAvroFormat) read(i int, in *column.Value) error {
 	if i < len(d.env.keyCols) && d.env.keyCols[i] {
 		return d.env.key.slot(i, in)
 	}
@@ -238,17 +239,17 @@ func (d *dbzAvroFormat) read(i int, in *input) error {
 			return d.key.slot(c.key, in)
 		case d.del:
 			err := d.env.slot(c.before, in)
-			if err == nil && in.kind == inStr && string(in.b) == Placeholder {
-				in.kind = inMissing // a delete only marks its key deleted
+			if err == nil && in.Kind == column.String && string(in.Bytes) == Placeholder {
+				in.Kind = column.Missing // a delete only marks its key deleted
 			}
 			return err
 		}
 		err := d.env.slot(c.after, in)
-		if err == nil && in.kind == inStr && string(in.b) == Placeholder {
+		if err == nil && in.Kind == column.String && string(in.Bytes) == Placeholder {
 			// Filling an unchanged TOASTed value needs the record key's
 			// fields, which the debezium-json format reads; never write
 			// the placeholder as data.
-			return reasonf("the value is Debezium's placeholder for an unchanged TOASTed value (%s), which format %s does not fill from the row's earlier value; use %s, or REPLICA IDENTITY FULL on the source table", Placeholder, route.DebeziumAvro, route.Debezium)
+			return column.Reasonf("the value is Debezium's placeholder for an unchanged TOASTed value (%s), which format %s does not fill from the row's earlier value; use %s, or REPLICA IDENTITY FULL on the source table", Placeholder, route.DebeziumAvro, route.Debezium)
 		}
 		return err
 	}

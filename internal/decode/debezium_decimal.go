@@ -5,6 +5,8 @@ import (
 	"math/big"
 	"math/bits"
 	"strconv"
+
+	"sink/internal/decode/column"
 )
 
 // decimals turns Debezium's decimal encodings into exact decimal text, which
@@ -39,15 +41,15 @@ func (d *decimals) base64(s []byte) ([]byte, error) {
 }
 
 // varDecimal reads a VariableScaleDecimal {"scale": s, "value": base64}.
-func (d *decimals) varDecimal(in *input) error {
-	sv, vv := in.v.Get("scale"), in.v.Get("value")
+func (d *decimals) varDecimal(in *column.Value) error {
+	sv, vv := in.Tree.Get("scale"), in.Tree.Get("value")
 	if sv == nil || vv == nil {
-		return reasonf("cannot read %s as a Debezium VariableScaleDecimal (want scale and value)", show(in))
+		return column.Reasonf("cannot read %s as a Debezium VariableScaleDecimal (want scale and value)", column.Show(in))
 	}
 	scale, err := sv.Int()
 	val, err2 := vv.StringBytes()
 	if err != nil || err2 != nil {
-		return reasonf("cannot read %s as a Debezium VariableScaleDecimal (want an integer scale and base64 value)", show(in))
+		return column.Reasonf("cannot read %s as a Debezium VariableScaleDecimal (want an integer scale and base64 value)", column.Show(in))
 	}
 	return d.decimalFromBase64(in, val, scale)
 }
@@ -58,13 +60,13 @@ const maxScale = 1000
 
 // decimalFromBase64 turns base64 unscaled two's-complement bytes and a scale
 // into decimal text, and makes in that number.
-func (d *decimals) decimalFromBase64(in *input, b64 []byte, scale int) error {
+func (d *decimals) decimalFromBase64(in *column.Value, b64 []byte, scale int) error {
 	if scale > maxScale || scale < -maxScale {
-		return reasonf("Debezium decimal scale %d is out of range", scale)
+		return column.Reasonf("Debezium decimal scale %d is out of range", scale)
 	}
 	raw, err := d.base64(b64)
 	if err != nil {
-		return reasonf("cannot decode %s as Debezium Decimal bytes (base64 of the unscaled value)", show(in))
+		return column.Reasonf("cannot decode %s as Debezium Decimal bytes (base64 of the unscaled value)", column.Show(in))
 	}
 	// A Decimal(P, S) column holds P - S integer digits, so an unscaled
 	// value of scale s has at most P - S + s digits: bounded before any
@@ -77,7 +79,7 @@ func (d *decimals) decimalFromBase64(in *input, b64 []byte, scale int) error {
 		return err
 	}
 	d.dec = d.decimalText(d.dec[:0], raw, scale)
-	in.kind, in.b = inNum, d.dec
+	in.Kind, in.Bytes = column.Number, d.dec
 	return nil
 }
 

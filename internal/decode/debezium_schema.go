@@ -1,14 +1,16 @@
 package decode
 
+import (
+	"github.com/valyala/fastjson"
+
+	"sink/internal/decode/column"
+)
+
 // The JSON converter's schema block: what it says about each image field
 // (the Debezium semantic type that decides how a value converts), a cache
 // of the last block so that a stream of one table describes its schema
 // once, and the byte-level framing that finds the payload of a wrapped
 // value without parsing the schema again.
-
-import (
-	"github.com/valyala/fastjson"
-)
 
 // semKind is a field's Debezium semantic type, from the schema block.
 type semKind uint8
@@ -67,7 +69,7 @@ type schemaCache struct {
 	key           []byte         // the schema block's exact bytes
 	after, before []fieldSem
 	// defaults: the after image's fields that declare a default, by name.
-	defaults map[string]*FieldDefault
+	defaults map[string]*column.FieldDefault
 	ok       bool // key, after and before describe a block
 	parser   fastjson.Parser
 }
@@ -239,6 +241,9 @@ func (c *schemaCache) slotOf(name []byte) (int, bool) {
 	return i, ok
 }
 
+// digit reports whether ch is an ASCII decimal digit.
+func digit(ch byte) bool { return '0' <= ch && ch <= '9' }
+
 func atoi32(b []byte) (int32, bool) {
 	if len(b) == 0 || len(b) > 6 {
 		return 0, false
@@ -249,7 +254,7 @@ func atoi32(b []byte) (int32, bool) {
 	}
 	var n int32
 	for _, ch := range b {
-		if !isDigit(ch) {
+		if !digit(ch) {
 			return 0, false
 		}
 		n = n*10 + int32(ch-'0')
@@ -263,8 +268,8 @@ func atoi32(b []byte) (int32, bool) {
 // imageDefaults returns the defaults that the fields of the envelope
 // schema's field named field declare (connectDefault), by field name; nil
 // when none does.
-func imageDefaults(schema *fastjson.Value, field string) map[string]*FieldDefault {
-	var out map[string]*FieldDefault
+func imageDefaults(schema *fastjson.Value, field string) map[string]*column.FieldDefault {
+	var out map[string]*column.FieldDefault
 	for _, f := range schema.GetArray("fields") {
 		if string(f.GetStringBytes("field")) == field {
 			out = structDefaults(f)
@@ -275,12 +280,12 @@ func imageDefaults(schema *fastjson.Value, field string) map[string]*FieldDefaul
 
 // structDefaults returns the defaults that the fields of the struct schema
 // s declare (connectDefault), by field name; nil when none does.
-func structDefaults(s *fastjson.Value) map[string]*FieldDefault {
-	var out map[string]*FieldDefault
+func structDefaults(s *fastjson.Value) map[string]*column.FieldDefault {
+	var out map[string]*column.FieldDefault
 	for _, g := range s.GetArray("fields") {
 		if d := connectDefault(g); d != nil {
 			if out == nil {
-				out = map[string]*FieldDefault{}
+				out = map[string]*column.FieldDefault{}
 			}
 			out[string(g.GetStringBytes("field"))] = d
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/internal/chschema"
+	"sink/internal/decode/column"
 	"sink/internal/route"
 )
 
@@ -404,12 +405,12 @@ func TestDebeziumDecimalText(t *testing.T) {
 		}
 		raw := twosComplement(n)
 		// Round-trip through base64 the way the JSON converter sends it.
-		in := input{kind: inStr, b: []byte(base64.StdEncoding.EncodeToString(raw))}
-		if err := d.decimalFromBase64(&in, in.b, scale); err != nil {
+		in := column.Value{Kind: column.String, Bytes: []byte(base64.StdEncoding.EncodeToString(raw))}
+		if err := d.decimalFromBase64(&in, in.Bytes, scale); err != nil {
 			t.Fatalf("%s scale %d: %v", unscaled, scale, err)
 		}
-		if got := string(in.b); got != want || in.kind != inNum {
-			t.Errorf("%s scale %d = %q (kind %d), want %q", unscaled, scale, got, in.kind, want)
+		if got := string(in.Bytes); got != want || in.Kind != column.Number {
+			t.Errorf("%s scale %d = %q (kind %d), want %q", unscaled, scale, got, in.Kind, want)
 		}
 	}
 	f("0", 0, "0")

@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ClickHouse/ch-go/proto"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/chcol"
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
@@ -20,6 +21,7 @@ import (
 
 	"sink/internal/chschema"
 	"sink/internal/chtype"
+	"sink/internal/decode/column"
 	"sink/internal/errtext"
 )
 
@@ -955,7 +957,7 @@ func TestNewBlockPresized(t *testing.T) {
 		t.Fatal(err)
 	}
 	events := benchEvents(64)
-	fill := func(blk *Block, n int) {
+	fill := func(blk *column.Block, n int) {
 		for range n {
 			i := blk.Rows()
 			if err := p.Append(blk, &kgo.Record{Topic: "events", Value: events[i%len(events)]}); err != nil {
@@ -969,17 +971,21 @@ func TestNewBlockPresized(t *testing.T) {
 
 	second := p.NewBlock()
 	fill(second, 1)
-	payload := second.bufs[5].(*strCol) // String column "payload"
-	user := second.bufs[0].(*leaf[uint64])
-	bufCap, posCap, valCap := cap(payload.col.Buf), cap(payload.col.Pos), cap(user.vals)
-	if want := len(first.bufs[5].(*strCol).col.Buf); bufCap < want {
+	// The capacities, through the native columns, which alias the buffers.
+	caps := func(b *column.Block) (buf, pos, vals int) {
+		payload := b.Native(5).(proto.ColStr) // String column "payload"
+		user := b.Native(0).(proto.ColUInt64)
+		return cap(payload.Buf), cap(payload.Pos), cap(user)
+	}
+	bufCap, posCap, valCap := caps(second)
+	if want := len(first.Native(5).(proto.ColStr).Buf); bufCap < want {
 		t.Fatalf("payload buffer starts at %d bytes, want at least the %d the first block used", bufCap, want)
 	}
 	if posCap < rows || valCap < rows {
 		t.Fatalf("row capacity starts at %d (String) and %d (UInt64), want at least %d", posCap, valCap, rows)
 	}
 	fill(second, rows-1)
-	if cap(payload.col.Buf) != bufCap || cap(payload.col.Pos) != posCap || cap(user.vals) != valCap {
+	if b, p, v := caps(second); b != bufCap || p != posCap || v != valCap {
 		t.Fatal("a presized block grew while filling to the size of the one before it")
 	}
 	for i := range first.Columns() {

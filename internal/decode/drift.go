@@ -3,9 +3,10 @@ package decode
 import (
 	"unicode/utf8"
 
-	"sink/internal/chschema"
-
 	"github.com/valyala/fastjson"
+
+	"sink/internal/chschema"
+	"sink/internal/decode/column"
 )
 
 // Schema drift: the top-level fields of a record (the json format's value,
@@ -94,7 +95,7 @@ type UnmappedField struct {
 	Schema *SchemaType
 	// Default is the default the record's schema declares for the field
 	// (nil: none), which a column added for it carries (FieldDefault.Literal).
-	Default *FieldDefault
+	Default *column.FieldDefault
 	// Order is when the Plan first saw the field among its unmapped
 	// fields (0, 1, …): for a schema's fields, their order in the schema.
 	Order int
@@ -288,7 +289,7 @@ type knownUnmapped struct {
 type schemaField struct {
 	name string
 	typ  *SchemaType
-	def  *FieldDefault
+	def  *column.FieldDefault
 }
 
 // bind notes which drift hook format f has.
@@ -488,7 +489,7 @@ func (d *drift) count(u *UnmappedField, v *fastjson.Value) {
 		u.sampled++
 		u.Type = mergeType(u.Type, inferValue(v, 0))
 		if u.Example == "" && v.Type() != fastjson.TypeNull {
-			u.Example = cut(v.MarshalTo(nil))
+			u.Example = column.Cut(v.MarshalTo(nil))
 		}
 	}
 }
@@ -510,4 +511,10 @@ func (p *Plan) TakeUnmapped(fn func(f *UnmappedField), overflow func(n uint64)) 
 		overflow(d.overflow)
 		d.overflow = 0
 	}
+}
+
+// fieldDefaults is a format that knows the declared defaults of the fields
+// of the current record's schema (the debezium-json format).
+type fieldDefaults interface {
+	fieldDefault(name string) *column.FieldDefault
 }

@@ -9,11 +9,12 @@ import (
 	"github.com/twmb/franz-go/pkg/sr"
 
 	"sink/internal/chschema"
+	"sink/internal/decode/column"
 	"sink/internal/route"
 )
 
 // appendJSON appends each JSON value with a plan whose only column is id.
-func appendJSON(t *testing.T, p *Plan, blk *Block, values ...string) {
+func appendJSON(t *testing.T, p *Plan, blk *column.Block, values ...string) {
 	t.Helper()
 	for _, v := range values {
 		if err := p.Append(blk, &kgo.Record{Value: []byte(v)}); err != nil {
@@ -22,7 +23,7 @@ func appendJSON(t *testing.T, p *Plan, blk *Block, values ...string) {
 	}
 }
 
-func idPlan(t *testing.T, accept func(string) bool) (*Plan, *Block) {
+func idPlan(t *testing.T, accept func(string) bool) (*Plan, *column.Block) {
 	t.Helper()
 	p, err := Compile("json", []chschema.ColumnSchema{{Name: "id", Type: "UInt64"}}, nil)
 	if err != nil {

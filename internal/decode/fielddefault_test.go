@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/internal/chschema"
+	"sink/internal/decode/column"
 )
 
 func TestFieldDefaultLiteral(t *testing.T) {
@@ -46,7 +47,7 @@ func TestFieldDefaultLiteral(t *testing.T) {
 		{"18263", "", "Date", ""},
 	}
 	for _, tt := range tests {
-		d := &FieldDefault{JSON: tt.json, Unit: tt.unit}
+		d := &column.FieldDefault{JSON: tt.json, Unit: tt.unit}
 		got, err := d.Literal(tt.typ)
 		if tt.want == "" {
 			if err == nil {
@@ -58,7 +59,7 @@ func TestFieldDefaultLiteral(t *testing.T) {
 			t.Errorf("Literal(%s %s, %s) = %s, %v; want %s", tt.json, tt.unit, tt.typ, got, err, tt.want)
 		}
 	}
-	if _, err := (&FieldDefault{JSON: "7", Skip: "why"}).Literal("Int32"); err == nil || err.Error() != "why" {
+	if _, err := (&column.FieldDefault{JSON: "7", Skip: "why"}).Literal("Int32"); err == nil || err.Error() != "why" {
 		t.Errorf("a skipped default: %v; want its reason", err)
 	}
 }
@@ -79,7 +80,7 @@ func TestDebeziumUnmappedFieldDefaults(t *testing.T) {
 			t.Fatalf("%s: %v", f, err)
 		}
 	}
-	got := map[string]*FieldDefault{}
+	got := map[string]*column.FieldDefault{}
 	p.TakeUnmapped(func(u *UnmappedField) { got[u.Name] = u.Default }, nil)
 	for name, want := range map[string][2]string{"tier": {"Int64", "7"}, "c_text": {"String", "'dflt'"}} {
 		d := got[name]

@@ -1,10 +1,12 @@
 package decode
 
 import (
+	"errors"
 	"fmt"
 
 	"sink/internal/chschema"
 	"sink/internal/chtype"
+	"sink/internal/decode/column"
 	"sink/internal/route"
 )
 
@@ -55,7 +57,7 @@ type rowFormat interface {
 	// read sets in to bound column col's value in the record begin
 	// accepted. An error is the reason the value is bad; the Plan names
 	// the column.
-	read(col int, in *input) error
+	read(col int, in *column.Value) error
 	// lenient reports that the record begin accepted is one whose missing
 	// and null values are not data (a Debezium delete): they get defaults
 	// without the policy refusing or counting them.
@@ -114,10 +116,16 @@ func newFormat(f route.Format, env formatEnv) (rowFormat, error) {
 	return nil, fmt.Errorf("unsupported format %q (supported: %s)", f, route.FormatNames())
 }
 
+// errNotCarried is a format's answer (read's) for a value its record does
+// not carry, only a placeholder in its place (Debezium's for an unchanged
+// TOASTed value: unavailable.go). The Plan appends the column's zero and
+// lists the cell for the pipeline to fill (Block.Unfilled); the format
+// implements filler.
+var errNotCarried = errors.New("the record does not carry this value")
+
 // filler is a format whose records may lack values they do not carry
-// (unavailable.go): it names the columns that identify a row, the
-// row-version column and the delete-marker column. A format that sets appendState.unavailable
-// implements it.
+// (errNotCarried): it names the columns that identify a row, the
+// row-version column and the delete-marker column.
 type filler interface {
 	fillKeys() ([]int, error)
 	// metaCols returns the row-version and delete-marker columns.

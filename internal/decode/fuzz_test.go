@@ -15,6 +15,7 @@ import (
 	"github.com/valyala/fastjson"
 
 	"sink/internal/chschema"
+	"sink/internal/decode/column"
 	"sink/internal/route"
 )
 
@@ -226,7 +227,7 @@ func FuzzDebeziumDecimal(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw []byte, scale int) {
 		var d decimals
 		b64 := []byte(base64.StdEncoding.EncodeToString(raw))
-		in := input{kind: inStr, b: b64}
+		in := column.Value{Kind: column.String, Bytes: b64}
 		err := d.decimalFromBase64(&in, b64, scale)
 		if scale > maxScale || scale < -maxScale {
 			if err == nil {
@@ -237,8 +238,8 @@ func FuzzDebeziumDecimal(f *testing.F) {
 		if err != nil {
 			t.Fatalf("% x scale %d: %v", raw, scale, err)
 		}
-		if want := decimalRef(raw, scale); string(in.b) != want || in.kind != inNum {
-			t.Fatalf("% x scale %d = %q, want %q", raw, scale, in.b, want)
+		if want := decimalRef(raw, scale); string(in.Bytes) != want || in.Kind != column.Number {
+			t.Fatalf("% x scale %d = %q, want %q", raw, scale, in.Bytes, want)
 		}
 		// The same through a VariableScaleDecimal object, and the text
 		// as a JSON number into a Decimal column must not panic either.

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sr"
 
 	"sink/internal/chschema"
+	"sink/internal/decode/column"
 	"sink/internal/registry"
 	"sink/internal/route"
 )
@@ -72,7 +73,7 @@ func hostileRecord(c hostileCase) *kgo.Record {
 
 // appendAlloc appends r to a new block of p and returns the error and the
 // bytes the Append allocated.
-func appendAlloc(p *Plan, blk *Block, r *kgo.Record) (error, uint64) {
+func appendAlloc(p *Plan, blk *column.Block, r *kgo.Record) (error, uint64) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
@@ -484,7 +485,7 @@ func (f *panicky) begin(r recordData) error {
 	return f.rowFormat.begin(r)
 }
 
-func (f *panicky) read(col int, in *input) error {
+func (f *panicky) read(col int, in *column.Value) error {
 	if col == f.at && string(f.value) == `{"id":3,"s":"boom"}` {
 		var m map[string]int
 		m["x"]++ // assignment to entry in nil map

@@ -100,7 +100,7 @@ func isIntegerText(s string) bool {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
-		if !isDigit(s[i]) {
+		if s[i] < '0' || s[i] > '9' {
 			return false
 		}
 	}

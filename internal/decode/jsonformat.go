@@ -8,6 +8,7 @@ import (
 
 	"sink/internal/chschema"
 	"sink/internal/chtype"
+	"sink/internal/decode/column"
 	"sink/internal/jsonscan"
 	"sink/internal/route"
 )
@@ -304,31 +305,31 @@ func (f *jsonFields) readObject(slot int, v scanSpan) {
 
 // readScanned is read for a record loaded by loadScanned: scalars come
 // from the record's bytes, objects and arrays from the slot's tree.
-func (f *jsonFields) readScanned(st *appendState, col int, in *input) {
+func (f *jsonFields) readScanned(st *column.State, col int, in *column.Value) {
 	s := &f.paths[col]
-	in.proj = nil
+	in.Proj = nil
 	m := f.member[s.slot]
 	if m < 0 && s.nested != nil {
 		if nm := f.member[s.nested.slot]; nm >= 0 && f.sc.Doc[f.sc.Members[nm].Val.Start] == '[' {
-			in.kind, in.v, in.proj, in.projPos = inArray, f.tree(s.nested.slot), s.nested.rest, s.nested.pos
+			in.Kind, in.Tree, in.Proj, in.ProjPos = column.Array, f.tree(s.nested.slot), s.nested.rest, s.nested.pos
 			return
 		}
 		s = s.nested
 		m = f.member[s.slot]
 	}
 	if m < 0 {
-		in.kind = inMissing
+		in.Kind = column.Missing
 		return
 	}
 	mem := &f.sc.Members[m]
 	if mem.Plain && len(s.rest) == 0 {
-		in.kind, in.b = inStr, f.sc.Doc[mem.Val.Start+1:mem.Val.End-1]
+		in.Kind, in.Bytes = column.String, f.sc.Doc[mem.Val.Start+1:mem.Val.End-1]
 		return
 	}
 	v, ok := mem.Val, true
 	if len(s.rest) > 0 {
 		if v, ok = f.walk(s, v); !ok {
-			in.kind = inMissing
+			in.Kind = column.Missing
 			return
 		}
 	}
@@ -339,7 +340,7 @@ func (f *jsonFields) readScanned(st *appendState, col int, in *input) {
 	if len(s.rest) > 0 {
 		t = t.Get(s.rest...)
 	}
-	st.fromJSON(t, in)
+	st.FromJSON(t, in)
 }
 
 // unmapped returns f when the loaded object has fields no path reads.
@@ -351,17 +352,17 @@ func (f *jsonFields) unmapped() *jsonFields {
 }
 
 // read sets in to column col's value in the loaded object.
-func (f *jsonFields) read(st *appendState, col int, in *input) {
+func (f *jsonFields) read(st *column.State, col int, in *column.Value) {
 	if f.sc != nil {
 		f.readScanned(st, col, in)
 		return
 	}
 	s := &f.paths[col]
 	v := f.slots[s.slot]
-	in.proj = nil
+	in.Proj = nil
 	if v == nil && s.nested != nil {
 		if v = f.slots[s.nested.slot]; v != nil && v.Type() == fastjson.TypeArray {
-			in.kind, in.v, in.proj, in.projPos = inArray, v, s.nested.rest, s.nested.pos
+			in.Kind, in.Tree, in.Proj, in.ProjPos = column.Array, v, s.nested.rest, s.nested.pos
 			return
 		}
 		s = s.nested
@@ -369,7 +370,7 @@ func (f *jsonFields) read(st *appendState, col int, in *input) {
 	if v != nil && len(s.rest) > 0 {
 		v = v.Get(s.rest...)
 	}
-	st.fromJSON(v, in)
+	st.FromJSON(v, in)
 }
 
 // jsonFormat is the json format: each record value is one JSON object, and
@@ -380,7 +381,7 @@ type jsonFormat struct {
 	scanner jsonScanner     // jsonscan.go: reads every record
 	parser  fastjson.Parser // the tree of a record with escaped keys
 	fields  jsonFields
-	st      *appendState
+	st      *column.State
 	policy  *Policy
 	env     *connectEnv // Kafka Connect's envelopes
 	// wrapped: the record being read is an envelope, whose columns
@@ -392,7 +393,7 @@ type jsonFormat struct {
 	treeOnly bool
 }
 
-func newJSONFormat(st *appendState, pol *Policy) *jsonFormat {
+func newJSONFormat(st *column.State, pol *Policy) *jsonFormat {
 	f := &jsonFormat{st: st, policy: pol}
 	f.env = newConnectEnv(st, &f.fields, false)
 	return f
@@ -467,7 +468,7 @@ func (f *jsonFormat) begin(r recordData) error {
 	return nil
 }
 
-func (f *jsonFormat) read(col int, in *input) error {
+func (f *jsonFormat) read(col int, in *column.Value) error {
 	f.fields.read(f.st, col, in)
 	if f.wrapped {
 		return f.env.read(col, in)
@@ -477,7 +478,7 @@ func (f *jsonFormat) read(col int, in *input) error {
 
 // fieldDefault is the default an envelope's schema declares for the
 // payload's top-level field name (fieldDefaults; nil for a plain record).
-func (f *jsonFormat) fieldDefault(name string) *FieldDefault {
+func (f *jsonFormat) fieldDefault(name string) *column.FieldDefault {
 	if !f.wrapped {
 		return nil
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/internal/chschema"
+	"sink/internal/decode/column"
 )
 
 // The json format reads records with its scanner (jsonscan.go); fastjson's
@@ -110,7 +111,7 @@ func errorClass(err error) string {
 }
 
 // renderBlock renders every column of b.
-func renderBlock(b *Block) string {
+func renderBlock(b *column.Block) string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "rows %d bytes %d\n", b.Rows(), b.Bytes())
 	for i, c := range b.Columns() {

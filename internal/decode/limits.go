@@ -1,5 +1,16 @@
 package decode
 
+import (
+	"fmt"
+	"math"
+	"math/bits"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"sink/internal/decode/column"
+)
+
 // Limits on input. Whoever can produce records or register schemas chooses
 // every length, size, count and depth the decoders read, so each is held
 // to what the record (or a documented cap) allows before anything is
@@ -13,15 +24,6 @@ package decode
 // fixed, decimal or map key length (avro: bytesLen, fits), an array or map
 // block's item count (avro: blocks; each item takes a byte unless it is a
 // free value), a Protobuf length (protowire), a JSON text (jsonscan).
-
-import (
-	"fmt"
-	"math"
-	"math/bits"
-	"path/filepath"
-	"runtime"
-	"strings"
-)
 
 const (
 	// DefaultMaxRowBytes bounds a Plan's rows when its Policy sets no
@@ -73,13 +75,13 @@ func (pol *Policy) rowBytes() int {
 
 // errRowBytes is the reason of a row past its bound.
 func errRowBytes(max int) error {
-	return reasonf("the row would hold more than %d bytes decoded (batch.max_bytes)", max)
+	return column.Reasonf("the row would hold more than %d bytes decoded (batch.max_bytes)", max)
 }
 
 // errTextBytes is the reason of a nested value whose JSON text passed
 // the row's bound while it was written.
 func errTextBytes(max int) error {
-	return reasonf("nested value of more than %d bytes as JSON (batch.max_bytes)", max)
+	return column.Reasonf("nested value of more than %d bytes as JSON (batch.max_bytes)", max)
 }
 
 // freeCount counts one record's free values (maxFreeValues).
@@ -89,7 +91,7 @@ type freeCount int
 func (c *freeCount) add(n int) error {
 	*c += freeCount(n)
 	if *c > maxFreeValues {
-		return reasonf("more than %d values that take no bytes of the record (nulls, empty records, absent fields at their defaults)", maxFreeValues)
+		return column.Reasonf("more than %d values that take no bytes of the record (nulls, empty records, absent fields at their defaults)", maxFreeValues)
 	}
 	return nil
 }
@@ -101,7 +103,7 @@ func (c *freeCount) add(n int) error {
 // column whose type sets maxDigits ("": the schema's precision does).
 func checkDecimal(raw []byte, maxDigits int, colType string) error {
 	if len(raw) > maxDecimalBytes {
-		return reasonf("decimal of %d bytes, more than %d", len(raw), maxDecimalBytes)
+		return column.Reasonf("decimal of %d bytes, more than %d", len(raw), maxDecimalBytes)
 	}
 	if maxDigits <= 0 {
 		return nil
@@ -112,9 +114,9 @@ func checkDecimal(raw []byte, maxDigits int, colType string) error {
 		return nil
 	}
 	if colType == "" {
-		return reasonf("decimal with more digits than its precision %d", maxDigits)
+		return column.Reasonf("decimal with more digits than its precision %d", maxDigits)
 	}
-	return reasonf("decimal with more digits than %s holds", colType)
+	return column.Reasonf("decimal with more digits than %s holds", colType)
 }
 
 // magnitudeExp is an e with |v| ≥ 2^e for the two's-complement

@@ -3,6 +3,7 @@ package decode
 import (
 	"errors"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 
 	"sink/internal/chschema"
 	"sink/internal/chtype"
+	"sink/internal/decode/column"
 )
 
 func TestModernConversions(t *testing.T) {
@@ -181,31 +183,6 @@ func TestEnumNamesTheDriverCannotRead(t *testing.T) {
 	}
 }
 
-// parseTypeSeeds are type strings the fuzz target starts from.
-var parseTypeSeeds = []string{
-	"Int128", "UInt256", "Tuple(a UInt8, b String)", "Tuple(UInt8, Array(Nullable(String)))",
-	"Nested(a UInt32, b Nested(c String))", "Variant(String, UInt64, Array(UInt8))", "Dynamic(max_types=8)",
-	"JSON(max_dynamic_paths=10, a.b UInt32, SKIP x, SKIP REGEXP 'y.*', `c d` DateTime64(3))",
-	"Map(LowCardinality(String), Array(Nullable(Decimal(38, 10))))", `Enum8('it\'s' = 1, 'b' = 2)`,
-	"DateTime64(9, 'Asia/Tokyo')", "LowCardinality(Nullable(String))", "Tuple(`a``b` Int8)", "JSON(a Map(String, UInt8))",
-}
-
-// FuzzParseType: no type string makes parsing, the support check, building
-// a column buffer or the driver check panic.
-func FuzzParseType(f *testing.F) {
-	for _, s := range parseTypeSeeds {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		ct := chtype.Parse(s)
-		if ct.Unsupported() {
-			return
-		}
-		newCol(ct)
-		_ = driverCanCarry(s, ct)
-	})
-}
-
 // modernFuzzTypes are the column types FuzzModernConvert feeds.
 var modernFuzzTypes = []string{
 	"Int128", "UInt256", "Tuple(a UInt8, b Nullable(String))", "Tuple(Int64, Array(UInt8))", "Nested(a UInt32, b String)",
@@ -255,7 +232,7 @@ func FuzzModernConvert(f *testing.F) {
 }
 
 func mustUUID(s string) any {
-	data, err := (&appendState{}).uuidValue(&input{kind: inStr, b: []byte(s)}, chtype.Parse("UUID"))
+	data, err := column.ConvertJSON(chtype.Parse("UUID"), fastjson.MustParse(strconv.Quote(s)))
 	if err != nil {
 		panic(err)
 	}

@@ -5,15 +5,13 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
-	"sync"
-	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/valyala/fastjson"
 
 	"sink/internal/chschema"
 	"sink/internal/chtype"
+	"sink/internal/decode/column"
 	"sink/internal/errtext"
 	"sink/internal/route"
 )
@@ -38,7 +36,7 @@ func InsertColumns(table []chschema.ColumnSchema, mappings ...map[string]string)
 		case "":
 			out = append(out, c)
 		case "DEFAULT", "EPHEMERAL":
-			if v, _ := defaultFill(c); v != nil {
+			if v, _ := column.DefaultFill(c); v != nil {
 				out = append(out, c)
 				break
 			}
@@ -51,33 +49,6 @@ func InsertColumns(table []chschema.ColumnSchema, mappings ...map[string]string)
 		}
 	}
 	return out
-}
-
-// defaultFill is the value a record without c's field inserts into c: its
-// Default, parsed and checked once to convert to c's type (nil without
-// one, or with an error saying why it cannot be used).
-func defaultFill(c chschema.ColumnSchema) (*fastjson.Value, error) {
-	if c.DefaultKind != "DEFAULT" || c.Default == "" {
-		return nil, nil
-	}
-	t := chtype.Parse(c.Type)
-	if t.Unsupported() {
-		return nil, fmt.Errorf("the sink cannot fill type %s", c.Type)
-	}
-	if err := driverCanCarry(c.Type, t); err != nil {
-		return nil, err
-	}
-	v, err := fastjson.Parse(c.Default)
-	if err != nil {
-		return nil, fmt.Errorf("its value %s is not JSON: %v", cut([]byte(c.Default)), err)
-	}
-	b := &Block{bufs: []col{newTopCol(t)}}
-	st := appendState{b: b}
-	st.fromJSON(v, &st.in)
-	if err := b.bufs[0].add(&st, &st.in); err != nil {
-		return nil, fmt.Errorf("its value %s does not convert to %s: %v", cut([]byte(c.Default)), c.Type, err)
-	}
-	return v, nil
 }
 
 // UnfilledDefaults calls fn, in table order, for each DEFAULT column of
@@ -100,7 +71,7 @@ func UnfilledDefault(c chschema.ColumnSchema) string {
 	if c.DefaultKind != "DEFAULT" {
 		return ""
 	}
-	v, err := defaultFill(c)
+	v, err := column.DefaultFill(c)
 	switch {
 	case v != nil:
 		return ""
@@ -124,14 +95,15 @@ type source struct {
 // their types and sources, and the route's format. It owns the format's
 // parsers and scratch space: use one Plan from one goroutine at a time.
 type Plan struct {
-	cols  []chschema.ColumnSchema
-	types []*chtype.Type
-	srcs  []source
-	sig   string // column layout; Blocks of equal layout are interchangeable
+	cols   []chschema.ColumnSchema
+	types  []*chtype.Type
+	srcs   []source
+	layout *column.Layout // the blocks' columns; blocks of equal layout are interchangeable
 
-	format rowFormat   // format.go
-	json   *jsonFormat // the json or connect-json format, whose plain records' fields are read without an interface call; nil for other formats
-	st     appendState // conversion scratch, shared with the format
+	format rowFormat    // format.go
+	json   *jsonFormat  // the json or connect-json format, whose plain records' fields are read without an interface call; nil for other formats
+	st     column.State // conversion scratch, shared with the format
+	in     column.Value // the value of the column being appended
 
 	// fills: per column, the value a record without the field (or with
 	// null, into a column that is not Nullable) inserts: the column's
@@ -150,13 +122,6 @@ type Plan struct {
 	drift drift // drift.go: fields no column reads
 
 	oldKeys fastjson.Parser // a moved row's old key (unavailable.go)
-
-	// hints size the buffers of a block's first fill (see capHint): rows,
-	// the largest row capacity a column of this plan's blocks has grown
-	// to, and per column the largest String byte buffer.
-	hintsOnce sync.Once
-	rowsHint  capHint
-	sizes     []capHint
 }
 
 // Compile builds the plan for one route into one table. format is one of
@@ -203,7 +168,6 @@ func Compile(format route.Format, cols []chschema.ColumnSchema, mapping map[stri
 		return nil, err
 	}
 
-	var sig strings.Builder
 	for _, c := range cols {
 		if !insertable(c) {
 			continue
@@ -212,7 +176,7 @@ func Compile(format route.Format, cols []chschema.ColumnSchema, mapping map[stri
 		if t.Unsupported() {
 			return nil, fmt.Errorf("column %q has type %s which the %s format cannot fill", c.Name, c.Type, format)
 		}
-		if err := driverCanCarry(c.Type, t); err != nil {
+		if err := column.CheckDriver(c.Type, t); err != nil {
 			return nil, fmt.Errorf("column %q has type %s: %v", c.Name, c.Type, err)
 		}
 		spec, explicit := mapping[c.Name]
@@ -240,7 +204,7 @@ func Compile(format route.Format, cols []chschema.ColumnSchema, mapping map[stri
 				return nil, err
 			}
 		}
-		if v, _ := defaultFill(c); v != nil {
+		if v, _ := column.DefaultFill(c); v != nil {
 			if p.fills == nil {
 				p.fills = make([]*fastjson.Value, len(p.cols), len(cols))
 			}
@@ -251,7 +215,6 @@ func Compile(format route.Format, cols []chschema.ColumnSchema, mapping map[stri
 		p.cols = append(p.cols, c)
 		p.types = append(p.types, t)
 		p.srcs = append(p.srcs, col)
-		fmt.Fprintf(&sig, "%s\x00%s\x00", c.Name, c.Type)
 	}
 	if len(p.cols) == 0 {
 		return nil, fmt.Errorf("no insertable columns")
@@ -259,7 +222,7 @@ func Compile(format route.Format, cols []chschema.ColumnSchema, mapping map[stri
 	if err := f.done(); err != nil {
 		return nil, err
 	}
-	p.sig = sig.String()
+	p.layout = column.NewLayout(p.cols, p.types)
 	return p, nil
 }
 
@@ -291,61 +254,7 @@ func (p *Plan) Columns() []chschema.ColumnSchema {
 }
 
 // NewBlock returns an empty block with one buffer per column.
-func (p *Plan) NewBlock() *Block {
-	p.hintsOnce.Do(func() { p.sizes = make([]capHint, len(p.types)) })
-	b := &Block{cols: p.cols, sig: p.sig, bufs: make([]col, len(p.types)), unavail: unavailable{ver: -1, del: -1}}
-	for i, t := range p.types {
-		b.bufs[i] = newTopCol(t)
-		if h, ok := b.bufs[i].(hinted); ok {
-			h.useHints(&p.rowsHint, &p.sizes[i])
-		}
-	}
-	return b
-}
-
-// capHint is the largest capacity a buffer of some kind has grown to in a
-// plan's blocks, noted when the buffer grows (a rare event: append
-// doubles, then grows by a quarter) and read when a block's buffer is
-// first filled. A block created while another is sealed, or after a
-// restart of the batch, then allocates its buffers once at the size the
-// blocks before it reached, instead of growing them from empty through
-// dozens of copies. Blocks are filled and reset on different goroutines:
-// atomic; two racing notes may keep the smaller one, which only costs a
-// growth later.
-//
-// Memory: Block.Bytes (what batch.buffer_memory counts) counts the bytes
-// rows use, not capacity. A hinted buffer starts, at the block's first
-// Append, at the largest capacity seen, which exceeds what a block of the
-// same size counts by at most the last growth step (≈25% for large
-// buffers: the slack a buffer grown from empty ends with anyway). A block
-// sealed early (max_wait, or smaller batches after adaptive sizing
-// shrank them) holds that capacity for fewer counted rows. Blocks are
-// sealed at max_bytes at the latest, so a block's uncounted capacity stays
-// below ≈1.25 × max_bytes, as it already did for a block reused from the
-// pipeline's free list (reset keeps row capacity, strCol re-allocates its
-// buffer at its last size).
-type capHint struct{ n atomic.Int64 }
-
-// note records that a buffer reached capacity n.
-func (h *capHint) note(n int) {
-	if h != nil && int64(n) > h.n.Load() {
-		h.n.Store(int64(n))
-	}
-}
-
-// get is the capacity to start a buffer at (0: no hint).
-func (h *capHint) get() int {
-	if h == nil {
-		return 0
-	}
-	return int(h.n.Load())
-}
-
-// hinted is a top-level column buffer sized from its plan's hints: rows
-// (shared by all columns) and bytes (this column's String bytes).
-type hinted interface {
-	useHints(rows, bytes *capHint)
-}
+func (p *Plan) NewBlock() *column.Block { return p.layout.NewBlock() }
 
 // Append decodes r and appends exactly one row to b, or returns a
 // *RecordError, an error matching ErrSkip (no row by design) or one
@@ -358,11 +267,11 @@ type hinted interface {
 // *RecordError. So is a panic while r is decoded (a bug the record
 // exposes): it is recovered here, b is rolled back, and the error matches
 // ErrPanic; the Plan goes on with the next record.
-func (p *Plan) Append(b *Block, r *kgo.Record) (err error) {
-	if b.sig != p.sig {
+func (p *Plan) Append(b *column.Block, r *kgo.Record) (err error) {
+	if !p.layout.Fits(b) {
 		panic("decode: Append to a Block whose columns differ from the Plan's")
 	}
-	rows, bytes := b.rows, b.bytes
+	rows, bytes := b.Rows(), b.Bytes()
 	defer func() {
 		if v := recover(); v != nil {
 			err = p.recovered(b, r, rows, bytes, v)
@@ -386,14 +295,10 @@ var ErrPanic = errors.New("decoder panic")
 
 // recovered rolls b back to rows and bytes after the panic v, clears the
 // row's scratch, and returns r's bad-record error.
-func (p *Plan) recovered(b *Block, r *kgo.Record, rows, bytes int, v any) error {
+func (p *Plan) recovered(b *column.Block, r *kgo.Record, rows, bytes int, v any) error {
 	reason := panicReason(v)
-	for _, c := range b.bufs {
-		c.truncate(rows)
-	}
-	b.unavail.drop(rows)
-	b.rows, b.bytes = rows, bytes
-	p.st.b, p.st.unavailable = nil, false
+	b.Restore(rows, bytes)
+	p.st.End()
 	p.marks = p.marks[:0]
 	e := recordError(r, "", reason)
 	e.cause = ErrPanic
@@ -403,12 +308,12 @@ func (p *Plan) recovered(b *Block, r *kgo.Record, rows, bytes int, v any) error 
 // appendRow reads every column's source (from the record the format has
 // begun, or the record's attributes) and appends one row to b; on the first
 // failure it rolls every column back, so b is unchanged.
-func (p *Plan) appendRow(b *Block, r *kgo.Record) error {
+func (p *Plan) appendRow(b *column.Block, r *kgo.Record) error {
 	c := &p.st
-	c.b = b
-	bytes0 := b.bytes
+	c.Begin(b)
+	bytes0 := b.Bytes()
 	maxRow := p.policy.rowBytes()
-	in := &c.in
+	in := &p.in
 	p.marks = p.marks[:0]
 	for i := range p.srcs {
 		var err error
@@ -422,21 +327,21 @@ func (p *Plan) appendRow(b *Block, r *kgo.Record) error {
 			readRecord(s, r, in)
 		}
 		switch {
-		case err != nil:
-		case c.unavailable:
+		case err == errNotCarried:
 			err = p.addUnavailable(b, r, i, in)
+		case err != nil:
 		default:
 			if p.fills != nil {
 				p.useFill(i, in)
 			}
 			if err = p.checkDefault(i, in); err == nil {
-				err = b.bufs[i].add(c, in)
+				err = b.Add(c, i, in)
 			}
 		}
 		if err != nil && p.holes != nil && p.holes.placeholder(i) {
 			err = p.zeroPlaceholder(b, i)
 		}
-		if err == nil && b.bytes-bytes0 > maxRow {
+		if err == nil && b.Bytes()-bytes0 > maxRow {
 			err = errRowBytes(maxRow)
 		}
 		if err != nil {
@@ -444,8 +349,8 @@ func (p *Plan) appendRow(b *Block, r *kgo.Record) error {
 			return recordError(r, p.cols[i].Name, err.Error())
 		}
 	}
-	b.rows++
-	c.b = nil
+	b.EndRow()
+	c.End()
 	p.lastBytes = bytes0
 	p.countDefaults()
 	p.noteUnmapped()
@@ -454,39 +359,32 @@ func (p *Plan) appendRow(b *Block, r *kgo.Record) error {
 
 // rollback takes back the row being appended to b, whose columns up to
 // last got a value, to b's bytes before it.
-func (p *Plan) rollback(b *Block, last, bytes int) {
-	p.st.unavailable = false
-	for j := 0; j <= last; j++ {
-		b.bufs[j].truncate(b.rows)
-	}
-	b.unavail.drop(b.rows)
-	b.bytes = bytes
-	p.st.b = nil
+func (p *Plan) rollback(b *column.Block, last, bytes int) {
+	b.Rollback(last, bytes)
+	p.st.End()
 }
 
 // useFill makes in column i's DEFAULT when the record has no value for it
 // (or null, for a column that is not Nullable) and the column has one, as
 // ClickHouse gives a missing value: what the user asked for, not a
 // default policed or counted.
-func (p *Plan) useFill(i int, in *input) {
-	if p.fills[i] != nil && (in.kind == inMissing || in.kind == inNull && !p.types[i].TakesNull()) {
-		p.st.fromJSON(p.fills[i], in)
+func (p *Plan) useFill(i int, in *column.Value) {
+	if p.fills[i] != nil && (in.Kind == column.Missing || in.Kind == column.Null && !p.types[i].TakesNull()) {
+		p.st.FromJSON(p.fills[i], in)
 	}
 }
 
 // addUnavailable appends column i's value that record r does not carry
 // (unavailable.go) as the column's zero, noted for the pipeline to fill.
-func (p *Plan) addUnavailable(b *Block, r *kgo.Record, i int, in *input) error {
-	c := &p.st
-	c.unavailable = false
+func (p *Plan) addUnavailable(b *column.Block, r *kgo.Record, i int, in *column.Value) error {
 	f := p.format.(filler)
 	keys, err := f.fillKeys()
 	if err == nil {
 		ver, del := f.metaCols()
-		b.unavail.note(Cell{Row: b.rows, Col: i}, keys, ver, del)
+		b.NoteUnfilled(i, keys, ver, del)
 		if err = p.noteOldKey(b, r, keys); err == nil {
-			in.kind = inMissing
-			err = b.bufs[i].add(c, in)
+			in.Kind = column.Missing
+			err = b.Add(&p.st, i, in)
 		}
 	}
 	if err != nil {
@@ -500,16 +398,11 @@ func (p *Plan) addUnavailable(b *Block, r *kgo.Record, i int, in *input) error {
 // never been appended. The pipeline uses it for a record that must wait
 // (LastUnmapped names a field a column is being added for). It is only
 // valid right after that Append, on the same block.
-func (p *Plan) Unappend(b *Block) {
-	if b.rows == 0 {
+func (p *Plan) Unappend(b *column.Block) {
+	if b.Rows() == 0 {
 		panic("decode: Unappend on an empty Block")
 	}
-	b.rows--
-	for _, c := range b.bufs {
-		c.truncate(b.rows)
-	}
-	b.unavail.drop(b.rows)
-	b.bytes = p.lastBytes
+	b.Unappend(p.lastBytes)
 	for _, m := range p.marks {
 		if m.null {
 			p.defaults[m.col][1]--
@@ -522,35 +415,35 @@ func (p *Plan) Unappend(b *Block) {
 }
 
 // readRecord reads a source that is an attribute of the Kafka record.
-func readRecord(s *source, r *kgo.Record, in *input) {
+func readRecord(s *source, r *kgo.Record, in *column.Value) {
 	switch s.kind {
 	case route.Topic:
-		in.kind, in.b = inStr, s2b(r.Topic)
+		in.Kind, in.Bytes = column.String, column.S2B(r.Topic)
 	case route.Partition:
-		in.kind, in.n = inInt, int64(r.Partition)
+		in.Kind, in.Int = column.Integer, int64(r.Partition)
 	case route.Offset:
-		in.kind, in.n = inInt, r.Offset
+		in.Kind, in.Int = column.Integer, r.Offset
 	case route.Timestamp:
 		// A record without a timestamp (zero time, or Kafka's -1) counts as missing.
 		if ms := r.Timestamp.UnixMilli(); r.Timestamp.IsZero() || ms < 0 {
-			in.kind = inMissing
+			in.Kind = column.Missing
 		} else {
-			in.kind, in.t, in.n = inTime, r.Timestamp, ms
+			in.Kind, in.Time, in.Int = column.Instant, r.Timestamp, ms
 		}
 	case route.Key:
 		if r.Key == nil {
-			in.kind = inMissing
+			in.Kind = column.Missing
 		} else {
-			in.kind, in.b = inStr, r.Key
+			in.Kind, in.Bytes = column.String, r.Key
 		}
 	case route.Header:
-		in.kind = inMissing
+		in.Kind = column.Missing
 		for i := range r.Headers {
 			if r.Headers[i].Key == s.header {
 				if r.Headers[i].Value == nil {
-					in.kind = inNull
+					in.Kind = column.Null
 				} else {
-					in.kind, in.b = inStr, r.Headers[i].Value
+					in.Kind, in.Bytes = column.String, r.Headers[i].Value
 				}
 				break
 			}
@@ -589,68 +482,6 @@ func (e *RecordError) Error() string {
 		where = fmt.Sprintf("decode topic %q partition %d offset %d: column %q: ", e.Topic, e.Partition, e.Offset, e.Column)
 	}
 	return where + errtext.Cap(e.Reason, max(errtext.Max-len(where), 128))
-}
-
-// Block is a batch of rows in typed column buffers. It is filled by one
-// goroutine; once handed to the writer it is read-only until Reset.
-type Block struct {
-	cols  []chschema.ColumnSchema
-	sig   string
-	bufs  []col
-	rows  int
-	bytes int
-	arena []byte // current string chunk
-
-	unavail unavailable // values the records did not carry (unavailable.go)
-}
-
-// Rows returns the number of rows.
-func (b *Block) Rows() int { return b.rows }
-
-// Bytes returns the approximate heap bytes the row data holds (value widths,
-// string contents, null flags, array offsets), maintained per Append, O(1).
-func (b *Block) Bytes() int { return b.bytes }
-
-// Columns returns the block's columns in INSERT order (do not modify).
-func (b *Block) Columns() []chschema.ColumnSchema { return b.cols }
-
-// ColumnData returns column i as the slice clickhouse-go v2's
-// batch.Column(i).Append takes:
-//
-//	Int8..Int64, UInt8..UInt64, Float32/64   []int8 ... []uint64, []float32, []float64
-//	Decimal                                  []decimal.Decimal (shopspring)
-//	String, FixedString(N)                   []string (FixedString zero-padded to N)
-//	Date, Date32, DateTime64                 []time.Time (UTC)
-//	DateTime                                 []int64 (unix seconds)
-//	UUID                                     []uuid.UUID
-//	Enum8, Enum16                            []int8, []int16 (element values)
-//	Bool                                     []bool
-//	IPv4                                     []uint32 (big-endian address number)
-//	IPv6                                     [][16]byte
-//	Nullable(T)                              []*T (nil is NULL)
-//	LowCardinality(T)                        as T
-//	Array(T)                                 [][]T (Array(Nullable(T)): [][]*T)
-//	Map(K, V)                                []*chschema.MapRow
-//	Int128, Int256, UInt128, UInt256         []big.Int
-//	Tuple(...)                               [][]any (one element per tuple element)
-//	Dynamic, Variant(...)                    []chcol.Dynamic / []chcol.Variant (typed)
-//	JSON                                     []string (one JSON object text per row)
-//
-// Scalar slices alias the block's buffers: they are valid until the next
-// Append or Reset. Nullable, Array, Map, Decimal and top-level String build
-// a new slice per call. Block.Native is the copy-free form of the columns
-// that have one.
-func (b *Block) ColumnData(i int) any { return b.patched(i, b.bufs[i].data()) }
-
-// Reset empties the block, keeping buffer capacity. String memory is
-// released to the GC rather than reused, so strings handed out before stay
-// valid.
-func (b *Block) Reset() {
-	for _, c := range b.bufs {
-		c.reset()
-	}
-	b.rows, b.bytes, b.arena = 0, 0, nil
-	b.unavail.reset()
 }
 
 // checkMapping verifies that cols has no duplicate and that every mapping key

@@ -1,5 +1,9 @@
 package decode
 
+import (
+	"sink/internal/decode/column"
+)
+
 // Policy says what a Plan does where the data leaves a choice. The zero
 // value is the permissive behaviour the package documents (defaults for
 // missing and null values, tombstones skipped).
@@ -58,10 +62,10 @@ func (p *Plan) TakeDefaults(fn func(column, reason string, n uint64)) {
 // checkDefault applies the policy to column i's value before conversion:
 // it returns the reason a missing or null value makes the record bad, or
 // notes the default in the row's marks.
-func (p *Plan) checkDefault(i int, in *input) error {
-	if in.kind != inMissing && in.kind != inNull {
-		if in.kind == inNum && bareNaNInf(in.b) {
-			return reasonf("bare %s is not JSON (quote it, \"NaN\" or \"Infinity\", for a Float column)", in.b)
+func (p *Plan) checkDefault(i int, in *column.Value) error {
+	if in.Kind != column.Missing && in.Kind != column.Null {
+		if in.Kind == column.Number && column.BareNaNInf(in.Bytes) {
+			return column.Reasonf("bare %s is not JSON (quote it, \"NaN\" or \"Infinity\", for a Float column)", in.Bytes)
 		}
 		return nil
 	}
@@ -73,12 +77,12 @@ func (p *Plan) checkDefault(i int, in *input) error {
 		// loses (a Debezium delete, whose row only marks the key deleted).
 		return nil
 	}
-	null := in.kind == inNull
+	null := in.Kind == column.Null
 	switch {
 	case null && p.policy.NullBad:
-		return reasonf("null into non-Nullable %s (errors.on_null is bad_record)", p.types[i].Text)
+		return column.Reasonf("null into non-Nullable %s (errors.on_null is bad_record)", p.types[i].Text)
 	case !null && p.policy.MissingBad:
-		return reasonf("missing value for non-Nullable %s (errors.on_missing is bad_record)", p.types[i].Text)
+		return column.Reasonf("missing value for non-Nullable %s (errors.on_missing is bad_record)", p.types[i].Text)
 	}
 	if p.defaults != nil {
 		p.marks = append(p.marks, mark{col: i, null: null})
@@ -102,18 +106,4 @@ func (p *Plan) countDefaults() {
 		}
 	}
 	// The marks stay until the next row starts, for Unappend.
-}
-
-// bareNaNInf reports an unquoted NaN or Inf number token, which JSON does
-// not have but the parser takes (it does not take Infinity, which makes the
-// whole record invalid JSON): both are rejected, so that no bare literal
-// is accepted in one spelling and refused in another.
-func bareNaNInf(b []byte) bool {
-	if len(b) > 0 && (b[0] == '+' || b[0] == '-') {
-		b = b[1:]
-	}
-	if len(b) == 0 || (b[0]|0x20 != 'n' && b[0]|0x20 != 'i') {
-		return false // the common case: a digit
-	}
-	return isNaNInf(b)
 }

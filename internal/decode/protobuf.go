@@ -10,6 +10,7 @@ import (
 
 	"sink/internal/chschema"
 	"sink/internal/chtype"
+	"sink/internal/decode/column"
 	"sink/internal/registry"
 	"sink/internal/route"
 )
@@ -63,7 +64,7 @@ import (
 // protobuf_wkt.go (Timestamp, Duration, wrappers) and protobuf_json.go
 // (composite values as JSON); protobuf_schema.go compiles the .proto text.
 type protoFormat struct {
-	st      *appendState
+	st      *column.State
 	policy  *Policy
 	msgType string                     // the route's message type (full name); "" reads every type
 	schemas *schemaReaders[*protoFile] // compiled schemas by id (registry.go)
@@ -84,9 +85,9 @@ type protoFormat struct {
 
 	// $key columns (bindKey): the record key, registry-framed or not.
 	keyCols []bool
-	keyIn   input  // the current record's key as the $key columns read it
-	keyText []byte // a framed key's message as JSON
-	keyIdx  []int  // message index scratch for keys
+	keyIn   column.Value // the current record's key as the $key columns read it
+	keyText []byte       // a framed key's message as JSON
+	keyIdx  []int        // message index scratch for keys
 }
 
 // protoBind is what the plan bound to one column.
@@ -143,11 +144,11 @@ func (f *protoFormat) bindKey(col int, c chschema.ColumnSchema, t *chtype.Type) 
 // $key columns read it.
 func (f *protoFormat) decodeKey(key []byte, topic string) error {
 	if key == nil {
-		f.keyIn = input{kind: inMissing}
+		f.keyIn = column.Value{Kind: column.Missing}
 		return nil
 	}
 	if len(key) < 6 || key[0] != 0 {
-		f.keyIn = input{kind: inStr, b: key}
+		f.keyIn = column.Value{Kind: column.String, Bytes: key}
 		return nil
 	}
 	id, idx, payload, err := registry.ParseProtobufFrame(key, f.keyIdx[:0])
@@ -171,7 +172,7 @@ func (f *protoFormat) decodeKey(key []byte, topic string) error {
 		return bad("", "record key: "+err.Error())
 	}
 	f.keyText = out
-	f.keyIn = input{kind: inObject}
+	f.keyIn = column.Value{Kind: column.Object}
 	return nil
 }
 

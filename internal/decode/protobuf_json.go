@@ -1,15 +1,5 @@
 package decode
 
-// Protobuf values as JSON, for the columns that take a composite value
-// (Array, Map, Tuple, JSON) and for String columns that keep one as text.
-// The wire is read with protowire; the JSON follows protojson's conventions
-// except where a column wants something else: field names as declared in
-// the .proto (not lowerCamelCase), 64-bit integers as bare numbers (the
-// JSON rules read them exactly), fields without presence written with
-// their default value, enums by name, bytes in base64, Timestamp as RFC
-// 3339 text, Duration as decimal seconds, wrappers as their value, Struct,
-// Value and ListValue as the JSON they stand for.
-
 import (
 	"encoding/base64"
 	"math"
@@ -19,7 +9,19 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"sink/internal/decode/column"
 )
+
+// Protobuf values as JSON, for the columns that take a composite value
+// (Array, Map, Tuple, JSON) and for String columns that keep one as text.
+// The wire is read with protowire; the JSON follows protojson's conventions
+// except where a column wants something else: field names as declared in
+// the .proto (not lowerCamelCase), 64-bit integers as bare numbers (the
+// JSON rules read them exactly), fields without presence written with
+// their default value, enums by name, bytes in base64, Timestamp as RFC
+// 3339 text, Duration as decimal seconds, wrappers as their value, Struct,
+// Value and ListValue as the JSON they stand for.
 
 // pbJSON writes Protobuf values as JSON. out is the caller's reused
 // buffer; fields is scratch for one message level's fields, shared by the
@@ -181,7 +183,7 @@ func (j *pbJSON) mapEntry(dst []byte, kfd, vfd protoreflect.FieldDescriptor, b [
 			return nil, badWire(kfd, n)
 		}
 		if kfd.Kind() == protoreflect.StringKind && !utf8.Valid(p) {
-			return nil, reasonf("map key of %s is not valid UTF-8", kfd.Parent().FullName())
+			return nil, column.Reasonf("map key of %s is not valid UTF-8", kfd.Parent().FullName())
 		}
 		dst = j.key(dst, kfd, v, p)
 	}
@@ -196,7 +198,7 @@ func (j *pbJSON) mapEntry(dst []byte, kfd, vfd protoreflect.FieldDescriptor, b [
 // key writes a map key as a JSON string.
 func (j *pbJSON) key(dst []byte, fd protoreflect.FieldDescriptor, v uint64, p []byte) []byte {
 	if fd.Kind() == protoreflect.StringKind {
-		return appendJSONString(dst, p)
+		return column.AppendJSONString(dst, p)
 	}
 	dst = append(dst, '"')
 	dst, _ = j.scalar(dst, fd, v, nil)
@@ -229,7 +231,7 @@ func (j *pbJSON) one(dst []byte, fd protoreflect.FieldDescriptor, wt protowire.T
 }
 
 func badWire(fd protoreflect.FieldDescriptor, n int) error {
-	return reasonf("invalid Protobuf field %s: %v", fd.FullName(), protowire.ParseError(n))
+	return column.Reasonf("invalid Protobuf field %s: %v", fd.FullName(), protowire.ParseError(n))
 }
 
 // scalar writes a scalar value as JSON.
@@ -258,14 +260,14 @@ func (j *pbJSON) scalar(dst []byte, fd protoreflect.FieldDescriptor, v uint64, p
 		return appendJSONFloat(dst, math.Float64frombits(v), 64), nil
 	case protoreflect.EnumKind:
 		if ev := fd.Enum().Values().ByNumber(protoreflect.EnumNumber(int32(v))); ev != nil {
-			return appendJSONString(dst, s2b(string(ev.Name()))), nil
+			return column.AppendJSONString(dst, column.S2B(string(ev.Name()))), nil
 		}
 		return strconv.AppendInt(dst, int64(int32(v)), 10), nil
 	case protoreflect.StringKind:
 		if !utf8.Valid(p) {
-			return nil, reasonf("field %s is not valid UTF-8", fd.FullName())
+			return nil, column.Reasonf("field %s is not valid UTF-8", fd.FullName())
 		}
-		return appendJSONString(dst, p), nil
+		return column.AppendJSONString(dst, p), nil
 	case protoreflect.BytesKind:
 		dst = append(dst, '"')
 		dst = base64.StdEncoding.AppendEncode(dst, p)
@@ -291,7 +293,7 @@ func appendJSONFloat(dst []byte, x float64, bits int) []byte {
 // message writes message md (its bytes b) as JSON.
 func (j *pbJSON) message(dst []byte, md protoreflect.MessageDescriptor, b []byte, depth int) ([]byte, error) {
 	if depth > maxProtoDepth {
-		return nil, reasonf("Protobuf messages nest deeper than %d", maxProtoDepth)
+		return nil, column.Reasonf("Protobuf messages nest deeper than %d", maxProtoDepth)
 	}
 	if wk := wellKnown(md); wk != wktNone {
 		return j.wellKnownValue(dst, wk, md, b, depth)
@@ -331,7 +333,7 @@ func (j *pbJSON) member(dst []byte, fd protoreflect.FieldDescriptor, b []byte, b
 	if !first {
 		dst = append(dst, ',')
 	}
-	dst = appendJSONString(dst, s2b(string(fd.Name())))
+	dst = column.AppendJSONString(dst, column.S2B(string(fd.Name())))
 	dst = append(dst, ':')
 	var err error
 	if len(occ) == 0 {
@@ -410,11 +412,11 @@ func (j *pbJSON) collect(b []byte) error {
 	for off := 0; off < len(b); {
 		num, wt, n := protowire.ConsumeTag(b[off:])
 		if n < 0 {
-			return reasonf("invalid Protobuf message: %v", protowire.ParseError(n))
+			return column.Reasonf("invalid Protobuf message: %v", protowire.ParseError(n))
 		}
 		m := protowire.ConsumeFieldValue(num, wt, b[off+n:])
 		if m < 0 {
-			return reasonf("invalid Protobuf message: field %d: %v", num, protowire.ParseError(m))
+			return column.Reasonf("invalid Protobuf message: field %d: %v", num, protowire.ParseError(m))
 		}
 		j.fields = append(j.fields, pbField{num: num, wt: wt, off: int32(off + n)})
 		off += n + m

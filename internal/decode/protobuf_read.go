@@ -1,20 +1,22 @@
 package decode
 
-// The protobuf format's column values: the field a column's path names
-// (nested messages, oneofs, defaults of absent fields) converted into the
-// column's input: scalars, enums, bytes, well-known types, or JSON.
-
 import (
 	"math"
 	"strconv"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"sink/internal/decode/column"
 )
 
-func (f *protoFormat) read(col int, in *input) error {
+// The protobuf format's column values: the field a column's path names
+// (nested messages, oneofs, defaults of absent fields) converted into the
+// column's input: scalars, enums, bytes, well-known types, or JSON.
+
+func (f *protoFormat) read(col int, in *column.Value) error {
 	if col < len(f.keyCols) && f.keyCols[col] {
-		if f.keyIn.kind == inObject { // a framed key: its message as JSON
+		if f.keyIn.Kind == column.Object { // a framed key: its message as JSON
 			return f.composite(f.keyText, &f.binds[col], in)
 		}
 		*in = f.keyIn
@@ -22,7 +24,7 @@ func (f *protoFormat) read(col int, in *input) error {
 	}
 	c := &f.cur.cols[col]
 	if c.never {
-		in.kind = inMissing
+		in.Kind = column.Missing
 		return nil
 	}
 	rd := f.cur
@@ -69,12 +71,12 @@ func (f *protoFormat) find(b []byte, st protoStep) (*pbInfo, error) {
 	for off := 0; off < len(b); {
 		num, wt, n := protowire.ConsumeTag(b[off:])
 		if n < 0 {
-			return nil, reasonf("invalid Protobuf message: %v", protowire.ParseError(n))
+			return nil, column.Reasonf("invalid Protobuf message: %v", protowire.ParseError(n))
 		}
 		val := off + n
 		m := protowire.ConsumeFieldValue(num, wt, b[val:])
 		if m < 0 {
-			return nil, reasonf("invalid Protobuf message: field %d: %v", num, protowire.ParseError(m))
+			return nil, column.Reasonf("invalid Protobuf message: field %d: %v", num, protowire.ParseError(m))
 		}
 		for i, sn := range st.nums {
 			if sn == num && st.infos[i].fits(wt) {
@@ -93,24 +95,24 @@ func (f *protoFormat) find(b []byte, st protoStep) (*pbInfo, error) {
 // absent sets in for a step whose field does not occur: missing for a
 // field with presence or a oneof, empty for a repeated field or map, the
 // default value otherwise.
-func (f *protoFormat) absent(st protoStep, col int, in *input) error {
+func (f *protoFormat) absent(st protoStep, col int, in *column.Value) error {
 	if len(st.infos) != 1 {
-		in.kind = inMissing
+		in.Kind = column.Missing
 		return nil
 	}
 	fi := st.infos[0]
 	text := f.binds[col].text
 	switch {
 	case fi.list && text:
-		in.kind, in.b = inStr, emptyArrayText
+		in.Kind, in.Bytes = column.String, emptyArrayText
 	case fi.list:
-		in.kind, in.v = inArray, f.empty[0]
+		in.Kind, in.Tree = column.Array, f.empty[0]
 	case fi.isMap && text:
-		in.kind, in.b = inStr, emptyObjectText
+		in.Kind, in.Bytes = column.String, emptyObjectText
 	case fi.isMap:
-		in.kind, in.v = inObject, f.empty[1]
+		in.Kind, in.Tree = column.Object, f.empty[1]
 	case fi.presence:
-		in.kind = inMissing
+		in.Kind = column.Missing
 	default:
 		f.scalar(fi, fi.defV, fi.defP, &f.binds[col], in)
 	}
@@ -143,7 +145,7 @@ func defaultScalar(fd protoreflect.FieldDescriptor) (uint64, []byte) {
 	case protoreflect.DoubleKind:
 		return math.Float64bits(d.Float()), nil
 	case protoreflect.StringKind:
-		return 0, s2b(d.String())
+		return 0, column.S2B(d.String())
 	case protoreflect.BytesKind:
 		return 0, d.Bytes()
 	}
@@ -151,7 +153,7 @@ func defaultScalar(fd protoreflect.FieldDescriptor) (uint64, []byte) {
 }
 
 // value sets in to field fd's value, given its occurrences in buf.
-func (f *protoFormat) value(fi *pbInfo, buf []byte, occ []protoOcc, col int, in *input) error {
+func (f *protoFormat) value(fi *pbInfo, buf []byte, occ []protoOcc, col int, in *column.Value) error {
 	b := &f.binds[col]
 	if fi.list || fi.isMap {
 		out, err := f.js.field(f.js.out[:0], fi.fd, buf, occ)
@@ -178,30 +180,30 @@ func (f *protoFormat) value(fi *pbInfo, buf []byte, occ []protoOcc, col int, in 
 }
 
 // scalar sets in to a scalar field's value.
-func (f *protoFormat) scalar(fi *pbInfo, v uint64, p []byte, b *protoBind, in *input) {
+func (f *protoFormat) scalar(fi *pbInfo, v uint64, p []byte, b *protoBind, in *column.Value) {
 	switch fi.kind {
 	case protoreflect.BoolKind:
 		if v != 0 {
-			in.kind = inTrue
+			in.Kind = column.True
 		} else {
-			in.kind = inFalse
+			in.Kind = column.False
 		}
 	case protoreflect.Int32Kind, protoreflect.Sfixed32Kind:
-		in.kind, in.n = inInt, int64(int32(v))
+		in.Kind, in.Int = column.Integer, int64(int32(v))
 	case protoreflect.Int64Kind, protoreflect.Sfixed64Kind:
-		in.kind, in.n = inInt, int64(v)
+		in.Kind, in.Int = column.Integer, int64(v)
 	case protoreflect.Sint32Kind:
-		in.kind, in.n = inInt, int64(int32(protowire.DecodeZigZag(v&math.MaxUint32)))
+		in.Kind, in.Int = column.Integer, int64(int32(protowire.DecodeZigZag(v&math.MaxUint32)))
 	case protoreflect.Sint64Kind:
-		in.kind, in.n = inInt, protowire.DecodeZigZag(v)
+		in.Kind, in.Int = column.Integer, protowire.DecodeZigZag(v)
 	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind:
-		in.kind, in.n = inInt, int64(uint32(v))
+		in.Kind, in.Int = column.Integer, int64(uint32(v))
 	case protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
 		if v <= math.MaxInt64 {
-			in.kind, in.n = inInt, int64(v)
+			in.Kind, in.Int = column.Integer, int64(v)
 		} else {
 			f.num = strconv.AppendUint(f.num[:0], v, 10)
-			in.kind, in.b = inNum, f.num
+			in.Kind, in.Bytes = column.Number, f.num
 		}
 	case protoreflect.FloatKind:
 		f.float(float64(math.Float32frombits(uint32(v))), 32, in)
@@ -211,27 +213,27 @@ func (f *protoFormat) scalar(fi *pbInfo, v uint64, p []byte, b *protoBind, in *i
 		n := int32(v)
 		if b.enum {
 			if ev := fi.enum.ByNumber(protoreflect.EnumNumber(n)); ev != nil {
-				in.kind, in.b = inStr, s2b(string(ev.Name()))
+				in.Kind, in.Bytes = column.String, column.S2B(string(ev.Name()))
 				return
 			}
 		}
-		in.kind, in.n = inInt, int64(n)
+		in.Kind, in.Int = column.Integer, int64(n)
 	default: // string, bytes
-		in.kind, in.b = inStr, p
+		in.Kind, in.Bytes = column.String, p
 	}
 }
 
-func (f *protoFormat) float(x float64, bits int, in *input) {
+func (f *protoFormat) float(x float64, bits int, in *column.Value) {
 	switch {
 	case math.IsNaN(x):
-		in.kind, in.b = inStr, nanText
+		in.Kind, in.Bytes = column.String, nanText
 	case math.IsInf(x, 1):
-		in.kind, in.b = inStr, posInfText
+		in.Kind, in.Bytes = column.String, posInfText
 	case math.IsInf(x, -1):
-		in.kind, in.b = inStr, negInfText
+		in.Kind, in.Bytes = column.String, negInfText
 	default:
 		f.num = strconv.AppendFloat(f.num[:0], x, 'g', -1, bits)
-		in.kind, in.b = inNum, f.num
+		in.Kind, in.Bytes = column.Number, f.num
 	}
 }
 
@@ -244,7 +246,7 @@ var (
 // message sets in to a message field's value: the well-known types that
 // are one value (Timestamp, Duration, wrappers) as that value, any other
 // message as JSON.
-func (f *protoFormat) message(fi *pbInfo, sub []byte, b *protoBind, in *input) error {
+func (f *protoFormat) message(fi *pbInfo, sub []byte, b *protoBind, in *column.Value) error {
 	md := fi.msg
 	switch fi.wkt {
 	case wktTimestamp:
@@ -252,7 +254,7 @@ func (f *protoFormat) message(fi *pbInfo, sub []byte, b *protoBind, in *input) e
 		if err != nil {
 			return err
 		}
-		in.kind, in.t, in.n = inTime, t, t.UnixMilli()
+		in.Kind, in.Time, in.Int = column.Instant, t, t.UnixMilli()
 		return nil
 	case wktDuration:
 		out, err := durationText(f.num[:0], sub)
@@ -260,7 +262,7 @@ func (f *protoFormat) message(fi *pbInfo, sub []byte, b *protoBind, in *input) e
 			return err
 		}
 		f.num = out
-		in.kind, in.b = inNum, out
+		in.Kind, in.Bytes = column.Number, out
 		return nil
 	case wktWrapper:
 		inner := fi.inner
@@ -270,11 +272,11 @@ func (f *protoFormat) message(fi *pbInfo, sub []byte, b *protoBind, in *input) e
 		for off := 0; off < len(sub); {
 			num, wt, n := protowire.ConsumeTag(sub[off:])
 			if n < 0 {
-				return reasonf("invalid Protobuf %s: %v", md.FullName(), protowire.ParseError(n))
+				return column.Reasonf("invalid Protobuf %s: %v", md.FullName(), protowire.ParseError(n))
 			}
 			m := protowire.ConsumeFieldValue(num, wt, sub[off+n:])
 			if m < 0 {
-				return reasonf("invalid Protobuf %s: %v", md.FullName(), protowire.ParseError(m))
+				return column.Reasonf("invalid Protobuf %s: %v", md.FullName(), protowire.ParseError(m))
 			}
 			if num == 1 && wt == inner.wt {
 				v, p, _ = scalarAt(wt, sub[off+n:])
@@ -298,15 +300,15 @@ func (f *protoFormat) message(fi *pbInfo, sub []byte, b *protoBind, in *input) e
 
 // composite sets in to a JSON value made from a Protobuf value: the text
 // itself for columns that keep text, else the parsed value.
-func (f *protoFormat) composite(text []byte, b *protoBind, in *input) error {
+func (f *protoFormat) composite(text []byte, b *protoBind, in *column.Value) error {
 	if b.text {
-		in.kind, in.b = inStr, text
+		in.Kind, in.Bytes = column.String, text
 		return nil
 	}
 	v, err := f.jp.ParseBytes(text)
 	if err != nil { // the transcoder writes valid JSON; this is a bug guard
-		return reasonf("internal error: Protobuf value as JSON: %v", err)
+		return column.Reasonf("internal error: Protobuf value as JSON: %v", err)
 	}
-	f.st.fromJSON(v, in)
+	f.st.FromJSON(v, in)
 	return nil
 }

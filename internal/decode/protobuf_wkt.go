@@ -1,8 +1,5 @@
 package decode
 
-// The protobuf format's well-known types that are one value: Timestamp,
-// Duration and the wrappers, read from their wire bytes.
-
 import (
 	"strconv"
 	"strings"
@@ -10,7 +7,12 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"sink/internal/decode/column"
 )
+
+// The protobuf format's well-known types that are one value: Timestamp,
+// Duration and the wrappers, read from their wire bytes.
 
 // The well-known types that get a mapping of their own.
 type wkt uint8
@@ -55,11 +57,11 @@ func secondsAndNanos(b []byte) (sec int64, nanos int32, err error) {
 	for off := 0; off < len(b); {
 		num, wt, n := protowire.ConsumeTag(b[off:])
 		if n < 0 {
-			return 0, 0, reasonf("invalid Protobuf seconds/nanos message: %v", protowire.ParseError(n))
+			return 0, 0, column.Reasonf("invalid Protobuf seconds/nanos message: %v", protowire.ParseError(n))
 		}
 		m := protowire.ConsumeFieldValue(num, wt, b[off+n:])
 		if m < 0 {
-			return 0, 0, reasonf("invalid Protobuf seconds/nanos message: %v", protowire.ParseError(m))
+			return 0, 0, column.Reasonf("invalid Protobuf seconds/nanos message: %v", protowire.ParseError(m))
 		}
 		if wt == protowire.VarintType {
 			v, _ := protowire.ConsumeVarint(b[off+n:])
@@ -88,7 +90,7 @@ func timestampOf(b []byte) (time.Time, error) {
 		return time.Time{}, err
 	}
 	if sec < minTimestamp || sec > maxTimestamp || nanos < 0 || nanos > 999_999_999 {
-		return time.Time{}, reasonf("invalid google.protobuf.Timestamp (seconds %d, nanos %d)", sec, nanos)
+		return time.Time{}, column.Reasonf("invalid google.protobuf.Timestamp (seconds %d, nanos %d)", sec, nanos)
 	}
 	return time.Unix(sec, int64(nanos)).UTC(), nil
 }
@@ -100,7 +102,7 @@ func durationText(dst, b []byte) ([]byte, error) {
 		return nil, err
 	}
 	if nanos <= -1_000_000_000 || nanos >= 1_000_000_000 || (sec > 0 && nanos < 0) || (sec < 0 && nanos > 0) {
-		return nil, reasonf("invalid google.protobuf.Duration (seconds %d, nanos %d)", sec, nanos)
+		return nil, column.Reasonf("invalid google.protobuf.Duration (seconds %d, nanos %d)", sec, nanos)
 	}
 	if sec < 0 || nanos < 0 {
 		dst = append(dst, '-')

@@ -1,18 +1,19 @@
 package decode
 
-// The plumbing every registry-framed format shares (avro, protobuf,
-// json-schema, debezium-avro): where a Plan gets its schemas, how a
-// record's schema id becomes a compiled per-schema reader, and how the
-// registry's answers become Append's errors.
-
 import (
 	"context"
 	"errors"
 	"fmt"
 	"time"
 
+	"sink/internal/decode/column"
 	"sink/internal/registry"
 )
+
+// The plumbing every registry-framed format shares (avro, protobuf,
+// json-schema, debezium-avro): where a Plan gets its schemas, how a
+// record's schema id becomes a compiled per-schema reader, and how the
+// registry's answers become Append's errors.
 
 // Registry is where the registry-framed formats find the schema a record's
 // id names. *registry.Client satisfies it; tests pass fakes. Schema's
@@ -55,7 +56,7 @@ func WithMessage(fullName string) CompileOption {
 // scratch, its policy (SetPolicy may change it before the first Append) and
 // the schema registry (nil when none is configured).
 type formatEnv struct {
-	st      *appendState
+	st      *column.State
 	pol     *Policy
 	reg     Registry
 	message string // WithMessage

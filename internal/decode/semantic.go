@@ -7,6 +7,7 @@ import (
 	"github.com/valyala/fastjson"
 
 	"sink/internal/chtype"
+	"sink/internal/decode/column"
 )
 
 // semConv converts a field's value by the semantic type a Kafka Connect
@@ -20,7 +21,7 @@ import (
 // A semConv is owned by one format and used from one goroutine; what it
 // makes in points into its scratch, valid until the next conversion.
 type semConv struct {
-	st         *appendState
+	st         *column.State
 	dec        decimals        // debezium_decimal.go
 	text       []byte          // formatting scratch
 	jsonParser fastjson.Parser // io.debezium.data.Json text into Array/Map columns
@@ -28,7 +29,7 @@ type semConv struct {
 
 // convert applies the semantic type fs to in, column c's value. Set the
 // Decimal column first (dec.column) when c is one.
-func (s *semConv) convert(c *dbzCol, fs fieldSem, in *input) error {
+func (s *semConv) convert(c *dbzCol, fs fieldSem, in *column.Value) error {
 	switch fs.kind {
 	case semDate, semTsMillis, semTsMicros, semTsNanos, semTimeMillis, semTimeMicros, semTimeNanos:
 		return s.temporal(c, fs.kind, in)
@@ -37,15 +38,15 @@ func (s *semConv) convert(c *dbzCol, fs fieldSem, in *input) error {
 	case semZonedTs:
 		return s.zonedTimestamp(c, in)
 	case semDuration:
-		if c.cls == chtype.ClassTime && (in.kind == inNum || in.kind == inStr) {
-			return reasonf("a Debezium MicroDuration (an interval) %s is not a point in time; use an integer, Decimal or String column", show(in))
+		if c.cls == chtype.ClassTime && (in.Kind == column.Number || in.Kind == column.String) {
+			return column.Reasonf("a Debezium MicroDuration (an interval) %s is not a point in time; use an integer, Decimal or String column", column.Show(in))
 		}
 	case semDecimal:
-		if in.kind == inStr {
-			return s.dec.decimalFromBase64(in, in.b, int(fs.scale))
+		if in.Kind == column.String {
+			return s.dec.decimalFromBase64(in, in.Bytes, int(fs.scale))
 		}
 	case semVarDecimal:
-		if in.kind == inObject {
+		if in.Kind == column.Object {
 			return s.dec.varDecimal(in)
 		}
 	case semJSON:
@@ -59,26 +60,26 @@ func (s *semConv) convert(c *dbzCol, fs fieldSem, in *input) error {
 // temporal converts a date, timestamp or time of day (a number of days,
 // ms, µs or ns) for a date, time or String column; numeric columns keep
 // the number, other columns refuse it themselves.
-func (s *semConv) temporal(c *dbzCol, k semKind, in *input) error {
-	if in.kind != inNum || (c.cls != chtype.ClassTime && c.cls != chtype.ClassString) {
+func (s *semConv) temporal(c *dbzCol, k semKind, in *column.Value) error {
+	if in.Kind != column.Number || (c.cls != chtype.ClassTime && c.cls != chtype.ClassString) {
 		return nil
 	}
-	n, err := strconv.ParseInt(b2s(in.b), 10, 64)
+	n, err := strconv.ParseInt(column.B2S(in.Bytes), 10, 64)
 	if err != nil {
-		return reasonf("cannot read %s as a Debezium %s value", show(in), semLabel(k))
+		return column.Reasonf("cannot read %s as a Debezium %s value", column.Show(in), semLabel(k))
 	}
 	if ns, ok, tod := timeOfDay(k, n); tod {
 		if !ok {
-			return reasonf("Debezium %s value %s is not a time of day", semLabel(k), show(in))
+			return column.Reasonf("Debezium %s value %s is not a time of day", semLabel(k), column.Show(in))
 		}
 		return s.timeInto(c, ns, in)
 	}
 	t, ok := semTime(k, n)
 	if !ok {
-		return reasonf("Debezium %s value %s is out of range", semLabel(k), show(in))
+		return column.Reasonf("Debezium %s value %s is out of range", semLabel(k), column.Show(in))
 	}
 	if c.cls == chtype.ClassTime {
-		in.kind, in.t, in.n = inTime, t, t.UnixMilli()
+		in.Kind, in.Time, in.Int = column.Instant, t, t.UnixMilli()
 		return nil
 	}
 	layout := "2006-01-02 15:04:05.999999999"
@@ -86,22 +87,22 @@ func (s *semConv) temporal(c *dbzCol, k semKind, in *input) error {
 		layout = "2006-01-02"
 	}
 	s.text = t.AppendFormat(s.text[:0], layout)
-	in.kind, in.b = inStr, s.text
+	in.Kind, in.Bytes = column.String, s.text
 	return nil
 }
 
 // zonedTime converts a ZonedTime text: String columns keep it, numeric ones
 // get µs since midnight UTC (as MicroTime), time columns the time of day.
-func (s *semConv) zonedTime(c *dbzCol, in *input) error {
-	if in.kind != inStr || c.cls == chtype.ClassString {
+func (s *semConv) zonedTime(c *dbzCol, in *column.Value) error {
+	if in.Kind != column.String || c.cls == chtype.ClassString {
 		return nil
 	}
-	ns, ok := zonedTimeOfDay(in.b)
+	ns, ok := zonedTimeOfDay(in.Bytes)
 	if !ok {
-		return reasonf("cannot read %s as a Debezium ZonedTime value", show(in))
+		return column.Reasonf("cannot read %s as a Debezium ZonedTime value", column.Show(in))
 	}
 	if c.cls == chtype.ClassNumber || c.cls == chtype.ClassDecimal {
-		in.kind, in.n = inInt, ns/1000
+		in.Kind, in.Int = column.Integer, ns/1000
 		return nil
 	}
 	return s.timeInto(c, ns, in)
@@ -110,47 +111,47 @@ func (s *semConv) zonedTime(c *dbzCol, in *input) error {
 // zonedTimestamp converts a ZonedTimestamp text for numeric columns (µs
 // since the epoch, as MicroTimestamp); DateTime columns read RFC 3339
 // themselves, String columns keep it.
-func (s *semConv) zonedTimestamp(c *dbzCol, in *input) error {
-	if in.kind != inStr || (c.cls != chtype.ClassNumber && c.cls != chtype.ClassDecimal) {
+func (s *semConv) zonedTimestamp(c *dbzCol, in *column.Value) error {
+	if in.Kind != column.String || (c.cls != chtype.ClassNumber && c.cls != chtype.ClassDecimal) {
 		return nil
 	}
-	t, err := time.Parse(time.RFC3339Nano, b2s(in.b))
+	t, err := time.Parse(time.RFC3339Nano, column.B2S(in.Bytes))
 	if err != nil {
-		return reasonf("cannot read %s as a Debezium ZonedTimestamp value", show(in))
+		return column.Reasonf("cannot read %s as a Debezium ZonedTimestamp value", column.Show(in))
 	}
 	us, ok := unixMicro(t)
 	if !ok {
-		return reasonf("Debezium ZonedTimestamp value %s is out of range", show(in))
+		return column.Reasonf("Debezium ZonedTimestamp value %s is out of range", column.Show(in))
 	}
-	in.kind, in.n = inInt, us
+	in.Kind, in.Int = column.Integer, us
 	return nil
 }
 
 // jsonText parses io.debezium.data.Json text for an Array, Map or Tuple
 // column; other columns keep the text.
-func (s *semConv) jsonText(c *dbzCol, in *input) error {
-	if in.kind != inStr || c.cls != chtype.ClassComposite {
+func (s *semConv) jsonText(c *dbzCol, in *column.Value) error {
+	if in.Kind != column.String || c.cls != chtype.ClassComposite {
 		return nil
 	}
-	v, err := s.jsonParser.ParseBytes(in.b)
+	v, err := s.jsonParser.ParseBytes(in.Bytes)
 	if err != nil {
-		return reasonf("io.debezium.data.Json value is not JSON: %v", err)
+		return column.Reasonf("io.debezium.data.Json value is not JSON: %v", err)
 	}
-	s.st.fromJSON(v, in)
+	s.st.FromJSON(v, in)
 	return nil
 }
 
 // bytes decodes base64 bytes for a String or FixedString column; other
 // columns get the text.
-func (s *semConv) bytes(c *dbzCol, in *input) error {
-	if in.kind != inStr || c.cls != chtype.ClassString {
+func (s *semConv) bytes(c *dbzCol, in *column.Value) error {
+	if in.Kind != column.String || c.cls != chtype.ClassString {
 		return nil
 	}
-	raw, err := s.dec.base64(in.b)
+	raw, err := s.dec.base64(in.Bytes)
 	if err != nil {
-		return reasonf("cannot decode %s as base64 bytes", show(in))
+		return column.Reasonf("cannot decode %s as base64 bytes", column.Show(in))
 	}
-	in.b = raw
+	in.Bytes = raw
 	return nil
 }
 
@@ -158,16 +159,16 @@ func (s *semConv) bytes(c *dbzCol, in *input) error {
 // "15:04:05[.fraction]" for String ("24:00:00" stays so), the instant that
 // long after 1970-01-01 00:00 UTC for DateTime and DateTime64 (24:00:00 is
 // 1970-01-02 00:00:00). A Date column has no place for a time of day.
-func (s *semConv) timeInto(c *dbzCol, ns int64, in *input) error {
+func (s *semConv) timeInto(c *dbzCol, ns int64, in *column.Value) error {
 	if c.day {
-		return reasonf("a time of day %s cannot fill a Date column; use String, DateTime64 or an integer", show(in))
+		return column.Reasonf("a time of day %s cannot fill a Date column; use String, DateTime64 or an integer", column.Show(in))
 	}
 	if c.cls == chtype.ClassTime {
 		t := time.Unix(0, ns).UTC()
-		in.kind, in.t, in.n = inTime, t, t.UnixMilli()
+		in.Kind, in.Time, in.Int = column.Instant, t, t.UnixMilli()
 		return nil
 	}
 	s.text = appendTimeOfDay(s.text[:0], ns)
-	in.kind, in.b = inStr, s.text
+	in.Kind, in.Bytes = column.String, s.text
 	return nil
 }

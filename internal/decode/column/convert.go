@@ -1,4 +1,4 @@
-package decode
+package column
 
 import (
 	"bytes"
@@ -20,7 +20,7 @@ import (
 // digits has no leading or trailing zeros (zero is empty digits, exp 0).
 type number struct {
 	neg    bool
-	digits []byte // ASCII digits; borrows appendState.digits
+	digits []byte // ASCII digits; borrows State.digits
 	exp    int
 }
 
@@ -29,7 +29,7 @@ func isDigit(ch byte) bool { return ch >= '0' && ch <= '9' }
 // parseNumber parses [+-]digits[.digits][(e|E)[+-]digits] exactly (no
 // rounding). It accepts what JSON numbers and ordinary numeric strings look
 // like; NaN, Inf, hex and spaces are not numbers here.
-func (c *appendState) parseNumber(b []byte) (number, bool) {
+func (c *State) parseNumber(b []byte) (number, bool) {
 	var n number
 	i := 0
 	if i < len(b) && (b[i] == '-' || b[i] == '+') {
@@ -94,6 +94,12 @@ func (c *appendState) parseNumber(b []byte) (number, bool) {
 	return n, true
 }
 
+// IsNumber reports whether b is a number as parseNumber reads it.
+func (c *State) IsNumber(b []byte) bool {
+	_, ok := c.parseNumber(b)
+	return ok
+}
+
 // intDigits is the number of digits before the decimal point.
 func (n number) intDigits() int { return len(n.digits) + n.exp }
 
@@ -122,22 +128,22 @@ func (n number) magnitude() (mag uint64, frac, ok bool) {
 	return mag, false, true
 }
 
-// integer reads an integral input as sign and magnitude. Booleans are 1 and
+// integer reads an integral value as sign and magnitude. Booleans are 1 and
 // 0; numbers may be written with a fraction or exponent if the value is
 // integral (1.0, 1e3).
-func (c *appendState) integer(in *input, t *chtype.Type) (neg bool, mag uint64, err error) {
-	switch in.kind {
-	case inInt, inTime:
-		if in.n < 0 {
-			return true, uint64(-in.n), nil
+func (c *State) integer(in *Value, t *chtype.Type) (neg bool, mag uint64, err error) {
+	switch in.Kind {
+	case Integer, Instant:
+		if in.Int < 0 {
+			return true, uint64(-in.Int), nil
 		}
-		return false, uint64(in.n), nil
-	case inTrue:
+		return false, uint64(in.Int), nil
+	case True:
 		return false, 1, nil
-	case inFalse:
+	case False:
 		return false, 0, nil
-	case inStr, inNum:
-		b := in.b
+	case String, Number:
+		b := in.Bytes
 		i := 0
 		if len(b) > 0 && b[0] == '-' {
 			neg, i = true, 1
@@ -172,7 +178,7 @@ func (c *appendState) integer(in *input, t *chtype.Type) (neg bool, mag uint64, 
 	return false, 0, cannotConvert(in, t, "")
 }
 
-func (c *appendState) signed(in *input, t *chtype.Type, lo, hi int64) (int64, error) {
+func (c *State) signed(in *Value, t *chtype.Type, lo, hi int64) (int64, error) {
 	neg, mag, err := c.integer(in, t)
 	if err != nil {
 		return 0, err
@@ -189,7 +195,7 @@ func (c *appendState) signed(in *input, t *chtype.Type, lo, hi int64) (int64, er
 	return int64(mag), nil
 }
 
-func (c *appendState) unsigned(in *input, t *chtype.Type, hi uint64) (uint64, error) {
+func (c *State) unsigned(in *Value, t *chtype.Type, hi uint64) (uint64, error) {
 	neg, mag, err := c.integer(in, t)
 	if err != nil {
 		return 0, err
@@ -203,23 +209,23 @@ func (c *appendState) unsigned(in *input, t *chtype.Type, hi uint64) (uint64, er
 // float accepts numbers and numeric strings, including the strings NaN, Inf,
 // +Inf, -Inf and Infinity (any case), which ClickHouse stores as is. A finite
 // value beyond the type's range is rejected.
-func (c *appendState) float(in *input, t *chtype.Type, bitSize int) (float64, error) {
-	switch in.kind {
-	case inInt, inTime:
-		return float64(in.n), nil
-	case inStr, inNum:
+func (c *State) float(in *Value, t *chtype.Type, bitSize int) (float64, error) {
+	switch in.Kind {
+	case Integer, Instant:
+		return float64(in.Int), nil
+	case String, Number:
 		if bitSize == 64 {
-			if f, ok := plainFloat64(in.b); ok {
+			if f, ok := plainFloat64(in.Bytes); ok {
 				return f, nil
 			}
 		}
-		if in.kind == inNum && bareNaNInf(in.b) {
+		if in.Kind == Number && BareNaNInf(in.Bytes) {
 			return 0, cannotConvert(in, t, "a bare NaN or Inf is not JSON; send it as a string")
 		}
-		if _, ok := c.parseNumber(in.b); !ok && !isNaNInf(in.b) {
+		if _, ok := c.parseNumber(in.Bytes); !ok && !isNaNInf(in.Bytes) {
 			return 0, cannotParse(in, t) // no hex floats, underscores or spaces
 		}
-		f, err := strconv.ParseFloat(b2s(in.b), bitSize)
+		f, err := strconv.ParseFloat(B2S(in.Bytes), bitSize)
 		if err != nil {
 			var ne *strconv.NumError
 			if errors.As(err, &ne) && ne.Err == strconv.ErrRange {
@@ -301,10 +307,10 @@ func isNaNInf(b []byte) bool {
 	return bytes.EqualFold(b, []byte("nan")) || bytes.EqualFold(b, []byte("inf")) || bytes.EqualFold(b, []byte("infinity"))
 }
 
-// decimalNumber reads an input as an exact decimal and checks it against
+// decimalNumber reads a value as an exact decimal and checks it against
 // Decimal(P, S): at most S digits after the point (trailing zeros don't
 // count; nothing is rounded) and at most P-S before it.
-func (c *appendState) decimalNumber(in *input, t *chtype.Type) (number, error) {
+func (c *State) decimalNumber(in *Value, t *chtype.Type) (number, error) {
 	var n number
 	b, ok := c.text(in)
 	if !ok {
@@ -323,17 +329,17 @@ func (c *appendState) decimalNumber(in *input, t *chtype.Type) (number, error) {
 }
 
 // decimal64 returns the value scaled by 10^S, for precision up to 18.
-func (c *appendState) decimal64(in *input, t *chtype.Type) (int64, error) {
-	if in.kind == inNum || in.kind == inStr {
-		if v, ok := plainDecimal(in.b, t.Precision-t.Scale, t.Scale); ok {
+func (c *State) decimal64(in *Value, t *chtype.Type) (int64, error) {
+	if in.Kind == Number || in.Kind == String {
+		if v, ok := plainDecimal(in.Bytes, t.Precision-t.Scale, t.Scale); ok {
 			return v, nil
 		}
 	}
 	return c.exactDecimal64(in, t)
 }
 
-// exactDecimal64 is decimal64 for any input, through the exact digits.
-func (c *appendState) exactDecimal64(in *input, t *chtype.Type) (int64, error) {
+// exactDecimal64 is decimal64 for any value, through the exact digits.
+func (c *State) exactDecimal64(in *Value, t *chtype.Type) (int64, error) {
 	n, err := c.decimalNumber(in, t)
 	if err != nil {
 		return 0, err
@@ -374,7 +380,7 @@ func plainDecimal(b []byte, ip, scale int) (int64, bool) {
 }
 
 // decimalBig handles precision above 18 (allocates per value).
-func (c *appendState) decimalBig(in *input, t *chtype.Type) (decimal.Decimal, error) {
+func (c *State) decimalBig(in *Value, t *chtype.Type) (decimal.Decimal, error) {
 	n, err := c.decimalNumber(in, t)
 	if err != nil {
 		return decimal.Decimal{}, err
@@ -397,21 +403,21 @@ func (c *appendState) decimalBig(in *input, t *chtype.Type) (decimal.Decimal, er
 
 // boolean accepts true/false, 0/1 and the strings "true", "false" (any
 // case), "1", "0".
-func (c *appendState) boolean(in *input, t *chtype.Type) (bool, error) {
-	switch in.kind {
-	case inTrue:
+func (c *State) boolean(in *Value, t *chtype.Type) (bool, error) {
+	switch in.Kind {
+	case True:
 		return true, nil
-	case inFalse:
+	case False:
 		return false, nil
-	case inStr:
+	case String:
 		switch {
-		case bytes.EqualFold(in.b, []byte("true")) || string(in.b) == "1":
+		case bytes.EqualFold(in.Bytes, []byte("true")) || string(in.Bytes) == "1":
 			return true, nil
-		case bytes.EqualFold(in.b, []byte("false")) || string(in.b) == "0":
+		case bytes.EqualFold(in.Bytes, []byte("false")) || string(in.Bytes) == "0":
 			return false, nil
 		}
 		return false, cannotParse(in, t)
-	case inNum, inInt:
+	case Number, Integer:
 		neg, mag, err := c.integer(in, t)
 		if err != nil {
 			return false, err
@@ -424,11 +430,11 @@ func (c *appendState) boolean(in *input, t *chtype.Type) (bool, error) {
 	return false, cannotConvert(in, t, "")
 }
 
-func (c *appendState) uuidValue(in *input, t *chtype.Type) (uuid.UUID, error) {
-	if in.kind != inStr {
+func (c *State) uuidValue(in *Value, t *chtype.Type) (uuid.UUID, error) {
+	if in.Kind != String {
 		return uuid.Nil, cannotConvert(in, t, "")
 	}
-	u, err := uuid.ParseBytes(in.b)
+	u, err := uuid.ParseBytes(in.Bytes)
 	if err != nil {
 		return uuid.Nil, cannotParse(in, t)
 	}
@@ -437,16 +443,16 @@ func (c *appendState) uuidValue(in *input, t *chtype.Type) (uuid.UUID, error) {
 
 // enum accepts an element name (string) or an element value (number, or a
 // numeric string that is not a name).
-func (c *appendState) enum(in *input, t *chtype.Type) (int16, error) {
-	switch in.kind {
-	case inStr:
-		if v, ok := t.EnumByName[string(in.b)]; ok {
+func (c *State) enum(in *Value, t *chtype.Type) (int16, error) {
+	switch in.Kind {
+	case String:
+		if v, ok := t.EnumByName[string(in.Bytes)]; ok {
 			return v, nil
 		}
-		if _, ok := c.parseNumber(in.b); !ok {
+		if _, ok := c.parseNumber(in.Bytes); !ok {
 			return 0, cannotConvert(in, t, "unknown name")
 		}
-	case inNum, inInt:
+	case Number, Integer:
 	default:
 		return 0, cannotConvert(in, t, "")
 	}
@@ -460,14 +466,14 @@ func (c *appendState) enum(in *input, t *chtype.Type) (int16, error) {
 	return int16(v), nil
 }
 
-func (c *appendState) ip(in *input, t *chtype.Type) (netip.Addr, error) {
-	if in.kind != inStr {
+func (c *State) ip(in *Value, t *chtype.Type) (netip.Addr, error) {
+	if in.Kind != String {
 		return netip.Addr{}, cannotConvert(in, t, "")
 	}
-	if bytes.IndexByte(in.b, '%') >= 0 { // zones are not storable (and ParseAddr would keep the text)
+	if bytes.IndexByte(in.Bytes, '%') >= 0 { // zones are not storable (and ParseAddr would keep the text)
 		return netip.Addr{}, cannotParse(in, t)
 	}
-	a, err := netip.ParseAddr(b2s(in.b))
+	a, err := netip.ParseAddr(B2S(in.Bytes))
 	if err != nil {
 		return netip.Addr{}, cannotParse(in, t)
 	}
@@ -476,8 +482,8 @@ func (c *appendState) ip(in *input, t *chtype.Type) (netip.Addr, error) {
 
 // ipv4 accepts dotted-quad strings and integers 0..2^32-1, returned as the
 // big-endian number clickhouse-go's IPv4 column takes from a []uint32.
-func (c *appendState) ipv4(in *input, t *chtype.Type) (uint32, error) {
-	if in.kind == inNum || in.kind == inInt {
+func (c *State) ipv4(in *Value, t *chtype.Type) (uint32, error) {
+	if in.Kind == Number || in.Kind == Integer {
 		v, err := c.unsigned(in, t, math.MaxUint32)
 		return uint32(v), err
 	}
@@ -493,7 +499,7 @@ func (c *appendState) ipv4(in *input, t *chtype.Type) (uint32, error) {
 }
 
 // ipv6 accepts IPv6 strings and IPv4 strings (stored as ::ffff:a.b.c.d).
-func (c *appendState) ipv6(in *input, t *chtype.Type) ([16]byte, error) {
+func (c *State) ipv6(in *Value, t *chtype.Type) ([16]byte, error) {
 	a, err := c.ip(in, t)
 	if err != nil {
 		return [16]byte{}, err
@@ -503,7 +509,7 @@ func (c *appendState) ipv6(in *input, t *chtype.Type) ([16]byte, error) {
 
 // ---- dates and times ----
 
-const secondsPerDay = 86400
+const SecondsPerDay = 86400
 
 // daysFromCivil returns days since 1970-01-01 for a proleptic Gregorian date.
 func daysFromCivil(y, m, d int) int64 {
@@ -640,13 +646,13 @@ func parseDateTimeText(b []byte, loc *time.Location) (sec, nsec int64, ok bool) 
 			if rest[0] == '-' {
 				off = -off
 			}
-			return daysFromCivil(y, mo, d)*secondsPerDay + int64(hh*3600+mm*60+ss) - off, nsec, true
+			return daysFromCivil(y, mo, d)*SecondsPerDay + int64(hh*3600+mm*60+ss) - off, nsec, true
 		default:
 			return 0, 0, false
 		}
 	}
 	if loc == nil || loc == time.UTC {
-		return daysFromCivil(y, mo, d)*secondsPerDay + int64(hh*3600+mm*60+ss), nsec, true
+		return daysFromCivil(y, mo, d)*SecondsPerDay + int64(hh*3600+mm*60+ss), nsec, true
 	}
 	return time.Date(y, time.Month(mo), d, hh, mm, ss, 0, loc).Unix(), nsec, true
 }
@@ -721,24 +727,24 @@ func unixInt(v int64) (sec, nsec int64) {
 	return sec, r * pow10[9-unit]
 }
 
-// timestamp reads an input as an instant: text (see parseDateTimeText),
+// timestamp reads a value as an instant: text (see parseDateTimeText),
 // unix numbers or numeric strings (see unixNumber), or the record time.
-func (c *appendState) timestamp(in *input, t *chtype.Type) (sec, nsec int64, err error) {
-	switch in.kind {
-	case inTime:
-		return in.t.Unix(), int64(in.t.Nanosecond()), nil
-	case inInt:
-		sec, nsec = unixInt(in.n)
+func (c *State) timestamp(in *Value, t *chtype.Type) (sec, nsec int64, err error) {
+	switch in.Kind {
+	case Instant:
+		return in.Time.Unix(), int64(in.Time.Nanosecond()), nil
+	case Integer:
+		sec, nsec = unixInt(in.Int)
 		return sec, nsec, nil
-	case inStr, inNum:
-		if in.kind == inStr && looksLikeDate(in.b) {
-			sec, nsec, ok := parseDateTimeText(in.b, t.Loc)
+	case String, Number:
+		if in.Kind == String && looksLikeDate(in.Bytes) {
+			sec, nsec, ok := parseDateTimeText(in.Bytes, t.Loc)
 			if !ok {
 				return 0, 0, cannotParse(in, t)
 			}
 			return sec, nsec, nil
 		}
-		n, ok := c.parseNumber(in.b)
+		n, ok := c.parseNumber(in.Bytes)
 		if !ok {
 			return 0, 0, cannotParse(in, t)
 		}
@@ -762,7 +768,7 @@ var (
 	maxDate32Days = daysFromCivil(2299, 12, 31)
 )
 
-func (c *appendState) dateTime(in *input, t *chtype.Type) (int64, error) {
+func (c *State) dateTime(in *Value, t *chtype.Type) (int64, error) {
 	sec, _, err := c.timestamp(in, t)
 	if err != nil {
 		return 0, err
@@ -773,7 +779,7 @@ func (c *appendState) dateTime(in *input, t *chtype.Type) (int64, error) {
 	return sec, nil
 }
 
-func (c *appendState) dateTime64(in *input, t *chtype.Type) (time.Time, error) {
+func (c *State) dateTime64(in *Value, t *chtype.Type) (time.Time, error) {
 	sec, nsec, err := c.timestamp(in, t)
 	if err != nil {
 		return time.Time{}, err
@@ -792,23 +798,23 @@ func (c *appendState) dateTime64(in *input, t *chtype.Type) (time.Time, error) {
 // written, its time and zone are checked but not applied), a day number
 // 0..65535, a larger unix timestamp (by the timestamp rules, UTC date) or the
 // record time (UTC date).
-func (c *appendState) date(in *input, t *chtype.Type) (time.Time, error) {
+func (c *State) date(in *Value, t *chtype.Type) (time.Time, error) {
 	var days int64
-	switch in.kind {
-	case inTime:
-		days = floorDiv(in.t.Unix(), secondsPerDay)
-	case inInt:
-		if in.n >= 0 && in.n <= math.MaxUint16 {
-			days = in.n
+	switch in.Kind {
+	case Instant:
+		days = floorDiv(in.Time.Unix(), SecondsPerDay)
+	case Integer:
+		if in.Int >= 0 && in.Int <= math.MaxUint16 {
+			days = in.Int
 		} else {
-			sec, _ := unixInt(in.n)
-			days = floorDiv(sec, secondsPerDay)
+			sec, _ := unixInt(in.Int)
+			days = floorDiv(sec, SecondsPerDay)
 		}
-	case inStr, inNum:
-		if in.kind == inStr && looksLikeDate(in.b) {
-			y, m, d, ok := parseYMD(in.b)
-			if ok && len(in.b) > 10 {
-				_, _, ok = parseDateTimeText(in.b, nil)
+	case String, Number:
+		if in.Kind == String && looksLikeDate(in.Bytes) {
+			y, m, d, ok := parseYMD(in.Bytes)
+			if ok && len(in.Bytes) > 10 {
+				_, _, ok = parseDateTimeText(in.Bytes, nil)
 			}
 			if !ok {
 				return time.Time{}, cannotParse(in, t)
@@ -816,7 +822,7 @@ func (c *appendState) date(in *input, t *chtype.Type) (time.Time, error) {
 			days = daysFromCivil(y, m, d)
 			break
 		}
-		n, ok := c.parseNumber(in.b)
+		n, ok := c.parseNumber(in.Bytes)
 		if !ok {
 			return time.Time{}, cannotParse(in, t)
 		}
@@ -828,7 +834,7 @@ func (c *appendState) date(in *input, t *chtype.Type) (time.Time, error) {
 		if !ok {
 			return time.Time{}, cannotConvert(in, t, "out of range")
 		}
-		days = floorDiv(sec, secondsPerDay)
+		days = floorDiv(sec, SecondsPerDay)
 	default:
 		return time.Time{}, cannotConvert(in, t, "")
 	}
@@ -839,7 +845,7 @@ func (c *appendState) date(in *input, t *chtype.Type) (time.Time, error) {
 	if days < lo || days > hi {
 		return time.Time{}, cannotConvert(in, t, "out of range")
 	}
-	return time.Unix(days*secondsPerDay, 0).UTC(), nil
+	return time.Unix(days*SecondsPerDay, 0).UTC(), nil
 }
 
 func floorDiv(a, b int64) int64 {
@@ -848,4 +854,18 @@ func floorDiv(a, b int64) int64 {
 		q--
 	}
 	return q
+}
+
+// BareNaNInf reports an unquoted NaN or Inf number token, which JSON does
+// not have but the parser takes (it does not take Infinity, which makes the
+// whole record invalid JSON): both are rejected, so that no bare literal
+// is accepted in one spelling and refused in another.
+func BareNaNInf(b []byte) bool {
+	if len(b) > 0 && (b[0] == '+' || b[0] == '-') {
+		b = b[1:]
+	}
+	if len(b) == 0 || (b[0]|0x20 != 'n' && b[0]|0x20 != 'i') {
+		return false // the common case: a digit
+	}
+	return isNaNInf(b)
 }

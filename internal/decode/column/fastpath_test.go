@@ -1,4 +1,4 @@
-package decode
+package column
 
 import (
 	"fmt"
@@ -73,8 +73,8 @@ func TestPlainDecimalIsExact(t *testing.T) {
 			if !ok {
 				continue
 			}
-			var c appendState
-			want, err := c.exactDecimal64(&input{kind: inNum, b: []byte(s)}, ct)
+			var c State
+			want, err := c.exactDecimal64(&Value{Kind: Number, Bytes: []byte(s)}, ct)
 			if err != nil {
 				t.Errorf("%s %q: fast path %d, exact path refuses: %v", typ, s, got, err)
 				continue
@@ -105,8 +105,8 @@ func FuzzPlainNumbers(f *testing.F) {
 			}
 		}
 		if got, ok := plainDecimal([]byte(s), dec.Precision-dec.Scale, dec.Scale); ok {
-			var c appendState
-			if want, err := c.exactDecimal64(&input{kind: inStr, b: []byte(s)}, dec); err != nil || got != want {
+			var c State
+			if want, err := c.exactDecimal64(&Value{Kind: String, Bytes: []byte(s)}, dec); err != nil || got != want {
 				t.Fatalf("%q: fast path %d, exact path %d %v", s, got, want, err)
 			}
 		}
@@ -120,7 +120,7 @@ func FuzzPlainNumbers(f *testing.F) {
 // shrinks below it again.
 func TestLowCardinalityDictionary(t *testing.T) {
 	l := newLCStrCol(chtype.Parse("String"))
-	st := &appendState{b: &Block{}}
+	st := &State{b: &Block{}}
 	var rows []string
 	r := rand.New(rand.NewPCG(3, 4))
 	for step := 0; step < 20000; step++ {
@@ -137,7 +137,7 @@ func TestLowCardinalityDictionary(t *testing.T) {
 			if k := r.IntN(4 * lcLinear); k > 0 {
 				v = strings.Repeat("v", k%5) + strconv.Itoa(k)
 			}
-			if err := l.add(st, &input{kind: inStr, b: []byte(v)}); err != nil {
+			if err := l.add(st, &Value{Kind: String, Bytes: []byte(v)}); err != nil {
 				t.Fatal(err)
 			}
 			rows = append(rows, v)

@@ -1,4 +1,4 @@
-package decode
+package column
 
 import (
 	"bytes"
@@ -43,22 +43,22 @@ type dynamicCol struct {
 // other numbers as Float64, strings as String, objects and arrays as their
 // compact JSON text in a String, $partition/$offset as Int64 and $timestamp
 // as DateTime64(3).
-func (d *dynamicCol) add(c *appendState, in *input) error {
+func (d *dynamicCol) add(c *State, in *Value) error {
 	tag, pos := dynNull, 0
-	switch in.kind {
-	case inMissing, inNull:
-	case inTrue, inFalse:
+	switch in.Kind {
+	case Missing, Null:
+	case True, False:
 		tag, pos = dynBool, len(d.bools)
-		d.bools = append(d.bools, in.kind == inTrue)
-	case inInt:
+		d.bools = append(d.bools, in.Kind == True)
+	case Integer:
 		tag, pos = dynInt64, len(d.ints)
-		d.ints = append(d.ints, in.n)
-	case inTime:
+		d.ints = append(d.ints, in.Int)
+	case Instant:
 		tag, pos = dynTime, len(d.times)
-		d.times = append(d.times, in.t.UTC())
-	case inNum:
-		s := b2s(in.b)
-		if bytes.IndexAny(in.b, ".eE") < 0 {
+		d.times = append(d.times, in.Time.UTC())
+	case Number:
+		s := B2S(in.Bytes)
+		if bytes.IndexAny(in.Bytes, ".eE") < 0 {
 			if v, err := strconv.ParseInt(s, 10, 64); err == nil {
 				tag, pos = dynInt64, len(d.ints)
 				d.ints = append(d.ints, v)
@@ -70,20 +70,20 @@ func (d *dynamicCol) add(c *appendState, in *input) error {
 				break
 			}
 			tag, pos = dynString, len(d.strs)
-			d.strs = append(d.strs, c.b.str(in.b))
+			d.strs = append(d.strs, c.b.str(in.Bytes))
 			break
 		}
 		f, err := strconv.ParseFloat(s, 64)
 		if err != nil || math.IsInf(f, 0) {
-			return reasonf("cannot convert %s to Dynamic: out of Float64's range", show(in))
+			return Reasonf("cannot convert %s to Dynamic: out of Float64's range", Show(in))
 		}
 		tag, pos = dynFloat64, len(d.floats)
 		d.floats = append(d.floats, f)
-	case inStr:
+	case String:
 		tag, pos = dynString, len(d.strs)
-		d.strs = append(d.strs, c.b.str(in.b))
-	case inObject, inArray:
-		c.tmp = in.v.MarshalTo(c.tmp[:0])
+		d.strs = append(d.strs, c.b.str(in.Bytes))
+	case Object, Array:
+		c.tmp = in.Tree.MarshalTo(c.tmp[:0])
 		tag, pos = dynString, len(d.strs)
 		d.strs = append(d.strs, c.b.str(c.tmp))
 	}

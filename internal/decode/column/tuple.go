@@ -1,4 +1,4 @@
-package decode
+package column
 
 import (
 	"reflect"
@@ -13,7 +13,7 @@ type tupleCol struct {
 	t     *chtype.Type
 	elems []col
 	n     int   // rows
-	in    input // element scratch
+	in    Value // element scratch
 }
 
 func newTupleCol(t *chtype.Type) *tupleCol {
@@ -30,33 +30,33 @@ func (tc *tupleCol) named() bool { return tc.t.Names[0] != "" }
 // name; missing names get their default) or from an array (by position),
 // an unnamed tuple from an array of exactly its length; null or missing
 // gives every element its default.
-func (tc *tupleCol) add(c *appendState, in *input) error {
+func (tc *tupleCol) add(c *State, in *Value) error {
 	ein := &tc.in
-	switch in.kind {
-	case inMissing, inNull:
-		ein.kind = inMissing
+	switch in.Kind {
+	case Missing, Null:
+		ein.Kind = Missing
 		for i, e := range tc.elems {
 			if err := e.add(c, ein); err != nil {
 				return tc.elemErr(i, err)
 			}
 		}
-	case inObject:
+	case Object:
 		if !tc.named() {
 			return cannotConvert(in, tc.t, "an unnamed tuple wants a JSON array")
 		}
 		for i, e := range tc.elems {
-			c.fromJSON(in.v.Get(tc.t.Names[i]), ein)
+			c.FromJSON(in.Tree.Get(tc.t.Names[i]), ein)
 			if err := e.add(c, ein); err != nil {
 				return tc.elemErr(i, err)
 			}
 		}
-	case inArray:
-		items, _ := in.v.Array()
+	case Array:
+		items, _ := in.Tree.Array()
 		if len(items) != len(tc.elems) {
 			return cannotConvert(in, tc.t, "want "+strconv.Itoa(len(tc.elems))+" elements, got "+strconv.Itoa(len(items)))
 		}
 		for i, e := range tc.elems {
-			c.fromJSON(items[i], ein)
+			c.FromJSON(items[i], ein)
 			if err := e.add(c, ein); err != nil {
 				return tc.elemErr(i, err)
 			}

@@ -1,4 +1,4 @@
-package decode
+package column
 
 import (
 	"time"
@@ -149,15 +149,15 @@ type strCol struct {
 	t        *chtype.Type
 	col      proto.ColStr
 	hint     int      // the buffer's capacity before the last Reset
-	size     *capHint // the plan's largest buffer of this column, or nil
-	rowsHint *capHint // the plan's largest row capacity, or nil
+	size     *capHint // the layout's largest buffer of this column, or nil
+	rowsHint *capHint // the layout's largest row capacity, or nil
 	nullable bool
 	nulls    []bool // Nullable(String): NULL flags; a NULL row holds ""
 }
 
 func (s *strCol) useHints(rows, bytes *capHint) { s.rowsHint, s.size = rows, bytes }
 
-func (s *strCol) add(c *appendState, in *input) error {
+func (s *strCol) add(c *State, in *Value) error {
 	if s.col.Buf == nil {
 		if s.hint == 0 {
 			s.hint = s.size.get()
@@ -176,7 +176,7 @@ func (s *strCol) add(c *appendState, in *input) error {
 		}
 	}
 	var b []byte
-	if in.kind > inNull {
+	if in.Kind > Null {
 		var err error
 		if b, err = c.stringValue(in, s.t, 0); err != nil {
 			return err
@@ -192,7 +192,7 @@ func (s *strCol) add(c *appendState, in *input) error {
 	}
 	c.b.bytes += 16 + len(b)
 	if s.nullable {
-		s.nulls = append(s.nulls, in.kind <= inNull)
+		s.nulls = append(s.nulls, in.Kind <= Null)
 		c.b.bytes++
 	}
 	return nil
@@ -339,9 +339,9 @@ func newLCStrCol(t *chtype.Type) *lcStrCol {
 	return c
 }
 
-func (l *lcStrCol) add(c *appendState, in *input) error {
+func (l *lcStrCol) add(c *State, in *Value) error {
 	var b []byte
-	if in.kind > inNull {
+	if in.Kind > Null {
 		var err error
 		if b, err = c.stringValue(in, l.t, 0); err != nil {
 			return err

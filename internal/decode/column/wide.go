@@ -1,4 +1,4 @@
-package decode
+package column
 
 import (
 	"math/big"
@@ -71,21 +71,21 @@ func (x *u256) isPow2(n int) bool { // x == 2^n
 // wide reads an integer (JSON number or numeric string written without a
 // fraction, or with a zero fraction or an exponent that makes it integral;
 // true/false are 1/0) into a wide integer column's range.
-func (c *appendState) wide(in *input, t *chtype.Type) (u256, error) {
+func (c *State) wide(in *Value, t *chtype.Type) (u256, error) {
 	var x u256
 	var neg bool
-	switch in.kind {
-	case inInt, inTime:
-		n := in.n
+	switch in.Kind {
+	case Integer, Instant:
+		n := in.Int
 		if n < 0 {
 			neg, n = true, -n
 		}
 		x[0] = uint64(n)
-	case inTrue:
+	case True:
 		x[0] = 1
-	case inFalse:
-	case inStr, inNum:
-		n, ok := c.parseNumber(in.b)
+	case False:
+	case String, Number:
+		n, ok := c.parseNumber(in.Bytes)
 		if !ok {
 			return x, cannotParse(in, t)
 		}

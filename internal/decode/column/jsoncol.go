@@ -1,4 +1,4 @@
-package decode
+package column
 
 import (
 	"bytes"
@@ -37,8 +37,8 @@ type jsonCol struct {
 	spans []pathSpan // where each path is in seen
 	out   []byte
 	err   error
-	c     *appendState
-	in    input
+	c     *State
+	in    Value
 }
 
 type pathSpan struct{ start, end int }
@@ -58,14 +58,14 @@ func newJSONCol(t *chtype.Type) *jsonCol {
 
 // add takes a JSON object, or a string holding one (as producers often
 // nest JSON); null or missing is the empty object.
-func (j *jsonCol) add(c *appendState, in *input) error {
+func (j *jsonCol) add(c *State, in *Value) error {
 	var o *fastjson.Object
-	switch in.kind {
-	case inMissing, inNull:
-	case inObject:
-		o, _ = in.v.Object()
-	case inStr:
-		v, err := j.parser.ParseBytes(in.b)
+	switch in.Kind {
+	case Missing, Null:
+	case Object:
+		o, _ = in.Tree.Object()
+	case String:
+		v, err := j.parser.ParseBytes(in.Bytes)
 		if err != nil || v.Type() != fastjson.TypeObject {
 			return cannotConvert(in, j.t, "want a JSON object, or a string holding one")
 		}
@@ -125,10 +125,10 @@ func (j *jsonCol) members(dst []byte, o *fastjson.Object, typed bool) []byte {
 		}
 		n++
 		if !utf8.Valid(k) {
-			j.err = &reason{msg: "key " + strconv.Quote(cut(k)) + " is not valid UTF-8 (ClickHouse refuses such JSON)"}
+			j.err = &reason{msg: "key " + strconv.Quote(Cut(k)) + " is not valid UTF-8 (ClickHouse refuses such JSON)"}
 			return
 		}
-		dst = appendJSONString(dst, k)
+		dst = AppendJSONString(dst, k)
 		dst = append(dst, ':')
 		j.path = j.path[:base]
 		if base > j.root {
@@ -140,7 +140,7 @@ func (j *jsonCol) members(dst []byte, o *fastjson.Object, typed bool) []byte {
 		j.spans = append(j.spans, pathSpan{start, len(j.seen)})
 		if typed {
 			if i, ok := j.typed[string(j.path)]; ok {
-				j.c.fromJSON(v, &j.in)
+				j.c.FromJSON(v, &j.in)
 				var err error
 				if dst, err = j.c.appendLiteral(dst, j.t.Elems[i], &j.in); err != nil {
 					j.err = &reason{msg: "path " + strconv.Quote(string(j.path)) + ": " + err.Error()}
@@ -202,13 +202,13 @@ func (j *jsonCol) scalar(dst []byte, v *fastjson.Value) []byte {
 			j.err = &reason{msg: "path " + strconv.Quote(string(j.path[j.root:])) + ": string is not valid UTF-8 (ClickHouse refuses such JSON)"}
 			return dst
 		}
-		return appendJSONString(dst, b)
+		return AppendJSONString(dst, b)
 	case fastjson.TypeNumber:
 		dst0 := len(dst)
 		dst = v.MarshalTo(dst)
 		if num := dst[dst0:]; bytes.IndexAny(num, ".eE") >= 0 {
-			if f, err := strconv.ParseFloat(b2s(num), 64); err != nil && math.IsInf(f, 0) {
-				j.err = &reason{msg: "path " + strconv.Quote(string(j.path[j.root:])) + ": number " + cut(num) + " is beyond Float64's range (ClickHouse refuses such JSON)"}
+			if f, err := strconv.ParseFloat(B2S(num), 64); err != nil && math.IsInf(f, 0) {
+				j.err = &reason{msg: "path " + strconv.Quote(string(j.path[j.root:])) + ": number " + Cut(num) + " is beyond Float64's range (ClickHouse refuses such JSON)"}
 			}
 		}
 		return dst
@@ -257,11 +257,11 @@ func (j *jsonCol) split(ends []int) any { return splitSlice(j.vals, ends) }
 // and IPs in canonical text, Enums by value, NaN and infinities as the
 // strings "nan", "inf", "-inf". Null or missing is null (the server then
 // stores the type's default, or NULL in a Nullable type).
-func (c *appendState) appendLiteral(dst []byte, t *chtype.Type, in *input) ([]byte, error) {
+func (c *State) appendLiteral(dst []byte, t *chtype.Type, in *Value) ([]byte, error) {
 	for t.Kind == chtype.LowCardinality {
 		t = t.Elem
 	}
-	if in.kind <= inNull {
+	if in.Kind <= Null {
 		if t.Kind == chtype.Array {
 			return append(dst, "[]"...), nil
 		}
@@ -272,17 +272,17 @@ func (c *appendState) appendLiteral(dst []byte, t *chtype.Type, in *input) ([]by
 	case chtype.Nullable:
 		return c.appendLiteral(dst, t.Elem, in)
 	case chtype.Array:
-		if in.kind != inArray {
+		if in.Kind != Array {
 			return dst, cannotConvert(in, t, "want a JSON array")
 		}
-		items, _ := in.v.Array()
-		var ein input
+		items, _ := in.Tree.Array()
+		var ein Value
 		dst = append(dst, '[')
 		for i, it := range items {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			c.fromJSON(it, &ein)
+			c.FromJSON(it, &ein)
 			if dst, err = c.appendLiteral(dst, t.Elem, &ein); err != nil {
 				return dst, &reason{msg: "element " + strconv.Itoa(i) + ": " + err.Error()}
 			}
@@ -330,12 +330,12 @@ func (c *appendState) appendLiteral(dst []byte, t *chtype.Type, in *input) ([]by
 	case chtype.String, chtype.FixedString:
 		b := c.stringText(in)
 		if t.Kind == chtype.FixedString && len(b) > t.Size {
-			return dst, reasonf("string of %d bytes is too long for %s", len(b), t.Text)
+			return dst, Reasonf("string of %d bytes is too long for %s", len(b), t.Text)
 		}
 		if !utf8.Valid(b) {
 			return dst, cannotConvert(in, t, "not valid UTF-8 (ClickHouse's JSON type refuses it)")
 		}
-		return appendJSONString(dst, b), nil
+		return AppendJSONString(dst, b), nil
 	case chtype.Date, chtype.Date32:
 		d, err := c.date(in, t)
 		if err != nil {
@@ -444,9 +444,9 @@ func (n number) appendPlain(dst []byte) []byte {
 	return dst
 }
 
-// appendJSONString writes s, which must be valid UTF-8, as a JSON string
+// AppendJSONString writes s, which must be valid UTF-8, as a JSON string
 // literal.
-func appendJSONString(dst, s []byte) []byte {
+func AppendJSONString(dst, s []byte) []byte {
 	const hex = "0123456789abcdef"
 	dst = append(dst, '"')
 	for _, b := range s {

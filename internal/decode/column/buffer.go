@@ -1,4 +1,4 @@
-package decode
+package column
 
 import (
 	"math"
@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unsafe"
 
 	"github.com/ClickHouse/ch-go/proto"
 	"github.com/google/uuid"
@@ -22,7 +21,7 @@ import (
 type col interface {
 	// add appends one value, or returns the reason it cannot. On error the
 	// buffer may hold a partial row; the caller truncates.
-	add(c *appendState, in *input) error
+	add(c *State, in *Value) error
 	rows() int
 	truncate(n int)
 	reset()
@@ -45,7 +44,7 @@ type leaf[T any] struct {
 	nullable bool
 	zero     T
 	width    int // approximate bytes per row
-	conv     func(c *appendState, in *input) (T, error)
+	conv     func(c *State, in *Value) (T, error)
 	exp      exporter[T]
 	// nat, when set, views the values as the ch-go column clickhouse-go
 	// keeps for this type (see native.go); only for a column that is
@@ -58,9 +57,9 @@ type leaf[T any] struct {
 
 func (l *leaf[T]) useHints(rows, _ *capHint) { l.rowsHint = rows }
 
-func (l *leaf[T]) add(c *appendState, in *input) error {
+func (l *leaf[T]) add(c *State, in *Value) error {
 	v, null := l.zero, true
-	if in.kind > inNull {
+	if in.Kind > Null {
 		var err error
 		if v, err = l.conv(c, in); err != nil {
 			return err
@@ -171,7 +170,7 @@ func splitSlice[E any](vals []E, ends []int) [][]E {
 	return out
 }
 
-func newLeaf[T any](nullable bool, width int, zero T, exp exporter[T], conv func(*appendState, *input) (T, error)) *leaf[T] {
+func newLeaf[T any](nullable bool, width int, zero T, exp exporter[T], conv func(*State, *Value) (T, error)) *leaf[T] {
 	if nullable {
 		width++
 	}
@@ -195,50 +194,50 @@ func newCol(t *chtype.Type) col {
 		m.visitFn = m.visit
 		return m
 	case chtype.Int8:
-		return newLeaf(nullable, 1, int8(0), same[int8]{}, func(c *appendState, in *input) (int8, error) {
+		return newLeaf(nullable, 1, int8(0), same[int8]{}, func(c *State, in *Value) (int8, error) {
 			v, err := c.signed(in, t, math.MinInt8, math.MaxInt8)
 			return int8(v), err
 		})
 	case chtype.Int16:
-		return newLeaf(nullable, 2, int16(0), same[int16]{}, func(c *appendState, in *input) (int16, error) {
+		return newLeaf(nullable, 2, int16(0), same[int16]{}, func(c *State, in *Value) (int16, error) {
 			v, err := c.signed(in, t, math.MinInt16, math.MaxInt16)
 			return int16(v), err
 		})
 	case chtype.Int32:
-		return newLeaf(nullable, 4, int32(0), same[int32]{}, func(c *appendState, in *input) (int32, error) {
+		return newLeaf(nullable, 4, int32(0), same[int32]{}, func(c *State, in *Value) (int32, error) {
 			v, err := c.signed(in, t, math.MinInt32, math.MaxInt32)
 			return int32(v), err
 		})
 	case chtype.Int64:
-		return newLeaf(nullable, 8, int64(0), same[int64]{}, func(c *appendState, in *input) (int64, error) {
+		return newLeaf(nullable, 8, int64(0), same[int64]{}, func(c *State, in *Value) (int64, error) {
 			return c.signed(in, t, math.MinInt64, math.MaxInt64)
 		})
 	case chtype.UInt8:
-		return newLeaf(nullable, 1, uint8(0), same[uint8]{}, func(c *appendState, in *input) (uint8, error) {
+		return newLeaf(nullable, 1, uint8(0), same[uint8]{}, func(c *State, in *Value) (uint8, error) {
 			v, err := c.unsigned(in, t, math.MaxUint8)
 			return uint8(v), err
 		})
 	case chtype.UInt16:
-		return newLeaf(nullable, 2, uint16(0), same[uint16]{}, func(c *appendState, in *input) (uint16, error) {
+		return newLeaf(nullable, 2, uint16(0), same[uint16]{}, func(c *State, in *Value) (uint16, error) {
 			v, err := c.unsigned(in, t, math.MaxUint16)
 			return uint16(v), err
 		})
 	case chtype.UInt32:
-		return newLeaf(nullable, 4, uint32(0), same[uint32]{}, func(c *appendState, in *input) (uint32, error) {
+		return newLeaf(nullable, 4, uint32(0), same[uint32]{}, func(c *State, in *Value) (uint32, error) {
 			v, err := c.unsigned(in, t, math.MaxUint32)
 			return uint32(v), err
 		})
 	case chtype.UInt64:
-		return newLeaf(nullable, 8, uint64(0), same[uint64]{}, func(c *appendState, in *input) (uint64, error) {
+		return newLeaf(nullable, 8, uint64(0), same[uint64]{}, func(c *State, in *Value) (uint64, error) {
 			return c.unsigned(in, t, math.MaxUint64)
 		})
 	case chtype.Float32:
-		return newLeaf(nullable, 4, float32(0), same[float32]{}, func(c *appendState, in *input) (float32, error) {
+		return newLeaf(nullable, 4, float32(0), same[float32]{}, func(c *State, in *Value) (float32, error) {
 			v, err := c.float(in, t, 32)
 			return float32(v), err
 		})
 	case chtype.Float64:
-		return newLeaf(nullable, 8, float64(0), same[float64]{}, func(c *appendState, in *input) (float64, error) {
+		return newLeaf(nullable, 8, float64(0), same[float64]{}, func(c *State, in *Value) (float64, error) {
 			return c.float(in, t, 64)
 		})
 	case chtype.Decimal:
@@ -246,20 +245,20 @@ func newCol(t *chtype.Type) col {
 			exp := int32(-t.Scale)
 			return newLeaf(nullable, 8, int64(0), mapped[int64, decimal.Decimal]{func(v int64) decimal.Decimal {
 				return decimal.New(v, exp)
-			}}, func(c *appendState, in *input) (int64, error) { return c.decimal64(in, t) })
+			}}, func(c *State, in *Value) (int64, error) { return c.decimal64(in, t) })
 		}
 		return newLeaf(nullable, 48, decimal.New(0, int32(-t.Scale)), same[decimal.Decimal]{},
-			func(c *appendState, in *input) (decimal.Decimal, error) { return c.decimalBig(in, t) })
+			func(c *State, in *Value) (decimal.Decimal, error) { return c.decimalBig(in, t) })
 	case chtype.String:
 		return newLeaf(nullable, 16, "", same[string]{}, stringConv(t, 0))
 	case chtype.FixedString:
 		return newLeaf(nullable, 16, string(make([]byte, t.Size)), same[string]{}, stringConv(t, t.Size))
 	case chtype.Date, chtype.Date32:
-		return newLeaf(nullable, 24, epoch, same[time.Time]{}, func(c *appendState, in *input) (time.Time, error) {
+		return newLeaf(nullable, 24, epoch, same[time.Time]{}, func(c *State, in *Value) (time.Time, error) {
 			return c.date(in, t)
 		})
 	case chtype.DateTime:
-		return newLeaf(nullable, 8, int64(0), same[int64]{}, func(c *appendState, in *input) (int64, error) {
+		return newLeaf(nullable, 8, int64(0), same[int64]{}, func(c *State, in *Value) (int64, error) {
 			return c.dateTime(in, t)
 		})
 	case chtype.DateTime64:
@@ -267,39 +266,39 @@ func newCol(t *chtype.Type) col {
 		// since the epoch; ColumnData turns them back into time.Time.
 		p := t.Precision
 		return newLeaf(nullable, 8, int64(0), mapped[int64, time.Time]{func(v int64) time.Time { return fromTicks(v, p) }},
-			func(c *appendState, in *input) (int64, error) {
+			func(c *State, in *Value) (int64, error) {
 				tm, err := c.dateTime64(in, t)
 				return toTicks(tm, p), err
 			})
 	case chtype.UUID:
-		return newLeaf(nullable, 16, uuid.Nil, same[uuid.UUID]{}, func(c *appendState, in *input) (uuid.UUID, error) {
+		return newLeaf(nullable, 16, uuid.Nil, same[uuid.UUID]{}, func(c *State, in *Value) (uuid.UUID, error) {
 			return c.uuidValue(in, t)
 		})
 	case chtype.Enum8:
-		return newLeaf(nullable, 1, int8(t.EnumMin), same[int8]{}, func(c *appendState, in *input) (int8, error) {
+		return newLeaf(nullable, 1, int8(t.EnumMin), same[int8]{}, func(c *State, in *Value) (int8, error) {
 			v, err := c.enum(in, t)
 			return int8(v), err
 		})
 	case chtype.Enum16:
-		return newLeaf(nullable, 2, t.EnumMin, same[int16]{}, func(c *appendState, in *input) (int16, error) {
+		return newLeaf(nullable, 2, t.EnumMin, same[int16]{}, func(c *State, in *Value) (int16, error) {
 			return c.enum(in, t)
 		})
 	case chtype.Bool:
-		return newLeaf(nullable, 1, false, same[bool]{}, func(c *appendState, in *input) (bool, error) {
+		return newLeaf(nullable, 1, false, same[bool]{}, func(c *State, in *Value) (bool, error) {
 			return c.boolean(in, t)
 		})
 	case chtype.IPv4:
-		return newLeaf(nullable, 4, uint32(0), same[uint32]{}, func(c *appendState, in *input) (uint32, error) {
+		return newLeaf(nullable, 4, uint32(0), same[uint32]{}, func(c *State, in *Value) (uint32, error) {
 			return c.ipv4(in, t)
 		})
 	case chtype.IPv6:
-		return newLeaf(nullable, 16, [16]byte{}, same[[16]byte]{}, func(c *appendState, in *input) ([16]byte, error) {
+		return newLeaf(nullable, 16, [16]byte{}, same[[16]byte]{}, func(c *State, in *Value) ([16]byte, error) {
 			return c.ipv6(in, t)
 		})
 	case chtype.Int128, chtype.Int256, chtype.UInt128, chtype.UInt256:
 		_, signed := wideBits(t.Kind)
 		return newLeaf(nullable, 32, u256{}, mapped[u256, big.Int]{func(v u256) big.Int { return v.bigInt(signed) }},
-			func(c *appendState, in *input) (u256, error) { return c.wide(in, t) })
+			func(c *State, in *Value) (u256, error) { return c.wide(in, t) })
 	case chtype.Tuple:
 		return newTupleCol(t)
 	case chtype.Dynamic:
@@ -322,9 +321,9 @@ var (
 // as compact JSON, $partition/$offset in decimal, $timestamp in RFC 3339 UTC.
 // FixedString values longer than N are rejected, shorter ones zero-padded.
 // A value equal to the previous one in this column shares its memory.
-func stringConv(t *chtype.Type, fixed int) func(c *appendState, in *input) (string, error) {
+func stringConv(t *chtype.Type, fixed int) func(c *State, in *Value) (string, error) {
 	var last string
-	return func(c *appendState, in *input) (string, error) {
+	return func(c *State, in *Value) (string, error) {
 		b, err := c.stringValue(in, t, fixed)
 		if err != nil {
 			return "", err
@@ -338,13 +337,13 @@ func stringConv(t *chtype.Type, fixed int) func(c *appendState, in *input) (stri
 }
 
 // stringValue is the bytes a String (fixed == 0) or FixedString(fixed)
-// column stores for in (see stringConv); it may borrow the appendState's
+// column stores for in (see stringConv); it may borrow the State's
 // scratch, so it is valid until the next value.
-func (c *appendState) stringValue(in *input, t *chtype.Type, fixed int) ([]byte, error) {
+func (c *State) stringValue(in *Value, t *chtype.Type, fixed int) ([]byte, error) {
 	b := c.stringText(in)
 	if fixed > 0 && len(b) != fixed {
 		if len(b) > fixed {
-			return nil, reasonf("string of %d bytes is too long for %s", len(b), t.Text)
+			return nil, Reasonf("string of %d bytes is too long for %s", len(b), t.Text)
 		}
 		c.pad = append(c.pad[:0], b...)
 		for len(c.pad) < fixed {
@@ -356,23 +355,23 @@ func (c *appendState) stringValue(in *input, t *chtype.Type, fixed int) ([]byte,
 }
 
 // stringText is the text a String column stores for in (see stringConv);
-// it may borrow the appendState's scratch.
-func (c *appendState) stringText(in *input) []byte {
-	switch in.kind {
-	case inStr, inNum:
-		return in.b
-	case inTrue:
+// it may borrow the State's scratch.
+func (c *State) stringText(in *Value) []byte {
+	switch in.Kind {
+	case String, Number:
+		return in.Bytes
+	case True:
 		return trueText
-	case inFalse:
+	case False:
 		return falseText
-	case inObject, inArray:
-		c.tmp = in.v.MarshalTo(c.tmp[:0])
+	case Object, Array:
+		c.tmp = in.Tree.MarshalTo(c.tmp[:0])
 		return c.tmp
-	case inInt:
-		c.tmp = strconv.AppendInt(c.tmp[:0], in.n, 10)
+	case Integer:
+		c.tmp = strconv.AppendInt(c.tmp[:0], in.Int, 10)
 		return c.tmp
-	case inTime:
-		c.tmp = in.t.UTC().AppendFormat(c.tmp[:0], time.RFC3339Nano)
+	case Instant:
+		c.tmp = in.Time.UTC().AppendFormat(c.tmp[:0], time.RFC3339Nano)
 		return c.tmp
 	}
 	return nil
@@ -384,27 +383,27 @@ type arrayCol struct {
 	t    *chtype.Type
 	ends []int // end offset in elem of each row
 	elem col
-	in   input // element scratch
+	in   Value // element scratch
 }
 
-func (a *arrayCol) add(c *appendState, in *input) error {
-	switch in.kind {
-	case inMissing, inNull:
-	case inArray:
-		items, _ := in.v.Array()
+func (a *arrayCol) add(c *State, in *Value) error {
+	switch in.Kind {
+	case Missing, Null:
+	case Array:
+		items, _ := in.Tree.Array()
 		ein := &a.in
 		for i, it := range items {
-			if in.proj != nil {
+			if in.Proj != nil {
 				switch {
 				case it.Type() == fastjson.TypeObject:
-					it = it.Get(in.proj...)
-				case it.Type() == fastjson.TypeArray && in.projPos != "":
-					it = it.Get(in.projPos)
+					it = it.Get(in.Proj...)
+				case it.Type() == fastjson.TypeArray && in.ProjPos != "":
+					it = it.Get(in.ProjPos)
 				default:
-					return &reason{msg: "element " + strconv.Itoa(i) + ": want a JSON object with field " + strconv.Quote(strings.Join(in.proj, "."))}
+					return &reason{msg: "element " + strconv.Itoa(i) + ": want a JSON object with field " + strconv.Quote(strings.Join(in.Proj, "."))}
 				}
 			}
-			c.fromJSON(it, ein)
+			c.FromJSON(it, ein)
 			if err := a.elem.add(c, ein); err != nil {
 				return &reason{msg: "element " + strconv.Itoa(i) + ": " + err.Error()}
 			}
@@ -462,17 +461,17 @@ type mapCol struct {
 	keys, vals col
 
 	visitFn func(k []byte, v *fastjson.Value) // m.visit, bound once
-	c       *appendState
+	c       *State
 	err     error
-	kin     input
-	vin     input
+	kin     Value
+	vin     Value
 }
 
-func (m *mapCol) add(c *appendState, in *input) error {
-	switch in.kind {
-	case inMissing, inNull:
-	case inObject:
-		o, _ := in.v.Object()
+func (m *mapCol) add(c *State, in *Value) error {
+	switch in.Kind {
+	case Missing, Null:
+	case Object:
+		o, _ := in.Tree.Object()
 		m.c, m.err = c, nil
 		o.Visit(m.visitFn)
 		m.c = nil
@@ -492,15 +491,15 @@ func (m *mapCol) visit(k []byte, v *fastjson.Value) {
 		return
 	}
 	kin := &m.kin
-	kin.kind, kin.b = inStr, k
+	kin.Kind, kin.Bytes = String, k
 	if err := m.keys.add(m.c, kin); err != nil {
-		m.err = &reason{msg: "key " + strconv.Quote(cut(k)) + ": " + err.Error()}
+		m.err = &reason{msg: "key " + strconv.Quote(Cut(k)) + ": " + err.Error()}
 		return
 	}
 	vin := &m.vin
-	m.c.fromJSON(v, vin)
+	m.c.FromJSON(v, vin)
 	if err := m.vals.add(m.c, vin); err != nil {
-		m.err = &reason{msg: "key " + strconv.Quote(cut(k)) + ": " + err.Error()}
+		m.err = &reason{msg: "key " + strconv.Quote(Cut(k)) + ": " + err.Error()}
 	}
 }
 
@@ -545,27 +544,3 @@ func (m *mapCol) data() any {
 func (m *mapCol) split(ends []int) any { return reflectSplit(m.data(), ends) }
 
 // ---- string arena ----
-
-const (
-	arenaChunk = 64 << 10
-	arenaMax   = arenaChunk / 4 // longer strings get their own allocation
-)
-
-// str copies p into the block's string arena. Chunks are never written
-// again once a string points into them (not after a failed Append, not after
-// Reset, which drops them), so the strings stay immutable.
-func (b *Block) str(p []byte) string {
-	if len(p) == 0 {
-		return ""
-	}
-	b.bytes += len(p)
-	if len(p) > arenaMax {
-		return string(p)
-	}
-	if cap(b.arena)-len(b.arena) < len(p) {
-		b.arena = make([]byte, 0, arenaChunk)
-	}
-	n := len(b.arena)
-	b.arena = append(b.arena, p...)
-	return unsafe.String(&b.arena[n], len(p))
-}

@@ -1,4 +1,4 @@
-package decode
+package column
 
 import (
 	"reflect"
@@ -15,7 +15,7 @@ const variantNull = 0xff
 type variantCol struct {
 	t     *chtype.Type
 	alts  []col
-	order [inTime + 1][]int // per input kind: the alternatives to try, in order
+	order [Instant + 1][]int // per value kind: the alternatives to try, in order
 	tags  []uint8
 	pos   []int32
 }
@@ -23,26 +23,26 @@ type variantCol struct {
 // family says which JSON value kinds an alternative naturally takes: a
 // value tries those alternatives first, then every other one, each group
 // in the order the server lists the alternatives.
-func family(t *chtype.Type, k inKind) bool {
+func family(t *chtype.Type, k Kind) bool {
 	for t.Kind == chtype.LowCardinality || t.Kind == chtype.Nullable {
 		t = t.Elem
 	}
 	switch k {
-	case inStr:
+	case String:
 		return t.Kind == chtype.String || t.Kind == chtype.FixedString
-	case inNum, inInt:
+	case Number, Integer:
 		switch t.Kind {
 		case chtype.Int8, chtype.Int16, chtype.Int32, chtype.Int64, chtype.UInt8, chtype.UInt16, chtype.UInt32, chtype.UInt64,
 			chtype.Int128, chtype.Int256, chtype.UInt128, chtype.UInt256, chtype.Float32, chtype.Float64, chtype.Decimal:
 			return true
 		}
-	case inTrue, inFalse:
+	case True, False:
 		return t.Kind == chtype.Bool
-	case inArray:
+	case Array:
 		return t.Kind == chtype.Array || t.Kind == chtype.Tuple
-	case inObject:
+	case Object:
 		return t.Kind == chtype.Map || t.Kind == chtype.Tuple
-	case inTime:
+	case Instant:
 		return t.Kind == chtype.DateTime || t.Kind == chtype.DateTime64
 	}
 	return false
@@ -53,7 +53,7 @@ func newVariantCol(t *chtype.Type) *variantCol {
 	for _, e := range t.Elems {
 		v.alts = append(v.alts, newCol(e))
 	}
-	for k := inStr; k <= inTime; k++ {
+	for k := String; k <= Instant; k++ {
 		for i, e := range t.Elems {
 			if family(e, k) {
 				v.order[k] = append(v.order[k], i)
@@ -70,11 +70,11 @@ func newVariantCol(t *chtype.Type) *variantCol {
 
 // add stores null or missing as NULL; any other value goes to the first
 // alternative that converts it (see family for the order).
-func (v *variantCol) add(c *appendState, in *input) error {
+func (v *variantCol) add(c *State, in *Value) error {
 	tag, pos := uint8(variantNull), 0
-	if in.kind > inNull {
+	if in.Kind > Null {
 		var err error
-		for _, i := range v.order[in.kind] {
+		for _, i := range v.order[in.Kind] {
 			a := v.alts[i]
 			n := a.rows()
 			if err = a.add(c, in); err == nil {

@@ -1,4 +1,4 @@
-package decode
+package column
 
 import (
 	"fmt"
@@ -9,14 +9,14 @@ import (
 	"sink/internal/chtype"
 )
 
-// driverCanCarry checks that clickhouse-go builds its column for a type the
+// CheckDriver checks that clickhouse-go builds its column for a type the
 // way this package reads it. clickhouse-go parses the column types of every
 // INSERT's header itself; v2.51 panics on an Enum whose element name is
 // written with an escape ('it\'s', 'a\\b', 'x\ny') unless that element
 // comes last (the server lists elements by value). A type it would
 // mishandle is refused here, when the plan is compiled (so sink check and
 // sink run fail at start with the column named), never at the first insert.
-func driverCanCarry(colType string, t *chtype.Type) (err error) {
+func CheckDriver(colType string, t *chtype.Type) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("clickhouse-go cannot parse this type (it fails with %q): an Enum name with an escape must be its highest-valued element (docs/formats.md#column-types)", fmt.Sprint(r))

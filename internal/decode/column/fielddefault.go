@@ -1,14 +1,12 @@
-package decode
+package column
 
 import (
-	"encoding/json"
 	"fmt"
 	"math/big"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/hamba/avro/v2"
 	"github.com/valyala/fastjson"
 
 	"sink/internal/chtype"
@@ -31,12 +29,6 @@ type FieldDefault struct {
 	Skip string
 }
 
-// fieldDefaults is a format that knows the declared defaults of the fields
-// of the current record's schema (the debezium-json format).
-type fieldDefaults interface {
-	fieldDefault(name string) *FieldDefault
-}
-
 // Literal is d as a ClickHouse DEFAULT expression for a column of type typ,
 // written so that the column reads exactly the value a record carrying
 // the default inserts: numbers checked against the type (a Decimal as a
@@ -51,14 +43,14 @@ func (d *FieldDefault) Literal(typ string) (string, error) {
 	}
 	v, err := fastjson.Parse(d.JSON)
 	if err != nil {
-		return "", fmt.Errorf("default %s is not JSON", cut([]byte(d.JSON)))
+		return "", fmt.Errorf("default %s is not JSON", Cut([]byte(d.JSON)))
 	}
 	t := chtype.Parse(typ)
 	for t.Kind == chtype.Nullable || t.Kind == chtype.LowCardinality {
 		t = t.Elem
 	}
 	refuse := func() (string, error) {
-		return "", fmt.Errorf("default %s cannot be written exactly for %s", cut([]byte(d.JSON)), typ)
+		return "", fmt.Errorf("default %s cannot be written exactly for %s", Cut([]byte(d.JSON)), typ)
 	}
 	if t == nil {
 		return refuse()
@@ -135,9 +127,9 @@ func instantLiteral(text, unit, base string, t *chtype.Type) (string, error) {
 	switch unit {
 	case "days":
 		if base == "Date" || base == "Date32" {
-			return quoteLiteral(time.Unix(n*secondsPerDay, 0).UTC().Format("2006-01-02")), nil
+			return quoteLiteral(time.Unix(n*SecondsPerDay, 0).UTC().Format("2006-01-02")), nil
 		}
-		return timeLiteral(n*secondsPerDay, 0, base, t)
+		return timeLiteral(n*SecondsPerDay, 0, base, t)
 	case "ms":
 		return timeLiteral(floorDiv(n, 1e3), (n-floorDiv(n, 1e3)*1e3)*1e6, base, t)
 	case "us":
@@ -164,7 +156,7 @@ func timeLiteral(sec, nsec int64, base string, t *chtype.Type) (string, error) {
 		ts := time.Unix(sec, nsec).UTC().Format("2006-01-02 15:04:05.000000000")
 		return "toDateTime64(" + quoteLiteral(ts) + ", " + strconv.Itoa(t.Precision) + ", 'UTC')", nil
 	case "Date", "Date32":
-		if sec%secondsPerDay != 0 || nsec != 0 {
+		if sec%SecondsPerDay != 0 || nsec != 0 {
 			return "", fmt.Errorf("default is not midnight, which a %s cannot keep", base)
 		}
 		return quoteLiteral(time.Unix(sec, 0).UTC().Format("2006-01-02")), nil
@@ -175,60 +167,4 @@ func timeLiteral(sec, nsec int64, base string, t *chtype.Type) (string, error) {
 // quoteLiteral quotes s as a ClickHouse string literal.
 func quoteLiteral(s string) string {
 	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
-}
-
-// connectDefault is the default of a field of a JSON converter schema
-// block (nil when it declares none, or declares null).
-func connectDefault(f *fastjson.Value) *FieldDefault {
-	v := f.Get("default")
-	if v == nil || v.Type() == fastjson.TypeNull {
-		return nil
-	}
-	d := &FieldDefault{JSON: string(v.MarshalTo(nil))}
-	// A semantic type that the format converts (a Debezium date, time or
-	// decimal) is read differently from its raw form: writing the raw
-	// default would not be what the records insert.
-	if name := string(f.GetStringBytes("name")); semNames[name] != semPlain {
-		d.Skip = "the default of a field of semantic type " + name + " is not written"
-	} else if string(f.GetStringBytes("type")) == "bytes" {
-		d.Skip = "the default of a bytes field is not written"
-	}
-	return d
-}
-
-// avroDefault is the default of Avro field fld (nil when it declares none,
-// or declares null).
-func avroDefault(fld *avro.Field) *FieldDefault {
-	if !fld.HasDefault() || fld.Default() == nil {
-		return nil
-	}
-	s := resolveRef(fld.Type())
-	if u, ok := s.(*avro.UnionSchema); ok && len(u.Types()) > 0 {
-		s = resolveRef(u.Types()[0]) // a union's default is of its first branch
-	}
-	d := &FieldDefault{}
-	switch logicalType(s) {
-	case "":
-	case string(avro.Date):
-		d.Unit = "days"
-	case string(avro.TimestampMillis), string(avro.LocalTimestampMillis):
-		d.Unit = "ms"
-	case string(avro.TimestampMicros), string(avro.LocalTimestampMicros):
-		d.Unit = "us"
-	case "timestamp-nanos", "local-timestamp-nanos":
-		d.Unit = "ns"
-	case string(avro.UUID):
-	default:
-		d.Skip = "the default of a field of logical type " + logicalType(s) + " is not written"
-	}
-	switch s.Type() {
-	case avro.Bytes, avro.Fixed, avro.Record, avro.Array, avro.Map:
-		d.Skip = "the default of an Avro " + string(s.Type()) + " field is not written"
-	}
-	b, err := json.Marshal(fld.Default())
-	if err != nil {
-		d.Skip = "its default is not JSON: " + err.Error()
-	}
-	d.JSON = string(b)
-	return d
 }
