@@ -12,6 +12,7 @@ import (
 	"sink/internal/chschema"
 	"sink/internal/chtype"
 	"sink/internal/decode/column"
+	"sink/internal/decode/format"
 	"sink/internal/route"
 )
 
@@ -62,10 +63,11 @@ import (
 // avro_run.go (the program's interpreter) and avro_json.go (nested values
 // as JSON).
 type avroFormat struct {
+	env     format.Env // what the format was made with: a key reader is made alike
 	st      *column.State
-	policy  *Policy
+	policy  *format.Policy
 	binds   []avroBind // per slot (for the avro format: per Plan column); path nil for slots not read here
-	readers *schemaReaders[*avroProgram]
+	readers *format.Schemas[*avroProgram]
 	// whole: the schema's value as a whole fills the slots (a record key,
 	// which may be of any type), rather than fields of a record.
 	whole bool
@@ -86,7 +88,7 @@ type avroFormat struct {
 	jv    []*fastjson.Value // per Plan column read as JSON: its value (converted in read)
 	arena []byte            // the record's strings and number texts
 	items int               // array and map items read, bounded by maxAvroItems
-	free  freeCount         // values that took no bytes (limits.go)
+	free  format.FreeCount  // values that took no bytes (limits.go)
 	size  int               // the payload's length, which bounds any length in it
 	dec   decimals
 }
@@ -101,14 +103,14 @@ type avroBind struct {
 	present bool
 }
 
-func newAvroFormat(env formatEnv) *avroFormat {
-	f := &avroFormat{st: env.st, policy: env.pol, rd: avro.NewReader(nil, 0)}
-	f.readers = newSchemaReaders(env.reg, f.compileSchema)
+func newAvroFormat(env format.Env) *avroFormat {
+	f := &avroFormat{env: env, st: env.State, policy: env.Policy, rd: avro.NewReader(nil, 0)}
+	f.readers = format.NewSchemas(env.Registry, f.compileSchema)
 	return f
 }
 
 // newAvroKey returns the reader of registry-framed keys for env.
-func newAvroKey(env formatEnv) *avroFormat {
+func newAvroKey(env format.Env) *avroFormat {
 	k := newAvroFormat(env)
 	k.whole, k.keys = true, true
 	return k
@@ -117,9 +119,9 @@ func newAvroKey(env formatEnv) *avroFormat {
 // bindKey makes $key column col read the key: a registry-framed key is
 // decoded with its schema (a record key becomes a JSON object), any other
 // key is its bytes as text.
-func (f *avroFormat) bindKey(col int, c chschema.ColumnSchema, t *chtype.Type) {
+func (f *avroFormat) BindKey(col int, c chschema.ColumnSchema, t *chtype.Type) {
 	if f.key == nil {
-		f.key = newAvroKey(formatEnv{st: f.st, pol: f.policy, reg: f.readers.reg})
+		f.key = newAvroKey(f.env)
 	}
 	f.key.setSlot(col, avroBind{path: []string{}, name: c.Name, t: t})
 	for len(f.keyCols) <= col {
@@ -136,13 +138,13 @@ func (f *avroFormat) setSlot(i int, b avroBind) {
 	f.binds[i] = b
 }
 
-func (*avroFormat) role(string) string { return "" }
+func (*avroFormat) Role(string) string { return "" }
 
-func (*avroFormat) want() string {
+func (*avroFormat) Want() string {
 	return "a field path such as a.b or " + strings.Join(route.RecordSources(), ", ") + ", " + route.HeaderPrefix + "NAME"
 }
 
-func (f *avroFormat) bind(col int, c chschema.ColumnSchema, t *chtype.Type, src route.Source, byName bool) error {
+func (f *avroFormat) Bind(col int, c chschema.ColumnSchema, t *chtype.Type, src route.Source, byName bool) error {
 	path := src.Path
 	if byName {
 		// Avro names have no dots, so a column named "a.b" can only mean
@@ -159,7 +161,7 @@ func (f *avroFormat) bind(col int, c chschema.ColumnSchema, t *chtype.Type, src 
 	return nil
 }
 
-func (f *avroFormat) done() error {
+func (f *avroFormat) Done() error {
 	f.sized()
 	if f.key != nil {
 		f.key.sized()
@@ -173,20 +175,17 @@ func (f *avroFormat) sized() {
 	f.jv = make([]*fastjson.Value, len(f.binds))
 }
 
-func (*avroFormat) lenient() bool { return false }
+func (*avroFormat) Lenient() bool { return false }
 
-func (f *avroFormat) begin(r recordData) error {
-	if r.value == nil {
-		if f.policy.TombstoneBad {
-			return bad("", "tombstone (null value) and errors.on_tombstone is bad_record")
-		}
-		return errTombstone
+func (f *avroFormat) Begin(r format.Record) error {
+	if r.Value == nil {
+		return f.policy.Tombstone()
 	}
-	if err := f.decodeFramed(r.value, r.topic); err != nil {
+	if err := f.decodeFramed(r.Value, r.Topic); err != nil {
 		return err
 	}
 	if f.key != nil {
-		return f.key.decodeKey(r.key, r.topic)
+		return f.key.decodeKey(r.Key, r.Topic)
 	}
 	return nil
 }
@@ -194,11 +193,11 @@ func (f *avroFormat) begin(r recordData) error {
 // decodeFramed decodes a registry-framed value (a key, with f.keys) of a
 // record of topic into the slots.
 func (f *avroFormat) decodeFramed(value []byte, topic string) error {
-	id, payload, err := frameID(value)
+	id, payload, err := format.Frame(value)
 	if err != nil {
 		return err
 	}
-	prog, err := f.readers.get(id, topic, f.keys)
+	prog, err := f.readers.Get(id, topic, f.keys)
 	if err != nil {
 		return err
 	}
@@ -223,8 +222,8 @@ func (f *avroFormat) decodeKey(key []byte, topic string) error {
 		return nil
 	}
 	err := f.decodeFramed(key, topic)
-	if br, ok := err.(*badRecord); ok {
-		br.reason = "record key: " + br.reason
+	if br, ok := err.(*format.BadRecord); ok {
+		br.Reason = "record key: " + br.Reason
 	}
 	return err
 }
@@ -242,13 +241,13 @@ func (f *avroFormat) decode(prog *avroProgram, payload []byte) error {
 	rd := f.rd.Reset(payload)
 	rd.Error = nil
 	if err := f.run(prog, prog.root, 0); err != nil {
-		return bad("", "invalid Avro for schema id "+strconv.Itoa(prog.id)+": "+err.Error())
+		return format.Bad("", "invalid Avro for schema id "+strconv.Itoa(prog.id)+": "+err.Error())
 	}
 	if rd.Error != nil {
-		return bad("", "invalid Avro for schema id "+strconv.Itoa(prog.id)+": "+avroErr(rd.Error))
+		return format.Bad("", "invalid Avro for schema id "+strconv.Itoa(prog.id)+": "+avroErr(rd.Error))
 	}
 	if rd.Peek(); rd.Error == nil {
-		return bad("", "invalid Avro for schema id "+strconv.Itoa(prog.id)+": bytes left after the record (is it written with another schema?)")
+		return format.Bad("", "invalid Avro for schema id "+strconv.Itoa(prog.id)+": bytes left after the record (is it written with another schema?)")
 	}
 	return nil
 }
@@ -260,7 +259,7 @@ func avroErr(err error) string {
 	return err.Error()
 }
 
-func (f *avroFormat) read(col int, in *column.Value) error {
+func (f *avroFormat) Read(col int, in *column.Value) error {
 	if col < len(f.keyCols) && f.keyCols[col] {
 		return f.key.slot(col, in)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"sink/internal/chtype"
 	"sink/internal/decode/column"
+	"sink/internal/decode/format"
 	"sink/internal/registry"
 )
 
@@ -268,7 +269,7 @@ func (c *avroCompiler) value(s avro.Schema, reqs []bindReq) (avroOp, error) {
 		for _, r := range reqs {
 			if len(r.rest) > 0 {
 				b := c.f.binds[r.col]
-				return avroOp{}, bad(b.name, fmt.Sprintf("path %s: %s is an Avro %s, not a record, array or map",
+				return avroOp{}, format.Bad(b.name, fmt.Sprintf("path %s: %s is an Avro %s, not a record, array or map",
 					strings.Join(b.path, "."), strings.Join(b.path[:len(b.path)-len(r.rest)], "."), s.Type()))
 			}
 		}
@@ -372,7 +373,7 @@ func (c *avroCompiler) union(u *avro.UnionSchema, reqs []bindReq) (avroOp, error
 			}
 			b := c.f.binds[r.col]
 			if !takesAnyType(b.t) {
-				return avroOp{}, bad(b.name, fmt.Sprintf("field %s is the Avro union %s, which fills only a Variant (ClickHouse 26.9), Dynamic, JSON or String column, not %s",
+				return avroOp{}, format.Bad(b.name, fmt.Sprintf("field %s is the Avro union %s, which fills only a Variant (ClickHouse 26.9), Dynamic, JSON or String column, not %s",
 					strings.Join(b.path, "."), u.String(), b.t.Text))
 			}
 		}

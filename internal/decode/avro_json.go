@@ -9,6 +9,7 @@ import (
 	"github.com/hamba/avro/v2"
 
 	"sink/internal/decode/column"
+	"sink/internal/decode/format"
 )
 
 // The avro format's JSON renderer: a nested Avro value (record, array, map,
@@ -45,7 +46,7 @@ func (f *avroFormat) render(dst []byte, s avro.Schema, depth int) ([]byte, error
 		return f.renderDuration(dst), nil
 	}
 	if s.Type() == avro.Null {
-		return append(dst, "null"...), f.free.add(1)
+		return append(dst, "null"...), f.free.Add(1)
 	}
 	op, err := scalarOp(s)
 	if err != nil {
@@ -68,8 +69,8 @@ func (f *avroFormat) renderEnum(dst []byte, t *avro.EnumSchema) ([]byte, error) 
 
 // textFits checks the JSON text being written against the row's bound.
 func (f *avroFormat) textFits(dst []byte) error {
-	if max := f.policy.rowBytes(); len(dst) > max {
-		return errTextBytes(max)
+	if max := f.policy.RowBytes(); len(dst) > max {
+		return format.TextTooLong(max)
 	}
 	return nil
 }
@@ -77,7 +78,7 @@ func (f *avroFormat) textFits(dst []byte) error {
 // renderRecord writes a record as a JSON object.
 func (f *avroFormat) renderRecord(dst []byte, t *avro.RecordSchema, depth int) ([]byte, error) {
 	if len(t.Fields()) == 0 {
-		return append(dst, "{}"...), f.free.add(1)
+		return append(dst, "{}"...), f.free.Add(1)
 	}
 	dst = append(dst, '{')
 	for i, fld := range t.Fields() {

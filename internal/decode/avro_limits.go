@@ -6,8 +6,24 @@ package decode
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/hamba/avro/v2"
+)
+
+// The Avro reader's bounds (limits.go has the ones every reader shares).
+const (
+	// maxAvroItems bounds the array and map items one Avro record may
+	// hold.
+	maxAvroItems = 1 << 20
+	// maxAvroDepth bounds the nesting of Avro values (records, unions,
+	// arrays, maps) in a record, and of types in a schema.
+	maxAvroDepth = 128
+	// maxAvroFixed bounds an Avro fixed type's size in a schema: no Kafka
+	// record is larger (record sizes are 32-bit), so a larger fixed can
+	// never be read. A smaller one larger than its record is refused
+	// when a record is read (fits).
+	maxAvroFixed = math.MaxInt32
 )
 
 // checkAvroSchema refuses a writer schema that nests types deeper than

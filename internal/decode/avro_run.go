@@ -10,6 +10,7 @@ import (
 	"github.com/hamba/avro/v2"
 
 	"sink/internal/decode/column"
+	"sink/internal/decode/format"
 )
 
 // The avro format's interpreter: it runs an avroProgram's ops over the
@@ -39,13 +40,13 @@ func (f *avroFormat) step(prog *avroProgram, op *avroOp, depth int) error {
 		return f.skip(op.schema, depth)
 	case opNull:
 		f.setNull(op.cols)
-		return f.free.add(1) // a field of type null (a union's null branch: unionStep)
+		return f.free.Add(1) // a field of type null (a union's null branch: unionStep)
 	case opRecord:
 		for _, col := range op.cols {
 			f.vals[col].Kind = column.True // the record is there
 		}
 		if len(op.fields) == 0 {
-			return f.free.add(1)
+			return f.free.Add(1)
 		}
 		return f.run(prog, op.fields, depth+1)
 	case opUnion:
@@ -123,7 +124,7 @@ func (f *avroFormat) bytesLen() (int, error) {
 // one of size 0 is a free value.
 func (f *avroFormat) fits(n int) error {
 	if n == 0 {
-		return f.free.add(1)
+		return f.free.Add(1)
 	}
 	if n > f.size {
 		return fmt.Errorf("fixed of %d bytes in a %d-byte record", n, f.size)
@@ -227,7 +228,7 @@ func (f *avroFormat) readBytesLeaf(op *avroOp, in *column.Value) error {
 	case leafUUIDFixed:
 		in.Kind, in.Bytes = column.String, f.appendUUID(raw)
 	case leafDecimalBytes, leafDecimalFixed:
-		if err := checkDecimal(raw, op.prec, ""); err != nil {
+		if err := format.CheckDecimal(raw, op.prec, ""); err != nil {
 			return err
 		}
 		start := len(f.arena)
@@ -311,7 +312,7 @@ func (f *avroFormat) blocks(item func(i int) error) error {
 			n = -n
 			rd.ReadLong() // the block's byte size
 		}
-		if n > int64(max(f.size, maxFreeValues)) {
+		if n > int64(max(f.size, format.MaxFreeValues)) {
 			// Each item takes a byte of the record, or is a free value.
 			return fmt.Errorf("block of %d items in a %d-byte record", n, f.size)
 		}
@@ -340,7 +341,7 @@ func (f *avroFormat) skip(s avro.Schema, depth int) error {
 	switch t := resolveRef(s).(type) {
 	case *avro.RecordSchema:
 		if len(t.Fields()) == 0 {
-			return f.free.add(1)
+			return f.free.Add(1)
 		}
 		for _, fld := range t.Fields() {
 			if err := f.skip(fld.Type(), depth+1); err != nil || rd.Error != nil {
@@ -397,7 +398,7 @@ func (f *avroFormat) skipPrimitive(s avro.Schema) error {
 	rd := f.rd
 	switch s.Type() {
 	case avro.Null:
-		return f.free.add(1)
+		return f.free.Add(1)
 	case avro.Boolean:
 		rd.SkipBool()
 	case avro.Int, avro.Enum:

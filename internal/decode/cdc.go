@@ -8,6 +8,7 @@ import (
 
 	"sink/internal/chschema"
 	"sink/internal/decode/column"
+	"sink/internal/decode/format"
 	"sink/internal/route"
 )
 
@@ -15,6 +16,14 @@ import (
 // debeziumFormat in debezium.go documents them): the version and
 // delete-marker columns a plan needs, which image an op writes, and the
 // row version.
+
+// ErrTruncate matches the error Append returns for a Debezium truncate
+// event (op t); it matches ErrSkip too. The pipeline applies it or skips
+// it as the route's truncate option says.
+var ErrTruncate = fmt.Errorf("%w: truncate event (op t)", format.ErrSkip)
+
+// errMessage is a logical decoding message (op m): no row.
+var errMessage = fmt.Errorf("%w: logical decoding message (op m)", format.ErrSkip)
 
 // cdcPlan checks that a CDC plan has its version and delete-marker
 // columns.
@@ -77,9 +86,9 @@ func cdcOp(op []byte, present bool) (del bool, err error) {
 		return false, errMessage
 	}
 	if !present {
-		return false, bad("", "invalid Debezium event: no op field (is this topic a Debezium change topic?)")
+		return false, format.Bad("", "invalid Debezium event: no op field (is this topic a Debezium change topic?)")
 	}
-	return false, bad("", "invalid Debezium event: unknown op "+strconv.Quote(column.Cut(op)))
+	return false, format.Bad("", "invalid Debezium event: unknown op "+strconv.Quote(column.Cut(op)))
 }
 
 // Bounds of the ts_ms-based version: ts_ms × 1e6 + offset mod 1e6 must fit
@@ -129,31 +138,4 @@ func cdcMeta(kind route.Kind, version int64, del bool, op []byte, in *column.Val
 		return false
 	}
 	return true
-}
-
-// placeholderFormat is a rowFormat whose rows may hold placeholder values
-// rather than data. A Debezium delete's before image under PostgreSQL's
-// REPLICA IDENTITY DEFAULT carries only the primary key; Debezium fills
-// every other NOT NULL column with a placeholder of its type ("" for text,
-// enum and uuid, false, 0, [], the epoch for dates and times). The row is
-// a delete marker: only its key and version matter, so a placeholder that
-// does not convert to its column's type ("" into an Enum8 or a UUID) must
-// not make the delete a bad record.
-type placeholderFormat interface {
-	// placeholder reports that column col's value, which failed to read
-	// or convert, may take its type's default instead: the record begun
-	// is a delete and col reads a field that is not part of the record
-	// key (Debezium's Kafka key holds the primary key fields). A key
-	// column that fails is still a bad record, and so is any column when
-	// the key cannot be read.
-	placeholder(col int) bool
-}
-
-// zeroPlaceholder gives column i of the row being appended to b its type's
-// default (NULL in a Nullable column), after its placeholder failed.
-func (p *Plan) zeroPlaceholder(b *column.Block, i int) error {
-	b.Drop(i) // what the failed add wrote, if anything
-	in := &p.in
-	*in = column.Value{Kind: column.Missing}
-	return b.Add(&p.st, i, in)
 }

@@ -5,6 +5,7 @@ import (
 
 	"sink/internal/chtype"
 	"sink/internal/decode/column"
+	"sink/internal/decode/format"
 	"sink/internal/jsonscan"
 	"sink/internal/route"
 )
@@ -120,7 +121,7 @@ func (e *connectEnv) begin(doc []byte, schema, payload jsonscan.Span, tombstone 
 	}
 	v, err := e.parser.ParseBytes(doc[payload.Start:payload.End])
 	if err != nil {
-		return bad("", "invalid JSON: "+err.Error()) // the scanner accepted it: not expected
+		return format.Bad("", "invalid JSON: "+err.Error()) // the scanner accepted it: not expected
 	}
 	return e.load(s, v, tombstone)
 }
@@ -170,7 +171,7 @@ func (e *connectEnv) load(s *connSchema, v *fastjson.Value, tombstone func() err
 	e.cur = nil
 	if s != nil {
 		if s.err != nil {
-			return bad("", "Kafka Connect envelope with a schema Connect would not read: "+s.err.Error())
+			return format.Bad("", "Kafka Connect envelope with a schema Connect would not read: "+s.err.Error())
 		}
 		e.cur = s
 	}
@@ -179,7 +180,7 @@ func (e *connectEnv) load(s *connSchema, v *fastjson.Value, tombstone func() err
 	}
 	if e.cur != nil {
 		if m := e.check.check(e.cur.root, v); m != nil {
-			return bad("", m.Error())
+			return format.Bad("", m.Error())
 		}
 	}
 	o, err := v.Object()
@@ -188,7 +189,7 @@ func (e *connectEnv) load(s *connSchema, v *fastjson.Value, tombstone func() err
 		if e.cur != nil {
 			what = "a " + e.cur.root.typ.String()
 		}
-		return bad("", "Kafka Connect envelope whose payload is "+what+": the sink reads the fields of a struct (or map) into columns")
+		return format.Bad("", "Kafka Connect envelope whose payload is "+what+": the sink reads the fields of a struct (or map) into columns")
 	}
 	e.fields.load(o)
 	return nil
@@ -314,7 +315,7 @@ func (c *connectSchemas) get(text []byte, resolve func(*connNode) []*connNode) *
 
 // newConnectFormat is the connect-json format: the json format that
 // requires every record to be an envelope.
-func newConnectFormat(st *column.State, pol *Policy) *jsonFormat {
+func newConnectFormat(st *column.State, pol *format.Policy) *jsonFormat {
 	f := newJSONFormat(st, pol)
 	f.env.strict = true
 	return f

@@ -6,6 +6,7 @@ import (
 	"github.com/valyala/fastjson"
 
 	"sink/internal/decode/column"
+	"sink/internal/decode/format"
 )
 
 // connRewriter rewrites a struct, array or map of a Kafka Connect payload
@@ -168,7 +169,7 @@ func (r *connRewriter) decimal(dst []byte, n *connNode, v *fastjson.Value) []byt
 	d := &r.sem.dec
 	raw, err := d.base64(v.GetStringBytes())
 	if err == nil {
-		err = checkDecimal(raw, 0, "")
+		err = format.CheckDecimal(raw, 0, "")
 	}
 	if err != nil {
 		r.err = column.Reasonf("cannot read %s as Decimal bytes: %v", column.Cut(v.MarshalTo(nil)), err)

@@ -1,7 +1,6 @@
 package decode
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -10,22 +9,8 @@ import (
 	"sink/internal/chschema"
 	"sink/internal/chtype"
 	"sink/internal/decode/column"
+	"sink/internal/decode/format"
 	"sink/internal/route"
-)
-
-// ErrSkip matches (errors.Is) the error Append returns for a record that
-// carries no row by design: a Debezium tombstone, truncate or message event.
-// Such a record is handled, not bad: count it and mark its offset done.
-var ErrSkip = errors.New("record carries no row")
-
-// ErrTruncate matches the error Append returns for a Debezium truncate
-// event (op t); it matches ErrSkip too. The pipeline applies it or skips
-// it as the route's truncate option says.
-var ErrTruncate = fmt.Errorf("%w: truncate event (op t)", ErrSkip)
-
-var (
-	errTombstone = fmt.Errorf("%w: tombstone", ErrSkip)
-	errMessage   = fmt.Errorf("%w: logical decoding message (op m)", ErrSkip)
 )
 
 // debeziumFormat is the debezium-json route format (route.Debezium):
@@ -199,11 +184,11 @@ func newDebeziumFormat(st *column.State) *debeziumFormat {
 	return d
 }
 
-func (*debeziumFormat) role(source string) string { return cdcRole(source) }
+func (*debeziumFormat) Role(source string) string { return cdcRole(source) }
 
-func (*debeziumFormat) want() string { return cdcWant }
+func (*debeziumFormat) Want() string { return cdcWant }
 
-func (d *debeziumFormat) bind(col int, c chschema.ColumnSchema, t *chtype.Type, src route.Source, byName bool) error {
+func (d *debeziumFormat) Bind(col int, c chschema.ColumnSchema, t *chtype.Type, src route.Source, byName bool) error {
 	for len(d.cols) <= col {
 		d.cols = append(d.cols, dbzCol{})
 		d.names = append(d.names, "")
@@ -232,7 +217,7 @@ func (d *debeziumFormat) bind(col int, c chschema.ColumnSchema, t *chtype.Type, 
 	return nil
 }
 
-func (d *debeziumFormat) done() error {
+func (d *debeziumFormat) Done() error {
 	if err := d.check(); err != nil {
 		return err
 	}
@@ -247,11 +232,11 @@ func (d *debeziumFormat) done() error {
 // lenient: a delete's row only marks the key deleted; a delete without a
 // before image has nothing but the key, and the other columns' defaults are
 // not data anyone loses.
-func (d *debeziumFormat) lenient() bool { return string(d.op) == "d" }
+func (d *debeziumFormat) Lenient() bool { return string(d.op) == "d" }
 
 // placeholder: see placeholderFormat. The key is parsed only when a
 // delete's column fails, which is rare.
-func (d *debeziumFormat) placeholder(col int) bool {
+func (d *debeziumFormat) Placeholder(col int) bool {
 	if string(d.op) != "d" || d.fromKey || col >= len(d.cols) || d.cols[col].kind != route.Field {
 		return false
 	}
@@ -282,9 +267,9 @@ func (d *debeziumFormat) fieldDefault(name string) *column.FieldDefault {
 
 // begin reads the envelope, picks the row image by op, describes its
 // fields from the schema (cached or inline) and computes the version.
-func (d *debeziumFormat) begin(r recordData) error {
-	if len(r.value) == 0 {
-		return errTombstone
+func (d *debeziumFormat) Begin(r format.Record) error {
+	if len(r.Value) == 0 {
+		return format.ErrTombstone
 	}
 	// The JSON converter's schema block is most of a wrapped message and
 	// the same in every message of a table: when the value has the
@@ -295,7 +280,7 @@ func (d *debeziumFormat) begin(r recordData) error {
 		cached      bool
 		err         error
 	)
-	if pl, known, ok := d.schema.splitWrapped(r.value); ok {
+	if pl, known, ok := d.schema.splitWrapped(r.Value); ok {
 		// A payload that does not parse falls through to the whole
 		// value's parse, which says what is wrong.
 		if env, err = d.parser.ParseBytes(pl); err == nil {
@@ -305,26 +290,26 @@ func (d *debeziumFormat) begin(r recordData) error {
 		}
 	}
 	if env == nil {
-		v, err := d.parser.ParseBytes(r.value)
+		v, err := d.parser.ParseBytes(r.Value)
 		if err != nil {
-			return bad("", "invalid JSON: "+err.Error())
+			return format.Bad("", "invalid JSON: "+err.Error())
 		}
 		if v.Type() == fastjson.TypeNull {
-			return errTombstone
+			return format.ErrTombstone
 		}
 		if v.Type() != fastjson.TypeObject {
-			return bad("", "invalid Debezium event: want a JSON object, got "+v.Type().String())
+			return format.Bad("", "invalid Debezium event: want a JSON object, got "+v.Type().String())
 		}
 		env, schema = unwrap(v)
 	}
 	if env.Type() == fastjson.TypeNull {
-		return errTombstone
+		return format.ErrTombstone
 	}
 	if env.Type() != fastjson.TypeObject {
-		return bad("", "invalid Debezium event: payload is a JSON "+env.Type().String()+", want an object")
+		return format.Bad("", "invalid Debezium event: payload is a JSON "+env.Type().String()+", want an object")
 	}
 	d.env, d.op = env, env.GetStringBytes("op")
-	d.key, d.fromKey, d.keyFields, d.keyRead = r.key, false, nil, false
+	d.key, d.fromKey, d.keyFields, d.keyRead = r.Key, false, nil, false
 	d.src = env.Get("source")
 	if d.src != nil && d.src.Type() != fastjson.TypeObject {
 		d.src = nil
@@ -339,13 +324,13 @@ func (d *debeziumFormat) begin(r recordData) error {
 	case !del:
 		img = env.Get("after")
 		if img == nil || img.Type() != fastjson.TypeObject {
-			return bad("", "invalid Debezium event: op "+string(d.op)+" without an after image")
+			return format.Bad("", "invalid Debezium event: op "+string(d.op)+" without an after image")
 		}
 	default:
 		field = "before"
 		img = env.Get("before")
 		if img == nil || img.Type() != fastjson.TypeObject {
-			if img, schema, err = d.keyImage(r.key); err != nil {
+			if img, schema, err = d.keyImage(r.Key); err != nil {
 				return err
 			}
 			field, cached, d.fromKey = "", false, true
@@ -364,7 +349,7 @@ func (d *debeziumFormat) begin(r recordData) error {
 		d.hasSchema = false
 	}
 	if reason := d.computeVersion(r); reason != "" {
-		return bad(d.versionCol, reason)
+		return format.Bad(d.versionCol, reason)
 	}
 
 	o, _ := img.Object()
@@ -394,11 +379,11 @@ func unwrap(v *fastjson.Value) (env, schema *fastjson.Value) {
 // key's fields, and the key schema's fields when the key is wrapped.
 func (d *debeziumFormat) keyImage(key []byte) (img, schema *fastjson.Value, err error) {
 	if len(key) == 0 {
-		return nil, nil, bad("", "invalid Debezium event: delete without a before image and without a record key")
+		return nil, nil, format.Bad("", "invalid Debezium event: delete without a before image and without a record key")
 	}
 	k, perr := d.keyParser.ParseBytes(key)
 	if perr != nil {
-		return nil, nil, bad("", "delete without a before image: record key is not JSON: "+perr.Error())
+		return nil, nil, format.Bad("", "delete without a before image: record key is not JSON: "+perr.Error())
 	}
 	if k.Type() == fastjson.TypeObject {
 		o, _ := k.Object()
@@ -412,13 +397,13 @@ func (d *debeziumFormat) keyImage(key []byte) (img, schema *fastjson.Value, err 
 		}
 	}
 	if k.Type() != fastjson.TypeObject {
-		return nil, nil, bad("", "delete without a before image: record key is a JSON "+k.Type().String()+", want an object of key fields")
+		return nil, nil, format.Bad("", "delete without a before image: record key is a JSON "+k.Type().String()+", want an object of key fields")
 	}
 	return k, schema, nil
 }
 
 // computeVersion sets d.version, or returns why it cannot (see cdcVersion).
-func (d *debeziumFormat) computeVersion(r recordData) string {
+func (d *debeziumFormat) computeVersion(r format.Record) string {
 	if d.src != nil && string(d.src.GetStringBytes("connector")) == "postgresql" {
 		lsn := d.src.Get("lsn")
 		if lsn == nil || lsn.Type() == fastjson.TypeNull {
@@ -444,7 +429,7 @@ func (d *debeziumFormat) computeVersion(r recordData) string {
 		ms = -1
 	}
 	var reason string
-	if d.version, reason = cdcVersion(false, 0, ms, r.offset); reason != "" {
+	if d.version, reason = cdcVersion(false, 0, ms, r.Offset); reason != "" {
 		return "ts_ms " + column.Cut(ts.MarshalTo(d.text[:0])) + reason
 	}
 	return ""
@@ -452,7 +437,7 @@ func (d *debeziumFormat) computeVersion(r recordData) string {
 
 // read reads column i's source into in and applies Debezium's encodings to
 // image fields.
-func (d *debeziumFormat) read(i int, in *column.Value) error {
+func (d *debeziumFormat) Read(i int, in *column.Value) error {
 	c := &d.cols[i]
 	if cdcMeta(c.kind, d.version, string(d.op) == "d", d.op, in) {
 		return nil
@@ -473,7 +458,7 @@ func (d *debeziumFormat) read(i int, in *column.Value) error {
 			// becomes the column's zero like any other it lacks.
 			in.Kind = column.Missing
 			if string(d.op) != "d" {
-				return errNotCarried
+				return format.ErrNotCarried
 			}
 			return nil
 		}
@@ -687,13 +672,13 @@ func semTime(k semKind, n int64) (time.Time, bool) {
 }
 
 // metaCols returns the columns filled from $version and $deleted (filler).
-func (d *debeziumFormat) metaCols() (version, deleted int) { return d.verCol, d.delCol }
+func (d *debeziumFormat) MetaCols() (version, deleted int) { return d.verCol, d.delCol }
 
 // fillKeys returns the columns of the record key's fields, which identify
 // the row whose value the record does not carry (filler). Debezium writes
 // a table's primary key as the record key, bare or wrapped by the JSON
 // converter; each of its fields must be a column.
-func (d *debeziumFormat) fillKeys() ([]int, error) {
+func (d *debeziumFormat) FillKeys() ([]int, error) {
 	if len(d.key) == 0 {
 		return nil, fmt.Errorf("the record has no key to find the row's earlier value by")
 	}

@@ -7,6 +7,7 @@ import (
 	"sink/internal/chschema"
 	"sink/internal/chtype"
 	"sink/internal/decode/column"
+	"sink/internal/decode/format"
 	"sink/internal/route"
 )
 
@@ -50,8 +51,8 @@ type dbzAvroCol struct {
 	key           int // route.Field: the key reader's slot
 }
 
-func newDbzAvroFormat(env formatEnv) *dbzAvroFormat {
-	d := &dbzAvroFormat{st: env.st, env: newAvroFormat(env), key: newAvroFormat(env)}
+func newDbzAvroFormat(env format.Env) *dbzAvroFormat {
+	d := &dbzAvroFormat{st: env.State, env: newAvroFormat(env), key: newAvroFormat(env)}
 	d.env.image = "after" // schema drift: the row image's fields no column reads
 	d.key.keys = true
 	str, long := chtype.Parse("Nullable(String)"), chtype.Parse("Nullable(Int64)")
@@ -70,11 +71,11 @@ func newDbzAvroFormat(env formatEnv) *dbzAvroFormat {
 	return d
 }
 
-func (*dbzAvroFormat) role(source string) string { return cdcRole(source) }
+func (*dbzAvroFormat) Role(source string) string { return cdcRole(source) }
 
-func (*dbzAvroFormat) want() string { return cdcWant }
+func (*dbzAvroFormat) Want() string { return cdcWant }
 
-func (d *dbzAvroFormat) bind(col int, c chschema.ColumnSchema, t *chtype.Type, src route.Source, byName bool) error {
+func (d *dbzAvroFormat) Bind(col int, c chschema.ColumnSchema, t *chtype.Type, src route.Source, byName bool) error {
 	for len(d.cols) <= col {
 		d.cols = append(d.cols, dbzAvroCol{})
 	}
@@ -102,11 +103,11 @@ func (d *dbzAvroFormat) bind(col int, c chschema.ColumnSchema, t *chtype.Type, s
 }
 
 // bindKey: $key columns read the key as the avro format's $key does.
-func (d *dbzAvroFormat) bindKey(col int, c chschema.ColumnSchema, t *chtype.Type) {
-	d.env.bindKey(col, c, t)
+func (d *dbzAvroFormat) BindKey(col int, c chschema.ColumnSchema, t *chtype.Type) {
+	d.env.BindKey(col, c, t)
 }
 
-func (d *dbzAvroFormat) done() error {
+func (d *dbzAvroFormat) Done() error {
 	if err := d.check(); err != nil {
 		return err
 	}
@@ -118,11 +119,11 @@ func (d *dbzAvroFormat) done() error {
 	return nil
 }
 
-func (d *dbzAvroFormat) lenient() bool { return d.del }
+func (d *dbzAvroFormat) Lenient() bool { return d.del }
 
 // placeholder: see placeholderFormat. A column is part of the key when the
 // key record has its field.
-func (d *dbzAvroFormat) placeholder(col int) bool {
+func (d *dbzAvroFormat) Placeholder(col int) bool {
 	if !d.keyOK || col >= len(d.cols) || d.cols[col].kind != route.Field {
 		return false
 	}
@@ -143,15 +144,15 @@ func (d *dbzAvroFormat) unmappedFields() *knownUnmapped {
 	return d.env.unmappedFields()
 }
 
-func (d *dbzAvroFormat) begin(r recordData) error {
-	if len(r.value) == 0 {
-		return errTombstone
+func (d *dbzAvroFormat) Begin(r format.Record) error {
+	if len(r.Value) == 0 {
+		return format.ErrTombstone
 	}
-	if err := d.env.decodeFramed(r.value, r.topic); err != nil {
+	if err := d.env.decodeFramed(r.Value, r.Topic); err != nil {
 		return err
 	}
 	if d.env.key != nil {
-		if err := d.env.key.decodeKey(r.key, r.topic); err != nil {
+		if err := d.env.key.decodeKey(r.Key, r.Topic); err != nil {
 			return err
 		}
 	}
@@ -168,28 +169,28 @@ func (d *dbzAvroFormat) begin(r recordData) error {
 	d.fromKey, d.keyOK = false, false
 	switch {
 	case !d.del && vals[d.afterSlot].Kind != column.True:
-		return bad("", "invalid Debezium event: op "+string(d.op)+" without an after image")
+		return format.Bad("", "invalid Debezium event: op "+string(d.op)+" without an after image")
 	case d.del && vals[d.beforeSlot].Kind != column.True:
-		if len(r.key) < 5 || r.key[0] != 0 {
-			return bad("", "invalid Debezium event: delete without a before image and without a registry-framed record key")
+		if len(r.Key) < 5 || r.Key[0] != 0 {
+			return format.Bad("", "invalid Debezium event: delete without a before image and without a registry-framed record key")
 		}
-		if err := d.key.decodeKey(r.key, r.topic); err != nil {
+		if err := d.key.decodeKey(r.Key, r.Topic); err != nil {
 			return err
 		}
 		d.fromKey = true
-	case d.del && len(r.key) >= 5 && r.key[0] == 0:
+	case d.del && len(r.Key) >= 5 && r.Key[0] == 0:
 		// The key says which columns of the before image are the row's
 		// (placeholder); a key that does not decode leaves every column
 		// strict, and one whose schema cannot be fetched now holds the
 		// record like any other.
-		err := d.key.decodeKey(r.key, r.topic)
-		if errors.Is(err, ErrUnavailable) {
+		err := d.key.decodeKey(r.Key, r.Topic)
+		if errors.Is(err, format.ErrUnavailable) {
 			return err
 		}
 		d.keyOK = err == nil
 	}
-	if reason := d.computeVersion(r.offset); reason != "" {
-		return bad(d.versionCol, reason)
+	if reason := d.computeVersion(r.Offset); reason != "" {
+		return format.Bad(d.versionCol, reason)
 	}
 	return nil
 }
@@ -220,7 +221,7 @@ func (d *dbzAvroFormat) computeVersion(offset int64) string {
 	return ""
 }
 
-func (d *dbzAvroFormat) read(i int, in *column.Value) error {
+func (d *dbzAvroFormat) Read(i int, in *column.Value) error {
 	if i < len(d.env.keyCols) && d.env.keyCols[i] {
 		return d.env.key.slot(i, in)
 	}

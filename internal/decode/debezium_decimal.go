@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"sink/internal/decode/column"
+	"sink/internal/decode/format"
 )
 
 // decimals turns Debezium's decimal encodings into exact decimal text, which
@@ -75,7 +76,7 @@ func (d *decimals) decimalFromBase64(in *column.Value, b64 []byte, scale int) er
 	if d.colType != "" {
 		maxDigits = max(d.intDigits+scale, 1)
 	}
-	if err := checkDecimal(raw, maxDigits, d.colType); err != nil {
+	if err := format.CheckDecimal(raw, maxDigits, d.colType); err != nil {
 		return err
 	}
 	d.dec = d.decimalText(d.dec[:0], raw, scale)

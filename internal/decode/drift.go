@@ -7,6 +7,7 @@ import (
 
 	"sink/internal/chschema"
 	"sink/internal/decode/column"
+	"sink/internal/decode/format"
 )
 
 // Schema drift: the top-level fields of a record (the json format's value,
@@ -293,7 +294,7 @@ type schemaField struct {
 }
 
 // bind notes which drift hook format f has.
-func (d *drift) bind(f rowFormat) {
+func (d *drift) bind(f format.Reader) {
 	d.known, _ = f.(schemaFields)
 	d.extra, _ = f.(extraFields)
 	d.defaults, _ = f.(fieldDefaults)

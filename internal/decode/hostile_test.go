@@ -17,6 +17,7 @@ import (
 
 	"sink/internal/chschema"
 	"sink/internal/decode/column"
+	"sink/internal/decode/format"
 	"sink/internal/registry"
 	"sink/internal/route"
 )
@@ -475,22 +476,22 @@ func hostileProtoChain(n int) []byte {
 // panicky is a format that panics reading column at, on records whose
 // value is "boom" (a stand-in for a decoder bug some record exposes).
 type panicky struct {
-	rowFormat
+	format.Reader
 	at    int
 	value []byte
 }
 
-func (f *panicky) begin(r recordData) error {
-	f.value = r.value
-	return f.rowFormat.begin(r)
+func (f *panicky) Begin(r format.Record) error {
+	f.value = r.Value
+	return f.Reader.Begin(r)
 }
 
-func (f *panicky) read(col int, in *column.Value) error {
+func (f *panicky) Read(col int, in *column.Value) error {
 	if col == f.at && string(f.value) == `{"id":3,"s":"boom"}` {
 		var m map[string]int
 		m["x"]++ // assignment to entry in nil map
 	}
-	return f.rowFormat.read(col, in)
+	return f.Reader.Read(col, in)
 }
 
 // TestAppendRecoversPanic: a panic while a record is decoded, after some
@@ -504,7 +505,7 @@ func TestAppendRecoversPanic(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.json = nil // read through the format, as the other formats are
-	p.format = &panicky{rowFormat: p.format, at: 2}
+	p.format = &panicky{Reader: p.format, at: 2}
 	blk := p.NewBlock()
 	rec := func(off int64, v string) *kgo.Record {
 		return &kgo.Record{Topic: "t", Partition: 1, Offset: off, Value: []byte(v)}

@@ -9,6 +9,7 @@ import (
 	"sink/internal/chschema"
 	"sink/internal/chtype"
 	"sink/internal/decode/column"
+	"sink/internal/decode/format"
 	"sink/internal/jsonscan"
 	"sink/internal/route"
 )
@@ -382,7 +383,7 @@ type jsonFormat struct {
 	parser  fastjson.Parser // the tree of a record with escaped keys
 	fields  jsonFields
 	st      *column.State
-	policy  *Policy
+	policy  *format.Policy
 	env     *connectEnv // Kafka Connect's envelopes
 	// wrapped: the record being read is an envelope, whose columns
 	// env converts (so the Plan reads them through read).
@@ -393,19 +394,19 @@ type jsonFormat struct {
 	treeOnly bool
 }
 
-func newJSONFormat(st *column.State, pol *Policy) *jsonFormat {
+func newJSONFormat(st *column.State, pol *format.Policy) *jsonFormat {
 	f := &jsonFormat{st: st, policy: pol}
 	f.env = newConnectEnv(st, &f.fields, false)
 	return f
 }
 
-func (*jsonFormat) role(string) string { return "" }
+func (*jsonFormat) Role(string) string { return "" }
 
-func (*jsonFormat) want() string {
+func (*jsonFormat) Want() string {
 	return "a JSON path or " + strings.Join(route.RecordSources(), ", ") + ", " + route.HeaderPrefix + "NAME"
 }
 
-func (f *jsonFormat) bind(col int, c chschema.ColumnSchema, t *chtype.Type, src route.Source, byName bool) error {
+func (f *jsonFormat) Bind(col int, c chschema.ColumnSchema, t *chtype.Type, src route.Source, byName bool) error {
 	p := f.fields.add(col, src.Path)
 	if byName && t.Kind == chtype.Array {
 		f.fields.addNested(p, c.Name)
@@ -414,42 +415,37 @@ func (f *jsonFormat) bind(col int, c chschema.ColumnSchema, t *chtype.Type, src 
 	return nil
 }
 
-func (f *jsonFormat) done() error {
+func (f *jsonFormat) Done() error {
 	f.fields.sized()
 	return nil
 }
 
 // tombstone is the answer for a record without a value (or an envelope
 // with a null payload): skipped, or bad as errors.on_tombstone says.
-func (f *jsonFormat) tombstone() error {
-	if f.policy.TombstoneBad {
-		return bad("", "tombstone (null value) and errors.on_tombstone is bad_record")
-	}
-	return errTombstone
-}
+func (f *jsonFormat) tombstone() error { return f.policy.Tombstone() }
 
-func (f *jsonFormat) begin(r recordData) error {
+func (f *jsonFormat) Begin(r format.Record) error {
 	f.wrapped = false
-	if r.value == nil {
+	if r.Value == nil {
 		return f.tombstone()
 	}
-	if ok, err := f.env.quick(r.value, f.tombstone); ok {
+	if ok, err := f.env.quick(r.Value, f.tombstone); ok {
 		f.wrapped = true
 		return err
 	}
-	top, err := f.scanner.Scan(r.value)
+	top, err := f.scanner.Scan(r.Value)
 	if err != nil {
-		return bad("", "invalid JSON: "+err.Error())
+		return format.Bad("", "invalid JSON: "+err.Error())
 	}
 	if top != "object" {
-		return bad("", "invalid JSON: want an object, got "+top)
+		return format.Bad("", "invalid JSON: want an object, got "+top)
 	}
 	if schema, payload, ok := f.env.envelope(&f.scanner); ok {
 		f.wrapped = true
-		return f.env.begin(r.value, schema, payload, f.tombstone)
+		return f.env.begin(r.Value, schema, payload, f.tombstone)
 	}
 	if f.env.strict {
-		return bad("", errNotEnvelope)
+		return format.Bad("", errNotEnvelope)
 	}
 	if !f.treeOnly && !f.scanner.Esc {
 		f.fields.loadScanned(&f.scanner)
@@ -459,16 +455,16 @@ func (f *jsonFormat) begin(r recordData) error {
 	// written until a lookup misses, and unescaped from then on, so
 	// which of two duplicates ({"a":1,"\u0061":2}) a column reads
 	// depends on the lookups before it. The tree keeps that rule.
-	v, err := f.parser.ParseBytes(r.value)
+	v, err := f.parser.ParseBytes(r.Value)
 	if err != nil {
-		return bad("", "invalid JSON: "+err.Error())
+		return format.Bad("", "invalid JSON: "+err.Error())
 	}
 	o, _ := v.Object()
 	f.fields.load(o)
 	return nil
 }
 
-func (f *jsonFormat) read(col int, in *column.Value) error {
+func (f *jsonFormat) Read(col int, in *column.Value) error {
 	f.fields.read(f.st, col, in)
 	if f.wrapped {
 		return f.env.read(col, in)
@@ -485,6 +481,6 @@ func (f *jsonFormat) fieldDefault(name string) *column.FieldDefault {
 	return f.env.fieldDefault(name)
 }
 
-func (*jsonFormat) lenient() bool { return false }
+func (*jsonFormat) Lenient() bool { return false }
 
 func (f *jsonFormat) extra() *jsonFields { return f.fields.unmapped() }

@@ -1,7 +1,6 @@
 package decode
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -12,6 +11,7 @@ import (
 	"sink/internal/chschema"
 	"sink/internal/chtype"
 	"sink/internal/decode/column"
+	"sink/internal/decode/format"
 	"sink/internal/errtext"
 	"sink/internal/route"
 )
@@ -100,10 +100,10 @@ type Plan struct {
 	srcs   []source
 	layout *column.Layout // the blocks' columns; blocks of equal layout are interchangeable
 
-	format rowFormat    // format.go
-	json   *jsonFormat  // the json or connect-json format, whose plain records' fields are read without an interface call; nil for other formats
-	st     column.State // conversion scratch, shared with the format
-	in     column.Value // the value of the column being appended
+	format format.Reader // format.go
+	json   *jsonFormat   // the json or connect-json format, whose plain records' fields are read without an interface call; nil for other formats
+	st     column.State  // conversion scratch, shared with the format
+	in     column.Value  // the value of the column being appended
 
 	// fills: per column, the value a record without the field (or with
 	// null, into a column that is not Nullable) inserts: the column's
@@ -111,11 +111,12 @@ type Plan struct {
 	fills []*fastjson.Value
 	// holes is the format when its records may hold placeholder values
 	// (placeholderFormat, cdc.go), else nil.
-	holes placeholderFormat
+	holes format.PlaceholderReader
 
-	policy   Policy      // policy.go
-	defaults [][2]uint64 // per column: defaults given for missing, null values
-	marks    []mark      // defaults given in the row being appended (or last appended)
+	policy   Policy        // policy.go
+	rpol     format.Policy // the policy's part the format applies
+	defaults [][2]uint64   // per column: defaults given for missing, null values
+	marks    []mark        // defaults given in the row being appended (or last appended)
 	// lastBytes is b.bytes before the last appended row (Unappend).
 	lastBytes int
 
@@ -124,7 +125,7 @@ type Plan struct {
 	oldKeys fastjson.Parser // a moved row's old key (unavailable.go)
 }
 
-// Compile builds the plan for one route into one table. format is one of
+// Compile builds the plan for one route into one table. rf is one of
 // route's formats: route.JSON, route.Debezium (see debezium.go for what
 // differs), or a registry-framed one, which needs WithRegistry.
 //
@@ -148,13 +149,13 @@ type Plan struct {
 // Every format shares this loop: it checks each column's type, parses its
 // source, reads record attributes itself and binds every other source to
 // the format (rowFormat.bind).
-func Compile(format route.Format, cols []chschema.ColumnSchema, mapping map[string]string, opts ...CompileOption) (*Plan, error) {
+func Compile(rf route.Format, cols []chschema.ColumnSchema, mapping map[string]string, opts ...CompileOption) (*Plan, error) {
 	var o compileOptions
 	for _, opt := range opts {
 		opt(&o)
 	}
 	p := &Plan{}
-	f, err := newFormat(format, formatEnv{st: &p.st, pol: &p.policy, reg: o.reg, message: o.message})
+	f, err := newFormat(rf, format.Env{State: &p.st, Policy: &p.rpol, Registry: o.reg, Message: o.message})
 	if err != nil {
 		return nil, err
 	}
@@ -162,9 +163,9 @@ func Compile(format route.Format, cols []chschema.ColumnSchema, mapping map[stri
 	if jf, ok := f.(*jsonFormat); ok {
 		p.json = jf
 	}
-	p.holes, _ = f.(placeholderFormat)
+	p.holes, _ = f.(format.PlaceholderReader)
 	p.drift.bind(f)
-	if err := checkMapping(cols, mapping, f.role); err != nil {
+	if err := checkMapping(cols, mapping, f.Role); err != nil {
 		return nil, err
 	}
 
@@ -174,33 +175,33 @@ func Compile(format route.Format, cols []chschema.ColumnSchema, mapping map[stri
 		}
 		t := chtype.Parse(c.Type)
 		if t.Unsupported() {
-			return nil, fmt.Errorf("column %q has type %s which the %s format cannot fill", c.Name, c.Type, format)
+			return nil, fmt.Errorf("column %q has type %s which the %s format cannot fill", c.Name, c.Type, rf)
 		}
 		if err := column.CheckDriver(c.Type, t); err != nil {
 			return nil, fmt.Errorf("column %q has type %s: %v", c.Name, c.Type, err)
 		}
 		spec, explicit := mapping[c.Name]
 		if !explicit {
-			spec, explicit = route.DefaultSource(format, c.Name)
+			spec, explicit = route.DefaultSource(rf, c.Name)
 		}
 		// A column without a source reads the field of its own name:
 		// the whole name, not a path.
 		src := route.Source{Kind: route.Field, Path: []string{c.Name}}
 		if explicit {
-			if src, err = route.ParseSource(format, spec); err != nil {
-				return nil, fmt.Errorf("column %q: %s", c.Name, sourceError(err.(*route.SourceError), f.want()))
+			if src, err = route.ParseSource(rf, spec); err != nil {
+				return nil, fmt.Errorf("column %q: %s", c.Name, sourceError(err.(*route.SourceError), f.Want()))
 			}
 			if src.Kind != route.Field && src.Kind != route.SourceBlock && !t.Scalar() {
 				return nil, fmt.Errorf("column %q: source %s cannot fill type %s", c.Name, spec, c.Type)
 			}
 		}
 		col := source{kind: src.Kind, header: src.Header, format: !src.Kind.Record()}
-		if kr, ok := f.(keyReader); ok && src.Kind == route.Key {
+		if kr, ok := f.(format.KeyReader); ok && src.Kind == route.Key {
 			// The format reads the key (a registry-framed key).
-			kr.bindKey(len(p.cols), c, t)
+			kr.BindKey(len(p.cols), c, t)
 			col.format = true
 		} else if col.format {
-			if err := f.bind(len(p.cols), c, t, src, !explicit); err != nil {
+			if err := f.Bind(len(p.cols), c, t, src, !explicit); err != nil {
 				return nil, err
 			}
 		}
@@ -219,7 +220,7 @@ func Compile(format route.Format, cols []chschema.ColumnSchema, mapping map[stri
 	if len(p.cols) == 0 {
 		return nil, fmt.Errorf("no insertable columns")
 	}
-	if err := f.done(); err != nil {
+	if err := f.Done(); err != nil {
 		return nil, err
 	}
 	p.layout = column.NewLayout(p.cols, p.types)
@@ -277,10 +278,10 @@ func (p *Plan) Append(b *column.Block, r *kgo.Record) (err error) {
 			err = p.recovered(b, r, rows, bytes, v)
 		}
 	}()
-	if err := p.format.begin(recordData{value: r.Value, key: r.Key, offset: r.Offset, topic: r.Topic}); err != nil {
-		if b, ok := err.(*badRecord); ok {
-			e := recordError(r, b.column, b.reason)
-			e.cause = b.cause
+	if err := p.format.Begin(format.Record{Value: r.Value, Key: r.Key, Offset: r.Offset, Topic: r.Topic}); err != nil {
+		if b, ok := err.(*format.BadRecord); ok {
+			e := recordError(r, b.Column, b.Reason)
+			e.cause = b.Cause
 			return e
 		}
 		return err
@@ -288,20 +289,15 @@ func (p *Plan) Append(b *column.Block, r *kgo.Record) (err error) {
 	return p.appendRow(b, r)
 }
 
-// ErrPanic matches (errors.Is) the *RecordError of a record whose decoding
-// panicked: the record is bad as far as the pipeline goes (dead-lettered,
-// or the connector stops), and its reason says where the sink failed.
-var ErrPanic = errors.New("decoder panic")
-
 // recovered rolls b back to rows and bytes after the panic v, clears the
 // row's scratch, and returns r's bad-record error.
 func (p *Plan) recovered(b *column.Block, r *kgo.Record, rows, bytes int, v any) error {
-	reason := panicReason(v)
+	reason := format.PanicReason(v)
 	b.Restore(rows, bytes)
 	p.st.End()
 	p.marks = p.marks[:0]
 	e := recordError(r, "", reason)
-	e.cause = ErrPanic
+	e.cause = format.ErrPanic
 	return e
 }
 
@@ -312,7 +308,7 @@ func (p *Plan) appendRow(b *column.Block, r *kgo.Record) error {
 	c := &p.st
 	c.Begin(b)
 	bytes0 := b.Bytes()
-	maxRow := p.policy.rowBytes()
+	maxRow := p.rpol.RowBytes()
 	in := &p.in
 	p.marks = p.marks[:0]
 	for i := range p.srcs {
@@ -321,13 +317,13 @@ func (p *Plan) appendRow(b *column.Block, r *kgo.Record) error {
 			if p.json != nil && !p.json.wrapped {
 				p.json.fields.read(c, i, in) // jsonFormat.read of a plain record, which never fails
 			} else {
-				err = p.format.read(i, in)
+				err = p.format.Read(i, in)
 			}
 		} else {
 			readRecord(s, r, in)
 		}
 		switch {
-		case err == errNotCarried:
+		case err == format.ErrNotCarried:
 			err = p.addUnavailable(b, r, i, in)
 		case err != nil:
 		default:
@@ -338,7 +334,7 @@ func (p *Plan) appendRow(b *column.Block, r *kgo.Record) error {
 				err = b.Add(c, i, in)
 			}
 		}
-		if err != nil && p.holes != nil && p.holes.placeholder(i) {
+		if err != nil && p.holes != nil && p.holes.Placeholder(i) {
 			err = p.zeroPlaceholder(b, i)
 		}
 		if err == nil && b.Bytes()-bytes0 > maxRow {
@@ -377,10 +373,10 @@ func (p *Plan) useFill(i int, in *column.Value) {
 // addUnavailable appends column i's value that record r does not carry
 // (unavailable.go) as the column's zero, noted for the pipeline to fill.
 func (p *Plan) addUnavailable(b *column.Block, r *kgo.Record, i int, in *column.Value) error {
-	f := p.format.(filler)
-	keys, err := f.fillKeys()
+	f := p.format.(format.Filler)
+	keys, err := f.FillKeys()
 	if err == nil {
-		ver, del := f.metaCols()
+		ver, del := f.MetaCols()
 		b.NoteUnfilled(i, keys, ver, del)
 		if err = p.noteOldKey(b, r, keys); err == nil {
 			in.Kind = column.Missing
@@ -514,4 +510,18 @@ func checkMapping(cols []chschema.ColumnSchema, mapping map[string]string, role 
 		}
 	}
 	return nil
+}
+
+// zeroPlaceholder gives column i of the row being appended to b its type's
+// default (NULL in a Nullable column), after its placeholder failed.
+func (p *Plan) zeroPlaceholder(b *column.Block, i int) error {
+	b.Drop(i) // what the failed add wrote, if anything
+	in := &p.in
+	*in = column.Value{Kind: column.Missing}
+	return b.Add(&p.st, i, in)
+}
+
+// errRowBytes is the reason of a row past its bound.
+func errRowBytes(max int) error {
+	return column.Reasonf("the row would hold more than %d bytes decoded (batch.max_bytes)", max)
 }

@@ -2,6 +2,7 @@ package decode
 
 import (
 	"sink/internal/decode/column"
+	"sink/internal/decode/format"
 )
 
 // Policy says what a Plan does where the data leaves a choice. The zero
@@ -40,6 +41,7 @@ const (
 // SetPolicy sets the plan's policy; call it before the first Append.
 func (p *Plan) SetPolicy(pol Policy) {
 	p.policy = pol
+	p.rpol = format.Policy{TombstoneBad: pol.TombstoneBad, MaxRowBytes: pol.MaxRowBytes}
 	p.defaults = make([][2]uint64, len(p.cols))
 	p.drift.accept = pol.Unmapped
 }
@@ -72,7 +74,7 @@ func (p *Plan) checkDefault(i int, in *column.Value) error {
 	if p.types[i].TakesNull() {
 		return nil
 	}
-	if p.format.lenient() {
+	if p.format.Lenient() {
 		// The format says the record's missing values are not data anyone
 		// loses (a Debezium delete, whose row only marks the key deleted).
 		return nil

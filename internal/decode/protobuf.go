@@ -11,6 +11,7 @@ import (
 	"sink/internal/chschema"
 	"sink/internal/chtype"
 	"sink/internal/decode/column"
+	"sink/internal/decode/format"
 	"sink/internal/registry"
 	"sink/internal/route"
 )
@@ -65,9 +66,9 @@ import (
 // (composite values as JSON); protobuf_schema.go compiles the .proto text.
 type protoFormat struct {
 	st      *column.State
-	policy  *Policy
-	msgType string                     // the route's message type (full name); "" reads every type
-	schemas *schemaReaders[*protoFile] // compiled schemas by id (registry.go)
+	policy  *format.Policy
+	msgType string                      // the route's message type (full name); "" reads every type
+	schemas *format.Schemas[*protoFile] // compiled schemas by id (registry.go)
 
 	binds   []protoBind             // per Plan column; path nil for record attributes
 	readers map[string]*protoReader // by frame key (schema id and message indexes)
@@ -99,22 +100,27 @@ type protoBind struct {
 	enum bool // the column takes enum names (String, Enum8, Enum16)
 }
 
-func newProtoFormat(env formatEnv) *protoFormat {
-	f := &protoFormat{st: env.st, policy: env.pol, msgType: env.message, readers: map[string]*protoReader{}}
-	f.schemas = newSchemaReaders(env.reg, buildProtoFile)
+// maxProtoDepth bounds message nesting in Protobuf records (a recursive
+// schema and a hostile payload could otherwise nest until the stack runs
+// out; protobuf-go's own limit is 10000, real data nests a handful deep).
+const maxProtoDepth = 100
+
+func newProtoFormat(env format.Env) *protoFormat {
+	f := &protoFormat{st: env.State, policy: env.Policy, msgType: env.Message, readers: map[string]*protoReader{}}
+	f.schemas = format.NewSchemas(env.Registry, buildProtoFile)
 	f.empty[0], _ = f.emptyP.Parse("[]")
 	f.empty[1], _ = f.emptyP.Parse("{}")
 	// emptyP's values stay valid: the parser is never used again.
 	return f
 }
 
-func (*protoFormat) role(string) string { return "" }
+func (*protoFormat) Role(string) string { return "" }
 
-func (*protoFormat) want() string {
+func (*protoFormat) Want() string {
 	return "a field path such as a.b or " + strings.Join(route.RecordSources(), ", ") + ", " + route.HeaderPrefix + "NAME"
 }
 
-func (f *protoFormat) bind(col int, c chschema.ColumnSchema, t *chtype.Type, src route.Source, byName bool) error {
+func (f *protoFormat) Bind(col int, c chschema.ColumnSchema, t *chtype.Type, src route.Source, byName bool) error {
 	for len(f.binds) <= col {
 		f.binds = append(f.binds, protoBind{})
 	}
@@ -126,18 +132,18 @@ func (f *protoFormat) bind(col int, c chschema.ColumnSchema, t *chtype.Type, src
 	return nil
 }
 
-func (f *protoFormat) done() error { return nil }
+func (f *protoFormat) Done() error { return nil }
 
 // bindKey makes $key column col read the record key: a registry-framed
 // Protobuf key (as Confluent's Protobuf key serializer writes it) is
 // decoded with its schema and read as the JSON of its message (String
 // columns keep the text); any other key is its bytes as text.
-func (f *protoFormat) bindKey(col int, c chschema.ColumnSchema, t *chtype.Type) {
+func (f *protoFormat) BindKey(col int, c chschema.ColumnSchema, t *chtype.Type) {
 	for len(f.keyCols) <= col {
 		f.keyCols = append(f.keyCols, false)
 	}
 	f.keyCols[col] = true
-	_ = f.bind(col, c, t, route.Source{Kind: route.Key}, false)
+	_ = f.Bind(col, c, t, route.Source{Kind: route.Key}, false)
 }
 
 // decodeKey sets f.keyIn to the record key (of a record of topic) as the
@@ -153,50 +159,47 @@ func (f *protoFormat) decodeKey(key []byte, topic string) error {
 	}
 	id, idx, payload, err := registry.ParseProtobufFrame(key, f.keyIdx[:0])
 	if err != nil {
-		return bad("", "record key: "+err.Error())
+		return format.Bad("", "record key: "+err.Error())
 	}
 	f.keyIdx = idx
-	pf, err := f.schemas.get(id, topic, true)
+	pf, err := f.schemas.Get(id, topic, true)
 	if err != nil {
-		if br, ok := err.(*badRecord); ok {
-			br.reason = "record key: " + br.reason
+		if br, ok := err.(*format.BadRecord); ok {
+			br.Reason = "record key: " + br.Reason
 		}
 		return err
 	}
 	md, err := messageAt(pf.fd, idx)
 	if err != nil {
-		return bad("", fmt.Sprintf("record key: schema id %d: %v", id, err))
+		return format.Bad("", fmt.Sprintf("record key: schema id %d: %v", id, err))
 	}
 	out, err := f.js.message(f.keyText[:0], md, payload, 0)
 	if err != nil {
-		return bad("", "record key: "+err.Error())
+		return format.Bad("", "record key: "+err.Error())
 	}
 	f.keyText = out
 	f.keyIn = column.Value{Kind: column.Object}
 	return nil
 }
 
-func (*protoFormat) lenient() bool { return false }
+func (*protoFormat) Lenient() bool { return false }
 
 // maxProtoReaders bounds the per-plan readers (one per schema id and
 // message type); past it the cache starts over.
 const maxProtoReaders = 256
 
-func (f *protoFormat) begin(r recordData) error {
-	if r.value == nil {
-		if f.policy.TombstoneBad {
-			return bad("", "tombstone (null value) and errors.on_tombstone is bad_record")
-		}
-		return errTombstone
+func (f *protoFormat) Begin(r format.Record) error {
+	if r.Value == nil {
+		return f.policy.Tombstone()
 	}
-	id, idx, payload, err := registry.ParseProtobufFrame(r.value, f.idx[:0])
+	id, idx, payload, err := registry.ParseProtobufFrame(r.Value, f.idx[:0])
 	if err != nil {
-		return bad("", err.Error())
+		return format.Bad("", err.Error())
 	}
 	f.idx = idx
 	// The schema, checked against the topic (cached: the readers below
 	// are per schema id and message, not per topic).
-	if _, err := f.schemas.get(id, r.topic, false); err != nil {
+	if _, err := f.schemas.Get(id, r.Topic, false); err != nil {
 		return err
 	}
 	f.key = binary.AppendUvarint(f.key[:0], uint64(id))
@@ -207,7 +210,7 @@ func (f *protoFormat) begin(r recordData) error {
 	if rd == nil || !bytes.Equal(f.key, f.lastKey) {
 		rd = f.readers[string(f.key)]
 		if rd == nil {
-			if rd, err = f.newReader(id, idx, r.topic); err != nil {
+			if rd, err = f.newReader(id, idx, r.Topic); err != nil {
 				return err
 			}
 			if len(f.readers) >= maxProtoReaders {
@@ -221,13 +224,13 @@ func (f *protoFormat) begin(r recordData) error {
 	if rd.skip != nil {
 		return rd.skip
 	}
-	f.js.start(f.policy.rowBytes())
+	f.js.start(f.policy.RowBytes())
 	f.payload = payload
 	if err := rd.scan(payload); err != nil {
 		return err
 	}
 	if f.keyCols != nil {
-		return f.decodeKey(r.key, r.topic)
+		return f.decodeKey(r.Key, r.Topic)
 	}
 	return nil
 }
@@ -238,13 +241,13 @@ func (f *protoFormat) begin(r recordData) error {
 // the record is fine); anything the record's frame is to blame for is a
 // *badRecord.
 func (f *protoFormat) newReader(id int, idx []int, topic string) (*protoReader, error) {
-	pf, err := f.schemas.get(id, topic, false)
+	pf, err := f.schemas.Get(id, topic, false)
 	if err != nil {
 		return nil, err
 	}
 	md, err := messageAt(pf.fd, idx)
 	if err != nil {
-		return nil, bad("", fmt.Sprintf("schema id %d: %v", id, err))
+		return nil, format.Bad("", fmt.Sprintf("schema id %d: %v", id, err))
 	}
 	return f.compileReader(md), nil
 }

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"sink/internal/decode/column"
+	"sink/internal/decode/format"
 )
 
 // Protobuf values as JSON, for the columns that take a composite value
@@ -34,7 +35,7 @@ type pbJSON struct {
 	// row's bound), and the absent fields written at their defaults,
 	// which take no bytes of the record (limits.go).
 	max  int
-	free freeCount
+	free format.FreeCount
 }
 
 // start readies j for a record whose rows hold at most max bytes.
@@ -45,7 +46,7 @@ func (j *pbJSON) start(max int) {
 // fits checks the text being written against the row's bound.
 func (j *pbJSON) fits(dst []byte) error {
 	if len(dst) > j.max {
-		return errTextBytes(j.max)
+		return format.TextTooLong(j.max)
 	}
 	return nil
 }
@@ -208,7 +209,7 @@ func (j *pbJSON) key(dst []byte, fd protoreflect.FieldDescriptor, v uint64, p []
 // absent writes the value of a field that does not occur: its default
 // (null for a message), a free value.
 func (j *pbJSON) absent(dst []byte, fd protoreflect.FieldDescriptor) ([]byte, error) {
-	if err := j.free.add(1); err != nil {
+	if err := j.free.Add(1); err != nil {
 		return nil, err
 	}
 	if fd.Message() != nil {

@@ -14,7 +14,7 @@ import (
 // (nested messages, oneofs, defaults of absent fields) converted into the
 // column's input: scalars, enums, bytes, well-known types, or JSON.
 
-func (f *protoFormat) read(col int, in *column.Value) error {
+func (f *protoFormat) Read(col int, in *column.Value) error {
 	if col < len(f.keyCols) && f.keyCols[col] {
 		if f.keyIn.Kind == column.Object { // a framed key: its message as JSON
 			return f.composite(f.keyText, &f.binds[col], in)

@@ -1,10 +1,5 @@
 package decode
 
-// The protobuf format's compiled reader: a message descriptor and the bound
-// columns become a protoReader (each column's field path, resolved once),
-// and scan notes in one pass over the top-level fields where each field
-// the columns need sits.
-
 import (
 	"fmt"
 	"math"
@@ -15,8 +10,14 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"sink/internal/decode/format"
 	"sink/internal/registry"
 )
+
+// The protobuf format's compiled reader: a message descriptor and the bound
+// columns become a protoReader (each column's field path, resolved once),
+// and scan notes in one pass over the top-level fields where each field
+// the columns need sits.
 
 // protoFile is a compiled schema.
 type protoFile struct {
@@ -127,7 +128,7 @@ type protoCol struct {
 func (f *protoFormat) compileReader(md protoreflect.MessageDescriptor) *protoReader {
 	rd := &protoReader{md: md, cols: make([]protoCol, len(f.binds))}
 	if f.msgType != "" && string(md.FullName()) != f.msgType {
-		rd.skip = fmt.Errorf("%w: message type %s (the route reads %s)", ErrSkip, md.FullName(), f.msgType)
+		rd.skip = fmt.Errorf("%w: message type %s (the route reads %s)", format.ErrSkip, md.FullName(), f.msgType)
 		return rd
 	}
 	for i, b := range f.binds {
@@ -271,17 +272,17 @@ func (rd *protoReader) scan(b []byte) error {
 		rd.slots[i].occ = rd.slots[i].occ[:0]
 	}
 	if len(b) > math.MaxInt32 {
-		return bad("", "Protobuf payload larger than 2 GiB")
+		return format.Bad("", "Protobuf payload larger than 2 GiB")
 	}
 	for off := 0; off < len(b); {
 		num, wt, n := protowire.ConsumeTag(b[off:])
 		if n < 0 {
-			return bad("", "invalid Protobuf payload at byte "+strconv.Itoa(off)+": "+protowire.ParseError(n).Error())
+			return format.Bad("", "invalid Protobuf payload at byte "+strconv.Itoa(off)+": "+protowire.ParseError(n).Error())
 		}
 		val := off + n
 		m := protowire.ConsumeFieldValue(num, wt, b[val:])
 		if m < 0 {
-			return bad("", "invalid Protobuf payload: field "+strconv.Itoa(int(num))+": "+protowire.ParseError(m).Error())
+			return format.Bad("", "invalid Protobuf payload: field "+strconv.Itoa(int(num))+": "+protowire.ParseError(m).Error())
 		}
 		if s, ok := rd.lookup(num); ok && rd.slots[s].info.fits(wt) {
 			rd.slots[s].occ = append(rd.slots[s].occ, protoOcc{off: int32(val), wt: wt})

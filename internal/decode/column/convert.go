@@ -509,6 +509,7 @@ func (c *State) ipv6(in *Value, t *chtype.Type) ([16]byte, error) {
 
 // ---- dates and times ----
 
+// SecondsPerDay is the seconds of a day (no leap seconds, as unix time).
 const SecondsPerDay = 86400
 
 // daysFromCivil returns days since 1970-01-01 for a proleptic Gregorian date.

@@ -1,4 +1,4 @@
-package decode
+package format
 
 import (
 	"context"
@@ -31,35 +31,15 @@ type Registry interface {
 // later. The block is unchanged.
 var ErrUnavailable = registry.ErrUnavailable
 
-// CompileOption adds to what Compile gets beyond the table and the route.
-type CompileOption func(*compileOptions)
-
-type compileOptions struct {
-	reg     Registry
-	message string
-}
-
-// WithRegistry gives the registry-framed formats their schema registry;
-// Compile refuses those formats without one.
-func WithRegistry(r Registry) CompileOption {
-	return func(o *compileOptions) { o.reg = r }
-}
-
-// WithMessage makes a protobuf plan read only records of the named message
-// type (its full name, package.Message); records of other types in the
-// topic carry no row for it (Append returns an error matching ErrSkip).
-func WithMessage(fullName string) CompileOption {
-	return func(o *compileOptions) { o.message = fullName }
-}
-
-// formatEnv is what newFormat hands a format: the Plan's conversion
-// scratch, its policy (SetPolicy may change it before the first Append) and
-// the schema registry (nil when none is configured).
-type formatEnv struct {
-	st      *column.State
-	pol     *Policy
-	reg     Registry
-	message string // WithMessage
+// Env is what a reader is made with: the Plan's conversion scratch, the
+// reader's part of its policy (SetPolicy may change it before the first
+// Append), the schema registry (nil when none is configured) and, for
+// protobuf, the one message type the route reads ("": every type).
+type Env struct {
+	State    *column.State
+	Policy   *Policy
+	Registry Registry
+	Message  string // decode.WithMessage
 }
 
 // lookupTimeout bounds one schema lookup. It runs on the goroutine that
@@ -76,12 +56,12 @@ const lookupTimeout = 5 * time.Second
 // the registry client's own cache) when next seen.
 const maxReaders = 256
 
-// schemaReaders is a format's cache of per-schema readers: R compiled once
+// Schemas is a reader's cache of per-schema readers: R compiled once
 // per schema id for this Plan's columns (so, per (schema id, table)), on the
 // first record that names the id. A schema whose reader does not compile
 // (a field that cannot fill its column) is remembered as such, and every
 // record of it is bad with that reason.
-type schemaReaders[R any] struct {
+type Schemas[R any] struct {
 	reg   Registry
 	build func(*registry.Schema) (R, error)
 	m     map[int]readerEntry[R]
@@ -96,28 +76,30 @@ type schemaReaders[R any] struct {
 
 type readerEntry[R any] struct {
 	r      R
-	err    error            // a *badRecord: the schema cannot fill the columns
+	err    error            // a *BadRecord: the schema cannot fill the columns
 	schema *registry.Schema // its subjects, for the topics of its records
 }
 
-func newSchemaReaders[R any](reg Registry, build func(*registry.Schema) (R, error)) *schemaReaders[R] {
-	return &schemaReaders[R]{reg: reg, build: build, m: map[int]readerEntry[R]{}}
+// NewSchemas returns an empty cache that asks reg for a schema the first
+// time its id is seen, and builds its reader with build.
+func NewSchemas[R any](reg Registry, build func(*registry.Schema) (R, error)) *Schemas[R] {
+	return &Schemas[R]{reg: reg, build: build, m: map[int]readerEntry[R]{}}
 }
 
-// get returns the reader of schema id for a record of topic (its key, when
-// key is set). The error is a *badRecord (the registry says the id does not
+// Get returns the reader of schema id for a record of topic (its key, when
+// key is set). The error is a *BadRecord (the registry says the id does not
 // exist, the schema is not one the topic's records may name under
 // schema_registry.subject_strategy, or it cannot fill the columns) or wraps
 // ErrUnavailable (nothing is cached for id: retried on the next record that
 // names it).
-func (c *schemaReaders[R]) get(id int, topic string, key bool) (R, error) {
+func (c *Schemas[R]) Get(id int, topic string, key bool) (R, error) {
 	if c.ok && id == c.lastID && key == c.lastKey && topic == c.lastTopic {
 		return c.last.r, c.last.err
 	}
 	e, err := c.entry(id)
 	if err == nil && e.schema != nil {
 		if serr := e.schema.CheckSubject(topic, key); serr != nil {
-			err = bad("", serr.Error())
+			err = Bad("", serr.Error())
 		}
 	}
 	if err != nil {
@@ -130,7 +112,7 @@ func (c *schemaReaders[R]) get(id int, topic string, key bool) (R, error) {
 
 // entry returns the cached reader of schema id, or fetches and compiles
 // it; the error is the registry's (get's, the schema's own aside).
-func (c *schemaReaders[R]) entry(id int) (readerEntry[R], error) {
+func (c *Schemas[R]) entry(id int) (readerEntry[R], error) {
 	if e, found := c.m[id]; found {
 		return e, nil
 	}
@@ -142,7 +124,7 @@ func (c *schemaReaders[R]) entry(id int) (readerEntry[R], error) {
 		// Not cached here: the registry client remembers "not
 		// found" for a while and asks again after, in case the id
 		// is registered late.
-		return readerEntry[R]{}, bad("", err.Error())
+		return readerEntry[R]{}, Bad("", err.Error())
 	case err != nil && !errors.Is(err, ErrUnavailable):
 		return readerEntry[R]{}, fmt.Errorf("%w: schema id %d: %w", ErrUnavailable, id, err)
 	case err != nil:
@@ -151,9 +133,9 @@ func (c *schemaReaders[R]) entry(id int) (readerEntry[R], error) {
 	e := readerEntry[R]{schema: s}
 	e.r, err = c.compile(id, s)
 	if err != nil {
-		var br *badRecord
+		var br *BadRecord
 		if !errors.As(err, &br) {
-			err = bad("", fmt.Sprintf("schema id %d: %v", id, err))
+			err = Bad("", fmt.Sprintf("schema id %d: %v", id, err))
 		}
 		e.err = err
 	}
@@ -168,22 +150,22 @@ func (c *schemaReaders[R]) entry(id int) (readerEntry[R], error) {
 // schema's fault as far as its records go (a bug the schema exposes): a
 // bad-record reason, cached like a schema that cannot fill the columns,
 // so it is not compiled again for every record.
-func (c *schemaReaders[R]) compile(id int, s *registry.Schema) (r R, err error) {
+func (c *Schemas[R]) compile(id int, s *registry.Schema) (r R, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			err = &badRecord{reason: fmt.Sprintf("schema id %d: %s", id, panicReason(v)), cause: ErrPanic}
+			err = &BadRecord{Reason: fmt.Sprintf("schema id %d: %s", id, PanicReason(v)), Cause: ErrPanic}
 		}
 	}()
 	return c.build(s)
 }
 
-// frameID splits a registry-framed Avro or JSON Schema value into its
-// schema id and payload; the error is a *badRecord naming what is wrong
+// Frame splits a registry-framed Avro or JSON Schema value into its
+// schema id and payload; the error is a *BadRecord naming what is wrong
 // with the frame.
-func frameID(value []byte) (int, []byte, error) {
+func Frame(value []byte) (int, []byte, error) {
 	id, payload, err := registry.ParseFrame(value)
 	if err != nil {
-		return 0, nil, bad("", err.Error())
+		return 0, nil, Bad("", err.Error())
 	}
 	return id, payload, nil
 }

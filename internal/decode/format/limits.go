@@ -1,8 +1,7 @@
-package decode
+package format
 
 import (
 	"fmt"
-	"math"
 	"math/bits"
 	"path/filepath"
 	"runtime"
@@ -18,44 +17,28 @@ import (
 // bytes before it is counted. A record past a limit is a bad record with
 // the limit in its reason (dead-lettered, or the connector stops under
 // errors.tolerance: none). docs/operations.md ("Limits on input") lists
-// them for users; the hostile tests (hostile_test.go) pin each.
+// them for users; the hostile tests (internal/decode/hostile_test.go) pin
+// each.
 //
 // Bounded by the record itself (exact, no cap to choose): a string, bytes,
-// fixed, decimal or map key length (avro: bytesLen, fits), an array or map
-// block's item count (avro: blocks; each item takes a byte unless it is a
-// free value), a Protobuf length (protowire), a JSON text (jsonscan).
+// fixed, decimal or map key length (avrofmt: bytesLen, fits), an array or
+// map block's item count (avrofmt: blocks; each item takes a byte unless
+// it is a free value), a Protobuf length (protowire), a JSON text
+// (jsonscan). The bounds of one format alone are its reader's.
 
 const (
 	// DefaultMaxRowBytes bounds a Plan's rows when its Policy sets no
 	// MaxRowBytes: the default of batch.max_bytes.
 	DefaultMaxRowBytes = 32 << 20
 
-	// maxFreeValues bounds, per record, the values a decoder makes
+	// MaxFreeValues bounds, per record, the values a decoder makes
 	// without reading a byte of the record for them: Avro values of type
 	// null, fixed of size 0 and records without fields (a union's null
 	// branch takes its index's byte and is not counted), and the absent
 	// Protobuf fields a nested value writes at their defaults. Every other
 	// value takes at least one byte, so a record of n bytes decodes into
-	// at most n + maxFreeValues values, whatever its schema says.
-	maxFreeValues = 1 << 16
-
-	// maxAvroItems bounds the array and map items one Avro record may
-	// hold.
-	maxAvroItems = 1 << 20
-	// maxAvroDepth bounds the nesting of Avro values (records, unions,
-	// arrays, maps) in a record, and of types in a schema.
-	maxAvroDepth = 128
-	// maxAvroFixed bounds an Avro fixed type's size in a schema: no Kafka
-	// record is larger (record sizes are 32-bit), so a larger fixed can
-	// never be read. A smaller one larger than its record is refused
-	// when a record is read (fits).
-	maxAvroFixed = math.MaxInt32
-
-	// maxProtoDepth bounds message nesting in Protobuf records (a
-	// recursive schema and a hostile payload could otherwise nest until
-	// the stack runs out; protobuf-go's own limit is 10000, real data
-	// nests a handful deep).
-	maxProtoDepth = 100
+	// at most n + MaxFreeValues values, whatever its schema says.
+	MaxFreeValues = 1 << 16
 
 	// maxDecimalBytes bounds the unscaled value of a decimal (Avro,
 	// Debezium) before it is turned into digits: 64 KiB, 157,826 digits,
@@ -65,43 +48,56 @@ const (
 	maxDecimalBytes = 64 << 10
 )
 
-// rowBytes is the most bytes a row may hold decoded under pol.
-func (pol *Policy) rowBytes() int {
+// Policy is the part of a Plan's policy (decode.Policy) that its reader
+// applies: what a tombstone is, and the bound on a row's bytes (the
+// readers hold the JSON text of nested values to it while they write it).
+// The Plan owns it; its SetPolicy changes it before the first record.
+type Policy struct {
+	TombstoneBad bool // a record without a value is bad, not skipped
+	MaxRowBytes  int  // 0: DefaultMaxRowBytes
+}
+
+// RowBytes is the most bytes a row may hold decoded under pol.
+func (pol *Policy) RowBytes() int {
 	if pol == nil || pol.MaxRowBytes <= 0 {
 		return DefaultMaxRowBytes
 	}
 	return pol.MaxRowBytes
 }
 
-// errRowBytes is the reason of a row past its bound.
-func errRowBytes(max int) error {
-	return column.Reasonf("the row would hold more than %d bytes decoded (batch.max_bytes)", max)
+// Tombstone is a reader's answer for a record without a value: skipped
+// (ErrTombstone), or bad as errors.on_tombstone says.
+func (pol *Policy) Tombstone() error {
+	if pol.TombstoneBad {
+		return Bad("", "tombstone (null value) and errors.on_tombstone is bad_record")
+	}
+	return ErrTombstone
 }
 
-// errTextBytes is the reason of a nested value whose JSON text passed
+// TextTooLong is the reason of a nested value whose JSON text passed
 // the row's bound while it was written.
-func errTextBytes(max int) error {
+func TextTooLong(max int) error {
 	return column.Reasonf("nested value of more than %d bytes as JSON (batch.max_bytes)", max)
 }
 
-// freeCount counts one record's free values (maxFreeValues).
-type freeCount int
+// FreeCount counts one record's free values (MaxFreeValues).
+type FreeCount int
 
-// add counts n more, and fails past the bound.
-func (c *freeCount) add(n int) error {
-	*c += freeCount(n)
-	if *c > maxFreeValues {
-		return column.Reasonf("more than %d values that take no bytes of the record (nulls, empty records, absent fields at their defaults)", maxFreeValues)
+// Add counts n more, and fails past the bound.
+func (c *FreeCount) Add(n int) error {
+	*c += FreeCount(n)
+	if *c > MaxFreeValues {
+		return column.Reasonf("more than %d values that take no bytes of the record (nulls, empty records, absent fields at their defaults)", MaxFreeValues)
 	}
 	return nil
 }
 
-// checkDecimal refuses a two's-complement big-endian unscaled value raw
+// CheckDecimal refuses a two's-complement big-endian unscaled value raw
 // larger than maxDecimalBytes, or whose magnitude has more than maxDigits
 // decimal digits (0: not bounded), judged from its bit length before any
 // digit is made, never refusing a value that fits. colType names the
 // column whose type sets maxDigits ("": the schema's precision does).
-func checkDecimal(raw []byte, maxDigits int, colType string) error {
+func CheckDecimal(raw []byte, maxDigits int, colType string) error {
 	if len(raw) > maxDecimalBytes {
 		return column.Reasonf("decimal of %d bytes, more than %d", len(raw), maxDecimalBytes)
 	}
@@ -143,9 +139,9 @@ func magnitudeExp(raw []byte) int {
 	return bits.Len8(top) - 1 + 8*(len(raw)-i-1)
 }
 
-// panicReason is a bad record's reason for the panic v recovered while a
+// PanicReason is a bad record's reason for the panic v recovered while a
 // record was decoded: the value and where it was raised.
-func panicReason(v any) string {
+func PanicReason(v any) string {
 	return fmt.Sprintf("the decoder failed on this record (a bug in the sink: please report it): %v%s", v, panicSite())
 }
 
