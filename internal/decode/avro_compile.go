@@ -12,6 +12,7 @@ import (
 
 	"sink/internal/chtype"
 	"sink/internal/decode/column"
+	"sink/internal/decode/drift"
 	"sink/internal/decode/format"
 	"sink/internal/registry"
 )
@@ -26,7 +27,7 @@ type avroProgram struct {
 	root []avroOp // the top-level record's fields, in encoding order
 	json []avroJSONSlot
 	// unmapped: the top-level fields no column reads (schema drift).
-	unmapped knownUnmapped
+	unmapped drift.Known
 }
 
 // avroJSONSlot is a value read as JSON: the columns that read it, each at
@@ -129,7 +130,7 @@ func (f *avroFormat) compileSchema(s *registry.Schema) (*avroProgram, error) {
 	if prog.root, err = c.record(rs, reqs); err != nil {
 		return nil, err
 	}
-	prog.unmapped.fields = skippedFields(rs, prog.root, f.image)
+	prog.unmapped.Fields = skippedFields(rs, prog.root, f.image)
 	return prog, nil
 }
 
@@ -137,12 +138,12 @@ func (f *avroFormat) compileSchema(s *registry.Schema) (*avroProgram, error) {
 // fields) skip: the fields no column reads. With image set, it lists those
 // of the record in rs's field image instead (a record, or a union of null
 // and a record).
-func skippedFields(rs *avro.RecordSchema, ops []avroOp, image string) []schemaField {
-	var out []schemaField
+func skippedFields(rs *avro.RecordSchema, ops []avroOp, image string) []drift.Field {
+	var out []drift.Field
 	for i, fld := range rs.Fields() {
 		if image == "" {
 			if ops[i].kind == opSkip {
-				out = append(out, schemaField{name: fld.Name(), typ: avroSchemaType(fld.Type(), 0), def: avroDefault(fld)})
+				out = append(out, drift.Field{Name: fld.Name(), Type: avroSchemaType(fld.Type(), 0), Default: avroDefault(fld)})
 			}
 			continue
 		}
@@ -168,7 +169,7 @@ func skippedFields(rs *avro.RecordSchema, ops []avroOp, image string) []schemaFi
 
 // unmappedFields returns the unmapped fields of the schema of the record
 // decoded last (drift.go).
-func (f *avroFormat) unmappedFields() *knownUnmapped {
+func (f *avroFormat) UnmappedFields() *drift.Known {
 	if f.prog == nil {
 		return nil
 	}
@@ -493,4 +494,106 @@ func avroDefault(fld *avro.Field) *column.FieldDefault {
 	}
 	d.JSON = string(b)
 	return d
+}
+
+// maxDecimalPrecision is the widest Decimal(P, S) every supported server
+// has (Decimal128); wider decimals are kept as their exact text.
+const maxDecimalPrecision = 38
+
+// maxSchemaDepth bounds the nesting SchemaType follows (a recursive
+// schema would otherwise not end).
+const maxSchemaDepth = 16
+
+// avroSchemaType is the column type of an Avro field of schema s.
+func avroSchemaType(s avro.Schema, depth int) *drift.SchemaType {
+	s = resolveRef(s)
+	label := s.String()
+	if len(label) > 64 {
+		label = string(s.Type())
+	}
+	if depth > maxSchemaDepth {
+		return drift.NoColumn("nested too deep", label)
+	}
+	lt := logicalType(s)
+	switch t := s.(type) {
+	case *avro.UnionSchema:
+		var branches []avro.Schema
+		null := false
+		for _, b := range t.Types() {
+			if b.Type() == avro.Null {
+				null = true
+			} else {
+				branches = append(branches, b)
+			}
+		}
+		switch len(branches) {
+		case 0:
+			return drift.NoColumn("only null", label)
+		case 1:
+			return avroSchemaType(branches[0], depth+1).Null(null, label)
+		}
+		// Several types: the decoder fills a String with whichever comes.
+		return drift.PlainType("String", label).Null(null, label)
+	case *avro.RecordSchema:
+		return drift.ObjectType(label)
+	case *avro.ArraySchema:
+		return drift.ArrayType(avroSchemaType(t.Items(), depth+1), label)
+	case *avro.MapSchema:
+		return drift.MapType(avroSchemaType(t.Values(), depth+1), label)
+	case *avro.EnumSchema:
+		return drift.PlainType("String", label)
+	case *avro.FixedSchema:
+		switch {
+		case lt == string(avro.Decimal):
+			return decimalType(t.Logical().(*avro.DecimalLogicalSchema), label)
+		case lt == string(avro.UUID) && t.Size() == 16:
+			return drift.PlainType("UUID", label)
+		case isDuration(s):
+			return drift.ObjectType(label)
+		}
+		return drift.PlainType("String", label)
+	}
+	switch s.Type() {
+	case avro.Boolean:
+		return drift.BoolType(label)
+	case avro.Int:
+		if lt == string(avro.Date) {
+			return drift.DateType(label)
+		}
+		return drift.PlainType("Int32", label)
+	case avro.Long:
+		switch lt {
+		case string(avro.TimestampMillis), string(avro.LocalTimestampMillis):
+			return drift.TimeType(3, label)
+		case string(avro.TimestampMicros), string(avro.LocalTimestampMicros):
+			return drift.TimeType(6, label)
+		case "timestamp-nanos", "local-timestamp-nanos":
+			return drift.TimeType(9, label)
+		}
+		return drift.PlainType("Int64", label)
+	case avro.Float:
+		return drift.PlainType("Float32", label)
+	case avro.Double:
+		return drift.PlainType("Float64", label)
+	case avro.String:
+		if lt == string(avro.UUID) {
+			return drift.PlainType("UUID", label)
+		}
+		return drift.PlainType("String", label)
+	case avro.Bytes:
+		if lt == string(avro.Decimal) {
+			if d, ok := s.(avro.LogicalTypeSchema).Logical().(*avro.DecimalLogicalSchema); ok {
+				return decimalType(d, label)
+			}
+		}
+		return drift.PlainType("String", label)
+	}
+	return drift.NoColumn("not a type the avro format reads", label)
+}
+
+func decimalType(d *avro.DecimalLogicalSchema, label string) *drift.SchemaType {
+	if d.Precision() > maxDecimalPrecision {
+		return drift.PlainType("String", label)
+	}
+	return drift.PlainType(fmt.Sprintf("Decimal(%d, %d)", d.Precision(), d.Scale()), label)
 }

@@ -9,6 +9,7 @@ import (
 	"sink/internal/chschema"
 	"sink/internal/chtype"
 	"sink/internal/decode/column"
+	"sink/internal/decode/drift"
 	"sink/internal/decode/format"
 	"sink/internal/route"
 )
@@ -254,11 +255,11 @@ func (d *debeziumFormat) Placeholder(col int) bool {
 
 // extra: the row image's fields no column reads. A delete without a before
 // image (read from the key) has none worth reporting.
-func (d *debeziumFormat) extra() *jsonFields { return d.fields.unmapped() }
+func (d *debeziumFormat) UnreadFields() drift.Object { return d.fields.unread() }
 
 // fieldDefault is the default the current schema block declares for the
 // after image's field name (nil: none, or no schema block).
-func (d *debeziumFormat) fieldDefault(name string) *column.FieldDefault {
+func (d *debeziumFormat) FieldDefault(name string) *column.FieldDefault {
 	if !d.schema.ok {
 		return nil
 	}

@@ -7,6 +7,7 @@ import (
 	"sink/internal/chschema"
 	"sink/internal/chtype"
 	"sink/internal/decode/column"
+	"sink/internal/decode/drift"
 	"sink/internal/decode/format"
 	"sink/internal/route"
 )
@@ -137,11 +138,11 @@ func (d *dbzAvroFormat) Placeholder(col int) bool {
 // unmappedFields returns the fields of the row image's schema that no
 // column reads (drift.go): the envelope's after record, which is the
 // before record's schema too. A delete read from its key is not counted.
-func (d *dbzAvroFormat) unmappedFields() *knownUnmapped {
+func (d *dbzAvroFormat) UnmappedFields() *drift.Known {
 	if d.fromKey {
 		return nil
 	}
-	return d.env.unmappedFields()
+	return d.env.UnmappedFields()
 }
 
 func (d *dbzAvroFormat) Begin(r format.Record) error {

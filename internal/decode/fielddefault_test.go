@@ -8,6 +8,7 @@ import (
 
 	"sink/internal/chschema"
 	"sink/internal/decode/column"
+	"sink/internal/decode/drift"
 )
 
 func TestFieldDefaultLiteral(t *testing.T) {
@@ -81,7 +82,7 @@ func TestDebeziumUnmappedFieldDefaults(t *testing.T) {
 		}
 	}
 	got := map[string]*column.FieldDefault{}
-	p.TakeUnmapped(func(u *UnmappedField) { got[u.Name] = u.Default }, nil)
+	p.TakeUnmapped(func(u *drift.UnmappedField) { got[u.Name] = u.Default }, nil)
 	for name, want := range map[string][2]string{"tier": {"Int64", "7"}, "c_text": {"String", "'dflt'"}} {
 		d := got[name]
 		if d == nil {

@@ -9,6 +9,7 @@ import (
 	"sink/internal/chschema"
 	"sink/internal/chtype"
 	"sink/internal/decode/column"
+	"sink/internal/decode/drift"
 	"sink/internal/decode/format"
 	"sink/internal/jsonscan"
 	"sink/internal/route"
@@ -344,12 +345,13 @@ func (f *jsonFields) readScanned(st *column.State, col int, in *column.Value) {
 	st.FromJSON(t, in)
 }
 
-// unmapped returns f when the loaded object has fields no path reads.
-func (f *jsonFields) unmapped() *jsonFields {
+// unread describes the loaded object for drift when it has fields no
+// path reads (the zero unreadObject when it has none).
+func (f *jsonFields) unread() drift.Object {
 	if f.extra <= 0 {
-		return nil
+		return drift.Object{}
 	}
-	return f
+	return drift.Object{Extra: f.extra, Tree: f.obj, Scan: f.sc, Read: f.keyIdx}
 }
 
 // read sets in to column col's value in the loaded object.
@@ -474,7 +476,7 @@ func (f *jsonFormat) Read(col int, in *column.Value) error {
 
 // fieldDefault is the default an envelope's schema declares for the
 // payload's top-level field name (fieldDefaults; nil for a plain record).
-func (f *jsonFormat) fieldDefault(name string) *column.FieldDefault {
+func (f *jsonFormat) FieldDefault(name string) *column.FieldDefault {
 	if !f.wrapped {
 		return nil
 	}
@@ -483,4 +485,4 @@ func (f *jsonFormat) fieldDefault(name string) *column.FieldDefault {
 
 func (*jsonFormat) Lenient() bool { return false }
 
-func (f *jsonFormat) extra() *jsonFields { return f.fields.unmapped() }
+func (f *jsonFormat) UnreadFields() drift.Object { return f.fields.unread() }

@@ -13,6 +13,7 @@ import (
 
 	"sink/internal/chschema"
 	"sink/internal/decode/column"
+	"sink/internal/decode/drift"
 )
 
 // The json format reads records with its scanner (jsonscan.go); fastjson's
@@ -128,7 +129,7 @@ func renderCounts(p *Plan) string {
 	p.TakeDefaults(func(column, reason string, n uint64) {
 		lines = append(lines, fmt.Sprintf("default %s %s %d", column, reason, n))
 	})
-	p.TakeUnmapped(func(f *UnmappedField) {
+	p.TakeUnmapped(func(f *drift.UnmappedField) {
 		lines = append(lines, fmt.Sprintf("unmapped %q %d %q %s new=%t", f.Name, f.Count, f.Example, f.TypeName(), f.New()))
 	}, func(n uint64) { lines = append(lines, fmt.Sprintf("overflow %d", n)) })
 	sort.Strings(lines)

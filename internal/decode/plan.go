@@ -11,6 +11,7 @@ import (
 	"sink/internal/chschema"
 	"sink/internal/chtype"
 	"sink/internal/decode/column"
+	"sink/internal/decode/drift"
 	"sink/internal/decode/format"
 	"sink/internal/errtext"
 	"sink/internal/route"
@@ -120,7 +121,7 @@ type Plan struct {
 	// lastBytes is b.bytes before the last appended row (Unappend).
 	lastBytes int
 
-	drift drift // drift.go: fields no column reads
+	drift drift.Counter // drift.go: fields no column reads
 
 	oldKeys fastjson.Parser // a moved row's old key (unavailable.go)
 }
@@ -164,7 +165,7 @@ func Compile(rf route.Format, cols []chschema.ColumnSchema, mapping map[string]s
 		p.json = jf
 	}
 	p.holes, _ = f.(format.PlaceholderReader)
-	p.drift.bind(f)
+	p.drift.Bind(f, nil)
 	if err := checkMapping(cols, mapping, f.Role); err != nil {
 		return nil, err
 	}
@@ -349,7 +350,7 @@ func (p *Plan) appendRow(b *column.Block, r *kgo.Record) error {
 	c.End()
 	p.lastBytes = bytes0
 	p.countDefaults()
-	p.noteUnmapped()
+	p.drift.Note()
 	return nil
 }
 
@@ -407,7 +408,7 @@ func (p *Plan) Unappend(b *column.Block) {
 		}
 	}
 	p.marks = p.marks[:0]
-	p.drift.unnote()
+	p.drift.Unnote()
 }
 
 // readRecord reads a source that is an attribute of the Kafka record.
@@ -524,4 +525,18 @@ func (p *Plan) zeroPlaceholder(b *column.Block, i int) error {
 // errRowBytes is the reason of a row past its bound.
 func errRowBytes(max int) error {
 	return column.Reasonf("the row would hold more than %d bytes decoded (batch.max_bytes)", max)
+}
+
+// LastUnmapped returns the unmapped fields of the record that the last
+// successful Append added (nil when it had none); a nil entry is a field
+// beyond MaxUnmappedFields. The slice is the Plan's: valid until the next
+// Append, not to be modified.
+func (p *Plan) LastUnmapped() []*drift.UnmappedField { return p.drift.Record() }
+
+// TakeUnmapped calls fn for every unmapped field seen since the last call
+// (records that failed to decode are not counted) and resets the counts;
+// overflow is the records' fields beyond MaxUnmappedFields. fn must not
+// keep the pointer.
+func (p *Plan) TakeUnmapped(fn func(f *drift.UnmappedField), overflow func(n uint64)) {
+	p.drift.Take(fn, overflow)
 }

@@ -43,7 +43,7 @@ func (p *Plan) SetPolicy(pol Policy) {
 	p.policy = pol
 	p.rpol = format.Policy{TombstoneBad: pol.TombstoneBad, MaxRowBytes: pol.MaxRowBytes}
 	p.defaults = make([][2]uint64, len(p.cols))
-	p.drift.accept = pol.Unmapped
+	p.drift.Bind(p.format, pol.Unmapped)
 }
 
 // TakeDefaults calls fn for every column that got its type's default

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"sink/internal/decode/drift"
 	"sink/internal/decode/format"
 	"sink/internal/registry"
 )
@@ -46,7 +47,7 @@ type protoReader struct {
 	slots  []protoSlot
 	cols   []protoCol // per Plan column
 	// unmapped: the message's top-level fields no column reads (schema drift).
-	unmapped knownUnmapped
+	unmapped drift.Known
 }
 
 // protoSlot is one top-level field some column reads: where it occurs in
@@ -175,7 +176,7 @@ func (rd *protoReader) findUnmapped() {
 		if fd.Kind() == protoreflect.GroupKind || rd.reads(fd.Number()) {
 			continue
 		}
-		rd.unmapped.fields = append(rd.unmapped.fields, schemaField{name: string(fd.Name()), typ: protoSchemaType(fd)})
+		rd.unmapped.Fields = append(rd.unmapped.Fields, drift.Field{Name: string(fd.Name()), Type: protoSchemaType(fd)})
 	}
 }
 
@@ -191,7 +192,7 @@ func (rd *protoReader) reads(n protowire.Number) bool {
 
 // unmappedFields returns the unmapped fields of the message type of the
 // record decoded last (drift.go).
-func (f *protoFormat) unmappedFields() *knownUnmapped {
+func (f *protoFormat) UnmappedFields() *drift.Known {
 	if f.cur == nil || f.cur.skip != nil {
 		return nil
 	}
@@ -336,4 +337,61 @@ func scalarAt(wt protowire.Type, b []byte) (v uint64, p []byte, n int) {
 		n = -1
 	}
 	return v, p, n
+}
+
+// protoSchemaType is the column type of Protobuf field fd.
+func protoSchemaType(fd protoreflect.FieldDescriptor) *drift.SchemaType {
+	switch {
+	case fd.IsMap():
+		return drift.MapType(protoKindType(fd.MapValue()), "map<"+protoLabel(fd.MapKey())+", "+protoLabel(fd.MapValue())+">")
+	case fd.IsList():
+		return drift.ArrayType(protoKindType(fd), "repeated "+protoLabel(fd))
+	}
+	return protoKindType(fd)
+}
+
+// protoKindType is the column type of one value of fd (an element, for a
+// repeated field).
+func protoKindType(fd protoreflect.FieldDescriptor) *drift.SchemaType {
+	label := protoLabel(fd)
+	switch fd.Kind() {
+	case protoreflect.BoolKind:
+		return drift.BoolType(label)
+	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind:
+		return drift.PlainType("Int32", label)
+	case protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind:
+		return drift.PlainType("Int64", label)
+	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind:
+		return drift.PlainType("UInt32", label)
+	case protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
+		return drift.PlainType("UInt64", label)
+	case protoreflect.FloatKind:
+		return drift.PlainType("Float32", label)
+	case protoreflect.DoubleKind:
+		return drift.PlainType("Float64", label)
+	case protoreflect.StringKind, protoreflect.BytesKind, protoreflect.EnumKind:
+		return drift.PlainType("String", label)
+	case protoreflect.MessageKind:
+		md := fd.Message()
+		switch wellKnown(md) {
+		case wktTimestamp:
+			return drift.TimeType(9, label)
+		case wktDuration, wktValue, wktList:
+			return drift.PlainType("String", label)
+		case wktWrapper:
+			return protoKindType(md.Fields().ByNumber(1)).Null(true, label)
+		}
+		return drift.ObjectType(label)
+	}
+	return drift.NoColumn("groups are not read", label)
+}
+
+func protoLabel(fd protoreflect.FieldDescriptor) string {
+	switch fd.Kind() {
+	case protoreflect.MessageKind, protoreflect.GroupKind:
+		return string(fd.Message().FullName())
+	case protoreflect.EnumKind:
+		return string(fd.Enum().FullName())
+	}
+	return fd.Kind().String()
 }

@@ -13,6 +13,7 @@ import (
 
 	"sink/internal/chschema"
 	"sink/internal/chtype"
+	"sink/internal/decode/drift"
 	"sink/internal/route"
 )
 
@@ -288,7 +289,7 @@ func TestUnmappedSchemaFieldsCounted(t *testing.T) {
 func TestUnmappedSchemaFieldsBounded(t *testing.T) {
 	var fields []string
 	rec := map[string]any{"id": int64(1)}
-	for i := 0; i < MaxUnmappedFields+3; i++ {
+	for i := 0; i < drift.MaxUnmappedFields+3; i++ {
 		name := "f" + strings.Repeat("x", i%3) + string(rune('a'+i%26)) + string(rune('a'+i/26))
 		fields = append(fields, `{"name":"`+name+`","type":"int"}`)
 		rec[name] = int32(i)
@@ -307,8 +308,8 @@ func TestUnmappedSchemaFieldsBounded(t *testing.T) {
 		}
 	}
 	got := unmappedOf(p)
-	if len(got) != MaxUnmappedFields+1 || got[OverflowField].Count != 2*3 {
-		t.Fatalf("%d fields, overflow %d; want %d and 6", len(got), got[OverflowField].Count, MaxUnmappedFields+1)
+	if len(got) != drift.MaxUnmappedFields+1 || got[drift.OverflowField].Count != 2*3 {
+		t.Fatalf("%d fields, overflow %d; want %d and 6", len(got), got[drift.OverflowField].Count, drift.MaxUnmappedFields+1)
 	}
 }
 

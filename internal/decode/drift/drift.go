@@ -1,20 +1,16 @@
-package decode
-
-import (
-	"unicode/utf8"
-
-	"github.com/valyala/fastjson"
-
-	"sink/internal/chschema"
-	"sink/internal/decode/column"
-	"sink/internal/decode/format"
-)
-
-// Schema drift: the top-level fields of a record (the json format's value,
-// the debezium-json format's row image) that no column of the Plan reads.
-// The Plan counts them per field while it appends rows, keeps an example
-// value and infers a type from the first values, and hands the counts out
-// with TakeUnmapped, the way TakeDefaults hands out the defaults.
+// Package drift keeps a Plan's record of schema drift: the top-level
+// fields of a record (the json format's value, the debezium-json format's
+// row image) that no column of the Plan reads. A Plan's Counter counts them
+// per field while the Plan appends rows, keeps an example value and
+// infers a type from the first values (FieldType, infer.go), and hands
+// the counts out (Take: the Plan's TakeUnmapped), the way TakeDefaults
+// hands out the defaults. It also gives such a field the column type
+// schema evolution adds for it: inferred from its values, or the type its
+// registry schema declares (SchemaType), or a JSON Schema's
+// (JSONSchemaFields).
+//
+// Concurrency: a Counter belongs to its Plan and is used from the Plan's
+// goroutine. The types and functions are free of shared state.
 //
 // The check is cheap: loading a record looks up each key the columns read
 // and counts the hits; only when the object has more keys than that is it
@@ -25,7 +21,7 @@ import (
 // through a map lookup by the key's bytes (no allocation); a new field
 // allocates once.
 //
-// A record's producer chooses the names, so what a Plan keeps of them is
+// A record's producer chooses the names, so what a Counter keeps of them is
 // bounded, and junk cannot take the room a real new field needs:
 //
 //   - A name is stored only when it is 1 to MaxFieldName bytes of UTF-8
@@ -37,8 +33,8 @@ import (
 //     own, so refused names never take the slot of a name evolution may
 //     add.
 //   - A field counted in neither the current period nor the one before
-//     (a period ends at each TakeUnmapped, i.e. each sealed batch of the
-//     Plan's table) is idle: a new name of its kind takes its slot when
+//     (a period ends at each Take, i.e. each sealed batch of the Plan's
+//     table) is idle: a new name of its kind takes its slot when
 //     the kind is full. No count is lost (an idle field has none), and the
 //     field is made again at its next sighting.
 //
@@ -48,16 +44,27 @@ import (
 // protobuf, debezium-avro) know their unmapped fields when a schema is
 // compiled for the Plan's columns: the top-level fields of the writer's
 // schema (for debezium-avro, of its row image's record) that no column
-// reads (knownUnmapped). Their records are counted without looking at
+// reads (Known, which their readers build: KnownReader). Their records are counted without looking at
 // the values: every record of such a schema counts, whether it sets the
 // field or not (a field without presence always has a value, its default;
 // a oneof member or an optional field may be absent, a union may be
-// null). The Plan binds the schema's list to its counters once, and each
+// null). The Counter binds the schema's list to its counters once, and each
 // record then adds one per field. Their Type is the schema's
 // (SchemaType); their Example is the schema's name of the type
 // (`schema type ["null","string"]`), not a value: the decoder skips the
 // field's bytes without reading them, and rendering them would cost every
 // record.
+package drift
+
+import (
+	"unicode/utf8"
+
+	"github.com/valyala/fastjson"
+
+	"sink/internal/chschema"
+	"sink/internal/decode/column"
+	"sink/internal/jsonscan"
+)
 
 // MaxUnmappedFields bounds the distinct unmapped fields a Plan (and the
 // pipeline, per table) tracks by name: as many again for the names the
@@ -75,16 +82,16 @@ const MaxFieldName = 128
 // metrics.
 const OverflowField = "(other)"
 
-// inferSamples is how many values of an unmapped field the Plan infers the
+// InferSamples is how many values of an unmapped field the Plan infers the
 // type from (merging them), so that an integer field whose later values
 // have fractions is seen as Float, without inferring every record.
-const inferSamples = 100
+const InferSamples = 100
 
 // UnmappedField is one record field that no column reads.
 type UnmappedField struct {
 	Name string
 	// Count is the records that carried the field since the last
-	// TakeUnmapped.
+	// Take.
 	Count uint64
 	// Example is the first value seen (JSON text, cut to 64 bytes); for
 	// a field typed by the record's schema, "schema type " and the type
@@ -127,21 +134,22 @@ func (f UnmappedField) TypeName() string {
 	return f.Type.String()
 }
 
-// New reports whether this is the first TakeUnmapped that hands the field
-// out (its first sighting by this Plan).
+// New reports whether this is the first Take that hands the field out
+// (its first sighting by this Plan).
 func (f UnmappedField) New() bool { return f.new }
 
-// drift is a Plan's record of unmapped fields.
-type drift struct {
-	// The format's drift hooks, asserted once at Compile (nil: none).
-	known    schemaFields
-	extra    extraFields
-	defaults fieldDefaults
+// Counter is a Plan's record of unmapped fields (the package comment says
+// how it counts them).
+type Counter struct {
+	// The reader's drift hooks, asserted once at Bind (nil: none).
+	known    KnownReader
+	objects  ObjectReader
+	defaults DefaultsReader
 	fields   map[string]*UnmappedField
 	overflow uint64
 	visit    func(k []byte, v *fastjson.Value) // bound once, so a walk allocates nothing
-	mapped   *jsonFields
-	parser   fastjson.Parser // a scanned record's unmapped value, while it is sampled
+	mapped   map[string]int                    // the keys the columns read, while visit walks
+	parser   fastjson.Parser                   // a scanned record's unmapped value, while it is sampled
 	// last holds the unmapped fields of the last record that had some:
 	// a stream whose records carry the same extra fields is counted by
 	// looking those up again, without walking every key.
@@ -153,7 +161,7 @@ type drift struct {
 	lastAt []int
 	// rec is the unmapped fields of the record appended last (a nil entry
 	// is a field counted as overflow), recOverflow how many of its fields
-	// went to the overflow: LastUnmapped and Unappend.
+	// went to the overflow: Record and Unnote.
 	rec         []*UnmappedField
 	recOverflow uint64
 
@@ -164,14 +172,14 @@ type drift struct {
 	// idle (a scan found none).
 	tracked, idleAt [2]uint64
 	order           int    // the next field's Order
-	takes           uint64 // TakeUnmapped calls so far
+	takes           uint64 // Take calls so far
 	// evicted counts the fields forgotten to free a slot; last (lastGen)
-	// and a schema's counters (knownUnmapped.gen) taken before it changed
+	// and a schema's counters (Known.gen) taken before it changed
 	// may hold a forgotten field and are built again.
 	evicted, lastGen uint64
 }
 
-// slotKind indexes drift.tracked by whether a field's name is refused.
+// slotKind indexes Counter.tracked by whether a field's name is refused.
 func slotKind(refused bool) int {
 	if refused {
 		return 1
@@ -198,7 +206,7 @@ func storableName(k []byte) bool {
 // time: nil when its name is not storable, or when its kind is full and
 // none of its fields is idle (it is then counted as overflow). mk fills
 // in what the format knows of it.
-func (d *drift) newField(k []byte, mk func(u *UnmappedField)) *UnmappedField {
+func (d *Counter) newField(k []byte, mk func(u *UnmappedField)) *UnmappedField {
 	if !storableName(k) {
 		return nil
 	}
@@ -225,7 +233,7 @@ func (d *drift) newField(k []byte, mk func(u *UnmappedField)) *UnmappedField {
 
 // evictIdle forgets one idle field of kind c (not counted since the take
 // before the last one), reporting whether it found one.
-func (d *drift) evictIdle(c int) bool {
+func (d *Counter) evictIdle(c int) bool {
 	if d.takes < d.idleAt[c] {
 		return false
 	}
@@ -243,14 +251,13 @@ func (d *drift) evictIdle(c int) bool {
 	return false
 }
 
-// LastUnmapped returns the unmapped fields of the record that the last
-// successful Append added (nil when it had none); a nil entry is a field
-// beyond MaxUnmappedFields. The slice is the Plan's: valid until the next
-// Append, not to be modified.
-func (p *Plan) LastUnmapped() []*UnmappedField { return p.drift.rec }
+// Record returns the unmapped fields of the record noted last (nil when it
+// had none); a nil entry is a field beyond MaxUnmappedFields. The slice is
+// the Counter's: valid until the next Note, not to be modified.
+func (d *Counter) Record() []*UnmappedField { return d.rec }
 
-// unnote takes back the counts of the record appended last (Unappend).
-func (d *drift) unnote() {
+// Unnote takes back the counts of the record appended last (Unappend).
+func (d *Counter) Unnote() {
 	for _, u := range d.rec {
 		if u != nil {
 			u.Count--
@@ -260,68 +267,80 @@ func (d *drift) unnote() {
 	d.rec, d.recOverflow = nil, 0
 }
 
-// extraFields is implemented by formats whose records are JSON objects:
-// it returns the loaded object's fields when it has keys that no bound
-// path reads, else nil.
-type extraFields interface {
-	extra() *jsonFields
+// ObjectReader is implemented by readers whose records are JSON objects:
+// UnreadFields describes the object of the record just appended when it
+// has keys that no column reads (Extra > 0), else it is the zero Object.
+type ObjectReader interface {
+	UnreadFields() Object
 }
 
-// schemaFields is implemented by formats whose records are typed by a
-// registry schema: it returns the unmapped fields of the schema the
-// record just appended was written with (nil or empty: none).
-type schemaFields interface {
-	unmappedFields() *knownUnmapped
+// Object is the JSON object of a record with fields no column reads.
+type Object struct {
+	Extra int               // keys minus the keys found (a duplicated key counts too)
+	Tree  *fastjson.Object  // the object as a tree, or nil
+	Scan  *jsonscan.Scanner // the object as the scanner read it, or nil
+	Read  map[string]int    // the keys the columns read
 }
 
-// knownUnmapped is the top-level fields of one compiled schema that no
-// column reads, and the Plan's counters for them (bound on first use).
-type knownUnmapped struct {
-	fields   []schemaField
+// KnownReader is implemented by readers whose records are typed by a
+// registry schema: UnmappedFields returns the unmapped fields of the
+// schema the record just appended was written with (nil or empty: none).
+type KnownReader interface {
+	UnmappedFields() *Known
+}
+
+// Known is the top-level fields of one compiled schema that no column
+// reads (Fields, which the reader sets), and the Counter's counters for
+// them (bound on first use).
+type Known struct {
+	Fields   []Field
 	counters []*UnmappedField // per field; nil: counted as overflow
 	bound    bool
-	// gen is the drift's evicted when the counters were bound, and
+	// gen is the Counter's evicted when the counters were bound, and
 	// takes its takes: they are bound again after a field was forgotten,
 	// and, when one is nil, once per period (a slot may be idle).
 	gen, takes uint64
 	missing    bool
 }
 
-type schemaField struct {
-	name string
-	typ  *SchemaType
-	def  *column.FieldDefault
+// Field is a field of a schema: its name, its column type and the default
+// the schema declares for it (nil: none).
+type Field struct {
+	Name    string
+	Type    *SchemaType
+	Default *column.FieldDefault
 }
 
-// bind notes which drift hook format f has.
-func (d *drift) bind(f format.Reader) {
-	d.known, _ = f.(schemaFields)
-	d.extra, _ = f.(extraFields)
-	d.defaults, _ = f.(fieldDefaults)
+// Bind notes which drift hooks the reader f has, and the policy's
+// accept (Policy.Unmapped; nil: every storable name).
+func (d *Counter) Bind(f any, accept func(name string) bool) {
+	d.accept = accept
+	d.known, _ = f.(KnownReader)
+	d.objects, _ = f.(ObjectReader)
+	d.defaults, _ = f.(DefaultsReader)
 }
 
-// noteUnmapped counts the unmapped fields of the record just appended.
-func (p *Plan) noteUnmapped() {
-	d := &p.drift
+// Note counts the unmapped fields of the record just appended.
+func (d *Counter) Note() {
 	d.rec, d.recOverflow = nil, 0
 	if d.known != nil {
-		if k := d.known.unmappedFields(); k != nil && len(k.fields) > 0 {
+		if k := d.known.UnmappedFields(); k != nil && len(k.Fields) > 0 {
 			over := d.overflow
 			d.countKnown(k)
 			d.rec, d.recOverflow = k.counters, d.overflow-over
 		}
 		return
 	}
-	if d.extra == nil {
+	if d.objects == nil {
 		return
 	}
-	f := d.extra.extra()
-	if f == nil {
+	f := d.objects.UnreadFields()
+	if f.Extra <= 0 {
 		return
 	}
 	if d.visit == nil {
 		d.visit = func(k []byte, v *fastjson.Value) {
-			if _, ok := d.mapped.keyIdx[string(k)]; ok {
+			if _, ok := d.mapped[string(k)]; ok {
 				return
 			}
 			if u := d.field(k); u != nil {
@@ -330,25 +349,25 @@ func (p *Plan) noteUnmapped() {
 			}
 		}
 	}
-	if f.sc != nil {
+	if f.Scan != nil {
 		d.noteScanned(f)
 		return
 	}
 	// The common case: the same extra fields as the record before.
-	if len(d.last) == f.extra && d.lastGen == d.evicted && d.again(f.obj) {
+	if len(d.last) == f.Extra && d.lastGen == d.evicted && d.again(f.Tree) {
 		d.rec = d.last
 		return
 	}
 	over := d.overflow
-	d.mapped = f
+	d.mapped = f.Read
 	d.last = d.last[:0]
-	f.obj.Visit(d.visit)
+	f.Tree.Visit(d.visit)
 	d.rec, d.recOverflow, d.lastGen = d.last, d.overflow-over, d.evicted
 }
 
 // field is the counter of unmapped field k, created on its first
 // sighting; nil when it is counted as overflow (newField).
-func (d *drift) field(k []byte) *UnmappedField {
+func (d *Counter) field(k []byte) *UnmappedField {
 	if u := d.fields[string(k)]; u != nil {
 		return u
 	}
@@ -360,18 +379,18 @@ func (d *drift) field(k []byte) *UnmappedField {
 }
 
 // withDefault sets the default the record's schema declares for u.
-func (d *drift) withDefault(u *UnmappedField) {
+func (d *Counter) withDefault(u *UnmappedField) {
 	if d.defaults != nil {
-		u.Default = d.defaults.fieldDefault(u.Name)
+		u.Default = d.defaults.FieldDefault(u.Name)
 	}
 }
 
-// noteScanned is noteUnmapped for a record the scanner read (no key of
+// noteScanned is Note for a record the scanner read (no key of
 // which is escaped): the same counts as for its tree, walking the members'
 // keys instead of an object's.
-func (d *drift) noteScanned(f *jsonFields) {
-	sc := f.sc
-	if len(d.last) == f.extra && d.lastGen == d.evicted && d.againScanned(f) {
+func (d *Counter) noteScanned(f Object) {
+	sc := f.Scan
+	if len(d.last) == f.Extra && d.lastGen == d.evicted && d.againScanned(f) {
 		d.rec = d.last
 		return
 	}
@@ -379,7 +398,7 @@ func (d *drift) noteScanned(f *jsonFields) {
 	d.last, d.lastAt = d.last[:0], d.lastAt[:0]
 	for m := range sc.Members {
 		k := sc.Doc[sc.Members[m].Key.Start:sc.Members[m].Key.End]
-		if _, ok := f.keyIdx[string(k)]; ok {
+		if _, ok := f.Read[string(k)]; ok {
 			continue
 		}
 		if u := d.field(k); u != nil {
@@ -394,8 +413,8 @@ func (d *drift) noteScanned(f *jsonFields) {
 // againScanned is again for a scanned record. Whether each field of last
 // is there is checked at its guessed member first; the member a field's
 // value is sampled from is the first of its key (find), as for a tree.
-func (d *drift) againScanned(f *jsonFields) bool {
-	sc := f.sc
+func (d *Counter) againScanned(f Object) bool {
+	sc := f.Scan
 	for len(d.lastAt) < len(d.last) {
 		d.lastAt = append(d.lastAt, -1) // last was filled from a tree
 	}
@@ -410,7 +429,7 @@ func (d *drift) againScanned(f *jsonFields) bool {
 		d.lastAt[i] = m
 	}
 	for _, u := range d.last {
-		if u.sampled >= inferSamples {
+		if u.sampled >= InferSamples {
 			u.Count++
 			continue
 		}
@@ -421,8 +440,8 @@ func (d *drift) againScanned(f *jsonFields) bool {
 
 // countScanned is count for member m of a scanned record: its value is
 // parsed (alone) only while the field is still sampled.
-func (d *drift) countScanned(u *UnmappedField, sc *jsonScanner, m int) {
-	if u.sampled >= inferSamples {
+func (d *Counter) countScanned(u *UnmappedField, sc *jsonscan.Scanner, m int) {
+	if u.sampled >= InferSamples {
 		u.Count++
 		return
 	}
@@ -432,7 +451,7 @@ func (d *drift) countScanned(u *UnmappedField, sc *jsonScanner, m int) {
 }
 
 // countKnown counts one record of a schema whose unmapped fields are k.
-func (d *drift) countKnown(k *knownUnmapped) {
+func (d *Counter) countKnown(k *Known) {
 	if !k.bound || k.gen != d.evicted || (k.missing && k.takes != d.takes) {
 		d.bindKnown(k)
 	}
@@ -445,19 +464,19 @@ func (d *drift) countKnown(k *knownUnmapped) {
 	}
 }
 
-// bindKnown binds k's fields to the Plan's counters, making those not kept
+// bindKnown binds k's fields to the Counter's counters, making those not kept
 // yet. A field bound here counts as seen now (the record that binds it
 // counts it next), so binding one cannot forget another bound before it.
-func (d *drift) bindKnown(k *knownUnmapped) {
+func (d *Counter) bindKnown(k *Known) {
 	k.bound, k.missing = true, false
-	if len(k.counters) != len(k.fields) {
-		k.counters = make([]*UnmappedField, len(k.fields))
+	if len(k.counters) != len(k.Fields) {
+		k.counters = make([]*UnmappedField, len(k.Fields))
 	}
-	for i, f := range k.fields {
-		u := d.fields[f.name]
+	for i, f := range k.Fields {
+		u := d.fields[f.Name]
 		if u == nil {
-			u = d.newField([]byte(f.name), func(u *UnmappedField) {
-				u.Schema, u.Default, u.Example = f.typ, f.def, "schema type "+f.typ.String()
+			u = d.newField([]byte(f.Name), func(u *UnmappedField) {
+				u.Schema, u.Default, u.Example = f.Type, f.Default, "schema type "+f.Type.String()
 			})
 		}
 		if u != nil {
@@ -470,7 +489,7 @@ func (d *drift) bindKnown(k *knownUnmapped) {
 }
 
 // again counts the fields of d.last in o when o has every one of them.
-func (d *drift) again(o *fastjson.Object) bool {
+func (d *Counter) again(o *fastjson.Object) bool {
 	for _, u := range d.last {
 		if o.Get(u.Name) == nil {
 			return false
@@ -484,9 +503,9 @@ func (d *drift) again(o *fastjson.Object) bool {
 
 // count counts one record carrying u with value v, and infers from v while
 // the field has had fewer than inferSamples values.
-func (d *drift) count(u *UnmappedField, v *fastjson.Value) {
+func (d *Counter) count(u *UnmappedField, v *fastjson.Value) {
 	u.Count++
-	if u.sampled < inferSamples {
+	if u.sampled < InferSamples {
 		u.sampled++
 		u.Type = mergeType(u.Type, inferValue(v, 0))
 		if u.Example == "" && v.Type() != fastjson.TypeNull {
@@ -495,12 +514,11 @@ func (d *drift) count(u *UnmappedField, v *fastjson.Value) {
 	}
 }
 
-// TakeUnmapped calls fn for every unmapped field seen since the last call
+// Take calls fn for every unmapped field seen since the last take
 // (records that failed to decode are not counted) and resets the counts;
 // overflow is the records' fields beyond MaxUnmappedFields. fn must not
 // keep the pointer.
-func (p *Plan) TakeUnmapped(fn func(f *UnmappedField), overflow func(n uint64)) {
-	d := &p.drift
+func (d *Counter) Take(fn func(f *UnmappedField), overflow func(n uint64)) {
 	d.takes++
 	for _, u := range d.fields {
 		if u.Count > 0 {
@@ -514,8 +532,8 @@ func (p *Plan) TakeUnmapped(fn func(f *UnmappedField), overflow func(n uint64)) 
 	}
 }
 
-// fieldDefaults is a format that knows the declared defaults of the fields
+// DefaultsReader is a reader that knows the declared defaults of the fields
 // of the current record's schema (the debezium-json format).
-type fieldDefaults interface {
-	fieldDefault(name string) *column.FieldDefault
+type DefaultsReader interface {
+	FieldDefault(name string) *column.FieldDefault
 }
