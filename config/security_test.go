@@ -291,7 +291,7 @@ func TestPlaintextWarnings(t *testing.T) {
 			[]string{`kafka.sasl (SCRAM-SHA-512 as "u") runs in the clear (SCRAM does not send the password`}},
 		{"OAUTHBEARER without TLS", "kafka: {brokers: [\"k1:9092\"], topics: [a], sasl: {mechanism: OAUTHBEARER, oauth: {token_endpoint: \"https://idp/token\", client_id: c}}}",
 			[]string{"SINK_KAFKA__SASL__OAUTH__CLIENT_SECRET=oauth-secret"}, []string{"kafka.sasl (OAUTHBEARER) sends its bearer token in the clear"}},
-				{"SASL over TLS", "kafka: {brokers: [\"k1:9094\"], topics: [a], tls: {enabled: true}, sasl: {mechanism: PLAIN, username: u}}", []string{kafkaPW}, nil},
+		{"SASL over TLS", "kafka: {brokers: [\"k1:9094\"], topics: [a], tls: {enabled: true}, sasl: {mechanism: PLAIN, username: u}}", []string{kafkaPW}, nil},
 		{"SASL to loopback", "kafka: {brokers: [\"127.0.0.1:9092\", \"localhost:9093\"], topics: [a], sasl: {mechanism: PLAIN, username: u}}", []string{kafkaPW}, nil},
 		{"registry basic auth over http", "kafka: {brokers: [\"k1:9092\"], topics: [a]}\nschema_registry: {urls: [\"http://reg:8081\", \"https://reg2\", \"http://127.0.0.1:8081\"], username: u}",
 			[]string{"SINK_SCHEMA_REGISTRY__PASSWORD=p"}, []string{`schema_registry.username "u" sends its password in the clear (HTTP basic auth) to http://reg:8081; use https:// URLs`}},
