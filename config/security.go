@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"strconv"
@@ -297,14 +298,12 @@ func filePasswords(doc map[string]any) []error {
 // is). On loopback nothing crosses a network.
 func (c *Config) plaintextWarnings() []string {
 	var w []string
-	if k := c.Kafka; k.SASL.Mechanism != "" && !k.TLS.Enabled {
+	k := c.Kafka
+	if s := k.SASL; s.Mechanism != "" && !k.TLS.Enabled {
 		if hosts := remote(k.Brokers); len(hosts) > 0 {
-			who := k.SASL.Mechanism
-			if k.SASL.Username != "" {
-				who += fmt.Sprintf(" as %q", k.SASL.Username)
-			}
-			w = append(w, fmt.Sprintf("kafka.sasl (%s) %s: kafka.tls is off and brokers %s are not loopback; set kafka.tls.enabled and use the brokers' TLS listener",
-				who, saslInTheClear[k.SASL.Mechanism], strings.Join(hosts, ", ")))
+			who, what := saslInClear(s)
+			w = append(w, fmt.Sprintf("kafka.sasl (%s as %q) %s: kafka.tls is off and brokers %s are not loopback; set kafka.tls.enabled and use the brokers' TLS listener",
+				s.Mechanism, who, what, strings.Join(hosts, ", ")))
 		}
 	}
 	if r := c.SchemaRegistry; r.Username != "" {
@@ -323,14 +322,16 @@ func (c *Config) plaintextWarnings() []string {
 	return w
 }
 
-// saslInTheClear says, per mechanism, what a SASL exchange without TLS
-// gives away.
-var saslInTheClear = map[string]string{
-	SASLPlain:       "sends its password in the clear",
-	SASLScramSHA256: "runs in the clear (SCRAM does not send the password, but whoever sees the exchange can guess it offline, and reads every record)",
-	SASLScramSHA512: "runs in the clear (SCRAM does not send the password, but whoever sees the exchange can guess it offline, and reads every record)",
-	SASLOAuthBearer: "sends its bearer token in the clear (whoever sees it can use it until it expires, and reads every record)",
-	SASLAWSMSKIAM:   "runs in the clear (the request is signed, not sealed: whoever sees the connection reads every record)",
+// saslInClear names who logs in with s and what a SASL exchange without
+// TLS gives away.
+func saslInClear(s SASL) (who, what string) {
+	switch s.Mechanism {
+	case SASLPlain:
+		return s.Username, "sends its password in the clear"
+	case SASLOAuthBearer:
+		return s.OAuth.ClientID, "sends its bearer token in the clear (whoever sees it can use it until it expires, and reads every record)"
+	}
+	return s.Username, "runs in the clear (SCRAM does not send the password, but whoever sees the exchange can guess it offline, and reads every record)"
 }
 
 // remote is the addresses (host:port) of addrs whose host is not loopback.
@@ -349,7 +350,7 @@ func plainURLs(urls []string) []string {
 	var out []string
 	for _, raw := range urls {
 		u, err := url.Parse(raw)
-		if err != nil || u.Scheme != "http" || loopbackHost(u.Hostname()) {
+		if err != nil || u.Scheme != "http" || LoopbackListen(net.JoinHostPort(u.Hostname(), "0")) {
 			continue
 		}
 		out = append(out, redactURL(raw))

@@ -50,7 +50,7 @@ func TestOAuthEndToEnd(t *testing.T) {
 
 func testOAuthEndToEnd(t *testing.T, server testenv.Server) {
 	o := testenv.KafkaOAuth(t)
-	c := o.NewClient(t, testenv.OAuthClientSpec{Lifetime: 8 * time.Second})
+	c := o.NewClient(t, testenv.OAuthClientSpec{Lifetime: 8 * time.Second, OwnKeys: true})
 	db := server.NewDatabase(t)
 	topic := testenv.NewTopic(t, 3)
 	ch := server.Conn(t)
@@ -80,7 +80,7 @@ func testOAuthEndToEnd(t *testing.T, server testenv.Server) {
 	produce()
 	r := startSink(t, path)
 	waitRows(t, r, ch, db+".events", per)
-	rotated := o.Rotate(t)
+	rotated := o.Rotate(t, c)
 	for round := 2; round <= 4; round++ {
 		time.Sleep(6 * time.Second) // most of a token's life
 		produce()
@@ -172,7 +172,7 @@ func TestOAuthRefused(t *testing.T) {
 func TestOAuthUnannouncedKey(t *testing.T) {
 	o := testenv.KafkaOAuth(t)
 	server := testenv.Servers(t)[0]
-	c := o.NewClient(t, testenv.OAuthClientSpec{Lifetime: 6 * time.Second})
+	c := o.NewClient(t, testenv.OAuthClientSpec{Lifetime: 6 * time.Second, OwnKeys: true})
 	db := server.NewDatabase(t)
 	topic := testenv.NewTopic(t, 3)
 	ch := server.Conn(t)
@@ -188,7 +188,7 @@ func TestOAuthUnannouncedKey(t *testing.T) {
 	produce()
 	// The sink starts right after the issuer began signing with a key the
 	// broker has not fetched: its first connection is refused once.
-	keys := []string{o.RotateUnannounced(t)}
+	keys := []string{o.RotateUnannounced(t, c)}
 	r := startSink(t, path)
 	waitIDs := func(want int) {
 		t.Helper()
@@ -209,7 +209,7 @@ func TestOAuthUnannouncedKey(t *testing.T) {
 	}
 	waitIDs(per)
 	for round := 2; round <= 3; round++ {
-		keys = append(keys, o.RotateUnannounced(t))
+		keys = append(keys, o.RotateUnannounced(t, c))
 		time.Sleep(5 * time.Second) // most of a token's life: the next ones are signed by the new key
 		produce()
 		waitIDs(round * per)

@@ -123,12 +123,12 @@ func TestOAuthErrors(t *testing.T) {
 func TestOAuthUnannouncedKeyAtStart(t *testing.T) {
 	o := testenv.KafkaOAuth(t)
 	topic := testenv.NewTopic(t, 2)
-	c := o.NewClient(t, testenv.OAuthClientSpec{})
+	c := o.NewClient(t, testenv.OAuthClientSpec{OwnKeys: true})
 	cfg, err := oauthConfig(t, o, c, topic, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	kid := o.RotateUnannounced(t)
+	kid := o.RotateUnannounced(t, c)
 	got, err := consumer.Probe(context.Background(), cfg)
 	if err != nil || got[topic] != 2 {
 		t.Fatalf("Probe right after an unannounced rotation = %v, %v; want %s: 2 partitions", got, err, topic)
@@ -161,7 +161,7 @@ func (m *membership) hooks() consumer.Hooks {
 func TestOAuthTokensRenewedAndKeysRotated(t *testing.T) {
 	o := testenv.KafkaOAuth(t)
 	topic := testenv.NewTopic(t, 3)
-	c := o.NewClient(t, testenv.OAuthClientSpec{Lifetime: 8 * time.Second})
+	c := o.NewClient(t, testenv.OAuthClientSpec{Lifetime: 8 * time.Second, OwnKeys: true})
 	cfg, err := oauthConfig(t, o, c, topic, "")
 	if err != nil {
 		t.Fatal(err)
@@ -208,9 +208,9 @@ func TestOAuthTokensRenewedAndKeysRotated(t *testing.T) {
 		t.Logf("%s: %d records consumed of %d; tokens issued per key: %v", name, consumed(), produced, o.Issued(t, c))
 	}
 	phase("first key", 10*time.Second)
-	k2 := o.Rotate(t)
+	k2 := o.Rotate(t, c)
 	phase("second key", 10*time.Second)
-	k3 := o.Rotate(t)
+	k3 := o.Rotate(t, c)
 	phase("third key", 10*time.Second)
 	cancel()
 	<-pollDone

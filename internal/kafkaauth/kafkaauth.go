@@ -8,7 +8,8 @@
 // without a token, the AWS chain without credentials, the brokers
 // rejecting what they were sent.
 //
-// A token is fetched before it expires (at 80% of its lifetime, when a
+// A token is fetched before it expires (at 80% of its lifetime, keeping 30 s
+// of it when it lives long enough, never before half of it; when a
 // connection asks for one, which franz-go does when it authenticates and
 // when the brokers ask it to re-authenticate), so sessions are renewed in
 // place and the consumer group is never left. After a failure the endpoint

@@ -19,11 +19,18 @@ import (
 
 // refreshFactor is the part of a token's lifetime after which a new one is
 // fetched (Kafka's Java client refreshes at 0.8 too,
-// sasl.login.refresh.window.factor). The brokers ask for
-// re-authentication when the token they were given expires (franz-go
-// re-authenticates at 95-98% of that), so by then the cached token is
-// past this point and the new session gets a fresh one.
-const refreshFactor = 0.8
+// sasl.login.refresh.window.factor), as long as that leaves refreshBuffer
+// of its life; a token too short for both is replaced at half its life.
+// The brokers ask for re-authentication when the token they were given
+// expires (franz-go re-authenticates at 95-98% of that, and at least a
+// second, or its round trip, early), so by then the cached token is past
+// this point and the new session gets a fresh one; and no connection is
+// given a token about to expire, whose session would need re-authenticating
+// at once.
+const (
+	refreshFactor = 0.8
+	refreshBuffer = 30 * time.Second
+)
 
 // unknownLifetime is assumed for a token whose lifetime neither the
 // response (expires_in) nor the token (a JWT's exp) tells.
@@ -147,8 +154,15 @@ func newToken(ot *oauth2.Token, now time.Time) token {
 			exp = now.Add(unknownLifetime)
 		}
 	}
-	life := max(exp.Sub(now), 0)
-	return token{value: ot.AccessToken, expiry: exp, refreshAt: now.Add(time.Duration(refreshFactor * float64(life)))}
+	return token{value: ot.AccessToken, expiry: exp, refreshAt: now.Add(refreshAfter(max(exp.Sub(now), 0)))}
+}
+
+// refreshAfter is how long after it was fetched a token of lifetime life
+// is replaced: at 80% of its life, or earlier to keep refreshBuffer of it,
+// but never before half of it.
+func refreshAfter(life time.Duration) time.Duration {
+	at := min(time.Duration(refreshFactor*float64(life)), life-refreshBuffer)
+	return max(at, life/2)
 }
 
 // explain makes an *Error of a failed token request: the class, and what

@@ -91,8 +91,9 @@ func testTokens(t *testing.T, url string, o config.OAuth) (*tokens, *clock) {
 }
 
 // TestTokensCacheAndRefresh: the client credentials go as HTTP Basic with
-// the grant and the scope; a token is reused until 80% of its lifetime and
-// replaced after; the extensions go with every token.
+// the grant and the scope; a token of 100 s is reused until 70 s (80% of
+// its life would leave less than 30 s) and replaced after; the extensions
+// go with every token.
 func TestTokensCacheAndRefresh(t *testing.T) {
 	e, srv := newEndpoint(t)
 	e.answer(200, tokenJSON("tok-1", 100))
@@ -107,13 +108,13 @@ func TestTokensCacheAndRefresh(t *testing.T) {
 		t.Fatalf("request: %q", e.got[0])
 	}
 	e.answer(200, tokenJSON("tok-2", 100))
-	clk.Add(79 * time.Second)
+	clk.Add(69 * time.Second)
 	if a, _ := tk.auth(ctx); a.Token != "tok-1" || e.requests.Load() != 1 {
-		t.Fatalf("at 79%% of the lifetime: token %q after %d requests; want tok-1 after 1", a.Token, e.requests.Load())
+		t.Fatalf("at 69 s of 100: token %q after %d requests; want tok-1 after 1", a.Token, e.requests.Load())
 	}
 	clk.Add(2 * time.Second)
 	if a, _ := tk.auth(ctx); a.Token != "tok-2" || e.requests.Load() != 2 {
-		t.Fatalf("at 81%% of the lifetime: token %q after %d requests; want tok-2 after 2", a.Token, e.requests.Load())
+		t.Fatalf("at 71 s of 100: token %q after %d requests; want tok-2 after 2", a.Token, e.requests.Load())
 	}
 }
 
@@ -252,8 +253,18 @@ func TestNewTokenExpiry(t *testing.T) {
 			t.Errorf("%s: expiry %v, want %v", tc.tok.value, tc.tok.expiry, tc.wantExpiry)
 		}
 		life := tc.wantExpiry.Sub(now)
-		if want := now.Add(life * 8 / 10); !tc.tok.refreshAt.Equal(want) {
-			t.Errorf("%s: refresh at %v, want %v (80%% of %v)", tc.tok.value, tc.tok.refreshAt, want, life)
+		if want := now.Add(refreshAfter(life)); !tc.tok.refreshAt.Equal(want) {
+			t.Errorf("%s: refresh at %v, want %v (%v into %v)", tc.tok.value, tc.tok.refreshAt, want, refreshAfter(life), life)
+		}
+	}
+	// 80% of a long life; a 30 s buffer for a shorter one; half of a
+	// life too short for both.
+	for life, want := range map[time.Duration]time.Duration{
+		time.Hour: 48 * time.Minute, 5 * time.Minute: 4 * time.Minute, 2 * time.Minute: 90 * time.Second,
+		time.Minute: 30 * time.Second, 8 * time.Second: 4 * time.Second, 0: 0,
+	} {
+		if got := refreshAfter(life); got != want {
+			t.Errorf("refreshAfter(%v) = %v, want %v", life, got, want)
 		}
 	}
 }

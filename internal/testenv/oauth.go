@@ -42,11 +42,14 @@ type OAuthClient struct {
 
 // OAuthClientSpec is what a registered client's tokens carry: the audience
 // (nil: OAuthAudience), the lifetime (0: the issuer's hour), and an HTTP
-// status every token request of it gets instead (0: none).
+// status every token request of it gets instead (0: none). OwnKeys gives
+// the client signing keys of its own, which Rotate and RotateUnannounced
+// rotate without changing the keys other tests' tokens are signed with.
 type OAuthClientSpec struct {
 	Audience   []string
 	Lifetime   time.Duration
 	FailStatus int
+	OwnKeys    bool
 }
 
 // KafkaOAuth returns the OAUTHBEARER listener and its issuer after checking
@@ -89,29 +92,44 @@ func (o OAuthKafka) NewClient(t testing.TB, spec OAuthClientSpec) OAuthClient {
 // SetClient registers c, or changes what its tokens carry.
 func (o OAuthKafka) SetClient(t testing.TB, c OAuthClient, spec OAuthClientSpec) {
 	t.Helper()
-	body := map[string]any{"id": c.ID, "secret": c.Secret, "audience": spec.Audience, "fail_status": spec.FailStatus}
+	body := map[string]any{"id": c.ID, "secret": c.Secret, "audience": spec.Audience, "fail_status": spec.FailStatus, "own_keys": spec.OwnKeys}
 	if spec.Lifetime > 0 {
 		body["lifetime"] = spec.Lifetime.String()
 	}
 	o.control(t, http.MethodPost, "/control/clients", body, nil)
 }
 
-// Rotate makes the issuer sign with the key it published as the next one
-// (a broker that refreshed its JWKS since knows it) and returns its id.
-func (o OAuthKafka) Rotate(t testing.TB) string {
+// Rotate makes c (a client with OwnKeys) sign with the key the issuer
+// published as its next one, once the brokers' JWKS refresh has fetched it
+// (the issuer waits for that), and returns its id.
+func (o OAuthKafka) Rotate(t testing.TB, c OAuthClient) string {
 	t.Helper()
 	var out struct{ Kid string }
-	o.control(t, http.MethodPost, "/control/rotate", nil, &out)
+	o.control(t, http.MethodPost, "/control/rotate?client="+c.ID, nil, &out)
 	return out.Kid
 }
 
-// RotateUnannounced makes the issuer sign with a key it publishes only now
-// and returns its id: a broker refuses the first token signed by it, then
-// fetches the JWKS again.
-func (o OAuthKafka) RotateUnannounced(t testing.TB) string {
+// RotateUnannounced makes c (a client with OwnKeys) sign with a key the
+// issuer publishes only now and returns its id: a broker refuses the first
+// token signed by it, then fetches the JWKS again. The rotation waits for
+// the moment just after the broker's periodic JWKS fetch (every 5 s): the
+// broker's JWKS client (jose4j) skips a fetch within 300 ms of the last
+// one, and Kafka asks again for an unknown key only a minute later, so an
+// unknown key met right after a periodic fetch stays unknown until the
+// next one.
+func (o OAuthKafka) RotateUnannounced(t testing.TB, c OAuthClient) string {
 	t.Helper()
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		var keys struct {
+			Ago int64 `json:"jwks_served_ms_ago"`
+		}
+		o.control(t, http.MethodGet, "/control/keys", nil, &keys)
+		if keys.Ago >= 400 && keys.Ago <= 1500 {
+			break
+		}
+	}
 	var out struct{ Kid string }
-	o.control(t, http.MethodPost, "/control/rotate?unannounced=true", nil, &out)
+	o.control(t, http.MethodPost, "/control/rotate?unannounced=true&client="+c.ID, nil, &out)
 	return out.Kid
 }
 

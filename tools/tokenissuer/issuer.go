@@ -25,105 +25,95 @@ type client struct {
 	FailStatus int `json:"fail_status"`
 }
 
-// signingKey is an RSA key and its key id (the JWS kid header).
-type signingKey struct {
-	kid string
-	key *rsa.PrivateKey
-}
-
-// issuer is the state of the token issuer: its keys and its clients. As
-// providers that rotate well do, it publishes the key it will sign with
-// next before it signs with it, so that a broker that refreshes its JWKS
-// regularly knows the key before it meets a token signed by it. One mutex
-// guards the state; the handlers run on net/http's goroutines.
+// issuer is the state of the token issuer: its keys and its clients. The
+// keys are in rings that rotate together (ring.go): the issuer's own, and
+// one per client that asked for keys of its own (own_keys), so that a test
+// rotating its client's keys does not change the keys other tests'
+// clients sign with; the JWKS publishes every ring. One mutex guards the
+// state; the handlers run on net/http's goroutines.
 type issuer struct {
 	url      string // the iss claim, and the base of the endpoints
 	audience []string
 	lifetime time.Duration
+	// announce is how long a key is published before an announced
+	// rotation signs with it: longer than the brokers' JWKS refresh.
+	announce time.Duration
 	now      func() time.Time
 
-	mu      sync.Mutex
-	keys    []signingKey // published, oldest first
-	active  string       // kid of the key that signs
-	next    string       // kid of the published key that signs after the next rotation
-	clients map[string]client
-	serial  int
-	issued  map[string]map[string]int // client id -> signing key id -> tokens
+	mu        sync.Mutex
+	global    *ring
+	rings     map[string]*ring // client id -> its own keys
+	ringOrder []string         // client ids with rings, oldest first
+	clients   map[string]client
+	jwksAt    time.Time // when the JWKS was last served (a broker's refresh)
+	serial    int
+	issued    map[string]map[string]int // client id -> signing key id -> tokens
 }
 
-func newIssuer(url string, audience []string, lifetime time.Duration) (*issuer, error) {
-	is := &issuer{url: strings.TrimSuffix(url, "/"), audience: audience, lifetime: lifetime, now: time.Now, clients: map[string]client{}, issued: map[string]map[string]int{}}
-	first, err := is.newKey()
+// maxRings is how many clients' own key rings stay published; the oldest
+// goes first.
+const maxRings = 32
+
+func newIssuer(url string, audience []string, lifetime, announce time.Duration) (*issuer, error) {
+	is := &issuer{url: strings.TrimSuffix(url, "/"), audience: audience, lifetime: lifetime, announce: announce, now: time.Now,
+		rings: map[string]*ring{}, clients: map[string]client{}, issued: map[string]map[string]int{}}
+	r, err := is.newRing()
 	if err != nil {
 		return nil, err
 	}
-	next, err := is.newKey()
-	if err != nil {
-		return nil, err
-	}
-	is.keys, is.active, is.next = []signingKey{first, next}, first.kid, next.kid
+	is.global = r
 	return is, nil
 }
 
-// maxKeys is how many keys stay published: a rotation keeps the old ones
-// (tokens they signed stay valid until they expire, as with a real
-// provider), up to this many.
-const maxKeys = 6
-
-func (is *issuer) newKey() (signingKey, error) {
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		return signingKey{}, err
-	}
+// key makes a key with the next serial number.
+func (is *issuer) key() (signingKey, error) {
 	is.mu.Lock()
 	is.serial++
 	n := is.serial
 	is.mu.Unlock()
-	sum := sha256.Sum256(key.N.Bytes())
-	return signingKey{kid: fmt.Sprintf("k%d-%x", n, sum[:4]), key: key}, nil
+	return newKey(n)
 }
 
-// rotate signs from now on with the key published as the next one, and
-// publishes a new next key; the old keys stay published (so tokens they
-// signed stay valid until they expire) unless dropOld. unannounced signs
-// instead with a brand-new key nobody has seen in the JWKS yet, as a
-// provider that rotates abruptly does.
-func (is *issuer) rotate(unannounced, dropOld bool) (string, error) {
-	fresh, err := is.newKey()
+func (is *issuer) newRing() (*ring, error) {
+	first, err := is.key()
+	if err != nil {
+		return nil, err
+	}
+	next, err := is.key()
+	if err != nil {
+		return nil, err
+	}
+	return newRing(first, next, is.now()), nil
+}
+
+// ringOf is the ring client id signs with; the caller holds the mutex.
+func (is *issuer) ringOf(id string) *ring {
+	if r, ok := is.rings[id]; ok {
+		return r
+	}
+	return is.global
+}
+
+// rotate rotates the ring of client id ("" or a client without keys of
+// its own: the issuer's), waiting first, for an announced rotation, until
+// the next key has been published for announce. It returns the key id
+// that signs now.
+func (is *issuer) rotate(id string, unannounced, dropOld bool) (string, error) {
+	fresh, err := is.key()
 	if err != nil {
 		return "", err
 	}
+	if !unannounced {
+		is.mu.Lock()
+		wait := is.ringOf(id).nextPublished.Add(is.announce).Sub(is.now())
+		is.mu.Unlock()
+		if wait > 0 {
+			time.Sleep(wait)
+		}
+	}
 	is.mu.Lock()
 	defer is.mu.Unlock()
-	if dropOld {
-		var keep []signingKey
-		for _, k := range is.keys {
-			if k.kid == is.next {
-				keep = append(keep, k)
-			}
-		}
-		is.keys = keep
-	}
-	is.keys = append(is.keys, fresh)
-	if unannounced {
-		is.active = fresh.kid
-	} else {
-		is.active, is.next = is.next, fresh.kid
-	}
-	if len(is.keys) > maxKeys {
-		is.keys = is.keys[len(is.keys)-maxKeys:]
-	}
-	return is.active, nil
-}
-
-// signing is the active key.
-func (is *issuer) signing() signingKey {
-	for _, k := range is.keys {
-		if k.kid == is.active {
-			return k
-		}
-	}
-	return is.keys[len(is.keys)-1]
+	return is.ringOf(id).rotate(fresh, unannounced, dropOld, is.now()), nil
 }
 
 // routes are the issuer's endpoints.
@@ -166,19 +156,32 @@ func (is *issuer) discovery(w http.ResponseWriter, _ *http.Request) {
 
 func b64(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
 
-// jwks publishes every key (RFC 7517).
+// jwks publishes every key of every ring (RFC 7517).
 func (is *issuer) jwks(w http.ResponseWriter, _ *http.Request) {
 	is.mu.Lock()
-	keys := make([]map[string]string, 0, len(is.keys))
-	for _, k := range is.keys {
-		pub := k.key.PublicKey
-		keys = append(keys, map[string]string{
-			"kty": "RSA", "use": "sig", "alg": "RS256", "kid": k.kid,
-			"n": b64(pub.N.Bytes()), "e": b64(big.NewInt(int64(pub.E)).Bytes()),
-		})
+	is.jwksAt = is.now()
+	var keys []map[string]string
+	for _, r := range append([]*ring{is.global}, is.ownRings()...) {
+		for _, k := range r.keys {
+			pub := k.key.PublicKey
+			keys = append(keys, map[string]string{
+				"kty": "RSA", "use": "sig", "alg": "RS256", "kid": k.kid,
+				"n": b64(pub.N.Bytes()), "e": b64(big.NewInt(int64(pub.E)).Bytes()),
+			})
+		}
 	}
 	is.mu.Unlock()
 	writeJSON(w, http.StatusOK, map[string]any{"keys": keys})
+}
+
+// ownRings are the clients' rings in the order they were made; the
+// caller holds the mutex.
+func (is *issuer) ownRings() []*ring {
+	out := make([]*ring, 0, len(is.ringOrder))
+	for _, id := range is.ringOrder {
+		out = append(out, is.rings[id])
+	}
+	return out
 }
 
 // token is the client-credentials grant (RFC 6749 section 4.4): client
@@ -234,7 +237,7 @@ func (is *issuer) sign(id string, cl client, scope string) (string, time.Duratio
 		aud = is.audience
 	}
 	is.mu.Lock()
-	k := is.signing()
+	k := is.ringOf(id).signing()
 	if is.issued[id] == nil {
 		is.issued[id] = map[string]int{}
 	}
@@ -264,13 +267,17 @@ type clientSpec struct {
 	ID string `json:"id"`
 	client
 	Lifetime string `json:"lifetime"` // a Go duration, e.g. "20s"
+	// OwnKeys gives the client a key ring of its own, which
+	// /control/rotate?client=ID rotates; the answer comes once its keys
+	// have been published for announce.
+	OwnKeys bool `json:"own_keys"`
 }
 
 // putClient registers or replaces a client (test-only control).
 func (is *issuer) putClient(w http.ResponseWriter, r *http.Request) {
 	var s clientSpec
 	if err := json.NewDecoder(r.Body).Decode(&s); err != nil || s.ID == "" || s.Secret == "" {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("want {\"id\", \"secret\", \"audience\", \"lifetime\", \"fail_status\"}: %v", err)})
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("want {\"id\", \"secret\", \"audience\", \"lifetime\", \"fail_status\", \"own_keys\"}: %v", err)})
 		return
 	}
 	if s.Lifetime != "" {
@@ -281,18 +288,48 @@ func (is *issuer) putClient(w http.ResponseWriter, r *http.Request) {
 		}
 		s.client.Lifetime = d
 	}
+	var own *ring
+	if s.OwnKeys {
+		var err error
+		if own, err = is.newRing(); err != nil {
+			writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
+			return
+		}
+	}
 	is.mu.Lock()
 	is.clients[s.ID] = s.client
+	_, had := is.rings[s.ID]
+	if own != nil && !had {
+		is.addRing(s.ID, own)
+	}
 	is.mu.Unlock()
+	if own != nil && !had {
+		// A new ring's keys are announced like a rotation's: published
+		// for announce before the client's first token is signed.
+		time.Sleep(is.announce)
+	}
 	writeJSON(w, http.StatusOK, map[string]string{"id": s.ID})
 }
 
-// rotateHandler rotates the signing key (test-only control): to the key
-// published as the next one, or with ?unannounced=true to a key published
-// only now; ?drop_old=true unpublishes the old keys at once.
+// addRing gives client id its ring, dropping the oldest beyond maxRings;
+// the caller holds the mutex.
+func (is *issuer) addRing(id string, r *ring) {
+	is.rings[id] = r
+	is.ringOrder = append(is.ringOrder, id)
+	if len(is.ringOrder) > maxRings {
+		delete(is.rings, is.ringOrder[0])
+		is.ringOrder = is.ringOrder[1:]
+	}
+}
+
+// rotateHandler rotates a ring's signing key (test-only control): the
+// issuer's, or with ?client=ID that client's own. It signs then with the
+// key published as the next one (after it has been published for
+// announce), or with ?unannounced=true with a key published only now;
+// ?drop_old=true unpublishes the ring's old keys at once.
 func (is *issuer) rotateHandler(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	kid, err := is.rotate(q.Get("unannounced") == "true", q.Get("drop_old") == "true")
+	kid, err := is.rotate(q.Get("client"), q.Get("unannounced") == "true", q.Get("drop_old") == "true")
 	if err != nil {
 		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
 		return
@@ -300,16 +337,18 @@ func (is *issuer) rotateHandler(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"kid": kid})
 }
 
-// keyIDs lists the published key ids, the signing one and the next one.
-func (is *issuer) keyIDs(w http.ResponseWriter, _ *http.Request) {
+// keyIDs lists a ring's published key ids, the signing one and the next
+// one: the issuer's, or with ?client=ID the one that client signs with;
+// and how long ago the JWKS was last served (-1: never).
+func (is *issuer) keyIDs(w http.ResponseWriter, r *http.Request) {
 	is.mu.Lock()
-	ids := make([]string, 0, len(is.keys))
-	for _, k := range is.keys {
-		ids = append(ids, k.kid)
+	rg := is.ringOf(r.URL.Query().Get("client"))
+	out := map[string]any{"keys": rg.ids(), "active": rg.active, "next": rg.next, "jwks_served_ms_ago": -1}
+	if !is.jwksAt.IsZero() {
+		out["jwks_served_ms_ago"] = is.now().Sub(is.jwksAt).Milliseconds()
 	}
-	active, next := is.active, is.next
 	is.mu.Unlock()
-	writeJSON(w, http.StatusOK, map[string]any{"keys": ids, "active": active, "next": next})
+	writeJSON(w, http.StatusOK, out)
 }
 
 // issuedTo counts the tokens issued to a client, per signing key id.

@@ -17,7 +17,7 @@ import (
 
 func newTestIssuer(t *testing.T) (*issuer, *httptest.Server) {
 	t.Helper()
-	is, err := newIssuer("http://issuer.test", []string{"kafka"}, time.Hour)
+	is, err := newIssuer("http://issuer.test", []string{"kafka"}, time.Hour, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,5 +210,45 @@ func TestIssuerControl(t *testing.T) {
 	getJSON(t, resp, err, &issued)
 	if issued.Issued[first] != 1 || issued.Issued[next] != 1 || issued.Issued[abrupt] != 1 || len(issued.Issued) != 3 {
 		t.Fatalf("issued to sink: %v (first key %s)", issued.Issued, first)
+	}
+}
+
+// TestIssuerOwnKeys: a client with keys of its own rotates them without
+// touching the keys other clients sign with; the JWKS has both; an
+// announced rotation waits until the next key has been published for the
+// announce time.
+func TestIssuerOwnKeys(t *testing.T) {
+	is, srv := newTestIssuer(t)
+	is.announce = 300 * time.Millisecond
+	resp, err := http.Post(srv.URL+"/control/clients", "application/json", strings.NewReader(`{"id":"mine","secret":"s","own_keys":true}`))
+	var out map[string]any
+	if getJSON(t, resp, err, &out) != 200 {
+		t.Fatal(out)
+	}
+	grant := url.Values{"grant_type": {"client_credentials"}}
+	kidOf := func(id, secret string) any {
+		t.Helper()
+		_, out := postToken(t, srv, id, secret, grant)
+		h, _ := verify(t, srv, out["access_token"].(string)) // verified against the one JWKS
+		return h["kid"]
+	}
+	sharedBefore, mineBefore := kidOf("sink", "pw"), kidOf("mine", "s")
+	if sharedBefore == mineBefore {
+		t.Fatalf("the client with own keys signs with the issuer's %v", sharedBefore)
+	}
+	start := time.Now()
+	var rot map[string]string
+	resp, err = http.Post(srv.URL+"/control/rotate?client=mine", "", nil)
+	getJSON(t, resp, err, &rot)
+	if waited := time.Since(start); waited < 200*time.Millisecond {
+		t.Fatalf("announced rotation took %v; want it to wait until the next key was published for 300ms", waited)
+	}
+	if kidOf("mine", "s") != rot["kid"] || kidOf("mine", "s") == mineBefore || kidOf("sink", "pw") != sharedBefore {
+		t.Fatalf("after rotating mine: mine %v (want %s), shared %v (want %v)", kidOf("mine", "s"), rot["kid"], kidOf("sink", "pw"), sharedBefore)
+	}
+	resp, err = http.Post(srv.URL+"/control/rotate?client=mine&unannounced=true", "", nil)
+	getJSON(t, resp, err, &rot)
+	if kidOf("mine", "s") != rot["kid"] || kidOf("sink", "pw") != sharedBefore {
+		t.Fatalf("after an unannounced rotation of mine: %v, shared %v", kidOf("mine", "s"), kidOf("sink", "pw"))
 	}
 }

@@ -10,18 +10,23 @@
 //
 // and, for tests only, a control API:
 //
-//	POST /control/clients  {"id", "secret", "audience": [...], "lifetime": "20s", "fail_status": 503}
-//	                       registers (or replaces) a client: its tokens' audience and lifetime,
-//	                       or an HTTP status every request of it gets
-//	POST /control/rotate   sign with the key published as the next one, and publish a new
-//	                       next key; ?unannounced=true signs with a key published only now
-//	                       (a broker refuses the first token it signs, until it has fetched
-//	                       the JWKS again); ?drop_old=true unpublishes the old keys
-//	GET  /control/keys     the published key ids, the active one and the next one
+//	POST /control/clients  {"id", "secret", "audience": [...], "lifetime": "20s", "fail_status": 503,
+//	                       "own_keys": true} registers (or replaces) a client: its tokens' audience
+//	                       and lifetime, an HTTP status every request of it gets, keys of its own
+//	                       (answered once they have been published for --announce)
+//	POST /control/rotate   sign with the key published as the next one (once it has been
+//	                       published for --announce), and publish a new next key;
+//	                       ?unannounced=true signs with a key published only now (a broker
+//	                       refuses the first token it signs, until it has fetched the JWKS
+//	                       again); ?drop_old=true unpublishes the old keys; ?client=ID rotates
+//	                       that client's own keys instead of the issuer's
+//	GET  /control/keys     the published key ids, the active one and the next one (?client=ID),
+//	                       and how long ago a broker last fetched the JWKS
 //	GET  /control/issued/ID  the tokens issued to client ID, per signing key id
 //
 // The issuer publishes the key it will sign with next before it signs with
-// it, as providers that rotate well do. Keys live in memory: a restarted
+// it, as providers that rotate well do; a test that rotates keys gives its
+// client keys of its own, so that other tests' tokens keep their keys. Keys live in memory: a restarted
 // issuer has new ones, which a broker fetches again when it meets a token
 // with an unknown key id (refusing that first token).
 package main
@@ -45,19 +50,20 @@ func main() {
 	issuerURL := flag.String("issuer", "", "the iss claim and base URL (default http://LISTEN)")
 	audience := flag.String("audience", "sink-stack-kafka", "comma-separated default aud claim of the tokens")
 	lifetime := flag.Duration("lifetime", time.Hour, "default lifetime of a token")
+	announce := flag.Duration("announce", 6*time.Second, "how long a key is published before an announced rotation signs with it (longer than the brokers' JWKS refresh)")
 	clients := flag.String("clients", "sink:sink-oauth-secret", "comma-separated ID:SECRET clients registered at start")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "Usage: tokenissuer [flags]\n\nA test OpenID Connect token issuer (client credentials, JWKS, a control API).\n\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	if err := run(*listen, *issuerURL, *audience, *lifetime, *clients); err != nil {
+	if err := run(*listen, *issuerURL, *audience, *lifetime, *announce, *clients); err != nil {
 		fmt.Fprintf(os.Stderr, "tokenissuer: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(listen, issuerURL, audience string, lifetime time.Duration, clients string) error {
+func run(listen, issuerURL, audience string, lifetime, announce time.Duration, clients string) error {
 	host, _, err := net.SplitHostPort(listen)
 	if err != nil {
 		return fmt.Errorf("--listen: %w", err)
@@ -68,7 +74,7 @@ func run(listen, issuerURL, audience string, lifetime time.Duration, clients str
 	if issuerURL == "" {
 		issuerURL = "http://" + listen
 	}
-	is, err := newIssuer(issuerURL, strings.Split(audience, ","), lifetime)
+	is, err := newIssuer(issuerURL, strings.Split(audience, ","), lifetime, announce)
 	if err != nil {
 		return err
 	}

@@ -27,6 +27,7 @@ var oauthLoginHandlers = []string{
 }
 
 const (
+	refreshed      = "the sink replaces a token at 80% of its lifetime, as Kafka's default does, keeping at least 30 s of it when the token lives long enough"
 	secretWithheld = "the secret is never written to the YAML: set SINK_KAFKA__SASL__OAUTH__CLIENT_SECRET or kafka.sasl.oauth.client_secret_file"
 	passwordHint   = "the password is never written to the YAML: set the variable or kafka.sasl.password_file"
 )
@@ -47,10 +48,10 @@ var saslRules = map[string]overrideRule{
 	"sasl.oauthbearer.clock.skew.seconds":                 notNeededFor("a client-side check of the token; the brokers validate it"),
 	"sasl.oauthbearer.expected.audience":                  notNeededFor("a client-side check of the token; the brokers validate it"),
 	"sasl.oauthbearer.expected.issuer":                    notNeededFor("a client-side check of the token; the brokers validate it"),
-	"sasl.login.refresh.window.factor":                    notNeededFor("the sink replaces a token at 80% of its lifetime, as Kafka's default does"),
-	"sasl.login.refresh.window.jitter":                    notNeededFor("the sink replaces a token at 80% of its lifetime, as Kafka's default does"),
-	"sasl.login.refresh.min.period.seconds":               notNeededFor("the sink replaces a token at 80% of its lifetime, as Kafka's default does"),
-	"sasl.login.refresh.buffer.seconds":                   notNeededFor("the sink replaces a token at 80% of its lifetime, as Kafka's default does"),
+	"sasl.login.refresh.window.factor":                    notNeededFor(refreshed),
+	"sasl.login.refresh.window.jitter":                    notNeededFor(refreshed),
+	"sasl.login.refresh.min.period.seconds":               notNeededFor(refreshed),
+	"sasl.login.refresh.buffer.seconds":                   notNeededFor(refreshed),
 	"sasl.login.retry.backoff.ms":                         notNeededFor("the sink backs off from a failing token endpoint by itself (1 s growing to 1 min)"),
 	"sasl.login.retry.backoff.max.ms":                     notNeededFor("the sink backs off from a failing token endpoint by itself (1 s growing to 1 min)"),
 	"sasl.login.connect.timeout.ms":                       notNeededFor("kafka.request_timeout bounds a token request"),
