@@ -439,13 +439,7 @@ func (p *Plan) appendRow(b *Block, r *kgo.Record) error {
 			err = errRowBytes(maxRow)
 		}
 		if err != nil {
-			c.unavailable = false
-			for j := 0; j <= i; j++ {
-				b.bufs[j].truncate(b.rows)
-			}
-			b.unavail.drop(b.rows)
-			b.bytes = bytes0
-			c.b = nil
+			p.rollback(b, i, bytes0)
 			return recordError(r, p.cols[i].Name, err.Error())
 		}
 	}
@@ -455,6 +449,18 @@ func (p *Plan) appendRow(b *Block, r *kgo.Record) error {
 	p.countDefaults()
 	p.noteUnmapped()
 	return nil
+}
+
+// rollback takes back the row being appended to b, whose columns up to
+// last got a value, to b's bytes before it.
+func (p *Plan) rollback(b *Block, last, bytes int) {
+	p.st.unavailable = false
+	for j := 0; j <= last; j++ {
+		b.bufs[j].truncate(b.rows)
+	}
+	b.unavail.drop(b.rows)
+	b.bytes = bytes
+	p.st.b = nil
 }
 
 // useFill makes in column i's DEFAULT when the record has no value for it
