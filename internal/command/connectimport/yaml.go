@@ -96,7 +96,7 @@ func render(doc *omap, r *Result, c Connector) ([]byte, error) {
 		}
 	}
 	var buf bytes.Buffer
-	writeHeader(&buf, r, c)
+	writeHeader(&buf, r, c, doc)
 	body := node(top)
 	// routes go after batch, as in example.yaml.
 	routes := &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{scalarNode("routes"), node(routesOf(doc))}}
@@ -120,7 +120,7 @@ func render(doc *omap, r *Result, c Connector) ([]byte, error) {
 		return nil, fmt.Errorf("connector %q: write YAML: %w", c.Name, err)
 	}
 	_ = enc.Close()
-	if _, err := config.Parse(buf.Bytes(), nil); err != nil {
+	if _, err := config.Parse(buf.Bytes(), placeholders(doc)); err != nil {
 		return nil, fmt.Errorf("connector %q: the config made from it does not load (%s); nothing written", c.Name, strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
 	return buf.Bytes(), nil
@@ -128,7 +128,7 @@ func render(doc *omap, r *Result, c Connector) ([]byte, error) {
 
 // writeHeader writes the YAML's opening comment: where it comes from, the
 // fate table, the notes, and how many keys are not supported.
-func writeHeader(buf *bytes.Buffer, r *Result, c Connector) {
+func writeHeader(buf *bytes.Buffer, r *Result, c Connector, doc *omap) {
 	fmt.Fprintf(buf, "# Imported by `sink import` from Kafka Connect connector %q", c.Name)
 	if c.Source != "" {
 		fmt.Fprintf(buf, " (%s)", c.Source)
@@ -145,6 +145,12 @@ func writeHeader(buf *bytes.Buffer, r *Result, c Connector) {
 	if u := r.Unsupported(); len(u) > 0 {
 		fmt.Fprintf(buf, "#\n# %d key(s) NOT SUPPORTED: this config does not do everything the connector did.\n", len(u))
 	}
+	if env := envSecrets(doc); len(env) > 0 {
+		buf.WriteString("#\n# Passwords are never written here. Before `sink check` or `sink run`, set:\n")
+		for _, s := range env {
+			fmt.Fprintf(buf, "#   %s (or %s.password_file: a file holding it)\n", s.env, s.section)
+		}
+	}
 	buf.WriteString("#\n# Every other key, with its default: config/example.yaml. Before the switch: sink check --config this-file.\n\n")
 }
 
@@ -154,4 +160,49 @@ func routesOf(doc *omap) []*omap {
 		return r
 	}
 	return nil
+}
+
+// envSecret is a password the YAML needs but leaves to the environment:
+// the section whose password it is and the variable that holds it.
+type envSecret struct{ section, env string }
+
+// envSecrets lists the passwords the config requires that the import
+// never writes: a SASL mechanism needs kafka.sasl.password, a registry
+// username schema_registry.password.
+func envSecrets(doc *omap) []envSecret {
+	var out []envSecret
+	if doc.get("kafka.sasl.mechanism") != nil {
+		out = append(out, envSecret{"kafka.sasl", config.EnvPrefix + "KAFKA__SASL__PASSWORD"})
+	}
+	if doc.get("schema_registry.username") != nil {
+		out = append(out, envSecret{"schema_registry", config.EnvPrefix + "SCHEMA_REGISTRY__PASSWORD"})
+	}
+	return out
+}
+
+// placeholders is an environment that sets each password envSecrets
+// names, so that the YAML is checked as it will load once they are set.
+func placeholders(doc *omap) []string {
+	var env []string
+	for _, s := range envSecrets(doc) {
+		env = append(env, s.env+"=set-from-the-environment")
+	}
+	return env
+}
+
+// get returns the value at a dotted path, nil when nothing is set there.
+func (m *omap) get(path string) any {
+	head, rest, nested := strings.Cut(path, ".")
+	v, ok := m.vals[head]
+	if !ok {
+		return nil
+	}
+	if !nested {
+		return v
+	}
+	sub, ok := v.(*omap)
+	if !ok {
+		return nil
+	}
+	return sub.get(rest)
 }
