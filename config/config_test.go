@@ -388,7 +388,8 @@ func TestValidate(t *testing.T) {
 	f("", env("SINK_KAFKA__BROKERS=a:0"), `kafka.brokers[0]: "a:0" has an invalid port "0"`)
 	f("", env("SINK_KAFKA__BROKERS=[::1]:9092,kafka:9092"), "")
 	f("", env("SINK_KAFKA__CLIENT_ID="+strings.Repeat("c", 257)), "kafka.client_id: 257 bytes is longer than the maximum 256")
-	f("name: t\nkafka: {topics: []}\nroutes: [{topic: a, table: a}]", nil, "kafka.topics: set topics or topic_regex")
+	f("name: t\nkafka: {topics: []}\nroutes: []", nil, "kafka.topics: set topics or topic_regex")
+	f("name: t\nkafka: {topics: []}\nroutes: [{topic: a, table: a}]", nil, "") // the routes' topics
 	f("name: t\nkafka: {topics: [a, b, a]}\nroutes: [{topic: a, table: a}, {topic: b, table: b}]", nil, `kafka.topics[2]: "a" is already kafka.topics[0]`)
 	f("name: t\nkafka: {topics: [a b]}\nroutes: [{topic: a b, table: a}]", nil, `kafka.topics[0]: "a b" is not a valid topic name`)
 	f("name: t\nkafka: {topic_regex: \"orders_(\"}\nroutes: [{topic_regex: a, table: a}]", nil, "kafka.topic_regex: invalid regular expression: error parsing regexp: missing closing )")
@@ -468,10 +469,14 @@ func TestValidate(t *testing.T) {
 	// routes
 	const kafkaAB = "name: t\nkafka: {topics: [a, b]}\n"
 	f("name: t\nkafka: {topic_regex: x}\n", nil, "routes: at least one route is required")
-	f("name: t\nkafka: {topics: [orders]}\n", nil, `kafka.topics: topic "orders" has no route`)
+	f("name: t\nkafka: {topics: [orders]}\n", nil, "") // one route per topic
+	f("name: t\nkafka: {topics: [orders, b]}\nroutes: [{topic: orders}]", nil, `kafka.topics: topic "b" has no route`)
 	f(kafkaAB+"routes: [{topic: a, table: a}]", nil, `kafka.topics: topic "b" has no route`)
 	f(kafkaAB+"routes: [{topic_regex: \"[ab]\", table: a}]", nil, "")
-	f(kafkaAB+"routes: [{topic: a, table: a}, {topic: b}]", nil, "routes[1].table: required")
+	f(kafkaAB+"routes: [{topic: a, table: a}, {topic: b}]", nil, "") // the table of the topic's name
+	f("name: t\nkafka: {topics: [a, b.c]}\nroutes: [{topic: a, table: a}, {topic: b.c}]", nil,
+		`routes[1].table: required: the topic "b.c" has a dot, so its name would read as database.table; name the table`)
+	f(kafkaAB+"routes: [{topic_regex: \"[ab]\"}]", nil, `routes[0].table: required with topic_regex (e.g. "${topic}", the topic's name, or "${topic.last}")`)
 	f(kafkaAB+"routes: [{topic: a, table: a}, {topic: b, table: a.b.c}]", nil, `routes[1].table: "a.b.c" must be "table" or "database.table"`)
 	f(kafkaAB+"routes: [{topic: a, table: a}, {topic: b, table: .b}]", nil, `routes[1].table: "" is not a valid database name`)
 	// Identifiers are always quoted in SQL, so quotes, backticks and

@@ -148,6 +148,7 @@ func parse(yamlBytes []byte, environ []string) (*Config, error) {
 	}
 
 	c.normalize()
+	c.fillMinimal()
 	c.fillDerived()
 	c.deprecated = deprecated
 	errs = filePasswords(doc)

@@ -339,7 +339,7 @@ func (c *Config) routeTopics(p *problems, key string, r *Route) {
 func (p *problems) routeTable(key string, r *Route) {
 	tbl := p.checkTableTemplate(key, r)
 	if r.Table == "" {
-		p.add("%s.table: required", key)
+		p.add("%s.table: %s", key, missingTable(r))
 	} else if db, table, ok := strings.Cut(tbl, "."); ok {
 		if strings.Contains(table, ".") {
 			p.add("%s.table: %q must be \"table\" or \"database.table\"", key, r.Table)
