@@ -23,8 +23,9 @@ type Unfilled struct {
 
 // TakeUnfilled calls fn for every column that rows appended since the last
 // call (Of in all) got no value for from their records, then resets the
-// counts. It counts only after SetPolicy.
-func (p *Plan) TakeUnfilled(fn func(Unfilled)) {
+// counts; it returns the rows appended since the last call. It counts
+// only after SetPolicy.
+func (p *Plan) TakeUnfilled(fn func(Unfilled)) (rows uint64) {
 	u := &p.unfilled
 	for i, n := range u.counts {
 		if n > 0 {
@@ -32,5 +33,6 @@ func (p *Plan) TakeUnfilled(fn func(Unfilled)) {
 		}
 		u.counts[i] = 0
 	}
-	u.rows = 0
+	rows, u.rows = u.rows, 0
+	return rows
 }

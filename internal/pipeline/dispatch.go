@@ -390,8 +390,10 @@ func (p *Pipeline) seal(writeCtx context.Context, a *accState, why batch.Reason)
 	p.dlv.OnSeal(ts, b)
 	ts.Metrics().Sealed(why)
 	p.adaptSealed(ts, b)
-	p.cat.FlushDefaults(ts)
+	// Drift first: the fields it notes name the likely source of a
+	// column that FlushDefaults finds unfilled.
 	p.cat.Evolution().FlushDrift(ts)
+	p.cat.FlushDefaults(ts)
 	p.disp.enqueue(&flight{b: b, table: ts, tab: ts.Target(), bytes: b.Data.Bytes(), oldest: a.oldest})
 	a.oldest = 0
 	p.pump(writeCtx, ts)

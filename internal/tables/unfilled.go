@@ -1,8 +1,11 @@
 package tables
 
 import (
+	"maps"
+	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"sink/internal/decode"
 )
@@ -89,4 +92,66 @@ func editDistance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// flushUnfilled takes the counts of unfilled columns of ts's plans (the
+// rows of the batch being sealed) and, for every column most of those rows
+// got no value for, counts the batch in the table's metrics and logs a
+// warning, once per column per DriftIdle, naming the field a column looked
+// for and a field of similar name the records carry (from the drift).
+func (c *Catalog) flushUnfilled(ts *Table) {
+	cols := map[string]*decode.Unfilled{}
+	var rows uint64
+	for _, rs := range c.RoutesInto(ts) {
+		rows += rs.plan.TakeUnfilled(func(u decode.Unfilled) {
+			if s := cols[u.Column]; s != nil {
+				s.Rows += u.Rows
+				return
+			}
+			cols[u.Column] = &u
+		})
+	}
+	for _, u := range cols {
+		if u.Rows*2 <= rows {
+			continue
+		}
+		ts.m.MostlyDefaulted(u.Column)
+		c.logUnfilled(ts, UnfilledColumn{Unfilled: decode.Unfilled{Column: u.Column, Source: u.Source, Rows: u.Rows, Of: rows}})
+	}
+}
+
+// logUnfilled warns, at most once per DriftIdle per column, that most rows
+// of a batch of ts left column u unfilled.
+func (c *Catalog) logUnfilled(ts *Table, u UnfilledColumn) {
+	now := c.now()
+	if at, ok := ts.unfilledAt[u.Column]; ok && now.Sub(at) < DriftIdle {
+		return
+	}
+	if ts.unfilledAt == nil {
+		ts.unfilledAt = map[string]time.Time{}
+	}
+	ts.unfilledAt[u.Column] = now
+	if ts.drift != nil {
+		for _, name := range slices.Sorted(maps.Keys(ts.drift.fields)) {
+			if SimilarName(u.Source, name) {
+				u.Similar = name
+				break
+			}
+		}
+	}
+	ev := c.log.Warn().Str("table", ts.name).Str("column", u.Column).Str("source", u.Source).
+		Uint64("unfilled_rows", u.Rows).Uint64("batch_rows", u.Of)
+	if u.Similar != "" {
+		ev = ev.Str("similar_field", u.Similar)
+	}
+	ev.Msg(UnfilledMessage(u))
+}
+
+// UnfilledMessage is the warning for a column most rows left unfilled.
+func UnfilledMessage(u UnfilledColumn) string {
+	s := "most rows of the batch got no value for the column from their records (the type's default or NULL was inserted)"
+	if u.Similar != "" {
+		s += "; the records have a field " + u.Similar + " (map it: columns: {" + u.Column + ": " + u.Similar + "})"
+	}
+	return s
 }
