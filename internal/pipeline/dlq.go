@@ -123,7 +123,7 @@ func (d *dlqState) where() string {
 
 // sendDLQ starts (or restarts) the produce of d's copy.
 func (p *Pipeline) sendDLQ(writeCtx context.Context, id uint64, d *dlqState) {
-	p.cons.ProduceDLQ(writeCtx, p.cfg.Errors.DLQTopic, d.rec, d.cause, d.refOnly, func(err error) {
+	p.cons.ProduceDLQ(writeCtx, p.cfg.Errors.DLQTopic, d.rec, tables.Classified(d.cause), d.refOnly, func(err error) {
 		p.post(produced{p: p, id: id, err: err})
 	})
 }

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"sink/internal/consumer"
 )
 
 // SinkClass is the connector class this import reads.
@@ -363,7 +365,7 @@ func (v *conv) errorsKeys() {
 	default:
 		v.unsupported("errors.tolerance", "want none or all")
 	}
-	v.notNeeded("errors.deadletterqueue.context.headers.enable", "the sink always adds its own headers to a dead-lettered record (sink.error, sink.topic, sink.partition, sink.offset, …), not Connect's __connect.errors.*")
+	v.notNeeded("errors.deadletterqueue.context.headers.enable", "every dead-lettered copy has the headers "+strings.Join(consumer.DeadLetterHeaders, ", ")+" (docs/guarantees.md#the-dead-letter-topics-headers)")
 	v.notNeeded("errors.deadletterqueue.topic.replication.factor", "the dead-letter topic is the operator's (errors.dlq_create makes one with the broker's default replication factor)")
 	v.notNeeded("errors.retry.timeout", "the sink retries a failed INSERT until it succeeds or the process stops (clickhouse.retry_initial, retry_max)")
 	v.notNeeded("errors.retry.delay.max.ms", "the sink's backoff is clickhouse.retry_initial and retry_max")
