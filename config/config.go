@@ -241,8 +241,8 @@ const (
 	BatchAdaptive = "adaptive"
 )
 
-// Route sends the records of matching topics to one table. Routes can only be
-// set in the YAML file, not from the environment.
+// Route sends the records of matching topics to one table. From the
+// environment, SINK_ROUTES sets the whole list as JSON (see EnvPrefix).
 type Route struct {
 	// Exactly one of Topic and TopicRegex is set. TopicRegex is anchored.
 	Topic      string `koanf:"topic"`

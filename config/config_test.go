@@ -283,6 +283,14 @@ func TestEnvOverrides(t *testing.T) {
 	f([]string{"SINK_SHUTDOWN_TIMEOUT=1m"}, func(c *Config) bool { return c.ShutdownTimeout == time.Minute })
 	f([]string{"SINK_HTTP__LISTEN="}, func(c *Config) bool { return c.HTTP.Listen == "" })
 	f([]string{"SINK_CLICKHOUSE__SETTINGS__INSERT_QUORUM=2"}, func(c *Config) bool { return c.ClickHouse.Settings["insert_quorum"] == "2" })
+	// Routes and shards: the whole list, as JSON (or YAML flow), replaces the file's.
+	f([]string{`SINK_ROUTES=[{"topic": "orders", "table": "o2", "columns": {"id": "a.id"}, "max_latency": "2m"}]`}, func(c *Config) bool {
+		r := c.Routes
+		return len(r) == 1 && r[0].Table == "o2" && r[0].Columns["id"] == "a.id" && r[0].MaxLatency == 2*time.Minute && r[0].Format == "json"
+	})
+	f([]string{`SINK_CLICKHOUSE__SHARDS=[["a:9000", "b:9000"], [c:9000]]`, "SINK_CLICKHOUSE__CLUSTER=c"}, func(c *Config) bool {
+		return reflect.DeepEqual(c.ClickHouse.Shards, [][]string{{"a:9000", "b:9000"}, {"c:9000"}})
+	})
 	// Not ours: other prefixes, the config path, test harness variables.
 	f([]string{"PATH=/bin", "SINKER=1", "SINK_CONFIG=/etc/sink.yaml", "SINK_TEST_KAFKA=127.0.0.1:9092", "SINK_REQUIRE_STACK=1", "NOEQUALS"}, func(c *Config) bool { return true })
 }
@@ -327,7 +335,12 @@ func TestLoadErrors(t *testing.T) {
 	f("", []string{"SINK_BATCH__MAX_ROW=5"}, `config: unknown key "batch.max_row" (from SINK_BATCH__MAX_ROW)`)
 	f("", []string{"SINK_KAFKA_BROKERS=a:9092"}, `config: unknown key "kafka_brokers" (from SINK_KAFKA_BROKERS; nesting levels are separated by a double underscore`)
 	f("", []string{"SINK_LOG__LEVEL__X=1"}, `config: log.level: expected a string, got a mapping (from SINK_LOG__LEVEL__X)`)
-	f("", []string{"SINK_ROUTES__0__TABLE=x"}, "config: environment variable SINK_ROUTES__0__TABLE: routes cannot be set from the environment")
+	f("", []string{"SINK_ROUTES__0__TABLE=x"}, "config: environment variable SINK_ROUTES__0__TABLE: routes cannot be set from the environment one element at a time; set SINK_ROUTES to the whole list as JSON")
+	f("", []string{"SINK_CLICKHOUSE__SHARDS__0=x"}, "config: environment variable SINK_CLICKHOUSE__SHARDS__0: clickhouse.shards cannot be set from the environment one element at a time; set SINK_CLICKHOUSE__SHARDS")
+	f("", []string{"SINK_ROUTES={topic: a}"}, `config: environment variable SINK_ROUTES: want a JSON list, e.g. [{"topic": "events", "table": "events"}]`)
+	f("", []string{"SINK_ROUTES=[{"}, "config: environment variable SINK_ROUTES: not a JSON list: yaml:")
+	f("", []string{`SINK_ROUTES=[{"topic": "orders", "tabel": "x"}]`}, `config: unknown key "routes[0].tabel" (from SINK_ROUTES)`)
+	f("", []string{`SINK_CLICKHOUSE__SHARDS=[["a:9000"], {"b": 1}]`}, `config: clickhouse.shards[1]: expected a list, got map (from SINK_CLICKHOUSE__SHARDS)`)
 	f("", []string{"SINK_KAFKA____BROKERS=x"}, "config: environment variable SINK_KAFKA____BROKERS: empty key level")
 	f("", []string{"SINK_=x"}, "config: environment variable SINK_: empty key level")
 

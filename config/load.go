@@ -25,8 +25,12 @@ import (
 // After the prefix, a double underscore separates nesting levels and the rest
 // is lower-cased: SINK_CLICKHOUSE__PASSWORD sets clickhouse.password,
 // SINK_KAFKA__FETCH_MIN_BYTES sets kafka.fetch_min_bytes. List options take
-// comma-separated values (SINK_KAFKA__BROKERS=a:9092,b:9092). Routes cannot be
-// set from the environment.
+// comma-separated values (SINK_KAFKA__BROKERS=a:9092,b:9092). The lists of
+// mappings and of lists, routes and clickhouse.shards, take their whole
+// value as JSON (or YAML in flow style), which replaces the file's:
+// SINK_ROUTES='[{"topic": "a", "table": "b"}]',
+// SINK_CLICKHOUSE__SHARDS='[["ch-1:9000", "ch-2:9000"], ["ch-3:9000"]]'; one
+// element of them (SINK_ROUTES__0__TABLE) cannot be set alone.
 //
 // A few names under the prefix are not config overrides and are ignored:
 // SINK_CONFIG (the config file path, for cmd/sink), SINK_REQUIRE_STACK and
@@ -116,10 +120,19 @@ func parse(yamlBytes []byte, environ []string) (*Config, error) {
 				envErrs = append(envErrs, err)
 				return "", nil
 			}
-			if key != "" {
-				envKeys[key] = name
+			if key == "" {
+				return "", nil
 			}
-			return key, value
+			envKeys[key] = name
+			if !structuredKeys[key] {
+				return key, value
+			}
+			v, err := structuredEnv(name, value)
+			if err != nil {
+				envErrs = append(envErrs, err)
+				return "", nil
+			}
+			return key, v
 		},
 	})
 	if err := ko.Load(envProvider, nil); err != nil {
@@ -174,10 +187,42 @@ func envKey(name string) (string, error) {
 			return "", fmt.Errorf("environment variable %s: empty key level (want e.g. %sKAFKA__BROKERS)", name, EnvPrefix)
 		}
 	}
-	if top, _, _ := strings.Cut(key, "."); top == "routes" {
-		return "", fmt.Errorf("environment variable %s: routes cannot be set from the environment, define them in the config file", name)
+	for k := range structuredKeys {
+		if strings.HasPrefix(key, k+".") {
+			return "", fmt.Errorf("environment variable %s: %s cannot be set from the environment one element at a time; set %s%s to the whole list as JSON", name, k, EnvPrefix, strings.ToUpper(strings.ReplaceAll(k, ".", "__")))
+		}
 	}
 	return key, nil
+}
+
+// structuredKeys are the keys whose environment value is the whole list,
+// as JSON: their elements are mappings or lists, which a comma-separated
+// value cannot say.
+var structuredKeys = map[string]bool{"routes": true, "clickhouse.shards": true}
+
+// structuredEnv parses the value of variable name, a key of
+// structuredKeys: a list in JSON, or in YAML's flow style.
+func structuredEnv(name, value string) (any, error) {
+	var v any
+	if err := goyaml.Unmarshal([]byte(value), &v); err != nil {
+		return nil, fmt.Errorf("environment variable %s: not a JSON list: %s", name, fixYAMLLine(err.Error()))
+	}
+	list, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("environment variable %s: want a JSON list, e.g. %s", name, structuredExample[strings.TrimPrefix(name, EnvPrefix)])
+	}
+	for _, e := range list {
+		if m, ok := e.(map[string]any); ok {
+			dropNulls(m)
+		}
+	}
+	return list, nil
+}
+
+// structuredExample shows each structured variable's form.
+var structuredExample = map[string]string{
+	"ROUTES":              `[{"topic": "events", "table": "events"}]`,
+	"CLICKHOUSE__SHARDS": `[["ch-1:9000", "ch-2:9000"], ["ch-3:9000"]]`,
 }
 
 // dropNulls removes null values from a parsed YAML document, recursively.
@@ -391,9 +436,10 @@ func envSource(key string, envKeys map[string]string, unknown bool) string {
 	name, ok := envKeys[key]
 	if !ok {
 		// SINK_LOG__LEVEL__X turns log.level into a mapping; the error
-		// is about log.level, the culprit is the longer variable.
+		// is about log.level, the culprit is the longer variable. An
+		// error in routes[0].table is SINK_ROUTES's, which set the list.
 		for _, k := range sortedKeys(envKeys) {
-			if strings.HasPrefix(k, key+".") {
+			if strings.HasPrefix(k, key+".") || strings.HasPrefix(key, k+"[") {
 				name, ok = envKeys[k], true
 				break
 			}
