@@ -221,7 +221,7 @@ func structuredEnv(name, value string) (any, error) {
 
 // structuredExample shows each structured variable's form.
 var structuredExample = map[string]string{
-	"ROUTES":              `[{"topic": "events", "table": "events"}]`,
+	"ROUTES":             `[{"topic": "events", "table": "events"}]`,
 	"CLICKHOUSE__SHARDS": `[["ch-1:9000", "ch-2:9000"], ["ch-3:9000"]]`,
 }
 
