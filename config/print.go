@@ -72,6 +72,11 @@ func structNode(v reflect.Value) *yaml.Node {
 		if !f.IsExported() || key == "-" {
 			continue
 		}
+		if f.Anonymous && key == ",squash" {
+			// An embedded struct's keys are the enclosing section's.
+			n.Content = append(n.Content, structNode(v.Field(i)).Content...)
+			continue
+		}
 		if key == "" {
 			key = strings.ToLower(f.Name)
 		}

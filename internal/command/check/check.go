@@ -415,14 +415,18 @@ func tlsSummary(t config.TLS) string {
 	if !t.Enabled {
 		return "TLS off"
 	}
-	var parts []string
-	if t.CAFile != "" {
-		parts = append(parts, "CA "+t.CAFile)
-	} else {
-		parts = append(parts, "system CAs")
+	parts := []string{"system CAs"}
+	switch {
+	case t.CAFile != "":
+		parts[0] = "CA " + t.CAFile
+	case t.TruststoreFile != "":
+		parts[0] = "trust store " + t.TruststoreFile
 	}
-	if t.CertFile != "" {
+	switch {
+	case t.CertFile != "":
 		parts = append(parts, "client certificate "+t.CertFile)
+	case t.KeystoreFile != "":
+		parts = append(parts, "key store "+t.KeystoreFile)
 	}
 	if t.ServerName != "" {
 		parts = append(parts, "server name "+t.ServerName)

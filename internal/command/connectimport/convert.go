@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"sink/config"
 	"sink/internal/consumer"
 )
 
@@ -57,6 +58,9 @@ type conv struct {
 	tableFor func(topic string) (string, bool)
 	routers  []router
 	deleted  string // deleted_column from ExtractNewRecordState
+	// passwords are the store passwords the connector had, which the
+	// YAML leaves to the environment.
+	passwords []envSecret
 }
 
 // Convert maps one connector. It fails only when the input is not a
@@ -97,7 +101,7 @@ func Convert(c Connector, o Options) (*Result, error) {
 		}
 		r.Fates = append(r.Fates, f)
 	}
-	y, err := render(v.doc, r, c)
+	y, err := render(v.doc, r, c, v.passwords)
 	if err != nil {
 		return nil, err
 	}
@@ -422,6 +426,48 @@ var overrideRules = map[string]overrideRule{
 	"security.protocol":     (*conv).securityProtocol,
 	"sasl.mechanism":        (*conv).saslMechanism,
 	"sasl.jaas.config":      (*conv).jaasConfig,
+	// Java trust and key stores: the files and their types carried, the
+	// passwords left to the environment.
+	"ssl.truststore.location": storeTo("kafka.tls.truststore_file"),
+	"ssl.truststore.type":     storeTypeTo("kafka.tls.truststore_type"),
+	"ssl.truststore.password": passwordTo("kafka.tls.truststore_password"),
+	"ssl.keystore.location":   storeTo("kafka.tls.keystore_file"),
+	"ssl.keystore.type":       storeTypeTo("kafka.tls.keystore_type"),
+	"ssl.keystore.password":   passwordTo("kafka.tls.keystore_password"),
+	"ssl.key.password":        passwordTo("kafka.tls.key_password"),
+}
+
+// storeTo carries a trust or key store's location to the file key to.
+func storeTo(to string) overrideRule {
+	return func(v *conv, key, val string) {
+		v.doc.set(to, val)
+		v.carry(key, to, "a path on the machine the sink runs on: the store must be there")
+	}
+}
+
+// storeTypeTo carries a store's type (JKS or PKCS12) to the key to.
+func storeTypeTo(to string) overrideRule {
+	return func(v *conv, key, val string) {
+		switch t := strings.ToUpper(val); t {
+		case "JKS", "PKCS12":
+			v.doc.set(to, t)
+			v.carry(key, to, "")
+		case "PEM":
+			v.unsupported(key, "a PEM store goes in kafka.tls ca_file, cert_file and key_file (files, not Connect's inline PEM values)")
+		default:
+			v.unsupported(key, "the sink reads JKS and PKCS12 stores")
+		}
+	}
+}
+
+// passwordTo notes a store password: never written, it goes to the
+// environment variable of key to (or to's _file key).
+func passwordTo(to string) overrideRule {
+	env := config.EnvPrefix + strings.ToUpper(strings.ReplaceAll(to, ".", "__"))
+	return func(v *conv, key, _ string) {
+		v.passwords = append(v.passwords, envSecret{section: to, env: env})
+		v.carry(key, env, "never written to the YAML: set the variable, or "+to+"_file")
+	}
 }
 
 // millisTo carries a number of milliseconds to the duration key to.

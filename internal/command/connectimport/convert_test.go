@@ -1,6 +1,7 @@
 package connectimport
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -406,4 +407,50 @@ func TestSASLPasswordLeftToEnvironment(t *testing.T) {
 	if s := cfg.Kafka.SASL; s.Mechanism != "PLAIN" || s.Username != "sink" || s.Password.Reveal() != "pw" || cfg.SchemaRegistry.Username != "reg" {
 		t.Errorf("kafka.sasl %+v, schema_registry.username %q", s, cfg.SchemaRegistry.Username)
 	}
+}
+
+// TestTrustAndKeyStores: consumer.override.ssl.truststore.* and
+// ssl.keystore.* are carried to kafka.tls's store keys, the passwords left
+// to the environment (named in the YAML's comment, never written); the
+// YAML is written though the stores are not on this machine, and loads
+// on one where they are.
+func TestTrustAndKeyStores(t *testing.T) {
+	c := base("consumer.override.security.protocol", "SSL",
+		"consumer.override.ssl.truststore.location", "/etc/kafka/truststore.jks", "consumer.override.ssl.truststore.type", "jks",
+		"consumer.override.ssl.truststore.password", "trust-pw",
+		"consumer.override.ssl.keystore.location", "/etc/kafka/keystore.p12", "consumer.override.ssl.keystore.type", "PKCS12",
+		"consumer.override.ssl.keystore.password", "key-pw", "consumer.override.ssl.key.password", "entry-pw")
+	r, err := Convert(c, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	y := string(r.YAML)
+	for _, want := range []string{"truststore_file: /etc/kafka/truststore.jks", "truststore_type: JKS", "keystore_file: /etc/kafka/keystore.p12", "keystore_type: PKCS12",
+		"#   SINK_KAFKA__TLS__TRUSTSTORE_PASSWORD (or kafka.tls.truststore_password_file", "#   SINK_KAFKA__TLS__KEYSTORE_PASSWORD (or kafka.tls.keystore_password_file",
+		"#   SINK_KAFKA__TLS__KEY_PASSWORD (or kafka.tls.key_password_file"} {
+		if !strings.Contains(y, want) {
+			t.Errorf("the YAML lacks %q:\n%s", want, y)
+		}
+	}
+	for _, pw := range []string{"trust-pw", "key-pw", "entry-pw"} {
+		if strings.Contains(y, pw) {
+			t.Errorf("a password is in the YAML:\n%s", y)
+		}
+	}
+	checkFates(t, r, []fateWant{
+		{"consumer.override.ssl.truststore.location", Carried, "kafka.tls.truststore_file"},
+		{"consumer.override.ssl.truststore.type", Carried, "kafka.tls.truststore_type"},
+		{"consumer.override.ssl.truststore.password", Carried, "SINK_KAFKA__TLS__TRUSTSTORE_PASSWORD"},
+		{"consumer.override.ssl.keystore.password", Carried, "SINK_KAFKA__TLS__KEYSTORE_PASSWORD"},
+		{"consumer.override.ssl.key.password", Carried, "SINK_KAFKA__TLS__KEY_PASSWORD"},
+	})
+	// Where the files are missing, loading names them: the only problem.
+	_, err = config.Parse(r.YAML, []string{"SINK_KAFKA__TLS__TRUSTSTORE_PASSWORD=x", "SINK_KAFKA__TLS__KEYSTORE_PASSWORD=x", "SINK_KAFKA__TLS__KEY_PASSWORD=x"})
+	for _, line := range strings.Split(fmt.Sprint(err), "\n") {
+		if !strings.Contains(line, "no such file") {
+			t.Errorf("loading where the stores are missing: %s", line)
+		}
+	}
+	r, _ = convert(t, base("consumer.override.ssl.truststore.type", "PEM"), Options{})
+	checkFates(t, r, []fateWant{{"consumer.override.ssl.truststore.type", Unsupported, "ca_file"}})
 }
