@@ -5,6 +5,8 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"slices"
 	"strconv"
@@ -310,4 +312,64 @@ func filePasswords(doc map[string]any) []error {
 		}
 	}
 	return errs
+}
+
+// plaintextWarnings lists the credentials the config would send without
+// TLS to a host that is not loopback (Warnings: sink check prints them,
+// sink run logs them at start): a SASL exchange with Kafka (PLAIN sends
+// the password itself; SCRAM an exchange a password can be guessed
+// against offline), HTTP basic auth to an http:// registry URL, and the
+// ClickHouse password (the native protocol and HTTP both carry it as it
+// is). On loopback nothing crosses a network.
+func (c *Config) plaintextWarnings() []string {
+	var w []string
+	k := c.Kafka
+	if s := k.SASL; s.Mechanism != "" && !k.TLS.Enabled {
+		if hosts := remote(k.Brokers); len(hosts) > 0 {
+			what := "sends its password in the clear"
+			if s.Mechanism != SASLPlain {
+				what = "runs in the clear (SCRAM does not send the password, but whoever sees the exchange can guess it offline, and reads every record)"
+			}
+			w = append(w, fmt.Sprintf("kafka.sasl (%s as %q) %s: kafka.tls is off and brokers %s are not loopback; set kafka.tls.enabled and use the brokers' TLS listener",
+				s.Mechanism, s.Username, what, strings.Join(hosts, ", ")))
+		}
+	}
+	if r := c.SchemaRegistry; r.Username != "" {
+		if urls := plainURLs(r.URLs); len(urls) > 0 {
+			w = append(w, fmt.Sprintf("schema_registry.username %q sends its password in the clear (HTTP basic auth) to %s; use https:// URLs",
+				r.Username, strings.Join(urls, ", ")))
+		}
+	}
+	ch := c.ClickHouse
+	if (ch.Password != "" || ch.PasswordFile != "") && !ch.TLS.Enabled {
+		if hosts := remote(ch.Addrs); len(hosts) > 0 {
+			w = append(w, fmt.Sprintf("clickhouse.password is sent in the clear to %s: clickhouse.tls is off; set clickhouse.tls.enabled and the secure port (9440 native, 8443 http)",
+				strings.Join(hosts, ", ")))
+		}
+	}
+	return w
+}
+
+// remote is the addresses (host:port) of addrs whose host is not loopback.
+func remote(addrs []string) []string {
+	var out []string
+	for _, a := range addrs {
+		if !LoopbackListen(a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// plainURLs is the http:// URLs of urls whose host is not loopback.
+func plainURLs(urls []string) []string {
+	var out []string
+	for _, raw := range urls {
+		u, err := url.Parse(raw)
+		if err != nil || u.Scheme != "http" || LoopbackListen(net.JoinHostPort(u.Hostname(), "0")) {
+			continue
+		}
+		out = append(out, redactURL(raw))
+	}
+	return out
 }

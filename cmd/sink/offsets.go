@@ -121,6 +121,11 @@ func (f *offsetsFlags) parse(rest []string) (code int, ok bool) {
 	}
 }
 
+// resetFlags says whether a flag or value only reset takes was given.
+func (f *offsetsFlags) resetFlags() bool {
+	return len(f.explicit) > 0 || *f.to != "" || *f.reload || *f.yes || *f.execute || *f.topic != "" || *f.partition >= 0
+}
+
 // validate checks the flags' combination and returns the reset they ask
 // for, or a usage error's message.
 func (f *offsetsFlags) validate() (groupoffsets.Reset, string) {
@@ -129,7 +134,7 @@ func (f *offsetsFlags) validate() (groupoffsets.Reset, string) {
 		return r, "--config FILE is required (or SINK_CONFIG)"
 	}
 	if f.sub == "show" {
-		if len(f.explicit) > 0 || *f.to != "" || *f.reload || *f.yes || *f.execute || *f.topic != "" || *f.partition >= 0 {
+		if f.resetFlags() {
 			return r, "takes only --config"
 		}
 		return r, ""

@@ -25,8 +25,8 @@ func TestChart(t *testing.T) {
 		name, values string
 		kinds        []string // kinds the render must contain
 	}{
-		{"defaults", "", []string{"ConfigMap", "Deployment", "Service"}},
-		{"full", chart + "/ci/full-values.yaml", []string{"ConfigMap", "Secret", "Deployment", "Service", "ServiceMonitor", "ScaledObject"}},
+		{"defaults", "", []string{"ConfigMap", "Deployment", "Service", "NetworkPolicy"}},
+		{"full", chart + "/ci/full-values.yaml", []string{"ConfigMap", "Secret", "Deployment", "Service", "ServiceMonitor", "ScaledObject", "NetworkPolicy"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := []string{"--strict", chart}

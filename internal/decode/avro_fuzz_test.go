@@ -82,6 +82,7 @@ func FuzzAvroAppend(f *testing.F) {
 		blk := p.NewBlock()
 		r := &kgo.Record{Value: append(registry.AppendFrame(nil, 1, false), payload...)}
 		if err := p.Append(blk, r); err != nil {
+			noPanic(t, err)
 			if _, ok := err.(*RecordError); !ok {
 				t.Fatalf("error %T %v, want a *RecordError", err, err)
 			}
@@ -123,6 +124,7 @@ func FuzzDebeziumAvroAppend(f *testing.F) {
 		r := &kgo.Record{Value: append(registry.AppendFrame(nil, 11, false), value...), Key: append(registry.AppendFrame(nil, 12, false), key...)}
 		err := p.Append(blk, r)
 		if err != nil {
+			noPanic(t, err)
 			if _, ok := err.(*RecordError); !ok && !errors.Is(err, ErrSkip) {
 				t.Fatalf("error %T %v, want a *RecordError or ErrSkip", err, err)
 			}

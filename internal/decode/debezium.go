@@ -3,7 +3,6 @@ package decode
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/valyala/fastjson"
@@ -154,12 +153,10 @@ type debeziumFormat struct {
 
 	cdcPlan // the version and delete-marker columns (cdc.go)
 
-	parser     fastjson.Parser // the record value
-	keyParser  fastjson.Parser // the record key, for deletes without a before image
-	jsonParser fastjson.Parser // io.debezium.data.Json text into Array/Map columns
-	schema     schemaCache     // debezium_schema.go
-	dec        decimals        // debezium_decimal.go
-	text       []byte          // formatting scratch
+	parser    fastjson.Parser // the record value
+	keyParser fastjson.Parser // the record key, for deletes without a before image
+	schema    schemaCache     // debezium_schema.go
+	semConv                   // the fields' semantic types (semantic.go)
 
 	names  []string // per Plan column, its name (for the record key's fields)
 	verCol int      // the column filled from $version, -1 before bind sees it
@@ -194,7 +191,7 @@ type dbzCol struct {
 }
 
 func newDebeziumFormat(st *appendState) *debeziumFormat {
-	d := &debeziumFormat{st: st, verCol: -1, delCol: -1}
+	d := &debeziumFormat{st: st, verCol: -1, delCol: -1, semConv: semConv{st: st}}
 	d.fields.keyIdx = map[string]int{}
 	d.schema.keyIdx = d.fields.keyIdx
 	return d
@@ -513,112 +510,10 @@ func (d *debeziumFormat) read(i int, in *input) error {
 		if s := &d.fields.paths[i]; len(s.rest) == 0 && (in.kind == inStr || in.kind == inNum || in.kind == inObject) {
 			d.dec.column(c.intDigits, c.decType)
 			if d.hasSchema {
-				return d.convertSem(c, d.cur[s.slot], in)
+				return d.convert(c, d.cur[s.slot], in)
 			}
 			return d.convertBare(c, in)
 		}
-	}
-	return nil
-}
-
-// convertSem applies a field's semantic type (from the schema) to the value
-// of column c.
-func (d *debeziumFormat) convertSem(c *dbzCol, fs fieldSem, in *input) error {
-	cls := c.cls
-	switch fs.kind {
-	case semPlain:
-		return nil
-	case semDate, semTsMillis, semTsMicros, semTsNanos, semTimeMillis, semTimeMicros, semTimeNanos:
-		if in.kind != inNum || (cls != clsTime && cls != clsString) {
-			return nil // numeric columns keep Debezium's number; others reject it themselves
-		}
-		n, err := strconv.ParseInt(b2s(in.b), 10, 64)
-		if err != nil {
-			return reasonf("cannot read %s as a Debezium %s value", show(in), semLabel(fs.kind))
-		}
-		if ns, ok, tod := timeOfDay(fs.kind, n); tod {
-			if !ok {
-				return reasonf("Debezium %s value %s is not a time of day", semLabel(fs.kind), show(in))
-			}
-			return d.timeInto(c, ns, in)
-		}
-		t, ok := semTime(fs.kind, n)
-		if !ok {
-			return reasonf("Debezium %s value %s is out of range", semLabel(fs.kind), show(in))
-		}
-		if cls == clsTime {
-			in.kind, in.t, in.n = inTime, t, t.UnixMilli()
-			return nil
-		}
-		layout := "2006-01-02 15:04:05.999999999"
-		if fs.kind == semDate {
-			layout = "2006-01-02"
-		}
-		d.text = t.AppendFormat(d.text[:0], layout)
-		in.kind, in.b = inStr, d.text
-		return nil
-	case semZonedTime:
-		if in.kind != inStr || cls == clsString {
-			return nil // String columns keep the text
-		}
-		ns, ok := zonedTimeOfDay(in.b)
-		if !ok {
-			return reasonf("cannot read %s as a Debezium ZonedTime value", show(in))
-		}
-		if cls == clsNumber || cls == clsDecimal {
-			in.kind, in.n = inInt, ns/1000 // µs since midnight UTC, as MicroTime
-			return nil
-		}
-		return d.timeInto(c, ns, in)
-	case semZonedTs:
-		if in.kind != inStr || (cls != clsNumber && cls != clsDecimal) {
-			return nil // DateTime columns read RFC 3339 themselves, String columns keep it
-		}
-		t, err := time.Parse(time.RFC3339Nano, b2s(in.b))
-		if err != nil {
-			return reasonf("cannot read %s as a Debezium ZonedTimestamp value", show(in))
-		}
-		us, ok := unixMicro(t)
-		if !ok {
-			return reasonf("Debezium ZonedTimestamp value %s is out of range", show(in))
-		}
-		in.kind, in.n = inInt, us // µs since the epoch, as MicroTimestamp
-		return nil
-	case semDuration:
-		if cls == clsTime && (in.kind == inNum || in.kind == inStr) {
-			return reasonf("a Debezium MicroDuration (an interval) %s is not a point in time; use an integer, Decimal or String column", show(in))
-		}
-		return nil
-	case semDecimal:
-		if in.kind != inStr {
-			return nil
-		}
-		return d.dec.decimalFromBase64(in, in.b, int(fs.scale))
-	case semVarDecimal:
-		if in.kind != inObject {
-			return nil
-		}
-		return d.dec.varDecimal(in)
-	case semJSON:
-		if in.kind != inStr || cls != clsComposite {
-			return nil
-		}
-		v, err := d.jsonParser.ParseBytes(in.b)
-		if err != nil {
-			return reasonf("io.debezium.data.Json value is not JSON: %v", err)
-		}
-		d.st.fromJSON(v, in)
-		return nil
-	case semBytes:
-		if in.kind != inStr || cls != clsString {
-			return nil
-		}
-		raw, err := d.dec.base64(in.b)
-		if err != nil {
-			return reasonf("cannot decode %s as base64 bytes", show(in))
-		}
-		in.b = raw
-		return nil
 	}
 	return nil
 }
@@ -630,7 +525,7 @@ func (d *debeziumFormat) convertSem(c *dbzCol, fs fieldSem, in *input) error {
 func (d *debeziumFormat) convertBare(c *dbzCol, in *input) error {
 	cls := c.cls
 	if cls == clsComposite && in.kind == inStr {
-		return d.convertSem(c, fieldSem{kind: semJSON}, in)
+		return d.convert(c, fieldSem{kind: semJSON}, in)
 	}
 	if cls != clsDecimal && cls != clsNumber {
 		return nil
@@ -767,24 +662,6 @@ func unixMicro(t time.Time) (int64, bool) {
 		return 0, false
 	}
 	return t.UnixMicro(), true
-}
-
-// timeInto sets in to a time of day (ns since midnight) for column c: text
-// "15:04:05[.fraction]" for String ("24:00:00" stays so), the instant that
-// long after 1970-01-01 00:00 UTC for DateTime and DateTime64 (24:00:00 is
-// 1970-01-02 00:00:00). A Date column has no place for a time of day.
-func (d *debeziumFormat) timeInto(c *dbzCol, ns int64, in *input) error {
-	if c.day {
-		return reasonf("a time of day %s cannot fill a Date column; use String, DateTime64 or an integer", show(in))
-	}
-	if c.cls == clsTime {
-		t := time.Unix(0, ns).UTC()
-		in.kind, in.t, in.n = inTime, t, t.UnixMilli()
-		return nil
-	}
-	d.text = appendTimeOfDay(d.text[:0], ns)
-	in.kind, in.b = inStr, d.text
-	return nil
 }
 
 // appendTimeOfDay formats ns since midnight as "15:04:05" with the

@@ -656,7 +656,7 @@ func TestCompileErrors(t *testing.T) {
 	} {
 		f(one(typ), nil, fmt.Sprintf("column %q has type %s which the json format cannot fill", "a", typ))
 	}
-	if _, err := Compile("thrift", cols, nil); err == nil || err.Error() != `unsupported format "thrift" (supported: json, debezium-json, avro, protobuf, json-schema, debezium-avro)` {
+	if _, err := Compile("thrift", cols, nil); err == nil || err.Error() != `unsupported format "thrift" (supported: json, connect-json, debezium-json, avro, protobuf, json-schema, debezium-avro)` {
 		t.Errorf("format: %v", err)
 	}
 }

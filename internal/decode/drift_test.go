@@ -248,7 +248,7 @@ func FuzzUnmappedAppend(f *testing.F) {
 		if blk.Rows() > 1000 {
 			blk.Reset()
 		}
-		_ = p.Append(blk, &kgo.Record{Value: value})
+		noPanic(t, p.Append(blk, &kgo.Record{Value: value}))
 		p.TakeUnmapped(func(u *UnmappedField) {
 			if u.Name == "id" || u.Name == "s" || u.Count == 0 {
 				t.Fatalf("%q: reported %+v", value, *u)

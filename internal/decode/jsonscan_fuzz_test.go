@@ -149,6 +149,8 @@ func diffRecords(t *testing.T, values [][]byte) {
 			r := kgo.Record{Topic: "t", Partition: 1, Offset: int64(i), Value: v}
 			rt := r
 			es, et := scan.Append(bs, &r), tree.Append(bt, &rt)
+			noPanic(t, es)
+			noPanic(t, et)
 			if cs, ct := errorClass(es), errorClass(et); cs != ct {
 				t.Fatalf("%s: record %d %q:\n scanner: %v\n    tree: %v", s.name, i, v, es, et)
 			}

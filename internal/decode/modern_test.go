@@ -299,6 +299,7 @@ func FuzzModernConvert(f *testing.F) {
 			blk := p.NewBlock()
 			err := p.Append(blk, &kgo.Record{Value: []byte(`{"c":` + value + `}`)})
 			if err != nil {
+				noPanic(t, err)
 				if blk.Rows() != 0 || blk.Bytes() != 0 {
 					t.Fatalf("%s: failed Append left %d rows", modernFuzzTypes[i], blk.Rows())
 				}

@@ -439,6 +439,7 @@ func FuzzProtobufAppend(f *testing.F) {
 			blk := p.NewBlock()
 			err := p.Append(blk, r)
 			if err != nil {
+				noPanic(t, err)
 				var re *RecordError
 				if !errors.As(err, &re) && !errors.Is(err, ErrSkip) {
 					t.Fatalf("error %v is neither a RecordError nor ErrSkip", err)

@@ -28,11 +28,18 @@ func (g *Getter) Reset(s *Scanner) {
 // Get returns the value at path below the top-level value; ok is false
 // when some step is not there (or the path is empty).
 func (g *Getter) Get(path []string) (Span, bool) {
+	return g.GetIn(Span{Start: g.s.ws(0)}, path)
+}
+
+// GetIn returns the value at path below the value v (of the text scanned
+// last, e.g. an Envelope's payload); ok is false when some step is not
+// there (or the path is empty).
+func (g *Getter) GetIn(v Span, path []string) (Span, bool) {
 	s := g.s
 	if len(path) == 0 {
 		return Span{}, false
 	}
-	at := s.ws(0)
+	at := v.Start
 	for _, step := range path {
 		var ok bool
 		switch s.Doc[at] {

@@ -12,6 +12,7 @@ import (
 	"sink/internal/adapt"
 	"sink/internal/chtable"
 	"sink/internal/metrics"
+	"sink/internal/pipeline/dispatch"
 )
 
 // partsSink is a fakeSink whose tables have the parts the test sets; it
@@ -120,8 +121,8 @@ func testUnitAdaptive(t *testing.T) {
 // parts every 10ms; it is stopped when the test ends.
 func startAdaptive(t *testing.T, sink Sink) (*metrics.Metrics, *Pipeline, *fakeSource) {
 	t.Helper()
-	old := partsInterval
-	partsInterval = 10 * time.Millisecond
+	old := dispatch.PartsInterval
+	dispatch.PartsInterval = 10 * time.Millisecond
 	cfg := unitConfig(t, "")
 	cfg.Batch.Mode = "adaptive"
 	cfg.Batch.TargetInsertsPerMinute = 600
@@ -142,7 +143,7 @@ func startAdaptive(t *testing.T, sink Sink) (*metrics.Metrics, *Pipeline, *fakeS
 		if err := <-done; err != nil {
 			t.Errorf("Run: %v", err)
 		}
-		partsInterval = old
+		dispatch.PartsInterval = old
 	})
 	return m, p, src
 }

@@ -18,7 +18,7 @@ import (
 	"sink/internal/chtable"
 	"sink/internal/metrics"
 	"sink/internal/offsets"
-	"sink/internal/tables"
+	"sink/internal/pipeline/dispatch"
 )
 
 // runBudget builds a pipeline of cfg writing to sink (fake is the
@@ -356,9 +356,7 @@ routes:
 	if limit := chtable.InsertConns(cfg.ClickHouse.MaxInFlight); sink.most > limit || sink.most < 2 {
 		t.Errorf("%d INSERTs at once, want between 2 and %d", sink.most, limit)
 	}
-	var retries int64
-	p.cat.EachTable(func(ts *tables.Table) { retries += p.disp.stats(ts).retries.Load() })
-	if retries != 0 {
+	if retries := p.disp.Retries(); retries != 0 {
 		t.Errorf("%d retries: waiting for a connection is not a failed attempt", retries)
 	}
 	sum, n := histogram(m, metrics.InsertDuration)
@@ -392,9 +390,9 @@ func histogram(m *metrics.Metrics, name string) (float64, uint64) {
 func TestUnitPartsReadOnce(t *testing.T) { synctest.Test(t, testUnitPartsReadOnce) }
 
 func testUnitPartsReadOnce(t *testing.T) {
-	old := partsInterval
-	partsInterval = 100 * time.Millisecond
-	defer func() { partsInterval = old }()
+	old := dispatch.PartsInterval
+	dispatch.PartsInterval = 100 * time.Millisecond
+	defer func() { dispatch.PartsInterval = old }()
 	cfg := budgetConfig(t, `
 name: unit
 kafka:

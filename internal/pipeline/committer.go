@@ -53,7 +53,7 @@ import (
 type committer struct {
 	tracker     *offsets.Tracker
 	src         func() Source // the consumer (Attach gives it after New)
-	dlv         func() delivery
+	dlv         func() guarantee
 	uncommitted map[offsets.TP]offsets.Commit // positions of a failed commit, retried
 	timeout     time.Duration                 // kafka.request_timeout
 	log         zerolog.Logger

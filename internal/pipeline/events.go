@@ -2,17 +2,16 @@ package pipeline
 
 import (
 	"context"
-	"time"
 
-	"sink/internal/cdc"
 	"sink/internal/tables"
 )
 
 // Every goroutine the pipeline starts hands its outcome back to the owner
 // as an event, one type per kind of outcome, through one inbox: an
-// INSERT's (inserted, insertFailed), a dead-letter produce's (produced), a
-// TRUNCATE TABLE's, a table read's or ALTER's, a schema look-up's, a parts
-// or positions read's. The owner's loop takes them in the order they came
+// INSERT's (dispatch's Inserted, Failed), a dead-letter produce's, a
+// TRUNCATE TABLE's or a schema look-up's (intake's), a table read's or
+// ALTER's (described), a parts read's (dispatch's PartsRead) or a
+// positions read's. The owner's loop takes them in the order they came
 // and applies each with its role's handler (Apply). A send after Run made
 // its last commit is dropped (post), so a late goroutine never blocks.
 // The committer's results have a channel of their own: a commit that must
@@ -26,51 +25,9 @@ type event interface{ Apply(ctx context.Context) }
 func (p *Pipeline) post(e event) {
 	select {
 	case p.inbox <- e:
-	case <-p.stopped:
+	case <-p.calls.stopped:
 	}
 }
-
-// inserted is a batch whose INSERT succeeded: how long it took, and for a
-// target local batch the INSERT of each shard part (none for a table
-// written with one INSERT).
-type inserted struct {
-	p      *Pipeline
-	id     uint64
-	took   time.Duration
-	shards []shardPart
-}
-
-func (e inserted) Apply(ctx context.Context) { e.p.inserted(ctx, e) }
-
-// shardPart is one shard's INSERT of a batch.
-type shardPart struct{ shard, rows int }
-
-// insertFailed is a batch whose INSERT failed for good (or was never
-// made: its delivery refused it), or was canceled at shutdown.
-type insertFailed struct {
-	p   *Pipeline
-	id  uint64
-	err error
-}
-
-func (e insertFailed) Apply(ctx context.Context) { e.p.insertFailed(ctx, e) }
-
-// produced is the answer to a dead-letter produce.
-type produced struct {
-	p   *Pipeline
-	id  uint64
-	err error
-}
-
-func (e produced) Apply(ctx context.Context) { e.p.produced(ctx, e) }
-
-// truncated is the end of a TRUNCATE TABLE (internal/cdc).
-type truncated struct {
-	p *Pipeline
-	r cdc.Truncated
-}
-
-func (e truncated) Apply(context.Context) { e.p.truncated(e.r) }
 
 // described is a table's description read off the owner (a refresh, an
 // INSERT's schema error, an ALTER's end: internal/tables).
@@ -80,28 +37,3 @@ type described struct {
 }
 
 func (e described) Apply(ctx context.Context) { e.p.handleTable(ctx, e.r) }
-
-// lookedUp is a schema-registry look-up's answer (lookup.go).
-type lookedUp struct {
-	p *Pipeline
-	r lookupResult
-}
-
-func (e lookedUp) Apply(context.Context) { e.p.handleLookup(e.r) }
-
-// partsRead is adaptive batching's read of the tables' parts.
-type partsRead struct {
-	p *Pipeline
-	r partsResult
-}
-
-func (e partsRead) Apply(context.Context) { e.p.handleParts(e.r) }
-
-// positionsRead is the status's read of the group's committed offsets and
-// the partitions' log ends.
-type positionsRead struct {
-	p *Pipeline
-	r positionsResult
-}
-
-func (e positionsRead) Apply(context.Context) { e.p.handlePositions(e.r) }

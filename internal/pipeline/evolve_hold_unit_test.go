@@ -96,7 +96,7 @@ func testUnitEvolveHoldsUntilColumn(t *testing.T) {
 	r := startEvolving(t, "    schema: {evolve: add_columns}\n", sink)
 	r.src.send(unitTP, 0, append(bareRows(0, 2), cityRows(2, 5)...)...)
 	eventually(t, 2*time.Second, "offset 2 committed (the records before the field)", func() bool { return r.src.committed(unitTP) == 2 })
-	eventually(t, 2*time.Second, "5 records held", func() bool { return r.p.heldRecordsNow() == 5 })
+	eventually(t, 2*time.Second, "5 records held", func() bool { return r.p.in.Held().Now() == 5 })
 	polls := r.src.polls.Load()
 	time.Sleep(200 * time.Millisecond)
 	if got := r.src.committed(unitTP); got != 2 {
@@ -105,11 +105,11 @@ func testUnitEvolveHoldsUntilColumn(t *testing.T) {
 	if got := r.src.polls.Load(); got != polls {
 		t.Fatalf("%d polls started while records were held, want none", got-polls)
 	}
-	if got := r.p.heldRecordsNow(); got != 5 {
+	if got := r.p.in.Held().Now(); got != 5 {
 		t.Fatalf("%d records held, want 5", got)
 	}
 	sink.openGate()
-	eventually(t, 2*time.Second, "the held records decoded", func() bool { return r.p.heldRecordsNow() == 0 })
+	eventually(t, 2*time.Second, "the held records decoded", func() bool { return r.p.in.Held().Now() == 0 })
 	eventually(t, 2*time.Second, "fetching resumed", func() bool { return r.src.polls.Load() > polls })
 	r.src.send(unitTP, 7, cityRows(7, 1)...)
 	eventually(t, 2*time.Second, "offset 8 committed", func() bool { return r.src.committed(unitTP) == 8 })
@@ -145,7 +145,7 @@ func TestUnitEvolveRefusedNotHeld(t *testing.T) {
 				eventually(t, 2*time.Second, "offset 6 committed", func() bool { return r.src.committed(unitTP) == 6 })
 				r.src.send(unitTP, 6, cityRows(6, 2)...)
 				eventually(t, 2*time.Second, "offset 8 committed", func() bool { return r.src.committed(unitTP) == 8 })
-				if n := r.p.heldRecordsNow(); n != 0 {
+				if n := r.p.in.Held().Now(); n != 0 {
 					t.Fatalf("%d records still held", n)
 				}
 				if err := r.stop(t); err != nil {
@@ -200,10 +200,10 @@ func testUnitEvolveRevokeDropsHeld(t *testing.T) {
 	r := startEvolving(t, "    schema: {evolve: add_columns}\n", sink)
 	polls := r.src.polls.Load()
 	r.src.send(unitTP, 0, append(bareRows(0, 2), cityRows(2, 3)...)...)
-	eventually(t, 2*time.Second, "3 records held", func() bool { return r.p.heldRecordsNow() == 3 })
+	eventually(t, 2*time.Second, "3 records held", func() bool { return r.p.in.Held().Now() == 3 })
 	eventually(t, 2*time.Second, "offset 2 committed", func() bool { return r.src.committed(unitTP) == 2 })
 	revoke(r, unitTP)
-	eventually(t, 2*time.Second, "nothing held after the revoke", func() bool { return r.p.heldRecordsNow() == 0 })
+	eventually(t, 2*time.Second, "nothing held after the revoke", func() bool { return r.p.in.Held().Now() == 0 })
 	eventually(t, 2*time.Second, "fetching resumed after the revoke", func() bool { return r.src.polls.Load() > polls })
 	sink.openGate()
 	eventually(t, 2*time.Second, "the ALTER ran", func() bool { return len(sink.added()) == 1 })
@@ -318,13 +318,13 @@ func testUnitEvolveOtherRouteWaitsToo(t *testing.T) {
 		{Topic: unitTopic, Partitions: []kgo.FetchPartition{{HighWatermark: 4, Records: []*kgo.Record{
 			rec(unitTP, 2, `{"id":2,"x":"a2"}`), rec(unitTP, 3, `{"id":3,"x":"a3"}`)}}}},
 	}}}
-	eventually(t, 2*time.Second, "both routes' records held for the ALTER", func() bool { return r.p.heldRecordsNow() == 3 })
+	eventually(t, 2*time.Second, "both routes' records held for the ALTER", func() bool { return r.p.in.Held().Now() == 3 })
 	time.Sleep(100 * time.Millisecond)
 	if got := r.src.committed(unitTP); got != 2 {
 		t.Fatalf("committed %d while offset 2 waits", got)
 	}
 	sink.openGate()
-	eventually(t, 2*time.Second, "the held records decoded", func() bool { return r.p.heldRecordsNow() == 0 })
+	eventually(t, 2*time.Second, "the held records decoded", func() bool { return r.p.in.Held().Now() == 0 })
 	if err := r.stop(t); err != nil {
 		t.Fatalf("Run: %v", err)
 	}

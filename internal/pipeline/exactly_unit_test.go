@@ -22,6 +22,7 @@ import (
 	"sink/internal/chtable"
 	"sink/internal/eos"
 	"sink/internal/offsets"
+	"sink/internal/pipeline/intake"
 )
 
 var (
@@ -375,7 +376,7 @@ func testUnitExactlyFencedIntentThenLost(t *testing.T) {
 }
 
 // TestUnitExactlyLostDropsPendingOfSoughtPartition: a fetch of partitions 0
-// and 1 is decoded in part (one turn of maxDecode records) into the open
+// and 1 is decoded in part (one turn of intake.MaxDecode records) into the open
 // batch when partition 0 is lost. Partition 1 is sought back to its first
 // record in the dropped batch, so the records of it still waiting to be
 // decoded, which lie past that point, are dropped with the batch: they are
@@ -387,7 +388,7 @@ func TestUnitExactlyLostDropsPendingOfSoughtPartition(t *testing.T) {
 
 func testUnitExactlyLostDropsPendingOfSoughtPartition(t *testing.T) {
 	cfg := unitConfig(t, "")
-	cfg.Batch.MaxRows = 10 * maxDecode
+	cfg.Batch.MaxRows = 10 * intake.MaxDecode
 	p := newEO(t, cfg, newFakeSink(nil))
 	src := &eoSource{fakeSource: newFakeSource()}
 	p.Attach(src)
@@ -398,19 +399,19 @@ func testUnitExactlyLostDropsPendingOfSoughtPartition(t *testing.T) {
 		}
 		return out
 	}
-	p.takeFetches(kgo.Fetches{{Topics: []kgo.FetchTopic{{Topic: unitTopic, Partitions: []kgo.FetchPartition{
+	p.in.Take(kgo.Fetches{{Topics: []kgo.FetchTopic{{Topic: unitTopic, Partitions: []kgo.FetchPartition{
 		{Partition: 0, HighWatermark: 3, Records: recs(eoP0, 3)},
-		{Partition: 1, HighWatermark: maxDecode + 5, Records: recs(eoP1, maxDecode+5)},
+		{Partition: 1, HighWatermark: intake.MaxDecode + 5, Records: recs(eoP1, intake.MaxDecode+5)},
 	}}}}})
-	p.decodeSome(context.Background())
-	if n := p.pendingRecords(); n != 8 {
+	p.in.DecodeSome(context.Background())
+	if n := p.in.Pending(); n != 8 {
 		t.Fatalf("%d records pending after one turn, want 8 of partition 1", n)
 	}
 	p.forget([]offsets.TP{eoP0})
 	if got := src.seekCalls(); len(got) != 1 || len(got[0]) != 1 || got[0][eoP1] != 0 {
 		t.Fatalf("seeks %v; want partition 1 sought back to 0 only", got)
 	}
-	if n := p.pendingRecords(); n != 0 {
+	if n := p.in.Pending(); n != 0 {
 		t.Fatalf("%d records of partition 1 still pending after it was sought back; they would be inserted twice", n)
 	}
 }

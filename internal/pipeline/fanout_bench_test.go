@@ -42,13 +42,13 @@ func BenchmarkRouteRecord(b *testing.B) {
 			for i := range b.N {
 				r := recs[i%len(recs)]
 				r.Offset = int64(i)
-				p.handleRecord(ctx, now, unitTP, r)
+				p.in.Record(ctx, now, unitTP, r)
 				for done := false; !done; {
 					select {
 					case e := <-p.inbox:
 						e.Apply(ctx)
 					default:
-						done = p.disp.inFlight() < 4*cfg.ClickHouse.MaxInFlight
+						done = p.disp.InFlight() < 4*cfg.ClickHouse.MaxInFlight
 						if !done {
 							(<-p.inbox).Apply(ctx)
 						}
@@ -72,7 +72,7 @@ func settle(b *testing.B, p *Pipeline, r *kgo.Record, offset int64) {
 	c := *r
 	c.Partition, c.Offset = 1, offset
 	for range 10 {
-		if _, held := p.routeRecord(ctx, time.Now(), offsets.TP{Topic: c.Topic, Partition: 1}, &c); !held {
+		if _, held := p.in.Record(ctx, time.Now(), offsets.TP{Topic: c.Topic, Partition: 1}, &c); !held {
 			return
 		}
 		select {

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/internal/offsets"
+	"sink/internal/pipeline/intake"
 )
 
 // sendParts hands the pipeline one fetch holding n records (from offset 0)
@@ -30,7 +31,7 @@ func (s *fakeSource) sendParts(counts map[int32]int) {
 	s.fetches <- kgo.Fetches{{Topics: []kgo.FetchTopic{ft}}}
 }
 
-// TestUnitWholeFetchDecodedInTurns: a fetch of several times maxDecode
+// TestUnitWholeFetchDecodedInTurns: a fetch of several times intake.MaxDecode
 // records, over two partitions, is decoded over several turns of the loop,
 // in order: every record is inserted once and both partitions are
 // committed to their end.
@@ -44,7 +45,7 @@ func testUnitWholeFetchDecodedInTurns(t *testing.T) {
 	cfg.ClickHouse.MaxInFlight = 2
 	r := start(t, cfg, newFakeSink(nil))
 	p1 := offsets.TP{Topic: unitTopic, Partition: 1}
-	n0, n1 := 2*maxDecode+500, maxDecode/2
+	n0, n1 := 2*intake.MaxDecode+500, intake.MaxDecode/2
 	r.src.sendParts(map[int32]int{0: n0, 1: n1})
 	eventually(t, 5*time.Second, "one batch of 7,000 rows per full batch inserted", func() bool {
 		return r.sink.inserted("db.t") >= (n0+n1)/7_000*7_000
@@ -71,8 +72,8 @@ func TestUnitRevokeDropsPendingRecords(t *testing.T) {
 
 func testUnitRevokeDropsPendingRecords(t *testing.T) {
 	cfg := unitConfig(t, "")
-	cfg.Batch.MaxRows = maxDecode // the first turn seals exactly one batch
-	cfg.Batch.BufferMemory = 1    // which uses up the budget
+	cfg.Batch.MaxRows = intake.MaxDecode // the first turn seals exactly one batch
+	cfg.Batch.BufferMemory = 1           // which uses up the budget
 	cfg.Kafka.RebalanceTimeout = 20 * time.Second
 	gate := make(chan struct{})
 	r := start(t, cfg, newFakeSink(func(n int) insertScript {
@@ -82,21 +83,21 @@ func testUnitRevokeDropsPendingRecords(t *testing.T) {
 		return insertScript{}
 	}))
 	p1 := offsets.TP{Topic: unitTopic, Partition: 1}
-	r.src.sendParts(map[int32]int{0: maxDecode + 2, 1: 3})
+	r.src.sendParts(map[int32]int{0: intake.MaxDecode + 2, 1: 3})
 	r.insertStarted(t)
 	if took := revoke(r, p1); took > 2*time.Second {
 		t.Fatalf("revoking a partition with only undecoded records took %s", took)
 	}
 	close(gate)
-	eventually(t, 2*time.Second, "the first batch committed", func() bool { return r.src.committed(unitTP) >= int64(maxDecode) })
+	eventually(t, 2*time.Second, "the first batch committed", func() bool { return r.src.committed(unitTP) >= int64(intake.MaxDecode) })
 	if err := r.stop(t); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	if got := r.sink.inserted("db.t"); got != maxDecode+2 {
-		t.Fatalf("%d rows inserted, want %d (partition 0 only; the revoked partition's records were not decoded)", got, maxDecode+2)
+	if got := r.sink.inserted("db.t"); got != intake.MaxDecode+2 {
+		t.Fatalf("%d rows inserted, want %d (partition 0 only; the revoked partition's records were not decoded)", got, intake.MaxDecode+2)
 	}
-	if c0, c1 := r.src.committed(unitTP), r.src.committed(p1); c0 != int64(maxDecode+2) || c1 != -1 {
-		t.Fatalf("committed offsets %d and %d, want %d and none", c0, c1, maxDecode+2)
+	if c0, c1 := r.src.committed(unitTP), r.src.committed(p1); c0 != int64(intake.MaxDecode+2) || c1 != -1 {
+		t.Fatalf("committed offsets %d and %d, want %d and none", c0, c1, intake.MaxDecode+2)
 	}
 }
 
@@ -131,11 +132,11 @@ func BenchmarkDecodeFetch(b *testing.B) {
 // decodeFetch has the owner decode every record of f and insert every
 // batch (the fake sink acknowledges at once).
 func decodeFetch(ctx context.Context, p *Pipeline, f kgo.Fetches) {
-	p.takeFetches(f)
-	for len(p.pending) > 0 {
-		p.decodeSome(ctx)
+	p.in.Take(f)
+	for p.in.HasPending() {
+		p.in.DecodeSome(ctx)
 	}
-	for p.disp.inFlight() > 0 {
+	for p.disp.InFlight() > 0 {
 		(<-p.inbox).Apply(ctx)
 	}
 }

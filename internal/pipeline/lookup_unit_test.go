@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/internal/offsets"
+	"sink/internal/pipeline/intake"
 	"sink/internal/registry"
 )
 
@@ -127,7 +128,7 @@ func testUnitLookupStallRevoke(t *testing.T) {
 	release := reg.stall(2)
 	r.src.sendRaw(unitTP, 0, avroRow(t, 1, 0), avroRow(t, 1, 1), avroRow(t, 2, 2), avroRow(t, 1, 3))
 	eventually(t, 2*time.Second, "offsets 2 and 3 held behind the stalled look-up", func() bool {
-		return r.p.heldRecordsNow() == 2 && reg.askedFor(2) == 1
+		return r.p.in.Held().Now() == 2 && reg.askedFor(2) == 1
 	})
 
 	took := revoke(r, unitTP)
@@ -137,7 +138,7 @@ func testUnitLookupStallRevoke(t *testing.T) {
 	if got := r.src.committed(unitTP); got != 2 {
 		t.Fatalf("committed %d after the revoke, want 2 (the rows before the held record)", got)
 	}
-	if n := r.p.heldRecordsNow(); n != 0 {
+	if n := r.p.in.Held().Now(); n != 0 {
 		t.Fatalf("%d records still held after their partition was revoked", n)
 	}
 	if got := r.sink.insertedIDs("db.t"); !slices.Equal(got, []uint64{0, 1}) {
@@ -155,7 +156,7 @@ func testUnitLookupStallRevoke(t *testing.T) {
 	// every goroutine of the bubble is blocked again first.
 	synctest.Wait()
 	eventually(t, 2*time.Second, "offsets 2 to 4 decoded and the next fetch asked for", func() bool {
-		return r.p.heldRecordsNow() == 0 && r.src.polls.Load() > polls
+		return r.p.in.Held().Now() == 0 && r.src.polls.Load() > polls
 	})
 	if err := r.stop(t); err != nil {
 		t.Fatalf("Run: %v", err)
@@ -190,7 +191,7 @@ func testUnitLookupStallKeepsOrder(t *testing.T) {
 
 	release := reg.stall(2)
 	r.src.sendRaw(unitTP, 1, avroRow(t, 2, 1), avroRow(t, 1, 2), avroRow(t, 2, 3), avroRow(t, 1, 4))
-	eventually(t, 2*time.Second, "offsets 1 to 4 held", func() bool { return r.p.heldRecordsNow() == 4 })
+	eventually(t, 2*time.Second, "offsets 1 to 4 held", func() bool { return r.p.in.Held().Now() == 4 })
 	time.Sleep(time.Second)
 	if got := r.sink.insertedIDs("db.t"); !slices.Equal(got, []uint64{0}) {
 		t.Fatalf("inserted ids %v while offset 1's look-up stalls, want [0]", got)
@@ -254,7 +255,7 @@ func testUnitLookupStallOtherPartitionFlows(t *testing.T) {
 }
 
 // TestUnitLookupTimeoutRetried: a look-up that never answers ends after
-// lookupTimeout as the registry's error; the held records back off and
+// intake.LookupTimeout as the registry's error; the held records back off and
 // ask again, so the id is looked up a bounded number of times (never two
 // at once, though two partitions wait for it), and nothing is committed
 // past the held records or dead-lettered. When the registry answers, the
@@ -273,11 +274,11 @@ func testUnitLookupTimeoutRetried(t *testing.T) {
 	const window = time.Minute
 	time.Sleep(window)
 	asked := reg.askedFor(2)
-	// Each look-up takes lookupTimeout, then the backoff (from
+	// Each look-up takes intake.LookupTimeout, then the backoff (from
 	// heldRetryFirst, doubling, at most heldRetryMax, with jitter)
 	// passes before the next.
-	if asked < 3 || asked > int(window/lookupTimeout)+1 {
-		t.Fatalf("schema id 2 looked up %d times in %s, want between 3 and %d", asked, window, int(window/lookupTimeout)+1)
+	if asked < 3 || asked > int(window/intake.LookupTimeout)+1 {
+		t.Fatalf("schema id 2 looked up %d times in %s, want between 3 and %d", asked, window, int(window/intake.LookupTimeout)+1)
 	}
 	if m := reg.maxActive.Load(); m != 1 {
 		t.Fatalf("%d look-ups ran at once, want 1 (one per id in flight)", m)
@@ -286,7 +287,7 @@ func testUnitLookupTimeoutRetried(t *testing.T) {
 		t.Fatalf("committed %d and %d, dead-lettered %v while the registry does not answer; want nothing",
 			got, r.src.committed(other), r.src.dlqSent)
 	}
-	if n := r.p.heldRecordsNow(); n != 3 {
+	if n := r.p.in.Held().Now(); n != 3 {
 		t.Fatalf("%d records held, want 3", n)
 	}
 	release()
@@ -310,7 +311,7 @@ func testUnitLookupStallShutdown(t *testing.T) {
 	r := start(t, cfg, newFakeSink(nil), WithRegistry(reg))
 	reg.stall(2)
 	r.src.sendRaw(unitTP, 0, avroRow(t, 1, 0), avroRow(t, 2, 1))
-	eventually(t, 2*time.Second, "offset 1 held", func() bool { return r.p.heldRecordsNow() == 1 && reg.active.Load() == 1 })
+	eventually(t, 2*time.Second, "offset 1 held", func() bool { return r.p.in.Held().Now() == 1 && reg.active.Load() == 1 })
 	began := time.Now()
 	if err := r.stop(t); err != nil {
 		t.Fatalf("Run: %v", err)

@@ -4,24 +4,53 @@
 // and commits each partition's offsets only up to the records that are in
 // ClickHouse or in the dead-letter topic.
 //
+// The work is done by parts that each own their state and their
+// behaviour, and reach one another only through interfaces they declare
+// (the adapters of wire.go):
+//
+//   - the catalog (internal/tables): the routes and their tables, created,
+//     re-read, evolved, the dead-letter tables;
+//   - intake (internal/pipeline/intake): fetch, decode, hold: the polled
+//     records decoded a turn at a time, each routed to its table's open
+//     batch, held for the schema registry or a new column, bad ones to the
+//     dead letters, TRUNCATE events (internal/cdc);
+//   - dispatch (internal/pipeline/dispatch): the open batches and their
+//     seal (its cadence: fixed, adaptive or the insert budget), each
+//     table's queue and insert slots, the INSERTs and their outcomes;
+//   - the committer (committer.go): the offsets tracker and the commits,
+//     off the owner goroutine, their results back as events;
+//   - the delivery guarantee (internal/pipeline/delivery: at-least-once,
+//     or exactly-once's intents, ledgers and recovery), as hooks the
+//     others call;
+//   - the operator's view (view.go, admin.go): the state, pause and
+//     resume, the status snapshot.
+//
+// Pipeline itself keeps the wiring (wire.go) and the event loop (run.go)
+// that routes each event to the part it concerns: a fetch (poll.go decides
+// when to poll and when to decode: the backpressure), an outcome in the
+// inbox (events.go: each goroutine's result, applied by its part), a
+// commit's result, a group callback (rebalance.go), a control request, a
+// timer or a periodic tick. The Source port and its optional capabilities
+// are ports.go; the parts declare the Sink's.
+//
 // Concurrency: one goroutine (Run's, "the owner") owns every piece of
-// mutable state: routes and tables, accumulators, the offsets tracker, the
-// batches in flight, dead-letter produces, the exactly-once ledgers and the
-// counters. Everything else talks to it over channels: the poller hands it
-// fetches only when it asked for them (so memory stays within
-// batch.buffer_memory: when the budget is used up it stops asking, and
-// fetching pauses), insert and describe goroutines report results, and the
-// group callbacks (Hooks, on franz-go's goroutine) hand it assignments,
-// revokes and losses and wait for the answer. Pause and Resume (POST
-// /pause, /resume) are requests over a channel too, answered by the owner;
-// Status hands any goroutine the last snapshot the owner published (an
-// immutable copy, never the owner's maps). Every goroutine that uses the
-// Sink (inserts, table and parts reads, ADD COLUMNs) is started with spawn,
-// sends its result through a send that gives up once Run has made its last
-// commit, and is joined (canceled, then waited for, boundedly) before Run
-// returns: the caller may close the ClickHouse pool as soon as Run returned.
-// New, Tables, ResolveTopics and CheckExactlyOnce are called before Run;
-// Stats after it returned.
+// mutable state: the parts are called on it only. Everything else talks to
+// it over channels: the poller hands it fetches only when it asked for
+// them (so memory stays within batch.buffer_memory: when the budget is
+// used up it stops asking, and fetching pauses), the goroutines the parts
+// start (INSERTs, table reads, ALTERs, TRUNCATEs, parts reads, schema
+// look-ups, dead-letter produces' callbacks) hand their outcome back as an
+// event, and the group callbacks (on franz-go's goroutine) hand it
+// assignments, revokes and losses and wait for the answer. Pause and
+// Resume (POST /pause, /resume) are requests over a channel too, answered
+// by the owner; Status hands any goroutine the last snapshot the owner
+// published (an immutable copy, never the owner's maps). Every goroutine
+// that uses the Sink is started with spawn (calls.go), sends its outcome
+// through a send that gives up once Run has made its last commit, and is
+// joined (canceled, then waited for, boundedly) before Run returns: the
+// caller may close the ClickHouse pool as soon as Run returned. New,
+// Catalog and CheckExactlyOnce are called before Run; Stats after it
+// returned.
 //
 // What the owner waits for. Its channel operations return at once
 // (replies go to buffered channels, the poller's request has a slot of
@@ -33,21 +62,21 @@
 //   - An offset commit when a revoke's batches are in, at the revoke
 //     deadline, when a pause is complete, at shutdown and when partitions
 //     are given up (the commit still out is waited for first), and, with
-//     exactly_once, the intent commit before each batch's INSERT
-//     (internal/pipeline/exactly): each at most kafka.request_timeout
-//     (commitOffsets),
-//     after the commit still out; a commit that fails or times out is
-//     retried by the next one, an intent after its backoff. The commits
-//     after each INSERT and every kafka.commit_interval do not wait: they
-//     go through the committer's goroutine (committer.go), one at a time,
-//     and their results come back as events.
-//   - Describing a table first needed by a new topic (routing.go,
+//     exactly_once, the intent commit before each batch's INSERT: each at
+//     most kafka.request_timeout (the committer's send), after the commit
+//     still out; a commit that fails or times out is retried by the next
+//     one, an intent after its backoff. The commits after each INSERT and
+//     every kafka.commit_interval do not wait: they go through the
+//     committer's goroutine, one at a time, and their results come back
+//     as events.
+//   - Describing a table first needed by a new topic (the catalog's
 //     resolveTopic: a table named after its topic): at most
 //     clickhouse.query_timeout, once per topic.
-//   - A dead-letter produce (dlq.go): franz-go's Produce returns at once
-//     unless 50,000 records wait in its buffer; then it waits until one of
-//     them is acknowledged or fails (each fails after 10 retries).
-//   - Exactly-once recovery of newly assigned partitions (exactly's
+//   - A dead-letter produce (intake's dead letters): franz-go's Produce
+//     returns at once unless 50,000 records wait in its buffer; then it
+//     waits until one of them is acknowledged or fails (each fails after
+//     10 retries).
+//   - Exactly-once recovery of newly assigned partitions (the delivery's
 //     recoverParts, while franz-go's assigned callback waits for it): the
 //     group's ledgers (franz-go's request retries, 30 s), the topics' IDs
 //     and log ends (retried for at most a minute), each pending batch read
@@ -62,173 +91,86 @@
 // Schema-registry look-ups are not on that list: while Run loops, the id
 // a record names that is not known yet is looked up on a goroutine of its
 // own and the record is held until the answer comes back as an event
-// (lookup.go), so a revoke never waits behind a slow registry. At
+// (intake's lookups), so a revoke never waits behind a slow registry. At
 // shutdown Run waits for the inserts up to shutdown_timeout, then for the
 // canceled Sink calls and look-ups up to cancelGrace each, and for the
 // poller, whose Poll returns once canceled.
-//
-// The files follow the jobs: ports.go (Source, Sink, ExactlyOnce and
-// every optional capability asked of them), fetched.go (polled records,
-// decoded while the next fetch is read), dispatch.go (accumulators, each
-// table's queue and in-flight slots, inserts and their acks), commit.go
-// and committer.go (commits, off the owner), rebalance.go (assign, revoke
-// with its deadline, loss), dlq.go (bad records), held.go (records held
-// for the schema registry or a new column, in partition order), lookup.go
-// (schema-registry look-ups off the owner goroutine), budget.go (the
-// budget of INSERTs per server: which batch goes when), truncate.go
-// (TRUNCATE events), delivery.go (what the delivery guarantee adds to the
-// shared path, as hooks; at-least-once adds nothing; exactly-once is the
-// other implementation, internal/pipeline/exactly), fanout.go (routes
-// chosen per record by their when:, records in several tables), stats.go
-// (summary line, metric handles), admin.go (the state, pause and resume,
-// the status snapshot) and run.go (the loop, the poller, shutdown). The
-// routes and their tables (created, changed, evolved, dead-letter tables)
-// are internal/tables' Catalog; the fill of values a change event did not
-// carry is internal/cdc's.
 package pipeline
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/config"
-	"sink/internal/backoff"
-	"sink/internal/batch"
-	"sink/internal/cdc"
-	"sink/internal/chtable"
-	"sink/internal/decode"
 	"sink/internal/metrics"
-	"sink/internal/offsets"
-	"sink/internal/pace"
-	"sink/internal/pipeline/exactly"
-	"sink/internal/status"
+	"sink/internal/pipeline/delivery"
+	"sink/internal/pipeline/dispatch"
+	"sink/internal/pipeline/intake"
 	"sink/internal/tables"
 )
 
-// Pipeline is one connector.
+// Pipeline is one connector: the wiring of its parts and the event loop
+// that routes each event to the part it concerns (run.go).
 type Pipeline struct {
 	cfg  *config.Config
 	log  zerolog.Logger
 	w    Sink
 	cons Source
+	m    *metrics.Metrics // nil-safe: nil reports nothing
+	opts options
 
-	cat *tables.Catalog // the routes and their tables (internal/tables)
-	fan fanState        // fan-out routing's per-record scratch (fanout.go)
+	// The parts, each the owner of its state and its behaviour.
+	cat       *tables.Catalog    // the routes and their tables (internal/tables)
+	in        *intake.Intake     // the records on their way in (internal/pipeline/intake)
+	disp      *dispatch.Dispatch // the batches on their way to ClickHouse (internal/pipeline/dispatch)
+	committer *committer         // the offsets tracker and the commits (committer.go)
+	// dlv is what the delivery guarantee adds to the shared path
+	// (guarantee.go); eo is exactly-once's, under exactly_once (nil
+	// otherwise).
+	dlv  guarantee
+	eo   *delivery.Exactly
+	view view // the operator's view and controls (admin.go)
 
-	disp    dispatch // the open and the unacknowledged batches (dispatch.go)
-	tracker *offsets.Tracker
-	dlq     deadLetters // bad records whose dead-letter produce has not succeeded (dlq.go)
-	nextID  uint64
-
-	inbox   chan event // outcomes of the goroutines the pipeline started (events.go)
+	// The event loop's inputs (run.go), and the goroutines that use the
+	// Sink, which Run joins before it returns (calls.go).
+	inbox   chan event // outcomes of the goroutines the parts started (events.go)
 	events  chan groupEvent
 	fetches chan kgo.Fetches
 	want    chan struct{}
-	stopped chan struct{} // closed (stop) once Run's last commit is made
-	stopOne sync.Once
+	calls   goroutines
 
-	// calls are the goroutines that use the Sink (inserts, table re-reads,
-	// parts reads, ADD COLUMNs), started with spawn; Run joins them, for
-	// at most cancelGrace after canceling them, before it returns, so that
-	// the caller may close the ClickHouse pool. callsLive counts them for
-	// the error that names the ones still running.
-	calls       sync.WaitGroup
-	callsLive   atomic.Int64
-	cancelGrace time.Duration
-
-	committer *committer // the tracker and the commits (committer.go)
-
-	polling bool          // a poll was requested and not yet delivered
-	pending []pendingPart // polled records not decoded yet (fetched.go)
-	// recycle hands a record's memory back to franz-go's pool
-	// ((*kgo.Record).Recycle; tests poison the record instead); taken is
-	// the record the dead-letter produce just took, which the decode loop
-	// must not recycle (fetched.go, release).
-	recycle func(*kgo.Record)
-	taken   *kgo.Record
-	paused  bool
+	polling bool // a poll was requested and not yet delivered
+	paused  bool // fetching paused: the buffer budget is used up (poll.go)
 	revoke  *revokeWait
-	lag     map[offsets.TP]int64
-	stats   Stats
 	fatal   error
+	nextID  uint64 // the last unit id (newID)
 	now     func() time.Time
 	// jitter draws the random part of exactly-once's retry waits
 	// (backoff.Policy.Rand); nil is math/rand. Tests fix it.
 	jitter func(n int64) int64
+	// recycle hands a record's memory back to franz-go's pool
+	// ((*kgo.Record).Recycle; tests poison the record instead).
+	recycle func(*kgo.Record)
+}
 
-	// Metric handles, resolved once per topic and partition so the hot
-	// path never builds label strings. All nil-safe when m is nil.
-	m      *metrics.Metrics
-	topicM map[string]*metrics.Topic
-	partM  map[offsets.TP]*metrics.Partition
-
-	// The operator's view and controls (admin.go): the state, pause and
-	// resume requests, what the fetches and commits said per assigned
-	// partition, and the last published snapshot (read by HTTP goroutines).
-	state      status.State
-	stateSince time.Time
-	failure    error // why Run ended, once it did
-	controls   chan controlReq
-	started    chan struct{} // closed when Run starts
-	seen       map[offsets.TP]*partSeen
-	snap       atomic.Pointer[status.Snapshot]
-	snapEvery  time.Duration // snapshotInterval
-	posEvery   time.Duration // positionsInterval
-	probingPos bool          // a positions probe is running
-	// probingParts: adaptive batching's parts read is running (adaptive.go)
-	probingParts bool
-
-	// dlv is what the delivery guarantee adds to the shared path
-	// (delivery.go); eo is its state under exactly_once (nil otherwise).
-	dlv delivery
-	eo  *exactly.Delivery
+// options are what the Options give New beyond the config.
+type options struct {
 	// eoIO is exactly-once's reading of ledgers, records and tables
 	// (WithExactlyOnce); Run refuses that mode without it.
-	eoIO exactly.IO
-
+	eoIO delivery.IO
 	// reg is the schema registry of the registry-framed formats (nil when
-	// none is configured); held, the records waiting for it or for a
-	// table's new column (held.go).
-	reg  decode.Registry
-	held heldState
-	// look is what the plans ask for schemas (lookup.go): the look-ups of
-	// ids not seen yet run off the owner while Run loops, their answers
-	// come back as events. nil when no registry is configured.
-	look *lookups
+	// none is configured).
+	reg intake.Registry
 	// noCreate: New does not create missing tables (WithoutCreate);
 	// sampler reads the records that type a missing table's columns
 	// (WithSampler).
 	noCreate bool
 	sampler  tables.Sampler
-	heldNow  atomic.Int64 // the records in held, for other goroutines
-
-	// The budget of INSERTs per minute per server (budget.go): sched is
-	// nil without one; allow gives each server's allowance.
-	allow pace.Allowance
-	sched *pace.Scheduler[accKey]
-	// demand is the INSERTs per minute last told to a shared budget, by
-	// server (budgetDemand); servers, the servers each table's INSERTs
-	// count against (serversOf).
-	demand  map[string]float64
-	servers map[*tables.Table][]string
-	// adapt is each table's controller under batch.mode adaptive
-	// (adaptive.go); truncs, the tables' TRUNCATE events (internal/cdc).
-	adapt  map[*tables.Table]*adaptState
-	truncs *cdc.Truncations
-	// fill gives the cells a change event did not carry their earlier
-	// values before a batch is inserted (internal/cdc).
-	fill *cdc.Filler
-	// conns are the INSERTs that may hold a ClickHouse connection at once
-	// (chtable.InsertConns): the others wait for a slot here, in no hurry
-	// and without an error, instead of timing out in the driver's pool.
-	conns chan struct{}
+	// allow gives each server's budget of INSERTs (WithAllowance; nil:
+	// clickhouse.max_inserts_per_minute).
+	allow dispatch.Allowance
 }
 
 // Stats are the totals of a run, reported at the end.
@@ -247,145 +189,38 @@ func WithMetrics(m *metrics.Metrics) Option { return func(p *Pipeline) { p.m = m
 // json-schema, debezium-avro) r as their schema registry: main makes a
 // registry.Client from schema_registry. New refuses a config with
 // schema_registry and no WithRegistry.
-func WithRegistry(r decode.Registry) Option { return func(p *Pipeline) { p.reg = r } }
-
-// New resolves every route's table and compiles its decode plan. It fails
-// with one line naming the problem: a missing table, a column the mapping
-// cannot fill, an unknown source.
-func New(ctx context.Context, cfg *config.Config, log zerolog.Logger, w Sink, opts ...Option) (*Pipeline, error) {
-	p := &Pipeline{
-		cfg:       cfg,
-		log:       log,
-		w:         w,
-		tracker:   offsets.New(),
-		inbox:     make(chan event, 64),
-		events:    make(chan groupEvent),
-		fetches:   make(chan kgo.Fetches),
-		want:      make(chan struct{}, 1),
-		stopped:   make(chan struct{}),
-		controls:  make(chan controlReq),
-		started:   make(chan struct{}),
-		seen:      map[offsets.TP]*partSeen{},
-		state:     status.Starting,
-		snapEvery: snapshotInterval,
-		posEvery:  positionsInterval,
-		lag:       map[offsets.TP]int64{},
-		now:       time.Now,
-		recycle:   (*kgo.Record).Recycle,
-		topicM:    map[string]*metrics.Topic{},
-		partM:     map[offsets.TP]*metrics.Partition{},
-	}
-	p.cancelGrace = cancelGrace
-	for _, o := range opts {
-		o(p)
-	}
-	p.stateSince = p.now()
-	p.committer = &committer{tracker: p.tracker, src: func() Source { return p.cons }, dlv: func() delivery { return p.dlv },
-		timeout: cfg.Kafka.RequestTimeout, log: log, m: p.m, now: func() time.Time { return p.now() },
-		idle: func() bool { return p.unacked() == 0 && p.disp.openBatches() == 0 }, seen: p.committedSeen}
-	if p.reg == nil && cfg.SchemaRegistry.Enabled() {
-		return nil, errors.New("schema_registry is configured but the pipeline was given no registry client (pipeline.WithRegistry)")
-	}
-	if p.reg != nil {
-		p.look = newLookups(p.reg, func() time.Time { return p.now() })
-	}
-	p.initBudget()
-	p.conns = make(chan struct{}, chtable.InsertConns(cfg.ClickHouse.MaxInFlight))
-	p.truncs = cdc.NewTruncations(w, truncBatches{p}, truncOwner{p}, cfg.ClickHouse.Cluster, cfg.ClickHouse.QueryTimeout, log, func() time.Time { return p.now() })
-	p.fill = cdc.NewFiller(w, backoff.Policy{Initial: cfg.ClickHouse.RetryInitial, Max: cfg.ClickHouse.RetryMax, Jitter: backoff.EqualJitter}, log)
-	p.m.SetMaxWait(cfg.Batch.MaxWait)
-	cat, err := tables.Open(ctx, cfg, tables.Options{Sink: w, Registry: p.reg, Lookups: p.planRegistry(),
-		Sampler: p.sampler, NoCreate: p.noCreate, Metrics: p.m, Log: log, Now: func() time.Time { return p.now() }, Owner: tablesOwner{p}})
-	if err != nil {
-		return nil, err
-	}
-	p.cat = cat
-	p.initDelivery()
-	return p, nil
-}
+func WithRegistry(r intake.Registry) Option { return func(p *Pipeline) { p.opts.reg = r } }
 
 // WithSampler gives schema.create: if_missing s to read the records that
 // type a missing table's columns. Without it, New fails on a route with
 // schema.create: if_missing whose table is missing.
-func WithSampler(s tables.Sampler) Option { return func(p *Pipeline) { p.sampler = s } }
+func WithSampler(s tables.Sampler) Option { return func(p *Pipeline) { p.opts.sampler = s } }
 
 // WithoutCreate makes New leave missing tables missing, whatever
 // schema.create says (sink check, which only prints the plans of
 // tables.PlanCreates and tables.PlanDLQTables).
-func WithoutCreate() Option { return func(p *Pipeline) { p.noCreate = true } }
+func WithoutCreate() Option { return func(p *Pipeline) { p.opts.noCreate = true } }
 
 // Catalog is the routes and their tables that New resolved; sink check
 // reads them (Targets, Table, ResolveTopics, SampleDrift) before Run.
 func (p *Pipeline) Catalog() *tables.Catalog { return p.cat }
 
-// tablesOwner is what the catalog asks of the rest of the pipeline.
-type tablesOwner struct{ p *Pipeline }
-
-func (o tablesOwner) Spawn(f func())            { o.p.spawn(f) }
-func (o tablesOwner) Described(r tables.Result) { o.p.post(described{p: o.p, r: r}) }
-func (o tablesOwner) Stopping() bool            { return o.p.fatal != nil }
-
-// TableAdded gives a new table its batching.
-func (o tablesOwner) TableAdded(t *tables.Table) { o.p.adaptTable(t) }
-
-// TableBounded rebuilds the table's batching for its tighter bound.
-func (o tablesOwner) TableBounded(t *tables.Table) { o.p.rebound(t) }
-
-// Reshape seals t's open batches with the columns they were built for and
-// forgets its reusable blocks: the catalog changes its columns next.
-func (o tablesOwner) Reshape(ctx context.Context, t *tables.Table) {
-	p := o.p
-	p.disp.eachOpenOf(t, func(a *accState) {
-		p.seal(ctx, a, batch.ReasonSchema)
-		p.dropAcc(a.key)
-	})
-	p.disp.forgetBlocks(t)
-}
+// WithAllowance makes the budget of each server come from a (a share of a
+// server's budget computed across the pods that write to it, for
+// instance) instead of clickhouse.max_inserts_per_minute; the budget is
+// then on even when that is 0.
+func WithAllowance(a dispatch.Allowance) Option { return func(p *Pipeline) { p.opts.allow = a } }
 
 // Attach gives the pipeline its consumer. It is separate from New because
 // the consumer's group callbacks call into the pipeline.
 func (p *Pipeline) Attach(c Source) { p.cons = c }
 
 // Stats returns the run's totals; valid after Run returned.
-func (p *Pipeline) Stats() Stats { return p.stats }
+func (p *Pipeline) Stats() Stats {
+	in := p.in.Stats()
+	s := Stats{Records: in.Records, Bytes: in.Bytes, DLQ: in.DLQ, Skipped: in.Skipped}
+	s.Rows, s.Inserts = p.disp.Totals()
+	return s
+}
 
 func (p *Pipeline) newID() uint64 { p.nextID++; return p.nextID }
-
-// cancelGrace is how long Run waits, once it canceled them, for the
-// goroutines that use the Sink to return: a canceled INSERT or query ends
-// as soon as the driver has told the server and closed its connection.
-const cancelGrace = 5 * time.Second
-
-// spawn runs f on a goroutine that Run joins before it returns (f uses
-// the Sink, which the caller closes after Run).
-func (p *Pipeline) spawn(f func()) {
-	p.calls.Add(1)
-	p.callsLive.Add(1)
-	go func() {
-		defer p.calls.Done()
-		defer p.callsLive.Add(-1)
-		f()
-	}()
-}
-
-// stop closes stopped: from then on every event sent to the owner (post)
-// is dropped instead of waiting for a loop that has ended, and group
-// callbacks no longer wait for it.
-func (p *Pipeline) stop() { p.stopOne.Do(func() { close(p.stopped) }) }
-
-// join waits until every goroutine started with spawn has returned, for at
-// most cancelGrace; the caller has canceled them. It reports the ones
-// still running when the grace passed.
-func (p *Pipeline) join() error {
-	done := make(chan struct{})
-	go func() { p.calls.Wait(); close(done) }()
-	t := time.NewTimer(p.cancelGrace)
-	defer t.Stop()
-	select {
-	case <-done:
-		return nil
-	case <-t.C:
-		return fmt.Errorf("%d ClickHouse calls (INSERTs or queries) still running %s after they were canceled; the connection pool is closed under them",
-			p.callsLive.Load(), p.cancelGrace)
-	}
-}

@@ -5,10 +5,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"sink/internal/adapt"
-	"sink/internal/chschema"
-	"sink/internal/chtable"
 	"sink/internal/offsets"
+	"sink/internal/pipeline/dispatch"
+	"sink/internal/tables"
 )
 
 // The pipeline talks to Kafka and ClickHouse only through the ports
@@ -17,7 +16,7 @@ import (
 // none of the adapters: consumer.Consumer is the production Source,
 // writer.Writer and writer.Cluster the production Sinks (and
 // consumer.Sampler the production tables.Sampler, eosio.IO the production
-// exactly.IO), all wired in by cmd/sink (ports_test.go asserts
+// delivery.IO), all wired in by cmd/sink (ports_test.go asserts
 // each at compile time, with the optional capabilities each has;
 // TestUnitImportsNoAdapter checks the imports). The ports speak
 // internal/chtable's vocabulary, which the writer shares.
@@ -46,22 +45,13 @@ type Source interface {
 	ProduceDLQ(ctx context.Context, topic string, rec *kgo.Record, cause error, refOnly bool, done func(error))
 }
 
-// Sink is the ClickHouse side: where the tables are described and the
-// sealed batches inserted. Describe is called from the owner goroutine
-// (at start, and for a table named after a new topic) and from describe
-// goroutines; Insert from one goroutine per batch in flight, concurrently.
+// Sink is the ClickHouse side: where the tables are described (the
+// catalog's Describer: at start, for a table named after a new topic, and
+// on describe goroutines) and the sealed batches inserted (dispatch's
+// Inserter: one goroutine per batch in flight, concurrently).
 type Sink interface {
-	// Describe returns the columns of db.table (chtable.ErrNoTable when it
-	// does not exist).
-	Describe(ctx context.Context, db, table string) ([]chschema.ColumnSchema, error)
-	// Insert writes block into t as one INSERT and retries the same block
-	// until it succeeds or fails for good, calling onRetry before each
-	// wait and refresh on schema errors (see writer.Writer.Insert). It
-	// returns nil, the permanent error, or ctx's error once ctx ends.
-	// Per-insert settings (the exactly-once deduplication token) come in
-	// ctx (chtable.WithInsertSettings).
-	Insert(ctx context.Context, t *chtable.Table, block chschema.Block, batchID uint64,
-		onRetry func(chtable.Attempt), refresh chtable.Refresh) error
+	tables.Describer
+	dispatch.Inserter
 }
 
 // The capabilities below are optional: the pipeline asks its Source or
@@ -100,29 +90,4 @@ type positionsSource interface {
 // consumer); /status shows it. Called from the owner goroutine.
 type protocolSource interface {
 	GroupProtocol() string
-}
-
-// serverNamer is the Sink's optional answer to which servers receive a
-// table's INSERTs (writer.Cluster: the shards its batches are split
-// over), each with a budget of its own. Called from the owner goroutine.
-type serverNamer interface {
-	Servers(db, table string) []string
-}
-
-// partsReader is the Sink's optional ability to read tables' parts
-// (writer.Writer has it; writer.Cluster reads every replica of every shard
-// and gives the most pressed one's); without it the adaptive controller
-// works from the rate, insert durations and errors alone. Called from a
-// probe goroutine.
-type partsReader interface {
-	PartsOf(ctx context.Context, tables []chtable.TableName) (map[chtable.TableName]adapt.Parts, error)
-}
-
-// shareUsage is the optional side of an Allowance that shares each
-// server's budget with the other connectors writing to it
-// (internal/budget's Sharer): it is told this connector's INSERTs to each
-// server and its demand there.
-type shareUsage interface {
-	Inserted(server string, n int)
-	SetDemand(server string, perMinute float64)
 }

@@ -2,11 +2,10 @@ package pipeline
 
 import (
 	"context"
-	"slices"
 	"time"
 
-	"sink/internal/batch"
 	"sink/internal/offsets"
+	"sink/internal/pipeline/dispatch"
 )
 
 // eventKind is a change of this member's partitions, as the group's
@@ -76,14 +75,14 @@ func (p *Pipeline) groupEvent(ctx context.Context, kind eventKind, m map[string]
 	ev := groupEvent{kind: kind, parts: m, done: make(chan struct{})}
 	select {
 	case p.events <- ev:
-	case <-p.stopped:
+	case <-p.calls.stopped:
 		return
 	case <-ctx.Done():
 		return
 	}
 	select {
 	case <-ev.done:
-	case <-p.stopped:
+	case <-p.calls.stopped:
 	}
 }
 
@@ -142,21 +141,13 @@ func (p *Pipeline) revoked(writeCtx context.Context, tps []offsets.TP, done chan
 		return
 	}
 	p.log.Info().Int("partitions", len(tps)).Msg("partitions revoked: flushing before giving them up")
-	p.dropHeld(tps)
-	p.dropPending(tps)
-	p.disp.eachOpen(func(a *accState) {
-		if slices.ContainsFunc(tps, a.acc.Holds) {
-			p.seal(writeCtx, a, batch.ReasonRevoke)
-		}
-	})
+	p.in.Drop(tps)
 	w := &revokeWait{tps: tps, waiting: map[uint64]bool{}, done: done,
 		start: p.now(), deadline: p.now().Add(p.cfg.Kafka.RebalanceTimeout / 2)}
-	p.disp.eachSealed(func(f *flight) {
-		if slices.ContainsFunc(tps, f.b.Holds) {
-			w.waiting[f.b.ID] = true
-		}
-	})
-	for _, id := range p.dlq.of(tps) {
+	for _, id := range p.disp.SealHolding(writeCtx, tps, dispatch.Revoke) {
+		w.waiting[id] = true
+	}
+	for _, id := range p.in.DeadLetters().Of(tps) {
 		w.waiting[id] = true
 	}
 	p.revoke = w
@@ -205,22 +196,9 @@ func (p *Pipeline) checkRevokeDeadline() {
 func (p *Pipeline) forget(tps []offsets.TP) {
 	p.committer.settle()
 	p.dlv.OnRelease(tps)
-	p.dropHeld(tps)
-	p.dropPending(tps)
+	p.in.Drop(tps)
 	p.committer.forget(tps)
-	for _, tp := range tps {
-		delete(p.lag, tp)
-		delete(p.seen, tp)
-		if _, ok := p.partM[tp]; ok {
-			delete(p.partM, tp)
-			p.m.ForgetPartition(tp.Topic, tp.Partition)
-		}
-		if !p.cfg.Batch.IgnorePartitions {
-			p.disp.eachOpen(func(a *accState) {
-				if a.key.tp == tp && a.acc.Empty() {
-					p.dropAcc(a.key)
-				}
-			})
-		}
-	}
+	p.in.Forget(tps)
+	p.disp.Forget(tps)
+	p.view.forget(tps)
 }

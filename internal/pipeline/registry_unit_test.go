@@ -107,7 +107,7 @@ func testUnitRegistryOutageHoldsAndResumes(t *testing.T) {
 	if got := r.src.polls.Load(); got != polls {
 		t.Fatalf("%d polls started while records were held, want none", got-polls)
 	}
-	if n := r.p.heldRecordsNow(); n != 3 {
+	if n := r.p.in.Held().Now(); n != 3 {
 		t.Fatalf("%d records held, want 3 (offsets 4, 5, 6)", n)
 	}
 
@@ -214,10 +214,10 @@ func testUnitRegistryOutageFanout(t *testing.T) {
 	r.drained(t) // offset 0 decoded, its schema cached
 	reg.down.Store(true)
 	r.src.sendRaw(unitTP, 1, avroRow(t, 2, 1), avroRow(t, 1, 2))
-	eventually(t, 2*time.Second, "offsets 1 and 2 held", func() bool { return r.p.heldRecordsNow() == 2 })
+	eventually(t, 2*time.Second, "offsets 1 and 2 held", func() bool { return r.p.in.Held().Now() == 2 })
 	lookups := reg.lookups.Load()
 	eventually(t, 2*time.Second, "the held record retried", func() bool { return reg.lookups.Load() > lookups })
-	if n := r.p.heldRecordsNow(); n != 2 {
+	if n := r.p.in.Held().Now(); n != 2 {
 		t.Fatalf("%d records held after a retry, want 2 (offsets 1, 2)", n)
 	}
 	for _, table := range []string{"db.t", "db.b", "db.c"} {
@@ -226,7 +226,7 @@ func testUnitRegistryOutageFanout(t *testing.T) {
 		}
 	}
 	reg.down.Store(false)
-	eventually(t, 3*time.Second, "the held records decoded", func() bool { return r.p.heldRecordsNow() == 0 })
+	eventually(t, 3*time.Second, "the held records decoded", func() bool { return r.p.in.Held().Now() == 0 })
 	if err := r.stop(t); err != nil {
 		t.Fatalf("Run: %v", err)
 	}

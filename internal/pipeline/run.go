@@ -6,12 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
-	"sink/internal/batch"
-	"sink/internal/cdc"
-	"sink/internal/decode"
-	"sink/internal/offsets"
+	"sink/config"
+	"sink/internal/pipeline/dispatch"
 	"sink/internal/status"
 	"sink/internal/tables"
 )
@@ -29,15 +25,13 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	if err := p.dlv.Check(ctx); err != nil {
 		return err
 	}
-	defer p.stop()
+	defer p.calls.stop()
 	defer p.m.Left()
-	p.setState(status.Running)
+	p.view.set(p, status.Running)
 	p.publish()
-	close(p.started)
-	if p.look != nil {
-		p.look.begin(func(r lookupResult) { p.post(lookedUp{p: p, r: r}) })
-		defer p.look.end(0) // shutdown waited for them; an early return cancels them
-	}
+	close(p.view.started)
+	p.in.BeginLookups()
+	defer p.in.EndLookups(0) // shutdown waited for them; an early return cancels them
 	p.committer.start()
 	defer p.committer.stop()
 	// Inserts outlive ctx: on SIGTERM the open batches must still be written.
@@ -86,7 +80,7 @@ func (p *Pipeline) startPoller(writeCtx context.Context) (stop func()) {
 				e.Apply(writeCtx)
 			case r := <-p.committer.answers():
 				p.handleCommit(writeCtx, r)
-			case req := <-p.controls:
+			case req := <-p.view.controls:
 				p.handleControl(writeCtx, req)
 			case <-tick.C:
 				p.checkRevokeDeadline()
@@ -124,17 +118,17 @@ const (
 
 func (p *Pipeline) newClocks(writeCtx context.Context) *clocks {
 	c := &clocks{timer: time.NewTimer(time.Hour), commit: time.NewTicker(p.cfg.Kafka.CommitInterval),
-		stats: time.NewTicker(statsInterval), snap: time.NewTicker(p.snapEvery), pos: time.NewTicker(p.posEvery),
+		stats: time.NewTicker(statsInterval), snap: time.NewTicker(p.view.snapEvery), pos: time.NewTicker(p.view.posEvery),
 		ticks: make(chan tick), done: make(chan struct{}), lastStatsAt: p.now()}
 	c.stops = []func(){func() { c.timer.Stop() }, c.commit.Stop, c.stats.Stop, c.snap.Stop, c.pos.Stop}
 	if d := p.cfg.ClickHouse.SchemaRefresh; d > 0 {
 		t := time.NewTicker(d)
 		c.stops, c.schema = append(c.stops, t.Stop), t.C
 	}
-	if p.adaptive() {
-		t := time.NewTicker(partsInterval)
+	if p.cfg.Batch.Mode == config.BatchAdaptive {
+		t := time.NewTicker(dispatch.PartsInterval)
 		c.stops, c.parts = append(c.stops, t.Stop), t.C
-		p.probeParts(writeCtx)
+		p.disp.Tick(writeCtx)
 	}
 	go c.run()
 	return c
@@ -185,10 +179,10 @@ func (p *Pipeline) loop(ctx, writeCtx context.Context, c *clocks) {
 		case <-ctx.Done():
 		case f := <-p.fetches:
 			p.polling = false
-			p.takeFetches(f)
+			p.in.Take(f)
 			p.cons.AllowRebalance()
 		case <-p.decodable():
-			p.decodeSome(writeCtx)
+			p.in.DecodeSome(writeCtx)
 		case e := <-p.inbox:
 			e.Apply(writeCtx)
 		case r := <-p.committer.answers():
@@ -196,14 +190,14 @@ func (p *Pipeline) loop(ctx, writeCtx context.Context, c *clocks) {
 		case ev := <-p.events:
 			p.handleEvent(writeCtx, ev)
 			p.publish() // a change of partitions shows at once
-		case req := <-p.controls:
+		case req := <-p.view.controls:
 			p.handleControl(writeCtx, req)
 		case <-c.timer.C:
 			p.due(writeCtx)
 		case t := <-c.ticks:
 			p.tick(writeCtx, c, t)
 		}
-		if p.state == status.Pausing {
+		if p.view.state == status.Pausing {
 			p.advancePause(writeCtx)
 		}
 		if p.fatal == nil {
@@ -220,7 +214,7 @@ func (p *Pipeline) tick(writeCtx context.Context, c *clocks, t tick) {
 	case tickStats:
 		now := p.now()
 		p.logStats(now.Sub(c.lastStatsAt), c.lastStats)
-		c.lastStatsAt, c.lastStats = now, p.stats
+		c.lastStatsAt, c.lastStats = now, p.Stats()
 	case tickSnap:
 		p.publish()
 	case tickPos:
@@ -228,7 +222,7 @@ func (p *Pipeline) tick(writeCtx context.Context, c *clocks, t tick) {
 	case tickSchema:
 		p.cat.DescribeAll(writeCtx)
 	case tickParts:
-		p.probeParts(writeCtx)
+		p.disp.Tick(writeCtx)
 	}
 }
 
@@ -239,15 +233,17 @@ func (p *Pipeline) handleTable(writeCtx context.Context, r tables.Result) {
 	if err := p.cat.Handle(writeCtx, r); err != nil && p.fatal == nil {
 		p.fatal = err
 	}
-	p.kickHeld()
+	p.in.Held().Kick()
 }
 
 // due does the work whose time has come (armTimer's deadline): batches
-// past max_wait, held records to try again, the revoke deadline, the
+// due (past their wait, or as the insert budget says), held records to try again, the revoke deadline, the
 // delivery's retries.
 func (p *Pipeline) due(writeCtx context.Context) {
-	p.sealExpired(writeCtx)
-	p.retryHeld(writeCtx)
+	p.disp.Due(writeCtx)
+	if p.revoke == nil && p.view.state != status.Paused {
+		p.in.Held().Retry(writeCtx)
+	}
 	p.checkRevokeDeadline()
 	p.dlv.RetryDue(writeCtx)
 }
@@ -257,10 +253,10 @@ func (p *Pipeline) due(writeCtx context.Context) {
 // cleanly (shutdown) and returns what that says.
 func (p *Pipeline) finish(writeCtx context.Context, cancelWrites context.CancelFunc, stopPoller func()) error {
 	if cause := p.fatal; cause != nil {
-		p.failure = cause
-		p.setState(status.Failed)
+		p.view.failure = cause
+		p.view.set(p, status.Failed)
 	} else {
-		p.setState(status.Stopping)
+		p.view.set(p, status.Stopping)
 	}
 	p.publish()
 	stopPoller()
@@ -278,10 +274,10 @@ func (p *Pipeline) finish(writeCtx context.Context, cancelWrites context.CancelF
 	}
 	err := p.shutdown(writeCtx, cancelWrites)
 	if err != nil {
-		p.failure = err
-		p.setState(status.Failed)
+		p.view.failure = err
+		p.view.set(p, status.Failed)
 	} else {
-		p.setState(status.Stopped)
+		p.view.set(p, status.Stopped)
 	}
 	p.publish()
 	return err
@@ -294,17 +290,17 @@ func (p *Pipeline) finish(writeCtx context.Context, cancelWrites context.CancelF
 // dropped.
 func (p *Pipeline) shutdown(writeCtx context.Context, cancelWrites context.CancelFunc) error {
 	err := p.flush(writeCtx, cancelWrites)
-	p.stop()
+	p.calls.stop()
 	cancelWrites()
-	if jerr := p.join(); jerr != nil {
+	if jerr := p.calls.join(); jerr != nil {
 		p.log.Error().Err(jerr).Msg("shutdown: ClickHouse calls did not end when canceled")
 		if err == nil {
 			err = jerr
 		}
 	}
-	if p.look != nil && !p.look.end(p.cancelGrace) {
+	if !p.in.EndLookups(p.calls.grace) {
 		// They hold nothing the caller closes; their answers are dropped.
-		p.log.Warn().Dur("grace", p.cancelGrace).Msg("shutdown: schema registry look-ups did not end when canceled")
+		p.log.Warn().Dur("grace", p.calls.grace).Msg("shutdown: schema registry look-ups did not end when canceled")
 	}
 	return err
 }
@@ -314,23 +310,23 @@ func (p *Pipeline) shutdown(writeCtx context.Context, cancelWrites context.Cance
 // is left unacknowledged and reported.
 func (p *Pipeline) flush(writeCtx context.Context, cancelWrites context.CancelFunc) error {
 	start := p.now()
-	p.log.Info().Int("open_batches", p.disp.openBatches()).Int("in_flight", p.disp.inFlight()).
+	p.log.Info().Int("open_batches", p.disp.OpenBatches()).Int("in_flight", p.disp.InFlight()).
 		Msg("shutting down: flushing open batches")
-	if n := p.pendingRecords(); n > 0 {
+	if n := p.in.Pending(); n > 0 {
 		p.log.Info().Int("records", n).Msg("shutting down with fetched records not decoded yet; they stay uncommitted and are read again on restart")
 	}
-	if n := p.held.records(); n > 0 {
+	if n := p.in.Held().Records(); n > 0 {
 		p.log.Warn().Int("records", n).Msg("shutting down with held records (waiting for the schema registry or for a table's new column); they stay uncommitted and are read again on restart")
 	}
-	p.disp.eachOpen(func(a *accState) { p.seal(writeCtx, a, batch.ReasonShutdown) })
-	p.abandonBlocked()
+	p.disp.SealAll(writeCtx, dispatch.Shutdown)
+	p.disp.Abandon(p.in.DeadLetters().Abandoned)
 	deadline := time.NewTimer(p.cfg.ShutdownTimeout)
 	defer deadline.Stop()
 	// Intents that wait for a retry (exactly_once, Kafka unreachable) are
 	// tried again while the shutdown waits.
 	retry := time.NewTicker(100 * time.Millisecond)
 	defer retry.Stop()
-	retrySnap := time.NewTicker(p.snapEvery)
+	retrySnap := time.NewTicker(p.view.snapEvery)
 	defer retrySnap.Stop()
 	for p.unacked() > 0 {
 		select {
@@ -338,12 +334,12 @@ func (p *Pipeline) flush(writeCtx context.Context, cancelWrites context.CancelFu
 			p.dlv.RetryDue(writeCtx)
 		case e := <-p.inbox:
 			e.Apply(writeCtx)
-			p.abandonBlocked()
+			p.disp.Abandon(p.in.DeadLetters().Abandoned)
 		case r := <-p.committer.answers():
 			p.handleCommit(writeCtx, r)
 		case ev := <-p.events:
 			p.handleEvent(writeCtx, ev)
-		case req := <-p.controls:
+		case req := <-p.view.controls:
 			p.handleControl(writeCtx, req)
 		case <-retrySnap.C:
 			p.publish()
@@ -352,50 +348,38 @@ func (p *Pipeline) flush(writeCtx context.Context, cancelWrites context.CancelFu
 			cancelWrites()
 			p.committer.commitNow()
 			return fmt.Errorf("shutdown_timeout (%s) passed with %d batches not inserted and %d records not in the dead-letter topic, stuck on %s; committed %s; the rest is consumed again on restart",
-				p.cfg.ShutdownTimeout, p.disp.inFlight(), p.dlq.unsettled(), stuck, p.committer.summary())
+				p.cfg.ShutdownTimeout, p.disp.InFlight(), p.in.DeadLetters().Unsettled(), stuck, p.committer.summary())
 		}
 	}
 	p.committer.commitNow()
 	if p.fatal != nil {
 		return p.fatal
 	}
-	p.log.Info().Dur("took", p.now().Sub(start)).Int64("rows", p.stats.Rows).Int64("inserts", p.stats.Inserts).
+	rows, inserts := p.disp.Totals()
+	p.log.Info().Dur("took", p.now().Sub(start)).Int64("rows", rows).Int64("inserts", inserts).
 		Msg("flushed and committed")
 	return nil
 }
 
 // unacked counts the batches and dead-letter produces that may still
 // succeed (those that failed for good never will).
-func (p *Pipeline) unacked() int { return p.disp.inFlight() + p.dlq.unsettled() }
+func (p *Pipeline) unacked() int { return p.disp.InFlight() + p.in.DeadLetters().Unsettled() }
 
 // stuckOn says what the oldest unfinished work is waiting for: a dead-letter
 // produce being retried, or a table's INSERT being retried, with the last
 // error seen.
 func (p *Pipeline) stuckOn() string {
-	if oldest := p.dlq.oldest(); oldest != nil {
-		msg := fmt.Sprintf("the dead-letter produce of %s to %q", oldest.where(), p.cfg.Errors.DLQTopic)
-		if oldest.lastErr != nil {
-			msg += fmt.Sprintf(" (%d attempts, last error: %v)", oldest.attempt, oldest.lastErr)
-		}
-		return msg
+	if s := p.in.DeadLetters().Stuck(); s != "" {
+		return s
 	}
 	if s := p.dlv.StuckOn(); s != "" {
 		return s
 	}
-	first := p.disp.oldest()
-	if first == nil {
-		return "nothing"
-	}
-	msg := fmt.Sprintf("the INSERT of %d rows into %s", first.b.Rows(), first.table.Name())
-	st := p.disp.stats(first.table)
-	if e := st.lastFail.Load(); e != nil {
-		msg += fmt.Sprintf(" (%d retries, last error: %s)", st.retries.Load(), e.msg)
-	}
-	return msg
+	return p.disp.StuckOn()
 }
 
 // poller polls only when asked, so the owner decides how much is buffered.
-// Each poll takes everything franz-go has buffered (fetched.go says why).
+// Each poll takes everything franz-go has buffered (intake says why).
 func (p *Pipeline) poller(ctx context.Context) {
 	for {
 		select {
@@ -412,141 +396,12 @@ func (p *Pipeline) poller(ctx context.Context) {
 	}
 }
 
-// handleRecord counts a record as consumed and decodes it (decodeRecord).
-// held reports that the record could not be decoded now and must be held,
-// with the rest of its partition, for the schema registry or its table's
-// new column (held.go); err says why.
-func (p *Pipeline) handleRecord(writeCtx context.Context, now time.Time, tp offsets.TP, r *kgo.Record) (err error, held bool) {
-	p.consumed(r)
-	if p.dlv.Skip(tp, r.Offset) {
-		// Already a row in the table (exactly-once recovery).
-		p.alreadyIn(tp, r)
-		return nil, false
-	}
-	return p.routeRecord(writeCtx, now, tp, r)
-}
-
-// alreadyIn handles r, which the delivery found already in its table: no
-// row, and its offset is done.
-func (p *Pipeline) alreadyIn(tp offsets.TP, r *kgo.Record) {
-	p.stats.Skipped++
-	p.tracker.Add(tp, r.Offset, r.LeaderEpoch, offsets.Done)
-}
-
-// consumed counts r in the run's records and bytes; a transaction marker
-// is not part of the topic's data and does not count.
-func (p *Pipeline) consumed(r *kgo.Record) {
-	if !r.Attrs.IsControl() {
-		p.stats.Records++
-		p.stats.Bytes += int64(len(r.Key) + len(r.Value))
-	}
-}
-
-// routeRecord hands r to its route's table (decodeRecord) or, when routes
-// are chosen per record, to every table its routes' conditions pick
-// (handleFanout); held as for handleRecord.
-func (p *Pipeline) routeRecord(writeCtx context.Context, now time.Time, tp offsets.TP, r *kgo.Record) (_ error, held bool) {
-	if r.Attrs.IsControl() {
-		// A transaction's commit or abort marker (the consumer keeps them):
-		// no row, handled at once, so the committed offset passes it, and
-		// with an abort marker the aborted records before it, which
-		// read_committed never hands out. It still waits in the tracker
-		// for every record before it.
-		p.tracker.Add(tp, r.Offset, r.LeaderEpoch, offsets.Done)
-		return nil, false
-	}
-	if p.cat.Fanout() {
-		return p.handleFanout(writeCtx, now, tp, r)
-	}
-	return p.decodeRecord(writeCtx, now, tp, r)
-}
-
-// decodeRecord appends r to its table's open batch, or skips it, or sends
-// it to the dead-letter path; held is true (and nothing is done) when its
-// schema cannot be fetched now, or when it carries a field its table is
-// getting a column for (the row is taken back: evolve.go).
-func (p *Pipeline) decodeRecord(writeCtx context.Context, now time.Time, tp offsets.TP, r *kgo.Record) (_ error, held bool) {
-	rs, err := p.cat.RouteFor(writeCtx, r.Topic)
-	if err != nil {
-		p.fatal = err // the topic's table cannot be resolved: stop before this record
-		return nil, false
-	}
-	if rs == nil {
-		// A topic matched by kafka.topic_regex but by no route.
-		p.unrouted(writeCtx, tp, r)
-		return nil, false
-	}
-	plan := rs.Plan()
-	a := p.accFor(rs.Table(), tp)
-	if err := plan.Append(a.acc.Data(), r); err != nil {
-		switch {
-		case errors.Is(err, decode.ErrTruncate):
-			return p.truncateRecord(writeCtx, rs, tp, r)
-		case errors.Is(err, decode.ErrSkip):
-			// A Debezium tombstone or the like: no row, handled as soon as seen.
-			p.skipped(tp, r)
-		case errors.Is(err, decode.ErrUnavailable):
-			return err, true
-		default:
-			p.badRecord(writeCtx, tp, r, err, rs)
-		}
-		return nil, false
-	}
-	if p.dlv.CoveredRow(tp, r.Offset) {
-		// Already a row in the table (exactly-once recovery), known once
-		// decoded since a dead-letter table may hold the offset instead.
-		plan.Unappend(a.acc.Data())
-		p.alreadyIn(tp, r)
-		return nil, false
-	}
-	if u := plan.LastUnmapped(); len(u) > 0 {
-		if err := p.cat.Evolution().WaitFor(writeCtx, now, rs, u); err != nil {
-			plan.Unappend(a.acc.Data())
-			return err, true
-		}
-	}
-	p.tracker.Add(tp, r.Offset, r.LeaderEpoch, a.id)
-	p.dlv.OnRow(a.id, tp)
-	if rs.Config().AppliesTruncate() {
-		p.truncs.Feed(rs.Table(), tp)
-	}
-	p.added(writeCtx, now, a, tp, r)
-	return nil, false
-}
-
-// added accounts a record whose row was appended to a's open batch (and
-// which the tracker knows): its timestamp for the batch's latency, and the
-// batch's triggers, sealing it when full.
-func (p *Pipeline) added(writeCtx context.Context, now time.Time, a *accState, tp offsets.TP, r *kgo.Record) {
-	if ts := r.Timestamp.UnixNano(); ts > 0 && (a.oldest == 0 || ts < a.oldest) {
-		a.oldest = ts // a record without timestamp (at or before the epoch) does not count
-	}
-	opening := p.sched != nil && a.acc.Empty()
-	if full, why := a.acc.Add(now, tp, r.Offset, r.LeaderEpoch); full {
-		p.seal(writeCtx, a, why)
-	} else if opening {
-		p.budgetOpened(a, now)
-	}
-}
-
-// armTimer sets timer to the earliest max_wait expiry or revoke deadline.
+// armTimer sets timer to the earliest deadline: an open batch due (its
+// wait, or the insert budget's say), the revoke's, the delivery's or the
+// held records' next retry.
 func (p *Pipeline) armTimer(timer *time.Timer) {
 	now := p.now()
-	next := time.Hour
-	if p.sched != nil {
-		if d, ok := p.sched.Next(now); ok && d < next {
-			next = d
-		}
-		if p.memShort() {
-			next = 0
-		}
-	} else {
-		p.disp.eachOpen(func(a *accState) {
-			if d, ok := a.acc.UntilNext(now); ok && d < next {
-				next = d
-			}
-		})
-	}
+	next := p.disp.Next(now)
 	if p.revoke != nil {
 		if d := p.revoke.deadline.Sub(now); d < next {
 			next = max(d, 0)
@@ -555,45 +410,10 @@ func (p *Pipeline) armTimer(timer *time.Timer) {
 	if d, ok := p.dlv.NextRetry(now); ok && d < next {
 		next = d
 	}
-	if d, ok := p.heldNextRetry(now); ok && d < next {
+	if d, ok := p.in.Held().Next(now); ok && d < next && p.revoke == nil && p.view.state != status.Paused {
 		next = d
 	}
 	timer.Reset(next)
-}
-
-// truncateRecord handles the TRUNCATE event r of route rs (internal/cdc):
-// skipped or applied, its offset is done; held is true (with the reason)
-// while the event waits for its TRUNCATE TABLE; an error stops the
-// connector before it.
-func (p *Pipeline) truncateRecord(writeCtx context.Context, rs *tables.Route, tp offsets.TP, r *kgo.Record) (_ error, held bool) {
-	err := p.truncs.Event(writeCtx, rs.Table(), rs.Config().AppliesTruncate(), tp, r)
-	var wait *cdc.TruncateWait
-	switch {
-	case err == nil:
-		p.skipped(tp, r)
-		return nil, false
-	case errors.As(err, &wait):
-		return err, true
-	}
-	p.failIf(err) // stop before the event: it stays uncommitted
-	return nil, false
-}
-
-// skipped accounts a record that needs no row: handled as soon as seen.
-func (p *Pipeline) skipped(tp offsets.TP, r *kgo.Record) {
-	p.stats.Skipped++
-	p.topicMetrics(tp.Topic).Skipped()
-	p.tracker.Add(tp, r.Offset, r.LeaderEpoch, offsets.Done)
-}
-
-// truncated applies the end of a TRUNCATE TABLE: the held event goes on,
-// or the connector stops.
-func (p *Pipeline) truncated(r cdc.Truncated) {
-	kick, err := p.truncs.Done(r)
-	p.failIf(err)
-	if kick {
-		p.kickHeld()
-	}
 }
 
 // failIf stops the connector with err, unless err is nil or something
@@ -603,28 +423,6 @@ func (p *Pipeline) failIf(err error) {
 		p.fatal = err
 	}
 }
-
-// truncBatches is what the TRUNCATE events ask of a table's batches.
-type truncBatches struct{ p *Pipeline }
-
-func (b truncBatches) SealTable(ctx context.Context, ts *tables.Table) {
-	b.p.disp.eachOpenOf(ts, func(a *accState) {
-		if !a.acc.Empty() {
-			b.p.seal(ctx, a, batch.ReasonTruncate)
-		}
-	})
-}
-
-func (b truncBatches) Pending(ts *tables.Table) int {
-	return b.p.disp.queued(ts) + b.p.disp.inserting(ts)
-}
-
-// truncOwner is what the TRUNCATE events ask of the rest of the pipeline.
-type truncOwner struct{ p *Pipeline }
-
-func (o truncOwner) Spawn(f func())            { o.p.spawn(f) }
-func (o truncOwner) Stopping() bool            { return o.p.fatal != nil }
-func (o truncOwner) Truncated(r cdc.Truncated) { o.p.post(truncated{p: o.p, r: r}) }
 
 // handleCommit is the committer's result, as an event of Run: the next
 // commit goes out, and the delivery takes up what waited for the result

@@ -466,7 +466,7 @@ func testUnitInsertRetriedThenCommitted(t *testing.T) {
 	if st.Rows != 4 || st.Inserts != 2 || r.sink.inserted("db.t") != 4 {
 		t.Fatalf("stats %+v, sink has %d rows; want 4 rows in 2 inserts", st, r.sink.inserted("db.t"))
 	}
-	if got := r.p.disp.stats(r.p.cat.Table("db.t")).retries.Load(); got != 6 {
+	if got := r.p.disp.Retries(); got != 6 { // db.t's, the one table
 		t.Fatalf("retries counted %d, want 6 (3 per insert)", got)
 	}
 }

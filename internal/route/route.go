@@ -26,8 +26,15 @@ type Format string
 
 // The supported formats.
 const (
-	// JSON: one JSON object per record value.
+	// JSON: one JSON object per record value. A record in Kafka Connect's
+	// JSON envelope ({"schema": ..., "payload": ...}, what its
+	// JsonConverter writes with schemas.enable=true) is read by its
+	// schema: the payload's fields are the record's (decode documents
+	// the rule).
 	JSON Format = "json"
+	// ConnectJSON: Kafka Connect's JSON envelope in every record value, a
+	// record without one is bad; otherwise read as JSON reads an envelope.
+	ConnectJSON Format = "connect-json"
 	// Debezium: Debezium change events in Kafka Connect's JSON converter
 	// encoding, with or without the schema block (decode documents the
 	// envelope and the added sources).
@@ -50,7 +57,7 @@ const (
 )
 
 // formats lists the supported formats; the first is the default.
-var formats = []Format{JSON, Debezium, Avro, Protobuf, JSONSchema, DebeziumAvro}
+var formats = []Format{JSON, ConnectJSON, Debezium, Avro, Protobuf, JSONSchema, DebeziumAvro}
 
 // Registry reports whether f's records are registry-framed, so that a
 // route of format f needs schema_registry configured.
@@ -217,6 +224,7 @@ const (
 	EmptyPathElement                    // "a..b", ".a", "a."
 	NoSourceField                       // "$source.", "$source.a..b"
 	Unknown                             // "$" and a name the format does not have
+	EnvelopeField                       // connect-json: "payload.a", "schema" (EnvelopePath)
 )
 
 // SourceError is a column source that does not parse. Its message is the
@@ -237,6 +245,8 @@ func (e *SourceError) Error() string {
 		return fmt.Sprintf("JSON path %q has an empty element", e.Spec)
 	case NoSourceField:
 		return fmt.Sprintf("%q needs a field of the source block, e.g. %stable", e.Spec, SourcePrefix)
+	case EnvelopeField:
+		return fmt.Sprintf("%q: %s", e.Spec, envelopePathProblem)
 	}
 	if e.Format.CDC() {
 		return fmt.Sprintf("unknown source %q (want a path into the row image such as a.b, or one of %s, %s, %sNAME, %sPATH)",
@@ -248,8 +258,9 @@ func (e *SourceError) Error() string {
 
 // ParseSource parses a column source of format f: a dotted path (dots
 // descend objects; a numeric element indexes an array; no element may be
-// empty), $header.NAME, a fixed-name source the format has, or, for the
-// CDC formats, $source.PATH. Names are case-sensitive. The error is a
+// empty; in format connect-json not one that names the envelope,
+// EnvelopePath), $header.NAME, a fixed-name source the format has, or, for
+// the CDC formats, $source.PATH. Names are case-sensitive. The error is a
 // *SourceError.
 func ParseSource(f Format, spec string) (Source, error) {
 	fail := func(p Problem) (Source, error) { return Source{}, &SourceError{Format: f, Spec: spec, Problem: p} }
@@ -280,6 +291,9 @@ func ParseSource(f Format, spec string) (Source, error) {
 	if !ok {
 		return fail(EmptyPathElement)
 	}
+	if f == ConnectJSON && EnvelopePath(parts) {
+		return fail(EnvelopeField)
+	}
 	return Source{Kind: Field, Path: parts}, nil
 }
 
@@ -293,3 +307,18 @@ func splitPath(path string) ([]string, bool) {
 	}
 	return parts, true
 }
+
+// EnvelopePath reports whether a field path names Kafka Connect's JSON
+// envelope itself ({"schema": ..., "payload": ...}): its first element is
+// "schema" or "payload". In format json such a path reads the record as
+// written, so a route whose columns name one reads envelopes literally
+// (as it did before envelopes were read by their schema); any other path
+// reads the envelope's payload. Format connect-json always reads the
+// payload and refuses such a path in a mapping or condition (a column
+// named payload reads the payload's field of that name).
+func EnvelopePath(path []string) bool {
+	return len(path) > 0 && (path[0] == "schema" || path[0] == "payload")
+}
+
+// envelopePathProblem is why format connect-json refuses an EnvelopePath.
+const envelopePathProblem = "format " + string(ConnectJSON) + " reads the fields of the envelope's payload: write the path below it (a, not payload.a)"

@@ -47,6 +47,11 @@ func TestParseSource(t *testing.T) {
 	f(JSON, "$source.table", Source{}, `unknown source "$source.table" (want a JSON path such as a.b.c, or one of $topic, $partition, $offset, $timestamp, $key, $header.NAME)`)
 	f(Debezium, "$source.", Source{}, `"$source." needs a field of the source block, e.g. $source.table`)
 	f(Debezium, "$source.a..b", Source{}, `"$source.a..b" needs a field of the source block, e.g. $source.table`)
+	f(ConnectJSON, "a.b", Source{Kind: Field, Path: []string{"a", "b"}}, "")
+	f(JSON, "payload.a", Source{Kind: Field, Path: []string{"payload", "a"}}, "")
+	f(ConnectJSON, "payload.a", Source{}, `"payload.a": format connect-json reads the fields of the envelope's payload: write the path below it (a, not payload.a)`)
+	f(ConnectJSON, "schema", Source{}, `"schema": format connect-json reads the fields of the envelope's payload: write the path below it (a, not payload.a)`)
+	f(ConnectJSON, "payloads", Source{Kind: Field, Path: []string{"payloads"}}, "")
 	f(Debezium, "$sourc", Source{}, `unknown source "$sourc" (want a path into the row image such as a.b, or one of $topic, $partition, $offset, $timestamp, $key, $version, $deleted, $op, $ts_ms, $header.NAME, $source.PATH)`)
 }
 
@@ -71,13 +76,13 @@ func TestDefaultSource(t *testing.T) {
 }
 
 func TestFormats(t *testing.T) {
-	if !JSON.Valid() || !Debezium.Valid() || !Avro.Valid() || Format("thrift").Valid() || Format("").Valid() {
+	if !JSON.Valid() || !ConnectJSON.Valid() || !Debezium.Valid() || !Avro.Valid() || Format("thrift").Valid() || Format("").Valid() {
 		t.Error("Valid disagrees with the supported formats")
 	}
 	for _, f := range []struct {
 		f             Format
 		registry, cdc bool
-	}{{JSON, false, false}, {Debezium, false, true}, {Avro, true, false}, {Protobuf, true, false}, {JSONSchema, true, false}, {DebeziumAvro, true, true}} {
+	}{{JSON, false, false}, {ConnectJSON, false, false}, {Debezium, false, true}, {Avro, true, false}, {Protobuf, true, false}, {JSONSchema, true, false}, {DebeziumAvro, true, true}} {
 		if f.f.Registry() != f.registry || f.f.CDC() != f.cdc {
 			t.Errorf("%s: Registry() %v CDC() %v, want %v %v", f.f, f.f.Registry(), f.f.CDC(), f.registry, f.cdc)
 		}
@@ -88,7 +93,7 @@ func TestFormats(t *testing.T) {
 	if _, err := ParseSource(Avro, "$version"); err == nil {
 		t.Error("avro accepts $version")
 	}
-	if got := FormatNames(); got != "json, debezium-json, avro, protobuf, json-schema, debezium-avro" {
+	if got := FormatNames(); got != "json, connect-json, debezium-json, avro, protobuf, json-schema, debezium-avro" {
 		t.Errorf("FormatNames() = %q", got)
 	}
 	if !DefaultFormat.Valid() {
@@ -145,6 +150,26 @@ func TestExpandTemplate(t *testing.T) {
 	f("${1}", "other.x", `srv\.(\w+)`, "", `${1} does not match topic "other.x" (topic_regex "srv\\.(\\w+)")`)
 	f("${2}", "srv.x", `srv\.(\w+)`, "", `${2} does not match topic "srv.x" (topic_regex "srv\\.(\\w+)")`)
 	f("${1}", "srv.x", "", "", `${1} does not match topic "srv.x" (topic_regex "")`)
+}
+
+func TestSplitTemplate(t *testing.T) {
+	for _, c := range []struct{ table, db, name string }{
+		{"plain", "", "plain"},
+		{"db.plain", "db", "plain"},
+		{"${topic}", "", "${topic}"},
+		{"${topic.last}", "", "${topic.last}"},
+		{"raw.${topic.last}", "raw", "${topic.last}"},
+		{"${topic.last}_cdc", "", "${topic.last}_cdc"},
+		{"${1}.${2}", "${1}", "${2}"},
+		{"pg_${1}.${topic.last}", "pg_${1}", "${topic.last}"},
+		{"a.b.c", "a", "b.c"}, // more dots: config refuses the table part
+		{"${topic.last", "${topic", "last"},
+	} {
+		db, name, hasDB := SplitTemplate(c.table)
+		if db != c.db || name != c.name || hasDB != (c.db != "") {
+			t.Errorf("SplitTemplate(%q) = %q, %q, %v; want %q, %q", c.table, db, name, hasDB, c.db, c.name)
+		}
+	}
 }
 
 // FuzzParseSource: no source text panics, and what parses is exactly what
@@ -231,6 +256,9 @@ func FuzzTemplate(f *testing.F) {
 		problems, probe := CheckTemplate(table, topicRegex, re)
 		if strings.Contains(probe, "${") && len(problems) == 0 {
 			t.Fatalf("%q: probe %q keeps a placeholder without a problem", table, probe)
+		}
+		if db, rest, hasDB := SplitTemplate(table); (hasDB && db+"."+rest != table) || (!hasDB && (db != "" || rest != table)) {
+			t.Fatalf("SplitTemplate(%q) = %q, %q, %v: the parts are not the template", table, db, rest, hasDB)
 		}
 		name, err := ExpandTemplate(table, topic, topicRegex, re)
 		if !IsTemplate(table) && (err != nil || name != table) {

@@ -23,7 +23,9 @@ import (
 //
 // The subjects are key (the record key as text), header.NAME (the first
 // header called NAME) and field.PATH (a dotted path into the JSON record
-// value, json format only). A value is a string, number or boolean, or a
+// value, formats json and connect-json; in a record that is Kafka Connect's
+// JSON envelope the path goes into its payload, unless it names the
+// envelope itself: EnvelopePath). A value is a string, number or boolean, or a
 // list of them (any one matches); the entries of the map must all hold.
 // `field: NAME` with `in: [values]` (and `header: NAME` with `in:`) is the
 // same condition written long-hand: {field: kind, in: [a, b]} is
@@ -137,8 +139,11 @@ func ParseCondition(f Format, subject string) (Condition, error) {
 		if !ok {
 			return Condition{}, fmt.Errorf("%s: needs a field path without empty elements, e.g. field.kind", shown(subject))
 		}
-		if f != JSON {
-			return Condition{}, fmt.Errorf("%s: field conditions need format %s (this route is %s; use key or header.NAME)", shown(subject), JSON, f)
+		if f != JSON && f != ConnectJSON {
+			return Condition{}, fmt.Errorf("%s: field conditions need format %s or %s (this route is %s; use key or header.NAME)", shown(subject), JSON, ConnectJSON, f)
+		}
+		if f == ConnectJSON && EnvelopePath(path) {
+			return Condition{}, fmt.Errorf("%s: %s", shown(subject), envelopePathProblem)
 		}
 		return Condition{Subject: OnField, Name: name, Path: path}, nil
 	}
@@ -243,6 +248,9 @@ type Evaluator struct {
 	get    jsonscan.Getter
 	obj    bool // the value of rec was scanned and is a JSON object
 	parsed bool // the value of rec was scanned
+	// payload is the value's payload when it is Kafka Connect's JSON
+	// envelope (jsonscan's Envelope), else empty (End 0).
+	payload jsonscan.Span
 }
 
 // Reset points e at a new record; nothing is parsed until a condition needs it.
@@ -286,11 +294,21 @@ func (e *Evaluator) fieldHolds(c *Condition) bool {
 		top, err := e.sc.Scan(e.rec.Value)
 		e.obj = err == nil && top == "object"
 		e.get.Reset(&e.sc)
+		e.payload = jsonscan.Span{}
+		if _, pl, ok := e.sc.Envelope(); e.obj && ok {
+			e.payload = pl
+		}
 	}
 	if !e.obj {
 		return false // not a JSON object: the decode reports it, if a route takes it
 	}
-	v, ok := e.get.Get(c.Path)
+	var v jsonscan.Span
+	var ok bool
+	if e.payload.End > 0 && !EnvelopePath(c.Path) {
+		v, ok = e.get.GetIn(e.payload, c.Path)
+	} else {
+		v, ok = e.get.Get(c.Path)
+	}
 	if !ok {
 		return false
 	}

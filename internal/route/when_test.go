@@ -40,7 +40,10 @@ func TestParseWhen(t *testing.T) {
 	f(JSON, map[string]any{"header.": "x"}, "", "header.: needs a header name")
 	f(JSON, map[string]any{"field.a..b": "x"}, "", "field.a..b: needs a field path without empty elements")
 	f(JSON, map[string]any{"field.": "x"}, "", "field.: needs a field path")
-	f(Debezium, map[string]any{"field.op": "c"}, "", "field.op: field conditions need format json")
+	f(Debezium, map[string]any{"field.op": "c"}, "", "field.op: field conditions need format json or connect-json")
+	f(ConnectJSON, map[string]any{"field.op": "c"}, "{field.op: [c]}", "")
+	f(JSON, map[string]any{"field.payload.op": "c"}, "{field.payload.op: [c]}", "")
+	f(ConnectJSON, map[string]any{"field.payload.op": "c"}, "", "field.payload.op: format connect-json reads the fields of the envelope's payload: write the path below it (a, not payload.a)")
 	f(JSON, map[string]any{"key": []any{}}, "", "key: empty list")
 	f(JSON, map[string]any{"key": nil}, "", "key: null")
 	f(JSON, map[string]any{"key": map[string]any{"a": 1}}, "", "key: want a string, number or boolean")
@@ -98,6 +101,17 @@ func TestEvaluatorMatch(t *testing.T) {
 	f(&kgo.Record{Value: []byte(`["kind"]`)}, map[string]any{"field.kind": "x"}, false)
 	f(&kgo.Record{}, map[string]any{"key": ""}, false)
 	f(&kgo.Record{Key: []byte{}}, map[string]any{"key": ""}, true)
+	// Kafka Connect's JSON envelope: paths go into the payload, unless
+	// they name the envelope (schema, payload).
+	env := &kgo.Record{Value: []byte(`{"schema":{"type":"struct","fields":[{"type":"string","field":"kind"}]},"payload":{"kind":"click","schema":"s"}}`)}
+	f(env, map[string]any{"field.kind": "click"}, true)
+	f(env, map[string]any{"field.payload.kind": "click"}, true)
+	f(env, map[string]any{"field.schema": "s"}, false) // the envelope's schema, an object
+	f(env, map[string]any{"field.schema.type": "struct"}, true)
+	f(&kgo.Record{Value: []byte(`{"schema":null,"payload":{"op":"d"}}`)}, map[string]any{"field.op": "d"}, true)
+	f(&kgo.Record{Value: []byte(`{"schema":null,"payload":null}`)}, map[string]any{"field.op": "d"}, false)
+	// Not an envelope (a third member): read as written.
+	f(&kgo.Record{Value: []byte(`{"schema":null,"payload":{"op":"d"},"op":"c"}`)}, map[string]any{"field.op": "c"}, true)
 	// The value is parsed once per record and a new record is parsed anew.
 	e.Reset(rec)
 	w := must(map[string]any{"field.kind": "click"})
@@ -116,6 +130,8 @@ func FuzzWhen(f *testing.F) {
 	f.Add("header.type", "order", []byte(`x`))
 	f.Add("key", "k", []byte(`{"a":{"b":1}}`))
 	f.Add("field.a.b", "1", []byte(`{"a":{"b":1}}`))
+	f.Add("field.a", "1", []byte(`{"schema":{"type":"struct"},"payload":{"a":1}}`))
+	f.Add("field.schema.type", "int8", []byte(`{"payload":[1],"schema":{"type":"int8"}}`))
 	f.Fuzz(func(t *testing.T, subject, value string, body []byte) {
 		w, err := ParseWhen(JSON, map[string]any{subject: value})
 		if err != nil {

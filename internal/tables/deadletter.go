@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -415,5 +416,8 @@ func (d *DeadLetters) plan(ts *Table, insert []chschema.ColumnSchema) (*decode.P
 	if err != nil {
 		return nil, fmt.Errorf("dead-letter table %s: its rows cannot be written to its columns: %w (stopping; fix the table)", ts.t.FullName(), err)
 	}
+	// A dead-letter row is the sink's own envelope, its value cut at
+	// errors.dlq_value_max (up to 64MiB): no row bound may refuse it.
+	plan.SetPolicy(decode.Policy{MaxRowBytes: math.MaxInt})
 	return plan, nil
 }

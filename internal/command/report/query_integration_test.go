@@ -85,9 +85,10 @@ func queryCountsRealInserts(t *testing.T, s testenv.Server) {
 	until := time.Now().Add(2 * time.Second)
 
 	// 18.16 can queue an INSERT's query_log row after the client has its
-	// answer, so a flush right after may miss it while part_log has the
-	// part: ask again (a few seconds at most) until phase B's INSERTs are
-	// there. The assertions below stay exact.
+	// answer, so a flush right after may miss it (and, under load, a
+	// part_log row the same way): ask again (a few seconds at most) until
+	// phase B's INSERTs and parts are there. The assertions below stay
+	// exact.
 	var r report.Report
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(500 * time.Millisecond) {
 		var err error
@@ -98,7 +99,7 @@ func queryCountsRealInserts(t *testing.T, s testenv.Server) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n := len(r.Minutes); (n == 2 && r.Minutes[1].Inserts >= 2) || time.Now().After(deadline) {
+		if n := len(r.Minutes); (n == 2 && r.Minutes[1].Inserts >= 2 && r.Minutes[1].NewParts >= 2) || time.Now().After(deadline) {
 			break
 		}
 	}

@@ -1,9 +1,10 @@
-package pipeline
+package intake
 
 import (
 	"context"
 	"iter"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -11,7 +12,6 @@ import (
 	"sink/internal/backoff"
 	"sink/internal/cdc"
 	"sink/internal/offsets"
-	"sink/internal/status"
 	"sink/internal/tables"
 )
 
@@ -22,13 +22,13 @@ import (
 // or whose look-up failed (the registry is down or failing:
 // decode.ErrUnavailable) is not a bad record: it will decode once the
 // registry answers. And a record that carries a field its table is about
-// to get a column for (evolve.go: an ADD COLUMN is running, or the table
+// to get a column for (internal/tables: an ADD COLUMN is running, or the table
 // is being re-read because a person may have added it) would lose that
 // field's value if decoded now. Either way the record is held, together
 // with every record after it in its partition (order within a partition
 // is kept: nothing of the partition is appended past it), and appended
 // again: as soon as a look-up ends or the table's new description is
-// applied for a column (handleLookup and handleTable kick the retry), and
+// applied for a column (the end of a look-up and of a table's re-read kick the retry), and
 // after a backoff while the registry fails. Held records are not in the offsets
 // tracker, so no commit passes them; while any are held no new fetch is
 // requested (fetching stops rather than buffering without bound: what is
@@ -54,7 +54,8 @@ var heldRetry = backoff.Policy{Initial: heldRetryFirst, Max: heldRetryMax, Jitte
 type heldPart struct {
 	tp   offsets.TP
 	recs []*kgo.Record
-	// wait is why the first record is held: a *tables.Wait or
+	// wait is why the first record is held: a *tables.Wait, a
+	// *cdc.TruncateWait or
 	// the registry's error.
 	wait error
 }
@@ -71,9 +72,9 @@ func isSchemaWait(err error) bool {
 }
 
 // heldState is the records held and the retry schedule. The zero value
-// holds nothing. Owned by the Run goroutine: the Pipeline's calls around it
-// (holdFrom, retryHeld, dropHeld) decode, log and publish; these keep the
-// partitions, their bytes and the schedule consistent.
+// holds nothing. Owned by the owner goroutine: Held's calls around it
+// (hold, Retry, drop) decode, log and publish; these keep the partitions,
+// their bytes and the schedule consistent.
 type heldState struct {
 	parts   []*heldPart // in the order they were held
 	bytes   int         // key and value bytes of the held records (part of the buffer budget)
@@ -222,123 +223,166 @@ func (h *heldState) drop(tps []offsets.TP) []*heldPart {
 	return dropped
 }
 
-// holdFrom holds recs (a partition's records from the one that cannot be
-// decoded now). err is why: the registry's error, or a *tables.Wait; nil
-// when recs join the partition's records already held.
-func (p *Pipeline) holdFrom(tp offsets.TP, recs []*kgo.Record, err error) {
-	if !p.held.has(tp) {
+// Held is the records held, with what decodes them again, logs and
+// publishes their count. Owned by the owner goroutine, like the Intake it
+// belongs to, but for Now.
+type Held struct {
+	heldState
+	in  *Intake
+	now atomic.Int64 // the records held, for other goroutines
+}
+
+// Held is the records held for the schema registry or a table's new
+// column.
+func (in *Intake) Held() *Held { return &in.held }
+
+// hold holds recs (a partition's records from the one that cannot be
+// decoded now). err is why: the registry's error, a *tables.Wait or a
+// *cdc.TruncateWait; nil when recs join the partition's records already
+// held.
+func (h *Held) hold(tp offsets.TP, recs []*kgo.Record, err error) {
+	in := h.in
+	if !h.has(tp) {
 		if sw, ok := err.(*tables.Wait); ok {
-			p.log.Info().Str("topic", tp.Topic).Int32("partition", tp.Partition).Int64("offset", recs[0].Offset).
+			in.log.Info().Str("topic", tp.Topic).Int32("partition", tp.Partition).Int64("offset", recs[0].Offset).
 				Str("table", sw.Table).Str("field", sw.Field).Bool("reread", sw.Reread).
 				Msg("a record carries a field its table is getting a column for: holding the partition's records until the table has it; fetching paused")
-		} else if err != nil && !isLookupPending(err) && p.held.lastErr == nil {
-			p.log.Warn().Str("topic", tp.Topic).Int32("partition", tp.Partition).Int64("offset", recs[0].Offset).
+		} else if err != nil && !isLookupPending(err) && h.lastErr == nil {
+			in.log.Warn().Str("topic", tp.Topic).Int32("partition", tp.Partition).Int64("offset", recs[0].Offset).
 				Err(err).Msg("schema registry unavailable for a schema id not cached: holding the partition's records and retrying; fetching paused")
 		}
 	}
-	p.held.hold(tp, recs, err, p.now())
-	p.noteHeld()
+	h.heldState.hold(tp, recs, err, in.now())
+	h.note()
 }
 
-// kickHeld makes the held records' next attempt due now: a table's new
-// description was applied, or a column's ALTER ended.
-func (p *Pipeline) kickHeld() { p.held.kick(p.now()) }
+// Kick makes the held records' next attempt due now: a table's new
+// description was applied, a column's ALTER or a TRUNCATE ended, a schema
+// look-up ended.
+func (h *Held) Kick() { h.kick(h.in.now()) }
 
-// noteHeld publishes the count of held records: to the metrics (by what
-// they wait for), and for readers outside the owner goroutine
-// (heldRecordsNow).
-func (p *Pipeline) noteHeld() {
-	reg, sch := p.held.counts()
-	p.heldNow.Store(int64(reg + sch))
-	p.m.SetRegistryWaiting(reg)
-	p.m.SetSchemaWaiting(sch)
+// note publishes the count of held records: to the metrics (by what they
+// wait for), and for readers outside the owner goroutine (Now).
+func (h *Held) note() {
+	reg, sch := h.counts()
+	h.now.Store(int64(reg + sch))
+	h.in.m.SetRegistryWaiting(reg)
+	h.in.m.SetSchemaWaiting(sch)
 }
 
-// heldRecordsNow is the count of held records; safe from any goroutine.
-func (p *Pipeline) heldRecordsNow() int { return int(p.heldNow.Load()) }
+// Now is the count of held records; safe from any goroutine.
+func (h *Held) Now() int { return int(h.now.Load()) }
 
-// heldNextRetry reports how long until the next attempt, when records are
-// held.
-func (p *Pipeline) heldNextRetry(now time.Time) (time.Duration, bool) {
-	if !p.held.holding() || p.revoke != nil || p.state == status.Paused {
-		// During a revoke retryHeld waits; its deadline wakes the loop.
-		// A paused connector decodes nothing: resume wakes it.
+// Holding reports whether records are held (no fetch is asked for
+// meanwhile); Records counts them; Holds, whether tp's are.
+func (h *Held) Holding() bool            { return h.holding() }
+func (h *Held) Records() int             { return h.records() }
+func (h *Held) Holds(tp offsets.TP) bool { return h.has(tp) }
+
+// Next reports how long until the next attempt at the held records, when
+// some are. (During a revoke the pipeline does not ask: the revoke's
+// deadline wakes its loop; a paused connector decodes nothing.)
+func (h *Held) Next(now time.Time) (time.Duration, bool) {
+	if !h.holding() {
 		return 0, false
 	}
-	return max(p.held.next.Sub(now), 0), true
+	return max(h.next.Sub(now), 0), true
 }
 
-// retryHeld appends the held records again, partition by partition in the
+// Retry appends the held records again, partition by partition in the
 // order they were held, once their attempt is due. The first record the
 // registry failed to serve ends the registry's part of the round (it is
 // still down: asking again for the next partition would only start more
 // look-ups that fail); a partition whose record waits for a look-up still
 // running (lookup.go), or for its table's schema, stays held while the
-// others go on. What is left waits for the backoff, or for the next kick
-// (kickHeld: a look-up ended, a table's description was applied). A round
-// that ends only on look-ups still running does not lengthen the backoff:
-// their ends kick the next round.
-func (p *Pipeline) retryHeld(writeCtx context.Context) {
-	h := &p.held
-	if !h.due(p.now()) || p.revoke != nil || p.state == status.Paused {
+// others go on. What is left waits for the backoff, or for the next Kick
+// (a look-up ended, a table's description was applied). A round that ends
+// only on look-ups still running does not lengthen the backoff: their
+// ends kick the next round. The pipeline does not call it during a revoke
+// or a pause.
+func (h *Held) Retry(writeCtx context.Context) {
+	in := h.in
+	if !h.due(in.now()) {
 		return
 	}
 	h.attempt++
-	now := p.now()
-	var regErr error // the registry is still down
-	var regAt *heldPart
-	var regOffset int64
-	pending := false // a record waits for a look-up still running
-	for _, hp := range h.parts {
-		if p.fatal != nil || (regErr != nil && !isSchemaWait(hp.wait)) {
-			continue
-		}
-		for len(hp.recs) > 0 && p.fatal == nil {
-			r := hp.recs[0]
-			if err, held := p.routeRecord(writeCtx, now, hp.tp, r); held {
-				hp.wait = err
-				switch {
-				case isLookupPending(err):
-					pending = true
-				case !isSchemaWait(err):
-					regErr, regAt, regOffset = err, hp, r.Offset
-				}
-				break
-			}
-			p.release(h.pop(hp))
-		}
-	}
+	r := h.round(writeCtx)
 	since, attempts := h.since, h.attempt
 	h.prune()
-	p.cat.Evolution().LaunchAlters(p.held.waitingFor)
+	in.cat.Evolution().LaunchAlters(h.waitingFor)
 	if !h.holding() {
-		p.log.Info().Dur("held_for", p.now().Sub(since)).Int("attempts", attempts).
+		in.log.Info().Dur("held_for", in.now().Sub(since)).Int("attempts", attempts).
 			Msg("held records decoded; fetching resumed")
-		p.noteHeld()
+		h.note()
 		return
 	}
-	h.reschedule(p.now(), regErr == nil && pending)
-	if regErr != nil {
-		h.lastErr = regErr
-		p.m.RegistryRetry()
-		p.log.Warn().Str("topic", regAt.tp.Topic).Int32("partition", regAt.tp.Partition).Int64("offset", regOffset).
-			Int("held", h.records()).Int("attempt", h.attempt).Dur("retry_in", h.next.Sub(p.now())).Err(regErr).
+	h.reschedule(in.now(), r.regErr == nil && r.pending)
+	if r.regErr != nil {
+		h.lastErr = r.regErr
+		in.m.RegistryRetry()
+		in.log.Warn().Str("topic", r.regAt.tp.Topic).Int32("partition", r.regAt.tp.Partition).Int64("offset", r.regOffset).
+			Int("held", h.records()).Int("attempt", h.attempt).Dur("retry_in", h.next.Sub(in.now())).Err(r.regErr).
 			Msg("schema registry still unavailable; records stay held")
 	}
-	p.noteHeld()
+	h.note()
 }
 
-// dropHeld forgets the held records of partitions this member gives up
-// (their next owner reads them again from the committed offset) or
-// consumes again from an earlier offset.
-func (p *Pipeline) dropHeld(tps []offsets.TP) {
-	for _, hp := range p.held.drop(tps) {
-		for _, r := range hp.recs {
-			p.recycle(r)
+// round is what one attempt at the held records found: the registry's
+// error that ended its part of the round (nil: none) and which record it
+// was, and whether a record waits for a look-up still running.
+type round struct {
+	regErr    error
+	regAt     *heldPart
+	regOffset int64
+	pending   bool
+}
+
+// round tries every held partition once, in the order they were held.
+func (h *Held) round(writeCtx context.Context) round {
+	var r round
+	now := h.in.now()
+	for _, hp := range h.parts {
+		if h.in.own.Failed() || (r.regErr != nil && !isSchemaWait(hp.wait)) {
+			continue
 		}
-		p.log.Info().Str("topic", hp.tp.Topic).Int32("partition", hp.tp.Partition).Int("records", len(hp.recs)).
+		h.retryPart(writeCtx, now, hp, &r)
+	}
+	return r
+}
+
+// retryPart appends hp's held records again, in order, until one must
+// still wait (noted in r).
+func (h *Held) retryPart(writeCtx context.Context, now time.Time, hp *heldPart, r *round) {
+	for len(hp.recs) > 0 && !h.in.own.Failed() {
+		rec := hp.recs[0]
+		err, held := h.in.routeRecord(writeCtx, now, hp.tp, rec)
+		if !held {
+			h.in.release(h.pop(hp))
+			continue
+		}
+		hp.wait = err
+		switch {
+		case isLookupPending(err):
+			r.pending = true
+		case !isSchemaWait(err):
+			r.regErr, r.regAt, r.regOffset = err, hp, rec.Offset
+		}
+		return
+	}
+}
+
+// drop forgets the held records of partitions this member gives up (their
+// next owner reads them again from the committed offset) or consumes again
+// from an earlier offset, and the TRUNCATE events they held.
+func (h *Held) drop(tps []offsets.TP) {
+	in := h.in
+	for _, hp := range h.heldState.drop(tps) {
+		for _, r := range hp.recs {
+			in.recycle(r)
+		}
+		in.log.Info().Str("topic", hp.tp.Topic).Int32("partition", hp.tp.Partition).Int("records", len(hp.recs)).
 			Msg("held records dropped (partition given up, or consumed again from an earlier offset); they stay uncommitted")
 	}
-	p.noteHeld()
-	p.truncs.Drop(tps)
+	h.note()
+	in.truncs.Drop(tps)
 }

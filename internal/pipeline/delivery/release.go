@@ -1,4 +1,4 @@
-package exactly
+package delivery
 
 import (
 	"fmt"
@@ -38,7 +38,7 @@ import (
 // past a seek point: what was recorded (offsets, intents, their ranges)
 // stays exactly as it was, and the records from the seek point on are
 // consumed and batched again as if for the first time.
-func (e *Delivery) OnRelease(tps []offsets.TP) {
+func (e *Exactly) OnRelease(tps []offsets.TP) {
 	for _, tp := range tps {
 		delete(e.ledgers, tp)
 		delete(e.start, tp)
@@ -79,7 +79,7 @@ func (e *Delivery) OnRelease(tps []offsets.TP) {
 
 // unrecorded is every batch not recorded yet: the sealed ones whose
 // intent is not recorded, and the open ones that hold rows.
-func (e *Delivery) unrecorded() []eos.Unrecorded {
+func (e *Exactly) unrecorded() []eos.Unrecorded {
 	var out []eos.Unrecorded
 	e.Batches.EachSealed(func(_ *tables.Table, b *Batch) {
 		if eb := e.batches[b.ID]; eb != nil && !eb.recorded {
@@ -93,7 +93,7 @@ func (e *Delivery) unrecorded() []eos.Unrecorded {
 }
 
 // dropSealed drops sealed batch id, not recorded, and returns its rows.
-func (e *Delivery) dropSealed(id uint64) int {
+func (e *Exactly) dropSealed(id uint64) int {
 	// Out of the queue but not recorded (at -1): its intent commit
 	// failed for good (the member was fenced, which the loss explains)
 	// and the failure is on its way as an ack, which now finds no batch.
@@ -110,7 +110,7 @@ func (e *Delivery) dropSealed(id uint64) int {
 }
 
 // dropOpen drops open batch id and returns its rows.
-func (e *Delivery) dropOpen(id uint64) int {
+func (e *Exactly) dropOpen(id uint64) int {
 	delete(e.rows, id)
 	return e.Batches.Discard(id)
 }

@@ -1,4 +1,4 @@
-package pipeline
+package dispatch
 
 // The batches' dispatch on its own (dispatch, dispatch.go): the open
 // batches by key with the last answer remembered, and the sealed batches
@@ -15,13 +15,13 @@ import (
 
 func TestUnitDispatchOpen(t *testing.T) {
 	ts := &tables.Table{}
-	k0 := accKey{table: ts, tp: offsets.TP{Topic: "t", Partition: 0}}
-	k1 := accKey{table: ts, tp: offsets.TP{Topic: "t", Partition: 1}}
-	var d dispatch
+	k0 := key{table: ts, tp: offsets.TP{Topic: "t", Partition: 0}}
+	k1 := key{table: ts, tp: offsets.TP{Topic: "t", Partition: 1}}
+	var d queues
 	if d.acc(k0) != nil || d.openBatches() != 0 || d.openBytes() != 0 {
 		t.Fatal("the zero value has an open batch")
 	}
-	a0, a1 := &accState{key: k0, id: 1}, &accState{key: k1, id: 2}
+	a0, a1 := &Open{key: k0, id: 1}, &Open{key: k1, id: 2}
 	d.open(a0)
 	d.open(a1)
 	if d.acc(k0) != a0 || d.acc(k1) != a1 || d.last != a1 {
@@ -29,15 +29,15 @@ func TestUnitDispatchOpen(t *testing.T) {
 	}
 	tests := []struct {
 		name string
-		drop accKey
-		want map[accKey]*accState
+		drop key
+		want map[key]*Open
 	}{
-		{name: "the one remembered", drop: k1, want: map[accKey]*accState{k0: a0, k1: nil}},
-		{name: "another", drop: k0, want: map[accKey]*accState{k0: nil, k1: a1}},
+		{name: "the one remembered", drop: k1, want: map[key]*Open{k0: a0, k1: nil}},
+		{name: "another", drop: k0, want: map[key]*Open{k0: nil, k1: a1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var d dispatch
+			var d queues
 			d.open(a0)
 			d.open(a1)
 			d.drop(tt.drop)
@@ -54,12 +54,12 @@ func TestUnitDispatchOpen(t *testing.T) {
 }
 
 func TestUnitDispatchFlights(t *testing.T) {
-	var d dispatch
+	var d queues
 	if d.oldest() != nil || d.inFlight() != 0 || d.land(1) != nil {
 		t.Fatal("the zero value has a sealed batch")
 	}
 	for _, id := range []uint64{7, 3, 5} {
-		d.fly(&flight{b: &sealedBatch{ID: id}, bytes: int(id) * 10})
+		d.fly(&flight{b: &Batch{ID: id}, bytes: int(id) * 10})
 	}
 	if d.inFlight() != 3 || d.bytes() != 150 || d.oldest().b.ID != 3 {
 		t.Fatalf("%d in flight, %d bytes, oldest %d: want 3, 150, 3", d.inFlight(), d.bytes(), d.oldest().b.ID)
@@ -73,7 +73,7 @@ func TestUnitDispatchFlights(t *testing.T) {
 }
 
 // ids lists the batches waiting in ts's queue, head first.
-func (d *dispatch) ids(ts *tables.Table) []uint64 {
+func (d *queues) ids(ts *tables.Table) []uint64 {
 	var out []uint64
 	if q := d.queues[ts]; q != nil {
 		for _, b := range q.waiting {
@@ -88,8 +88,8 @@ func (d *dispatch) ids(ts *tables.Table) []uint64 {
 // requeue puts a started batch back at the head; withdraw and
 // withdrawQueued take batches out for good, keeping the others' order.
 func TestUnitDispatchQueues(t *testing.T) {
-	type step func(d *dispatch, a, b *tables.Table)
-	start := func(d *dispatch, ts *tables.Table) uint64 {
+	type step func(d *queues, a, b *tables.Table)
+	start := func(d *queues, ts *tables.Table) uint64 {
 		if f := d.start(ts); f != nil {
 			return f.b.ID
 		}
@@ -102,9 +102,9 @@ func TestUnitDispatchQueues(t *testing.T) {
 		inserting    [2]int // a's and b's
 		flights      int
 	}{
-		{name: "sealed", steps: func(*dispatch, *tables.Table, *tables.Table) {},
+		{name: "sealed", steps: func(*queues, *tables.Table, *tables.Table) {},
 			wantA: []uint64{1, 2, 3}, wantB: []uint64{4}, flights: 4},
-		{name: "started", steps: func(d *dispatch, a, b *tables.Table) {
+		{name: "started", steps: func(d *queues, a, b *tables.Table) {
 			if id := start(d, a); id != 1 {
 				t.Errorf("start(a) = %d, want 1", id)
 			}
@@ -115,34 +115,34 @@ func TestUnitDispatchQueues(t *testing.T) {
 				t.Errorf("start(b) on an empty queue = %d, want none", id)
 			}
 		}, wantA: []uint64{2, 3}, inserting: [2]int{1, 1}, flights: 4},
-		{name: "landed", steps: func(d *dispatch, a, _ *tables.Table) {
+		{name: "landed", steps: func(d *queues, a, _ *tables.Table) {
 			start(d, a)
 			start(d, a)
 			d.land(1)
 		}, wantA: []uint64{3}, wantB: []uint64{4}, inserting: [2]int{1, 0}, flights: 3},
-		{name: "requeued", steps: func(d *dispatch, a, _ *tables.Table) {
+		{name: "requeued", steps: func(d *queues, a, _ *tables.Table) {
 			start(d, a)
 			start(d, a)
 			d.requeue(a, d.flights[2].b)
 		}, wantA: []uint64{2, 3}, wantB: []uint64{4}, inserting: [2]int{1, 0}, flights: 4},
-		{name: "requeued and started again", steps: func(d *dispatch, a, _ *tables.Table) {
+		{name: "requeued and started again", steps: func(d *queues, a, _ *tables.Table) {
 			start(d, a)
 			d.requeue(a, d.flights[1].b)
 			if id := start(d, a); id != 1 {
 				t.Errorf("start(a) after requeue = %d, want 1", id)
 			}
 		}, wantA: []uint64{2, 3}, wantB: []uint64{4}, inserting: [2]int{1, 0}, flights: 4},
-		{name: "withdrawn from the middle", steps: func(d *dispatch, _, _ *tables.Table) {
+		{name: "withdrawn from the middle", steps: func(d *queues, _, _ *tables.Table) {
 			if f, at := d.withdraw(2); f == nil || f.b.ID != 2 || at != 1 {
 				t.Errorf("withdraw(2) = %v at %d, want batch 2 at 1", f, at)
 			}
 		}, wantA: []uint64{1, 3}, wantB: []uint64{4}, flights: 3},
-		{name: "withdrawn at the head", steps: func(d *dispatch, _, _ *tables.Table) {
+		{name: "withdrawn at the head", steps: func(d *queues, _, _ *tables.Table) {
 			if _, at := d.withdraw(1); at != 0 {
 				t.Errorf("withdraw(1) at %d, want 0", at)
 			}
 		}, wantA: []uint64{2, 3}, wantB: []uint64{4}, flights: 3},
-		{name: "withdrawn while inserting", steps: func(d *dispatch, a, _ *tables.Table) {
+		{name: "withdrawn while inserting", steps: func(d *queues, a, _ *tables.Table) {
 			start(d, a)
 			if _, at := d.withdraw(1); at != -1 {
 				t.Errorf("withdraw(1) at %d, want -1", at)
@@ -151,22 +151,22 @@ func TestUnitDispatchQueues(t *testing.T) {
 				t.Error("the withdrawn batch's ack still finds it")
 			}
 		}, wantA: []uint64{2, 3}, wantB: []uint64{4}, flights: 3},
-		{name: "withdrawn when unknown", steps: func(d *dispatch, _, _ *tables.Table) {
+		{name: "withdrawn when unknown", steps: func(d *queues, _, _ *tables.Table) {
 			if f, at := d.withdraw(9); f != nil || at != -1 {
 				t.Errorf("withdraw(9) = %v at %d, want none", f, at)
 			}
 		}, wantA: []uint64{1, 2, 3}, wantB: []uint64{4}, flights: 4},
-		{name: "withdrawn by a test", steps: func(d *dispatch, a, _ *tables.Table) {
+		{name: "withdrawn by a test", steps: func(d *queues, a, _ *tables.Table) {
 			start(d, a)
-			d.withdrawQueued(a, func(b *sealedBatch) bool { return b.ID == 3 })
+			d.withdrawQueued(a, func(b *Batch) bool { return b.ID == 3 })
 		}, wantA: []uint64{2}, wantB: []uint64{4}, inserting: [2]int{1, 0}, flights: 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var d dispatch
+			var d queues
 			a, b := &tables.Table{}, &tables.Table{}
-			for _, f := range []*flight{{b: &sealedBatch{ID: 1}, table: a}, {b: &sealedBatch{ID: 2}, table: a},
-				{b: &sealedBatch{ID: 3}, table: a}, {b: &sealedBatch{ID: 4}, table: b}} {
+			for _, f := range []*flight{{b: &Batch{ID: 1}, table: a}, {b: &Batch{ID: 2}, table: a},
+				{b: &Batch{ID: 3}, table: a}, {b: &Batch{ID: 4}, table: b}} {
 				d.enqueue(f)
 			}
 			tt.steps(&d, a, b)
@@ -202,12 +202,12 @@ func TestUnitDispatchQueues(t *testing.T) {
 			}
 		})
 	}
-	var d dispatch
+	var d queues
 	ts := &tables.Table{}
 	if d.queued(ts) != 0 || d.inserting(ts) != 0 || d.next(ts) != nil || d.start(ts) != nil {
 		t.Error("the zero value has a queue")
 	}
-	d.withdrawQueued(ts, func(*sealedBatch) bool { return true }) // no queue: nothing to do
+	d.withdrawQueued(ts, func(*Batch) bool { return true }) // no queue: nothing to do
 }
 
 // TestUnitDispatchEach: eachOpen sees every open batch, eachOpenOf a
@@ -215,27 +215,27 @@ func TestUnitDispatchQueues(t *testing.T) {
 // may drop the batch it is given.
 func TestUnitDispatchEach(t *testing.T) {
 	a, b := &tables.Table{}, &tables.Table{}
-	key := func(ts *tables.Table, part int32) accKey {
-		return accKey{table: ts, tp: offsets.TP{Topic: "t", Partition: part}}
+	keyOf := func(ts *tables.Table, part int32) key {
+		return key{table: ts, tp: offsets.TP{Topic: "t", Partition: part}}
 	}
 	tests := []struct {
 		name string
-		each func(d *dispatch, fn func(a *accState))
+		each func(d *queues, fn func(a *Open))
 		want []uint64
 	}{
-		{name: "all", each: (*dispatch).eachOpen, want: []uint64{1, 2, 3}},
-		{name: "table a", each: func(d *dispatch, fn func(*accState)) { d.eachOpenOf(a, fn) }, want: []uint64{1, 2}},
-		{name: "table b", each: func(d *dispatch, fn func(*accState)) { d.eachOpenOf(b, fn) }, want: []uint64{3}},
-		{name: "a table without one", each: func(d *dispatch, fn func(*accState)) { d.eachOpenOf(&tables.Table{}, fn) }},
+		{name: "all", each: (*queues).eachOpen, want: []uint64{1, 2, 3}},
+		{name: "table a", each: func(d *queues, fn func(*Open)) { d.eachOpenOf(a, fn) }, want: []uint64{1, 2}},
+		{name: "table b", each: func(d *queues, fn func(*Open)) { d.eachOpenOf(b, fn) }, want: []uint64{3}},
+		{name: "a table without one", each: func(d *queues, fn func(*Open)) { d.eachOpenOf(&tables.Table{}, fn) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var d dispatch
-			d.open(&accState{key: key(a, 0), id: 1})
-			d.open(&accState{key: key(a, 1), id: 2})
-			d.open(&accState{key: key(b, 0), id: 3})
+			var d queues
+			d.open(&Open{key: keyOf(a, 0), id: 1})
+			d.open(&Open{key: keyOf(a, 1), id: 2})
+			d.open(&Open{key: keyOf(b, 0), id: 3})
 			var got []uint64
-			tt.each(&d, func(x *accState) {
+			tt.each(&d, func(x *Open) {
 				got = append(got, x.id)
 				d.drop(x.key)
 			})
@@ -244,7 +244,7 @@ func TestUnitDispatchEach(t *testing.T) {
 				t.Errorf("saw %v, want %v", got, tt.want)
 			}
 			for _, id := range tt.want {
-				for _, k := range []accKey{key(a, 0), key(a, 1), key(b, 0)} {
+				for _, k := range []key{keyOf(a, 0), keyOf(a, 1), keyOf(b, 0)} {
 					if x := d.acc(k); x != nil && x.id == id {
 						t.Errorf("batch %d not dropped", id)
 					}
@@ -252,9 +252,9 @@ func TestUnitDispatchEach(t *testing.T) {
 			}
 		})
 	}
-	var d dispatch
+	var d queues
 	for _, id := range []uint64{5, 6, 7} {
-		d.enqueue(&flight{b: &sealedBatch{ID: id}, table: a})
+		d.enqueue(&flight{b: &Batch{ID: id}, table: a})
 	}
 	d.start(a)
 	d.land(5)

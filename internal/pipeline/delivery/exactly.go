@@ -1,28 +1,31 @@
-// Package exactly is exactly-once delivery (delivery: exactly_once; see
-// docs/exactly-once.md): the pipeline's other delivery guarantee beside
-// at-least-once, as the hooks the shared path calls. Before each batch's
-// INSERT it records the batch's intent (its token and ranges) in the
-// group's commit metadata, in one commit of the batch's partitions; every
-// commit carries each partition's ledger; the INSERT carries the batch's
-// deduplication token and its rows in a canonical order, so that a replay
-// rebuilt from Kafka is the identical block and ClickHouse drops it if it
-// landed. When partitions are assigned it recovers them (recover.go: the
-// ledgers, the pending intents replayed, the table asked for what the
-// ledgers cannot vouch for); when they are given up it drops what can no
-// longer be recorded (release.go).
+// Package delivery is the pipeline's delivery guarantees, as the hooks
+// the shared path calls around a record, a batch and a commit:
+// at-least-once (AtLeastOnce) adds nothing; exactly-once (Exactly;
+// delivery: exactly_once, docs/exactly-once.md) records each batch's
+// intent (its token and ranges) in the group's commit metadata before its
+// INSERT, in one commit of the batch's partitions; every commit carries
+// each partition's ledger; the INSERT carries the batch's deduplication
+// token and its rows in a canonical order, so that a replay rebuilt from
+// Kafka is the identical block and ClickHouse drops it if it landed. When
+// partitions are assigned it recovers them (recover.go: the ledgers, the
+// pending intents replayed, the table asked for what the ledgers cannot
+// vouch for); when they are given up it drops what can no longer be
+// recorded (release.go).
 //
-// Delivery reaches the rest of the pipeline only through the interfaces
-// it declares: Batches (the batches on their way: requeue, pump, withdraw,
-// discard), Commits (the committer: intents in order), Tracker (the
-// handled offsets), Owner (stop the connector, consume again, look
-// schemas up synchronously), IO (the group's ledgers, the topics, the
-// tables' present offsets and windows) and Inserter (a replay's INSERT);
-// the routes and tables are internal/tables' Catalog.
+// The hooks are the interfaces the pipeline's parts declare (intake's and
+// dispatch's Delivery, and the pipeline's own). Exactly reaches the rest
+// of the pipeline only through the interfaces it declares: Batches (the
+// batches on their way: requeue, pump, withdraw, discard), Commits (the
+// committer: intents in order), Tracker (the handled offsets), Owner (stop
+// the connector, consume again, look schemas up synchronously), IO (the
+// group's ledgers, the topics, the tables' present offsets and windows)
+// and Inserter (a replay's INSERT); the routes and tables are
+// internal/tables' Catalog.
 //
-// Concurrency: a Delivery belongs to the pipeline's owner goroutine, which
+// Concurrency: an Exactly belongs to the pipeline's owner goroutine, which
 // calls every method; the INSERT goroutines get what they need (the
 // ordered block, the token in the context) as values.
-package exactly
+package delivery
 
 import (
 	"context"
@@ -34,6 +37,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/config"
+	"sink/internal/backoff"
 	"sink/internal/batch"
 	"sink/internal/cdc"
 	"sink/internal/chschema"
@@ -162,12 +166,11 @@ type Owner interface {
 	SyncLookups(f func())
 }
 
-// Deps are what a Delivery works with.
+// Deps are what an Exactly works with.
 type Deps struct {
 	IO      IO
-	Sink    Inserter // a Placer too on a cluster split by a sharding key
+	Sink    Inserter // a Placer too on a cluster split by a sharding key, a cdc.Store when it can read rows back
 	Catalog *tables.Catalog
-	Fill    *cdc.Filler
 	Batches Batches
 	Commits Commits
 	Tracker Tracker
@@ -180,11 +183,12 @@ type Deps struct {
 	Jitter func(n int64) int64
 }
 
-// Delivery is exactly-once delivery's state. Like the rest of the
+// Exactly is exactly-once delivery's state. Like the rest of the
 // pipeline's state it belongs to the owner goroutine.
-type Delivery struct {
+type Exactly struct {
 	Deps
-	cfg *config.Config
+	cfg  *config.Config
+	fill *cdc.Filler // a replay's unchanged TOASTed values
 	// ledgers of the partitions this member owns; a partition missing here
 	// is never committed nor recorded in an intent.
 	ledgers map[offsets.TP]*eos.Ledger
@@ -228,10 +232,11 @@ type Delivery struct {
 }
 
 // New is exactly-once delivery for cfg over d.
-func New(cfg *config.Config, d Deps) *Delivery {
-	return &Delivery{
+func New(cfg *config.Config, d Deps) *Exactly {
+	return &Exactly{
 		Deps:      d,
 		cfg:       cfg,
+		fill:      cdc.NewFiller(d.Sink, backoff.Policy{Initial: cfg.ClickHouse.RetryInitial, Max: cfg.ClickHouse.RetryMax, Jitter: backoff.EqualJitter}, d.Log),
 		ledgers:   map[offsets.TP]*eos.Ledger{},
 		start:     map[offsets.TP]int64{},
 		covers:    map[offsets.TP]eos.Covers{},
@@ -255,7 +260,7 @@ var ErrNoIO = errors.New("delivery exactly_once needs the exactly-once I/O (pipe
 // Check refuses what exactly-once cannot work with before Run starts: no
 // I/O, or a table whose deduplication window is unknown (Windows, which
 // also remembers the windows).
-func (e *Delivery) Check(ctx context.Context) error {
+func (e *Exactly) Check(ctx context.Context) error {
 	if e.IO == nil {
 		return ErrNoIO
 	}
@@ -269,7 +274,7 @@ func (e *Delivery) Check(ctx context.Context) error {
 // delivery cannot work with (IO.Windows; on a cluster, every shard's), and
 // remembers each table's window (the smallest of its shards') for the
 // margin metric. The pipeline calls it before Run (sink check too).
-func (e *Delivery) Windows(ctx context.Context) error {
+func (e *Exactly) Windows(ctx context.Context) error {
 	tabs, windows, err := Windows(ctx, e.IO, e.Catalog, e.Log)
 	if err != nil {
 		return err
@@ -286,7 +291,7 @@ func (e *Delivery) Windows(ctx context.Context) error {
 // Window is the deduplication window Windows read for ts (its INSERTs
 // that ClickHouse remembers the tokens of; the smallest of its shards'),
 // ok false when none was read.
-func (e *Delivery) Window(ts *tables.Table) (size int64, ok bool) {
+func (e *Exactly) Window(ts *tables.Table) (size int64, ok bool) {
 	size, ok = e.windows[ts]
 	return size, ok
 }
@@ -325,7 +330,7 @@ func Windows(ctx context.Context, io IO, cat *tables.Catalog, log zerolog.Logger
 // token and its rows in the canonical order (intent). A failure that may
 // pass puts b back at the head of its table's queue for a retry (later);
 // any other error means b is never inserted.
-func (e *Delivery) BeforeInsert(ctx context.Context, ts *tables.Table, b *Batch) (_ context.Context, _ chschema.Block, later bool, _ error) {
+func (e *Exactly) BeforeInsert(ctx context.Context, ts *tables.Table, b *Batch) (_ context.Context, _ chschema.Block, later bool, _ error) {
 	if eb := e.batches[b.ID]; eb != nil && !eb.recorded && eb.failed == nil {
 		if e.ask(ctx, ts, b) {
 			e.Batches.Requeue(ts, b)
@@ -346,7 +351,7 @@ func (e *Delivery) BeforeInsert(ctx context.Context, ts *tables.Table, b *Batch)
 // CommitMeta adds each partition's ledger to a commit of positions c and
 // drops the partitions this member does not own; done stores the ledgers
 // once the commit succeeded.
-func (e *Delivery) CommitMeta(c map[offsets.TP]offsets.Commit) (map[offsets.TP]offsets.Commit, map[offsets.TP]string, func()) {
+func (e *Exactly) CommitMeta(c map[offsets.TP]offsets.Commit) (map[offsets.TP]offsets.Commit, map[offsets.TP]string, func()) {
 	c, meta, ledgers := e.commitLedgers(c)
 	return c, meta, func() { e.committed(ledgers) }
 }
@@ -354,7 +359,7 @@ func (e *Delivery) CommitMeta(c map[offsets.TP]offsets.Commit) (map[offsets.TP]o
 // OnAssign recovers newly assigned partitions (recoverParts); a failure
 // stops the connector. A replay decodes its records now: its schema
 // look-ups wait for the registry.
-func (e *Delivery) OnAssign(ctx context.Context, tps []offsets.TP) {
+func (e *Exactly) OnAssign(ctx context.Context, tps []offsets.TP) {
 	e.Owner.SyncLookups(func() {
 		if err := (&recovery{e}).recoverParts(ctx, tps); err != nil {
 			e.Owner.Fail(err)
@@ -364,7 +369,7 @@ func (e *Delivery) OnAssign(ctx context.Context, tps []offsets.TP) {
 
 // StuckOn names an intent commit being retried or waiting for its
 // result ("" when none).
-func (e *Delivery) StuckOn() string {
+func (e *Exactly) StuckOn() string {
 	for ts, r := range e.retries {
 		return fmt.Sprintf("recording a batch for %s in Kafka before its INSERT (exactly_once; %d attempts, last error: %v)", ts.Name(), r.attempt, r.lastErr)
 	}
@@ -381,7 +386,7 @@ func (e *Delivery) StuckOn() string {
 // route's table is not one of its rows, and is skipped only if its row is
 // in its dead-letter table. The decode path decides then (CoveredRow,
 // DeadLettered).
-func (e *Delivery) Skip(tp offsets.TP, offset int64) bool {
+func (e *Exactly) Skip(tp offsets.TP, offset int64) bool {
 	if l := e.ledgers[tp]; l != nil && l.Offset < 0 {
 		if _, ok := e.start[tp]; !ok {
 			e.start[tp] = offset
@@ -398,7 +403,7 @@ func (e *Delivery) Skip(tp offsets.TP, offset int64) bool {
 // CoveredRow reports whether the record at offset of tp, which decoded
 // into a row of its route's table, is already in that table (decided here
 // rather than in Skip when bad records get dead-letter rows).
-func (e *Delivery) CoveredRow(tp offsets.TP, offset int64) bool {
+func (e *Exactly) CoveredRow(tp offsets.TP, offset int64) bool {
 	return e.Catalog.DeadLetters().Any() && e.covers[tp].Contains(offset)
 }
 
@@ -407,7 +412,7 @@ func (e *Delivery) CoveredRow(tp offsets.TP, offset int64) bool {
 // table, or, when its bad records get no row, it lies in a range of its
 // route's table that is in (its copy reached the dead-letter topic before:
 // no batch holding a record after it is recorded until then).
-func (e *Delivery) DeadLettered(tp offsets.TP, offset int64, rs *tables.Route) bool {
+func (e *Exactly) DeadLettered(tp offsets.TP, offset int64, rs *tables.Route) bool {
 	if e.Catalog.DeadLetters().TableOf(rs) != nil {
 		return e.dlqCovers[tp].Contains(offset)
 	}
@@ -415,7 +420,7 @@ func (e *Delivery) DeadLettered(tp offsets.TP, offset int64, rs *tables.Route) b
 }
 
 // OnAck notes a successful INSERT for the margin metric.
-func (e *Delivery) OnAck(ts *tables.Table, id uint64) {
+func (e *Exactly) OnAck(ts *tables.Table, id uint64) {
 	delete(e.batches, id)
 	e.inserts[ts]++
 	e.margin(ts)
@@ -423,7 +428,7 @@ func (e *Delivery) OnAck(ts *tables.Table, id uint64) {
 
 // Waiting reports whether ts's head batch waits for its intent commit's
 // result, or its next intent for its retry time.
-func (e *Delivery) Waiting(ts *tables.Table) bool {
+func (e *Exactly) Waiting(ts *tables.Table) bool {
 	if _, ok := e.asked[ts]; ok {
 		return true
 	}
@@ -434,7 +439,7 @@ func (e *Delivery) Waiting(ts *tables.Table) bool {
 // NextRetry is how long until the earliest intent retry is due; at once
 // when an intent's result waits to be taken up, or intents wait for the
 // committer while no commit is out.
-func (e *Delivery) NextRetry(now time.Time) (time.Duration, bool) {
+func (e *Exactly) NextRetry(now time.Time) (time.Duration, bool) {
 	if len(e.answered) > 0 || e.Commits.Stalled() {
 		return 0, true
 	}
@@ -453,7 +458,7 @@ func (e *Delivery) NextRetry(now time.Time) (time.Duration, bool) {
 
 // RetryDue sends the intents that wait for the committer (stalled), and
 // pumps the tables whose intent was answered or whose intent retry is due.
-func (e *Delivery) RetryDue(writeCtx context.Context) {
+func (e *Exactly) RetryDue(writeCtx context.Context) {
 	if e.Commits.Stalled() {
 		e.Commits.SendStalled()
 	}

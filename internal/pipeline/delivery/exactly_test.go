@@ -1,4 +1,4 @@
-package exactly
+package delivery
 
 import (
 	"context"
@@ -26,7 +26,7 @@ import (
 // (offset) order, which is the order a rebuild reads them back in; the
 // token is the one the ranges give.
 func TestCanonicalBatchOrder(t *testing.T) {
-	e, _ := testDelivery(t, time.Now)
+	e, _ := testExactly(t, time.Now)
 	ts := e.Catalog.Table("db.t")
 	a0, a1, b1 := offsets.TP{Topic: "a", Partition: 0}, offsets.TP{Topic: "a", Partition: 1}, offsets.TP{Topic: "b", Partition: 1}
 	for _, tp := range []offsets.TP{b1, a0, b1, a0, a1} {
@@ -91,7 +91,7 @@ func TestRetriableIntent(t *testing.T) {
 // intent ends the wait.
 func TestIntentRetryBackoff(t *testing.T) {
 	now := time.Unix(1000, 0)
-	e, q := testDelivery(t, func() time.Time { return now })
+	e, q := testExactly(t, func() time.Time { return now })
 	e.cfg.ClickHouse.RetryInitial, e.cfg.ClickHouse.RetryMax = 100*time.Millisecond, 350*time.Millisecond
 	draws := 0
 	e.Jitter = func(n int64) int64 { // n-1: the whole step; 0: half of it
@@ -143,10 +143,10 @@ func TestIntentRetryBackoff(t *testing.T) {
 	}
 }
 
-// testDelivery is an exactly-once delivery for one route into db.t, with
+// testExactly is an exactly-once delivery for one route into db.t, with
 // now for its clock and a queue of db.t's sealed batches standing in for
 // the pipeline's dispatch.
-func testDelivery(t *testing.T, now func() time.Time) (*Delivery, *testQueue) {
+func testExactly(t *testing.T, now func() time.Time) (*Exactly, *testQueue) {
 	t.Helper()
 	cfg, err := config.Parse([]byte(`
 name: unit

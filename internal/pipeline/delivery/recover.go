@@ -1,4 +1,4 @@
-package exactly
+package delivery
 
 import (
 	"context"
@@ -19,8 +19,8 @@ import (
 
 // recovery is the recovery of newly assigned partitions: the group's
 // ledgers read, the pending intents replayed, the tables asked for what
-// the ledgers cannot vouch for. It works on the Delivery's state.
-type recovery struct{ *Delivery }
+// the ledgers cannot vouch for. It works on the Exactly's state.
+type recovery struct{ *Exactly }
 
 // recoverParts prepares newly assigned partitions before any of their records
 // is handled: it reads the group's ledgers, replays every complete pending
@@ -348,7 +348,7 @@ func (e *recovery) replay(ctx context.Context, in eos.Intent) error {
 	if err != nil || blk.Rows() == 0 {
 		return err
 	}
-	if err := e.Fill.Fill(ctx, ts.Target(), blk); err != nil {
+	if err := e.fill.Fill(ctx, ts.Target(), blk); err != nil {
 		return fmt.Errorf("exactly-once: replaying a pending batch into %s: %w", in.Table, err)
 	}
 	err = e.Sink.Insert(chtable.WithDedupToken(ctx, in.Token), ts.Target(), blk, 0, nil, nil)

@@ -1,4 +1,4 @@
-package pipeline
+package intake
 
 import (
 	"context"
@@ -20,13 +20,13 @@ import (
 // *lookupPending (an error matching decode.ErrUnavailable) and starts the
 // look-up on a goroutine of its own. The record is then held with the rest
 // of its partition (held.go), as for a registry that is down; the look-up's
-// answer comes back to the owner as an event (lookedUp: handleLookup), which keeps
+// answer comes back to the owner as an event (lookedUp), which keeps
 // it and makes the held records' next attempt due at once. So the owner
 // never waits on the registry: a revoke, an ack or a shutdown is handled
 // while a look-up stalls.
 //
 // Bounds: one look-up per schema id in flight (a second record of the id
-// gets the same *lookupPending), each at most lookupTimeout; a held
+// gets the same *lookupPending), each at most LookupTimeout; a held
 // partition offers one record at a time, so the look-ups in flight are at
 // most the assigned partitions' count. A look-up that fails (the registry
 // is down) is handed to the first record that asks for the id afterwards,
@@ -57,11 +57,11 @@ type lookups struct {
 	wg     sync.WaitGroup
 }
 
-// lookupTimeout bounds one look-up of a schema id (with its references).
+// LookupTimeout bounds one look-up of a schema id (with its references).
 // A registry that answers at all answers in milliseconds; the records of
 // an id whose look-up timed out are asked for again after the held
 // records' backoff.
-const lookupTimeout = 5 * time.Second
+const LookupTimeout = 5 * time.Second
 
 // badIDFor is how long an id the registry said does not exist is
 // answered as such without asking again (the registry client remembers it
@@ -135,14 +135,14 @@ func (l *lookups) start(id int) {
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
-		ctx, cancel := context.WithTimeout(l.ctx, lookupTimeout)
+		ctx, cancel := context.WithTimeout(l.ctx, LookupTimeout)
 		s, err := l.reg.Schema(ctx, id)
 		cancel()
 		l.post(lookupResult{id: id, schema: s, err: err})
 	}()
 }
 
-// done keeps a look-up's answer; the owner calls it (handleLookup).
+// done keeps a look-up's answer; the owner calls it (lookedUp).
 func (l *lookups) done(r lookupResult) {
 	delete(l.inflight, r.id)
 	switch {
@@ -187,31 +187,50 @@ func (l *lookups) end(d time.Duration) bool {
 	}
 }
 
-// handleLookup takes a finished look-up on the owner goroutine and lets
-// the held records try again at once.
-func (p *Pipeline) handleLookup(r lookupResult) {
-	p.look.done(r)
-	p.kickHeld()
+// lookedUp is a schema-registry look-up's answer.
+type lookedUp struct {
+	in *Intake
+	r  lookupResult
 }
 
-// planRegistry is what the plans ask for schemas: the lookups when a schema
+// Apply keeps the answer and lets the held records try again at once.
+func (e lookedUp) Apply(context.Context) {
+	e.in.look.done(e.r)
+	e.in.held.Kick()
+}
+
+// Lookups is what the plans ask for schemas: the look-ups when a schema
 // registry is configured, else nil (Compile then refuses the
 // registry-framed formats).
-func (p *Pipeline) planRegistry() decode.Registry {
-	if p.look == nil {
+func (in *Intake) Lookups() decode.Registry {
+	if in.look == nil {
 		return nil
 	}
-	return p.look
+	return in.look
 }
 
-// syncLookups runs f with look-ups that wait for the registry (exactly-once
+// BeginLookups makes the look-ups asynchronous for Run's loop: their
+// answers come back as events.
+func (in *Intake) BeginLookups() {
+	if in.look != nil {
+		in.look.begin(func(r lookupResult) { in.own.Post(lookedUp{in: in, r: r}) })
+	}
+}
+
+// EndLookups cancels the look-ups still running and waits for their
+// goroutines for at most d; it reports whether they all returned.
+func (in *Intake) EndLookups(d time.Duration) bool {
+	return in.look == nil || in.look.end(d)
+}
+
+// SyncLookups runs f with look-ups that wait for the registry (exactly-once
 // recovery: a replayed batch must decode every record it had).
-func (p *Pipeline) syncLookups(f func()) {
-	if p.look == nil || !p.look.async {
+func (in *Intake) SyncLookups(f func()) {
+	if in.look == nil || !in.look.async {
 		f()
 		return
 	}
-	p.look.async = false
-	defer func() { p.look.async = true }()
+	in.look.async = false
+	defer func() { in.look.async = true }()
 	f()
 }

@@ -1,4 +1,4 @@
-package pipeline
+package intake
 
 // The held-records queue on its own (heldState, held.go): what it holds,
 // weighs, counts, yields and drops, and its schedule. The pipeline's use of

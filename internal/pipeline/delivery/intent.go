@@ -1,4 +1,4 @@
-package exactly
+package delivery
 
 import (
 	"context"
@@ -103,7 +103,7 @@ func retriableIntent(err error) bool {
 // retry_initial doubling up to retry_max, half of each step drawn at random
 // (backoff.EqualJitter), so that the members of a group that failed
 // together on a broker restart do not retry in lockstep.
-func (e *Delivery) retryPolicy() backoff.Policy {
+func (e *Exactly) retryPolicy() backoff.Policy {
 	return backoff.Policy{Initial: e.cfg.ClickHouse.RetryInitial, Max: e.cfg.ClickHouse.RetryMax,
 		Jitter: backoff.EqualJitter, Rand: e.Jitter}
 }
@@ -111,7 +111,7 @@ func (e *Delivery) retryPolicy() backoff.Policy {
 // retryLater handles a failed intent of b: a retriable one puts b back at
 // the head of its table's queue with a backoff (retryPolicy) and reports
 // true; anything else is left to the caller, which fails the batch.
-func (e *Delivery) retryLater(ts *tables.Table, b *Batch, err error) bool {
+func (e *Exactly) retryLater(ts *tables.Table, b *Batch, err error) bool {
 	if !retriableIntent(err) {
 		return false
 	}
@@ -130,10 +130,10 @@ func (e *Delivery) retryLater(ts *tables.Table, b *Batch, err error) bool {
 }
 
 // recorded ends ts's backoff after an intent went through.
-func (e *Delivery) recorded(ts *tables.Table) { delete(e.retries, ts) }
+func (e *Exactly) recorded(ts *tables.Table) { delete(e.retries, ts) }
 
 // OnRow notes the partition of the row just appended to open batch id.
-func (e *Delivery) OnRow(id uint64, tp offsets.TP) {
+func (e *Exactly) OnRow(id uint64, tp offsets.TP) {
 	rp := e.rows[id]
 	if rp == nil {
 		rp = &rowParts{idx: map[offsets.TP]int32{}}
@@ -150,7 +150,7 @@ func (e *Delivery) OnRow(id uint64, tp offsets.TP) {
 
 // OnSeal computes the token and canonical row order of b, the batch of
 // ts the open batch of the same id was just sealed as.
-func (e *Delivery) OnSeal(ts *tables.Table, b *Batch) {
+func (e *Exactly) OnSeal(ts *tables.Table, b *Batch) {
 	eb := &eoBatch{ranges: eosRanges(b.Ranges)}
 	eos.SortRanges(eb.ranges)
 	eb.token = eos.Token(ts.Name(), eb.ranges)
@@ -194,7 +194,7 @@ func eosRanges(rs []batch.Range) []eos.Range {
 // (intentJob builds it when its turn comes; recordedAs handles the
 // result). It reports whether the result comes later, as an event; when
 // Run is not running the commit is made at once.
-func (e *Delivery) ask(ctx context.Context, ts *tables.Table, b *Batch) bool {
+func (e *Exactly) ask(ctx context.Context, ts *tables.Table, b *Batch) bool {
 	e.asked[ts] = b.ID
 	return e.Commits.InOrder(func() (Intent, bool) { return e.intentJob(ctx, ts, b) })
 }
@@ -204,7 +204,7 @@ func (e *Delivery) ask(ctx context.Context, ts *tables.Table, b *Batch) bool {
 // entry added. ok is false when there is nothing to send: b was dropped
 // meanwhile (OnRelease), or the intent cannot be built, which is then
 // b's answer.
-func (e *Delivery) intentJob(ctx context.Context, ts *tables.Table, b *Batch) (Intent, bool) {
+func (e *Exactly) intentJob(ctx context.Context, ts *tables.Table, b *Batch) (Intent, bool) {
 	if id, ok := e.asked[ts]; !ok || id != b.ID {
 		return Intent{}, false
 	}
@@ -228,7 +228,7 @@ func (e *Delivery) intentJob(ctx context.Context, ts *tables.Table, b *Batch) (I
 }
 
 // intentLedgers are the positions, metadata and ledgers of b's intent.
-func (e *Delivery) intentLedgers(ctx context.Context, ts *tables.Table, b *Batch, eb *eoBatch) (map[offsets.TP]offsets.Commit, map[offsets.TP]string, map[offsets.TP]eos.Ledger, error) {
+func (e *Exactly) intentLedgers(ctx context.Context, ts *tables.Table, b *Batch, eb *eoBatch) (map[offsets.TP]offsets.Commit, map[offsets.TP]string, map[offsets.TP]eos.Ledger, error) {
 	place, err := e.placement(ctx, ts)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("exactly-once: batch %d: %w", b.ID, err)
@@ -259,7 +259,7 @@ func (e *Delivery) intentLedgers(ctx context.Context, ts *tables.Table, b *Batch
 // for intent. Either way ts's head batch no longer waits, and RetryDue
 // (after the commit's result) pumps ts. It does not pump itself: the
 // answer may come where no INSERT may start.
-func (e *Delivery) recordedAs(ts *tables.Table, id uint64, next map[offsets.TP]eos.Ledger, err error) {
+func (e *Exactly) recordedAs(ts *tables.Table, id uint64, next map[offsets.TP]eos.Ledger, err error) {
 	if e.asked[ts] == id {
 		delete(e.asked, ts)
 	}
@@ -286,7 +286,7 @@ func (e *Delivery) recordedAs(ts *tables.Table, id uint64, next map[offsets.TP]e
 // intent is what b's INSERT uses once its intent is recorded: its token
 // and its rows in the canonical order. An error (the intent failed, or b
 // has no token) means b must not be inserted.
-func (e *Delivery) intent(ctx context.Context, ts *tables.Table, b *Batch) (context.Context, chschema.Block, error) {
+func (e *Exactly) intent(ctx context.Context, ts *tables.Table, b *Batch) (context.Context, chschema.Block, error) {
 	eb := e.batches[b.ID]
 	if eb == nil {
 		return nil, nil, fmt.Errorf("exactly-once: batch %d has no token", b.ID)
@@ -303,7 +303,7 @@ func (e *Delivery) intent(ctx context.Context, ts *tables.Table, b *Batch) (cont
 
 // placement is how the sink splits ts's rows across a cluster's shards
 // now ("" when it does not split them; see Placer).
-func (e *Delivery) placement(ctx context.Context, ts *tables.Table) (string, error) {
+func (e *Exactly) placement(ctx context.Context, ts *tables.Table) (string, error) {
 	ps, ok := e.Sink.(Placer)
 	if !ok {
 		return "", nil
@@ -313,7 +313,7 @@ func (e *Delivery) placement(ctx context.Context, ts *tables.Table) (string, err
 
 // position is what a commit of tp may say now: the handled prefix, or the
 // offset already committed, or where consumption started.
-func (e *Delivery) position(tp offsets.TP, l *eos.Ledger) offsets.Commit {
+func (e *Exactly) position(tp offsets.TP, l *eos.Ledger) offsets.Commit {
 	if c, ok := e.Tracker.Position(tp); ok && c.Offset >= l.Offset {
 		return c
 	}
@@ -325,7 +325,7 @@ func (e *Delivery) position(tp offsets.TP, l *eos.Ledger) offsets.Commit {
 
 // commitLedgers turns a commit of positions into one that carries each
 // partition's ledger, dropping partitions this member does not own.
-func (e *Delivery) commitLedgers(c map[offsets.TP]offsets.Commit) (map[offsets.TP]offsets.Commit, map[offsets.TP]string, map[offsets.TP]eos.Ledger) {
+func (e *Exactly) commitLedgers(c map[offsets.TP]offsets.Commit) (map[offsets.TP]offsets.Commit, map[offsets.TP]string, map[offsets.TP]eos.Ledger) {
 	meta := map[offsets.TP]string{}
 	next := map[offsets.TP]eos.Ledger{}
 	for tp, pos := range c {
@@ -346,7 +346,7 @@ func (e *Delivery) commitLedgers(c map[offsets.TP]offsets.Commit) (map[offsets.T
 }
 
 // committed stores what a successful commit recorded.
-func (e *Delivery) committed(next map[offsets.TP]eos.Ledger) {
+func (e *Exactly) committed(next map[offsets.TP]eos.Ledger) {
 	for tp, nl := range next {
 		if l := e.ledgers[tp]; l != nil {
 			*l = nl
@@ -366,7 +366,7 @@ func (e *Delivery) committed(next map[offsets.TP]eos.Ledger) {
 
 // margin sets ts's margin: its window minus the inserts since the oldest
 // token still listed in a ledger was recorded.
-func (e *Delivery) margin(ts *tables.Table) {
+func (e *Exactly) margin(ts *tables.Table) {
 	live := map[string]bool{}
 	for _, l := range e.ledgers {
 		for _, en := range l.Entries {
