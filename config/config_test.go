@@ -80,7 +80,10 @@ func TestDefaults(t *testing.T) {
 			BufferMemory:           256 << 20,
 			Mode:                   BatchFixed,
 			TargetInsertsPerMinute: 6,
-			MaxLatency:             30 * time.Second,
+			// The one latency knob's default in fixed mode: a batch
+			// every 5s, plus what a record may wait in Kafka.
+			MaxLatency:  5*time.Second + 500*time.Millisecond,
+			derivedWait: true,
 		},
 		Routes:          []Route{{Topic: "orders", Table: "orders", Format: "json", Schema: RouteSchema{MaxNewColumnsPerHour: 10}}},
 		Errors:          Errors{Tolerance: "none", OnMissing: "default", OnNull: "default", OnTombstone: "skip", Unrouted: "skip", DLQValueMax: 1 << 20},

@@ -160,6 +160,12 @@ func parse(yamlBytes []byte, environ []string) (*Config, error) {
 		return nil, decodeErrors(err, envKeys)
 	}
 
+	// 0 leaves these two to their defaults; written, they must be positive.
+	for key, d := range map[string]time.Duration{"batch.max_wait": c.Batch.MaxWait, "batch.max_latency": c.Batch.MaxLatency} {
+		if ko.Exists(key) && d <= 0 {
+			return nil, fmt.Errorf("%s (%v) must be positive%s", key, d, envSource(key, envKeys, false))
+		}
+	}
 	c.normalize()
 	c.fillMinimal()
 	c.fillDerived()

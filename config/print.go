@@ -80,6 +80,9 @@ func structNode(v reflect.Value) *yaml.Node {
 		if key == "" {
 			key = strings.ToLower(f.Name)
 		}
+		if f.Tag.Get("print") == "-" {
+			continue // derived from other keys, which are printed
+		}
 		if f.Tag.Get("print") == "omitzero" && v.Field(i).IsZero() {
 			continue // a deprecated key, not set
 		}

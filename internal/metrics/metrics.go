@@ -160,7 +160,7 @@ func New(group string) *Metrics {
 	m.buffer = prometheus.NewGauge(prometheus.GaugeOpts{Name: BufferBytes, Help: "Bytes held by open and in-flight batches."})
 	m.limit = prometheus.NewGauge(prometheus.GaugeOpts{Name: BufferLimit, Help: "batch.buffer_memory: fetching pauses when sink_buffer_bytes reaches it."})
 	m.paused = prometheus.NewGauge(prometheus.GaugeOpts{Name: FetchPaused, Help: "1 while fetching is paused because the buffer is full."})
-	m.maxWait = prometheus.NewGauge(prometheus.GaugeOpts{Name: BatchMaxWait, Help: "batch.max_wait: the longest a batch stays open, so a sink with rows inserts at least this often."})
+	m.maxWait = prometheus.NewGauge(prometheus.GaugeOpts{Name: BatchMaxWait, Help: "The longest a fixed-mode batch stays open (batch.max_latency less kafka.fetch_max_wait), so a sink with rows inserts at least this often."})
 	m.targets = map[string]*prometheus.GaugeVec{}
 	for _, g := range []struct{ name, help string }{
 		{BatchTargetRows, "Rows at which the table's batch is sealed now: max_rows in fixed mode; in adaptive mode the controller's ceiling (twice the measured rate over the wait, within the memory share)."},

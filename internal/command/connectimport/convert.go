@@ -305,6 +305,15 @@ func splitList(s string) []string {
 	return out
 }
 
+// fetchMaxWait is the kafka.fetch_max_wait the YAML will have: the
+// connector's consumer.override.fetch.max.wait.ms, else the sink's default.
+func (v *conv) fetchMaxWait() time.Duration {
+	if n, err := strconv.ParseInt(v.get("consumer.override.fetch.max.wait.ms"), 10, 64); err == nil && n >= 0 {
+		return time.Duration(n) * time.Millisecond
+	}
+	return 500 * time.Millisecond
+}
+
 // batching: bufferCount, bufferFlushTime, ignorePartitionsWhenBatching.
 func (v *conv) batching() {
 	if v.has("bufferCount") {
@@ -313,7 +322,7 @@ func (v *conv) batching() {
 		case err != nil || n < 0:
 			v.unsupported("bufferCount", "not a whole number of records")
 		case n == 0:
-			v.notNeeded("bufferCount", "0: the official sink inserted each poll; the sink batches by batch.max_rows, max_bytes, max_wait (defaults 100000, 32MiB, 5s)")
+			v.notNeeded("bufferCount", "0: the official sink inserted each poll; the sink batches by batch.max_rows, max_bytes, max_latency (defaults 100000, 32MiB, a batch every 5s)")
 		default:
 			v.doc.set("batch.max_rows", n)
 			v.carry("bufferCount", "batch.max_rows", "")
@@ -325,10 +334,10 @@ func (v *conv) batching() {
 		case err != nil || n < 0:
 			v.unsupported("bufferFlushTime", "not a whole number of milliseconds")
 		case n == 0:
-			v.notNeeded("bufferFlushTime", "0: no time trigger in the official sink; the sink's is batch.max_wait (5s)")
+			v.notNeeded("bufferFlushTime", "0: no time trigger in the official sink; the sink's follows batch.max_latency (a batch every 5s by default)")
 		default:
-			v.doc.set("batch.max_wait", (time.Duration(n) * time.Millisecond).String())
-			v.carry("bufferFlushTime", "batch.max_wait", "milliseconds")
+			v.doc.set("batch.max_latency", (time.Duration(n)*time.Millisecond + v.fetchMaxWait()).String())
+			v.carry("bufferFlushTime", "batch.max_latency", "plus kafka.fetch_max_wait: a batch waits max_latency less fetch_max_wait, the flush time")
 		}
 	}
 	if v.has("ignorePartitionsWhenBatching") {
