@@ -229,6 +229,11 @@ var storeKeys = []string{"truststore_password", "keystore_password", "key_passwo
 // reports each store key that conflicts with its PEM counterpart or is set
 // without its file. Errors name the key relative to the TLS section.
 func (t TLS) fromStores(c *tls.Config) []error {
+	return append(t.trustFrom(c), t.keyFrom(c)...)
+}
+
+// trustFrom fills c's roots from the trust store (fromStores).
+func (t TLS) trustFrom(c *tls.Config) []error {
 	s := t.Stores
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
@@ -246,6 +251,14 @@ func (t TLS) fromStores(c *tls.Config) []error {
 	case s.TruststoreType != "" || s.TruststorePassword != "" || s.TruststorePasswordFile != "":
 		add("truststore_file: required with truststore_type and truststore_password")
 	}
+	return errs
+}
+
+// keyFrom fills c's client certificate from the key store (fromStores).
+func (t TLS) keyFrom(c *tls.Config) []error {
+	s := t.Stores
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	switch {
 	case s.KeystoreFile != "" && (t.CertFile != "" || t.KeyFile != ""):
 		add("keystore_file: set together with cert_file and key_file; set only one")

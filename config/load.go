@@ -111,31 +111,7 @@ func parse(yamlBytes []byte, environ []string) (*Config, error) {
 
 	var envErrs []error
 	envKeys := make(map[string]string) // key path -> variable that set it
-	envProvider := env.Provider(".", env.Opt{
-		Prefix:      EnvPrefix,
-		EnvironFunc: func() []string { return environ },
-		TransformFunc: func(name, value string) (string, any) {
-			key, err := envKey(name)
-			if err != nil {
-				envErrs = append(envErrs, err)
-				return "", nil
-			}
-			if key == "" {
-				return "", nil
-			}
-			envKeys[key] = name
-			if !structuredKeys[key] {
-				return key, value
-			}
-			v, err := structuredEnv(name, value)
-			if err != nil {
-				envErrs = append(envErrs, err)
-				return "", nil
-			}
-			return key, v
-		},
-	})
-	if err := ko.Load(envProvider, nil); err != nil {
+	if err := ko.Load(envProvider(environ, envKeys, &envErrs), nil); err != nil {
 		return nil, err
 	}
 	if len(envErrs) > 0 {
@@ -160,11 +136,8 @@ func parse(yamlBytes []byte, environ []string) (*Config, error) {
 		return nil, decodeErrors(err, envKeys)
 	}
 
-	// 0 leaves these two to their defaults; written, they must be positive.
-	for key, d := range map[string]time.Duration{"batch.max_wait": c.Batch.MaxWait, "batch.max_latency": c.Batch.MaxLatency} {
-		if ko.Exists(key) && d <= 0 {
-			return nil, fmt.Errorf("%s (%v) must be positive%s", key, d, envSource(key, envKeys, false))
-		}
+	if err := writtenPositive(ko, c, envKeys); err != nil {
+		return nil, err
 	}
 	c.normalize()
 	c.fillMinimal()
@@ -178,6 +151,46 @@ func parse(yamlBytes []byte, environ []string) (*Config, error) {
 		return nil, errors.Join(errs...)
 	}
 	return c, nil
+}
+
+// envProvider reads the overrides in environ (see EnvPrefix), noting in
+// envKeys which variable set each key and in errs each variable refused.
+func envProvider(environ []string, envKeys map[string]string, errs *[]error) *env.Env {
+	return env.Provider(".", env.Opt{
+		Prefix:      EnvPrefix,
+		EnvironFunc: func() []string { return environ },
+		TransformFunc: func(name, value string) (string, any) {
+			key, err := envKey(name)
+			if err == nil && key != "" {
+				envKeys[key] = name
+				if !structuredKeys[key] {
+					return key, value
+				}
+				var v any
+				if v, err = structuredEnv(name, value); err == nil {
+					return key, v
+				}
+			}
+			if err != nil {
+				*errs = append(*errs, err)
+			}
+			return "", nil
+		},
+	})
+}
+
+// writtenPositive refuses a batch.max_wait or batch.max_latency written as
+// 0 or less: left out, 0 gives them their defaults (fillLatency).
+func writtenPositive(ko *koanf.Koanf, c *Config, envKeys map[string]string) error {
+	for _, kd := range []struct {
+		key string
+		d   time.Duration
+	}{{"batch.max_wait", c.Batch.MaxWait}, {"batch.max_latency", c.Batch.MaxLatency}} {
+		if ko.Exists(kd.key) && kd.d <= 0 {
+			return fmt.Errorf("%s (%v) must be positive%s", kd.key, kd.d, envSource(kd.key, envKeys, false))
+		}
+	}
+	return nil
 }
 
 // envKey turns SINK_KAFKA__FETCH_MIN_BYTES into kafka.fetch_min_bytes. It
