@@ -5,7 +5,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -21,19 +20,7 @@ import (
 // routes, as the README writes them.
 func readmeQuickStart(t *testing.T) (config, ddl, record, create string) {
 	t.Helper()
-	b, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := string(b)
-	start := strings.Index(text, "## Quick start: five keys")
-	if start < 0 {
-		t.Fatal("README.md has no quick start section")
-	}
-	section := text[start:]
-	if end := strings.Index(section[3:], "\n## "); end > 0 {
-		section = section[:end+3]
-	}
+	section := testenv.DocSection(t, "../../README.md", "Quick start: five keys")
 	blocks := regexp.MustCompile("(?s)```(yaml|sql)\n(.*?)```").FindAllStringSubmatch(section, -1)
 	if len(blocks) < 3 || blocks[0][1] != "yaml" || blocks[1][1] != "sql" || blocks[2][1] != "yaml" {
 		t.Fatalf("the quick start's blocks are not yaml, sql, yaml: %q", blocks)

@@ -3,10 +3,8 @@
 package pipeline_test
 
 import (
-	"os"
 	"regexp"
 	"slices"
-	"strings"
 	"testing"
 
 	"sink/internal/consumer"
@@ -17,17 +15,7 @@ import (
 // the dead-letter topic's headers names, in its order.
 func docsDeadLetterHeaders(t *testing.T) []string {
 	t.Helper()
-	b, err := os.ReadFile("../../docs/guarantees.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := string(b)
-	start := strings.Index(text, "## The dead-letter topic's headers")
-	if start < 0 {
-		t.Fatal("docs/guarantees.md has no section on the dead-letter topic's headers")
-	}
-	section := text[start:]
-	section = section[:strings.Index(section[3:], "\n## ")+3]
+	section := testenv.DocSection(t, "../../docs/guarantees.md", "The dead-letter topic's headers")
 	var out []string
 	for _, m := range regexp.MustCompile("(?m)^\\| `([^`]+)` \\|").FindAllStringSubmatch(section, -1) {
 		out = append(out, m[1])
