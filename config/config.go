@@ -660,6 +660,9 @@ func (c *Config) normalize() {
 	if len(c.ClickHouse.Settings) == 0 {
 		c.ClickHouse.Settings = nil
 	}
+	if len(c.Kafka.SASL.OAuth.Extensions) == 0 {
+		c.Kafka.SASL.OAuth.Extensions = nil
+	}
 	for i := range c.Routes {
 		if len(c.Routes[i].Columns) == 0 {
 			c.Routes[i].Columns = nil
@@ -813,6 +816,10 @@ func (c *Config) Redacted() *Config {
 	if c.Kafka.SASL.Password != "" {
 		cp.Kafka.SASL.Password = redactedPassword
 	}
+	if c.Kafka.SASL.OAuth.ClientSecret != "" {
+		cp.Kafka.SASL.OAuth.ClientSecret = redactedPassword
+	}
+	cp.Kafka.SASL.OAuth.Extensions = maps.Clone(c.Kafka.SASL.OAuth.Extensions)
 	cp.SchemaRegistry.URLs = clone(c.SchemaRegistry.URLs)
 	if c.SchemaRegistry.Password != "" {
 		cp.SchemaRegistry.Password = redactedPassword

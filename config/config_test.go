@@ -256,7 +256,7 @@ func TestEnvOverrides(t *testing.T) {
 	f([]string{"SINK_CLICKHOUSE__PASSWORD=s3cret"}, func(c *Config) bool { return c.ClickHouse.Password == "s3cret" })
 	f(nil, func(c *Config) bool { return c.ClickHouse.Password == "" })
 	f([]string{"SINK_KAFKA__SASL__MECHANISM=scram-sha-512", "SINK_KAFKA__SASL__USERNAME=u", "SINK_KAFKA__SASL__PASSWORD=p"}, func(c *Config) bool {
-		return c.Kafka.SASL == SASL{Mechanism: SASLScramSHA512, Username: "u", Password: "p"}
+		return reflect.DeepEqual(c.Kafka.SASL, SASL{Mechanism: SASLScramSHA512, Username: "u", Password: "p"})
 	})
 	f([]string{"SINK_KAFKA__TLS__ENABLED=true", "SINK_KAFKA__TLS__SERVER_NAME=kafka.example", "SINK_CLICKHOUSE__TLS__ENABLED=true", "SINK_CLICKHOUSE__TLS__INSECURE_SKIP_VERIFY=true"}, func(c *Config) bool {
 		return c.Kafka.TLS == TLS{Enabled: true, ServerName: "kafka.example"} && c.ClickHouse.TLS == TLS{Enabled: true, InsecureSkipVerify: true}

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -81,6 +80,9 @@ type SASL struct {
 	// a trailing newline, is the password.
 	Password     Secret `koanf:"password"`
 	PasswordFile string `koanf:"password_file"`
+	// OAuth is for OAUTHBEARER, AWS for AWS_MSK_IAM (sasl.go).
+	OAuth OAuth `koanf:"oauth"`
+	AWS   AWS   `koanf:"aws"`
 }
 
 // SASL mechanisms, as Kafka names them.
@@ -88,9 +90,11 @@ const (
 	SASLPlain       = "PLAIN"
 	SASLScramSHA256 = "SCRAM-SHA-256"
 	SASLScramSHA512 = "SCRAM-SHA-512"
+	SASLOAuthBearer = "OAUTHBEARER"
+	SASLAWSMSKIAM   = "AWS_MSK_IAM"
 )
 
-var saslMechanisms = []string{SASLPlain, SASLScramSHA256, SASLScramSHA512}
+var saslMechanisms = []string{SASLPlain, SASLScramSHA256, SASLScramSHA512, SASLOAuthBearer, SASLAWSMSKIAM}
 
 // ClientConfig builds the crypto/tls client configuration, reading the
 // files. It returns nil when TLS is off. Errors name the key relative to
@@ -201,18 +205,24 @@ func (c ClickHouse) PasswordValue() (string, error) {
 }
 
 func passwordValue(pw Secret, file string) (string, error) {
+	return secretValue(pw, file, "password_file")
+}
+
+// secretValue is pw, or the content of file when it is set; errors name
+// the file's key.
+func secretValue(pw Secret, file, key string) (string, error) {
 	if file == "" {
 		return pw.Reveal(), nil
 	}
 	b, err := os.ReadFile(file)
 	if err != nil {
-		return "", fmt.Errorf("password_file: %w", err)
+		return "", fmt.Errorf("%s: %w", key, err)
 	}
 	// `echo secret > file` and editors add a newline; Kubernetes Secrets
 	// do not. A password never ends in a newline on purpose.
 	s := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
 	if s == "" {
-		return "", fmt.Errorf("password_file: %s is empty", file)
+		return "", fmt.Errorf("%s: %s is empty", key, file)
 	}
 	return s, nil
 }
@@ -242,25 +252,7 @@ func (p *problems) password(key string, pw Secret, file string) {
 func (c *Config) validateSecurity(p *problems) {
 	k := &c.Kafka
 	p.tlsSection("kafka.tls", k.TLS)
-	s := k.SASL
-	switch {
-	case s.Mechanism == "":
-		for _, kv := range [][2]string{{"username", s.Username}, {"password", string(s.Password)}, {"password_file", s.PasswordFile}} {
-			if kv[1] != "" {
-				p.add("kafka.sasl.%s: set, but kafka.sasl.mechanism is empty, so SASL is off (set it to %s)", kv[0], strings.Join(saslMechanisms, ", "))
-			}
-		}
-	case !slices.Contains(saslMechanisms, s.Mechanism):
-		p.add("kafka.sasl.mechanism: %q is not one of %s (or empty for no SASL)", s.Mechanism, strings.Join(saslMechanisms, ", "))
-	default:
-		if s.Username == "" {
-			p.add("kafka.sasl.username: required with kafka.sasl.mechanism %s", s.Mechanism)
-		}
-		if s.Password == "" && s.PasswordFile == "" {
-			p.add("kafka.sasl.password: required with kafka.sasl.mechanism %s: set %sKAFKA__SASL__PASSWORD or kafka.sasl.password_file", s.Mechanism, EnvPrefix)
-		}
-		p.password("kafka.sasl", s.Password, s.PasswordFile)
-	}
+	p.sasl(*k)
 
 	ch := &c.ClickHouse
 	p.password("clickhouse", ch.Password, ch.PasswordFile)
@@ -270,7 +262,7 @@ func (c *Config) validateSecurity(p *problems) {
 // passwordKeys are the keys that hold passwords, which the config file may
 // not set: a file is copied into images, ConfigMaps and repositories, and
 // read by everyone who may read the deployment.
-var passwordKeys = append([]string{"clickhouse.password", "kafka.sasl.password", "schema_registry.password", adminTokenKey},
+var passwordKeys = append([]string{"clickhouse.password", "kafka.sasl.password", "kafka.sasl.oauth.client_secret", "schema_registry.password", adminTokenKey},
 	tlsPasswordKeys()...)
 
 // tlsPasswordKeys are the store passwords of every TLS section.
@@ -326,12 +318,9 @@ func (c *Config) plaintextWarnings() []string {
 	k := c.Kafka
 	if s := k.SASL; s.Mechanism != "" && !k.TLS.Enabled {
 		if hosts := remote(k.Brokers); len(hosts) > 0 {
-			what := "sends its password in the clear"
-			if s.Mechanism != SASLPlain {
-				what = "runs in the clear (SCRAM does not send the password, but whoever sees the exchange can guess it offline, and reads every record)"
-			}
+			who, what := saslInClear(s)
 			w = append(w, fmt.Sprintf("kafka.sasl (%s as %q) %s: kafka.tls is off and brokers %s are not loopback; set kafka.tls.enabled and use the brokers' TLS listener",
-				s.Mechanism, s.Username, what, strings.Join(hosts, ", ")))
+				s.Mechanism, who, what, strings.Join(hosts, ", ")))
 		}
 	}
 	if r := c.SchemaRegistry; r.Username != "" {
@@ -348,6 +337,18 @@ func (c *Config) plaintextWarnings() []string {
 		}
 	}
 	return w
+}
+
+// saslInClear names who logs in with s and what a SASL exchange without
+// TLS gives away.
+func saslInClear(s SASL) (who, what string) {
+	switch s.Mechanism {
+	case SASLPlain:
+		return s.Username, "sends its password in the clear"
+	case SASLOAuthBearer:
+		return s.OAuth.ClientID, "sends its bearer token in the clear (whoever sees it can use it until it expires, and reads every record)"
+	}
+	return s.Username, "runs in the clear (SCRAM does not send the password, but whoever sees the exchange can guess it offline, and reads every record)"
 }
 
 // remote is the addresses (host:port) of addrs whose host is not loopback.

@@ -290,7 +290,7 @@ func (p pod) environ() []string {
 
 // fileKeys are the config keys that name files in the pod.
 var fileKeys = []string{
-	"kafka.tls.ca_file", "kafka.tls.cert_file", "kafka.tls.key_file", "kafka.sasl.password_file",
+	"kafka.tls.ca_file", "kafka.tls.cert_file", "kafka.tls.key_file", "kafka.sasl.password_file", "kafka.sasl.oauth.client_secret_file",
 	"clickhouse.tls.ca_file", "clickhouse.tls.cert_file", "clickhouse.tls.key_file", "clickhouse.password_file",
 }
 

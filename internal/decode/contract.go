@@ -7,7 +7,9 @@
 // Formats: the route's format is the only format-specific part of a Plan,
 // behind one interface (rowFormat in format.go); the column conversions
 // below are shared. The json format reads one JSON object per record,
-// scanning its bytes once without building a tree (jsonscan.go);
+// scanning its bytes once without building a tree (jsonscan.go), and a
+// record in Kafka Connect's JSON envelope by its schema (connectEnv in
+// connect.go, which connect-json requires in every record);
 // debezium-json reads Debezium change events (the envelope, its sources and
 // encodings are documented on debeziumFormat in debezium.go); avro and
 // debezium-avro read registry-framed Avro (avroFormat in avro.go,
@@ -19,7 +21,8 @@
 // grammar of sources and format names is package route's.
 //
 // Drift: a Plan also counts the record fields no column reads (the json
-// and json-schema record's top-level keys, the debezium-json row image's
+// and json-schema record's top-level keys, an envelope's payload's, the
+// debezium-json row image's
 // fields, inferring their types from the values; the top-level fields of
 // an avro or protobuf record's schema and of a debezium-avro row image's,
 // typed by the schema) for the pipeline's drift metric and schema

@@ -266,16 +266,23 @@ func atoi32(b []byte) (int32, bool) {
 func imageDefaults(schema *fastjson.Value, field string) map[string]*FieldDefault {
 	var out map[string]*FieldDefault
 	for _, f := range schema.GetArray("fields") {
-		if string(f.GetStringBytes("field")) != field {
-			continue
+		if string(f.GetStringBytes("field")) == field {
+			out = structDefaults(f)
 		}
-		for _, g := range f.GetArray("fields") {
-			if d := connectDefault(g); d != nil {
-				if out == nil {
-					out = map[string]*FieldDefault{}
-				}
-				out[string(g.GetStringBytes("field"))] = d
+	}
+	return out
+}
+
+// structDefaults returns the defaults that the fields of the struct schema
+// s declare (connectDefault), by field name; nil when none does.
+func structDefaults(s *fastjson.Value) map[string]*FieldDefault {
+	var out map[string]*FieldDefault
+	for _, g := range s.GetArray("fields") {
+		if d := connectDefault(g); d != nil {
+			if out == nil {
+				out = map[string]*FieldDefault{}
 			}
+			out[string(g.GetStringBytes("field"))] = d
 		}
 	}
 	return out

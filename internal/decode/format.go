@@ -97,6 +97,8 @@ func newFormat(f route.Format, env formatEnv) (rowFormat, error) {
 	switch f {
 	case route.JSON:
 		return newJSONFormat(env.st, env.pol), nil
+	case route.ConnectJSON:
+		return newConnectFormat(env.st, env.pol), nil
 	case route.Debezium:
 		return newDebeziumFormat(env.st), nil
 	case route.Avro:

@@ -372,13 +372,19 @@ func (f *jsonFields) read(st *appendState, col int, in *input) {
 }
 
 // jsonFormat is the json format: each record value is one JSON object, and
-// a column reads a path into it.
+// a column reads a path into it. A record in Kafka Connect's JSON envelope
+// is read by its schema (env, connect.go); the connect-json format is this
+// one with env.strict, which refuses every other record.
 type jsonFormat struct {
 	scanner jsonScanner     // jsonscan.go: reads every record
 	parser  fastjson.Parser // the tree of a record with escaped keys
 	fields  jsonFields
 	st      *appendState
 	policy  *Policy
+	env     *connectEnv // Kafka Connect's envelopes
+	// wrapped: the record being read is an envelope, whose columns
+	// env converts (so the Plan reads them through read).
+	wrapped bool
 	// treeOnly reads every record through fastjson's tree, as the
 	// format did before the scanner: the tests' reference for the
 	// scanner (FuzzJSONScanDifferential).
@@ -386,7 +392,9 @@ type jsonFormat struct {
 }
 
 func newJSONFormat(st *appendState, pol *Policy) *jsonFormat {
-	return &jsonFormat{st: st, policy: pol}
+	f := &jsonFormat{st: st, policy: pol}
+	f.env = newConnectEnv(st, &f.fields, false)
+	return f
 }
 
 func (*jsonFormat) role(string) string { return "" }
@@ -400,6 +408,7 @@ func (f *jsonFormat) bind(col int, c chschema.ColumnSchema, t *chType, src route
 	if byName && t.kind == kArray {
 		f.fields.addNested(p, c.Name)
 	}
+	f.env.bind(col, t, src.Path)
 	return nil
 }
 
@@ -408,36 +417,49 @@ func (f *jsonFormat) done() error {
 	return nil
 }
 
+// tombstone is the answer for a record without a value (or an envelope
+// with a null payload): skipped, or bad as errors.on_tombstone says.
+func (f *jsonFormat) tombstone() error {
+	if f.policy.TombstoneBad {
+		return bad("", "tombstone (null value) and errors.on_tombstone is bad_record")
+	}
+	return errTombstone
+}
+
 func (f *jsonFormat) begin(r recordData) error {
+	f.wrapped = false
 	if r.value == nil {
-		if f.policy.TombstoneBad {
-			return bad("", "tombstone (null value) and errors.on_tombstone is bad_record")
-		}
-		return errTombstone
+		return f.tombstone()
 	}
-	if !f.treeOnly {
-		top, err := f.scanner.Scan(r.value)
-		if err != nil {
-			return bad("", "invalid JSON: "+err.Error())
-		}
-		if top != "object" {
-			return bad("", "invalid JSON: want an object, got "+top)
-		}
-		if !f.scanner.Esc {
-			f.fields.loadScanned(&f.scanner)
-			return nil
-		}
-		// A key with an escape: fastjson's Object.Get compares keys as
-		// written until a lookup misses, and unescaped from then on, so
-		// which of two duplicates ({"a":1,"\u0061":2}) a column reads
-		// depends on the lookups before it. The tree keeps that rule.
+	if ok, err := f.env.quick(r.value, f.tombstone); ok {
+		f.wrapped = true
+		return err
 	}
-	v, err := f.parser.ParseBytes(r.value)
+	top, err := f.scanner.Scan(r.value)
 	if err != nil {
 		return bad("", "invalid JSON: "+err.Error())
 	}
-	if v.Type() != fastjson.TypeObject {
-		return bad("", "invalid JSON: want an object, got "+v.Type().String())
+	if top != "object" {
+		return bad("", "invalid JSON: want an object, got "+top)
+	}
+	if schema, payload, ok := f.env.envelope(&f.scanner); ok {
+		f.wrapped = true
+		return f.env.begin(r.value, schema, payload, f.tombstone)
+	}
+	if f.env.strict {
+		return bad("", errNotEnvelope)
+	}
+	if !f.treeOnly && !f.scanner.Esc {
+		f.fields.loadScanned(&f.scanner)
+		return nil
+	}
+	// A key with an escape: fastjson's Object.Get compares keys as
+	// written until a lookup misses, and unescaped from then on, so
+	// which of two duplicates ({"a":1,"\u0061":2}) a column reads
+	// depends on the lookups before it. The tree keeps that rule.
+	v, err := f.parser.ParseBytes(r.value)
+	if err != nil {
+		return bad("", "invalid JSON: "+err.Error())
 	}
 	o, _ := v.Object()
 	f.fields.load(o)
@@ -446,7 +468,19 @@ func (f *jsonFormat) begin(r recordData) error {
 
 func (f *jsonFormat) read(col int, in *input) error {
 	f.fields.read(f.st, col, in)
+	if f.wrapped {
+		return f.env.read(col, in)
+	}
 	return nil
+}
+
+// fieldDefault is the default an envelope's schema declares for the
+// payload's top-level field name (fieldDefaults; nil for a plain record).
+func (f *jsonFormat) fieldDefault(name string) *FieldDefault {
+	if !f.wrapped {
+		return nil
+	}
+	return f.env.fieldDefault(name)
 }
 
 func (*jsonFormat) lenient() bool { return false }

@@ -130,7 +130,7 @@ type Plan struct {
 	sig   string // column layout; Blocks of equal layout are interchangeable
 
 	format rowFormat   // format.go
-	json   *jsonFields // the json format's fields (format is a *jsonFormat), read without an interface call; nil for other formats
+	json   *jsonFormat // the json or connect-json format, whose plain records' fields are read without an interface call; nil for other formats
 	st     appendState // conversion scratch, shared with the format
 
 	// fills: per column, the value a record without the field (or with
@@ -196,7 +196,7 @@ func Compile(format route.Format, cols []chschema.ColumnSchema, mapping map[stri
 	}
 	p.format = f
 	if jf, ok := f.(*jsonFormat); ok {
-		p.json = &jf.fields
+		p.json = jf
 	}
 	p.holes, _ = f.(placeholderFormat)
 	p.drift.bind(f)
@@ -275,6 +275,8 @@ func sourceError(e *route.SourceError, want string) string {
 		return fmt.Sprintf("invalid JSON path %q", e.Spec)
 	case route.NoSourceField:
 		return fmt.Sprintf("invalid source %q", e.Spec)
+	case route.EnvelopeField:
+		return e.Error()
 	}
 	return fmt.Sprintf("unknown source %q (want %s)", e.Spec, want)
 }
@@ -415,8 +417,8 @@ func (p *Plan) appendRow(b *Block, r *kgo.Record) error {
 	for i := range p.srcs {
 		var err error
 		if s := &p.srcs[i]; s.format {
-			if p.json != nil {
-				p.json.read(c, i, in) // jsonFormat.read, which never fails
+			if p.json != nil && !p.json.wrapped {
+				p.json.fields.read(c, i, in) // jsonFormat.read of a plain record, which never fails
 			} else {
 				err = p.format.read(i, in)
 			}

@@ -174,7 +174,7 @@ func writeHeader(buf *bytes.Buffer, r *Result, c Connector, secrets []envSecret)
 	if len(secrets) > 0 {
 		buf.WriteString("#\n# Passwords are never written here. Before `sink check` or `sink run`, set:\n")
 		for _, s := range secrets {
-			fmt.Fprintf(buf, "#   %s (or %s_file: a file holding it)\n", s.env, s.key())
+			fmt.Fprintf(buf, "#   %s (or %s_file: a file holding it)\n", s.env, s.key)
 		}
 	}
 	buf.WriteString("#\n# Every other key, with its default: config/example.yaml. Before the switch: sink check --config this-file.\n\n")
@@ -188,29 +188,23 @@ func routesOf(doc *omap) []*omap {
 	return nil
 }
 
-// envSecret is a password the YAML needs but leaves to the environment:
-// the section whose password it is (or the password's own key, when it
-// ends in "password") and the variable that holds it.
-type envSecret struct{ section, env string }
+// envSecret is a secret the YAML needs but leaves to the environment: its
+// key (whose _file key is the other way to set it) and the variable.
+type envSecret struct{ key, env string }
 
-// key is the password's key, whose _file key is the other way to set it.
-func (s envSecret) key() string {
-	if strings.HasSuffix(s.section, "password") {
-		return s.section
-	}
-	return s.section + ".password"
-}
-
-// envSecrets lists the passwords the config requires that the import
-// never writes: a SASL mechanism needs kafka.sasl.password, a registry
-// username schema_registry.password.
+// envSecrets lists the secrets the config requires that the import never
+// writes: a PLAIN or SCRAM password, an OAuth client secret, a registry
+// user's password.
 func envSecrets(doc *omap) []envSecret {
 	var out []envSecret
-	if doc.get("kafka.sasl.mechanism") != nil {
-		out = append(out, envSecret{"kafka.sasl", config.EnvPrefix + "KAFKA__SASL__PASSWORD"})
+	switch doc.get("kafka.sasl.mechanism") {
+	case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
+		out = append(out, envSecret{"kafka.sasl.password", config.EnvPrefix + "KAFKA__SASL__PASSWORD"})
+	case "OAUTHBEARER":
+		out = append(out, envSecret{"kafka.sasl.oauth.client_secret", config.EnvPrefix + "KAFKA__SASL__OAUTH__CLIENT_SECRET"})
 	}
 	if doc.get("schema_registry.username") != nil {
-		out = append(out, envSecret{"schema_registry", config.EnvPrefix + "SCHEMA_REGISTRY__PASSWORD"})
+		out = append(out, envSecret{"schema_registry.password", config.EnvPrefix + "SCHEMA_REGISTRY__PASSWORD"})
 	}
 	return out
 }
