@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"sink/internal/route"
@@ -37,10 +38,14 @@ func (r Route) Mapping() map[string]string {
 func (r Route) TableFromTopic() bool { return route.IsTemplate(r.Table) }
 
 // TableForTopic returns the table that the route sends topic's records to:
-// TableFor, with the placeholders filled in from topic. It fails, naming the
-// topic, when the name that comes out is not "table" or "db.table" (empty
-// parts, more dots, control characters) or, for ${N}, when topic does not
-// match the route's topic_regex.
+// TableFor, with the placeholders filled in from topic. The database is
+// the template's, never the topic's: the part before the template's first
+// dot outside a placeholder (route.SplitTemplate), clickhouse.database when
+// there is none, and, when that part has a placeholder, only one of the
+// route's Databases. The table part, filled in, must be a table name: a
+// dot that the topic's name brings (${topic} for prod.orders) is refused,
+// not taken as a database. Any such failure is a *TopicTableError naming
+// the topic.
 func (c *Config) TableForTopic(r Route, topic string) (db, table string, err error) {
 	if !r.TableFromTopic() {
 		db, table = c.TableFor(r)
@@ -50,18 +55,82 @@ func (c *Config) TableForTopic(r Route, topic string) (db, table string, err err
 	if re == nil && r.TopicRegex != "" {
 		re, _ = regexp.Compile(anchor(r.TopicRegex))
 	}
-	name, err := route.ExpandTemplate(r.Table, topic, r.TopicRegex, re)
-	if err != nil {
-		return "", "", err
+	dbT, tableT, hasDB := route.SplitTemplate(r.Table)
+	if table, err = route.ExpandTemplate(tableT, topic, r.TopicRegex, re); err != nil {
+		return "", "", &TopicTableError{Topic: topic, Err: err}
 	}
-	tmp := r
-	tmp.Table = name
-	db, table = c.TableFor(tmp)
-	if !identRE.MatchString(db) || !identRE.MatchString(table) || strings.Count(name, ".") > 1 {
-		return "", "", fmt.Errorf("table %q (from %q for topic %q) is not \"table\" or \"database.table\"", name, r.Table, topic)
+	if !identRE.MatchString(table) {
+		why := "empty, or a control character"
+		if strings.Contains(table, ".") {
+			why = "the topic's name puts a dot in it, and a topic never chooses the database; take the table from part of the name (${topic.last}, a topic_regex group) and write the database in the template"
+		}
+		return "", "", &TopicTableError{Topic: topic, Err: fmt.Errorf("table %q (from %q for topic %q) is not a table name: %s", table, r.Table, topic, why)}
+	}
+	db = c.ClickHouse.Database
+	if hasDB {
+		if db, err = c.databaseForTopic(r, dbT, topic, re); err != nil {
+			return "", "", &TopicTableError{Topic: topic, Err: err}
+		}
 	}
 	return db, table, nil
 }
+
+// databaseForTopic fills the database part dbT of r's table template for
+// topic: literal, or one of r.Databases.
+func (c *Config) databaseForTopic(r Route, dbT, topic string, re *regexp.Regexp) (string, error) {
+	db, err := route.ExpandTemplate(dbT, topic, r.TopicRegex, re)
+	switch {
+	case err != nil:
+		return "", err
+	case route.IsTemplate(dbT) && !slices.Contains(r.Databases, db):
+		return "", fmt.Errorf("database %q (from %q for topic %q) is not one of the route's databases %q", db, r.Table, topic, r.Databases)
+	case !identRE.MatchString(db):
+		return "", fmt.Errorf("database %q (from %q for topic %q) is not a database name", db, r.Table, topic)
+	}
+	return db, nil
+}
+
+// TopicTableError is a topic whose name gives no table by its route's
+// template: a dot, a control character or nothing where the table's name
+// goes, a database outside the route's databases, a ${N} whose group did
+// not match. A topic's name is input, like a record, so the pipeline
+// treats its records as bad records (dead-lettered with this cause under
+// errors.tolerance: all) rather than stopping.
+type TopicTableError struct {
+	Topic string
+	Err   error
+}
+
+func (e *TopicTableError) Error() string { return e.Err.Error() }
+func (e *TopicTableError) Unwrap() error { return e.Err }
+
+// checkTemplateDatabase checks r.Databases against r's table template: a
+// database part with a placeholder needs the list (the topic must not
+// choose the database), a literal one or none refuses it.
+func (p *problems) checkTemplateDatabase(key string, r *Route) {
+	dbT, _, _ := route.SplitTemplate(r.Table)
+	templated := route.IsTemplate(dbT)
+	switch {
+	case templated && len(r.Databases) == 0:
+		p.add("%s.table: %q takes its database from the topic's name (%q); write the database literally (\"analytics.${topic.last}\"), or list the databases it may write to in %s.databases (%s)", key, r.Table, dbT, key, templateDoc)
+	case !templated && len(r.Databases) > 0:
+		p.add("%s.databases: only for a table template whose database part has a placeholder, and %q has none (its database is %s)", key, r.Table, literalDB(dbT))
+	}
+	for _, db := range r.Databases {
+		p.ident(key+".databases", db, "database")
+	}
+}
+
+// literalDB names a template's literal database part for messages.
+func literalDB(db string) string {
+	if db == "" {
+		return "clickhouse.database"
+	}
+	return strconv.Quote(db)
+}
+
+// templateDoc points messages about table templates at their documentation.
+const templateDoc = "docs/routing.md#tables-named-after-topics"
 
 // checkTableTemplate reports the placeholders of r.Table that can never be
 // filled and returns r.Table with each placeholder replaced by "x", for the

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -45,10 +46,11 @@ routes:
 }
 
 func TestTableForTopic(t *testing.T) {
+	var databases []string // the route's databases: for a database part with a placeholder
 	f := func(topic, topicRegex, table, wantDB, wantTable, wantErr string) {
 		t.Helper()
 		c := &Config{ClickHouse: ClickHouse{Database: "cdc"}}
-		r := Route{Topic: topic, TopicRegex: topicRegex, Table: table}
+		r := Route{Topic: topic, TopicRegex: topicRegex, Table: table, Databases: databases}
 		if topicRegex != "" {
 			r.Topic = ""
 		}
@@ -68,14 +70,34 @@ func TestTableForTopic(t *testing.T) {
 	f("srv.public.orders", `srv\..*`, "${topic.last}_cdc", "cdc", "orders_cdc", "")
 	f("orders", `.*`, "${topic.last}", "cdc", "orders", "")
 	f("orders", `.*`, "${topic}", "cdc", "orders", "")
-	f("srv.public.orders", `srv\.(\w+)\.(\w+)`, "${1}.${2}", "public", "orders", "")
-	f("srv.public.orders", `srv\.(\w+)\.(\w+)`, "pg_${1}.${2}", "pg_public", "orders", "")
 	f("srv.public.orders", "", "plain", "cdc", "plain", "")
 	f("srv.public.orders", "", "db.plain", "db", "plain", "")
-	f("srv.public.orders", `srv\..*`, "${topic}", "", "", `table "srv.public.orders" (from "${topic}" for topic "srv.public.orders") is not "table" or "database.table"`)
-	f("srv.public.", `srv\..*`, "${topic.last}", "", "", `table "" (from "${topic.last}" for topic "srv.public.") is not "table" or "database.table"`)
+	// A topic's dot never chooses the database: ${topic} of a dotted
+	// topic is no table name, in any template.
+	const notChosen = "the topic's name puts a dot in it, and a topic never chooses the database; take the table from part of the name (${topic.last}, a topic_regex group) and write the database in the template"
+	f("srv.public.orders", `srv\..*`, "${topic}", "", "", `table "srv.public.orders" (from "${topic}" for topic "srv.public.orders") is not a table name: `+notChosen)
+	f("prod.orders", `.*`, "${topic}", "", "", `table "prod.orders" (from "${topic}" for topic "prod.orders") is not a table name: `+notChosen)
+	f("prod.orders", `.*`, "${topic}_x", "", "", `table "prod.orders_x" (from "${topic}_x" for topic "prod.orders") is not a table name: `+notChosen)
+	f("prod.orders", `.*`, "raw.${topic}", "", "", `table "prod.orders" (from "raw.${topic}" for topic "prod.orders") is not a table name: `+notChosen)
+	f("srv.public.", `srv\..*`, "${topic.last}", "", "", `table "" (from "${topic.last}" for topic "srv.public.") is not a table name: empty, or a control character`)
+	f("srv.a\x01b", `srv\..*`, "${topic.last}", "", "", `table "a\x01b" (from "${topic.last}" for topic "srv.a\x01b") is not a table name: empty, or a control character`)
 	f("other.x", `srv\.(\w+)`, "${1}", "", "", `${1} does not match topic "other.x" (topic_regex "srv\\.(\\w+)")`)
 	f("srv.x", `srv\.(\w+)`, "${2}", "", "", `${2} does not match topic "srv.x" (topic_regex "srv\\.(\\w+)")`)
+	// A database part with a placeholder: only one of the route's databases.
+	f("srv.public.orders", `srv\.(\w+)\.(\w+)`, "${1}.${2}", "", "", `database "public" (from "${1}.${2}" for topic "srv.public.orders") is not one of the route's databases []`)
+	databases = []string{"public", "pg_public"}
+	f("srv.public.orders", `srv\.(\w+)\.(\w+)`, "${1}.${2}", "public", "orders", "")
+	f("srv.public.orders", `srv\.(\w+)\.(\w+)`, "pg_${1}.${2}", "pg_public", "orders", "")
+	f("srv.system.users", `srv\.(\w+)\.(\w+)`, "${1}.${2}", "", "", `database "system" (from "${1}.${2}" for topic "srv.system.users") is not one of the route's databases ["public" "pg_public"]`)
+	f("srv.public.a.b", `srv\.(\w+)\.(.+)`, "${1}.${2}", "", "", `table "a.b" (from "${1}.${2}" for topic "srv.public.a.b") is not a table name: `+notChosen)
+
+	// Every error is a TopicTableError naming the topic: its records are
+	// bad records, not a reason to stop.
+	_, _, err := (&Config{}).TableForTopic(Route{TopicRegex: ".*", Table: "${topic}"}, "prod.orders")
+	var tte *TopicTableError
+	if !errors.As(err, &tte) || tte.Topic != "prod.orders" {
+		t.Errorf("error %#v, want a *TopicTableError for prod.orders", err)
+	}
 }
 
 func TestTruncateOption(t *testing.T) {

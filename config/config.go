@@ -252,9 +252,16 @@ type Route struct {
 	// name), ${topic.last} (what follows the last dot: Debezium's
 	// server.schema.table gives table) and, with TopicRegex, ${1}..${9}
 	// (its capture groups). Such a table is looked up when the first
-	// record of a topic arrives (see TableForTopic).
-	Table  string       `koanf:"table"`
-	Format route.Format `koanf:"format"`
+	// record of a topic arrives (see TableForTopic). Its database is the
+	// part before the template's first dot outside a placeholder, written
+	// literally, or, with a placeholder, one of Databases: a topic's name
+	// never chooses the database.
+	Table string `koanf:"table"`
+	// Databases lists the databases a table template whose database part
+	// has a placeholder ("${1}.${2}") may expand to; required for such a
+	// template, refused for any other.
+	Databases []string     `koanf:"databases"`
+	Format    route.Format `koanf:"format"`
 	// Columns maps a table column to its source: a JSON path "a.b.c" into
 	// the record value, or one of $topic, $partition, $offset, $timestamp,
 	// $key, $header.NAME. When empty, each column is read from the
@@ -377,6 +384,13 @@ type HTTP struct {
 	// hold it. Required when Admin is on and Listen is not a loopback
 	// address.
 	AdminToken Secret `koanf:"admin_token"`
+	// AllowedHosts are the names, besides IP addresses and localhost, that
+	// a request's Host header may give (a Service's DNS name, a proxy's);
+	// "*.example.com" admits any name below example.com. Any other Host is
+	// refused on every endpoint but /healthz, so a web page whose name
+	// resolves to this address (DNS rebinding) cannot read it. The host of
+	// Listen, when it is a name, is admitted too.
+	AllowedHosts []string `koanf:"allowed_hosts"`
 }
 
 // AdminTokenEnv is the environment variable that holds http.admin_token.
@@ -606,8 +620,12 @@ func (c *Config) normalize() {
 	nilIfEmpty(&c.ClickHouse.Shards)
 	nilIfEmpty(&c.SchemaRegistry.URLs)
 	nilIfEmpty(&c.Routes)
+	nilIfEmpty(&c.HTTP.AllowedHosts)
 	if len(c.ClickHouse.Settings) == 0 {
 		c.ClickHouse.Settings = nil
+	}
+	if len(c.Kafka.SASL.OAuth.Extensions) == 0 {
+		c.Kafka.SASL.OAuth.Extensions = nil
 	}
 	for i := range c.Routes {
 		if len(c.Routes[i].Columns) == 0 {
@@ -616,6 +634,7 @@ func (c *Config) normalize() {
 		if len(c.Routes[i].When) == 0 {
 			c.Routes[i].When = nil
 		}
+		nilIfEmpty(&c.Routes[i].Databases)
 		nilIfEmpty(&c.Routes[i].Schema.Allow)
 		nilIfEmpty(&c.Routes[i].Schema.Deny)
 		if len(c.Routes[i].Schema.Settings) == 0 {
@@ -760,6 +779,10 @@ func (c *Config) Redacted() *Config {
 	if c.Kafka.SASL.Password != "" {
 		cp.Kafka.SASL.Password = redactedPassword
 	}
+	if c.Kafka.SASL.OAuth.ClientSecret != "" {
+		cp.Kafka.SASL.OAuth.ClientSecret = redactedPassword
+	}
+	cp.Kafka.SASL.OAuth.Extensions = maps.Clone(c.Kafka.SASL.OAuth.Extensions)
 	cp.SchemaRegistry.URLs = clone(c.SchemaRegistry.URLs)
 	if c.SchemaRegistry.Password != "" {
 		cp.SchemaRegistry.Password = redactedPassword

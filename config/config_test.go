@@ -253,7 +253,7 @@ func TestEnvOverrides(t *testing.T) {
 	f([]string{"SINK_CLICKHOUSE__PASSWORD=s3cret"}, func(c *Config) bool { return c.ClickHouse.Password == "s3cret" })
 	f(nil, func(c *Config) bool { return c.ClickHouse.Password == "" })
 	f([]string{"SINK_KAFKA__SASL__MECHANISM=scram-sha-512", "SINK_KAFKA__SASL__USERNAME=u", "SINK_KAFKA__SASL__PASSWORD=p"}, func(c *Config) bool {
-		return c.Kafka.SASL == SASL{Mechanism: SASLScramSHA512, Username: "u", Password: "p"}
+		return reflect.DeepEqual(c.Kafka.SASL, SASL{Mechanism: SASLScramSHA512, Username: "u", Password: "p"})
 	})
 	f([]string{"SINK_KAFKA__TLS__ENABLED=true", "SINK_KAFKA__TLS__SERVER_NAME=kafka.example", "SINK_CLICKHOUSE__TLS__ENABLED=true", "SINK_CLICKHOUSE__TLS__INSECURE_SKIP_VERIFY=true"}, func(c *Config) bool {
 		return c.Kafka.TLS == TLS{Enabled: true, ServerName: "kafka.example"} && c.ClickHouse.TLS == TLS{Enabled: true, InsecureSkipVerify: true}
@@ -511,7 +511,13 @@ func TestValidate(t *testing.T) {
 	tt := func(re, table string) string { return fmt.Sprintf(srv, re, table) }
 	f(tt(`srv\.public\..*`, "${topic.last}"), nil, "")
 	f(tt(`srv\.public\..*`, "cdc.${topic.last}"), nil, "")
-	f(tt(`srv\.(\w+)\.(\w+)`, "${1}.${2}_v2"), nil, "")
+	// A database part with a placeholder needs the databases it may be;
+	// databases: is only for such a template.
+	f(tt(`srv\.(\w+)\.(\w+)`, "${1}.${2}_v2"), nil, `routes[0].table: "${1}.${2}_v2" takes its database from the topic's name ("${1}"); write the database literally ("analytics.${topic.last}"), or list the databases it may write to in routes[0].databases`)
+	f(strings.Replace(tt(`srv\.(\w+)\.(\w+)`, "${1}.${2}_v2"), "format:", "databases: [public, inventory], format:", 1), nil, "")
+	f(strings.Replace(tt(`srv\.(\w+)\.(\w+)`, "${1}.${2}_v2"), "format:", "databases: [public, 'a.b'], format:", 1), nil, `routes[0].databases: "a.b" is not a valid database name`)
+	f(strings.Replace(tt(`srv\..*`, "cdc.${topic.last}"), "format:", "databases: [cdc], format:", 1), nil, `routes[0].databases: only for a table template whose database part has a placeholder, and "cdc.${topic.last}" has none (its database is "cdc")`)
+	f(strings.Replace(tt(`srv\..*`, "${topic}"), "format:", "databases: [cdc], format:", 1), nil, `routes[0].databases: only for a table template whose database part has a placeholder, and "${topic}" has none (its database is clickhouse.database)`)
 	f(tt(`srv\..*`, "${topic}"), nil, "")
 	f(tt(`srv\..*`, "${table}"), nil, `routes[0].table: unknown placeholder "${table}" (want ${topic}, ${topic.last}, or ${1}..${9} for topic_regex groups)`)
 	f(tt(`srv\..*`, "${0}"), nil, `routes[0].table: unknown placeholder "${0}"`)
@@ -576,6 +582,12 @@ func TestValidate(t *testing.T) {
 	f("http: {admin: true, listen: \"\"}", nil, "http.admin: true needs http.listen")
 	f("", env(token), "http.admin_token: set (SINK_HTTP__ADMIN_TOKEN), but http.admin is false, so the admin endpoints are off")
 	f("http: {admin: true, admin_token: 0123456789abcdef}", nil, "http.admin_token: a token may not be written in the config file; set SINK_HTTP__ADMIN_TOKEN")
+	// http.allowed_hosts: host names, "*." in front for any name below
+	f("http: {allowed_hosts: [sink.ns.svc, \"*.svc.cluster.local\", sink-1, localhost.]}", nil, "")
+	f("http: {allowed_hosts: [\"sink:8080\"]}", nil, `http.allowed_hosts: "sink:8080" is not a host name`)
+	f("http: {allowed_hosts: [\"http://sink\"]}", nil, `http.allowed_hosts: "http://sink" is not a host name`)
+	f("http: {allowed_hosts: [\"*\"]}", nil, `http.allowed_hosts: "*" is not a host name`)
+	f("http: {allowed_hosts: [\"\"]}", nil, `http.allowed_hosts: "" is not a host name`)
 	f("", env("SINK_LOG__LEVEL=trace"), `log.level: "trace" is not one of info, debug, warn, error`)
 	f("", env("SINK_LOG__FORMAT=text"), `log.format: "text" is not one of json, console`)
 	f("", env("SINK_LOG__LEVEL=warn", "SINK_LOG__FORMAT=console"), "")

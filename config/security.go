@@ -5,8 +5,9 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -76,6 +77,9 @@ type SASL struct {
 	// a trailing newline, is the password.
 	Password     Secret `koanf:"password"`
 	PasswordFile string `koanf:"password_file"`
+	// OAuth is for OAUTHBEARER, AWS for AWS_MSK_IAM (sasl.go).
+	OAuth OAuth `koanf:"oauth"`
+	AWS   AWS   `koanf:"aws"`
 }
 
 // SASL mechanisms, as Kafka names them.
@@ -83,9 +87,11 @@ const (
 	SASLPlain       = "PLAIN"
 	SASLScramSHA256 = "SCRAM-SHA-256"
 	SASLScramSHA512 = "SCRAM-SHA-512"
+	SASLOAuthBearer = "OAUTHBEARER"
+	SASLAWSMSKIAM   = "AWS_MSK_IAM"
 )
 
-var saslMechanisms = []string{SASLPlain, SASLScramSHA256, SASLScramSHA512}
+var saslMechanisms = []string{SASLPlain, SASLScramSHA256, SASLScramSHA512, SASLOAuthBearer, SASLAWSMSKIAM}
 
 // ClientConfig builds the crypto/tls client configuration, reading the
 // files. It returns nil when TLS is off. Errors name the key relative to
@@ -194,18 +200,24 @@ func (c ClickHouse) PasswordValue() (string, error) {
 }
 
 func passwordValue(pw Secret, file string) (string, error) {
+	return secretValue(pw, file, "password_file")
+}
+
+// secretValue is pw, or the content of file when it is set; errors name
+// the file's key.
+func secretValue(pw Secret, file, key string) (string, error) {
 	if file == "" {
 		return pw.Reveal(), nil
 	}
 	b, err := os.ReadFile(file)
 	if err != nil {
-		return "", fmt.Errorf("password_file: %w", err)
+		return "", fmt.Errorf("%s: %w", key, err)
 	}
 	// `echo secret > file` and editors add a newline; Kubernetes Secrets
 	// do not. A password never ends in a newline on purpose.
 	s := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
 	if s == "" {
-		return "", fmt.Errorf("password_file: %s is empty", file)
+		return "", fmt.Errorf("%s: %s is empty", key, file)
 	}
 	return s, nil
 }
@@ -235,25 +247,7 @@ func (p *problems) password(key string, pw Secret, file string) {
 func (c *Config) validateSecurity(p *problems) {
 	k := &c.Kafka
 	p.tlsSection("kafka.tls", k.TLS)
-	s := k.SASL
-	switch {
-	case s.Mechanism == "":
-		for _, kv := range [][2]string{{"username", s.Username}, {"password", string(s.Password)}, {"password_file", s.PasswordFile}} {
-			if kv[1] != "" {
-				p.add("kafka.sasl.%s: set, but kafka.sasl.mechanism is empty, so SASL is off (set it to %s)", kv[0], strings.Join(saslMechanisms, ", "))
-			}
-		}
-	case !slices.Contains(saslMechanisms, s.Mechanism):
-		p.add("kafka.sasl.mechanism: %q is not one of %s (or empty for no SASL)", s.Mechanism, strings.Join(saslMechanisms, ", "))
-	default:
-		if s.Username == "" {
-			p.add("kafka.sasl.username: required with kafka.sasl.mechanism %s", s.Mechanism)
-		}
-		if s.Password == "" && s.PasswordFile == "" {
-			p.add("kafka.sasl.password: required with kafka.sasl.mechanism %s: set %sKAFKA__SASL__PASSWORD or kafka.sasl.password_file", s.Mechanism, EnvPrefix)
-		}
-		p.password("kafka.sasl", s.Password, s.PasswordFile)
-	}
+	p.sasl(*k)
 
 	ch := &c.ClickHouse
 	p.password("clickhouse", ch.Password, ch.PasswordFile)
@@ -263,7 +257,7 @@ func (c *Config) validateSecurity(p *problems) {
 // passwordKeys are the keys that hold passwords, which the config file may
 // not set: a file is copied into images, ConfigMaps and repositories, and
 // read by everyone who may read the deployment.
-var passwordKeys = []string{"clickhouse.password", "kafka.sasl.password", "schema_registry.password", adminTokenKey}
+var passwordKeys = []string{"clickhouse.password", "kafka.sasl.password", "kafka.sasl.oauth.client_secret", "schema_registry.password", adminTokenKey}
 
 // adminTokenKey is the key of the admin endpoints' bearer token; it has no
 // _file variant, only the environment (AdminTokenEnv).
@@ -293,4 +287,73 @@ func filePasswords(doc map[string]any) []error {
 		}
 	}
 	return errs
+}
+
+// plaintextWarnings lists the credentials the config would send without
+// TLS to a host that is not loopback (Warnings: sink check prints them,
+// sink run logs them at start): a SASL exchange with Kafka (PLAIN sends
+// the password itself; SCRAM an exchange a password can be guessed
+// against offline), HTTP basic auth to an http:// registry URL, and the
+// ClickHouse password (the native protocol and HTTP both carry it as it
+// is). On loopback nothing crosses a network.
+func (c *Config) plaintextWarnings() []string {
+	var w []string
+	k := c.Kafka
+	if s := k.SASL; s.Mechanism != "" && !k.TLS.Enabled {
+		if hosts := remote(k.Brokers); len(hosts) > 0 {
+			who, what := saslInClear(s)
+			w = append(w, fmt.Sprintf("kafka.sasl (%s as %q) %s: kafka.tls is off and brokers %s are not loopback; set kafka.tls.enabled and use the brokers' TLS listener",
+				s.Mechanism, who, what, strings.Join(hosts, ", ")))
+		}
+	}
+	if r := c.SchemaRegistry; r.Username != "" {
+		if urls := plainURLs(r.URLs); len(urls) > 0 {
+			w = append(w, fmt.Sprintf("schema_registry.username %q sends its password in the clear (HTTP basic auth) to %s; use https:// URLs",
+				r.Username, strings.Join(urls, ", ")))
+		}
+	}
+	ch := c.ClickHouse
+	if (ch.Password != "" || ch.PasswordFile != "") && !ch.TLS.Enabled {
+		if hosts := remote(ch.Addrs); len(hosts) > 0 {
+			w = append(w, fmt.Sprintf("clickhouse.password is sent in the clear to %s: clickhouse.tls is off; set clickhouse.tls.enabled and the secure port (9440 native, 8443 http)",
+				strings.Join(hosts, ", ")))
+		}
+	}
+	return w
+}
+
+// saslInClear names who logs in with s and what a SASL exchange without
+// TLS gives away.
+func saslInClear(s SASL) (who, what string) {
+	switch s.Mechanism {
+	case SASLPlain:
+		return s.Username, "sends its password in the clear"
+	case SASLOAuthBearer:
+		return s.OAuth.ClientID, "sends its bearer token in the clear (whoever sees it can use it until it expires, and reads every record)"
+	}
+	return s.Username, "runs in the clear (SCRAM does not send the password, but whoever sees the exchange can guess it offline, and reads every record)"
+}
+
+// remote is the addresses (host:port) of addrs whose host is not loopback.
+func remote(addrs []string) []string {
+	var out []string
+	for _, a := range addrs {
+		if !LoopbackListen(a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// plainURLs is the http:// URLs of urls whose host is not loopback.
+func plainURLs(urls []string) []string {
+	var out []string
+	for _, raw := range urls {
+		u, err := url.Parse(raw)
+		if err != nil || u.Scheme != "http" || LoopbackListen(net.JoinHostPort(u.Hostname(), "0")) {
+			continue
+		}
+		out = append(out, redactURL(raw))
+	}
+	return out
 }

@@ -84,7 +84,7 @@ func TestValidateSecurity(t *testing.T) {
 	f(sasl("scram-sha-256", "SINK_KAFKA__SASL__USERNAME=u", "SINK_KAFKA__SASL__PASSWORD=p"), "")
 	f(sasl("SCRAM-SHA-512", "SINK_KAFKA__SASL__USERNAME=u", "SINK_KAFKA__SASL__PASSWORD_FILE="+pwFile), "")
 	f(sasl("SCRAM", "SINK_KAFKA__SASL__USERNAME=u", "SINK_KAFKA__SASL__PASSWORD=p"),
-		`kafka.sasl.mechanism: "SCRAM" is not one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (or empty for no SASL)`)
+		`kafka.sasl.mechanism: "SCRAM" is not one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER, AWS_MSK_IAM (or empty for no SASL)`)
 	f(sasl("GSSAPI"), `kafka.sasl.mechanism: "GSSAPI" is not one of`)
 	f(sasl("PLAIN", "SINK_KAFKA__SASL__PASSWORD=p"), "kafka.sasl.username: required with kafka.sasl.mechanism PLAIN")
 	f(sasl("SCRAM-SHA-256", "SINK_KAFKA__SASL__USERNAME=u"),
@@ -95,7 +95,7 @@ func TestValidateSecurity(t *testing.T) {
 		"kafka.sasl.password_file: open "+missing+": no such file or directory")
 	f(sasl("PLAIN", "SINK_KAFKA__SASL__USERNAME=u", "SINK_KAFKA__SASL__PASSWORD_FILE="+emptyFile),
 		"kafka.sasl.password_file: "+emptyFile+" is empty")
-	f(env("SINK_KAFKA__SASL__USERNAME=u"), "kafka.sasl.username: set, but kafka.sasl.mechanism is empty, so SASL is off (set it to PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)")
+	f(env("SINK_KAFKA__SASL__USERNAME=u"), "kafka.sasl.username: set, but kafka.sasl.mechanism is empty, so SASL is off (set it to PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER, AWS_MSK_IAM)")
 	f(env("SINK_KAFKA__SASL__PASSWORD=p"), "kafka.sasl.password: set, but kafka.sasl.mechanism is empty")
 	f(env("SINK_KAFKA__SASL__PASSWORD_FILE="+pwFile), "kafka.sasl.password_file: set, but kafka.sasl.mechanism is empty")
 
@@ -271,5 +271,57 @@ func TestSecretNeverPrints(t *testing.T) {
 	}
 	if Secret("").String() != "" {
 		t.Fatal("an empty password must print empty, so that 'no password' is visible")
+	}
+}
+
+// TestPlaintextWarnings: credentials that would cross a network without
+// TLS are a warning (sink check prints it, sink run logs it); over TLS, or
+// to loopback hosts only, they are not.
+func TestPlaintextWarnings(t *testing.T) {
+	kafkaPW := "SINK_KAFKA__SASL__PASSWORD=kafka-secret"
+	for _, tc := range []struct {
+		name, yaml string
+		env        []string
+		want       []string // a part of each warning, in order
+	}{
+		{"none", "kafka: {brokers: [\"k1:9092\"], topics: [a]}", nil, nil},
+		{"SASL PLAIN without TLS", "kafka: {brokers: [\"k1:9092\", \"k2:9092\"], topics: [a], sasl: {mechanism: PLAIN, username: u}}", []string{kafkaPW},
+			[]string{`kafka.sasl (PLAIN as "u") sends its password in the clear: kafka.tls is off and brokers k1:9092, k2:9092 are not loopback`}},
+		{"SCRAM without TLS", "kafka: {brokers: [\"k1:9092\"], topics: [a], sasl: {mechanism: SCRAM-SHA-512, username: u}}", []string{kafkaPW},
+			[]string{`kafka.sasl (SCRAM-SHA-512 as "u") runs in the clear (SCRAM does not send the password`}},
+		{"OAUTHBEARER without TLS", "kafka: {brokers: [\"k1:9092\"], topics: [a], sasl: {mechanism: OAUTHBEARER, oauth: {token_endpoint: \"https://idp/token\", client_id: c}}}",
+			[]string{"SINK_KAFKA__SASL__OAUTH__CLIENT_SECRET=kafka-secret"},
+			[]string{`kafka.sasl (OAUTHBEARER as "c") sends its bearer token in the clear (whoever sees it can use it until it expires`}},
+		{"SASL over TLS", "kafka: {brokers: [\"k1:9094\"], topics: [a], tls: {enabled: true}, sasl: {mechanism: PLAIN, username: u}}", []string{kafkaPW}, nil},
+		{"SASL to loopback", "kafka: {brokers: [\"127.0.0.1:9092\", \"localhost:9093\"], topics: [a], sasl: {mechanism: PLAIN, username: u}}", []string{kafkaPW}, nil},
+		{"registry basic auth over http", "kafka: {brokers: [\"k1:9092\"], topics: [a]}\nschema_registry: {urls: [\"http://reg:8081\", \"https://reg2\", \"http://127.0.0.1:8081\"], username: u}",
+			[]string{"SINK_SCHEMA_REGISTRY__PASSWORD=p"}, []string{`schema_registry.username "u" sends its password in the clear (HTTP basic auth) to http://reg:8081; use https:// URLs`}},
+		{"registry over https", "kafka: {brokers: [\"k1:9092\"], topics: [a]}\nschema_registry: {urls: [\"https://reg:8081\"], username: u}", []string{"SINK_SCHEMA_REGISTRY__PASSWORD=p"}, nil},
+		{"registry without auth", "kafka: {brokers: [\"k1:9092\"], topics: [a]}\nschema_registry: {urls: [\"http://reg:8081\"]}", nil, nil},
+		{"ClickHouse password without TLS", "kafka: {brokers: [\"k1:9092\"], topics: [a]}\nclickhouse: {addrs: [\"ch:9000\"]}", []string{"SINK_CLICKHOUSE__PASSWORD=p"},
+			[]string{"clickhouse.password is sent in the clear to ch:9000: clickhouse.tls is off"}},
+		{"ClickHouse password over TLS", "kafka: {brokers: [\"k1:9092\"], topics: [a]}\nclickhouse: {addrs: [\"ch:9440\"], tls: {enabled: true}}", []string{"SINK_CLICKHOUSE__PASSWORD=p"}, nil},
+		{"ClickHouse password to loopback", "kafka: {brokers: [\"k1:9092\"], topics: [a]}\nclickhouse: {addrs: [\"127.0.0.1:9000\"]}", []string{"SINK_CLICKHOUSE__PASSWORD=p"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := Parse([]byte("name: x\n"+tc.yaml+"\nroutes: [{topic: a, table: t}]\n"), tc.env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := cfg.Warnings()
+			if len(got) != len(tc.want) {
+				t.Fatalf("warnings %q, want %d", got, len(tc.want))
+			}
+			for i, w := range tc.want {
+				if !strings.Contains(got[i], w) {
+					t.Errorf("warning %q, want it to contain %q", got[i], w)
+				}
+				for _, secret := range []string{"kafka-secret", "=p"} {
+					if strings.Contains(got[i], secret) {
+						t.Errorf("warning %q shows a password", got[i])
+					}
+				}
+			}
+		})
 	}
 }

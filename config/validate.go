@@ -44,6 +44,8 @@ var (
 	// so quotes, backticks and spaces are harmless and allowed. A dot would
 	// make "db.table" ambiguous; control characters are never intended.
 	identRE = regexp.MustCompile(`^[^.\x00-\x1f\x7f]+$`)
+	// hostNameRE is a DNS name, or "*." and one (http.allowed_hosts).
+	hostNameRE = regexp.MustCompile(`^(\*\.)?[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*\.?$`)
 )
 
 // Validate checks every option and returns all problems at once, joined with
@@ -338,6 +340,7 @@ func (c *Config) routeTopics(p *problems, key string, r *Route) {
 // and "table" or "database.table" of valid names.
 func (p *problems) routeTable(key string, r *Route) {
 	tbl := p.checkTableTemplate(key, r)
+	p.checkTemplateDatabase(key, r)
 	if r.Table == "" {
 		p.add("%s.table: required", key)
 	} else if db, table, ok := strings.Cut(tbl, "."); ok {
@@ -469,6 +472,11 @@ func (c *Config) validateHTTP(p *problems) {
 		if err := checkHostPort(h.Listen, true); err != nil {
 			p.add("http.listen: %q %v (or \"\" to disable)", h.Listen, err)
 			return
+		}
+	}
+	for _, name := range h.AllowedHosts {
+		if !hostNameRE.MatchString(name) {
+			p.add("http.allowed_hosts: %q is not a host name (letters, digits, '-' and dots, no port; \"*.\" in front admits any name below)", name)
 		}
 	}
 	switch {
@@ -687,7 +695,7 @@ func (c *Config) Warnings() []string {
 		w = append(w, fmt.Sprintf("batch.buffer_memory (%s) holds fewer than two batches of batch.max_bytes (%s): "+
 			"fetching pauses while a full batch is inserted", c.Batch.BufferMemory, c.Batch.MaxBytes))
 	}
-	return w
+	return append(w, c.plaintextWarnings()...)
 }
 
 // settingInt reads a ClickHouse setting's value as a whole number: from

@@ -10,7 +10,15 @@
 #               Maven Central by scripts/kafka/pom.xml, 127.0.0.1:9092 (controller 9093),
 #               and SASL_SSL on 127.0.0.1:9094 (TLS from a throwaway CA generated into
 #               .stack/kafka/tls/, client certificate required, SASL PLAIN/SCRAM) for
-#               the security tests
+#               the security tests, and OAUTHBEARER on 127.0.0.1:9095 (SASL_PLAINTEXT;
+#               tokens checked by Kafka's own JWT validator against the JWKS of the
+#               token issuer below: signature, issuer, audience sink-stack-kafka;
+#               re-authentication when a token expires)
+#   Issuer      tools/tokenissuer, built from this checkout into .cache/tools/bin:
+#               a test OpenID Connect issuer on http://127.0.0.1:9096 (client
+#               credentials at /token, client sink secret sink-oauth-secret; JWKS
+#               at /jwks; a control API for the tests at /control/); it starts
+#               before Kafka, which will not start without its JWKS
 #   Registry    Apicurio Registry 3.3 (in-memory storage) from Maven Central's
 #               server distribution (scripts/registry/pom.xml), on Java 21+, its
 #               Confluent-compatible API at http://127.0.0.1:8081/apis/ccompat/v7
@@ -81,7 +89,8 @@
 #        scripts/stack.sh cdc up|down|status
 #
 #   up      install what is missing (apt packages, Kafka jars, the chdb-core wheel,
-#           the registry distribution), start all four servers, wait until
+#           the registry distribution), start all four servers and the token
+#           issuer, wait until
 #           they answer. Idempotent. If a healthy server (e.g. from another
 #           checkout) already answers on the ports, it is reused. A port held by
 #           something else is an error (one line on stderr, exit 1). A Kafka this
@@ -123,7 +132,7 @@
 #
 # The stack's code is split by service under scripts/stack/, sourced below:
 # common.sh (helpers), install.sh (packages, the 26.9 engine, Kafka jars,
-# helm), clickhouse.sh, clickhouse26.sh, kafka.sh, registry.sh, cluster.sh,
+# helm), clickhouse.sh, clickhouse26.sh, tokenissuer.sh, kafka.sh, registry.sh, cluster.sh,
 # cluster26.sh, kafka-cluster.sh and cdc.sh (each server's check, start and
 # wait; the clusters' and cdc's commands too). This file holds the commands
 # of the four servers `up` starts and the entry point.
@@ -138,6 +147,8 @@ source "$ROOT/scripts/stack/install.sh"
 source "$ROOT/scripts/stack/clickhouse.sh"
 # shellcheck source=scripts/stack/clickhouse26.sh
 source "$ROOT/scripts/stack/clickhouse26.sh"
+# shellcheck source=scripts/stack/tokenissuer.sh
+source "$ROOT/scripts/stack/tokenissuer.sh"
 # shellcheck source=scripts/stack/kafka.sh
 source "$ROOT/scripts/stack/kafka.sh"
 # shellcheck source=scripts/stack/registry.sh
@@ -168,13 +179,17 @@ cmd_up() {
 	install_tools
 	ch_check
 	ch26_check
+	issuer_check
 	kafka_check
 	reg_check
-	# Start all before waiting for any: the startups overlap.
+	# Start all before waiting for any: the startups overlap. Kafka's
+	# OAUTHBEARER listener needs the issuer's JWKS when it starts.
 	ch_start
-	kafka_start
+	issuer_start
 	ch26_start
 	reg_start
+	issuer_wait
+	kafka_start
 	ch_wait
 	ch26_wait
 	kafka_wait
@@ -206,6 +221,7 @@ cmd_down() {
 		rm -f "$KAFKA_DIR/kafka.pid"
 		say "kafka: not started by this checkout, nothing to stop"
 	fi
+	issuer_down
 	if pid=$(ch_ours); then stop clickhouse "$pid"; else
 		rm -f "$CH_DIR/clickhouse.pid"
 		say "clickhouse: not started by this checkout, nothing to stop"
@@ -245,6 +261,7 @@ cmd_status() {
 	if kafka_healthy; then
 		local sasl="SASL_SSL $HOST:$KAFKA_SASL"
 		kafka_sasl_up || sasl="no SASL_SSL listener on $HOST:$KAFKA_SASL"
+		if kafka_oauth_up; then sasl+=", OAUTHBEARER $HOST:$KAFKA_OAUTH"; else sasl+=", no OAUTHBEARER listener on $HOST:$KAFKA_OAUTH"; fi
 		if pid=$(kafka_ours); then
 			say "kafka: up, version $(kafka_version), broker $HOST:$KAFKA_PORT, $sasl, controller $HOST:$KAFKA_CTRL, started by this checkout (pid $pid)"
 		else
@@ -256,6 +273,7 @@ cmd_status() {
 		say "kafka: down (no metadata answer from $HOST:$KAFKA_PORT)"
 		rc=1
 	fi
+	issuer_status || rc=1
 	if reg_healthy; then
 		if pid=$(reg_ours); then who="Apicurio Registry $(reg_version), started by this checkout (pid $pid)"; else
 			who="not started by this checkout ($(port_owner "$REG_PORT"))"
@@ -272,7 +290,7 @@ cmd_logs() {
 	local logs=()
 	for f in "$CH_DIR/log/clickhouse-server.log" "$CH_DIR/log/clickhouse-server.err.log" \
 		"$CH26_DIR/log/clickhouse-server.err.log" "$CH26_DIR/log/stdout.log" "$KAFKA_DIR/kafka.log" \
-		"$REG_DIR/registry.log"; do
+		"$ISSUER_DIR/tokenissuer.log" "$REG_DIR/registry.log"; do
 		[[ -f $f ]] && logs+=("$f")
 	done
 	((${#logs[@]})) || die "no logs in $STACK_DIR (has this checkout started the stack?)"

@@ -27,6 +27,7 @@ import (
 
 	"sink/config"
 	"sink/internal/metrics"
+	"sink/internal/status"
 	"sink/internal/testenv"
 )
 
@@ -289,7 +290,7 @@ func (p pod) environ() []string {
 
 // fileKeys are the config keys that name files in the pod.
 var fileKeys = []string{
-	"kafka.tls.ca_file", "kafka.tls.cert_file", "kafka.tls.key_file", "kafka.sasl.password_file",
+	"kafka.tls.ca_file", "kafka.tls.cert_file", "kafka.tls.key_file", "kafka.sasl.password_file", "kafka.sasl.oauth.client_secret_file",
 	"clickhouse.tls.ca_file", "clickhouse.tls.cert_file", "clickhouse.tls.key_file", "clickhouse.password_file",
 }
 
@@ -425,6 +426,10 @@ func checkDeployments(t *testing.T, objs map[string][]object) {
 			cfg := p.loadConfig(imageCmd[len(imageCmd)-1])
 			checkScaledObject(t, scaledBy(objs, d.Metadata.Name), cfg)
 			checkScrapeObjects(t, objs, d, c)
+			checkNetworkPolicy(t, objs, d, c)
+			if cfg.HTTP.Admin {
+				t.Errorf("http.admin: true on the pod's address: keep the admin endpoints off in the shipped manifests")
+			}
 
 			// The probes and the scrape reach the config's http.listen.
 			host, port, err := net.SplitHostPort(cfg.HTTP.Listen)
@@ -442,8 +447,12 @@ func checkDeployments(t *testing.T, objs map[string][]object) {
 			if _, ok := ports[port]; !ok {
 				t.Errorf("http.listen port %s is not a containerPort (%v)", port, c.Ports)
 			}
+			// The handler sink run serves, with its Host and Fetch-Metadata
+			// checks, asked as the kubelet and Prometheus ask: the pod's IP
+			// address as Host.
 			m := metrics.New(cfg.Kafka.Group)
-			srv, err := metrics.Serve("127.0.0.1:0", m)
+			st := status.New(status.InfoFor(cfg, "test"), status.WorkerID(cfg.HTTP.Listen), m)
+			srv, err := metrics.ServeHandler("127.0.0.1:0", st.Routes(m.Handler()))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -453,7 +462,13 @@ func checkDeployments(t *testing.T, objs map[string][]object) {
 				if got := ports[fmt.Sprint(portRef)]; got != port {
 					t.Errorf("%s: port %v is container port %q, not http.listen's %s", what, portRef, got, port)
 				}
-				resp, err := http.Get("http://" + srv.Addr() + path)
+				req, err := http.NewRequest(http.MethodGet, "http://"+srv.Addr()+path, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				req.Host = net.JoinHostPort("10.244.1.17", port) // a pod IP
+				req.Header.Set("User-Agent", "kube-probe/1.33")
+				resp, err := http.DefaultClient.Do(req)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -688,6 +703,58 @@ func checkScaledObject(t *testing.T, so *object, cfg *config.Config) {
 	if n, err := strconv.Atoi(fmt.Sprint(at(md, "lagThreshold"))); err != nil || n < 1 {
 		t.Errorf("ScaledObject %s: lagThreshold %v: want a positive number of records (a string)", so.Metadata.Name, at(md, "lagThreshold"))
 	}
+}
+
+// checkNetworkPolicy checks that a NetworkPolicy selects the Deployment's
+// pods and lets peers reach only the http port: every ingress rule names
+// that port (by name or number) and nothing else, with the peers it
+// admits. The kubelet's probes come from the node, which a NetworkPolicy
+// does not block.
+func checkNetworkPolicy(t *testing.T, objs map[string][]object, d object, c *container) {
+	t.Helper()
+	podLabels := d.Spec.Template.Metadata.Labels
+	httpPort := map[string]bool{}
+	for _, cp := range c.Ports {
+		if cp.Name == "http" {
+			httpPort["http"], httpPort[strconv.Itoa(cp.ContainerPort)] = true, true
+		}
+	}
+	var found bool
+	for _, np := range objs["NetworkPolicy"] {
+		sel, _ := at(np.Raw, "spec", "podSelector", "matchLabels").(map[string]any)
+		if len(sel) == 0 || !labelsMatch(sel, podLabels) {
+			continue
+		}
+		found = true
+		if types := fmt.Sprint(at(np.Raw, "spec", "policyTypes")); !strings.Contains(types, "Ingress") {
+			t.Errorf("NetworkPolicy %s: policyTypes %s; want Ingress", np.Metadata.Name, types)
+		}
+		rules, _ := at(np.Raw, "spec", "ingress").([]any)
+		for i, r := range rules {
+			ps, _ := at(r, "ports").([]any)
+			if len(ps) == 0 {
+				t.Errorf("NetworkPolicy %s: ingress[%d] opens every port; want the http port only", np.Metadata.Name, i)
+			}
+			for _, p := range ps {
+				if !httpPort[fmt.Sprint(at(p, "port"))] {
+					t.Errorf("NetworkPolicy %s: ingress[%d] opens port %v; want the http port only", np.Metadata.Name, i, at(p, "port"))
+				}
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no NetworkPolicy selects the pods of %s: /status and /metrics would be open to every pod of the cluster", d.Metadata.Name)
+	}
+}
+
+// labelsMatch reports whether labels has every key and value of sel.
+func labelsMatch(sel map[string]any, labels map[string]string) bool {
+	for k, v := range sel {
+		if labels[k] != fmt.Sprint(v) {
+			return false
+		}
+	}
+	return true
 }
 
 // checkScrapeObjects checks that each Service selecting the Deployment's

@@ -39,6 +39,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"sink/config"
+	"sink/internal/kafkaauth"
 	"sink/internal/offsets"
 )
 
@@ -121,7 +122,7 @@ func Options(cfg *config.Config, log zerolog.Logger, h Hooks) ([]kgo.Opt, error)
 		// the committed offset stops at the last data record and the
 		// group's lag never reaches 0 on a transactional topic.
 		kgo.KeepControlRecords(),
-		kgo.WithLogger(kzerolog{log}),
+		kgo.WithLogger(newKzerolog(log)),
 		// DLQ records must keep their order per source partition only
 		// loosely; what matters is that each is acknowledged.
 		kgo.ProducerLinger(5*time.Millisecond),
@@ -178,6 +179,13 @@ func Security(k config.Kafka) ([]kgo.Opt, error) {
 	}
 	if k.SASL.Mechanism == "" {
 		return opts, nil
+	}
+	if kafkaauth.Managed(k.SASL.Mechanism) {
+		m, err := kafkaauth.Mechanism(k)
+		if err != nil {
+			return nil, err
+		}
+		return append(opts, kgo.SASL(m)), nil
 	}
 	pw, err := k.SASL.PasswordValue()
 	if err != nil {
@@ -393,6 +401,9 @@ func requestMetadata(ctx context.Context, cl *kgo.Client, k config.Kafka) (*kmsg
 		}
 		resp, err = req.RequestWith(ctx, cl)
 	}
+	if kafkaauth.Classify(err) == kafkaauth.Rejected {
+		resp, err = askAgainRejected(ctx, req, cl)
+	}
 	if err == nil {
 		return resp, nil
 	}
@@ -400,6 +411,19 @@ func requestMetadata(ctx context.Context, cl *kgo.Client, k config.Kafka) (*kmsg
 		return nil, fmt.Errorf("kafka: brokers %s not reachable within %s", strings.Join(k.Brokers, ","), k.RequestTimeout)
 	}
 	return nil, ConnError(k, err)
+}
+
+// askAgainRejected sends req once more a second after the brokers rejected
+// the token: Kafka's OAuth validator refuses the first token signed by a
+// key it has not fetched yet, and fetches its JWKS then, so a provider
+// that rotated its key a moment ago is not taken for a wrong audience.
+func askAgainRejected(ctx context.Context, req *kmsg.MetadataRequest, cl *kgo.Client) (*kmsg.MetadataResponse, error) {
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(time.Second):
+	}
+	return req.RequestWith(ctx, cl)
 }
 
 // Poll returns every buffered record, blocking until there are some or
@@ -587,7 +611,8 @@ func probeRetriable(err error) bool {
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled), errors.Is(err, kgo.ErrClientClosed),
 		errors.Is(err, kerr.SaslAuthenticationFailed), errors.Is(err, kerr.UnsupportedSaslMechanism),
 		errors.Is(err, kerr.IllegalSaslState), errors.As(err, &verify), errors.As(err, &rec),
-		strings.Contains(err.Error(), "remote error: tls:"):
+		strings.Contains(err.Error(), "remote error: tls:"),
+		kafkaauth.Classify(err) != kafkaauth.None:
 		return false
 	}
 	return true
@@ -598,6 +623,9 @@ func probeRetriable(err error) bool {
 // mechanism, the TLS handshake. Other errors keep franz-go's text. Neither
 // franz-go nor the broker puts the password into an error.
 func ConnError(k config.Kafka, err error) error {
+	if e := kafkaauth.Explain(k, err); e != nil {
+		return e // a token or credentials not had, or rejected
+	}
 	addrs := strings.Join(k.Brokers, ",")
 	var (
 		verify *tls.CertificateVerificationError

@@ -68,8 +68,12 @@ func (w *avroWalk) walk(s avro.Schema, depth int) error {
 }
 
 // finite checks that the schema s has a value that ends: the records that
-// can end are found by rounds until none is added (one round, unless
-// records hold each other).
+// can end are found by rounds until none is added. A record names only
+// records defined before it (Avro's rule; the parser refuses a name used
+// before its definition), whose walks ended before its own, or records
+// that enclose it: each round settles at least the records waiting on
+// enclosing ones one level further, so the rounds are at most the
+// nesting bound (the walk's), not the number of records.
 func (w *avroWalk) finite(s avro.Schema) error {
 	ends := make(map[string]bool, len(w.records))
 	for added := true; added; {

@@ -84,6 +84,7 @@ func FuzzProtobufSchemaAppend(f *testing.F) {
 	}
 	f.Add(wide+" }\n", empties)
 	f.Add("syntax = \"proto3\";\nmessage N { N next = 1; int32 v = 2; }\n", hostileProtoChain(200))
+	f.Add(hostileProtoOption(70), []byte{0x08, 0x01})
 	f.Add("syntax = \"proto3\";\nmessage M { repeated int64 items = 1; map<string, M> next = 2; int64 id = 3; }\n", []byte{0x0a, 0x03, 0x01, 0x02, 0x03, 0x18, 0x05})
 	cols := []chschema.ColumnSchema{{Name: "id", Type: "Int64"}, {Name: "items", Type: "String"}, {Name: "next", Type: "Nullable(String)"}}
 	f.Fuzz(func(t *testing.T, schema string, payload []byte) {

@@ -290,6 +290,13 @@ func TestHostileProtobuf(t *testing.T) {
 		empties = append(empties, 0x0a, 0x00)
 	}
 	for _, c := range []hostileCase{{
+		name:   "an option value nested 8,000 deep",
+		schema: hostileProtoOption(8000),
+		cols:   []chschema.ColumnSchema{{Name: "a", Type: "Int32"}},
+		value:  []byte{0x08, 0x01},
+		want:   "the .proto text nests deeper than 64 levels",
+		alloc:  64 * kib,
+	}, {
 		name:   "20,000 empty messages of 300 fields",
 		schema: protoWide(),
 		cols:   []chschema.ColumnSchema{{Name: "items", Type: "String"}},
@@ -403,6 +410,44 @@ func TestHostileNesting(t *testing.T) {
 		value:  hostileProtoChain(200), want: "nest deeper than 100", alloc: 64 * kib,
 	}} {
 		t.Run(c.name, func(t *testing.T) { runHostile(t, c) })
+	}
+}
+
+// hostileProtoOption is a .proto text whose message M has an option
+// value nested n levels deep (protocompile takes time growing with the
+// square of n: 1 s for 8,000).
+func hostileProtoOption(n int) string {
+	return "syntax = \"proto3\";\nimport \"google/protobuf/descriptor.proto\";\nmessage O { O o = 1; int32 v = 2; }\n" +
+		"extend google.protobuf.MessageOptions { O opt = 50000; }\nmessage M { option (opt) = " +
+		strings.Repeat("{o: ", n) + "{v: 1}" + strings.Repeat("}", n) + "; int32 a = 1; }\n"
+}
+
+// TestCheckProtoNesting: braces, brackets and angle brackets count,
+// those in comments and string literals do not.
+func TestCheckProtoNesting(t *testing.T) {
+	deep := strings.Repeat("{", 65) + strings.Repeat("}", 65)
+	for _, c := range []struct {
+		text string
+		ok   bool
+	}{
+		{testProto, true},
+		{protoWide(), true},
+		{hostileProtoOption(62), true}, // message M, 62 levels of o and {v: 1}: 64
+		{hostileProtoOption(63), false},
+		{deep, false},
+		{"message M { map<string, int32> m = 1; }", true},
+		{"// " + deep + "\nmessage M {}", true},
+		{"/* " + deep + " */ message M {}", true},
+		{`message M { option (o) = "` + deep + `\" still a string"; }`, true},
+		{`message M { option (o) = '` + deep + `'; }`, true},
+		{"message M {} /* unterminated " + deep, true},
+		{strings.Repeat("[", 65), false},
+		{strings.Repeat("<", 65), false},
+		{strings.Repeat("{}", 10_000), true},
+	} {
+		if err := checkProtoNesting(c.text); (err == nil) != c.ok {
+			t.Errorf("%.60q: %v, want ok=%v", c.text, err, c.ok)
+		}
 	}
 }
 

@@ -420,8 +420,17 @@ func (p *Plan) appendRow(b *Block, r *kgo.Record) error {
 		} else {
 			readRecord(s, r, in)
 		}
-		if err == nil {
-			err = p.addValue(b, r, i, in)
+		switch {
+		case err != nil:
+		case c.unavailable:
+			err = p.addUnavailable(b, r, i, in)
+		default:
+			if p.fills != nil {
+				p.useFill(i, in)
+			}
+			if err = p.checkDefault(i, in); err == nil {
+				err = b.bufs[i].add(c, in)
+			}
 		}
 		if err != nil && p.holes != nil && p.holes.placeholder(i) {
 			err = p.zeroPlaceholder(b, i)
@@ -448,25 +457,20 @@ func (p *Plan) appendRow(b *Block, r *kgo.Record) error {
 	return nil
 }
 
-// addValue appends in, column i's value of record r, to b's column i: a
-// value the record does not carry (unavailable.go) as the column's zero,
-// noted for the pipeline to fill; a missing one as the column's DEFAULT
-// when it has one; otherwise as it is, after the policy's check.
-func (p *Plan) addValue(b *Block, r *kgo.Record, i int, in *input) error {
-	c := &p.st
-	if !c.unavailable {
-		if p.fills != nil && p.fills[i] != nil && (in.kind == inMissing || in.kind == inNull && !takesNull(p.types[i])) {
-			// The column's DEFAULT, as ClickHouse gives a missing value:
-			// what the user asked for, not a default policed or counted.
-			c.fromJSON(p.fills[i], in)
-		}
-		if err := p.checkDefault(i, in); err != nil {
-			return err
-		}
-		return b.bufs[i].add(c, in)
+// useFill makes in column i's DEFAULT when the record has no value for it
+// (or null, for a column that is not Nullable) and the column has one, as
+// ClickHouse gives a missing value: what the user asked for, not a
+// default policed or counted.
+func (p *Plan) useFill(i int, in *input) {
+	if p.fills[i] != nil && (in.kind == inMissing || in.kind == inNull && !takesNull(p.types[i])) {
+		p.st.fromJSON(p.fills[i], in)
 	}
-	// The record does not carry this value: the row gets the column's
-	// zero until the pipeline fills it.
+}
+
+// addUnavailable appends column i's value that record r does not carry
+// (unavailable.go) as the column's zero, noted for the pipeline to fill.
+func (p *Plan) addUnavailable(b *Block, r *kgo.Record, i int, in *input) error {
+	c := &p.st
 	c.unavailable = false
 	f := p.format.(filler)
 	keys, err := f.fillKeys()

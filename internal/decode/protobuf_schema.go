@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/bufbuild/protocompile"
@@ -63,7 +64,13 @@ func compileProto(s *registry.Schema) (protoreflect.FileDescriptor, error) {
 	name := protoFileName(s.ID)
 	srcs := make(map[string]string, len(s.References)+1)
 	for _, r := range s.References {
+		if err := checkProtoNesting(r.Text); err != nil {
+			return nil, fmt.Errorf("reference %q: %v", r.Name, err)
+		}
 		srcs[r.Name] = r.Text
+	}
+	if err := checkProtoNesting(s.Text); err != nil {
+		return nil, err // the caller names the schema id
 	}
 	srcs[name] = s.Text
 	c := protocompile.Compiler{
@@ -79,6 +86,69 @@ func compileProto(s *registry.Schema) (protoreflect.FileDescriptor, error) {
 		return nil, fmt.Errorf("schema id %d does not compile as Protobuf: %v", s.ID, err)
 	}
 	return files[0], nil
+}
+
+// maxProtoTextDepth bounds the nesting of braces, brackets and angle
+// brackets in a .proto text (messages, enums, option values, map types)
+// before protocompile reads it: it takes time growing with the square of
+// the depth (an option value 8,000 levels deep, 40 KB, took 1 s; 100,000
+// levels did not finish in 4 minutes), on the goroutine that decodes.
+// protocompile itself allows messages 32 levels deep, and option values
+// nest a few.
+const maxProtoTextDepth = 64
+
+// checkProtoNesting refuses a .proto text that nests deeper than
+// maxProtoTextDepth, skipping comments and string literals.
+func checkProtoNesting(text string) error {
+	depth := 0
+	for i := 0; i < len(text); i++ {
+		switch c := text[i]; c {
+		case '{', '[', '<':
+			if depth++; depth > maxProtoTextDepth {
+				return fmt.Errorf("the .proto text nests deeper than %d levels", maxProtoTextDepth)
+			}
+		case '}', ']', '>':
+			depth = max(depth-1, 0)
+		case '"', '\'':
+			i = skipProtoString(text, i)
+		case '/':
+			i = skipProtoComment(text, i)
+		}
+	}
+	return nil
+}
+
+// skipProtoString returns the index of the quote that closes the string
+// literal opened at i (the text's end if none does).
+func skipProtoString(text string, i int) int {
+	quote := text[i]
+	for i++; i < len(text) && text[i] != quote; i++ {
+		if text[i] == '\\' {
+			i++
+		}
+	}
+	return i
+}
+
+// skipProtoComment returns the index of the comment's last byte when a
+// comment starts at i (// to the line's end, /* to */), else i.
+func skipProtoComment(text string, i int) int {
+	if i+1 >= len(text) {
+		return i
+	}
+	switch text[i+1] {
+	case '/':
+		if end := strings.IndexByte(text[i:], '\n'); end >= 0 {
+			return i + end
+		}
+		return len(text)
+	case '*':
+		if end := strings.Index(text[i+2:], "*/"); end >= 0 {
+			return i + 2 + end + 1
+		}
+		return len(text)
+	}
+	return i
 }
 
 // messageAt returns the message the frame's indexes select in fd: [i] is

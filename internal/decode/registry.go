@@ -66,7 +66,7 @@ type formatEnv struct {
 // for long; a fetch that answers at all answers in milliseconds. The
 // record is retried later (ErrUnavailable). (The pipeline's registry
 // answers its owner goroutine at once and looks ids up on goroutines of
-// its own: pipeline/lookup.go.)
+// its own: pipeline/intake/lookup.go.)
 const lookupTimeout = 5 * time.Second
 
 // maxReaders bounds the compiled per-schema readers one Plan keeps. A topic

@@ -113,3 +113,45 @@ func TestHead(t *testing.T) {
 		}
 	}
 }
+
+func TestRedact(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"", ""},
+		{"code: 252, message: Too many parts (300). Merges are processing significantly slower than inserts",
+			"code: 252, message: Too many parts (300). Merges are processing significantly slower than inserts"},
+		{"code: 27, message: Cannot parse input: expected ',' before: 'secret, 42\\'s text': (at row 1)",
+			"code: 27, message: Cannot parse input: expected '…' before: '…': (at row 1)"},
+		{`record t[0]@5: column "n": "4111-1111-1111-1111" is not a number`,
+			`record t[0]@5: column "…": "…" is not a number`},
+		{`value "a \"quoted\" word" here`, `value "…" here`},
+		{"Code: 469. DB::Exception: Constraint `positive` for table `db`.`t` is violated at row 1. Expression: (x > 0). Column values: x = -5, name = alice. (VIOLATED_CONSTRAINT)",
+			"Code: 469. DB::Exception: Constraint `positive` for table `db`.`t` is violated at row 1. Expression: (x > 0). Column values: …. (VIOLATED_CONSTRAINT)"},
+		{"Column values: x = -5", "Column values: …"},
+		{"the table's columns don't match", "the table's columns don't match"},
+		{"an open 'quote runs to the end", "an open '…"},
+		{"Missing columns: 'foo' while processing", "Missing columns: '…' while processing"},
+		{"né's 'x'", "né's '…'"},
+	} {
+		if got := Redact(tc.in); got != tc.want {
+			t.Errorf("Redact(%q)\n = %q\nwant %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// FuzzRedact: no text panics Redact, and nothing between quotes survives
+// it: what it returns has no more bytes outside Redacted than the input's
+// unquoted part.
+func FuzzRedact(f *testing.F) {
+	for _, s := range []string{"'a'", `"b"`, "x 'y", `"\`, "Column values: 1. z", "it's 'v'"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := Redact(s)
+		if len(got) > len(s)+len(Redacted)*(strings.Count(s, "'")+strings.Count(s, `"`)+strings.Count(s, "Column values: ")) {
+			t.Fatalf("Redact(%q) = %q: longer than its input allows", s, got)
+		}
+		if Redact(got) != got {
+			t.Fatalf("Redact is not stable on %q: %q then %q", s, got, Redact(got))
+		}
+	})
+}

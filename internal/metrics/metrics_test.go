@@ -185,6 +185,7 @@ func testReadiness(t *testing.T) {
 	if _, why := m.Ready(ctx); strings.Contains(why, "second line") {
 		t.Fatalf("reason is not one line: %q", why)
 	}
+	time.Sleep(readyCache) // the failed ping's answer is kept that long
 	pingErr = nil
 	f(true, "ok")
 	m.Revoked(3)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -18,13 +19,44 @@ type Pinger func(ctx context.Context) error
 // that hangs is itself a failure, and kubelet's default timeout is 1s.
 const pingTimeout = 900 * time.Millisecond
 
-// SetPinger sets the ClickHouse check used by /readyz. Until it is set,
-// /readyz answers 503.
+// readyCache is how long one ClickHouse ping answers /readyz: however
+// often /readyz is asked (a probe of every replica, a script in a loop,
+// anyone who can reach the port), ClickHouse gets at most one ping per
+// readyCache from this process, and a change of its health shows within
+// that much. The kubelet probes every 10 s by default.
+const readyCache = 2 * time.Second
+
+// SetPinger sets the ClickHouse check used by /readyz, its answers kept for
+// readyCache. Until it is set, /readyz answers 503.
 func (m *Metrics) SetPinger(p Pinger) {
 	if m == nil {
 		return
 	}
-	m.ping.Store(&p)
+	c := &cachedPing{ping: p, now: m.now}
+	cp := Pinger(c.Ping)
+	m.ping.Store(&cp)
+}
+
+// cachedPing is a Pinger whose answer is kept for readyCache. A request
+// that comes while a ping is out waits for it and shares its answer.
+type cachedPing struct {
+	ping Pinger
+	now  func() time.Time
+	mu   sync.Mutex
+	at   time.Time // when the kept answer came (zero: none yet)
+	err  error
+}
+
+// Ping is the kept answer, or a new ping's when it is older than readyCache.
+func (c *cachedPing) Ping(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.at.IsZero() && c.now().Sub(c.at) < readyCache {
+		return c.err
+	}
+	c.err = c.ping(ctx)
+	c.at = c.now()
+	return c.err
 }
 
 // Ready says whether the connector can do its job: it has joined its
@@ -85,6 +117,11 @@ func Serve(addr string, m *Metrics) (*Server, error) {
 // ServeHandler is Serve for a handler that wraps m.Handler() (the status
 // endpoints of internal/status).
 func ServeHandler(addr string, h http.Handler) (*Server, error) {
+	return serve(addr, h, serverTimeouts)
+}
+
+// serve is ServeHandler with the timeouts to.
+func serve(addr string, h http.Handler, to timeouts) (*Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		var op *net.OpError
@@ -95,14 +132,37 @@ func ServeHandler(addr string, h http.Handler) (*Server, error) {
 	}
 	s := &Server{
 		srv: &http.Server{
-			Handler:           h,
-			ReadHeaderTimeout: 5 * time.Second,
+			Handler:           withWriteTimeout(h, to.write),
+			ReadHeaderTimeout: to.header,
+			ReadTimeout:       to.read,
+			IdleTimeout:       to.idle,
 		},
 		ln:   ln,
 		done: make(chan error, 1),
 	}
 	go func() { s.done <- s.srv.Serve(ln) }()
 	return s, nil
+}
+
+// timeouts are the server's: a request has header (its headers) and read
+// (the whole request; the endpoints take no body) to arrive, its answer
+// write to be written, and a connection is closed after idle without a
+// request. A slow or idle client so holds a connection and its goroutine
+// for a bounded time. The profiles that run for ?seconds=N move their own
+// deadlines past these (internal/status).
+type timeouts struct{ header, read, write, idle time.Duration }
+
+var serverTimeouts = timeouts{header: 5 * time.Second, read: 10 * time.Second, write: 30 * time.Second, idle: 2 * time.Minute}
+
+// withWriteTimeout sets each request's write deadline to d from its start,
+// as http.Server.WriteTimeout would, but as a deadline the handler can
+// move (http.ResponseController): net/http/pprof refuses a CPU profile
+// longer than the server's WriteTimeout field.
+func withWriteTimeout(h http.Handler, d time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(d))
+		h.ServeHTTP(w, r)
+	})
 }
 
 // Addr is the address the server listens on (the real port when the

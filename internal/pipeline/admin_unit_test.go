@@ -80,7 +80,7 @@ func startPausable(t *testing.T, maxRows int, sink *fakeSink) (*running, *pausab
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.snapEvery = 10 * time.Millisecond
+	p.view.snapEvery = 10 * time.Millisecond
 	src := newPausableSource()
 	r := launch(t, p, src.fakeSource, src, sink)
 	eventually(t, time.Second, "Run started", func() bool { return p.Status() != nil })
@@ -346,7 +346,7 @@ func TestUnitPauseWaitsForCommit(t *testing.T) {
 // every record is inserted exactly once (nothing franz-go had buffered
 // for the paused topic is skipped).
 func TestUnitKfakePauseResume(t *testing.T) {
-	k := startKfake(t, func(p *Pipeline) { p.snapEvery, p.posEvery = 20*time.Millisecond, 200*time.Millisecond })
+	k := startKfake(t, func(p *Pipeline) { p.view.snapEvery, p.view.posEvery = 20*time.Millisecond, 200*time.Millisecond })
 	k.produce(t, 0, 10)
 	eventually(t, 8*time.Second, "10 records committed", func() bool { return k.committed() == 10 })
 	if st, err := k.p.Pause(context.Background()); err != nil || (st != status.Pausing && st != status.Paused) {

@@ -25,7 +25,7 @@ type event interface{ Apply(ctx context.Context) }
 func (p *Pipeline) post(e event) {
 	select {
 	case p.inbox <- e:
-	case <-p.stopped:
+	case <-p.calls.stopped:
 	}
 }
 
@@ -37,12 +37,3 @@ type described struct {
 }
 
 func (e described) Apply(ctx context.Context) { e.p.handleTable(ctx, e.r) }
-
-// positionsRead is the status's read of the group's committed offsets and
-// the partitions' log ends.
-type positionsRead struct {
-	p *Pipeline
-	r positionsResult
-}
-
-func (e positionsRead) Apply(context.Context) { e.p.handlePositions(e.r) }

@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"errors"
 	"math/rand/v2"
 	"time"
 
@@ -10,7 +9,6 @@ import (
 	"sink/internal/pipeline/delivery"
 	"sink/internal/pipeline/dispatch"
 	"sink/internal/pipeline/intake"
-	"sink/internal/tables"
 )
 
 // guarantee is what the delivery guarantee adds to the shared path
@@ -49,18 +47,18 @@ type guarantee interface {
 // WithExactlyOnce gives the pipeline the I/O of delivery: exactly_once
 // (eosio.IO in production). Without it an exactly-once pipeline refuses to
 // run.
-func WithExactlyOnce(x delivery.IO) Option { return func(p *Pipeline) { p.eoIO = x } }
+func WithExactlyOnce(x delivery.IO) Option { return func(p *Pipeline) { p.opts.eoIO = x } }
 
 // initDelivery sets the delivery hooks: at-least-once, or exactly-once
 // with its state, which reaches the rest of the pipeline through eoHost.
-func (p *Pipeline) initDelivery() {
+func (p *Pipeline) initDelivery(tracker delivery.Tracker) {
 	p.dlv = delivery.AtLeastOnce{}
 	if !p.cfg.ExactlyOnce() {
 		return
 	}
 	h := eoHost{p}
-	p.eo = delivery.New(p.cfg, delivery.Deps{IO: p.eoIO, Sink: p.w, Catalog: p.cat,
-		Batches: eoBatches{p.disp, p}, Commits: h, Tracker: p.tracker, Owner: h, Metrics: p.m, Log: p.log,
+	p.eo = delivery.New(p.cfg, delivery.Deps{IO: p.opts.eoIO, Sink: p.w, Catalog: p.cat,
+		Batches: eoBatches{p.disp, p}, Commits: h, Tracker: tracker, Owner: h, Metrics: p.m, Log: p.log,
 		Now: func() time.Time { return p.now() }, Jitter: func(n int64) int64 { return p.draw(n) }})
 	p.dlv = p.eo
 }
@@ -83,55 +81,6 @@ func (p *Pipeline) CheckExactlyOnce(ctx context.Context) error {
 	if p.eo != nil {
 		return p.eo.Windows(ctx)
 	}
-	_, _, err := delivery.Windows(ctx, p.eoIO, p.cat, p.log)
+	_, _, err := delivery.Windows(ctx, p.opts.eoIO, p.cat, p.log)
 	return err
 }
-
-// eoHost is what exactly-once asks of the rest of the pipeline: the
-// batches on their way, the committer, the connector itself.
-type eoHost struct{ p *Pipeline }
-
-func (h eoHost) InOrder(build func() (delivery.Intent, bool)) bool {
-	return h.p.committer.inOrder(func() (commitJob, bool) {
-		in, ok := build()
-		return commitJob{pos: in.Pos, meta: in.Meta, answer: in.Answer}, ok
-	})
-}
-func (h eoHost) Stalled() bool  { return h.p.committer.stalled() }
-func (h eoHost) SendStalled()   { h.p.committer.sendNext() }
-func (h eoHost) Fail(err error) { h.p.failIf(err) }
-
-// eoBatches is dispatch's batches, as exactly-once asks for them: a
-// batch withdrawn is one a revoke waits for no more.
-type eoBatches struct {
-	*dispatch.Dispatch
-	p *Pipeline
-}
-
-func (b eoBatches) Withdraw(id uint64) (*tables.Table, int, int) {
-	if b.p.revoke != nil {
-		delete(b.p.revoke.waiting, id)
-	}
-	return b.Dispatch.Withdraw(id)
-}
-
-// Seek consumes the kept partitions of pos again from their offsets.
-// Records of them that were fetched but not decoded yet, or wait for the
-// schema registry, lie past the seek point: they are consumed again from
-// there, so these copies go.
-func (h eoHost) Seek(pos map[offsets.TP]int64) error {
-	p := h.p
-	sought := make([]offsets.TP, 0, len(pos))
-	for tp := range pos {
-		sought = append(sought, tp)
-	}
-	p.in.Drop(sought)
-	s, ok := p.cons.(seekSource)
-	if !ok {
-		return errors.New("exactly-once: batches holding partitions given up were dropped, and the source cannot consume the partitions kept again; stopping so that the group consumes them again from the recorded offsets")
-	}
-	s.Seek(pos)
-	return nil
-}
-
-func (h eoHost) SyncLookups(f func()) { h.p.in.SyncLookups(f) }

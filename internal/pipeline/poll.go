@@ -18,7 +18,7 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 // buffer budget is used up, a revoke is being handled, the loop is
 // stopping or the connector is paused.
 func (p *Pipeline) decodable() <-chan struct{} {
-	if !p.in.HasPending() || p.fatal != nil || p.revoke != nil || p.state == status.Paused || p.memUsed() >= int(p.cfg.Batch.BufferMemory) {
+	if !p.in.HasPending() || p.fatal != nil || p.revoke != nil || p.view.state == status.Paused || p.memUsed() >= int(p.cfg.Batch.BufferMemory) {
 		return nil
 	}
 	return closedChan

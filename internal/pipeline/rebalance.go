@@ -75,14 +75,14 @@ func (p *Pipeline) groupEvent(ctx context.Context, kind eventKind, m map[string]
 	ev := groupEvent{kind: kind, parts: m, done: make(chan struct{})}
 	select {
 	case p.events <- ev:
-	case <-p.stopped:
+	case <-p.calls.stopped:
 		return
 	case <-ctx.Done():
 		return
 	}
 	select {
 	case <-ev.done:
-	case <-p.stopped:
+	case <-p.calls.stopped:
 	}
 }
 
@@ -200,7 +200,5 @@ func (p *Pipeline) forget(tps []offsets.TP) {
 	p.committer.forget(tps)
 	p.in.Forget(tps)
 	p.disp.Forget(tps)
-	for _, tp := range tps {
-		delete(p.seen, tp)
-	}
+	p.view.forget(tps)
 }

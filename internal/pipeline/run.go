@@ -25,11 +25,11 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	if err := p.dlv.Check(ctx); err != nil {
 		return err
 	}
-	defer p.stop()
+	defer p.calls.stop()
 	defer p.m.Left()
-	p.setState(status.Running)
+	p.view.set(p, status.Running)
 	p.publish()
-	close(p.started)
+	close(p.view.started)
 	p.in.BeginLookups()
 	defer p.in.EndLookups(0) // shutdown waited for them; an early return cancels them
 	p.committer.start()
@@ -80,7 +80,7 @@ func (p *Pipeline) startPoller(writeCtx context.Context) (stop func()) {
 				e.Apply(writeCtx)
 			case r := <-p.committer.answers():
 				p.handleCommit(writeCtx, r)
-			case req := <-p.controls:
+			case req := <-p.view.controls:
 				p.handleControl(writeCtx, req)
 			case <-tick.C:
 				p.checkRevokeDeadline()
@@ -118,7 +118,7 @@ const (
 
 func (p *Pipeline) newClocks(writeCtx context.Context) *clocks {
 	c := &clocks{timer: time.NewTimer(time.Hour), commit: time.NewTicker(p.cfg.Kafka.CommitInterval),
-		stats: time.NewTicker(statsInterval), snap: time.NewTicker(p.snapEvery), pos: time.NewTicker(p.posEvery),
+		stats: time.NewTicker(statsInterval), snap: time.NewTicker(p.view.snapEvery), pos: time.NewTicker(p.view.posEvery),
 		ticks: make(chan tick), done: make(chan struct{}), lastStatsAt: p.now()}
 	c.stops = []func(){func() { c.timer.Stop() }, c.commit.Stop, c.stats.Stop, c.snap.Stop, c.pos.Stop}
 	if d := p.cfg.ClickHouse.SchemaRefresh; d > 0 {
@@ -190,14 +190,14 @@ func (p *Pipeline) loop(ctx, writeCtx context.Context, c *clocks) {
 		case ev := <-p.events:
 			p.handleEvent(writeCtx, ev)
 			p.publish() // a change of partitions shows at once
-		case req := <-p.controls:
+		case req := <-p.view.controls:
 			p.handleControl(writeCtx, req)
 		case <-c.timer.C:
 			p.due(writeCtx)
 		case t := <-c.ticks:
 			p.tick(writeCtx, c, t)
 		}
-		if p.state == status.Pausing {
+		if p.view.state == status.Pausing {
 			p.advancePause(writeCtx)
 		}
 		if p.fatal == nil {
@@ -241,7 +241,7 @@ func (p *Pipeline) handleTable(writeCtx context.Context, r tables.Result) {
 // delivery's retries.
 func (p *Pipeline) due(writeCtx context.Context) {
 	p.disp.Due(writeCtx)
-	if p.revoke == nil && p.state != status.Paused {
+	if p.revoke == nil && p.view.state != status.Paused {
 		p.in.Held().Retry(writeCtx)
 	}
 	p.checkRevokeDeadline()
@@ -253,10 +253,10 @@ func (p *Pipeline) due(writeCtx context.Context) {
 // cleanly (shutdown) and returns what that says.
 func (p *Pipeline) finish(writeCtx context.Context, cancelWrites context.CancelFunc, stopPoller func()) error {
 	if cause := p.fatal; cause != nil {
-		p.failure = cause
-		p.setState(status.Failed)
+		p.view.failure = cause
+		p.view.set(p, status.Failed)
 	} else {
-		p.setState(status.Stopping)
+		p.view.set(p, status.Stopping)
 	}
 	p.publish()
 	stopPoller()
@@ -274,10 +274,10 @@ func (p *Pipeline) finish(writeCtx context.Context, cancelWrites context.CancelF
 	}
 	err := p.shutdown(writeCtx, cancelWrites)
 	if err != nil {
-		p.failure = err
-		p.setState(status.Failed)
+		p.view.failure = err
+		p.view.set(p, status.Failed)
 	} else {
-		p.setState(status.Stopped)
+		p.view.set(p, status.Stopped)
 	}
 	p.publish()
 	return err
@@ -290,17 +290,17 @@ func (p *Pipeline) finish(writeCtx context.Context, cancelWrites context.CancelF
 // dropped.
 func (p *Pipeline) shutdown(writeCtx context.Context, cancelWrites context.CancelFunc) error {
 	err := p.flush(writeCtx, cancelWrites)
-	p.stop()
+	p.calls.stop()
 	cancelWrites()
-	if jerr := p.join(); jerr != nil {
+	if jerr := p.calls.join(); jerr != nil {
 		p.log.Error().Err(jerr).Msg("shutdown: ClickHouse calls did not end when canceled")
 		if err == nil {
 			err = jerr
 		}
 	}
-	if !p.in.EndLookups(p.cancelGrace) {
+	if !p.in.EndLookups(p.calls.grace) {
 		// They hold nothing the caller closes; their answers are dropped.
-		p.log.Warn().Dur("grace", p.cancelGrace).Msg("shutdown: schema registry look-ups did not end when canceled")
+		p.log.Warn().Dur("grace", p.calls.grace).Msg("shutdown: schema registry look-ups did not end when canceled")
 	}
 	return err
 }
@@ -326,7 +326,7 @@ func (p *Pipeline) flush(writeCtx context.Context, cancelWrites context.CancelFu
 	// tried again while the shutdown waits.
 	retry := time.NewTicker(100 * time.Millisecond)
 	defer retry.Stop()
-	retrySnap := time.NewTicker(p.snapEvery)
+	retrySnap := time.NewTicker(p.view.snapEvery)
 	defer retrySnap.Stop()
 	for p.unacked() > 0 {
 		select {
@@ -339,7 +339,7 @@ func (p *Pipeline) flush(writeCtx context.Context, cancelWrites context.CancelFu
 			p.handleCommit(writeCtx, r)
 		case ev := <-p.events:
 			p.handleEvent(writeCtx, ev)
-		case req := <-p.controls:
+		case req := <-p.view.controls:
 			p.handleControl(writeCtx, req)
 		case <-retrySnap.C:
 			p.publish()
@@ -379,7 +379,7 @@ func (p *Pipeline) stuckOn() string {
 }
 
 // poller polls only when asked, so the owner decides how much is buffered.
-// Each poll takes everything franz-go has buffered (fetched.go says why).
+// Each poll takes everything franz-go has buffered (intake says why).
 func (p *Pipeline) poller(ctx context.Context) {
 	for {
 		select {
@@ -410,7 +410,7 @@ func (p *Pipeline) armTimer(timer *time.Timer) {
 	if d, ok := p.dlv.NextRetry(now); ok && d < next {
 		next = d
 	}
-	if d, ok := p.in.Held().Next(now); ok && d < next && p.revoke == nil && p.state != status.Paused {
+	if d, ok := p.in.Held().Next(now); ok && d < next && p.revoke == nil && p.view.state != status.Paused {
 		next = d
 	}
 	timer.Reset(next)

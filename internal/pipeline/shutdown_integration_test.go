@@ -16,13 +16,13 @@ import (
 )
 
 // insertGoroutines counts the goroutines that are inside the pipeline's
-// INSERT right now.
+// INSERT right now (dispatch's, internal/pipeline/dispatch/insert.go).
 func insertGoroutines() int {
 	buf := make([]byte, 1<<22)
 	buf = buf[:runtime.Stack(buf, true)]
 	n := 0
 	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, "sink/internal/pipeline.(*Pipeline).insert(") {
+		if strings.Contains(g, "sink/internal/pipeline/dispatch.(*inserts).insert(") {
 			n++
 		}
 	}

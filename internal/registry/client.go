@@ -191,9 +191,12 @@ func New(cfg config.SchemaRegistry, opts Options) (*Client, error) {
 	if opts.NotFoundTTL <= 0 {
 		opts.NotFoundTTL = defaultNotFoundTTL
 	}
+	// The transport franz-go would build for DialTLSConfig, with the
+	// answers' size bounded (limits.go).
+	tr := http.DefaultTransport.(*http.Transport).Clone()
 	srOpts := []sr.ClientOpt{
 		sr.URLs(append([]string(nil), cfg.URLs...)...),
-		sr.HTTPClient(&http.Client{Timeout: opts.Timeout}),
+		sr.HTTPClient(&http.Client{Timeout: opts.Timeout, Transport: limitAnswers{next: tr}}),
 		sr.UserAgent("sink"),
 	}
 	if cfg.Username != "" {
@@ -208,7 +211,7 @@ func New(cfg config.SchemaRegistry, opts Options) (*Client, error) {
 		if err != nil {
 			return nil, fmt.Errorf("schema_registry.tls.%w", err)
 		}
-		srOpts = append(srOpts, sr.DialTLSConfig(tc))
+		tr.TLSClientConfig = tc
 	}
 	cl, err := sr.NewClient(srOpts...)
 	if err != nil {
@@ -309,6 +312,9 @@ func (c *Client) fetch(ctx context.Context, id int) (_ *Schema, err error) {
 	if err := c.resolve(ctx, id, s.References, seen, &out.References, 1); err != nil {
 		return nil, err
 	}
+	if err := tooLarge(id, out.References, len(out.Text)); err != nil {
+		return nil, err
+	}
 	if c.strategy != "" && c.strategy != config.SubjectAny {
 		// GET /schemas/ids/{id}/subjects: the subjects that registered
 		// this schema (a registry gives equal schemas one id).
@@ -339,6 +345,9 @@ func (c *Client) resolve(ctx context.Context, id int, refs []sr.SchemaReference,
 			return err
 		}
 		*out = append(*out, Reference{Name: ref.Name, Subject: ref.Subject, Version: ref.Version, Type: ss.Type, Text: ss.Schema.Schema})
+		if err := tooLarge(id, *out, 0); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -347,6 +356,9 @@ func (c *Client) resolve(ctx context.Context, id int, refs []sr.SchemaReference,
 // answered that the thing does not exist) or ErrUnavailable (anything
 // else: the record may well be fine).
 func classify(ctx context.Context, what string, err error) error {
+	if isTooLarge(err) {
+		return fmt.Errorf("%w: %s: %w", ErrBadRecord, what, err)
+	}
 	var re *sr.ResponseError
 	if !errors.As(err, &re) {
 		if ctx.Err() != nil {

@@ -152,6 +152,26 @@ func TestExpandTemplate(t *testing.T) {
 	f("${1}", "srv.x", "", "", `${1} does not match topic "srv.x" (topic_regex "")`)
 }
 
+func TestSplitTemplate(t *testing.T) {
+	for _, c := range []struct{ table, db, name string }{
+		{"plain", "", "plain"},
+		{"db.plain", "db", "plain"},
+		{"${topic}", "", "${topic}"},
+		{"${topic.last}", "", "${topic.last}"},
+		{"raw.${topic.last}", "raw", "${topic.last}"},
+		{"${topic.last}_cdc", "", "${topic.last}_cdc"},
+		{"${1}.${2}", "${1}", "${2}"},
+		{"pg_${1}.${topic.last}", "pg_${1}", "${topic.last}"},
+		{"a.b.c", "a", "b.c"}, // more dots: config refuses the table part
+		{"${topic.last", "${topic", "last"},
+	} {
+		db, name, hasDB := SplitTemplate(c.table)
+		if db != c.db || name != c.name || hasDB != (c.db != "") {
+			t.Errorf("SplitTemplate(%q) = %q, %q, %v; want %q, %q", c.table, db, name, hasDB, c.db, c.name)
+		}
+	}
+}
+
 // FuzzParseSource: no source text panics, and what parses is exactly what
 // was written: rejoining the parsed source gives the text back.
 func FuzzParseSource(f *testing.F) {
@@ -236,6 +256,9 @@ func FuzzTemplate(f *testing.F) {
 		problems, probe := CheckTemplate(table, topicRegex, re)
 		if strings.Contains(probe, "${") && len(problems) == 0 {
 			t.Fatalf("%q: probe %q keeps a placeholder without a problem", table, probe)
+		}
+		if db, rest, hasDB := SplitTemplate(table); (hasDB && db+"."+rest != table) || (!hasDB && (db != "" || rest != table)) {
+			t.Fatalf("SplitTemplate(%q) = %q, %q, %v: the parts are not the template", table, db, rest, hasDB)
 		}
 		name, err := ExpandTemplate(table, topic, topicRegex, re)
 		if !IsTemplate(table) && (err != nil || name != table) {

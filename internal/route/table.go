@@ -13,6 +13,12 @@ import (
 //	${topic}       the whole topic name
 //	${topic.last}  what follows the topic's last dot (server.schema.table gives table)
 //	${1}..${9}     the capture groups of the route's topic_regex
+//
+// The database of such a table is the part of the template before its
+// first dot outside a placeholder (SplitTemplate), never a dot that a
+// topic's name brings: "${topic}" for topic prod.orders names the table
+// "prod.orders" in the connector's database, which is not a valid table
+// name (config refuses it), not the table orders of database prod.
 
 // placeholderRE finds the placeholders of a table template.
 var placeholderRE = regexp.MustCompile(`\$\{([^}]*)\}`)
@@ -58,6 +64,25 @@ func CheckTemplate(table, topicRegex string, re *regexp.Regexp) (problems []stri
 		problems = append(problems, fmt.Sprintf("%q has an unterminated ${", table))
 	}
 	return problems, probe
+}
+
+// SplitTemplate splits a table template at its first dot outside a
+// placeholder: the database part (hasDB false and db "" when there is
+// none) and the table part. The dot of ${topic.last} belongs to the
+// placeholder and splits nothing.
+func SplitTemplate(table string) (db, name string, hasDB bool) {
+	spans := placeholderRE.FindAllStringIndex(table, -1)
+	for i := 0; i < len(table); i++ {
+		if len(spans) > 0 && i == spans[0][0] {
+			i = spans[0][1] - 1
+			spans = spans[1:]
+			continue
+		}
+		if table[i] == '.' {
+			return table[:i], table[i+1:], true
+		}
+	}
+	return "", table, false
 }
 
 // ExpandTemplate fills table's placeholders from topic. re is the route's

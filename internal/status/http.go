@@ -12,11 +12,14 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"sink/config"
+	"sink/internal/errtext"
 	"sink/internal/metrics"
 )
 
@@ -51,6 +54,10 @@ type Info struct {
 	// web page that makes a browser resolve its own name to 127.0.0.1
 	// (DNS rebinding) cannot reach them.
 	Loopback bool
+	// Hosts are the names, besides IP addresses and localhost, that a
+	// request's Host header may give (http.allowed_hosts, and the
+	// listener's own name): a leading "*." admits any name below it.
+	Hosts []string
 }
 
 // InfoFor is the Info of the connector cfg configures, running version.
@@ -59,7 +66,18 @@ func InfoFor(cfg *config.Config, version string) Info {
 		Name: cfg.Name, Version: version, Delivery: cfg.Delivery,
 		Admin: cfg.HTTP.Admin, Token: cfg.HTTP.AdminToken.Reveal(),
 		Loopback: config.LoopbackListen(cfg.HTTP.Listen),
+		Hosts:    append(slices.Clone(cfg.HTTP.AllowedHosts), listenName(cfg.HTTP.Listen)...),
 	}
+}
+
+// listenName is the host name of the listen address (host:port), when it
+// is a name rather than an IP address or empty.
+func listenName(listen string) []string {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil || host == "" || net.ParseIP(strings.Trim(host, "[]")) != nil {
+		return nil
+	}
+	return []string{host}
 }
 
 // WorkerID is the worker id /status reports for a listener on listen, as
@@ -117,8 +135,16 @@ var stateNames = func() []string {
 func (h *Handler) SetController(c Controller) { h.ctl.Store(&c) }
 
 // Routes returns a handler that serves the status endpoints and passes
-// every other path to next (the metrics and health endpoints).
+// every other path to next (the metrics and health endpoints). Every path
+// but /healthz (which says only "ok") reveals state or starts work, so
+// Routes refuses, before any of them, a request a browser makes for a page
+// of another site and one whose Host header is not this sink's (protect).
 func (h *Handler) Routes(next http.Handler) http.Handler {
+	return h.protect(h.mux(next))
+}
+
+// mux routes the paths to the endpoints.
+func (h *Handler) mux(next http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/", next)
 	mux.HandleFunc("/{$}", h.page)
@@ -132,6 +158,56 @@ func (h *Handler) Routes(next http.Handler) http.Handler {
 	mux.HandleFunc("/connectors/{name}/resume", h.named(h.admin(http.MethodPut, resumeOp)))
 	mux.Handle("/debug/pprof/", h.guard(http.MethodGet, profiles()))
 	return mux
+}
+
+// protect refuses, on every path but /healthz, the requests a web page of
+// another site can make a browser send:
+//
+//   - Sec-Fetch-Site: cross-site, which a browser sends with any request
+//     a page of another site causes, GETs and navigations included: such a
+//     page must not start a CPU profile or read the status. Requests that
+//     are not a browser's (curl, Prometheus, the kubelet) send no such
+//     header, and the status page's own requests are same-origin.
+//   - a Host header that does not name this sink (DNS rebinding: a page
+//     whose own name its DNS answers with 127.0.0.1 or the pod's address
+//     then reads this port as its own origin): the Host must be an IP
+//     address, localhost, or one of Info.Hosts. A request with the admin
+//     bearer token may give any Host: a browser never sends that token
+//     on its own.
+func (h *Handler) protect(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/healthz":
+		case r.Header.Get("Sec-Fetch-Site") == "cross-site":
+			writeError(w, http.StatusForbidden, "cross-origin request refused: a page of another site (Sec-Fetch-Site: cross-site) may not read or start anything here; open the address directly")
+			return
+		case !h.hostAllowed(r.Host) && (h.info.Token == "" || !h.tokenOK(r)):
+			writeError(w, http.StatusForbidden, fmt.Sprintf("Host %q does not name this sink: use its IP address or a loopback host (localhost), or list the name in http.allowed_hosts (a browser page whose name resolves here, DNS rebinding, must not read it)", r.Host))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// hostAllowed reports whether a request's Host header (host[:port]) names
+// this sink: empty (HTTP/1.0), an IP address, localhost, or one of
+// Info.Hosts ("*.example.com": any name below example.com).
+func (h *Handler) hostAllowed(hostport string) bool {
+	host := hostport
+	if hp, _, err := net.SplitHostPort(hostport); err == nil {
+		host = hp
+	}
+	host = strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
+	if host == "" || host == "localhost" || net.ParseIP(host) != nil {
+		return true
+	}
+	for _, a := range h.info.Hosts {
+		a = strings.TrimSuffix(strings.ToLower(a), ".")
+		if host == a || (strings.HasPrefix(a, "*.") && strings.HasSuffix(host, a[1:])) {
+			return true
+		}
+	}
+	return false
 }
 
 //go:embed page.html
@@ -172,6 +248,30 @@ type Report struct {
 	// Budgets: each server's budget of INSERTs per minute
 	// (clickhouse.max_inserts_per_minute), absent without one.
 	Budgets []Budget `json:"insert_budgets,omitempty"`
+	// ErrorValues says how the error texts (the traces, the tables' last
+	// errors) are served: "redacted" (the values they quote replaced by
+	// "…", the default) or "full" (?error_values=full, an admin request).
+	ErrorValues string `json:"error_values"`
+}
+
+// Redacted is rep with the values its error texts quote taken out
+// (errtext.Redact): a copy, rep's tables and tasks untouched.
+func (rep Report) Redacted() Report {
+	rep.ErrorValues = "redacted"
+	rep.Connector.Trace = errtext.Redact(rep.Connector.Trace)
+	rep.Tasks = slices.Clone(rep.Tasks)
+	for i := range rep.Tasks {
+		rep.Tasks[i].Trace = errtext.Redact(rep.Tasks[i].Trace)
+	}
+	rep.Tables = slices.Clone(rep.Tables)
+	for i, t := range rep.Tables {
+		if t.LastError != nil {
+			e := *t.LastError
+			e.Message = errtext.Redact(e.Message)
+			rep.Tables[i].LastError = &e
+		}
+	}
+	return rep
 }
 
 // TaskState is a connector's or task's state as Kafka Connect reports it;
@@ -229,11 +329,29 @@ func (h *Handler) snapshot() *Snapshot {
 	return &Snapshot{At: h.now(), State: Starting, Since: h.start}
 }
 
+// getStatus serves the Report with its error texts redacted
+// (errtext.Redact: ClickHouse can quote a row's values in them), or, with
+// ?error_values=full, whole: that needs what the admin endpoints need
+// (http.admin on, and the bearer token or a loopback Host).
 func (h *Handler) getStatus(w http.ResponseWriter, r *http.Request) {
 	if !allow(w, r, http.MethodGet, http.MethodHead) {
 		return
 	}
-	writeJSON(w, http.StatusOK, h.Report(h.now()))
+	rep := h.Report(h.now())
+	switch r.URL.Query().Get("error_values") {
+	case "":
+	case "full":
+		if !h.authorized(w, r) {
+			return
+		}
+		rep.ErrorValues = "full"
+		writeJSON(w, http.StatusOK, rep)
+		return
+	default:
+		writeError(w, http.StatusBadRequest, "error_values: want full (the error texts with the values they quote; an admin request)")
+		return
+	}
+	writeJSON(w, http.StatusOK, rep.Redacted())
 }
 
 func (h *Handler) connectors(w http.ResponseWriter, r *http.Request) {
@@ -295,29 +413,31 @@ func (h *Handler) admin(method string, op adminOp) http.HandlerFunc {
 }
 
 // guard lets a request through to next only when the admin endpoints are
-// on and the request may use them: the method, then the token (or, with
-// no token, a loopback Host header).
+// on and the request may use them: the method, then authorized.
 func (h *Handler) guard(method string, next http.Handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if !allow(w, r, method) {
-			return
+		if allow(w, r, method) && h.authorized(w, r) {
+			next.ServeHTTP(w, r)
 		}
-		if !h.info.Admin {
-			writeError(w, http.StatusForbidden, "admin endpoints are off: set http.admin: true")
-			return
-		}
-		if h.info.Token != "" {
-			if !h.tokenOK(r) {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="sink"`)
-				writeError(w, http.StatusUnauthorized, "a valid bearer token is required (Authorization: Bearer $"+config.AdminTokenEnv+")")
-				return
-			}
-		} else if !loopbackHost(r.Host) {
-			writeError(w, http.StatusForbidden, "without an admin token, the admin endpoints answer only requests to a loopback host (127.0.0.1, [::1], localhost)")
-			return
-		}
-		next.ServeHTTP(w, r)
 	}
+}
+
+// authorized reports whether r may make an admin request: the admin
+// endpoints are on, and r carries the token (or, with no token, names a
+// loopback Host). Otherwise it answers the refusal.
+func (h *Handler) authorized(w http.ResponseWriter, r *http.Request) bool {
+	switch {
+	case !h.info.Admin:
+		writeError(w, http.StatusForbidden, "admin endpoints are off: set http.admin: true")
+	case h.info.Token != "" && !h.tokenOK(r):
+		w.Header().Set("WWW-Authenticate", `Bearer realm="sink"`)
+		writeError(w, http.StatusUnauthorized, "a valid bearer token is required (Authorization: Bearer $"+config.AdminTokenEnv+")")
+	case h.info.Token == "" && !loopbackHost(r.Host):
+		writeError(w, http.StatusForbidden, "without an admin token, the admin endpoints answer only requests to a loopback host (127.0.0.1, [::1], localhost)")
+	default:
+		return true
+	}
+	return false
 }
 
 // profiles serves Go's runtime profiles (net/http/pprof) under
@@ -329,10 +449,33 @@ func profiles() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/profile", forSeconds(pprof.Profile, 30))
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.HandleFunc("/debug/pprof/trace", forSeconds(pprof.Trace, 1))
 	return mux
+}
+
+// profileSlack is what a profile's deadlines allow beyond its seconds: to
+// stop, encode and send it.
+const profileSlack = 10 * time.Second
+
+// forSeconds is a profile handler (CPU profile, trace) that runs for its
+// ?seconds=N (def without one), with the connection's read and write
+// deadlines moved past that: the server's timeouts
+// (metrics.ServeHandler) are for the other endpoints, whose answers are
+// ready at once.
+func forSeconds(profile http.HandlerFunc, def float64) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		sec := def
+		if v, err := strconv.ParseFloat(r.FormValue("seconds"), 64); err == nil && v > 0 {
+			sec = min(v, 24*3600)
+		}
+		deadline := time.Now().Add(time.Duration(sec*float64(time.Second)) + profileSlack)
+		rc := http.NewResponseController(w)
+		_ = rc.SetReadDeadline(deadline)
+		_ = rc.SetWriteDeadline(deadline)
+		profile(w, r)
+	}
 }
 
 // tokenOK compares the request's bearer token with the configured one in

@@ -246,10 +246,10 @@ func routeKey(r config.Route) string { return r.Topic + "\x00" + r.TopicRegex + 
 // metrics and the log; called when a batch of ts is sealed. (ALTERs and
 // re-reads are decided per record, by WaitFor.)
 func (e *Evolution) FlushDrift(ts *Table) {
-	for _, rs := range e.c.RoutesInto(ts) {
+	e.c.eachRouteInto(ts, func(rs *Route) {
 		rs.plan.TakeUnmapped(func(u *decode.UnmappedField) { e.unmapped(ts, u) },
 			func(n uint64) { e.unmappedOverflow(ts, n) })
-	}
+	})
 }
 
 func hasColumn(cols []chschema.ColumnSchema, name string) bool {

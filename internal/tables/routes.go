@@ -404,31 +404,27 @@ func (c *Catalog) tighten(ts *Table, d time.Duration) {
 // those resolved per topic (a table named after its topic).
 func (c *Catalog) RoutesInto(ts *Table) []*Route {
 	var out []*Route
-	for _, rs := range c.allRoutes() {
-		if rs.table == ts {
-			out = append(out, rs)
-		}
-	}
+	c.eachRouteInto(ts, func(rs *Route) { out = append(out, rs) })
 	return out
 }
 
-// allRoutes is every compiled route: the configured ones and those resolved
-// per topic (a table named after its topic).
-func (c *Catalog) allRoutes() []*Route {
-	out := make([]*Route, 0, len(c.routes)+len(c.byTopic))
+// eachRouteInto calls fn with every compiled route into ts, once each:
+// the configured ones, then those resolved per topic. It allocates
+// nothing: the seal of every batch calls it (FlushDefaults, FlushDrift).
+func (c *Catalog) eachRouteInto(ts *Table, fn func(rs *Route)) {
 	for _, rs := range c.routes {
-		if rs != nil && rs.table != nil {
-			out = append(out, rs)
+		if rs != nil && rs.table == ts {
+			fn(rs)
 		}
 	}
 	for _, list := range c.byTopic {
 		for _, rs := range list {
-			if rs.table != nil && !slices.Contains(out, rs) {
-				out = append(out, rs)
+			// A topic's candidates may be configured routes, called above.
+			if rs.table == ts && !slices.Contains(c.routes, rs) {
+				fn(rs)
 			}
 		}
 	}
-	return out
 }
 
 // FlushDefaults moves the counts of defaults given by ts's plans into the
@@ -437,7 +433,5 @@ func (c *Catalog) FlushDefaults(ts *Table) {
 	if ts.m == nil {
 		return
 	}
-	for _, rs := range c.RoutesInto(ts) {
-		rs.plan.TakeDefaults(ts.m.Defaulted)
-	}
+	c.eachRouteInto(ts, func(rs *Route) { rs.plan.TakeDefaults(ts.m.Defaulted) })
 }

@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # Sourced by scripts/stack.sh (its header describes the stack and its
 # commands): Apache Kafka (one KRaft broker+controller), 127.0.0.1:9092,
-# controller 9093, SASL_SSL 9094, config from testdata/kafka/.
+# controller 9093, SASL_SSL 9094, OAUTHBEARER (SASL_PLAINTEXT) 9095 with the
+# token issuer's JWKS (tokenissuer.sh), config from testdata/kafka/.
 
 KAFKA_LIBS=$ROOT/.cache/kafka-libs
 POM=$ROOT/scripts/kafka/pom.xml
@@ -9,6 +10,7 @@ HEAP=${STACK_HEAP:-512m}
 KAFKA_PORT=9092
 KAFKA_CTRL=9093
 KAFKA_SASL=9094
+KAFKA_OAUTH=9095
 KAFKA_DIR=$STACK_DIR/kafka
 KAFKA_TLS=$KAFKA_DIR/tls
 KAFKA_STATE= # as CH_STATE
@@ -48,9 +50,12 @@ kafka_version() {
 
 # The JVM command line for Kafka's main classes: a small heap (the machine has 2 cores
 # and runs ClickHouse, the tests and the sink too), our log4j2 config, the cached jars.
+# Kafka 4 fetches an OAuth URL only when this system property allows it: the token
+# issuer's JWKS, for the OAUTHBEARER listener's validator.
 kafka_java() {
 	KAFKA_JAVA=(java -Xmx"$HEAP" -XX:+UseG1GC -XX:+ExitOnOutOfMemoryError -Djava.awt.headless=true
 		-Dlog4j2.configurationFile="$ROOT/testdata/kafka/log4j2.properties"
+		-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls="$ISSUER_URL/jwks"
 		-cp "$KAFKA_LIBS/*")
 }
 
@@ -81,7 +86,7 @@ kafka_check() {
 		say "reusing the Kafka broker that already answers on $HOST:$KAFKA_PORT (not started by this checkout)"
 		return
 	fi
-	for port in $KAFKA_PORT $KAFKA_CTRL $KAFKA_SASL; do
+	for port in $KAFKA_PORT $KAFKA_CTRL $KAFKA_SASL $KAFKA_OAUTH; do
 		if port_busy "$port"; then
 			die "port $port is in use by something that is not a Kafka broker ($(port_owner "$port"))"
 		fi
@@ -151,6 +156,9 @@ kafka_start() {
 	kafka_tls
 	fetch_kafka_libs
 	kafka_java
+	# The OAUTHBEARER listener's validator reads the issuer's JWKS at start;
+	# without it the broker exits.
+	issuer_healthy || die "the token issuer does not answer on $ISSUER_URL/jwks; Kafka's OAUTHBEARER listener needs it to start"
 	mkdir -p "$KAFKA_DIR/data"
 	render "$ROOT/testdata/kafka/server.properties" "$KAFKA_DIR/server.properties"
 	# KRaft needs its log dir formatted with a cluster id once; later starts reuse it.
@@ -163,17 +171,18 @@ kafka_start() {
 	KAFKA_STATE=started
 }
 
-# The SASL_SSL listener opens together with the PLAINTEXT one; a broker started
-# before it existed has none (see kafka_check).
+# The SASL_SSL and OAUTHBEARER listeners open together with the PLAINTEXT one;
+# a broker started before they existed has none (see kafka_check).
 kafka_sasl_up() { port_busy "$KAFKA_SASL"; }
-kafka_ready() { kafka_healthy && kafka_sasl_up; }
+kafka_oauth_up() { port_busy "$KAFKA_OAUTH"; }
+kafka_ready() { kafka_healthy && kafka_sasl_up && kafka_oauth_up; }
 
 kafka_wait() {
 	[[ $KAFKA_STATE == reused ]] && return
 	wait_until Kafka kafka_ours kafka_ready "$KAFKA_DIR/kafka.log"
 	if [[ $KAFKA_STATE == running ]]; then
-		say "Kafka already running (pid $(kafka_ours)), $HOST:$KAFKA_PORT, SASL_SSL $HOST:$KAFKA_SASL"
+		say "Kafka already running (pid $(kafka_ours)), $HOST:$KAFKA_PORT, SASL_SSL $HOST:$KAFKA_SASL, OAUTHBEARER $HOST:$KAFKA_OAUTH"
 	else
-		say "Kafka $(kafka_version) started (pid $(kafka_ours)), broker $HOST:$KAFKA_PORT, SASL_SSL $HOST:$KAFKA_SASL (CA ${KAFKA_TLS#"$ROOT"/}/ca.pem), controller $HOST:$KAFKA_CTRL"
+		say "Kafka $(kafka_version) started (pid $(kafka_ours)), broker $HOST:$KAFKA_PORT, SASL_SSL $HOST:$KAFKA_SASL (CA ${KAFKA_TLS#"$ROOT"/}/ca.pem), OAUTHBEARER $HOST:$KAFKA_OAUTH (tokens from $ISSUER_URL/token), controller $HOST:$KAFKA_CTRL"
 	fi
 }

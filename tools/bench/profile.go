@@ -102,7 +102,7 @@ var perfCategories = func() func(string) []string {
 			return has(s, "twmb/franz-go", "klauspost/compress", "hash/crc32")
 		}},
 		{"pipeline, batch, offsets, map lookups and hashing", func(_, s string) bool {
-			return has(s, "sink/internal/pipeline", "sink/internal/batch", "sink/internal/offsets", "internal/runtime/maps", "aeshash", "type:.eq", "type:.hash", "memhash", "strhash")
+			return has(s, "sink/internal/pipeline", "sink/internal/tables", "sink/internal/cdc", "sink/internal/batch", "sink/internal/offsets", "internal/runtime/maps", "aeshash", "type:.eq", "type:.hash", "memhash", "strhash")
 		}},
 		{"Go runtime: scheduler, channels, timers, syscalls", func(_, s string) bool {
 			return strings.HasPrefix(s, "runtime.") || strings.HasPrefix(s, "internal/runtime")

@@ -116,11 +116,7 @@ func (c *checker) security() {
 		fmt.Fprintf(c.out, "config: warning: %s\n", w)
 	}
 	k, ch := cfg.Kafka, cfg.ClickHouse
-	sasl := "SASL off"
-	if k.SASL.Mechanism != "" {
-		sasl = fmt.Sprintf("SASL %s as %q, %s", k.SASL.Mechanism, k.SASL.Username, password(k.SASL.Password, k.SASL.PasswordFile))
-	}
-	fmt.Fprintf(c.out, "security: kafka %s, %s\n", tlsSummary(k.TLS), sasl)
+	fmt.Fprintf(c.out, "security: kafka %s, %s\n", tlsSummary(k.TLS), saslSummary(k.SASL))
 	fmt.Fprintf(c.out, "security: clickhouse %s, user %q, %s\n", tlsSummary(ch.TLS), ch.Username, password(ch.Password, ch.PasswordFile))
 	if h := cfg.HTTP; h.Listen != "" {
 		fmt.Fprintf(c.out, "security: http %s, pause/resume endpoints %s\n", h.Listen, adminSummary(h))
@@ -138,9 +134,13 @@ func adminSummary(h config.HTTP) string {
 	return "off"
 }
 
-// kafka reaches the brokers, prints the consumed topics and the
-// dead-letter topic, and returns the topics' names in order.
+// kafka gets a token or credentials for a managed SASL mechanism (auth),
+// reaches the brokers, prints the consumed topics and the dead-letter
+// topic, and returns the topics' names in order.
 func (c *checker) kafka(ctx context.Context) ([]string, error) {
+	if err := c.auth(ctx); err != nil {
+		return nil, err
+	}
 	topics, dlq, err := consumer.ProbeDLQ(ctx, c.cfg)
 	if err != nil {
 		return nil, err

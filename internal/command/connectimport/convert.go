@@ -69,15 +69,30 @@ type conv struct {
 // ClickHouse sink connector or lacks what any sink needs (topics); every
 // key it cannot carry is in Result.Fates as Unsupported.
 func Convert(c Connector, o Options) (*Result, error) {
+	v, r, err := mapKeys(c, o)
+	if err != nil {
+		return nil, err
+	}
+	y, err := render(v.doc, r, c)
+	if err != nil {
+		return nil, err
+	}
+	r.YAML = y
+	return r, nil
+}
+
+// mapKeys maps every key of c: the document to write, and the Result with
+// each key's fate (a secret's value masked) but no YAML yet.
+func mapKeys(c Connector, o Options) (*conv, *Result, error) {
 	v := &conv{cfg: c.Config, opts: o, fates: map[string]Fate{}, doc: &omap{}, columns: map[string]string{}}
 	if class := c.Config["connector.class"]; class != SinkClass && class != "ClickHouseSinkConnector" {
 		if class == "" {
-			return nil, fmt.Errorf("connector %q: no connector.class; this import reads %s", c.Name, SinkClass)
+			return nil, nil, fmt.Errorf("connector %q: no connector.class; this import reads %s", c.Name, SinkClass)
 		}
-		return nil, fmt.Errorf("connector %q: connector.class %s is not %s", c.Name, class, SinkClass)
+		return nil, nil, fmt.Errorf("connector %q: connector.class %s is not %s", c.Name, class, SinkClass)
 	}
 	if strings.TrimSpace(c.Config["topics"]) == "" && strings.TrimSpace(c.Config["topics.regex"]) == "" {
-		return nil, fmt.Errorf("connector %q: neither topics nor topics.regex is set", c.Name)
+		return nil, nil, fmt.Errorf("connector %q: neither topics nor topics.regex is set", c.Name)
 	}
 	v.notNeeded("connector.class", "this sink is the connector")
 	v.identity(c.Name)
@@ -103,12 +118,7 @@ func Convert(c Connector, o Options) (*Result, error) {
 		}
 		r.Fates = append(r.Fates, f)
 	}
-	y, err := render(v.doc, r, c)
-	if err != nil {
-		return nil, err
-	}
-	r.YAML = y
-	return r, nil
+	return v, r, nil
 }
 
 func (v *conv) set(key string, kind Kind, to, why string) {
@@ -390,6 +400,9 @@ func (v *conv) consumerOverrides() {
 		}
 		rule, ok := overrideRules[name]
 		if !ok {
+			rule, ok = saslRules[name]
+		}
+		if !ok {
 			v.unsupported(key, "a consumer setting this import does not know; the sink's consumer settings are under kafka: (config/example.yaml)")
 			continue
 		}
@@ -426,8 +439,7 @@ var overrideRules = map[string]overrideRule{
 	"auto.offset.reset":     (*conv).offsetReset,
 	"isolation.level":       (*conv).isolationLevel,
 	"security.protocol":     (*conv).securityProtocol,
-	"sasl.mechanism":        (*conv).saslMechanism,
-	"sasl.jaas.config":      (*conv).jaasConfig,
+	// The sasl.* keys are saslRules (sasl.go).
 }
 
 // millisTo carries a number of milliseconds to the duration key to.
@@ -492,27 +504,6 @@ func (v *conv) securityProtocol(key, val string) {
 		v.unsupported(key, "unknown security protocol")
 	}
 }
-
-func (v *conv) saslMechanism(key, val string) {
-	switch m := strings.ToUpper(val); m {
-	case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
-		v.doc.set("kafka.sasl.mechanism", m)
-		v.carry(key, "kafka.sasl.mechanism", "")
-	default:
-		v.unsupported(key, "the sink supports PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512")
-	}
-}
-
-func (v *conv) jaasConfig(key, val string) {
-	if u := jaasUser.FindStringSubmatch(val); u != nil {
-		v.doc.set("kafka.sasl.username", u[1])
-		v.carry(key, "kafka.sasl.username, SINK_KAFKA__SASL__PASSWORD", "the password is never written to the YAML: set the variable or kafka.sasl.password_file")
-	} else {
-		v.unsupported(key, "no username=\"…\" in it")
-	}
-}
-
-var jaasUser = regexp.MustCompile(`username\s*=\s*"([^"]*)"`)
 
 // delivery: exactlyOnce and its KeeperMap state.
 func (v *conv) delivery() {

@@ -264,7 +264,7 @@ func TestConsumerSecurityOverrides(t *testing.T) {
 		"consumer.override.fetch.max.wait.ms", "soon", "consumer.override.fetch.min.bytes", "-1"), Options{})
 	checkFates(t, r, []fateWant{
 		{"consumer.override.security.protocol", NotNeeded, "kafka.sasl.mechanism is set"},
-		{"consumer.override.sasl.mechanism", Unsupported, "PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512"},
+		{"consumer.override.sasl.mechanism", Unsupported, "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER and AWS_MSK_IAM"},
 		{"consumer.override.sasl.jaas.config", Unsupported, "no username"},
 		{"consumer.override.fetch.max.wait.ms", Unsupported, "milliseconds"},
 		{"consumer.override.fetch.min.bytes", Unsupported, "bytes"},

@@ -32,13 +32,38 @@ type Fate struct {
 	Why   string
 }
 
-// secretKey reports whether a key holds a secret whose value is never
-// printed.
+// secretKey reports whether a key holds a secret, whose value is neither
+// printed nor written, not one character of it (the fate table shows
+// "***"). Each key Kafka's clients define as type PASSWORD (ssl.key.password,
+// ssl.keystore.password and .key, ssl.keystore.certificate.chain,
+// ssl.truststore.password and .certificates, sasl.jaas.config,
+// sasl.oauthbearer.client.credentials.client.secret,
+// sasl.oauthbearer.assertion.private.key.passphrase), each Confluent's
+// serializers do (basic.auth.user.info, schema.registry.basic.auth.user.info,
+// bearer.auth.token, bearer.auth.client.secret, schema.registry.ssl.*),
+// the ClickHouse sink's password, under any prefix a connector config puts
+// before them (consumer.override., value.converter., ...), holds one of
+// secretParts; so do the schema registry client's request.header.* (an
+// Authorization header), the JDBC properties (a password may be one of
+// them) and any key whose name says it holds a token, a secret or a
+// credential.
 func secretKey(key string) bool {
 	k := strings.ToLower(key)
-	return strings.Contains(k, "password") || strings.Contains(k, "secret") ||
-		strings.HasSuffix(k, "sasl.jaas.config") || strings.Contains(k, "basic.auth.user.info") ||
-		strings.Contains(k, "credentials")
+	for _, part := range secretParts {
+		if strings.Contains(k, part) {
+			return true
+		}
+	}
+	return false
+}
+
+// secretParts are the parts of a key's name that make it a secret
+// (secretKey).
+var secretParts = []string{
+	"password", "passphrase", "secret", "credential", "token",
+	"jaas.config", "user.info", "keystore.key", "private.key",
+	"certificate.chain", "truststore.certificates",
+	"request.header.", "jdbcconnectionproperties",
 }
 
 // PrintFates writes the fate table, one key per line, in input key order.

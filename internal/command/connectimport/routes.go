@@ -493,10 +493,10 @@ func (v *conv) regexRoutes(mapping map[string]string, split string) {
 		}
 	}
 	if split != "" && len(v.routers) == 0 {
-		v.unsupported("enableDbTopicSplit", "with topics.regex the import cannot split topic names it does not know: write routes with topic_regex capture groups, table: \"${1}.${2}\"")
+		v.unsupported("enableDbTopicSplit", "with topics.regex the import cannot split topic names it does not know: write routes with topic_regex capture groups, table: \"${1}.${2}\" and the databases it may write to in databases:")
 	}
 	v.addRoute("topic_regex", re, "${topic}")
-	v.notes = append(v.notes, "topics.regex: each topic's table is the topic's name (${topic}), as in the official sink; a name with a dot would read as database.table")
+	v.notes = append(v.notes, "topics.regex: each topic's table is the topic's name (${topic}), as in the official sink; a topic whose name has a dot is a bad record (a topic never chooses the database)")
 }
 
 // addRoute appends one route.

@@ -120,7 +120,7 @@ func render(doc *omap, r *Result, c Connector) ([]byte, error) {
 		return nil, fmt.Errorf("connector %q: write YAML: %w", c.Name, err)
 	}
 	_ = enc.Close()
-	if _, err := config.Parse(buf.Bytes(), nil); err != nil {
+	if _, err := config.Parse(buf.Bytes(), withheldSecrets(doc)); err != nil {
 		return nil, fmt.Errorf("connector %q: the config made from it does not load (%s); nothing written", c.Name, strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
 	return buf.Bytes(), nil

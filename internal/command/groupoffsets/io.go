@@ -16,6 +16,7 @@ import (
 
 	"sink/config"
 	"sink/internal/chschema"
+	"sink/internal/chtable"
 	"sink/internal/consumer"
 	"sink/internal/eos"
 	"sink/internal/offsets"
@@ -245,8 +246,10 @@ func contains(l [][2]string, x [2]string) bool {
 	return false
 }
 
+// quoted is db.table for a statement, each name through the one quoting
+// function of generated SQL.
 func quoted(db, table string) string {
-	return "`" + strings.ReplaceAll(db, "`", "\\`") + "`.`" + strings.ReplaceAll(table, "`", "\\`") + "`"
+	return chschema.QuoteIdent(db) + "." + chschema.QuoteIdent(table)
 }
 
 // HeldIn reads what db.table holds of tp's records at offsets from..to-1
@@ -291,8 +294,8 @@ func HeldIn(ctx context.Context, conn driver.Conn, db, table string, tp offsets.
 // waits for the mutation to finish (polling system.mutations, which both
 // old and new servers have). It returns the statement it ran.
 func DeleteFrom(ctx context.Context, conn driver.Conn, db, table string, tp offsets.TP, from int64) (string, error) {
-	stmt := fmt.Sprintf("ALTER TABLE %s DELETE WHERE _topic = '%s' AND _partition = %d AND _offset >= %d",
-		quoted(db, table), strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(tp.Topic), tp.Partition, from)
+	stmt := fmt.Sprintf("ALTER TABLE %s DELETE WHERE _topic = %s AND _partition = %d AND _offset >= %d",
+		quoted(db, table), chtable.QuoteString(tp.Topic), tp.Partition, from)
 	if err := conn.Exec(ctx, stmt); err != nil {
 		return stmt, fmt.Errorf("clickhouse: %s: %w", stmt, err)
 	}

@@ -139,6 +139,9 @@ type Dispatch struct {
 	ins     *inserts
 	// the run's totals (Totals)
 	totalRows, totalInserts int64
+	// tps is the scratch of a landed batch's partitions (inserted), kept
+	// so that an INSERT's ack allocates nothing.
+	tps []offsets.TP
 }
 
 // New is the dispatch of cfg's batches over d. The pipeline gives it its

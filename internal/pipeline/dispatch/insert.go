@@ -157,7 +157,11 @@ func (d *Dispatch) inserted(ctx context.Context, e Inserted) {
 		return
 	}
 	ts, rows := f.table, f.b.Rows()
-	d.Tracker.Ack(e.id, f.b.TPs())
+	d.tps = d.tps[:0]
+	for _, r := range f.b.Ranges {
+		d.tps = append(d.tps, r.TP)
+	}
+	d.Tracker.Ack(e.id, d.tps)
 	d.Delivery.OnAck(ts, e.id)
 	st := d.q.stats(ts)
 	now := d.Now()

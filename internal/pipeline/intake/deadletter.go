@@ -305,7 +305,7 @@ func (in *Intake) divert(writeCtx context.Context, tp offsets.TP, r *kgo.Record,
 		return units, acc, true
 	}
 	id := in.own.NewID()
-	in.taken = r // recycled by dropDLQ, not by the decode loop
+	in.taken = r // recycled by drop once settled, not by the decode loop
 	d := &dlqState{tp: tp, rec: r, cause: err}
 	in.dlq.add(id, d)
 	in.log.Warn().Err(err).Str("dlq_topic", in.cfg.Errors.DLQTopic).Msg("bad record sent to the dead-letter topic")

@@ -49,13 +49,29 @@ func (in *Intake) unrouted(writeCtx context.Context, tp offsets.TP, r *kgo.Recor
 	in.skipped(tp, r)
 }
 
+// badTopic handles r as a bad record when err says that its topic's name
+// gives no table by its route's template (config.TopicTableError: a dot
+// that would choose the database, a database outside the route's list):
+// whoever creates topics chooses the name, as whoever produces chooses a
+// record. It reports false for any other error, which stops the connector.
+func (in *Intake) badTopic(writeCtx context.Context, tp offsets.TP, r *kgo.Record, err error) bool {
+	var bad *config.TopicTableError
+	if !errors.As(err, &bad) {
+		return false
+	}
+	in.badRecord(writeCtx, tp, r, err, nil)
+	return true
+}
+
 // handleFanout routes one record by its routes' conditions. Like
 // decodeRecord, held reports that the record waits for the schema registry
 // or for a table's new column (nothing was done with it).
 func (in *Intake) handleFanout(writeCtx context.Context, now time.Time, tp offsets.TP, r *kgo.Record) (_ error, held bool) {
 	cands, err := in.cat.RoutesFor(writeCtx, r.Topic)
 	if err != nil {
-		in.own.Fail(err) // a table cannot be resolved: stop before this record
+		if !in.badTopic(writeCtx, tp, r, err) {
+			in.own.Fail(err) // a table cannot be resolved: stop before this record
+		}
 		return nil, false
 	}
 	if !in.fanTargets(cands, r) {

@@ -22,7 +22,7 @@ import (
 // or whose look-up failed (the registry is down or failing:
 // decode.ErrUnavailable) is not a bad record: it will decode once the
 // registry answers. And a record that carries a field its table is about
-// to get a column for (evolve.go: an ADD COLUMN is running, or the table
+// to get a column for (internal/tables: an ADD COLUMN is running, or the table
 // is being re-read because a person may have added it) would lose that
 // field's value if decoded now. Either way the record is held, together
 // with every record after it in its partition (order within a partition

@@ -416,13 +416,13 @@ func (in *Intake) handlePartition(writeCtx context.Context, now time.Time, tp of
 // is recycled exactly once, by whoever holds it last (docs/architecture.md,
 // "Who holds a fetched record, and until when"):
 //
-//   - the decode loops (handlePartition, retryHeld) right after its decode
+//   - the decode loops (handlePartition, Held.Retry) right after its decode
 //     (release): its row is in the block by then, copied, and what else
 //     knows of it are values (offset, epoch, timestamp, lengths);
-//   - the dead-letter path once its produce is settled (dropDLQ), when
-//     divert took it: franz-go's producer reads the copy's key and value,
-//     which are the record's, until then;
-//   - dropPending and dropHeld, for records of partitions given up or
+//   - the dead-letter path once its produce is settled
+//     (DeadLetters.drop), when divert took it: franz-go's producer reads
+//     the copy's key and value, which are the record's, until then;
+//   - dropPending and Held.drop, for records of partitions given up or
 //     sought back, which nothing has seen yet.
 //
 // A record left at shutdown, or whose dead-letter produce failed for good,

@@ -46,7 +46,7 @@ func (in *Intake) consumed(r *kgo.Record) {
 
 // routeRecord hands r to its route's table (decodeRecord) or, when routes
 // are chosen per record, to every table its routes' conditions pick
-// (handleFanout); held as for handleRecord.
+// (handleFanout); held as for Record.
 func (in *Intake) routeRecord(writeCtx context.Context, now time.Time, tp offsets.TP, r *kgo.Record) (_ error, held bool) {
 	if r.Attrs.IsControl() {
 		// A transaction's commit or abort marker (the consumer keeps them):
@@ -66,11 +66,13 @@ func (in *Intake) routeRecord(writeCtx context.Context, now time.Time, tp offset
 // decodeRecord appends r to its table's open batch, or skips it, or sends
 // it to the dead-letter path; held is true (and nothing is done) when its
 // schema cannot be fetched now, or when it carries a field its table is
-// getting a column for (the row is taken back: evolve.go).
+// getting a column for (the row is taken back: internal/tables).
 func (in *Intake) decodeRecord(writeCtx context.Context, now time.Time, tp offsets.TP, r *kgo.Record) (_ error, held bool) {
 	rs, err := in.cat.RouteFor(writeCtx, r.Topic)
 	if err != nil {
-		in.own.Fail(err) // the topic's table cannot be resolved: stop before this record
+		if !in.badTopic(writeCtx, tp, r, err) {
+			in.own.Fail(err) // the topic's table cannot be resolved: stop before this record
+		}
 		return nil, false
 	}
 	if rs == nil {

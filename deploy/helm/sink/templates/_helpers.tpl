@@ -27,6 +27,15 @@ app.kubernetes.io/instance: {{ include "sink.fullname" . }}
 {{- if or .Values.credentials.clickhousePassword (and .Values.existingSecret .Values.existingSecretKeys.clickhousePassword) }}true{{ end -}}
 {{- end -}}
 
+{{- define "sink.hasOAuthClientSecret" -}}
+{{- if or .Values.credentials.oauthClientSecret (and .Values.existingSecret .Values.existingSecretKeys.oauthClientSecret) }}true{{ end -}}
+{{- end -}}
+
+{{/* Secret files mounted at /etc/sink/secrets: the ClickHouse password, the OAuth client secret. */}}
+{{- define "sink.hasSecretFiles" -}}
+{{- if or (include "sink.hasClickHousePassword" .) (include "sink.hasOAuthClientSecret" .) }}true{{ end -}}
+{{- end -}}
+
 {{/* Memory limit in MiB: 2 x buffer + 192. */}}
 {{- define "sink.memoryMiB" -}}
 {{- add (mul 2 (int .Values.bufferMemoryMiB)) 192 -}}
@@ -46,6 +55,15 @@ app.kubernetes.io/instance: {{ include "sink.fullname" . }}
 {{- $ch := deepCopy (default dict $cfg.clickhouse) -}}
 {{- $_ := set $ch "password_file" "/etc/sink/secrets/clickhouse-password" -}}
 {{- $_ := set $cfg "clickhouse" $ch -}}
+{{- end -}}
+{{- if include "sink.hasOAuthClientSecret" . -}}
+{{- $kafka := deepCopy (default dict $cfg.kafka) -}}
+{{- $sasl := deepCopy (default dict $kafka.sasl) -}}
+{{- $oauth := deepCopy (default dict $sasl.oauth) -}}
+{{- $_ := set $oauth "client_secret_file" "/etc/sink/secrets/oauth-client-secret" -}}
+{{- $_ := set $sasl "oauth" $oauth -}}
+{{- $_ := set $kafka "sasl" $sasl -}}
+{{- $_ := set $cfg "kafka" $kafka -}}
 {{- end -}}
 {{- toYaml $cfg -}}
 {{- end -}}
