@@ -41,9 +41,9 @@ import (
 // Each payload is checked against its schema first (connChecker.check):
 // a payload the schema does not describe is a bad record naming the field
 // and what it holds, and so is a schema Connect would not read. The schema
-// text is compiled once per distinct text (a cache of the last 256). An
-// envelope whose schema is null carries a payload without one: it is read
-// as a plain record. A null payload is a tombstone (the json format's
+// text is compiled once per distinct text (a cache of up to 256 texts and
+// 4 MiB). An envelope whose schema is null carries a payload without one:
+// it is read as a plain record. A null payload is a tombstone (the json format's
 // errors.on_tombstone). The payload must be an object (a struct, or a map
 // with string keys): a schema of another type is a bad record.
 //
@@ -279,11 +279,18 @@ type connSchema struct {
 type connectSchemas struct {
 	last   *connSchema
 	byText map[string]*connSchema
+	bytes  int // the texts' bytes in byText
 	parser fastjson.Parser
 }
 
-// maxConnSchemas bounds the cache; when it is full it starts over.
-const maxConnSchemas = 256
+// The cache holds at most maxConnSchemas schemas of at most
+// maxConnSchemaBytes of text (a record carries its schema, so whoever
+// produces records chooses its size); when the next one would not fit it
+// starts over. A topic's few schemas of a few KB stay in it.
+const (
+	maxConnSchemas     = 256
+	maxConnSchemaBytes = 4 << 20
+)
 
 // get returns the compiled schema of text, compiling it (and resolving the
 // columns with resolve) on first sight.
@@ -302,10 +309,11 @@ func (c *connectSchemas) get(text []byte, resolve func(*connNode) []*connNode) *
 		s.cols = resolve(s.root)
 		s.defaults = structDefaults(v)
 	}
-	if c.byText == nil || len(c.byText) >= maxConnSchemas {
-		c.byText = map[string]*connSchema{}
+	if c.byText == nil || len(c.byText) >= maxConnSchemas || c.bytes+len(text) > maxConnSchemaBytes {
+		c.byText, c.bytes = map[string]*connSchema{}, 0
 	}
 	c.byText[s.text] = s
+	c.bytes += len(text)
 	c.last = s
 	return s
 }
