@@ -1,6 +1,8 @@
 package decode
 
 import (
+	"bytes"
+
 	"github.com/valyala/fastjson"
 
 	"sink/internal/jsonscan"
@@ -134,33 +136,41 @@ func (e *connectEnv) quick(value []byte, tombstone func() error) (ok bool, err e
 	if e.off || last == nil {
 		return false, nil
 	}
-	i := skipSpace(value, 0)
-	if i >= len(value) || value[i] != '{' {
-		return false, nil
-	}
-	if i, ok = member(value, i+1, `"schema"`); !ok || len(value)-i < len(last.text) || string(value[i:i+len(last.text)]) != last.text {
-		return false, nil
-	}
-	if i = skipSpace(value, i+len(last.text)); i >= len(value) || value[i] != ',' {
-		return false, nil
-	}
-	if i, ok = member(value, i+1, `"payload"`); !ok {
-		return false, nil
-	}
-	end := len(value)
-	for end > i && (value[end-1] == ' ' || value[end-1] == '\n' || value[end-1] == '\t' || value[end-1] == '\r') {
-		end--
-	}
+	pl, ok := payloadAfter(value, last.text)
 	// The payload is parsed on its own: one level shallower than in the
 	// record, so one nested near the limit is left to the whole scan.
-	if end <= i || value[end-1] != '}' || !nestedBelow(value[i:end-1], jsonscan.MaxDepth-2) {
+	if !ok || !nestedBelow(pl, jsonscan.MaxDepth-2) {
 		return false, nil
 	}
-	v, perr := e.parser.ParseBytes(value[i : end-1])
+	v, perr := e.parser.ParseBytes(pl)
 	if perr != nil {
 		return false, nil
 	}
 	return true, e.load(last, v, tombstone)
+}
+
+// payloadAfter returns P of a value written {"schema":S,"payload":P}
+// (spaces allowed) where S is schema byte for byte; P is not checked.
+func payloadAfter(value []byte, schema string) ([]byte, bool) {
+	i := skipSpace(value, 0)
+	if i >= len(value) || value[i] != '{' {
+		return nil, false
+	}
+	i, ok := member(value, i+1, `"schema"`)
+	if !ok || len(value)-i < len(schema) || string(value[i:i+len(schema)]) != schema {
+		return nil, false
+	}
+	if i = skipSpace(value, i+len(schema)); i >= len(value) || value[i] != ',' {
+		return nil, false
+	}
+	if i, ok = member(value, i+1, `"payload"`); !ok {
+		return nil, false
+	}
+	rest := bytes.TrimRight(value[i:], " \t\r\n")
+	if len(rest) == 0 || rest[len(rest)-1] != '}' {
+		return nil, false
+	}
+	return rest[:len(rest)-1], true
 }
 
 // load reads the payload v of an envelope whose schema is s (nil: none).
