@@ -26,6 +26,9 @@ type Options struct {
 	// Delivery, when set, replaces what exactlyOnce says
 	// (at_least_once or exactly_once).
 	Delivery string
+	// Samples are what was read of Result.SampleTopics, for a connector
+	// that names no value.converter (nil: the topics were not read).
+	Samples []Sample
 }
 
 // Result is one connector, converted.
@@ -40,6 +43,11 @@ type Result struct {
 	Fates []Fate
 	// Notes say what the input left open (e.g. the worker's converters).
 	Notes []string
+	// SampleTopics are the topics whose records show which converter the
+	// Connect worker applies, for a connector that names none (empty when
+	// it names one, its records are Debezium's, or the brokers or topics
+	// are unknown): convert again with Options.Samples read from them.
+	SampleTopics []string
 }
 
 // conv is the state of one conversion.
@@ -106,7 +114,7 @@ func mapKeys(c Connector, o Options) (*conv, *Result, error) {
 	v.rest()
 
 	v.doc.set("routes", v.routes)
-	r := &Result{Name: v.name, Notes: v.notes}
+	r := &Result{Name: v.name, Notes: v.notes, SampleTopics: v.sampleTopicsOf()}
 	for _, k := range sortedKeys(c.Config) {
 		f := v.fates[k]
 		f.Key = k

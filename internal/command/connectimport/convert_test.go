@@ -281,7 +281,9 @@ func TestConverters(t *testing.T) {
 		urls   string
 	}{
 		{[]string{"value.converter.schemas.enable", "false"}, "json", Carried, ""},
-		{[]string{"value.converter.schemas.enable", "<unset>"}, "json", Unsupported, ""},
+		{[]string{"value.converter.schemas.enable", "<unset>"}, "connect-json", Carried, ""},
+		{[]string{"value.converter.schemas.enable", "true"}, "connect-json", Carried, ""},
+		{[]string{"value.converter", "<unset>", "value.converter.schemas.enable", "<unset>"}, "json", "", ""},
 		{[]string{"value.converter", stringConverter}, "json", Carried, ""},
 		{[]string{"value.converter", confluentAvro, "value.converter.schema.registry.url", "http://r:8081"}, "avro", Carried, "http://r:8081"},
 		{[]string{"value.converter", confluentProtobuf, "value.converter.schema.registry.url", "http://r:8081"}, "protobuf", Carried, "http://r:8081"},
@@ -297,6 +299,12 @@ func TestConverters(t *testing.T) {
 		}
 		if f := fate(r, "value.converter"); f.Kind != tc.kind {
 			t.Errorf("%v: value.converter %s (%s), want %s", tc.kv, f.Kind, f.Why, tc.kind)
+		}
+	}
+	for _, v := range []string{"true", "false"} {
+		r, _ := convert(t, base("value.converter.schemas.enable", v), Options{})
+		if f := fate(r, "value.converter.schemas.enable"); f.Kind != Carried || !strings.HasPrefix(f.To, "routes[].format: ") {
+			t.Errorf("schemas.enable=%s: %s %s (%s)", v, f.Kind, f.To, f.Why)
 		}
 	}
 	_, cfg := convert(t, base("debeziumCDCEnabled", "true"), Options{})
