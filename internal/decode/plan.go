@@ -90,6 +90,7 @@ type source struct {
 	kind   route.Kind
 	header string // route.Header: the header name
 	format bool   // the format reads it (rowFormat.read)
+	spec   string // the source as the route names it (the column's name when it names none)
 }
 
 // Plan is the compiled decoder of one route into one table: the columns,
@@ -117,6 +118,7 @@ type Plan struct {
 	policy   Policy        // policy.go
 	rpol     format.Policy // the policy's part the format applies
 	defaults [][2]uint64   // per column: defaults given for missing, null values
+	unfilled unfilled      // unfilled.go: per column, rows the record gave no value
 	marks    []mark        // defaults given in the row being appended (or last appended)
 	// lastBytes is b.bytes before the last appended row (Unappend).
 	lastBytes int
@@ -196,7 +198,10 @@ func Compile(rf route.Format, cols []chschema.ColumnSchema, mapping map[string]s
 				return nil, fmt.Errorf("column %q: source %s cannot fill type %s", c.Name, spec, c.Type)
 			}
 		}
-		col := source{kind: src.Kind, header: src.Header, format: !src.Kind.Record()}
+		col := source{kind: src.Kind, header: src.Header, format: !src.Kind.Record(), spec: spec}
+		if !explicit {
+			col.spec = c.Name
+		}
 		if kr, ok := f.(format.KeyReader); ok && src.Kind == route.Key {
 			// The format reads the key (a registry-framed key).
 			kr.BindKey(len(p.cols), c, t)
@@ -400,13 +405,7 @@ func (p *Plan) Unappend(b *column.Block) {
 		panic("decode: Unappend on an empty Block")
 	}
 	b.Unappend(p.lastBytes)
-	for _, m := range p.marks {
-		if m.null {
-			p.defaults[m.col][1]--
-		} else {
-			p.defaults[m.col][0]--
-		}
-	}
+	p.uncountDefaults()
 	p.marks = p.marks[:0]
 	p.drift.Unnote()
 }
