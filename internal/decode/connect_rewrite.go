@@ -175,5 +175,5 @@ func (r *connRewriter) decimal(dst []byte, n *connNode, v *fastjson.Value) []byt
 		r.err = column.Reasonf("cannot read %s as Decimal bytes: %v", column.Cut(v.MarshalTo(nil)), err)
 		return dst
 	}
-	return d.decimalText(dst, raw, int(n.sem.scale))
+	return d.Text(dst, raw, int(n.sem.scale))
 }

@@ -6,6 +6,7 @@ import (
 
 	"sink/internal/chschema"
 	"sink/internal/chtype"
+	"sink/internal/decode/avrofmt"
 	"sink/internal/decode/column"
 	"sink/internal/decode/drift"
 	"sink/internal/decode/format"
@@ -29,8 +30,8 @@ import (
 // record, for deletes without a before image.
 type dbzAvroFormat struct {
 	st   *column.State
-	env  *avroFormat // the envelope
-	key  *avroFormat // the key record
+	env  *avrofmt.Reader // the envelope
+	key  *avrofmt.Reader // the key record
 	cols []dbzAvroCol
 	cdcPlan
 
@@ -53,14 +54,11 @@ type dbzAvroCol struct {
 }
 
 func newDbzAvroFormat(env format.Env) *dbzAvroFormat {
-	d := &dbzAvroFormat{st: env.State, env: newAvroFormat(env), key: newAvroFormat(env)}
-	d.env.image = "after" // schema drift: the row image's fields no column reads
-	d.key.keys = true
+	d := &dbzAvroFormat{st: env.State, env: avrofmt.New(env), key: avrofmt.NewKeyFields(env)}
+	d.env.SetImage("after") // schema drift: the row image's fields no column reads
 	str, long := chtype.Parse("Nullable(String)"), chtype.Parse("Nullable(Int64)")
 	slot := func(t *chtype.Type, present bool, path ...string) int {
-		i := len(d.env.binds)
-		d.env.setSlot(i, avroBind{path: path, name: strings.Join(path, "."), t: t, present: present})
-		return i
+		return d.env.AddSlot(avrofmt.Slot{Path: path, Name: strings.Join(path, "."), Type: t, Present: present})
 	}
 	d.opSlot = slot(str, false, "op")
 	d.tsSlot = slot(long, false, "ts_ms")
@@ -81,10 +79,8 @@ func (d *dbzAvroFormat) Bind(col int, c chschema.ColumnSchema, t *chtype.Type, s
 		d.cols = append(d.cols, dbzAvroCol{})
 	}
 	dc := dbzAvroCol{kind: src.Kind}
-	add := func(f *avroFormat, path ...string) int {
-		i := len(f.binds)
-		f.setSlot(i, avroBind{path: path, name: c.Name, t: t})
-		return i
+	add := func(f *avrofmt.Reader, path ...string) int {
+		return f.AddSlot(avrofmt.Slot{Path: path, Name: c.Name, Type: t})
 	}
 	switch src.Kind {
 	case route.Field:
@@ -112,12 +108,10 @@ func (d *dbzAvroFormat) Done() error {
 	if err := d.check(); err != nil {
 		return err
 	}
-	d.env.sized()
-	d.key.sized()
-	if d.env.key != nil {
-		d.env.key.sized()
+	if err := d.env.Done(); err != nil {
+		return err
 	}
-	return nil
+	return d.key.Done()
 }
 
 func (d *dbzAvroFormat) Lenient() bool { return d.del }
@@ -129,7 +123,7 @@ func (d *dbzAvroFormat) Placeholder(col int) bool {
 		return false
 	}
 	var in column.Value
-	if err := d.key.slot(d.cols[col].key, &in); err != nil {
+	if err := d.key.ReadSlot(d.cols[col].key, &in); err != nil {
 		return false
 	}
 	return in.Kind == column.Missing
@@ -149,16 +143,11 @@ func (d *dbzAvroFormat) Begin(r format.Record) error {
 	if len(r.Value) == 0 {
 		return format.ErrTombstone
 	}
-	if err := d.env.decodeFramed(r.Value, r.Topic); err != nil {
+	// The envelope, and the key of its $key columns.
+	if err := d.env.Begin(r); err != nil {
 		return err
 	}
-	if d.env.key != nil {
-		if err := d.env.key.decodeKey(r.Key, r.Topic); err != nil {
-			return err
-		}
-	}
-	vals := d.env.vals
-	op := &vals[d.opSlot]
+	op := d.env.Value(d.opSlot)
 	d.op = nil
 	if op.Kind == column.String {
 		d.op = op.Bytes
@@ -169,13 +158,13 @@ func (d *dbzAvroFormat) Begin(r format.Record) error {
 	}
 	d.fromKey, d.keyOK = false, false
 	switch {
-	case !d.del && vals[d.afterSlot].Kind != column.True:
+	case !d.del && d.env.Value(d.afterSlot).Kind != column.True:
 		return format.Bad("", "invalid Debezium event: op "+string(d.op)+" without an after image")
-	case d.del && vals[d.beforeSlot].Kind != column.True:
+	case d.del && d.env.Value(d.beforeSlot).Kind != column.True:
 		if len(r.Key) < 5 || r.Key[0] != 0 {
 			return format.Bad("", "invalid Debezium event: delete without a before image and without a registry-framed record key")
 		}
-		if err := d.key.decodeKey(r.Key, r.Topic); err != nil {
+		if err := d.key.DecodeKey(r.Key, r.Topic); err != nil {
 			return err
 		}
 		d.fromKey = true
@@ -184,7 +173,7 @@ func (d *dbzAvroFormat) Begin(r format.Record) error {
 		// (placeholder); a key that does not decode leaves every column
 		// strict, and one whose schema cannot be fetched now holds the
 		// record like any other.
-		err := d.key.decodeKey(r.Key, r.Topic)
+		err := d.key.DecodeKey(r.Key, r.Topic)
 		if errors.Is(err, format.ErrUnavailable) {
 			return err
 		}
@@ -198,9 +187,8 @@ func (d *dbzAvroFormat) Begin(r format.Record) error {
 
 // computeVersion sets d.version, or returns why it cannot (see cdcVersion).
 func (d *dbzAvroFormat) computeVersion(offset int64) string {
-	vals := d.env.vals
-	if c := &vals[d.connSlot]; c.Kind == column.String && string(c.Bytes) == "postgresql" {
-		lsn := &vals[d.lsnSlot]
+	if c := d.env.Value(d.connSlot); c.Kind == column.String && string(c.Bytes) == "postgresql" {
+		lsn := d.env.Value(d.lsnSlot)
 		if lsn.Kind != column.Integer {
 			return msgNoLSN
 		}
@@ -208,9 +196,9 @@ func (d *dbzAvroFormat) computeVersion(offset int64) string {
 		d.version, reason = cdcVersion(true, lsn.Int, 0, 0)
 		return reason
 	}
-	ts := &vals[d.tsSlot]
+	ts := d.env.Value(d.tsSlot)
 	if ts.Kind != column.Integer {
-		ts = &vals[d.srcTsSlot]
+		ts = d.env.Value(d.srcTsSlot)
 	}
 	if ts.Kind != column.Integer {
 		return msgNoTs
@@ -223,8 +211,8 @@ func (d *dbzAvroFormat) computeVersion(offset int64) string {
 }
 
 func (d *dbzAvroFormat) Read(i int, in *column.Value) error {
-	if i < len(d.env.keyCols) && d.env.keyCols[i] {
-		return d.env.key.slot(i, in)
+	if d.env.IsKey(i) {
+		return d.env.Read(i, in) // the record key, as the avro format's $key reads it
 	}
 	c := &d.cols[i]
 	if cdcMeta(c.kind, d.version, d.del, d.op, in) {
@@ -232,21 +220,21 @@ func (d *dbzAvroFormat) Read(i int, in *column.Value) error {
 	}
 	switch c.kind {
 	case route.TsMs:
-		return d.env.slot(d.tsSlot, in)
+		return d.env.ReadSlot(d.tsSlot, in)
 	case route.SourceBlock:
-		return d.env.slot(c.after, in)
+		return d.env.ReadSlot(c.after, in)
 	case route.Field:
 		switch {
 		case d.fromKey:
-			return d.key.slot(c.key, in)
+			return d.key.ReadSlot(c.key, in)
 		case d.del:
-			err := d.env.slot(c.before, in)
+			err := d.env.ReadSlot(c.before, in)
 			if err == nil && in.Kind == column.String && string(in.Bytes) == Placeholder {
 				in.Kind = column.Missing // a delete only marks its key deleted
 			}
 			return err
 		}
-		err := d.env.slot(c.after, in)
+		err := d.env.ReadSlot(c.after, in)
 		if err == nil && in.Kind == column.String && string(in.Bytes) == Placeholder {
 			// Filling an unchanged TOASTed value needs the record key's
 			// fields, which the debezium-json format reads; never write

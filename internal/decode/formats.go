@@ -3,6 +3,7 @@ package decode
 import (
 	"fmt"
 
+	"sink/internal/decode/avrofmt"
 	"sink/internal/decode/format"
 	"sink/internal/route"
 )
@@ -21,7 +22,7 @@ func newFormat(f route.Format, env format.Env) (format.Reader, error) {
 	case route.Debezium:
 		return newDebeziumFormat(env.State), nil
 	case route.Avro:
-		return newAvroFormat(env), nil
+		return avrofmt.New(env), nil
 	case route.DebeziumAvro:
 		return newDbzAvroFormat(env), nil
 	case route.Protobuf:

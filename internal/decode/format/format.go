@@ -104,6 +104,7 @@ type BadRecord struct {
 	Cause          error // ErrPanic when a recovered panic is the reason
 }
 
+// Error is the reason.
 func (e *BadRecord) Error() string { return e.Reason }
 
 // Bad is the *BadRecord of column ("" for the whole record) and reason.

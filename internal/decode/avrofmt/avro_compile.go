@@ -1,4 +1,4 @@
-package decode
+package avrofmt
 
 import (
 	"encoding/json"
@@ -99,7 +99,7 @@ type bindReq struct {
 
 // compileSchema builds the program of a registry schema for the bound
 // columns. Its errors name the column.
-func (f *avroFormat) compileSchema(s *registry.Schema) (*avroProgram, error) {
+func (f *Reader) compileSchema(s *registry.Schema) (*avroProgram, error) {
 	sch, err := parseAvroSchema(s)
 	if err != nil {
 		return nil, err
@@ -110,8 +110,8 @@ func (f *avroFormat) compileSchema(s *registry.Schema) (*avroProgram, error) {
 	prog := &avroProgram{id: s.ID}
 	var reqs []bindReq
 	for col, b := range f.binds {
-		if b.path != nil {
-			reqs = append(reqs, bindReq{col: col, rest: b.path})
+		if b.Path != nil {
+			reqs = append(reqs, bindReq{col: col, rest: b.Path})
 		}
 	}
 	c := avroCompiler{f: f, prog: prog}
@@ -167,9 +167,9 @@ func skippedFields(rs *avro.RecordSchema, ops []avroOp, image string) []drift.Fi
 	return out
 }
 
-// unmappedFields returns the unmapped fields of the schema of the record
+// UnmappedFields returns the unmapped fields of the schema of the record
 // decoded last (drift.go).
-func (f *avroFormat) UnmappedFields() *drift.Known {
+func (f *Reader) UnmappedFields() *drift.Known {
 	if f.prog == nil {
 		return nil
 	}
@@ -206,7 +206,7 @@ func resolveRef(s avro.Schema) avro.Schema {
 }
 
 type avroCompiler struct {
-	f    *avroFormat
+	f    *Reader
 	prog *avroProgram
 }
 
@@ -242,7 +242,7 @@ func (c *avroCompiler) value(s avro.Schema, reqs []bindReq) (avroOp, error) {
 		switch {
 		case len(r.rest) > 0:
 			deeper = true
-		case c.f.binds[r.col].present:
+		case c.f.binds[r.col].Present:
 			marks = append(marks, r.col)
 		default:
 			whole = true
@@ -270,8 +270,8 @@ func (c *avroCompiler) value(s avro.Schema, reqs []bindReq) (avroOp, error) {
 		for _, r := range reqs {
 			if len(r.rest) > 0 {
 				b := c.f.binds[r.col]
-				return avroOp{}, format.Bad(b.name, fmt.Sprintf("path %s: %s is an Avro %s, not a record, array or map",
-					strings.Join(b.path, "."), strings.Join(b.path[:len(b.path)-len(r.rest)], "."), s.Type()))
+				return avroOp{}, format.Bad(b.Name, fmt.Sprintf("path %s: %s is an Avro %s, not a record, array or map",
+					strings.Join(b.Path, "."), strings.Join(b.Path[:len(b.Path)-len(r.rest)], "."), s.Type()))
 			}
 		}
 	}
@@ -288,7 +288,7 @@ func (c *avroCompiler) value(s avro.Schema, reqs []bindReq) (avroOp, error) {
 	op.cols = colsOf(reqs)
 	op.locs = make([]*time.Location, len(op.cols))
 	for i, col := range op.cols {
-		op.locs[i] = c.f.binds[col].t.Base().Loc // nil: UTC
+		op.locs[i] = c.f.binds[col].Type.Base().Loc // nil: UTC
 	}
 	return op, nil
 }
@@ -373,9 +373,9 @@ func (c *avroCompiler) union(u *avro.UnionSchema, reqs []bindReq) (avroOp, error
 				continue
 			}
 			b := c.f.binds[r.col]
-			if !takesAnyType(b.t) {
-				return avroOp{}, format.Bad(b.name, fmt.Sprintf("field %s is the Avro union %s, which fills only a Variant (ClickHouse 26.9), Dynamic, JSON or String column, not %s",
-					strings.Join(b.path, "."), u.String(), b.t.Text))
+			if !takesAnyType(b.Type) {
+				return avroOp{}, format.Bad(b.Name, fmt.Sprintf("field %s is the Avro union %s, which fills only a Variant (ClickHouse 26.9), Dynamic, JSON or String column, not %s",
+					strings.Join(b.Path, "."), u.String(), b.Type.Text))
 			}
 		}
 	}

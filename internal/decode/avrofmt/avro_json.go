@@ -1,4 +1,4 @@
-package decode
+package avrofmt
 
 import (
 	"errors"
@@ -15,10 +15,10 @@ import (
 // The avro format's JSON renderer: a nested Avro value (record, array, map,
 // union branch, duration) as JSON text, for columns that read a value whole.
 
-// render appends the JSON text of a value of schema s (see avroFormat for
+// render appends the JSON text of a value of schema s (see the package comment for
 // how each type is written). The text stops at the row's bound (an
 // error): a small record must not write a huge value.
-func (f *avroFormat) render(dst []byte, s avro.Schema, depth int) ([]byte, error) {
+func (f *Reader) render(dst []byte, s avro.Schema, depth int) ([]byte, error) {
 	if depth > maxAvroDepth {
 		return dst, errors.New("values nest deeper than " + strconv.Itoa(maxAvroDepth))
 	}
@@ -56,7 +56,7 @@ func (f *avroFormat) render(dst []byte, s avro.Schema, depth int) ([]byte, error
 }
 
 // renderEnum writes an enum's symbol as a JSON string.
-func (f *avroFormat) renderEnum(dst []byte, t *avro.EnumSchema) ([]byte, error) {
+func (f *Reader) renderEnum(dst []byte, t *avro.EnumSchema) ([]byte, error) {
 	i := f.rd.ReadInt()
 	if f.rd.Error != nil {
 		return dst, nil
@@ -68,7 +68,7 @@ func (f *avroFormat) renderEnum(dst []byte, t *avro.EnumSchema) ([]byte, error) 
 }
 
 // textFits checks the JSON text being written against the row's bound.
-func (f *avroFormat) textFits(dst []byte) error {
+func (f *Reader) textFits(dst []byte) error {
 	if max := f.policy.RowBytes(); len(dst) > max {
 		return format.TextTooLong(max)
 	}
@@ -76,7 +76,7 @@ func (f *avroFormat) textFits(dst []byte) error {
 }
 
 // renderRecord writes a record as a JSON object.
-func (f *avroFormat) renderRecord(dst []byte, t *avro.RecordSchema, depth int) ([]byte, error) {
+func (f *Reader) renderRecord(dst []byte, t *avro.RecordSchema, depth int) ([]byte, error) {
 	if len(t.Fields()) == 0 {
 		return append(dst, "{}"...), f.free.Add(1)
 	}
@@ -100,7 +100,7 @@ func (f *avroFormat) renderRecord(dst []byte, t *avro.RecordSchema, depth int) (
 
 // renderItems writes an array's items as a JSON array (open '[') or a
 // map's entries as a JSON object (open '{', keyed).
-func (f *avroFormat) renderItems(dst []byte, open byte, items avro.Schema, keyed bool, depth int) ([]byte, error) {
+func (f *Reader) renderItems(dst []byte, open byte, items avro.Schema, keyed bool, depth int) ([]byte, error) {
 	dst = append(dst, open)
 	err := f.blocks(func(i int) error {
 		if i > 0 {
@@ -125,7 +125,7 @@ func (f *avroFormat) renderItems(dst []byte, open byte, items avro.Schema, keyed
 
 // renderDuration writes a duration (fixed 12: months, days, milliseconds,
 // little-endian) as a JSON object.
-func (f *avroFormat) renderDuration(dst []byte) []byte {
+func (f *Reader) renderDuration(dst []byte) []byte {
 	raw := f.readN(12)
 	le := func(b []byte) uint64 { return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 }
 	dst = append(dst, `{"months":`...)
@@ -138,7 +138,7 @@ func (f *avroFormat) renderDuration(dst []byte) []byte {
 }
 
 // renderLeaf reads a scalar and writes it as JSON.
-func (f *avroFormat) renderLeaf(dst []byte, op *avroOp) ([]byte, error) {
+func (f *Reader) renderLeaf(dst []byte, op *avroOp) ([]byte, error) {
 	rd := f.rd
 	var in column.Value
 	mark := len(f.arena)

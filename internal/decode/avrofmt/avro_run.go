@@ -1,4 +1,4 @@
-package decode
+package avrofmt
 
 import (
 	"errors"
@@ -18,7 +18,7 @@ import (
 // skipping what no column reads.
 
 // run executes ops (a record's fields) against the reader.
-func (f *avroFormat) run(prog *avroProgram, ops []avroOp, depth int) error {
+func (f *Reader) run(prog *avroProgram, ops []avroOp, depth int) error {
 	if depth > maxAvroDepth {
 		return errors.New("records nest deeper than " + strconv.Itoa(maxAvroDepth))
 	}
@@ -34,7 +34,7 @@ func (f *avroFormat) run(prog *avroProgram, ops []avroOp, depth int) error {
 	return nil
 }
 
-func (f *avroFormat) step(prog *avroProgram, op *avroOp, depth int) error {
+func (f *Reader) step(prog *avroProgram, op *avroOp, depth int) error {
 	switch op.kind {
 	case opSkip:
 		return f.skip(op.schema, depth)
@@ -60,7 +60,7 @@ func (f *avroFormat) step(prog *avroProgram, op *avroOp, depth int) error {
 }
 
 // setNull makes the columns cols NULL.
-func (f *avroFormat) setNull(cols []int) {
+func (f *Reader) setNull(cols []int) {
 	for _, col := range cols {
 		f.vals[col].Kind = column.Null
 	}
@@ -68,7 +68,7 @@ func (f *avroFormat) setNull(cols []int) {
 
 // unionStep reads a union's branch index and runs the branch's step. A
 // null branch took its index's byte: not a free value.
-func (f *avroFormat) unionStep(prog *avroProgram, op *avroOp, depth int) error {
+func (f *Reader) unionStep(prog *avroProgram, op *avroOp, depth int) error {
 	i := f.rd.ReadLong()
 	if f.rd.Error != nil {
 		return nil
@@ -85,7 +85,7 @@ func (f *avroFormat) unionStep(prog *avroProgram, op *avroOp, depth int) error {
 
 // jsonStep renders a value as JSON and hands it to the columns that read
 // it (whole, or at a path below it).
-func (f *avroFormat) jsonStep(prog *avroProgram, op *avroOp, depth int) error {
+func (f *Reader) jsonStep(prog *avroProgram, op *avroOp, depth int) error {
 	slot := &prog.json[op.slot]
 	var err error
 	if slot.buf, err = f.render(slot.buf[:0], op.schema, depth+1); err != nil || f.rd.Error != nil {
@@ -108,7 +108,7 @@ func (f *avroFormat) jsonStep(prog *avroProgram, op *avroOp, depth int) error {
 
 // bytesLen reads a string or bytes length and checks it against the
 // payload.
-func (f *avroFormat) bytesLen() (int, error) {
+func (f *Reader) bytesLen() (int, error) {
 	n := f.rd.ReadLong()
 	if f.rd.Error != nil {
 		return 0, nil
@@ -122,7 +122,7 @@ func (f *avroFormat) bytesLen() (int, error) {
 // fits checks a fixed size n against the record before n bytes are set
 // aside for it: a fixed larger than the whole payload cannot be in it, and
 // one of size 0 is a free value.
-func (f *avroFormat) fits(n int) error {
+func (f *Reader) fits(n int) error {
 	if n == 0 {
 		return f.free.Add(1)
 	}
@@ -133,7 +133,7 @@ func (f *avroFormat) fits(n int) error {
 }
 
 // readN reads n bytes into the arena and returns them.
-func (f *avroFormat) readN(n int) []byte {
+func (f *Reader) readN(n int) []byte {
 	start := len(f.arena)
 	if cap(f.arena)-start < n {
 		grown := make([]byte, start, 2*cap(f.arena)+n)
@@ -147,7 +147,7 @@ func (f *avroFormat) readN(n int) []byte {
 }
 
 // leaf reads a scalar into its columns.
-func (f *avroFormat) leaf(op *avroOp) error {
+func (f *Reader) leaf(op *avroOp) error {
 	if len(op.cols) == 1 && op.locs[0] == nil {
 		// The common case: read straight into the slot.
 		in := &f.vals[op.cols[0]]
@@ -171,7 +171,7 @@ func (f *avroFormat) leaf(op *avroOp) error {
 
 // readLeaf reads a scalar into in; strings and number texts go to the
 // arena.
-func (f *avroFormat) readLeaf(op *avroOp, in *column.Value) error {
+func (f *Reader) readLeaf(op *avroOp, in *column.Value) error {
 	rd := f.rd
 	switch op.leaf {
 	case leafBool:
@@ -211,7 +211,7 @@ func (f *avroFormat) readLeaf(op *avroOp, in *column.Value) error {
 // readBytesLeaf reads a scalar stored as bytes (string, bytes, fixed, a
 // uuid or decimal on either) into in, its length checked against the
 // record first.
-func (f *avroFormat) readBytesLeaf(op *avroOp, in *column.Value) error {
+func (f *Reader) readBytesLeaf(op *avroOp, in *column.Value) error {
 	n := op.size
 	var err error
 	switch op.leaf {
@@ -232,7 +232,7 @@ func (f *avroFormat) readBytesLeaf(op *avroOp, in *column.Value) error {
 			return err
 		}
 		start := len(f.arena)
-		f.arena = f.dec.decimalText(f.arena, raw, op.scale)
+		f.arena = f.dec.Text(f.arena, raw, op.scale)
 		in.Kind, in.Bytes = column.Number, f.arena[start:len(f.arena):len(f.arena)]
 	default:
 		in.Kind, in.Bytes = column.String, raw
@@ -254,7 +254,7 @@ func avroInstant(k leafKind, v int64) time.Time {
 
 // floatText makes in the number v (NaN and infinities as their strings,
 // which Float columns read).
-func (f *avroFormat) floatText(in *column.Value, v float64, bits int) {
+func (f *Reader) floatText(in *column.Value, v float64, bits int) {
 	start := len(f.arena)
 	switch {
 	case math.IsNaN(v):
@@ -274,7 +274,7 @@ func (f *avroFormat) floatText(in *column.Value, v float64, bits int) {
 }
 
 // appendUUID formats 16 bytes as UUID text in the arena.
-func (f *avroFormat) appendUUID(raw []byte) []byte {
+func (f *Reader) appendUUID(raw []byte) []byte {
 	const hex = "0123456789abcdef"
 	start := len(f.arena)
 	for i, x := range raw {
@@ -287,7 +287,7 @@ func (f *avroFormat) appendUUID(raw []byte) []byte {
 }
 
 // moreItems counts n more array or map items against maxAvroItems.
-func (f *avroFormat) moreItems(n int64) error {
+func (f *Reader) moreItems(n int64) error {
 	if n < 0 || n > maxAvroItems-int64(f.items) {
 		return fmt.Errorf("block of %d items (at most %d per record)", n, maxAvroItems)
 	}
@@ -297,7 +297,7 @@ func (f *avroFormat) moreItems(n int64) error {
 
 // blocks walks an array's or map's blocks, calling item for each item (a
 // map's item reads its key first).
-func (f *avroFormat) blocks(item func(i int) error) error {
+func (f *Reader) blocks(item func(i int) error) error {
 	rd := f.rd
 	i := 0
 	for rd.Error == nil {
@@ -333,7 +333,7 @@ func (f *avroFormat) blocks(item func(i int) error) error {
 }
 
 // skip reads past a value of schema s.
-func (f *avroFormat) skip(s avro.Schema, depth int) error {
+func (f *Reader) skip(s avro.Schema, depth int) error {
 	if depth > maxAvroDepth {
 		return errors.New("values nest deeper than " + strconv.Itoa(maxAvroDepth))
 	}
@@ -370,7 +370,7 @@ func (f *avroFormat) skip(s avro.Schema, depth int) error {
 }
 
 // skipEntry reads past a map entry: its key, and a value of schema s.
-func (f *avroFormat) skipEntry(s avro.Schema, depth int) error {
+func (f *Reader) skipEntry(s avro.Schema, depth int) error {
 	n, err := f.bytesLen()
 	if err != nil {
 		return err
@@ -381,7 +381,7 @@ func (f *avroFormat) skipEntry(s avro.Schema, depth int) error {
 
 // branch reads a union's branch index and returns the branch's schema
 // (nil with a nil error when the read failed: rd.Error says why).
-func (f *avroFormat) branch(u *avro.UnionSchema) (avro.Schema, error) {
+func (f *Reader) branch(u *avro.UnionSchema) (avro.Schema, error) {
 	i := f.rd.ReadLong()
 	if f.rd.Error != nil {
 		return nil, nil
@@ -394,7 +394,7 @@ func (f *avroFormat) branch(u *avro.UnionSchema) (avro.Schema, error) {
 
 // skipPrimitive reads past a value of a primitive schema s (or an enum:
 // its index).
-func (f *avroFormat) skipPrimitive(s avro.Schema) error {
+func (f *Reader) skipPrimitive(s avro.Schema) error {
 	rd := f.rd
 	switch s.Type() {
 	case avro.Null:

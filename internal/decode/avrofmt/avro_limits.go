@@ -1,8 +1,8 @@
-package decode
+package avrofmt
 
 // The avro format's schema checks: a writer schema from the registry is
 // refused, before it is compiled, when no record can be read with it
-// (limits.go has the bounds).
+// (avro_limits.go and format's limits have the bounds).
 
 import (
 	"fmt"
@@ -11,7 +11,8 @@ import (
 	"github.com/hamba/avro/v2"
 )
 
-// The Avro reader's bounds (limits.go has the ones every reader shares).
+// The Avro reader's bounds (format's limits.go has the ones every reader
+// shares).
 const (
 	// maxAvroItems bounds the array and map items one Avro record may
 	// hold.
