@@ -5,6 +5,7 @@ import (
 
 	"sink/internal/decode/avrofmt"
 	"sink/internal/decode/format"
+	"sink/internal/decode/protofmt"
 	"sink/internal/route"
 )
 
@@ -26,7 +27,7 @@ func newFormat(f route.Format, env format.Env) (format.Reader, error) {
 	case route.DebeziumAvro:
 		return newDbzAvroFormat(env), nil
 	case route.Protobuf:
-		return newProtoFormat(env), nil
+		return protofmt.New(env), nil
 	case route.JSONSchema:
 		return newJSONSchemaFormat(env), nil
 	}

@@ -424,35 +424,6 @@ func hostileProtoOption(n int) string {
 		strings.Repeat("{o: ", n) + "{v: 1}" + strings.Repeat("}", n) + "; int32 a = 1; }\n"
 }
 
-// TestCheckProtoNesting: braces, brackets and angle brackets count,
-// those in comments and string literals do not.
-func TestCheckProtoNesting(t *testing.T) {
-	deep := strings.Repeat("{", 65) + strings.Repeat("}", 65)
-	for _, c := range []struct {
-		text string
-		ok   bool
-	}{
-		{testProto, true},
-		{protoWide(), true},
-		{hostileProtoOption(62), true}, // message M, 62 levels of o and {v: 1}: 64
-		{hostileProtoOption(63), false},
-		{deep, false},
-		{"message M { map<string, int32> m = 1; }", true},
-		{"// " + deep + "\nmessage M {}", true},
-		{"/* " + deep + " */ message M {}", true},
-		{`message M { option (o) = "` + deep + `\" still a string"; }`, true},
-		{`message M { option (o) = '` + deep + `'; }`, true},
-		{"message M {} /* unterminated " + deep, true},
-		{strings.Repeat("[", 65), false},
-		{strings.Repeat("<", 65), false},
-		{strings.Repeat("{}", 10_000), true},
-	} {
-		if err := checkProtoNesting(c.text); (err == nil) != c.ok {
-			t.Errorf("%.60q: %v, want ok=%v", c.text, err, c.ok)
-		}
-	}
-}
-
 // hostileAvroChain is a record R {id, next: [null, R]} nesting n deep.
 func hostileAvroChain(n int) []byte {
 	var b []byte

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/dynamicpb"
 
 	"sink/internal/chtype"
+	"sink/internal/decode/protofmt"
 	"sink/internal/registry"
 	"sink/internal/route"
 )
@@ -38,7 +39,7 @@ var benchProtoSchema = &registry.Schema{ID: 10, Type: sr.TypeProtobuf, Text: ben
 // benchProtoEvents are benchEvents as framed Protobuf records (protojson
 // reads the JSON event; protobuf-go writes the payload).
 func benchProtoEvents(t testing.TB, n int) [][]byte {
-	fd, err := compileProtoSchema(benchProtoSchema)
+	fd, err := protofmt.CompileSchema(benchProtoSchema)
 	if err != nil {
 		t.Fatal(err)
 	}

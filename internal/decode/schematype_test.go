@@ -9,7 +9,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
-	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"sink/internal/chschema"
 	"sink/internal/decode/drift"
@@ -22,62 +21,19 @@ var (
 	types26 = chschema.ServerTypes{Bool: true, DateTime64: true, JSON: true, Date32: true, Map: true}
 )
 
-func TestProtobufSchemaColumnType(t *testing.T) {
-	md := testDescriptor(t, "Event")
-	f := func(field, want18, want26 string) {
-		t.Helper()
-		fd := md.Fields().ByName(protoreflect.Name(field))
-		if fd == nil {
-			t.Fatalf("no field %s", field)
-		}
-		st := protoSchemaType(fd)
-		for _, c := range []struct {
-			srv  chschema.ServerTypes
-			want string
-		}{{types18, want18}, {types26, want26}} {
-			got, err := st.Column(c.srv, false)
-			if err != nil || got != c.want {
-				t.Errorf("%s (%s): Column(%+v) = %q, %v; want %q", field, st, c.srv, got, err, c.want)
-			}
-		}
-	}
-	f("id", "UInt64", "UInt64")
-	f("i32", "Int32", "Int32")
-	f("s64", "Int64", "Int64")
-	f("f64", "UInt64", "UInt64")
-	f("flag", "UInt8", "Bool")
-	f("fl", "Float32", "Float32")
-	f("db", "Float64", "Float64")
-	f("name", "String", "String")
-	f("raw", "String", "String")
-	f("kind", "String", "String")
-	f("nums", "Array(Int64)", "Array(Int64)")
-	f("tags", "Array(String)", "Array(String)")
-	f("counts", "String", "Map(String, Int64)")
-	f("inner", "String", "JSON")
-	f("text", "String", "String")
-	f("number", "Int64", "Int64")
-	f("ts", "DateTime", "DateTime64(9)")
-	f("dur", "String", "String")
-	f("maybe", "Nullable(Int64)", "Nullable(Int64)")
-	f("attrs", "String", "JSON")
-	f("price", "String", "JSON")
-	f("opt", "Int32", "Int32")
-	f("items", "Array(String)", "Array(String)")
-	f("by_id", "String", "Map(String, String)")
-	f("label", "Nullable(String)", "Nullable(String)")
-}
-
 // driftAvro is a record schema with a field every type of the mapping
 // has; only id has a column in the tests below. The avro reader's own
 // tests seed their fuzz target with it too.
-var driftAvro = func() string {
-	b, err := os.ReadFile("testdata/avro/drift.avsc")
+var driftAvro = strings.TrimSpace(testdataText("testdata/avro/drift.avsc"))
+
+// testdataText is the text of a file under testdata.
+func testdataText(path string) string {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		panic(err)
 	}
-	return strings.TrimSpace(string(b))
-}()
+	return string(b)
+}
 
 func driftAvroRecord(t testing.TB) []byte {
 	return avroFrame(t, 1, driftAvro, map[string]any{

@@ -1,23 +1,5 @@
-package decode
-
-import (
-	"bytes"
-	"encoding/binary"
-	"fmt"
-	"strings"
-
-	"github.com/valyala/fastjson"
-
-	"sink/internal/chschema"
-	"sink/internal/chtype"
-	"sink/internal/decode/column"
-	"sink/internal/decode/format"
-	"sink/internal/registry"
-	"sink/internal/route"
-)
-
-// protoFormat is the protobuf route format: each record value is a
-// Protobuf message framed in the Confluent wire format (magic byte 0, the
+// Package protofmt reads the protobuf route format: each record value is
+// a Protobuf message framed in the Confluent wire format (magic byte 0, the
 // 4-byte schema id, the message indexes, then the payload), described by a
 // schema registry.
 //
@@ -59,16 +41,40 @@ import (
 // which the errors.on_missing policy handles. An absent repeated field or
 // map is empty. Groups are not read (a column naming one is missing).
 //
-// The format is five files: this one (binding columns, framing, the
+// The reader is five files: protobuf.go (binding columns, framing, the
 // per-(schema id, message) reader cache), protobuf_reader.go (the compiled
 // reader and its field scan), protobuf_read.go (a column's value),
 // protobuf_wkt.go (Timestamp, Duration, wrappers) and protobuf_json.go
 // (composite values as JSON); protobuf_schema.go compiles the .proto text.
-type protoFormat struct {
+//
+// Concurrency: a Reader belongs to one Plan and is used from one
+// goroutine; compiled schemas are shared between Plans behind a mutex
+// (descriptors are immutable).
+package protofmt
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"strings"
+
+	"github.com/valyala/fastjson"
+
+	"sink/internal/chschema"
+	"sink/internal/chtype"
+	"sink/internal/decode/column"
+	"sink/internal/decode/format"
+	"sink/internal/registry"
+	"sink/internal/route"
+)
+
+// Reader is the protobuf format's reader (format.Reader): the package
+// comment says what it reads and how.
+type Reader struct {
 	st      *column.State
 	policy  *format.Policy
 	msgType string                      // the route's message type (full name); "" reads every type
-	schemas *format.Schemas[*protoFile] // compiled schemas by id (registry.go)
+	schemas *format.Schemas[*protoFile] // compiled schemas by id
 
 	binds   []protoBind             // per Plan column; path nil for record attributes
 	readers map[string]*protoReader // by frame key (schema id and message indexes)
@@ -105,8 +111,10 @@ type protoBind struct {
 // out; protobuf-go's own limit is 10000, real data nests a handful deep).
 const maxProtoDepth = 100
 
-func newProtoFormat(env format.Env) *protoFormat {
-	f := &protoFormat{st: env.State, policy: env.Policy, msgType: env.Message, readers: map[string]*protoReader{}}
+// New returns the protobuf format's reader, made with env (env.Message:
+// the one message type it reads).
+func New(env format.Env) *Reader {
+	f := &Reader{st: env.State, policy: env.Policy, msgType: env.Message, readers: map[string]*protoReader{}}
 	f.schemas = format.NewSchemas(env.Registry, buildProtoFile)
 	f.empty[0], _ = f.emptyP.Parse("[]")
 	f.empty[1], _ = f.emptyP.Parse("{}")
@@ -114,13 +122,19 @@ func newProtoFormat(env format.Env) *protoFormat {
 	return f
 }
 
-func (*protoFormat) Role(string) string { return "" }
+// Role, Want, Bind, Done, Lenient, Begin and Read are the reader's
+// format.Reader methods.
 
-func (*protoFormat) Want() string {
+// Role is "": a source has no special meaning in this format.
+func (*Reader) Role(string) string { return "" }
+
+// Want lists the sources a column may read.
+func (*Reader) Want() string {
 	return "a field path such as a.b or " + strings.Join(route.RecordSources(), ", ") + ", " + route.HeaderPrefix + "NAME"
 }
 
-func (f *protoFormat) Bind(col int, c chschema.ColumnSchema, t *chtype.Type, src route.Source, byName bool) error {
+// Bind makes column col read src's field path.
+func (f *Reader) Bind(col int, c chschema.ColumnSchema, t *chtype.Type, src route.Source, byName bool) error {
 	for len(f.binds) <= col {
 		f.binds = append(f.binds, protoBind{})
 	}
@@ -132,13 +146,14 @@ func (f *protoFormat) Bind(col int, c chschema.ColumnSchema, t *chtype.Type, src
 	return nil
 }
 
-func (f *protoFormat) Done() error { return nil }
+// Done accepts every plan.
+func (f *Reader) Done() error { return nil }
 
-// bindKey makes $key column col read the record key: a registry-framed
+// BindKey makes $key column col read the record key: a registry-framed
 // Protobuf key (as Confluent's Protobuf key serializer writes it) is
 // decoded with its schema and read as the JSON of its message (String
 // columns keep the text); any other key is its bytes as text.
-func (f *protoFormat) BindKey(col int, c chschema.ColumnSchema, t *chtype.Type) {
+func (f *Reader) BindKey(col int, c chschema.ColumnSchema, t *chtype.Type) {
 	for len(f.keyCols) <= col {
 		f.keyCols = append(f.keyCols, false)
 	}
@@ -148,7 +163,7 @@ func (f *protoFormat) BindKey(col int, c chschema.ColumnSchema, t *chtype.Type) 
 
 // decodeKey sets f.keyIn to the record key (of a record of topic) as the
 // $key columns read it.
-func (f *protoFormat) decodeKey(key []byte, topic string) error {
+func (f *Reader) decodeKey(key []byte, topic string) error {
 	if key == nil {
 		f.keyIn = column.Value{Kind: column.Missing}
 		return nil
@@ -182,13 +197,16 @@ func (f *protoFormat) decodeKey(key []byte, topic string) error {
 	return nil
 }
 
-func (*protoFormat) Lenient() bool { return false }
+// Lenient is false: a Protobuf record's missing values are data.
+func (*Reader) Lenient() bool { return false }
 
 // maxProtoReaders bounds the per-plan readers (one per schema id and
 // message type); past it the cache starts over.
 const maxProtoReaders = 256
 
-func (f *protoFormat) Begin(r format.Record) error {
+// Begin reads r's frame, picks the reader of its schema id and message
+// (building it on first sight) and notes where the columns' fields are.
+func (f *Reader) Begin(r format.Record) error {
 	if r.Value == nil {
 		return f.policy.Tombstone()
 	}
@@ -239,8 +257,8 @@ func (f *protoFormat) Begin(r format.Record) error {
 // record of topic. A schema
 // the registry cannot serve now is an error matching ErrUnavailable (retry;
 // the record is fine); anything the record's frame is to blame for is a
-// *badRecord.
-func (f *protoFormat) newReader(id int, idx []int, topic string) (*protoReader, error) {
+// *format.BadRecord.
+func (f *Reader) newReader(id int, idx []int, topic string) (*protoReader, error) {
 	pf, err := f.schemas.Get(id, topic, false)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package decode
+package protofmt
 
 import (
 	"fmt"
@@ -25,13 +25,13 @@ type protoFile struct {
 	fd protoreflect.FileDescriptor
 }
 
-// buildProtoFile compiles a registry schema for schemaReaders; its error
+// buildProtoFile compiles a registry schema for format.Schemas; its error
 // makes every record of the schema bad.
 func buildProtoFile(s *registry.Schema) (*protoFile, error) {
 	if s.Type != sr.TypeProtobuf {
 		return nil, fmt.Errorf("schema id %d is a %s schema, not Protobuf", s.ID, s.Type)
 	}
-	fd, err := compileProtoSchema(s)
+	fd, err := CompileSchema(s)
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +126,7 @@ type protoCol struct {
 }
 
 // compileReader resolves every bound column's path in md.
-func (f *protoFormat) compileReader(md protoreflect.MessageDescriptor) *protoReader {
+func (f *Reader) compileReader(md protoreflect.MessageDescriptor) *protoReader {
 	rd := &protoReader{md: md, cols: make([]protoCol, len(f.binds))}
 	if f.msgType != "" && string(md.FullName()) != f.msgType {
 		rd.skip = fmt.Errorf("%w: message type %s (the route reads %s)", format.ErrSkip, md.FullName(), f.msgType)
@@ -190,9 +190,9 @@ func (rd *protoReader) reads(n protowire.Number) bool {
 	return false
 }
 
-// unmappedFields returns the unmapped fields of the message type of the
-// record decoded last (drift.go).
-func (f *protoFormat) UnmappedFields() *drift.Known {
+// UnmappedFields returns the unmapped fields of the message type of the
+// record decoded last (drift.KnownReader).
+func (f *Reader) UnmappedFields() *drift.Known {
 	if f.cur == nil || f.cur.skip != nil {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package decode
+package protofmt
 
 import (
 	"math"
@@ -12,9 +12,10 @@ import (
 
 // The protobuf format's column values: the field a column's path names
 // (nested messages, oneofs, defaults of absent fields) converted into the
-// column's input: scalars, enums, bytes, well-known types, or JSON.
+// column's value: scalars, enums, bytes, well-known types, or JSON.
 
-func (f *protoFormat) Read(col int, in *column.Value) error {
+// Read sets in to column col's value in the record Begin read.
+func (f *Reader) Read(col int, in *column.Value) error {
 	if col < len(f.keyCols) && f.keyCols[col] {
 		if f.keyIn.Kind == column.Object { // a framed key: its message as JSON
 			return f.composite(f.keyText, &f.binds[col], in)
@@ -65,7 +66,7 @@ func (f *protoFormat) Read(col int, in *column.Value) error {
 // find collects into f.occ the occurrences in message b of step st's field
 // (for a oneof, of the member written last) and returns that field, or nil
 // when none occurs.
-func (f *protoFormat) find(b []byte, st protoStep) (*pbInfo, error) {
+func (f *Reader) find(b []byte, st protoStep) (*pbInfo, error) {
 	f.occ = f.occ[:0]
 	var found *pbInfo
 	for off := 0; off < len(b); {
@@ -95,7 +96,7 @@ func (f *protoFormat) find(b []byte, st protoStep) (*pbInfo, error) {
 // absent sets in for a step whose field does not occur: missing for a
 // field with presence or a oneof, empty for a repeated field or map, the
 // default value otherwise.
-func (f *protoFormat) absent(st protoStep, col int, in *column.Value) error {
+func (f *Reader) absent(st protoStep, col int, in *column.Value) error {
 	if len(st.infos) != 1 {
 		in.Kind = column.Missing
 		return nil
@@ -153,7 +154,7 @@ func defaultScalar(fd protoreflect.FieldDescriptor) (uint64, []byte) {
 }
 
 // value sets in to field fd's value, given its occurrences in buf.
-func (f *protoFormat) value(fi *pbInfo, buf []byte, occ []protoOcc, col int, in *column.Value) error {
+func (f *Reader) value(fi *pbInfo, buf []byte, occ []protoOcc, col int, in *column.Value) error {
 	b := &f.binds[col]
 	if fi.list || fi.isMap {
 		out, err := f.js.field(f.js.out[:0], fi.fd, buf, occ)
@@ -180,7 +181,7 @@ func (f *protoFormat) value(fi *pbInfo, buf []byte, occ []protoOcc, col int, in 
 }
 
 // scalar sets in to a scalar field's value.
-func (f *protoFormat) scalar(fi *pbInfo, v uint64, p []byte, b *protoBind, in *column.Value) {
+func (f *Reader) scalar(fi *pbInfo, v uint64, p []byte, b *protoBind, in *column.Value) {
 	switch fi.kind {
 	case protoreflect.BoolKind:
 		if v != 0 {
@@ -223,7 +224,7 @@ func (f *protoFormat) scalar(fi *pbInfo, v uint64, p []byte, b *protoBind, in *c
 	}
 }
 
-func (f *protoFormat) float(x float64, bits int, in *column.Value) {
+func (f *Reader) float(x float64, bits int, in *column.Value) {
 	switch {
 	case math.IsNaN(x):
 		in.Kind, in.Bytes = column.String, nanText
@@ -246,7 +247,7 @@ var (
 // message sets in to a message field's value: the well-known types that
 // are one value (Timestamp, Duration, wrappers) as that value, any other
 // message as JSON.
-func (f *protoFormat) message(fi *pbInfo, sub []byte, b *protoBind, in *column.Value) error {
+func (f *Reader) message(fi *pbInfo, sub []byte, b *protoBind, in *column.Value) error {
 	md := fi.msg
 	switch fi.wkt {
 	case wktTimestamp:
@@ -300,7 +301,7 @@ func (f *protoFormat) message(fi *pbInfo, sub []byte, b *protoBind, in *column.V
 
 // composite sets in to a JSON value made from a Protobuf value: the text
 // itself for columns that keep text, else the parsed value.
-func (f *protoFormat) composite(text []byte, b *protoBind, in *column.Value) error {
+func (f *Reader) composite(text []byte, b *protoBind, in *column.Value) error {
 	if b.text {
 		in.Kind, in.Bytes = column.String, text
 		return nil

@@ -1,4 +1,4 @@
-package decode
+package protofmt
 
 // Compiling a registry's Protobuf schema: the .proto text of a schema id,
 // with the files it imports (the registry's references, by import path) and
@@ -36,11 +36,11 @@ var compiledProto struct {
 // maxCompiledProto bounds compiledProto; past it the map starts over.
 const maxCompiledProto = 256
 
-// compileProtoSchema compiles s (a Protobuf schema and its references), or
+// CompileSchema compiles s (a Protobuf schema and its references), or
 // returns the compilation another Plan made of the same *registry.Schema.
 // The error is the schema's fault (it does not compile), worded for a
 // record's dead-letter reason.
-func compileProtoSchema(s *registry.Schema) (protoreflect.FileDescriptor, error) {
+func CompileSchema(s *registry.Schema) (protoreflect.FileDescriptor, error) {
 	compiledProto.Lock()
 	fd, ok := compiledProto.m[s]
 	compiledProto.Unlock()
