@@ -2,13 +2,13 @@ package decode
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/valyala/fastjson"
 
 	"sink/internal/chschema"
 	"sink/internal/chtype"
 	"sink/internal/decode/column"
+	"sink/internal/decode/connect"
 	"sink/internal/decode/drift"
 	"sink/internal/decode/format"
 	"sink/internal/route"
@@ -136,25 +136,26 @@ import (
 // arrays get no semantic conversion.
 type debeziumFormat struct {
 	st     *column.State
-	fields jsonFields // the row image's fields the columns read
-	cols   []dbzCol   // per Plan column; zero for record attributes
+	fields jsonFields    // the row image's fields the columns read
+	cols   []connect.Col // per Plan column; zero for record attributes
 
 	cdcPlan // the version and delete-marker columns (cdc.go)
 
-	parser    fastjson.Parser // the record value
-	keyParser fastjson.Parser // the record key, for deletes without a before image
-	schema    schemaCache     // debezium_schema.go
-	semConv                   // the fields' semantic types (semantic.go)
+	parser       fastjson.Parser // the record value
+	keyParser    fastjson.Parser // the record key, for deletes without a before image
+	schema       schemaCache     // debezium_schema.go
+	connect.Conv                 // the fields' semantic types (semantic.go)
 
 	names  []string // per Plan column, its name (for the record key's fields)
+	num    []byte   // formatting scratch for error messages
 	verCol int      // the column filled from $version, -1 before bind sees it
 	delCol int      // the column filled from $deleted, -1 before bind sees it
 	keyCol []int    // fillKeys' last answer: the columns of the record key's fields
 	keyFld []string // ... and those fields' names
 
 	// per record
-	cur       []fieldSem // the image's semantic types, per slot (jsonFields.keys)
-	sem       []fieldSem // cur when described from this record's schema
+	cur       []connect.Sem // the image's semantic types, per slot (jsonFields.keys)
+	sem       []connect.Sem // cur when described from this record's schema
 	hasSchema bool
 	env, src  *fastjson.Value
 	op        []byte
@@ -165,21 +166,8 @@ type debeziumFormat struct {
 	keyRead   bool             // keyFields is this record's (nil: the key is not an object of fields)
 }
 
-// dbzCol is what the format knows of one column it reads.
-type dbzCol struct {
-	kind  route.Kind
-	path  []string     // route.SourceBlock: the path below the source block
-	cls   chtype.Class // route.Field: how Debezium's encodings reach the column type
-	scale int          // route.Field: the column's Decimal scale (schema-less decimals)
-	// route.Field into a Decimal(P, S) column: P - S, the integer digits
-	// it holds, and its type; "" for other columns (decimals.column).
-	intDigits int
-	decType   string
-	day       bool // route.Field: a Date or Date32 column (no time of day)
-}
-
 func newDebeziumFormat(st *column.State) *debeziumFormat {
-	d := &debeziumFormat{st: st, verCol: -1, delCol: -1, semConv: semConv{st: st}}
+	d := &debeziumFormat{st: st, verCol: -1, delCol: -1, Conv: connect.NewConv(st)}
 	d.fields.keyIdx = map[string]int{}
 	d.schema.keyIdx = d.fields.keyIdx
 	return d
@@ -191,7 +179,7 @@ func (*debeziumFormat) Want() string { return cdcWant }
 
 func (d *debeziumFormat) Bind(col int, c chschema.ColumnSchema, t *chtype.Type, src route.Source, byName bool) error {
 	for len(d.cols) <= col {
-		d.cols = append(d.cols, dbzCol{})
+		d.cols = append(d.cols, connect.Col{})
 		d.names = append(d.names, "")
 	}
 	d.names[col] = c.Name
@@ -201,17 +189,13 @@ func (d *debeziumFormat) Bind(col int, c chschema.ColumnSchema, t *chtype.Type, 
 	if src.Kind == route.Version && d.verCol < 0 {
 		d.verCol = col
 	}
-	dc := dbzCol{kind: src.Kind}
+	dc := connect.Col{Kind: src.Kind}
 	switch src.Kind {
 	case route.Field:
 		d.fields.add(col, src.Path)
-		dc.cls, dc.scale = t.Class(), t.Base().Scale
-		if b := t.Base(); b.Kind == chtype.Decimal {
-			dc.intDigits, dc.decType = b.Precision-b.Scale, b.Text
-		}
-		dc.day = t.Base().Kind == chtype.Date || t.Base().Kind == chtype.Date32
+		dc = connect.ColOf(t)
 	case route.SourceBlock:
-		dc.path = src.Path
+		dc.Path = src.Path
 	}
 	d.note(c, src)
 	d.cols[col] = dc
@@ -224,9 +208,9 @@ func (d *debeziumFormat) Done() error {
 	}
 	n := len(d.fields.keys)
 	d.fields.sized()
-	d.sem = make([]fieldSem, n)
-	d.schema.after = make([]fieldSem, n)
-	d.schema.before = make([]fieldSem, n)
+	d.sem = make([]connect.Sem, n)
+	d.schema.after = make([]connect.Sem, n)
+	d.schema.before = make([]connect.Sem, n)
 	return nil
 }
 
@@ -238,7 +222,7 @@ func (d *debeziumFormat) Lenient() bool { return string(d.op) == "d" }
 // placeholder: see placeholderFormat. The key is parsed only when a
 // delete's column fails, which is rare.
 func (d *debeziumFormat) Placeholder(col int) bool {
-	if string(d.op) != "d" || d.fromKey || col >= len(d.cols) || d.cols[col].kind != route.Field {
+	if string(d.op) != "d" || d.fromKey || col >= len(d.cols) || d.cols[col].Kind != route.Field {
 		return false
 	}
 	if !d.keyRead {
@@ -354,7 +338,7 @@ func (d *debeziumFormat) Begin(r format.Record) error {
 	}
 
 	o, _ := img.Object()
-	d.fields.load(o)
+	d.fields.Load(o)
 	return nil
 }
 
@@ -412,7 +396,7 @@ func (d *debeziumFormat) computeVersion(r format.Record) string {
 		}
 		n, err := lsn.Int64()
 		if err != nil {
-			return "source.lsn " + column.Cut(lsn.MarshalTo(d.text[:0])) + " is not an LSN"
+			return "source.lsn " + column.Cut(lsn.MarshalTo(d.num[:0])) + " is not an LSN"
 		}
 		var reason string
 		d.version, reason = cdcVersion(true, n, 0, 0)
@@ -431,7 +415,7 @@ func (d *debeziumFormat) computeVersion(r format.Record) string {
 	}
 	var reason string
 	if d.version, reason = cdcVersion(false, 0, ms, r.Offset); reason != "" {
-		return "ts_ms " + column.Cut(ts.MarshalTo(d.text[:0])) + reason
+		return "ts_ms " + column.Cut(ts.MarshalTo(d.num[:0])) + reason
 	}
 	return ""
 }
@@ -440,16 +424,16 @@ func (d *debeziumFormat) computeVersion(r format.Record) string {
 // image fields.
 func (d *debeziumFormat) Read(i int, in *column.Value) error {
 	c := &d.cols[i]
-	if cdcMeta(c.kind, d.version, string(d.op) == "d", d.op, in) {
+	if cdcMeta(c.Kind, d.version, string(d.op) == "d", d.op, in) {
 		return nil
 	}
-	switch c.kind {
+	switch c.Kind {
 	case route.TsMs:
 		d.st.FromJSON(d.env.Get("ts_ms"), in)
 	case route.SourceBlock:
 		var v *fastjson.Value
 		if d.src != nil {
-			v = d.src.Get(c.path...)
+			v = d.src.Get(c.Path...)
 		}
 		d.st.FromJSON(v, in)
 	case route.Field:
@@ -464,9 +448,9 @@ func (d *debeziumFormat) Read(i int, in *column.Value) error {
 			return nil
 		}
 		if s := &d.fields.paths[i]; len(s.rest) == 0 && (in.Kind == column.String || in.Kind == column.Number || in.Kind == column.Object) {
-			d.dec.column(c.intDigits, c.decType)
+			d.Dec.ForColumn(c.IntDigits, c.DecType)
 			if d.hasSchema {
-				return d.convert(c, d.cur[s.slot], in)
+				return d.Convert(c, d.cur[s.slot], in)
 			}
 			return d.convertBare(c, in)
 		}
@@ -478,10 +462,10 @@ func (d *debeziumFormat) Read(i int, in *column.Value) error {
 // non-numeric text as base64 Decimal bytes with the column's scale, Decimal
 // and numeric columns read {"scale", "value"} objects as VariableScaleDecimal,
 // and Array, Map and Tuple columns parse text as JSON (io.debezium.data.Json).
-func (d *debeziumFormat) convertBare(c *dbzCol, in *column.Value) error {
-	cls := c.cls
+func (d *debeziumFormat) convertBare(c *connect.Col, in *column.Value) error {
+	cls := c.Class
 	if cls == chtype.ClassComposite && in.Kind == column.String {
-		return d.convert(c, fieldSem{kind: semJSON}, in)
+		return d.Convert(c, connect.Sem{Kind: connect.SemJSON}, in)
 	}
 	if cls != chtype.ClassDecimal && cls != chtype.ClassNumber {
 		return nil
@@ -494,182 +478,14 @@ func (d *debeziumFormat) convertBare(c *dbzCol, in *column.Value) error {
 		if d.st.IsNumber(in.Bytes) {
 			return nil
 		}
-		return d.dec.decimalFromBase64(in, in.Bytes, c.scale)
+		return d.Dec.FromBase64(in, in.Bytes, c.Scale)
 	case column.Object:
 		o, _ := in.Tree.Object()
 		if o.Len() == 2 && o.Get("scale") != nil && o.Get("value") != nil {
-			return d.dec.varDecimal(in)
+			return d.Dec.VarDecimal(in)
 		}
 	}
 	return nil
-}
-
-func semLabel(k semKind) string {
-	switch k {
-	case semDate:
-		return "Date"
-	case semTsMillis:
-		return "Timestamp"
-	case semTsMicros:
-		return "MicroTimestamp"
-	case semTsNanos:
-		return "NanoTimestamp"
-	case semTimeMillis:
-		return "Time"
-	case semTimeMicros:
-		return "MicroTime"
-	case semTimeNanos:
-		return "NanoTime"
-	}
-	return "value"
-}
-
-// timeOfDay is a Debezium Time, MicroTime or NanoTime value in nanoseconds
-// since midnight: 0 to 24:00:00 (PostgreSQL's time and timetz take
-// '24:00:00', the end of the day).
-// tod is false when k is not a time of day.
-func timeOfDay(k semKind, n int64) (ns int64, ok, tod bool) {
-	var unit int64
-	switch k {
-	case semTimeMillis:
-		unit = int64(time.Millisecond)
-	case semTimeMicros:
-		unit = int64(time.Microsecond)
-	case semTimeNanos:
-		unit = 1
-	default:
-		return 0, false, false
-	}
-	if n < 0 || n > int64(24*time.Hour)/unit {
-		return 0, false, true
-	}
-	return n * unit, true, true
-}
-
-// zonedTimeOfDay reads a ZonedTime, "15:04:05[.fraction](Z|±hh[:mm])", as
-// nanoseconds since midnight UTC. Debezium writes it in UTC ("Z"); another
-// offset is moved to UTC within the day. "24:00:00Z" is the end of the day.
-func zonedTimeOfDay(b []byte) (int64, bool) {
-	if len(b) < 9 || b[2] != ':' || b[5] != ':' {
-		return 0, false
-	}
-	h, ok1 := twoDigits(b[0:2])
-	m, ok2 := twoDigits(b[3:5])
-	sec, ok3 := twoDigits(b[6:8])
-	if !ok1 || !ok2 || !ok3 || h > 24 || m > 59 || sec > 59 || (h == 24 && (m != 0 || sec != 0)) {
-		return 0, false
-	}
-	ns := (h*3600 + m*60 + sec) * int64(time.Second)
-	i := 8
-	if b[i] == '.' {
-		i++
-		scale := int64(time.Second)
-		start := i
-		for ; i < len(b) && digit(b[i]); i++ {
-			if scale /= 10; scale == 0 {
-				return 0, false // beyond nanoseconds
-			}
-			ns += int64(b[i]-'0') * scale
-		}
-		if i == start || (h == 24 && ns != int64(24*time.Hour)) {
-			return 0, false
-		}
-	}
-	zone := b[i:]
-	if len(zone) == 1 && zone[0] == 'Z' {
-		return ns, true
-	}
-	if len(zone) != 3 && len(zone) != 6 || (zone[0] != '+' && zone[0] != '-') {
-		return 0, false
-	}
-	oh, ok1 := twoDigits(zone[1:3])
-	var om int64
-	ok2 = true
-	if len(zone) == 6 {
-		if zone[3] != ':' {
-			return 0, false
-		}
-		om, ok2 = twoDigits(zone[4:6])
-	}
-	if !ok1 || !ok2 || oh > 15 || om > 59 {
-		return 0, false
-	}
-	off := (oh*3600 + om*60) * int64(time.Second)
-	if zone[0] == '+' {
-		off = -off
-	}
-	day := int64(24 * time.Hour)
-	if ns == day && off == 0 {
-		return ns, true
-	}
-	return ((ns+off)%day + day) % day, true
-}
-
-func twoDigits(b []byte) (int64, bool) {
-	if !digit(b[0]) || !digit(b[1]) {
-		return 0, false
-	}
-	return int64(b[0]-'0')*10 + int64(b[1]-'0'), true
-}
-
-// unixMicro is t in microseconds since the epoch, when int64 holds it.
-func unixMicro(t time.Time) (int64, bool) {
-	if t.Year() < -290000 || t.Year() > 290000 {
-		return 0, false
-	}
-	return t.UnixMicro(), true
-}
-
-// appendTimeOfDay formats ns since midnight as "15:04:05" with the
-// fraction's trailing zeros cut, and the hour 24 for the end of the day.
-func appendTimeOfDay(b []byte, ns int64) []byte {
-	sec := ns / int64(time.Second)
-	frac := ns % int64(time.Second)
-	two := func(b []byte, n int64) []byte { return append(b, byte('0'+n/10), byte('0'+n%10)) }
-	b = two(b, sec/3600)
-	b = append(b, ':')
-	b = two(b, sec/60%60)
-	b = append(b, ':')
-	b = two(b, sec%60)
-	if frac == 0 {
-		return b
-	}
-	digits := 9
-	for frac%10 == 0 {
-		frac /= 10
-		digits--
-	}
-	b = append(b, '.')
-	for p := digits - 1; p >= 0; p-- {
-		div := int64(1)
-		for range p {
-			div *= 10
-		}
-		b = append(b, byte('0'+frac/div%10))
-	}
-	return b
-}
-
-// Days beyond ±2^31 or times beyond what int64 nanoseconds hold do not
-// occur in Debezium output; refusing them keeps the arithmetic exact.
-const maxDays = 1 << 31
-
-// semTime turns a Debezium date or timestamp number into an instant.
-func semTime(k semKind, n int64) (time.Time, bool) {
-	switch k {
-	case semDate:
-		if n >= maxDays || n < -maxDays {
-			return time.Time{}, false
-		}
-		return time.Unix(n*column.SecondsPerDay, 0).UTC(), true
-	case semTsMillis:
-		return time.UnixMilli(n).UTC(), true
-	case semTsMicros:
-		return time.UnixMicro(n).UTC(), true
-	case semTsNanos:
-		return time.Unix(0, n).UTC(), true
-	}
-	return time.Time{}, false
 }
 
 // metaCols returns the columns filled from $version and $deleted (filler).
@@ -710,7 +526,7 @@ func (d *debeziumFormat) FillKeys() ([]int, error) {
 	var missing string
 	o.Visit(func(name []byte, _ *fastjson.Value) {
 		for c, n := range d.names {
-			if n == string(name) && d.cols[c].kind == route.Field {
+			if n == string(name) && d.cols[c].Kind == route.Field {
 				cols = append(cols, c)
 				names = append(names, n)
 				return

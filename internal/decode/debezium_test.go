@@ -14,6 +14,7 @@ import (
 
 	"sink/internal/chschema"
 	"sink/internal/decode/column"
+	"sink/internal/decode/connect"
 	"sink/internal/route"
 )
 
@@ -396,7 +397,7 @@ func TestDebeziumTypeErrors(t *testing.T) {
 }
 
 func TestDebeziumDecimalText(t *testing.T) {
-	var d decimals
+	var d connect.Decimals
 	f := func(unscaled string, scale int, want string) {
 		t.Helper()
 		n, ok := new(big.Int).SetString(unscaled, 10)
@@ -406,7 +407,7 @@ func TestDebeziumDecimalText(t *testing.T) {
 		raw := twosComplement(n)
 		// Round-trip through base64 the way the JSON converter sends it.
 		in := column.Value{Kind: column.String, Bytes: []byte(base64.StdEncoding.EncodeToString(raw))}
-		if err := d.decimalFromBase64(&in, in.Bytes, scale); err != nil {
+		if err := d.FromBase64(&in, in.Bytes, scale); err != nil {
 			t.Fatalf("%s scale %d: %v", unscaled, scale, err)
 		}
 		if got := string(in.Bytes); got != want || in.Kind != column.Number {

@@ -9,6 +9,7 @@ import (
 	"sink/internal/chschema"
 	"sink/internal/chtype"
 	"sink/internal/decode/column"
+	"sink/internal/decode/connect"
 	"sink/internal/decode/drift"
 	"sink/internal/decode/format"
 	"sink/internal/jsonscan"
@@ -166,7 +167,7 @@ func (f *jsonFields) sized() {
 // some field has no column (schema drift, drift.go), and only then are the
 // object's keys walked to name it. A duplicated key also makes the count
 // differ; the walk then finds nothing unmapped.
-func (f *jsonFields) load(o *fastjson.Object) {
+func (f *jsonFields) Load(o *fastjson.Object) {
 	found := 0
 	for i, k := range f.keys {
 		v := o.Get(k)
@@ -386,7 +387,7 @@ type jsonFormat struct {
 	fields  jsonFields
 	st      *column.State
 	policy  *format.Policy
-	env     *connectEnv // Kafka Connect's envelopes
+	env     *connect.Envelope // Kafka Connect's envelopes
 	// wrapped: the record being read is an envelope, whose columns
 	// env converts (so the Plan reads them through read).
 	wrapped bool
@@ -398,7 +399,7 @@ type jsonFormat struct {
 
 func newJSONFormat(st *column.State, pol *format.Policy) *jsonFormat {
 	f := &jsonFormat{st: st, policy: pol}
-	f.env = newConnectEnv(st, &f.fields, false)
+	f.env = connect.NewEnvelope(st, &f.fields, false)
 	return f
 }
 
@@ -413,7 +414,7 @@ func (f *jsonFormat) Bind(col int, c chschema.ColumnSchema, t *chtype.Type, src 
 	if byName && t.Kind == chtype.Array {
 		f.fields.addNested(p, c.Name)
 	}
-	f.env.bind(col, t, src.Path)
+	f.env.Bind(col, t, src.Path)
 	return nil
 }
 
@@ -431,7 +432,7 @@ func (f *jsonFormat) Begin(r format.Record) error {
 	if r.Value == nil {
 		return f.tombstone()
 	}
-	if ok, err := f.env.quick(r.Value, f.tombstone); ok {
+	if ok, err := f.env.Quick(r.Value, f.tombstone); ok {
 		f.wrapped = true
 		return err
 	}
@@ -442,12 +443,12 @@ func (f *jsonFormat) Begin(r format.Record) error {
 	if top != "object" {
 		return format.Bad("", "invalid JSON: want an object, got "+top)
 	}
-	if schema, payload, ok := f.env.envelope(&f.scanner); ok {
+	if schema, payload, ok := f.env.Spans(&f.scanner); ok {
 		f.wrapped = true
-		return f.env.begin(r.Value, schema, payload, f.tombstone)
+		return f.env.Begin(r.Value, schema, payload, f.tombstone)
 	}
-	if f.env.strict {
-		return format.Bad("", errNotEnvelope)
+	if f.env.Strict {
+		return format.Bad("", connect.NotEnvelope)
 	}
 	if !f.treeOnly && !f.scanner.Esc {
 		f.fields.loadScanned(&f.scanner)
@@ -462,14 +463,14 @@ func (f *jsonFormat) Begin(r format.Record) error {
 		return format.Bad("", "invalid JSON: "+err.Error())
 	}
 	o, _ := v.Object()
-	f.fields.load(o)
+	f.fields.Load(o)
 	return nil
 }
 
 func (f *jsonFormat) Read(col int, in *column.Value) error {
 	f.fields.read(f.st, col, in)
 	if f.wrapped {
-		return f.env.read(col, in)
+		return f.env.Read(col, in)
 	}
 	return nil
 }
@@ -480,9 +481,17 @@ func (f *jsonFormat) FieldDefault(name string) *column.FieldDefault {
 	if !f.wrapped {
 		return nil
 	}
-	return f.env.fieldDefault(name)
+	return f.env.FieldDefault(name)
 }
 
 func (*jsonFormat) Lenient() bool { return false }
 
 func (f *jsonFormat) UnreadFields() drift.Object { return f.fields.unread() }
+
+// newConnectFormat is the connect-json format: the json format that
+// requires every record to be an envelope.
+func newConnectFormat(st *column.State, pol *format.Policy) *jsonFormat {
+	f := newJSONFormat(st, pol)
+	f.env.Strict = true
+	return f
+}

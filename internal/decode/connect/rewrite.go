@@ -1,4 +1,4 @@
-package decode
+package connect
 
 import (
 	"time"
@@ -11,15 +11,15 @@ import (
 
 // connRewriter rewrites a struct, array or map of a Kafka Connect payload
 // that a column reads whole, so that the values inside it that JSON does
-// not carry as themselves read as what they are (connectEnv's comment):
+// not carry as themselves read as what they are (Envelope's comment):
 // decimals become numbers, dates, timestamps and times of day text, a map
 // keyed by other than strings an object. The rewritten text is parsed
 // again into a tree the column builders read like any JSON value. It
-// belongs to one connectEnv; the tree it makes is valid until the next
+// belongs to one Envelope; the tree it makes is valid until the next
 // rewrite.
 type connRewriter struct {
 	st     *column.State
-	sem    *semConv // decimals (its dec scratch)
+	sem    *Conv // decimals (its Dec scratch)
 	out    []byte
 	key    []byte       // map keys being rewritten (pairs)
 	in     column.Value // a VariableScaleDecimal being read
@@ -31,7 +31,7 @@ type connRewriter struct {
 // form.
 func (r *connRewriter) rewrite(n *connNode, in *column.Value) error {
 	r.err = nil
-	r.sem.dec.column(0, "") // no Decimal column bounds the decimals inside
+	r.sem.Dec.ForColumn(0, "") // no Decimal column bounds the decimals inside
 	r.out = r.value(r.out[:0], n, in.Tree)
 	if r.err != nil {
 		return r.err
@@ -50,7 +50,7 @@ func (r *connRewriter) value(dst []byte, n *connNode, v *fastjson.Value) []byte 
 		return v.MarshalTo(dst)
 	}
 	switch {
-	case rewritten(n.sem.kind):
+	case rewritten(n.sem.Kind):
 		return r.scalar(dst, n, v)
 	case n.typ == ctStruct && v.Type() == fastjson.TypeObject:
 		return r.object(dst, v, n.field)
@@ -125,12 +125,12 @@ func (r *connRewriter) pairs(dst []byte, n *connNode, v *fastjson.Value) []byte 
 // number, a date's "2006-01-02", an instant in RFC 3339 (UTC), a time of
 // day's "15:04:05.999".
 func (r *connRewriter) scalar(dst []byte, n *connNode, v *fastjson.Value) []byte {
-	switch n.sem.kind {
-	case semDecimal:
+	switch n.sem.Kind {
+	case SemDecimal:
 		return r.decimal(dst, n, v)
-	case semVarDecimal:
+	case SemVarDecimal:
 		r.in.Kind, r.in.Tree = column.Object, v
-		if err := r.sem.dec.varDecimal(&r.in); err != nil {
+		if err := r.sem.Dec.VarDecimal(&r.in); err != nil {
 			r.err = err
 			return dst
 		}
@@ -138,23 +138,23 @@ func (r *connRewriter) scalar(dst []byte, n *connNode, v *fastjson.Value) []byte
 	}
 	x, err := v.Int64()
 	if err != nil {
-		r.err = column.Reasonf("cannot read %s as a %s value", column.Cut(v.MarshalTo(nil)), semLabel(n.sem.kind))
+		r.err = column.Reasonf("cannot read %s as a %s value", column.Cut(v.MarshalTo(nil)), semLabel(n.sem.Kind))
 		return dst
 	}
-	if ns, ok, tod := timeOfDay(n.sem.kind, x); tod {
+	if ns, ok, tod := timeOfDay(n.sem.Kind, x); tod {
 		if !ok {
-			r.err = column.Reasonf("%s value %d is not a time of day", semLabel(n.sem.kind), x)
+			r.err = column.Reasonf("%s value %d is not a time of day", semLabel(n.sem.Kind), x)
 			return dst
 		}
 		return append(appendTimeOfDay(append(dst, '"'), ns), '"')
 	}
-	t, ok := semTime(n.sem.kind, x)
+	t, ok := semTime(n.sem.Kind, x)
 	if !ok {
-		r.err = column.Reasonf("%s value %d is out of range", semLabel(n.sem.kind), x)
+		r.err = column.Reasonf("%s value %d is out of range", semLabel(n.sem.Kind), x)
 		return dst
 	}
 	layout := time.RFC3339Nano
-	if n.sem.kind == semDate {
+	if n.sem.Kind == SemDate {
 		layout = "2006-01-02"
 	}
 	return append(t.AppendFormat(append(dst, '"'), layout), '"')
@@ -166,7 +166,7 @@ func (r *connRewriter) decimal(dst []byte, n *connNode, v *fastjson.Value) []byt
 	if v.Type() == fastjson.TypeNumber {
 		return v.MarshalTo(dst)
 	}
-	d := &r.sem.dec
+	d := &r.sem.Dec
 	raw, err := d.base64(v.GetStringBytes())
 	if err == nil {
 		err = format.CheckDecimal(raw, 0, "")
@@ -175,5 +175,5 @@ func (r *connRewriter) decimal(dst []byte, n *connNode, v *fastjson.Value) []byt
 		r.err = column.Reasonf("cannot read %s as Decimal bytes: %v", column.Cut(v.MarshalTo(nil)), err)
 		return dst
 	}
-	return d.Text(dst, raw, int(n.sem.scale))
+	return d.Text(dst, raw, int(n.sem.Scale))
 }

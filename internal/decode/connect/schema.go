@@ -1,4 +1,4 @@
-package decode
+package connect
 
 import (
 	"encoding/base64"
@@ -53,21 +53,21 @@ func (t connType) String() string {
 
 // semBase is the Connect type each semantic type is carried in; a schema
 // that names one on another type is not one Connect (or Debezium) writes.
-var semBase = map[semKind]connType{
-	semDate: ctInt32, semTimeMillis: ctInt32,
-	semTsMillis: ctInt64, semTsMicros: ctInt64, semTsNanos: ctInt64, semTimeMicros: ctInt64, semTimeNanos: ctInt64,
-	semDuration: ctInt64, semDecimal: ctBytes, semVarDecimal: ctStruct,
-	semJSON: ctString, semZonedTs: ctString, semZonedTime: ctString,
+var semBase = map[SemKind]connType{
+	SemDate: ctInt32, SemTimeMillis: ctInt32,
+	SemTsMillis: ctInt64, SemTsMicros: ctInt64, SemTsNanos: ctInt64, SemTimeMicros: ctInt64, SemTimeNanos: ctInt64,
+	SemDuration: ctInt64, SemDecimal: ctBytes, SemVarDecimal: ctStruct,
+	SemJSON: ctString, SemZonedTs: ctString, SemZonedTime: ctString,
 }
 
 // connNode is one compiled Connect schema (a struct's field, an array's
 // items, ...).
 type connNode struct {
 	typ        connType
-	name       string   // the schema's name, "" without one
-	sem        fieldSem // the semantic type its name (or, for bytes, its type) gives
-	optional   bool     // null is a value
-	hasDefault bool     // declares a default: Connect reads null as it
+	name       string // the schema's name, "" without one
+	sem        Sem    // the semantic type its name (or, for bytes, its type) gives
+	optional   bool   // null is a value
+	hasDefault bool   // declares a default: Connect reads null as it
 	fields     []connField
 	items      *connNode // array
 	keys, vals *connNode // map
@@ -114,17 +114,17 @@ func (n *connNode) child(step string) *connNode {
 	return nil
 }
 
-// maxConnDepth bounds the nesting of a schema the sink compiles (fastjson
+// MaxSchemaDepth bounds the nesting of a schema the sink compiles (fastjson
 // bounds the text's nesting at 300; a schema nests twice per level).
-const maxConnDepth = 128
+const MaxSchemaDepth = 128
 
 // compileConnect compiles one schema (a JSON object) as Connect's
 // JsonConverter reads it: type (required), optional, name, parameters
 // (a Decimal's scale), default; items of an array, keys and values of a
 // map, fields of a struct (each with its name in "field").
 func compileConnect(v *fastjson.Value, depth int) (*connNode, error) {
-	if depth > maxConnDepth {
-		return nil, fmt.Errorf("nested deeper than %d", maxConnDepth)
+	if depth > MaxSchemaDepth {
+		return nil, fmt.Errorf("nested deeper than %d", MaxSchemaDepth)
 	}
 	if v.Type() != fastjson.TypeObject {
 		return nil, fmt.Errorf("a schema is a JSON object, not %s", v.Type())
@@ -144,15 +144,15 @@ func compileConnect(v *fastjson.Value, depth int) (*connNode, error) {
 	if err := n.compileChildren(v, depth); err != nil {
 		return nil, err
 	}
-	n.rewrite = n.rewrite || rewritten(n.sem.kind) || (typ == ctMap && n.keys.typ != ctString)
+	n.rewrite = n.rewrite || rewritten(n.sem.Kind) || (typ == ctMap && n.keys.typ != ctString)
 	return n, nil
 }
 
 // rewritten: the semantic types whose values a composite column gets
 // converted (connRewriter).
-func rewritten(k semKind) bool {
+func rewritten(k SemKind) bool {
 	switch k {
-	case semDate, semTsMillis, semTsMicros, semTsNanos, semTimeMillis, semTimeMicros, semTimeNanos, semDecimal, semVarDecimal:
+	case SemDate, SemTsMillis, SemTsMicros, SemTsNanos, SemTimeMillis, SemTimeMicros, SemTimeNanos, SemDecimal, SemVarDecimal:
 		return true
 	}
 	return false
@@ -160,23 +160,23 @@ func rewritten(k semKind) bool {
 
 // semantic sets n.sem from the schema's name (or bytes without one).
 func (n *connNode) semantic(v *fastjson.Value) error {
-	k := semNames[n.name]
-	if k == semPlain && n.name == "" && n.typ == ctBytes {
-		k = semBytes
+	k := SemNames[n.name]
+	if k == SemPlain && n.name == "" && n.typ == ctBytes {
+		k = SemBytes
 	}
-	if k == semPlain {
+	if k == SemPlain {
 		return nil
 	}
 	if base := semBase[k]; base != 0 && base != n.typ {
 		return fmt.Errorf("%s is carried as %s, this schema's type is %s", n.name, base, n.typ)
 	}
-	n.sem.kind = k
-	if k == semDecimal {
-		s, ok := atoi32(v.GetStringBytes("parameters", "scale"))
-		if !ok || s > maxScale || s < -maxScale {
+	n.sem.Kind = k
+	if k == SemDecimal {
+		s, ok := ScaleParam(v)
+		if !ok || s > MaxScale || s < -MaxScale {
 			return fmt.Errorf("%s without an integer scale parameter", n.name)
 		}
-		n.sem.scale = s
+		n.sem.Scale = s
 	}
 	return nil
 }
@@ -289,7 +289,7 @@ func connWant(n *connNode) string {
 	case ctString:
 		return "a string"
 	case ctBytes:
-		if n.sem.kind == semDecimal {
+		if n.sem.Kind == SemDecimal {
 			return "a base64 string or a number"
 		}
 		return "a base64 string"
@@ -384,7 +384,7 @@ func isFloat(v *fastjson.Value) bool {
 // writes with decimal.format=NUMERIC).
 func (c *connChecker) isBytes(n *connNode, v *fastjson.Value) bool {
 	if v.Type() == fastjson.TypeNumber {
-		return n.sem.kind == semDecimal
+		return n.sem.Kind == SemDecimal
 	}
 	if v.Type() != fastjson.TypeString {
 		return false
@@ -495,7 +495,7 @@ func connectDefault(f *fastjson.Value) *column.FieldDefault {
 	// A semantic type that the format converts (a Debezium date, time or
 	// decimal) is read differently from its raw form: writing the raw
 	// default would not be what the records insert.
-	if name := string(f.GetStringBytes("name")); semNames[name] != semPlain {
+	if name := string(f.GetStringBytes("name")); SemNames[name] != SemPlain {
 		d.Skip = "the default of a field of semantic type " + name + " is not written"
 	} else if string(f.GetStringBytes("type")) == "bytes" {
 		d.Skip = "the default of a bytes field is not written"

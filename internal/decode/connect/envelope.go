@@ -1,4 +1,4 @@
-package decode
+package connect
 
 import (
 	"bytes"
@@ -12,10 +12,10 @@ import (
 	"sink/internal/route"
 )
 
-// connectEnv reads the records of a json or connect-json route that are
+// Envelope reads the records of a json or connect-json route that are
 // Kafka Connect's JSON envelope: what its JsonConverter writes with
 // schemas.enable=true (its default), {"schema": S, "payload": P}, S in
-// Connect's schema language (connect_schema.go) or null. Which records are
+// Connect's schema language (schema.go) or null. Which records are
 // envelopes is jsonscan's rule (Scanner.Envelope): an object of exactly
 // the members schema and payload, the schema null or naming a Connect
 // type.
@@ -24,7 +24,7 @@ import (
 // of its name or a path into the payload (struct fields, array elements,
 // map values), as the json format reads a plain record, and converts by
 // the schema of the value it reads, with the debezium-json format's rules
-// for semantic types (semConv):
+// for semantic types (Conv):
 //
 //	org.apache.kafka.connect.data.Decimal  base64 of the unscaled two's-complement
 //	                                       value, the schema's scale (or a number,
@@ -59,64 +59,69 @@ import (
 // written instead, envelopes too, as before the sink read them. Format
 // connect-json requires the envelope: any other record is bad.
 //
-// A connectEnv belongs to its json format and is used from one goroutine.
-type connectEnv struct {
+// An Envelope belongs to its json format's reader (internal/decode/jsonfmt)
+// and is used from one goroutine.
+type Envelope struct {
 	st     *column.State
-	fields *jsonFields // the format's: the payload's fields load into it
-	strict bool        // connect-json: a record that is no envelope is bad
+	fields Loader // the format's field reader: the payload's fields load into it
+	Strict bool   // connect-json: a record that is no envelope is bad
 	// off: a json route whose columns read the envelope itself; its
 	// records are read as written.
 	off   bool
-	cols  []dbzCol   // per Plan column: how its type takes semantic types
+	cols  []Col      // per Plan column: how its type takes semantic types
 	paths [][]string // per Plan column: the path it reads (nil: none)
 
 	schemas connectSchemas
 	cur     *connSchema // the record's schema; nil when the envelope has none
 	parser  fastjson.Parser
 	check   connChecker
-	sem     semConv
+	sem     Conv
 	rw      connRewriter
 }
 
-func newConnectEnv(st *column.State, fields *jsonFields, strict bool) *connectEnv {
-	e := &connectEnv{st: st, fields: fields, strict: strict, sem: semConv{st: st}}
+// Loader is the field reader of the json format that reads an envelope:
+// the payload's fields load into it, and its columns read them from there.
+type Loader interface {
+	Load(o *fastjson.Object)
+}
+
+// NewEnvelope returns the envelope reader of a json format's reader, whose
+// payloads load into fields; strict (connect-json) makes every record
+// that is no envelope bad.
+func NewEnvelope(st *column.State, fields Loader, strict bool) *Envelope {
+	e := &Envelope{st: st, fields: fields, Strict: strict, sem: NewConv(st)}
 	e.rw = connRewriter{st: st, sem: &e.sem}
 	return e
 }
 
-// bind notes that column col of type t reads path.
-func (e *connectEnv) bind(col int, t *chtype.Type, path []string) {
+// Bind notes that column col of type t reads path.
+func (e *Envelope) Bind(col int, t *chtype.Type, path []string) {
 	for len(e.cols) <= col {
-		e.cols = append(e.cols, dbzCol{})
+		e.cols = append(e.cols, Col{})
 		e.paths = append(e.paths, nil)
 	}
-	c := dbzCol{kind: route.Field, cls: t.Class(), scale: t.Base().Scale}
-	if b := t.Base(); b.Kind == chtype.Decimal {
-		c.intDigits, c.decType = b.Precision-b.Scale, b.Text
-	}
-	c.day = t.Base().Kind == chtype.Date || t.Base().Kind == chtype.Date32
-	e.cols[col], e.paths[col] = c, path
-	if !e.strict && route.EnvelopePath(path) {
+	e.cols[col], e.paths[col] = ColOf(t), path
+	if !e.Strict && route.EnvelopePath(path) {
 		e.off = true
 	}
 }
 
-// envelope returns where the schema and payload of the record the
+// Spans returns where the schema and payload of the record the
 // scanner holds are, when it is an envelope this route reads as one.
-func (e *connectEnv) envelope(sc *jsonScanner) (schema, payload jsonscan.Span, ok bool) {
+func (e *Envelope) Spans(sc *jsonscan.Scanner) (schema, payload jsonscan.Span, ok bool) {
 	if e.off {
 		return schema, payload, false
 	}
 	return sc.Envelope()
 }
 
-// errNotEnvelope is connect-json's answer for any other record.
-const errNotEnvelope = "not Kafka Connect's JSON envelope {\"schema\": ..., \"payload\": ...} (format connect-json; format json reads both)"
+// NotEnvelope is connect-json's answer for any other record.
+const NotEnvelope = "not Kafka Connect's JSON envelope {\"schema\": ..., \"payload\": ...} (format connect-json; format json reads both)"
 
-// begin reads an envelope: the schema (cached), the payload checked
+// Begin reads an envelope: the schema (cached), the payload checked
 // against it, and the payload's fields loaded for the columns. tombstone
 // is the format's answer for a null payload.
-func (e *connectEnv) begin(doc []byte, schema, payload jsonscan.Span, tombstone func() error) error {
+func (e *Envelope) Begin(doc []byte, schema, payload jsonscan.Span, tombstone func() error) error {
 	var s *connSchema
 	if sch := doc[schema.Start:schema.End]; string(sch) != "null" {
 		s = e.schemas.get(sch, e.resolve)
@@ -128,13 +133,13 @@ func (e *connectEnv) begin(doc []byte, schema, payload jsonscan.Span, tombstone 
 	return e.load(s, v, tombstone)
 }
 
-// quick reads value when it is, byte for byte, the envelope of the schema
+// Quick reads value when it is, byte for byte, the envelope of the schema
 // the last record had, {"schema":S,"payload":P} (spaces allowed), without
 // scanning S again: a producer's records carry the same schema text, which
 // is most of each record. ok is false for any other value, which the
 // caller then scans whole; the outcome is the same either way. err is the
 // record's outcome when ok.
-func (e *connectEnv) quick(value []byte, tombstone func() error) (ok bool, err error) {
+func (e *Envelope) Quick(value []byte, tombstone func() error) (ok bool, err error) {
 	last := e.schemas.last
 	if e.off || last == nil {
 		return false, nil
@@ -155,18 +160,18 @@ func (e *connectEnv) quick(value []byte, tombstone func() error) (ok bool, err e
 // payloadAfter returns P of a value written {"schema":S,"payload":P}
 // (spaces allowed) where S is schema byte for byte; P is not checked.
 func payloadAfter(value []byte, schema string) ([]byte, bool) {
-	i := skipSpace(value, 0)
+	i := SkipSpace(value, 0)
 	if i >= len(value) || value[i] != '{' {
 		return nil, false
 	}
-	i, ok := member(value, i+1, `"schema"`)
+	i, ok := Member(value, i+1, `"schema"`)
 	if !ok || len(value)-i < len(schema) || string(value[i:i+len(schema)]) != schema {
 		return nil, false
 	}
-	if i = skipSpace(value, i+len(schema)); i >= len(value) || value[i] != ',' {
+	if i = SkipSpace(value, i+len(schema)); i >= len(value) || value[i] != ',' {
 		return nil, false
 	}
-	if i, ok = member(value, i+1, `"payload"`); !ok {
+	if i, ok = Member(value, i+1, `"payload"`); !ok {
 		return nil, false
 	}
 	rest := bytes.TrimRight(value[i:], " \t\r\n")
@@ -177,7 +182,7 @@ func payloadAfter(value []byte, schema string) ([]byte, bool) {
 }
 
 // load reads the payload v of an envelope whose schema is s (nil: none).
-func (e *connectEnv) load(s *connSchema, v *fastjson.Value, tombstone func() error) error {
+func (e *Envelope) load(s *connSchema, v *fastjson.Value, tombstone func() error) error {
 	e.cur = nil
 	if s != nil {
 		if s.err != nil {
@@ -201,7 +206,7 @@ func (e *connectEnv) load(s *connSchema, v *fastjson.Value, tombstone func() err
 		}
 		return format.Bad("", "Kafka Connect envelope whose payload is "+what+": the sink reads the fields of a struct (or map) into columns")
 	}
-	e.fields.load(o)
+	e.fields.Load(o)
 	return nil
 }
 
@@ -230,7 +235,7 @@ func nestedBelow(b []byte, limit int) bool {
 
 // resolve gives each bound column the schema of the value its path
 // reaches in root (nil where the schema describes none).
-func (e *connectEnv) resolve(root *connNode) []*connNode {
+func (e *Envelope) resolve(root *connNode) []*connNode {
 	out := make([]*connNode, len(e.paths))
 	for i, p := range e.paths {
 		n := root
@@ -246,9 +251,9 @@ func (e *connectEnv) resolve(root *connNode) []*connNode {
 	return out
 }
 
-// read converts column col's value, which the format's fields read from
+// Read converts column col's value, which the format's fields read from
 // the payload, by the schema of that value.
-func (e *connectEnv) read(col int, in *column.Value) error {
+func (e *Envelope) Read(col int, in *column.Value) error {
 	if e.cur == nil || in.Proj != nil || col >= len(e.cur.cols) {
 		return nil
 	}
@@ -257,9 +262,9 @@ func (e *connectEnv) read(col int, in *column.Value) error {
 		return nil
 	}
 	c := &e.cols[col]
-	if n.sem.kind != semPlain && (in.Kind == column.String || in.Kind == column.Number || in.Kind == column.Object) {
-		e.sem.dec.column(c.intDigits, c.decType)
-		return e.sem.convert(c, n.sem, in)
+	if n.sem.Kind != SemPlain && (in.Kind == column.String || in.Kind == column.Number || in.Kind == column.Object) {
+		e.sem.Dec.ForColumn(c.IntDigits, c.DecType)
+		return e.sem.Convert(c, n.sem, in)
 	}
 	if n.rewrite && (in.Kind == column.Object || in.Kind == column.Array) {
 		return e.rw.rewrite(n, in)
@@ -267,9 +272,9 @@ func (e *connectEnv) read(col int, in *column.Value) error {
 	return nil
 }
 
-// fieldDefault is the default the record's schema declares for the
+// FieldDefault is the default the record's schema declares for the
 // payload's top-level field name (nil: none).
-func (e *connectEnv) fieldDefault(name string) *column.FieldDefault {
+func (e *Envelope) FieldDefault(name string) *column.FieldDefault {
 	if e.cur == nil {
 		return nil
 	}
@@ -282,7 +287,7 @@ type connSchema struct {
 	text     string
 	root     *connNode
 	err      error                           // the text is no schema Connect reads: every record with it is bad
-	cols     []*connNode                     // per Plan column: the schema of its value (connectEnv.resolve)
+	cols     []*connNode                     // per Plan column: the schema of its value (Envelope.resolve)
 	defaults map[string]*column.FieldDefault // the top-level fields' declared defaults
 }
 
@@ -320,7 +325,7 @@ func (c *connectSchemas) get(text []byte, resolve func(*connNode) []*connNode) *
 		s.err = err
 	} else if s.root, s.err = compileConnect(v, 0); s.err == nil {
 		s.cols = resolve(s.root)
-		s.defaults = structDefaults(v)
+		s.defaults = StructDefaults(v)
 	}
 	if c.byText == nil || len(c.byText) >= maxConnSchemas || c.bytes+len(text) > maxConnSchemaBytes {
 		c.byText, c.bytes = map[string]*connSchema{}, 0
@@ -329,12 +334,4 @@ func (c *connectSchemas) get(text []byte, resolve func(*connNode) []*connNode) *
 	c.bytes += len(text)
 	c.last = s
 	return s
-}
-
-// newConnectFormat is the connect-json format: the json format that
-// requires every record to be an envelope.
-func newConnectFormat(st *column.State, pol *format.Policy) *jsonFormat {
-	f := newJSONFormat(st, pol)
-	f.env.strict = true
-	return f
 }

@@ -1,4 +1,4 @@
-package decode
+package connect
 
 import (
 	"encoding/base64"
@@ -7,29 +7,30 @@ import (
 	"sink/internal/decode/format"
 )
 
-// decimals turns Debezium's decimal encodings into exact decimal text, which
+// Decimals turns Kafka Connect's and Debezium's decimal encodings into
+// exact decimal text, which
 // then converts like a JSON number: org.apache.kafka.connect.data.Decimal
 // (base64 of the big-endian two's-complement unscaled value, the scale in
 // the schema or the column) and io.debezium.data.VariableScaleDecimal
 // ({"scale": s, "value": base64}). It holds the scratch space that keeps
 // the common sizes (up to 16 bytes, 38 digits) free of allocations.
-type decimals struct {
+type Decimals struct {
 	format.Unscaled
 	raw, dec []byte
-	// The Decimal column being read (column): its integer digits and
+	// The Decimal column being read (ForColumn): its integer digits and
 	// type; "" for other columns and formats.
 	intDigits int
 	colType   string
 }
 
-// column sets the Decimal column the next values are read for: P - S of
+// ForColumn sets the Decimal column the next values are read for: P - S of
 // Decimal(P, S), and its type ("": not a Decimal column).
-func (d *decimals) column(intDigits int, colType string) {
+func (d *Decimals) ForColumn(intDigits int, colType string) {
 	d.intDigits, d.colType = intDigits, colType
 }
 
 // base64 decodes standard base64 text into the scratch buffer.
-func (d *decimals) base64(s []byte) ([]byte, error) {
+func (d *Decimals) base64(s []byte) ([]byte, error) {
 	need := base64.StdEncoding.DecodedLen(len(s))
 	if cap(d.raw) < need {
 		d.raw = make([]byte, need)
@@ -38,8 +39,8 @@ func (d *decimals) base64(s []byte) ([]byte, error) {
 	return d.raw[:n], err
 }
 
-// varDecimal reads a VariableScaleDecimal {"scale": s, "value": base64}.
-func (d *decimals) varDecimal(in *column.Value) error {
+// VarDecimal reads a VariableScaleDecimal {"scale": s, "value": base64}.
+func (d *Decimals) VarDecimal(in *column.Value) error {
 	sv, vv := in.Tree.Get("scale"), in.Tree.Get("value")
 	if sv == nil || vv == nil {
 		return column.Reasonf("cannot read %s as a Debezium VariableScaleDecimal (want scale and value)", column.Show(in))
@@ -49,17 +50,17 @@ func (d *decimals) varDecimal(in *column.Value) error {
 	if err != nil || err2 != nil {
 		return column.Reasonf("cannot read %s as a Debezium VariableScaleDecimal (want an integer scale and base64 value)", column.Show(in))
 	}
-	return d.decimalFromBase64(in, val, scale)
+	return d.FromBase64(in, val, scale)
 }
 
-// maxScale bounds a decimal scale read from a record (Debezium's come from
+// MaxScale bounds a decimal scale read from a record (Debezium's come from
 // column definitions, PostgreSQL allows up to 1000 for numeric).
-const maxScale = 1000
+const MaxScale = 1000
 
-// decimalFromBase64 turns base64 unscaled two's-complement bytes and a scale
+// FromBase64 turns base64 unscaled two's-complement bytes and a scale
 // into decimal text, and makes in that number.
-func (d *decimals) decimalFromBase64(in *column.Value, b64 []byte, scale int) error {
-	if scale > maxScale || scale < -maxScale {
+func (d *Decimals) FromBase64(in *column.Value, b64 []byte, scale int) error {
+	if scale > MaxScale || scale < -MaxScale {
 		return column.Reasonf("Debezium decimal scale %d is out of range", scale)
 	}
 	raw, err := d.base64(b64)
