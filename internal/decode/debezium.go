@@ -168,8 +168,7 @@ type debeziumFormat struct {
 
 func newDebeziumFormat(st *column.State) *debeziumFormat {
 	d := &debeziumFormat{st: st, verCol: -1, delCol: -1, Conv: connect.NewConv(st)}
-	d.fields.keyIdx = map[string]int{}
-	d.schema.keyIdx = d.fields.keyIdx
+	d.schema.keyIdx = d.fields.index()
 	return d
 }
 
@@ -206,7 +205,7 @@ func (d *debeziumFormat) Done() error {
 	if err := d.check(); err != nil {
 		return err
 	}
-	n := len(d.fields.keys)
+	n := d.fields.numKeys()
 	d.fields.sized()
 	d.sem = make([]connect.Sem, n)
 	d.schema.after = make([]connect.Sem, n)
@@ -234,7 +233,7 @@ func (d *debeziumFormat) Placeholder(col int) bool {
 	if d.keyFields == nil {
 		return false // without the key, no column is known not to be part of it
 	}
-	return d.keyFields.Get(d.fields.keys[d.fields.paths[col].slot]) == nil
+	return d.keyFields.Get(d.fields.topKey(col)) == nil
 }
 
 // extra: the row image's fields no column reads. A delete without a before
@@ -447,10 +446,10 @@ func (d *debeziumFormat) Read(i int, in *column.Value) error {
 			}
 			return nil
 		}
-		if s := &d.fields.paths[i]; len(s.rest) == 0 && (in.Kind == column.String || in.Kind == column.Number || in.Kind == column.Object) {
+		if slot, top := d.fields.topSlot(i); top && (in.Kind == column.String || in.Kind == column.Number || in.Kind == column.Object) {
 			d.Dec.ForColumn(c.IntDigits, c.DecType)
 			if d.hasSchema {
-				return d.Convert(c, d.cur[s.slot], in)
+				return d.Convert(c, d.cur[slot], in)
 			}
 			return d.convertBare(c, in)
 		}

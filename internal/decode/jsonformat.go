@@ -87,10 +87,31 @@ func (f *jsonFields) add(col int, path []string) *jsonPath {
 	return &f.paths[col]
 }
 
-func (f *jsonFields) path(path []string) jsonPath {
+// index is the slot of each top-level key the columns read. The map is
+// made once and grows as columns are added, so a caller may keep it.
+func (f *jsonFields) index() map[string]int {
 	if f.keyIdx == nil {
 		f.keyIdx = map[string]int{}
 	}
+	return f.keyIdx
+}
+
+// numKeys is the number of distinct top-level keys the columns read (the
+// slots).
+func (f *jsonFields) numKeys() int { return len(f.keys) }
+
+// topKey is the top-level key column col reads.
+func (f *jsonFields) topKey(col int) string { return f.keys[f.paths[col].slot] }
+
+// topSlot is the slot of column col's key, when the column reads that
+// top-level field itself (not a path below it).
+func (f *jsonFields) topSlot(col int) (int, bool) {
+	p := &f.paths[col]
+	return p.slot, len(p.rest) == 0
+}
+
+func (f *jsonFields) path(path []string) jsonPath {
+	f.index()
 	slot, ok := f.keyIdx[path[0]]
 	if !ok {
 		slot = len(f.keys)
@@ -402,6 +423,14 @@ func newJSONFormat(st *column.State, pol *format.Policy) *jsonFormat {
 	f.env = connect.NewEnvelope(st, &f.fields, false)
 	return f
 }
+
+// plain reports that the record Begin read is a plain JSON object (not an
+// envelope), whose columns readField reads: the Plan reads them without
+// an interface call, and they never fail.
+func (f *jsonFormat) plain() bool { return !f.wrapped }
+
+// readField sets in to column col's value in a plain record.
+func (f *jsonFormat) readField(col int, in *column.Value) { f.fields.read(f.st, col, in) }
 
 func (*jsonFormat) Role(string) string { return "" }
 

@@ -10,10 +10,12 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/valyala/fastjson"
 
 	"sink/internal/chschema"
 	"sink/internal/decode/column"
 	"sink/internal/decode/drift"
+	"sink/internal/jsonscan"
 )
 
 // The json format reads records with its scanner (jsonscan.go); fastjson's
@@ -291,10 +293,10 @@ func FuzzJSONScan(f *testing.F) {
 		f.Add(v)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var sc jsonScanner
+		var sc jsonscan.Scanner
 		top, err := sc.Scan(data)
-		var ref jsonFormat
-		v, rerr := ref.parser.ParseBytes(data)
+		var ref fastjson.Parser
+		v, rerr := ref.ParseBytes(data)
 		if (err == nil) != (rerr == nil) {
 			t.Fatalf("%q: scanner error %v, fastjson error %v", data, err, rerr)
 		}

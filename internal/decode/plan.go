@@ -320,8 +320,8 @@ func (p *Plan) appendRow(b *column.Block, r *kgo.Record) error {
 	for i := range p.srcs {
 		var err error
 		if s := &p.srcs[i]; s.format {
-			if p.json != nil && !p.json.wrapped {
-				p.json.fields.read(c, i, in) // jsonFormat.read of a plain record, which never fails
+			if p.json != nil && p.json.plain() {
+				p.json.readField(i, in) // the json format's Read of a plain record, which never fails
 			} else {
 				err = p.format.Read(i, in)
 			}
