@@ -495,7 +495,7 @@ func (v *conv) regexRoutes(mapping map[string]string, split string) {
 		v.unsupported("enableDbTopicSplit", "with topics.regex the import cannot split topic names it does not know: write routes with topic_regex capture groups, table: \"${1}.${2}\" and the databases it may write to in databases:")
 	}
 	v.addRoute("topic_regex", re, "${topic}")
-	v.notes = append(v.notes, "topics.regex: each topic's table is the topic's name (${topic}), as in the official sink; a topic whose name has a dot is a bad record (a topic never chooses the database)")
+	v.notes = append(v.notes, "topics.regex: each topic's table is the topic's name (${topic}), as in the official sink; a record of a topic whose name has a dot (a topic never chooses the database), or whose table is missing, is a bad record")
 }
 
 // addRoute appends one route.
