@@ -14,6 +14,8 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"github.com/go-faster/city"
 	"github.com/spaolacci/murmur3"
+
+	"sink/internal/chtable"
 )
 
 // The values of a route's sharding_hash: the ClickHouse function whose
@@ -263,7 +265,7 @@ func CheckHash(ctx context.Context, conn driver.Conn, h *KeyHash, typ string) er
 			}
 		}
 		for _, v := range vals {
-			lits = append(lits, "'"+strings.TrimRight(v, "\x00")+"'")
+			lits = append(lits, chtable.QuoteString(strings.TrimRight(v, "\x00")))
 		}
 		data = vals
 	} else {

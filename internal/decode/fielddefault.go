@@ -9,6 +9,7 @@ package decode
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/big"
 	"strconv"
@@ -17,6 +18,8 @@ import (
 
 	"github.com/hamba/avro/v2"
 	"github.com/valyala/fastjson"
+
+	"sink/internal/chtable"
 )
 
 // FieldDefault is a field's default as its schema declares it.
@@ -43,6 +46,8 @@ type fieldDefaults interface {
 // toDateTime(unix seconds) or toDateTime64('…', p, 'UTC'). A default it
 // cannot write exactly (null, an array or object, a value of another kind
 // than the type, a fraction of a second for DateTime) is an error saying so.
+// Every string literal is quoted by chtable.QuoteString, the one quoting
+// of values in the sink's SQL.
 func (d *FieldDefault) Literal(typ string) (string, error) {
 	if d.Skip != "" {
 		return "", fmt.Errorf("%s", d.Skip)
@@ -52,75 +57,95 @@ func (d *FieldDefault) Literal(typ string) (string, error) {
 		return "", fmt.Errorf("default %s is not JSON", cut([]byte(d.JSON)))
 	}
 	t := parseType(typ)
-	for t.kind == kNullable || t.kind == kLowCardinality {
+	for t != nil && (t.kind == kNullable || t.kind == kLowCardinality) {
 		t = t.elem
 	}
-	refuse := func() (string, error) {
+	lit := "" // with err errInexact when the kind of v has no literal for t
+	err = errInexact
+	if t != nil {
+		base, _, _ := strings.Cut(t.str, "(")
+		switch v.Type() {
+		case fastjson.TypeNumber:
+			lit, err = numberLiteral(string(v.MarshalTo(nil)), d.Unit, base, t)
+		case fastjson.TypeString:
+			lit, err = stringLiteral(string(v.GetStringBytes()), base, t)
+		case fastjson.TypeTrue, fastjson.TypeFalse:
+			lit, err = boolLiteral(v.Type() == fastjson.TypeTrue, base)
+		}
+	}
+	if errors.Is(err, errInexact) {
 		return "", fmt.Errorf("default %s cannot be written exactly for %s", cut([]byte(d.JSON)), typ)
 	}
-	if t == nil {
-		return refuse()
+	return lit, err
+}
+
+// errInexact is a default whose kind (number, string, boolean) has no
+// exact literal for the column's type; Literal says which.
+var errInexact = errors.New("no exact literal")
+
+// numberLiteral writes the JSON number text for a column of base type
+// base (t: the whole type); unit, when set, makes it an instant
+// (instantLiteral).
+func numberLiteral(text, unit, base string, t *chType) (string, error) {
+	if unit != "" {
+		return instantLiteral(text, unit, base, t)
 	}
-	base := t.str
-	if i := strings.IndexByte(base, '('); i >= 0 {
-		base = base[:i]
+	switch {
+	case base == "Int128" || base == "Int256":
+		if n, ok := new(big.Int).SetString(text, 10); ok {
+			return n.String(), nil
+		}
+	case strings.HasPrefix(base, "Int"):
+		if _, err := strconv.ParseInt(text, 10, 64); err == nil {
+			return text, nil
+		}
+	case strings.HasPrefix(base, "UInt"):
+		if _, err := strconv.ParseUint(text, 10, 64); err == nil {
+			return text, nil
+		}
+	case base == "Float32" || base == "Float64":
+		if _, err := strconv.ParseFloat(text, 64); err == nil {
+			return text, nil
+		}
+	case strings.HasPrefix(base, "Decimal"):
+		if _, err := strconv.ParseFloat(text, 64); err == nil {
+			return chtable.QuoteString(text), nil
+		}
+	case base == "String":
+		return chtable.QuoteString(text), nil
 	}
-	switch v.Type() {
-	case fastjson.TypeNumber:
-		text := string(v.MarshalTo(nil))
-		if d.Unit != "" {
-			return instantLiteral(text, d.Unit, base, t)
+	return "", errInexact
+}
+
+// stringLiteral writes the JSON string s for a column of base type base.
+func stringLiteral(s, base string, t *chType) (string, error) {
+	switch base {
+	case "String", "FixedString", "Enum8", "Enum16", "UUID", "IPv4", "IPv6":
+		return chtable.QuoteString(s), nil
+	case "Date", "Date32":
+		if y, m, dd, ok := parseYMD([]byte(s)); ok && len(s) == 10 {
+			return chtable.QuoteString(fmt.Sprintf("%04d-%02d-%02d", y, m, dd)), nil
 		}
-		switch {
-		case strings.HasPrefix(base, "Int"):
-			if _, err := strconv.ParseInt(text, 10, 64); err == nil && base != "Int128" && base != "Int256" {
-				return text, nil
-			}
-			if n, ok := new(big.Int).SetString(text, 10); ok && (base == "Int128" || base == "Int256") {
-				return n.String(), nil
-			}
-		case strings.HasPrefix(base, "UInt"):
-			if _, err := strconv.ParseUint(text, 10, 64); err == nil {
-				return text, nil
-			}
-		case base == "Float32" || base == "Float64":
-			if _, err := strconv.ParseFloat(text, 64); err == nil {
-				return text, nil
-			}
-		case strings.HasPrefix(base, "Decimal"):
-			if _, err := strconv.ParseFloat(text, 64); err == nil {
-				return quoteLiteral(text), nil
-			}
-		case base == "String":
-			return quoteLiteral(text), nil
-		}
-	case fastjson.TypeString:
-		s := string(v.GetStringBytes())
-		switch base {
-		case "String", "FixedString", "Enum8", "Enum16", "UUID", "IPv4", "IPv6":
-			return quoteLiteral(s), nil
-		case "Date", "Date32":
-			if y, m, dd, ok := parseYMD([]byte(s)); ok && len(s) == 10 {
-				return quoteLiteral(fmt.Sprintf("%04d-%02d-%02d", y, m, dd)), nil
-			}
-		case "DateTime", "DateTime64":
-			if sec, nsec, ok := parseDateTimeText([]byte(s), nil); ok {
-				return timeLiteral(sec, nsec, base, t)
-			}
-		}
-	case fastjson.TypeTrue, fastjson.TypeFalse:
-		b := v.Type() == fastjson.TypeTrue
-		switch {
-		case base == "Bool":
-			return strconv.FormatBool(b), nil
-		case strings.HasPrefix(base, "Int"), strings.HasPrefix(base, "UInt"):
-			if b {
-				return "1", nil
-			}
-			return "0", nil
+	case "DateTime", "DateTime64":
+		if sec, nsec, ok := parseDateTimeText([]byte(s), nil); ok {
+			return timeLiteral(sec, nsec, base, t)
 		}
 	}
-	return refuse()
+	return "", errInexact
+}
+
+// boolLiteral writes b for a Bool column, or as 1/0 for an integer one.
+func boolLiteral(b bool, base string) (string, error) {
+	switch {
+	case base == "Bool":
+		return strconv.FormatBool(b), nil
+	case strings.HasPrefix(base, "Int"), strings.HasPrefix(base, "UInt"):
+		if b {
+			return "1", nil
+		}
+		return "0", nil
+	}
+	return "", errInexact
 }
 
 // instantLiteral writes a number that counts unit since the epoch for a
@@ -133,7 +158,7 @@ func instantLiteral(text, unit, base string, t *chType) (string, error) {
 	switch unit {
 	case "days":
 		if base == "Date" || base == "Date32" {
-			return quoteLiteral(time.Unix(n*secondsPerDay, 0).UTC().Format("2006-01-02")), nil
+			return chtable.QuoteString(time.Unix(n*secondsPerDay, 0).UTC().Format("2006-01-02")), nil
 		}
 		return timeLiteral(n*secondsPerDay, 0, base, t)
 	case "ms":
@@ -160,19 +185,14 @@ func timeLiteral(sec, nsec int64, base string, t *chType) (string, error) {
 			return "", fmt.Errorf("default has more digits of a second than %s keeps", t.str)
 		}
 		ts := time.Unix(sec, nsec).UTC().Format("2006-01-02 15:04:05.000000000")
-		return "toDateTime64(" + quoteLiteral(ts) + ", " + strconv.Itoa(t.n) + ", 'UTC')", nil
+		return "toDateTime64(" + chtable.QuoteString(ts) + ", " + strconv.Itoa(t.n) + ", 'UTC')", nil
 	case "Date", "Date32":
 		if sec%secondsPerDay != 0 || nsec != 0 {
 			return "", fmt.Errorf("default is not midnight, which a %s cannot keep", base)
 		}
-		return quoteLiteral(time.Unix(sec, 0).UTC().Format("2006-01-02")), nil
+		return chtable.QuoteString(time.Unix(sec, 0).UTC().Format("2006-01-02")), nil
 	}
 	return "", fmt.Errorf("default is an instant, not a value for %s", t.str)
-}
-
-// quoteLiteral quotes s as a ClickHouse string literal.
-func quoteLiteral(s string) string {
-	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
 }
 
 // connectDefault is the default of a field of a JSON converter schema
