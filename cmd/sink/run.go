@@ -79,7 +79,7 @@ func run(cfg *config.Config, stderr io.Writer) int {
 	side.control(p)
 	log.Info().Str("version", version).Strs("topics", cfg.Kafka.Topics).Str("group", cfg.Kafka.Group).
 		Int("max_rows", cfg.Batch.MaxRows).Str("max_bytes", cfg.Batch.MaxBytes.String()).
-		Dur("max_wait", cfg.Batch.MaxWait).Bool("ignore_partitions", cfg.Batch.IgnorePartitions).
+		Dur("max_latency", cfg.Batch.MaxLatency).Dur("max_wait", cfg.Batch.MaxWait).Bool("ignore_partitions", cfg.Batch.IgnorePartitions).
 		Msg("started")
 	err = p.Run(ctx)
 	cons.Close() // leaves the group: after the final commit, before the ClickHouse pool closes
