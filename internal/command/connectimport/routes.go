@@ -70,11 +70,18 @@ func (v *conv) converters() {
 	default:
 		v.registryConverter(class)
 	}
+	v.converterKeys(class)
+}
+
+// converterKeys gives the fates of the value converter's keys (of class),
+// the subject name strategies (subjectStrategy) and the key converter's.
+func (v *conv) converterKeys(class string) {
 	for _, k := range sortedKeys(v.cfg) {
-		if sub, ok := strings.CutPrefix(k, "value.converter."); ok {
+		if sub, ok := strings.CutPrefix(k, "value.converter."); ok && !isStrategyKey(k) {
 			v.converterKey(class, k, sub)
 		}
 	}
+	v.subjectStrategy()
 	for _, k := range sortedKeys(v.cfg) {
 		if k == "key.converter" || strings.HasPrefix(k, "key.converter.") {
 			v.notNeeded(k, "the official sink does not insert the key, nor does the import ($key reads its bytes; debezium formats read the key with the value's registry)")
