@@ -132,17 +132,32 @@ func tpOf(topic string) offsets.TP { return offsets.TP{Topic: topic} }
 
 // tableSink is a dlqSink whose tables in missing do not exist (Describe
 // answers chtable.ErrNoTable, as the writer does), whose tables in cols
-// have those columns, and which counts the Describe calls per table.
+// have those columns, whose tables in unfit have a column the driver
+// cannot carry (chtable.UnfitError, as the writer answers), whose tables
+// in engines have that engine (MergeTree otherwise), and which counts the
+// Describe calls per table.
 type tableSink struct {
 	*dlqSink
 	mu        sync.Mutex
 	missing   map[string]bool
+	unfit     map[string]bool
 	cols      map[string][]chschema.ColumnSchema
+	engines   map[string]string
 	described map[string]int
 }
 
+func (k *tableSink) TableEngine(_ context.Context, db, table string) (string, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if e, ok := k.engines[db+"."+table]; ok {
+		return e, nil
+	}
+	return "MergeTree", nil
+}
+
 func newTableSink(dlq string, missing ...string) *tableSink {
-	k := &tableSink{dlqSink: newDLQSink(dlq), missing: map[string]bool{}, cols: map[string][]chschema.ColumnSchema{}, described: map[string]int{}}
+	k := &tableSink{dlqSink: newDLQSink(dlq), missing: map[string]bool{}, unfit: map[string]bool{},
+		cols: map[string][]chschema.ColumnSchema{}, engines: map[string]string{}, described: map[string]int{}}
 	for _, m := range missing {
 		k.missing[m] = true
 	}
@@ -153,11 +168,13 @@ func (k *tableSink) Describe(ctx context.Context, db, table string) ([]chschema.
 	name := db + "." + table
 	k.mu.Lock()
 	k.described[name]++
-	missing, cols := k.missing[name], k.cols[name]
+	missing, unfit, cols := k.missing[name], k.unfit[name], k.cols[name]
 	k.mu.Unlock()
 	switch {
 	case missing:
 		return nil, fmt.Errorf("clickhouse: table %s %w", name, chtable.ErrNoTable)
+	case unfit:
+		return nil, &chtable.UnfitError{Err: fmt.Errorf("clickhouse: table %s: column \"a(b)\" cannot be inserted into", name)}
 	case cols != nil:
 		return cols, nil
 	}
@@ -356,15 +373,18 @@ func testUnitTemplateJobTable(t *testing.T, errs, route, dlq string) {
 }
 
 // TestUnitTemplateUnfitTable: a topic whose name gives a table that the
-// route cannot fill (a column of a type no format fills) does not stop
-// the connector: its records are dead-lettered with the cause, the other
-// topic lands.
+// route cannot fill (stats: a column of a type no format fills; odd: a
+// column the driver cannot carry) or that takes no INSERT (summary: a
+// View) does not stop the connector: its records are dead-lettered with
+// the cause, the other topic lands.
 func TestUnitTemplateUnfitTable(t *testing.T) { synctest.Test(t, testUnitTemplateUnfitTable) }
 
 func testUnitTemplateUnfitTable(t *testing.T) {
 	cfg := templateConfig(t, "{tolerance: all, dlq_topic: dead-letters}", "")
 	sink := newTableSink("db.unused")
 	sink.cols["db.stats"] = []chschema.ColumnSchema{{Name: "id", Type: "UInt64"}, {Name: "total", Type: "AggregateFunction(sum, UInt64)"}}
+	sink.unfit["db.odd"] = true
+	sink.engines["db.summary"] = "View"
 	p, err := New(context.Background(), cfg, zerolog.Nop(), sink)
 	if err != nil {
 		t.Fatal(err)
@@ -372,9 +392,12 @@ func testUnitTemplateUnfitTable(t *testing.T) {
 	src := &causeSource{fakeSource: newFakeSource()}
 	r := launch(t, p, src.fakeSource, src, sink.fakeSink)
 	sendJSON(src.fakeSource, "stats", 0, 3)
+	sendJSON(src.fakeSource, "odd", 0, 1)
+	sendJSON(src.fakeSource, "summary", 0, 2)
 	sendJSON(src.fakeSource, "orders", 0, 2)
-	eventually(t, 2*time.Second, "both topics committed", func() bool {
-		return src.committed(tpOf("orders")) == 2 && src.committed(tpOf("stats")) == 3
+	eventually(t, 2*time.Second, "every topic committed", func() bool {
+		return src.committed(tpOf("orders")) == 2 && src.committed(tpOf("stats")) == 3 &&
+			src.committed(tpOf("odd")) == 1 && src.committed(tpOf("summary")) == 2
 	})
 	if err := r.stop(t); err != nil {
 		t.Fatalf("Run: %v", err)
@@ -384,12 +407,18 @@ func testUnitTemplateUnfitTable(t *testing.T) {
 	}
 	src.mu.Lock()
 	defer src.mu.Unlock()
-	if len(src.causes) != 3 {
-		t.Fatalf("dead letters %q; want the 3 records of stats", src.causes)
+	if len(src.causes) != 6 {
+		t.Fatalf("dead letters %q; want the 3 records of stats, 1 of odd, 2 of summary", src.causes)
+	}
+	want := map[string]string{
+		"stats":   `table db.stats for topic "stats"): column "total" has type AggregateFunction`,
+		"odd":     `column "a(b)" cannot be inserted into`,
+		"summary": `table db.summary (for topic "summary") is a View, which takes no INSERT`,
 	}
 	for _, c := range src.causes {
-		if !strings.HasPrefix(c, "stats: ") || !strings.Contains(c, `table db.stats for topic "stats"`) || !strings.Contains(c, "AggregateFunction") {
-			t.Errorf("dead letter %q does not name the table and its column", c)
+		topic, _, _ := strings.Cut(c, ": ")
+		if w, ok := want[topic]; !ok || !strings.Contains(c, w) {
+			t.Errorf("dead letter %q; want its topic's table and why (%q)", c, w)
 		}
 	}
 }

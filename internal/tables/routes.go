@@ -2,7 +2,6 @@ package tables
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -395,13 +394,7 @@ func (c *Catalog) resolveTopic(ctx context.Context, rs *Route, topic string) (*R
 		// columns, so that all its plans share one block layout.
 		insert = ts.t.Insert
 	} else {
-		dctx, cancel := context.WithTimeout(ctx, c.cfg.ClickHouse.QueryTimeout)
-		defer cancel()
-		if schema, err = c.sink.Describe(dctx, db, name); err != nil {
-			err = fmt.Errorf("routes[%d] (table %q for topic %q): %w", idx, rs.cfg.Table, topic, err)
-			if errors.Is(err, chtable.ErrNoTable) {
-				return nil, c.refuseTopic(rs, topic, err)
-			}
+		if schema, err = c.describeForTopic(ctx, rs, topic, db, name); err != nil {
 			return nil, err
 		}
 		insert = decode.InsertColumns(schema, rs.cfg.Mapping())

@@ -1,10 +1,13 @@
 package tables
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
+	"sink/internal/chschema"
 	"sink/internal/chtable"
 )
 
@@ -113,6 +116,67 @@ func (c *Catalog) tableJob(db, table, template, topic string) error {
 		return fmt.Errorf("table %s (from %q for topic %q) is %s: a topic's records never go to a table the config names for another job", name, template, topic, job)
 	}
 	return nil
+}
+
+// EngineReader is a sink that can read a table's engine
+// (writer.Writer.TableEngine, and writer.Cluster's): resolveTopic refuses
+// a table named after a topic whose engine takes no INSERT. A sink without
+// it leaves such a table to its first INSERT, which fails for good.
+type EngineReader interface {
+	TableEngine(ctx context.Context, db, table string) (string, error)
+}
+
+// noInsertEngines are the engines ClickHouse refuses INSERTs into: a topic
+// named after such a table (a view beside the connector's tables, say)
+// would otherwise stop the connector at its first batch.
+var noInsertEngines = []string{"View", "LiveView", "WindowView", "Dictionary", "Merge"}
+
+// describeForTopic reads the columns of db.table, which configured route
+// rs names for topic, within clickhouse.query_timeout. A table that is
+// missing, has a column the driver cannot carry or an engine that takes no
+// INSERT is a TopicError (refuseTopic); any other error (the server does
+// not answer) is returned as it is, and stops the connector.
+func (c *Catalog) describeForTopic(ctx context.Context, rs *Route, topic, db, table string) ([]chschema.ColumnSchema, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.ClickHouse.QueryTimeout)
+	defer cancel()
+	var refused error
+	schema, err := c.sink.Describe(ctx, db, table)
+	if err == nil {
+		refused, err = c.checkEngine(ctx, db, table, topic)
+	}
+	if err != nil && unfitTable(err) {
+		refused, err = err, nil
+	}
+	where := fmt.Sprintf("routes[%d] (table %q for topic %q)", slices.Index(c.routes, rs), rs.cfg.Table, topic)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w", where, err)
+	case refused != nil:
+		return nil, c.refuseTopic(rs, topic, fmt.Errorf("%s: %w", where, refused))
+	}
+	return schema, nil
+}
+
+// checkEngine refuses db.table, described for topic, when its engine
+// takes no INSERT (noInsertEngines); an error reading the engine is
+// returned as it is (not the topic's doing).
+func (c *Catalog) checkEngine(ctx context.Context, db, table, topic string) (refused, err error) {
+	er, ok := c.sink.(EngineReader)
+	if !ok {
+		return nil, nil
+	}
+	engine, err := er.TableEngine(ctx, db, table)
+	if err != nil || !slices.Contains(noInsertEngines, engine) {
+		return nil, err
+	}
+	return fmt.Errorf("table %s.%s (for topic %q) is a %s, which takes no INSERT", db, table, topic, engine), nil
+}
+
+// unfitTable reports whether a Describe error is the table's own doing
+// (missing, or a column the driver cannot carry) rather than the server's.
+func unfitTable(err error) bool {
+	var unfit *chtable.UnfitError
+	return errors.Is(err, chtable.ErrNoTable) || errors.As(err, &unfit)
 }
 
 // TopicErrorOf returns the TopicError in err's chain, nil when it has none.
