@@ -216,6 +216,18 @@ errors: %s
 	return cfg
 }
 
+// launchTemplate runs a connector of cfg over sink, its dead-letter
+// produces recorded with their causes.
+func launchTemplate(t *testing.T, cfg *config.Config, sink *tableSink) (*running, *causeSource) {
+	t.Helper()
+	p, err := New(context.Background(), cfg, zerolog.Nop(), sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := &causeSource{fakeSource: newFakeSource()}
+	return launch(t, p, src.fakeSource, src, sink.fakeSink), src
+}
+
 // sendJSON hands n records of topic, offsets from..from+n-1, to src, as
 // one fetch.
 func sendJSON(src *fakeSource, topic string, from, n int) {
@@ -239,12 +251,7 @@ func TestUnitTemplateMissingTable(t *testing.T) { synctest.Test(t, testUnitTempl
 func testUnitTemplateMissingTable(t *testing.T) {
 	cfg := templateConfig(t, "{tolerance: all, dlq_topic: dead-letters}", "")
 	sink := newTableSink("db.unused", "db.ghost")
-	p, err := New(context.Background(), cfg, zerolog.Nop(), sink)
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := &causeSource{fakeSource: newFakeSource()}
-	r := launch(t, p, src.fakeSource, src, sink.fakeSink)
+	r, src := launchTemplate(t, cfg, sink)
 	sendJSON(src.fakeSource, "orders", 0, 2)
 	for i := range 5 {
 		sendJSON(src.fakeSource, "ghost", 4*i, 4)
@@ -306,16 +313,12 @@ func TestUnitTemplateMissingTableStops(t *testing.T) {
 func testUnitTemplateMissingTableStops(t *testing.T) {
 	cfg := templateConfig(t, "{tolerance: none}", "")
 	sink := newTableSink("db.unused", "db.ghost")
-	p, err := New(context.Background(), cfg, zerolog.Nop(), sink)
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := newFakeSource()
-	r := launch(t, p, src, src, sink.fakeSink)
+	r, cs := launchTemplate(t, cfg, sink)
+	src := cs.fakeSource
 	sendJSON(src, "orders", 0, 2)
 	eventually(t, time.Second, "orders committed", func() bool { return src.committed(tpOf("orders")) == 2 })
 	sendJSON(src, "ghost", 0, 2)
-	err = r.wait(t)
+	err := r.wait(t)
 	if err == nil || !strings.Contains(err.Error(), "table db.ghost does not exist") || !strings.Contains(err.Error(), "errors.tolerance is none") {
 		t.Fatalf("Run: %v; want the missing table and the tolerance named", err)
 	}
@@ -343,12 +346,8 @@ func TestUnitTemplateRefusesJobTables(t *testing.T) {
 func testUnitTemplateJobTable(t *testing.T, errs, route, dlq string) {
 	cfg := templateConfig(t, errs, route)
 	sink := newTableSink(dlq)
-	p, err := New(context.Background(), cfg, zerolog.Nop(), sink)
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := newFakeSource()
-	r := launch(t, p, src, src, sink.fakeSink)
+	r, cs := launchTemplate(t, cfg, sink)
+	src := cs.fakeSource
 	sendJSON(src, "orders", 0, 2)
 	sendJSON(src, "dead", 0, 3)
 	sendJSON(src, "orders", 2, 2)
@@ -385,12 +384,7 @@ func testUnitTemplateUnfitTable(t *testing.T) {
 	sink.cols["db.stats"] = []chschema.ColumnSchema{{Name: "id", Type: "UInt64"}, {Name: "total", Type: "AggregateFunction(sum, UInt64)"}}
 	sink.unfit["db.odd"] = true
 	sink.engines["db.summary"] = "View"
-	p, err := New(context.Background(), cfg, zerolog.Nop(), sink)
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := &causeSource{fakeSource: newFakeSource()}
-	r := launch(t, p, src.fakeSource, src, sink.fakeSink)
+	r, src := launchTemplate(t, cfg, sink)
 	sendJSON(src.fakeSource, "stats", 0, 3)
 	sendJSON(src.fakeSource, "odd", 0, 1)
 	sendJSON(src.fakeSource, "summary", 0, 2)
