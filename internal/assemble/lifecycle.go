@@ -246,7 +246,7 @@ func (l *Lifecycle) answerRunning(req lifeReq, inst Instance) {
 	case opResume:
 		rep.state, rep.err = inst.Resume(req.ctx)
 	default:
-		rep.err = fmt.Errorf("offsets: %w (it is %s)", status.ErrNotStopped, *l.phase.Load())
+		rep.err = fmt.Errorf("%w: it is %s", status.ErrNotStopped, *l.phase.Load())
 	}
 	req.reply <- rep
 }
@@ -401,7 +401,7 @@ func (l *Lifecycle) ResetOffsets(ctx context.Context) error {
 
 func (l *Lifecycle) change(ctx context.Context, req lifeReq) error {
 	if phase := *l.phase.Load(); phase == status.Starting {
-		return fmt.Errorf("offsets: %w (it is %s)", status.ErrNotStopped, phase)
+		return fmt.Errorf("%w: it is %s", status.ErrNotStopped, phase)
 	}
 	rep, err := l.ask(ctx, req)
 	if err != nil {
