@@ -81,7 +81,7 @@ type MembersError struct {
 }
 
 func (e *MembersError) Error() string {
-	return fmt.Sprintf("group %s has %d active member%s (%s): stop every sink of the group first (SIGTERM), then run this again (docs/operations.md#offsets)",
+	return fmt.Sprintf("group %s has %d active member%s (%s): stop every sink of the group first (SIGTERM, or PUT /connectors/NAME/stop on its HTTP listener), then run this again (docs/operations.md#offsets)",
 		e.Group, len(e.Members), plural(len(e.Members)), strings.Join(e.Members, "; "))
 }
 

@@ -73,7 +73,7 @@ func TestErrorsClassified(t *testing.T) {
 	}
 	var me *MembersError
 	err = error(&MembersError{Group: "g", Members: []string{"sink-x on 10.0.0.1 (member m-1)"}})
-	if !errors.As(err, &me) || err.Error() != "group g has 1 active member (sink-x on 10.0.0.1 (member m-1)): stop every sink of the group first (SIGTERM), then run this again (docs/operations.md#offsets)" {
+	if !errors.As(err, &me) || err.Error() != "group g has 1 active member (sink-x on 10.0.0.1 (member m-1)): stop every sink of the group first (SIGTERM, or PUT /connectors/NAME/stop on its HTTP listener), then run this again (docs/operations.md#offsets)" {
 		t.Fatalf("members: %v", err)
 	}
 }
