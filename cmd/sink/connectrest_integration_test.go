@@ -379,7 +379,8 @@ http: {listen: %q, admin: true}
 // as `sink offsets reset --reload` does (the rows from there deleted, the
 // table's tokens forgotten); after the resume every offset is in the
 // table exactly once. A DELETE and a second resume load everything again,
-// once. The admin token guards the changes on a listener that has one.
+// once. While stopped, the state metric says STOPPED and /readyz 503. The
+// admin token guards the changes on a listener that has one.
 func TestRESTOffsetsExactlyOnceOn26(t *testing.T) {
 	s := testenv.Server26(t)
 	f := newOffsetsFixture(t, s, "exactly_once")
@@ -417,6 +418,12 @@ func TestRESTOffsetsExactlyOnceOn26(t *testing.T) {
 	rep := waitStatus(t, "http://"+addr, "STOPPED", func(rep status.Report) bool { return rep.Connector.State == status.Stopped })
 	if len(rep.Tasks) != 0 || !groupEmpty(t, f.group) {
 		t.Fatalf("stopped: tasks %+v, group empty %v; want no task and no member", rep.Tasks, groupEmpty(t, f.group))
+	}
+	if code, body := get(t, "http://"+addr+"/metrics"); code != 200 || !strings.Contains(body, `sink_connector_state{state="STOPPED"} 1`) {
+		t.Fatalf("/metrics while stopped: %d, no sink_connector_state{state=\"STOPPED\"} 1", code)
+	}
+	if code, _ := get(t, "http://"+addr+"/readyz"); code != http.StatusServiceUnavailable {
+		t.Fatalf("/readyz while stopped: %d; want 503 (no partitions)", code)
 	}
 	for p := int32(0); p < 2; p++ {
 		if o, md := f.committed(t, p); o != 200 || !strings.HasPrefix(md, "sink-eo1 @200 ") {

@@ -288,16 +288,8 @@ func (l *Lifecycle) publish(state status.State, from *status.Snapshot) {
 		s.Tables, s.GroupProtocol, s.Budgets = from.Tables, from.GroupProtocol, from.Budgets
 	}
 	l.own.Store(s)
-	l.m.SetState(string(state), stateNames)
+	l.m.SetState(string(state), status.StateNames())
 }
-
-var stateNames = func() []string {
-	out := make([]string, len(status.States))
-	for i, s := range status.States {
-		out[i] = string(s)
-	}
-	return out
-}()
 
 func (l *Lifecycle) setPhase(s status.State) { l.phase.Store(&s) }
 

@@ -186,6 +186,10 @@ var stateNames = func() []string {
 	return out
 }()
 
+// StateNames are the names of States, for the state metric
+// (metrics.SetState).
+func StateNames() []string { return slices.Clone(stateNames) }
+
 // SetController connects the running pipeline; until then /status reports
 // STARTING and pause and resume answer 409.
 func (h *Handler) SetController(c Controller) { h.ctl.Store(&c) }
