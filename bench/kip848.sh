@@ -51,7 +51,7 @@ round() {
 name: kip848-$id
 kafka: {brokers: [127.0.0.1:9092], topics: [$topic], group_protocol: $proto, fetch_max_wait: 200ms}
 clickhouse: {addrs: [127.0.0.1:$CH_PORT], database: $DB}
-batch: {max_rows: 100000, max_wait: 1s}
+batch: {max_rows: 100000, max_latency: 1200ms}
 routes: [{topic: $topic, table: e_$id}]
 http: {listen: ""}
 log: {format: json}

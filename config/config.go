@@ -211,10 +211,19 @@ func (ch *ClickHouse) Clustered() bool { return ch.Cluster != "" || len(ch.Shard
 
 // Batch configures the per-table accumulators. A batch is sealed when any of
 // MaxRows, MaxBytes or MaxWait is reached, whichever comes first.
+//
+// MaxLatency is the one latency knob: the longest a row may take from its
+// record's timestamp to being in the table (a route's max_latency sets it
+// for that route's table). In fixed mode a batch's wait is MaxLatency less
+// kafka.fetch_max_wait; adaptive batching and the INSERT budget keep rows
+// within it (docs/sizing.md#latency-and-the-insert-budget).
 type Batch struct {
-	MaxRows  int           `koanf:"max_rows"`
-	MaxBytes ByteSize      `koanf:"max_bytes"`
-	MaxWait  time.Duration `koanf:"max_wait"`
+	MaxRows  int      `koanf:"max_rows"`
+	MaxBytes ByteSize `koanf:"max_bytes"`
+	// MaxWait is the wait of a fixed-mode batch, derived from MaxLatency
+	// (fillLatency). The key batch.max_wait is deprecated: set, it is the
+	// wait as before, and MaxLatency defaults to 30s as before.
+	MaxWait time.Duration `koanf:"max_wait" print:"-"`
 	// IgnorePartitions lets one batch hold records from every partition
 	// (and every topic routed to the same table). Without it a table gets
 	// one insert per partition, and insert rate grows with partition count.
@@ -229,10 +238,40 @@ type Batch struct {
 	Mode string `koanf:"mode"`
 	// TargetInsertsPerMinute is the adaptive mode's cadence per table.
 	TargetInsertsPerMinute float64 `koanf:"target_inserts_per_minute"`
-	// MaxLatency is the adaptive mode's bound on record timestamp → row
-	// visible; only ClickHouse's pushback (parts, TOO_MANY_PARTS) makes
-	// it wait longer, and then it logs and reports that.
-	MaxLatency time.Duration `koanf:"max_latency"`
+	// MaxLatency bounds record timestamp → row in the table; only
+	// ClickHouse's pushback (parts, TOO_MANY_PARTS) makes adaptive
+	// batching wait longer, and then it logs and reports that. Default:
+	// DefaultWait plus kafka.fetch_max_wait in fixed mode, 30s in adaptive
+	// mode (and with the deprecated max_wait).
+	MaxLatency time.Duration `koanf:"max_latency" print:"omitzero"`
+
+	// derivedWait: MaxWait was derived from MaxLatency (the deprecated
+	// max_wait was not set).
+	derivedWait bool
+}
+
+// DefaultWait is how long a fixed-mode batch waits when no latency bound
+// is set: a table with rows is inserted at least every 5 seconds.
+const DefaultWait = 5 * time.Second
+
+// adaptiveLatency is the default latency bound of adaptive batching (and
+// of a config with the deprecated batch.max_wait, as it was).
+const adaptiveLatency = 30 * time.Second
+
+// fillLatency fills the latency bound's default and derives the fixed-mode
+// wait from it (fetch is kafka.fetch_max_wait: what a record may have
+// waited in Kafka before it reached a batch).
+func (b *Batch) fillLatency(fetch time.Duration) {
+	if b.MaxLatency == 0 {
+		b.MaxLatency = DefaultWait + fetch
+		if b.Mode == BatchAdaptive || b.MaxWait != 0 {
+			b.MaxLatency = adaptiveLatency
+		}
+	}
+	if b.MaxWait == 0 {
+		b.derivedWait = true
+		b.MaxWait = max(b.MaxLatency-fetch, time.Millisecond)
+	}
 }
 
 // Batch modes.
@@ -241,8 +280,8 @@ const (
 	BatchAdaptive = "adaptive"
 )
 
-// Route sends the records of matching topics to one table. Routes can only be
-// set in the YAML file, not from the environment.
+// Route sends the records of matching topics to one table. From the
+// environment, SINK_ROUTES sets the whole list as JSON (see EnvPrefix).
 type Route struct {
 	// Exactly one of Topic and TopicRegex is set. TopicRegex is anchored.
 	Topic      string `koanf:"topic"`
@@ -567,8 +606,8 @@ func defaultBatch() Batch {
 		MaxRows: 100_000,
 		// Keeps a single INSERT (and its retry) a manageable block.
 		MaxBytes: 32 * MiB,
-		// At most 12 inserts per minute per table at low input rates.
-		MaxWait: 5 * time.Second,
+		// MaxWait and MaxLatency are derived (fillLatency): at most 12
+		// inserts per minute per table at low input rates.
 		// Batch across partitions (invariant 3: inserts/min does not
 		// grow with partition count).
 		IgnorePartitions: true,
@@ -581,9 +620,6 @@ func defaultBatch() Batch {
 		// Adaptive: one insert every 10 seconds per table, a load
 		// ClickHouse's merges absorb on any table.
 		TargetInsertsPerMinute: 6,
-		// Adaptive: rows visible within half a minute of their
-		// Kafka timestamp, unless ClickHouse pushes back.
-		MaxLatency: 30 * time.Second,
 	}
 }
 
@@ -651,6 +687,7 @@ func nilIfEmpty[T any](s *[]T) {
 
 // fillDerived sets the defaults that depend on other options.
 func (c *Config) fillDerived() {
+	c.Batch.fillLatency(c.Kafka.FetchMaxWait)
 	if c.Kafka.Group == "" {
 		c.Kafka.Group = c.Name
 	}

@@ -80,7 +80,10 @@ func TestDefaults(t *testing.T) {
 			BufferMemory:           256 << 20,
 			Mode:                   BatchFixed,
 			TargetInsertsPerMinute: 6,
-			MaxLatency:             30 * time.Second,
+			// The one latency knob's default in fixed mode: a batch
+			// every 5s, plus what a record may wait in Kafka.
+			MaxLatency:  5*time.Second + 500*time.Millisecond,
+			derivedWait: true,
 		},
 		Routes:          []Route{{Topic: "orders", Table: "orders", Format: "json", Schema: RouteSchema{MaxNewColumnsPerHour: 10}}},
 		Errors:          Errors{Tolerance: "none", OnMissing: "default", OnNull: "default", OnTombstone: "skip", Unrouted: "skip", DLQValueMax: 1 << 20},
@@ -283,6 +286,14 @@ func TestEnvOverrides(t *testing.T) {
 	f([]string{"SINK_SHUTDOWN_TIMEOUT=1m"}, func(c *Config) bool { return c.ShutdownTimeout == time.Minute })
 	f([]string{"SINK_HTTP__LISTEN="}, func(c *Config) bool { return c.HTTP.Listen == "" })
 	f([]string{"SINK_CLICKHOUSE__SETTINGS__INSERT_QUORUM=2"}, func(c *Config) bool { return c.ClickHouse.Settings["insert_quorum"] == "2" })
+	// Routes and shards: the whole list, as JSON (or YAML flow), replaces the file's.
+	f([]string{`SINK_ROUTES=[{"topic": "orders", "table": "o2", "columns": {"id": "a.id"}, "max_latency": "2m"}]`}, func(c *Config) bool {
+		r := c.Routes
+		return len(r) == 1 && r[0].Table == "o2" && r[0].Columns["id"] == "a.id" && r[0].MaxLatency == 2*time.Minute && r[0].Format == "json"
+	})
+	f([]string{`SINK_CLICKHOUSE__SHARDS=[["a:9000", "b:9000"], [c:9000]]`, "SINK_CLICKHOUSE__CLUSTER=c"}, func(c *Config) bool {
+		return reflect.DeepEqual(c.ClickHouse.Shards, [][]string{{"a:9000", "b:9000"}, {"c:9000"}})
+	})
 	// Not ours: other prefixes, the config path, test harness variables.
 	f([]string{"PATH=/bin", "SINKER=1", "SINK_CONFIG=/etc/sink.yaml", "SINK_TEST_KAFKA=127.0.0.1:9092", "SINK_REQUIRE_STACK=1", "NOEQUALS"}, func(c *Config) bool { return true })
 }
@@ -327,7 +338,12 @@ func TestLoadErrors(t *testing.T) {
 	f("", []string{"SINK_BATCH__MAX_ROW=5"}, `config: unknown key "batch.max_row" (from SINK_BATCH__MAX_ROW)`)
 	f("", []string{"SINK_KAFKA_BROKERS=a:9092"}, `config: unknown key "kafka_brokers" (from SINK_KAFKA_BROKERS; nesting levels are separated by a double underscore`)
 	f("", []string{"SINK_LOG__LEVEL__X=1"}, `config: log.level: expected a string, got a mapping (from SINK_LOG__LEVEL__X)`)
-	f("", []string{"SINK_ROUTES__0__TABLE=x"}, "config: environment variable SINK_ROUTES__0__TABLE: routes cannot be set from the environment")
+	f("", []string{"SINK_ROUTES__0__TABLE=x"}, "config: environment variable SINK_ROUTES__0__TABLE: routes cannot be set from the environment one element at a time; set SINK_ROUTES to the whole list as JSON")
+	f("", []string{"SINK_CLICKHOUSE__SHARDS__0=x"}, "config: environment variable SINK_CLICKHOUSE__SHARDS__0: clickhouse.shards cannot be set from the environment one element at a time; set SINK_CLICKHOUSE__SHARDS")
+	f("", []string{"SINK_ROUTES={topic: a}"}, `config: environment variable SINK_ROUTES: want a JSON list, e.g. [{"topic": "events", "table": "events"}]`)
+	f("", []string{"SINK_ROUTES=[{"}, "config: environment variable SINK_ROUTES: not a JSON list: yaml:")
+	f("", []string{`SINK_ROUTES=[{"topic": "orders", "tabel": "x"}]`}, `config: unknown key "routes[0].tabel" (from SINK_ROUTES)`)
+	f("", []string{`SINK_CLICKHOUSE__SHARDS=[["a:9000"], {"b": 1}]`}, `config: clickhouse.shards[1]: expected a list, got map (from SINK_CLICKHOUSE__SHARDS)`)
 	f("", []string{"SINK_KAFKA____BROKERS=x"}, "config: environment variable SINK_KAFKA____BROKERS: empty key level")
 	f("", []string{"SINK_=x"}, "config: environment variable SINK_: empty key level")
 
@@ -388,7 +404,8 @@ func TestValidate(t *testing.T) {
 	f("", env("SINK_KAFKA__BROKERS=a:0"), `kafka.brokers[0]: "a:0" has an invalid port "0"`)
 	f("", env("SINK_KAFKA__BROKERS=[::1]:9092,kafka:9092"), "")
 	f("", env("SINK_KAFKA__CLIENT_ID="+strings.Repeat("c", 257)), "kafka.client_id: 257 bytes is longer than the maximum 256")
-	f("name: t\nkafka: {topics: []}\nroutes: [{topic: a, table: a}]", nil, "kafka.topics: set topics or topic_regex")
+	f("name: t\nkafka: {topics: []}\nroutes: []", nil, "kafka.topics: set topics or topic_regex")
+	f("name: t\nkafka: {topics: []}\nroutes: [{topic: a, table: a}]", nil, "") // the routes' topics
 	f("name: t\nkafka: {topics: [a, b, a]}\nroutes: [{topic: a, table: a}, {topic: b, table: b}]", nil, `kafka.topics[2]: "a" is already kafka.topics[0]`)
 	f("name: t\nkafka: {topics: [a b]}\nroutes: [{topic: a b, table: a}]", nil, `kafka.topics[0]: "a b" is not a valid topic name`)
 	f("name: t\nkafka: {topic_regex: \"orders_(\"}\nroutes: [{topic_regex: a, table: a}]", nil, "kafka.topic_regex: invalid regular expression: error parsing regexp: missing closing )")
@@ -468,10 +485,14 @@ func TestValidate(t *testing.T) {
 	// routes
 	const kafkaAB = "name: t\nkafka: {topics: [a, b]}\n"
 	f("name: t\nkafka: {topic_regex: x}\n", nil, "routes: at least one route is required")
-	f("name: t\nkafka: {topics: [orders]}\n", nil, `kafka.topics: topic "orders" has no route`)
+	f("name: t\nkafka: {topics: [orders]}\n", nil, "") // one route per topic
+	f("name: t\nkafka: {topics: [orders, b]}\nroutes: [{topic: orders}]", nil, `kafka.topics: topic "b" has no route`)
 	f(kafkaAB+"routes: [{topic: a, table: a}]", nil, `kafka.topics: topic "b" has no route`)
 	f(kafkaAB+"routes: [{topic_regex: \"[ab]\", table: a}]", nil, "")
-	f(kafkaAB+"routes: [{topic: a, table: a}, {topic: b}]", nil, "routes[1].table: required")
+	f(kafkaAB+"routes: [{topic: a, table: a}, {topic: b}]", nil, "") // the table of the topic's name
+	f("name: t\nkafka: {topics: [a, b.c]}\nroutes: [{topic: a, table: a}, {topic: b.c}]", nil,
+		`routes[1].table: required: the topic "b.c" has a dot, so its name would read as database.table; name the table`)
+	f(kafkaAB+"routes: [{topic_regex: \"[ab]\"}]", nil, `routes[0].table: required with topic_regex (e.g. "${topic}", the topic's name, or "${topic.last}")`)
 	f(kafkaAB+"routes: [{topic: a, table: a}, {topic: b, table: a.b.c}]", nil, `routes[1].table: "a.b.c" must be "table" or "database.table"`)
 	f(kafkaAB+"routes: [{topic: a, table: a}, {topic: b, table: .b}]", nil, `routes[1].table: "" is not a valid database name`)
 	// Identifiers are always quoted in SQL, so quotes, backticks and

@@ -37,6 +37,7 @@ type deprecation struct {
 var deprecations = []deprecation{
 	{key: "kafka.fetch_max_bytes", reason: "the sink sizes fetches from batch.buffer_memory; a smaller value still lowers them"},
 	{key: "kafka.max_partition_fetch_bytes", reason: "the sink sizes fetches from batch.buffer_memory; a smaller value still lowers them"},
+	{key: "batch.max_wait", reason: "set batch.max_latency instead, the one latency knob (a fixed-mode batch waits max_latency less kafka.fetch_max_wait); the value set is still the batch's wait"},
 	{key: "clickhouse.insert_quorum", replacement: "clickhouse.settings.insert_quorum", value: quorumValue},
 	{key: "clickhouse.insert_quorum_timeout", replacement: "clickhouse.settings.insert_quorum_timeout", value: quorumTimeoutValue},
 }

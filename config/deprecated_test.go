@@ -3,6 +3,7 @@ package config
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // Every deprecated key is still accepted, from the file and from the
@@ -111,5 +112,41 @@ func TestDeprecatedWarningsAndPrint(t *testing.T) {
 	}
 	if s := cfg.String(); strings.Contains(s, "fetch_max_bytes") || strings.Contains(s, "insert_quorum") {
 		t.Fatalf("deprecated keys printed though unset:\n%s", s)
+	}
+}
+
+// TestMaxWaitDeprecated: batch.max_wait still sets the batch's wait, with
+// a warning naming batch.max_latency, and keeps the latency bound's old
+// default; without it the wait follows max_latency.
+func TestMaxWaitDeprecated(t *testing.T) {
+	const doc = "name: t\nkafka: {topics: [a], fetch_max_wait: 200ms}\n"
+	c, err := Parse([]byte(doc+"batch: {max_wait: 2s}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := c.Warnings()
+	if c.Batch.MaxWait != 2*time.Second || c.Batch.MaxLatency != 30*time.Second || len(w) != 1 ||
+		!strings.Contains(w[0], "batch.max_wait is deprecated: set batch.max_latency instead") {
+		t.Errorf("max_wait 2s: wait %v, bound %v, warnings %q", c.Batch.MaxWait, c.Batch.MaxLatency, w)
+	}
+	for _, tc := range []struct {
+		yaml       string
+		wait, last time.Duration
+	}{
+		{"", 5 * time.Second, 5200 * time.Millisecond},
+		{"batch: {max_latency: 1m}\n", time.Minute - 200*time.Millisecond, time.Minute},
+		{"batch: {mode: adaptive}\n", 30*time.Second - 200*time.Millisecond, 30 * time.Second},
+	} {
+		c, err := Parse([]byte(doc+tc.yaml), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Batch.MaxWait != tc.wait || c.Batch.MaxLatency != tc.last || len(c.Warnings()) != 0 {
+			t.Errorf("%q: wait %v, bound %v, warnings %q; want %v, %v, none", tc.yaml, c.Batch.MaxWait, c.Batch.MaxLatency, c.Warnings(), tc.wait, tc.last)
+		}
+	}
+	_, err = Parse([]byte(doc+"batch: {max_latency: 150ms}\n"), nil)
+	if err == nil || !strings.Contains(err.Error(), "batch.max_latency (150ms) must exceed kafka.fetch_max_wait (200ms)") {
+		t.Errorf("a bound under fetch_max_wait: %v", err)
 	}
 }

@@ -25,8 +25,12 @@ import (
 // After the prefix, a double underscore separates nesting levels and the rest
 // is lower-cased: SINK_CLICKHOUSE__PASSWORD sets clickhouse.password,
 // SINK_KAFKA__FETCH_MIN_BYTES sets kafka.fetch_min_bytes. List options take
-// comma-separated values (SINK_KAFKA__BROKERS=a:9092,b:9092). Routes cannot be
-// set from the environment.
+// comma-separated values (SINK_KAFKA__BROKERS=a:9092,b:9092). The lists of
+// mappings and of lists, routes and clickhouse.shards, take their whole
+// value as JSON (or YAML in flow style), which replaces the file's:
+// SINK_ROUTES='[{"topic": "a", "table": "b"}]',
+// SINK_CLICKHOUSE__SHARDS='[["ch-1:9000", "ch-2:9000"], ["ch-3:9000"]]'; one
+// element of them (SINK_ROUTES__0__TABLE) cannot be set alone.
 //
 // A few names under the prefix are not config overrides and are ignored:
 // SINK_CONFIG (the config file path, for cmd/sink), SINK_REQUIRE_STACK and
@@ -107,22 +111,7 @@ func parse(yamlBytes []byte, environ []string) (*Config, error) {
 
 	var envErrs []error
 	envKeys := make(map[string]string) // key path -> variable that set it
-	envProvider := env.Provider(".", env.Opt{
-		Prefix:      EnvPrefix,
-		EnvironFunc: func() []string { return environ },
-		TransformFunc: func(name, value string) (string, any) {
-			key, err := envKey(name)
-			if err != nil {
-				envErrs = append(envErrs, err)
-				return "", nil
-			}
-			if key != "" {
-				envKeys[key] = name
-			}
-			return key, value
-		},
-	})
-	if err := ko.Load(envProvider, nil); err != nil {
+	if err := ko.Load(envProvider(environ, envKeys, &envErrs), nil); err != nil {
 		return nil, err
 	}
 	if len(envErrs) > 0 {
@@ -147,7 +136,11 @@ func parse(yamlBytes []byte, environ []string) (*Config, error) {
 		return nil, decodeErrors(err, envKeys)
 	}
 
+	if err := writtenPositive(ko, c, envKeys); err != nil {
+		return nil, err
+	}
 	c.normalize()
+	c.fillMinimal()
 	c.fillDerived()
 	c.deprecated = deprecated
 	errs = filePasswords(doc)
@@ -158,6 +151,46 @@ func parse(yamlBytes []byte, environ []string) (*Config, error) {
 		return nil, errors.Join(errs...)
 	}
 	return c, nil
+}
+
+// envProvider reads the overrides in environ (see EnvPrefix), noting in
+// envKeys which variable set each key and in errs each variable refused.
+func envProvider(environ []string, envKeys map[string]string, errs *[]error) *env.Env {
+	return env.Provider(".", env.Opt{
+		Prefix:      EnvPrefix,
+		EnvironFunc: func() []string { return environ },
+		TransformFunc: func(name, value string) (string, any) {
+			key, err := envKey(name)
+			if err == nil && key != "" {
+				envKeys[key] = name
+				if !structuredKeys[key] {
+					return key, value
+				}
+				var v any
+				if v, err = structuredEnv(name, value); err == nil {
+					return key, v
+				}
+			}
+			if err != nil {
+				*errs = append(*errs, err)
+			}
+			return "", nil
+		},
+	})
+}
+
+// writtenPositive refuses a batch.max_wait or batch.max_latency written as
+// 0 or less: left out, 0 gives them their defaults (fillLatency).
+func writtenPositive(ko *koanf.Koanf, c *Config, envKeys map[string]string) error {
+	for _, kd := range []struct {
+		key string
+		d   time.Duration
+	}{{"batch.max_wait", c.Batch.MaxWait}, {"batch.max_latency", c.Batch.MaxLatency}} {
+		if ko.Exists(kd.key) && kd.d <= 0 {
+			return fmt.Errorf("%s (%v) must be positive%s", kd.key, kd.d, envSource(kd.key, envKeys, false))
+		}
+	}
+	return nil
 }
 
 // envKey turns SINK_KAFKA__FETCH_MIN_BYTES into kafka.fetch_min_bytes. It
@@ -173,10 +206,42 @@ func envKey(name string) (string, error) {
 			return "", fmt.Errorf("environment variable %s: empty key level (want e.g. %sKAFKA__BROKERS)", name, EnvPrefix)
 		}
 	}
-	if top, _, _ := strings.Cut(key, "."); top == "routes" {
-		return "", fmt.Errorf("environment variable %s: routes cannot be set from the environment, define them in the config file", name)
+	for k := range structuredKeys {
+		if strings.HasPrefix(key, k+".") {
+			return "", fmt.Errorf("environment variable %s: %s cannot be set from the environment one element at a time; set %s%s to the whole list as JSON", name, k, EnvPrefix, strings.ToUpper(strings.ReplaceAll(k, ".", "__")))
+		}
 	}
 	return key, nil
+}
+
+// structuredKeys are the keys whose environment value is the whole list,
+// as JSON: their elements are mappings or lists, which a comma-separated
+// value cannot say.
+var structuredKeys = map[string]bool{"routes": true, "clickhouse.shards": true}
+
+// structuredEnv parses the value of variable name, a key of
+// structuredKeys: a list in JSON, or in YAML's flow style.
+func structuredEnv(name, value string) (any, error) {
+	var v any
+	if err := goyaml.Unmarshal([]byte(value), &v); err != nil {
+		return nil, fmt.Errorf("environment variable %s: not a JSON list: %s", name, fixYAMLLine(err.Error()))
+	}
+	list, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("environment variable %s: want a JSON list, e.g. %s", name, structuredExample[strings.TrimPrefix(name, EnvPrefix)])
+	}
+	for _, e := range list {
+		if m, ok := e.(map[string]any); ok {
+			dropNulls(m)
+		}
+	}
+	return list, nil
+}
+
+// structuredExample shows each structured variable's form.
+var structuredExample = map[string]string{
+	"ROUTES":             `[{"topic": "events", "table": "events"}]`,
+	"CLICKHOUSE__SHARDS": `[["ch-1:9000", "ch-2:9000"], ["ch-3:9000"]]`,
 }
 
 // dropNulls removes null values from a parsed YAML document, recursively.
@@ -390,9 +455,10 @@ func envSource(key string, envKeys map[string]string, unknown bool) string {
 	name, ok := envKeys[key]
 	if !ok {
 		// SINK_LOG__LEVEL__X turns log.level into a mapping; the error
-		// is about log.level, the culprit is the longer variable.
+		// is about log.level, the culprit is the longer variable. An
+		// error in routes[0].table is SINK_ROUTES's, which set the list.
 		for _, k := range sortedKeys(envKeys) {
-			if strings.HasPrefix(k, key+".") {
+			if strings.HasPrefix(k, key+".") || strings.HasPrefix(key, k+"[") {
 				name, ok = envKeys[k], true
 				break
 			}

@@ -72,8 +72,16 @@ func structNode(v reflect.Value) *yaml.Node {
 		if !f.IsExported() || key == "-" {
 			continue
 		}
+		if f.Anonymous && key == ",squash" {
+			// An embedded struct's keys are the enclosing section's.
+			n.Content = append(n.Content, structNode(v.Field(i)).Content...)
+			continue
+		}
 		if key == "" {
 			key = strings.ToLower(f.Name)
+		}
+		if f.Tag.Get("print") == "-" {
+			continue // derived from other keys, which are printed
 		}
 		if f.Tag.Get("print") == "omitzero" && v.Field(i).IsZero() {
 			continue // a deprecated key, not set

@@ -65,6 +65,9 @@ type TLS struct {
 	// InsecureSkipVerify accepts any certificate. Only ever true when
 	// written so; it is for tests, and exclusive with ca_file.
 	InsecureSkipVerify bool `koanf:"insecure_skip_verify"`
+	// Stores are JKS or PKCS12 trust and key stores, instead of the PEM
+	// files (keystore.go).
+	Stores `koanf:",squash"`
 }
 
 // SASL configures Kafka authentication. Mechanism "" turns it off.
@@ -133,6 +136,7 @@ func (t TLS) load() (*tls.Config, []error) {
 	case cert != nil:
 		c.Certificates = []tls.Certificate{*cert}
 	}
+	errs = append(errs, t.fromStores(c)...)
 	if len(errs) > 0 {
 		return nil, errs
 	}
@@ -143,7 +147,8 @@ func (t TLS) load() (*tls.Config, []error) {
 // without enabled would silently mean plaintext.
 func (t TLS) offKeys() []error {
 	var errs []error
-	for _, kv := range [][2]string{{"ca_file", t.CAFile}, {"cert_file", t.CertFile}, {"key_file", t.KeyFile}, {"server_name", t.ServerName}} {
+	for _, kv := range [][2]string{{"ca_file", t.CAFile}, {"cert_file", t.CertFile}, {"key_file", t.KeyFile}, {"server_name", t.ServerName},
+		{"truststore_file", t.TruststoreFile}, {"keystore_file", t.KeystoreFile}} {
 		if kv[1] != "" {
 			errs = append(errs, fmt.Errorf("%s: set, but TLS is off (set enabled: true)", kv[0]))
 		}
@@ -257,7 +262,19 @@ func (c *Config) validateSecurity(p *problems) {
 // passwordKeys are the keys that hold passwords, which the config file may
 // not set: a file is copied into images, ConfigMaps and repositories, and
 // read by everyone who may read the deployment.
-var passwordKeys = []string{"clickhouse.password", "kafka.sasl.password", "kafka.sasl.oauth.client_secret", "schema_registry.password", adminTokenKey}
+var passwordKeys = append([]string{"clickhouse.password", "kafka.sasl.password", "kafka.sasl.oauth.client_secret", "schema_registry.password", adminTokenKey},
+	tlsPasswordKeys()...)
+
+// tlsPasswordKeys are the store passwords of every TLS section.
+func tlsPasswordKeys() []string {
+	var out []string
+	for _, sec := range []string{"kafka.tls", "clickhouse.tls", "schema_registry.tls"} {
+		for _, k := range storeKeys {
+			out = append(out, sec+"."+k)
+		}
+	}
+	return out
+}
 
 // adminTokenKey is the key of the admin endpoints' bearer token; it has no
 // _file variant, only the environment (AdminTokenEnv).

@@ -232,7 +232,6 @@ func (c *Config) validateBatch(p *problems) {
 		p.add("batch.max_rows (%d) must be at least 1", b.MaxRows)
 	}
 	p.positiveSize("batch.max_bytes", b.MaxBytes)
-	p.positive("batch.max_wait", b.MaxWait)
 	if b.BufferMemory < b.MaxBytes {
 		// One full batch must fit, or the consumer would stop fetching
 		// before any batch can seal by size.
@@ -243,7 +242,7 @@ func (c *Config) validateBatch(p *problems) {
 		p.add("batch.target_inserts_per_minute (%g) must be above 0 and at most 600", b.TargetInsertsPerMinute)
 	}
 	p.positive("batch.max_latency", b.MaxLatency)
-	if b.Mode == BatchAdaptive && b.MaxLatency <= c.Kafka.FetchMaxWait {
+	if (b.Mode == BatchAdaptive || b.derivedWait) && b.MaxLatency <= c.Kafka.FetchMaxWait {
 		p.add("batch.max_latency (%v) must exceed kafka.fetch_max_wait (%v): a record can wait that long in Kafka before it reaches a batch",
 			b.MaxLatency, c.Kafka.FetchMaxWait)
 	}
@@ -342,7 +341,7 @@ func (p *problems) routeTable(key string, r *Route) {
 	tbl := p.checkTableTemplate(key, r)
 	p.checkTemplateDatabase(key, r)
 	if r.Table == "" {
-		p.add("%s.table: required", key)
+		p.add("%s.table: %s", key, missingTable(r))
 	} else if db, table, ok := strings.Cut(tbl, "."); ok {
 		if strings.Contains(table, ".") {
 			p.add("%s.table: %q must be \"table\" or \"database.table\"", key, r.Table)

@@ -28,7 +28,7 @@ func adviseCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("advise", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, adviseUsage); fs.PrintDefaults() }
-	path := fs.String("config", "", "the connector's YAML config (required)")
+	path := fs.String("config", "", "the connector's YAML config (required); when absent, $SINK_CONFIG")
 	window := fs.Duration("window", time.Minute, "how long to watch the end offsets")
 	perMin := fs.Float64("inserts-per-minute", 1, "target INSERTs per minute per table")
 	maxLatency := fs.Duration("max-latency", 0, "longest tolerable delay from produce to insert (0: 60s / inserts-per-minute)")
@@ -36,8 +36,9 @@ func adviseCmd(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return parseExit(err)
 	}
+	*path = configPath(*path)
 	if *path == "" || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "sink advise: --config FILE is required and takes no other arguments")
+		fmt.Fprintln(stderr, "sink advise: --config FILE is required (or SINK_CONFIG) and takes no other arguments")
 		return 2
 	}
 	for _, bad := range []struct {

@@ -10,7 +10,7 @@ import (
 )
 
 const importUsage = `Usage: sink import [--out DIR | --stdout] [--brokers HOST:PORT,...] [--native HOST:PORT]
-                   [--delivery at_least_once|exactly_once] [--force] FILE|DIR ...
+                   [--delivery at_least_once|exactly_once] [--sample N] [--force] FILE|DIR ...
 
 Turns the config of a Kafka Connect connector running ClickHouse's official
 sink (com.clickhouse.kafka.connect.ClickHouseSinkConnector) into a sink YAML,
@@ -24,6 +24,15 @@ For every key of the input a table says what became of it: carried (to which
 key), not needed here (why) or NOT SUPPORTED (why); the table is printed and
 written at the top of the YAML. Passwords are never written: the table names
 the environment variable to set instead.
+
+A connector that names no value.converter gets the Connect worker's, by
+default JsonConverter with schemas.enable=true ({"schema", "payload"}
+envelopes). When the brokers are known (--brokers, or the connector's
+consumer.override.bootstrap.servers) the import reads the newest --sample
+records of each of its topics (with the YAML's kafka settings, passwords
+from the environment) and picks the format by what they are: connect-json
+for envelopes, json for plain JSON or a mix (json reads both); the summary
+says what it found. Otherwise it writes format json, which reads both.
 
 Writes DIR/NAME.yaml (NAME: the connector's name) and refuses to overwrite an
 existing file without --force. Exit status: 0 when every key was carried or is
@@ -45,11 +54,16 @@ func importCmd(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&im.NativeAddr, "native", "", "talk ClickHouse's native protocol at `HOST:PORT` instead of HTTP at the connector's hostname:port")
 	fs.StringVar(&im.Delivery, "delivery", "", "at_least_once or exactly_once instead of what exactlyOnce says")
 	fs.BoolVar(&im.Force, "force", false, "overwrite existing YAML files")
+	fs.IntVar(&im.SampleSize, "sample", 20, "records to read from each topic of a connector that names no value.converter, to see what the worker's converter writes (with --brokers; 0: read none)")
 	if err := fs.Parse(args); err != nil {
 		return parseExit(err)
 	}
 	if fs.NArg() == 0 {
 		fmt.Fprintln(stderr, "sink import: name at least one connector file or directory")
+		return 2
+	}
+	if im.SampleSize < 0 {
+		fmt.Fprintf(stderr, "sink import: --sample %d: want 0 or more records\n", im.SampleSize)
 		return 2
 	}
 	if im.Delivery != "" && im.Delivery != "at_least_once" && im.Delivery != "exactly_once" {
@@ -61,5 +75,6 @@ func importCmd(args []string, stdout, stderr io.Writer) int {
 			im.Brokers = append(im.Brokers, b)
 		}
 	}
+	im.Records = connectimport.KafkaRecords
 	return im.Run(fs.Args(), stdout, stderr)
 }

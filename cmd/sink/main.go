@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"sink/config"
 	"sink/internal/assemble"
@@ -51,7 +52,10 @@ Usage:
 
 Every config key can be overridden from the environment: SINK_ + the key path
 in upper case with __ between levels, e.g. SINK_CLICKHOUSE__PASSWORD,
-SINK_KAFKA__BROKERS=a:9092,b:9092, SINK_BATCH__MAX_WAIT=2s.
+SINK_KAFKA__BROKERS=a:9092,b:9092, SINK_BATCH__MAX_WAIT=2s; routes and
+clickhouse.shards take the whole list as JSON (SINK_ROUTES='[{"topic": "a"}]').
+SINK_CONFIG is the config file of run, check, advise and offsets when --config
+is absent.
 
 Each command prints its own flags with --help (e.g. sink report --help).
 
@@ -88,7 +92,7 @@ second signal interrupts the shutdown.
 Flags:
 `
 
-const checkUsage = `Usage: sink check --config FILE
+const checkUsage = `Usage: sink check --config FILE [--allow-unfilled COLUMN,...]
 
 Checks what sink run would need, in the order it needs it, and prints one line
 per finding: the config (with its warnings and deprecated keys), the brokers
@@ -96,9 +100,12 @@ and topics, the dead-letter topic, the ClickHouse server and its features, on
 a cluster every shard and replica, the schema registry, every route's table
 and columns, and what exactly_once needs. It also decodes a sample of each
 topic's newest records and lists the fields no column takes (with the DDL
-schema.evolve would run), and for a missing schema.create table the CREATE
-TABLE run would execute. It runs none of them, joins no group and commits
-nothing.
+schema.evolve would run), the columns most sampled records leave to their
+default (naming the field each looked for and a field of similar name the
+records have), and for a missing schema.create table the CREATE TABLE run
+would execute. It runs none of them, joins no group and commits nothing. A
+column that no sampled record fills fails the check, unless --allow-unfilled
+names it.
 
 Exit status: 0 when every check passed (the last line is "check: ok"), 1 on
 the first problem (the one run would stop on) or a config error, 2 on usage
@@ -147,29 +154,40 @@ func runCmd(args []string, _, stderr io.Writer) int {
 }
 
 func checkCmd(args []string, stdout, stderr io.Writer) int {
+	var o check.Options
+	flags := func(fs *flag.FlagSet) {
+		fs.Func("allow-unfilled", "accept these `COLUMN`s (or TABLE.COLUMN, comma-separated) though no sampled record fills them", func(v string) error {
+			o.AllowUnfilled = append(o.AllowUnfilled, splitList(v)...)
+			return nil
+		})
+	}
 	return daemonCmd("check", checkUsage, args, stderr, func(cfg *config.Config, stderr io.Writer) int {
 		ctx, cancel := context.WithTimeout(context.Background(), check.Timeout(cfg))
 		defer cancel()
-		if err := check.Run(ctx, cfg, openParts, stdout); err != nil {
+		if err := check.Run(ctx, cfg, openParts, stdout, o); err != nil {
 			fmt.Fprintf(stderr, "sink check: %v\n", err)
 			return 1
 		}
 		return 0
-	})
+	}, flags)
 }
 
-// daemonCmd parses the flags of run or check (text is its usage), loads
-// the config and hands it to do.
-func daemonCmd(cmd, text string, args []string, stderr io.Writer, do func(*config.Config, io.Writer) int) int {
+// daemonCmd parses the flags of run or check (text is its usage, flags
+// adds the command's own), loads the config and hands it to do.
+func daemonCmd(cmd, text string, args []string, stderr io.Writer, do func(*config.Config, io.Writer) int, flags ...func(*flag.FlagSet)) int {
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, text); fs.PrintDefaults() }
-	path := fs.String("config", "", "the connector's YAML config `file` (required)")
+	path := fs.String("config", "", "the connector's YAML config `file` (required); when absent, $"+configEnv)
+	for _, f := range flags {
+		f(fs)
+	}
 	if err := fs.Parse(args); err != nil {
 		return parseExit(err)
 	}
+	*path = configPath(*path)
 	if *path == "" || fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "sink %s: --config FILE is required and takes no other arguments\n", cmd)
+		fmt.Fprintf(stderr, "sink %s: --config FILE is required (or %s) and takes no other arguments\n", cmd, configEnv)
 		return 2
 	}
 	cfg, err := config.Load(*path, os.Environ())
@@ -178,6 +196,29 @@ func daemonCmd(cmd, text string, args []string, stderr io.Writer, do func(*confi
 		return 1
 	}
 	return do(cfg, stderr)
+}
+
+// configEnv names the config file when --config is absent.
+const configEnv = config.EnvPrefix + "CONFIG"
+
+// configPath is the config file: flag, the --config flag's value, or
+// when it is empty the path in SINK_CONFIG.
+func configPath(flag string) string {
+	if flag != "" {
+		return flag
+	}
+	return os.Getenv(configEnv)
+}
+
+// splitList splits a comma-separated flag value, dropping blanks.
+func splitList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // parseExit is the exit status after a command's flags failed to parse:

@@ -135,3 +135,20 @@ func TestCommandHelpShape(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigFromEnvironment: without --config, run, check, advise and
+// offsets read the file SINK_CONFIG names; --config wins over it.
+func TestConfigFromEnvironment(t *testing.T) {
+	path := writeConfig(t, "name: \"bad name\"\n")
+	t.Setenv("SINK_CONFIG", path)
+	for _, args := range [][]string{{"check"}, {"run"}, {"advise"}, {"offsets", "show"}} {
+		code, _, errOut := sinkCmd(t, args...)
+		if code != 1 || !strings.Contains(errOut, path) || !strings.Contains(errOut, `name: "bad name" must be`) {
+			t.Errorf("sink %v with SINK_CONFIG: exit %d, stderr %q; want exit 1 naming %s and its problem", args, code, errOut, path)
+		}
+	}
+	other := writeConfig(t, "name: \"other bad\"\n")
+	if code, _, errOut := sinkCmd(t, "check", "--config", other); code != 1 || !strings.Contains(errOut, `"other bad"`) {
+		t.Errorf("--config beside SINK_CONFIG: exit %d, stderr %q; want the flag's file read", code, errOut)
+	}
+}

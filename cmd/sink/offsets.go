@@ -98,7 +98,7 @@ func newOffsetsFlags(sub string, stderr io.Writer) *offsetsFlags {
 	return &offsetsFlags{
 		sub:       sub,
 		fs:        fs,
-		path:      fs.String("config", "", "the connector's YAML config (required)"),
+		path:      fs.String("config", "", "the connector's YAML config (required); when absent, $SINK_CONFIG"),
 		to:        fs.String("to", "", "reset: earliest, latest, an RFC 3339 time or a duration back (-2h)"),
 		topic:     fs.String("topic", "", "reset: only this topic's partitions"),
 		partition: fs.Int("partition", -1, "reset: only this partition (with --topic)"),
@@ -132,8 +132,8 @@ func (f *offsetsFlags) resetFlags() bool {
 // for, or a usage error's message.
 func (f *offsetsFlags) validate() (groupoffsets.Reset, string) {
 	r := groupoffsets.Reset{Topic: *f.topic, Partition: int32(*f.partition), Reload: *f.reload, Yes: *f.yes, Execute: *f.execute}
-	if *f.path == "" {
-		return r, "--config FILE is required"
+	if *f.path = configPath(*f.path); *f.path == "" {
+		return r, "--config FILE is required (or SINK_CONFIG)"
 	}
 	if f.sub == "show" {
 		if f.resetFlags() {

@@ -144,7 +144,7 @@ clickhouse:
   database: %s
   username: %s
   password_file: %q
-batch: {max_wait: 300ms}
+batch: {max_latency: 400ms}
 routes: [{topic: %q, table: %q}]
 shutdown_timeout: 20s
 %s`, "sec-"+topic, s.Brokers[0], topic, s.CAFile, s.CertFile, s.KeyFile, s.User,
@@ -298,7 +298,7 @@ func testBacktickTable(t *testing.T, s testenv.Server) {
 name: %s
 kafka: {brokers: [%q], topics: [%q], fetch_max_wait: 100ms}
 clickhouse: {addrs: [%q], database: %s}
-batch: {max_wait: 300ms}
+batch: {max_latency: 400ms}
 routes: [{topic: %q, table: %q}]
 http: {listen: ""}
 `, "bt-"+topic, brokers[0], topic, s.Addr, db, topic, table))

@@ -126,11 +126,13 @@ func quotingCall(call *ast.CallExpr) bool {
 	return false
 }
 
-// backtick reports whether e is a string or rune literal holding a
-// backtick.
+// backtick reports whether e is a string or rune literal holding an odd
+// number of backticks: one that opens or closes a quote around what is
+// joined to it. A literal whose backticks pair up within it (a usage text
+// naming `sink check`) quotes nothing that comes from elsewhere.
 func backtick(e ast.Expr) bool {
 	s, ok := literal(e)
-	return ok && strings.Contains(s, "`")
+	return ok && strings.Count(s, "`")%2 == 1
 }
 
 // literal is the value of a string or rune literal.

@@ -572,7 +572,7 @@ func (c *Consumer) ProduceDLQ(ctx context.Context, topic string, rec *kgo.Record
 	if c.dlq != nil && c.dlq.Topic == topic {
 		limit = c.dlq.MaxMessageBytes
 	}
-	out := DLQRecord(topic, rec, cause, limit, refOnly)
+	out := DLQRecord(topic, c.cfg.Name, rec, cause, limit, refOnly)
 	c.cl.Produce(ctx, out, func(_ *kgo.Record, err error) { done(err) })
 }
 

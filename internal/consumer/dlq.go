@@ -164,24 +164,26 @@ const maxErrorHeader = errtext.Max
 const recordOverhead = 256
 
 // DLQRecord builds the dead-letter copy of rec: its key, value and headers
-// plus headers saying why and where it came from. limit is the topic's
+// plus headers saying why and where it came from (DeadLetterHeaders: the
+// sink's, and Kafka Connect's for connector). limit is the topic's
 // max.message.bytes (0: no limit known). A copy that would not fit keeps the
 // source headers and as much of the value as fits, with a header giving the
 // original length; if even the key does not fit, the key goes too. refOnly
 // makes a copy with no value at all (the sink.source.* headers are the
 // reference to the original), for a broker that refused a copy the estimate
 // said would fit.
-func DLQRecord(topic string, rec *kgo.Record, cause error, limit int, refOnly bool) *kgo.Record {
+func DLQRecord(topic, connector string, rec *kgo.Record, cause error, limit int, refOnly bool) *kgo.Record {
 	msg := errtext.Cap(cause.Error(), maxErrorHeader)
-	hs := make([]kgo.RecordHeader, 0, len(rec.Headers)+7)
+	hs := make([]kgo.RecordHeader, 0, len(rec.Headers)+len(DeadLetterHeaders)+1)
 	hs = append(hs, rec.Headers...)
 	hs = append(hs,
-		kgo.RecordHeader{Key: "sink.error", Value: []byte(msg)},
-		kgo.RecordHeader{Key: "sink.source.topic", Value: []byte(rec.Topic)},
-		kgo.RecordHeader{Key: "sink.source.partition", Value: []byte(strconv.Itoa(int(rec.Partition)))},
-		kgo.RecordHeader{Key: "sink.source.offset", Value: []byte(strconv.FormatInt(rec.Offset, 10))},
-		kgo.RecordHeader{Key: "sink.source.timestamp", Value: []byte(strconv.FormatInt(rec.Timestamp.UnixMilli(), 10))},
+		kgo.RecordHeader{Key: HeaderError, Value: []byte(msg)},
+		kgo.RecordHeader{Key: HeaderSourceTopic, Value: []byte(rec.Topic)},
+		kgo.RecordHeader{Key: HeaderSourcePartition, Value: []byte(strconv.Itoa(int(rec.Partition)))},
+		kgo.RecordHeader{Key: HeaderSourceOffset, Value: []byte(strconv.FormatInt(rec.Offset, 10))},
+		kgo.RecordHeader{Key: HeaderSourceTimestamp, Value: []byte(strconv.FormatInt(rec.Timestamp.UnixMilli(), 10))},
 	)
+	hs = append(hs, connectHeaders(connector, rec, cause, msg)...)
 	out := &kgo.Record{Topic: topic, Key: rec.Key, Value: rec.Value, Headers: hs, Timestamp: rec.Timestamp}
 	if refOnly {
 		out.Value = nil

@@ -47,7 +47,7 @@ func TestDLQRecordFitsTheTopicLimit(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out := DLQRecord("dlq", tt.rec, cause, tt.limit, tt.refOnly)
+			out := DLQRecord("dlq", "conn", tt.rec, cause, tt.limit, tt.refOnly)
 			if out.Topic != "dlq" {
 				t.Fatalf("topic %q", out.Topic)
 			}
@@ -91,7 +91,7 @@ func TestDLQRecordFitsTheTopicLimit(t *testing.T) {
 
 func TestDLQRecordCapsTheErrorHeader(t *testing.T) {
 	for _, cause := range []string{strings.Repeat("e", 10_000), "decode topic \"t\" partition 1 offset 9: " + strings.Repeat("é", 5_000) + " the end"} {
-		out := DLQRecord("dlq", &kgo.Record{Value: []byte("x")}, errors.New(cause), 0, false)
+		out := DLQRecord("dlq", "conn", &kgo.Record{Value: []byte("x")}, errors.New(cause), 0, false)
 		found := false
 		for _, h := range out.Headers {
 			if h.Key != "sink.error" {

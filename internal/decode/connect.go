@@ -1,6 +1,8 @@
 package decode
 
 import (
+	"bytes"
+
 	"github.com/valyala/fastjson"
 
 	"sink/internal/jsonscan"
@@ -41,9 +43,9 @@ import (
 // Each payload is checked against its schema first (connChecker.check):
 // a payload the schema does not describe is a bad record naming the field
 // and what it holds, and so is a schema Connect would not read. The schema
-// text is compiled once per distinct text (a cache of the last 256). An
-// envelope whose schema is null carries a payload without one: it is read
-// as a plain record. A null payload is a tombstone (the json format's
+// text is compiled once per distinct text (a cache of up to 256 texts and
+// 4 MiB). An envelope whose schema is null carries a payload without one:
+// it is read as a plain record. A null payload is a tombstone (the json format's
 // errors.on_tombstone). The payload must be an object (a struct, or a map
 // with string keys): a schema of another type is a bad record.
 //
@@ -134,33 +136,41 @@ func (e *connectEnv) quick(value []byte, tombstone func() error) (ok bool, err e
 	if e.off || last == nil {
 		return false, nil
 	}
-	i := skipSpace(value, 0)
-	if i >= len(value) || value[i] != '{' {
-		return false, nil
-	}
-	if i, ok = member(value, i+1, `"schema"`); !ok || len(value)-i < len(last.text) || string(value[i:i+len(last.text)]) != last.text {
-		return false, nil
-	}
-	if i = skipSpace(value, i+len(last.text)); i >= len(value) || value[i] != ',' {
-		return false, nil
-	}
-	if i, ok = member(value, i+1, `"payload"`); !ok {
-		return false, nil
-	}
-	end := len(value)
-	for end > i && (value[end-1] == ' ' || value[end-1] == '\n' || value[end-1] == '\t' || value[end-1] == '\r') {
-		end--
-	}
+	pl, ok := payloadAfter(value, last.text)
 	// The payload is parsed on its own: one level shallower than in the
 	// record, so one nested near the limit is left to the whole scan.
-	if end <= i || value[end-1] != '}' || !nestedBelow(value[i:end-1], jsonscan.MaxDepth-2) {
+	if !ok || !nestedBelow(pl, jsonscan.MaxDepth-2) {
 		return false, nil
 	}
-	v, perr := e.parser.ParseBytes(value[i : end-1])
+	v, perr := e.parser.ParseBytes(pl)
 	if perr != nil {
 		return false, nil
 	}
 	return true, e.load(last, v, tombstone)
+}
+
+// payloadAfter returns P of a value written {"schema":S,"payload":P}
+// (spaces allowed) where S is schema byte for byte; P is not checked.
+func payloadAfter(value []byte, schema string) ([]byte, bool) {
+	i := skipSpace(value, 0)
+	if i >= len(value) || value[i] != '{' {
+		return nil, false
+	}
+	i, ok := member(value, i+1, `"schema"`)
+	if !ok || len(value)-i < len(schema) || string(value[i:i+len(schema)]) != schema {
+		return nil, false
+	}
+	if i = skipSpace(value, i+len(schema)); i >= len(value) || value[i] != ',' {
+		return nil, false
+	}
+	if i, ok = member(value, i+1, `"payload"`); !ok {
+		return nil, false
+	}
+	rest := bytes.TrimRight(value[i:], " \t\r\n")
+	if len(rest) == 0 || rest[len(rest)-1] != '}' {
+		return nil, false
+	}
+	return rest[:len(rest)-1], true
 }
 
 // load reads the payload v of an envelope whose schema is s (nil: none).
@@ -279,11 +289,18 @@ type connSchema struct {
 type connectSchemas struct {
 	last   *connSchema
 	byText map[string]*connSchema
+	bytes  int // the texts' bytes in byText
 	parser fastjson.Parser
 }
 
-// maxConnSchemas bounds the cache; when it is full it starts over.
-const maxConnSchemas = 256
+// The cache holds at most maxConnSchemas schemas of at most
+// maxConnSchemaBytes of text (a record carries its schema, so whoever
+// produces records chooses its size); when the next one would not fit it
+// starts over. A topic's few schemas of a few KB stay in it.
+const (
+	maxConnSchemas     = 256
+	maxConnSchemaBytes = 4 << 20
+)
 
 // get returns the compiled schema of text, compiling it (and resolving the
 // columns with resolve) on first sight.
@@ -302,10 +319,11 @@ func (c *connectSchemas) get(text []byte, resolve func(*connNode) []*connNode) *
 		s.cols = resolve(s.root)
 		s.defaults = structDefaults(v)
 	}
-	if c.byText == nil || len(c.byText) >= maxConnSchemas {
-		c.byText = map[string]*connSchema{}
+	if c.byText == nil || len(c.byText) >= maxConnSchemas || c.bytes+len(text) > maxConnSchemaBytes {
+		c.byText, c.bytes = map[string]*connSchema{}, 0
 	}
 	c.byText[s.text] = s
+	c.bytes += len(text)
 	c.last = s
 	return s
 }

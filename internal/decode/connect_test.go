@@ -564,3 +564,33 @@ func BenchmarkConnectAppend(b *testing.B) {
 		}
 	}
 }
+
+// TestConnectHostileSchemas: a schema nested past the bound is a bad
+// record, and the cache of compiled schemas stays within its bounds
+// however many distinct schemas the records carry.
+func TestConnectHostileSchemas(t *testing.T) {
+	deep := strings.Repeat(`{"type":"array","items":`, maxConnDepth+1) + `{"type":"int8"}` + strings.Repeat("}", maxConnDepth+1)
+	cols := []chschema.ColumnSchema{{Name: "id", Type: "Int32"}, {Name: "v", Type: "String"}}
+	if _, err := connectRows(t, route.JSON, cols, nil, connectEnvelope(deep, "[]")); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("nested deeper than %d", maxConnDepth)) {
+		t.Errorf("a schema %d arrays deep: %v", maxConnDepth+1, err)
+	}
+	p, err := Compile(route.JSON, cols, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blk := p.NewBlock()
+	doc := strings.Repeat("x", 64<<10) // 64 KiB of doc per schema: 4 MiB holds 63 of them
+	env := p.json.env
+	for i := range 300 {
+		field := fmt.Sprintf(`{"type":"string","optional":true,"doc":"%d%s"}`, i, doc)
+		if err := p.Append(blk, &kgo.Record{Value: connectEnvelope(field, `"x"`)}); err != nil {
+			t.Fatal(err)
+		}
+		if n, b := len(env.schemas.byText), env.schemas.bytes; n > maxConnSchemas || b > maxConnSchemaBytes {
+			t.Fatalf("after %d schemas the cache holds %d schemas, %d bytes", i+1, n, b)
+		}
+	}
+	if blk.Rows() != 300 {
+		t.Errorf("%d rows", blk.Rows())
+	}
+}

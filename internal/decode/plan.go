@@ -117,6 +117,7 @@ type source struct {
 	kind   route.Kind
 	header string // route.Header: the header name
 	format bool   // the format reads it (rowFormat.read)
+	spec   string // the source as the route names it (the column's name when it names none)
 }
 
 // Plan is the compiled decoder of one route into one table: the columns,
@@ -142,6 +143,7 @@ type Plan struct {
 
 	policy   Policy      // policy.go
 	defaults [][2]uint64 // per column: defaults given for missing, null values
+	unfilled unfilled    // unfilled.go: per column, rows the record gave no value
 	marks    []mark      // defaults given in the row being appended (or last appended)
 	// lastBytes is b.bytes before the last appended row (Unappend).
 	lastBytes int
@@ -229,7 +231,10 @@ func Compile(format route.Format, cols []chschema.ColumnSchema, mapping map[stri
 				return nil, fmt.Errorf("column %q: source %s cannot fill type %s", c.Name, spec, c.Type)
 			}
 		}
-		col := source{kind: src.Kind, header: src.Header, format: !src.Kind.Record()}
+		col := source{kind: src.Kind, header: src.Header, format: !src.Kind.Record(), spec: spec}
+		if !explicit {
+			col.spec = c.Name
+		}
 		if kr, ok := f.(keyReader); ok && src.Kind == route.Key {
 			// The format reads the key (a registry-framed key).
 			kr.bindKey(len(p.cols), c, t)
@@ -439,13 +444,7 @@ func (p *Plan) appendRow(b *Block, r *kgo.Record) error {
 			err = errRowBytes(maxRow)
 		}
 		if err != nil {
-			c.unavailable = false
-			for j := 0; j <= i; j++ {
-				b.bufs[j].truncate(b.rows)
-			}
-			b.unavail.drop(b.rows)
-			b.bytes = bytes0
-			c.b = nil
+			p.rollback(b, i, bytes0)
 			return recordError(r, p.cols[i].Name, err.Error())
 		}
 	}
@@ -455,6 +454,18 @@ func (p *Plan) appendRow(b *Block, r *kgo.Record) error {
 	p.countDefaults()
 	p.noteUnmapped()
 	return nil
+}
+
+// rollback takes back the row being appended to b, whose columns up to
+// last got a value, to b's bytes before it.
+func (p *Plan) rollback(b *Block, last, bytes int) {
+	p.st.unavailable = false
+	for j := 0; j <= last; j++ {
+		b.bufs[j].truncate(b.rows)
+	}
+	b.unavail.drop(b.rows)
+	b.bytes = bytes
+	p.st.b = nil
 }
 
 // useFill makes in column i's DEFAULT when the record has no value for it
@@ -503,13 +514,7 @@ func (p *Plan) Unappend(b *Block) {
 	}
 	b.unavail.drop(b.rows)
 	b.bytes = p.lastBytes
-	for _, m := range p.marks {
-		if m.null {
-			p.defaults[m.col][1]--
-		} else {
-			p.defaults[m.col][0]--
-		}
-	}
+	p.uncountDefaults()
 	p.marks = p.marks[:0]
 	p.drift.unnote()
 }

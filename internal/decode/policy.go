@@ -37,6 +37,7 @@ const (
 func (p *Plan) SetPolicy(pol Policy) {
 	p.policy = pol
 	p.defaults = make([][2]uint64, len(p.cols))
+	p.unfilled.counts = make([]uint64, len(p.cols))
 	p.drift.accept = pol.Unmapped
 }
 
@@ -70,12 +71,15 @@ func (p *Plan) checkDefault(i int, in *input) error {
 		}
 		return nil
 	}
-	if takesNull(p.types[i]) {
-		return nil
-	}
 	if p.format.lenient() {
 		// The format says the record's missing values are not data anyone
 		// loses (a Debezium delete, whose row only marks the key deleted).
+		return nil
+	}
+	if takesNull(p.types[i]) {
+		if p.defaults != nil {
+			p.marks = append(p.marks, mark{col: i, nullable: true})
+		}
 		return nil
 	}
 	null := in.kind == inNull
@@ -91,22 +95,39 @@ func (p *Plan) checkDefault(i int, in *input) error {
 	return nil
 }
 
-// mark is a default given in the row being appended.
+// mark is a column the row being appended got no value for from its
+// record: the type's default (for a missing value, or for null) or, in a
+// Nullable column, NULL.
 type mark struct {
-	col  int
-	null bool
+	col      int
+	null     bool
+	nullable bool
 }
 
 // countDefaults adds the finished row's marks to the counts.
-func (p *Plan) countDefaults() {
+func (p *Plan) countDefaults() { p.addMarks(1) }
+
+// uncountDefaults takes the last row's marks back out of the counts.
+func (p *Plan) uncountDefaults() { p.addMarks(^uint64(0)) }
+
+// addMarks adds d (1, or -1 as ^0) per mark of the row to the counts of
+// defaults given and of columns left unfilled. The marks stay until the
+// next row starts, for Unappend.
+func (p *Plan) addMarks(d uint64) {
+	if p.defaults == nil {
+		return
+	}
+	p.unfilled.rows += d
 	for _, m := range p.marks {
-		if m.null {
-			p.defaults[m.col][1]++
-		} else {
-			p.defaults[m.col][0]++
+		p.unfilled.counts[m.col] += d
+		switch {
+		case m.nullable:
+		case m.null:
+			p.defaults[m.col][1] += d
+		default:
+			p.defaults[m.col][0] += d
 		}
 	}
-	// The marks stay until the next row starts, for Unappend.
 }
 
 // bareNaNInf reports an unquoted NaN or Inf number token, which JSON does

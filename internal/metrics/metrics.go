@@ -48,6 +48,7 @@ const (
 	LastCommitAge   = "sink_last_commit_age_seconds"
 	Partitions      = "sink_assigned_partitions"
 	DefaultsApplied = "sink_defaults_applied_total"
+	MostlyDefaulted = "sink_batches_mostly_defaulted_total"
 	UnmappedFields  = "sink_unmapped_fields_total"
 	Truncates       = "sink_truncates_total"
 	// Time-based views of the same flow (see lag.go).
@@ -93,6 +94,7 @@ type Metrics struct {
 	duration, perInsert, e2e     *prometheus.HistogramVec
 	sealed, retries              *prometheus.CounterVec
 	defaults, unmapped           *prometheus.CounterVec
+	mostlyDefaulted              *prometheus.CounterVec
 	truncates                    *prometheus.CounterVec
 	lag                          *prometheus.GaugeVec
 	buffer, paused               prometheus.Gauge
@@ -137,6 +139,7 @@ func New(group string) *Metrics {
 	m.retries = counter(InsertRetries, "Failed insert attempts that were retried, by ClickHouse exception code (0: no server code, e.g. a network error or timeout).", "table", "code")
 	m.defaults = counter(DefaultsApplied, "Values written as the column type's default because the record's value was missing or null (errors.on_missing / on_null: default).", "table", "column", "reason")
 	m.truncates = counter(Truncates, "Debezium TRUNCATE events (op t) of the table's topics, by action: skipped (the route's truncate: skip, the default; the table keeps rows the source no longer has) or applied (truncate: apply ran TRUNCATE TABLE).", "table", "action")
+	m.mostlyDefaulted = counter(MostlyDefaulted, "Sealed batches in which most rows got no value for the column from their records (missing or null: the type's default, or NULL, was inserted), by column; sink check names such a column and the field of similar name the records carry.", "table", "column")
 	m.unmapped = counter(UnmappedFields, "Records that carried a top-level field (debezium-json: a row image field) that no column of the table takes, by field; fields beyond the 64 tracked per table (and 64 more whose names schema.allow / schema.deny refuse), and names that are not 1 to 128 bytes of UTF-8 without control characters, are counted as field=\"(other)\"; a field no batch carried for 10 minutes frees its slot and its series.", "table", "field")
 	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: InsertDuration, Help: "Time from starting a batch's INSERT to its success, retries included.",
@@ -157,7 +160,7 @@ func New(group string) *Metrics {
 	m.buffer = prometheus.NewGauge(prometheus.GaugeOpts{Name: BufferBytes, Help: "Bytes held by open and in-flight batches."})
 	m.limit = prometheus.NewGauge(prometheus.GaugeOpts{Name: BufferLimit, Help: "batch.buffer_memory: fetching pauses when sink_buffer_bytes reaches it."})
 	m.paused = prometheus.NewGauge(prometheus.GaugeOpts{Name: FetchPaused, Help: "1 while fetching is paused because the buffer is full."})
-	m.maxWait = prometheus.NewGauge(prometheus.GaugeOpts{Name: BatchMaxWait, Help: "batch.max_wait: the longest a batch stays open, so a sink with rows inserts at least this often."})
+	m.maxWait = prometheus.NewGauge(prometheus.GaugeOpts{Name: BatchMaxWait, Help: "The longest a fixed-mode batch stays open (batch.max_latency less kafka.fetch_max_wait), so a sink with rows inserts at least this often."})
 	m.targets = map[string]*prometheus.GaugeVec{}
 	for _, g := range []struct{ name, help string }{
 		{BatchTargetRows, "Rows at which the table's batch is sealed now: max_rows in fixed mode; in adaptive mode the controller's ceiling (twice the measured rate over the wait, within the memory share)."},
@@ -193,7 +196,7 @@ func New(group string) *Metrics {
 		Help: "Deduplication window of the table minus this process's inserts into it since its oldest pending intent was recorded: at 0 a replay of that batch could insert it twice.",
 	}, []string{"table"})
 	m.reg.MustRegister(m.eosMargin)
-	m.reg.MustRegister(m.records, m.bytes, m.dlq, m.skipped, m.unrouted, m.rows, m.inserts, m.sealed, m.retries, m.defaults, m.unmapped, m.truncates, m.duration,
+	m.reg.MustRegister(m.records, m.bytes, m.dlq, m.skipped, m.unrouted, m.rows, m.inserts, m.sealed, m.retries, m.defaults, m.mostlyDefaulted, m.unmapped, m.truncates, m.duration,
 		m.perInsert, m.e2e, m.ages, m.lag, m.buffer, m.limit, m.paused, m.partitions, m.maxWait, m.regWaiting, m.regRetries, m.schemaWaiting, age,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -234,6 +237,7 @@ type Table struct {
 	sealed                   [batch.ReasonMemory + 1]prometheus.Counter // indexed by batch.Reason
 	retries                  *prometheus.CounterVec                     // curried with the table
 	defaults                 *prometheus.CounterVec                     // curried with the table
+	mostlyDefaulted          *prometheus.CounterVec                     // curried with the table
 	unmapped                 *prometheus.CounterVec                     // curried with the table
 	truncates                *prometheus.CounterVec                     // curried with the table
 	targetRows, targetWait   prometheus.Gauge
@@ -251,17 +255,18 @@ func (m *Metrics) Table(name string) *Table {
 		return nil
 	}
 	t := &Table{
-		rows:       m.rows.WithLabelValues(name),
-		inserts:    m.inserts.WithLabelValues(name),
-		duration:   m.duration.WithLabelValues(name),
-		perInsert:  m.perInsert.WithLabelValues(name),
-		e2e:        m.e2e.WithLabelValues(name),
-		retries:    m.retries.MustCurryWith(prometheus.Labels{"table": name}),
-		defaults:   m.defaults.MustCurryWith(prometheus.Labels{"table": name}),
-		unmapped:   m.unmapped.MustCurryWith(prometheus.Labels{"table": name}),
-		truncates:  m.truncates.MustCurryWith(prometheus.Labels{"table": name}),
-		lastInsert: m.ages.table(name),
-		now:        m.clock,
+		rows:            m.rows.WithLabelValues(name),
+		inserts:         m.inserts.WithLabelValues(name),
+		duration:        m.duration.WithLabelValues(name),
+		perInsert:       m.perInsert.WithLabelValues(name),
+		e2e:             m.e2e.WithLabelValues(name),
+		retries:         m.retries.MustCurryWith(prometheus.Labels{"table": name}),
+		defaults:        m.defaults.MustCurryWith(prometheus.Labels{"table": name}),
+		mostlyDefaulted: m.mostlyDefaulted.MustCurryWith(prometheus.Labels{"table": name}),
+		unmapped:        m.unmapped.MustCurryWith(prometheus.Labels{"table": name}),
+		truncates:       m.truncates.MustCurryWith(prometheus.Labels{"table": name}),
+		lastInsert:      m.ages.table(name),
+		now:             m.clock,
 	}
 	g := func(metric string) prometheus.Gauge { return m.targets[metric].WithLabelValues(name) }
 	t.targetRows, t.targetWait, t.pressure, t.overLatency = g(BatchTargetRows), g(BatchTargetWait), g(BatchPressure), g(BatchOverLatency)
@@ -284,6 +289,15 @@ func (t *Table) Defaulted(column, reason string, n uint64) {
 		return
 	}
 	t.defaults.WithLabelValues(column, reason).Add(float64(n))
+}
+
+// MostlyDefaulted counts a sealed batch most of whose rows got no value
+// for column from their records.
+func (t *Table) MostlyDefaulted(column string) {
+	if t == nil {
+		return
+	}
+	t.mostlyDefaulted.WithLabelValues(column).Inc()
 }
 
 // Unmapped counts n records that carried field, which no column takes.

@@ -77,6 +77,7 @@ errors: {tolerance: all, dlq_topic: dead-letters}
 	}
 	cfg.Batch.MaxRows = 2
 	cfg.Batch.MaxWait = time.Hour
+	cfg.Kafka.CommitInterval = 50 * time.Millisecond // as unitConfig's
 	sink := &describingSink{fakeSink: newFakeSink(nil)}
 	p, err := New(context.Background(), cfg, zerolog.Nop(), sink)
 	if err != nil {

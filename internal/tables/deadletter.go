@@ -82,6 +82,23 @@ const (
 	ClassOther = "other"
 )
 
+// classified is a bad record's error with its class (errorClass), which
+// the dead-letter copy's headers name the failed stage by.
+type classified struct {
+	error
+	class string
+}
+
+func (c classified) Unwrap() error { return c.error }
+
+// DeadLetterClass is the error's class: malformed, column, unrouted,
+// decoder or other.
+func (c classified) DeadLetterClass() string { return c.class }
+
+// Classified wraps a bad record's error with its class, for the Kafka
+// adapter that writes the dead-letter copy (it reads DeadLetterClass).
+func Classified(err error) error { return classified{err, errorClass(err)} }
+
 // errorClass names the class of a bad record's error.
 func errorClass(err error) string {
 	var re *decode.RecordError

@@ -19,6 +19,9 @@ type DriftReport struct {
 	Sampled      int // records decoded
 	Bad          int // records that did not decode (they would be bad records)
 	Fields       []FieldReport
+	// Unfilled are the columns that some sampled records gave no value,
+	// by column name.
+	Unfilled []UnfilledColumn
 	// Evolve: the route has schema.evolve: add_columns.
 	Evolve bool
 }
@@ -115,6 +118,7 @@ func (c *Catalog) driftReport(a *driftSample, info chschema.ServerInfo) DriftRep
 		a.rep.Fields = append(a.rep.Fields, c.fieldReport(a, u, info))
 	}, nil)
 	sort.Slice(a.rep.Fields, func(i, j int) bool { return a.rep.Fields[i].Name < a.rep.Fields[j].Name })
+	a.rep.Unfilled = unfilledColumns(a.plan, a.rep.Fields)
 	return *a.rep
 }
 

@@ -430,6 +430,7 @@ func (c *Catalog) eachRouteInto(ts *Table, fn func(rs *Route)) {
 // FlushDefaults moves the counts of defaults given by ts's plans into the
 // metrics; called when a batch of ts is sealed.
 func (c *Catalog) FlushDefaults(ts *Table) {
+	c.flushUnfilled(ts)
 	if ts.m == nil {
 		return
 	}

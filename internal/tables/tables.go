@@ -106,6 +106,9 @@ type Table struct {
 	// describing: a re-read of the columns is running (DescribeAll)
 	describing bool
 	drift      *driftState // fields no column takes (evolve.go); nil until one is seen
+	// unfilledAt: per column most of a batch's rows left unfilled, when
+	// that was last logged (flushUnfilled).
+	unfilledAt map[string]time.Time
 }
 
 // Name is the table as "db.table".

@@ -218,7 +218,7 @@ func (r *recommender) maxWait() {
 	}
 	m = m.Round(100 * time.Millisecond)
 	r.a.MaxWait, r.a.FetchMaxWait = m, w
-	r.step("batch.max_wait = %s: every table's open batch is inserted at least this often, whatever the input rate", m)
+	r.step("a batch's wait = %s: every table's open batch is inserted at least this often, whatever the input rate (batch.max_latency = the wait + fetch_max_wait)", m)
 }
 
 // fetchMinBytes is step 5: what arrives in one fetch_max_wait, slightly
@@ -312,8 +312,8 @@ func (r *recommender) expect() {
 
 // YAML is the recommendation as a config fragment.
 func (a Advice) YAML() string {
-	return fmt.Sprintf("kafka:\n  fetch_min_bytes: %s\n  fetch_max_wait: %s\n  request_timeout: %s\nbatch:\n  max_rows: %d\n  max_bytes: %s\n  max_wait: %s\n",
-		a.FetchMinBytes, a.FetchMaxWait, a.RequestTimeout, a.MaxRows, a.MaxBytes, a.MaxWait)
+	return fmt.Sprintf("kafka:\n  fetch_min_bytes: %s\n  fetch_max_wait: %s\n  request_timeout: %s\nbatch:\n  max_rows: %d\n  max_bytes: %s\n  max_latency: %s\n",
+		a.FetchMinBytes, a.FetchMaxWait, a.RequestTimeout, a.MaxRows, a.MaxBytes, a.MaxWait+a.FetchMaxWait)
 }
 
 func clampDur(d, lo, hi time.Duration) time.Duration { return max(lo, min(d, hi)) }

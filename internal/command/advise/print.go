@@ -24,7 +24,7 @@ func (a Advice) Print(w io.Writer, cur *config.Config) {
 	row("kafka.request_timeout", cur.Kafka.RequestTimeout, a.RequestTimeout)
 	row("batch.max_rows", cur.Batch.MaxRows, a.MaxRows)
 	row("batch.max_bytes", cur.Batch.MaxBytes, a.MaxBytes)
-	row("batch.max_wait", cur.Batch.MaxWait, a.MaxWait)
+	row("batch.max_latency", cur.Batch.MaxLatency, a.MaxWait+a.FetchMaxWait)
 	tw.Flush()
 	fmt.Fprintln(w, "\nexpected:")
 	for _, t := range a.Tables {

@@ -49,8 +49,8 @@ const DriftSample = 200
 // goes. It builds the daemon's parts with open (assemble.Open, as `sink
 // run` does) and its pipeline over them, creating no table. It returns the
 // first problem, which `run` would also stop on.
-func Run(ctx context.Context, cfg *config.Config, open assemble.Opener, stdout io.Writer) error {
-	c := &checker{cfg: cfg, out: stdout}
+func Run(ctx context.Context, cfg *config.Config, open assemble.Opener, stdout io.Writer, o Options) error {
+	c := &checker{cfg: cfg, out: stdout, opts: o}
 	c.security()
 	topics, err := c.kafka(ctx)
 	if err != nil {
@@ -82,7 +82,7 @@ func Run(ctx context.Context, cfg *config.Config, open assemble.Opener, stdout i
 	for _, step := range []func() error{
 		func() error { return dlqTables(ctx, c.cfg, parts.Sink, p, stdout) },
 		func() error { return c.routes(ctx, p, topics) },
-		func() error { return drift(ctx, c.cfg, parts.Sampler, p, info, topics, stdout) },
+		func() error { return c.drift(ctx, parts.Sampler, p, info, topics) },
 		func() error { return c.delivery(ctx, parts, p) },
 	} {
 		if err := step(); err != nil {
@@ -95,8 +95,9 @@ func Run(ctx context.Context, cfg *config.Config, open assemble.Opener, stdout i
 // checker is one check's config (fewer routes once creates has left out
 // the tables schema.create would create) and where it prints.
 type checker struct {
-	cfg *config.Config
-	out io.Writer
+	cfg  *config.Config
+	out  io.Writer
+	opts Options
 }
 
 // ok prints the last line of a passed check, or returns err.
@@ -279,8 +280,10 @@ func (c *checker) delivery(ctx context.Context, parts *assemble.Parts, p *pipeli
 // drift samples the newest records of each topic and prints, per topic, the
 // fields no column takes and the ALTER TABLE statements that
 // schema.evolve: add_columns would run for them (a dry run: nothing is
-// changed).
-func drift(ctx context.Context, cfg *config.Config, s consumer.Sampler, p *pipeline.Pipeline, info chschema.ServerInfo, topics []string, stdout io.Writer) error {
+// changed), and the columns most records leave unfilled. A column no
+// sampled record fills is an error, unless the options allow it.
+func (c *checker) drift(ctx context.Context, s consumer.Sampler, p *pipeline.Pipeline, info chschema.ServerInfo, topics []string) error {
+	cfg, stdout := c.cfg, c.out
 	if len(topics) == 0 {
 		return nil
 	}
@@ -301,10 +304,14 @@ func drift(ctx context.Context, cfg *config.Config, s consumer.Sampler, p *pipel
 			fmt.Fprintf(stdout, "drift: topic %s: no records to sample\n", t)
 		}
 	}
+	var first error
 	for _, r := range reports {
 		printDrift(stdout, r)
+		if err := unfilled(stdout, r, c.opts); err != nil && first == nil {
+			first = err
+		}
 	}
-	return nil
+	return first
 }
 
 // printDrift prints one topic's drift report.
@@ -408,14 +415,18 @@ func tlsSummary(t config.TLS) string {
 	if !t.Enabled {
 		return "TLS off"
 	}
-	var parts []string
-	if t.CAFile != "" {
-		parts = append(parts, "CA "+t.CAFile)
-	} else {
-		parts = append(parts, "system CAs")
+	parts := []string{"system CAs"}
+	switch {
+	case t.CAFile != "":
+		parts[0] = "CA " + t.CAFile
+	case t.TruststoreFile != "":
+		parts[0] = "trust store " + t.TruststoreFile
 	}
-	if t.CertFile != "" {
+	switch {
+	case t.CertFile != "":
 		parts = append(parts, "client certificate "+t.CertFile)
+	case t.KeystoreFile != "":
+		parts = append(parts, "key store "+t.KeystoreFile)
 	}
 	if t.ServerName != "" {
 		parts = append(parts, "server name "+t.ServerName)

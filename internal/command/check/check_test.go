@@ -22,6 +22,8 @@ func TestSecuritySummaries(t *testing.T) {
 	f(tlsSummary(config.TLS{Enabled: true}), "TLS (system CAs)")
 	f(tlsSummary(config.TLS{Enabled: true, CAFile: "ca.pem", CertFile: "c.pem", ServerName: "kafka.example"}),
 		"TLS (CA ca.pem, client certificate c.pem, server name kafka.example)")
+	f(tlsSummary(config.TLS{Enabled: true, Stores: config.Stores{TruststoreFile: "t.jks", KeystoreFile: "k.p12"}}),
+		"TLS (trust store t.jks, key store k.p12)")
 	f(tlsSummary(config.TLS{Enabled: true, InsecureSkipVerify: true}),
 		"TLS (system CAs, CERTIFICATES NOT VERIFIED (insecure_skip_verify))")
 }

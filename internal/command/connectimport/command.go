@@ -19,6 +19,12 @@ type Import struct {
 	OutDir string
 	Stdout bool
 	Force  bool
+	// Records reads a sample of each topic of a connector that names no
+	// value.converter (Result.SampleTopics), SampleSize records a topic, to
+	// check what the Connect worker's converter writes; nil or 0: the
+	// topics are not read.
+	Records    Records
+	SampleSize int
 }
 
 // Run converts every connector of args (files, and directories standing
@@ -61,6 +67,13 @@ type importRun struct {
 // file could not be converted or a key is not supported.
 func (r *importRun) one(file string) bool {
 	c, res, err := convertFile(file, r.Options)
+	if err == nil && len(res.SampleTopics) > 0 && r.Records != nil && r.SampleSize > 0 {
+		o := r.Options
+		o.Samples = sampleTopics(r.Records, res.YAML, res.SampleTopics, r.SampleSize)
+		if res, err = Convert(c, o); err != nil {
+			err = fmt.Errorf("%s: %w", file, err)
+		}
+	}
 	if err != nil {
 		fmt.Fprintf(r.stderr, "sink import: %v\n", err)
 		return false

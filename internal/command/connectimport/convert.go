@@ -6,6 +6,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"sink/config"
+	"sink/internal/consumer"
 )
 
 // SinkClass is the connector class this import reads.
@@ -23,6 +26,9 @@ type Options struct {
 	// Delivery, when set, replaces what exactlyOnce says
 	// (at_least_once or exactly_once).
 	Delivery string
+	// Samples are what was read of Result.SampleTopics, for a connector
+	// that names no value.converter (nil: the topics were not read).
+	Samples []Sample
 }
 
 // Result is one connector, converted.
@@ -37,6 +43,11 @@ type Result struct {
 	Fates []Fate
 	// Notes say what the input left open (e.g. the worker's converters).
 	Notes []string
+	// SampleTopics are the topics whose records show which converter the
+	// Connect worker applies, for a connector that names none (empty when
+	// it names one, its records are Debezium's, or the brokers or topics
+	// are unknown): convert again with Options.Samples read from them.
+	SampleTopics []string
 }
 
 // conv is the state of one conversion.
@@ -55,6 +66,9 @@ type conv struct {
 	tableFor func(topic string) (string, bool)
 	routers  []router
 	deleted  string // deleted_column from ExtractNewRecordState
+	// passwords are the store passwords the connector had, which the
+	// YAML leaves to the environment.
+	passwords []envSecret
 }
 
 // Convert maps one connector. It fails only when the input is not a
@@ -65,7 +79,7 @@ func Convert(c Connector, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	y, err := render(v.doc, r, c)
+	y, err := render(v.doc, r, c, v.passwords)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +114,7 @@ func mapKeys(c Connector, o Options) (*conv, *Result, error) {
 	v.rest()
 
 	v.doc.set("routes", v.routes)
-	r := &Result{Name: v.name, Notes: v.notes}
+	r := &Result{Name: v.name, Notes: v.notes, SampleTopics: v.sampleTopicsOf()}
 	for _, k := range sortedKeys(c.Config) {
 		f := v.fates[k]
 		f.Key = k
@@ -309,6 +323,15 @@ func splitList(s string) []string {
 	return out
 }
 
+// fetchMaxWait is the kafka.fetch_max_wait the YAML will have: the
+// connector's consumer.override.fetch.max.wait.ms, else the sink's default.
+func (v *conv) fetchMaxWait() time.Duration {
+	if n, err := strconv.ParseInt(v.get("consumer.override.fetch.max.wait.ms"), 10, 64); err == nil && n >= 0 {
+		return time.Duration(n) * time.Millisecond
+	}
+	return 500 * time.Millisecond
+}
+
 // batching: bufferCount, bufferFlushTime, ignorePartitionsWhenBatching.
 func (v *conv) batching() {
 	if v.has("bufferCount") {
@@ -317,7 +340,7 @@ func (v *conv) batching() {
 		case err != nil || n < 0:
 			v.unsupported("bufferCount", "not a whole number of records")
 		case n == 0:
-			v.notNeeded("bufferCount", "0: the official sink inserted each poll; the sink batches by batch.max_rows, max_bytes, max_wait (defaults 100000, 32MiB, 5s)")
+			v.notNeeded("bufferCount", "0: the official sink inserted each poll; the sink batches by batch.max_rows, max_bytes, max_latency (defaults 100000, 32MiB, a batch every 5s)")
 		default:
 			v.doc.set("batch.max_rows", n)
 			v.carry("bufferCount", "batch.max_rows", "")
@@ -329,10 +352,10 @@ func (v *conv) batching() {
 		case err != nil || n < 0:
 			v.unsupported("bufferFlushTime", "not a whole number of milliseconds")
 		case n == 0:
-			v.notNeeded("bufferFlushTime", "0: no time trigger in the official sink; the sink's is batch.max_wait (5s)")
+			v.notNeeded("bufferFlushTime", "0: no time trigger in the official sink; the sink's follows batch.max_latency (a batch every 5s by default)")
 		default:
-			v.doc.set("batch.max_wait", (time.Duration(n) * time.Millisecond).String())
-			v.carry("bufferFlushTime", "batch.max_wait", "milliseconds")
+			v.doc.set("batch.max_latency", (time.Duration(n)*time.Millisecond + v.fetchMaxWait()).String())
+			v.carry("bufferFlushTime", "batch.max_latency", "plus kafka.fetch_max_wait: a batch waits max_latency less fetch_max_wait, the flush time")
 		}
 	}
 	if v.has("ignorePartitionsWhenBatching") {
@@ -373,7 +396,7 @@ func (v *conv) errorsKeys() {
 	default:
 		v.unsupported("errors.tolerance", "want none or all")
 	}
-	v.notNeeded("errors.deadletterqueue.context.headers.enable", "the sink always adds its own headers to a dead-lettered record (sink.error, sink.topic, sink.partition, sink.offset, …), not Connect's __connect.errors.*")
+	v.notNeeded("errors.deadletterqueue.context.headers.enable", "every dead-lettered copy has the headers "+strings.Join(consumer.DeadLetterHeaders, ", ")+" (docs/guarantees.md#the-dead-letter-topics-headers)")
 	v.notNeeded("errors.deadletterqueue.topic.replication.factor", "the dead-letter topic is the operator's (errors.dlq_create makes one with the broker's default replication factor)")
 	v.notNeeded("errors.retry.timeout", "the sink retries a failed INSERT until it succeeds or the process stops (clickhouse.retry_initial, retry_max)")
 	v.notNeeded("errors.retry.delay.max.ms", "the sink's backoff is clickhouse.retry_initial and retry_max")
@@ -432,6 +455,48 @@ var overrideRules = map[string]overrideRule{
 	"isolation.level":       (*conv).isolationLevel,
 	"security.protocol":     (*conv).securityProtocol,
 	// The sasl.* keys are saslRules (sasl.go).
+	// Java trust and key stores: the files and their types carried, the
+	// passwords left to the environment.
+	"ssl.truststore.location": storeTo("kafka.tls.truststore_file"),
+	"ssl.truststore.type":     storeTypeTo("kafka.tls.truststore_type"),
+	"ssl.truststore.password": passwordTo("kafka.tls.truststore_password"),
+	"ssl.keystore.location":   storeTo("kafka.tls.keystore_file"),
+	"ssl.keystore.type":       storeTypeTo("kafka.tls.keystore_type"),
+	"ssl.keystore.password":   passwordTo("kafka.tls.keystore_password"),
+	"ssl.key.password":        passwordTo("kafka.tls.key_password"),
+}
+
+// storeTo carries a trust or key store's location to the file key to.
+func storeTo(to string) overrideRule {
+	return func(v *conv, key, val string) {
+		v.doc.set(to, val)
+		v.carry(key, to, "a path on the machine the sink runs on: the store must be there")
+	}
+}
+
+// storeTypeTo carries a store's type (JKS or PKCS12) to the key to.
+func storeTypeTo(to string) overrideRule {
+	return func(v *conv, key, val string) {
+		switch t := strings.ToUpper(val); t {
+		case "JKS", "PKCS12":
+			v.doc.set(to, t)
+			v.carry(key, to, "")
+		case "PEM":
+			v.unsupported(key, "a PEM store goes in kafka.tls ca_file, cert_file and key_file (files, not Connect's inline PEM values)")
+		default:
+			v.unsupported(key, "the sink reads JKS and PKCS12 stores")
+		}
+	}
+}
+
+// passwordTo notes a store password: never written, it goes to the
+// environment variable of key to (or to's _file key).
+func passwordTo(to string) overrideRule {
+	env := config.EnvPrefix + strings.ToUpper(strings.ReplaceAll(to, ".", "__"))
+	return func(v *conv, key, _ string) {
+		v.passwords = append(v.passwords, envSecret{key: to, env: env})
+		v.carry(key, env, "never written to the YAML: set the variable, or "+to+"_file")
+	}
 }
 
 // millisTo carries a number of milliseconds to the duration key to.

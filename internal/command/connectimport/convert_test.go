@@ -1,6 +1,7 @@
 package connectimport
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -217,8 +218,7 @@ func TestConsumerOverrides(t *testing.T) {
 // consumer.override.*: the protocol turns TLS on, the mechanism and the
 // JAAS user are carried, the password is not, and what the sink cannot
 // take is unsupported. The carried SASL keys are read off the conversion
-// itself: a YAML with a mechanism does not load without its password
-// (kafka.sasl.password is never written), so Convert refuses it whole.
+// itself here; TestSASLPasswordLeftToEnvironment loads the YAML.
 func TestConsumerSecurityOverrides(t *testing.T) {
 	v := &conv{fates: map[string]Fate{}, doc: &omap{}, cfg: map[string]string{
 		"consumer.override.security.protocol": "sasl_ssl", "consumer.override.sasl.mechanism": "scram-sha-512",
@@ -281,7 +281,9 @@ func TestConverters(t *testing.T) {
 		urls   string
 	}{
 		{[]string{"value.converter.schemas.enable", "false"}, "json", Carried, ""},
-		{[]string{"value.converter.schemas.enable", "<unset>"}, "json", Unsupported, ""},
+		{[]string{"value.converter.schemas.enable", "<unset>"}, "connect-json", Carried, ""},
+		{[]string{"value.converter.schemas.enable", "true"}, "connect-json", Carried, ""},
+		{[]string{"value.converter", "<unset>", "value.converter.schemas.enable", "<unset>"}, "json", "", ""},
 		{[]string{"value.converter", stringConverter}, "json", Carried, ""},
 		{[]string{"value.converter", confluentAvro, "value.converter.schema.registry.url", "http://r:8081"}, "avro", Carried, "http://r:8081"},
 		{[]string{"value.converter", confluentProtobuf, "value.converter.schema.registry.url", "http://r:8081"}, "protobuf", Carried, "http://r:8081"},
@@ -297,6 +299,12 @@ func TestConverters(t *testing.T) {
 		}
 		if f := fate(r, "value.converter"); f.Kind != tc.kind {
 			t.Errorf("%v: value.converter %s (%s), want %s", tc.kv, f.Kind, f.Why, tc.kind)
+		}
+	}
+	for _, v := range []string{"true", "false"} {
+		r, _ := convert(t, base("value.converter.schemas.enable", v), Options{})
+		if f := fate(r, "value.converter.schemas.enable"); f.Kind != Carried || !strings.HasPrefix(f.To, "routes[].format: ") {
+			t.Errorf("schemas.enable=%s: %s %s (%s)", v, f.Kind, f.To, f.Why)
 		}
 	}
 	_, cfg := convert(t, base("debeziumCDCEnabled", "true"), Options{})
@@ -370,4 +378,87 @@ func TestDebeziumWithProtobufIsUnsupported(t *testing.T) {
 		t.Errorf("route %+v", cfg.Routes[0])
 	}
 	checkFates(t, r, []fateWant{{"debeziumCDCEnabled", Unsupported, "debezium-avro"}})
+}
+
+// TestSASLPasswordLeftToEnvironment: a connector with a SASL mechanism and
+// a registry user still gets its YAML; the passwords are left to the
+// environment, the YAML's comment names their variables, and the YAML
+// loads once they are set (and says what is missing when they are not).
+func TestSASLPasswordLeftToEnvironment(t *testing.T) {
+	c := base("consumer.override.security.protocol", "SASL_SSL", "consumer.override.sasl.mechanism", "PLAIN",
+		"consumer.override.sasl.jaas.config", `org.apache.kafka.common.security.plain.PlainLoginModule required username="sink" password="pw";`,
+		"value.converter", "io.confluent.connect.avro.AvroConverter", "value.converter.schemas.enable", "<unset>",
+		"value.converter.schema.registry.url", "http://registry:8081",
+		"value.converter.basic.auth.credentials.source", "USER_INFO",
+		"value.converter.basic.auth.user.info", "reg:secret")
+	r, err := Convert(c, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	y := string(r.YAML)
+	for _, want := range []string{"#   SINK_KAFKA__SASL__PASSWORD (or kafka.sasl.password_file", "#   SINK_SCHEMA_REGISTRY__PASSWORD (or schema_registry.password_file"} {
+		if !strings.Contains(y, want) {
+			t.Errorf("the YAML's comment lacks %q:\n%s", want, y)
+		}
+	}
+	if strings.Contains(y, "pw") || strings.Contains(y, "secret") {
+		t.Errorf("a password is in the YAML:\n%s", y)
+	}
+	_, err = config.Parse(r.YAML, nil)
+	if err == nil || !strings.Contains(err.Error(), "kafka.sasl.password: required") || !strings.Contains(err.Error(), "schema_registry.password: required") {
+		t.Errorf("without the variables: %v", err)
+	}
+	cfg, err := config.Parse(r.YAML, []string{"SINK_KAFKA__SASL__PASSWORD=pw", "SINK_SCHEMA_REGISTRY__PASSWORD=secret"})
+	if err != nil {
+		t.Fatalf("with the variables: %v\n%s", err, y)
+	}
+	if s := cfg.Kafka.SASL; s.Mechanism != "PLAIN" || s.Username != "sink" || s.Password.Reveal() != "pw" || cfg.SchemaRegistry.Username != "reg" {
+		t.Errorf("kafka.sasl %+v, schema_registry.username %q", s, cfg.SchemaRegistry.Username)
+	}
+}
+
+// TestTrustAndKeyStores: consumer.override.ssl.truststore.* and
+// ssl.keystore.* are carried to kafka.tls's store keys, the passwords left
+// to the environment (named in the YAML's comment, never written); the
+// YAML is written though the stores are not on this machine, and loads
+// on one where they are.
+func TestTrustAndKeyStores(t *testing.T) {
+	c := base("consumer.override.security.protocol", "SSL",
+		"consumer.override.ssl.truststore.location", "/etc/kafka/truststore.jks", "consumer.override.ssl.truststore.type", "jks",
+		"consumer.override.ssl.truststore.password", "trust-pw",
+		"consumer.override.ssl.keystore.location", "/etc/kafka/keystore.p12", "consumer.override.ssl.keystore.type", "PKCS12",
+		"consumer.override.ssl.keystore.password", "key-pw", "consumer.override.ssl.key.password", "entry-pw")
+	r, err := Convert(c, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	y := string(r.YAML)
+	for _, want := range []string{"truststore_file: /etc/kafka/truststore.jks", "truststore_type: JKS", "keystore_file: /etc/kafka/keystore.p12", "keystore_type: PKCS12",
+		"#   SINK_KAFKA__TLS__TRUSTSTORE_PASSWORD (or kafka.tls.truststore_password_file", "#   SINK_KAFKA__TLS__KEYSTORE_PASSWORD (or kafka.tls.keystore_password_file",
+		"#   SINK_KAFKA__TLS__KEY_PASSWORD (or kafka.tls.key_password_file"} {
+		if !strings.Contains(y, want) {
+			t.Errorf("the YAML lacks %q:\n%s", want, y)
+		}
+	}
+	for _, pw := range []string{"trust-pw", "key-pw", "entry-pw"} {
+		if strings.Contains(y, pw) {
+			t.Errorf("a password is in the YAML:\n%s", y)
+		}
+	}
+	checkFates(t, r, []fateWant{
+		{"consumer.override.ssl.truststore.location", Carried, "kafka.tls.truststore_file"},
+		{"consumer.override.ssl.truststore.type", Carried, "kafka.tls.truststore_type"},
+		{"consumer.override.ssl.truststore.password", Carried, "SINK_KAFKA__TLS__TRUSTSTORE_PASSWORD"},
+		{"consumer.override.ssl.keystore.password", Carried, "SINK_KAFKA__TLS__KEYSTORE_PASSWORD"},
+		{"consumer.override.ssl.key.password", Carried, "SINK_KAFKA__TLS__KEY_PASSWORD"},
+	})
+	// Where the files are missing, loading names them: the only problem.
+	_, err = config.Parse(r.YAML, []string{"SINK_KAFKA__TLS__TRUSTSTORE_PASSWORD=x", "SINK_KAFKA__TLS__KEYSTORE_PASSWORD=x", "SINK_KAFKA__TLS__KEY_PASSWORD=x"})
+	for _, line := range strings.Split(fmt.Sprint(err), "\n") {
+		if !strings.Contains(line, "no such file") {
+			t.Errorf("loading where the stores are missing: %s", line)
+		}
+	}
+	r, _ = convert(t, base("consumer.override.ssl.truststore.type", "PEM"), Options{})
+	checkFates(t, r, []fateWant{{"consumer.override.ssl.truststore.type", Unsupported, "ca_file"}})
 }

@@ -45,8 +45,8 @@ type Fate struct {
 // before them (consumer.override., value.converter., ...), holds one of
 // secretParts; so do the schema registry client's request.header.* (an
 // Authorization header), the JDBC properties (a password may be one of
-// them) and any key whose name says it holds a token, a secret or a
-// credential.
+// them) and any key whose name says it holds a secret or a credential, or
+// ends in token.
 func secretKey(key string) bool {
 	k := strings.ToLower(key)
 	for _, part := range secretParts {
@@ -54,13 +54,15 @@ func secretKey(key string) bool {
 			return true
 		}
 	}
-	return false
+	// A token is the key's last word (bearer.auth.token), not a word on
+	// the way (sasl.oauthbearer.token.endpoint.url is a URL).
+	return strings.HasSuffix(k, "token")
 }
 
 // secretParts are the parts of a key's name that make it a secret
 // (secretKey).
 var secretParts = []string{
-	"password", "passphrase", "secret", "credential", "token",
+	"password", "passphrase", "secret", "credential",
 	"jaas.config", "user.info", "keystore.key", "private.key",
 	"certificate.chain", "truststore.certificates",
 	"request.header.", "jdbcconnectionproperties",

@@ -48,14 +48,15 @@ func (v *conv) converters() {
 	}
 	switch class {
 	case "":
-		v.notes = append(v.notes, "value.converter is not in the connector config, so the Connect worker's applied; JSON without schemas was assumed: check the worker's value.converter")
+		v.defaultConverter()
 	case jsonConverter:
 		schemas := !v.has("value.converter.schemas.enable") || v.boolKey("value.converter.schemas.enable")
 		switch {
 		case v.cdc:
 			v.carry("value.converter", "routes[].format: debezium-json", "Debezium change events in JSON, with or without schemas")
 		case schemas:
-			v.unsupported("value.converter", "JsonConverter with schemas.enable=true (its default): format json reads a record's top-level fields, not the {\"schema\", \"payload\"} envelope; set value.converter.schemas.enable=false on the producer side, or map every column to payload.NAME in routes[].columns")
+			v.format = "connect-json"
+			v.carry("value.converter", "routes[].format: connect-json", "schemas.enable=true (the converter's default): each record is Kafka Connect's {\"schema\", \"payload\"} envelope, read by its schema")
 		default:
 			v.carry("value.converter", "routes[].format: json", "")
 		}
@@ -113,8 +114,8 @@ func (v *conv) registryConverter(class string) {
 func (v *conv) converterKey(class, k, sub string) {
 	switch sub {
 	case "schemas.enable":
-		if class == jsonConverter && !v.cdc && v.boolKey(k) {
-			v.unsupported(k, "see value.converter")
+		if class == jsonConverter && !v.cdc {
+			v.carry(k, "routes[].format: "+v.format, "")
 		} else {
 			v.notNeeded(k, "read by the format")
 		}
@@ -403,7 +404,7 @@ func (v *conv) routing() {
 		switch {
 		case !v.boolKey("auto.evolve"):
 			v.notNeeded("auto.evolve", "false: columns are not added (the sink's default)")
-		case v.format == "json":
+		case v.format == "json" || v.format == "connect-json":
 			v.carry("auto.evolve", "routes[].schema.evolve: add_columns", "each new top-level field becomes a column, its type inferred")
 		default:
 			v.unsupported("auto.evolve", "the sink adds columns for format json only, not "+v.format)
@@ -522,7 +523,7 @@ func (v *conv) addRoute(kind, topic, table string) {
 		}
 		r.set("columns", cols)
 	}
-	if v.format == "json" && v.boolKey("auto.evolve") {
+	if (v.format == "json" || v.format == "connect-json") && v.boolKey("auto.evolve") {
 		r.set("schema.evolve", "add_columns")
 	}
 	v.routes = append(v.routes, r)

@@ -266,24 +266,3 @@ func jaasValue(s string) (val, rest string, err error) {
 	}
 	return "", "", fmt.Errorf("unterminated quoted value")
 }
-
-// withheldSecrets are placeholders for the secrets the import never
-// writes, so that render can check the YAML loads as it will with them
-// set: a PLAIN or SCRAM password, an OAuth client secret.
-func withheldSecrets(doc *omap) []string {
-	kafka, _ := doc.vals["kafka"].(*omap)
-	if kafka == nil {
-		return nil
-	}
-	sasl, _ := kafka.vals["sasl"].(*omap)
-	if sasl == nil {
-		return nil
-	}
-	switch sasl.vals["mechanism"] {
-	case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
-		return []string{"SINK_KAFKA__SASL__PASSWORD=withheld"}
-	case "OAUTHBEARER":
-		return []string{"SINK_KAFKA__SASL__OAUTH__CLIENT_SECRET=withheld"}
-	}
-	return nil
-}

@@ -36,14 +36,15 @@ func TestSecretKeys(t *testing.T) {
 		}
 	}
 	for _, k := range []string{"value.converter.request.header.Authorization", "jdbcConnectionProperties",
-		"value.converter.bearer.auth.credentials.source", "aws.secret.access.key", "Password", "SSL.KEY.PASSWORD"} {
+		"value.converter.bearer.auth.credentials.source", "aws.secret.access.key", "Password", "SSL.KEY.PASSWORD", "value.converter.access.token", "delegation.token.secret.key"} {
 		if !secretKey(k) {
 			t.Errorf("%s can hold a secret, not treated as one", k)
 		}
 	}
 	for _, k := range []string{"topics", "hostname", "username", "ssl", "ssl.keystore.location", "ssl.truststore.type",
 		"ssl.truststore.location", "value.converter.schema.registry.url", "value.converter.bearer.auth.issuer.endpoint.url",
-		"value.converter.bearer.auth.client.id", "consumer.override.sasl.mechanism", "key.converter", "topic2TableMap"} {
+		"value.converter.bearer.auth.client.id", "consumer.override.sasl.mechanism", "key.converter", "topic2TableMap",
+		"consumer.override.sasl.oauthbearer.token.endpoint.url"} {
 		if secretKey(k) {
 			t.Errorf("%s holds no secret, but is masked", k)
 		}

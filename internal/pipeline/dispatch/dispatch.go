@@ -212,8 +212,10 @@ func (d *Dispatch) seal(ctx context.Context, a *Open, why batch.Reason) {
 	d.cadence.Sealed(a, b)
 	d.Delivery.OnSeal(ts, b)
 	ts.Metrics().Sealed(why)
-	d.Catalog.FlushDefaults(ts)
+	// Drift first: the fields it notes name the likely source of a
+	// column that FlushDefaults finds unfilled.
 	d.Catalog.Evolution().FlushDrift(ts)
+	d.Catalog.FlushDefaults(ts)
 	d.q.enqueue(&flight{b: b, table: ts, tab: ts.Target(), bytes: b.Data.Bytes(), oldest: a.oldest})
 	a.oldest = 0
 	d.Pump(ctx, ts)

@@ -129,7 +129,7 @@ func (d *dlqState) where() string {
 // send starts (or restarts) the produce of d's copy.
 func (q *DeadLetters) send(writeCtx context.Context, id uint64, d *dlqState) {
 	in := q.in
-	in.src().ProduceDLQ(writeCtx, in.cfg.Errors.DLQTopic, d.rec, d.cause, d.refOnly, func(err error) {
+	in.src().ProduceDLQ(writeCtx, in.cfg.Errors.DLQTopic, d.rec, tables.Classified(d.cause), d.refOnly, func(err error) {
 		in.own.Post(produced{q: q, id: id, err: err})
 	})
 }

@@ -162,6 +162,33 @@ func committed(ctx context.Context, adm *kadm.Client, group string, topics []str
 	return done, end, nil
 }
 
+// stopWhenCaughtUp waits until the target's group has committed every
+// record of topics, then stops the sink with SIGTERM, which must end it
+// cleanly.
+func (tg *target) stopWhenCaughtUp(t *testing.T, adm *kadm.Client, topics []string) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		done, end, err := committed(context.Background(), adm, tg.group, topics)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if done == end {
+			break
+		}
+		if !tg.running() || time.Now().After(deadline) {
+			t.Fatalf("%s: committed %d of %d records (sink exited: %v)\n%s", tg.name, done, end, !tg.running(), tg.logTail())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := tg.proc.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := tg.wait(); err != nil {
+		t.Errorf("%s: sink run after SIGTERM: %v\n%s", tg.name, err, tg.logTail())
+	}
+}
+
 // scenario is one end-to-end run: the targets, and whether the sinks are
 // killed with SIGKILL mid-stream.
 type scenario struct {
@@ -275,26 +302,7 @@ log: {level: warn}
 	t.Logf("workload %+v; in Kafka after %v", w.Stats, time.Since(start).Round(time.Millisecond))
 
 	for _, tg := range sc.targets {
-		deadline := time.Now().Add(2 * time.Minute)
-		for {
-			done, end, err := committed(ctx, adm, tg.group, topics)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if done == end {
-				break
-			}
-			if !tg.running() || time.Now().After(deadline) {
-				t.Fatalf("%s: committed %d of %d records (sink exited: %v)\n%s", tg.name, done, end, !tg.running(), tg.logTail())
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		if err := tg.proc.Process.Signal(syscall.SIGTERM); err != nil {
-			t.Fatal(err)
-		}
-		if err := tg.wait(); err != nil {
-			t.Errorf("%s: sink run after SIGTERM: %v\n%s", tg.name, err, tg.logTail())
-		}
+		tg.stopWhenCaughtUp(t, adm, topics)
 	}
 	t.Logf("sinks caught up after %v", time.Since(start).Round(time.Millisecond))
 

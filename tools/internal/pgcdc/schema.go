@@ -61,6 +61,9 @@ type Column struct {
 	Big bool
 	// Default is the column's DEFAULT in both databases ("" for none).
 	Default string
+	// CH is the ClickHouse type instead of the kind's on every server
+	// (without Nullable, which Nullable adds); "" for the kind's.
+	CH string
 }
 
 // PGType is the column's PostgreSQL type.
@@ -143,6 +146,23 @@ func DialectFor(major, minor int) Dialect {
 //     (compared as parsed JSON); bytea is String (byte for byte); arrays are
 //     Array(Nullable(T)).
 func (c Column) CHType(d Dialect) string {
+	t := c.CH
+	switch {
+	case t != "":
+	case isArray(c.Kind):
+		return c.kindType(d)
+	default:
+		t = c.kindType(d)
+	}
+	if c.Nullable {
+		t = "Nullable(" + t + ")"
+	}
+	return t
+}
+
+// kindType is the ClickHouse type of the column's kind on a server of
+// dialect d, without Nullable (CHType says why each is what it is).
+func (c Column) kindType(d Dialect) string {
 	var t string
 	switch c.Kind {
 	case KInt16:
@@ -196,9 +216,6 @@ func (c Column) CHType(d Dialect) string {
 		t = b.String()
 	default: // numeric, jsonb, bytea, text
 		t = "String"
-	}
-	if c.Nullable {
-		t = "Nullable(" + t + ")"
 	}
 	return t
 }
@@ -307,6 +324,10 @@ func (t *Table) AddColumnClickHouse(db string, d Dialect) string {
 
 // MirrorOptions shape the ClickHouse mirror tables.
 type MirrorOptions struct {
+	// Meta are the definitions of the version and delete-marker columns
+	// (and of what they are computed from); nil: `_version UInt64` and
+	// `_deleted UInt8`, which debezium-json fills.
+	Meta []string
 	// ExactlyOnce adds the columns and the deduplication window that
 	// `delivery: exactly_once` requires (_topic, _partition, _offset,
 	// non_replicated_deduplication_window); ClickHouse 22.2 and later.
@@ -326,7 +347,11 @@ func (t *Table) ClickHouseDDL(db string, d Dialect, o MirrorOptions) string {
 		}
 		cols = append(cols, def)
 	}
-	cols = append(cols, "_version UInt64", "_deleted UInt8")
+	meta := o.Meta
+	if meta == nil {
+		meta = []string{"_version UInt64", "_deleted UInt8"}
+	}
+	cols = append(cols, meta...)
 	settings := ""
 	if o.ExactlyOnce {
 		cols = append(cols, "_topic LowCardinality(String)", "_partition Int32", "_offset Int64",

@@ -10,8 +10,12 @@ import (
 	"time"
 )
 
-// gen draws random values and renders them as PostgreSQL literals.
-type gen struct{ rnd *rand.Rand }
+// gen draws random values and renders them as PostgreSQL literals; with
+// millis every time and timestamp is a whole millisecond.
+type gen struct {
+	rnd    *rand.Rand
+	millis bool
+}
 
 // pgString quotes s as a PostgreSQL string literal (standard_conforming_strings
 // on, as since PostgreSQL 9.1: only the quote is doubled).
@@ -63,9 +67,17 @@ var (
 	maxTime = time.Date(2299, 12, 31, 23, 59, 59, 999999000, time.UTC)
 )
 
-// instant is a random time in 1900..2299 in µs, often before 1970, now and
-// then one of the edges.
+// instant is a random time in 1900..2299 in µs (ms with millis), often
+// before 1970, now and then one of the edges.
 func (g gen) instant() time.Time {
+	t := g.anyInstant()
+	if g.millis {
+		t = t.Truncate(time.Millisecond)
+	}
+	return t
+}
+
+func (g gen) anyInstant() time.Time {
 	switch g.rnd.IntN(12) {
 	case 0:
 		return minTime
@@ -270,9 +282,15 @@ func (g gen) literal(c Column) string {
 		case 1:
 			return "'00:00:00'::time"
 		case 2:
+			if g.millis {
+				return "'23:59:59.999'::time"
+			}
 			return "'23:59:59.999999'::time"
 		}
 		us := g.rnd.Int64N(86_400_000_000)
+		if g.millis {
+			us -= us % 1000
+		}
 		return "'" + time.UnixMicro(us).UTC().Format("15:04:05.999999") + "'::time"
 	case KUUID:
 		b := g.bytes(16)

@@ -23,6 +23,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -37,6 +38,13 @@ type Config struct {
 	SnapshotRows int
 	// Transactions is the number of transactions Stream runs.
 	Transactions int
+	// Tables names the tables of Tables() the workload uses, in that
+	// order (nil: every one).
+	Tables []string
+	// Millis: every time of day and timestamp is a whole millisecond, as
+	// Kafka Connect's Time and Timestamp carry them (Debezium with
+	// time.precision.mode=connect).
+	Millis bool
 }
 
 // Stats counts what the workload did. Statements are counted when run,
@@ -131,8 +139,11 @@ type Workload struct {
 
 // New returns the workload for cfg.
 func New(cfg Config) *Workload {
-	w := &Workload{Tables: Tables(), cfg: cfg, g: gen{rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x5eed))},
+	w := &Workload{Tables: Tables(), cfg: cfg, g: gen{rnd: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x5eed)), millis: cfg.Millis},
 		truncated: map[string]map[string]row{}}
+	if cfg.Tables != nil {
+		w.Tables = slices.DeleteFunc(w.Tables, func(t *Table) bool { return !slices.Contains(cfg.Tables, t.Name) })
+	}
 	for _, t := range w.Tables {
 		w.st = append(w.st, &tableState{t: t, live: newKeySet(), dead: newKeySet(), next: 1})
 	}
