@@ -18,7 +18,7 @@ clickhouse:
   addrs: [ch1:9000]
   database: shop
   settings: {insert_quorum: 2}
-batch: {max_rows: 5000, max_wait: 2s, max_bytes: 16MiB}
+batch: {max_rows: 5000, max_latency: 2s, max_bytes: 16MiB}
 schema_registry: {urls: ["http://registry:8081"], username: reg}
 routes:
   - {topic: orders, table: orders, columns: {id: order.id}}
@@ -52,7 +52,7 @@ http: {listen: "127.0.0.1:8080", admin: true}
 		"http.admin_token":                  "******",
 		"clickhouse.settings.insert_quorum": "2",
 		"batch.max_rows":                    "5000",
-		"batch.max_wait":                    "2s",
+		"batch.max_latency":                 "2s",
 		"batch.max_bytes":                   "16MiB",
 		"routes.0.topic":                    "orders",
 		"routes.0.columns.id":               "order.id",

@@ -20,7 +20,7 @@ const ConnectClass = "sink"
 // connector's (nil: the same text); !ok leaves the key as the sink's.
 type exportRule struct {
 	from, to string
-	conv     func(string) (string, bool)
+	conv     func(cfg *config.Config, v string) (string, bool)
 }
 
 // exportRules are the keys that have a counterpart in a Connect config,
@@ -43,11 +43,11 @@ var exportRules = []exportRule{
 	{"clickhouse.query_timeout", "timeoutSeconds", unitsOf(time.Second)},
 	{"clickhouse.schema_refresh", "tableRefreshInterval", unitsOf(time.Second)},
 	{"batch.max_rows", "bufferCount", nil},
-	{"batch.max_wait", "bufferFlushTime", unitsOf(time.Millisecond)},
+	{"batch.max_latency", "bufferFlushTime", flushTime},
 	{"batch.ignore_partitions", "ignorePartitionsWhenBatching", nil},
 	{"errors.tolerance", "errors.tolerance", nil},
 	{"errors.dlq_topic", "errors.deadletterqueue.topic.name", nil},
-	{"delivery", "exactlyOnce", func(v string) (string, bool) {
+	{"delivery", "exactlyOnce", func(_ *config.Config, v string) (string, bool) {
 		return strconv.FormatBool(v == config.DeliveryExactlyOnce), true
 	}},
 }
@@ -70,7 +70,7 @@ func ConnectConfig(cfg *config.Config) map[string]string {
 			continue
 		}
 		if r.conv != nil {
-			if v, ok = r.conv(v); !ok {
+			if v, ok = r.conv(cfg, v); !ok {
 				continue
 			}
 		}
@@ -103,10 +103,22 @@ func exportAddress(cfg *config.Config, flat, out map[string]string) {
 	delete(flat, "clickhouse.addrs")
 }
 
+// flushTime is the official sink's bufferFlushTime for a fixed-mode
+// config: the batch's wait in milliseconds (batch.max_latency less
+// kafka.fetch_max_wait, which import adds back). Adaptive batching has no
+// flush time: batch.max_latency stays the sink's key.
+func flushTime(cfg *config.Config, _ string) (string, bool) {
+	w := cfg.Batch.MaxWait
+	if cfg.Batch.Mode == config.BatchAdaptive || w <= 0 || w%time.Millisecond != 0 {
+		return "", false
+	}
+	return strconv.FormatInt(w.Milliseconds(), 10), true
+}
+
 // unitsOf turns a duration's text into a whole number of unit (what
 // Connect's *.ms and *Seconds keys hold); !ok when it is not whole.
-func unitsOf(unit time.Duration) func(string) (string, bool) {
-	return func(v string) (string, bool) {
+func unitsOf(unit time.Duration) func(*config.Config, string) (string, bool) {
+	return func(_ *config.Config, v string) (string, bool) {
 		d, err := time.ParseDuration(v)
 		if err != nil || d%unit != 0 {
 			return v, false
@@ -116,7 +128,7 @@ func unitsOf(unit time.Duration) func(string) (string, bool) {
 }
 
 // bytesText turns a size's text (16MiB) into a number of bytes.
-func bytesText(v string) (string, bool) {
+func bytesText(_ *config.Config, v string) (string, bool) {
 	b, err := config.ParseByteSize(strings.TrimSpace(v))
 	if err != nil {
 		return v, false

@@ -16,7 +16,7 @@ name: orders-sink
 delivery: exactly_once
 kafka: {brokers: [k1:9092, k2:9092], topics: [orders], fetch_min_bytes: 1MiB, fetch_max_wait: 750ms}
 clickhouse: {protocol: http, addrs: ["ch.example:8123"], database: shop, username: sink}
-batch: {max_rows: 5000, max_wait: 2s}
+batch: {max_rows: 5000, max_latency: 2750ms}
 routes: [{topic: orders, table: orders}]
 errors: {tolerance: all, dlq_topic: orders-dlq}
 `), []string{"SINK_CLICKHOUSE__PASSWORD=hunter2"})
@@ -49,7 +49,7 @@ errors: {tolerance: all, dlq_topic: orders-dlq}
 			t.Errorf("%s = %q, want %q", k, got[k], v)
 		}
 	}
-	for _, k := range []string{"kafka.topics", "clickhouse.addrs", "batch.max_rows", "delivery", "topics.regex", "kafka.topic_regex", "clickhouse.password"} {
+	for _, k := range []string{"kafka.topics", "clickhouse.addrs", "batch.max_rows", "batch.max_latency", "batch.max_wait", "delivery", "topics.regex", "kafka.topic_regex", "clickhouse.password"} {
 		if v, ok := got[k]; ok {
 			t.Errorf("%s = %q: want it left out (mapped, or not set)", k, v)
 		}
@@ -58,6 +58,24 @@ errors: {tolerance: all, dlq_topic: orders-dlq}
 		if strings.Contains(v, "hunter2") {
 			t.Fatalf("%s reveals the password", k)
 		}
+	}
+}
+
+// TestConnectConfigAdaptive: adaptive batching has no flush time, so its
+// latency bound stays under the sink's own key.
+func TestConnectConfigAdaptive(t *testing.T) {
+	cfg, err := config.Parse([]byte(`
+name: a
+kafka: {brokers: [k1:9092], topics: [a]}
+batch: {mode: adaptive, max_latency: 40s}
+routes: [{topic: a, table: a}]
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := ConnectConfig(cfg)
+	if v, ok := got["bufferFlushTime"]; ok || got["batch.max_latency"] != "40s" || got["batch.mode"] != "adaptive" {
+		t.Fatalf("bufferFlushTime %q (present %v), batch.max_latency %q; want no flush time and 40s", v, ok, got["batch.max_latency"])
 	}
 }
 
@@ -79,7 +97,7 @@ kafka:
   session_timeout: 12s
   start_offset: latest
 clickhouse: {protocol: http, addrs: ["ch:8123"], database: shop, username: sink, query_timeout: 45s, schema_refresh: 2m, tls: {enabled: true}}
-batch: {max_rows: 7000, max_wait: 3s, ignore_partitions: true}
+batch: {max_rows: 7000, max_latency: 4500ms, ignore_partitions: true}
 routes: [{topic: orders, table: orders}, {topic: refunds, table: refunds}]
 errors: {tolerance: all, dlq_topic: orders-dlq}
 delivery: exactly_once
