@@ -33,7 +33,7 @@ kafka:
     mechanism: OAUTHBEARER
     oauth: {token_endpoint: %q, client_id: %q, scope: kafka}
 clickhouse: {addrs: [%q], database: %s}
-batch: {max_wait: 300ms}
+batch: {max_latency: 400ms}
 routes: [{topic: %q, table: %q}]
 shutdown_timeout: 20s
 %s`, "oauth-"+topic, o.Brokers[0], topic, o.TokenEndpoint, c.ID, chAddr, db, topic, table, extra)
