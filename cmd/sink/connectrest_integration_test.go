@@ -291,7 +291,7 @@ func testConnectRESTDifferential(t *testing.T, s testenv.Server, worker, broker 
 name: %s
 kafka: {brokers: [%q], topics: [%q], fetch_max_wait: 200ms}
 clickhouse: {addrs: [%q], database: %s}
-batch: {max_rows: 10, max_wait: 300ms}
+batch: {max_rows: 10, max_latency: 500ms}
 routes: [{topic: %q, table: events}]
 http: {listen: %q, admin: true}
 `, name, broker, topic, s.Addr, db, topic, addr))
