@@ -42,11 +42,11 @@ func TestOneIdentifierQuoting(t *testing.T) {
 // stringQuotingAllowed are the functions of the module's production code
 // that may quote or escape a ClickHouse string literal, with the reason.
 // Every other string literal in generated SQL goes through
-// chtable.QuoteString: a second quoting function is where an escape gets
+// chschema.QuoteString: a second quoting function is where an escape gets
 // forgotten (a quote or a backslash left unescaped ends the literal early,
 // and what follows is SQL).
 var stringQuotingAllowed = map[string]string{
-	"internal/chtable/ddl.go QuoteString": "the quoting function",
+	"internal/chschema/chschema.go QuoteString": "the quoting function",
 }
 
 // TestOneStringLiteralQuoting fails when production code builds a
@@ -62,7 +62,7 @@ var stringQuotingAllowed = map[string]string{
 // pass.
 func TestOneStringLiteralQuoting(t *testing.T) {
 	checkQuotingSites(t, buildsStringQuoting, stringQuotingAllowed,
-		"quotes a string literal of its own: use chtable.QuoteString (or, if it must differ, add it to stringQuotingAllowed with the reason)",
+		"quotes a string literal of its own: use chschema.QuoteString (or, if it must differ, add it to stringQuotingAllowed with the reason)",
 		"found no string quoting site at all, not even QuoteString: the scan is broken")
 }
 

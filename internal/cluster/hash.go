@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"sink/internal/chschema"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,8 +15,6 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"github.com/go-faster/city"
 	"github.com/spaolacci/murmur3"
-
-	"sink/internal/chtable"
 )
 
 // The values of a route's sharding_hash: the ClickHouse function whose
@@ -265,7 +264,7 @@ func CheckHash(ctx context.Context, conn driver.Conn, h *KeyHash, typ string) er
 			}
 		}
 		for _, v := range vals {
-			lits = append(lits, chtable.QuoteString(strings.TrimRight(v, "\x00")))
+			lits = append(lits, chschema.QuoteString(strings.TrimRight(v, "\x00")))
 		}
 		data = vals
 	} else {

@@ -12,14 +12,13 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"sink/internal/chschema"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/hamba/avro/v2"
 	"github.com/valyala/fastjson"
-
-	"sink/internal/chtable"
 )
 
 // FieldDefault is a field's default as its schema declares it.
@@ -46,7 +45,7 @@ type fieldDefaults interface {
 // toDateTime(unix seconds) or toDateTime64('…', p, 'UTC'). A default it
 // cannot write exactly (null, an array or object, a value of another kind
 // than the type, a fraction of a second for DateTime) is an error saying so.
-// Every string literal is quoted by chtable.QuoteString, the one quoting
+// Every string literal is quoted by chschema.QuoteString, the one quoting
 // of values in the sink's SQL.
 func (d *FieldDefault) Literal(typ string) (string, error) {
 	if d.Skip != "" {
@@ -109,10 +108,10 @@ func numberLiteral(text, unit, base string, t *chType) (string, error) {
 		}
 	case strings.HasPrefix(base, "Decimal"):
 		if _, err := strconv.ParseFloat(text, 64); err == nil {
-			return chtable.QuoteString(text), nil
+			return chschema.QuoteString(text), nil
 		}
 	case base == "String":
-		return chtable.QuoteString(text), nil
+		return chschema.QuoteString(text), nil
 	}
 	return "", errInexact
 }
@@ -121,10 +120,10 @@ func numberLiteral(text, unit, base string, t *chType) (string, error) {
 func stringLiteral(s, base string, t *chType) (string, error) {
 	switch base {
 	case "String", "FixedString", "Enum8", "Enum16", "UUID", "IPv4", "IPv6":
-		return chtable.QuoteString(s), nil
+		return chschema.QuoteString(s), nil
 	case "Date", "Date32":
 		if y, m, dd, ok := parseYMD([]byte(s)); ok && len(s) == 10 {
-			return chtable.QuoteString(fmt.Sprintf("%04d-%02d-%02d", y, m, dd)), nil
+			return chschema.QuoteString(fmt.Sprintf("%04d-%02d-%02d", y, m, dd)), nil
 		}
 	case "DateTime", "DateTime64":
 		if sec, nsec, ok := parseDateTimeText([]byte(s), nil); ok {
@@ -158,7 +157,7 @@ func instantLiteral(text, unit, base string, t *chType) (string, error) {
 	switch unit {
 	case "days":
 		if base == "Date" || base == "Date32" {
-			return chtable.QuoteString(time.Unix(n*secondsPerDay, 0).UTC().Format("2006-01-02")), nil
+			return chschema.QuoteString(time.Unix(n*secondsPerDay, 0).UTC().Format("2006-01-02")), nil
 		}
 		return timeLiteral(n*secondsPerDay, 0, base, t)
 	case "ms":
@@ -185,12 +184,12 @@ func timeLiteral(sec, nsec int64, base string, t *chType) (string, error) {
 			return "", fmt.Errorf("default has more digits of a second than %s keeps", t.str)
 		}
 		ts := time.Unix(sec, nsec).UTC().Format("2006-01-02 15:04:05.000000000")
-		return "toDateTime64(" + chtable.QuoteString(ts) + ", " + strconv.Itoa(t.n) + ", 'UTC')", nil
+		return "toDateTime64(" + chschema.QuoteString(ts) + ", " + strconv.Itoa(t.n) + ", 'UTC')", nil
 	case "Date", "Date32":
 		if sec%secondsPerDay != 0 || nsec != 0 {
 			return "", fmt.Errorf("default is not midnight, which a %s cannot keep", base)
 		}
-		return chtable.QuoteString(time.Unix(sec, 0).UTC().Format("2006-01-02")), nil
+		return chschema.QuoteString(time.Unix(sec, 0).UTC().Format("2006-01-02")), nil
 	}
 	return "", fmt.Errorf("default is an instant, not a value for %s", t.str)
 }

@@ -16,7 +16,6 @@ import (
 
 	"sink/config"
 	"sink/internal/chschema"
-	"sink/internal/chtable"
 	"sink/internal/consumer"
 	"sink/internal/eos"
 	"sink/internal/offsets"
@@ -323,7 +322,7 @@ func HeldIn(ctx context.Context, conn driver.Conn, db, table string, tp offsets.
 // old and new servers have). It returns the statement it ran.
 func DeleteFrom(ctx context.Context, conn driver.Conn, db, table string, tp offsets.TP, from int64) (string, error) {
 	stmt := fmt.Sprintf("ALTER TABLE %s DELETE WHERE _topic = %s AND _partition = %d AND _offset >= %d",
-		quoted(db, table), chtable.QuoteString(tp.Topic), tp.Partition, from)
+		quoted(db, table), chschema.QuoteString(tp.Topic), tp.Partition, from)
 	if err := conn.Exec(ctx, stmt); err != nil {
 		return stmt, fmt.Errorf("clickhouse: %s: %w", stmt, err)
 	}
