@@ -110,3 +110,57 @@ func scalar(s string) *yaml.Node {
 	_ = n.Encode(s) // a string always encodes
 	return n
 }
+
+// Flat returns the configuration as one map of dotted key paths to their
+// values in text, the way the REST API's Kafka Connect style
+// /connectors/NAME/config serves a connector's config: "kafka.topics" →
+// "a,b", "routes.0.table" → "events", a setting map's entries under its
+// key ("clickhouse.settings.insert_quorum"). Every secret is masked as in
+// String (Redacted), and a null value is "".
+func (c *Config) Flat() map[string]string {
+	out := map[string]string{}
+	flatten(toNode(reflect.ValueOf(*c.Redacted())), "", out)
+	return out
+}
+
+// flatten adds n's values to out under prefix: a mapping's keys and a
+// list of mappings' indexes extend the path; a list of scalars is one
+// comma-separated value.
+func flatten(n *yaml.Node, prefix string, out map[string]string) {
+	join := func(k string) string {
+		if prefix == "" {
+			return k
+		}
+		return prefix + "." + k
+	}
+	switch {
+	case n.Kind == yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			flatten(n.Content[i+1], join(n.Content[i].Value), out)
+		}
+	case n.Kind == yaml.SequenceNode && !scalars(n.Content):
+		for i, e := range n.Content {
+			flatten(e, join(fmt.Sprint(i)), out)
+		}
+	case n.Kind == yaml.SequenceNode:
+		vals := make([]string, len(n.Content))
+		for i, e := range n.Content {
+			vals[i] = e.Value
+		}
+		out[prefix] = strings.Join(vals, ",")
+	case n.Tag == "!!null":
+		out[prefix] = ""
+	default:
+		out[prefix] = n.Value
+	}
+}
+
+// scalars reports whether every node of ns is a scalar.
+func scalars(ns []*yaml.Node) bool {
+	for _, n := range ns {
+		if n.Kind != yaml.ScalarNode {
+			return false
+		}
+	}
+	return true
+}

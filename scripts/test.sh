@@ -29,8 +29,9 @@ if [[ ${TEST_CLUSTER:-1} != 0 ]]; then
 	if uses 'testenv\.(KafkaCluster|KafkaClusterClient|NewClusterTopic)\('; then bash scripts/stack.sh kafka-cluster up; fi
 fi
 # PostgreSQL + Kafka Connect with Debezium (~0.45 GB RSS) likewise, for the tests
-# that use internal/testenv.Postgres or Debezium.
-if uses 'testenv\.(Postgres|Debezium)\('; then bash scripts/stack.sh cdc up; fi
+# that use internal/testenv.Postgres, Debezium or ConnectFileSink (the worker's
+# own file sink, which the REST API comparison runs).
+if uses 'testenv\.(Postgres|Debezium|ConnectFileSink)\('; then bash scripts/stack.sh cdc up; fi
 
 log=.stack/go-test.log
 status=0

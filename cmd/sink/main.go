@@ -26,8 +26,11 @@ const usage = `sink moves Kafka topics into ClickHouse in large, few inserts.
 Usage:
   sink run     --config FILE   consume and insert until SIGTERM/SIGINT; serves
                                /metrics, /healthz, /readyz, GET /status, the
-                               status page at / and, with http.admin: true,
-                               POST /pause and /resume on http.listen
+                               status page at / and Kafka Connect's REST API
+                               (/connectors/NAME/status, config, tasks,
+                               offsets) on http.listen; with http.admin: true
+                               also pause, resume and stop, and moving the
+                               offsets while stopped (PATCH, DELETE)
   sink check   --config FILE   validate the config, reach Kafka and ClickHouse,
                                check every route's table and columns, list the
                                fields of recent records that no column takes
@@ -73,8 +76,12 @@ are committed only below records already in ClickHouse or the dead-letter
 topic or table. Logs go to stderr (log.level, log.format); the config's
 warnings, deprecated keys among them, are logged at start.
 
-With http.listen it serves /metrics, /healthz, /readyz, GET /status and the
-status page at /; with http.admin: true also POST /pause and /resume.
+With http.listen it serves /metrics, /healthz, /readyz, GET /status, the
+status page at / and Kafka Connect's REST API for the connector
+(/connectors/NAME, its status, config, tasks and offsets); with http.admin:
+true also POST /pause and /resume, PUT /connectors/NAME/stop (flush, commit
+and leave the group with the process up, STOPPED) and .../resume, and, while
+stopped, PATCH and DELETE /connectors/NAME/offsets (docs/operations.md).
 Every key of FILE can be overridden from the environment: SINK_ + the key path
 in upper case with __ between levels, e.g. SINK_CLICKHOUSE__PASSWORD.
 

@@ -27,9 +27,11 @@ reset  moves the committed offsets of the selected partitions to --to
        (-2h), or to explicit TOPIC:PARTITION=OFFSET values. It is a dry run
        unless --execute is given: it prints every partition's move and what
        it means for the tables, then every action it would take. Refused while
-       the group has a member: stop every sink of the group first (SIGTERM;
-       a clean stop flushes, commits and leaves the group; a paused sink
-       stays a member).
+       the group has a member: stop every sink of the group first (SIGTERM,
+       or PUT /connectors/NAME/stop on its HTTP listener: a clean stop
+       flushes, commits and leaves the group; a paused sink stays a member).
+       The same moves are Kafka Connect's PATCH and DELETE
+       /connectors/NAME/offsets on a stopped sink's listener.
        exactly_once: on a rewind, records whose rows the table holds (by
        _offset) are skipped; --reload deletes those rows first so that they
        are loaded again, once. at_least_once: a rewind inserts the records

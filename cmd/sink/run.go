@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,10 +14,11 @@ import (
 	"github.com/rs/zerolog"
 
 	"sink/config"
+	"sink/internal/assemble"
+	"sink/internal/command/connectimport"
 	"sink/internal/consumer"
 	"sink/internal/errtext"
 	"sink/internal/metrics"
-	"sink/internal/pipeline"
 	"sink/internal/status"
 )
 
@@ -36,8 +38,10 @@ func newLogger(cfg config.Log, out io.Writer) zerolog.Logger {
 }
 
 // run is `sink run`: it starts the components in order (HTTP server,
-// ClickHouse side and the other parts, pipeline, consumer), runs the
-// pipeline until a signal, and stops them in reverse order.
+// ClickHouse side and the other parts, the connector's lifecycle, which
+// builds the pipeline and the consumer), runs the connector until a
+// signal (stopped and resumed meanwhile through the REST API, as often as
+// asked), and stops them in reverse order.
 func run(cfg *config.Config, stderr io.Writer) int {
 	log := newLogger(cfg.Log, stderr).With().Str("connector", cfg.Name).Logger()
 	ctx, stop := signals(log)
@@ -62,28 +66,24 @@ func run(cfg *config.Config, stderr io.Writer) int {
 	defer parts.Close()
 	side.m.SetPinger(func(ctx context.Context) error { return parts.Sink.Conn().Ping(ctx) })
 	parts.StartSharing()
-	p, err := parts.Pipeline(ctx, cfg, log)
-	if err != nil {
-		return startFailed(ctx, err, log, fail)
-	}
-	log.Debug().Interface("parts", parts.Summary()).Msg("assembled")
-	if cfg.ExactlyOnce() {
-		if err := p.CheckExactlyOnce(ctx); err != nil {
-			return fail(err)
-		}
-	}
-	cons, err := parts.Consumer(ctx, cfg, log, p)
+	offs, err := assemble.GroupOffsets(cfg, parts)
 	if err != nil {
 		return fail(err)
 	}
-	side.control(p)
-	log.Info().Str("version", version).Strs("topics", cfg.Kafka.Topics).Str("group", cfg.Kafka.Group).
-		Int("max_rows", cfg.Batch.MaxRows).Str("max_bytes", cfg.Batch.MaxBytes.String()).
-		Dur("max_latency", cfg.Batch.MaxLatency).Dur("max_wait", cfg.Batch.MaxWait).Bool("ignore_partitions", cfg.Batch.IgnorePartitions).
-		Msg("started")
-	err = p.Run(ctx)
-	cons.Close() // leaves the group: after the final commit, before the ClickHouse pool closes
-	if err != nil {
+	lc := assemble.NewLifecycle(cfg, log, side.m, func(ctx context.Context) (assemble.Instance, error) {
+		inst, err := parts.Start(ctx, cfg, log)
+		if err == nil {
+			logStarted(cfg, log)
+		}
+		return inst, err
+	}, offs)
+	side.control(lc)
+	err = lc.Run(ctx)
+	var start *assemble.StartError
+	switch {
+	case errors.As(err, &start):
+		return startFailed(ctx, start.Err, log, fail)
+	case err != nil:
 		// The reason the run ended is the last line, after every log line
 		// of the flush and the leave.
 		fmt.Fprintf(stderr, "sink: %s\n", errtext.Of(err))
@@ -91,6 +91,14 @@ func run(cfg *config.Config, stderr io.Writer) int {
 	}
 	log.Info().Msg("stopped")
 	return 0
+}
+
+// logStarted says that a run of the connector started, with its settings.
+func logStarted(cfg *config.Config, log zerolog.Logger) {
+	log.Info().Str("version", version).Strs("topics", cfg.Kafka.Topics).Str("group", cfg.Kafka.Group).
+		Int("max_rows", cfg.Batch.MaxRows).Str("max_bytes", cfg.Batch.MaxBytes.String()).
+		Dur("max_latency", cfg.Batch.MaxLatency).Dur("max_wait", cfg.Batch.MaxWait).Bool("ignore_partitions", cfg.Batch.IgnorePartitions).
+		Msg("started")
 }
 
 // startFailed is run's exit when a part could not be made: 0 when a
@@ -130,20 +138,23 @@ func serveHTTP(cfg *config.Config, log zerolog.Logger) (httpSide, error) {
 		return httpSide{}, nil
 	}
 	m := metrics.New(cfg.Kafka.Group)
-	st := status.New(status.InfoFor(cfg, version), status.WorkerID(cfg.HTTP.Listen), m)
+	info := status.InfoFor(cfg, version)
+	info.Config = connectimport.ConnectConfig(cfg)
+	st := status.New(info, status.WorkerID(cfg.HTTP.Listen), m)
 	srv, err := metrics.ServeHandler(cfg.HTTP.Listen, st.Routes(m.Handler()))
 	if err != nil {
 		return httpSide{}, err
 	}
 	log.Info().Str("addr", srv.Addr()).Bool("admin", cfg.HTTP.Admin).
-		Msg("serving /metrics, /healthz, /readyz, /status and the status page at /")
+		Msg("serving /metrics, /healthz, /readyz, /status, the status page at / and Kafka Connect's /connectors/… API")
 	return httpSide{m: m, st: st, srv: srv}, nil
 }
 
-// control gives the status handler the pipeline to report on and pause.
-func (w httpSide) control(p *pipeline.Pipeline) {
+// control gives the status handler the connector to report on, pause,
+// stop and resume, and whose offsets to serve.
+func (w httpSide) control(lc *assemble.Lifecycle) {
 	if w.st != nil {
-		w.st.SetController(p)
+		w.st.SetController(lc)
 	}
 }
 

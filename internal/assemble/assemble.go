@@ -3,16 +3,20 @@
 // route has a target), the exactly-once I/O, the schema registry client,
 // the sampler schema.create types a new table by, the shared INSERT
 // budget, the pipeline options that wire them in, the pipeline itself and
-// the consumer that feeds it. `sink run` and `sink check` both build
-// through Open and Parts.Pipeline, so what check checks is what run
-// builds; check leaves out only what would change something (the
-// consumer: it joins no group; the budget's reader goroutine; and it asks
-// the pipeline to create no table).
+// the consumer that feeds it; and the Lifecycle `sink run` runs them with
+// (lifecycle.go): a run started, stopped in place on request and started
+// again, the group's offsets moved while stopped. `sink run` and `sink
+// check` both build through Open and Parts.Pipeline, so what check checks
+// is what run builds; check leaves out only what would change something
+// (the consumer: it joins no group; the budget's reader goroutine; and it
+// asks the pipeline to create no table).
 //
 // Concurrency: a Parts is built, used and closed by one goroutine (the
 // command's). The parts it holds keep their own contracts: the pipeline
 // owns its state once Run starts, and the budget sharer reads on a
-// goroutine of its own between StartSharing and Close.
+// goroutine of its own between StartSharing and Close. A Lifecycle's Run
+// goroutine owns the lifecycle; its other methods are safe from any
+// goroutine (lifecycle.go).
 package assemble
 
 import (

@@ -67,6 +67,14 @@ func QuoteIdent(s string) string {
 	return b.String()
 }
 
+// QuoteString quotes s as a ClickHouse string literal: backslashes and
+// single quotes are escaped with a backslash. Use it for every value
+// written into a statement's text.
+func QuoteString(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `'`, `\'`)
+	return "'" + r.Replace(s) + "'"
+}
+
 // Block is what an insert sends (decode.Block is one): its rows, its
 // columns, and each column's values as a slice of one value per row.
 type Block interface {

@@ -69,6 +69,15 @@ func (t *Table) Renamed(db, name string) *Table {
 // ErrNoTable is in a Sink's Describe error when the table does not exist.
 var ErrNoTable = errors.New("does not exist")
 
+// UnfitError is in a Sink's Describe error when the table exists but the
+// sink cannot insert into it as it is (a column name the driver cannot
+// carry: CheckColumnName): the table's own doing, which reading it again
+// does not change, not a failure of the server. Its text is Err's.
+type UnfitError struct{ Err error }
+
+func (e *UnfitError) Error() string { return e.Err.Error() }
+func (e *UnfitError) Unwrap() error { return e.Err }
+
 // settingsRE is what clickhouse-go takes for a trailing SETTINGS clause of an
 // INSERT, wherever it appears in the text (its scan is a regular expression,
 // not quote-aware).

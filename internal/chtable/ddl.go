@@ -99,7 +99,7 @@ func CreateTableDDL(s TableSpec) ([]string, error) {
 	if s.Cluster != "" {
 		ddl = append(ddl, "CREATE TABLE IF NOT EXISTS "+chschema.QuoteIdent(s.Database)+"."+chschema.QuoteIdent(s.Table)+onClusterText(s.Cluster)+
 			" AS "+chschema.QuoteIdent(s.Database)+"."+chschema.QuoteIdent(local)+
-			" ENGINE = Distributed("+QuoteString(s.Cluster)+", "+QuoteString(s.Database)+", "+QuoteString(local)+", rand())")
+			" ENGINE = Distributed("+chschema.QuoteString(s.Cluster)+", "+chschema.QuoteString(s.Database)+", "+chschema.QuoteString(local)+", rand())")
 	}
 	return ddl, nil
 }
@@ -128,7 +128,7 @@ func writeEngine(b *strings.Builder, s TableSpec, local string) {
 	var args []string
 	if s.Cluster != "" {
 		b.WriteString("Replicated")
-		args = append(args, QuoteString("/clickhouse/tables/{shard}/"+s.Database+"."+local), QuoteString("{replica}"))
+		args = append(args, chschema.QuoteString("/clickhouse/tables/{shard}/"+s.Database+"."+local), chschema.QuoteString("{replica}"))
 	}
 	if s.Replacing {
 		b.WriteString("ReplacingMergeTree")
@@ -180,7 +180,7 @@ func onClusterText(cluster string) string {
 func settingValue(v any) (string, error) {
 	switch v := v.(type) {
 	case string:
-		return QuoteString(v), nil
+		return chschema.QuoteString(v), nil
 	case bool:
 		if v {
 			return "1", nil
@@ -196,12 +196,6 @@ func settingValue(v any) (string, error) {
 		return strconv.FormatFloat(v, 'g', -1, 64), nil
 	}
 	return "", fmt.Errorf("%v (%T) is not a number, a boolean or a string", v, v)
-}
-
-// QuoteString quotes s as a ClickHouse string literal.
-func QuoteString(s string) string {
-	r := strings.NewReplacer(`\`, `\\`, `'`, `\'`)
-	return "'" + r.Replace(s) + "'"
 }
 
 // AddColumnDDL is the statement that adds column name of type typ to

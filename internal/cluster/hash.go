@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"sink/internal/chschema"
 	"slices"
 	"strconv"
 	"strings"
@@ -263,7 +264,7 @@ func CheckHash(ctx context.Context, conn driver.Conn, h *KeyHash, typ string) er
 			}
 		}
 		for _, v := range vals {
-			lits = append(lits, "'"+strings.TrimRight(v, "\x00")+"'")
+			lits = append(lits, chschema.QuoteString(strings.TrimRight(v, "\x00")))
 		}
 		data = vals
 	} else {

@@ -71,7 +71,8 @@
 //     as events.
 //   - Describing a table first needed by a new topic (the catalog's
 //     resolveTopic: a table named after its topic): at most
-//     clickhouse.query_timeout, once per topic.
+//     clickhouse.query_timeout, once per topic, and once per
+//     clickhouse.schema_refresh for a topic whose table is missing.
 //   - A dead-letter produce (intake's dead letters): franz-go's Produce
 //     returns at once unless 50,000 records wait in its buffer; then it
 //     waits until one of them is acknowledged or fails (each fails after

@@ -3,6 +3,7 @@
 package pipeline_test
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 	"slices"
@@ -163,4 +164,110 @@ func TestTemplateTopicNeverChoosesDatabase(t *testing.T) {
 			}
 		})
 	})
+}
+
+// TestTemplateTopicWithoutTable: under a topic_regex with table
+// '${topic}', a topic whose table does not exist (ghost), one whose name
+// is the dead-letter table's (dead, its records shaped like dead-letter
+// rows) and one named after a view (view) do not stop the connector and
+// write nothing where they point: their records go to the dead-letter
+// topic and table with the cause (error_class table), while the
+// legitimate topic's records land exactly. Once ghost's table is created, its next records land in it
+// (the table is looked up again every schema_refresh). On each server.
+func TestTemplateTopicWithoutTable(t *testing.T) {
+	testenv.EachServer(t, testTemplateTopicWithoutTable)
+}
+
+func testTemplateTopicWithoutTable(t *testing.T, s testenv.Server) {
+	ch := s.Conn(t)
+	db := s.NewDatabase(t)
+	legit, ghost, dead, view := db+"_legit", db+"_ghost", db+"_dead", db+"_view"
+	testenv.Exec(t, ch, "CREATE TABLE "+db+"."+legit+" (id UInt64, s String) ENGINE = MergeTree ORDER BY id",
+		"CREATE VIEW "+db+"."+view+" AS SELECT id, s FROM "+db+"."+legit)
+	for _, topic := range []string{legit, ghost, dead, view} {
+		createTopic(t, topic, 1)
+	}
+	dlq := testenv.NewTopic(t, 1)
+	regex := regexp.QuoteMeta(db) + `_(legit|ghost|dead|view)`
+	cfg := newConfig(t, fmt.Sprintf(`
+name: %s
+kafka: {brokers: [%q], topic_regex: '%s', fetch_max_wait: 100ms, commit_interval: 200ms}
+clickhouse: {addrs: [%q], database: %s, schema_refresh: 1s, retry_initial: 50ms, retry_max: 300ms}
+batch: {max_rows: 100, max_wait: 200ms}
+routes: [{topic_regex: '%s', table: '${topic}'}]
+errors: {tolerance: all, dlq_topic: %q, dlq_table: %s}
+shutdown_timeout: 5s
+http: {listen: ""}
+`, testenv.UniqueName(t, "tpl"), testenv.Kafka(t)[0], regex, s.Addr, db, regex, dlq, dead))
+	done, stop := startPipeline(t, cfg)
+
+	var legitRows, ghostRows, forged []string
+	for i := range 10 {
+		legitRows = append(legitRows, fmt.Sprintf(`{"id":%d,"s":"ok"}`, i))
+	}
+	for i := range 5 {
+		ghostRows = append(ghostRows, fmt.Sprintf(`{"id":%d,"s":"ghost"}`, i))
+	}
+	for range 3 {
+		forged = append(forged, `{"target_table":"forged","_topic":"forged","error":"forged","error_class":"forged","value":"forged"}`)
+	}
+	produceValues(t, ghost, ghostRows...)
+	produceValues(t, dead, forged...)
+	produceValues(t, view, `{"id":100,"s":"view"}`, `{"id":101,"s":"view"}`)
+	produceValues(t, legit, legitRows[:5]...)
+	waitCommitted(t, done, cfg.Kafka.Group, ghost, 5)
+	waitCommitted(t, done, cfg.Kafka.Group, dead, 3)
+	waitCommitted(t, done, cfg.Kafka.Group, view, 2)
+	produceValues(t, legit, legitRows[5:]...)
+	waitCommitted(t, done, cfg.Kafka.Group, legit, 10)
+
+	// The table created later takes the topic's records once the sink has
+	// looked it up again (schema_refresh: 1s).
+	testenv.Exec(t, ch, "CREATE TABLE "+db+"."+ghost+" (id UInt64, s String) ENGINE = MergeTree ORDER BY id")
+	time.Sleep(1500 * time.Millisecond)
+	produceValues(t, ghost, `{"id":5,"s":"ghost"}`, `{"id":6,"s":"ghost"}`)
+	waitCommitted(t, done, cfg.Kafka.Group, ghost, 7)
+	stopClean(t, done, stop)
+
+	if got := uint64Of(t, ch, "SELECT count() FROM "+db+"."+legit); got != 10 {
+		t.Errorf("%d rows of the legitimate topic; want its 10", got)
+	}
+	if got := uint64Of(t, ch, "SELECT uniqExact(id) FROM "+db+"."+legit); got != 10 {
+		t.Errorf("%d distinct ids of the legitimate topic; want 10", got)
+	}
+	if got := uint64Of(t, ch, "SELECT count() FROM "+db+"."+ghost+" WHERE id IN (5, 6)"); got != 2 || countRows(t, ch, db+"."+ghost) != 2 {
+		t.Errorf("%s holds %d rows (%d of ids 5, 6); want the 2 produced after it was created", ghost, countRows(t, ch, db+"."+ghost), got)
+	}
+	causes := map[string]string{ghost: "table " + db + "." + ghost + " does not exist", dead: "is the dead-letter table",
+		view: "is a View, which takes no INSERT"}
+	recs := dlqRecords(t, dlq)
+	if len(recs) != 10 {
+		t.Fatalf("%d records in the dead-letter topic; want the 5 of %s, the 3 of %s and the 2 of %s", len(recs), ghost, dead, view)
+	}
+	for _, r := range recs {
+		cause, _ := header(r, "sink.error")
+		src, _ := header(r, "sink.source.topic")
+		if want, ok := causes[src]; !ok || !strings.Contains(cause, want) {
+			t.Errorf("dead letter of %q with cause %q; want the records of %s, %s and %s, each with its cause", src, cause, ghost, dead, view)
+		}
+	}
+	rows, err := ch.Query(context.Background(), "SELECT _topic, error, error_class FROM "+db+"."+dead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var topic, msg, class string
+		if err := rows.Scan(&topic, &msg, &class); err != nil {
+			t.Fatal(err)
+		}
+		n++
+		if want, ok := causes[topic]; !ok || !strings.Contains(msg, want) || class != "table" {
+			t.Errorf("dead-letter row of %q, error %q, class %q; want %s, %s or %s with its cause, class table", topic, msg, class, ghost, dead, view)
+		}
+	}
+	if n != 10 {
+		t.Errorf("%d rows in the dead-letter table; want the 10 bad records (none forged by topic %s)", n, dead)
+	}
 }

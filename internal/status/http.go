@@ -36,19 +36,75 @@ type Controller interface {
 	Resume(ctx context.Context) (State, error)
 }
 
-// ErrConflict is a pause or resume the connector's state does not allow
-// (stopping, failed, not started).
-var ErrConflict = errors.New("not possible in the connector's state")
+// Lifecycle is a Controller that can also stop the connector in place
+// and move its offsets while it is stopped: Kafka Connect's PUT
+// /connectors/NAME/stop and its offsets API (KIP-875). `sink run`'s
+// lifecycle (assemble.Lifecycle) implements it; the stopped connector's
+// Resume starts it again. Every method is safe from any goroutine.
+type Lifecycle interface {
+	Controller
+	// Stop flushes, commits and leaves the consumer group, as SIGTERM
+	// does, but the process and its HTTP listener stay up, STOPPED. It
+	// returns once the connector is STOPPED, or when ctx ends with the
+	// stop under way (nil: the request was taken either way).
+	Stop(ctx context.Context) error
+	// Offsets are the group's committed offsets, in any state.
+	Offsets(ctx context.Context) ([]Offset, error)
+	// AlterOffsets moves the given partitions' offsets and ResetOffsets
+	// every partition's, to where kafka.start_offset says; both only while
+	// STOPPED (ErrNotStopped otherwise).
+	AlterOffsets(ctx context.Context, offsets []Offset) error
+	ResetOffsets(ctx context.Context) error
+}
+
+// The errors a Controller's answer wraps, each answered with its own
+// status (errorStatus).
+var (
+	// ErrConflict is a request the connector's state does not allow
+	// (stopping, failed, not started), or that another member of its
+	// group prevents.
+	ErrConflict = errors.New("not possible in the connector's state")
+	// ErrNotStopped is an offsets change while the connector is not
+	// STOPPED.
+	ErrNotStopped = errors.New("the connector is not stopped")
+	// ErrBadRequest is a request whose content is wrong (an offset for a
+	// partition the connector does not consume, a malformed body).
+	ErrBadRequest = errors.New("bad request")
+)
+
+// errorStatus is the HTTP status that answers err, a Controller's error:
+// 400 for a request wrong in itself or an offsets change while not
+// stopped (Kafka Connect answers that with 400 too), 409 for one the
+// state does not allow, 415 for a body that is not JSON, 504 when its
+// time ran out, else 500.
+func errorStatus(err error) int {
+	switch {
+	case errors.Is(err, ErrBadRequest), errors.Is(err, ErrNotStopped):
+		return http.StatusBadRequest
+	case errors.Is(err, ErrConflict):
+		return http.StatusConflict
+	case errors.Is(err, errUnsupportedMedia):
+		return http.StatusUnsupportedMediaType
+	case errors.Is(err, context.DeadlineExceeded):
+		return http.StatusGatewayTimeout
+	}
+	return http.StatusInternalServerError
+}
 
 // Info is what the endpoints know before the pipeline runs.
 type Info struct {
 	Name     string // the connector (and default group) name
 	Version  string
 	Delivery string // at_least_once or exactly_once
-	// Admin turns on the pause and resume endpoints; Token, when not
+	// Admin turns on the endpoints that change something (pause, resume,
+	// stop, the offsets' PATCH and DELETE, the profiles); Token, when not
 	// empty, is the bearer token they require.
 	Admin bool
 	Token string
+	// Config is the connector's config as GET /connectors/NAME/config
+	// serves it (Kafka Connect's keys where they exist, secrets masked;
+	// connectimport.ConnectConfig); nil serves just the name.
+	Config map[string]string
 	// Loopback: the listener is on a loopback address. Without a token,
 	// the admin endpoints then also require a loopback Host header, so a
 	// web page that makes a browser resolve its own name to 127.0.0.1
@@ -130,6 +186,10 @@ var stateNames = func() []string {
 	return out
 }()
 
+// StateNames are the names of States, for the state metric
+// (metrics.SetState).
+func StateNames() []string { return slices.Clone(stateNames) }
+
 // SetController connects the running pipeline; until then /status reports
 // STARTING and pause and resume answer 409.
 func (h *Handler) SetController(c Controller) { h.ctl.Store(&c) }
@@ -151,11 +211,17 @@ func (h *Handler) mux(next http.Handler) http.Handler {
 	mux.HandleFunc("/status", h.getStatus)
 	mux.HandleFunc("/pause", h.admin(http.MethodPost, pauseOp))
 	mux.HandleFunc("/resume", h.admin(http.MethodPost, resumeOp))
-	// The same, where Kafka Connect's REST API has them.
+	// The same, where Kafka Connect's REST API has them, and the rest of
+	// what a script of Connect's REST API reads and does (connect.go).
 	mux.HandleFunc("/connectors", h.connectors)
+	mux.HandleFunc("/connectors/{name}", h.named(h.getInfo))
+	mux.HandleFunc("/connectors/{name}/config", h.named(h.getConfig))
+	mux.HandleFunc("/connectors/{name}/tasks", h.named(h.getTasks))
 	mux.HandleFunc("/connectors/{name}/status", h.named(h.getStatus))
+	mux.HandleFunc("/connectors/{name}/offsets", h.named(h.offsetsEndpoint()))
 	mux.HandleFunc("/connectors/{name}/pause", h.named(h.admin(http.MethodPut, pauseOp)))
 	mux.HandleFunc("/connectors/{name}/resume", h.named(h.admin(http.MethodPut, resumeOp)))
+	mux.HandleFunc("/connectors/{name}/stop", h.named(h.admin(http.MethodPut, stopOp)))
 	mux.Handle("/debug/pprof/", h.guard(http.MethodGet, profiles()))
 	return mux
 }
@@ -275,21 +341,24 @@ func (rep Report) Redacted() Report {
 }
 
 // TaskState is a connector's or task's state as Kafka Connect reports it;
-// Trace is the error of a FAILED one.
+// Trace is the error of a FAILED one, Version the running build's (Connect
+// gives the connector plugin's).
 type TaskState struct {
 	ID       *int   `json:"id,omitempty"`
 	State    State  `json:"state"`
 	WorkerID string `json:"worker_id"`
+	Version  string `json:"version"`
 	Trace    string `json:"trace,omitempty"`
 }
 
 // Report builds the body of GET /status from the last snapshot, with the
-// values that depend on the time of the request computed at now.
+// values that depend on the time of the request computed at now. A
+// STOPPED connector has no task, as in Kafka Connect.
 func (h *Handler) Report(now time.Time) Report {
 	s := h.snapshot()
 	rep := Report{
 		Name: h.info.Name, Type: "sink", Version: h.info.Version, Delivery: h.info.Delivery,
-		Connector:     TaskState{State: s.State, WorkerID: h.workerID, Trace: s.Error},
+		Connector:     TaskState{State: s.State, WorkerID: h.workerID, Version: h.info.Version, Trace: s.Error},
 		StateSince:    s.Since,
 		GeneratedAt:   s.At,
 		Backpressure:  s.Backpressure,
@@ -299,8 +368,11 @@ func (h *Handler) Report(now time.Time) Report {
 		Partitions:    make([]Partition, len(s.Partitions)),
 		Budgets:       s.Budgets,
 	}
-	id := 0
-	rep.Tasks = []TaskState{{ID: &id, State: s.State, WorkerID: h.workerID, Trace: s.Error}}
+	rep.Tasks = []TaskState{}
+	if s.State != Stopped {
+		id := 0
+		rep.Tasks = append(rep.Tasks, TaskState{ID: &id, State: s.State, WorkerID: h.workerID, Version: h.info.Version, Trace: s.Error})
+	}
 	for i, t := range s.Tables {
 		if t.LastInsert != nil {
 			v := max(now.Sub(*t.LastInsert), 0).Seconds()
@@ -354,13 +426,6 @@ func (h *Handler) getStatus(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, rep.Redacted())
 }
 
-func (h *Handler) connectors(w http.ResponseWriter, r *http.Request) {
-	if !allow(w, r, http.MethodGet, http.MethodHead) {
-		return
-	}
-	writeJSON(w, http.StatusOK, []string{h.info.Name})
-}
-
 // named answers 404 for a connector name that is not this one's.
 func (h *Handler) named(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
@@ -372,15 +437,43 @@ func (h *Handler) named(next http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-type adminOp uint8
+// adminOp is one change an admin endpoint asks the controller for: it
+// returns the status and body of the answer (no body for 204).
+type adminOp func(w http.ResponseWriter, r *http.Request, c Controller) (int, any, error)
 
-const (
-	pauseOp adminOp = iota + 1
-	resumeOp
-)
+// pauseOp and resumeOp answer 202, as Kafka Connect does: the change is
+// asynchronous (PAUSING turns PAUSED once the open batches are committed;
+// a stopped connector's resume starts it, STARTING then RUNNING).
+func pauseOp(_ http.ResponseWriter, r *http.Request, c Controller) (int, any, error) {
+	st, err := c.Pause(r.Context())
+	return http.StatusAccepted, map[string]State{"state": st}, err
+}
 
-// admin guards a pause or resume endpoint: method, admin switch, token (or
-// loopback Host), cross-origin requests; then asks the controller.
+func resumeOp(_ http.ResponseWriter, r *http.Request, c Controller) (int, any, error) {
+	st, err := c.Resume(r.Context())
+	return http.StatusAccepted, map[string]State{"state": st}, err
+}
+
+// stopWait is how long PUT /connectors/NAME/stop waits for STOPPED before
+// it answers (the flush goes on after; /status says when it is done):
+// within the server's write timeout.
+const stopWait = 20 * time.Second
+
+// stopOp answers 204 with no body, as Kafka Connect does, once the
+// connector is STOPPED or stopWait has passed with the stop under way.
+func stopOp(_ http.ResponseWriter, r *http.Request, c Controller) (int, any, error) {
+	lc, ok := c.(Lifecycle)
+	if !ok {
+		return 0, nil, fmt.Errorf("%w: this connector cannot stop in place", ErrConflict)
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), stopWait)
+	defer cancel()
+	return http.StatusNoContent, nil, lc.Stop(ctx)
+}
+
+// admin guards an endpoint that changes something: method, admin switch,
+// token (or loopback Host), cross-origin requests; then asks the
+// controller with op and answers.
 func (h *Handler) admin(method string, op adminOp) http.HandlerFunc {
 	act := func(w http.ResponseWriter, r *http.Request) {
 		c := h.ctl.Load()
@@ -388,28 +481,29 @@ func (h *Handler) admin(method string, op adminOp) http.HandlerFunc {
 			writeError(w, http.StatusConflict, "the connector is starting; try again once /status says RUNNING")
 			return
 		}
-		var (
-			st  State
-			err error
-		)
-		if op == pauseOp {
-			st, err = (*c).Pause(r.Context())
-		} else {
-			st, err = (*c).Resume(r.Context())
+		code, body, err := op(w, r, *c)
+		switch {
+		case err != nil:
+			h.writeControlError(w, err)
+		case code == http.StatusNoContent:
+			w.Header().Set("Cache-Control", "no-store")
+			w.WriteHeader(code)
+		default:
+			writeJSON(w, code, body)
 		}
-		if err != nil {
-			code := http.StatusInternalServerError
-			if errors.Is(err, ErrConflict) {
-				code = http.StatusConflict
-			}
-			writeError(w, code, err.Error())
-			return
-		}
-		// Kafka Connect answers 202: the change is asynchronous (PAUSING
-		// turns PAUSED once the open batches are committed).
-		writeJSON(w, http.StatusAccepted, map[string]State{"state": st})
 	}
 	return h.guard(method, h.csrf.Handler(http.HandlerFunc(act)))
+}
+
+// writeControlError answers a Controller's error with its status
+// (errorStatus); an offsets change while not stopped gets Kafka Connect's
+// own words.
+func (h *Handler) writeControlError(w http.ResponseWriter, err error) {
+	msg := err.Error()
+	if errors.Is(err, ErrNotStopped) {
+		msg = fmt.Sprintf("Connectors must be in the STOPPED state before their offsets can be modified. This can be done for the specified connector by issuing a 'PUT' request to the '/connectors/%s/stop' endpoint (%s)", h.info.Name, msg)
+	}
+	writeError(w, errorStatus(err), msg)
 }
 
 // guard lets a request through to next only when the admin endpoints are

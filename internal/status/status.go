@@ -1,15 +1,18 @@
 // Package status is the operator's view of a running connector: the
 // Snapshot of its state that the pipeline publishes, the per-table History
 // of inserts it is built from, and the HTTP endpoints that serve it (GET
-// /status, POST /pause and /resume, the status page at /, and the Kafka
-// Connect style /connectors/NAME/... paths).
+// /status, POST /pause and /resume, the status page at /) and Kafka
+// Connect's REST API for it in Connect's JSON shapes (connect.go:
+// /connectors, the connector's status, info, config and tasks, PUT pause,
+// resume and stop, and its offsets: GET, PATCH, DELETE).
 //
 // Concurrency: a Snapshot is immutable once published. The pipeline's
 // owner goroutine builds a new one from its own state (History included,
 // which only the owner touches) and publishes it by pointer; HTTP handlers
 // only read published snapshots and never touch the owner's state. Pause
 // and Resume are requests to the owner (Controller), answered over its
-// channels. Handler's methods are safe for concurrent use.
+// channels; Stop and the offsets go to the daemon's Lifecycle, which owns
+// the pipeline's life. Handler's methods are safe for concurrent use.
 package status
 
 import "time"

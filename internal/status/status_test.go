@@ -237,7 +237,7 @@ func TestStatusReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"connector":{"state":"PAUSED","worker_id":"pod-1:8080"}`, `"tasks":[{"id":0,"state":"PAUSED"`,
+	for _, want := range []string{`"connector":{"state":"PAUSED","worker_id":"pod-1:8080","version":"v1"}`, `"tasks":[{"id":0,"state":"PAUSED"`,
 		`"group_protocol":"consumer"`, `"committed_offset":960`, `"log_end_offset":1000`, `"lag_records":40`, `"committed_offset":null`} {
 		if !strings.Contains(string(b), want) {
 			t.Fatalf("JSON %s\nlacks %s", b, want)

@@ -75,6 +75,10 @@ const (
 	ClassColumn = "column"
 	// ClassUnrouted: no route takes the record (errors.unrouted: dlq).
 	ClassUnrouted = "unrouted"
+	// ClassTable: the record's topic goes to no table: the table its
+	// route's template names for it is no table name, a dead-letter
+	// table, missing, or one the route cannot fill (TopicError).
+	ClassTable = "table"
 	// ClassDecoder: the sink's decoder failed on the record (a panic it
 	// recovered: a bug to report, with the record).
 	ClassDecoder = "decoder"
@@ -105,6 +109,8 @@ func errorClass(err error) string {
 	switch {
 	case errors.Is(err, ErrUnrouted):
 		return ClassUnrouted
+	case TopicErrorOf(err) != nil:
+		return ClassTable
 	case errors.Is(err, decode.ErrPanic):
 		return ClassDecoder
 	case errors.As(err, &re) && re.Column == "":

@@ -36,6 +36,9 @@ type Catalog struct {
 	tables  map[string]*Table   // "db.table"
 	routes  []*Route            // one per configured route, in order
 	byTopic map[string][]*Route // a topic's candidate routes (RoutesFor)
+	// badTopics are the topics whose table a route's template names but
+	// the route may not write, each until it is resolved again (topics.go).
+	badTopics map[string]badTopic
 	// lastTopic and lastRoutes repeat the last answer for a topic: the
 	// records of one partition chunk share their topic, so most lookups
 	// skip the map. byTopic's entries never change once set, so the copy
@@ -79,6 +82,9 @@ type Options struct {
 func Open(ctx context.Context, cfg *config.Config, o Options) (*Catalog, error) {
 	c := &Catalog{cfg: cfg, log: o.Log, sink: o.Sink, lookups: o.Lookups, m: o.Metrics, own: o.Owner, now: o.Now,
 		tables: map[string]*Table{}, byTopic: map[string][]*Route{}}
+	if c.now == nil {
+		c.now = time.Now
+	}
 	c.fanout = cfg.Fanout == config.FanoutAll
 	for _, r := range cfg.Routes {
 		c.fanout = c.fanout || len(r.Conditions()) > 0
@@ -183,18 +189,24 @@ func (c *Catalog) Targets() []*chtable.Table {
 // ResolveTopics resolves the route and table of each topic now, as the
 // first record of each would at run time, so that `sink check` reports a
 // table named after a topic that does not exist. It returns the topics no
-// route matches. Call it before Run, never during.
-func (c *Catalog) ResolveTopics(ctx context.Context, topics []string) (unrouted []string, err error) {
+// route matches, and the topics whose records go to no table, with why
+// (TopicError: their records will be bad records). Call it before Run,
+// never during.
+func (c *Catalog) ResolveTopics(ctx context.Context, topics []string) (unrouted []string, bad []*TopicError, err error) {
 	for _, t := range topics {
 		rs, err := c.RoutesFor(ctx, t)
+		if te := TopicErrorOf(err); te != nil {
+			bad = append(bad, te)
+			continue
+		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if len(rs) == 0 {
 			unrouted = append(unrouted, t)
 		}
 	}
-	return unrouted, nil
+	return unrouted, bad, nil
 }
 
 // routeGroup is the configured routes into one table.
@@ -323,10 +335,15 @@ func (c *Catalog) RouteFor(ctx context.Context, topic string) (*Route, error) {
 // matches topic: the candidates whose when: a record of the topic is
 // tested against (none: skip the topic's records). A route whose table is
 // named after the topic is resolved for the topic here, the first time
-// (resolveTopic); its error is fatal.
+// (resolveTopic). A *TopicError says that the topic's records go to no
+// table (topics.go): they are bad records, and the topic is resolved
+// again after recheckEvery; any other error is fatal.
 func (c *Catalog) RoutesFor(ctx context.Context, topic string) ([]*Route, error) {
 	if rs, ok := c.known(topic); ok {
 		return rs, nil
+	}
+	if err := c.stillBad(topic); err != nil {
+		return nil, err
 	}
 	var found []*Route
 	for _, rs := range c.routes {
@@ -352,40 +369,46 @@ func (c *Catalog) RoutesFor(ctx context.Context, topic string) ([]*Route, error)
 // the topic (config.Route.TableFromTopic: one route for every table of a
 // Debezium server): it describes the table the first time any topic needs
 // it, compiles the route's plan against it, and returns the topic's own
-// Route. It runs on the owner goroutine, once per new topic, so a slow
-// system.columns query holds the loop at most clickhouse.query_timeout. A
-// missing table, or one the mapping cannot fill, is an error naming the
-// route, the topic and the table; the caller stops the connector before the
-// topic's first record, so nothing of it is committed.
+// Route. It runs on the owner goroutine, once per new topic (and once per
+// recheckEvery for a topic without a table), so a slow system.columns
+// query holds the loop at most clickhouse.query_timeout. A topic whose
+// table the route may not write (no table name, a dead-letter table, a
+// missing table, one the mapping cannot fill) is a *TopicError naming the
+// route, the topic and the table (topics.go); any other error (ClickHouse
+// does not answer) stops the connector before the topic's first record,
+// so nothing of it is committed.
 func (c *Catalog) resolveTopic(ctx context.Context, rs *Route, topic string) (*Route, error) {
 	idx := slices.Index(c.routes, rs)
 	db, name, err := c.cfg.TableForTopic(rs.cfg, topic)
+	if err == nil {
+		err = c.tableJob(db, name, rs.cfg.Table, topic)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("routes[%d]: %w", idx, err)
+		return nil, c.refuseTopic(rs, topic, fmt.Errorf("routes[%d]: %w", idx, err))
 	}
 	key := db + "." + name
 	ts := c.tables[key]
-	if ts == nil {
-		dctx, cancel := context.WithTimeout(ctx, c.cfg.ClickHouse.QueryTimeout)
-		defer cancel()
-		schema, err := c.sink.Describe(dctx, db, name)
-		if err != nil {
-			return nil, fmt.Errorf("routes[%d] (table %q for topic %q): %w", idx, rs.cfg.Table, topic, err)
-		}
-		insert := decode.InsertColumns(schema, rs.cfg.Mapping())
-		ts = c.newTable(chtable.NewTable(db, name, schema, insert), key, rs.cfg.MaxLatency)
+	var schema, insert []chschema.ColumnSchema
+	if ts != nil {
+		// A table another route already resolved keeps its INSERT
+		// columns, so that all its plans share one block layout.
+		insert = ts.t.Insert
 	} else {
-		c.tighten(ts, rs.cfg.MaxLatency)
+		if schema, err = c.describeForTopic(ctx, rs, topic, db, name); err != nil {
+			return nil, err
+		}
+		insert = decode.InsertColumns(schema, rs.cfg.Mapping())
 	}
-	// A table another route already resolved keeps its INSERT columns, so
-	// that all its plans share one block layout.
-	plan, err := c.Compile(rs.cfg, ts.t.Insert)
+	plan, err := c.Compile(rs.cfg, insert)
 	if err != nil {
-		return nil, fmt.Errorf("routes[%d] (table %s for topic %q): %w", idx, key, topic, err)
+		return nil, c.refuseTopic(rs, topic, fmt.Errorf("routes[%d] (table %s for topic %q): %w", idx, key, topic, err))
 	}
-	if ts.plan == nil {
+	if ts == nil {
+		ts = c.newTable(chtable.NewTable(db, name, schema, insert), key, rs.cfg.MaxLatency)
 		ts.plan = plan
 		c.addTable(key, ts)
+	} else {
+		c.tighten(ts, rs.cfg.MaxLatency)
 	}
 	c.log.Info().Str("topic", topic).Str("table", key).Int("route", idx).Msg("table resolved for topic")
 	return &Route{cfg: rs.cfg, plan: plan, table: ts}, nil

@@ -57,6 +57,8 @@
 //	c.WaitStreaming(t)                 // snapshot done, changes stream (a marker row went through)
 //	_ = c.Topic("t")                   // "<c.TopicPrefix>.public.t": JSON with schemas by default
 //	c.Stop(t); c.Resume(t)             // or c.Restart(t); deleted, slot dropped at cleanup
+//	base := testenv.ConnectFileSink(t) // the worker's REST URL, once it lists Connect's own
+//	                                   // FileStreamSinkConnector (the REST API comparison)
 //
 // The first Postgres call of a test binary also removes what killed binaries
 // left on the shared servers: test databases over three hours old, the

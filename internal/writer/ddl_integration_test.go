@@ -135,3 +135,21 @@ func TestTruncate(t *testing.T) {
 		}
 	})
 }
+
+// TestTableEngine: the engine of a table, of a view and of a missing
+// table ("") on each server, as the catalog reads them to refuse a table
+// named after a topic that takes no INSERT.
+func TestTableEngine(t *testing.T) {
+	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
+		ctx := context.Background()
+		db := s.NewDatabase(t)
+		testenv.Exec(t, s.Conn(t), "CREATE TABLE "+db+".t (id UInt64) ENGINE = MergeTree ORDER BY id",
+			"CREATE VIEW "+db+".v AS SELECT id FROM "+db+".t")
+		w, _ := openTable(t, s.Addr, db, "t")
+		for table, want := range map[string]string{"t": "MergeTree", "v": "View", "missing": ""} {
+			if got, err := w.TableEngine(ctx, db, table); err != nil || got != want {
+				t.Errorf("%s: engine %q, %v; want %q", table, got, err, want)
+			}
+		}
+	})
+}

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"sink/internal/adapt"
-	"sink/internal/chtable"
+	"sink/internal/chschema"
 )
 
 // partsSettingRE finds a parts threshold in a table's SETTINGS clause
@@ -72,7 +72,7 @@ func databasesIn(tables []TableName) string {
 	}
 	in := make([]string, len(dbs))
 	for i, db := range dbs {
-		in[i] = chtable.QuoteString(db)
+		in[i] = chschema.QuoteString(db)
 	}
 	return "(" + strings.Join(in, ", ") + ")"
 }

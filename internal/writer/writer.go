@@ -19,6 +19,7 @@ package writer
 import (
 	"context"
 	"crypto/tls"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -278,11 +279,25 @@ func (w *Writer) Describe(ctx context.Context, db, table string) ([]chschema.Col
 	for _, c := range cols {
 		if c.DefaultKind == "" {
 			if err := chtable.CheckColumnName(c.Name); err != nil {
-				return nil, fmt.Errorf("clickhouse: table %s.%s: %w", db, table, err)
+				return nil, &chtable.UnfitError{Err: fmt.Errorf("clickhouse: table %s.%s: %w", db, table, err)}
 			}
 		}
 	}
 	return cols, nil
+}
+
+// TableEngine reads db.table's engine (system.tables.engine: MergeTree,
+// View, Dictionary, …; "" when there is no such table).
+func (w *Writer) TableEngine(ctx context.Context, db, table string) (string, error) {
+	var engine string
+	err := w.conn.QueryRow(ctx, "SELECT engine FROM system.tables WHERE database = ? AND name = ?", db, table).Scan(&engine)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("clickhouse: reading the engine of %s.%s: %w", db, table, err)
+	}
+	return engine, nil
 }
 
 // InsertOnce sends block as one INSERT. queryID names the attempt in

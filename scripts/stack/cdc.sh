@@ -12,6 +12,8 @@ CONNECT_DIR=$STACK_DIR/connect
 CONNECT_LIBS=$ROOT/.cache/connect-libs
 CONNECT_POM=$ROOT/scripts/connect/pom.xml
 DEBEZIUM_POM=$ROOT/scripts/connect/debezium/pom.xml
+FILE_POM=$ROOT/scripts/connect/file/pom.xml
+FILE_SINK=org.apache.kafka.connect.file.FileStreamSinkConnector
 CONNECT_HEAP=${STACK_CONNECT_HEAP:-256m}
 PG_STATE=      # as CH_STATE
 CONNECT_STATE= # as CH_STATE
@@ -34,6 +36,10 @@ pg_version() { pg_sql 'SHOW server_version' | cut -d' ' -f1 | grep . || echo unk
 connect_healthy() {
 	timeout 5 curl -fsS "http://$HOST:$CONNECT_PORT/connector-plugins" 2>/dev/null |
 		grep -q '"io.debezium.connector.postgresql.PostgresConnector"'
+}
+# connect_has_file_sink: the worker lists Connect's file sink connector.
+connect_has_file_sink() {
+	timeout 5 curl -fsS "http://$HOST:$CONNECT_PORT/connector-plugins" 2>/dev/null | grep -q "\"$FILE_SINK\""
 }
 # connect_version: the worker's and Debezium's versions, e.g. "Kafka Connect 4.3.0, Debezium 3.6.1.Final".
 connect_version() {
@@ -62,15 +68,18 @@ others_blocking() {
 	echo "$blocked"
 }
 
-# Copies Kafka Connect (scripts/connect/pom.xml) into .cache/connect-libs/runtime
-# and Debezium's PostgreSQL connector (scripts/connect/debezium/pom.xml) into
-# .cache/connect-libs/plugins/debezium-postgres once; the worker finds the plugin
-# through plugin.path and loads it in its own class loader. Kafka's own jars and
-# slf4j stay out of the plugin folder: the worker provides them. A checksum of
-# both poms marks a complete copy, so a version bump refetches.
+# Copies Kafka Connect (scripts/connect/pom.xml) into .cache/connect-libs/runtime,
+# Debezium's PostgreSQL connector (scripts/connect/debezium/pom.xml) into
+# .cache/connect-libs/plugins/debezium-postgres and Connect's own file connectors
+# (scripts/connect/file/pom.xml: FileStreamSinkConnector, the sink connector the
+# REST API tests compare the sink with) into .cache/connect-libs/plugins/connect-file
+# once; the worker finds the plugins through plugin.path and loads each in its
+# own class loader. Kafka's own jars and slf4j stay out of the plugin folders:
+# the worker provides them. A checksum of the poms marks a complete copy, so a
+# version bump (or a new plugin) refetches.
 fetch_connect_libs() {
 	local sum stamp=$CONNECT_LIBS/.pom.sha256 log=$STACK_DIR/maven-connect.log tmp
-	sum=$(cat "$CONNECT_POM" "$DEBEZIUM_POM" | sha256sum | cut -d' ' -f1)
+	sum=$(cat "$CONNECT_POM" "$DEBEZIUM_POM" "$FILE_POM" | sha256sum | cut -d' ' -f1)
 	[[ -f $stamp && $(<"$stamp") == "$sum" ]] && return 0
 	command -v mvn >/dev/null || die "mvn is needed to fetch Kafka Connect and Debezium (apt-get install maven)"
 	say "downloading Kafka Connect and Debezium jars with Maven (log: $log)"
@@ -79,10 +88,13 @@ fetch_connect_libs() {
 	{
 		mvn -B -f "$CONNECT_POM" dependency:copy-dependencies -DoutputDirectory="$tmp/runtime" &&
 			mvn -B -f "$DEBEZIUM_POM" dependency:copy-dependencies -DincludeScope=runtime \
-				-DexcludeGroupIds=org.apache.kafka,org.slf4j -DoutputDirectory="$tmp/plugins/debezium-postgres"
+				-DexcludeGroupIds=org.apache.kafka,org.slf4j -DoutputDirectory="$tmp/plugins/debezium-postgres" &&
+			mvn -B -f "$FILE_POM" dependency:copy-dependencies -DexcludeTransitive=true \
+				-DoutputDirectory="$tmp/plugins/connect-file"
 	} >"$log" 2>&1 || { rm -rf "$tmp"; die "downloading the Kafka Connect/Debezium jars failed (see $log)"; }
-	ls "$tmp"/runtime/connect-runtime-*.jar "$tmp"/plugins/debezium-postgres/debezium-connector-postgres-*.jar >/dev/null 2>&1 ||
-		{ rm -rf "$tmp"; die "Maven produced no connect-runtime or debezium-connector-postgres jar (see $log)"; }
+	ls "$tmp"/runtime/connect-runtime-*.jar "$tmp"/plugins/debezium-postgres/debezium-connector-postgres-*.jar \
+		"$tmp"/plugins/connect-file/connect-file-*.jar >/dev/null 2>&1 ||
+		{ rm -rf "$tmp"; die "Maven produced no connect-runtime, debezium-connector-postgres or connect-file jar (see $log)"; }
 	echo "$sum" >"$tmp/.pom.sha256"
 	rm -rf "$CONNECT_LIBS"
 	mkdir -p "$(dirname "$CONNECT_LIBS")"
@@ -117,6 +129,8 @@ connect_check() {
 		if ! render_connect | cmp -s - "$CONNECT_DIR/connect-distributed.properties"; then
 			say "note: testdata/connect/connect-distributed.properties changed since Kafka Connect started; run \`scripts/stack.sh cdc down\` and \`cdc up\` to apply it"
 		fi
+		connect_has_file_sink ||
+			say "note: the running Kafka Connect worker was started without $FILE_SINK (the REST API comparison tests need it); run \`scripts/stack.sh cdc down\` and \`cdc up\` to load it"
 		return
 	fi
 	if connect_healthy; then

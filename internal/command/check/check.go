@@ -14,6 +14,7 @@
 package check
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -79,10 +80,11 @@ func Run(ctx context.Context, cfg *config.Config, open assemble.Opener, stdout i
 	if err != nil {
 		return err
 	}
+	var routed []string // the topics whose records go to a table
 	for _, step := range []func() error{
 		func() error { return dlqTables(ctx, c.cfg, parts.Sink, p, stdout) },
-		func() error { return c.routes(ctx, p, topics) },
-		func() error { return c.drift(ctx, parts.Sampler, p, info, topics) },
+		func() (err error) { routed, err = c.routes(ctx, p, topics); return err },
+		func() error { return c.drift(ctx, parts.Sampler, p, info, routed) },
 		func() error { return c.delivery(ctx, parts, p) },
 	} {
 		if err := step(); err != nil {
@@ -202,16 +204,27 @@ func (c *checker) registry(ctx context.Context, parts *assemble.Parts) (decode.R
 	return parts.Registry, nil
 }
 
-// routes prints the topics no route takes, the routes that take records
-// by condition, and each table's INSERT columns.
-func (c *checker) routes(ctx context.Context, p *pipeline.Pipeline, topics []string) error {
-	unrouted, err := p.Catalog().ResolveTopics(ctx, topics)
+// routes prints the topics no route takes, the topics whose table a
+// route's template names but the route may not write (a warning: their
+// records will be bad records), the routes that take records by
+// condition, and each table's INSERT columns. It returns the topics whose
+// records go to a table.
+func (c *checker) routes(ctx context.Context, p *pipeline.Pipeline, topics []string) (routed []string, err error) {
+	unrouted, bad, err := p.Catalog().ResolveTopics(ctx, topics)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	fate := c.unroutedFate()
 	for _, t := range unrouted {
 		fmt.Fprintf(c.out, "kafka: topic %s matches no route: its records will be %s\n", t, fate)
+	}
+	for _, te := range bad {
+		fmt.Fprintf(c.out, "route: warning: topic %s: %v; its records will be %s\n", te.Topic, te, c.badFate(te.Route.Config()))
+	}
+	for _, t := range topics {
+		if !slices.Contains(unrouted, t) && !slices.ContainsFunc(bad, func(te *tables.TopicError) bool { return te.Topic == t }) {
+			routed = append(routed, t)
+		}
 	}
 	for i, r := range c.cfg.Routes {
 		if w := r.Conditions(); len(w) > 0 {
@@ -227,7 +240,26 @@ func (c *checker) routes(ctx context.Context, p *pipeline.Pipeline, topics []str
 				t.FullName(), col.Name, why)
 		})
 	}
-	return nil
+	return routed, nil
+}
+
+// badFate says what becomes of route r's bad records: with
+// errors.tolerance none the first stops the connector; with all they go
+// to the route's dead-letter table (its own or errors.dlq_table) and the
+// dead-letter topic, whichever are set.
+func (c *checker) badFate(r *config.Route) string {
+	e := c.cfg.Errors
+	if e.Tolerance != "all" {
+		return "bad records, and the first stops the connector (errors.tolerance: none)"
+	}
+	var to []string
+	if t := cmp.Or(r.DLQTable, e.DLQTable); t != "" {
+		to = append(to, "the dead-letter table "+t)
+	}
+	if e.DLQTopic != "" {
+		to = append(to, "the dead-letter topic "+e.DLQTopic)
+	}
+	return "bad records, sent to " + strings.Join(to, " and ")
 }
 
 // unroutedFate says what becomes of a record no route takes.

@@ -593,9 +593,9 @@ func (v *conv) officialMisc() {
 	v.notNeeded("bypassFieldCleanup", "the sink reads only the fields its columns take")
 	v.notNeeded("clientVersion", "the official sink's Java client version")
 	if v.boolKey("suppressTableExistenceException") {
-		v.unsupported("suppressTableExistenceException", "the official sink skipped records whose table is missing; the sink stops before such a record and commits nothing past it (sink check names the table)")
+		v.unsupported("suppressTableExistenceException", "the official sink skipped records whose table is missing; the sink skips none silently: a table of topics must exist at start (sink check names it), and a topic of topics.regex whose table is missing gives bad records (dead-lettered with errors.tolerance: all)")
 	} else {
-		v.notNeeded("suppressTableExistenceException", "false: a missing table stops the connector, as in the sink")
+		v.notNeeded("suppressTableExistenceException", "false: a missing table stops the connector; in the sink, a table of topics must exist at start, and a topic of topics.regex whose table is missing gives bad records (the first stops the connector with errors.tolerance: none)")
 	}
 	if v.has("jdbcConnectionProperties") {
 		v.unsupported("jdbcConnectionProperties", "JDBC URL properties have no counterpart: set ClickHouse settings in clickhouse.settings and TLS in clickhouse.tls")

@@ -2,6 +2,7 @@ package connectimport
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -461,4 +462,49 @@ func TestTrustAndKeyStores(t *testing.T) {
 	}
 	r, _ = convert(t, base("consumer.override.ssl.truststore.type", "PEM"), Options{})
 	checkFates(t, r, []fateWant{{"consumer.override.ssl.truststore.type", Unsupported, "ca_file"}})
+}
+
+// TestSubjectStrategy: each subject name strategy class, under the
+// converter's prefix or bare, gives schema_registry.subject_strategy; of
+// several, the one that refuses the fewest records; an unknown class is
+// not supported and leaves any; a format without a registry needs none.
+func TestSubjectStrategy(t *testing.T) {
+	const confluent, apicurio = "io.confluent.kafka.serializers.subject.", "io.apicurio.registry.serde.strategy."
+	avro := []string{"value.converter", confluentAvro, "value.converter.schema.registry.url", "http://r:8081", "value.converter.schemas.enable", "<unset>"}
+	for _, tc := range []struct {
+		kv   []string
+		want string // subject_strategy as loaded
+		kind Kind   // the fate of the first strategy key
+	}{
+		{[]string{"value.converter.value.subject.name.strategy", confluent + "TopicNameStrategy"}, config.SubjectTopicName, Carried},
+		{[]string{"value.converter.value.subject.name.strategy", confluent + "TopicRecordNameStrategy"}, config.SubjectTopicRecordName, Carried},
+		{[]string{"value.converter.value.subject.name.strategy", confluent + "RecordNameStrategy"}, config.SubjectAny, Carried},
+		{[]string{"value.subject.name.strategy", confluent + "TopicNameStrategy"}, config.SubjectTopicName, Carried},
+		{[]string{"key.converter.key.subject.name.strategy", confluent + "TopicNameStrategy"}, config.SubjectTopicName, Carried},
+		{[]string{"key.subject.name.strategy", confluent + "TopicRecordNameStrategy"}, config.SubjectTopicRecordName, Carried},
+		{[]string{"value.converter.apicurio.registry.artifact-resolver-strategy", apicurio + "TopicIdStrategy"}, config.SubjectTopicName, Carried},
+		{[]string{"value.converter.apicurio.registry.artifact-resolver-strategy", apicurio + "TopicRecordIdStrategy"}, config.SubjectTopicRecordName, Carried},
+		{[]string{"value.converter.apicurio.registry.artifact-resolver-strategy", apicurio + "SimpleTopicIdStrategy"}, config.SubjectAny, Carried},
+		{[]string{"value.converter.value.subject.name.strategy", confluent + "TopicNameStrategy",
+			"key.converter.key.subject.name.strategy", confluent + "RecordNameStrategy"}, config.SubjectAny, Carried},
+		{[]string{"value.converter.value.subject.name.strategy", "com.example.MyStrategy"}, config.SubjectAny, Unsupported},
+	} {
+		r, cfg := convert(t, base(append(slices.Clone(avro), tc.kv...)...), Options{})
+		if got := cfg.SchemaRegistry.SubjectStrategy; got != tc.want {
+			t.Errorf("%v: subject_strategy %q, want %q", tc.kv, got, tc.want)
+		}
+		if f := fate(r, tc.kv[0]); f.Kind != tc.kind || (f.Kind == Carried && !strings.Contains(f.To, "schema_registry.subject_strategy: "+tc.want)) {
+			t.Errorf("%v: fate %+v, want %s to %s", tc.kv, f, tc.kind, tc.want)
+		}
+	}
+	// Differing strategies are noted; JSON reads no registry.
+	r, _ := convert(t, base(append(slices.Clone(avro), "value.converter.value.subject.name.strategy", confluent+"TopicNameStrategy",
+		"key.converter.key.subject.name.strategy", confluent+"TopicRecordNameStrategy")...), Options{})
+	if !slices.ContainsFunc(r.Notes, func(n string) bool { return strings.Contains(n, "strategies differ") }) {
+		t.Errorf("differing strategies not noted: %q", r.Notes)
+	}
+	r, cfg := convert(t, base("value.subject.name.strategy", confluent+"TopicNameStrategy"), Options{})
+	if f := fate(r, "value.subject.name.strategy"); f.Kind != NotNeeded || cfg.SchemaRegistry.SubjectStrategy != config.SubjectAny {
+		t.Errorf("format json: fate %+v, subject_strategy %q; want not needed and the default", f, cfg.SchemaRegistry.SubjectStrategy)
+	}
 }

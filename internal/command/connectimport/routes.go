@@ -70,11 +70,18 @@ func (v *conv) converters() {
 	default:
 		v.registryConverter(class)
 	}
+	v.converterKeys(class)
+}
+
+// converterKeys gives the fates of the value converter's keys (of class),
+// the subject name strategies (subjectStrategy) and the key converter's.
+func (v *conv) converterKeys(class string) {
 	for _, k := range sortedKeys(v.cfg) {
-		if sub, ok := strings.CutPrefix(k, "value.converter."); ok {
+		if sub, ok := strings.CutPrefix(k, "value.converter."); ok && !isStrategyKey(k) {
 			v.converterKey(class, k, sub)
 		}
 	}
+	v.subjectStrategy()
 	for _, k := range sortedKeys(v.cfg) {
 		if k == "key.converter" || strings.HasPrefix(k, "key.converter.") {
 			v.notNeeded(k, "the official sink does not insert the key, nor does the import ($key reads its bytes; debezium formats read the key with the value's registry)")
@@ -496,7 +503,7 @@ func (v *conv) regexRoutes(mapping map[string]string, split string) {
 		v.unsupported("enableDbTopicSplit", "with topics.regex the import cannot split topic names it does not know: write routes with topic_regex capture groups, table: \"${1}.${2}\" and the databases it may write to in databases:")
 	}
 	v.addRoute("topic_regex", re, "${topic}")
-	v.notes = append(v.notes, "topics.regex: each topic's table is the topic's name (${topic}), as in the official sink; a topic whose name has a dot is a bad record (a topic never chooses the database)")
+	v.notes = append(v.notes, "topics.regex: each topic's table is the topic's name (${topic}), as in the official sink; a record of a topic whose name has a dot (a topic never chooses the database), or whose table is missing, is a bad record")
 }
 
 // addRoute appends one route.

@@ -74,17 +74,27 @@ func printMembers(ctx context.Context, cfg *config.Config, g *Group, out io.Writ
 	return members, nil
 }
 
-// refuseMembers fails while the group has a member: Kafka takes an admin
-// commit only from outside a live group, and a running sink would commit
-// its own offsets over the reset anyway.
+// MembersError is a reset refused because the group has active members.
+type MembersError struct {
+	Group   string
+	Members []string // "client-id on host (member id)"
+}
+
+func (e *MembersError) Error() string {
+	return fmt.Sprintf("group %s has %d active member%s (%s): stop every sink of the group first (SIGTERM, or PUT /connectors/NAME/stop on its HTTP listener), then run this again (docs/operations.md#offsets)",
+		e.Group, len(e.Members), plural(len(e.Members)), strings.Join(e.Members, "; "))
+}
+
+// refuseMembers fails (MembersError) while the group has a member: Kafka
+// takes an admin commit only from outside a live group, and a running sink
+// would commit its own offsets over the reset anyway.
 func refuseMembers(ctx context.Context, cfg *config.Config, g *Group, out io.Writer) error {
 	members, err := printMembers(ctx, cfg, g, out)
 	if err != nil {
 		return err
 	}
 	if len(members) > 0 {
-		return fmt.Errorf("group %s has %d active member%s (%s): stop every sink of the group first (SIGTERM), then run this again (docs/operations.md#offsets)",
-			cfg.Kafka.Group, len(members), plural(len(members)), strings.Join(members, "; "))
+		return &MembersError{Group: cfg.Kafka.Group, Members: members}
 	}
 	return nil
 }
@@ -111,16 +121,34 @@ func (r Reset) Run(ctx context.Context, cfg *config.Config, out io.Writer) error
 		return err
 	}
 	defer g.Close()
+	var w *writer.Writer
+	conn := func(ctx context.Context) (driver.Conn, error) {
+		var err error
+		if w, err = writer.Open(ctx, cfg.Name, cfg.ClickHouse); err != nil {
+			return nil, err
+		}
+		return w.Conn(), nil
+	}
+	defer func() {
+		if w != nil {
+			_ = w.Close()
+		}
+	}()
+	return r.RunOn(ctx, cfg, g, conn, out)
+}
+
+// RunOn is Run over a group client and a ClickHouse connection the caller
+// holds (the daemon's own, for Kafka Connect's offsets API): conn is asked
+// for the connection once the moves are planned.
+func (r Reset) RunOn(ctx context.Context, cfg *config.Config, g *Group, conn func(context.Context) (driver.Conn, error), out io.Writer) error {
 	rs := &resetRun{Reset: r, cfg: cfg, out: out, g: g}
 	if err := rs.plan(ctx); err != nil {
 		return err
 	}
-	w, err := writer.Open(ctx, cfg.Name, cfg.ClickHouse)
-	if err != nil {
+	var err error
+	if rs.conn, err = conn(ctx); err != nil {
 		return err
 	}
-	defer w.Close()
-	rs.conn = w.Conn()
 	for _, step := range []func(context.Context) error{rs.readTables, rs.preview, rs.actions} {
 		if err := step(ctx); err != nil {
 			return err

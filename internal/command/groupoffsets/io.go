@@ -16,7 +16,6 @@ import (
 
 	"sink/config"
 	"sink/internal/chschema"
-	"sink/internal/chtable"
 	"sink/internal/consumer"
 	"sink/internal/eos"
 	"sink/internal/offsets"
@@ -203,6 +202,34 @@ func (g *Group) committed(ctx context.Context, topics []string, parts map[offset
 	return ferr
 }
 
+// Committed returns every offset the group has committed, sorted by
+// topic and partition, as Kafka Connect's GET /connectors/NAME/offsets
+// lists a sink connector's: whatever topic it is of (none: the group has
+// no offsets, or no such group exists). Only Committed and Metadata are
+// read; the log offsets are -1 (unknown).
+func (g *Group) Committed(ctx context.Context) ([]Partition, error) {
+	resp, err := g.adm.FetchOffsets(ctx, g.cfg.Kafka.Group)
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kafka: fetching the committed offsets of group %q: %w", g.cfg.Kafka.Group, err)
+	}
+	var out []Partition
+	var ferr error
+	resp.Each(func(o kadm.OffsetResponse) {
+		switch {
+		case o.Err != nil:
+			ferr = fmt.Errorf("kafka: committed offset of %s[%d]: %w", o.Topic, o.Partition, o.Err)
+		case o.At >= 0:
+			out = append(out, Partition{TP: offsets.TP{Topic: o.Topic, Partition: o.Partition}, Committed: o.At,
+				Metadata: o.Metadata, Start: -1, End: -1, AtMilli: -1})
+		}
+	})
+	sort.Slice(out, func(i, j int) bool { return eos.LessTP(out[i].TP, out[j].TP) })
+	return out, ferr
+}
+
 // Commit commits each move's offset with its metadata, in one request.
 // Kafka accepts it only while the group has no member.
 func (g *Group) Commit(ctx context.Context, moves []Move, metadata []string) error {
@@ -295,7 +322,7 @@ func HeldIn(ctx context.Context, conn driver.Conn, db, table string, tp offsets.
 // old and new servers have). It returns the statement it ran.
 func DeleteFrom(ctx context.Context, conn driver.Conn, db, table string, tp offsets.TP, from int64) (string, error) {
 	stmt := fmt.Sprintf("ALTER TABLE %s DELETE WHERE _topic = %s AND _partition = %d AND _offset >= %d",
-		quoted(db, table), chtable.QuoteString(tp.Topic), tp.Partition, from)
+		quoted(db, table), chschema.QuoteString(tp.Topic), tp.Partition, from)
 	if err := conn.Exec(ctx, stmt); err != nil {
 		return stmt, fmt.Errorf("clickhouse: %s: %w", stmt, err)
 	}

@@ -16,6 +16,7 @@
 package groupoffsets
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -275,8 +276,12 @@ func unknownPartitions(explicit map[offsets.TP]int64, known map[offsets.TP]bool)
 		return nil
 	}
 	sort.Strings(unknown)
-	return fmt.Errorf("%s: not a partition the connector consumes (kafka.topics / topic_regex)", strings.Join(unknown, ", "))
+	return fmt.Errorf("%s: %w (kafka.topics / topic_regex)", strings.Join(unknown, ", "), ErrNotConsumed)
 }
+
+// ErrNotConsumed is an explicit offset for a partition the connector does
+// not consume (wrapped, with the partitions named).
+var ErrNotConsumed = errors.New("not a partition the connector consumes")
 
 // Forward reports whether the move skips records: the committed offset is
 // passed over without consuming them.

@@ -1,6 +1,7 @@
 package column
 
 import (
+	"errors"
 	"fmt"
 	"math/big"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/valyala/fastjson"
 
+	"sink/internal/chschema"
 	"sink/internal/chtype"
 )
 
@@ -37,6 +39,8 @@ type FieldDefault struct {
 // toDateTime(unix seconds) or toDateTime64('…', p, 'UTC'). A default it
 // cannot write exactly (null, an array or object, a value of another kind
 // than the type, a fraction of a second for DateTime) is an error saying so.
+// Every string literal is quoted by chschema.QuoteString, the one quoting
+// of values in the sink's SQL.
 func (d *FieldDefault) Literal(typ string) (string, error) {
 	if d.Skip != "" {
 		return "", fmt.Errorf("%s", d.Skip)
@@ -46,75 +50,95 @@ func (d *FieldDefault) Literal(typ string) (string, error) {
 		return "", fmt.Errorf("default %s is not JSON", Cut([]byte(d.JSON)))
 	}
 	t := chtype.Parse(typ)
-	for t.Kind == chtype.Nullable || t.Kind == chtype.LowCardinality {
+	for t != nil && (t.Kind == chtype.Nullable || t.Kind == chtype.LowCardinality) {
 		t = t.Elem
 	}
-	refuse := func() (string, error) {
+	lit := "" // with err errInexact when the kind of v has no literal for t
+	err = errInexact
+	if t != nil {
+		base, _, _ := strings.Cut(t.Text, "(")
+		switch v.Type() {
+		case fastjson.TypeNumber:
+			lit, err = numberLiteral(string(v.MarshalTo(nil)), d.Unit, base, t)
+		case fastjson.TypeString:
+			lit, err = stringLiteral(string(v.GetStringBytes()), base, t)
+		case fastjson.TypeTrue, fastjson.TypeFalse:
+			lit, err = boolLiteral(v.Type() == fastjson.TypeTrue, base)
+		}
+	}
+	if errors.Is(err, errInexact) {
 		return "", fmt.Errorf("default %s cannot be written exactly for %s", Cut([]byte(d.JSON)), typ)
 	}
-	if t == nil {
-		return refuse()
+	return lit, err
+}
+
+// errInexact is a default whose kind (number, string, boolean) has no
+// exact literal for the column's type; Literal says which.
+var errInexact = errors.New("no exact literal")
+
+// numberLiteral writes the JSON number text for a column of base type
+// base (t: the whole type); unit, when set, makes it an instant
+// (instantLiteral).
+func numberLiteral(text, unit, base string, t *chtype.Type) (string, error) {
+	if unit != "" {
+		return instantLiteral(text, unit, base, t)
 	}
-	base := t.Text
-	if i := strings.IndexByte(base, '('); i >= 0 {
-		base = base[:i]
+	switch {
+	case base == "Int128" || base == "Int256":
+		if n, ok := new(big.Int).SetString(text, 10); ok {
+			return n.String(), nil
+		}
+	case strings.HasPrefix(base, "Int"):
+		if _, err := strconv.ParseInt(text, 10, 64); err == nil {
+			return text, nil
+		}
+	case strings.HasPrefix(base, "UInt"):
+		if _, err := strconv.ParseUint(text, 10, 64); err == nil {
+			return text, nil
+		}
+	case base == "Float32" || base == "Float64":
+		if _, err := strconv.ParseFloat(text, 64); err == nil {
+			return text, nil
+		}
+	case strings.HasPrefix(base, "Decimal"):
+		if _, err := strconv.ParseFloat(text, 64); err == nil {
+			return chschema.QuoteString(text), nil
+		}
+	case base == "String":
+		return chschema.QuoteString(text), nil
 	}
-	switch v.Type() {
-	case fastjson.TypeNumber:
-		text := string(v.MarshalTo(nil))
-		if d.Unit != "" {
-			return instantLiteral(text, d.Unit, base, t)
+	return "", errInexact
+}
+
+// stringLiteral writes the JSON string s for a column of base type base.
+func stringLiteral(s, base string, t *chtype.Type) (string, error) {
+	switch base {
+	case "String", "FixedString", "Enum8", "Enum16", "UUID", "IPv4", "IPv6":
+		return chschema.QuoteString(s), nil
+	case "Date", "Date32":
+		if y, m, dd, ok := parseYMD([]byte(s)); ok && len(s) == 10 {
+			return chschema.QuoteString(fmt.Sprintf("%04d-%02d-%02d", y, m, dd)), nil
 		}
-		switch {
-		case strings.HasPrefix(base, "Int"):
-			if _, err := strconv.ParseInt(text, 10, 64); err == nil && base != "Int128" && base != "Int256" {
-				return text, nil
-			}
-			if n, ok := new(big.Int).SetString(text, 10); ok && (base == "Int128" || base == "Int256") {
-				return n.String(), nil
-			}
-		case strings.HasPrefix(base, "UInt"):
-			if _, err := strconv.ParseUint(text, 10, 64); err == nil {
-				return text, nil
-			}
-		case base == "Float32" || base == "Float64":
-			if _, err := strconv.ParseFloat(text, 64); err == nil {
-				return text, nil
-			}
-		case strings.HasPrefix(base, "Decimal"):
-			if _, err := strconv.ParseFloat(text, 64); err == nil {
-				return quoteLiteral(text), nil
-			}
-		case base == "String":
-			return quoteLiteral(text), nil
-		}
-	case fastjson.TypeString:
-		s := string(v.GetStringBytes())
-		switch base {
-		case "String", "FixedString", "Enum8", "Enum16", "UUID", "IPv4", "IPv6":
-			return quoteLiteral(s), nil
-		case "Date", "Date32":
-			if y, m, dd, ok := parseYMD([]byte(s)); ok && len(s) == 10 {
-				return quoteLiteral(fmt.Sprintf("%04d-%02d-%02d", y, m, dd)), nil
-			}
-		case "DateTime", "DateTime64":
-			if sec, nsec, ok := parseDateTimeText([]byte(s), nil); ok {
-				return timeLiteral(sec, nsec, base, t)
-			}
-		}
-	case fastjson.TypeTrue, fastjson.TypeFalse:
-		b := v.Type() == fastjson.TypeTrue
-		switch {
-		case base == "Bool":
-			return strconv.FormatBool(b), nil
-		case strings.HasPrefix(base, "Int"), strings.HasPrefix(base, "UInt"):
-			if b {
-				return "1", nil
-			}
-			return "0", nil
+	case "DateTime", "DateTime64":
+		if sec, nsec, ok := parseDateTimeText([]byte(s), nil); ok {
+			return timeLiteral(sec, nsec, base, t)
 		}
 	}
-	return refuse()
+	return "", errInexact
+}
+
+// boolLiteral writes b for a Bool column, or as 1/0 for an integer one.
+func boolLiteral(b bool, base string) (string, error) {
+	switch {
+	case base == "Bool":
+		return strconv.FormatBool(b), nil
+	case strings.HasPrefix(base, "Int"), strings.HasPrefix(base, "UInt"):
+		if b {
+			return "1", nil
+		}
+		return "0", nil
+	}
+	return "", errInexact
 }
 
 // instantLiteral writes a number that counts unit since the epoch for a
@@ -127,7 +151,7 @@ func instantLiteral(text, unit, base string, t *chtype.Type) (string, error) {
 	switch unit {
 	case "days":
 		if base == "Date" || base == "Date32" {
-			return quoteLiteral(time.Unix(n*SecondsPerDay, 0).UTC().Format("2006-01-02")), nil
+			return chschema.QuoteString(time.Unix(n*SecondsPerDay, 0).UTC().Format("2006-01-02")), nil
 		}
 		return timeLiteral(n*SecondsPerDay, 0, base, t)
 	case "ms":
@@ -154,17 +178,12 @@ func timeLiteral(sec, nsec int64, base string, t *chtype.Type) (string, error) {
 			return "", fmt.Errorf("default has more digits of a second than %s keeps", t.Text)
 		}
 		ts := time.Unix(sec, nsec).UTC().Format("2006-01-02 15:04:05.000000000")
-		return "toDateTime64(" + quoteLiteral(ts) + ", " + strconv.Itoa(t.Precision) + ", 'UTC')", nil
+		return "toDateTime64(" + chschema.QuoteString(ts) + ", " + strconv.Itoa(t.Precision) + ", 'UTC')", nil
 	case "Date", "Date32":
 		if sec%SecondsPerDay != 0 || nsec != 0 {
 			return "", fmt.Errorf("default is not midnight, which a %s cannot keep", base)
 		}
-		return quoteLiteral(time.Unix(sec, 0).UTC().Format("2006-01-02")), nil
+		return chschema.QuoteString(time.Unix(sec, 0).UTC().Format("2006-01-02")), nil
 	}
 	return "", fmt.Errorf("default is an instant, not a value for %s", t.Text)
-}
-
-// quoteLiteral quotes s as a ClickHouse string literal.
-func quoteLiteral(s string) string {
-	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
 }

@@ -275,6 +275,9 @@ func (e *recovery) dlqTable(ctx context.Context, topic string) *tables.Table {
 		return nil
 	}
 	rs, err := e.Catalog.RouteFor(ctx, topic)
+	if te := tables.TopicErrorOf(err); te != nil {
+		rs, err = te.Route, nil // a topic whose records go to no table: bad records of its route
+	}
 	if err != nil || (rs == nil && e.cfg.Errors.Unrouted != "dlq") {
 		return nil
 	}
@@ -451,6 +454,9 @@ func (e *recovery) deadLetterBlock(ctx context.Context, ts *tables.Table, in eos
 // schema cannot be fetched now cannot be told: an error.
 func (e *recovery) badNow(ctx context.Context, rec *kgo.Record, scratch map[*tables.Table]*decode.Block) (rs *tables.Route, cause, err error) {
 	rs, err = e.Catalog.RouteFor(ctx, rec.Topic)
+	if te := tables.TopicErrorOf(err); te != nil {
+		return te.Route, err, nil // its topic's records go to no table: bad, as intake found them
+	}
 	if err != nil {
 		return nil, nil, err
 	}

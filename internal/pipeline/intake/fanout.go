@@ -49,17 +49,19 @@ func (in *Intake) unrouted(writeCtx context.Context, tp offsets.TP, r *kgo.Recor
 	in.skipped(tp, r)
 }
 
-// badTopic handles r as a bad record when err says that its topic's name
-// gives no table by its route's template (config.TopicTableError: a dot
-// that would choose the database, a database outside the route's list):
-// whoever creates topics chooses the name, as whoever produces chooses a
-// record. It reports false for any other error, which stops the connector.
+// badTopic handles r as a bad record when err says that its topic's
+// records go to no table (tables.TopicError: the name gives no table by
+// its route's template, or a dead-letter table, or one that is missing or
+// that the route cannot fill): whoever creates topics chooses the name, as
+// whoever produces chooses a record. The route's dlq_table, when it has
+// one, takes it. It reports false for any other error, which stops the
+// connector.
 func (in *Intake) badTopic(writeCtx context.Context, tp offsets.TP, r *kgo.Record, err error) bool {
-	var bad *config.TopicTableError
-	if !errors.As(err, &bad) {
+	te := tables.TopicErrorOf(err)
+	if te == nil {
 		return false
 	}
-	in.badRecord(writeCtx, tp, r, err, nil)
+	in.badRecord(writeCtx, tp, r, err, te.Route)
 	return true
 }
 
