@@ -6,8 +6,9 @@
 // the counts out (Take: the Plan's TakeUnmapped), the way TakeDefaults
 // hands out the defaults. It also gives such a field the column type
 // schema evolution adds for it: inferred from its values, or the type its
-// registry schema declares (SchemaType), or a JSON Schema's
-// (JSONSchemaFields).
+// registry schema declares (SchemaType), or the type the record's own
+// schema declares (a Kafka Connect envelope: TypesReader), or a JSON
+// Schema's (JSONSchemaFields).
 //
 // Concurrency: a Counter belongs to its Plan and is used from the Plan's
 // goroutine. The types and functions are free of shared state.
