@@ -23,7 +23,7 @@ var quotingAllowed = map[string]string{
 		"with the server's as written; CheckColumnName refuses the names that would need an escape",
 	"internal/command/report/match.go backQuoteIfNeeded": "renders a name as ClickHouse writes it in query_log, " +
 		"to match the server's own text; it builds no statement",
-	"internal/decode/types.go splitElement": "unquotes a name in a type's text (Tuple(`a``b` T)): it reads " +
+	"internal/chtype/types.go splitElement": "unquotes a name in a type's text (Tuple(`a``b` T)): it reads " +
 		"backticks and writes an escaped one back as one, never quotes",
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sr"
 
 	"sink/internal/chschema"
+	"sink/internal/chtype"
 	"sink/internal/registry"
 	"sink/internal/route"
 )
@@ -231,7 +232,7 @@ func TestAvroRecordPaths(t *testing.T) {
 	for r := range 2 {
 		var parts []string
 		for c, col := range blk.Columns() {
-			parts = append(parts, fmt.Sprint(norm(parseType(col.Type), rowOf(blk.ColumnData(c), r))))
+			parts = append(parts, fmt.Sprint(norm(chtype.Parse(col.Type), rowOf(blk.ColumnData(c), r))))
 		}
 		got[r] = strings.Join(parts, " | ")
 	}
@@ -372,7 +373,7 @@ func TestAvroKey(t *testing.T) {
 			t.Errorf("key % x: %v", key, err)
 			return
 		}
-		got := fmt.Sprint(norm(parseType("Nullable(String)"), rowOf(blk.ColumnData(1), 0)), "|", rowOf(blk.ColumnData(2), 0))
+		got := fmt.Sprint(norm(chtype.Parse("Nullable(String)"), rowOf(blk.ColumnData(1), 0)), "|", rowOf(blk.ColumnData(2), 0))
 		if got != want {
 			t.Errorf("key % x: %s, want %s", key, got, want)
 		}

@@ -1,10 +1,5 @@
 package decode
 
-// The row semantics every CDC format shares (debezium-json, debezium-avro;
-// debeziumFormat in debezium.go documents them): the version and
-// delete-marker columns a plan needs, which image an op writes, and the
-// row version.
-
 import (
 	"fmt"
 	"math"
@@ -12,8 +7,23 @@ import (
 	"strings"
 
 	"sink/internal/chschema"
+	"sink/internal/decode/column"
+	"sink/internal/decode/format"
 	"sink/internal/route"
 )
+
+// The row semantics every CDC format shares (debezium-json, debezium-avro;
+// debeziumFormat in debezium.go documents them): the version and
+// delete-marker columns a plan needs, which image an op writes, and the
+// row version.
+
+// ErrTruncate matches the error Append returns for a Debezium truncate
+// event (op t); it matches ErrSkip too. The pipeline applies it or skips
+// it as the route's truncate option says.
+var ErrTruncate = fmt.Errorf("%w: truncate event (op t)", format.ErrSkip)
+
+// errMessage is a logical decoding message (op m): no row.
+var errMessage = fmt.Errorf("%w: logical decoding message (op m)", format.ErrSkip)
 
 // cdcPlan checks that a CDC plan has its version and delete-marker
 // columns.
@@ -76,9 +86,9 @@ func cdcOp(op []byte, present bool) (del bool, err error) {
 		return false, errMessage
 	}
 	if !present {
-		return false, bad("", "invalid Debezium event: no op field (is this topic a Debezium change topic?)")
+		return false, format.Bad("", "invalid Debezium event: no op field (is this topic a Debezium change topic?)")
 	}
-	return false, bad("", "invalid Debezium event: unknown op "+strconv.Quote(cut(op)))
+	return false, format.Bad("", "invalid Debezium event: unknown op "+strconv.Quote(column.Cut(op)))
 }
 
 // Bounds of the ts_ms-based version: ts_ms × 1e6 + offset mod 1e6 must fit
@@ -113,46 +123,19 @@ func cdcVersion(postgres bool, lsn, tsMs, offset int64) (version int64, reason s
 // cdcMeta reads the change-event columns both Debezium formats serve alike
 // (the version, the delete marker, the op) into in; false for any other
 // source kind.
-func cdcMeta(kind route.Kind, version int64, del bool, op []byte, in *input) bool {
+func cdcMeta(kind route.Kind, version int64, del bool, op []byte, in *column.Value) bool {
 	switch kind {
 	case route.Version:
-		in.kind, in.n = inInt, version
+		in.Kind, in.Int = column.Integer, version
 	case route.Deleted:
-		in.kind, in.n = inInt, 0
+		in.Kind, in.Int = column.Integer, 0
 		if del {
-			in.n = 1
+			in.Int = 1
 		}
 	case route.Op:
-		in.kind, in.b = inStr, op
+		in.Kind, in.Bytes = column.String, op
 	default:
 		return false
 	}
 	return true
-}
-
-// placeholderFormat is a rowFormat whose rows may hold placeholder values
-// rather than data. A Debezium delete's before image under PostgreSQL's
-// REPLICA IDENTITY DEFAULT carries only the primary key; Debezium fills
-// every other NOT NULL column with a placeholder of its type ("" for text,
-// enum and uuid, false, 0, [], the epoch for dates and times). The row is
-// a delete marker: only its key and version matter, so a placeholder that
-// does not convert to its column's type ("" into an Enum8 or a UUID) must
-// not make the delete a bad record.
-type placeholderFormat interface {
-	// placeholder reports that column col's value, which failed to read
-	// or convert, may take its type's default instead: the record begun
-	// is a delete and col reads a field that is not part of the record
-	// key (Debezium's Kafka key holds the primary key fields). A key
-	// column that fails is still a bad record, and so is any column when
-	// the key cannot be read.
-	placeholder(col int) bool
-}
-
-// zeroPlaceholder gives column i of the row being appended to b its type's
-// default (NULL in a Nullable column), after its placeholder failed.
-func (p *Plan) zeroPlaceholder(b *Block, i int) error {
-	b.bufs[i].truncate(b.rows) // what the failed add wrote, if anything
-	in := &p.st.in
-	*in = input{kind: inMissing}
-	return b.bufs[i].add(&p.st, in)
 }

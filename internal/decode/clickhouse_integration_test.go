@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/internal/chschema"
+	"sink/internal/chtype"
 	"sink/internal/testenv"
 )
 
@@ -102,7 +103,7 @@ func testClickHouseInsert(t *testing.T, s testenv.Server) {
 			t.Fatalf("scan: %v", err)
 		}
 		for i, c := range cols {
-			ct := parseType(c.Type)
+			ct := chtype.Parse(c.Type)
 			want := normSorted(ct, reflect.ValueOf(blk.ColumnData(i)).Index(n).Interface())
 			got := normRead(ct, reflect.ValueOf(dest[i]).Elem().Interface())
 			if fw, ok := want.(float64); ok && fw != fw { // NaN

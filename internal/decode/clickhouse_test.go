@@ -17,13 +17,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/internal/chschema"
+	"sink/internal/chtype"
 )
 
 // normRead normalizes a value clickhouse-go returns when reading a column
 // (Row or Scan) to the representation norm gives the block's own value.
-func normRead(t *chType, v any) any {
-	for t.kind == kNullable || t.kind == kLowCardinality {
-		t = t.elem
+func normRead(t *chtype.Type, v any) any {
+	for t.Kind == chtype.Nullable || t.Kind == chtype.LowCardinality {
+		t = t.Elem
 	}
 	if v == nil {
 		return nil
@@ -34,36 +35,36 @@ func normRead(t *chType, v any) any {
 		}
 		v = rv.Elem().Interface()
 	}
-	switch t.kind {
-	case kArray:
+	switch t.Kind {
+	case chtype.Array:
 		s := reflect.ValueOf(v)
 		out := []any{}
 		for i := 0; i < s.Len(); i++ {
-			out = append(out, normRead(t.elem, s.Index(i).Interface()))
+			out = append(out, normRead(t.Elem, s.Index(i).Interface()))
 		}
 		return out
-	case kMap:
+	case chtype.Map:
 		m := reflect.ValueOf(v)
 		out := [][2]any{}
 		for it := m.MapRange(); it.Next(); {
-			out = append(out, [2]any{normRead(t.key, it.Key().Interface()), normRead(t.elem, it.Value().Interface())})
+			out = append(out, [2]any{normRead(t.Key, it.Key().Interface()), normRead(t.Elem, it.Value().Interface())})
 		}
 		return sortPairs(out)
-	case kDecimal:
+	case chtype.Decimal:
 		return v.(decimal.Decimal).String()
-	case kDate, kDate32:
+	case chtype.Date, chtype.Date32:
 		return v.(time.Time).Format("2006-01-02")
-	case kDateTime:
+	case chtype.DateTime:
 		return v.(time.Time).UTC().Format("2006-01-02 15:04:05")
-	case kDateTime64:
+	case chtype.DateTime64:
 		return v.(time.Time).UTC().Format(time.RFC3339Nano)
-	case kUUID:
+	case chtype.UUID:
 		return v.(uuid.UUID).String()
-	case kEnum8:
-		return int8(t.enumByName[v.(string)])
-	case kEnum16:
-		return t.enumByName[v.(string)]
-	case kIPv4, kIPv6:
+	case chtype.Enum8:
+		return int8(t.EnumByName[v.(string)])
+	case chtype.Enum16:
+		return t.EnumByName[v.(string)]
+	case chtype.IPv4, chtype.IPv6:
 		var a netip.Addr
 		switch ip := v.(type) {
 		case netip.Addr:
@@ -73,7 +74,7 @@ func normRead(t *chType, v any) any {
 		default:
 			return fmt.Sprintf("unexpected %T", v)
 		}
-		if t.kind == kIPv6 {
+		if t.Kind == chtype.IPv6 {
 			a = netip.AddrFrom16(a.As16())
 		}
 		return a.String()
@@ -82,24 +83,24 @@ func normRead(t *chType, v any) any {
 }
 
 // normSorted is norm with map entries sorted (reading a Map back gives a Go map).
-func normSorted(t *chType, v any) any {
+func normSorted(t *chtype.Type, v any) any {
 	n := norm(t, v)
-	var fix func(t *chType, n any) any
-	fix = func(t *chType, n any) any {
-		for t.kind == kNullable || t.kind == kLowCardinality {
-			t = t.elem
+	var fix func(t *chtype.Type, n any) any
+	fix = func(t *chtype.Type, n any) any {
+		for t.Kind == chtype.Nullable || t.Kind == chtype.LowCardinality {
+			t = t.Elem
 		}
-		switch t.kind {
-		case kMap:
+		switch t.Kind {
+		case chtype.Map:
 			ps := n.([][2]any)
 			for i := range ps {
-				ps[i][1] = fix(t.elem, ps[i][1])
+				ps[i][1] = fix(t.Elem, ps[i][1])
 			}
 			return sortPairs(ps)
-		case kArray:
+		case chtype.Array:
 			if s, ok := n.([]any); ok {
 				for i := range s {
-					s[i] = fix(t.elem, s[i])
+					s[i] = fix(t.Elem, s[i])
 				}
 			}
 		}
@@ -121,7 +122,7 @@ func sortPairs(ps [][2]any) [][2]any {
 func TestClickHouseGoAcceptsColumnData(t *testing.T) {
 	f := func(colType string, jsons ...string) {
 		t.Helper()
-		ct := parseType(colType)
+		ct := chtype.Parse(colType)
 		p, err := Compile("json", []chschema.ColumnSchema{{Name: "c", Type: colType}}, nil)
 		if err != nil {
 			t.Fatal(err)

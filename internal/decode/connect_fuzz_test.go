@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"sink/internal/decode/connect"
 	"sink/internal/jsonscan"
 	"sink/internal/route"
 )
@@ -78,7 +79,7 @@ func FuzzConnectAppend(f *testing.F) {
 				t.Fatalf("an envelope reads differently:\njson         %s\nconnect-json %s", first, strict)
 			}
 		case err == nil && top == "object":
-			if !strings.Contains(strict, errNotEnvelope) {
+			if !strings.Contains(strict, connect.NotEnvelope) {
 				t.Fatalf("connect-json took a plain record: %s", strict)
 			}
 		}

@@ -4,29 +4,31 @@
 // straight into per-column buffers, with no map[string]any or reflection per
 // record.
 //
-// Formats: the route's format is the only format-specific part of a Plan,
-// behind one interface (rowFormat in format.go); the column conversions
-// below are shared. The json format reads one JSON object per record,
-// scanning its bytes once without building a tree (jsonscan.go), and a
-// record in Kafka Connect's JSON envelope by its schema (connectEnv in
-// connect.go, which connect-json requires in every record);
-// debezium-json reads Debezium change events (the envelope, its sources and
-// encodings are documented on debeziumFormat in debezium.go); avro and
-// debezium-avro read registry-framed Avro (avroFormat in avro.go,
-// dbzAvroFormat in debezium_avro.go), protobuf reads registry-framed
-// Protobuf (protoFormat in protobuf.go; schemas compiled in
-// protobuf_schema.go, composite values as JSON in protobuf_json.go) and
-// json-schema strips the frame and reads the JSON as json does
-// (jsonschema.go), all with schemas from the Registry given to Compile. The
-// grammar of sources and format names is package route's.
+// Formats: the route's format is the only format-specific part of a Plan.
+// Its reader implements one interface (format.Reader, in
+// internal/decode/format, with what a reader gets and how it answers);
+// formats.go picks the reader by route format, and the conversion of each
+// value to its column is the column builders' (internal/decode/column).
+// Readers that live here: json (jsonformat.go: one JSON object per record,
+// its bytes scanned once without a tree by internal/jsonscan's scanner, and
+// a record in Kafka Connect's JSON envelope read by its schema), connect-json
+// (the envelope required in every record), debezium-json (debezium.go,
+// debezium_schema.go: the envelope, its sources and encodings are
+// documented on debeziumFormat), debezium-avro (debezium_avro.go), both
+// Debezium formats sharing cdc.go's change-event semantics, and json-schema
+// (jsonschema.go: the registry frame stripped, then read as json). Each has
+// a package of its own where its grammar is large: avro (avrofmt),
+// protobuf (protofmt), Kafka Connect's schema language and semantic types
+// (connect). The registry-framed formats get their schemas from the
+// Registry given to Compile. The grammar of sources and format names is
+// package route's; of column types, package chtype's.
 //
 // Drift: a Plan also counts the record fields no column reads (the json
 // and json-schema record's top-level keys, an envelope's payload's, the
-// debezium-json row image's
-// fields, inferring their types from the values; the top-level fields of
-// an avro or protobuf record's schema and of a debezium-avro row image's,
-// typed by the schema) for the pipeline's drift metric and schema
-// evolution (drift.go, infer.go, schematype.go; Plan.TakeUnmapped).
+// debezium-json row image's fields, inferring their types from the values;
+// the top-level fields of an avro or protobuf record's schema and of a
+// debezium-avro row image's, typed by the schema) for the pipeline's drift
+// metric and schema evolution (internal/decode/drift; Plan.TakeUnmapped).
 //
 // Concurrency: a Plan owns reusable parsers and per-schema readers, so one
 // Plan is used by one goroutine at a time; a registry-framed format's Append
@@ -57,92 +59,10 @@
 // neither a column nor drift's unmapped fields); a record nested deeper
 // than 300 levels is not JSON here.
 //
-//   - Int8..Int64, UInt8..UInt64: JSON numbers and numeric strings ("42",
-//     "+42"); 1.0 and 1e3 are fine when integral; true/false are 1/0.
-//     Rejected: fractions ("not an integer"), out of range, other text
-//     (hex, spaces, "NaN").
-//   - Float32/Float64: numbers and numeric strings, plus the strings NaN, Inf,
-//     +Inf, -Inf, Infinity (any case), stored as is. Finite values beyond
-//     Float32's range are rejected; underflow becomes 0. No hex, no "1_000".
-//   - Decimal(P, S), Decimal32/64/128/256(S): numbers and numeric strings,
-//     parsed exactly (never via float). More than S digits after the point
-//     (trailing zeros don't count) or more than P-S before it is rejected —
-//     nothing is rounded.
-//   - String: JSON strings as is (unescaped); numbers as their JSON text
-//     ("1.50" stays 1.50); true/false as "true"/"false"; objects and arrays
-//     as compact JSON text (whitespace dropped). FixedString(N): the same,
-//     rejected if longer than N bytes, zero-padded if shorter.
-//   - Date, Date32: "YYYY-MM-DD"; a longer date-time string counts by its
-//     date as written (its time and zone are validated, not applied); a day
-//     number 0..65535; a larger number is a unix timestamp (rules below) and
-//     gives its UTC date. Out of the type's range is rejected.
-//   - DateTime, DateTime('tz'), DateTime64(p[, 'tz']): RFC 3339
-//     ("2024-05-17T12:34:56.789+02:00", Z, ±hh:mm, ±hhmm, ±hh) and ClickHouse
-//     text ("2024-05-17 12:34:56[.fff]", optionally with a zone); a string
-//     without zone is wall time in the column's zone, or UTC when the column
-//     names none (the server's default zone is not consulted); "YYYY-MM-DD"
-//     alone is midnight. Numbers and numeric strings are unix timestamps
-//     whose unit follows the magnitude: below 1e11 seconds, below 1e14
-//     milliseconds, below 1e17 microseconds, else nanoseconds; fractions are
-//     kept to the nanosecond (DateTime truncates to the second). Range:
-//     DateTime 1970..2106-02-07 06:28:15, DateTime64 1900..2299 (DateTime64(9)
-//     up to 2262-04-11).
-//   - UUID: the string forms uuid.Parse accepts (canonical, upper case,
-//     braces, urn:uuid:, 32 hex digits).
-//   - Enum8/Enum16: an element name, or an element value (number, or a
-//     numeric string that is not a name); anything else is rejected.
-//   - Bool: true/false, 0/1, "true"/"false" (any case), "1"/"0".
-//   - IPv4: dotted quad or the address as a number 0..2^32-1. IPv6: any IPv6
-//     text, and IPv4 text stored as ::ffff:a.b.c.d. Zones (%eth0) are rejected.
-//   - Nullable(T): null or missing is NULL, otherwise as T. An empty string is
-//     not NULL (Nullable(Int64) rejects "").
-//   - LowCardinality(T) and SimpleAggregateFunction(f, T): as T.
-//   - Array(T): a JSON array, elements converted as T (recursively, so
-//     Array(Nullable(T)) and Array(Array(T)) work); null or missing is [].
-//   - Map(K, V): a JSON object in its key order (duplicate keys kept); keys
-//     are converted from their text as K, values as V.
-//   - Int128, Int256, UInt128, UInt256: like the smaller integers, exactly,
-//     over the type's whole range (numbers beyond 64 bits may be JSON
-//     numbers or numeric strings).
-//   - Tuple(a T, b U): a JSON object by element name (missing names get
-//     their default) or a JSON array by position; an unnamed Tuple(T, U)
-//     takes an array of exactly its length. Null or missing: every element
-//     its default.
-//   - Nested(a T, b U): as the server lists it with flatten_nested=1 (the
-//     default), columns n.a Array(T), n.b Array(U): each reads the field
-//     "n.a" if present, else "n" as an array of objects (n[i].a) or as an
-//     object of parallel arrays (n.a). With flatten_nested=0 one column
-//     Nested(...) = Array(Tuple(...)) reads an array of objects. ClickHouse
-//     18.16 lists Array(Tuple(T, U)) a as parts a.1, a.2: these read the
-//     tuples of "a" written as arrays (or objects with fields "1", "2").
-//   - Dynamic: null or missing is NULL; true/false Bool; integral numbers
-//     written without fraction or exponent Int64 (UInt64 above Int64,
-//     beyond UInt64 their text as String, as ClickHouse infers them); other
-//     numbers Float64; strings String (no date inference); objects and
-//     arrays their compact JSON text as String; $partition/$offset Int64,
-//     $timestamp DateTime64(3).
-//   - Variant(T1, ...): null or missing is NULL; any other value goes to the
-//     first alternative, in the server's order, that converts it, trying
-//     first those of the value's own kind (String/FixedString for a JSON
-//     string, numeric types for a number, Bool for true/false, Array/Tuple
-//     for an array, Map/Tuple for an object).
-//   - JSON, JSON(path Type, ...): a JSON object, or a string holding one;
-//     null or missing is {}. The object is sent as text and parsed by the
-//     server; typed-path values are first converted here by the rules above
-//     (a value that does not convert makes the record bad) and written as a
-//     canonical literal (times as UTC RFC 3339, Enums by value, ...), so the
-//     server's own, different, text rules never apply to them. Typed paths
-//     may be scalar types, Nullable/LowCardinality of them and Arrays. What
-//     the server would refuse for the whole INSERT makes the record bad
-//     instead: a path written twice ({"a":1,"a":2}, {"a.b":1,"a":{"b":2}}),
-//     strings or keys that are not valid UTF-8, numbers beyond Float64.
-//
-// Not supported (Compile refuses the column, naming it and its type):
-// AggregateFunction, geo types, Object('json'), Nullable(Tuple/JSON),
-// JSON/Dynamic/Variant inside another type, JSON typed paths of Map/Tuple
-// type, and Enums whose element names clickhouse-go v2.51 cannot parse (a
-// name with a quote, backslash or control character on any element but the
-// highest-valued one; it would panic on the INSERT).
+// How each column type takes a value (numbers, strings, dates and times,
+// Decimals, UUIDs, Enums, IPs, Nullable, Array, Map, Tuple, Nested,
+// Dynamic, Variant, JSON) and which types are not supported: the column
+// builders' package comment (internal/decode/column) lists the rules.
 //
 // Meta sources: $topic, $key and $header.NAME (the first header of that name)
 // are text and convert like a JSON string (so a numeric key fills an Int64

@@ -1,29 +1,17 @@
 package decode
 
 import (
-	"errors"
 	"fmt"
-	"time"
 
 	"github.com/valyala/fastjson"
 
 	"sink/internal/chschema"
+	"sink/internal/chtype"
+	"sink/internal/decode/column"
+	"sink/internal/decode/connect"
+	"sink/internal/decode/drift"
+	"sink/internal/decode/format"
 	"sink/internal/route"
-)
-
-// ErrSkip matches (errors.Is) the error Append returns for a record that
-// carries no row by design: a Debezium tombstone, truncate or message event.
-// Such a record is handled, not bad: count it and mark its offset done.
-var ErrSkip = errors.New("record carries no row")
-
-// ErrTruncate matches the error Append returns for a Debezium truncate
-// event (op t); it matches ErrSkip too. The pipeline applies it or skips
-// it as the route's truncate option says.
-var ErrTruncate = fmt.Errorf("%w: truncate event (op t)", ErrSkip)
-
-var (
-	errTombstone = fmt.Errorf("%w: tombstone", ErrSkip)
-	errMessage   = fmt.Errorf("%w: logical decoding message (op m)", ErrSkip)
 )
 
 // debeziumFormat is the debezium-json route format (route.Debezium):
@@ -147,26 +135,27 @@ var (
 // (or use decimal.handling.mode=string) when that matters. Elements of
 // arrays get no semantic conversion.
 type debeziumFormat struct {
-	st     *appendState
-	fields jsonFields // the row image's fields the columns read
-	cols   []dbzCol   // per Plan column; zero for record attributes
+	st     *column.State
+	fields jsonFields    // the row image's fields the columns read
+	cols   []connect.Col // per Plan column; zero for record attributes
 
 	cdcPlan // the version and delete-marker columns (cdc.go)
 
-	parser    fastjson.Parser // the record value
-	keyParser fastjson.Parser // the record key, for deletes without a before image
-	schema    schemaCache     // debezium_schema.go
-	semConv                   // the fields' semantic types (semantic.go)
+	parser       fastjson.Parser // the record value
+	keyParser    fastjson.Parser // the record key, for deletes without a before image
+	schema       schemaCache     // debezium_schema.go
+	connect.Conv                 // the fields' semantic types (semantic.go)
 
 	names  []string // per Plan column, its name (for the record key's fields)
+	num    []byte   // formatting scratch for error messages
 	verCol int      // the column filled from $version, -1 before bind sees it
 	delCol int      // the column filled from $deleted, -1 before bind sees it
 	keyCol []int    // fillKeys' last answer: the columns of the record key's fields
 	keyFld []string // ... and those fields' names
 
 	// per record
-	cur       []fieldSem // the image's semantic types, per slot (jsonFields.keys)
-	sem       []fieldSem // cur when described from this record's schema
+	cur       []connect.Sem // the image's semantic types, per slot (jsonFields.keys)
+	sem       []connect.Sem // cur when described from this record's schema
 	hasSchema bool
 	env, src  *fastjson.Value
 	op        []byte
@@ -177,33 +166,19 @@ type debeziumFormat struct {
 	keyRead   bool             // keyFields is this record's (nil: the key is not an object of fields)
 }
 
-// dbzCol is what the format knows of one column it reads.
-type dbzCol struct {
-	kind  route.Kind
-	path  []string // route.SourceBlock: the path below the source block
-	cls   colClass // route.Field: how Debezium's encodings reach the column type
-	scale int      // route.Field: the column's Decimal scale (schema-less decimals)
-	// route.Field into a Decimal(P, S) column: P - S, the integer digits
-	// it holds, and its type; "" for other columns (decimals.column).
-	intDigits int
-	decType   string
-	day       bool // route.Field: a Date or Date32 column (no time of day)
-}
-
-func newDebeziumFormat(st *appendState) *debeziumFormat {
-	d := &debeziumFormat{st: st, verCol: -1, delCol: -1, semConv: semConv{st: st}}
-	d.fields.keyIdx = map[string]int{}
-	d.schema.keyIdx = d.fields.keyIdx
+func newDebeziumFormat(st *column.State) *debeziumFormat {
+	d := &debeziumFormat{st: st, verCol: -1, delCol: -1, Conv: connect.NewConv(st)}
+	d.schema.keyIdx = d.fields.index()
 	return d
 }
 
-func (*debeziumFormat) role(source string) string { return cdcRole(source) }
+func (*debeziumFormat) Role(source string) string { return cdcRole(source) }
 
-func (*debeziumFormat) want() string { return cdcWant }
+func (*debeziumFormat) Want() string { return cdcWant }
 
-func (d *debeziumFormat) bind(col int, c chschema.ColumnSchema, t *chType, src route.Source, byName bool) error {
+func (d *debeziumFormat) Bind(col int, c chschema.ColumnSchema, t *chtype.Type, src route.Source, byName bool) error {
 	for len(d.cols) <= col {
-		d.cols = append(d.cols, dbzCol{})
+		d.cols = append(d.cols, connect.Col{})
 		d.names = append(d.names, "")
 	}
 	d.names[col] = c.Name
@@ -213,44 +188,40 @@ func (d *debeziumFormat) bind(col int, c chschema.ColumnSchema, t *chType, src r
 	if src.Kind == route.Version && d.verCol < 0 {
 		d.verCol = col
 	}
-	dc := dbzCol{kind: src.Kind}
+	dc := connect.Col{Kind: src.Kind}
 	switch src.Kind {
 	case route.Field:
 		d.fields.add(col, src.Path)
-		dc.cls, dc.scale = classOf(t), columnScale(t)
-		if b := t.base(); b.kind == kDecimal {
-			dc.intDigits, dc.decType = b.n-b.scale, b.str
-		}
-		dc.day = t.base().kind == kDate || t.base().kind == kDate32
+		dc = connect.ColOf(t)
 	case route.SourceBlock:
-		dc.path = src.Path
+		dc.Path = src.Path
 	}
 	d.note(c, src)
 	d.cols[col] = dc
 	return nil
 }
 
-func (d *debeziumFormat) done() error {
+func (d *debeziumFormat) Done() error {
 	if err := d.check(); err != nil {
 		return err
 	}
-	n := len(d.fields.keys)
+	n := d.fields.numKeys()
 	d.fields.sized()
-	d.sem = make([]fieldSem, n)
-	d.schema.after = make([]fieldSem, n)
-	d.schema.before = make([]fieldSem, n)
+	d.sem = make([]connect.Sem, n)
+	d.schema.after = make([]connect.Sem, n)
+	d.schema.before = make([]connect.Sem, n)
 	return nil
 }
 
 // lenient: a delete's row only marks the key deleted; a delete without a
 // before image has nothing but the key, and the other columns' defaults are
 // not data anyone loses.
-func (d *debeziumFormat) lenient() bool { return string(d.op) == "d" }
+func (d *debeziumFormat) Lenient() bool { return string(d.op) == "d" }
 
 // placeholder: see placeholderFormat. The key is parsed only when a
 // delete's column fails, which is rare.
-func (d *debeziumFormat) placeholder(col int) bool {
-	if string(d.op) != "d" || d.fromKey || col >= len(d.cols) || d.cols[col].kind != route.Field {
+func (d *debeziumFormat) Placeholder(col int) bool {
+	if string(d.op) != "d" || d.fromKey || col >= len(d.cols) || d.cols[col].Kind != route.Field {
 		return false
 	}
 	if !d.keyRead {
@@ -262,16 +233,16 @@ func (d *debeziumFormat) placeholder(col int) bool {
 	if d.keyFields == nil {
 		return false // without the key, no column is known not to be part of it
 	}
-	return d.keyFields.Get(d.fields.keys[d.fields.paths[col].slot]) == nil
+	return d.keyFields.Get(d.fields.topKey(col)) == nil
 }
 
 // extra: the row image's fields no column reads. A delete without a before
 // image (read from the key) has none worth reporting.
-func (d *debeziumFormat) extra() *jsonFields { return d.fields.unmapped() }
+func (d *debeziumFormat) UnreadFields() drift.Object { return d.fields.unread() }
 
 // fieldDefault is the default the current schema block declares for the
 // after image's field name (nil: none, or no schema block).
-func (d *debeziumFormat) fieldDefault(name string) *FieldDefault {
+func (d *debeziumFormat) FieldDefault(name string) *column.FieldDefault {
 	if !d.schema.ok {
 		return nil
 	}
@@ -280,9 +251,9 @@ func (d *debeziumFormat) fieldDefault(name string) *FieldDefault {
 
 // begin reads the envelope, picks the row image by op, describes its
 // fields from the schema (cached or inline) and computes the version.
-func (d *debeziumFormat) begin(r recordData) error {
-	if len(r.value) == 0 {
-		return errTombstone
+func (d *debeziumFormat) Begin(r format.Record) error {
+	if len(r.Value) == 0 {
+		return format.ErrTombstone
 	}
 	// The JSON converter's schema block is most of a wrapped message and
 	// the same in every message of a table: when the value has the
@@ -293,7 +264,7 @@ func (d *debeziumFormat) begin(r recordData) error {
 		cached      bool
 		err         error
 	)
-	if pl, known, ok := d.schema.splitWrapped(r.value); ok {
+	if pl, known, ok := d.schema.splitWrapped(r.Value); ok {
 		// A payload that does not parse falls through to the whole
 		// value's parse, which says what is wrong.
 		if env, err = d.parser.ParseBytes(pl); err == nil {
@@ -303,26 +274,26 @@ func (d *debeziumFormat) begin(r recordData) error {
 		}
 	}
 	if env == nil {
-		v, err := d.parser.ParseBytes(r.value)
+		v, err := d.parser.ParseBytes(r.Value)
 		if err != nil {
-			return bad("", "invalid JSON: "+err.Error())
+			return format.Bad("", "invalid JSON: "+err.Error())
 		}
 		if v.Type() == fastjson.TypeNull {
-			return errTombstone
+			return format.ErrTombstone
 		}
 		if v.Type() != fastjson.TypeObject {
-			return bad("", "invalid Debezium event: want a JSON object, got "+v.Type().String())
+			return format.Bad("", "invalid Debezium event: want a JSON object, got "+v.Type().String())
 		}
 		env, schema = unwrap(v)
 	}
 	if env.Type() == fastjson.TypeNull {
-		return errTombstone
+		return format.ErrTombstone
 	}
 	if env.Type() != fastjson.TypeObject {
-		return bad("", "invalid Debezium event: payload is a JSON "+env.Type().String()+", want an object")
+		return format.Bad("", "invalid Debezium event: payload is a JSON "+env.Type().String()+", want an object")
 	}
 	d.env, d.op = env, env.GetStringBytes("op")
-	d.key, d.fromKey, d.keyFields, d.keyRead = r.key, false, nil, false
+	d.key, d.fromKey, d.keyFields, d.keyRead = r.Key, false, nil, false
 	d.src = env.Get("source")
 	if d.src != nil && d.src.Type() != fastjson.TypeObject {
 		d.src = nil
@@ -337,13 +308,13 @@ func (d *debeziumFormat) begin(r recordData) error {
 	case !del:
 		img = env.Get("after")
 		if img == nil || img.Type() != fastjson.TypeObject {
-			return bad("", "invalid Debezium event: op "+string(d.op)+" without an after image")
+			return format.Bad("", "invalid Debezium event: op "+string(d.op)+" without an after image")
 		}
 	default:
 		field = "before"
 		img = env.Get("before")
 		if img == nil || img.Type() != fastjson.TypeObject {
-			if img, schema, err = d.keyImage(r.key); err != nil {
+			if img, schema, err = d.keyImage(r.Key); err != nil {
 				return err
 			}
 			field, cached, d.fromKey = "", false, true
@@ -362,11 +333,11 @@ func (d *debeziumFormat) begin(r recordData) error {
 		d.hasSchema = false
 	}
 	if reason := d.computeVersion(r); reason != "" {
-		return bad(d.versionCol, reason)
+		return format.Bad(d.versionCol, reason)
 	}
 
 	o, _ := img.Object()
-	d.fields.load(o)
+	d.fields.Load(o)
 	return nil
 }
 
@@ -392,11 +363,11 @@ func unwrap(v *fastjson.Value) (env, schema *fastjson.Value) {
 // key's fields, and the key schema's fields when the key is wrapped.
 func (d *debeziumFormat) keyImage(key []byte) (img, schema *fastjson.Value, err error) {
 	if len(key) == 0 {
-		return nil, nil, bad("", "invalid Debezium event: delete without a before image and without a record key")
+		return nil, nil, format.Bad("", "invalid Debezium event: delete without a before image and without a record key")
 	}
 	k, perr := d.keyParser.ParseBytes(key)
 	if perr != nil {
-		return nil, nil, bad("", "delete without a before image: record key is not JSON: "+perr.Error())
+		return nil, nil, format.Bad("", "delete without a before image: record key is not JSON: "+perr.Error())
 	}
 	if k.Type() == fastjson.TypeObject {
 		o, _ := k.Object()
@@ -410,13 +381,13 @@ func (d *debeziumFormat) keyImage(key []byte) (img, schema *fastjson.Value, err 
 		}
 	}
 	if k.Type() != fastjson.TypeObject {
-		return nil, nil, bad("", "delete without a before image: record key is a JSON "+k.Type().String()+", want an object of key fields")
+		return nil, nil, format.Bad("", "delete without a before image: record key is a JSON "+k.Type().String()+", want an object of key fields")
 	}
 	return k, schema, nil
 }
 
 // computeVersion sets d.version, or returns why it cannot (see cdcVersion).
-func (d *debeziumFormat) computeVersion(r recordData) string {
+func (d *debeziumFormat) computeVersion(r format.Record) string {
 	if d.src != nil && string(d.src.GetStringBytes("connector")) == "postgresql" {
 		lsn := d.src.Get("lsn")
 		if lsn == nil || lsn.Type() == fastjson.TypeNull {
@@ -424,7 +395,7 @@ func (d *debeziumFormat) computeVersion(r recordData) string {
 		}
 		n, err := lsn.Int64()
 		if err != nil {
-			return "source.lsn " + cut(lsn.MarshalTo(d.text[:0])) + " is not an LSN"
+			return "source.lsn " + column.Cut(lsn.MarshalTo(d.num[:0])) + " is not an LSN"
 		}
 		var reason string
 		d.version, reason = cdcVersion(true, n, 0, 0)
@@ -442,75 +413,43 @@ func (d *debeziumFormat) computeVersion(r recordData) string {
 		ms = -1
 	}
 	var reason string
-	if d.version, reason = cdcVersion(false, 0, ms, r.offset); reason != "" {
-		return "ts_ms " + cut(ts.MarshalTo(d.text[:0])) + reason
+	if d.version, reason = cdcVersion(false, 0, ms, r.Offset); reason != "" {
+		return "ts_ms " + column.Cut(ts.MarshalTo(d.num[:0])) + reason
 	}
 	return ""
 }
 
-// colClass groups column types by how Debezium encodings reach them.
-type colClass uint8
-
-const (
-	clsOther     colClass = iota
-	clsTime               // Date, Date32, DateTime, DateTime64
-	clsString             // String, FixedString
-	clsNumber             // integers and floats
-	clsDecimal            // Decimal
-	clsComposite          // Array, Map, Tuple
-)
-
-func classOf(t *chType) colClass {
-	switch t.base().kind {
-	case kDate, kDate32, kDateTime, kDateTime64:
-		return clsTime
-	case kString, kFixedString:
-		return clsString
-	case kInt8, kInt16, kInt32, kInt64, kUInt8, kUInt16, kUInt32, kUInt64, kFloat32, kFloat64,
-		kInt128, kInt256, kUInt128, kUInt256:
-		return clsNumber
-	case kDecimal:
-		return clsDecimal
-	case kArray, kMap, kTuple:
-		return clsComposite
-	}
-	return clsOther
-}
-
-// columnScale is the Decimal scale of t (after Nullable/LowCardinality).
-func columnScale(t *chType) int {
-	return t.base().scale
-}
-
 // read reads column i's source into in and applies Debezium's encodings to
 // image fields.
-func (d *debeziumFormat) read(i int, in *input) error {
+func (d *debeziumFormat) Read(i int, in *column.Value) error {
 	c := &d.cols[i]
-	if cdcMeta(c.kind, d.version, string(d.op) == "d", d.op, in) {
+	if cdcMeta(c.Kind, d.version, string(d.op) == "d", d.op, in) {
 		return nil
 	}
-	switch c.kind {
+	switch c.Kind {
 	case route.TsMs:
-		d.st.fromJSON(d.env.Get("ts_ms"), in)
+		d.st.FromJSON(d.env.Get("ts_ms"), in)
 	case route.SourceBlock:
 		var v *fastjson.Value
 		if d.src != nil {
-			v = d.src.Get(c.path...)
+			v = d.src.Get(c.Path...)
 		}
-		d.st.fromJSON(v, in)
+		d.st.FromJSON(v, in)
 	case route.Field:
 		d.fields.read(d.st, i, in)
 		if isPlaceholder(in) {
 			// A delete's image only marks its key deleted: the value
 			// becomes the column's zero like any other it lacks.
-			in.kind = inMissing
-			d.st.unavailable = string(d.op) != "d"
+			in.Kind = column.Missing
+			if string(d.op) != "d" {
+				return format.ErrNotCarried
+			}
 			return nil
 		}
-		if s := &d.fields.paths[i]; len(s.rest) == 0 && (in.kind == inStr || in.kind == inNum || in.kind == inObject) {
-			d.dec.column(c.intDigits, c.decType)
+		if slot, top := d.fields.topSlot(i); top && (in.Kind == column.String || in.Kind == column.Number || in.Kind == column.Object) {
+			d.Dec.ForColumn(c.IntDigits, c.DecType)
 			if d.hasSchema {
-				return d.convert(c, d.cur[s.slot], in)
+				return d.Convert(c, d.cur[slot], in)
 			}
 			return d.convertBare(c, in)
 		}
@@ -522,208 +461,40 @@ func (d *debeziumFormat) read(i int, in *input) error {
 // non-numeric text as base64 Decimal bytes with the column's scale, Decimal
 // and numeric columns read {"scale", "value"} objects as VariableScaleDecimal,
 // and Array, Map and Tuple columns parse text as JSON (io.debezium.data.Json).
-func (d *debeziumFormat) convertBare(c *dbzCol, in *input) error {
-	cls := c.cls
-	if cls == clsComposite && in.kind == inStr {
-		return d.convert(c, fieldSem{kind: semJSON}, in)
+func (d *debeziumFormat) convertBare(c *connect.Col, in *column.Value) error {
+	cls := c.Class
+	if cls == chtype.ClassComposite && in.Kind == column.String {
+		return d.Convert(c, connect.Sem{Kind: connect.SemJSON}, in)
 	}
-	if cls != clsDecimal && cls != clsNumber {
+	if cls != chtype.ClassDecimal && cls != chtype.ClassNumber {
 		return nil
 	}
-	switch in.kind {
-	case inStr:
-		if cls != clsDecimal {
+	switch in.Kind {
+	case column.String:
+		if cls != chtype.ClassDecimal {
 			return nil
 		}
-		if _, ok := d.st.parseNumber(in.b); ok {
+		if d.st.IsNumber(in.Bytes) {
 			return nil
 		}
-		return d.dec.decimalFromBase64(in, in.b, c.scale)
-	case inObject:
-		o, _ := in.v.Object()
+		return d.Dec.FromBase64(in, in.Bytes, c.Scale)
+	case column.Object:
+		o, _ := in.Tree.Object()
 		if o.Len() == 2 && o.Get("scale") != nil && o.Get("value") != nil {
-			return d.dec.varDecimal(in)
+			return d.Dec.VarDecimal(in)
 		}
 	}
 	return nil
 }
 
-func semLabel(k semKind) string {
-	switch k {
-	case semDate:
-		return "Date"
-	case semTsMillis:
-		return "Timestamp"
-	case semTsMicros:
-		return "MicroTimestamp"
-	case semTsNanos:
-		return "NanoTimestamp"
-	case semTimeMillis:
-		return "Time"
-	case semTimeMicros:
-		return "MicroTime"
-	case semTimeNanos:
-		return "NanoTime"
-	}
-	return "value"
-}
-
-// timeOfDay is a Debezium Time, MicroTime or NanoTime value in nanoseconds
-// since midnight: 0 to 24:00:00 (PostgreSQL's time and timetz take
-// '24:00:00', the end of the day).
-// tod is false when k is not a time of day.
-func timeOfDay(k semKind, n int64) (ns int64, ok, tod bool) {
-	var unit int64
-	switch k {
-	case semTimeMillis:
-		unit = int64(time.Millisecond)
-	case semTimeMicros:
-		unit = int64(time.Microsecond)
-	case semTimeNanos:
-		unit = 1
-	default:
-		return 0, false, false
-	}
-	if n < 0 || n > int64(24*time.Hour)/unit {
-		return 0, false, true
-	}
-	return n * unit, true, true
-}
-
-// zonedTimeOfDay reads a ZonedTime, "15:04:05[.fraction](Z|±hh[:mm])", as
-// nanoseconds since midnight UTC. Debezium writes it in UTC ("Z"); another
-// offset is moved to UTC within the day. "24:00:00Z" is the end of the day.
-func zonedTimeOfDay(b []byte) (int64, bool) {
-	if len(b) < 9 || b[2] != ':' || b[5] != ':' {
-		return 0, false
-	}
-	h, ok1 := twoDigits(b[0:2])
-	m, ok2 := twoDigits(b[3:5])
-	sec, ok3 := twoDigits(b[6:8])
-	if !ok1 || !ok2 || !ok3 || h > 24 || m > 59 || sec > 59 || (h == 24 && (m != 0 || sec != 0)) {
-		return 0, false
-	}
-	ns := (h*3600 + m*60 + sec) * int64(time.Second)
-	i := 8
-	if b[i] == '.' {
-		i++
-		scale := int64(time.Second)
-		start := i
-		for ; i < len(b) && isDigit(b[i]); i++ {
-			if scale /= 10; scale == 0 {
-				return 0, false // beyond nanoseconds
-			}
-			ns += int64(b[i]-'0') * scale
-		}
-		if i == start || (h == 24 && ns != int64(24*time.Hour)) {
-			return 0, false
-		}
-	}
-	zone := b[i:]
-	if len(zone) == 1 && zone[0] == 'Z' {
-		return ns, true
-	}
-	if len(zone) != 3 && len(zone) != 6 || (zone[0] != '+' && zone[0] != '-') {
-		return 0, false
-	}
-	oh, ok1 := twoDigits(zone[1:3])
-	var om int64
-	ok2 = true
-	if len(zone) == 6 {
-		if zone[3] != ':' {
-			return 0, false
-		}
-		om, ok2 = twoDigits(zone[4:6])
-	}
-	if !ok1 || !ok2 || oh > 15 || om > 59 {
-		return 0, false
-	}
-	off := (oh*3600 + om*60) * int64(time.Second)
-	if zone[0] == '+' {
-		off = -off
-	}
-	day := int64(24 * time.Hour)
-	if ns == day && off == 0 {
-		return ns, true
-	}
-	return ((ns+off)%day + day) % day, true
-}
-
-func twoDigits(b []byte) (int64, bool) {
-	if !isDigit(b[0]) || !isDigit(b[1]) {
-		return 0, false
-	}
-	return int64(b[0]-'0')*10 + int64(b[1]-'0'), true
-}
-
-// unixMicro is t in microseconds since the epoch, when int64 holds it.
-func unixMicro(t time.Time) (int64, bool) {
-	if t.Year() < -290000 || t.Year() > 290000 {
-		return 0, false
-	}
-	return t.UnixMicro(), true
-}
-
-// appendTimeOfDay formats ns since midnight as "15:04:05" with the
-// fraction's trailing zeros cut, and the hour 24 for the end of the day.
-func appendTimeOfDay(b []byte, ns int64) []byte {
-	sec := ns / int64(time.Second)
-	frac := ns % int64(time.Second)
-	two := func(b []byte, n int64) []byte { return append(b, byte('0'+n/10), byte('0'+n%10)) }
-	b = two(b, sec/3600)
-	b = append(b, ':')
-	b = two(b, sec/60%60)
-	b = append(b, ':')
-	b = two(b, sec%60)
-	if frac == 0 {
-		return b
-	}
-	digits := 9
-	for frac%10 == 0 {
-		frac /= 10
-		digits--
-	}
-	b = append(b, '.')
-	for p := digits - 1; p >= 0; p-- {
-		div := int64(1)
-		for range p {
-			div *= 10
-		}
-		b = append(b, byte('0'+frac/div%10))
-	}
-	return b
-}
-
-// Days beyond ±2^31 or times beyond what int64 nanoseconds hold do not
-// occur in Debezium output; refusing them keeps the arithmetic exact.
-const maxDays = 1 << 31
-
-// semTime turns a Debezium date or timestamp number into an instant.
-func semTime(k semKind, n int64) (time.Time, bool) {
-	switch k {
-	case semDate:
-		if n >= maxDays || n < -maxDays {
-			return time.Time{}, false
-		}
-		return time.Unix(n*secondsPerDay, 0).UTC(), true
-	case semTsMillis:
-		return time.UnixMilli(n).UTC(), true
-	case semTsMicros:
-		return time.UnixMicro(n).UTC(), true
-	case semTsNanos:
-		return time.Unix(0, n).UTC(), true
-	}
-	return time.Time{}, false
-}
-
 // metaCols returns the columns filled from $version and $deleted (filler).
-func (d *debeziumFormat) metaCols() (version, deleted int) { return d.verCol, d.delCol }
+func (d *debeziumFormat) MetaCols() (version, deleted int) { return d.verCol, d.delCol }
 
 // fillKeys returns the columns of the record key's fields, which identify
 // the row whose value the record does not carry (filler). Debezium writes
 // a table's primary key as the record key, bare or wrapped by the JSON
 // converter; each of its fields must be a column.
-func (d *debeziumFormat) fillKeys() ([]int, error) {
+func (d *debeziumFormat) FillKeys() ([]int, error) {
 	if len(d.key) == 0 {
 		return nil, fmt.Errorf("the record has no key to find the row's earlier value by")
 	}
@@ -754,7 +525,7 @@ func (d *debeziumFormat) fillKeys() ([]int, error) {
 	var missing string
 	o.Visit(func(name []byte, _ *fastjson.Value) {
 		for c, n := range d.names {
-			if n == string(name) && d.cols[c].kind == route.Field {
+			if n == string(name) && d.cols[c].Kind == route.Field {
 				cols = append(cols, c)
 				names = append(names, n)
 				return

@@ -5,6 +5,11 @@ import (
 	"strings"
 
 	"sink/internal/chschema"
+	"sink/internal/chtype"
+	"sink/internal/decode/avrofmt"
+	"sink/internal/decode/column"
+	"sink/internal/decode/drift"
+	"sink/internal/decode/format"
 	"sink/internal/route"
 )
 
@@ -24,9 +29,9 @@ import (
 // the source block's fields and the op and ts_ms, and one over the key
 // record, for deletes without a before image.
 type dbzAvroFormat struct {
-	st   *appendState
-	env  *avroFormat // the envelope
-	key  *avroFormat // the key record
+	st   *column.State
+	env  *avrofmt.Reader // the envelope
+	key  *avrofmt.Reader // the key record
 	cols []dbzAvroCol
 	cdcPlan
 
@@ -48,15 +53,12 @@ type dbzAvroCol struct {
 	key           int // route.Field: the key reader's slot
 }
 
-func newDbzAvroFormat(env formatEnv) *dbzAvroFormat {
-	d := &dbzAvroFormat{st: env.st, env: newAvroFormat(env), key: newAvroFormat(env)}
-	d.env.image = "after" // schema drift: the row image's fields no column reads
-	d.key.keys = true
-	str, long := parseType("Nullable(String)"), parseType("Nullable(Int64)")
-	slot := func(t *chType, present bool, path ...string) int {
-		i := len(d.env.binds)
-		d.env.setSlot(i, avroBind{path: path, name: strings.Join(path, "."), t: t, present: present})
-		return i
+func newDbzAvroFormat(env format.Env) *dbzAvroFormat {
+	d := &dbzAvroFormat{st: env.State, env: avrofmt.New(env), key: avrofmt.NewKeyFields(env)}
+	d.env.SetImage("after") // schema drift: the row image's fields no column reads
+	str, long := chtype.Parse("Nullable(String)"), chtype.Parse("Nullable(Int64)")
+	slot := func(t *chtype.Type, present bool, path ...string) int {
+		return d.env.AddSlot(avrofmt.Slot{Path: path, Name: strings.Join(path, "."), Type: t, Present: present})
 	}
 	d.opSlot = slot(str, false, "op")
 	d.tsSlot = slot(long, false, "ts_ms")
@@ -68,19 +70,17 @@ func newDbzAvroFormat(env formatEnv) *dbzAvroFormat {
 	return d
 }
 
-func (*dbzAvroFormat) role(source string) string { return cdcRole(source) }
+func (*dbzAvroFormat) Role(source string) string { return cdcRole(source) }
 
-func (*dbzAvroFormat) want() string { return cdcWant }
+func (*dbzAvroFormat) Want() string { return cdcWant }
 
-func (d *dbzAvroFormat) bind(col int, c chschema.ColumnSchema, t *chType, src route.Source, byName bool) error {
+func (d *dbzAvroFormat) Bind(col int, c chschema.ColumnSchema, t *chtype.Type, src route.Source, byName bool) error {
 	for len(d.cols) <= col {
 		d.cols = append(d.cols, dbzAvroCol{})
 	}
 	dc := dbzAvroCol{kind: src.Kind}
-	add := func(f *avroFormat, path ...string) int {
-		i := len(f.binds)
-		f.setSlot(i, avroBind{path: path, name: c.Name, t: t})
-		return i
+	add := func(f *avrofmt.Reader, path ...string) int {
+		return f.AddSlot(avrofmt.Slot{Path: path, Name: c.Name, Type: t})
 	}
 	switch src.Kind {
 	case route.Field:
@@ -100,127 +100,119 @@ func (d *dbzAvroFormat) bind(col int, c chschema.ColumnSchema, t *chType, src ro
 }
 
 // bindKey: $key columns read the key as the avro format's $key does.
-func (d *dbzAvroFormat) bindKey(col int, c chschema.ColumnSchema, t *chType) {
-	d.env.bindKey(col, c, t)
+func (d *dbzAvroFormat) BindKey(col int, c chschema.ColumnSchema, t *chtype.Type) {
+	d.env.BindKey(col, c, t)
 }
 
-func (d *dbzAvroFormat) done() error {
+func (d *dbzAvroFormat) Done() error {
 	if err := d.check(); err != nil {
 		return err
 	}
-	d.env.sized()
-	d.key.sized()
-	if d.env.key != nil {
-		d.env.key.sized()
+	if err := d.env.Done(); err != nil {
+		return err
 	}
-	return nil
+	return d.key.Done()
 }
 
-func (d *dbzAvroFormat) lenient() bool { return d.del }
+func (d *dbzAvroFormat) Lenient() bool { return d.del }
 
 // placeholder: see placeholderFormat. A column is part of the key when the
 // key record has its field.
-func (d *dbzAvroFormat) placeholder(col int) bool {
+func (d *dbzAvroFormat) Placeholder(col int) bool {
 	if !d.keyOK || col >= len(d.cols) || d.cols[col].kind != route.Field {
 		return false
 	}
-	var in input
-	if err := d.key.slot(d.cols[col].key, &in); err != nil {
+	var in column.Value
+	if err := d.key.ReadSlot(d.cols[col].key, &in); err != nil {
 		return false
 	}
-	return in.kind == inMissing
+	return in.Kind == column.Missing
 }
 
 // unmappedFields returns the fields of the row image's schema that no
 // column reads (drift.go): the envelope's after record, which is the
 // before record's schema too. A delete read from its key is not counted.
-func (d *dbzAvroFormat) unmappedFields() *knownUnmapped {
+func (d *dbzAvroFormat) UnmappedFields() *drift.Known {
 	if d.fromKey {
 		return nil
 	}
-	return d.env.unmappedFields()
+	return d.env.UnmappedFields()
 }
 
-func (d *dbzAvroFormat) begin(r recordData) error {
-	if len(r.value) == 0 {
-		return errTombstone
+func (d *dbzAvroFormat) Begin(r format.Record) error {
+	if len(r.Value) == 0 {
+		return format.ErrTombstone
 	}
-	if err := d.env.decodeFramed(r.value, r.topic); err != nil {
+	// The envelope, and the key of its $key columns.
+	if err := d.env.Begin(r); err != nil {
 		return err
 	}
-	if d.env.key != nil {
-		if err := d.env.key.decodeKey(r.key, r.topic); err != nil {
-			return err
-		}
-	}
-	vals := d.env.vals
-	op := &vals[d.opSlot]
+	op := d.env.Value(d.opSlot)
 	d.op = nil
-	if op.kind == inStr {
-		d.op = op.b
+	if op.Kind == column.String {
+		d.op = op.Bytes
 	}
 	var err error
-	if d.del, err = cdcOp(d.op, op.kind != inMissing); err != nil {
+	if d.del, err = cdcOp(d.op, op.Kind != column.Missing); err != nil {
 		return err
 	}
 	d.fromKey, d.keyOK = false, false
 	switch {
-	case !d.del && vals[d.afterSlot].kind != inTrue:
-		return bad("", "invalid Debezium event: op "+string(d.op)+" without an after image")
-	case d.del && vals[d.beforeSlot].kind != inTrue:
-		if len(r.key) < 5 || r.key[0] != 0 {
-			return bad("", "invalid Debezium event: delete without a before image and without a registry-framed record key")
+	case !d.del && d.env.Value(d.afterSlot).Kind != column.True:
+		return format.Bad("", "invalid Debezium event: op "+string(d.op)+" without an after image")
+	case d.del && d.env.Value(d.beforeSlot).Kind != column.True:
+		if len(r.Key) < 5 || r.Key[0] != 0 {
+			return format.Bad("", "invalid Debezium event: delete without a before image and without a registry-framed record key")
 		}
-		if err := d.key.decodeKey(r.key, r.topic); err != nil {
+		if err := d.key.DecodeKey(r.Key, r.Topic); err != nil {
 			return err
 		}
 		d.fromKey = true
-	case d.del && len(r.key) >= 5 && r.key[0] == 0:
+	case d.del && len(r.Key) >= 5 && r.Key[0] == 0:
 		// The key says which columns of the before image are the row's
 		// (placeholder); a key that does not decode leaves every column
 		// strict, and one whose schema cannot be fetched now holds the
 		// record like any other.
-		err := d.key.decodeKey(r.key, r.topic)
-		if errors.Is(err, ErrUnavailable) {
+		err := d.key.DecodeKey(r.Key, r.Topic)
+		if errors.Is(err, format.ErrUnavailable) {
 			return err
 		}
 		d.keyOK = err == nil
 	}
-	if reason := d.computeVersion(r.offset); reason != "" {
-		return bad(d.versionCol, reason)
+	if reason := d.computeVersion(r.Offset); reason != "" {
+		return format.Bad(d.versionCol, reason)
 	}
 	return nil
 }
 
 // computeVersion sets d.version, or returns why it cannot (see cdcVersion).
 func (d *dbzAvroFormat) computeVersion(offset int64) string {
-	vals := d.env.vals
-	if c := &vals[d.connSlot]; c.kind == inStr && string(c.b) == "postgresql" {
-		lsn := &vals[d.lsnSlot]
-		if lsn.kind != inInt {
+	if c := d.env.Value(d.connSlot); c.Kind == column.String && string(c.Bytes) == "postgresql" {
+		lsn := d.env.Value(d.lsnSlot)
+		if lsn.Kind != column.Integer {
 			return msgNoLSN
 		}
 		var reason string
-		d.version, reason = cdcVersion(true, lsn.n, 0, 0)
+		d.version, reason = cdcVersion(true, lsn.Int, 0, 0)
 		return reason
 	}
-	ts := &vals[d.tsSlot]
-	if ts.kind != inInt {
-		ts = &vals[d.srcTsSlot]
+	ts := d.env.Value(d.tsSlot)
+	if ts.Kind != column.Integer {
+		ts = d.env.Value(d.srcTsSlot)
 	}
-	if ts.kind != inInt {
+	if ts.Kind != column.Integer {
 		return msgNoTs
 	}
 	var reason string
-	if d.version, reason = cdcVersion(false, 0, ts.n, offset); reason != "" {
-		return "ts_ms " + show(ts) + reason
+	if d.version, reason = cdcVersion(false, 0, ts.Int, offset); reason != "" {
+		return "ts_ms " + column.Show(ts) + reason
 	}
 	return ""
 }
 
-func (d *dbzAvroFormat) read(i int, in *input) error {
-	if i < len(d.env.keyCols) && d.env.keyCols[i] {
-		return d.env.key.slot(i, in)
+func (d *dbzAvroFormat) Read(i int, in *column.Value) error {
+	if d.env.IsKey(i) {
+		return d.env.Read(i, in) // the record key, as the avro format's $key reads it
 	}
 	c := &d.cols[i]
 	if cdcMeta(c.kind, d.version, d.del, d.op, in) {
@@ -228,26 +220,26 @@ func (d *dbzAvroFormat) read(i int, in *input) error {
 	}
 	switch c.kind {
 	case route.TsMs:
-		return d.env.slot(d.tsSlot, in)
+		return d.env.ReadSlot(d.tsSlot, in)
 	case route.SourceBlock:
-		return d.env.slot(c.after, in)
+		return d.env.ReadSlot(c.after, in)
 	case route.Field:
 		switch {
 		case d.fromKey:
-			return d.key.slot(c.key, in)
+			return d.key.ReadSlot(c.key, in)
 		case d.del:
-			err := d.env.slot(c.before, in)
-			if err == nil && in.kind == inStr && string(in.b) == Placeholder {
-				in.kind = inMissing // a delete only marks its key deleted
+			err := d.env.ReadSlot(c.before, in)
+			if err == nil && in.Kind == column.String && string(in.Bytes) == Placeholder {
+				in.Kind = column.Missing // a delete only marks its key deleted
 			}
 			return err
 		}
-		err := d.env.slot(c.after, in)
-		if err == nil && in.kind == inStr && string(in.b) == Placeholder {
+		err := d.env.ReadSlot(c.after, in)
+		if err == nil && in.Kind == column.String && string(in.Bytes) == Placeholder {
 			// Filling an unchanged TOASTed value needs the record key's
 			// fields, which the debezium-json format reads; never write
 			// the placeholder as data.
-			return reasonf("the value is Debezium's placeholder for an unchanged TOASTed value (%s), which format %s does not fill from the row's earlier value; use %s, or REPLICA IDENTITY FULL on the source table", Placeholder, route.DebeziumAvro, route.Debezium)
+			return column.Reasonf("the value is Debezium's placeholder for an unchanged TOASTed value (%s), which format %s does not fill from the row's earlier value; use %s, or REPLICA IDENTITY FULL on the source table", Placeholder, route.DebeziumAvro, route.Debezium)
 		}
 		return err
 	}

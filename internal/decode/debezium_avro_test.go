@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sr"
 
 	"sink/internal/chschema"
+	"sink/internal/chtype"
 	"sink/internal/route"
 )
 
@@ -104,7 +105,7 @@ func TestDebeziumAvroChangeEvents(t *testing.T) {
 		}
 		var parts []string
 		for i, c := range blk.Columns() {
-			parts = append(parts, fmt.Sprint(norm(parseType(c.Type), rowOf(blk.ColumnData(i), 0))))
+			parts = append(parts, fmt.Sprint(norm(chtype.Parse(c.Type), rowOf(blk.ColumnData(i), 0))))
 		}
 		if got := strings.Join(parts, "|"); got != want {
 			t.Errorf("got  %s\nwant %s", got, want)
@@ -240,7 +241,7 @@ func TestDebeziumAvroDeletePlaceholders(t *testing.T) {
 		}
 		var parts []string
 		for i, col := range blk.Columns() {
-			parts = append(parts, fmt.Sprint(norm(parseType(col.Type), rowOf(blk.ColumnData(i), 0))))
+			parts = append(parts, fmt.Sprint(norm(chtype.Parse(col.Type), rowOf(blk.ColumnData(i), 0))))
 		}
 		if got := strings.Join(parts, "|"); got != c.want {
 			t.Errorf("%s: got %s, want %s", c.name, got, c.want)

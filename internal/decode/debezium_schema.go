@@ -1,63 +1,17 @@
 package decode
 
+import (
+	"github.com/valyala/fastjson"
+
+	"sink/internal/decode/column"
+	"sink/internal/decode/connect"
+)
+
 // The JSON converter's schema block: what it says about each image field
 // (the Debezium semantic type that decides how a value converts), a cache
 // of the last block so that a stream of one table describes its schema
 // once, and the byte-level framing that finds the payload of a wrapped
 // value without parsing the schema again.
-
-import (
-	"github.com/valyala/fastjson"
-)
-
-// semKind is a field's Debezium semantic type, from the schema block.
-type semKind uint8
-
-const (
-	semPlain semKind = iota // nothing special (or not described)
-	semDate
-	semTsMillis
-	semTsMicros
-	semTsNanos
-	semTimeMillis
-	semTimeMicros
-	semTimeNanos
-	semDecimal
-	semVarDecimal
-	semJSON
-	semBytes
-	semZonedTs   // io.debezium.time.ZonedTimestamp: RFC 3339 text
-	semZonedTime // io.debezium.time.ZonedTime: "15:04:05.999999Z"
-	semDuration  // io.debezium.time.MicroDuration: µs
-)
-
-// semNames are the semantic types that need a conversion; every other name
-// (Uuid, Enum, EnumSet, Year, Bits, Xml, geometry structs, ...) arrives in
-// a form the column converters read as is.
-var semNames = map[string]semKind{
-	"io.debezium.time.Date":                   semDate,
-	"org.apache.kafka.connect.data.Date":      semDate,
-	"io.debezium.time.Timestamp":              semTsMillis,
-	"org.apache.kafka.connect.data.Timestamp": semTsMillis,
-	"io.debezium.time.MicroTimestamp":         semTsMicros,
-	"io.debezium.time.NanoTimestamp":          semTsNanos,
-	"io.debezium.time.Time":                   semTimeMillis,
-	"org.apache.kafka.connect.data.Time":      semTimeMillis,
-	"io.debezium.time.MicroTime":              semTimeMicros,
-	"io.debezium.time.NanoTime":               semTimeNanos,
-	"org.apache.kafka.connect.data.Decimal":   semDecimal,
-	"io.debezium.data.VariableScaleDecimal":   semVarDecimal,
-	"io.debezium.data.Json":                   semJSON,
-	"io.debezium.time.ZonedTimestamp":         semZonedTs,
-	"io.debezium.time.ZonedTime":              semZonedTime,
-	"io.debezium.time.MicroDuration":          semDuration,
-}
-
-// fieldSem is one image field's semantic type, valid for the current record.
-type fieldSem struct {
-	kind  semKind
-	scale int32 // semDecimal
-}
 
 // schemaCache describes the schema block of the last wrapped message,
 // compared byte for byte with the next one: the after and before images'
@@ -65,9 +19,9 @@ type fieldSem struct {
 type schemaCache struct {
 	keyIdx        map[string]int // the image's field -> slot (jsonFields.keyIdx)
 	key           []byte         // the schema block's exact bytes
-	after, before []fieldSem
+	after, before []connect.Sem
 	// defaults: the after image's fields that declare a default, by name.
-	defaults map[string]*FieldDefault
+	defaults map[string]*column.FieldDefault
 	ok       bool // key, after and before describe a block
 	parser   fastjson.Parser
 }
@@ -76,7 +30,7 @@ type schemaCache struct {
 // each image field the plan reads: from the envelope schema's field named
 // field ("after" or "before"), or, when field is "", from the schema itself
 // (a key schema).
-func (c *schemaCache) describe(dst []fieldSem, schema *fastjson.Value, field string) {
+func (c *schemaCache) describe(dst []connect.Sem, schema *fastjson.Value, field string) {
 	clear(dst)
 	fields := schema.GetArray("fields")
 	if field != "" {
@@ -91,13 +45,13 @@ func (c *schemaCache) describe(dst []fieldSem, schema *fastjson.Value, field str
 	}
 	for _, f := range fields {
 		name := f.GetStringBytes("name")
-		var k semKind
+		var k connect.SemKind
 		if len(name) > 0 {
-			k = semNames[string(name)]
+			k = connect.SemNames[string(name)]
 		} else if string(f.GetStringBytes("type")) == "bytes" {
-			k = semBytes
+			k = connect.SemBytes
 		}
-		if k == semPlain {
+		if k == connect.SemPlain {
 			continue
 		}
 		// Only now look the field up: most fields have no semantic type.
@@ -105,13 +59,13 @@ func (c *schemaCache) describe(dst []fieldSem, schema *fastjson.Value, field str
 		if !ok {
 			continue
 		}
-		fs := fieldSem{kind: k}
-		if k == semDecimal {
-			s, ok := atoi32(f.GetStringBytes("parameters", "scale"))
+		fs := connect.Sem{Kind: k}
+		if k == connect.SemDecimal {
+			s, ok := connect.ScaleParam(f)
 			if !ok {
 				continue // a Decimal without a scale is not one we can read; the column decides
 			}
-			fs.scale = s
+			fs.Scale = s
 		}
 		dst[slot] = fs
 	}
@@ -142,11 +96,11 @@ func (c *schemaCache) schemaSems(sch []byte) bool {
 // schema that does not parse, gives ok false; the caller then parses the
 // whole value. P is not checked here: parsing it does that.
 func (c *schemaCache) splitWrapped(b []byte) (payload []byte, known, ok bool) {
-	i := skipSpace(b, 0)
+	i := connect.SkipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return nil, false, false
 	}
-	i, ok = member(b, i+1, `"schema"`)
+	i, ok = connect.Member(b, i+1, `"schema"`)
 	if !ok {
 		return nil, false, false
 	}
@@ -156,16 +110,16 @@ func (c *schemaCache) splitWrapped(b []byte) (payload []byte, known, ok bool) {
 	case len(rest) >= 4 && string(rest[:4]) == "null":
 		i += 4
 	default:
-		end, ok := valueEnd(b, i)
+		end, ok := connect.ValueEnd(b, i)
 		if !ok || !c.schemaSems(b[i:end]) {
 			return nil, false, false
 		}
 		i, known = end, true
 	}
-	if i = skipSpace(b, i); i >= len(b) || b[i] != ',' {
+	if i = connect.SkipSpace(b, i); i >= len(b) || b[i] != ',' {
 		return nil, false, false
 	}
-	if i, ok = member(b, i+1, `"payload"`); !ok {
+	if i, ok = connect.Member(b, i+1, `"payload"`); !ok {
 		return nil, false, false
 	}
 	end := len(b)
@@ -178,111 +132,20 @@ func (c *schemaCache) splitWrapped(b []byte) (payload []byte, known, ok bool) {
 	return b[i : end-1], known, true
 }
 
-// member skips `ws name ws : ws` from b[i] and returns where the value starts.
-func member(b []byte, i int, name string) (int, bool) {
-	i = skipSpace(b, i)
-	if len(b)-i < len(name) || string(b[i:i+len(name)]) != name {
-		return 0, false
-	}
-	if i = skipSpace(b, i+len(name)); i >= len(b) || b[i] != ':' {
-		return 0, false
-	}
-	return skipSpace(b, i+1), true
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// valueEnd returns the end of the object, array or null starting at b[i]
-// (brackets matched outside strings; the content is not validated — the
-// payload is parsed afterwards and the schema on a cache miss).
-func valueEnd(b []byte, i int) (int, bool) {
-	if i >= len(b) {
-		return 0, false
-	}
-	if b[i] == 'n' {
-		if len(b)-i >= 4 && string(b[i:i+4]) == "null" {
-			return i + 4, true
-		}
-		return 0, false
-	}
-	if b[i] != '{' && b[i] != '[' {
-		return 0, false
-	}
-	depth := 0
-	for ; i < len(b); i++ {
-		switch b[i] {
-		case '{', '[':
-			depth++
-		case '}', ']':
-			if depth--; depth == 0 {
-				return i + 1, true
-			}
-		case '"':
-			for i++; i < len(b) && b[i] != '"'; i++ {
-				if b[i] == '\\' {
-					i++
-				}
-			}
-		}
-	}
-	return 0, false
-}
-
 // slotOf returns the image slot (index in jsonFields.keys) of a field name.
 func (c *schemaCache) slotOf(name []byte) (int, bool) {
 	i, ok := c.keyIdx[string(name)]
 	return i, ok
 }
 
-func atoi32(b []byte) (int32, bool) {
-	if len(b) == 0 || len(b) > 6 {
-		return 0, false
-	}
-	neg := b[0] == '-'
-	if neg {
-		b = b[1:]
-	}
-	var n int32
-	for _, ch := range b {
-		if !isDigit(ch) {
-			return 0, false
-		}
-		n = n*10 + int32(ch-'0')
-	}
-	if neg {
-		n = -n
-	}
-	return n, len(b) > 0
-}
-
 // imageDefaults returns the defaults that the fields of the envelope
 // schema's field named field declare (connectDefault), by field name; nil
 // when none does.
-func imageDefaults(schema *fastjson.Value, field string) map[string]*FieldDefault {
-	var out map[string]*FieldDefault
+func imageDefaults(schema *fastjson.Value, field string) map[string]*column.FieldDefault {
+	var out map[string]*column.FieldDefault
 	for _, f := range schema.GetArray("fields") {
 		if string(f.GetStringBytes("field")) == field {
-			out = structDefaults(f)
-		}
-	}
-	return out
-}
-
-// structDefaults returns the defaults that the fields of the struct schema
-// s declare (connectDefault), by field name; nil when none does.
-func structDefaults(s *fastjson.Value) map[string]*FieldDefault {
-	var out map[string]*FieldDefault
-	for _, g := range s.GetArray("fields") {
-		if d := connectDefault(g); d != nil {
-			if out == nil {
-				out = map[string]*FieldDefault{}
-			}
-			out[string(g.GetStringBytes("field"))] = d
+			out = connect.StructDefaults(f)
 		}
 	}
 	return out

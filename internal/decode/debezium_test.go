@@ -13,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/internal/chschema"
+	"sink/internal/decode/column"
+	"sink/internal/decode/connect"
 	"sink/internal/route"
 )
 
@@ -395,7 +397,7 @@ func TestDebeziumTypeErrors(t *testing.T) {
 }
 
 func TestDebeziumDecimalText(t *testing.T) {
-	var d decimals
+	var d connect.Decimals
 	f := func(unscaled string, scale int, want string) {
 		t.Helper()
 		n, ok := new(big.Int).SetString(unscaled, 10)
@@ -404,12 +406,12 @@ func TestDebeziumDecimalText(t *testing.T) {
 		}
 		raw := twosComplement(n)
 		// Round-trip through base64 the way the JSON converter sends it.
-		in := input{kind: inStr, b: []byte(base64.StdEncoding.EncodeToString(raw))}
-		if err := d.decimalFromBase64(&in, in.b, scale); err != nil {
+		in := column.Value{Kind: column.String, Bytes: []byte(base64.StdEncoding.EncodeToString(raw))}
+		if err := d.FromBase64(&in, in.Bytes, scale); err != nil {
 			t.Fatalf("%s scale %d: %v", unscaled, scale, err)
 		}
-		if got := string(in.b); got != want || in.kind != inNum {
-			t.Errorf("%s scale %d = %q (kind %d), want %q", unscaled, scale, got, in.kind, want)
+		if got := string(in.Bytes); got != want || in.Kind != column.Number {
+			t.Errorf("%s scale %d = %q (kind %d), want %q", unscaled, scale, got, in.Kind, want)
 		}
 	}
 	f("0", 0, "0")

@@ -13,12 +13,15 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ClickHouse/ch-go/proto"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/chcol"
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/internal/chschema"
+	"sink/internal/chtype"
+	"sink/internal/decode/column"
 	"sink/internal/errtext"
 )
 
@@ -51,11 +54,11 @@ func decodeOne(t *testing.T, colType, json string) (any, error) {
 // NULL -> nil, Decimal -> its string, Date -> "2006-01-02", DateTime ->
 // "2006-01-02 15:04:05" UTC, DateTime64 -> RFC 3339 UTC, UUID and IPs -> their
 // strings, Array -> []any, Map -> [][2]any.
-func norm(t *chType, v any) any {
+func norm(t *chtype.Type, v any) any {
 	nullable := false
-	for t.kind == kNullable || t.kind == kLowCardinality {
-		nullable = nullable || t.kind == kNullable
-		t = t.elem
+	for t.Kind == chtype.Nullable || t.Kind == chtype.LowCardinality {
+		nullable = nullable || t.Kind == chtype.Nullable
+		t = t.Elem
 	}
 	if nullable {
 		rv := reflect.ValueOf(v)
@@ -64,53 +67,53 @@ func norm(t *chType, v any) any {
 		}
 		v = rv.Elem().Interface()
 	}
-	switch t.kind {
-	case kArray:
+	switch t.Kind {
+	case chtype.Array:
 		s := reflect.ValueOf(v)
 		out := []any{}
 		for i := 0; i < s.Len(); i++ {
-			out = append(out, norm(t.elem, s.Index(i).Interface()))
+			out = append(out, norm(t.Elem, s.Index(i).Interface()))
 		}
 		return out
-	case kMap:
+	case chtype.Map:
 		r := v.(*chschema.MapRow)
 		out := [][2]any{}
 		for i := 0; i < r.Len(); i++ {
 			k, val := r.Entry(i)
-			out = append(out, [2]any{norm(t.key, k), norm(t.elem, val)})
+			out = append(out, [2]any{norm(t.Key, k), norm(t.Elem, val)})
 		}
 		return out
-	case kDecimal:
+	case chtype.Decimal:
 		return v.(decimal.Decimal).String()
-	case kDate, kDate32:
+	case chtype.Date, chtype.Date32:
 		d := v.(time.Time)
 		if d.Location() != time.UTC || d.Hour() != 0 || d.Minute() != 0 || d.Second() != 0 || d.Nanosecond() != 0 {
 			return "not UTC midnight: " + d.String()
 		}
 		return d.Format("2006-01-02")
-	case kDateTime:
+	case chtype.DateTime:
 		return time.Unix(v.(int64), 0).UTC().Format("2006-01-02 15:04:05")
-	case kDateTime64:
+	case chtype.DateTime64:
 		return v.(time.Time).Format(time.RFC3339Nano)
-	case kUUID:
+	case chtype.UUID:
 		return v.(uuid.UUID).String()
-	case kIPv4:
+	case chtype.IPv4:
 		var b [4]byte
 		binary.BigEndian.PutUint32(b[:], v.(uint32))
 		return netip.AddrFrom4(b).String()
-	case kIPv6:
+	case chtype.IPv6:
 		return netip.AddrFrom16(v.([16]byte)).String()
-	case kInt128, kInt256, kUInt128, kUInt256:
+	case chtype.Int128, chtype.Int256, chtype.UInt128, chtype.UInt256:
 		b := v.(big.Int)
 		return b.String()
-	case kTuple:
+	case chtype.Tuple:
 		row := v.([]any)
 		out := []any{}
-		for i, e := range t.elems {
+		for i, e := range t.Elems {
 			out = append(out, norm(e, row[i]))
 		}
 		return out
-	case kDynamic, kVariant:
+	case chtype.Dynamic, chtype.Variant:
 		d := v.(chcol.Variant)
 		if d.Nil() {
 			return nil
@@ -121,7 +124,7 @@ func norm(t *chType, v any) any {
 }
 
 func firstRow(colType string, data any) any {
-	return norm(parseType(colType), reflect.ValueOf(data).Index(0).Interface())
+	return norm(chtype.Parse(colType), reflect.ValueOf(data).Index(0).Interface())
 }
 
 func TestConversions(t *testing.T) {
@@ -822,7 +825,7 @@ func TestRollback(t *testing.T) {
 }
 
 func firstRowsAll(colType string, data any) any {
-	t := parseType(colType)
+	t := chtype.Parse(colType)
 	s := reflect.ValueOf(data)
 	out := []any{}
 	for i := 0; i < s.Len(); i++ {
@@ -954,7 +957,7 @@ func TestNewBlockPresized(t *testing.T) {
 		t.Fatal(err)
 	}
 	events := benchEvents(64)
-	fill := func(blk *Block, n int) {
+	fill := func(blk *column.Block, n int) {
 		for range n {
 			i := blk.Rows()
 			if err := p.Append(blk, &kgo.Record{Topic: "events", Value: events[i%len(events)]}); err != nil {
@@ -968,17 +971,21 @@ func TestNewBlockPresized(t *testing.T) {
 
 	second := p.NewBlock()
 	fill(second, 1)
-	payload := second.bufs[5].(*strCol) // String column "payload"
-	user := second.bufs[0].(*leaf[uint64])
-	bufCap, posCap, valCap := cap(payload.col.Buf), cap(payload.col.Pos), cap(user.vals)
-	if want := len(first.bufs[5].(*strCol).col.Buf); bufCap < want {
+	// The capacities, through the native columns, which alias the buffers.
+	caps := func(b *column.Block) (buf, pos, vals int) {
+		payload := b.Native(5).(proto.ColStr) // String column "payload"
+		user := b.Native(0).(proto.ColUInt64)
+		return cap(payload.Buf), cap(payload.Pos), cap(user)
+	}
+	bufCap, posCap, valCap := caps(second)
+	if want := len(first.Native(5).(proto.ColStr).Buf); bufCap < want {
 		t.Fatalf("payload buffer starts at %d bytes, want at least the %d the first block used", bufCap, want)
 	}
 	if posCap < rows || valCap < rows {
 		t.Fatalf("row capacity starts at %d (String) and %d (UInt64), want at least %d", posCap, valCap, rows)
 	}
 	fill(second, rows-1)
-	if cap(payload.col.Buf) != bufCap || cap(payload.col.Pos) != posCap || cap(user.vals) != valCap {
+	if b, p, v := caps(second); b != bufCap || p != posCap || v != valCap {
 		t.Fatal("a presized block grew while filling to the size of the one before it")
 	}
 	for i := range first.Columns() {

@@ -9,11 +9,13 @@ import (
 	"github.com/twmb/franz-go/pkg/sr"
 
 	"sink/internal/chschema"
+	"sink/internal/decode/column"
+	"sink/internal/decode/drift"
 	"sink/internal/route"
 )
 
 // appendJSON appends each JSON value with a plan whose only column is id.
-func appendJSON(t *testing.T, p *Plan, blk *Block, values ...string) {
+func appendJSON(t *testing.T, p *Plan, blk *column.Block, values ...string) {
 	t.Helper()
 	for _, v := range values {
 		if err := p.Append(blk, &kgo.Record{Value: []byte(v)}); err != nil {
@@ -22,7 +24,7 @@ func appendJSON(t *testing.T, p *Plan, blk *Block, values ...string) {
 	}
 }
 
-func idPlan(t *testing.T, accept func(string) bool) (*Plan, *Block) {
+func idPlan(t *testing.T, accept func(string) bool) (*Plan, *column.Block) {
 	t.Helper()
 	p, err := Compile("json", []chschema.ColumnSchema{{Name: "id", Type: "UInt64"}}, nil)
 	if err != nil {
@@ -42,9 +44,9 @@ func TestUnmappedNamesStorable(t *testing.T) {
 	}{
 		{`a b`, "a b"},
 		{`é€`, "é€"},
-		{strings.Repeat("x", MaxFieldName), strings.Repeat("x", MaxFieldName)},
-		{strings.Repeat("x", MaxFieldName+1), ""},
-		{strings.Repeat("é", MaxFieldName/2+1), ""}, // 130 bytes, 65 characters
+		{strings.Repeat("x", drift.MaxFieldName), strings.Repeat("x", drift.MaxFieldName)},
+		{strings.Repeat("x", drift.MaxFieldName+1), ""},
+		{strings.Repeat("é", drift.MaxFieldName/2+1), ""}, // 130 bytes, 65 characters
 		{``, ""},
 		{`a\nb`, ""},
 		{`a\u0000b`, ""},
@@ -55,7 +57,7 @@ func TestUnmappedNamesStorable(t *testing.T) {
 		appendJSON(t, p, blk, `{"id":1,"`+tc.key+`":1}`)
 		got := unmappedOf(p)
 		if tc.name == "" {
-			if len(got) != 1 || got[OverflowField].Count != 1 {
+			if len(got) != 1 || got[drift.OverflowField].Count != 1 {
 				t.Errorf("%q: got %v, want it counted as overflow only", tc.key, got)
 			}
 			continue
@@ -72,7 +74,7 @@ func TestUnmappedNamesStorable(t *testing.T) {
 func TestUnmappedRefusedApart(t *testing.T) {
 	accept := func(name string) bool { return strings.HasPrefix(name, "good") }
 	p, blk := idPlan(t, accept)
-	for i := range MaxUnmappedFields + 10 {
+	for i := range drift.MaxUnmappedFields + 10 {
 		appendJSON(t, p, blk, fmt.Sprintf(`{"id":1,"junk%d":1}`, i))
 	}
 	appendJSON(t, p, blk, `{"id":1,"good":1}`)
@@ -80,11 +82,11 @@ func TestUnmappedRefusedApart(t *testing.T) {
 		t.Fatalf("LastUnmapped after good: %v, want good, accepted", u)
 	}
 	got := unmappedOf(p)
-	if len(got) != MaxUnmappedFields+2 || got[OverflowField].Count != 10 || got["good"].Count != 1 {
-		t.Fatalf("%d fields, overflow %d; want %d refused, good, and 10 overflow", len(got)-1, got[OverflowField].Count, MaxUnmappedFields)
+	if len(got) != drift.MaxUnmappedFields+2 || got[drift.OverflowField].Count != 10 || got["good"].Count != 1 {
+		t.Fatalf("%d fields, overflow %d; want %d refused, good, and 10 overflow", len(got)-1, got[drift.OverflowField].Count, drift.MaxUnmappedFields)
 	}
 	for name, u := range got {
-		if name != "good" && name != OverflowField && !u.Refused {
+		if name != "good" && name != drift.OverflowField && !u.Refused {
 			t.Errorf("%s: not marked refused", name)
 		}
 	}
@@ -95,7 +97,7 @@ func TestUnmappedRefusedApart(t *testing.T) {
 // before; a field counted in the last period keeps its slot.
 func TestUnmappedIdleFreed(t *testing.T) {
 	p, blk := idPlan(t, nil)
-	for i := range MaxUnmappedFields - 1 {
+	for i := range drift.MaxUnmappedFields - 1 {
 		appendJSON(t, p, blk, fmt.Sprintf(`{"id":1,"old%d":1}`, i))
 	}
 	appendJSON(t, p, blk, `{"id":1,"live":1}`)
@@ -128,7 +130,7 @@ func TestUnmappedIdleFreed(t *testing.T) {
 func TestUnmappedSchemaFieldsRebound(t *testing.T) {
 	var fields []string
 	rec := map[string]any{"id": int64(1)}
-	for i := range MaxUnmappedFields {
+	for i := range drift.MaxUnmappedFields {
 		name := fmt.Sprintf("f%02d", i)
 		fields = append(fields, `{"name":"`+name+`","type":"int"}`)
 		rec[name] = int32(i)
@@ -151,14 +153,14 @@ func TestUnmappedSchemaFieldsRebound(t *testing.T) {
 	}
 	add(1, old, rec)
 	add(2, next, map[string]any{"id": int64(2), "city": "x"})
-	if got := unmappedOf(p); got[OverflowField].Count != 1 || got["city"].Count != 0 {
+	if got := unmappedOf(p); got[drift.OverflowField].Count != 1 || got["city"].Count != 0 {
 		t.Fatalf("with every slot counted: %v; want city as overflow", got)
 	}
 	add(2, next, map[string]any{"id": int64(3), "city": "y"})
 	unmappedOf(p) // the old schema's fields idle from here
 	add(2, next, map[string]any{"id": int64(4), "city": "z"})
 	got := unmappedOf(p)
-	if got["city"].Count != 1 || got[OverflowField].Count != 0 || got["city"].Schema == nil {
+	if got["city"].Count != 1 || got[drift.OverflowField].Count != 0 || got["city"].Schema == nil {
 		t.Fatalf("after the old fields went idle: %v; want city counted by name, with its schema type", got)
 	}
 }

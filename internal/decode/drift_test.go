@@ -9,89 +9,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/internal/chschema"
+	"sink/internal/decode/drift"
 )
 
-func TestInferColumnType(t *testing.T) {
-	old := chschema.ServerTypes{}                                         // 18.16
-	cur := chschema.ServerTypes{Bool: true, DateTime64: true, JSON: true} // 26.x
-	for _, tc := range []struct {
-		values         []string // merged in order
-		want18, want26 string   // "" : not known yet
-		nullable18     string   // with schema.nullable, on 18.16
-	}{
-		{[]string{`1`}, "Int64", "Int64", "Nullable(Int64)"},
-		{[]string{`-9223372036854775808`}, "Int64", "Int64", "Nullable(Int64)"},
-		{[]string{`9223372036854775808`}, "String", "String", "Nullable(String)"}, // beyond Int64: kept exact
-		{[]string{`1.5`}, "Float64", "Float64", "Nullable(Float64)"},
-		{[]string{`1e3`}, "Float64", "Float64", "Nullable(Float64)"},
-		{[]string{`1`, `2.5`}, "Float64", "Float64", "Nullable(Float64)"},
-		{[]string{`2.5`, `1`}, "Float64", "Float64", "Nullable(Float64)"},
-		{[]string{`true`}, "UInt8", "Bool", "Nullable(UInt8)"},
-		{[]string{`false`, `null`}, "UInt8", "Bool", "Nullable(UInt8)"},
-		{[]string{`"x"`}, "String", "String", "Nullable(String)"},
-		{[]string{`"2024-05-17T12:00:00Z"`}, "String", "DateTime64(3)", "Nullable(String)"},
-		{[]string{`"2024-05-17T12:00:00.123+02:00"`}, "String", "DateTime64(3)", "Nullable(String)"},
-		{[]string{`"2024-05-17 12:00:00"`}, "String", "String", "Nullable(String)"}, // no zone: not RFC 3339
-		{[]string{`"2024-05-17"`}, "String", "String", "Nullable(String)"},
-		{[]string{`"2024-05-17T12:00:00Z"`, `"soon"`}, "String", "String", "Nullable(String)"},
-		{[]string{`1`, `"x"`}, "String", "String", "Nullable(String)"},
-		{[]string{`true`, `1`}, "String", "String", "Nullable(String)"},
-		{[]string{`{"a":1}`}, "String", "JSON", "Nullable(String)"},
-		{[]string{`{"a":1}`, `[1]`}, "String", "String", "Nullable(String)"},
-		{[]string{`[1,2]`}, "Array(Int64)", "Array(Int64)", "Array(Int64)"},
-		{[]string{`[1,2.5]`}, "Array(Float64)", "Array(Float64)", "Array(Float64)"},
-		{[]string{`["a",null]`}, "Array(String)", "Array(String)", "Array(Nullable(String))"},
-		{[]string{`[[1],[2,3]]`}, "Array(Array(Int64))", "Array(Array(Int64))", "Array(Array(Int64))"},
-		{[]string{`[{"a":1}]`}, "Array(String)", "Array(String)", "Array(String)"},
-		{[]string{`[true]`}, "Array(UInt8)", "Array(Bool)", "Array(UInt8)"},
-		{[]string{`[]`, `[1]`}, "Array(Int64)", "Array(Int64)", "Array(Int64)"},
-		{[]string{`[1]`, `[]`}, "Array(Int64)", "Array(Int64)", "Array(Int64)"},
-		{[]string{`[1]`, `"x"`}, "String", "String", "Nullable(String)"},
-		{[]string{`[]`}, "", "", ""},
-		{[]string{`null`}, "", "", ""},
-		{[]string{`null`, `7`}, "Int64", "Int64", "Nullable(Int64)"},
-	} {
-		name := strings.Join(tc.values, ",")
-		var ft FieldType
-		for _, v := range tc.values {
-			one, err := InferJSON([]byte(v))
-			if err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
-			ft = MergeFieldTypes(ft, one)
-		}
-		for _, c := range []struct {
-			srv      chschema.ServerTypes
-			nullable bool
-			want     string
-		}{{old, false, tc.want18}, {cur, false, tc.want26}, {old, true, tc.nullable18}} {
-			got, err := ft.Column(c.srv, c.nullable)
-			if c.want == "" {
-				if err == nil {
-					t.Errorf("%s: Column(%+v) = %q, want not known yet", name, c.srv, got)
-				}
-				continue
-			}
-			if err != nil || got != c.want {
-				t.Errorf("%s: Column(%+v, nullable %v) = %q, %v; want %q", name, c.srv, c.nullable, got, err, c.want)
-			}
-			// Every inferred type is one the decoder can fill.
-			if pt := parseType(got); pt.unsupported() {
-				t.Errorf("%s: inferred %s, which the decoder cannot fill", name, got)
-			}
-		}
-	}
-	// JSON is never Nullable: ClickHouse has no Nullable(JSON).
-	obj, _ := InferJSON([]byte(`{"a":1}`))
-	if got, _ := obj.Column(cur, true); got != "JSON" {
-		t.Errorf("object, nullable, 26.x: %q, want JSON", got)
-	}
-}
-
-func unmappedOf(p *Plan) map[string]UnmappedField {
-	out := map[string]UnmappedField{}
-	p.TakeUnmapped(func(f *UnmappedField) { out[f.Name] = *f }, func(n uint64) {
-		out[OverflowField] = UnmappedField{Name: OverflowField, Count: n}
+func unmappedOf(p *Plan) map[string]drift.UnmappedField {
+	out := map[string]drift.UnmappedField{}
+	p.TakeUnmapped(func(f *drift.UnmappedField) { out[f.Name] = *f }, func(n uint64) {
+		out[drift.OverflowField] = drift.UnmappedField{Name: drift.OverflowField, Count: n}
 	})
 	return out
 }
@@ -121,7 +45,7 @@ func TestUnmappedFieldsCounted(t *testing.T) {
 		t.Fatalf("unmapped fields %v, want [extra tags]", keys)
 	}
 	e := got["extra"]
-	if e.Count != 3 || e.Example != "1" || e.Type.Kind != FieldString || !e.New() {
+	if e.Count != 3 || e.Example != "1" || e.Type.Kind != drift.FieldString || !e.New() {
 		t.Errorf("extra: %+v (count 3, example 1, merged int+float+string = string, new)", e)
 	}
 	if tg := got["tags"]; tg.Count != 1 || tg.Example != `["a"]` || tg.Type.String() != "array(string)" {
@@ -144,14 +68,14 @@ func TestUnmappedFieldsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	blk := p.NewBlock()
-	for i := 0; i < MaxUnmappedFields+10; i++ {
+	for i := 0; i < drift.MaxUnmappedFields+10; i++ {
 		if err := p.Append(blk, &kgo.Record{Value: fmt.Appendf(nil, `{"id":1,"f%d":1}`, i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	got := unmappedOf(p)
-	if len(got) != MaxUnmappedFields+1 || got[OverflowField].Count != 10 {
-		t.Errorf("%d fields tracked, overflow %d; want %d and 10", len(got)-1, got[OverflowField].Count, MaxUnmappedFields)
+	if len(got) != drift.MaxUnmappedFields+1 || got[drift.OverflowField].Count != 10 {
+		t.Errorf("%d fields tracked, overflow %d; want %d and 10", len(got)-1, got[drift.OverflowField].Count, drift.MaxUnmappedFields)
 	}
 }
 
@@ -181,7 +105,7 @@ func TestUnmappedNoAllocs(t *testing.T) {
 	}
 	blk := p.NewBlock()
 	events := benchEvents(64) // each has "session", which no column takes
-	for i := 0; i < inferSamples+1; i++ {
+	for i := 0; i < drift.InferSamples+1; i++ {
 		if err := p.Append(blk, &kgo.Record{Value: events[i%len(events)]}); err != nil {
 			t.Fatal(err)
 		}
@@ -201,37 +125,6 @@ func TestUnmappedNoAllocs(t *testing.T) {
 	}
 }
 
-// FuzzInferType checks that no JSON value makes inference panic and that
-// every type it settles on is one the decoder can fill, on both kinds of
-// server.
-func FuzzInferType(f *testing.F) {
-	for _, s := range []string{`1`, `1.5`, `"2024-05-17T12:00:00Z"`, `[1,[2]]`, `{"a":[]}`, `[null]`, `true`, `"x"`, `[[[]]]`, `1e400`} {
-		f.Add([]byte(s), []byte(`2`))
-	}
-	f.Fuzz(func(t *testing.T, a, b []byte) {
-		ta, err := InferJSON(a)
-		if err != nil {
-			return
-		}
-		tb, err := InferJSON(b)
-		if err != nil {
-			return
-		}
-		ft := MergeFieldTypes(ta, tb)
-		for _, srv := range []chschema.ServerTypes{{}, {Bool: true, DateTime64: true, JSON: true}} {
-			for _, nullable := range []bool{false, true} {
-				typ, err := ft.Column(srv, nullable)
-				if err != nil {
-					continue
-				}
-				if pt := parseType(typ); pt.unsupported() {
-					t.Fatalf("%s + %s: inferred %s, which the decoder cannot fill", a, b, typ)
-				}
-			}
-		}
-	})
-}
-
 // FuzzUnmappedAppend: any record value, appended by a plan, never panics,
 // and the unmapped fields it reports are never a field a column reads
 // (escaped keys included: "\u0069d" is id).
@@ -249,7 +142,7 @@ func FuzzUnmappedAppend(f *testing.F) {
 			blk.Reset()
 		}
 		noPanic(t, p.Append(blk, &kgo.Record{Value: value}))
-		p.TakeUnmapped(func(u *UnmappedField) {
+		p.TakeUnmapped(func(u *drift.UnmappedField) {
 			if u.Name == "id" || u.Name == "s" || u.Count == 0 {
 				t.Fatalf("%q: reported %+v", value, *u)
 			}
@@ -338,7 +231,7 @@ func TestLastUnmappedAndUnappend(t *testing.T) {
 	if b.Rows() != 2 || fmt.Sprint(b.ColumnData(0)) != "[1 5]" {
 		t.Fatalf("block rows %d, ids %v; want 2 rows, [1 5]", b.Rows(), b.ColumnData(0))
 	}
-	p.TakeUnmapped(func(u *UnmappedField) {
+	p.TakeUnmapped(func(u *drift.UnmappedField) {
 		t.Errorf("field %s counted %d times after its rows were taken back", u.Name, u.Count)
 	}, nil)
 	defaults := 0

@@ -15,6 +15,8 @@ import (
 	"github.com/valyala/fastjson"
 
 	"sink/internal/chschema"
+	"sink/internal/decode/column"
+	"sink/internal/decode/connect"
 	"sink/internal/route"
 )
 
@@ -222,13 +224,13 @@ func FuzzDebeziumDecimal(f *testing.F) {
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, 1)
 	f.Add([]byte{0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 3)
 	f.Add([]byte{}, 0)
-	f.Add([]byte{0}, maxScale+1)
+	f.Add([]byte{0}, connect.MaxScale+1)
 	f.Fuzz(func(t *testing.T, raw []byte, scale int) {
-		var d decimals
+		var d connect.Decimals
 		b64 := []byte(base64.StdEncoding.EncodeToString(raw))
-		in := input{kind: inStr, b: b64}
-		err := d.decimalFromBase64(&in, b64, scale)
-		if scale > maxScale || scale < -maxScale {
+		in := column.Value{Kind: column.String, Bytes: b64}
+		err := d.FromBase64(&in, b64, scale)
+		if scale > connect.MaxScale || scale < -connect.MaxScale {
 			if err == nil {
 				t.Fatalf("scale %d accepted", scale)
 			}
@@ -237,8 +239,8 @@ func FuzzDebeziumDecimal(f *testing.F) {
 		if err != nil {
 			t.Fatalf("% x scale %d: %v", raw, scale, err)
 		}
-		if want := decimalRef(raw, scale); string(in.b) != want || in.kind != inNum {
-			t.Fatalf("% x scale %d = %q, want %q", raw, scale, in.b, want)
+		if want := decimalRef(raw, scale); string(in.Bytes) != want || in.Kind != column.Number {
+			t.Fatalf("% x scale %d = %q, want %q", raw, scale, in.Bytes, want)
 		}
 		// The same through a VariableScaleDecimal object, and the text
 		// as a JSON number into a Decimal column must not panic either.
@@ -349,7 +351,7 @@ func FuzzSplitWrapped(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		c := schemaCache{keyIdx: map[string]int{"id": 0}, after: make([]fieldSem, 1), before: make([]fieldSem, 1)}
+		c := schemaCache{keyIdx: map[string]int{"id": 0}, after: make([]connect.Sem, 1), before: make([]connect.Sem, 1)}
 		for range 2 {
 			payload, _, ok := c.splitWrapped(b)
 			if !ok {

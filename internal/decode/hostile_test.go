@@ -16,6 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/sr"
 
 	"sink/internal/chschema"
+	"sink/internal/decode/column"
+	"sink/internal/decode/format"
 	"sink/internal/registry"
 	"sink/internal/route"
 )
@@ -72,7 +74,7 @@ func hostileRecord(c hostileCase) *kgo.Record {
 
 // appendAlloc appends r to a new block of p and returns the error and the
 // bytes the Append allocated.
-func appendAlloc(p *Plan, blk *Block, r *kgo.Record) (error, uint64) {
+func appendAlloc(p *Plan, blk *column.Block, r *kgo.Record) (error, uint64) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
@@ -422,35 +424,6 @@ func hostileProtoOption(n int) string {
 		strings.Repeat("{o: ", n) + "{v: 1}" + strings.Repeat("}", n) + "; int32 a = 1; }\n"
 }
 
-// TestCheckProtoNesting: braces, brackets and angle brackets count,
-// those in comments and string literals do not.
-func TestCheckProtoNesting(t *testing.T) {
-	deep := strings.Repeat("{", 65) + strings.Repeat("}", 65)
-	for _, c := range []struct {
-		text string
-		ok   bool
-	}{
-		{testProto, true},
-		{protoWide(), true},
-		{hostileProtoOption(62), true}, // message M, 62 levels of o and {v: 1}: 64
-		{hostileProtoOption(63), false},
-		{deep, false},
-		{"message M { map<string, int32> m = 1; }", true},
-		{"// " + deep + "\nmessage M {}", true},
-		{"/* " + deep + " */ message M {}", true},
-		{`message M { option (o) = "` + deep + `\" still a string"; }`, true},
-		{`message M { option (o) = '` + deep + `'; }`, true},
-		{"message M {} /* unterminated " + deep, true},
-		{strings.Repeat("[", 65), false},
-		{strings.Repeat("<", 65), false},
-		{strings.Repeat("{}", 10_000), true},
-	} {
-		if err := checkProtoNesting(c.text); (err == nil) != c.ok {
-			t.Errorf("%.60q: %v, want ok=%v", c.text, err, c.ok)
-		}
-	}
-}
-
 // hostileAvroChain is a record R {id, next: [null, R]} nesting n deep.
 func hostileAvroChain(n int) []byte {
 	var b []byte
@@ -474,22 +447,22 @@ func hostileProtoChain(n int) []byte {
 // panicky is a format that panics reading column at, on records whose
 // value is "boom" (a stand-in for a decoder bug some record exposes).
 type panicky struct {
-	rowFormat
+	format.Reader
 	at    int
 	value []byte
 }
 
-func (f *panicky) begin(r recordData) error {
-	f.value = r.value
-	return f.rowFormat.begin(r)
+func (f *panicky) Begin(r format.Record) error {
+	f.value = r.Value
+	return f.Reader.Begin(r)
 }
 
-func (f *panicky) read(col int, in *input) error {
+func (f *panicky) Read(col int, in *column.Value) error {
 	if col == f.at && string(f.value) == `{"id":3,"s":"boom"}` {
 		var m map[string]int
 		m["x"]++ // assignment to entry in nil map
 	}
-	return f.rowFormat.read(col, in)
+	return f.Reader.Read(col, in)
 }
 
 // TestAppendRecoversPanic: a panic while a record is decoded, after some
@@ -503,7 +476,7 @@ func TestAppendRecoversPanic(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.json = nil // read through the format, as the other formats are
-	p.format = &panicky{rowFormat: p.format, at: 2}
+	p.format = &panicky{Reader: p.format, at: 2}
 	blk := p.NewBlock()
 	rec := func(off int64, v string) *kgo.Record {
 		return &kgo.Record{Topic: "t", Partition: 1, Offset: off, Value: []byte(v)}

@@ -7,6 +7,11 @@ import (
 	"github.com/valyala/fastjson"
 
 	"sink/internal/chschema"
+	"sink/internal/chtype"
+	"sink/internal/decode/column"
+	"sink/internal/decode/connect"
+	"sink/internal/decode/drift"
+	"sink/internal/decode/format"
 	"sink/internal/jsonscan"
 	"sink/internal/route"
 )
@@ -82,10 +87,31 @@ func (f *jsonFields) add(col int, path []string) *jsonPath {
 	return &f.paths[col]
 }
 
-func (f *jsonFields) path(path []string) jsonPath {
+// index is the slot of each top-level key the columns read. The map is
+// made once and grows as columns are added, so a caller may keep it.
+func (f *jsonFields) index() map[string]int {
 	if f.keyIdx == nil {
 		f.keyIdx = map[string]int{}
 	}
+	return f.keyIdx
+}
+
+// numKeys is the number of distinct top-level keys the columns read (the
+// slots).
+func (f *jsonFields) numKeys() int { return len(f.keys) }
+
+// topKey is the top-level key column col reads.
+func (f *jsonFields) topKey(col int) string { return f.keys[f.paths[col].slot] }
+
+// topSlot is the slot of column col's key, when the column reads that
+// top-level field itself (not a path below it).
+func (f *jsonFields) topSlot(col int) (int, bool) {
+	p := &f.paths[col]
+	return p.slot, len(p.rest) == 0
+}
+
+func (f *jsonFields) path(path []string) jsonPath {
+	f.index()
 	slot, ok := f.keyIdx[path[0]]
 	if !ok {
 		slot = len(f.keys)
@@ -162,7 +188,7 @@ func (f *jsonFields) sized() {
 // some field has no column (schema drift, drift.go), and only then are the
 // object's keys walked to name it. A duplicated key also makes the count
 // differ; the walk then finds nothing unmapped.
-func (f *jsonFields) load(o *fastjson.Object) {
+func (f *jsonFields) Load(o *fastjson.Object) {
 	found := 0
 	for i, k := range f.keys {
 		v := o.Get(k)
@@ -303,31 +329,31 @@ func (f *jsonFields) readObject(slot int, v scanSpan) {
 
 // readScanned is read for a record loaded by loadScanned: scalars come
 // from the record's bytes, objects and arrays from the slot's tree.
-func (f *jsonFields) readScanned(st *appendState, col int, in *input) {
+func (f *jsonFields) readScanned(st *column.State, col int, in *column.Value) {
 	s := &f.paths[col]
-	in.proj = nil
+	in.Proj = nil
 	m := f.member[s.slot]
 	if m < 0 && s.nested != nil {
 		if nm := f.member[s.nested.slot]; nm >= 0 && f.sc.Doc[f.sc.Members[nm].Val.Start] == '[' {
-			in.kind, in.v, in.proj, in.projPos = inArray, f.tree(s.nested.slot), s.nested.rest, s.nested.pos
+			in.Kind, in.Tree, in.Proj, in.ProjPos = column.Array, f.tree(s.nested.slot), s.nested.rest, s.nested.pos
 			return
 		}
 		s = s.nested
 		m = f.member[s.slot]
 	}
 	if m < 0 {
-		in.kind = inMissing
+		in.Kind = column.Missing
 		return
 	}
 	mem := &f.sc.Members[m]
 	if mem.Plain && len(s.rest) == 0 {
-		in.kind, in.b = inStr, f.sc.Doc[mem.Val.Start+1:mem.Val.End-1]
+		in.Kind, in.Bytes = column.String, f.sc.Doc[mem.Val.Start+1:mem.Val.End-1]
 		return
 	}
 	v, ok := mem.Val, true
 	if len(s.rest) > 0 {
 		if v, ok = f.walk(s, v); !ok {
-			in.kind = inMissing
+			in.Kind = column.Missing
 			return
 		}
 	}
@@ -338,29 +364,30 @@ func (f *jsonFields) readScanned(st *appendState, col int, in *input) {
 	if len(s.rest) > 0 {
 		t = t.Get(s.rest...)
 	}
-	st.fromJSON(t, in)
+	st.FromJSON(t, in)
 }
 
-// unmapped returns f when the loaded object has fields no path reads.
-func (f *jsonFields) unmapped() *jsonFields {
+// unread describes the loaded object for drift when it has fields no
+// path reads (the zero unreadObject when it has none).
+func (f *jsonFields) unread() drift.Object {
 	if f.extra <= 0 {
-		return nil
+		return drift.Object{}
 	}
-	return f
+	return drift.Object{Extra: f.extra, Tree: f.obj, Scan: f.sc, Read: f.keyIdx}
 }
 
 // read sets in to column col's value in the loaded object.
-func (f *jsonFields) read(st *appendState, col int, in *input) {
+func (f *jsonFields) read(st *column.State, col int, in *column.Value) {
 	if f.sc != nil {
 		f.readScanned(st, col, in)
 		return
 	}
 	s := &f.paths[col]
 	v := f.slots[s.slot]
-	in.proj = nil
+	in.Proj = nil
 	if v == nil && s.nested != nil {
 		if v = f.slots[s.nested.slot]; v != nil && v.Type() == fastjson.TypeArray {
-			in.kind, in.v, in.proj, in.projPos = inArray, v, s.nested.rest, s.nested.pos
+			in.Kind, in.Tree, in.Proj, in.ProjPos = column.Array, v, s.nested.rest, s.nested.pos
 			return
 		}
 		s = s.nested
@@ -368,7 +395,7 @@ func (f *jsonFields) read(st *appendState, col int, in *input) {
 	if v != nil && len(s.rest) > 0 {
 		v = v.Get(s.rest...)
 	}
-	st.fromJSON(v, in)
+	st.FromJSON(v, in)
 }
 
 // jsonFormat is the json format: each record value is one JSON object, and
@@ -379,9 +406,9 @@ type jsonFormat struct {
 	scanner jsonScanner     // jsonscan.go: reads every record
 	parser  fastjson.Parser // the tree of a record with escaped keys
 	fields  jsonFields
-	st      *appendState
-	policy  *Policy
-	env     *connectEnv // Kafka Connect's envelopes
+	st      *column.State
+	policy  *format.Policy
+	env     *connect.Envelope // Kafka Connect's envelopes
 	// wrapped: the record being read is an envelope, whose columns
 	// env converts (so the Plan reads them through read).
 	wrapped bool
@@ -391,63 +418,66 @@ type jsonFormat struct {
 	treeOnly bool
 }
 
-func newJSONFormat(st *appendState, pol *Policy) *jsonFormat {
+func newJSONFormat(st *column.State, pol *format.Policy) *jsonFormat {
 	f := &jsonFormat{st: st, policy: pol}
-	f.env = newConnectEnv(st, &f.fields, false)
+	f.env = connect.NewEnvelope(st, &f.fields, false)
 	return f
 }
 
-func (*jsonFormat) role(string) string { return "" }
+// plain reports that the record Begin read is a plain JSON object (not an
+// envelope), whose columns readField reads: the Plan reads them without
+// an interface call, and they never fail.
+func (f *jsonFormat) plain() bool { return !f.wrapped }
 
-func (*jsonFormat) want() string {
+// readField sets in to column col's value in a plain record.
+func (f *jsonFormat) readField(col int, in *column.Value) { f.fields.read(f.st, col, in) }
+
+func (*jsonFormat) Role(string) string { return "" }
+
+func (*jsonFormat) Want() string {
 	return "a JSON path or " + strings.Join(route.RecordSources(), ", ") + ", " + route.HeaderPrefix + "NAME"
 }
 
-func (f *jsonFormat) bind(col int, c chschema.ColumnSchema, t *chType, src route.Source, byName bool) error {
+func (f *jsonFormat) Bind(col int, c chschema.ColumnSchema, t *chtype.Type, src route.Source, byName bool) error {
 	p := f.fields.add(col, src.Path)
-	if byName && t.kind == kArray {
+	if byName && t.Kind == chtype.Array {
 		f.fields.addNested(p, c.Name)
 	}
-	f.env.bind(col, t, src.Path)
+	f.env.Bind(col, t, src.Path)
 	return nil
 }
 
-func (f *jsonFormat) done() error {
+func (f *jsonFormat) Done() error {
 	f.fields.sized()
 	return nil
 }
 
 // tombstone is the answer for a record without a value (or an envelope
 // with a null payload): skipped, or bad as errors.on_tombstone says.
-func (f *jsonFormat) tombstone() error {
-	if f.policy.TombstoneBad {
-		return bad("", "tombstone (null value) and errors.on_tombstone is bad_record")
-	}
-	return errTombstone
-}
+func (f *jsonFormat) tombstone() error { return f.policy.Tombstone() }
 
-func (f *jsonFormat) begin(r recordData) error {
+func (f *jsonFormat) Begin(r format.Record) error {
 	f.wrapped = false
-	if r.value == nil {
+	if r.Value == nil {
 		return f.tombstone()
 	}
-	if ok, err := f.env.quick(r.value, f.tombstone); ok {
+	if ok, err := f.env.Quick(r.Value, f.tombstone); ok {
 		f.wrapped = true
 		return err
 	}
-	top, err := f.scanner.Scan(r.value)
+	top, err := f.scanner.Scan(r.Value)
 	if err != nil {
-		return bad("", "invalid JSON: "+err.Error())
+		return format.Bad("", "invalid JSON: "+err.Error())
 	}
 	if top != "object" {
-		return bad("", "invalid JSON: want an object, got "+top)
+		return format.Bad("", "invalid JSON: want an object, got "+top)
 	}
-	if schema, payload, ok := f.env.envelope(&f.scanner); ok {
+	if schema, payload, ok := f.env.Spans(&f.scanner); ok {
 		f.wrapped = true
-		return f.env.begin(r.value, schema, payload, f.tombstone)
+		return f.env.Begin(r.Value, schema, payload, f.tombstone)
 	}
-	if f.env.strict {
-		return bad("", errNotEnvelope)
+	if f.env.Strict {
+		return format.Bad("", connect.NotEnvelope)
 	}
 	if !f.treeOnly && !f.scanner.Esc {
 		f.fields.loadScanned(&f.scanner)
@@ -457,32 +487,40 @@ func (f *jsonFormat) begin(r recordData) error {
 	// written until a lookup misses, and unescaped from then on, so
 	// which of two duplicates ({"a":1,"\u0061":2}) a column reads
 	// depends on the lookups before it. The tree keeps that rule.
-	v, err := f.parser.ParseBytes(r.value)
+	v, err := f.parser.ParseBytes(r.Value)
 	if err != nil {
-		return bad("", "invalid JSON: "+err.Error())
+		return format.Bad("", "invalid JSON: "+err.Error())
 	}
 	o, _ := v.Object()
-	f.fields.load(o)
+	f.fields.Load(o)
 	return nil
 }
 
-func (f *jsonFormat) read(col int, in *input) error {
+func (f *jsonFormat) Read(col int, in *column.Value) error {
 	f.fields.read(f.st, col, in)
 	if f.wrapped {
-		return f.env.read(col, in)
+		return f.env.Read(col, in)
 	}
 	return nil
 }
 
 // fieldDefault is the default an envelope's schema declares for the
 // payload's top-level field name (fieldDefaults; nil for a plain record).
-func (f *jsonFormat) fieldDefault(name string) *FieldDefault {
+func (f *jsonFormat) FieldDefault(name string) *column.FieldDefault {
 	if !f.wrapped {
 		return nil
 	}
-	return f.env.fieldDefault(name)
+	return f.env.FieldDefault(name)
 }
 
-func (*jsonFormat) lenient() bool { return false }
+func (*jsonFormat) Lenient() bool { return false }
 
-func (f *jsonFormat) extra() *jsonFields { return f.fields.unmapped() }
+func (f *jsonFormat) UnreadFields() drift.Object { return f.fields.unread() }
+
+// newConnectFormat is the connect-json format: the json format that
+// requires every record to be an envelope.
+func newConnectFormat(st *column.State, pol *format.Policy) *jsonFormat {
+	f := newJSONFormat(st, pol)
+	f.env.Strict = true
+	return f
+}

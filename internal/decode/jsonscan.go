@@ -1,6 +1,9 @@
 package decode
 
-import "sink/internal/jsonscan"
+import (
+	"sink/internal/decode/column"
+	"sink/internal/jsonscan"
+)
 
 // jsonScanner reads a JSON record in one pass without a tree (the grammar
 // and the scanner are internal/jsonscan's): the json and json-schema
@@ -20,25 +23,25 @@ type scanSpan = jsonscan.Span
 
 // scanScalar sets in to the scalar value v of s's record; ok is false for
 // an object or an array, which the caller reads through a tree.
-func scanScalar(s *jsonScanner, v scanSpan, in *input) bool {
+func scanScalar(s *jsonScanner, v scanSpan, in *column.Value) bool {
 	b := s.Doc[v.Start:v.End]
 	switch b[0] {
 	case '{', '[':
 		return false
 	case '"':
-		in.kind, in.b = inStr, s.Unescape(b[1:len(b)-1])
+		in.Kind, in.Bytes = column.String, s.Unescape(b[1:len(b)-1])
 	case 't':
-		in.kind = inTrue
+		in.Kind = column.True
 	case 'f':
-		in.kind = inFalse
+		in.Kind = column.False
 	case 'n':
 		if len(b) == 4 {
-			in.kind = inNull
+			in.Kind = column.Null
 			break
 		}
-		in.kind, in.b = inNum, b
+		in.Kind, in.Bytes = column.Number, b
 	default:
-		in.kind, in.b = inNum, b
+		in.Kind, in.Bytes = column.Number, b
 	}
 	return true
 }

@@ -10,8 +10,12 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/valyala/fastjson"
 
 	"sink/internal/chschema"
+	"sink/internal/decode/column"
+	"sink/internal/decode/drift"
+	"sink/internal/jsonscan"
 )
 
 // The json format reads records with its scanner (jsonscan.go); fastjson's
@@ -110,7 +114,7 @@ func errorClass(err error) string {
 }
 
 // renderBlock renders every column of b.
-func renderBlock(b *Block) string {
+func renderBlock(b *column.Block) string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "rows %d bytes %d\n", b.Rows(), b.Bytes())
 	for i, c := range b.Columns() {
@@ -127,7 +131,7 @@ func renderCounts(p *Plan) string {
 	p.TakeDefaults(func(column, reason string, n uint64) {
 		lines = append(lines, fmt.Sprintf("default %s %s %d", column, reason, n))
 	})
-	p.TakeUnmapped(func(f *UnmappedField) {
+	p.TakeUnmapped(func(f *drift.UnmappedField) {
 		lines = append(lines, fmt.Sprintf("unmapped %q %d %q %s new=%t", f.Name, f.Count, f.Example, f.TypeName(), f.New()))
 	}, func(n uint64) { lines = append(lines, fmt.Sprintf("overflow %d", n)) })
 	sort.Strings(lines)
@@ -289,10 +293,10 @@ func FuzzJSONScan(f *testing.F) {
 		f.Add(v)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var sc jsonScanner
+		var sc jsonscan.Scanner
 		top, err := sc.Scan(data)
-		var ref jsonFormat
-		v, rerr := ref.parser.ParseBytes(data)
+		var ref fastjson.Parser
+		v, rerr := ref.ParseBytes(data)
 		if (err == nil) != (rerr == nil) {
 			t.Fatalf("%q: scanner error %v, fastjson error %v", data, err, rerr)
 		}

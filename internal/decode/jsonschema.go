@@ -5,6 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/sr"
 
+	"sink/internal/decode/format"
 	"sink/internal/registry"
 )
 
@@ -24,13 +25,13 @@ import (
 // allocations per record that the json plan avoids.
 type jsonSchemaFormat struct {
 	*jsonFormat
-	schemas *schemaReaders[struct{}]
+	schemas *format.Schemas[struct{}]
 }
 
-func newJSONSchemaFormat(env formatEnv) *jsonSchemaFormat {
+func newJSONSchemaFormat(env format.Env) *jsonSchemaFormat {
 	return &jsonSchemaFormat{
-		jsonFormat: newJSONFormat(env.st, env.pol),
-		schemas:    newSchemaReaders(env.reg, checkJSONSchema),
+		jsonFormat: newJSONFormat(env.State, env.Policy),
+		schemas:    format.NewSchemas(env.Registry, checkJSONSchema),
 	}
 }
 
@@ -42,17 +43,17 @@ func checkJSONSchema(s *registry.Schema) (struct{}, error) {
 	return struct{}{}, nil
 }
 
-func (f *jsonSchemaFormat) begin(r recordData) error {
-	if r.value == nil {
-		return f.jsonFormat.begin(r) // a tombstone, as the json format treats it
+func (f *jsonSchemaFormat) Begin(r format.Record) error {
+	if r.Value == nil {
+		return f.jsonFormat.Begin(r) // a tombstone, as the json format treats it
 	}
-	id, payload, err := frameID(r.value)
+	id, payload, err := format.Frame(r.Value)
 	if err != nil {
 		return err
 	}
-	if _, err := f.schemas.get(id, r.topic, false); err != nil {
+	if _, err := f.schemas.Get(id, r.Topic, false); err != nil {
 		return err
 	}
-	r.value = payload
-	return f.jsonFormat.begin(r)
+	r.Value = payload
+	return f.jsonFormat.Begin(r)
 }

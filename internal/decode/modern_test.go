@@ -3,6 +3,7 @@ package decode
 import (
 	"errors"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -10,70 +11,9 @@ import (
 	"github.com/valyala/fastjson"
 
 	"sink/internal/chschema"
+	"sink/internal/chtype"
+	"sink/internal/decode/column"
 )
-
-func TestParseModernTypes(t *testing.T) {
-	f := func(s string, want string) {
-		t.Helper()
-		if got := describe(parseType(s)); got != want {
-			t.Errorf("parseType(%q) = %s, want %s", s, got, want)
-		}
-	}
-	f("Int128", "Int128")
-	f("UInt256", "UInt256")
-	f("Tuple(UInt8, String)", "Tuple(UInt8, String)")
-	f("Tuple(a UInt8, `b c` Nullable(String))", "Tuple(a UInt8, b c Nullable(String))")
-	f("Tuple(DateTime64(3, 'UTC'), Array(Int8))", "Tuple(DateTime64(3, 'UTC'), Array(Int8))")
-	f("Nested(a UInt32, b String)", "Array(Tuple(a UInt32, b String))")
-	f("Variant(String, UInt64, Array(UInt8))", "Variant(String, UInt64, Array(UInt8))")
-	f("Dynamic", "Dynamic")
-	f("Dynamic(max_types=8)", "Dynamic")
-	f("JSON", "JSON()")
-	f("JSON(max_dynamic_paths=10, a.b UInt32, SKIP x, SKIP REGEXP 'y.*', `c d` DateTime64(3))", "JSON(a.b UInt32, c d DateTime64(3))")
-	// As 26.9 prints them in system.columns:
-	f("JSON(max_dynamic_types=3, max_dynamic_paths=10, `a.b` UInt32, `c d` String, SKIP `x.y`, SKIP REGEXP '^z')", "JSON(a.b UInt32, c d String)")
-	f("Tuple(`a b` UInt8, `from` String)", "Tuple(a b UInt8, from String)")
-	f("Tuple(a UInt8, String)", "unsupported")
-	f("Nested(UInt8)", "unsupported")
-	f("Tuple()", "unsupported")
-	f("Variant()", "unsupported")
-	f("Dynamic(x)", "unsupported")
-}
-
-// describe renders a parsed type's structure for TestParseModernTypes.
-func describe(t *chType) string {
-	if t.unsupported() {
-		return "unsupported"
-	}
-	part := func(i int) string {
-		if i < len(t.names) && t.names[i] != "" {
-			return t.names[i] + " " + describe(t.elems[i])
-		}
-		return describe(t.elems[i])
-	}
-	join := func(name string) string {
-		var ps []string
-		for i := range t.elems {
-			ps = append(ps, part(i))
-		}
-		return name + "(" + strings.Join(ps, ", ") + ")"
-	}
-	switch t.kind {
-	case kTuple:
-		return join("Tuple")
-	case kVariant:
-		return join("Variant")
-	case kJSON:
-		return join("JSON")
-	case kDynamic:
-		return "Dynamic"
-	case kArray:
-		return "Array(" + describe(t.elem) + ")"
-	case kNullable:
-		return "Nullable(" + describe(t.elem) + ")"
-	}
-	return t.str
-}
 
 func TestModernConversions(t *testing.T) {
 	f := func(colType, json string, want any) {
@@ -243,31 +183,6 @@ func TestEnumNamesTheDriverCannotRead(t *testing.T) {
 	}
 }
 
-// parseTypeSeeds are type strings the fuzz target starts from.
-var parseTypeSeeds = []string{
-	"Int128", "UInt256", "Tuple(a UInt8, b String)", "Tuple(UInt8, Array(Nullable(String)))",
-	"Nested(a UInt32, b Nested(c String))", "Variant(String, UInt64, Array(UInt8))", "Dynamic(max_types=8)",
-	"JSON(max_dynamic_paths=10, a.b UInt32, SKIP x, SKIP REGEXP 'y.*', `c d` DateTime64(3))",
-	"Map(LowCardinality(String), Array(Nullable(Decimal(38, 10))))", `Enum8('it\'s' = 1, 'b' = 2)`,
-	"DateTime64(9, 'Asia/Tokyo')", "LowCardinality(Nullable(String))", "Tuple(`a``b` Int8)", "JSON(a Map(String, UInt8))",
-}
-
-// FuzzParseType: no type string makes parsing, the support check, building
-// a column buffer or the driver check panic.
-func FuzzParseType(f *testing.F) {
-	for _, s := range parseTypeSeeds {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		ct := parseType(s)
-		if ct.unsupported() {
-			return
-		}
-		newCol(ct)
-		_ = driverCanCarry(s, ct)
-	})
-}
-
 // modernFuzzTypes are the column types FuzzModernConvert feeds.
 var modernFuzzTypes = []string{
 	"Int128", "UInt256", "Tuple(a UInt8, b Nullable(String))", "Tuple(Int64, Array(UInt8))", "Nested(a UInt32, b String)",
@@ -317,7 +232,7 @@ func FuzzModernConvert(f *testing.F) {
 }
 
 func mustUUID(s string) any {
-	data, err := (&appendState{}).uuidValue(&input{kind: inStr, b: []byte(s)}, parseType("UUID"))
+	data, err := column.ConvertJSON(chtype.Parse("UUID"), fastjson.MustParse(strconv.Quote(s)))
 	if err != nil {
 		panic(err)
 	}

@@ -1,5 +1,10 @@
 package decode
 
+import (
+	"sink/internal/decode/column"
+	"sink/internal/decode/format"
+)
+
 // Policy says what a Plan does where the data leaves a choice. The zero
 // value is the permissive behaviour the package documents (defaults for
 // missing and null values, tombstones skipped).
@@ -36,9 +41,10 @@ const (
 // SetPolicy sets the plan's policy; call it before the first Append.
 func (p *Plan) SetPolicy(pol Policy) {
 	p.policy = pol
+	p.rpol = format.Policy{TombstoneBad: pol.TombstoneBad, MaxRowBytes: pol.MaxRowBytes}
 	p.defaults = make([][2]uint64, len(p.cols))
 	p.unfilled.counts = make([]uint64, len(p.cols))
-	p.drift.accept = pol.Unmapped
+	p.drift.Bind(p.format, pol.Unmapped)
 }
 
 // TakeDefaults calls fn for every column that got its type's default
@@ -56,38 +62,33 @@ func (p *Plan) TakeDefaults(fn func(column, reason string, n uint64)) {
 	}
 }
 
-// takesNull reports whether t stores NULL (Nullable(T), LowCardinality(Nullable(T))).
-func takesNull(t *chType) bool {
-	return t.kind == kNullable || (t.kind == kLowCardinality && t.elem != nil && t.elem.kind == kNullable)
-}
-
 // checkDefault applies the policy to column i's value before conversion:
 // it returns the reason a missing or null value makes the record bad, or
 // notes the default in the row's marks.
-func (p *Plan) checkDefault(i int, in *input) error {
-	if in.kind != inMissing && in.kind != inNull {
-		if in.kind == inNum && bareNaNInf(in.b) {
-			return reasonf("bare %s is not JSON (quote it, \"NaN\" or \"Infinity\", for a Float column)", in.b)
+func (p *Plan) checkDefault(i int, in *column.Value) error {
+	if in.Kind != column.Missing && in.Kind != column.Null {
+		if in.Kind == column.Number && column.BareNaNInf(in.Bytes) {
+			return column.Reasonf("bare %s is not JSON (quote it, \"NaN\" or \"Infinity\", for a Float column)", in.Bytes)
 		}
 		return nil
 	}
-	if p.format.lenient() {
+	if p.format.Lenient() {
 		// The format says the record's missing values are not data anyone
 		// loses (a Debezium delete, whose row only marks the key deleted).
 		return nil
 	}
-	if takesNull(p.types[i]) {
+	if p.types[i].TakesNull() {
 		if p.defaults != nil {
 			p.marks = append(p.marks, mark{col: i, nullable: true})
 		}
 		return nil
 	}
-	null := in.kind == inNull
+	null := in.Kind == column.Null
 	switch {
 	case null && p.policy.NullBad:
-		return reasonf("null into non-Nullable %s (errors.on_null is bad_record)", p.types[i].str)
+		return column.Reasonf("null into non-Nullable %s (errors.on_null is bad_record)", p.types[i].Text)
 	case !null && p.policy.MissingBad:
-		return reasonf("missing value for non-Nullable %s (errors.on_missing is bad_record)", p.types[i].str)
+		return column.Reasonf("missing value for non-Nullable %s (errors.on_missing is bad_record)", p.types[i].Text)
 	}
 	if p.defaults != nil {
 		p.marks = append(p.marks, mark{col: i, null: null})
@@ -128,18 +129,4 @@ func (p *Plan) addMarks(d uint64) {
 			p.defaults[m.col][0] += d
 		}
 	}
-}
-
-// bareNaNInf reports an unquoted NaN or Inf number token, which JSON does
-// not have but the parser takes (it does not take Infinity, which makes the
-// whole record invalid JSON): both are rejected, so that no bare literal
-// is accepted in one spelling and refused in another.
-func bareNaNInf(b []byte) bool {
-	if len(b) > 0 && (b[0] == '+' || b[0] == '-') {
-		b = b[1:]
-	}
-	if len(b) == 0 || (b[0]|0x20 != 'n' && b[0]|0x20 != 'i') {
-		return false // the common case: a digit
-	}
-	return isNaNInf(b)
 }

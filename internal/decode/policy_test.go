@@ -8,12 +8,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/internal/chschema"
+	"sink/internal/decode/column"
 	"sink/internal/route"
 )
 
 // appendWith compiles cols (no mapping) with pol and appends value; it
 // returns the error and the plan for inspection.
-func appendWith(t *testing.T, pol Policy, cols []chschema.ColumnSchema, value []byte) (*Plan, *Block, error) {
+func appendWith(t *testing.T, pol Policy, cols []chschema.ColumnSchema, value []byte) (*Plan, *column.Block, error) {
 	t.Helper()
 	p, err := Compile("json", cols, nil)
 	if err != nil {

@@ -14,59 +14,18 @@ import (
 	"google.golang.org/protobuf/types/dynamicpb"
 
 	"sink/internal/chschema"
+	"sink/internal/decode/protofmt"
 	"sink/internal/registry"
 	"sink/internal/route"
 )
 
 // testCommonProto is imported by testProto through a registry reference.
-const testCommonProto = `syntax = "proto3";
-package t.common;
-message Money { int64 units = 1; int32 cents = 2; }
-`
+var testCommonProto = testdataText("testdata/protobuf/common.proto")
 
 // testProto has every mapping the protobuf format documents, and a second
-// top-level message for message-index selection.
-const testProto = `syntax = "proto3";
-package t.v1;
-import "google/protobuf/timestamp.proto";
-import "google/protobuf/duration.proto";
-import "google/protobuf/wrappers.proto";
-import "google/protobuf/struct.proto";
-import "t/common.proto";
-
-enum Kind { KIND_UNSPECIFIED = 0; CLICK = 1; VIEW = 2; }
-
-message Event {
-  message Inner { string a = 1; int32 b = 2; Kind k = 3; }
-  uint64 id = 1;
-  int32 i32 = 2;
-  sint64 s64 = 3;
-  fixed64 f64 = 4;
-  bool flag = 5;
-  float fl = 6;
-  double db = 7;
-  string name = 8;
-  bytes raw = 9;
-  Kind kind = 10;
-  repeated int64 nums = 11;
-  repeated string tags = 12;
-  map<string, int64> counts = 13;
-  Inner inner = 14;
-  oneof choice { string text = 15; int64 number = 16; }
-  google.protobuf.Timestamp ts = 17;
-  google.protobuf.Duration dur = 18;
-  google.protobuf.Int64Value maybe = 19;
-  google.protobuf.Struct attrs = 20;
-  t.common.Money price = 21;
-  optional int32 opt = 22;
-  repeated Inner items = 23;
-  map<int32, Inner> by_id = 24;
-  uint64 big = 25;
-  google.protobuf.StringValue label = 26;
-}
-
-message Other { string note = 1; uint64 id = 2; }
-`
+// top-level message for message-index selection. The protobuf reader's own
+// tests read it too.
+var testProto = testdataText("testdata/protobuf/event.proto")
 
 // testSchemas is a fake registry: id 1 is testProto (referencing
 // t/common.proto), id 2 an Avro schema.
@@ -89,7 +48,7 @@ func protoRegistry() *fakeRegistry {
 // testDescriptor compiles schema 1 and returns the named message.
 func testDescriptor(t testing.TB, name string) protoreflect.MessageDescriptor {
 	t.Helper()
-	fd, err := compileProtoSchema(testSchemas[1])
+	fd, err := protofmt.CompileSchema(testSchemas[1])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -362,29 +321,6 @@ func TestProtobufTombstone(t *testing.T) {
 	p := protoPlan(t, []chschema.ColumnSchema{{Name: "id", Type: "UInt64"}}, nil, "")
 	if err := p.Append(p.NewBlock(), &kgo.Record{Topic: "t"}); !errors.Is(err, ErrSkip) {
 		t.Fatalf("got %v, want ErrSkip", err)
-	}
-}
-
-func TestProtobufDurationText(t *testing.T) {
-	for _, c := range []struct {
-		sec   int64
-		nanos int32
-		want  string
-	}{
-		{0, 0, "0"}, {1, 500_000_000, "1.5"}, {-1, -500_000_000, "-1.5"}, {0, -1, "-0.000000001"},
-		{315576000000, 999999999, "315576000000.999999999"}, {1, -1, "invalid"},
-	} {
-		var b []byte
-		b = appendVarintField(b, 1, uint64(c.sec))
-		b = appendVarintField(b, 2, uint64(int64(c.nanos)))
-		got, err := durationText(nil, b)
-		s := string(got)
-		if err != nil {
-			s = "invalid"
-		}
-		if s != c.want {
-			t.Errorf("%d s %d ns: got %s, want %s", c.sec, c.nanos, s, c.want)
-		}
 	}
 }
 

@@ -12,6 +12,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/dynamicpb"
 
+	"sink/internal/chtype"
+	"sink/internal/decode/protofmt"
 	"sink/internal/registry"
 	"sink/internal/route"
 )
@@ -37,7 +39,7 @@ var benchProtoSchema = &registry.Schema{ID: 10, Type: sr.TypeProtobuf, Text: ben
 // benchProtoEvents are benchEvents as framed Protobuf records (protojson
 // reads the JSON event; protobuf-go writes the payload).
 func benchProtoEvents(t testing.TB, n int) [][]byte {
-	fd, err := compileProtoSchema(benchProtoSchema)
+	fd, err := protofmt.CompileSchema(benchProtoSchema)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,8 +145,8 @@ func TestProtobufBenchEventDecodes(t *testing.T) {
 	for c, col := range bj.Columns() {
 		for r := 0; r < 50; r++ {
 			typ := col.Type
-			want := norm(parseType(typ), indexOf(bj.ColumnData(c), r))
-			got := norm(parseType(typ), indexOf(bp.ColumnData(c), r))
+			want := norm(chtype.Parse(typ), indexOf(bj.ColumnData(c), r))
+			got := norm(chtype.Parse(typ), indexOf(bp.ColumnData(c), r))
 			if fmtAny(want) != fmtAny(got) {
 				t.Fatalf("row %d column %s: protobuf %v, json %v", r, col.Name, got, want)
 			}

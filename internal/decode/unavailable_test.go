@@ -13,15 +13,16 @@ import (
 	"github.com/valyala/fastjson"
 
 	"sink/internal/chschema"
+	"sink/internal/decode/column"
 	"sink/internal/route"
 )
 
 func TestIsPlaceholder(t *testing.T) {
 	f := func(jsonValue string, want bool) {
 		t.Helper()
-		var st appendState
-		var in input
-		st.fromJSON(fastjson.MustParse(jsonValue), &in)
+		var st column.State
+		var in column.Value
+		st.FromJSON(fastjson.MustParse(jsonValue), &in)
 		if got := isPlaceholder(&in); got != want {
 			t.Errorf("isPlaceholder(%s) = %v, want %v", jsonValue, got, want)
 		}
@@ -99,7 +100,7 @@ func TestUnavailableCellsListed(t *testing.T) {
 		if err := p.Append(blk, r); err != nil {
 			t.Fatalf("Append: %v", err)
 		}
-		want := []Cell{{0, 2}, {0, 3}, {0, 4}, {0, 5}}
+		want := []Cell{{Row: 0, Col: 2}, {Row: 0, Col: 3}, {Row: 0, Col: 4}, {Row: 0, Col: 5}}
 		if got := blk.Unfilled(); !reflect.DeepEqual(got, want) {
 			t.Fatalf("Unfilled = %v, want %v", got, want)
 		}
@@ -117,7 +118,7 @@ func TestUnavailableCellsListed(t *testing.T) {
 
 		text, seven := "the value PostgreSQL holds", int32(7)
 		for _, c := range []struct {
-			cell Cell
+			cell column.Cell
 			v    any
 		}{{want[0], text}, {want[1], &text}, {want[2], "\x00\x01"}, {want[3], []*int32{nil, &seven}}} {
 			if err := blk.Fill(c.cell, c.v); err != nil {
@@ -145,10 +146,10 @@ func TestUnavailableCellsListed(t *testing.T) {
 		if err := blk.Fill(want[0], 7); err == nil {
 			t.Fatal("Fill took an int for a String column")
 		}
-		if err := blk.Fill(Cell{Row: 1, Col: 2}, "x"); err == nil {
+		if err := blk.Fill(column.Cell{Row: 1, Col: 2}, "x"); err == nil {
 			t.Fatal("Fill took a row outside the block")
 		}
-		if err := blk.Fill(Cell{Row: 0, Col: 2}, nil); err == nil {
+		if err := blk.Fill(column.Cell{Row: 0, Col: 2}, nil); err == nil {
 			t.Fatal("Fill took NULL for a String column")
 		}
 		blk.Reset()
