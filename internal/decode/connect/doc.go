@@ -5,7 +5,9 @@
 // payload checked against it), and the semantic types a schema gives a
 // value (Debezium's io.debezium.* and Connect's own Date, Time,
 // Timestamp, Decimal: SemNames), converted for the column that reads it
-// (Conv, Decimals, timeofday.go). The debezium-json reader (in package
+// (Conv, Decimals, timeofday.go), and the column type the schema gives a
+// payload field no column reads, for schema.create and schema.evolve
+// (Envelope.FieldType, columntype.go). The debezium-json reader (in package
 // decode) converts its row images' fields with the same semantic types
 // and finds the JSON converter's schema block with the same framing
 // (framing.go).
