@@ -56,7 +56,7 @@ demo-cdc: stack-up
 # writes bench/results/<date>.md and .json with a table per server.
 # Then the steady state per server: a paced stream at 50% and 90% of the
 # sink's backlog rate (measured in the same run) for 5 minutes each: client
-# CPU per row, RSS, INSERTs/min and end-to-end latency against max_wait.
+# CPU per row, RSS, INSERTs/min and end-to-end latency against the batch wait.
 # Flags: make bench BENCH_ARGS='--count 200000 --runs 1 --clickhouse 26';
 # the cluster table alone: BENCH_ARGS='--cluster-only' (cluster-<date>.md);
 # the steady state alone: BENCH_ARGS='--steady-only' (steady-<date>.md).

@@ -258,6 +258,9 @@ const DefaultWait = 5 * time.Second
 // of a config with the deprecated batch.max_wait, as it was).
 const adaptiveLatency = 30 * time.Second
 
+// defaultFetchMaxWait is kafka.fetch_max_wait when the config sets none.
+const defaultFetchMaxWait = 500 * time.Millisecond
+
 // fillLatency fills the latency bound's default and derives the fixed-mode
 // wait from it (fetch is kafka.fetch_max_wait: what a record may have
 // waited in Kafka before it reached a batch).
@@ -524,7 +527,7 @@ func defaultKafka() Kafka {
 		// The longest delay a fetch may add when input is
 		// slow; small next to batch.max_wait so it does not dominate
 		// end-to-end latency.
-		FetchMaxWait: 500 * time.Millisecond,
+		FetchMaxWait: defaultFetchMaxWait,
 		// Commits only ever cover rows already in ClickHouse, so a
 		// short interval costs little and bounds replay after a crash.
 		CommitInterval: 5 * time.Second,

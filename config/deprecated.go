@@ -30,6 +30,9 @@ type deprecation struct {
 	// value turns the old key's value into the replacement's; ok false
 	// means the old value asks for nothing (the server's setting).
 	value func(v any) (nv any, ok bool, err error)
+	// hint, when set, adds what to write instead, worked out from the
+	// config's values ("" when it cannot).
+	hint func(ko *koanf.Koanf) string
 }
 
 // deprecations are the deprecated keys, in the order their warnings are
@@ -37,7 +40,7 @@ type deprecation struct {
 var deprecations = []deprecation{
 	{key: "kafka.fetch_max_bytes", reason: "the sink sizes fetches from batch.buffer_memory; a smaller value still lowers them"},
 	{key: "kafka.max_partition_fetch_bytes", reason: "the sink sizes fetches from batch.buffer_memory; a smaller value still lowers them"},
-	{key: "batch.max_wait", reason: "set batch.max_latency instead, the one latency knob (a fixed-mode batch waits max_latency less kafka.fetch_max_wait); the value set is still the batch's wait"},
+	{key: "batch.max_wait", reason: "set batch.max_latency instead, the one latency knob (a fixed-mode batch waits max_latency less kafka.fetch_max_wait); the value set is still the batch's wait", hint: maxWaitHint},
 	{key: "clickhouse.insert_quorum", replacement: "clickhouse.settings.insert_quorum", value: quorumValue},
 	{key: "clickhouse.insert_quorum_timeout", replacement: "clickhouse.settings.insert_quorum_timeout", value: quorumTimeoutValue},
 }
@@ -56,7 +59,13 @@ func applyDeprecations(ko *koanf.Koanf, envKeys map[string]string) (warnings []s
 			from = " (from " + name + ")"
 		}
 		if d.replacement == "" {
-			warnings = append(warnings, fmt.Sprintf("%s%s is deprecated: %s (%s)", d.key, from, d.reason, DeprecatedDoc))
+			reason := d.reason
+			if d.hint != nil {
+				if h := d.hint(ko); h != "" {
+					reason += "; " + h
+				}
+			}
+			warnings = append(warnings, fmt.Sprintf("%s%s is deprecated: %s (%s)", d.key, from, reason, DeprecatedDoc))
 			continue
 		}
 		warnings = append(warnings, fmt.Sprintf("%s%s is deprecated: set %s instead (%s)", d.key, from, d.replacement, DeprecatedDoc))
@@ -85,6 +94,24 @@ func applyDeprecations(ko *koanf.Koanf, envKeys map[string]string) (warnings []s
 		}
 	}
 	return warnings, errs
+}
+
+// maxWaitHint names the batch.max_latency that gives a fixed-mode batch
+// the wait batch.max_wait sets: the wait plus kafka.fetch_max_wait.
+func maxWaitHint(ko *koanf.Koanf) string {
+	w, err := decodeHook(nil, durationType, ko.Get("batch.max_wait"))
+	if err != nil {
+		return ""
+	}
+	fetch := any(defaultFetchMaxWait)
+	if ko.Exists("kafka.fetch_max_wait") {
+		fetch = ko.Get("kafka.fetch_max_wait")
+	}
+	f, err := decodeHook(nil, durationType, fetch)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("the same wait in fixed mode is batch.max_latency: %v", w.(time.Duration)+f.(time.Duration))
 }
 
 // quorumValue reads clickhouse.insert_quorum: a number of replicas, 0 for

@@ -126,7 +126,8 @@ func TestMaxWaitDeprecated(t *testing.T) {
 	}
 	w := c.Warnings()
 	if c.Batch.MaxWait != 2*time.Second || c.Batch.MaxLatency != 30*time.Second || len(w) != 1 ||
-		!strings.Contains(w[0], "batch.max_wait is deprecated: set batch.max_latency instead") {
+		!strings.Contains(w[0], "batch.max_wait is deprecated: set batch.max_latency instead") ||
+		!strings.Contains(w[0], "the same wait in fixed mode is batch.max_latency: 2.2s") {
 		t.Errorf("max_wait 2s: wait %v, bound %v, warnings %q", c.Batch.MaxWait, c.Batch.MaxLatency, w)
 	}
 	for _, tc := range []struct {

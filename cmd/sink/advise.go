@@ -17,7 +17,7 @@ const adviseUsage = `Usage: sink advise --config FILE [--window 60s] [--inserts-
 Measures each routed topic's current rate (records/s from the growth of its
 end offsets over --window; bytes/s from the average size of a sample of its
 newest records) and prints recommended kafka.fetch_min_bytes, fetch_max_wait,
-request_timeout and batch.max_rows, max_bytes, max_wait for the target, with
+request_timeout and batch.max_rows, max_bytes, max_latency for the target, with
 the arithmetic and the inserts/min and latency to expect. It joins no group and
 commits nothing.
 

@@ -52,7 +52,7 @@ Usage:
 
 Every config key can be overridden from the environment: SINK_ + the key path
 in upper case with __ between levels, e.g. SINK_CLICKHOUSE__PASSWORD,
-SINK_KAFKA__BROKERS=a:9092,b:9092, SINK_BATCH__MAX_WAIT=2s; routes and
+SINK_KAFKA__BROKERS=a:9092,b:9092, SINK_BATCH__MAX_LATENCY=30s; routes and
 clickhouse.shards take the whole list as JSON (SINK_ROUTES='[{"topic": "a"}]').
 SINK_CONFIG is the config file of run, check, advise and offsets when --config
 is absent.

@@ -97,7 +97,7 @@ func run(cfg *config.Config, stderr io.Writer) int {
 func logStarted(cfg *config.Config, log zerolog.Logger) {
 	log.Info().Str("version", version).Strs("topics", cfg.Kafka.Topics).Str("group", cfg.Kafka.Group).
 		Int("max_rows", cfg.Batch.MaxRows).Str("max_bytes", cfg.Batch.MaxBytes.String()).
-		Dur("max_latency", cfg.Batch.MaxLatency).Dur("max_wait", cfg.Batch.MaxWait).Bool("ignore_partitions", cfg.Batch.IgnorePartitions).
+		Dur("max_latency", cfg.Batch.MaxLatency).Dur("batch_wait", cfg.Batch.MaxWait).Bool("ignore_partitions", cfg.Batch.IgnorePartitions).
 		Msg("started")
 }
 

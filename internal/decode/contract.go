@@ -4,29 +4,31 @@
 // straight into per-column buffers, with no map[string]any or reflection per
 // record.
 //
-// Formats: the route's format is the only format-specific part of a Plan,
-// behind one interface (rowFormat in format.go); the column conversions
-// below are shared. The json format reads one JSON object per record,
-// scanning its bytes once without building a tree (jsonscan.go), and a
-// record in Kafka Connect's JSON envelope by its schema (connectEnv in
-// connect.go, which connect-json requires in every record);
-// debezium-json reads Debezium change events (the envelope, its sources and
-// encodings are documented on debeziumFormat in debezium.go); avro and
-// debezium-avro read registry-framed Avro (avroFormat in avro.go,
-// dbzAvroFormat in debezium_avro.go), protobuf reads registry-framed
-// Protobuf (protoFormat in protobuf.go; schemas compiled in
-// protobuf_schema.go, composite values as JSON in protobuf_json.go) and
-// json-schema strips the frame and reads the JSON as json does
-// (jsonschema.go), all with schemas from the Registry given to Compile. The
-// grammar of sources and format names is package route's.
+// Formats: the route's format is the only format-specific part of a Plan.
+// Its reader implements one interface (format.Reader, in
+// internal/decode/format, with what a reader gets and how it answers);
+// formats.go picks the reader by route format, and the conversion of each
+// value to its column is the column builders' (internal/decode/column).
+// Readers that live here: json (jsonformat.go: one JSON object per record,
+// its bytes scanned once without a tree by internal/jsonscan's scanner, and
+// a record in Kafka Connect's JSON envelope read by its schema), connect-json
+// (the envelope required in every record), debezium-json (debezium.go,
+// debezium_schema.go: the envelope, its sources and encodings are
+// documented on debeziumFormat), debezium-avro (debezium_avro.go), both
+// Debezium formats sharing cdc.go's change-event semantics, and json-schema
+// (jsonschema.go: the registry frame stripped, then read as json). Each has
+// a package of its own where its grammar is large: avro (avrofmt),
+// protobuf (protofmt), Kafka Connect's schema language and semantic types
+// (connect). The registry-framed formats get their schemas from the
+// Registry given to Compile. The grammar of sources and format names is
+// package route's; of column types, package chtype's.
 //
 // Drift: a Plan also counts the record fields no column reads (the json
 // and json-schema record's top-level keys, an envelope's payload's, the
-// debezium-json row image's
-// fields, inferring their types from the values; the top-level fields of
-// an avro or protobuf record's schema and of a debezium-avro row image's,
-// typed by the schema) for the pipeline's drift metric and schema
-// evolution (drift.go, infer.go, schematype.go; Plan.TakeUnmapped).
+// debezium-json row image's fields, inferring their types from the values;
+// the top-level fields of an avro or protobuf record's schema and of a
+// debezium-avro row image's, typed by the schema) for the pipeline's drift
+// metric and schema evolution (internal/decode/drift; Plan.TakeUnmapped).
 //
 // Concurrency: a Plan owns reusable parsers and per-schema readers, so one
 // Plan is used by one goroutine at a time; a registry-framed format's Append

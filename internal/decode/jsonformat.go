@@ -513,6 +513,15 @@ func (f *jsonFormat) FieldDefault(name string) *column.FieldDefault {
 	return f.env.FieldDefault(name)
 }
 
+// FieldSchema is the column type an envelope's schema gives the payload's
+// top-level field name (drift.TypesReader; nil for a plain record).
+func (f *jsonFormat) FieldSchema(name string) *drift.SchemaType {
+	if !f.wrapped {
+		return nil
+	}
+	return f.env.FieldType(name)
+}
+
 func (*jsonFormat) Lenient() bool { return false }
 
 func (f *jsonFormat) UnreadFields() drift.Object { return f.fields.unread() }

@@ -55,7 +55,8 @@ const (
 	ConsumerLagSeconds = "sink_consumer_lag_seconds"
 	EndToEndLatency    = "sink_end_to_end_latency_seconds"
 	LastInsertAge      = "sink_last_insert_age_seconds"
-	// The configured batch.max_wait, so alerts can scale with it.
+	// The fixed-mode batch wait (batch.max_latency less
+	// kafka.fetch_max_wait), so alerts can scale with it.
 	BatchMaxWait = "sink_batch_max_wait_seconds"
 	// Records held because the schema registry could not be asked for
 	// their schema, and the failed attempts to decode them again.
@@ -65,7 +66,7 @@ const (
 	// (schema.evolve: add_columns) or whose table is being re-read.
 	SchemaWaiting = "sink_schema_waiting_records"
 	// The batch controller's decision per table (batch.mode adaptive; in
-	// fixed mode the configured max_rows and max_wait, pressure 1) and
+	// fixed mode the configured max_rows and the batch wait, pressure 1) and
 	// what it decided from (adaptive only).
 	BatchTargetRows   = "sink_batch_target_rows"
 	BatchTargetWait   = "sink_batch_target_wait_seconds"
@@ -164,7 +165,7 @@ func New(group string) *Metrics {
 	m.targets = map[string]*prometheus.GaugeVec{}
 	for _, g := range []struct{ name, help string }{
 		{BatchTargetRows, "Rows at which the table's batch is sealed now: max_rows in fixed mode; in adaptive mode the controller's ceiling (twice the measured rate over the wait, within the memory share)."},
-		{BatchTargetWait, "The longest the table's batch stays open now: max_wait in fixed mode; the controller's wait in adaptive mode."},
+		{BatchTargetWait, "The longest the table's batch stays open now: batch.max_latency less kafka.fetch_max_wait (capped by the table's routes' max_latency) in fixed mode; the controller's wait in adaptive mode."},
 		{BatchPressure, "The factor ClickHouse's feedback (active parts, TOO_MANY_PARTS, slow inserts) stretches the adaptive wait by; 1 when none."},
 		{BatchOverLatency, "1 while ClickHouse's pushback makes the adaptive wait longer than batch.max_latency allows."},
 		{BatchInputRate, "The input rate the adaptive controller measured, rows per second."},
@@ -552,7 +553,7 @@ func (m *Metrics) RegistryRetry() {
 	m.regRetries.Inc()
 }
 
-// SetMaxWait reports the configured batch.max_wait.
+// SetMaxWait reports the fixed-mode batch wait (config.Batch.MaxWait).
 func (m *Metrics) SetMaxWait(d time.Duration) {
 	if m == nil {
 		return

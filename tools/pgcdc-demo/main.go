@@ -420,7 +420,7 @@ func (d *demo) startSink(w *pgcdc.Workload) (bool, *sinkProc, error) {
 		return fmt.Sprintf(`name: %s
 kafka: {brokers: [%q], topic_regex: '%s', fetch_min_bytes: 1, fetch_max_wait: 200ms, commit_interval: 500ms}
 clickhouse: {addrs: [%q], database: %s, schema_refresh: 1s}
-batch: {max_rows: 1000, max_wait: 300ms}
+batch: {max_rows: 1000, max_latency: 500ms}
 routes: [%s]
 errors: {tolerance: all, dlq_topic: %s, dlq_create: true}
 http: {listen: ""}

@@ -5,8 +5,9 @@
 // tolerable delay; the request timeout above fetch_max_wait.
 //
 // In this sink the batch, not the fetch, sets the insert rate: a table's
-// accumulator seals at batch.max_wait whatever the input rate, so
-// max_wait = 60s / (inserts per minute) is the main lever; max_rows and
+// accumulator seals at its wait (batch.max_latency less fetch_max_wait)
+// whatever the input rate, so a wait of 60s / (inserts per minute) is the
+// main lever; max_rows and
 // max_bytes are caps sized with headroom so they only fire when the rate
 // grows or a backlog is replayed (when large inserts are what you want).
 //
@@ -114,7 +115,8 @@ type Advice struct {
 	MaxWait        time.Duration
 	Tables         []Table
 	// Latency is the worst case from produce to INSERT start:
-	// fetch_max_wait + max_wait (the INSERT's own time comes on top).
+	// fetch_max_wait + the batch's wait, the batch.max_latency advised
+	// (the INSERT's own time comes on top).
 	Latency time.Duration
 	// Steps is the arithmetic, one line each, in the order it was done.
 	Steps []string
@@ -197,7 +199,7 @@ func (r *recommender) fetchWait() {
 		FetchShare, r.interval/FetchShare, MinFetchMaxWait, MaxFetchMaxWait, r.a.FetchMaxWait)
 }
 
-// maxWait is step 4: max_wait is the interval, unless the latency bound
+// maxWait is step 4: a batch's wait is the interval, unless the latency bound
 // needs less (and fetch_max_wait with it).
 func (r *recommender) maxWait() {
 	m, w := r.interval, r.a.FetchMaxWait
@@ -208,12 +210,12 @@ func (r *recommender) maxWait() {
 		}
 		if m+w > lat {
 			m = lat - w
-			r.step("--max-latency %s: max_wait = %s - fetch_max_wait %s = %s, below T, so inserts/min rise to 60s / %s = %s",
+			r.step("--max-latency %s: a batch's wait = %s - fetch_max_wait %s = %s, below T, so inserts/min rise to 60s / %s = %s",
 				lat, lat, w, m, m, num(60/m.Seconds()))
 		}
 	}
 	if m < MinInterval {
-		r.warn("max_wait %s would mean more than one INSERT per second per table; held at %s (ClickHouse advises at most about one per second)", m, MinInterval)
+		r.warn("a batch's wait of %s would mean more than one INSERT per second per table; held at %s (ClickHouse advises at most about one per second)", m, MinInterval)
 		m = MinInterval
 	}
 	m = m.Round(100 * time.Millisecond)
@@ -307,7 +309,7 @@ func (r *recommender) expect() {
 		r.step("table %s: %s records/s × %s = %s rows/insert, %s inserts/min", name, num(tb.RecordsPerSec), m, count(rows), num(perMin))
 	}
 	r.a.Latency = r.a.FetchMaxWait + r.a.MaxWait
-	r.step("latency ≤ fetch_max_wait %s + max_wait %s = %s, plus the INSERT itself", r.a.FetchMaxWait, r.a.MaxWait, r.a.Latency)
+	r.step("latency ≤ fetch_max_wait %s + a batch's wait %s = %s (batch.max_latency), plus the INSERT itself", r.a.FetchMaxWait, r.a.MaxWait, r.a.Latency)
 }
 
 // YAML is the recommendation as a config fragment.

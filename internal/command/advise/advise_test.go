@@ -80,7 +80,7 @@ func TestRecommend(t *testing.T) {
 		want{633 * config.KiB, 1500 * time.Millisecond, 30 * time.Second, FloorRows, FloorBytes, 15 * time.Second, 16500 * time.Millisecond,
 			[]float64{30_000}, []float64{4}, nil})
 
-	// A 5s latency bound wins over 4/min: wait 0.5s, max_wait 4.5s,
+	// A 5s latency bound wins over 4/min: fetch_max_wait 0.5s, a batch's wait 4.5s,
 	// 60 / 4.5 = 13.3 inserts/min; 216,000 B → 211KiB.
 	f("latency", []Topic{topic("a", "db.t", 1, 2000, 180)}, def, Target{InsertsPerMinute: 4, MaxLatency: 5 * time.Second},
 		want{211 * config.KiB, 500 * time.Millisecond, 30 * time.Second, FloorRows, FloorBytes, 4500 * time.Millisecond, 5 * time.Second,
@@ -133,7 +133,7 @@ func TestStepsShowTheArithmetic(t *testing.T) {
 		"fetch_min_bytes = 1.2 × 360.0 kB/s (all topics) × 6s = 2.59 MB → 2.5MiB",
 		"batch.max_rows = 2 × 2,000 records/s × 1m0s (busiest table db.t) = 240,000 → 240,000",
 		"table db.t: 2,000 records/s × 1m0s = 120,000 rows/insert, 1 inserts/min",
-		"latency ≤ fetch_max_wait 6s + max_wait 1m0s = 1m6s",
+		"latency ≤ fetch_max_wait 6s + a batch's wait 1m0s = 1m6s (batch.max_latency)",
 	} {
 		if !strings.Contains(all, s) {
 			t.Fatalf("steps lack %q:\n%s", s, all)

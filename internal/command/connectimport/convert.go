@@ -448,7 +448,7 @@ var overrideRules = map[string]overrideRule{
 		v.doc.set("kafka.client_id", val)
 		v.carry(key, "kafka.client_id", "")
 	},
-	"max.poll.records":      notNeededFor("the sink's INSERTs are not poll-sized: batch.max_rows, max_bytes and max_wait decide, across polls and partitions"),
+	"max.poll.records":      notNeededFor("the sink's INSERTs are not poll-sized: batch.max_rows, max_bytes and max_latency decide, across polls and partitions"),
 	"max.poll.interval.ms":  notNeededFor("franz-go heartbeats on its own; kafka.session_timeout and rebalance_timeout bound a member"),
 	"heartbeat.interval.ms": notNeededFor("franz-go heartbeats on its own; kafka.session_timeout and rebalance_timeout bound a member"),
 	"auto.offset.reset":     (*conv).offsetReset,

@@ -193,6 +193,27 @@ func newCol(t *chtype.Type) col {
 		m := &mapCol{t: t, keys: newTopCol(t.Key), vals: newTopCol(t.Elem)}
 		m.visitFn = m.visit
 		return m
+	case chtype.Tuple:
+		return newTupleCol(t)
+	case chtype.Dynamic:
+		return &dynamicCol{}
+	case chtype.Variant:
+		return newVariantCol(t)
+	case chtype.JSON:
+		return newJSONCol(t)
+	}
+	for _, build := range [...]func(*chtype.Type, bool) col{newNumberCol, newTimeCol, newScalarCol} {
+		if c := build(t, nullable); c != nil {
+			return c
+		}
+	}
+	panic("decode: no buffer for type " + t.Text) // Compile rejects these
+}
+
+// newNumberCol builds the buffer of an integer, float or decimal type (nil
+// for another type): each value range-checked against the column.
+func newNumberCol(t *chtype.Type, nullable bool) col {
+	switch t.Kind {
 	case chtype.Int8:
 		return newLeaf(nullable, 1, int8(0), same[int8]{}, func(c *State, in *Value) (int8, error) {
 			v, err := c.signed(in, t, math.MinInt8, math.MaxInt8)
@@ -249,10 +270,18 @@ func newCol(t *chtype.Type) col {
 		}
 		return newLeaf(nullable, 48, decimal.New(0, int32(-t.Scale)), same[decimal.Decimal]{},
 			func(c *State, in *Value) (decimal.Decimal, error) { return c.decimalBig(in, t) })
-	case chtype.String:
-		return newLeaf(nullable, 16, "", same[string]{}, stringConv(t, 0))
-	case chtype.FixedString:
-		return newLeaf(nullable, 16, string(make([]byte, t.Size)), same[string]{}, stringConv(t, t.Size))
+	case chtype.Int128, chtype.Int256, chtype.UInt128, chtype.UInt256:
+		_, signed := wideBits(t.Kind)
+		return newLeaf(nullable, 32, u256{}, mapped[u256, big.Int]{func(v u256) big.Int { return v.bigInt(signed) }},
+			func(c *State, in *Value) (u256, error) { return c.wide(in, t) })
+	}
+	return nil
+}
+
+// newTimeCol builds the buffer of a Date, Date32, DateTime or DateTime64
+// (nil for another type).
+func newTimeCol(t *chtype.Type, nullable bool) col {
+	switch t.Kind {
 	case chtype.Date, chtype.Date32:
 		return newLeaf(nullable, 24, epoch, same[time.Time]{}, func(c *State, in *Value) (time.Time, error) {
 			return c.date(in, t)
@@ -270,6 +299,18 @@ func newCol(t *chtype.Type) col {
 				tm, err := c.dateTime64(in, t)
 				return toTicks(tm, p), err
 			})
+	}
+	return nil
+}
+
+// newScalarCol builds the buffer of a String, FixedString, UUID, Enum,
+// Bool or IP type (nil for another type).
+func newScalarCol(t *chtype.Type, nullable bool) col {
+	switch t.Kind {
+	case chtype.String:
+		return newLeaf(nullable, 16, "", same[string]{}, stringConv(t, 0))
+	case chtype.FixedString:
+		return newLeaf(nullable, 16, string(make([]byte, t.Size)), same[string]{}, stringConv(t, t.Size))
 	case chtype.UUID:
 		return newLeaf(nullable, 16, uuid.Nil, same[uuid.UUID]{}, func(c *State, in *Value) (uuid.UUID, error) {
 			return c.uuidValue(in, t)
@@ -295,20 +336,8 @@ func newCol(t *chtype.Type) col {
 		return newLeaf(nullable, 16, [16]byte{}, same[[16]byte]{}, func(c *State, in *Value) ([16]byte, error) {
 			return c.ipv6(in, t)
 		})
-	case chtype.Int128, chtype.Int256, chtype.UInt128, chtype.UInt256:
-		_, signed := wideBits(t.Kind)
-		return newLeaf(nullable, 32, u256{}, mapped[u256, big.Int]{func(v u256) big.Int { return v.bigInt(signed) }},
-			func(c *State, in *Value) (u256, error) { return c.wide(in, t) })
-	case chtype.Tuple:
-		return newTupleCol(t)
-	case chtype.Dynamic:
-		return &dynamicCol{}
-	case chtype.Variant:
-		return newVariantCol(t)
-	case chtype.JSON:
-		return newJSONCol(t)
 	}
-	panic("decode: no buffer for type " + t.Text) // Compile rejects these
+	return nil
 }
 
 var (

@@ -267,27 +267,48 @@ func (c *State) appendLiteral(dst []byte, t *chtype.Type, in *Value) ([]byte, er
 		}
 		return append(dst, "null"...), nil
 	}
-	var err error
 	switch t.Kind {
 	case chtype.Nullable:
 		return c.appendLiteral(dst, t.Elem, in)
 	case chtype.Array:
-		if in.Kind != Array {
-			return dst, cannotConvert(in, t, "want a JSON array")
+		return c.appendArrayLiteral(dst, t, in)
+	case chtype.Int8, chtype.Int16, chtype.Int32, chtype.Int64, chtype.UInt8, chtype.UInt16, chtype.UInt32, chtype.UInt64,
+		chtype.Int128, chtype.Int256, chtype.UInt128, chtype.UInt256, chtype.Float32, chtype.Float64, chtype.Decimal,
+		chtype.Enum8, chtype.Enum16, chtype.Bool:
+		return c.appendNumberLiteral(dst, t, in)
+	case chtype.Date, chtype.Date32, chtype.DateTime, chtype.DateTime64:
+		return c.appendTimeLiteral(dst, t, in)
+	case chtype.String, chtype.FixedString, chtype.UUID, chtype.IPv4, chtype.IPv6:
+		return c.appendTextLiteral(dst, t, in)
+	}
+	return dst, cannotConvert(in, t, "not supported in a JSON typed path")
+}
+
+// appendArrayLiteral appends in, a JSON array, as an array of t.Elem.
+func (c *State) appendArrayLiteral(dst []byte, t *chtype.Type, in *Value) ([]byte, error) {
+	var err error
+	if in.Kind != Array {
+		return dst, cannotConvert(in, t, "want a JSON array")
+	}
+	items, _ := in.Tree.Array()
+	var ein Value
+	dst = append(dst, '[')
+	for i, it := range items {
+		if i > 0 {
+			dst = append(dst, ',')
 		}
-		items, _ := in.Tree.Array()
-		var ein Value
-		dst = append(dst, '[')
-		for i, it := range items {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			c.FromJSON(it, &ein)
-			if dst, err = c.appendLiteral(dst, t.Elem, &ein); err != nil {
-				return dst, &reason{msg: "element " + strconv.Itoa(i) + ": " + err.Error()}
-			}
+		c.FromJSON(it, &ein)
+		if dst, err = c.appendLiteral(dst, t.Elem, &ein); err != nil {
+			return dst, &reason{msg: "element " + strconv.Itoa(i) + ": " + err.Error()}
 		}
-		return append(dst, ']'), nil
+	}
+	return append(dst, ']'), nil
+}
+
+// appendNumberLiteral appends a number, Enum or Bool column's literal:
+// numbers in plain decimal, non-finite floats as "nan", "inf", "-inf".
+func (c *State) appendNumberLiteral(dst []byte, t *chtype.Type, in *Value) ([]byte, error) {
+	switch t.Kind {
 	case chtype.Int8, chtype.Int16, chtype.Int32, chtype.Int64:
 		lo, hi := intRange(t.Kind)
 		v, err := c.signed(in, t, lo, hi)
@@ -327,15 +348,20 @@ func (c *State) appendLiteral(dst []byte, t *chtype.Type, in *Value) ([]byte, er
 			return dst, err
 		}
 		return n.appendPlain(dst), nil
-	case chtype.String, chtype.FixedString:
-		b := c.stringText(in)
-		if t.Kind == chtype.FixedString && len(b) > t.Size {
-			return dst, Reasonf("string of %d bytes is too long for %s", len(b), t.Text)
-		}
-		if !utf8.Valid(b) {
-			return dst, cannotConvert(in, t, "not valid UTF-8 (ClickHouse's JSON type refuses it)")
-		}
-		return AppendJSONString(dst, b), nil
+	case chtype.Enum8, chtype.Enum16:
+		v, err := c.enum(in, t)
+		return strconv.AppendInt(dst, int64(v), 10), err
+	case chtype.Bool:
+		v, err := c.boolean(in, t)
+		return strconv.AppendBool(dst, v), err
+	}
+	return dst, cannotConvert(in, t, "not supported in a JSON typed path")
+}
+
+// appendTimeLiteral appends a date or time as text with an explicit UTC
+// zone.
+func (c *State) appendTimeLiteral(dst []byte, t *chtype.Type, in *Value) ([]byte, error) {
+	switch t.Kind {
 	case chtype.Date, chtype.Date32:
 		d, err := c.date(in, t)
 		if err != nil {
@@ -357,6 +383,23 @@ func (c *State) appendLiteral(dst []byte, t *chtype.Type, in *Value) ([]byte, er
 		}
 		dst = append(dst, '"')
 		return append(ts.UTC().AppendFormat(dst, "2006-01-02T15:04:05.999999999Z07:00"), '"'), nil
+	}
+	return dst, cannotConvert(in, t, "not supported in a JSON typed path")
+}
+
+// appendTextLiteral appends a string (valid UTF-8 only), UUID or IP as a
+// JSON string.
+func (c *State) appendTextLiteral(dst []byte, t *chtype.Type, in *Value) ([]byte, error) {
+	switch t.Kind {
+	case chtype.String, chtype.FixedString:
+		b := c.stringText(in)
+		if t.Kind == chtype.FixedString && len(b) > t.Size {
+			return dst, Reasonf("string of %d bytes is too long for %s", len(b), t.Text)
+		}
+		if !utf8.Valid(b) {
+			return dst, cannotConvert(in, t, "not valid UTF-8 (ClickHouse's JSON type refuses it)")
+		}
+		return AppendJSONString(dst, b), nil
 	case chtype.UUID:
 		u, err := c.uuidValue(in, t)
 		if err != nil {
@@ -364,12 +407,6 @@ func (c *State) appendLiteral(dst []byte, t *chtype.Type, in *Value) ([]byte, er
 		}
 		dst = append(dst, '"')
 		return append(append(dst, u.String()...), '"'), nil
-	case chtype.Enum8, chtype.Enum16:
-		v, err := c.enum(in, t)
-		return strconv.AppendInt(dst, int64(v), 10), err
-	case chtype.Bool:
-		v, err := c.boolean(in, t)
-		return strconv.AppendBool(dst, v), err
 	case chtype.IPv4:
 		v, err := c.ipv4(in, t)
 		if err != nil {

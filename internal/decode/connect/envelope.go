@@ -59,7 +59,7 @@ import (
 // written instead, envelopes too, as before the sink read them. Format
 // connect-json requires the envelope: any other record is bad.
 //
-// An Envelope belongs to its json format's reader (internal/decode/jsonfmt)
+// An Envelope belongs to its json format's reader (package decode)
 // and is used from one goroutine.
 type Envelope struct {
 	st     *column.State

@@ -68,6 +68,7 @@ type connNode struct {
 	sem        Sem    // the semantic type its name (or, for bytes, its type) gives
 	optional   bool   // null is a value
 	hasDefault bool   // declares a default: Connect reads null as it
+	precision  int    // a Decimal's connect.decimal.precision (0: none declared)
 	fields     []connField
 	items      *connNode // array
 	keys, vals *connNode // map
@@ -177,6 +178,9 @@ func (n *connNode) semantic(v *fastjson.Value) error {
 			return fmt.Errorf("%s without an integer scale parameter", n.name)
 		}
 		n.sem.Scale = s
+		if p, ok := atoi32(v.GetStringBytes("parameters", "connect.decimal.precision")); ok && p > 0 {
+			n.precision = int(p)
+		}
 	}
 	return nil
 }

@@ -6,8 +6,9 @@
 // the counts out (Take: the Plan's TakeUnmapped), the way TakeDefaults
 // hands out the defaults. It also gives such a field the column type
 // schema evolution adds for it: inferred from its values, or the type its
-// registry schema declares (SchemaType), or a JSON Schema's
-// (JSONSchemaFields).
+// registry schema declares (SchemaType), or the type the record's own
+// schema declares (a Kafka Connect envelope: TypesReader), or a JSON
+// Schema's (JSONSchemaFields).
 //
 // Concurrency: a Counter belongs to its Plan and is used from the Plan's
 // goroutine. The types and functions are free of shared state.
@@ -94,11 +95,13 @@ type UnmappedField struct {
 	// Take.
 	Count uint64
 	// Example is the first value seen (JSON text, cut to 64 bytes); for
-	// a field typed by the record's schema, "schema type " and the type
-	// as the schema names it.
+	// a field typed by a registry schema (Known), "schema type " and the
+	// type as the schema names it.
 	Example string
 	// Type is inferred from the first values seen (up to 100), merged;
-	// for a field typed by the record's schema, Schema is set instead.
+	// for a field typed by the record's schema (a registry schema's, or
+	// a Kafka Connect envelope's: TypesReader), Schema is set instead,
+	// and Column and TypeName answer by it.
 	Type   FieldType
 	Schema *SchemaType
 	// Default is the default the record's schema declares for the field
@@ -145,6 +148,7 @@ type Counter struct {
 	known    KnownReader
 	objects  ObjectReader
 	defaults DefaultsReader
+	types    TypesReader
 	fields   map[string]*UnmappedField
 	overflow uint64
 	visit    func(k []byte, v *fastjson.Value) // bound once, so a walk allocates nothing
@@ -318,6 +322,7 @@ func (d *Counter) Bind(f any, accept func(name string) bool) {
 	d.known, _ = f.(KnownReader)
 	d.objects, _ = f.(ObjectReader)
 	d.defaults, _ = f.(DefaultsReader)
+	d.types, _ = f.(TypesReader)
 }
 
 // Note counts the unmapped fields of the record just appended.
@@ -371,17 +376,21 @@ func (d *Counter) field(k []byte) *UnmappedField {
 	if u := d.fields[string(k)]; u != nil {
 		return u
 	}
-	u := d.newField(k, d.withDefault)
+	u := d.newField(k, d.fromSchema)
 	if u == nil {
 		d.overflow++
 	}
 	return u
 }
 
-// withDefault sets the default the record's schema declares for u.
-func (d *Counter) withDefault(u *UnmappedField) {
+// fromSchema sets the default the record's schema declares for u, and the
+// type it gives u when the record has a schema (TypesReader).
+func (d *Counter) fromSchema(u *UnmappedField) {
 	if d.defaults != nil {
 		u.Default = d.defaults.FieldDefault(u.Name)
+	}
+	if d.types != nil {
+		u.Schema = d.types.FieldSchema(u.Name)
 	}
 }
 
@@ -530,6 +539,16 @@ func (d *Counter) Take(fn func(f *UnmappedField), overflow func(n uint64)) {
 		overflow(d.overflow)
 		d.overflow = 0
 	}
+}
+
+// TypesReader is a reader of JSON objects whose records may carry their
+// schema (the json format's Kafka Connect envelope): FieldSchema is the
+// column type the schema of the record just appended gives its field name
+// (nil: the record has no schema, or its schema does not describe the
+// field, which is then typed by its values). A field takes the type of the
+// record it was first seen in, as a registry schema's field does.
+type TypesReader interface {
+	FieldSchema(name string) *SchemaType
 }
 
 // DefaultsReader is a reader that knows the declared defaults of the fields

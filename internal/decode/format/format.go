@@ -6,11 +6,10 @@
 // the per-schema-id cache of the registry-framed formats (Schemas, Frame)
 // and the limits on hostile input (limits.go).
 //
-// The readers live beside it, one package per grammar: jsonfmt (json,
-// connect-json and json-schema; Kafka Connect's envelope), connect (Kafka
-// Connect's schema language and semantic types), debezium (the Debezium
-// envelope, in JSON and Avro), avrofmt and protofmt. Package decode
-// registers them by route format (formats.go there).
+// The readers live beside it: avrofmt and protofmt in packages of their
+// own, Kafka Connect's schema language in connect, and json, connect-json,
+// debezium-json, debezium-avro and json-schema in package decode, which
+// picks the reader by route format (formats.go there).
 //
 // Concurrency: a Reader, and an Env's State, belong to one Plan and are
 // used from one goroutine. A Schemas cache is a reader's.
