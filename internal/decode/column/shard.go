@@ -38,17 +38,18 @@ type sharded struct {
 // FixedString or LowCardinality(String), an integer up to 64 bits, Date,
 // DateTime; not Nullable) or placer is nil.
 func (l *Layout) NewShardedBlock(key int, placer chschema.Placer) *Block {
-	b := l.NewBlock()
-	if placer == nil || key < 0 || key >= len(b.bufs) || placer.ShardCount() < 1 {
-		return b
+	if placer == nil || key < 0 || key >= len(l.types) || placer.ShardCount() < 1 {
+		return l.NewBlock()
 	}
+	b := l.newBlock(false)
 	read := keyReader(b.bufs[key])
 	if read == nil {
-		return b
+		return l.NewBlock()
 	}
 	s := &sharded{placer: placer, key: key, read: read, parts: make([]*Block, placer.ShardCount())}
+	pl := l.partLayout()
 	for i := range s.parts {
-		s.parts[i] = l.NewBlock()
+		s.parts[i] = pl.NewBlock()
 	}
 	b.shard = s
 	return b
