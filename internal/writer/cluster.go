@@ -471,9 +471,13 @@ func keyType(tt *tableTarget, cols []chschema.ColumnSchema) (string, bool) {
 // tables by a key, and until the key's hash has been checked against the
 // server (Describe checks it; a batch decoded before is split at Insert,
 // as is a block placed by a placement the topology has changed since).
-// It does no I/O.
+// It does no I/O and never waits: while a table read or the hash check
+// holds the locks it needs, it answers nil (the caller's next block asks
+// again).
 func (c *Cluster) Placer(db, table string, cols []chschema.ColumnSchema) (key string, p chschema.Placer) {
-	c.mu.Lock()
+	if !c.mu.TryLock() {
+		return "", nil
+	}
 	tt := c.targets[db+"."+table]
 	c.mu.Unlock()
 	if tt == nil {
@@ -484,7 +488,9 @@ func (c *Cluster) Placer(db, table string, cols []chschema.ColumnSchema) (key st
 		return "", nil
 	}
 	topo := c.lay.Load().topo
-	tt.mu.Lock()
+	if !tt.mu.TryLock() {
+		return "", nil
+	}
 	defer tt.mu.Unlock()
 	h := tt.hashes[typ]
 	if h == nil {

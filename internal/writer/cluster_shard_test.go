@@ -225,3 +225,53 @@ func TestShardedBlockStalePlacementIsSplit(t *testing.T) {
 		t.Errorf("%d parts holding %d rows, want 3 holding 100", len(parts), total)
 	}
 }
+
+// TestPlacerAnswersWithoutWaiting: Placer names the key and one placement
+// for every block while the topology stays, a new one when it changes,
+// none before the key's hash is checked or for a table not placed by a
+// key, and none (rather than waiting) while another goroutine holds the
+// locks it needs.
+func TestPlacerAnswersWithoutWaiting(t *testing.T) {
+	h, _ := cluster.NewKeyHash(cluster.HashCity, "UInt64")
+	cols := []chschema.ColumnSchema{{Name: "i", Type: "UInt32"}, {Name: "k", Type: "UInt64"}}
+	tt := &tableTarget{target: config.TargetLocal, key: "k", hash: cluster.HashCity, hashes: map[string]*cluster.KeyHash{}}
+	c := &Cluster{targets: map[string]*tableTarget{
+		"db.t":   tt,
+		"db.r":   {target: config.TargetLocal, random: true, hashes: map[string]*cluster.KeyHash{}},
+		"db.raw": nil,
+	}}
+	c.lay.Store(&layout{topo: shardTopology()})
+	if _, p := c.Placer("db", "t", cols); p != nil {
+		t.Error("a placement before the hash was checked")
+	}
+	tt.hashes["UInt64"] = h
+	key, p1 := c.Placer("db", "t", cols)
+	if key != "k" || p1 == nil || p1.ShardCount() != 3 {
+		t.Fatalf("Placer = %q, %v; want k and a placement over 3 shards", key, p1)
+	}
+	if _, p2 := c.Placer("db", "t", cols); p2 != p1 {
+		t.Error("a second block got another placement on the same topology")
+	}
+	c.lay.Store(&layout{topo: shardTopology()})
+	if _, p3 := c.Placer("db", "t", cols); p3 == p1 || p3 == nil {
+		t.Error("the same placement after the topology was read again")
+	}
+	for _, table := range []string{"r", "raw", "missing"} {
+		if _, p := c.Placer("db", table, cols); p != nil {
+			t.Errorf("table %s: a placement", table)
+		}
+	}
+	if _, p := c.Placer("db", "t", cols[:1]); p != nil {
+		t.Error("a placement for blocks without the key column")
+	}
+	c.mu.Lock()
+	if _, p := c.Placer("db", "t", cols); p != nil {
+		t.Error("a placement while the cluster's lock is held")
+	}
+	c.mu.Unlock()
+	tt.mu.Lock()
+	if _, p := c.Placer("db", "t", cols); p != nil {
+		t.Error("a placement while the table's lock is held")
+	}
+	tt.mu.Unlock()
+}
