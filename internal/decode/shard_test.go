@@ -90,3 +90,34 @@ func TestShardedBlockFillsAcrossParts(t *testing.T) {
 		t.Errorf("shard 1's first row: %q, want the value filled for id 1", parts[1].ColumnData(2).([]string)[0])
 	}
 }
+
+// FuzzShardedAppend: any record is taken or refused alike by a plain block
+// and by a block that places rows on shards by a key of each key type, and
+// both end with the same row, key and bytes.
+func FuzzShardedAppend(f *testing.F) {
+	for _, s := range []string{`{"i":1,"k":5}`, `{"i":2,"k":"x"}`, `{"i":3}`, `{"i":4,"k":null}`, `{"i":5,"k":{"a":1}}`, `{"i":6,"k":-1}`, `{"i":7,"k":"2026-01-02"}`, `not json`, `{"i":8,"k":1e30}`} {
+		f.Add([]byte(s))
+	}
+	types := []string{"Int8", "UInt64", "Int64", "String", "FixedString(4)", "LowCardinality(String)", "Date", "DateTime"}
+	f.Fuzz(func(t *testing.T, value []byte) {
+		for _, typ := range types {
+			cols := []chschema.ColumnSchema{{Name: "i", Type: "UInt32"}, {Name: "k", Type: typ}}
+			p, err := Compile(route.JSON, cols, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			plain, sharded := p.NewBlock(), p.NewShardedBlock("k", parity{})
+			rec := &kgo.Record{Value: value}
+			errPlain, errSharded := p.Append(plain, rec), p.Append(sharded, rec)
+			if (errPlain == nil) != (errSharded == nil) {
+				t.Fatalf("%s: %s: plain %v, sharded %v", typ, value, errPlain, errSharded)
+			}
+			if plain.Rows() != sharded.Rows() || plain.Bytes() != sharded.Bytes() {
+				t.Fatalf("%s: %s: plain %d rows %d bytes, sharded %d rows %d bytes", typ, value, plain.Rows(), plain.Bytes(), sharded.Rows(), sharded.Bytes())
+			}
+			if plain.Rows() > 0 && !reflect.DeepEqual(plain.ColumnData(1), sharded.ColumnData(1)) {
+				t.Fatalf("%s: %s: key %v, sharded %v", typ, value, plain.ColumnData(1), sharded.ColumnData(1))
+			}
+		}
+	})
+}
