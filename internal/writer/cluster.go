@@ -34,9 +34,11 @@ import (
 //     it returns only once every shard has its rows; it goes first to the
 //     node clickhouse.replica_order picks among all of them, and a
 //     retriable failure moves the identical block to the next node.
-//   - target local: the batch is split into one part per shard (all of it to
-//     one shard, by weight, with sharding: random; by the sharding key's hash
-//     otherwise, as the Distributed engine splits), each part one INSERT
+//   - target local: the batch is one part per shard (all of it to one
+//     shard, by weight, with sharding: random; by the sharding key's hash
+//     otherwise, as the Distributed engine places rows: the parts of a
+//     block placed as it was decoded, see Placer, else the batch split
+//     here), each part one INSERT
 //     into that shard's local table, sent first to the replica
 //     clickhouse.replica_order picks (round_robin: the shard's replicas in
 //     turn, part after part), retried as the identical block on the
