@@ -120,26 +120,32 @@ func (h *KeyHash) Sum(data any) ([]uint64, error) {
 	if err != nil {
 		return nil, err
 	}
-	var le [8]byte
 	for i, b := range bits {
-		switch h.fn {
-		case HashCity:
-			// ClickHouse's cityHash64 of a number is intHash64 of its
-			// bytes, zero-extended to 64 bits (use_int_hash_for_pods).
-			bits[i] = IntHash64(b)
-		case HashInt:
-			// intHash64 takes a UInt64: a signed value converts to it
-			// sign-extended, as C++ converts.
-			bits[i] = IntHash64(h.extend(b))
-		case HashIdentity:
-			// The engine takes a signed key as the unsigned integer of
-			// the same width (createBlockSelector): the bits as they are.
-		default:
-			binary.LittleEndian.PutUint64(le[:], b)
-			bits[i] = h.bytes(le[:h.typ.width])
-		}
+		bits[i] = h.sumBits(b)
 	}
 	return bits, nil
+}
+
+// sumBits is the sharding value of an integer key whose bits are b,
+// zero-extended from the key's width.
+func (h *KeyHash) sumBits(b uint64) uint64 {
+	switch h.fn {
+	case HashCity:
+		// ClickHouse's cityHash64 of a number is intHash64 of its
+		// bytes, zero-extended to 64 bits (use_int_hash_for_pods).
+		return IntHash64(b)
+	case HashInt:
+		// intHash64 takes a UInt64: a signed value converts to it
+		// sign-extended, as C++ converts.
+		return IntHash64(h.extend(b))
+	case HashIdentity:
+		// The engine takes a signed key as the unsigned integer of
+		// the same width (createBlockSelector): the bits as they are.
+		return b
+	}
+	var le [8]byte
+	binary.LittleEndian.PutUint64(le[:], b)
+	return h.bytes(le[:h.typ.width])
 }
 
 func (h *KeyHash) bytes(b []byte) uint64 {
@@ -214,8 +220,9 @@ func conv[T any](v []T, f func(T) uint64) []uint64 {
 // sharding value modulo the total weight is a slot, and slots belong to
 // shards by cumulative weight ranges (Topology.Slots).
 type Placement struct {
-	slots []int
-	hash  *KeyHash
+	slots  []int
+	hash   *KeyHash
+	shards int
 }
 
 // NewPlacement places rows of key hash h on topology t's shards.
@@ -224,7 +231,7 @@ func NewPlacement(t *Topology, h *KeyHash) (*Placement, error) {
 	if len(slots) == 0 {
 		return nil, fmt.Errorf("cluster %s: every shard has weight 0", t.Name)
 	}
-	return &Placement{slots: slots, hash: h}, nil
+	return &Placement{slots: slots, hash: h, shards: len(t.Shards)}, nil
 }
 
 // Shards returns, per row of the key column data, the index of its shard.
@@ -243,6 +250,29 @@ func (p *Placement) Shards(data any) ([]int, error) {
 
 // Hash is the key hash the placement uses.
 func (p *Placement) Hash() *KeyHash { return p.hash }
+
+// ShardCount is the number of shards the placement places rows on (the
+// topology's, weight 0 or not); chschema.Placer.
+func (p *Placement) ShardCount() int { return p.shards }
+
+// PlaceBits is the shard index of a row whose integer key has the bits b,
+// zero-extended from the key's width (Date: its days, DateTime: its
+// seconds); chschema.Placer.
+func (p *Placement) PlaceBits(b uint64) int {
+	return p.slots[p.hash.sumBits(b)%uint64(len(p.slots))]
+}
+
+// PlaceBytes is the shard index of a row whose String or FixedString key
+// is b; chschema.Placer.
+func (p *Placement) PlaceBytes(b []byte) int {
+	return p.slots[p.hash.bytes(b)%uint64(len(p.slots))]
+}
+
+// Same reports whether q places every row where p does: the same hash of
+// the same key type over the same slots.
+func (p *Placement) Same(q *Placement) bool {
+	return q != nil && *p.hash == *q.hash && p.shards == q.shards && slices.Equal(p.slots, q.slots)
+}
 
 // CheckHash compares h with the server's own function on a few values of
 // the key's type, so that a server without the function (18.16 has no

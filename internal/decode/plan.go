@@ -263,6 +263,20 @@ func (p *Plan) Columns() []chschema.ColumnSchema {
 // NewBlock returns an empty block with one buffer per column.
 func (p *Plan) NewBlock() *column.Block { return p.layout.NewBlock() }
 
+// NewShardedBlock returns an empty block whose rows Append places on the
+// shards placer names by the value of column key (a cluster's sharding
+// key), each shard's rows in a part of their own
+// (column.Layout.NewShardedBlock). It is a plain block (NewBlock) when the
+// plan fills no column key, or its type cannot be a sharding key.
+func (p *Plan) NewShardedBlock(key string, placer chschema.Placer) *column.Block {
+	for i, c := range p.cols {
+		if c.Name == key {
+			return p.layout.NewShardedBlock(i, placer)
+		}
+	}
+	return p.layout.NewBlock()
+}
+
 // Append decodes r and appends exactly one row to b, or returns a
 // *RecordError, an error matching ErrSkip (no row by design) or one
 // matching ErrUnavailable (the schema registry cannot be asked now: append
@@ -278,10 +292,13 @@ func (p *Plan) Append(b *column.Block, r *kgo.Record) (err error) {
 	if !p.layout.Fits(b) {
 		panic("decode: Append to a Block whose columns differ from the Plan's")
 	}
+	// dst is the block the row goes to: b, or the part of a sharded b
+	// its key places it in.
+	dst := b
 	rows, bytes := b.Rows(), b.Bytes()
 	defer func() {
 		if v := recover(); v != nil {
-			err = p.recovered(b, r, rows, bytes, v)
+			err = p.recovered(dst, r, rows, bytes, v)
 		}
 	}()
 	if err := p.format.Begin(format.Record{Value: r.Value, Key: r.Key, Offset: r.Offset, Topic: r.Topic}); err != nil {
@@ -292,7 +309,47 @@ func (p *Plan) Append(b *column.Block, r *kgo.Record) (err error) {
 		}
 		return err
 	}
-	return p.appendRow(b, r)
+	if b.Sharded() {
+		dst = p.part(b, r)
+		rows, bytes = dst.Rows(), dst.Bytes()
+	}
+	if err := p.appendRow(dst, r); err != nil {
+		return err
+	}
+	b.Landed(dst)
+	return nil
+}
+
+// part is the part of the sharded block b that the record the format has
+// begun goes to, by its sharding key's value as the row will hold it (the
+// column's DEFAULT for a missing value). A key the record does not carry
+// or that does not read places the row as a missing value would; the
+// row's own append then reports what is wrong with it.
+func (p *Plan) part(b *column.Block, r *kgo.Record) *column.Block {
+	k := b.KeyColumn()
+	in := &p.in
+	if err := p.readColumn(k, r, in); err != nil {
+		*in = column.Value{Kind: column.Missing}
+	}
+	if p.fills != nil {
+		p.useFill(k, in)
+	}
+	return b.PartFor(&p.st, in)
+}
+
+// readColumn sets in to column i's value: read by the format from the
+// record it has begun, or an attribute of r.
+func (p *Plan) readColumn(i int, r *kgo.Record, in *column.Value) error {
+	s := &p.srcs[i]
+	if !s.format {
+		readRecord(s, r, in)
+		return nil
+	}
+	if p.json != nil && p.json.plain() {
+		p.json.readField(i, in) // the json format's Read of a plain record, which never fails
+		return nil
+	}
+	return p.format.Read(i, in)
 }
 
 // recovered rolls b back to rows and bytes after the panic v, clears the
@@ -318,16 +375,7 @@ func (p *Plan) appendRow(b *column.Block, r *kgo.Record) error {
 	in := &p.in
 	p.marks = p.marks[:0]
 	for i := range p.srcs {
-		var err error
-		if s := &p.srcs[i]; s.format {
-			if p.json != nil && p.json.plain() {
-				p.json.readField(i, in) // the json format's Read of a plain record, which never fails
-			} else {
-				err = p.format.Read(i, in)
-			}
-		} else {
-			readRecord(s, r, in)
-		}
+		err := p.readColumn(i, r, in)
 		switch {
 		case err == format.ErrNotCarried:
 			err = p.addUnavailable(b, r, i, in)

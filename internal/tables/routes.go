@@ -290,7 +290,8 @@ func (c *Catalog) resolveGroup(ctx context.Context, key string, g *routeGroup) e
 // smallest max_latency (0: none).
 func (c *Catalog) newTable(t *chtable.Table, key string, maxLatency time.Duration) *Table {
 	c.noteUnfilled(t)
-	return &Table{name: key, t: t, m: c.m.Table(key), maxLatency: maxLatency}
+	sharder, _ := c.sink.(Sharder)
+	return &Table{name: key, t: t, m: c.m.Table(key), maxLatency: maxLatency, sharder: sharder}
 }
 
 // addTable records ts as the table named "db.table" and tells the owner.

@@ -61,6 +61,17 @@ type ColumnAdder interface {
 	Features(ctx context.Context) (chschema.ServerInfo, error)
 }
 
+// Sharder is a Sink that places a table's rows on the shards of a cluster
+// by a sharding key (writer.Cluster, for a route with target: local and a
+// sharding_key): Placer names the key's column and the placement for
+// blocks with columns cols, or nil when the table's rows are not placed
+// by a key (or not yet). A table's blocks then put each row into its
+// shard's part as it is decoded (decode.Plan.NewShardedBlock). Placer does
+// no I/O; it is called from the owner goroutine.
+type Sharder interface {
+	Placer(db, table string, cols []chschema.ColumnSchema) (key string, p chschema.Placer)
+}
+
 // Sampler reads the newest records of a topic: schema.create: if_missing
 // types a missing table's columns by them. main gives one that reads with
 // the consumer's brokers and security and joins no group (consumer.Sampler).
@@ -100,6 +111,7 @@ type Table struct {
 	t          *chtable.Table // the columns now
 	plan       *decode.Plan   // any route's plan: all share the column layout
 	m          *metrics.Table // nil without metrics; safe from insert goroutines
+	sharder    Sharder        // the Sink, when it places rows on shards; else nil
 	maxLatency time.Duration  // the smallest max_latency of the routes into it; 0: none
 	deadLetter bool           // a dead-letter table (deadletter.go)
 	syncInsert bool           // its INSERTs wait for every shard (a dead-letter table on a cluster)
@@ -117,8 +129,17 @@ func (t *Table) Name() string { return t.name }
 // Target is the table's INSERT target, for the columns it has now.
 func (t *Table) Target() *chtable.Table { return t.t }
 
-// NewBlock is an empty block for the columns the table has now.
-func (t *Table) NewBlock() *decode.Block { return t.plan.NewBlock() }
+// NewBlock is an empty block for the columns the table has now; on a
+// cluster written by a sharding key, one that places each row on its
+// shard as it is decoded (Sharder).
+func (t *Table) NewBlock() *decode.Block {
+	if t.sharder != nil {
+		if key, p := t.sharder.Placer(t.t.Database, t.t.Name, t.t.Insert); p != nil {
+			return t.plan.NewShardedBlock(key, p)
+		}
+	}
+	return t.plan.NewBlock()
+}
 
 // Metrics is the table's metric handles (nil without metrics).
 func (t *Table) Metrics() *metrics.Table { return t.m }

@@ -34,9 +34,11 @@ import (
 //     it returns only once every shard has its rows; it goes first to the
 //     node clickhouse.replica_order picks among all of them, and a
 //     retriable failure moves the identical block to the next node.
-//   - target local: the batch is split into one part per shard (all of it to
-//     one shard, by weight, with sharding: random; by the sharding key's hash
-//     otherwise, as the Distributed engine splits), each part one INSERT
+//   - target local: the batch is one part per shard (all of it to one
+//     shard, by weight, with sharding: random; by the sharding key's hash
+//     otherwise, as the Distributed engine places rows: the parts of a
+//     block placed as it was decoded, see Placer, else the batch split
+//     here), each part one INSERT
 //     into that shard's local table, sent first to the replica
 //     clickhouse.replica_order picks (round_robin: the shard's replicas in
 //     turn, part after part), retried as the identical block on the
@@ -87,6 +89,10 @@ type tableTarget struct {
 	localDB, localName string
 	mu                 sync.Mutex
 	hashes             map[string]*cluster.KeyHash // by key column type
+	// placed is the placement of the key's hash on topo, the topology
+	// it was made for (Placer), so that the blocks placed by it share it.
+	placed *cluster.Placement
+	topo   *cluster.Topology
 	// schemaDiffs are how the local tables differed across replicas when
 	// last read (ColumnDiffs): nil when they agree.
 	schemaDiffs []string
@@ -212,9 +218,13 @@ func (c *Cluster) Describe(ctx context.Context, db, table string) ([]chschema.Co
 		return cols, err
 	}
 	// The local tables on every replica too: Insert holds the table's
-	// parts while they differ.
+	// parts while they differ. And the sharding key's hash is checked
+	// against the server now, so that Placer has it for the first batch.
 	if tt, terr := c.target(ctx, db, table); terr == nil && tt != nil {
 		_, _ = c.schemaDiffs(ctx, tt, db, table)
+		if typ, ok := keyType(tt, cols); ok {
+			_, _ = c.keyHash(ctx, tt, typ)
+		}
 	}
 	if len(c.cfg.Shards) > 0 || c.cfg.SchemaRefresh <= 0 {
 		return cols, err
@@ -441,6 +451,63 @@ func (c *Cluster) keyHash(ctx context.Context, tt *tableTarget, typ string) (*cl
 	return h, nil
 }
 
+// keyType is the type of tt's sharding key among cols; ok is false for a
+// target that places no row by a key, or when cols lack it.
+func keyType(tt *tableTarget, cols []chschema.ColumnSchema) (string, bool) {
+	if tt.target != config.TargetLocal || tt.random {
+		return "", false
+	}
+	for _, col := range cols {
+		if col.Name == tt.key {
+			return col.Type, true
+		}
+	}
+	return "", false
+}
+
+// Placer is how the rows of db.table are placed on the shards as they
+// are decoded (decode.Plan.NewShardedBlock): the sharding key's column
+// and the placement, the same one for every block while the topology
+// stays, so that Insert sends each shard's part as it is. cols are the
+// columns the blocks have. It is nil for a table not written to local
+// tables by a key, and until the key's hash has been checked against the
+// server (Describe checks it; a batch decoded before is split at Insert,
+// as is a block placed by a placement the topology has changed since).
+// It does no I/O and never waits: while a table read or the hash check
+// holds the locks it needs, it answers nil (the caller's next block asks
+// again).
+func (c *Cluster) Placer(db, table string, cols []chschema.ColumnSchema) (key string, p chschema.Placer) {
+	if !c.mu.TryLock() {
+		return "", nil
+	}
+	tt := c.targets[db+"."+table]
+	c.mu.Unlock()
+	if tt == nil {
+		return "", nil
+	}
+	typ, ok := keyType(tt, cols)
+	if !ok {
+		return "", nil
+	}
+	topo := c.lay.Load().topo
+	if !tt.mu.TryLock() {
+		return "", nil
+	}
+	defer tt.mu.Unlock()
+	h := tt.hashes[typ]
+	if h == nil {
+		return "", nil
+	}
+	if tt.placed == nil || tt.topo != topo || tt.placed.Hash() != h {
+		pl, err := cluster.NewPlacement(topo, h)
+		if err != nil {
+			return "", nil
+		}
+		tt.placed, tt.topo = pl, topo
+	}
+	return tt.key, tt.placed
+}
+
 // Insert writes block into t: through Writer.Insert for a table without
 // target, else as described on Cluster.
 func (c *Cluster) Insert(ctx context.Context, t *Table, block chschema.Block, batchID uint64,
@@ -598,6 +665,15 @@ func (c *Cluster) split(ctx context.Context, lay *layout, tt *tableTarget, t *Ta
 	p, err := cluster.NewPlacement(lay.topo, h)
 	if err != nil {
 		return nil, err
+	}
+	if sb, ok := block.(chschema.ShardedBlock); ok {
+		// Placed as it was decoded: its parts are the shards' parts, as
+		// long as the placement is the one the topology gives now.
+		if sp, by := sb.ShardParts(); len(sp) == len(parts) {
+			if bp, ok := by.(*cluster.Placement); ok && bp.Same(p) {
+				return sp, nil
+			}
+		}
 	}
 	shardOf, err := p.Shards(block.ColumnData(k))
 	if err != nil {

@@ -6,7 +6,9 @@ package main
 // local table a whole batch at a time (sharding: random), and the
 // Distributed table with insert_distributed_sync=1. The runs are
 // interleaved like the single-server variants; every run gets fresh
-// ReplicatedMergeTree tables and a Distributed table over them.
+// ReplicatedMergeTree tables and a Distributed table over them. The 26.9
+// cluster (cluster26 up: 2 shards × 1 replica, no Keeper) is measured with
+// --cluster-ddl "": MergeTree tables created node by node.
 
 import (
 	"context"
@@ -57,6 +59,7 @@ type clusterNode struct {
 type ClusterResults struct {
 	Cluster  string         `json:"cluster"`
 	Version  string         `json:"version,omitempty"`
+	Engine   string         `json:"engine,omitempty"` // of the local tables
 	Nodes    []clusterNode  `json:"nodes"`
 	Error    string         `json:"error,omitempty"`
 	Runs     []ClusterRun   `json:"runs"`
@@ -136,7 +139,10 @@ func clusterVariantName(key string) string {
 // server listening on a native port is the one listening on one of the
 // HTTP ports.
 func openCluster(ctx context.Context, co clusterOptions) (*ClusterResults, error) {
-	cr := &ClusterResults{Cluster: co.name}
+	cr := &ClusterResults{Cluster: co.name, Engine: "ReplicatedMergeTree"}
+	if co.ddl == "" {
+		cr.Engine = "MergeTree"
+	}
 	if len(co.http) == 0 {
 		return cr, errors.New("no --cluster-http addresses")
 	}
@@ -181,10 +187,34 @@ func openCluster(ctx context.Context, co clusterOptions) (*ClusterResults, error
 			return cr, fmt.Errorf("cluster node %s: %w", n.Native, err)
 		}
 	}
-	if pid, err := listenerPID(2181); err == nil {
+	if pid, err := listenerPID(2181); err == nil && co.ddl != "" {
 		cr.ZKPID = pid
 	}
 	return cr, nil
+}
+
+// onCluster is the ON CLUSTER clause of the bench's DDL: none without
+// --cluster-ddl, where ddl runs each statement on every node instead.
+func onCluster(co clusterOptions) string {
+	if co.ddl == "" {
+		return ""
+	}
+	return " ON CLUSTER " + co.ddl
+}
+
+// ddl runs a statement written with onCluster(co): once, ON CLUSTER
+// co.ddl, or, for a cluster without distributed DDL (--cluster-ddl "",
+// the 26.9 servers, which have no Keeper), on every node in turn.
+func (cr *ClusterResults) ddl(ctx context.Context, co clusterOptions, q string) error {
+	if co.ddl != "" {
+		return cr.Nodes[0].ch.exec(ctx, q)
+	}
+	for _, n := range cr.Nodes {
+		if err := n.ch.exec(ctx, q); err != nil {
+			return fmt.Errorf("node %s: %w", n.Native, err)
+		}
+	}
+	return nil
 }
 
 // clusterSnap is the CPU of the cluster's processes and of the machine.
@@ -213,9 +243,9 @@ func (b *bench) runCluster(ctx context.Context, co clusterOptions) *ClusterResul
 	if err == nil {
 		// A fresh database on every node (an interrupted run may have left
 		// tables behind); its tables are created per run.
-		err = cr.Nodes[0].ch.exec(ctx, fmt.Sprintf("DROP DATABASE IF EXISTS %s ON CLUSTER %s", clusterDB, co.ddl))
+		err = cr.ddl(ctx, co, fmt.Sprintf("DROP DATABASE IF EXISTS %s%s", clusterDB, onCluster(co)))
 		if err == nil {
-			err = cr.Nodes[0].ch.exec(ctx, fmt.Sprintf("CREATE DATABASE %s ON CLUSTER %s", clusterDB, co.ddl))
+			err = cr.ddl(ctx, co, fmt.Sprintf("CREATE DATABASE %s%s", clusterDB, onCluster(co)))
 		}
 	}
 	if err != nil {
@@ -240,7 +270,7 @@ func (b *bench) runCluster(ctx context.Context, co clusterOptions) *ClusterResul
 	cr.Stats = summarizeClusterRuns(cr.Runs)
 	cr.Verdicts = clusterVerdicts(cr.Stats, cr.Runs)
 	if !b.opt.keep {
-		if err := cr.Nodes[0].ch.exec(context.Background(), fmt.Sprintf("DROP DATABASE IF EXISTS %s ON CLUSTER %s", clusterDB, co.ddl)); err != nil {
+		if err := cr.ddl(context.Background(), co, fmt.Sprintf("DROP DATABASE IF EXISTS %s%s", clusterDB, onCluster(co))); err != nil {
 			logf("cluster cleanup: %v", err)
 		}
 	}
@@ -252,7 +282,7 @@ func (b *bench) runCluster(ctx context.Context, co clusterOptions) *ClusterResul
 func (b *bench) dropClusterTables(cr *ClusterResults, co clusterOptions, dist string) {
 	local := strings.TrimSuffix(dist, "_all")
 	for _, t := range []string{dist, local} {
-		if err := cr.Nodes[0].ch.exec(context.Background(), fmt.Sprintf("DROP TABLE IF EXISTS %s ON CLUSTER %s", t, co.ddl)); err != nil {
+		if err := cr.ddl(context.Background(), co, fmt.Sprintf("DROP TABLE IF EXISTS %s%s", t, onCluster(co))); err != nil {
 			logf("cluster cleanup of %s: %v", t, err)
 		}
 	}
@@ -269,14 +299,18 @@ func (b *bench) runClusterVariant(ctx context.Context, cr *ClusterResults, co cl
 	v := clusterVariants[i]
 	// The replicated tables' ZooKeeper path carries this benchmark's id,
 	// so a run interrupted earlier leaves nothing this one collides with.
+	engine := fmt.Sprintf("ReplicatedMergeTree('/clickhouse/tables/{shard}/%s_%s/%s', '{replica}')", clusterDB, b.id, local)
+	if co.ddl == "" {
+		engine = "MergeTree" // no Keeper: one replica per shard
+	}
 	ddl := []string{
-		fmt.Sprintf("CREATE TABLE %s.%s ON CLUSTER %s (%s) ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/%s_%s/%s', '{replica}') PARTITION BY toYYYYMM(ts) ORDER BY (user_id, ts)",
-			clusterDB, local, co.ddl, eventColumns, clusterDB, b.id, local),
-		fmt.Sprintf("CREATE TABLE %s.%s_all ON CLUSTER %s AS %s.%s ENGINE = Distributed(%s, %s, %s, %s)",
-			clusterDB, local, co.ddl, clusterDB, local, co.name, clusterDB, local, v.sharding),
+		fmt.Sprintf("CREATE TABLE %s.%s%s (%s) ENGINE = %s PARTITION BY toYYYYMM(ts) ORDER BY (user_id, ts)",
+			clusterDB, local, onCluster(co), eventColumns, engine),
+		fmt.Sprintf("CREATE TABLE %s.%s_all%s AS %s.%s ENGINE = Distributed(%s, %s, %s, %s)",
+			clusterDB, local, onCluster(co), clusterDB, local, co.name, clusterDB, local, v.sharding),
 	}
 	for _, q := range ddl {
-		if err := cr.Nodes[0].ch.exec(ctx, q); err != nil {
+		if err := cr.ddl(ctx, co, q); err != nil {
 			return clusterFailed(r, err)
 		}
 	}
@@ -542,10 +576,10 @@ func (cr *ClusterResults) markdown(w func(string, ...any), records int) {
 	for _, n := range cr.Nodes {
 		nodes = append(nodes, fmt.Sprintf("shard %d replica %d %s", n.Shard, n.Replica, n.Native))
 	}
-	w("The workload (%d records) by the sink's default config into fresh ReplicatedMergeTree tables on every node and a Distributed table over them, per run; nodes: %s. ", records, strings.Join(nodes, ", "))
+	w("The workload (%d records) by the sink's default config into fresh %s tables on every node and a Distributed table over them, per run; nodes: %s. ", records, cr.Engine, strings.Join(nodes, ", "))
 	w("Runs interleaved (every variant's run 1, then run 2, …); median, range in brackets. ")
 	w("rows/s: from the sink's start until every shard (the replica holding the most) has all rows. ")
-	w("Server CPU: the four nodes' processes (/proc/PID/stat), until the rows landed and until the nodes were idle again (replication fetches and merges included; other engineers' tests on the same shared cluster are counted too); ")
+	w("Server CPU: the %d nodes' processes (/proc/PID/stat), until the rows landed and until the nodes were idle again (replication fetches and merges included; other engineers' tests on the same shared cluster are counted too); ", len(cr.Nodes))
 	w("in INSERTs: query_log ProfileEvents UserTimeMicroseconds+SystemTimeMicroseconds of this run's INSERT queries on every node, nothing else.\n\n")
 	w("| variant | runs ok | rows/s | inserts/min (all nodes) | inserts/min per node | client CPU µs/row | server CPU µs/row (to rows landed) | server CPU µs/row (to idle) | server CPU µs/row in INSERTs |\n")
 	w("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")

@@ -74,3 +74,19 @@ func TestSinkConfCluster(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterDDLWithoutDistributedDDL: with --cluster-ddl "" (the 26.9
+// cluster) the statements name no ON CLUSTER, and a reproduce line keeps
+// the empty argument and the spaced one.
+func TestClusterDDLWithoutDistributedDDL(t *testing.T) {
+	if got := onCluster(clusterOptions{ddl: "sink_cluster_nodes"}); got != " ON CLUSTER sink_cluster_nodes" {
+		t.Errorf("onCluster = %q", got)
+	}
+	if got := onCluster(clusterOptions{}); got != "" {
+		t.Errorf("onCluster without --cluster-ddl = %q", got)
+	}
+	got := strings.Join(quoteArgs([]string{"--cluster-ddl", "", "--machine", "2-core VM", "--runs", "3"}), " ")
+	if want := `--cluster-ddl "" --machine "2-core VM" --runs 3`; got != want {
+		t.Errorf("quoteArgs: %s, want %s", got, want)
+	}
+}

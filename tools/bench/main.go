@@ -128,7 +128,7 @@ func runMain(args []string) error {
 	fs.StringVar(&co.mode, "cluster", "auto", "the cluster table (cluster.go): auto (when the cluster answers: scripts/stack.sh cluster up), on (a cluster that does not answer is an error row) or off")
 	fs.BoolVar(&co.only, "cluster-only", false, "run the cluster table alone: no single-server variants, seed 004 replay, Go benchmarks or profile")
 	fs.StringVar(&co.name, "cluster-name", "sink_cluster", "the cluster (remote_servers) the cluster table writes to")
-	fs.StringVar(&co.ddl, "cluster-ddl", "sink_cluster_nodes", "a cluster of the same nodes, each its own shard, for the CREATE/DROP … ON CLUSTER of the bench tables")
+	fs.StringVar(&co.ddl, "cluster-ddl", "sink_cluster_nodes", "a cluster of the same nodes, each its own shard, for the CREATE/DROP … ON CLUSTER of the bench tables; \"\" for a cluster without distributed DDL (the 26.9 servers: no Keeper), whose tables are created node by node as MergeTree")
 	clusterHTTP := fs.String("cluster-http", "http://127.0.0.1:8201/,http://127.0.0.1:8202/,http://127.0.0.1:8203/,http://127.0.0.1:8204/", "every cluster node's HTTP address (control queries, query_log); the first one's system.clusters lists the nodes")
 	fs.IntVar(&co.runs, "cluster-runs", 0, "runs per cluster variant, interleaved; 0 is --runs")
 	clusterVars := fs.String("cluster-variants", "cluster_local_key,cluster_local_random,cluster_distributed", "cluster variants to run, comma-separated")
@@ -182,7 +182,7 @@ func runMain(args []string) error {
 	}
 	o.command = "make bench"
 	if len(args) > 0 {
-		o.command = "make bench BENCH_ARGS='" + strings.Join(args, " ") + "'"
+		o.command = "make bench BENCH_ARGS='" + strings.Join(quoteArgs(args), " ") + "'"
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -437,4 +437,18 @@ func machine(b *bench) Machine {
 		m.Sink = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(out)), "sink "))
 	}
 	return m
+}
+
+// quoteArgs double-quotes the arguments that the shell would otherwise
+// split or drop (empty, or holding a space), for the command line a
+// results file gives to reproduce it.
+func quoteArgs(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = a
+		if a == "" || strings.ContainsAny(a, " \t") {
+			out[i] = `"` + a + `"`
+		}
+	}
+	return out
 }

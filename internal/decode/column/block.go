@@ -17,6 +17,10 @@ type Block struct {
 	arena []byte // current string chunk
 
 	unavail unavailable // values the records did not carry (unavailable.go)
+
+	// shard, when set, places the rows on one part per shard (shard.go):
+	// bufs then hold no row, only the sharding key's scratch.
+	shard *sharded
 }
 
 // Rows returns the number of rows.
@@ -24,7 +28,12 @@ func (b *Block) Rows() int { return b.rows }
 
 // Bytes returns the approximate heap bytes the row data holds (value widths,
 // string contents, null flags, array offsets), maintained per Append, O(1).
-func (b *Block) Bytes() int { return b.bytes }
+func (b *Block) Bytes() int {
+	if b.shard != nil {
+		return b.shard.bytes()
+	}
+	return b.bytes
+}
 
 // Columns returns the block's columns in INSERT order (do not modify).
 func (b *Block) Columns() []chschema.ColumnSchema { return b.cols }
@@ -55,7 +64,12 @@ func (b *Block) Columns() []chschema.ColumnSchema { return b.cols }
 // Append or Reset. Nullable, Array, Map, Decimal and top-level String build
 // a new slice per call. Block.Native is the copy-free form of the columns
 // that have one.
-func (b *Block) ColumnData(i int) any { return b.patched(i, b.bufs[i].data()) }
+func (b *Block) ColumnData(i int) any {
+	if b.shard != nil {
+		return b.shard.columnData(i)
+	}
+	return b.patched(i, b.bufs[i].data())
+}
 
 // Reset empties the block, keeping buffer capacity. String memory is
 // released to the GC rather than reused, so strings handed out before stay
@@ -66,6 +80,9 @@ func (b *Block) Reset() {
 	}
 	b.rows, b.bytes, b.arena = 0, 0, nil
 	b.unavail.reset()
+	if b.shard != nil {
+		b.shard.reset()
+	}
 }
 
 // Appending a row: a Plan begins its State on the block (State.Begin),
@@ -96,13 +113,27 @@ func (b *Block) Rollback(last, bytes int) {
 
 // Unappend takes back the last row, to bytes (Bytes before it).
 func (b *Block) Unappend(bytes int) {
+	if b.shard != nil {
+		b.shard.parts[b.shard.last].Unappend(bytes)
+		b.rows--
+		return
+	}
 	b.rows--
 	b.Restore(b.rows, bytes)
 }
 
 // Restore takes back every row from rows on, and any part of a row being
-// built, to bytes (Bytes with rows rows).
+// built, to bytes (Bytes with rows rows). On a sharded block it takes
+// back the sharding key's scratch only: rows must be Rows (the parts are
+// restored one by one).
 func (b *Block) Restore(rows, bytes int) {
+	if b.shard != nil {
+		if rows != b.rows {
+			panic("column: Restore of a sharded block's rows")
+		}
+		b.bufs[b.shard.key].truncate(0)
+		return
+	}
 	for _, c := range b.bufs {
 		c.truncate(rows)
 	}

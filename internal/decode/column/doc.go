@@ -11,7 +11,9 @@
 // internal/chtype) and makes the blocks; a Plan appends a row by adding
 // each column's Value with one State (its scratch) and takes the row back
 // whole when one value does not convert, so a block only ever holds whole
-// rows. DefaultFill computes a DEFAULT column's value once,
+// rows. A sharded block (Layout.NewShardedBlock, shard.go) holds one part
+// per shard of a cluster and takes each row into the part its sharding
+// key's value names (chschema.Placer), as the row is appended. DefaultFill computes a DEFAULT column's value once,
 // FieldDefault.Literal writes a schema's default as a DEFAULT expression,
 // and a block lists the cells its records did not carry for the pipeline
 // to fill (Unfilled, Fill).

@@ -3,6 +3,7 @@ package column
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"sink/internal/chschema"
@@ -24,6 +25,12 @@ type Layout struct {
 	// to, and per column the largest String byte buffer.
 	rowsHint capHint
 	sizes    []capHint
+
+	// parts is the layout of sharded blocks' parts (shard.go): the same
+	// columns, with hints of their own, since a part holds a shard's
+	// share of a batch.
+	partsOnce sync.Once
+	parts     *Layout
 }
 
 // NewLayout returns the layout of blocks with columns cols of types types
@@ -40,15 +47,28 @@ func NewLayout(cols []chschema.ColumnSchema, types []*chtype.Type) *Layout {
 func (l *Layout) Columns() []chschema.ColumnSchema { return l.cols }
 
 // NewBlock returns an empty block with one buffer per column.
-func (l *Layout) NewBlock() *Block {
+func (l *Layout) NewBlock() *Block { return l.newBlock(true) }
+
+// newBlock is NewBlock; useHints says whether the buffers start at the
+// layout's hints (not for a sharded block's key scratch, which holds one
+// value at a time).
+func (l *Layout) newBlock(useHints bool) *Block {
 	b := &Block{cols: l.cols, sig: l.sig, bufs: make([]col, len(l.types)), unavail: unavailable{ver: -1, del: -1}}
 	for i, t := range l.types {
 		b.bufs[i] = newTopCol(t)
-		if h, ok := b.bufs[i].(hinted); ok {
+		if h, ok := b.bufs[i].(hinted); ok && useHints {
 			h.useHints(&l.rowsHint, &l.sizes[i])
 		}
 	}
 	return b
+}
+
+// partLayout is the layout of sharded blocks' parts.
+func (l *Layout) partLayout() *Layout {
+	l.partsOnce.Do(func() {
+		l.parts = &Layout{cols: l.cols, types: l.types, sig: l.sig, sizes: make([]capHint, len(l.types))}
+	})
+	return l.parts
 }
 
 // Fits reports whether b has this layout (was made by NewBlock of a layout

@@ -38,7 +38,7 @@ type nativeCol interface {
 // or Reset; do not modify), or nil when the column has no such form and
 // ColumnData is the way to send it (see the list above).
 func (b *Block) Native(i int) proto.ColInput {
-	if len(b.unavail.patch[i]) > 0 {
+	if b.shard != nil || len(b.unavail.patch[i]) > 0 {
 		return nil // filled cells live beside the buffer (Block.Fill)
 	}
 	if n, ok := b.bufs[i].(nativeCol); ok {

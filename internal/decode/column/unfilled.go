@@ -64,6 +64,9 @@ func (u *unavailable) reset() {
 // Unfilled returns the cells whose values the records did not carry and
 // Fill has not given yet, in row order (do not modify).
 func (b *Block) Unfilled() []Cell {
+	if b.shard != nil {
+		return b.shard.unfilled()
+	}
 	if len(b.unavail.patch) == 0 {
 		return b.unavail.cells
 	}
@@ -82,6 +85,9 @@ func (b *Block) Unfilled() []Cell {
 // source of earlier values, and of a key's stored rows the one with the
 // largest version is its latest.
 func (b *Block) FillKeys() (keys []int, version, deleted int) {
+	if b.shard != nil {
+		return b.shard.fillKeys()
+	}
 	return b.unavail.keys, b.unavail.ver, b.unavail.del
 }
 
@@ -89,6 +95,12 @@ func (b *Block) FillKeys() (keys []int, version, deleted int) {
 // values (of the FillKeys columns) of the key it had before: its earlier
 // values are that key's. ok is false for every other row.
 func (b *Block) OldKey(row int) (key []any, ok bool) {
+	if b.shard != nil {
+		if p, r := b.shard.locate(row); p != nil {
+			return p.OldKey(r)
+		}
+		return nil, false
+	}
 	key, ok = b.unavail.old[row]
 	return key, ok
 }
@@ -96,6 +108,11 @@ func (b *Block) OldKey(row int) (key []any, ok bool) {
 // Value returns the value of column col in row row, as ColumnData holds it
 // (after Fill).
 func (b *Block) Value(col, row int) any {
+	if b.shard != nil {
+		if p, r := b.shard.locate(row); p != nil {
+			return p.Value(col, r)
+		}
+	}
 	return reflect.ValueOf(b.ColumnData(col)).Index(row).Interface()
 }
 
@@ -104,6 +121,13 @@ func (b *Block) Value(col, row int) any {
 // Array(Int32), ...; nil for NULL). ColumnData and the INSERT carry it from
 // then on. It refuses a value of another type.
 func (b *Block) Fill(c Cell, v any) error {
+	if b.shard != nil {
+		p, r := b.shard.locate(c.Row)
+		if p == nil {
+			return fmt.Errorf("cell (row %d, column %d) is outside the block", c.Row, c.Col)
+		}
+		return p.Fill(Cell{Row: r, Col: c.Col}, v)
+	}
 	if c.Row < 0 || c.Row >= b.rows || c.Col < 0 || c.Col >= len(b.bufs) {
 		return fmt.Errorf("cell (row %d, column %d) is outside the block", c.Row, c.Col)
 	}

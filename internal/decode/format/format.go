@@ -36,7 +36,11 @@ import (
 // Compile parses each column's source with route.ParseSource and binds the
 // ones that are not record attributes to the reader, in column order
 // (Bind), then calls Done. Append calls Begin once per record and then,
-// for each bound column, Read.
+// for each bound column, Read. On a block sharded by a key
+// (Plan.NewShardedBlock) the key's column is read once more, first, to
+// place the row: Read must give a column's value as often as it is asked,
+// in any order, until the next Begin (every reader serves its columns from
+// what Begin decoded).
 //
 // A format framed per schema (a schema registry's id in front of each
 // value, as Avro and Protobuf are) keeps the bound paths from Bind and, in
