@@ -31,7 +31,7 @@ vet:
 	$(GO) vet ./...
 	$(GO) vet -tags integration ./...
 
-# Every native fuzz target in the module (found by go test -list), one after
+# Every native fuzz target in the module (listed by its package's test binary), one after
 # another, FUZZTIME each; `make test` runs them for 3s each. A crash leaves
 # its input in the package's testdata/fuzz/, which go test then replays.
 FUZZTIME ?= 30s

@@ -35,7 +35,16 @@ if uses 'testenv\.(Postgres|Debezium|ConnectFileSink)\('; then bash scripts/stac
 
 log=.stack/go-test.log
 status=0
-SINK_REQUIRE_STACK=1 go test -tags integration -count=1 -timeout 25m -v "$@" ./... >"$log" 2>&1 || status=$?
+# Most integration tests wait on Kafka and ClickHouse rather than use the
+# CPU, so more test binaries run at once than the machine has cores
+# (TEST_P, default 4), and more of a package's t.Parallel tests
+# (TEST_PARALLEL, default 4); go test's own default for both is one per
+# core. go test starts packages in the order they are named: the slowest
+# go first, so that the longest (internal/pipeline) does not start last
+# and end last.
+slow=(./internal/pipeline ./internal/budget ./cmd/sink ./tools/internal/chaos . ./internal/consumer ./internal/writer)
+SINK_REQUIRE_STACK=1 go test -tags integration -count=1 -timeout 25m -p "${TEST_P:-4}" -parallel "${TEST_PARALLEL:-4}" \
+	-v "$@" "${slow[@]}" ./... >"$log" 2>&1 || status=$?
 # The fault drills on the clusters kill servers the other packages' tests use:
 # alone, after them (TestChaosClusterDrills; TEST_DRILLS=0 leaves them out).
 if [[ ${TEST_CLUSTER:-1} != 0 && ${TEST_DRILLS:-1} != 0 && $# -eq 0 ]]; then

@@ -25,9 +25,11 @@ import (
 // about 40 s and ClickHouse would refuse inserts with TOO_MANY_PARTS (252).
 // The controller reads the parts, stretches the wait past max_latency (and
 // says so), and the run ends with fewer parts than the throw limit and not
-// one 252. Both servers.
+// one 252. Both servers, side by side; not t.Parallel: the controller
+// answers the table's parts and the INSERTs' pace, which other tests'
+// INSERTs on the same server would slow.
 func TestAdaptiveBacksOffMergesStopped(t *testing.T) {
-	eachServerWithTopic(t, 2, testAdaptiveBacksOff)
+	eachServerWithTopicConcurrently(t, 2, testAdaptiveBacksOff)
 }
 
 func testAdaptiveBacksOff(t *testing.T, server testenv.Server, ch driver.Conn, db, topic, broker string) {

@@ -343,7 +343,10 @@ func (p *tcpProxy) open(t *testing.T) {
 // field) waits, with everything after it, and is neither dead-lettered nor
 // fatal (errors.tolerance is none); once the registry is reachable again
 // the waiting records are inserted, the new field included, each once.
+// Parallel with the package's other parallel tests: the outage is its own
+// proxy's, and its topic, subject, tables and groups are its own.
 func TestAvroRegistryOutage(t *testing.T) {
+	t.Parallel()
 	brokers := testenv.Kafka(t)
 	reg := testenv.Registry(t)
 	subject := testenv.UniqueName(t, "avro-outage") + "-value"
@@ -441,8 +444,11 @@ const (
 // snapshot, inserts, updates, deletes with and without a before image, each
 // delete followed by a tombstone), into ReplacingMergeTree on each server,
 // then replays it all again from the start as a crash would, and requires
-// FINAL to equal the source's final state exactly.
+// FINAL to equal the source's final state exactly. Parallel with the
+// package's other parallel tests: its topics, subjects, tables and groups
+// are its own, and it checks values, not times.
 func TestDebeziumAvroReplayCollapses(t *testing.T) {
+	t.Parallel()
 	brokers := testenv.Kafka(t)
 	prefix := testenv.UniqueName(t, "pga")
 	topic := prefix + ".public.customers"

@@ -229,10 +229,11 @@ func rowWaits(t *testing.T, ch driver.Conn, db, table string, want int64, from t
 // room), and not one failed INSERT; every row is in once; no row waited
 // past its table's bound, measured from its produce to its part's creation
 // (the bound holds the produce, the fetch and the INSERT itself). Both
-// servers.
+// servers, side by side; not t.Parallel: it counts INSERTs a minute and
+// times rows, so no other test of the package shares its servers.
 func TestInsertBudget(t *testing.T) {
 	broker := testenv.Kafka(t)[0]
-	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
+	testenv.EachServerConcurrently(t, func(t *testing.T, s testenv.Server) {
 		ch, db := s.Conn(t), s.NewDatabase(t)
 		loose, looseTopics := budgetTables(t, ch, db, "loose", 20)
 		tight, tightTopics := budgetTables(t, ch, db, "tight", 2)
@@ -306,10 +307,12 @@ routes:
 // every row is in by it, from its produce to its part's creation, once
 // the sink has timed its first INSERTs (rows produced from 25 s on; the
 // first batches go before any INSERT was timed). Without the INSERT's
-// time in the deadline, rows took about 22 s. Both servers.
+// time in the deadline, rows took about 22 s. Both servers, side by side;
+// not t.Parallel: it times rows, so no other test of the package shares
+// its servers.
 func TestBudgetBoundHoldsInsertTime(t *testing.T) {
 	broker := testenv.Kafka(t)[0]
-	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
+	testenv.EachServerConcurrently(t, func(t *testing.T, s testenv.Server) {
 		ch, db := s.Conn(t), s.NewDatabase(t)
 		tables, topics := budgetTables(t, ch, db, "t", 20, "slow UInt8 MATERIALIZED sleep(2)")
 		var routes []string

@@ -264,7 +264,10 @@ func TestDLQPermanentFailureInsertsNothingPastTheRecord(t *testing.T) {
 // bad record is inserted meanwhile, and SIGTERM ends the run with one line
 // saying what it was stuck on and what was committed. Once the topic is
 // back, the next run commits past the bad record with each id once.
+// Parallel with the package's other parallel tests: its topics, tables and
+// group are its own, and its pause only lets retries happen.
 func TestDLQRetriedWhileTopicIsGone(t *testing.T) {
+	t.Parallel()
 	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
 		ch, db, topic := reproSetup(t, s)
 		ctx := context.Background()

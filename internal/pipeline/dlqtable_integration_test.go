@@ -54,8 +54,11 @@ type dlqKill9 struct {
 // the target or of the dead-letter table, restarts it to the end, and
 // checks that every record is in exactly one of the two tables, the bad
 // ones byte for byte, no offset in both. The dead-letter table is created
-// by the sink. On both servers.
+// by the sink. On both servers. Parallel with the package's other
+// parallel tests, as are the two below: each uses its own topic, tables and
+// group, kills only its own child process and measures no time.
 func TestDLQTableKill9(t *testing.T) {
+	t.Parallel()
 	bin := buildSink(t)
 	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
 		db := s.NewDatabase(t)
@@ -73,6 +76,7 @@ func TestDLQTableKill9(t *testing.T) {
 // local tables and a Distributed one, as schema.create does, and inserts
 // into it synchronously: rows committed are on their shards at the kill.
 func TestDLQTableKill9Cluster(t *testing.T) {
+	t.Parallel()
 	c := testenv.Cluster(t)
 	if !c.Keeper {
 		t.Skip("the cluster has no ZooKeeper: ON CLUSTER DDL does not run")
@@ -112,6 +116,7 @@ func TestDLQTableKill9Cluster(t *testing.T) {
 // produced, and no (topic, partition, offset) twice in either table or
 // across both, without FINAL or LIMIT BY.
 func TestDLQTableKill9ExactlyOnceOn26(t *testing.T) {
+	t.Parallel()
 	bin := buildSink(t)
 	s := testenv.Server26(t)
 	db := s.NewDatabase(t)

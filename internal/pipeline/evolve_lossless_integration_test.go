@@ -218,7 +218,10 @@ func checkLossless(t *testing.T, ch driver.Conn, db, table string, total, firstV
 // two-partition topic, version 2 from id firstV2 on, produced before the
 // connectors start (backlog) or while they run (paced, pace after every
 // 25 records), read by connectors connectors (each its own group) into
-// tables (fan-out when several).
+// tables (fan-out when several). The tests built on it, and
+// TestEvolveExactlyOnceKill9LosesNoValue, run in parallel with the
+// package's other parallel tests: each has its own topics, tables, groups
+// and registry subjects, and checks values, not times.
 type lossScenario struct {
 	total, firstV2 int
 	backlog        bool
@@ -265,12 +268,14 @@ func (sc lossScenario) run(t *testing.T) {
 // adds city and n, and every one of the 5,000 later records keeps its
 // values.
 func TestEvolveBacklogLosesNoValue(t *testing.T) {
+	t.Parallel()
 	lossScenario{total: 6000, firstV2: 1000, backlog: true, connectors: 1, tables: []string{"t"}}.run(t)
 }
 
 // A live stream, paced, that gains the fields mid-run: the records that
 // arrive while the ALTER runs keep their values too.
 func TestEvolveLiveStreamLosesNoValue(t *testing.T) {
+	t.Parallel()
 	lossScenario{total: 1500, firstV2: 500, pace: 20 * time.Millisecond, connectors: 1, tables: []string{"t"}}.run(t)
 }
 
@@ -278,12 +283,14 @@ func TestEvolveLiveStreamLosesNoValue(t *testing.T) {
 // same columns to one table: one ALTER wins, the other finds the column,
 // both keep every value.
 func TestEvolveRaceLosesNoValue(t *testing.T) {
+	t.Parallel()
 	lossScenario{total: 1000, firstV2: 300, pace: 10 * time.Millisecond, connectors: 2, tables: []string{"t"}}.run(t)
 }
 
 // Fan-out into two tables that both evolve: each gets its own columns
 // and every value, and a record waits until both tables have them.
 func TestEvolveFanoutLosesNoValue(t *testing.T) {
+	t.Parallel()
 	lossScenario{total: 3000, firstV2: 1000, backlog: true, connectors: 1, tables: []string{"t", "u"}}.run(t)
 }
 
@@ -294,6 +301,7 @@ func TestEvolveFanoutLosesNoValue(t *testing.T) {
 // among them, and the table ends with each record exactly once and every
 // value. The backlog's first new field is the 1,001st record of 6,000.
 func TestEvolveExactlyOnceKill9LosesNoValue(t *testing.T) {
+	t.Parallel()
 	s := testenv.Server26(t)
 	bin := filepath.Join(t.TempDir(), "sink")
 	if out, err := exec.Command("go", "build", "-o", bin, "sink/cmd/sink").CombinedOutput(); err != nil {

@@ -49,8 +49,11 @@ func fanTargets(id int) []string {
 // offsets is in every table it routes to (committed only after all
 // targets), restarts it, and checks that each table ends with exactly its
 // records (FINAL collapses the replayed ones) and the group committed the
-// end of every partition. On both ClickHouse servers.
+// end of every partition. On both ClickHouse servers. Parallel with the
+// package's other parallel tests: it uses its own topic, tables and group,
+// kills only its own child process and measures no time.
 func TestFanoutKill9Replays(t *testing.T) {
+	t.Parallel()
 	brokers := testenv.Kafka(t)
 	bin := filepath.Join(t.TempDir(), "sink")
 	build := exec.Command("go", "build", "-o", bin, "sink/cmd/sink")

@@ -94,10 +94,23 @@ func runUntilWith(t *testing.T, cfg *config.Config, ch driver.Conn, table string
 // eachServerWithTopic runs body once per ClickHouse server (a subtest
 // each) with a connection to it, a fresh database, a new topic of
 // partitions partitions and the first Kafka broker.
-func eachServerWithTopic(t *testing.T, partitions int,
-	body func(t *testing.T, server testenv.Server, ch driver.Conn, db, topic, broker string)) {
+func eachServerWithTopic(t *testing.T, partitions int, body serverTopicBody) {
+	withTopicOnEach(t, testenv.EachServer, partitions, body)
+}
+
+// eachServerWithTopicConcurrently is eachServerWithTopic with the two
+// servers' subtests side by side (testenv.EachServerConcurrently).
+func eachServerWithTopicConcurrently(t *testing.T, partitions int, body serverTopicBody) {
+	withTopicOnEach(t, testenv.EachServerConcurrently, partitions, body)
+}
+
+// serverTopicBody is a test body on one server with a connection, a fresh
+// database, a new topic and the first Kafka broker.
+type serverTopicBody func(t *testing.T, server testenv.Server, ch driver.Conn, db, topic, broker string)
+
+func withTopicOnEach(t *testing.T, each func(*testing.T, func(*testing.T, testenv.Server)), partitions int, body serverTopicBody) {
 	broker := testenv.Kafka(t)[0]
-	testenv.EachServer(t, func(t *testing.T, s testenv.Server) {
+	each(t, func(t *testing.T, s testenv.Server) {
 		body(t, s, s.Conn(t), s.NewDatabase(t), testenv.NewTopic(t, partitions), broker)
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -145,6 +146,23 @@ func EachServer(t *testing.T, fn func(t *testing.T, s Server)) {
 	for _, s := range Servers(t) {
 		t.Run(s.Name(), func(t *testing.T) { fn(t, s) })
 	}
+}
+
+// EachServerConcurrently is EachServer with the servers' subtests running
+// side by side, each against its own server, and returns when both have
+// ended. It is for long tests whose time is spent waiting (a fixed run of
+// minutes, a child process killed and restarted): the test takes as long
+// as its slower server instead of the sum of both. The subtests are not
+// t.Parallel, so a test that is not parallel itself still shares neither
+// server with the package's other tests; fn must not touch state the two
+// subtests share without a lock, and must not call t.Setenv or t.Parallel.
+func EachServerConcurrently(t *testing.T, fn func(t *testing.T, s Server)) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for _, s := range Servers(t) {
+		wg.Go(func() { t.Run(s.Name(), func(t *testing.T) { fn(t, s) }) })
+	}
+	wg.Wait()
 }
 
 func probeVersion(addr string) (string, error) {

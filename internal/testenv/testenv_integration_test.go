@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -197,4 +198,49 @@ func TestServersAnswerWithTheirVersions(t *testing.T) {
 			t.Error("empty database name")
 		}
 	})
+}
+
+// TestEachServerConcurrently: the servers' subtests run at the same time
+// (each waits until every one has started, which a run one after the other
+// never reaches), each on its own server, under the names EachServer gives,
+// and the call returns only once both have ended.
+func TestEachServerConcurrently(t *testing.T) {
+	servers := testenv.Servers(t)
+	var (
+		mu      sync.Mutex
+		started = map[string]bool{}
+		ended   = map[string]bool{}
+	)
+	all := make(chan struct{})
+	testenv.EachServerConcurrently(t, func(t *testing.T, s testenv.Server) {
+		if want := s.Name(); !strings.HasSuffix(t.Name(), "/"+want) {
+			t.Errorf("subtest %q, want it named %q", t.Name(), want)
+		}
+		mu.Lock()
+		started[s.Label] = true
+		if len(started) == len(servers) {
+			close(all)
+		}
+		mu.Unlock()
+		select {
+		case <-all:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s: the other server's subtest did not start within 30 s: the subtests ran one after the other", s.Label)
+		}
+		var v string
+		if err := s.Conn(t).QueryRow(context.Background(), "SELECT version()").Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		if v != s.Version {
+			t.Errorf("version %q, Server says %q", v, s.Version)
+		}
+		mu.Lock()
+		ended[s.Label] = true
+		mu.Unlock()
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(ended) != len(servers) {
+		t.Errorf("returned with %d of %d subtests ended", len(ended), len(servers))
+	}
 }
