@@ -32,7 +32,10 @@ import (
 // joins in too. From the third minute the connectors use at least half of
 // it, and from a minute and a half after the fourth joined each connector
 // has a fair part of them (equal demands: a quarter each, within a factor
-// of 2).
+// of 2) over the five minutes 3–7 together. A single minute is not fair on
+// its own: the room splits the slack by what each connector sends, so the
+// parts swing from minute to minute while the price evens them out
+// (TestSimulationSplitOverMinutes runs this case at every phase).
 //
 // The server is one of the test's own (testenv.PrivateClickHouse, 18.16):
 // the stack's servers take a thousand INSERTs a minute and more from the
@@ -43,7 +46,7 @@ func TestSharedBudget(t *testing.T) {
 		budgetPerMinute = 60
 		pods            = 4
 		joinAt          = 90 * time.Second
-		runFor          = 300 * time.Second
+		runFor          = 480 * time.Second
 	)
 	node := testenv.PrivateClickHouse(t)
 	broker := testenv.Kafka(t)[0]
@@ -202,17 +205,19 @@ GROUP BY minute, pod ORDER BY minute, pod`, uint32(startSec), db, uint32(startSe
 			t.Errorf("minute %d: %d INSERTs, the connectors leave most of the budget %d unused", m, total[m], budgetPerMinute)
 		}
 	}
-	// Fair parts once the fourth has had a minute (minutes 3 and 4).
+	// Fair parts once the fourth has had a minute: minutes 3–7 together.
+	var sum uint64
+	made := make([]uint64, pods)
 	for m := uint32(3); m < uint32(runFor/time.Minute); m++ {
-		var sum uint64
-		for _, n := range perPod[m] {
-			sum += n
-		}
 		for i := range pods {
-			n := perPod[m][fmt.Sprint(i)]
-			if mean := float64(sum) / pods; float64(n) < mean/2 || float64(n) > mean*2 {
-				t.Errorf("minute %d: connector %d made %d INSERTs, the mean is %.1f", m, i, n, mean)
-			}
+			made[i] += perPod[m][fmt.Sprint(i)]
+			sum += perPod[m][fmt.Sprint(i)]
+		}
+	}
+	mean := float64(sum) / pods
+	for i, n := range made {
+		if float64(n) < mean/2 || float64(n) > mean*2 {
+			t.Errorf("minutes 3–%d: connector %d made %d INSERTs, the mean is %.1f", runFor/time.Minute-1, i, n, mean)
 		}
 	}
 }

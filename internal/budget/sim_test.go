@@ -270,3 +270,47 @@ func TestSimulation(t *testing.T) {
 		})
 	}
 }
+
+// TestSimulationSplitOverMinutes is the stack test's case (TestSharedBudget:
+// budget 60, four pods of two tables at 120 INSERTs a minute each, the
+// fourth joining 90 s in) at every sampling phase and at joining moments a
+// second apart. A pod's part swings from one minute to the next, since the
+// room splits the slack by what each pod sends and the scheduler holds a
+// pod by its own last minute (single minutes reach a quarter of the mean),
+// so the split is checked as the stack test checks it: over minutes 3–7
+// together, each pod within a factor of 2 of the mean.
+func TestSimulationSplitOverMinutes(t *testing.T) {
+	worst, at := math.Inf(1), ""
+	for phase := range 5 {
+		for joinPhase := range 5 {
+			for late := range 10 {
+				pods := []*simPod{
+					{demand: 120, phase: time.Duration(phase) * time.Second},
+					{demand: 120, phase: time.Second},
+					{demand: 120, phase: 3 * time.Second},
+					{demand: 120, start: 90*time.Second + time.Duration(late)*time.Second, phase: time.Duration(joinPhase) * time.Second},
+				}
+				s := &sim{budget: 60, pods: pods}
+				s.run(8 * time.Minute)
+				var sum float64
+				per := make([]float64, len(pods))
+				for m := 3; m < 8; m++ {
+					for i, p := range pods {
+						per[i] += float64(p.sent[m])
+						sum += float64(p.sent[m])
+					}
+				}
+				mean := sum / float64(len(pods))
+				for i, n := range per {
+					if r := n / mean; r < worst || 1/r < worst {
+						worst, at = min(r, 1/r), fmt.Sprintf("phase %d, joiner's phase %d, joining at %ds: pod %d made %.0f, the mean is %.1f", phase, joinPhase, 90+late, i, n, mean)
+					}
+				}
+			}
+		}
+	}
+	t.Logf("least even split over minutes 3–7: %.2f of the mean or its inverse (%s)", worst, at)
+	if worst < 0.5 {
+		t.Errorf("a pod's part over minutes 3–7 is off the mean by more than a factor of 2: %s", at)
+	}
+}
