@@ -29,6 +29,23 @@ type Policy struct {
 	MaxRows  int
 	MaxBytes int
 	MaxWait  time.Duration
+	// PerPart applies MaxRows and MaxBytes to the largest part of a Data
+	// inserted as one INSERT per part (Parted: a batch placed on a
+	// cluster's shards by a sharding key), so that each INSERT is as
+	// large as a whole batch's would be. MaxDataBytes bounds the whole.
+	PerPart bool
+	// MaxDataBytes bounds a batch's bytes in all, whatever its parts (0:
+	// none). With PerPart it keeps a parted batch within its share of
+	// batch.buffer_memory.
+	MaxDataBytes int
+}
+
+// Parted is a Data inserted as one INSERT per part.
+type Parted interface {
+	Data
+	// Largest is the rows and the bytes of its largest part (of the whole
+	// when it has no parts).
+	Largest() (rows, bytes int)
 }
 
 // Reason says why a batch was sealed; it is reported in logs and metrics.
@@ -181,13 +198,28 @@ func (a *Accumulator[D]) Add(now time.Time, tp offsets.TP, offset int64, epoch i
 	r := &a.ranges[i]
 	r.Last, r.LastEpoch = offset, epoch
 	r.Rows++
-	if a.policy.MaxRows > 0 && a.data.Rows() >= a.policy.MaxRows {
+	rows, bytes := a.size()
+	if a.policy.MaxRows > 0 && rows >= a.policy.MaxRows {
 		return true, ReasonRows
 	}
-	if a.policy.MaxBytes > 0 && a.data.Bytes() >= a.policy.MaxBytes {
+	if a.policy.MaxBytes > 0 && bytes >= a.policy.MaxBytes {
+		return true, ReasonBytes
+	}
+	if a.policy.MaxDataBytes > 0 && a.data.Bytes() >= a.policy.MaxDataBytes {
 		return true, ReasonBytes
 	}
 	return false, 0
+}
+
+// size is what MaxRows and MaxBytes are compared with: the open batch's
+// rows and bytes, or its largest part's (Policy.PerPart).
+func (a *Accumulator[D]) size() (rows, bytes int) {
+	if a.policy.PerPart {
+		if p, ok := any(a.data).(Parted); ok {
+			return p.Largest()
+		}
+	}
+	return a.data.Rows(), a.data.Bytes()
 }
 
 // UntilNext returns how long until max_wait seals the open batch; ok is

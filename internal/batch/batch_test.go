@@ -15,27 +15,31 @@ func (r *rows) Bytes() int { return r.bytes }
 
 var t0 = time.Unix(1_700_000_000, 0)
 
+// checkFull appends n rows to a (add puts row i into its data first) and
+// checks at which row it first reports full and why (0: never).
+func checkFull[D Data](t *testing.T, a *Accumulator[D], n int, add func(i int), wantFullAt int, wantWhy Reason) {
+	t.Helper()
+	for i := 1; i <= n; i++ {
+		add(i)
+		full, why := a.Add(t0, offsets.TP{Topic: "t", Partition: int32(i % 3)}, int64(i), 0)
+		if full {
+			if i != wantFullAt || why != wantWhy {
+				t.Fatalf("policy %+v: full at row %d (%v), want row %d (%v)", a.Policy(), i, why, wantFullAt, wantWhy)
+			}
+			return
+		}
+	}
+	if wantFullAt != 0 {
+		t.Fatalf("policy %+v: never full, want full at row %d", a.Policy(), wantFullAt)
+	}
+}
+
 func TestTriggers(t *testing.T) {
-	// f appends n rows of size each, one per partition in turn, and checks
-	// when the accumulator first reports full and why.
+	// f appends n rows of size each, one per partition in turn.
 	f := func(p Policy, n, size int, wantFullAt int, wantWhy Reason) {
 		t.Helper()
 		d := &rows{}
-		a := NewAccumulator(p, d)
-		for i := 1; i <= n; i++ {
-			d.n++
-			d.bytes += size
-			full, why := a.Add(t0, offsets.TP{Topic: "t", Partition: int32(i % 3)}, int64(i), 0)
-			if full {
-				if i != wantFullAt || why != wantWhy {
-					t.Fatalf("policy %+v: full at row %d (%v), want row %d (%v)", p, i, why, wantFullAt, wantWhy)
-				}
-				return
-			}
-		}
-		if wantFullAt != 0 {
-			t.Fatalf("policy %+v: never full, want full at row %d", p, wantFullAt)
-		}
+		checkFull(t, NewAccumulator(p, d), n, func(int) { d.n++; d.bytes += size }, wantFullAt, wantWhy)
 	}
 	f(Policy{MaxRows: 10}, 100, 1, 10, ReasonRows)
 	f(Policy{MaxRows: 1}, 5, 1, 1, ReasonRows)
@@ -43,6 +47,59 @@ func TestTriggers(t *testing.T) {
 	f(Policy{MaxRows: 10, MaxBytes: 100}, 100, 50, 2, ReasonBytes)
 	f(Policy{MaxRows: 3, MaxBytes: 100}, 100, 1, 3, ReasonRows)
 	f(Policy{}, 1000, 1000, 0, 0) // no triggers: only max_wait or a forced seal
+}
+
+// parts is a Parted Data: rows go to the parts in turn by a pattern the
+// test sets (a cluster's shards, placed by a key).
+type parts struct {
+	rows, bytes []int
+}
+
+func (p *parts) Rows() int  { return sum(p.rows) }
+func (p *parts) Bytes() int { return sum(p.bytes) }
+func (p *parts) Largest() (rows, bytes int) {
+	for i := range p.rows {
+		rows, bytes = max(rows, p.rows[i]), max(bytes, p.bytes[i])
+	}
+	return rows, bytes
+}
+
+func sum(xs []int) (n int) {
+	for _, x := range xs {
+		n += x
+	}
+	return n
+}
+
+func TestTriggersPerPart(t *testing.T) {
+	// f appends n rows of size each, row i to part place(i).
+	f := func(p Policy, nparts, n, size int, place func(i int) int, wantFullAt int, wantWhy Reason) {
+		t.Helper()
+		d := &parts{rows: make([]int, nparts), bytes: make([]int, nparts)}
+		checkFull(t, NewAccumulator(p, d), n, func(i int) { d.rows[place(i)]++; d.bytes[place(i)] += size }, wantFullAt, wantWhy)
+	}
+	even := func(i int) int { return i % 2 }
+	hot := func(i int) int { return 0 } // one key: every row on one shard
+	third := func(i int) int { return min(i%4, 1) }
+	// Even parts: each INSERT as large as max_rows, so the batch holds twice.
+	f(Policy{MaxRows: 10, PerPart: true}, 2, 100, 1, even, 19, ReasonRows) // the odd rows' part has 10 at row 19
+	// One hot shard: its part fills first, whatever the others hold.
+	f(Policy{MaxRows: 10, PerPart: true}, 2, 100, 1, hot, 10, ReasonRows)
+	f(Policy{MaxRows: 9, PerPart: true}, 2, 100, 1, third, 11, ReasonRows) // parts 2:9 at row 11
+	// Bytes per part too, and the whole bounded by MaxDataBytes.
+	f(Policy{MaxBytes: 100, PerPart: true}, 2, 100, 30, even, 7, ReasonBytes) // a part crosses 100 at 4 rows
+	f(Policy{MaxBytes: 100, MaxDataBytes: 150, PerPart: true}, 4, 100, 30, func(i int) int { return i % 4 }, 5, ReasonBytes)
+	// Without PerPart the whole batch counts, parts or not.
+	f(Policy{MaxRows: 10}, 2, 100, 1, even, 10, ReasonRows)
+	// A Data without parts: PerPart changes nothing.
+	d := &rows{}
+	a := NewAccumulator(Policy{MaxRows: 3, PerPart: true}, d)
+	for i := 1; i <= 3; i++ {
+		d.n++
+		if full, _ := a.Add(t0, offsets.TP{Topic: "t"}, int64(i), 0); full != (i == 3) {
+			t.Fatalf("plain data, PerPart: full %v at row %d", full, i)
+		}
+	}
 }
 
 func TestUntilNext(t *testing.T) {

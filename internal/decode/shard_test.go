@@ -121,3 +121,37 @@ func FuzzShardedAppend(f *testing.F) {
 		}
 	})
 }
+
+// TestShardedBlockLargest: a sharded block's Largest is its largest
+// part's rows and bytes (what max_rows and max_bytes bound: each part is
+// one INSERT), a plain block's the whole; the bytes of the parts add up
+// to the block's.
+func TestShardedBlockLargest(t *testing.T) {
+	p, err := Compile(route.JSON, []chschema.ColumnSchema{{Name: "id", Type: "UInt64"}, {Name: "s", Type: "String"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sharded, plain := p.NewShardedBlock("id", parity{}), p.NewBlock()
+	// ids 1..7 go 3 to shard 0 (even), 4 to shard 1 (odd); the odd ones
+	// carry longer strings.
+	for id := 1; id <= 7; id++ {
+		v := fmt.Appendf(nil, `{"id":%d,"s":%q}`, id, strings.Repeat("x", 1+10*(id%2)))
+		for _, b := range []*Block{sharded, plain} {
+			if err := p.Append(b, &kgo.Record{Value: v, Offset: int64(id)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	ps, _ := sharded.ShardParts()
+	parts := []*Block{ps[0].(*Block), ps[1].(*Block)}
+	rows, bytes := sharded.Largest()
+	if rows != 4 || rows != parts[1].Rows() || bytes != parts[1].Bytes() {
+		t.Fatalf("Largest = %d rows %d bytes, want shard 1's %d rows %d bytes", rows, bytes, parts[1].Rows(), parts[1].Bytes())
+	}
+	if parts[0].Bytes()+parts[1].Bytes() != sharded.Bytes() || sharded.Bytes() != plain.Bytes() {
+		t.Fatalf("bytes: parts %d + %d, block %d, plain block %d", parts[0].Bytes(), parts[1].Bytes(), sharded.Bytes(), plain.Bytes())
+	}
+	if rows, bytes := plain.Largest(); rows != 7 || bytes != plain.Bytes() {
+		t.Fatalf("plain block: Largest = %d rows %d bytes, want 7 rows %d bytes", rows, bytes, plain.Bytes())
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -75,6 +76,75 @@ http: {listen: ""}
 	}
 	t.Logf("%d rows exactly once across 2 shards × 2 replicas with one replica of each shard cut in turn; %d batches; failovers: shard 1 %d, shard 2 %d",
 		n, st.Inserts, obs.shard[1].Load(), obs.shard[2].Load())
+}
+
+// TestClusterByKeyPartsHoldMaxRows: with target: local by key, max_rows
+// bounds each shard's INSERT, not the batch: a batch is sealed when its
+// largest shard's part holds max_rows, so the shards get INSERTs as large
+// as a whole batch's (half the INSERTs of parts of max_rows/2), none
+// larger, and every row arrives exactly once.
+func TestClusterByKeyPartsHoldMaxRows(t *testing.T) {
+	c := testenv.Cluster(t)
+	db, shards, _ := clusterTables(t, c)
+	topic := testenv.NewTopic(t, 1)
+	const n, maxRows = 12000, 2000
+	produceEvents(t, topic, n)
+	cfg := newConfig(t, fmt.Sprintf(`
+name: %s
+kafka: {brokers: [%q], topics: [%q], fetch_max_wait: 200ms}
+clickhouse: {addrs: [%q], database: %s, cluster: %s, shards: [%s]}
+batch: {max_rows: %d, max_wait: 2s}
+routes: [{topic: %q, table: ev, target: local, sharding_key: user_id}]
+http: {listen: ""}
+`, testenv.UniqueName(t, "parts"), testenv.Kafka(t)[0], topic, c.Shards[0][0].Addr, db, c.Name, shards, maxRows, topic))
+	ctx := context.Background()
+	cw, err := writer.OpenCluster(ctx, cfg.Name, cfg.ClickHouse, cfg.Routes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cw.Close()
+	var ins shardInserts
+	cw.Observe(&ins)
+	seed := c.Conn(t)
+	runSinkWhile(t, cfg, cw, zerolog.ErrorLevel, 3*time.Minute, func() (bool, string) {
+		got := countRows(t, seed, db+".ev")
+		return got >= n, fmt.Sprintf("%d of %d rows", got, n)
+	})
+	exactlyOnShards(t, c, db, n)
+	rows := ins.list()
+	full, most := 0, 0
+	for _, r := range rows {
+		most = max(most, r)
+		if r == maxRows {
+			full++
+		}
+	}
+	// 12,000 rows split about evenly: three batches whose larger part
+	// reaches 2,000 and the rest, so 6 to 8 INSERTs in all (parts of
+	// 1,000 were 12).
+	if most > maxRows || full < 3 || len(rows) > 8 {
+		t.Fatalf("rows per shard INSERT %v: want none over %d, at least 3 of exactly %d, at most 8 INSERTs", rows, maxRows, maxRows)
+	}
+	t.Logf("rows per shard INSERT: %v", rows)
+}
+
+// shardInserts lists the rows of every shard INSERT the cluster writer
+// made.
+type shardInserts struct {
+	mu   sync.Mutex
+	rows []int
+}
+
+func (s *shardInserts) ShardInserted(_ int, _ string, rows int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rows = append(s.rows, rows)
+}
+func (s *shardInserts) ShardFailed(int, string, int32, bool) {}
+func (s *shardInserts) list() []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]int(nil), s.rows...)
 }
 
 // failovers counts the cluster writer's failovers per shard (1, 2).

@@ -98,6 +98,18 @@ func (b *Block) Landed(part *Block) {
 	b.rows++
 }
 
+// Largest is the rows and bytes of b's largest INSERT: the whole block,
+// or a sharded block's largest part (batch.Parted).
+func (b *Block) Largest() (rows, bytes int) {
+	if b.shard == nil {
+		return b.rows, b.bytes
+	}
+	for _, p := range b.shard.parts {
+		rows, bytes = max(rows, p.rows), max(bytes, p.bytes)
+	}
+	return rows, bytes
+}
+
 // ShardParts is a sharded block's rows by shard: parts[i] holds the rows
 // placed on shard index i, nil when it has none; by placed them. It
 // implements chschema.ShardedBlock.

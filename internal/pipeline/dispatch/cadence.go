@@ -77,14 +77,19 @@ type fixed struct {
 }
 
 // Policy is the configured triggers; a route's bound caps the wait, since
-// a record may have waited fetch_max_wait in Kafka already.
+// a record may have waited fetch_max_wait in Kafka already. max_rows and
+// max_bytes bound each INSERT: a batch placed on a cluster's shards by
+// its key is full when its largest shard's part is, and holds in all no
+// more than its share of the buffer (the one filling and max_in_flight
+// being inserted), at least max_bytes.
 func (f *fixed) Policy(t *tables.Table) batch.Policy {
 	b := f.cfg.Batch
 	wait := b.MaxWait
 	if t.MaxLatency() > 0 {
 		wait = min(wait, max(t.MaxLatency()-f.cfg.Kafka.FetchMaxWait, time.Millisecond))
 	}
-	return batch.Policy{MaxRows: b.MaxRows, MaxBytes: int(b.MaxBytes), MaxWait: wait}
+	share := max(int(b.MaxBytes), int(b.BufferMemory)/(f.cfg.ClickHouse.MaxInFlight+1))
+	return batch.Policy{MaxRows: b.MaxRows, MaxBytes: int(b.MaxBytes), MaxWait: wait, PerPart: true, MaxDataBytes: share}
 }
 
 // Added reports t's target, which never changes.
