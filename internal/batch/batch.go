@@ -152,6 +152,7 @@ func (b *Batch[D]) Holds(tp offsets.TP) bool {
 type Accumulator[D Data] struct {
 	policy Policy
 	data   D
+	parted Parted // data, when it is inserted in parts (nil otherwise)
 	opened time.Time
 	ranges []Range
 	// last is the index in ranges of the previous Add: records arrive in runs
@@ -162,7 +163,9 @@ type Accumulator[D Data] struct {
 
 // NewAccumulator starts an empty accumulator appending into data.
 func NewAccumulator[D Data](p Policy, data D) *Accumulator[D] {
-	return &Accumulator[D]{policy: p, data: data, index: make(map[offsets.TP]int)}
+	a := &Accumulator[D]{policy: p, index: make(map[offsets.TP]int)}
+	a.use(data)
+	return a
 }
 
 // SetPolicy changes the triggers from now on, the open batch included
@@ -211,13 +214,18 @@ func (a *Accumulator[D]) Add(now time.Time, tp offsets.TP, offset int64, epoch i
 	return false, 0
 }
 
+// use makes data the container rows are appended to, noting once whether
+// it is inserted in parts, so Add asks no type question per row.
+func (a *Accumulator[D]) use(data D) {
+	a.data = data
+	a.parted, _ = any(data).(Parted)
+}
+
 // size is what MaxRows and MaxBytes are compared with: the open batch's
 // rows and bytes, or its largest part's (Policy.PerPart).
 func (a *Accumulator[D]) size() (rows, bytes int) {
-	if a.policy.PerPart {
-		if p, ok := any(a.data).(Parted); ok {
-			return p.Largest()
-		}
+	if a.policy.PerPart && a.parted != nil {
+		return a.parted.Largest()
 	}
 	return a.data.Rows(), a.data.Bytes()
 }
@@ -250,7 +258,7 @@ func (a *Accumulator[D]) Seal(now time.Time, id uint64, reason Reason, next D) *
 		Opened: a.opened,
 		Sealed: now,
 	}
-	a.data = next
+	a.use(next)
 	a.ranges = make([]Range, 0, len(b.Ranges))
 	clear(a.index)
 	a.last = 0

@@ -68,7 +68,7 @@ func (c *adaptive) Added(t *tables.Table) {
 	}
 	// A batch may hold max_bytes, and never more than its share of the
 	// buffer: the one filling plus max_in_flight being inserted.
-	share := min(int(b.MaxBytes), int(b.BufferMemory)/(c.cfg.ClickHouse.MaxInFlight+1))
+	share := min(int(b.MaxBytes), bufferShare(c.cfg))
 	as := &adaptState{ctl: adapt.New(adapt.Settings{
 		InsertsPerMinute: b.TargetInsertsPerMinute,
 		MaxLatency:       maxLatency,

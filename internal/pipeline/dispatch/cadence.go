@@ -88,8 +88,14 @@ func (f *fixed) Policy(t *tables.Table) batch.Policy {
 	if t.MaxLatency() > 0 {
 		wait = min(wait, max(t.MaxLatency()-f.cfg.Kafka.FetchMaxWait, time.Millisecond))
 	}
-	share := max(int(b.MaxBytes), int(b.BufferMemory)/(f.cfg.ClickHouse.MaxInFlight+1))
-	return batch.Policy{MaxRows: b.MaxRows, MaxBytes: int(b.MaxBytes), MaxWait: wait, PerPart: true, MaxDataBytes: share}
+	return batch.Policy{MaxRows: b.MaxRows, MaxBytes: int(b.MaxBytes), MaxWait: wait,
+		PerPart: true, MaxDataBytes: max(int(b.MaxBytes), bufferShare(f.cfg))}
+}
+
+// bufferShare is what one table's batch may hold of batch.buffer_memory:
+// the batch filling and clickhouse.max_in_flight being inserted share it.
+func bufferShare(cfg *config.Config) int {
+	return int(cfg.Batch.BufferMemory) / (cfg.ClickHouse.MaxInFlight + 1)
 }
 
 // Added reports t's target, which never changes.
