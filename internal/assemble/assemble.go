@@ -30,6 +30,7 @@ import (
 	"sink/config"
 	"sink/internal/budget"
 	"sink/internal/consumer"
+	"sink/internal/decode/column"
 	"sink/internal/eos/eosio"
 	"sink/internal/metrics"
 	"sink/internal/pipeline"
@@ -77,9 +78,12 @@ type Opener func(ctx context.Context, cfg *config.Config, m *metrics.Metrics, lo
 // Open connects the parts cfg asks for, in the order run needs them: the
 // ClickHouse side, the shared budget, the exactly-once I/O, the schema
 // registry client. m (nil: no metrics) and log receive the cluster
-// writer's events. On an error, what was opened is closed again.
+// writer's events. On an error, what was opened is closed again. It also
+// sets how much String buffer memory the process keeps between batches
+// for reuse (consumer.SpareLimit).
 func Open(ctx context.Context, cfg *config.Config, m *metrics.Metrics, log zerolog.Logger) (*Parts, error) {
 	p := &Parts{Sampler: consumer.Sampler{Kafka: cfg.Kafka}, metrics: m, log: log}
+	column.SetSpareLimit(consumer.SpareLimit(cfg))
 	for _, open := range []func(context.Context, *config.Config) error{p.openSink, p.openBudget, p.openExactlyOnce, p.openRegistry} {
 		if err := open(ctx, cfg); err != nil {
 			p.Close()

@@ -79,3 +79,10 @@ func MemoryLimit(cfg *config.Config) int64 {
 	b := int64(cfg.Batch.BufferMemory)
 	return b + 2*b/FetchShare + 64<<20
 }
+
+// SpareLimit is the most capacity of String column buffers kept between
+// batches for the next ones to fill (column.SetSpareLimit): buffer_memory /
+// 8, 32 MiB for the default 256 MiB. Like the capacity of a block on the
+// pipeline's free list, it is block memory the budget does not count, and
+// it lives inside MemoryLimit's share for that.
+func SpareLimit(cfg *config.Config) int { return int(cfg.Batch.BufferMemory / 8) }

@@ -41,17 +41,42 @@ func TestFetchLimitsFor(t *testing.T) {
 	f("256MiB", "0", "1MiB", FetchLimits{MaxBytes: 8 * mib, PartitionBytes: mib, Concurrent: 2})
 }
 
+// withBufferMemory is a config whose batch.buffer_memory is buffer.
+func withBufferMemory(t *testing.T, buffer string) *config.Config {
+	t.Helper()
+	cfg, err := config.Parse([]byte("name: x\nkafka: {topics: [a]}\nbatch: {buffer_memory: "+buffer+"}\nroutes: [{topic: a, table: t}]\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
 func TestMemoryLimit(t *testing.T) {
 	f := func(buffer string, want int64) {
 		t.Helper()
-		cfg, err := config.Parse([]byte("name: x\nkafka: {topics: [a]}\nbatch: {buffer_memory: "+buffer+"}\nroutes: [{topic: a, table: t}]\n"), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		cfg := withBufferMemory(t, buffer)
 		if got := MemoryLimit(cfg); got != want {
 			t.Fatalf("buffer_memory %s: got %d, want %d", buffer, got, want)
 		}
 	}
 	f("256MiB", (256+128+64)<<20)
 	f("64MiB", (64+32+64)<<20)
+}
+
+func TestSpareLimit(t *testing.T) {
+	f := func(buffer string, want int) {
+		t.Helper()
+		cfg := withBufferMemory(t, buffer)
+		got := SpareLimit(cfg)
+		if got != want {
+			t.Fatalf("buffer_memory %s: got %d, want %d", buffer, got, want)
+		}
+		// The spares live in MemoryLimit's share for block capacity the
+		// budget does not count (buffer_memory / FetchShare).
+		if int64(got) > int64(cfg.Batch.BufferMemory)/FetchShare {
+			t.Fatalf("buffer_memory %s: spares of %d exceed the uncounted block share", buffer, got)
+		}
+	}
+	f("256MiB", 32<<20)
+	f("64MiB", 8<<20)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sink/internal/chschema"
+	"sink/internal/decode/column"
 )
 
 // benchCols is a typical event table: an id, a time, a low-cardinality
@@ -63,6 +64,10 @@ const (
 )
 
 func benchmarkAppend(b *testing.B, mode int) {
+	// The String buffers a reset block gives up are kept for the next
+	// blocks, as the sink keeps them (consumer.SpareLimit's default).
+	column.SetSpareLimit(32 << 20)
+	b.Cleanup(func() { column.SetSpareLimit(0) })
 	p, err := Compile("json", InsertColumns(benchCols), nil)
 	if err != nil {
 		b.Fatal(err)

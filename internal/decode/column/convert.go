@@ -577,7 +577,40 @@ func parseYMD(b []byte) (y, m, d int, ok bool) {
 // (RFC 3339 and ClickHouse's own text format). Text without a zone is wall
 // time in loc (UTC when loc is nil); a date alone is midnight.
 func parseDateTimeText(b []byte, loc *time.Location) (sec, nsec int64, ok bool) {
-	y, mo, d, ok := parseYMD(b)
+	return (*dayCache)(nil).parseDateTimeText(b, loc)
+}
+
+// dayCache remembers the last date read as text and its day number: the
+// timestamps of a stream mostly share their date, and turning the date
+// into days is most of reading the time. The zero dayCache is empty; a nil
+// one remembers nothing.
+type dayCache struct {
+	text    [10]byte // YYYY-MM-DD as read
+	y, m, d int
+	days    int64 // daysFromCivil(y, m, d)
+	set     bool
+}
+
+// date parses YYYY-MM-DD at the start of b, as parseYMD, with its day
+// number.
+func (dc *dayCache) date(b []byte) (y, m, d int, days int64, ok bool) {
+	if dc != nil && dc.set && len(b) >= 10 && string(b[:10]) == string(dc.text[:]) {
+		return dc.y, dc.m, dc.d, dc.days, true
+	}
+	if y, m, d, ok = parseYMD(b); !ok {
+		return 0, 0, 0, 0, false
+	}
+	days = daysFromCivil(y, m, d)
+	if dc != nil {
+		copy(dc.text[:], b)
+		dc.y, dc.m, dc.d, dc.days, dc.set = y, m, d, days, true
+	}
+	return y, m, d, days, true
+}
+
+// parseDateTimeText is parseDateTimeText remembering the date in dc.
+func (dc *dayCache) parseDateTimeText(b []byte, loc *time.Location) (sec, nsec int64, ok bool) {
+	y, mo, d, days, ok := dc.date(b)
 	if !ok {
 		return 0, 0, false
 	}
@@ -647,13 +680,13 @@ func parseDateTimeText(b []byte, loc *time.Location) (sec, nsec int64, ok bool) 
 			if rest[0] == '-' {
 				off = -off
 			}
-			return daysFromCivil(y, mo, d)*SecondsPerDay + int64(hh*3600+mm*60+ss) - off, nsec, true
+			return days*SecondsPerDay + int64(hh*3600+mm*60+ss) - off, nsec, true
 		default:
 			return 0, 0, false
 		}
 	}
 	if loc == nil || loc == time.UTC {
-		return daysFromCivil(y, mo, d)*SecondsPerDay + int64(hh*3600+mm*60+ss), nsec, true
+		return days*SecondsPerDay + int64(hh*3600+mm*60+ss), nsec, true
 	}
 	return time.Date(y, time.Month(mo), d, hh, mm, ss, 0, loc).Unix(), nsec, true
 }
@@ -739,7 +772,7 @@ func (c *State) timestamp(in *Value, t *chtype.Type) (sec, nsec int64, err error
 		return sec, nsec, nil
 	case String, Number:
 		if in.Kind == String && looksLikeDate(in.Bytes) {
-			sec, nsec, ok := parseDateTimeText(in.Bytes, t.Loc)
+			sec, nsec, ok := c.days.parseDateTimeText(in.Bytes, t.Loc)
 			if !ok {
 				return 0, 0, cannotParse(in, t)
 			}

@@ -163,7 +163,9 @@ func (s *strCol) add(c *State, in *Value) error {
 			s.hint = s.size.get()
 		}
 		if s.hint > 0 {
-			s.col.Buf = make([]byte, 0, s.hint)
+			if s.col.Buf = spares.get(s.hint); s.col.Buf == nil {
+				s.col.Buf = make([]byte, 0, s.hint)
+			}
 		}
 	}
 	if s.col.Pos == nil {
@@ -215,13 +217,17 @@ func (s *strCol) truncate(n int) {
 	}
 }
 
-// reset drops the byte buffer rather than keeping it: a block waiting on
-// the free list then holds no string memory outside batch.buffer_memory,
-// and the next fill allocates it once at the size the last one reached.
+// reset gives the byte buffer up rather than keeping it: a block waiting
+// on the free list then holds no string memory outside batch.buffer_memory.
+// The buffer goes to the spares (spare.go), bounded in all, and the next
+// fill takes one of the size the last one reached from there, or allocates
+// it once.
 func (s *strCol) reset() {
 	s.truncate(0)
-	s.hint, s.col.Buf = cap(s.col.Buf), nil
+	s.hint = cap(s.col.Buf)
 	s.size.note(s.hint)
+	spares.put(s.col.Buf)
+	s.col.Buf = nil
 }
 
 // data copies the values once into an immutable string and returns

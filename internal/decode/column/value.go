@@ -56,6 +56,7 @@ type State struct {
 	tmp    []byte // formatting scratch
 	pad    []byte // FixedString padding scratch
 	digits []byte // parseNumber scratch
+	days   dayCache
 }
 
 // Begin makes b the block the next values are appended to.
