@@ -153,7 +153,7 @@ var truncates = []string{TruncateSkip, TruncateApply}
 
 // AppliesTruncate reports whether the route runs TRUNCATE TABLE for a
 // TRUNCATE event of its topics.
-func (r Route) AppliesTruncate() bool { return r.Truncate == TruncateApply }
+func (r *Route) AppliesTruncate() bool { return r.Truncate == TruncateApply }
 
 // validateTruncate checks truncate: a CDC route's option, and apply only
 // where this configuration can make it safe. Whether each table has one
