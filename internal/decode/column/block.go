@@ -71,9 +71,12 @@ func (b *Block) ColumnData(i int) any {
 	return b.patched(i, b.bufs[i].data())
 }
 
-// Reset empties the block, keeping buffer capacity. String memory is
-// released to the GC rather than reused, so strings handed out before stay
-// valid.
+// Reset empties the block, keeping buffer capacity. A top-level String
+// column's byte buffer goes to the spares (spare.go) for later blocks, so
+// what Native returned before is invalid from here on (ColumnData's
+// strings are copies and stay valid); every other string's memory (the
+// arena) is released to the GC rather than reused, so strings handed out
+// before stay valid.
 func (b *Block) Reset() {
 	for _, c := range b.bufs {
 		c.reset()

@@ -94,8 +94,8 @@ func (l *Layout) Fits(b *Block) bool { return b.sig == l.sig }
 // shrank them) holds that capacity for fewer counted rows. Blocks are
 // sealed at max_bytes at the latest, so a block's uncounted capacity stays
 // below ≈1.25 × max_bytes, as it already did for a block reused from the
-// pipeline's free list (reset keeps row capacity, strCol re-allocates its
-// buffer at its last size).
+// pipeline's free list (reset keeps row capacity; strCol takes a buffer of
+// its last size from the spares, spare.go, or allocates one).
 type capHint struct{ n atomic.Int64 }
 
 // note records that a buffer reached capacity n.
