@@ -46,11 +46,7 @@ http: {listen: ""}
 `, testenv.UniqueName(t, "cl"), brokers[0], topic, c.Shards[0][0].Addr, db, c.Name, shards, topic))
 
 	ctx := context.Background()
-	cw, err := writer.OpenCluster(ctx, cfg.Name, cfg.ClickHouse, cfg.Routes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cw.Close()
+	cw := openCluster(t, cfg)
 	var obs failovers
 	cw.Observe(&obs)
 	seed := c.Conn(t)
@@ -97,12 +93,7 @@ batch: {max_rows: %d, max_wait: 2s}
 routes: [{topic: %q, table: ev, target: local, sharding_key: user_id}]
 http: {listen: ""}
 `, testenv.UniqueName(t, "parts"), testenv.Kafka(t)[0], topic, c.Shards[0][0].Addr, db, c.Name, shards, maxRows, topic))
-	ctx := context.Background()
-	cw, err := writer.OpenCluster(ctx, cfg.Name, cfg.ClickHouse, cfg.Routes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cw.Close()
+	cw := openCluster(t, cfg)
 	var ins shardInserts
 	cw.Observe(&ins)
 	seed := c.Conn(t)
@@ -209,11 +200,7 @@ routes: [{topic: %q, table: ev, target: local, sharding_key: user_id}]
 http: {listen: ""}
 `, testenv.UniqueName(t, "out"), brokers[0], topic, c.Shards[0][0].Addr, db, c.Name, shards, topic))
 	ctx := context.Background()
-	cw, err := writer.OpenCluster(ctx, cfg.Name, cfg.ClickHouse, cfg.Routes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cw.Close()
+	cw := openCluster(t, cfg)
 	m := metrics.New(cfg.Kafka.Group)
 	seed := c.Conn(t)
 	count := func() uint64 {
@@ -338,11 +325,7 @@ routes: [{topic: %q, table: ev_local, target: local, sharding_key: user_id}]
 http: {listen: ""}
 `, testenv.UniqueName(t, "eocl"), brokers[0], topic, c.Shards[0][0].Addr, db, c.WeightedName, topic))
 	ctx := context.Background()
-	cw, err := writer.OpenCluster(ctx, cfg.Name, cfg.ClickHouse, cfg.Routes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cw.Close()
+	cw := openCluster(t, cfg)
 	place, err := cw.Placement(ctx, db, "ev_local")
 	if err != nil || place == "" {
 		t.Fatalf("placement %q, %v; want a fingerprint for a table split by key", place, err)
@@ -503,11 +486,7 @@ func TestClusterExactlyOnceDistributedAndShardWindowOn26Cluster(t *testing.T) {
 	produceEvents(t, topic, n)
 	ctx := context.Background()
 	cfg := eoClusterConfig(t, c, db, topic, "ev", group, 1500)
-	cw, err := writer.OpenCluster(ctx, cfg.Name, cfg.ClickHouse, cfg.Routes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cw.Close()
+	cw := openCluster(t, cfg)
 	seed := c.Conn(t)
 	runSinkWhile(t, cfg, cw, zerolog.WarnLevel, 3*time.Minute, func() (bool, string) {
 		got := countRows(t, seed, db+".ev")
@@ -530,4 +509,16 @@ func TestClusterExactlyOnceDistributedAndShardWindowOn26Cluster(t *testing.T) {
 		t.Fatalf("check with shard 2's window 0: %v; want one line containing %q", err, want)
 	}
 	t.Logf("refused: %v", err)
+}
+
+// openCluster is the cluster writer of cfg's routes, closed when the test
+// ends.
+func openCluster(t *testing.T, cfg *config.Config) *writer.Cluster {
+	t.Helper()
+	cw, err := writer.OpenCluster(context.Background(), cfg.Name, cfg.ClickHouse, cfg.Routes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cw.Close() })
+	return cw
 }
