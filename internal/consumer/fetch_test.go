@@ -59,8 +59,19 @@ func TestMemoryLimit(t *testing.T) {
 			t.Fatalf("buffer_memory %s: got %d, want %d", buffer, got, want)
 		}
 	}
-	f("256MiB", (256+128+64)<<20)
+	// Up to 80 MiB, what the heap holds with the budget full is below the
+	// RSS bound less the process's memory outside the heap; above, that
+	// bound is the limit.
 	f("64MiB", (64+32+64)<<20)
+	f("80MiB", (80+40+64)<<20)
+	f("256MiB", (256+104)<<20)
+	f("1GiB", (1024+104)<<20)
+	for _, buffer := range []string{"32MiB", "64MiB", "80MiB", "256MiB", "4GiB"} {
+		cfg := withBufferMemory(t, buffer)
+		if got, bound := MemoryLimit(cfg), int64(cfg.Batch.BufferMemory)+RSSHeadroom; got > bound-24<<20 {
+			t.Fatalf("buffer_memory %s: limit %d leaves less than 24 MiB below the RSS bound %d", buffer, got, bound)
+		}
+	}
 }
 
 func TestSpareLimit(t *testing.T) {

@@ -9,6 +9,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"sink/internal/consumer"
 )
 
 // Spread is a metric over the successful runs of one variant: the median
@@ -90,10 +92,10 @@ func findStats(vs []VariantStats, key string) (VariantStats, bool) {
 
 // The targets: ratios of medians in one run of the benchmark, per server.
 const (
-	targetCPURatio    = 1.0 // sink client CPU/row ≤ this × the pipe's
-	targetPipeRatio   = 2.0 // sink rows/s ≥ this × the pipe's
-	targetEngineRatio = 5.0 // sink rows/s ≥ this × the Kafka engine's
-	targetRSSOverMiB  = 128 // sink peak RSS ≤ buffer_memory + this
+	targetCPURatio    = 1.0                        // sink client CPU/row ≤ this × the pipe's
+	targetPipeRatio   = 2.0                        // sink rows/s ≥ this × the pipe's
+	targetEngineRatio = 5.0                        // sink rows/s ≥ this × the Kafka engine's
+	targetRSSOverMiB  = consumer.RSSHeadroom >> 20 // sink peak RSS ≤ buffer_memory + this
 )
 
 // evaluate checks the targets against one server's medians. The measured

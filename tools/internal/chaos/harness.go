@@ -37,6 +37,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"sink/internal/consumer"
 	"sink/tools/gen"
 )
 
@@ -281,7 +282,7 @@ func Run(ctx context.Context, env Env, s Spec) (res *Result) {
 	buf, _ := parseSize(s.Buffer)
 	// The memory contract: the buffer budget plus a fixed allowance for
 	// the runtime, the code and the clients' own buffers.
-	res.RSSLimit = buf + 128<<20
+	res.RSSLimit = buf + consumer.RSSHeadroom
 
 	if s.Prepare != nil {
 		if err := s.Prepare(ctx, r); err != nil {
