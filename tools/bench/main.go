@@ -42,6 +42,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -120,6 +121,7 @@ func runMain(args []string) error {
 	fs.BoolVar(&o.steady.only, "steady-only", false, "the steady state alone: --runs backlog drains of the sink variant per server for its rate, then the levels; no other variants, seed 004 replay, cluster table, Go benchmarks or profile (writes steady-<date>.md)")
 	fs.DurationVar(&o.steady.duration, "steady-duration", 5*time.Minute, "steady state: how long each level's paced stream runs")
 	steadyLevels := fs.String("steady-levels", "0.5,0.9", "steady state: the paced rates, as fractions of the backlog rate, comma-separated")
+	steadyRates := fs.String("steady-rates", "", "steady state: fixed paced rates in rows/s, comma-separated, instead of --steady-levels: the same stream for every build, so runs of two builds (--sink) compare")
 	fs.DurationVar(&o.steady.drain, "steady-drain", 3*time.Minute, "steady state: longest wait for the last rows after the producer stopped (beyond it the level is reported incomplete)")
 	fs.BoolVar(&o.goBench, "gobench", true, "run the hot path's Go benchmarks")
 	fs.BoolVar(&o.perf, "profile", true, "profile one extra run of the sink with perf (not timed) and report its top functions")
@@ -138,6 +140,9 @@ func runMain(args []string) error {
 	co.http, co.variants = splitList(*clusterHTTP), splitList(*clusterVars)
 	var err error
 	if o.steady.levels, err = parseLevels(*steadyLevels); err != nil {
+		return err
+	}
+	if o.steady.rates, err = parseRates(*steadyRates); err != nil {
 		return err
 	}
 	if o.steady.only {
@@ -305,6 +310,19 @@ func serverFlags(fs *flag.FlagSet, def string) func() ([]chServer, error) {
 		}
 		return nil, fmt.Errorf("--clickhouse %q: want 18, 26 or both", *which)
 	}
+}
+
+// parseRates reads --steady-rates: rows/s above 0 (none when s is empty).
+func parseRates(s string) ([]float64, error) {
+	var out []float64
+	for _, x := range splitList(s) {
+		f, err := strconv.ParseFloat(x, 64)
+		if err != nil || !(f >= 1) || math.IsInf(f, 0) {
+			return nil, fmt.Errorf("--steady-rates: %q is not a rate of at least 1 row/s", x)
+		}
+		out = append(out, f)
+	}
+	return out, nil
 }
 
 // parseLevels reads --steady-levels: fractions in (0, 1].

@@ -49,6 +49,7 @@ type steadyOptions struct {
 	only     bool          // the phase alone: backlog drains of the sink variant, then the levels
 	duration time.Duration // of each level's paced stream
 	levels   []float64     // fractions of the backlog rate
+	rates    []float64     // fixed rates in rows/s instead of levels (--steady-rates)
 	drain    time.Duration // longest wait for the last rows after the producer stopped
 }
 
@@ -67,7 +68,7 @@ type SteadyResults struct {
 
 // SteadyLevel is one paced stream.
 type SteadyLevel struct {
-	Fraction          float64 `json:"fraction"` // of the backlog rate
+	Fraction          float64 `json:"fraction"` // of the backlog rate; 0 for a fixed rate (--steady-rates)
 	TargetRowsPerSec  float64 `json:"target_rows_per_sec"`
 	Status            string  `json:"status"`
 	Note              string  `json:"note,omitempty"`
@@ -256,6 +257,17 @@ func (b *bench) runSteady(ctx context.Context, runs []Result) *SteadyResults {
 	}
 	sr.BacklogRowsPerSec, sr.BacklogAll = backlogRate(runs)
 	sr.BacklogRuns = len(sr.BacklogAll)
+	if len(o.rates) > 0 {
+		// Fixed rates: the same stream for any build, whatever its
+		// backlog rate, so two builds' runs compare.
+		for _, r := range o.rates {
+			if ctx.Err() != nil {
+				break
+			}
+			sr.Levels = append(sr.Levels, b.runLevel(ctx, 0, r))
+		}
+		return sr
+	}
 	if sr.BacklogRowsPerSec <= 0 {
 		sr.Error = "no backlog drain of the sink variant succeeded on this server: no rate to pace at"
 		logf("steady: %s", sr.Error)
@@ -265,21 +277,27 @@ func (b *bench) runSteady(ctx context.Context, runs []Result) *SteadyResults {
 		if ctx.Err() != nil {
 			break
 		}
-		sr.Levels = append(sr.Levels, b.runLevel(ctx, f, sr.BacklogRowsPerSec))
+		sr.Levels = append(sr.Levels, b.runLevel(ctx, f, f*sr.BacklogRowsPerSec))
 	}
 	return sr
 }
 
-func (b *bench) runLevel(ctx context.Context, frac, backlog float64) SteadyLevel {
+// runLevel paces one stream at target rows/s: frac of the backlog rate,
+// or a fixed rate (frac 0).
+func (b *bench) runLevel(ctx context.Context, frac, target float64) SteadyLevel {
 	o := b.opt.steady
-	pct := int(math.Round(frac * 100))
-	l := SteadyLevel{Fraction: frac, TargetRowsPerSec: frac * backlog, Status: "ok"}
+	name := strconv.Itoa(int(math.Round(frac*100))) + "%"
+	id := strconv.Itoa(int(math.Round(frac * 100)))
+	if frac == 0 {
+		name, id = num(target)+" rows/s", "r"+strconv.Itoa(int(math.Round(target)))
+	}
+	l := SteadyLevel{Fraction: frac, TargetRowsPerSec: target, Status: "ok"}
 	fail := func(err error) SteadyLevel {
 		l.Status = "failed: " + oneLine(err.Error())
-		logf("steady %d%%: %s", pct, l.Status)
+		logf("steady %s: %s", name, l.Status)
 		return l
 	}
-	table, topic := fmt.Sprintf("steady_%d", pct), fmt.Sprintf("bench_steady_%s_%d", b.srv.key, pct)
+	table, topic := "steady_"+id, fmt.Sprintf("bench_steady_%s_%s", b.srv.key, id)
 	l.Table = benchDB + "." + table
 	if err := b.ch.exec(ctx, "CREATE TABLE "+l.Table+" ("+steadyColumns(b.srv.key)+") ENGINE = MergeTree PARTITION BY toYYYYMM(ts) ORDER BY (user_id, ts)"); err != nil {
 		return fail(err)
@@ -290,14 +308,14 @@ func (b *bench) runLevel(ctx context.Context, frac, backlog float64) SteadyLevel
 			_, _ = b.adm.DeleteTopics(context.Background(), topic)
 		}
 	}()
-	sc := sinkConf{name: "bench-steady", group: b.group(fmt.Sprintf("steady-%d", pct), 0), topic: topic, table: table,
+	sc := sinkConf{name: "bench-steady", group: b.group("steady-"+id, 0), topic: topic, table: table,
 		brokers: b.opt.brokers, chAddrs: []string{b.srv.native}}
 	cfg, err := sc.parse()
 	if err != nil {
 		return fail(err)
 	}
 	l.Config, l.MaxWaitSec = strings.TrimSpace(sc.yaml()), cfg.Batch.MaxWait.Seconds()
-	path := filepath.Join(b.opt.work, fmt.Sprintf("ch%s_steady_%d.yaml", b.srv.key, pct))
+	path := filepath.Join(b.opt.work, fmt.Sprintf("ch%s_steady_%s.yaml", b.srv.key, id))
 	if err := os.WriteFile(path, []byte(sc.yaml()), 0o644); err != nil {
 		return fail(err)
 	}
@@ -310,7 +328,7 @@ func (b *bench) runLevel(ctx context.Context, frac, backlog float64) SteadyLevel
 	need := uint64(b.opt.partitions)*steadyRetention + uint64(float64(count)*float64(b.opt.size)*0.5)
 	if free, err := freeBytes(filepath.Join(b.opt.stackRoot, ".stack")); err == nil && need+10<<30 > free {
 		l.Status = fmt.Sprintf("not run: %s records need about %d GiB, the disk has %d GiB free (10 GiB kept free)", num(float64(count)), need>>30, free>>30)
-		logf("steady %d%%: %s", pct, l.Status)
+		logf("steady %s: %s", name, l.Status)
 		return l
 	}
 	if err := gen.EnsureTopic(ctx, b.adm, topic, b.opt.partitions, true); err != nil {
@@ -334,8 +352,7 @@ func (b *bench) runLevel(ctx context.Context, frac, backlog float64) SteadyLevel
 		return fail(fmt.Errorf("%w; sink log: %s", err, c.tail(3)))
 	}
 	var raw steadyRaw
-	logf("steady %d%%: %s records at %s/s (%.0f%% of the backlog rate %s rows/s) for %s into %s",
-		pct, num(float64(count)), num(l.TargetRowsPerSec), frac*100, num(backlog), o.duration, l.Table)
+	logf("steady %s: %s records at %s/s for %s into %s", name, num(float64(count)), num(l.TargetRowsPerSec), o.duration, l.Table)
 	sampleCtx, stopSampling := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -401,8 +418,8 @@ func (b *bench) runLevel(ctx context.Context, frac, backlog float64) SteadyLevel
 	if l.LatencyRows != l.Rows && l.Status == "ok" {
 		l.Status = fmt.Sprintf("ok; latency of %s of the %s rows (the rest not matched to an INSERT)", num(float64(l.LatencyRows)), num(float64(l.Rows)))
 	}
-	logf("steady %d%%: offered %s rows/s, %s rows landed %.1fs after the producer stopped; client %.2f µs/row (%.2f cores), RSS %.0f MiB median %.0f max, %.1f inserts/min, latency p50 %s ms p99 %s ms (max_wait %gs)",
-		pct, num(l.OfferedRowsPerSec), num(float64(l.Rows)), l.DrainSec, l.ClientCPUUsPerRow, l.ClientCores, l.RSSMedianMiB, l.RSSMaxMiB,
+	logf("steady %s: offered %s rows/s, %s rows landed %.1fs after the producer stopped; client %.2f µs/row (%.2f cores), RSS %.0f MiB median %.0f max, %.1f inserts/min, latency p50 %s ms p99 %s ms (max_wait %gs)",
+		name, num(l.OfferedRowsPerSec), num(float64(l.Rows)), l.DrainSec, l.ClientCPUUsPerRow, l.ClientCores, l.RSSMedianMiB, l.RSSMaxMiB,
 		l.InsertsPerMin, num(l.LatencyP50Ms), num(l.LatencyP99Ms), l.MaxWaitSec)
 	return l
 }
@@ -490,7 +507,7 @@ func (res *Results) steadyMarkdown(w func(string, ...any)) {
 		return
 	}
 	w("## Steady state\n\n")
-	w("A continuous paced stream instead of a backlog: per level, the sink (default config) waits on an empty topic of %d partitions; once its group is stable, a producer in the benchmark's process paces JSON records (the workload's kind) into the topic at the level's fraction of the backlog rate (the median rows/s of the sink variant's backlog drains on the same server in this run), then the benchmark waits until every record is a row. ", res.Workload.Partitions)
+	w("A continuous paced stream instead of a backlog: per level, the sink (default config) waits on an empty topic of %d partitions; once its group is stable, a producer in the benchmark's process paces JSON records (the workload's kind) into the topic at the level's fraction of the backlog rate (the median rows/s of the sink variant's backlog drains on the same server in this run), then the benchmark waits until every record is a row; a *fixed* level paces at the rate `--steady-rates` names instead, the same for any build, so two builds' runs compare. ", res.Workload.Partitions)
 	w("*Offered* is what the producer achieved (it shares the machine with the broker, the sink and ClickHouse). Over the window from the first record produced to the last row landed: the sink's CPU (`/proc/PID/stat`, idle time included) per row and in cores, its resident set (`VmRSS`, sampled every second: median and peak), the INSERTs per minute (`system.query_log`), rows per INSERT (median). ")
 	w("Latency is per row, from the record's Kafka timestamp (set by the producer's client when it takes the record) to the row visible, on the machine's one clock; p50, p99 and the maximum over every row of the level, against the sink's `batch.max_wait`. *Landed after* is how long the last rows took after the producer stopped; a level the sink could not keep up with shows there and in the latency.\n\n")
 	for _, sr := range res.Servers {
@@ -511,13 +528,22 @@ func (res *Results) steadyMarkdown(w func(string, ...any)) {
 		w("| level | target rows/s | offered rows/s | rows | landed after | client CPU µs/row | client cores | RSS MiB median / peak | INSERTs/min | rows/INSERT | latency p50 | p99 | max | max_wait | ClickHouse µs/row | rest of machine, cores | status |\n")
 		w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 		for _, l := range st.Levels {
-			w("| %.0f%% | %s | %s | %s | %.1f s | %s | %s | %.0f / %.0f | %.1f | %s | %s | %s | %s | %s | %s | %s | %s |\n",
-				l.Fraction*100, num(l.TargetRowsPerSec), num(l.OfferedRowsPerSec), num(float64(l.Rows)), l.DrainSec,
+			w("| %s | %s | %s | %s | %.1f s | %s | %s | %.0f / %.0f | %.1f | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+				levelName(l.Fraction), num(l.TargetRowsPerSec), num(l.OfferedRowsPerSec), num(float64(l.Rows)), l.DrainSec,
 				f2(l.ClientCPUUsPerRow), f2(l.ClientCores), l.RSSMedianMiB, l.RSSMaxMiB, l.InsertsPerMin, num(l.RowsPerInsertMed),
 				secs(l.LatencyP50Ms), secs(l.LatencyP99Ms), secs(l.LatencyMaxMs), secs(l.MaxWaitSec*1000), f2(l.CHCPUUsPerRow), f2(l.OtherCPUCores), mdEscape(strings.TrimSuffix(l.Status+"; "+l.Note, "; ")))
 		}
 		w("\n")
 	}
+}
+
+// levelName is a level's first column: its fraction of the backlog rate,
+// or "fixed" for a rate of --steady-rates.
+func levelName(frac float64) string {
+	if frac == 0 {
+		return "fixed"
+	}
+	return strconv.FormatFloat(frac*100, 'f', 0, 64) + "%"
 }
 
 // secs formats milliseconds as seconds with two decimals ("—" for NaN).

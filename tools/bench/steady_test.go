@@ -135,3 +135,23 @@ func TestParseLevelsAndBacklogRate(t *testing.T) {
 		t.Errorf("no successful sink run: %g", med)
 	}
 }
+
+func TestParseRatesAndLevelName(t *testing.T) {
+	r, err := parseRates("40000, 2.5e5")
+	if err != nil || len(r) != 2 || r[0] != 40000 || r[1] != 250000 {
+		t.Errorf("parseRates = %v, %v", r, err)
+	}
+	if r, err := parseRates(""); err != nil || r != nil {
+		t.Errorf("parseRates(\"\") = %v, %v, want none", r, err)
+	}
+	for _, bad := range []string{"0", "0.5", "-10", "fast", "1e400", "NaN", "100,x"} {
+		if _, err := parseRates(bad); err == nil {
+			t.Errorf("parseRates(%q) passed", bad)
+		}
+	}
+	for frac, want := range map[float64]string{0: "fixed", 0.5: "50%", 0.9: "90%", 1: "100%"} {
+		if got := levelName(frac); got != want {
+			t.Errorf("levelName(%g) = %q, want %q", frac, got, want)
+		}
+	}
+}
