@@ -80,11 +80,11 @@ func FetchLimitsFor(cfg *config.Config) FetchLimits {
 //     process holds outside the Go runtime's accounting (its mapped code
 //     and data: the peak RSS sat 9–15 MiB above the limit in the bench's
 //     backlog runs) and a margin: buffer_memory + RSSHeadroom - 24 MiB.
-//     Below it, GOGC alone lets the heap grow to twice what is live, which
+//     Without it, GOGC alone let the heap grow to twice what is live, which
 //     took a 3,000,000-record backlog to 414–437 MiB at the default budget.
 //
-// The second is the smaller from buffer_memory 80 MiB up (360 MiB for the
-// default 256 MiB; 160 MiB for 64 MiB). With the budget full (ClickHouse
+// The second is the smaller from buffer_memory 80 MiB up: 360 MiB for the
+// default 256 MiB (and the first, 160 MiB, for 64 MiB). With the budget full (ClickHouse
 // unreachable while a backlog waits) the live heap can then pass the
 // limit: the collector runs more often while little is allocated (a
 // 30-second stall with the default budget cost 0.26 CPU-s more), and the
