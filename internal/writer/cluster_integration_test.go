@@ -426,13 +426,21 @@ func TestClusterPartsSpreadOverReplicas(t *testing.T) {
 				var shardRows uint64
 				for ri, n := range s {
 					conn := n.Conn(t)
-					testenv.Exec(t, conn, "SYSTEM FLUSH LOGS")
-					var logged uint64
-					if err := conn.QueryRow(context.Background(), "SELECT count() FROM system.query_log WHERE toInt8(type) = 2 AND startsWith(query, ?) AND event_time > now() - 300",
-						fmt.Sprintf("INSERT INTO `%s`.`%s`", db, table)).Scan(&logged); err != nil {
-						t.Fatal(err)
-					}
 					got := obs.byReplica[n.Addr]
+					// The server logs a finished query on its own time, which
+					// can be after the client has its answer: the count is
+					// read again, flushed, until it matches or 10 s passed.
+					var logged uint64
+					for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+						testenv.Exec(t, conn, "SYSTEM FLUSH LOGS")
+						if err := conn.QueryRow(context.Background(), "SELECT count() FROM system.query_log WHERE toInt8(type) = 2 AND startsWith(query, ?) AND event_time > now() - 300",
+							fmt.Sprintf("INSERT INTO `%s`.`%s`", db, table)).Scan(&logged); err != nil {
+							t.Fatal(err)
+						}
+						if int(logged) == got || time.Now().After(deadline) {
+							break
+						}
+					}
 					if int(logged) != got {
 						t.Errorf("shard %d replica %s: the writer counted %d parts, its query_log %d INSERTs", si+1, n.Name, got, logged)
 					}
