@@ -304,8 +304,9 @@ func scalarOp(s avro.Schema) (avroOp, error) {
 		op.leaf, op.size = leafFixed, t.Size()
 		switch lt {
 		case string(avro.Decimal):
-			d := t.Logical().(*avro.DecimalLogicalSchema)
-			op.leaf, op.scale, op.prec = leafDecimalFixed, d.Scale(), d.Precision()
+			if d := decimalOf(t); d != nil {
+				op.leaf, op.scale, op.prec = leafDecimalFixed, d.Scale(), d.Precision()
+			}
 		case string(avro.UUID):
 			if t.Size() == 16 {
 				op.leaf = leafUUIDFixed
@@ -344,8 +345,7 @@ func scalarOp(s avro.Schema) (avroOp, error) {
 			op.leaf = leafString
 		case avro.Bytes:
 			op.leaf = leafBytes
-			if lt == string(avro.Decimal) {
-				d := t.Logical().(*avro.DecimalLogicalSchema)
+			if d := decimalOf(t); d != nil && lt == string(avro.Decimal) {
 				op.leaf, op.scale, op.prec = leafDecimalBytes, d.Scale(), d.Precision()
 			}
 		default:
@@ -427,6 +427,15 @@ func colsOf(reqs []bindReq) []int {
 // property (timestamp-nanos, local-timestamp-nanos are newer than it), or
 // the logical type a Kafka Connect semantic type (connect.name) that has
 // none stands for: Debezium's dates and timestamps.
+// decimalOf is the decimal logical type of s, nil where it has none or
+// its decimal is invalid (a precision the library refused): such a schema
+// is read as its underlying bytes or fixed, as the Avro specification
+// asks of an invalid logical type.
+func decimalOf(s avro.LogicalTypeSchema) *avro.DecimalLogicalSchema {
+	d, _ := s.Logical().(*avro.DecimalLogicalSchema)
+	return d
+}
+
 func logicalType(s avro.Schema) string {
 	if l, ok := s.(avro.LogicalTypeSchema); ok && l.Logical() != nil {
 		return string(l.Logical().Type())
@@ -544,8 +553,8 @@ func avroSchemaType(s avro.Schema, depth int) *drift.SchemaType {
 		return drift.PlainType("String", label)
 	case *avro.FixedSchema:
 		switch {
-		case lt == string(avro.Decimal):
-			return decimalType(t.Logical().(*avro.DecimalLogicalSchema), label)
+		case lt == string(avro.Decimal) && decimalOf(t) != nil:
+			return decimalType(decimalOf(t), label)
 		case lt == string(avro.UUID) && t.Size() == 16:
 			return drift.PlainType("UUID", label)
 		case isDuration(s):
