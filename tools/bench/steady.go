@@ -286,8 +286,8 @@ func (b *bench) runSteady(ctx context.Context, runs []Result) *SteadyResults {
 // or a fixed rate (frac 0).
 func (b *bench) runLevel(ctx context.Context, frac, target float64) SteadyLevel {
 	o := b.opt.steady
-	name := strconv.Itoa(int(math.Round(frac*100))) + "%"
 	id := strconv.Itoa(int(math.Round(frac * 100)))
+	name := id + "%"
 	if frac == 0 {
 		name, id = num(target)+" rows/s", "r"+strconv.Itoa(int(math.Round(target)))
 	}

@@ -423,10 +423,6 @@ func colsOf(reqs []bindReq) []int {
 	return out
 }
 
-// logicalType is s's logical type: what hamba/avro knows, or the raw
-// property (timestamp-nanos, local-timestamp-nanos are newer than it), or
-// the logical type a Kafka Connect semantic type (connect.name) that has
-// none stands for: Debezium's dates and timestamps.
 // decimalOf is the decimal logical type of s, nil where it has none or
 // its decimal is invalid (a precision the library refused): such a schema
 // is read as its underlying bytes or fixed, as the Avro specification
@@ -436,6 +432,10 @@ func decimalOf(s avro.LogicalTypeSchema) *avro.DecimalLogicalSchema {
 	return d
 }
 
+// logicalType is s's logical type: what hamba/avro knows, or the raw
+// property (timestamp-nanos, local-timestamp-nanos are newer than it), or
+// the logical type a Kafka Connect semantic type (connect.name) that has
+// none stands for: Debezium's dates and timestamps.
 func logicalType(s avro.Schema) string {
 	if l, ok := s.(avro.LogicalTypeSchema); ok && l.Logical() != nil {
 		return string(l.Logical().Type())
